@@ -1,0 +1,35 @@
+/* The ONNX importer: .onnx (protobuf, opsets 7-18) -> IRModule with one function "main", spans
+ * named after the ONNX nodes (seed 001's span filler). */
+#ifndef GRAFT_FRONTEND_ONNX_IMPORT_H
+#define GRAFT_FRONTEND_ONNX_IMPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/expr.h"
+#include "runtime/tensor.h"
+
+typedef struct onnx_input_shape {
+    const char *name;             /* graph input name */
+    int32_t ndim;
+    int64_t dims[RT_MAX_NDIM];
+} onnx_input_shape;
+
+typedef struct onnx_import_opts {
+    const onnx_input_shape *shapes; /* bind dynamic dims of these inputs */
+    uint32_t nshapes;
+    bool no_spans;                  /* graft import --no-spans */
+} onnx_import_opts;
+
+/* opts may be NULL. Unsupported ops: GR_ERR_UNSUPPORTED listing every unsupported node (name,
+ * op type, opset) at once. A truncated or corrupt file: GR_ERR_INVALID naming the file. */
+gr_status onnx_import_file(ir_ctx_t *ctx, const char *path, const onnx_import_opts *opts,
+                           ir_module **out, gr_diag *diag);
+gr_status onnx_import_buffer(ir_ctx_t *ctx, const char *name, const uint8_t *buf, size_t len,
+                             const onnx_import_opts *opts, ir_module **out, gr_diag *diag);
+
+/* Reads a serialized ONNX TensorProto (.pb of the ONNX backend test data). *name may be NULL;
+ * when given it receives a heap copy of the tensor's name (caller frees). */
+gr_status onnx_tensor_load_pb(const char *path, rt_tensor **out, char **name, gr_diag *diag);
+
+#endif

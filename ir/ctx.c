@@ -1,0 +1,249 @@
+/* The context: arena, ids, string interning, hash-consing, plus the heap map and helpers. */
+#include "ir/ctx_impl.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CHUNK_SIZE ((size_t)1 << 20)
+
+void *gr_xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) gr_abort(__FILE__, __LINE__, "out of memory (%zu bytes)", n);
+    return p;
+}
+void *gr_xcalloc(size_t n, size_t size) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) gr_abort(__FILE__, __LINE__, "out of memory (%zu x %zu bytes)", n, size);
+    return p;
+}
+void *gr_xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) gr_abort(__FILE__, __LINE__, "out of memory (%zu bytes)", n);
+    return q;
+}
+char *gr_xstrdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    return memcpy(gr_xmalloc(n), s, n);
+}
+
+ir_ctx_t *ir_ctx_new(void) {
+    ir_ctx_t *ctx = gr_xcalloc(1, sizeof(*ctx));
+    ctx->next_id = 1;
+    ctx->next_seq = 1;
+    return ctx;
+}
+
+void ir_ctx_free(ir_ctx_t *ctx) {
+    if (!ctx) return;
+    for (uint32_t i = 0; i < ctx->owned.len; i++) gr_object_release(ctx->owned.data[i]);
+    gr_vec_free(&ctx->owned);
+    for (ir_chunk *c = ctx->chunks, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    free(ctx->hc);
+    free(ctx->ops);
+    free(ctx);
+}
+
+void *ir_alloc(ir_ctx_t *ctx, size_t size) {
+    size = (size + 15) & ~(size_t)15;
+    ir_chunk *c = ctx->chunks;
+    if (!c || c->size - c->used < size) {
+        size_t cap = size > CHUNK_SIZE / 4 ? size : CHUNK_SIZE;
+        ir_chunk *n = gr_xmalloc(sizeof(ir_chunk) + cap);
+        n->size = cap;
+        n->used = 0;
+        if (c && size > CHUNK_SIZE / 4) {
+            /* A big block gets a chunk of its own behind the current one, which stays open. */
+            n->next = c->next;
+            c->next = n;
+        } else {
+            n->next = c;
+            ctx->chunks = n;
+        }
+        c = n;
+        ctx->arena_bytes += sizeof(ir_chunk) + cap;
+    }
+    void *p = c->mem + c->used;
+    c->used += size;
+    memset(p, 0, size);
+    return p;
+}
+
+void *ir_alloc_copy(ir_ctx_t *ctx, const void *src, size_t size) {
+    void *p = ir_alloc(ctx, size);
+    if (size) memcpy(p, src, size);
+    return p;
+}
+
+size_t ir_ctx_arena_bytes(const ir_ctx_t *ctx) { return ctx->arena_bytes; }
+
+uint32_t ir_ctx_next_id(ir_ctx_t *ctx) {
+    GR_ASSERT(ctx->next_id != UINT32_MAX);
+    return ctx->next_id++;
+}
+uint32_t ir_ctx_id_bound(const ir_ctx_t *ctx) { return ctx->next_id; }
+uint32_t ir__ctx_next_seq(ir_ctx_t *ctx) { return ctx->next_seq++; }
+
+void ir__ctx_keep(ir_ctx_t *ctx, gr_object *obj) {
+    if (!obj) return;
+    gr_object_retain(obj);
+    gr_vec_push(&ctx->owned, obj);
+}
+
+/* ---- hashing ---- */
+
+uint64_t gr_hash_mix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    return h;
+}
+
+uint64_t gr_hash_bytes(const void *p, size_t n, uint64_t seed) {
+    /* FNV-1a over 8-byte words, then a final mix. */
+    const unsigned char *s = p;
+    uint64_t h = 0xcbf29ce484222325ull ^ seed;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+        s += 8;
+        n -= 8;
+    }
+    while (n--) h = (h ^ *s++) * 0x100000001b3ull;
+    return gr_hash_mix(h, seed);
+}
+
+/* ---- hash-consing (strings are tag 0, compared as NUL-terminated) ---- */
+
+static void hc_grow(ir_ctx_t *ctx) {
+    uint32_t ncap = ctx->hc_cap ? ctx->hc_cap * 2 : 4096;
+    ir_hc_entry *n = gr_xcalloc(ncap, sizeof(*n));
+    for (uint32_t i = 0; i < ctx->hc_cap; i++) {
+        ir_hc_entry *e = &ctx->hc[i];
+        if (!e->hash) continue;
+        uint32_t j = (uint32_t)e->hash & (ncap - 1);
+        while (n[j].hash) j = (j + 1) & (ncap - 1);
+        n[j] = *e;
+    }
+    free(ctx->hc);
+    ctx->hc = n;
+    ctx->hc_cap = ncap;
+}
+
+static const void *hc_lookup(ir_ctx_t *ctx, uint32_t tag, const void *key, size_t size,
+                             size_t store_size) {
+    if ((ctx->hc_len + 1) * 4 >= ctx->hc_cap * 3) hc_grow(ctx);
+    uint64_t h = gr_hash_bytes(key, size, tag) | 1;
+    uint32_t mask = ctx->hc_cap - 1, i = (uint32_t)h & mask;
+    for (;; i = (i + 1) & mask) {
+        ir_hc_entry *e = &ctx->hc[i];
+        if (!e->hash) break;
+        if (e->hash == h && e->tag == tag && e->size == size && memcmp(e->ptr, key, size) == 0)
+            return e->ptr;
+    }
+    void *p = ir_alloc(ctx, store_size);
+    memcpy(p, key, size);
+    ctx->hc[i] = (ir_hc_entry){h, tag, (uint32_t)size, p};
+    ctx->hc_len++;
+    return p;
+}
+
+const void *ir_hashcons(ir_ctx_t *ctx, uint32_t tag, const void *key, size_t size) {
+    GR_ASSERT(tag != 0 && size < UINT32_MAX);
+    return hc_lookup(ctx, tag, key, size, size);
+}
+
+const char *ir_intern_n(ir_ctx_t *ctx, const char *s, size_t n) {
+    /* The stored copy gets a NUL after the n bytes (ir_alloc zero-fills). */
+    GR_ASSERT(n < UINT32_MAX);
+    return hc_lookup(ctx, 0, s, n, n + 1);
+}
+
+const char *ir_intern(ir_ctx_t *ctx, const char *s) { return ir_intern_n(ctx, s, strlen(s)); }
+
+const char *ir_internf(ir_ctx_t *ctx, const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n < 0) return ir_intern(ctx, "");
+    if ((size_t)n < sizeof(buf)) return ir_intern_n(ctx, buf, (size_t)n);
+    char *big = gr_xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    const char *r = ir_intern_n(ctx, big, (size_t)n);
+    free(big);
+    return r;
+}
+
+/* ---- gr_map ---- */
+
+void gr_map_init(gr_map *m) { memset(m, 0, sizeof(*m)); }
+
+void gr_map_free(gr_map *m) {
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof(*m));
+}
+
+void gr_map_clear(gr_map *m) {
+    if (m->cap) memset(m->keys, 0, sizeof(uint64_t) * m->cap);
+    m->len = 0;
+}
+
+static uint32_t map_slot(uint64_t key, uint32_t mask) {
+    return (uint32_t)gr_hash_mix(key, 0x51ed27) & mask;
+}
+
+static void map_grow(gr_map *m) {
+    uint32_t ncap = m->cap ? m->cap * 2 : 16;
+    uint64_t *nk = gr_xcalloc(ncap, sizeof(uint64_t)), *nv = gr_xmalloc(ncap * sizeof(uint64_t));
+    for (uint32_t i = 0; i < m->cap; i++) {
+        if (!m->keys[i]) continue;
+        uint32_t j = map_slot(m->keys[i], ncap - 1);
+        while (nk[j]) j = (j + 1) & (ncap - 1);
+        nk[j] = m->keys[i];
+        nv[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = nk;
+    m->vals = nv;
+    m->cap = ncap;
+}
+
+void gr_map_put(gr_map *m, uint64_t key, uint64_t val) {
+    GR_ASSERT(key != 0);
+    if ((m->len + 1) * 4 >= m->cap * 3) map_grow(m);
+    uint32_t mask = m->cap - 1, i = map_slot(key, mask);
+    while (m->keys[i] && m->keys[i] != key) i = (i + 1) & mask;
+    if (!m->keys[i]) {
+        m->keys[i] = key;
+        m->len++;
+    }
+    m->vals[i] = val;
+}
+
+bool gr_map_get(const gr_map *m, uint64_t key, uint64_t *val) {
+    if (!m->cap || !key) return false;
+    uint32_t mask = m->cap - 1, i = map_slot(key, mask);
+    for (; m->keys[i]; i = (i + 1) & mask) {
+        if (m->keys[i] == key) {
+            if (val) *val = m->vals[i];
+            return true;
+        }
+    }
+    return false;
+}
+
+uint64_t gr_map_get_or(const gr_map *m, uint64_t key, uint64_t dflt) {
+    uint64_t v;
+    return gr_map_get(m, key, &v) ? v : dflt;
+}

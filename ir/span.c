@@ -1,0 +1,148 @@
+/* Spans and SequentialSpans (hash-consed lists of locs). */
+#include "ir/span.h"
+
+#include <string.h>
+
+#include "ir/ctx_impl.h"
+
+enum { SPAN_TAG = 0x5350414e };
+
+static const ir_span *span_intern(ir_ctx_t *ctx, const ir_loc *locs, uint32_t n) {
+    if (n == 0) return NULL;
+    size_t size = sizeof(ir_span) + sizeof(ir_loc) * n;
+    ir_span *tmp = gr_xcalloc(1, size);
+    tmp->n = n;
+    memcpy(tmp->locs, locs, sizeof(ir_loc) * n);
+    const ir_span *s = ir_hashcons(ctx, SPAN_TAG, tmp, size);
+    free(tmp);
+    return s;
+}
+
+const ir_span *ir_span_from_loc(ir_ctx_t *ctx, const ir_loc *loc) {
+    if (!loc || !loc->source || !loc->source[0]) return NULL;
+    ir_loc l;
+    memset(&l, 0, sizeof(l));
+    l.source = ir_intern(ctx, loc->source);
+    l.line = loc->line;
+    l.col = loc->col;
+    l.end_line = loc->end_line;
+    l.end_col = loc->end_col;
+    l.is_output = loc->is_output ? 1 : 0;
+    return span_intern(ctx, &l, 1);
+}
+
+const ir_span *ir_span_named(ir_ctx_t *ctx, const char *source, bool is_output) {
+    ir_loc l = {.source = source, .is_output = is_output};
+    return ir_span_from_loc(ctx, &l);
+}
+
+static bool same_place(const ir_loc *a, const ir_loc *b) {
+    return a->source == b->source && a->line == b->line && a->col == b->col &&
+           a->end_line == b->end_line && a->end_col == b->end_col;
+}
+
+const ir_span *ir_span_seq(ir_ctx_t *ctx, const ir_span *const *parts, uint32_t n) {
+    uint32_t total = 0;
+    const ir_span *only = NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!parts[i]) continue;
+        total += parts[i]->n;
+        only = parts[i];
+    }
+    if (total == 0) return NULL;
+    /* Already canonical parts (spans are only ever built here) need no work when alone. */
+    if (total == only->n) return only;
+    ir_loc *locs = gr_xmalloc(sizeof(ir_loc) * total);
+    uint32_t k = 0;
+    gr_map seen; /* source pointer -> 1 (fast reject before the linear check) */
+    gr_map_init(&seen);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!parts[i]) continue;
+        for (uint32_t j = 0; j < parts[i]->n; j++) {
+            const ir_loc *l = &parts[i]->locs[j];
+            bool dup = false;
+            if (gr_map_get(&seen, GR_MAP_PTR(l->source), NULL)) {
+                for (uint32_t q = 0; q < k; q++) {
+                    if (same_place(&locs[q], l)) {
+                        locs[q].is_output |= l->is_output;
+                        dup = true;
+                        break;
+                    }
+                }
+            }
+            if (!dup) {
+                locs[k++] = *l;
+                gr_map_put(&seen, GR_MAP_PTR(l->source), 1);
+            }
+        }
+    }
+    const ir_span *s = span_intern(ctx, locs, k);
+    gr_map_free(&seen);
+    free(locs);
+    return s;
+}
+
+const ir_span *ir_span_concat(ir_ctx_t *ctx, const ir_span *a, const ir_span *b) {
+    const ir_span *parts[2] = {a, b};
+    return ir_span_seq(ctx, parts, 2);
+}
+
+const ir_span *ir_span_with_output(ir_ctx_t *ctx, const ir_span *s, bool is_output) {
+    if (!s) return NULL;
+    ir_loc *locs = gr_xmalloc(sizeof(ir_loc) * s->n);
+    memcpy(locs, s->locs, sizeof(ir_loc) * s->n);
+    for (uint32_t i = 0; i < s->n; i++) locs[i].is_output = is_output ? 1 : 0;
+    const ir_span *r = span_intern(ctx, locs, s->n);
+    free(locs);
+    return r;
+}
+
+bool ir_span_has_source(const ir_span *s, const char *source) {
+    if (!s) return false;
+    for (uint32_t i = 0; i < s->n; i++)
+        if (strcmp(s->locs[i].source, source) == 0) return true;
+    return false;
+}
+
+bool ir_span_is_output_of(const ir_span *s, const char *source) {
+    if (!s) return false;
+    for (uint32_t i = 0; i < s->n; i++)
+        if (s->locs[i].is_output && strcmp(s->locs[i].source, source) == 0) return true;
+    return false;
+}
+
+static void print_quoted(const char *s, FILE *out) {
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
+        else if (c == '\n') fputs("\\n", out);
+        else if (c == '\t') fputs("\\t", out);
+        else if (c < 0x20 || c == 0x7f) fprintf(out, "\\x%02x", c);
+        else fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+static void print_loc(const ir_loc *l, FILE *out) {
+    print_quoted(l->source, out);
+    if (l->line) {
+        fprintf(out, ":%d:%d", l->line, l->col);
+        if (l->end_line) fprintf(out, "-%d:%d", l->end_line, l->end_col);
+    }
+    if (l->is_output) fputc('!', out);
+}
+
+void ir_span_print(const ir_span *s, FILE *out) {
+    if (!s) return;
+    if (s->n == 1) {
+        print_loc(&s->locs[0], out);
+        return;
+    }
+    fputc('[', out);
+    for (uint32_t i = 0; i < s->n; i++) {
+        if (i) fputs(", ", out);
+        print_loc(&s->locs[i], out);
+    }
+    fputc(']', out);
+}

@@ -1,0 +1,76 @@
+/* Status names and diagnostics. */
+#include "ir/status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *gr_status_name(gr_status s) {
+    switch (s) {
+#define GR_STATUS_NAME(name, code, msg) case GR_##name: return "GR_" #name;
+        GR_STATUS_MAP(GR_STATUS_NAME)
+#undef GR_STATUS_NAME
+    }
+    return "GR_UNKNOWN";
+}
+
+const char *gr_status_str(gr_status s) {
+    switch (s) {
+#define GR_STATUS_STR(name, code, msg) case GR_##name: return msg;
+        GR_STATUS_MAP(GR_STATUS_STR)
+#undef GR_STATUS_STR
+    }
+    return "unknown status";
+}
+
+void gr_diag_clear(gr_diag *d) {
+    if (d) memset(d, 0, sizeof(*d));
+}
+
+gr_status gr_diag_vset(gr_diag *d, gr_status code, const char *fmt, va_list ap) {
+    if (!d || d->code != GR_OK) return code;
+    d->code = code;
+    vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
+    return code;
+}
+
+gr_status gr_diag_set(gr_diag *d, gr_status code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    gr_diag_vset(d, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+static void copy_if_empty(char *dst, size_t size, const char *src) {
+    if (dst[0] == '\0' && src) snprintf(dst, size, "%s", src);
+}
+
+void gr_diag_set_file(gr_diag *d, const char *file) {
+    if (d) copy_if_empty(d->file, sizeof(d->file), file);
+}
+void gr_diag_set_layer(gr_diag *d, const char *layer) {
+    if (d) copy_if_empty(d->layer, sizeof(d->layer), layer);
+}
+void gr_diag_set_op(gr_diag *d, const char *op) {
+    if (d) copy_if_empty(d->op, sizeof(d->op), op);
+}
+
+void gr_diag_print(const gr_diag *d) {
+    fputs("error: ", stderr);
+    if (d->file[0]) fprintf(stderr, "%s: ", d->file);
+    if (d->layer[0]) fprintf(stderr, "layer '%s' ", d->layer);
+    if (d->op[0]) fprintf(stderr, "(op %s) ", d->op);
+    if (d->layer[0] || d->op[0]) fputs(": ", stderr);
+    fprintf(stderr, "%s\n", d->msg[0] ? d->msg : gr_status_str(d->code));
+}
+
+_Noreturn void gr_abort(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "graft: internal error at %s:%d: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    abort();
+}

@@ -1,0 +1,62 @@
+/* Status codes and diagnostics shared by every layer of graft.
+ *
+ * Public functions that can fail return a gr_status (0 = success, negative = error) and, when
+ * given a gr_diag, fill it with a message that names the file, the frontend layer and the op.
+ * The codes, their names and their messages come from one table (libuv's UV_ERRNO_MAP). */
+#ifndef GRAFT_IR_STATUS_H
+#define GRAFT_IR_STATUS_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#define GR_STATUS_MAP(X)                                          \
+    X(OK, 0, "success")                                           \
+    X(ERR_PARSE, -1, "syntax error")                              \
+    X(ERR_TYPE, -2, "struct info error")                          \
+    X(ERR_INVALID, -3, "invalid input")                           \
+    X(ERR_UNSUPPORTED, -4, "unsupported")                         \
+    X(ERR_IO, -5, "i/o error")                                    \
+    X(ERR_NOMEM, -6, "out of memory")                             \
+    X(ERR_RUNTIME, -7, "runtime error")                           \
+    X(ERR_NOT_FOUND, -8, "not found")                             \
+    X(ERR_WELLFORMED, -9, "ill-formed IR")
+
+typedef enum gr_status {
+#define GR_STATUS_ENUM(name, code, msg) GR_##name = code,
+    GR_STATUS_MAP(GR_STATUS_ENUM)
+#undef GR_STATUS_ENUM
+} gr_status;
+
+/* "GR_ERR_PARSE" and "syntax error"; static strings. */
+const char *gr_status_name(gr_status s);
+const char *gr_status_str(gr_status s);
+
+/* A diagnostic: the first error reported wins unless cleared. Caller-owned storage, no heap. */
+typedef struct gr_diag {
+    gr_status code;
+    char msg[2048];   /* full message, already prefixed with file:line:col when known */
+    char file[256];   /* input file, "" when unknown */
+    char layer[256];  /* frontend layer (span source), "" when unknown */
+    char op[64];      /* op name, "" when unknown */
+    int line, col;    /* 1-based, 0 when unknown */
+} gr_diag;
+
+void gr_diag_clear(gr_diag *d);
+/* Records an error and returns `code`, so callers write `return gr_diag_set(d, GR_ERR_X, ...)`.
+ * A NULL `d` is allowed (the message is dropped). Keeps the first error when one is set. */
+gr_status gr_diag_set(gr_diag *d, gr_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+gr_status gr_diag_vset(gr_diag *d, gr_status code, const char *fmt, va_list ap);
+/* Context setters: fill only fields that are still empty. */
+void gr_diag_set_file(gr_diag *d, const char *file);
+void gr_diag_set_layer(gr_diag *d, const char *layer);
+void gr_diag_set_op(gr_diag *d, const char *op);
+/* Prints "error: <file>: layer '<layer>' (op <op>): <msg>" to stderr. */
+void gr_diag_print(const gr_diag *d);
+
+/* Internal invariant check (programmer error, never user input): prints and aborts. */
+_Noreturn void gr_abort(const char *file, int line, const char *fmt, ...);
+#define GR_ASSERT(x) \
+    do { if (!(x)) gr_abort(__FILE__, __LINE__, "assertion failed: %s", #x); } while (0)
+
+#endif

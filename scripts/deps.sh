@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what graft needs on a Debian machine. Idempotent: does nothing when all is present.
+set -euo pipefail
+PKGS=(build-essential pkg-config libdnnl-dev llvm-14-dev libprotobuf-c-dev protobuf-c-compiler
+      libonnx-dev libonnx-testdata libjansson-dev libdlpack-dev libcriterion-dev valgrind)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+# Node.js (for test data from npm) may come from elsewhere; only ask Debian when it is absent.
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "deps: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
