@@ -35,6 +35,22 @@ ifneq ($(wildcard frontend/onnx/*.c),)
 PROTOC_LIBS = -lprotobuf-c
 endif
 JSON_LIBS = -ljansson
+
+# ONNX bindings: protoc-c over Debian's onnx.proto, generated into $(BUILD)/gen (never committed).
+# The importer's (and its tests') objects wait for the header (order-only).
+ifneq ($(wildcard frontend/onnx/*.c),)
+ONNX_PROTO ?= /usr/include/onnx/onnx.proto
+ONNX_GEN = $(BUILD)/gen/onnx
+LIB_OBJ += $(BUILD)/obj/gen/onnx/onnx.pb-c.o
+$(ONNX_GEN)/onnx.pb-c.c $(ONNX_GEN)/onnx.pb-c.h &: $(ONNX_PROTO)
+	@mkdir -p $(ONNX_GEN)
+	cp $< $(ONNX_GEN)/onnx.proto
+	cd $(ONNX_GEN) && protoc-c --c_out=. onnx.proto
+$(BUILD)/obj/gen/onnx/onnx.pb-c.o: $(ONNX_GEN)/onnx.pb-c.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -c $< -o $@
+$(filter $(BUILD)/obj/frontend/onnx/% $(BUILD)/obj/tests/frontend/%,$(LIB_OBJ) $(TEST_OBJ)): | $(ONNX_GEN)/onnx.pb-c.h
+endif
 EXT_LIBS = $(LLVM_LIBS) $(DNNL_LIBS) $(PROTOC_LIBS) $(JSON_LIBS)
 
 .PHONY: all deps test asan demo bench clean

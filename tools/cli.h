@@ -1,0 +1,43 @@
+/* Shared helpers of the graft command line: argument checks, loading a model, exit codes. */
+#ifndef GRAFT_TOOLS_CLI_H
+#define GRAFT_TOOLS_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "frontend/onnx/onnx_import.h"
+#include "ir/expr.h"
+
+#define GRAFT_VERSION "0.1.0"
+
+/* Exit statuses (DESIGN.md): 0 success, 1 user error, 2 usage error. */
+enum { CLI_OK = 0, CLI_ERR = 1, CLI_USAGE = 2 };
+
+/* Prints "graft <cmd>: <message>" and the command's usage hint to stderr; returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints the diag (with the file when it has none) and returns CLI_ERR. */
+int cli_fail(const gr_diag *d, const char *file);
+
+/* Takes the value of an option: "--opt VALUE" or "--opt=VALUE". Returns true and advances *i
+ * when argv[*i] is that option; sets *missing when the value is absent. */
+bool cli_opt(int argc, char **argv, int *i, const char *name, const char **value, bool *missing);
+bool cli_ends_with(const char *s, const char *suffix);
+
+#define CLI_MAX_SHAPES 16
+
+/* Options shared by commands that load a model. */
+typedef struct cli_load_opts {
+    onnx_input_shape shapes[CLI_MAX_SHAPES];
+    char shape_names[CLI_MAX_SHAPES][256];
+    uint32_t nshapes;
+    bool no_spans;
+} cli_load_opts;
+
+/* Adds "--input-shape NAME=1x3x640x640"; false when malformed or too many. */
+bool cli_add_input_shape(cli_load_opts *o, const char *spec);
+
+/* Loads INPUT (.onnx or .relax) into a module in ctx and checks it is well formed. */
+gr_status cli_load_model(ir_ctx_t *ctx, const char *path, const cli_load_opts *opts,
+                         ir_module **out, gr_diag *diag);
+
+#endif

@@ -1,0 +1,60 @@
+/* graft: the command line. One table of subcommands drives dispatch and --help. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/cli.h"
+#include "tools/commands.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *usage;
+} command;
+
+static const command COMMANDS[] = {
+    {"fmt", cmd_fmt, "fmt FILE.relax [--no-spans] [-o OUT.relax]\n"
+                     "      parse, check and print a module in the text format"},
+    {"import", cmd_import, "import MODEL.onnx [--input-shape NAME=1x3x224x224]... [--no-spans] "
+                           "[-o OUT.relax]\n      import an ONNX model and print its IRModule"},
+    {"run", cmd_run, "run INPUT [--input NAME=FILE.npy|random]... [--input-shape NAME=DIMS]...\n"
+                     "      [--output-dir DIR] [--repeat N]\n"
+                     "      run a model (.onnx or .relax) on the reference path"},
+};
+#define NCOMMANDS (sizeof(COMMANDS) / sizeof(COMMANDS[0]))
+
+static void print_help(FILE *out) {
+    fprintf(out, "graft %s: bring-your-own-codegen toolkit for Relax-style IR\n\n"
+                 "usage: graft COMMAND [ARGS]\n\ncommands:\n", GRAFT_VERSION);
+    for (size_t i = 0; i < NCOMMANDS; i++) fprintf(out, "  graft %s\n", COMMANDS[i].usage);
+    fprintf(out, "\noptions:\n  --help      this help\n  --version   print the version\n"
+                 "\nexit status: 0 success, 1 error in the input, 2 usage error\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        print_help(stderr);
+        return CLI_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        print_help(stdout);
+        return CLI_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("graft %s\n", GRAFT_VERSION);
+        return CLI_OK;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        if (strcmp(argv[1], COMMANDS[i].name) == 0) {
+            for (int j = 2; j < argc; j++) {
+                if (strcmp(argv[j], "--help") == 0 || strcmp(argv[j], "-h") == 0) {
+                    printf("usage: graft %s\n", COMMANDS[i].usage);
+                    return CLI_OK;
+                }
+            }
+            return COMMANDS[i].run(argc - 2, argv + 2);
+        }
+    }
+    fprintf(stderr, "graft: unknown command '%s'\n\n", argv[1]);
+    print_help(stderr);
+    return CLI_USAGE;
+}
