@@ -24,6 +24,9 @@ typedef struct ir_bb ir_bb_t;
 ir_bb_t *ir_bb_new(ir_ctx_t *ctx, gr_diag *diag);
 void ir_bb_free(ir_bb_t *bb);
 ir_ctx_t *ir_bb_ctx(const ir_bb_t *bb);
+/* The module used to resolve calls of global functions (R.Callable return of @f); may be NULL.
+ * Not owned; it must outlive the builder (or be reset). */
+void ir_bb_set_module(ir_bb_t *bb, const ir_module *m);
 
 /* Blocks: a dataflow block or a plain binding block. Emitting with no open block opens a plain
  * one. */
@@ -50,9 +53,20 @@ bool ir_bb_emit_to(ir_bb_t *bb, ir_var *var, ir_expr *value, const ir_sinfo *mat
 ir_seq *ir_bb_finish(ir_bb_t *bb, ir_expr *body, const ir_span *span);
 
 /* Normalizes outside a builder: fills missing struct info bottom-up without introducing
- * bindings (nested non-leaf args stay nested). Returns e, or NULL with diag filled. */
+ * bindings (nested non-leaf args stay nested). Returns e, or NULL with diag filled. A node that
+ * already has struct info is left alone (its children are not revisited). Vars must already
+ * have struct info (binding vars without it take their value's). Calls of a GlobalVar resolve
+ * through the gvar's own struct info when set, else through `m` (ir_normalize_in). */
 ir_expr *ir_normalize(ir_ctx_t *ctx, ir_expr *e, gr_diag *diag);
-/* Struct info of a call (op, function, extern, var of function type). NULL + diag on error. */
+ir_expr *ir_normalize_in(ir_ctx_t *ctx, const ir_module *m, ir_expr *e, gr_diag *diag);
+/* Struct info of a call whose callee and args are normalized (op, function, extern, var of
+ * function type). Symbolic dims of the callee's params are bound from the args and substituted
+ * into the return (TVM's DeriveCallRetStructInfo, best effort). NULL + diag on error. */
 const ir_sinfo *ir_infer_call(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag);
+const ir_sinfo *ir_infer_call_in(ir_ctx_t *ctx, const ir_module *m, const ir_call *call,
+                                 gr_diag *diag);
+/* TVM's StructInfoLCA: the most specific struct info that is a base of both (equal -> that;
+ * tensors keep the dtype / rank / dims they agree on; different kinds -> R.Object). */
+const ir_sinfo *ir_sinfo_lca(ir_ctx_t *ctx, const ir_sinfo *a, const ir_sinfo *b);
 
 #endif
