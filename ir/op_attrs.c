@@ -1,0 +1,266 @@
+/* Attribute normalization against an op's schema, parsing of the schema's default literals,
+ * and attribute access helpers for the inference functions. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/op_impl.h"
+
+/* ---- default literals: None, True, False, ints, floats, "str", [ints] ---- */
+
+static const char *skip_ws(const char *s) {
+    while (*s == ' ') s++;
+    return s;
+}
+
+/* Parses one literal at *ps; returns false on a malformed literal (a table bug). */
+static bool parse_literal(ir_ctx_t *ctx, const char **ps, uint8_t kind, ir_attr *out) {
+    const char *s = skip_ws(*ps);
+    if (strncmp(s, "None", 4) == 0) {
+        *out = ir_attr_none();
+        *ps = s + 4;
+        return true;
+    }
+    if (strncmp(s, "True", 4) == 0 || strncmp(s, "False", 5) == 0) {
+        *out = ir_attr_bool(s[0] == 'T');
+        *ps = s + (s[0] == 'T' ? 4 : 5);
+        return true;
+    }
+    if (*s == '"') {
+        const char *e = strchr(s + 1, '"');
+        if (!e) return false;
+        const char *str = ir_intern_n(ctx, s + 1, (size_t)(e - s - 1));
+        if (kind == IR_ATTR_DTYPE) {
+            ir_dtype t;
+            if (!ir_dtype_parse(str, &t)) return false;
+            *out = ir_attr_dtype(t);
+        } else {
+            *out = (ir_attr){.kind = IR_ATTR_STR, .u.s = str};
+        }
+        *ps = e + 1;
+        return true;
+    }
+    if (*s == '[') {
+        ir_attr items[16];
+        uint32_t n = 0;
+        s = skip_ws(s + 1);
+        while (*s != ']') {
+            if (n == 16 || !parse_literal(ctx, &s, IR_ATTR_INT, &items[n])) return false;
+            n++;
+            s = skip_ws(s);
+            if (*s == ',') s = skip_ws(s + 1);
+            else if (*s != ']') return false;
+        }
+        *out = ir_attr_array(ctx, n, items);
+        *ps = s + 1;
+        return true;
+    }
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end != s && *end != '.' && *end != 'e' && errno == 0) {
+        *out = kind == IR_ATTR_FLOAT ? ir_attr_float((double)v) : ir_attr_int(v);
+        *ps = end;
+        return true;
+    }
+    double f = strtod(s, &end);
+    if (end == s) return false;
+    *out = ir_attr_float(f);
+    *ps = end;
+    return true;
+}
+
+static ir_attr parse_default(ir_ctx_t *ctx, const ir_op_def *def, const ir_attr_field *f) {
+    const char *s = f->dflt;
+    ir_attr a;
+    if (!parse_literal(ctx, &s, f->kind, &a) || *skip_ws(s) != '\0')
+        gr_abort(__FILE__, __LINE__, "op table: bad default %s for %s.%s", f->dflt, def->name,
+                 f->name);
+    return a;
+}
+
+/* ---- normalization ---- */
+
+static const char *kind_name(uint8_t k) {
+    static const char *const names[] = {"None", "bool", "int", "float", "string", "dtype",
+                                        "array", "map", "expr", "prim", "object"};
+    return k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
+/* Coerces `v` to the field's kind; false when it does not fit. */
+static bool coerce(ir_ctx_t *ctx, const ir_attr_field *f, const ir_attr *dflt, const ir_attr *v,
+                   ir_attr *out) {
+    if (v->kind == IR_ATTR_NONE) {
+        *out = *v;
+        return f->dflt && strcmp(f->dflt, "None") == 0;
+    }
+    if (v->kind == IR_ATTR_PRIM && v->u.prim && v->u.prim->kind == IR_PRIM_INT) {
+        ir_attr iv = ir_attr_int(v->u.prim->value);
+        return coerce(ctx, f, dflt, &iv, out);
+    }
+    switch (f->kind) {
+    case IR_ATTR_INT:
+        if (v->kind == IR_ATTR_INT) { *out = *v; return true; }
+        if (v->kind == IR_ATTR_BOOL) { *out = ir_attr_int(v->u.b); return true; }
+        if (v->kind == IR_ATTR_PRIM) { *out = *v; return true; }
+        return false;
+    case IR_ATTR_FLOAT:
+        if (v->kind == IR_ATTR_FLOAT) { *out = *v; return true; }
+        if (v->kind == IR_ATTR_INT) { *out = ir_attr_float((double)v->u.i); return true; }
+        return false;
+    case IR_ATTR_BOOL:
+        if (v->kind == IR_ATTR_BOOL) { *out = *v; return true; }
+        if (v->kind == IR_ATTR_INT && (v->u.i == 0 || v->u.i == 1)) {
+            *out = ir_attr_bool(v->u.i != 0);
+            return true;
+        }
+        return false;
+    case IR_ATTR_STR:
+        if (v->kind == IR_ATTR_STR) { *out = *v; return true; }
+        return false;
+    case IR_ATTR_DTYPE:
+        if (v->kind == IR_ATTR_DTYPE) { *out = *v; return true; }
+        if (v->kind == IR_ATTR_STR) {
+            ir_dtype t;
+            if (!ir_dtype_parse(v->u.s, &t)) return false;
+            *out = ir_attr_dtype(t);
+            return true;
+        }
+        return false;
+    case IR_ATTR_ARRAY:
+        if (v->kind == IR_ATTR_ARRAY) {
+            for (uint32_t i = 0; i < v->u.arr.n; i++) {
+                uint8_t k = v->u.arr.items[i].kind;
+                if (k != IR_ATTR_INT && k != IR_ATTR_PRIM) return false;
+            }
+            *out = *v;
+            return true;
+        }
+        if (v->kind == IR_ATTR_INT) {
+            /* A single int stands for the whole list, as TVM's Python wrappers allow
+             * (strides=2 -> [2, 2]; axis=1 -> [1]). */
+            uint32_t n = dflt && dflt->kind == IR_ATTR_ARRAY && dflt->u.arr.n ? dflt->u.arr.n : 1;
+            ir_attr items[16];
+            if (n > 16) n = 16;
+            for (uint32_t i = 0; i < n; i++) items[i] = *v;
+            *out = ir_attr_array(ctx, n, items);
+            return true;
+        }
+        return false;
+    default:
+        if (v->kind == f->kind) { *out = *v; return true; }
+        return false;
+    }
+}
+
+gr_status ir_op_attrs_normalize(ir_ctx_t *ctx, const ir_op_def *def, const ir_attrs *given,
+                                const ir_attrs **out, gr_diag *diag) {
+    *out = NULL;
+    if (!def) return gr_diag_set(diag, GR_ERR_INVALID, "ir_op_attrs_normalize: no op");
+    /* Unknown keys first: the message names the op and the key. */
+    for (uint32_t i = 0; given && i < given->n; i++) {
+        bool known = false;
+        for (uint16_t j = 0; j < def->nattrs && !known; j++)
+            known = strcmp(def->attrs[j].name, given->keys[i]) == 0;
+        if (!known) {
+            gr_diag_set_op(diag, def->text_name);
+            return gr_diag_set(diag, GR_ERR_INVALID, "%s: unknown attribute '%s'",
+                               def->text_name, given->keys[i]);
+        }
+        for (uint32_t k = 0; k < i; k++)
+            if (strcmp(given->keys[k], given->keys[i]) == 0) {
+                gr_diag_set_op(diag, def->text_name);
+                return gr_diag_set(diag, GR_ERR_INVALID, "%s: attribute '%s' given twice",
+                                   def->text_name, given->keys[i]);
+            }
+    }
+    if (def->nattrs == 0) return GR_OK;
+    const char *keys[64];
+    ir_attr vals[64];
+    GR_ASSERT(def->nattrs <= 64);
+    for (uint16_t j = 0; j < def->nattrs; j++) {
+        const ir_attr_field *f = &def->attrs[j];
+        const ir_attr *v = ir_attrs_get(given, f->name);
+        keys[j] = f->name;
+        ir_attr dflt = {0};
+        bool have_dflt = f->dflt != NULL;
+        if (have_dflt) dflt = parse_default(ctx, def, f);
+        if (!v) {
+            if (!have_dflt) {
+                gr_diag_set_op(diag, def->text_name);
+                return gr_diag_set(diag, GR_ERR_INVALID, "%s: missing required attribute '%s'",
+                                   def->text_name, f->name);
+            }
+            vals[j] = dflt;
+            continue;
+        }
+        if (!coerce(ctx, f, have_dflt ? &dflt : NULL, v, &vals[j])) {
+            gr_diag_set_op(diag, def->text_name);
+            return gr_diag_set(diag, GR_ERR_INVALID, "%s: attribute '%s' expects %s, got %s",
+                               def->text_name, f->name, kind_name(f->kind), kind_name(v->kind));
+        }
+    }
+    *out = ir_attrs_new(ctx, def->nattrs, keys, vals);
+    return GR_OK;
+}
+
+/* ---- access helpers for inference ---- */
+
+const ir_attr *ir__attr(const ir_call *call, const char *key) {
+    return ir_attrs_get(call->attrs, key);
+}
+
+int64_t ir__attr_int(const ir_call *call, const char *key, int64_t dflt) {
+    const ir_attr *a = ir__attr(call, key);
+    if (!a) return dflt;
+    if (a->kind == IR_ATTR_INT) return a->u.i;
+    if (a->kind == IR_ATTR_BOOL) return a->u.b;
+    if (a->kind == IR_ATTR_PRIM && a->u.prim && a->u.prim->kind == IR_PRIM_INT)
+        return a->u.prim->value;
+    return dflt;
+}
+
+bool ir__attr_bool(const ir_call *call, const char *key) {
+    const ir_attr *a = ir__attr(call, key);
+    if (!a) return false;
+    if (a->kind == IR_ATTR_BOOL) return a->u.b;
+    if (a->kind == IR_ATTR_INT) return a->u.i != 0;
+    return false;
+}
+
+const char *ir__attr_str(const ir_call *call, const char *key) {
+    const ir_attr *a = ir__attr(call, key);
+    if (!a) return NULL;
+    if (a->kind == IR_ATTR_STR) return a->u.s;
+    if (a->kind == IR_ATTR_DTYPE) return ir_dtype_name(a->u.dtype);
+    return NULL;
+}
+
+ir_dtype ir__attr_dtype(const ir_call *call, const char *key) {
+    const ir_attr *a = ir__attr(call, key);
+    ir_dtype t = IR_DTYPE_VOID;
+    if (!a) return t;
+    if (a->kind == IR_ATTR_DTYPE) return a->u.dtype;
+    if (a->kind == IR_ATTR_STR && ir_dtype_parse(a->u.s, &t)) return t;
+    return IR_DTYPE_VOID;
+}
+
+int ir__attr_ints(const ir_call *call, const char *key, int64_t *out, int max) {
+    const ir_attr *a = ir__attr(call, key);
+    if (!a || a->kind == IR_ATTR_NONE) return -1;
+    if (a->kind == IR_ATTR_INT) {
+        if (max > 0) out[0] = a->u.i;
+        return 1;
+    }
+    if (a->kind != IR_ATTR_ARRAY) return -1;
+    int n = (int)a->u.arr.n;
+    for (int i = 0; i < n; i++) {
+        const ir_attr *it = &a->u.arr.items[i];
+        int64_t v;
+        if (it->kind == IR_ATTR_INT) v = it->u.i;
+        else if (it->kind == IR_ATTR_PRIM && ir_prim_is_int(it->u.prim, &v)) {
+        } else return -2;
+        if (i < max) out[i] = v;
+    }
+    return n;
+}
