@@ -253,14 +253,9 @@ static const ir_sinfo *sinfo_args_result(ir_ctx_t *ctx, const ir_call *call) {
 const ir_sinfo *ir_infer_call_in(ir_ctx_t *ctx, const ir_module *m, const ir_call *call,
                                  gr_diag *diag) {
     const ir_expr *callee = call->callee;
-    for (uint32_t i = 0; i < call->nargs; i++)
-        if (!call->args[i]->sinfo)
-            return type_error(diag, call->base.span, "call argument %u (%s) has no struct info", i,
-                              ir_expr_kind_name(call->args[i]->kind));
-    switch (callee->kind) {
-    case IR_OP: {
+    if (callee->kind == IR_OP) {
+        /* The op table checks arity and args (call-like ops: the sinfo_args give the result). */
         const ir_op_def *def = ((const ir_op *)callee)->def;
-        if (def->flags & IR_OPF_CALL_LIKE) return sinfo_args_result(ctx, call);
         const ir_sinfo *s = ir_op_infer(ctx, call, diag);
         if (!s) {
             gr_diag_set_op(diag, def->text_name);
@@ -270,6 +265,11 @@ const ir_sinfo *ir_infer_call_in(ir_ctx_t *ctx, const ir_module *m, const ir_cal
         }
         return s;
     }
+    for (uint32_t i = 0; i < call->nargs; i++)
+        if (!call->args[i]->sinfo)
+            return type_error(diag, call->base.span, "call argument %u (%s) has no struct info", i,
+                              ir_expr_kind_name(call->args[i]->kind));
+    switch (callee->kind) {
     case IR_GVAR: {
         const ir_gvar *g = (const ir_gvar *)callee;
         const ir_sinfo *fs = gvar_sinfo(ctx, m, g);
