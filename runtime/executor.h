@@ -23,4 +23,21 @@ const ir_sinfo *rt_exec_input_sinfo(const rt_exec_t *x, uint32_t i);
 gr_status rt_exec_run(rt_exec_t *x, const rt_value *inputs, uint32_t nin, rt_value *result,
                       gr_diag *diag);
 
+/* Optional profiling: called after every instruction that does work (op kernel, extern call,
+ * function call, tuple/match bookkeeping) with its elapsed time. kind is "op", "extern", "call"
+ * or "other"; name the op ("R.add"), the extern symbol or the callee; var the binding var. */
+typedef struct rt_exec_event {
+    const char *kind;
+    const char *name;
+    const char *var;
+    const ir_span *span;
+    uint64_t ns;
+} rt_exec_event;
+typedef void (*rt_exec_profile_fn)(const rt_exec_event *ev, void *user);
+/* fn NULL turns profiling off. */
+void rt_exec_set_profiler(rt_exec_t *x, rt_exec_profile_fn fn, void *user);
+/* The largest number of slot values (vars and temporaries, over all active frames) alive at once
+ * during the last run: liveness releases each value after its last use. */
+uint32_t rt_exec_peak_live(const rt_exec_t *x);
+
 #endif

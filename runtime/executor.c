@@ -1,0 +1,1385 @@
+/* The reference executor.
+ *
+ * rt_exec_new() compiles a function once into a plan: every var gets a dense slot index, every
+ * binding an instruction whose operands are slots or prepared constants, kernels and extern
+ * symbols are resolved, symbolic dims are compiled into tiny stack programs over dense symbol
+ * indices, and liveness says which slots to release after each instruction. Running a plan then
+ * touches only arrays (no hashing, no IR walking). if/else branches are nested sequences; a var
+ * defined outside a branch and used inside it is released by the enclosing instruction. Calls
+ * of other global functions run their own (cached) plan in a fresh frame. */
+#include "runtime/executor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ir/op.h"
+#include "runtime/kernels.h"
+#include "runtime/module.h"
+
+typedef struct rt_plan rt_plan;
+typedef struct rt_seq rt_seq;
+
+/* ---- symbolic dims ---- */
+
+enum { DIM_CONST, DIM_VAR, DIM_PROG };
+typedef struct rt_dim {
+    uint8_t kind;
+    int64_t v;          /* CONST: value; VAR: symbol index; PROG: offset in plan->code */
+} rt_dim;
+
+enum { SYM_PUSH_C, SYM_PUSH_V, SYM_ADD, SYM_MUL, SYM_FDIV, SYM_FMOD, SYM_END };
+typedef struct rt_symop {
+    uint8_t op;
+    int64_t v;
+} rt_symop;
+
+/* ---- operands ---- */
+
+enum { OPD_SLOT, OPD_CONST, OPD_SHAPE, OPD_PRIM, OPD_TUPLE };
+typedef struct rt_opd rt_opd;
+struct rt_opd {
+    uint8_t kind;
+    uint32_t slot;      /* SLOT */
+    rt_value cval;      /* CONST (tensor reference owned by the exec's const list) */
+    uint32_t n;         /* SHAPE: ndim; TUPLE: fields */
+    rt_dim *dims;       /* SHAPE: n dims; PRIM: one */
+    rt_opd *items;      /* TUPLE */
+};
+
+/* ---- struct info patterns (compiled from ir_sinfo for input checks and match_cast) ---- */
+
+enum { PAT_ANY, PAT_TENSOR, PAT_SHAPE, PAT_PRIM, PAT_TUPLE };
+typedef struct rt_pat rt_pat;
+struct rt_pat {
+    uint8_t kind;
+    ir_dtype dtype;     /* void = any */
+    int32_t ndim;       /* -1 = any */
+    rt_dim *dims;       /* NULL = any (PRIM: the known value, or NULL) */
+    uint32_t n;
+    rt_pat *fields;
+    const ir_sinfo *sinfo;
+};
+
+/* ---- instructions ---- */
+
+enum { INS_OP, INS_DPS, INS_MOVE, INS_TGI, INS_CALL, INS_IF, INS_MATCH };
+
+typedef struct rt_outspec {
+    ir_dtype dtype;
+    int32_t ndim;
+    rt_dim *dims;
+} rt_outspec;
+
+typedef GR_VEC(uint32_t) slot_vec;
+typedef GR_VEC(DLTensor *) dl_vec;
+struct slot_def {
+    rt_seq *seq;                /* the sequence whose instruction writes the slot */
+    int32_t pos;                /* that instruction; -1 for params */
+};
+
+typedef struct rt_instr {
+    uint8_t kind;
+    uint32_t dst;
+    const char *var;            /* binding var name ("" for temporaries) */
+    const char *name;           /* op text name, extern symbol or callee name (profiling) */
+    const ir_span *span;
+    uint32_t nargs;
+    rt_opd *args;               /* OP/CALL: nargs; DPS: args[0] the inputs; MOVE/TGI/IF/MATCH:
+                                   args[0] */
+    rt_kernel_fn kernel;        /* OP */
+    rt_kernel_call call;        /* OP: template (args filled per run) */
+    rt_module *mod;             /* DPS */
+    uint32_t nout;              /* DPS */
+    rt_outspec *outs;           /* DPS */
+    bool out_tuple;             /* DPS */
+    int32_t index;              /* TGI */
+    rt_plan *callee;            /* CALL */
+    rt_seq *then_s, *else_s;    /* IF */
+    rt_pat *pat;                /* MATCH */
+    slot_vec frees;             /* slots released after this instruction */
+} rt_instr;
+
+struct rt_seq {
+    uint32_t n;
+    rt_instr *instrs;
+    rt_opd result;
+    slot_vec free_end;          /* released after the result was taken */
+};
+
+typedef struct rt_frame {
+    rt_value *slots;
+    int64_t *syms;
+    const char **sym_from;      /* NULL = unbound; else what bound it (for messages) */
+    struct rt_frame *next_free;
+} rt_frame;
+
+struct rt_plan {
+    const ir_func *fn;
+    const char *name;
+    uint32_t nslots, nsyms;
+    uint32_t nparams;
+    const ir_var *const *params;
+    rt_pat *param_pats;
+    const char **who_top, **who_call; /* "input 'x'", "argument 'x' of function 'f'" */
+    rt_seq *body;
+    slot_vec free_start;        /* params nobody reads */
+    const char **sym_names;     /* nsyms */
+    GR_VEC(rt_symop) code;
+    rt_frame *frames;           /* free frames (a recursive call takes a second one) */
+    /* compile-time only */
+    gr_map slot_of;             /* var pointer -> slot + 1 */
+    gr_map sym_of;              /* prim var pointer -> symbol index + 1 */
+    GR_VEC(const char *) sym_names_v;
+    GR_VEC(struct slot_def) defs;
+};
+
+typedef struct pa_chunk {
+    struct pa_chunk *next;
+    size_t used, size;
+    _Alignas(16) unsigned char mem[];
+} pa_chunk;
+
+struct rt_exec {
+    const ir_module *m;
+    rt_plan *entry;
+    GR_VEC(rt_plan *) plans;
+    gr_map plan_of;             /* ir_func pointer -> plan */
+    GR_VEC(rt_tensor *) consts;
+    pa_chunk *chunks;
+    rt_exec_profile_fn prof;
+    void *prof_user;
+    uint32_t live, peak;
+    gr_diag *cdiag;             /* diag of the compile in progress */
+};
+
+/* ---- plan arena ---- */
+
+static void *pa_alloc(rt_exec_t *x, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    if (!x->chunks || x->chunks->size - x->chunks->used < n) {
+        size_t sz = n > 16384 ? n : 16384;
+        pa_chunk *c = gr_xcalloc(1, sizeof(pa_chunk) + sz);
+        c->size = sz;
+        c->next = x->chunks;
+        x->chunks = c;
+    }
+    void *p = x->chunks->mem + x->chunks->used;
+    x->chunks->used += n;
+    return p;
+}
+static const char *pa_strf(rt_exec_t *x, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static const char *pa_strf(rt_exec_t *x, const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    size_t n = strlen(buf) + 1;
+    return memcpy(pa_alloc(x, n), buf, n);
+}
+#define PA_NEW_ARRAY(x, T, n) ((T *)pa_alloc((x), sizeof(T) * (size_t)((n) ? (n) : 1)))
+
+/* ======================================================================================== */
+/* Compilation                                                                               */
+/* ======================================================================================== */
+
+typedef struct cseq {
+    rt_seq *seq;
+    GR_VEC(rt_instr) ins;
+} cseq;
+
+static rt_plan *compile_func(rt_exec_t *x, const ir_func *fn, const char *name);
+
+static const char *span_layer(const ir_span *s) { return s && s->n ? s->locs[0].source : NULL; }
+
+static gr_status cfail(rt_exec_t *x, rt_plan *p, const char *var, const ir_span *span,
+                       gr_status code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static gr_status cfail(rt_exec_t *x, rt_plan *p, const char *var, const ir_span *span,
+                       gr_status code, const char *fmt, ...) {
+    char what[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    const char *layer = span_layer(span);
+    gr_diag_set_layer(x->cdiag, layer);
+    if (var && *var)
+        return gr_diag_set(x->cdiag, code, "function '%s', binding '%s': %s", p->name, var, what);
+    return gr_diag_set(x->cdiag, code, "function '%s': %s", p->name, what);
+}
+
+static uint32_t sym_index(rt_plan *p, const ir_prim *var) {
+    uint64_t v;
+    if (gr_map_get(&p->sym_of, GR_MAP_PTR(var), &v)) return (uint32_t)(v - 1);
+    uint32_t i = p->nsyms++;
+    gr_map_put(&p->sym_of, GR_MAP_PTR(var), i + 1);
+    gr_vec_push(&p->sym_names_v, var->name);
+    return i;
+}
+
+static void emit_prim(rt_plan *p, const ir_prim *e) {
+    switch ((ir_prim_kind)e->kind) {
+    case IR_PRIM_INT: gr_vec_push(&p->code, ((rt_symop){SYM_PUSH_C, e->value})); break;
+    case IR_PRIM_VAR: gr_vec_push(&p->code, ((rt_symop){SYM_PUSH_V, sym_index(p, e)})); break;
+    case IR_PRIM_FLOORDIV:
+    case IR_PRIM_FLOORMOD:
+        emit_prim(p, e->a);
+        emit_prim(p, e->b);
+        gr_vec_push(&p->code,
+                    ((rt_symop){e->kind == IR_PRIM_FLOORDIV ? SYM_FDIV : SYM_FMOD, 0}));
+        break;
+    case IR_PRIM_POLY:
+        gr_vec_push(&p->code, ((rt_symop){SYM_PUSH_C, e->value}));
+        for (uint32_t t = 0; t < e->nterms; t++) {
+            gr_vec_push(&p->code, ((rt_symop){SYM_PUSH_C, e->terms[t].coef}));
+            for (uint32_t f = 0; f < e->terms[t].nfactors; f++) {
+                emit_prim(p, e->terms[t].factors[f]);
+                gr_vec_push(&p->code, ((rt_symop){SYM_MUL, 0}));
+            }
+            gr_vec_push(&p->code, ((rt_symop){SYM_ADD, 0}));
+        }
+        break;
+    }
+}
+
+static rt_dim compile_dim(rt_plan *p, const ir_prim *e) {
+    rt_dim d = {0};
+    if (e->kind == IR_PRIM_INT) {
+        d.kind = DIM_CONST;
+        d.v = e->value;
+    } else if (e->kind == IR_PRIM_VAR) {
+        d.kind = DIM_VAR;
+        d.v = sym_index(p, e);
+    } else {
+        d.kind = DIM_PROG;
+        d.v = p->code.len;
+        emit_prim(p, e);
+        gr_vec_push(&p->code, ((rt_symop){SYM_END, 0}));
+    }
+    return d;
+}
+
+static rt_dim *compile_dims(rt_exec_t *x, rt_plan *p, uint32_t n, const ir_prim *const *dims) {
+    rt_dim *d = PA_NEW_ARRAY(x, rt_dim, n);
+    for (uint32_t i = 0; i < n; i++) d[i] = compile_dim(p, dims[i]);
+    return d;
+}
+
+static void compile_pat(rt_exec_t *x, rt_plan *p, const ir_sinfo *s, rt_pat *out) {
+    memset(out, 0, sizeof *out);
+    out->sinfo = s;
+    out->ndim = -1;
+    if (!s) return;
+    switch ((ir_sinfo_kind)s->kind) {
+    case IR_SINFO_TENSOR:
+    case IR_SINFO_SHAPE:
+        out->kind = s->kind == IR_SINFO_TENSOR ? PAT_TENSOR : PAT_SHAPE;
+        out->dtype = s->dtype;
+        out->ndim = s->ndim;
+        if (s->dims && s->ndim >= 0) out->dims = compile_dims(x, p, (uint32_t)s->ndim, s->dims);
+        break;
+    case IR_SINFO_PRIM:
+        out->kind = PAT_PRIM;
+        out->dtype = s->dtype;
+        if (s->value) out->dims = compile_dims(x, p, 1, &s->value);
+        break;
+    case IR_SINFO_TUPLE:
+        out->kind = PAT_TUPLE;
+        out->n = s->n;
+        out->fields = PA_NEW_ARRAY(x, rt_pat, s->n);
+        for (uint32_t i = 0; i < s->n; i++) compile_pat(x, p, s->fields[i], &out->fields[i]);
+        break;
+    default: out->kind = PAT_ANY; break; /* objects, functions: nothing to check */
+    }
+}
+
+static uint32_t new_slot(rt_plan *p, cseq *cs, int32_t pos) {
+    uint32_t s = p->nslots++;
+    struct slot_def d = {cs ? cs->seq : NULL, pos};
+    gr_vec_push(&p->defs, d);
+    return s;
+}
+
+static uint32_t bind_var(rt_plan *p, const ir_var *v, cseq *cs, int32_t pos) {
+    uint32_t s = new_slot(p, cs, pos);
+    gr_map_put(&p->slot_of, GR_MAP_PTR(v), s + 1);
+    return s;
+}
+
+static gr_status compile_value(rt_exec_t *x, rt_plan *p, cseq *cs, ir_expr *e, uint32_t dst,
+                               const char *var, const ir_span *span);
+
+static gr_status compile_opd(rt_exec_t *x, rt_plan *p, cseq *cs, ir_expr *e, rt_opd *o,
+                             const char *var) {
+    memset(o, 0, sizeof *o);
+    switch ((ir_expr_kind)e->kind) {
+    case IR_VAR:
+    case IR_DFVAR: {
+        uint64_t s;
+        if (!gr_map_get(&p->slot_of, GR_MAP_PTR(e), &s))
+            return cfail(x, p, var, e->span, GR_ERR_WELLFORMED,
+                         "use of var '%s' before its definition (or from another function)",
+                         IR_AS(e, ir_var)->name);
+        o->kind = OPD_SLOT;
+        o->slot = (uint32_t)(s - 1);
+        return GR_OK;
+    }
+    case IR_CONST: {
+        rt_tensor *t = IR_AS(e, ir_const)->data;
+        if (!t) return cfail(x, p, var, e->span, GR_ERR_INVALID, "constant without data");
+        gr_vec_push(&x->consts, rt_tensor_retain(t));
+        o->kind = OPD_CONST;
+        o->cval.kind = RT_VAL_TENSOR;
+        o->cval.u.t = t;
+        return GR_OK;
+    }
+    case IR_SHAPE: {
+        ir_shape_expr *se = IR_AS(e, ir_shape_expr);
+        if (se->n > RT_MAX_NDIM)
+            return cfail(x, p, var, e->span, GR_ERR_UNSUPPORTED, "shape of rank %u exceeds %d",
+                         se->n, RT_MAX_NDIM);
+        o->kind = OPD_SHAPE;
+        o->n = se->n;
+        o->dims = compile_dims(x, p, se->n, se->dims);
+        return GR_OK;
+    }
+    case IR_PRIMVAL: {
+        ir_primval *pv = IR_AS(e, ir_primval);
+        int64_t iv;
+        o->kind = OPD_CONST;
+        if (!pv->value) {
+            o->cval.kind = RT_VAL_FLOAT;
+            o->cval.u.f = pv->fvalue;
+        } else if (ir_prim_is_int(pv->value, &iv)) {
+            o->cval.kind = RT_VAL_INT;
+            o->cval.u.i = iv;
+        } else {
+            o->kind = OPD_PRIM;
+            o->dims = compile_dims(x, p, 1, &pv->value);
+        }
+        return GR_OK;
+    }
+    case IR_STR:
+        o->kind = OPD_CONST;
+        o->cval.kind = RT_VAL_STR;
+        o->cval.u.s = IR_AS(e, ir_str)->value;
+        return GR_OK;
+    case IR_TUPLE: {
+        ir_tuple *t = IR_AS(e, ir_tuple);
+        o->kind = OPD_TUPLE;
+        o->n = t->n;
+        o->items = PA_NEW_ARRAY(x, rt_opd, t->n);
+        for (uint32_t i = 0; i < t->n; i++) {
+            gr_status st = compile_opd(x, p, cs, t->fields[i], &o->items[i], var);
+            if (st) return st;
+        }
+        return GR_OK;
+    }
+    case IR_CALL:
+    case IR_TGI:
+    case IR_IF:
+    case IR_SEQ: {
+        /* not in A-normal form: evaluate into a temporary first (pure, so order is kept) */
+        uint32_t tmp = new_slot(p, cs, -2);
+        gr_status st = compile_value(x, p, cs, e, tmp, var, e->span);
+        if (st) return st;
+        o->kind = OPD_SLOT;
+        o->slot = tmp;
+        return GR_OK;
+    }
+    default:
+        return cfail(x, p, var, e->span, GR_ERR_UNSUPPORTED,
+                     "a %s cannot be used as a value by the executor",
+                     ir_expr_kind_name((ir_expr_kind)e->kind));
+    }
+}
+
+/* Appends an instruction; fixes up the definition position of its dst. */
+static rt_instr *push_instr(rt_plan *p, cseq *cs, uint8_t kind, uint32_t dst, const char *var,
+                            const ir_span *span) {
+    rt_instr in;
+    memset(&in, 0, sizeof in);
+    in.kind = kind;
+    in.dst = dst;
+    in.var = var ? var : "";
+    in.span = span;
+    gr_vec_push(&cs->ins, in);
+    p->defs.data[dst].seq = cs->seq;
+    p->defs.data[dst].pos = (int32_t)cs->ins.len - 1;
+    return &cs->ins.data[cs->ins.len - 1];
+}
+
+static gr_status compile_seq(rt_exec_t *x, rt_plan *p, ir_expr *e, rt_seq **out);
+
+static gr_status compile_dps(rt_exec_t *x, rt_plan *p, cseq *cs, const ir_call *call,
+                             uint32_t dst, const char *var, const ir_span *span) {
+    if (call->nargs < 1 || call->nargs > 2)
+        return cfail(x, p, var, span, GR_ERR_INVALID,
+                     "R.call_dps_packed takes (callee, args), got %u arguments", call->nargs);
+    ir_expr *cal = call->args[0];
+    const char *sym = cal->kind == IR_EXTERN ? IR_AS(cal, ir_extern)->symbol
+                      : cal->kind == IR_STR  ? IR_AS(cal, ir_str)->value
+                                             : NULL;
+    if (!sym)
+        return cfail(x, p, var, span, GR_ERR_UNSUPPORTED,
+                     "R.call_dps_packed callee must be an ExternFunc, got a %s",
+                     ir_expr_kind_name((ir_expr_kind)cal->kind));
+    /* output specs: out_sinfo=[a, b] or a tuple struct info means a tuple result */
+    const ir_sinfo *const *outs = call->sinfo_args;
+    uint32_t nout = call->nsinfo_args;
+    bool tuple = nout > 1;
+    const ir_sinfo *one = NULL;
+    if (nout == 0) {
+        one = call->base.sinfo;
+        outs = &one;
+        nout = one ? 1 : 0;
+    }
+    if (nout == 1 && outs[0]->kind == IR_SINFO_TUPLE) {
+        tuple = true;
+        nout = outs[0]->n;
+        outs = outs[0]->fields;
+    }
+    if (nout == 0)
+        return cfail(x, p, var, span, GR_ERR_INVALID,
+                     "R.call_dps_packed('%s') has no out_sinfo", sym);
+    rt_module *mod = rt_module_find_function(x->m, sym);
+    if (!mod)
+        return cfail(x, p, var, span, GR_ERR_NOT_FOUND,
+                     "R.call_dps_packed: symbol '%s' is not defined by any runtime module of "
+                     "external_mods (%u modules)",
+                     sym, rt_module_count(x->m));
+    rt_outspec *os = PA_NEW_ARRAY(x, rt_outspec, nout);
+    for (uint32_t i = 0; i < nout; i++) {
+        const ir_sinfo *s = outs[i];
+        if (s->kind != IR_SINFO_TENSOR || s->ndim < 0 || !s->dims || ir_dtype_is_void(s->dtype) ||
+            s->ndim > RT_MAX_NDIM) {
+            char buf[256];
+            ir_sinfo_snprint(s, buf, sizeof buf);
+            return cfail(x, p, var, span, GR_ERR_UNSUPPORTED,
+                         "R.call_dps_packed('%s'): output %u needs a known dtype and shape, got "
+                         "%s",
+                         sym, i, buf);
+        }
+        os[i].dtype = s->dtype;
+        os[i].ndim = s->ndim;
+        os[i].dims = compile_dims(x, p, (uint32_t)s->ndim, s->dims);
+    }
+    rt_opd *args = PA_NEW_ARRAY(x, rt_opd, 1);
+    if (call->nargs == 2) {
+        gr_status st = compile_opd(x, p, cs, call->args[1], &args[0], var);
+        if (st) return st;
+    } else {
+        args[0].kind = OPD_TUPLE; /* no inputs */
+    }
+    rt_instr *in = push_instr(p, cs, INS_DPS, dst, var, span);
+    in->name = sym;
+    in->mod = mod;
+    in->nargs = 1;
+    in->args = args;
+    in->nout = nout;
+    in->outs = os;
+    in->out_tuple = tuple;
+    return GR_OK;
+}
+
+static gr_status compile_call(rt_exec_t *x, rt_plan *p, cseq *cs, const ir_call *call,
+                              uint32_t dst, const char *var, const ir_span *span) {
+    ir_expr *callee = call->callee;
+    rt_plan *target = NULL;
+    const ir_op_def *def = NULL;
+    rt_kernel_fn kernel = NULL;
+    if (callee->kind == IR_OP) {
+        def = IR_AS(callee, ir_op)->def;
+        if (strcmp(def->name, "relax.call_dps_packed") == 0)
+            return compile_dps(x, p, cs, call, dst, var, span);
+        kernel = (def->flags & IR_OPF_CALL_LIKE) ? NULL : rt_kernel_find(def);
+        if (!kernel)
+            return cfail(x, p, var, span, GR_ERR_UNSUPPORTED,
+                         "op %s has no reference kernel", def->text_name);
+    } else if (callee->kind == IR_GVAR) {
+        const char *gname = IR_AS(callee, ir_gvar)->name;
+        ir_func *fn = ir_module_func(x->m, gname);
+        if (!fn || fn->base.kind != IR_FUNC)
+            return cfail(x, p, var, span, GR_ERR_NOT_FOUND,
+                         "call of '%s', which is not a function of the module", gname);
+        if (fn->nparams != call->nargs)
+            return cfail(x, p, var, span, GR_ERR_INVALID,
+                         "call of '%s' with %u arguments; it takes %u", gname, call->nargs,
+                         fn->nparams);
+        target = compile_func(x, fn, gname);
+        if (!target) return x->cdiag ? x->cdiag->code : GR_ERR_INVALID;
+    } else if (callee->kind == IR_EXTERN) {
+        return cfail(x, p, var, span, GR_ERR_UNSUPPORTED,
+                     "direct call of ExternFunc '%s' (only R.call_dps_packed is supported)",
+                     IR_AS(callee, ir_extern)->symbol);
+    } else {
+        return cfail(x, p, var, span, GR_ERR_UNSUPPORTED,
+                     "calls of local functions and closures are not supported by the executor");
+    }
+    rt_opd *args = PA_NEW_ARRAY(x, rt_opd, call->nargs);
+    for (uint32_t i = 0; i < call->nargs; i++) {
+        gr_status st = compile_opd(x, p, cs, call->args[i], &args[i], var);
+        if (st) return st;
+    }
+    rt_instr *in = push_instr(p, cs, target ? INS_CALL : INS_OP, dst, var, span);
+    in->nargs = call->nargs;
+    in->args = args;
+    if (target) {
+        in->callee = target;
+        in->name = target->name;
+    } else {
+        in->kernel = kernel;
+        in->name = def->text_name;
+        in->call.op = def;
+        in->call.attrs = call->attrs;
+        in->call.nargs = call->nargs;
+        in->call.out_sinfo = call->base.sinfo;
+        in->call.span = span;
+    }
+    return GR_OK;
+}
+
+/* Compiles expression e so that its value lands in slot dst. */
+static gr_status compile_value(rt_exec_t *x, rt_plan *p, cseq *cs, ir_expr *e, uint32_t dst,
+                               const char *var, const ir_span *span) {
+    gr_status st;
+    switch ((ir_expr_kind)e->kind) {
+    case IR_CALL: return compile_call(x, p, cs, IR_AS(e, ir_call), dst, var, span);
+    case IR_TGI: {
+        ir_tgi *t = IR_AS(e, ir_tgi);
+        rt_opd *o = PA_NEW_ARRAY(x, rt_opd, 1);
+        if ((st = compile_opd(x, p, cs, t->tuple, o, var))) return st;
+        rt_instr *in = push_instr(p, cs, INS_TGI, dst, var, span);
+        in->nargs = 1;
+        in->args = o;
+        in->index = t->index;
+        return GR_OK;
+    }
+    case IR_IF: {
+        ir_if *f = IR_AS(e, ir_if);
+        rt_opd *o = PA_NEW_ARRAY(x, rt_opd, 1);
+        if ((st = compile_opd(x, p, cs, f->cond, o, var))) return st;
+        rt_seq *ts, *es;
+        if ((st = compile_seq(x, p, f->then_branch, &ts))) return st;
+        if ((st = compile_seq(x, p, f->else_branch, &es))) return st;
+        rt_instr *in = push_instr(p, cs, INS_IF, dst, var, span);
+        in->nargs = 1;
+        in->args = o;
+        in->then_s = ts;
+        in->else_s = es;
+        in->name = "if";
+        return GR_OK;
+    }
+    case IR_SEQ: {
+        /* a nested SeqExpr: its vars are unique, so its bindings join this sequence */
+        ir_seq *s = IR_AS(e, ir_seq);
+        for (uint32_t b = 0; b < s->nblocks; b++) {
+            const ir_block *blk = s->blocks[b];
+            for (uint32_t i = 0; i < blk->n; i++) {
+                const ir_binding *bd = &blk->bindings[i];
+                uint32_t d = bind_var(p, bd->var, cs, -2);
+                const char *vn = bd->var->name;
+                const ir_span *sp = bd->var->base.span ? bd->var->base.span : bd->value->span;
+                if (bd->match_sinfo) {
+                    rt_opd *o = PA_NEW_ARRAY(x, rt_opd, 1);
+                    rt_pat *pat = PA_NEW_ARRAY(x, rt_pat, 1);
+                    if ((st = compile_opd(x, p, cs, bd->value, o, vn))) return st;
+                    compile_pat(x, p, bd->match_sinfo, pat);
+                    rt_instr *in = push_instr(p, cs, INS_MATCH, d, vn, sp);
+                    in->nargs = 1;
+                    in->args = o;
+                    in->pat = pat;
+                    in->name = pa_strf(x, "match_cast of '%s'", vn);
+                } else if ((st = compile_value(x, p, cs, bd->value, d, vn, sp))) {
+                    return st;
+                }
+            }
+        }
+        return compile_value(x, p, cs, s->body, dst, var, span);
+    }
+    case IR_FUNC:
+        return cfail(x, p, var, span, GR_ERR_UNSUPPORTED,
+                     "local functions (closures) are not supported by the executor");
+    default: {
+        rt_opd *o = PA_NEW_ARRAY(x, rt_opd, 1);
+        if ((st = compile_opd(x, p, cs, e, o, var))) return st;
+        rt_instr *in = push_instr(p, cs, INS_MOVE, dst, var, span);
+        in->nargs = 1;
+        in->args = o;
+        in->name = "move";
+        return GR_OK;
+    }
+    }
+}
+
+static void finish_cseq(rt_exec_t *x, cseq *cs) {
+    rt_seq *s = cs->seq;
+    s->n = cs->ins.len;
+    s->instrs = PA_NEW_ARRAY(x, rt_instr, cs->ins.len);
+    if (cs->ins.len) memcpy(s->instrs, cs->ins.data, sizeof(rt_instr) * cs->ins.len);
+    gr_vec_free(&cs->ins);
+}
+
+/* Compiles a branch or function body (a SeqExpr, or any expression) into its own sequence. */
+static gr_status compile_seq(rt_exec_t *x, rt_plan *p, ir_expr *e, rt_seq **out) {
+    cseq cs = {.seq = pa_alloc(x, sizeof(rt_seq))};
+    memset(cs.seq, 0, sizeof(rt_seq));
+    *out = cs.seq;
+    gr_status st = GR_OK;
+    ir_expr *body = e;
+    if (e->kind == IR_SEQ) {
+        ir_seq *s = IR_AS(e, ir_seq);
+        for (uint32_t b = 0; b < s->nblocks && !st; b++) {
+            const ir_block *blk = s->blocks[b];
+            for (uint32_t i = 0; i < blk->n && !st; i++) {
+                const ir_binding *bd = &blk->bindings[i];
+                const char *vn = bd->var->name;
+                const ir_span *sp = bd->var->base.span ? bd->var->base.span : bd->value->span;
+                uint32_t d = bind_var(p, bd->var, &cs, -2);
+                if (bd->match_sinfo) {
+                    rt_opd *o = PA_NEW_ARRAY(x, rt_opd, 1);
+                    rt_pat *pat = PA_NEW_ARRAY(x, rt_pat, 1);
+                    if ((st = compile_opd(x, p, &cs, bd->value, o, vn))) break;
+                    compile_pat(x, p, bd->match_sinfo, pat);
+                    rt_instr *in = push_instr(p, &cs, INS_MATCH, d, vn, sp);
+                    in->nargs = 1;
+                    in->args = o;
+                    in->pat = pat;
+                    in->name = pa_strf(x, "match_cast of '%s'", vn);
+                } else {
+                    st = compile_value(x, p, &cs, bd->value, d, vn, sp);
+                }
+            }
+        }
+        body = s->body;
+    }
+    if (!st) st = compile_opd(x, p, &cs, body, &cs.seq->result, NULL);
+    finish_cseq(x, &cs);
+    return st;
+}
+
+/* ---- liveness ---- */
+
+typedef struct live_frame {
+    const rt_seq *seq;
+    int32_t pos;
+} live_frame;
+
+typedef struct live_state {
+    rt_plan *p;
+    struct { rt_seq *seq; int32_t pos; } *last; /* per slot; seq NULL = never used */
+    live_frame stack[64];
+    int depth;
+} live_state;
+
+static void live_use(live_state *ls, uint32_t slot) {
+    const rt_seq *def = ls->p->defs.data[slot].seq;
+    for (int d = ls->depth - 1; d >= 0; d--) {
+        if (ls->stack[d].seq == def) {
+            ls->last[slot].seq = (rt_seq *)def;
+            ls->last[slot].pos = ls->stack[d].pos;
+            return;
+        }
+    }
+}
+
+static void live_opd(live_state *ls, const rt_opd *o) {
+    if (o->kind == OPD_SLOT) live_use(ls, o->slot);
+    else if (o->kind == OPD_TUPLE)
+        for (uint32_t i = 0; i < o->n; i++) live_opd(ls, &o->items[i]);
+}
+
+static bool live_seq(live_state *ls, const rt_seq *s) {
+    if (ls->depth >= 64) return false;
+    live_frame *fr = &ls->stack[ls->depth++];
+    fr->seq = s;
+    for (uint32_t i = 0; i < s->n; i++) {
+        fr->pos = (int32_t)i;
+        const rt_instr *in = &s->instrs[i];
+        for (uint32_t a = 0; a < in->nargs; a++) live_opd(ls, &in->args[a]);
+        if (in->kind == INS_IF && (!live_seq(ls, in->then_s) || !live_seq(ls, in->else_s)))
+            return false;
+    }
+    fr->pos = (int32_t)s->n;
+    live_opd(ls, &s->result);
+    ls->depth--;
+    return true;
+}
+
+static slot_vec *free_list(rt_plan *p, rt_seq *seq, int32_t pos) {
+    if (pos < 0) return &p->free_start;
+    if ((uint32_t)pos >= seq->n) return &seq->free_end;
+    return &seq->instrs[pos].frees;
+}
+
+static bool compute_liveness(rt_plan *p) {
+    live_state ls = {.p = p};
+    ls.last = gr_xcalloc(p->nslots ? p->nslots : 1, sizeof(*ls.last));
+    bool ok = live_seq(&ls, p->body);
+    for (uint32_t s = 0; ok && s < p->nslots; s++) {
+        rt_seq *seq = ls.last[s].seq;
+        int32_t pos = ls.last[s].pos;
+        if (!seq) { /* never read: drop right after it is written */
+            seq = p->defs.data[s].seq;
+            pos = p->defs.data[s].pos;
+        }
+        gr_vec_push(free_list(p, seq, pos), s);
+    }
+    free(ls.last);
+    return ok;
+}
+
+static rt_plan *compile_func(rt_exec_t *x, const ir_func *fn, const char *name) {
+    uint64_t v;
+    if (gr_map_get(&x->plan_of, GR_MAP_PTR(fn), &v)) return (rt_plan *)(uintptr_t)v;
+    rt_plan *p = gr_xcalloc(1, sizeof(*p));
+    gr_vec_push(&x->plans, p);
+    gr_map_put(&x->plan_of, GR_MAP_PTR(fn), GR_MAP_PTR(p));
+    p->fn = fn;
+    p->name = name;
+    p->nparams = fn->nparams;
+    p->params = (const ir_var *const *)fn->params;
+    gr_map_init(&p->slot_of);
+    gr_map_init(&p->sym_of);
+    p->param_pats = PA_NEW_ARRAY(x, rt_pat, fn->nparams);
+    p->who_top = PA_NEW_ARRAY(x, const char *, fn->nparams);
+    p->who_call = PA_NEW_ARRAY(x, const char *, fn->nparams);
+    for (uint32_t i = 0; i < fn->nparams; i++) {
+        p->who_top[i] = pa_strf(x, "input '%s'", fn->params[i]->name);
+        p->who_call[i] = pa_strf(x, "argument '%s' of function '%s'", fn->params[i]->name, name);
+        bind_var(p, fn->params[i], NULL, -1);
+        compile_pat(x, p, fn->params[i]->base.sinfo, &p->param_pats[i]);
+    }
+    gr_status st = compile_seq(x, p, fn->body, &p->body);
+    for (uint32_t i = 0; i < fn->nparams; i++) p->defs.data[i].seq = p->body;
+    if (!st && !compute_liveness(p))
+        st = cfail(x, p, NULL, fn->base.span, GR_ERR_UNSUPPORTED, "if/else nested too deeply");
+    p->sym_names = PA_NEW_ARRAY(x, const char *, p->nsyms);
+    if (p->nsyms) memcpy(p->sym_names, p->sym_names_v.data, sizeof(char *) * p->nsyms);
+    gr_vec_free(&p->sym_names_v);
+    gr_map_free(&p->slot_of);
+    gr_map_free(&p->sym_of);
+    return st ? NULL : p;
+}
+
+/* ======================================================================================== */
+/* Running                                                                                   */
+/* ======================================================================================== */
+
+static gr_status eval_prog(const rt_plan *p, const rt_frame *f, int64_t off, int64_t *out,
+                           gr_diag *d) {
+    int64_t st[64];
+    int sp = 0;
+    for (const rt_symop *op = p->code.data + off;; op++) {
+        int64_t a, b, r;
+        switch (op->op) {
+        case SYM_PUSH_C:
+        case SYM_PUSH_V:
+            if (sp >= 64)
+                return gr_diag_set(d, GR_ERR_UNSUPPORTED, "symbolic expression too deep");
+            if (op->op == SYM_PUSH_V && !f->sym_from[op->v])
+                return gr_diag_set(d, GR_ERR_INVALID,
+                                   "symbolic var '%s' has no value here (bind it from an input "
+                                   "or a match_cast first)",
+                                   p->sym_names[op->v]);
+            st[sp++] = op->op == SYM_PUSH_C ? op->v : f->syms[op->v];
+            break;
+        case SYM_END: *out = st[sp - 1]; return GR_OK;
+        default:
+            b = st[--sp];
+            a = st[--sp];
+            if (op->op == SYM_ADD) {
+                if (__builtin_add_overflow(a, b, &r)) goto ovf;
+            } else if (op->op == SYM_MUL) {
+                if (__builtin_mul_overflow(a, b, &r)) goto ovf;
+            } else {
+                if (b == 0) return gr_diag_set(d, GR_ERR_INVALID, "symbolic division by zero");
+                int64_t q = a / b, m = a % b;
+                if (m != 0 && ((m < 0) != (b < 0))) {
+                    q--;
+                    m += b;
+                }
+                r = op->op == SYM_FDIV ? q : m;
+            }
+            st[sp++] = r;
+        }
+    }
+ovf:
+    return gr_diag_set(d, GR_ERR_INVALID, "symbolic shape arithmetic overflows int64");
+}
+
+static gr_status eval_dim(const rt_plan *p, const rt_frame *f, const rt_dim *dm, int64_t *out,
+                          gr_diag *d) {
+    switch (dm->kind) {
+    case DIM_CONST: *out = dm->v; return GR_OK;
+    case DIM_VAR:
+        if (!f->sym_from[dm->v])
+            return gr_diag_set(d, GR_ERR_INVALID,
+                               "symbolic var '%s' has no value here (bind it from an input or a "
+                               "match_cast first)",
+                               p->sym_names[dm->v]);
+        *out = f->syms[dm->v];
+        return GR_OK;
+    default: return eval_prog(p, f, dm->v, out, d);
+    }
+}
+
+static void slot_set(rt_exec_t *x, rt_frame *f, uint32_t s, rt_value v) {
+    if (f->slots[s].kind != RT_VAL_NONE) {
+        rt_value_clear(&f->slots[s]);
+        x->live--;
+    }
+    f->slots[s] = v;
+    if (v.kind != RT_VAL_NONE && ++x->live > x->peak) x->peak = x->live;
+}
+
+static void slot_free(rt_exec_t *x, rt_frame *f, uint32_t s) {
+    if (f->slots[s].kind != RT_VAL_NONE) {
+        rt_value_clear(&f->slots[s]);
+        x->live--;
+    }
+}
+
+/* Evaluates an operand. *owned tells whether *out holds references to drop (tuples built
+ * here); slot and constant values are borrowed views. */
+static gr_status opd_eval(const rt_plan *p, rt_frame *f, const rt_opd *o, rt_value *out,
+                          bool *owned, gr_diag *d) {
+    *owned = false;
+    switch (o->kind) {
+    case OPD_SLOT:
+        *out = f->slots[o->slot];
+        if (out->kind == RT_VAL_NONE)
+            return gr_diag_set(d, GR_ERR_RUNTIME, "internal: read of an empty slot %u in '%s'",
+                               o->slot, p->name);
+        return GR_OK;
+    case OPD_CONST: *out = o->cval; return GR_OK;
+    case OPD_SHAPE:
+        memset(out, 0, sizeof *out);
+        out->kind = RT_VAL_SHAPE;
+        out->u.shape.ndim = (int32_t)o->n;
+        for (uint32_t i = 0; i < o->n; i++) {
+            gr_status st = eval_dim(p, f, &o->dims[i], &out->u.shape.dims[i], d);
+            if (st) return st;
+        }
+        return GR_OK;
+    case OPD_PRIM:
+        memset(out, 0, sizeof *out);
+        out->kind = RT_VAL_INT;
+        return eval_dim(p, f, &o->dims[0], &out->u.i, d);
+    default: {
+        rt_value t = rt_value_tuple(o->n);
+        for (uint32_t i = 0; i < o->n; i++) {
+            rt_value v;
+            bool own;
+            gr_status st = opd_eval(p, f, &o->items[i], &v, &own, d);
+            if (st) {
+                rt_value_clear(&t);
+                return st;
+            }
+            t.u.tuple.items[i] = own ? v : rt_value_copy(&v);
+        }
+        *out = t;
+        *owned = true;
+        return GR_OK;
+    }
+    }
+}
+
+/* An owned value of the operand. */
+static gr_status opd_take(const rt_plan *p, rt_frame *f, const rt_opd *o, rt_value *out,
+                          gr_diag *d) {
+    bool own;
+    gr_status st = opd_eval(p, f, o, out, &own, d);
+    if (!st && !own) *out = rt_value_copy(out);
+    return st;
+}
+
+/* ---- matching values against compiled struct info ---- */
+
+static void describe_value(const rt_value *v, char *buf, size_t cap) {
+    int n = 0;
+    switch (v->kind) {
+    case RT_VAL_TENSOR: {
+        const DLTensor *t = &v->u.t->dl;
+        const char *dn = ir_dtype_name(t->dtype);
+        n = snprintf(buf, cap, "%s tensor (", dn ? dn : "?");
+        for (int32_t i = 0; i < t->ndim && (size_t)n < cap; i++)
+            n += snprintf(buf + n, cap - (size_t)n, "%s%lld", i ? ", " : "",
+                          (long long)t->shape[i]);
+        if ((size_t)n < cap) snprintf(buf + n, cap - (size_t)n, "%s)", t->ndim == 1 ? "," : "");
+        break;
+    }
+    case RT_VAL_SHAPE: snprintf(buf, cap, "a shape of rank %d", v->u.shape.ndim); break;
+    case RT_VAL_INT: snprintf(buf, cap, "an int %lld", (long long)v->u.i); break;
+    case RT_VAL_FLOAT: snprintf(buf, cap, "a float %g", v->u.f); break;
+    case RT_VAL_STR: snprintf(buf, cap, "a string"); break;
+    case RT_VAL_TUPLE: snprintf(buf, cap, "a tuple of %u", v->u.tuple.n); break;
+    case RT_VAL_OBJ: snprintf(buf, cap, "an object"); break;
+    default: snprintf(buf, cap, "nothing"); break;
+    }
+}
+
+typedef struct match_ctx {
+    const rt_plan *p;
+    rt_frame *f;
+    const char *who;     /* "input 'x'" */
+    const char *binder;  /* recorded as the origin of symbols bound here */
+    gr_diag *d;
+} match_ctx;
+
+static gr_status match_fail(match_ctx *mc, const rt_pat *pat, const rt_value *v, const char *path,
+                            const char *why) {
+    char exp[512], got[256];
+    if (pat->sinfo) ir_sinfo_snprint(pat->sinfo, exp, sizeof exp);
+    else snprintf(exp, sizeof exp, "any");
+    describe_value(v, got, sizeof got);
+    return gr_diag_set(mc->d, GR_ERR_INVALID, "%s%s: %s; expected %s, got %s", mc->who, path, why,
+                       exp, got);
+}
+
+/* Checks one dim; phase 0 binds plain vars (and checks bound ones), phase 1 checks computed
+ * dims once every var of the value is bound. */
+static gr_status match_dim(match_ctx *mc, const rt_pat *pat, const rt_value *v, const char *path,
+                           const rt_dim *dm, int64_t got, int idx, int phase) {
+    char why[320];
+    const char *what = pat->kind == PAT_PRIM ? "value" : "dim";
+    if (dm->kind == DIM_CONST) {
+        if (phase == 0 && got != dm->v) {
+            snprintf(why, sizeof why, "%s %d is %lld, expected %lld", what, idx, (long long)got,
+                     (long long)dm->v);
+            return match_fail(mc, pat, v, path, why);
+        }
+    } else if (dm->kind == DIM_VAR) {
+        if (phase != 0) return GR_OK;
+        uint32_t s = (uint32_t)dm->v;
+        if (!mc->f->sym_from[s]) {
+            mc->f->syms[s] = got;
+            mc->f->sym_from[s] = mc->binder;
+        } else if (mc->f->syms[s] != got) {
+            snprintf(why, sizeof why, "%s %d is %lld, but %s = %lld (bound by %s)", what, idx,
+                     (long long)got, mc->p->sym_names[s], (long long)mc->f->syms[s],
+                     mc->f->sym_from[s]);
+            return match_fail(mc, pat, v, path, why);
+        }
+    } else if (phase == 1) {
+        int64_t want;
+        gr_status st = eval_prog(mc->p, mc->f, dm->v, &want, mc->d);
+        if (st) return st;
+        if (want != got) {
+            snprintf(why, sizeof why, "%s %d is %lld, but its expression evaluates to %lld", what,
+                     idx, (long long)got, (long long)want);
+            return match_fail(mc, pat, v, path, why);
+        }
+    }
+    return GR_OK;
+}
+
+static gr_status match_pat(match_ctx *mc, const rt_pat *pat, const rt_value *v, const char *path,
+                           int phase) {
+    char why[256];
+    gr_status st;
+    switch (pat->kind) {
+    case PAT_ANY: return GR_OK;
+    case PAT_TENSOR:
+    case PAT_SHAPE: {
+        bool tensor = pat->kind == PAT_TENSOR;
+        if (v->kind != (tensor ? RT_VAL_TENSOR : RT_VAL_SHAPE))
+            return match_fail(mc, pat, v, path, tensor ? "not a tensor" : "not a shape");
+        int32_t ndim = tensor ? v->u.t->dl.ndim : v->u.shape.ndim;
+        const int64_t *dims = tensor ? v->u.t->dl.shape : v->u.shape.dims;
+        if (phase == 0 && tensor && !ir_dtype_is_void(pat->dtype) &&
+            !ir_dtype_eq(pat->dtype, v->u.t->dl.dtype)) {
+            const char *gn = ir_dtype_name(v->u.t->dl.dtype), *en = ir_dtype_name(pat->dtype);
+            snprintf(why, sizeof why, "dtype %s, expected %s", gn ? gn : "?", en ? en : "?");
+            return match_fail(mc, pat, v, path, why);
+        }
+        if (pat->ndim >= 0 && ndim != pat->ndim) {
+            snprintf(why, sizeof why, "rank %d, expected %d", ndim, pat->ndim);
+            return match_fail(mc, pat, v, path, why);
+        }
+        if (pat->dims)
+            for (int32_t i = 0; i < ndim; i++)
+                if ((st = match_dim(mc, pat, v, path, &pat->dims[i], dims[i], i, phase)))
+                    return st;
+        return GR_OK;
+    }
+    case PAT_PRIM:
+        if (v->kind != RT_VAL_INT && v->kind != RT_VAL_FLOAT)
+            return match_fail(mc, pat, v, path, "not a prim value");
+        if (phase == 0 && !ir_dtype_is_void(pat->dtype) &&
+            ir_dtype_is_float(pat->dtype) != (v->kind == RT_VAL_FLOAT))
+            return match_fail(mc, pat, v, path, "int/float kind differs");
+        if (pat->dims && v->kind == RT_VAL_INT)
+            return match_dim(mc, pat, v, path, &pat->dims[0], v->u.i, 0, phase);
+        return GR_OK;
+    case PAT_TUPLE:
+        if (v->kind != RT_VAL_TUPLE) return match_fail(mc, pat, v, path, "not a tuple");
+        if (v->u.tuple.n != pat->n) {
+            snprintf(why, sizeof why, "tuple of %u fields, expected %u", v->u.tuple.n, pat->n);
+            return match_fail(mc, pat, v, path, why);
+        }
+        for (uint32_t i = 0; i < pat->n; i++) {
+            char sub[128];
+            snprintf(sub, sizeof sub, "%s[%u]", path, i);
+            if ((st = match_pat(mc, &pat->fields[i], &v->u.tuple.items[i], sub, phase)))
+                return st;
+        }
+        return GR_OK;
+    }
+    return GR_OK;
+}
+
+static gr_status match_value(match_ctx *mc, const rt_pat *pat, const rt_value *v) {
+    gr_status st = match_pat(mc, pat, v, "", 0);
+    return st ? st : match_pat(mc, pat, v, "", 1);
+}
+
+/* ---- frames and instructions ---- */
+
+static rt_frame *frame_get(rt_plan *p) {
+    rt_frame *f = p->frames;
+    if (f) {
+        p->frames = f->next_free;
+    } else {
+        f = gr_xcalloc(1, sizeof(*f));
+        f->slots = gr_xcalloc(p->nslots ? p->nslots : 1, sizeof(rt_value));
+        f->syms = gr_xcalloc(p->nsyms ? p->nsyms : 1, sizeof(int64_t));
+        f->sym_from = gr_xcalloc(p->nsyms ? p->nsyms : 1, sizeof(char *));
+    }
+    return f;
+}
+
+static void frame_put(rt_exec_t *x, rt_plan *p, rt_frame *f) {
+    for (uint32_t s = 0; s < p->nslots; s++) slot_free(x, f, s);
+    if (p->nsyms) memset(f->sym_from, 0, sizeof(char *) * p->nsyms);
+    f->next_free = p->frames;
+    p->frames = f;
+}
+
+static gr_status run_plan(rt_exec_t *x, rt_plan *p, const rt_value *args, uint32_t nargs,
+                          bool top, rt_value *result, gr_diag *d);
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Adds the binding's location to an error raised by a kernel, callee or module. */
+static gr_status annotate(const rt_plan *p, const rt_instr *in, gr_status st, gr_diag *d) {
+    if (!d) return st;
+    const char *layer = span_layer(in->span);
+    gr_diag_set_layer(d, layer ? layer : (in->var[0] ? in->var : NULL));
+    if (in->kind == INS_OP) gr_diag_set_op(d, in->name);
+    size_t len = strlen(d->msg);
+    if (in->var[0] && len + 64 < sizeof d->msg && in->kind != INS_CALL)
+        snprintf(d->msg + len, sizeof d->msg - len, " (function '%s', binding '%s')", p->name,
+                 in->var);
+    return st;
+}
+
+static gr_status flatten_tensors(const rt_value *v, dl_vec *out, gr_diag *d,
+                                 const char *sym) {
+    if (v->kind == RT_VAL_TENSOR) {
+        gr_vec_push(out, &v->u.t->dl);
+        return GR_OK;
+    }
+    if (v->kind == RT_VAL_TUPLE) {
+        for (uint32_t i = 0; i < v->u.tuple.n; i++) {
+            gr_status st = flatten_tensors(&v->u.tuple.items[i], out, d, sym);
+            if (st) return st;
+        }
+        return GR_OK;
+    }
+    char got[128];
+    describe_value(v, got, sizeof got);
+    return gr_diag_set(d, GR_ERR_INVALID, "R.call_dps_packed('%s'): argument is %s, not a tensor",
+                       sym, got);
+}
+
+static gr_status run_dps(rt_exec_t *x, const rt_plan *p, rt_frame *f, const rt_instr *in,
+                         gr_diag *d) {
+    (void)x;
+    rt_value argv;
+    bool own;
+    gr_status st = opd_eval(p, f, &in->args[0], &argv, &own, d);
+    if (st) return st;
+    dl_vec dl = {0};
+    rt_value out = in->out_tuple ? rt_value_tuple(in->nout) : (rt_value){0};
+    if ((st = flatten_tensors(&argv, &dl, d, in->name))) goto done;
+    uint32_t nin = dl.len;
+    for (uint32_t i = 0; i < in->nout; i++) {
+        const rt_outspec *os = &in->outs[i];
+        int64_t shape[RT_MAX_NDIM];
+        for (int32_t k = 0; k < os->ndim; k++) {
+            if ((st = eval_dim(p, f, &os->dims[k], &shape[k], d))) goto done;
+            if (shape[k] < 0) {
+                st = gr_diag_set(d, GR_ERR_INVALID,
+                                 "R.call_dps_packed('%s'): output %u has negative dim %lld",
+                                 in->name, i, (long long)shape[k]);
+                goto done;
+            }
+        }
+        rt_tensor *t = rt_tensor_new(os->dtype, os->ndim, shape);
+        if (!t) {
+            st = gr_diag_set(d, GR_ERR_NOMEM, "R.call_dps_packed('%s'): cannot allocate output %u",
+                             in->name, i);
+            goto done;
+        }
+        if (in->out_tuple) out.u.tuple.items[i] = rt_value_tensor(t);
+        else out = rt_value_tensor(t);
+        gr_vec_push(&dl, &t->dl);
+    }
+    st = rt_module_call(in->mod, in->name, dl.data, nin, in->nout, d);
+    if (!st) {
+        slot_set(x, f, in->dst, out);
+        out.kind = RT_VAL_NONE;
+    } else if (d) {
+        gr_diag_set_op(d, "R.call_dps_packed");
+    }
+done:
+    rt_value_clear(&out);
+    gr_vec_free(&dl);
+    if (own) rt_value_clear(&argv);
+    return st;
+}
+
+static gr_status run_seq(rt_exec_t *x, rt_plan *p, rt_frame *f, const rt_seq *s,
+                         rt_value *result, gr_diag *d);
+
+static gr_status run_instr(rt_exec_t *x, rt_plan *p, rt_frame *f, const rt_instr *in,
+                           gr_diag *d) {
+    gr_status st = GR_OK;
+    rt_value v;
+    bool own;
+    switch (in->kind) {
+    case INS_OP:
+    case INS_CALL: {
+        rt_value stackv[8];
+        bool stacko[8];
+        rt_value *av = in->nargs <= 8 ? stackv : gr_xmalloc(sizeof(rt_value) * in->nargs);
+        bool *ao = in->nargs <= 8 ? stacko : gr_xmalloc(sizeof(bool) * in->nargs);
+        uint32_t done = 0;
+        for (; done < in->nargs; done++)
+            if ((st = opd_eval(p, f, &in->args[done], &av[done], &ao[done], d))) break;
+        if (!st) {
+            rt_value out = {0};
+            if (in->kind == INS_OP) {
+                rt_kernel_call call = in->call;
+                call.args = av;
+                st = in->kernel(&call, &out, d);
+            } else {
+                st = run_plan(x, in->callee, av, in->nargs, false, &out, d);
+            }
+            if (st) {
+                rt_value_clear(&out);
+                annotate(p, in, st, d);
+            } else {
+                slot_set(x, f, in->dst, out);
+            }
+        }
+        for (uint32_t i = 0; i < done; i++)
+            if (ao[i]) rt_value_clear(&av[i]);
+        if (av != stackv) {
+            free(av);
+            free(ao);
+        }
+        return st;
+    }
+    case INS_DPS:
+        st = run_dps(x, p, f, in, d);
+        return st ? annotate(p, in, st, d) : st;
+    case INS_MOVE:
+        if ((st = opd_take(p, f, &in->args[0], &v, d))) return annotate(p, in, st, d);
+        slot_set(x, f, in->dst, v);
+        return GR_OK;
+    case INS_TGI:
+        if ((st = opd_eval(p, f, &in->args[0], &v, &own, d))) return annotate(p, in, st, d);
+        if (v.kind != RT_VAL_TUPLE || in->index < 0 || (uint32_t)in->index >= v.u.tuple.n) {
+            char got[128];
+            describe_value(&v, got, sizeof got);
+            st = gr_diag_set(d, GR_ERR_INVALID, "tuple index %d out of range for %s", in->index,
+                             got);
+        } else {
+            slot_set(x, f, in->dst, rt_value_copy(&v.u.tuple.items[in->index]));
+        }
+        if (own) rt_value_clear(&v);
+        return st ? annotate(p, in, st, d) : st;
+    case INS_IF: {
+        if ((st = opd_eval(p, f, &in->args[0], &v, &own, d))) return annotate(p, in, st, d);
+        bool cond = false;
+        if (v.kind == RT_VAL_TENSOR && rt_tensor_numel(v.u.t) == 1)
+            cond = rt_tensor_get_f64(v.u.t, 0) != 0.0;
+        else if (v.kind == RT_VAL_INT)
+            cond = v.u.i != 0;
+        else {
+            char got[128];
+            describe_value(&v, got, sizeof got);
+            st = gr_diag_set(d, GR_ERR_INVALID, "if condition is %s, not a scalar", got);
+        }
+        if (own) rt_value_clear(&v);
+        if (st) return annotate(p, in, st, d);
+        rt_value r = {0};
+        if ((st = run_seq(x, p, f, cond ? in->then_s : in->else_s, &r, d))) return st;
+        slot_set(x, f, in->dst, r);
+        return GR_OK;
+    }
+    case INS_MATCH: {
+        if ((st = opd_eval(p, f, &in->args[0], &v, &own, d))) return annotate(p, in, st, d);
+        match_ctx mc = {p, f, in->name, in->name, d};
+        st = match_value(&mc, in->pat, &v);
+        if (!st) slot_set(x, f, in->dst, own ? v : rt_value_copy(&v));
+        else if (own) rt_value_clear(&v);
+        return st ? annotate(p, in, st, d) : st;
+    }
+    }
+    return gr_diag_set(d, GR_ERR_RUNTIME, "internal: bad instruction");
+}
+
+static gr_status run_seq(rt_exec_t *x, rt_plan *p, rt_frame *f, const rt_seq *s,
+                         rt_value *result, gr_diag *d) {
+    for (uint32_t i = 0; i < s->n; i++) {
+        const rt_instr *in = &s->instrs[i];
+        gr_status st;
+        if (x->prof && in->kind != INS_IF) {
+            uint64_t t0 = now_ns();
+            st = run_instr(x, p, f, in, d);
+            rt_exec_event ev = {in->kind == INS_OP    ? "op"
+                                : in->kind == INS_DPS  ? "extern"
+                                : in->kind == INS_CALL ? "call"
+                                                       : "other",
+                                in->name ? in->name : "", in->var, in->span, now_ns() - t0};
+            x->prof(&ev, x->prof_user);
+        } else {
+            st = run_instr(x, p, f, in, d);
+        }
+        if (st) return st;
+        for (uint32_t k = 0; k < in->frees.len; k++) slot_free(x, f, in->frees.data[k]);
+    }
+    gr_status st = opd_take(p, f, &s->result, result, d);
+    for (uint32_t k = 0; k < s->free_end.len; k++) slot_free(x, f, s->free_end.data[k]);
+    return st;
+}
+
+static gr_status run_plan(rt_exec_t *x, rt_plan *p, const rt_value *args, uint32_t nargs,
+                          bool top, rt_value *result, gr_diag *d) {
+    if (nargs != p->nparams)
+        return gr_diag_set(d, GR_ERR_INVALID, "function '%s' takes %u inputs, got %u", p->name,
+                           p->nparams, nargs);
+    rt_frame *f = frame_get(p);
+    gr_status st = GR_OK;
+    for (int phase = 0; phase < 2 && !st; phase++) {
+        for (uint32_t i = 0; i < nargs && !st; i++) {
+            const char *who = top ? p->who_top[i] : p->who_call[i];
+            match_ctx mc = {p, f, who, who, d};
+            st = match_pat(&mc, &p->param_pats[i], &args[i], "", phase);
+        }
+    }
+    if (!st) {
+        for (uint32_t i = 0; i < nargs; i++) slot_set(x, f, i, rt_value_copy(&args[i]));
+        for (uint32_t k = 0; k < p->free_start.len; k++) slot_free(x, f, p->free_start.data[k]);
+        st = run_seq(x, p, f, p->body, result, d);
+    }
+    frame_put(x, p, f);
+    return st;
+}
+
+/* ======================================================================================== */
+/* Public API                                                                                */
+/* ======================================================================================== */
+
+static void free_seq(rt_seq *s) {
+    for (uint32_t i = 0; i < s->n; i++) {
+        gr_vec_free(&s->instrs[i].frees);
+        if (s->instrs[i].kind == INS_IF) {
+            free_seq(s->instrs[i].then_s);
+            free_seq(s->instrs[i].else_s);
+        }
+    }
+    gr_vec_free(&s->free_end);
+}
+
+gr_status rt_exec_new(const ir_module *m, const char *func, rt_exec_t **out, gr_diag *diag) {
+    *out = NULL;
+    ir_func *fn = ir_module_func(m, func);
+    if (!fn || fn->base.kind != IR_FUNC)
+        return gr_diag_set(diag, GR_ERR_NOT_FOUND, "the module has no function '%s'", func);
+    rt_exec_t *x = gr_xcalloc(1, sizeof(*x));
+    x->m = m;
+    x->cdiag = diag;
+    gr_map_init(&x->plan_of);
+    ir_gvar *gv = ir_module_gvar(m, func);
+    x->entry = compile_func(x, fn, gv ? gv->name : func);
+    x->cdiag = NULL;
+    if (!x->entry) {
+        if (diag && diag->code == GR_OK)
+            gr_diag_set(diag, GR_ERR_INVALID, "cannot prepare function '%s'", func);
+        gr_status st = diag ? diag->code : GR_ERR_INVALID;
+        rt_exec_free(x);
+        return st;
+    }
+    *out = x;
+    return GR_OK;
+}
+
+void rt_exec_free(rt_exec_t *x) {
+    if (!x) return;
+    for (uint32_t i = 0; i < x->plans.len; i++) {
+        rt_plan *p = x->plans.data[i];
+        if (p->body) free_seq(p->body);
+        gr_vec_free(&p->free_start);
+        gr_vec_free(&p->code);
+        gr_vec_free(&p->defs);
+        gr_vec_free(&p->sym_names_v);
+        gr_map_free(&p->slot_of);
+        gr_map_free(&p->sym_of);
+        for (rt_frame *f = p->frames, *nx; f; f = nx) {
+            nx = f->next_free;
+            free(f->slots);
+            free(f->syms);
+            free(f->sym_from);
+            free(f);
+        }
+        free(p);
+    }
+    gr_vec_free(&x->plans);
+    for (uint32_t i = 0; i < x->consts.len; i++) rt_tensor_release(x->consts.data[i]);
+    gr_vec_free(&x->consts);
+    gr_map_free(&x->plan_of);
+    for (pa_chunk *c = x->chunks, *nx; c; c = nx) {
+        nx = c->next;
+        free(c);
+    }
+    free(x);
+}
+
+uint32_t rt_exec_num_inputs(const rt_exec_t *x) { return x->entry->nparams; }
+
+const char *rt_exec_input_name(const rt_exec_t *x, uint32_t i) {
+    return i < x->entry->nparams ? x->entry->params[i]->name : NULL;
+}
+
+const ir_sinfo *rt_exec_input_sinfo(const rt_exec_t *x, uint32_t i) {
+    return i < x->entry->nparams ? x->entry->params[i]->base.sinfo : NULL;
+}
+
+gr_status rt_exec_run(rt_exec_t *x, const rt_value *inputs, uint32_t nin, rt_value *result,
+                      gr_diag *diag) {
+    memset(result, 0, sizeof *result);
+    x->live = 0;
+    x->peak = 0;
+    gr_status st = run_plan(x, x->entry, inputs, nin, true, result, diag);
+    if (st) rt_value_clear(result);
+    return st;
+}
+
+void rt_exec_set_profiler(rt_exec_t *x, rt_exec_profile_fn fn, void *user) {
+    x->prof = fn;
+    x->prof_user = user;
+}
+
+uint32_t rt_exec_peak_live(const rt_exec_t *x) { return x->peak; }
