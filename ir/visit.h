@@ -13,9 +13,11 @@ typedef enum ir_walk_result {
 
 typedef struct ir_walker ir_walker;
 struct ir_walker {
-    /* Pre-order on every expression reached (a shared node is visited once per walk). */
+    /* Pre-order on every expression reached (a shared node, vars included, is visited once per
+     * walk; a binding's var is reached after its value). PRUNE skips the children and the
+     * leave_expr call of that node. */
     ir_walk_result (*visit_expr)(ir_walker *w, ir_expr *e);          /* (optional) */
-    /* Before a binding's value is walked. */
+    /* Before a binding's value is walked; PRUNE skips the value and the var. */
     ir_walk_result (*visit_binding)(ir_walker *w, const ir_binding *b, const ir_block *blk); /* (optional) */
     /* Post-order on every expression (after its children). */
     void (*leave_expr)(ir_walker *w, ir_expr *e);                    /* (optional) */
@@ -35,7 +37,8 @@ struct ir_mutator {
     ir_ctx_t *ctx;
     gr_diag *diag;
     /* Called after the children of e were mutated into `e` (which is the original node when no
-     * child changed). Return e to keep it, another expression to replace it, NULL on error. */
+     * child changed; var uses arrive already remapped). Return e to keep it, another expression
+     * to replace it (normalized here if it has no struct info), NULL on error. */
     ir_expr *(*post_expr)(ir_mutator *m, ir_expr *e);                       /* (optional) */
     /* Called for a binding after its value was mutated: return false on error. The default
      * (NULL) re-emits the binding, keeping the var when the value's struct info is unchanged and
@@ -43,8 +46,12 @@ struct ir_mutator {
     bool (*rewrite_binding)(ir_mutator *m, const ir_binding *b, ir_expr *new_value,
                             ir_binding_vec *out);                      /* (optional) */
     void *user;
+    /* Optional: resolves calls of global functions when rebuilt nodes are re-normalized. */
+    const ir_module *module;
     /* Internal: var remapping (old var -> new var) maintained by the mutator. */
     gr_map var_remap;
+    /* Internal: expression id -> result, so a shared node is rebuilt once. */
+    gr_map memo;
 };
 
 void ir_mutator_init(ir_mutator *m, ir_ctx_t *ctx, gr_diag *diag);
@@ -53,5 +60,13 @@ void ir_mutator_deinit(ir_mutator *m);
 ir_expr *ir_mutate_expr(ir_mutator *m, ir_expr *e);
 /* Records that uses of `from` should now read `to`. */
 void ir_mutator_remap_var(ir_mutator *m, ir_var *from, ir_var *to);
+/* The default binding rewrite (for rewrite_binding hooks that keep most bindings): appends
+ * (var, new_value), replacing the var by a fresh one (same kind, name and span) when the
+ * value's struct info changed, and remapping later uses. */
+bool ir_mutator_emit_binding(ir_mutator *m, const ir_binding *b, ir_expr *new_value,
+                             ir_binding_vec *out);
+/* Mutates every function of `mod` into a new module (same names and attrs; the module is
+ * returned unchanged when no function changed). NULL with diag filled on error. */
+ir_module *ir_mutate_module(ir_mutator *m, const ir_module *mod);
 
 #endif
