@@ -1,0 +1,209 @@
+/* The ONNX backend conformance run through the CLI (`$GRAFT conformance`): no crash, no
+ * failure among the tests the importer and executor support, and at least the committed floor
+ * of passes (tests/conformance/floor.json; it only goes up). A second test checks that the
+ * runner does report a failure when the expected data is wrong. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TESTDATA "/usr/share/libonnx-testdata/data"
+#define FLOOR_FILE "tests/conformance/floor.json"
+
+static bool path_is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The CLI under test: $GRAFT (set by `make test`), else build/graft. */
+static const char *graft_cli(void) {
+    const char *g = getenv("GRAFT");
+    if (g && *g) return g;
+    if (path_is_file("build/graft")) return "build/graft";
+    cr_skip("GRAFT is not set and build/graft does not exist: run through `make test`");
+    return NULL;
+}
+
+/* Runs `graft conformance ARGS... --json OUT` with its stdout/stderr in `log` (so a failure
+ * message can point at it). Returns the exit status (-1 when killed). */
+static int run_conformance(const char *const *args, size_t nargs, const char *json, const char *log) {
+    const char *argv[32];
+    size_t k = 0;
+    argv[k++] = graft_cli();
+    argv[k++] = "conformance";
+    for (size_t i = 0; i < nargs && k < 28; i++) argv[k++] = args[i];
+    argv[k++] = "--json";
+    argv[k++] = json;
+    argv[k] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    cr_assert(pid >= 0, "fork failed");
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+            close(fd);
+        }
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int ws = 0;
+    while (waitpid(pid, &ws, 0) < 0) {}
+    return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+}
+
+static json_int_t count(json_t *obj, const char *key) {
+    json_t *v = json_object_get(obj, key);
+    cr_assert(json_is_integer(v), "report has no integer '%s'", key);
+    return json_integer_value(v);
+}
+
+/* Prints the non-passing tests of one status (at most 20) to stderr. */
+static void list_status(json_t *tests, const char *status) {
+    size_t i, shown = 0;
+    json_t *t;
+    json_array_foreach(tests, i, t) {
+        if (strcmp(json_string_value(json_object_get(t, "status")), status) != 0) continue;
+        if (shown++ < 20)
+            fprintf(stderr, "  %s %s/%s: %s\n", status, json_string_value(json_object_get(t, "dir")),
+                    json_string_value(json_object_get(t, "name")),
+                    json_string_value(json_object_get(t, "reason")));
+    }
+}
+
+/* The whole default run: well under 3 minutes on 2 cores. */
+Test(conformance, onnx_backend_tests, .timeout = 600) {
+    if (!path_is_file(TESTDATA "/node/test_abs/model.onnx"))
+        cr_skip("libonnx-testdata is not installed (make deps)");
+    char json_path[] = "/tmp/graft_conformance_XXXXXX";
+    int fd = mkstemp(json_path);
+    cr_assert(fd >= 0);
+    close(fd);
+    char log_path[sizeof(json_path) + 8];
+    snprintf(log_path, sizeof(log_path), "%s.log", json_path);
+    int rc = run_conformance(NULL, 0, json_path, log_path);
+    cr_assert(rc == 0 || rc == 1, "graft conformance exited with %d (log: %s)", rc, log_path);
+
+    json_error_t jerr;
+    json_t *report = json_load_file(json_path, 0, &jerr);
+    cr_assert_not_null(report, "%s: %s", json_path, jerr.text);
+    json_t *summary = json_object_get(report, "summary"), *tests = json_object_get(report, "tests");
+    cr_assert(json_is_object(summary) && json_is_array(tests));
+    json_int_t pass = count(summary, "pass"), fail = count(summary, "fail"),
+               crash = count(summary, "crash"), timeout = count(summary, "timeout"),
+               unsup = count(summary, "unsupported"), total = count(summary, "total");
+    fprintf(stderr, "conformance: %lld tests: %lld pass, %lld fail, %lld unsupported, %lld crash, "
+            "%lld timeout (report %s)\n", (long long)total, (long long)pass, (long long)fail,
+            (long long)unsup, (long long)crash, (long long)timeout, json_path);
+    cr_assert_eq(pass + fail + crash + timeout + unsup, total);
+    cr_assert_eq((json_int_t)json_array_size(tests), total);
+    list_status(tests, "crash");
+    list_status(tests, "fail");
+    list_status(tests, "timeout");
+    cr_expect_eq(crash, 0, "%lld conformance tests crashed", (long long)crash);
+    cr_expect_eq(fail, 0, "%lld conformance tests with supported ops failed", (long long)fail);
+    cr_expect_eq(timeout, 0, "%lld conformance tests timed out", (long long)timeout);
+
+    json_t *floor = json_load_file(FLOOR_FILE, 0, &jerr);
+    cr_assert_not_null(floor, "%s: %s", FLOOR_FILE, jerr.text);
+    json_int_t floor_pass = count(floor, "pass");
+    cr_expect_geq(pass, floor_pass, "%lld passes, below the floor of %lld in %s", (long long)pass,
+                  (long long)floor_pass, FLOOR_FILE);
+    /* Per directory too, so a gain in one cannot hide a loss in another. */
+    json_t *floor_dirs = json_object_get(floor, "dirs"), *dirs = json_object_get(summary, "dirs");
+    const char *name;
+    json_t *fv;
+    json_object_foreach(floor_dirs, name, fv) {
+        json_t *d = json_object_get(dirs, name);
+        cr_expect_not_null(d, "the report has no directory '%s'", name);
+        if (d)
+            cr_expect_geq(count(d, "pass"), json_integer_value(fv),
+                          "%s: %lld passes, below the floor of %lld", name,
+                          (long long)count(d, "pass"), (long long)json_integer_value(fv));
+    }
+    json_decref(floor);
+    json_decref(report);
+    if (!crash && !fail && !timeout && pass >= floor_pass) {
+        remove(json_path);
+        remove(log_path);
+    }
+}
+
+static void copy_file(const char *from, const char *to) {
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    cr_assert(in && out, "copy %s -> %s", from, to);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), in)) > 0) cr_assert_eq(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+}
+
+/* A test whose expected output is another op's output must fail (with its error), and one
+ * whose model is garbage must fail at import: the runner can tell a wrong answer. */
+Test(conformance, runner_reports_failures, .timeout = 60) {
+    if (!path_is_file(TESTDATA "/node/test_relu/model.onnx"))
+        cr_skip("libonnx-testdata is not installed (make deps)");
+    char root[] = "/tmp/graft_conf_runner_XXXXXX";
+    cr_assert_not_null(mkdtemp(root));
+    char p[512], q[512];
+    /* test_relu with test_abs's expected output (same 3x4x5 input, different values). */
+    snprintf(p, sizeof(p), "%s/test_relu_wrong", root);
+    mkdir(p, 0755);
+    snprintf(p, sizeof(p), "%s/test_relu_wrong/test_data_set_0", root);
+    mkdir(p, 0755);
+    snprintf(p, sizeof(p), "%s/test_relu_wrong/model.onnx", root);
+    copy_file(TESTDATA "/node/test_relu/model.onnx", p);
+    snprintf(p, sizeof(p), "%s/test_relu_wrong/test_data_set_0/input_0.pb", root);
+    copy_file(TESTDATA "/node/test_relu/test_data_set_0/input_0.pb", p);
+    snprintf(p, sizeof(p), "%s/test_relu_wrong/test_data_set_0/output_0.pb", root);
+    copy_file(TESTDATA "/node/test_abs/test_data_set_0/output_0.pb", p);
+    /* A model file that is not protobuf. */
+    snprintf(p, sizeof(p), "%s/test_garbage", root);
+    mkdir(p, 0755);
+    snprintf(p, sizeof(p), "%s/test_garbage/model.onnx", root);
+    FILE *f = fopen(p, "wb");
+    cr_assert_not_null(f);
+    fputs("\xff\xff\xff\xff not an onnx model", f);
+    fclose(f);
+
+    char json_path[600], log_path[600];
+    snprintf(json_path, sizeof(json_path), "%s/report.json", root);
+    snprintf(log_path, sizeof(log_path), "%s/log.txt", root);
+    const char *args[] = {root};
+    int rc = run_conformance(args, 1, json_path, log_path);
+    cr_assert_eq(rc, 1, "a run with failures must exit 1, got %d (log %s)", rc, log_path);
+    json_error_t jerr;
+    json_t *report = json_load_file(json_path, 0, &jerr);
+    cr_assert_not_null(report, "%s: %s", json_path, jerr.text);
+    json_t *tests = json_object_get(report, "tests");
+    cr_assert_eq(json_array_size(tests), 2);
+    size_t i;
+    json_t *t;
+    json_array_foreach(tests, i, t) {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        const char *status = json_string_value(json_object_get(t, "status"));
+        const char *reason = json_string_value(json_object_get(t, "reason"));
+        if (strcmp(name, "test_garbage") == 0) {
+            cr_expect_str_eq(status, "fail", "garbage model: %s (%s)", status, reason);
+            cr_expect(strstr(reason, "import") != NULL, "garbage model reason: %s", reason);
+        } else {
+            cr_assert_str_eq(name, "test_relu_wrong");
+            cr_expect_str_eq(status, "fail", "wrong expected data: %s (%s)", status, reason);
+            json_t *err = json_object_get(t, "max_abs_err");
+            /* relu(x) and |x| differ by 2|x| on the negative inputs of the standard normal data */
+            cr_expect(json_is_number(err) && json_number_value(err) > 0.1,
+                      "max_abs_err should be large, reason: %s", reason);
+        }
+    }
+    json_decref(report);
+    snprintf(q, sizeof(q), "rm -rf '%s'", root);
+    cr_expect_eq(system(q), 0);
+}
