@@ -127,26 +127,39 @@ static bool coerce(ir_ctx_t *ctx, const ir_attr_field *f, const ir_attr *dflt, c
             return true;
         }
         return false;
-    case IR_ATTR_ARRAY:
-        if (v->kind == IR_ATTR_ARRAY) {
-            for (uint32_t i = 0; i < v->u.arr.n; i++) {
-                uint8_t k = v->u.arr.items[i].kind;
-                if (k != IR_ATTR_INT && k != IR_ATTR_PRIM) return false;
-            }
-            *out = *v;
-            return true;
-        }
+    case IR_ATTR_ARRAY: {
+        /* split's indices_or_sections is an int (sections) or a list (indices). */
+        bool int_ok = strcmp(f->name, "indices_or_sections") == 0;
+        if (v->kind == IR_ATTR_INT && int_ok) { *out = *v; return true; }
+        uint32_t want = dflt && dflt->kind == IR_ATTR_ARRAY ? dflt->u.arr.n : 0;
         if (v->kind == IR_ATTR_INT) {
             /* A single int stands for the whole list, as TVM's Python wrappers allow
              * (strides=2 -> [2, 2]; axis=1 -> [1]). */
-            uint32_t n = dflt && dflt->kind == IR_ATTR_ARRAY && dflt->u.arr.n ? dflt->u.arr.n : 1;
+            uint32_t n = want ? want : 1;
             ir_attr items[16];
             if (n > 16) n = 16;
             for (uint32_t i = 0; i < n; i++) items[i] = *v;
             *out = ir_attr_array(ctx, n, items);
             return true;
         }
-        return false;
+        if (v->kind != IR_ATTR_ARRAY) return false;
+        for (uint32_t i = 0; i < v->u.arr.n; i++) {
+            uint8_t k = v->u.arr.items[i].kind;
+            if (k != IR_ATTR_INT && k != IR_ATTR_PRIM && k != IR_ATTR_FLOAT) return false;
+        }
+        uint32_t n = v->u.arr.n;
+        if (want > 1 && n >= 1 && n < want && want <= 16 &&
+            (n == 1 || (strcmp(f->name, "padding") == 0 && n * 2 == want))) {
+            /* TVM completes short lists: padding [p] -> [p, p, p, p], [t, l] -> [t, l, t, l];
+             * strides [s] -> [s, s]. */
+            ir_attr items[16];
+            for (uint32_t i = 0; i < want; i++) items[i] = v->u.arr.items[i % n];
+            *out = ir_attr_array(ctx, want, items);
+            return true;
+        }
+        *out = *v;
+        return true;
+    }
     default:
         if (v->kind == f->kind) { *out = *v; return true; }
         return false;

@@ -40,6 +40,18 @@ bool ir__norm_axis(int64_t axis, int32_t ndim, int32_t *out);
 int ir__broadcast(ir_ctx_t *ctx, const ir_sinfo *a, const ir_sinfo *b, const ir_prim **out,
                   int32_t *ondim);
 
+/* The dims of a shape argument (an R.shape([...]) literal or an expr with Shape struct info).
+ * Returns false after reporting when arg i is not a shape; *ndim -1 / dims unset when unknown.
+ * dims must hold IR__MAX_DIMS entries. */
+#define IR__MAX_DIMS 64
+bool ir__shape_arg(const ir_call *call, uint32_t i, int32_t *ndim, const ir_prim **dims,
+                   bool *known, gr_diag *diag);
+/* The int value of a prim-value argument (R.prim_value(3)); false when not a known int. */
+bool ir__prim_arg(const ir_expr *e, const ir_prim **value);
+/* Data type of two operands of an arithmetic op: equal dtypes or unknown; else reports. */
+bool ir__common_dtype(const ir_call *call, const ir_sinfo *a, const ir_sinfo *b, ir_dtype *out,
+                      gr_diag *diag);
+
 /* ---- inference functions (one per op family) ---- */
 #define IR__INFER(name) const ir_sinfo *name(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag)
 /* op_infer_elemwise.c */

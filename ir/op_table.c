@@ -6,13 +6,66 @@
 
 #include "ir/op_impl.h"
 
-/* ---- attribute schemas ---- */
+/* ---- attribute schemas (TVM's field order; defaults from TVM's Python wrappers) ---- */
 #define F(name, kind, dflt) {name, IR_ATTR_##kind, dflt}
 
+static const ir_attr_field A_conv1d[] = {
+    F("strides", ARRAY, "[1]"), F("padding", ARRAY, "[0, 0]"), F("dilation", ARRAY, "[1]"),
+    F("groups", INT, "1"), F("data_layout", STR, "\"NCW\""), F("kernel_layout", STR, "\"OIW\""),
+    F("out_layout", STR, "\"NCW\""), F("out_dtype", DTYPE, "\"void\"")};
+static const ir_attr_field A_conv2d[] = {
+    F("strides", ARRAY, "[1, 1]"), F("padding", ARRAY, "[0, 0, 0, 0]"),
+    F("dilation", ARRAY, "[1, 1]"), F("groups", INT, "1"), F("data_layout", STR, "\"NCHW\""),
+    F("kernel_layout", STR, "\"OIHW\""), F("out_layout", STR, "\"NCHW\""),
+    F("out_dtype", DTYPE, "\"void\"")};
+static const ir_attr_field A_conv2d_transpose[] = {
+    F("strides", ARRAY, "[1, 1]"), F("padding", ARRAY, "[0, 0, 0, 0]"),
+    F("output_padding", ARRAY, "[0, 0]"), F("dilation", ARRAY, "[1, 1]"), F("groups", INT, "1"),
+    F("data_layout", STR, "\"NCHW\""), F("kernel_layout", STR, "\"IOHW\""),
+    F("out_layout", STR, "\"NCHW\""), F("out_dtype", DTYPE, "\"void\"")};
+/* Pool2DAttrs declares dilation before padding, and TVM prints it that way. */
+static const ir_attr_field A_pool2d[] = {
+    F("pool_size", ARRAY, "[1, 1]"), F("strides", ARRAY, "[1, 1]"),
+    F("dilation", ARRAY, "[1, 1]"), F("padding", ARRAY, "[0, 0, 0, 0]"),
+    F("ceil_mode", BOOL, "False"), F("count_include_pad", BOOL, "False"),
+    F("layout", STR, "\"NCHW\""), F("out_layout", STR, "\"NCHW\"")};
+static const ir_attr_field A_adaptive_pool2d[] = {
+    F("output_size", ARRAY, "None"), F("layout", STR, "\"NCHW\""),
+    F("out_layout", STR, "\"NCHW\"")};
 static const ir_attr_field A_axis_m1[] = {F("axis", INT, "-1")};
 static const ir_attr_field A_leakyrelu[] = {F("alpha", FLOAT, "0.01")};
-static const ir_attr_field A_astype[] = {F("dtype", DTYPE, NULL)};
-
+static const ir_attr_field A_layer_norm[] = {
+    F("axes", ARRAY, NULL), F("epsilon", FLOAT, "1e-05"), F("center", BOOL, "True"),
+    F("scale", BOOL, "True")};
+static const ir_attr_field A_batch_norm[] = {
+    F("axis", INT, "1"), F("epsilon", FLOAT, "1e-05"), F("center", BOOL, "True"),
+    F("scale", BOOL, "True"), F("momentum", FLOAT, "0.1")};
+static const ir_attr_field A_dropout[] = {F("rate", FLOAT, "0.5")};
+static const ir_attr_field A_pad[] = {
+    F("pad_width", ARRAY, NULL), F("pad_value", FLOAT, "0.0"), F("pad_mode", STR, "\"constant\"")};
+static const ir_attr_field A_out_dtype[] = {F("out_dtype", DTYPE, "\"void\"")};
+static const ir_attr_field A_dtype_req[] = {F("dtype", DTYPE, NULL)};
+static const ir_attr_field A_dtype_f32[] = {F("dtype", DTYPE, "\"float32\"")};
+static const ir_attr_field A_dtype_void[] = {F("dtype", DTYPE, "\"void\"")};
+static const ir_attr_field A_dtype_i64[] = {F("dtype", DTYPE, "\"int64\"")};
+static const ir_attr_field A_reduce[] = {F("axis", ARRAY, "None"), F("keepdims", BOOL, "False")};
+static const ir_attr_field A_cumsum[] = {
+    F("axis", INT, "None"), F("dtype", DTYPE, "\"void\""), F("exclusive", BOOL, "False")};
+static const ir_attr_field A_permute_dims[] = {F("axes", ARRAY, "None")};
+static const ir_attr_field A_squeeze[] = {F("axis", ARRAY, "None")};
+static const ir_attr_field A_expand_dims[] = {F("axis", ARRAY, NULL)};
+static const ir_attr_field A_concat[] = {F("axis", INT, "0")};
+/* indices_or_sections: an int (sections) or a list of split indices (see op_attrs.c). */
+static const ir_attr_field A_split[] = {F("indices_or_sections", ARRAY, NULL), F("axis", INT, "0")};
+static const ir_attr_field A_strided_slice[] = {F("assume_inbound", BOOL, "False")};
+static const ir_attr_field A_take[] = {F("axis", INT, "None")};
+static const ir_attr_field A_tile[] = {F("repeats", ARRAY, NULL)};
+static const ir_attr_field A_resize2d[] = {
+    F("roi", ARRAY, "[0.0, 0.0, 0.0, 0.0]"), F("layout", STR, "\"NCHW\""),
+    F("method", STR, "\"linear\""), F("coordinate_transformation_mode", STR, "\"half_pixel\""),
+    F("rounding_method", STR, "\"round\""), F("cubic_alpha", FLOAT, "-0.75"),
+    F("cubic_exclude", INT, "0"), F("extrapolation_value", FLOAT, "0.0"),
+    F("out_dtype", DTYPE, "\"void\"")};
 
 #undef F
 
@@ -38,6 +91,9 @@ static const ir_attr_field A_astype[] = {F("dtype", DTYPE, NULL)};
     X(GREATER_EQUAL, "greater_equal", 2, 2, BC, NOATTRS, ir__infer_binary_cmp)              \
     X(LESS, "less", 2, 2, BC, NOATTRS, ir__infer_binary_cmp)                                \
     X(LESS_EQUAL, "less_equal", 2, 2, BC, NOATTRS, ir__infer_binary_cmp)                    \
+    X(LOGICAL_AND, "logical_and", 2, 2, BC, NOATTRS, ir__infer_binary_logical)              \
+    X(LOGICAL_OR, "logical_or", 2, 2, BC, NOATTRS, ir__infer_binary_logical)                \
+    X(WHERE, "where", 3, 3, BC, NOATTRS, ir__infer_where)                                   \
     X(EXP, "exp", 1, 1, EW, NOATTRS, ir__infer_unary_float)                                 \
     X(LOG, "log", 1, 1, EW, NOATTRS, ir__infer_unary_float)                                 \
     X(SQRT, "sqrt", 1, 1, EW, NOATTRS, ir__infer_unary_float)                               \
@@ -45,13 +101,65 @@ static const ir_attr_field A_astype[] = {F("dtype", DTYPE, NULL)};
     X(ERF, "erf", 1, 1, EW, NOATTRS, ir__infer_unary_float)                                 \
     X(TANH, "tanh", 1, 1, EW, NOATTRS, ir__infer_unary_float)                               \
     X(SIGMOID, "sigmoid", 1, 1, EW, NOATTRS, ir__infer_unary_float)                         \
+    X(SIN, "sin", 1, 1, EW, NOATTRS, ir__infer_unary_float)                                 \
+    X(COS, "cos", 1, 1, EW, NOATTRS, ir__infer_unary_float)                                 \
     X(NEGATIVE, "negative", 1, 1, EW, NOATTRS, ir__infer_unary)                             \
     X(ABS, "abs", 1, 1, EW, NOATTRS, ir__infer_unary)                                       \
+    X(SIGN, "sign", 1, 1, EW, NOATTRS, ir__infer_unary)                                     \
+    X(FLOOR, "floor", 1, 1, EW, NOATTRS, ir__infer_unary)                                   \
+    X(CEIL, "ceil", 1, 1, EW, NOATTRS, ir__infer_unary)                                     \
+    X(ROUND, "round", 1, 1, EW, NOATTRS, ir__infer_unary)                                   \
+    X(SQUARE, "square", 1, 1, EW, NOATTRS, ir__infer_unary)                                 \
+    X(LOGICAL_NOT, "logical_not", 1, 1, EW, NOATTRS, ir__infer_unary_bool)                  \
+    X(CLIP, "clip", 3, 3, EW, NOATTRS, ir__infer_clip)                                      \
+    X(ASTYPE, "astype", 1, 1, EW, ATTRS(A_dtype_req), ir__infer_astype)                     \
     X(RELU, "nn.relu", 1, 1, EW, NOATTRS, ir__infer_unary)                                  \
-    X(SOFTMAX, "nn.softmax", 1, 1, EW, ATTRS(A_axis_m1), ir__infer_unary_float)             \
     X(LEAKYRELU, "nn.leakyrelu", 1, 1, EW, ATTRS(A_leakyrelu), ir__infer_unary_float)       \
-    X(ASTYPE, "astype", 1, 1, EW, ATTRS(A_astype), ir__infer_astype)                        \
-    X(CALL_DPS_PACKED, "call_dps_packed", 1, 2, IR_OPF_CALL_LIKE, NOATTRS, ir__infer_call_like) \
+    X(GELU, "nn.gelu", 1, 1, EW, NOATTRS, ir__infer_unary_float)                            \
+    X(GELU_TANH, "nn.gelu_tanh", 1, 1, EW, NOATTRS, ir__infer_unary_float)                  \
+    X(SILU, "nn.silu", 1, 1, EW, NOATTRS, ir__infer_unary_float)                            \
+    X(SOFTMAX, "nn.softmax", 1, 1, 0, ATTRS(A_axis_m1), ir__infer_softmax)                  \
+    X(LOG_SOFTMAX, "nn.log_softmax", 1, 1, 0, ATTRS(A_axis_m1), ir__infer_softmax)          \
+    X(CONV1D, "nn.conv1d", 2, 2, 0, ATTRS(A_conv1d), ir__infer_conv1d)                      \
+    X(CONV2D, "nn.conv2d", 2, 2, 0, ATTRS(A_conv2d), ir__infer_conv2d)                      \
+    X(CONV2D_TRANSPOSE, "nn.conv2d_transpose", 2, 2, 0, ATTRS(A_conv2d_transpose),          \
+      ir__infer_conv2d_transpose)                                                           \
+    X(MAX_POOL2D, "nn.max_pool2d", 1, 1, 0, ATTRS(A_pool2d), ir__infer_pool2d)              \
+    X(AVG_POOL2D, "nn.avg_pool2d", 1, 1, 0, ATTRS(A_pool2d), ir__infer_pool2d)              \
+    X(ADAPTIVE_AVG_POOL2D, "nn.adaptive_avg_pool2d", 1, 1, 0, ATTRS(A_adaptive_pool2d),     \
+      ir__infer_adaptive_pool2d)                                                            \
+    X(LAYER_NORM, "nn.layer_norm", 3, 3, 0, ATTRS(A_layer_norm), ir__infer_layer_norm)      \
+    X(BATCH_NORM, "nn.batch_norm", 5, 5, 0, ATTRS(A_batch_norm), ir__infer_batch_norm)      \
+    X(DROPOUT, "nn.dropout", 1, 1, 0, ATTRS(A_dropout), ir__infer_dropout)                  \
+    X(PAD, "nn.pad", 1, 2, 0, ATTRS(A_pad), ir__infer_pad)                                  \
+    X(MATMUL, "matmul", 2, 2, 0, ATTRS(A_out_dtype), ir__infer_matmul)                      \
+    X(RESIZE2D, "image.resize2d", 2, 2, 0, ATTRS(A_resize2d), ir__infer_resize2d)           \
+    X(MEAN, "mean", 1, 1, IR_OPF_REDUCE, ATTRS(A_reduce), ir__infer_reduce)                 \
+    X(SUM, "sum", 1, 1, IR_OPF_REDUCE, ATTRS(A_reduce), ir__infer_reduce)                   \
+    X(MAX, "max", 1, 1, IR_OPF_REDUCE, ATTRS(A_reduce), ir__infer_reduce)                   \
+    X(MIN, "min", 1, 1, IR_OPF_REDUCE, ATTRS(A_reduce), ir__infer_reduce)                   \
+    X(PROD, "prod", 1, 1, IR_OPF_REDUCE, ATTRS(A_reduce), ir__infer_reduce)                 \
+    X(VARIANCE, "variance", 1, 1, IR_OPF_REDUCE, ATTRS(A_reduce), ir__infer_reduce)         \
+    X(CUMSUM, "cumsum", 1, 1, 0, ATTRS(A_cumsum), ir__infer_cumsum)                         \
+    X(RESHAPE, "reshape", 2, 2, 0, NOATTRS, ir__infer_reshape)                              \
+    X(PERMUTE_DIMS, "permute_dims", 1, 1, 0, ATTRS(A_permute_dims), ir__infer_permute_dims) \
+    X(FLATTEN, "flatten", 1, 1, 0, NOATTRS, ir__infer_flatten)                              \
+    X(SQUEEZE, "squeeze", 1, 1, 0, ATTRS(A_squeeze), ir__infer_squeeze)                     \
+    X(EXPAND_DIMS, "expand_dims", 1, 1, 0, ATTRS(A_expand_dims), ir__infer_expand_dims)     \
+    X(CONCAT, "concat", 1, 1, 0, ATTRS(A_concat), ir__infer_concat)                         \
+    X(SPLIT, "split", 1, 1, 0, ATTRS(A_split), ir__infer_split)                             \
+    X(STRIDED_SLICE, "strided_slice", 4, 5, 0, ATTRS(A_strided_slice),                      \
+      ir__infer_strided_slice)                                                              \
+    X(TAKE, "take", 2, 2, 0, ATTRS(A_take), ir__infer_take)                                 \
+    X(BROADCAST_TO, "broadcast_to", 2, 2, 0, NOATTRS, ir__infer_broadcast_to)               \
+    X(TILE, "tile", 1, 1, 0, ATTRS(A_tile), ir__infer_tile)                                 \
+    X(ZEROS, "zeros", 1, 1, IR_OPF_CREATION, ATTRS(A_dtype_f32), ir__infer_zeros_ones)      \
+    X(ONES, "ones", 1, 1, IR_OPF_CREATION, ATTRS(A_dtype_f32), ir__infer_zeros_ones)        \
+    X(FULL, "full", 2, 2, IR_OPF_CREATION, ATTRS(A_dtype_void), ir__infer_full)             \
+    X(ARANGE, "arange", 3, 3, IR_OPF_CREATION, ATTRS(A_dtype_i64), ir__infer_arange)        \
+    X(SHAPE_OF, "shape_of", 1, 1, 0, NOATTRS, ir__infer_shape_of)                           \
+    X(CALL_DPS_PACKED, "call_dps_packed", 1, 2, IR_OPF_CALL_LIKE, NOATTRS,                  \
+      ir__infer_call_like)                                                                  \
     X(CALL_TIR, "call_tir", 1, 3, IR_OPF_CALL_LIKE, NOATTRS, ir__infer_call_like)
 
 enum {
