@@ -1,0 +1,60 @@
+/* CanonicalizeBindings: `y = x` bindings disappear (uses of y read x), `y = (a, b)[i]` reads the
+ * field directly, and `gv = lv` at the end of a dataflow block binds lv's value to gv when lv
+ * has no other use. Spans of removed bindings are merged into the binding that now stands for
+ * them (when it is in the same block). */
+#include "ir/pass_impl.h"
+
+static bool canon_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, bool dataflow) {
+    (void)dataflow;
+    if (b->match_sinfo) {
+        pu_push(r, b->var, value, b->match_sinfo);
+        return true;
+    }
+    if (value->kind == IR_TGI) {
+        ir_tgi *g = (ir_tgi *)value;
+        ir_expr *t = ir_is_var(g->tuple) ? pu_def(r, g->tuple) : g->tuple;
+        if (t && t->kind == IR_TUPLE && g->index >= 0 && (uint32_t)g->index < ((ir_tuple *)t)->n) {
+            ir_expr *field = ((ir_tuple *)t)->fields[g->index];
+            if (ir_is_leaf(field)) {
+                pu_alias(r, b, field, value->span);
+                return true;
+            }
+        }
+    }
+    if (ir_is_var(value)) {
+        ir_var *src = (ir_var *)value;
+        int i = pu_out_index(r, src);
+        if (b->var->base.kind == IR_VAR && src->base.kind == IR_DFVAR && i >= 0 &&
+            gr_map_get_or(&r->uses, GR_MAP_PTR(src), 0) == 1) {
+            /* gv = lv, lv used only here: lv's binding now defines gv. */
+            ir_binding *ob = &r->out->data[i];
+            const ir_span *sp = ir_span_concat(r->ctx, ob->value->span, b->var->base.span);
+            ob->var = b->var;
+            gr_map_put(&r->defs, GR_MAP_PTR(b->var), GR_MAP_PTR(ob->value));
+            if (sp != ob->value->span) pu_set_out_span(r, i, sp);
+            return true;
+        }
+        pu_alias(r, b, value, NULL);
+        return true;
+    }
+    pu_push(r, b->var, value, NULL);
+    return true;
+}
+
+static gr_status canon_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod,
+                          const char *name, ir_func *func, ir_func **out, gr_diag *diag) {
+    (void)self, (void)pc, (void)name;
+    pu_rewriter r;
+    pu_init(&r, mod->ctx, diag);
+    r.binding = canon_binding;
+    pu_count_uses(&r, func);
+    ir_func *nf = pu_rewrite_func(&r, func);
+    pu_deinit(&r);
+    if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
+    *out = nf;
+    return GR_OK;
+}
+
+const ir_pass ir_pass_canonicalize_bindings = {
+    .name = "CanonicalizeBindings", .kind = IR_PASS_FUNCTION, .opt_level = 0, .func_fn = canon_fn,
+};

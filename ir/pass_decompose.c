@@ -1,0 +1,75 @@
+/* DecomposeOpsForInference: R.nn.batch_norm (inference) becomes elementwise ops,
+ *   out = (x - mean) / sqrt(var + eps) * gamma + beta   (params expanded along `axis`)
+ * and the batch_norm binding becomes the tuple (out, moving_mean, moving_var). Every new
+ * expression gets the batch_norm's span through SIBuilder fill (seed 001's SimplifyInference). */
+#include "ir/op.h"
+#include "ir/pass_impl.h"
+#include "ir/si_builder.h"
+
+/* v (1-d, along `axis`) expanded so it broadcasts against an ndim-d tensor. */
+static ir_expr *expand(pu_rewriter *r, ir_expr *v, int32_t axis, int32_t ndim) {
+    int32_t trail = ndim - 1 - axis;
+    if (trail <= 0) return v;
+    int64_t axes[8];
+    for (int32_t i = 0; i < trail && i < 8; i++) axes[i] = i + 1;
+    const char *key = "axis";
+    ir_attr val = ir_attr_ints(r->ctx, (uint32_t)trail, axes);
+    return pu_call(r, "relax.expand_dims", 1, &v, 1, &key, &val, NULL);
+}
+
+static ir_expr *bin(pu_rewriter *r, const char *op, ir_expr *a, ir_expr *b) {
+    if (!a || !b) return NULL;
+    ir_expr *args[2] = {a, b};
+    return pu_call(r, op, 2, args, 0, NULL, NULL, NULL);
+}
+
+static bool decompose_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, bool dataflow) {
+    (void)dataflow;
+    ir_call *bn = pu_op_call(value, "relax.nn.batch_norm");
+    const ir_sinfo *xs = bn && bn->nargs == 5 ? bn->args[0]->sinfo : NULL;
+    if (!xs || xs->kind != IR_SINFO_TENSOR || xs->ndim < 1 || b->match_sinfo) {
+        pu_push(r, b->var, value, b->match_sinfo);
+        return true;
+    }
+    int32_t axis;
+    if (!ir__decompose_axis(ir_attrs_get_int(bn->attrs, "axis", 1), xs->ndim, &axis)) {
+        pu_push(r, b->var, value, NULL);
+        return true;
+    }
+    ir_expr *x = bn->args[0], *gamma = bn->args[1], *beta = bn->args[2], *mean = bn->args[3],
+            *var = bn->args[4];
+    double eps = ir_attrs_get_float(bn->attrs, "epsilon", 1e-5);
+    ir_expr *e = bin(r, "relax.add", var, pu_scalar(r->ctx, xs->dtype, eps, NULL));
+    ir_expr *std = e ? pu_call(r, "relax.sqrt", 1, &e, 0, NULL, NULL, NULL) : NULL;
+    ir_expr *out = bin(r, "relax.subtract", x, expand(r, mean, axis, xs->ndim));
+    out = bin(r, "relax.divide", out, std ? expand(r, std, axis, xs->ndim) : NULL);
+    if (ir_attrs_get_bool(bn->attrs, "scale", true)) out = bin(r, "relax.multiply", out, expand(r, gamma, axis, xs->ndim));
+    if (ir_attrs_get_bool(bn->attrs, "center", true)) out = bin(r, "relax.add", out, expand(r, beta, axis, xs->ndim));
+    if (!out) return false;
+    ir_expr *inputs[5] = {x, gamma, beta, mean, var};
+    out = ir_si_fill(r->ctx, value->span, out, inputs, 5);
+    ir_var *ov = pu_emit_nested(r, NULL, out, "lv");
+    if (!ov) return false;
+    ir_expr *fields[3] = {&ov->base, mean, var};
+    ir_expr *tup = pu_normalize(r, &ir_tuple_new(r->ctx, 3, fields, value->span)->base);
+    if (!tup) return false;
+    pu_push(r, b->var, tup, NULL);
+    return true;
+}
+
+static gr_status decompose_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod,
+                              const char *name, ir_func *func, ir_func **out, gr_diag *diag) {
+    (void)self, (void)pc, (void)name;
+    pu_rewriter r;
+    pu_init(&r, mod->ctx, diag);
+    r.binding = decompose_binding;
+    ir_func *nf = pu_rewrite_func(&r, func);
+    pu_deinit(&r);
+    if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
+    *out = nf;
+    return GR_OK;
+}
+
+const ir_pass ir_pass_decompose_inference = {
+    .name = "DecomposeOpsForInference", .kind = IR_PASS_FUNCTION, .opt_level = 0, .func_fn = decompose_fn,
+};

@@ -1,0 +1,70 @@
+/* Internal helpers of the generic passes (ir/pass_*.c): a small binding rewriter over a
+ * function's blocks (A-normal form in, A-normal form out) that keeps spans and struct info. */
+#ifndef GRAFT_IR_PASS_IMPL_H
+#define GRAFT_IR_PASS_IMPL_H
+
+#include "ir/transform.h"
+#include "ir/visit.h"
+
+typedef struct pu_rewriter pu_rewriter;
+struct pu_rewriter {
+    ir_ctx_t *ctx;
+    gr_diag *diag;
+    /* Called for every binding once its value had remapped vars substituted. Push the
+     * bindings that replace it to `out` (default when NULL: keep it). false on error. */
+    bool (*binding)(pu_rewriter *r, const ir_binding *b, ir_expr *value, bool dataflow);
+    void *user;
+    gr_map remap;              /* var -> replacement expression (a var or a leaf) */
+    gr_map defs;               /* var -> its (new) bound value, for pattern lookups */
+    gr_map uses;               /* var -> number of uses in the input function (pu_count_uses) */
+    ir_binding_vec *out;       /* bindings of the block being rebuilt */
+    bool dataflow;             /* the block being rebuilt is a dataflow block */
+    uint32_t block_serial;     /* bumped at the start of every block */
+    bool no_dataflow;          /* rebuild every block as a plain binding block */
+};
+
+void pu_init(pu_rewriter *r, ir_ctx_t *ctx, gr_diag *diag);
+void pu_deinit(pu_rewriter *r);
+/* Rebuilds f through r (nested seqs in if branches too). Returns f when nothing changed, NULL
+ * on error. */
+ir_func *pu_rewrite_func(pu_rewriter *r, ir_func *f);
+/* Substitutes remapped vars in e (rebuilding only what changed). */
+ir_expr *pu_subst(pu_rewriter *r, ir_expr *e);
+/* Appends a binding (value already normalized); when the value's span differs from the one the
+ * var carried, a fresh var (same name, kind, struct info, new span) replaces it and later
+ * uses are remapped. Returns the var bound. */
+ir_var *pu_push(pu_rewriter *r, ir_var *var, ir_expr *value, const ir_sinfo *match_sinfo);
+/* Emits a nested expression in A-normal form: every non-leaf argument first gets a fresh
+ * dataflow var (named `hint`, with the argument's span), then the root is bound to `var`.
+ * Struct info is inferred. NULL on error. */
+ir_var *pu_emit_nested(pu_rewriter *r, ir_var *var, ir_expr *value, const char *hint);
+/* Normalizes a flat expression (args already have struct info). NULL on error. */
+ir_expr *pu_normalize(pu_rewriter *r, ir_expr *e);
+/* Counts every use of every var in f into r->uses. */
+void pu_count_uses(pu_rewriter *r, const ir_func *f);
+/* The value bound to var in the rewritten function so far (NULL: a param or unknown). */
+ir_expr *pu_def(pu_rewriter *r, const ir_expr *var);
+/* Index in r->out of the binding of var in the current block, or -1. */
+int pu_out_index(pu_rewriter *r, const ir_var *var);
+/* Replaces the value of r->out[i] by one carrying `span` (rebuilt shallow copy). */
+void pu_set_out_span(pu_rewriter *r, int i, const ir_span *span);
+
+/* Binding b becomes an alias of `target` (a var or leaf): later uses of b's var read target and
+ * the binding goes away, its span merged into target's binding when that is in the current
+ * block. When b's var escapes a dataflow block and target does not, `var = target` is kept. */
+void pu_alias(pu_rewriter *r, const ir_binding *b, ir_expr *target, const ir_span *extra_span);
+
+/* A call of op `name` (NULL when e is not one). */
+ir_call *pu_op_call(ir_expr *e, const char *name);
+/* A scalar constant (0-d tensor) of dtype with value v, span given. */
+ir_expr *pu_scalar(ir_ctx_t *ctx, ir_dtype dtype, double v, const ir_span *span);
+/* The constant's single value when every element equals it (any shape). */
+bool pu_const_uniform(const ir_expr *e, double *v);
+/* Built op call with normalized attrs (given as key/value arrays, rest defaulted). */
+ir_expr *pu_call(pu_rewriter *r, const char *op, uint32_t nargs, ir_expr *const *args,
+                 uint32_t nattrs, const char *const *keys, const ir_attr *vals, const ir_span *span);
+
+/* Normalizes an axis into [0, ndim); false when out of range. */
+bool ir__decompose_axis(int64_t axis, int32_t ndim, int32_t *out);
+
+#endif

@@ -1,0 +1,107 @@
+/* SimplifyExpr: reshape(reshape(x)) -> reshape(x); permute_dims(permute_dims(x)) -> one
+ * permute_dims (or x when the composition is the identity); reshape to x's own shape, astype to
+ * x's own dtype, multiply by one and add zero -> x. A rewritten node carries the SequentialSpan
+ * of everything it replaced (SIBuilder collapse); a node replaced by x has its span merged into
+ * x's binding. */
+#include <string.h>
+
+#include "ir/op.h"
+#include "ir/pass_impl.h"
+#include "ir/si_builder.h"
+
+static bool same_tensor_sinfo(const ir_sinfo *a, const ir_sinfo *b) {
+    return a && b && a == b && a->kind == IR_SINFO_TENSOR && a->dims;
+}
+
+/* value becomes plain x (a leaf): alias, with value's span kept when x is bound in the block. */
+static bool to_input(pu_rewriter *r, const ir_binding *b, ir_expr *value, ir_expr *x) {
+    if (!ir_is_leaf(x)) return false;
+    pu_alias(r, b, x, ir_si_collapse_bound(r->ctx, value, &x, 1, &r->defs));
+    return true;
+}
+
+static int get_axes(const ir_call *c, int64_t *axes, int ndim) {
+    int n = ir_attrs_get_ints(c->attrs, "axes", axes, 8);
+    if (n < 0) {   /* None: reverse */
+        for (int i = 0; i < ndim; i++) axes[i] = ndim - 1 - i;
+        return ndim;
+    }
+    for (int i = 0; i < n; i++)
+        if (axes[i] < 0) axes[i] += ndim;
+    return n;
+}
+
+static bool simplify_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, bool dataflow) {
+    (void)dataflow;
+    ir_call *c = value->kind == IR_CALL ? (ir_call *)value : NULL;
+    if (!c || b->match_sinfo || c->callee->kind != IR_OP) goto keep;
+    ir_expr *x = c->nargs ? c->args[0] : NULL;
+    if (ir_is_op_call(value, "relax.reshape") && c->nargs == 2) {
+        if (same_tensor_sinfo(x->sinfo, value->sinfo) && to_input(r, b, value, x)) return true;
+        ir_call *inner = pu_op_call(pu_def(r, x), "relax.reshape");
+        if (inner && inner->nargs == 2) {
+            ir_expr *y = inner->args[0];
+            if (same_tensor_sinfo(y->sinfo, value->sinfo) && to_input(r, b, value, y)) return true;
+            ir_expr *in[2] = {y, c->args[1]};
+            const ir_span *sp = ir_si_collapse_bound(r->ctx, value, in, 2, &r->defs);
+            ir_expr *args[2] = {y, c->args[1]};
+            ir_expr *nc = &ir_call_new(r->ctx, c->callee, 2, args, c->attrs, 0, NULL, sp)->base;
+            if (!(nc = pu_normalize(r, nc))) return false;
+            pu_push(r, b->var, nc, NULL);
+            return true;
+        }
+    } else if (ir_is_op_call(value, "relax.permute_dims") && x && x->sinfo &&
+               x->sinfo->kind == IR_SINFO_TENSOR && x->sinfo->ndim > 0 && x->sinfo->ndim <= 8) {
+        ir_call *inner = pu_op_call(pu_def(r, x), "relax.permute_dims");
+        const ir_sinfo *ys = inner ? inner->args[0]->sinfo : NULL;
+        if (inner && ys && ys->kind == IR_SINFO_TENSOR && ys->ndim == x->sinfo->ndim) {
+            int nd = x->sinfo->ndim;
+            int64_t a1[8], a2[8], comp[8];
+            if (get_axes(inner, a1, nd) != nd || get_axes(c, a2, nd) != nd) goto keep;
+            bool ident = true;
+            for (int i = 0; i < nd; i++) {
+                comp[i] = a1[a2[i]];
+                ident &= comp[i] == i;
+            }
+            ir_expr *y = inner->args[0];
+            if (ident && to_input(r, b, value, y)) return true;
+            const ir_span *sp = ir_si_collapse_bound(r->ctx, value, &y, 1, &r->defs);
+            const char *key = "axes";
+            ir_attr val = ir_attr_ints(r->ctx, (uint32_t)nd, comp);
+            ir_expr *nc = pu_call(r, "relax.permute_dims", 1, &y, 1, &key, &val, sp);
+            if (!nc || !(nc = pu_normalize(r, nc))) return false;
+            pu_push(r, b->var, nc, NULL);
+            return true;
+        }
+    } else if (ir_is_op_call(value, "relax.astype")) {
+        if (same_tensor_sinfo(x->sinfo, value->sinfo) && to_input(r, b, value, x)) return true;
+    } else if ((ir_is_op_call(value, "relax.multiply") || ir_is_op_call(value, "relax.add")) && c->nargs == 2) {
+        double ident = ir_is_op_call(value, "relax.multiply") ? 1.0 : 0.0, v;
+        for (int k = 0; k < 2; k++) {
+            ir_expr *other = c->args[1 - k];
+            if (pu_const_uniform(c->args[k], &v) && v == ident &&
+                same_tensor_sinfo(other->sinfo, value->sinfo) && to_input(r, b, value, other))
+                return true;
+        }
+    }
+keep:
+    pu_push(r, b->var, value, b->match_sinfo);
+    return true;
+}
+
+static gr_status simplify_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod,
+                             const char *name, ir_func *func, ir_func **out, gr_diag *diag) {
+    (void)self, (void)pc, (void)name;
+    pu_rewriter r;
+    pu_init(&r, mod->ctx, diag);
+    r.binding = simplify_binding;
+    ir_func *nf = pu_rewrite_func(&r, func);
+    pu_deinit(&r);
+    if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
+    *out = nf;
+    return GR_OK;
+}
+
+const ir_pass ir_pass_simplify_expr = {
+    .name = "SimplifyExpr", .kind = IR_PASS_FUNCTION, .opt_level = 1, .func_fn = simplify_fn,
+};
