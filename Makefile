@@ -36,20 +36,12 @@ PROTOC_LIBS = -lprotobuf-c
 endif
 JSON_LIBS = -ljansson
 
-# ONNX bindings: protoc-c over Debian's onnx.proto, generated into $(BUILD)/gen (never committed).
-# The importer's (and its tests') objects wait for the header (order-only).
+# ONNX bindings: protoc-c over Debian's onnx.proto, generated into $(BUILD)/gen (never committed;
+# rules below `all`).
 ifneq ($(wildcard frontend/onnx/*.c),)
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 ONNX_GEN = $(BUILD)/gen/onnx
 LIB_OBJ += $(BUILD)/obj/gen/onnx/onnx.pb-c.o
-$(ONNX_GEN)/onnx.pb-c.c $(ONNX_GEN)/onnx.pb-c.h &: $(ONNX_PROTO)
-	@mkdir -p $(ONNX_GEN)
-	cp $< $(ONNX_GEN)/onnx.proto
-	cd $(ONNX_GEN) && protoc-c --c_out=. onnx.proto
-$(BUILD)/obj/gen/onnx/onnx.pb-c.o: $(ONNX_GEN)/onnx.pb-c.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS) -c $< -o $@
-$(filter $(BUILD)/obj/frontend/onnx/% $(BUILD)/obj/tests/frontend/%,$(LIB_OBJ) $(TEST_OBJ)): | $(ONNX_GEN)/onnx.pb-c.h
 endif
 EXT_LIBS = $(LLVM_LIBS) $(DNNL_LIBS) $(PROTOC_LIBS) $(JSON_LIBS)
 
@@ -80,6 +72,18 @@ $(BUILD)/tests/run_tests: $(TEST_OBJ) $(BUILD)/libgraft.a
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libgraft.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(BUILD)/libgraft.a $(EXT_LIBS) $(LDLIBS)
+
+ifdef ONNX_GEN
+$(ONNX_GEN)/onnx.pb-c.c $(ONNX_GEN)/onnx.pb-c.h &: $(ONNX_PROTO)
+	@mkdir -p $(ONNX_GEN)
+	cp $< $(ONNX_GEN)/onnx.proto
+	cd $(ONNX_GEN) && protoc-c --c_out=. onnx.proto
+$(BUILD)/obj/gen/onnx/onnx.pb-c.o: $(ONNX_GEN)/onnx.pb-c.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -c $< -o $@
+# The importer's (and its tests') objects wait for the generated header.
+$(filter $(BUILD)/obj/frontend/onnx/% $(BUILD)/obj/tests/frontend/%,$(LIB_OBJ) $(TEST_OBJ)): | $(ONNX_GEN)/onnx.pb-c.h
+endif
 
 # Tests run from the repository root (they read tests/golden/...). GRAFT tells them where the
 # CLI is. Criterion's closing line counts the passes and failures.

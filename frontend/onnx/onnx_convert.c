@@ -1,0 +1,330 @@
+/* The converter table (ONNX op type + opset range -> converter and folder) and the helpers the
+ * converters share: attributes, inputs, op calls with the node's span. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "frontend/onnx/onnx_impl.h"
+
+#define ANY 1, INT16_MAX
+/* op type, since, until, converter, folder */
+static const onnx_op_entry op_table[] = {
+    /* onnx_convert_math.c */
+    {"Relu", ANY, onnx_cv_unary, onnx_fold_generic},
+    {"Sigmoid", ANY, onnx_cv_unary, NULL},
+    {"Tanh", ANY, onnx_cv_unary, NULL},
+    {"Erf", ANY, onnx_cv_unary, NULL},
+    {"Sqrt", ANY, onnx_cv_unary, onnx_fold_generic},
+    {"Exp", ANY, onnx_cv_unary, NULL},
+    {"Log", ANY, onnx_cv_unary, NULL},
+    {"Abs", ANY, onnx_cv_unary, onnx_fold_generic},
+    {"Neg", ANY, onnx_cv_unary, onnx_fold_generic},
+    {"Gelu", ANY, onnx_cv_gelu, NULL},
+    {"LeakyRelu", ANY, onnx_cv_leaky_relu, NULL},
+    {"PRelu", ANY, onnx_cv_prelu, NULL},
+    {"Clip", ANY, onnx_cv_clip, NULL},
+    {"HardSigmoid", ANY, onnx_cv_hard_sigmoid, NULL},
+    {"HardSwish", ANY, onnx_cv_hard_swish, NULL},
+    {"Elu", ANY, onnx_cv_elu, NULL},
+    {"Softplus", ANY, onnx_cv_softplus, NULL},
+    {"Reciprocal", ANY, onnx_cv_reciprocal, onnx_fold_generic},
+    {"Add", 7, INT16_MAX, onnx_cv_binary, onnx_fold_generic},
+    {"Sub", 7, INT16_MAX, onnx_cv_binary, onnx_fold_generic},
+    {"Mul", 7, INT16_MAX, onnx_cv_binary, onnx_fold_generic},
+    {"Div", 7, INT16_MAX, onnx_cv_binary, onnx_fold_generic},
+    {"Pow", 7, INT16_MAX, onnx_cv_binary, onnx_fold_generic},
+    {"Equal", 7, INT16_MAX, onnx_cv_binary, onnx_fold_generic},
+    {"Less", 7, INT16_MAX, onnx_cv_binary, onnx_fold_generic},
+    {"Greater", 7, INT16_MAX, onnx_cv_binary, onnx_fold_generic},
+    {"Max", 8, INT16_MAX, onnx_cv_variadic, onnx_fold_generic},
+    {"Min", 8, INT16_MAX, onnx_cv_variadic, onnx_fold_generic},
+    {"Sum", 8, INT16_MAX, onnx_cv_variadic, onnx_fold_generic},
+    {"Where", 9, INT16_MAX, onnx_cv_where, onnx_fold_generic},
+    {"MatMul", ANY, onnx_cv_matmul, NULL},
+    {"Gemm", 7, INT16_MAX, onnx_cv_gemm, NULL},
+    {"Softmax", ANY, onnx_cv_softmax, NULL},
+    {"LogSoftmax", ANY, onnx_cv_softmax, NULL},
+    {"ReduceMean", ANY, onnx_cv_reduce, NULL},
+    {"ReduceSum", ANY, onnx_cv_reduce, NULL},
+    {"ReduceMax", ANY, onnx_cv_reduce, NULL},
+    {"ReduceMin", ANY, onnx_cv_reduce, NULL},
+    {"Cast", 6, INT16_MAX, onnx_cv_cast, onnx_fold_cast},
+    {"Identity", ANY, onnx_cv_identity, onnx_fold_identity},
+    {"Dropout", 7, INT16_MAX, onnx_cv_identity, NULL},
+    /* onnx_convert_nn.c */
+    {"Conv", ANY, onnx_cv_conv, NULL},
+    {"ConvTranspose", ANY, onnx_cv_conv_transpose, NULL},
+    {"BatchNormalization", 7, INT16_MAX, onnx_cv_batch_norm, NULL},
+    {"LayerNormalization", 17, INT16_MAX, onnx_cv_layer_norm, NULL},
+    {"MaxPool", ANY, onnx_cv_pool, NULL},
+    {"AveragePool", ANY, onnx_cv_pool, NULL},
+    {"GlobalAveragePool", ANY, onnx_cv_global_pool, NULL},
+    {"GlobalMaxPool", ANY, onnx_cv_global_pool, NULL},
+    {"Resize", 10, INT16_MAX, onnx_cv_resize, NULL},
+    {"Upsample", 7, 9, onnx_cv_resize, NULL},
+    {"Pad", 2, INT16_MAX, onnx_cv_pad, NULL},
+    /* onnx_convert_shape.c */
+    {"Constant", ANY, onnx_cv_constant, NULL},
+    {"ConstantOfShape", 9, INT16_MAX, onnx_cv_constant_of_shape, onnx_fold_constant_of_shape},
+    {"Shape", ANY, onnx_cv_shape, onnx_fold_shape},
+    {"Gather", ANY, onnx_cv_gather, onnx_fold_gather},
+    {"Concat", 4, INT16_MAX, onnx_cv_concat, onnx_fold_concat},
+    {"Split", 2, INT16_MAX, onnx_cv_split, NULL},
+    {"Slice", ANY, onnx_cv_slice, onnx_fold_slice},
+    {"Reshape", 5, INT16_MAX, onnx_cv_reshape, onnx_fold_reshape},
+    {"Flatten", ANY, onnx_cv_flatten, onnx_fold_reshape},
+    {"Transpose", ANY, onnx_cv_transpose, NULL},
+    {"Squeeze", ANY, onnx_cv_squeeze, onnx_fold_reshape},
+    {"Unsqueeze", ANY, onnx_cv_unsqueeze, onnx_fold_reshape},
+    {"Expand", 8, INT16_MAX, onnx_cv_expand, NULL},
+    {"Tile", 6, INT16_MAX, onnx_cv_tile, NULL},
+    {"Range", 11, INT16_MAX, onnx_cv_range, onnx_fold_range},
+};
+#undef ANY
+
+const onnx_op_entry *onnx_op_find(const char *op_type, int64_t opset) {
+    if (!op_type) return NULL;
+    for (size_t i = 0; i < sizeof(op_table) / sizeof(op_table[0]); i++)
+        if (!strcmp(op_table[i].op_type, op_type) && opset >= op_table[i].since &&
+            opset <= op_table[i].until)
+            return &op_table[i];
+    return NULL;
+}
+
+/* ---- errors ---- */
+
+gr_status cv_fail(onnx_cv *cv, gr_status code, const char *fmt, ...) {
+    char msg[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    gr_diag_set(cv->imp->diag, code, "node '%s' (%s, opset %lld): %s", cv->layer,
+                cv->node->op_type, (long long)cv->opset, msg);
+    gr_diag_set_layer(cv->imp->diag, cv->layer);
+    gr_diag_set_op(cv->imp->diag, cv->node->op_type);
+    return code;
+}
+
+bool cv_axis(int64_t axis, int32_t rank, int64_t *out) {
+    if (rank < 0) return false;
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return false;
+    *out = axis;
+    return true;
+}
+
+/* ---- attributes ---- */
+
+const Onnx__AttributeProto *cv_attr(const onnx_cv *cv, const char *name) {
+    for (size_t i = 0; i < cv->node->n_attribute; i++) {
+        const Onnx__AttributeProto *a = cv->node->attribute[i];
+        if (a && a->name && !strcmp(a->name, name)) return a;
+    }
+    return NULL;
+}
+
+int64_t cv_attr_int(const onnx_cv *cv, const char *name, int64_t dflt) {
+    const Onnx__AttributeProto *a = cv_attr(cv, name);
+    if (!a) return dflt;
+    if (a->has_i || a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT) return a->i;
+    if (a->has_f) return (int64_t)a->f;
+    return dflt;
+}
+
+double cv_attr_float(const onnx_cv *cv, const char *name, double dflt) {
+    const Onnx__AttributeProto *a = cv_attr(cv, name);
+    if (!a) return dflt;
+    if (a->has_f || a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT) return a->f;
+    if (a->has_i) return (double)a->i;
+    return dflt;
+}
+
+const char *cv_attr_str(const onnx_cv *cv, const char *name, const char *dflt) {
+    const Onnx__AttributeProto *a = cv_attr(cv, name);
+    if (!a || !a->has_s) return dflt ? ir_intern(cv->ctx, dflt) : NULL;
+    return ir_intern_n(cv->ctx, (const char *)a->s.data, a->s.len);
+}
+
+int cv_attr_ints(const onnx_cv *cv, const char *name, int64_t *out, int max) {
+    const Onnx__AttributeProto *a = cv_attr(cv, name);
+    if (!a) return -1;
+    int n = (int)a->n_ints;
+    for (int i = 0; i < n && i < max; i++) out[i] = a->ints[i];
+    return n;
+}
+
+/* ---- inputs ---- */
+
+bool cv_has(const onnx_cv *cv, uint32_t i) { return i < cv->nin && cv->in[i]; }
+
+ir_expr *cv_in(onnx_cv *cv, uint32_t i) {
+    if (!cv_has(cv, i)) {
+        cv_fail(cv, GR_ERR_INVALID, "input %u is missing", i);
+        return NULL;
+    }
+    onnx_val *v = cv->in[i];
+    if (v->expr) return v->expr;
+    if (v->known) {
+        v->expr = (ir_expr *)ir_const_new(cv->ctx, v->known, v->span);
+        return v->expr;
+    }
+    if (v->sym) {
+        cv_fail(cv, GR_ERR_UNSUPPORTED,
+                "input '%s' is a shape with dynamic dims used as a tensor", v->name);
+        return NULL;
+    }
+    cv_fail(cv, GR_ERR_UNSUPPORTED, "input '%s' is an output the importer does not produce",
+            v->name);
+    return NULL;
+}
+
+rt_tensor *cv_known(const onnx_cv *cv, uint32_t i) {
+    return cv_has(cv, i) ? cv->in[i]->known : NULL;
+}
+
+const ir_sinfo *cv_sinfo(onnx_cv *cv, uint32_t i) {
+    if (!cv_has(cv, i)) return NULL;
+    onnx_val *v = cv->in[i];
+    if (v->expr) return v->expr->sinfo;
+    if (v->known) {
+        const rt_tensor *t = v->known;
+        return ir_sinfo_tensor_static(cv->ctx, t->dl.dtype, t->dl.ndim, t->shape);
+    }
+    if (v->sym) {
+        int64_t n = v->nsym;
+        return ir_sinfo_tensor_static(cv->ctx, IR_DTYPE_I64, v->sym_scalar ? 0 : 1, &n);
+    }
+    return NULL;
+}
+
+int32_t cv_rank(onnx_cv *cv, uint32_t i) {
+    const ir_sinfo *s = cv_sinfo(cv, i);
+    return s && s->kind == IR_SINFO_TENSOR ? s->ndim : -1;
+}
+
+ir_dtype cv_dtype(onnx_cv *cv, uint32_t i) {
+    const ir_sinfo *s = cv_sinfo(cv, i);
+    return s && s->kind == IR_SINFO_TENSOR ? s->dtype : IR_DTYPE_VOID;
+}
+
+int cv_ints(const onnx_cv *cv, uint32_t i, int64_t *out, int max) {
+    const rt_tensor *t = cv_known(cv, i);
+    if (t) {
+        if (t->dl.ndim > 1 || !(ir_dtype_is_int(t->dl.dtype) || t->dl.dtype.bits == 1))
+            return -1;
+        int64_t n = rt_tensor_numel(t);
+        for (int64_t k = 0; k < n && k < max; k++) out[k] = onnx_tensor_get_i64(t, k);
+        return (int)n;
+    }
+    if (cv_has(cv, i) && cv->in[i]->sym) {
+        const onnx_val *v = cv->in[i];
+        for (int32_t k = 0; k < v->nsym; k++)
+            if (!ir_prim_is_int(v->sym[k], k < max ? &out[k] : NULL)) return -1;
+        return v->nsym;
+    }
+    return -1;
+}
+
+int cv_dims(onnx_cv *cv, uint32_t i, const ir_prim **out, int max) {
+    if (cv_has(cv, i) && cv->in[i]->sym) {
+        const onnx_val *v = cv->in[i];
+        for (int32_t k = 0; k < v->nsym && k < max; k++) out[k] = v->sym[k];
+        return v->nsym;
+    }
+    int64_t vals[RT_MAX_NDIM * 2];
+    int n = cv_ints(cv, i, vals, RT_MAX_NDIM * 2);
+    if (n < 0 || n > RT_MAX_NDIM * 2) return -1;
+    for (int k = 0; k < n && k < max; k++) out[k] = ir_prim_int(cv->ctx, vals[k]);
+    return n;
+}
+
+/* ---- building ---- */
+
+ir_expr *cv_call(onnx_cv *cv, const char *op, uint32_t nargs, ir_expr *const *args,
+                 const cv_attrs *a) {
+    for (uint32_t i = 0; i < nargs; i++)
+        if (!args[i]) return NULL;  /* an input already failed (diag set) */
+    ir_op *o = ir_op_get(cv->ctx, op);
+    if (!o) {
+        cv_fail(cv, GR_ERR_UNSUPPORTED, "the op table has no %s", op);
+        return NULL;
+    }
+    const ir_attrs *given = a && a->n ? ir_attrs_new(cv->ctx, a->n, a->keys, a->vals) : NULL;
+    const ir_attrs *attrs = NULL;
+    if (ir_op_attrs_normalize(cv->ctx, o->def, given, &attrs, cv->imp->diag) != GR_OK) {
+        gr_diag_set_layer(cv->imp->diag, cv->layer);
+        return NULL;
+    }
+    return (ir_expr *)ir_call_new(cv->ctx, (ir_expr *)o, nargs, args, attrs, 0, NULL, cv->span);
+}
+
+ir_expr *cv_emit(onnx_cv *cv, ir_expr *e) {
+    if (!e) return NULL;
+    if (ir_is_leaf(e)) return e;
+    ir_var *v = ir_bb_emit(cv->imp->bb, e, NULL);
+    if (!v) {
+        gr_diag_set_layer(cv->imp->diag, cv->layer);
+        gr_diag_set_op(cv->imp->diag, cv->node->op_type);
+    }
+    return (ir_expr *)v;
+}
+
+ir_expr *cv_op(onnx_cv *cv, const char *op, uint32_t nargs, ir_expr *const *args,
+               const cv_attrs *a) {
+    return cv_emit(cv, cv_call(cv, op, nargs, args, a));
+}
+
+ir_expr *cv_scalar(onnx_cv *cv, ir_dtype dtype, double v) {
+    rt_tensor *t = rt_tensor_new(dtype, 0, NULL);
+    if (!t) {
+        cv_fail(cv, GR_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    onnx_tensor_set_f64(t, 0, v);
+    ir_expr *c = (ir_expr *)ir_const_new(cv->ctx, t, cv->span);
+    rt_tensor_release(t);
+    return c;
+}
+
+ir_expr *cv_shape_expr(onnx_cv *cv, uint32_t n, const ir_prim *const *dims) {
+    return (ir_expr *)ir_shape_expr_new(cv->ctx, n, dims, cv->span);
+}
+
+bool cv_static_dims(onnx_cv *cv, uint32_t i, int64_t *shape) {
+    const ir_sinfo *s = cv_sinfo(cv, i);
+    return s && s->kind == IR_SINFO_TENSOR && s->ndim >= 0 && s->dims && ir_sinfo_static_shape(s, shape);
+}
+
+const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i) {
+    const ir_sinfo *s = cv_sinfo(cv, i);
+    return s && s->kind == IR_SINFO_TENSOR && s->ndim >= 0 ? s->dims : NULL;
+}
+
+void cv_set_known(onnx_cv *cv, uint32_t i, rt_tensor *t) {
+    if (i >= cv->nout) {
+        rt_tensor_release(t);
+        return;
+    }
+    rt_tensor_release(cv->out_known[i]);
+    cv->out_known[i] = t;
+}
+
+void cv_set_sym(onnx_cv *cv, uint32_t i, const ir_prim **dims, int32_t n, bool scalar) {
+    if (i >= cv->nout) return;
+    bool all_int = true;
+    for (int32_t k = 0; k < n && all_int; k++) all_int = ir_prim_is_int(dims[k], NULL);
+    if (all_int) {
+        /* Every dim is known: an ordinary known tensor. */
+        int64_t len = n;
+        rt_tensor *t = rt_tensor_new(IR_DTYPE_I64, scalar ? 0 : 1, &len);
+        if (!t) return;
+        for (int32_t k = 0; k < n; k++) ir_prim_is_int(dims[k], &((int64_t *)t->dl.data)[k]);
+        cv_set_known(cv, i, t);
+        return;
+    }
+    cv->out_sym[i] = dims;
+    cv->out_nsym[i] = n;
+    cv->out_sym_scalar[i] = scalar;
+}

@@ -1,0 +1,313 @@
+/* Converters: elementwise math, activations, matmul/gemm, softmax, reductions, cast. */
+#include <math.h>
+#include <string.h>
+
+#include "frontend/onnx/onnx_impl.h"
+
+typedef struct name_map {
+    const char *onnx, *relax;
+} name_map;
+
+static const char *map_name(const name_map *m, size_t n, const char *onnx) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(m[i].onnx, onnx)) return m[i].relax;
+    return NULL;
+}
+#define MAP(m, op) map_name((m), sizeof(m) / sizeof((m)[0]), (op))
+
+static const name_map unary_ops[] = {
+    {"Relu", "relax.nn.relu"}, {"Sigmoid", "relax.sigmoid"}, {"Tanh", "relax.tanh"},
+    {"Erf", "relax.erf"},      {"Sqrt", "relax.sqrt"},       {"Exp", "relax.exp"},
+    {"Log", "relax.log"},      {"Abs", "relax.abs"},         {"Neg", "relax.negative"},
+};
+
+gr_status onnx_cv_unary(onnx_cv *cv) {
+    const char *op = MAP(unary_ops, cv->node->op_type);
+    return cv_out(cv, 0, cv_call1(cv, op, cv_in(cv, 0), NULL));
+}
+
+gr_status onnx_cv_gelu(onnx_cv *cv) {
+    const char *approx = cv_attr_str(cv, "approximate", "none");
+    const char *op = !strcmp(approx, "tanh") ? "relax.nn.gelu_tanh" : "relax.nn.gelu";
+    return cv_out(cv, 0, cv_call1(cv, op, cv_in(cv, 0), NULL));
+}
+
+gr_status onnx_cv_leaky_relu(onnx_cv *cv) {
+    cv_attrs a = {0};
+    cv_set(&a, "alpha", ir_attr_float(cv_attr_float(cv, "alpha", 0.01)));
+    return cv_out(cv, 0, cv_call1(cv, "relax.nn.leakyrelu", cv_in(cv, 0), &a));
+}
+
+/* where(x < 0, x * slope, x): slope broadcasts to x (unidirectionally). */
+gr_status onnx_cv_prelu(onnx_cv *cv) {
+    ir_expr *x = cv_in(cv, 0), *slope = cv_in(cv, 1);
+    if (!x || !slope) return cv_status(cv);
+    ir_expr *neg = cv_op2(cv, "relax.less", x, cv_scalar(cv, cv_dtype(cv, 0), 0.0), NULL);
+    ir_expr *scaled = cv_op2(cv, "relax.multiply", x, slope, NULL);
+    ir_expr *args[3] = {neg, scaled, x};
+    return cv_out(cv, 0, cv_call(cv, "relax.where", 3, args, NULL));
+}
+
+/* Known scalar value of input i (0-D or one element). */
+static bool known_scalar(const onnx_cv *cv, uint32_t i, double *v) {
+    const rt_tensor *t = cv_known(cv, i);
+    if (!t || rt_tensor_numel(t) != 1) return false;
+    *v = rt_tensor_get_f64(t, 0);
+    return true;
+}
+
+/* clip(x, lo, hi) with R.clip when both bounds are known numbers, else maximum/minimum. */
+static ir_expr *clip_call(onnx_cv *cv, ir_expr *x, ir_dtype dt, bool has_lo, double lo,
+                          bool has_hi, double hi) {
+    if (has_lo && has_hi && ir_dtype_is_float(dt)) {
+        ir_expr *args[3] = {x, (ir_expr *)ir_primval_float(cv->ctx, dt, lo, cv->span),
+                            (ir_expr *)ir_primval_float(cv->ctx, dt, hi, cv->span)};
+        return cv_call(cv, "relax.clip", 3, args, NULL);
+    }
+    if (has_lo && has_hi) {
+        ir_expr *args[3] = {x, (ir_expr *)ir_primval_int(cv->ctx, ir_prim_int(cv->ctx, (int64_t)lo), cv->span),
+                            (ir_expr *)ir_primval_int(cv->ctx, ir_prim_int(cv->ctx, (int64_t)hi), cv->span)};
+        return cv_call(cv, "relax.clip", 3, args, NULL);
+    }
+    ir_expr *e = x;
+    if (has_lo) e = cv_call2(cv, "relax.maximum", e, cv_scalar(cv, dt, lo), NULL);
+    if (has_hi) {
+        if (e != x) e = cv_emit(cv, e);
+        e = cv_call2(cv, "relax.minimum", e, cv_scalar(cv, dt, hi), NULL);
+    }
+    return e;
+}
+
+gr_status onnx_cv_clip(onnx_cv *cv) {
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    ir_dtype dt = cv_dtype(cv, 0);
+    if (cv->opset < 11) {
+        bool has_lo = cv_attr(cv, "min") != NULL, has_hi = cv_attr(cv, "max") != NULL;
+        ir_expr *e = clip_call(cv, x, dt, has_lo, cv_attr_float(cv, "min", 0), has_hi,
+                               cv_attr_float(cv, "max", 0));
+        return cv_out(cv, 0, e);
+    }
+    double lo = 0, hi = 0;
+    bool has_lo = cv_has(cv, 1), has_hi = cv_has(cv, 2);
+    bool klo = !has_lo || known_scalar(cv, 1, &lo), khi = !has_hi || known_scalar(cv, 2, &hi);
+    if (klo && khi) {
+        if (!has_lo && !has_hi) return cv_out(cv, 0, x);
+        return cv_out(cv, 0, clip_call(cv, x, dt, has_lo, lo, has_hi, hi));
+    }
+    /* Bounds computed at run time: tensor maximum/minimum. */
+    ir_expr *e = x;
+    if (has_lo) e = cv_call2(cv, "relax.maximum", e, cv_in(cv, 1), NULL);
+    if (has_hi) {
+        if (e != x) e = cv_emit(cv, e);
+        e = cv_call2(cv, "relax.minimum", e, cv_in(cv, 2), NULL);
+    }
+    return cv_out(cv, 0, e);
+}
+
+/* clip(alpha * x + beta, 0, 1) */
+gr_status onnx_cv_hard_sigmoid(onnx_cv *cv) {
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    ir_dtype dt = cv_dtype(cv, 0);
+    ir_expr *ax = cv_op2(cv, "relax.multiply", x, cv_scalar(cv, dt, cv_attr_float(cv, "alpha", 0.2)), NULL);
+    ir_expr *axb = cv_op2(cv, "relax.add", ax, cv_scalar(cv, dt, cv_attr_float(cv, "beta", 0.5)), NULL);
+    if (!axb) return cv_status(cv);
+    return cv_out(cv, 0, clip_call(cv, axb, dt, true, 0.0, true, 1.0));
+}
+
+/* x * clip(x + 3, 0, 6) / 6 */
+gr_status onnx_cv_hard_swish(onnx_cv *cv) {
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    ir_dtype dt = cv_dtype(cv, 0);
+    ir_expr *x3 = cv_op2(cv, "relax.add", x, cv_scalar(cv, dt, 3.0), NULL);
+    if (!x3) return cv_status(cv);
+    ir_expr *c = cv_emit(cv, clip_call(cv, x3, dt, true, 0.0, true, 6.0));
+    ir_expr *d = cv_op2(cv, "relax.divide", c, cv_scalar(cv, dt, 6.0), NULL);
+    return cv_out(cv, 0, cv_call2(cv, "relax.multiply", x, d, NULL));
+}
+
+/* where(x > 0, x, alpha * (exp(x) - 1)) */
+gr_status onnx_cv_elu(onnx_cv *cv) {
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    ir_dtype dt = cv_dtype(cv, 0);
+    ir_expr *e = cv_op1(cv, "relax.exp", x, NULL);
+    ir_expr *em1 = cv_op2(cv, "relax.subtract", e, cv_scalar(cv, dt, 1.0), NULL);
+    ir_expr *neg = cv_op2(cv, "relax.multiply", em1, cv_scalar(cv, dt, cv_attr_float(cv, "alpha", 1.0)), NULL);
+    ir_expr *pos = cv_op2(cv, "relax.greater", x, cv_scalar(cv, dt, 0.0), NULL);
+    ir_expr *args[3] = {pos, x, neg};
+    return cv_out(cv, 0, cv_call(cv, "relax.where", 3, args, NULL));
+}
+
+/* log(exp(x) + 1) */
+gr_status onnx_cv_softplus(onnx_cv *cv) {
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    ir_dtype dt = cv_dtype(cv, 0);
+    ir_expr *e = cv_op1(cv, "relax.exp", x, NULL);
+    ir_expr *e1 = cv_op2(cv, "relax.add", e, cv_scalar(cv, dt, 1.0), NULL);
+    return cv_out(cv, 0, cv_call1(cv, "relax.log", e1, NULL));
+}
+
+gr_status onnx_cv_reciprocal(onnx_cv *cv) {
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    return cv_out(cv, 0, cv_call2(cv, "relax.divide", cv_scalar(cv, cv_dtype(cv, 0), 1.0), x, NULL));
+}
+
+static const name_map binary_ops[] = {
+    {"Add", "relax.add"},         {"Sub", "relax.subtract"}, {"Mul", "relax.multiply"},
+    {"Div", "relax.divide"},      {"Pow", "relax.power"},    {"Equal", "relax.equal"},
+    {"Less", "relax.less"},       {"Greater", "relax.greater"}, {"Max", "relax.maximum"},
+    {"Min", "relax.minimum"},     {"Sum", "relax.add"},
+};
+
+gr_status onnx_cv_binary(onnx_cv *cv) {
+    const char *op = MAP(binary_ops, cv->node->op_type);
+    ir_expr *a = cv_in(cv, 0), *b = cv_in(cv, 1);
+    if (!a || !b) return cv_status(cv);
+    ir_dtype da = cv_dtype(cv, 0), db = cv_dtype(cv, 1);
+    /* Pow takes an exponent of another type; Relax wants one dtype. */
+    if (!strcmp(cv->node->op_type, "Pow") && !ir_dtype_eq(da, db) && !ir_dtype_is_void(da)) {
+        cv_attrs at = {0};
+        cv_set(&at, "dtype", ir_attr_dtype(da));
+        b = cv_op1(cv, "relax.astype", b, &at);
+    }
+    return cv_out(cv, 0, cv_call2(cv, op, a, b, NULL));
+}
+
+/* Max, Min, Sum over any number of inputs: a chain of binary ops. */
+gr_status onnx_cv_variadic(onnx_cv *cv) {
+    const char *op = MAP(binary_ops, cv->node->op_type);
+    if (cv->nin == 0) return cv_fail(cv, GR_ERR_INVALID, "no inputs");
+    ir_expr *acc = cv_in(cv, 0);
+    for (uint32_t i = 1; acc && i < cv->nin; i++) {
+        if (i > 1) acc = cv_emit(cv, acc);
+        acc = cv_call2(cv, op, acc, cv_in(cv, i), NULL);
+    }
+    return cv_out(cv, 0, acc);
+}
+
+gr_status onnx_cv_where(onnx_cv *cv) {
+    ir_expr *args[3] = {cv_in(cv, 0), cv_in(cv, 1), cv_in(cv, 2)};
+    return cv_out(cv, 0, cv_call(cv, "relax.where", 3, args, NULL));
+}
+
+gr_status onnx_cv_matmul(onnx_cv *cv) {
+    return cv_out(cv, 0, cv_call2(cv, "relax.matmul", cv_in(cv, 0), cv_in(cv, 1), NULL));
+}
+
+static ir_expr *transpose2d(onnx_cv *cv, ir_expr *x) {
+    cv_attrs a = {0};
+    int64_t perm[2] = {1, 0};
+    cv_set(&a, "axes", ir_attr_ints(cv->ctx, 2, perm));
+    return cv_op1(cv, "relax.permute_dims", x, &a);
+}
+
+/* Y = alpha * op(A) @ op(B) + beta * C */
+gr_status onnx_cv_gemm(onnx_cv *cv) {
+    ir_expr *a = cv_in(cv, 0), *b = cv_in(cv, 1);
+    if (!a || !b) return cv_status(cv);
+    if (cv_rank(cv, 0) != 2 || cv_rank(cv, 1) != 2)
+        return cv_fail(cv, GR_ERR_INVALID, "A and B must be 2-D");
+    ir_dtype dt = cv_dtype(cv, 0);
+    double alpha = cv_attr_float(cv, "alpha", 1.0), beta = cv_attr_float(cv, "beta", 1.0);
+    if (cv_attr_int(cv, "transA", 0)) a = transpose2d(cv, a);
+    if (cv_attr_int(cv, "transB", 0)) b = transpose2d(cv, b);
+    ir_expr *y = cv_call2(cv, "relax.matmul", a, b, NULL);
+    if (alpha != 1.0) y = cv_call2(cv, "relax.multiply", cv_emit(cv, y), cv_scalar(cv, dt, alpha), NULL);
+    if (cv_has(cv, 2) && beta != 0.0) {
+        ir_expr *c = cv_in(cv, 2);
+        if (beta != 1.0) c = cv_op2(cv, "relax.multiply", c, cv_scalar(cv, dt, beta), NULL);
+        y = cv_call2(cv, "relax.add", cv_emit(cv, y), c, NULL);
+    }
+    return cv_out(cv, 0, y);
+}
+
+/* Softmax / LogSoftmax. Before opset 13 the input is coerced to 2-D at `axis` (default 1), the
+ * op runs on the second dim, and the result takes the input's shape back. */
+gr_status onnx_cv_softmax(onnx_cv *cv) {
+    const char *op = !strcmp(cv->node->op_type, "Softmax") ? "relax.nn.softmax"
+                                                            : "relax.nn.log_softmax";
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    int32_t rank = cv_rank(cv, 0);
+    int64_t axis = cv_attr_int(cv, "axis", cv->opset < 13 ? 1 : -1);
+    if (rank < 0) {
+        if (cv->opset < 13 && axis != -1)
+            return cv_fail(cv, GR_ERR_UNSUPPORTED, "input rank unknown");
+    } else if (!cv_axis(axis, rank, &axis)) {
+        return cv_fail(cv, GR_ERR_INVALID, "axis %lld out of range for rank %d",
+                       (long long)cv_attr_int(cv, "axis", 0), (int)rank);
+    }
+    cv_attrs at = {0};
+    if (cv->opset >= 13 || rank < 0 || axis == rank - 1) {
+        cv_set(&at, "axis", ir_attr_int(rank >= 0 && axis == rank - 1 ? -1 : axis));
+        return cv_out(cv, 0, cv_call1(cv, op, x, &at));
+    }
+    const ir_prim *const *dims = cv_prim_dims(cv, 0);
+    if (!dims) return cv_fail(cv, GR_ERR_UNSUPPORTED, "input dims unknown");
+    const ir_prim *outer = ir_prim_int(cv->ctx, 1), *inner = ir_prim_int(cv->ctx, 1);
+    for (int32_t i = 0; i < rank; i++) {
+        if (i < axis) outer = ir_prim_mul(cv->ctx, outer, dims[i]);
+        else inner = ir_prim_mul(cv->ctx, inner, dims[i]);
+    }
+    const ir_prim *two[2] = {outer, inner};
+    ir_expr *flat = cv_op2(cv, "relax.reshape", x, cv_shape_expr(cv, 2, two), NULL);
+    cv_set(&at, "axis", ir_attr_int(-1));
+    ir_expr *s = cv_op1(cv, op, flat, &at);
+    return cv_out(cv, 0, cv_call2(cv, "relax.reshape", s, cv_shape_expr(cv, (uint32_t)rank, dims), NULL));
+}
+
+static const name_map reduce_ops[] = {
+    {"ReduceMean", "relax.mean"}, {"ReduceSum", "relax.sum"},
+    {"ReduceMax", "relax.max"},   {"ReduceMin", "relax.min"},
+};
+
+gr_status onnx_cv_reduce(onnx_cv *cv) {
+    const char *op = MAP(reduce_ops, cv->node->op_type);
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    int32_t rank = cv_rank(cv, 0);
+    /* Axes became an input in opset 13 for ReduceSum and in opset 18 for the others. */
+    bool axes_input = cv->opset >= (strcmp(cv->node->op_type, "ReduceSum") ? 18 : 13);
+    int64_t axes[RT_MAX_NDIM];
+    int n;
+    if (axes_input) {
+        n = cv_has(cv, 1) ? cv_ints(cv, 1, axes, RT_MAX_NDIM) : 0;
+        if (cv_has(cv, 1) && n < 0)
+            return cv_fail(cv, GR_ERR_UNSUPPORTED, "axes must be a constant");
+    } else {
+        n = cv_attr_ints(cv, "axes", axes, RT_MAX_NDIM);
+        if (n < 0) n = 0;
+    }
+    if (n > RT_MAX_NDIM) return cv_fail(cv, GR_ERR_INVALID, "too many axes");
+    for (int i = 0; i < n; i++)
+        if (rank >= 0 && !cv_axis(axes[i], rank, &axes[i]))
+            return cv_fail(cv, GR_ERR_INVALID, "axis %lld out of range", (long long)axes[i]);
+    if (n == 0 && cv_attr_int(cv, "noop_with_empty_axes", 0)) return cv_out(cv, 0, x);
+    cv_attrs at = {0};
+    cv_set(&at, "axis", n ? ir_attr_ints(cv->ctx, (uint32_t)n, axes) : ir_attr_none());
+    cv_set(&at, "keepdims", ir_attr_bool(cv_attr_int(cv, "keepdims", 1) != 0));
+    return cv_out(cv, 0, cv_call1(cv, op, x, &at));
+}
+
+gr_status onnx_cv_cast(onnx_cv *cv) {
+    ir_dtype to;
+    if (!onnx_dtype_from_elem((int32_t)cv_attr_int(cv, "to", 0), &to))
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "cast to element type %lld",
+                       (long long)cv_attr_int(cv, "to", 0));
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    if (ir_dtype_eq(cv_dtype(cv, 0), to)) return cv_out(cv, 0, x);
+    cv_attrs at = {0};
+    cv_set(&at, "dtype", ir_attr_dtype(to));
+    return cv_out(cv, 0, cv_call1(cv, "relax.astype", x, &at));
+}
+
+/* Identity, and Dropout at inference (its mask output is not produced). */
+gr_status onnx_cv_identity(onnx_cv *cv) {
+    return cv_out(cv, 0, cv_in(cv, 0));
+}

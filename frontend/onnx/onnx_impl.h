@@ -1,0 +1,219 @@
+/* Internals of the ONNX importer, shared by onnx_import.c, onnx_tensor.c, onnx_fold.c and the
+ * onnx_convert_*.c converter files. */
+#ifndef GRAFT_FRONTEND_ONNX_IMPL_H
+#define GRAFT_FRONTEND_ONNX_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "frontend/onnx/onnx_import.h"
+#include "ir/builder.h"
+#include "ir/op.h"
+#include "onnx/onnx.pb-c.h"
+
+/* One ONNX tensor name's value during import. `expr` is the Relax value (a var or constant);
+ * `known` is its value when it can be computed at import (initializers, Constant nodes, folded
+ * shape subgraphs); `sym` is a 0-D/1-D int64 value whose elements are known symbolic dims
+ * (Shape of a tensor with dynamic dims). A known value gets an expr lazily, when an op needs it
+ * as a tensor (onnx_val_expr). */
+typedef struct onnx_val {
+    const char *name;           /* interned ONNX name */
+    ir_expr *expr;
+    rt_tensor *known;           /* one reference owned by the importer */
+    const ir_prim **sym;        /* arena array of nsym dims; NULL when none */
+    int32_t nsym;
+    bool sym_scalar;            /* sym is 0-D (nsym == 1) */
+    const ir_span *span;        /* span of a lazily made constant */
+} onnx_val;
+
+typedef struct onnx_importer {
+    ir_ctx_t *ctx;
+    ir_bb_t *bb;
+    gr_diag *diag;
+    const char *file;           /* for messages */
+    char *dir;                  /* the model's directory (external data), heap */
+    const onnx_import_opts *opts;
+    int64_t opset;              /* of the default domain */
+    gr_map vals;                /* interned name -> onnx_val * (heap) */
+    GR_VEC(onnx_val *) all;     /* every onnx_val, for freeing */
+    gr_map dim_vars;            /* interned dim_param -> ir_prim var */
+} onnx_importer;
+
+/* The node being converted. */
+typedef struct onnx_cv {
+    onnx_importer *imp;
+    ir_ctx_t *ctx;
+    const Onnx__NodeProto *node;
+    const char *layer;          /* span source name of the node */
+    const ir_span *span;        /* unmarked (intermediate expressions) */
+    const ir_span *out_span;    /* marked as producing the layer's output */
+    int64_t opset;
+    uint32_t nin;
+    onnx_val *const *in;        /* nin entries; NULL for an absent optional input */
+    uint32_t nout;
+    ir_expr **out;              /* converter results (emitted or not), nout entries */
+    rt_tensor **out_known;      /* fold results (reference owned by the slot) */
+    const ir_prim ***out_sym;   /* fold results: symbolic int vectors */
+    int32_t *out_nsym;
+    bool *out_sym_scalar;
+} onnx_cv;
+
+/* Converters return GR_OK or an error with imp->diag filled. */
+typedef gr_status (*onnx_convert_fn)(onnx_cv *cv);
+/* Folders return 1 when they computed every output at import, 0 to let the converter run, or a
+ * negative status on error. */
+typedef int (*onnx_fold_fn)(onnx_cv *cv);
+
+typedef struct onnx_op_entry {
+    const char *op_type;
+    int16_t since, until;       /* supported opset range (inclusive) */
+    onnx_convert_fn convert;
+    onnx_fold_fn fold;          /* NULL: never folded */
+} onnx_op_entry;
+
+/* onnx_convert.c: the table. */
+const onnx_op_entry *onnx_op_find(const char *op_type, int64_t opset);
+
+/* ---- onnx_tensor.c ---- */
+/* ONNX TensorProto.DataType -> dtype; false for unsupported (string, complex, ...). */
+bool onnx_dtype_from_elem(int32_t elem, ir_dtype *out);
+int32_t onnx_elem_from_dtype(ir_dtype t);
+/* TensorProto -> tensor (typed fields, raw_data or external data relative to dir, which may be
+ * NULL). `what` names the tensor in messages. */
+gr_status onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *dir, const char *file,
+                                 rt_tensor **out, gr_diag *diag);
+/* Exact int64 read of element i of an integer or bool tensor (floats are truncated, saturating). */
+int64_t onnx_tensor_get_i64(const rt_tensor *t, int64_t i);
+/* Stores v into element i, converting like a C cast but saturating instead of undefined. */
+void onnx_tensor_set_f64(rt_tensor *t, int64_t i, double v);
+void onnx_tensor_set_i64(rt_tensor *t, int64_t i, int64_t v);
+
+/* Whole file into a heap buffer (caller frees). */
+gr_status onnx_read_file(const char *path, uint8_t **buf, size_t *len, gr_diag *diag);
+/* Directory part of path ("." when none); heap. */
+char *onnx_dirname(const char *path);
+
+/* ---- onnx_convert.c helpers for converters ---- */
+/* Attributes of the node. */
+const Onnx__AttributeProto *cv_attr(const onnx_cv *cv, const char *name);
+int64_t cv_attr_int(const onnx_cv *cv, const char *name, int64_t dflt);
+double cv_attr_float(const onnx_cv *cv, const char *name, double dflt);
+/* NULL when absent; interned. */
+const char *cv_attr_str(const onnx_cv *cv, const char *name, const char *dflt);
+/* Number of ints (-1 when absent), copies up to max. */
+int cv_attr_ints(const onnx_cv *cv, const char *name, int64_t *out, int max);
+
+/* Input i present (given and non-empty)? */
+bool cv_has(const onnx_cv *cv, uint32_t i);
+/* Input i as an expression (makes the constant of a known value); NULL + diag when absent. */
+ir_expr *cv_in(onnx_cv *cv, uint32_t i);
+/* Known value of input i, or NULL. */
+rt_tensor *cv_known(const onnx_cv *cv, uint32_t i);
+/* Struct info of input i (tensor), NULL when absent. */
+const ir_sinfo *cv_sinfo(onnx_cv *cv, uint32_t i);
+/* Rank of input i, -1 when unknown. */
+int32_t cv_rank(onnx_cv *cv, uint32_t i);
+ir_dtype cv_dtype(onnx_cv *cv, uint32_t i);
+/* Input i as a list of ints (a known 0-D/1-D integer tensor); -1 when not known. */
+int cv_ints(const onnx_cv *cv, uint32_t i, int64_t *out, int max);
+/* Input i as a vector of dims (known ints or symbolic); -1 when not known. */
+int cv_dims(onnx_cv *cv, uint32_t i, const ir_prim **out, int max);
+
+/* Attributes given to an op call (normalized against the op's schema by cv_call). */
+typedef struct cv_attrs {
+    uint32_t n;
+    const char *keys[16];
+    ir_attr vals[16];
+} cv_attrs;
+static inline void cv_set(cv_attrs *a, const char *key, ir_attr v) {
+    if (a->n < 16) {
+        a->keys[a->n] = key;
+        a->vals[a->n++] = v;
+    }
+}
+
+/* Builds an op call with the node's span (not emitted). `op` is "relax.x"; attrs may be NULL.
+ * NULL + diag on error (also when an arg is NULL: an input already failed). */
+ir_expr *cv_call(onnx_cv *cv, const char *op, uint32_t nargs, ir_expr *const *args,
+                 const cv_attrs *attrs);
+/* Emits e with the node's span (an intermediate value); NULL + diag on error. */
+ir_expr *cv_emit(onnx_cv *cv, ir_expr *e);
+/* cv_call + cv_emit. */
+ir_expr *cv_op(onnx_cv *cv, const char *op, uint32_t nargs, ir_expr *const *args,
+               const cv_attrs *attrs);
+static inline ir_expr *cv_call1(onnx_cv *cv, const char *op, ir_expr *a, const cv_attrs *at) {
+    ir_expr *args[1] = {a};
+    return cv_call(cv, op, 1, args, at);
+}
+static inline ir_expr *cv_call2(onnx_cv *cv, const char *op, ir_expr *a, ir_expr *b,
+                                const cv_attrs *at) {
+    ir_expr *args[2] = {a, b};
+    return cv_call(cv, op, 2, args, at);
+}
+static inline ir_expr *cv_op1(onnx_cv *cv, const char *op, ir_expr *a, const cv_attrs *at) {
+    return cv_emit(cv, cv_call1(cv, op, a, at));
+}
+static inline ir_expr *cv_op2(onnx_cv *cv, const char *op, ir_expr *a, ir_expr *b,
+                              const cv_attrs *at) {
+    return cv_emit(cv, cv_call2(cv, op, a, b, at));
+}
+/* A scalar constant of dtype with the node's span. */
+ir_expr *cv_scalar(onnx_cv *cv, ir_dtype dtype, double v);
+/* A shape expression with the node's span. */
+ir_expr *cv_shape_expr(onnx_cv *cv, uint32_t n, const ir_prim *const *dims);
+/* Records an error naming the node (layer, op, file). */
+gr_status cv_fail(onnx_cv *cv, gr_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Normalizes a possibly negative axis against rank; false when out of range. */
+bool cv_axis(int64_t axis, int32_t rank, int64_t *out);
+
+/* Static dims of input i (false when rank or a dim is unknown). */
+bool cv_static_dims(onnx_cv *cv, uint32_t i, int64_t *shape);
+/* Dims of input i (NULL when the rank or dims are unknown). */
+const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i);
+
+/* ---- converters (onnx_convert_math.c, onnx_convert_nn.c, onnx_convert_shape.c) ---- */
+#define ONNX_CONVERTERS(X)                                                                    \
+    X(unary) X(gelu) X(leaky_relu) X(prelu) X(clip) X(hard_sigmoid) X(hard_swish) X(elu)      \
+    X(softplus) X(reciprocal) X(binary) X(variadic) X(where) X(matmul) X(gemm) X(softmax)     \
+    X(reduce) X(cast) X(identity)                                                             \
+    X(conv) X(conv_transpose) X(batch_norm) X(layer_norm) X(pool) X(global_pool) X(resize)    \
+    X(pad)                                                                                    \
+    X(constant) X(constant_of_shape) X(shape) X(gather) X(concat) X(split) X(slice)           \
+    X(reshape) X(flatten) X(transpose) X(squeeze) X(unsqueeze) X(expand) X(tile) X(range)
+#define ONNX_DECLARE_CV(n) gr_status onnx_cv_##n(onnx_cv *cv);
+ONNX_CONVERTERS(ONNX_DECLARE_CV)
+#undef ONNX_DECLARE_CV
+
+/* Shared shape rules (onnx_convert_shape.c). */
+rt_tensor *onnx_cos_value(onnx_cv *cv, gr_status *st);
+void onnx_shape_range(onnx_cv *cv, int32_t rank, int32_t *start, int32_t *end);
+int onnx_slice_params(onnx_cv *cv, int32_t rank, const ir_prim *const *dims, int64_t *axes,
+                      const ir_prim **begin, const ir_prim **end, int64_t *steps);
+int onnx_reshape_dims(onnx_cv *cv, const ir_prim *const *in, int32_t rank, const ir_prim **out);
+
+/* ---- folders (onnx_fold.c): evaluate cheap nodes on known inputs at import ---- */
+#define ONNX_FOLDERS(X)                                                                       \
+    X(generic) X(cast) X(identity) X(constant_of_shape) X(shape) X(gather) X(concat) X(slice) \
+    X(reshape) X(range)
+#define ONNX_DECLARE_FOLD(n) int onnx_fold_##n(onnx_cv *cv);
+ONNX_FOLDERS(ONNX_DECLARE_FOLD)
+#undef ONNX_DECLARE_FOLD
+
+/* The status of the error already in the diag (a failed helper returned NULL). */
+static inline gr_status cv_status(const onnx_cv *cv) {
+    return cv->imp->diag->code ? cv->imp->diag->code : GR_ERR_INVALID;
+}
+/* Sets output i to e (the final, not yet emitted expression), or returns the error. */
+static inline gr_status cv_out(onnx_cv *cv, uint32_t i, ir_expr *e) {
+    if (!e) return cv_status(cv);
+    if (i < cv->nout) cv->out[i] = e;
+    return GR_OK;
+}
+
+/* Output i of a folded node: a known tensor (the slot takes the reference). */
+void cv_set_known(onnx_cv *cv, uint32_t i, rt_tensor *t);
+/* Output i of a folded node: a symbolic int vector (arena array). */
+void cv_set_sym(onnx_cv *cv, uint32_t i, const ir_prim **dims, int32_t n, bool scalar);
+
+#endif

@@ -1,0 +1,488 @@
+/* The ONNX importer's driver: parse the model, check every node is supported, turn initializers
+ * into constants and graph inputs into params, convert the nodes in dependency order with spans
+ * named after the nodes, and return main. */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/onnx/onnx_impl.h"
+
+/* ---- values ---- */
+
+static onnx_val *val_get(onnx_importer *imp, const char *name) {
+    uint64_t v = 0;
+    if (!gr_map_get(&imp->vals, GR_MAP_PTR(ir_intern(imp->ctx, name)), &v)) return NULL;
+    return (onnx_val *)(uintptr_t)v;
+}
+
+static onnx_val *val_new(onnx_importer *imp, const char *name) {
+    onnx_val *v = gr_xcalloc(1, sizeof(*v));
+    v->name = ir_intern(imp->ctx, name);
+    gr_vec_push(&imp->all, v);
+    gr_map_put(&imp->vals, GR_MAP_PTR(v->name), GR_MAP_PTR(v));
+    return v;
+}
+
+static void importer_free(onnx_importer *imp) {
+    for (uint32_t i = 0; i < imp->all.len; i++) {
+        rt_tensor_release(imp->all.data[i]->known);
+        free(imp->all.data[i]);
+    }
+    gr_vec_free(&imp->all);
+    gr_map_free(&imp->vals);
+    gr_map_free(&imp->dim_vars);
+    if (imp->bb) ir_bb_free(imp->bb);
+    free(imp->dir);
+}
+
+static const ir_span *imp_span(onnx_importer *imp, const char *source, bool out) {
+    if (imp->opts && imp->opts->no_spans) return NULL;
+    return ir_span_named(imp->ctx, source, out);
+}
+
+/* An identifier made from an ONNX name: [A-Za-z0-9_], not starting with a digit. */
+static const char *sanitize(ir_ctx_t *ctx, const char *name) {
+    size_t n = strlen(name);
+    char *buf = gr_xmalloc(n + 2);
+    size_t k = 0;
+    if (n == 0 || isdigit((unsigned char)name[0])) buf[k++] = '_';
+    for (size_t i = 0; i < n; i++)
+        buf[k++] = isalnum((unsigned char)name[i]) ? name[i] : '_';
+    buf[k] = 0;
+    const char *s = ir_intern(ctx, buf);
+    free(buf);
+    return s;
+}
+
+/* ---- graph inputs ---- */
+
+static const ir_prim *dim_var(onnx_importer *imp, const char *param) {
+    const char *key = ir_intern(imp->ctx, param);
+    uint64_t v = 0;
+    if (gr_map_get(&imp->dim_vars, GR_MAP_PTR(key), &v)) return (const ir_prim *)(uintptr_t)v;
+    const ir_prim *p = ir_prim_var(imp->ctx, sanitize(imp->ctx, param));
+    gr_map_put(&imp->dim_vars, GR_MAP_PTR(key), GR_MAP_PTR(p));
+    return p;
+}
+
+static const onnx_input_shape *bound_shape(const onnx_importer *imp, const char *name) {
+    if (!imp->opts) return NULL;
+    for (uint32_t i = 0; i < imp->opts->nshapes; i++)
+        if (imp->opts->shapes[i].name && !strcmp(imp->opts->shapes[i].name, name))
+            return &imp->opts->shapes[i];
+    return NULL;
+}
+
+static gr_status input_sinfo(onnx_importer *imp, const Onnx__ValueInfoProto *vi,
+                             const ir_sinfo **out) {
+    const char *name = vi->name;
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED, "graph input '%s' is not a tensor", name);
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    ir_dtype dt;
+    if (!onnx_dtype_from_elem(tt->elem_type, &dt))
+        return gr_diag_set(imp->diag, GR_ERR_INVALID,
+                           "graph input '%s': unsupported element type %d", name,
+                           (int)tt->elem_type);
+    const onnx_input_shape *bind = bound_shape(imp, name);
+    const Onnx__TensorShapeProto *sp = tt->shape;
+    int32_t ndim = sp ? (int32_t)sp->n_dim : -1;
+    if (sp && sp->n_dim > RT_MAX_NDIM)
+        return gr_diag_set(imp->diag, GR_ERR_INVALID, "graph input '%s': rank %zu exceeds %d",
+                           name, sp->n_dim, RT_MAX_NDIM);
+    if (bind) {
+        if (bind->ndim < 0 || bind->ndim > RT_MAX_NDIM || (ndim >= 0 && bind->ndim != ndim))
+            return gr_diag_set(imp->diag, GR_ERR_INVALID,
+                               "--input-shape %s: rank %d, but the model's input has rank %d",
+                               name, (int)bind->ndim, (int)ndim);
+        ndim = bind->ndim;
+    }
+    if (ndim < 0) {
+        *out = ir_sinfo_tensor(imp->ctx, dt, -1, NULL);
+        return GR_OK;
+    }
+    const ir_prim **dims = IR_NEW_ARRAY(imp->ctx, const ir_prim *, ndim ? ndim : 1);
+    for (int32_t i = 0; i < ndim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = sp ? sp->dim[i] : NULL;
+        bool has_val = d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                       d->dim_value >= 0;
+        if (bind) {
+            if (bind->dims[i] < 0)
+                return gr_diag_set(imp->diag, GR_ERR_INVALID,
+                                   "--input-shape %s: negative dim %lld", name,
+                                   (long long)bind->dims[i]);
+            if (has_val && d->dim_value != bind->dims[i])
+                return gr_diag_set(imp->diag, GR_ERR_INVALID,
+                                   "--input-shape %s: dim %d is %lld, but the model fixes it to "
+                                   "%lld",
+                                   name, (int)i, (long long)bind->dims[i],
+                                   (long long)d->dim_value);
+            dims[i] = ir_prim_int(imp->ctx, bind->dims[i]);
+        } else if (has_val) {
+            dims[i] = ir_prim_int(imp->ctx, d->dim_value);
+        } else if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                   d->dim_param && *d->dim_param) {
+            dims[i] = dim_var(imp, d->dim_param);
+        } else {
+            /* An unnamed dynamic dim: a var of its own. */
+            char buf[300];
+            snprintf(buf, sizeof(buf), "%s_dim%d", name, (int)i);
+            dims[i] = ir_prim_var(imp->ctx, sanitize(imp->ctx, buf));
+        }
+    }
+    *out = ir_sinfo_tensor(imp->ctx, dt, ndim, dims);
+    return GR_OK;
+}
+
+/* ---- nodes ---- */
+
+static const char *node_layer(onnx_importer *imp, const Onnx__NodeProto *n) {
+    if (n->name && *n->name) return ir_intern(imp->ctx, n->name);
+    return ir_internf(imp->ctx, "%s_%s", n->op_type ? n->op_type : "node",
+                      n->n_output && n->output[0] ? n->output[0] : "");
+}
+
+static bool node_domain_ok(const Onnx__NodeProto *n) {
+    return !n->domain || !*n->domain || !strcmp(n->domain, "ai.onnx");
+}
+
+/* Every unsupported node, all at once. */
+static gr_status check_supported(onnx_importer *imp, const Onnx__GraphProto *g) {
+    char list[1536];
+    size_t k = 0;
+    uint32_t count = 0;
+    list[0] = 0;
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        if (!n->op_type || !*n->op_type)
+            return gr_diag_set(imp->diag, GR_ERR_INVALID, "node %zu has no op_type", i);
+        if (node_domain_ok(n) && onnx_op_find(n->op_type, imp->opset)) continue;
+        count++;
+        if (k < sizeof(list) - 1) {
+            int w;
+            if (node_domain_ok(n))
+                w = snprintf(list + k, sizeof(list) - k, "%s'%s' (%s, opset %lld)", count > 1 ? ", " : "",
+                             node_layer(imp, n), n->op_type, (long long)imp->opset);
+            else
+                w = snprintf(list + k, sizeof(list) - k, "%s'%s' (%s, domain %s)", count > 1 ? ", " : "",
+                             node_layer(imp, n), n->op_type, n->domain);
+            if (w > 0) k += (size_t)w;
+            if (k >= sizeof(list)) k = sizeof(list) - 1;
+        }
+    }
+    if (!count) return GR_OK;
+    if (count == 1) {
+        const Onnx__NodeProto *first = NULL;
+        for (size_t i = 0; i < g->n_node && !first; i++)
+            if (!node_domain_ok(g->node[i]) || !onnx_op_find(g->node[i]->op_type, imp->opset))
+                first = g->node[i];
+        gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED, "1 unsupported node: %s", list);
+        gr_diag_set_layer(imp->diag, node_layer(imp, first));
+        gr_diag_set_op(imp->diag, first->op_type);
+        return GR_ERR_UNSUPPORTED;
+    }
+    return gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED, "%u unsupported nodes: %s", count, list);
+}
+
+static void node_fail_context(onnx_importer *imp, const char *layer, const char *op) {
+    gr_diag_set_layer(imp->diag, layer);
+    gr_diag_set_op(imp->diag, op);
+}
+
+/* Converts one node whose inputs are all available. */
+static gr_status convert_node(onnx_importer *imp, const Onnx__NodeProto *n) {
+    ir_ctx_t *ctx = imp->ctx;
+    const onnx_op_entry *ent = onnx_op_find(n->op_type, imp->opset);
+    const char *layer = node_layer(imp, n);
+    onnx_cv cv = {.imp = imp, .ctx = ctx, .node = n, .layer = layer, .opset = imp->opset};
+    cv.span = imp_span(imp, layer, false);
+    cv.out_span = imp_span(imp, layer, true);
+    cv.nin = (uint32_t)n->n_input;
+    onnx_val **in = gr_xcalloc(cv.nin + 1, sizeof(*in));
+    for (uint32_t i = 0; i < cv.nin; i++)
+        in[i] = n->input[i] && *n->input[i] ? val_get(imp, n->input[i]) : NULL;
+    cv.in = in;
+    cv.nout = (uint32_t)n->n_output;
+    uint32_t no = cv.nout + 1;
+    cv.out = gr_xcalloc(no, sizeof(*cv.out));
+    cv.out_known = gr_xcalloc(no, sizeof(*cv.out_known));
+    cv.out_sym = gr_xcalloc(no, sizeof(*cv.out_sym));
+    cv.out_nsym = gr_xcalloc(no, sizeof(*cv.out_nsym));
+    cv.out_sym_scalar = gr_xcalloc(no, sizeof(*cv.out_sym_scalar));
+
+    gr_status st = GR_OK;
+    int folded = ent->fold ? ent->fold(&cv) : 0;
+    if (folded < 0) {
+        st = (gr_status)folded;
+    } else if (folded == 0) {
+        for (uint32_t i = 0; i < cv.nout; i++) {
+            rt_tensor_release(cv.out_known[i]);
+            cv.out_known[i] = NULL;
+            cv.out_sym[i] = NULL;
+        }
+        st = ent->convert(&cv);
+    }
+    for (uint32_t i = 0; st == GR_OK && i < cv.nout; i++) {
+        if (!n->output[i] || !*n->output[i]) continue;
+        onnx_val *v = val_new(imp, n->output[i]);
+        if (cv.out_known[i]) {
+            v->known = cv.out_known[i];
+            cv.out_known[i] = NULL;
+            v->span = cv.out_span;
+        } else if (cv.out_sym[i]) {
+            v->sym = cv.out_sym[i];
+            v->nsym = cv.out_nsym[i];
+            v->sym_scalar = cv.out_sym_scalar[i];
+            v->span = cv.out_span;
+        } else if (cv.out[i]) {
+            ir_expr *e = cv.out[i];
+            if (!ir_is_leaf(e)) {
+                e = ir_expr_with_span(ctx, e, cv.out_span);
+                e = (ir_expr *)ir_bb_emit(imp->bb, e, NULL);
+                if (!e) {
+                    st = imp->diag->code ? imp->diag->code : GR_ERR_TYPE;
+                    break;
+                }
+            }
+            v->expr = e;
+        }
+        /* else: an output the converter does not produce (cv_in reports it when used). */
+    }
+    for (uint32_t i = 0; i < cv.nout; i++) rt_tensor_release(cv.out_known[i]);
+    free(in);
+    free(cv.out);
+    free(cv.out_known);
+    free(cv.out_sym);
+    free(cv.out_nsym);
+    free(cv.out_sym_scalar);
+    if (st != GR_OK) {
+        if (!imp->diag->code) gr_diag_set(imp->diag, st, "conversion failed");
+        node_fail_context(imp, layer, n->op_type);
+    }
+    return st;
+}
+
+static bool node_ready(onnx_importer *imp, const Onnx__NodeProto *n) {
+    for (size_t i = 0; i < n->n_input; i++)
+        if (n->input[i] && *n->input[i] && !val_get(imp, n->input[i])) return false;
+    return true;
+}
+
+/* Converts nodes in dependency order (ONNX graphs are sorted; tolerate ones that are not). */
+static gr_status convert_nodes(onnx_importer *imp, const Onnx__GraphProto *g) {
+    size_t n = g->n_node;
+    bool *done = gr_xcalloc(n + 1, sizeof(bool));
+    size_t left = n;
+    gr_status st = GR_OK;
+    while (left && st == GR_OK) {
+        size_t progress = 0;
+        for (size_t i = 0; i < n && st == GR_OK; i++) {
+            if (done[i] || !node_ready(imp, g->node[i])) continue;
+            st = convert_node(imp, g->node[i]);
+            done[i] = true;
+            progress++;
+            left--;
+        }
+        if (st == GR_OK && !progress) {
+            for (size_t i = 0; i < n; i++) {
+                if (done[i]) continue;
+                const Onnx__NodeProto *nd = g->node[i];
+                for (size_t j = 0; j < nd->n_input; j++) {
+                    if (!nd->input[j] || !*nd->input[j] || val_get(imp, nd->input[j])) continue;
+                    st = gr_diag_set(imp->diag, GR_ERR_INVALID,
+                                     "input '%s' of node '%s' is never produced (or the graph "
+                                     "has a cycle)",
+                                     nd->input[j], node_layer(imp, nd));
+                    node_fail_context(imp, node_layer(imp, nd), nd->op_type);
+                    break;
+                }
+                break;
+            }
+        }
+    }
+    free(done);
+    return st;
+}
+
+/* ---- the model ---- */
+
+static int64_t model_opset(const Onnx__ModelProto *m) {
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        if (o && (!o->domain || !*o->domain || !strcmp(o->domain, "ai.onnx")))
+            return o->has_version ? o->version : 1;
+    }
+    return 1;  /* IR version 2 models without opset_import are opset 1 */
+}
+
+static bool is_initializer(const Onnx__GraphProto *g, const char *name) {
+    for (size_t i = 0; i < g->n_initializer; i++)
+        if (g->initializer[i]->name && !strcmp(g->initializer[i]->name, name)) return true;
+    return false;
+}
+
+static gr_status check_bound_shapes(onnx_importer *imp, const Onnx__GraphProto *g) {
+    if (!imp->opts) return GR_OK;
+    for (uint32_t i = 0; i < imp->opts->nshapes; i++) {
+        const char *name = imp->opts->shapes[i].name;
+        bool found = false;
+        for (size_t j = 0; j < g->n_input && !found; j++)
+            found = g->input[j]->name && name && !strcmp(g->input[j]->name, name) &&
+                    !is_initializer(g, name);
+        if (!found)
+            return gr_diag_set(imp->diag, GR_ERR_INVALID,
+                               "--input-shape %s: the model has no input named '%s'",
+                               name ? name : "(null)", name ? name : "(null)");
+    }
+    return GR_OK;
+}
+
+static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_module **out) {
+    ir_ctx_t *ctx = imp->ctx;
+    gr_status st = check_supported(imp, g);
+    if (st == GR_OK) st = check_bound_shapes(imp, g);
+    if (st != GR_OK) return st;
+
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        const Onnx__TensorProto *tp = g->initializer[i];
+        if (!tp->name || !*tp->name)
+            return gr_diag_set(imp->diag, GR_ERR_INVALID, "initializer %zu has no name", i);
+        rt_tensor *t = NULL;
+        st = onnx_tensor_from_proto(tp, imp->dir, imp->file, &t, imp->diag);
+        if (st != GR_OK) {
+            gr_diag_set_layer(imp->diag, tp->name);
+            return st;
+        }
+        onnx_val *v = val_new(imp, tp->name);
+        v->known = t;
+        v->span = imp_span(imp, tp->name, false);
+    }
+
+    GR_VEC(ir_var *) params = {0};
+    for (size_t i = 0; i < g->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = g->input[i];
+        if (!vi->name || !*vi->name) {
+            gr_vec_free(&params);
+            return gr_diag_set(imp->diag, GR_ERR_INVALID, "graph input %zu has no name", i);
+        }
+        if (val_get(imp, vi->name)) continue;  /* an initializer: a constant */
+        const ir_sinfo *si = NULL;
+        st = input_sinfo(imp, vi, &si);
+        if (st != GR_OK) {
+            gr_vec_free(&params);
+            gr_diag_set_layer(imp->diag, vi->name);
+            return st;
+        }
+        ir_var *var = ir_var_new(ctx, sanitize(ctx, vi->name), si, imp_span(imp, vi->name, false));
+        onnx_val *v = val_new(imp, vi->name);
+        v->expr = (ir_expr *)var;
+        gr_vec_push(&params, var);
+    }
+
+    imp->bb = ir_bb_new(ctx, imp->diag);
+    ir_bb_begin_dataflow(imp->bb);
+    st = convert_nodes(imp, g);
+
+    ir_expr *result = NULL;
+    if (st == GR_OK && g->n_output == 0)
+        st = gr_diag_set(imp->diag, GR_ERR_INVALID, "the graph has no outputs");
+    if (st == GR_OK) {
+        ir_expr **outs = gr_xcalloc(g->n_output, sizeof(*outs));
+        for (size_t i = 0; i < g->n_output && st == GR_OK; i++) {
+            const char *name = g->output[i]->name ? g->output[i]->name : "";
+            onnx_val *v = val_get(imp, name);
+            if (!v) {
+                st = gr_diag_set(imp->diag, GR_ERR_INVALID, "graph output '%s' is never produced",
+                                 name);
+                break;
+            }
+            if (!v->expr && v->known) v->expr = (ir_expr *)ir_const_new(ctx, v->known, v->span);
+            if (!v->expr) {
+                st = gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED,
+                                 "graph output '%s' is a dynamic shape value", name);
+                gr_diag_set_layer(imp->diag, name);
+                break;
+            }
+            outs[i] = v->expr;
+        }
+        if (st == GR_OK) {
+            ir_expr *o = g->n_output == 1 ? outs[0]
+                                          : (ir_expr *)ir_tuple_new(ctx, (uint32_t)g->n_output,
+                                                                    outs, NULL);
+            result = (ir_expr *)ir_bb_emit_output(imp->bb, o, NULL);
+            if (!result) st = imp->diag->code ? imp->diag->code : GR_ERR_TYPE;
+        }
+        free(outs);
+    }
+    ir_seq *body = NULL;
+    if (st == GR_OK) {
+        ir_bb_end_block(imp->bb);
+        body = ir_bb_finish(imp->bb, result, NULL);
+        if (!body) st = imp->diag->code ? imp->diag->code : GR_ERR_TYPE;
+    }
+    if (st == GR_OK) {
+        const char *key = "num_input";
+        ir_attr nin = ir_attr_int(params.len);
+        const ir_attrs *attrs = ir_attrs_new(ctx, 1, &key, &nin);
+        ir_func *f = ir_func_new(ctx, params.len, params.data, (ir_expr *)body, NULL, attrs, NULL);
+        ir_module *m = ir_module_new(ctx);
+        ir_module_set_func(m, "main", (ir_expr *)f);
+        *out = m;
+    }
+    gr_vec_free(&params);
+    return st;
+}
+
+gr_status onnx_import_buffer(ir_ctx_t *ctx, const char *name, const uint8_t *buf, size_t len,
+                             const onnx_import_opts *opts, ir_module **out, gr_diag *diag) {
+    gr_diag local;
+    if (!diag) {
+        gr_diag_clear(&local);
+        diag = &local;
+    }
+    *out = NULL;
+    const char *file = name ? name : "<buffer>";
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    if (!m) {
+        gr_status st = gr_diag_set(diag, GR_ERR_INVALID,
+                                   "not a valid ONNX model (truncated or corrupt protobuf)");
+        gr_diag_set_file(diag, file);
+        return st;
+    }
+    gr_status st;
+    if (!m->graph) {
+        st = gr_diag_set(diag, GR_ERR_INVALID, "the model has no graph");
+    } else {
+        onnx_importer imp = {.ctx = ctx, .diag = diag, .file = file, .opts = opts};
+        imp.dir = onnx_dirname(name);
+        imp.opset = model_opset(m);
+        gr_map_init(&imp.vals);
+        gr_map_init(&imp.dim_vars);
+        st = import_graph(&imp, m->graph, out);
+        importer_free(&imp);
+    }
+    onnx__model_proto__free_unpacked(m, NULL);
+    if (st != GR_OK) {
+        gr_diag_set_file(diag, file);
+        *out = NULL;
+    }
+    return st;
+}
+
+gr_status onnx_import_file(ir_ctx_t *ctx, const char *path, const onnx_import_opts *opts,
+                           ir_module **out, gr_diag *diag) {
+    *out = NULL;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    gr_status st = onnx_read_file(path, &buf, &len, diag);
+    if (st != GR_OK) {
+        gr_diag_set_file(diag, path);
+        return st;
+    }
+    st = onnx_import_buffer(ctx, path, buf, len, opts, out, diag);
+    free(buf);
+    return st;
+}
