@@ -131,6 +131,7 @@ struct rt_plan {
     /* compile-time only */
     gr_map slot_of;             /* var pointer -> slot + 1 */
     gr_map sym_of;              /* prim var pointer -> symbol index + 1 */
+    gr_map fn_of;               /* var bound to a local function -> its plan */
     GR_VEC(const char *) sym_names_v;
     GR_VEC(struct slot_def) defs;
 };
@@ -320,9 +321,14 @@ static gr_status compile_opd(rt_exec_t *x, rt_plan *p, cseq *cs, ir_expr *e, rt_
     case IR_VAR:
     case IR_DFVAR: {
         uint64_t s;
+        if (gr_map_get(&p->fn_of, GR_MAP_PTR(e), NULL))
+            return cfail(x, p, var, e->span, GR_ERR_UNSUPPORTED,
+                         "local function '%s' used as a value (only direct calls are supported)",
+                         IR_AS(e, ir_var)->name);
         if (!gr_map_get(&p->slot_of, GR_MAP_PTR(e), &s))
-            return cfail(x, p, var, e->span, GR_ERR_WELLFORMED,
-                         "use of var '%s' before its definition (or from another function)",
+            return cfail(x, p, var, e->span, GR_ERR_UNSUPPORTED,
+                         "var '%s' is not defined in this function (before this use); closures "
+                         "capturing outer vars are not supported",
                          IR_AS(e, ir_var)->name);
         o->kind = OPD_SLOT;
         o->slot = (uint32_t)(s - 1);
@@ -414,6 +420,7 @@ static rt_instr *push_instr(rt_plan *p, cseq *cs, uint8_t kind, uint32_t dst, co
 }
 
 static gr_status compile_seq(rt_exec_t *x, rt_plan *p, ir_expr *e, rt_seq **out);
+static gr_status compile_blocks(rt_exec_t *x, rt_plan *p, cseq *cs, const ir_seq *s);
 
 static gr_status compile_dps(rt_exec_t *x, rt_plan *p, cseq *cs, const ir_call *call,
                              uint32_t dst, const char *var, const ir_span *span) {
@@ -492,6 +499,7 @@ static gr_status compile_call(rt_exec_t *x, rt_plan *p, cseq *cs, const ir_call 
     rt_plan *target = NULL;
     const ir_op_def *def = NULL;
     rt_kernel_fn kernel = NULL;
+    uint64_t v;
     if (callee->kind == IR_OP) {
         def = IR_AS(callee, ir_op)->def;
         if (strcmp(def->name, "relax.call_dps_packed") == 0)
@@ -516,9 +524,17 @@ static gr_status compile_call(rt_exec_t *x, rt_plan *p, cseq *cs, const ir_call 
         return cfail(x, p, var, span, GR_ERR_UNSUPPORTED,
                      "direct call of ExternFunc '%s' (only R.call_dps_packed is supported)",
                      IR_AS(callee, ir_extern)->symbol);
+    } else if (ir_is_var(callee) && gr_map_get(&p->fn_of, GR_MAP_PTR(callee), &v)) {
+        target = (rt_plan *)(uintptr_t)v;
+        if (target->nparams != call->nargs)
+            return cfail(x, p, var, span, GR_ERR_INVALID,
+                         "call of local function '%s' with %u arguments; it takes %u",
+                         IR_AS(callee, ir_var)->name, call->nargs, target->nparams);
     } else {
         return cfail(x, p, var, span, GR_ERR_UNSUPPORTED,
-                     "calls of local functions and closures are not supported by the executor");
+                     "call through a %s (function values and closures are not supported by the "
+                     "executor; direct calls of global and local functions are)",
+                     ir_expr_kind_name((ir_expr_kind)callee->kind));
     }
     rt_opd *args = PA_NEW_ARRAY(x, rt_opd, call->nargs);
     for (uint32_t i = 0; i < call->nargs; i++) {
@@ -577,33 +593,12 @@ static gr_status compile_value(rt_exec_t *x, rt_plan *p, cseq *cs, ir_expr *e, u
     case IR_SEQ: {
         /* a nested SeqExpr: its vars are unique, so its bindings join this sequence */
         ir_seq *s = IR_AS(e, ir_seq);
-        for (uint32_t b = 0; b < s->nblocks; b++) {
-            const ir_block *blk = s->blocks[b];
-            for (uint32_t i = 0; i < blk->n; i++) {
-                const ir_binding *bd = &blk->bindings[i];
-                uint32_t d = bind_var(p, bd->var, cs, -2);
-                const char *vn = bd->var->name;
-                const ir_span *sp = bd->var->base.span ? bd->var->base.span : bd->value->span;
-                if (bd->match_sinfo) {
-                    rt_opd *o = PA_NEW_ARRAY(x, rt_opd, 1);
-                    rt_pat *pat = PA_NEW_ARRAY(x, rt_pat, 1);
-                    if ((st = compile_opd(x, p, cs, bd->value, o, vn))) return st;
-                    compile_pat(x, p, bd->match_sinfo, pat);
-                    rt_instr *in = push_instr(p, cs, INS_MATCH, d, vn, sp);
-                    in->nargs = 1;
-                    in->args = o;
-                    in->pat = pat;
-                    in->name = pa_strf(x, "match_cast of '%s'", vn);
-                } else if ((st = compile_value(x, p, cs, bd->value, d, vn, sp))) {
-                    return st;
-                }
-            }
-        }
+        if ((st = compile_blocks(x, p, cs, s))) return st;
         return compile_value(x, p, cs, s->body, dst, var, span);
     }
     case IR_FUNC:
         return cfail(x, p, var, span, GR_ERR_UNSUPPORTED,
-                     "local functions (closures) are not supported by the executor");
+                     "a function used as a value (only bound and called directly is supported)");
     default: {
         rt_opd *o = PA_NEW_ARRAY(x, rt_opd, 1);
         if ((st = compile_opd(x, p, cs, e, o, var))) return st;
@@ -614,6 +609,43 @@ static gr_status compile_value(rt_exec_t *x, rt_plan *p, cseq *cs, ir_expr *e, u
         return GR_OK;
     }
     }
+}
+
+/* Compiles the bindings of a SeqExpr's blocks into cs. */
+static gr_status compile_blocks(rt_exec_t *x, rt_plan *p, cseq *cs, const ir_seq *s) {
+    gr_status st;
+    for (uint32_t b = 0; b < s->nblocks; b++) {
+        const ir_block *blk = s->blocks[b];
+        for (uint32_t i = 0; i < blk->n; i++) {
+            const ir_binding *bd = &blk->bindings[i];
+            const char *vn = bd->var->name;
+            const ir_span *sp = bd->var->base.span ? bd->var->base.span : bd->value->span;
+            if (bd->value->kind == IR_FUNC && !bd->match_sinfo) {
+                /* a local function (e.g. a composite inside a merged region): planned like a
+                 * global one; calls of its var are resolved here, at plan time */
+                const char *fname = pa_strf(x, "%s.%s", p->name, vn);
+                rt_plan *fp = compile_func(x, IR_AS(bd->value, ir_func), fname);
+                if (!fp) return x->cdiag ? x->cdiag->code : GR_ERR_UNSUPPORTED;
+                gr_map_put(&p->fn_of, GR_MAP_PTR(bd->var), GR_MAP_PTR(fp));
+                continue;
+            }
+            uint32_t d = bind_var(p, bd->var, cs, -2);
+            if (bd->match_sinfo) {
+                rt_opd *o = PA_NEW_ARRAY(x, rt_opd, 1);
+                rt_pat *pat = PA_NEW_ARRAY(x, rt_pat, 1);
+                if ((st = compile_opd(x, p, cs, bd->value, o, vn))) return st;
+                compile_pat(x, p, bd->match_sinfo, pat);
+                rt_instr *in = push_instr(p, cs, INS_MATCH, d, vn, sp);
+                in->nargs = 1;
+                in->args = o;
+                in->pat = pat;
+                in->name = pa_strf(x, "match_cast of '%s'", vn);
+            } else if ((st = compile_value(x, p, cs, bd->value, d, vn, sp))) {
+                return st;
+            }
+        }
+    }
+    return GR_OK;
 }
 
 static void finish_cseq(rt_exec_t *x, cseq *cs) {
@@ -633,28 +665,7 @@ static gr_status compile_seq(rt_exec_t *x, rt_plan *p, ir_expr *e, rt_seq **out)
     ir_expr *body = e;
     if (e->kind == IR_SEQ) {
         ir_seq *s = IR_AS(e, ir_seq);
-        for (uint32_t b = 0; b < s->nblocks && !st; b++) {
-            const ir_block *blk = s->blocks[b];
-            for (uint32_t i = 0; i < blk->n && !st; i++) {
-                const ir_binding *bd = &blk->bindings[i];
-                const char *vn = bd->var->name;
-                const ir_span *sp = bd->var->base.span ? bd->var->base.span : bd->value->span;
-                uint32_t d = bind_var(p, bd->var, &cs, -2);
-                if (bd->match_sinfo) {
-                    rt_opd *o = PA_NEW_ARRAY(x, rt_opd, 1);
-                    rt_pat *pat = PA_NEW_ARRAY(x, rt_pat, 1);
-                    if ((st = compile_opd(x, p, &cs, bd->value, o, vn))) break;
-                    compile_pat(x, p, bd->match_sinfo, pat);
-                    rt_instr *in = push_instr(p, &cs, INS_MATCH, d, vn, sp);
-                    in->nargs = 1;
-                    in->args = o;
-                    in->pat = pat;
-                    in->name = pa_strf(x, "match_cast of '%s'", vn);
-                } else {
-                    st = compile_value(x, p, &cs, bd->value, d, vn, sp);
-                }
-            }
-        }
+        st = compile_blocks(x, p, &cs, s);
         body = s->body;
     }
     if (!st) st = compile_opd(x, p, &cs, body, &cs.seq->result, NULL);
@@ -745,6 +756,7 @@ static rt_plan *compile_func(rt_exec_t *x, const ir_func *fn, const char *name) 
     p->params = (const ir_var *const *)fn->params;
     gr_map_init(&p->slot_of);
     gr_map_init(&p->sym_of);
+    gr_map_init(&p->fn_of);
     p->param_pats = PA_NEW_ARRAY(x, rt_pat, fn->nparams);
     p->who_top = PA_NEW_ARRAY(x, const char *, fn->nparams);
     p->who_call = PA_NEW_ARRAY(x, const char *, fn->nparams);
@@ -763,6 +775,7 @@ static rt_plan *compile_func(rt_exec_t *x, const ir_func *fn, const char *name) 
     gr_vec_free(&p->sym_names_v);
     gr_map_free(&p->slot_of);
     gr_map_free(&p->sym_of);
+    gr_map_free(&p->fn_of);
     return st ? NULL : p;
 }
 
@@ -967,8 +980,13 @@ static gr_status match_dim(match_ctx *mc, const rt_pat *pat, const rt_value *v, 
         }
     } else if (phase == 1) {
         int64_t want;
-        gr_status st = eval_prog(mc->p, mc->f, dm->v, &want, mc->d);
-        if (st) return st;
+        if (eval_prog(mc->p, mc->f, dm->v, &want, NULL)) {
+            snprintf(why, sizeof why,
+                     "%s %d is %lld, but its expression uses a symbolic var nothing binds (or "
+                     "divides by zero)",
+                     what, idx, (long long)got);
+            return match_fail(mc, pat, v, path, why);
+        }
         if (want != got) {
             snprintf(why, sizeof why, "%s %d is %lld, but its expression evaluates to %lld", what,
                      idx, (long long)got, (long long)want);
@@ -1337,6 +1355,7 @@ void rt_exec_free(rt_exec_t *x) {
         gr_vec_free(&p->sym_names_v);
         gr_map_free(&p->slot_of);
         gr_map_free(&p->sym_of);
+        gr_map_free(&p->fn_of);
         for (rt_frame *f = p->frames, *nx; f; f = nx) {
             nx = f->next_free;
             free(f->slots);

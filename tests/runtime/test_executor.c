@@ -474,18 +474,44 @@ Test(executor, liveness_bounds_live_values_and_profiler_sees_each_op) {
     rt_exec_free(ex);
 }
 
-Test(executor, local_function_is_a_clear_error) {
+/* main(x) { f = fn(p) { q = p + p (or p + x: a capture); return q }; r = f(x); return r } */
+static gr_status build_local_func(bool capture, rt_exec_t **ex) {
     ir_var *x = ir_var_new(ctx, "x", h5_f32(ctx, 2, 3), NULL);
     ir_var *p = ir_var_new(ctx, "p", h5_f32(ctx, 2, 3), NULL);
     ir_bb_t *bb = ir_bb_new(ctx, &diag);
-    ir_seq *ib = ir_bb_finish(bb, &p->base, NULL);
+    ir_var *q = ir_bb_emit(bb, h5_call2(ctx, "relax.add", &p->base, capture ? &x->base : &p->base,
+                                        "inner_add"),
+                           "q");
+    ir_seq *ib = ir_bb_finish(bb, &q->base, NULL);
     ir_func *inner = h5_func(ctx, 1, &p, ib);
     ir_var *f = ir_bb_emit(bb, (ir_expr *)inner, "f");
     cr_assert_not_null(f, "%s", diag.msg);
-    ir_seq *body = ir_bb_finish(bb, &x->base, NULL);
+    ir_expr *args[1] = {&x->base};
+    ir_var *r = ir_bb_emit(bb, (ir_expr *)ir_call_new(ctx, &f->base, 1, args, NULL, 0, NULL, NULL),
+                           "r");
+    cr_assert_not_null(r, "%s", diag.msg);
+    ir_seq *body = ir_bb_finish(bb, &r->base, NULL);
     ir_bb_free(bb);
     ir_module_set_func(mod, "main", (ir_expr *)h5_func(ctx, 1, &x, body));
+    return rt_exec_new(mod, "main", ex, &diag);
+}
+
+Test(executor, local_function_called_directly) {
     rt_exec_t *ex = NULL;
-    cr_assert_eq(rt_exec_new(mod, "main", &ex, &diag), GR_ERR_UNSUPPORTED);
-    cr_assert(strstr(diag.msg, "binding 'f'"), "%s", diag.msg);
+    cr_assert_eq(build_local_func(false, &ex), GR_OK, "%s", diag.msg);
+    rt_value in = h5_val(IR_DTYPE_F32, 2, S23, A6), out;
+    cr_assert_eq(rt_exec_run(ex, &in, 1, &out, &diag), GR_OK, "%s", diag.msg);
+    for (int i = 0; i < 6; i++) cr_assert_float_eq(rt_tensor_get_f64(out.u.t, i), 2 * A6[i], 1e-6);
+    rt_value_clear(&out);
+    rt_value_clear(&in);
+    rt_exec_free(ex);
+}
+
+Test(executor, closure_capture_is_a_clear_error) {
+    rt_exec_t *ex = NULL;
+    cr_assert_eq(build_local_func(true, &ex), GR_ERR_UNSUPPORTED);
+    cr_assert_null(ex);
+    cr_assert(strstr(diag.msg, "'x'"), "%s", diag.msg);
+    cr_assert(strstr(diag.msg, "closures"), "%s", diag.msg);
+    cr_assert(strstr(diag.msg, "main.f"), "%s", diag.msg);
 }
