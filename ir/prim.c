@@ -333,6 +333,26 @@ static const ir_prim *binary_atom(ir_ctx_t *ctx, ir_prim_kind kind, const ir_pri
     return intern_node(ctx, &key);
 }
 
+/* Splits a = c * quot + rest, where quot gathers the terms whose coefficient is a multiple of
+ * c (c not 0, 1 or -1) and rest keeps the other terms and the constant. Exact for all integers,
+ * so (c*k + r) // c = k + r // c and (c*k + r) % c = r % c. */
+static void split_multiples(ir_ctx_t *ctx, const ir_prim *a, int64_t c, const ir_prim **quot,
+                            const ir_prim **rest) {
+    pview v;
+    pview_of(ctx, a, &v);
+    poly q, r;
+    poly_init(&q);
+    poly_init(&r);
+    r.cst = v.cst;
+    for (uint32_t i = 0; i < v.n; i++) {
+        const ir_prim_term *t = &v.t[i];
+        if (t->coef % c == 0) poly_push(&q, t->coef / c, t->nfactors, t->factors);
+        else poly_push(&r, t->coef, t->nfactors, t->factors);
+    }
+    *quot = poly_finish(ctx, &q);
+    *rest = poly_finish(ctx, &r);
+}
+
 const ir_prim *ir_prim_floordiv(ir_ctx_t *ctx, const ir_prim *a, const ir_prim *b) {
     if (!a || !b) return NULL;
     if (b->kind == IR_PRIM_INT) {
@@ -340,6 +360,9 @@ const ir_prim *ir_prim_floordiv(ir_ctx_t *ctx, const ir_prim *a, const ir_prim *
         if (c == 0) return NULL;
         if (a->kind == IR_PRIM_INT) return ir_prim_int(ctx, floordiv_i(a->value, c));
         if (divisible_by(a, c)) return exact_div(ctx, a, c);
+        const ir_prim *quot, *rest;
+        split_multiples(ctx, a, c, &quot, &rest);
+        if (quot != ir_prim_int(ctx, 0)) return ir_prim_add(ctx, quot, ir_prim_floordiv(ctx, rest, b));
     } else if (ir_prim_is_int(a, NULL) && a->value == 0) {
         return a;
     }
@@ -353,6 +376,9 @@ const ir_prim *ir_prim_floormod(ir_ctx_t *ctx, const ir_prim *a, const ir_prim *
         if (c == 0) return NULL;
         if (a->kind == IR_PRIM_INT) return ir_prim_int(ctx, floormod_i(a->value, c));
         if (divisible_by(a, c)) return ir_prim_int(ctx, 0);
+        const ir_prim *quot, *rest;
+        split_multiples(ctx, a, c, &quot, &rest);
+        if (quot != ir_prim_int(ctx, 0)) return ir_prim_floormod(ctx, rest, b);
     } else if (ir_prim_is_int(a, NULL) && a->value == 0) {
         return a;
     }
