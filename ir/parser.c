@@ -1,0 +1,2074 @@
+/* The text format parser: recursive descent over the tokens of ir/lexer.c, building nodes
+ * through the block builder (ir/builder.h) so struct info is inferred as the file is read.
+ * Syntax reference: docs/text-format.md. */
+#include "ir/parser.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/builder.h"
+#include "ir/op.h"
+#include "ir/parser_impl.h"
+#include "ir/text_impl.h"
+#include "runtime/tensor.h"
+
+enum { MAX_DEPTH = 200, MAX_DIMS = 64 };
+
+typedef struct undo_ent {
+    uint64_t key, old;
+    bool had;
+} undo_ent;
+
+typedef struct fsig {
+    ir_gvar *gvar;
+    uint32_t sym_start, sym_n;   /* into sigsyms: symbolic vars made by the signature */
+} fsig;
+
+typedef struct psym {
+    const char *name;
+    const ir_prim *var;
+} psym;
+
+typedef struct parser {
+    ir_ctx_t *ctx;
+    const char *file;
+    const char *src;
+    size_t len;
+    gr_diag *diag;
+    gr_diag tmp;                 /* builder / op-table messages, re-reported with a position */
+    ir_lexer lx;
+    ir_tok la[8];
+    int nla;
+    bool failed;
+    int depth;
+    ir_module *mod;
+    gr_map scope;                /* interned name -> ir_var */
+    GR_VEC(undo_ent) undo;
+    int log_scope;               /* > 0: record scope changes for restoring */
+    gr_map syms;                 /* interned name -> symbolic var */
+    GR_VEC(undo_ent) sym_undo;
+    bool sig_mode;               /* in a signature: unknown dim names define symbolic vars */
+    gr_map opcache;              /* hash of dotted name -> op def */
+    GR_VEC(ir_expr *) estack;
+    GR_VEC(const char *) kstack;
+    GR_VEC(ir_attr) vstack;
+    GR_VEC(const ir_sinfo *) sstack;
+    GR_VEC(const ir_prim *) pstack;
+    GR_VEC(ir_var *) vars;
+    ir_const **consts;
+    uint32_t nconsts;
+    bool have_meta;
+    GR_VEC(fsig) sigs;
+    GR_VEC(psym) sigsyms;
+    gr_map sigmap;               /* interned function name -> index + 1 in sigs */
+    ir_sbuf sbuf;
+    char name[256];              /* dotted names */
+} parser;
+
+/* ---- errors ---- */
+
+static void *perr(parser *p, const ir_tok *t, gr_status code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void *perr(parser *p, const ir_tok *t, gr_status code, const char *fmt, ...) {
+    if (p->failed) return NULL;
+    p->failed = true;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    const char *at = t ? t->s : p->src;
+    if (at < p->src) at = p->src;
+    if (at > p->src + p->len) at = p->src + p->len;
+    const char *ls = at;
+    while (ls > p->src && ls[-1] != '\n') ls--;
+    const char *le = memchr(ls, '\n', (size_t)(p->src + p->len - ls));
+    if (!le) le = p->src + p->len;
+    if (le > ls && le[-1] == '\r') le--;
+    int line = t ? t->line : 1, col = t ? t->col : 1;
+    int show = (int)(le - ls) > 300 ? 300 : (int)(le - ls);
+    int caret = col - 1 < show ? col - 1 : show;
+    if (caret < 0) caret = 0;
+    gr_diag_set(p->diag, code, "%s:%d:%d: %s\n%.*s\n%*s^", p->file, line, col, msg, show, ls,
+                caret, "");
+    if (p->diag) {
+        p->diag->line = line;
+        p->diag->col = col;
+        gr_diag_set_file(p->diag, p->file);
+    }
+    return NULL;
+}
+
+/* ---- tokens ---- */
+
+static ir_tok *peek(parser *p, int k) {
+    while (p->nla <= k) {
+        ir_tok *t = &p->la[p->nla++];
+        ir_lex_next(&p->lx, t);
+        if (t->kind == TK_ERROR) perr(p, t, GR_ERR_PARSE, "%s", t->msg);
+    }
+    return &p->la[k];
+}
+
+static ir_tok next(parser *p) {
+    peek(p, 0);
+    ir_tok t = p->la[0];
+    memmove(p->la, p->la + 1, sizeof(ir_tok) * (size_t)(p->nla - 1));
+    p->nla--;
+    return t;
+}
+
+static bool is_p(const ir_tok *t, char c) { return t->kind == TK_PUNCT && t->ch == c; }
+static bool tok_is(const ir_tok *t, const char *s) {
+    size_t n = strlen(s);
+    return t->kind == TK_NAME && t->len == n && memcmp(t->s, s, n) == 0;
+}
+
+static const char *tok_desc(const ir_tok *t) {
+    switch ((ir_tok_kind)t->kind) {
+    case TK_EOF: return "end of input";
+    case TK_NEWLINE: return "end of line";
+    case TK_INDENT: return "indentation";
+    case TK_DEDENT: return "end of block";
+    case TK_SPANC: return "span comment";
+    default: return NULL;
+    }
+}
+
+static void *unexpected(parser *p, const ir_tok *t, const char *what) {
+    const char *d = tok_desc(t);
+    if (d) return perr(p, t, GR_ERR_PARSE, "expected %s, found %s", what, d);
+    return perr(p, t, GR_ERR_PARSE, "expected %s, found '%.*s'", what,
+                (int)(t->len > 40 ? 40 : t->len), t->s);
+}
+
+static bool expect_p(parser *p, char c, const char *what) {
+    if (p->failed) return false;
+    ir_tok *t = peek(p, 0);
+    if (!is_p(t, c)) {
+        char buf[64];
+        snprintf(buf, sizeof(buf), "'%c' %s", c, what);
+        unexpected(p, t, buf);
+        return false;
+    }
+    next(p);
+    return true;
+}
+
+static bool accept_p(parser *p, char c) {
+    if (is_p(peek(p, 0), c)) {
+        next(p);
+        return true;
+    }
+    return false;
+}
+
+static bool expect_kind(parser *p, ir_tok_kind k, const char *what) {
+    if (p->failed) return false;
+    ir_tok *t = peek(p, 0);
+    if (t->kind != k) {
+        unexpected(p, t, what);
+        return false;
+    }
+    next(p);
+    return true;
+}
+
+static bool expect_name(parser *p, const char *s) {
+    if (p->failed) return false;
+    ir_tok *t = peek(p, 0);
+    if (!tok_is(t, s)) {
+        char buf[80];
+        snprintf(buf, sizeof(buf), "'%s'", s);
+        unexpected(p, t, buf);
+        return false;
+    }
+    next(p);
+    return true;
+}
+
+/* `X.Y` at the cursor: two names joined by a dot. */
+static bool at_dotted(parser *p, const char *a, const char *b) {
+    return tok_is(peek(p, 0), a) && is_p(peek(p, 1), '.') && tok_is(peek(p, 2), b);
+}
+
+static bool expect_dotted(parser *p, const char *a, const char *b) {
+    return expect_name(p, a) && expect_p(p, '.', "") && expect_name(p, b);
+}
+
+static bool enter(parser *p, const ir_tok *t) {
+    if (++p->depth > MAX_DEPTH) {
+        perr(p, t, GR_ERR_PARSE, "nesting too deep (limit %d)", MAX_DEPTH);
+        return false;
+    }
+    return true;
+}
+#define LEAVE(p) ((p)->depth--)
+
+typedef struct lexsave {
+    ir_lexer lx;
+    ir_tok la[8];
+    int nla;
+} lexsave;
+
+static const char *line_start_of(parser *p, const char *s) {
+    while (s > p->src && s[-1] != '\n') s--;
+    return s;
+}
+
+static void push_sub(parser *p, lexsave *sv, const char *s, const char *e, const ir_tok *at) {
+    sv->lx = p->lx;
+    memcpy(sv->la, p->la, sizeof(p->la));
+    sv->nla = p->nla;
+    ir_lex_init_sub(&p->lx, p->src, s, e, at->line, line_start_of(p, s));
+    p->nla = 0;
+}
+
+static void pop_lex(parser *p, const lexsave *sv) {
+    p->lx = sv->lx;
+    memcpy(p->la, sv->la, sizeof(p->la));
+    p->nla = sv->nla;
+}
+
+/* ---- literals ---- */
+
+/* Decodes a string token (adjacent literals concatenated when `concat`) into p->sbuf. */
+static bool string_lit(parser *p, bool concat) {
+    p->sbuf.len = 0;
+    bool first = true;
+    while (peek(p, 0)->kind == TK_STRING && (first || concat)) {
+        ir_tok t = next(p);
+        first = false;
+        for (const char *s = t.s + 1; s < t.s + t.len - 1; s++) {
+            char c = *s;
+            if (c == '\\') {
+                s++;
+                switch (*s) {
+                case 'n': c = '\n'; break;
+                case 't': c = '\t'; break;
+                case 'r': c = '\r'; break;
+                case '\\': c = '\\'; break;
+                case '"': c = '"'; break;
+                case '\'': c = '\''; break;
+                case 'x': {
+                    int v = 0;
+                    for (int k = 1; k <= 2; k++) {
+                        char h = s + k < t.s + t.len - 1 ? s[k] : 0;
+                        int d = h >= '0' && h <= '9' ? h - '0'
+                              : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                              : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+                        if (d < 0) {
+                            ir_tok at = t;
+                            at.col += (int)(s - t.s);
+                            at.s = s;
+                            return perr(p, &at, GR_ERR_PARSE, "bad \\x escape in string"), false;
+                        }
+                        v = v * 16 + d;
+                    }
+                    s += 2;
+                    if (v == 0) return perr(p, &t, GR_ERR_PARSE, "NUL character in string"), false;
+                    c = (char)v;
+                    break;
+                }
+                default: {
+                    ir_tok at = t;
+                    at.col += (int)(s - t.s);
+                    at.s = s;
+                    return perr(p, &at, GR_ERR_PARSE, "unknown escape in string"), false;
+                }
+                }
+            }
+            ir_sbuf_putc(&p->sbuf, c);
+        }
+    }
+    if (first) return unexpected(p, peek(p, 0), "a string"), false;
+    ir_sbuf_cstr(&p->sbuf);
+    return true;
+}
+
+static const char *string_interned(parser *p, bool concat) {
+    if (!string_lit(p, concat)) return NULL;
+    return ir_intern_n(p->ctx, p->sbuf.data, p->sbuf.len);
+}
+
+static bool int_value(parser *p, const ir_tok *t, bool neg, int64_t *out) {
+    uint64_t v = 0;
+    for (uint32_t i = 0; i < t->len; i++) {
+        unsigned d = (unsigned)(t->s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10) goto big;
+        v = v * 10 + d;
+    }
+    if (neg ? v > (uint64_t)INT64_MAX + 1 : v > (uint64_t)INT64_MAX) goto big;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return true;
+big:
+    perr(p, t, GR_ERR_PARSE, "integer literal out of range");
+    return false;
+}
+
+static double float_value(const ir_tok *t) {
+    char buf[128];
+    size_t n = t->len < sizeof(buf) - 1 ? t->len : sizeof(buf) - 1;
+    memcpy(buf, t->s, n);
+    buf[n] = 0;
+    return strtod(buf, NULL);
+}
+
+/* A number with an optional sign, or True/False, or float("inf"/"nan"). */
+typedef struct num {
+    bool is_float, is_bool;
+    int64_t i;
+    double f;
+} num;
+
+static bool number(parser *p, num *out) {
+    memset(out, 0, sizeof(*out));
+    bool neg = false;
+    if (is_p(peek(p, 0), '-')) {
+        next(p);
+        neg = true;
+    }
+    ir_tok *t = peek(p, 0);
+    if (t->kind == TK_INT) {
+        ir_tok tt = next(p);
+        return int_value(p, &tt, neg, &out->i);
+    }
+    if (t->kind == TK_FLOAT) {
+        out->is_float = true;
+        out->f = float_value(t) * (neg ? -1 : 1);
+        next(p);
+        return true;
+    }
+    if (!neg && (tok_is(t, "True") || tok_is(t, "False"))) {
+        out->is_bool = true;
+        out->i = tok_is(t, "True");
+        next(p);
+        return true;
+    }
+    if (tok_is(t, "float") && is_p(peek(p, 1), '(')) {
+        ir_tok at = *t;
+        next(p);
+        next(p);
+        if (!string_lit(p, false)) return false;
+        const char *s = p->sbuf.data;
+        out->is_float = true;
+        if (strcmp(s, "inf") == 0) out->f = INFINITY;
+        else if (strcmp(s, "-inf") == 0) out->f = -INFINITY;
+        else if (strcmp(s, "nan") == 0) out->f = NAN;
+        else return perr(p, &at, GR_ERR_PARSE, "unknown float constant \"%s\"", s), false;
+        if (neg) out->f = -out->f;
+        return expect_p(p, ')', "after float(...)");
+    }
+    unexpected(p, t, "a number");
+    return false;
+}
+
+/* ---- scopes ---- */
+
+static const char *tok_intern(parser *p, const ir_tok *t) { return ir_intern_n(p->ctx, t->s, t->len); }
+
+static void scope_bind(parser *p, const char *name, ir_var *v) {
+    if (p->log_scope > 0) {
+        undo_ent u = {GR_MAP_PTR(name), 0, false};
+        u.had = gr_map_get(&p->scope, u.key, &u.old);
+        gr_vec_push(&p->undo, u);
+    }
+    gr_map_put(&p->scope, GR_MAP_PTR(name), GR_MAP_PTR(v));
+}
+
+static void restore(gr_map *m, void *vec_, uint32_t mark) {
+    GR_VEC(undo_ent) *vec = vec_;
+    while (vec->len > mark) {
+        undo_ent u = vec->data[--vec->len];
+        if (u.had) gr_map_put(m, u.key, u.old);
+        else gr_map_put(m, u.key, 0); /* 0 = unbound */
+    }
+}
+
+static ir_var *scope_get(parser *p, const char *name) {
+    return (ir_var *)(uintptr_t)gr_map_get_or(&p->scope, GR_MAP_PTR(name), 0);
+}
+
+static void sym_define(parser *p, const char *name, const ir_prim *v) {
+    undo_ent u = {GR_MAP_PTR(name), 0, false};
+    u.had = gr_map_get(&p->syms, u.key, &u.old);
+    gr_vec_push(&p->sym_undo, u);
+    gr_map_put(&p->syms, GR_MAP_PTR(name), GR_MAP_PTR(v));
+}
+
+static const ir_prim *sym_get(parser *p, const char *name) {
+    return (const ir_prim *)(uintptr_t)gr_map_get_or(&p->syms, GR_MAP_PTR(name), 0);
+}
+
+/* ---- spans ---- */
+
+static const ir_span *parse_span(parser *p, bool *ok) {
+    *ok = false;
+    if (tok_is(peek(p, 0), "none")) {
+        next(p);
+        *ok = true;
+        return NULL;
+    }
+    bool list = accept_p(p, '[');
+    const ir_span *parts_local[16];
+    GR_VEC(const ir_span *) parts = {0};
+    const ir_span *result = NULL;
+    uint32_t n = 0;
+    for (;;) {
+        ir_loc l;
+        memset(&l, 0, sizeof(l));
+        ir_tok at = *peek(p, 0);
+        const char *src = string_interned(p, false);
+        if (!src) goto out;
+        if (!src[0]) {
+            perr(p, &at, GR_ERR_PARSE, "empty span source");
+            goto out;
+        }
+        l.source = src;
+        if (accept_p(p, ':')) {
+            int64_t v[4] = {0};
+            int nv = 0;
+            for (;;) {
+                ir_tok t = *peek(p, 0);
+                if (!expect_kind(p, TK_INT, "a line or column number")) goto out;
+                if (!int_value(p, &t, false, &v[nv])) goto out;
+                if (v[nv] > INT32_MAX) {
+                    perr(p, &t, GR_ERR_PARSE, "line or column number out of range");
+                    goto out;
+                }
+                nv++;
+                if (nv == 1 || nv == 3) {
+                    if (!expect_p(p, ':', "in a span location")) goto out;
+                } else if (nv == 2 && is_p(peek(p, 0), '-')) {
+                    next(p);
+                } else {
+                    break;
+                }
+            }
+            l.line = (int32_t)v[0];
+            l.col = (int32_t)v[1];
+            l.end_line = (int32_t)v[2];
+            l.end_col = (int32_t)v[3];
+        }
+        if (accept_p(p, '!')) l.is_output = 1;
+        const ir_span *s = ir_span_from_loc(p->ctx, &l);
+        if (n < 16) parts_local[n] = s;
+        else {
+            if (n == 16)
+                for (int k = 0; k < 16; k++) gr_vec_push(&parts, parts_local[k]);
+            gr_vec_push(&parts, s);
+        }
+        n++;
+        if (!list) break;
+        if (accept_p(p, ',')) {
+            if (is_p(peek(p, 0), ']')) break;
+            continue;
+        }
+        break;
+    }
+    if (list && !expect_p(p, ']', "to close the span list")) goto out;
+    result = ir_span_seq(p->ctx, n <= 16 ? parts_local : parts.data, n);
+    *ok = true;
+out:
+    gr_vec_free(&parts);
+    return result;
+}
+
+typedef struct span_fields {
+    bool has_span, has_var, has_seq;
+    const ir_span *span, *var, *seq;
+    ir_tok tok;
+} span_fields;
+
+static bool parse_span_comment(parser *p, const ir_tok *t, span_fields *f) {
+    lexsave sv;
+    push_sub(p, &sv, t->s, t->s + t->len, t);
+    bool ok = true;
+    for (;;) {
+        ir_tok k = *peek(p, 0);
+        bool *has;
+        const ir_span **dst;
+        if (tok_is(&k, "span")) has = &f->has_span, dst = &f->span;
+        else if (tok_is(&k, "var_span")) has = &f->has_var, dst = &f->var;
+        else if (tok_is(&k, "seq_span")) has = &f->has_seq, dst = &f->seq;
+        else {
+            unexpected(p, &k, "span, var_span or seq_span");
+            ok = false;
+            break;
+        }
+        next(p);
+        if (*has) {
+            perr(p, &k, GR_ERR_PARSE, "span field given twice");
+            ok = false;
+            break;
+        }
+        if (!expect_p(p, ':', "after the span field name")) {
+            ok = false;
+            break;
+        }
+        *dst = parse_span(p, &ok);
+        if (!ok) break;
+        *has = true;
+        if (!accept_p(p, ';')) break;
+    }
+    if (ok && peek(p, 0)->kind != TK_EOF) {
+        unexpected(p, peek(p, 0), "end of the span comment");
+        ok = false;
+    }
+    pop_lex(p, &sv);
+    return ok && !p->failed;
+}
+
+/* An optional trailing span comment, then the end of the line. */
+static bool end_line(parser *p, span_fields *f) {
+    memset(f, 0, sizeof(*f));
+    if (peek(p, 0)->kind == TK_SPANC) {
+        ir_tok t = next(p);
+        f->tok = t;
+        if (!parse_span_comment(p, &t, f)) return false;
+    }
+    return expect_kind(p, TK_NEWLINE, "end of line");
+}
+
+static bool own_span(const ir_expr *e) {
+    switch ((ir_expr_kind)e->kind) {
+    case IR_VAR: case IR_DFVAR: case IR_CONST: case IR_OP: case IR_GVAR: return false;
+    default: return true;
+    }
+}
+
+/* Sets the span of a node this parse just built. */
+static bool set_span(parser *p, const ir_tok *at, ir_expr *e, const ir_span *s) {
+    if (!own_span(e))
+        return perr(p, at, GR_ERR_PARSE,
+                    "a %s keeps its span elsewhere (variables at their definition, constants in "
+                    "the metadata section)", ir_expr_kind_name(e->kind)), false;
+    e->span = s;
+    return true;
+}
+
+/* ---- symbolic integer expressions ---- */
+
+static const ir_prim *prim_expr(parser *p, bool define);
+
+static const ir_prim *prim_quoted(parser *p) {
+    ir_tok t = next(p);
+    lexsave sv;
+    push_sub(p, &sv, t.s + 1, t.s + t.len - 1, &t);
+    const ir_prim *r = prim_expr(p, true);
+    if (r && peek(p, 0)->kind != TK_EOF) r = unexpected(p, peek(p, 0), "end of the dimension");
+    pop_lex(p, &sv);
+    return r;
+}
+
+static const ir_prim *prim_atom(parser *p, bool define) {
+    ir_tok t = *peek(p, 0);
+    if (t.kind == TK_INT) {
+        next(p);
+        int64_t v;
+        return int_value(p, &t, false, &v) ? ir_prim_int(p->ctx, v) : NULL;
+    }
+    if (t.kind == TK_STRING) return prim_quoted(p);
+    if (is_p(&t, '(')) {
+        next(p);
+        const ir_prim *r = prim_expr(p, define);
+        if (!r || !expect_p(p, ')', "to close the parenthesis")) return NULL;
+        return r;
+    }
+    if (t.kind == TK_NAME) {
+        if (tok_is(&t, "T") && is_p(peek(p, 1), '.')) {
+            /* T.int64(expr) */
+            next(p);
+            next(p);
+            if (!expect_name(p, "int64") || !expect_p(p, '(', "after T.int64")) return NULL;
+            const ir_prim *r = prim_expr(p, define);
+            if (!r || !expect_p(p, ')', "after the value")) return NULL;
+            return r;
+        }
+        next(p);
+        const char *name = tok_intern(p, &t);
+        const ir_prim *v = sym_get(p, name);
+        if (!v) {
+            if (!define && !p->sig_mode)
+                return perr(p, &t, GR_ERR_PARSE,
+                            "undefined symbolic variable '%s' (declare it with `%s = T.int64()`)",
+                            name, name);
+            v = ir_prim_var(p->ctx, name);
+            sym_define(p, name, v);
+        }
+        return v;
+    }
+    return unexpected(p, &t, "a dimension");
+}
+
+static const ir_prim *prim_unary(parser *p, bool define) {
+    ir_tok t = *peek(p, 0);
+    if (is_p(&t, '-')) {
+        next(p);
+        if (peek(p, 0)->kind == TK_INT) { /* -9223372036854775808 */
+            ir_tok n = next(p);
+            int64_t v;
+            return int_value(p, &n, true, &v) ? ir_prim_int(p->ctx, v) : NULL;
+        }
+        if (!enter(p, &t)) return NULL;
+        const ir_prim *a = prim_unary(p, define);
+        LEAVE(p);
+        return a ? ir_prim_sub(p->ctx, ir_prim_int(p->ctx, 0), a) : NULL;
+    }
+    if (!enter(p, &t)) return NULL;
+    const ir_prim *r = prim_atom(p, define);
+    LEAVE(p);
+    return r;
+}
+
+static const ir_prim *prim_term(parser *p, bool define) {
+    const ir_prim *a = prim_unary(p, define);
+    while (a) {
+        ir_tok t = *peek(p, 0);
+        int op = is_p(&t, '*') ? 1 : t.kind == TK_DSLASH ? 2 : is_p(&t, '%') ? 3 : 0;
+        if (!op) break;
+        next(p);
+        const ir_prim *b = prim_unary(p, define);
+        if (!b) return NULL;
+        if (op == 1) a = ir_prim_mul(p->ctx, a, b);
+        else {
+            a = op == 2 ? ir_prim_floordiv(p->ctx, a, b) : ir_prim_floormod(p->ctx, a, b);
+            if (!a) return perr(p, &t, GR_ERR_PARSE, "division by zero in a dimension");
+        }
+    }
+    return a;
+}
+
+static const ir_prim *prim_expr(parser *p, bool define) {
+    const ir_prim *a = prim_term(p, define);
+    while (a) {
+        ir_tok t = *peek(p, 0);
+        if (!is_p(&t, '+') && !is_p(&t, '-')) break;
+        next(p);
+        const ir_prim *b = prim_term(p, define);
+        if (!b) return NULL;
+        a = is_p(&t, '+') ? ir_prim_add(p->ctx, a, b) : ir_prim_sub(p->ctx, a, b);
+    }
+    return a;
+}
+
+/* `(d, d, ...)` or `[d, ...]` onto pstack; returns the count or -1. */
+static int prim_list(parser *p, char open, char close) {
+    if (!expect_p(p, open, "to open the dimension list")) return -1;
+    int n = 0;
+    while (!is_p(peek(p, 0), close)) {
+        const ir_prim *d = prim_expr(p, false);
+        if (!d) return -1;
+        if (n >= MAX_DIMS) return perr(p, peek(p, 0), GR_ERR_PARSE, "too many dimensions (limit %d)", MAX_DIMS), -1;
+        gr_vec_push(&p->pstack, d);
+        n++;
+        if (!accept_p(p, ',')) break;
+    }
+    if (!expect_p(p, close, "to close the dimension list")) return -1;
+    return n;
+}
+
+/* ---- struct info ---- */
+
+static bool dtype_lit(parser *p, ir_dtype *out) {
+    ir_tok t = *peek(p, 0);
+    if (!string_lit(p, false)) return false;
+    if (!ir_dtype_parse(p->sbuf.data, out))
+        return perr(p, &t, GR_ERR_PARSE, "unknown dtype \"%s\"", p->sbuf.data), false;
+    return true;
+}
+
+static const ir_sinfo *parse_sinfo(parser *p);
+
+static bool kw_at(parser *p, const char *name) {
+    return tok_is(peek(p, 0), name) && is_p(peek(p, 1), '=');
+}
+
+static const ir_sinfo *sinfo_tensor(parser *p, const ir_tok *at) {
+    ir_dtype dt = IR_DTYPE_VOID;
+    int64_t ndim = -1;
+    int ndims = -1;
+    uint32_t mark = p->pstack.len;
+    if (accept_p(p, '(')) {
+        bool pos_done = false;
+        while (!is_p(peek(p, 0), ')')) {
+            if (kw_at(p, "ndim")) {
+                next(p), next(p);
+                num n;
+                if (!number(p, &n)) return NULL;
+                if (n.is_float || n.is_bool || n.i < -1 || n.i > MAX_DIMS)
+                    return perr(p, at, GR_ERR_PARSE, "bad ndim");
+                ndim = n.i;
+            } else if (kw_at(p, "dtype")) {
+                next(p), next(p);
+                if (!dtype_lit(p, &dt)) return NULL;
+            } else if (peek(p, 0)->kind == TK_STRING && (pos_done || ndims >= 0)) {
+                if (!dtype_lit(p, &dt)) return NULL;
+            } else if (!pos_done && is_p(peek(p, 0), '(')) {
+                ndims = prim_list(p, '(', ')');
+                if (ndims < 0) return NULL;
+                pos_done = true;
+            } else if (!pos_done && tok_is(peek(p, 0), "None")) {
+                next(p);
+                pos_done = true;
+            } else {
+                return unexpected(p, peek(p, 0), "a shape, ndim= or dtype=");
+            }
+            if (!accept_p(p, ',')) break;
+        }
+        if (!expect_p(p, ')', "to close R.Tensor(")) return NULL;
+    }
+    const ir_sinfo *r;
+    if (ndims >= 0) {
+        if (ndim >= 0 && ndim != ndims)
+            return perr(p, at, GR_ERR_PARSE, "ndim=%" PRId64 " does not match a shape of rank %d", ndim, ndims);
+        r = ir_sinfo_tensor(p->ctx, dt, ndims, p->pstack.data + mark);
+    } else {
+        r = ir_sinfo_tensor(p->ctx, dt, (int32_t)ndim, NULL);
+    }
+    p->pstack.len = mark;
+    return r;
+}
+
+static const ir_sinfo *sinfo_list(parser *p, char close, uint32_t *n) {
+    uint32_t mark = p->sstack.len;
+    while (!is_p(peek(p, 0), close)) {
+        const ir_sinfo *s = parse_sinfo(p);
+        if (!s) return NULL;
+        gr_vec_push(&p->sstack, s);
+        if (!accept_p(p, ',')) break;
+    }
+    if (!expect_p(p, close, "to close the list")) return NULL;
+    *n = p->sstack.len - mark;
+    return (const ir_sinfo *)1; /* items on sstack from mark */
+}
+
+static const ir_sinfo *parse_sinfo_inner(parser *p) {
+    ir_tok at = *peek(p, 0);
+    if (!tok_is(&at, "R") || !is_p(peek(p, 1), '.') || peek(p, 2)->kind != TK_NAME)
+        return unexpected(p, &at, "a struct info annotation (R.Tensor, R.Tuple, ...)");
+    next(p);
+    next(p);
+    ir_tok k = next(p);
+    if (tok_is(&k, "Tensor")) return sinfo_tensor(p, &at);
+    if (tok_is(&k, "Object")) return ir_sinfo_object(p->ctx);
+    if (tok_is(&k, "Tuple")) {
+        uint32_t mark = p->sstack.len, n = 0;
+        if (accept_p(p, '(') && !sinfo_list(p, ')', &n)) return NULL;
+        const ir_sinfo *r = ir_sinfo_tuple(p->ctx, n, p->sstack.data + mark);
+        p->sstack.len = mark;
+        return r;
+    }
+    if (tok_is(&k, "Shape")) {
+        if (!accept_p(p, '(')) return ir_sinfo_shape(p->ctx, -1, NULL);
+        const ir_sinfo *r = NULL;
+        if (kw_at(p, "ndim")) {
+            next(p), next(p);
+            num n;
+            if (!number(p, &n)) return NULL;
+            if (n.is_float || n.is_bool || n.i < -1 || n.i > MAX_DIMS) return perr(p, &at, GR_ERR_PARSE, "bad ndim");
+            r = ir_sinfo_shape(p->ctx, (int32_t)n.i, NULL);
+        } else {
+            uint32_t mark = p->pstack.len;
+            int nd = prim_list(p, '[', ']');
+            if (nd < 0) return NULL;
+            r = ir_sinfo_shape(p->ctx, nd, p->pstack.data + mark);
+            p->pstack.len = mark;
+        }
+        accept_p(p, ',');
+        return expect_p(p, ')', "to close R.Shape(") ? r : NULL;
+    }
+    if (tok_is(&k, "Prim")) {
+        if (!expect_p(p, '(', "after R.Prim")) return NULL;
+        const ir_sinfo *r = NULL;
+        if (kw_at(p, "value")) {
+            next(p), next(p);
+            const ir_prim *v = prim_expr(p, false);
+            if (!v) return NULL;
+            r = ir_sinfo_prim(p->ctx, IR_DTYPE_I64, v);
+        } else {
+            if (kw_at(p, "dtype")) next(p), next(p);
+            ir_dtype dt;
+            if (!dtype_lit(p, &dt)) return NULL;
+            r = ir_sinfo_prim(p->ctx, dt, NULL);
+        }
+        return expect_p(p, ')', "to close R.Prim(") ? r : NULL;
+    }
+    if (tok_is(&k, "Callable")) {
+        if (!accept_p(p, '(')) return ir_sinfo_func_opaque(p->ctx, NULL);
+        if (kw_at(p, "ret")) {
+            next(p), next(p);
+            const ir_sinfo *ret = parse_sinfo(p);
+            if (!ret || !expect_p(p, ')', "to close R.Callable(")) return NULL;
+            return ir_sinfo_func_opaque(p->ctx, ret);
+        }
+        uint32_t mark = p->sstack.len, n = 0;
+        if (!expect_p(p, '(', "for the parameter list") || !sinfo_list(p, ')', &n)) return NULL;
+        if (!expect_p(p, ',', "before the return struct info")) return NULL;
+        const ir_sinfo *ret = parse_sinfo(p);
+        if (!ret) return NULL;
+        accept_p(p, ',');
+        if (!expect_p(p, ')', "to close R.Callable(")) return NULL;
+        const ir_sinfo *r = ir_sinfo_func(p->ctx, n, p->sstack.data + mark, ret);
+        p->sstack.len = mark;
+        return r;
+    }
+    return perr(p, &k, GR_ERR_PARSE, "unknown struct info 'R.%.*s'", (int)k.len, k.s);
+}
+
+static const ir_sinfo *parse_sinfo(parser *p) {
+    ir_tok at = *peek(p, 0);
+    if (!enter(p, &at)) return NULL;
+    const ir_sinfo *r = parse_sinfo_inner(p);
+    LEAVE(p);
+    return r;
+}
+
+/* ---- attribute values ---- */
+
+static ir_expr *parse_expr(parser *p);
+
+static bool parse_attr(parser *p, ir_attr *out) {
+    ir_tok t = *peek(p, 0);
+    if (!enter(p, &t)) return false;
+    bool ok = false;
+    if (t.kind == TK_STRING) {
+        const char *s = string_interned(p, true);
+        if (s) *out = ir_attr_str(p->ctx, s), ok = true;
+    } else if (t.kind == TK_INT || t.kind == TK_FLOAT || is_p(&t, '-') || tok_is(&t, "True") ||
+               tok_is(&t, "False") || (tok_is(&t, "float") && is_p(peek(p, 1), '('))) {
+        num n;
+        if (number(p, &n)) {
+            *out = n.is_bool ? ir_attr_bool(n.i != 0) : n.is_float ? ir_attr_float(n.f) : ir_attr_int(n.i);
+            ok = true;
+        }
+    } else if (tok_is(&t, "None")) {
+        next(p);
+        *out = ir_attr_none();
+        ok = true;
+    } else if (is_p(&t, '[') || is_p(&t, '(')) {
+        char close = is_p(&t, '[') ? ']' : ')';
+        next(p);
+        uint32_t mark = p->vstack.len;
+        ok = true;
+        while (!is_p(peek(p, 0), close)) {
+            ir_attr a;
+            if (!parse_attr(p, &a)) {
+                ok = false;
+                break;
+            }
+            gr_vec_push(&p->vstack, a);
+            if (!accept_p(p, ',')) break;
+        }
+        if (ok) ok = expect_p(p, close, "to close the list");
+        if (ok) *out = ir_attr_array(p->ctx, p->vstack.len - mark, p->vstack.data + mark);
+        p->vstack.len = mark;
+    } else if (is_p(&t, '{')) {
+        next(p);
+        uint32_t mark = p->vstack.len;
+        ok = true;
+        while (!is_p(peek(p, 0), '}')) {
+            ir_attr k, v;
+            if (!parse_attr(p, &k) || !expect_p(p, ':', "after a dict key") || !parse_attr(p, &v)) {
+                ok = false;
+                break;
+            }
+            gr_vec_push(&p->vstack, k);
+            gr_vec_push(&p->vstack, v);
+            if (!accept_p(p, ',')) break;
+        }
+        if (ok) ok = expect_p(p, '}', "to close the dict");
+        if (ok) {
+            uint32_t n = p->vstack.len - mark;
+            *out = ir_attr_array(p->ctx, n, p->vstack.data + mark);
+            out->kind = IR_ATTR_MAP;
+            out->u.arr.n = n / 2;
+        }
+        p->vstack.len = mark;
+    } else if (t.kind == TK_NAME) {
+        ir_expr *e = parse_expr(p);
+        if (e) {
+            if (!ir_normalize_in(p->ctx, p->mod, e, &p->tmp))
+                perr(p, &t, GR_ERR_TYPE, "%s", p->tmp.msg);
+            else
+                *out = ir_attr_expr(e), ok = true;
+        }
+    } else {
+        unexpected(p, &t, "an attribute value");
+    }
+    LEAVE(p);
+    return ok && !p->failed;
+}
+
+/* ---- expressions ---- */
+
+static ir_expr *metadata_ref(parser *p) {
+    ir_tok at = next(p); /* metadata */
+    if (!expect_p(p, '[', "after metadata")) return NULL;
+    ir_tok kt = *peek(p, 0);
+    if (!string_lit(p, false)) return NULL;
+    if (strcmp(p->sbuf.data, "relax.expr.Constant") != 0)
+        return perr(p, &kt, GR_ERR_PARSE, "unsupported metadata kind \"%s\"", p->sbuf.data);
+    if (!expect_p(p, ']', "after the metadata kind") || !expect_p(p, '[', "for the constant index"))
+        return NULL;
+    ir_tok it = *peek(p, 0);
+    if (!expect_kind(p, TK_INT, "a constant index")) return NULL;
+    int64_t idx;
+    if (!int_value(p, &it, false, &idx) || !expect_p(p, ']', "after the constant index")) return NULL;
+    if (!p->have_meta)
+        return perr(p, &at, GR_ERR_PARSE,
+                    "metadata section missing: the module refers to metadata[\"relax.expr.Constant\"] "
+                    "but has no `metadata = {...}` section");
+    if (idx >= (int64_t)p->nconsts)
+        return perr(p, &it, GR_ERR_PARSE, "metadata index %" PRId64 " out of range (%u constants)",
+                    idx, p->nconsts);
+    return &p->consts[idx]->base;
+}
+
+static ir_expr *r_const(parser *p, const ir_tok *at) {
+    if (!expect_p(p, '(', "after R.const")) return NULL;
+    num n;
+    if (!number(p, &n)) return NULL;
+    ir_dtype dt = n.is_float ? IR_DTYPE_F32 : n.is_bool ? IR_DTYPE_BOOL : IR_DTYPE_I64;
+    if (accept_p(p, ',')) {
+        if (kw_at(p, "dtype")) next(p), next(p);
+        if (!is_p(peek(p, 0), ')') && !dtype_lit(p, &dt)) return NULL;
+    }
+    if (!expect_p(p, ')', "to close R.const(")) return NULL;
+    if (ir_dtype_is_void(dt) || dt.lanes != 1 || !ir_dtype_bytes(dt))
+        return perr(p, at, GR_ERR_PARSE, "R.const needs a scalar dtype");
+    rt_tensor *t = rt_tensor_new(dt, 0, NULL);
+    if (!t) return perr(p, at, GR_ERR_NOMEM, "out of memory");
+    if (dt.code == kDLInt && dt.bits == 64 && !n.is_float) *(int64_t *)rt_tensor_data(t) = n.i;
+    else rt_tensor_set_f64(t, 0, n.is_float ? n.f : (double)n.i);
+    ir_const *c = ir_const_new(p->ctx, t, NULL);
+    rt_tensor_release(t);
+    return &c->base;
+}
+
+static ir_expr *r_prim_value(parser *p) {
+    if (!expect_p(p, '(', "after R.prim_value")) return NULL;
+    ir_expr *r = NULL;
+    if (tok_is(peek(p, 0), "T") && is_p(peek(p, 1), '.') && peek(p, 2)->kind == TK_NAME) {
+        next(p), next(p);
+        ir_tok dtok = next(p);
+        char dn[32];
+        snprintf(dn, sizeof(dn), "%.*s", (int)(dtok.len > 31 ? 31 : dtok.len), dtok.s);
+        ir_dtype dt;
+        if (!ir_dtype_parse(dn, &dt) || ir_dtype_is_void(dt))
+            return perr(p, &dtok, GR_ERR_PARSE, "unknown dtype T.%s", dn);
+        if (!expect_p(p, '(', "after the dtype")) return NULL;
+        if (ir_dtype_is_float(dt)) {
+            num n;
+            if (!number(p, &n)) return NULL;
+            r = &ir_primval_float(p->ctx, dt, n.is_float ? n.f : (double)n.i, NULL)->base;
+        } else {
+            const ir_prim *v = prim_expr(p, false);
+            if (!v) return NULL;
+            ir_primval *pv = ir_primval_int(p->ctx, v, NULL);
+            pv->dtype = dt; /* fresh node, not yet published */
+            r = &pv->base;
+        }
+        if (!expect_p(p, ')', "to close the typed value")) return NULL;
+    } else if (peek(p, 0)->kind == TK_FLOAT ||
+               (is_p(peek(p, 0), '-') && peek(p, 1)->kind == TK_FLOAT)) {
+        num n;
+        if (!number(p, &n)) return NULL;
+        r = &ir_primval_float(p->ctx, IR_DTYPE_F64, n.f, NULL)->base;
+    } else {
+        const ir_prim *v = prim_expr(p, false);
+        if (!v) return NULL;
+        r = &ir_primval_int(p->ctx, v, NULL)->base;
+    }
+    return expect_p(p, ')', "to close R.prim_value(") ? r : NULL;
+}
+
+static ir_expr *call_args_generic(parser *p, ir_expr *callee) {
+    /* `(` already consumed */
+    uint32_t mark = p->estack.len;
+    while (!is_p(peek(p, 0), ')')) {
+        ir_expr *a = parse_expr(p);
+        if (!a) return NULL;
+        gr_vec_push(&p->estack, a);
+        if (!accept_p(p, ',')) break;
+    }
+    if (!expect_p(p, ')', "to close the call")) return NULL;
+    ir_call *c = ir_call_new(p->ctx, callee, p->estack.len - mark, p->estack.data + mark, NULL, 0,
+                             NULL, NULL);
+    p->estack.len = mark;
+    return &c->base;
+}
+
+static const ir_op_def *find_op(parser *p, const char *name, size_t n) {
+    uint64_t h = gr_hash_bytes(name, n, 77) | 1;
+    uint64_t v;
+    if (gr_map_get(&p->opcache, h, &v)) {
+        const ir_op_def *d = (const ir_op_def *)(uintptr_t)v;
+        if (strcmp(d->text_name, name) == 0) return d;
+    }
+    const ir_op_def *d = ir_op_def_find(name);
+    if (d) gr_map_put(&p->opcache, h, GR_MAP_PTR(d));
+    return d;
+}
+
+static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
+    next(p); /* ( */
+    uint32_t emark = p->estack.len, kmark = p->kstack.len, vmark = p->vstack.len,
+             smark = p->sstack.len;
+    bool call_like = (def->flags & IR_OPF_CALL_LIKE) != 0;
+    bool kw_seen = false;
+    ir_expr *result = NULL;
+    while (!is_p(peek(p, 0), ')')) {
+        if (peek(p, 0)->kind == TK_NAME && is_p(peek(p, 1), '=')) {
+            ir_tok k = next(p);
+            next(p);
+            kw_seen = true;
+            if (tok_is(&k, "out_sinfo") || tok_is(&k, "sinfo_args")) {
+                if (p->sstack.len != smark) {
+                    perr(p, &k, GR_ERR_PARSE, "struct info arguments given twice");
+                    goto out;
+                }
+                char close = accept_p(p, '[') ? ']' : accept_p(p, '(') ? ')' : 0;
+                if (close) {
+                    uint32_t n;
+                    if (!sinfo_list(p, close, &n)) goto out;
+                } else {
+                    const ir_sinfo *s = parse_sinfo(p);
+                    if (!s) goto out;
+                    gr_vec_push(&p->sstack, s);
+                }
+            } else {
+                ir_attr a;
+                if (!parse_attr(p, &a)) goto out;
+                gr_vec_push(&p->kstack, tok_intern(p, &k));
+                gr_vec_push(&p->vstack, a);
+            }
+        } else {
+            if (kw_seen) {
+                perr(p, peek(p, 0), GR_ERR_PARSE, "positional argument after a keyword argument");
+                goto out;
+            }
+            ir_expr *a;
+            if (call_like && p->estack.len == emark && peek(p, 0)->kind == TK_STRING) {
+                const char *sym = string_interned(p, false);
+                if (!sym) goto out;
+                a = &ir_extern_new(p->ctx, sym, NULL)->base;
+            } else {
+                a = parse_expr(p);
+                if (!a) goto out;
+            }
+            gr_vec_push(&p->estack, a);
+        }
+        if (!accept_p(p, ',')) break;
+    }
+    if (!expect_p(p, ')', "to close the op call")) goto out;
+    uint32_t nargs = p->estack.len - emark;
+    if ((int)nargs < def->min_args || (def->max_args >= 0 && (int)nargs > def->max_args)) {
+        if (def->min_args == def->max_args)
+            perr(p, at, GR_ERR_PARSE, "%s takes %d argument%s, got %u", def->text_name,
+                 def->min_args, def->min_args == 1 ? "" : "s", nargs);
+        else
+            perr(p, at, GR_ERR_PARSE, "%s takes %d to %d arguments, got %u", def->text_name,
+                 def->min_args, def->max_args, nargs);
+        goto out;
+    }
+    const ir_attrs *attrs = NULL;
+    uint32_t nk = p->kstack.len - kmark;
+    if (nk || def->nattrs) {
+        const ir_attrs *given = nk ? ir_attrs_new(p->ctx, nk, p->kstack.data + kmark,
+                                                  p->vstack.data + vmark) : NULL;
+        gr_diag_clear(&p->tmp);
+        if (ir_op_attrs_normalize(p->ctx, def, given, &attrs, &p->tmp) != GR_OK) {
+            perr(p, at, GR_ERR_PARSE, "%s", p->tmp.msg);
+            goto out;
+        }
+    }
+    ir_call *c = ir_call_new(p->ctx, &ir_op_get_def(p->ctx, def)->base, nargs,
+                             p->estack.data + emark, attrs, p->sstack.len - smark,
+                             p->sstack.data + smark, NULL);
+    result = &c->base;
+out:
+    p->estack.len = emark;
+    p->kstack.len = kmark;
+    p->vstack.len = vmark;
+    p->sstack.len = smark;
+    return result;
+}
+
+/* Dotted names: R.*, cls.*, and op names. */
+static ir_expr *dotted(parser *p) {
+    ir_tok at = *peek(p, 0);
+    size_t n = 0;
+    for (;;) {
+        ir_tok t = next(p);
+        if (n + t.len + 2 >= sizeof(p->name))
+            return perr(p, &t, GR_ERR_PARSE, "name too long");
+        memcpy(p->name + n, t.s, t.len);
+        n += t.len;
+        p->name[n] = 0;
+        if (!(is_p(peek(p, 0), '.') && peek(p, 1)->kind == TK_NAME)) break;
+        next(p);
+        p->name[n++] = '.';
+    }
+    const char *nm = p->name;
+    if (strncmp(nm, "cls.", 4) == 0) {
+        const char *g = ir_intern(p->ctx, nm + 4);
+        uint64_t idx;
+        if (!gr_map_get(&p->sigmap, GR_MAP_PTR(g), &idx))
+            return perr(p, &at, GR_ERR_PARSE, "unknown global function '%s'", nm);
+        return &p->sigs.data[idx - 1].gvar->base;
+    }
+    if (strcmp(nm, "R.const") == 0) return r_const(p, &at);
+    if (strcmp(nm, "R.prim_value") == 0) return r_prim_value(p);
+    if (strcmp(nm, "R.shape") == 0) {
+        if (!expect_p(p, '(', "after R.shape")) return NULL;
+        uint32_t mark = p->pstack.len;
+        int nd = prim_list(p, '[', ']');
+        if (nd < 0 || !expect_p(p, ')', "to close R.shape(")) return NULL;
+        ir_shape_expr *s = ir_shape_expr_new(p->ctx, (uint32_t)nd, p->pstack.data + mark, NULL);
+        p->pstack.len = mark;
+        return &s->base;
+    }
+    if (strcmp(nm, "R.str") == 0 || strcmp(nm, "R.ExternFunc") == 0) {
+        bool ext = nm[2] == 'E';
+        if (!expect_p(p, '(', "after the name")) return NULL;
+        const char *s = string_interned(p, true);
+        if (!s || !expect_p(p, ')', "to close the call")) return NULL;
+        return ext ? &ir_extern_new(p->ctx, s, NULL)->base : &ir_str_new(p->ctx, s, NULL)->base;
+    }
+    if (strcmp(nm, "R.with_span") == 0) {
+        if (!expect_p(p, '(', "after R.with_span")) return NULL;
+        ir_tok et = *peek(p, 0);
+        ir_expr *e = parse_expr(p);
+        if (!e || !expect_p(p, ',', "before the span")) return NULL;
+        bool ok;
+        const ir_span *s = parse_span(p, &ok);
+        if (!ok || !expect_p(p, ')', "to close R.with_span(")) return NULL;
+        return set_span(p, &et, e, s) ? e : NULL;
+    }
+    if (strcmp(nm, "R.tuple") == 0) {
+        if (!expect_p(p, '(', "after R.tuple")) return NULL;
+        uint32_t mark = p->estack.len;
+        while (!is_p(peek(p, 0), ')')) {
+            ir_expr *a = parse_expr(p);
+            if (!a) return NULL;
+            gr_vec_push(&p->estack, a);
+            if (!accept_p(p, ',')) break;
+        }
+        if (!expect_p(p, ')', "to close R.tuple(")) return NULL;
+        ir_tuple *t = ir_tuple_new(p->ctx, p->estack.len - mark, p->estack.data + mark, NULL);
+        p->estack.len = mark;
+        return &t->base;
+    }
+    if (strcmp(nm, "R.match_cast") == 0)
+        return perr(p, &at, GR_ERR_PARSE, "R.match_cast is only allowed as the value of a binding");
+    const ir_op_def *def = find_op(p, nm, n);
+    if (!def) return perr(p, &at, GR_ERR_PARSE, "unknown op '%s'", nm);
+    if (is_p(peek(p, 0), '(')) return op_call(p, def, &at);
+    return &ir_op_get_def(p->ctx, def)->base;
+}
+
+static ir_expr *primary(parser *p) {
+    ir_tok t = *peek(p, 0);
+    if (t.kind == TK_NAME) {
+        if (is_p(peek(p, 1), '.')) return dotted(p);
+        if (tok_is(&t, "metadata") && is_p(peek(p, 1), '[')) return metadata_ref(p);
+        next(p);
+        const char *name = tok_intern(p, &t);
+        ir_var *v = scope_get(p, name);
+        if (!v) return perr(p, &t, GR_ERR_PARSE, "undefined variable '%s'", name);
+        return &v->base;
+    }
+    if (is_p(&t, '(')) {
+        next(p);
+        uint32_t mark = p->estack.len;
+        bool tuple = false;
+        while (!is_p(peek(p, 0), ')')) {
+            ir_expr *a = parse_expr(p);
+            if (!a) return NULL;
+            gr_vec_push(&p->estack, a);
+            if (!accept_p(p, ',')) break;
+            tuple = true;
+        }
+        if (!expect_p(p, ')', "to close the parenthesis")) return NULL;
+        uint32_t n = p->estack.len - mark;
+        if (n == 1 && !tuple) {
+            ir_expr *e = p->estack.data[mark];
+            p->estack.len = mark;
+            return e;
+        }
+        ir_tuple *tp = ir_tuple_new(p->ctx, n, p->estack.data + mark, NULL);
+        p->estack.len = mark;
+        return &tp->base;
+    }
+    return unexpected(p, &t, "an expression");
+}
+
+static ir_expr *parse_expr(parser *p) {
+    ir_tok at = *peek(p, 0);
+    if (!enter(p, &at)) return NULL;
+    ir_expr *e = primary(p);
+    while (e) {
+        ir_tok t = *peek(p, 0);
+        if (is_p(&t, '[')) {
+            next(p);
+            ir_tok it = *peek(p, 0);
+            int64_t idx;
+            if (!expect_kind(p, TK_INT, "a tuple index") || !int_value(p, &it, false, &idx)) e = NULL;
+            else if (idx > INT32_MAX) e = perr(p, &it, GR_ERR_PARSE, "tuple index out of range");
+            else if (!expect_p(p, ']', "after the tuple index")) e = NULL;
+            else e = &ir_tgi_new(p->ctx, e, (int32_t)idx, NULL)->base;
+        } else if (is_p(&t, '(')) {
+            next(p);
+            e = call_args_generic(p, e);
+        } else {
+            break;
+        }
+    }
+    LEAVE(p);
+    return e;
+}
+
+/* ---- statements ---- */
+
+typedef struct body_ctx {
+    ir_bb_t *bb;
+    bool in_df, plain_open;
+    uint32_t df_first_id;
+} body_ctx;
+
+typedef struct result_stmt {
+    bool have;
+    ir_tok tok;              /* the name */
+    const char *name;
+    const ir_sinfo *annot;
+    ir_expr *value;
+    ir_tok vtok;
+    span_fields sf;
+} result_stmt;
+
+static void *type_err(parser *p, const ir_tok *at) {
+    const char *m = p->tmp.msg[0] ? p->tmp.msg : "struct info inference failed";
+    return perr(p, at, GR_ERR_TYPE, "%s", m);
+}
+
+static bool check_annot(parser *p, const ir_tok *at, const ir_sinfo *annot, const ir_sinfo *got) {
+    if (ir_sinfo_is_base_of(annot, got)) return true;
+    char a[512], g[512];
+    ir_sinfo_snprint(annot, a, sizeof(a));
+    ir_sinfo_snprint(got, g, sizeof(g));
+    perr(p, at, GR_ERR_TYPE, "annotation %s does not match the value's struct info %s", a, g);
+    return false;
+}
+
+static bool emit(parser *p, body_ctx *bc, const ir_tok *ntok, const char *name,
+                 const ir_sinfo *annot, ir_expr *value, const ir_sinfo *match,
+                 const span_fields *sf, const ir_tok *vtok) {
+    if (sf->has_seq)
+        return perr(p, &sf->tok, GR_ERR_PARSE, "seq_span belongs on a return line"), false;
+    if (sf->has_span && !set_span(p, &sf->tok, value, sf->span)) return false;
+    const ir_sinfo *vs = NULL;
+    gr_diag_clear(&p->tmp);
+    if (match) {
+        if (annot && !check_annot(p, ntok, annot, match)) return false;
+        vs = match;
+    } else if (annot) {
+        if (!ir_normalize_in(p->ctx, p->mod, value, &p->tmp)) return type_err(p, vtok), false;
+        if (!check_annot(p, ntok, annot, value->sinfo)) return false;
+        vs = annot;
+    }
+    const ir_span *vspan = sf->has_var ? sf->var : value->span;
+    ir_var *v = bc->in_df ? ir_dfvar_new(p->ctx, name, vs, vspan) : ir_var_new(p->ctx, name, vs, vspan);
+    if (!bc->in_df && !bc->plain_open) {
+        ir_bb_begin_block(bc->bb);
+        bc->plain_open = true;
+    }
+    if (!ir_bb_emit_to(bc->bb, v, value, match)) return type_err(p, vtok), false;
+    scope_bind(p, name, v);
+    return true;
+}
+
+static ir_func *parse_def(parser *p, bool module_level, bool is_private, fsig *sig,
+                          span_fields *sf_out, ir_tok *name_out);
+
+/* `R.func_attr({...})` into heap arrays. */
+typedef struct fattrs {
+    GR_VEC(const char *) keys;
+    GR_VEC(ir_attr) vals;
+} fattrs;
+
+static bool parse_func_attr(parser *p, fattrs *fa) {
+    ir_tok at = *peek(p, 0);
+    next(p), next(p), next(p);
+    if (!expect_p(p, '(', "after R.func_attr")) return false;
+    ir_attr a;
+    ir_tok dt = *peek(p, 0);
+    if (!is_p(&dt, '{')) return unexpected(p, &dt, "a dict"), false;
+    if (!parse_attr(p, &a) || !expect_p(p, ')', "to close R.func_attr(")) return false;
+    for (uint32_t i = 0; i < a.u.arr.n; i++) {
+        const ir_attr *k = &a.u.arr.items[2 * i];
+        if (k->kind != IR_ATTR_STR) return perr(p, &at, GR_ERR_PARSE, "function attribute keys must be strings"), false;
+        for (uint32_t j = 0; j < fa->keys.len; j++)
+            if (fa->keys.data[j] == k->u.s)
+                return perr(p, &at, GR_ERR_PARSE, "function attribute \"%s\" given twice", k->u.s), false;
+        gr_vec_push(&fa->keys, k->u.s);
+        gr_vec_push(&fa->vals, a.u.arr.items[2 * i + 1]);
+    }
+    span_fields sf;
+    return end_line(p, &sf);
+}
+
+static bool parse_stmt_list(parser *p, body_ctx *bc, bool branch, result_stmt *res,
+                            fattrs *fa, ir_expr **ret, span_fields *ret_sf, ir_tok *ret_tok);
+
+static bool parse_if(parser *p, body_ctx *bc) {
+    ir_tok at = next(p); /* if */
+    ir_tok ct = *peek(p, 0);
+    ir_expr *cond = parse_expr(p);
+    if (!cond || !expect_p(p, ':', "after the if condition")) return false;
+    span_fields isf;
+    if (!end_line(p, &isf) || !expect_kind(p, TK_INDENT, "an indented block")) return false;
+    if (isf.has_seq) return perr(p, &isf.tok, GR_ERR_PARSE, "seq_span belongs on the branch result line"), false;
+    ir_seq *br[2] = {NULL, NULL};
+    result_stmt rs[2];
+    memset(rs, 0, sizeof(rs));
+    for (int k = 0; k < 2; k++) {
+        if (k == 1) {
+            if (!expect_name(p, "else") || !expect_p(p, ':', "after else")) return false;
+            span_fields esf;
+            if (!end_line(p, &esf) || !expect_kind(p, TK_INDENT, "an indented block")) return false;
+            if (esf.has_span || esf.has_var || esf.has_seq)
+                return perr(p, &esf.tok, GR_ERR_PARSE, "spans of an if go on the `if` line"), false;
+        }
+        body_ctx inner = {ir_bb_new(p->ctx, &p->tmp), false, false, 0};
+        ir_bb_set_module(inner.bb, p->mod);
+        uint32_t umark = p->undo.len;
+        p->log_scope++;
+        bool ok = parse_stmt_list(p, &inner, true, &rs[k], NULL, NULL, NULL, NULL);
+        if (ok && !rs[k].have) {
+            perr(p, peek(p, 0), GR_ERR_PARSE, "an if branch must end with a binding of the result variable");
+            ok = false;
+        }
+        if (ok && rs[k].sf.has_var) {
+            perr(p, &rs[k].sf.tok, GR_ERR_PARSE, "var_span of an if result goes on the `if` line");
+            ok = false;
+        }
+        if (ok && rs[k].sf.has_span) ok = set_span(p, &rs[k].sf.tok, rs[k].value, rs[k].sf.span);
+        if (ok) {
+            gr_diag_clear(&p->tmp);
+            br[k] = ir_bb_finish(inner.bb, rs[k].value, rs[k].sf.seq);
+            if (!br[k]) {
+                type_err(p, &rs[k].vtok);
+                ok = false;
+            }
+        }
+        ir_bb_free(inner.bb);
+        restore(&p->scope, &p->undo, umark);
+        p->log_scope--;
+        if (!ok || !expect_kind(p, TK_DEDENT, "the end of the branch")) return false;
+    }
+    if (rs[0].name != rs[1].name)
+        return perr(p, &rs[1].tok, GR_ERR_PARSE, "both if branches must bind the same variable ('%s' vs '%s')",
+                    rs[0].name, rs[1].name), false;
+    ir_if *x = ir_if_new(p->ctx, cond, &br[0]->base, &br[1]->base, isf.has_span ? isf.span : NULL);
+    span_fields sf = {0};
+    sf.has_var = isf.has_var;
+    sf.var = isf.var;
+    sf.tok = isf.tok;
+    const ir_sinfo *annot = rs[0].annot ? rs[0].annot : rs[1].annot;
+    (void)ct;
+    return emit(p, bc, &rs[0].tok, rs[0].name, annot, &x->base, NULL, &sf, &at);
+}
+
+static bool parse_dataflow(parser *p, body_ctx *bc) {
+    next(p); /* with */
+    if (!expect_dotted(p, "R", "dataflow") || !expect_p(p, '(', "after R.dataflow") ||
+        !expect_p(p, ')', "after R.dataflow(") || !expect_p(p, ':', "after R.dataflow()"))
+        return false;
+    span_fields sf;
+    if (!end_line(p, &sf) || !expect_kind(p, TK_INDENT, "an indented block")) return false;
+    if (sf.has_span || sf.has_var || sf.has_seq)
+        return perr(p, &sf.tok, GR_ERR_PARSE, "a dataflow block has no span"), false;
+    if (bc->plain_open) {
+        ir_bb_end_block(bc->bb);
+        bc->plain_open = false;
+    }
+    ir_bb_begin_dataflow(bc->bb);
+    bc->in_df = true;
+    bc->df_first_id = ir_ctx_id_bound(p->ctx);
+    bool ok = true;
+    for (;;) {
+        ir_tok t = *peek(p, 0);
+        if (t.kind == TK_DEDENT) break;
+        if (at_dotted(p, "R", "output")) {
+            next(p), next(p), next(p);
+            if (!expect_p(p, '(', "after R.output")) return false;
+            while (!is_p(peek(p, 0), ')')) {
+                ir_tok nt = *peek(p, 0);
+                if (!expect_kind(p, TK_NAME, "a variable name")) return false;
+                const char *name = tok_intern(p, &nt);
+                ir_var *v = scope_get(p, name);
+                if (!v) return perr(p, &nt, GR_ERR_PARSE, "R.output of undefined variable '%s'", name), false;
+                if (v->base.id < bc->df_first_id)
+                    return perr(p, &nt, GR_ERR_PARSE, "R.output of '%s', which is not bound in this dataflow block", name), false;
+                /* The var was made as a DataflowVar before its R.output was seen; it is ours and
+                 * its block is still open, so turning it into a Var here is its final kind. */
+                v->base.kind = IR_VAR;
+                if (!accept_p(p, ',')) break;
+            }
+            if (!expect_p(p, ')', "to close R.output(")) return false;
+            if (!end_line(p, &sf)) return false;
+            if (peek(p, 0)->kind != TK_DEDENT)
+                return unexpected(p, peek(p, 0), "the end of the dataflow block after R.output"), false;
+            break;
+        }
+        if (t.kind != TK_NAME || !(is_p(peek(p, 1), ':') || is_p(peek(p, 1), '=')))
+            return unexpected(p, &t, "a binding or R.output(...) in a dataflow block"), false;
+        ok = parse_stmt_list(p, bc, false, NULL, NULL, NULL, NULL, NULL);
+        if (!ok) return false;
+    }
+    next(p); /* DEDENT */
+    ir_bb_end_block(bc->bb);
+    bc->in_df = false;
+    return !p->failed;
+}
+
+/* One binding statement (or a `n = T.int64()` declaration). With `res`, a binding followed by
+ * the end of the block is returned there instead of being emitted. */
+static bool parse_binding(parser *p, body_ctx *bc, result_stmt *res) {
+    ir_tok nt = next(p);
+    const char *name = tok_intern(p, &nt);
+    const ir_sinfo *annot = NULL;
+    if (accept_p(p, ':')) {
+        annot = parse_sinfo(p);
+        if (!annot) return false;
+    }
+    if (!expect_p(p, '=', "in a binding")) return false;
+    if (!annot && at_dotted(p, "T", "int64") && is_p(peek(p, 3), '(') && is_p(peek(p, 4), ')')) {
+        for (int i = 0; i < 5; i++) next(p);
+        span_fields sf;
+        if (!end_line(p, &sf)) return false;
+        if (!sym_get(p, name)) sym_define(p, name, ir_prim_var(p->ctx, name));
+        return true;
+    }
+    ir_tok vt = *peek(p, 0);
+    ir_expr *value;
+    const ir_sinfo *match = NULL;
+    if (at_dotted(p, "R", "match_cast")) {
+        next(p), next(p), next(p);
+        if (!expect_p(p, '(', "after R.match_cast")) return false;
+        value = parse_expr(p);
+        if (!value || !expect_p(p, ',', "before the struct info")) return false;
+        match = parse_sinfo(p);
+        if (!match || !expect_p(p, ')', "to close R.match_cast(")) return false;
+    } else {
+        value = parse_expr(p);
+        if (!value) return false;
+    }
+    span_fields sf;
+    if (!end_line(p, &sf)) return false;
+    if (res && !match && peek(p, 0)->kind == TK_DEDENT) {
+        res->have = true;
+        res->tok = nt;
+        res->name = name;
+        res->annot = annot;
+        res->value = value;
+        res->vtok = vt;
+        res->sf = sf;
+        return true;
+    }
+    return emit(p, bc, &nt, name, annot, value, match, &sf, &vt);
+}
+
+/* Statements up to the end of the block. Function bodies end with `return` (ret != NULL);
+ * if branches with a result binding (branch). */
+static bool parse_stmt_list(parser *p, body_ctx *bc, bool branch, result_stmt *res,
+                            fattrs *fa, ir_expr **ret, span_fields *ret_sf, ir_tok *ret_tok) {
+    bool single = !branch && !ret; /* one binding (dataflow blocks call this per binding) */
+    for (;;) {
+        if (p->failed) return false;
+        ir_tok t = *peek(p, 0);
+        if (t.kind == TK_DEDENT || t.kind == TK_EOF) {
+            if (branch) return true;
+            return unexpected(p, &t, "a return statement"), false;
+        }
+        if (t.kind == TK_NAME && (is_p(peek(p, 1), ':') || is_p(peek(p, 1), '='))) {
+            if (res && res->have) {
+                /* the previous statement looked like a result but more follows: impossible
+                 * (a result is only taken before DEDENT) */
+                return unexpected(p, &t, "the end of the branch"), false;
+            }
+            if (!parse_binding(p, bc, branch ? res : NULL)) return false;
+            if (single) return true;
+            continue;
+        }
+        if (single) return unexpected(p, &t, "a binding"), false;
+        if (res && res->have) return unexpected(p, &t, "the end of the branch"), false;
+        if (fa && at_dotted(p, "R", "func_attr")) {
+            if (!parse_func_attr(p, fa)) return false;
+            continue;
+        }
+        if (tok_is(&t, "with")) {
+            if (!parse_dataflow(p, bc)) return false;
+            continue;
+        }
+        if (tok_is(&t, "if")) {
+            if (!parse_if(p, bc)) return false;
+            continue;
+        }
+        if (is_p(&t, '@')) {
+            span_fields sf;
+            ir_tok nt;
+            next(p);
+            if (!expect_dotted(p, "R", "function")) return false;
+            if (is_p(peek(p, 0), '(')) {
+                next(p);
+                while (!is_p(peek(p, 0), ')')) {
+                    ir_tok k = *peek(p, 0);
+                    if (!tok_is(&k, "pure") || !is_p(peek(p, 1), '='))
+                        return unexpected(p, &k, "pure=... in a local function decorator"), false;
+                    next(p), next(p);
+                    num n;
+                    if (!number(p, &n)) return false;
+                    if (!accept_p(p, ',')) break;
+                }
+                if (!expect_p(p, ')', "to close the decorator")) return false;
+            }
+            if (!expect_kind(p, TK_NEWLINE, "end of line after the decorator")) return false;
+            ir_func *f = parse_def(p, false, false, NULL, &sf, &nt);
+            if (!f) return false;
+            const char *name = tok_intern(p, &nt);
+            span_fields bsf = {0};
+            bsf.has_var = sf.has_var;
+            bsf.var = sf.var;
+            bsf.tok = sf.tok;
+            if (bc->in_df) return perr(p, &t, GR_ERR_PARSE, "local functions are not allowed in a dataflow block"), false;
+            if (!emit(p, bc, &nt, name, NULL, &f->base, NULL, &bsf, &nt)) return false;
+            continue;
+        }
+        if (tok_is(&t, "return") && ret) {
+            next(p);
+            *ret_tok = *peek(p, 0);
+            ir_expr *v = parse_expr(p);
+            if (!v || !end_line(p, ret_sf)) return false;
+            if (ret_sf->has_var)
+                return perr(p, &ret_sf->tok, GR_ERR_PARSE, "var_span is not allowed on a return line"), false;
+            if (ret_sf->has_span && !set_span(p, &ret_sf->tok, v, ret_sf->span)) return false;
+            *ret = v;
+            if (peek(p, 0)->kind != TK_DEDENT)
+                return unexpected(p, peek(p, 0), "the end of the function after return"), false;
+            return true;
+        }
+        return unexpected(p, &t, branch ? "a binding" : "a statement");
+    }
+}
+
+typedef struct param_info {
+    ir_tok tok;
+    const char *name;
+    const ir_sinfo *sinfo;
+    const ir_span *span;
+} param_info;
+typedef GR_VEC(param_info) param_vec;
+
+/* `def NAME(params) -> ret:` up to the colon. */
+static bool parse_header(parser *p, ir_tok *name_tok, param_vec *params, const ir_sinfo **ret) {
+    if (!expect_name(p, "def")) return false;
+    *name_tok = *peek(p, 0);
+    if (!expect_kind(p, TK_NAME, "a function name") || !expect_p(p, '(', "after the function name"))
+        return false;
+    bool saved = p->sig_mode;
+    p->sig_mode = true;
+    bool ok = true;
+    while (ok && !is_p(peek(p, 0), ')')) {
+        ir_tok t = *peek(p, 0);
+        if (!expect_kind(p, TK_NAME, "a parameter name") || !expect_p(p, ':', "after the parameter name")) {
+            ok = false;
+            break;
+        }
+        param_info pi = {t, tok_intern(p, &t), NULL, NULL};
+        pi.sinfo = parse_sinfo(p);
+        if (!pi.sinfo) {
+            ok = false;
+            break;
+        }
+        bool comma = accept_p(p, ',');
+        if (peek(p, 0)->kind == TK_SPANC) {
+            ir_tok st = next(p);
+            span_fields sf = {0};
+            if (!parse_span_comment(p, &st, &sf)) {
+                ok = false;
+                break;
+            }
+            if (sf.has_var || sf.has_seq || !sf.has_span) {
+                perr(p, &st, GR_ERR_PARSE, "a parameter takes only `# span: ...`");
+                ok = false;
+                break;
+            }
+            pi.span = sf.span;
+            if (!comma) comma = accept_p(p, ',');
+        }
+        gr_vec_push(params, pi);
+        if (!comma) break;
+    }
+    ok = ok && expect_p(p, ')', "to close the parameter list");
+    *ret = NULL;
+    if (ok && peek(p, 0)->kind == TK_ARROW) {
+        next(p);
+        *ret = parse_sinfo(p);
+        ok = *ret != NULL;
+    }
+    p->sig_mode = saved;
+    return ok && expect_p(p, ':', "after the function signature");
+}
+
+static int cmp_str_ptr(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static ir_func *parse_def(parser *p, bool module_level, bool is_private, fsig *sig,
+                          span_fields *sf_out, ir_tok *name_out) {
+    ir_tok at = *peek(p, 0);
+    if (!enter(p, &at)) return NULL;
+    ir_func *result = NULL;
+    param_vec params = {0};
+    fattrs fa = {0};
+    ir_bb_t *bb = NULL;
+    uint32_t umark = p->undo.len, smark = p->sym_undo.len;
+    p->log_scope++;
+    if (module_level) {
+        gr_map_clear(&p->scope);
+        gr_map_clear(&p->syms);
+        p->sym_undo.len = smark = 0;
+        p->undo.len = umark = 0;
+        p->log_scope--; /* nothing outside to restore */
+        for (uint32_t i = 0; sig && i < sig->sym_n; i++) {
+            const psym *s = &p->sigsyms.data[sig->sym_start + i];
+            sym_define(p, s->name, s->var);
+        }
+    }
+    const ir_sinfo *ret = NULL;
+    if (!parse_header(p, name_out, &params, &ret)) goto out;
+    span_fields sf;
+    if (!end_line(p, &sf)) goto out;
+    if (sf.has_seq) {
+        perr(p, &sf.tok, GR_ERR_PARSE, "seq_span belongs on the return line");
+        goto out;
+    }
+    if (sf.has_var && module_level) {
+        perr(p, &sf.tok, GR_ERR_PARSE, "var_span is only meaningful for local functions");
+        goto out;
+    }
+    *sf_out = sf;
+    if (!expect_kind(p, TK_INDENT, "an indented function body")) goto out;
+    uint32_t first_id = ir_ctx_id_bound(p->ctx);
+    p->vars.len = 0;
+    for (uint32_t i = 0; i < params.len; i++) {
+        param_info *pi = &params.data[i];
+        ir_var *old = scope_get(p, pi->name);
+        if (old && old->base.id >= first_id) {
+            perr(p, &pi->tok, GR_ERR_PARSE, "duplicate parameter '%s'", pi->name);
+            goto out;
+        }
+        ir_var *v = ir_var_new(p->ctx, pi->name, pi->sinfo, pi->span);
+        scope_bind(p, pi->name, v);
+        gr_vec_push(&p->vars, v);
+    }
+    ir_var **pv = IR_NEW_ARRAY(p->ctx, ir_var *, params.len ? params.len : 1);
+    memcpy(pv, p->vars.data, sizeof(ir_var *) * params.len);
+    body_ctx bc = {ir_bb_new(p->ctx, &p->tmp), false, false, 0};
+    bb = bc.bb;
+    ir_bb_set_module(bb, p->mod);
+    ir_expr *rv = NULL;
+    span_fields rsf;
+    ir_tok rtok;
+    if (!parse_stmt_list(p, &bc, false, NULL, &fa, &rv, &rsf, &rtok)) goto out;
+    gr_diag_clear(&p->tmp);
+    ir_seq *body = ir_bb_finish(bb, rv, rsf.has_seq ? rsf.seq : NULL);
+    if (!body) {
+        type_err(p, &rtok);
+        goto out;
+    }
+    if (ret && !ir_sinfo_is_base_of(ret, body->base.sinfo)) {
+        char a[512], g[512];
+        ir_sinfo_snprint(ret, a, sizeof(a));
+        ir_sinfo_snprint(body->base.sinfo, g, sizeof(g));
+        perr(p, &rtok, GR_ERR_TYPE, "returns %s, but the function is annotated to return %s", g, a);
+        goto out;
+    }
+    if (!expect_kind(p, TK_DEDENT, "the end of the function")) goto out;
+    /* attributes sorted by key; public module functions get global_symbol = name */
+    const char *fname = tok_intern(p, name_out);
+    bool has_gs = false;
+    for (uint32_t i = 0; i < fa.keys.len; i++) has_gs |= strcmp(fa.keys.data[i], "global_symbol") == 0;
+    if (module_level && !is_private && !has_gs) {
+        gr_vec_push(&fa.keys, ir_intern(p->ctx, "global_symbol"));
+        gr_vec_push(&fa.vals, ir_attr_str(p->ctx, fname));
+    }
+    const ir_attrs *attrs = NULL;
+    if (fa.keys.len) {
+        uint32_t n = fa.keys.len;
+        const char **ks = gr_xmalloc(sizeof(char *) * n);
+        ir_attr *vs = gr_xmalloc(sizeof(ir_attr) * n);
+        memcpy(ks, fa.keys.data, sizeof(char *) * n);
+        qsort(ks, n, sizeof(char *), cmp_str_ptr);
+        for (uint32_t i = 0; i < n; i++)
+            for (uint32_t j = 0; j < n; j++)
+                if (fa.keys.data[j] == ks[i]) vs[i] = fa.vals.data[j];
+        attrs = ir_attrs_new(p->ctx, n, ks, vs);
+        free(ks);
+        free(vs);
+    }
+    ir_func *f = ir_func_new(p->ctx, params.len, pv, &body->base, ret, attrs, sf.has_span ? sf.span : NULL);
+    ir_expr_set_sinfo(&f->base, ir_func_sinfo(p->ctx, f));
+    result = f;
+out:
+    if (bb) ir_bb_free(bb);
+    gr_vec_free(&params);
+    gr_vec_free(&fa.keys);
+    gr_vec_free(&fa.vals);
+    if (!module_level) {
+        restore(&p->scope, &p->undo, umark);
+        restore(&p->syms, &p->sym_undo, smark);
+        p->log_scope--;
+    }
+    LEAVE(p);
+    return result;
+}
+
+/* ---- metadata section ---- */
+
+static const char *find_metadata(parser *p) {
+    const char *s = p->src, *end = p->src + p->len;
+    while (s < end) {
+        if ((size_t)(end - s) >= 8 && memcmp(s, "metadata", 8) == 0) {
+            const char *q = s + 8;
+            while (q < end && *q == ' ') q++;
+            if (q < end && *q == '=') return s;
+        }
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        if (!nl) break;
+        s = nl + 1;
+    }
+    return NULL;
+}
+
+static int line_of(parser *p, const char *at) {
+    int line = 1;
+    for (const char *s = p->src; s < at; s++) line += *s == '\n';
+    return line;
+}
+
+typedef GR_VEC(ir_const *) const_vec;
+
+static bool const_item(parser *p, const_vec *out) {
+    ir_tok at = *peek(p, 0);
+    if (!expect_dotted(p, "R", "const_data") || !expect_p(p, '(', "after R.const_data")) return false;
+    ir_dtype dt;
+    ir_tok dtok = *peek(p, 0);
+    if (!dtype_lit(p, &dt) || !expect_p(p, ',', "after the dtype")) return false;
+    if (ir_dtype_is_void(dt) || !ir_dtype_bytes(dt))
+        return perr(p, &dtok, GR_ERR_PARSE, "constants need a concrete dtype"), false;
+    if (!expect_p(p, '(', "for the shape")) return false;
+    int64_t shape[RT_MAX_NDIM];
+    int ndim = 0;
+    uint64_t numel = 1;
+    while (!is_p(peek(p, 0), ')')) {
+        ir_tok t = *peek(p, 0);
+        if (!expect_kind(p, TK_INT, "a dimension")) return false;
+        int64_t d;
+        if (!int_value(p, &t, false, &d)) return false;
+        if (ndim >= RT_MAX_NDIM) return perr(p, &t, GR_ERR_PARSE, "constants have at most %d dimensions", RT_MAX_NDIM), false;
+        if (d > ((int64_t)1 << 40) || (d && numel > ((uint64_t)1 << 40) / (uint64_t)d))
+            return perr(p, &t, GR_ERR_PARSE, "constant too large"), false;
+        numel *= (uint64_t)d;
+        shape[ndim++] = d;
+        if (!accept_p(p, ',')) break;
+    }
+    if (!expect_p(p, ')', "to close the shape") || !expect_p(p, ',', "before the data")) return false;
+    ir_tok data_tok = *peek(p, 0);
+    if (!string_lit(p, true)) return false;
+    uint64_t nbytes = numel * ir_dtype_bytes(dt);
+    if (p->sbuf.len != ir_base64_enc_len(nbytes))
+        return perr(p, &data_tok, GR_ERR_PARSE,
+                    "constant data has %zu base64 characters, expected %zu for %" PRIu64 " bytes",
+                    p->sbuf.len, ir_base64_enc_len(nbytes), nbytes), false;
+    unsigned char *raw = gr_xmalloc(p->sbuf.len / 4 * 3 + 4);
+    long got = ir_base64_decode(p->sbuf.data, p->sbuf.len, raw);
+    if (got != (long)nbytes) {
+        free(raw);
+        return perr(p, &data_tok, GR_ERR_PARSE, "malformed base64 constant data"), false;
+    }
+    const ir_span *span = NULL;
+    if (accept_p(p, ',') && kw_at(p, "span")) {
+        next(p), next(p);
+        bool ok;
+        span = parse_span(p, &ok);
+        if (!ok) {
+            free(raw);
+            return false;
+        }
+        accept_p(p, ',');
+    }
+    if (!expect_p(p, ')', "to close R.const_data(")) {
+        free(raw);
+        return false;
+    }
+    rt_tensor *t = rt_tensor_new(dt, ndim, shape);
+    if (!t) {
+        free(raw);
+        return perr(p, &at, GR_ERR_NOMEM, "cannot allocate the constant"), false;
+    }
+    memcpy(rt_tensor_data(t), raw, nbytes);
+    free(raw);
+    ir_const *c = ir_const_new(p->ctx, t, span);
+    rt_tensor_release(t);
+    gr_vec_push(out, c);
+    return true;
+}
+
+static bool parse_metadata(parser *p, const char *at) {
+    ir_lex_init(&p->lx, p->src, at, p->src + p->len, line_of(p, at));
+    p->nla = 0;
+    const_vec cs = {0};
+    bool ok = expect_name(p, "metadata") && expect_p(p, '=', "after metadata") &&
+              expect_p(p, '{', "to open the metadata dict");
+    while (ok && !is_p(peek(p, 0), '}')) {
+        ir_tok kt = *peek(p, 0);
+        ok = string_lit(p, false);
+        if (!ok) break;
+        if (strcmp(p->sbuf.data, "relax.expr.Constant") != 0) {
+            perr(p, &kt, GR_ERR_PARSE, "unsupported metadata kind \"%s\"", p->sbuf.data);
+            ok = false;
+            break;
+        }
+        ok = expect_p(p, ':', "after the metadata kind") && expect_p(p, '[', "to open the constant list");
+        while (ok && !is_p(peek(p, 0), ']')) {
+            ok = const_item(p, &cs);
+            if (!ok || !accept_p(p, ',')) break;
+        }
+        ok = ok && expect_p(p, ']', "to close the constant list");
+        if (!ok || !accept_p(p, ',')) break;
+    }
+    ok = ok && expect_p(p, '}', "to close the metadata dict");
+    if (ok && peek(p, 0)->kind == TK_NEWLINE) next(p);
+    ok = ok && expect_kind(p, TK_EOF, "the end of the file after the metadata section");
+    if (ok) {
+        p->nconsts = cs.len;
+        p->consts = IR_NEW_ARRAY(p->ctx, ir_const *, cs.len ? cs.len : 1);
+        if (cs.len) memcpy(p->consts, cs.data, sizeof(ir_const *) * cs.len);
+        p->have_meta = true;
+    }
+    gr_vec_free(&cs);
+    return ok;
+}
+
+/* ---- module ---- */
+
+/* Pre-pass: the signature of every function of the class (so calls may precede definitions). */
+static bool prescan_functions(parser *p, const char *body, const char *end, int width, int line) {
+    lexsave sv;
+    sv.lx = p->lx;
+    memcpy(sv.la, p->la, sizeof(p->la));
+    sv.nla = p->nla;
+    bool ok = true;
+    for (const char *s = body; s < end && ok;) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        const char *le = nl ? nl : end;
+        int w = 0;
+        while (s + w < le && s[w] == ' ') w++;
+        if (w == width && le - (s + w) > 4 && memcmp(s + w, "def ", 4) == 0) {
+            ir_lex_init(&p->lx, p->src, s, end, line);
+            p->nla = 0;
+            if (peek(p, 0)->kind == TK_INDENT) next(p);
+            ir_tok nt;
+            param_vec params = {0};
+            const ir_sinfo *ret = NULL;
+            gr_map_clear(&p->syms);
+            p->sym_undo.len = 0;
+            ok = parse_header(p, &nt, &params, &ret);
+            if (ok) {
+                const char *name = tok_intern(p, &nt);
+                if (gr_map_get(&p->sigmap, GR_MAP_PTR(name), NULL)) {
+                    perr(p, &nt, GR_ERR_PARSE, "duplicate function '%s'", name);
+                    ok = false;
+                } else {
+                    fsig sg = {ir_gvar_new(p->ctx, name), p->sigsyms.len, 0};
+                    for (uint32_t i = 0; i < p->sym_undo.len; i++) {
+                        const char *sn = (const char *)(uintptr_t)p->sym_undo.data[i].key;
+                        psym ps = {sn, sym_get(p, sn)};
+                        gr_vec_push(&p->sigsyms, ps);
+                        sg.sym_n++;
+                    }
+                    if (ret) {
+                        const ir_sinfo *ps[64];
+                        const ir_sinfo **pa = params.len <= 64 ? ps : gr_xmalloc(sizeof(*pa) * params.len);
+                        for (uint32_t i = 0; i < params.len; i++) pa[i] = params.data[i].sinfo;
+                        ir_expr_set_sinfo(&sg.gvar->base, ir_sinfo_func(p->ctx, params.len, pa, ret));
+                        if (pa != ps) free(pa);
+                    }
+                    gr_vec_push(&p->sigs, sg);
+                    gr_map_put(&p->sigmap, GR_MAP_PTR(name), p->sigs.len);
+                }
+            }
+            gr_vec_free(&params);
+        }
+        s = nl ? nl + 1 : end;
+        line++;
+    }
+    gr_map_clear(&p->syms);
+    p->sym_undo.len = 0;
+    p->lx = sv.lx;
+    memcpy(p->la, sv.la, sizeof(p->la));
+    p->nla = sv.nla;
+    return ok;
+}
+
+static bool parse_decorator(parser *p, bool *is_private) {
+    *is_private = false;
+    if (!expect_p(p, '@', "(a decorated function)") || !expect_dotted(p, "R", "function")) return false;
+    if (accept_p(p, '(')) {
+        while (!is_p(peek(p, 0), ')')) {
+            ir_tok k = *peek(p, 0);
+            if (!(tok_is(&k, "private") || tok_is(&k, "pure")) || !is_p(peek(p, 1), '='))
+                return unexpected(p, &k, "private= or pure="), false;
+            next(p), next(p);
+            num n;
+            if (!number(p, &n)) return false;
+            if (tok_is(&k, "private")) *is_private = n.i != 0;
+            if (!accept_p(p, ',')) break;
+        }
+        if (!expect_p(p, ')', "to close the decorator")) return false;
+    }
+    return expect_kind(p, TK_NEWLINE, "end of line after the decorator");
+}
+
+static bool parse_module_body(parser *p) {
+    const char *meta = find_metadata(p);
+    if (meta && !parse_metadata(p, meta)) return false;
+    const char *end = meta ? meta : p->src + p->len;
+    ir_lex_init(&p->lx, p->src, p->src, end, 1);
+    p->nla = 0;
+    if (!expect_p(p, '@', "(the module starts with @I.ir_module)") || !expect_dotted(p, "I", "ir_module") ||
+        !expect_kind(p, TK_NEWLINE, "end of line") || !expect_name(p, "class"))
+        return false;
+    if (!expect_kind(p, TK_NAME, "a class name") || !expect_p(p, ':', "after the class name") ||
+        !expect_kind(p, TK_NEWLINE, "end of line"))
+        return false;
+    ir_tok it = *peek(p, 0);
+    if (!expect_kind(p, TK_INDENT, "an indented class body")) return false;
+    if (!prescan_functions(p, line_start_of(p, it.s), end, it.col - 1, it.line)) return false;
+    if (at_dotted(p, "I", "module_attrs")) {
+        next(p), next(p), next(p);
+        ir_tok dt = *peek(p, 0);
+        ir_attr a;
+        if (!expect_p(p, '(', "after I.module_attrs")) return false;
+        if (!is_p(peek(p, 0), '{')) return unexpected(p, peek(p, 0), "a dict"), false;
+        if (!parse_attr(p, &a) || !expect_p(p, ')', "to close I.module_attrs(")) return false;
+        for (uint32_t i = 0; i < a.u.arr.n; i++) {
+            const ir_attr *k = &a.u.arr.items[2 * i];
+            if (k->kind != IR_ATTR_STR) return perr(p, &dt, GR_ERR_PARSE, "module attribute keys must be strings"), false;
+            ir_module_set_attr(p->mod, k->u.s, a.u.arr.items[2 * i + 1]);
+        }
+        span_fields sf;
+        if (!end_line(p, &sf)) return false;
+    }
+    while (!p->failed && peek(p, 0)->kind != TK_DEDENT && peek(p, 0)->kind != TK_EOF) {
+        if (tok_is(peek(p, 0), "pass")) {
+            next(p);
+            span_fields sf;
+            if (!end_line(p, &sf)) return false;
+            continue;
+        }
+        bool priv;
+        if (!parse_decorator(p, &priv)) return false;
+        ir_tok dt = *peek(p, 0);
+        if (!tok_is(&dt, "def")) return unexpected(p, &dt, "def"), false;
+        ir_tok nt = *peek(p, 1);
+        const char *name = nt.kind == TK_NAME ? tok_intern(p, &nt) : NULL;
+        uint64_t idx = 0;
+        if (!name || !gr_map_get(&p->sigmap, GR_MAP_PTR(name), &idx))
+            return unexpected(p, &nt, "a function name"), false;
+        fsig *sg = &p->sigs.data[idx - 1];
+        if (ir_module_gvar(p->mod, name))
+            return perr(p, &nt, GR_ERR_PARSE, "duplicate function '%s'", name), false;
+        span_fields sf;
+        ir_tok nt2;
+        ir_func *f = parse_def(p, true, priv, sg, &sf, &nt2);
+        if (!f) return false;
+        sg = &p->sigs.data[idx - 1];
+        if (!sg->gvar->base.sinfo) ir_expr_set_sinfo(&sg->gvar->base, f->base.sinfo);
+        ir_module_set(p->mod, sg->gvar, &f->base);
+    }
+    if (p->failed) return false;
+    if (peek(p, 0)->kind == TK_DEDENT) next(p);
+    return expect_kind(p, TK_EOF, "the end of the module");
+}
+
+gr_status ir_parse_module(ir_ctx_t *ctx, const char *name, const char *text, size_t len,
+                          ir_module **out, gr_diag *diag) {
+    *out = NULL;
+    parser *p = gr_xcalloc(1, sizeof(*p));
+    p->ctx = ctx;
+    p->file = name ? name : "<input>";
+    p->src = text ? text : "";
+    p->len = text ? len : 0;
+    p->diag = diag;
+    gr_map_init(&p->scope);
+    gr_map_init(&p->syms);
+    gr_map_init(&p->opcache);
+    gr_map_init(&p->sigmap);
+    p->mod = ir_module_new(ctx);
+    bool ok = parse_module_body(p);
+    if (!ok && !p->failed) perr(p, NULL, GR_ERR_PARSE, "parse failed");
+    gr_status st = ok ? GR_OK : (diag && diag->code != GR_OK ? diag->code : GR_ERR_PARSE);
+    if (ok) *out = p->mod;
+    gr_map_free(&p->scope);
+    gr_map_free(&p->syms);
+    gr_map_free(&p->opcache);
+    gr_map_free(&p->sigmap);
+    gr_vec_free(&p->undo);
+    gr_vec_free(&p->sym_undo);
+    gr_vec_free(&p->estack);
+    gr_vec_free(&p->kstack);
+    gr_vec_free(&p->vstack);
+    gr_vec_free(&p->sstack);
+    gr_vec_free(&p->pstack);
+    gr_vec_free(&p->vars);
+    gr_vec_free(&p->sigs);
+    gr_vec_free(&p->sigsyms);
+    ir_sbuf_free(&p->sbuf);
+    free(p);
+    return st;
+}
+
+gr_status ir_parse_file(ir_ctx_t *ctx, const char *path, ir_module **out, gr_diag *diag) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        gr_diag_set(diag, GR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        gr_diag_set_file(diag, path);
+        return GR_ERR_IO;
+    }
+    ir_sbuf b = {0};
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) ir_sbuf_putn(&b, chunk, n);
+    bool err = ferror(f);
+    fclose(f);
+    if (err) {
+        ir_sbuf_free(&b);
+        gr_diag_set(diag, GR_ERR_IO, "%s: read error", path);
+        gr_diag_set_file(diag, path);
+        return GR_ERR_IO;
+    }
+    gr_status st = ir_parse_module(ctx, path, b.data ? b.data : "", b.len, out, diag);
+    ir_sbuf_free(&b);
+    return st;
+}

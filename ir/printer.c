@@ -1,0 +1,995 @@
+/* The text format printer: TVMScript as TVM prints Relax, plus span comments and a metadata
+ * section (docs/text-format.md). Output goes to one heap buffer (no stdio per token); struct
+ * info text is cached per hash-consed pointer, var names are de-duplicated with hash maps. */
+#include "ir/printer.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/op.h"
+#include "ir/text_impl.h"
+#include "runtime/tensor.h"
+
+typedef GR_VEC(const ir_prim *) prim_vec;
+typedef GR_VEC(const ir_const *) const_vec;
+typedef GR_VEC(char *) str_vec;
+
+typedef struct pr {
+    ir_sbuf out;
+    bool spans, meta;
+    bool uses_t;
+    gr_map var_names;   /* var -> printed name (const char *) */
+    gr_map used;        /* hash of a printed name -> 1 */
+    str_vec owned;      /* generated names */
+    gr_map sinfo_cache; /* sinfo ptr (| 1 when quoted) -> (offset << 24 | len) + 1 in cache */
+    ir_sbuf cache;
+    gr_map const_idx;   /* const -> index + 1 */
+    const_vec consts;
+    /* symbolic var declarations of the function being printed */
+    gr_map decl_seen;   /* prim var / sinfo -> 1 */
+    prim_vec decls;
+} pr;
+
+static void p_expr(pr *p, const ir_expr *e, bool top);
+static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool module_level,
+                   const ir_var *bound);
+
+static void indent(pr *p, int ind) {
+    for (int i = 0; i < ind; i++) ir_sbuf_putn(&p->out, "    ", 4);
+}
+
+/* ---- names ---- */
+
+static uint64_t name_key(const char *s) {
+    uint64_t h = gr_hash_bytes(s, strlen(s), 0x9e3779b97f4a7c15ull);
+    return h ? h : 1;
+}
+
+static const char *var_name(pr *p, const ir_var *v) {
+    uint64_t got;
+    if (gr_map_get(&p->var_names, GR_MAP_PTR(v), &got)) return (const char *)(uintptr_t)got;
+    const char *base = v->name && v->name[0] ? v->name : "v";
+    const char *name = base;
+    if (gr_map_get(&p->used, name_key(base), NULL)) {
+        size_t bl = strlen(base);
+        char *cand = gr_xmalloc(bl + 24);
+        for (uint64_t i = 1;; i++) {
+            snprintf(cand, bl + 24, "%s_%" PRIu64, base, i);
+            if (!gr_map_get(&p->used, name_key(cand), NULL)) break;
+        }
+        gr_vec_push(&p->owned, cand);
+        name = cand;
+    }
+    gr_map_put(&p->used, name_key(name), 1);
+    gr_map_put(&p->var_names, GR_MAP_PTR(v), GR_MAP_PTR(name));
+    return name;
+}
+
+/* ---- spans ---- */
+
+static void p_loc(pr *p, const ir_loc *l) {
+    ir_sbuf_quoted(&p->out, l->source);
+    if (l->line) {
+        ir_sbuf_putc(&p->out, ':');
+        ir_sbuf_int(&p->out, l->line);
+        ir_sbuf_putc(&p->out, ':');
+        ir_sbuf_int(&p->out, l->col);
+        if (l->end_line) {
+            ir_sbuf_putc(&p->out, '-');
+            ir_sbuf_int(&p->out, l->end_line);
+            ir_sbuf_putc(&p->out, ':');
+            ir_sbuf_int(&p->out, l->end_col);
+        }
+    }
+    if (l->is_output) ir_sbuf_putc(&p->out, '!');
+}
+
+static void p_span(pr *p, const ir_span *s) {
+    if (!s) {
+        ir_sbuf_puts(&p->out, "none");
+        return;
+    }
+    if (s->n == 1) {
+        p_loc(p, &s->locs[0]);
+        return;
+    }
+    ir_sbuf_putc(&p->out, '[');
+    for (uint32_t i = 0; i < s->n; i++) {
+        if (i) ir_sbuf_puts(&p->out, ", ");
+        p_loc(p, &s->locs[i]);
+    }
+    ir_sbuf_putc(&p->out, ']');
+}
+
+/* Trailing "  # span: a; var_span: b; seq_span: c" with the fields that are set. */
+typedef struct span_comment {
+    bool has_span, has_var, has_seq;
+    const ir_span *span, *var, *seq;
+} span_comment;
+
+static void p_span_comment(pr *p, const span_comment *c) {
+    if (!p->spans || !(c->has_span || c->has_var || c->has_seq)) return;
+    ir_sbuf_puts(&p->out, "  # ");
+    bool first = true;
+    if (c->has_span) {
+        ir_sbuf_puts(&p->out, "span: ");
+        p_span(p, c->span);
+        first = false;
+    }
+    if (c->has_var) {
+        ir_sbuf_puts(&p->out, first ? "var_span: " : "; var_span: ");
+        p_span(p, c->var);
+        first = false;
+    }
+    if (c->has_seq) {
+        ir_sbuf_puts(&p->out, first ? "seq_span: " : "; seq_span: ");
+        p_span(p, c->seq);
+    }
+}
+
+/* Expressions whose span is printed with them (comment or R.with_span); vars, constants, ops
+ * and global vars keep theirs elsewhere (definition, metadata) or have none. */
+static bool own_span(const ir_expr *e) {
+    switch ((ir_expr_kind)e->kind) {
+    case IR_VAR: case IR_DFVAR: case IR_CONST: case IR_OP: case IR_GVAR: return false;
+    default: return true;
+    }
+}
+
+/* ---- prims, struct info ---- */
+
+static void p_prim_to(pr *p, ir_sbuf *b, const ir_prim *x, bool quoted) {
+    int64_t v;
+    if (ir_prim_is_int(x, &v)) {
+        ir_sbuf_int(b, v);
+        return;
+    }
+    p->uses_t = true;
+    char tmp[256];
+    int n = ir_prim_snprint(x, tmp, sizeof(tmp));
+    if (quoted) ir_sbuf_putc(b, '"');
+    if (n < (int)sizeof(tmp)) {
+        ir_sbuf_putn(b, tmp, (size_t)n);
+    } else {
+        char *big = gr_xmalloc((size_t)n + 1);
+        ir_prim_snprint(x, big, (size_t)n + 1);
+        ir_sbuf_putn(b, big, (size_t)n);
+        free(big);
+    }
+    if (quoted) ir_sbuf_putc(b, '"');
+}
+
+static const char *dtype_str(ir_dtype t) {
+    const char *n = ir_dtype_name(t);
+    return n ? n : "void";
+}
+
+static void sinfo_to(pr *p, ir_sbuf *b, const ir_sinfo *s, bool q) {
+    if (!s) {
+        ir_sbuf_puts(b, "R.Object");
+        return;
+    }
+    switch ((ir_sinfo_kind)s->kind) {
+    case IR_SINFO_OBJECT: ir_sbuf_puts(b, "R.Object"); return;
+    case IR_SINFO_PRIM:
+        if (s->value) {
+            ir_sbuf_puts(b, "R.Prim(value=");
+            p_prim_to(p, b, s->value, q);
+            ir_sbuf_putc(b, ')');
+        } else {
+            ir_sbuf_puts(b, "R.Prim(\"");
+            ir_sbuf_puts(b, dtype_str(s->dtype));
+            ir_sbuf_puts(b, "\")");
+        }
+        return;
+    case IR_SINFO_SHAPE:
+        if (s->dims && s->ndim >= 0) {
+            ir_sbuf_puts(b, "R.Shape([");
+            for (int32_t i = 0; i < s->ndim; i++) {
+                if (i) ir_sbuf_puts(b, ", ");
+                p_prim_to(p, b, s->dims[i], q);
+            }
+            ir_sbuf_puts(b, "])");
+        } else if (s->ndim >= 0) {
+            ir_sbuf_printf(b, "R.Shape(ndim=%d)", s->ndim);
+        } else {
+            ir_sbuf_puts(b, "R.Shape");
+        }
+        return;
+    case IR_SINFO_TENSOR: {
+        bool dt = !ir_dtype_is_void(s->dtype);
+        if ((s->dims || s->ndim == 0) && s->ndim >= 0) {
+            ir_sbuf_puts(b, "R.Tensor((");
+            for (int32_t i = 0; i < s->ndim; i++) {
+                if (i) ir_sbuf_puts(b, ", ");
+                p_prim_to(p, b, s->dims[i], q);
+            }
+            if (s->ndim == 1) ir_sbuf_putc(b, ',');
+            ir_sbuf_putc(b, ')');
+            if (dt) {
+                ir_sbuf_puts(b, ", dtype=\"");
+                ir_sbuf_puts(b, dtype_str(s->dtype));
+                ir_sbuf_putc(b, '"');
+            }
+            ir_sbuf_putc(b, ')');
+        } else if (s->ndim >= 0 || dt) {
+            ir_sbuf_puts(b, "R.Tensor(");
+            if (s->ndim >= 0) ir_sbuf_printf(b, "ndim=%d", s->ndim);
+            if (dt) {
+                ir_sbuf_puts(b, s->ndim >= 0 ? ", dtype=\"" : "dtype=\"");
+                ir_sbuf_puts(b, dtype_str(s->dtype));
+                ir_sbuf_putc(b, '"');
+            }
+            ir_sbuf_putc(b, ')');
+        } else {
+            ir_sbuf_puts(b, "R.Tensor");
+        }
+        return;
+    }
+    case IR_SINFO_TUPLE:
+        if (s->n == 0) {
+            ir_sbuf_puts(b, "R.Tuple");
+            return;
+        }
+        ir_sbuf_puts(b, "R.Tuple(");
+        for (uint32_t i = 0; i < s->n; i++) {
+            if (i) ir_sbuf_puts(b, ", ");
+            sinfo_to(p, b, s->fields[i], q);
+        }
+        ir_sbuf_putc(b, ')');
+        return;
+    case IR_SINFO_FUNC:
+        if (s->opaque) {
+            if (!s->ret) {
+                ir_sbuf_puts(b, "R.Callable");
+                return;
+            }
+            ir_sbuf_puts(b, "R.Callable(ret=");
+            sinfo_to(p, b, s->ret, q);
+            ir_sbuf_putc(b, ')');
+            return;
+        }
+        ir_sbuf_puts(b, "R.Callable((");
+        for (uint32_t i = 0; i < s->n; i++) {
+            if (i) ir_sbuf_puts(b, ", ");
+            sinfo_to(p, b, s->fields[i], q);
+        }
+        if (s->n == 1) ir_sbuf_putc(b, ',');
+        ir_sbuf_puts(b, "), ");
+        sinfo_to(p, b, s->ret, q);
+        ir_sbuf_putc(b, ')');
+        return;
+    }
+}
+
+static void p_sinfo(pr *p, const ir_sinfo *s, bool quoted) {
+    uint64_t key = GR_MAP_PTR(s) | (quoted ? 1u : 0u), got;
+    if (s && gr_map_get(&p->sinfo_cache, key, &got)) {
+        got -= 1;
+        ir_sbuf_putn(&p->out, p->cache.data + (got >> 24), (size_t)(got & 0xffffff));
+        return;
+    }
+    size_t start = p->cache.len;
+    bool had_t = p->uses_t;
+    p->uses_t = false;
+    sinfo_to(p, &p->cache, s, quoted);
+    size_t len = p->cache.len - start;
+    ir_sbuf_putn(&p->out, p->cache.data + start, len);
+    /* sinfo text that mentions T-level vars sets uses_t once, at first print; keep it sticky */
+    p->uses_t = p->uses_t || had_t;
+    if (s && len < 0xffffff) gr_map_put(&p->sinfo_cache, key, ((uint64_t)start << 24 | len) + 1);
+}
+
+/* ---- attrs ---- */
+
+static void p_attr(pr *p, const ir_attr *a) {
+    switch ((ir_attr_kind)a->kind) {
+    case IR_ATTR_NONE: ir_sbuf_puts(&p->out, "None"); break;
+    case IR_ATTR_BOOL: ir_sbuf_puts(&p->out, a->u.b ? "True" : "False"); break;
+    case IR_ATTR_INT: ir_sbuf_int(&p->out, a->u.i); break;
+    case IR_ATTR_FLOAT: ir_sbuf_double(&p->out, a->u.f); break;
+    case IR_ATTR_STR: ir_sbuf_quoted(&p->out, a->u.s ? a->u.s : ""); break;
+    case IR_ATTR_DTYPE: ir_sbuf_quoted(&p->out, dtype_str(a->u.dtype)); break;
+    case IR_ATTR_ARRAY:
+        ir_sbuf_putc(&p->out, '[');
+        for (uint32_t i = 0; i < a->u.arr.n; i++) {
+            if (i) ir_sbuf_puts(&p->out, ", ");
+            p_attr(p, &a->u.arr.items[i]);
+        }
+        ir_sbuf_putc(&p->out, ']');
+        break;
+    case IR_ATTR_MAP:
+        ir_sbuf_putc(&p->out, '{');
+        for (uint32_t i = 0; i < a->u.arr.n; i++) {
+            if (i) ir_sbuf_puts(&p->out, ", ");
+            p_attr(p, &a->u.arr.items[2 * i]);
+            ir_sbuf_puts(&p->out, ": ");
+            p_attr(p, &a->u.arr.items[2 * i + 1]);
+        }
+        ir_sbuf_putc(&p->out, '}');
+        break;
+    case IR_ATTR_EXPR:
+        if (a->u.expr) p_expr(p, a->u.expr, false);
+        else ir_sbuf_puts(&p->out, "None");
+        break;
+    case IR_ATTR_PRIM: p_prim_to(p, &p->out, a->u.prim, false); break;
+    case IR_ATTR_OBJ: {
+        /* Runtime objects have no text form: a placeholder string (does not parse back). */
+        const char *t = a->u.obj && a->u.obj->type ? a->u.obj->type : "object";
+        ir_sbuf_puts(&p->out, "\"<");
+        ir_sbuf_puts(&p->out, t);
+        ir_sbuf_puts(&p->out, ">\"");
+        break;
+    }
+    }
+}
+
+static int cmp_key_idx(const void *x, const void *y, void *keys) {
+    const char *const *k = keys;
+    return strcmp(k[*(const uint32_t *)x], k[*(const uint32_t *)y]);
+}
+
+/* Indices of attrs sorted by key (insertion sort: attr lists are short). */
+static uint32_t *sorted_attr_order(const ir_attrs *a) {
+    uint32_t *idx = gr_xmalloc(sizeof(uint32_t) * (a->n ? a->n : 1));
+    for (uint32_t i = 0; i < a->n; i++) {
+        uint32_t j = i;
+        while (j > 0 && cmp_key_idx(&idx[j - 1], &i, (void *)a->keys) > 0) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = i;
+    }
+    return idx;
+}
+
+/* ---- constants ---- */
+
+static bool scalar_printable(const ir_const *c) {
+    const rt_tensor *t = c->data;
+    if (!t || t->dl.ndim != 0) return false;
+    ir_dtype d = t->dl.dtype;
+    if (d.lanes != 1) return false;
+    if (d.code == kDLFloat) return d.bits == 32 || d.bits == 64;
+    if (d.code == kDLInt) return d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64;
+    if (d.code == kDLUInt) return d.bits == 1 || d.bits == 8 || d.bits == 16 || d.bits == 32;
+    return false;
+}
+
+static void p_const(pr *p, const ir_const *c) {
+    if ((!p->spans || !c->base.span) && scalar_printable(c)) {
+        const rt_tensor *t = c->data;
+        ir_dtype d = t->dl.dtype;
+        ir_sbuf_puts(&p->out, "R.const(");
+        if (d.code == kDLFloat) {
+            ir_sbuf_double(&p->out, rt_tensor_get_f64(t, 0));
+        } else if (d.code == kDLUInt && d.bits == 1) {
+            ir_sbuf_puts(&p->out, *(const uint8_t *)rt_tensor_data(t) ? "True" : "False");
+        } else if (d.code == kDLInt && d.bits == 64) {
+            ir_sbuf_int(&p->out, *(const int64_t *)rt_tensor_data(t));
+        } else {
+            ir_sbuf_int(&p->out, (int64_t)rt_tensor_get_f64(t, 0));
+        }
+        ir_sbuf_puts(&p->out, ", \"");
+        ir_sbuf_puts(&p->out, dtype_str(d));
+        ir_sbuf_puts(&p->out, "\")");
+        return;
+    }
+    uint64_t idx;
+    if (!gr_map_get(&p->const_idx, GR_MAP_PTR(c), &idx)) {
+        gr_vec_push(&p->consts, c);
+        idx = p->consts.len;
+        gr_map_put(&p->const_idx, GR_MAP_PTR(c), idx);
+    }
+    ir_sbuf_puts(&p->out, "metadata[\"relax.expr.Constant\"][");
+    ir_sbuf_int(&p->out, (int64_t)idx - 1);
+    ir_sbuf_putc(&p->out, ']');
+}
+
+static void p_metadata(pr *p) {
+    if (!p->consts.len) return;
+    if (!p->meta) {
+        ir_sbuf_puts(&p->out, "\n# Metadata omitted. Use show_meta=True in script() method to show it.\n");
+        return;
+    }
+    ir_sbuf_puts(&p->out, "\n# Metadata\nmetadata = {\"relax.expr.Constant\": [\n");
+    for (uint32_t i = 0; i < p->consts.len; i++) {
+        const ir_const *c = p->consts.data[i];
+        const rt_tensor *t = c->data;
+        ir_sbuf_puts(&p->out, "    R.const_data(\"");
+        ir_sbuf_puts(&p->out, dtype_str(t->dl.dtype));
+        ir_sbuf_puts(&p->out, "\", (");
+        for (int32_t k = 0; k < t->dl.ndim; k++) {
+            if (k) ir_sbuf_puts(&p->out, ", ");
+            ir_sbuf_int(&p->out, t->dl.shape[k]);
+        }
+        if (t->dl.ndim == 1) ir_sbuf_putc(&p->out, ',');
+        ir_sbuf_puts(&p->out, "),");
+        size_t nbytes = rt_tensor_nbytes(t);
+        size_t elen = ir_base64_enc_len(nbytes);
+        char *enc = gr_xmalloc(elen + 1);
+        ir_base64_encode(rt_tensor_data(t), nbytes, enc);
+        enum { CHUNK = 96 };
+        if (elen <= CHUNK) {
+            ir_sbuf_puts(&p->out, " \"");
+            ir_sbuf_putn(&p->out, enc, elen);
+            ir_sbuf_putc(&p->out, '"');
+        } else {
+            for (size_t off = 0; off < elen; off += CHUNK) {
+                size_t n = elen - off < CHUNK ? elen - off : CHUNK;
+                ir_sbuf_puts(&p->out, "\n        \"");
+                ir_sbuf_putn(&p->out, enc + off, n);
+                ir_sbuf_putc(&p->out, '"');
+            }
+        }
+        free(enc);
+        if (p->spans && c->base.span) {
+            ir_sbuf_puts(&p->out, ", span=");
+            p_span(p, c->base.span);
+        }
+        ir_sbuf_puts(&p->out, "),\n");
+    }
+    ir_sbuf_puts(&p->out, "]}\n");
+}
+
+/* ---- expressions ---- */
+
+static void p_args(pr *p, uint32_t n, ir_expr *const *args, bool first) {
+    for (uint32_t i = 0; i < n; i++) {
+        if (!first || i) ir_sbuf_puts(&p->out, ", ");
+        p_expr(p, args[i], false);
+    }
+}
+
+static void p_call_attrs(pr *p, const ir_attrs *a) {
+    if (!a) return;
+    for (uint32_t i = 0; i < a->n; i++) {
+        ir_sbuf_puts(&p->out, ", ");
+        ir_sbuf_puts(&p->out, a->keys[i]);
+        ir_sbuf_putc(&p->out, '=');
+        p_attr(p, &a->vals[i]);
+    }
+}
+
+static void p_sinfo_list(pr *p, uint32_t n, const ir_sinfo *const *s) {
+    if (n == 1) {
+        p_sinfo(p, s[0], false);
+        return;
+    }
+    ir_sbuf_putc(&p->out, '[');
+    for (uint32_t i = 0; i < n; i++) {
+        if (i) ir_sbuf_puts(&p->out, ", ");
+        p_sinfo(p, s[i], false);
+    }
+    ir_sbuf_putc(&p->out, ']');
+}
+
+static void p_call(pr *p, const ir_call *c) {
+    const ir_expr *callee = c->callee;
+    if (callee->kind == IR_OP) {
+        const ir_op_def *def = ((const ir_op *)callee)->def;
+        ir_sbuf_puts(&p->out, def->text_name);
+        ir_sbuf_putc(&p->out, '(');
+        if ((def->flags & IR_OPF_CALL_LIKE) && c->nargs >= 1) {
+            const ir_expr *f = c->args[0];
+            if (f->kind == IR_EXTERN && !(p->spans && f->span))
+                ir_sbuf_quoted(&p->out, ((const ir_extern *)f)->symbol);
+            else
+                p_expr(p, f, false);
+            p_args(p, c->nargs - 1, c->args + 1, false);
+            p_call_attrs(p, c->attrs);
+            if (c->nsinfo_args) {
+                ir_sbuf_puts(&p->out, ", out_sinfo=");
+                p_sinfo_list(p, c->nsinfo_args, c->sinfo_args);
+            }
+        } else {
+            p_args(p, c->nargs, c->args, true);
+            p_call_attrs(p, c->attrs);
+            if (c->nsinfo_args) {
+                ir_sbuf_puts(&p->out, c->nargs || (c->attrs && c->attrs->n) ? ", sinfo_args=[" : "sinfo_args=[");
+                for (uint32_t i = 0; i < c->nsinfo_args; i++) {
+                    if (i) ir_sbuf_puts(&p->out, ", ");
+                    p_sinfo(p, c->sinfo_args[i], false);
+                }
+                ir_sbuf_putc(&p->out, ']');
+            }
+        }
+        ir_sbuf_putc(&p->out, ')');
+        return;
+    }
+    p_expr(p, callee, false);
+    ir_sbuf_putc(&p->out, '(');
+    p_args(p, c->nargs, c->args, true);
+    ir_sbuf_putc(&p->out, ')');
+}
+
+static void p_expr_inner(pr *p, const ir_expr *e) {
+    switch ((ir_expr_kind)e->kind) {
+    case IR_VAR:
+    case IR_DFVAR: ir_sbuf_puts(&p->out, var_name(p, (const ir_var *)e)); return;
+    case IR_CONST: p_const(p, (const ir_const *)e); return;
+    case IR_TUPLE: {
+        const ir_tuple *t = (const ir_tuple *)e;
+        ir_sbuf_putc(&p->out, '(');
+        p_args(p, t->n, t->fields, true);
+        if (t->n == 1) ir_sbuf_putc(&p->out, ',');
+        ir_sbuf_putc(&p->out, ')');
+        return;
+    }
+    case IR_TGI: {
+        const ir_tgi *t = (const ir_tgi *)e;
+        p_expr(p, t->tuple, false);
+        ir_sbuf_putc(&p->out, '[');
+        ir_sbuf_int(&p->out, t->index);
+        ir_sbuf_putc(&p->out, ']');
+        return;
+    }
+    case IR_CALL: p_call(p, (const ir_call *)e); return;
+    case IR_OP: ir_sbuf_puts(&p->out, ((const ir_op *)e)->def->text_name); return;
+    case IR_GVAR:
+        ir_sbuf_puts(&p->out, "cls.");
+        ir_sbuf_puts(&p->out, ((const ir_gvar *)e)->name);
+        return;
+    case IR_EXTERN:
+        ir_sbuf_puts(&p->out, "R.ExternFunc(");
+        ir_sbuf_quoted(&p->out, ((const ir_extern *)e)->symbol);
+        ir_sbuf_putc(&p->out, ')');
+        return;
+    case IR_SHAPE: {
+        const ir_shape_expr *s = (const ir_shape_expr *)e;
+        ir_sbuf_puts(&p->out, "R.shape([");
+        for (uint32_t i = 0; i < s->n; i++) {
+            if (i) ir_sbuf_puts(&p->out, ", ");
+            p_prim_to(p, &p->out, s->dims[i], false);
+        }
+        ir_sbuf_puts(&p->out, "])");
+        return;
+    }
+    case IR_PRIMVAL: {
+        const ir_primval *v = (const ir_primval *)e;
+        ir_sbuf_puts(&p->out, "R.prim_value(");
+        if (v->value && ir_dtype_eq(v->dtype, IR_DTYPE_I64)) {
+            p_prim_to(p, &p->out, v->value, false);
+        } else {
+            p->uses_t = true;
+            ir_sbuf_puts(&p->out, "T.");
+            ir_sbuf_puts(&p->out, dtype_str(v->dtype));
+            ir_sbuf_putc(&p->out, '(');
+            if (v->value) p_prim_to(p, &p->out, v->value, false);
+            else ir_sbuf_double(&p->out, v->fvalue);
+            ir_sbuf_putc(&p->out, ')');
+        }
+        ir_sbuf_putc(&p->out, ')');
+        return;
+    }
+    case IR_STR:
+        ir_sbuf_puts(&p->out, "R.str(");
+        ir_sbuf_quoted(&p->out, ((const ir_str *)e)->value);
+        ir_sbuf_putc(&p->out, ')');
+        return;
+    case IR_FUNC:
+    case IR_SEQ:
+    case IR_IF:
+    case IR_EXPR_KIND_COUNT:
+        /* Not expressible inline (the printer binds them as statements). */
+        ir_sbuf_puts(&p->out, "R.__unprintable_");
+        ir_sbuf_puts(&p->out, ir_expr_kind_name((ir_expr_kind)e->kind));
+        return;
+    }
+}
+
+static void p_expr(pr *p, const ir_expr *e, bool top) {
+    if (!top && p->spans && e->span && own_span(e)) {
+        ir_sbuf_puts(&p->out, "R.with_span(");
+        p_expr_inner(p, e);
+        ir_sbuf_puts(&p->out, ", ");
+        p_span(p, e->span);
+        ir_sbuf_putc(&p->out, ')');
+        return;
+    }
+    p_expr_inner(p, e);
+}
+
+/* ---- symbolic var declarations (`n = T.int64()`) ---- */
+
+static void decl_var(const ir_prim *v, void *user) {
+    pr *p = user;
+    if (gr_map_get(&p->decl_seen, GR_MAP_PTR(v), NULL)) return;
+    gr_map_put(&p->decl_seen, GR_MAP_PTR(v), 1);
+    gr_vec_push(&p->decls, v);
+}
+
+static void decl_prim(pr *p, const ir_prim *x) {
+    if (x && !ir_prim_is_int(x, NULL)) ir_prim_visit_vars(x, decl_var, p);
+}
+
+static void decl_sinfo(pr *p, const ir_sinfo *s) {
+    if (!s || gr_map_get(&p->decl_seen, GR_MAP_PTR(s) | 1, NULL)) return;
+    gr_map_put(&p->decl_seen, GR_MAP_PTR(s) | 1, 1);
+    if (s->dims)
+        for (int32_t i = 0; i < s->ndim; i++) decl_prim(p, s->dims[i]);
+    decl_prim(p, s->value);
+    for (uint32_t i = 0; i < s->n; i++) decl_sinfo(p, s->fields[i]);
+    decl_sinfo(p, s->ret);
+}
+
+static void decl_expr(pr *p, const ir_expr *e);
+
+static void decl_seq(pr *p, const ir_expr *e) {
+    if (e->kind != IR_SEQ) {
+        decl_expr(p, e);
+        return;
+    }
+    const ir_seq *s = (const ir_seq *)e;
+    for (uint32_t b = 0; b < s->nblocks; b++) {
+        const ir_block *blk = s->blocks[b];
+        for (uint32_t i = 0; i < blk->n; i++) {
+            const ir_binding *bd = &blk->bindings[i];
+            decl_sinfo(p, bd->var->base.sinfo);
+            decl_sinfo(p, bd->match_sinfo);
+            decl_expr(p, bd->value);
+        }
+    }
+    decl_expr(p, s->body);
+}
+
+static void decl_expr(pr *p, const ir_expr *e) {
+    switch ((ir_expr_kind)e->kind) {
+    case IR_TUPLE: {
+        const ir_tuple *t = (const ir_tuple *)e;
+        for (uint32_t i = 0; i < t->n; i++) decl_expr(p, t->fields[i]);
+        return;
+    }
+    case IR_TGI: decl_expr(p, ((const ir_tgi *)e)->tuple); return;
+    case IR_CALL: {
+        const ir_call *c = (const ir_call *)e;
+        for (uint32_t i = 0; i < c->nargs; i++) decl_expr(p, c->args[i]);
+        for (uint32_t i = 0; i < c->nsinfo_args; i++) decl_sinfo(p, c->sinfo_args[i]);
+        return;
+    }
+    case IR_FUNC: {
+        const ir_func *f = (const ir_func *)e;
+        for (uint32_t i = 0; i < f->nparams; i++) decl_sinfo(p, f->params[i]->base.sinfo);
+        decl_sinfo(p, f->ret_sinfo);
+        if (f->body) decl_seq(p, f->body);
+        return;
+    }
+    case IR_SEQ: decl_seq(p, e); return;
+    case IR_IF: {
+        const ir_if *x = (const ir_if *)e;
+        decl_expr(p, x->cond);
+        decl_seq(p, x->then_branch);
+        decl_seq(p, x->else_branch);
+        return;
+    }
+    case IR_SHAPE: {
+        const ir_shape_expr *s = (const ir_shape_expr *)e;
+        for (uint32_t i = 0; i < s->n; i++) decl_prim(p, s->dims[i]);
+        return;
+    }
+    case IR_PRIMVAL: decl_prim(p, ((const ir_primval *)e)->value); return;
+    default: return;
+    }
+}
+
+/* ---- statements ---- */
+
+static void p_block_bindings(pr *p, const ir_block *blk, int ind);
+
+/* `name: S = ` prefix of a binding or an if-branch result. */
+static void p_lhs(pr *p, const char *name, const ir_sinfo *s) {
+    ir_sbuf_puts(&p->out, name);
+    if (s) {
+        ir_sbuf_puts(&p->out, ": ");
+        p_sinfo(p, s, false);
+    }
+    ir_sbuf_puts(&p->out, " = ");
+}
+
+/* Blocks of a seq, then its result as `return x` (or `name: S = x` for if branches). */
+static void p_seq_stmts(pr *p, const ir_expr *body, int ind, const char *result_name,
+                        const ir_sinfo *result_sinfo) {
+    const ir_expr *res = body;
+    const ir_span *seq_span = NULL;
+    bool is_seq = body->kind == IR_SEQ;
+    if (is_seq) {
+        const ir_seq *s = (const ir_seq *)body;
+        for (uint32_t b = 0; b < s->nblocks; b++) p_block_bindings(p, s->blocks[b], ind);
+        res = s->body;
+        seq_span = s->base.span;
+    }
+    indent(p, ind);
+    if (result_name) p_lhs(p, result_name, result_sinfo);
+    else ir_sbuf_puts(&p->out, "return ");
+    p_expr(p, res, true);
+    span_comment c = {0};
+    if (own_span(res) && res->span) {
+        c.has_span = true;
+        c.span = res->span;
+    }
+    if (seq_span) {
+        c.has_seq = true;
+        c.seq = seq_span;
+    }
+    p_span_comment(p, &c);
+    ir_sbuf_putc(&p->out, '\n');
+}
+
+static void p_binding(pr *p, const ir_binding *bd, int ind) {
+    const ir_var *v = bd->var;
+    const ir_expr *val = bd->value;
+    const char *name = var_name(p, v);
+    span_comment c = {0};
+    if (own_span(val) && val->span) {
+        c.has_span = true;
+        c.span = val->span;
+    }
+    if (v->base.span != val->span) {
+        c.has_var = true;
+        c.var = v->base.span;
+    }
+    if (val->kind == IR_FUNC && !bd->match_sinfo) {
+        const ir_func *f = (const ir_func *)val;
+        p_func(p, f, name, ind, false, v);
+        return;
+    }
+    indent(p, ind);
+    if (val->kind == IR_IF && !bd->match_sinfo) {
+        const ir_if *x = (const ir_if *)val;
+        ir_sbuf_puts(&p->out, "if ");
+        p_expr(p, x->cond, false);
+        ir_sbuf_putc(&p->out, ':');
+        p_span_comment(p, &c);
+        ir_sbuf_putc(&p->out, '\n');
+        p_seq_stmts(p, x->then_branch, ind + 1, name, v->base.sinfo);
+        indent(p, ind);
+        ir_sbuf_puts(&p->out, "else:\n");
+        p_seq_stmts(p, x->else_branch, ind + 1, name, v->base.sinfo);
+        return;
+    }
+    if (bd->match_sinfo) {
+        p_lhs(p, name, bd->match_sinfo);
+        ir_sbuf_puts(&p->out, "R.match_cast(");
+        p_expr(p, val, true);
+        ir_sbuf_puts(&p->out, ", ");
+        p_sinfo(p, bd->match_sinfo, false);
+        ir_sbuf_putc(&p->out, ')');
+    } else {
+        p_lhs(p, name, v->base.sinfo);
+        p_expr(p, val, true);
+    }
+    p_span_comment(p, &c);
+    ir_sbuf_putc(&p->out, '\n');
+}
+
+static void p_block_bindings(pr *p, const ir_block *blk, int ind) {
+    if (!blk || blk->n == 0) return;
+    if (!blk->dataflow) {
+        for (uint32_t i = 0; i < blk->n; i++) p_binding(p, &blk->bindings[i], ind);
+        return;
+    }
+    indent(p, ind);
+    ir_sbuf_puts(&p->out, "with R.dataflow():\n");
+    for (uint32_t i = 0; i < blk->n; i++) p_binding(p, &blk->bindings[i], ind + 1);
+    indent(p, ind + 1);
+    ir_sbuf_puts(&p->out, "R.output(");
+    bool first = true;
+    for (uint32_t i = 0; i < blk->n; i++) {
+        const ir_var *v = blk->bindings[i].var;
+        if (v->base.kind != IR_VAR) continue;
+        /* a name re-bound later in the block is listed once, for its last binding */
+        bool later = false;
+        for (uint32_t j = i + 1; j < blk->n && !later; j++)
+            later = blk->bindings[j].var == v;
+        if (later) continue;
+        if (!first) ir_sbuf_puts(&p->out, ", ");
+        ir_sbuf_puts(&p->out, var_name(p, v));
+        first = false;
+    }
+    ir_sbuf_puts(&p->out, ")\n");
+}
+
+static void p_param(pr *p, const ir_var *v) {
+    ir_sbuf_puts(&p->out, var_name(p, v));
+    if (v->base.sinfo) {
+        ir_sbuf_puts(&p->out, ": ");
+        p_sinfo(p, v->base.sinfo, true);
+    }
+}
+
+static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool module_level,
+                   const ir_var *bound) {
+    const ir_attr *gs = ir_attrs_get(f->attrs, "global_symbol");
+    bool gs_is_name = gs && gs->kind == IR_ATTR_STR && gs->u.s && strcmp(gs->u.s, name) == 0;
+    indent(p, ind);
+    ir_sbuf_puts(&p->out, module_level && !gs ? "@R.function(private=True)\n" : "@R.function\n");
+    /* symbolic vars: collected before the params are named (decl order = first appearance) */
+    size_t decl_start = 0;
+    if (module_level) {
+        gr_map_clear(&p->decl_seen);
+        p->decls.len = 0;
+        decl_expr(p, (const ir_expr *)f);
+    }
+    (void)decl_start;
+    indent(p, ind);
+    ir_sbuf_puts(&p->out, "def ");
+    ir_sbuf_puts(&p->out, name);
+    ir_sbuf_putc(&p->out, '(');
+    bool multiline = false;
+    if (p->spans)
+        for (uint32_t i = 0; i < f->nparams; i++) multiline |= f->params[i]->base.span != NULL;
+    for (uint32_t i = 0; i < f->nparams; i++) {
+        if (multiline) {
+            ir_sbuf_putc(&p->out, '\n');
+            indent(p, ind + 2);
+            p_param(p, f->params[i]);
+            ir_sbuf_putc(&p->out, ',');
+            if (f->params[i]->base.span) {
+                ir_sbuf_puts(&p->out, "  # span: ");
+                p_span(p, f->params[i]->base.span);
+            }
+        } else {
+            if (i) ir_sbuf_puts(&p->out, ", ");
+            p_param(p, f->params[i]);
+        }
+    }
+    if (multiline) {
+        ir_sbuf_putc(&p->out, '\n');
+        indent(p, ind);
+    }
+    ir_sbuf_putc(&p->out, ')');
+    if (f->ret_sinfo) {
+        ir_sbuf_puts(&p->out, " -> ");
+        p_sinfo(p, f->ret_sinfo, true);
+    }
+    ir_sbuf_putc(&p->out, ':');
+    span_comment c = {0};
+    if (f->base.span) {
+        c.has_span = true;
+        c.span = f->base.span;
+    }
+    if (bound && bound->base.span != f->base.span) {
+        c.has_var = true;
+        c.var = bound->base.span;
+    }
+    p_span_comment(p, &c);
+    ir_sbuf_putc(&p->out, '\n');
+    /* attrs, sorted by key; global_symbol equal to the name is implied by @R.function */
+    const ir_attrs *a = f->attrs;
+    uint32_t shown = 0;
+    if (a)
+        for (uint32_t i = 0; i < a->n; i++)
+            shown += !(module_level && gs_is_name && strcmp(a->keys[i], "global_symbol") == 0);
+    if (shown) {
+        uint32_t *ord = sorted_attr_order(a);
+        indent(p, ind + 1);
+        ir_sbuf_puts(&p->out, "R.func_attr({");
+        bool first = true;
+        for (uint32_t k = 0; k < a->n; k++) {
+            uint32_t i = ord[k];
+            if (module_level && gs_is_name && strcmp(a->keys[i], "global_symbol") == 0) continue;
+            if (!first) ir_sbuf_puts(&p->out, ", ");
+            ir_sbuf_quoted(&p->out, a->keys[i]);
+            ir_sbuf_puts(&p->out, ": ");
+            p_attr(p, &a->vals[i]);
+            first = false;
+        }
+        ir_sbuf_puts(&p->out, "})\n");
+        free(ord);
+    }
+    if (module_level) {
+        for (uint32_t i = 0; i < p->decls.len; i++) {
+            indent(p, ind + 1);
+            p_prim_to(p, &p->out, p->decls.data[i], false);
+            ir_sbuf_puts(&p->out, " = T.int64()\n");
+        }
+    }
+    if (f->body) p_seq_stmts(p, f->body, ind + 1, NULL, NULL);
+    else {
+        indent(p, ind + 1);
+        ir_sbuf_puts(&p->out, "pass\n");
+    }
+}
+
+/* ---- entry points ---- */
+
+static void pr_init(pr *p, const ir_print_opts *opts) {
+    memset(p, 0, sizeof(*p));
+    p->spans = !(opts && opts->no_spans);
+    p->meta = !(opts && opts->no_metadata);
+    gr_map_init(&p->var_names);
+    gr_map_init(&p->used);
+    gr_map_init(&p->sinfo_cache);
+    gr_map_init(&p->const_idx);
+    gr_map_init(&p->decl_seen);
+}
+
+static void pr_free(pr *p) {
+    gr_map_free(&p->var_names);
+    gr_map_free(&p->used);
+    gr_map_free(&p->sinfo_cache);
+    gr_map_free(&p->const_idx);
+    gr_map_free(&p->decl_seen);
+    for (uint32_t i = 0; i < p->owned.len; i++) free(p->owned.data[i]);
+    gr_vec_free(&p->owned);
+    gr_vec_free(&p->consts);
+    gr_vec_free(&p->decls);
+    ir_sbuf_free(&p->cache);
+    ir_sbuf_free(&p->out);
+}
+
+static void reset_names(pr *p) {
+    gr_map_clear(&p->var_names);
+    gr_map_clear(&p->used);
+    for (uint32_t i = 0; i < p->owned.len; i++) free(p->owned.data[i]);
+    p->owned.len = 0;
+}
+
+char *ir_print_module_str(const ir_module *m, const ir_print_opts *opts) {
+    pr p;
+    pr_init(&p, opts);
+    ir_sbuf body = {0};
+    /* The class body goes to p.out first; the header (which depends on T usage) is added after. */
+    if (m->attrs && m->attrs->n) {
+        ir_sbuf_puts(&p.out, "    I.module_attrs({");
+        for (uint32_t i = 0; i < m->attrs->n; i++) {
+            if (i) ir_sbuf_puts(&p.out, ", ");
+            ir_sbuf_quoted(&p.out, m->attrs->keys[i]);
+            ir_sbuf_puts(&p.out, ": ");
+            p_attr(&p, &m->attrs->vals[i]);
+        }
+        ir_sbuf_puts(&p.out, "})\n");
+    }
+    for (uint32_t i = 0; i < m->nfuncs; i++) {
+        if (i) ir_sbuf_putc(&p.out, '\n');
+        reset_names(&p);
+        const ir_expr *f = m->funcs[i];
+        if (f->kind == IR_FUNC) {
+            p_func(&p, (const ir_func *)f, m->gvars[i]->name, 1, true, NULL);
+        } else {
+            ir_sbuf_puts(&p.out, "    # unprintable global ");
+            ir_sbuf_puts(&p.out, m->gvars[i]->name);
+            ir_sbuf_putc(&p.out, '\n');
+        }
+    }
+    if (m->nfuncs == 0 && !(m->attrs && m->attrs->n)) ir_sbuf_puts(&p.out, "    pass\n");
+    p_metadata(&p);
+    ir_sbuf_puts(&body, "# from tvm.script import ir as I\n");
+    if (p.uses_t) ir_sbuf_puts(&body, "# from tvm.script import tir as T\n");
+    ir_sbuf_puts(&body, "# from tvm.script import relax as R\n\n@I.ir_module\nclass Module:\n");
+    ir_sbuf_putn(&body, p.out.data ? p.out.data : "", p.out.len);
+    pr_free(&p);
+    ir_sbuf_cstr(&body);
+    return body.data;
+}
+
+void ir_print_module(const ir_module *m, FILE *out, const ir_print_opts *opts) {
+    char *s = ir_print_module_str(m, opts);
+    fputs(s, out);
+    free(s);
+}
+
+char *ir_print_expr_str(const ir_expr *e, const ir_print_opts *opts) {
+    pr p;
+    pr_init(&p, opts);
+    if (e->kind == IR_FUNC) {
+        p_func(&p, (const ir_func *)e, "func", 0, true, NULL);
+    } else if (e->kind == IR_SEQ) {
+        p_seq_stmts(&p, e, 0, NULL, NULL);
+    } else {
+        p_expr(&p, e, false);
+    }
+    p_metadata(&p);
+    ir_sbuf_cstr(&p.out);
+    char *s = p.out.data;
+    p.out.data = NULL;
+    pr_free(&p);
+    return s;
+}
+
+void ir_print_expr(const ir_expr *e, FILE *out, const ir_print_opts *opts) {
+    char *s = ir_print_expr_str(e, opts);
+    fputs(s, out);
+    free(s);
+}
