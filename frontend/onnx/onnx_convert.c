@@ -51,7 +51,7 @@ static const onnx_op_entry op_table[] = {
     {"ReduceMin", ANY, onnx_cv_reduce, NULL},
     {"Cast", 6, INT16_MAX, onnx_cv_cast, onnx_fold_cast},
     {"Identity", ANY, onnx_cv_identity, onnx_fold_identity},
-    {"Dropout", 7, INT16_MAX, onnx_cv_identity, NULL},
+    {"Dropout", 7, INT16_MAX, onnx_cv_dropout, NULL},
     /* onnx_convert_nn.c */
     {"Conv", ANY, onnx_cv_conv, NULL},
     {"ConvTranspose", ANY, onnx_cv_conv_transpose, NULL},

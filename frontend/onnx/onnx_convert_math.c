@@ -307,7 +307,27 @@ gr_status onnx_cv_cast(onnx_cv *cv) {
     return cv_out(cv, 0, cv_call1(cv, "relax.astype", x, &at));
 }
 
-/* Identity, and Dropout at inference (its mask output is not produced). */
 gr_status onnx_cv_identity(onnx_cv *cv) {
     return cv_out(cv, 0, cv_in(cv, 0));
+}
+
+/* Dropout at inference: the identity, and a mask of all true. */
+gr_status onnx_cv_dropout(onnx_cv *cv) {
+    rt_tensor *training = cv_known(cv, 2);
+    if (cv_has(cv, 2) && (!training || rt_tensor_numel(training) != 1 ||
+                          rt_tensor_get_f64(training, 0) != 0.0))
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "training mode");
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    if (cv->nout > 1 && cv->node->output[1] && *cv->node->output[1]) {
+        const ir_prim *const *dims = cv_prim_dims(cv, 0);
+        if (!dims) return cv_fail(cv, GR_ERR_UNSUPPORTED, "a mask for an input of unknown shape");
+        cv_attrs at = {0};
+        cv_set(&at, "dtype", ir_attr_dtype(IR_DTYPE_BOOL));
+        ir_expr *mask = cv_call2(cv, "relax.full", cv_shape_expr(cv, (uint32_t)cv_rank(cv, 0), dims),
+                                 cv_scalar(cv, IR_DTYPE_BOOL, 1.0), &at);
+        gr_status st = cv_out(cv, 1, mask);
+        if (st != GR_OK) return st;
+    }
+    return cv_out(cv, 0, x);
 }

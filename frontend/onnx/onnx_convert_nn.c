@@ -209,7 +209,22 @@ gr_status onnx_cv_layer_norm(onnx_cv *cv) {
     cv_set(&at, "axes", ir_attr_ints(cv->ctx, na, axes));
     cv_set(&at, "epsilon", ir_attr_float(cv_attr_float(cv, "epsilon", 1e-5)));
     ir_expr *args[3] = {x, gamma, beta};
-    return cv_out(cv, 0, cv_call(cv, "relax.nn.layer_norm", 3, args, &at));
+    gr_status st = cv_out(cv, 0, cv_call(cv, "relax.nn.layer_norm", 3, args, &at));
+    /* Optional outputs: Mean and InvStdDev = 1 / sqrt(variance + epsilon), kept dims. */
+    bool want_mean = cv->nout > 1 && cv->node->output[1] && *cv->node->output[1];
+    bool want_isd = cv->nout > 2 && cv->node->output[2] && *cv->node->output[2];
+    if (st != GR_OK || (!want_mean && !want_isd)) return st;
+    cv_attrs rt = {0};
+    cv_set(&rt, "axis", ir_attr_ints(cv->ctx, na, axes));
+    cv_set(&rt, "keepdims", ir_attr_bool(true));
+    if (want_mean) st = cv_out(cv, 1, cv_call1(cv, "relax.mean", x, &rt));
+    if (st == GR_OK && want_isd) {
+        ir_expr *var = cv_op1(cv, "relax.variance", x, &rt);
+        ir_expr *ve = cv_op2(cv, "relax.add", var,
+                             cv_scalar(cv, cv_dtype(cv, 0), cv_attr_float(cv, "epsilon", 1e-5)), NULL);
+        st = cv_out(cv, 2, cv_call1(cv, "relax.rsqrt", ve, NULL));
+    }
+    return st;
 }
 
 gr_status onnx_cv_pool(onnx_cv *cv) {
@@ -271,14 +286,12 @@ gr_status onnx_cv_resize(onnx_cv *cv) {
     else if (!strcmp(mode, "linear") || !strcmp(mode, "bilinear")) method = "linear";
     else if (!strcmp(mode, "cubic") && !upsample) method = "cubic";
     else return cv_fail(cv, GR_ERR_UNSUPPORTED, "mode '%s'", mode);
-    const char *coord, *rounding = "";
-    if (upsample || cv->opset < 11) {
-        coord = "asymmetric";
-        if (!strcmp(method, "nearest_neighbor")) rounding = "floor";
-    } else {
+    /* Upsample picks the floor of asymmetric coordinates; Resize-10 has no attributes for
+     * either and means asymmetric + round_prefer_floor (as onnxruntime). */
+    const char *coord = "asymmetric", *rounding = upsample ? "floor" : "round_prefer_floor";
+    if (!upsample && cv->opset >= 11) {
         coord = cv_attr_str(cv, "coordinate_transformation_mode", "half_pixel");
-        if (!strcmp(method, "nearest_neighbor"))
-            rounding = cv_attr_str(cv, "nearest_mode", "round_prefer_floor");
+        rounding = cv_attr_str(cv, "nearest_mode", "round_prefer_floor");
     }
     if (cv_attr_int(cv, "antialias", 0)) return cv_fail(cv, GR_ERR_UNSUPPORTED, "antialias");
     if (cv_attr(cv, "axes")) return cv_fail(cv, GR_ERR_UNSUPPORTED, "the axes attribute");

@@ -300,22 +300,24 @@ gr_status onnx_cv_slice(onnx_cv *cv) {
     const ir_prim *b[RT_MAX_NDIM], *e[RT_MAX_NDIM];
     int n = onnx_slice_params(cv, rank, dims, axes, b, e, steps);
     if (n < 0) return cv_status(cv);
-    ir_attr ab[RT_MAX_NDIM], ae[RT_MAX_NDIM];
+    /* relax.strided_slice(x, axes, begin, end, strides): tuples of prim values. */
+    ir_expr *fa[RT_MAX_NDIM], *fb[RT_MAX_NDIM], *fe[RT_MAX_NDIM], *fs[RT_MAX_NDIM];
     for (int i = 0; i < n; i++) {
         int64_t v, d;
-        /* A negative step ending before index 0 is written -(dim + 1) (Relax/TVM style). */
+        const ir_prim *end = e[i];
+        /* A negative step ending before index 0 is written -(dim + 1) (Python slice style). */
         if (steps[i] < 0 && ir_prim_is_int(e[i], &v) && v == -1 && ir_prim_is_int(dims[axes[i]], &d))
-            ae[i] = ir_attr_int(-d - 1);
-        else
-            ae[i] = ir_prim_is_int(e[i], &v) ? ir_attr_int(v) : (ir_attr){.kind = IR_ATTR_PRIM, .u.prim = e[i]};
-        ab[i] = ir_prim_is_int(b[i], &v) ? ir_attr_int(v) : (ir_attr){.kind = IR_ATTR_PRIM, .u.prim = b[i]};
+            end = ir_prim_int(cv->ctx, -d - 1);
+        fa[i] = (ir_expr *)ir_primval_int(cv->ctx, ir_prim_int(cv->ctx, axes[i]), cv->span);
+        fb[i] = (ir_expr *)ir_primval_int(cv->ctx, b[i], cv->span);
+        fe[i] = (ir_expr *)ir_primval_int(cv->ctx, end, cv->span);
+        fs[i] = (ir_expr *)ir_primval_int(cv->ctx, ir_prim_int(cv->ctx, steps[i]), cv->span);
     }
-    cv_attrs at = {0};
-    cv_set(&at, "axes", ir_attr_ints(cv->ctx, (uint32_t)n, axes));
-    cv_set(&at, "begin", ir_attr_array(cv->ctx, (uint32_t)n, ab));
-    cv_set(&at, "end", ir_attr_array(cv->ctx, (uint32_t)n, ae));
-    cv_set(&at, "strides", ir_attr_ints(cv->ctx, (uint32_t)n, steps));
-    return cv_out(cv, 0, cv_call1(cv, "relax.strided_slice", x, &at));
+    ir_expr *args[5] = {x, (ir_expr *)ir_tuple_new(cv->ctx, (uint32_t)n, fa, cv->span),
+                        (ir_expr *)ir_tuple_new(cv->ctx, (uint32_t)n, fb, cv->span),
+                        (ir_expr *)ir_tuple_new(cv->ctx, (uint32_t)n, fe, cv->span),
+                        (ir_expr *)ir_tuple_new(cv->ctx, (uint32_t)n, fs, cv->span)};
+    return cv_out(cv, 0, cv_call(cv, "relax.strided_slice", 5, args, NULL));
 }
 
 /* ---- Reshape, Flatten, Squeeze, Unsqueeze: output dims ---- */

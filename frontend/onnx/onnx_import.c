@@ -84,7 +84,7 @@ static gr_status input_sinfo(onnx_importer *imp, const Onnx__ValueInfoProto *vi,
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     ir_dtype dt;
     if (!onnx_dtype_from_elem(tt->elem_type, &dt))
-        return gr_diag_set(imp->diag, GR_ERR_INVALID,
+        return gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED,
                            "graph input '%s': unsupported element type %d", name,
                            (int)tt->elem_type);
     const onnx_input_shape *bind = bound_shape(imp, name);
@@ -324,6 +324,47 @@ static bool is_initializer(const Onnx__GraphProto *g, const char *name) {
     return false;
 }
 
+static const Onnx__ValueInfoProto *graph_input(const Onnx__GraphProto *g, const char *name) {
+    for (size_t j = 0; name && j < g->n_input; j++)
+        if (g->input[j]->name && !strcmp(g->input[j]->name, name) && !is_initializer(g, name))
+            return g->input[j];
+    return NULL;
+}
+
+/* Inputs given as constants: checked against the input's declared type, then kept like
+ * initializers. */
+static gr_status bind_values(onnx_importer *imp, const Onnx__GraphProto *g) {
+    for (uint32_t i = 0; imp->opts && i < imp->opts->nvalues; i++) {
+        const onnx_input_value *iv = &imp->opts->values[i];
+        const Onnx__ValueInfoProto *vi = graph_input(g, iv->name);
+        if (!vi || !iv->value)
+            return gr_diag_set(imp->diag, GR_ERR_INVALID, "input value %s: %s",
+                               iv->name ? iv->name : "(null)",
+                               vi ? "no tensor given" : "the model has no such input");
+        const ir_sinfo *si = NULL;
+        gr_status st = input_sinfo(imp, vi, &si);
+        if (st != GR_OK) return st;
+        const rt_tensor *t = iv->value;
+        bool ok = ir_dtype_eq(si->dtype, t->dl.dtype) && (si->ndim < 0 || si->ndim == t->dl.ndim);
+        for (int32_t d = 0; ok && si->ndim > 0 && si->dims && d < si->ndim; d++) {
+            int64_t v;
+            ok = !ir_prim_is_int(si->dims[d], &v) || v == t->shape[d];
+        }
+        if (!ok) {
+            char buf[256];
+            ir_sinfo_snprint(si, buf, sizeof(buf));
+            return gr_diag_set(imp->diag, GR_ERR_INVALID,
+                               "input value %s: a %s tensor of rank %d does not fit %s", iv->name,
+                               ir_dtype_name(t->dl.dtype) ? ir_dtype_name(t->dl.dtype) : "?",
+                               (int)t->dl.ndim, buf);
+        }
+        onnx_val *v = val_new(imp, iv->name);
+        v->known = rt_tensor_retain(iv->value);
+        v->span = imp_span(imp, iv->name, false);
+    }
+    return GR_OK;
+}
+
 static gr_status check_bound_shapes(onnx_importer *imp, const Onnx__GraphProto *g) {
     if (!imp->opts) return GR_OK;
     for (uint32_t i = 0; i < imp->opts->nshapes; i++) {
@@ -361,6 +402,9 @@ static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_
         v->span = imp_span(imp, tp->name, false);
     }
 
+    st = bind_values(imp, g);
+    if (st != GR_OK) return st;
+
     GR_VEC(ir_var *) params = {0};
     for (size_t i = 0; i < g->n_input; i++) {
         const Onnx__ValueInfoProto *vi = g->input[i];
@@ -368,7 +412,7 @@ static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_
             gr_vec_free(&params);
             return gr_diag_set(imp->diag, GR_ERR_INVALID, "graph input %zu has no name", i);
         }
-        if (val_get(imp, vi->name)) continue;  /* an initializer: a constant */
+        if (val_get(imp, vi->name)) continue;  /* an initializer or bound value: a constant */
         const ir_sinfo *si = NULL;
         st = input_sinfo(imp, vi, &si);
         if (st != GR_OK) {
@@ -402,7 +446,9 @@ static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_
             if (!v->expr && v->known) v->expr = (ir_expr *)ir_const_new(ctx, v->known, v->span);
             if (!v->expr) {
                 st = gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED,
-                                 "graph output '%s' is a dynamic shape value", name);
+                                 v->sym ? "graph output '%s' is a shape with dynamic dims"
+                                        : "graph output '%s' is an output the importer does "
+                                          "not produce", name);
                 gr_diag_set_layer(imp->diag, name);
                 break;
             }
@@ -412,7 +458,7 @@ static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_
             ir_expr *o = g->n_output == 1 ? outs[0]
                                           : (ir_expr *)ir_tuple_new(ctx, (uint32_t)g->n_output,
                                                                     outs, NULL);
-            result = (ir_expr *)ir_bb_emit_output(imp->bb, o, NULL);
+            result = (ir_expr *)ir_bb_emit_output(imp->bb, o, "gv");
             if (!result) st = imp->diag->code ? imp->diag->code : GR_ERR_TYPE;
         }
         free(outs);

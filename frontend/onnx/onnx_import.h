@@ -15,9 +15,18 @@ typedef struct onnx_input_shape {
     int64_t dims[RT_MAX_NDIM];
 } onnx_input_shape;
 
+/* A graph input replaced by a constant (like an initializer): its value is known at import, so
+ * shape inputs (Reshape's shape, Slice's starts, Resize's sizes, ...) fold. */
+typedef struct onnx_input_value {
+    const char *name;             /* graph input name */
+    rt_tensor *value;             /* borrowed; the constants take their own references */
+} onnx_input_value;
+
 typedef struct onnx_import_opts {
     const onnx_input_shape *shapes; /* bind dynamic dims of these inputs */
     uint32_t nshapes;
+    const onnx_input_value *values; /* inputs that become constants (may be NULL) */
+    uint32_t nvalues;
     bool no_spans;                  /* graft import --no-spans */
 } onnx_import_opts;
 
