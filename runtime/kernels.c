@@ -1,0 +1,365 @@
+/* Kernel registry (op name -> kernel, merged from the family tables) and the helpers every
+ * kernel family shares. */
+#include "runtime/kernels.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/kernels_impl.h"
+
+/* ---- registry ---- */
+
+static rt_kernel_entry *g_table;
+static size_t g_count;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static int entry_cmp(const void *a, const void *b) {
+    return strcmp(((const rt_kernel_entry *)a)->name, ((const rt_kernel_entry *)b)->name);
+}
+
+static void registry_init(void) {
+    size_t n = 0;
+#define COUNT_FAMILY(f) n += rt_kernels_##f##_count;
+    RT_KERNEL_FAMILIES(COUNT_FAMILY)
+#undef COUNT_FAMILY
+    g_table = gr_xmalloc(sizeof(*g_table) * (n ? n : 1));
+#define COPY_FAMILY(f)                                                 \
+    memcpy(g_table + g_count, rt_kernels_##f,                          \
+           sizeof(*g_table) * rt_kernels_##f##_count);                 \
+    g_count += rt_kernels_##f##_count;
+    RT_KERNEL_FAMILIES(COPY_FAMILY)
+#undef COPY_FAMILY
+    qsort(g_table, g_count, sizeof(*g_table), entry_cmp);
+}
+
+static rt_kernel_fn kernel_by_name(const char *name) {
+    pthread_once(&g_once, registry_init);
+    rt_kernel_entry key = {.name = name};
+    const rt_kernel_entry *e = bsearch(&key, g_table, g_count, sizeof(*g_table), entry_cmp);
+    return e ? e->fn : NULL;
+}
+
+rt_kernel_fn rt_kernel_find(const ir_op_def *op) {
+    if (!op || !op->name) return NULL;
+    return kernel_by_name(op->name);
+}
+
+gr_status rt_kernel_run(const rt_kernel_call *call, rt_value *out, gr_diag *diag) {
+    out->kind = RT_VAL_NONE;
+    rt_kernel_fn fn = rt_kernel_find(call->op);
+    if (!fn) {
+        return rt_kerr(call, diag, GR_ERR_UNSUPPORTED, "no reference kernel for this op");
+    }
+    return fn(call, out, diag);
+}
+
+/* ---- errors ---- */
+
+static const char *call_layer(const rt_kernel_call *c) {
+    return c->span && c->span->n ? c->span->locs[0].source : NULL;
+}
+
+gr_status rt_kerr(const rt_kernel_call *c, gr_diag *d, gr_status code, const char *fmt, ...) {
+    if (!d) return code;
+    char msg[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    const char *opname = c->op ? (c->op->text_name ? c->op->text_name : c->op->name) : "?";
+    const char *layer = call_layer(c);
+    if (layer) {
+        gr_diag_set(d, code, "%s (layer '%s'): %s", opname, layer, msg);
+        gr_diag_set_layer(d, layer);
+    } else {
+        gr_diag_set(d, code, "%s: %s", opname, msg);
+    }
+    gr_diag_set_op(d, opname);
+    return code;
+}
+
+const char *rt_dims_str(int ndim, const int64_t *dims, char *buf, size_t n) {
+    size_t at = 0;
+    at += (size_t)snprintf(buf + at, n - at, "(");
+    for (int i = 0; i < ndim && at < n; i++)
+        at += (size_t)snprintf(buf + at, n - at, i ? ", %lld" : "%lld", (long long)dims[i]);
+    if (ndim == 1 && at < n) at += (size_t)snprintf(buf + at, n - at, ",");
+    if (at < n) snprintf(buf + at, n - at, ")");
+    return buf;
+}
+
+const char *rt_shape_str(const rt_tensor *t, char *buf, size_t n) {
+    if (!t) {
+        snprintf(buf, n, "(none)");
+        return buf;
+    }
+    rt_dims_str(t->dl.ndim, t->dl.shape, buf, n);
+    size_t at = strlen(buf);
+    const char *dn = ir_dtype_name(t->dl.dtype);
+    if (at < n) snprintf(buf + at, n - at, " %s", dn ? dn : "?");
+    return buf;
+}
+
+/* ---- arguments ---- */
+
+gr_status rt_check_nargs(const rt_kernel_call *c, uint32_t lo, uint32_t hi, gr_diag *d) {
+    if (c->nargs < lo || c->nargs > hi)
+        return rt_kerr(c, d, GR_ERR_INVALID, "expects %u to %u arguments, got %u", lo, hi,
+                       c->nargs);
+    return GR_OK;
+}
+
+gr_status rt_arg_tensor(const rt_kernel_call *c, uint32_t i, const rt_tensor **out, gr_diag *d) {
+    if (i >= c->nargs)
+        return rt_kerr(c, d, GR_ERR_INVALID, "missing argument %u (got %u)", i, c->nargs);
+    const rt_value *v = &c->args[i];
+    if (v->kind != RT_VAL_TENSOR || !v->u.t)
+        return rt_kerr(c, d, GR_ERR_INVALID, "argument %u is not a tensor", i);
+    *out = v->u.t;
+    return GR_OK;
+}
+
+bool rt_value_scalar(const rt_value *v, double *out) {
+    switch ((rt_value_kind)v->kind) {
+    case RT_VAL_INT: *out = (double)v->u.i; return true;
+    case RT_VAL_FLOAT: *out = v->u.f; return true;
+    case RT_VAL_TENSOR:
+        if (v->u.t && rt_tensor_numel(v->u.t) == 1) {
+            *out = rt_tensor_get_f64(v->u.t, 0);
+            return true;
+        }
+        return false;
+    default: return false;
+    }
+}
+
+int rt_value_ints(const rt_value *v, int64_t *out, int max) {
+    switch ((rt_value_kind)v->kind) {
+    case RT_VAL_SHAPE:
+        for (int i = 0; i < v->u.shape.ndim && i < max; i++) out[i] = v->u.shape.dims[i];
+        return v->u.shape.ndim;
+    case RT_VAL_INT:
+        if (max > 0) out[0] = v->u.i;
+        return 1;
+    case RT_VAL_TUPLE:
+        for (uint32_t i = 0; i < v->u.tuple.n; i++) {
+            const rt_value *it = &v->u.tuple.items[i];
+            double x;
+            if (it->kind != RT_VAL_INT && !(it->kind == RT_VAL_TENSOR && rt_value_scalar(it, &x)))
+                return -1;
+            if ((int)i < max) out[i] = it->kind == RT_VAL_INT ? it->u.i : (int64_t)x;
+        }
+        return (int)v->u.tuple.n;
+    case RT_VAL_TENSOR: {
+        const rt_tensor *t = v->u.t;
+        if (!t || t->dl.ndim > 1 || rt_is_floatish(t->dl.dtype)) return -1;
+        int64_t n = rt_tensor_numel(t);
+        const void *p = t->dl.data;
+        for (int64_t i = 0; i < n && i < max; i++) {
+            if (t->dl.dtype.code == kDLInt && t->dl.dtype.bits == 64) out[i] = ((const int64_t *)p)[i];
+            else out[i] = (int64_t)rt_tensor_get_f64(t, i);
+        }
+        return (int)n;
+    }
+    default: return -1;
+    }
+}
+
+/* ---- attributes ---- */
+
+int rt_attr_ints(const ir_attrs *a, const char *key, int64_t *out, int max) {
+    const ir_attr *v = ir_attrs_get(a, key);
+    if (!v) return -1;
+    if (v->kind == IR_ATTR_INT) {
+        if (max > 0) out[0] = v->u.i;
+        return 1;
+    }
+    if (v->kind == IR_ATTR_PRIM && v->u.prim) return -1;
+    if (v->kind != IR_ATTR_ARRAY) return -1;
+    for (uint32_t i = 0; i < v->u.arr.n && (int)i < max; i++) {
+        const ir_attr *it = &v->u.arr.items[i];
+        out[i] = it->kind == IR_ATTR_INT ? it->u.i
+                 : it->kind == IR_ATTR_FLOAT ? (int64_t)it->u.f
+                 : it->kind == IR_ATTR_BOOL ? it->u.b : 0;
+    }
+    return (int)v->u.arr.n;
+}
+
+ir_dtype rt_attr_dtype(const ir_attrs *a, const char *key, ir_dtype dflt) {
+    const ir_attr *v = ir_attrs_get(a, key);
+    if (!v) return dflt;
+    if (v->kind == IR_ATTR_DTYPE) return ir_dtype_is_void(v->u.dtype) ? dflt : v->u.dtype;
+    if (v->kind == IR_ATTR_STR && v->u.s) {
+        ir_dtype t;
+        if (v->u.s[0] && ir_dtype_parse(v->u.s, &t) && !ir_dtype_is_void(t)) return t;
+    }
+    return dflt;
+}
+
+const char *rt_attr_str(const ir_attrs *a, const char *key, const char *dflt) {
+    const char *s = ir_attrs_get_str(a, key);
+    return s ? s : dflt;
+}
+
+bool rt_attr_is_none(const ir_attrs *a, const char *key) {
+    const ir_attr *v = ir_attrs_get(a, key);
+    return !v || v->kind == IR_ATTR_NONE;
+}
+
+/* ---- tensors ---- */
+
+gr_status rt_out_new(const rt_kernel_call *c, DLDataType dt, int ndim, const int64_t *shape,
+                     rt_tensor **out, gr_diag *d) {
+    if (ndim < 0 || ndim > RT_MAX_NDIM)
+        return rt_kerr(c, d, GR_ERR_UNSUPPORTED, "output rank %d exceeds %d", ndim, RT_MAX_NDIM);
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0)
+            return rt_kerr(c, d, GR_ERR_INVALID, "negative output dimension in %s",
+                           RT_DIMS_STR(ndim, shape));
+    *out = rt_tensor_new(dt, ndim, shape);
+    if (!*out)
+        return rt_kerr(c, d, GR_ERR_NOMEM, "cannot allocate output %s", RT_DIMS_STR(ndim, shape));
+    return GR_OK;
+}
+
+size_t rt_dtype_size(DLDataType t) {
+    size_t b = t.bits < 8 ? 1 : t.bits / 8u;
+    return b * (t.lanes ? t.lanes : 1u);
+}
+
+rt_tensor *rt_tensor_cast(const rt_tensor *t, DLDataType to) {
+    if (rt_dt_eq(t->dl.dtype, to)) return rt_tensor_retain((rt_tensor *)t);
+    rt_tensor *o = rt_tensor_new(to, t->dl.ndim, t->dl.shape);
+    if (!o) return NULL;
+    int64_t n = rt_tensor_numel(t);
+    DLDataType from = t->dl.dtype;
+    const void *src = t->dl.data;
+    void *dst = o->dl.data;
+    bool from_i64 = from.code == kDLInt && from.bits == 64;
+    bool to_i64 = to.code == kDLInt && to.bits == 64;
+    if (rt_is_f32(from) && to_i64) {
+        for (int64_t i = 0; i < n; i++) {
+            float x = ((const float *)src)[i];
+            ((int64_t *)dst)[i] = isfinite(x) ? (int64_t)x : 0;
+        }
+    } else if (rt_is_f32(to) && from_i64) {
+        for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = (float)((const int64_t *)src)[i];
+    } else if (from_i64 && to.code == kDLInt && to.bits == 32) {
+        for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = (int32_t)((const int64_t *)src)[i];
+    } else if (to_i64 && from.code == kDLInt && from.bits == 32) {
+        for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = ((const int32_t *)src)[i];
+    } else if (from_i64) {
+        /* exact for any int64 source value that fits the target */
+        for (int64_t i = 0; i < n; i++) {
+            int64_t x = ((const int64_t *)src)[i];
+            if (to.code == kDLUInt && to.bits == 1) ((uint8_t *)dst)[i] = x != 0;
+            else rt_tensor_set_f64(o, i, (double)x);
+        }
+    } else if (to_i64 && from.code != kDLFloat && from.code != kDLBfloat) {
+        for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = (int64_t)rt_tensor_get_f64(t, i);
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            double x = rt_tensor_get_f64(t, i);
+            if (!rt_is_floatish(to) && !isfinite(x)) x = 0;
+            if (to.code == kDLUInt && to.bits == 1) x = x != 0.0;
+            rt_tensor_set_f64(o, i, x);
+        }
+    }
+    return o;
+}
+
+bool rt_norm_axis(int64_t *axis, int ndim) {
+    if (*axis < 0) *axis += ndim;
+    return *axis >= 0 && *axis < ndim;
+}
+
+void rt_strides(int ndim, const int64_t *shape, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= shape[i];
+    }
+}
+
+/* ---- broadcasting ---- */
+
+bool rt_bcast_init(rt_bcast *b, int nin, const rt_tensor *const *ins, int64_t *out_shape,
+                   int *out_ndim) {
+    int nd = 0;
+    for (int k = 0; k < nin; k++)
+        if (ins[k]->dl.ndim > nd) nd = ins[k]->dl.ndim;
+    int64_t st[RT_BCAST_MAX][RT_MAX_NDIM];
+    for (int i = 0; i < nd; i++) {
+        int64_t dim = 1;
+        for (int k = 0; k < nin; k++) {
+            int j = i - (nd - ins[k]->dl.ndim);
+            int64_t e = j >= 0 ? ins[k]->dl.shape[j] : 1;
+            if (e == dim || e == 1) continue;
+            if (dim != 1) return false;
+            dim = e;
+        }
+        out_shape[i] = dim;
+    }
+    for (int k = 0; k < nin; k++) {
+        int64_t s = 1;
+        for (int i = nd - 1; i >= 0; i--) {
+            int j = i - (nd - ins[k]->dl.ndim);
+            int64_t e = j >= 0 ? ins[k]->dl.shape[j] : 1;
+            st[k][i] = e == 1 ? 0 : s;
+            s *= e;
+        }
+    }
+    *out_ndim = nd;
+    /* collapse dims that stay contiguous for every operand (size-1 dims vanish) */
+    b->nops = nin;
+    int m = 0;
+    for (int i = 0; i < nd; i++) {
+        if (out_shape[i] == 1) continue;
+        if (m > 0) {
+            bool merge = true;
+            for (int k = 0; k < nin && merge; k++)
+                merge = b->strides[k][m - 1] == st[k][i] * out_shape[i];
+            if (merge) {
+                b->shape[m - 1] *= out_shape[i];
+                for (int k = 0; k < nin; k++) b->strides[k][m - 1] = st[k][i];
+                continue;
+            }
+        }
+        b->shape[m] = out_shape[i];
+        for (int k = 0; k < nin; k++) b->strides[k][m] = st[k][i];
+        m++;
+    }
+    if (m == 0) {
+        b->shape[0] = 1;
+        for (int k = 0; k < nin; k++) b->strides[k][0] = 0;
+        m = 1;
+    }
+    b->ndim = m;
+    return true;
+}
+
+void rt_bcast_run(const rt_bcast *b, rt_bcast_row_fn fn, void *ctx) {
+    int nd = b->ndim;
+    int64_t inner = b->shape[nd - 1];
+    int64_t rows = 1;
+    for (int i = 0; i < nd - 1; i++) rows *= b->shape[i];
+    if (inner == 0 || rows == 0) return;
+    int64_t idx[RT_MAX_NDIM] = {0};
+    int64_t off[RT_BCAST_MAX] = {0};
+    int64_t istride[RT_BCAST_MAX];
+    for (int k = 0; k < b->nops; k++) istride[k] = b->strides[k][nd - 1];
+    for (int64_t r = 0; r < rows; r++) {
+        fn(ctx, r * inner, off, istride, inner);
+        for (int i = nd - 2; i >= 0; i--) {   /* odometer over the outer dims */
+            idx[i]++;
+            for (int k = 0; k < b->nops; k++) off[k] += b->strides[k][i];
+            if (idx[i] < b->shape[i]) break;
+            for (int k = 0; k < b->nops; k++) off[k] -= b->strides[k][i] * idx[i];
+            idx[i] = 0;
+        }
+    }
+}

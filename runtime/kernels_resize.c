@@ -1,0 +1,175 @@
+/* image.resize2d (NCHW or NHWC): nearest_neighbor / linear / cubic with TVM's coordinate
+ * transformation modes and rounding methods (the ONNX Resize semantics). */
+#include <math.h>
+#include <string.h>
+
+#include "runtime/kernels_impl.h"
+
+enum { CT_HALF, CT_ALIGN, CT_ASYM, CT_PT_HALF, CT_TF_NN, CT_TF_CROP };
+enum { RM_ROUND, RM_PREFER_FLOOR, RM_PREFER_CEIL, RM_FLOOR, RM_CEIL };
+
+static int lookup(const char *s, const char *const *names, int n) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return -1;
+}
+
+/* Input coordinate of output index x along a dim. */
+static double in_coord(int mode, int64_t x, int64_t in, int64_t out, double r0, double r1) {
+    double scale = (double)in / (double)out;
+    switch (mode) {
+    case CT_HALF: return (x + 0.5) * scale - 0.5;
+    case CT_ALIGN: return out > 1 ? x * (double)(in - 1) / (double)(out - 1) : 0.0;
+    case CT_ASYM: return x * scale;
+    case CT_PT_HALF: return out > 1 ? (x + 0.5) * scale - 0.5 : 0.0;
+    case CT_TF_NN: return (x + 0.5) * scale;
+    default: /* tf_crop_and_resize */
+        return out > 1 ? r0 * (in - 1) + x * (r1 - r0) * (in - 1) / (double)(out - 1)
+                       : 0.5 * (r0 + r1) * (in - 1);
+    }
+}
+
+static int64_t round_idx(int rm, double v) {
+    switch (rm) {
+    case RM_ROUND: return (int64_t)round(v);
+    case RM_PREFER_FLOOR: return (int64_t)ceil(v - 0.5);
+    case RM_PREFER_CEIL: return (int64_t)floor(v + 0.5);
+    case RM_FLOOR: return (int64_t)floor(v);
+    default: return (int64_t)ceil(v);
+    }
+}
+
+static inline int64_t clampi(int64_t v, int64_t n) { return v < 0 ? 0 : v >= n ? n - 1 : v; }
+
+static void cubic_w(double t, double A, double w[4]) {
+    double x;
+    x = t + 1; w[0] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+    x = t;     w[1] = ((A + 2) * x - (A + 3)) * x * x + 1;
+    x = 1 - t; w[2] = ((A + 2) * x - (A + 3)) * x * x + 1;
+    x = 2 - t; w[3] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+}
+
+static gr_status k_resize2d(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
+    const rt_tensor *x;
+    gr_status st;
+    if ((st = rt_check_nargs(c, 2, 2, d)) || (st = rt_arg_tensor(c, 0, &x, d))) return st;
+    if (x->dl.ndim != 4 || !rt_is_floatish(x->dl.dtype))
+        return rt_kerr(c, d, GR_ERR_INVALID, "expects a rank-4 float tensor, got %s", RT_SHAPE_STR(x));
+    int64_t size[RT_MAX_NDIM];
+    int ns = rt_value_ints(&c->args[1], size, RT_MAX_NDIM);
+    if (ns == 1) size[1] = size[0];
+    else if (ns != 2) return rt_kerr(c, d, GR_ERR_INVALID, "size must have 2 values");
+    static const char *const CTS[] = {"half_pixel", "align_corners", "asymmetric",
+                                      "pytorch_half_pixel", "tf_half_pixel_for_nn",
+                                      "tf_crop_and_resize"};
+    static const char *const RMS[] = {"round", "round_prefer_floor", "round_prefer_ceil",
+                                      "floor", "ceil"};
+    static const char *const METHODS[] = {"nearest_neighbor", "linear", "cubic"};
+    const char *layout = rt_attr_str(c->attrs, "layout", "NCHW");
+    const char *ms = rt_attr_str(c->attrs, "method", "linear");
+    const char *cts = rt_attr_str(c->attrs, "coordinate_transformation_mode", "half_pixel");
+    const char *rms = rt_attr_str(c->attrs, "rounding_method", "round");
+    int method = lookup(ms, METHODS, 3), ct = lookup(cts, CTS, 6);
+    int rm = rms[0] ? lookup(rms, RMS, 5) : (ct == CT_ALIGN ? RM_ROUND : RM_FLOOR);
+    bool nhwc = strcmp(layout, "NHWC") == 0;
+    if (method < 0 || ct < 0 || rm < 0 || (!nhwc && strcmp(layout, "NCHW")))
+        return rt_kerr(c, d, GR_ERR_UNSUPPORTED, "method \"%s\", mode \"%s\", rounding \"%s\", layout %s",
+                       ms, cts, rms, layout);
+    double A = ir_attrs_get_float(c->attrs, "cubic_alpha", -0.5);
+    bool exclude = ir_attrs_get_int(c->attrs, "cubic_exclude", 0) != 0;
+    double extrap = ir_attrs_get_float(c->attrs, "extrapolation_value", 0.0);
+    double roi[4] = {0, 0, 1, 1};
+    const ir_attr *ra = ir_attrs_get(c->attrs, "roi");
+    if (ra && ra->kind == IR_ATTR_ARRAY && ra->u.arr.n == 4)
+        for (int i = 0; i < 4; i++) {
+            const ir_attr *it = &ra->u.arr.items[i];
+            roi[i] = it->kind == IR_ATTR_FLOAT ? it->u.f : it->kind == IR_ATTR_INT ? (double)it->u.i : 0;
+        }
+    int64_t N = x->dl.shape[0], C = nhwc ? x->dl.shape[3] : x->dl.shape[1];
+    int64_t H = nhwc ? x->dl.shape[1] : x->dl.shape[2], W = nhwc ? x->dl.shape[2] : x->dl.shape[3];
+    int64_t OH = size[0], OW = size[1];
+    if (OH <= 0 || OW <= 0 || H <= 0 || W <= 0)
+        return rt_kerr(c, d, GR_ERR_INVALID, "bad size %s for input %s", RT_DIMS_STR(2, size), RT_SHAPE_STR(x));
+    /* strides in elements of (n, c, h, w) */
+    int64_t sn = C * H * W, sc = nhwc ? 1 : H * W, sh = nhwc ? W * C : W, sw = nhwc ? C : 1;
+    int64_t osn = C * OH * OW, osc = nhwc ? 1 : OH * OW, osh = nhwc ? OW * C : OW, osw = nhwc ? C : 1;
+    int64_t oshape[4] = {N, nhwc ? OH : C, nhwc ? OW : OH, nhwc ? C : OW};
+    const DLDataType f32 = {kDLFloat, 32, 1};
+    rt_tensor *cx = rt_tensor_cast(x, f32), *o;
+    if (!cx) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
+    if ((st = rt_out_new(c, f32, 4, oshape, &o, d))) {
+        rt_tensor_release(cx);
+        return st;
+    }
+    const float *xp = cx->dl.data;
+    float *yp = o->dl.data;
+    for (int64_t oh = 0; oh < OH; oh++) {
+        double iy = in_coord(ct, oh, H, OH, roi[0], roi[2]);
+        for (int64_t ow = 0; ow < OW; ow++) {
+            double ix = in_coord(ct, ow, W, OW, roi[1], roi[3]);
+            bool outside = ct == CT_TF_CROP && (iy < 0 || iy > H - 1 || ix < 0 || ix > W - 1);
+            for (int64_t n = 0; n < N; n++)
+                for (int64_t ch = 0; ch < C; ch++) {
+                    const float *src = xp + n * sn + ch * sc;
+                    float *dst = yp + n * osn + ch * osc + oh * osh + ow * osw;
+                    if (outside) {
+                        *dst = (float)extrap;
+                        continue;
+                    }
+                    if (method == 0) {
+                        int64_t yi = clampi(round_idx(rm, iy), H), xi = clampi(round_idx(rm, ix), W);
+                        *dst = src[yi * sh + xi * sw];
+                    } else if (method == 1) {
+                        double fy = floor(iy), fx = floor(ix), ty = iy - fy, tx = ix - fx;
+                        int64_t y0 = clampi((int64_t)fy, H), y1 = clampi((int64_t)fy + 1, H);
+                        int64_t x0 = clampi((int64_t)fx, W), x1 = clampi((int64_t)fx + 1, W);
+                        double top = src[y0 * sh + x0 * sw] * (1 - tx) + src[y0 * sh + x1 * sw] * tx;
+                        double bot = src[y1 * sh + x0 * sw] * (1 - tx) + src[y1 * sh + x1 * sw] * tx;
+                        *dst = (float)(top * (1 - ty) + bot * ty);
+                    } else {
+                        double fy = floor(iy), fx = floor(ix), wy[4], wx[4];
+                        cubic_w(iy - fy, A, wy);
+                        cubic_w(ix - fx, A, wx);
+                        if (exclude) {
+                            double sy = 0, sx = 0;
+                            for (int k = 0; k < 4; k++) {
+                                int64_t yy = (int64_t)fy - 1 + k, xx = (int64_t)fx - 1 + k;
+                                if (yy < 0 || yy >= H) wy[k] = 0;
+                                if (xx < 0 || xx >= W) wx[k] = 0;
+                                sy += wy[k];
+                                sx += wx[k];
+                            }
+                            for (int k = 0; k < 4; k++) {
+                                wy[k] = sy != 0 ? wy[k] / sy : 0;
+                                wx[k] = sx != 0 ? wx[k] / sx : 0;
+                            }
+                        }
+                        double acc = 0;
+                        for (int a = 0; a < 4; a++) {
+                            int64_t yy = clampi((int64_t)fy - 1 + a, H);
+                            double row = 0;
+                            for (int b = 0; b < 4; b++)
+                                row += wx[b] * src[yy * sh + clampi((int64_t)fx - 1 + b, W) * sw];
+                            acc += wy[a] * row;
+                        }
+                        *dst = (float)acc;
+                    }
+                }
+        }
+    }
+    rt_tensor_release(cx);
+    ir_dtype odt = rt_attr_dtype(c->attrs, "out_dtype", x->dl.dtype);
+    if (!rt_dt_eq(odt, f32)) {
+        rt_tensor *conv = rt_tensor_cast(o, odt);
+        rt_tensor_release(o);
+        if (!conv) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
+        o = conv;
+    }
+    *out = rt_value_tensor(o);
+    return GR_OK;
+}
+
+const rt_kernel_entry rt_kernels_resize[] = {
+    {"relax.image.resize2d", k_resize2d},
+};
+RT_FAMILY_COUNT(resize, rt_kernels_resize);
