@@ -6,6 +6,16 @@
 
 #include "ir/op_impl.h"
 
+static ir_attr canon_attr(ir_ctx_t *ctx, const ir_attr *a);
+
+/* An array attr whose items are hash-consed (no arena growth for repeated values). */
+static ir_attr make_array(ir_ctx_t *ctx, uint32_t n, const ir_attr *items) {
+    ir_attr tmp = {.kind = IR_ATTR_ARRAY};
+    tmp.u.arr.n = n;
+    tmp.u.arr.items = items;
+    return canon_attr(ctx, &tmp);
+}
+
 /* ---- default literals: None, True, False, ints, floats, "str", [ints] ---- */
 
 static const char *skip_ws(const char *s) {
@@ -51,7 +61,7 @@ static bool parse_literal(ir_ctx_t *ctx, const char **ps, uint8_t kind, ir_attr 
             if (*s == ',') s = skip_ws(s + 1);
             else if (*s != ']') return false;
         }
-        *out = ir_attr_array(ctx, n, items);
+        *out = make_array(ctx, n, items);
         *ps = s + 1;
         return true;
     }
@@ -77,6 +87,59 @@ static ir_attr parse_default(ir_ctx_t *ctx, const ir_op_def *def, const ir_attr_
         gr_abort(__FILE__, __LINE__, "op table: bad default %s for %s.%s", f->dflt, def->name,
                  f->name);
     return a;
+}
+
+/* ---- hash-consed attr values ----
+ * Normalized attrs are hash-consed, so a million calls with the same attrs share one copy and
+ * normalizing costs no arena memory after the first. Values are rebuilt field by field into
+ * zeroed storage because hash-consing compares raw bytes (padding included). */
+enum { ITEMS_TAG = 0x4154494d, KEYS_TAG = 0x41544b59, ATTRS_TAG = 0x41545253 };
+
+static ir_attr canon_attr(ir_ctx_t *ctx, const ir_attr *a) {
+    ir_attr c;
+    memset(&c, 0, sizeof(c));
+    c.kind = a->kind;
+    switch (a->kind) {
+    case IR_ATTR_NONE: break;
+    case IR_ATTR_BOOL: c.u.b = a->u.b; break;
+    case IR_ATTR_INT: c.u.i = a->u.i; break;
+    case IR_ATTR_FLOAT: c.u.f = a->u.f; break;
+    case IR_ATTR_STR: c.u.s = a->u.s; break;
+    case IR_ATTR_DTYPE: c.u.dtype = a->u.dtype; break;
+    case IR_ATTR_PRIM: c.u.prim = a->u.prim; break;
+    case IR_ATTR_EXPR: c.u.expr = a->u.expr; break;
+    case IR_ATTR_OBJ: c.u.obj = a->u.obj; break;
+    case IR_ATTR_ARRAY:
+    case IR_ATTR_MAP: {
+        uint32_t n = a->u.arr.n;
+        c.u.arr.n = n;
+        if (!n) break;
+        ir_attr stack[16];
+        ir_attr *items = n <= 16 ? stack : gr_xmalloc(sizeof(ir_attr) * n);
+        for (uint32_t i = 0; i < n; i++) items[i] = canon_attr(ctx, &a->u.arr.items[i]);
+        c.u.arr.items = ir_hashcons(ctx, ITEMS_TAG, items, sizeof(ir_attr) * n);
+        if (items != stack) free(items);
+        break;
+    }
+    default: c.u = a->u; break;
+    }
+    return c;
+}
+
+static const ir_attrs *intern_attrs(ir_ctx_t *ctx, uint32_t n, const char *const *keys,
+                                    const ir_attr *vals) {
+    const char *ik[64];
+    ir_attr iv[64];
+    for (uint32_t i = 0; i < n; i++) {
+        ik[i] = ir_intern(ctx, keys[i]);
+        iv[i] = canon_attr(ctx, &vals[i]);
+    }
+    ir_attrs key;
+    memset(&key, 0, sizeof(key));
+    key.n = n;
+    key.keys = ir_hashcons(ctx, KEYS_TAG, ik, sizeof(ik[0]) * n);
+    key.vals = ir_hashcons(ctx, ITEMS_TAG, iv, sizeof(iv[0]) * n);
+    return ir_hashcons(ctx, ATTRS_TAG, &key, sizeof(key));
 }
 
 /* ---- normalization ---- */
@@ -139,7 +202,7 @@ static bool coerce(ir_ctx_t *ctx, const ir_attr_field *f, const ir_attr *dflt, c
             ir_attr items[16];
             if (n > 16) n = 16;
             for (uint32_t i = 0; i < n; i++) items[i] = *v;
-            *out = ir_attr_array(ctx, n, items);
+            *out = make_array(ctx, n, items);
             return true;
         }
         if (v->kind != IR_ATTR_ARRAY) return false;
@@ -154,7 +217,7 @@ static bool coerce(ir_ctx_t *ctx, const ir_attr_field *f, const ir_attr *dflt, c
              * strides [s] -> [s, s]. */
             ir_attr items[16];
             for (uint32_t i = 0; i < want; i++) items[i] = v->u.arr.items[i % n];
-            *out = ir_attr_array(ctx, want, items);
+            *out = make_array(ctx, want, items);
             return true;
         }
         *out = *v;
@@ -213,7 +276,7 @@ gr_status ir_op_attrs_normalize(ir_ctx_t *ctx, const ir_op_def *def, const ir_at
                                def->text_name, f->name, kind_name(f->kind), kind_name(v->kind));
         }
     }
-    *out = ir_attrs_new(ctx, def->nattrs, keys, vals);
+    *out = intern_attrs(ctx, def->nattrs, keys, vals);
     return GR_OK;
 }
 

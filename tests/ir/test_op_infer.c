@@ -761,3 +761,20 @@ Test(op_infer, error_without_span_and_non_op_callee) {
     cr_assert_null(ir_op_infer(ctx, c, &diag));
     cr_assert_neq(diag.code, GR_OK);
 }
+
+Test(op_table, normalized_attrs_are_shared) {
+    const ir_op_def *d = ir_op_def_find("relax.nn.conv2d");
+    const ir_attrs *a = NULL, *b = NULL;
+    cr_assert_eq(ir_op_attrs_normalize(ctx, d, attrs(1, "strides", INTS(2, 2)), &a, &diag), GR_OK);
+    size_t before = ir_ctx_arena_bytes(ctx);
+    for (int i = 0; i < 1000; i++) {
+        cr_assert_eq(ir_op_attrs_normalize(ctx, d, NULL, &b, &diag), GR_OK);
+        cr_assert_eq(ir_op_attrs_normalize(ctx, d, NULL, &a, &diag), GR_OK);
+        cr_assert_eq(a, b);
+    }
+    /* after the first round, normalizing allocates nothing */
+    cr_assert_lt(ir_ctx_arena_bytes(ctx) - before, (size_t)8192);
+    int64_t v[4];
+    cr_assert_eq(ir_attrs_get_ints(a, "strides", v, 4), 2);
+    cr_assert_eq(v[0], 1);
+}
