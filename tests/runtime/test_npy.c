@@ -240,3 +240,56 @@ Test(npy, missing_file_and_unwritable_path_are_io_errors) {
     rt_tensor_release(u);
     rt_tensor_release(bf);
 }
+
+/* Random byte mutations and truncations of a valid file: each load succeeds or fails cleanly
+ * (the sanitizer build turns any out-of-bounds read into a failure). */
+Test(npy, mutated_files_never_crash) {
+    int64_t shape[2] = {3, 5};
+    rt_tensor *t = rt_tensor_new(IR_DTYPE_F32, 2, shape);
+    const char *p = path_of("base.npy");
+    cr_assert_eq(rt_npy_save(p, t, &diag), GR_OK);
+    rt_tensor_release(t);
+    unsigned char base[256];
+    FILE *f = fopen(p, "rb");
+    size_t n = fread(base, 1, sizeof base, f);
+    fclose(f);
+    cr_assert_eq(n, 128 + 60);
+    unsigned seed = 12345;
+    int ok = 0, bad = 0;
+    for (int iter = 0; iter < 600; iter++) {
+        unsigned char buf[256];
+        memcpy(buf, base, n);
+        size_t len = n;
+        seed = seed * 1103515245u + 12345u;
+        int nmut = 1 + (int)((seed >> 16) % 4);
+        for (int k = 0; k < nmut; k++) {
+            seed = seed * 1103515245u + 12345u;
+            size_t pos = (seed >> 8) % 128; /* the preamble and header */
+            seed = seed * 1103515245u + 12345u;
+            static const char pick[] = "(),:'\" {}0123456789<>|fiubTF\n\x00\xff";
+            buf[pos] = (seed >> 12) % 3 ? (unsigned char)pick[(seed >> 16) % (sizeof pick - 1)]
+                                        : (unsigned char)(seed >> 20);
+        }
+        if (iter % 5 == 0) {
+            seed = seed * 1103515245u + 12345u;
+            len = (seed >> 10) % n;
+        }
+        write_bytes(p, buf, len);
+        rt_tensor *u = NULL;
+        gr_diag_clear(&diag);
+        gr_status st = rt_npy_load(p, &u, &diag);
+        if (st == GR_OK) {
+            ok++;
+            cr_assert_not_null(u);
+            cr_assert_leq(rt_tensor_nbytes(u), len);
+            rt_tensor_release(u);
+        } else {
+            bad++;
+            cr_assert_eq(st, GR_ERR_INVALID, "%s", diag.msg);
+            cr_assert_null(u);
+            cr_assert(strstr(diag.msg, "base.npy"), "%s", diag.msg);
+        }
+    }
+    cr_assert_gt(bad, 0);
+    cr_assert_gt(ok, 0); /* mutations of padding spaces keep the file valid */
+}
