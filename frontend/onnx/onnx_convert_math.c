@@ -42,6 +42,18 @@ gr_status onnx_cv_leaky_relu(onnx_cv *cv) {
 gr_status onnx_cv_prelu(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0), *slope = cv_in(cv, 1);
     if (!x || !slope) return cv_status(cv);
+    /* A per-channel slope of shape (C,) that does not broadcast against the last dim (exporters
+     * before opset 7 wrote it so): reshape to (C, 1, ..., 1). */
+    const ir_sinfo *xs = cv_sinfo(cv, 0), *ss = cv_sinfo(cv, 1);
+    int64_t c, last;
+    if (xs && ss && xs->ndim >= 3 && xs->dims && ss->ndim == 1 && ss->dims &&
+        ss->dims[0] == xs->dims[1] && ir_prim_is_int(ss->dims[0], &c) && c != 1 &&
+        !(ir_prim_is_int(xs->dims[xs->ndim - 1], &last) && last == c)) {
+        const ir_prim *d[RT_MAX_NDIM];
+        d[0] = ss->dims[0];
+        for (int32_t i = 1; i < xs->ndim - 1; i++) d[i] = ir_prim_int(cv->ctx, 1);
+        slope = cv_op2(cv, "relax.reshape", slope, cv_shape_expr(cv, (uint32_t)(xs->ndim - 1), d), NULL);
+    }
     ir_expr *neg = cv_op2(cv, "relax.less", x, cv_scalar(cv, cv_dtype(cv, 0), 0.0), NULL);
     ir_expr *scaled = cv_op2(cv, "relax.multiply", x, slope, NULL);
     ir_expr *args[3] = {neg, scaled, x};

@@ -227,6 +227,7 @@ gr_status onnx_cv_layer_norm(onnx_cv *cv) {
     return st;
 }
 
+/* MaxPool / AveragePool on NCHW; 1-D input (N, C, W) goes through a (N, C, 1, W) view. */
 gr_status onnx_cv_pool(onnx_cv *cv) {
     bool is_max = !strcmp(cv->node->op_type, "MaxPool");
     ir_expr *x = cv_in(cv, 0);
@@ -234,14 +235,27 @@ gr_status onnx_cv_pool(onnx_cv *cv) {
     if (cv->nout > 1 && cv->node->output[1] && *cv->node->output[1])
         return cv_fail(cv, GR_ERR_UNSUPPORTED, "the Indices output");
     int32_t rank = cv_rank(cv, 0);
-    if (rank != 4) return cv_fail(cv, GR_ERR_UNSUPPORTED, "%d-D input (supported: 4-D)", (int)rank);
+    if (rank != 4 && rank != 3)
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "%d-D input (supported: 3-D and 4-D)", (int)rank);
+    int nsp = rank - 2;
     int64_t kernel[3], in[3];
-    if (cv_attr_ints(cv, "kernel_shape", kernel, 3) != 2)
-        return cv_fail(cv, GR_ERR_INVALID, "kernel_shape must have 2 values");
-    spatial_in(cv, 2, in);
+    if (cv_attr_ints(cv, "kernel_shape", kernel, 3) != nsp)
+        return cv_fail(cv, GR_ERR_INVALID, "kernel_shape must have %d values", nsp);
+    spatial_in(cv, nsp, in);
     window w;
-    gr_status st = read_window(cv, 2, kernel, in, false, &w);
+    gr_status st = read_window(cv, nsp, kernel, in, false, &w);
     if (st != GR_OK) return st;
+    if (nsp == 1) {
+        w.kernel[1] = w.kernel[0], w.kernel[0] = 1;
+        w.strides[1] = w.strides[0], w.strides[0] = 1;
+        w.dil[1] = w.dil[0], w.dil[0] = 1;
+        int64_t b = w.pads[0], e = w.pads[1];
+        w.pads[0] = 0, w.pads[1] = b, w.pads[2] = 0, w.pads[3] = e;
+        cv_attrs ex = {0};
+        int64_t two = 2;
+        cv_set(&ex, "axis", ir_attr_ints(cv->ctx, 1, &two));
+        x = cv_op1(cv, "relax.expand_dims", x, &ex);
+    }
     cv_attrs at = {0};
     cv_set(&at, "pool_size", ir_attr_ints(cv->ctx, 2, w.kernel));
     cv_set(&at, "strides", ir_attr_ints(cv->ctx, 2, w.strides));
@@ -250,7 +264,14 @@ gr_status onnx_cv_pool(onnx_cv *cv) {
     cv_set(&at, "ceil_mode", ir_attr_bool(cv_attr_int(cv, "ceil_mode", 0) != 0));
     if (!is_max)
         cv_set(&at, "count_include_pad", ir_attr_bool(cv_attr_int(cv, "count_include_pad", 0) != 0));
-    return cv_out(cv, 0, cv_call1(cv, is_max ? "relax.nn.max_pool2d" : "relax.nn.avg_pool2d", x, &at));
+    ir_expr *y = cv_call1(cv, is_max ? "relax.nn.max_pool2d" : "relax.nn.avg_pool2d", x, &at);
+    if (nsp == 1) {
+        cv_attrs sq = {0};
+        int64_t two = 2;
+        cv_set(&sq, "axis", ir_attr_ints(cv->ctx, 1, &two));
+        y = cv_call1(cv, "relax.squeeze", cv_emit(cv, y), &sq);
+    }
+    return cv_out(cv, 0, y);
 }
 
 gr_status onnx_cv_global_pool(onnx_cv *cv) {

@@ -365,18 +365,36 @@ static gr_status bind_values(onnx_importer *imp, const Onnx__GraphProto *g) {
     return GR_OK;
 }
 
+/* Every --input-shape names a graph input; a bound dim that the model names (dim_param) binds
+ * that name for every input sharing it. */
 static gr_status check_bound_shapes(onnx_importer *imp, const Onnx__GraphProto *g) {
     if (!imp->opts) return GR_OK;
     for (uint32_t i = 0; i < imp->opts->nshapes; i++) {
-        const char *name = imp->opts->shapes[i].name;
-        bool found = false;
-        for (size_t j = 0; j < g->n_input && !found; j++)
-            found = g->input[j]->name && name && !strcmp(g->input[j]->name, name) &&
-                    !is_initializer(g, name);
-        if (!found)
+        const onnx_input_shape *b = &imp->opts->shapes[i];
+        const Onnx__ValueInfoProto *vi = graph_input(g, b->name);
+        if (!vi)
             return gr_diag_set(imp->diag, GR_ERR_INVALID,
                                "--input-shape %s: the model has no input named '%s'",
-                               name ? name : "(null)", name ? name : "(null)");
+                               b->name ? b->name : "(null)", b->name ? b->name : "(null)");
+        const Onnx__TypeProto *tp = vi->type;
+        const Onnx__TensorShapeProto *sp =
+            tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type
+                ? tp->tensor_type->shape : NULL;
+        if (!sp || b->ndim != (int32_t)sp->n_dim) continue;  /* input_sinfo reports the rank */
+        for (int32_t d = 0; d < b->ndim; d++) {
+            const Onnx__TensorShapeProto__Dimension *dim = sp->dim[d];
+            if (dim->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ||
+                !dim->dim_param || !*dim->dim_param || b->dims[d] < 0)
+                continue;
+            const char *key = ir_intern(imp->ctx, dim->dim_param);
+            const ir_prim *val = ir_prim_int(imp->ctx, b->dims[d]);
+            uint64_t old = 0;
+            if (gr_map_get(&imp->dim_vars, GR_MAP_PTR(key), &old) && (const ir_prim *)(uintptr_t)old != val)
+                return gr_diag_set(imp->diag, GR_ERR_INVALID,
+                                   "--input-shape %s: dim '%s' bound to %lld and to another value",
+                                   b->name, key, (long long)b->dims[d]);
+            gr_map_put(&imp->dim_vars, GR_MAP_PTR(key), GR_MAP_PTR(val));
+        }
     }
     return GR_OK;
 }
@@ -470,9 +488,10 @@ static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_
         if (!body) st = imp->diag->code ? imp->diag->code : GR_ERR_TYPE;
     }
     if (st == GR_OK) {
-        const char *key = "num_input";
-        ir_attr nin = ir_attr_int(params.len);
-        const ir_attrs *attrs = ir_attrs_new(ctx, 1, &key, &nin);
+        /* Public like TVM's from_onnx main: global_symbol "main". */
+        const char *keys[2] = {"global_symbol", "num_input"};
+        ir_attr vals[2] = {ir_attr_str(ctx, "main"), ir_attr_int(params.len)};
+        const ir_attrs *attrs = ir_attrs_new(ctx, 2, keys, vals);
         ir_func *f = ir_func_new(ctx, params.len, params.data, (ir_expr *)body, NULL, attrs, NULL);
         ir_module *m = ir_module_new(ctx);
         ir_module_set_func(m, "main", (ir_expr *)f);
