@@ -68,6 +68,7 @@ static const onnx_op_entry op_table[] = {
     {"Constant", ANY, onnx_cv_constant, NULL},
     {"ConstantOfShape", 9, INT16_MAX, onnx_cv_constant_of_shape, onnx_fold_constant_of_shape},
     {"Shape", ANY, onnx_cv_shape, onnx_fold_shape},
+    {"Size", ANY, onnx_cv_shape, onnx_fold_size},
     {"Gather", ANY, onnx_cv_gather, onnx_fold_gather},
     {"Concat", 4, INT16_MAX, onnx_cv_concat, onnx_fold_concat},
     {"Split", 2, INT16_MAX, onnx_cv_split, NULL},

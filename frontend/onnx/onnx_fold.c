@@ -411,6 +411,16 @@ int onnx_fold_shape(onnx_cv *cv) {
     return 1;
 }
 
+int onnx_fold_size(onnx_cv *cv) {
+    int32_t rank = cv_rank(cv, 0);
+    const ir_prim *const *dims = cv_prim_dims(cv, 0);
+    if (rank < 0 || (rank > 0 && !dims)) return 0;
+    const ir_prim *n = ir_prim_int(cv->ctx, 1);
+    for (int32_t i = 0; i < rank; i++) n = ir_prim_mul(cv->ctx, n, dims[i]);
+    cv_set_sym(cv, 0, arena_dims(cv, &n, 1), 1, true);
+    return 1;
+}
+
 /* ---- data movement on known tensors ---- */
 
 static size_t elem_bytes(const rt_tensor *t) { return ir_dtype_bytes(t->dl.dtype); }

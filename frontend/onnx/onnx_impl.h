@@ -194,7 +194,7 @@ int onnx_reshape_dims(onnx_cv *cv, const ir_prim *const *in, int32_t rank, const
 
 /* ---- folders (onnx_fold.c): evaluate cheap nodes on known inputs at import ---- */
 #define ONNX_FOLDERS(X)                                                                       \
-    X(generic) X(cast) X(identity) X(constant_of_shape) X(shape) X(gather) X(concat) X(slice) \
+    X(generic) X(cast) X(identity) X(constant_of_shape) X(shape) X(size) X(gather) X(concat) X(slice) \
     X(reshape) X(range)
 #define ONNX_DECLARE_FOLD(n) int onnx_fold_##n(onnx_cv *cv);
 ONNX_FOLDERS(ONNX_DECLARE_FOLD)
