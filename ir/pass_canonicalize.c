@@ -3,6 +3,7 @@
  * has no other use. Spans of removed bindings are merged into the binding that now stands for
  * them (when it is in the same block). */
 #include "ir/pass_impl.h"
+#include "ir/si_builder.h"
 
 static bool canon_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, bool dataflow) {
     (void)dataflow;
@@ -16,7 +17,9 @@ static bool canon_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, b
         if (t && t->kind == IR_TUPLE && g->index >= 0 && (uint32_t)g->index < ((ir_tuple *)t)->n) {
             ir_expr *field = ((ir_tuple *)t)->fields[g->index];
             if (ir_is_leaf(field)) {
-                pu_alias(r, b, field, value->span);
+                /* The field now stands for the tuple and the projection: keep both spans. */
+                ir_tuple *tt = (ir_tuple *)t;
+                pu_alias(r, b, field, ir_si_collapse_bound(r->ctx, value, tt->fields, tt->n, &r->defs));
                 return true;
             }
         }

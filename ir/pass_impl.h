@@ -51,7 +51,9 @@ void pu_set_out_span(pu_rewriter *r, int i, const ir_span *span);
 
 /* Binding b becomes an alias of `target` (a var or leaf): later uses of b's var read target and
  * the binding goes away, its span merged into target's binding when that is in the current
- * block. When b's var escapes a dataflow block and target does not, `var = target` is kept. */
+ * block. `var = target` is kept instead when b's var escapes a dataflow block and target does
+ * not, or when the span has nowhere else to go (target is a param, a constant, or bound in
+ * another block). */
 void pu_alias(pu_rewriter *r, const ir_binding *b, ir_expr *target, const ir_span *extra_span);
 
 /* A call of op `name` (NULL when e is not one). */

@@ -315,23 +315,37 @@ void pu_set_out_span(pu_rewriter *r, int i, const ir_span *span) {
 }
 
 void pu_alias(pu_rewriter *r, const ir_binding *b, ir_expr *target, const ir_span *extra_span) {
-    const ir_span *parts[2] = {b->var->base.span, extra_span};
-    const ir_span *sp = ir_span_seq(r->ctx, parts, 2);
+    /* Look through `t = z` bindings (kept earlier for their spans): alias z, keeping t's span. */
+    const ir_span *chain = NULL;
+    for (int guard = 0; ir_is_var(target) && guard < 64; guard++) {
+        ir_expr *d = pu_def(r, target);
+        if (!d || !ir_is_leaf(d) || d->kind == IR_SHAPE || d->kind == IR_PRIMVAL) break;
+        chain = ir_span_concat(r->ctx, chain, target->span);
+        target = d;
+    }
+    const ir_span *parts[3] = {b->var->base.span, extra_span, chain};
+    const ir_span *sp = ir_span_seq(r->ctx, parts, 3);
     bool escapes = b->var->base.kind == IR_VAR && target->kind == IR_DFVAR;
-    if (escapes) {
-        /* Only a var binding can carry the var out of the block. */
-        ir_binding nb = {b->var, target, NULL};
-        gr_vec_push(r->out, nb);
-        gr_map_put(&r->defs, GR_MAP_PTR(b->var), GR_MAP_PTR(target));
-        if (sp != b->var->base.span) {
-            ir_var *nv = ir_var_new(r->ctx, b->var->name, b->var->base.sinfo, sp);
-            r->out->data[r->out->len - 1].var = nv;
-            gr_map_put(&r->remap, GR_MAP_PTR(b->var), GR_MAP_PTR(nv));
+    int i = ir_is_var(target) ? pu_out_index(r, (const ir_var *)target) : -1;
+    if (escapes || (sp && i < 0)) {
+        /* Keep `var = target`: it carries the var out of the block, or it is the only place
+         * left for the span (target is a param, a constant or bound in another block). */
+        ir_var *v = b->var;
+        if (sp != v->base.span) {
+            v = v->base.kind == IR_DFVAR ? ir_dfvar_new(r->ctx, v->name, v->base.sinfo, sp)
+                                         : ir_var_new(r->ctx, v->name, v->base.sinfo, sp);
+            gr_map_put(&r->remap, GR_MAP_PTR(b->var), GR_MAP_PTR(v));
         }
+        ir_binding nb = {v, target, NULL};
+        gr_vec_push(r->out, nb);
+        gr_map_put(&r->defs, GR_MAP_PTR(v), GR_MAP_PTR(target));
         return;
     }
     gr_map_put(&r->remap, GR_MAP_PTR(b->var), GR_MAP_PTR(target));
-    int i = ir_is_var(target) ? pu_out_index(r, (const ir_var *)target) : -1;
+    /* Uses of b's var are now uses of target (an over-count is harmless: it only blocks). */
+    if (ir_is_var(target))
+        gr_map_put(&r->uses, GR_MAP_PTR(target),
+                   gr_map_get_or(&r->uses, GR_MAP_PTR(target), 0) + gr_map_get_or(&r->uses, GR_MAP_PTR(b->var), 0));
     if (i >= 0 && sp) pu_set_out_span(r, i, ir_span_concat(r->ctx, r->out->data[i].value->span, sp));
 }
 
