@@ -363,3 +363,53 @@ void rt_bcast_run(const rt_bcast *b, rt_bcast_row_fn fn, void *ctx) {
         }
     }
 }
+
+/* ---- scratch pool: a few grow-only slots; extra requests fall back to malloc ---- */
+
+#define SCRATCH_SLOTS 8
+static struct {
+    void *p;
+    size_t cap;
+    bool busy;
+} g_scratch[SCRATCH_SLOTS];
+static pthread_mutex_t g_scratch_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void *rt_scratch_get(size_t bytes) {
+    size_t want = (bytes + 63) / 64 * 64;
+    if (want == 0) want = 64;
+    pthread_mutex_lock(&g_scratch_mu);
+    int best = -1;
+    for (int i = 0; i < SCRATCH_SLOTS; i++) {
+        if (g_scratch[i].busy) continue;
+        if (g_scratch[i].cap >= want) { best = i; break; }
+        if (best < 0 || g_scratch[i].cap > g_scratch[best].cap) best = i;
+    }
+    if (best >= 0) g_scratch[best].busy = true;
+    pthread_mutex_unlock(&g_scratch_mu);
+    if (best < 0) return aligned_alloc(64, want);
+    if (g_scratch[best].cap < want) {
+        free(g_scratch[best].p);
+        g_scratch[best].p = aligned_alloc(64, want);
+        g_scratch[best].cap = g_scratch[best].p ? want : 0;
+        if (!g_scratch[best].p) {
+            pthread_mutex_lock(&g_scratch_mu);
+            g_scratch[best].busy = false;
+            pthread_mutex_unlock(&g_scratch_mu);
+            return NULL;
+        }
+    }
+    return g_scratch[best].p;
+}
+
+void rt_scratch_put(void *p) {
+    if (!p) return;
+    pthread_mutex_lock(&g_scratch_mu);
+    for (int i = 0; i < SCRATCH_SLOTS; i++)
+        if (g_scratch[i].p == p && g_scratch[i].busy) {
+            g_scratch[i].busy = false;
+            pthread_mutex_unlock(&g_scratch_mu);
+            return;
+        }
+    pthread_mutex_unlock(&g_scratch_mu);
+    free(p);
+}

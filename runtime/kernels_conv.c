@@ -142,7 +142,7 @@ static bool conv2d_f32(const conv_geom *g, const float *x, const float *w, float
     bool direct = g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 &&
                   g->pl == 0 && g->pb == 0 && g->pr == 0;
     int64_t nc = chunk_cols(K, P);
-    float *col = direct ? NULL : malloc(sizeof(float) * (size_t)(K * nc));
+    float *col = direct ? NULL : rt_scratch_get(sizeof(float) * (size_t)(K * nc));
     if (!direct && !col) return false;
     for (int64_t n = 0; n < g->N; n++)
         for (int64_t gi = 0; gi < g->groups; gi++) {
@@ -159,7 +159,7 @@ static bool conv2d_f32(const conv_geom *g, const float *x, const float *w, float
                 rt_sgemm(Og, m, K, wg, K, 1, col, m, 1, yg + p0, P, false);
             }
         }
-    free(col);
+    rt_scratch_put(col);
     return true;
 }
 
@@ -168,7 +168,7 @@ static bool conv2d_transpose_f32(const conv_geom *g, const float *x, const float
     int64_t Cg = g->C / g->groups, Og = g->O / g->groups, HW = g->H * g->W;
     int64_t K = Og * g->KH * g->KW;
     int64_t nc = chunk_cols(K, HW);
-    float *col = malloc(sizeof(float) * (size_t)(K * nc));
+    float *col = rt_scratch_get(sizeof(float) * (size_t)(K * nc));
     if (!col) return false;
     for (int64_t n = 0; n < g->N; n++)
         for (int64_t gi = 0; gi < g->groups; gi++) {
@@ -194,7 +194,7 @@ static bool conv2d_transpose_f32(const conv_geom *g, const float *x, const float
                         }
             }
         }
-    free(col);
+    rt_scratch_put(col);
     return true;
 }
 

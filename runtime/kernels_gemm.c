@@ -98,8 +98,8 @@ typedef struct gemm_job {
 } gemm_job;
 
 static void gemm_range(const gemm_job *g) {
-    float *ap = aligned_alloc(64, sizeof(float) * MC * KC);
-    float *bp = aligned_alloc(64, sizeof(float) * KC * NC);
+    float *ap = rt_scratch_get(sizeof(float) * MC * KC);
+    float *bp = rt_scratch_get(sizeof(float) * KC * NC);
     if (!ap || !bp) {
         /* out of memory: fall back to the plain triple loop (slow but correct) */
         for (int64_t i = 0; i < g->M; i++)
@@ -109,8 +109,8 @@ static void gemm_range(const gemm_job *g) {
                     s += g->A[i * g->rsa + k * g->csa] * g->B[k * g->rsb + j * g->csb];
                 g->C[i * g->ldc + j] = s;
             }
-        free(ap);
-        free(bp);
+        rt_scratch_put(ap);
+        rt_scratch_put(bp);
         return;
     }
     for (int64_t jc = g->j_begin; jc < g->j_end; jc += NC) {
@@ -133,8 +133,8 @@ static void gemm_range(const gemm_job *g) {
             }
         }
     }
-    free(ap);
-    free(bp);
+    rt_scratch_put(ap);
+    rt_scratch_put(bp);
 }
 
 static void *gemm_thread(void *arg) {

@@ -98,6 +98,13 @@ typedef void (*rt_bcast_row_fn)(void *ctx, int64_t out_off, const int64_t *in_of
                                 const int64_t *in_stride, int64_t n);
 void rt_bcast_run(const rt_bcast *b, rt_bcast_row_fn fn, void *ctx);
 
+/* ---- scratch memory ---- */
+/* 64-byte aligned scratch of at least `bytes`, reused across calls (large allocations would
+ * otherwise be mmap'ed and unmapped on every kernel call). NULL when memory runs out. Pair
+ * with rt_scratch_put. Thread-safe. */
+void *rt_scratch_get(size_t bytes);
+void rt_scratch_put(void *p);
+
 /* ---- GEMM ---- */
 /* C[M,N] = A[M,K] * B[K,N] (+ C when accumulate). Element (i,k) of A is A[i*rsa + k*csa],
  * element (k,j) of B is B[k*rsb + j*csb] (so transposes are free); C is row-major with ldc. */

@@ -169,6 +169,17 @@ __attribute__((unused)) static void kt_assert_close(const rt_tensor *got, const 
     }
 }
 
+/* Like kt_assert_close for the first n elements only. */
+__attribute__((unused)) static void kt_assert_close_prefix(const rt_tensor *got, const double *want,
+                                                          int64_t n, double rtol, double atol) {
+    cr_assert_geq(rt_tensor_numel(got), n);
+    for (int64_t i = 0; i < n; i++) {
+        double g = rt_tensor_get_f64(got, i);
+        cr_assert(fabs(g - want[i]) <= atol + rtol * fabs(want[i]),
+                  "element %lld: got %.9g, want %.9g", (long long)i, g, want[i]);
+    }
+}
+
 __attribute__((unused)) static void kt_assert_vals(const rt_tensor *got, int64_t n,
                                                   const double *want) {
     kt_assert_close(got, want, n, 0, 0);
