@@ -3,7 +3,9 @@
 #include <string.h>
 
 #include "tools/cli.h"
+#include "tools/cmd_opt.h"
 #include "tools/commands.h"
+#include "tools/conformance.h"
 
 typedef struct command {
     const char *name;
@@ -19,6 +21,16 @@ static const command COMMANDS[] = {
     {"run", cmd_run, "run INPUT [--input NAME=FILE.npy|random]... [--input-shape NAME=DIMS]...\n"
                      "      [--output-dir DIR] [--repeat N]\n"
                      "      run a model (.onnx or .relax) on the reference path"},
+    {"opt", cmd_opt, "opt INPUT [--passes a,b,c] [--opt-level N] [--disable NAME]... "
+                     "[--config KEY=VALUE]...\n"
+                     "      [--dump-ir DIR] [--time-passes] [--no-spans] [-o OUT.relax]\n"
+                     "      run passes (default pipeline without --passes); lists lost layers"},
+    {"trace", cmd_trace, "trace INPUT --layer NAME [opt's pipeline options]\n"
+                         "      print every expression whose span names that layer, after the "
+                         "pipeline"},
+    {"conformance", cmd_conformance,
+     "conformance [DIR...] [--json OUT] [--filter SUBSTR] [--jobs N] [--timeout SEC] [-v]\n"
+     "      run the ONNX backend test data on the reference path"},
 };
 #define NCOMMANDS (sizeof(COMMANDS) / sizeof(COMMANDS[0]))
 
