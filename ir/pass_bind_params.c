@@ -12,7 +12,7 @@ typedef struct bind_params {
     rt_tensor **tensors;
 } bind_params;
 
-static gr_status bind_func(ir_ctx_t *ctx, ir_func *f, uint32_t n, const char *const *names,
+static gr_status bind_func(ir_ctx_t *ctx, ir_pass_ctx_t *pc, ir_func *f, uint32_t n, const char *const *names,
                            rt_tensor *const *tensors, ir_func **out, gr_diag *diag) {
     *out = f;
     pu_rewriter r;
@@ -53,17 +53,16 @@ static gr_status bind_func(ir_ctx_t *ctx, ir_func *f, uint32_t n, const char *co
         }
     }
     free(keep);
-    pu_deinit(&r);
+    pu_finish(&r, pc);
     return st;
 }
 
 static gr_status bind_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod, const char *name,
                          ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)pc;
     const bind_params *bp = self->user;
     *out = func;
     if (strcmp(bp->func, name) != 0) return GR_OK;
-    return bind_func(mod->ctx, func, bp->n, (const char *const *)bp->names, bp->tensors, out, diag);
+    return bind_func(mod->ctx, pc, func, bp->n, (const char *const *)bp->names, bp->tensors, out, diag);
 }
 
 static void bp_free(void *user) {
@@ -97,7 +96,7 @@ ir_pass *ir_pass_bind_params_new(const char *func_name, uint32_t n, const char *
 /* Registry form: binds the constants of a function's "params" attribute ({"name": constant}). */
 static gr_status bind_attr_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod,
                               const char *name, ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)self, (void)pc, (void)name;
+    (void)self, (void)name;
     *out = func;
     const ir_attr *a = ir_attrs_get(func->attrs, "params");
     if (!a || a->kind != IR_ATTR_MAP) return GR_OK;
@@ -112,7 +111,7 @@ static gr_status bind_attr_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_m
             ts[k++] = ((ir_const *)val->u.expr)->data;
         }
     }
-    gr_status st = bind_func(mod->ctx, func, k, names, ts, out, diag);
+    gr_status st = bind_func(mod->ctx, pc, func, k, names, ts, out, diag);
     if (st == GR_OK && *out != func)
         *out = ir_func_with_attrs(mod->ctx, *out, ir_attrs_remove(mod->ctx, (*out)->attrs, "params"));
     free(names);

@@ -33,6 +33,7 @@ static bool canon_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, b
             ir_binding *ob = &r->out->data[i];
             const ir_span *sp = ir_span_concat(r->ctx, ob->value->span, b->var->base.span);
             ob->var = b->var;
+            gr_map_put(&r->remap, GR_MAP_PTR(src), GR_MAP_PTR(b->var)); /* for var_map */
             gr_map_put(&r->defs, GR_MAP_PTR(b->var), GR_MAP_PTR(ob->value));
             if (sp != ob->value->span) pu_set_out_span(r, i, sp);
             return true;
@@ -46,13 +47,13 @@ static bool canon_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, b
 
 static gr_status canon_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod,
                           const char *name, ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)self, (void)pc, (void)name;
+    (void)self, (void)name;
     pu_rewriter r;
     pu_init(&r, mod->ctx, diag);
     r.binding = canon_binding;
     pu_count_uses(&r, func);
     ir_func *nf = pu_rewrite_func(&r, func);
-    pu_deinit(&r);
+    pu_finish(&r, pc);
     if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
     *out = nf;
     return GR_OK;

@@ -100,7 +100,7 @@ static bool cse_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, boo
 
 static gr_status cse_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod, const char *name,
                         ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)self, (void)pc, (void)name;
+    (void)self, (void)name;
     cse_state s;
     memset(&s, 0, sizeof(s));
     gr_map_init(&s.first);
@@ -109,7 +109,7 @@ static gr_status cse_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module 
     r.binding = cse_binding;
     r.user = &s;
     ir_func *nf = pu_rewrite_func(&r, func);
-    pu_deinit(&r);
+    pu_finish(&r, pc);
     gr_map_free(&s.first);
     gr_vec_free(&s.next);
     gr_vec_free(&s.entries);

@@ -23,7 +23,7 @@ static bool dce_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, boo
 
 static gr_status dce_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod, const char *name,
                         ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)self, (void)pc, (void)name;
+    (void)self, (void)name;
     ir_func *cur = func;
     for (;;) {
         bool dropped = false;
@@ -33,7 +33,7 @@ static gr_status dce_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module 
         r.user = &dropped;
         pu_count_uses(&r, cur);
         ir_func *nf = pu_rewrite_func(&r, cur);
-        pu_deinit(&r);
+        pu_finish(&r, pc);
         if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
         cur = nf;
         if (!dropped) break;

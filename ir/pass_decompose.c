@@ -59,12 +59,12 @@ static bool decompose_binding(pu_rewriter *r, const ir_binding *b, ir_expr *valu
 
 static gr_status decompose_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod,
                               const char *name, ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)self, (void)pc, (void)name;
+    (void)self, (void)name;
     pu_rewriter r;
     pu_init(&r, mod->ctx, diag);
     r.binding = decompose_binding;
     ir_func *nf = pu_rewrite_func(&r, func);
-    pu_deinit(&r);
+    pu_finish(&r, pc);
     if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
     *out = nf;
     return GR_OK;

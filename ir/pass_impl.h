@@ -25,6 +25,8 @@ struct pu_rewriter {
 
 void pu_init(pu_rewriter *r, ir_ctx_t *ctx, gr_diag *diag);
 void pu_deinit(pu_rewriter *r);
+/* Records r's var replacements in pc (for the var_map update), then deinits r. */
+void pu_finish(pu_rewriter *r, ir_pass_ctx_t *pc);
 /* Rebuilds f through r (nested seqs in if branches too). Returns f when nothing changed, NULL
  * on error. */
 ir_func *pu_rewrite_func(pu_rewriter *r, ir_func *f);

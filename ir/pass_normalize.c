@@ -28,12 +28,12 @@ static bool norm_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, bo
 
 static gr_status normalize_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod,
                               const char *name, ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)self, (void)pc, (void)name;
+    (void)self, (void)name;
     pu_rewriter r;
     pu_init(&r, mod->ctx, diag);
     r.binding = norm_binding;
     ir_func *nf = pu_rewrite_func(&r, func);
-    pu_deinit(&r);
+    pu_finish(&r, pc);
     if (!nf) return diag && diag->code ? diag->code : GR_ERR_TYPE;
     if (!nf->base.sinfo && !ir_normalize(mod->ctx, &nf->base, diag)) return diag ? diag->code : GR_ERR_TYPE;
     *out = nf;

@@ -4,6 +4,7 @@
 #include "ir/builder.h"
 #include "ir/op.h"
 #include "ir/pass_impl.h"
+#include "ir/transform_impl.h"
 #include "runtime/tensor.h"
 
 void pu_init(pu_rewriter *r, ir_ctx_t *ctx, gr_diag *diag) {
@@ -19,6 +20,11 @@ void pu_deinit(pu_rewriter *r) {
     gr_map_free(&r->remap);
     gr_map_free(&r->defs);
     gr_map_free(&r->uses);
+}
+
+void pu_finish(pu_rewriter *r, ir_pass_ctx_t *pc) {
+    ir__pass_ctx_note_remap(pc, &r->remap);
+    pu_deinit(r);
 }
 
 static ir_expr *keep_sinfo(const ir_expr *old, ir_expr *nw) {

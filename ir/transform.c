@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ir/transform_impl.h"
+#include "ir/var_map.h"
 
 /* ---- Config options (process-global declarations) ---- */
 
@@ -42,6 +43,7 @@ ir_pass_ctx_t *ir_pass_ctx_new(void) {
     ir_pass_ctx_t *pc = gr_xcalloc(1, sizeof(*pc));
     pc->opt_level = 2;
     pc->si_enabled = true;
+    gr_map_init(&pc->var_notes);
     return pc;
 }
 
@@ -59,6 +61,7 @@ void ir_pass_ctx_free(ir_pass_ctx_t *pc) {
         free(pc->config.data[i].str);
     }
     gr_vec_free(&pc->config);
+    gr_map_free(&pc->var_notes);
     free(pc);
 }
 
@@ -190,6 +193,12 @@ static _Thread_local ir_pass_ctx_t *g_current;
 ir_pass_ctx_t *ir_pass_ctx_current(void) { return g_current; }
 
 bool ir__si_enabled_slow(void) { return g_current ? g_current->si_enabled : true; }
+
+void ir__pass_ctx_note_remap(ir_pass_ctx_t *pc, const gr_map *remap) {
+    if (!pc || !remap) return;
+    for (uint32_t i = 0; i < remap->cap; i++)
+        if (remap->keys[i]) gr_map_put(&pc->var_notes, remap->keys[i], remap->vals[i]);
+}
 
 ir_instrument *ir_pass_ctx_add_instrument(ir_pass_ctx_t *pc, ir_instrument *ins) {
     if (ins) gr_vec_push(&pc->instruments, ins);
@@ -429,6 +438,8 @@ static gr_status run_per_func(const ir_pass *p, ir_pass_ctx_t *pc, const ir_modu
         if (is_external(f)) continue;
         ir_func *nf = f;
         gr_status st;
+        bool track = ir_attrs_get(f->attrs, IR_VAR_MAP_ATTR) != NULL;
+        if (track) gr_map_clear(&pc->var_notes);
         if (p->kind == IR_PASS_FUNCTION) {
             st = p->func_fn(p, pc, mod, mod->gvars[i]->name, f, &nf, diag);
         } else {
@@ -445,6 +456,7 @@ static gr_status run_per_func(const ir_pass *p, ir_pass_ctx_t *pc, const ir_modu
             gr_diag_set(diag, st, "in function '%s'", mod->gvars[i]->name);
             return st;
         }
+        if (nf != f && track) nf = ir_var_map_update(mod->ctx, f, nf, &pc->var_notes);
         if (nf != f) {
             if (!res) res = ir_module_copy(mod);
             res->funcs[i] = (ir_expr *)nf;

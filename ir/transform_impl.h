@@ -23,9 +23,13 @@ struct ir_pass_ctx {
     GR_VEC(forced_pass) forced;
     GR_VEC(config_entry) config;
     GR_VEC(ir_instrument *) instruments;
+    gr_map var_notes;             /* old var -> replacement, recorded by the running function pass */
 };
 
 /* SIBuilder switch for the current pass context (true outside of passes). */
 bool ir__si_enabled_slow(void);
+
+/* Records a pass's var replacements (old var -> new expr) for the var_map update. */
+void ir__pass_ctx_note_remap(ir_pass_ctx_t *pc, const gr_map *remap);
 
 #endif
