@@ -52,10 +52,11 @@ typedef enum conf_status {
     CONF_UNSUPPORTED,
     CONF_CRASH,
     CONF_TIMEOUT,
+    CONF_SKIPPED,
     CONF_NSTATUS
 } conf_status;
 static const char *const STATUS_NAMES[CONF_NSTATUS] = {"pass", "fail", "unsupported", "crash",
-                                                       "timeout"};
+                                                       "timeout", "skipped"};
 
 /* Per-test tolerance overrides: the first entry whose `match` is a substring of the test name
  * wins. Each states why the default is not right for that test. */
@@ -65,11 +66,26 @@ typedef struct conf_tol {
     const char *why;
 } conf_tol;
 static const conf_tol TOL_OVERRIDES[] = {
-    /* Softplus/log of exp of large inputs and the gradient-style "pow" tests produce values whose
-     * float32 result differs in the last bits from the float64 reference data. */
-    {"test_operator_pow", 1e-3, 1e-4, "float32 pow vs float64 reference data, values up to ~1e2"},
+    {"test_cast_FLOAT_to_BFLOAT16", 1.0 / 128, 0,
+     "the ONNX 1.12 data truncates float32 to bfloat16; graft rounds to nearest even (IEEE, and "
+     "ONNX since 1.13): results differ by up to one bfloat16 ulp, 2^-7 relative"},
+    {"test_castlike_FLOAT_to_BFLOAT16", 1.0 / 128, 0, "as test_cast_FLOAT_to_BFLOAT16"},
+    {NULL, 0, 0, NULL}, /* end */
 };
-#define NTOL_OVERRIDES (sizeof(TOL_OVERRIDES) / sizeof(TOL_OVERRIDES[0]))
+
+/* Tests whose data contradicts their own model, so no conforming runtime can pass them (ONNX
+ * Runtime rejects them too). They are reported as "skipped" with the reason, not run. */
+typedef struct conf_defect {
+    const char *name;
+    const char *why;
+} conf_defect;
+static const conf_defect DATA_DEFECTS[] = {
+    {"test_castlike_FLOAT_to_BFLOAT16_expanded",
+     "input 'like' is declared (3, 4) in model.onnx but the data set holds a (1,) tensor"},
+    {"test_castlike_BFLOAT16_to_FLOAT_expanded",
+     "input 'like' is declared (3, 4) in model.onnx but the data set holds a (1,) tensor"},
+    {NULL, NULL},
+};
 
 /* What a child sends back: one write of less than PIPE_BUF bytes, so it arrives whole. */
 typedef struct conf_msg {
@@ -134,13 +150,19 @@ static conf_status status_of(gr_status s) {
 static void tolerance_for(const char *name, double *rtol, double *atol) {
     *rtol = CONF_RTOL;
     *atol = CONF_ATOL;
-    for (size_t i = 0; i < NTOL_OVERRIDES; i++) {
+    for (size_t i = 0; TOL_OVERRIDES[i].match; i++) {
         if (strstr(name, TOL_OVERRIDES[i].match)) {
             *rtol = TOL_OVERRIDES[i].rtol;
             *atol = TOL_OVERRIDES[i].atol;
             return;
         }
     }
+}
+
+static const char *data_defect(const char *name) {
+    for (size_t i = 0; DATA_DEFECTS[i].name; i++)
+        if (strcmp(name, DATA_DEFECTS[i].name) == 0) return DATA_DEFECTS[i].why;
+    return NULL;
 }
 
 /* ------------------------------------------------------------------ the child's work ---- */
@@ -223,6 +245,12 @@ static void compare_output(const rt_tensor *got, const rt_tensor *want, uint32_t
     }
 }
 
+/* A quirk of the ONNX 1.12 test data: bfloat16 tensors are stored as UINT16 TensorProtos
+ * holding the raw bits. Such data is read as bfloat16 where the model wants bfloat16. */
+static bool bf16_as_u16(DLDataType model, DLDataType data) {
+    return model.code == kDLBfloat && model.bits == 16 && data.code == kDLUInt && data.bits == 16;
+}
+
 /* Loads <set_dir>/<prefix>_0.pb, _1.pb, ... until one is missing. */
 static bool load_pbs(const char *set_dir, const char *prefix, rt_tensor **ts, char **names,
                      uint32_t *n, conf_msg *m) {
@@ -283,7 +311,13 @@ static void run_set(rt_exec_t *x, const char *set_dir, double rtol, double atol,
         goto done;
     }
     match_inputs(x, in_names, nin, order);
-    for (uint32_t i = 0; i < nin; i++) args[nargs++] = rt_value_tensor(rt_tensor_retain(ins[order[i]]));
+    for (uint32_t i = 0; i < nin; i++) {
+        rt_tensor *t = ins[order[i]];
+        const ir_sinfo *ps = rt_exec_input_sinfo(x, i);
+        if (ps && ps->kind == IR_SINFO_TENSOR && bf16_as_u16(ps->dtype, t->dl.dtype))
+            t->dl.dtype = ps->dtype;
+        args[nargs++] = rt_value_tensor(rt_tensor_retain(t));
+    }
     gr_status st = rt_exec_run(x, args, nargs, &result, &d);
     if (st != GR_OK) {
         msg_set(m, status_of(st), "%s: run: %s", set, d.msg);
@@ -303,6 +337,8 @@ static void run_set(rt_exec_t *x, const char *set_dir, double rtol, double atol,
                     oname, items[i].kind);
             break;
         }
+        if (bf16_as_u16(items[i].u.t->dl.dtype, outs[i]->dl.dtype))
+            outs[i]->dl.dtype = items[i].u.t->dl.dtype;
         compare_output(items[i].u.t, outs[i], i, oname, rtol, atol, m);
     }
 done:
@@ -563,6 +599,18 @@ static void run_all(conf_test *tests, size_t n, const conf_opts *o, const char *
     while (done < n) {
         for (int j = 0; j < o->jobs && next < n; j++) {
             if (slots[j].busy) continue;
+            const char *defect = data_defect(tests[next].name);
+            if (defect) {
+                conf_msg *r = &tests[next].res;
+                memset(r, 0, sizeof(*r));
+                r->status = CONF_SKIPPED;
+                r->max_abs = r->max_rel = NAN;
+                snprintf(r->reason, sizeof(r->reason), "test data defect: %s", defect);
+                print_test(&tests[next], dirnames[tests[next].dir], o->verbose);
+                next++, done++;
+                j--; /* this slot is still free */
+                continue;
+            }
             if (!slot_start(&slots[j], &tests[next], next, o->verbose)) {
                 conf_msg *r = &tests[next].res;
                 memset(r, 0, sizeof(*r));
@@ -680,7 +728,7 @@ static bool write_json(const char *path, const conf_test *tests, size_t n,
     json_object_set_new(summary, "rtol", json_real(CONF_RTOL));
     json_object_set_new(summary, "atol", json_real(CONF_ATOL));
     json_t *overrides = json_array();
-    for (size_t i = 0; i < NTOL_OVERRIDES; i++)
+    for (size_t i = 0; TOL_OVERRIDES[i].match; i++)
         json_array_append_new(overrides, json_pack("{s:s, s:f, s:f, s:s}", "match",
                                                    TOL_OVERRIDES[i].match, "rtol",
                                                    TOL_OVERRIDES[i].rtol, "atol",

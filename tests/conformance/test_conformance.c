@@ -98,11 +98,15 @@ Test(conformance, onnx_backend_tests, .timeout = 600) {
     cr_assert(json_is_object(summary) && json_is_array(tests));
     json_int_t pass = count(summary, "pass"), fail = count(summary, "fail"),
                crash = count(summary, "crash"), timeout = count(summary, "timeout"),
-               unsup = count(summary, "unsupported"), total = count(summary, "total");
+               unsup = count(summary, "unsupported"), skipped = count(summary, "skipped"),
+               total = count(summary, "total");
     fprintf(stderr, "conformance: %lld tests: %lld pass, %lld fail, %lld unsupported, %lld crash, "
-            "%lld timeout (report %s)\n", (long long)total, (long long)pass, (long long)fail,
-            (long long)unsup, (long long)crash, (long long)timeout, json_path);
-    cr_assert_eq(pass + fail + crash + timeout + unsup, total);
+            "%lld timeout, %lld skipped (report %s)\n", (long long)total, (long long)pass,
+            (long long)fail, (long long)unsup, (long long)crash, (long long)timeout,
+            (long long)skipped, json_path);
+    cr_assert_eq(pass + fail + crash + timeout + unsup + skipped, total);
+    /* Skipping is only for the few tests whose data contradicts their model. */
+    cr_expect_leq(skipped, 5, "%lld tests skipped", (long long)skipped);
     cr_assert_eq((json_int_t)json_array_size(tests), total);
     list_status(tests, "crash");
     list_status(tests, "fail");
