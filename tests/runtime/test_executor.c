@@ -515,3 +515,28 @@ Test(executor, closure_capture_is_a_clear_error) {
     cr_assert(strstr(diag.msg, "closures"), "%s", diag.msg);
     cr_assert(strstr(diag.msg, "main.f"), "%s", diag.msg);
 }
+
+/* Not in A-normal form: r = add(multiply(x, x), (x, x)[1]) with the nested call and projection
+ * evaluated into temporaries by the plan. */
+Test(executor, nested_expressions_use_temporaries) {
+    ir_var *x = ir_var_new(ctx, "x", h5_f32(ctx, 2, 3), NULL);
+    ir_expr *mul = h5_call2(ctx, "relax.multiply", &x->base, &x->base, "mul");
+    ir_expr *f[2] = {&x->base, &x->base};
+    ir_expr *tgi = (ir_expr *)ir_tgi_new(ctx, (ir_expr *)ir_tuple_new(ctx, 2, f, NULL), 1, NULL);
+    ir_expr *add = h5_call2(ctx, "relax.add", mul, tgi, "add");
+    cr_assert_not_null(ir_normalize(ctx, add, &diag), "%s", diag.msg);
+    ir_var *r = ir_var_new(ctx, "r", add->sinfo, NULL);
+    ir_binding b = {.var = r, .value = add};
+    const ir_block *blk = ir_block_new(ctx, false, 1, &b);
+    ir_seq *body = ir_seq_new(ctx, 1, &blk, &r->base, NULL);
+    ir_module_set_func(mod, "main", (ir_expr *)h5_func(ctx, 1, &x, body));
+    rt_exec_t *ex = NULL;
+    cr_assert_eq(rt_exec_new(mod, "main", &ex, &diag), GR_OK, "%s", diag.msg);
+    rt_value in = h5_val(IR_DTYPE_F32, 2, S23, A6), out;
+    cr_assert_eq(rt_exec_run(ex, &in, 1, &out, &diag), GR_OK, "%s", diag.msg);
+    for (int i = 0; i < 6; i++)
+        cr_assert_float_eq(rt_tensor_get_f64(out.u.t, i), A6[i] * A6[i] + A6[i], 1e-5);
+    rt_value_clear(&out);
+    rt_value_clear(&in);
+    rt_exec_free(ex);
+}

@@ -188,6 +188,35 @@ Test(executor_text, call_dps_packed_without_modules_names_symbol) {
     cr_assert(strstr(diag.msg, "0 modules"), "%s", diag.msg);
 }
 
+/* Recursion: main(x, k) = k > 0 ? main(x + x, k - 1) : x, so the plan needs a frame per level. */
+Test(executor_text, recursive_function) {
+    rt_exec_t *x = prepare(
+        "@I.ir_module\n"
+        "class Module:\n"
+        "    @R.function\n"
+        "    def main(x: R.Tensor((2,), dtype=\"float32\"), k: R.Tensor((), dtype=\"int64\")) -> R.Tensor((2,), dtype=\"float32\"):\n"
+        "        c = R.greater(k, R.const(0, \"int64\"))\n"
+        "        if c:\n"
+        "            y = R.add(x, x)\n"
+        "            k1 = R.subtract(k, R.const(1, \"int64\"))\n"
+        "            r = cls.main(y, k1)\n"
+        "        else:\n"
+        "            r = x\n"
+        "        return r\n");
+    int64_t n2 = 2;
+    double xv[2] = {1, -3};
+    for (int k = 0; k < 6; k += 5) {
+        double kv = k;
+        rt_value in[2] = {h5_val(IR_DTYPE_F32, 1, &n2, xv), h5_val(IR_DTYPE_I64, 0, NULL, &kv)};
+        rt_value out;
+        cr_assert_eq(rt_exec_run(x, in, 2, &out, &diag), GR_OK, "%s", diag.msg);
+        cr_assert_float_eq(rt_tensor_get_f64(out.u.t, 1), -3.0 * (1 << k), 1e-6);
+        rt_value_clear(&out);
+        clear_all(in, 2);
+    }
+    rt_exec_free(x);
+}
+
 static char *read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
