@@ -357,3 +357,23 @@ Test(normalize, function_gets_callable) {
     cr_assert_eq(f->base.sinfo->n, 2);
     cr_assert_eq(f->base.sinfo->ret, t_tensor(ctx, 2, 3));
 }
+
+Test(builder, nested_seq_argument_is_bound) {
+    ir_var *x = t_var(ctx, "x", t_tensor(ctx, 2, 3));
+    /* exp(x) wrapped in a SeqExpr built without a builder, used as a call argument. */
+    ir_var *inner = t_var(ctx, "inner", NULL);
+    ir_binding b = {inner, t_call1(ctx, "relax.exp", &x->base, "e"), NULL};
+    const ir_block *blk = ir_block_new(ctx, false, 1, &b);
+    ir_seq *s = ir_seq_new(ctx, 1, &blk, &inner->base, ir_span_named(ctx, "seq1", false));
+    ir_bb_t *bb = ir_bb_new(ctx, &diag);
+    ir_var *r = ir_bb_emit(bb, t_call1(ctx, "relax.abs", &s->base, "abs1"), "r");
+    const ir_block *out = ir_bb_end_block(bb);
+    ir_bb_free(bb);
+    cr_assert_not_null(r, "%s", diag.msg);
+    cr_assert_eq(out->n, 2);
+    cr_assert_eq(out->bindings[0].value, &s->base);
+    cr_assert_eq(out->bindings[0].var->base.span, s->base.span);
+    cr_assert_eq(inner->base.sinfo, t_tensor(ctx, 2, 3)); /* filled by the normalizer */
+    cr_assert_eq(s->base.sinfo, t_tensor(ctx, 2, 3));
+    cr_assert_eq(((ir_call *)out->bindings[1].value)->args[0], &out->bindings[0].var->base);
+}

@@ -291,3 +291,30 @@ Test(wellformed, million_bindings_fast, .timeout = 60) {
     cr_log_info("wellformed: %u bindings in %.3f s", n, sec);
     cr_assert_lt(sec, 20.0); /* loose bound: sanitizer builds are ~10x slower */
 }
+
+Test(wellformed, local_function_scopes) {
+    /* A local function may read an outer var (closure); its params stay inside it. */
+    ir_var *x = t_var(ctx, "x", t_tensor(ctx, 2, 3));
+    ir_var *p = t_var(ctx, "p", t_tensor(ctx, 2, 3));
+    ir_var *q = t_var(ctx, "q", t_tensor(ctx, 2, 3));
+    ir_binding ib = bind(q, norm(t_call2(ctx, "relax.add", &p->base, &x->base, "in")));
+    const ir_block *iblk = ir_block_new(ctx, false, 1, &ib);
+    ir_func *local = raw_func(1, &p, 1, &iblk, &q->base);
+    norm(&local->base);
+    ir_var *lf = t_var(ctx, "lf", local->base.sinfo);
+    ir_binding ob = bind(lf, &local->base);
+    const ir_block *oblk = ir_block_new(ctx, false, 1, &ob);
+    expect_ok(mod_of(raw_func(1, &x, 1, &oblk, &x->base)));
+    /* Using the local function's param outside it is an error. */
+    ir_var *x2 = t_var(ctx, "x", t_tensor(ctx, 2, 3));
+    ir_var *p2 = t_var(ctx, "p", t_tensor(ctx, 2, 3));
+    ir_seq *body = ir_seq_new(ctx, 0, NULL, &p2->base, NULL);
+    ir_expr_set_sinfo(&body->base, p2->base.sinfo);
+    ir_func *local2 = ir_func_new(ctx, 1, &p2, &body->base, NULL, NULL, NULL);
+    norm(&local2->base);
+    ir_var *lf2 = t_var(ctx, "lf", local2->base.sinfo);
+    ir_var *leak = t_var(ctx, "leak", t_tensor(ctx, 2, 3));
+    ir_binding bs[2] = {bind(lf2, &local2->base), bind(leak, norm(t_call1(ctx, "relax.exp", &p2->base, "l")))};
+    const ir_block *blk2 = ir_block_new(ctx, false, 2, bs);
+    expect_bad(mod_of(raw_func(1, &x2, 1, &blk2, &leak->base)), "var 'p': used outside the scope");
+}
