@@ -3,7 +3,11 @@
  * The normalizer fills struct info (op calls through the op table, tuples, projections, calls
  * of functions, seq/if) and, inside a builder, puts expressions in A-normal form: a non-leaf
  * argument of a call is bound to a fresh var first. Spans are kept: a var made for a nested
- * expression gets that expression's span.
+ * expression gets that expression's span. Nested bindings land in the open block (DataflowVars
+ * "lv" in a dataflow block, Vars "gv" otherwise) before the binding that uses them. SeqExprs,
+ * ifs and functions met inside an emitted value are normalized in place (struct info only);
+ * build their insides with a builder of their own to get them in A-normal form. After an
+ * error the builder refuses further emits (the diag keeps the first error).
  *
  *     ir_bb_t *bb = ir_bb_new(ctx, &diag);
  *     ir_bb_begin_dataflow(bb);
