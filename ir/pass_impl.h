@@ -17,6 +17,7 @@ struct pu_rewriter {
     gr_map remap;              /* var -> replacement expression (a var or a leaf) */
     gr_map defs;               /* var -> its (new) bound value, for pattern lookups */
     gr_map uses;               /* var -> number of uses in the input function (pu_count_uses) */
+    gr_map out_pos;            /* var -> (block serial << 32) | (1 + index in out) */
     ir_binding_vec *out;       /* bindings of the block being rebuilt */
     bool dataflow;             /* the block being rebuilt is a dataflow block */
     uint32_t block_serial;     /* bumped at the start of every block */
@@ -46,6 +47,8 @@ ir_expr *pu_normalize(pu_rewriter *r, ir_expr *e);
 void pu_count_uses(pu_rewriter *r, const ir_func *f);
 /* The value bound to var in the rewritten function so far (NULL: a param or unknown). */
 ir_expr *pu_def(pu_rewriter *r, const ir_expr *var);
+/* Records that var is bound at the end of r->out (call after pushing to r->out directly). */
+void pu_note_pos(pu_rewriter *r, const ir_var *var);
 /* Index in r->out of the binding of var in the current block, or -1. */
 int pu_out_index(pu_rewriter *r, const ir_var *var);
 /* Replaces the value of r->out[i] by one carrying `span` (rebuilt shallow copy). */

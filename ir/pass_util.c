@@ -14,12 +14,14 @@ void pu_init(pu_rewriter *r, ir_ctx_t *ctx, gr_diag *diag) {
     gr_map_init(&r->remap);
     gr_map_init(&r->defs);
     gr_map_init(&r->uses);
+    gr_map_init(&r->out_pos);
 }
 
 void pu_deinit(pu_rewriter *r) {
     gr_map_free(&r->remap);
     gr_map_free(&r->defs);
     gr_map_free(&r->uses);
+    gr_map_free(&r->out_pos);
 }
 
 void pu_finish(pu_rewriter *r, ir_pass_ctx_t *pc) {
@@ -117,6 +119,7 @@ ir_var *pu_push(pu_rewriter *r, ir_var *var, ir_expr *value, const ir_sinfo *mat
     ir_binding b = {var, value, match_sinfo};
     gr_vec_push(r->out, b);
     gr_map_put(&r->defs, GR_MAP_PTR(var), GR_MAP_PTR(value));
+    pu_note_pos(r, var);
     return var;
 }
 
@@ -306,11 +309,16 @@ ir_expr *pu_def(pu_rewriter *r, const ir_expr *var) {
     return NULL;
 }
 
+void pu_note_pos(pu_rewriter *r, const ir_var *var) {
+    gr_map_put(&r->out_pos, GR_MAP_PTR(var), ((uint64_t)r->block_serial << 32) | r->out->len);
+}
+
 int pu_out_index(pu_rewriter *r, const ir_var *var) {
     if (!r->out) return -1;
-    for (uint32_t i = r->out->len; i-- > 0;)
-        if (r->out->data[i].var == var) return (int)i;
-    return -1;
+    uint64_t v;
+    if (!gr_map_get(&r->out_pos, GR_MAP_PTR(var), &v) || (uint32_t)(v >> 32) != r->block_serial) return -1;
+    uint32_t i = (uint32_t)v - 1;
+    return i < r->out->len && r->out->data[i].var == var ? (int)i : -1;
 }
 
 void pu_set_out_span(pu_rewriter *r, int i, const ir_span *span) {
@@ -345,6 +353,7 @@ void pu_alias(pu_rewriter *r, const ir_binding *b, ir_expr *target, const ir_spa
         ir_binding nb = {v, target, NULL};
         gr_vec_push(r->out, nb);
         gr_map_put(&r->defs, GR_MAP_PTR(v), GR_MAP_PTR(target));
+        pu_note_pos(r, v);
         return;
     }
     gr_map_put(&r->remap, GR_MAP_PTR(b->var), GR_MAP_PTR(target));

@@ -1,0 +1,112 @@
+/* Span coverage on imported models: every built-in pass and the default pipeline, run on every
+ * ONNX backend node-test model that imports, leaves the IR well formed and loses no frontend
+ * layer (the "lost layers" list stays empty). */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "frontend/onnx/onnx_import.h"
+#include "ir/transform.h"
+
+#define NODE_DIR "/usr/share/libonnx-testdata/data/node"
+
+static const char *const PASSES[] = {
+    "Normalize", "CanonicalizeBindings", "DeadCodeElimination", "EliminateCommonSubexpr",
+    "DecomposeOpsForInference", "FoldBatchNormIntoConv", "SimplifyExpr", "ToNonDataflow",
+    "BindParams", "default",
+};
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+Test(pass_models, onnx_node_models_lose_no_layer, .timeout = 120) {
+    DIR *d = opendir(NODE_DIR);
+    if (!d) cr_skip("%s absent (libonnx-testdata)", NODE_DIR);
+    char *names[2048];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 2048)
+        if (e->d_name[0] != '.') names[n++] = strdup(e->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof(char *), cmp_str);
+    int imported = 0, runs = 0;
+    ir_pass_ctx_t *pc = ir_pass_ctx_new();
+    ir_pass_ctx_set_opt_level(pc, 4);
+    ir_pass_ctx_add_instrument(pc, ir_instrument_wellformed_new());
+    for (int i = 0; i < n; i++) {
+        char path[1024];
+        snprintf(path, sizeof(path), NODE_DIR "/%s/model.onnx", names[i]);
+        struct stat st;
+        if (stat(path, &st) != 0) continue;
+        ir_ctx_t *ctx = ir_ctx_new();
+        gr_diag diag;
+        gr_diag_clear(&diag);
+        ir_module *m = NULL;
+        if (onnx_import_file(ctx, path, NULL, &m, &diag) == GR_OK) {
+            imported++;
+            for (size_t k = 0; k < sizeof(PASSES) / sizeof(PASSES[0]); k++) {
+                ir_module *out = NULL;
+                gr_diag_clear(&diag);
+                gr_status s = ir_pass_run(ir_pass_find(PASSES[k]), pc, m, &out, &diag);
+                cr_assert_eq(s, GR_OK, "%s: %s: %s", names[i], PASSES[k], diag.msg);
+                uint32_t nlost = 0;
+                const char **lost = ir_lost_layers(m, out, &nlost);
+                cr_expect_eq(nlost, 0, "%s: %s lost layer '%s'", names[i], PASSES[k], nlost ? lost[0] : "");
+                free(lost);
+                runs++;
+            }
+        }
+        ir_ctx_free(ctx);
+        free(names[i]);
+    }
+    ir_pass_ctx_free(pc);
+    fprintf(stderr, "pass_models: %d models imported, %d pass runs checked\n", imported, runs);
+    cr_assert_gt(imported, 100, "too few ONNX models imported (%d)", imported);
+}
+
+/* The PP-OCR models of the model cache (scripts/fetch_models.sh): the default pipeline loses
+ * no layer. Skipped when the cache is absent. */
+static bool models_env(const char *key, char *out, size_t n) {
+    FILE *f = fopen("build/third_party/models.env", "r");
+    if (!f) return false;
+    char line[4096];
+    size_t klen = strlen(key);
+    bool found = false;
+    while (!found && fgets(line, sizeof(line), f)) {
+        if (strncmp(line, key, klen) != 0 || line[klen] != '=') continue;
+        line[strcspn(line, "\r\n")] = 0;
+        snprintf(out, n, "%s", line + klen + 1);
+        found = out[0] != 0;
+    }
+    fclose(f);
+    return found;
+}
+
+static void ppocr(const char *key, int64_t h, int64_t w) {
+    char path[4096];
+    struct stat st;
+    if (!models_env(key, path, sizeof(path)) || stat(path, &st) != 0)
+        cr_skip("model cache absent (%s): run scripts/fetch_models.sh", key);
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag diag;
+    gr_diag_clear(&diag);
+    onnx_input_shape shape = {.name = "x", .ndim = 4, .dims = {1, 3, h, w}};
+    onnx_import_opts opts = {.shapes = &shape, .nshapes = 1};
+    ir_module *m = NULL, *out = NULL;
+    cr_assert_eq(onnx_import_file(ctx, path, &opts, &m, &diag), GR_OK, "%s", diag.msg);
+    ir_pass_ctx_t *pc = ir_pass_ctx_new();
+    ir_pass_ctx_add_instrument(pc, ir_instrument_wellformed_new());
+    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), pc, m, &out, &diag), GR_OK, "%s", diag.msg);
+    ir_pass_ctx_free(pc);
+    cr_assert_neq(out, m, "the pipeline changed nothing");
+    uint32_t nlost = 0;
+    const char **lost = ir_lost_layers(m, out, &nlost);
+    cr_expect_eq(nlost, 0, "%s: lost layer '%s' (and %u more)", key, nlost ? lost[0] : "", nlost ? nlost - 1 : 0);
+    free(lost);
+    ir_ctx_free(ctx);
+}
+
+Test(pass_models, ppocr_det_default_pipeline, .timeout = 60) { ppocr("GRAFT_MODEL_DET", 640, 640); }
+Test(pass_models, ppocr_rec_default_pipeline, .timeout = 60) { ppocr("GRAFT_MODEL_REC", 48, 320); }
+Test(pass_models, ppocr_cls_default_pipeline, .timeout = 60) { ppocr("GRAFT_MODEL_CLS", 48, 192); }
