@@ -72,8 +72,9 @@ static bool eq_fail(eq_st *st, const char *fmt, ...) {
     int n = 0;
     if (st->fn) n += snprintf(where + n, sizeof(where) - (size_t)n, "function '%s'", st->fn);
     if (st->block >= 0 && n < (int)sizeof(where))
-        n += snprintf(where + n, sizeof(where) - (size_t)n, "%sblock %d, binding %d", n ? ", " : "",
-                      st->block, st->binding);
+        n += snprintf(where + n, sizeof(where) - (size_t)n, "%sblock %d", n ? ", " : "", st->block);
+    if (st->block >= 0 && st->binding >= 0 && n < (int)sizeof(where))
+        n += snprintf(where + n, sizeof(where) - (size_t)n, ", binding %d", st->binding);
     if (st->var && n < (int)sizeof(where))
         snprintf(where + n, sizeof(where) - (size_t)n, " (var '%s')", st->var);
     char what[1400];
@@ -299,8 +300,9 @@ static bool seq_eq(eq_st *st, const ir_seq *a, const ir_seq *b) {
         st->block = (int)i;
         st->binding = -1;
         if (x->dataflow != y->dataflow) return eq_fail(st, "dataflow block vs plain block");
-        if (x->n != y->n) return eq_fail(st, "%u vs %u bindings", x->n, y->n);
-        for (uint32_t j = 0; j < x->n; j++) {
+        /* With different counts, the first differing binding is the more useful report. */
+        uint32_t n = x->n < y->n ? x->n : y->n;
+        for (uint32_t j = 0; j < n; j++) {
             const ir_binding *p = &x->bindings[j], *q = &y->bindings[j];
             st->binding = (int)j;
             st->var = p->var->name;
@@ -309,6 +311,11 @@ static bool seq_eq(eq_st *st, const ir_seq *a, const ir_seq *b) {
             if (p->match_sinfo && !sinfo_eq(st, p->match_sinfo, q->match_sinfo, "match_cast"))
                 return false;
             if (!var_def(st, p->var, q->var)) return false;
+        }
+        if (x->n != y->n) {
+            st->binding = (int)n;
+            st->var = NULL;
+            return eq_fail(st, "%u vs %u bindings (the first %u are equal)", x->n, y->n, n);
         }
     }
     st->block = sblock;
@@ -332,8 +339,12 @@ static bool func_eq(eq_st *st, const ir_func *a, const ir_func *b) {
 static bool expr_eq(eq_st *st, const ir_expr *a, const ir_expr *b) {
     if (!a || !b) return a == b ? true : eq_fail(st, "missing expression");
     if (a == b && st->var_identity && st->prim_identity && !ir_is_var(a)) return true;
-    if (a->kind != b->kind)
+    if (a->kind != b->kind) {
+        if (ir_is_var(a) && ir_is_var(b))
+            return eq_fail(st, "%s '%s' used where %s '%s' is expected", ir_expr_kind_name(a->kind),
+                           ((const ir_var *)a)->name, ir_expr_kind_name(b->kind), ((const ir_var *)b)->name);
         return eq_fail(st, "%s vs %s", ir_expr_kind_name(a->kind), ir_expr_kind_name(b->kind));
+    }
     if ((st->flags & IR_EQ_SPANS) && !ir_is_var(a) && !span_eq(a->span, b->span))
         return eq_fail(st, "spans of a %s differ", ir_expr_kind_name(a->kind));
     switch ((ir_expr_kind)a->kind) {
