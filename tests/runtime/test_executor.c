@@ -540,3 +540,34 @@ Test(executor, nested_expressions_use_temporaries) {
     rt_value_clear(&in);
     rt_exec_free(ex);
 }
+
+/* Shape and prim params bind symbolic vars too: main(s: R.Shape([n, 2]), p: R.Prim(value=m))
+ * returns R.shape([n * m, 2]). */
+Test(executor, shape_and_prim_params_bind_vars) {
+    const ir_prim *n = ir_prim_var(ctx, "n"), *m = ir_prim_var(ctx, "m");
+    const ir_prim *sd[2] = {n, ir_prim_int(ctx, 2)};
+    ir_var *s = ir_var_new(ctx, "s", ir_sinfo_shape(ctx, 2, sd), NULL);
+    ir_var *p = ir_var_new(ctx, "p", ir_sinfo_prim(ctx, IR_DTYPE_I64, m), NULL);
+    ir_bb_t *bb = ir_bb_new(ctx, &diag);
+    const ir_prim *od[2] = {ir_prim_mul(ctx, n, m), ir_prim_int(ctx, 2)};
+    ir_var *o = ir_bb_emit(bb, (ir_expr *)ir_shape_expr_new(ctx, 2, od, NULL), "o");
+    cr_assert_not_null(o, "%s", diag.msg);
+    ir_seq *body = ir_bb_finish(bb, &o->base, NULL);
+    ir_bb_free(bb);
+    ir_var *ps[2] = {s, p};
+    ir_module_set_func(mod, "main", (ir_expr *)h5_func(ctx, 2, ps, body));
+    rt_exec_t *ex = NULL;
+    cr_assert_eq(rt_exec_new(mod, "main", &ex, &diag), GR_OK, "%s", diag.msg);
+    rt_value in[2] = {{.kind = RT_VAL_SHAPE}, {.kind = RT_VAL_INT, .u.i = 7}}, out;
+    in[0].u.shape.ndim = 2;
+    in[0].u.shape.dims[0] = 3;
+    in[0].u.shape.dims[1] = 2;
+    cr_assert_eq(rt_exec_run(ex, in, 2, &out, &diag), GR_OK, "%s", diag.msg);
+    cr_assert_eq(out.kind, RT_VAL_SHAPE);
+    cr_assert_eq(out.u.shape.dims[0], 21);
+    cr_assert_eq(out.u.shape.dims[1], 2);
+    in[0].u.shape.dims[1] = 4; /* the static dim must match */
+    cr_assert_eq(rt_exec_run(ex, in, 2, &out, &diag), GR_ERR_INVALID);
+    cr_assert(strstr(diag.msg, "input 's': dim 1 is 4, expected 2"), "%s", diag.msg);
+    rt_exec_free(ex);
+}
