@@ -42,7 +42,7 @@ static const onnx_op_entry op_table[] = {
     {"Sum", 8, INT16_MAX, onnx_cv_variadic, onnx_fold_generic},
     {"Where", 9, INT16_MAX, onnx_cv_where, onnx_fold_generic},
     {"MatMul", ANY, onnx_cv_matmul, NULL},
-    {"Gemm", 7, INT16_MAX, onnx_cv_gemm, NULL},
+    {"Gemm", 6, INT16_MAX, onnx_cv_gemm, NULL},
     {"Softmax", ANY, onnx_cv_softmax, NULL},
     {"LogSoftmax", ANY, onnx_cv_softmax, NULL},
     {"ReduceMean", ANY, onnx_cv_reduce, NULL},
@@ -55,7 +55,7 @@ static const onnx_op_entry op_table[] = {
     /* onnx_convert_nn.c */
     {"Conv", ANY, onnx_cv_conv, NULL},
     {"ConvTranspose", ANY, onnx_cv_conv_transpose, NULL},
-    {"BatchNormalization", 7, INT16_MAX, onnx_cv_batch_norm, NULL},
+    {"BatchNormalization", 6, INT16_MAX, onnx_cv_batch_norm, NULL},
     {"LayerNormalization", 17, INT16_MAX, onnx_cv_layer_norm, NULL},
     {"MaxPool", ANY, onnx_cv_pool, NULL},
     {"AveragePool", ANY, onnx_cv_pool, NULL},

@@ -171,8 +171,10 @@ gr_status onnx_cv_conv(onnx_cv *cv) { return conv_common(cv, false); }
 gr_status onnx_cv_conv_transpose(onnx_cv *cv) { return conv_common(cv, true); }
 
 gr_status onnx_cv_batch_norm(onnx_cv *cv) {
-    if (cv_attr_int(cv, "training_mode", 0))
-        return cv_fail(cv, GR_ERR_UNSUPPORTED, "training_mode");
+    if (cv_attr_int(cv, "training_mode", 0) || !cv_attr_int(cv, "is_test", 1))
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "training mode");
+    if (!cv_attr_int(cv, "spatial", 1))
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "spatial=0 (per-element statistics)");
     ir_expr *args[5];
     for (uint32_t i = 0; i < 5; i++)
         if (!(args[i] = cv_in(cv, i))) return cv_status(cv);

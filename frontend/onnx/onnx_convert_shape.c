@@ -360,8 +360,24 @@ int onnx_reshape_dims(onnx_cv *cv, const ir_prim *const *in, int32_t rank, const
             known = ir_prim_mul(ctx, known, out[i]);
         }
         if (infer >= 0) {
+            /* Cancel the target dims that are input dims (N in [N, -1]) so the inferred dim
+             * of a symbolic shape stays a product, not (N * 48) // N. */
+            const ir_prim *rest[RT_MAX_NDIM];
+            bool used[RT_MAX_NDIM] = {0};
+            const ir_prim *left = ir_prim_int(ctx, 1);
+            for (int i = 0; i < n; i++) {
+                if (i == infer) continue;
+                int32_t j = 0;
+                while (j < rank && (used[j] || in[j] != out[i])) j++;
+                if (j < rank) used[j] = true;
+                else left = ir_prim_mul(ctx, left, out[i]);
+            }
+            int32_t nrest = 0;
+            for (int32_t j = 0; j < rank; j++)
+                if (!used[j]) rest[nrest++] = in[j];
             const ir_prim *total = ir_prim_int(ctx, 1);
-            for (int32_t i = 0; i < rank; i++) total = ir_prim_mul(ctx, total, in[i]);
+            for (int32_t j = 0; j < nrest; j++) total = ir_prim_mul(ctx, total, rest[j]);
+            known = left;
             int64_t kv, tv;
             if (ir_prim_is_int(known, &kv) && kv == 0) {
                 cv_fail(cv, GR_ERR_INVALID, "-1 with a zero-sized remainder");

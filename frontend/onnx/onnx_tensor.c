@@ -303,9 +303,11 @@ gr_status onnx_tensor_load_pb(const char *path, rt_tensor **out, char **name, gr
     if (st != GR_OK) return st;
     Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
     free(buf);
-    if (!tp)
-        return gr_diag_set(diag, GR_ERR_INVALID, "%s: not a valid ONNX TensorProto (truncated or "
-                           "corrupt)", path);
+    if (!tp) {
+        gr_diag_set_file(diag, path);
+        return gr_diag_set(diag, GR_ERR_INVALID, "not a valid ONNX TensorProto (truncated or "
+                           "corrupt)");
+    }
     char *dir = onnx_dirname(path);
     st = onnx_tensor_from_proto(tp, dir, path, out, diag);
     free(dir);
