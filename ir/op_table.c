@@ -261,6 +261,13 @@ const ir_sinfo *ir__op_err(const ir_call *call, gr_diag *diag, const char *fmt, 
 
 /* ---- inference entry ---- */
 
+static bool attrs_normalized(const ir_op_def *d, const ir_attrs *a) {
+    if (!a || a->n != d->nattrs) return false;
+    for (uint16_t i = 0; i < d->nattrs; i++)
+        if (strcmp(a->keys[i], d->attrs[i].name) != 0) return false;
+    return true;
+}
+
 const ir_sinfo *ir_op_infer(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag) {
     const ir_op_def *d = ir__call_op(call);
     if (!d) {
@@ -276,9 +283,26 @@ const ir_sinfo *ir_op_infer(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag) {
     }
     for (uint32_t i = 0; i < call->nargs; i++) {
         if (!call->args[i]) return ir__op_err(call, diag, "argument %u is missing", i);
+        const ir_sinfo *s = call->args[i]->sinfo;
         /* Call-like ops take a callee (a gvar or extern func) that may lack struct info. */
-        if (!call->args[i]->sinfo && !((d->flags & IR_OPF_CALL_LIKE) && i == 0))
+        if (!s && !((d->flags & IR_OPF_CALL_LIKE) && i == 0))
             return ir__op_err(call, diag, "argument %u has no struct info", i);
+        if (s && s->kind == IR_SINFO_TENSOR && s->ndim > IR__MAX_DIMS)
+            return ir__op_err(call, diag, "rank %d is above the supported %d", s->ndim,
+                              IR__MAX_DIMS);
+    }
+    /* A call built without normalized attrs (every schema field present, in order) is
+     * normalized on the fly, so inference always sees defaults. */
+    if (d->nattrs && !attrs_normalized(d, call->attrs)) {
+        const ir_attrs *norm = NULL;
+        if (ir_op_attrs_normalize(ctx, d, call->attrs, &norm, diag) != GR_OK) {
+            gr_diag_set_layer(diag, call->base.span && call->base.span->n
+                                        ? call->base.span->locs[0].source : NULL);
+            return NULL;
+        }
+        ir_call tmp = *call;
+        tmp.attrs = norm;
+        return d->infer(ctx, &tmp, diag);
     }
     return d->infer(ctx, call, diag);
 }

@@ -778,3 +778,21 @@ Test(op_table, normalized_attrs_are_shared) {
     cr_assert_eq(ir_attrs_get_ints(a, "strides", v, 4), 2);
     cr_assert_eq(v[0], 1);
 }
+
+Test(op_infer, unnormalized_attrs_get_defaults) {
+    ir_expr *args[2] = {T(1, 3, 8, 8), T(4, 3, 3, 3)};
+    ir_call *c = ir_call_new(ctx, (ir_expr *)ir_op_get(ctx, "relax.nn.conv2d"), 2, args,
+                             attrs(1, "padding", INTS(1)), 0, NULL, NULL);
+    gr_diag_clear(&diag);
+    EXPECT(ir_op_infer(ctx, c, &diag), TS("1, 4, 8, 8"));
+    ir_call *s = ir_call_new(ctx, (ir_expr *)ir_op_get(ctx, "relax.nn.softmax"), 1, args, NULL, 0,
+                             NULL, ir_span_named(ctx, "sm", false));
+    EXPECT(ir_op_infer(ctx, s, &diag), TS("1, 3, 8, 8"));
+    ir_call *bad = ir_call_new(ctx, (ir_expr *)ir_op_get(ctx, "relax.nn.softmax"), 1, args,
+                               attrs(1, "dim", ir_attr_int(1)), 0, NULL,
+                               ir_span_named(ctx, "sm", false));
+    gr_diag_clear(&diag);
+    cr_assert_null(ir_op_infer(ctx, bad, &diag));
+    cr_assert(strstr(diag.msg, "'dim'"), "%s", diag.msg);
+    cr_assert_str_eq(diag.layer, "sm");
+}
