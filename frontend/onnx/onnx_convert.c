@@ -299,8 +299,10 @@ bool cv_static_dims(onnx_cv *cv, uint32_t i, int64_t *shape) {
 }
 
 const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i) {
+    static const ir_prim *const no_dims[1] = {NULL};
     const ir_sinfo *s = cv_sinfo(cv, i);
-    return s && s->kind == IR_SINFO_TENSOR && s->ndim >= 0 ? s->dims : NULL;
+    if (!s || s->kind != IR_SINFO_TENSOR || s->ndim < 0) return NULL;
+    return s->ndim == 0 ? no_dims : s->dims;  /* a scalar has (zero) known dims */
 }
 
 void cv_set_known(onnx_cv *cv, uint32_t i, rt_tensor *t) {

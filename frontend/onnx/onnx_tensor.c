@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "frontend/onnx/onnx_impl.h"
 
@@ -137,40 +138,80 @@ static bool parse_i64(const char *s, int64_t *out) {
     return true;
 }
 
-static gr_status load_external(const Onnx__TensorProto *tp, const char *dir, const char *file,
-                               rt_tensor *t, const char *tname, gr_diag *diag) {
-    const char *loc = NULL;
-    int64_t offset = 0, length = -1;
+/* Reads the external_data entries: location, offset, length. */
+static gr_status external_entries(const Onnx__TensorProto *tp, const char *file, const char *tname,
+                                  const char **loc, int64_t *offset, int64_t *length,
+                                  gr_diag *diag) {
+    *loc = NULL;
+    *offset = 0;
+    *length = -1;
     for (size_t i = 0; i < tp->n_external_data; i++) {
         const Onnx__StringStringEntryProto *e = tp->external_data[i];
         if (!e || !e->key) continue;
-        if (!strcmp(e->key, "location")) loc = e->value;
-        else if (!strcmp(e->key, "offset") && !parse_i64(e->value, &offset))
+        if (!strcmp(e->key, "location")) *loc = e->value;
+        else if (!strcmp(e->key, "offset") && !parse_i64(e->value, offset))
             return gr_diag_set(diag, GR_ERR_INVALID, "%s: tensor '%s': bad external data offset",
                                file, tname);
-        else if (!strcmp(e->key, "length") && !parse_i64(e->value, &length))
+        else if (!strcmp(e->key, "length") && !parse_i64(e->value, length))
             return gr_diag_set(diag, GR_ERR_INVALID, "%s: tensor '%s': bad external data length",
                                file, tname);
     }
-    if (!loc || !*loc)
+    if (!*loc || !**loc)
         return gr_diag_set(diag, GR_ERR_INVALID, "%s: tensor '%s': external data without location",
                            file, tname);
     /* The location is relative to the model's directory and may not leave it. */
-    if (loc[0] == '/' || !strcmp(loc, "..") || !strncmp(loc, "../", 3) || strstr(loc, "/../") ||
-        (strlen(loc) >= 3 && !strcmp(loc + strlen(loc) - 3, "/..")))
+    const char *l = *loc;
+    size_t n = strlen(l);
+    if (l[0] == '/' || !strcmp(l, "..") || !strncmp(l, "../", 3) || strstr(l, "/../") ||
+        (n >= 3 && !strcmp(l + n - 3, "/..")))
         return gr_diag_set(diag, GR_ERR_INVALID,
                            "%s: tensor '%s': external data location '%s' leaves the model's "
                            "directory",
-                           file, tname, loc);
-    size_t need = rt_tensor_nbytes(t);
+                           file, tname, l);
+    return GR_OK;
+}
+
+static char *external_path(const char *dir, const char *loc) {
+    size_t plen = strlen(dir ? dir : ".") + strlen(loc) + 2;
+    char *path = gr_xmalloc(plen);
+    snprintf(path, plen, "%s/%s", dir ? dir : ".", loc);
+    return path;
+}
+
+/* The external file exists and holds `need` bytes at the offset (checked before allocating). */
+static gr_status check_external(const Onnx__TensorProto *tp, const char *dir, const char *file,
+                                size_t need, const char *tname, gr_diag *diag) {
+    const char *loc;
+    int64_t offset, length;
+    gr_status st = external_entries(tp, file, tname, &loc, &offset, &length, diag);
+    if (st != GR_OK) return st;
     if (length >= 0 && (uint64_t)length != need)
         return gr_diag_set(diag, GR_ERR_INVALID,
                            "%s: tensor '%s': external data length %lld, the tensor needs %zu bytes",
                            file, tname, (long long)length, need);
-    size_t plen = strlen(dir ? dir : ".") + strlen(loc) + 2;
-    char *path = gr_xmalloc(plen);
-    snprintf(path, plen, "%s/%s", dir ? dir : ".", loc);
-    gr_status st = read_external(path, offset, need, rt_tensor_data(t), file, tname, diag);
+    char *path = external_path(dir, loc);
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        st = gr_diag_set(diag, GR_ERR_INVALID, "%s: external data file '%s' of tensor '%s': %s",
+                         file, path, tname, strerror(errno));
+    } else if ((uint64_t)sb.st_size < (uint64_t)offset || (uint64_t)sb.st_size - (uint64_t)offset < need) {
+        st = gr_diag_set(diag, GR_ERR_INVALID,
+                         "%s: external data of tensor '%s': '%s' has %lld bytes, need %zu at "
+                         "offset %lld",
+                         file, tname, path, (long long)sb.st_size, need, (long long)offset);
+    }
+    free(path);
+    return st;
+}
+
+static gr_status load_external(const Onnx__TensorProto *tp, const char *dir, const char *file,
+                               rt_tensor *t, const char *tname, gr_diag *diag) {
+    const char *loc;
+    int64_t offset, length;
+    gr_status st = external_entries(tp, file, tname, &loc, &offset, &length, diag);
+    if (st != GR_OK) return st;
+    char *path = external_path(dir, loc);
+    st = read_external(path, offset, rt_tensor_nbytes(t), rt_tensor_data(t), file, tname, diag);
     free(path);
     return st;
 }
@@ -206,21 +247,34 @@ gr_status onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *dir, c
             return gr_diag_set(diag, GR_ERR_INVALID, "%s: tensor '%s': bad dims", file, tname);
         numel *= tp->dims[i];
     }
+    /* The data must be there before memory is taken for it (a corrupt header must not make us
+     * allocate gigabytes). */
+    size_t nbytes = (size_t)numel * ir_dtype_bytes(dt);
+    bool external = tp->has_data_location &&
+                    tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    if (!external && tp->has_raw_data && tp->raw_data.len != nbytes)
+        return gr_diag_set(diag, GR_ERR_INVALID, "%s: tensor '%s': raw_data has %zu bytes, expected %zu",
+                           file, tname, tp->raw_data.len, nbytes);
+    if (!external && !tp->has_raw_data) {
+        size_t have_n = tp->n_float_data + tp->n_double_data + tp->n_int64_data + tp->n_uint64_data +
+                        tp->n_int32_data;
+        if ((int64_t)have_n != numel)
+            return gr_diag_set(diag, GR_ERR_INVALID, "%s: tensor '%s': %zu values for %lld elements",
+                               file, tname, have_n, (long long)numel);
+    }
+    if (external) {
+        gr_status est = check_external(tp, dir, file, nbytes, tname, diag);
+        if (est != GR_OK) return est;
+    }
     rt_tensor *t = rt_tensor_new(dt, (int32_t)tp->n_dims, tp->dims);
     if (!t)
         return gr_diag_set(diag, GR_ERR_NOMEM, "%s: tensor '%s': out of memory", file, tname);
-    size_t nbytes = rt_tensor_nbytes(t);
     gr_status st = GR_OK;
     int64_t have = -1;  /* typed-field element count */
-    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+    if (external) {
         st = load_external(tp, dir, file, t, tname, diag);
     } else if (tp->has_raw_data) {
-        if (tp->raw_data.len != nbytes)
-            st = gr_diag_set(diag, GR_ERR_INVALID,
-                             "%s: tensor '%s': raw_data has %zu bytes, expected %zu", file, tname,
-                             tp->raw_data.len, nbytes);
-        else if (nbytes)
-            memcpy(rt_tensor_data(t), tp->raw_data.data, nbytes);
+        if (nbytes) memcpy(rt_tensor_data(t), tp->raw_data.data, nbytes);
     } else if (dt.code == kDLFloat && dt.bits == 32) {
         have = (int64_t)tp->n_float_data;
         if (have == numel && numel) memcpy(rt_tensor_data(t), tp->float_data, nbytes);
