@@ -79,6 +79,13 @@ IR__INFER(ir__infer_dropout);
 IR__INFER(ir__infer_pad);
 IR__INFER(ir__infer_matmul);
 IR__INFER(ir__infer_resize2d);
+IR__INFER(ir__infer_conv1d_transpose);
+IR__INFER(ir__infer_pool1d);
+IR__INFER(ir__infer_adaptive_pool1d);
+IR__INFER(ir__infer_prelu);
+IR__INFER(ir__infer_group_norm);
+IR__INFER(ir__infer_instance_norm);
+IR__INFER(ir__infer_rms_norm);
 /* op_infer_manip.c */
 IR__INFER(ir__infer_reshape);
 IR__INFER(ir__infer_permute_dims);
@@ -94,8 +101,20 @@ IR__INFER(ir__infer_full);
 IR__INFER(ir__infer_zeros_ones);
 IR__INFER(ir__infer_tile);
 IR__INFER(ir__infer_arange);
+IR__INFER(ir__infer_flip);
+IR__INFER(ir__infer_gather_elements);
+IR__INFER(ir__infer_gather_nd);
+IR__INFER(ir__infer_scatter_elements);
+IR__INFER(ir__infer_scatter_nd);
+IR__INFER(ir__infer_one_hot);
+IR__INFER(ir__infer_repeat);
+IR__INFER(ir__infer_trilu);
+IR__INFER(ir__infer_like);
+IR__INFER(ir__infer_shape_to_tensor);
+IR__INFER(ir__infer_tensor_to_shape);
 /* op_infer_reduce.c */
 IR__INFER(ir__infer_reduce);
 IR__INFER(ir__infer_cumsum);
+IR__INFER(ir__infer_argmax);
 
 #endif

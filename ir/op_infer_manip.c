@@ -539,3 +539,187 @@ IR__INFER(ir__infer_arange) {
     if (ir_prim_is_int(n, &nv) && nv < 0) n = pint(ctx, 0);
     return ir_sinfo_tensor(ctx, dt, 1, &n);
 }
+
+/* ---- indexing: flip, gather, scatter, one_hot, repeat, tril/triu ---- */
+
+static bool check_axis(const ir_call *call, const ir_sinfo *x, const char *key, int64_t dflt,
+                       int32_t *out, gr_diag *diag) {
+    int64_t axis = ir__attr_int(call, key, dflt);
+    *out = -1;
+    if (x->ndim < 0) return true;
+    if (!ir__norm_axis(axis, x->ndim, out)) {
+        ir__op_err(call, diag, "%s %lld is out of range for %s", key, (long long)axis,
+                   ir__sinfo_str(x));
+        return false;
+    }
+    return true;
+}
+
+static bool check_int_tensor(const ir_call *call, const ir_sinfo *s, const char *what,
+                             gr_diag *diag) {
+    if (ir_dtype_is_void(s->dtype) || ir_dtype_is_int(s->dtype)) return true;
+    ir__op_err(call, diag, "%s must be integers, got %s", what, ir__sinfo_str(s));
+    return false;
+}
+
+IR__INFER(ir__infer_flip) {
+    const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
+    int32_t a;
+    return x && check_axis(call, x, "axis", 0, &a, diag) ? x : NULL;
+}
+
+/* gather_elements(data, indices): the result has the indices' shape and the data's dtype. */
+IR__INFER(ir__infer_gather_elements) {
+    const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
+    const ir_sinfo *ind = x ? ir__arg_tensor(ctx, call, 1, false, diag) : NULL;
+    int32_t a;
+    if (!ind || !check_int_tensor(call, ind, "indices", diag) ||
+        !check_axis(call, x, "axis", 0, &a, diag))
+        return NULL;
+    if (x->ndim >= 0 && ind->ndim >= 0 && x->ndim != ind->ndim)
+        return ir__op_err(call, diag, "data %s and indices %s must have the same rank",
+                          ir__sinfo_str(x), ir__sinfo_str(ind));
+    return ir_sinfo_tensor(ctx, x->dtype, ind->ndim, ind->dims);
+}
+
+/* gather_nd: indices[..., k] address the data dims after batch_dims. */
+IR__INFER(ir__infer_gather_nd) {
+    const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
+    const ir_sinfo *ind = x ? ir__arg_tensor(ctx, call, 1, false, diag) : NULL;
+    if (!ind || !check_int_tensor(call, ind, "indices", diag)) return NULL;
+    int64_t bd = ir__attr_int(call, "batch_dims", 0);
+    if (bd < 0) return ir__op_err(call, diag, "batch_dims must be >= 0");
+    if (x->ndim < 0 || ind->ndim < 0 || !ind->dims || (x->ndim && !x->dims))
+        return ir_sinfo_tensor(ctx, x->dtype, -1, NULL);
+    int64_t k;
+    if (ind->ndim < 1 || !ir_prim_is_int(ind->dims[ind->ndim - 1], &k))
+        return ir_sinfo_tensor(ctx, x->dtype, -1, NULL);
+    if (bd + k > x->ndim)
+        return ir__op_err(call, diag, "indices %s address more dims than data %s has",
+                          ir__sinfo_str(ind), ir__sinfo_str(x));
+    const ir_prim *dims[IR__MAX_DIMS];
+    int32_t n = 0;
+    for (int32_t i = 0; i < ind->ndim - 1; i++) dims[n++] = ind->dims[i];
+    for (int32_t i = (int32_t)(bd + k); i < x->ndim; i++) {
+        if (n == IR__MAX_DIMS) return ir__op_err(call, diag, "rank above %d", IR__MAX_DIMS);
+        dims[n++] = x->dims[i];
+    }
+    return ir_sinfo_tensor(ctx, x->dtype, n, dims);
+}
+
+/* scatter_elements / scatter_nd(data, indices, updates): the result is the data's. */
+static const ir_sinfo *scatter(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, bool elements) {
+    const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
+    const ir_sinfo *ind = x ? ir__arg_tensor(ctx, call, 1, false, diag) : NULL;
+    const ir_sinfo *upd = ind ? ir__arg_tensor(ctx, call, 2, false, diag) : NULL;
+    if (!upd || !check_int_tensor(call, ind, "indices", diag)) return NULL;
+    ir_dtype dt;
+    if (!ir__common_dtype(call, x, upd, &dt, diag)) return NULL;
+    const char *red = ir__attr_str(call, "reduction");
+    static const char *const modes[] = {"update", "add", "mul", "mean", "min", "max"};
+    bool ok = false;
+    for (size_t i = 0; red && i < sizeof(modes) / sizeof(modes[0]); i++) ok |= !strcmp(red, modes[i]);
+    if (!ok) return ir__op_err(call, diag, "unsupported reduction \"%s\"", red ? red : "None");
+    if (elements) {
+        int32_t a;
+        if (!check_axis(call, x, "axis", 0, &a, diag)) return NULL;
+        if (ind->ndim >= 0 && upd->ndim >= 0 && ind->ndim != upd->ndim)
+            return ir__op_err(call, diag, "indices %s and updates %s must have the same rank",
+                              ir__sinfo_str(ind), ir__sinfo_str(upd));
+    }
+    return x;
+}
+
+IR__INFER(ir__infer_scatter_elements) { return scatter(ctx, call, diag, true); }
+IR__INFER(ir__infer_scatter_nd) { return scatter(ctx, call, diag, false); }
+
+/* one_hot(indices, on_value, off_value): a new axis of size depth, values' dtype. */
+IR__INFER(ir__infer_one_hot) {
+    const ir_sinfo *ind = ir__arg_tensor(ctx, call, 0, false, diag);
+    if (!ind || !check_int_tensor(call, ind, "indices", diag)) return NULL;
+    const ir_sinfo *on = call->args[1]->sinfo, *off = call->args[2]->sinfo;
+    if (on->kind != IR_SINFO_PRIM || off->kind != IR_SINFO_PRIM)
+        return ir__op_err(call, diag, "on_value and off_value must be prim values");
+    if (!ir_dtype_is_void(on->dtype) && !ir_dtype_is_void(off->dtype) &&
+        !ir_dtype_eq(on->dtype, off->dtype))
+        return ir__op_err(call, diag, "on_value and off_value dtypes differ");
+    int64_t depth = ir__attr_int(call, "depth", -1), axis = ir__attr_int(call, "axis", -1);
+    if (depth < 1) return ir__op_err(call, diag, "depth must be >= 1, got %lld", (long long)depth);
+    if (ind->ndim < 0) return ir_sinfo_tensor(ctx, on->dtype, -1, NULL);
+    int32_t out = ind->ndim + 1, a;
+    if (out > IR__MAX_DIMS) return ir__op_err(call, diag, "rank above %d", IR__MAX_DIMS);
+    if (!ir__norm_axis(axis, out, &a))
+        return ir__op_err(call, diag, "axis %lld is out of range for %s", (long long)axis,
+                          ir__sinfo_str(ind));
+    if (ind->ndim && !ind->dims) return ir_sinfo_tensor(ctx, on->dtype, out, NULL);
+    const ir_prim *dims[IR__MAX_DIMS];
+    for (int32_t i = 0, j = 0; i < out; i++) dims[i] = i == a ? pint(ctx, depth) : ind->dims[j++];
+    return ir_sinfo_tensor(ctx, on->dtype, out, dims);
+}
+
+IR__INFER(ir__infer_repeat) {
+    const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
+    if (!x) return NULL;
+    int64_t reps = ir__attr_int(call, "repeats", 1);
+    if (reps < 0) return ir__op_err(call, diag, "repeats must be non-negative");
+    const ir_attr *ax = ir__attr(call, "axis");
+    const ir_prim *r = pint(ctx, reps);
+    if (!ax || ax->kind == IR_ATTR_NONE) {
+        if (x->ndim < 0 || (x->ndim && !x->dims)) return ir_sinfo_tensor(ctx, x->dtype, 1, NULL);
+        const ir_prim *d = ir_prim_mul(ctx, prod_dims(ctx, x->ndim, x->dims), r);
+        return ir_sinfo_tensor(ctx, x->dtype, 1, &d);
+    }
+    int32_t a;
+    if (!check_axis(call, x, "axis", 0, &a, diag)) return NULL;
+    if (x->ndim < 0 || !x->dims) return x;
+    const ir_prim *dims[IR__MAX_DIMS];
+    for (int32_t i = 0; i < x->ndim; i++) dims[i] = i == a ? ir_prim_mul(ctx, x->dims[i], r) : x->dims[i];
+    return ir_sinfo_tensor(ctx, x->dtype, x->ndim, dims);
+}
+
+IR__INFER(ir__infer_trilu) {
+    const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
+    if (!x) return NULL;
+    if (x->ndim >= 0 && x->ndim < 2)
+        return ir__op_err(call, diag, "needs at least 2 dims, got %s", ir__sinfo_str(x));
+    if (call->nargs > 1 && call->args[1]->sinfo->kind != IR_SINFO_PRIM)
+        return ir__op_err(call, diag, "k must be a prim value");
+    return x;
+}
+
+/* ---- *_like creation and shape <-> tensor ---- */
+
+IR__INFER(ir__infer_like) {
+    const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
+    if (!x) return NULL;
+    ir_dtype dt = ir__attr_dtype(call, "dtype");
+    if (call->nargs > 1) { /* full_like(x, fill_value) */
+        const ir_sinfo *v = call->args[1]->sinfo;
+        if ((v->kind != IR_SINFO_TENSOR && v->kind != IR_SINFO_PRIM) ||
+            (v->kind == IR_SINFO_TENSOR && v->ndim > 0))
+            return ir__op_err(call, diag, "fill_value must be a scalar, got %s", ir__sinfo_str(v));
+    }
+    if (ir_dtype_is_void(dt)) dt = x->dtype;
+    return ir_sinfo_tensor(ctx, dt, x->ndim, x->dims);
+}
+
+IR__INFER(ir__infer_shape_to_tensor) {
+    const ir_sinfo *s = call->args[0]->sinfo;
+    if (s->kind != IR_SINFO_SHAPE)
+        return ir__op_err(call, diag, "argument must be a shape, got %s", ir__sinfo_str(s));
+    if (s->ndim < 0) return ir_sinfo_tensor(ctx, IR_DTYPE_I64, 1, NULL);
+    const ir_prim *d = pint(ctx, s->ndim);
+    return ir_sinfo_tensor(ctx, IR_DTYPE_I64, 1, &d);
+}
+
+IR__INFER(ir__infer_tensor_to_shape) {
+    const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
+    if (!x) return NULL;
+    if (x->ndim >= 0 && x->ndim != 1)
+        return ir__op_err(call, diag, "argument must be 1-D, got %s", ir__sinfo_str(x));
+    if (!check_int_tensor(call, x, "the argument", diag)) return NULL;
+    int64_t n;
+    if (x->ndim == 1 && x->dims && ir_prim_is_int(x->dims[0], &n) && n <= IR__MAX_DIMS)
+        return ir_sinfo_shape(ctx, (int32_t)n, NULL);
+    return ir_sinfo_shape(ctx, -1, NULL);
+}

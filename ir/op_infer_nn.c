@@ -68,7 +68,7 @@ static bool both_int_differ(const ir_prim *a, const ir_prim *b) {
 static const ir_sinfo *conv(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, int nsp,
                             bool transpose) {
     const char *dl = nsp == 1 ? "NCW" : "NCHW";
-    const char *kl = nsp == 1 ? "OIW" : transpose ? "IOHW" : "OIHW";
+    const char *kl = nsp == 1 ? (transpose ? "IOW" : "OIW") : transpose ? "IOHW" : "OIHW";
     const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
     const ir_sinfo *w = x ? ir__arg_tensor(ctx, call, 1, false, diag) : NULL;
     if (!w || !check_layout(call, "data_layout", dl, diag) ||
@@ -129,26 +129,30 @@ static const ir_sinfo *conv(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, i
 
 IR__INFER(ir__infer_conv1d) { return conv(ctx, call, diag, 1, false); }
 IR__INFER(ir__infer_conv2d) { return conv(ctx, call, diag, 2, false); }
+IR__INFER(ir__infer_conv1d_transpose) { return conv(ctx, call, diag, 1, true); }
 IR__INFER(ir__infer_conv2d_transpose) { return conv(ctx, call, diag, 2, true); }
 
 /* ---- pooling ---- */
 
-IR__INFER(ir__infer_pool2d) {
+static const ir_sinfo *pool(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, int nsp) {
+    const char *layout = nsp == 1 ? "NCW" : "NCHW";
     const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
-    if (!x || !check_layout(call, "layout", "NCHW", diag) ||
-        !check_layout(call, "out_layout", "NCHW", diag))
+    if (!x || !check_layout(call, "layout", layout, diag) ||
+        !check_layout(call, "out_layout", layout, diag))
         return NULL;
-    int k = check_rank(call, x, 4, "data", diag);
+    int k = check_rank(call, x, nsp + 2, "data", diag);
     if (k < 0) return NULL;
     int64_t ps[8], st[8], dil[8], pad[8];
-    if (!ints_attr(call, "pool_size", 2, 1, ps, diag) || !ints_attr(call, "strides", 2, 1, st, diag) ||
-        !ints_attr(call, "dilation", 2, 1, dil, diag) || !ints_attr(call, "padding", 4, 0, pad, diag))
+    if (!ints_attr(call, "pool_size", nsp, 1, ps, diag) ||
+        !ints_attr(call, "strides", nsp, 1, st, diag) ||
+        !ints_attr(call, "dilation", nsp, 1, dil, diag) ||
+        !ints_attr(call, "padding", 2 * nsp, 0, pad, diag))
         return NULL;
-    if (!k) return ir_sinfo_tensor(ctx, x->dtype, 4, NULL);
+    if (!k) return ir_sinfo_tensor(ctx, x->dtype, nsp + 2, NULL);
     bool ceil_mode = ir__attr_bool(call, "ceil_mode");
     const ir_prim *dims[4] = {x->dims[0], x->dims[1], NULL, NULL};
-    for (int i = 0; i < 2; i++) {
-        int64_t c = pad[i] + pad[i + 2] - dil[i] * (ps[i] - 1) - 1 + (ceil_mode ? st[i] - 1 : 0);
+    for (int i = 0; i < nsp; i++) {
+        int64_t c = pad[i] + pad[i + nsp] - dil[i] * (ps[i] - 1) - 1 + (ceil_mode ? st[i] - 1 : 0);
         const ir_prim *num = ir_prim_add(ctx, x->dims[2 + i], pint(ctx, c));
         const ir_prim *o =
             ir_prim_add(ctx, ir_prim_floordiv(ctx, num, pint(ctx, st[i])), pint(ctx, 1));
@@ -157,30 +161,36 @@ IR__INFER(ir__infer_pool2d) {
                               (long long)o->value, ir__sinfo_str(x));
         dims[2 + i] = o;
     }
-    return ir_sinfo_tensor(ctx, x->dtype, 4, dims);
+    return ir_sinfo_tensor(ctx, x->dtype, nsp + 2, dims);
 }
 
-IR__INFER(ir__infer_adaptive_pool2d) {
+IR__INFER(ir__infer_pool1d) { return pool(ctx, call, diag, 1); }
+IR__INFER(ir__infer_pool2d) { return pool(ctx, call, diag, 2); }
+
+static const ir_sinfo *adaptive_pool(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, int nsp) {
+    const char *layout = nsp == 1 ? "NCW" : "NCHW";
     const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
-    if (!x || !check_layout(call, "layout", "NCHW", diag) ||
-        !check_layout(call, "out_layout", "NCHW", diag))
+    if (!x || !check_layout(call, "layout", layout, diag) ||
+        !check_layout(call, "out_layout", layout, diag))
         return NULL;
-    int k = check_rank(call, x, 4, "data", diag);
+    int k = check_rank(call, x, nsp + 2, "data", diag);
     if (k < 0) return NULL;
     int64_t os[8];
     int n = ir__attr_ints(call, "output_size", os, 8);
-    if (n == -2 || n == 0 || n > 2)
-        return ir__op_err(call, diag, "output_size must have 1 or 2 entries");
+    if (n == -2 || n == 0 || n > nsp)
+        return ir__op_err(call, diag, "output_size must have 1 to %d entries", nsp);
     if (n == 1) os[1] = os[0];
-    if (!k) return ir_sinfo_tensor(ctx, x->dtype, 4, NULL);
-    const ir_prim *dims[4] = {x->dims[0], x->dims[1], x->dims[2], x->dims[3]};
-    if (n > 0) {
-        if (os[0] < 1 || os[1] < 1) return ir__op_err(call, diag, "output_size must be positive");
-        dims[2] = pint(ctx, os[0]);
-        dims[3] = pint(ctx, os[1]);
+    if (!k) return ir_sinfo_tensor(ctx, x->dtype, nsp + 2, NULL);
+    const ir_prim *dims[4] = {x->dims[0], x->dims[1], x->dims[2], nsp == 2 ? x->dims[3] : NULL};
+    for (int i = 0; n > 0 && i < nsp; i++) {
+        if (os[i] < 1) return ir__op_err(call, diag, "output_size must be positive");
+        dims[2 + i] = pint(ctx, os[i]);
     }
-    return ir_sinfo_tensor(ctx, x->dtype, 4, dims);
+    return ir_sinfo_tensor(ctx, x->dtype, nsp + 2, dims);
 }
+
+IR__INFER(ir__infer_adaptive_pool1d) { return adaptive_pool(ctx, call, diag, 1); }
+IR__INFER(ir__infer_adaptive_pool2d) { return adaptive_pool(ctx, call, diag, 2); }
 
 /* ---- softmax / normalization ---- */
 
@@ -352,4 +362,117 @@ IR__INFER(ir__infer_resize2d) {
     if (!k || !known) return ir_sinfo_tensor(ctx, dt, 4, NULL);
     const ir_prim *dims[4] = {x->dims[0], x->dims[1], size[0], size[sn == 2 ? 1 : 0]};
     return ir_sinfo_tensor(ctx, dt, 4, dims);
+}
+
+/* ---- more normalizations and activations ---- */
+
+/* Checks that a per-channel parameter (gamma, beta, alpha) is 1-D of x's size on axis a. */
+static bool check_channel_param(const ir_call *call, const ir_sinfo *x, int32_t a,
+                                const ir_sinfo *p, const char *what, gr_diag *diag) {
+    if (p->ndim >= 0 && p->ndim != 1) {
+        ir__op_err(call, diag, "%s must be 1-D, got %s", what, ir__sinfo_str(p));
+        return false;
+    }
+    if (a >= 0 && x->dims && p->ndim == 1 && p->dims && both_int_differ(p->dims[0], x->dims[a])) {
+        ir__op_err(call, diag, "%s %s does not match the channels of %s", what, ir__sinfo_str(p),
+                   ir__sinfo_str(x));
+        return false;
+    }
+    return true;
+}
+
+/* Validates a list-of-axes attr against x's rank (duplicates are errors). */
+static bool check_axes_attr(const ir_call *call, const char *key, const ir_sinfo *x, int32_t *norm,
+                            int *n, gr_diag *diag) {
+    int64_t axes[IR__MAX_DIMS];
+    *n = ir__attr_ints(call, key, axes, IR__MAX_DIMS);
+    if (*n == -2 || *n > IR__MAX_DIMS) {
+        ir__op_err(call, diag, "%s must be a list of ints", key);
+        return false;
+    }
+    if (x->ndim < 0 || *n < 0) return true;
+    bool seen[IR__MAX_DIMS] = {0};
+    for (int i = 0; i < *n; i++) {
+        if (!ir__norm_axis(axes[i], x->ndim, &norm[i]) || seen[norm[i]]) {
+            ir__op_err(call, diag, "axis %lld is out of range or repeated for %s",
+                       (long long)axes[i], ir__sinfo_str(x));
+            return false;
+        }
+        seen[norm[i]] = true;
+    }
+    return true;
+}
+
+IR__INFER(ir__infer_prelu) {
+    const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
+    const ir_sinfo *alpha = x ? ir__arg_tensor(ctx, call, 1, false, diag) : NULL;
+    if (!alpha) return NULL;
+    ir_dtype dt;
+    if (!ir__common_dtype(call, x, alpha, &dt, diag)) return NULL;
+    int64_t axis = ir__attr_int(call, "axis", 1);
+    int32_t a = -1;
+    if (x->ndim >= 0 && !ir__norm_axis(axis, x->ndim, &a))
+        return ir__op_err(call, diag, "axis %lld is out of range for %s", (long long)axis,
+                          ir__sinfo_str(x));
+    /* alpha may be a single slope shared by all channels */
+    if (alpha->ndim == 1 && alpha->dims && ir_prim_is_int(alpha->dims[0], NULL) &&
+        alpha->dims[0]->value == 1)
+        return x;
+    return check_channel_param(call, x, a, alpha, "alpha", diag) ? x : NULL;
+}
+
+static const ir_sinfo *channel_norm(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag,
+                                    bool grouped) {
+    const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
+    const ir_sinfo *g = x ? ir__arg_tensor(ctx, call, 1, false, diag) : NULL;
+    const ir_sinfo *b = g ? ir__arg_tensor(ctx, call, 2, false, diag) : NULL;
+    if (!b) return NULL;
+    ir_dtype dt;
+    if (!ir__common_dtype(call, x, g, &dt, diag) || !ir__common_dtype(call, x, b, &dt, diag))
+        return NULL;
+    int64_t cax = ir__attr_int(call, "channel_axis", 1);
+    int32_t c = -1, norm[IR__MAX_DIMS];
+    int n;
+    if (x->ndim >= 0 && !ir__norm_axis(cax, x->ndim, &c))
+        return ir__op_err(call, diag, "channel_axis %lld is out of range for %s", (long long)cax,
+                          ir__sinfo_str(x));
+    if (!check_axes_attr(call, "axes", x, norm, &n, diag)) return NULL;
+    for (int i = 0; i < n && c >= 0; i++)
+        if (norm[i] == c) return ir__op_err(call, diag, "axes must not contain the channel axis");
+    if (grouped) {
+        int64_t groups = ir__attr_int(call, "num_groups", 1);
+        if (groups < 1) return ir__op_err(call, diag, "num_groups must be >= 1");
+        int64_t cv;
+        if (c >= 0 && x->dims && ir_prim_is_int(x->dims[c], &cv) && cv % groups != 0)
+            return ir__op_err(call, diag, "%lld channels are not divisible by num_groups=%lld",
+                              (long long)cv, (long long)groups);
+    }
+    if (!check_channel_param(call, x, c, g, "gamma", diag) ||
+        !check_channel_param(call, x, c, b, "beta", diag))
+        return NULL;
+    return x;
+}
+
+IR__INFER(ir__infer_group_norm) { return channel_norm(ctx, call, diag, true); }
+IR__INFER(ir__infer_instance_norm) { return channel_norm(ctx, call, diag, false); }
+
+IR__INFER(ir__infer_rms_norm) {
+    const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
+    const ir_sinfo *w = x ? ir__arg_tensor(ctx, call, 1, false, diag) : NULL;
+    if (!w) return NULL;
+    ir_dtype dt;
+    if (!ir__common_dtype(call, x, w, &dt, diag)) return NULL;
+    int32_t norm[IR__MAX_DIMS];
+    int n;
+    if (!check_axes_attr(call, "axes", x, norm, &n, diag)) return NULL;
+    if (x->ndim < 0 || n < 0) return x;
+    if (w->ndim >= 0 && w->ndim != n)
+        return ir__op_err(call, diag, "weight must be %d-D to match axes of %s, got %s", n,
+                          ir__sinfo_str(x), ir__sinfo_str(w));
+    if (w->ndim == n && w->dims && x->dims)
+        for (int i = 0; i < n; i++)
+            if (both_int_differ(w->dims[i], x->dims[norm[i]]))
+                return ir__op_err(call, diag, "weight %s does not match %s on the normalized axes",
+                                  ir__sinfo_str(w), ir__sinfo_str(x));
+    return x;
 }

@@ -54,3 +54,27 @@ IR__INFER(ir__infer_cumsum) {
                           ir__sinfo_str(x));
     return ir_sinfo_tensor(ctx, dt, x->ndim, x->dims);
 }
+
+/* argmax / argmin: one axis (or all with axis=None), int64 indices. */
+IR__INFER(ir__infer_argmax) {
+    const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
+    if (!x) return NULL;
+    bool keep = ir__attr_bool(call, "keepdims");
+    const ir_attr *ax = ir__attr(call, "axis");
+    bool all = !ax || ax->kind == IR_ATTR_NONE;
+    if (x->ndim < 0)
+        return ir_sinfo_tensor(ctx, IR_DTYPE_I64, all && !keep ? 0 : -1, NULL);
+    int32_t a = -1;
+    if (!all && !ir__norm_axis(ir__attr_int(call, "axis", 0), x->ndim, &a))
+        return ir__op_err(call, diag, "axis %lld is out of range for %s",
+                          (long long)ir__attr_int(call, "axis", 0), ir__sinfo_str(x));
+    const ir_prim *dims[IR__MAX_DIMS];
+    int32_t m = 0;
+    for (int32_t i = 0; i < x->ndim; i++) {
+        bool r = all || i == a;
+        if (r && !keep) continue;
+        if (x->dims) dims[m] = r ? ir_prim_int(ctx, 1) : x->dims[i];
+        m++;
+    }
+    return ir_sinfo_tensor(ctx, IR_DTYPE_I64, m, x->dims || m == 0 ? dims : NULL);
+}

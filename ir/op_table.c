@@ -66,6 +66,37 @@ static const ir_attr_field A_resize2d[] = {
     F("rounding_method", STR, "\"round\""), F("cubic_alpha", FLOAT, "-0.75"),
     F("cubic_exclude", INT, "0"), F("extrapolation_value", FLOAT, "0.0"),
     F("out_dtype", DTYPE, "\"void\"")};
+static const ir_attr_field A_softplus[] = {F("beta", FLOAT, "1.0"), F("threshold", FLOAT, "20.0")};
+static const ir_attr_field A_prelu[] = {F("axis", INT, "1")};
+static const ir_attr_field A_group_norm[] = {
+    F("num_groups", INT, NULL), F("channel_axis", INT, NULL), F("axes", ARRAY, NULL),
+    F("epsilon", FLOAT, "1e-05"), F("center", BOOL, "True"), F("scale", BOOL, "True")};
+static const ir_attr_field A_instance_norm[] = {
+    F("channel_axis", INT, "1"), F("axes", ARRAY, NULL), F("epsilon", FLOAT, "1e-05"),
+    F("center", BOOL, "True"), F("scale", BOOL, "True")};
+static const ir_attr_field A_rms_norm[] = {F("axes", ARRAY, "[-1]"), F("epsilon", FLOAT, "1e-05")};
+static const ir_attr_field A_pool1d[] = {
+    F("pool_size", ARRAY, "[1]"), F("strides", ARRAY, "[1]"), F("dilation", ARRAY, "[1]"),
+    F("padding", ARRAY, "[0, 0]"), F("ceil_mode", BOOL, "False"),
+    F("count_include_pad", BOOL, "False"), F("layout", STR, "\"NCW\""),
+    F("out_layout", STR, "\"NCW\"")};
+static const ir_attr_field A_adaptive_pool1d[] = {
+    F("output_size", ARRAY, "None"), F("layout", STR, "\"NCW\""), F("out_layout", STR, "\"NCW\"")};
+static const ir_attr_field A_conv1d_transpose[] = {
+    F("strides", ARRAY, "[1]"), F("padding", ARRAY, "[0, 0]"), F("output_padding", ARRAY, "[0]"),
+    F("dilation", ARRAY, "[1]"), F("groups", INT, "1"), F("data_layout", STR, "\"NCW\""),
+    F("kernel_layout", STR, "\"IOW\""), F("out_layout", STR, "\"NCW\""),
+    F("out_dtype", DTYPE, "\"void\"")};
+static const ir_attr_field A_argmax[] = {F("axis", INT, "None"), F("keepdims", BOOL, "False")};
+static const ir_attr_field A_axis_req[] = {F("axis", INT, NULL)};
+static const ir_attr_field A_axis_0[] = {F("axis", INT, "0")};
+static const ir_attr_field A_gather_nd[] = {F("batch_dims", INT, "0")};
+static const ir_attr_field A_scatter_elements[] = {
+    F("axis", INT, "0"), F("reduction", STR, "\"update\"")};
+static const ir_attr_field A_scatter_nd[] = {F("reduction", STR, "\"update\"")};
+static const ir_attr_field A_one_hot[] = {F("depth", INT, NULL), F("axis", INT, "-1")};
+static const ir_attr_field A_repeat[] = {F("repeats", INT, NULL), F("axis", INT, "None")};
+static const ir_attr_field A_trilu[] = {F("k", INT, "0")};
 
 #undef F
 
@@ -103,6 +134,20 @@ static const ir_attr_field A_resize2d[] = {
     X(SIGMOID, "sigmoid", 1, 1, EW, NOATTRS, ir__infer_unary_float)                         \
     X(SIN, "sin", 1, 1, EW, NOATTRS, ir__infer_unary_float)                                 \
     X(COS, "cos", 1, 1, EW, NOATTRS, ir__infer_unary_float)                                 \
+    X(ACOS, "acos", 1, 1, EW, NOATTRS, ir__infer_unary_float)                               \
+    X(ACOSH, "acosh", 1, 1, EW, NOATTRS, ir__infer_unary_float)                             \
+    X(ASIN, "asin", 1, 1, EW, NOATTRS, ir__infer_unary_float)                               \
+    X(ASINH, "asinh", 1, 1, EW, NOATTRS, ir__infer_unary_float)                             \
+    X(ATAN, "atan", 1, 1, EW, NOATTRS, ir__infer_unary_float)                               \
+    X(ATANH, "atanh", 1, 1, EW, NOATTRS, ir__infer_unary_float)                             \
+    X(COSH, "cosh", 1, 1, EW, NOATTRS, ir__infer_unary_float)                               \
+    X(SINH, "sinh", 1, 1, EW, NOATTRS, ir__infer_unary_float)                               \
+    X(TAN, "tan", 1, 1, EW, NOATTRS, ir__infer_unary_float)                                 \
+    X(TRUNC, "trunc", 1, 1, EW, NOATTRS, ir__infer_unary)                                   \
+    X(BITWISE_NOT, "bitwise_not", 1, 1, EW, NOATTRS, ir__infer_unary)                       \
+    X(ISFINITE, "isfinite", 1, 1, EW, NOATTRS, ir__infer_unary_bool)                        \
+    X(ISINF, "isinf", 1, 1, EW, NOATTRS, ir__infer_unary_bool)                              \
+    X(ISNAN, "isnan", 1, 1, EW, NOATTRS, ir__infer_unary_bool)                              \
     X(NEGATIVE, "negative", 1, 1, EW, NOATTRS, ir__infer_unary)                             \
     X(ABS, "abs", 1, 1, EW, NOATTRS, ir__infer_unary)                                       \
     X(SIGN, "sign", 1, 1, EW, NOATTRS, ir__infer_unary)                                     \
@@ -118,18 +163,34 @@ static const ir_attr_field A_resize2d[] = {
     X(GELU, "nn.gelu", 1, 1, EW, NOATTRS, ir__infer_unary_float)                            \
     X(GELU_TANH, "nn.gelu_tanh", 1, 1, EW, NOATTRS, ir__infer_unary_float)                  \
     X(SILU, "nn.silu", 1, 1, EW, NOATTRS, ir__infer_unary_float)                            \
+    X(RELU6, "nn.relu6", 1, 1, EW, NOATTRS, ir__infer_unary)                                \
+    X(SELU, "nn.selu", 1, 1, EW, NOATTRS, ir__infer_unary_float)                            \
+    X(SOFTPLUS, "nn.softplus", 1, 1, EW, ATTRS(A_softplus), ir__infer_unary_float)          \
+    X(PRELU, "nn.prelu", 2, 2, 0, ATTRS(A_prelu), ir__infer_prelu)                          \
     X(SOFTMAX, "nn.softmax", 1, 1, 0, ATTRS(A_axis_m1), ir__infer_softmax)                  \
     X(LOG_SOFTMAX, "nn.log_softmax", 1, 1, 0, ATTRS(A_axis_m1), ir__infer_softmax)          \
     X(CONV1D, "nn.conv1d", 2, 2, 0, ATTRS(A_conv1d), ir__infer_conv1d)                      \
     X(CONV2D, "nn.conv2d", 2, 2, 0, ATTRS(A_conv2d), ir__infer_conv2d)                      \
     X(CONV2D_TRANSPOSE, "nn.conv2d_transpose", 2, 2, 0, ATTRS(A_conv2d_transpose),          \
       ir__infer_conv2d_transpose)                                                           \
+    X(CONV1D_TRANSPOSE, "nn.conv1d_transpose", 2, 2, 0, ATTRS(A_conv1d_transpose),          \
+      ir__infer_conv1d_transpose)                                                           \
+    X(MAX_POOL1D, "nn.max_pool1d", 1, 1, 0, ATTRS(A_pool1d), ir__infer_pool1d)              \
+    X(AVG_POOL1D, "nn.avg_pool1d", 1, 1, 0, ATTRS(A_pool1d), ir__infer_pool1d)              \
+    X(ADAPTIVE_AVG_POOL1D, "nn.adaptive_avg_pool1d", 1, 1, 0, ATTRS(A_adaptive_pool1d),     \
+      ir__infer_adaptive_pool1d)                                                            \
+    X(ADAPTIVE_MAX_POOL2D, "nn.adaptive_max_pool2d", 1, 1, 0, ATTRS(A_adaptive_pool2d),     \
+      ir__infer_adaptive_pool2d)                                                            \
     X(MAX_POOL2D, "nn.max_pool2d", 1, 1, 0, ATTRS(A_pool2d), ir__infer_pool2d)              \
     X(AVG_POOL2D, "nn.avg_pool2d", 1, 1, 0, ATTRS(A_pool2d), ir__infer_pool2d)              \
     X(ADAPTIVE_AVG_POOL2D, "nn.adaptive_avg_pool2d", 1, 1, 0, ATTRS(A_adaptive_pool2d),     \
       ir__infer_adaptive_pool2d)                                                            \
     X(LAYER_NORM, "nn.layer_norm", 3, 3, 0, ATTRS(A_layer_norm), ir__infer_layer_norm)      \
     X(BATCH_NORM, "nn.batch_norm", 5, 5, 0, ATTRS(A_batch_norm), ir__infer_batch_norm)      \
+    X(GROUP_NORM, "nn.group_norm", 3, 3, 0, ATTRS(A_group_norm), ir__infer_group_norm)      \
+    X(INSTANCE_NORM, "nn.instance_norm", 3, 3, 0, ATTRS(A_instance_norm),                   \
+      ir__infer_instance_norm)                                                              \
+    X(RMS_NORM, "nn.rms_norm", 2, 2, 0, ATTRS(A_rms_norm), ir__infer_rms_norm)              \
     X(DROPOUT, "nn.dropout", 1, 1, 0, ATTRS(A_dropout), ir__infer_dropout)                  \
     X(PAD, "nn.pad", 1, 2, 0, ATTRS(A_pad), ir__infer_pad)                                  \
     X(MATMUL, "matmul", 2, 2, 0, ATTRS(A_out_dtype), ir__infer_matmul)                      \
@@ -140,7 +201,11 @@ static const ir_attr_field A_resize2d[] = {
     X(MIN, "min", 1, 1, IR_OPF_REDUCE, ATTRS(A_reduce), ir__infer_reduce)                   \
     X(PROD, "prod", 1, 1, IR_OPF_REDUCE, ATTRS(A_reduce), ir__infer_reduce)                 \
     X(VARIANCE, "variance", 1, 1, IR_OPF_REDUCE, ATTRS(A_reduce), ir__infer_reduce)         \
+    X(STD, "std", 1, 1, IR_OPF_REDUCE, ATTRS(A_reduce), ir__infer_reduce)                   \
+    X(ARGMAX, "argmax", 1, 1, 0, ATTRS(A_argmax), ir__infer_argmax)                         \
+    X(ARGMIN, "argmin", 1, 1, 0, ATTRS(A_argmax), ir__infer_argmax)                         \
     X(CUMSUM, "cumsum", 1, 1, 0, ATTRS(A_cumsum), ir__infer_cumsum)                         \
+    X(CUMPROD, "cumprod", 1, 1, 0, ATTRS(A_cumsum), ir__infer_cumsum)                       \
     X(RESHAPE, "reshape", 2, 2, 0, NOATTRS, ir__infer_reshape)                              \
     X(PERMUTE_DIMS, "permute_dims", 1, 1, 0, ATTRS(A_permute_dims), ir__infer_permute_dims) \
     X(FLATTEN, "flatten", 1, 1, 0, NOATTRS, ir__infer_flatten)                              \
@@ -153,6 +218,21 @@ static const ir_attr_field A_resize2d[] = {
     X(TAKE, "take", 2, 2, 0, ATTRS(A_take), ir__infer_take)                                 \
     X(BROADCAST_TO, "broadcast_to", 2, 2, 0, NOATTRS, ir__infer_broadcast_to)               \
     X(TILE, "tile", 1, 1, 0, ATTRS(A_tile), ir__infer_tile)                                 \
+    X(FLIP, "flip", 1, 1, 0, ATTRS(A_axis_req), ir__infer_flip)                             \
+    X(GATHER_ELEMENTS, "gather_elements", 2, 2, 0, ATTRS(A_axis_0), ir__infer_gather_elements) \
+    X(GATHER_ND, "gather_nd", 2, 2, 0, ATTRS(A_gather_nd), ir__infer_gather_nd)             \
+    X(SCATTER_ELEMENTS, "scatter_elements", 3, 3, 0, ATTRS(A_scatter_elements),             \
+      ir__infer_scatter_elements)                                                           \
+    X(SCATTER_ND, "scatter_nd", 3, 3, 0, ATTRS(A_scatter_nd), ir__infer_scatter_nd)         \
+    X(ONE_HOT, "one_hot", 3, 3, 0, ATTRS(A_one_hot), ir__infer_one_hot)                     \
+    X(REPEAT, "repeat", 1, 1, 0, ATTRS(A_repeat), ir__infer_repeat)                         \
+    X(TRIL, "tril", 1, 2, 0, ATTRS(A_trilu), ir__infer_trilu)                               \
+    X(TRIU, "triu", 1, 2, 0, ATTRS(A_trilu), ir__infer_trilu)                               \
+    X(ZEROS_LIKE, "zeros_like", 1, 1, IR_OPF_CREATION, ATTRS(A_dtype_void), ir__infer_like) \
+    X(ONES_LIKE, "ones_like", 1, 1, IR_OPF_CREATION, ATTRS(A_dtype_void), ir__infer_like)   \
+    X(FULL_LIKE, "full_like", 2, 2, IR_OPF_CREATION, ATTRS(A_dtype_void), ir__infer_like)   \
+    X(SHAPE_TO_TENSOR, "shape_to_tensor", 1, 1, 0, NOATTRS, ir__infer_shape_to_tensor)      \
+    X(TENSOR_TO_SHAPE, "tensor_to_shape", 1, 1, 0, NOATTRS, ir__infer_tensor_to_shape)      \
     X(ZEROS, "zeros", 1, 1, IR_OPF_CREATION, ATTRS(A_dtype_f32), ir__infer_zeros_ones)      \
     X(ONES, "ones", 1, 1, IR_OPF_CREATION, ATTRS(A_dtype_f32), ir__infer_zeros_ones)        \
     X(FULL, "full", 2, 2, IR_OPF_CREATION, ATTRS(A_dtype_void), ir__infer_full)             \

@@ -161,7 +161,10 @@ Test(op_table, every_default_parses) {
         for (uint16_t j = 0; j < d->nattrs; j++)
             if (!d->attrs[j].dflt) {
                 keys[n] = d->attrs[j].name;
-                vals[n++] = d->attrs[j].kind == IR_ATTR_DTYPE ? ir_attr_dtype(F32) : INTS(0);
+                uint8_t k = d->attrs[j].kind;
+                vals[n++] = k == IR_ATTR_DTYPE ? ir_attr_dtype(F32)
+                            : k == IR_ATTR_INT ? ir_attr_int(1)
+                                               : INTS(0);
             }
         const ir_attrs *out = NULL;
         gr_diag_clear(&diag);
@@ -795,4 +798,122 @@ Test(op_infer, unnormalized_attrs_get_defaults) {
     cr_assert_null(ir_op_infer(ctx, bad, &diag));
     cr_assert(strstr(diag.msg, "'dim'"), "%s", diag.msg);
     cr_assert_str_eq(diag.layer, "sm");
+}
+
+Test(op_infer, more_unary_and_activations) {
+    static const char *const fl[] = {"relax.acos", "relax.acosh", "relax.asin", "relax.asinh",
+                                     "relax.atan", "relax.atanh", "relax.cosh", "relax.sinh",
+                                     "relax.tan", "relax.nn.selu", "relax.nn.softplus"};
+    for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
+        EXPECT(INFER(fl[i], NULL, T(2, 3)), TS("2, 3"));
+        EXPECT_ERR(INFER(fl[i], NULL, TV(IR_DTYPE_I32, 2)), "float");
+    }
+    EXPECT(INFER("relax.trunc", NULL, T(4)), TS("4,"));
+    EXPECT(INFER("relax.nn.relu6", NULL, T(4)), TS("4,"));
+    EXPECT(INFER("relax.bitwise_not", NULL, TV(IR_DTYPE_I32, 4)), "R.Tensor((4,), dtype=\"int32\")");
+    static const char *const chk[] = {"relax.isfinite", "relax.isinf", "relax.isnan"};
+    for (size_t i = 0; i < 3; i++)
+        EXPECT(INFER(chk[i], NULL, T(2, 3)), "R.Tensor((2, 3), dtype=\"bool\")");
+    EXPECT(INFER("relax.nn.prelu", NULL, T(1, 3, 4, 4), T(3)), TS("1, 3, 4, 4"));
+    EXPECT(INFER("relax.nn.prelu", NULL, T(1, 3, 4, 4), T(1)), TS("1, 3, 4, 4"));
+    EXPECT_ERR(INFER("relax.nn.prelu", NULL, T(1, 3, 4, 4), T(4)), "alpha");
+}
+
+Test(op_infer, more_norms) {
+    EXPECT(INFER("relax.nn.group_norm",
+                 attrs(3, "num_groups", ir_attr_int(2), "channel_axis", ir_attr_int(1), "axes",
+                       INTS(2, 3)),
+                 T(1, 4, 5, 5), T(4), T(4)),
+           TS("1, 4, 5, 5"));
+    EXPECT_ERR(INFER("relax.nn.group_norm",
+                     attrs(3, "num_groups", ir_attr_int(3), "channel_axis", ir_attr_int(1), "axes",
+                           INTS(2, 3)),
+                     T(1, 4, 5, 5), T(4), T(4)),
+               "divisible");
+    EXPECT_ERR(INFER("relax.nn.group_norm", attrs(1, "num_groups", ir_attr_int(2)), T(1, 4, 5, 5),
+                     T(4), T(4)),
+               "missing required");
+    EXPECT(INFER("relax.nn.instance_norm", attrs(1, "axes", INTS(2, 3)), T(1, 4, 5, 5), T(4), T(4)),
+           TS("1, 4, 5, 5"));
+    EXPECT_ERR(INFER("relax.nn.instance_norm", attrs(1, "axes", INTS(1, 2)), T(1, 4, 5, 5), T(4),
+                     T(4)),
+               "channel axis");
+    EXPECT_ERR(INFER("relax.nn.instance_norm", attrs(1, "axes", INTS(2, 3)), T(1, 4, 5, 5), T(5),
+                     T(4)),
+               "gamma");
+    EXPECT(INFER("relax.nn.rms_norm", NULL, T(2, 8, 16), T(16)), TS("2, 8, 16"));
+    EXPECT_ERR(INFER("relax.nn.rms_norm", NULL, T(2, 8, 16), T(8)), "weight");
+}
+
+Test(op_infer, pool1d_conv1d_transpose_adaptive) {
+    EXPECT(INFER("relax.nn.max_pool1d", attrs(2, "pool_size", INTS(2), "strides", INTS(2)),
+                 T(1, 4, 9)),
+           TS("1, 4, 4"));
+    EXPECT(INFER("relax.nn.avg_pool1d", attrs(2, "pool_size", INTS(3), "padding", INTS(1)),
+                 T(1, 4, 9)),
+           TS("1, 4, 9"));
+    EXPECT_ERR(INFER("relax.nn.max_pool1d", NULL, T(1, 4, 9, 9)), "3-D");
+    EXPECT(INFER("relax.nn.adaptive_avg_pool1d", attrs(1, "output_size", INTS(1)), T(1, 4, 9)),
+           TS("1, 4, 1"));
+    EXPECT(INFER("relax.nn.adaptive_max_pool2d", attrs(1, "output_size", INTS(2, 3)),
+                 T(1, 4, 9, 9)),
+           TS("1, 4, 2, 3"));
+    EXPECT(INFER("relax.nn.conv1d_transpose", attrs(1, "strides", INTS(2)), T(1, 8, 5), T(8, 3, 4)),
+           TS("1, 3, 12"));
+}
+
+Test(op_infer, argmax_std_cumprod) {
+    EXPECT(INFER("relax.argmax", attrs(1, "axis", ir_attr_int(1)), T(2, 3, 4)),
+           "R.Tensor((2, 4), dtype=\"int64\")");
+    EXPECT(INFER("relax.argmin", attrs(2, "axis", ir_attr_int(-1), "keepdims", ir_attr_bool(true)),
+                 T(2, 3)),
+           "R.Tensor((2, 1), dtype=\"int64\")");
+    EXPECT(INFER("relax.argmax", NULL, T(2, 3)), "R.Tensor((), dtype=\"int64\")");
+    EXPECT_ERR(INFER("relax.argmax", attrs(1, "axis", ir_attr_int(2)), T(2, 3)), "out of range");
+    EXPECT(INFER("relax.std", attrs(1, "axis", INTS(0)), T(2, 3)), TS("3,"));
+    EXPECT(INFER("relax.cumprod", attrs(1, "axis", ir_attr_int(0)), T(2, 3)), TS("2, 3"));
+}
+
+Test(op_infer, gather_scatter_and_friends) {
+    ir_dtype i64 = IR_DTYPE_I64;
+    EXPECT(INFER("relax.flip", attrs(1, "axis", ir_attr_int(1)), T(2, 3)), TS("2, 3"));
+    EXPECT_ERR(INFER("relax.flip", attrs(1, "axis", ir_attr_int(2)), T(2, 3)), "out of range");
+    EXPECT(INFER("relax.gather_elements", attrs(1, "axis", ir_attr_int(1)), T(2, 3), TV(i64, 2, 5)),
+           TS("2, 5"));
+    EXPECT_ERR(INFER("relax.gather_elements", NULL, T(2, 3), TV(i64, 5)), "same rank");
+    EXPECT(INFER("relax.gather_nd", NULL, T(4, 5, 6), TV(i64, 3, 2)), TS("3, 6"));
+    EXPECT(INFER("relax.gather_nd", attrs(1, "batch_dims", ir_attr_int(1)), T(4, 5, 6),
+                 TV(i64, 4, 1)),
+           TS("4, 6"));
+    EXPECT_ERR(INFER("relax.gather_nd", NULL, T(4, 5), TV(i64, 3, 3)), "more dims");
+    EXPECT(INFER("relax.scatter_elements", NULL, T(3, 3), TV(i64, 2, 3), T(2, 3)), TS("3, 3"));
+    EXPECT_ERR(INFER("relax.scatter_elements", attrs(1, "reduction", STR("xor")), T(3, 3),
+                     TV(i64, 2, 3), T(2, 3)),
+               "reduction");
+    EXPECT(INFER("relax.scatter_nd", NULL, T(8), TV(i64, 4, 1), T(4)), TS("8,"));
+    EXPECT_ERR(INFER("relax.scatter_nd", NULL, T(8), T(4, 1), T(4)), "integers");
+    ir_expr *on = (ir_expr *)ir_primval_float(ctx, F32, 1.0, NULL);
+    ir_expr *off = (ir_expr *)ir_primval_float(ctx, F32, 0.0, NULL);
+    EXPECT(INFER("relax.one_hot", attrs(1, "depth", ir_attr_int(5)), TV(i64, 2, 3), on, off),
+           TS("2, 3, 5"));
+    EXPECT(INFER("relax.one_hot", attrs(2, "depth", ir_attr_int(5), "axis", ir_attr_int(0)),
+                 TV(i64, 2), on, off),
+           TS("5, 2"));
+    EXPECT_ERR(INFER("relax.one_hot", attrs(1, "depth", ir_attr_int(0)), TV(i64, 2), on, off),
+               "depth");
+    EXPECT(INFER("relax.repeat", attrs(2, "repeats", ir_attr_int(2), "axis", ir_attr_int(0)),
+                 T(2, 3)),
+           TS("4, 3"));
+    EXPECT(INFER("relax.repeat", attrs(1, "repeats", ir_attr_int(2)), T(2, 3)), TS("12,"));
+    EXPECT(INFER("relax.triu", attrs(1, "k", ir_attr_int(1)), T(3, 3)), TS("3, 3"));
+    EXPECT(INFER("relax.tril", NULL, T(2, 3, 3)), TS("2, 3, 3"));
+    EXPECT_ERR(INFER("relax.tril", NULL, T(3)), "2 dims");
+    EXPECT(INFER("relax.zeros_like", NULL, T(2, 3)), TS("2, 3"));
+    EXPECT(INFER("relax.ones_like", attrs(1, "dtype", STR("int32")), T(2, 3)),
+           "R.Tensor((2, 3), dtype=\"int32\")");
+    EXPECT(INFER("relax.full_like", NULL, T(2, 3), scalar(F32)), TS("2, 3"));
+    EXPECT_ERR(INFER("relax.full_like", NULL, T(2, 3), T(2)), "scalar");
+    EXPECT(INFER("relax.shape_to_tensor", NULL, SHAPE(2, 3, 4)), "R.Tensor((3,), dtype=\"int64\")");
+    EXPECT(INFER("relax.tensor_to_shape", NULL, TV(i64, 3)), "R.Shape(ndim=3)");
+    EXPECT_ERR(INFER("relax.tensor_to_shape", NULL, TV(i64, 3, 1)), "1-D");
 }
