@@ -293,6 +293,27 @@ ir_expr *cv_shape_expr(onnx_cv *cv, uint32_t n, const ir_prim *const *dims) {
     return (ir_expr *)ir_shape_expr_new(cv->ctx, n, dims, cv->span);
 }
 
+const ir_prim *const *cv_dims_or_cast(onnx_cv *cv, uint32_t i, ir_expr **x) {
+    const ir_prim *const *d = cv_prim_dims(cv, i);
+    int32_t rank = cv_rank(cv, i);
+    if (d || rank < 0 || rank > RT_MAX_NDIM || !x || !*x) return d;
+    /* Known rank, unknown dims (inference could not prove symbolic dims equal): name them with
+     * a match_cast so shapes can be computed; later users of the value see the named dims. */
+    const ir_prim **vars = IR_NEW_ARRAY(cv->ctx, const ir_prim *, rank ? rank : 1);
+    const char *base = onnx_sanitize(cv->ctx, cv->layer);
+    for (int32_t k = 0; k < rank; k++) vars[k] = ir_prim_var(cv->ctx, ir_internf(cv->ctx, "%s_d%d", base, (int)k));
+    const ir_sinfo *si = ir_sinfo_tensor(cv->ctx, cv_dtype(cv, i), rank, vars);
+    ir_var *v = ir_bb_emit_match_cast(cv->imp->bb, *x, si, NULL);
+    if (!v) {
+        gr_diag_set_layer(cv->imp->diag, cv->layer);
+        gr_diag_set_op(cv->imp->diag, cv->node->op_type);
+        return NULL;
+    }
+    *x = (ir_expr *)v;
+    cv->in[i]->expr = (ir_expr *)v;
+    return si->dims;
+}
+
 bool cv_static_dims(onnx_cv *cv, uint32_t i, int64_t *shape) {
     const ir_sinfo *s = cv_sinfo(cv, i);
     return s && s->kind == IR_SINFO_TENSOR && s->ndim >= 0 && s->dims && ir_sinfo_static_shape(s, shape);

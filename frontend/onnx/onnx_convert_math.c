@@ -259,7 +259,7 @@ gr_status onnx_cv_softmax(onnx_cv *cv) {
         cv_set(&at, "axis", ir_attr_int(rank >= 0 && axis == rank - 1 ? -1 : axis));
         return cv_out(cv, 0, cv_call1(cv, op, x, &at));
     }
-    const ir_prim *const *dims = cv_prim_dims(cv, 0);
+    const ir_prim *const *dims = cv_dims_or_cast(cv, 0, &x);
     if (!dims) return cv_fail(cv, GR_ERR_UNSUPPORTED, "input dims unknown");
     const ir_prim *outer = ir_prim_int(cv->ctx, 1), *inner = ir_prim_int(cv->ctx, 1);
     for (int32_t i = 0; i < rank; i++) {
@@ -332,7 +332,7 @@ gr_status onnx_cv_dropout(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     if (cv->nout > 1 && cv->node->output[1] && *cv->node->output[1]) {
-        const ir_prim *const *dims = cv_prim_dims(cv, 0);
+        const ir_prim *const *dims = cv_dims_or_cast(cv, 0, &x);
         if (!dims) return cv_fail(cv, GR_ERR_UNSUPPORTED, "a mask for an input of unknown shape");
         cv_attrs at = {0};
         cv_set(&at, "dtype", ir_attr_dtype(IR_DTYPE_BOOL));

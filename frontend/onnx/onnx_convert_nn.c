@@ -301,8 +301,12 @@ gr_status onnx_cv_resize(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     int32_t rank = cv_rank(cv, 0);
-    const ir_prim *const *dims = cv_prim_dims(cv, 0);
-    if (rank != 4 || !dims) return cv_fail(cv, GR_ERR_UNSUPPORTED, "only 4-D NCHW input");
+    const ir_prim *const *dims = cv_dims_or_cast(cv, 0, &x);
+    if (rank != 4 || !dims) {
+        char buf[256] = "";
+        if (cv_sinfo(cv, 0)) ir_sinfo_snprint(cv_sinfo(cv, 0), buf, sizeof(buf));
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "only 4-D NCHW input with known rank (got %s)", buf);
+    }
     const char *mode = cv_attr_str(cv, "mode", "nearest");
     const char *method;
     if (!strcmp(mode, "nearest")) method = "nearest_neighbor";

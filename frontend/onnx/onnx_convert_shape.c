@@ -112,7 +112,7 @@ gr_status onnx_cv_gather(onnx_cv *cv) {
     if (!cv_axis(axis, rank, &axis)) return cv_fail(cv, GR_ERR_INVALID, "bad axis or unknown rank");
     ir_expr *idx;
     rt_tensor *ki = cv_known(cv, 1);
-    const ir_prim *const *dims = cv_prim_dims(cv, 0);
+    const ir_prim *const *dims = cv_dims_or_cast(cv, 0, &x);
     int64_t dim;
     if (ki && dims && ir_prim_is_int(dims[axis], &dim)) {
         /* Constant indices: normalize negative ones (take does not wrap). */
@@ -174,7 +174,7 @@ gr_status onnx_cv_split(onnx_cv *cv) {
     int32_t rank = cv_rank(cv, 0);
     int64_t axis = cv_attr_int(cv, "axis", 0);
     if (!cv_axis(axis, rank, &axis)) return cv_fail(cv, GR_ERR_INVALID, "bad axis or unknown rank");
-    const ir_prim *const *dims = cv_prim_dims(cv, 0);
+    const ir_prim *const *dims = cv_dims_or_cast(cv, 0, &x);
     int64_t dim = -1;
     if (dims) ir_prim_is_int(dims[axis], &dim);
     int64_t sizes[64];
@@ -294,7 +294,7 @@ gr_status onnx_cv_slice(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     int32_t rank = cv_rank(cv, 0);
-    const ir_prim *const *dims = cv_prim_dims(cv, 0);
+    const ir_prim *const *dims = cv_dims_or_cast(cv, 0, &x);
     if (!dims) return cv_fail(cv, GR_ERR_UNSUPPORTED, "input dims unknown");
     int64_t axes[RT_MAX_NDIM], steps[RT_MAX_NDIM];
     const ir_prim *b[RT_MAX_NDIM], *e[RT_MAX_NDIM];
@@ -479,7 +479,7 @@ int onnx_reshape_dims(onnx_cv *cv, const ir_prim *const *in, int32_t rank, const
 gr_status onnx_cv_reshape(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
-    const ir_prim *const *dims = cv_prim_dims(cv, 0);
+    const ir_prim *const *dims = cv_dims_or_cast(cv, 0, &x);
     if (!dims) return cv_fail(cv, GR_ERR_UNSUPPORTED, "input dims unknown");
     const ir_prim *out[RT_MAX_NDIM];
     int n = onnx_reshape_dims(cv, dims, cv_rank(cv, 0), out);
@@ -492,7 +492,7 @@ gr_status onnx_cv_flatten(onnx_cv *cv) { return onnx_cv_reshape(cv); }
 gr_status onnx_cv_squeeze(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
-    const ir_prim *const *dims = cv_prim_dims(cv, 0);
+    const ir_prim *const *dims = cv_dims_or_cast(cv, 0, &x);
     if (!dims) return cv_fail(cv, GR_ERR_UNSUPPORTED, "input dims unknown");
     int32_t rank = cv_rank(cv, 0);
     const ir_prim *out[RT_MAX_NDIM];
@@ -509,7 +509,7 @@ gr_status onnx_cv_squeeze(onnx_cv *cv) {
 gr_status onnx_cv_unsqueeze(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
-    const ir_prim *const *dims = cv_prim_dims(cv, 0);
+    const ir_prim *const *dims = cv_dims_or_cast(cv, 0, &x);
     if (!dims) return cv_fail(cv, GR_ERR_UNSUPPORTED, "input dims unknown");
     int32_t rank = cv_rank(cv, 0);
     const ir_prim *out[RT_MAX_NDIM];
@@ -551,7 +551,7 @@ gr_status onnx_cv_transpose(onnx_cv *cv) {
 gr_status onnx_cv_expand(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
-    const ir_prim *const *dims = cv_prim_dims(cv, 0);
+    const ir_prim *const *dims = cv_dims_or_cast(cv, 0, &x);
     int32_t rank = cv_rank(cv, 0);
     const ir_prim *shp[RT_MAX_NDIM];
     int n = cv_dims(cv, 1, shp, RT_MAX_NDIM);

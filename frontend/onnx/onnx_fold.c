@@ -404,6 +404,10 @@ int onnx_fold_range(onnx_cv *cv) {
 int onnx_fold_shape(onnx_cv *cv) {
     int32_t rank = cv_rank(cv, 0);
     const ir_prim *const *dims = cv_prim_dims(cv, 0);
+    if (rank > 0 && !dims && cv->in[0]->expr) {
+        ir_expr *x = cv->in[0]->expr;
+        if (!(dims = cv_dims_or_cast(cv, 0, &x))) return cv_status(cv);
+    }
     if (rank < 0 || (rank > 0 && !dims)) return 0;
     int32_t s, e;
     onnx_shape_range(cv, rank, &s, &e);

@@ -167,6 +167,12 @@ gr_status cv_fail(onnx_cv *cv, gr_status code, const char *fmt, ...)
 /* Normalizes a possibly negative axis against rank; false when out of range. */
 bool cv_axis(int64_t axis, int32_t rank, int64_t *out);
 
+/* Dims of input i; when only the rank is known, binds fresh symbolic dims with a match_cast
+ * of *x (which becomes the cast var, also for later users of the value). NULL when unknown. */
+const ir_prim *const *cv_dims_or_cast(onnx_cv *cv, uint32_t i, ir_expr **x);
+/* An identifier made from an ONNX name ([A-Za-z0-9_], not starting with a digit); interned. */
+const char *onnx_sanitize(ir_ctx_t *ctx, const char *name);
+
 /* Static dims of input i (false when rank or a dim is unknown). */
 bool cv_static_dims(onnx_cv *cv, uint32_t i, int64_t *shape);
 /* Dims of input i (NULL when the rank or dims are unknown). */

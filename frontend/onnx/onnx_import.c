@@ -42,8 +42,7 @@ static const ir_span *imp_span(onnx_importer *imp, const char *source, bool out)
     return ir_span_named(imp->ctx, source, out);
 }
 
-/* An identifier made from an ONNX name: [A-Za-z0-9_], not starting with a digit. */
-static const char *sanitize(ir_ctx_t *ctx, const char *name) {
+const char *onnx_sanitize(ir_ctx_t *ctx, const char *name) {
     size_t n = strlen(name);
     char *buf = gr_xmalloc(n + 2);
     size_t k = 0;
@@ -62,7 +61,7 @@ static const ir_prim *dim_var(onnx_importer *imp, const char *param) {
     const char *key = ir_intern(imp->ctx, param);
     uint64_t v = 0;
     if (gr_map_get(&imp->dim_vars, GR_MAP_PTR(key), &v)) return (const ir_prim *)(uintptr_t)v;
-    const ir_prim *p = ir_prim_var(imp->ctx, sanitize(imp->ctx, param));
+    const ir_prim *p = ir_prim_var(imp->ctx, onnx_sanitize(imp->ctx, param));
     gr_map_put(&imp->dim_vars, GR_MAP_PTR(key), GR_MAP_PTR(p));
     return p;
 }
@@ -130,7 +129,7 @@ static gr_status input_sinfo(onnx_importer *imp, const Onnx__ValueInfoProto *vi,
             /* An unnamed dynamic dim: a var of its own. */
             char buf[300];
             snprintf(buf, sizeof(buf), "%s_dim%d", name, (int)i);
-            dims[i] = ir_prim_var(imp->ctx, sanitize(imp->ctx, buf));
+            dims[i] = ir_prim_var(imp->ctx, onnx_sanitize(imp->ctx, buf));
         }
     }
     *out = ir_sinfo_tensor(imp->ctx, dt, ndim, dims);
@@ -438,7 +437,7 @@ static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_
             gr_diag_set_layer(imp->diag, vi->name);
             return st;
         }
-        ir_var *var = ir_var_new(ctx, sanitize(ctx, vi->name), si, imp_span(imp, vi->name, false));
+        ir_var *var = ir_var_new(ctx, onnx_sanitize(ctx, vi->name), si, imp_span(imp, vi->name, false));
         onnx_val *v = val_new(imp, vi->name);
         v->expr = (ir_expr *)var;
         gr_vec_push(&params, var);
