@@ -571,3 +571,36 @@ Test(executor, shape_and_prim_params_bind_vars) {
     cr_assert(strstr(diag.msg, "input 's': dim 1 is 4, expected 2"), "%s", diag.msg);
     rt_exec_free(ex);
 }
+
+Test(executor, runtime_module_helpers) {
+    h5_mod_ctx mc = {0};
+    rt_module_i old = h5_mod_iface;
+    old.api_version = RT_MODULE_API_VERSION + 1;
+    rt_module *m = rt_module_new(&old, &mc, "oldmod");
+    cr_assert_str_eq(m->name, "oldmod");
+    cr_assert_eq(rt_module_from_object(&m->obj), m);
+    int64_t s = 2;
+    rt_tensor *t = rt_tensor_new(IR_DTYPE_F32, 1, &s);
+    cr_assert_null(rt_module_from_object(&t->obj));
+    DLTensor *args[3] = {&t->dl, &t->dl, &t->dl};
+    cr_assert_eq(rt_module_call(m, "test_add", args, 2, 1, &diag), GR_ERR_RUNTIME);
+    cr_assert(strstr(diag.msg, "oldmod"), "%s", diag.msg);
+    cr_assert_eq(mc.calls, 0);
+    /* external_mods keeps earlier modules first; a non-module entry is skipped */
+    cr_assert_eq(rt_module_count(mod), 0);
+    cr_assert_null(rt_module_at(mod, 0));
+    rt_module *m2 = rt_module_new(&h5_mod_iface, &mc, "second");
+    rt_module_attach(mod, m);
+    rt_module_attach(mod, m2);
+    cr_assert_eq(rt_module_count(mod), 2);
+    cr_assert_eq(rt_module_at(mod, 0), m);
+    cr_assert_eq(rt_module_at(mod, 1), m2);
+    cr_assert_eq(rt_module_find_function(mod, "test_add"), m); /* first that defines it */
+    rt_module_release(m);
+    rt_module_release(m2);
+    rt_tensor_release(t);
+    cr_assert_eq(mc.destroyed, 0);
+    teardown();
+    cr_assert_eq(mc.destroyed, 2);
+    setup();
+}
