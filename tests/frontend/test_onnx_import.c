@@ -701,3 +701,55 @@ Test(onnx_import, tensor_pb_files_load) {
     gr_diag_clear(&d);
     cr_expect_eq(onnx_tensor_load_pb("/nonexistent.pb", &t, NULL, &d), GR_ERR_IO);
 }
+
+Test(onnx_import, unknown_dims_of_known_rank_get_named_by_match_cast) {
+    /* N and M cannot be proven equal, so x + y has rank 4 and unknown dims; Flatten still
+     * needs them. */
+    tm *t = tm_new(13);
+    static const char *const xd[] = {"N", "3", "4", "4"}, *const yd[] = {"M", "3", "4", "4"};
+    tm_input(t, "x", F32, 4, xd);
+    tm_input(t, "y", F32, 4, yd);
+    tm_node(t, "Add", "sum", "x,y", "s");
+    tm_node(t, "Flatten", "flat", "s", "f");
+    tm_output(t, "f");
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *m = NULL;
+    gr_diag d;
+    cr_assert_eq(tm_import(t, ctx, NULL, &m, &d), GR_OK, "%s", d.msg);
+    const ir_sinfo *ret = t_ret(m);
+    cr_expect_eq(ret->ndim, 2);
+    const ir_binding *bs[8];
+    uint32_t n = t_bindings(m, bs, 8);
+    cr_assert_geq(n, 2);
+    bool cast = false;
+    for (uint32_t i = 0; i < n; i++) cast = cast || bs[i]->match_sinfo != NULL;
+    if (bs[0]->var->base.sinfo->dims == NULL) cr_expect(cast, "no match_cast named the dims");
+    ir_ctx_free(ctx);
+    tm_free(t);
+}
+
+Test(onnx_import, upsample_opset7_scales_attribute) {
+    tm *t = tm_new(7);
+    static const char *const xd[] = {"1", "2", "3", "4"};
+    tm_input(t, "x", F32, 4, xd);
+    Onnx__NodeProto *n = tm_node(t, "Upsample", "up", "x", "y");
+    Onnx__AttributeProto *a = tm_attr(t, n, "scales");
+    static float sc[4] = {1, 1, 2, 3};
+    a->n_floats = 4;
+    a->floats = sc;
+    tm_output(t, "y");
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *m = NULL;
+    gr_diag d;
+    cr_assert_eq(tm_import(t, ctx, NULL, &m, &d), GR_OK, "%s", d.msg);
+    int64_t s[4];
+    cr_expect(ir_sinfo_static_shape(t_ret(m), s) && s[2] == 6 && s[3] == 12);
+    const ir_binding *bs[4];
+    t_bindings(m, bs, 4);
+    const ir_call *c = (const ir_call *)bs[0]->value;
+    cr_expect_str_eq(t_op_name(bs[0]->value), "relax.image.resize2d");
+    cr_expect_str_eq(ir_attrs_get_str(c->attrs, "method"), "nearest_neighbor");
+    cr_expect_str_eq(ir_attrs_get_str(c->attrs, "coordinate_transformation_mode"), "asymmetric");
+    ir_ctx_free(ctx);
+    tm_free(t);
+}
