@@ -226,6 +226,34 @@ gr_status rt_out_new(const rt_kernel_call *c, DLDataType dt, int ndim, const int
     return GR_OK;
 }
 
+rt_tensor *rt_tensor_new_raw(DLDataType dt, int ndim, const int64_t *shape) {
+    rt_tensor *t = rt_tensor_wrap(dt, ndim, shape, NULL);
+    if (!t) return NULL;
+    size_t n = rt_tensor_nbytes(t);
+    size_t alloc = n ? (n + 63) / 64 * 64 : 64;
+    t->owner = aligned_alloc(64, alloc);  /* freed by the tensor's deleter (tensor.h) */
+    if (!t->owner) {
+        rt_tensor_release(t);
+        return NULL;
+    }
+    t->dl.data = t->owner;
+    return t;
+}
+
+gr_status rt_out_new_raw(const rt_kernel_call *c, DLDataType dt, int ndim, const int64_t *shape,
+                         rt_tensor **out, gr_diag *d) {
+    if (ndim < 0 || ndim > RT_MAX_NDIM)
+        return rt_kerr(c, d, GR_ERR_UNSUPPORTED, "output rank %d exceeds %d", ndim, RT_MAX_NDIM);
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0)
+            return rt_kerr(c, d, GR_ERR_INVALID, "negative output dimension in %s",
+                           RT_DIMS_STR(ndim, shape));
+    *out = rt_tensor_new_raw(dt, ndim, shape);
+    if (!*out)
+        return rt_kerr(c, d, GR_ERR_NOMEM, "cannot allocate output %s", RT_DIMS_STR(ndim, shape));
+    return GR_OK;
+}
+
 size_t rt_dtype_size(DLDataType t) {
     size_t b = t.bits < 8 ? 1 : t.bits / 8u;
     return b * (t.lanes ? t.lanes : 1u);
@@ -233,7 +261,7 @@ size_t rt_dtype_size(DLDataType t) {
 
 rt_tensor *rt_tensor_cast(const rt_tensor *t, DLDataType to) {
     if (rt_dt_eq(t->dl.dtype, to)) return rt_tensor_retain((rt_tensor *)t);
-    rt_tensor *o = rt_tensor_new(to, t->dl.ndim, t->dl.shape);
+    rt_tensor *o = rt_tensor_new_raw(to, t->dl.ndim, t->dl.shape);
     if (!o) return NULL;
     int64_t n = rt_tensor_numel(t);
     DLDataType from = t->dl.dtype;

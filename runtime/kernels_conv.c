@@ -107,7 +107,8 @@ static void conv_depthwise(const conv_geom *g, const float *x, const float *w, f
         }
 }
 
-/* im2col of columns [p0, p0 + nc) of one group's input (Cg channels) into col[K x nc]. */
+/* im2col of columns [p0, p0 + nc) of one group's input (Cg channels) into col[K x nc]; runs of
+ * one output row are filled at once (zeros outside the input, a copy or strided gather inside). */
 static void im2col(const conv_geom *g, const float *xg, int64_t Cg, int64_t p0, int64_t nc,
                    float *col) {
     for (int64_t ci = 0; ci < Cg; ci++)
@@ -115,12 +116,30 @@ static void im2col(const conv_geom *g, const float *xg, int64_t Cg, int64_t p0, 
             for (int64_t kw = 0; kw < g->KW; kw++) {
                 float *dst = col + ((ci * g->KH + kh) * g->KW + kw) * nc;
                 const float *xc = xg + ci * g->H * g->W;
-                int64_t oh = p0 / g->OW, ow = p0 % g->OW;
-                for (int64_t j = 0; j < nc; j++) {
+                int64_t off = kw * g->dw - g->pl; /* iw = ow * sw + off */
+                int64_t lo = off >= 0 ? 0 : (-off + g->sw - 1) / g->sw;
+                int64_t hi = g->W - 1 - off < 0 ? 0 : (g->W - 1 - off) / g->sw + 1;
+                if (hi > g->OW) hi = g->OW;
+                if (lo > hi) lo = hi;
+                int64_t j = 0, p = p0;
+                while (j < nc) {
+                    int64_t oh = p / g->OW, ow = p % g->OW;
+                    int64_t run = g->OW - ow < nc - j ? g->OW - ow : nc - j;
                     int64_t ih = oh * g->sh - g->pt + kh * g->dh;
-                    int64_t iw = ow * g->sw - g->pl + kw * g->dw;
-                    dst[j] = (ih >= 0 && ih < g->H && iw >= 0 && iw < g->W) ? xc[ih * g->W + iw] : 0.0f;
-                    if (++ow == g->OW) { ow = 0; oh++; }
+                    float *d = dst + j;
+                    if (ih < 0 || ih >= g->H) {
+                        memset(d, 0, sizeof(float) * (size_t)run);
+                    } else {
+                        const float *xr = xc + ih * g->W + off;
+                        int64_t a = lo > ow ? lo : ow, b = hi < ow + run ? hi : ow + run;
+                        if (a > b) a = b;
+                        for (int64_t q = ow; q < a; q++) d[q - ow] = 0.0f;
+                        if (g->sw == 1) memcpy(d + (a - ow), xr + a, sizeof(float) * (size_t)(b - a));
+                        else for (int64_t q = a; q < b; q++) d[q - ow] = xr[q * g->sw];
+                        for (int64_t q = b; q < ow + run; q++) d[q - ow] = 0.0f;
+                    }
+                    j += run;
+                    p += run;
                 }
             }
 }
@@ -248,7 +267,9 @@ static gr_status run_conv(const rt_kernel_call *c, rt_value *out, gr_diag *d, in
         st = rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if ((st = rt_out_new(c, f32, rank, oshape, &o, d))) goto done;
+    /* the direct depthwise loop and col2im accumulate into the output; GEMM overwrites it */
+    bool accumulates = transposed || (g.groups == g.C && g.groups > 1 && g.O % g.C == 0);
+    if ((st = (accumulates ? rt_out_new : rt_out_new_raw)(c, f32, rank, oshape, &o, d))) goto done;
     if (!(transposed ? conv2d_transpose_f32 : conv2d_f32)(&g, cx->dl.data, cw->dl.data, o->dl.data)) {
         st = rt_kerr(c, d, GR_ERR_NOMEM, "out of memory for scratch");
         goto done;

@@ -34,7 +34,7 @@ static gr_status shape_arg(const rt_kernel_call *c, uint32_t i, int *nd, int64_t
 }
 
 static gr_status run_const(const rt_kernel_call *c, rt_value *out, gr_diag *d, double v) {
-    int nd;
+    int nd = 0;
     int64_t shape[RT_MAX_NDIM];
     gr_status st;
     if ((st = rt_check_nargs(c, 1, 1, d)) || (st = shape_arg(c, 0, &nd, shape, d))) return st;
@@ -46,7 +46,7 @@ static gr_status k_ones(const rt_kernel_call *c, rt_value *o, gr_diag *d) { retu
 
 /* full(shape, fill_value; dtype): dtype None takes fill_value's dtype. */
 static gr_status k_full(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
-    int nd;
+    int nd = 0;
     int64_t shape[RT_MAX_NDIM];
     gr_status st;
     double v;

@@ -209,7 +209,7 @@ static gr_status k_binary(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
         st = rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if ((st = rt_out_new(c, is_cmp ? DT_BOOL : cdt, ond, oshape, &o, d))) goto done;
+    if ((st = rt_out_new_raw(c, is_cmp ? DT_BOOL : cdt, ond, oshape, &o, d))) goto done;
     bin_ctx x = {def->rows[type_index(cdt)], ca->dl.data, cb->dl.data, o->dl.data,
                  rt_dtype_size(cdt), is_cmp ? 1 : rt_dtype_size(cdt)};
     if (!x.fn) {
@@ -353,7 +353,7 @@ static gr_status run_unary(const rt_kernel_call *c, const un_def *u, const doubl
     if (rt_is_floatish(dt) && dt.bits < 32) cdt = DT_F32;
     rt_tensor *cx = rt_tensor_cast(x, cdt), *o = NULL;
     if (!cx) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
-    if ((st = rt_out_new(c, cdt, x->dl.ndim, x->dl.shape, &o, d))) {
+    if ((st = rt_out_new_raw(c, cdt, x->dl.ndim, x->dl.shape, &o, d))) {
         rt_tensor_release(cx);
         return st;
     }
@@ -449,6 +449,56 @@ static gr_status k_bitwise_not(const rt_kernel_call *c, rt_value *out, gr_diag *
     return GR_OK;
 }
 
+/* prelu(x, alpha; axis): alpha holds one slope per channel of `axis` (or a single slope). */
+static gr_status k_prelu(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
+    const rt_tensor *x, *al;
+    gr_status st;
+    if ((st = rt_check_nargs(c, 2, 2, d)) || (st = rt_arg_tensor(c, 0, &x, d)) ||
+        (st = rt_arg_tensor(c, 1, &al, d)))
+        return st;
+    int nd = x->dl.ndim;
+    int64_t axis = ir_attrs_get_int(c->attrs, "axis", 1);
+    if (!rt_is_floatish(x->dl.dtype) || nd == 0 || !rt_norm_axis(&axis, nd))
+        return rt_kerr(c, d, GR_ERR_INVALID, "bad input %s or axis", RT_SHAPE_STR(x));
+    int64_t C = x->dl.shape[axis], na = rt_tensor_numel(al);
+    if (na != C && na != 1)
+        return rt_kerr(c, d, GR_ERR_INVALID, "alpha %s must have %lld values for %s",
+                       RT_SHAPE_STR(al), (long long)C, RT_SHAPE_STR(x));
+    rt_tensor *cx = rt_tensor_cast(x, DT_F32), *ca = rt_tensor_cast(al, DT_F32), *o = NULL;
+    if (!cx || !ca) {
+        st = rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((st = rt_out_new_raw(c, DT_F32, nd, x->dl.shape, &o, d))) goto done;
+    int64_t outer = rt_numel((int)axis, x->dl.shape);
+    int64_t inner = rt_numel(nd - (int)axis - 1, x->dl.shape + axis + 1);
+    const float *xp = cx->dl.data, *ap = ca->dl.data;
+    float *yp = o->dl.data;
+    for (int64_t a = 0; a < outer; a++)
+        for (int64_t ch = 0; ch < C; ch++) {
+            float s = ap[na == 1 ? 0 : ch];
+            const float *xr = xp + (a * C + ch) * inner;
+            float *yr = yp + (a * C + ch) * inner;
+            for (int64_t i = 0; i < inner; i++) yr[i] = xr[i] > 0 ? xr[i] : s * xr[i];
+        }
+    if (!rt_dt_eq(x->dl.dtype, DT_F32)) {
+        rt_tensor *conv = rt_tensor_cast(o, x->dl.dtype);
+        rt_tensor_release(o);
+        o = conv;
+        if (!o) {
+            st = rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+    }
+    *out = rt_value_tensor(o);
+    o = NULL;
+done:
+    rt_tensor_release(cx);
+    rt_tensor_release(ca);
+    rt_tensor_release(o);
+    return st;
+}
+
 /* ---------------- where ---------------- */
 
 typedef struct where_ctx {
@@ -495,7 +545,7 @@ static gr_status k_where(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
                        RT_SHAPE_STR(cond), RT_SHAPE_STR(x), RT_SHAPE_STR(y));
     rt_tensor *cb = rt_tensor_cast(cond, DT_BOOL), *o;
     if (!cb) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
-    if ((st = rt_out_new(c, x->dl.dtype, ond, oshape, &o, d))) {
+    if ((st = rt_out_new_raw(c, x->dl.dtype, ond, oshape, &o, d))) {
         rt_tensor_release(cb);
         return st;
     }
@@ -543,7 +593,7 @@ const rt_kernel_entry rt_kernels_elemwise[] = {
     {"relax.log10", k_unary}, {"relax.log1p", k_unary}, {"relax.exp2", k_unary},
     {"relax.nn.relu", k_unary}, {"relax.nn.relu6", k_unary}, {"relax.nn.gelu", k_unary},
     {"relax.nn.gelu_tanh", k_unary}, {"relax.nn.silu", k_unary}, {"relax.nn.selu", k_unary},
-    {"relax.nn.leakyrelu", k_unary}, {"relax.nn.elu", k_unary}, {"relax.nn.softplus", k_unary},
+    {"relax.nn.leakyrelu", k_unary}, {"relax.nn.prelu", k_prelu}, {"relax.nn.elu", k_unary}, {"relax.nn.softplus", k_unary},
     {"relax.clip", k_clip},
     {"relax.isnan", k_predicate}, {"relax.isinf", k_predicate}, {"relax.isfinite", k_predicate},
     {"relax.logical_not", k_predicate}, {"relax.bitwise_not", k_bitwise_not},

@@ -216,7 +216,7 @@ static gr_status k_matmul(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
     DLDataType dt = a->dl.dtype;
     ir_dtype odt = rt_attr_dtype(c->attrs, "out_dtype", dt);
     rt_tensor *o;
-    if ((st = rt_out_new(c, rt_is_floatish(dt) ? (DLDataType){kDLFloat, 32, 1} : dt, ond, oshape,
+    if ((st = rt_out_new_raw(c, rt_is_floatish(dt) ? (DLDataType){kDLFloat, 32, 1} : dt, ond, oshape,
                          &o, d)))
         return st;
     bool f32_path = rt_is_floatish(dt);

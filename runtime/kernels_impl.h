@@ -10,6 +10,12 @@
 #include "ir/dtype.h"
 #include "runtime/kernels.h"
 
+/* The kernels' loops are written to be vectorized; -O2 in GCC 12 only vectorizes loops whose
+ * trip count is a known multiple of the vector width, so the kernel files ask for O3. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__)
+#pragma GCC optimize("O3")
+#endif
+
 /* One row of a kernel table: op name ("relax.add") -> kernel. */
 typedef struct rt_kernel_entry {
     const char *name;
@@ -60,6 +66,11 @@ bool rt_attr_is_none(const ir_attrs *a, const char *key);
 /* A new tensor or GR_ERR_NOMEM / GR_ERR_INVALID naming the op. */
 gr_status rt_out_new(const rt_kernel_call *c, DLDataType dt, int ndim, const int64_t *shape,
                      rt_tensor **out, gr_diag *d);
+/* Same, with uninitialized data: for kernels that write every output element. */
+gr_status rt_out_new_raw(const rt_kernel_call *c, DLDataType dt, int ndim, const int64_t *shape,
+                         rt_tensor **out, gr_diag *d);
+/* An owned tensor with uninitialized 64-byte aligned data; NULL on bad shape or OOM. */
+rt_tensor *rt_tensor_new_raw(DLDataType dt, int ndim, const int64_t *shape);
 size_t rt_dtype_size(DLDataType t);
 static inline bool rt_dt_eq(DLDataType a, DLDataType b) {
     return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;

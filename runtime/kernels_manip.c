@@ -43,7 +43,7 @@ static void copy_view(const char *src, int64_t base, const int64_t *istride, int
 
 static gr_status new_like_shape(const rt_kernel_call *c, const rt_tensor *x, int nd,
                                 const int64_t *shape, rt_tensor **o, gr_diag *d) {
-    return rt_out_new(c, x->dl.dtype, nd, shape, o, d);
+    return rt_out_new_raw(c, x->dl.dtype, nd, shape, o, d); /* callers write every element */
 }
 
 /* ---- reshape / flatten / squeeze / expand_dims (a copy with a new shape) ---- */

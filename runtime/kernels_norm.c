@@ -47,7 +47,7 @@ static gr_status run_softmax(const rt_kernel_call *c, rt_value *out, gr_diag *d,
                      (long long)ir_attrs_get_int(c->attrs, "axis", -1), RT_SHAPE_STR(x));
         goto fail;
     }
-    if ((st = rt_out_new(c, F32, nd, x->dl.shape, &o, d))) goto fail;
+    if ((st = rt_out_new_raw(c, F32, nd, x->dl.shape, &o, d))) goto fail;
     int64_t outer = rt_numel((int)axis, x->dl.shape), n = x->dl.shape[axis];
     int64_t inner = rt_numel(nd - (int)axis - 1, x->dl.shape + axis + 1);
     const float *xp = x->dl.data;
@@ -106,7 +106,7 @@ static gr_status k_batch_norm(const rt_kernel_call *c, rt_value *out, gr_diag *d
     double eps = ir_attrs_get_float(c->attrs, "epsilon", 1e-5);
     bool center = ir_attrs_get_bool(c->attrs, "center", true);
     bool scale = ir_attrs_get_bool(c->attrs, "scale", true);
-    if ((st = rt_out_new(c, F32, nd, x->dl.shape, &o, d))) goto done;
+    if ((st = rt_out_new_raw(c, F32, nd, x->dl.shape, &o, d))) goto done;
     int64_t outer = rt_numel((int)axis, x->dl.shape);
     int64_t inner = rt_numel(nd - (int)axis - 1, x->dl.shape + axis + 1);
     const float *g = t[1]->dl.data, *b = t[2]->dl.data, *mu = t[3]->dl.data, *var = t[4]->dl.data;
@@ -185,7 +185,7 @@ static gr_status run_lnorm(const rt_kernel_call *c, rt_value *out, gr_diag *d, b
     double eps = ir_attrs_get_float(c->attrs, "epsilon", 1e-5);
     bool center = !rms && ir_attrs_get_bool(c->attrs, "center", true);
     bool scale = rms || ir_attrs_get_bool(c->attrs, "scale", true);
-    if ((st = rt_out_new(c, F32, x->dl.ndim, x->dl.shape, &o, d))) goto done;
+    if ((st = rt_out_new_raw(c, F32, x->dl.ndim, x->dl.shape, &o, d))) goto done;
     int64_t n = rt_numel(naxes, x->dl.shape + x->dl.ndim - naxes);
     int64_t rows = n ? rt_tensor_numel(x) / n : 0;
     const float *gp = g->dl.data, *bp = b ? b->dl.data : NULL;
@@ -233,6 +233,15 @@ static gr_status run_gnorm(const rt_kernel_call *c, rt_value *out, gr_diag *d, b
         st = rt_kerr(c, d, GR_ERR_UNSUPPORTED, "channel_axis must be 1 for %s", RT_SHAPE_STR(x));
         goto done;
     }
+    int64_t ax[RT_MAX_NDIM];
+    int nax = rt_attr_ints(c->attrs, "axes", ax, RT_MAX_NDIM);
+    bool axes_ok = nax < 0 || nax == nd - 2;
+    for (int i = 0; axes_ok && i < nax; i++) axes_ok = rt_norm_axis(&ax[i], nd) && ax[i] == i + 2;
+    if (!axes_ok) {
+        st = rt_kerr(c, d, GR_ERR_UNSUPPORTED, "axes must be the spatial dims 2..%d of %s", nd - 1,
+                     RT_SHAPE_STR(x));
+        goto done;
+    }
     int64_t C = x->dl.shape[1];
     int64_t G = instance ? C : ir_attrs_get_int(c->attrs, "num_groups", 1);
     if (G <= 0 || C % G != 0 || rt_tensor_numel(g) != C || rt_tensor_numel(b) != C) {
@@ -243,7 +252,7 @@ static gr_status run_gnorm(const rt_kernel_call *c, rt_value *out, gr_diag *d, b
     double eps = ir_attrs_get_float(c->attrs, "epsilon", 1e-5);
     bool center = ir_attrs_get_bool(c->attrs, "center", true);
     bool scale = ir_attrs_get_bool(c->attrs, "scale", true);
-    if ((st = rt_out_new(c, F32, nd, x->dl.shape, &o, d))) goto done;
+    if ((st = rt_out_new_raw(c, F32, nd, x->dl.shape, &o, d))) goto done;
     int64_t S = rt_numel(nd - 2, x->dl.shape + 2), cg = C / G;
     const float *gp = g->dl.data, *bp = b->dl.data;
     for (int64_t n = 0; n < x->dl.shape[0]; n++)

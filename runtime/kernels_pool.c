@@ -116,7 +116,7 @@ static gr_status run_pool(const rt_kernel_call *c, rt_value *out, gr_diag *d, in
     const DLDataType f32 = {kDLFloat, 32, 1};
     rt_tensor *cx = rt_tensor_cast(x, f32), *o;
     if (!cx) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
-    if ((st = rt_out_new(c, f32, sp + 2, oshape, &o, d))) {
+    if ((st = rt_out_new_raw(c, f32, sp + 2, oshape, &o, d))) {
         rt_tensor_release(cx);
         return st;
     }
@@ -156,7 +156,7 @@ static gr_status run_adaptive(const rt_kernel_call *c, rt_value *out, gr_diag *d
     const DLDataType f32 = {kDLFloat, 32, 1};
     rt_tensor *cx = rt_tensor_cast(x, f32), *o;
     if (!cx) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
-    if ((st = rt_out_new(c, f32, sp + 2, oshape, &o, d))) {
+    if ((st = rt_out_new_raw(c, f32, sp + 2, oshape, &o, d))) {
         rt_tensor_release(cx);
         return st;
     }

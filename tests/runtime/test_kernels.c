@@ -431,7 +431,7 @@ Test(kernels, group_norm_vs_naive) {
     rt_tensor *g = kt_rand(KSHAPE(6)), *b = kt_rand(KSHAPE(6));
     rt_value o;
     gr_diag d;
-    gr_status st = kt_run("relax.nn.group_norm", 1, KV({"num_groups", ir_attr_int(3)}),
+    gr_status st = kt_run("relax.nn.group_norm", 3, KV({"num_groups", ir_attr_int(3)}, {"channel_axis", ir_attr_int(1)}, {"axes", KI(2, 3)}),
                           KARGS(kt_val(x), kt_val(g), kt_val(b)), 3, &o, &d);
     if (st == GR_OK) {
         double want[72];
@@ -455,6 +455,27 @@ Test(kernels, group_norm_vs_naive) {
         cr_assert_fail("group_norm: %s", d.msg);
     }
     rt_tensor_release(x);
+    rt_tensor_release(g);
+    rt_tensor_release(b);
+}
+
+Test(kernels, prelu_and_instance_norm) {
+    rt_tensor *x = kt_tensor(KT_F32, KSHAPE(1, 2, 2), KVALS(-1, 2, -3, 4));
+    rt_tensor *a = kt_tensor(KT_F32, KSHAPE(2), KVALS(0.5, 0.25));
+    rt_value o;
+    rt_tensor *r = kt_ok("relax.nn.prelu", 0, NULL, KARGS(kt_val(x), kt_val(a)), 2, &o);
+    kt_assert_vals(r, 4, KVALS(-0.5, 2, -0.75, 4));
+    rt_value_clear(&o);
+    rt_tensor *g = kt_tensor(KT_F32, KSHAPE(2), KVALS(1, 2)), *b = kt_tensor(KT_F32, KSHAPE(2), KVALS(0, 1));
+    r = kt_ok("relax.nn.instance_norm", 1, KV({"axes", KI(2)}), KARGS(kt_val(x), kt_val(g), kt_val(b)), 3, &o);
+    /* channel 0: (-1, 2) -> mean 0.5, var 2.25; channel 1: (-3, 4) -> mean 0.5, var 12.25 */
+    kt_assert_close(r, KVALS(-1.5 / sqrt(2.25 + 1e-5), 1.5 / sqrt(2.25 + 1e-5),
+                             2 * -3.5 / sqrt(12.25 + 1e-5) + 1, 2 * 3.5 / sqrt(12.25 + 1e-5) + 1), 4, 1e-5, 1e-6);
+    rt_value_clear(&o);
+    gr_diag d;
+    cr_assert_eq(kt_run("relax.nn.instance_norm", 1, KV({"axes", KI(1)}), KARGS(kt_val(x), kt_val(g), kt_val(b)), 3, &o, &d), GR_ERR_UNSUPPORTED);
+    rt_tensor_release(x);
+    rt_tensor_release(a);
     rt_tensor_release(g);
     rt_tensor_release(b);
 }
