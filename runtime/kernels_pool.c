@@ -72,7 +72,9 @@ static gr_status run_pool(const rt_kernel_call *c, rt_value *out, gr_diag *d, in
     if ((st = rt_check_nargs(c, 1, 1, d)) || (st = rt_arg_tensor(c, 0, &x, d)) ||
         (st = pool_layout(c, sp, d)))
         return st;
-    if (x->dl.ndim != sp + 2 || !rt_is_floatish(x->dl.dtype))
+    /* max pooling of 8/16-bit integers is exact in float32 */
+    bool int_ok = is_max && !rt_is_floatish(x->dl.dtype) && x->dl.dtype.bits <= 16;
+    if (x->dl.ndim != sp + 2 || (!rt_is_floatish(x->dl.dtype) && !int_ok))
         return rt_kerr(c, d, GR_ERR_INVALID, "expects a rank-%d float tensor, got %s", sp + 2,
                        RT_SHAPE_STR(x));
     pool_geom g = {0};

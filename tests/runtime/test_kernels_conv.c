@@ -413,6 +413,13 @@ Test(kernels_conv, pool_hand_cases) {
     rt_value_clear(&o);
     gr_diag d;
     cr_assert_eq(kt_run("relax.nn.max_pool2d", 1, KV({"pool_size", KI(5, 5)}), KARGS(kt_val(x)), 1, &o, &d), GR_ERR_INVALID);
+    rt_tensor *u = kt_tensor(KT_U8, KSHAPE(1, 1, 2, 2), KVALS(7, 255, 0, 3));
+    r = kt_ok("relax.nn.max_pool2d", 1, KV({"pool_size", KI(2, 2)}), KARGS(kt_val(u)), 1, &o);
+    cr_assert_eq(r->dl.dtype.code, kDLUInt);
+    kt_assert_vals(r, 1, KVALS(255));
+    rt_value_clear(&o);
+    cr_assert_eq(kt_run("relax.nn.avg_pool2d", 1, KV({"pool_size", KI(2, 2)}), KARGS(kt_val(u)), 1, &o, &d), GR_ERR_INVALID);
+    rt_tensor_release(u);
     rt_tensor_release(x);
 }
 
