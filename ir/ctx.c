@@ -42,7 +42,7 @@ void ir_ctx_free(ir_ctx_t *ctx) {
         next = c->next;
         free(c);
     }
-    free(ctx->hc);
+    for (int i = 0; i < IR_HC_NTABLES; i++) free(ctx->hc[i].slots);
     free(ctx->ops);
     free(ctx);
 }
@@ -120,36 +120,38 @@ uint64_t gr_hash_bytes(const void *p, size_t n, uint64_t seed) {
 
 /* ---- hash-consing (strings are tag 0, compared as NUL-terminated) ---- */
 
-static void hc_grow(ir_ctx_t *ctx) {
-    uint32_t ncap = ctx->hc_cap ? ctx->hc_cap * 2 : 4096;
+static void hc_grow(ir_hc_table *t) {
+    uint32_t ncap = t->cap ? t->cap * 2 : 1024;
     ir_hc_entry *n = gr_xcalloc(ncap, sizeof(*n));
-    for (uint32_t i = 0; i < ctx->hc_cap; i++) {
-        ir_hc_entry *e = &ctx->hc[i];
+    for (uint32_t i = 0; i < t->cap; i++) {
+        ir_hc_entry *e = &t->slots[i];
         if (!e->hash) continue;
         uint32_t j = (uint32_t)e->hash & (ncap - 1);
         while (n[j].hash) j = (j + 1) & (ncap - 1);
         n[j] = *e;
     }
-    free(ctx->hc);
-    ctx->hc = n;
-    ctx->hc_cap = ncap;
+    free(t->slots);
+    t->slots = n;
+    t->cap = ncap;
 }
 
 static const void *hc_lookup(ir_ctx_t *ctx, uint32_t tag, const void *key, size_t size,
                              size_t store_size) {
-    if ((ctx->hc_len + 1) * 4 >= ctx->hc_cap * 3) hc_grow(ctx);
+    ir_hc_table *t = &ctx->hc[tag == 0 ? IR_HC_STRINGS : tag == IR_HC_SPAN_TAG ? IR_HC_SPANS
+                                                                               : IR_HC_OTHER];
+    if ((t->len + 1) * 4 >= t->cap * 3) hc_grow(t);
     uint64_t h = gr_hash_bytes(key, size, tag) | 1;
-    uint32_t mask = ctx->hc_cap - 1, i = (uint32_t)h & mask;
+    uint32_t mask = t->cap - 1, i = (uint32_t)h & mask;
     for (;; i = (i + 1) & mask) {
-        ir_hc_entry *e = &ctx->hc[i];
+        ir_hc_entry *e = &t->slots[i];
         if (!e->hash) break;
         if (e->hash == h && e->tag == tag && e->size == size && memcmp(e->ptr, key, size) == 0)
             return e->ptr;
     }
     void *p = ir_alloc(ctx, store_size);
     memcpy(p, key, size);
-    ctx->hc[i] = (ir_hc_entry){h, tag, (uint32_t)size, p};
-    ctx->hc_len++;
+    t->slots[i] = (ir_hc_entry){h, tag, (uint32_t)size, p};
+    t->len++;
     return p;
 }
 

@@ -19,19 +19,30 @@ typedef struct ir_hc_entry {
     const void *ptr;
 } ir_hc_entry;
 
+/* One open-addressing table. Strings, spans and the rest (prims, struct info, attrs) live in
+ * separate tables: the small hot sets (shapes, dtypes, attrs) then stay in cache while the big
+ * per-binding sets (names, layer names) grow. */
+typedef struct ir_hc_table {
+    ir_hc_entry *slots;
+    uint32_t cap, len;
+} ir_hc_table;
+
+enum { IR_HC_STRINGS, IR_HC_SPANS, IR_HC_OTHER, IR_HC_NTABLES };
+
 struct ir_ctx {
     ir_chunk *chunks;         /* current chunk first */
     size_t arena_bytes;
     uint32_t next_id;
     uint32_t next_seq;        /* creation order of hash-consed prims */
-    ir_hc_entry *hc;          /* hash-cons table (strings use tag 0) */
-    uint32_t hc_cap, hc_len;
+    ir_hc_table hc[IR_HC_NTABLES]; /* hash-cons tables (strings use tag 0) */
     GR_VEC(gr_object *) owned;/* references released in ir_ctx_free */
     struct ir_op **ops;       /* one Op node per op-table row, made on demand */
 };
 
 /* Keeps a reference to obj until the context is freed (retains it). */
 void ir__ctx_keep(ir_ctx_t *ctx, gr_object *obj);
+/* The tag spans are hash-consed with (they get a table of their own). */
+#define IR_HC_SPAN_TAG 0x5350414eu
 uint32_t ir__ctx_next_seq(ir_ctx_t *ctx);
 
 #endif

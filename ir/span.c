@@ -5,16 +5,17 @@
 
 #include "ir/ctx_impl.h"
 
-enum { SPAN_TAG = 0x5350414e };
-
 static const ir_span *span_intern(ir_ctx_t *ctx, const ir_loc *locs, uint32_t n) {
     if (n == 0) return NULL;
     size_t size = sizeof(ir_span) + sizeof(ir_loc) * n;
-    ir_span *tmp = gr_xcalloc(1, size);
+    /* The key must be fully zeroed (bytewise hashing): the header has padding after n. */
+    _Alignas(16) unsigned char small[sizeof(ir_span) + sizeof(ir_loc) * 4];
+    ir_span *tmp = n <= 4 ? (ir_span *)(void *)small : gr_xmalloc(size);
+    memset(tmp, 0, size);
     tmp->n = n;
     memcpy(tmp->locs, locs, sizeof(ir_loc) * n);
-    const ir_span *s = ir_hashcons(ctx, SPAN_TAG, tmp, size);
-    free(tmp);
+    const ir_span *s = ir_hashcons(ctx, IR_HC_SPAN_TAG, tmp, size);
+    if (n > 4) free(tmp);
     return s;
 }
 
