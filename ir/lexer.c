@@ -135,7 +135,7 @@ again:
     while (p < lx->end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\f')) p++;
     lx->p = p;
     if (p >= lx->end) {
-        if (lx->sub) {
+        if (lx->sub || lx->paren > 0) {
             mk(lx, t, TK_EOF, p, 0);
         } else if (lx->need_newline) {
             lx->need_newline = false;

@@ -787,17 +787,25 @@ static const ir_sinfo *parse_sinfo_inner(parser *p) {
     if (tok_is(&k, "Prim")) {
         if (!expect_p(p, '(', "after R.Prim")) return NULL;
         const ir_sinfo *r = NULL;
-        if (kw_at(p, "value")) {
-            next(p), next(p);
-            const ir_prim *v = prim_expr(p, false);
-            if (!v) return NULL;
-            r = ir_sinfo_prim(p->ctx, IR_DTYPE_I64, v);
-        } else {
-            if (kw_at(p, "dtype")) next(p), next(p);
-            ir_dtype dt;
-            if (!dtype_lit(p, &dt)) return NULL;
-            r = ir_sinfo_prim(p->ctx, dt, NULL);
+        ir_dtype dt = IR_DTYPE_I64;
+        const ir_prim *v = NULL;
+        bool have_dt = false;
+        while (!is_p(peek(p, 0), ')')) {
+            if (kw_at(p, "value") && !v) {
+                next(p), next(p);
+                v = prim_expr(p, false);
+                if (!v) return NULL;
+            } else if (!have_dt && !v) {
+                if (kw_at(p, "dtype")) next(p), next(p);
+                if (!dtype_lit(p, &dt)) return NULL;
+                have_dt = true;
+            } else {
+                return unexpected(p, peek(p, 0), "dtype or value= in R.Prim");
+            }
+            if (!accept_p(p, ',')) break;
         }
+        if (!have_dt && !v) return unexpected(p, peek(p, 0), "a dtype or value= in R.Prim");
+        r = ir_sinfo_prim(p->ctx, dt, v);
         return expect_p(p, ')', "to close R.Prim(") ? r : NULL;
     }
     if (tok_is(&k, "Callable")) {
@@ -973,6 +981,7 @@ static ir_expr *r_prim_value(parser *p) {
             if (!v) return NULL;
             ir_primval *pv = ir_primval_int(p->ctx, v, NULL);
             pv->dtype = dt; /* fresh node, not yet published */
+            if (pv->base.sinfo) pv->base.sinfo = ir_sinfo_prim(p->ctx, dt, v);
             r = &pv->base;
         }
         if (!expect_p(p, ')', "to close the typed value")) return NULL;

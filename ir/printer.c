@@ -20,7 +20,8 @@ typedef struct pr {
     bool spans, meta;
     bool uses_t;
     gr_map var_names;   /* var -> printed name (const char *) */
-    gr_map used;        /* hash of a printed name -> 1 */
+    gr_map used;        /* hash of a printed name -> 1 (0: free again) */
+    GR_VEC(uint64_t) used_log; /* names taken, in order (scopes of local functions) */
     str_vec owned;      /* generated names */
     gr_map sinfo_cache; /* sinfo ptr (| 1 when quoted) -> (offset << 24 | len) + 1 in cache */
     ir_sbuf cache;
@@ -51,17 +52,18 @@ static const char *var_name(pr *p, const ir_var *v) {
     if (gr_map_get(&p->var_names, GR_MAP_PTR(v), &got)) return (const char *)(uintptr_t)got;
     const char *base = v->name && v->name[0] ? v->name : "v";
     const char *name = base;
-    if (gr_map_get(&p->used, name_key(base), NULL)) {
+    if (gr_map_get_or(&p->used, name_key(base), 0)) {
         size_t bl = strlen(base);
         char *cand = gr_xmalloc(bl + 24);
         for (uint64_t i = 1;; i++) {
             snprintf(cand, bl + 24, "%s_%" PRIu64, base, i);
-            if (!gr_map_get(&p->used, name_key(cand), NULL)) break;
+            if (!gr_map_get_or(&p->used, name_key(cand), 0)) break;
         }
         gr_vec_push(&p->owned, cand);
         name = cand;
     }
     gr_map_put(&p->used, name_key(name), 1);
+    gr_vec_push(&p->used_log, name_key(name));
     gr_map_put(&p->var_names, GR_MAP_PTR(v), GR_MAP_PTR(name));
     return name;
 }
@@ -173,7 +175,13 @@ static void sinfo_to(pr *p, ir_sbuf *b, const ir_sinfo *s, bool q) {
     switch ((ir_sinfo_kind)s->kind) {
     case IR_SINFO_OBJECT: ir_sbuf_puts(b, "R.Object"); return;
     case IR_SINFO_PRIM:
-        if (s->value) {
+        if (s->value && !ir_dtype_eq(s->dtype, IR_DTYPE_I64)) {
+            ir_sbuf_puts(b, "R.Prim(\"");
+            ir_sbuf_puts(b, dtype_str(s->dtype));
+            ir_sbuf_puts(b, "\", value=");
+            p_prim_to(p, b, s->value, q);
+            ir_sbuf_putc(b, ')');
+        } else if (s->value) {
             ir_sbuf_puts(b, "R.Prim(value=");
             p_prim_to(p, b, s->value, q);
             ir_sbuf_putc(b, ')');
@@ -184,7 +192,7 @@ static void sinfo_to(pr *p, ir_sbuf *b, const ir_sinfo *s, bool q) {
         }
         return;
     case IR_SINFO_SHAPE:
-        if (s->dims && s->ndim >= 0) {
+        if ((s->dims || s->ndim == 0) && s->ndim >= 0) {
             ir_sbuf_puts(b, "R.Shape([");
             for (int32_t i = 0; i < s->ndim; i++) {
                 if (i) ir_sbuf_puts(b, ", ");
@@ -241,7 +249,7 @@ static void sinfo_to(pr *p, ir_sbuf *b, const ir_sinfo *s, bool q) {
         return;
     case IR_SINFO_FUNC:
         if (s->opaque) {
-            if (!s->ret) {
+            if (!s->ret || s->ret->kind == IR_SINFO_OBJECT) {
                 ir_sbuf_puts(b, "R.Callable");
                 return;
             }
@@ -730,8 +738,11 @@ static void p_binding(pr *p, const ir_binding *bd, int ind) {
         c.var = v->base.span;
     }
     if (val->kind == IR_FUNC && !bd->match_sinfo) {
+        /* names inside a local function are free again after it */
         const ir_func *f = (const ir_func *)val;
+        uint32_t mark = p->used_log.len;
         p_func(p, f, name, ind, false, v);
+        while (p->used_log.len > mark) gr_map_put(&p->used, p->used_log.data[--p->used_log.len], 0);
         return;
     }
     indent(p, ind);
@@ -822,7 +833,7 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
     for (uint32_t i = 0; i < f->nparams; i++) {
         if (multiline) {
             ir_sbuf_putc(&p->out, '\n');
-            indent(p, ind + 2);
+            indent(p, ind + 1);
             p_param(p, f->params[i]);
             ir_sbuf_putc(&p->out, ',');
             if (f->params[i]->base.span) {
@@ -915,6 +926,7 @@ static void pr_free(pr *p) {
     gr_vec_free(&p->owned);
     gr_vec_free(&p->consts);
     gr_vec_free(&p->decls);
+    gr_vec_free(&p->used_log);
     ir_sbuf_free(&p->cache);
     ir_sbuf_free(&p->out);
 }
@@ -922,6 +934,7 @@ static void pr_free(pr *p) {
 static void reset_names(pr *p) {
     gr_map_clear(&p->var_names);
     gr_map_clear(&p->used);
+    p->used_log.len = 0;
     for (uint32_t i = 0; i < p->owned.len; i++) free(p->owned.data[i]);
     p->owned.len = 0;
 }
