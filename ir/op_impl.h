@@ -82,7 +82,6 @@ IR__INFER(ir__infer_resize2d);
 IR__INFER(ir__infer_conv1d_transpose);
 IR__INFER(ir__infer_pool1d);
 IR__INFER(ir__infer_adaptive_pool1d);
-IR__INFER(ir__infer_prelu);
 IR__INFER(ir__infer_group_norm);
 IR__INFER(ir__infer_instance_norm);
 IR__INFER(ir__infer_rms_norm);

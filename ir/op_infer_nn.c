@@ -403,24 +403,6 @@ static bool check_axes_attr(const ir_call *call, const char *key, const ir_sinfo
     return true;
 }
 
-IR__INFER(ir__infer_prelu) {
-    const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
-    const ir_sinfo *alpha = x ? ir__arg_tensor(ctx, call, 1, false, diag) : NULL;
-    if (!alpha) return NULL;
-    ir_dtype dt;
-    if (!ir__common_dtype(call, x, alpha, &dt, diag)) return NULL;
-    int64_t axis = ir__attr_int(call, "axis", 1);
-    int32_t a = -1;
-    if (x->ndim >= 0 && !ir__norm_axis(axis, x->ndim, &a))
-        return ir__op_err(call, diag, "axis %lld is out of range for %s", (long long)axis,
-                          ir__sinfo_str(x));
-    /* alpha may be a single slope shared by all channels */
-    if (alpha->ndim == 1 && alpha->dims && ir_prim_is_int(alpha->dims[0], NULL) &&
-        alpha->dims[0]->value == 1)
-        return x;
-    return check_channel_param(call, x, a, alpha, "alpha", diag) ? x : NULL;
-}
-
 static const ir_sinfo *channel_norm(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag,
                                     bool grouped) {
     const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);

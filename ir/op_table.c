@@ -67,7 +67,6 @@ static const ir_attr_field A_resize2d[] = {
     F("cubic_exclude", INT, "0"), F("extrapolation_value", FLOAT, "0.0"),
     F("out_dtype", DTYPE, "\"void\"")};
 static const ir_attr_field A_softplus[] = {F("beta", FLOAT, "1.0"), F("threshold", FLOAT, "20.0")};
-static const ir_attr_field A_prelu[] = {F("axis", INT, "1")};
 static const ir_attr_field A_group_norm[] = {
     F("num_groups", INT, NULL), F("channel_axis", INT, NULL), F("axes", ARRAY, NULL),
     F("epsilon", FLOAT, "1e-05"), F("center", BOOL, "True"), F("scale", BOOL, "True")};
@@ -166,7 +165,6 @@ static const ir_attr_field A_trilu[] = {F("k", INT, "0")};
     X(RELU6, "nn.relu6", 1, 1, EW, NOATTRS, ir__infer_unary)                                \
     X(SELU, "nn.selu", 1, 1, EW, NOATTRS, ir__infer_unary_float)                            \
     X(SOFTPLUS, "nn.softplus", 1, 1, EW, ATTRS(A_softplus), ir__infer_unary_float)          \
-    X(PRELU, "nn.prelu", 2, 2, 0, ATTRS(A_prelu), ir__infer_prelu)                          \
     X(SOFTMAX, "nn.softmax", 1, 1, 0, ATTRS(A_axis_m1), ir__infer_softmax)                  \
     X(LOG_SOFTMAX, "nn.log_softmax", 1, 1, 0, ATTRS(A_axis_m1), ir__infer_softmax)          \
     X(CONV1D, "nn.conv1d", 2, 2, 0, ATTRS(A_conv1d), ir__infer_conv1d)                      \

@@ -814,9 +814,6 @@ Test(op_infer, more_unary_and_activations) {
     static const char *const chk[] = {"relax.isfinite", "relax.isinf", "relax.isnan"};
     for (size_t i = 0; i < 3; i++)
         EXPECT(INFER(chk[i], NULL, T(2, 3)), "R.Tensor((2, 3), dtype=\"bool\")");
-    EXPECT(INFER("relax.nn.prelu", NULL, T(1, 3, 4, 4), T(3)), TS("1, 3, 4, 4"));
-    EXPECT(INFER("relax.nn.prelu", NULL, T(1, 3, 4, 4), T(1)), TS("1, 3, 4, 4"));
-    EXPECT_ERR(INFER("relax.nn.prelu", NULL, T(1, 3, 4, 4), T(4)), "alpha");
 }
 
 Test(op_infer, more_norms) {
