@@ -101,7 +101,12 @@ mv "$ENV_FILE.tmp" "$ENV_FILE"
 
 if [ "$want_refs" != no ]; then
   for m in det rec cls; do
-    if [ "$want_refs" = force ] || [ ! -f "$REFS/$m/meta.json" ]; then
+    # Stale refs (made by another ORT version) are rewritten too.
+    made_by=""
+    [ -f "$REFS/$m/meta.json" ] &&
+      made_by=$(node -e 'process.stdout.write(String(require(process.argv[1]).ort_version))' \
+                "$REFS/$m/meta.json" 2>/dev/null || true)
+    if [ "$want_refs" = force ] || [ "$made_by" != "$ORT_VER" ]; then
       node "$ROOT/scripts/ort_reference.js" --env "$ENV_FILE" --out "$REFS" --model "$m" >&2
     fi
   done
