@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/idtab_impl.h"
 #include "ir/op.h"
 #include "runtime/tensor.h"
 
@@ -20,7 +21,7 @@
 
 typedef struct eq_st {
     unsigned flags;
-    gr_map va, vb;          /* expression vars: a -> b and b -> a */
+    ir_idtab va, vb;        /* expression vars by id: a -> b's id and b -> a's id */
     gr_map pa, pb;          /* symbolic vars: a -> b and b -> a */
     bool var_identity;      /* every var pair so far is (v, v) */
     bool prim_identity;     /* every prim var pair so far is (v, v) */
@@ -36,8 +37,8 @@ typedef struct eq_st {
 static void st_init(eq_st *st, unsigned flags, char *buf, size_t size) {
     memset(st, 0, sizeof(*st));
     st->flags = flags;
-    gr_map_init(&st->va);
-    gr_map_init(&st->vb);
+    ir_idtab_init(&st->va);
+    ir_idtab_init(&st->vb);
     gr_map_init(&st->pa);
     gr_map_init(&st->pb);
     st->var_identity = st->prim_identity = true;
@@ -47,16 +48,16 @@ static void st_init(eq_st *st, unsigned flags, char *buf, size_t size) {
 }
 
 static void st_reset_maps(eq_st *st) {
-    gr_map_clear(&st->va);
-    gr_map_clear(&st->vb);
+    ir_idtab_clear(&st->va);
+    ir_idtab_clear(&st->vb);
     gr_map_clear(&st->pa);
     gr_map_clear(&st->pb);
     st->var_identity = st->prim_identity = true;
 }
 
 static void st_free(eq_st *st) {
-    gr_map_free(&st->va);
-    gr_map_free(&st->vb);
+    ir_idtab_free(&st->va);
+    ir_idtab_free(&st->vb);
     gr_map_free(&st->pa);
     gr_map_free(&st->pb);
 }
@@ -257,13 +258,13 @@ static bool var_def(eq_st *st, ir_var *a, ir_var *b) {
         return eq_fail(st, "var names differ: '%s' vs '%s'", a->name, b->name);
     if ((st->flags & IR_EQ_SPANS) && !span_eq(a->base.span, b->base.span))
         return eq_fail(st, "spans of var '%s' differ", a->name);
-    uint64_t x;
-    if (gr_map_get(&st->va, GR_MAP_PTR(a), &x) || gr_map_get(&st->vb, GR_MAP_PTR(b), &x)) {
-        if (!(gr_map_get(&st->va, GR_MAP_PTR(a), &x) && x == GR_MAP_PTR(b)))
+    uint32_t xa = ir_idtab_get(&st->va, a->base.id), xb = ir_idtab_get(&st->vb, b->base.id);
+    if (xa || xb) {
+        if (xa != b->base.id || xb != a->base.id)
             return eq_fail(st, "var '%s' / '%s' defined twice differently", a->name, b->name);
     } else {
-        gr_map_put(&st->va, GR_MAP_PTR(a), GR_MAP_PTR(b));
-        gr_map_put(&st->vb, GR_MAP_PTR(b), GR_MAP_PTR(a));
+        ir_idtab_put(&st->va, a->base.id, b->base.id);
+        ir_idtab_put(&st->vb, b->base.id, a->base.id);
         if (a != b) st->var_identity = false;
     }
     char what[300];
@@ -272,10 +273,10 @@ static bool var_def(eq_st *st, ir_var *a, ir_var *b) {
 }
 
 static bool var_use(eq_st *st, const ir_var *a, const ir_var *b) {
-    uint64_t x;
-    if (gr_map_get(&st->va, GR_MAP_PTR(a), &x)) {
-        if (x == GR_MAP_PTR(b)) return true;
-    } else if (a == b && !gr_map_get(&st->vb, GR_MAP_PTR(b), NULL)) {
+    uint32_t x = ir_idtab_get(&st->va, a->base.id);
+    if (x) {
+        if (x == b->base.id && ir_idtab_get(&st->vb, b->base.id) == a->base.id) return true;
+    } else if (a == b && !ir_idtab_get(&st->vb, b->base.id)) {
         return true; /* the same free var */
     }
     return eq_fail(st, "var '%s' used where '%s' is expected", var_name(a), var_name(b));
@@ -482,7 +483,7 @@ bool ir_module_struct_equal_explain(const ir_module *a, const ir_module *b, unsi
 
 typedef struct hs {
     unsigned flags;
-    gr_map vidx;    /* var -> definition number + 1 */
+    ir_idtab vidx;  /* var id -> definition number (from 1) */
     uint64_t nv;
     gr_map pidx;    /* prim var -> first-sight number + 1 */
     uint64_t np;
@@ -606,7 +607,7 @@ static uint64_t hattrs(hs *h, const ir_attrs *a) {
 
 static uint64_t hvar_def(hs *h, const ir_var *v) {
     uint64_t x = gr_hash_mix(0x300, v->base.kind);
-    if (!gr_map_get(&h->vidx, GR_MAP_PTR(v), NULL)) gr_map_put(&h->vidx, GR_MAP_PTR(v), ++h->nv);
+    if (!ir_idtab_get(&h->vidx, v->base.id)) ir_idtab_put(&h->vidx, v->base.id, (uint32_t)++h->nv);
     if (h->flags & IR_EQ_NAMES) x = gr_hash_mix(x, hstr(v->name));
     if (h->flags & IR_EQ_SPANS) x = gr_hash_mix(x, hspan(v->base.span));
     return gr_hash_mix(x, hsinfo(h, v->base.sinfo));
@@ -619,7 +620,7 @@ static uint64_t hexpr(hs *h, const ir_expr *e) {
     switch ((ir_expr_kind)e->kind) {
     case IR_VAR:
     case IR_DFVAR: {
-        uint64_t i = gr_map_get_or(&h->vidx, GR_MAP_PTR(e), 0);
+        uint64_t i = ir_idtab_get(&h->vidx, e->id);
         return gr_hash_mix(x, i ? i : fin(GR_MAP_PTR(e)));
     }
     case IR_CONST: {
@@ -700,18 +701,18 @@ static uint64_t hexpr(hs *h, const ir_expr *e) {
 static void hs_init(hs *h, unsigned flags) {
     memset(h, 0, sizeof(*h));
     h->flags = flags;
-    gr_map_init(&h->vidx);
+    ir_idtab_init(&h->vidx);
     gr_map_init(&h->pidx);
 }
 
 static void hs_reset(hs *h) {
-    gr_map_clear(&h->vidx);
+    ir_idtab_clear(&h->vidx);
     gr_map_clear(&h->pidx);
     h->nv = h->np = 0;
 }
 
 static void hs_free(hs *h) {
-    gr_map_free(&h->vidx);
+    ir_idtab_free(&h->vidx);
     gr_map_free(&h->pidx);
 }
 

@@ -6,18 +6,18 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "ir/idtab_impl.h"
 #include "ir/op.h"
 
-/* Scope states of a var (gr_map values; absent or OUT = not visible). */
-enum { OUT = 0, IN_SCOPE = 1, IN_DATAFLOW = 2 };
+/* State of a var in the id table: scope bits (OUT = not visible) and a defined-once bit. */
+enum { OUT = 0, IN_SCOPE = 1, IN_DATAFLOW = 2, SCOPE_MASK = 3, DEFINED = 4 };
 
 typedef struct wf {
     const ir_module *m;
     ir_ctx_t *ctx;
     gr_diag *diag;
     const char *fname;
-    gr_map defined;                 /* var -> 1: defined somewhere already (module-wide) */
-    gr_map scope;                   /* var -> OUT / IN_SCOPE / IN_DATAFLOW */
+    ir_idtab vars;                  /* var id -> DEFINED (module-wide) | scope state */
     GR_VEC(ir_var *) stack;         /* vars in scope, innermost last */
     gr_map sym;                     /* symbolic var -> 1 while defined */
     GR_VEC(const ir_prim *) symstack;
@@ -114,22 +114,24 @@ static void pop_syms(wf *w, uint32_t mark) {
 /* ---- vars ---- */
 
 static bool define_var(wf *w, ir_var *v, bool in_dataflow) {
-    if (gr_map_get_or(&w->defined, GR_MAP_PTR(v), 0))
+    if (ir_idtab_get(&w->vars, v->base.id) & DEFINED)
         return wf_err(w, v, NULL, "defined more than once");
     if (!v->base.sinfo) return wf_err(w, v, NULL, "has no struct info");
-    gr_map_put(&w->defined, GR_MAP_PTR(v), 1);
-    gr_map_put(&w->scope, GR_MAP_PTR(v), in_dataflow ? IN_DATAFLOW : IN_SCOPE);
+    ir_idtab_put(&w->vars, v->base.id, DEFINED | (in_dataflow ? IN_DATAFLOW : IN_SCOPE));
     gr_vec_push(&w->stack, v);
     return true;
 }
 
+static void set_out(wf *w, const ir_var *v) { ir_idtab_put(&w->vars, v->base.id, DEFINED); }
+
 static void pop_vars(wf *w, uint32_t mark) {
-    while (w->stack.len > mark) gr_map_put(&w->scope, GR_MAP_PTR(w->stack.data[--w->stack.len]), OUT);
+    while (w->stack.len > mark) set_out(w, w->stack.data[--w->stack.len]);
 }
 
 static bool check_var_use(wf *w, const ir_var *v) {
-    if (gr_map_get_or(&w->scope, GR_MAP_PTR(v), OUT) != OUT) return true;
-    if (!gr_map_get_or(&w->defined, GR_MAP_PTR(v), 0))
+    uint32_t st = ir_idtab_get(&w->vars, v->base.id);
+    if (st & SCOPE_MASK) return true;
+    if (!(st & DEFINED))
         return wf_err(w, v, NULL, "used but never defined (or used before its definition)");
     if (v->base.kind == IR_DFVAR) return wf_err(w, v, NULL, "dataflow var used outside its dataflow block");
     return wf_err(w, v, NULL, "used outside the scope of its definition");
@@ -167,8 +169,7 @@ static bool check_seq(wf *w, ir_seq *s) {
         }
         if (blk->dataflow) /* only R.output (plain) vars escape a dataflow block */
             for (uint32_t k = block_mark; k < w->stack.len; k++)
-                if (w->stack.data[k]->base.kind == IR_DFVAR)
-                    gr_map_put(&w->scope, GR_MAP_PTR(w->stack.data[k]), OUT);
+                if (w->stack.data[k]->base.kind == IR_DFVAR) set_out(w, w->stack.data[k]);
     }
     bool ok = check_expr(w, s->body);
     pop_vars(w, mark);
@@ -183,8 +184,10 @@ static bool check_call(wf *w, ir_call *c) {
         if (!sinfo_syms_ok(w, c->sinfo_args[i], NULL, c->base.span)) return false;
     if (c->callee->kind != IR_OP) return true;
     const ir_op_def *def = ((ir_op *)c->callee)->def;
-    gr_diag d;
-    gr_diag_clear(&d);
+    gr_diag d; /* only the fields gr_diag_set* read are cleared: this runs per binding */
+    d.code = GR_OK;
+    d.msg[0] = d.file[0] = d.layer[0] = d.op[0] = '\0';
+    d.line = d.col = 0;
     const ir_sinfo *s = ir_op_infer(w->ctx, c, &d);
     if (!s) return wf_err(w, NULL, c->base.span, "%s does not type-check: %s", def->text_name, d.msg);
     if (s != c->base.sinfo && !ir_sinfo_is_base_of(c->base.sinfo, s)) {
@@ -274,15 +277,13 @@ static void wf_init(wf *w, const ir_module *m, gr_diag *diag) {
     w->ctx = m->ctx;
     w->diag = diag;
     w->epoch = 1;
-    gr_map_init(&w->defined);
-    gr_map_init(&w->scope);
+    ir_idtab_init(&w->vars);
     gr_map_init(&w->sym);
     gr_map_init(&w->sinfo_ok);
 }
 
 static void wf_free(wf *w) {
-    gr_map_free(&w->defined);
-    gr_map_free(&w->scope);
+    ir_idtab_free(&w->vars);
     gr_map_free(&w->sym);
     gr_map_free(&w->sinfo_ok);
     gr_vec_free(&w->stack);
