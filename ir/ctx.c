@@ -44,6 +44,7 @@ void ir_ctx_free(ir_ctx_t *ctx) {
     }
     for (int i = 0; i < IR_HC_NTABLES; i++) free(ctx->hc[i].slots);
     free(ctx->ops);
+    free(ctx->op_dflt);
     free(ctx);
 }
 

@@ -37,6 +37,7 @@ struct ir_ctx {
     ir_hc_table hc[IR_HC_NTABLES]; /* hash-cons tables (strings use tag 0) */
     GR_VEC(gr_object *) owned;/* references released in ir_ctx_free */
     struct ir_op **ops;       /* one Op node per op-table row, made on demand */
+    struct ir_op_dflt *op_dflt; /* per op-table row: parsed attr defaults (ir/op_attrs.c) */
 };
 
 /* Keeps a reference to obj until the context is freed (retains it). */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ctx_impl.h"
 #include "ir/op_impl.h"
 
 static ir_attr canon_attr(ir_ctx_t *ctx, const ir_attr *a);
@@ -126,19 +127,55 @@ static ir_attr canon_attr(ir_ctx_t *ctx, const ir_attr *a) {
     return c;
 }
 
+/* Per-context cache of one op's parsed defaults (ctx->op_dflt[row], freed with the context):
+ * canonical default values, the interned key list and the all-defaults attrs. */
+struct ir_op_dflt {
+    const ir_attr *vals;       /* nattrs entries; a required field holds kind NONE */
+    const char *const *keys;   /* interned, hash-consed */
+    const ir_attrs *all;       /* every field at its default; NULL when a field is required */
+};
+
+static ir_attr parse_default(ir_ctx_t *ctx, const ir_op_def *def, const ir_attr_field *f);
+
+static struct ir_op_dflt *op_defaults(ir_ctx_t *ctx, const ir_op_def *def) {
+    if (def->index >= ir_op_def_count() || ir_op_def_at(def->index) != def) return NULL;
+    if (!ctx->op_dflt) ctx->op_dflt = gr_xcalloc(ir_op_def_count(), sizeof(*ctx->op_dflt));
+    struct ir_op_dflt *e = &ctx->op_dflt[def->index];
+    if (e->vals) return e;
+    ir_attr *v = IR_NEW_ARRAY(ctx, ir_attr, def->nattrs);
+    const char *ik[64];
+    bool complete = true;
+    for (uint16_t j = 0; j < def->nattrs; j++) {
+        const ir_attr_field *f = &def->attrs[j];
+        ik[j] = ir_intern(ctx, f->name);
+        if (f->dflt) {
+            ir_attr d = parse_default(ctx, def, f);
+            v[j] = canon_attr(ctx, &d);
+        } else {
+            complete = false;
+        }
+    }
+    e->keys = ir_hashcons(ctx, KEYS_TAG, ik, sizeof(ik[0]) * def->nattrs);
+    e->vals = v;
+    if (complete) {
+        ir_attrs key;
+        memset(&key, 0, sizeof(key));
+        key.n = def->nattrs;
+        key.keys = e->keys;
+        key.vals = ir_hashcons(ctx, ITEMS_TAG, v, sizeof(ir_attr) * def->nattrs);
+        e->all = ir_hashcons(ctx, ATTRS_TAG, &key, sizeof(key));
+    }
+    return e;
+}
+
+/* Hash-consed attrs from interned keys and canonical values. */
 static const ir_attrs *intern_attrs(ir_ctx_t *ctx, uint32_t n, const char *const *keys,
                                     const ir_attr *vals) {
-    const char *ik[64];
-    ir_attr iv[64];
-    for (uint32_t i = 0; i < n; i++) {
-        ik[i] = ir_intern(ctx, keys[i]);
-        iv[i] = canon_attr(ctx, &vals[i]);
-    }
     ir_attrs key;
     memset(&key, 0, sizeof(key));
     key.n = n;
-    key.keys = ir_hashcons(ctx, KEYS_TAG, ik, sizeof(ik[0]) * n);
-    key.vals = ir_hashcons(ctx, ITEMS_TAG, iv, sizeof(iv[0]) * n);
+    key.keys = keys;
+    key.vals = ir_hashcons(ctx, ITEMS_TAG, vals, sizeof(vals[0]) * n);
     return ir_hashcons(ctx, ATTRS_TAG, &key, sizeof(key));
 }
 
@@ -251,16 +288,26 @@ gr_status ir_op_attrs_normalize(ir_ctx_t *ctx, const ir_op_def *def, const ir_at
             }
     }
     if (def->nattrs == 0) return GR_OK;
+    GR_ASSERT(def->nattrs <= 64);
+    const struct ir_op_dflt *e = op_defaults(ctx, def);
+    if (e && e->all && (!given || given->n == 0)) {
+        *out = e->all;
+        return GR_OK;
+    }
     const char *keys[64];
     ir_attr vals[64];
-    GR_ASSERT(def->nattrs <= 64);
     for (uint16_t j = 0; j < def->nattrs; j++) {
         const ir_attr_field *f = &def->attrs[j];
         const ir_attr *v = ir_attrs_get(given, f->name);
-        keys[j] = f->name;
+        keys[j] = e ? e->keys[j] : ir_intern(ctx, f->name);
         ir_attr dflt = {0};
         bool have_dflt = f->dflt != NULL;
-        if (have_dflt) dflt = parse_default(ctx, def, f);
+        if (have_dflt && e) {
+            dflt = e->vals[j];
+        } else if (have_dflt) {
+            ir_attr d = parse_default(ctx, def, f);
+            dflt = canon_attr(ctx, &d);
+        }
         if (!v) {
             if (!have_dflt) {
                 gr_diag_set_op(diag, def->text_name);
@@ -270,13 +317,17 @@ gr_status ir_op_attrs_normalize(ir_ctx_t *ctx, const ir_op_def *def, const ir_at
             vals[j] = dflt;
             continue;
         }
-        if (!coerce(ctx, f, have_dflt ? &dflt : NULL, v, &vals[j])) {
+        ir_attr c;
+        if (!coerce(ctx, f, have_dflt ? &dflt : NULL, v, &c)) {
             gr_diag_set_op(diag, def->text_name);
             return gr_diag_set(diag, GR_ERR_INVALID, "%s: attribute '%s' expects %s, got %s",
                                def->text_name, f->name, kind_name(f->kind), kind_name(v->kind));
         }
+        vals[j] = canon_attr(ctx, &c);
     }
-    *out = intern_attrs(ctx, def->nattrs, keys, vals);
+    *out = intern_attrs(ctx, def->nattrs,
+                        e ? e->keys : ir_hashcons(ctx, KEYS_TAG, keys, sizeof(keys[0]) * def->nattrs),
+                        vals);
     return GR_OK;
 }
 
