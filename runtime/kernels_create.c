@@ -96,6 +96,7 @@ static gr_status k_arange(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
     if (p[2] == 0 || !isfinite(p[0]) || !isfinite(p[1]) || !isfinite(p[2]))
         return rt_kerr(c, d, GR_ERR_INVALID, "bad start/end/step");
     double cnt = ceil((p[1] - p[0]) / p[2]);
+    if (cnt > 4e12) return rt_kerr(c, d, GR_ERR_INVALID, "arange of %.0f elements", cnt);
     int64_t n = cnt > 0 ? (int64_t)cnt : 0;
     ir_dtype dt = rt_attr_dtype(c->attrs, "dtype", all_int ? IR_DTYPE_I64 : IR_DTYPE_F32);
     rt_tensor *o;
