@@ -147,7 +147,6 @@ IR__INFER(ir__infer_astype) {
 
 /* call_dps_packed / call_tir: the result is the out_sinfo (a tuple when several). */
 IR__INFER(ir__infer_call_like) {
-    (void)ctx;
     const ir_expr *callee = call->args[0];
     const ir_op_def *d = ir__call_op(call);
     bool tir = d && strcmp(d->name, "relax.call_tir") == 0;

@@ -178,6 +178,11 @@ Test(prim, printing) {
     cr_assert_str_eq(str(fdiv(n, add(m, I(1)))), "n // (m + 1)");
     cr_assert_str_eq(str(mul(m, fdiv(n, I(2)))), "m * (n // 2)");
     cr_assert_str_eq(str(mul(fdiv(n, I(2)), I(3))), "n // 2 * 3");
+    /* a leading negative atom keeps its coefficient: a prefix minus would bind to n */
+    cr_assert_str_eq(str(sub(I(1), fdiv(n, I(2)))), "n // 2 * -1 + 1");
+    cr_assert_str_eq(str(sub(I(0), mul(n, I(3)))), "-n * 3");
+    cr_assert_str_eq(str(fdiv(mul(n, m), I(2))), "n * m // 2");
+    cr_assert_str_eq(str(fdiv(n, fdiv(m, I(2)))), "n // (m // 2)");
     /* truncation still reports the full length */
     char small[4];
     int len = ir_prim_snprint(add(mul(n, m), I(10)), small, sizeof(small));
