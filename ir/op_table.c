@@ -1,5 +1,6 @@
 /* The op table: TVM Relax op names, attribute schemas (TVM_ATTR_FIELD order, which is also the
  * printing order) with defaults in text form, and the inference function of each op. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -258,11 +259,10 @@ uint32_t ir_op_def_count(void) { return OP_COUNT; }
 
 const ir_op_def *ir_op_def_at(uint32_t i) { return i < OP_COUNT ? &op_table[i] : NULL; }
 
-/* Name lookup: a small hash index over the relax-relative names, built on first use (the
- * table is constant, so a racing second build writes the same values). */
+/* Name lookup: a small hash index over the relax-relative names, built once on first use. */
 enum { INDEX_CAP = 512 };
 static uint16_t op_index[INDEX_CAP]; /* row + 1; 0 = empty */
-static volatile int op_index_ready;
+static pthread_once_t op_index_once = PTHREAD_ONCE_INIT;
 
 static uint32_t name_hash(const char *s, size_t n) {
     uint32_t h = 2166136261u;
@@ -278,12 +278,11 @@ static void build_index(void) {
         while (op_index[i]) i = (i + 1) & (INDEX_CAP - 1);
         op_index[i] = (uint16_t)(r + 1);
     }
-    op_index_ready = 1;
 }
 
 const ir_op_def *ir_op_def_find(const char *name) {
     if (!name) return NULL;
-    if (!op_index_ready) build_index();
+    pthread_once(&op_index_once, build_index);
     if (strncmp(name, "relax.", 6) == 0) name += 6;
     else if (strncmp(name, "R.", 2) == 0) name += 2;
     size_t n = strlen(name);
@@ -312,8 +311,8 @@ const ir_op_def *ir__call_op(const ir_call *call) {
 /* ---- diagnostics ---- */
 
 const char *ir__sinfo_str(const ir_sinfo *s) {
-    static char bufs[4][512];
-    static unsigned next;
+    static _Thread_local char bufs[4][512];
+    static _Thread_local unsigned next;
     char *b = bufs[next++ % 4];
     if (!s) snprintf(b, 512, "(no struct info)");
     else ir_sinfo_snprint(s, b, 512);
