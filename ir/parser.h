@@ -12,4 +12,14 @@ gr_status ir_parse_module(ir_ctx_t *ctx, const char *name, const char *text, siz
                           ir_module **out, gr_diag *diag);
 gr_status ir_parse_file(ir_ctx_t *ctx, const char *path, ir_module **out, gr_diag *diag);
 
+/* Options for tools that need more than the module (all fields optional). */
+typedef struct ir_parse_opts {
+    /* When set: every op call that had attributes written in the text gets an entry
+     * GR_MAP_PTR(ir_call *) -> GR_MAP_PTR(const ir_attrs *) holding the attrs as written (before
+     * the op's defaults are filled in). Pattern files use it: written attrs must match. */
+    gr_map *written_attrs;
+} ir_parse_opts;
+gr_status ir_parse_module_opts(ir_ctx_t *ctx, const char *name, const char *text, size_t len,
+                               const ir_parse_opts *opts, ir_module **out, gr_diag *diag);
+
 #endif
