@@ -68,6 +68,7 @@ typedef struct parser {
     gr_map sigmap;               /* interned function name -> index + 1 in sigs */
     ir_sbuf sbuf;
     char name[256];              /* dotted names */
+    gr_map *written_attrs;       /* ir_parse_opts.written_attrs (NULL: not recorded) */
 } parser;
 
 /* ---- errors ---- */
@@ -1101,6 +1102,9 @@ static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
     ir_call *c = ir_call_new(p->ctx, &ir_op_get_def(p->ctx, def)->base, nargs,
                              p->estack.data + emark, attrs, p->sstack.len - smark,
                              p->sstack.data + smark, NULL);
+    if (p->written_attrs && nk)
+        gr_map_put(p->written_attrs, GR_MAP_PTR(c),
+                   GR_MAP_PTR(ir_attrs_new(p->ctx, nk, p->kstack.data + kmark, p->vstack.data + vmark)));
     result = &c->base;
 out:
     p->estack.len = emark;
@@ -2022,6 +2026,11 @@ static bool parse_module_body(parser *p) {
 
 gr_status ir_parse_module(ir_ctx_t *ctx, const char *name, const char *text, size_t len,
                           ir_module **out, gr_diag *diag) {
+    return ir_parse_module_opts(ctx, name, text, len, NULL, out, diag);
+}
+
+gr_status ir_parse_module_opts(ir_ctx_t *ctx, const char *name, const char *text, size_t len,
+                               const ir_parse_opts *opts, ir_module **out, gr_diag *diag) {
     *out = NULL;
     parser *p = gr_xcalloc(1, sizeof(*p));
     p->ctx = ctx;
@@ -2034,6 +2043,7 @@ gr_status ir_parse_module(ir_ctx_t *ctx, const char *name, const char *text, siz
     gr_map_init(&p->opcache);
     gr_map_init(&p->sigmap);
     p->mod = ir_module_new(ctx);
+    p->written_attrs = opts ? opts->written_attrs : NULL;
     bool ok = parse_module_body(p);
     if (!ok && !p->failed) perr(p, NULL, GR_ERR_PARSE, "parse failed");
     gr_status st = ok ? GR_OK : (diag && diag->code != GR_OK ? diag->code : GR_ERR_PARSE);
