@@ -417,11 +417,13 @@ static gr_status k_predicate(const rt_kernel_call *c, rt_value *out, gr_diag *d)
     if (rt_is_f32(x->dl.dtype)) {
         const float *v = x->dl.data;
         for (int64_t i = 0; i < n; i++)
-            y[i] = which == 0 ? isnan(v[i]) : which == 1 ? isinf(v[i]) : which == 2 ? isfinite(v[i]) : v[i] == 0;
+            y[i] = which == 0 ? isnan(v[i]) != 0 : which == 1 ? isinf(v[i]) != 0
+                 : which == 2 ? isfinite(v[i]) != 0 : v[i] == 0;
     } else {
         for (int64_t i = 0; i < n; i++) {
             double v = rt_tensor_get_f64(x, i);
-            y[i] = which == 0 ? isnan(v) : which == 1 ? isinf(v) : which == 2 ? isfinite(v) : v == 0;
+            y[i] = which == 0 ? isnan(v) != 0 : which == 1 ? isinf(v) != 0
+                 : which == 2 ? isfinite(v) != 0 : v == 0; /* glibc isinf returns -1 for -inf */
         }
     }
     *out = rt_value_tensor(o);

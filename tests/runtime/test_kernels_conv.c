@@ -297,6 +297,50 @@ Test(kernels_conv, conv1d_vs_naive) {
     }
 }
 
+Test(kernels_conv, conv1d_transpose_vs_naive) {
+    for (int t = 0; t < 10; t++) {
+        conv_case k = {0};
+        k.groups = kt_randint(1, 2);
+        k.N = 1;
+        k.H = 1;
+        k.KH = 1;
+        k.sh = k.dh = 1;
+        k.C = k.groups * kt_randint(1, 3);
+        k.O = k.groups * kt_randint(1, 3);
+        k.KW = kt_randint(1, 5);
+        k.sw = kt_randint(1, 3);
+        k.dw = kt_randint(1, 2);
+        k.pl = kt_randint(0, k.KW - 1);
+        k.pr = kt_randint(0, k.KW - 1);
+        k.opw = kt_randint(0, k.sw - 1);
+        k.W = kt_randint(2, 12);
+        run_conv_case(&k, true, true);
+    }
+}
+
+Test(kernels_conv, pool1d_and_adaptive) {
+    rt_tensor *x = kt_tensor(KT_F32, KSHAPE(1, 1, 5), KVALS(1, 5, 2, 8, 3));
+    rt_value o;
+    rt_tensor *r = kt_ok("relax.nn.max_pool1d", 2, KV({"pool_size", KI(2)}, {"strides", KI(2)}), KARGS(kt_val(x)), 1, &o);
+    kt_assert_shape(r, KSHAPE(1, 1, 2));
+    kt_assert_vals(r, 2, KVALS(5, 8));
+    rt_value_clear(&o);
+    r = kt_ok("relax.nn.avg_pool1d", 3, KV({"pool_size", KI(3)}, {"padding", KI(1, 1)}, {"count_include_pad", ir_attr_bool(false)}), KARGS(kt_val(x)), 1, &o);
+    kt_assert_close(r, KVALS(3, 8.0 / 3, 5, 13.0 / 3, 5.5), 5, 1e-6, 0);
+    rt_value_clear(&o);
+    r = kt_ok("relax.nn.adaptive_avg_pool1d", 1, KV({"output_size", KI(2)}), KARGS(kt_val(x)), 1, &o);
+    kt_assert_shape(r, KSHAPE(1, 1, 2));
+    kt_assert_close(r, KVALS(8.0 / 3, 13.0 / 3), 2, 1e-6, 0); /* windows [0,3) and [2,5) */
+    rt_value_clear(&o);
+    rt_tensor *y = kt_tensor(KT_F32, KSHAPE(1, 1, 2, 3), KVALS(1, 9, 2, 4, 3, 7));
+    r = kt_ok("relax.nn.adaptive_max_pool2d", 1, KV({"output_size", KI(1, 2)}), KARGS(kt_val(y)), 1, &o);
+    kt_assert_shape(r, KSHAPE(1, 1, 1, 2));
+    kt_assert_vals(r, 2, KVALS(9, 9)); /* column windows [0,2) and [1,3) */
+    rt_value_clear(&o);
+    rt_tensor_release(x);
+    rt_tensor_release(y);
+}
+
 Test(kernels_conv, conv_errors) {
     rt_tensor *x = kt_rand(KSHAPE(1, 3, 8, 8)), *w = kt_rand(KSHAPE(4, 2, 3, 3));
     rt_tensor *big = kt_rand(KSHAPE(4, 3, 9, 9)), *x3 = kt_rand(KSHAPE(3, 8, 8));

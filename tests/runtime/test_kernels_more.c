@@ -1,0 +1,184 @@
+/* The remaining kernels: more unary math and activations, predicates, bitwise and modulo ops,
+ * rms_norm, std, cumprod, *_like creation, triu, shape/tensor conversions, dynamic slices,
+ * gather_nd with batch dims, scatter_nd. Hand-computed values or libm references. */
+#include "kernels_test_util.h"
+
+TestSuite(kernels_more, .init = kt_setup, .fini = kt_teardown);
+
+static double r_relu6(double x) { return x < 0 ? 0 : x > 6 ? 6 : x; }
+static double r_selu(double x) { return 1.0507009873554805 * (x > 0 ? x : 1.6732632423543772 * (exp(x) - 1)); }
+static double r_softplus(double x) { return log1p(exp(x)); }
+
+Test(kernels_more, more_unary_vs_libm) {
+    static const struct { const char *op; double (*f)(double); double lo, hi; } cases[] = {
+        {"relax.nn.relu6", r_relu6, -8, 8}, {"relax.nn.selu", r_selu, -3, 3},
+        {"relax.nn.softplus", r_softplus, -5, 5}, {"relax.tan", tan, -1, 1},
+        {"relax.asin", asin, -0.9, 0.9}, {"relax.acos", acos, -0.9, 0.9},
+        {"relax.atan", atan, -5, 5}, {"relax.sinh", sinh, -3, 3}, {"relax.cosh", cosh, -3, 3},
+        {"relax.asinh", asinh, -5, 5}, {"relax.acosh", acosh, 1.1, 5},
+        {"relax.atanh", atanh, -0.9, 0.9}, {"relax.trunc", trunc, -5, 5},
+        {"relax.log2", log2, 0.1, 9}, {"relax.log10", log10, 0.1, 9},
+        {"relax.log1p", log1p, -0.5, 9}, {"relax.exp2", exp2, -5, 5},
+        {"relax.sqrt", sqrt, 0, 9},
+    };
+    double v[50], want[50];
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        for (int i = 0; i < 50; i++) v[i] = (float)(cases[k].lo + (cases[k].hi - cases[k].lo) * i / 49.0);
+        rt_tensor *x = kt_tensor(KT_F32, KSHAPE(50), v);
+        rt_value o;
+        gr_diag d;
+        if (kt_run(cases[k].op, 0, NULL, KARGS(kt_val(x)), 1, &o, &d) != GR_OK)
+            cr_assert_fail("%s: %s", cases[k].op, d.msg);
+        for (int i = 0; i < 50; i++) want[i] = cases[k].f(v[i]);
+        kt_assert_close(o.u.t, want, 50, 1e-5, 1e-6);
+        rt_value_clear(&o);
+        /* float64 goes through the double loops */
+        rt_tensor *x64 = kt_tensor(KT_F64, KSHAPE(50), v);
+        rt_tensor *r = kt_ok(cases[k].op, 0, NULL, KARGS(kt_val(x64)), 1, &o);
+        cr_assert_eq(r->dl.dtype.bits, 64);
+        kt_assert_close(r, want, 50, 1e-12, 1e-12);
+        rt_value_clear(&o);
+        rt_tensor_release(x);
+        rt_tensor_release(x64);
+    }
+}
+
+Test(kernels_more, predicates_and_bitwise) {
+    rt_tensor *x = kt_tensor(KT_F32, KSHAPE(4), KVALS(1, NAN, INFINITY, -INFINITY));
+    rt_value o;
+    kt_assert_vals(kt_ok("relax.isnan", 0, NULL, KARGS(kt_val(x)), 1, &o), 4, KVALS(0, 1, 0, 0));
+    rt_value_clear(&o);
+    kt_assert_vals(kt_ok("relax.isinf", 0, NULL, KARGS(kt_val(x)), 1, &o), 4, KVALS(0, 0, 1, 1));
+    rt_value_clear(&o);
+    kt_assert_vals(kt_ok("relax.isfinite", 0, NULL, KARGS(kt_val(x)), 1, &o), 4, KVALS(1, 0, 0, 0));
+    rt_value_clear(&o);
+    rt_tensor *a = kt_tensor(KT_I32, KSHAPE(3), KVALS(12, 10, -1));
+    rt_tensor *b = kt_tensor(KT_I32, KSHAPE(3), KVALS(10, 3, 1));
+    kt_assert_vals(kt_ok("relax.bitwise_and", 0, NULL, KARGS(kt_val(a), kt_val(b)), 2, &o), 3, KVALS(8, 2, 1));
+    rt_value_clear(&o);
+    kt_assert_vals(kt_ok("relax.bitwise_or", 0, NULL, KARGS(kt_val(a), kt_val(b)), 2, &o), 3, KVALS(14, 11, -1));
+    rt_value_clear(&o);
+    kt_assert_vals(kt_ok("relax.bitwise_xor", 0, NULL, KARGS(kt_val(a), kt_val(b)), 2, &o), 3, KVALS(6, 9, -2));
+    rt_value_clear(&o);
+    kt_assert_vals(kt_ok("relax.bitwise_not", 0, NULL, KARGS(kt_val(a)), 1, &o), 3, KVALS(-13, -11, 0));
+    rt_value_clear(&o);
+    kt_assert_vals(kt_ok("relax.left_shift", 0, NULL, KARGS(kt_val(b), kt_val(b)), 2, &o), 3, KVALS(10240, 24, 2));
+    rt_value_clear(&o);
+    gr_diag d;
+    cr_assert_eq(kt_run("relax.bitwise_and", 0, NULL, KARGS(kt_val(x), kt_val(x)), 2, &o, &d), GR_ERR_INVALID);
+    /* modulo: truncated (mod) and floored (floor_mod), ints and floats */
+    rt_tensor *m = kt_tensor(KT_I64, KSHAPE(4), KVALS(7, -7, 7, -7));
+    rt_tensor *n = kt_tensor(KT_I64, KSHAPE(4), KVALS(3, 3, -3, -3));
+    kt_assert_vals(kt_ok("relax.mod", 0, NULL, KARGS(kt_val(m), kt_val(n)), 2, &o), 4, KVALS(1, -1, 1, -1));
+    rt_value_clear(&o);
+    kt_assert_vals(kt_ok("relax.floor_mod", 0, NULL, KARGS(kt_val(m), kt_val(n)), 2, &o), 4, KVALS(1, 2, -2, -1));
+    rt_value_clear(&o);
+    rt_tensor *mf = kt_tensor(KT_F32, KSHAPE(2), KVALS(-7.5, 7.5));
+    rt_tensor *nf = kt_tensor(KT_F32, KSHAPE(2), KVALS(2, -2));
+    kt_assert_vals(kt_ok("relax.floor_mod", 0, NULL, KARGS(kt_val(mf), kt_val(nf)), 2, &o), 2, KVALS(0.5, -0.5));
+    rt_value_clear(&o);
+    kt_assert_vals(kt_ok("relax.mod", 0, NULL, KARGS(kt_val(mf), kt_val(nf)), 2, &o), 2, KVALS(-1.5, 1.5));
+    rt_value_clear(&o);
+    rt_tensor_release(x);
+    rt_tensor_release(a);
+    rt_tensor_release(b);
+    rt_tensor_release(m);
+    rt_tensor_release(n);
+    rt_tensor_release(mf);
+    rt_tensor_release(nf);
+}
+
+Test(kernels_more, rms_norm_std_cumprod) {
+    rt_tensor *x = kt_tensor(KT_F32, KSHAPE(2, 2), KVALS(3, 4, 1, -1));
+    rt_tensor *w = kt_tensor(KT_F32, KSHAPE(2), KVALS(1, 2));
+    rt_value o;
+    rt_tensor *r = kt_ok("relax.nn.rms_norm", 0, NULL, KARGS(kt_val(x), kt_val(w)), 2, &o);
+    double r0 = sqrt(12.5 + 1e-5), r1 = sqrt(1 + 1e-5);
+    kt_assert_close(r, KVALS(3 / r0, 8 / r0, 1 / r1, -2 / r1), 4, 1e-5, 1e-6);
+    rt_value_clear(&o);
+    r = kt_ok("relax.std", 1, KV({"axis", KI(1)}), KARGS(kt_val(x)), 1, &o);
+    kt_assert_close(r, KVALS(0.5, 1), 2, 1e-6, 0);
+    rt_value_clear(&o);
+    r = kt_ok("relax.cumprod", 1, KV({"axis", ir_attr_int(1)}), KARGS(kt_val(x)), 1, &o);
+    kt_assert_vals(r, 4, KVALS(3, 12, 1, -1));
+    rt_value_clear(&o);
+    r = kt_ok("relax.cumsum", 0, NULL, KARGS(kt_val(x)), 1, &o); /* axis None: flattened */
+    kt_assert_shape(r, KSHAPE(4));
+    kt_assert_vals(r, 4, KVALS(3, 7, 8, 7));
+    rt_value_clear(&o);
+    rt_tensor_release(x);
+    rt_tensor_release(w);
+}
+
+Test(kernels_more, like_creation_triu_shapes) {
+    rt_tensor *x = kt_tensor(KT_I32, KSHAPE(2, 3), KVALS(1, 2, 3, 4, 5, 6));
+    rt_value o;
+    rt_tensor *r = kt_ok("relax.zeros_like", 0, NULL, KARGS(kt_val(x)), 1, &o);
+    kt_assert_shape(r, KSHAPE(2, 3));
+    cr_assert_eq(r->dl.dtype.bits, 32);
+    kt_assert_vals(r, 6, KVALS(0, 0, 0, 0, 0, 0));
+    rt_value_clear(&o);
+    r = kt_ok("relax.ones_like", 1, KV({"dtype", ir_attr_dtype(IR_DTYPE_F32)}), KARGS(kt_val(x)), 1, &o);
+    cr_assert_eq(r->dl.dtype.code, kDLFloat);
+    kt_assert_vals(r, 6, KVALS(1, 1, 1, 1, 1, 1));
+    rt_value_clear(&o);
+    r = kt_ok("relax.full_like", 0, NULL, KARGS(kt_val(x), kt_int(7)), 2, &o);
+    kt_assert_vals(r, 6, KVALS(7, 7, 7, 7, 7, 7));
+    rt_value_clear(&o);
+    gr_diag d;
+    cr_assert_eq(kt_run("relax.triu", 1, KV({"k", ir_attr_int(1)}), KARGS(kt_val(x)), 1, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_vals(o.u.t, 6, KVALS(0, 2, 3, 0, 0, 6));
+    rt_value_clear(&o);
+    cr_assert_eq(kt_run("relax.shape_of", 0, NULL, KARGS(kt_val(x)), 1, &o, &d), GR_OK);
+    rt_value args[1] = {o};
+    r = kt_ok("relax.shape_to_tensor", 0, NULL, args, 1, &o);
+    cr_assert_eq(r->dl.dtype.bits, 64);
+    kt_assert_vals(r, 2, KVALS(2, 3));
+    rt_value t2s;
+    cr_assert_eq(kt_run("relax.tensor_to_shape", 0, NULL, KARGS(kt_val(r)), 1, &t2s, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(t2s.kind, RT_VAL_SHAPE);
+    cr_assert_eq(t2s.u.shape.ndim, 2);
+    cr_assert_eq(t2s.u.shape.dims[0], 2);
+    cr_assert_eq(t2s.u.shape.dims[1], 3);
+    rt_value_clear(&o);
+    rt_tensor_release(x);
+}
+
+Test(kernels_more, dynamic_slice_gather_nd_scatter_nd) {
+    double v[12];
+    for (int i = 0; i < 12; i++) v[i] = i;
+    rt_tensor *x = kt_tensor(KT_F32, KSHAPE(3, 4), v);
+    rt_tensor *b = kt_tensor(KT_I64, KSHAPE(2), KVALS(2, 3)), *e = kt_tensor(KT_I64, KSHAPE(2), KVALS(-4, 0));
+    rt_tensor *s = kt_tensor(KT_I64, KSHAPE(2), KVALS(-1, -2));
+    rt_value o;
+    gr_diag d;
+    cr_assert_eq(kt_run("relax.dynamic_strided_slice", 0, NULL, KARGS(kt_val(x), kt_val(b), kt_val(e), kt_val(s)), 4, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_shape(o.u.t, KSHAPE(3, 2));
+    kt_assert_vals(o.u.t, 6, KVALS(11, 9, 7, 5, 3, 1));
+    rt_value_clear(&o);
+    /* gather_nd with batch_dims = 1: per row pick one column */
+    rt_tensor *ind = kt_tensor(KT_I64, KSHAPE(3, 1), KVALS(1, 3, 0));
+    cr_assert_eq(kt_run("relax.gather_nd", 1, KV({"batch_dims", ir_attr_int(1)}), KARGS(kt_val(x), kt_val(ind)), 2, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_shape(o.u.t, KSHAPE(3));
+    kt_assert_vals(o.u.t, 3, KVALS(1, 7, 8));
+    rt_value_clear(&o);
+    /* scatter_nd: rows 2 and 0 replaced, then added */
+    rt_tensor *si = kt_tensor(KT_I64, KSHAPE(2, 1), KVALS(2, 0));
+    rt_tensor *up = kt_tensor(KT_F32, KSHAPE(2, 4), KVALS(-1, -1, -1, -1, 5, 5, 5, 5));
+    cr_assert_eq(kt_run("relax.scatter_nd", 0, NULL, KARGS(kt_val(x), kt_val(si), kt_val(up)), 3, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_vals(o.u.t, 12, KVALS(5, 5, 5, 5, 4, 5, 6, 7, -1, -1, -1, -1));
+    rt_value_clear(&o);
+    cr_assert_eq(kt_run("relax.scatter_nd", 1, KV({"reduction", ir_attr_str(kt_ctx, "add")}), KARGS(kt_val(x), kt_val(si), kt_val(up)), 3, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_vals(o.u.t, 12, KVALS(5, 6, 7, 8, 4, 5, 6, 7, 7, 8, 9, 10));
+    rt_value_clear(&o);
+    rt_tensor *bad = kt_tensor(KT_I64, KSHAPE(1, 1), KVALS(3));
+    cr_assert_eq(kt_run("relax.scatter_nd", 0, NULL, KARGS(kt_val(x), kt_val(bad), kt_val(up)), 3, &o, &d), GR_ERR_INVALID);
+    rt_tensor_release(x);
+    rt_tensor_release(b);
+    rt_tensor_release(e);
+    rt_tensor_release(s);
+    rt_tensor_release(ind);
+    rt_tensor_release(si);
+    rt_tensor_release(up);
+    rt_tensor_release(bad);
+}
