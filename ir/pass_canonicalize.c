@@ -31,12 +31,11 @@ static bool canon_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, b
             gr_map_get_or(&r->uses, GR_MAP_PTR(src), 0) == 1) {
             /* gv = lv, lv used only here: lv's binding now defines gv. */
             ir_binding *ob = &r->out->data[i];
-            const ir_span *sp = ir_span_concat(r->ctx, ob->value->span, b->var->base.span);
             ob->var = b->var;
             gr_map_put(&r->out_pos, GR_MAP_PTR(b->var), ((uint64_t)r->block_serial << 32) | (uint32_t)(i + 1));
             gr_map_put(&r->remap, GR_MAP_PTR(src), GR_MAP_PTR(b->var)); /* for var_map */
             gr_map_put(&r->defs, GR_MAP_PTR(b->var), GR_MAP_PTR(ob->value));
-            if (sp != ob->value->span) pu_set_out_span(r, i, sp);
+            pu_merge_span(r, i, b->var->base.span);
             return true;
         }
         pu_alias(r, b, value, NULL);

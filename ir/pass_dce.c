@@ -1,6 +1,7 @@
 /* DeadCodeElimination: drops bindings whose var is never used and whose value has no side
- * effect (to a fixed point), and blocks left empty. Spans of dropped bindings go with them:
- * that layer's work is really gone. */
+ * effect, and blocks left empty. One backward sweep finds every dead binding (removing one
+ * releases the uses it made, so chains of dead code go at once); one rewrite drops them. Spans
+ * of dropped bindings go with them: that layer's work is really gone. */
 #include "ir/op.h"
 #include "ir/pass_impl.h"
 
@@ -11,34 +12,57 @@ static bool removable(const ir_expr *v) {
     return c->callee->kind == IR_GVAR;  /* externs and closures may have effects */
 }
 
+typedef struct dce_state {
+    gr_map dead;                  /* binding var -> 1 */
+} dce_state;
+
+/* Backward sweep over a seq (and the seqs nested in if branches of live bindings). */
+static void mark(pu_rewriter *r, dce_state *s, const ir_expr *e) {
+    if (!e) return;
+    if (e->kind == IR_IF) {
+        mark(r, s, ((const ir_if *)e)->then_branch);
+        mark(r, s, ((const ir_if *)e)->else_branch);
+        return;
+    }
+    if (e->kind != IR_SEQ) return;
+    const ir_seq *q = (const ir_seq *)e;
+    for (uint32_t i = q->nblocks; i-- > 0;) {
+        const ir_block *blk = q->blocks[i];
+        for (uint32_t j = blk->n; j-- > 0;) {
+            const ir_binding *b = &blk->bindings[j];
+            if (gr_map_get_or(&r->uses, GR_MAP_PTR(b->var), 0) == 0 && removable(b->value)) {
+                gr_map_put(&s->dead, GR_MAP_PTR(b->var), 1);
+                pu_uncount(r, b->value);
+            } else {
+                mark(r, s, b->value);
+            }
+        }
+    }
+}
+
 static bool dce_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, bool dataflow) {
     (void)dataflow;
-    if (gr_map_get_or(&r->uses, GR_MAP_PTR(b->var), 0) == 0 && removable(value)) {
-        *(bool *)r->user = true;
-        return true;
-    }
-    pu_push(r, b->var, value, b->match_sinfo);
+    dce_state *s = r->user;
+    if (!gr_map_get(&s->dead, GR_MAP_PTR(b->var), NULL)) pu_push(r, b->var, value, b->match_sinfo);
     return true;
 }
 
 static gr_status dce_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod, const char *name,
                         ir_func *func, ir_func **out, gr_diag *diag) {
     (void)self, (void)name;
-    ir_func *cur = func;
-    for (;;) {
-        bool dropped = false;
-        pu_rewriter r;
-        pu_init(&r, mod->ctx, diag);
-        r.binding = dce_binding;
-        r.user = &dropped;
-        pu_count_uses(&r, cur);
-        ir_func *nf = pu_rewrite_func(&r, cur);
-        pu_finish(&r, pc);
-        if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
-        cur = nf;
-        if (!dropped) break;
-    }
-    *out = cur;
+    dce_state s;
+    gr_map_init(&s.dead);
+    pu_rewriter r;
+    pu_init(&r, mod->ctx, diag);
+    r.binding = dce_binding;
+    r.user = &s;
+    pu_count_uses(&r, func);
+    mark(&r, &s, func->body);
+    ir_func *nf = s.dead.len ? pu_rewrite_func(&r, func) : func;
+    pu_finish(&r, pc);
+    gr_map_free(&s.dead);
+    if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
+    *out = nf;
     return GR_OK;
 }
 

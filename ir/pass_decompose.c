@@ -27,7 +27,9 @@ static bool decompose_binding(pu_rewriter *r, const ir_binding *b, ir_expr *valu
     (void)dataflow;
     ir_call *bn = pu_op_call(value, "relax.nn.batch_norm");
     const ir_sinfo *xs = bn && bn->nargs == 5 ? bn->args[0]->sinfo : NULL;
-    if (!xs || xs->kind != IR_SINFO_TENSOR || xs->ndim < 1 || b->match_sinfo) {
+    /* A batch_norm nobody reads (FoldBatchNormIntoConv took its place) is left to DCE. */
+    bool dead = gr_map_get_or(&r->uses, GR_MAP_PTR(b->var), 0) == 0;
+    if (!xs || xs->kind != IR_SINFO_TENSOR || xs->ndim < 1 || b->match_sinfo || dead) {
         pu_push(r, b->var, value, b->match_sinfo);
         return true;
     }
@@ -63,6 +65,7 @@ static gr_status decompose_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_m
     pu_rewriter r;
     pu_init(&r, mod->ctx, diag);
     r.binding = decompose_binding;
+    pu_count_uses(&r, func);
     ir_func *nf = pu_rewrite_func(&r, func);
     pu_finish(&r, pc);
     if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;

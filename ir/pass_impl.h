@@ -7,6 +7,10 @@
 #include "ir/visit.h"
 
 typedef struct pu_rewriter pu_rewriter;
+struct pu_pending {
+    uint32_t idx, seq;
+    const ir_span *span;
+};
 struct pu_rewriter {
     ir_ctx_t *ctx;
     gr_diag *diag;
@@ -21,6 +25,7 @@ struct pu_rewriter {
     ir_binding_vec *out;       /* bindings of the block being rebuilt */
     bool dataflow;             /* the block being rebuilt is a dataflow block */
     uint32_t block_serial;     /* bumped at the start of every block */
+    GR_VEC(struct pu_pending) pending; /* span merges waiting for the end of the block */
     bool no_dataflow;          /* rebuild every block as a plain binding block */
 };
 
@@ -33,9 +38,8 @@ void pu_finish(pu_rewriter *r, ir_pass_ctx_t *pc);
 ir_func *pu_rewrite_func(pu_rewriter *r, ir_func *f);
 /* Substitutes remapped vars in e (rebuilding only what changed). */
 ir_expr *pu_subst(pu_rewriter *r, ir_expr *e);
-/* Appends a binding (value already normalized); when the value's span differs from the one the
- * var carried, a fresh var (same name, kind, struct info, new span) replaces it and later
- * uses are remapped. Returns the var bound. */
+/* Appends a binding (value already normalized). The var keeps its identity and its own span
+ * (the printer shows it as var_span when the value's span differs). Returns the var. */
 ir_var *pu_push(pu_rewriter *r, ir_var *var, ir_expr *value, const ir_sinfo *match_sinfo);
 /* Emits a nested expression in A-normal form: every non-leaf argument first gets a fresh
  * dataflow var (named `hint`, with the argument's span), then the root is bound to `var`.
@@ -45,14 +49,18 @@ ir_var *pu_emit_nested(pu_rewriter *r, ir_var *var, ir_expr *value, const char *
 ir_expr *pu_normalize(pu_rewriter *r, ir_expr *e);
 /* Counts every use of every var in f into r->uses. */
 void pu_count_uses(pu_rewriter *r, const ir_func *f);
+/* Removes the uses made by e from r->uses (e is going away). */
+void pu_uncount(pu_rewriter *r, const ir_expr *e);
 /* The value bound to var in the rewritten function so far (NULL: a param or unknown). */
 ir_expr *pu_def(pu_rewriter *r, const ir_expr *var);
 /* Records that var is bound at the end of r->out (call after pushing to r->out directly). */
 void pu_note_pos(pu_rewriter *r, const ir_var *var);
 /* Index in r->out of the binding of var in the current block, or -1. */
 int pu_out_index(pu_rewriter *r, const ir_var *var);
-/* Replaces the value of r->out[i] by one carrying `span` (rebuilt shallow copy). */
-void pu_set_out_span(pu_rewriter *r, int i, const ir_span *span);
+/* Adds `span` to the span of r->out[i]'s value. Merges are applied once per binding when the
+ * block ends (many duplicates folding into one binding would otherwise rebuild a growing
+ * SequentialSpan each time). */
+void pu_merge_span(pu_rewriter *r, int i, const ir_span *span);
 
 /* Binding b becomes an alias of `target` (a var or leaf): later uses of b's var read target and
  * the binding goes away, its span merged into target's binding when that is in the current

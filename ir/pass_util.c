@@ -22,6 +22,7 @@ void pu_deinit(pu_rewriter *r) {
     gr_map_free(&r->defs);
     gr_map_free(&r->uses);
     gr_map_free(&r->out_pos);
+    gr_vec_free(&r->pending);
 }
 
 void pu_finish(pu_rewriter *r, ir_pass_ctx_t *pc) {
@@ -35,6 +36,7 @@ static ir_expr *keep_sinfo(const ir_expr *old, ir_expr *nw) {
 }
 
 static ir_expr *rewrite_seq(pu_rewriter *r, ir_seq *seq);
+static void flush_pending(pu_rewriter *r, uint32_t base);
 
 /* Substitutes an array; a heap copy when something changed, else NULL. */
 static ir_expr **subst_array(pu_rewriter *r, ir_expr *const *xs, uint32_t n) {
@@ -103,19 +105,7 @@ ir_expr *pu_subst(pu_rewriter *r, ir_expr *e) {
     }
 }
 
-/* The binding being rewritten (so pu_push can tell a new value from the original). */
-static _Thread_local const ir_binding *g_cur;
-
 ir_var *pu_push(pu_rewriter *r, ir_var *var, ir_expr *value, const ir_sinfo *match_sinfo) {
-    bool changed = !g_cur || g_cur->var != var || g_cur->value != value;
-    if (changed && value->span && value->span != var->base.span && !match_sinfo) {
-        /* The var names what it holds: a new value from other layers gets a new var. */
-        ir_var *nv = var->base.kind == IR_DFVAR
-                         ? ir_dfvar_new(r->ctx, var->name, var->base.sinfo, value->span)
-                         : ir_var_new(r->ctx, var->name, var->base.sinfo, value->span);
-        gr_map_put(&r->remap, GR_MAP_PTR(var), GR_MAP_PTR(nv));
-        var = nv;
-    }
     ir_binding b = {var, value, match_sinfo};
     gr_vec_push(r->out, b);
     gr_map_put(&r->defs, GR_MAP_PTR(var), GR_MAP_PTR(value));
@@ -196,7 +186,6 @@ static bool same_bindings(const ir_block *b, const ir_binding_vec *v) {
 static ir_expr *rewrite_seq(pu_rewriter *r, ir_seq *seq) {
     ir_binding_vec *saved_out = r->out;
     bool saved_df = r->dataflow;
-    const ir_binding *saved_cur = g_cur;
     bool changed = false;
     const ir_block **blocks = gr_xmalloc(sizeof(*blocks) * (seq->nblocks + 1));
     uint32_t nb = 0;
@@ -207,20 +196,21 @@ static ir_expr *rewrite_seq(pu_rewriter *r, ir_seq *seq) {
         r->out = &out;
         r->dataflow = blk->dataflow;
         r->block_serial++;
+        uint32_t pending_base = r->pending.len;
         for (uint32_t j = 0; j < blk->n; j++) {
             const ir_binding *b = &blk->bindings[j];
             ir_expr *v = pu_subst(r, b->value);
             if (!v) goto fail;
-            g_cur = b;
             bool ok = true;
             if (r->binding) ok = r->binding(r, b, v, blk->dataflow);
             else pu_push(r, b->var, v, b->match_sinfo);
-            g_cur = NULL;
             if (!ok) {
                 gr_vec_free(&out);
+                r->pending.len = pending_base;
                 goto fail;
             }
         }
+        flush_pending(r, pending_base);
         if (same_bindings(blk, &out) && !(blk->dataflow && r->no_dataflow)) {
             blocks[nb++] = blk;
         } else {
@@ -231,7 +221,6 @@ static ir_expr *rewrite_seq(pu_rewriter *r, ir_seq *seq) {
     }
     r->out = saved_out;
     r->dataflow = saved_df;
-    g_cur = saved_cur;
     ir_expr *body = pu_subst(r, seq->body);
     if (!body) goto fail_restored;
     if (!changed && body == seq->body) {
@@ -245,7 +234,6 @@ static ir_expr *rewrite_seq(pu_rewriter *r, ir_seq *seq) {
 fail:
     r->out = saved_out;
     r->dataflow = saved_df;
-    g_cur = saved_cur;
 fail_restored:
     free(blocks);
     return NULL;
@@ -261,47 +249,49 @@ ir_func *pu_rewrite_func(pu_rewriter *r, ir_func *f) {
 
 /* ---- uses ---- */
 
-static void count_expr(pu_rewriter *r, const ir_expr *e) {
+static void count_expr(pu_rewriter *r, const ir_expr *e, int64_t delta) {
     if (!e) return;
     switch ((ir_expr_kind)e->kind) {
     case IR_VAR: case IR_DFVAR:
-        gr_map_put(&r->uses, GR_MAP_PTR(e), gr_map_get_or(&r->uses, GR_MAP_PTR(e), 0) + 1);
+        gr_map_put(&r->uses, GR_MAP_PTR(e), (uint64_t)((int64_t)gr_map_get_or(&r->uses, GR_MAP_PTR(e), 0) + delta));
         break;
     case IR_CALL: {
         const ir_call *c = (const ir_call *)e;
-        count_expr(r, c->callee);
-        for (uint32_t i = 0; i < c->nargs; i++) count_expr(r, c->args[i]);
+        count_expr(r, c->callee, delta);
+        for (uint32_t i = 0; i < c->nargs; i++) count_expr(r, c->args[i], delta);
         break;
     }
     case IR_TUPLE: {
         const ir_tuple *t = (const ir_tuple *)e;
-        for (uint32_t i = 0; i < t->n; i++) count_expr(r, t->fields[i]);
+        for (uint32_t i = 0; i < t->n; i++) count_expr(r, t->fields[i], delta);
         break;
     }
-    case IR_TGI: count_expr(r, ((const ir_tgi *)e)->tuple); break;
+    case IR_TGI: count_expr(r, ((const ir_tgi *)e)->tuple, delta); break;
     case IR_IF: {
         const ir_if *f = (const ir_if *)e;
-        count_expr(r, f->cond);
-        count_expr(r, f->then_branch);
-        count_expr(r, f->else_branch);
+        count_expr(r, f->cond, delta);
+        count_expr(r, f->then_branch, delta);
+        count_expr(r, f->else_branch, delta);
         break;
     }
     case IR_SEQ: {
         const ir_seq *q = (const ir_seq *)e;
         for (uint32_t i = 0; i < q->nblocks; i++)
-            for (uint32_t j = 0; j < q->blocks[i]->n; j++) count_expr(r, q->blocks[i]->bindings[j].value);
-        count_expr(r, q->body);
+            for (uint32_t j = 0; j < q->blocks[i]->n; j++) count_expr(r, q->blocks[i]->bindings[j].value, delta);
+        count_expr(r, q->body, delta);
         break;
     }
-    case IR_FUNC: count_expr(r, ((const ir_func *)e)->body); break;
+    case IR_FUNC: count_expr(r, ((const ir_func *)e)->body, delta); break;
     default: break;
     }
 }
 
 void pu_count_uses(pu_rewriter *r, const ir_func *f) {
     gr_map_clear(&r->uses);
-    count_expr(r, f->body);
+    count_expr(r, f->body, 1);
 }
+
+void pu_uncount(pu_rewriter *r, const ir_expr *e) { count_expr(r, e, -1); }
 
 ir_expr *pu_def(pu_rewriter *r, const ir_expr *var) {
     uint64_t v;
@@ -321,11 +311,40 @@ int pu_out_index(pu_rewriter *r, const ir_var *var) {
     return i < r->out->len && r->out->data[i].var == var ? (int)i : -1;
 }
 
-void pu_set_out_span(pu_rewriter *r, int i, const ir_span *span) {
-    ir_binding *b = &r->out->data[i];
-    if (b->value->span == span) return;
-    b->value = ir_expr_with_span(r->ctx, b->value, span);
-    gr_map_put(&r->defs, GR_MAP_PTR(b->var), GR_MAP_PTR(b->value));
+void pu_merge_span(pu_rewriter *r, int i, const ir_span *span) {
+    if (!span || i < 0) return;
+    struct pu_pending p = {(uint32_t)i, r->pending.len, span};
+    gr_vec_push(&r->pending, p);
+}
+
+static int cmp_pending(const void *a, const void *b) {
+    const struct pu_pending *x = a, *y = b;
+    if (x->idx != y->idx) return x->idx < y->idx ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Applies the span merges recorded since `base` to r->out. */
+static void flush_pending(pu_rewriter *r, uint32_t base) {
+    uint32_t n = r->pending.len - base;
+    if (!n) return;
+    struct pu_pending *p = r->pending.data + base;
+    qsort(p, n, sizeof(*p), cmp_pending);
+    const ir_span **parts = gr_xmalloc(sizeof(*parts) * (n + 1));
+    for (uint32_t i = 0; i < n;) {
+        uint32_t j = i, k = 0;
+        ir_binding *b = &r->out->data[p[i].idx];
+        parts[k++] = b->value->span;
+        for (; j < n && p[j].idx == p[i].idx; j++)
+            if (p[j].span != parts[k - 1]) parts[k++] = p[j].span;
+        const ir_span *sp = ir_span_seq(r->ctx, parts, k);
+        if (sp != b->value->span) {
+            b->value = ir_expr_with_span(r->ctx, b->value, sp);
+            gr_map_put(&r->defs, GR_MAP_PTR(b->var), GR_MAP_PTR(b->value));
+        }
+        i = j;
+    }
+    free(parts);
+    r->pending.len = base;
 }
 
 void pu_alias(pu_rewriter *r, const ir_binding *b, ir_expr *target, const ir_span *extra_span) {
@@ -337,6 +356,10 @@ void pu_alias(pu_rewriter *r, const ir_binding *b, ir_expr *target, const ir_spa
         chain = ir_span_concat(r->ctx, chain, target->span);
         target = d;
     }
+    /* Equal pointers are common (a var and its value share a span): drop them before
+     * canonicalizing. */
+    if (extra_span == b->var->base.span) extra_span = NULL;
+    if (chain == b->var->base.span || chain == extra_span) chain = NULL;
     const ir_span *parts[3] = {b->var->base.span, extra_span, chain};
     const ir_span *sp = ir_span_seq(r->ctx, parts, 3);
     bool escapes = b->var->base.kind == IR_VAR && target->kind == IR_DFVAR;
@@ -361,7 +384,7 @@ void pu_alias(pu_rewriter *r, const ir_binding *b, ir_expr *target, const ir_spa
     if (ir_is_var(target))
         gr_map_put(&r->uses, GR_MAP_PTR(target),
                    gr_map_get_or(&r->uses, GR_MAP_PTR(target), 0) + gr_map_get_or(&r->uses, GR_MAP_PTR(b->var), 0));
-    if (i >= 0 && sp) pu_set_out_span(r, i, ir_span_concat(r->ctx, r->out->data[i].value->span, sp));
+    if (i >= 0 && sp) pu_merge_span(r, i, sp);
 }
 
 /* ---- small builders ---- */

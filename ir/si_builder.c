@@ -138,26 +138,67 @@ ir_expr *ir_si_fill(ir_ctx_t *ctx, const ir_span *span, ir_expr *entry, ir_expr 
 
 /* ---- collapse ---- */
 
+/* Collapses visit small subgraphs: the seen set and the span list start on the stack and move
+ * to the heap only when they outgrow it. */
+enum { SMALL = 32 };
+
 typedef struct collapse_state {
     ir_expr *const *inputs;
     uint32_t ninputs;
     const gr_map *bindings;
-    gr_map seen;
-    GR_VEC(const ir_span *) spans;
+    const ir_expr *seen_small[SMALL];
+    uint32_t nseen;
+    gr_map seen;                    /* used once nseen reaches SMALL */
+    const ir_span *spans_small[SMALL];
+    GR_VEC(const ir_span *) spans;  /* used once the small list is full */
+    uint32_t nspans;
 } collapse_state;
+
+/* Marks e seen; false when it already was. */
+static bool see(collapse_state *s, const ir_expr *e) {
+    for (uint32_t i = 0; i < s->nseen && i < SMALL; i++)
+        if (s->seen_small[i] == e) return false;
+    if (s->nseen < SMALL) {
+        s->seen_small[s->nseen++] = e;
+        return true;
+    }
+    if (gr_map_get(&s->seen, GR_MAP_PTR(e), NULL)) return false;
+    gr_map_put(&s->seen, GR_MAP_PTR(e), 1);
+    return true;
+}
+
+static void add_span(collapse_state *s, const ir_span *sp) {
+    /* Same span pointer already listed (a var and its value share one): the canonical list
+     * keeps the first occurrence anyway, and skipping it here saves ir_span_seq the work. */
+    for (uint32_t i = 0; i < s->nspans && i < SMALL; i++)
+        if (s->spans_small[i] == sp) return;
+    if (s->nspans < SMALL) {
+        s->spans_small[s->nspans++] = sp;
+        return;
+    }
+    if (!s->spans.len)
+        for (uint32_t i = 0; i < SMALL; i++) gr_vec_push(&s->spans, s->spans_small[i]);
+    gr_vec_push(&s->spans, sp);
+    s->nspans++;
+}
 
 static void collapse_rec(collapse_state *s, ir_expr *e) {
     if (!e || e->kind == IR_OP || e->kind == IR_GVAR) return;
     if (is_input(s->inputs, s->ninputs, e)) return;
-    if (gr_map_get(&s->seen, GR_MAP_PTR(e), NULL)) return;
-    gr_map_put(&s->seen, GR_MAP_PTR(e), 1);
-    switch ((ir_expr_kind)e->kind) {
-    case IR_VAR: case IR_DFVAR: {
-        uint64_t v;
-        if (s->bindings && gr_map_get(s->bindings, GR_MAP_PTR(e), &v))
-            collapse_rec(s, (ir_expr *)(uintptr_t)v);
-        break;
+    uint64_t v = 0;
+    bool bound = ir_is_var(e) && s->bindings && gr_map_get(s->bindings, GR_MAP_PTR(e), &v);
+    bool leaf = !bound && (ir_is_var(e) || e->kind == IR_CONST || e->kind == IR_SHAPE ||
+                           e->kind == IR_PRIMVAL || e->kind == IR_STR);
+    /* Leaves have no children: only their span counts, and add_span already dedupes it. */
+    if (leaf) {
+        if (e->span) add_span(s, e->span);
+        return;
     }
+    if (!see(s, e)) return;
+    switch ((ir_expr_kind)e->kind) {
+    case IR_VAR: case IR_DFVAR:
+        collapse_rec(s, (ir_expr *)(uintptr_t)v);
+        break;
     case IR_CALL: {
         ir_call *c = (ir_call *)e;
         if (c->callee->kind == IR_EXTERN) collapse_rec(s, c->callee);
@@ -186,16 +227,22 @@ static void collapse_rec(collapse_state *s, ir_expr *e) {
     }
     default: break;
     }
-    if (e->span) gr_vec_push(&s->spans, e->span);   /* post-order: producers first */
+    if (e->span) add_span(s, e->span);   /* post-order: producers first */
 }
 
 const ir_span *ir_si_collapse_bound(ir_ctx_t *ctx, ir_expr *entry, ir_expr *const *inputs,
                                     uint32_t ninputs, const gr_map *bindings) {
     if (!entry || !ir_si_enabled()) return NULL;
-    collapse_state s = {inputs, ninputs, bindings, {0}, {0}};
+    collapse_state s;
+    s.inputs = inputs;
+    s.ninputs = ninputs;
+    s.bindings = bindings;
+    s.nseen = s.nspans = 0;
     gr_map_init(&s.seen);
+    memset(&s.spans, 0, sizeof(s.spans));
     collapse_rec(&s, entry);
-    const ir_span *r = ir_span_seq(ctx, s.spans.data, s.spans.len);
+    const ir_span *r = s.nspans <= SMALL ? ir_span_seq(ctx, s.spans_small, s.nspans)
+                                         : ir_span_seq(ctx, s.spans.data, s.spans.len);
     gr_map_free(&s.seen);
     gr_vec_free(&s.spans);
     return r;
