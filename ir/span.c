@@ -53,7 +53,12 @@ const ir_span *ir_span_seq(ir_ctx_t *ctx, const ir_span *const *parts, uint32_t 
     if (total == 0) return NULL;
     /* Already canonical parts (spans are only ever built here) need no work when alone. */
     if (total == only->n) return only;
-    ir_loc *locs = gr_xmalloc(sizeof(ir_loc) * total);
+    /* Small lists (the common case: a pass merging a few layers) stay on the stack and dedupe
+     * by a linear scan; the seen map only pays off for long ones. */
+    enum { SMALL_SEQ = 16 };
+    ir_loc small[SMALL_SEQ];
+    bool big = total > SMALL_SEQ;
+    ir_loc *locs = big ? gr_xmalloc(sizeof(ir_loc) * total) : small;
     uint32_t k = 0;
     gr_map seen; /* source pointer -> 1 (fast reject before the linear check) */
     gr_map_init(&seen);
@@ -62,7 +67,7 @@ const ir_span *ir_span_seq(ir_ctx_t *ctx, const ir_span *const *parts, uint32_t 
         for (uint32_t j = 0; j < parts[i]->n; j++) {
             const ir_loc *l = &parts[i]->locs[j];
             bool dup = false;
-            if (gr_map_get(&seen, GR_MAP_PTR(l->source), NULL)) {
+            if (!big || gr_map_get(&seen, GR_MAP_PTR(l->source), NULL)) {
                 for (uint32_t q = 0; q < k; q++) {
                     if (same_place(&locs[q], l)) {
                         locs[q].is_output |= l->is_output;
@@ -73,13 +78,13 @@ const ir_span *ir_span_seq(ir_ctx_t *ctx, const ir_span *const *parts, uint32_t 
             }
             if (!dup) {
                 locs[k++] = *l;
-                gr_map_put(&seen, GR_MAP_PTR(l->source), 1);
+                if (big) gr_map_put(&seen, GR_MAP_PTR(l->source), 1);
             }
         }
     }
     const ir_span *s = span_intern(ctx, locs, k);
     gr_map_free(&seen);
-    free(locs);
+    if (big) free(locs);
     return s;
 }
 
