@@ -73,6 +73,13 @@ void pat_match_result_free(pat_match_result *m);
 /* Matches p against e (a var of info's block is followed). info may be NULL (no following).
  * On success fills *out (reused between calls) and returns true; on failure *out is cleared. */
 bool pat_match(const pat_t *p, ir_expr *e, const pat_block_info *info, pat_match_result *out);
+/* Calls fn on each successful match, in search order, until fn returns true (accepted): the
+ * search backtracks into the remaining choices (other | branches, the smaller optional form,
+ * the other argument order, ...) when fn returns false. Returns whether a match was accepted;
+ * *out then holds it. The result given to fn is complete. */
+typedef bool (*pat_match_accept_fn)(const pat_match_result *m, void *user);
+bool pat_match_each(const pat_t *p, ir_expr *e, const pat_block_info *info, pat_match_result *out,
+                    pat_match_accept_fn fn, void *user);
 /* The unwrapped expression matched by sub-pattern p, or NULL when p took no part. */
 ir_expr *pat_match_get(const pat_match_result *m, const pat_t *p);
 /* The expression as it was reached (a var when the value was followed through a binding): use

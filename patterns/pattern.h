@@ -60,7 +60,8 @@ struct pat {
     uint32_t n;                   /* CALL args, TUPLE fields, OP names, SHAPE / HAS_SHAPE dims,
                                      FUNC params */
     const pat_t *const *subs;     /* CALL args, TUPLE fields, FUNC params */
-    const char *const *names;     /* OP: interned canonical names ("relax.nn.conv2d") */
+    const char *const *names;     /* OP: the op table's canonical names ("relax.nn.conv2d"):
+                                     compare with ir_op_def.name by pointer */
     const ir_prim *const *dims;   /* SHAPE, HAS_SHAPE (NULL entries: any dim) */
     int32_t ndim;                 /* HAS_SHAPE: rank, -1: any rank (then dims is NULL) */
     int32_t index;                /* TGI: -1 any */
