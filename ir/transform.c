@@ -288,7 +288,7 @@ static void registry_builtin(void) {
     static const ir_pass *const builtins[] = {
         &ir_pass_normalize, &ir_pass_canonicalize_bindings, &ir_pass_dce, &ir_pass_cse,
         &ir_pass_decompose_inference, &ir_pass_fold_bn_conv, &ir_pass_simplify_expr,
-        &ir_pass_to_non_dataflow, &ir_pass_bind_params_attr,
+        &ir_pass_to_non_dataflow, &ir_pass_bind_params_attr, &ir_pass_fold_constant,
     };
     for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++)
         gr_vec_push(&g_registry, builtins[i]);
@@ -323,12 +323,12 @@ const ir_pass *ir_pass_registry_at(uint32_t i) {
     return i < g_registry.len ? g_registry.data[i] : NULL;
 }
 
-/* The inference pipeline: fold batch norms into convs before decomposing the rest, simplify,
- * then clean up. */
+/* The inference pipeline: fold batch norms into convs before decomposing the rest, evaluate
+ * what became constant, simplify, then clean up. */
 static const ir_pass *const DEFAULT_PASSES[] = {
-    &ir_pass_normalize,   &ir_pass_fold_bn_conv, &ir_pass_decompose_inference,
-    &ir_pass_simplify_expr, &ir_pass_cse,        &ir_pass_canonicalize_bindings,
-    &ir_pass_dce,
+    &ir_pass_normalize,     &ir_pass_fold_bn_conv, &ir_pass_decompose_inference,
+    &ir_pass_fold_constant, &ir_pass_simplify_expr, &ir_pass_cse,
+    &ir_pass_canonicalize_bindings, &ir_pass_dce,
 };
 
 static const ir_pass *const *default_list(uint32_t *n) {
