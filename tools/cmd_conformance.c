@@ -113,6 +113,7 @@ typedef struct conf_opts {
     double timeout_s;
     int jobs;
     int verbose;
+    bool no_fork;             /* run in-process (for debuggers and leak checkers): no protection */
 } conf_opts;
 
 static double now_ms(void) {
@@ -797,6 +798,8 @@ static int parse_args(int argc, char **argv, conf_opts *o) {
             if (missing || *end || !(t > 0) || t > 86400)
                 return cli_usage_error("conformance", "--timeout takes seconds (> 0)");
             o->timeout_s = t;
+        } else if (strcmp(argv[i], "--no-fork") == 0) {
+            o->no_fork = true;
         } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
             o->verbose++;
         } else if (strcmp(argv[i], "-vv") == 0) {
@@ -846,7 +849,25 @@ int cmd_conformance(int argc, char **argv) {
     /* An inherited SIG_IGN for SIGCHLD would make the kernel reap the children unseen. */
     signal(SIGCHLD, SIG_DFL);
     double t0 = now_ms();
-    run_all(tests.data, tests.len, &o, dirnames);
+    if (o.no_fork) {
+        for (uint32_t i = 0; i < tests.len; i++) {
+            conf_test *t = &tests.data[i];
+            const char *defect = data_defect(t->name);
+            double t1 = now_ms();
+            if (defect) {
+                memset(&t->res, 0, sizeof(t->res));
+                t->res.status = CONF_SKIPPED;
+                t->res.max_abs = t->res.max_rel = NAN;
+                snprintf(t->res.reason, sizeof(t->res.reason), "test data defect: %s", defect);
+            } else {
+                run_test(t->path, t->name, &t->res);
+            }
+            t->ms = now_ms() - t1;
+            print_test(t, dirnames[t->dir], o.verbose);
+        }
+    } else {
+        run_all(tests.data, tests.len, &o, dirnames);
+    }
     double seconds = (now_ms() - t0) / 1e3;
     print_summary(tests.data, tests.len, dirnames, o.ndirs, seconds);
 
