@@ -258,7 +258,7 @@ static bool var_def(eq_st *st, ir_var *a, ir_var *b) {
         return eq_fail(st, "var names differ: '%s' vs '%s'", a->name, b->name);
     if ((st->flags & IR_EQ_SPANS) && !span_eq(a->base.span, b->base.span))
         return eq_fail(st, "spans of var '%s' differ", a->name);
-    uint32_t xa = ir_idtab_get(&st->va, a->base.id), xb = ir_idtab_get(&st->vb, b->base.id);
+    uint64_t xa = ir_idtab_get(&st->va, a->base.id), xb = ir_idtab_get(&st->vb, b->base.id);
     if (xa || xb) {
         if (xa != b->base.id || xb != a->base.id)
             return eq_fail(st, "var '%s' / '%s' defined twice differently", a->name, b->name);
@@ -273,7 +273,7 @@ static bool var_def(eq_st *st, ir_var *a, ir_var *b) {
 }
 
 static bool var_use(eq_st *st, const ir_var *a, const ir_var *b) {
-    uint32_t x = ir_idtab_get(&st->va, a->base.id);
+    uint64_t x = ir_idtab_get(&st->va, a->base.id);
     if (x) {
         if (x == b->base.id && ir_idtab_get(&st->vb, b->base.id) == a->base.id) return true;
     } else if (a == b && !ir_idtab_get(&st->vb, b->base.id)) {
@@ -607,7 +607,7 @@ static uint64_t hattrs(hs *h, const ir_attrs *a) {
 
 static uint64_t hvar_def(hs *h, const ir_var *v) {
     uint64_t x = gr_hash_mix(0x300, v->base.kind);
-    if (!ir_idtab_get(&h->vidx, v->base.id)) ir_idtab_put(&h->vidx, v->base.id, (uint32_t)++h->nv);
+    if (!ir_idtab_get(&h->vidx, v->base.id)) ir_idtab_put(&h->vidx, v->base.id, ++h->nv);
     if (h->flags & IR_EQ_NAMES) x = gr_hash_mix(x, hstr(v->name));
     if (h->flags & IR_EQ_SPANS) x = gr_hash_mix(x, hspan(v->base.span));
     return gr_hash_mix(x, hsinfo(h, v->base.sinfo));

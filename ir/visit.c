@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ir/builder.h"
+#include "ir/idtab_impl.h"
 
 /* ---- Walker ---- */
 
@@ -124,12 +125,14 @@ void ir_mutator_init(ir_mutator *m, ir_ctx_t *ctx, gr_diag *diag) {
     m->ctx = ctx;
     m->diag = diag;
     gr_map_init(&m->var_remap);
-    gr_map_init(&m->memo);
+    m->memo_ = gr_xcalloc(1, sizeof(ir_idtab));
 }
 
 void ir_mutator_deinit(ir_mutator *m) {
     gr_map_free(&m->var_remap);
-    gr_map_free(&m->memo);
+    if (m->memo_) ir_idtab_free(m->memo_);
+    free(m->memo_);
+    m->memo_ = NULL;
 }
 
 void ir_mutator_remap_var(ir_mutator *m, ir_var *from, ir_var *to) {
@@ -301,7 +304,7 @@ static ir_expr *mut(ir_mutator *m, ir_expr *e) {
     if (ir_is_var(e)) {
         /* Uses follow the remapping; vars are never memoized (the map changes as we go). */
         if (gr_map_get(&m->var_remap, GR_MAP_PTR(e), &memo) && memo) e = (ir_expr *)(uintptr_t)memo;
-    } else if (gr_map_get(&m->memo, e->id, &memo)) {
+    } else if ((memo = ir_idtab_get(m->memo_, e->id)) != 0) {
         return (ir_expr *)(uintptr_t)memo;
     }
     ir_expr *r = ir_is_var(e) ? e : mut_children(m, e);
@@ -311,7 +314,7 @@ static ir_expr *mut(ir_mutator *m, ir_expr *e) {
         if (!p) return fail(m, "post_expr failed");
         if (p != r && !(r = renorm(m, p))) return NULL;
     }
-    if (!ir_is_var(e)) gr_map_put(&m->memo, e->id, GR_MAP_PTR(r));
+    if (!ir_is_var(e)) ir_idtab_put(m->memo_, e->id, GR_MAP_PTR(r));
     return r;
 }
 

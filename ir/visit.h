@@ -50,8 +50,8 @@ struct ir_mutator {
     const ir_module *module;
     /* Internal: var remapping (old var -> new var) maintained by the mutator. */
     gr_map var_remap;
-    /* Internal: expression id -> result, so a shared node is rebuilt once. */
-    gr_map memo;
+    /* Internal: expression id -> result, so a shared node is rebuilt once (an id table). */
+    void *memo_;
 };
 
 void ir_mutator_init(ir_mutator *m, ir_ctx_t *ctx, gr_diag *diag);

@@ -129,7 +129,7 @@ static void pop_vars(wf *w, uint32_t mark) {
 }
 
 static bool check_var_use(wf *w, const ir_var *v) {
-    uint32_t st = ir_idtab_get(&w->vars, v->base.id);
+    uint64_t st = ir_idtab_get(&w->vars, v->base.id);
     if (st & SCOPE_MASK) return true;
     if (!(st & DEFINED))
         return wf_err(w, v, NULL, "used but never defined (or used before its definition)");
