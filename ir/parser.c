@@ -71,6 +71,9 @@ typedef struct parser {
     gr_map *written_attrs;       /* ir_parse_opts.written_attrs (NULL: not recorded) */
 } parser;
 
+/* The scratch diag is only ever set on an error; clearing it is a no-op otherwise. */
+#define CLEAR_TMP(p) do { if ((p)->tmp.code != GR_OK || (p)->tmp.msg[0]) gr_diag_clear(&(p)->tmp); } while (0)
+
 /* ---- errors ---- */
 
 static void *perr(parser *p, const ir_tok *t, gr_status code, const char *fmt, ...)
@@ -1093,7 +1096,7 @@ static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
     if (nk || def->nattrs) {
         const ir_attrs *given = nk ? ir_attrs_new(p->ctx, nk, p->kstack.data + kmark,
                                                   p->vstack.data + vmark) : NULL;
-        gr_diag_clear(&p->tmp);
+        CLEAR_TMP(p);
         if (ir_op_attrs_normalize(p->ctx, def, given, &attrs, &p->tmp) != GR_OK) {
             perr(p, at, GR_ERR_PARSE, "%s", p->tmp.msg);
             goto out;
@@ -1287,7 +1290,7 @@ static bool emit(parser *p, body_ctx *bc, const ir_tok *ntok, const char *name,
         return perr(p, &sf->tok, GR_ERR_PARSE, "seq_span belongs on a return line"), false;
     if (sf->has_span && !set_span(p, &sf->tok, value, sf->span)) return false;
     const ir_sinfo *vs = NULL;
-    gr_diag_clear(&p->tmp);
+    CLEAR_TMP(p);
     if (match) {
         if (annot && !check_annot(p, ntok, annot, match)) return false;
         vs = match;
@@ -1374,7 +1377,7 @@ static bool parse_if(parser *p, body_ctx *bc) {
         }
         if (ok && rs[k].sf.has_span) ok = set_span(p, &rs[k].sf.tok, rs[k].value, rs[k].sf.span);
         if (ok) {
-            gr_diag_clear(&p->tmp);
+            CLEAR_TMP(p);
             br[k] = ir_bb_finish(inner.bb, rs[k].value, rs[k].sf.seq);
             if (!br[k]) {
                 type_err(p, &rs[k].vtok);
@@ -1702,7 +1705,7 @@ static ir_func *parse_def(parser *p, bool module_level, bool is_private, fsig *s
     span_fields rsf;
     ir_tok rtok;
     if (!parse_stmt_list(p, &bc, false, NULL, &fa, &rv, &rsf, &rtok)) goto out;
-    gr_diag_clear(&p->tmp);
+    CLEAR_TMP(p);
     ir_seq *body = ir_bb_finish(bb, rv, rsf.has_seq ? rsf.seq : NULL);
     if (!body) {
         type_err(p, &rtok);
