@@ -90,6 +90,7 @@ int cmd_opt(int argc, char **argv) {
     memset(&a, 0, sizeof(a));
     a.pc = ir_pass_ctx_new();
     int rc = parse_args("opt", argc, argv, &a);
+    if (rc == CLI_OK && a.layer) rc = cli_usage_error("opt", "--layer belongs to graft trace");
     ir_ctx_t *ctx = ir_ctx_new();
     ir_module *before = NULL, *after = NULL;
     if (rc == CLI_OK) rc = load_and_run(&a, ctx, &before, &after);
@@ -123,6 +124,7 @@ typedef struct trace_state {
 static void print_hit(trace_state *t, const char *what, const ir_expr *value, const ir_span *span) {
     ir_print_opts po = {.no_spans = true, .no_metadata = true};
     char *text = value ? ir_print_expr_str(value, &po) : NULL;
+    if (text) text[strcspn(text, "\n")] = 0;  /* the expression line, not the metadata note */
     printf("%s: %s%s%s  # span: ", t->func, what, text ? " = " : "", text ? text : "");
     ir_span_print(span, stdout);
     if (ir_span_is_output_of(span, t->layer)) printf("  (produces the layer's output)");
