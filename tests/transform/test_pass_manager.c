@@ -19,9 +19,17 @@ static void teardown(void) { ir_ctx_free(ctx); }
 TestSuite(pass_manager, .init = setup, .fini = teardown);
 
 /* A trivial function: fn(x) -> x. */
+static ir_func *func_returning(ir_ctx_t *c, ir_var *param, ir_var *ret) {
+    ir_seq *body = ir_seq_new(c, 0, NULL, &ret->base, NULL);
+    ir_expr_set_sinfo(&body->base, ret->base.sinfo);
+    ir_func *f = ir_func_new(c, 1, &param, &body->base, NULL, NULL, NULL);
+    ir_expr_set_sinfo(&f->base, ir_func_sinfo(c, f));
+    return f;
+}
+
 static ir_func *ident_func(const char *pname) {
     ir_var *x = ir_var_new(ctx, pname, ir_sinfo_object(ctx), NULL);
-    return ir_func_new(ctx, 1, &x, &x->base, NULL, NULL, NULL);
+    return func_returning(ctx, x, x);
 }
 
 /* Each test pass appends a function named after itself, so the module records the order. */
@@ -329,4 +337,29 @@ Test(pass_manager, dataflow_block_pass_visits_each_block) {
     cr_assert_eq(ns->blocks[0]->n, 1);
     cr_assert_eq(ns->blocks[1], blocks[1]);
     cr_assert_eq(seq->blocks[0]->n, 2, "input untouched");
+}
+
+/* A broken pass: main returns a var that nothing defines. */
+static gr_status break_ir(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod, ir_module **out,
+                          gr_diag *d) {
+    (void)self, (void)pc, (void)d;
+    ir_module *m = ir_module_copy(mod);
+    ir_var *x = ir_var_new(mod->ctx, "x", ir_sinfo_object(mod->ctx), NULL);
+    ir_var *ghost = ir_var_new(mod->ctx, "ghost", ir_sinfo_object(mod->ctx), NULL);
+    ir_module_set_func(m, "main", &func_returning(mod->ctx, x, ghost)->base);
+    *out = m;
+    return GR_OK;
+}
+
+Test(pass_manager, wellformed_instrument_names_the_pass) {
+    static const ir_pass bad = {.name = "BreakIR", .kind = IR_PASS_MODULE, .module_fn = break_ir};
+    const ir_pass *ps[] = {&PA, &bad, &PB};
+    ir_pass_ctx_t *pc = ir_pass_ctx_new();
+    ir_pass_ctx_add_instrument(pc, ir_instrument_wellformed_new());
+    cr_assert_null(run_seq(pc, 3, ps, GR_ERR_WELLFORMED));
+    cr_assert(strstr(diag.msg, "BreakIR"), "%s", diag.msg);
+    ir_pass_ctx_free(pc);
+    /* Without the instrument the same pipeline runs to the end. */
+    gr_diag_clear(&diag);
+    cr_assert_not_null(run_seq(NULL, 3, ps, GR_OK));
 }
