@@ -1,6 +1,7 @@
 /* image.resize2d (NCHW or NHWC): nearest_neighbor / linear / cubic with TVM's coordinate
  * transformation modes and rounding methods (the ONNX Resize semantics). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/kernels_impl.h"
@@ -47,6 +48,57 @@ static void cubic_w(double t, double A, double w[4]) {
     x = t;     w[1] = ((A + 2) * x - (A + 3)) * x * x + 1;
     x = 1 - t; w[2] = ((A + 2) * x - (A + 3)) * x * x + 1;
     x = 2 - t; w[3] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+}
+
+/* Sampling taps of one axis: for each output index, ntaps (input index, weight) pairs
+ * (1 for nearest, 2 for linear, 4 for cubic) and whether it lies outside (tf_crop_and_resize). */
+typedef struct axis_taps {
+    int ntaps;
+    int64_t *idx;
+    float *w;
+    uint8_t *outside;
+} axis_taps;
+
+static void taps_free(axis_taps *t) {
+    free(t->idx);
+    free(t->w);
+    free(t->outside);
+}
+
+static bool taps_init(axis_taps *t, int64_t out, int64_t in, int method, int ct, int rm, double A,
+                      bool exclude, double r0, double r1) {
+    t->ntaps = method == 0 ? 1 : method == 1 ? 2 : 4;
+    t->idx = malloc(sizeof(int64_t) * (size_t)(out * t->ntaps));
+    t->w = malloc(sizeof(float) * (size_t)(out * t->ntaps));
+    t->outside = calloc((size_t)out, 1);
+    if (!t->idx || !t->w || !t->outside) return false;
+    for (int64_t o = 0; o < out; o++) {
+        double v = in_coord(ct, o, in, out, r0, r1);
+        int64_t *ix = t->idx + o * t->ntaps;
+        float *w = t->w + o * t->ntaps;
+        t->outside[o] = ct == CT_TF_CROP && (v < 0 || v > in - 1);
+        if (method == 0) {
+            ix[0] = clampi(round_idx(rm, v), in);
+            w[0] = 1.0f;
+        } else if (method == 1) {
+            double f = floor(v), tt = v - f;
+            ix[0] = clampi((int64_t)f, in);
+            ix[1] = clampi((int64_t)f + 1, in);
+            w[0] = (float)(1 - tt);
+            w[1] = (float)tt;
+        } else {
+            double f = floor(v), cw[4], sum = 0;
+            cubic_w(v - f, A, cw);
+            for (int k = 0; k < 4; k++) {
+                int64_t p = (int64_t)f - 1 + k;
+                if (exclude && (p < 0 || p >= in)) cw[k] = 0;
+                sum += cw[k];
+                ix[k] = clampi(p, in);
+            }
+            for (int k = 0; k < 4; k++) w[k] = (float)(exclude ? (sum != 0 ? cw[k] / sum : 0) : cw[k]);
+        }
+    }
+    return true;
 }
 
 static gr_status k_resize2d(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
@@ -101,62 +153,51 @@ static gr_status k_resize2d(const rt_kernel_call *c, rt_value *out, gr_diag *d) 
         rt_tensor_release(cx);
         return st;
     }
+    /* Per-axis taps (index, weight) computed once, then a contiguous loop per output row. */
+    axis_taps ty, tx;
+    if (!taps_init(&ty, OH, H, method, ct, rm, A, exclude, roi[0], roi[2]) ||
+        !taps_init(&tx, OW, W, method, ct, rm, A, exclude, roi[1], roi[3])) {
+        taps_free(&ty);
+        taps_free(&tx);
+        rt_tensor_release(cx);
+        rt_tensor_release(o);
+        return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
+    }
     const float *xp = cx->dl.data;
     float *yp = o->dl.data;
-    for (int64_t oh = 0; oh < OH; oh++) {
-        double iy = in_coord(ct, oh, H, OH, roi[0], roi[2]);
-        for (int64_t ow = 0; ow < OW; ow++) {
-            double ix = in_coord(ct, ow, W, OW, roi[1], roi[3]);
-            bool outside = ct == CT_TF_CROP && (iy < 0 || iy > H - 1 || ix < 0 || ix > W - 1);
-            for (int64_t n = 0; n < N; n++)
-                for (int64_t ch = 0; ch < C; ch++) {
-                    const float *src = xp + n * sn + ch * sc;
-                    float *dst = yp + n * osn + ch * osc + oh * osh + ow * osw;
-                    if (outside) {
-                        *dst = (float)extrap;
+    int nt = ty.ntaps;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t ch = 0; ch < C; ch++) {
+            const float *src = xp + n * sn + ch * sc;
+            for (int64_t oh = 0; oh < OH; oh++) {
+                float *dst = yp + n * osn + ch * osc + oh * osh;
+                const int64_t *yi = ty.idx + oh * nt;
+                const float *wy = ty.w + oh * nt;
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    float *dp = dst + ow * osw;
+                    if (ty.outside[oh] || tx.outside[ow]) {
+                        *dp = (float)extrap;
                         continue;
                     }
-                    if (method == 0) {
-                        int64_t yi = clampi(round_idx(rm, iy), H), xi = clampi(round_idx(rm, ix), W);
-                        *dst = src[yi * sh + xi * sw];
-                    } else if (method == 1) {
-                        double fy = floor(iy), fx = floor(ix), ty = iy - fy, tx = ix - fx;
-                        int64_t y0 = clampi((int64_t)fy, H), y1 = clampi((int64_t)fy + 1, H);
-                        int64_t x0 = clampi((int64_t)fx, W), x1 = clampi((int64_t)fx + 1, W);
-                        double top = src[y0 * sh + x0 * sw] * (1 - tx) + src[y0 * sh + x1 * sw] * tx;
-                        double bot = src[y1 * sh + x0 * sw] * (1 - tx) + src[y1 * sh + x1 * sw] * tx;
-                        *dst = (float)(top * (1 - ty) + bot * ty);
-                    } else {
-                        double fy = floor(iy), fx = floor(ix), wy[4], wx[4];
-                        cubic_w(iy - fy, A, wy);
-                        cubic_w(ix - fx, A, wx);
-                        if (exclude) {
-                            double sy = 0, sx = 0;
-                            for (int k = 0; k < 4; k++) {
-                                int64_t yy = (int64_t)fy - 1 + k, xx = (int64_t)fx - 1 + k;
-                                if (yy < 0 || yy >= H) wy[k] = 0;
-                                if (xx < 0 || xx >= W) wx[k] = 0;
-                                sy += wy[k];
-                                sx += wx[k];
-                            }
-                            for (int k = 0; k < 4; k++) {
-                                wy[k] = sy != 0 ? wy[k] / sy : 0;
-                                wx[k] = sx != 0 ? wx[k] / sx : 0;
-                            }
-                        }
-                        double acc = 0;
-                        for (int a = 0; a < 4; a++) {
-                            int64_t yy = clampi((int64_t)fy - 1 + a, H);
-                            double row = 0;
-                            for (int b = 0; b < 4; b++)
-                                row += wx[b] * src[yy * sh + clampi((int64_t)fx - 1 + b, W) * sw];
-                            acc += wy[a] * row;
-                        }
-                        *dst = (float)acc;
+                    const int64_t *xi = tx.idx + ow * nt;
+                    const float *wx = tx.w + ow * nt;
+                    if (nt == 1) {
+                        *dp = src[yi[0] * sh + xi[0] * sw];
+                        continue;
                     }
+                    float acc = 0.0f;
+                    for (int a = 0; a < nt; a++) {
+                        const float *row = src + yi[a] * sh;
+                        float r = 0.0f;
+                        for (int b = 0; b < nt; b++) r += wx[b] * row[xi[b] * sw];
+                        acc += wy[a] * r;
+                    }
+                    *dp = acc;
                 }
+            }
         }
-    }
+    taps_free(&ty);
+    taps_free(&tx);
     rt_tensor_release(cx);
     ir_dtype odt = rt_attr_dtype(c->attrs, "out_dtype", x->dl.dtype);
     if (!rt_dt_eq(odt, f32)) {
