@@ -237,6 +237,8 @@ int cv_dims(onnx_cv *cv, uint32_t i, const ir_prim **out, int max) {
     int64_t vals[RT_MAX_NDIM * 2];
     int n = cv_ints(cv, i, vals, RT_MAX_NDIM * 2);
     if (n < 0 || n > RT_MAX_NDIM * 2) return -1;
+    for (int k = 0; k < n; k++)
+        if (vals[k] < -1 || vals[k] > ONNX_DIM_MAX) return -1;  /* not a usable shape */
     for (int k = 0; k < n && k < max; k++) out[k] = ir_prim_int(cv->ctx, vals[k]);
     return n;
 }

@@ -29,14 +29,16 @@ static gr_status read_window(onnx_cv *cv, int nsp, const int64_t *kernel, const 
     if (n >= 0 && n != nsp) return cv_fail(cv, GR_ERR_INVALID, "dilations has %d values", n);
     for (int i = 0; i < n; i++) w->dil[i] = v[i];
     for (int i = 0; i < nsp; i++)
-        if (w->strides[i] <= 0 || w->dil[i] <= 0 || w->kernel[i] <= 0)
-            return cv_fail(cv, GR_ERR_INVALID, "non-positive kernel, stride or dilation");
+        if (w->strides[i] <= 0 || w->dil[i] <= 0 || w->kernel[i] <= 0 || w->strides[i] > ONNX_DIM_MAX ||
+            w->dil[i] > ONNX_DIM_MAX || w->kernel[i] > ONNX_DIM_MAX)
+            return cv_fail(cv, GR_ERR_INVALID, "kernel, stride or dilation out of range");
     const char *auto_pad = cv_attr_str(cv, "auto_pad", "NOTSET");
     if (!strcmp(auto_pad, "NOTSET")) {
         n = cv_attr_ints(cv, "pads", v, 6);
         if (n >= 0 && n != 2 * nsp) return cv_fail(cv, GR_ERR_INVALID, "pads has %d values", n);
         for (int i = 0; i < n; i++) {
             if (v[i] < 0) return cv_fail(cv, GR_ERR_UNSUPPORTED, "negative pads");
+            if (v[i] > ONNX_DIM_MAX) return cv_fail(cv, GR_ERR_INVALID, "pads out of range");
             w->pads[i] = v[i];
         }
     } else if (!strcmp(auto_pad, "SAME_UPPER") || !strcmp(auto_pad, "SAME_LOWER")) {
@@ -133,9 +135,19 @@ static gr_status conv_common(onnx_cv *cv, bool transpose) {
         if (same) for (int i = 0; i < 2 * nsp; i++) w.pads[i] = 0;
         if (st != GR_OK) return st;
         n = cv_attr_ints(cv, "output_padding", v, 3);
-        for (int i = 0; i < n && i < nsp; i++) opad[i] = v[i];
-        int64_t oshape[3];
-        int no = cv_attr_ints(cv, "output_shape", oshape, 3);
+        for (int i = 0; i < n && i < nsp; i++) {
+            if (v[i] < 0 || v[i] > ONNX_DIM_MAX)
+                return cv_fail(cv, GR_ERR_INVALID, "output_padding out of range");
+            opad[i] = v[i];
+        }
+        /* output_shape: the spatial dims, or (as some exporters write) the whole shape. */
+        int64_t oshape[5];
+        int no = cv_attr_ints(cv, "output_shape", oshape, 5);
+        if (no >= 0 && no != nsp && no != nsp + 2)
+            return cv_fail(cv, GR_ERR_INVALID, "output_shape has %d values", no);
+        for (int i = 0; i < no; i++)
+            if (oshape[i] < 0 || oshape[i] > ONNX_DIM_MAX)
+                return cv_fail(cv, GR_ERR_INVALID, "output_shape out of range");
         if (no >= nsp || same) {
             for (int i = 0; i < nsp; i++) {
                 if (in[i] < 0)
@@ -345,14 +357,19 @@ gr_status onnx_cv_resize(onnx_cv *cv) {
         for (int i = 0; i < nsc && i < 4; i++) sc[i] = rt_tensor_get_f64(scales, i);
     }
     if (ns == 4) {
-        for (int i = 0; i < 4; i++) out[i] = ir_prim_int(cv->ctx, sizes[i]);
+        for (int i = 0; i < 4; i++) {
+            if (sizes[i] < 0 || sizes[i] > ONNX_DIM_MAX)
+                return cv_fail(cv, GR_ERR_INVALID, "size %lld out of range", (long long)sizes[i]);
+            out[i] = ir_prim_int(cv->ctx, sizes[i]);
+        }
     } else if (nsc == 4) {
         for (int i = 0; i < 4; i++) {
             int64_t d;
             if (sc[i] <= 0) return cv_fail(cv, GR_ERR_INVALID, "non-positive scale");
-            if (sc[i] == floor(sc[i]) && sc[i] < 1e6)
+            if (!(sc[i] <= 1e6)) return cv_fail(cv, GR_ERR_INVALID, "scale out of range");
+            if (sc[i] == floor(sc[i]))
                 out[i] = ir_prim_mul(cv->ctx, dims[i], ir_prim_int(cv->ctx, (int64_t)sc[i]));
-            else if (ir_prim_is_int(dims[i], &d))
+            else if (ir_prim_is_int(dims[i], &d) && (double)d * sc[i] <= (double)ONNX_DIM_MAX)
                 out[i] = ir_prim_int(cv->ctx, (int64_t)floor((double)d * sc[i]));
             else
                 return cv_fail(cv, GR_ERR_UNSUPPORTED, "a fractional scale on a dynamic dim");
@@ -427,6 +444,8 @@ gr_status onnx_cv_pad(onnx_cv *cv) {
     for (int32_t i = 0; i < rank; i++) {
         if (full[i] < 0 || full[i + rank] < 0)
             return cv_fail(cv, GR_ERR_UNSUPPORTED, "negative pads");
+        if (full[i] > ONNX_DIM_MAX || full[i + rank] > ONNX_DIM_MAX)
+            return cv_fail(cv, GR_ERR_INVALID, "pads out of range");
         width[2 * i] = full[i];
         width[2 * i + 1] = full[i + rank];
     }

@@ -194,7 +194,8 @@ gr_status onnx_cv_split(onnx_cv *cv) {
         if ((uint32_t)ns != nout) return cv_fail(cv, GR_ERR_INVALID, "%d sizes for %u outputs", ns, nout);
         int64_t idx[64], acc = 0;
         for (int i = 0; i + 1 < ns; i++) {
-            if (sizes[i] < 0) return cv_fail(cv, GR_ERR_INVALID, "negative split size");
+            if (sizes[i] < 0 || sizes[i] > ONNX_DIM_MAX)
+                return cv_fail(cv, GR_ERR_INVALID, "split size %lld out of range", (long long)sizes[i]);
             acc += sizes[i];
             idx[i] = acc;
         }
@@ -264,6 +265,10 @@ int onnx_slice_params(onnx_cv *cv, int32_t rank, const ir_prim *const *dims, int
         steps[i] = step;
         int64_t d;
         if (ir_prim_is_int(dims[a], &d)) {
+            /* A step longer than the dim takes one element either way; clamping keeps the
+             * count arithmetic in range. */
+            if (step > d + 1) steps[i] = step = d + 1;
+            if (step < -(d + 1)) steps[i] = step = -(d + 1);
             int64_t s = st[i], e = en[i];
             if (s < 0) s = s < -d ? 0 : s + d;
             if (e < 0) e = e < -d ? -1 : e + d;
@@ -536,6 +541,7 @@ gr_status onnx_cv_transpose(onnx_cv *cv) {
     int32_t rank = cv_rank(cv, 0);
     int64_t perm[RT_MAX_NDIM];
     int n = cv_attr_ints(cv, "perm", perm, RT_MAX_NDIM);
+    if (n > RT_MAX_NDIM) return cv_fail(cv, GR_ERR_INVALID, "perm has %d values", n);
     if (n < 0) {
         if (rank < 0) return cv_fail(cv, GR_ERR_UNSUPPORTED, "input rank unknown");
         n = rank;
@@ -583,6 +589,9 @@ gr_status onnx_cv_tile(onnx_cv *cv) {
     if (n < 0 || n > RT_MAX_NDIM) return cv_fail(cv, GR_ERR_UNSUPPORTED, "repeats must be a constant");
     if (cv_rank(cv, 0) >= 0 && n != cv_rank(cv, 0))
         return cv_fail(cv, GR_ERR_INVALID, "%d repeats for rank %d", n, (int)cv_rank(cv, 0));
+    for (int i = 0; i < n; i++)
+        if (reps[i] < 0 || reps[i] > (1 << 20))
+            return cv_fail(cv, GR_ERR_INVALID, "repeat %lld out of range", (long long)reps[i]);
     cv_attrs at = {0};
     cv_set(&at, "repeats", ir_attr_ints(cv->ctx, (uint32_t)n, reps));
     return cv_out(cv, 0, cv_call1(cv, "relax.tile", x, &at));

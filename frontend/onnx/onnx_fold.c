@@ -383,7 +383,7 @@ int onnx_fold_range(onnx_cv *cv) {
         if (n > FOLD_MAX_MOVE) return 0;
         rt_tensor *out = rt_tensor_new(dt, 1, &n);
         if (!out) return 0;
-        for (int64_t i = 0; i < n; i++) onnx_tensor_set_i64(out, i, a + i * c);
+        for (int64_t i = 0; i < n; i++) onnx_tensor_set_i64(out, i, wrap_add(a, wrap_mul(i, c)));
         cv_set_known(cv, 0, out);
         return 1;
     }
@@ -565,7 +565,8 @@ int onnx_fold_slice(onnx_cv *cv) {
         int64_t s, en, st = steps[i], a = axes[i];
         ir_prim_is_int(b[i], &s);
         ir_prim_is_int(e[i], &en);
-        int64_t c = st > 0 ? (en - s + st - 1) / st : (s - en + (-st) - 1) / (-st);
+        int64_t c = st > 0 ? (en > s ? (en - s - 1) / st + 1 : 0)
+                           : (s > en ? (s - en - 1) / (-st) + 1 : 0);
         start[a] = s;
         step[a] = st;
         count[a] = c > 0 ? c : 0;

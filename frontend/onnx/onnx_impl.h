@@ -11,6 +11,10 @@
 #include "ir/op.h"
 #include "onnx/onnx.pb-c.h"
 
+/* Largest dim, size, stride or pad taken from a model (keeps shape arithmetic far from int64
+ * overflow). */
+#define ONNX_DIM_MAX (INT64_C(1) << 40)
+
 /* One ONNX tensor name's value during import. `expr` is the Relax value (a var or constant);
  * `known` is its value when it can be computed at import (initializers, Constant nodes, folded
  * shape subgraphs); `sym` is a 0-D/1-D int64 value whose elements are known symbolic dims

@@ -108,10 +108,13 @@ static gr_status input_sinfo(onnx_importer *imp, const Onnx__ValueInfoProto *vi,
         const Onnx__TensorShapeProto__Dimension *d = sp ? sp->dim[i] : NULL;
         bool has_val = d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
                        d->dim_value >= 0;
+        if (has_val && d->dim_value > ONNX_DIM_MAX)
+            return gr_diag_set(imp->diag, GR_ERR_INVALID, "graph input '%s': dim %d is %lld",
+                               name, (int)i, (long long)d->dim_value);
         if (bind) {
-            if (bind->dims[i] < 0)
+            if (bind->dims[i] < 0 || bind->dims[i] > ONNX_DIM_MAX)
                 return gr_diag_set(imp->diag, GR_ERR_INVALID,
-                                   "--input-shape %s: negative dim %lld", name,
+                                   "--input-shape %s: dim %lld out of range", name,
                                    (long long)bind->dims[i]);
             if (has_val && d->dim_value != bind->dims[i])
                 return gr_diag_set(imp->diag, GR_ERR_INVALID,

@@ -178,7 +178,7 @@ static inline Onnx__TensorProto *tm_tensor(tm *t, const char *name, int32_t elem
     tp->data_type = elem;
     tp->n_dims = (size_t)ndim;
     tp->dims = tm_alloc(t, sizeof(int64_t) * (size_t)(ndim ? ndim : 1));
-    memcpy(tp->dims, dims, sizeof(int64_t) * (size_t)ndim);
+    if (ndim) memcpy(tp->dims, dims, sizeof(int64_t) * (size_t)ndim);
     if (data && elem == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
         tp->n_float_data = n;
         tp->float_data = tm_alloc(t, sizeof(float) * (n ? n : 1));
