@@ -150,6 +150,7 @@ static bool check_seq(wf *w, ir_seq *s) {
         for (uint32_t j = 0; j < blk->n; j++) {
             const ir_binding *b = &blk->bindings[j];
             ir_var *v = b->var;
+            if (!v) return wf_err(w, NULL, b->value ? b->value->span : NULL, "binding without a var");
             if (!b->value) return wf_err(w, v, NULL, "binding without a value");
             if (!check_expr(w, b->value)) return false;
             if (v->base.kind == IR_DFVAR && !blk->dataflow)
@@ -249,7 +250,8 @@ static bool check_func(wf *w, ir_func *f) {
     bool ok = true;
     for (uint32_t i = 0; i < f->nparams && ok; i++) {
         ir_var *p = f->params[i];
-        if (p->base.kind != IR_VAR) ok = wf_err(w, p, NULL, "a parameter must be a plain Var, not a DataflowVar");
+        if (!p) ok = wf_err(w, NULL, f->base.span, "parameter %u is missing", i);
+        else if (p->base.kind != IR_VAR) ok = wf_err(w, p, NULL, "a parameter must be a plain Var, not a DataflowVar");
         else ok = define_var(w, p, false);
         if (ok) sinfo_vars(p->base.sinfo, def_sym, w);
     }
