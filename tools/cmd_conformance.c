@@ -823,16 +823,25 @@ int cmd_conformance(int argc, char **argv) {
     int rc = parse_args(argc, argv, &o);
     if (rc != CLI_OK) return rc;
 
-    /* Directory labels: the last path component ("node", "simple", ...). */
+    /* Directory labels: the last path component ("node", "simple", ...); for a DIR that is a
+     * test itself, the one above it. */
     char labels[64][256];
     const char *dirnames[64];
     conf_test_vec tests = {0};
     for (uint32_t d = 0; d < o.ndirs; d++) {
         char tmp[PATH_MAX];
+        snprintf(tmp, sizeof(tmp), "%s/model.onnx", o.dirs[d]);
+        bool single = is_file(tmp);
         snprintf(tmp, sizeof(tmp), "%s", o.dirs[d]);
         size_t n = strlen(tmp);
         while (n > 1 && tmp[n - 1] == '/') tmp[--n] = '\0';
-        const char *slash = strrchr(tmp, '/');
+        char *slash = strrchr(tmp, '/');
+        if (single && slash && slash != tmp) {
+            *slash = '\0';
+            slash = strrchr(tmp, '/');
+        } else if (single && !slash) {
+            snprintf(tmp, sizeof(tmp), ".");
+        }
         snprintf(labels[d], sizeof(labels[d]), "%s", slash ? slash + 1 : tmp);
         dirnames[d] = labels[d];
         if (!collect(o.dirs[d], d, o.filter, &tests)) {
