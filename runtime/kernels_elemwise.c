@@ -501,6 +501,33 @@ done:
     return st;
 }
 
+/* ewise_fma(a, b, c) = a * b + c, equal shapes and dtypes (TVM). */
+static gr_status k_ewise_fma(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
+    const rt_tensor *t[3];
+    gr_status st;
+    if ((st = rt_check_nargs(c, 3, 3, d))) return st;
+    for (uint32_t i = 0; i < 3; i++)
+        if ((st = rt_arg_tensor(c, i, &t[i], d))) return st;
+    for (int i = 1; i < 3; i++)
+        if (!rt_tensor_same_shape(t[0], t[i]) || !rt_dt_eq(t[0]->dl.dtype, t[i]->dl.dtype))
+            return rt_kerr(c, d, GR_ERR_INVALID, "operands %s and %s differ", RT_SHAPE_STR(t[0]),
+                           RT_SHAPE_STR(t[i]));
+    rt_tensor *o;
+    if ((st = rt_out_new_raw(c, t[0]->dl.dtype, t[0]->dl.ndim, t[0]->dl.shape, &o, d))) return st;
+    int64_t n = rt_tensor_numel(o);
+    if (rt_is_f32(o->dl.dtype)) {
+        const float *a = t[0]->dl.data, *b = t[1]->dl.data, *e = t[2]->dl.data;
+        float *y = o->dl.data;
+        for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i] + e[i];
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            rt_tensor_set_f64(o, i, rt_tensor_get_f64(t[0], i) * rt_tensor_get_f64(t[1], i) +
+                                        rt_tensor_get_f64(t[2], i));
+    }
+    *out = rt_value_tensor(o);
+    return GR_OK;
+}
+
 /* ---------------- where ---------------- */
 
 typedef struct where_ctx {
@@ -599,6 +626,6 @@ const rt_kernel_entry rt_kernels_elemwise[] = {
     {"relax.clip", k_clip},
     {"relax.isnan", k_predicate}, {"relax.isinf", k_predicate}, {"relax.isfinite", k_predicate},
     {"relax.logical_not", k_predicate}, {"relax.bitwise_not", k_bitwise_not},
-    {"relax.where", k_where}, {"relax.astype", k_astype},
+    {"relax.where", k_where}, {"relax.astype", k_astype}, {"relax.ewise_fma", k_ewise_fma},
 };
 RT_FAMILY_COUNT(elemwise, rt_kernels_elemwise);

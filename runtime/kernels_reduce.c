@@ -266,7 +266,59 @@ static gr_status run_cum(const rt_kernel_call *c, rt_value *out, gr_diag *d, boo
 static gr_status k_cumsum(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_cum(c, o, d, false); }
 static gr_status k_cumprod(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_cum(c, o, d, true); }
 
+/* collapse_sum_to(data, shape) / collapse_sum_like(data, like): sums data down to a shape it
+ * broadcasts from (the gradient of broadcasting). */
+static gr_status collapse_sum(const rt_kernel_call *c, rt_value *out, gr_diag *d, int tnd,
+                              const int64_t *tshape) {
+    const rt_tensor *x;
+    gr_status st = rt_arg_tensor(c, 0, &x, d);
+    if (st) return st;
+    int nd = x->dl.ndim;
+    if (tnd > nd) return rt_kerr(c, d, GR_ERR_INVALID, "target rank exceeds %s", RT_SHAPE_STR(x));
+    int64_t ostr[RT_MAX_NDIM], s = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        int j = i - (nd - tnd);
+        int64_t e = j >= 0 ? tshape[j] : 1;
+        if (e != 1 && e != x->dl.shape[i])
+            return rt_kerr(c, d, GR_ERR_INVALID, "%s does not broadcast from %s", RT_SHAPE_STR(x),
+                           RT_DIMS_STR(tnd, tshape));
+        ostr[i] = e == 1 ? 0 : s;
+        s *= e;
+    }
+    rt_tensor *o;
+    if ((st = rt_out_new(c, x->dl.dtype, tnd, tshape, &o, d))) return st;
+    int64_t idx[RT_MAX_NDIM] = {0}, oo = 0;
+    for (int64_t i = 0, n = rt_tensor_numel(x); i < n; i++) {
+        rt_tensor_set_f64(o, oo, rt_tensor_get_f64(o, oo) + rt_tensor_get_f64(x, i));
+        for (int k = nd - 1; k >= 0; k--) {
+            oo += ostr[k];
+            if (++idx[k] < x->dl.shape[k]) break;
+            oo -= ostr[k] * idx[k];
+            idx[k] = 0;
+        }
+    }
+    *out = rt_value_tensor(o);
+    return GR_OK;
+}
+
+static gr_status k_collapse_sum_to(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
+    gr_status st = rt_check_nargs(c, 2, 2, d);
+    if (st) return st;
+    int64_t shape[RT_MAX_NDIM];
+    int n = rt_value_ints(&c->args[1], shape, RT_MAX_NDIM);
+    if (n < 0 || n > RT_MAX_NDIM) return rt_kerr(c, d, GR_ERR_INVALID, "argument 1 is not a shape");
+    return collapse_sum(c, out, d, n, shape);
+}
+
+static gr_status k_collapse_sum_like(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
+    const rt_tensor *like;
+    gr_status st;
+    if ((st = rt_check_nargs(c, 2, 2, d)) || (st = rt_arg_tensor(c, 1, &like, d))) return st;
+    return collapse_sum(c, out, d, like->dl.ndim, like->dl.shape);
+}
+
 const rt_kernel_entry rt_kernels_reduce[] = {
+    {"relax.collapse_sum_to", k_collapse_sum_to}, {"relax.collapse_sum_like", k_collapse_sum_like},
     {"relax.sum", k_sum}, {"relax.mean", k_mean}, {"relax.prod", k_prod},
     {"relax.max", k_max}, {"relax.min", k_min}, {"relax.variance", k_variance},
     {"relax.std", k_std}, {"relax.argmax", k_argmax}, {"relax.argmin", k_argmin},

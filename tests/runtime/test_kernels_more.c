@@ -182,3 +182,81 @@ Test(kernels_more, dynamic_slice_gather_nd_scatter_nd) {
     rt_tensor_release(up);
     rt_tensor_release(bad);
 }
+
+Test(kernels_more, sort_argsort_topk_nonzero) {
+    rt_tensor *x = kt_tensor(KT_F32, KSHAPE(2, 4), KVALS(3, 1, 2, 1, -1, 5, 0, 4));
+    rt_value o;
+    gr_diag d;
+    cr_assert_eq(kt_run("relax.sort", 0, NULL, KARGS(kt_val(x)), 1, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_vals(o.u.t, 8, KVALS(1, 1, 2, 3, -1, 0, 4, 5));
+    rt_value_clear(&o);
+    cr_assert_eq(kt_run("relax.argsort", 1, KV({"descending", ir_attr_bool(true)}), KARGS(kt_val(x)), 1, &o, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(o.u.t->dl.dtype.bits, 32);
+    kt_assert_vals(o.u.t, 8, KVALS(0, 2, 1, 3, 1, 3, 2, 0)); /* stable among the equal 1s */
+    rt_value_clear(&o);
+    cr_assert_eq(kt_run("relax.argsort", 1, KV({"axis", ir_attr_int(0)}), KARGS(kt_val(x)), 1, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_vals(o.u.t, 8, KVALS(1, 0, 1, 0, 0, 1, 0, 1));
+    rt_value_clear(&o);
+    cr_assert_eq(kt_run("relax.topk", 1, KV({"k", ir_attr_int(2)}), KARGS(kt_val(x)), 1, &o, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(o.kind, RT_VAL_TUPLE);
+    kt_assert_shape(o.u.tuple.items[0].u.t, KSHAPE(2, 2));
+    kt_assert_vals(o.u.tuple.items[0].u.t, 4, KVALS(3, 2, 5, 4));
+    kt_assert_vals(o.u.tuple.items[1].u.t, 4, KVALS(0, 2, 1, 3));
+    rt_value_clear(&o);
+    cr_assert_eq(kt_run("relax.topk", 3, KV({"k", ir_attr_int(1)}, {"largest", ir_attr_bool(false)}, {"ret_type", ir_attr_str(kt_ctx, "indices")}),
+                        KARGS(kt_val(x)), 1, &o, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(o.kind, RT_VAL_TENSOR);
+    kt_assert_vals(o.u.t, 2, KVALS(1, 0));
+    rt_value_clear(&o);
+    cr_assert_eq(kt_run("relax.topk", 1, KV({"k", ir_attr_int(9)}), KARGS(kt_val(x)), 1, &o, &d), GR_ERR_INVALID);
+    rt_tensor *z = kt_tensor(KT_I32, KSHAPE(2, 3), KVALS(0, 7, 0, 1, 0, 2));
+    cr_assert_eq(kt_run("relax.nonzero", 0, NULL, KARGS(kt_val(z)), 1, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_shape(o.u.t, KSHAPE(2, 3));
+    kt_assert_vals(o.u.t, 6, KVALS(0, 1, 1, 1, 0, 2));
+    rt_value_clear(&o);
+    rt_tensor_release(x);
+    rt_tensor_release(z);
+}
+
+Test(kernels_more, losses_fma_collapse_sum) {
+    /* predictions (N=2, C=3) as log-probabilities; targets (2) */
+    rt_tensor *p = kt_tensor(KT_F32, KSHAPE(2, 3), KVALS(-1, -2, -3, -4, -5, -6));
+    rt_tensor *t = kt_tensor(KT_I64, KSHAPE(2), KVALS(2, 0));
+    rt_tensor *w = kt_tensor(KT_F32, KSHAPE(3), KVALS(1, 2, 3));
+    rt_value o;
+    gr_diag d;
+    cr_assert_eq(kt_run("relax.nn.nll_loss", 0, NULL, KARGS(kt_val(p), kt_val(t), kt_val(w)), 3, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_shape(o.u.t, 0, NULL);
+    kt_assert_close(o.u.t, KVALS((3 * 3 + 1 * 4) / 4.0), 1, 1e-6, 0); /* mean: sum / sum(w[t]) */
+    rt_value_clear(&o);
+    cr_assert_eq(kt_run("relax.nn.nll_loss", 1, KV({"reduction", ir_attr_str(kt_ctx, "none")}), KARGS(kt_val(p), kt_val(t)), 2, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_vals(o.u.t, 2, KVALS(3, 4));
+    rt_value_clear(&o);
+    cr_assert_eq(kt_run("relax.nn.nll_loss", 2, KV({"reduction", ir_attr_str(kt_ctx, "sum")}, {"ignore_index", ir_attr_int(0)}),
+                        KARGS(kt_val(p), kt_val(t)), 2, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_vals(o.u.t, 1, KVALS(3));
+    rt_value_clear(&o);
+    rt_tensor *lab = kt_tensor(KT_F32, KSHAPE(2, 3), KVALS(0, 0, 1, 1, 0, 0));
+    cr_assert_eq(kt_run("relax.nn.cross_entropy_with_logits", 0, NULL, KARGS(kt_val(p), kt_val(lab)), 2, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_vals(o.u.t, 1, KVALS(3.5));
+    rt_value_clear(&o);
+    cr_assert_eq(kt_run("relax.ewise_fma", 0, NULL, KARGS(kt_val(p), kt_val(lab), kt_val(p)), 3, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_vals(o.u.t, 6, KVALS(-1, -2, -6, -8, -5, -6));
+    rt_value_clear(&o);
+    cr_assert_eq(kt_run("relax.collapse_sum_to", 0, NULL, KARGS(kt_val(p), kt_shape(KSHAPE(3))), 2, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_vals(o.u.t, 3, KVALS(-5, -7, -9));
+    rt_value_clear(&o);
+    rt_tensor *like = kt_tensor(KT_F32, KSHAPE(2, 1), NULL);
+    cr_assert_eq(kt_run("relax.collapse_sum_like", 0, NULL, KARGS(kt_val(p), kt_val(like)), 2, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_vals(o.u.t, 2, KVALS(-6, -15));
+    rt_value_clear(&o);
+    cr_assert_eq(kt_run("relax.collapse_sum_to", 0, NULL, KARGS(kt_val(p), kt_shape(KSHAPE(2))), 2, &o, &d), GR_ERR_INVALID);
+    rt_tensor *bad = kt_tensor(KT_I64, KSHAPE(2), KVALS(3, 0));
+    cr_assert_eq(kt_run("relax.nn.nll_loss", 0, NULL, KARGS(kt_val(p), kt_val(bad)), 2, &o, &d), GR_ERR_INVALID);
+    rt_tensor_release(p);
+    rt_tensor_release(t);
+    rt_tensor_release(w);
+    rt_tensor_release(lab);
+    rt_tensor_release(like);
+    rt_tensor_release(bad);
+}
