@@ -2,6 +2,10 @@
  * SIBuilder on ("ir.enable_si_builder" = true) and off, plus the memory spans cost.
  *
  *   bench_passes [BINDINGS] [RUNS]     (defaults 100000 and 5)
+ *   BENCH_ONLY=on|off bench_passes ...  one configuration only (for profilers); a deterministic
+ *       overhead figure on a busy machine: instructions of ir_pass_run under
+ *       valgrind --tool=callgrind --toggle-collect=ir_pass_run, on vs off.
+ *   BENCH_VERBOSE=1                     per-pass times and arena growth on stderr
  *
  * The model repeats one unit of 11 bindings that every pass of the pipeline has work in:
  * conv2d + batch_norm + [0] (FoldBatchNormIntoConv), reshape(reshape) and multiply by one

@@ -2,7 +2,7 @@
  * its decomposed form multiply(conv, S) + B, with W, S, B and the batch-norm params constant,
  * becomes add(conv2d(x, W'), bias) with W' = W * s[o] and bias = beta - mean * s (s = gamma /
  * sqrt(var + eps)), computed here in C. The new expressions carry the SequentialSpan of the conv
- * and the batch-norm layers (SIBuilder collapse); the new constants carry the spans of the
+ * and the batch-norm layers (SIBuilder collapse over the matched chain); the new constants carry the spans of the
  * constants they came from. The old conv/batch_norm bindings become dead (DCE removes them).
  * Layouts: NCHW data, OIHW kernel, channel axis 1. */
 #include <math.h>
@@ -99,8 +99,9 @@ static bool try_bn(pu_rewriter *r, const ir_binding *b, ir_expr *value) {
         scale[o] = g / sqrt(chan(bn->args[4], o) + eps);
         shift[o] = be - chan(bn->args[3], o) * scale[o];
     }
-    ir_expr *inputs[6] = {conv->args[0], conv->args[1], bn->args[1], bn->args[2], bn->args[3], bn->args[4]};
-    const ir_span *span = ir_si_collapse_bound(r->ctx, value, inputs, 6, &r->defs);
+    /* The matched chain, producers first: conv, its var, batch_norm, its var, the [0]. */
+    const ir_expr *chain[5] = {&conv->base, bn->args[0], &bn->base, bnv, value};
+    const ir_span *span = ir_si_collapse_nodes(r->ctx, chain, 5);
     ir_expr *wsrc[3] = {conv->args[1], bn->args[1], bn->args[4]};
     ir_expr *bsrc[4] = {bn->args[2], bn->args[3], bn->args[1], bn->args[4]};
     bool ok = emit_folded(r, b, conv, scale, shift, span, spans_of(r->ctx, wsrc, 3), spans_of(r->ctx, bsrc, 4));
@@ -134,8 +135,8 @@ static bool try_mul_add(pu_rewriter *r, const ir_binding *b, ir_expr *value) {
         scale[o] = chan(S, o);
         shift[o] = chan(B, o);
     }
-    ir_expr *inputs[4] = {conv->args[0], conv->args[1], S, B};
-    const ir_span *span = ir_si_collapse_bound(r->ctx, value, inputs, 4, &r->defs);
+    const ir_expr *chain[5] = {&conv->base, mul->args[0], &mul->base, add->args[0], value};
+    const ir_span *span = ir_si_collapse_nodes(r->ctx, chain, 5);
     ir_expr *wsrc[2] = {conv->args[1], S};
     bool ok = emit_folded(r, b, conv, scale, shift, span, spans_of(r->ctx, wsrc, 2), B->span);
     free(scale);

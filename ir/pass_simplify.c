@@ -13,11 +13,33 @@ static bool same_tensor_sinfo(const ir_sinfo *a, const ir_sinfo *b) {
     return a && b && a == b && a->kind == IR_SINFO_TENSOR && a->dims;
 }
 
-/* value becomes plain x (a leaf): alias, with value's span kept when x is bound in the block. */
-static bool to_input(pu_rewriter *r, const ir_binding *b, ir_expr *value, ir_expr *x) {
+/* value becomes plain x (a leaf): alias, with `span` merged into x's binding (or kept on the
+ * binding when x is bound elsewhere). */
+static bool to_input_span(pu_rewriter *r, const ir_binding *b, ir_expr *x, const ir_span *span) {
     if (!ir_is_leaf(x)) return false;
-    pu_alias(r, b, x, ir_si_collapse_bound(r->ctx, value, &x, 1, &r->defs));
+    pu_alias(r, b, x, span);
     return true;
+}
+
+/* The call's span and those of its arguments other than x (SIBuilder collapse of a call
+ * whose only boundary is x). */
+static const ir_span *call_span_without(pu_rewriter *r, ir_call *c, const ir_expr *x) {
+    const ir_expr *nodes[9];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < c->nargs && n < 8; i++)
+        if (c->args[i] != x) nodes[n++] = c->args[i];
+    nodes[n++] = &c->base;
+    return ir_si_collapse_nodes(r->ctx, nodes, n);
+}
+
+static bool to_input(pu_rewriter *r, const ir_binding *b, ir_call *c, ir_expr *x) {
+    return ir_is_leaf(x) && to_input_span(r, b, x, call_span_without(r, c, x));
+}
+
+/* Span of outer(x) where x is the var bound to inner: both calls and the var between them. */
+static const ir_span *chain_span(pu_rewriter *r, ir_call *inner, ir_expr *x, ir_call *outer) {
+    const ir_expr *nodes[3] = {&inner->base, x, &outer->base};
+    return ir_si_collapse_nodes(r->ctx, nodes, 3);
 }
 
 static int get_axes(const ir_call *c, int64_t *axes, int ndim) {
@@ -37,13 +59,12 @@ static bool simplify_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value
     if (!c || b->match_sinfo || c->callee->kind != IR_OP) goto keep;
     ir_expr *x = c->nargs ? c->args[0] : NULL;
     if (ir_is_op_call(value, "relax.reshape") && c->nargs == 2) {
-        if (same_tensor_sinfo(x->sinfo, value->sinfo) && to_input(r, b, value, x)) return true;
+        if (same_tensor_sinfo(x->sinfo, value->sinfo) && to_input(r, b, c, x)) return true;
         ir_call *inner = pu_op_call(pu_def(r, x), "relax.reshape");
         if (inner && inner->nargs == 2) {
             ir_expr *y = inner->args[0];
-            if (same_tensor_sinfo(y->sinfo, value->sinfo) && to_input(r, b, value, y)) return true;
-            ir_expr *in[2] = {y, c->args[1]};
-            const ir_span *sp = ir_si_collapse_bound(r->ctx, value, in, 2, &r->defs);
+            const ir_span *sp = chain_span(r, inner, x, c);
+            if (same_tensor_sinfo(y->sinfo, value->sinfo) && to_input_span(r, b, y, sp)) return true;
             ir_expr *args[2] = {y, c->args[1]};
             ir_expr *nc = &ir_call_new(r->ctx, c->callee, 2, args, c->attrs, 0, NULL, sp)->base;
             if (!(nc = pu_normalize(r, nc))) return false;
@@ -64,8 +85,8 @@ static bool simplify_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value
                 ident &= comp[i] == i;
             }
             ir_expr *y = inner->args[0];
-            if (ident && to_input(r, b, value, y)) return true;
-            const ir_span *sp = ir_si_collapse_bound(r->ctx, value, &y, 1, &r->defs);
+            const ir_span *sp = chain_span(r, inner, x, c);
+            if (ident && to_input_span(r, b, y, sp)) return true;
             const char *key = "axes";
             ir_attr val = ir_attr_ints(r->ctx, (uint32_t)nd, comp);
             ir_expr *nc = pu_call(r, "relax.permute_dims", 1, &y, 1, &key, &val, sp);
@@ -74,13 +95,13 @@ static bool simplify_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value
             return true;
         }
     } else if (ir_is_op_call(value, "relax.astype")) {
-        if (same_tensor_sinfo(x->sinfo, value->sinfo) && to_input(r, b, value, x)) return true;
+        if (same_tensor_sinfo(x->sinfo, value->sinfo) && to_input(r, b, c, x)) return true;
     } else if ((ir_is_op_call(value, "relax.multiply") || ir_is_op_call(value, "relax.add")) && c->nargs == 2) {
         double ident = ir_is_op_call(value, "relax.multiply") ? 1.0 : 0.0, v;
         for (int k = 0; k < 2; k++) {
             ir_expr *other = c->args[1 - k];
             if (pu_const_uniform(c->args[k], &v) && v == ident &&
-                same_tensor_sinfo(other->sinfo, value->sinfo) && to_input(r, b, value, other))
+                same_tensor_sinfo(other->sinfo, value->sinfo) && to_input(r, b, c, other))
                 return true;
         }
     }

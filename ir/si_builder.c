@@ -252,6 +252,20 @@ const ir_span *ir_si_collapse(ir_ctx_t *ctx, ir_expr *entry, ir_expr *const *inp
     return ir_si_collapse_bound(ctx, entry, inputs, ninputs, NULL);
 }
 
+const ir_span *ir_si_collapse_nodes(ir_ctx_t *ctx, const ir_expr *const *nodes, uint32_t n) {
+    if (!ir_si_enabled()) return NULL;
+    const ir_span *small[SMALL];
+    const ir_span **parts = n <= SMALL ? small : gr_xmalloc(sizeof(*parts) * n);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const ir_span *sp = nodes[i] ? nodes[i]->span : NULL;
+        if (sp && !(k && parts[k - 1] == sp)) parts[k++] = sp;
+    }
+    const ir_span *r = ir_span_seq(ctx, parts, k);
+    if (parts != small) free(parts);
+    return r;
+}
+
 /* ---- span walk over a module ---- */
 
 typedef struct span_walk {

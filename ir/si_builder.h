@@ -29,6 +29,11 @@ const ir_span *ir_si_collapse(ir_ctx_t *ctx, ir_expr *entry, ir_expr *const *inp
 const ir_span *ir_si_collapse_bound(ir_ctx_t *ctx, ir_expr *entry, ir_expr *const *inputs,
                                     uint32_t ninputs, const gr_map *bindings);
 
+/* The SequentialSpan of the spans of `nodes`, in the order given (producers first): the cheap
+ * form of collapse for a pass that already holds every node of the matched subgraph (vars
+ * included: a var's span counts). NULL when the SIBuilder is off. */
+const ir_span *ir_si_collapse_nodes(ir_ctx_t *ctx, const ir_expr *const *nodes, uint32_t n);
+
 /* Calls fn for every span held by an expression of the module (function, params, binding vars,
  * values and everything nested; each node once). */
 void ir_module_for_each_span(const ir_module *m, void (*fn)(const ir_span *s, void *user), void *user);
