@@ -323,19 +323,30 @@ static gr_status rewrite_block_bindings(ir_ctx_t *ctx, pat_ctx_t *pc, pat_rewrit
             int bi = pat_block_binding_of(info, &gm.vars[k]->base);
             if (bi >= 0) { gr_map_put(&exclude, GR_MAP_PTR(gm.vars[k]), 1); progress = true; }
         }
-        for (uint32_t k = 0; k < outv.len; k++) {
-            int bi = pat_block_binding_of(info, &outv.data[k].var->base);
+        /* Roots take their own binding's span; then one fill over all new values, so nodes
+         * they share stay shared (CSE then merges their bindings). */
+        ir_expr **roots = gr_xcalloc(outv.len + 1, sizeof(*roots));
+        for (uint32_t k = 0; k < outv.len && st == GR_OK; k++) {
+            int bi = outv.data[k].var ? pat_block_binding_of(info, &outv.data[k].var->base) : -1;
             if (bi < 0 || !outv.data[k].value) {
                 st = gr_diag_set(diag, GR_ERR_INVALID, "binding rewriter returned a var '%s' not bound in the block",
                                  outv.data[k].var ? outv.data[k].var->name : "?");
                 break;
             }
-            const ir_binding *b = &blk->bindings[bi];
-            const ir_span *own = binding_span(b);
-            values[bi] = give_spans(ctx, outv.data[k].value, own, fill);
+            roots[k] = give_spans(ctx, outv.data[k].value, binding_span(&blk->bindings[bi]), NULL);
+        }
+        if (st == GR_OK && outv.len && fill && ir_si_enabled()) {
+            ir_expr *all = ir_si_fill(ctx, fill, &ir_tuple_new(ctx, outv.len, roots, NULL)->base, NULL, 0);
+            if (all && all->kind == IR_TUPLE)
+                for (uint32_t k = 0; k < outv.len; k++) roots[k] = ((ir_tuple *)all)->fields[k];
+        }
+        for (uint32_t k = 0; k < outv.len && st == GR_OK; k++) {
+            int bi = pat_block_binding_of(info, &outv.data[k].var->base);
+            values[bi] = roots[k];
             repl[bi] = true;
             *changed = true;
         }
+        free(roots);
         if (st != GR_OK || !progress) break;
     }
     if (st == GR_OK) {
