@@ -73,8 +73,8 @@ static const conf_tol TOL_OVERRIDES[] = {
     {NULL, 0, 0, NULL}, /* end */
 };
 
-/* Tests whose data contradicts their own model, so no conforming runtime can pass them (ONNX
- * Runtime rejects them too). They are reported as "skipped" with the reason, not run. */
+/* Tests whose data contradicts their own model, so a runtime that checks its inputs against
+ * the model's declared types cannot pass them. Reported as "skipped" with the reason, not run. */
 typedef struct conf_defect {
     const char *name;
     const char *why;
