@@ -69,6 +69,14 @@ typedef struct parser {
     ir_sbuf sbuf;
     char name[256];              /* dotted names */
     gr_map *written_attrs;       /* ir_parse_opts.written_attrs (NULL: not recorded) */
+    const char *last_end;        /* end of the last consumed token */
+    uint64_t sym_lookups;        /* symbolic names resolved so far */
+    struct annot_cache {         /* recent annotation texts without symbolic names */
+        const char *text;
+        uint32_t len;
+        const ir_sinfo *sinfo;
+    } acache[4];
+    uint32_t acache_next;
 } parser;
 
 /* The scratch diag is only ever set on an error; clearing it is a no-op otherwise. */
@@ -123,6 +131,7 @@ static ir_tok *peek(parser *p, int k) {
 static ir_tok next(parser *p) {
     peek(p, 0);
     ir_tok t = p->la[0];
+    p->last_end = t.s + t.len;
     memmove(p->la, p->la + 1, sizeof(ir_tok) * (size_t)(p->nla - 1));
     p->nla--;
     return t;
@@ -578,7 +587,10 @@ static const ir_prim *prim_atom(parser *p, bool define) {
         int64_t v;
         return int_value(p, &t, false, &v) ? ir_prim_int(p->ctx, v) : NULL;
     }
-    if (t.kind == TK_STRING) return prim_quoted(p);
+    if (t.kind == TK_STRING) {
+        p->sym_lookups++;
+        return prim_quoted(p);
+    }
     if (is_p(&t, '(')) {
         next(p);
         const ir_prim *r = prim_expr(p, define);
@@ -596,6 +608,7 @@ static const ir_prim *prim_atom(parser *p, bool define) {
             return r;
         }
         next(p);
+        p->sym_lookups++;
         const char *name = tok_intern(p, &t);
         const ir_prim *v = sym_get(p, name);
         if (!v) {
@@ -1455,6 +1468,34 @@ static bool parse_dataflow(parser *p, body_ctx *bc) {
     return !p->failed;
 }
 
+/* A binding's annotation. Files repeat the same annotation text on many lines, so texts that
+ * name no symbolic var (whose meaning depends on the scope) are remembered and skipped. */
+static const ir_sinfo *annotation(parser *p) {
+    const char *s = NULL;
+    if (p->nla == 0 && !p->lx.sub && p->lx.paren == 0) {
+        s = p->lx.p;
+        while (s < p->lx.end && *s == ' ') s++;
+        for (int i = 0; i < 4; i++) {
+            const struct annot_cache *c = &p->acache[i];
+            if (c->text && (size_t)(p->lx.end - s) > c->len && memcmp(s, c->text, c->len) == 0 &&
+                (s[c->len] == ' ' || s[c->len] == '=')) {
+                p->lx.p = s + c->len;
+                return c->sinfo;
+            }
+        }
+    }
+    uint64_t before = p->sym_lookups;
+    const ir_sinfo *r = parse_sinfo(p);
+    if (r && s && p->sym_lookups == before && p->last_end > s && p->last_end - s < 4096 &&
+        !memchr(s, '\n', (size_t)(p->last_end - s))) {
+        struct annot_cache *c = &p->acache[p->acache_next++ % 4];
+        c->text = s;
+        c->len = (uint32_t)(p->last_end - s);
+        c->sinfo = r;
+    }
+    return r;
+}
+
 /* One binding statement (or a `n = T.int64()` declaration). With `res`, a binding followed by
  * the end of the block is returned there instead of being emitted. */
 static bool parse_binding(parser *p, body_ctx *bc, result_stmt *res) {
@@ -1462,7 +1503,7 @@ static bool parse_binding(parser *p, body_ctx *bc, result_stmt *res) {
     const char *name = tok_intern(p, &nt);
     const ir_sinfo *annot = NULL;
     if (accept_p(p, ':')) {
-        annot = parse_sinfo(p);
+        annot = annotation(p);
         if (!annot) return false;
     }
     if (!expect_p(p, '=', "in a binding")) return false;

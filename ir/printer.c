@@ -17,6 +17,7 @@ typedef GR_VEC(char *) str_vec;
 
 typedef struct pr {
     ir_sbuf out;
+    FILE *sink;         /* non-NULL: out is flushed here as it fills */
     bool spans, meta;
     bool uses_t;
     gr_map var_names;   /* var -> printed name (const char *) */
@@ -279,13 +280,9 @@ static void p_sinfo(pr *p, const ir_sinfo *s, bool quoted) {
         return;
     }
     size_t start = p->cache.len;
-    bool had_t = p->uses_t;
-    p->uses_t = false;
     sinfo_to(p, &p->cache, s, quoted);
     size_t len = p->cache.len - start;
     ir_sbuf_putn(&p->out, p->cache.data + start, len);
-    /* sinfo text that mentions T-level vars sets uses_t once, at first print; keep it sticky */
-    p->uses_t = p->uses_t || had_t;
     if (s && len < 0xffffff) gr_map_put(&p->sinfo_cache, key, ((uint64_t)start << 24 | len) + 1);
 }
 
@@ -676,7 +673,12 @@ static void decl_expr(pr *p, const ir_expr *e) {
         for (uint32_t i = 0; i < s->n; i++) decl_prim(p, s->dims[i]);
         return;
     }
-    case IR_PRIMVAL: decl_prim(p, ((const ir_primval *)e)->value); return;
+    case IR_PRIMVAL: {
+        const ir_primval *v = (const ir_primval *)e;
+        if (!v->value || !ir_dtype_eq(v->dtype, IR_DTYPE_I64)) p->uses_t = true;
+        decl_prim(p, v->value);
+        return;
+    }
     default: return;
     }
 }
@@ -724,7 +726,15 @@ static void p_seq_stmts(pr *p, const ir_expr *body, int ind, const char *result_
     ir_sbuf_putc(&p->out, '\n');
 }
 
+static void flush(pr *p) {
+    if (p->sink && p->out.len > (1u << 16)) {
+        fwrite(p->out.data, 1, p->out.len, p->sink);
+        p->out.len = 0;
+    }
+}
+
 static void p_binding(pr *p, const ir_binding *bd, int ind) {
+    flush(p);
     const ir_var *v = bd->var;
     const ir_expr *val = bd->value;
     const char *name = var_name(p, v);
@@ -939,48 +949,66 @@ static void reset_names(pr *p) {
     p->owned.len = 0;
 }
 
+/* True when the module mentions T (symbolic vars, typed prim values): the header imports it. */
+static bool module_uses_t(pr *p, const ir_module *m) {
+    for (uint32_t i = 0; i < m->nfuncs && !p->uses_t; i++) {
+        if (m->funcs[i]->kind != IR_FUNC) continue;
+        gr_map_clear(&p->decl_seen);
+        p->decls.len = 0;
+        decl_expr(p, m->funcs[i]);
+        if (p->decls.len) p->uses_t = true;
+    }
+    return p->uses_t;
+}
+
+static void print_module(pr *p, const ir_module *m) {
+    ir_sbuf_puts(&p->out, "# from tvm.script import ir as I\n");
+    if (module_uses_t(p, m)) ir_sbuf_puts(&p->out, "# from tvm.script import tir as T\n");
+    ir_sbuf_puts(&p->out, "# from tvm.script import relax as R\n\n@I.ir_module\nclass Module:\n");
+    if (m->attrs && m->attrs->n) {
+        ir_sbuf_puts(&p->out, "    I.module_attrs({");
+        for (uint32_t i = 0; i < m->attrs->n; i++) {
+            if (i) ir_sbuf_puts(&p->out, ", ");
+            ir_sbuf_quoted(&p->out, m->attrs->keys[i]);
+            ir_sbuf_puts(&p->out, ": ");
+            p_attr(p, &m->attrs->vals[i]);
+        }
+        ir_sbuf_puts(&p->out, "})\n");
+    }
+    for (uint32_t i = 0; i < m->nfuncs; i++) {
+        if (i) ir_sbuf_putc(&p->out, '\n');
+        reset_names(p);
+        const ir_expr *f = m->funcs[i];
+        if (f->kind == IR_FUNC) {
+            p_func(p, (const ir_func *)f, m->gvars[i]->name, 1, true, NULL);
+        } else {
+            ir_sbuf_puts(&p->out, "    # unprintable global ");
+            ir_sbuf_puts(&p->out, m->gvars[i]->name);
+            ir_sbuf_putc(&p->out, '\n');
+        }
+    }
+    if (m->nfuncs == 0 && !(m->attrs && m->attrs->n)) ir_sbuf_puts(&p->out, "    pass\n");
+    p_metadata(p);
+}
+
 char *ir_print_module_str(const ir_module *m, const ir_print_opts *opts) {
     pr p;
     pr_init(&p, opts);
-    ir_sbuf body = {0};
-    /* The class body goes to p.out first; the header (which depends on T usage) is added after. */
-    if (m->attrs && m->attrs->n) {
-        ir_sbuf_puts(&p.out, "    I.module_attrs({");
-        for (uint32_t i = 0; i < m->attrs->n; i++) {
-            if (i) ir_sbuf_puts(&p.out, ", ");
-            ir_sbuf_quoted(&p.out, m->attrs->keys[i]);
-            ir_sbuf_puts(&p.out, ": ");
-            p_attr(&p, &m->attrs->vals[i]);
-        }
-        ir_sbuf_puts(&p.out, "})\n");
-    }
-    for (uint32_t i = 0; i < m->nfuncs; i++) {
-        if (i) ir_sbuf_putc(&p.out, '\n');
-        reset_names(&p);
-        const ir_expr *f = m->funcs[i];
-        if (f->kind == IR_FUNC) {
-            p_func(&p, (const ir_func *)f, m->gvars[i]->name, 1, true, NULL);
-        } else {
-            ir_sbuf_puts(&p.out, "    # unprintable global ");
-            ir_sbuf_puts(&p.out, m->gvars[i]->name);
-            ir_sbuf_putc(&p.out, '\n');
-        }
-    }
-    if (m->nfuncs == 0 && !(m->attrs && m->attrs->n)) ir_sbuf_puts(&p.out, "    pass\n");
-    p_metadata(&p);
-    ir_sbuf_puts(&body, "# from tvm.script import ir as I\n");
-    if (p.uses_t) ir_sbuf_puts(&body, "# from tvm.script import tir as T\n");
-    ir_sbuf_puts(&body, "# from tvm.script import relax as R\n\n@I.ir_module\nclass Module:\n");
-    ir_sbuf_putn(&body, p.out.data ? p.out.data : "", p.out.len);
+    print_module(&p, m);
+    ir_sbuf_cstr(&p.out);
+    char *s = p.out.data;
+    p.out.data = NULL;
     pr_free(&p);
-    ir_sbuf_cstr(&body);
-    return body.data;
+    return s;
 }
 
 void ir_print_module(const ir_module *m, FILE *out, const ir_print_opts *opts) {
-    char *s = ir_print_module_str(m, opts);
-    fputs(s, out);
-    free(s);
+    pr p;
+    pr_init(&p, opts);
+    p.sink = out;
+    print_module(&p, m);
+    fwrite(p.out.data ? p.out.data : "", 1, p.out.len, out);
+    pr_free(&p);
 }
 
 char *ir_print_expr_str(const ir_expr *e, const ir_print_opts *opts) {
