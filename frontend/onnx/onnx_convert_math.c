@@ -181,6 +181,22 @@ gr_status onnx_cv_binary(onnx_cv *cv) {
     ir_expr *a = cv_in(cv, 0), *b = cv_in(cv, 1);
     if (!a || !b) return cv_status(cv);
     ir_dtype da = cv_dtype(cv, 0), db = cv_dtype(cv, 1);
+    /* Before opset 7, B broadcasts only with broadcast=1, aligned at `axis` of A (default: the
+     * trailing dims, as numpy): pad B's shape with trailing 1s. */
+    int64_t axis = cv_attr_int(cv, "axis", -1);
+    if (cv->opset < 7 && cv_attr_int(cv, "broadcast", 0) && cv_attr(cv, "axis")) {
+        int32_t ra = cv_rank(cv, 0), rb = cv_rank(cv, 1);
+        const ir_prim *const *bd = cv_prim_dims(cv, 1);
+        if (ra < 0 || rb < 0 || !bd) return cv_fail(cv, GR_ERR_UNSUPPORTED, "broadcast with unknown ranks");
+        if (axis < 0) axis += ra;
+        if (axis < 0 || axis + rb > ra) return cv_fail(cv, GR_ERR_INVALID, "bad broadcast axis");
+        int32_t nr = ra - (int32_t)axis;
+        if (nr > rb) {
+            const ir_prim *dims[RT_MAX_NDIM];
+            for (int32_t i = 0; i < nr; i++) dims[i] = i < rb ? bd[i] : ir_prim_int(cv->ctx, 1);
+            b = cv_op2(cv, "relax.reshape", b, cv_shape_expr(cv, (uint32_t)nr, dims), NULL);
+        }
+    }
     /* Pow takes an exponent of another type; Relax wants one dtype. */
     if (!strcmp(cv->node->op_type, "Pow") && !ir_dtype_eq(da, db) && !ir_dtype_is_void(da)) {
         cv_attrs at = {0};

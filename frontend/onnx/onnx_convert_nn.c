@@ -369,8 +369,16 @@ gr_status onnx_cv_resize(onnx_cv *cv) {
             if (!(sc[i] <= 1e6)) return cv_fail(cv, GR_ERR_INVALID, "scale out of range");
             if (sc[i] == floor(sc[i]))
                 out[i] = ir_prim_mul(cv->ctx, dims[i], ir_prim_int(cv->ctx, (int64_t)sc[i]));
-            else if (ir_prim_is_int(dims[i], &d) && (double)d * sc[i] <= (double)ONNX_DIM_MAX)
-                out[i] = ir_prim_int(cv->ctx, (int64_t)floor((double)d * sc[i]));
+            else if (ir_prim_is_int(dims[i], &d) && (double)d * sc[i] <= (double)ONNX_DIM_MAX) {
+                /* ONNX maps coordinates with the scale itself (and the unrounded in * scale);
+                 * resize2d maps with out / in, the same only when in * scale is whole. */
+                double o = (double)d * sc[i];
+                if (o != floor(o))
+                    return cv_fail(cv, GR_ERR_UNSUPPORTED,
+                                   "scale %g of dim %d (size %lld) gives a fractional output size",
+                                   sc[i], i, (long long)d);
+                out[i] = ir_prim_int(cv->ctx, (int64_t)o);
+            }
             else
                 return cv_fail(cv, GR_ERR_UNSUPPORTED, "a fractional scale on a dynamic dim");
         }
