@@ -19,6 +19,9 @@ static const name_map unary_ops[] = {
     {"Relu", "relax.nn.relu"}, {"Sigmoid", "relax.sigmoid"}, {"Tanh", "relax.tanh"},
     {"Erf", "relax.erf"},      {"Sqrt", "relax.sqrt"},       {"Exp", "relax.exp"},
     {"Log", "relax.log"},      {"Abs", "relax.abs"},         {"Neg", "relax.negative"},
+    {"Floor", "relax.floor"},  {"Ceil", "relax.ceil"},       {"Round", "relax.round"},
+    {"Sin", "relax.sin"},      {"Cos", "relax.cos"},         {"Sign", "relax.sign"},
+    {"Not", "relax.logical_not"},
 };
 
 gr_status onnx_cv_unary(onnx_cv *cv) {
@@ -173,7 +176,9 @@ static const name_map binary_ops[] = {
     {"Add", "relax.add"},         {"Sub", "relax.subtract"}, {"Mul", "relax.multiply"},
     {"Div", "relax.divide"},      {"Pow", "relax.power"},    {"Equal", "relax.equal"},
     {"Less", "relax.less"},       {"Greater", "relax.greater"}, {"Max", "relax.maximum"},
-    {"Min", "relax.minimum"},     {"Sum", "relax.add"},
+    {"Min", "relax.minimum"},     {"Sum", "relax.add"},      {"Mean", "relax.add"},
+    {"And", "relax.logical_and"}, {"Or", "relax.logical_or"},
+    {"LessOrEqual", "relax.less_equal"}, {"GreaterOrEqual", "relax.greater_equal"},
 };
 
 gr_status onnx_cv_binary(onnx_cv *cv) {
@@ -206,7 +211,7 @@ gr_status onnx_cv_binary(onnx_cv *cv) {
     return cv_out(cv, 0, cv_call2(cv, op, a, b, NULL));
 }
 
-/* Max, Min, Sum over any number of inputs: a chain of binary ops. */
+/* Max, Min, Sum, Mean over any number of inputs: a chain of binary ops (Mean divides). */
 gr_status onnx_cv_variadic(onnx_cv *cv) {
     const char *op = MAP(binary_ops, cv->node->op_type);
     if (cv->nin == 0) return cv_fail(cv, GR_ERR_INVALID, "no inputs");
@@ -215,6 +220,9 @@ gr_status onnx_cv_variadic(onnx_cv *cv) {
         if (i > 1) acc = cv_emit(cv, acc);
         acc = cv_call2(cv, op, acc, cv_in(cv, i), NULL);
     }
+    if (acc && !strcmp(cv->node->op_type, "Mean") && cv->nin > 1)
+        acc = cv_call2(cv, "relax.divide", cv_emit(cv, acc), cv_scalar(cv, cv_dtype(cv, 0), cv->nin),
+                       NULL);
     return cv_out(cv, 0, acc);
 }
 
@@ -290,8 +298,10 @@ gr_status onnx_cv_softmax(onnx_cv *cv) {
 }
 
 static const name_map reduce_ops[] = {
-    {"ReduceMean", "relax.mean"}, {"ReduceSum", "relax.sum"},
-    {"ReduceMax", "relax.max"},   {"ReduceMin", "relax.min"},
+    {"ReduceMean", "relax.mean"}, {"ReduceSum", "relax.sum"},  {"ReduceMax", "relax.max"},
+    {"ReduceMin", "relax.min"},   {"ReduceProd", "relax.prod"}, {"ReduceSumSquare", "relax.sum"},
+    {"ReduceL1", "relax.sum"},    {"ReduceL2", "relax.sum"},    {"ReduceLogSum", "relax.sum"},
+    {"ReduceLogSumExp", "relax.sum"},
 };
 
 gr_status onnx_cv_reduce(onnx_cv *cv) {
@@ -301,6 +311,7 @@ gr_status onnx_cv_reduce(onnx_cv *cv) {
     int32_t rank = cv_rank(cv, 0);
     /* Axes became an input in opset 13 for ReduceSum and in opset 18 for the others. */
     bool axes_input = cv->opset >= (strcmp(cv->node->op_type, "ReduceSum") ? 18 : 13);
+    if (cv_has(cv, 1)) axes_input = true;
     int64_t axes[RT_MAX_NDIM];
     int n;
     if (axes_input) {
@@ -315,11 +326,24 @@ gr_status onnx_cv_reduce(onnx_cv *cv) {
     for (int i = 0; i < n; i++)
         if (rank >= 0 && !cv_axis(axes[i], rank, &axes[i]))
             return cv_fail(cv, GR_ERR_INVALID, "axis %lld out of range", (long long)axes[i]);
-    if (n == 0 && cv_attr_int(cv, "noop_with_empty_axes", 0)) return cv_out(cv, 0, x);
+    /* The composite reductions: a map before the sum, a function after it. */
+    const char *t = cv->node->op_type;
+    const char *pre = !strcmp(t, "ReduceL1") ? "relax.abs"
+                      : !strcmp(t, "ReduceLogSumExp") ? "relax.exp" : NULL;
+    bool square = !strcmp(t, "ReduceSumSquare") || !strcmp(t, "ReduceL2");
+    const char *post = !strcmp(t, "ReduceL2") ? "relax.sqrt"
+                       : (!strcmp(t, "ReduceLogSum") || !strcmp(t, "ReduceLogSumExp")) ? "relax.log"
+                                                                                       : NULL;
+    if (n == 0 && cv_attr_int(cv, "noop_with_empty_axes", 0) && !pre && !square && !post)
+        return cv_out(cv, 0, x);
+    if (pre) x = cv_op1(cv, pre, x, NULL);
+    if (square) x = cv_op2(cv, "relax.multiply", x, x, NULL);
     cv_attrs at = {0};
     cv_set(&at, "axis", n ? ir_attr_ints(cv->ctx, (uint32_t)n, axes) : ir_attr_none());
     cv_set(&at, "keepdims", ir_attr_bool(cv_attr_int(cv, "keepdims", 1) != 0));
-    return cv_out(cv, 0, cv_call1(cv, op, x, &at));
+    ir_expr *r = cv_call1(cv, op, x, &at);
+    if (post) r = cv_call1(cv, post, cv_emit(cv, r), NULL);
+    return cv_out(cv, 0, r);
 }
 
 gr_status onnx_cv_cast(onnx_cv *cv) {
@@ -358,4 +382,59 @@ gr_status onnx_cv_dropout(onnx_cv *cv) {
         if (st != GR_OK) return st;
     }
     return cv_out(cv, 0, x);
+}
+
+/* x / (1 + |x|) */
+gr_status onnx_cv_softsign(onnx_cv *cv) {
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    ir_expr *a = cv_op1(cv, "relax.abs", x, NULL);
+    ir_expr *d = cv_op2(cv, "relax.add", a, cv_scalar(cv, cv_dtype(cv, 0), 1.0), NULL);
+    return cv_out(cv, 0, cv_call2(cv, "relax.divide", x, d, NULL));
+}
+
+/* Selu: gamma * where(x > 0, x, alpha * (exp(x) - 1)); ThresholdedRelu: where(x > alpha, x, 0) */
+gr_status onnx_cv_selu(onnx_cv *cv) {
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    ir_dtype dt = cv_dtype(cv, 0);
+    if (!strcmp(cv->node->op_type, "ThresholdedRelu")) {
+        ir_expr *c = cv_op2(cv, "relax.greater", x, cv_scalar(cv, dt, cv_attr_float(cv, "alpha", 1.0)),
+                            NULL);
+        ir_expr *args[3] = {c, x, cv_scalar(cv, dt, 0.0)};
+        return cv_out(cv, 0, cv_call(cv, "relax.where", 3, args, NULL));
+    }
+    ir_expr *e = cv_op1(cv, "relax.exp", x, NULL);
+    ir_expr *em1 = cv_op2(cv, "relax.subtract", e, cv_scalar(cv, dt, 1.0), NULL);
+    double alpha = cv_attr_float(cv, "alpha", 1.67326319217681884765625);
+    double gamma = cv_attr_float(cv, "gamma", 1.05070102214813232421875);
+    ir_expr *neg = cv_op2(cv, "relax.multiply", em1, cv_scalar(cv, dt, alpha), NULL);
+    ir_expr *pos = cv_op2(cv, "relax.greater", x, cv_scalar(cv, dt, 0.0), NULL);
+    ir_expr *args[3] = {pos, x, neg};
+    ir_expr *w = cv_op(cv, "relax.where", 3, args, NULL);
+    return cv_out(cv, 0, cv_call2(cv, "relax.multiply", w, cv_scalar(cv, dt, gamma), NULL));
+}
+
+gr_status onnx_cv_cast_like(onnx_cv *cv) {
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    ir_dtype to = cv_dtype(cv, 1);
+    if (ir_dtype_is_void(to)) return cv_fail(cv, GR_ERR_UNSUPPORTED, "target dtype unknown");
+    if (ir_dtype_eq(cv_dtype(cv, 0), to)) return cv_out(cv, 0, x);
+    cv_attrs at = {0};
+    cv_set(&at, "dtype", ir_attr_dtype(to));
+    return cv_out(cv, 0, cv_call1(cv, "relax.astype", x, &at));
+}
+
+gr_status onnx_cv_cumsum(onnx_cv *cv) {
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    int64_t axis;
+    if (cv_ints(cv, 1, &axis, 1) != 1) return cv_fail(cv, GR_ERR_UNSUPPORTED, "axis must be a constant");
+    if (cv_attr_int(cv, "reverse", 0)) return cv_fail(cv, GR_ERR_UNSUPPORTED, "reverse");
+    if (!cv_axis(axis, cv_rank(cv, 0), &axis)) return cv_fail(cv, GR_ERR_INVALID, "bad axis");
+    cv_attrs at = {0};
+    cv_set(&at, "axis", ir_attr_int(axis));
+    cv_set(&at, "exclusive", ir_attr_bool(cv_attr_int(cv, "exclusive", 0) != 0));
+    return cv_out(cv, 0, cv_call1(cv, "relax.cumsum", x, &at));
 }

@@ -186,7 +186,7 @@ const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i);
 #define ONNX_CONVERTERS(X)                                                                    \
     X(unary) X(gelu) X(leaky_relu) X(prelu) X(clip) X(hard_sigmoid) X(hard_swish) X(elu)      \
     X(softplus) X(reciprocal) X(binary) X(variadic) X(where) X(matmul) X(gemm) X(softmax)     \
-    X(reduce) X(cast) X(identity) X(dropout)                                                           \
+    X(reduce) X(cast) X(identity) X(dropout) X(softsign) X(selu) X(cast_like) X(cumsum)                                                           \
     X(conv) X(conv_transpose) X(batch_norm) X(layer_norm) X(pool) X(global_pool) X(resize)    \
     X(pad)                                                                                    \
     X(constant) X(constant_of_shape) X(shape) X(gather) X(concat) X(split) X(slice)           \
