@@ -22,7 +22,8 @@ typedef struct pr {
     bool uses_t;
     gr_map var_names;   /* var -> printed name (const char *) */
     gr_map used;        /* hash of a printed name -> 1 (0: free again) */
-    GR_VEC(uint64_t) used_log; /* names taken, in order (scopes of local functions) */
+    GR_VEC(uint64_t) used_log; /* names taken inside local functions (freed after them) */
+    int local_depth;
     str_vec owned;      /* generated names */
     gr_map sinfo_cache; /* sinfo ptr (| 1 when quoted) -> (offset << 24 | len) + 1 in cache */
     ir_sbuf cache;
@@ -48,24 +49,30 @@ static uint64_t name_key(const char *s) {
     return h ? h : 1;
 }
 
+/* `used` maps the hash of a printed name to the var that owns it, so a var printed under its
+ * own name costs one lookup; `var_names` holds only the renamed vars (`lv_1`). */
 static const char *var_name(pr *p, const ir_var *v) {
-    uint64_t got;
-    if (gr_map_get(&p->var_names, GR_MAP_PTR(v), &got)) return (const char *)(uintptr_t)got;
     const char *base = v->name && v->name[0] ? v->name : "v";
+    uint64_t key = name_key(base);
+    uint64_t owner = gr_map_get_or(&p->used, key, 0);
+    if (owner == GR_MAP_PTR(v)) return base;
+    uint64_t got;
+    if (owner && gr_map_get(&p->var_names, GR_MAP_PTR(v), &got)) return (const char *)(uintptr_t)got;
     const char *name = base;
-    if (gr_map_get_or(&p->used, name_key(base), 0)) {
+    if (owner) {
         size_t bl = strlen(base);
         char *cand = gr_xmalloc(bl + 24);
         for (uint64_t i = 1;; i++) {
             snprintf(cand, bl + 24, "%s_%" PRIu64, base, i);
-            if (!gr_map_get_or(&p->used, name_key(cand), 0)) break;
+            key = name_key(cand);
+            if (!gr_map_get_or(&p->used, key, 0)) break;
         }
         gr_vec_push(&p->owned, cand);
         name = cand;
+        gr_map_put(&p->var_names, GR_MAP_PTR(v), GR_MAP_PTR(name));
     }
-    gr_map_put(&p->used, name_key(name), 1);
-    gr_vec_push(&p->used_log, name_key(name));
-    gr_map_put(&p->var_names, GR_MAP_PTR(v), GR_MAP_PTR(name));
+    gr_map_put(&p->used, key, GR_MAP_PTR(v));
+    if (p->local_depth) gr_vec_push(&p->used_log, key);
     return name;
 }
 
@@ -751,7 +758,9 @@ static void p_binding(pr *p, const ir_binding *bd, int ind) {
         /* names inside a local function are free again after it */
         const ir_func *f = (const ir_func *)val;
         uint32_t mark = p->used_log.len;
+        p->local_depth++;
         p_func(p, f, name, ind, false, v);
+        p->local_depth--;
         while (p->used_log.len > mark) gr_map_put(&p->used, p->used_log.data[--p->used_log.len], 0);
         return;
     }
