@@ -1,0 +1,377 @@
+/* FuseOpsByPattern (research §2): every accepted match in a dataflow block becomes a private
+ * composite function {Composite, Primitive} called at the match's place.
+ *
+ * Patterns are tried in priority order, every binding of a block in order. A match is kept when
+ * (1) none of its bindings belongs to a composite of an earlier pattern, (2) a composite of the
+ * same pattern that it overlaps is contained in it (maximal match wins), (3) the check function
+ * accepts it, (4) it would not close a cycle: no path leaves the match and comes back through
+ * other bindings or composites. A rejected match backtracks into the pattern's other choices
+ * (the smaller optional form, the other | branch). After all patterns the grouping is checked
+ * once more on the contracted graph (cycles through several composites), dropping the latest
+ * composite on a cycle until none is left. */
+#include <stdio.h>
+#include <string.h>
+
+#include "byoc/byoc_impl.h"
+#include "ir/builder.h"
+#include "ir/equal.h"
+#include "ir/op.h"
+
+typedef struct fgroup {
+    int32_t pat;
+    bool dead;
+    GR_VEC(uint32_t) members;
+} fgroup;
+
+typedef GR_VEC(fgroup) fgroup_vec;
+
+typedef struct fuse_state {
+    ir_ctx_t *ctx;
+    ir_module *mod;             /* output module (composites appended) */
+    const byoc_pattern *pats;
+    uint32_t npats;
+    const byoc_fuse_opts *opts;
+    byoc_notes *notes;
+    gr_map uses;                /* current function */
+    gr_map dedup;               /* struct hash -> composite gvar */
+    gr_map wrappers;            /* composite gvar -> Codegen wrapper gvar */
+    /* current block */
+    const ir_block *blk;
+    pat_block_info *info;
+    int32_t *grp;
+    uint8_t *in_s;
+    fgroup_vec groups;
+    uint32_t cur;
+    GR_VEC(uint32_t) queue;
+    uint8_t *seen;
+} fuse_state;
+
+static void note(fuse_state *st, const ir_var *v, const char *reason) {
+    if (st->notes && v && !gr_map_get(&st->notes->reason, GR_MAP_PTR(v), NULL))
+        gr_map_put(&st->notes->reason, GR_MAP_PTR(v), GR_MAP_PTR(ir_intern(st->ctx, reason)));
+}
+
+/* Is there a path from the match (in_s) back into it through other bindings? Returns the
+ * binding the path re-enters from (its index + 1), or 0. Plain bindings after the root cannot
+ * lead back (the block is in order); composites are followed as one node. */
+static uint32_t find_cycle(fuse_state *st, const uint32_t *S, uint32_t ns, uint32_t root) {
+    const ir_block *blk = st->blk;
+    st->queue.len = 0;
+    uint32_t hit = 0;
+    GR_VEC(uint32_t) touched = {0};
+    for (uint32_t k = 0; k < ns; k++) {
+        uint32_t nu;
+        const uint32_t *us = pat_block_users(st->info, &blk->bindings[S[k]].var->base, &nu);
+        for (uint32_t j = 0; j < nu; j++)
+            if (!st->in_s[us[j]] && !st->seen[us[j]] && us[j] < root) {
+                st->seen[us[j]] = 1;
+                gr_vec_push(&touched, us[j]);
+                gr_vec_push(&st->queue, us[j]);
+            }
+    }
+    for (uint32_t qi = 0; qi < st->queue.len && !hit; qi++) {
+        uint32_t x = st->queue.data[qi];
+        /* a composite is one node: all its members' users follow */
+        int32_t g = st->grp[x];
+        uint32_t nm = 1;
+        const uint32_t *mem = &x;
+        if (g >= 0 && !st->groups.data[g].dead) {
+            nm = st->groups.data[g].members.len;
+            mem = st->groups.data[g].members.data;
+        }
+        for (uint32_t k = 0; k < nm && !hit; k++) {
+            uint32_t y = mem[k];
+            if (y != x && !st->seen[y]) {
+                st->seen[y] = 1;
+                gr_vec_push(&touched, y);
+            }
+            uint32_t nu;
+            const uint32_t *us = pat_block_users(st->info, &blk->bindings[y].var->base, &nu);
+            for (uint32_t j = 0; j < nu; j++) {
+                uint32_t z = us[j];
+                if (st->in_s[z]) {
+                    hit = x + 1;
+                    break;
+                }
+                if (st->seen[z] || z >= root) continue;
+                st->seen[z] = 1;
+                gr_vec_push(&touched, z);
+                gr_vec_push(&st->queue, z);
+            }
+        }
+    }
+    for (uint32_t k = 0; k < touched.len; k++) st->seen[touched.data[k]] = 0;
+    gr_vec_free(&touched);
+    return hit;
+}
+
+static const char *binding_desc(ir_ctx_t *ctx, const ir_binding *b) {
+    const char *op = "";
+    if (b->value->kind == IR_CALL && IR_AS(b->value, ir_call)->callee->kind == IR_OP)
+        op = IR_AS(IR_AS(b->value, ir_call)->callee, ir_op)->def->name;
+    const ir_span *s = b->value->span ? b->value->span : b->var->base.span;
+    return ir_internf(ctx, "%s%s%s (layer %s)", b->var->name, *op ? " = " : "", op,
+                      s ? s->locs[0].source : "?");
+}
+
+static bool accept_match(const pat_match_result *m, void *user) {
+    fuse_state *st = user;
+    const uint32_t *S = m->binding_idx.data;
+    uint32_t ns = m->binding_idx.len;
+    if (ns == 0) return false;
+    uint32_t root = S[ns - 1];
+    for (uint32_t k = 0; k < ns; k++) {
+        if (st->blk->bindings[S[k]].match_sinfo) return false;
+        if (S[k] > root) root = S[k];
+    }
+    const ir_binding *rb = &st->blk->bindings[root];
+    if (rb->var->base.kind == IR_DFVAR && gr_map_get_or(&st->uses, GR_MAP_PTR(rb->var), 0) == 0)
+        return false;  /* unused: neither fused nor removed (TVM test_unused) */
+    for (uint32_t k = 0; k < ns; k++) st->in_s[S[k]] = 1;
+    bool ok = true;
+    for (uint32_t k = 0; k < ns && ok; k++) {
+        int32_t g = st->grp[S[k]];
+        if (g < 0) continue;
+        fgroup *G = &st->groups.data[g];
+        if (G->pat != (int32_t)st->cur) {
+            ok = false;
+            break;
+        }
+        for (uint32_t j = 0; j < G->members.len && ok; j++) ok = st->in_s[G->members.data[j]];
+    }
+    const byoc_pattern *bp = &st->pats[st->cur];
+    if (ok && bp->check) {
+        pat_check_ctx c = {st->ctx, bp->pattern, m->root, m->root_var, m, st->info};
+        const char *reason = NULL;
+        if (!bp->check(&c, &reason, bp->check_user)) {
+            ok = false;
+            char buf[512];
+            snprintf(buf, sizeof buf, "check rejected %s: %s", bp->name, reason ? reason : "(no reason)");
+            note(st, rb->var, buf);
+        }
+    }
+    if (ok) {
+        uint32_t via = find_cycle(st, S, ns, root);
+        if (via) {
+            ok = false;
+            char buf[512];
+            snprintf(buf, sizeof buf, "%s would create a cycle through %s", bp->name,
+                     binding_desc(st->ctx, &st->blk->bindings[via - 1]));
+            note(st, rb->var, buf);
+        }
+    }
+    if (ok) {
+        for (uint32_t k = 0; k < ns; k++) {
+            int32_t g = st->grp[S[k]];
+            if (g >= 0) st->groups.data[g].dead = true;
+        }
+        fgroup ng = {(int32_t)st->cur, false, {0}};
+        for (uint32_t k = 0; k < ns; k++) gr_vec_push(&ng.members, S[k]);
+        gr_vec_push(&st->groups, ng);
+        for (uint32_t k = 0; k < ns; k++) st->grp[S[k]] = (int32_t)st->groups.len - 1;
+    }
+    for (uint32_t k = 0; k < ns; k++) st->in_s[S[k]] = 0;
+    return ok;
+}
+
+/* ---- building composites ---- */
+
+static ir_expr *wrap_codegen(fuse_state *st, ir_gvar *comp, ir_func *cf, const char *backend,
+                             gr_diag *diag) {
+    uint64_t v;
+    if (gr_map_get(&st->wrappers, GR_MAP_PTR(comp), &v)) return (ir_expr *)(uintptr_t)v;
+    ir_ctx_t *ctx = st->ctx;
+    ir_func *lam = byoc_copy_func_fresh(ctx, cf, diag);
+    if (!lam) return NULL;
+    lam = ir_func_with_attrs(ctx, lam, ir_attrs_remove(ctx, cf->attrs, BYOC_ATTR_PRIMITIVE));
+    if (!lam->base.sinfo) ir_expr_set_sinfo(&lam->base, cf->base.sinfo);
+    ir_var **params = IR_NEW_ARRAY(ctx, ir_var *, cf->nparams ? cf->nparams : 1);
+    for (uint32_t i = 0; i < cf->nparams; i++)
+        params[i] = ir_var_new(ctx, cf->params[i]->name, cf->params[i]->base.sinfo, NULL);
+    ir_var *lv = ir_var_new(ctx, "local_func", lam->base.sinfo, NULL);
+    ir_call *call = ir_call_new(ctx, &lv->base, cf->nparams, (ir_expr *const *)params, NULL, 0, NULL, NULL);
+    const ir_sinfo *ret = cf->base.sinfo->ret;
+    ir_expr_set_sinfo(&call->base, ret);
+    ir_var *gv = ir_var_new(ctx, "gv", ret, NULL);
+    ir_binding bs[2] = {{lv, &lam->base, NULL}, {gv, &call->base, NULL}};
+    const ir_block *blk = ir_block_new(ctx, false, 2, bs);
+    ir_seq *seq = ir_seq_new(ctx, 1, &blk, &gv->base, NULL);
+    const char *name = byoc_unique_name(ctx, st->mod, ir_internf(ctx, "%s_%s", comp->name, backend));
+    const char *keys[2] = {BYOC_ATTR_CODEGEN, BYOC_ATTR_GLOBAL_SYMBOL};
+    ir_attr vals[2] = {ir_attr_str(ctx, backend), ir_attr_str(ctx, name)};
+    ir_func *w = ir_func_new(ctx, cf->nparams, params, &seq->base, NULL, ir_attrs_new(ctx, 2, keys, vals), NULL);
+    if (!ir_normalize(ctx, &w->base, diag)) return NULL;
+    ir_gvar *g = ir_module_set_func(st->mod, name, &w->base);
+    gr_map_put(&st->wrappers, GR_MAP_PTR(comp), GR_MAP_PTR(g));
+    return &g->base;
+}
+
+static ir_expr *make_composite(void *user, uint32_t g, const ir_block *blk,
+                               const byoc_group_info *gi, gr_diag *diag) {
+    fuse_state *st = user;
+    ir_ctx_t *ctx = st->ctx;
+    const char *pname = st->pats[st->groups.data[g].pat].name;
+    const char *keys[2] = {BYOC_ATTR_COMPOSITE, BYOC_ATTR_PRIMITIVE};
+    ir_attr vals[2] = {ir_attr_str(ctx, pname), ir_attr_int(1)};
+    ir_func *f = byoc_build_group_func(ctx, st->mod, blk, gi, true, ir_attrs_new(ctx, 2, keys, vals), diag);
+    if (!f) return NULL;
+    uint64_t h = ir_struct_hash(&f->base, 0) | 1, v;
+    ir_gvar *gv = NULL;
+    if (gr_map_get(&st->dedup, h, &v)) {
+        ir_gvar *cand = (ir_gvar *)(uintptr_t)v;
+        if (ir_struct_equal(&f->base, &ir_module_func(st->mod, cand->name)->base, 0)) gv = cand;
+    }
+    if (!gv) {
+        char name[200] = "";
+        byoc_append_op_name(name, sizeof name, "fused");
+        for (uint32_t k = 0; k < gi->nmembers; k++) {
+            const ir_expr *val = blk->bindings[gi->members[k]].value;
+            if (val->kind == IR_CALL && IR_AS(val, ir_call)->callee->kind == IR_OP)
+                byoc_append_op_name(name, sizeof name, IR_AS(IR_AS(val, ir_call)->callee, ir_op)->def->name);
+        }
+        gv = ir_module_set_func(st->mod, byoc_unique_name(ctx, st->mod, name), &f->base);
+        if (!gr_map_get(&st->dedup, h, NULL)) gr_map_put(&st->dedup, h, GR_MAP_PTR(gv));
+    }
+    if (st->opts && st->opts->annotate_codegen)
+        return wrap_codegen(st, gv, ir_module_func(st->mod, gv->name), byoc_backend_of(ctx, pname), diag);
+    return &gv->base;
+}
+
+static gr_status fuse_block(void *user, const ir_block *blk, const ir_block **out, gr_diag *diag) {
+    fuse_state *st = user;
+    *out = blk;
+    if (!blk->dataflow || blk->n == 0) return GR_OK;
+    st->blk = blk;
+    st->info = pat_block_info_build(st->ctx, blk);
+    st->grp = gr_xmalloc(sizeof(int32_t) * blk->n);
+    for (uint32_t i = 0; i < blk->n; i++) st->grp[i] = -1;
+    st->in_s = gr_xcalloc(blk->n, 1);
+    st->seen = gr_xcalloc(blk->n, 1);
+    st->groups.len = 0;
+    pat_match_result res;
+    pat_match_result_init(&res);
+    for (st->cur = 0; st->cur < st->npats; st->cur++) {
+        const pat_t *p = st->pats[st->cur].pattern;
+        const char *roots[64];
+        int nroots = pat_root_ops(p, roots, 64);
+        for (uint32_t i = 0; i < blk->n; i++) {
+            const ir_binding *b = &blk->bindings[i];
+            if (b->value->kind != IR_CALL || b->match_sinfo) continue;
+            int32_t g = st->grp[i];
+            if (g >= 0 && st->groups.data[g].pat != (int32_t)st->cur) continue;
+            if (nroots >= 0) {  /* quick filter by root op */
+                const ir_call *c = IR_AS(b->value, ir_call);
+                if (c->callee->kind != IR_OP) continue;
+                bool hit = false;
+                for (int k = 0; k < nroots && !hit; k++) hit = roots[k] == IR_AS(c->callee, ir_op)->def->name;
+                if (!hit) continue;
+            }
+            pat_match_each(p, &b->var->base, st->info, &res, accept_match, st);
+        }
+    }
+    pat_match_result_free(&res);
+    gr_status rc = GR_OK;
+    for (;;) {
+        /* compact live groups */
+        int32_t *grp = gr_xmalloc(sizeof(int32_t) * blk->n);
+        int32_t *gmap = gr_xmalloc(sizeof(int32_t) * (st->groups.len + 1));
+        int32_t *ginv = gr_xmalloc(sizeof(int32_t) * (st->groups.len + 1));
+        uint32_t ng = 0;
+        for (uint32_t g = 0; g < st->groups.len; g++) {
+            gmap[g] = st->groups.data[g].dead ? -1 : (int32_t)ng;
+            if (!st->groups.data[g].dead) ginv[ng++] = (int32_t)g;
+        }
+        for (uint32_t i = 0; i < blk->n; i++) grp[i] = st->grp[i] >= 0 ? gmap[st->grp[i]] : -1;
+        /* make_composite reads groups by compact id: remap the pattern table view */
+        fgroup_vec saved = st->groups;
+        fgroup *compact = gr_xmalloc(sizeof(fgroup) * (ng + 1));
+        for (uint32_t g = 0; g < ng; g++) compact[g] = saved.data[ginv[g]];
+        st->groups.data = compact;
+        st->groups.len = ng;
+        const ir_block *nb = NULL;
+        int32_t cyc = -1;
+        if (ng) rc = byoc_apply_groups(st->ctx, blk, grp, ng, &st->uses, st->opts && !st->opts->bind_constants,
+                                       make_composite, st, &nb, &cyc, diag);
+        st->groups = saved;
+        free(compact);
+        free(grp);
+        free(gmap);
+        if (rc || ng == 0) {
+            free(ginv);
+            break;
+        }
+        if (cyc < 0) {
+            free(ginv);
+            *out = nb;
+            break;
+        }
+        /* drop the latest composite on the cycle and try again */
+        fgroup *G = &st->groups.data[ginv[cyc]];
+        G->dead = true;
+        uint32_t last = G->members.data[G->members.len - 1];
+        note(st, blk->bindings[last].var, "dropped: the composites around it would form a cycle");
+        for (uint32_t k = 0; k < G->members.len; k++) st->grp[G->members.data[k]] = -1;
+        free(ginv);
+    }
+    for (uint32_t g = 0; g < st->groups.len; g++) gr_vec_free(&st->groups.data[g].members);
+    free(st->grp);
+    free(st->in_s);
+    free(st->seen);
+    pat_block_info_free(st->info);
+    st->info = NULL;
+    return rc;
+}
+
+static bool in_list(const char *name, uint32_t n, const char *const *names) {
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0) return true;
+    return false;
+}
+
+gr_status byoc_fuse_ops_by_pattern(ir_ctx_t *ctx, const ir_module *m, const byoc_pattern *pats,
+                                   uint32_t npats, const byoc_fuse_opts *opts, byoc_notes *notes,
+                                   ir_module **out, gr_diag *diag) {
+    *out = (ir_module *)m;
+    if (npats == 0) return GR_OK;
+    fuse_state st = {0};
+    st.ctx = ctx;
+    st.mod = ir_module_copy(m);
+    st.pats = pats;
+    st.npats = npats;
+    st.opts = opts;
+    st.notes = notes;
+    gr_map_init(&st.dedup);
+    gr_map_init(&st.wrappers);
+    gr_map bound;
+    gr_map_init(&bound);
+    gr_status rc = GR_OK;
+    bool changed = false;
+    uint32_t nf = m->nfuncs;
+    for (uint32_t i = 0; i < nf && !rc; i++) {
+        ir_expr *fe = m->funcs[i];
+        if (fe->kind != IR_FUNC) continue;
+        ir_func *f = IR_AS(fe, ir_func);
+        const char *fname = m->gvars[i]->name;
+        gr_map_init(&st.uses);
+        if (!byoc_count_uses(f, &st.uses, &bound, fname, diag)) rc = GR_ERR_INVALID;
+        bool entry = opts && opts->nentry ? in_list(fname, opts->nentry, opts->entry) : byoc_is_entry_func(f);
+        ir_expr *nb = f->body;
+        if (!rc && entry) rc = byoc_rewrite_blocks(ctx, f->body, fuse_block, &st, &nb, diag);
+        if (!rc && nb != f->body) {
+            ir_func *nf2 = ir_func_new(ctx, f->nparams, f->params, nb, f->ret_sinfo, f->attrs, fe->span);
+            ir_expr_set_sinfo(&nf2->base, fe->sinfo);
+            ir_module_set(st.mod, m->gvars[i], &nf2->base);
+            changed = true;
+        }
+        gr_map_free(&st.uses);
+    }
+    gr_map_free(&bound);
+    gr_map_free(&st.dedup);
+    gr_map_free(&st.wrappers);
+    if (rc) return rc;
+    if (changed) *out = st.mod;
+    return GR_OK;
+}
+
+void byoc_notes_init(byoc_notes *n) { gr_map_init(&n->reason); }
+void byoc_notes_free(byoc_notes *n) { gr_map_free(&n->reason); }

@@ -1,0 +1,549 @@
+/* Grouping the bindings of a block into functions: the machinery FuseOpsByPattern and
+ * MergeCompositeFunctions share (TVM's OperatorFusor / FunctionCreator). The grouping is checked
+ * on the contracted graph (every group one node), so a cycle at any depth is found, and the
+ * block is re-emitted in a topological order of that graph (each unit as late as its last
+ * binding allows). */
+#include <stdio.h>
+#include <string.h>
+
+#include "byoc/byoc_impl.h"
+#include "ir/builder.h"
+
+/* ------------------------------------------------------------------ var enumeration ---- */
+
+/* Calls fn on every var (and const) used in e, in argument order; local function bodies are
+ * opaque (their free vars are not reported). */
+void byoc_each_leaf(ir_expr *e, byoc_leaf_fn fn, void *user) {
+    if (!e) return;
+    switch (e->kind) {
+    case IR_VAR:
+    case IR_DFVAR:
+    case IR_CONST:
+        fn(e, user);
+        return;
+    case IR_TUPLE: {
+        const ir_tuple *t = IR_AS(e, ir_tuple);
+        for (uint32_t i = 0; i < t->n; i++) byoc_each_leaf(t->fields[i], fn, user);
+        return;
+    }
+    case IR_TGI:
+        byoc_each_leaf(IR_AS(e, ir_tgi)->tuple, fn, user);
+        return;
+    case IR_CALL: {
+        const ir_call *c = IR_AS(e, ir_call);
+        if (c->callee->kind != IR_OP && c->callee->kind != IR_GVAR) byoc_each_leaf(c->callee, fn, user);
+        for (uint32_t i = 0; i < c->nargs; i++) byoc_each_leaf(c->args[i], fn, user);
+        return;
+    }
+    case IR_IF: {
+        const ir_if *f = IR_AS(e, ir_if);
+        byoc_each_leaf(f->cond, fn, user);
+        byoc_each_leaf(f->then_branch, fn, user);
+        byoc_each_leaf(f->else_branch, fn, user);
+        return;
+    }
+    case IR_SEQ: {
+        const ir_seq *s = IR_AS(e, ir_seq);
+        for (uint32_t b = 0; b < s->nblocks; b++)
+            for (uint32_t i = 0; i < s->blocks[b]->n; i++) byoc_each_leaf(s->blocks[b]->bindings[i].value, fn, user);
+        byoc_each_leaf(s->body, fn, user);
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+/* ------------------------------------------------------------------------ use counts ---- */
+
+typedef struct uses_ctx {
+    gr_map *uses, *bound;
+    const ir_var *dup;
+} uses_ctx;
+
+static void count_rec(const ir_expr *e, uses_ctx *u);
+
+static void note_bound(const ir_var *v, uses_ctx *u) {
+    if (!u->bound) return;
+    if (gr_map_get(u->bound, GR_MAP_PTR(v), NULL)) {
+        if (!u->dup) u->dup = v;
+        return;
+    }
+    gr_map_put(u->bound, GR_MAP_PTR(v), 1);
+}
+
+static void count_rec(const ir_expr *e, uses_ctx *u) {
+    if (!e) return;
+    switch (e->kind) {
+    case IR_VAR:
+    case IR_DFVAR:
+        gr_map_put(u->uses, GR_MAP_PTR(e), gr_map_get_or(u->uses, GR_MAP_PTR(e), 0) + 1);
+        return;
+    case IR_TUPLE: {
+        const ir_tuple *t = IR_AS(e, ir_tuple);
+        for (uint32_t i = 0; i < t->n; i++) count_rec(t->fields[i], u);
+        return;
+    }
+    case IR_TGI:
+        count_rec(IR_AS(e, ir_tgi)->tuple, u);
+        return;
+    case IR_CALL: {
+        const ir_call *c = IR_AS(e, ir_call);
+        count_rec(c->callee, u);
+        for (uint32_t i = 0; i < c->nargs; i++) count_rec(c->args[i], u);
+        return;
+    }
+    case IR_IF: {
+        const ir_if *f = IR_AS(e, ir_if);
+        count_rec(f->cond, u);
+        count_rec(f->then_branch, u);
+        count_rec(f->else_branch, u);
+        return;
+    }
+    case IR_SEQ: {
+        const ir_seq *s = IR_AS(e, ir_seq);
+        for (uint32_t b = 0; b < s->nblocks; b++)
+            for (uint32_t i = 0; i < s->blocks[b]->n; i++) {
+                const ir_binding *bd = &s->blocks[b]->bindings[i];
+                count_rec(bd->value, u);
+                note_bound(bd->var, u);
+            }
+        count_rec(s->body, u);
+        return;
+    }
+    case IR_FUNC: {
+        const ir_func *f = IR_AS(e, ir_func);
+        for (uint32_t i = 0; i < f->nparams; i++) note_bound(f->params[i], u);
+        count_rec(f->body, u);
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+bool byoc_count_uses(const ir_func *f, gr_map *uses, gr_map *bound, const char *fname,
+                     gr_diag *diag) {
+    uses_ctx u = {uses, bound, NULL};
+    count_rec(&f->base, &u);
+    if (u.dup) {
+        gr_diag_set(diag, GR_ERR_INVALID,
+                    "function '%s' is not in SSA form: var '%s' is defined more than once (a "
+                    "function shared by two global names, or a var bound twice)",
+                    fname ? fname : "?", u.dup->name);
+        return false;
+    }
+    return true;
+}
+
+void byoc_count_expr_uses(const ir_expr *e, gr_map *uses) {
+    uses_ctx u = {uses, NULL, NULL};
+    count_rec(e, &u);
+}
+
+/* --------------------------------------------------------------------------- helpers ---- */
+
+bool byoc_is_entry_func(const ir_func *f) {
+    return !ir_attrs_get(f->attrs, BYOC_ATTR_PRIMITIVE) && !ir_attrs_get(f->attrs, BYOC_ATTR_COMPOSITE) &&
+           !ir_attrs_get(f->attrs, BYOC_ATTR_CODEGEN);
+}
+
+void byoc_append_op_name(char *buf, size_t size, const char *op_name) {
+    size_t len = strlen(buf);
+    if (len + 2 >= size) return;
+    if (len) buf[len++] = '_';
+    for (const char *p = op_name; *p && len + 1 < size; p++) buf[len++] = (*p == '.') ? '_' : *p;
+    buf[len] = '\0';
+}
+
+const char *byoc_backend_of(ir_ctx_t *ctx, const char *composite) {
+    const char *dot = strchr(composite, '.');
+    return dot ? ir_intern_n(ctx, composite, (size_t)(dot - composite)) : ir_intern(ctx, composite);
+}
+
+const char *byoc_unique_name(ir_ctx_t *ctx, const ir_module *m, const char *base) {
+    if (!ir_module_gvar(m, base)) return ir_intern(ctx, base);
+    for (uint32_t k = 1;; k++) {
+        const char *s = ir_internf(ctx, "%s%u", base, k);
+        if (!ir_module_gvar(m, s)) return s;
+    }
+}
+
+const ir_span *byoc_group_span(ir_ctx_t *ctx, const ir_block *blk, const byoc_group_info *gi) {
+    const ir_span *small[16];
+    const ir_span **parts = gi->nmembers <= 16 ? small : gr_xmalloc(sizeof(*parts) * gi->nmembers);
+    for (uint32_t k = 0; k < gi->nmembers; k++) {
+        const ir_binding *b = &blk->bindings[gi->members[k]];
+        const ir_span *s = b->value->span ? b->value->span : b->var->base.span;
+        bool out = false;
+        for (uint32_t o = 0; o < gi->noutputs; o++) out |= gi->outputs[o] == b->var;
+        /* an output keeps its marks; an intermediate's layer output stays inside */
+        parts[k] = s && !out ? ir_span_with_output(ctx, s, false) : s;
+    }
+    const ir_span *r = ir_span_seq(ctx, parts, gi->nmembers);
+    if (parts != small) free(parts);
+    return r;
+}
+
+/* ---------------------------------------------------------------- group functions ---- */
+
+typedef struct lift_ctx {
+    gr_map const_param;   /* const -> param var */
+} lift_ctx;
+
+static ir_expr *lift_post(ir_mutator *m, ir_expr *e) {
+    lift_ctx *lc = m->user;
+    uint64_t v;
+    if (e->kind == IR_CONST && gr_map_get(&lc->const_param, GR_MAP_PTR(e), &v)) return (ir_expr *)(uintptr_t)v;
+    return e;
+}
+
+static ir_var *fresh_like(ir_ctx_t *ctx, const ir_var *v, bool dataflow) {
+    return dataflow ? ir_dfvar_new(ctx, v->name, v->base.sinfo, v->base.span)
+                    : ir_var_new(ctx, v->name, v->base.sinfo, v->base.span);
+}
+
+ir_func *byoc_build_group_func(ir_ctx_t *ctx, const ir_module *mod, const ir_block *blk,
+                               const byoc_group_info *gi, bool dataflow, const ir_attrs *attrs,
+                               gr_diag *diag) {
+    ir_mutator mu;
+    ir_mutator_init(&mu, ctx, diag);
+    mu.module = mod;
+    lift_ctx lc;
+    gr_map_init(&lc.const_param);
+    mu.user = &lc;
+    mu.post_expr = lift_post;
+    ir_var **params = IR_NEW_ARRAY(ctx, ir_var *, gi->ninputs ? gi->ninputs : 1);
+    uint32_t nlift = 0;
+    for (uint32_t i = 0; i < gi->ninputs; i++) {
+        ir_expr *in = gi->inputs[i];
+        if (in->kind == IR_CONST) {
+            params[i] = ir_var_new(ctx, ir_internf(ctx, "param_%u", nlift++), in->sinfo, NULL);
+            gr_map_put(&lc.const_param, GR_MAP_PTR(in), GR_MAP_PTR(params[i]));
+        } else {
+            params[i] = ir_var_new(ctx, IR_AS(in, ir_var)->name, in->sinfo, NULL);
+            ir_mutator_remap_var(&mu, IR_AS(in, ir_var), params[i]);
+        }
+    }
+    uint32_t nb = gi->nmembers + (gi->noutputs > 1 ? 1 : 0);
+    ir_binding *bs = IR_NEW_ARRAY(ctx, ir_binding, nb);
+    ir_var **newout = IR_NEW_ARRAY(ctx, ir_var *, gi->noutputs ? gi->noutputs : 1);
+    ir_func *f = NULL;
+    for (uint32_t k = 0; k < gi->nmembers; k++) {
+        const ir_binding *b = &blk->bindings[gi->members[k]];
+        ir_expr *nv = ir_mutate_expr(&mu, b->value);
+        if (!nv) goto done;
+        int oi = -1;
+        for (uint32_t o = 0; o < gi->noutputs; o++)
+            if (gi->outputs[o] == b->var) oi = (int)o;
+        bool df = dataflow && !(oi >= 0 && gi->noutputs == 1);
+        ir_var *v = fresh_like(ctx, b->var, df);
+        if (oi >= 0) newout[oi] = v;
+        ir_mutator_remap_var(&mu, b->var, v);
+        bs[k] = (ir_binding){v, nv, b->match_sinfo};
+    }
+    ir_expr *body;
+    if (gi->noutputs == 1) {
+        body = &newout[0]->base;
+    } else {
+        ir_tuple *t = ir_tuple_new(ctx, gi->noutputs, (ir_expr *const *)newout, NULL);
+        const ir_sinfo **fs = IR_NEW_ARRAY(ctx, const ir_sinfo *, gi->noutputs ? gi->noutputs : 1);
+        for (uint32_t o = 0; o < gi->noutputs; o++) fs[o] = newout[o]->base.sinfo;
+        ir_expr_set_sinfo(&t->base, ir_sinfo_tuple(ctx, gi->noutputs, fs));
+        ir_var *gv = ir_var_new(ctx, "gv", t->base.sinfo, NULL);
+        bs[gi->nmembers] = (ir_binding){gv, &t->base, NULL};
+        body = &gv->base;
+    }
+    const ir_block *nbk = ir_block_new(ctx, dataflow, nb, bs);
+    ir_seq *seq = ir_seq_new(ctx, 1, &nbk, body, NULL);
+    f = ir_func_new(ctx, gi->ninputs, params, &seq->base, body->sinfo, attrs, NULL);
+    if (!ir_normalize_in(ctx, mod, &f->base, diag)) f = NULL;
+done:
+    gr_map_free(&lc.const_param);
+    ir_mutator_deinit(&mu);
+    return f;
+}
+
+static bool fresh_binding(ir_mutator *m, const ir_binding *b, ir_expr *nv, ir_binding_vec *out) {
+    ir_var *v = fresh_like(m->ctx, b->var, b->var->base.kind == IR_DFVAR);
+    ir_mutator_remap_var(m, b->var, v);
+    gr_vec_push(out, ((ir_binding){v, nv, b->match_sinfo}));
+    return true;
+}
+
+ir_func *byoc_copy_func_fresh(ir_ctx_t *ctx, const ir_func *f, gr_diag *diag) {
+    ir_mutator mu;
+    ir_mutator_init(&mu, ctx, diag);
+    mu.rewrite_binding = fresh_binding;
+    ir_var **params = IR_NEW_ARRAY(ctx, ir_var *, f->nparams ? f->nparams : 1);
+    for (uint32_t i = 0; i < f->nparams; i++) {
+        params[i] = fresh_like(ctx, f->params[i], false);
+        ir_mutator_remap_var(&mu, f->params[i], params[i]);
+    }
+    ir_func *nf = NULL;
+    ir_expr *body = ir_mutate_expr(&mu, f->body);
+    if (body) {
+        nf = ir_func_new(ctx, f->nparams, params, body, f->ret_sinfo, f->attrs, f->base.span);
+        if (!ir_normalize(ctx, &nf->base, diag)) nf = NULL;
+    }
+    ir_mutator_deinit(&mu);
+    return nf;
+}
+
+/* ------------------------------------------------------------------- apply groups ---- */
+
+typedef struct edge_ctx {
+    const gr_map *vidx;
+    const uint32_t *unit;
+    uint32_t dst;
+    GR_VEC(uint64_t) edges;   /* src << 32 | dst */
+} edge_ctx;
+
+static void edge_leaf(ir_expr *leaf, void *user) {
+    edge_ctx *ec = user;
+    uint64_t j;
+    if (leaf->kind == IR_CONST || !gr_map_get(ec->vidx, GR_MAP_PTR(leaf), &j)) return;
+    uint32_t src = ec->unit[j - 1];
+    if (src != ec->dst) gr_vec_push(&ec->edges, ((uint64_t)src << 32) | ec->dst);
+}
+
+typedef struct io_ctx {
+    const gr_map *vidx;
+    const int32_t *grp;
+    int32_t g;
+    bool lift;
+    gr_map seen;
+    gr_map internal;           /* var -> uses by members */
+    GR_VEC(ir_expr *) inputs;
+} io_ctx;
+
+static void io_leaf(ir_expr *leaf, void *user) {
+    io_ctx *io = user;
+    uint64_t j;
+    if (leaf->kind == IR_CONST) {
+        if (!io->lift || gr_map_get(&io->seen, GR_MAP_PTR(leaf), NULL)) return;
+        gr_map_put(&io->seen, GR_MAP_PTR(leaf), 1);
+        gr_vec_push(&io->inputs, leaf);
+        return;
+    }
+    gr_map_put(&io->internal, GR_MAP_PTR(leaf), gr_map_get_or(&io->internal, GR_MAP_PTR(leaf), 0) + 1);
+    if (gr_map_get(io->vidx, GR_MAP_PTR(leaf), &j) && io->grp[j - 1] == io->g) return;
+    if (gr_map_get(&io->seen, GR_MAP_PTR(leaf), NULL)) return;
+    gr_map_put(&io->seen, GR_MAP_PTR(leaf), 1);
+    gr_vec_push(&io->inputs, leaf);
+}
+
+/* min-heap of uint64 keys */
+typedef GR_VEC(uint64_t) heap_t;
+static void heap_push(heap_t *h, uint64_t k) {
+    gr_vec_push(h, k);
+    uint32_t i = h->len - 1;
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        if (h->data[p] <= h->data[i]) break;
+        uint64_t t = h->data[p];
+        h->data[p] = h->data[i];
+        h->data[i] = t;
+        i = p;
+    }
+}
+static uint64_t heap_pop(heap_t *h) {
+    uint64_t top = h->data[0];
+    h->data[0] = h->data[--h->len];
+    uint32_t i = 0;
+    for (;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, s = i;
+        if (l < h->len && h->data[l] < h->data[s]) s = l;
+        if (r < h->len && h->data[r] < h->data[s]) s = r;
+        if (s == i) break;
+        uint64_t t = h->data[s];
+        h->data[s] = h->data[i];
+        h->data[i] = t;
+        i = s;
+    }
+    return top;
+}
+
+gr_status byoc_apply_groups(ir_ctx_t *ctx, const ir_block *blk, const int32_t *grp,
+                            uint32_t ngroups, const gr_map *uses, bool lift_consts,
+                            byoc_make_fn make, void *user, const ir_block **out,
+                            int32_t *cyclic_group, gr_diag *diag) {
+    *out = NULL;
+    *cyclic_group = -1;
+    uint32_t n = blk->n, nunits = ngroups + n;
+    gr_status st = GR_OK;
+    gr_map vidx;
+    gr_map_init(&vidx);
+    for (uint32_t i = 0; i < n; i++) gr_map_put(&vidx, GR_MAP_PTR(blk->bindings[i].var), i + 1);
+    uint32_t *unit = gr_xmalloc(sizeof(uint32_t) * (n ? n : 1));
+    uint32_t *gcount = gr_xcalloc(ngroups + 1, sizeof(uint32_t));
+    uint32_t *goff = gr_xcalloc(ngroups + 2, sizeof(uint32_t));
+    for (uint32_t i = 0; i < n; i++) {
+        unit[i] = grp[i] >= 0 ? (uint32_t)grp[i] : ngroups + i;
+        if (grp[i] >= 0) gcount[grp[i]]++;
+    }
+    for (uint32_t g = 0; g < ngroups; g++) goff[g + 1] = goff[g] + gcount[g];
+    uint32_t *gmem = gr_xmalloc(sizeof(uint32_t) * (goff[ngroups] ? goff[ngroups] : 1));
+    memset(gcount, 0, sizeof(uint32_t) * (ngroups + 1));
+    for (uint32_t i = 0; i < n; i++)
+        if (grp[i] >= 0) gmem[goff[grp[i]] + gcount[grp[i]]++] = i;
+    /* edges of the contracted graph, CSR by source */
+    edge_ctx ec = {&vidx, unit, 0, {0}};
+    for (uint32_t i = 0; i < n; i++) {
+        ec.dst = unit[i];
+        byoc_each_leaf(blk->bindings[i].value, edge_leaf, &ec);
+    }
+    uint32_t *indeg = gr_xcalloc(nunits + 1, sizeof(uint32_t));
+    uint32_t *eoff = gr_xcalloc(nunits + 2, sizeof(uint32_t));
+    for (uint32_t e = 0; e < ec.edges.len; e++) {
+        eoff[(ec.edges.data[e] >> 32) + 1]++;
+        indeg[ec.edges.data[e] & 0xffffffffu]++;
+    }
+    for (uint32_t u = 0; u < nunits; u++) eoff[u + 1] += eoff[u];
+    uint32_t *edst = gr_xmalloc(sizeof(uint32_t) * (ec.edges.len ? ec.edges.len : 1));
+    uint32_t *efill = gr_xcalloc(nunits + 1, sizeof(uint32_t));
+    for (uint32_t e = 0; e < ec.edges.len; e++) {
+        uint32_t s = (uint32_t)(ec.edges.data[e] >> 32);
+        edst[eoff[s] + efill[s]++] = (uint32_t)ec.edges.data[e];
+    }
+    /* Kahn, each unit keyed by its last binding */
+    heap_t heap = {0};
+    uint32_t *order = gr_xmalloc(sizeof(uint32_t) * (nunits ? nunits : 1));
+    uint32_t norder = 0;
+    bool *live = gr_xcalloc(nunits + 1, sizeof(bool));
+    for (uint32_t u = 0; u < nunits; u++) {
+        live[u] = u < ngroups ? goff[u + 1] > goff[u] : grp[u - ngroups] < 0;
+    }
+#define UNIT_POS(u) ((u) < ngroups ? gmem[goff[(u) + 1] - 1] : (u) - ngroups)
+    for (uint32_t u = 0; u < nunits; u++)
+        if (live[u] && indeg[u] == 0) heap_push(&heap, ((uint64_t)UNIT_POS(u) << 32) | u);
+    while (heap.len) {
+        uint32_t u = (uint32_t)heap_pop(&heap);
+        order[norder++] = u;
+        for (uint32_t e = eoff[u]; e < eoff[u + 1]; e++)
+            if (--indeg[edst[e]] == 0) heap_push(&heap, ((uint64_t)UNIT_POS(edst[e]) << 32) | edst[e]);
+    }
+    uint32_t nlive = 0;
+    for (uint32_t u = 0; u < nunits; u++) nlive += live[u];
+    if (norder < nlive) {
+        for (uint32_t u = 0; u < ngroups; u++)
+            if (live[u] && indeg[u] > 0) *cyclic_group = (int32_t)u;  /* the latest group */
+        goto done;
+    }
+    /* build */
+    ir_binding_vec nb = {0};
+    for (uint32_t k = 0; k < norder; k++) {
+        uint32_t u = order[k];
+        if (u >= ngroups) {
+            gr_vec_push(&nb, blk->bindings[u - ngroups]);
+            continue;
+        }
+        io_ctx io = {&vidx, grp, (int32_t)u, lift_consts, {0}, {0}, {0}};
+        gr_map_init(&io.seen);
+        gr_map_init(&io.internal);
+        for (uint32_t m = goff[u]; m < goff[u + 1]; m++) byoc_each_leaf(blk->bindings[gmem[m]].value, io_leaf, &io);
+        GR_VEC(ir_var *) outs = {0};
+        for (uint32_t m = goff[u]; m < goff[u + 1]; m++) {
+            ir_var *v = blk->bindings[gmem[m]].var;
+            uint64_t total = gr_map_get_or(uses, GR_MAP_PTR(v), 0);
+            uint64_t inside = gr_map_get_or(&io.internal, GR_MAP_PTR(v), 0);
+            if (v->base.kind == IR_VAR || total > inside) gr_vec_push(&outs, v);
+        }
+        byoc_group_info gi = {goff[u + 1] - goff[u], gmem + goff[u], io.inputs.len, io.inputs.data,
+                              outs.len, outs.data};
+        ir_expr *callee = NULL;
+        if (outs.len == 0) {
+            /* dead group: keep its bindings as they are */
+            for (uint32_t m = goff[u]; m < goff[u + 1]; m++) gr_vec_push(&nb, blk->bindings[gmem[m]]);
+        } else {
+            callee = make(user, u, blk, &gi, diag);
+            if (!callee) st = diag && diag->code ? diag->code : GR_ERR_INVALID;
+        }
+        if (callee) {
+            const ir_span *sp = byoc_group_span(ctx, blk, &gi);
+            ir_call *call = ir_call_new(ctx, callee, io.inputs.len, io.inputs.data, NULL, 0, NULL, sp);
+            if (outs.len == 1) {
+                ir_expr_set_sinfo(&call->base, outs.data[0]->base.sinfo);
+                gr_vec_push(&nb, ((ir_binding){outs.data[0], &call->base, NULL}));
+            } else {
+                const ir_sinfo **fs = IR_NEW_ARRAY(ctx, const ir_sinfo *, outs.len);
+                for (uint32_t o = 0; o < outs.len; o++) fs[o] = outs.data[o]->base.sinfo;
+                ir_expr_set_sinfo(&call->base, ir_sinfo_tuple(ctx, outs.len, fs));
+                ir_var *t = blk->dataflow ? ir_dfvar_new(ctx, "lv", call->base.sinfo, sp)
+                                          : ir_var_new(ctx, "lv", call->base.sinfo, sp);
+                gr_vec_push(&nb, ((ir_binding){t, &call->base, NULL}));
+                for (uint32_t o = 0; o < outs.len; o++) {
+                    ir_tgi *tg = ir_tgi_new(ctx, &t->base, (int32_t)o, outs.data[o]->base.span);
+                    ir_expr_set_sinfo(&tg->base, fs[o]);
+                    gr_vec_push(&nb, ((ir_binding){outs.data[o], &tg->base, NULL}));
+                }
+            }
+        }
+        gr_map_free(&io.seen);
+        gr_map_free(&io.internal);
+        gr_vec_free(&io.inputs);
+        gr_vec_free(&outs);
+        if (st) break;
+    }
+    if (!st) *out = ir_block_new(ctx, blk->dataflow, nb.len, nb.data);
+    gr_vec_free(&nb);
+#undef UNIT_POS
+done:
+    gr_vec_free(&heap);
+    free(order);
+    free(live);
+    free(edst);
+    free(efill);
+    free(indeg);
+    free(eoff);
+    gr_vec_free(&ec.edges);
+    free(gmem);
+    free(goff);
+    free(gcount);
+    free(unit);
+    gr_map_free(&vidx);
+    return st;
+}
+
+/* ------------------------------------------------------------------ block rewriting ---- */
+
+gr_status byoc_rewrite_blocks(ir_ctx_t *ctx, ir_expr *body, byoc_block_fn fn, void *user,
+                              ir_expr **out, gr_diag *diag) {
+    *out = body;
+    if (!body || body->kind != IR_SEQ) return GR_OK;
+    const ir_seq *s = IR_AS(body, ir_seq);
+    const ir_block **blocks = gr_xmalloc(sizeof(*blocks) * (s->nblocks ? s->nblocks : 1));
+    bool changed = false;
+    gr_status st = GR_OK;
+    for (uint32_t b = 0; b < s->nblocks && !st; b++) {
+        const ir_block *blk = s->blocks[b];
+        /* nested seqs of if branches first */
+        ir_binding *nbs = NULL;
+        for (uint32_t i = 0; i < blk->n && !st; i++) {
+            ir_expr *v = blk->bindings[i].value;
+            if (v->kind != IR_IF) continue;
+            const ir_if *f = IR_AS(v, ir_if);
+            ir_expr *t = NULL, *e = NULL;
+            if ((st = byoc_rewrite_blocks(ctx, f->then_branch, fn, user, &t, diag))) break;
+            if ((st = byoc_rewrite_blocks(ctx, f->else_branch, fn, user, &e, diag))) break;
+            if (t == f->then_branch && e == f->else_branch) continue;
+            if (!nbs) nbs = ir_alloc_copy(ctx, blk->bindings, sizeof(ir_binding) * blk->n);
+            ir_if *nf = ir_if_new(ctx, f->cond, t, e, v->span);
+            ir_expr_set_sinfo(&nf->base, v->sinfo);
+            nbs[i].value = &nf->base;
+        }
+        if (st) break;
+        if (nbs) blk = ir_block_new(ctx, blk->dataflow, blk->n, nbs);
+        const ir_block *nb = blk;
+        if ((st = fn(user, blk, &nb, diag))) break;
+        blocks[b] = nb;
+        changed |= nb != s->blocks[b];
+    }
+    if (!st && changed) {
+        ir_seq *ns = ir_seq_new(ctx, s->nblocks, blocks, s->body, body->span);
+        ir_expr_set_sinfo(&ns->base, body->sinfo);
+        *out = &ns->base;
+    }
+    free(blocks);
+    return st;
+}

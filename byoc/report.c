@@ -1,0 +1,268 @@
+/* The partition report: regions (symbol, backend, composites and their ops, frontend layers,
+ * inputs, outputs), host ops with the reason they stayed, coverage by node, by op type and by
+ * FLOPs. */
+#include <jansson.h>
+#include <string.h>
+
+#include "byoc/byoc_impl.h"
+#include "ir/op.h"
+#include "runtime/tensor.h"
+
+static double numel_of(const ir_sinfo *s) {
+    if (!s) return -1;
+    if (s->kind == IR_SINFO_TUPLE) {
+        double t = 0;
+        for (uint32_t i = 0; i < s->n; i++) {
+            double k = numel_of(s->fields[i]);
+            if (k < 0) return -1;
+            t += k;
+        }
+        return t;
+    }
+    int64_t n = ir_sinfo_numel(s);
+    return n < 0 ? -1 : (double)n;
+}
+
+double byoc_call_flops(const ir_call *call) {
+    double out = numel_of(call->base.sinfo);
+    if (out < 0 || call->callee->kind != IR_OP) return out;
+    const char *name = IR_AS(call->callee, ir_op)->def->name;
+    int64_t w[RT_MAX_NDIM];
+    if (strstr(name, "conv") && call->nargs >= 2 && call->args[1]->sinfo &&
+        call->args[1]->sinfo->kind == IR_SINFO_TENSOR && call->args[1]->sinfo->ndim >= 2 &&
+        ir_sinfo_static_shape(call->args[1]->sinfo, w)) {
+        double wn = (double)ir_sinfo_numel(call->args[1]->sinfo);
+        double per = strstr(name, "transpose") ? wn / (double)(w[1] ? w[1] : 1) : wn / (double)(w[0] ? w[0] : 1);
+        return 2.0 * out * per;
+    }
+    if (strcmp(name, "relax.matmul") == 0 && call->nargs >= 1 && call->args[0]->sinfo &&
+        call->args[0]->sinfo->kind == IR_SINFO_TENSOR && call->args[0]->sinfo->ndim >= 1 &&
+        ir_sinfo_static_shape(call->args[0]->sinfo, w))
+        return 2.0 * out * (double)w[call->args[0]->sinfo->ndim - 1];
+    return out;
+}
+
+typedef struct rep_state {
+    ir_ctx_t *ctx;
+    const ir_module *m;
+    const char *const *names;
+    uint32_t n;
+    const byoc_notes *notes;
+    json_t *regions, *host, *by_op;
+    double nodes_total, nodes_off, flops_total, flops_off;
+    gr_map tgi_of;             /* tuple var -> json array of projection var names */
+} rep_state;
+
+static void add_layers(json_t *arr, gr_map *seen, const ir_span *s) {
+    for (uint32_t i = 0; s && i < s->n; i++) {
+        if (gr_map_get(seen, GR_MAP_PTR(s->locs[i].source), NULL)) continue;
+        gr_map_put(seen, GR_MAP_PTR(s->locs[i].source), 1);
+        json_array_append_new(arr, json_string(s->locs[i].source));
+    }
+}
+
+static void count_op(rep_state *r, const char *op, bool off, double flops) {
+    json_t *o = json_object_get(r->by_op, op);
+    if (!o) {
+        o = json_pack("{s:i,s:i}", "offloaded", 0, "host", 0);
+        json_object_set_new(r->by_op, op, o);
+    }
+    const char *k = off ? "offloaded" : "host";
+    json_object_set_new(o, k, json_integer(json_integer_value(json_object_get(o, k)) + 1));
+    r->nodes_total++;
+    if (off) r->nodes_off++;
+    if (flops > 0) {
+        r->flops_total += flops;
+        if (off) r->flops_off += flops;
+    }
+}
+
+/* composite function -> {"name", "ops"}, counting its ops as offloaded */
+static json_t *composite_json(rep_state *r, const ir_func *f, json_t *layers, gr_map *seen, double *flops) {
+    json_t *ops = json_array();
+    const ir_seq *s = f->body->kind == IR_SEQ ? IR_AS(f->body, ir_seq) : NULL;
+    for (uint32_t b = 0; s && b < s->nblocks; b++)
+        for (uint32_t i = 0; i < s->blocks[b]->n; i++) {
+            const ir_expr *v = s->blocks[b]->bindings[i].value;
+            if (v->kind != IR_CALL || IR_AS(v, ir_call)->callee->kind != IR_OP) continue;
+            const char *op = IR_AS(IR_AS(v, ir_call)->callee, ir_op)->def->name;
+            json_array_append_new(ops, json_string(op));
+            add_layers(layers, seen, v->span);
+            double fl = byoc_call_flops(IR_AS(v, ir_call));
+            if (fl > 0) *flops += fl;
+            count_op(r, op, true, fl);
+        }
+    const char *comp = ir_attrs_get_str(f->attrs, BYOC_ATTR_COMPOSITE);
+    return json_pack("{s:s,s:o}", "name", comp ? comp : "", "ops", ops);
+}
+
+static const char *arg_name(const ir_expr *a) {
+    if (ir_is_var(a)) return IR_AS(a, ir_var)->name;
+    return a->kind == IR_CONST ? "const" : ir_expr_kind_name((ir_expr_kind)a->kind);
+}
+
+static void region_entry(rep_state *r, const ir_binding *b, const ir_func *f, const char *gname) {
+    const ir_call *call = IR_AS(b->value, ir_call);
+    json_t *layers = json_array(), *comps = json_array(), *inputs = json_array(), *outputs = json_array();
+    gr_map seen;
+    gr_map_init(&seen);
+    double flops = 0;
+    const char *backend = ir_attrs_get_str(f->attrs, BYOC_ATTR_CODEGEN);
+    if (backend) {
+        const ir_seq *s = f->body->kind == IR_SEQ ? IR_AS(f->body, ir_seq) : NULL;
+        gr_map lam;
+        gr_map_init(&lam);
+        for (uint32_t bb = 0; s && bb < s->nblocks; bb++)
+            for (uint32_t i = 0; i < s->blocks[bb]->n; i++) {
+                const ir_binding *x = &s->blocks[bb]->bindings[i];
+                uint64_t v;
+                if (x->value->kind == IR_FUNC) gr_map_put(&lam, GR_MAP_PTR(x->var), GR_MAP_PTR(x->value));
+                else if (x->value->kind == IR_CALL && gr_map_get(&lam, GR_MAP_PTR(IR_AS(x->value, ir_call)->callee), &v))
+                    json_array_append_new(comps, composite_json(r, (const ir_func *)(uintptr_t)v, layers, &seen, &flops));
+            }
+        gr_map_free(&lam);
+    } else {
+        const char *comp = ir_attrs_get_str(f->attrs, BYOC_ATTR_COMPOSITE);
+        backend = comp ? byoc_backend_of(r->ctx, comp) : "?";
+        json_array_append_new(comps, composite_json(r, f, layers, &seen, &flops));
+    }
+    for (uint32_t i = 0; i < call->nargs; i++) json_array_append_new(inputs, json_string(arg_name(call->args[i])));
+    uint64_t tv;
+    if (gr_map_get(&r->tgi_of, GR_MAP_PTR(b->var), &tv)) json_array_extend(outputs, (json_t *)(uintptr_t)tv);
+    else json_array_append_new(outputs, json_string(b->var->name));
+    const char *sym = ir_attrs_get_str(f->attrs, BYOC_ATTR_GLOBAL_SYMBOL);
+    json_array_append_new(r->regions, json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:f}", "symbol", sym ? sym : gname, "backend",
+                                                backend, "composites", comps, "layers", layers, "inputs", inputs,
+                                                "outputs", outputs, "flops", flops));
+    gr_map_free(&seen);
+}
+
+static const char *host_reason(rep_state *r, const ir_binding *b, const char *op) {
+    uint64_t v;
+    if (r->notes && gr_map_get(&r->notes->reason, GR_MAP_PTR(b->var), &v)) return (const char *)(uintptr_t)v;
+    for (uint32_t i = 0; i < byoc_backend_count(); i++) {
+        const byoc_backend *be = byoc_backend_at(i);
+        bool enabled = false;
+        for (uint32_t k = 0; k < r->n; k++) enabled |= strcmp(r->names[k], be->name) == 0;
+        if (enabled) continue;
+        const byoc_pattern *ps = NULL;
+        uint32_t np = 0;
+        if (be->get_patterns(r->ctx, &ps, &np, NULL)) continue;
+        for (uint32_t p = 0; p < np; p++) {
+            const char *roots[16];
+            int nr = pat_root_ops(ps[p].pattern, roots, 16);
+            for (int q = 0; q < nr; q++)
+                if (strcmp(roots[q], op) == 0) return ir_internf(r->ctx, "backend disabled: %s (pattern %s)", be->name, ps[p].name);
+        }
+    }
+    return "no pattern matched";
+}
+
+static void visit_seq(rep_state *r, const ir_expr *body) {
+    if (!body || body->kind != IR_SEQ) return;
+    const ir_seq *s = IR_AS(body, ir_seq);
+    for (uint32_t bb = 0; bb < s->nblocks; bb++) {
+        const ir_block *blk = s->blocks[bb];
+        for (uint32_t i = 0; i < blk->n; i++) {
+            const ir_binding *b = &blk->bindings[i];
+            if (b->value->kind == IR_TGI && ir_is_var(IR_AS(b->value, ir_tgi)->tuple)) {
+                const ir_expr *t = IR_AS(b->value, ir_tgi)->tuple;
+                uint64_t v;
+                if (!gr_map_get(&r->tgi_of, GR_MAP_PTR(t), &v)) {
+                    v = GR_MAP_PTR(json_array());
+                    gr_map_put(&r->tgi_of, GR_MAP_PTR(t), v);
+                }
+                json_array_append_new((json_t *)(uintptr_t)v, json_string(b->var->name));
+            }
+        }
+        for (uint32_t i = 0; i < blk->n; i++) {
+            const ir_binding *b = &blk->bindings[i];
+            if (b->value->kind == IR_IF) {
+                visit_seq(r, IR_AS(b->value, ir_if)->then_branch);
+                visit_seq(r, IR_AS(b->value, ir_if)->else_branch);
+                continue;
+            }
+            if (b->value->kind != IR_CALL) continue;
+            const ir_call *c = IR_AS(b->value, ir_call);
+            if (c->callee->kind == IR_GVAR) {
+                const ir_func *f = ir_module_func(r->m, IR_AS(c->callee, ir_gvar)->name);
+                if (f && (ir_attrs_get(f->attrs, BYOC_ATTR_CODEGEN) || ir_attrs_get(f->attrs, BYOC_ATTR_COMPOSITE)))
+                    region_entry(r, b, f, IR_AS(c->callee, ir_gvar)->name);
+                continue;
+            }
+            if (c->callee->kind != IR_OP) continue;
+            const ir_op_def *def = IR_AS(c->callee, ir_op)->def;
+            if (def->flags & IR_OPF_CALL_LIKE) continue;  /* calls into other code, not graph nodes */
+            json_t *layers = json_array();
+            gr_map seen;
+            gr_map_init(&seen);
+            add_layers(layers, &seen, b->value->span);
+            gr_map_free(&seen);
+            json_array_append_new(r->host, json_pack("{s:s,s:s,s:o,s:s}", "var", b->var->name, "op", def->name, "layers",
+                                                     layers, "reason", host_reason(r, b, def->name)));
+            count_op(r, def->name, false, byoc_call_flops(c));
+        }
+    }
+}
+
+json_t *byoc_report_json(ir_ctx_t *ctx, const ir_module *part, const char *const *names, uint32_t n,
+                         const byoc_notes *notes) {
+    rep_state r = {ctx, part, names, n, notes, json_array(), json_array(), json_object(), 0, 0, 0, 0, {0}};
+    gr_map_init(&r.tgi_of);
+    for (uint32_t i = 0; i < part->nfuncs; i++) {
+        if (part->funcs[i]->kind != IR_FUNC || !byoc_is_entry_func(IR_AS(part->funcs[i], ir_func))) continue;
+        visit_seq(&r, IR_AS(part->funcs[i], ir_func)->body);
+    }
+    for (uint32_t k = 0; k < r.tgi_of.cap; k++)
+        if (r.tgi_of.keys[k]) json_decref((json_t *)(uintptr_t)r.tgi_of.vals[k]);
+    gr_map_free(&r.tgi_of);
+    json_t *cov = json_pack("{s:{s:f,s:f,s:f},s:o,s:{s:f,s:f,s:f}}", "nodes", "total", r.nodes_total, "offloaded",
+                            r.nodes_off, "share", r.nodes_total > 0 ? r.nodes_off / r.nodes_total : 0.0, "by_op",
+                            r.by_op, "flops", "total", r.flops_total, "offloaded", r.flops_off, "share",
+                            r.flops_total > 0 ? r.flops_off / r.flops_total : 0.0);
+    return json_pack("{s:o,s:o,s:o}", "regions", r.regions, "host", r.host, "coverage", cov);
+}
+
+void byoc_report_print(const json_t *report, FILE *out) {
+    json_t *rep = (json_t *)report;
+    json_t *regions = json_object_get(rep, "regions"), *host = json_object_get(rep, "host");
+    json_t *cov = json_object_get(rep, "coverage");
+    size_t i;
+    json_t *v;
+    fprintf(out, "regions: %zu\n", json_array_size(regions));
+    json_array_foreach(regions, i, v) {
+        json_t *comps = json_object_get(v, "composites"), *layers = json_object_get(v, "layers");
+        fprintf(out, "  %s [%s]: %zu composites, %zu layers, inputs", json_string_value(json_object_get(v, "symbol")),
+                json_string_value(json_object_get(v, "backend")), json_array_size(comps), json_array_size(layers));
+        size_t k;
+        json_t *x;
+        json_array_foreach(json_object_get(v, "inputs"), k, x) fprintf(out, " %s", json_string_value(x));
+        fprintf(out, ", outputs");
+        json_array_foreach(json_object_get(v, "outputs"), k, x) fprintf(out, " %s", json_string_value(x));
+        fprintf(out, "\n    layers:");
+        json_array_foreach(layers, k, x) {
+            if (k == 12) {
+                fprintf(out, " ... (%zu more)", json_array_size(layers) - 12);
+                break;
+            }
+            fprintf(out, " %s", json_string_value(x));
+        }
+        fprintf(out, "\n");
+    }
+    fprintf(out, "host ops: %zu\n", json_array_size(host));
+    json_array_foreach(host, i, v) {
+        json_t *layers = json_object_get(v, "layers");
+        fprintf(out, "  %s = %s (layer %s): %s\n", json_string_value(json_object_get(v, "var")),
+                json_string_value(json_object_get(v, "op")),
+                json_array_size(layers) ? json_string_value(json_array_get(layers, 0)) : "-",
+                json_string_value(json_object_get(v, "reason")));
+    }
+    json_t *nodes = json_object_get(cov, "nodes"), *fl = json_object_get(cov, "flops");
+    fprintf(out, "coverage: %.0f/%.0f ops offloaded (%.1f%%), FLOPs %.1f%% offloaded\n",
+            json_number_value(json_object_get(nodes, "offloaded")), json_number_value(json_object_get(nodes, "total")),
+            100.0 * json_number_value(json_object_get(nodes, "share")), 100.0 * json_number_value(json_object_get(fl, "share")));
+    const char *op;
+    json_object_foreach(json_object_get(cov, "by_op"), op, v)
+        fprintf(out, "  %-28s offloaded %lld, host %lld\n", op, (long long)json_integer_value(json_object_get(v, "offloaded")),
+                (long long)json_integer_value(json_object_get(v, "host")));
+}

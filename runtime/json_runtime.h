@@ -1,0 +1,99 @@
+/* The JSON runtime base (TVM's JSONRuntimeBase, research §5.2): a graph of `input` / `const` /
+ * `kernel` nodes serialized by codegen/json, loaded once, initialized once with its constants
+ * by name, run with DLTensors (inputs then caller-allocated outputs), serialized and loaded
+ * back. The graph format is documented in codegen/json/json_codegen.h.
+ *
+ * An engine runs the kernel nodes: the reference engine (here) runs each node with the
+ * reference kernel of its op; other backends (oneDNN) plug their own engine into the same
+ * graph and module code:
+ *
+ *     rt_json_graph *g;
+ *     rt_json_graph_load("sym", text, len, &g, &diag);      // parse + validate
+ *     rt_json_graph_init(g, tensors, n, &diag);             // constants in rt_json_graph_const_name order
+ *     rt_module *m = rt_json_module_new("json", NULL, &g, 1);  // takes the graph; NULL = reference
+ *     rt_module_call(m, "sym", args, nin, nout, &diag);
+ */
+#ifndef GRAFT_RUNTIME_JSON_RUNTIME_H
+#define GRAFT_RUNTIME_JSON_RUNTIME_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/op.h"
+#include "runtime/module.h"
+#include "runtime/tensor.h"
+
+typedef struct rt_json_entry {
+    uint32_t nid, index;
+} rt_json_entry;
+
+typedef enum rt_json_node_kind { RT_JSON_INPUT, RT_JSON_CONST, RT_JSON_KERNEL } rt_json_node_kind;
+
+typedef struct rt_json_node {
+    rt_json_node_kind kind;
+    const char *name;             /* input: param name; const: constant name; kernel: op name
+                                     ("relax.nn.conv2d") or composite name */
+    uint32_t ninputs;
+    rt_json_entry *inputs;
+    uint32_t noutputs;
+    json_t *attrs;                /* borrowed from the graph's document: shape, dtype, op_attrs,
+                                     args, span, composite */
+    /* per output: dtype and static shape */
+    DLDataType *dtypes;
+    int32_t *ndims;
+    int64_t (*shapes)[RT_MAX_NDIM];
+    const char *layer;            /* first span source, for messages ("" when none) */
+    void *engine_data;            /* the engine's per-node state */
+} rt_json_node;
+
+typedef struct rt_json_graph rt_json_graph;
+
+gr_status rt_json_graph_load(const char *symbol, const char *json, size_t len, rt_json_graph **out,
+                             gr_diag *diag);
+void rt_json_graph_free(rt_json_graph *g);
+const char *rt_json_graph_symbol(const rt_json_graph *g);
+/* The graph's JSON text (as loaded). */
+const char *rt_json_graph_text(const rt_json_graph *g);
+uint32_t rt_json_graph_num_nodes(const rt_json_graph *g);
+rt_json_node *rt_json_graph_node(rt_json_graph *g, uint32_t nid);
+/* Input nodes (in call order) and heads. */
+uint32_t rt_json_graph_num_inputs(const rt_json_graph *g);
+uint32_t rt_json_graph_input_nid(const rt_json_graph *g, uint32_t i);
+uint32_t rt_json_graph_num_heads(const rt_json_graph *g);
+rt_json_entry rt_json_graph_head(const rt_json_graph *g, uint32_t i);
+/* Entry id of (nid, index) = node_row_ptr[nid] + index. */
+uint32_t rt_json_graph_entry_id(const rt_json_graph *g, rt_json_entry e);
+uint32_t rt_json_graph_num_entries(const rt_json_graph *g);
+/* Constants, in the order the graph uses them. */
+uint32_t rt_json_graph_num_consts(const rt_json_graph *g);
+const char *rt_json_graph_const_name(const rt_json_graph *g, uint32_t i);
+/* Binds the constants once (retained; later calls are no-ops returning GR_OK). Checks each
+ * tensor's dtype and shape against its const node. */
+gr_status rt_json_graph_init(rt_json_graph *g, rt_tensor *const *consts, uint32_t n, gr_diag *diag);
+bool rt_json_graph_initialized(const rt_json_graph *g);
+/* The constant tensor of const node i (borrowed), NULL before init. */
+rt_tensor *rt_json_graph_const(const rt_json_graph *g, uint32_t i);
+
+/* An engine: prepare runs once per graph (after init), run per call. */
+typedef struct rt_json_engine {
+    const char *kind;             /* module kind: "json", "dnnl_json" */
+    gr_status (*prepare)(rt_json_graph *g, void **state, gr_diag *diag);
+    gr_status (*run)(rt_json_graph *g, void *state, DLTensor *const *args, uint32_t nin,
+                     uint32_t nout, gr_diag *diag);
+    void (*release)(rt_json_graph *g, void *state);
+} rt_json_engine;
+
+/* The reference engine: every kernel node runs the reference kernel of its op. */
+extern const rt_json_engine rt_json_reference_engine;
+
+/* A module over n graphs (takes ownership of them; the array is copied). eng NULL: reference. */
+rt_module *rt_json_module_new(const char *name, const rt_json_engine *eng, rt_json_graph *const *graphs,
+                              uint32_t n);
+/* Module blob: {"kind", "graphs": [{"symbol", "graph", "consts": [names]}]} (constants travel
+ * separately, as TVM's ConstLoaderModule does); load resolves them by name and inits. */
+gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engine *eng,
+                              rt_tensor *(*consts)(const char *name, void *user), void *user,
+                              rt_module **out, gr_diag *diag);
+
+#endif
