@@ -337,16 +337,23 @@ void ir_module_for_each_span(const ir_module *m, void (*fn)(const ir_span *s, vo
     gr_vec_free(&w.stack);
 }
 
-/* ---- lost layers ---- */
+/* ---- lost layers / lost output marks ---- */
+
+typedef struct src_set {
+    gr_map set;
+    bool outputs_only;
+} src_set;
 
 static void collect_sources(const ir_span *s, void *user) {
-    gr_map *set = user;
-    for (uint32_t i = 0; i < s->n; i++) gr_map_put(set, GR_MAP_PTR(s->locs[i].source), 1);
+    src_set *ss = user;
+    for (uint32_t i = 0; i < s->n; i++)
+        if (!ss->outputs_only || s->locs[i].is_output) gr_map_put(&ss->set, GR_MAP_PTR(s->locs[i].source), 1);
 }
 
 typedef struct lost_state {
     ir_ctx_t *ctx, *before_ctx;
     const gr_map *after;
+    bool outputs_only;
     gr_map reported;
     GR_VEC(const char *) names;
 } lost_state;
@@ -354,6 +361,7 @@ typedef struct lost_state {
 static void find_lost(const ir_span *s, void *user) {
     lost_state *ls = user;
     for (uint32_t i = 0; i < s->n; i++) {
+        if (ls->outputs_only && !s->locs[i].is_output) continue;
         /* Sources are interned: look them up in the later module's context. */
         const char *src = ls->ctx == ls->before_ctx ? s->locs[i].source : ir_intern(ls->ctx, s->locs[i].source);
         uint64_t key = GR_MAP_PTR(src);
@@ -363,19 +371,27 @@ static void find_lost(const ir_span *s, void *user) {
     }
 }
 
-const char **ir_lost_layers(const ir_module *before, const ir_module *after, uint32_t *n) {
-    gr_map seen_after;
-    gr_map_init(&seen_after);
+static const char **lost(const ir_module *before, const ir_module *after, bool outputs_only, uint32_t *n) {
+    src_set seen_after = {{0}, outputs_only};
+    gr_map_init(&seen_after.set);
     ir_module_for_each_span(after, collect_sources, &seen_after);
-    lost_state ls = {after->ctx, before->ctx, &seen_after, {0}, {0}};
+    lost_state ls = {after->ctx, before->ctx, &seen_after.set, outputs_only, {0}, {0}};
     gr_map_init(&ls.reported);
     ir_module_for_each_span(before, find_lost, &ls);
     gr_map_free(&ls.reported);
-    gr_map_free(&seen_after);
+    gr_map_free(&seen_after.set);
     *n = ls.names.len;
     if (!ls.names.len) {
         gr_vec_free(&ls.names);
         return NULL;
     }
     return ls.names.data;
+}
+
+const char **ir_lost_layers(const ir_module *before, const ir_module *after, uint32_t *n) {
+    return lost(before, after, false, n);
+}
+
+const char **ir_lost_outputs(const ir_module *before, const ir_module *after, uint32_t *n) {
+    return lost(before, after, true, n);
 }

@@ -182,5 +182,8 @@ ir_pass *ir_pass_bind_params_new(const char *func_name, uint32_t n, const char *
 /* The frontend layers named in some span of `before` that appear in no span of `after`: a heap
  * array of interned names (caller frees it with free(); *n gets the count, NULL when none). */
 const char **ir_lost_layers(const ir_module *before, const ir_module *after, uint32_t *n);
+/* Same for output marks (seed 002): layers with an expression marked as producing their output
+ * in `before` ("conv1"!) but none in `after`. */
+const char **ir_lost_outputs(const ir_module *before, const ir_module *after, uint32_t *n);
 
 #endif

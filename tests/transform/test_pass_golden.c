@@ -78,6 +78,9 @@ static ir_module *check_golden(const char *name, const ir_pass *pass, ir_module 
     const char **lost = ir_lost_layers(before, after, &nlost);
     cr_assert_eq(nlost, 0, "%s: lost layer '%s'", name, nlost ? lost[0] : "");
     free(lost);
+    lost = ir_lost_outputs(before, after, &nlost);
+    cr_assert_eq(nlost, 0, "%s: no expression is marked as producing '%s' any more", name, nlost ? lost[0] : "");
+    free(lost);
     free(want);
     free(text);
     return after;

@@ -56,6 +56,9 @@ Test(pass_models, onnx_node_models_lose_no_layer, .timeout = 120) {
                 const char **lost = ir_lost_layers(m, out, &nlost);
                 cr_expect_eq(nlost, 0, "%s: %s lost layer '%s'", names[i], PASSES[k], nlost ? lost[0] : "");
                 free(lost);
+                lost = ir_lost_outputs(m, out, &nlost);
+                cr_expect_eq(nlost, 0, "%s: %s lost the output mark of '%s'", names[i], PASSES[k], nlost ? lost[0] : "");
+                free(lost);
                 runs++;
             }
         }
@@ -139,6 +142,9 @@ static void ppocr(const char *key, int64_t h, int64_t w, bool numeric) {
     uint32_t nlost = 0;
     const char **lost = ir_lost_layers(m, out, &nlost);
     cr_expect_eq(nlost, 0, "%s: lost layer '%s' (and %u more)", key, nlost ? lost[0] : "", nlost ? nlost - 1 : 0);
+    free(lost);
+    lost = ir_lost_outputs(m, out, &nlost);
+    cr_expect_eq(nlost, 0, "%s: lost the output mark of '%s' (and %u more)", key, nlost ? lost[0] : "", nlost ? nlost - 1 : 0);
     free(lost);
     if (numeric) {
         double d = max_diff(m, out, h, w);

@@ -170,11 +170,25 @@ Test(si_builder, lost_layers) {
     cr_assert_eq(n, 1);
     cr_assert_str_eq(lost[0], "relu1");
     free(lost);
+    /* relu1's output mark is gone too; exp1 never had one. */
+    lost = ir_lost_outputs(before, after, &n);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(lost[0], "relu1");
+    free(lost);
+    /* The layer name alone (no mark) keeps the layer but not its output. */
+    ir_expr *unmarked = call("relax.nn.relu", 1, a, NULL, sp("relu1"));
+    lost = ir_lost_layers(before, one_func_module(unmarked, x), &n);
+    cr_assert_eq(n, 0);
+    lost = ir_lost_outputs(before, one_func_module(unmarked, x), &n);
+    cr_assert_eq(n, 1);
+    free(lost);
     /* A rewrite that collapses both spans into one node loses nothing. */
     ir_expr *in[1] = {&x->base};
     ir_expr *merged = call("relax.exp", 1, &x->base, NULL, ir_si_collapse(ctx, b, in, 1));
     lost = ir_lost_layers(before, one_func_module(merged, x), &n);
     cr_assert_eq(n, 0);
+    lost = ir_lost_outputs(before, one_func_module(merged, x), &n);
+    cr_assert_eq(n, 0, "the collapse keeps relu1's output mark");
     /* Modules from different contexts compare by name. */
     ir_ctx_t *c2 = ir_ctx_new();
     int64_t shape[1] = {4};
