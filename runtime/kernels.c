@@ -310,6 +310,45 @@ rt_tensor *rt_tensor_cast(const rt_tensor *t, DLDataType to) {
     return o;
 }
 
+rt_tensor *rt_tensor_permute(const rt_tensor *t, const int *perm) {
+    int nd = t->dl.ndim;
+    int64_t oshape[RT_MAX_NDIM], ts[RT_MAX_NDIM], is[RT_MAX_NDIM];
+    rt_strides(nd, t->dl.shape, ts);
+    for (int i = 0; i < nd; i++) {
+        oshape[i] = t->dl.shape[perm[i]];
+        is[i] = ts[perm[i]];
+    }
+    rt_tensor *o = rt_tensor_new_raw(t->dl.dtype, nd, oshape);
+    if (!o) return NULL;
+    size_t es = rt_dtype_size(t->dl.dtype);
+    int64_t total = rt_numel(nd, oshape), idx[RT_MAX_NDIM] = {0}, off = 0;
+    const char *src = t->dl.data;
+    char *dst = o->dl.data;
+    for (int64_t i = 0; i < total; i++) {
+        memcpy(dst + i * (int64_t)es, src + off * (int64_t)es, es);
+        for (int k = nd - 1; k >= 0; k--) {
+            off += is[k];
+            if (++idx[k] < oshape[k]) break;
+            off -= is[k] * idx[k];
+            idx[k] = 0;
+        }
+    }
+    return o;
+}
+
+bool rt_layout_perm(const char *have, const char *want, int *perm) {
+    size_t n = strlen(want);
+    if (strlen(have) != n || n > RT_MAX_NDIM) return false;
+    bool used[RT_MAX_NDIM] = {0};
+    for (size_t i = 0; i < n; i++) {
+        const char *at = strchr(have, want[i]);
+        if (!at || used[at - have]) return false;
+        used[at - have] = true;
+        perm[i] = (int)(at - have);
+    }
+    return true;
+}
+
 bool rt_norm_axis(int64_t *axis, int ndim) {
     if (*axis < 0) *axis += ndim;
     return *axis >= 0 && *axis < ndim;

@@ -63,20 +63,6 @@ static gr_status conv_attrs(const rt_kernel_call *c, int sp, conv_geom *g, bool 
     return GR_OK;
 }
 
-static gr_status check_layouts(const rt_kernel_call *c, int sp, bool transposed, gr_diag *d) {
-    const char *dl = rt_attr_str(c->attrs, "data_layout", sp == 2 ? "NCHW" : "NCW");
-    const char *kl = rt_attr_str(c->attrs, "kernel_layout",
-                                 transposed ? (sp == 2 ? "IOHW" : "IOW") : (sp == 2 ? "OIHW" : "OIW"));
-    const char *ol = rt_attr_str(c->attrs, "out_layout", "");
-    const char *want_d = sp == 2 ? "NCHW" : "NCW";
-    const char *want_k = transposed ? (sp == 2 ? "IOHW" : "IOW") : (sp == 2 ? "OIHW" : "OIW");
-    if (strcmp(dl, want_d) || strcmp(kl, want_k) || (ol[0] && strcmp(ol, want_d)))
-        return rt_kerr(c, d, GR_ERR_UNSUPPORTED,
-                       "layouts data=%s kernel=%s out=%s (the reference kernel supports %s/%s)",
-                       dl, kl, ol[0] ? ol : dl, want_d, want_k);
-    return GR_OK;
-}
-
 /* Depthwise: groups == C, one input channel per group. */
 static void conv_depthwise(const conv_geom *g, const float *x, const float *w, float *y) {
     int64_t mult = g->O / g->C;
@@ -217,13 +203,10 @@ static bool conv2d_transpose_f32(const conv_geom *g, const float *x, const float
     return true;
 }
 
-static gr_status run_conv(const rt_kernel_call *c, rt_value *out, gr_diag *d, int sp,
-                          bool transposed) {
-    const rt_tensor *x, *w;
+/* The conv on canonical layouts (NC[H]W data, O/I-major weights). */
+static gr_status conv_canon(const rt_kernel_call *c, const rt_tensor *x, const rt_tensor *w,
+                            rt_value *out, gr_diag *d, int sp, bool transposed) {
     gr_status st;
-    if ((st = rt_check_nargs(c, 2, 2, d)) || (st = rt_arg_tensor(c, 0, &x, d)) ||
-        (st = rt_arg_tensor(c, 1, &w, d)) || (st = check_layouts(c, sp, transposed, d)))
-        return st;
     int rank = sp + 2;
     if (x->dl.ndim != rank || w->dl.ndim != rank)
         return rt_kerr(c, d, GR_ERR_INVALID, "expects rank-%d data and weight, got %s and %s",
@@ -291,6 +274,48 @@ done:
     rt_tensor_release(cw);
     rt_tensor_release(o);
     return st;
+}
+
+/* Layouts that reorder the canonical letters (NHWC, HWIO, OHWI, ...) run through transposed
+ * copies; blocked layouts (NCHW16c) are unsupported. */
+static gr_status run_conv(const rt_kernel_call *c, rt_value *out, gr_diag *d, int sp,
+                          bool transposed) {
+    const rt_tensor *x, *w;
+    gr_status st;
+    if ((st = rt_check_nargs(c, 2, 2, d)) || (st = rt_arg_tensor(c, 0, &x, d)) ||
+        (st = rt_arg_tensor(c, 1, &w, d)))
+        return st;
+    const char *cd = sp == 2 ? "NCHW" : "NCW";
+    const char *ck = transposed ? (sp == 2 ? "IOHW" : "IOW") : (sp == 2 ? "OIHW" : "OIW");
+    const char *dl = rt_attr_str(c->attrs, "data_layout", cd);
+    const char *kl = rt_attr_str(c->attrs, "kernel_layout", ck);
+    const char *ol = rt_attr_str(c->attrs, "out_layout", "");
+    if (!ol[0]) ol = dl;
+    int pd[4], pk[4], po[4];
+    if (!rt_layout_perm(dl, cd, pd) || !rt_layout_perm(kl, ck, pk) || !rt_layout_perm(cd, ol, po))
+        return rt_kerr(c, d, GR_ERR_UNSUPPORTED,
+                       "layouts data=%s kernel=%s out=%s (the reference kernel supports "
+                       "reorderings of %s/%s)", dl, kl, ol, cd, ck);
+    if (x->dl.ndim != sp + 2 || w->dl.ndim != sp + 2)
+        return rt_kerr(c, d, GR_ERR_INVALID, "expects rank-%d data and weight, got %s and %s",
+                       sp + 2, RT_SHAPE_STR(x), RT_SHAPE_STR(w));
+    bool id_d = strcmp(dl, cd) == 0, id_k = strcmp(kl, ck) == 0, id_o = strcmp(ol, cd) == 0;
+    rt_tensor *xc = id_d ? rt_tensor_retain((rt_tensor *)x) : rt_tensor_permute(x, pd);
+    rt_tensor *wc = id_k ? rt_tensor_retain((rt_tensor *)w) : rt_tensor_permute(w, pk);
+    if (!xc || !wc) {
+        rt_tensor_release(xc);
+        rt_tensor_release(wc);
+        return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
+    }
+    st = conv_canon(c, xc, wc, out, d, sp, transposed);
+    rt_tensor_release(xc);
+    rt_tensor_release(wc);
+    if (st || id_o) return st;
+    rt_tensor *y = rt_tensor_permute(out->u.t, po);
+    rt_value_clear(out);
+    if (!y) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
+    *out = rt_value_tensor(y);
+    return GR_OK;
 }
 
 static gr_status k_conv1d(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_conv(c, o, d, 1, false); }

@@ -82,6 +82,11 @@ static inline bool rt_is_floatish(DLDataType t) {
 static inline bool rt_is_bool(DLDataType t) { return t.code == kDLUInt && t.bits == 1; }
 /* A converted copy (new reference); same dtype gives a retained t. NULL on OOM. */
 rt_tensor *rt_tensor_cast(const rt_tensor *t, DLDataType to);
+/* A transposed copy: output dim i is input dim perm[i]. NULL on OOM. */
+rt_tensor *rt_tensor_permute(const rt_tensor *t, const int *perm);
+/* Permutation taking layout `have` to layout `want` (perm[i] = position of want[i] in have),
+ * e.g. "NHWC" -> "NCHW" gives {0, 3, 1, 2}; false unless have is a reordering of want. */
+bool rt_layout_perm(const char *have, const char *want, int *perm);
 /* Normalizes a possibly negative axis; false when out of range. */
 bool rt_norm_axis(int64_t *axis, int ndim);
 static inline int64_t rt_numel(int ndim, const int64_t *shape) {

@@ -22,16 +22,6 @@ static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t dil, int64_t p
     return out;
 }
 
-static gr_status pool_layout(const rt_kernel_call *c, int sp, gr_diag *d) {
-    const char *want = sp == 2 ? "NCHW" : "NCW";
-    const char *l = rt_attr_str(c->attrs, "layout", want);
-    const char *ol = rt_attr_str(c->attrs, "out_layout", "");
-    if (strcmp(l, want) || (ol[0] && strcmp(ol, want)))
-        return rt_kerr(c, d, GR_ERR_UNSUPPORTED, "layout %s (the reference kernel supports %s)",
-                       l, want);
-    return GR_OK;
-}
-
 static void pool2d(const pool_geom *g, const float *x, float *y, bool is_max) {
     for (int64_t nc = 0; nc < g->NC; nc++) {
         const float *xc = x + nc * g->H * g->W;
@@ -65,13 +55,9 @@ static void pool2d(const pool_geom *g, const float *x, float *y, bool is_max) {
     }
 }
 
-static gr_status run_pool(const rt_kernel_call *c, rt_value *out, gr_diag *d, int sp,
-                          bool is_max) {
-    const rt_tensor *x;
+static gr_status run_pool(const rt_kernel_call *c, const rt_tensor *x, rt_value *out,
+                          gr_diag *d, int sp, bool is_max) {
     gr_status st;
-    if ((st = rt_check_nargs(c, 1, 1, d)) || (st = rt_arg_tensor(c, 0, &x, d)) ||
-        (st = pool_layout(c, sp, d)))
-        return st;
     /* max pooling of 8/16-bit integers is exact in float32 */
     bool int_ok = is_max && !rt_is_floatish(x->dl.dtype) && x->dl.dtype.bits <= 16;
     if (x->dl.ndim != sp + 2 || (!rt_is_floatish(x->dl.dtype) && !int_ok))
@@ -134,13 +120,9 @@ static gr_status run_pool(const rt_kernel_call *c, rt_value *out, gr_diag *d, in
     return GR_OK;
 }
 
-static gr_status run_adaptive(const rt_kernel_call *c, rt_value *out, gr_diag *d, int sp,
-                              bool is_max) {
-    const rt_tensor *x;
+static gr_status run_adaptive(const rt_kernel_call *c, const rt_tensor *x, rt_value *out,
+                              gr_diag *d, int sp, bool is_max) {
     gr_status st;
-    if ((st = rt_check_nargs(c, 1, 1, d)) || (st = rt_arg_tensor(c, 0, &x, d)) ||
-        (st = pool_layout(c, sp, d)))
-        return st;
     if (x->dl.ndim != sp + 2 || !rt_is_floatish(x->dl.dtype))
         return rt_kerr(c, d, GR_ERR_INVALID, "expects a rank-%d float tensor, got %s", sp + 2,
                        RT_SHAPE_STR(x));
@@ -191,13 +173,44 @@ static gr_status run_adaptive(const rt_kernel_call *c, rt_value *out, gr_diag *d
     return GR_OK;
 }
 
-static gr_status k_max1(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_pool(c, o, d, 1, true); }
-static gr_status k_max2(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_pool(c, o, d, 2, true); }
-static gr_status k_avg1(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_pool(c, o, d, 1, false); }
-static gr_status k_avg2(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_pool(c, o, d, 2, false); }
-static gr_status k_aavg1(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_adaptive(c, o, d, 1, false); }
-static gr_status k_aavg2(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_adaptive(c, o, d, 2, false); }
-static gr_status k_amax2(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_adaptive(c, o, d, 2, true); }
+/* Runs a pool on NC[H]W; other reorderings of the layout letters (NHWC, ...) run through
+ * transposed copies. */
+static gr_status run_layout(const rt_kernel_call *c, rt_value *out, gr_diag *d, int sp,
+                            bool is_max, bool adaptive) {
+    const rt_tensor *x;
+    gr_status st;
+    if ((st = rt_check_nargs(c, 1, 1, d)) || (st = rt_arg_tensor(c, 0, &x, d))) return st;
+    const char *cl = sp == 2 ? "NCHW" : "NCW";
+    const char *l = rt_attr_str(c->attrs, "layout", cl);
+    const char *ol = rt_attr_str(c->attrs, "out_layout", "");
+    if (!ol[0]) ol = l;
+    int pin[4], pout[4];
+    if (!rt_layout_perm(l, cl, pin) || !rt_layout_perm(cl, ol, pout))
+        return rt_kerr(c, d, GR_ERR_UNSUPPORTED,
+                       "layout %s -> %s (the reference kernel supports reorderings of %s)", l, ol, cl);
+    if (x->dl.ndim != sp + 2)
+        return rt_kerr(c, d, GR_ERR_INVALID, "expects a rank-%d tensor, got %s", sp + 2,
+                       RT_SHAPE_STR(x));
+    bool id_in = strcmp(l, cl) == 0, id_out = strcmp(ol, cl) == 0;
+    rt_tensor *xc = id_in ? rt_tensor_retain((rt_tensor *)x) : rt_tensor_permute(x, pin);
+    if (!xc) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
+    st = adaptive ? run_adaptive(c, xc, out, d, sp, is_max) : run_pool(c, xc, out, d, sp, is_max);
+    rt_tensor_release(xc);
+    if (st || id_out) return st;
+    rt_tensor *y = rt_tensor_permute(out->u.t, pout);
+    rt_value_clear(out);
+    if (!y) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
+    *out = rt_value_tensor(y);
+    return GR_OK;
+}
+
+static gr_status k_max1(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_layout(c, o, d, 1, true, false); }
+static gr_status k_max2(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_layout(c, o, d, 2, true, false); }
+static gr_status k_avg1(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_layout(c, o, d, 1, false, false); }
+static gr_status k_avg2(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_layout(c, o, d, 2, false, false); }
+static gr_status k_aavg1(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_layout(c, o, d, 1, false, true); }
+static gr_status k_aavg2(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_layout(c, o, d, 2, false, true); }
+static gr_status k_amax2(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_layout(c, o, d, 2, true, true); }
 
 const rt_kernel_entry rt_kernels_pool[] = {
     {"relax.nn.max_pool1d", k_max1},

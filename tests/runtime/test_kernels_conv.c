@@ -351,12 +351,64 @@ Test(kernels_conv, conv_errors) {
     cr_assert_eq(kt_run("relax.nn.conv2d", 0, NULL, KARGS(kt_val(x), kt_val(big)), 2, &o, &d), GR_ERR_INVALID);
     cr_assert_eq(kt_run("relax.nn.conv2d", 0, NULL, KARGS(kt_val(x3), kt_val(big)), 2, &o, &d), GR_ERR_INVALID);
     cr_assert_eq(kt_run("relax.nn.conv2d", 1, KV({"groups", ir_attr_int(0)}), KARGS(kt_val(x), kt_val(w)), 2, &o, &d), GR_ERR_INVALID);
-    cr_assert_eq(kt_run("relax.nn.conv2d", 1, KV({"data_layout", ir_attr_str(kt_ctx, "NHWC")}),
+    cr_assert_eq(kt_run("relax.nn.conv2d", 1, KV({"data_layout", ir_attr_str(kt_ctx, "NCHW4c")}),
                         KARGS(kt_val(x), kt_val(w)), 2, &o, &d), GR_ERR_UNSUPPORTED);
+    cr_assert(strstr(d.msg, "NCHW4c"), "%s", d.msg);
     rt_tensor_release(x);
     rt_tensor_release(w);
     rt_tensor_release(big);
     rt_tensor_release(x3);
+}
+
+/* NHWC data with HWIO / OHWI weights gives the NCHW result transposed. */
+Test(kernels_conv, conv2d_and_pool_other_layouts) {
+    rt_tensor *x = kt_rand(KSHAPE(2, 3, 7, 6)), *w = kt_rand(KSHAPE(4, 3, 3, 2));
+    rt_value ref, o;
+    kt_kv base[] = {{"strides", KI(2, 1)}, {"padding", KI(1, 0, 1, 1)}};
+    rt_tensor *r = kt_ok("relax.nn.conv2d", 2, base, KARGS(kt_val(x), kt_val(w)), 2, &ref);
+    const int to_nhwc[4] = {0, 2, 3, 1}, to_hwio[4] = {2, 3, 1, 0}, to_ohwi[4] = {0, 2, 3, 1};
+    rt_tensor *xh = rt_tensor_permute(x, to_nhwc), *wh = rt_tensor_permute(w, to_hwio);
+    rt_tensor *wo = rt_tensor_permute(w, to_ohwi), *rh = rt_tensor_permute(r, to_nhwc);
+    int64_t n = rt_tensor_numel(r);
+    double *want = malloc(sizeof(double) * (size_t)n), *want_h = malloc(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+        want[i] = rt_tensor_get_f64(r, i);
+        want_h[i] = rt_tensor_get_f64(rh, i);
+    }
+    /* TVM stores out_layout = data_layout when none is given */
+    kt_kv kv1[] = {base[0], base[1], {"data_layout", ir_attr_str(kt_ctx, "NHWC")}, {"kernel_layout", ir_attr_str(kt_ctx, "HWIO")},
+                   {"out_layout", ir_attr_str(kt_ctx, "NHWC")}};
+    rt_tensor *g = kt_ok("relax.nn.conv2d", 5, kv1, KARGS(kt_val(xh), kt_val(wh)), 2, &o);
+    kt_assert_shape(g, 4, rh->dl.shape);
+    kt_assert_close(g, want_h, n, 1e-5, 1e-6);
+    rt_value_clear(&o);
+    kt_kv kv2[] = {base[0], base[1], {"data_layout", ir_attr_str(kt_ctx, "NHWC")}, {"kernel_layout", ir_attr_str(kt_ctx, "OHWI")},
+                   {"out_layout", ir_attr_str(kt_ctx, "NCHW")}};
+    g = kt_ok("relax.nn.conv2d", 5, kv2, KARGS(kt_val(xh), kt_val(wo)), 2, &o);
+    kt_assert_shape(g, 4, r->dl.shape);
+    kt_assert_close(g, want, n, 1e-5, 1e-6);
+    rt_value_clear(&o);
+    /* max pool in NHWC equals the NCHW pool transposed */
+    rt_value pref;
+    rt_tensor *p = kt_ok("relax.nn.max_pool2d", 2, KV({"pool_size", KI(3, 2)}, {"strides", KI(2, 2)}), KARGS(kt_val(x)), 1, &pref);
+    rt_tensor *ph = rt_tensor_permute(p, to_nhwc);
+    g = kt_ok("relax.nn.max_pool2d", 4, KV({"pool_size", KI(3, 2)}, {"strides", KI(2, 2)}, {"layout", ir_attr_str(kt_ctx, "NHWC")},
+                                           {"out_layout", ir_attr_str(kt_ctx, "NHWC")}),
+              KARGS(kt_val(xh)), 1, &o);
+    kt_assert_shape(g, 4, ph->dl.shape);
+    for (int64_t i = 0; i < rt_tensor_numel(ph); i++) cr_assert_eq(rt_tensor_get_f64(g, i), rt_tensor_get_f64(ph, i));
+    rt_value_clear(&o);
+    free(want);
+    free(want_h);
+    rt_value_clear(&ref);
+    rt_value_clear(&pref);
+    rt_tensor_release(x);
+    rt_tensor_release(w);
+    rt_tensor_release(xh);
+    rt_tensor_release(wh);
+    rt_tensor_release(wo);
+    rt_tensor_release(rh);
+    rt_tensor_release(ph);
 }
 
 /* A PP-OCR-det-sized stack of convs must run in well under a second per layer. */
