@@ -47,7 +47,10 @@ typedef struct parser {
     bool failed;
     int depth;
     ir_module *mod;
-    gr_map scope;                /* interned name -> ir_var */
+    struct ptab {                /* scope: interned name -> ir_var (open addressing) */
+        struct ptab_slot { uint64_t k, v; } *s;
+        uint32_t cap, len;
+    } scope;
     GR_VEC(undo_ent) undo;
     int log_scope;               /* > 0: record scope changes for restoring */
     gr_map syms;                 /* interned name -> symbolic var */
@@ -386,13 +389,60 @@ static bool number(parser *p, num *out) {
 
 static const char *tok_intern(parser *p, const ir_tok *t) { return ir_intern_n(p->ctx, t->s, t->len); }
 
+/* The scope table: key and value in one slot (one cache miss per lookup on big functions),
+ * sized from the line count up front so it never rehashes for one-function files. */
+static uint32_t ptab_slot_of(uint64_t k, uint32_t mask) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return (uint32_t)k & mask;
+}
+
+static void ptab_init(struct ptab *t, uint32_t want) {
+    uint32_t cap = 64;
+    while (cap < want && cap < (1u << 26)) cap *= 2;
+    t->s = gr_xcalloc(cap, sizeof(*t->s));
+    t->cap = cap;
+    t->len = 0;
+}
+
+static void ptab_put(struct ptab *t, uint64_t k, uint64_t v) {
+    if ((t->len + 1) * 4 >= t->cap * 3) {
+        struct ptab old = *t;
+        ptab_init(t, old.cap * 2);
+        for (uint32_t i = 0; i < old.cap; i++)
+            if (old.s[i].k) ptab_put(t, old.s[i].k, old.s[i].v);
+        free(old.s);
+    }
+    uint32_t mask = t->cap - 1, i = ptab_slot_of(k, mask);
+    while (t->s[i].k && t->s[i].k != k) i = (i + 1) & mask;
+    if (!t->s[i].k) t->len++;
+    t->s[i].k = k;
+    t->s[i].v = v;
+}
+
+static uint64_t ptab_get(const struct ptab *t, uint64_t k) {
+    uint32_t mask = t->cap - 1, i = ptab_slot_of(k, mask);
+    for (; t->s[i].k; i = (i + 1) & mask)
+        if (t->s[i].k == k) return t->s[i].v;
+    return 0;
+}
+
 static void scope_bind(parser *p, const char *name, ir_var *v) {
     if (p->log_scope > 0) {
         undo_ent u = {GR_MAP_PTR(name), 0, false};
-        u.had = gr_map_get(&p->scope, u.key, &u.old);
+        u.old = ptab_get(&p->scope, u.key);
+        u.had = u.old != 0;
         gr_vec_push(&p->undo, u);
     }
-    gr_map_put(&p->scope, GR_MAP_PTR(name), GR_MAP_PTR(v));
+    ptab_put(&p->scope, GR_MAP_PTR(name), GR_MAP_PTR(v));
+}
+
+static void scope_restore(parser *p, uint32_t mark) {
+    while (p->undo.len > mark) {
+        undo_ent u = p->undo.data[--p->undo.len];
+        ptab_put(&p->scope, u.key, u.old); /* 0 = unbound */
+    }
 }
 
 static void restore(gr_map *m, void *vec_, uint32_t mark) {
@@ -405,7 +455,7 @@ static void restore(gr_map *m, void *vec_, uint32_t mark) {
 }
 
 static ir_var *scope_get(parser *p, const char *name) {
-    return (ir_var *)(uintptr_t)gr_map_get_or(&p->scope, GR_MAP_PTR(name), 0);
+    return (ir_var *)(uintptr_t)ptab_get(&p->scope, GR_MAP_PTR(name));
 }
 
 static void sym_define(parser *p, const char *name, const ir_prim *v) {
@@ -1398,7 +1448,7 @@ static bool parse_if(parser *p, body_ctx *bc) {
             }
         }
         ir_bb_free(inner.bb);
-        restore(&p->scope, &p->undo, umark);
+        scope_restore(p, umark);
         p->log_scope--;
         if (!ok || !expect_kind(p, TK_DEDENT, "the end of the branch")) return false;
     }
@@ -1700,7 +1750,10 @@ static ir_func *parse_def(parser *p, bool module_level, bool is_private, fsig *s
     uint32_t umark = p->undo.len, smark = p->sym_undo.len;
     p->log_scope++;
     if (module_level) {
-        gr_map_clear(&p->scope);
+        if (p->scope.len) {
+            memset(p->scope.s, 0, sizeof(*p->scope.s) * p->scope.cap);
+            p->scope.len = 0;
+        }
         gr_map_clear(&p->syms);
         p->sym_undo.len = smark = 0;
         p->undo.len = umark = 0;
@@ -1791,7 +1844,7 @@ out:
     gr_vec_free(&fa.keys);
     gr_vec_free(&fa.vals);
     if (!module_level) {
-        restore(&p->scope, &p->undo, umark);
+        scope_restore(p, umark);
         restore(&p->syms, &p->sym_undo, smark);
         p->log_scope--;
     }
@@ -2082,7 +2135,10 @@ gr_status ir_parse_module_opts(ir_ctx_t *ctx, const char *name, const char *text
     p->src = text ? text : "";
     p->len = text ? len : 0;
     p->diag = diag;
-    gr_map_init(&p->scope);
+    uint32_t lines = 0;
+    for (const char *q = p->src, *e = p->src + p->len; q && q < e; q = memchr(q, '\n', (size_t)(e - q)), q = q ? q + 1 : NULL)
+        lines++;
+    ptab_init(&p->scope, lines / 3 * 4 + 16);
     gr_map_init(&p->syms);
     gr_map_init(&p->opcache);
     gr_map_init(&p->sigmap);
@@ -2092,7 +2148,7 @@ gr_status ir_parse_module_opts(ir_ctx_t *ctx, const char *name, const char *text
     if (!ok && !p->failed) perr(p, NULL, GR_ERR_PARSE, "parse failed");
     gr_status st = ok ? GR_OK : (diag && diag->code != GR_OK ? diag->code : GR_ERR_PARSE);
     if (ok) *out = p->mod;
-    gr_map_free(&p->scope);
+    free(p->scope.s);
     gr_map_free(&p->syms);
     gr_map_free(&p->opcache);
     gr_map_free(&p->sigmap);
