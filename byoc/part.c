@@ -169,19 +169,35 @@ const char *byoc_unique_name(ir_ctx_t *ctx, const ir_module *m, const char *base
     }
 }
 
+/* spans of the non-var leaves (constants, prim values, shapes) of a call: their layers */
+typedef GR_VEC(const ir_span *) span_vec;
+
+static void leaf_spans(ir_ctx_t *ctx, const ir_expr *v, span_vec *out) {
+    if (v->kind != IR_CALL) return;
+    const ir_call *c = IR_AS(v, ir_call);
+    for (uint32_t k = 0; k < c->nargs; k++) {
+        const ir_expr *a = c->args[k];
+        uint32_t nf = a->kind == IR_TUPLE ? IR_AS(a, ir_tuple)->n : 1;
+        for (uint32_t q = 0; q < nf; q++) {
+            const ir_expr *x = a->kind == IR_TUPLE ? IR_AS(a, ir_tuple)->fields[q] : a;
+            if (!ir_is_var(x) && x->span) gr_vec_push(out, ir_span_with_output(ctx, x->span, false));
+        }
+    }
+}
+
 const ir_span *byoc_group_span(ir_ctx_t *ctx, const ir_block *blk, const byoc_group_info *gi) {
-    const ir_span *small[16];
-    const ir_span **parts = gi->nmembers <= 16 ? small : gr_xmalloc(sizeof(*parts) * gi->nmembers);
+    span_vec parts = {0};
     for (uint32_t k = 0; k < gi->nmembers; k++) {
         const ir_binding *b = &blk->bindings[gi->members[k]];
+        leaf_spans(ctx, b->value, &parts);
         const ir_span *s = b->value->span ? b->value->span : b->var->base.span;
         bool out = false;
         for (uint32_t o = 0; o < gi->noutputs; o++) out |= gi->outputs[o] == b->var;
         /* an output keeps its marks; an intermediate's layer output stays inside */
-        parts[k] = s && !out ? ir_span_with_output(ctx, s, false) : s;
+        if (s) gr_vec_push(&parts, out ? s : ir_span_with_output(ctx, s, false));
     }
-    const ir_span *r = ir_span_seq(ctx, parts, gi->nmembers);
-    if (parts != small) free(parts);
+    const ir_span *r = ir_span_seq(ctx, parts.data, parts.len);
+    gr_vec_free(&parts);
     return r;
 }
 

@@ -56,8 +56,25 @@ static void collect_spans(span_ctx *sc, const ir_func *f, bool result_leaves) {
                 const ir_call *c = IR_AS(bd->value, ir_call);
                 uint64_t lf;
                 if (gr_map_get(&lambdas, GR_MAP_PTR(c->callee), &lf)) {
+                    /* the call site holds the layers of deduplicated composites' constants */
+                    if (bd->value->span)
+                        gr_vec_push(&sc->parts, leaves ? bd->value->span : ir_span_with_output(sc->ctx, bd->value->span, false));
                     collect_spans(sc, (const ir_func *)(uintptr_t)lf, leaves);
                     continue;
+                }
+            }
+            /* constants (initializers) used here travel into the runtime module: keep their
+             * layers on the call too */
+            if (bd->value->kind == IR_CALL) {
+                const ir_call *c = IR_AS(bd->value, ir_call);
+                for (uint32_t k = 0; k < c->nargs; k++) {
+                    const ir_expr *a = c->args[k];
+                    uint32_t nf = a->kind == IR_TUPLE ? IR_AS(a, ir_tuple)->n : 1;
+                    for (uint32_t q = 0; q < nf; q++) {
+                        const ir_expr *x = a->kind == IR_TUPLE ? IR_AS(a, ir_tuple)->fields[q] : a;
+                        if (!ir_is_var(x) && x->span)
+                            gr_vec_push(&sc->parts, ir_span_with_output(sc->ctx, x->span, false));
+                    }
                 }
             }
             const ir_span *sp = bd->value->span ? bd->value->span : bd->var->base.span;
