@@ -5,12 +5,13 @@
 
 #include "ir/printer.h"
 #include "ir/transform.h"
+#include "ir/var_map.h"
 #include "tools/cli.h"
 #include "tools/cmd_opt.h"
 
 typedef struct opt_args {
     const char *input, *out_path, *passes, *dump_dir, *layer;
-    bool time_passes, no_spans;
+    bool time_passes, no_spans, var_map;
     ir_pass_ctx_t *pc;
     cli_load_opts lo;
 } opt_args;
@@ -44,6 +45,8 @@ static int parse_args(const char *cmd, int argc, char **argv, opt_args *a) {
                 return cli_usage_error(cmd, "--input-shape takes NAME=DIMxDIM...");
         } else if (strcmp(argv[i], "--time-passes") == 0) {
             a->time_passes = true;
+        } else if (strcmp(argv[i], "--var-map") == 0) {
+            a->var_map = true;
         } else if (strcmp(argv[i], "--no-spans") == 0) {
             a->no_spans = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -63,6 +66,8 @@ static int load_and_run(opt_args *a, ir_ctx_t *ctx, ir_module **before, ir_modul
     gr_diag d;
     gr_diag_clear(&d);
     if (cli_load_model(ctx, a->input, &a->lo, before, &d) != GR_OK) return cli_fail(&d, a->input);
+    /* Seed the var_map (importer var -> itself) so the output shows where each var went. */
+    if (a->var_map) *before = ir_var_map_init_module(*before);
     ir_pass *seq = NULL;
     if (a->passes) {
         if (ir_pass_sequential_from_names(a->passes, &seq, &d) != GR_OK)

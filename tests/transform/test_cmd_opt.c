@@ -73,6 +73,14 @@ Test(cmd_opt, default_pipeline_and_lost_layer_note) {
     cr_assert(strstr(slurp("err"), "no longer appear in any span: conv1 conv2"), "%s", slurp("err"));
 }
 
+Test(cmd_opt, var_map_records_where_vars_went) {
+    cr_assert_eq(run("opt tests/golden/passes/canonicalize.before.relax --var-map"), 0, "%s", slurp("err"));
+    char *out = slurp("out");
+    cr_assert(strstr(out, "\"var_map\""), "%s", out);
+    cr_assert(strstr(out, "\"lv1\": \"lv\""), "lv1 = lv was canonicalized into lv:\n%s", out);
+    cr_assert(strstr(out, "\"t\": None"), "the dead tuple is marked eliminated:\n%s", out);
+}
+
 Test(cmd_opt, errors) {
     cr_assert_eq(run("opt " BEFORE " --layer bn1"), 2, "--layer is trace's");
     cr_assert_eq(run("opt " BEFORE " --passes Bogus"), 2);
