@@ -13,47 +13,89 @@
 
 typedef GR_VEC(uint64_t) u64_vec;
 
-static void note_use(pat_block_info *bi, u64_vec *uses, ir_var *v, uint32_t user) {
-    uint64_t slot = gr_map_get_or(&bi->var_slot, GR_MAP_PTR(v), 0);
-    if (!slot) {
-        slot = ++bi->nvars;
-        gr_map_put(&bi->var_slot, GR_MAP_PTR(v), slot);
+/* var -> 1 + slot. The dense table is a sparse set (Briggs & Torczon): it is never cleared, an
+ * entry counts only when vars[] points back at the var, so a huge block costs no zeroing and
+ * touches only the pages it writes. */
+static uint32_t slot_get(const pat_block_info *bi, const ir_expr *v) {
+    uint32_t rel = v->id - bi->id_lo;
+    if (rel < bi->id_n) {
+        uint32_t k = bi->slot_by_id[rel];
+        return k - 1 < bi->nvars && &bi->vars[k - 1]->base == v ? k : 0;
     }
-    gr_vec_push(uses, ((slot - 1) << 32) | user);
+    return (uint32_t)gr_map_get_or(&bi->slot_far, GR_MAP_PTR(v), 0);
+}
+
+static void slot_put(pat_block_info *bi, const ir_expr *v, uint32_t slot) {
+    uint32_t rel = v->id - bi->id_lo;
+    if (rel < bi->id_n) bi->slot_by_id[rel] = slot;
+    else gr_map_put(&bi->slot_far, GR_MAP_PTR(v), slot);
+}
+
+/* One walk over the block assigns var slots, counts uses and records the slot of every use in
+ * binding order; the CSR user lists are then filled from that compact list (a second walk
+ * over the expressions costs cache misses on large blocks). */
+typedef struct ubuild {
+    pat_block_info *bi;
+    GR_VEC(ir_var *) vars;
+    GR_VEC(uint32_t) count;    /* uses per slot */
+    GR_VEC(uint32_t) uslot;    /* slot of every use, in binding order */
+} ubuild;
+
+static uint32_t slot_add(ubuild *u, ir_var *v) {
+    uint32_t s = slot_get(u->bi, &v->base);
+    if (!s) {
+        gr_vec_push(&u->vars, v);
+        gr_vec_push(&u->count, 0);
+        s = u->vars.len;
+        u->bi->vars = u->vars.data;
+        u->bi->nvars = s;
+        slot_put(u->bi, &v->base, s);
+    }
+    return s;
+}
+
+static void note_use(ubuild *u, ir_var *v, uint32_t user) {
+    (void)user;
+    uint32_t s = slot_add(u, v);
+    u->count.data[s - 1]++;
+    gr_vec_push(&u->uslot, s - 1);
 }
 
 typedef struct use_walk {
     ir_walker w;
-    pat_block_info *bi;
-    u64_vec *uses;
+    ubuild *u;
     uint32_t user;
 } use_walk;
 
 static ir_walk_result use_visit(ir_walker *w, ir_expr *e) {
-    use_walk *u = (use_walk *)w;
-    if (ir_is_var(e)) note_use(u->bi, u->uses, (ir_var *)e, u->user);
+    use_walk *uw = (use_walk *)w;
+    if (ir_is_var(e)) note_use(uw->u, (ir_var *)e, uw->user);
     return IR_WALK_CONTINUE;
 }
 
-static void collect_uses(pat_block_info *bi, u64_vec *uses, ir_expr *e, uint32_t user) {
+static void collect_uses(ubuild *u, ir_expr *e, uint32_t user) {
     if (!e) return;
     switch (e->kind) {
-    case IR_VAR: case IR_DFVAR: note_use(bi, uses, (ir_var *)e, user); return;
+    case IR_VAR: case IR_DFVAR: note_use(u, (ir_var *)e, user); return;
     case IR_CALL: {
         ir_call *c = (ir_call *)e;
-        collect_uses(bi, uses, c->callee, user);
-        for (uint32_t i = 0; i < c->nargs; i++) collect_uses(bi, uses, c->args[i], user);
+        if (c->callee->kind != IR_OP) collect_uses(u, c->callee, user);
+        for (uint32_t i = 0; i < c->nargs; i++) {
+            ir_expr *a = c->args[i];
+            if (a->kind == IR_VAR || a->kind == IR_DFVAR) note_use(u, (ir_var *)a, user);
+            else if (a->kind != IR_CONST && a->kind != IR_SHAPE) collect_uses(u, a, user);
+        }
         return;
     }
     case IR_TUPLE: {
         ir_tuple *t = (ir_tuple *)e;
-        for (uint32_t i = 0; i < t->n; i++) collect_uses(bi, uses, t->fields[i], user);
+        for (uint32_t i = 0; i < t->n; i++) collect_uses(u, t->fields[i], user);
         return;
     }
-    case IR_TGI: collect_uses(bi, uses, ((ir_tgi *)e)->tuple, user); return;
+    case IR_TGI: collect_uses(u, ((ir_tgi *)e)->tuple, user); return;
     case IR_SEQ: case IR_IF: case IR_FUNC: {
-        use_walk u = {.w = {.visit_expr = use_visit}, .bi = bi, .uses = uses, .user = user};
-        ir_walk_expr(&u.w, e);
+        use_walk w = {.w = {.visit_expr = use_visit}, .u = u, .user = user};
+        ir_walk_expr(&w.w, e);
         return;
     }
     default: return;
@@ -64,54 +106,70 @@ pat_block_info *pat_block_info_build(ir_ctx_t *ctx, const ir_block *block) {
     pat_block_info *bi = gr_xcalloc(1, sizeof(*bi));
     bi->ctx = ctx;
     bi->block = block;
-    gr_map_init(&bi->var_index);
-    gr_map_init(&bi->value_var);
-    gr_map_init(&bi->var_slot);
-    u64_vec uses = {0};
+    gr_map_init(&bi->slot_far);
+    gr_map_init(&bi->value_var_);
     uint32_t n = block ? block->n : 0;
+    /* Dense id table over the bound vars' id range when it is not too sparse. */
+    uint32_t lo = UINT32_MAX, hi = 0;
     for (uint32_t i = 0; i < n; i++) {
-        const ir_binding *b = &block->bindings[i];
-        gr_map_put(&bi->var_index, GR_MAP_PTR(b->var), i + 1);
-        if (!gr_map_get(&bi->value_var, GR_MAP_PTR(b->value), NULL))
-            gr_map_put(&bi->value_var, GR_MAP_PTR(b->value), GR_MAP_PTR(b->var));
-        collect_uses(bi, &uses, b->value, i);
-        /* Bound vars get a slot even when unused. */
-        if (!gr_map_get(&bi->var_slot, GR_MAP_PTR(b->var), NULL))
-            gr_map_put(&bi->var_slot, GR_MAP_PTR(b->var), ++bi->nvars);
+        uint32_t id = block->bindings[i].var->base.id;
+        lo = id < lo ? id : lo;
+        hi = id > hi ? id : hi;
     }
-    uint32_t nv = bi->nvars;
-    bi->vars = gr_xcalloc(nv + 1, sizeof(*bi->vars));
-    bi->user_off = gr_xcalloc(nv + 1, sizeof(uint32_t));
-    bi->use_count = gr_xcalloc(nv + 1, sizeof(uint32_t));
-    bi->users = gr_xcalloc(uses.len + 1, sizeof(uint32_t));
-    /* vars[] from the slot map. */
-    for (uint32_t i = 0; i < bi->var_slot.cap; i++)
-        if (bi->var_slot.keys[i]) bi->vars[bi->var_slot.vals[i] - 1] = (ir_var *)(uintptr_t)bi->var_slot.keys[i];
-    for (uint32_t i = 0; i < uses.len; i++) bi->user_off[(uses.data[i] >> 32) + 1]++;
-    for (uint32_t k = 0; k < nv; k++) bi->user_off[k + 1] += bi->user_off[k];
-    uint32_t *fill = gr_xcalloc(nv + 1, sizeof(uint32_t));
-    /* uses are in binding order already, so each list stays in block order. */
-    for (uint32_t i = 0; i < uses.len; i++) {
-        uint32_t k = (uint32_t)(uses.data[i] >> 32);
-        bi->users[bi->user_off[k] + fill[k]++] = (uint32_t)uses.data[i];
+    if (n && (uint64_t)(hi - lo) + 1 <= 16ull * n + 1024) {
+        bi->id_lo = lo;
+        bi->id_n = hi - lo + 1;
+        bi->slot_by_id = gr_xmalloc(sizeof(uint32_t) * bi->id_n);   /* uninitialized: sparse set */
     }
-    free(fill);
+    ubuild u = {.bi = bi};
+    u.vars.cap = u.count.cap = n + 16;
+    u.vars.data = gr_xmalloc(sizeof(ir_var *) * u.vars.cap);
+    u.count.data = gr_xmalloc(sizeof(uint32_t) * u.count.cap);
+    u.uslot.cap = 2 * n + 16;
+    u.uslot.data = gr_xmalloc(sizeof(uint32_t) * u.uslot.cap);
+    uint32_t *boff = gr_xmalloc(sizeof(uint32_t) * (n + 1));
+    /* Bound vars first, so a binding's var has a slot before any use. */
+    for (uint32_t i = 0; i < n; i++) slot_add(&u, block->bindings[i].var);
+    for (uint32_t i = 0; i < n; i++) {
+        boff[i] = u.uslot.len;
+        collect_uses(&u, block->bindings[i].value, i);
+    }
+    boff[n] = u.uslot.len;
+    uint32_t nv = bi->nvars = u.vars.len;
+    bi->vars = u.vars.data;
+    bi->user_off = gr_xmalloc(sizeof(uint32_t) * (nv + 1));
+    bi->user_off[0] = 0;
+    for (uint32_t k = 0; k < nv; k++) bi->user_off[k + 1] = bi->user_off[k] + u.count.data[k];
+    bi->users = gr_xmalloc(sizeof(uint32_t) * (bi->user_off[nv] + 1));
+    /* count becomes the fill cursor, then the use count. */
+    for (uint32_t k = 0; k < nv; k++) u.count.data[k] = bi->user_off[k];
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = boff[i]; j < boff[i + 1]; j++) bi->users[u.count.data[u.uslot.data[j]]++] = i;
+    free(boff);
+    gr_vec_free(&u.uslot);
+    bi->use_count = u.count.data;
+    bi->bind_of = gr_xmalloc(sizeof(int32_t) * (nv + 1));
     for (uint32_t k = 0; k < nv; k++) {
+        bi->bind_of[k] = -1;
         bi->use_count[k] = bi->user_off[k + 1] - bi->user_off[k];
-        ir_var *v = bi->vars[k];
-        if (v->base.kind == IR_VAR && gr_map_get(&bi->var_index, GR_MAP_PTR(v), NULL))
-            bi->use_count[k]++;  /* escapes the block */
     }
-    gr_vec_free(&uses);
+    for (uint32_t i = 0; i < n; i++) {
+        const ir_var *v = block->bindings[i].var;
+        uint32_t sl = slot_get(bi, &v->base);
+        if (bi->bind_of[sl - 1] >= 0) continue;                 /* first definition */
+        bi->bind_of[sl - 1] = (int32_t)i;
+        if (v->base.kind == IR_VAR) bi->use_count[sl - 1]++;   /* escapes the block */
+    }
     return bi;
 }
 
 void pat_block_info_free(pat_block_info *bi) {
     if (!bi) return;
-    gr_map_free(&bi->var_index);
-    gr_map_free(&bi->value_var);
-    gr_map_free(&bi->var_slot);
+    gr_map_free(&bi->slot_far);
+    gr_map_free(&bi->value_var_);
+    free(bi->slot_by_id);
     free(bi->vars);
+    free(bi->bind_of);
     free(bi->user_off);
     free(bi->users);
     free(bi->use_count);
@@ -120,19 +178,34 @@ void pat_block_info_free(pat_block_info *bi) {
 
 int pat_block_binding_of(const pat_block_info *bi, const ir_expr *var) {
     if (!bi || !var) return -1;
-    return (int)gr_map_get_or(&bi->var_index, GR_MAP_PTR(var), 0) - 1;
+    uint32_t s = slot_get(bi, var);
+    return s ? bi->bind_of[s - 1] : -1;
 }
 
 uint32_t pat_block_use_count(const pat_block_info *bi, const ir_expr *var) {
-    uint64_t s = bi && var ? gr_map_get_or(&bi->var_slot, GR_MAP_PTR(var), 0) : 0;
+    uint32_t s = bi && var ? slot_get(bi, var) : 0;
     return s ? bi->use_count[s - 1] : 0;
 }
 
 const uint32_t *pat_block_users(const pat_block_info *bi, const ir_expr *var, uint32_t *n) {
-    uint64_t s = bi && var ? gr_map_get_or(&bi->var_slot, GR_MAP_PTR(var), 0) : 0;
+    uint32_t s = bi && var ? slot_get(bi, var) : 0;
     if (!s) { *n = 0; return NULL; }
     *n = bi->user_off[s] - bi->user_off[s - 1];
     return bi->users + bi->user_off[s - 1];
+}
+
+ir_var *pat_block_value_var(const pat_block_info *cbi, const ir_expr *value) {
+    if (!cbi || !value) return NULL;
+    pat_block_info *bi = (pat_block_info *)cbi;
+    if (!bi->value_var_built_) {
+        for (uint32_t i = 0; bi->block && i < bi->block->n; i++) {
+            const ir_binding *b = &bi->block->bindings[i];
+            if (!gr_map_get(&bi->value_var_, GR_MAP_PTR(b->value), NULL))
+                gr_map_put(&bi->value_var_, GR_MAP_PTR(b->value), GR_MAP_PTR(b->var));
+        }
+        bi->value_var_built_ = true;
+    }
+    return (ir_var *)(uintptr_t)gr_map_get_or(&bi->value_var_, GR_MAP_PTR(value), 0);
 }
 
 /* ---- matcher ---- */
@@ -173,10 +246,9 @@ typedef struct goal {
 /* The binding index that binds var e in the block (match_cast bindings are opaque), or -1. */
 static int bound_at(const mstate *m, const ir_expr *e) {
     if (!m->info || !ir_is_var(e)) return -1;
-    uint64_t i = gr_map_get_or(&m->info->var_index, GR_MAP_PTR(e), 0);
-    if (!i) return -1;
-    if (m->info->block->bindings[i - 1].match_sinfo) return -1;
-    return (int)i - 1;
+    int i = pat_block_binding_of(m->info, e);
+    if (i < 0 || m->info->block->bindings[i].match_sinfo) return -1;
+    return i;
 }
 
 /* Follows var -> value inside the block; `record` pushes the followed bindings. */

@@ -23,19 +23,23 @@
 typedef struct pat_block_info {
     ir_ctx_t *ctx;
     const ir_block *block;
-    gr_map var_index;          /* bound var -> 1 + binding index (match_cast bindings included) */
-    gr_map value_var;          /* bound value (pointer) -> its var (value_to_bound_var) */
     /* Every var used in the block (bound here or free: params, vars of earlier blocks), dense:
-     * vars[k]; var_slot maps var -> 1 + k. Uses are CSR: users of vars[k] are the binding
-     * indices users[user_off[k] .. user_off[k+1]) in block order (a binding using a var twice is
-     * listed twice). use_count[k] counts those uses plus one for a plain Var bound in a dataflow
-     * block (it escapes through R.output). */
+     * vars[k]. Uses are CSR: users of vars[k] are the binding indices users[user_off[k] ..
+     * user_off[k+1]) in block order (a binding using a var twice is listed twice). use_count[k]
+     * counts those uses plus one for a plain Var bound in the block (it escapes through
+     * R.output). bind_of[k] is the binding index of vars[k], or -1 for a free var. */
     uint32_t nvars;
     ir_var **vars;
-    gr_map var_slot;
     uint32_t *user_off;
     uint32_t *users;
     uint32_t *use_count;
+    int32_t *bind_of;
+    /* internal: var -> 1 + k. Ids in [id_lo, id_lo + id_n) use the dense table, others the map. */
+    uint32_t id_lo, id_n;
+    uint32_t *slot_by_id;
+    gr_map slot_far;
+    gr_map value_var_;         /* built on the first pat_block_value_var call */
+    bool value_var_built_;
 } pat_block_info;
 
 pat_block_info *pat_block_info_build(ir_ctx_t *ctx, const ir_block *block);
@@ -46,6 +50,9 @@ int pat_block_binding_of(const pat_block_info *info, const ir_expr *var);
 uint32_t pat_block_use_count(const pat_block_info *info, const ir_expr *var);
 /* Users of var: binding indices in block order (*n gets the count). */
 const uint32_t *pat_block_users(const pat_block_info *info, const ir_expr *var, uint32_t *n);
+/* The var a value (pointer) is bound to in the block (TVM's value_to_bound_var), or NULL. The
+ * table is built on the first call (not thread safe for one info). */
+ir_var *pat_block_value_var(const pat_block_info *info, const ir_expr *value);
 
 /* ---- One expression match ---- */
 typedef struct pat_match_entry {
