@@ -549,7 +549,30 @@ typedef struct span_fields {
     ir_tok tok;
 } span_fields;
 
+/* `span: "name"` or `span: "name"!` alone: the common form (one per imported layer),
+ * read without a sub-lexer. */
+static bool span_comment_fast(parser *p, const ir_tok *t, span_fields *f) {
+    const char *s = t->s, *e = t->s + t->len;
+    while (s < e && *s == ' ') s++;
+    if (e - s < 8 || memcmp(s, "span:", 5) != 0) return false;
+    s += 5;
+    while (s < e && *s == ' ') s++;
+    if (s >= e || *s != '"') return false;
+    const char *q = ++s;
+    while (q < e && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20) q++;
+    if (q >= e || *q != '"' || q == s) return false;
+    const char *r = q + 1;
+    bool out = r < e && *r == '!';
+    if (out) r++;
+    while (r < e && *r == ' ') r++;
+    if (r != e) return false;
+    f->has_span = true;
+    f->span = ir_span_named(p->ctx, ir_intern_n(p->ctx, s, (size_t)(q - s)), out);
+    return true;
+}
+
 static bool parse_span_comment(parser *p, const ir_tok *t, span_fields *f) {
+    if (span_comment_fast(p, t, f)) return true;
     lexsave sv;
     push_sub(p, &sv, t->s, t->s + t->len, t);
     bool ok = true;
