@@ -260,3 +260,60 @@ Test(kernels_more, losses_fma_collapse_sum) {
     rt_tensor_release(like);
     rt_tensor_release(bad);
 }
+
+static rt_value tuple_of(int n, rt_tensor *a, rt_tensor *b) {
+    rt_value t = rt_value_tuple((uint32_t)n);
+    t.u.tuple.items[0] = rt_value_tensor(rt_tensor_retain(a));
+    if (n > 1) t.u.tuple.items[1] = rt_value_tensor(rt_tensor_retain(b));
+    return t;
+}
+
+static void einsum_check(const char *subs, int n, rt_tensor *a, rt_tensor *b, int ond,
+                         const int64_t *oshape, const double *want) {
+    rt_value args = tuple_of(n, a, b), o;
+    gr_diag d;
+    const ir_op_def *op = kt_op("relax.einsum");
+    kt_kv kv[1] = {{"subscripts", ir_attr_str(kt_ctx, subs)}};
+    rt_kernel_call call = {op, kt_attrs(op, 1, kv), &args, 1, NULL, NULL};
+    gr_diag_clear(&d);
+    cr_assert_eq(rt_kernel_run(&call, &o, &d), GR_OK, "%s: %s", subs, d.msg);
+    kt_assert_shape(o.u.t, ond, oshape);
+    kt_assert_close(o.u.t, want, rt_tensor_numel(o.u.t), 1e-6, 1e-6);
+    rt_value_clear(&o);
+    rt_value_clear(&args);
+}
+
+Test(kernels_more, einsum_forms) {
+    rt_tensor *a = kt_tensor(KT_F32, KSHAPE(2, 3), KVALS(1, 2, 3, 4, 5, 6));
+    rt_tensor *b = kt_tensor(KT_F32, KSHAPE(3, 2), KVALS(1, 0, 0, 1, 1, 1));
+    rt_tensor *sq = kt_tensor(KT_F32, KSHAPE(2, 2), KVALS(1, 2, 3, 4));
+    einsum_check("ij,jk->ik", 2, a, b, KSHAPE(2, 2), KVALS(4, 5, 10, 11));
+    einsum_check("ij,jk", 2, a, b, KSHAPE(2, 2), KVALS(4, 5, 10, 11));
+    einsum_check("ij->ji", 1, a, NULL, KSHAPE(3, 2), KVALS(1, 4, 2, 5, 3, 6));
+    einsum_check("ii->", 1, sq, NULL, 0, NULL, KVALS(5));
+    einsum_check("ii->i", 1, sq, NULL, KSHAPE(2), KVALS(1, 4));
+    einsum_check("ij->", 1, a, NULL, 0, NULL, KVALS(21));
+    rt_tensor *u = kt_tensor(KT_F32, KSHAPE(2), KVALS(1, 2)), *v = kt_tensor(KT_F32, KSHAPE(3), KVALS(1, 10, 100));
+    einsum_check("i,j->ij", 2, u, v, KSHAPE(2, 3), KVALS(1, 10, 100, 2, 20, 200));
+    /* batched with a broadcast ellipsis: (2, 2, 3) x (3, 2) */
+    rt_tensor *ba = kt_tensor(KT_F32, KSHAPE(2, 2, 3), KVALS(1, 2, 3, 4, 5, 6, 0, 0, 1, 1, 0, 0));
+    einsum_check("...ij,...jk->...ik", 2, ba, b, KSHAPE(2, 2, 2), KVALS(4, 5, 10, 11, 1, 1, 1, 0));
+    einsum_check("bij,jk->bik", 2, ba, b, KSHAPE(2, 2, 2), KVALS(4, 5, 10, 11, 1, 1, 1, 0));
+    /* errors */
+    rt_value args = tuple_of(2, a, a), o;
+    gr_diag d;
+    const ir_op_def *op = kt_op("relax.einsum");
+    kt_kv kv[1] = {{"subscripts", ir_attr_str(kt_ctx, "ij,jk->ik")}};
+    rt_kernel_call call = {op, kt_attrs(op, 1, kv), &args, 1, NULL, NULL};
+    cr_assert_eq(rt_kernel_run(&call, &o, &d), GR_ERR_INVALID);
+    kt_kv kv2[1] = {{"subscripts", ir_attr_str(kt_ctx, "i$,jk")}};
+    call.attrs = kt_attrs(op, 1, kv2);
+    cr_assert_eq(rt_kernel_run(&call, &o, &d), GR_ERR_INVALID);
+    rt_value_clear(&args);
+    rt_tensor_release(a);
+    rt_tensor_release(b);
+    rt_tensor_release(sq);
+    rt_tensor_release(u);
+    rt_tensor_release(v);
+    rt_tensor_release(ba);
+}
