@@ -2011,12 +2011,15 @@ static bool prescan_functions(parser *p, const char *body, const char *end, int 
     memcpy(sv.la, p->la, sizeof(p->la));
     sv.nla = p->nla;
     bool ok = true;
+    bool relax_deco = false; /* the last decorator at class level was @R.function */
     for (const char *s = body; s < end && ok;) {
         const char *nl = memchr(s, '\n', (size_t)(end - s));
         const char *le = nl ? nl : end;
         int w = 0;
         while (s + w < le && s[w] == ' ') w++;
-        if (w == width && le - (s + w) > 4 && memcmp(s + w, "def ", 4) == 0) {
+        if (w == width && s + w < le && s[w] == '@')
+            relax_deco = le - (s + w) >= 11 && memcmp(s + w, "@R.function", 11) == 0;
+        if (w == width && relax_deco && le - (s + w) > 4 && memcmp(s + w, "def ", 4) == 0) {
             ir_lex_init(&p->lx, p->src, s, end, line);
             p->nla = 0;
             if (peek(p, 0)->kind == TK_INDENT) next(p);
@@ -2065,6 +2068,11 @@ static bool prescan_functions(parser *p, const char *body, const char *end, int 
 
 static bool parse_decorator(parser *p, bool *is_private) {
     *is_private = false;
+    if (is_p(peek(p, 0), '@') && tok_is(peek(p, 1), "T") && is_p(peek(p, 2), '.')) {
+        ir_tok at = *peek(p, 1);
+        return perr(p, &at, GR_ERR_UNSUPPORTED,
+                    "TIR functions (@T.prim_func) are not supported; only Relax functions"), false;
+    }
     if (!expect_p(p, '@', "(a decorated function)") || !expect_dotted(p, "R", "function")) return false;
     if (accept_p(p, '(')) {
         while (!is_p(peek(p, 0), ')')) {
