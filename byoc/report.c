@@ -117,8 +117,10 @@ static void region_entry(rep_state *r, const ir_binding *b, const ir_func *f, co
                 const ir_binding *x = &s->blocks[bb]->bindings[i];
                 uint64_t v;
                 if (x->value->kind == IR_FUNC) gr_map_put(&lam, GR_MAP_PTR(x->var), GR_MAP_PTR(x->value));
-                else if (x->value->kind == IR_CALL && gr_map_get(&lam, GR_MAP_PTR(IR_AS(x->value, ir_call)->callee), &v))
+                else if (x->value->kind == IR_CALL && gr_map_get(&lam, GR_MAP_PTR(IR_AS(x->value, ir_call)->callee), &v)) {
+                    add_layers(layers, &seen, x->value->span);  /* call site: shared composites */
                     json_array_append_new(comps, composite_json(r, (const ir_func *)(uintptr_t)v, layers, &seen, &flops));
+                }
             }
         gr_map_free(&lam);
     } else {

@@ -28,6 +28,7 @@ typedef struct cg {
     gr_map consts;             /* const -> cg_val */
     gr_diag *diag;
     gr_status st;
+    const ir_span *site;       /* span of the composite call being inlined (NULL: none) */
 } cg;
 
 static cg_val *val_entry(cg *c, uint32_t nid, uint32_t index) {
@@ -249,7 +250,8 @@ static const cg_val *visit_op_call(cg *c, const ir_call *call, const char *compo
         json_decref(attrs);
         return NULL;
     }
-    int nid = add_node(c, "kernel", def->name, inputs, attrs, call->base.sinfo, call->base.span);
+    /* structurally equal composites are shared: the call site names the layers */
+    int nid = add_node(c, "kernel", def->name, inputs, attrs, call->base.sinfo, c->site ? c->site : call->base.span);
     return nid < 0 ? NULL : node_val(c, nid, call->base.sinfo);
 }
 
@@ -280,8 +282,8 @@ static const cg_val *visit_composite_node(cg *c, const ir_call *call, const ir_f
         json_decref(attrs);
         return NULL;
     }
-    const ir_span *sp = ir_span_seq(c->ctx, parts, np);
-    int nid = add_node(c, "kernel", comp ? comp : "composite", inputs, attrs, call->base.sinfo, sp ? sp : call->base.span);
+    const ir_span *sp = call->base.span ? call->base.span : ir_span_seq(c->ctx, parts, np);
+    int nid = add_node(c, "kernel", comp ? comp : "composite", inputs, attrs, call->base.sinfo, sp);
     return nid < 0 ? NULL : node_val(c, nid, call->base.sinfo);
 }
 
@@ -333,7 +335,11 @@ static const cg_val *visit(cg *c, ir_expr *e) {
             const cg_val **args = IR_NEW_ARRAY(c->ctx, const cg_val *, call->nargs ? call->nargs : 1);
             for (uint32_t i = 0; i < call->nargs; i++)
                 if (!(args[i] = visit(c, call->args[i]))) return NULL;
-            return visit_func_body(c, lam, args);
+            const ir_span *saved = c->site;
+            if (e->span) c->site = e->span;
+            const cg_val *rv = visit_func_body(c, lam, args);
+            c->site = saved;
+            return rv;
         }
         fail(c, e->span, "call of something that is neither an op nor a composite", NULL);
         return NULL;

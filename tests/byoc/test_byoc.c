@@ -1,0 +1,484 @@
+/* BYOC: FuseOpsByPattern, MergeCompositeFunctions, RunCodegen, the json backend (JSON codegen +
+ * runtime) and the partition report.
+ *
+ * Golden tests: tests/golden/byoc/<input>.relax is partitioned with a pattern file (or the json
+ * backend) up to a stage and printed (spans included) and compared with
+ * tests/golden/byoc/expected/<case>.relax. GRAFT_UPDATE_GOLDEN=1 rewrites the expected files
+ * (review the diff!). Scenarios follow research/tvm_relax_byoc.md §8.1-§8.3. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "byoc/byoc.h"
+#include "codegen/json/json_codegen.h"
+#include "frontend/onnx/onnx_import.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/transform.h"
+#include "ir/wellformed.h"
+#include "patterns/pattern_text.h"
+#include "runtime/executor.h"
+#include "runtime/json_runtime.h"
+
+#define GOLDEN "tests/golden/byoc/"
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = '\0';
+    fclose(f);
+    return s;
+}
+
+static ir_module *parse(ir_ctx_t *ctx, const char *path) {
+    gr_diag d;
+    gr_diag_clear(&d);
+    ir_module *m = NULL;
+    gr_status st = ir_parse_file(ctx, path, &m, &d);
+    cr_assert_eq(st, GR_OK, "%s: %s", path, d.msg);
+    return m;
+}
+
+/* Partitions `input` with the patterns of `pat_file` (NULL: the json backend) up to `stage`. */
+static ir_module *partition(ir_ctx_t *ctx, const char *input, const char *pat_file, byoc_stage stage,
+                            byoc_notes *notes, ir_module **merged) {
+    ir_module *m = parse(ctx, input);
+    gr_diag d;
+    gr_diag_clear(&d);
+    pat_table *t = NULL;
+    byoc_pattern *extra = NULL;
+    byoc_partition_opts po = {0};
+    po.stop_after = stage;
+    po.notes = notes;
+    const char *json = "json";
+    uint32_t nb = 1;
+    if (pat_file) {
+        cr_assert_eq(pat_table_read_file(ctx, pat_file, &t, &d), GR_OK, "%s", d.msg);
+        extra = calloc(t->n, sizeof(*extra));
+        for (uint32_t i = 0; i < t->n; i++) extra[i] = (byoc_pattern){t->entries[i].name, t->entries[i].pattern, NULL, NULL};
+        po.extra = extra;
+        po.nextra = t->n;
+        nb = 0;
+    }
+    ir_module *out = NULL;
+    gr_status st = byoc_partition(ctx, m, &json, nb, &po, &out, &d);
+    free(extra);
+    pat_table_free(t);
+    cr_assert_eq(st, GR_OK, "%s: %s", input, d.msg);
+    cr_assert_eq(ir_wellformed_check(out, &d), GR_OK, "%s: %s", input, d.msg);
+    if (merged) *merged = po.after_merge;
+    return out;
+}
+
+static void check_golden(const ir_module *m, const char *name) {
+    char path[512];
+    snprintf(path, sizeof path, GOLDEN "expected/%s.relax", name);
+    char *got = ir_print_module_str(m, NULL);
+    if (getenv("GRAFT_UPDATE_GOLDEN")) {
+        mkdir(GOLDEN "expected", 0777);
+        FILE *f = fopen(path, "w");
+        cr_assert(f);
+        fputs(got, f);
+        fclose(f);
+    }
+    char *want = read_text(path);
+    cr_assert(want, "missing golden %s", path);
+    cr_expect_str_eq(got, want, "%s differs from the golden file", name);
+    free(want);
+    free(got);
+}
+
+static void golden_case(const char *name, const char *input, const char *pats, byoc_stage stage) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    char in[256], pf[256];
+    snprintf(in, sizeof in, GOLDEN "%s.relax", input);
+    if (pats) snprintf(pf, sizeof pf, GOLDEN "%s.relax", pats);
+    ir_module *out = partition(ctx, in, pats ? pf : NULL, stage, NULL, NULL);
+    check_golden(out, name);
+    /* no frontend layer is lost at any stage */
+    ir_module *before = parse(ctx, in);
+    uint32_t nl = 0;
+    const char **lost = ir_lost_layers(before, out, &nl);
+    cr_expect_eq(nl, 0, "%s lost %u layers (first: %s)", name, nl, nl ? lost[0] : "");
+    free((void *)lost);
+    ir_ctx_free(ctx);
+}
+
+/* ---------------------------------------------------------------- §8.1 FuseOps ---- */
+
+Test(byoc_fuse, conv2d_relu_x2) { golden_case("fuse_conv2d_relu_x2", "conv2d_relu_x2", "pat_conv_relu_conv", BYOC_STOP_FUSE); }
+Test(byoc_fuse, multiple_patterns) {
+    golden_case("fuse_multiple_patterns", "conv2d_conv2d_relu", "pat_conv_relu_conv", BYOC_STOP_FUSE);
+}
+Test(byoc_fuse, partition_order) {
+    golden_case("fuse_partition_order", "conv2d_conv2d_relu", "pat_conv_then_conv_relu", BYOC_STOP_FUSE);
+}
+Test(byoc_fuse, branch_tuple_output) {
+    golden_case("fuse_branch_tuple_output", "branch_tuple_output", "pat_conv_relu_conv", BYOC_STOP_FUSE);
+}
+Test(byoc_fuse, all_functions) {
+    golden_case("fuse_all_functions", "multiple_functions", "pat_conv_relu_conv", BYOC_STOP_FUSE);
+}
+
+/* A match that would close a cycle is rejected (not an error) and the report says why. */
+Test(byoc_fuse, cyclic_dependency_rejected) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    byoc_notes notes;
+    byoc_notes_init(&notes);
+    ir_module *out = partition(ctx, GOLDEN "cyclic_dependency.relax", GOLDEN "pat_conv_relu_add.relax", BYOC_STOP_FUSE,
+                               &notes, NULL);
+    cr_expect_eq(out->nfuncs, 1, "nothing is fused");
+    json_t *r = byoc_report_json(ctx, out, NULL, 0, &notes);
+    json_t *host = json_object_get(r, "host");
+    cr_assert_eq(json_array_size(host), 4);
+    const char *why = json_string_value(json_object_get(json_array_get(host, 3), "reason"));
+    cr_expect(strstr(why, "cycle through lv2 = relax.sigmoid (layer sig)"), "reason: %s", why);
+    json_decref(r);
+    byoc_notes_free(&notes);
+    ir_ctx_free(ctx);
+}
+
+static ir_module *fuse_text(ir_ctx_t *ctx, const char *path, const char *pats, const byoc_fuse_opts *o,
+                            gr_status *st, gr_diag *d) {
+    ir_module *m = parse(ctx, path);
+    pat_table *t = NULL;
+    cr_assert_eq(pat_table_read_file(ctx, pats, &t, d), GR_OK, "%s", d->msg);
+    byoc_pattern *ps = calloc(t->n, sizeof(*ps));
+    for (uint32_t i = 0; i < t->n; i++) ps[i] = (byoc_pattern){t->entries[i].name, t->entries[i].pattern, NULL, NULL};
+    ir_module *out = NULL;
+    *st = byoc_fuse_ops_by_pattern(ctx, m, ps, t->n, o, NULL, &out, d);
+    free(ps);
+    pat_table_free(t);
+    return out;
+}
+
+Test(byoc_fuse, annotate_codegen_and_idempotent) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag d;
+    gr_diag_clear(&d);
+    gr_status st;
+    byoc_fuse_opts o = {true, true, 0, NULL};
+    ir_module *out = fuse_text(ctx, GOLDEN "conv2d_relu_x2.relax", GOLDEN "pat_conv_relu_conv.relax", &o, &st, &d);
+    cr_assert_eq(st, GR_OK, "%s", d.msg);
+    const ir_func *w = ir_module_func(out, "fused_relax_nn_conv2d_relax_nn_relu_dnnl");
+    cr_assert(w, "wrapper named <composite>_<backend>");
+    cr_expect_str_eq(ir_attrs_get_str(w->attrs, "Codegen"), "dnnl");
+    cr_expect_str_eq(ir_attrs_get_str(w->attrs, "global_symbol"), "fused_relax_nn_conv2d_relax_nn_relu_dnnl");
+    cr_assert_eq(ir_wellformed_check(out, &d), GR_OK, "%s", d.msg);
+    /* running again changes nothing */
+    pat_table *t = NULL;
+    cr_assert_eq(pat_table_read_file(ctx, GOLDEN "pat_conv_relu_conv.relax", &t, &d), GR_OK);
+    byoc_pattern ps[4];
+    for (uint32_t i = 0; i < t->n && i < 4; i++) ps[i] = (byoc_pattern){t->entries[i].name, t->entries[i].pattern, NULL, NULL};
+    ir_module *again = NULL;
+    cr_assert_eq(byoc_fuse_ops_by_pattern(ctx, out, ps, t->n, &o, NULL, &again, &d), GR_OK);
+    cr_expect_eq(again, out);
+    pat_table_free(t);
+    ir_ctx_free(ctx);
+}
+
+Test(byoc_fuse, ssa_violation_is_an_error) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag d;
+    gr_diag_clear(&d);
+    ir_module *m = parse(ctx, GOLDEN "conv2d_relu_x2.relax");
+    ir_module_set_func(m, "main_again", m->funcs[0]);  /* one function object under two names */
+    pat_table *t = NULL;
+    cr_assert_eq(pat_table_read_file(ctx, GOLDEN "pat_conv_relu_conv.relax", &t, &d), GR_OK);
+    byoc_pattern ps[4];
+    for (uint32_t i = 0; i < t->n && i < 4; i++) ps[i] = (byoc_pattern){t->entries[i].name, t->entries[i].pattern, NULL, NULL};
+    ir_module *out = NULL;
+    gr_status st = byoc_fuse_ops_by_pattern(ctx, m, ps, t->n, NULL, NULL, &out, &d);
+    cr_expect_eq(st, GR_ERR_INVALID);
+    cr_expect(strstr(d.msg, "SSA"), "%s", d.msg);
+    pat_table_free(t);
+    ir_ctx_free(ctx);
+}
+
+/* ------------------------------------------------------------------ §8.2 Merge ---- */
+
+Test(byoc_merge, conv2d_relu_x2) { golden_case("merge_conv2d_relu_x2", "conv2d_relu_x2", "pat_conv_relu_conv", BYOC_STOP_MERGE); }
+Test(byoc_merge, diamond_cyclic_dep) { golden_case("merge_diamond_cyclic", "merge_diamond_cyclic", "pat_ab", BYOC_STOP_MERGE); }
+Test(byoc_merge, diamond) { golden_case("merge_diamond", "merge_diamond", "pat_ab", BYOC_STOP_MERGE); }
+Test(byoc_merge, producers) { golden_case("merge_producers", "merge_producers", "pat_ab", BYOC_STOP_MERGE); }
+Test(byoc_merge, producers_cyclic_dep) {
+    golden_case("merge_producers_cyclic", "merge_producers_cyclic", "pat_ab", BYOC_STOP_MERGE);
+}
+Test(byoc_merge, call_tir) { golden_case("merge_call_tir", "merge_call_tir", "pat_ab", BYOC_STOP_MERGE); }
+Test(byoc_merge, tuple_projection) {
+    golden_case("merge_tuple_projection", "merge_tuple_projection", "pat_ab", BYOC_STOP_MERGE);
+}
+Test(byoc_merge, tuple_escape) { golden_case("merge_tuple_escape", "merge_tuple_escape", "pat_ab", BYOC_STOP_MERGE); }
+Test(byoc_merge, all_functions) {
+    golden_case("merge_all_functions", "multiple_functions", "pat_conv_relu_conv", BYOC_STOP_MERGE);
+}
+
+/* Region counts by backend, checked structurally (independent of the golden text). */
+Test(byoc_merge, diamond_regions) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *merged = NULL;
+    partition(ctx, GOLDEN "merge_diamond_cyclic.relax", GOLDEN "pat_ab.relax", BYOC_STOP_MERGE, NULL, &merged);
+    json_t *r = byoc_report_json(ctx, merged, NULL, 0, NULL);
+    json_t *regions = json_object_get(r, "regions");
+    cr_assert_eq(json_array_size(regions), 3);
+    const char *want[3] = {"A", "B", "A"};
+    size_t want_n[3] = {2, 1, 1};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *g = json_array_get(regions, i);
+        cr_expect_str_eq(json_string_value(json_object_get(g, "backend")), want[i]);
+        cr_expect_eq(json_array_size(json_object_get(g, "composites")), want_n[i]);
+    }
+    json_decref(r);
+    ir_ctx_free(ctx);
+}
+
+/* -------------------------------------------------------------- §8.3 RunCodegen ---- */
+
+static void run_random(const ir_module *m, rt_value *out) {
+    rt_exec_t *x = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(rt_exec_new(m, "main", &x, &d), GR_OK, "%s", d.msg);
+    uint32_t n = rt_exec_num_inputs(x);
+    rt_value in[8];
+    for (uint32_t i = 0; i < n; i++) {
+        const ir_sinfo *s = rt_exec_input_sinfo(x, i);
+        int64_t shape[RT_MAX_NDIM];
+        cr_assert(ir_sinfo_static_shape(s, shape));
+        rt_tensor *t = rt_tensor_new(s->dtype, s->ndim, shape);
+        for (int64_t k = 0; k < rt_tensor_numel(t); k++) rt_tensor_set_f64(t, k, sin(0.3 * (double)k + i) * 2.0);
+        in[i] = rt_value_tensor(t);
+    }
+    cr_assert_eq(rt_exec_run(x, in, n, out, &d), GR_OK, "%s", d.msg);
+    for (uint32_t i = 0; i < n; i++) rt_value_clear(&in[i]);
+    rt_exec_free(x);
+}
+
+static double max_diff(const rt_value *a, const rt_value *b) {
+    cr_assert_eq(a->kind, b->kind);
+    if (a->kind == RT_VAL_TUPLE) {
+        double m = 0;
+        cr_assert_eq(a->u.tuple.n, b->u.tuple.n);
+        for (uint32_t i = 0; i < a->u.tuple.n; i++) m = fmax(m, max_diff(&a->u.tuple.items[i], &b->u.tuple.items[i]));
+        return m;
+    }
+    cr_assert_eq(rt_tensor_numel(a->u.t), rt_tensor_numel(b->u.t));
+    double m = 0;
+    for (int64_t i = 0; i < rt_tensor_numel(a->u.t); i++)
+        m = fmax(m, fabs(rt_tensor_get_f64(a->u.t, i) - rt_tensor_get_f64(b->u.t, i)));
+    return m;
+}
+
+/* json backend end to end: golden module, same outputs as the reference path. */
+static void codegen_case(const char *name, const char *input, bool run) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    char in[256];
+    snprintf(in, sizeof in, GOLDEN "%s.relax", input);
+    ir_module *out = partition(ctx, in, NULL, 0, NULL, NULL);
+    check_golden(out, name);
+    cr_expect_eq(rt_module_count(out), 1);
+    ir_module *ref = parse(ctx, in);
+    uint32_t nl = 0;
+    const char **lost = ir_lost_layers(ref, out, &nl);
+    cr_expect_eq(nl, 0, "lost %s", nl ? lost[0] : "");
+    free((void *)lost);
+    rt_value a = {0}, b = {0};
+    if (!run) {
+        ir_ctx_free(ctx);
+        return;
+    }
+    run_random(ref, &a);
+    run_random(out, &b);
+    cr_expect_eq(max_diff(&a, &b), 0.0);
+    rt_value_clear(&a);
+    rt_value_clear(&b);
+    ir_ctx_free(ctx);
+}
+
+Test(byoc_codegen, json_conv2d_relu_x2) { codegen_case("codegen_conv2d_relu_x2", "conv2d_relu_x2", true); }
+Test(byoc_codegen, json_branch_tuple) { codegen_case("codegen_branch_tuple_output", "branch_tuple_output", true); }
+Test(byoc_codegen, json_split_projection) { codegen_case("codegen_tuple_projection", "merge_tuple_projection", true); }
+Test(byoc_codegen, json_tuple_escape) { codegen_case("codegen_tuple_escape", "merge_tuple_escape", true); }
+Test(byoc_codegen, call_tir_left_alone) { codegen_case("codegen_call_tir", "merge_call_tir", false); }
+Test(byoc_codegen, multiple_calls_same_extern) { codegen_case("codegen_multiple_calls", "codegen_multiple_calls", true); }
+
+/* A test backend that accepts symbolic shapes: RunCodegen keeps the call's struct info. */
+static int stub_has(rt_module *m, const char *s) {
+    (void)m;
+    return strncmp(s, "stub_", 5) == 0;
+}
+static gr_status stub_call(rt_module *m, const char *s, DLTensor *const *a, uint32_t ni, uint32_t no, gr_diag *d) {
+    (void)m, (void)s, (void)a, (void)ni, (void)no;
+    return gr_diag_set(d, GR_ERR_UNSUPPORTED, "stub");
+}
+static void stub_destroy(rt_module *m) { (void)m; }
+static const rt_module_i STUB_I = {RT_MODULE_API_VERSION, "stub", stub_call, stub_has, NULL, stub_destroy};
+static int g_stub_regions;
+static gr_status stub_compile(ir_ctx_t *ctx, const byoc_region *r, uint32_t n, const ir_attrs *o, rt_module **out,
+                              gr_diag *d) {
+    (void)ctx, (void)r, (void)o, (void)d;
+    g_stub_regions += (int)n;
+    *out = rt_module_new(&STUB_I, NULL, "stub");
+    return GR_OK;
+}
+static gr_status stub_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr_diag *d) {
+    (void)ctx, (void)d;
+    *out = NULL;
+    *n = 0;
+    return GR_OK;
+}
+static const byoc_backend STUB = {"stubcg", "test stub", stub_patterns, stub_compile, NULL, "stub"};
+
+Test(byoc_codegen, dynamic_shape_and_append) {
+    byoc_backend_register(&STUB);
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag d;
+    gr_diag_clear(&d);
+    ir_module *m = parse(ctx, GOLDEN "codegen_dynamic.relax");
+    ir_module *out = NULL;
+    g_stub_regions = 0;
+    cr_assert_eq(byoc_run_codegen(ctx, m, NULL, &out, &d), GR_OK, "%s", d.msg);
+    cr_expect_eq(g_stub_regions, 1);
+    check_golden(out, "codegen_dynamic");
+    cr_expect_eq(rt_module_count(out), 1);
+    /* a second RunCodegen appends to external_mods */
+    ir_module *m2 = parse(ctx, GOLDEN "codegen_dynamic.relax");
+    m2->attrs = out->attrs;
+    ir_module *out2 = NULL;
+    cr_assert_eq(byoc_run_codegen(ctx, m2, NULL, &out2, &d), GR_OK, "%s", d.msg);
+    cr_expect_eq(rt_module_count(out2), 2);
+    ir_ctx_free(ctx);
+}
+
+/* ----------------------------------------------------------- JSON runtime base ---- */
+
+Test(byoc_json_runtime, serialize_load_run) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *out = partition(ctx, GOLDEN "conv2d_relu_x2.relax", NULL, 0, NULL, NULL);
+    rt_module *mod = rt_module_at(out, 0);
+    cr_assert(mod);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(mod->iface->serialize(mod, &buf, &len, &d), GR_OK);
+    rt_module *back = NULL;
+    cr_assert_eq(byoc_json_backend.load(buf, len, NULL, NULL, &back, &d), GR_OK, "%s", d.msg);
+    /* run both on the same tensors */
+    int64_t xs[4] = {1, 4, 8, 8}, ws[4] = {4, 4, 3, 3}, os[4] = {1, 4, 4, 4};
+    rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 4, xs), *w1 = rt_tensor_new(IR_DTYPE_F32, 4, ws),
+              *w2 = rt_tensor_new(IR_DTYPE_F32, 4, ws), *o1 = rt_tensor_new(IR_DTYPE_F32, 4, os),
+              *o2 = rt_tensor_new(IR_DTYPE_F32, 4, os);
+    for (int64_t i = 0; i < rt_tensor_numel(x); i++) rt_tensor_set_f64(x, i, cos((double)i));
+    for (int64_t i = 0; i < rt_tensor_numel(w1); i++) {
+        rt_tensor_set_f64(w1, i, sin((double)i));
+        rt_tensor_set_f64(w2, i, sin(2.0 * (double)i));
+    }
+    const char *sym = NULL;
+    for (uint32_t i = 0; i < out->nfuncs; i++) (void)i;
+    /* the symbol is the extern of main's call */
+    char *text = ir_print_module_str(out, NULL);
+    char *q = strstr(text, "R.call_dps_packed(\"");
+    cr_assert(q);
+    q += strlen("R.call_dps_packed(\"");
+    *strchr(q, '"') = '\0';
+    sym = q;
+    DLTensor *args1[4] = {&x->dl, &w1->dl, &w2->dl, &o1->dl}, *args2[4] = {&x->dl, &w1->dl, &w2->dl, &o2->dl};
+    cr_assert_eq(rt_module_call(mod, sym, args1, 3, 1, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_module_call(back, sym, args2, 3, 1, &d), GR_OK, "%s", d.msg);
+    cr_expect_eq(memcmp(rt_tensor_data(o1), rt_tensor_data(o2), rt_tensor_nbytes(o1)), 0);
+    /* wrong arity is an error, not a crash */
+    gr_diag_clear(&d);
+    cr_expect_neq(rt_module_call(back, sym, args2, 2, 1, &d), GR_OK);
+    free(text);
+    free(buf);
+    rt_module_release(back);
+    rt_tensor_release(x);
+    rt_tensor_release(w1);
+    rt_tensor_release(w2);
+    rt_tensor_release(o1);
+    rt_tensor_release(o2);
+    ir_ctx_free(ctx);
+}
+
+Test(byoc_json_runtime, bad_graphs) {
+    const char *bad[] = {
+        "", "{", "{\"nodes\": 3}", "{\"nodes\": [], \"heads\": [], \"arg_nodes\": [], \"node_row_ptr\": []}",
+        "{\"nodes\": [{\"op\": \"kernel\", \"name\": \"relax.add\", \"inputs\": [[5, 0, 0]], \"attrs\": {}}], "
+        "\"heads\": [], \"arg_nodes\": [], \"node_row_ptr\": [0, 1]}",
+        "{\"nodes\": [{\"op\": \"input\", \"name\": \"x\", \"attrs\": {\"shape\": [[-1]], \"dtype\": [\"float32\"]}}], "
+        "\"heads\": [[0, 0, 0]], \"arg_nodes\": [0], \"node_row_ptr\": [0, 1]}",
+        "{\"nodes\": [{\"op\": \"input\", \"name\": \"x\", \"attrs\": {\"shape\": [[2]], \"dtype\": [\"float32\"]}}], "
+        "\"heads\": [[0, 3, 0]], \"arg_nodes\": [0], \"node_row_ptr\": [0, 1]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rt_json_graph *g = NULL;
+        gr_diag d;
+        gr_diag_clear(&d);
+        cr_expect_neq(rt_json_graph_load("s", bad[i], strlen(bad[i]), &g, &d), GR_OK, "case %zu", i);
+        cr_expect_null(g);
+        cr_expect(d.msg[0]);
+    }
+    /* an unknown op fails at prepare with the op named */
+    const char *unk = "{\"nodes\": [{\"op\": \"input\", \"name\": \"x\", \"attrs\": {\"shape\": [[2]], \"dtype\": [\"float32\"]}},"
+                      "{\"op\": \"kernel\", \"name\": \"relax.nope\", \"inputs\": [[0, 0, 0]], \"attrs\": {\"shape\": [[2]], "
+                      "\"dtype\": [\"float32\"], \"args\": [{\"in\": 0}]}}], \"heads\": [[1, 0, 0]], \"arg_nodes\": [0], "
+                      "\"node_row_ptr\": [0, 1, 2]}";
+    rt_json_graph *g = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(rt_json_graph_load("s", unk, strlen(unk), &g, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_json_graph_init(g, NULL, 0, &d), GR_OK);
+    rt_module *m = rt_json_module_new("json", NULL, &g, 1);
+    int64_t sh[1] = {2};
+    rt_tensor *a = rt_tensor_new(IR_DTYPE_F32, 1, sh), *b = rt_tensor_new(IR_DTYPE_F32, 1, sh);
+    DLTensor *args[2] = {&a->dl, &b->dl};
+    cr_expect_eq(rt_module_call(m, "s", args, 1, 1, &d), GR_ERR_UNSUPPORTED);
+    cr_expect(strstr(d.msg, "relax.nope"), "%s", d.msg);
+    rt_module_release(m);
+    rt_tensor_release(a);
+    rt_tensor_release(b);
+}
+
+/* ------------------------------------------------------------------- report ---- */
+
+Test(byoc_report, keys_coverage_flops) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    byoc_notes notes;
+    byoc_notes_init(&notes);
+    ir_module *merged = NULL;
+    partition(ctx, GOLDEN "merge_producers_cyclic.relax", GOLDEN "pat_ab.relax", BYOC_STOP_MERGE, &notes, &merged);
+    json_t *r = byoc_report_json(ctx, merged, NULL, 0, &notes);
+    cr_assert(json_object_get(r, "regions") && json_object_get(r, "host") && json_object_get(r, "coverage"));
+    json_t *cov = json_object_get(r, "coverage");
+    cr_expect_eq(json_number_value(json_object_get(json_object_get(cov, "nodes"), "total")), 4.0);
+    cr_expect_eq(json_number_value(json_object_get(json_object_get(cov, "nodes"), "offloaded")), 3.0);
+    /* elementwise FLOPs = numel: 3 of 4 ops of 8 elements offloaded */
+    cr_expect_float_eq(json_number_value(json_object_get(json_object_get(cov, "flops"), "share")), 0.75, 1e-9);
+    json_t *h = json_array_get(json_object_get(r, "host"), 0);
+    cr_expect_str_eq(json_string_value(json_object_get(h, "op")), "relax.exp");
+    cr_expect_str_eq(json_string_value(json_array_get(json_object_get(h, "layers"), 0)), "exp");
+    cr_expect(strstr(json_string_value(json_object_get(h, "reason")), "backend disabled: json"));
+    json_decref(r);
+    byoc_notes_free(&notes);
+    ir_ctx_free(ctx);
+}
+
+Test(byoc_report, conv_flops) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *m = parse(ctx, GOLDEN "conv2d_relu_x2.relax");
+    const ir_seq *s = IR_AS(ir_module_func(m, "main")->body, ir_seq);
+    const ir_call *conv = IR_AS(s->blocks[0]->bindings[0].value, ir_call);
+    /* (1, 4, 6, 6) outputs x (4 * 3 * 3) MACs x 2 */
+    cr_expect_float_eq(byoc_call_flops(conv), 2.0 * 144 * 36, 1e-9);
+    ir_ctx_free(ctx);
+}
