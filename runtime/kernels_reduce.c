@@ -87,7 +87,6 @@ static gr_status run_reduce(const rt_kernel_call *c, rt_value *out, gr_diag *d, 
     bool is_f = rt_is_floatish(dt) || kind == R_VAR || kind == R_STD;
     rt_tensor *o;
     if ((st = rt_out_new(c, dt, p.ond, p.oshape, &o, d))) return st;
-    int64_t total = rt_tensor_numel(x);
     if (is_f) {
         double *acc = malloc(sizeof(double) * (size_t)(p.out_n ? p.out_n : 1));
         double *mu = NULL;
@@ -149,7 +148,6 @@ static gr_status run_reduce(const rt_kernel_call *c, rt_value *out, gr_diag *d, 
         }
         free(acc);
     }
-    (void)total;
     *out = rt_value_tensor(o);
     return GR_OK;
 nomem:
