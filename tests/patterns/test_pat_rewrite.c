@@ -429,3 +429,97 @@ Test(patterns_rewrite, block_starting_with_match_cast) {
     pat_ctx_free(pc);
     ir_ctx_free(ctx);
 }
+
+/* ---- errors and module-level rewriting ---- */
+
+static ir_expr *rw_bad_shape(ir_ctx_t *ctx, ir_expr *matched, const pat_match_result *m, void *user,
+                             gr_diag *diag) {
+    (void)matched; (void)m; (void)diag;
+    ir_expr *x = user;
+    ir_expr *args[2] = {x, x};   /* matmul (2, 3) x (2, 3): struct info error */
+    return mk_call(ctx, "relax.matmul", 2, args, 0, NULL, NULL);
+}
+
+static ir_expr *rw_fail(ir_ctx_t *ctx, ir_expr *matched, const pat_match_result *m, void *user,
+                        gr_diag *diag) {
+    (void)ctx; (void)matched; (void)m; (void)user;
+    gr_diag_set(diag, GR_ERR_UNSUPPORTED, "rewriter refused layer");
+    return NULL;
+}
+
+Test(patterns_rewrite, errors_and_module) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *mod = pt_parse(ctx, MOD_HEAD
+        "    def main(x: R.Tensor((2, 3), dtype=\"float32\")) -> R.Tensor((2, 3), dtype=\"float32\"):\n"
+        "        with R.dataflow():\n"
+        "            lv = R.nn.relu(x)  # span: \"r0\"\n"
+        "            gv = R.add(lv, lv)  # span: \"a0\"!\n"
+        "            R.output(gv)\n"
+        "        return gv\n");
+    ir_func *f = pt_main(mod);
+    pat_t *relu = pat_call1(ctx, "relax.nn.relu", pat_wildcard(ctx));
+    ir_func *out = NULL;
+    gr_diag diag;
+    gr_diag_clear(&diag);
+    cr_assert_eq(pat_rewrite_call(ctx, relu, rw_bad_shape, pt_var(f, "x"), f, &out, &diag), GR_ERR_TYPE);
+    cr_assert_not_null(strstr(diag.msg, "matmul"), "%s", diag.msg);
+    gr_diag_clear(&diag);
+    cr_assert_eq(pat_rewrite_call(ctx, relu, rw_fail, NULL, f, &out, &diag), GR_ERR_UNSUPPORTED);
+    cr_assert_str_eq(diag.msg, "rewriter refused layer");
+    gr_diag_clear(&diag);
+    cr_assert_eq(pat_rewrite_call(ctx, NULL, rw_fail, NULL, f, &out, &diag), GR_ERR_INVALID);
+    /* module level: x + x -> x * 2 in main */
+    pat_t *w = pat_wildcard(ctx);
+    dbl d = {w, 0};
+    ir_module *m2 = NULL;
+    gr_diag_clear(&diag);
+    cr_assert_eq(pat_rewrite_call_module(pat_call2(ctx, "relax.add", w, w), rw_double, &d, mod, &m2, &diag), GR_OK,
+                 "%s", diag.msg);
+    cr_assert_neq(m2, mod);
+    cr_assert_eq(ir_wellformed_check(m2, &diag), GR_OK, "%s", diag.msg);
+    cr_assert_eq(pt_count_op(pt_main(m2), "relax.multiply"), 1);
+    cr_assert(ir_span_is_output_of(value_span(pt_main(m2), "gv"), "a0"));
+    cr_assert_eq(pt_count_op(pt_main(mod), "relax.add"), 1);   /* the input is untouched */
+    ir_ctx_free(ctx);
+}
+
+Test(patterns_match, functions_and_value_var) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *mod = pt_parse(ctx, MOD_HEAD
+        "    def main(x: R.Tensor((2, 3), dtype=\"float32\"), y: R.Tensor((2, 3), dtype=\"float32\")) -> R.Tensor((2, 3), dtype=\"float32\"):\n"
+        "        R.func_attr({\"Codegen\": \"dnnl\"})\n"
+        "        with R.dataflow():\n"
+        "            gv = R.add(x, y)\n"
+        "            R.output(gv)\n"
+        "        return gv\n");
+    ir_func *f = pt_main(mod);
+    pat_match_result m;
+    pat_match_result_init(&m);
+    pat_t *a = pat_wildcard(ctx), *b = pat_wildcard(ctx);
+    const pat_t *ps[2] = {a, b};
+    pat_t *fp = pat_func(ctx, 2, ps, pat_call2(ctx, "relax.add", a, b));
+    cr_assert(pat_match(fp, &f->base, NULL, &m));
+    cr_assert_eq(pat_match_get(&m, a), &f->params[0]->base);
+    pat_t *fm = pat_func(ctx, 2, ps, pat_call2(ctx, "relax.multiply", a, b));
+    cr_assert_not(pat_match(fm, &f->base, NULL, &m));
+    const pat_t *one[1] = {a};
+    cr_assert_not(pat_match(pat_func(ctx, 1, one, a), &f->base, NULL, &m));
+    ir_attr cg = ir_attr_str(ctx, "dnnl");
+    const char *k[1] = {"Codegen"};
+    cr_assert(pat_match(pat_has_attr(ctx, fp, ir_attrs_new(ctx, 1, k, &cg)), &f->base, NULL, &m));
+    /* value -> bound var */
+    pat_block_info *info = pat_block_info_build(ctx, pt_block(f, 0));
+    cr_assert_eq(pat_block_value_var(info, pt_binding(f, "gv")->value), (ir_var *)pt_var(f, "gv"));
+    cr_assert_null(pat_block_value_var(info, pt_var(f, "x")));
+    cr_assert_eq(pat_block_binding_of(info, pt_var(f, "x")), -1);
+    uint32_t nu = 0;
+    cr_assert_not_null(pat_block_users(info, pt_var(f, "x"), &nu));
+    cr_assert_eq(nu, 1);
+    pat_block_info_free(info);
+    /* NULL inputs never crash */
+    cr_assert_not(pat_match(NULL, pt_var(f, "x"), NULL, &m));
+    cr_assert_null(pat_call2(ctx, "relax.add", NULL, a));
+    cr_assert_null(pat_tuple(ctx, 2, (const pat_t *[]){a, NULL}));
+    pat_match_result_free(&m);
+    ir_ctx_free(ctx);
+}
