@@ -622,16 +622,10 @@ static bool end_line(parser *p, span_fields *f) {
     return expect_kind(p, TK_NEWLINE, "end of line");
 }
 
-static bool own_span(const ir_expr *e) {
-    switch ((ir_expr_kind)e->kind) {
-    case IR_VAR: case IR_DFVAR: case IR_CONST: case IR_OP: case IR_GVAR: return false;
-    default: return true;
-    }
-}
 
 /* Sets the span of a node this parse just built. */
 static bool set_span(parser *p, const ir_tok *at, ir_expr *e, const ir_span *s) {
-    if (!own_span(e))
+    if (!ir_text_own_span(e))
         return perr(p, at, GR_ERR_PARSE,
                     "a %s keeps its span elsewhere (variables at their definition, constants in "
                     "the metadata section)", ir_expr_kind_name(e->kind)), false;
@@ -1431,7 +1425,6 @@ static bool parse_stmt_list(parser *p, body_ctx *bc, bool branch, result_stmt *r
 
 static bool parse_if(parser *p, body_ctx *bc) {
     ir_tok at = next(p); /* if */
-    ir_tok ct = *peek(p, 0);
     ir_expr *cond = parse_expr(p);
     if (!cond || !expect_p(p, ':', "after the if condition")) return false;
     span_fields isf;
@@ -1484,7 +1477,6 @@ static bool parse_if(parser *p, body_ctx *bc) {
     sf.var = isf.var;
     sf.tok = isf.tok;
     const ir_sinfo *annot = rs[0].annot ? rs[0].annot : rs[1].annot;
-    (void)ct;
     return emit(p, bc, &rs[0].tok, rs[0].name, annot, &x->base, NULL, &sf, &at);
 }
 

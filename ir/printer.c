@@ -138,14 +138,6 @@ static void p_span_comment(pr *p, const span_comment *c) {
     }
 }
 
-/* Expressions whose span is printed with them (comment or R.with_span); vars, constants, ops
- * and global vars keep theirs elsewhere (definition, metadata) or have none. */
-static bool own_span(const ir_expr *e) {
-    switch ((ir_expr_kind)e->kind) {
-    case IR_VAR: case IR_DFVAR: case IR_CONST: case IR_OP: case IR_GVAR: return false;
-    default: return true;
-    }
-}
 
 /* ---- prims, struct info ---- */
 
@@ -592,7 +584,7 @@ static void p_expr_inner(pr *p, const ir_expr *e) {
 }
 
 static void p_expr(pr *p, const ir_expr *e, bool top) {
-    if (!top && p->spans && e->span && own_span(e)) {
+    if (!top && p->spans && e->span && ir_text_own_span(e)) {
         ir_sbuf_puts(&p->out, "R.with_span(");
         p_expr_inner(p, e);
         ir_sbuf_puts(&p->out, ", ");
@@ -721,7 +713,7 @@ static void p_seq_stmts(pr *p, const ir_expr *body, int ind, const char *result_
     else ir_sbuf_puts(&p->out, "return ");
     p_expr(p, res, true);
     span_comment c = {0};
-    if (own_span(res) && res->span) {
+    if (ir_text_own_span(res) && res->span) {
         c.has_span = true;
         c.span = res->span;
     }
@@ -746,7 +738,7 @@ static void p_binding(pr *p, const ir_binding *bd, int ind) {
     const ir_expr *val = bd->value;
     const char *name = var_name(p, v);
     span_comment c = {0};
-    if (own_span(val) && val->span) {
+    if (ir_text_own_span(val) && val->span) {
         c.has_span = true;
         c.span = val->span;
     }
@@ -835,13 +827,11 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
     indent(p, ind);
     ir_sbuf_puts(&p->out, module_level && !gs ? "@R.function(private=True)\n" : "@R.function\n");
     /* symbolic vars: collected before the params are named (decl order = first appearance) */
-    size_t decl_start = 0;
     if (module_level) {
         gr_map_clear(&p->decl_seen);
         p->decls.len = 0;
         decl_expr(p, (const ir_expr *)f);
     }
-    (void)decl_start;
     indent(p, ind);
     ir_sbuf_puts(&p->out, "def ");
     ir_sbuf_puts(&p->out, name);

@@ -2,11 +2,22 @@
 #ifndef GRAFT_IR_TEXT_IMPL_H
 #define GRAFT_IR_TEXT_IMPL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "ir/ctx.h"
+#include "ir/expr.h"
+
+/* Expressions whose span is written with them (a span comment or R.with_span); vars, constants,
+ * ops and global vars keep theirs elsewhere (definition, metadata section) or have none. */
+static inline bool ir_text_own_span(const ir_expr *e) {
+    switch ((ir_expr_kind)e->kind) {
+    case IR_VAR: case IR_DFVAR: case IR_CONST: case IR_OP: case IR_GVAR: return false;
+    default: return true;
+    }
+}
 
 /* A growable byte buffer (heap). */
 typedef struct ir_sbuf {
