@@ -245,7 +245,8 @@ static inline float signf_(float v) { return (float)((v > 0) - (v < 0)); }
 static inline double sign_(double v) { return (double)((v > 0) - (v < 0)); }
 #define GELU_TANH_K 0.7978845608028654 /* sqrt(2/pi) */
 
-/* X(name, float expr of a, double expr of a); p[] holds attrs for parametric ops */
+/* X(name, float expr of a, double expr of a); P0/P1 are the attrs of parametric ops (hoisted
+ * into locals so the loops vectorize) */
 #define UN_OPS(X)                                                                         \
     X(abs, fabsf(a), fabs(a))                                                             \
     X(negative, -a, -a)                                                                   \
@@ -287,25 +288,27 @@ static inline double sign_(double v) { return (double)((v > 0) - (v < 0)); }
     X(nn_silu, a * sigmoidf_(a), a * sigmoid_(a))                                         \
     X(nn_selu, 1.0507009873554805f * (a > 0 ? a : 1.6732632423543772f * (expf(a) - 1)),   \
       1.0507009873554805 * (a > 0 ? a : 1.6732632423543772 * (exp(a) - 1)))               \
-    X(nn_leakyrelu, a > 0 ? a : (float)p[0] * a, a > 0 ? a : p[0] * a)                    \
-    X(nn_elu, a > 0 ? a : (float)p[0] * (expf(a) - 1), a > 0 ? a : p[0] * (exp(a) - 1))   \
+    X(nn_leakyrelu, a > 0 ? a : P0 * a, a > 0 ? a : P0 * a)                               \
+    X(nn_elu, a > 0 ? a : P0 * (expf(a) - 1), a > 0 ? a : P0 * (exp(a) - 1))              \
     X(nn_softplus,                                                                        \
-      (float)p[0] * a > (float)p[1] ? a : log1pf(expf((float)p[0] * a)) / (float)p[0],    \
-      p[0] * a > p[1] ? a : log1p(exp(p[0] * a)) / p[0])                                  \
-    X(clip, a < (float)p[0] ? (float)p[0] : a > (float)p[1] ? (float)p[1] : a,            \
-      a < p[0] ? p[0] : a > p[1] ? p[1] : a)
+      P0 * a > P1 ? a : log1pf(expf(P0 * a)) / P0,                                        \
+      P0 * a > P1 ? a : log1p(exp(P0 * a)) / P0)                                          \
+    X(clip, a < P0 ? P0 : a > P1 ? P1 : a,                                                \
+      a < P0 ? P0 : a > P1 ? P1 : a)
 
 #define GEN_UN(NAME, EF, ED)                                                              \
     static void un_##NAME##_f32(const void *px, void *py, int64_t n, const double *p) {  \
         const float *X = px;                                                              \
         float *Y = py;                                                                    \
-        (void)p;                                                                          \
+        const float P0 = (float)p[0], P1 = (float)p[1];                                   \
+        (void)P0, (void)P1;                                                               \
         for (int64_t i = 0; i < n; i++) { float a = X[i]; Y[i] = (EF); }                  \
     }                                                                                     \
     static void un_##NAME##_f64(const void *px, void *py, int64_t n, const double *p) {  \
         const double *X = px;                                                             \
         double *Y = py;                                                                   \
-        (void)p;                                                                          \
+        const double P0 = p[0], P1 = p[1];                                                \
+        (void)P0, (void)P1;                                                               \
         for (int64_t i = 0; i < n; i++) { double a = X[i]; Y[i] = (ED); }                 \
     }
 UN_OPS(GEN_UN)
