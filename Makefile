@@ -25,7 +25,7 @@ BENCH_BIN = $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 # Optional libraries join the link once a layer uses them (each stays inside its own folder).
 ifneq ($(wildcard codegen/llvm/*.c),)
-LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags --libs core executionengine mcjit native passes 2>/dev/null)
+LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags --libs core executionengine mcjit orcjit native passes 2>/dev/null)
 $(BUILD)/obj/codegen/llvm/%.o: CFLAGS_EXTRA = $(shell $(LLVM_CONFIG) --cflags | sed 's/-std=[^ ]*//')
 endif
 ifneq ($(wildcard codegen/dnnl/*.c runtime/dnnl*.c),)
@@ -45,11 +45,15 @@ LIB_OBJ += $(BUILD)/obj/gen/onnx/onnx.pb-c.o
 endif
 EXT_LIBS = $(LLVM_LIBS) $(DNNL_LIBS) $(PROTOC_LIBS) $(JSON_LIBS)
 
-.PHONY: all deps test asan demo bench clean
+.PHONY: all deps models test asan demo bench clean
 all: $(BUILD)/graft $(BUILD)/libgraft.a $(BUILD)/libgraft.so
 
 deps:
 	@bash scripts/deps.sh
+
+# Real models (PP-OCR) and ONNX Runtime reference outputs, cached in build/third_party.
+models: deps
+	@bash scripts/fetch_models.sh
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -87,7 +91,7 @@ endif
 
 # Tests run from the repository root (they read tests/golden/...). GRAFT tells them where the
 # CLI is. Criterion's closing line counts the passes and failures.
-test: deps
+test: deps models
 	@$(MAKE) --no-print-directory all $(BUILD)/tests/run_tests
 	GRAFT=$(BUILD)/graft $(BUILD)/tests/run_tests $(TEST_ARGS)
 
