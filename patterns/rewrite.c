@@ -180,6 +180,11 @@ static gr_status rewrite_seq_once(ir_ctx_t *ctx, const pat_t *pat, call_rw *c, i
                     break;
                 }
                 if (c->result) {
+                    /* The replaced bindings, the root's own binding included even when the
+                     * pattern did not follow it (a wildcard root). */
+                    bool has_root = false;
+                    for (uint32_t k = 0; k < m.bindings.len; k++) has_root |= m.bindings.data[k] == b;
+                    if (!has_root) gr_vec_push(&m.bindings, b);
                     const ir_span *sp = seq_span(ctx, m.bindings.data, m.bindings.len, b);
                     const ir_span *fill = seq_span(ctx, m.bindings.data, m.bindings.len, NULL);
                     value = give_spans(ctx, c->result, sp, fill);
