@@ -1,0 +1,939 @@
+/* The oneDNN engine: graph state, values, memory planning, post-op chains, run (see dnnl.h).
+ * Op handlers live in dnnl_ops.c. */
+#include <dlfcn.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/dnnl.h"
+#include "runtime/dnnl_impl.h"
+
+/* ------------------------------------------------------------------ threads ---- */
+
+static int g_threads;
+static pthread_once_t g_threads_once = PTHREAD_ONCE_INIT;
+
+static void threads_init(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *env = getenv("GRAFT_NUM_THREADS");
+    if (env && atoi(env) > 0) n = atoi(env);
+    g_threads = n > 0 ? (int)n : 1;
+    /* Debian's oneDNN uses OpenMP (libgomp comes in through libdnnl): set the pool size
+     * without linking libgomp ourselves. */
+    void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    if (set) set(g_threads);
+}
+
+int rt_dnnl_num_threads(void) {
+    pthread_once(&g_threads_once, threads_init);
+    return g_threads;
+}
+
+/* ------------------------------------------------------------------- helpers ---- */
+
+gr_status dn_fail(dn_state *S, const rt_json_node *n, dnnl_status_t ds, const char *what) {
+    gr_status st = gr_diag_set(S->diag, GR_ERR_UNSUPPORTED, "dnnl region '%s': %s%s%s (layer '%s'): %s%s%s",
+                               S->symbol, what, n ? " for " : "", n ? n->name : "", n && n->layer ? n->layer : "",
+                               ds == dnnl_success ? "" : "oneDNN: ", ds == dnnl_success ? "" : dnnl_status_str(ds),
+                               "");
+    if (n) {
+        gr_diag_set_layer(S->diag, n->layer);
+        gr_diag_set_op(S->diag, n->name);
+    }
+    return st;
+}
+
+const char *dnnl_status_str(dnnl_status_t s) {
+    switch (s) {
+    case dnnl_success: return "success";
+    case dnnl_out_of_memory: return "out of memory";
+    case dnnl_invalid_arguments: return "invalid arguments";
+    case dnnl_unimplemented: return "no implementation for these shapes/attributes";
+    case dnnl_iterator_ends: return "iterator ends";
+    case dnnl_runtime_error: return "runtime error";
+    case dnnl_not_required: return "not required";
+    default: return "error";
+    }
+}
+
+void dn_plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims) {
+    dnnl_dims_t d;
+    for (int i = 0; i < nd; i++) d[i] = dims[i];
+    if (nd == 0) {
+        nd = 1;
+        d[0] = 1;
+    }
+    dnnl_memory_desc_init_by_strides(md, nd, d, dnnl_f32, NULL);
+}
+
+/* Same dims, plain row-major. */
+void dn_plain_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md) {
+    dnnl_memory_desc_init_by_strides(out, md->ndims, md->dims, dnnl_f32, NULL);
+}
+
+bool dn_is_plain(const dnnl_memory_desc_t *md) {
+    dnnl_memory_desc_t p;
+    dn_plain_like(&p, md);
+    return dnnl_memory_desc_equal(&p, md);
+}
+
+/* Plain md of dims expanded with leading 1s to nd. */
+void dn_plain_expand(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int nd) {
+    int64_t d[DNNL_MAX_NDIMS];
+    int pad = nd - md->ndims;
+    for (int i = 0; i < nd; i++) d[i] = i < pad ? 1 : md->dims[i - pad];
+    dn_plain_md(out, nd, d);
+}
+
+int dn_val_new(dn_state *S, int kind, const dnnl_memory_desc_t *md) {
+    dn_val v = {0};
+    v.kind = kind;
+    v.md = *md;
+    v.alias = -1;
+    v.ext = -1;
+    v.first = v.last = -1;
+    gr_vec_push(&S->vals, v);
+    return (int)S->vals.len - 1;
+}
+
+static int root_of(const dn_state *S, int v) {
+    while (S->vals.data[v].alias >= 0) v = S->vals.data[v].alias;
+    return v;
+}
+
+int dn_alias_new(dn_state *S, int base, const dnnl_memory_desc_t *md) {
+    int v = dn_val_new(S, S->vals.data[root_of(S, base)].kind == V_TMP ? V_TMP : S->vals.data[root_of(S, base)].kind, md);
+    S->vals.data[v].alias = base;
+    return v;
+}
+
+/* Appends a primitive; args are copied. */
+gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
+                  bool reorder) {
+    dn_prim p = {0};
+    dnnl_status_t ds = dnnl_primitive_create(&p.prim, pd);
+    if (ds != dnnl_success) {
+        dnnl_primitive_desc_destroy(pd);
+        return dn_fail(S, n, ds, "cannot create primitive");
+    }
+    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t sz = sp ? dnnl_memory_desc_get_size(sp) : 0;
+    if (sz > S->scratch_bytes) S->scratch_bytes = sz;
+    p.nargs = nargs + (sz ? 1 : 0);
+    p.args = calloc((size_t)p.nargs + 1, sizeof(dn_arg));
+    memcpy(p.args, args, sizeof(dn_arg) * (size_t)nargs);
+    if (sz) {
+        p.args[nargs].arg = DNNL_ARG_SCRATCHPAD;
+        p.args[nargs].val = -2;
+        p.args[nargs].md = *sp;
+    }
+    dnnl_primitive_desc_destroy(pd);
+    p.layer = n ? n->layer : "";
+    int idx = (int)S->prims.len;
+    for (int a = 0; a < nargs; a++) {
+        int v = args[a].val;
+        if (v < 0) continue;
+        dn_val *dv = &S->vals.data[v];
+        if (dv->first < 0) dv->first = idx;
+        dv->last = idx;
+    }
+    gr_vec_push(&S->prims, p);
+    if (reorder) S->stats.nreorders++;
+    return GR_OK;
+}
+
+/* Runs one reorder now (constants at prepare). */
+static gr_status run_reorder_now(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, void *src,
+                                 const dnnl_memory_desc_t *dmd, void *dst) {
+    dnnl_primitive_desc_t pd;
+    dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, smd, S->eng, dmd, S->eng, NULL);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "cannot reorder constant");
+    dnnl_primitive_t p;
+    ds = dnnl_primitive_create(&p, pd);
+    dnnl_primitive_desc_destroy(pd);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "cannot reorder constant");
+    dnnl_memory_t ms, md;
+    dnnl_memory_create(&ms, smd, S->eng, src);
+    dnnl_memory_create(&md, dmd, S->eng, dst);
+    dnnl_exec_arg_t ea[2] = {{DNNL_ARG_FROM, ms}, {DNNL_ARG_TO, md}};
+    ds = dnnl_primitive_execute(p, S->stream, 2, ea);
+    if (ds == dnnl_success) ds = dnnl_stream_wait(S->stream);
+    dnnl_memory_destroy(ms);
+    dnnl_memory_destroy(md);
+    dnnl_primitive_destroy(p);
+    return ds == dnnl_success ? GR_OK : dn_fail(S, n, ds, "cannot reorder constant");
+}
+
+void *dn_owned_alloc(dn_state *S, size_t bytes) {
+    size_t sz = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, sz ? sz : 64);
+    if (p) gr_vec_push(&S->owned, p);
+    return p;
+}
+
+/* The value `v` in layout `want`: v itself, a cached copy, a constant reordered now, or a new
+ * reorder primitive. */
+gr_status dn_as(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *want, int *out) {
+    const dn_val *dv = &S->vals.data[v];
+    if (dnnl_memory_desc_equal(&dv->md, want)) {
+        *out = v;
+        return GR_OK;
+    }
+    for (uint32_t i = 0; i < S->vals.len; i++)
+        if (S->vals.data[i].copy_of == v + 1 && dnnl_memory_desc_equal(&S->vals.data[i].md, want)) {
+            *out = (int)i;
+            return GR_OK;
+        }
+    int r = root_of(S, v);
+    if (S->vals.data[r].kind == V_CONST || S->vals.data[r].kind == V_OWNED) {
+        size_t bytes = dnnl_memory_desc_get_size(want);
+        void *dst = dn_owned_alloc(S, bytes);
+        if (!dst) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+        gr_status st = run_reorder_now(S, n, &S->vals.data[v].md, S->vals.data[r].ptr, want, dst);
+        if (st) return st;
+        S->stats.weight_bytes += bytes;
+        int nv = dn_val_new(S, V_OWNED, want);
+        S->vals.data[nv].ptr = dst;
+        S->vals.data[nv].copy_of = v + 1;
+        *out = nv;
+        return GR_OK;
+    }
+    dnnl_primitive_desc_t pd;
+    dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, &S->vals.data[v].md, S->eng, want, S->eng, S->attr_plain);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "cannot reorder");
+    int nv = dn_val_new(S, V_TMP, want);
+    S->vals.data[nv].copy_of = v + 1;
+    dn_arg a[2] = {{DNNL_ARG_FROM, v, S->vals.data[v].md, NULL}, {DNNL_ARG_TO, nv, *want, NULL}};
+    gr_status st = dn_emit(S, n, pd, a, 2, true);
+    if (st) return st;
+    *out = nv;
+    return GR_OK;
+}
+
+gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out) {
+    dnnl_memory_desc_t p;
+    dn_plain_like(&p, &S->vals.data[v].md);
+    return dn_as(S, n, v, &p, out);
+}
+
+/* ------------------------------------------------------------ graph queries ---- */
+
+int dn_in_entry(dn_state *S, const rt_json_node *n, uint32_t k) {
+    return k < n->ninputs ? (int)rt_json_graph_entry_id(S->g, n->inputs[k]) : -1;
+}
+
+/* Entry of call argument k when it is a node input ({"in": i}), else -1. */
+int dn_arg_entry(dn_state *S, const rt_json_node *n, uint32_t k) {
+    json_t *args = json_object_get(n->attrs, "args");
+    json_t *a = json_array_get(args, k);
+    json_t *in = a ? json_object_get(a, "in") : NULL;
+    if (!json_is_integer(in)) return -1;
+    return dn_in_entry(S, n, (uint32_t)json_integer_value(in));
+}
+
+bool dn_arg_num(const rt_json_node *n, uint32_t k, double *v) {
+    json_t *a = json_array_get(json_object_get(n->attrs, "args"), k);
+    if (!a) return false;
+    json_t *x = json_object_get(a, "float");
+    if (!x) x = json_object_get(a, "int");
+    if (!json_is_number(x)) return false;
+    *v = json_number_value(x);
+    return true;
+}
+
+uint32_t dn_nargs(const rt_json_node *n) { return (uint32_t)json_array_size(json_object_get(n->attrs, "args")); }
+
+json_t *dn_attr(const rt_json_node *n, const char *key) {
+    return json_object_get(json_object_get(n->attrs, "op_attrs"), key);
+}
+
+int64_t dn_attr_int(const rt_json_node *n, const char *key, int64_t dflt) {
+    json_t *v = dn_attr(n, key);
+    return json_is_integer(v) ? json_integer_value(v) : json_is_real(v) ? (int64_t)json_real_value(v) : dflt;
+}
+
+double dn_attr_float(const rt_json_node *n, const char *key, double dflt) {
+    json_t *v = dn_attr(n, key);
+    return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+bool dn_attr_bool(const rt_json_node *n, const char *key, bool dflt) {
+    json_t *v = dn_attr(n, key);
+    return json_is_boolean(v) ? json_is_true(v) : json_is_integer(v) ? json_integer_value(v) != 0 : dflt;
+}
+
+const char *dn_attr_str(const rt_json_node *n, const char *key, const char *dflt) {
+    json_t *v = dn_attr(n, key);
+    return json_is_string(v) ? json_string_value(v) : dflt;
+}
+
+/* Integer list attribute (a bare int counts as one element); returns the count, -1 if absent. */
+int dn_attr_ints(const rt_json_node *n, const char *key, int64_t *out, int max) {
+    json_t *v = dn_attr(n, key);
+    if (json_is_integer(v)) {
+        out[0] = json_integer_value(v);
+        return 1;
+    }
+    if (!json_is_array(v)) return -1;
+    int c = (int)json_array_size(v);
+    if (c > max) return -1;
+    for (int i = 0; i < c; i++) {
+        json_t *x = json_array_get(v, (size_t)i);
+        if (!json_is_number(x)) return -1;
+        out[i] = json_is_integer(x) ? json_integer_value(x) : (int64_t)json_real_value(x);
+    }
+    return c;
+}
+
+bool dn_entry_f32(dn_state *S, int e) {
+    (void)S;
+    const rt_json_node *n = S->ent_node[e].node;
+    DLDataType t = n->dtypes[S->ent_node[e].index];
+    return t.code == kDLFloat && t.bits == 32 && t.lanes == 1;
+}
+
+int dn_entry_ndim(dn_state *S, int e) { return S->ent_node[e].node->ndims[S->ent_node[e].index]; }
+const int64_t *dn_entry_shape(dn_state *S, int e) { return S->ent_node[e].node->shapes[S->ent_node[e].index]; }
+
+/* A scalar float32 constant (one element). */
+bool dn_scalar_const(dn_state *S, int e, float *v) {
+    if (e < 0 || S->ent_node[e].node->kind != RT_JSON_CONST || !dn_entry_f32(S, e)) return false;
+    int val = S->ent_val[e];
+    if (val < 0) return false;
+    const dnnl_memory_desc_t *md = &S->vals.data[val].md;
+    if (dnnl_memory_desc_get_size(md) != sizeof(float)) return false;
+    *v = *(const float *)S->vals.data[val].ptr;
+    return true;
+}
+
+/* ---------------------------------------------------------------- post-ops ---- */
+
+typedef struct unary_def {
+    const char *op;
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+} unary_def;
+
+static const unary_def UNARY[] = {
+    {"relax.nn.relu", dnnl_eltwise_relu, 0.f, 0.f},
+    {"relax.sigmoid", dnnl_eltwise_logistic, 0.f, 0.f},
+    {"relax.tanh", dnnl_eltwise_tanh, 0.f, 0.f},
+    {"relax.exp", dnnl_eltwise_exp, 0.f, 0.f},
+    {"relax.log", dnnl_eltwise_log, 0.f, 0.f},
+    {"relax.sqrt", dnnl_eltwise_sqrt, 0.f, 0.f},
+    {"relax.rsqrt", dnnl_eltwise_pow, 1.f, -0.5f},
+    {"relax.abs", dnnl_eltwise_abs, 0.f, 0.f},
+    {"relax.square", dnnl_eltwise_square, 0.f, 0.f},
+    {"relax.negative", dnnl_eltwise_linear, -1.f, 0.f},
+    {"relax.nn.gelu", dnnl_eltwise_gelu_erf, 0.f, 0.f},
+    {"relax.nn.gelu_tanh", dnnl_eltwise_gelu_tanh, 0.f, 0.f},
+    {"relax.nn.silu", dnnl_eltwise_swish, 1.f, 0.f},
+    {"relax.nn.relu6", dnnl_eltwise_clip_v2, 0.f, 6.f},
+    {"relax.nn.leakyrelu", dnnl_eltwise_relu, 0.f, 0.f}, /* alpha from attrs */
+    {"relax.clip", dnnl_eltwise_clip_v2, 0.f, 0.f},      /* bounds from args */
+};
+
+/* Unary eltwise of node n on its first argument. */
+static bool unary_of(const rt_json_node *n, dnnl_alg_kind_t *alg, float *alpha, float *beta) {
+    for (size_t i = 0; i < sizeof(UNARY) / sizeof(UNARY[0]); i++) {
+        if (strcmp(UNARY[i].op, n->name) != 0) continue;
+        *alg = UNARY[i].alg;
+        *alpha = UNARY[i].alpha;
+        *beta = UNARY[i].beta;
+        if (strcmp(n->name, "relax.nn.leakyrelu") == 0) *alpha = (float)dn_attr_float(n, "alpha", 0.01);
+        if (strcmp(n->name, "relax.clip") == 0) {
+            double lo, hi;
+            if (!dn_arg_num(n, 1, &lo) || !dn_arg_num(n, 2, &hi)) return false;
+            *alpha = (float)lo;
+            *beta = (float)hi;
+        }
+        return true;
+    }
+    return false;
+}
+
+static bool is_op(const rt_json_node *n, const char *op) { return n->kind == RT_JSON_KERNEL && strcmp(n->name, op) == 0; }
+
+/* For a binary node n with one operand `e`: the other operand's entry, and whether e is
+ * the first operand. */
+static int other_operand(dn_state *S, const rt_json_node *n, int e, bool *e_first) {
+    int a = dn_arg_entry(S, n, 0), b = dn_arg_entry(S, n, 1);
+    if (a == e && b != e) {
+        *e_first = true;
+        return b;
+    }
+    if (b == e && a != e) {
+        *e_first = false;
+        return a;
+    }
+    return -1;
+}
+
+static bool is_binary_name(const char *s) {
+    return !strcmp(s, "relax.add") || !strcmp(s, "relax.subtract") || !strcmp(s, "relax.multiply") ||
+           !strcmp(s, "relax.divide") || !strcmp(s, "relax.maximum") || !strcmp(s, "relax.minimum") ||
+           !strcmp(s, "relax.power");
+}
+
+/* Binary node with a scalar constant operand as an eltwise on e. */
+static bool scalar_eltwise(dn_state *S, const rt_json_node *n, int e, dnnl_alg_kind_t *alg, float *alpha,
+                           float *beta) {
+    if (n->kind != RT_JSON_KERNEL || !is_binary_name(n->name)) return false;
+    bool first;
+    int o = other_operand(S, n, e, &first);
+    float c;
+    if (o < 0 || !dn_scalar_const(S, o, &c)) return false;
+    const char *op = n->name + 6;
+    *alg = dnnl_eltwise_linear;
+    *alpha = 1.f;
+    *beta = 0.f;
+    if (!strcmp(op, "add")) *beta = c;
+    else if (!strcmp(op, "subtract")) {
+        *alpha = first ? 1.f : -1.f;
+        *beta = first ? -c : c;
+    } else if (!strcmp(op, "multiply")) *alpha = c;
+    else if (!strcmp(op, "divide")) {
+        if (!first || c == 0.f) return false;
+        *alpha = 1.f / c;
+    } else if (!strcmp(op, "power")) {
+        if (!first) return false;
+        *alg = dnnl_eltwise_pow;
+        *beta = c;
+    } else if (!strcmp(op, "maximum")) {
+        *alg = dnnl_eltwise_clip_v2;
+        *alpha = c;
+        *beta = INFINITY;
+    } else if (!strcmp(op, "minimum")) {
+        *alg = dnnl_eltwise_clip_v2;
+        *alpha = -INFINITY;
+        *beta = c;
+    } else return false;
+    return true;
+}
+
+static int out_entry(dn_state *S, const rt_json_node *n) {
+    return (int)S->row_ptr_of[n - S->node0];
+}
+
+static bool sole_consumer(dn_state *S, int e, const rt_json_node **out) {
+    if (S->is_head[e] || S->cons[e].len != 1) return false;
+    *out = S->cons[e].data[0];
+    return true;
+}
+
+static bool near(float a, float b) { return fabsf(a - b) <= 1e-5f * fmaxf(1.f, fabsf(b)); }
+
+/* x * f(x) forms starting at consumer n of e: swish (sigmoid), hardswish (add 3, clip 0..6,
+ * divide 6 / multiply 1/6; or multiply 1/6, add 0.5, clip 0..1). Returns the final multiply. */
+static const rt_json_node *match_xfx(dn_state *S, int e, const rt_json_node *n, dnnl_alg_kind_t *alg,
+                                     float *alpha, const rt_json_node **chain, int *nchain) {
+    const rt_json_node *cur = n, *next;
+    int k = 0;
+    chain[k++] = n;
+    dnnl_alg_kind_t a1;
+    float al, be;
+    if (is_op(n, "relax.sigmoid")) {
+        *alg = dnnl_eltwise_swish;
+        *alpha = 1.f;
+    } else if (scalar_eltwise(S, n, e, &a1, &al, &be) && a1 == dnnl_eltwise_linear) {
+        /* linears, a clip, optionally a scaling: clip(x*A + B, lo, hi) * C */
+        float A = al, B = be, lo, hi, C = 1.f;
+        for (;;) {
+            if (!sole_consumer(S, out_entry(S, cur), &next) || k >= 5) return NULL;
+            if (is_op(next, "relax.clip")) break;
+            if (!scalar_eltwise(S, next, out_entry(S, cur), &a1, &al, &be) || a1 != dnnl_eltwise_linear) return NULL;
+            A *= al;
+            B = B * al + be;
+            cur = next;
+            chain[k++] = cur;
+        }
+        double dlo, dhi;
+        if (!dn_arg_num(next, 1, &dlo) || !dn_arg_num(next, 2, &dhi) || dn_arg_entry(S, next, 0) != out_entry(S, cur))
+            return NULL;
+        lo = (float)dlo;
+        hi = (float)dhi;
+        cur = next;
+        chain[k++] = cur;
+        if (!sole_consumer(S, out_entry(S, cur), &next)) return NULL;
+        bool f;
+        if (!is_op(next, "relax.multiply") || other_operand(S, next, out_entry(S, cur), &f) != e) {
+            if (!scalar_eltwise(S, next, out_entry(S, cur), &a1, &al, &be) || a1 != dnnl_eltwise_linear || be != 0.f)
+                return NULL;
+            C = al;
+            cur = next;
+            chain[k++] = cur;
+            if (!sole_consumer(S, out_entry(S, cur), &next)) return NULL;
+        }
+        /* hardswish: x * clip(x/6 + 1/2, 0, 1) == x * clip(x + 3, 0, 6) / 6 */
+        float s = (hi - lo) * C;
+        if (!(near(lo, 0.f) && near(s, 1.f) && near(A * C, 1.f / 6.f) && near(B * C, 0.5f))) return NULL;
+        *alg = dnnl_eltwise_hardswish;
+        *alpha = 0.f;
+    } else {
+        return NULL;
+    }
+    if (k == 1 && !sole_consumer(S, out_entry(S, cur), &next)) return NULL;
+    bool first;
+    if (!is_op(next, "relax.multiply") || other_operand(S, next, out_entry(S, cur), &first) != e) return NULL;
+    chain[k++] = next;
+    *nchain = k;
+    return next;
+}
+
+/* One post-op step on entry e at consumer n. excl: e must be used only by the step. */
+bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step *ps) {
+    memset(ps, 0, sizeof(*ps));
+    if (n->kind != RT_JSON_KERNEL || n->noutputs != 1) return false;
+    int oe = out_entry(S, n);
+    if (!dn_entry_f32(S, oe)) return false;
+    const rt_json_node *chain[8];
+    int nchain = 0;
+    const rt_json_node *last = match_xfx(S, e, n, &ps->alg, &ps->alpha, chain, &nchain);
+    if (last) {
+        if (excl && (S->is_head[e] || S->cons[e].len != 2)) return false;
+        ps->kind = STEP_ELTWISE;
+        ps->nnodes = nchain;
+        memcpy(ps->nodes, chain, sizeof(chain[0]) * (size_t)nchain);
+        ps->out = out_entry(S, last);
+        return true;
+    }
+    if (excl && (S->is_head[e] || S->cons[e].len != 1)) return false;
+    ps->nnodes = 1;
+    ps->nodes[0] = n;
+    ps->out = oe;
+    /* same shape in and out (no broadcast growth of e) */
+    int nd = dn_entry_ndim(S, e);
+    if (nd != dn_entry_ndim(S, oe) || memcmp(dn_entry_shape(S, e), dn_entry_shape(S, oe), sizeof(int64_t) * (size_t)nd))
+        return false;
+    if (dn_arg_entry(S, n, 0) == e && unary_of(n, &ps->alg, &ps->alpha, &ps->beta)) {
+        ps->kind = STEP_ELTWISE;
+        return true;
+    }
+    if (scalar_eltwise(S, n, e, &ps->alg, &ps->alpha, &ps->beta)) {
+        ps->kind = STEP_ELTWISE;
+        return true;
+    }
+    if (!is_binary_name(n->name)) return false;
+    bool first;
+    int o = other_operand(S, n, e, &first);
+    if (o < 0 || !dn_entry_f32(S, o) || S->ent_val[o] < 0) return false;
+    static const struct { const char *op; dnnl_alg_kind_t alg; bool comm; } B[] = {
+        {"relax.add", dnnl_binary_add, true},      {"relax.multiply", dnnl_binary_mul, true},
+        {"relax.subtract", dnnl_binary_sub, false}, {"relax.divide", dnnl_binary_div, false},
+        {"relax.maximum", dnnl_binary_max, true},  {"relax.minimum", dnnl_binary_min, true}};
+    for (size_t i = 0; i < sizeof(B) / sizeof(B[0]); i++) {
+        if (strcmp(B[i].op, n->name) != 0) continue;
+        if (!first && !B[i].comm) return false;
+        int ond = dn_entry_ndim(S, o);
+        if (ond > nd) return false;
+        const int64_t *os = dn_entry_shape(S, o), *es = dn_entry_shape(S, e);
+        for (int k = 0; k < ond; k++)
+            if (os[k] != 1 && os[k] != es[nd - ond + k]) return false;
+        ps->kind = STEP_BINARY;
+        ps->alg = B[i].alg;
+        ps->src1 = o;
+        return true;
+    }
+    return false;
+}
+
+/* The longest chain of exclusive post-op steps after entry e (at most max). */
+int dn_collect_chain(dn_state *S, int e, dn_step *steps, int max) {
+    int k = 0;
+    while (k < max) {
+        if (S->is_head[e]) break;
+        bool ok = false;
+        for (uint32_t c = 0; c < S->cons[e].len && !ok; c++)
+            ok = dn_match_step(S, e, S->cons[e].data[c], true, &steps[k]);
+        if (!ok) break;
+        e = steps[k].out;
+        /* linear after linear: one post-op */
+        if (k && steps[k].kind == STEP_ELTWISE && steps[k - 1].kind == STEP_ELTWISE && steps[k].alg == dnnl_eltwise_linear &&
+            steps[k - 1].alg == dnnl_eltwise_linear && steps[k - 1].nnodes + steps[k].nnodes <= 8) {
+            dn_step *p = &steps[k - 1], *q = &steps[k];
+            p->beta = q->alpha * p->beta + q->beta;
+            p->alpha = q->alpha * p->alpha;
+            memcpy(p->nodes + p->nnodes, q->nodes, sizeof(q->nodes[0]) * (size_t)q->nnodes);
+            p->nnodes += q->nnodes;
+            p->out = q->out;
+            continue;
+        }
+        k++;
+    }
+    return k;
+}
+
+/* src1 md of a binary step for a dst of nd dims (plain expanded when ranks differ). */
+gr_status dn_step_src1(dn_state *S, const rt_json_node *n, const dn_step *st, int nd, int *val,
+                       dnnl_memory_desc_t *md) {
+    int v = S->ent_val[st->src1];
+    bool bcast = false;
+    const int64_t *os = dn_entry_shape(S, st->out);
+    for (int i = 0; i < S->vals.data[v].md.ndims && !bcast; i++)
+        bcast = S->vals.data[v].md.ndims != nd || S->vals.data[v].md.dims[i] != os[i];
+    /* broadcast operands go plain (oneDNN's binary kernels want them so) */
+    if (!bcast) {
+        *val = v;
+        *md = S->vals.data[v].md;
+        return GR_OK;
+    }
+    gr_status r = dn_plain(S, n, v, &v);
+    if (r) return r;
+    dn_plain_expand(md, &S->vals.data[v].md, nd);
+    *val = v;
+    return GR_OK;
+}
+
+/* Builds attrs with user scratchpad and the first k steps as post-ops; binary src1 args
+ * appended to args. */
+gr_status dn_make_attr(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int nd,
+                       dnnl_primitive_attr_t *attr, dn_arg *args, int *nargs) {
+    dnnl_primitive_attr_create(attr);
+    dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
+    if (!k) return GR_OK;
+    dnnl_post_ops_t po;
+    dnnl_post_ops_create(&po);
+    for (int i = 0; i < k; i++) {
+        if (steps[i].kind == STEP_ELTWISE) {
+            dnnl_post_ops_append_eltwise(po, 1.f, steps[i].alg, steps[i].alpha, steps[i].beta);
+        } else {
+            int v;
+            dnnl_memory_desc_t md;
+            gr_status st = dn_step_src1(S, n, &steps[i], nd, &v, &md);
+            if (st) {
+                dnnl_post_ops_destroy(po);
+                return st;
+            }
+            dnnl_post_ops_append_binary(po, steps[i].alg, &md);
+            args[(*nargs)++] = (dn_arg){DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1, v, md, NULL};
+        }
+    }
+    dnnl_primitive_attr_set_post_ops(*attr, po);
+    dnnl_post_ops_destroy(po);
+    return GR_OK;
+}
+
+/* Marks the nodes of the first k steps as folded. */
+void dn_consume(dn_state *S, const dn_step *steps, int k) {
+    for (int i = 0; i < k; i++)
+        for (int j = 0; j < steps[i].nnodes; j++) {
+            S->consumed[steps[i].nodes[j] - S->node0] = true;
+            S->stats.nfused_nodes++;
+        }
+    S->stats.npostops += (uint32_t)k;
+}
+
+/* ------------------------------------------------------------------ planning ---- */
+
+typedef struct plan_item {
+    int val;
+    size_t size;
+    int first, last;
+} plan_item;
+
+static int cmp_size_desc(const void *a, const void *b) {
+    const plan_item *x = a, *y = b;
+    return x->size < y->size ? 1 : x->size > y->size ? -1 : x->val - y->val;
+}
+
+/* Offsets of TMP roots in one arena: largest first, lowest offset free over the lifetime. */
+static gr_status plan_memory(dn_state *S) {
+    uint32_t nv = S->vals.len;
+    int *last = malloc(sizeof(int) * (nv + 1)), *first = malloc(sizeof(int) * (nv + 1));
+    for (uint32_t v = 0; v < nv; v++) {
+        first[v] = S->vals.data[v].first;
+        last[v] = S->vals.data[v].last;
+    }
+    for (uint32_t v = 0; v < nv; v++) {
+        int r = root_of(S, (int)v);
+        if (r == (int)v || S->vals.data[v].first < 0) continue;
+        if (first[r] < 0 || S->vals.data[v].first < first[r]) first[r] = S->vals.data[v].first;
+        if (S->vals.data[v].last > last[r]) last[r] = S->vals.data[v].last;
+    }
+    plan_item *items = calloc(nv + 1, sizeof(plan_item));
+    uint32_t ni = 0;
+    for (uint32_t v = 0; v < nv; v++) {
+        dn_val *dv = &S->vals.data[v];
+        if (dv->alias >= 0 || dv->kind != V_TMP || first[v] < 0) continue;
+        size_t sz = (dnnl_memory_desc_get_size(&dv->md) + 63) / 64 * 64;
+        items[ni++] = (plan_item){(int)v, sz, first[v], last[v]};
+        S->stats.naive_bytes += sz;
+    }
+    qsort(items, ni, sizeof(plan_item), cmp_size_desc);
+    size_t total = 0;
+    size_t *offs = calloc(ni + 1, sizeof(size_t));
+    for (uint32_t i = 0; i < ni; i++) {
+        size_t off = 0;
+        bool moved = true;
+        while (moved) {
+            moved = false;
+            for (uint32_t j = 0; j < i; j++) {
+                if (!getenv("GRAFT_DNNL_NOREUSE") && (items[j].last < items[i].first || items[i].last < items[j].first)) continue;
+                if (off < offs[j] + items[j].size && offs[j] < off + items[i].size) {
+                    off = offs[j] + items[j].size;
+                    moved = true;
+                }
+            }
+        }
+        offs[i] = off;
+        if (getenv("GRAFT_DNNL_DEBUG"))
+            fprintf(stderr, "dnnl plan: val %d size %zu live [%d, %d] off %zu\n", items[i].val, items[i].size, items[i].first,
+                    items[i].last, off);
+        S->vals.data[items[i].val].off = off;
+        if (off + items[i].size > total) total = off + items[i].size;
+    }
+    free(offs);
+    free(items);
+    free(first);
+    free(last);
+    S->stats.arena_bytes = total;
+    S->arena = total ? aligned_alloc(64, total) : NULL;
+    if (S->scratch_bytes) S->scratch = aligned_alloc(64, (S->scratch_bytes + 63) / 64 * 64);
+    S->stats.scratch_bytes = S->scratch_bytes;
+    if ((total && !S->arena) || (S->scratch_bytes && !S->scratch))
+        return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl region '%s': out of memory for %zu bytes", S->symbol, total);
+    return GR_OK;
+}
+
+static void *val_ptr(dn_state *S, int v) {
+    int r = root_of(S, v);
+    dn_val *dv = &S->vals.data[r];
+    if (dv->kind == V_TMP) return (char *)S->arena + dv->off;
+    return dv->ptr;
+}
+
+static gr_status make_memories(dn_state *S) {
+    for (uint32_t p = 0; p < S->prims.len; p++) {
+        dn_prim *pr = &S->prims.data[p];
+        pr->exec = calloc((size_t)pr->nargs + 1, sizeof(dnnl_exec_arg_t));
+        for (int a = 0; a < pr->nargs; a++) {
+            dn_arg *ar = &pr->args[a];
+            void *ptr = ar->val == -2 ? S->scratch : val_ptr(S, ar->val);
+            int r = ar->val >= 0 ? root_of(S, ar->val) : -1;
+            bool ext = r >= 0 && (S->vals.data[r].kind == V_IN || S->vals.data[r].kind == V_OUT);
+            dnnl_status_t ds = dnnl_memory_create(&ar->mem, &ar->md, S->eng, ext ? DNNL_MEMORY_NONE : ptr);
+            if (ds != dnnl_success) return dn_fail(S, NULL, ds, "cannot create memory");
+            pr->exec[a].arg = ar->arg;
+            pr->exec[a].memory = ar->mem;
+            if (ext) {
+                dn_ext e = {ar->mem, S->vals.data[r].kind == V_IN, S->vals.data[r].ext};
+                gr_vec_push(&S->exts, e);
+            }
+        }
+    }
+    return GR_OK;
+}
+
+/* ------------------------------------------------------------------ prepare ---- */
+
+static void dn_release(rt_json_graph *g, void *state) {
+    (void)g;
+    dn_state *S = state;
+    if (!S) return;
+    for (uint32_t p = 0; p < S->prims.len; p++) {
+        dn_prim *pr = &S->prims.data[p];
+        for (int a = 0; a < pr->nargs; a++)
+            if (pr->args[a].mem) dnnl_memory_destroy(pr->args[a].mem);
+        if (pr->prim) dnnl_primitive_destroy(pr->prim);
+        free(pr->args);
+        free(pr->exec);
+    }
+    gr_vec_free(&S->prims);
+    gr_vec_free(&S->vals);
+    gr_vec_free(&S->exts);
+    for (uint32_t i = 0; i < S->owned.len; i++) free(S->owned.data[i]);
+    gr_vec_free(&S->owned);
+    if (S->cons) {
+        for (uint32_t e = 0; e < S->nent; e++) gr_vec_free(&S->cons[e]);
+        free(S->cons);
+    }
+    free(S->ent_val);
+    free(S->ent_node);
+    free(S->is_head);
+    free(S->consumed);
+    free(S->row_ptr_of);
+    free(S->arena);
+    free(S->scratch);
+    if (S->attr_plain) dnnl_primitive_attr_destroy(S->attr_plain);
+    if (S->stream) dnnl_stream_destroy(S->stream);
+    if (S->eng) dnnl_engine_destroy(S->eng);
+    pthread_mutex_destroy(&S->lock);
+    free(S);
+}
+
+static gr_status build(dn_state *S) {
+    rt_json_graph *g = S->g;
+    uint32_t nn = rt_json_graph_num_nodes(g);
+    /* entries: producing node, values of inputs and constants */
+    uint32_t ci = 0;
+    for (uint32_t i = 0; i < nn; i++) {
+        rt_json_node *n = rt_json_graph_node(g, i);
+        uint32_t row = rt_json_graph_entry_id(g, (rt_json_entry){i, 0});
+        S->row_ptr_of[i] = row;
+        for (uint32_t o = 0; o < n->noutputs; o++) S->ent_node[row + o] = (dn_entry){n, o};
+        if (n->kind == RT_JSON_KERNEL) {
+            for (uint32_t k = 0; k < n->ninputs; k++) {
+                uint32_t e = rt_json_graph_entry_id(g, n->inputs[k]);
+                bool dup = false;
+                for (uint32_t q = 0; q < S->cons[e].len; q++) dup |= S->cons[e].data[q] == n;
+                if (!dup) gr_vec_push(&S->cons[e], (const rt_json_node *)n);
+            }
+            continue;
+        }
+        DLDataType t = n->dtypes[0];
+        dnnl_memory_desc_t md;
+        dn_plain_md(&md, n->ndims[0], n->shapes[0]);
+        if (n->kind == RT_JSON_INPUT) {
+            int v = dn_val_new(S, V_IN, &md);
+            S->vals.data[v].ext = -1;
+            for (uint32_t k = 0; k < rt_json_graph_num_inputs(g); k++)
+                if (rt_json_graph_input_nid(g, k) == i) S->vals.data[v].ext = (int)k;
+            S->ent_val[row] = t.code == kDLFloat && t.bits == 32 ? v : -1;
+        } else {
+            rt_tensor *c = rt_json_graph_const(g, ci++);
+            if (c && t.code == kDLFloat && t.bits == 32) {
+                int v = dn_val_new(S, V_CONST, &md);
+                S->vals.data[v].ptr = rt_tensor_data(c);
+                S->ent_val[row] = v;
+            }
+        }
+    }
+    for (uint32_t h = 0; h < rt_json_graph_num_heads(g); h++) S->is_head[rt_json_graph_entry_id(g, rt_json_graph_head(g, h))] = true;
+    for (uint32_t i = 0; i < nn; i++) {
+        rt_json_node *n = rt_json_graph_node(g, i);
+        if (n->kind != RT_JSON_KERNEL || S->consumed[i]) continue;
+        for (uint32_t o = 0; o < n->noutputs; o++)
+            if (!(n->dtypes[o].code == kDLFloat && n->dtypes[o].bits == 32))
+                return dn_fail(S, n, dnnl_success, "only float32 tensors are supported");
+        gr_status st = dn_node(S, n);
+        if (st) return st;
+    }
+    /* heads: written in place when produced plain, else copied */
+    for (uint32_t h = 0; h < rt_json_graph_num_heads(g); h++) {
+        uint32_t e = rt_json_graph_entry_id(g, rt_json_graph_head(g, h));
+        int v = S->ent_val[e];
+        const rt_json_node *n = S->ent_node[e].node;
+        if (v < 0) return dn_fail(S, n, dnnl_success, "region output has no value");
+        dn_val *dv = &S->vals.data[v];
+        dnnl_memory_desc_t src = dv->md;
+        if (dv->kind == V_TMP && dv->alias < 0 && dn_is_plain(&dv->md) && dv->first >= 0) {
+            dv->kind = V_OUT;
+            dv->ext = (int)h;
+            continue;
+        }
+        dnnl_memory_desc_t pm;
+        dn_plain_md(&pm, n->ndims[S->ent_node[e].index], n->shapes[S->ent_node[e].index]);
+        int ov = dn_val_new(S, V_OUT, &pm);
+        S->vals.data[ov].ext = (int)h;
+        if (src.ndims != pm.ndims) {
+            return dn_fail(S, n, dnnl_success, "region output rank mismatch");
+        }
+        dnnl_primitive_desc_t pd;
+        dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, &src, S->eng, &pm, S->eng, S->attr_plain);
+        if (ds != dnnl_success) return dn_fail(S, n, ds, "cannot reorder region output");
+        dn_arg a[2] = {{DNNL_ARG_FROM, v, src, NULL}, {DNNL_ARG_TO, ov, pm, NULL}};
+        gr_status st = dn_emit(S, n, pd, a, 2, true);
+        if (st) return st;
+    }
+    S->stats.nprims = S->prims.len;
+    gr_status st = plan_memory(S);
+    if (!st) st = make_memories(S);
+    return st;
+}
+
+static gr_status dn_prepare(rt_json_graph *g, void **state, gr_diag *d) {
+    rt_dnnl_num_threads();
+    dn_state *S = calloc(1, sizeof(*S));
+    if (!S) return gr_diag_set(d, GR_ERR_NOMEM, "dnnl: out of memory");
+    pthread_mutex_init(&S->lock, NULL);
+    S->g = g;
+    S->diag = d;
+    S->symbol = rt_json_graph_symbol(g);
+    uint32_t nn = rt_json_graph_num_nodes(g);
+    S->nent = rt_json_graph_num_entries(g);
+    S->node0 = rt_json_graph_node(g, 0);
+    S->ent_val = malloc(sizeof(int) * (S->nent + 1));
+    for (uint32_t e = 0; e <= S->nent; e++) S->ent_val[e] = -1;
+    S->ent_node = calloc(S->nent + 1, sizeof(dn_entry));
+    S->is_head = calloc(S->nent + 1, sizeof(bool));
+    S->cons = calloc(S->nent + 1, sizeof(*S->cons));
+    S->consumed = calloc(nn + 1, sizeof(bool));
+    S->row_ptr_of = calloc(nn + 1, sizeof(uint32_t));
+    gr_status st = GR_OK;
+    dnnl_status_t ds = dnnl_engine_create(&S->eng, dnnl_cpu, 0);
+    if (ds == dnnl_success) ds = dnnl_stream_create(&S->stream, S->eng, dnnl_stream_default_flags);
+    if (ds == dnnl_success) ds = dnnl_primitive_attr_create(&S->attr_plain);
+    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_scratchpad_mode(S->attr_plain, dnnl_scratchpad_mode_user);
+    if (ds != dnnl_success) st = dn_fail(S, NULL, ds, "cannot create the CPU engine");
+    if (!st && nn == 0) st = gr_diag_set(d, GR_ERR_INVALID, "dnnl region '%s': empty graph", S->symbol);
+    if (!st) st = build(S);
+    if (st) {
+        dn_release(g, S);
+        return st;
+    }
+    S->diag = NULL;
+    *state = S;
+    return GR_OK;
+}
+
+static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, uint32_t nin, uint32_t nout,
+                        gr_diag *d) {
+    dn_state *S = state;
+    if (nin != rt_json_graph_num_inputs(g) || nout != rt_json_graph_num_heads(g))
+        return gr_diag_set(d, GR_ERR_INVALID, "dnnl region '%s': called with %u inputs and %u outputs, expects %u and %u",
+                           S->symbol, nin, nout, rt_json_graph_num_inputs(g), rt_json_graph_num_heads(g));
+    for (uint32_t i = 0; i < nin + nout; i++) {
+        const rt_json_node *n;
+        uint32_t o = 0;
+        if (i < nin) n = rt_json_graph_node(g, rt_json_graph_input_nid(g, i));
+        else {
+            rt_json_entry h = rt_json_graph_head(g, i - nin);
+            n = rt_json_graph_node(g, h.nid);
+            o = h.index;
+        }
+        const DLTensor *t = args[i];
+        bool ok = t && t->dtype.code == n->dtypes[o].code && t->dtype.bits == n->dtypes[o].bits && t->ndim == n->ndims[o] &&
+                  (!t->strides || t->ndim == 0);
+        for (int32_t k = 0; ok && k < t->ndim; k++) ok = t->shape[k] == n->shapes[o][k];
+        if (ok && t->strides) {
+            int64_t s = 1;
+            for (int32_t k = t->ndim - 1; k >= 0; k--) {
+                ok &= t->shape[k] == 1 || t->strides[k] == s;
+                s *= t->shape[k];
+            }
+        }
+        if (!ok)
+            return gr_diag_set(d, GR_ERR_INVALID, "dnnl region '%s': %s %u has the wrong dtype or shape", S->symbol,
+                               i < nin ? "input" : "output", i < nin ? i : i - nin);
+    }
+    pthread_mutex_lock(&S->lock);
+    for (uint32_t x = 0; x < S->exts.len; x++) {
+        dn_ext *e = &S->exts.data[x];
+        const DLTensor *t = e->is_input ? args[e->index] : args[nin + (uint32_t)e->index];
+        dnnl_memory_set_data_handle(e->mem, (char *)t->data + t->byte_offset);
+    }
+    dnnl_status_t ds = dnnl_success;
+    uint32_t p = 0;
+    for (; p < S->prims.len && ds == dnnl_success; p++)
+        ds = dnnl_primitive_execute(S->prims.data[p].prim, S->stream, S->prims.data[p].nargs, S->prims.data[p].exec);
+    if (ds == dnnl_success) ds = dnnl_stream_wait(S->stream);
+    pthread_mutex_unlock(&S->lock);
+    if (ds != dnnl_success) {
+        gr_status st = gr_diag_set(d, GR_ERR_RUNTIME, "dnnl region '%s': primitive %u failed: %s", S->symbol, p ? p - 1 : 0,
+                                   dnnl_status_str(ds));
+        if (p) gr_diag_set_layer(d, S->prims.data[p - 1].layer);
+        return st;
+    }
+    return GR_OK;
+}
+
+void rt_dnnl_get_stats(const void *state, rt_dnnl_stats *out) {
+    const dn_state *S = state;
+    if (S) *out = S->stats;
+    else memset(out, 0, sizeof(*out));
+}
+
+const rt_json_engine rt_dnnl_engine = {"dnnl_json", dn_prepare, dn_run, dn_release};

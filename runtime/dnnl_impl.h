@@ -1,0 +1,134 @@
+/* Internal state of the oneDNN engine, shared by dnnl_engine.c (values, planning, post-ops,
+ * run) and dnnl_ops.c (one handler per op). */
+#ifndef GRAFT_RUNTIME_DNNL_IMPL_H
+#define GRAFT_RUNTIME_DNNL_IMPL_H
+
+#include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "ir/ctx.h"
+#include "runtime/dnnl.h"
+
+/* Value kinds: region input / output (bound per run), constant (graph-owned data), owned
+ * (engine-owned, e.g. reordered weights), temporary (in the planned arena). */
+enum { V_IN, V_OUT, V_CONST, V_OWNED, V_TMP };
+
+typedef struct dn_val {
+    int kind;
+    int ext;                      /* input / head index for V_IN / V_OUT */
+    dnnl_memory_desc_t md;
+    void *ptr;                    /* V_CONST / V_OWNED data */
+    int alias;                    /* >= 0: shares the memory of that value (reshape) */
+    int copy_of;                  /* value + 1 this one is a reordered copy of (cache) */
+    int first, last;              /* primitive indices of first and last use */
+    size_t off;                   /* arena offset (V_TMP roots) */
+} dn_val;
+
+typedef struct dn_arg {
+    int arg;                      /* DNNL_ARG_* */
+    int val;                      /* value id; -2: scratchpad */
+    dnnl_memory_desc_t md;        /* how the primitive sees it (may differ from the value's) */
+    dnnl_memory_t mem;
+} dn_arg;
+
+typedef struct dn_prim {
+    dnnl_primitive_t prim;
+    int nargs;
+    dn_arg *args;
+    dnnl_exec_arg_t *exec;
+    const char *layer;
+} dn_prim;
+
+typedef struct dn_ext {
+    dnnl_memory_t mem;
+    bool is_input;
+    int index;
+} dn_ext;
+
+typedef struct dn_entry {
+    const rt_json_node *node;
+    uint32_t index;
+} dn_entry;
+
+enum { STEP_ELTWISE, STEP_BINARY };
+
+/* One post-op: the nodes it folds and the entry it produces. */
+typedef struct dn_step {
+    int kind;
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+    int src1;                     /* binary: entry of the other operand */
+    int nnodes;
+    const rt_json_node *nodes[8];
+    int out;
+} dn_step;
+
+#define DN_MAX_STEPS 8
+
+typedef struct dn_state {
+    rt_json_graph *g;
+    const char *symbol;
+    gr_diag *diag;
+    dnnl_engine_t eng;
+    dnnl_stream_t stream;
+    dnnl_primitive_attr_t attr_plain;   /* user scratchpad, no post-ops */
+    pthread_mutex_t lock;
+    const rt_json_node *node0;
+    uint32_t nent;
+    int *ent_val;                 /* entry -> value (-1: none yet / not float32) */
+    dn_entry *ent_node;
+    bool *is_head;
+    GR_VEC(const rt_json_node *) *cons;   /* entry -> distinct kernel consumers */
+    bool *consumed;               /* node folded into an earlier primitive */
+    uint32_t *row_ptr_of;         /* node -> first entry */
+    GR_VEC(dn_val) vals;
+    GR_VEC(dn_prim) prims;
+    GR_VEC(dn_ext) exts;
+    GR_VEC(void *) owned;
+    size_t scratch_bytes;
+    void *arena, *scratch;
+    rt_dnnl_stats stats;
+} dn_state;
+
+const char *dnnl_status_str(dnnl_status_t s);
+gr_status dn_fail(dn_state *S, const rt_json_node *n, dnnl_status_t ds, const char *what);
+void dn_plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims);
+void dn_plain_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md);
+void dn_plain_expand(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int nd);
+bool dn_is_plain(const dnnl_memory_desc_t *md);
+int dn_val_new(dn_state *S, int kind, const dnnl_memory_desc_t *md);
+int dn_alias_new(dn_state *S, int base, const dnnl_memory_desc_t *md);
+void *dn_owned_alloc(dn_state *S, size_t bytes);
+gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
+                  bool reorder);
+gr_status dn_as(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *want, int *out);
+gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out);
+
+int dn_in_entry(dn_state *S, const rt_json_node *n, uint32_t k);
+int dn_arg_entry(dn_state *S, const rt_json_node *n, uint32_t k);
+bool dn_arg_num(const rt_json_node *n, uint32_t k, double *v);
+uint32_t dn_nargs(const rt_json_node *n);
+json_t *dn_attr(const rt_json_node *n, const char *key);
+int64_t dn_attr_int(const rt_json_node *n, const char *key, int64_t dflt);
+double dn_attr_float(const rt_json_node *n, const char *key, double dflt);
+bool dn_attr_bool(const rt_json_node *n, const char *key, bool dflt);
+const char *dn_attr_str(const rt_json_node *n, const char *key, const char *dflt);
+int dn_attr_ints(const rt_json_node *n, const char *key, int64_t *out, int max);
+bool dn_entry_f32(dn_state *S, int e);
+int dn_entry_ndim(dn_state *S, int e);
+const int64_t *dn_entry_shape(dn_state *S, int e);
+bool dn_scalar_const(dn_state *S, int e, float *v);
+
+bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step *ps);
+int dn_collect_chain(dn_state *S, int e, dn_step *steps, int max);
+gr_status dn_step_src1(dn_state *S, const rt_json_node *n, const dn_step *st, int nd, int *val,
+                       dnnl_memory_desc_t *md);
+gr_status dn_make_attr(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int nd,
+                       dnnl_primitive_attr_t *attr, dn_arg *args, int *nargs);
+void dn_consume(dn_state *S, const dn_step *steps, int k);
+
+/* dnnl_ops.c: builds the primitive(s) of kernel node n (and the nodes it folds). */
+gr_status dn_node(dn_state *S, const rt_json_node *n);
+
+#endif

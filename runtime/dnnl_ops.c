@@ -1,0 +1,716 @@
+/* The oneDNN engine's op handlers: one primitive per node, plus the nodes folded into its
+ * post-op chain (see dnnl.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/dnnl_impl.h"
+
+/* ------------------------------------------------------------------ common ---- */
+
+static bool is_name(const rt_json_node *n, const char *op) { return strcmp(n->name, op) == 0; }
+
+static int out_entry(dn_state *S, const rt_json_node *n) { return (int)S->row_ptr_of[n - S->node0]; }
+
+static gr_status need_val(dn_state *S, const rt_json_node *n, int e, int *v) {
+    *v = -1;
+    if (e < 0 || S->ent_val[e] < 0) return dn_fail(S, n, dnnl_success, "operand is not a float32 tensor of the region");
+    *v = S->ent_val[e];
+    return GR_OK;
+}
+
+/* Creates the primitive descriptor with as many of the steps as oneDNN accepts as post-ops
+ * (all, then fewer). args/nargs: the fixed args; binary post-op sources are appended. */
+static gr_status fuse_create_min(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t desc, int nd,
+                                 const dn_step *steps, int nsteps, int kmin, dnnl_primitive_desc_t *pd, int *kused,
+                                 dn_arg *args, int *nargs) {
+    dnnl_status_t ds = dnnl_unimplemented;
+    for (int k = nsteps; k >= kmin; k--) {
+        int na = *nargs;
+        dnnl_primitive_attr_t attr;
+        gr_status st = dn_make_attr(S, n, steps, k, nd, &attr, args, &na);
+        if (st) return st;
+        ds = dnnl_primitive_desc_create(pd, desc, attr, S->eng, NULL);
+        dnnl_primitive_attr_destroy(attr);
+        if (ds == dnnl_success) {
+            *nargs = na;
+            *kused = k;
+            return GR_OK;
+        }
+    }
+    return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+}
+
+static gr_status fuse_create(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t desc, int nd,
+                             const dn_step *steps, int nsteps, dnnl_primitive_desc_t *pd, int *kused, dn_arg *args,
+                             int *nargs) {
+    return fuse_create_min(S, n, desc, nd, steps, nsteps, 0, pd, kused, args, nargs);
+}
+
+/* Output value of pd's dst, bound to the last folded entry; emits and consumes the steps. */
+static gr_status finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, dn_arg *args, int nargs,
+                        const dn_step *steps, int k, const dnnl_memory_desc_t *dst_override) {
+    /* a copy: dst_override may point into the value array, which grows below */
+    dnnl_memory_desc_t dmd = *(dst_override ? dst_override : dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0));
+    int e = k ? steps[k - 1].out : out_entry(S, n);
+    int v = dn_val_new(S, V_TMP, &dmd);
+    args[nargs++] = (dn_arg){DNNL_ARG_DST, v, dmd, NULL};
+    gr_status st = dn_emit(S, n, pd, args, nargs, false);
+    if (st) return st;
+    dn_consume(S, steps, k);
+    S->ent_val[e] = v;
+    return GR_OK;
+}
+
+/* The chain after n's output, and the dst md to ask for: plain when the chain ends in a
+ * region output, else `any`. */
+static int chain_of(dn_state *S, const rt_json_node *n, dn_step *steps, bool fuse, int nd, const int64_t *dims,
+                    dnnl_memory_desc_t *dst) {
+    int k = fuse && !getenv("GRAFT_DNNL_NOFUSE") ? dn_collect_chain(S, out_entry(S, n), steps, DN_MAX_STEPS) : 0;
+    int last = k ? steps[k - 1].out : out_entry(S, n);
+    dnnl_dims_t d;
+    for (int i = 0; i < nd; i++) d[i] = dims[i];
+    if (S->is_head[last]) dn_plain_md(dst, nd, dims);
+    else dnnl_memory_desc_init_by_tag(dst, nd, d, dnnl_f32, dnnl_format_tag_any);
+    return k;
+}
+
+/* A per-channel constant add as the first step becomes the bias (axis: channel axis). */
+static bool take_bias(dn_state *S, dn_step *steps, int *k, int axis, int nd, int64_t C, int *bias_val) {
+    if (!*k || steps[0].kind != STEP_BINARY || steps[0].alg != dnnl_binary_add) return false;
+    int e = steps[0].src1;
+    if (S->ent_node[e].node->kind != RT_JSON_CONST) return false;
+    int cnd = dn_entry_ndim(S, e);
+    const int64_t *cs = dn_entry_shape(S, e);
+    for (int i = 0; i < cnd; i++) {
+        int ax = nd - cnd + i;
+        if (cs[i] != (ax == axis ? C : 1)) return false;
+    }
+    if (cnd < nd - axis) return false;
+    *bias_val = S->ent_val[e];
+    dn_consume(S, steps, 1);
+    memmove(steps, steps + 1, sizeof(dn_step) * (size_t)(*k - 1));
+    (*k)--;
+    return true;
+}
+
+/* ---------------------------------------------------------------- conv ---- */
+
+static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd) {
+    int x = dn_arg_entry(S, n, 0), w = dn_arg_entry(S, n, 1), xv = -1, wv = -1;
+    gr_status st = need_val(S, n, x, &xv);
+    if (!st) st = need_val(S, n, w, &wv);
+    if (st) return st;
+    const char *dl = dn_attr_str(n, "data_layout", sd == 1 ? "NCW" : "NCHW");
+    const char *kl = dn_attr_str(n, "kernel_layout", deconv ? (sd == 1 ? "IOW" : "IOHW") : (sd == 1 ? "OIW" : "OIHW"));
+    const char *ol = dn_attr_str(n, "out_layout", dl);
+    if (strcmp(dl, sd == 1 ? "NCW" : "NCHW") || strcmp(ol, dl) ||
+        strcmp(kl, deconv ? (sd == 1 ? "IOW" : "IOHW") : (sd == 1 ? "OIW" : "OIHW")))
+        return dn_fail(S, n, dnnl_success, "layouts other than NCHW / OIHW (IOHW) are not supported");
+    int nd = 2 + sd;
+    if (dn_entry_ndim(S, x) != nd || dn_entry_ndim(S, w) != nd) return dn_fail(S, n, dnnl_success, "rank");
+    const int64_t *xs = dn_entry_shape(S, x), *ws = dn_entry_shape(S, w), *os = n->shapes[0];
+    int64_t G = dn_attr_int(n, "groups", 1);
+    int64_t strides[2] = {1, 1}, dil[2] = {1, 1}, pad[4] = {0, 0, 0, 0}, opad[2] = {0, 0};
+    int c;
+    if ((c = dn_attr_ints(n, "strides", strides, 2)) == 1) strides[1] = strides[0];
+    if ((c = dn_attr_ints(n, "dilation", dil, 2)) == 1) dil[1] = dil[0];
+    if ((c = dn_attr_ints(n, "output_padding", opad, 2)) == 1) opad[1] = opad[0];
+    c = dn_attr_ints(n, "padding", pad, 4);
+    if (c == 1) pad[1] = pad[2] = pad[3] = pad[0];
+    else if (c == sd) {
+        for (int i = 0; i < sd; i++) pad[sd + i] = pad[i];
+    }
+    dnnl_dims_t s, d, pl, pr, wd, wstr;
+    for (int i = 0; i < sd; i++) {
+        s[i] = strides[i];
+        d[i] = dil[i] - 1;
+        pl[i] = pad[i];
+        pr[i] = pad[sd + i] - (deconv ? opad[i] : 0);
+    }
+    int64_t O = os[1], I = xs[1], K = 1;
+    for (int i = 0; i < sd; i++) K *= ws[2 + i];
+    if (G <= 0 || O % G || I % G) return dn_fail(S, n, dnnl_success, "groups do not divide the channels");
+    /* weights as oneDNN sees them: ([G,] O/G, I/G, k...) over the tensor's own memory */
+    int wnd = 0;
+    int64_t og = O / G, ig = I / G;
+    if (G > 1) {
+        wd[wnd] = G;
+        wstr[wnd++] = deconv ? ig * og * K : og * ig * K;
+    }
+    wd[wnd] = og;
+    wstr[wnd++] = deconv ? K : ig * K;
+    wd[wnd] = ig;
+    wstr[wnd++] = deconv ? og * K : K;
+    int64_t ks = 1;
+    for (int i = sd - 1; i >= 0; i--) {
+        wd[wnd + i] = ws[2 + i];
+        wstr[wnd + i] = ks;
+        ks *= ws[2 + i];
+    }
+    wnd += sd;
+    dnnl_memory_desc_t wuser, wany, xany, dst;
+    dnnl_memory_desc_init_by_strides(&wuser, wnd, wd, dnnl_f32, wstr);
+    dnnl_memory_desc_init_by_tag(&wany, wnd, wd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_dims_t xd;
+    for (int i = 0; i < nd; i++) xd[i] = xs[i];
+    dnnl_memory_desc_init_by_tag(&xany, nd, xd, dnnl_f32, dnnl_format_tag_any);
+    dn_step steps[DN_MAX_STEPS];
+    int k = chain_of(S, n, steps, true, nd, os, &dst);
+    int bv = -1;
+    take_bias(S, steps, &k, 1, nd, O, &bv);
+    dnnl_memory_desc_t bmd;
+    dnnl_dims_t bd = {O};
+    dnnl_memory_desc_init_by_strides(&bmd, 1, bd, dnnl_f32, NULL);
+    dnnl_status_t ds;
+    union {
+        dnnl_convolution_desc_t c;
+        dnnl_deconvolution_desc_t d;
+    } desc;
+    if (deconv)
+        ds = dnnl_dilated_deconvolution_forward_desc_init(&desc.d, dnnl_forward_inference, dnnl_deconvolution_direct, &xany,
+                                                          &wany, bv >= 0 ? &bmd : NULL, &dst, s, d, pl, pr);
+    else
+        ds = dnnl_dilated_convolution_forward_desc_init(&desc.c, dnnl_forward_inference, dnnl_convolution_direct, &xany,
+                                                        &wany, bv >= 0 ? &bmd : NULL, &dst, s, d, pl, pr);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid convolution");
+    dn_arg args[4 + DN_MAX_STEPS];
+    int na = 0, used;
+    dnnl_primitive_desc_t pd;
+    st = fuse_create(S, n, &desc, nd, steps, k, &pd, &used, args + 0, &na);
+    if (st) return st;
+    /* the fixed args go after the post-op sources; order does not matter to oneDNN */
+    int xin, win, wview = dn_alias_new(S, wv, &wuser);
+    st = dn_as(S, n, xv, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), &xin);
+    if (!st) st = dn_as(S, n, wview, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
+    if (st) {
+        dnnl_primitive_desc_destroy(pd);
+        return st;
+    }
+    args[na++] = (dn_arg){DNNL_ARG_SRC, xin, S->vals.data[xin].md, NULL};
+    args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL};
+    if (bv >= 0) args[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL};
+    return finish(S, n, pd, args, na, steps, used, NULL);
+}
+
+static gr_status op_conv1d(dn_state *S, const rt_json_node *n) { return op_conv(S, n, false, 1); }
+static gr_status op_conv2d(dn_state *S, const rt_json_node *n) { return op_conv(S, n, false, 2); }
+static gr_status op_deconv1d(dn_state *S, const rt_json_node *n) { return op_conv(S, n, true, 1); }
+static gr_status op_deconv2d(dn_state *S, const rt_json_node *n) { return op_conv(S, n, true, 2); }
+
+/* ---------------------------------------------------------------- matmul ---- */
+
+static gr_status op_matmul(dn_state *S, const rt_json_node *n) {
+    int a = dn_arg_entry(S, n, 0), b = dn_arg_entry(S, n, 1), av = -1, bv = -1;
+    gr_status st = need_val(S, n, a, &av);
+    if (!st) st = need_val(S, n, b, &bv);
+    if (st) return st;
+    int nd = n->ndims[0];
+    if (dn_entry_ndim(S, a) < 2 || dn_entry_ndim(S, b) < 2 || nd > 6)
+        return dn_fail(S, n, dnnl_success, "matmul of 1-D operands is not supported");
+    st = dn_plain(S, n, av, &av);
+    if (st) return st;
+    bool bconst = S->ent_node[b].node->kind == RT_JSON_CONST;
+    if (!bconst && (st = dn_plain(S, n, bv, &bv))) return st;
+    dnnl_memory_desc_t amd, bmd, bany, dst, biasmd;
+    dn_plain_expand(&amd, &S->vals.data[av].md, nd);
+    dn_plain_expand(&bmd, &S->vals.data[bv].md, nd);
+    bany = bmd;
+    if (bconst) dnnl_memory_desc_init_by_tag(&bany, nd, bmd.dims, dnnl_f32, dnnl_format_tag_any);
+    dn_plain_md(&dst, nd, n->shapes[0]);
+    dn_step steps[DN_MAX_STEPS];
+    dnnl_memory_desc_t ignore;
+    int k = chain_of(S, n, steps, true, nd, n->shapes[0], &ignore);
+    int biasv = -1;
+    int64_t N = n->shapes[0][nd - 1];
+    if (take_bias(S, steps, &k, nd - 1, nd, N, &biasv)) dn_plain_expand(&biasmd, &S->vals.data[biasv].md, nd);
+    dnnl_matmul_desc_t desc;
+    dnnl_status_t ds = dnnl_matmul_desc_init(&desc, &amd, &bany, biasv >= 0 ? &biasmd : NULL, &dst);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid matmul");
+    dn_arg args[4 + DN_MAX_STEPS];
+    int na = 0, used;
+    dnnl_primitive_desc_t pd;
+    st = fuse_create(S, n, &desc, nd, steps, k, &pd, &used, args, &na);
+    if (st) return st;
+    int bin = bv;
+    if (bconst) {
+        int view = dn_alias_new(S, bv, &bmd);
+        st = dn_as(S, n, view, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &bin);
+        if (st) {
+            dnnl_primitive_desc_destroy(pd);
+            return st;
+        }
+    }
+    args[na++] = (dn_arg){DNNL_ARG_SRC, av, amd, NULL};
+    args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, bin, bconst ? S->vals.data[bin].md : bmd, NULL};
+    if (biasv >= 0) {
+        args[na++] = (dn_arg){DNNL_ARG_BIAS, biasv, biasmd, NULL};
+    }
+    return finish(S, n, pd, args, na, steps, used, &dst);
+}
+
+/* ---------------------------------------------------------------- pooling ---- */
+
+static gr_status op_pool(dn_state *S, const rt_json_node *n) {
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = need_val(S, n, x, &xv);
+    if (st) return st;
+    bool is_max = strstr(n->name, "max") != NULL, adaptive = strstr(n->name, "adaptive") != NULL;
+    int nd = dn_entry_ndim(S, x), sd = nd - 2;
+    if (sd < 1 || sd > 2) return dn_fail(S, n, dnnl_success, "rank");
+    const char *lay = dn_attr_str(n, "layout", sd == 1 ? "NCW" : "NCHW");
+    if (strcmp(lay, sd == 1 ? "NCW" : "NCHW") || strcmp(dn_attr_str(n, "out_layout", lay), lay))
+        return dn_fail(S, n, dnnl_success, "layouts other than NCHW are not supported");
+    const int64_t *xs = dn_entry_shape(S, x), *os = n->shapes[0];
+    dnnl_dims_t kk, s, d, pl, pr;
+    if (adaptive) {
+        for (int i = 0; i < sd; i++) {
+            if (os[2 + i] <= 0 || xs[2 + i] % os[2 + i])
+                return dn_fail(S, n, dnnl_success, "adaptive pooling with uneven windows is not supported");
+            kk[i] = s[i] = xs[2 + i] / os[2 + i];
+            d[i] = pl[i] = pr[i] = 0;
+        }
+    } else {
+        int64_t ps[2] = {1, 1}, st2[2] = {1, 1}, dl[2] = {1, 1}, pad[4] = {0, 0, 0, 0};
+        int c;
+        if ((c = dn_attr_ints(n, "pool_size", ps, 2)) == 1) ps[1] = ps[0];
+        if ((c = dn_attr_ints(n, "strides", st2, 2)) == 1) st2[1] = st2[0];
+        if ((c = dn_attr_ints(n, "dilation", dl, 2)) == 1) dl[1] = dl[0];
+        c = dn_attr_ints(n, "padding", pad, 4);
+        if (c == 1) pad[1] = pad[2] = pad[3] = pad[0];
+        else if (c == sd)
+            for (int i = 0; i < sd; i++) pad[sd + i] = pad[i];
+        for (int i = 0; i < sd; i++) {
+            kk[i] = ps[i];
+            s[i] = st2[i];
+            d[i] = dl[i] - 1;
+            pl[i] = pad[i];
+            /* ceil_mode: the output size decides the right padding */
+            pr[i] = (os[2 + i] - 1) * s[i] + (kk[i] - 1) * dl[i] + 1 - xs[2 + i] - pl[i];
+            if (pr[i] < 0) pr[i] = 0;
+        }
+        if (!is_max && dn_attr_bool(n, "ceil_mode", false) && dn_attr_bool(n, "count_include_pad", false))
+            return dn_fail(S, n, dnnl_success, "avg pooling with ceil_mode and count_include_pad is not supported");
+    }
+    dnnl_alg_kind_t alg = is_max ? dnnl_pooling_max
+                          : (!adaptive && dn_attr_bool(n, "count_include_pad", false)) ? dnnl_pooling_avg_include_padding
+                                                                                       : dnnl_pooling_avg_exclude_padding;
+    dn_step steps[DN_MAX_STEPS];
+    dnnl_memory_desc_t dst;
+    int k = chain_of(S, n, steps, true, nd, os, &dst);
+    dnnl_pooling_v2_desc_t desc;
+    dnnl_status_t ds = dnnl_pooling_v2_forward_desc_init(&desc, dnnl_forward_inference, alg, &S->vals.data[xv].md, &dst,
+                                                         s, kk, d, pl, pr);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid pooling");
+    dn_arg args[4 + DN_MAX_STEPS];
+    int na = 0, used;
+    dnnl_primitive_desc_t pd;
+    st = fuse_create(S, n, &desc, nd, steps, k, &pd, &used, args, &na);
+    if (st) return st;
+    args[na++] = (dn_arg){DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL};
+    return finish(S, n, pd, args, na, steps, used, NULL);
+}
+
+/* ------------------------------------------------------- eltwise / binary ---- */
+
+/* A unary node, a binary node with a scalar constant, an x * f(x) form, or a binary node of
+ * two tensors (one may broadcast): one eltwise or binary primitive, plus post-ops. */
+static gr_status op_elemwise(dn_state *S, const rt_json_node *n) {
+    dn_step first, steps[DN_MAX_STEPS + 1];
+    int x = -1, npre = 0;
+    for (uint32_t k = 0; k < 2 && x < 0; k++) {
+        int e = dn_arg_entry(S, n, k);
+        if (e >= 0 && S->ent_val[e] >= 0 && dn_match_step(S, e, n, false, &first)) x = e;
+    }
+    if (x < 0 && (is_name(n, "relax.subtract") || is_name(n, "relax.divide"))) {
+        /* y - x = -(x - y); y / x = x^-1 * y, for a broadcast y */
+        int a0 = dn_arg_entry(S, n, 0), a1 = dn_arg_entry(S, n, 1);
+        int oe = out_entry(S, n);
+        if (a0 >= 0 && a1 >= 0 && S->ent_val[a0] >= 0 && S->ent_val[a1] >= 0 && dn_entry_ndim(S, a1) == n->ndims[0] &&
+            !memcmp(dn_entry_shape(S, a1), n->shapes[0], sizeof(int64_t) * (size_t)n->ndims[0])) {
+            memset(&first, 0, sizeof first);
+            first.nnodes = 1;
+            first.nodes[0] = n;
+            first.out = oe;
+            dn_step pre = first;
+            pre.nnodes = 0;
+            if (is_name(n, "relax.subtract")) {
+                first.kind = STEP_BINARY;
+                first.alg = dnnl_binary_sub;
+                first.src1 = a0;
+                pre.kind = STEP_ELTWISE;
+                pre.alg = dnnl_eltwise_linear;
+                pre.alpha = -1.f;
+            } else {
+                first.kind = STEP_ELTWISE;
+                first.alg = dnnl_eltwise_pow;
+                first.alpha = 1.f;
+                first.beta = -1.f;
+                pre.kind = STEP_BINARY;
+                pre.alg = dnnl_binary_mul;
+                pre.src1 = a0;
+            }
+            steps[npre++] = pre;
+            x = a1;
+        }
+    }
+    if (x < 0) return dn_fail(S, n, dnnl_success, "unsupported operands (both broadcast)");
+    int xv = S->ent_val[x];
+    int nd = S->vals.data[xv].md.ndims;
+    const rt_json_node *last = first.nodes[first.nnodes - 1];
+    dnnl_memory_desc_t ignore;
+    int k = npre + chain_of(S, last, steps + npre, true, nd, n->shapes[0], &ignore);
+    union {
+        dnnl_eltwise_desc_t e;
+        dnnl_binary_desc_t b;
+    } desc;
+    dnnl_status_t ds;
+    dn_arg args[4 + DN_MAX_STEPS];
+    int na = 0, used;
+    if (first.kind == STEP_ELTWISE) {
+        dnnl_memory_desc_t xmd = S->vals.data[xv].md;
+        ds = dnnl_eltwise_forward_desc_init(&desc.e, dnnl_forward_inference, first.alg, &xmd, first.alpha, first.beta);
+    } else {
+        int v1;
+        dnnl_memory_desc_t md1;
+        gr_status st = dn_step_src1(S, n, &first, nd, &v1, &md1);
+        if (st) return st;
+        dnnl_memory_desc_t xmd = S->vals.data[xv].md;
+        ds = dnnl_binary_desc_init(&desc.b, first.alg, &xmd, &md1, &xmd);
+        args[na++] = (dn_arg){DNNL_ARG_SRC_1, v1, md1, NULL};
+    }
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid elementwise op");
+    dnnl_primitive_desc_t pd;
+    gr_status st = fuse_create_min(S, n, &desc, nd, steps, k, npre, &pd, &used, args, &na);
+    if (st) return st;
+    args[na++] = (dn_arg){DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL};
+    dn_consume(S, &first, 1);
+    S->stats.npostops--;          /* the first step is the primitive itself */
+    S->stats.nfused_nodes -= (uint32_t)first.nnodes > 0 ? 1 : 0;
+    dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    int v = dn_val_new(S, V_TMP, &dmd);
+    args[na++] = (dn_arg){DNNL_ARG_DST, v, dmd, NULL};
+    st = dn_emit(S, n, pd, args, na, false);
+    if (st) return st;
+    dn_consume(S, steps, used);
+    S->ent_val[used > npre ? steps[used - 1].out : first.out] = v;
+    return GR_OK;
+}
+
+/* ---------------------------------------------------------------- softmax ---- */
+
+static gr_status op_softmax(dn_state *S, const rt_json_node *n) {
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = need_val(S, n, x, &xv);
+    if (!st) st = dn_plain(S, n, xv, &xv);
+    if (st) return st;
+    int nd = S->vals.data[xv].md.ndims;
+    int64_t axis = dn_attr_int(n, "axis", -1);
+    if (axis < 0) axis += nd;
+    if (axis < 0 || axis >= nd) return dn_fail(S, n, dnnl_success, "axis out of range");
+    dnnl_softmax_v2_desc_t desc;
+    dnnl_memory_desc_t dst = S->vals.data[xv].md;
+    dnnl_status_t ds = dnnl_softmax_v2_forward_desc_init(&desc, dnnl_forward_inference,
+                                                         strstr(n->name, "log_") ? dnnl_softmax_log : dnnl_softmax_accurate,
+                                                         &S->vals.data[xv].md, &dst, (int)axis);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid softmax");
+    dnnl_primitive_desc_t pd;
+    ds = dnnl_primitive_desc_create(&pd, &desc, S->attr_plain, S->eng, NULL);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    dn_arg args[2] = {{DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL}};
+    return finish(S, n, pd, args, 1, NULL, 0, NULL);
+}
+
+/* --------------------------------------------------------- normalization ---- */
+
+static gr_status op_layer_norm(dn_state *S, const rt_json_node *n) {
+    int x = dn_arg_entry(S, n, 0), gmm = dn_arg_entry(S, n, 1), bet = dn_arg_entry(S, n, 2), xv = -1, gv = -1, bv = -1;
+    gr_status st = need_val(S, n, x, &xv);
+    if (!st) st = need_val(S, n, gmm, &gv);
+    if (!st) st = need_val(S, n, bet, &bv);
+    if (!st) st = dn_plain(S, n, xv, &xv);
+    if (!st) st = dn_plain(S, n, gv, &gv);
+    if (!st) st = dn_plain(S, n, bv, &bv);
+    if (st) return st;
+    int nd = S->vals.data[xv].md.ndims;
+    int64_t axes[8];
+    int na = dn_attr_ints(n, "axes", axes, 8);
+    if (na != 1 || (axes[0] != -1 && axes[0] != nd - 1))
+        return dn_fail(S, n, dnnl_success, "layer_norm over axes other than the last one is not supported");
+    int64_t C = S->vals.data[xv].md.dims[nd - 1];
+    if (dnnl_memory_desc_get_size(&S->vals.data[gv].md) != (size_t)C * 4 || dnnl_memory_desc_get_size(&S->vals.data[bv].md) != (size_t)C * 4)
+        return dn_fail(S, n, dnnl_success, "gamma/beta sizes");
+    unsigned flags = (dn_attr_bool(n, "scale", true) ? dnnl_use_scale : 0) | (dn_attr_bool(n, "center", true) ? dnnl_use_shift : 0);
+    dnnl_layer_normalization_desc_t desc;
+    dnnl_status_t ds = dnnl_layer_normalization_forward_desc_init(&desc, dnnl_forward_inference, &S->vals.data[xv].md, NULL,
+                                                                  (float)dn_attr_float(n, "epsilon", 1e-5), flags);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid layer_norm");
+    dnnl_primitive_desc_t pd;
+    ds = dnnl_primitive_desc_create(&pd, &desc, S->attr_plain, S->eng, NULL);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    dnnl_memory_desc_t cmd;
+    dnnl_dims_t cd = {C};
+    dnnl_memory_desc_init_by_strides(&cmd, 1, cd, dnnl_f32, NULL);
+    dn_arg args[5] = {{DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL}};
+    int k = 1;
+    if (flags & dnnl_use_scale) args[k++] = (dn_arg){DNNL_ARG_SCALE, gv, cmd, NULL};
+    if (flags & dnnl_use_shift) args[k++] = (dn_arg){DNNL_ARG_SHIFT, bv, cmd, NULL};
+    dnnl_memory_desc_t xcopy = S->vals.data[xv].md;
+    return finish(S, n, pd, args, k, NULL, 0, &xcopy);
+}
+
+static gr_status op_batch_norm(dn_state *S, const rt_json_node *n) {
+    int v[5];
+    for (uint32_t i = 0; i < 5; i++) {
+        gr_status st = need_val(S, n, dn_arg_entry(S, n, i), &v[i]);
+        if (st) return st;
+        if (i && (st = dn_plain(S, n, v[i], &v[i]))) return st;
+    }
+    int row = out_entry(S, n);
+    for (uint32_t o = 1; o < n->noutputs; o++)
+        if (S->cons[row + o].len || S->is_head[row + o])
+            return dn_fail(S, n, dnnl_success, "batch_norm statistics outputs are not supported");
+    if (dn_attr_int(n, "axis", 1) != 1) return dn_fail(S, n, dnnl_success, "batch_norm on an axis other than 1");
+    const dnnl_memory_desc_t xmd_copy = S->vals.data[v[0]].md, *xmd = &xmd_copy;
+    int64_t C = xmd->dims[1];
+    unsigned flags = dnnl_use_global_stats | (dn_attr_bool(n, "scale", true) ? dnnl_use_scale : 0) |
+                     (dn_attr_bool(n, "center", true) ? dnnl_use_shift : 0);
+    dnnl_batch_normalization_desc_t desc;
+    dnnl_status_t ds = dnnl_batch_normalization_forward_desc_init(&desc, dnnl_forward_inference, xmd,
+                                                                  (float)dn_attr_float(n, "epsilon", 1e-5), flags);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid batch_norm");
+    dnnl_primitive_desc_t pd;
+    ds = dnnl_primitive_desc_create(&pd, &desc, S->attr_plain, S->eng, NULL);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    dnnl_memory_desc_t cmd;
+    dnnl_dims_t cd = {C};
+    dnnl_memory_desc_init_by_strides(&cmd, 1, cd, dnnl_f32, NULL);
+    dn_arg args[6] = {{DNNL_ARG_SRC, v[0], *xmd, NULL}, {DNNL_ARG_MEAN, v[3], cmd, NULL}, {DNNL_ARG_VARIANCE, v[4], cmd, NULL}};
+    int k = 3;
+    if (flags & dnnl_use_scale) args[k++] = (dn_arg){DNNL_ARG_SCALE, v[1], cmd, NULL};
+    if (flags & dnnl_use_shift) args[k++] = (dn_arg){DNNL_ARG_SHIFT, v[2], cmd, NULL};
+    return finish(S, n, pd, args, k, NULL, 0, xmd);
+}
+
+/* ---------------------------------------------------------------- concat ---- */
+
+static gr_status op_concat(dn_state *S, const rt_json_node *n) {
+    json_t *a0 = json_array_get(json_object_get(n->attrs, "args"), 0);
+    json_t *tup = a0 ? json_object_get(a0, "tuple") : NULL;
+    uint32_t cnt = tup ? (uint32_t)json_array_size(tup) : n->ninputs;
+    if (cnt == 0 || cnt > 64) return dn_fail(S, n, dnnl_success, "concat arity");
+    dnnl_memory_desc_t mds[64];
+    dn_arg args[66];
+    int nd = n->ndims[0];
+    for (uint32_t i = 0; i < cnt; i++) {
+        int e;
+        if (tup) {
+            json_t *in = json_object_get(json_array_get(tup, i), "in");
+            e = json_is_integer(in) ? dn_in_entry(S, n, (uint32_t)json_integer_value(in)) : -1;
+        } else {
+            e = dn_in_entry(S, n, i);
+        }
+        int v = -1;
+        gr_status st = need_val(S, n, e, &v);
+        if (st) return st;
+        if (S->vals.data[v].md.ndims != nd) return dn_fail(S, n, dnnl_success, "rank");
+        mds[i] = S->vals.data[v].md;
+        args[i] = (dn_arg){DNNL_ARG_MULTIPLE_SRC + (int)i, v, mds[i], NULL};
+    }
+    int64_t axis = dn_attr_int(n, "axis", 0);
+    if (axis < 0) axis += nd;
+    dnnl_primitive_desc_t pd;
+    dnnl_status_t ds = dnnl_concat_primitive_desc_create(&pd, NULL, (int)cnt, (int)axis, mds, S->attr_plain, S->eng);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    return finish(S, n, pd, args, (int)cnt, NULL, 0, NULL);
+}
+
+/* --------------------------------------------------------------- resize ---- */
+
+static gr_status op_resize(dn_state *S, const rt_json_node *n) {
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = need_val(S, n, x, &xv);
+    if (st) return st;
+    if (strcmp(dn_attr_str(n, "layout", "NCHW"), "NCHW")) return dn_fail(S, n, dnnl_success, "layout");
+    const char *method = dn_attr_str(n, "method", "linear");
+    const char *ctm = dn_attr_str(n, "coordinate_transformation_mode", "half_pixel");
+    const char *rnd = dn_attr_str(n, "rounding_method", "round");
+    const int64_t *xs = dn_entry_shape(S, x), *os = n->shapes[0];
+    dnnl_alg_kind_t alg;
+    if (!strcmp(method, "linear")) {
+        if (strcmp(ctm, "half_pixel") && !(strcmp(ctm, "pytorch_half_pixel") == 0 && os[2] > 1 && os[3] > 1))
+            return dn_fail(S, n, dnnl_success, "linear resize supports half_pixel coordinates only");
+        alg = dnnl_resampling_linear;
+    } else if (!strcmp(method, "nearest_neighbor") || !strcmp(method, "nearest")) {
+        /* integer up-scaling: every coordinate mode / rounding agrees with oneDNN's */
+        bool integer = os[2] % xs[2] == 0 && os[3] % xs[3] == 0;
+        bool ok_mode = (!strcmp(ctm, "asymmetric") && (!strcmp(rnd, "floor") || !strcmp(rnd, ""))) ||
+                       (!strcmp(ctm, "half_pixel") && (!strcmp(rnd, "round_prefer_ceil") || !strcmp(rnd, "round")||
+                                                      !strcmp(rnd, "round_prefer_floor")));
+        if (!integer || !ok_mode) return dn_fail(S, n, dnnl_success, "nearest resize supports integer up-scaling only");
+        alg = dnnl_resampling_nearest;
+    } else {
+        return dn_fail(S, n, dnnl_success, "resize method not supported");
+    }
+    dn_step steps[DN_MAX_STEPS];
+    dnnl_memory_desc_t dst;
+    int k = chain_of(S, n, steps, true, 4, os, &dst);
+    dnnl_resampling_desc_t desc;
+    dnnl_status_t ds = dnnl_resampling_forward_desc_init(&desc, dnnl_forward_inference, alg, NULL, &S->vals.data[xv].md, &dst);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid resize");
+    dn_arg args[4 + DN_MAX_STEPS];
+    int na = 0, used;
+    dnnl_primitive_desc_t pd;
+    st = fuse_create(S, n, &desc, 4, steps, k, &pd, &used, args, &na);
+    if (st) return st;
+    args[na++] = (dn_arg){DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL};
+    return finish(S, n, pd, args, na, steps, used, NULL);
+}
+
+/* --------------------------------------------------------------- reduce ---- */
+
+static gr_status op_reduce(dn_state *S, const rt_json_node *n) {
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = need_val(S, n, x, &xv);
+    if (!st) st = dn_plain(S, n, xv, &xv);
+    if (st) return st;
+    static const struct { const char *op; dnnl_alg_kind_t alg; } R[] = {
+        {"relax.mean", dnnl_reduction_mean}, {"relax.sum", dnnl_reduction_sum}, {"relax.max", dnnl_reduction_max},
+        {"relax.min", dnnl_reduction_min},   {"relax.prod", dnnl_reduction_mul}};
+    dnnl_alg_kind_t alg = dnnl_reduction_sum;
+    for (size_t i = 0; i < sizeof(R) / sizeof(R[0]); i++)
+        if (!strcmp(R[i].op, n->name)) alg = R[i].alg;
+    const dnnl_memory_desc_t xmd_copy = S->vals.data[xv].md, *xmd = &xmd_copy;
+    int nd = xmd->ndims;
+    int64_t axes[DNNL_MAX_NDIMS];
+    int na = dn_attr_ints(n, "axis", axes, DNNL_MAX_NDIMS);
+    int64_t kd[DNNL_MAX_NDIMS];
+    for (int i = 0; i < nd; i++) kd[i] = na < 0 ? 1 : xmd->dims[i];
+    for (int i = 0; i < na; i++) {
+        int64_t a = axes[i] < 0 ? axes[i] + nd : axes[i];
+        if (a < 0 || a >= nd) return dn_fail(S, n, dnnl_success, "axis out of range");
+        kd[a] = 1;
+    }
+    dnnl_memory_desc_t kmd, omd;
+    dn_plain_md(&kmd, nd, kd);
+    dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
+    if (dnnl_memory_desc_get_size(&kmd) != dnnl_memory_desc_get_size(&omd)) return dn_fail(S, n, dnnl_success, "shape");
+    dn_step steps[DN_MAX_STEPS];
+    dnnl_memory_desc_t ignore;
+    /* post-ops only when the output keeps the rank (same dims for the chain) */
+    int k = chain_of(S, n, steps, n->ndims[0] == nd, nd, kd, &ignore);
+    dnnl_reduction_desc_t desc;
+    dnnl_status_t ds = dnnl_reduction_desc_init(&desc, alg, xmd, &kmd, 0.f, 0.f);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid reduction");
+    dn_arg args[4 + DN_MAX_STEPS];
+    int nargs = 0, used;
+    dnnl_primitive_desc_t pd;
+    st = fuse_create(S, n, &desc, nd, steps, k, &pd, &used, args, &nargs);
+    if (st) return st;
+    args[nargs++] = (dn_arg){DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL};
+    int v = dn_val_new(S, V_TMP, &omd);
+    args[nargs++] = (dn_arg){DNNL_ARG_DST, v, kmd, NULL};
+    st = dn_emit(S, n, pd, args, nargs, false);
+    if (st) return st;
+    dn_consume(S, steps, used);
+    S->ent_val[used ? steps[used - 1].out : out_entry(S, n)] = v;
+    return GR_OK;
+}
+
+/* ------------------------------------------------------------ layout ops ---- */
+
+/* reshape / flatten / squeeze / expand_dims: the plain data viewed with the new dims. */
+static gr_status op_reshape(dn_state *S, const rt_json_node *n) {
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = need_val(S, n, x, &xv);
+    if (!st) st = dn_plain(S, n, xv, &xv);
+    if (st) return st;
+    dnnl_memory_desc_t omd;
+    dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
+    if (dnnl_memory_desc_get_size(&omd) != dnnl_memory_desc_get_size(&S->vals.data[xv].md))
+        return dn_fail(S, n, dnnl_success, "reshape changes the size");
+    S->ent_val[out_entry(S, n)] = dn_alias_new(S, xv, &omd);
+    return GR_OK;
+}
+
+static gr_status op_permute(dn_state *S, const rt_json_node *n) {
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = need_val(S, n, x, &xv);
+    if (!st) st = dn_plain(S, n, xv, &xv);
+    if (st) return st;
+    int nd = S->vals.data[xv].md.ndims;
+    int64_t axes[DNNL_MAX_NDIMS];
+    int na = dn_attr_ints(n, "axes", axes, DNNL_MAX_NDIMS);
+    int perm[DNNL_MAX_NDIMS];
+    if (na < 0) {
+        for (int i = 0; i < nd; i++) perm[nd - 1 - i] = i;
+    } else {
+        if (na != nd) return dn_fail(S, n, dnnl_success, "axes");
+        for (int k = 0; k < nd; k++) {
+            int64_t a = axes[k] < 0 ? axes[k] + nd : axes[k];
+            if (a < 0 || a >= nd) return dn_fail(S, n, dnnl_success, "axes");
+            perm[a] = k;
+        }
+    }
+    dnnl_memory_desc_t pmd, omd;
+    dnnl_status_t ds = dnnl_memory_desc_permute_axes(&pmd, &S->vals.data[xv].md, perm);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid permutation");
+    dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
+    dnnl_primitive_desc_t pd;
+    ds = dnnl_reorder_primitive_desc_create(&pd, &pmd, S->eng, &omd, S->eng, S->attr_plain);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the reorder");
+    int v = dn_val_new(S, V_TMP, &omd);
+    dn_arg args[2] = {{DNNL_ARG_FROM, xv, pmd, NULL}, {DNNL_ARG_TO, v, omd, NULL}};
+    st = dn_emit(S, n, pd, args, 2, true);
+    if (!st) S->ent_val[out_entry(S, n)] = v;
+    return st;
+}
+
+/* ---------------------------------------------------------------- table ---- */
+
+typedef gr_status (*op_fn)(dn_state *S, const rt_json_node *n);
+
+static const struct {
+    const char *op;
+    op_fn fn;
+} OPS[] = {
+    {"relax.nn.conv1d", op_conv1d},
+    {"relax.nn.conv2d", op_conv2d},
+    {"relax.nn.conv1d_transpose", op_deconv1d},
+    {"relax.nn.conv2d_transpose", op_deconv2d},
+    {"relax.matmul", op_matmul},
+    {"relax.nn.max_pool1d", op_pool},
+    {"relax.nn.avg_pool1d", op_pool},
+    {"relax.nn.max_pool2d", op_pool},
+    {"relax.nn.avg_pool2d", op_pool},
+    {"relax.nn.adaptive_avg_pool1d", op_pool},
+    {"relax.nn.adaptive_avg_pool2d", op_pool},
+    {"relax.nn.adaptive_max_pool2d", op_pool},
+    {"relax.nn.softmax", op_softmax},
+    {"relax.nn.log_softmax", op_softmax},
+    {"relax.nn.layer_norm", op_layer_norm},
+    {"relax.nn.batch_norm", op_batch_norm},
+    {"relax.concat", op_concat},
+    {"relax.image.resize2d", op_resize},
+    {"relax.mean", op_reduce},
+    {"relax.sum", op_reduce},
+    {"relax.max", op_reduce},
+    {"relax.min", op_reduce},
+    {"relax.prod", op_reduce},
+    {"relax.reshape", op_reshape},
+    {"relax.flatten", op_reshape},
+    {"relax.squeeze", op_reshape},
+    {"relax.expand_dims", op_reshape},
+    {"relax.permute_dims", op_permute},
+};
+
+bool rt_dnnl_supports_op(const char *op) {
+    for (size_t i = 0; i < sizeof(OPS) / sizeof(OPS[0]); i++)
+        if (!strcmp(OPS[i].op, op)) return true;
+    return false;
+}
+
+gr_status dn_node(dn_state *S, const rt_json_node *n) {
+    for (size_t i = 0; i < sizeof(OPS) / sizeof(OPS[0]); i++)
+        if (!strcmp(OPS[i].op, n->name)) return OPS[i].fn(S, n);
+    return op_elemwise(S, n);
+}

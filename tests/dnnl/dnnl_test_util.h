@@ -1,0 +1,279 @@
+/* Helpers for the oneDNN engine tests: small JSON graphs (the codegen/json format) built by
+ * hand, run once with the reference engine and once with the oneDNN engine, compared.
+ *
+ * Tolerance: |dnnl - ref| <= DT_ATOL + DT_RTOL * |ref|, fp32. oneDNN sums convolutions and
+ * matmuls in another order (blocked channels, vector lanes) and fuses post-ops in registers;
+ * with <= ~2000 products per output of values ~1, fp32 rounding (eps 1.2e-7) accumulates to
+ * ~1e-5 relative in the worst case; its exp/erf/tanh approximations are within a few ulp. */
+#ifndef GRAFT_TESTS_DNNL_UTIL_H
+#define GRAFT_TESTS_DNNL_UTIL_H
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/dnnl.h"
+#include "runtime/json_runtime.h"
+#include "runtime/module.h"
+#include "runtime/tensor.h"
+
+#define DT_RTOL 1e-4
+#define DT_ATOL 1e-4
+#define DT_MAX 64
+
+typedef struct dt_graph {
+    json_t *nodes, *rows, *heads, *argn;
+    int nnodes, nrows;
+    rt_tensor *consts[DT_MAX];
+    int nconsts;
+    rt_tensor *inputs[DT_MAX];
+    int ninputs;
+    int64_t out_shapes[DT_MAX][RT_MAX_NDIM];
+    int out_nd[DT_MAX];
+    int nheads;
+    uint32_t seed;
+} dt_graph;
+
+static inline float dt_rand(dt_graph *g) {
+    g->seed = g->seed * 1664525u + 1013904223u;
+    return (float)((g->seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static inline void dt_init(dt_graph *g, uint32_t seed) {
+    memset(g, 0, sizeof(*g));
+    g->nodes = json_array();
+    g->rows = json_array();
+    g->heads = json_array();
+    g->argn = json_array();
+    g->seed = seed;
+    json_array_append_new(g->rows, json_integer(0));
+}
+
+static inline json_t *dt_shape(int nd, const int64_t *s) {
+    json_t *a = json_array();
+    for (int i = 0; i < nd; i++) json_array_append_new(a, json_integer(s[i]));
+    return a;
+}
+
+static inline json_t *dt_types(int nd, const int64_t *s, const char *layer) {
+    json_t *at = json_object();
+    json_t *sh = json_array(), *dt = json_array();
+    json_array_append_new(sh, dt_shape(nd, s));
+    json_array_append_new(dt, json_string("float32"));
+    json_object_set_new(at, "shape", sh);
+    json_object_set_new(at, "dtype", dt);
+    json_t *sp = json_array(), *o = json_object();
+    json_object_set_new(o, "source", json_string(layer ? layer : ""));
+    json_object_set_new(o, "output", json_true());
+    json_array_append_new(sp, o);
+    json_object_set_new(at, "span", sp);
+    return at;
+}
+
+static inline int dt_push(dt_graph *g, json_t *node) {
+    json_array_append_new(g->nodes, node);
+    g->nrows++;
+    json_array_append_new(g->rows, json_integer(g->nrows));
+    return g->nnodes++;
+}
+
+/* A random input (scale * U(-1, 1) + shift). */
+static inline int dt_input_r(dt_graph *g, int nd, const int64_t *s, float scale, float shift) {
+    char name[32];
+    snprintf(name, sizeof name, "in%d", g->ninputs);
+    json_t *n = json_object();
+    json_object_set_new(n, "op", json_string("input"));
+    json_object_set_new(n, "name", json_string(name));
+    json_object_set_new(n, "attrs", dt_types(nd, s, NULL));
+    rt_tensor *t = rt_tensor_new((DLDataType){kDLFloat, 32, 1}, nd, s);
+    float *p = rt_tensor_data(t);
+    for (int64_t i = 0; i < rt_tensor_numel(t); i++) p[i] = dt_rand(g) * scale + shift;
+    g->inputs[g->ninputs++] = t;
+    int id = dt_push(g, n);
+    json_array_append_new(g->argn, json_integer(id));
+    return id;
+}
+static inline int dt_input(dt_graph *g, int nd, const int64_t *s) { return dt_input_r(g, nd, s, 1.f, 0.f); }
+
+static inline int dt_const_r(dt_graph *g, int nd, const int64_t *s, float scale, float shift) {
+    char name[32];
+    snprintf(name, sizeof name, "c%d", g->nconsts);
+    json_t *n = json_object();
+    json_object_set_new(n, "op", json_string("const"));
+    json_object_set_new(n, "name", json_string(name));
+    json_object_set_new(n, "attrs", dt_types(nd, s, NULL));
+    rt_tensor *t = rt_tensor_new((DLDataType){kDLFloat, 32, 1}, nd, s);
+    float *p = rt_tensor_data(t);
+    for (int64_t i = 0; i < rt_tensor_numel(t); i++) p[i] = dt_rand(g) * scale + shift;
+    g->consts[g->nconsts++] = t;
+    int id = dt_push(g, n);
+    json_array_append_new(g->argn, json_integer(id));
+    return id;
+}
+static inline int dt_const(dt_graph *g, int nd, const int64_t *s) { return dt_const_r(g, nd, s, 0.5f, 0.f); }
+
+/* A scalar constant. */
+static inline int dt_scalar(dt_graph *g, float v) {
+    int id = dt_const_r(g, 0, NULL, 0.f, v);
+    return id;
+}
+
+/* A kernel node: op, attrs (JSON text or NULL), inputs (node ids), extra args after the inputs
+ * (JSON text array or NULL), output shape. args_json replaces the default {"in": k} list when
+ * it starts with '!'. */
+static inline int dt_op(dt_graph *g, const char *op, const char *attrs, int nin, const int *ins, const char *extra,
+                        int nd, const int64_t *os, const char *layer) {
+    json_t *n = json_object();
+    json_object_set_new(n, "op", json_string("kernel"));
+    json_object_set_new(n, "name", json_string(op));
+    json_t *in = json_array();
+    for (int i = 0; i < nin; i++) {
+        json_t *e = json_array();
+        json_array_append_new(e, json_integer(ins[i]));
+        json_array_append_new(e, json_integer(0));
+        json_array_append_new(e, json_integer(0));
+        json_array_append_new(in, e);
+    }
+    json_object_set_new(n, "inputs", in);
+    json_t *at = dt_types(nd, os, layer ? layer : op);
+    json_error_t err;
+    json_object_set_new(at, "op_attrs", attrs ? json_loads(attrs, 0, &err) : json_object());
+    json_t *args;
+    if (extra && extra[0] == '!') {
+        args = json_loads(extra + 1, 0, &err);
+    } else {
+        args = json_array();
+        for (int i = 0; i < nin; i++) {
+            json_t *a = json_object();
+            json_object_set_new(a, "in", json_integer(i));
+            json_array_append_new(args, a);
+        }
+        if (extra) {
+            json_t *x = json_loads(extra, 0, &err);
+            size_t k;
+            json_t *v;
+            json_array_foreach(x, k, v) json_array_append(args, v);
+            json_decref(x);
+        }
+    }
+    cr_assert(args, "bad test args json");
+    json_object_set_new(at, "args", args);
+    json_object_set_new(n, "attrs", at);
+    return dt_push(g, n);
+}
+
+static inline void dt_head(dt_graph *g, int nid) {
+    json_t *e = json_array();
+    json_array_append_new(e, json_integer(nid));
+    json_array_append_new(e, json_integer(0));
+    json_array_append_new(e, json_integer(0));
+    json_array_append_new(g->heads, e);
+    json_t *n = json_array_get(g->nodes, (size_t)nid);
+    json_t *s = json_array_get(json_object_get(json_object_get(n, "attrs"), "shape"), 0);
+    g->out_nd[g->nheads] = (int)json_array_size(s);
+    for (size_t k = 0; k < json_array_size(s); k++) g->out_shapes[g->nheads][k] = json_integer_value(json_array_get(s, k));
+    g->nheads++;
+}
+
+static inline char *dt_text(dt_graph *g) {
+    json_t *root = json_object();
+    json_object_set_new(root, "symbol", json_string("test_region"));
+    json_object_set(root, "nodes", g->nodes);
+    json_object_set(root, "arg_nodes", g->argn);
+    json_object_set(root, "heads", g->heads);
+    json_object_set(root, "node_row_ptr", g->rows);
+    char *s = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    return s;
+}
+
+/* Runs with engine eng; outputs allocated into outs. Returns status, fills diag, and the
+ * engine stats through the module (prepare happens inside the call). */
+static inline gr_status dt_run(dt_graph *g, const rt_json_engine *eng, rt_tensor **outs, gr_diag *d) {
+    char *text = dt_text(g);
+    rt_json_graph *gr = NULL;
+    gr_status st = rt_json_graph_load("test_region", text, strlen(text), &gr, d);
+    free(text);
+    if (st) return st;
+    st = rt_json_graph_init(gr, g->consts, (uint32_t)g->nconsts, d);
+    if (st) {
+        rt_json_graph_free(gr);
+        return st;
+    }
+    rt_module *m = rt_json_module_new("test", eng, &gr, 1);
+    DLTensor *args[2 * DT_MAX];
+    int na = 0;
+    for (int i = 0; i < g->ninputs; i++) args[na++] = &g->inputs[i]->dl;
+    for (int h = 0; h < g->nheads; h++) {
+        outs[h] = rt_tensor_new((DLDataType){kDLFloat, 32, 1}, g->out_nd[h], g->out_shapes[h]);
+        float *p = rt_tensor_data(outs[h]);
+        for (int64_t i = 0; i < rt_tensor_numel(outs[h]); i++) p[i] = NAN;
+        args[na++] = &outs[h]->dl;
+    }
+    st = rt_module_call(m, "test_region", args, (uint32_t)g->ninputs, (uint32_t)g->nheads, d);
+    /* run twice: buffers are reused across calls */
+    if (!st && !getenv("DT_ONCE")) st = rt_module_call(m, "test_region", args, (uint32_t)g->ninputs, (uint32_t)g->nheads, d);
+    rt_module_release(m);
+    return st;
+}
+
+static inline void dt_free(dt_graph *g) {
+    for (int i = 0; i < g->nconsts; i++) rt_tensor_release(g->consts[i]);
+    for (int i = 0; i < g->ninputs; i++) rt_tensor_release(g->inputs[i]);
+    json_decref(g->nodes);
+    json_decref(g->rows);
+    json_decref(g->heads);
+    json_decref(g->argn);
+}
+
+/* Reference vs oneDNN on every head; returns the max abs error. */
+static inline double dt_check(dt_graph *g) {
+    rt_tensor *ref[DT_MAX] = {0}, *got[DT_MAX] = {0};
+    gr_diag d = {0};
+    gr_status st = dt_run(g, &rt_json_reference_engine, ref, &d);
+    cr_assert_eq(st, GR_OK, "reference: %s", d.msg);
+    gr_diag_clear(&d);
+    st = dt_run(g, &rt_dnnl_engine, got, &d);
+    cr_assert_eq(st, GR_OK, "dnnl: %s", d.msg);
+    double worst = 0;
+    for (int h = 0; h < g->nheads; h++) {
+        const float *r = rt_tensor_data(ref[h]), *o = rt_tensor_data(got[h]);
+        for (int64_t i = 0; i < rt_tensor_numel(ref[h]); i++) {
+            double err = fabs((double)r[i] - (double)o[i]);
+            cr_assert(err <= DT_ATOL + DT_RTOL * fabs((double)r[i]), "head %d elem %ld: ref %g dnnl %g", h, (long)i,
+                      (double)r[i], (double)o[i]);
+            if (err > worst) worst = err;
+        }
+        rt_tensor_release(ref[h]);
+        rt_tensor_release(got[h]);
+    }
+    return worst;
+}
+
+/* Prepares the graph with the oneDNN engine and returns what it built. */
+static inline gr_status dt_stats(dt_graph *g, rt_dnnl_stats *out, gr_diag *d) {
+    char *text = dt_text(g);
+    rt_json_graph *gr = NULL;
+    gr_status st = rt_json_graph_load("test_region", text, strlen(text), &gr, d);
+    free(text);
+    if (!st) st = rt_json_graph_init(gr, g->consts, (uint32_t)g->nconsts, d);
+    void *state = NULL;
+    if (!st) st = rt_dnnl_engine.prepare(gr, &state, d);
+    if (!st) {
+        rt_dnnl_get_stats(state, out);
+        rt_dnnl_engine.release(gr, state);
+    }
+    rt_json_graph_free(gr);
+    return st;
+}
+
+#define S4(a, b, c, d) ((const int64_t[]){a, b, c, d})
+#define S3(a, b, c) ((const int64_t[]){a, b, c})
+#define S2(a, b) ((const int64_t[]){a, b})
+#define S1(a) ((const int64_t[]){a})
+#define IN(...) ((const int[]){__VA_ARGS__})
+
+#endif

@@ -1,0 +1,286 @@
+/* The oneDNN engine against the reference engine on the same JSON graphs (tolerance in
+ * dnnl_test_util.h), plus fusion / planning checks and errors. */
+#include "dnnl_test_util.h"
+
+#define CONV_ATTRS(s, p, d, g) \
+    "{\"strides\":[" s "],\"padding\":[" p "],\"dilation\":[" d "],\"groups\":" g \
+    ",\"data_layout\":\"NCHW\",\"kernel_layout\":\"OIHW\",\"out_layout\":\"NCHW\",\"out_dtype\":\"void\"}"
+
+/* conv (strided, padded) + bias + relu: one primitive with the bias and one post-op */
+Test(dnnl_engine, conv_bias_relu) {
+    dt_graph g;
+    dt_init(&g, 1);
+    int x = dt_input(&g, 4, S4(1, 5, 13, 11));
+    int w = dt_const(&g, 4, S4(16, 5, 3, 3));
+    int b = dt_const(&g, 4, S4(1, 16, 1, 1));
+    int c = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("2, 2", "1, 1, 1, 1", "1, 1", "1"), 2, IN(x, w), NULL, 4, S4(1, 16, 7, 6), "conv1");
+    int a = dt_op(&g, "relax.add", NULL, 2, IN(c, b), NULL, 4, S4(1, 16, 7, 6), "conv1_bias");
+    int r = dt_op(&g, "relax.nn.relu", NULL, 1, IN(a), NULL, 4, S4(1, 16, 7, 6), "relu1");
+    dt_head(&g, r);
+    dt_check(&g);
+    rt_dnnl_stats st;
+    gr_diag d = {0};
+    cr_assert_eq(dt_stats(&g, &st, &d), GR_OK, "%s", d.msg);
+    cr_expect_eq(st.npostops, 2);
+    cr_expect_eq(st.nfused_nodes, 2);
+    dt_free(&g);
+}
+
+/* depthwise, dilated, asymmetric padding + hardswish in the exporter's form */
+Test(dnnl_engine, depthwise_dilated_hardswish) {
+    dt_graph g;
+    dt_init(&g, 2);
+    int x = dt_input(&g, 4, S4(2, 8, 12, 12));
+    int w = dt_const(&g, 4, S4(8, 1, 3, 3));
+    int c = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "2, 1, 2, 3", "2, 2", "8"), 2, IN(x, w), NULL, 4, S4(2, 8, 12, 12), NULL);
+    int t3 = dt_scalar(&g, 3.f), z = dt_scalar(&g, 6.f);
+    int a = dt_op(&g, "relax.add", NULL, 2, IN(c, t3), NULL, 4, S4(2, 8, 12, 12), NULL);
+    int cl = dt_op(&g, "relax.clip", NULL, 1, IN(a), "[{\"float\":0.0},{\"float\":6.0}]", 4, S4(2, 8, 12, 12), NULL);
+    int dv = dt_op(&g, "relax.divide", NULL, 2, IN(cl, z), NULL, 4, S4(2, 8, 12, 12), NULL);
+    int m = dt_op(&g, "relax.multiply", NULL, 2, IN(c, dv), NULL, 4, S4(2, 8, 12, 12), NULL);
+    dt_head(&g, m);
+    dt_check(&g);
+    rt_dnnl_stats st;
+    gr_diag d = {0};
+    cr_assert_eq(dt_stats(&g, &st, &d), GR_OK, "%s", d.msg);
+    cr_expect_eq(st.npostops, 1, "hardswish is one post-op, got %u", st.npostops);
+    dt_free(&g);
+}
+
+/* grouped conv + x * hardsigmoid(x) (multiply, add, clip) + squeeze-excitation + residual */
+Test(dnnl_engine, se_block_residual) {
+    dt_graph g;
+    dt_init(&g, 3);
+    int x = dt_input(&g, 4, S4(1, 8, 9, 9));
+    int w = dt_const(&g, 4, S4(8, 4, 3, 3));
+    int b = dt_const(&g, 4, S4(1, 8, 1, 1));
+    int c = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "1, 1, 1, 1", "1, 1", "2"), 2, IN(x, w), NULL, 4, S4(1, 8, 9, 9), NULL);
+    int cb = dt_op(&g, "relax.add", NULL, 2, IN(c, b), NULL, 4, S4(1, 8, 9, 9), NULL);
+    int k6 = dt_scalar(&g, 1.f / 6.f), h = dt_scalar(&g, 0.5f);
+    int m1 = dt_op(&g, "relax.multiply", NULL, 2, IN(cb, k6), NULL, 4, S4(1, 8, 9, 9), NULL);
+    int a1 = dt_op(&g, "relax.add", NULL, 2, IN(m1, h), NULL, 4, S4(1, 8, 9, 9), NULL);
+    int cl = dt_op(&g, "relax.clip", NULL, 1, IN(a1), "[{\"float\":0.0},{\"float\":1.0}]", 4, S4(1, 8, 9, 9), NULL);
+    int hs = dt_op(&g, "relax.multiply", NULL, 2, IN(cl, cb), NULL, 4, S4(1, 8, 9, 9), NULL);
+    /* SE: global pool -> conv 1x1 -> relu -> conv 1x1 -> hardsigmoid -> scale */
+    int p = dt_op(&g, "relax.nn.adaptive_avg_pool2d", "{\"output_size\":[1,1],\"layout\":\"NCHW\",\"out_layout\":\"NCHW\"}", 1, IN(hs), NULL, 4, S4(1, 8, 1, 1), NULL);
+    int w1 = dt_const(&g, 4, S4(4, 8, 1, 1)), w2 = dt_const(&g, 4, S4(8, 4, 1, 1));
+    int s1 = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "0, 0, 0, 0", "1, 1", "1"), 2, IN(p, w1), NULL, 4, S4(1, 4, 1, 1), NULL);
+    int r1 = dt_op(&g, "relax.nn.relu", NULL, 1, IN(s1), NULL, 4, S4(1, 4, 1, 1), NULL);
+    int s2 = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "0, 0, 0, 0", "1, 1", "1"), 2, IN(r1, w2), NULL, 4, S4(1, 8, 1, 1), NULL);
+    int k2 = dt_scalar(&g, 0.2f), h2 = dt_scalar(&g, 0.5f);
+    int m2 = dt_op(&g, "relax.multiply", NULL, 2, IN(s2, k2), NULL, 4, S4(1, 8, 1, 1), NULL);
+    int a2 = dt_op(&g, "relax.add", NULL, 2, IN(m2, h2), NULL, 4, S4(1, 8, 1, 1), NULL);
+    int c2 = dt_op(&g, "relax.clip", NULL, 1, IN(a2), "[{\"float\":0.0},{\"float\":1.0}]", 4, S4(1, 8, 1, 1), NULL);
+    int se = dt_op(&g, "relax.multiply", NULL, 2, IN(hs, c2), NULL, 4, S4(1, 8, 9, 9), NULL);
+    int w3 = dt_const(&g, 4, S4(8, 8, 1, 1));
+    int c3 = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "0, 0, 0, 0", "1, 1", "1"), 2, IN(se, w3), NULL, 4, S4(1, 8, 9, 9), NULL);
+    int res = dt_op(&g, "relax.add", NULL, 2, IN(c3, x), NULL, 4, S4(1, 8, 9, 9), NULL);
+    dt_head(&g, res);
+    dt_head(&g, p);
+    dt_check(&g);
+    rt_dnnl_stats st;
+    gr_diag d = {0};
+    cr_assert_eq(dt_stats(&g, &st, &d), GR_OK, "%s", d.msg);
+    cr_expect_geq(st.nfused_nodes, 10, "fused %u", st.nfused_nodes);
+    dt_free(&g);
+}
+
+/* conv2d_transpose (IOHW weights, stride 2, output padding) + bias + sigmoid; grouped */
+Test(dnnl_engine, conv2d_transpose) {
+    for (int grp = 1; grp <= 2; grp++) {
+        dt_graph g;
+        dt_init(&g, 4 + (uint32_t)grp);
+        int x = dt_input(&g, 4, S4(1, 4, 5, 6));
+        int w = dt_const(&g, 4, S4(4, 6 / grp, 3, 3));
+        int b = dt_const(&g, 4, S4(1, 6, 1, 1));
+        char attrs[400];
+        snprintf(attrs, sizeof attrs,
+                 "{\"strides\":[2,2],\"padding\":[1,1,1,1],\"output_padding\":[1,1],\"dilation\":[1,1],\"groups\":%d,"
+                 "\"data_layout\":\"NCHW\",\"kernel_layout\":\"IOHW\",\"out_layout\":\"NCHW\",\"out_dtype\":\"void\"}",
+                 grp);
+        int c = dt_op(&g, "relax.nn.conv2d_transpose", attrs, 2, IN(x, w), NULL, 4, S4(1, 6, 10, 12), NULL);
+        int a = dt_op(&g, "relax.add", NULL, 2, IN(c, b), NULL, 4, S4(1, 6, 10, 12), NULL);
+        int s = dt_op(&g, "relax.sigmoid", NULL, 1, IN(a), NULL, 4, S4(1, 6, 10, 12), NULL);
+        dt_head(&g, s);
+        dt_check(&g);
+        dt_free(&g);
+    }
+}
+
+Test(dnnl_engine, conv1d) {
+    dt_graph g;
+    dt_init(&g, 7);
+    int x = dt_input(&g, 3, S3(2, 6, 20));
+    int w = dt_const(&g, 3, S3(4, 3, 5));
+    int c = dt_op(&g, "relax.nn.conv1d",
+                  "{\"strides\":[2],\"padding\":[2,1],\"dilation\":[1],\"groups\":2,\"data_layout\":\"NCW\",\"kernel_layout\":\"OIW\",\"out_layout\":\"NCW\"}",
+                  2, IN(x, w), NULL, 3, S3(2, 4, 10), NULL);
+    int t = dt_op(&g, "relax.tanh", NULL, 1, IN(c), NULL, 3, S3(2, 4, 10), NULL);
+    dt_head(&g, t);
+    dt_check(&g);
+    dt_free(&g);
+}
+
+/* dense with constant weights + bias + gelu; batched matmul of two activations */
+Test(dnnl_engine, matmul) {
+    dt_graph g;
+    dt_init(&g, 8);
+    int x = dt_input(&g, 3, S3(2, 5, 24));
+    int w = dt_const(&g, 2, S2(24, 12));
+    int b = dt_const(&g, 1, S1(12));
+    int mm = dt_op(&g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(x, w), NULL, 3, S3(2, 5, 12), NULL);
+    int a = dt_op(&g, "relax.add", NULL, 2, IN(mm, b), NULL, 3, S3(2, 5, 12), NULL);
+    int ge = dt_op(&g, "relax.nn.gelu", NULL, 1, IN(a), NULL, 3, S3(2, 5, 12), NULL);
+    int y = dt_input(&g, 3, S3(2, 12, 7));
+    int bm = dt_op(&g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(ge, y), NULL, 3, S3(2, 5, 7), NULL);
+    int sw = dt_op(&g, "relax.nn.silu", NULL, 1, IN(bm), NULL, 3, S3(2, 5, 7), NULL);
+    dt_head(&g, sw);
+    dt_check(&g);
+    dt_free(&g);
+}
+
+Test(dnnl_engine, pools) {
+    dt_graph g;
+    dt_init(&g, 9);
+    int x = dt_input(&g, 4, S4(1, 6, 11, 10));
+    int mp = dt_op(&g, "relax.nn.max_pool2d",
+                   "{\"pool_size\":[3,3],\"strides\":[2,2],\"dilation\":[1,1],\"padding\":[1,1,1,1],\"ceil_mode\":false,\"count_include_pad\":false,\"layout\":\"NCHW\",\"out_layout\":\"NCHW\"}",
+                   1, IN(x), NULL, 4, S4(1, 6, 6, 5), NULL);
+    int ap = dt_op(&g, "relax.nn.avg_pool2d",
+                   "{\"pool_size\":[2,3],\"strides\":[1,2],\"dilation\":[1,1],\"padding\":[0,1,0,1],\"ceil_mode\":false,\"count_include_pad\":false,\"layout\":\"NCHW\",\"out_layout\":\"NCHW\"}",
+                   1, IN(x), NULL, 4, S4(1, 6, 10, 5), NULL);
+    int ai = dt_op(&g, "relax.nn.avg_pool2d",
+                   "{\"pool_size\":[3,3],\"strides\":[2,2],\"dilation\":[1,1],\"padding\":[1,1,1,1],\"ceil_mode\":false,\"count_include_pad\":true,\"layout\":\"NCHW\",\"out_layout\":\"NCHW\"}",
+                   1, IN(x), NULL, 4, S4(1, 6, 6, 5), NULL);
+    int gp = dt_op(&g, "relax.nn.adaptive_avg_pool2d", "{\"output_size\":[1,1],\"layout\":\"NCHW\",\"out_layout\":\"NCHW\"}", 1, IN(x), NULL, 4, S4(1, 6, 1, 1), NULL);
+    dt_head(&g, mp);
+    dt_head(&g, ap);
+    dt_head(&g, ai);
+    dt_head(&g, gp);
+    dt_check(&g);
+    dt_free(&g);
+}
+
+Test(dnnl_engine, softmax_layer_norm_batch_norm) {
+    dt_graph g;
+    dt_init(&g, 10);
+    int x = dt_input_r(&g, 3, S3(2, 4, 16), 3.f, 0.f);
+    int sm = dt_op(&g, "relax.nn.softmax", "{\"axis\":-1}", 1, IN(x), NULL, 3, S3(2, 4, 16), NULL);
+    int ls = dt_op(&g, "relax.nn.log_softmax", "{\"axis\":1}", 1, IN(x), NULL, 3, S3(2, 4, 16), NULL);
+    int ga = dt_const(&g, 1, S1(16)), be = dt_const(&g, 1, S1(16));
+    int ln = dt_op(&g, "relax.nn.layer_norm", "{\"axes\":[-1],\"epsilon\":1e-5,\"center\":true,\"scale\":true}", 3, IN(x, ga, be), NULL, 3, S3(2, 4, 16), NULL);
+    int y = dt_input(&g, 4, S4(1, 5, 4, 3));
+    int g2 = dt_const(&g, 1, S1(5)), b2 = dt_const(&g, 1, S1(5)), mu = dt_const(&g, 1, S1(5));
+    int var = dt_const_r(&g, 1, S1(5), 0.4f, 1.f);
+    /* batch_norm has three outputs (data, mean, var); only the first is used */
+    int bn = dt_op(&g, "relax.nn.batch_norm", "{\"axis\":1,\"epsilon\":1e-5,\"center\":true,\"scale\":true,\"momentum\":0.1}", 5, IN(y, g2, b2, mu, var), NULL, 4, S4(1, 5, 4, 3), NULL);
+    json_t *at = json_object_get(json_array_get(g.nodes, (size_t)bn), "attrs");
+    json_array_append_new(json_object_get(at, "shape"), dt_shape(1, S1(5)));
+    json_array_append_new(json_object_get(at, "shape"), dt_shape(1, S1(5)));
+    json_array_append_new(json_object_get(at, "dtype"), json_string("float32"));
+    json_array_append_new(json_object_get(at, "dtype"), json_string("float32"));
+    g.nrows += 2;
+    json_array_set_new(g.rows, (size_t)bn + 1, json_integer(g.nrows));
+    int rl = dt_op(&g, "relax.nn.relu", NULL, 1, IN(bn), NULL, 4, S4(1, 5, 4, 3), NULL);
+    dt_head(&g, sm);
+    dt_head(&g, ls);
+    dt_head(&g, ln);
+    dt_head(&g, rl);
+    dt_check(&g);
+    dt_free(&g);
+}
+
+/* broadcasting binaries, scalar ops, concat, resize, reductions, reshape, permute */
+Test(dnnl_engine, elementwise_and_layout_ops) {
+    dt_graph g;
+    dt_init(&g, 11);
+    int x = dt_input(&g, 4, S4(1, 4, 6, 6));
+    int y = dt_input(&g, 4, S4(1, 4, 1, 6));
+    int z = dt_input_r(&g, 2, S2(6, 6), 0.5f, 2.f);
+    int sub = dt_op(&g, "relax.subtract", NULL, 2, IN(y, x), NULL, 4, S4(1, 4, 6, 6), NULL);
+    int dv = dt_op(&g, "relax.divide", NULL, 2, IN(sub, z), NULL, 4, S4(1, 4, 6, 6), NULL);
+    int two = dt_scalar(&g, 2.f);
+    int pw = dt_op(&g, "relax.power", NULL, 2, IN(dv, two), NULL, 4, S4(1, 4, 6, 6), NULL);
+    int mx = dt_op(&g, "relax.maximum", NULL, 2, IN(pw, x), NULL, 4, S4(1, 4, 6, 6), NULL);
+    int cat = dt_op(&g, "relax.concat", "{\"axis\":1}", 2, IN(mx, x), "![{\"tuple\":[{\"in\":0},{\"in\":1}]}]", 4, S4(1, 8, 6, 6), NULL);
+    int rz = dt_op(&g, "relax.image.resize2d",
+                   "{\"roi\":[0.0,0.0,0.0,0.0],\"layout\":\"NCHW\",\"method\":\"nearest_neighbor\",\"coordinate_transformation_mode\":\"asymmetric\",\"rounding_method\":\"floor\",\"cubic_alpha\":-0.75,\"cubic_exclude\":0,\"extrapolation_value\":0.0,\"out_dtype\":\"void\"}",
+                   1, IN(cat), "[{\"shape\":[12,12]}]", 4, S4(1, 8, 12, 12), NULL);
+    int rl = dt_op(&g, "relax.image.resize2d",
+                   "{\"roi\":[0.0,0.0,0.0,0.0],\"layout\":\"NCHW\",\"method\":\"linear\",\"coordinate_transformation_mode\":\"half_pixel\",\"rounding_method\":\"\",\"cubic_alpha\":-0.75,\"cubic_exclude\":0,\"extrapolation_value\":0.0,\"out_dtype\":\"void\"}",
+                   1, IN(x), "[{\"shape\":[9,15]}]", 4, S4(1, 4, 9, 15), NULL);
+    int mean = dt_op(&g, "relax.mean", "{\"axis\":[1,3],\"keepdims\":false}", 1, IN(rz), NULL, 2, S2(1, 12), NULL);
+    int mk = dt_op(&g, "relax.max", "{\"axis\":[-1],\"keepdims\":true}", 1, IN(rl), NULL, 4, S4(1, 4, 9, 1), NULL);
+    int rs = dt_op(&g, "relax.reshape", NULL, 1, IN(mk), "[{\"shape\":[4,9]}]", 2, S2(4, 9), NULL);
+    int pm = dt_op(&g, "relax.permute_dims", "{\"axes\":[1,0]}", 1, IN(rs), NULL, 2, S2(9, 4), NULL);
+    int ex = dt_op(&g, "relax.exp", NULL, 1, IN(pm), NULL, 2, S2(9, 4), NULL);
+    dt_head(&g, mean);
+    dt_head(&g, ex);
+    dt_check(&g);
+    dt_free(&g);
+}
+
+/* random shapes: conv + bias + relu6 / leaky relu / elu-free chains with a residual add */
+Test(dnnl_engine, random_convs) {
+    uint32_t seed = 12345;
+    for (int it = 0; it < 8; it++) {
+        dt_graph g;
+        dt_init(&g, 100 + (uint32_t)it);
+        seed = seed * 1103515245u + 12345u;
+        int C = 1 + (int)(seed >> 16) % 12, O = 2 + (int)(seed >> 8) % 14, H = 5 + (int)(seed >> 4) % 9, K = 1 + 2 * (int)((seed >> 20) % 2);
+        int S = 1 + (int)((seed >> 24) % 2), P = K / 2;
+        int OH = (H + 2 * P - K) / S + 1;
+        int x = dt_input(&g, 4, S4(1, C, H, H + 1));
+        int OW = (H + 1 + 2 * P - K) / S + 1;
+        int w = dt_const(&g, 4, S4(O, C, K, K));
+        int b = dt_const(&g, 3, S3(O, 1, 1));
+        char attrs[300];
+        snprintf(attrs, sizeof attrs, CONV_ATTRS("%d, %d", "%d, %d, %d, %d", "1, 1", "1"), S, S, P, P, P, P);
+        int c = dt_op(&g, "relax.nn.conv2d", attrs, 2, IN(x, w), NULL, 4, S4(1, O, OH, OW), NULL);
+        int a = dt_op(&g, "relax.add", NULL, 2, IN(b, c), NULL, 4, S4(1, O, OH, OW), NULL);
+        int act = it % 2 ? dt_op(&g, "relax.nn.relu6", NULL, 1, IN(a), NULL, 4, S4(1, O, OH, OW), NULL)
+                         : dt_op(&g, "relax.nn.leakyrelu", "{\"alpha\":0.1}", 1, IN(a), NULL, 4, S4(1, O, OH, OW), NULL);
+        int r = dt_input(&g, 4, S4(1, O, OH, OW));
+        int res = dt_op(&g, "relax.add", NULL, 2, IN(act, r), NULL, 4, S4(1, O, OH, OW), NULL);
+        dt_head(&g, res);
+        dt_check(&g);
+        dt_free(&g);
+    }
+}
+
+/* an unsupported op fails prepare naming the region, the op and the layer */
+Test(dnnl_engine, unsupported_op_error) {
+    dt_graph g;
+    dt_init(&g, 12);
+    int x = dt_input(&g, 2, S2(3, 4));
+    int c = dt_op(&g, "relax.cumsum", "{\"axis\":1}", 1, IN(x), NULL, 2, S2(3, 4), "my_layer");
+    dt_head(&g, c);
+    rt_dnnl_stats st;
+    gr_diag d = {0};
+    cr_assert_neq(dt_stats(&g, &st, &d), GR_OK);
+    cr_expect(strstr(d.msg, "test_region") && strstr(d.msg, "my_layer"), "%s", d.msg);
+    cr_expect_str_eq(d.layer, "my_layer");
+    dt_free(&g);
+}
+
+/* buffers are shared once their lifetime ends */
+Test(dnnl_engine, memory_reuse) {
+    dt_graph g;
+    dt_init(&g, 13);
+    int x = dt_input(&g, 4, S4(1, 8, 16, 16));
+    int cur = x;
+    for (int i = 0; i < 6; i++) {
+        int w = dt_const(&g, 4, S4(8, 8, 3, 3));
+        cur = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "1, 1, 1, 1", "1, 1", "1"), 2, IN(cur, w), NULL, 4, S4(1, 8, 16, 16), NULL);
+        cur = dt_op(&g, "relax.sigmoid", NULL, 1, IN(cur), NULL, 4, S4(1, 8, 16, 16), NULL);
+        cur = dt_op(&g, "relax.nn.relu", NULL, 1, IN(cur), NULL, 4, S4(1, 8, 16, 16), NULL);
+    }
+    dt_head(&g, cur);
+    dt_check(&g);
+    rt_dnnl_stats st;
+    gr_diag d = {0};
+    cr_assert_eq(dt_stats(&g, &st, &d), GR_OK, "%s", d.msg);
+    cr_expect_lt(st.arena_bytes, st.naive_bytes, "arena %zu naive %zu", st.arena_bytes, st.naive_bytes);
+    cr_expect_eq(st.npostops, 12);
+    dt_free(&g);
+}
