@@ -133,6 +133,10 @@ void pat_ctx_add(pat_ctx_t *pc, const pat_t *p);
 /* Edge constraints; index >= 0: a must be b's call argument number `index`; -1: any position. */
 void pat_ctx_used_by(pat_ctx_t *pc, const pat_t *a, const pat_t *b, int index);
 void pat_ctx_only_used_by(pat_ctx_t *pc, const pat_t *a, const pat_t *b, int index);
+/* Validation constraint (TVM's SameShapeConstraint): the vars matched by a and b have tensor
+ * struct info of the same rank and the same dims (symbolic dims compare canonically; an unknown
+ * shape never equals anything). */
+void pat_ctx_same_shape(pat_ctx_t *pc, const pat_t *a, const pat_t *b);
 uint32_t pat_ctx_count(const pat_ctx_t *pc);
 const pat_t *pat_ctx_at(const pat_ctx_t *pc, uint32_t i);
 

@@ -17,6 +17,7 @@ struct pat_ctx {
     ir_ctx_t *ctx;
     GR_VEC(const pat_t *) pats;
     GR_VEC(pat_edge) edges;
+    GR_VEC(uint64_t) same_shape;   /* (a << 32) | b */
     /* match scratch */
     GR_VEC(ir_var *) assign;
     GR_VEC(uint32_t) order;
@@ -32,6 +33,7 @@ pat_ctx_t *pat_ctx_new(ir_ctx_t *ctx, const pat_ctx_t *parent, bool incremental)
     if (parent && incremental) {
         for (uint32_t i = 0; i < parent->pats.len; i++) gr_vec_push(&pc->pats, parent->pats.data[i]);
         for (uint32_t i = 0; i < parent->edges.len; i++) gr_vec_push(&pc->edges, parent->edges.data[i]);
+        for (uint32_t i = 0; i < parent->same_shape.len; i++) gr_vec_push(&pc->same_shape, parent->same_shape.data[i]);
     }
     return pc;
 }
@@ -40,6 +42,7 @@ void pat_ctx_free(pat_ctx_t *pc) {
     if (!pc) return;
     gr_vec_free(&pc->pats);
     gr_vec_free(&pc->edges);
+    gr_vec_free(&pc->same_shape);
     gr_vec_free(&pc->assign);
     gr_vec_free(&pc->order);
     pat_match_result_free(&pc->scratch);
@@ -70,6 +73,21 @@ void pat_ctx_used_by(pat_ctx_t *pc, const pat_t *a, const pat_t *b, int index) {
 
 void pat_ctx_only_used_by(pat_ctx_t *pc, const pat_t *a, const pat_t *b, int index) {
     add_edge(pc, a, b, index, PAT_ONLY_USED_BY);
+}
+
+void pat_ctx_same_shape(pat_ctx_t *pc, const pat_t *a, const pat_t *b) {
+    if (!pc || !a || !b) return;
+    uint64_t ia = index_of(pc, a), ib = index_of(pc, b);
+    gr_vec_push(&pc->same_shape, (ia << 32) | ib);
+}
+
+static bool same_shape(const ir_var *a, const ir_var *b) {
+    const ir_sinfo *x = a->base.sinfo, *y = b->base.sinfo;
+    if (!x || !y || x->kind != IR_SINFO_TENSOR || y->kind != IR_SINFO_TENSOR) return false;
+    if (x->ndim < 0 || x->ndim != y->ndim || !x->dims || !y->dims) return false;
+    for (int32_t i = 0; i < x->ndim; i++)
+        if (x->dims[i] != y->dims[i]) return false;
+    return true;
 }
 
 uint32_t pat_ctx_count(const pat_ctx_t *pc) { return pc ? pc->pats.len : 0; }
@@ -106,7 +124,13 @@ static bool try_var(gsearch *s, uint32_t depth, ir_var *v);
 
 static bool place(gsearch *s, uint32_t depth) {
     pat_ctx_t *pc = s->pc;
-    if (depth == pc->order.len) return true;
+    if (depth == pc->order.len) {
+        for (uint32_t k = 0; k < pc->same_shape.len; k++) {
+            uint64_t c = pc->same_shape.data[k];
+            if (!same_shape(pc->assign.data[c >> 32], pc->assign.data[(uint32_t)c])) return false;
+        }
+        return true;
+    }
     uint32_t pi = pc->order.data[depth];
     /* Candidates from an assigned neighbour when there is one. */
     for (uint32_t k = 0; k < pc->edges.len; k++) {
@@ -121,15 +145,30 @@ static bool place(gsearch *s, uint32_t depth) {
             return false;
         }
         if (e->a == pi && pc->assign.data[e->b]) {
-            /* Producer: a var the consumer's binding uses. */
+            /* Producer: a var among the consumer's call args (or anywhere in its value). */
+            int cb = pat_block_binding_of(s->bi, &pc->assign.data[e->b]->base);
+            if (cb < 0) return false;
+            const ir_expr *val = s->bi->block->bindings[cb].value;
+            if (val->kind == IR_CALL) {
+                const ir_call *c = (const ir_call *)val;
+                for (uint32_t j = 0; j < c->nargs; j++) {
+                    if (e->index >= 0 && (uint32_t)e->index != j) continue;
+                    ir_expr *a = c->args[j];
+                    if (ir_is_var(a) && try_var(s, depth, (ir_var *)a)) return true;
+                    if (a->kind == IR_TUPLE)   /* call_dps_packed / concat argument tuples */
+                        for (uint32_t q = 0; q < ((ir_tuple *)a)->n; q++) {
+                            ir_expr *fq = ((ir_tuple *)a)->fields[q];
+                            if (ir_is_var(fq) && try_var(s, depth, (ir_var *)fq)) return true;
+                        }
+                }
+                return false;
+            }
             for (uint32_t j = 0; j < s->bi->nvars; j++) {
-                ir_var *v = s->bi->vars[j];
                 uint32_t nu = 0;
-                const uint32_t *us = pat_block_users(s->bi, &v->base, &nu);
-                int cb = pat_block_binding_of(s->bi, &pc->assign.data[e->b]->base);
+                const uint32_t *us = pat_block_users(s->bi, &s->bi->vars[j]->base, &nu);
                 bool uses = false;
                 for (uint32_t q = 0; q < nu && !uses; q++) uses = (int)us[q] == cb;
-                if (uses && try_var(s, depth, v)) return true;
+                if (uses && try_var(s, depth, s->bi->vars[j])) return true;
             }
             return false;
         }
@@ -178,6 +217,10 @@ bool pat_ctx_match_block(pat_ctx_t *pc, const pat_block_info *bi, const gr_map *
             const pat_edge *e = &pc->edges.data[k];
             if (placed[e->a] && !placed[e->b]) pick = (int)e->b;
             else if (placed[e->b] && !placed[e->a]) pick = (int)e->a;
+        }
+        for (uint32_t i = 0; i < n && pick < 0; i++) {
+            const char *r[1];
+            if (!placed[i] && pat_root_ops(pc->pats.data[i], r, 1) >= 0) pick = (int)i;  /* selective */
         }
         for (uint32_t i = 0; i < n && pick < 0; i++) {
             if (placed[i]) continue;

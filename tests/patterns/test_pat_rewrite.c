@@ -531,3 +531,35 @@ Test(patterns_match, functions_and_value_var) {
     pat_match_result_free(&m);
     ir_ctx_free(ctx);
 }
+
+Test(patterns_graph, same_shape) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_func *f = pt_main(pt_parse(ctx, MOD_HEAD
+        "    def main(x: R.Tensor((4, 8), dtype=\"float32\"), w0: R.Tensor((8, 6), dtype=\"float32\"), w1: R.Tensor((8, 5), dtype=\"float32\"), w2: R.Tensor((8, 6), dtype=\"float32\")) -> R.Tensor((4, 6), dtype=\"float32\"):\n"
+        "        with R.dataflow():\n"
+        "            a = R.matmul(x, w0)\n"
+        "            b = R.matmul(x, w1)\n"
+        "            c = R.matmul(x, w2)\n"
+        "            R.output(a, b, c)\n"
+        "        return a\n"));
+    pat_block_info *info = pat_block_info_build(ctx, pt_block(f, 0));
+    pat_t *inp = pat_wildcard(ctx);
+    pat_t *m0 = pat_call2(ctx, "relax.matmul", inp, pat_wildcard(ctx));
+    pat_t *m1 = pat_call2(ctx, "relax.matmul", inp, pat_wildcard(ctx));
+    pat_ctx_t *pc = pat_ctx_new(ctx, NULL, false);
+    pat_ctx_used_by(pc, inp, m0, 0);
+    pat_ctx_used_by(pc, inp, m1, 0);
+    pat_ctx_same_shape(pc, m0, m1);
+    pat_graph_match gm;
+    cr_assert(pat_ctx_match_block(pc, info, NULL, &gm));
+    cr_assert_str_eq(pat_graph_match_get(&gm, m0)->name, "a");
+    cr_assert_str_eq(pat_graph_match_get(&gm, m1)->name, "c");   /* b's (4, 5) differs */
+    gr_map ex;
+    gr_map_init(&ex);
+    gr_map_put(&ex, GR_MAP_PTR(pt_var(f, "c")), 1);
+    cr_assert_not(pat_ctx_match_block(pc, info, &ex, &gm));
+    gr_map_free(&ex);
+    pat_ctx_free(pc);
+    pat_block_info_free(info);
+    ir_ctx_free(ctx);
+}
