@@ -203,15 +203,72 @@ const ir_span *byoc_group_span(ir_ctx_t *ctx, const ir_block *blk, const byoc_gr
 
 /* ---------------------------------------------------------------- group functions ---- */
 
-typedef struct lift_ctx {
-    gr_map const_param;   /* const -> param var */
-} lift_ctx;
-
-static ir_expr *lift_post(ir_mutator *m, ir_expr *e) {
-    lift_ctx *lc = m->user;
+/* Substitutes vars (and lifted constants) in a member value: `map` is old var / const ->
+ * replacement. Rebuilt nodes keep span, attrs and struct info (the replacements have the same
+ * struct info). Values other than leaves, tuples, projections and calls go through a mutator. */
+static ir_expr *subst(ir_ctx_t *ctx, const ir_module *mod, ir_expr *e, const gr_map *map, gr_diag *diag) {
     uint64_t v;
-    if (e->kind == IR_CONST && gr_map_get(&lc->const_param, GR_MAP_PTR(e), &v)) return (ir_expr *)(uintptr_t)v;
-    return e;
+    switch (e->kind) {
+    case IR_VAR:
+    case IR_DFVAR:
+    case IR_CONST:
+        return gr_map_get(map, GR_MAP_PTR(e), &v) ? (ir_expr *)(uintptr_t)v : e;
+    case IR_OP:
+    case IR_GVAR:
+    case IR_EXTERN:
+    case IR_SHAPE:
+    case IR_PRIMVAL:
+    case IR_STR:
+        return e;
+    case IR_TUPLE: {
+        const ir_tuple *t = IR_AS(e, ir_tuple);
+        ir_expr **f = IR_NEW_ARRAY(ctx, ir_expr *, t->n ? t->n : 1);
+        bool ch = false;
+        for (uint32_t i = 0; i < t->n; i++) {
+            if (!(f[i] = subst(ctx, mod, t->fields[i], map, diag))) return NULL;
+            ch |= f[i] != t->fields[i];
+        }
+        if (!ch) return e;
+        ir_tuple *nt = ir_tuple_new(ctx, t->n, f, e->span);
+        ir_expr_set_sinfo(&nt->base, e->sinfo);
+        return &nt->base;
+    }
+    case IR_TGI: {
+        const ir_tgi *t = IR_AS(e, ir_tgi);
+        ir_expr *nt = subst(ctx, mod, t->tuple, map, diag);
+        if (!nt) return NULL;
+        if (nt == t->tuple) return e;
+        ir_tgi *ng = ir_tgi_new(ctx, nt, t->index, e->span);
+        ir_expr_set_sinfo(&ng->base, e->sinfo);
+        return &ng->base;
+    }
+    case IR_CALL: {
+        const ir_call *c = IR_AS(e, ir_call);
+        ir_expr *callee = subst(ctx, mod, c->callee, map, diag);
+        if (!callee) return NULL;
+        ir_expr **a = IR_NEW_ARRAY(ctx, ir_expr *, c->nargs ? c->nargs : 1);
+        bool ch = callee != c->callee;
+        for (uint32_t i = 0; i < c->nargs; i++) {
+            if (!(a[i] = subst(ctx, mod, c->args[i], map, diag))) return NULL;
+            ch |= a[i] != c->args[i];
+        }
+        if (!ch) return e;
+        ir_call *nc = ir_call_new(ctx, callee, c->nargs, a, c->attrs, c->nsinfo_args, c->sinfo_args, e->span);
+        ir_expr_set_sinfo(&nc->base, e->sinfo);
+        return &nc->base;
+    }
+    default: {
+        ir_mutator mu;
+        ir_mutator_init(&mu, ctx, diag);
+        mu.module = mod;
+        for (uint32_t k = 0; k < map->cap; k++)
+            if (map->keys[k] && ir_is_var((const ir_expr *)(uintptr_t)map->keys[k]))
+                ir_mutator_remap_var(&mu, (ir_var *)(uintptr_t)map->keys[k], (ir_var *)(uintptr_t)map->vals[k]);
+        ir_expr *r = ir_mutate_expr(&mu, e);
+        ir_mutator_deinit(&mu);
+        return r;
+    }
+    }
 }
 
 static ir_var *fresh_like(ir_ctx_t *ctx, const ir_var *v, bool dataflow) {
@@ -222,24 +279,17 @@ static ir_var *fresh_like(ir_ctx_t *ctx, const ir_var *v, bool dataflow) {
 ir_func *byoc_build_group_func(ir_ctx_t *ctx, const ir_module *mod, const ir_block *blk,
                                const byoc_group_info *gi, bool dataflow, const ir_attrs *attrs,
                                gr_diag *diag) {
-    ir_mutator mu;
-    ir_mutator_init(&mu, ctx, diag);
-    mu.module = mod;
-    lift_ctx lc;
-    gr_map_init(&lc.const_param);
-    mu.user = &lc;
-    mu.post_expr = lift_post;
+    gr_map map;
+    gr_map_init(&map);
     ir_var **params = IR_NEW_ARRAY(ctx, ir_var *, gi->ninputs ? gi->ninputs : 1);
     uint32_t nlift = 0;
     for (uint32_t i = 0; i < gi->ninputs; i++) {
         ir_expr *in = gi->inputs[i];
-        if (in->kind == IR_CONST) {
+        if (in->kind == IR_CONST)
             params[i] = ir_var_new(ctx, ir_internf(ctx, "param_%u", nlift++), in->sinfo, NULL);
-            gr_map_put(&lc.const_param, GR_MAP_PTR(in), GR_MAP_PTR(params[i]));
-        } else {
+        else
             params[i] = ir_var_new(ctx, IR_AS(in, ir_var)->name, in->sinfo, NULL);
-            ir_mutator_remap_var(&mu, IR_AS(in, ir_var), params[i]);
-        }
+        gr_map_put(&map, GR_MAP_PTR(in), GR_MAP_PTR(params[i]));
     }
     uint32_t nb = gi->nmembers + (gi->noutputs > 1 ? 1 : 0);
     ir_binding *bs = IR_NEW_ARRAY(ctx, ir_binding, nb);
@@ -247,7 +297,7 @@ ir_func *byoc_build_group_func(ir_ctx_t *ctx, const ir_module *mod, const ir_blo
     ir_func *f = NULL;
     for (uint32_t k = 0; k < gi->nmembers; k++) {
         const ir_binding *b = &blk->bindings[gi->members[k]];
-        ir_expr *nv = ir_mutate_expr(&mu, b->value);
+        ir_expr *nv = subst(ctx, mod, b->value, &map, diag);
         if (!nv) goto done;
         int oi = -1;
         for (uint32_t o = 0; o < gi->noutputs; o++)
@@ -255,7 +305,7 @@ ir_func *byoc_build_group_func(ir_ctx_t *ctx, const ir_module *mod, const ir_blo
         bool df = dataflow && !(oi >= 0 && gi->noutputs == 1);
         ir_var *v = fresh_like(ctx, b->var, df);
         if (oi >= 0) newout[oi] = v;
-        ir_mutator_remap_var(&mu, b->var, v);
+        gr_map_put(&map, GR_MAP_PTR(b->var), GR_MAP_PTR(v));
         bs[k] = (ir_binding){v, nv, b->match_sinfo};
     }
     ir_expr *body;
@@ -275,8 +325,7 @@ ir_func *byoc_build_group_func(ir_ctx_t *ctx, const ir_module *mod, const ir_blo
     f = ir_func_new(ctx, gi->ninputs, params, &seq->base, body->sinfo, attrs, NULL);
     if (!ir_normalize_in(ctx, mod, &f->base, diag)) f = NULL;
 done:
-    gr_map_free(&lc.const_param);
-    ir_mutator_deinit(&mu);
+    gr_map_free(&map);
     return f;
 }
 

@@ -56,10 +56,13 @@ static void collect_spans(span_ctx *sc, const ir_func *f, bool result_leaves) {
                 const ir_call *c = IR_AS(bd->value, ir_call);
                 uint64_t lf;
                 if (gr_map_get(&lambdas, GR_MAP_PTR(c->callee), &lf)) {
-                    /* the call site holds the layers of deduplicated composites' constants */
+                    /* FuseOps gave the call site the layers of the composite's ops and constants
+                     * (the lambda may be shared by several calls); only a call without a span
+                     * needs the lambda's own */
                     if (bd->value->span)
                         gr_vec_push(&sc->parts, leaves ? bd->value->span : ir_span_with_output(sc->ctx, bd->value->span, false));
-                    collect_spans(sc, (const ir_func *)(uintptr_t)lf, leaves);
+                    else
+                        collect_spans(sc, (const ir_func *)(uintptr_t)lf, leaves);
                     continue;
                 }
             }
@@ -90,6 +93,23 @@ static const ir_span *region_span(ir_ctx_t *ctx, const ir_func *f) {
     const ir_span *r = ir_span_seq(ctx, sc.parts.data, sc.parts.len);
     gr_vec_free(&sc.parts);
     gr_map_free(&sc.outs);
+    return r;
+}
+
+/* a followed by the locs of b whose source a lacks (the region call made by Merge already holds
+ * the region's layers: skipping them keeps this linear) */
+static const ir_span *merge_spans(ir_ctx_t *ctx, const ir_span *a, const ir_span *b) {
+    if (!a || !b) return a ? a : b;
+    gr_map seen;
+    gr_map_init(&seen);
+    for (uint32_t i = 0; i < a->n; i++) gr_map_put(&seen, GR_MAP_PTR(a->locs[i].source), 1);
+    GR_VEC(const ir_span *) parts = {0};
+    gr_vec_push(&parts, a);
+    for (uint32_t i = 0; i < b->n; i++)
+        if (!gr_map_get(&seen, GR_MAP_PTR(b->locs[i].source), NULL)) gr_vec_push(&parts, ir_span_from_loc(ctx, &b->locs[i]));
+    const ir_span *r = parts.len == 1 ? a : ir_span_seq(ctx, parts.data, parts.len);
+    gr_vec_free(&parts);
+    gr_map_free(&seen);
     return r;
 }
 
@@ -130,8 +150,7 @@ static ir_expr *cg_post(ir_mutator *mu, ir_expr *e) {
     ir_expr *cargs[2] = {(ir_expr *)(uintptr_t)v, &args->base};
     const ir_sinfo *out = e->sinfo;
     const ir_span *sp = (const ir_span *)(uintptr_t)gr_map_get_or(&st->spans, GR_MAP_PTR(g), 0);
-    const ir_span *parts[2] = {e->span, sp};
-    ir_call *nc = ir_call_new(ctx, &st->dps->base, 2, cargs, NULL, 1, &out, ir_span_seq(ctx, parts, 2));
+    ir_call *nc = ir_call_new(ctx, &st->dps->base, 2, cargs, NULL, 1, &out, merge_spans(ctx, e->span, sp));
     ir_expr_set_sinfo(&nc->base, out);
     return &nc->base;
 }

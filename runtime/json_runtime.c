@@ -77,15 +77,17 @@ gr_status rt_json_graph_load(const char *symbol, const char *text, size_t len, r
     json_error_t err;
     json_t *doc = json_loadb(text, len, 0, &err);
     if (!doc) return gr_diag_set(d, GR_ERR_INVALID, "json runtime '%s': %s (line %d)", symbol, err.text, err.line);
+    return rt_json_graph_load_doc(symbol, doc, out, d);
+}
+
+gr_status rt_json_graph_load_doc(const char *symbol, json_t *doc, rt_json_graph **out, gr_diag *d) {
+    *out = NULL;
     rt_json_graph *g = calloc(1, sizeof(*g));
     if (!g) {
         json_decref(doc);
         return gr_diag_set(d, GR_ERR_NOMEM, "json runtime: out of memory");
     }
     g->symbol = strdup(symbol);
-    g->text = malloc(len + 1);
-    memcpy(g->text, text, len);
-    g->text[len] = '\0';
     g->doc = doc;
     gr_status st = GR_OK;
     json_t *nodes = json_object_get(doc, "nodes"), *heads = json_object_get(doc, "heads");
@@ -185,7 +187,10 @@ void rt_json_graph_free(rt_json_graph *g) {
 }
 
 const char *rt_json_graph_symbol(const rt_json_graph *g) { return g->symbol; }
-const char *rt_json_graph_text(const rt_json_graph *g) { return g->text; }
+const char *rt_json_graph_text(rt_json_graph *g) {
+    if (!g->text) g->text = json_dumps(g->doc, JSON_COMPACT);  /* made on demand (serialization) */
+    return g->text;
+}
 uint32_t rt_json_graph_num_nodes(const rt_json_graph *g) { return g->nnodes; }
 rt_json_node *rt_json_graph_node(rt_json_graph *g, uint32_t nid) { return nid < g->nnodes ? &g->nodes[nid] : NULL; }
 uint32_t rt_json_graph_num_inputs(const rt_json_graph *g) { return g->ninputs; }
@@ -557,7 +562,12 @@ static gr_status jm_serialize(rt_module *m, uint8_t **buf, size_t *len, gr_diag 
     for (uint32_t i = 0; i < jm->n; i++) {
         json_t *o = json_object(), *cs = json_array();
         json_object_set_new(o, "symbol", json_string(jm->graphs[i]->symbol));
-        json_object_set_new(o, "graph", json_string(jm->graphs[i]->text));
+        const char *text = rt_json_graph_text(jm->graphs[i]);
+        if (!text) {
+            json_decref(root);
+            return gr_diag_set(d, GR_ERR_NOMEM, "json runtime: cannot serialize");
+        }
+        json_object_set_new(o, "graph", json_string(text));
         for (uint32_t c = 0; c < jm->graphs[i]->nconsts; c++)
             json_array_append_new(cs, json_string(rt_json_graph_const_name(jm->graphs[i], c)));
         json_object_set_new(o, "consts", cs);

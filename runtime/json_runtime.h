@@ -51,10 +51,12 @@ typedef struct rt_json_graph rt_json_graph;
 
 gr_status rt_json_graph_load(const char *symbol, const char *json, size_t len, rt_json_graph **out,
                              gr_diag *diag);
+/* Same from a parsed document (the graph takes the reference). */
+gr_status rt_json_graph_load_doc(const char *symbol, json_t *doc, rt_json_graph **out, gr_diag *diag);
 void rt_json_graph_free(rt_json_graph *g);
 const char *rt_json_graph_symbol(const rt_json_graph *g);
-/* The graph's JSON text (as loaded). */
-const char *rt_json_graph_text(const rt_json_graph *g);
+/* The graph's JSON text (made on first use; owned by the graph). */
+const char *rt_json_graph_text(rt_json_graph *g);
 uint32_t rt_json_graph_num_nodes(const rt_json_graph *g);
 rt_json_node *rt_json_graph_node(rt_json_graph *g, uint32_t nid);
 /* Input nodes (in call order) and heads. */

@@ -383,7 +383,19 @@ static void add_heads(json_t *heads, const cg_val *v) {
     json_array_append_new(heads, en);
 }
 
+static gr_status serialize_doc(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode mode, json_t **out, gr_diag *diag);
+
 gr_status json_cg_serialize(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode mode, char **out, gr_diag *diag) {
+    *out = NULL;
+    json_t *doc = NULL;
+    gr_status st = serialize_doc(ctx, r, mode, &doc, diag);
+    if (st) return st;
+    *out = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    return *out ? GR_OK : gr_diag_set(diag, GR_ERR_NOMEM, "json codegen: cannot serialize");
+}
+
+static gr_status serialize_doc(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode mode, json_t **out, gr_diag *diag) {
     *out = NULL;
     cg c = {0};
     c.ctx = ctx;
@@ -420,9 +432,7 @@ gr_status json_cg_serialize(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode mo
         json_object_set(root, "arg_nodes", c.arg_nodes);
         json_object_set_new(root, "heads", heads);
         json_object_set(root, "node_row_ptr", c.rows);
-        *out = json_dumps(root, JSON_COMPACT);
-        json_decref(root);
-        if (!*out) st = gr_diag_set(diag, GR_ERR_NOMEM, "json codegen: cannot serialize");
+        *out = root;
     }
     json_decref(c.nodes);
     json_decref(c.arg_nodes);
@@ -438,10 +448,9 @@ gr_status json_cg_build_graphs(ir_ctx_t *ctx, const byoc_region *regions, uint32
     gr_status st = GR_OK;
     uint32_t made = 0;
     for (uint32_t i = 0; i < n && !st; i++) {
-        char *text = NULL;
-        if ((st = json_cg_serialize(ctx, &regions[i], mode, &text, diag))) break;
-        st = rt_json_graph_load(regions[i].symbol, text, strlen(text), &graphs[i], diag);
-        free(text);
+        json_t *doc = NULL;
+        if ((st = serialize_doc(ctx, &regions[i], mode, &doc, diag))) break;
+        st = rt_json_graph_load_doc(regions[i].symbol, doc, &graphs[i], diag);
         if (st) break;
         made++;
         uint32_t nc = rt_json_graph_num_consts(graphs[i]);
