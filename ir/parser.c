@@ -391,11 +391,10 @@ static const char *tok_intern(parser *p, const ir_tok *t) { return ir_intern_n(p
 
 /* The scope table: key and value in one slot (one cache miss per lookup on big functions),
  * sized from the line count up front so it never rehashes for one-function files. */
+/* Keys are interned names: arena pointers that grow as a file is read, so indexing by the
+ * address keeps the names of neighbouring lines in neighbouring slots (cache-friendly). */
 static uint32_t ptab_slot_of(uint64_t k, uint32_t mask) {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    return (uint32_t)k & mask;
+    return (uint32_t)(k >> 4 ^ k >> 28) & mask;
 }
 
 static void ptab_init(struct ptab *t, uint32_t want) {
