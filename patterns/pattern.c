@@ -116,6 +116,13 @@ pat_t *pat_call_dps_packed(ir_ctx_t *ctx, const char *symbol, uint32_t nargs,
     return pat_call_op(ctx, "relax.call_dps_packed", 2, a);
 }
 
+pat_t *pat_call_tir(ir_ctx_t *ctx, const char *gvar_substr, uint32_t nargs,
+                    const pat_t *const *args) {
+    if (!pats_ok(nargs, args)) return NULL;
+    const pat_t *a[2] = {pat_gvar(ctx, gvar_substr), pat_tuple(ctx, nargs, args)};
+    return pat_call_op(ctx, "relax.call_tir", 2, a);
+}
+
 static pat_t *tuple_new(ir_ctx_t *ctx, pat_kind k, uint32_t n, const pat_t *const *fields) {
     if (!pats_ok(n, fields)) return NULL;
     pat_t *p = pnew(ctx, k);

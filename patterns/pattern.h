@@ -100,6 +100,9 @@ pat_t *pat_call2(ir_ctx_t *ctx, const char *op, const pat_t *a0, const pat_t *a1
 /* R.call_dps_packed("symbol", (args...)) with any out_sinfo; symbol NULL: any ExternFunc. */
 pat_t *pat_call_dps_packed(ir_ctx_t *ctx, const char *symbol, uint32_t nargs,
                            const pat_t *const *args);
+/* R.call_tir(gvar, (args...)) with any out_sinfo; gvar_substr NULL: any global var. */
+pat_t *pat_call_tir(ir_ctx_t *ctx, const char *gvar_substr, uint32_t nargs,
+                    const pat_t *const *args);
 pat_t *pat_tuple(ir_ctx_t *ctx, uint32_t n, const pat_t *const *fields);
 pat_t *pat_tuple_unordered(ir_ctx_t *ctx, uint32_t n, const pat_t *const *fields);
 pat_t *pat_tgi(ir_ctx_t *ctx, const pat_t *tuple, int32_t index);   /* index -1: any */

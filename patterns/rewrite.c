@@ -82,12 +82,18 @@ static const ir_span *seq_span(ir_ctx_t *ctx, const ir_binding *const *bs, uint3
     return ir_span_seq(ctx, parts, n);
 }
 
-/* Gives the root `root_span` and every new nested node `fill_span` (nodes with spans and vars
- * are left alone). */
+/* Gives the root `root_span` (merged with its own) and every new nested node without a span
+ * `fill_span` (vars are left alone). */
 static ir_expr *give_spans(ir_ctx_t *ctx, ir_expr *r, const ir_span *root_span,
                            const ir_span *fill_span) {
     if (!ir_si_enabled()) return r;
-    if (!r->span && root_span && !ir_is_var(r)) r = ir_expr_with_span(ctx, r, root_span);
+    if (root_span && !ir_is_var(r)) {
+        /* The replacement stands for the replaced bindings: their span first, then whatever
+         * span the rewriter gave (or the reused node had). */
+        const ir_span *parts[2] = {root_span, r->span};
+        const ir_span *sp = ir_span_seq(ctx, parts, 2);
+        if (sp != r->span) r = ir_expr_with_span(ctx, r, sp);
+    }
     if (fill_span) r = ir_si_fill(ctx, fill_span, r, NULL, 0);
     return r;
 }

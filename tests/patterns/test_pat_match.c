@@ -322,3 +322,36 @@ Test(patterns_match, check_functions) {
     cr_assert(pat_check_no_leaking_intermediates(&c2, &reason, NULL));
     fx_free(&s);
 }
+
+static ir_module *parse_file(ir_ctx_t *ctx, const char *path) {
+    gr_diag d;
+    gr_diag_clear(&d);
+    ir_module *m = NULL;
+    cr_assert_eq(ir_parse_file(ctx, path, &m, &d), GR_OK, "%s", d.msg);
+    return m;
+}
+
+Test(patterns_match, call_tir_and_dps_packed) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    pat_match_result m;
+    pat_match_result_init(&m);
+    ir_func *f = pt_main(parse_file(ctx, "tests/golden/call_tir.relax"));
+    pat_block_info *info = pat_block_info_build(ctx, pt_block(f, 0));
+    pat_t *x = pat_wildcard(ctx);
+    cr_assert(pat_match(pat_call_tir(ctx, "add_one", 1, (const pat_t *[]){x}), pt_var(f, "gv"), info, &m));
+    cr_assert_eq(pat_match_get(&m, x), pt_var(f, "x"));
+    cr_assert_not(pat_match(pat_call_tir(ctx, "mul", 1, (const pat_t *[]){x}), pt_var(f, "gv"), info, &m));
+    cr_assert_not(pat_match(pat_call_dps_packed(ctx, NULL, 1, (const pat_t *[]){x}), pt_var(f, "gv"), info, &m));
+    pat_block_info_free(info);
+    f = pt_main(parse_file(ctx, "tests/golden/call_dps_packed.relax"));
+    info = pat_block_info_build(ctx, pt_block(f, 0));
+    pat_t *inner = pat_call_dps_packed(ctx, "my_ext", 1, (const pat_t *[]){pat_wildcard(ctx)});
+    cr_assert(pat_match(pat_call_dps_packed(ctx, "two_out", 2, (const pat_t *[]){inner, pat_var(ctx, "x")}),
+                        pt_var(f, "gv"), info, &m));
+    cr_assert_eq(m.bindings.len, 2);
+    cr_assert_not(pat_match(pat_call_dps_packed(ctx, "my_ext", 2, (const pat_t *[]){inner, pat_var(ctx, "x")}),
+                            pt_var(f, "gv"), info, &m));
+    pat_block_info_free(info);
+    pat_match_result_free(&m);
+    ir_ctx_free(ctx);
+}

@@ -563,3 +563,46 @@ Test(patterns_graph, same_shape) {
     pat_block_info_free(info);
     ir_ctx_free(ctx);
 }
+
+static ir_expr *rw_relu_relu(ir_ctx_t *ctx, ir_expr *matched, const pat_match_result *m, void *user,
+                             gr_diag *diag) {
+    (void)ctx; (void)diag;
+    const pat_t *inner = user;
+    (void)matched;
+    return pat_match_get(m, inner);   /* relu(relu(x)) -> relu(x): the inner call itself */
+}
+
+Test(patterns_rewrite, relu_chain_fixed_point) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_func *f = pt_main(pt_parse(ctx, MOD_HEAD
+        "    def main(x: R.Tensor((2, 3), dtype=\"float32\")) -> R.Tensor((2, 3), dtype=\"float32\"):\n"
+        "        with R.dataflow():\n"
+        "            r1 = R.nn.relu(x)  # span: \"r1\"\n"
+        "            r2 = R.nn.relu(r1)  # span: \"r2\"\n"
+        "            r3 = R.nn.relu(r2)  # span: \"r3\"\n"
+        "            r4 = R.nn.relu(r3)  # span: \"r4\"\n"
+        "            r5 = R.nn.relu(r4)  # span: \"r5\"\n"
+        "            gv = R.add(r5, x)  # span: \"out\"!\n"
+        "            R.output(gv)\n"
+        "        return gv\n"));
+    pat_t *inner = pat_call1(ctx, "relax.nn.relu", pat_wildcard(ctx));
+    pat_t *p = pat_call1(ctx, "relax.nn.relu", inner);
+    ir_func *out = NULL;
+    gr_diag diag;
+    gr_diag_clear(&diag);
+    cr_assert_eq(pat_rewrite_call(ctx, p, rw_relu_relu, inner, f, &out, &diag), GR_OK, "%s", diag.msg);
+    pt_wellformed(ctx, out);
+    cr_assert_eq(pt_count_op(out, "relax.nn.relu"), 1);
+    cr_assert_eq(pt_nbindings(out), 2);
+    /* the one relu left names every layer it stands for */
+    const ir_block *blk = pt_block(out, 0);
+    const ir_span *sp = blk->bindings[0].value->span;
+    cr_assert_not_null(sp);
+    for (int i = 1; i <= 5; i++) {
+        char n[8];
+        snprintf(n, sizeof n, "r%d", i);
+        cr_assert(ir_span_has_source(sp, n), "missing %s", n);
+    }
+    cr_assert(ir_span_is_output_of(value_span(out, "gv"), "out"));
+    ir_ctx_free(ctx);
+}
