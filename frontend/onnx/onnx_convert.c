@@ -20,8 +20,8 @@ static const onnx_op_entry op_table[] = {
     {"Log", ANY, onnx_cv_unary, NULL},
     {"Abs", ANY, onnx_cv_unary, onnx_fold_generic},
     {"Neg", ANY, onnx_cv_unary, onnx_fold_generic},
-    {"Floor", ANY, onnx_cv_unary, NULL},
-    {"Ceil", ANY, onnx_cv_unary, NULL},
+    {"Floor", ANY, onnx_cv_unary, onnx_fold_generic},
+    {"Ceil", ANY, onnx_cv_unary, onnx_fold_generic},
     {"Round", 11, INT16_MAX, onnx_cv_unary, NULL},
     {"Sin", 7, INT16_MAX, onnx_cv_unary, NULL},
     {"Cos", 7, INT16_MAX, onnx_cv_unary, NULL},
@@ -218,7 +218,7 @@ const ir_sinfo *cv_sinfo(onnx_cv *cv, uint32_t i) {
     }
     if (v->sym) {
         int64_t n = v->nsym;
-        return ir_sinfo_tensor_static(cv->ctx, IR_DTYPE_I64, v->sym_scalar ? 0 : 1, &n);
+        return ir_sinfo_tensor_static(cv->ctx, v->sym_dtype, v->sym_scalar ? 0 : 1, &n);
     }
     return NULL;
 }
@@ -360,20 +360,26 @@ void cv_set_known(onnx_cv *cv, uint32_t i, rt_tensor *t) {
     cv->out_known[i] = t;
 }
 
-void cv_set_sym(onnx_cv *cv, uint32_t i, const ir_prim **dims, int32_t n, bool scalar) {
+void cv_set_sym(onnx_cv *cv, uint32_t i, const ir_prim **dims, int32_t n, bool scalar,
+                ir_dtype dtype) {
     if (i >= cv->nout) return;
     bool all_int = true;
     for (int32_t k = 0; k < n && all_int; k++) all_int = ir_prim_is_int(dims[k], NULL);
     if (all_int) {
         /* Every dim is known: an ordinary known tensor. */
         int64_t len = n;
-        rt_tensor *t = rt_tensor_new(IR_DTYPE_I64, scalar ? 0 : 1, &len);
+        rt_tensor *t = rt_tensor_new(dtype, scalar ? 0 : 1, &len);
         if (!t) return;
-        for (int32_t k = 0; k < n; k++) ir_prim_is_int(dims[k], &((int64_t *)t->dl.data)[k]);
+        for (int32_t k = 0; k < n; k++) {
+            int64_t v = 0;
+            ir_prim_is_int(dims[k], &v);
+            onnx_tensor_set_i64(t, k, v);
+        }
         cv_set_known(cv, i, t);
         return;
     }
     cv->out_sym[i] = dims;
     cv->out_nsym[i] = n;
     cv->out_sym_scalar[i] = scalar;
+    cv->out_sym_dtype[i] = dtype;
 }

@@ -340,9 +340,8 @@ gr_status onnx_cv_resize(onnx_cv *cv) {
 
     /* Output size: the sizes input, or floor(in * scale). */
     uint32_t scales_in = upsample ? 1 : cv->opset < 11 ? 1 : 2, sizes_in = 3;
-    const ir_prim *out[4] = {0};
-    int64_t sizes[4];
-    int ns = upsample || cv->opset < 11 ? -1 : cv_has(cv, sizes_in) ? cv_ints(cv, sizes_in, sizes, 4) : -1;
+    const ir_prim *out[4] = {0}, *sizes[4];
+    int ns = upsample || cv->opset < 11 ? -1 : cv_has(cv, sizes_in) ? cv_dims(cv, sizes_in, sizes, 4) : -1;
     rt_tensor *scales = upsample && cv->opset < 9 ? NULL : cv_known(cv, scales_in);
     double sc[4];
     int nsc = -1;
@@ -358,9 +357,10 @@ gr_status onnx_cv_resize(onnx_cv *cv) {
     }
     if (ns == 4) {
         for (int i = 0; i < 4; i++) {
-            if (sizes[i] < 0 || sizes[i] > ONNX_DIM_MAX)
-                return cv_fail(cv, GR_ERR_INVALID, "size %lld out of range", (long long)sizes[i]);
-            out[i] = ir_prim_int(cv->ctx, sizes[i]);
+            int64_t v;
+            if (ir_prim_is_int(sizes[i], &v) && v < 0)
+                return cv_fail(cv, GR_ERR_INVALID, "size %lld out of range", (long long)v);
+            out[i] = sizes[i];  /* known ints (bounded by cv_dims) or symbolic dims */
         }
     } else if (nsc == 4) {
         for (int i = 0; i < 4; i++) {

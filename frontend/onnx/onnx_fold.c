@@ -18,7 +18,14 @@ static bool all_known(const onnx_cv *cv) {
 
 static bool is_intlike(ir_dtype t) { return t.code == kDLInt || t.code == kDLUInt; }
 
-/* Input i as a small int vector of dims: a sym value, or a known integer tensor of rank <= 1. */
+/* The dtype of input i's known or sym value. */
+static ir_dtype val_dtype(const onnx_cv *cv, uint32_t i) {
+    const onnx_val *v = cv->in[i];
+    return v->sym ? v->sym_dtype : v->known ? v->known->dl.dtype : IR_DTYPE_VOID;
+}
+
+/* Input i as a small vector of whole numbers (dims): a sym value, or a known tensor of rank <= 1
+ * (integer, or float holding whole numbers). */
 static bool get_vec(onnx_cv *cv, uint32_t i, const ir_prim **out, int *n, bool *scalar) {
     if (!cv_has(cv, i)) return false;
     const onnx_val *v = cv->in[i];
@@ -30,10 +37,16 @@ static bool get_vec(onnx_cv *cv, uint32_t i, const ir_prim **out, int *n, bool *
         return true;
     }
     const rt_tensor *t = v->known;
-    if (!t || t->dl.ndim > 1 || !is_intlike(t->dl.dtype) || t->dl.dtype.bits == 1) return false;
+    if (!t || t->dl.ndim > 1 || t->dl.dtype.bits == 1) return false;
     int64_t len = rt_tensor_numel(t);
     if (len > VEC_MAX) return false;
-    for (int64_t k = 0; k < len; k++) out[k] = ir_prim_int(cv->ctx, onnx_tensor_get_i64(t, k));
+    for (int64_t k = 0; k < len; k++) {
+        if (!is_intlike(t->dl.dtype)) {
+            double d = rt_tensor_get_f64(t, k);
+            if (!(d == floor(d) && fabs(d) < 1e15)) return false;
+        }
+        out[k] = ir_prim_int(cv->ctx, onnx_tensor_get_i64(t, k));
+    }
     *n = (int)len;
     *scalar = t->dl.ndim == 0;
     return true;
@@ -49,7 +62,7 @@ static const ir_prim **arena_dims(onnx_cv *cv, const ir_prim *const *src, int n)
 
 typedef enum ew_code {
     EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_POW, EW_MAX, EW_MIN, EW_EQ, EW_LT, EW_GT,
-    EW_NEG, EW_ABS, EW_RELU, EW_SQRT, EW_RECIP, EW_WHERE,
+    EW_NEG, EW_ABS, EW_RELU, EW_SQRT, EW_RECIP, EW_WHERE, EW_FLOOR, EW_CEIL,
 } ew_code;
 
 static const struct {
@@ -60,7 +73,7 @@ static const struct {
     {"Div", EW_DIV},   {"Pow", EW_POW},  {"Max", EW_MAX},   {"Min", EW_MIN},
     {"Equal", EW_EQ},  {"Less", EW_LT},  {"Greater", EW_GT}, {"Neg", EW_NEG},
     {"Abs", EW_ABS},   {"Relu", EW_RELU}, {"Sqrt", EW_SQRT}, {"Reciprocal", EW_RECIP},
-    {"Where", EW_WHERE},
+    {"Where", EW_WHERE}, {"Floor", EW_FLOOR}, {"Ceil", EW_CEIL},
 };
 
 static bool ew_find(const char *op, ew_code *code) {
@@ -97,6 +110,7 @@ static bool ew_int(ew_code c, int64_t a, int64_t b, int64_t *r) {
     case EW_NEG: *r = wrap_sub(0, a); return true;
     case EW_ABS: *r = a < 0 ? wrap_sub(0, a) : a; return true;
     case EW_RELU: *r = a < 0 ? 0 : a; return true;
+    case EW_FLOOR: case EW_CEIL: *r = a; return true;
     default: return false;
     }
 }
@@ -118,6 +132,8 @@ static double ew_float(ew_code c, double a, double b) {
     case EW_RELU: return a < 0 ? 0 : a;
     case EW_SQRT: return sqrt(a);
     case EW_RECIP: return 1.0 / a;
+    case EW_FLOOR: return floor(a);
+    case EW_CEIL: return ceil(a);
     default: return 0;
     }
 }
@@ -233,10 +249,11 @@ static int fold_ew_sym(onnx_cv *cv, ew_code code) {
         const ir_prim *r[VEC_MAX];
         for (int k = 0; k < n; k++)
             r[k] = rt_tensor_get_f64(c, nc == 1 ? 0 : k) != 0.0 ? x[nx == 1 ? 0 : k] : y[ny == 1 ? 0 : k];
-        cv_set_sym(cv, 0, arena_dims(cv, r, n), n, c->dl.ndim == 0 && sx && sy);
+        cv_set_sym(cv, 0, arena_dims(cv, r, n), n, c->dl.ndim == 0 && sx && sy, val_dtype(cv, 1));
         return 1;
     }
-    if (cv->nin != 2 && !(cv->nin == 1 && code == EW_NEG)) return 0;
+    bool unary = code == EW_NEG || code == EW_FLOOR || code == EW_CEIL;
+    if (cv->nin != 2 && !(cv->nin == 1 && unary)) return 0;
     const ir_prim *a[VEC_MAX], *b[VEC_MAX];
     int na, nb;
     bool sa, sb;
@@ -269,9 +286,14 @@ static int fold_ew_sym(onnx_cv *cv, ew_code code) {
         case EW_MUL: r[k] = ir_prim_mul(ctx, x, y); break;
         case EW_NEG: r[k] = ir_prim_sub(ctx, ir_prim_int(ctx, 0), x); break;
         case EW_DIV:
-            /* Shape arithmetic is on non-negative dims: truncation is floor. */
-            if (!iy || vy <= 0) return 0;
+            /* Shape arithmetic is on non-negative dims: integer truncation is floor. A float
+             * quotient of a symbolic dim is not a whole number in general. */
+            if (!iy || vy <= 0 || !is_intlike(val_dtype(cv, 0))) return 0;
             r[k] = ir_prim_floordiv(ctx, x, y);
+            break;
+        case EW_FLOOR:
+        case EW_CEIL:
+            r[k] = x;  /* sym values are whole numbers */
             break;
         case EW_EQ:
             /* A dim is never negative; the same expression is equal to itself. */
@@ -292,7 +314,7 @@ static int fold_ew_sym(onnx_cv *cv, ew_code code) {
         cv_set_known(cv, 0, t);
         return 1;
     }
-    cv_set_sym(cv, 0, arena_dims(cv, r, n), n, sa && sb);
+    cv_set_sym(cv, 0, arena_dims(cv, r, n), n, sa && sb, val_dtype(cv, 0));
     return 1;
 }
 
@@ -309,9 +331,9 @@ int onnx_fold_cast(onnx_cv *cv) {
     ir_dtype to;
     if (!onnx_dtype_from_elem((int32_t)cv_attr_int(cv, "to", 0), &to)) return 0;
     if (cv_has(cv, 0) && cv->in[0]->sym) {
-        if (!is_intlike(to) || to.bits == 1) return 0;
+        if (to.bits == 1) return 0;
         const onnx_val *v = cv->in[0];
-        cv_set_sym(cv, 0, v->sym, v->nsym, v->sym_scalar);
+        cv_set_sym(cv, 0, v->sym, v->nsym, v->sym_scalar, to);
         return 1;
     }
     rt_tensor *t = cv_known(cv, 0);
@@ -336,7 +358,7 @@ int onnx_fold_identity(onnx_cv *cv) {
         return 1;
     }
     if (v->sym) {
-        cv_set_sym(cv, 0, v->sym, v->nsym, v->sym_scalar);
+        cv_set_sym(cv, 0, v->sym, v->nsym, v->sym_scalar, v->sym_dtype);
         return 1;
     }
     return 0;
@@ -411,7 +433,7 @@ int onnx_fold_shape(onnx_cv *cv) {
     if (rank < 0 || (rank > 0 && !dims)) return 0;
     int32_t s, e;
     onnx_shape_range(cv, rank, &s, &e);
-    cv_set_sym(cv, 0, arena_dims(cv, dims + s, e - s), e - s, false);
+    cv_set_sym(cv, 0, arena_dims(cv, dims + s, e - s), e - s, false, IR_DTYPE_I64);
     return 1;
 }
 
@@ -421,7 +443,7 @@ int onnx_fold_size(onnx_cv *cv) {
     if (rank < 0 || (rank > 0 && !dims)) return 0;
     const ir_prim *n = ir_prim_int(cv->ctx, 1);
     for (int32_t i = 0; i < rank; i++) n = ir_prim_mul(cv->ctx, n, dims[i]);
-    cv_set_sym(cv, 0, arena_dims(cv, &n, 1), 1, true);
+    cv_set_sym(cv, 0, arena_dims(cv, &n, 1), 1, true, IR_DTYPE_I64);
     return 1;
 }
 
@@ -445,7 +467,7 @@ int onnx_fold_gather(onnx_cv *cv) {
                 return cv_fail(cv, GR_ERR_INVALID, "index %lld out of range", (long long)j);
             r[k] = v->sym[j];
         }
-        cv_set_sym(cv, 0, arena_dims(cv, r, (int)ni), (int)ni, idx->dl.ndim == 0);
+        cv_set_sym(cv, 0, arena_dims(cv, r, (int)ni), (int)ni, idx->dl.ndim == 0, v->sym_dtype);
         return 1;
     }
     rt_tensor *x = cv_known(cv, 0);
@@ -493,7 +515,7 @@ int onnx_fold_concat(onnx_cv *cv) {
             memcpy(r + n, p, sizeof(*p) * (size_t)np);
             n += np;
         }
-        cv_set_sym(cv, 0, arena_dims(cv, r, n), n, false);
+        cv_set_sym(cv, 0, arena_dims(cv, r, n), n, false, val_dtype(cv, 0));
         return 1;
     }
     rt_tensor *ts[64];
@@ -576,7 +598,7 @@ int onnx_fold_slice(onnx_cv *cv) {
     if (sym) {
         const ir_prim *r[VEC_MAX];
         for (int64_t k = 0; k < count[0]; k++) r[k] = cv->in[0]->sym[start[0] + k * step[0]];
-        cv_set_sym(cv, 0, arena_dims(cv, r, (int)count[0]), (int)count[0], false);
+        cv_set_sym(cv, 0, arena_dims(cv, r, (int)count[0]), (int)count[0], false, cv->in[0]->sym_dtype);
         return 1;
     }
     rt_tensor *out = rt_tensor_new(x->dl.dtype, rank, count);
@@ -622,7 +644,7 @@ int onnx_fold_reshape(onnx_cv *cv) {
     if (sym) {
         if (n > 1 || numel != cv->in[0]->nsym)
             return cv_fail(cv, GR_ERR_INVALID, "cannot reshape %d values", (int)cv->in[0]->nsym);
-        cv_set_sym(cv, 0, cv->in[0]->sym, cv->in[0]->nsym, n == 0);
+        cv_set_sym(cv, 0, cv->in[0]->sym, cv->in[0]->nsym, n == 0, cv->in[0]->sym_dtype);
         return 1;
     }
     if (numel != rt_tensor_numel(x))

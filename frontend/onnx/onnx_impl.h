@@ -27,6 +27,7 @@ typedef struct onnx_val {
     const ir_prim **sym;        /* arena array of nsym dims; NULL when none */
     int32_t nsym;
     bool sym_scalar;            /* sym is 0-D (nsym == 1) */
+    ir_dtype sym_dtype;         /* the ONNX dtype of a sym value (its values are whole numbers) */
     const ir_span *span;        /* span of a lazily made constant */
 } onnx_val;
 
@@ -60,6 +61,7 @@ typedef struct onnx_cv {
     const ir_prim ***out_sym;   /* fold results: symbolic int vectors */
     int32_t *out_nsym;
     bool *out_sym_scalar;
+    ir_dtype *out_sym_dtype;
 } onnx_cv;
 
 /* Converters return GR_OK or an error with imp->diag filled. */
@@ -224,6 +226,7 @@ static inline gr_status cv_out(onnx_cv *cv, uint32_t i, ir_expr *e) {
 /* Output i of a folded node: a known tensor (the slot takes the reference). */
 void cv_set_known(onnx_cv *cv, uint32_t i, rt_tensor *t);
 /* Output i of a folded node: a symbolic int vector (arena array). */
-void cv_set_sym(onnx_cv *cv, uint32_t i, const ir_prim **dims, int32_t n, bool scalar);
+void cv_set_sym(onnx_cv *cv, uint32_t i, const ir_prim **dims, int32_t n, bool scalar,
+                ir_dtype dtype);
 
 #endif

@@ -214,6 +214,7 @@ static gr_status convert_node(onnx_importer *imp, const Onnx__NodeProto *n) {
     cv.out_sym = gr_xcalloc(no, sizeof(*cv.out_sym));
     cv.out_nsym = gr_xcalloc(no, sizeof(*cv.out_nsym));
     cv.out_sym_scalar = gr_xcalloc(no, sizeof(*cv.out_sym_scalar));
+    cv.out_sym_dtype = gr_xcalloc(no, sizeof(*cv.out_sym_dtype));
 
     gr_status st = GR_OK;
     int folded = ent->fold ? ent->fold(&cv) : 0;
@@ -238,6 +239,7 @@ static gr_status convert_node(onnx_importer *imp, const Onnx__NodeProto *n) {
             v->sym = cv.out_sym[i];
             v->nsym = cv.out_nsym[i];
             v->sym_scalar = cv.out_sym_scalar[i];
+            v->sym_dtype = cv.out_sym_dtype[i];
             v->span = cv.out_span;
         } else if (cv.out[i]) {
             ir_expr *e = cv.out[i];
@@ -260,6 +262,7 @@ static gr_status convert_node(onnx_importer *imp, const Onnx__NodeProto *n) {
     free(cv.out_sym);
     free(cv.out_nsym);
     free(cv.out_sym_scalar);
+    free(cv.out_sym_dtype);
     if (st != GR_OK) {
         if (!imp->diag->code) gr_diag_set(imp->diag, st, "conversion failed");
         node_fail_context(imp, layer, n->op_type);

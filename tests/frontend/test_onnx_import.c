@@ -753,3 +753,47 @@ Test(onnx_import, upsample_opset7_scales_attribute) {
     ir_ctx_free(ctx);
     tm_free(t);
 }
+
+Test(onnx_import, dynamic_upsample_size_computed_through_float_casts) {
+    /* sizes = Concat(Shape(x)[0:2], Cast<int64>(Floor(Cast<float>(Shape(x)[2:4]) * 2.0))) */
+    tm *t = tm_new(13);
+    static const char *const xd[] = {"N", "3", "H", "W"};
+    tm_input(t, "x", F32, 4, xd);
+    int64_t one = 1, zero = 0, two = 2, four = 4;
+    float f2 = 2.0f;
+    tm_init(t, tm_tensor(t, "s0", I64, 1, &one, 1, &zero));
+    tm_init(t, tm_tensor(t, "s2", I64, 1, &one, 1, &two));
+    tm_init(t, tm_tensor(t, "s4", I64, 1, &one, 1, &four));
+    tm_init(t, tm_tensor(t, "f2", F32, 0, NULL, 1, &f2));
+    tm_node(t, "Shape", "shape", "x", "sh");
+    tm_node(t, "Slice", "nc", "sh,s0,s2", "nc");
+    tm_node(t, "Slice", "hw", "sh,s2,s4", "hw");
+    Onnx__NodeProto *c1 = tm_node(t, "Cast", "tofloat", "hw", "hwf");
+    tm_attr_int(t, c1, "to", F32);
+    tm_node(t, "Mul", "times2", "hwf,f2", "hw2");
+    tm_node(t, "Floor", "floor", "hw2", "hw2f");
+    Onnx__NodeProto *c2 = tm_node(t, "Cast", "toint", "hw2f", "hw2i");
+    tm_attr_int(t, c2, "to", I64);
+    Onnx__NodeProto *cat = tm_node(t, "Concat", "sizes", "nc,hw2i", "sz");
+    tm_attr_int(t, cat, "axis", 0);
+    Onnx__NodeProto *r = tm_node(t, "Resize", "up", "x,,,sz", "y");
+    Onnx__AttributeProto *a = tm_attr(t, r, "mode");
+    a->has_s = 1;
+    a->s.data = (uint8_t *)tm_str(t, "nearest");
+    a->s.len = 7;
+    tm_output(t, "y");
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *m = NULL;
+    gr_diag d;
+    cr_assert_eq(tm_import(t, ctx, NULL, &m, &d), GR_OK, "%s", d.msg);
+    const ir_sinfo *x = t_main(m)->params[0]->base.sinfo, *y = t_ret(m);
+    cr_assert_eq(y->ndim, 4);
+    cr_assert_not_null(y->dims);
+    cr_expect_eq(y->dims[0], x->dims[0]);
+    cr_expect_eq(y->dims[2], ir_prim_mul(ctx, x->dims[2], ir_prim_int(ctx, 2)));
+    cr_expect_eq(y->dims[3], ir_prim_mul(ctx, x->dims[3], ir_prim_int(ctx, 2)));
+    const ir_binding *bs[4];
+    cr_expect_eq(t_bindings(m, bs, 4), 2);  /* the resize and the output */
+    ir_ctx_free(ctx);
+    tm_free(t);
+}
