@@ -1,0 +1,562 @@
+/* Fused elementwise groups -> LLVM IR -> O3 for the host -> object file -> ORC LLJIT
+ * (codegen/llvm/llvm_host.h). */
+#include "codegen/llvm/llvm_host.h"
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ir/attrs.h"
+
+struct gr_llvm_host {
+    rt_host_lowering iface;
+    bool link_mode;
+    LLVMContextRef lctx;
+    LLVMModuleRef mod;
+    LLVMTargetMachineRef tm;
+    LLVMOrcLLJITRef jit;
+    uint8_t *obj;
+    size_t obj_len;
+    char cpu[1024];
+    uint64_t compile_ns;
+    bool finalized;
+};
+
+/* ---------------- op table ---------------- */
+
+typedef LLVMValueRef (*emit_fn)(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *nd,
+                                LLVMValueRef *a);
+
+static LLVMTypeRef f32t(gr_llvm_host *h) { return LLVMFloatTypeInContext(h->lctx); }
+static LLVMValueRef fc(gr_llvm_host *h, double v) { return LLVMConstReal(f32t(h), v); }
+
+/* A float(float...) function: an LLVM intrinsic ("llvm.exp.f32") or a libm symbol ("tanhf"). */
+static LLVMValueRef call_f(LLVMBuilderRef b, gr_llvm_host *h, const char *name, unsigned n,
+                           LLVMValueRef *args) {
+    LLVMTypeRef ps[2] = {f32t(h), f32t(h)};
+    LLVMTypeRef ft = LLVMFunctionType(f32t(h), ps, n, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(h->mod, name);
+    if (!f) f = LLVMAddFunction(h->mod, name, ft);
+    return LLVMBuildCall2(b, ft, f, args, n, "");
+}
+static LLVMValueRef call1(LLVMBuilderRef b, gr_llvm_host *h, const char *name, LLVMValueRef a) {
+    return call_f(b, h, name, 1, &a);
+}
+
+static LLVMValueRef e_add(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)h, (void)n;
+    return LLVMBuildFAdd(b, a[0], a[1], "");
+}
+static LLVMValueRef e_sub(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)h, (void)n;
+    return LLVMBuildFSub(b, a[0], a[1], "");
+}
+static LLVMValueRef e_mul(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)h, (void)n;
+    return LLVMBuildFMul(b, a[0], a[1], "");
+}
+static LLVMValueRef e_div(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)h, (void)n;
+    return LLVMBuildFDiv(b, a[0], a[1], "");
+}
+static LLVMValueRef e_pow(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)n;
+    return call_f(b, h, "powf", 2, a);
+}
+/* (a > b || a != a) ? a : b, as the reference kernel (NaN in a wins). */
+static LLVMValueRef e_max(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)h, (void)n;
+    LLVMValueRef c = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealOGT, a[0], a[1], ""),
+                                 LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], ""), "");
+    return LLVMBuildSelect(b, c, a[0], a[1], "");
+}
+static LLVMValueRef e_min(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)h, (void)n;
+    LLVMValueRef c = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealOLT, a[0], a[1], ""),
+                                 LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], ""), "");
+    return LLVMBuildSelect(b, c, a[0], a[1], "");
+}
+#define UNARY_CALL(fname, sym)                                                                  \
+    static LLVMValueRef fname(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n,        \
+                              LLVMValueRef *a) {                                               \
+        (void)n;                                                                                \
+        return call1(b, h, sym, a[0]);                                                          \
+    }
+UNARY_CALL(e_exp, "llvm.exp.f32")
+UNARY_CALL(e_log, "llvm.log.f32")
+UNARY_CALL(e_sqrt, "llvm.sqrt.f32")
+UNARY_CALL(e_abs, "llvm.fabs.f32")
+UNARY_CALL(e_floor, "llvm.floor.f32")
+UNARY_CALL(e_ceil, "llvm.ceil.f32")
+UNARY_CALL(e_sin, "llvm.sin.f32")
+UNARY_CALL(e_cos, "llvm.cos.f32")
+UNARY_CALL(e_tanh, "tanhf")
+UNARY_CALL(e_erf, "erff")
+static LLVMValueRef e_rsqrt(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)n;
+    return LLVMBuildFDiv(b, fc(h, 1.0), call1(b, h, "llvm.sqrt.f32", a[0]), "");
+}
+static LLVMValueRef e_neg(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)h, (void)n;
+    return LLVMBuildFNeg(b, a[0], "");
+}
+static LLVMValueRef e_square(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)h, (void)n;
+    return LLVMBuildFMul(b, a[0], a[0], "");
+}
+static LLVMValueRef sigmoid(LLVMBuilderRef b, gr_llvm_host *h, LLVMValueRef x) {
+    LLVMValueRef e = call1(b, h, "llvm.exp.f32", LLVMBuildFNeg(b, x, ""));
+    return LLVMBuildFDiv(b, fc(h, 1.0), LLVMBuildFAdd(b, fc(h, 1.0), e, ""), "");
+}
+static LLVMValueRef e_sigmoid(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)n;
+    return sigmoid(b, h, a[0]);
+}
+static LLVMValueRef e_silu(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)n;
+    return LLVMBuildFMul(b, a[0], sigmoid(b, h, a[0]), "");
+}
+static LLVMValueRef e_relu(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)n;
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, a[0], fc(h, 0), ""), a[0], fc(h, 0), "");
+}
+/* a < lo ? lo : a > hi ? hi : a */
+static LLVMValueRef clamp(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef lo, LLVMValueRef hi) {
+    LLVMValueRef up = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, hi, ""), hi, x, "");
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, lo, ""), lo, up, "");
+}
+static LLVMValueRef e_relu6(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)n;
+    return clamp(b, a[0], fc(h, 0), fc(h, 6));
+}
+static LLVMValueRef e_clip(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    return clamp(b, a[0], fc(h, (float)n->scalars[1]), fc(h, (float)n->scalars[2]));
+}
+static LLVMValueRef e_leaky(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    LLVMValueRef al = fc(h, (float)ir_attrs_get_float(n->attrs, "alpha", 0.01));
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, a[0], fc(h, 0), ""), a[0],
+                           LLVMBuildFMul(b, al, a[0], ""), "");
+}
+static LLVMValueRef e_gelu(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)n;
+    LLVMValueRef e = call1(b, h, "erff", LLVMBuildFMul(b, a[0], fc(h, 0.70710678118654752f), ""));
+    return LLVMBuildFMul(b, LLVMBuildFMul(b, fc(h, 0.5), a[0], ""),
+                         LLVMBuildFAdd(b, fc(h, 1.0), e, ""), "");
+}
+
+typedef struct low_row {
+    const char *op;
+    emit_fn emit;
+} low_row;
+static const low_row low_table[] = {
+    {"relax.add", e_add},         {"relax.subtract", e_sub},     {"relax.multiply", e_mul},
+    {"relax.divide", e_div},      {"relax.power", e_pow},        {"relax.maximum", e_max},
+    {"relax.minimum", e_min},     {"relax.exp", e_exp},          {"relax.log", e_log},
+    {"relax.sqrt", e_sqrt},       {"relax.rsqrt", e_rsqrt},      {"relax.abs", e_abs},
+    {"relax.floor", e_floor},     {"relax.ceil", e_ceil},        {"relax.sin", e_sin},
+    {"relax.cos", e_cos},         {"relax.tanh", e_tanh},        {"relax.erf", e_erf},
+    {"relax.negative", e_neg},    {"relax.square", e_square},    {"relax.sigmoid", e_sigmoid},
+    {"relax.nn.silu", e_silu},    {"relax.nn.relu", e_relu},     {"relax.nn.relu6", e_relu6},
+    {"relax.clip", e_clip},       {"relax.nn.leakyrelu", e_leaky}, {"relax.nn.gelu", e_gelu},
+};
+
+static emit_fn find_emit(const ir_op_def *def) {
+    for (size_t i = 0; i < sizeof low_table / sizeof low_table[0]; i++)
+        if (strcmp(low_table[i].op, def->name) == 0) return low_table[i].emit;
+    return NULL;
+}
+
+bool gr_llvm_can_lower(const ir_call *call) {
+    if (call->callee->kind != IR_OP) return false;
+    const ir_op_def *def = ((const ir_op *)call->callee)->def;
+    if (!find_emit(def)) return false;
+    bool clip = strcmp(def->name, "relax.clip") == 0;
+    if (clip && call->nargs != 3) return false;
+    for (uint32_t a = 0; a < call->nargs; a++) {
+        const ir_expr *e = call->args[a];
+        if (clip && a > 0) {
+            if (e->kind != IR_PRIMVAL) return false;
+            continue;
+        }
+        if (!e->sinfo || e->sinfo->kind != IR_SINFO_TENSOR || !ir_dtype_eq(e->sinfo->dtype, IR_DTYPE_F32))
+            return false;
+    }
+    return true;
+}
+
+/* ---------------- IR generation ---------------- */
+
+typedef struct loop_nest {
+    int32_t nd;
+    int64_t ext[RT_MAX_NDIM];
+    int64_t ost[RT_MAX_NDIM];                  /* output strides */
+    int64_t *ist;                              /* nin * RT_MAX_NDIM input strides (0 = broadcast) */
+} loop_nest;
+
+/* Collapses the output's dims into the fewest loops: adjacent dims merge when every input
+ * indexes them as one (both strides chain), and extent-1 dims vanish. */
+static void plan_loops(const rt_fuse_group *g, loop_nest *L) {
+    int32_t R = g->ndim;
+    int64_t *st = gr_xcalloc((size_t)(g->nin ? g->nin : 1) * RT_MAX_NDIM, sizeof(int64_t));
+    for (uint32_t k = 0; k < g->nin; k++) {
+        int32_t r = g->in_ndim[k];
+        int64_t s = 1;
+        for (int32_t d = R - 1; d >= 0; d--) {
+            int32_t j = d - (R - r);
+            int64_t dim = j >= 0 ? g->in_shape[k][j] : 1;
+            st[k * RT_MAX_NDIM + d] = dim == 1 ? 0 : s;
+            s *= dim;
+        }
+    }
+    L->nd = 0;
+    L->ist = gr_xcalloc((size_t)(g->nin ? g->nin : 1) * RT_MAX_NDIM, sizeof(int64_t));
+    for (int32_t d = 0; d < R; d++) {
+        if (g->shape[d] == 1) continue;
+        int32_t cur = L->nd - 1;
+        bool merge = cur >= 0;
+        for (uint32_t k = 0; k < g->nin && merge; k++)
+            merge = L->ist[k * RT_MAX_NDIM + cur] == st[k * RT_MAX_NDIM + d] * g->shape[d];
+        if (merge) {
+            L->ext[cur] *= g->shape[d];
+            for (uint32_t k = 0; k < g->nin; k++) L->ist[k * RT_MAX_NDIM + cur] = st[k * RT_MAX_NDIM + d];
+            continue;
+        }
+        L->ext[L->nd] = g->shape[d];
+        for (uint32_t k = 0; k < g->nin; k++) L->ist[k * RT_MAX_NDIM + L->nd] = st[k * RT_MAX_NDIM + d];
+        L->nd++;
+    }
+    int64_t s = 1;
+    for (int32_t d = L->nd - 1; d >= 0; d--) {
+        L->ost[d] = s;
+        s *= L->ext[d];
+    }
+    free(st);
+}
+
+typedef struct gen {
+    gr_llvm_host *h;
+    LLVMBuilderRef b;
+    LLVMValueRef fn;
+    const rt_fuse_group *g;
+    const loop_nest *L;
+    LLVMValueRef *in;        /* nin float* */
+    LLVMValueRef out;
+    LLVMValueRef *vals;      /* per node */
+} gen;
+
+static LLVMTypeRef i64t(gr_llvm_host *h) { return LLVMInt64TypeInContext(h->lctx); }
+
+static void emit_body(gen *G, LLVMValueRef *ioff, LLVMValueRef ooff) {
+    LLVMBuilderRef b = G->b;
+    gr_llvm_host *h = G->h;
+    const rt_fuse_group *g = G->g;
+    LLVMValueRef *loaded = gr_xcalloc(g->nin ? g->nin : 1, sizeof(LLVMValueRef));
+    for (uint32_t n = 0; n < g->nnodes; n++) {
+        const rt_fuse_node *nd = &g->nodes[n];
+        LLVMValueRef a[RT_FUSE_MAX_ARGS] = {0};
+        for (uint32_t k = 0; k < nd->nargs; k++) {
+            int32_t r = nd->args[k];
+            if (r == RT_FUSE_SCALAR) {
+                a[k] = fc(h, (float)nd->scalars[k]);
+            } else if (r < 0) {
+                a[k] = G->vals[-r - 1];
+            } else {
+                if (!loaded[r]) {
+                    LLVMValueRef p = LLVMBuildInBoundsGEP2(b, f32t(h), G->in[r], &ioff[r], 1, "");
+                    loaded[r] = LLVMBuildLoad2(b, f32t(h), p, "");
+                }
+                a[k] = loaded[r];
+            }
+        }
+        G->vals[n] = find_emit(nd->op)(b, h, nd, a);
+    }
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(b, f32t(h), G->out, &ooff, 1, "");
+    LLVMBuildStore(b, G->vals[g->nnodes - 1], p);
+    free(loaded);
+}
+
+/* Loop `lvl` of the nest; offsets so far in ioff (per input) and ooff. */
+static void emit_loop(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff) {
+    const loop_nest *L = G->L;
+    if (lvl == L->nd) {
+        emit_body(G, ioff, ooff);
+        return;
+    }
+    gr_llvm_host *h = G->h;
+    LLVMBuilderRef b = G->b;
+    uint32_t nin = G->g->nin;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(h->lctx, G->fn, "loop");
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(h->lctx, G->fn, "exit");
+    LLVMBuildBr(b, loop);
+    LLVMPositionBuilderAtEnd(b, loop);
+    LLVMValueRef i = LLVMBuildPhi(b, i64t(h), "i");
+    LLVMValueRef *sub = gr_xcalloc(nin ? nin : 1, sizeof(LLVMValueRef));
+    for (uint32_t k = 0; k < nin; k++) {
+        int64_t s = L->ist[k * RT_MAX_NDIM + lvl];
+        sub[k] = s == 0 ? ioff[k]
+                        : LLVMBuildAdd(b, ioff[k], LLVMBuildMul(b, i, LLVMConstInt(i64t(h), (unsigned long long)s, 0), ""), "");
+    }
+    LLVMValueRef o = LLVMBuildAdd(b, ooff, LLVMBuildMul(b, i, LLVMConstInt(i64t(h), (unsigned long long)L->ost[lvl], 0), ""), "");
+    emit_loop(G, lvl + 1, sub, o);
+    free(sub);
+    LLVMValueRef next = LLVMBuildAdd(b, i, LLVMConstInt(i64t(h), 1, 0), "");
+    LLVMValueRef done = LLVMBuildICmp(b, LLVMIntEQ, next, LLVMConstInt(i64t(h), (unsigned long long)L->ext[lvl], 0), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
+    LLVMBuildCondBr(b, done, exit, loop);
+    LLVMValueRef zero = LLVMConstInt(i64t(h), 0, 0);
+    LLVMAddIncoming(i, &zero, &pre, 1);
+    LLVMAddIncoming(i, &next, &latch, 1);
+    LLVMPositionBuilderAtEnd(b, exit);
+}
+
+static unsigned attr_kind(const char *name) { return LLVMGetEnumAttributeKindForName(name, strlen(name)); }
+
+/* body(float *noalias out, const float *noalias in0, ...) internal, always inlined into the
+ * exported wrapper(void **bufs): the inlined noalias scopes tell the vectorizer that the output
+ * overlaps no input (the memory plan guarantees it). */
+static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
+    gr_llvm_host *h = self;
+    if (h->link_mode) return GR_OK;
+    if (h->finalized)
+        return gr_diag_set(diag, GR_ERR_INVALID, "llvm host: group '%s' added after finalize", g->name);
+    for (uint32_t n = 0; n < g->nnodes; n++)
+        if (!find_emit(g->nodes[n].op))
+            return gr_diag_set(diag, GR_ERR_UNSUPPORTED, "llvm host: no lowering for %s",
+                               g->nodes[n].op->text_name);
+    LLVMTypeRef fp = LLVMPointerType(f32t(h), 0);
+    uint32_t np = g->nin + 1;
+    LLVMTypeRef *pts = gr_xcalloc(np, sizeof(LLVMTypeRef));
+    for (uint32_t k = 0; k < np; k++) pts[k] = fp;
+    LLVMTypeRef voidt = LLVMVoidTypeInContext(h->lctx);
+    LLVMTypeRef bt = LLVMFunctionType(voidt, pts, np, 0);
+    char bname[512];
+    snprintf(bname, sizeof bname, "%s.body", g->name);
+    LLVMValueRef body = LLVMAddFunction(h->mod, bname, bt);
+    LLVMSetLinkage(body, LLVMInternalLinkage);
+    LLVMAddAttributeAtIndex(body, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(h->lctx, attr_kind("alwaysinline"), 0));
+    LLVMAddAttributeAtIndex(body, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(h->lctx, attr_kind("nounwind"), 0));
+    for (uint32_t k = 0; k < np; k++)
+        LLVMAddAttributeAtIndex(body, k + 1, LLVMCreateEnumAttribute(h->lctx, attr_kind("noalias"), 0));
+
+    loop_nest L;
+    plan_loops(g, &L);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(h->lctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(h->lctx, body, "entry"));
+    gen G = {h, b, body, g, &L, NULL, LLVMGetParam(body, 0), NULL};
+    G.in = gr_xcalloc(g->nin ? g->nin : 1, sizeof(LLVMValueRef));
+    G.vals = gr_xcalloc(g->nnodes, sizeof(LLVMValueRef));
+    LLVMValueRef *ioff = gr_xcalloc(g->nin ? g->nin : 1, sizeof(LLVMValueRef));
+    for (uint32_t k = 0; k < g->nin; k++) {
+        G.in[k] = LLVMGetParam(body, k + 1);
+        ioff[k] = LLVMConstInt(i64t(h), 0, 0);
+    }
+    int64_t numel = 1;
+    for (int32_t d = 0; d < g->ndim; d++) numel *= g->shape[d];
+    if (numel > 0) emit_loop(&G, 0, ioff, LLVMConstInt(i64t(h), 0, 0));
+    LLVMBuildRetVoid(b);
+
+    /* wrapper(void **bufs) */
+    LLVMTypeRef pp = LLVMPointerType(fp, 0);
+    LLVMTypeRef wt = LLVMFunctionType(voidt, &pp, 1, 0);
+    LLVMValueRef w = LLVMAddFunction(h->mod, g->name, wt);
+    LLVMAddAttributeAtIndex(w, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(h->lctx, attr_kind("nounwind"), 0));
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(h->lctx, w, "entry"));
+    LLVMValueRef *args = gr_xcalloc(np, sizeof(LLVMValueRef));
+    LLVMValueRef bufs = LLVMGetParam(w, 0);
+    for (uint32_t k = 0; k < np; k++) {
+        /* bufs[0..nin-1] inputs, bufs[nin] output; body takes the output first */
+        LLVMValueRef idx = LLVMConstInt(i64t(h), k, 0);
+        LLVMValueRef p = LLVMBuildLoad2(b, fp, LLVMBuildInBoundsGEP2(b, fp, bufs, &idx, 1, ""), "");
+        args[k == g->nin ? 0 : k + 1] = p;
+    }
+    LLVMBuildCall2(b, bt, body, args, np, "");
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+    free(args);
+    free(pts);
+    free(G.in);
+    free(G.vals);
+    free(ioff);
+    free(L.ist);
+    return GR_OK;
+}
+
+/* ---------------- target, JIT ---------------- */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static void llvm_init(void) {
+    LLVMInitializeNativeTarget();
+    LLVMInitializeNativeAsmPrinter();
+}
+
+static gr_status err_to_diag(LLVMErrorRef e, gr_diag *diag, const char *what) {
+    char *msg = LLVMGetErrorMessage(e);
+    gr_status st = gr_diag_set(diag, GR_ERR_RUNTIME, "llvm host: %s: %s", what, msg);
+    LLVMDisposeErrorMessage(msg);
+    return st;
+}
+
+static gr_status make_jit(gr_llvm_host *h, gr_diag *diag) {
+    LLVMOrcJITTargetMachineBuilderRef jtmb;
+    LLVMErrorRef e = LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
+    if (e) return err_to_diag(e, diag, "detect host");
+    LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
+    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(jb, jtmb);
+    e = LLVMOrcCreateLLJIT(&h->jit, jb);
+    if (e) return err_to_diag(e, diag, "create LLJIT");
+    LLVMOrcDefinitionGeneratorRef gen_ref;
+    e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen_ref, LLVMOrcLLJITGetGlobalPrefix(h->jit),
+                                                             NULL, NULL);
+    if (e) return err_to_diag(e, diag, "process symbols");
+    LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(h->jit), gen_ref);
+    return GR_OK;
+}
+
+static gr_status link_object(gr_llvm_host *h, gr_diag *diag) {
+    if (!h->obj_len) return GR_OK;
+    gr_status st = make_jit(h, diag);
+    if (st) return st;
+    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)h->obj, h->obj_len,
+                                                                       "graft_host.o");
+    LLVMErrorRef e = LLVMOrcLLJITAddObjectFile(h->jit, LLVMOrcLLJITGetMainJITDylib(h->jit), mb);
+    if (e) return err_to_diag(e, diag, "link object file");
+    return GR_OK;
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static gr_status finalize(void *self, gr_diag *diag) {
+    gr_llvm_host *h = self;
+    if (h->finalized) return GR_OK;
+    h->finalized = true;
+    uint64_t t0 = now_ns();
+    gr_status st = GR_OK;
+    if (!h->link_mode && LLVMGetFirstFunction(h->mod)) {
+        char *err = NULL;
+        LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+        LLVMErrorRef e = LLVMRunPasses(h->mod, "default<O3>", h->tm, po);
+        LLVMDisposePassBuilderOptions(po);
+        if (e) return err_to_diag(e, diag, "optimize");
+        LLVMMemoryBufferRef mb = NULL;
+        if (LLVMTargetMachineEmitToMemoryBuffer(h->tm, h->mod, LLVMObjectFile, &err, &mb)) {
+            st = gr_diag_set(diag, GR_ERR_RUNTIME, "llvm host: emit object: %s", err ? err : "?");
+            LLVMDisposeMessage(err);
+            return st;
+        }
+        h->obj_len = LLVMGetBufferSize(mb);
+        h->obj = gr_xmalloc(h->obj_len ? h->obj_len : 1);
+        memcpy(h->obj, LLVMGetBufferStart(mb), h->obj_len);
+        LLVMDisposeMemoryBuffer(mb);
+    }
+    st = link_object(h, diag);
+    h->compile_ns = now_ns() - t0;
+    return st;
+}
+
+static rt_host_fn lookup(void *self, const char *name) {
+    gr_llvm_host *h = self;
+    if (!h->jit) return NULL;
+    LLVMOrcExecutorAddress addr = 0;
+    LLVMErrorRef e = LLVMOrcLLJITLookup(h->jit, &addr, name);
+    if (e) {
+        LLVMConsumeError(e);
+        return NULL;
+    }
+    rt_host_fn fn;
+    uintptr_t a = (uintptr_t)addr;
+    memcpy(&fn, &a, sizeof fn);
+    return fn;
+}
+
+static bool can_lower(void *self, const ir_call *call) {
+    (void)self;
+    return gr_llvm_can_lower(call);
+}
+
+static gr_llvm_host *host_alloc(void) {
+    pthread_once(&init_once, llvm_init);
+    gr_llvm_host *h = gr_xcalloc(1, sizeof *h);
+    h->iface = (rt_host_lowering){h, can_lower, add_group, finalize, lookup};
+    char *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
+    snprintf(h->cpu, sizeof h->cpu, "%s %s", cpu, feat);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(feat);
+    return h;
+}
+
+gr_status gr_llvm_host_new(gr_llvm_host **out, gr_diag *diag) {
+    *out = NULL;
+    gr_llvm_host *h = host_alloc();
+    h->lctx = LLVMContextCreate();
+    h->mod = LLVMModuleCreateWithNameInContext("graft_host", h->lctx);
+    char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+    LLVMTargetRef target;
+    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+        gr_status st = gr_diag_set(diag, GR_ERR_RUNTIME, "llvm host: target %s: %s", triple, err);
+        LLVMDisposeMessage(err);
+        LLVMDisposeMessage(triple);
+        gr_llvm_host_free(h);
+        return st;
+    }
+    char *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
+    h->tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive,
+                                    LLVMRelocPIC, LLVMCodeModelDefault);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(feat);
+    LLVMSetTarget(h->mod, triple);
+    LLVMDisposeMessage(triple);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(h->tm);
+    char *dl = LLVMCopyStringRepOfTargetData(td);
+    LLVMSetDataLayout(h->mod, dl);
+    LLVMDisposeMessage(dl);
+    LLVMDisposeTargetData(td);
+    *out = h;
+    return GR_OK;
+}
+
+gr_status gr_llvm_host_load(const uint8_t *obj, size_t len, gr_llvm_host **out, gr_diag *diag) {
+    *out = NULL;
+    gr_llvm_host *h = host_alloc();
+    h->link_mode = true;
+    h->obj_len = len;
+    h->obj = gr_xmalloc(len ? len : 1);
+    if (len) memcpy(h->obj, obj, len);
+    (void)diag;
+    *out = h;
+    return GR_OK;
+}
+
+void gr_llvm_host_free(gr_llvm_host *h) {
+    if (!h) return;
+    if (h->jit) LLVMOrcDisposeLLJIT(h->jit);
+    if (h->mod) LLVMDisposeModule(h->mod);
+    if (h->tm) LLVMDisposeTargetMachine(h->tm);
+    if (h->lctx) LLVMContextDispose(h->lctx);
+    free(h->obj);
+    free(h);
+}
+
+const rt_host_lowering *gr_llvm_host_lowering(gr_llvm_host *h) { return &h->iface; }
+const uint8_t *gr_llvm_host_object(const gr_llvm_host *h, size_t *len) {
+    *len = h->obj_len;
+    return h->obj_len ? h->obj : NULL;
+}
+const char *gr_llvm_host_cpu(const gr_llvm_host *h) { return h->cpu; }
+uint64_t gr_llvm_host_compile_ns(const gr_llvm_host *h) { return h->compile_ns; }

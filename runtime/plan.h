@@ -1,0 +1,117 @@
+/* The planned executor: runs a module's main function as a flat instruction list (call a
+ * reference kernel, call a fused host kernel, call an extern function of `external_mods`, build
+ * or index a tuple) over a static memory plan: every intermediate tensor with a static shape gets
+ * an offset in one arena, and tensors whose lifetimes do not overlap share storage.
+ *
+ * Host lowering is pluggable (codegen/llvm provides one): when given, chains of elementwise /
+ * broadcast float32 ops are fused into groups (rt_fuse_group), each compiled into one host
+ * function `void fn(void *const *bufs)` (bufs = group inputs in order, then the output) that
+ * writes into its planned buffer. Without it every op runs its reference kernel.
+ *
+ * Reference kernels allocate their own outputs (runtime/kernels.h); the executor copies a
+ * planned output into its arena slot and frees the kernel's buffer at once, so at most one
+ * transient kernel output is alive beside the arena. Outputs of main are never planned (the
+ * caller owns them across runs). Tensors without a static shape, and tuple-valued kernel outputs,
+ * stay heap values released after their last use.
+ *
+ * Supported structure: one SeqExpr body of bindings (dataflow or not) whose values are op calls,
+ * R.call_dps_packed, tuples, tuple indexing, vars and constants. If/else, calls of other
+ * functions and match_cast are GR_ERR_UNSUPPORTED: use the reference executor
+ * (runtime/executor.h) for those. */
+#ifndef GRAFT_RUNTIME_PLAN_H
+#define GRAFT_RUNTIME_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/expr.h"
+#include "ir/op.h"
+#include "runtime/executor.h"
+#include "runtime/value.h"
+
+#define RT_FUSE_MAX_ARGS 3
+
+/* One op of a fused group. Each arg is a group input (>= 0: index into the group's inputs) or
+ * an earlier node (< 0: node -(a + 1)), or a scalar (RT_FUSE_SCALAR: value in scalars[k]). */
+#define RT_FUSE_SCALAR INT32_MIN
+typedef struct rt_fuse_node {
+    const ir_op_def *op;
+    const ir_attrs *attrs;
+    uint32_t nargs;
+    int32_t args[RT_FUSE_MAX_ARGS];
+    double scalars[RT_FUSE_MAX_ARGS];
+} rt_fuse_node;
+
+/* A fused elementwise group: one loop nest over the output's static shape; inputs broadcast to
+ * it numpy-style (right-aligned). All tensors are float32. The last node is the output. */
+typedef struct rt_fuse_group {
+    const char *name;            /* unique symbol: fused_add_relu__conv1_bn1 */
+    const ir_span *span;         /* the members' spans merged */
+    uint32_t nin;
+    int32_t *in_ndim;            /* nin */
+    int64_t (*in_shape)[RT_MAX_NDIM];
+    int32_t ndim;
+    int64_t shape[RT_MAX_NDIM];
+    uint32_t nnodes;
+    rt_fuse_node *nodes;
+} rt_fuse_group;
+
+typedef void (*rt_host_fn)(void *const *bufs);
+
+/* A host lowering: decides which calls it lowers and compiles groups. */
+typedef struct rt_host_lowering {
+    void *self;
+    /* True when op `call` (normalized, args and result float32 tensors or scalar prim args) can
+     * be a node of a fused group. Must be deterministic (an artifact's loader re-derives the
+     * same groups). */
+    bool (*can_lower)(void *self, const ir_call *call);
+    /* Compiles group g (its name is the symbol); called for every group before finalize. */
+    gr_status (*add_group)(void *self, const rt_fuse_group *g, gr_diag *diag);
+    gr_status (*finalize)(void *self, gr_diag *diag);
+    /* The compiled function for a group name, NULL when missing. */
+    rt_host_fn (*lookup)(void *self, const char *name);
+} rt_host_lowering;
+
+typedef struct rt_px rt_px;
+
+/* Compiles `func` of m. host NULL: no fusion (reference kernels only). The module, its context
+ * and the lowering must outlive the executor. GR_ERR_UNSUPPORTED (with a message) when the
+ * function has a structure the planned executor does not run. */
+gr_status rt_px_new(const ir_module *m, const char *func, const rt_host_lowering *host,
+                    rt_px **out, gr_diag *diag);
+void rt_px_free(rt_px *x);
+uint32_t rt_px_num_inputs(const rt_px *x);
+const char *rt_px_input_name(const rt_px *x, uint32_t i);
+const ir_sinfo *rt_px_input_sinfo(const rt_px *x, uint32_t i);
+/* The function's return struct info. */
+const ir_sinfo *rt_px_output_sinfo(const rt_px *x);
+/* Same contract as rt_exec_run: inputs borrowed and checked, result owned by the caller. */
+gr_status rt_px_run(rt_px *x, const rt_value *inputs, uint32_t nin, rt_value *result,
+                    gr_diag *diag);
+/* Profiling: one event per instruction; kind "op" (reference kernel), "host" (fused host
+ * kernel; name = the group symbol), "extern" or "other". */
+void rt_px_set_profiler(rt_px *x, rt_exec_profile_fn fn, void *user);
+
+typedef struct rt_px_stats {
+    uint32_t ninstr, nkernel, nhost, nextern;
+    uint32_t nfused_ops;          /* op bindings inside host groups */
+    uint32_t nplanned;            /* buffers in the arena */
+    uint32_t nunplanned;          /* heap intermediates (dynamic shape, tuples, outputs) */
+    size_t arena_bytes;           /* the planned arena */
+    size_t intermediate_bytes;    /* sum of the planned buffers' sizes (no sharing) */
+} rt_px_stats;
+void rt_px_get_stats(const rt_px *x, rt_px_stats *out);
+
+/* The fused groups (for artifacts and reports). */
+uint32_t rt_px_num_groups(const rt_px *x);
+const rt_fuse_group *rt_px_group(const rt_px *x, uint32_t i);
+/* Planned buffer i: offset and size in the arena, and the binding var it holds. */
+void rt_px_buffer(const rt_px *x, uint32_t i, size_t *offset, size_t *size, const char **var);
+
+/* Computes a static memory plan (exposed for tests): n buffers with sizes and live intervals
+ * [start, end] (instruction indexes, inclusive); buffers whose intervals overlap get disjoint
+ * ranges. Offsets are multiples of 64. Returns the arena size. */
+size_t rt_plan_memory(uint32_t n, const size_t *size, const uint32_t *start, const uint32_t *end,
+                      size_t *offset);
+
+#endif
