@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "byoc/byoc_impl.h"
+#include "codegen/dnnl/dnnl_codegen.h"
 #include "codegen/json/json_codegen.h"
 #include "ir/op.h"
 #include "runtime/json_runtime.h"
@@ -16,7 +17,11 @@ static const byoc_backend *g_backends[MAX_BACKENDS];
 static uint32_t g_nbackends;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
-static void registry_init(void) { g_backends[g_nbackends++] = &byoc_json_backend; }
+/* Built-in backends: json, and dnnl (codegen/dnnl) once that folder is built. */
+static void registry_init(void) {
+    g_backends[g_nbackends++] = &byoc_json_backend;
+    g_backends[g_nbackends++] = &byoc_dnnl_backend;
+}
 
 void byoc_backend_register(const byoc_backend *b) {
     pthread_once(&g_once, registry_init);
@@ -71,10 +76,10 @@ static const char *check_arg(ir_ctx_t *ctx, const ir_expr *a, uint32_t i) {
     case IR_TUPLE: {
         const ir_tuple *t = IR_AS(a, ir_tuple);
         for (uint32_t k = 0; k < t->n; k++) {
-            if (!ir_is_var(t->fields[k]) && t->fields[k]->kind != IR_CONST)
-                return ir_internf(ctx, "argument %u holds a non-leaf field", i);
-            if (!static_tensor(t->fields[k]->sinfo))
-                return ir_internf(ctx, "argument %u holds a tensor of non-static shape", i);
+            const ir_expr *f = t->fields[k];
+            if (f->kind == IR_TUPLE) return ir_internf(ctx, "argument %u holds a nested tuple", i);
+            const char *r = check_arg(ctx, f, i);
+            if (r) return r;
         }
         return NULL;
     }

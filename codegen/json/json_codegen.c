@@ -204,6 +204,13 @@ static json_t *arg_json(cg *c, ir_expr *a, json_t *inputs, const ir_span *sp) {
         json_object_set_new(o, "str", json_string(IR_AS(a, ir_str)->value));
         return o;
     }
+    if (a->kind == IR_TUPLE) {  /* a literal tuple: fields may be tensors or inline leaves */
+        const ir_tuple *t = IR_AS(a, ir_tuple);
+        json_t *items = json_array();
+        for (uint32_t k = 0; k < t->n && !c->st; k++) json_array_append_new(items, arg_json(c, t->fields[k], inputs, sp));
+        json_object_set_new(o, "tuple", items);
+        return o;
+    }
     const cg_val *v = visit(c, a);
     if (!v) return o;
     if (v->tuple) {
