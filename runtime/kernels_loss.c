@@ -1,6 +1,7 @@
-/* Losses: nn.nll_loss (weights, reduction none/mean/sum, ignore_index) and
+/* Losses and attention: nn.nll_loss (weights, reduction none/mean/sum, ignore_index) and
  * nn.cross_entropy_with_logits (TVM: -sum(pred * labels) / batch for 2-D input). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/kernels_impl.h"
@@ -80,3 +81,94 @@ const rt_kernel_entry rt_kernels_loss[] = {
     {"relax.nn.cross_entropy_with_logits", k_cross_entropy},
 };
 RT_FAMILY_COUNT(loss, rt_kernels_loss);
+
+/* nn.attention(q, k, v[, bias]; scale, causal_mask): q (B, S, N, H), k (B, T, N, H),
+ * v (B, T, N, Hv) -> (B, S, N, Hv); softmax(q k^T * scale + bias) v, scale default 1/sqrt(H),
+ * causal_mask "TopLeft" (t <= s) or "BottomRight" (t <= s + T - S). */
+static gr_status k_attention(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
+    const rt_tensor *q, *k, *v, *bias = NULL;
+    gr_status st;
+    if ((st = rt_check_nargs(c, 3, 4, d)) || (st = rt_arg_tensor(c, 0, &q, d)) ||
+        (st = rt_arg_tensor(c, 1, &k, d)) || (st = rt_arg_tensor(c, 2, &v, d)) ||
+        (c->nargs == 4 && c->args[3].kind != RT_VAL_NONE && (st = rt_arg_tensor(c, 3, &bias, d))))
+        return st;
+    bool ok = q->dl.ndim == 4 && k->dl.ndim == 4 && v->dl.ndim == 4 && rt_is_floatish(q->dl.dtype);
+    int64_t B = 0, S = 0, N = 0, H = 0, T = 0, Hv = 0;
+    if (ok) {
+        B = q->dl.shape[0], S = q->dl.shape[1], N = q->dl.shape[2], H = q->dl.shape[3];
+        T = k->dl.shape[1], Hv = v->dl.shape[3];
+        ok = k->dl.shape[0] == B && k->dl.shape[2] == N && k->dl.shape[3] == H &&
+             v->dl.shape[0] == B && v->dl.shape[1] == T && v->dl.shape[2] == N;
+    }
+    if (!ok)
+        return rt_kerr(c, d, GR_ERR_INVALID, "query %s, key %s, value %s do not match",
+                       RT_SHAPE_STR(q), RT_SHAPE_STR(k), RT_SHAPE_STR(v));
+    /* bias broadcasts to (B, N, S, T) */
+    int64_t bst[4] = {0, 0, 0, 0}, full[4] = {B, N, S, T};
+    if (bias) {
+        int bn = bias->dl.ndim;
+        int64_t s = 1;
+        for (int i = 3; i >= 0; i--) {
+            int j = i - (4 - bn);
+            int64_t e = j >= 0 ? bias->dl.shape[j] : 1;
+            if (e != 1 && e != full[i])
+                return rt_kerr(c, d, GR_ERR_INVALID, "bias %s does not broadcast to (B, N, S, T) = %s",
+                               RT_SHAPE_STR(bias), RT_DIMS_STR(4, full));
+            bst[i] = e == 1 ? 0 : s;
+            s *= e;
+        }
+        if (bn > 4) return rt_kerr(c, d, GR_ERR_INVALID, "bias rank > 4");
+    }
+    double scale = rt_attr_is_none(c->attrs, "scale") ? 1.0 / sqrt((double)(H ? H : 1))
+                                                      : ir_attrs_get_float(c->attrs, "scale", 1.0);
+    const char *cm = rt_attr_str(c->attrs, "causal_mask", "");
+    int causal = strcmp(cm, "TopLeft") == 0 ? 1 : strcmp(cm, "BottomRight") == 0 ? 2 : 0;
+    if (cm[0] && !causal) return rt_kerr(c, d, GR_ERR_INVALID, "bad causal_mask \"%s\"", cm);
+    int64_t oshape[4] = {B, S, N, Hv};
+    rt_tensor *o;
+    if ((st = rt_out_new(c, q->dl.dtype, 4, oshape, &o, d))) return st;
+    double *sc = malloc(sizeof(double) * (size_t)(T ? T : 1));
+    if (!sc) {
+        rt_tensor_release(o);
+        return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
+    }
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t s = 0; s < S; s++) {
+                double mx = -INFINITY;
+                int64_t limit = causal == 1 ? s : causal == 2 ? s + T - S : T - 1;
+                for (int64_t t = 0; t < T; t++) {
+                    if (t > limit) {
+                        sc[t] = -INFINITY;
+                        continue;
+                    }
+                    double acc = 0;
+                    for (int64_t h = 0; h < H; h++)
+                        acc += rt_tensor_get_f64(q, ((b * S + s) * N + n) * H + h) *
+                               rt_tensor_get_f64(k, ((b * T + t) * N + n) * H + h);
+                    acc *= scale;
+                    if (bias) acc += rt_tensor_get_f64(bias, b * bst[0] + n * bst[1] + s * bst[2] + t * bst[3]);
+                    sc[t] = acc;
+                    if (acc > mx) mx = acc;
+                }
+                double sum = 0;
+                for (int64_t t = 0; t < T; t++) {
+                    sc[t] = sc[t] == -INFINITY ? 0 : exp(sc[t] - mx);
+                    sum += sc[t];
+                }
+                for (int64_t h = 0; h < Hv; h++) {
+                    double acc = 0;
+                    for (int64_t t = 0; t < T; t++)
+                        if (sc[t] != 0) acc += sc[t] * rt_tensor_get_f64(v, ((b * T + t) * N + n) * Hv + h);
+                    rt_tensor_set_f64(o, ((b * S + s) * N + n) * Hv + h, sum > 0 ? acc / sum : 0);
+                }
+            }
+    free(sc);
+    *out = rt_value_tensor(o);
+    return GR_OK;
+}
+
+const rt_kernel_entry rt_kernels_attention[] = {
+    {"relax.nn.attention", k_attention},
+};
+RT_FAMILY_COUNT(attention, rt_kernels_attention);

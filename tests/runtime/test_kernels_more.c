@@ -317,3 +317,54 @@ Test(kernels_more, einsum_forms) {
     rt_tensor_release(v);
     rt_tensor_release(ba);
 }
+
+/* attention vs a direct softmax(q k^T * scale + bias) v per (b, n, s) row, with masks. */
+Test(kernels_more, attention_vs_naive) {
+    int64_t B = 2, S = 3, T = 4, N = 2, H = 5, Hv = 3;
+    rt_tensor *q = kt_rand(KSHAPE(B, S, N, H)), *k = kt_rand(KSHAPE(B, T, N, H));
+    rt_tensor *v = kt_rand(KSHAPE(B, T, N, Hv)), *bias = kt_rand(KSHAPE(1, N, S, T));
+    const float *qp = q->dl.data, *kp = k->dl.data, *vp = v->dl.data, *bp = bias->dl.data;
+    for (int mode = 0; mode < 3; mode++) {
+        rt_value o;
+        gr_diag d;
+        gr_status st;
+        if (mode == 0)
+            st = kt_run("relax.nn.attention", 0, NULL, KARGS(kt_val(q), kt_val(k), kt_val(v)), 3, &o, &d);
+        else
+            st = kt_run("relax.nn.attention", 2, KV({"scale", ir_attr_float(0.5)}, {"causal_mask", ir_attr_str(kt_ctx, mode == 1 ? "TopLeft" : "BottomRight")}),
+                        KARGS(kt_val(q), kt_val(k), kt_val(v), kt_val(bias)), 4, &o, &d);
+        cr_assert_eq(st, GR_OK, "%s", d.msg);
+        kt_assert_shape(o.u.t, KSHAPE(B, S, N, Hv));
+        double want[2 * 3 * 2 * 3];
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t n = 0; n < N; n++)
+                for (int64_t s = 0; s < S; s++) {
+                    double sc[4], mx = -INFINITY, sum = 0;
+                    for (int64_t t = 0; t < T; t++) {
+                        double a = 0;
+                        for (int64_t h = 0; h < H; h++) a += (double)qp[((b * S + s) * N + n) * H + h] * kp[((b * T + t) * N + n) * H + h];
+                        a *= mode == 0 ? 1 / sqrt((double)H) : 0.5;
+                        if (mode) a += bp[(n * S + s) * T + t];
+                        bool masked = (mode == 1 && t > s) || (mode == 2 && t > s + T - S);
+                        sc[t] = masked ? -INFINITY : a;
+                        mx = fmax(mx, sc[t]);
+                    }
+                    for (int64_t t = 0; t < T; t++) sum += sc[t] == -INFINITY ? 0 : exp(sc[t] - mx);
+                    for (int64_t h = 0; h < Hv; h++) {
+                        double a = 0;
+                        for (int64_t t = 0; t < T; t++)
+                            if (sc[t] != -INFINITY) a += exp(sc[t] - mx) / sum * vp[((b * T + t) * N + n) * Hv + h];
+                        want[((b * S + s) * N + n) * Hv + h] = a;
+                    }
+                }
+        kt_assert_close(o.u.t, want, B * S * N * Hv, 1e-5, 1e-6);
+        rt_value_clear(&o);
+    }
+    rt_value o;
+    gr_diag d;
+    cr_assert_eq(kt_run("relax.nn.attention", 0, NULL, KARGS(kt_val(q), kt_val(v), kt_val(v)), 3, &o, &d), GR_ERR_INVALID);
+    rt_tensor_release(q);
+    rt_tensor_release(k);
+    rt_tensor_release(v);
+    rt_tensor_release(bias);
+}
