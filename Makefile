@@ -43,6 +43,12 @@ ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 ONNX_GEN = $(BUILD)/gen/onnx
 LIB_OBJ += $(BUILD)/obj/gen/onnx/onnx.pb-c.o
 endif
+# Artifact container: protoc-c over runtime/graft_artifact.proto, generated into $(BUILD)/gen.
+ifneq ($(wildcard runtime/graft_artifact.proto),)
+ART_GEN = $(BUILD)/gen/graft
+LIB_OBJ += $(BUILD)/obj/gen/graft/graft_artifact.pb-c.o
+PROTOC_LIBS = -lprotobuf-c
+endif
 EXT_LIBS = $(LLVM_LIBS) $(DNNL_LIBS) $(PROTOC_LIBS) $(JSON_LIBS)
 
 .PHONY: all deps models test asan demo bench clean
@@ -87,6 +93,17 @@ $(BUILD)/obj/gen/onnx/onnx.pb-c.o: $(ONNX_GEN)/onnx.pb-c.c
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -c $< -o $@
 # The importer's (and its tests') objects wait for the generated header.
 $(filter $(BUILD)/obj/frontend/onnx/% $(BUILD)/obj/tests/frontend/%,$(LIB_OBJ) $(TEST_OBJ)): | $(ONNX_GEN)/onnx.pb-c.h
+endif
+
+ifdef ART_GEN
+$(ART_GEN)/graft_artifact.pb-c.c $(ART_GEN)/graft_artifact.pb-c.h &: runtime/graft_artifact.proto
+	@mkdir -p $(ART_GEN)
+	cp $< $(ART_GEN)/graft_artifact.proto
+	cd $(ART_GEN) && protoc-c --c_out=. graft_artifact.proto
+$(BUILD)/obj/gen/graft/graft_artifact.pb-c.o: $(ART_GEN)/graft_artifact.pb-c.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -c $< -o $@
+$(filter $(BUILD)/obj/runtime/artifact% $(BUILD)/obj/tests/artifact/% $(BUILD)/obj/tools/cmd_build%,$(LIB_OBJ) $(TEST_OBJ) $(TOOL_OBJ)): | $(ART_GEN)/graft_artifact.pb-c.h
 endif
 
 # Tests run from the repository root (they read tests/golden/...). GRAFT tells them where the

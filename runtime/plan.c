@@ -752,6 +752,16 @@ void rt_px_buffer(const rt_px *x, uint32_t i, size_t *offset, size_t *size, cons
     if (var) *var = x->slots[x->buf_slot[i]].var->name;
 }
 
+uint32_t rt_px_num_instrs(const rt_px *x) { return x->ninstr; }
+void rt_px_instr(const rt_px *x, uint32_t k, const char **kind, const char **name,
+                 const char **var, const ir_span **span) {
+    const px_instr *in = &x->ins[k];
+    if (kind) *kind = ins_kind_name[in->kind];
+    if (name) *name = in->name;
+    if (var) *var = in->var;
+    if (span) *span = in->span;
+}
+
 void rt_px_get_stats(const rt_px *x, rt_px_stats *o) {
     memset(o, 0, sizeof *o);
     o->ninstr = x->ninstr;

@@ -108,6 +108,12 @@ const rt_fuse_group *rt_px_group(const rt_px *x, uint32_t i);
 /* Planned buffer i: offset and size in the arena, and the binding var it holds. */
 void rt_px_buffer(const rt_px *x, uint32_t i, size_t *offset, size_t *size, const char **var);
 
+/* Instruction k of the flat list: its kind ("op", "host", "extern", "other"), name (op, group
+ * symbol or extern symbol), binding var and span. */
+uint32_t rt_px_num_instrs(const rt_px *x);
+void rt_px_instr(const rt_px *x, uint32_t k, const char **kind, const char **name,
+                 const char **var, const ir_span **span);
+
 /* Computes a static memory plan (exposed for tests): n buffers with sizes and live intervals
  * [start, end] (instruction indexes, inclusive); buffers whose intervals overlap get disjoint
  * ranges. Offsets are multiples of 64. Returns the arena size. */

@@ -1,0 +1,338 @@
+/* The deployable artifact: build (plan + LLVM object + text) and load (runtime/graft_model.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codegen/llvm/llvm_host.h"
+#include "graft/graft_artifact.pb-c.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "runtime/graft_model.h"
+#include "runtime/module.h"
+#include "runtime/plan.h"
+
+#define ART_SEED 0x67726166ull
+
+typedef struct gm_region {
+    char *name, *kind, *layers;
+} gm_region;
+
+struct graft_model {
+    ir_ctx_t *ctx;
+    ir_module *m;
+    gr_llvm_host *host;
+    rt_px *px;
+    uint64_t load_ns;
+    size_t obj_len;
+    char *cpu;
+    uint32_t nregions;
+    gm_region *regions;
+};
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static Graft__TensorSig *make_sig(const char *name, const ir_sinfo *s) {
+    Graft__TensorSig *t = gr_xcalloc(1, sizeof *t);
+    graft__tensor_sig__init(t);
+    t->name = gr_xstrdup(name ? name : "");
+    const char *dt = s && s->kind == IR_SINFO_TENSOR ? ir_dtype_name(s->dtype) : NULL;
+    t->dtype = gr_xstrdup(dt ? dt : "");
+    if (s && s->kind == IR_SINFO_TENSOR && s->ndim > 0) {
+        t->n_shape = (size_t)s->ndim;
+        t->shape = gr_xcalloc(t->n_shape, sizeof(int64_t));
+        for (int32_t k = 0; k < s->ndim; k++)
+            if (!s->dims || !ir_prim_is_int(s->dims[k], &t->shape[k])) t->shape[k] = -1;
+    }
+    return t;
+}
+
+static void free_sig(Graft__TensorSig *t) {
+    free(t->name);
+    free(t->dtype);
+    free(t->shape);
+    free(t);
+}
+
+gr_status graft_model_build(const ir_module *m, uint8_t **buf, size_t *len, gr_diag *diag) {
+    *buf = NULL;
+    *len = 0;
+    gr_llvm_host *h = NULL;
+    rt_px *x = NULL;
+    char *text = NULL;
+    gr_status st = gr_llvm_host_new(&h, diag);
+    if (!st) st = rt_px_new(m, "main", gr_llvm_host_lowering(h), &x, diag);
+    if (st) goto out;
+    rt_px_stats ps;
+    rt_px_get_stats(x, &ps);
+    if (ps.nextern || rt_module_count(m)) {
+        st = gr_diag_set(diag, GR_ERR_UNSUPPORTED,
+                         "graft build: external runtime modules (R.call_dps_packed regions) are not "
+                         "stored in artifacts yet; build without --backend");
+        goto out;
+    }
+    text = ir_print_module_str(m, NULL);
+    Graft__ArtifactBody body;
+    graft__artifact_body__init(&body);
+    body.module_text = text;
+    size_t olen = 0;
+    const uint8_t *obj = gr_llvm_host_object(h, &olen);
+    body.has_host_object = 1;
+    body.host_object.data = (uint8_t *)obj;
+    body.host_object.len = olen;
+    body.host_cpu = (char *)gr_llvm_host_cpu(h);
+    body.has_arena_bytes = 1;
+    body.arena_bytes = ps.arena_bytes;
+    body.n_plan = ps.nplanned;
+    body.plan = gr_xcalloc(ps.nplanned + 1, sizeof(void *));
+    for (uint32_t i = 0; i < ps.nplanned; i++) {
+        Graft__PlanBuffer *pb = gr_xcalloc(1, sizeof *pb);
+        graft__plan_buffer__init(pb);
+        size_t off, sz;
+        const char *var;
+        rt_px_buffer(x, i, &off, &sz, &var);
+        pb->var = (char *)var;
+        pb->has_offset = pb->has_size = 1;
+        pb->offset = off;
+        pb->size = sz;
+        body.plan[i] = pb;
+    }
+    body.n_inputs = rt_px_num_inputs(x);
+    body.inputs = gr_xcalloc(body.n_inputs + 1, sizeof(void *));
+    for (uint32_t i = 0; i < body.n_inputs; i++)
+        body.inputs[i] = make_sig(rt_px_input_name(x, i), rt_px_input_sinfo(x, i));
+    const ir_sinfo *os = rt_px_output_sinfo(x);
+    bool tup = os && os->kind == IR_SINFO_TUPLE;
+    body.n_outputs = tup ? os->n : 1;
+    body.outputs = gr_xcalloc(body.n_outputs + 1, sizeof(void *));
+    for (uint32_t i = 0; i < body.n_outputs; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "output_%u", i);
+        body.outputs[i] = make_sig(nm, tup ? os->fields[i] : os);
+    }
+    uint32_t ni = rt_px_num_instrs(x);
+    body.spans = gr_xcalloc(ni + 1, sizeof(void *));
+    for (uint32_t k = 0; k < ni; k++) {
+        const char *kind, *name;
+        const ir_span *sp;
+        rt_px_instr(x, k, &kind, &name, NULL, &sp);
+        if (strcmp(kind, "other") == 0) continue;
+        Graft__SpanEntry *e = gr_xcalloc(1, sizeof *e);
+        graft__span_entry__init(e);
+        e->region = (char *)name;
+        e->kind = (char *)kind;
+        e->n_layers = sp ? sp->n : 0;
+        e->layers = gr_xcalloc(e->n_layers + 1, sizeof(char *));
+        for (size_t l = 0; l < e->n_layers; l++) e->layers[l] = (char *)sp->locs[l].source;
+        body.spans[body.n_spans++] = e;
+    }
+    size_t blen = graft__artifact_body__get_packed_size(&body);
+    uint8_t *bbuf = gr_xmalloc(blen ? blen : 1);
+    graft__artifact_body__pack(&body, bbuf);
+    for (size_t i = 0; i < body.n_plan; i++) free(body.plan[i]);
+    free(body.plan);
+    for (size_t i = 0; i < body.n_inputs; i++) free_sig(body.inputs[i]);
+    free(body.inputs);
+    for (size_t i = 0; i < body.n_outputs; i++) free_sig(body.outputs[i]);
+    free(body.outputs);
+    for (size_t i = 0; i < body.n_spans; i++) {
+        free(body.spans[i]->layers);
+        free(body.spans[i]);
+    }
+    free(body.spans);
+
+    Graft__Artifact art;
+    graft__artifact__init(&art);
+    art.format_version = GRAFT_MODEL_FORMAT_VERSION;
+    art.checksum = gr_hash_bytes(bbuf, blen, ART_SEED);
+    art.body.data = bbuf;
+    art.body.len = blen;
+    *len = graft__artifact__get_packed_size(&art);
+    *buf = gr_xmalloc(*len);
+    graft__artifact__pack(&art, *buf);
+    free(bbuf);
+out:
+    free(text);
+    rt_px_free(x);
+    gr_llvm_host_free(h);
+    return st;
+}
+
+gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *diag) {
+    uint8_t *buf;
+    size_t len;
+    gr_status st = graft_model_build(m, &buf, &len, diag);
+    if (st) return st;
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        free(buf);
+        return gr_diag_set(diag, GR_ERR_IO, "%s: cannot open for writing", path);
+    }
+    bool ok = fwrite(buf, 1, len, f) == len;
+    ok &= fclose(f) == 0;
+    free(buf);
+    return ok ? GR_OK : gr_diag_set(diag, GR_ERR_IO, "%s: write failed", path);
+}
+
+gr_status graft_model_load_buffer(const uint8_t *buf, size_t len, graft_model **out,
+                                  gr_diag *diag) {
+    *out = NULL;
+    uint64_t t0 = now_ns();
+    Graft__Artifact *art = graft__artifact__unpack(NULL, len, buf);
+    if (!art)
+        return gr_diag_set(diag, GR_ERR_INVALID,
+                           "not a graft artifact (corrupt or truncated: the container does not "
+                           "decode)");
+    if (art->format_version != GRAFT_MODEL_FORMAT_VERSION) {
+        gr_status st = gr_diag_set(diag, GR_ERR_INVALID,
+                                   "artifact format version %u, this runtime reads version %d "
+                                   "(rebuild it with this graft)",
+                                   art->format_version, GRAFT_MODEL_FORMAT_VERSION);
+        graft__artifact__free_unpacked(art, NULL);
+        return st;
+    }
+    if (gr_hash_bytes(art->body.data, art->body.len, ART_SEED) != art->checksum) {
+        graft__artifact__free_unpacked(art, NULL);
+        return gr_diag_set(diag, GR_ERR_INVALID, "artifact checksum mismatch (the file is damaged)");
+    }
+    Graft__ArtifactBody *body = graft__artifact_body__unpack(NULL, art->body.len, art->body.data);
+    graft__artifact__free_unpacked(art, NULL);
+    if (!body)
+        return gr_diag_set(diag, GR_ERR_INVALID, "artifact body does not decode");
+    gr_status st = GR_OK;
+    graft_model *gm = gr_xcalloc(1, sizeof *gm);
+    gm->ctx = ir_ctx_new();
+    if (!body->module_text) {
+        st = gr_diag_set(diag, GR_ERR_INVALID, "artifact has no module");
+        goto done;
+    }
+    if ((st = ir_parse_module(gm->ctx, "<artifact>", body->module_text, strlen(body->module_text),
+                              &gm->m, diag)))
+        goto done;
+    if (body->n_external) {
+        st = gr_diag_set(diag, GR_ERR_UNSUPPORTED, "artifact holds external modules; this "
+                         "runtime loads host-only artifacts");
+        goto done;
+    }
+    gm->obj_len = body->has_host_object ? body->host_object.len : 0;
+    if ((st = gr_llvm_host_load(body->host_object.data, gm->obj_len, &gm->host, diag))) goto done;
+    if ((st = rt_px_new(gm->m, "main", gr_llvm_host_lowering(gm->host), &gm->px, diag))) goto done;
+    rt_px_stats ps;
+    rt_px_get_stats(gm->px, &ps);
+    bool same = ps.arena_bytes == body->arena_bytes && ps.nplanned == body->n_plan;
+    for (uint32_t i = 0; same && i < ps.nplanned; i++) {
+        size_t off, sz;
+        rt_px_buffer(gm->px, i, &off, &sz, NULL);
+        same = off == body->plan[i]->offset && sz == body->plan[i]->size;
+    }
+    if (!same) {
+        st = gr_diag_set(diag, GR_ERR_INVALID,
+                         "artifact memory plan does not match its module (arena %zu vs stored %llu "
+                         "bytes): built by another graft version?",
+                         ps.arena_bytes, (unsigned long long)body->arena_bytes);
+        goto done;
+    }
+    gm->cpu = gr_xstrdup(body->host_cpu ? body->host_cpu : "");
+    gm->nregions = (uint32_t)body->n_spans;
+    gm->regions = gr_xcalloc(gm->nregions + 1, sizeof(gm_region));
+    for (uint32_t i = 0; i < gm->nregions; i++) {
+        const Graft__SpanEntry *e = body->spans[i];
+        gm->regions[i].name = gr_xstrdup(e->region ? e->region : "");
+        gm->regions[i].kind = gr_xstrdup(e->kind ? e->kind : "");
+        size_t n = 1;
+        for (size_t l = 0; l < e->n_layers; l++) n += strlen(e->layers[l]) + 1;
+        gm->regions[i].layers = gr_xcalloc(n, 1);
+        for (size_t l = 0; l < e->n_layers; l++) {
+            if (l) strcat(gm->regions[i].layers, ",");
+            strcat(gm->regions[i].layers, e->layers[l]);
+        }
+    }
+    gm->load_ns = now_ns() - t0;
+done:
+    graft__artifact_body__free_unpacked(body, NULL);
+    if (st) {
+        graft_model_free(gm);
+        return st;
+    }
+    *out = gm;
+    return GR_OK;
+}
+
+gr_status graft_model_load(const char *path, graft_model **out, gr_diag *diag) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return gr_diag_set(diag, GR_ERR_IO, "%s: cannot open", path);
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    do {
+        if (len == cap) buf = gr_xrealloc(buf, cap = cap ? cap * 2 : 1 << 20);
+        n = fread(buf + len, 1, cap - len, f);
+        len += n;
+    } while (n > 0);
+    bool err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(buf);
+        return gr_diag_set(diag, GR_ERR_IO, "%s: read failed", path);
+    }
+    gr_status st = graft_model_load_buffer(buf, len, out, diag);
+    free(buf);
+    if (st) gr_diag_set_file(diag, path);
+    return st;
+}
+
+void graft_model_free(graft_model *gm) {
+    if (!gm) return;
+    rt_px_free(gm->px);
+    gr_llvm_host_free(gm->host);
+    ir_ctx_free(gm->ctx);
+    for (uint32_t i = 0; i < gm->nregions; i++) {
+        free(gm->regions[i].name);
+        free(gm->regions[i].kind);
+        free(gm->regions[i].layers);
+    }
+    free(gm->regions);
+    free(gm->cpu);
+    free(gm);
+}
+
+uint32_t graft_model_num_inputs(const graft_model *gm) { return rt_px_num_inputs(gm->px); }
+const char *graft_model_input_name(const graft_model *gm, uint32_t i) {
+    return rt_px_input_name(gm->px, i);
+}
+const ir_sinfo *graft_model_input_sinfo(const graft_model *gm, uint32_t i) {
+    return rt_px_input_sinfo(gm->px, i);
+}
+gr_status graft_model_run(graft_model *gm, const rt_value *inputs, uint32_t nin, rt_value *result,
+                          gr_diag *diag) {
+    return rt_px_run(gm->px, inputs, nin, result, diag);
+}
+void graft_model_set_profiler(graft_model *gm, rt_exec_profile_fn fn, void *user) {
+    rt_px_set_profiler(gm->px, fn, user);
+}
+void graft_model_get_info(const graft_model *gm, graft_model_info *o) {
+    memset(o, 0, sizeof *o);
+    rt_px_stats ps;
+    rt_px_get_stats(gm->px, &ps);
+    o->arena_bytes = ps.arena_bytes;
+    o->intermediate_bytes = ps.intermediate_bytes;
+    o->host_object_bytes = gm->obj_len;
+    o->nhost = ps.nhost;
+    o->nkernel = ps.nkernel;
+    o->nextern = ps.nextern;
+    o->nfused_ops = ps.nfused_ops;
+    o->nplanned = ps.nplanned;
+    o->load_ns = gm->load_ns;
+    o->host_cpu = gm->cpu;
+}
+uint32_t graft_model_num_regions(const graft_model *gm) { return gm->nregions; }
+void graft_model_region(const graft_model *gm, uint32_t i, const char **name, const char **kind,
+                        const char **layers) {
+    if (name) *name = gm->regions[i].name;
+    if (kind) *kind = gm->regions[i].kind;
+    if (layers) *layers = gm->regions[i].layers;
+}

@@ -1,0 +1,72 @@
+/* graft's deployable model: one file (`graft build -o MODEL.graft`) loaded and run with no
+ * compiler in the loop.
+ *
+ * The file is a protobuf message of our own (runtime/graft_artifact.proto): a format version, a
+ * checksum of the body, and the body: the lowered main function as Relax text with its
+ * constants, the fused host kernels as an ELF object file emitted by LLVM for the build host's
+ * CPU, the memory plan (arena size and every planned buffer), the input and output signatures
+ * and the span table (each host kernel / extern region -> its frontend layers).
+ *
+ * Loading parses the text, re-derives the flat instruction list and checks it reproduces the
+ * stored memory plan, and links the object file in-process with LLVM ORC's LLJIT (relocation and
+ * symbol resolution only: no IR, no optimization, no code generation at load time).
+ * External runtime modules (BYOC regions) are not stored yet: building a module whose main calls
+ * R.call_dps_packed is refused with a clear error.
+ *
+ *     graft_model *gm;
+ *     gr_diag d;
+ *     if (graft_model_load("model.graft", &gm, &d) != GR_OK) gr_diag_print(&d);
+ *     rt_value out;
+ *     graft_model_run(gm, inputs, graft_model_num_inputs(gm), &out, &d);
+ *     rt_value_clear(&out);
+ *     graft_model_free(gm);
+ */
+#ifndef GRAFT_RUNTIME_GRAFT_MODEL_H
+#define GRAFT_RUNTIME_GRAFT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/expr.h"
+#include "runtime/executor.h"
+#include "runtime/value.h"
+
+#define GRAFT_MODEL_FORMAT_VERSION 1
+
+typedef struct graft_model graft_model;
+
+/* Builds the artifact of m's main (host path: fused groups compiled by LLVM, the rest on the
+ * reference kernels) into a heap buffer the caller frees. */
+gr_status graft_model_build(const ir_module *m, uint8_t **buf, size_t *len, gr_diag *diag);
+/* Writes the artifact to `path` (graft_model_build + write). */
+gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *diag);
+
+/* Loads an artifact from a file or a buffer (copied as needed). Errors (GR_ERR_INVALID unless
+ * noted): not an artifact / truncated, wrong format version, checksum mismatch, bad module text
+ * (GR_ERR_PARSE), memory plan mismatch, missing host kernel. */
+gr_status graft_model_load(const char *path, graft_model **out, gr_diag *diag);
+gr_status graft_model_load_buffer(const uint8_t *buf, size_t len, graft_model **out, gr_diag *diag);
+void graft_model_free(graft_model *gm);
+
+uint32_t graft_model_num_inputs(const graft_model *gm);
+const char *graft_model_input_name(const graft_model *gm, uint32_t i);
+const ir_sinfo *graft_model_input_sinfo(const graft_model *gm, uint32_t i);
+/* Runs main: inputs borrowed, the result (tensor or tuple) owned by the caller. */
+gr_status graft_model_run(graft_model *gm, const rt_value *inputs, uint32_t nin, rt_value *result,
+                          gr_diag *diag);
+/* One event per instruction (runtime/plan.h kinds); NULL turns profiling off. */
+void graft_model_set_profiler(graft_model *gm, rt_exec_profile_fn fn, void *user);
+
+typedef struct graft_model_info {
+    size_t arena_bytes, intermediate_bytes, host_object_bytes;
+    uint32_t nhost, nkernel, nextern, nfused_ops, nplanned;
+    uint64_t load_ns;              /* parse + plan + link */
+    const char *host_cpu;
+} graft_model_info;
+void graft_model_get_info(const graft_model *gm, graft_model_info *out);
+/* The span table: region i's name, kind and layers ("a,b,c"; static storage of gm). */
+uint32_t graft_model_num_regions(const graft_model *gm);
+void graft_model_region(const graft_model *gm, uint32_t i, const char **name, const char **kind,
+                        const char **layers);
+
+#endif

@@ -1,0 +1,143 @@
+/* graft_model artifacts: build -> load -> run gives the reference executor's outputs; damaged,
+ * truncated or wrong-version files are clear errors. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "graft/graft_artifact.pb-c.h"
+#include "ir/parser.h"
+#include "runtime/executor.h"
+#include "runtime/graft_model.h"
+
+static const char *k_mod =
+    "@I.ir_module\n"
+    "class Module:\n"
+    "    @R.function\n"
+    "    def main(x: R.Tensor((1, 3, 16, 16), dtype=\"float32\"), w: R.Tensor((8, 3, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 8, 1, 1), dtype=\"float32\")) -> R.Tuple(R.Tensor((1, 8, 14, 14), dtype=\"float32\"), R.Tensor((1, 8, 14, 14), dtype=\"float32\")):\n"
+    "        with R.dataflow():\n"
+    "            lv: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.nn.conv2d(x, w)  # span: \"conv1\"\n"
+    "            lv1: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.add(lv, b)  # span: \"bn1\"\n"
+    "            lv2: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.nn.relu(lv1)  # span: \"relu1\"!\n"
+    "            lv3: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.sigmoid(lv2)  # span: \"act2\"\n"
+    "            lv4: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.multiply(lv3, lv2)  # span: \"act2\"!\n"
+    "            gv: R.Tuple(R.Tensor((1, 8, 14, 14), dtype=\"float32\"), R.Tensor((1, 8, 14, 14), dtype=\"float32\")) = (lv4, lv2)\n"
+    "            R.output(gv)\n"
+    "        return gv\n";
+
+static rt_tensor *rand_tensor(int32_t nd, const int64_t *shape, uint32_t seed) {
+    rt_tensor *t = rt_tensor_new(IR_DTYPE_F32, nd, shape);
+    float *p = rt_tensor_data(t);
+    uint32_t s = seed * 2654435761u + 1;
+    for (int64_t i = 0; i < rt_tensor_numel(t); i++) {
+        s = s * 1664525u + 1013904223u;
+        p[i] = (float)((s >> 8) & 0xffff) / 32768.0f - 1.0f;
+    }
+    return t;
+}
+
+static void build(uint8_t **buf, size_t *len, rt_value *in, rt_value *ref) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *m = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(ir_parse_module(ctx, "t.relax", k_mod, strlen(k_mod), &m, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(graft_model_build(m, buf, len, &d), GR_OK, "%s", d.msg);
+    if (in) {
+        int64_t sx[4] = {1, 3, 16, 16}, sw[4] = {8, 3, 3, 3}, sb[4] = {1, 8, 1, 1};
+        in[0] = rt_value_tensor(rand_tensor(4, sx, 1));
+        in[1] = rt_value_tensor(rand_tensor(4, sw, 2));
+        in[2] = rt_value_tensor(rand_tensor(4, sb, 3));
+        rt_exec_t *x;
+        cr_assert_eq(rt_exec_new(m, "main", &x, &d), GR_OK, "%s", d.msg);
+        cr_assert_eq(rt_exec_run(x, in, 3, ref, &d), GR_OK, "%s", d.msg);
+        rt_exec_free(x);
+    }
+    ir_ctx_free(ctx);  /* the artifact stands alone */
+}
+
+Test(artifact, build_load_run_matches_reference) {
+    uint8_t *buf;
+    size_t len;
+    rt_value in[3], ref = {0}, got = {0};
+    build(&buf, &len, in, &ref);
+    graft_model *gm;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(graft_model_load_buffer(buf, len, &gm, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(graft_model_num_inputs(gm), 3);
+    cr_assert_eq(graft_model_run(gm, in, 3, &got, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(got.kind, RT_VAL_TUPLE);
+    for (uint32_t k = 0; k < 2; k++) {
+        const float *a = rt_tensor_data(got.u.tuple.items[k].u.t), *b = rt_tensor_data(ref.u.tuple.items[k].u.t);
+        for (int64_t i = 0; i < rt_tensor_numel(ref.u.tuple.items[k].u.t); i++)
+            cr_assert(fabsf(a[i] - b[i]) <= 1e-6f * (1 + fabsf(b[i])), "out %u elem %lld", k, (long long)i);
+    }
+    graft_model_info info;
+    graft_model_get_info(gm, &info);
+    cr_assert_eq(info.nhost, 2, "{add, relu} and {sigmoid, multiply}: %u", info.nhost);
+    cr_assert_gt(info.host_object_bytes, 0);
+    bool found = false;
+    for (uint32_t r = 0; r < graft_model_num_regions(gm); r++) {
+        const char *name, *kind, *layers;
+        graft_model_region(gm, r, &name, &kind, &layers);
+        found |= strcmp(kind, "host") == 0 && strstr(layers, "bn1") && strstr(layers, "relu1");
+    }
+    cr_assert(found, "span table maps the fused kernel to bn1 and relu1");
+    rt_value_clear(&got);
+    graft_model_free(gm);
+    rt_value_clear(&ref);
+    for (int i = 0; i < 3; i++) rt_value_clear(&in[i]);
+    free(buf);
+}
+
+static void expect_error(const uint8_t *buf, size_t len, const char *needle) {
+    graft_model *gm = (graft_model *)0x1;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_neq(graft_model_load_buffer(buf, len, &gm, &d), GR_OK);
+    cr_assert_null(gm);
+    cr_assert(strstr(d.msg, needle), "message '%s' lacks '%s'", d.msg, needle);
+}
+
+Test(artifact, damaged_files_are_clear_errors) {
+    uint8_t *buf;
+    size_t len;
+    build(&buf, &len, NULL, NULL);
+    /* truncated at many lengths */
+    for (size_t cut = 0; cut < len; cut += len / 13 + 1) {
+        graft_model *gm = NULL;
+        gr_diag d;
+        gr_diag_clear(&d);
+        cr_assert_neq(graft_model_load_buffer(buf, cut, &gm, &d), GR_OK, "cut at %zu loads", cut);
+        cr_assert_null(gm);
+    }
+    expect_error(buf, len / 2, "");
+    /* one flipped byte in the body: checksum mismatch */
+    uint8_t *bad = malloc(len);
+    memcpy(bad, buf, len);
+    bad[len - 100] ^= 0x5a;
+    expect_error(bad, len, "checksum");
+    /* garbage */
+    memset(bad, 0xff, len);
+    expect_error(bad, len, "artifact");
+    free(bad);
+    /* another format version */
+    Graft__Artifact *a = graft__artifact__unpack(NULL, len, buf);
+    cr_assert_not_null(a);
+    a->format_version = 99;
+    size_t n2 = graft__artifact__get_packed_size(a);
+    uint8_t *b2 = malloc(n2);
+    graft__artifact__pack(a, b2);
+    expect_error(b2, n2, "version 99");
+    free(b2);
+    graft__artifact__free_unpacked(a, NULL);
+    free(buf);
+}
+
+Test(artifact, missing_file_is_an_error) {
+    graft_model *gm;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(graft_model_load("/nonexistent/model.graft", &gm, &d), GR_ERR_IO);
+    cr_assert(strstr(d.msg, "/nonexistent/model.graft"));
+}
