@@ -599,7 +599,7 @@ Test(patterns_rewrite, relu_chain_fixed_point) {
     const ir_span *sp = blk->bindings[0].value->span;
     cr_assert_not_null(sp);
     for (int i = 1; i <= 5; i++) {
-        char n[8];
+        char n[16];
         snprintf(n, sizeof n, "r%d", i);
         cr_assert(ir_span_has_source(sp, n), "missing %s", n);
     }
