@@ -1,0 +1,334 @@
+/* graft build / graft run MODEL.graft (tools/cmd_build.h). */
+#include "tools/cmd_build.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "runtime/graft_model.h"
+#include "runtime/npy.h"
+#include "tools/cli.h"
+
+#define MAX_INPUTS 64
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int cmd_build(int argc, char **argv) {
+    static cli_load_opts lo;
+    memset(&lo, 0, sizeof lo);
+    const char *input = NULL, *output = NULL, *v;
+    for (int i = 0; i < argc; i++) {
+        bool missing = false;
+        if (cli_opt(argc, argv, &i, "-o", &output, &missing) ||
+            cli_opt(argc, argv, &i, "--output", &output, &missing)) {
+            if (missing) return cli_usage_error("build", "-o needs a file");
+        } else if (cli_opt(argc, argv, &i, "--input-shape", &v, &missing)) {
+            if (missing || !cli_add_input_shape(&lo, v))
+                return cli_usage_error("build", "--input-shape takes NAME=DIMxDIM...");
+        } else if (cli_opt(argc, argv, &i, "--backend", &v, &missing)) {
+            if (missing) return cli_usage_error("build", "--backend needs a name");
+            fprintf(stderr, "error: graft build: --backend %s: artifacts hold host code only for "
+                            "now (external modules are not serialized yet)\n", v);
+            return CLI_ERR;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cli_usage_error("build", "unknown option '%s'", argv[i]);
+        } else if (!input) {
+            input = argv[i];
+        } else {
+            return cli_usage_error("build", "more than one input ('%s')", argv[i]);
+        }
+    }
+    if (!input) return cli_usage_error("build", "no input model");
+    if (!output) return cli_usage_error("build", "no output file (-o MODEL.graft)");
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *m = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    int rc = CLI_OK;
+    double t0 = now_ms();
+    if (cli_load_model(ctx, input, &lo, &m, &d) != GR_OK) {
+        rc = cli_fail(&d, input);
+    } else {
+        double t1 = now_ms();
+        if (graft_model_build_file(m, output, &d) != GR_OK) {
+            rc = cli_fail(&d, input);
+        } else {
+            double t2 = now_ms();
+            graft_model *gm = NULL;
+            if (graft_model_load(output, &gm, &d) != GR_OK) {
+                rc = cli_fail(&d, output);
+            } else {
+                graft_model_info in;
+                graft_model_get_info(gm, &in);
+                fprintf(stderr,
+                        "built %s: %u host kernels (%u fused ops), %u reference ops, arena %zu bytes "
+                        "(intermediates %zu bytes, %u planned buffers), host object %zu bytes; import "
+                        "%.1f ms, build %.1f ms, load %.1f ms\n",
+                        output, in.nhost, in.nfused_ops, in.nkernel, in.arena_bytes,
+                        in.intermediate_bytes, in.nplanned, in.host_object_bytes, t1 - t0, t2 - t1,
+                        (double)in.load_ns / 1e6);
+                graft_model_free(gm);
+            }
+        }
+    }
+    ir_ctx_free(ctx);
+    return rc;
+}
+
+/* ---- run ---- */
+
+typedef struct prof_row {
+    const char *kind, *name, *layers;
+    uint64_t ns;
+    uint32_t count;
+} prof_row;
+
+typedef struct prof_state {
+    const graft_model *gm;
+    GR_VEC(prof_row) rows;
+    FILE *trace;
+    bool first;
+    double origin_us;
+    uint32_t run;
+} prof_state;
+
+static const char *region_layers(const graft_model *gm, const char *name) {
+    for (uint32_t r = 0; r < graft_model_num_regions(gm); r++) {
+        const char *n, *l;
+        graft_model_region(gm, r, &n, NULL, &l);
+        if (strcmp(n, name) == 0) return l;
+    }
+    return "";
+}
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", (unsigned char)*s);
+        else fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void on_event(const rt_exec_event *ev, void *user) {
+    prof_state *ps = user;
+    if (strcmp(ev->kind, "other") == 0) return;
+    /* reference ops aggregate per op and layer list, host kernels and externs per symbol */
+    char layers[512] = "";
+    for (uint32_t i = 0; ev->span && i < ev->span->n; i++) {
+        size_t n = strlen(layers);
+        snprintf(layers + n, sizeof layers - n, "%s%s", i ? "," : "", ev->span->locs[i].source);
+    }
+    prof_row *row = NULL;
+    for (uint32_t i = 0; i < ps->rows.len && !row; i++)
+        if (ps->rows.data[i].name == ev->name && strcmp(ps->rows.data[i].layers, layers) == 0)
+            row = &ps->rows.data[i];
+    if (!row) {
+        prof_row r = {ev->kind, ev->name, gr_xstrdup(layers), 0, 0};
+        gr_vec_push(&ps->rows, r);
+        row = &ps->rows.data[ps->rows.len - 1];
+    }
+    row->ns += ev->ns;
+    row->count++;
+    if (ps->trace) {
+        double end_us = now_ms() * 1e3 - ps->origin_us;
+        fprintf(ps->trace, "%s\n{\"cat\":\"Node\",\"pid\":0,\"tid\":0,\"dur\":%.3f,\"ts\":%.3f,\"ph\":\"X\",\"name\":",
+                ps->first ? "" : ",", (double)ev->ns / 1e3, end_us - (double)ev->ns / 1e3);
+        ps->first = false;
+        json_str(ps->trace, ev->name);
+        fprintf(ps->trace, ",\"args\":{\"op_name\":");
+        json_str(ps->trace, ev->kind);
+        fprintf(ps->trace, ",\"var\":");
+        json_str(ps->trace, ev->var ? ev->var : "");
+        fprintf(ps->trace, ",\"layers\":");
+        json_str(ps->trace, layers);
+        fprintf(ps->trace, ",\"run\":\"%u\"}}", ps->run);
+    }
+}
+
+static int cmp_row(const void *a, const void *b) {
+    const prof_row *x = a, *y = b;
+    return (x->ns < y->ns) - (x->ns > y->ns);
+}
+
+static void print_profile(prof_state *ps, uint32_t runs) {
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < ps->rows.len; i++) total += ps->rows.data[i].ns;
+    qsort(ps->rows.data, ps->rows.len, sizeof(prof_row), cmp_row);
+    fprintf(stderr, "profile (%u run%s, %.3f ms per run):\n", runs, runs == 1 ? "" : "s",
+            (double)total / 1e6 / (runs ? runs : 1));
+    fprintf(stderr, "  %9s %6s  %-6s %-40s %s\n", "ms/run", "%", "kind", "region", "layers");
+    for (uint32_t i = 0; i < ps->rows.len; i++) {
+        const prof_row *r = &ps->rows.data[i];
+        const char *layers = r->layers[0] ? r->layers : region_layers(ps->gm, r->name);
+        fprintf(stderr, "  %9.3f %5.1f%%  %-6s %-40s %s\n", (double)r->ns / 1e6 / (runs ? runs : 1),
+                total ? 100.0 * (double)r->ns / (double)total : 0.0, r->kind, r->name, layers);
+    }
+}
+
+static uint64_t rng_next(uint64_t *s) {
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 0x2545F4914F6CDD1Dull;
+}
+
+static gr_status random_input(const char *name, const ir_sinfo *s, uint64_t seed, rt_tensor **out,
+                              gr_diag *d) {
+    int64_t shape[RT_MAX_NDIM];
+    if (!s || s->kind != IR_SINFO_TENSOR || s->ndim > RT_MAX_NDIM || !ir_sinfo_static_shape(s, shape) ||
+        ir_dtype_is_void(s->dtype))
+        return gr_diag_set(d, GR_ERR_INVALID, "input '%s' has no static shape: give --input %s=FILE.npy",
+                           name, name);
+    rt_tensor *t = rt_tensor_new(s->dtype, s->ndim, shape);
+    if (!t) return gr_diag_set(d, GR_ERR_NOMEM, "input '%s': cannot allocate", name);
+    uint64_t st = seed * 0x9E3779B97F4A7C15ull + 1;
+    bool fl = ir_dtype_is_float(s->dtype);
+    for (int64_t i = 0; i < rt_tensor_numel(t); i++) {
+        double u = (double)(rng_next(&st) >> 11) / 9007199254740992.0;
+        rt_tensor_set_f64(t, i, fl ? 2.0 * u - 1.0 : (double)(int)(u * 10));
+    }
+    *out = t;
+    return GR_OK;
+}
+
+static int write_outputs(const rt_value *r, const char *dir, gr_diag *d) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "error: %s: cannot create directory\n", dir);
+        return CLI_ERR;
+    }
+    uint32_t n = r->kind == RT_VAL_TUPLE ? r->u.tuple.n : 1;
+    const rt_value *items = r->kind == RT_VAL_TUPLE ? r->u.tuple.items : r;
+    for (uint32_t i = 0; i < n; i++) {
+        if (items[i].kind != RT_VAL_TENSOR) {
+            fprintf(stderr, "error: output %u is not a tensor\n", i);
+            return CLI_ERR;
+        }
+        char path[4096];
+        snprintf(path, sizeof path, "%s/output_%u.npy", dir, i);
+        if (rt_npy_save(path, items[i].u.t, d) != GR_OK) return cli_fail(d, path);
+    }
+    return CLI_OK;
+}
+
+int cmd_run_artifact(int argc, char **argv) {
+    static char names[MAX_INPUTS][256];
+    static const char *sources[MAX_INPUTS];
+    uint32_t nspecs = 0;
+    const char *input = NULL, *out_dir = NULL, *json = NULL, *v;
+    bool profile = false;
+    long repeat = 0;
+    for (int i = 0; i < argc; i++) {
+        bool missing = false;
+        if (cli_opt(argc, argv, &i, "--output-dir", &out_dir, &missing)) {
+            if (missing) return cli_usage_error("run", "--output-dir needs a directory");
+        } else if (cli_opt(argc, argv, &i, "--profile-json", &json, &missing)) {
+            if (missing) return cli_usage_error("run", "--profile-json needs a file");
+        } else if (strcmp(argv[i], "--profile") == 0) {
+            profile = true;
+        } else if (cli_opt(argc, argv, &i, "--input", &v, &missing)) {
+            const char *eq = v ? strrchr(v, '=') : NULL;
+            if (missing || !eq || eq == v || nspecs == MAX_INPUTS || (size_t)(eq - v) >= 256)
+                return cli_usage_error("run", "--input takes NAME=FILE.npy or NAME=random");
+            memcpy(names[nspecs], v, (size_t)(eq - v));
+            names[nspecs][eq - v] = '\0';
+            sources[nspecs++] = eq + 1;
+        } else if (cli_opt(argc, argv, &i, "--repeat", &v, &missing)) {
+            char *end;
+            repeat = missing ? -1 : strtol(v, &end, 10);
+            if (missing || *end || repeat < 1 || repeat > 100000)
+                return cli_usage_error("run", "--repeat takes a count from 1 to 100000");
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cli_usage_error("run", "unknown option '%s' for a .graft model", argv[i]);
+        } else if (!input) {
+            input = argv[i];
+        } else {
+            return cli_usage_error("run", "more than one input ('%s')", argv[i]);
+        }
+    }
+    if (!input) return cli_usage_error("run", "no input model");
+    gr_diag d;
+    gr_diag_clear(&d);
+    graft_model *gm = NULL;
+    if (graft_model_load(input, &gm, &d) != GR_OK) return cli_fail(&d, input);
+    int rc = CLI_ERR;
+    rt_value args[MAX_INPUTS], result = {0};
+    uint32_t nargs = 0, nin = graft_model_num_inputs(gm);
+    prof_state ps;
+    memset(&ps, 0, sizeof ps);
+    ps.gm = gm;
+    ps.first = true;
+    if (nin > MAX_INPUTS) {
+        fprintf(stderr, "error: %s: too many inputs (%u)\n", input, nin);
+        goto done;
+    }
+    for (uint32_t s = 0; s < nspecs; s++) {
+        bool found = false;
+        for (uint32_t i = 0; i < nin; i++) found |= strcmp(graft_model_input_name(gm, i), names[s]) == 0;
+        if (!found) {
+            fprintf(stderr, "error: %s: the model has no input '%s'\n", input, names[s]);
+            goto done;
+        }
+    }
+    for (uint32_t i = 0; i < nin; i++) {
+        const char *name = graft_model_input_name(gm, i), *src = "random";
+        for (uint32_t s = 0; s < nspecs; s++)
+            if (strcmp(names[s], name) == 0) src = sources[s];
+        rt_tensor *t = NULL;
+        bool rnd = strcmp(src, "random") == 0;
+        gr_status st = rnd ? random_input(name, graft_model_input_sinfo(gm, i), i + 1, &t, &d)
+                           : rt_npy_load(src, &t, &d);
+        if (st != GR_OK) {
+            rc = cli_fail(&d, rnd ? input : src);
+            goto done;
+        }
+        args[nargs++] = rt_value_tensor(t);
+    }
+    if (json) {
+        ps.trace = fopen(json, "w");
+        if (!ps.trace) {
+            fprintf(stderr, "error: %s: cannot open for writing\n", json);
+            goto done;
+        }
+        fputc('[', ps.trace);
+        ps.origin_us = now_ms() * 1e3;
+    }
+    if (profile || json) graft_model_set_profiler(gm, on_event, &ps);
+    long runs = repeat > 0 ? repeat : 1;
+    double best = 1e300, sum = 0;
+    for (long r = 0; r < runs; r++) {
+        rt_value_clear(&result);
+        ps.run = (uint32_t)r;
+        double t0 = now_ms();
+        if (graft_model_run(gm, args, nargs, &result, &d) != GR_OK) {
+            rc = cli_fail(&d, input);
+            goto done;
+        }
+        double t = now_ms() - t0;
+        sum += t;
+        if (t < best) best = t;
+    }
+    if (repeat > 0) fprintf(stderr, "latency_ms mean=%.3f min=%.3f runs=%ld\n", sum / (double)runs, best, runs);
+    if (out_dir && write_outputs(&result, out_dir, &d) != CLI_OK) goto done;
+    if (profile) print_profile(&ps, (uint32_t)runs);
+    rc = CLI_OK;
+done:
+    if (ps.trace) {
+        fputs("\n]\n", ps.trace);
+        if (fclose(ps.trace) != 0) rc = CLI_ERR;
+    }
+    for (uint32_t i = 0; i < ps.rows.len; i++) free((char *)ps.rows.data[i].layers);
+    gr_vec_free(&ps.rows);
+    rt_value_clear(&result);
+    for (uint32_t i = 0; i < nargs; i++) rt_value_clear(&args[i]);
+    graft_model_free(gm);
+    return rc;
+}
