@@ -482,3 +482,93 @@ Test(byoc_report, conv_flops) {
     cr_expect_float_eq(byoc_call_flops(conv), 2.0 * 144 * 36, 1e-9);
     ir_ctx_free(ctx);
 }
+
+/* ------------------------------------------------ overlap, constants, nesting ---- */
+
+/* add | relu(add): at the add the small form matches; at the relu the larger match contains it
+ * and wins (maximal subgraph, TVM PR #16922). */
+Test(byoc_fuse, maximal_match_wins) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag d;
+    gr_diag_clear(&d);
+    ir_module *m = parse(ctx, GOLDEN "merge_producers.relax");
+    pat_t *w1 = pat_wildcard(ctx), *w2 = pat_wildcard(ctx);
+    pat_t *add = pat_call2(ctx, "relax.add", w1, w2);
+    pat_t *p = pat_or(ctx, pat_call1(ctx, "relax.nn.relu", add), add);
+    byoc_pattern bp = {"T.add_relu", p, NULL, NULL};
+    ir_module *out = NULL;
+    cr_assert_eq(byoc_fuse_ops_by_pattern(ctx, m, &bp, 1, NULL, NULL, &out, &d), GR_OK, "%s", d.msg);
+    /* merge_producers has relu chains and one add at the end (no relu after it): the add alone */
+    cr_expect_neq(ir_module_func(out, "fused_relax_add"), NULL);
+    ir_module *m2 = parse(ctx, GOLDEN "codegen_multiple_calls.relax");
+    (void)m2;
+    /* a relu(add) chain: build add -> relu */
+    const char *text =
+        "@I.ir_module\nclass Module:\n    @R.function\n"
+        "    def main(x: R.Tensor((1, 8), dtype=\"float32\")) -> R.Tensor((1, 8), dtype=\"float32\"):\n"
+        "        with R.dataflow():\n"
+        "            lv: R.Tensor((1, 8), dtype=\"float32\") = R.add(x, x)  # span: \"add\"!\n"
+        "            gv: R.Tensor((1, 8), dtype=\"float32\") = R.nn.relu(lv)  # span: \"relu\"!\n"
+        "            R.output(gv)\n        return gv\n";
+    ir_module *m3 = NULL;
+    cr_assert_eq(ir_parse_module(ctx, "t", text, strlen(text), &m3, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(byoc_fuse_ops_by_pattern(ctx, m3, &bp, 1, NULL, NULL, &out, &d), GR_OK, "%s", d.msg);
+    cr_expect_eq(out->nfuncs, 2, "one composite");
+    cr_expect_neq(ir_module_func(out, "fused_relax_add_relax_nn_relu"), NULL);
+    ir_ctx_free(ctx);
+}
+
+/* bind_constants=false lifts a constant into param_0 and the caller passes it. */
+Test(byoc_fuse, lift_constants) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag d;
+    gr_diag_clear(&d);
+    ir_module *m = parse(ctx, GOLDEN "conv2d_relu_x2.relax");
+    int64_t ws[4] = {4, 4, 3, 3};
+    rt_tensor *w = rt_tensor_new(IR_DTYPE_F32, 4, ws);
+    const char *names[1] = {"weight1"};
+    ir_pass *bind = ir_pass_bind_params_new("main", 1, names, &w);
+    ir_module *bound = NULL;
+    cr_assert_eq(ir_pass_run(bind, NULL, m, &bound, &d), GR_OK, "%s", d.msg);
+    ir_pass_free(bind);
+    rt_tensor_release(w);
+    pat_table *t = NULL;
+    cr_assert_eq(pat_table_read_file(ctx, GOLDEN "pat_conv_relu_conv.relax", &t, &d), GR_OK);
+    byoc_pattern ps[4];
+    for (uint32_t i = 0; i < t->n && i < 4; i++) ps[i] = (byoc_pattern){t->entries[i].name, t->entries[i].pattern, NULL, NULL};
+    for (int bindc = 0; bindc < 2; bindc++) {
+        byoc_fuse_opts o = {bindc == 1, false, 0, NULL};
+        ir_module *out = NULL;
+        cr_assert_eq(byoc_fuse_ops_by_pattern(ctx, bound, ps, t->n, &o, NULL, &out, &d), GR_OK, "%s", d.msg);
+        const ir_func *f = ir_module_func(out, "fused_relax_nn_conv2d_relax_nn_relu");
+        cr_assert(f);
+        if (bindc) {
+            cr_expect_eq(f->nparams, 1, "the constant stays inside");
+        } else {
+            cr_expect_eq(f->nparams, 2);
+            cr_expect_str_eq(f->params[1]->name, "param_0");
+        }
+        cr_expect_eq(ir_wellformed_check(out, &d), GR_OK, "%s", d.msg);
+    }
+    pat_table_free(t);
+    ir_ctx_free(ctx);
+}
+
+/* Dataflow blocks inside both branches of an if are partitioned. */
+Test(byoc_fuse, dataflow_inside_branch) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag d;
+    gr_diag_clear(&d);
+    ir_module *m = parse(ctx, GOLDEN "if_dataflow.relax");
+    const char *json = "json";
+    ir_module *out = NULL;
+    byoc_partition_opts po = {0};
+    cr_assert_eq(byoc_partition(ctx, m, &json, 1, &po, &out, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(ir_wellformed_check(out, &d), GR_OK, "%s", d.msg);
+    char *text = ir_print_module_str(out, NULL);
+    int n = 0;
+    for (const char *q = text; (q = strstr(q, "R.call_dps_packed")); q++) n++;
+    cr_expect_geq(n, 2, "both branches offloaded:\n%s", text);
+    free(text);
+    ir_ctx_free(ctx);
+}
