@@ -104,6 +104,8 @@ static int root_of(const dn_state *S, int v) {
     return v;
 }
 
+int root_val(const dn_state *S, int v) { return root_of(S, v); }
+
 int dn_alias_new(dn_state *S, int base, const dnnl_memory_desc_t *md) {
     int v = dn_val_new(S, S->vals.data[root_of(S, base)].kind == V_TMP ? V_TMP : S->vals.data[root_of(S, base)].kind, md);
     S->vals.data[v].alias = base;
@@ -426,61 +428,78 @@ static bool sole_consumer(dn_state *S, int e, const rt_json_node **out) {
 
 static bool near(float a, float b) { return fabsf(a - b) <= 1e-5f * fmaxf(1.f, fabsf(b)); }
 
-/* x * f(x) forms starting at consumer n of e: swish (sigmoid), hardswish (add 3, clip 0..6,
- * divide 6 / multiply 1/6; or multiply 1/6, add 0.5, clip 0..1). Returns the final multiply. */
+static bool hswish_ok(float lo, float hi, float A, float B, float C) {
+    /* x * clip(x*A + B, lo, hi) * C == hardswish(x) == x * clip(x/6 + 1/2, 0, 1) */
+    return near(lo, 0.f) && near((hi - lo) * C, 1.f) && near(A * C, 1.f / 6.f) && near(B * C, 0.5f);
+}
+
+/* The multiply x * y where y is entry `y` and x is e, as y's sole consumer. */
+static const rt_json_node *mul_with(dn_state *S, int y, int e) {
+    const rt_json_node *next;
+    bool f;
+    if (!sole_consumer(S, y, &next) || !is_op(next, "relax.multiply") || other_operand(S, next, y, &f) != e) return NULL;
+    return next;
+}
+
+/* x * f(x) forms starting at consumer n of e: swish (x * sigmoid(x)) and hardswish in the
+ * exporters' forms: linears, clip, [scaling], multiply by x, [scaling] -- e.g.
+ * x * clip(x + 3, 0, 6) / 6, (x * clip(x + 3, 0, 6)) / 6, x * clip(x / 6 + 1/2, 0, 1).
+ * Returns the last node. */
 static const rt_json_node *match_xfx(dn_state *S, int e, const rt_json_node *n, dnnl_alg_kind_t *alg,
                                      float *alpha, const rt_json_node **chain, int *nchain) {
-    const rt_json_node *cur = n, *next;
+    const rt_json_node *cur = n, *next, *m;
     int k = 0;
     chain[k++] = n;
     dnnl_alg_kind_t a1;
     float al, be;
     if (is_op(n, "relax.sigmoid")) {
+        if (!(m = mul_with(S, out_entry(S, n), e))) return NULL;
+        chain[k++] = m;
         *alg = dnnl_eltwise_swish;
         *alpha = 1.f;
-    } else if (scalar_eltwise(S, n, e, &a1, &al, &be) && a1 == dnnl_eltwise_linear) {
-        /* linears, a clip, optionally a scaling: clip(x*A + B, lo, hi) * C */
-        float A = al, B = be, lo, hi, C = 1.f;
-        for (;;) {
-            if (!sole_consumer(S, out_entry(S, cur), &next) || k >= 5) return NULL;
-            if (is_op(next, "relax.clip")) break;
-            if (!scalar_eltwise(S, next, out_entry(S, cur), &a1, &al, &be) || a1 != dnnl_eltwise_linear) return NULL;
-            A *= al;
-            B = B * al + be;
-            cur = next;
-            chain[k++] = cur;
-        }
-        double dlo, dhi;
-        if (!dn_arg_num(next, 1, &dlo) || !dn_arg_num(next, 2, &dhi) || dn_arg_entry(S, next, 0) != out_entry(S, cur))
-            return NULL;
-        lo = (float)dlo;
-        hi = (float)dhi;
+        *nchain = k;
+        return m;
+    }
+    if (!scalar_eltwise(S, n, e, &a1, &al, &be) || a1 != dnnl_eltwise_linear) return NULL;
+    float A = al, B = be, lo, hi, C = 1.f;
+    for (;;) {
+        if (!sole_consumer(S, out_entry(S, cur), &next) || k >= 4) return NULL;
+        if (is_op(next, "relax.clip")) break;
+        if (!scalar_eltwise(S, next, out_entry(S, cur), &a1, &al, &be) || a1 != dnnl_eltwise_linear) return NULL;
+        A *= al;
+        B = B * al + be;
         cur = next;
         chain[k++] = cur;
-        if (!sole_consumer(S, out_entry(S, cur), &next)) return NULL;
-        bool f;
-        if (!is_op(next, "relax.multiply") || other_operand(S, next, out_entry(S, cur), &f) != e) {
-            if (!scalar_eltwise(S, next, out_entry(S, cur), &a1, &al, &be) || a1 != dnnl_eltwise_linear || be != 0.f)
-                return NULL;
-            C = al;
-            cur = next;
-            chain[k++] = cur;
-            if (!sole_consumer(S, out_entry(S, cur), &next)) return NULL;
-        }
-        /* hardswish: x * clip(x/6 + 1/2, 0, 1) == x * clip(x + 3, 0, 6) / 6 */
-        float s = (hi - lo) * C;
-        if (!(near(lo, 0.f) && near(s, 1.f) && near(A * C, 1.f / 6.f) && near(B * C, 0.5f))) return NULL;
-        *alg = dnnl_eltwise_hardswish;
-        *alpha = 0.f;
-    } else {
-        return NULL;
     }
-    if (k == 1 && !sole_consumer(S, out_entry(S, cur), &next)) return NULL;
-    bool first;
-    if (!is_op(next, "relax.multiply") || other_operand(S, next, out_entry(S, cur), &first) != e) return NULL;
-    chain[k++] = next;
+    double dlo, dhi;
+    if (!dn_arg_num(next, 1, &dlo) || !dn_arg_num(next, 2, &dhi) || dn_arg_entry(S, next, 0) != out_entry(S, cur))
+        return NULL;
+    lo = (float)dlo;
+    hi = (float)dhi;
+    cur = next;
+    chain[k++] = cur;
+    if (!(m = mul_with(S, out_entry(S, cur), e))) {
+        if (!sole_consumer(S, out_entry(S, cur), &next) || !scalar_eltwise(S, next, out_entry(S, cur), &a1, &al, &be) ||
+            a1 != dnnl_eltwise_linear || be != 0.f)
+            return NULL;
+        C = al;
+        cur = next;
+        chain[k++] = cur;
+        if (!(m = mul_with(S, out_entry(S, cur), e))) return NULL;
+    }
+    chain[k++] = m;
+    if (!hswish_ok(lo, hi, A, B, C)) {
+        /* a scaling after the product */
+        if (!sole_consumer(S, out_entry(S, m), &next) || !scalar_eltwise(S, next, out_entry(S, m), &a1, &al, &be) ||
+            a1 != dnnl_eltwise_linear || be != 0.f || !hswish_ok(lo, hi, A, B, C * al))
+            return NULL;
+        m = next;
+        chain[k++] = m;
+    }
+    *alg = dnnl_eltwise_hardswish;
+    *alpha = 0.f;
     *nchain = k;
-    return next;
+    return m;
 }
 
 /* One post-op step on entry e at consumer n. excl: e must be used only by the step. */
@@ -587,18 +606,30 @@ gr_status dn_step_src1(dn_state *S, const rt_json_node *n, const dn_step *st, in
     return GR_OK;
 }
 
+static bool full_shape(dn_state *S, const dn_step *st) {
+    int nd = dn_entry_ndim(S, st->src1);
+    return nd == dn_entry_ndim(S, st->out) &&
+           !memcmp(dn_entry_shape(S, st->src1), dn_entry_shape(S, st->out), sizeof(int64_t) * (size_t)nd);
+}
+
 /* Builds attrs with user scratchpad and the first k steps as post-ops; binary src1 args
  * appended to args. */
 gr_status dn_make_attr(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int nd,
                        dnnl_primitive_attr_t *attr, dn_arg *args, int *nargs) {
     dnnl_primitive_attr_create(attr);
     dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
+    S->pending_sum = -1;
     if (!k) return GR_OK;
     dnnl_post_ops_t po;
     dnnl_post_ops_create(&po);
     for (int i = 0; i < k; i++) {
         if (steps[i].kind == STEP_ELTWISE) {
             dnnl_post_ops_append_eltwise(po, 1.f, steps[i].alg, steps[i].alpha, steps[i].beta);
+        } else if (S->sum_ok && S->pending_sum < 0 && steps[i].alg == dnnl_binary_add && full_shape(S, &steps[i])) {
+            /* a residual add of a full tensor: the sum post-op (dst preloaded with it, in the
+             * dst's own layout), so oneDNN keeps its blocked kernels */
+            dnnl_post_ops_append_sum(po, 1.f);
+            S->pending_sum = steps[i].src1;
         } else {
             int v;
             dnnl_memory_desc_t md;
@@ -852,6 +883,8 @@ static gr_status dn_prepare(rt_json_graph *g, void **state, gr_diag *d) {
     S->g = g;
     S->diag = d;
     S->symbol = rt_json_graph_symbol(g);
+    S->pending_out = -1;
+    S->pending_sum = -1;
     uint32_t nn = rt_json_graph_num_nodes(g);
     S->nent = rt_json_graph_num_entries(g);
     S->node0 = rt_json_graph_node(g, 0);
@@ -870,6 +903,7 @@ static gr_status dn_prepare(rt_json_graph *g, void **state, gr_diag *d) {
     if (ds != dnnl_success) st = dn_fail(S, NULL, ds, "cannot create the CPU engine");
     if (!st && nn == 0) st = gr_diag_set(d, GR_ERR_INVALID, "dnnl region '%s': empty graph", S->symbol);
     if (!st) st = build(S);
+    if (getenv("GRAFT_DNNL_DUMP")) fprintf(stderr, "%s\n", rt_json_graph_text(g));
     if (st) {
         dn_release(g, S);
         return st;

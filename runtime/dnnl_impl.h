@@ -89,6 +89,9 @@ typedef struct dn_state {
     size_t scratch_bytes;
     void *arena, *scratch;
     rt_dnnl_stats stats;
+    int pending_sum;              /* entry the sum post-op of the attrs being built adds */
+    bool sum_ok;                  /* the caller handles pending_sum (finish) */
+    int pending_out;              /* entry a folded bias add produced (see take_bias) */
 } dn_state;
 
 const char *dnnl_status_str(dnnl_status_t s);
@@ -99,6 +102,7 @@ void dn_plain_expand(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int 
 bool dn_is_plain(const dnnl_memory_desc_t *md);
 int dn_val_new(dn_state *S, int kind, const dnnl_memory_desc_t *md);
 int dn_alias_new(dn_state *S, int base, const dnnl_memory_desc_t *md);
+int root_val(const dn_state *S, int v);
 void *dn_owned_alloc(dn_state *S, size_t bytes);
 gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
                   bool reorder);

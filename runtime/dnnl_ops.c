@@ -40,10 +40,14 @@ static gr_status fuse_create_min(dn_state *S, const rt_json_node *n, const_dnnl_
     return dn_fail(S, n, ds, "oneDNN rejects the primitive");
 }
 
+/* For primitives emitted through finish(), which preloads a sum post-op's residual. */
 static gr_status fuse_create(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t desc, int nd,
                              const dn_step *steps, int nsteps, dnnl_primitive_desc_t *pd, int *kused, dn_arg *args,
                              int *nargs) {
-    return fuse_create_min(S, n, desc, nd, steps, nsteps, 0, pd, kused, args, nargs);
+    S->sum_ok = true;
+    gr_status st = fuse_create_min(S, n, desc, nd, steps, nsteps, 0, pd, kused, args, nargs);
+    S->sum_ok = false;
+    return st;
 }
 
 /* Output value of pd's dst, bound to the last folded entry; emits and consumes the steps. */
@@ -51,9 +55,26 @@ static gr_status finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_
                         const dn_step *steps, int k, const dnnl_memory_desc_t *dst_override) {
     /* a copy: dst_override may point into the value array, which grows below */
     dnnl_memory_desc_t dmd = *(dst_override ? dst_override : dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0));
-    int e = k ? steps[k - 1].out : out_entry(S, n);
+    int e = k ? steps[k - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    S->pending_out = -1;
     int v = dn_val_new(S, V_TMP, &dmd);
     args[nargs++] = (dn_arg){DNNL_ARG_DST, v, dmd, NULL};
+    int sum = S->pending_sum;
+    S->pending_sum = -1;
+    if (sum >= 0) {
+        /* preload dst with the residual, in dst's layout */
+        int sv;
+        gr_status st = dn_as(S, n, S->ent_val[sum], &dmd, &sv);
+        dnnl_primitive_desc_t cpd;
+        dnnl_status_t ds = st ? dnnl_success : dnnl_reorder_primitive_desc_create(&cpd, &dmd, S->eng, &dmd, S->eng, S->attr_plain);
+        if (!st && ds != dnnl_success) st = dn_fail(S, n, ds, "cannot copy the residual");
+        dn_arg ca[2] = {{DNNL_ARG_FROM, sv, dmd, NULL}, {DNNL_ARG_TO, v, dmd, NULL}};
+        if (!st) st = dn_emit(S, n, cpd, ca, 2, true);
+        if (st) {
+            dnnl_primitive_desc_destroy(pd);
+            return st;
+        }
+    }
     gr_status st = dn_emit(S, n, pd, args, nargs, false);
     if (st) return st;
     dn_consume(S, steps, k);
@@ -74,22 +95,47 @@ static int chain_of(dn_state *S, const rt_json_node *n, dn_step *steps, bool fus
     return k;
 }
 
-/* A per-channel constant add as the first step becomes the bias (axis: channel axis). */
-static bool take_bias(dn_state *S, dn_step *steps, int *k, int axis, int nd, int64_t C, int *bias_val) {
-    if (!*k || steps[0].kind != STEP_BINARY || steps[0].alg != dnnl_binary_add) return false;
-    int e = steps[0].src1;
-    if (S->ent_node[e].node->kind != RT_JSON_CONST) return false;
+/* A constant that broadcasts along `axis` only (C values). */
+static bool per_channel_const(dn_state *S, int e, int axis, int nd, int64_t C) {
+    if (e < 0 || S->ent_node[e].node->kind != RT_JSON_CONST || S->ent_val[e] < 0) return false;
     int cnd = dn_entry_ndim(S, e);
     const int64_t *cs = dn_entry_shape(S, e);
+    if (cnd < nd - axis) return false;
     for (int i = 0; i < cnd; i++) {
         int ax = nd - cnd + i;
         if (cs[i] != (ax == axis ? C : 1)) return false;
     }
-    if (cnd < nd - axis) return false;
-    *bias_val = S->ent_val[e];
-    dn_consume(S, steps, 1);
-    memmove(steps, steps + 1, sizeof(dn_step) * (size_t)(*k - 1));
-    (*k)--;
+    return true;
+}
+
+static bool bias_step(dn_state *S, const dn_step *st, int axis, int nd, int64_t C) {
+    return st->kind == STEP_BINARY && st->alg == dnnl_binary_add && per_channel_const(S, st->src1, axis, nd, C);
+}
+
+/* Per-channel constant adds at the head of the chain become the bias (several are summed
+ * once, into an engine-owned buffer). */
+static bool take_bias(dn_state *S, dn_step *steps, int *k, int axis, int nd, int64_t C, int *bias_val) {
+    int nb = 0;
+    while (nb < *k && bias_step(S, &steps[nb], axis, nd, C)) nb++;
+    if (!nb) return false;
+    *bias_val = S->ent_val[steps[0].src1];
+    if (nb > 1) {
+        float *sum = dn_owned_alloc(S, sizeof(float) * (size_t)C);
+        if (!sum) return false;
+        memset(sum, 0, sizeof(float) * (size_t)C);
+        for (int i = 0; i < nb; i++) {
+            const float *c = S->vals.data[root_val(S, S->ent_val[steps[i].src1])].ptr;
+            for (int64_t j = 0; j < C; j++) sum[j] += c[j];
+        }
+        dnnl_memory_desc_t md;
+        dn_plain_md(&md, 1, &C);
+        *bias_val = dn_val_new(S, V_OWNED, &md);
+        S->vals.data[*bias_val].ptr = sum;
+    }
+    S->pending_out = steps[nb - 1].out;
+    dn_consume(S, steps, nb);
+    memmove(steps, steps + nb, sizeof(dn_step) * (size_t)(*k - nb));
+    *k -= nb;
     return true;
 }
 
@@ -604,7 +650,7 @@ static gr_status op_reduce(dn_state *S, const rt_json_node *n) {
     dn_arg args[4 + DN_MAX_STEPS];
     int nargs = 0, used;
     dnnl_primitive_desc_t pd;
-    st = fuse_create(S, n, &desc, nd, steps, k, &pd, &used, args, &nargs);
+    st = fuse_create_min(S, n, &desc, nd, steps, k, 0, &pd, &used, args, &nargs);
     if (st) return st;
     args[nargs++] = (dn_arg){DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL};
     int v = dn_val_new(S, V_TMP, &omd);

@@ -1,0 +1,17 @@
+/* The dnnl backend (oneDNN): pattern table "dnnl.<op>" with checks, and its codegen: each
+ * region becomes a JSON graph (codegen/json, one node per op) plus its constants, run by the
+ * oneDNN engine (runtime/dnnl.h), which fuses convolution / matmul with bias and post-op
+ * chains inside the region. Registered in the backend registry as "dnnl". */
+#ifndef GRAFT_CODEGEN_DNNL_DNNL_CODEGEN_H
+#define GRAFT_CODEGEN_DNNL_DNNL_CODEGEN_H
+
+#include "byoc/byoc.h"
+
+extern const byoc_backend byoc_dnnl_backend;
+
+/* One runtime module ("dnnl_json") for all regions; every region's primitives are built once
+ * here so that oneDNN rejections name the region and its layers at compile time. */
+gr_status dnnl_cg_compile(ir_ctx_t *ctx, const byoc_region *regions, uint32_t n, const ir_attrs *options,
+                          rt_module **out, gr_diag *diag);
+
+#endif
