@@ -13,9 +13,8 @@
 
 typedef GR_VEC(uint64_t) u64_vec;
 
-/* var -> 1 + slot. The dense table is a sparse set (Briggs & Torczon): it is never cleared, an
- * entry counts only when vars[] points back at the var, so a huge block costs no zeroing and
- * touches only the pages it writes. */
+/* var -> 1 + slot. The dense table (zeroed, so memory checkers stay quiet) is also checked like
+ * a sparse set: an entry counts only when vars[] points back at the var. */
 static uint32_t slot_get(const pat_block_info *bi, const ir_expr *v) {
     uint32_t rel = v->id - bi->id_lo;
     if (rel < bi->id_n) {
@@ -119,7 +118,7 @@ pat_block_info *pat_block_info_build(ir_ctx_t *ctx, const ir_block *block) {
     if (n && (uint64_t)(hi - lo) + 1 <= 16ull * n + 1024) {
         bi->id_lo = lo;
         bi->id_n = hi - lo + 1;
-        bi->slot_by_id = gr_xmalloc(sizeof(uint32_t) * bi->id_n);   /* uninitialized: sparse set */
+        bi->slot_by_id = gr_xcalloc(bi->id_n, sizeof(uint32_t));
     }
     ubuild u = {.bi = bi};
     u.vars.cap = u.count.cap = n + 16;
