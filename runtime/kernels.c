@@ -454,6 +454,7 @@ static pthread_mutex_t g_scratch_mu = PTHREAD_MUTEX_INITIALIZER;
 void *rt_scratch_get(size_t bytes) {
     size_t want = (bytes + 63) / 64 * 64;
     if (want == 0) want = 64;
+    void *r = NULL;
     pthread_mutex_lock(&g_scratch_mu);
     int best = -1;
     for (int i = 0; i < SCRATCH_SLOTS; i++) {
@@ -461,21 +462,17 @@ void *rt_scratch_get(size_t bytes) {
         if (g_scratch[i].cap >= want) { best = i; break; }
         if (best < 0 || g_scratch[i].cap > g_scratch[best].cap) best = i;
     }
-    if (best >= 0) g_scratch[best].busy = true;
-    pthread_mutex_unlock(&g_scratch_mu);
-    if (best < 0) return aligned_alloc(64, want);
-    if (g_scratch[best].cap < want) {
+    if (best >= 0 && g_scratch[best].cap < want) { /* grow the slot (under the lock: no races) */
         free(g_scratch[best].p);
         g_scratch[best].p = aligned_alloc(64, want);
         g_scratch[best].cap = g_scratch[best].p ? want : 0;
-        if (!g_scratch[best].p) {
-            pthread_mutex_lock(&g_scratch_mu);
-            g_scratch[best].busy = false;
-            pthread_mutex_unlock(&g_scratch_mu);
-            return NULL;
-        }
     }
-    return g_scratch[best].p;
+    if (best >= 0 && g_scratch[best].p) {
+        g_scratch[best].busy = true;
+        r = g_scratch[best].p;
+    }
+    pthread_mutex_unlock(&g_scratch_mu);
+    return r ? r : aligned_alloc(64, want);
 }
 
 void rt_scratch_put(void *p) {
