@@ -27,6 +27,7 @@
 #include "byoc/byoc.h"
 #include "frontend/onnx/onnx_import.h"
 #include "runtime/executor.h"
+#include "runtime/graft_model.h"
 #include "tools/cli.h"
 
 /* The ONNX backend tests compare with rtol 1e-3; atol 1e-5 absorbs float32 rounding of results
@@ -300,6 +301,10 @@ static void match_inputs(const rt_exec_t *x, char *const *names, uint32_t n, uin
     }
 }
 
+/* --host llvm: run through `graft build` -> load (runtime/graft_model.h); NULL: reference. */
+static const char *g_host;
+static graft_model *g_model;
+
 static void run_set(rt_exec_t *x, const char *set_dir, double rtol, double atol, conf_msg *m) {
     rt_tensor *ins[CONF_MAX_IO] = {0}, *outs[CONF_MAX_IO] = {0};
     char *in_names[CONF_MAX_IO] = {0}, *out_names[CONF_MAX_IO] = {0};
@@ -326,7 +331,8 @@ static void run_set(rt_exec_t *x, const char *set_dir, double rtol, double atol,
             t->dl.dtype = ps->dtype;
         args[nargs++] = rt_value_tensor(rt_tensor_retain(t));
     }
-    gr_status st = rt_exec_run(x, args, nargs, &result, &d);
+    gr_status st = g_model ? graft_model_run(g_model, args, nargs, &result, &d)
+                           : rt_exec_run(x, args, nargs, &result, &d);
     if (st != GR_OK) {
         msg_set(m, status_of(st), "%s: run: %s", set, d.msg);
         goto done;
@@ -396,6 +402,19 @@ static void run_test(const char *test_dir, const char *name, conf_msg *m) {
         msg_set(m, status_of(st), "prepare: %s", d.msg);
         goto done;
     }
+    if (g_host) {
+        /* artifact round trip; symbolic shapes or control flow stay on the reference executor */
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        st = graft_model_build(mod, &buf, &len, &d);
+        if (st == GR_OK) st = graft_model_load_buffer(buf, len, &g_model, &d);
+        free(buf);
+        if (st == GR_ERR_UNSUPPORTED) st = GR_OK;
+        if (st != GR_OK) {
+            msg_set(m, status_of(st), "graft build: %s", d.msg);
+            goto done;
+        }
+    }
     for (int s = 0; s < CONF_MAX_SETS && m->status == CONF_PASS; s++) {
         snprintf(path, sizeof(path), "%s/test_data_set_%d", test_dir, s);
         if (!is_dir(path)) break;
@@ -405,6 +424,8 @@ static void run_test(const char *test_dir, const char *name, conf_msg *m) {
     if (m->status == CONF_PASS && m->nsets == 0)
         msg_set(m, CONF_FAIL, "no test_data_set_0 directory");
 done:
+    graft_model_free(g_model);
+    g_model = NULL;
     if (x) rt_exec_free(x);
     ir_ctx_free(ctx);
 }
@@ -804,6 +825,9 @@ static int parse_args(int argc, char **argv, conf_opts *o) {
         char *end;
         if (cli_opt(argc, argv, &i, "--json", &o->json, &missing)) {
             if (missing) return cli_usage_error("conformance", "--json needs a file");
+        } else if (cli_opt(argc, argv, &i, "--host", &g_host, &missing)) {
+            if (missing || strcmp(g_host, "llvm") != 0)
+                return cli_usage_error("conformance", "--host takes llvm");
         } else if (cli_opt(argc, argv, &i, "--backend", &g_backend, &missing)) {
             if (missing || !byoc_backend_find(g_backend))
                 return cli_usage_error("conformance", "--backend needs a registered backend (see graft backends)");
