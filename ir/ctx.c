@@ -49,7 +49,7 @@ void ir_ctx_free(ir_ctx_t *ctx) {
 }
 
 void *ir_alloc(ir_ctx_t *ctx, size_t size) {
-    size = (size + 15) & ~(size_t)15;
+    size = (size + 7) & ~(size_t)7;
     ir_chunk *c = ctx->chunks;
     if (!c || c->size - c->used < size) {
         size_t cap = size > CHUNK_SIZE / 4 ? size : CHUNK_SIZE;
@@ -127,7 +127,7 @@ static void hc_grow(ir_hc_table *t) {
     for (uint32_t i = 0; i < t->cap; i++) {
         ir_hc_entry *e = &t->slots[i];
         if (!e->hash) continue;
-        uint32_t j = (uint32_t)e->hash & (ncap - 1);
+        uint32_t j = e->hash & (ncap - 1);
         while (n[j].hash) j = (j + 1) & (ncap - 1);
         n[j] = *e;
     }
@@ -141,17 +141,16 @@ static const void *hc_lookup(ir_ctx_t *ctx, uint32_t tag, const void *key, size_
     ir_hc_table *t = &ctx->hc[tag == 0 ? IR_HC_STRINGS : tag == IR_HC_SPAN_TAG ? IR_HC_SPANS
                                                                                : IR_HC_OTHER];
     if ((t->len + 1) * 4 >= t->cap * 3) hc_grow(t);
-    uint64_t h = gr_hash_bytes(key, size, tag) | 1;
-    uint32_t mask = t->cap - 1, i = (uint32_t)h & mask;
+    uint32_t h = (uint32_t)gr_hash_bytes(key, size, tag) | 1;
+    uint32_t mask = t->cap - 1, i = h & mask;
     for (;; i = (i + 1) & mask) {
         ir_hc_entry *e = &t->slots[i];
         if (!e->hash) break;
-        if (e->hash == h && e->tag == tag && e->size == size && memcmp(e->ptr, key, size) == 0)
-            return e->ptr;
+        if (e->hash == h && e->size == size && memcmp(e->ptr, key, size) == 0) return e->ptr;
     }
     void *p = ir_alloc(ctx, store_size);
     memcpy(p, key, size);
-    t->slots[i] = (ir_hc_entry){h, tag, (uint32_t)size, p};
+    t->slots[i] = (ir_hc_entry){h, (uint32_t)size, p};
     t->len++;
     return p;
 }

@@ -28,7 +28,7 @@ typedef struct ir_ctx ir_ctx_t;
 ir_ctx_t *ir_ctx_new(void);
 void ir_ctx_free(ir_ctx_t *ctx);
 
-/* Zeroed, 16-byte aligned arena memory that lives until ir_ctx_free(). Never returns NULL
+/* Zeroed, 8-byte aligned arena memory that lives until ir_ctx_free(). Never returns NULL
  * (out of memory aborts: the arena is the process's working set). */
 void *ir_alloc(ir_ctx_t *ctx, size_t size);
 void *ir_alloc_copy(ir_ctx_t *ctx, const void *src, size_t size);

@@ -13,9 +13,11 @@ typedef struct ir_chunk {
     _Alignas(16) unsigned char mem[];
 } ir_chunk;
 
+/* 16 bytes a slot: equal bytes share one copy whatever their tag (the copies are immutable),
+ * so the tag only seeds the hash. */
 typedef struct ir_hc_entry {
-    uint64_t hash;            /* 0 = empty */
-    uint32_t tag, size;
+    uint32_t hash;            /* 0 = empty */
+    uint32_t size;
     const void *ptr;
 } ir_hc_entry;
 
