@@ -366,6 +366,8 @@ gr_status byoc_fuse_ops_by_pattern(ir_ctx_t *ctx, const ir_module *m, const byoc
         gr_map_free(&st.uses);
     }
     gr_map_free(&bound);
+    gr_vec_free(&st.groups);
+    gr_vec_free(&st.queue);
     gr_map_free(&st.dedup);
     gr_map_free(&st.wrappers);
     if (rc) return rc;
