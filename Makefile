@@ -113,7 +113,9 @@ test: deps models
 	GRAFT=$(BUILD)/graft $(BUILD)/tests/run_tests $(TEST_ARGS)
 
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 \
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 \
 	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
 
 demo: deps
