@@ -222,6 +222,30 @@ bool rt_attr_is_none(const ir_attrs *a, const char *key) {
 
 /* ---- tensors ---- */
 
+static _Thread_local void *out_hint;
+static _Thread_local size_t out_hint_bytes;
+
+void rt_kernel_out_hint(void *data, size_t nbytes) {
+    out_hint = data;
+    out_hint_bytes = nbytes;
+}
+
+/* A tensor over the hinted buffer when the sizes agree (the hint is then used up). */
+static rt_tensor *take_out_hint(DLDataType dt, int ndim, const int64_t *shape, bool zero) {
+    if (!out_hint) return NULL;
+    rt_tensor *t = rt_tensor_wrap(dt, ndim, shape, NULL);
+    if (!t) return NULL;
+    size_t n = rt_tensor_nbytes(t);
+    if (n != out_hint_bytes) {
+        rt_tensor_release(t);
+        return NULL;
+    }
+    t->dl.data = out_hint;
+    out_hint = NULL;
+    if (zero && n) memset(t->dl.data, 0, n);
+    return t;
+}
+
 gr_status rt_out_new(const rt_kernel_call *c, DLDataType dt, int ndim, const int64_t *shape,
                      rt_tensor **out, gr_diag *d) {
     if (ndim < 0 || ndim > RT_MAX_NDIM)
@@ -230,7 +254,8 @@ gr_status rt_out_new(const rt_kernel_call *c, DLDataType dt, int ndim, const int
         if (shape[i] < 0)
             return rt_kerr(c, d, GR_ERR_INVALID, "negative output dimension in %s",
                            RT_DIMS_STR(ndim, shape));
-    *out = rt_tensor_new(dt, ndim, shape);
+    *out = take_out_hint(dt, ndim, shape, true);
+    if (!*out) *out = rt_tensor_new(dt, ndim, shape);
     if (!*out)
         return rt_kerr(c, d, GR_ERR_NOMEM, "cannot allocate output %s", RT_DIMS_STR(ndim, shape));
     return GR_OK;
@@ -258,7 +283,8 @@ gr_status rt_out_new_raw(const rt_kernel_call *c, DLDataType dt, int ndim, const
         if (shape[i] < 0)
             return rt_kerr(c, d, GR_ERR_INVALID, "negative output dimension in %s",
                            RT_DIMS_STR(ndim, shape));
-    *out = rt_tensor_new_raw(dt, ndim, shape);
+    *out = take_out_hint(dt, ndim, shape, false);
+    if (!*out) *out = rt_tensor_new_raw(dt, ndim, shape);
     if (!*out)
         return rt_kerr(c, d, GR_ERR_NOMEM, "cannot allocate output %s", RT_DIMS_STR(ndim, shape));
     return GR_OK;

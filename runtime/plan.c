@@ -863,10 +863,19 @@ static gr_status run_instr(rt_px *x, px_instr *in, gr_diag *d) {
         for (uint32_t a = 0; a < in->nargs; a++) in->argv[a] = opd_view(x, &in->args[a]);
         in->call.args = in->argv;
         rt_value out = {0};
-        gr_status st = in->kernel(&in->call, &out, d);
-        if (st) return st;
         const px_slot *sl = &x->slots[in->dst];
-        if (sl->buf >= 0) {
+        /* let the kernel allocate its output in the slot itself (no copy) */
+        if (sl->buf >= 0) rt_kernel_out_hint(rt_tensor_data(sl->view), rt_tensor_nbytes(sl->view));
+        gr_status st = in->kernel(&in->call, &out, d);
+        rt_kernel_out_hint(NULL, 0);
+        if (st) return st;
+        if (sl->buf >= 0 && out.kind == RT_VAL_TENSOR &&
+            rt_tensor_data(out.u.t) == rt_tensor_data(sl->view) &&
+            ir_dtype_eq(out.u.t->dl.dtype, sl->view->dl.dtype) &&
+            same_dims(out.u.t, sl->view->dl.ndim, sl->view->shape)) {
+            rt_value_clear(&out);
+            out = rt_value_tensor(rt_tensor_retain(sl->view));
+        } else if (sl->buf >= 0) {
             if (out.kind != RT_VAL_TENSOR || !ir_dtype_eq(out.u.t->dl.dtype, sl->view->dl.dtype) ||
                 !same_dims(out.u.t, sl->view->dl.ndim, sl->view->shape)) {
                 rt_value_clear(&out);

@@ -8,9 +8,10 @@
  * function `void fn(void *const *bufs)` (bufs = group inputs in order, then the output) that
  * writes into its planned buffer. Without it every op runs its reference kernel.
  *
- * Reference kernels allocate their own outputs (runtime/kernels.h); the executor copies a
- * planned output into its arena slot and frees the kernel's buffer at once, so at most one
- * transient kernel output is alive beside the arena. Outputs of main are never planned (the
+ * Reference kernels allocate their own outputs (runtime/kernels.h): the executor points the
+ * kernel's output allocation at the planned arena slot (rt_kernel_out_hint), and copies into the
+ * slot only when the kernel's output lands elsewhere (e.g. it hands back an input). Outputs of
+ * main are never planned (the
  * caller owns them across runs). Tensors without a static shape, and tuple-valued kernel outputs,
  * stay heap values released after their last use.
  *
