@@ -189,6 +189,7 @@ ir_expr *cv_in(onnx_cv *cv, uint32_t i) {
         return NULL;
     }
     onnx_val *v = cv->in[i];
+    v->as_tensor = true;
     if (v->expr) return v->expr;
     if (v->known) {
         v->expr = (ir_expr *)ir_const_new(cv->ctx, v->known, v->span);
@@ -205,7 +206,10 @@ ir_expr *cv_in(onnx_cv *cv, uint32_t i) {
 }
 
 rt_tensor *cv_known(const onnx_cv *cv, uint32_t i) {
-    return cv_has(cv, i) ? cv->in[i]->known : NULL;
+    if (!cv_has(cv, i)) return NULL;
+    /* A converter (not a folder's probe) wants the value of a param: reported in opts.wanted. */
+    if (!cv->folding && cv->in[i]->is_param) cv->in[i]->value_asked = true;
+    return cv->in[i]->known;
 }
 
 const ir_sinfo *cv_sinfo(onnx_cv *cv, uint32_t i) {

@@ -29,6 +29,14 @@ typedef struct onnx_val {
     bool sym_scalar;            /* sym is 0-D (nsym == 1) */
     ir_dtype sym_dtype;         /* the ONNX dtype of a sym value (its values are whole numbers) */
     const ir_span *span;        /* span of a lazily made constant */
+    /* Spans of the nodes folded into this value that no binding carries (seed 001): set for a
+     * node output that is known, symbolic or an alias of a leaf (the node's own span, marked,
+     * then its absorbed producers); NULL for an emitted binding, an initializer, a param. Every
+     * consumer appends it (marks cleared) to its own span, so folded layers never vanish. */
+    const ir_span *folded;
+    bool is_param;              /* a graph input left as a param */
+    bool value_asked;           /* a converter asked for its value (it was not known) */
+    bool as_tensor;             /* an op used it as a tensor (cv_in) */
 } onnx_val;
 
 typedef struct onnx_importer {
@@ -53,6 +61,7 @@ typedef struct onnx_cv {
     const ir_span *span;        /* unmarked (intermediate expressions) */
     const ir_span *out_span;    /* marked as producing the layer's output */
     int64_t opset;
+    bool folding;               /* the folder runs (its probes of known values are no needs) */
     uint32_t nin;
     onnx_val *const *in;        /* nin entries; NULL for an absent optional input */
     uint32_t nout;

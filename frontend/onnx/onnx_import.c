@@ -194,19 +194,32 @@ static void node_fail_context(onnx_importer *imp, const char *layer, const char 
     gr_diag_set_op(imp->diag, op);
 }
 
+/* The spans folded into a node's inputs (seed 001's span filler): each input's `folded` set with
+ * its output marks cleared, in input order. The node's spans are its own loc followed by these
+ * (consumer first, then producers, depth-first), so a constant or shape subgraph that became an
+ * attribute, a prim value or an R.shape of this node is still named by the node's expressions. */
+static const ir_span *absorbed_span(onnx_importer *imp, onnx_val *const *in, uint32_t nin) {
+    const ir_span *acc = NULL;
+    for (uint32_t i = 0; i < nin; i++)
+        if (in[i] && in[i]->folded)
+            acc = ir_span_concat(imp->ctx, acc, ir_span_with_output(imp->ctx, in[i]->folded, false));
+    return acc;
+}
+
 /* Converts one node whose inputs are all available. */
 static gr_status convert_node(onnx_importer *imp, const Onnx__NodeProto *n) {
     ir_ctx_t *ctx = imp->ctx;
     const onnx_op_entry *ent = onnx_op_find(n->op_type, imp->opset);
     const char *layer = node_layer(imp, n);
     onnx_cv cv = {.imp = imp, .ctx = ctx, .node = n, .layer = layer, .opset = imp->opset};
-    cv.span = imp_span(imp, layer, false);
-    cv.out_span = imp_span(imp, layer, true);
     cv.nin = (uint32_t)n->n_input;
     onnx_val **in = gr_xcalloc(cv.nin + 1, sizeof(*in));
     for (uint32_t i = 0; i < cv.nin; i++)
         in[i] = n->input[i] && *n->input[i] ? val_get(imp, n->input[i]) : NULL;
     cv.in = in;
+    const ir_span *absorbed = absorbed_span(imp, in, cv.nin);
+    cv.span = ir_span_concat(ctx, imp_span(imp, layer, false), absorbed);
+    cv.out_span = ir_span_concat(ctx, imp_span(imp, layer, true), absorbed);
     cv.nout = (uint32_t)n->n_output;
     uint32_t no = cv.nout + 1;
     cv.out = gr_xcalloc(no, sizeof(*cv.out));
@@ -217,7 +230,9 @@ static gr_status convert_node(onnx_importer *imp, const Onnx__NodeProto *n) {
     cv.out_sym_dtype = gr_xcalloc(no, sizeof(*cv.out_sym_dtype));
 
     gr_status st = GR_OK;
+    cv.folding = true;
     int folded = ent->fold ? ent->fold(&cv) : 0;
+    cv.folding = false;
     if (folded < 0) {
         st = (gr_status)folded;
     } else if (folded == 0) {
@@ -234,15 +249,18 @@ static gr_status convert_node(onnx_importer *imp, const Onnx__NodeProto *n) {
         if (cv.out_known[i]) {
             v->known = cv.out_known[i];
             cv.out_known[i] = NULL;
-            v->span = cv.out_span;
+            v->span = v->folded = cv.out_span;
         } else if (cv.out_sym[i]) {
             v->sym = cv.out_sym[i];
             v->nsym = cv.out_nsym[i];
             v->sym_scalar = cv.out_sym_scalar[i];
             v->sym_dtype = cv.out_sym_dtype[i];
-            v->span = cv.out_span;
+            v->span = v->folded = cv.out_span;
         } else if (cv.out[i]) {
             ir_expr *e = cv.out[i];
+            /* A leaf (the input itself: Identity, a no-op Reshape; or a constant) is no binding
+             * of this node: its consumers carry the node's span. */
+            if (ir_is_leaf(e)) v->folded = cv.out_span;
             if (!ir_is_leaf(e)) {
                 e = ir_expr_with_span(ctx, e, cv.out_span);
                 e = (ir_expr *)ir_bb_emit(imp->bb, e, NULL);
@@ -404,6 +422,18 @@ static gr_status check_bound_shapes(onnx_importer *imp, const Onnx__GraphProto *
     return GR_OK;
 }
 
+/* opts.wanted: params whose value a converter asked for and no op used as a tensor, in graph
+ * input order. */
+static void report_wanted(onnx_importer *imp, const Onnx__GraphProto *g) {
+    onnx_wanted_inputs *w = imp->opts ? imp->opts->wanted : NULL;
+    if (!w) return;
+    w->n = 0;
+    for (size_t i = 0; i < g->n_input && w->n < ONNX_MAX_WANTED; i++) {
+        onnx_val *v = g->input[i]->name ? val_get(imp, g->input[i]->name) : NULL;
+        if (v && v->is_param && v->value_asked && !v->as_tensor) w->names[w->n++] = v->name;
+    }
+}
+
 static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_module **out) {
     ir_ctx_t *ctx = imp->ctx;
     gr_status st = check_supported(imp, g);
@@ -446,6 +476,7 @@ static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_
         ir_var *var = ir_var_new(ctx, onnx_sanitize(ctx, vi->name), si, imp_span(imp, vi->name, false));
         onnx_val *v = val_new(imp, vi->name);
         v->expr = (ir_expr *)var;
+        v->is_param = true;
         gr_vec_push(&params, var);
     }
 
@@ -503,6 +534,7 @@ static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_
         *out = m;
     }
     gr_vec_free(&params);
+    report_wanted(imp, g);
     return st;
 }
 
@@ -514,6 +546,7 @@ gr_status onnx_import_buffer(ir_ctx_t *ctx, const char *name, const uint8_t *buf
         diag = &local;
     }
     *out = NULL;
+    if (opts && opts->wanted) opts->wanted->n = 0;
     const char *file = name ? name : "<buffer>";
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
     if (!m) {

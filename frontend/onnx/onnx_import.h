@@ -22,12 +22,23 @@ typedef struct onnx_input_value {
     rt_tensor *value;             /* borrowed; the constants take their own references */
 } onnx_input_value;
 
+/* Filled by an import (success or failure): the graph inputs (params) whose values a converter
+ * needed at import (a shape, axes, scales, pads, k, ... parameter) and that no op used as a
+ * tensor. Binding them through `values` and importing again folds them (the conformance runner
+ * does this with each data set's tensors). Names are interned in the import's ctx. */
+#define ONNX_MAX_WANTED 16
+typedef struct onnx_wanted_inputs {
+    uint32_t n;
+    const char *names[ONNX_MAX_WANTED];
+} onnx_wanted_inputs;
+
 typedef struct onnx_import_opts {
     const onnx_input_shape *shapes; /* bind dynamic dims of these inputs */
     uint32_t nshapes;
     const onnx_input_value *values; /* inputs that become constants (may be NULL) */
     uint32_t nvalues;
     bool no_spans;                  /* graft import --no-spans */
+    onnx_wanted_inputs *wanted;     /* out (may be NULL): inputs needed as values */
 } onnx_import_opts;
 
 /* opts may be NULL. Unsupported ops: GR_ERR_UNSUPPORTED listing every unsupported node (name,
