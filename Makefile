@@ -95,6 +95,11 @@ $(BUILD)/obj/gen/onnx/onnx.pb-c.o: $(ONNX_GEN)/onnx.pb-c.c
 $(filter $(BUILD)/obj/frontend/onnx/% $(BUILD)/obj/tests/frontend/%,$(LIB_OBJ) $(TEST_OBJ)): | $(ONNX_GEN)/onnx.pb-c.h
 endif
 
+# The loader API example (runtime/graft_model.h).
+$(BUILD)/examples/load_and_run: examples/load_and_run.c $(BUILD)/libgraft.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(BUILD)/libgraft.a $(EXT_LIBS) $(LDLIBS)
+
 ifdef ART_GEN
 $(ART_GEN)/graft_artifact.pb-c.c $(ART_GEN)/graft_artifact.pb-c.h &: runtime/graft_artifact.proto
 	@mkdir -p $(ART_GEN)
