@@ -106,7 +106,8 @@ static ir_func *inline_composites(merge_state *st, ir_func *rf, gr_diag *diag) {
     const ir_block *nblk = ir_block_new(ctx, false, nb.len, nb.data);
     ir_seq *ns = ir_seq_new(ctx, 1, &nblk, s->body, NULL);
     res = ir_func_new(ctx, rf->nparams, rf->params, &ns->base, rf->ret_sinfo, rf->attrs, NULL);
-    if (!ir_normalize_in(ctx, st->in, &res->base, diag)) res = NULL;
+    ir_expr_set_sinfo(&ns->base, s->body->sinfo);  /* every node already has struct info */
+    ir_expr_set_sinfo(&res->base, ir_func_sinfo(ctx, res));
 done:
     gr_vec_free(&nb);
     gr_map_free(&local);

@@ -323,7 +323,9 @@ ir_func *byoc_build_group_func(ir_ctx_t *ctx, const ir_module *mod, const ir_blo
     const ir_block *nbk = ir_block_new(ctx, dataflow, nb, bs);
     ir_seq *seq = ir_seq_new(ctx, 1, &nbk, body, NULL);
     f = ir_func_new(ctx, gi->ninputs, params, &seq->base, body->sinfo, attrs, NULL);
-    if (!ir_normalize_in(ctx, mod, &f->base, diag)) f = NULL;
+    /* every node already has struct info (subst keeps it): no normalizer pass needed */
+    ir_expr_set_sinfo(&seq->base, body->sinfo);
+    ir_expr_set_sinfo(&f->base, ir_func_sinfo(ctx, f));
 done:
     gr_map_free(&map);
     return f;
