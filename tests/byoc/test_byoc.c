@@ -572,3 +572,31 @@ Test(byoc_fuse, dataflow_inside_branch) {
     free(text);
     ir_ctx_free(ctx);
 }
+
+/* FuseOps(annotate_codegen) then RunCodegen directly (no merge): the wrappers are regions. */
+Test(byoc_codegen, annotate_codegen_then_run_codegen) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag d;
+    gr_diag_clear(&d);
+    ir_module *m = parse(ctx, GOLDEN "conv2d_relu_x2.relax");
+    const byoc_pattern *ps = NULL;
+    uint32_t np = 0;
+    cr_assert_eq(byoc_json_backend.get_patterns(ctx, &ps, &np, &d), GR_OK);
+    byoc_fuse_opts o = {true, true, 0, NULL};
+    ir_module *f = NULL, *c = NULL;
+    cr_assert_eq(byoc_fuse_ops_by_pattern(ctx, m, ps, np, &o, NULL, &f, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(byoc_run_codegen(ctx, f, NULL, &c, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(ir_wellformed_check(c, &d), GR_OK, "%s", d.msg);
+    cr_expect_eq(c->nfuncs, 1, "only main is left");
+    uint32_t nl = 0;
+    const char **lost = ir_lost_layers(m, c, &nl);
+    cr_expect_eq(nl, 0, "lost %s", nl ? lost[0] : "");
+    free((void *)lost);
+    rt_value a = {0}, b = {0};
+    run_random(m, &a);
+    run_random(c, &b);
+    cr_expect_eq(max_diff(&a, &b), 0.0);
+    rt_value_clear(&a);
+    rt_value_clear(&b);
+    ir_ctx_free(ctx);
+}
