@@ -173,7 +173,7 @@ static int run_model(const model_def *md, int runs, int warmup, bool report) {
     rt_value res = {0};
     byoc_notes notes;
     byoc_notes_init(&notes);
-    const char *backends[] = {"dnnl"};
+    const char *backends[] = {getenv("BENCH_DNNL_BACKEND") ? getenv("BENCH_DNNL_BACKEND") : "dnnl"};
     byoc_partition_opts po = {0};
     po.notes = &notes;
     double t0 = now_ms();

@@ -1,6 +1,7 @@
 /* The oneDNN engine: graph state, values, memory planning, post-op chains, run (see dnnl.h).
  * Op handlers live in dnnl_ops.c. */
 #include <dlfcn.h>
+#include <immintrin.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -561,13 +562,19 @@ bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step
 
 /* The longest chain of exclusive post-op steps after entry e (at most max). */
 int dn_collect_chain(dn_state *S, int e, dn_step *steps, int max) {
-    int k = 0;
+    int k = 0, nelt = 0;
     while (k < max) {
         if (S->is_head[e]) break;
         bool ok = false;
         for (uint32_t c = 0; c < S->cons[e].len && !ok; c++)
             ok = dn_match_step(S, e, S->cons[e].data[c], true, &steps[k]);
         if (!ok) break;
+        /* oneDNN 2.6's jit kernels compute wrong results with three or more eltwise post-ops
+         * (seen: brgconv_1x1 linear+linear+clip, binary linear+hardswish+linear); keep two
+         * unless the new one merges into a linear */
+        bool merges = k && steps[k].kind == STEP_ELTWISE && steps[k - 1].kind == STEP_ELTWISE &&
+                      steps[k].alg == dnnl_eltwise_linear && steps[k - 1].alg == dnnl_eltwise_linear;
+        if (steps[k].kind == STEP_ELTWISE && !merges && ++nelt > 2) break;
         e = steps[k].out;
         /* linear after linear: one post-op */
         if (k && steps[k].kind == STEP_ELTWISE && steps[k - 1].kind == STEP_ELTWISE && steps[k].alg == dnnl_eltwise_linear &&
@@ -619,6 +626,7 @@ gr_status dn_make_attr(dn_state *S, const rt_json_node *n, const dn_step *steps,
     dnnl_primitive_attr_create(attr);
     dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
     S->pending_sum = -1;
+    S->ftz = !getenv("GRAFT_DNNL_DENORMALS");
     if (!k) return GR_OK;
     dnnl_post_ops_t po;
     dnnl_post_ops_create(&po);
@@ -944,6 +952,10 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
                                i < nin ? "input" : "output", i < nin ? i : i - nin);
     }
     pthread_mutex_lock(&S->lock);
+    /* denormals: flush to zero / treat as zero while the region runs (tiny activations in
+     * PP-OCR's FPN made oneDNN's kernels ~100x slower); restored afterwards */
+    unsigned int csr = _mm_getcsr();
+    if (S->ftz) _mm_setcsr(csr | 0x8040);
     for (uint32_t x = 0; x < S->exts.len; x++) {
         dn_ext *e = &S->exts.data[x];
         const DLTensor *t = e->is_input ? args[e->index] : args[nin + (uint32_t)e->index];
@@ -954,6 +966,7 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
     for (; p < S->prims.len && ds == dnnl_success; p++)
         ds = dnnl_primitive_execute(S->prims.data[p].prim, S->stream, S->prims.data[p].nargs, S->prims.data[p].exec);
     if (ds == dnnl_success) ds = dnnl_stream_wait(S->stream);
+    _mm_setcsr(csr);
     pthread_mutex_unlock(&S->lock);
     if (ds != dnnl_success) {
         gr_status st = gr_diag_set(d, GR_ERR_RUNTIME, "dnnl region '%s': primitive %u failed: %s", S->symbol, p ? p - 1 : 0,

@@ -31,6 +31,14 @@ static gr_status fuse_create_min(dn_state *S, const rt_json_node *n, const_dnnl_
         if (st) return st;
         ds = dnnl_primitive_desc_create(pd, desc, attr, S->eng, NULL);
         dnnl_primitive_attr_destroy(attr);
+        /* post-ops that push oneDNN onto its reference kernels cost more than they save */
+        const char *impl = NULL;
+        if (ds == dnnl_success && k > kmin &&
+            dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+            !strncmp(impl, "ref", 3)) {
+            dnnl_primitive_desc_destroy(*pd);
+            continue;
+        }
         if (ds == dnnl_success) {
             *nargs = na;
             *kused = k;
@@ -139,7 +147,158 @@ static bool take_bias(dn_state *S, dn_step *steps, int *k, int axis, int nd, int
     return true;
 }
 
+/* Per-channel constant add / subtract / multiply / divide and scalar linears at the head of a
+ * convolution's chain (a bias, an unfolded batch norm) fold into its weights and bias once:
+ * y = conv(x, w) * scale + shift, scale per output channel into w, shift into the bias. */
+static void take_affine(dn_state *S, dn_step *steps, int *k, int64_t O, bool wconst, int *wv, int *bias_val,
+                        bool deconv, int64_t ig, int64_t og, int64_t K) {
+    int nb = 0;
+    float *scale = dn_owned_alloc(S, sizeof(float) * (size_t)O), *shift = dn_owned_alloc(S, sizeof(float) * (size_t)O);
+    if (!scale || !shift) return;
+    for (int64_t j = 0; j < O; j++) {
+        scale[j] = 1.f;
+        shift[j] = 0.f;
+    }
+    bool scaled = false;
+    for (; nb < *k; nb++) {
+        const dn_step *st = &steps[nb];
+        if (st->kind == STEP_ELTWISE) {
+            if (st->alg != dnnl_eltwise_linear || (!wconst && st->alpha != 1.f)) break;
+            for (int64_t j = 0; j < O; j++) {
+                scale[j] *= st->alpha;
+                shift[j] = shift[j] * st->alpha + st->beta;
+            }
+            scaled |= st->alpha != 1.f;
+            continue;
+        }
+        if (!per_channel_const(S, st->src1, 1, dn_entry_ndim(S, st->out), O)) break;
+        bool mul = st->alg == dnnl_binary_mul || st->alg == dnnl_binary_div;
+        if (mul && !wconst) break;
+        if (st->alg != dnnl_binary_add && st->alg != dnnl_binary_sub && !mul) break;
+        const float *c = S->vals.data[root_val(S, S->ent_val[st->src1])].ptr;
+        for (int64_t j = 0; j < O; j++) {
+            if (st->alg == dnnl_binary_add) shift[j] += c[j];
+            else if (st->alg == dnnl_binary_sub) shift[j] -= c[j];
+            else if (st->alg == dnnl_binary_mul) {
+                scale[j] *= c[j];
+                shift[j] *= c[j];
+            } else {
+                scale[j] /= c[j];
+                shift[j] /= c[j];
+            }
+        }
+        scaled |= mul;
+    }
+    if (!nb) return;
+    if (scaled) {
+        dn_val *w = &S->vals.data[*wv];
+        size_t bytes = dnnl_memory_desc_get_size(&w->md);
+        int64_t n = (int64_t)(bytes / sizeof(float));
+        const float *src = S->vals.data[root_val(S, *wv)].ptr;
+        float *dst = dn_owned_alloc(S, bytes);
+        if (!dst) return;
+        for (int64_t f = 0; f < n; f++) {
+            int64_t o = deconv ? ((f / (og * K)) / ig) * og + (f / K) % og : f / (ig * K);
+            dst[f] = src[f] * scale[o];
+        }
+        dnnl_memory_desc_t md = S->vals.data[*wv].md;
+        *wv = dn_val_new(S, V_OWNED, &md);
+        S->vals.data[*wv].ptr = dst;
+    }
+    dnnl_memory_desc_t bmd;
+    dn_plain_md(&bmd, 1, &O);
+    *bias_val = dn_val_new(S, V_OWNED, &bmd);
+    S->vals.data[*bias_val].ptr = shift;
+    S->pending_out = steps[nb - 1].out;
+    dn_consume(S, steps, nb);
+    memmove(steps, steps + nb, sizeof(dn_step) * (size_t)(*k - nb));
+    *k -= nb;
+}
+
 /* ---------------------------------------------------------------- conv ---- */
+
+/* A 2-D transposed convolution whose kernel equals its stride (no padding, no overlap), as in
+ * FPN upsampling: a 1x1 convolution to O*kh*kw channels, then a reorder that interleaves them
+ * into the output pixels. oneDNN 2.6's own deconvolution kernels take hundreds of ms on such
+ * shapes. Bias and per-channel affine ops fold first; eltwise post-ops commute with the
+ * interleave and stay fused. */
+static gr_status op_deconv_pixel(dn_state *S, const rt_json_node *n, int x, int xv, int w, int wv, int64_t kh,
+                                 int64_t kw) {
+    const int64_t *xs = dn_entry_shape(S, x), *os = n->shapes[0];
+    int64_t N = xs[0], I = xs[1], H = xs[2], W = xs[3], O = os[1], K = kh * kw, OK = O * K;
+    dn_step steps[DN_MAX_STEPS];
+    dnnl_memory_desc_t ignore;
+    int k = chain_of(S, n, steps, true, 4, os, &ignore);
+    int bv = -1;
+    take_affine(S, steps, &k, O, S->ent_node[w].node->kind == RT_JSON_CONST, &wv, &bv, true, I, O, K);
+    for (int i = 0; i < k; i++)
+        if (steps[i].kind != STEP_ELTWISE) k = i;
+    const float *wsrc = S->vals.data[root_val(S, wv)].ptr;
+    float *w2 = dn_owned_alloc(S, sizeof(float) * (size_t)(OK * I)), *b2 = dn_owned_alloc(S, sizeof(float) * (size_t)OK);
+    if (!w2 || !b2) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    const float *bsrc = bv >= 0 ? S->vals.data[root_val(S, bv)].ptr : NULL;
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t q = 0; q < K; q++) {
+            for (int64_t c = 0; c < I; c++) w2[(o * K + q) * I + c] = wsrc[(c * O + o) * K + q];
+            b2[o * K + q] = bsrc ? bsrc[o] : 0.f;
+        }
+    dnnl_dims_t wd = {OK, I, 1, 1}, xd = {N, I, H, W}, td = {N, OK, H, W}, one = {1, 1}, zero = {0, 0}, bd = {OK};
+    dnnl_memory_desc_t wuser, wany, xany, tmd, bmd;
+    dnnl_memory_desc_init_by_tag(&wuser, 4, wd, dnnl_f32, dnnl_abcd);
+    dnnl_memory_desc_init_by_tag(&wany, 4, wd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&xany, 4, xd, dnnl_f32, dnnl_format_tag_any);
+    /* channels-last everywhere: oneDNN's brgemm 1x1 kernels, and the layout the region's other
+     * convolutions use */
+    dnnl_memory_desc_init_by_tag(&tmd, 4, td, dnnl_f32, dnnl_acdb);
+    dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_a);
+    int wval = dn_val_new(S, V_OWNED, &wuser), bval = dn_val_new(S, V_OWNED, &bmd);
+    S->vals.data[wval].ptr = w2;
+    S->vals.data[bval].ptr = b2;
+    dnnl_convolution_desc_t desc;
+    dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct,
+                                                                  &xany, &wany, &bmd, &tmd, one, zero, zero, zero);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid convolution");
+    dn_arg args[4 + DN_MAX_STEPS];
+    int na = 0, used;
+    dnnl_primitive_desc_t pd;
+    gr_status st = fuse_create_min(S, n, &desc, 4, steps, k, 0, &pd, &used, args, &na);
+    if (st) return st;
+    int xin, win;
+    st = dn_as(S, n, xv, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), &xin);
+    if (!st) st = dn_as(S, n, wval, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
+    if (st) {
+        dnnl_primitive_desc_destroy(pd);
+        return st;
+    }
+    args[na++] = (dn_arg){DNNL_ARG_SRC, xin, S->vals.data[xin].md, NULL};
+    args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL};
+    args[na++] = (dn_arg){DNNL_ARG_BIAS, bval, bmd, NULL};
+    int tv = dn_val_new(S, V_TMP, &tmd);
+    args[na++] = (dn_arg){DNNL_ARG_DST, tv, tmd, NULL};
+    st = dn_emit(S, n, pd, args, na, false);
+    if (st) return st;
+    /* interleave: tmp [N][H][W][O][kh][kw] -> out [N][H][kh][W][kw][O] (both channels-last),
+     * as 6-D views with dims (N, O, H, kh, W, kw) */
+    int64_t OH = os[2], OW = os[3];
+    dnnl_dims_t vd = {N, O, H, kh, W, kw}, vs = {H * W * OK, K, W * OK, kw, OK, 1};
+    dnnl_dims_t us = {OH * OW * O, 1, kh * OW * O, OW * O, kw * O, O}, od = {N, O, OH, OW};
+    dnnl_memory_desc_t view, out6, omd;
+    dnnl_memory_desc_init_by_strides(&view, 6, vd, dnnl_f32, vs);
+    dnnl_memory_desc_init_by_strides(&out6, 6, vd, dnnl_f32, us);
+    dnnl_memory_desc_init_by_tag(&omd, 4, od, dnnl_f32, dnnl_acdb);
+    dnnl_primitive_desc_t rpd;
+    ds = dnnl_reorder_primitive_desc_create(&rpd, &view, S->eng, &out6, S->eng, S->attr_plain);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "cannot interleave the transposed convolution");
+    int ov = dn_val_new(S, V_TMP, &omd);
+    dn_arg ra[2] = {{DNNL_ARG_FROM, tv, view, NULL}, {DNNL_ARG_TO, ov, out6, NULL}};
+    st = dn_emit(S, n, rpd, ra, 2, true);
+    if (st) return st;
+    dn_consume(S, steps, used);
+    int e = used ? steps[used - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    S->pending_out = -1;
+    S->ent_val[e] = ov;
+    return GR_OK;
+}
 
 static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd) {
     int x = dn_arg_entry(S, n, 0), w = dn_arg_entry(S, n, 1), xv = -1, wv = -1;
@@ -194,6 +353,10 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd
         ks *= ws[2 + i];
     }
     wnd += sd;
+    if (deconv && sd == 2 && G == 1 && strides[0] == ws[2] && strides[1] == ws[3] && !pad[0] && !pad[1] && !pad[2] &&
+        !pad[3] && !opad[0] && !opad[1] && dil[0] == 1 && dil[1] == 1 && S->ent_node[w].node->kind == RT_JSON_CONST &&
+        !getenv("GRAFT_DNNL_NO_PIXEL_DECONV"))
+        return op_deconv_pixel(S, n, x, xv, w, wv, ws[2], ws[3]);
     dnnl_memory_desc_t wuser, wany, xany, dst;
     dnnl_memory_desc_init_by_strides(&wuser, wnd, wd, dnnl_f32, wstr);
     dnnl_memory_desc_init_by_tag(&wany, wnd, wd, dnnl_f32, dnnl_format_tag_any);
@@ -202,8 +365,18 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd
     dnnl_memory_desc_init_by_tag(&xany, nd, xd, dnnl_f32, dnnl_format_tag_any);
     dn_step steps[DN_MAX_STEPS];
     int k = chain_of(S, n, steps, true, nd, os, &dst);
+    /* oneDNN 2.6's blocked jit deconvolution is very slow for small-channel 2x2/2 upsampling
+     * (hundreds of ms on PP-OCR det); channels-last picks its brgemm/gemm kernels */
+    const char *dt = getenv("GRAFT_DNNL_DECONV_TAG");
+    if (deconv && sd == 2 && (!dt || strcmp(dt, "any"))) {
+        dnnl_format_tag_t tag = dt && !strcmp(dt, "abcd") ? dnnl_abcd : dnnl_acdb;
+        dnnl_dims_t od;
+        for (int i = 0; i < nd; i++) od[i] = os[i];
+        dnnl_memory_desc_init_by_tag(&xany, nd, xd, dnnl_f32, tag);
+        if (!S->is_head[k ? steps[k - 1].out : out_entry(S, n)]) dnnl_memory_desc_init_by_tag(&dst, nd, od, dnnl_f32, tag);
+    }
     int bv = -1;
-    take_bias(S, steps, &k, 1, nd, O, &bv);
+    take_affine(S, steps, &k, O, S->ent_node[w].node->kind == RT_JSON_CONST, &wv, &bv, deconv, ig, og, K);
     dnnl_memory_desc_t bmd;
     dnnl_dims_t bd = {O};
     dnnl_memory_desc_init_by_strides(&bmd, 1, bd, dnnl_f32, NULL);

@@ -7,6 +7,7 @@
  * gelu, ...), residual add and broadcast multiply becomes one primitive with post-ops. So the
  * composite name says which primitive an op maps to, and fusion never depends on which
  * pattern matched first. Every check rejects with a reason the partition report prints. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "byoc/byoc.h"
@@ -247,6 +248,16 @@ static const dnnl_op_entry OPS[] = {
 static bool dnnl_check(const pat_check_ctx *pc, const char **reason, void *user) {
     const dnnl_op_entry *ent = user;
     const ir_expr *e = pc->matched_expr;
+    /* GRAFT_DNNL_DISABLE=relax.mean,relax.power keeps those ops off the backend (bisecting) */
+    const char *dis = getenv("GRAFT_DNNL_DISABLE");
+    if (dis) {
+        const char *hit = strstr(dis, ent->op);
+        size_t l = strlen(ent->op);
+        if (hit && (hit == dis || hit[-1] == ',') && (hit[l] == ',' || hit[l] == 0)) {
+            *reason = "disabled by GRAFT_DNNL_DISABLE";
+            return false;
+        }
+    }
     if (!e || e->kind != IR_CALL) {
         *reason = "not a call";
         return false;

@@ -284,3 +284,53 @@ Test(dnnl_engine, memory_reuse) {
     cr_expect_eq(st.npostops, 12);
     dt_free(&g);
 }
+
+/* layer norm as ONNX exporters decompose it: mean, subtract, power, mean, add eps, sqrt,
+ * divide, scale, shift */
+Test(dnnl_engine, layer_norm_decomposed) {
+    dt_graph g;
+    dt_init(&g, 14);
+    int x = dt_input_r(&g, 3, S3(1, 40, 120), 2.f, 0.5f);
+    int m = dt_op(&g, "relax.mean", "{\"axis\":[-1],\"keepdims\":true}", 1, IN(x), NULL, 3, S3(1, 40, 1), NULL);
+    int d = dt_op(&g, "relax.subtract", NULL, 2, IN(x, m), NULL, 3, S3(1, 40, 120), NULL);
+    int two = dt_scalar(&g, 2.f);
+    int p = dt_op(&g, "relax.power", NULL, 2, IN(d, two), NULL, 3, S3(1, 40, 120), NULL);
+    int v = dt_op(&g, "relax.mean", "{\"axis\":[-1],\"keepdims\":true}", 1, IN(p), NULL, 3, S3(1, 40, 1), NULL);
+    int eps = dt_scalar(&g, 1e-5f);
+    int ve = dt_op(&g, "relax.add", NULL, 2, IN(v, eps), NULL, 3, S3(1, 40, 1), NULL);
+    int sd = dt_op(&g, "relax.sqrt", NULL, 1, IN(ve), NULL, 3, S3(1, 40, 1), NULL);
+    int nrm = dt_op(&g, "relax.divide", NULL, 2, IN(d, sd), NULL, 3, S3(1, 40, 120), NULL);
+    int ga = dt_const(&g, 1, S1(120)), be = dt_const(&g, 1, S1(120));
+    int sc = dt_op(&g, "relax.multiply", NULL, 2, IN(nrm, ga), NULL, 3, S3(1, 40, 120), NULL);
+    int sh = dt_op(&g, "relax.add", NULL, 2, IN(sc, be), NULL, 3, S3(1, 40, 120), NULL);
+    dt_head(&g, sh);
+    dt_check(&g);
+    dt_free(&g);
+}
+
+/* an unfolded batch norm after a transposed convolution folds into its weights and bias */
+Test(dnnl_engine, deconv_affine_fold) {
+    dt_graph g;
+    dt_init(&g, 15);
+    int x = dt_input(&g, 4, S4(1, 6, 5, 5));
+    int w = dt_const(&g, 4, S4(6, 4, 2, 2));
+    int c = dt_op(&g, "relax.nn.conv2d_transpose",
+                  "{\"strides\":[2,2],\"padding\":[0,0,0,0],\"output_padding\":[0,0],\"dilation\":[1,1],\"groups\":1,"
+                  "\"data_layout\":\"NCHW\",\"kernel_layout\":\"IOHW\",\"out_layout\":\"NCHW\",\"out_dtype\":\"void\"}",
+                  2, IN(x, w), NULL, 4, S4(1, 4, 10, 10), NULL);
+    int mu = dt_const(&g, 3, S3(4, 1, 1)), sd = dt_const_r(&g, 3, S3(4, 1, 1), 0.3f, 1.f);
+    int ga = dt_const(&g, 3, S3(4, 1, 1)), be = dt_const(&g, 3, S3(4, 1, 1));
+    int a = dt_op(&g, "relax.subtract", NULL, 2, IN(c, mu), NULL, 4, S4(1, 4, 10, 10), NULL);
+    int b = dt_op(&g, "relax.divide", NULL, 2, IN(a, sd), NULL, 4, S4(1, 4, 10, 10), NULL);
+    int m = dt_op(&g, "relax.multiply", NULL, 2, IN(b, ga), NULL, 4, S4(1, 4, 10, 10), NULL);
+    int ad = dt_op(&g, "relax.add", NULL, 2, IN(m, be), NULL, 4, S4(1, 4, 10, 10), NULL);
+    int r = dt_op(&g, "relax.nn.relu", NULL, 1, IN(ad), NULL, 4, S4(1, 4, 10, 10), NULL);
+    dt_head(&g, r);
+    dt_check(&g);
+    rt_dnnl_stats st;
+    gr_diag d = {0};
+    cr_assert_eq(dt_stats(&g, &st, &d), GR_OK, "%s", d.msg);
+    cr_expect_leq(st.nprims, 4, "at most reorder in, 1x1 conv, interleave, reorder out: got %u", st.nprims);
+    cr_expect_eq(st.nfused_nodes, 5);
+    dt_free(&g);
+}
