@@ -10,6 +10,7 @@
  * once more on the contracted graph (cycles through several composites), dropping the latest
  * composite on a cycle until none is left. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "byoc/byoc_impl.h"
@@ -237,6 +238,11 @@ static ir_expr *make_composite(void *user, uint32_t g, const ir_block *blk,
     return &gv->base;
 }
 
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
 static gr_status fuse_block(void *user, const ir_block *blk, const ir_block **out, gr_diag *diag) {
     fuse_state *st = user;
     *out = blk;
@@ -250,25 +256,62 @@ static gr_status fuse_block(void *user, const ir_block *blk, const ir_block **ou
     st->groups.len = 0;
     pat_match_result res;
     pat_match_result_init(&res);
+    /* bindings by root op (CSR over op names), so a pattern rooted at an op visits only the
+     * calls of that op */
+    gr_map op_slot;
+    gr_map_init(&op_slot);
+    uint32_t nslots = 0;
+    uint32_t *slot_of = gr_xmalloc(sizeof(uint32_t) * blk->n);
+    for (uint32_t i = 0; i < blk->n; i++) {
+        const ir_expr *v = blk->bindings[i].value;
+        slot_of[i] = UINT32_MAX;
+        if (v->kind != IR_CALL || IR_AS(v, ir_call)->callee->kind != IR_OP) continue;
+        const char *opn = IR_AS(IR_AS(v, ir_call)->callee, ir_op)->def->name;
+        uint64_t sl;
+        if (!gr_map_get(&op_slot, GR_MAP_PTR(opn), &sl)) {
+            sl = nslots++;
+            gr_map_put(&op_slot, GR_MAP_PTR(opn), sl);
+        }
+        slot_of[i] = (uint32_t)sl;
+    }
+    uint32_t *soff = gr_xcalloc(nslots + 2, sizeof(uint32_t)), *sfill = gr_xcalloc(nslots + 1, sizeof(uint32_t));
+    for (uint32_t i = 0; i < blk->n; i++)
+        if (slot_of[i] != UINT32_MAX) soff[slot_of[i] + 1]++;
+    for (uint32_t k = 0; k < nslots; k++) soff[k + 1] += soff[k];
+    uint32_t *sidx = gr_xmalloc(sizeof(uint32_t) * (soff[nslots] + 1));
+    for (uint32_t i = 0; i < blk->n; i++)
+        if (slot_of[i] != UINT32_MAX) sidx[soff[slot_of[i]] + sfill[slot_of[i]]++] = i;
+    GR_VEC(uint32_t) cand = {0};
     for (st->cur = 0; st->cur < st->npats; st->cur++) {
         const pat_t *p = st->pats[st->cur].pattern;
         const char *roots[64];
         int nroots = pat_root_ops(p, roots, 64);
-        for (uint32_t i = 0; i < blk->n; i++) {
+        cand.len = 0;
+        if (nroots >= 0) {
+            for (int k = 0; k < nroots; k++) {
+                uint64_t sl;
+                if (!gr_map_get(&op_slot, GR_MAP_PTR(roots[k]), &sl)) continue;
+                for (uint32_t q = soff[sl]; q < soff[sl + 1]; q++) gr_vec_push(&cand, sidx[q]);
+            }
+            if (nroots > 1) qsort(cand.data, cand.len, sizeof(uint32_t), cmp_u32);  /* block order */
+        } else {
+            for (uint32_t i = 0; i < blk->n; i++) gr_vec_push(&cand, i);
+        }
+        for (uint32_t ci = 0; ci < cand.len; ci++) {
+            uint32_t i = cand.data[ci];
             const ir_binding *b = &blk->bindings[i];
             if (b->value->kind != IR_CALL || b->match_sinfo) continue;
             int32_t g = st->grp[i];
             if (g >= 0 && st->groups.data[g].pat != (int32_t)st->cur) continue;
-            if (nroots >= 0) {  /* quick filter by root op */
-                const ir_call *c = IR_AS(b->value, ir_call);
-                if (c->callee->kind != IR_OP) continue;
-                bool hit = false;
-                for (int k = 0; k < nroots && !hit; k++) hit = roots[k] == IR_AS(c->callee, ir_op)->def->name;
-                if (!hit) continue;
-            }
             pat_match_each(p, &b->var->base, st->info, &res, accept_match, st);
         }
     }
+    gr_vec_free(&cand);
+    free(sidx);
+    free(soff);
+    free(sfill);
+    free(slot_of);
+    gr_map_free(&op_slot);
     pat_match_result_free(&res);
     gr_status rc = GR_OK;
     for (;;) {
