@@ -9,6 +9,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "runtime/graft_model.h"
+#include "runtime/json_runtime.h"
 #include "runtime/module.h"
 #include "runtime/plan.h"
 
@@ -58,6 +59,144 @@ static void free_sig(Graft__TensorSig *t) {
     free(t);
 }
 
+/* ---- external modules: blobs by kind, constants by name ---- */
+
+static gr_status add_externals(const ir_module *m, Graft__ArtifactBody *body, gr_diag *diag) {
+    uint32_t n = rt_module_count(m);
+    body->external = gr_xcalloc(n + 1, sizeof(void *));
+    for (uint32_t i = 0; i < n; i++) {
+        rt_module *mod = rt_module_at(m, i);
+        if (!mod) continue;
+        if (!mod->iface->serialize)
+            return gr_diag_set(diag, GR_ERR_UNSUPPORTED,
+                               "graft build: runtime module '%s' (kind %s) cannot be serialized",
+                               mod->name ? mod->name : "", mod->iface->kind);
+        Graft__ExternalModule *e = gr_xcalloc(1, sizeof *e);
+        graft__external_module__init(e);
+        body->external[body->n_external++] = e;
+        e->kind = (char *)mod->iface->kind;
+        e->name = (char *)(mod->name ? mod->name : "");
+        e->has_blob = 1;
+        gr_status st = mod->iface->serialize(mod, &e->blob.data, &e->blob.len, diag);
+        if (st) return st;
+    }
+    const ir_attr *cm = ir_attrs_get(m->attrs, "const_name_to_constant");
+    uint32_t nc = cm && cm->kind == IR_ATTR_MAP ? cm->u.arr.n : 0;
+    body->consts = gr_xcalloc(nc + 1, sizeof(void *));
+    for (uint32_t i = 0; i < nc; i++) {
+        const ir_attr *k = &cm->u.arr.items[2 * i], *v = &cm->u.arr.items[2 * i + 1];
+        if (k->kind != IR_ATTR_STR || v->kind != IR_ATTR_EXPR || !v->u.expr ||
+            v->u.expr->kind != IR_CONST)
+            continue;
+        rt_tensor *t = ((ir_const *)v->u.expr)->data;
+        Graft__NamedTensor *nt = gr_xcalloc(1, sizeof *nt);
+        graft__named_tensor__init(nt);
+        nt->name = (char *)k->u.s;
+        const char *dt = ir_dtype_name(t->dl.dtype);
+        nt->dtype = (char *)(dt ? dt : "");
+        nt->n_shape = (size_t)t->dl.ndim;
+        nt->shape = t->dl.shape;
+        nt->has_data = 1;
+        nt->data.data = rt_tensor_data(t);
+        nt->data.len = rt_tensor_nbytes(t);
+        body->consts[body->n_consts++] = nt;
+    }
+    return GR_OK;
+}
+
+static void free_externals(Graft__ArtifactBody *body) {
+    for (size_t i = 0; i < body->n_external; i++) {
+        free(body->external[i]->blob.data);
+        free(body->external[i]);
+    }
+    free(body->external);
+    body->external = NULL;
+    body->n_external = 0;
+    for (size_t i = 0; i < body->n_consts; i++) free(body->consts[i]);
+    free(body->consts);
+    body->consts = NULL;
+    body->n_consts = 0;
+}
+
+/* Loaders of runtime modules by kind (rt_module_i.kind). */
+typedef struct ext_loader {
+    const char *kind;
+    gr_status (*load)(const uint8_t *buf, size_t len, rt_tensor *(*consts)(const char *, void *),
+                      void *user, rt_module **out, gr_diag *diag);
+} ext_loader;
+
+static gr_status load_json(const uint8_t *buf, size_t len, rt_tensor *(*consts)(const char *, void *),
+                           void *user, rt_module **out, gr_diag *diag) {
+    return rt_json_module_load(buf, len, &rt_json_reference_engine, consts, user, out, diag);
+}
+
+static const ext_loader ext_loaders[] = {
+    {"json", load_json},
+};
+
+typedef struct const_table {
+    ir_ctx_t *ctx;
+    uint32_t n;
+    const char **names;
+    rt_tensor **tensors;
+} const_table;
+
+static rt_tensor *find_const(const char *name, void *user) {
+    const_table *ct = user;
+    for (uint32_t i = 0; i < ct->n; i++)
+        if (strcmp(ct->names[i], name) == 0) return ct->tensors[i];
+    return NULL;
+}
+
+static gr_status load_externals(graft_model *gm, const Graft__ArtifactBody *body, gr_diag *diag) {
+    const_table ct = {gm->ctx, 0, NULL, NULL};
+    gr_status st = GR_OK;
+    ct.names = gr_xcalloc(body->n_consts + 1, sizeof(char *));
+    ct.tensors = gr_xcalloc(body->n_consts + 1, sizeof(rt_tensor *));
+    for (size_t i = 0; i < body->n_consts && !st; i++) {
+        const Graft__NamedTensor *nt = body->consts[i];
+        ir_dtype dt;
+        int64_t shape[RT_MAX_NDIM];
+        if (!nt->name || !nt->dtype || !ir_dtype_parse(nt->dtype, &dt) || nt->n_shape > RT_MAX_NDIM) {
+            st = gr_diag_set(diag, GR_ERR_INVALID, "artifact constant %zu is malformed", i);
+            break;
+        }
+        for (size_t k = 0; k < nt->n_shape; k++) shape[k] = nt->shape[k];
+        rt_tensor *t = rt_tensor_new(dt, (int32_t)nt->n_shape, shape);
+        if (!t || rt_tensor_nbytes(t) != nt->data.len) {
+            rt_tensor_release(t);
+            st = gr_diag_set(diag, GR_ERR_INVALID, "artifact constant '%s': %zu data bytes do not "
+                             "match its shape", nt->name, nt->data.len);
+            break;
+        }
+        if (nt->data.len) memcpy(rt_tensor_data(t), nt->data.data, nt->data.len);
+        ct.names[ct.n] = ir_intern(gm->ctx, nt->name);
+        ct.tensors[ct.n++] = t;
+    }
+    for (size_t i = 0; i < body->n_external && !st; i++) {
+        const Graft__ExternalModule *e = body->external[i];
+        const ext_loader *ld = NULL;
+        for (size_t k = 0; k < sizeof ext_loaders / sizeof ext_loaders[0]; k++)
+            if (e->kind && strcmp(e->kind, ext_loaders[k].kind) == 0) ld = &ext_loaders[k];
+        if (!ld) {
+            st = gr_diag_set(diag, GR_ERR_UNSUPPORTED,
+                             "artifact module '%s' has kind '%s', which this runtime cannot load",
+                             e->name ? e->name : "", e->kind ? e->kind : "");
+            break;
+        }
+        rt_module *mod = NULL;
+        st = ld->load(e->blob.data, e->blob.len, find_const, &ct, &mod, diag);
+        if (!st) {
+            rt_module_attach(gm->m, mod);
+            rt_module_release(mod);
+        }
+    }
+    for (uint32_t i = 0; i < ct.n; i++) rt_tensor_release(ct.tensors[i]);
+    free(ct.names);
+    free(ct.tensors);
+    return st;
+}
+
 gr_status graft_model_build(const ir_module *m, uint8_t **buf, size_t *len, gr_diag *diag) {
     *buf = NULL;
     *len = 0;
@@ -69,15 +208,19 @@ gr_status graft_model_build(const ir_module *m, uint8_t **buf, size_t *len, gr_d
     if (st) goto out;
     rt_px_stats ps;
     rt_px_get_stats(x, &ps);
-    if (ps.nextern || rt_module_count(m)) {
-        st = gr_diag_set(diag, GR_ERR_UNSUPPORTED,
-                         "graft build: external runtime modules (R.call_dps_packed regions) are not "
-                         "stored in artifacts yet; build without --backend");
-        goto out;
-    }
-    text = ir_print_module_str(m, NULL);
     Graft__ArtifactBody body;
     graft__artifact_body__init(&body);
+    if ((st = add_externals(m, &body, diag))) {
+        free_externals(&body);
+        goto out;
+    }
+    {
+        /* the text holds the IR only: runtime modules and their constants travel beside it */
+        ir_module *mc = ir_module_copy(m);
+        mc->attrs = ir_attrs_remove(m->ctx, ir_attrs_remove(m->ctx, m->attrs, "external_mods"),
+                                    "const_name_to_constant");
+        text = ir_print_module_str(mc, NULL);
+    }
     body.module_text = text;
     size_t olen = 0;
     const uint8_t *obj = gr_llvm_host_object(h, &olen);
@@ -144,6 +287,7 @@ gr_status graft_model_build(const ir_module *m, uint8_t **buf, size_t *len, gr_d
         free(body.spans[i]);
     }
     free(body.spans);
+    free_externals(&body);
 
     Graft__Artifact art;
     graft__artifact__init(&art);
@@ -213,11 +357,7 @@ gr_status graft_model_load_buffer(const uint8_t *buf, size_t len, graft_model **
     if ((st = ir_parse_module(gm->ctx, "<artifact>", body->module_text, strlen(body->module_text),
                               &gm->m, diag)))
         goto done;
-    if (body->n_external) {
-        st = gr_diag_set(diag, GR_ERR_UNSUPPORTED, "artifact holds external modules; this "
-                         "runtime loads host-only artifacts");
-        goto done;
-    }
+    if ((st = load_externals(gm, body, diag))) goto done;
     gm->obj_len = body->has_host_object ? body->host_object.len : 0;
     if ((st = gr_llvm_host_load(body->host_object.data, gm->obj_len, &gm->host, diag))) goto done;
     if ((st = rt_px_new(gm->m, "main", gr_llvm_host_lowering(gm->host), &gm->px, diag))) goto done;

@@ -10,8 +10,10 @@
  * Loading parses the text, re-derives the flat instruction list and checks it reproduces the
  * stored memory plan, and links the object file in-process with LLVM ORC's LLJIT (relocation and
  * symbol resolution only: no IR, no optimization, no code generation at load time).
- * External runtime modules (BYOC regions) are not stored yet: building a module whose main calls
- * R.call_dps_packed is refused with a clear error.
+ * External runtime modules (BYOC regions called through R.call_dps_packed) are stored as their
+ * rt_module_i.serialize blobs with their kind, and their constants (const_name_to_constant) as
+ * named tensors; the loader rebuilds them through a table of loaders by kind ("json": the JSON
+ * runtime's reference engine) and attaches them to the module's external_mods.
  *
  *     graft_model *gm;
  *     gr_diag d;
@@ -35,8 +37,8 @@
 
 typedef struct graft_model graft_model;
 
-/* Builds the artifact of m's main (host path: fused groups compiled by LLVM, the rest on the
- * reference kernels) into a heap buffer the caller frees. */
+/* Builds the artifact of m's main (fused groups compiled by LLVM, other ops on the reference
+ * kernels, R.call_dps_packed into m's external_mods) into a heap buffer the caller frees. */
 gr_status graft_model_build(const ir_module *m, uint8_t **buf, size_t *len, gr_diag *diag);
 /* Writes the artifact to `path` (graft_model_build + write). */
 gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *diag);

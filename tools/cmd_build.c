@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "byoc/byoc.h"
 #include "runtime/graft_model.h"
 #include "runtime/npy.h"
 #include "tools/cli.h"
@@ -24,6 +25,8 @@ int cmd_build(int argc, char **argv) {
     static cli_load_opts lo;
     memset(&lo, 0, sizeof lo);
     const char *input = NULL, *output = NULL, *v;
+    const char *backends[8];
+    uint32_t nbackends = 0;
     for (int i = 0; i < argc; i++) {
         bool missing = false;
         if (cli_opt(argc, argv, &i, "-o", &output, &missing) ||
@@ -33,10 +36,9 @@ int cmd_build(int argc, char **argv) {
             if (missing || !cli_add_input_shape(&lo, v))
                 return cli_usage_error("build", "--input-shape takes NAME=DIMxDIM...");
         } else if (cli_opt(argc, argv, &i, "--backend", &v, &missing)) {
-            if (missing) return cli_usage_error("build", "--backend needs a name");
-            fprintf(stderr, "error: graft build: --backend %s: artifacts hold host code only for "
-                            "now (external modules are not serialized yet)\n", v);
-            return CLI_ERR;
+            if (missing || !byoc_backend_find(v) || nbackends == 8)
+                return cli_usage_error("build", "--backend needs a registered backend (see graft backends)");
+            backends[nbackends++] = v;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("build", "unknown option '%s'", argv[i]);
         } else if (!input) {
@@ -53,9 +55,12 @@ int cmd_build(int argc, char **argv) {
     gr_diag_clear(&d);
     int rc = CLI_OK;
     double t0 = now_ms();
-    if (cli_load_model(ctx, input, &lo, &m, &d) != GR_OK) {
+    ir_module *part = NULL;
+    if (cli_load_model(ctx, input, &lo, &m, &d) != GR_OK ||
+        (nbackends && byoc_partition_for_backends(ctx, m, backends, nbackends, &part, &d) != GR_OK)) {
         rc = cli_fail(&d, input);
     } else {
+        if (part) m = part;
         double t1 = now_ms();
         if (graft_model_build_file(m, output, &d) != GR_OK) {
             rc = cli_fail(&d, input);
@@ -68,10 +73,10 @@ int cmd_build(int argc, char **argv) {
                 graft_model_info in;
                 graft_model_get_info(gm, &in);
                 fprintf(stderr,
-                        "built %s: %u host kernels (%u fused ops), %u reference ops, arena %zu bytes "
+                        "built %s: %u host kernels (%u fused ops), %u reference ops, %u extern calls, arena %zu bytes "
                         "(intermediates %zu bytes, %u planned buffers), host object %zu bytes; import "
                         "%.1f ms, build %.1f ms, load %.1f ms\n",
-                        output, in.nhost, in.nfused_ops, in.nkernel, in.arena_bytes,
+                        output, in.nhost, in.nfused_ops, in.nkernel, in.nextern, in.arena_bytes,
                         in.intermediate_bytes, in.nplanned, in.host_object_bytes, t1 - t0, t2 - t1,
                         (double)in.load_ns / 1e6);
                 graft_model_free(gm);
@@ -169,8 +174,11 @@ static void print_profile(prof_state *ps, uint32_t runs) {
     for (uint32_t i = 0; i < ps->rows.len; i++) {
         const prof_row *r = &ps->rows.data[i];
         const char *layers = r->layers[0] ? r->layers : region_layers(ps->gm, r->name);
-        fprintf(stderr, "  %9.3f %5.1f%%  %-6s %-40s %s\n", (double)r->ns / 1e6 / (runs ? runs : 1),
-                total ? 100.0 * (double)r->ns / (double)total : 0.0, r->kind, r->name, layers);
+        /* long layer lists (whole BYOC regions) are cut; the trace JSON keeps them whole */
+        int cut = (int)strlen(layers) > 160 ? 160 : (int)strlen(layers);
+        fprintf(stderr, "  %9.3f %5.1f%%  %-6s %-40.120s %.*s%s\n", (double)r->ns / 1e6 / (runs ? runs : 1),
+                total ? 100.0 * (double)r->ns / (double)total : 0.0, r->kind, r->name, cut, layers,
+                layers[cut] ? "..." : "");
     }
 }
 

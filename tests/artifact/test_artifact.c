@@ -141,3 +141,65 @@ Test(artifact, missing_file_is_an_error) {
     cr_assert_eq(graft_model_load("/nonexistent/model.graft", &gm, &d), GR_ERR_IO);
     cr_assert(strstr(d.msg, "/nonexistent/model.graft"));
 }
+
+#include "byoc/byoc.h"
+#include "runtime/plan.h"
+#include "codegen/llvm/llvm_host.h"
+
+/* BYOC regions (json backend) become R.call_dps_packed into external_mods: the planned executor
+ * runs them, and the artifact carries the module blob and its constants. */
+Test(artifact, external_modules_round_trip) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *m = NULL, *part = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(ir_parse_module(ctx, "t.relax", k_mod, strlen(k_mod), &m, &d), GR_OK, "%s", d.msg);
+    const char *be = "json";
+    cr_assert_eq(byoc_partition_for_backends(ctx, m, &be, 1, &part, &d), GR_OK, "%s", d.msg);
+    cr_assert_gt(rt_module_count(part), 0);
+    int64_t sx[4] = {1, 3, 16, 16}, sw[4] = {8, 3, 3, 3}, sb[4] = {1, 8, 1, 1};
+    rt_value in[3] = {rt_value_tensor(rand_tensor(4, sx, 1)), rt_value_tensor(rand_tensor(4, sw, 2)),
+                      rt_value_tensor(rand_tensor(4, sb, 3))};
+    rt_value ref = {0}, got = {0}, got2 = {0};
+    rt_exec_t *x;
+    cr_assert_eq(rt_exec_new(m, "main", &x, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_exec_run(x, in, 3, &ref, &d), GR_OK, "%s", d.msg);
+    rt_exec_free(x);
+    /* planned executor on the partitioned module */
+    gr_llvm_host *h;
+    rt_px *px;
+    cr_assert_eq(gr_llvm_host_new(&h, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_px_new(part, "main", gr_llvm_host_lowering(h), &px, &d), GR_OK, "%s", d.msg);
+    rt_px_stats st;
+    rt_px_get_stats(px, &st);
+    cr_assert_gt(st.nextern, 0);
+    cr_assert_eq(rt_px_run(px, in, 3, &got, &d), GR_OK, "%s", d.msg);
+    rt_px_free(px);
+    gr_llvm_host_free(h);
+    /* artifact */
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(graft_model_build(part, &buf, &len, &d), GR_OK, "%s", d.msg);
+    ir_ctx_free(ctx);
+    graft_model *gm;
+    cr_assert_eq(graft_model_load_buffer(buf, len, &gm, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(graft_model_run(gm, in, 3, &got2, &d), GR_OK, "%s", d.msg);
+    for (uint32_t k = 0; k < 2; k++) {
+        const rt_tensor *r = ref.u.tuple.items[k].u.t;
+        const float *b = rt_tensor_data(r);
+        const float *a1 = rt_tensor_data(got.u.tuple.items[k].u.t), *a2 = rt_tensor_data(got2.u.tuple.items[k].u.t);
+        for (int64_t i = 0; i < rt_tensor_numel(r); i++) {
+            cr_assert(fabsf(a1[i] - b[i]) <= 1e-5f * (1 + fabsf(b[i])), "planned out %u elem %lld", k, (long long)i);
+            cr_assert(fabsf(a2[i] - b[i]) <= 1e-5f * (1 + fabsf(b[i])), "artifact out %u elem %lld", k, (long long)i);
+        }
+    }
+    graft_model_info info;
+    graft_model_get_info(gm, &info);
+    cr_assert_gt(info.nextern, 0);
+    graft_model_free(gm);
+    free(buf);
+    rt_value_clear(&got);
+    rt_value_clear(&got2);
+    rt_value_clear(&ref);
+    for (int i = 0; i < 3; i++) rt_value_clear(&in[i]);
+}
