@@ -9,6 +9,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "runtime/graft_model.h"
+#include "runtime/dnnl.h"
 #include "runtime/json_runtime.h"
 #include "runtime/module.h"
 #include "runtime/plan.h"
@@ -130,8 +131,14 @@ static gr_status load_json(const uint8_t *buf, size_t len, rt_tensor *(*consts)(
     return rt_json_module_load(buf, len, &rt_json_reference_engine, consts, user, out, diag);
 }
 
+static gr_status load_dnnl(const uint8_t *buf, size_t len, rt_tensor *(*consts)(const char *, void *),
+                           void *user, rt_module **out, gr_diag *diag) {
+    return rt_json_module_load(buf, len, &rt_dnnl_engine, consts, user, out, diag);
+}
+
 static const ext_loader ext_loaders[] = {
     {"json", load_json},
+    {"dnnl_json", load_dnnl},
 };
 
 typedef struct const_table {
