@@ -66,7 +66,8 @@ static gr_status read_node_types(rt_json_graph *g, rt_json_node *n, gr_diag *d) 
     }
     json_t *span = json_object_get(n->attrs, "span");
     json_t *first = json_is_array(span) ? json_array_get(span, 0) : NULL;
-    json_t *src = first ? json_object_get(first, "source") : NULL;
+    /* [source, output] pairs; {"source": ...} objects are read too */
+    json_t *src = json_is_array(first) ? json_array_get(first, 0) : json_object_get(first, "source");
     n->layer = json_is_string(src) ? json_string_value(src) : "";
     return GR_OK;
 }

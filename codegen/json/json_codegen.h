@@ -10,9 +10,10 @@
  *    "heads": [[nid, index, 0], ...],
  *    "node_row_ptr": [prefix sums of outputs per node]}
  * Every node's attrs hold "shape" (a list of per-output shapes), "dtype" (a list) and "span"
- * (a list of {"source", "output"}: the frontend layers of the node, beyond TVM). Kernel nodes
- * also hold "op_attrs" (the op's attributes), "args" (the call's arguments in order:
- * {"in": k} for input k, {"shape": [...]}, {"int": v}, {"float": v}, {"str": s}, {"tuple": [...]}),
+ * (a list of [source, output] pairs, plus [line, col] for a source range: the frontend layers of
+ * the node, beyond TVM). Kernel nodes also hold "op_attrs" (the op's attributes), "args" (the
+ * call's arguments in order: {"in": k} for input k, {"shape": [...]}, {"int": v},
+ * {"float": v}, {"str": s}, {"tuple": [...]}),
  * "num_inputs", "num_outputs" and, when from a composite, "composite". In per-composite mode
  * (for library backends such as oneDNN) each composite call is one kernel node named after its
  * Composite attribute, with "ops": [{"name", "op_attrs"}, ...] of the ops inside, in order. */
