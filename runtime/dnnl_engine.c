@@ -15,6 +15,7 @@
 /* ------------------------------------------------------------------ threads ---- */
 
 static int g_threads;
+static void (*g_set_threads)(int);
 static pthread_once_t g_threads_once = PTHREAD_ONCE_INIT;
 
 static void threads_init(void) {
@@ -26,6 +27,7 @@ static void threads_init(void) {
      * without linking libgomp ourselves. */
     void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
     if (set) set(g_threads);
+    g_set_threads = set;
 }
 
 int rt_dnnl_num_threads(void) {
@@ -878,6 +880,15 @@ static gr_status build(dn_state *S) {
         if (st) return st;
     }
     S->stats.nprims = S->prims.len;
+    /* "small": no value above GRAFT_DNNL_SMALL_KB (default 640 KiB, PP-OCR cls is small, rec not; 0: never) */
+    const char *sk = getenv("GRAFT_DNNL_SMALL_KB");
+    size_t lim = (size_t)(sk ? atol(sk) : 640) * 1024, biggest = 0;
+    for (uint32_t v = 0; v < S->vals.len; v++)
+        if (S->vals.data[v].kind == V_TMP || S->vals.data[v].kind == V_IN || S->vals.data[v].kind == V_OUT) {
+            size_t b = dnnl_memory_desc_get_size(&S->vals.data[v].md);
+            if (b > biggest) biggest = b;
+        }
+    S->small = lim > 0 && biggest < lim;
     gr_status st = plan_memory(S);
     if (!st) st = make_memories(S);
     return st;
@@ -963,9 +974,14 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
     }
     dnnl_status_t ds = dnnl_success;
     uint32_t p = 0;
+    /* a region of small tensors runs on the calling thread: its parallel regions would cost
+     * more than its primitives (and stall on a busy machine) */
+    bool one = S->small && g_threads > 1 && g_set_threads;
+    if (one) g_set_threads(1);
     for (; p < S->prims.len && ds == dnnl_success; p++)
         ds = dnnl_primitive_execute(S->prims.data[p].prim, S->stream, S->prims.data[p].nargs, S->prims.data[p].exec);
     if (ds == dnnl_success) ds = dnnl_stream_wait(S->stream);
+    if (one) g_set_threads(g_threads);
     _mm_setcsr(csr);
     pthread_mutex_unlock(&S->lock);
     if (ds != dnnl_success) {

@@ -90,6 +90,7 @@ typedef struct dn_state {
     void *arena, *scratch;
     rt_dnnl_stats stats;
     int pending_sum;              /* entry the sum post-op of the attrs being built adds */
+    bool small;                   /* every tensor is small: run single-threaded */
     bool ftz;                     /* flush denormals while running (GRAFT_DNNL_DENORMALS=1: keep) */
     bool sum_ok;                  /* the caller handles pending_sum (finish) */
     int pending_out;              /* entry a folded bias add produced (see take_bias) */
