@@ -2,10 +2,18 @@
 #include "ir/ctx_impl.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
-#define CHUNK_SIZE ((size_t)1 << 20)
+/* Chunks grow from 64 KiB (small contexts stay small) to 4 MiB, doubling with the arena. Every
+ * chunk starts zeroed (calloc, or fresh anonymous pages), and the arena never reuses memory, so
+ * ir_alloc needs no memset. Chunks of 2 MiB and more are mmap'ed 2 MiB-aligned with
+ * MADV_HUGEPAGE: one page fault per 2 MiB instead of 512 (first touch dominated big parses). */
+#define CHUNK_MIN ((size_t)64 << 10)
+#define CHUNK_MAX ((size_t)4 << 20)
+#define HUGE_PAGE ((size_t)2 << 20)
 
 void *gr_xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
@@ -40,23 +48,61 @@ void ir_ctx_free(ir_ctx_t *ctx) {
     gr_vec_free(&ctx->owned);
     for (ir_chunk *c = ctx->chunks, *next; c; c = next) {
         next = c->next;
-        free(c);
+        ir__free_big(c, c->map_len);
     }
-    for (int i = 0; i < IR_HC_NTABLES; i++) free(ctx->hc[i].slots);
+    for (int i = 0; i < IR_HC_NTABLES; i++)
+        ir__free_big(ctx->hc[i].slots, (size_t)ctx->hc[i].cap * sizeof(ir_hc_entry));
     free(ctx->ops);
     free(ctx->op_dflt);
     free(ctx);
+}
+
+/* Zeroed memory of n bytes: big blocks are fresh anonymous pages, 2 MiB-aligned and advised
+ * MADV_HUGEPAGE (fewer first-touch faults and TLB misses on the big random-access tables). */
+void *ir__zalloc_big(size_t n) {
+    if (n >= HUGE_PAGE) {
+        size_t len = (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+        unsigned char *m = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) gr_abort(__FILE__, __LINE__, "out of memory (%zu bytes)", n);
+        uintptr_t a = ((uintptr_t)m + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+        unsigned char *al = (unsigned char *)a, *end = m + len + HUGE_PAGE;
+        if (al > m) munmap(m, (size_t)(al - m));
+        if (al + len < end) munmap(al + len, (size_t)(end - (al + len)));
+#ifdef MADV_HUGEPAGE
+        madvise(al, len, MADV_HUGEPAGE);
+#endif
+        return al;
+    }
+    return gr_xcalloc(1, n);
+}
+
+void ir__free_big(void *p, size_t n) {
+    if (!p) return;
+    if (n >= HUGE_PAGE) munmap(p, (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
+    else free(p);
+}
+
+/* A zeroed chunk with room for cap bytes. */
+static ir_chunk *chunk_new(size_t cap) {
+    size_t total = sizeof(ir_chunk) + cap;
+    if (total >= HUGE_PAGE) total = (total + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    ir_chunk *c = ir__zalloc_big(total);
+    c->map_len = total;
+    c->size = total - sizeof(ir_chunk);
+    return c;
 }
 
 void *ir_alloc(ir_ctx_t *ctx, size_t size) {
     size = (size + 7) & ~(size_t)7;
     ir_chunk *c = ctx->chunks;
     if (!c || c->size - c->used < size) {
-        size_t cap = size > CHUNK_SIZE / 4 ? size : CHUNK_SIZE;
-        ir_chunk *n = gr_xmalloc(sizeof(ir_chunk) + cap);
-        n->size = cap;
-        n->used = 0;
-        if (c && size > CHUNK_SIZE / 4) {
+        size_t grow = ctx->arena_bytes < CHUNK_MIN ? CHUNK_MIN
+                      : ctx->arena_bytes > CHUNK_MAX ? CHUNK_MAX : ctx->arena_bytes;
+        grow -= sizeof(ir_chunk);
+        bool own = size > grow / 4;
+        ir_chunk *n = chunk_new(own ? size : grow);
+        if (c && own) {
             /* A big block gets a chunk of its own behind the current one, which stays open. */
             n->next = c->next;
             c->next = n;
@@ -65,11 +111,10 @@ void *ir_alloc(ir_ctx_t *ctx, size_t size) {
             ctx->chunks = n;
         }
         c = n;
-        ctx->arena_bytes += sizeof(ir_chunk) + cap;
+        ctx->arena_bytes += sizeof(ir_chunk) + n->size;
     }
     void *p = c->mem + c->used;
     c->used += size;
-    memset(p, 0, size);
     return p;
 }
 
@@ -123,7 +168,7 @@ uint64_t gr_hash_bytes(const void *p, size_t n, uint64_t seed) {
 
 static void hc_grow(ir_hc_table *t) {
     uint32_t ncap = t->cap ? t->cap * 2 : 1024;
-    ir_hc_entry *n = gr_xcalloc(ncap, sizeof(*n));
+    ir_hc_entry *n = ir__zalloc_big((size_t)ncap * sizeof(*n));
     for (uint32_t i = 0; i < t->cap; i++) {
         ir_hc_entry *e = &t->slots[i];
         if (!e->hash) continue;
@@ -131,7 +176,7 @@ static void hc_grow(ir_hc_table *t) {
         while (n[j].hash) j = (j + 1) & (ncap - 1);
         n[j] = *e;
     }
-    free(t->slots);
+    ir__free_big(t->slots, (size_t)t->cap * sizeof(*n));
     t->slots = n;
     t->cap = ncap;
 }
@@ -190,8 +235,8 @@ const char *ir_internf(ir_ctx_t *ctx, const char *fmt, ...) {
 void gr_map_init(gr_map *m) { memset(m, 0, sizeof(*m)); }
 
 void gr_map_free(gr_map *m) {
-    free(m->keys);
-    free(m->vals);
+    ir__free_big(m->keys, sizeof(uint64_t) * m->cap);
+    ir__free_big(m->vals, sizeof(uint64_t) * m->cap);
     memset(m, 0, sizeof(*m));
 }
 
@@ -206,7 +251,7 @@ static uint32_t map_slot(uint64_t key, uint32_t mask) {
 
 static void map_grow(gr_map *m) {
     uint32_t ncap = m->cap ? m->cap * 2 : 16;
-    uint64_t *nk = gr_xcalloc(ncap, sizeof(uint64_t)), *nv = gr_xmalloc(ncap * sizeof(uint64_t));
+    uint64_t *nk = ir__zalloc_big(sizeof(uint64_t) * ncap), *nv = ir__zalloc_big(sizeof(uint64_t) * ncap);
     for (uint32_t i = 0; i < m->cap; i++) {
         if (!m->keys[i]) continue;
         uint32_t j = map_slot(m->keys[i], ncap - 1);
@@ -214,8 +259,8 @@ static void map_grow(gr_map *m) {
         nk[j] = m->keys[i];
         nv[j] = m->vals[i];
     }
-    free(m->keys);
-    free(m->vals);
+    ir__free_big(m->keys, sizeof(uint64_t) * m->cap);
+    ir__free_big(m->vals, sizeof(uint64_t) * m->cap);
     m->keys = nk;
     m->vals = nv;
     m->cap = ncap;

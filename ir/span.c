@@ -19,6 +19,19 @@ static const ir_span *span_intern(ir_ctx_t *ctx, const ir_loc *locs, uint32_t n)
     return s;
 }
 
+const ir_span *ir__span_interned(ir_ctx_t *ctx, const ir_loc *loc) {
+    if (!loc->source[0]) return NULL;
+    ir_loc l;
+    memset(&l, 0, sizeof(l));
+    l.source = loc->source;
+    l.line = loc->line;
+    l.col = loc->col;
+    l.end_line = loc->end_line;
+    l.end_col = loc->end_col;
+    l.is_output = loc->is_output ? 1 : 0;
+    return span_intern(ctx, &l, 1);
+}
+
 const ir_span *ir_span_from_loc(ir_ctx_t *ctx, const ir_loc *loc) {
     if (!loc || !loc->source || !loc->source[0]) return NULL;
     ir_loc l;
