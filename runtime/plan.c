@@ -335,7 +335,8 @@ static gr_status form_groups(px_build *pb) {
         const ir_call *c = (const ir_call *)b->value;
         if (c->callee->kind != IR_OP) continue;
         const ir_op_def *def = ((const ir_op *)c->callee)->def;
-        if (!(def->flags & IR_OPF_ELEMWISE) || c->nargs > RT_FUSE_MAX_ARGS) continue;
+        bool red = strcmp(def->name, "relax.sum") == 0 || strcmp(def->name, "relax.mean") == 0;
+        if ((!(def->flags & IR_OPF_ELEMWISE) && !red) || c->nargs > RT_FUSE_MAX_ARGS) continue;
         if (!static_f32(c->base.sinfo) || !static_f32(b->var->base.sinfo)) continue;
         bool ok = true;
         for (uint32_t a = 0; a < c->nargs && ok; a++) {
@@ -354,8 +355,9 @@ static gr_status form_groups(px_build *pb) {
             uint32_t j = slot - x->nparams;
             if (pb->group_of[j] >= 0 && tail[pb->group_of[j]] == (int32_t)j) g = pb->group_of[j];
         }
+        if (red && g < 0) continue;  /* a reduction only ends a group */
         if (g < 0) g = (int32_t)ng++;
-        tail[g] = (int32_t)i;
+        tail[g] = red ? -1 : (int32_t)i; /* nothing joins after a reduction */
         pb->group_of[i] = g;
     }
     /* build descriptors */
@@ -409,6 +411,23 @@ static gr_status form_groups(px_build *pb) {
         const ir_sinfo *os = pb->b[member[fg->nnodes - 1]]->var->base.sinfo;
         fg->ndim = os->ndim;
         ir_sinfo_static_shape(os, fg->shape);
+        const ir_call *last = (const ir_call *)pb->b[member[fg->nnodes - 1]]->value;
+        const ir_sinfo *is = os;
+        if (!(fg->nodes[fg->nnodes - 1].op->flags & IR_OPF_ELEMWISE)) {
+            is = last->args[0]->sinfo;
+            const ir_attr *ax = ir_attrs_get(last->attrs, "axis");
+            if (!ax || ax->kind != IR_ATTR_ARRAY) {
+                fg->reduce_mask = (1u << is->ndim) - 1;
+            } else {
+                for (uint32_t k = 0; k < ax->u.arr.n; k++) {
+                    int64_t a = ax->u.arr.items[k].u.i;
+                    if (a < 0) a += is->ndim;
+                    if (a >= 0 && a < is->ndim) fg->reduce_mask |= 1u << a;
+                }
+            }
+        }
+        fg->iter_ndim = is->ndim;
+        ir_sinfo_static_shape(is, fg->iter_shape);
         fg->name = group_name(x, fg, g);
         gr_vec_push(&x->groups, fg);
         x->nfused_ops += fg->nnodes;

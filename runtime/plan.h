@@ -55,6 +55,12 @@ typedef struct rt_fuse_group {
     int64_t shape[RT_MAX_NDIM];
     uint32_t nnodes;
     rt_fuse_node *nodes;
+    /* A reduction at the end (the last node is R.sum / R.mean): the loop nest runs over
+     * iter_shape (the reduction's input; inputs broadcast to it) and reduce_mask marks its reduced
+     * axes; shape is the output. Without one, reduce_mask is 0 and iter_shape == shape. */
+    int32_t iter_ndim;
+    int64_t iter_shape[RT_MAX_NDIM];
+    uint32_t reduce_mask;
 } rt_fuse_group;
 
 typedef void (*rt_host_fn)(void *const *bufs);

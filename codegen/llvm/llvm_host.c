@@ -178,6 +178,13 @@ static emit_fn find_emit(const ir_op_def *def) {
 bool gr_llvm_can_lower(const ir_call *call) {
     if (call->callee->kind != IR_OP) return false;
     const ir_op_def *def = ((const ir_op *)call->callee)->def;
+    if (strcmp(def->name, "relax.sum") == 0 || strcmp(def->name, "relax.mean") == 0) {
+        /* the end of a group; axis None or a non-empty list */
+        const ir_attr *ax = ir_attrs_get(call->attrs, "axis");
+        const ir_sinfo *s = call->nargs == 1 ? call->args[0]->sinfo : NULL;
+        return s && s->kind == IR_SINFO_TENSOR && ir_dtype_eq(s->dtype, IR_DTYPE_F32) && s->ndim > 0 &&
+               (!ax || ax->kind == IR_ATTR_NONE || (ax->kind == IR_ATTR_ARRAY && ax->u.arr.n > 0));
+    }
     if (!find_emit(def)) return false;
     bool clip = strcmp(def->name, "relax.clip") == 0;
     if (clip && call->nargs != 3) return false;
@@ -200,7 +207,50 @@ typedef struct loop_nest {
     int64_t ext[RT_MAX_NDIM];
     int64_t ost[RT_MAX_NDIM];                  /* output strides */
     int64_t *ist;                              /* nin * RT_MAX_NDIM input strides (0 = broadcast) */
+    int32_t nkept;                             /* reduction: levels >= nkept are reduced */
+    bool reduce, mean;
+    double count;                              /* reduced elements (mean) */
 } loop_nest;
+
+/* Reductions: loops over the kept axes of iter_shape, then over the reduced ones. */
+static void plan_reduce_loops(const rt_fuse_group *g, loop_nest *L) {
+    int32_t R = g->iter_ndim;
+    int64_t st[RT_MAX_NDIM];
+    L->ist = gr_xcalloc((size_t)(g->nin ? g->nin : 1) * RT_MAX_NDIM, sizeof(int64_t));
+    L->reduce = true;
+    L->mean = strcmp(g->nodes[g->nnodes - 1].op->name, "relax.mean") == 0;
+    L->count = 1;
+    int32_t order[RT_MAX_NDIM], n = 0;
+    for (int32_t d = 0; d < R; d++)
+        if (!(g->reduce_mask >> d & 1)) order[n++] = d;
+    L->nkept = n;
+    for (int32_t d = 0; d < R; d++)
+        if (g->reduce_mask >> d & 1) {
+            order[n++] = d;
+            L->count *= (double)g->iter_shape[d];
+        }
+    L->nd = R;
+    int64_t os[RT_MAX_NDIM], s = 1;
+    for (int32_t d = R - 1; d >= 0; d--) {
+        os[d] = (g->reduce_mask >> d & 1) ? 0 : s;
+        if (!(g->reduce_mask >> d & 1)) s *= g->iter_shape[d];
+    }
+    for (int32_t l = 0; l < R; l++) {
+        L->ext[l] = g->iter_shape[order[l]];
+        L->ost[l] = os[order[l]];
+    }
+    for (uint32_t k = 0; k < g->nin; k++) {
+        int32_t r = g->in_ndim[k];
+        int64_t acc = 1;
+        for (int32_t d = R - 1; d >= 0; d--) {
+            int32_t j = d - (R - r);
+            int64_t dim = j >= 0 ? g->in_shape[k][j] : 1;
+            st[d] = dim == 1 ? 0 : acc;
+            acc *= dim;
+        }
+        for (int32_t l = 0; l < R; l++) L->ist[k * RT_MAX_NDIM + l] = st[order[l]];
+    }
+}
 
 /* Collapses the output's dims into the fewest loops: adjacent dims merge when every input
  * indexes them as one (both strides chain), and extent-1 dims vanish. */
@@ -251,6 +301,7 @@ typedef struct gen {
     LLVMValueRef *in;        /* nin float* */
     LLVMValueRef out;
     LLVMValueRef *vals;      /* per node */
+    LLVMValueRef acc;        /* reduction: double accumulator (alloca) */
 } gen;
 
 static LLVMTypeRef i64t(gr_llvm_host *h) { return LLVMInt64TypeInContext(h->lctx); }
@@ -277,6 +328,14 @@ static void emit_body(gen *G, LLVMValueRef *ioff, LLVMValueRef ooff) {
                 a[k] = loaded[r];
             }
         }
+        if (G->L->reduce && n == g->nnodes - 1) {
+            /* accumulate in double, as the reference kernel */
+            LLVMTypeRef dt = LLVMDoubleTypeInContext(h->lctx);
+            LLVMValueRef cur = LLVMBuildLoad2(b, dt, G->acc, "");
+            LLVMBuildStore(b, LLVMBuildFAdd(b, cur, LLVMBuildFPExt(b, a[0], dt, ""), ""), G->acc);
+            free(loaded);
+            return;
+        }
         G->vals[n] = find_emit(nd->op)(b, h, nd, a);
     }
     LLVMValueRef p = LLVMBuildInBoundsGEP2(b, f32t(h), G->out, &ooff, 1, "");
@@ -294,6 +353,8 @@ static void emit_loop(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
     gr_llvm_host *h = G->h;
     LLVMBuilderRef b = G->b;
     uint32_t nin = G->g->nin;
+    LLVMTypeRef dt = LLVMDoubleTypeInContext(h->lctx);
+    if (L->reduce && lvl == L->nkept) LLVMBuildStore(b, LLVMConstReal(dt, 0.0), G->acc);
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
     LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(h->lctx, G->fn, "loop");
     LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(h->lctx, G->fn, "exit");
@@ -317,6 +378,12 @@ static void emit_loop(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
     LLVMAddIncoming(i, &zero, &pre, 1);
     LLVMAddIncoming(i, &next, &latch, 1);
     LLVMPositionBuilderAtEnd(b, exit);
+    if (L->reduce && lvl == L->nkept) {
+        LLVMValueRef v = LLVMBuildLoad2(b, dt, G->acc, "");
+        if (L->mean) v = LLVMBuildFDiv(b, v, LLVMConstReal(dt, L->count), "");
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(b, f32t(h), G->out, &ooff, 1, "");
+        LLVMBuildStore(b, LLVMBuildFPTrunc(b, v, f32t(h), ""), p);
+    }
 }
 
 static unsigned attr_kind(const char *name) { return LLVMGetEnumAttributeKindForName(name, strlen(name)); }
@@ -329,7 +396,7 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
     if (h->link_mode) return GR_OK;
     if (h->finalized)
         return gr_diag_set(diag, GR_ERR_INVALID, "llvm host: group '%s' added after finalize", g->name);
-    for (uint32_t n = 0; n < g->nnodes; n++)
+    for (uint32_t n = 0; n + (g->reduce_mask ? 1 : 0) < g->nnodes; n++)
         if (!find_emit(g->nodes[n].op))
             return gr_diag_set(diag, GR_ERR_UNSUPPORTED, "llvm host: no lowering for %s",
                                g->nodes[n].op->text_name);
@@ -351,7 +418,9 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
         LLVMAddAttributeAtIndex(body, k + 1, LLVMCreateEnumAttribute(h->lctx, attr_kind("noalias"), 0));
 
     loop_nest L;
-    plan_loops(g, &L);
+    memset(&L, 0, sizeof L);
+    if (g->reduce_mask) plan_reduce_loops(g, &L);
+    else plan_loops(g, &L);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(h->lctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(h->lctx, body, "entry"));
     gen G = {h, b, body, g, &L, NULL, LLVMGetParam(body, 0), NULL};
@@ -362,8 +431,9 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
         G.in[k] = LLVMGetParam(body, k + 1);
         ioff[k] = LLVMConstInt(i64t(h), 0, 0);
     }
+    if (L.reduce) G.acc = LLVMBuildAlloca(b, LLVMDoubleTypeInContext(h->lctx), "acc");
     int64_t numel = 1;
-    for (int32_t d = 0; d < g->ndim; d++) numel *= g->shape[d];
+    for (int32_t d = 0; d < g->iter_ndim; d++) numel *= g->iter_shape[d];
     if (numel > 0) emit_loop(&G, 0, ioff, LLVMConstInt(i64t(h), 0, 0));
     LLVMBuildRetVoid(b);
 

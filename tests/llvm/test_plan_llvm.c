@@ -213,3 +213,47 @@ Test(plan, bad_inputs_are_errors) {
     for (int i = 0; i < 3; i++) rt_value_clear(&in[i]);
     ir_ctx_free(ctx);
 }
+
+static const char *k_red =
+    "@I.ir_module\n"
+    "class Module:\n"
+    "    @R.function\n"
+    "    def main(x: R.Tensor((2, 8, 5, 7), dtype=\"float32\"), b: R.Tensor((1, 8, 1, 1), dtype=\"float32\"), c: R.Tensor((7,), dtype=\"float32\")) -> R.Tuple(R.Tensor((2, 8, 1, 1), dtype=\"float32\"), R.Tensor((2, 5, 7), dtype=\"float32\"), R.Tensor((), dtype=\"float32\")):\n"
+    "        with R.dataflow():\n"
+    "            lv0: R.Tensor((2, 8, 5, 7), dtype=\"float32\") = R.multiply(x, b)  # span: \"se_mul\"\n"
+    "            lv1: R.Tensor((2, 8, 5, 7), dtype=\"float32\") = R.add(lv0, c)\n"
+    "            lv2: R.Tensor((2, 8, 1, 1), dtype=\"float32\") = R.mean(lv1, axis=[2, 3], keepdims=True)  # span: \"se_pool\"\n"
+    "            lv3: R.Tensor((2, 8, 5, 7), dtype=\"float32\") = R.exp(x)\n"
+    "            lv4: R.Tensor((2, 5, 7), dtype=\"float32\") = R.sum(lv3, axis=[-3])\n"
+    "            lv5: R.Tensor((2, 8, 5, 7), dtype=\"float32\") = R.subtract(x, b)\n"
+    "            lv6: R.Tensor((), dtype=\"float32\") = R.sum(lv5)\n"
+    "            gv: R.Tuple(R.Tensor((2, 8, 1, 1), dtype=\"float32\"), R.Tensor((2, 5, 7), dtype=\"float32\"), R.Tensor((), dtype=\"float32\")) = (lv2, lv4, lv6)\n"
+    "            R.output(gv)\n"
+    "        return gv\n";
+
+Test(llvm, reductions_end_groups) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *m = parse(ctx, k_red);
+    rt_value in[3], ref = {0}, got = {0};
+    inputs3(in);
+    run_ref(m, in, 3, &ref);
+    gr_llvm_host *h;
+    rt_px *x;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(gr_llvm_host_new(&h, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_px_new(m, "main", gr_llvm_host_lowering(h), &x, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_px_run(x, in, 3, &got, &d), GR_OK, "%s", d.msg);
+    expect_close(&got, &ref, 1e-6);
+    rt_px_stats st;
+    rt_px_get_stats(x, &st);
+    cr_assert_eq(st.nhost, 3, "groups: %u", st.nhost);
+    cr_assert_eq(st.nkernel, 0, "every reduction fused: %u kernels left", st.nkernel);
+    cr_assert_eq(st.nfused_ops, 7);
+    rt_value_clear(&got);
+    rt_px_free(x);
+    gr_llvm_host_free(h);
+    rt_value_clear(&ref);
+    for (int i = 0; i < 3; i++) rt_value_clear(&in[i]);
+    ir_ctx_free(ctx);
+}
