@@ -6,12 +6,15 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "byoc/byoc.h"
 #include "runtime/executor.h"
 #include "runtime/npy.h"
 #include "tools/cli.h"
+#include "tools/cmd_build.h"
 #include "tools/commands.h"
 
 #define MAX_INPUTS 64
+#define MAX_BACKENDS 8
 
 typedef struct input_spec {
     char name[256];
@@ -79,7 +82,12 @@ static int write_outputs(const rt_value *r, const char *dir, gr_diag *d) {
 }
 
 int cmd_run(int argc, char **argv) {
+    /* A built artifact runs through the loader, with no compiler in the loop. */
+    for (int i = 0; i < argc; i++)
+        if (argv[i][0] != '-' && cli_ends_with(argv[i], ".graft")) return cmd_run_artifact(argc, argv);
     static cli_load_opts lo;
+    const char *backends[MAX_BACKENDS];
+    uint32_t nbackends = 0;
     static input_spec specs[MAX_INPUTS];
     memset(&lo, 0, sizeof(lo));
     uint32_t nspecs = 0;
@@ -105,8 +113,14 @@ int cmd_run(int argc, char **argv) {
             if (missing || *end || repeat < 1 || repeat > 100000)
                 return cli_usage_error("run", "--repeat takes a count from 1 to 100000");
         } else if (cli_opt(argc, argv, &i, "--backend", &v, &missing)) {
-            return cli_usage_error("run", "unknown backend '%s' (none is registered yet)",
-                                   missing ? "" : v);
+            if (missing || nbackends == MAX_BACKENDS)
+                return cli_usage_error("run", "--backend takes a backend name (see graft backends)");
+            if (!byoc_backend_find(v))
+                return cli_usage_error("run", "unknown backend '%s' (see graft backends)", v);
+            backends[nbackends++] = v;
+        } else if (strcmp(argv[i], "--profile") == 0 || strncmp(argv[i], "--profile-json", 14) == 0) {
+            return cli_usage_error("run", "%s needs a built artifact (graft build ... -o M.graft)",
+                                   argv[i]);
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("run", "unknown option '%s'", argv[i]);
         } else if (!input) {
@@ -127,7 +141,9 @@ int cmd_run(int argc, char **argv) {
     double *times = NULL;
     gr_diag d;
     gr_diag_clear(&d);
-    if (cli_load_model(ctx, input, &lo, &m, &d) != GR_OK || rt_exec_new(m, "main", &x, &d) != GR_OK) {
+    if (cli_load_model(ctx, input, &lo, &m, &d) != GR_OK ||
+        (nbackends && byoc_partition_for_backends(ctx, m, backends, nbackends, &m, &d) != GR_OK) ||
+        rt_exec_new(m, "main", &x, &d) != GR_OK) {
         rc = cli_fail(&d, input);
         goto done;
     }

@@ -3,7 +3,9 @@
 #include <string.h>
 
 #include "tools/cli.h"
+#include "tools/cmd_build.h"
 #include "tools/cmd_opt.h"
+#include "tools/cmd_partition.h"
 #include "tools/commands.h"
 #include "tools/conformance.h"
 
@@ -18,9 +20,19 @@ static const command COMMANDS[] = {
                      "      parse, check and print a module in the text format"},
     {"import", cmd_import, "import MODEL.onnx [--input-shape NAME=1x3x224x224]... [--no-spans] "
                            "[-o OUT.relax]\n      import an ONNX model and print its IRModule"},
-    {"run", cmd_run, "run INPUT [--input NAME=FILE.npy|random]... [--input-shape NAME=DIMS]...\n"
-                     "      [--output-dir DIR] [--repeat N]\n"
-                     "      run a model (.onnx or .relax) on the reference path"},
+    {"partition", cmd_partition,
+     "partition INPUT [--backend NAME]... [--patterns FILE.relax] [--stop-after fuse|merge|codegen]\n"
+     "      [--report text|json] [--input-shape NAME=DIMS]... [-o OUT.relax]\n"
+     "      offload regions to backends; report what went where and why"},
+    {"run", cmd_run, "run INPUT [--backend NAME]... [--input NAME=FILE.npy|random]... "
+                     "[--input-shape NAME=DIMS]...\n"
+                     "      [--output-dir DIR] [--repeat N] [--profile] [--profile-json FILE]\n"
+                     "      run a model (.onnx, .relax or a built .graft artifact); no --backend: "
+                     "all on the host"},
+    {"build", cmd_build, "build INPUT [--backend NAME]... [--input-shape NAME=DIMS]... -o MODEL.graft\n"
+                         "      compile to one deployable artifact"},
+    {"backends", cmd_backends, "backends\n      list backends, their patterns in priority order, "
+                               "and their codegens"},
     {"opt", cmd_opt, "opt INPUT [--passes a,b,c] [--opt-level N] [--disable NAME]... "
                      "[--config KEY=VALUE]...\n"
                      "      [--dump-ir DIR] [--time-passes] [--no-spans] [-o OUT.relax]\n"
