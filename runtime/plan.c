@@ -357,10 +357,34 @@ static gr_status form_groups(px_build *pb) {
         }
         if (red && g < 0) continue;  /* a reduction only ends a group */
         if (g < 0) g = (int32_t)ng++;
+        /* other args that end open groups used only here: those groups merge into this one (a
+         * DAG, e.g. add(sigmoid(a), relu(b))); the group runs where its last member stands */
+        for (uint32_t a = 0; a < c->nargs; a++) {
+            uint64_t s;
+            if (!ir_is_var(c->args[a]) || !gr_map_get(&pb->slot_of, GR_MAP_PTR(c->args[a]), &s))
+                continue;
+            uint32_t slot = (uint32_t)(s - 1);
+            if (slot < x->nparams || pb->uses[slot] != 1) continue;
+            int32_t g2 = pb->group_of[slot - x->nparams];
+            if (g2 < 0 || g2 == g || tail[g2] != (int32_t)(slot - x->nparams)) continue;
+            for (uint32_t j = 0; j < i; j++)
+                if (pb->group_of[j] == g2) pb->group_of[j] = g;
+            tail[g2] = -1;
+        }
         tail[g] = red ? -1 : (int32_t)i; /* nothing joins after a reduction */
         pb->group_of[i] = g;
     }
     /* build descriptors */
+    /* renumber densely (merged groups leave holes) */
+    int32_t *dense = gr_xmalloc(sizeof(int32_t) * (ng + 1));
+    for (uint32_t g = 0; g < ng; g++) dense[g] = -1;
+    uint32_t ndense = 0;
+    for (uint32_t i = 0; i < pb->nb; i++)
+        if (pb->group_of[i] >= 0 && dense[pb->group_of[i]] < 0) dense[pb->group_of[i]] = (int32_t)ndense++;
+    for (uint32_t i = 0; i < pb->nb; i++)
+        if (pb->group_of[i] >= 0) pb->group_of[i] = dense[pb->group_of[i]];
+    free(dense);
+    ng = ndense;
     for (uint32_t g = 0; g < ng; g++) {
         rt_fuse_group *fg = IR_NEW(x->ctx, rt_fuse_group);
         uint32_t nmem = 0;
