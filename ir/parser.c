@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ctx_impl.h"
 #include "ir/builder.h"
 #include "ir/op.h"
 #include "ir/parser_impl.h"
@@ -74,6 +75,7 @@ typedef struct parser {
     gr_map *written_attrs;       /* ir_parse_opts.written_attrs (NULL: not recorded) */
     const char *last_end;        /* end of the last consumed token */
     uint64_t sym_lookups;        /* symbolic names resolved so far */
+    const char *icache[256];     /* recently interned names, by a hash of their text */
     struct annot_cache {         /* recent annotation texts without symbolic names */
         const char *text;
         uint32_t len;
@@ -387,42 +389,51 @@ static bool number(parser *p, num *out) {
 
 /* ---- scopes ---- */
 
-static const char *tok_intern(parser *p, const ir_tok *t) { return ir_intern_n(p->ctx, t->s, t->len); }
+/* A use usually names a var defined a line or two before: the small direct-mapped cache finds
+ * its interned copy without a probe of the context's big string table (a cache miss). */
+static const char *tok_intern(parser *p, const ir_tok *t) {
+    uint32_t h = 2166136261u;
+    for (uint32_t i = 0; i < t->len; i++) h = (h ^ (unsigned char)t->s[i]) * 16777619u;
+    const char **slot = &p->icache[(h ^ h >> 8) & 255];
+    const char *c = *slot;
+    if (c && strncmp(c, t->s, t->len) == 0 && c[t->len] == 0) return c;
+    return *slot = ir_intern_n(p->ctx, t->s, t->len);
+}
 
 /* The scope table: key and value in one slot (one cache miss per lookup on big functions),
  * sized from the line count up front so it never rehashes for one-function files. */
 /* Keys are interned names: arena pointers that grow as a file is read, so indexing by the
  * address keeps the names of neighbouring lines in neighbouring slots (cache-friendly). */
-static uint32_t ptab_slot_of(uint64_t k, uint32_t mask) {
-    return (uint32_t)(k >> 4 ^ k >> 28) & mask;
+/* Any capacity (not a power of two): 1M names take 1.5M slots, not 2M (memory per binding). */
+static uint32_t ptab_slot_of(uint64_t k, uint32_t cap) {
+    return (uint32_t)(k >> 4 ^ k >> 28) % cap;
 }
 
 static void ptab_init(struct ptab *t, uint32_t want) {
-    uint32_t cap = 64;
-    while (cap < want && cap < (1u << 26)) cap *= 2;
-    t->s = gr_xcalloc(cap, sizeof(*t->s));
+    uint32_t cap = want < 64 ? 64 : want > (1u << 27) ? (1u << 27) : want;
+    t->s = ir__zalloc_big(sizeof(*t->s) * cap);
     t->cap = cap;
     t->len = 0;
 }
 
 static void ptab_put(struct ptab *t, uint64_t k, uint64_t v) {
-    if ((t->len + 1) * 4 >= t->cap * 3) {
+    if ((uint64_t)(t->len + 1) * 4 >= (uint64_t)t->cap * 3) {
         struct ptab old = *t;
         ptab_init(t, old.cap * 2);
         for (uint32_t i = 0; i < old.cap; i++)
             if (old.s[i].k) ptab_put(t, old.s[i].k, old.s[i].v);
-        free(old.s);
+        ir__free_big(old.s, sizeof(*old.s) * old.cap);
     }
-    uint32_t mask = t->cap - 1, i = ptab_slot_of(k, mask);
-    while (t->s[i].k && t->s[i].k != k) i = (i + 1) & mask;
+    uint32_t cap = t->cap, i = ptab_slot_of(k, cap);
+    while (t->s[i].k && t->s[i].k != k) i = i + 1 == cap ? 0 : i + 1;
     if (!t->s[i].k) t->len++;
     t->s[i].k = k;
     t->s[i].v = v;
 }
 
 static uint64_t ptab_get(const struct ptab *t, uint64_t k) {
-    uint32_t mask = t->cap - 1, i = ptab_slot_of(k, mask);
-    for (; t->s[i].k; i = (i + 1) & mask)
+    uint32_t cap = t->cap, i = ptab_slot_of(k, cap);
+    for (; t->s[i].k; i = i + 1 == cap ? 0 : i + 1)
         if (t->s[i].k == k) return t->s[i].v;
     return 0;
 }
@@ -519,7 +530,7 @@ static const ir_span *parse_span(parser *p, bool *ok) {
             l.end_col = (int32_t)v[3];
         }
         if (accept_p(p, '!')) l.is_output = 1;
-        const ir_span *s = ir_span_from_loc(p->ctx, &l);
+        const ir_span *s = ir__span_interned(p->ctx, &l);
         if (n < 16) parts_local[n] = s;
         else {
             if (n == 16)
@@ -566,7 +577,8 @@ static bool span_comment_fast(parser *p, const ir_tok *t, span_fields *f) {
     while (r < e && *r == ' ') r++;
     if (r != e) return false;
     f->has_span = true;
-    f->span = ir_span_named(p->ctx, ir_intern_n(p->ctx, s, (size_t)(q - s)), out);
+    ir_loc l = {.source = ir_intern_n(p->ctx, s, (size_t)(q - s)), .is_output = out};
+    f->span = ir__span_interned(p->ctx, &l);
     return true;
 }
 
@@ -2160,7 +2172,7 @@ gr_status ir_parse_module_opts(ir_ctx_t *ctx, const char *name, const char *text
     uint32_t lines = 0;
     for (const char *q = p->src, *e = p->src + p->len; q && q < e; q = memchr(q, '\n', (size_t)(e - q)), q = q ? q + 1 : NULL)
         lines++;
-    ptab_init(&p->scope, lines / 3 * 4 + 16);
+    ptab_init(&p->scope, lines / 2 * 3 + 64);
     gr_map_init(&p->syms);
     gr_map_init(&p->opcache);
     gr_map_init(&p->sigmap);
@@ -2170,7 +2182,7 @@ gr_status ir_parse_module_opts(ir_ctx_t *ctx, const char *name, const char *text
     if (!ok && !p->failed) perr(p, NULL, GR_ERR_PARSE, "parse failed");
     gr_status st = ok ? GR_OK : (diag && diag->code != GR_OK ? diag->code : GR_ERR_PARSE);
     if (ok) *out = p->mod;
-    free(p->scope.s);
+    ir__free_big(p->scope.s, sizeof(*p->scope.s) * p->scope.cap);
     gr_map_free(&p->syms);
     gr_map_free(&p->opcache);
     gr_map_free(&p->sigmap);
