@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "ir/ctx_impl.h"
 #include "ir/op.h"
 
 typedef GR_VEC(ir_binding) binding_vec;
@@ -516,7 +517,22 @@ const ir_block *ir_bb_end_block(ir_bb_t *bb) {
     if (!bb->open) return NULL;
     bb->open = false;
     if (bb->cur.len == 0) return NULL;
-    ir_block *blk = ir_block_new(bb->ctx, bb->dataflow, bb->cur.len, bb->cur.data);
+    ir_block *blk;
+    if (bb->cur.len >= 4096) {
+        /* A big block keeps the heap vector (trimmed; for big ones realloc remaps, no copy):
+         * copying it to the arena would hold two copies at the parse's memory peak. */
+        blk = IR_NEW(bb->ctx, ir_block);
+        blk->dataflow = bb->dataflow;
+        blk->n = bb->cur.len;
+        size_t size = sizeof(ir_binding) * bb->cur.len;
+        ir_binding *keep = gr_xrealloc(bb->cur.data, size);
+        ir__ctx_adopt(bb->ctx, keep, size);
+        blk->bindings = keep;
+        bb->cur.data = NULL;
+        bb->cur.cap = 0;
+    } else {
+        blk = ir_block_new(bb->ctx, bb->dataflow, bb->cur.len, bb->cur.data);
+    }
     bb->cur.len = 0;
     gr_vec_push(&bb->blocks, (const ir_block *)blk);
     return blk;

@@ -46,6 +46,8 @@ void ir_ctx_free(ir_ctx_t *ctx) {
     if (!ctx) return;
     for (uint32_t i = 0; i < ctx->owned.len; i++) gr_object_release(ctx->owned.data[i]);
     gr_vec_free(&ctx->owned);
+    for (uint32_t i = 0; i < ctx->adopted.len; i++) free(ctx->adopted.data[i]);
+    gr_vec_free(&ctx->adopted);
     for (ir_chunk *c = ctx->chunks, *next; c; c = next) {
         next = c->next;
         ir__free_big(c, c->map_len);
@@ -137,6 +139,11 @@ void ir__ctx_keep(ir_ctx_t *ctx, gr_object *obj) {
     if (!obj) return;
     gr_object_retain(obj);
     gr_vec_push(&ctx->owned, obj);
+}
+
+void ir__ctx_adopt(ir_ctx_t *ctx, void *p, size_t size) {
+    gr_vec_push(&ctx->adopted, p);
+    ctx->arena_bytes += size;
 }
 
 /* ---- hashing ---- */

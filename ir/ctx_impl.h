@@ -39,12 +39,16 @@ struct ir_ctx {
     uint32_t next_seq;        /* creation order of hash-consed prims */
     ir_hc_table hc[IR_HC_NTABLES]; /* hash-cons tables (strings use tag 0) */
     GR_VEC(gr_object *) owned;/* references released in ir_ctx_free */
+    GR_VEC(void *) adopted;   /* heap blocks freed in ir_ctx_free (ir__ctx_adopt) */
     struct ir_op **ops;       /* one Op node per op-table row, made on demand */
     struct ir_op_dflt *op_dflt; /* per op-table row: parsed attr defaults (ir/op_attrs.c) */
 };
 
 /* Keeps a reference to obj until the context is freed (retains it). */
 void ir__ctx_keep(ir_ctx_t *ctx, gr_object *obj);
+/* The context takes a malloc'ed block of `size` bytes (counted as arena) and frees it with
+ * itself: a big vector built on the heap becomes IR without a copy. */
+void ir__ctx_adopt(ir_ctx_t *ctx, void *p, size_t size);
 /* The tag spans are hash-consed with (they get a table of their own). */
 #define IR_HC_SPAN_TAG 0x5350414eu
 uint32_t ir__ctx_next_seq(ir_ctx_t *ctx);
