@@ -117,11 +117,11 @@ test: deps models
 	@$(MAKE) --no-print-directory all $(BUILD)/tests/run_tests
 	GRAFT=$(BUILD)/graft $(BUILD)/tests/run_tests $(TEST_ARGS)
 
-asan: deps
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
-	$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 \
-	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
+asan: deps models
+	@$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 \
+	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	    build/asan/graft build/asan/tests/run_tests
+	bash scripts/asan_test.sh build/asan
 
 demo: deps
 	@$(MAKE) --no-print-directory all
