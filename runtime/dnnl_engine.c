@@ -880,15 +880,6 @@ static gr_status build(dn_state *S) {
         if (st) return st;
     }
     S->stats.nprims = S->prims.len;
-    /* "small": no value above GRAFT_DNNL_SMALL_KB (default 640 KiB, PP-OCR cls is small, rec not; 0: never) */
-    const char *sk = getenv("GRAFT_DNNL_SMALL_KB");
-    size_t lim = (size_t)(sk ? atol(sk) : 640) * 1024, biggest = 0;
-    for (uint32_t v = 0; v < S->vals.len; v++)
-        if (S->vals.data[v].kind == V_TMP || S->vals.data[v].kind == V_IN || S->vals.data[v].kind == V_OUT) {
-            size_t b = dnnl_memory_desc_get_size(&S->vals.data[v].md);
-            if (b > biggest) biggest = b;
-        }
-    S->small = lim > 0 && biggest < lim;
     gr_status st = plan_memory(S);
     if (!st) st = make_memories(S);
     return st;
@@ -921,7 +912,25 @@ static gr_status dn_prepare(rt_json_graph *g, void **state, gr_diag *d) {
     if (ds == dnnl_success) ds = dnnl_primitive_attr_set_scratchpad_mode(S->attr_plain, dnnl_scratchpad_mode_user);
     if (ds != dnnl_success) st = dn_fail(S, NULL, ds, "cannot create the CPU engine");
     if (!st && nn == 0) st = gr_diag_set(d, GR_ERR_INVALID, "dnnl region '%s': empty graph", S->symbol);
+    /* "small": no tensor of the graph above GRAFT_DNNL_SMALL_KB (default 640 KiB: PP-OCR cls
+     * is small, rec is not; 0: never). Small regions are built and run single-threaded: oneDNN
+     * sizes its kernels' work split for the thread count it sees when creating them. */
+    const char *sk = getenv("GRAFT_DNNL_SMALL_KB");
+    size_t lim = (size_t)(sk ? atol(sk) : 640) * 1024, biggest = 0;
+    for (uint32_t i = 0; i < nn; i++) {
+        const rt_json_node *nd = rt_json_graph_node(g, i);
+        if (nd->kind == RT_JSON_CONST) continue;
+        for (uint32_t o = 0; o < nd->noutputs; o++) {
+            size_t b = (size_t)(nd->dtypes[o].bits / 8);
+            for (int32_t k = 0; k < nd->ndims[o]; k++) b *= (size_t)nd->shapes[o][k];
+            if (b > biggest) biggest = b;
+        }
+    }
+    S->small = lim > 0 && biggest < lim;
+    bool one = S->small && g_threads > 1 && g_set_threads;
+    if (one) g_set_threads(1);
     if (!st) st = build(S);
+    if (one) g_set_threads(g_threads);
     if (getenv("GRAFT_DNNL_DUMP")) fprintf(stderr, "%s\n", rt_json_graph_text(g));
     if (st) {
         dn_release(g, S);
