@@ -5,5 +5,6 @@
 int cmd_fmt(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 
 #endif

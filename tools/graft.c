@@ -31,6 +31,8 @@ static const command COMMANDS[] = {
                      "all on the host"},
     {"build", cmd_build, "build INPUT [--backend NAME]... [--input-shape NAME=DIMS]... -o MODEL.graft\n"
                          "      compile to one deployable artifact"},
+    {"compare", cmd_compare, "compare ACTUAL.npy REFERENCE.npy [--rtol R] [--atol A]\n"
+                             "      max abs/rel error; exit 1 when |a-b| > atol + rtol*|b| anywhere"},
     {"backends", cmd_backends, "backends\n      list backends, their patterns in priority order, "
                                "and their codegens"},
     {"opt", cmd_opt, "opt INPUT [--passes a,b,c] [--opt-level N] [--disable NAME]... "
