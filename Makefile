@@ -123,7 +123,7 @@ asan: deps models
 	    build/asan/graft build/asan/tests/run_tests
 	bash scripts/asan_test.sh build/asan
 
-demo: deps
+demo: deps models
 	@$(MAKE) --no-print-directory all
 	bash scripts/demo.sh $(BUILD)/graft
 
