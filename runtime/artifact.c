@@ -329,6 +329,29 @@ gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *
     return ok ? GR_OK : gr_diag_set(diag, GR_ERR_IO, "%s: write failed", path);
 }
 
+/* The object uses the build host's CPU features: refuse (instead of faulting on an illegal
+ * instruction) when the build host had a feature this host lacks. Both strings are
+ * "cpu +f1,-f2,...". */
+static gr_status check_cpu(const char *built, const char *here, gr_diag *diag) {
+    if (!built || !*built) return GR_OK;
+    const char *f = strchr(built, ' ');
+    while (f && *f) {
+        f += strspn(f, " ,");
+        size_t n = strcspn(f, ",");
+        if (n > 1 && n < 64 && f[0] == '+') {
+            char neg[72];
+            snprintf(neg, sizeof neg, "-%.*s", (int)(n - 1), f + 1);
+            const char *h = strstr(here, neg);
+            if (h && (h[n] == ',' || h[n] == '\0'))
+                return gr_diag_set(diag, GR_ERR_UNSUPPORTED,
+                                   "the artifact's host code needs CPU feature '%.*s', which this "
+                                   "CPU lacks (rebuild it here with graft build)", (int)(n - 1), f + 1);
+        }
+        f += n;
+    }
+    return GR_OK;
+}
+
 gr_status graft_model_load_buffer(const uint8_t *buf, size_t len, graft_model **out,
                                   gr_diag *diag) {
     *out = NULL;
@@ -367,6 +390,7 @@ gr_status graft_model_load_buffer(const uint8_t *buf, size_t len, graft_model **
     if ((st = load_externals(gm, body, diag))) goto done;
     gm->obj_len = body->has_host_object ? body->host_object.len : 0;
     if ((st = gr_llvm_host_load(body->host_object.data, gm->obj_len, &gm->host, diag))) goto done;
+    if (gm->obj_len && (st = check_cpu(body->host_cpu, gr_llvm_host_cpu(gm->host), diag))) goto done;
     if ((st = rt_px_new(gm->m, "main", gr_llvm_host_lowering(gm->host), &gm->px, diag))) goto done;
     rt_px_stats ps;
     rt_px_get_stats(gm->px, &ps);

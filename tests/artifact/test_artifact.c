@@ -203,3 +203,50 @@ Test(artifact, external_modules_round_trip) {
     rt_value_clear(&ref);
     for (int i = 0; i < 3; i++) rt_value_clear(&in[i]);
 }
+
+/* An object built for CPU features this host lacks is refused at load (no illegal instruction). */
+Test(artifact, foreign_cpu_features_are_refused) {
+    uint8_t *buf;
+    size_t len;
+    build(&buf, &len, NULL, NULL);
+    Graft__Artifact *a = graft__artifact__unpack(NULL, len, buf);
+    cr_assert_not_null(a);
+    Graft__ArtifactBody *b = graft__artifact_body__unpack(NULL, a->body.len, a->body.data);
+    cr_assert_not_null(b);
+    char *old = b->host_cpu;
+    cr_assert(strchr(old, ' '), "host_cpu '%s'", old);
+    /* claim every feature this host lacks ("-x" -> "+x") */
+    char *cpu = strdup(old);
+    bool flipped = false;
+    for (char *p = strchr(cpu, ' '); p && *p; p++)
+        if (*p == '-' && (p[-1] == ' ' || p[-1] == ',')) *p = '+', flipped = true;
+    b->host_cpu = cpu;
+    size_t bl = graft__artifact_body__get_packed_size(b);
+    uint8_t *bb = malloc(bl);
+    graft__artifact_body__pack(b, bb);
+    b->host_cpu = old;
+    Graft__Artifact na = *a;
+    na.body.data = bb;
+    na.body.len = bl;
+    na.checksum = gr_hash_bytes(bb, bl, 0x67726166ull);
+    size_t nl = graft__artifact__get_packed_size(&na);
+    uint8_t *nb = malloc(nl);
+    graft__artifact__pack(&na, nb);
+    graft_model *gm = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    gr_status st = graft_model_load_buffer(nb, nl, &gm, &d);
+    if (flipped) {
+        cr_assert_eq(st, GR_ERR_UNSUPPORTED, "%s", d.msg);
+        cr_assert(strstr(d.msg, "CPU feature"), "%s", d.msg);
+    } else {
+        cr_assert_eq(st, GR_OK, "%s", d.msg); /* this CPU has every feature LLVM knows */
+    }
+    graft_model_free(gm);
+    free(nb);
+    free(bb);
+    free(cpu);
+    graft__artifact_body__free_unpacked(b, NULL);
+    graft__artifact__free_unpacked(a, NULL);
+    free(buf);
+}
