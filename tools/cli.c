@@ -6,9 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "ir/parser.h"
 #include "ir/wellformed.h"
+#include "runtime/npy.h"
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
@@ -96,4 +99,72 @@ gr_status cli_load_model(ir_ctx_t *ctx, const char *path, const cli_load_opts *o
     }
     if (st != GR_OK) return st;
     return ir_wellformed_check(*out, diag);
+}
+
+double cli_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* xorshift64*: deterministic inputs for `random`, uniform in [-1, 1) for floats. */
+static uint64_t rng_next(uint64_t *s) {
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 0x2545F4914F6CDD1Dull;
+}
+
+gr_status cli_random_input(const char *name, const ir_sinfo *s, uint64_t seed, rt_tensor **out,
+                              gr_diag *d) {
+    int64_t shape[RT_MAX_NDIM];
+    if (!s || s->kind != IR_SINFO_TENSOR || s->ndim > RT_MAX_NDIM || !ir_sinfo_static_shape(s, shape))
+        return gr_diag_set(d, GR_ERR_INVALID,
+                           "input '%s' has no static shape: give --input %s=FILE.npy or "
+                           "--input-shape %s=DIMS", name, name, name);
+    if (ir_dtype_is_void(s->dtype))
+        return gr_diag_set(d, GR_ERR_INVALID, "input '%s' has no dtype", name);
+    rt_tensor *t = rt_tensor_new(s->dtype, s->ndim, shape);
+    if (!t) return gr_diag_set(d, GR_ERR_NOMEM, "input '%s': cannot allocate", name);
+    int64_t n = rt_tensor_numel(t);
+    uint64_t st = seed * 0x9E3779B97F4A7C15ull + 1;
+    bool fl = ir_dtype_is_float(s->dtype);
+    for (int64_t i = 0; i < n; i++) {
+        double u = (double)(rng_next(&st) >> 11) / 9007199254740992.0;
+        rt_tensor_set_f64(t, i, fl ? 2.0 * u - 1.0 : (double)(int)(u * 10));
+    }
+    *out = t;
+    return GR_OK;
+}
+
+int cli_write_outputs(const rt_value *r, const char *dir, gr_diag *d) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "error: %s: cannot create directory\n", dir);
+        return CLI_ERR;
+    }
+    uint32_t n = r->kind == RT_VAL_TUPLE ? r->u.tuple.n : 1;
+    const rt_value *items = r->kind == RT_VAL_TUPLE ? r->u.tuple.items : r;
+    for (uint32_t i = 0; i < n; i++) {
+        if (items[i].kind != RT_VAL_TENSOR) {
+            fprintf(stderr, "error: output %u is not a tensor\n", i);
+            return CLI_ERR;
+        }
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/output_%u.npy", dir, i);
+        if (rt_npy_save(path, items[i].u.t, d) != GR_OK) return cli_fail(d, path);
+    }
+    return CLI_OK;
+}
+
+void cli_print_latency(double *times, long n) {
+    if (n <= 0) return;
+    qsort(times, (size_t)n, sizeof(double), cmp_double);
+    double med = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+    fprintf(stderr, "latency_ms median=%.3f min=%.3f max=%.3f runs=%ld\n", med, times[0],
+            times[n - 1], n);
 }

@@ -7,6 +7,7 @@
 
 #include "frontend/onnx/onnx_import.h"
 #include "ir/expr.h"
+#include "runtime/value.h"
 
 #define GRAFT_VERSION "0.1.0"
 
@@ -39,5 +40,16 @@ bool cli_add_input_shape(cli_load_opts *o, const char *spec);
 /* Loads INPUT (.onnx or .relax) into a module in ctx and checks it is well formed. */
 gr_status cli_load_model(ir_ctx_t *ctx, const char *path, const cli_load_opts *opts,
                          ir_module **out, gr_diag *diag);
+
+/* Monotonic clock in milliseconds. */
+double cli_now_ms(void);
+/* A deterministic input for `--input NAME=random`: uniform in [-1, 1) for floats, 0..9 for
+ * integers, from `seed`. Needs a static shape. *out: new tensor. */
+gr_status cli_random_input(const char *name, const ir_sinfo *s, uint64_t seed, rt_tensor **out,
+                           gr_diag *d);
+/* Writes a result (a tensor or a tuple of tensors) as DIR/output_<i>.npy. */
+int cli_write_outputs(const rt_value *r, const char *dir, gr_diag *d);
+/* Prints "latency_ms median=<x> min=<y> max=<z> runs=<n>" to stderr (sorts `times`). */
+void cli_print_latency(double *times, long n);
 
 #endif

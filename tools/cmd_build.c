@@ -15,12 +15,6 @@
 
 #define MAX_INPUTS 64
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 int cmd_build(int argc, char **argv) {
     static cli_load_opts lo;
     memset(&lo, 0, sizeof lo);
@@ -54,18 +48,18 @@ int cmd_build(int argc, char **argv) {
     gr_diag d;
     gr_diag_clear(&d);
     int rc = CLI_OK;
-    double t0 = now_ms();
+    double t0 = cli_now_ms();
     ir_module *part = NULL;
     if (cli_load_model(ctx, input, &lo, &m, &d) != GR_OK ||
         (nbackends && byoc_partition_for_backends(ctx, m, backends, nbackends, &part, &d) != GR_OK)) {
         rc = cli_fail(&d, input);
     } else {
         if (part) m = part;
-        double t1 = now_ms();
+        double t1 = cli_now_ms();
         if (graft_model_build_file(m, output, &d) != GR_OK) {
             rc = cli_fail(&d, input);
         } else {
-            double t2 = now_ms();
+            double t2 = cli_now_ms();
             graft_model *gm = NULL;
             if (graft_model_load(output, &gm, &d) != GR_OK) {
                 rc = cli_fail(&d, output);
@@ -144,7 +138,7 @@ static void on_event(const rt_exec_event *ev, void *user) {
     row->ns += ev->ns;
     row->count++;
     if (ps->trace) {
-        double end_us = now_ms() * 1e3 - ps->origin_us;
+        double end_us = cli_now_ms() * 1e3 - ps->origin_us;
         fprintf(ps->trace, "%s\n{\"cat\":\"Node\",\"pid\":0,\"tid\":0,\"dur\":%.3f,\"ts\":%.3f,\"ph\":\"X\",\"name\":",
                 ps->first ? "" : ",", (double)ev->ns / 1e3, end_us - (double)ev->ns / 1e3);
         ps->first = false;
@@ -182,51 +176,6 @@ static void print_profile(prof_state *ps, uint32_t runs) {
     }
 }
 
-static uint64_t rng_next(uint64_t *s) {
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return *s * 0x2545F4914F6CDD1Dull;
-}
-
-static gr_status random_input(const char *name, const ir_sinfo *s, uint64_t seed, rt_tensor **out,
-                              gr_diag *d) {
-    int64_t shape[RT_MAX_NDIM];
-    if (!s || s->kind != IR_SINFO_TENSOR || s->ndim > RT_MAX_NDIM || !ir_sinfo_static_shape(s, shape) ||
-        ir_dtype_is_void(s->dtype))
-        return gr_diag_set(d, GR_ERR_INVALID, "input '%s' has no static shape: give --input %s=FILE.npy",
-                           name, name);
-    rt_tensor *t = rt_tensor_new(s->dtype, s->ndim, shape);
-    if (!t) return gr_diag_set(d, GR_ERR_NOMEM, "input '%s': cannot allocate", name);
-    uint64_t st = seed * 0x9E3779B97F4A7C15ull + 1;
-    bool fl = ir_dtype_is_float(s->dtype);
-    for (int64_t i = 0; i < rt_tensor_numel(t); i++) {
-        double u = (double)(rng_next(&st) >> 11) / 9007199254740992.0;
-        rt_tensor_set_f64(t, i, fl ? 2.0 * u - 1.0 : (double)(int)(u * 10));
-    }
-    *out = t;
-    return GR_OK;
-}
-
-static int write_outputs(const rt_value *r, const char *dir, gr_diag *d) {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "error: %s: cannot create directory\n", dir);
-        return CLI_ERR;
-    }
-    uint32_t n = r->kind == RT_VAL_TUPLE ? r->u.tuple.n : 1;
-    const rt_value *items = r->kind == RT_VAL_TUPLE ? r->u.tuple.items : r;
-    for (uint32_t i = 0; i < n; i++) {
-        if (items[i].kind != RT_VAL_TENSOR) {
-            fprintf(stderr, "error: output %u is not a tensor\n", i);
-            return CLI_ERR;
-        }
-        char path[4096];
-        snprintf(path, sizeof path, "%s/output_%u.npy", dir, i);
-        if (rt_npy_save(path, items[i].u.t, d) != GR_OK) return cli_fail(d, path);
-    }
-    return CLI_OK;
-}
-
 int cmd_run_artifact(int argc, char **argv) {
     static char names[MAX_INPUTS][256];
     static const char *sources[MAX_INPUTS];
@@ -234,6 +183,7 @@ int cmd_run_artifact(int argc, char **argv) {
     const char *input = NULL, *out_dir = NULL, *json = NULL, *v;
     bool profile = false;
     long repeat = 0;
+    double *times = NULL;
     for (int i = 0; i < argc; i++) {
         bool missing = false;
         if (cli_opt(argc, argv, &i, "--output-dir", &out_dir, &missing)) {
@@ -292,7 +242,7 @@ int cmd_run_artifact(int argc, char **argv) {
             if (strcmp(names[s], name) == 0) src = sources[s];
         rt_tensor *t = NULL;
         bool rnd = strcmp(src, "random") == 0;
-        gr_status st = rnd ? random_input(name, graft_model_input_sinfo(gm, i), i + 1, &t, &d)
+        gr_status st = rnd ? cli_random_input(name, graft_model_input_sinfo(gm, i), i + 1, &t, &d)
                            : rt_npy_load(src, &t, &d);
         if (st != GR_OK) {
             rc = cli_fail(&d, rnd ? input : src);
@@ -307,28 +257,37 @@ int cmd_run_artifact(int argc, char **argv) {
             goto done;
         }
         fputc('[', ps.trace);
-        ps.origin_us = now_ms() * 1e3;
+        ps.origin_us = cli_now_ms() * 1e3;
     }
     if (profile || json) graft_model_set_profiler(gm, on_event, &ps);
-    long runs = repeat > 0 ? repeat : 1;
-    double best = 1e300, sum = 0;
-    for (long r = 0; r < runs; r++) {
-        rt_value_clear(&result);
-        ps.run = (uint32_t)r;
-        double t0 = now_ms();
-        if (graft_model_run(gm, args, nargs, &result, &d) != GR_OK) {
-            rc = cli_fail(&d, input);
-            goto done;
-        }
-        double t = now_ms() - t0;
-        sum += t;
-        if (t < best) best = t;
+    /* One run gives the outputs (and warms up); --repeat N times N more, like graft run. */
+    if (graft_model_run(gm, args, nargs, &result, &d) != GR_OK) {
+        rc = cli_fail(&d, input);
+        goto done;
     }
-    if (repeat > 0) fprintf(stderr, "latency_ms mean=%.3f min=%.3f runs=%ld\n", sum / (double)runs, best, runs);
-    if (out_dir && write_outputs(&result, out_dir, &d) != CLI_OK) goto done;
-    if (profile) print_profile(&ps, (uint32_t)runs);
+    uint32_t runs = 1;
+    if (repeat > 0) {
+        times = malloc(sizeof(double) * (size_t)repeat);
+        if (!times) goto done;
+        for (long r = 0; r < repeat; r++, runs++) {
+            rt_value again = {0};
+            ps.run = runs;
+            double t0 = cli_now_ms();
+            gr_status st = graft_model_run(gm, args, nargs, &again, &d);
+            times[r] = cli_now_ms() - t0;
+            rt_value_clear(&again);
+            if (st != GR_OK) {
+                rc = cli_fail(&d, input);
+                goto done;
+            }
+        }
+        cli_print_latency(times, repeat);
+    }
+    if (out_dir && cli_write_outputs(&result, out_dir, &d) != CLI_OK) goto done;
+    if (profile) print_profile(&ps, runs);
     rc = CLI_OK;
 done:
+    free(times);
     if (ps.trace) {
         fputs("\n]\n", ps.trace);
         if (fclose(ps.trace) != 0) rc = CLI_ERR;
