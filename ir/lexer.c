@@ -47,8 +47,22 @@ static void err(ir_lexer *lx, ir_tok *t, const char *at, const char *msg) {
     lx->nindent = 1;
 }
 
-static bool is_name0(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+/* Character classes by table: the hot loops test one byte each. */
+enum { CC_NAME0 = 1, CC_DIGIT = 2, CC_PUNCT = 4, CC_SPACE = 8 };
+/* ASCII 0-127 (1 name start, 2 digit, 4 punctuation, 8 blank); bytes >= 128 are 0. */
+static const uint8_t CCLASS[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 8, 8, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    8, 4, 0, 0, 0, 4, 0, 0, 4, 4, 4, 4, 4, 4, 4, 0,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 4, 4, 0, 4, 0, 0,
+    4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 0, 4, 0, 1,
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 0, 4, 0, 0,
+};
+static bool cc_is(char c, uint8_t cls) { return (CCLASS[(unsigned char)c] & cls) != 0; }
+static bool is_name0(char c) { return cc_is(c, CC_NAME0); }
+static bool is_digit(char c) { return cc_is(c, CC_DIGIT); }
 
 static const char *eol(const ir_lexer *lx, const char *p) {
     const char *q = memchr(p, '\n', (size_t)(lx->end - p));
@@ -132,7 +146,7 @@ again:
     }
     if (!lx->sub && lx->at_bol && lx->paren == 0 && indentation(lx, t)) return;
     const char *p = lx->p;
-    while (p < lx->end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\f')) p++;
+    while (p < lx->end && cc_is(*p, CC_SPACE)) p++;
     lx->p = p;
     if (p >= lx->end) {
         if (lx->sub || lx->paren > 0) {
@@ -154,6 +168,7 @@ again:
             err(lx, t, p, "unexpected end of line");
             return;
         }
+        const char *ls = lx->line_start; /* start of p's line, unless lexing began mid-line */
         newline_at(lx, p);
         if (lx->paren > 0) goto again;
         lx->at_bol = true;
@@ -166,9 +181,9 @@ again:
             t->line = lx->line - 1;
             t->col = 0;
             t->msg = NULL;
-            /* column of the newline on its own line */
-            const char *ls = p;
-            while (ls > lx->src && ls[-1] != '\n') ls--;
+            /* column of the newline on its own line (a backward scan only for a mid-line start) */
+            if (ls > lx->src && ls[-1] != '\n')
+                while (ls > lx->src && ls[-1] != '\n') ls--;
             t->col = (int)(p - ls) + 1;
             return;
         }
@@ -189,7 +204,7 @@ again:
     lx->need_newline = true;
     if (is_name0(c)) {
         const char *q = p + 1;
-        while (q < lx->end && (is_name0(*q) || is_digit(*q))) q++;
+        while (q < lx->end && cc_is(*q, CC_NAME0 | CC_DIGIT)) q++;
         mk(lx, t, TK_NAME, p, (uint32_t)(q - p));
         lx->p = q;
         return;
@@ -241,7 +256,7 @@ again:
         lx->p = p + 2;
         return;
     }
-    if (strchr("()[]{},:.=+-*%@!;", c) && c) {
+    if (cc_is(c, CC_PUNCT)) {
         mk(lx, t, TK_PUNCT, p, 1);
         t->ch = c;
         lx->p = p + 1;
