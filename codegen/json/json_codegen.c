@@ -17,6 +17,14 @@ struct cg_val {
     const cg_val *const *items;
 };
 
+#define CG_NSMALL 16
+
+/* shape/dtype lists of one (hash-consed) struct info, shared by the nodes of that type */
+typedef struct cg_types {
+    json_t *shapes, *dtypes;
+    int nout;
+} cg_types;
+
 typedef struct cg {
     ir_ctx_t *ctx;
     const byoc_region *r;
@@ -29,7 +37,18 @@ typedef struct cg {
     gr_diag *diag;
     gr_status st;
     const ir_span *site;       /* span of the composite call being inlined (NULL: none) */
+    /* Immutable values shared inside one document (Jansson refcounts them; nothing mutates a
+     * graph doc after it is built): most nodes repeat the same small ints, types, empty attrs. */
+    json_t *small[CG_NSMALL];
+    json_t *empty_obj;
+    gr_map types;              /* sinfo (hash-consed) -> cg_types */
 } cg;
+
+static json_t *cg_int(cg *c, json_int_t v) {
+    if (v < 0 || v >= CG_NSMALL) return json_integer(v);
+    if (!c->small[v]) c->small[v] = json_integer(v);
+    return json_incref(c->small[v]);
+}
 
 static cg_val *val_entry(cg *c, uint32_t nid, uint32_t index) {
     cg_val *v = IR_NEW(c->ctx, cg_val);
@@ -66,7 +85,11 @@ static json_t *attr_json(const ir_attr *a) {
     }
 }
 
-static json_t *op_attrs_json(const ir_attrs *attrs) {
+static json_t *op_attrs_json(cg *c, const ir_attrs *attrs) {
+    if (!attrs || attrs->n == 0) {
+        if (!c->empty_obj) c->empty_obj = json_object();
+        return json_incref(c->empty_obj);
+    }
     json_t *o = json_object();
     for (uint32_t i = 0; attrs && i < attrs->n; i++) json_object_set_new(o, attrs->keys[i], attr_json(&attrs->vals[i]));
     return o;
@@ -115,11 +138,24 @@ static int types_json(const ir_sinfo *s, json_t *shapes, json_t *dtypes) {
 /* Appends a node; returns its id, or -1 (c->st set) when its type is not a static tensor. */
 static int add_node(cg *c, const char *op, const char *name, json_t *inputs, json_t *attrs, const ir_sinfo *s,
                     const ir_span *sp) {
-    json_t *shapes = json_array(), *dtypes = json_array();
-    int nout = types_json(s, shapes, dtypes);
+    uint64_t cached;
+    cg_types *ty = NULL;
+    if (s && gr_map_get(&c->types, GR_MAP_PTR(s), &cached)) {
+        ty = (cg_types *)(uintptr_t)cached;
+    } else {
+        ty = IR_NEW(c->ctx, cg_types);
+        ty->shapes = json_array();
+        ty->dtypes = json_array();
+        ty->nout = types_json(s, ty->shapes, ty->dtypes);
+        if (ty->nout < 0) {
+            json_decref(ty->shapes);
+            json_decref(ty->dtypes);
+            ty->shapes = ty->dtypes = NULL;
+        }
+        if (s) gr_map_put(&c->types, GR_MAP_PTR(s), GR_MAP_PTR(ty));
+    }
+    int nout = ty->nout;
     if (nout < 0) {
-        json_decref(shapes);
-        json_decref(dtypes);
         json_decref(inputs);
         json_decref(attrs);
         char buf[256] = "?";
@@ -127,21 +163,21 @@ static int add_node(cg *c, const char *op, const char *name, json_t *inputs, jso
         fail(c, sp, "needs static tensor types, got", buf);
         return -1;
     }
-    json_object_set_new(attrs, "shape", shapes);
-    json_object_set_new(attrs, "dtype", dtypes);
-    json_object_set_new(attrs, "span", span_json(sp));
+    json_object_set_nocheck(attrs, "shape", ty->shapes);
+    json_object_set_nocheck(attrs, "dtype", ty->dtypes);
+    json_object_set_new_nocheck(attrs, "span", span_json(sp));
     json_t *n = json_object();
-    json_object_set_new(n, "op", json_string(op));
-    json_object_set_new(n, "name", json_string(name));
+    json_object_set_new_nocheck(n, "op", json_string(op));
+    json_object_set_new_nocheck(n, "name", json_string(name));
     if (inputs) {
-        json_object_set_new(attrs, "num_inputs", json_integer((json_int_t)json_array_size(inputs)));
-        json_object_set_new(attrs, "num_outputs", json_integer(nout));
-        json_object_set_new(n, "inputs", inputs);
+        json_object_set_new_nocheck(attrs, "num_inputs", cg_int(c, (json_int_t)json_array_size(inputs)));
+        json_object_set_new_nocheck(attrs, "num_outputs", cg_int(c, nout));
+        json_object_set_new_nocheck(n, "inputs", inputs);
     }
-    json_object_set_new(n, "attrs", attrs);
+    json_object_set_new_nocheck(n, "attrs", attrs);
     json_array_append_new(c->nodes, n);
     c->nrows += (uint32_t)nout;
-    json_array_append_new(c->rows, json_integer(c->nrows));
+    json_array_append_new(c->rows, cg_int(c, c->nrows));
     return (int)c->nnodes++;
 }
 
@@ -224,22 +260,22 @@ static json_t *arg_json(cg *c, ir_expr *a, json_t *inputs, const ir_span *sp) {
                 break;
             }
             json_t *io = json_object();
-            json_object_set_new(io, "in", json_integer((json_int_t)json_array_size(inputs)));
+            json_object_set_new_nocheck(io, "in", cg_int(c, (json_int_t)json_array_size(inputs)));
             json_t *en = json_array();
-            json_array_append_new(en, json_integer(it->nid));
-            json_array_append_new(en, json_integer(it->index));
-            json_array_append_new(en, json_integer(0));
+            json_array_append_new(en, cg_int(c, it->nid));
+            json_array_append_new(en, cg_int(c, it->index));
+            json_array_append_new(en, cg_int(c, 0));
             json_array_append_new(inputs, en);
             json_array_append_new(items, io);
         }
         json_object_set_new(o, "tuple", items);
         return o;
     }
-    json_object_set_new(o, "in", json_integer((json_int_t)json_array_size(inputs)));
+    json_object_set_new_nocheck(o, "in", cg_int(c, (json_int_t)json_array_size(inputs)));
     json_t *en = json_array();
-    json_array_append_new(en, json_integer(v->nid));
-    json_array_append_new(en, json_integer(v->index));
-    json_array_append_new(en, json_integer(0));
+    json_array_append_new(en, cg_int(c, v->nid));
+    json_array_append_new(en, cg_int(c, v->index));
+    json_array_append_new(en, cg_int(c, 0));
     json_array_append_new(inputs, en);
     return o;
 }
@@ -251,7 +287,7 @@ static const cg_val *visit_op_call(cg *c, const ir_call *call, const char *compo
     json_t *inputs = json_array(), *args = json_array(), *attrs = json_object();
     for (uint32_t i = 0; i < call->nargs && !c->st; i++)
         json_array_append_new(args, arg_json(c, call->args[i], inputs, call->base.span));
-    json_object_set_new(attrs, "op_attrs", op_attrs_json(call->attrs));
+    json_object_set_new(attrs, "op_attrs", op_attrs_json(c, call->attrs));
     json_object_set_new(attrs, "args", args);
     if (composite) json_object_set_new(attrs, "composite", json_string(composite));
     if (c->st) {
@@ -279,7 +315,7 @@ static const cg_val *visit_composite_node(cg *c, const ir_call *call, const ir_f
             if (v->kind != IR_CALL || IR_AS(v, ir_call)->callee->kind != IR_OP) continue;
             json_t *o = json_object();
             json_object_set_new(o, "name", json_string(IR_AS(IR_AS(v, ir_call)->callee, ir_op)->def->name));
-            json_object_set_new(o, "op_attrs", op_attrs_json(IR_AS(v, ir_call)->attrs));
+            json_object_set_new(o, "op_attrs", op_attrs_json(c, IR_AS(v, ir_call)->attrs));
             json_array_append_new(ops, o);
             if (np < 64) parts[np++] = v->span;
         }
@@ -415,6 +451,7 @@ static gr_status serialize_doc(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode
     c.arg_nodes = json_array();
     c.rows = json_array();
     json_array_append_new(c.rows, json_integer(0));
+    gr_map_init(&c.types);
     gr_map_init(&c.vals);
     gr_map_init(&c.lambdas);
     gr_map_init(&c.consts);
@@ -446,6 +483,15 @@ static gr_status serialize_doc(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode
     json_decref(c.nodes);
     json_decref(c.arg_nodes);
     json_decref(c.rows);
+    for (uint32_t k = 0; k < c.types.cap; k++)
+        if (c.types.keys[k]) {
+            cg_types *ty = (cg_types *)(uintptr_t)c.types.vals[k];
+            json_decref(ty->shapes);
+            json_decref(ty->dtypes);
+        }
+    for (uint32_t k = 0; k < CG_NSMALL; k++) json_decref(c.small[k]);
+    json_decref(c.empty_obj);
+    gr_map_free(&c.types);
     gr_map_free(&c.vals);
     gr_map_free(&c.lambdas);
     gr_map_free(&c.consts);
