@@ -125,6 +125,7 @@ static void *perr(parser *p, const ir_tok *t, gr_status code, const char *fmt, .
 /* ---- tokens ---- */
 
 static ir_tok *peek(parser *p, int k) {
+    if (k < p->nla) return &p->la[k];
     while (p->nla <= k) {
         ir_tok *t = &p->la[p->nla++];
         ir_lex_next(&p->lx, t);
@@ -137,8 +138,8 @@ static ir_tok next(parser *p) {
     peek(p, 0);
     ir_tok t = p->la[0];
     p->last_end = t.s + t.len;
-    memmove(p->la, p->la + 1, sizeof(ir_tok) * (size_t)(p->nla - 1));
-    p->nla--;
+    if (--p->nla > 0) /* usually the lookahead holds one token: nothing to shift */
+        memmove(p->la, p->la + 1, sizeof(ir_tok) * (size_t)p->nla);
     return t;
 }
 
@@ -1208,6 +1209,17 @@ out:
     return result;
 }
 
+/* The R.* names dotted() handles itself; any other dotted name is an op. Compared by length
+ * first so an op call costs no strcmp chain. */
+static bool special_r_name(const char *nm, size_t n) {
+    static const char *const names[] = {"R.const", "R.prim_value", "R.shape",     "R.str",
+                                        "R.ExternFunc", "R.with_span", "R.tuple", "R.match_cast"};
+    static const uint8_t lens[] = {7, 12, 7, 5, 12, 11, 7, 12};
+    for (size_t i = 0; i < sizeof(lens); i++)
+        if (lens[i] == n && memcmp(nm, names[i], n) == 0) return true;
+    return false;
+}
+
 /* Dotted names: R.*, cls.*, and op names. */
 static ir_expr *dotted(parser *p) {
     ir_tok at = *peek(p, 0);
@@ -1231,6 +1243,7 @@ static ir_expr *dotted(parser *p) {
             return perr(p, &at, GR_ERR_PARSE, "unknown global function '%s'", nm);
         return &p->sigs.data[idx - 1].gvar->base;
     }
+    if (!special_r_name(nm, n)) goto op;
     if (strcmp(nm, "R.const") == 0) return r_const(p, &at);
     if (strcmp(nm, "R.prim_value") == 0) return r_prim_value(p);
     if (strcmp(nm, "R.shape") == 0) {
@@ -1275,6 +1288,7 @@ static ir_expr *dotted(parser *p) {
     }
     if (strcmp(nm, "R.match_cast") == 0)
         return perr(p, &at, GR_ERR_PARSE, "R.match_cast is only allowed as the value of a binding");
+op:;
     const ir_op_def *def = find_op(p, nm, n);
     if (!def) return perr(p, &at, GR_ERR_PARSE, "unknown op '%s'", nm);
     if (is_p(peek(p, 0), '(')) return op_call(p, def, &at);
