@@ -312,24 +312,28 @@ static ir_walk_result ref_visit(ir_walker *w, ir_expr *e) {
 }
 
 void byoc_remove_dead_composites(ir_module *m);
+/* Removes every unreferenced composite per walk of the module (not one per walk: the walk is
+ * over the whole program); repeats while a removal may have orphaned another. */
 void byoc_remove_dead_composites(ir_module *m) {
+    GR_VEC(const char *) dead = {0};
     for (;;) {
         gr_map refs;
         gr_map_init(&refs);
         ir_walker w = {.visit_expr = ref_visit, .user = &refs};
         ir_walk_module(&w, m);
-        const char *dead = NULL;
-        for (uint32_t i = 0; i < m->nfuncs && !dead; i++) {
+        dead.len = 0;
+        for (uint32_t i = 0; i < m->nfuncs; i++) {
             if (m->funcs[i]->kind != IR_FUNC) continue;
             const ir_func *f = IR_AS(m->funcs[i], ir_func);
             if ((ir_attrs_get(f->attrs, BYOC_ATTR_COMPOSITE) || ir_attrs_get(f->attrs, BYOC_ATTR_PRIMITIVE)) &&
                 !gr_map_get(&refs, GR_MAP_PTR(m->gvars[i]->name), NULL))
-                dead = m->gvars[i]->name;
+                gr_vec_push(&dead, m->gvars[i]->name);
         }
         gr_map_free(&refs);
-        if (!dead) return;
-        ir_module_remove(m, dead);
+        for (uint32_t k = 0; k < dead.len; k++) ir_module_remove(m, dead.data[k]);
+        if (!dead.len) break;
     }
+    gr_vec_free(&dead);
 }
 
 gr_status byoc_merge_composite_functions(ir_ctx_t *ctx, const ir_module *m, byoc_notes *notes,
