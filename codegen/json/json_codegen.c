@@ -223,7 +223,7 @@ static json_t *arg_json(cg *c, ir_expr *a, json_t *inputs, const ir_span *sp) {
             if (!ir_prim_is_int(s->dims[k], &v)) fail(c, sp, "symbolic shape argument", NULL);
             json_array_append_new(d, json_integer(v));
         }
-        json_object_set_new(o, "shape", d);
+        json_object_set_new_nocheck(o, "shape", d);
         return o;
     }
     if (a->kind == IR_PRIMVAL) {
@@ -231,22 +231,22 @@ static json_t *arg_json(cg *c, ir_expr *a, json_t *inputs, const ir_span *sp) {
         int64_t v;
         if (p->value) {
             if (!ir_prim_is_int(p->value, &v)) fail(c, sp, "symbolic prim value argument", NULL);
-            json_object_set_new(o, "int", json_integer(v));
+            json_object_set_new_nocheck(o, "int", json_integer(v));
         } else {
-            json_object_set_new(o, "float", json_real(p->fvalue));
+            json_object_set_new_nocheck(o, "float", json_real(p->fvalue));
         }
-        json_object_set_new(o, "dtype", json_string(ir_dtype_name(p->dtype) ? ir_dtype_name(p->dtype) : "void"));
+        json_object_set_new_nocheck(o, "dtype", json_string(ir_dtype_name(p->dtype) ? ir_dtype_name(p->dtype) : "void"));
         return o;
     }
     if (a->kind == IR_STR) {
-        json_object_set_new(o, "str", json_string(IR_AS(a, ir_str)->value));
+        json_object_set_new_nocheck(o, "str", json_string(IR_AS(a, ir_str)->value));
         return o;
     }
     if (a->kind == IR_TUPLE) {  /* a literal tuple: fields may be tensors or inline leaves */
         const ir_tuple *t = IR_AS(a, ir_tuple);
         json_t *items = json_array();
         for (uint32_t k = 0; k < t->n && !c->st; k++) json_array_append_new(items, arg_json(c, t->fields[k], inputs, sp));
-        json_object_set_new(o, "tuple", items);
+        json_object_set_new_nocheck(o, "tuple", items);
         return o;
     }
     const cg_val *v = visit(c, a);
@@ -268,7 +268,7 @@ static json_t *arg_json(cg *c, ir_expr *a, json_t *inputs, const ir_span *sp) {
             json_array_append_new(inputs, en);
             json_array_append_new(items, io);
         }
-        json_object_set_new(o, "tuple", items);
+        json_object_set_new_nocheck(o, "tuple", items);
         return o;
     }
     json_object_set_new_nocheck(o, "in", cg_int(c, (json_int_t)json_array_size(inputs)));
@@ -287,9 +287,9 @@ static const cg_val *visit_op_call(cg *c, const ir_call *call, const char *compo
     json_t *inputs = json_array(), *args = json_array(), *attrs = json_object();
     for (uint32_t i = 0; i < call->nargs && !c->st; i++)
         json_array_append_new(args, arg_json(c, call->args[i], inputs, call->base.span));
-    json_object_set_new(attrs, "op_attrs", op_attrs_json(c, call->attrs));
-    json_object_set_new(attrs, "args", args);
-    if (composite) json_object_set_new(attrs, "composite", json_string(composite));
+    json_object_set_new_nocheck(attrs, "op_attrs", op_attrs_json(c, call->attrs));
+    json_object_set_new_nocheck(attrs, "args", args);
+    if (composite) json_object_set_new_nocheck(attrs, "composite", json_string(composite));
     if (c->st) {
         json_decref(inputs);
         json_decref(attrs);
@@ -314,14 +314,14 @@ static const cg_val *visit_composite_node(cg *c, const ir_call *call, const ir_f
             const ir_expr *v = s->blocks[b]->bindings[i].value;
             if (v->kind != IR_CALL || IR_AS(v, ir_call)->callee->kind != IR_OP) continue;
             json_t *o = json_object();
-            json_object_set_new(o, "name", json_string(IR_AS(IR_AS(v, ir_call)->callee, ir_op)->def->name));
-            json_object_set_new(o, "op_attrs", op_attrs_json(c, IR_AS(v, ir_call)->attrs));
+            json_object_set_new_nocheck(o, "name", json_string(IR_AS(IR_AS(v, ir_call)->callee, ir_op)->def->name));
+            json_object_set_new_nocheck(o, "op_attrs", op_attrs_json(c, IR_AS(v, ir_call)->attrs));
             json_array_append_new(ops, o);
             if (np < 64) parts[np++] = v->span;
         }
-    json_object_set_new(attrs, "ops", ops);
-    json_object_set_new(attrs, "args", args);
-    json_object_set_new(attrs, "composite", json_string(comp ? comp : ""));
+    json_object_set_new_nocheck(attrs, "ops", ops);
+    json_object_set_new_nocheck(attrs, "args", args);
+    json_object_set_new_nocheck(attrs, "composite", json_string(comp ? comp : ""));
     if (c->st) {
         json_decref(inputs);
         json_decref(attrs);
@@ -473,10 +473,10 @@ static gr_status serialize_doc(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode
     if (!st && res) {
         json_t *root = json_object(), *heads = json_array();
         add_heads(heads, res);
-        json_object_set_new(root, "symbol", json_string(r->symbol));
+        json_object_set_new_nocheck(root, "symbol", json_string(r->symbol));
         json_object_set(root, "nodes", c.nodes);
         json_object_set(root, "arg_nodes", c.arg_nodes);
-        json_object_set_new(root, "heads", heads);
+        json_object_set_new_nocheck(root, "heads", heads);
         json_object_set(root, "node_row_ptr", c.rows);
         *out = root;
     }
