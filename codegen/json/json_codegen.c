@@ -40,6 +40,7 @@ typedef struct cg {
     /* Immutable values shared inside one document (Jansson refcounts them; nothing mutates a
      * graph doc after it is built): most nodes repeat the same small ints, types, empty attrs. */
     json_t *small[CG_NSMALL];
+    json_t *in_obj[CG_NSMALL];
     json_t *empty_obj;
     gr_map types;              /* sinfo (hash-consed) -> cg_types */
 } cg;
@@ -271,13 +272,22 @@ static json_t *arg_json(cg *c, ir_expr *a, json_t *inputs, const ir_span *sp) {
         json_object_set_new_nocheck(o, "tuple", items);
         return o;
     }
-    json_object_set_new_nocheck(o, "in", cg_int(c, (json_int_t)json_array_size(inputs)));
+    size_t k = json_array_size(inputs);
     json_t *en = json_array();
     json_array_append_new(en, cg_int(c, v->nid));
     json_array_append_new(en, cg_int(c, v->index));
     json_array_append_new(en, cg_int(c, 0));
     json_array_append_new(inputs, en);
-    return o;
+    if (k >= CG_NSMALL) {
+        json_object_set_new_nocheck(o, "in", cg_int(c, (json_int_t)k));
+        return o;
+    }
+    json_decref(o);  /* {"in": k} for small k: one shared object per doc */
+    if (!c->in_obj[k]) {
+        c->in_obj[k] = json_object();
+        json_object_set_new_nocheck(c->in_obj[k], "in", cg_int(c, (json_int_t)k));
+    }
+    return json_incref(c->in_obj[k]);
 }
 
 static const cg_val *visit_func_body(cg *c, const ir_func *f, const cg_val *const *args);
@@ -489,6 +499,7 @@ static gr_status serialize_doc(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode
             json_decref(ty->shapes);
             json_decref(ty->dtypes);
         }
+    for (uint32_t k = 0; k < CG_NSMALL; k++) json_decref(c.in_obj[k]);
     for (uint32_t k = 0; k < CG_NSMALL; k++) json_decref(c.small[k]);
     json_decref(c.empty_obj);
     gr_map_free(&c.types);
