@@ -6,6 +6,7 @@
 
 #include "ir/ctx_impl.h"
 #include "ir/op.h"
+#include "ir/op_impl.h"
 
 typedef GR_VEC(ir_binding) binding_vec;
 typedef GR_VEC(const ir_block *) block_vec;
@@ -257,7 +258,19 @@ const ir_sinfo *ir_infer_call_in(ir_ctx_t *ctx, const ir_module *m, const ir_cal
     if (callee->kind == IR_OP) {
         /* The op table checks arity and args (call-like ops: the sinfo_args give the result). */
         const ir_op_def *def = ((const ir_op *)callee)->def;
+        /* Binary arithmetic's result is a pure function of the two arg struct infos (no attrs,
+         * arena-lived and immutable): a one-entry memo skips re-inference on long chains. */
+        bool memo = def->infer == ir__infer_binary_arith && call->nargs == 2 && call->args[0] &&
+                    call->args[1] && call->args[0]->sinfo && call->args[1]->sinfo;
+        if (memo && ctx->bin_memo_r && ctx->bin_memo_a == call->args[0]->sinfo &&
+            ctx->bin_memo_b == call->args[1]->sinfo)
+            return ctx->bin_memo_r;
         const ir_sinfo *s = ir_op_infer(ctx, call, diag);
+        if (s && memo) {
+            ctx->bin_memo_a = call->args[0]->sinfo;
+            ctx->bin_memo_b = call->args[1]->sinfo;
+            ctx->bin_memo_r = s;
+        }
         if (!s) {
             gr_diag_set_op(diag, def->text_name);
             gr_diag_set_layer(diag, span_layer(call->base.span));
