@@ -134,12 +134,17 @@ static ir_tok *peek(parser *p, int k) {
     return &p->la[k];
 }
 
-static ir_tok next(parser *p) {
-    peek(p, 0);
-    ir_tok t = p->la[0];
-    p->last_end = t.s + t.len;
+/* Drops the current token (next() without the copy, for callers that ignore it). */
+static void skip(parser *p) {
+    const ir_tok *t = peek(p, 0);
+    p->last_end = t->s + t->len;
     if (--p->nla > 0) /* usually the lookahead holds one token: nothing to shift */
         memmove(p->la, p->la + 1, sizeof(ir_tok) * (size_t)p->nla);
+}
+
+static ir_tok next(parser *p) {
+    ir_tok t = *peek(p, 0);
+    skip(p);
     return t;
 }
 
@@ -176,13 +181,13 @@ static bool expect_p(parser *p, char c, const char *what) {
         unexpected(p, t, buf);
         return false;
     }
-    next(p);
+    skip(p);
     return true;
 }
 
 static bool accept_p(parser *p, char c) {
     if (is_p(peek(p, 0), c)) {
-        next(p);
+        skip(p);
         return true;
     }
     return false;
@@ -195,7 +200,7 @@ static bool expect_kind(parser *p, ir_tok_kind k, const char *what) {
         unexpected(p, t, what);
         return false;
     }
-    next(p);
+    skip(p);
     return true;
 }
 
@@ -208,7 +213,7 @@ static bool expect_name(parser *p, const char *s) {
         unexpected(p, t, buf);
         return false;
     }
-    next(p);
+    skip(p);
     return true;
 }
 
@@ -350,7 +355,7 @@ static bool number(parser *p, num *out) {
     memset(out, 0, sizeof(*out));
     bool neg = false;
     if (is_p(peek(p, 0), '-')) {
-        next(p);
+        skip(p);
         neg = true;
     }
     ir_tok *t = peek(p, 0);
@@ -361,19 +366,19 @@ static bool number(parser *p, num *out) {
     if (t->kind == TK_FLOAT) {
         out->is_float = true;
         out->f = float_value(t) * (neg ? -1 : 1);
-        next(p);
+        skip(p);
         return true;
     }
     if (!neg && (tok_is(t, "True") || tok_is(t, "False"))) {
         out->is_bool = true;
         out->i = tok_is(t, "True");
-        next(p);
+        skip(p);
         return true;
     }
     if (tok_is(t, "float") && is_p(peek(p, 1), '(')) {
         ir_tok at = *t;
-        next(p);
-        next(p);
+        skip(p);
+        skip(p);
         if (!string_lit(p, false)) return false;
         const char *s = p->sbuf.data;
         out->is_float = true;
@@ -485,7 +490,7 @@ static const ir_prim *sym_get(parser *p, const char *name) {
 static const ir_span *parse_span(parser *p, bool *ok) {
     *ok = false;
     if (tok_is(peek(p, 0), "none")) {
-        next(p);
+        skip(p);
         *ok = true;
         return NULL;
     }
@@ -520,7 +525,7 @@ static const ir_span *parse_span(parser *p, bool *ok) {
                 if (nv == 1 || nv == 3) {
                     if (!expect_p(p, ':', "in a span location")) goto out;
                 } else if (nv == 2 && is_p(peek(p, 0), '-')) {
-                    next(p);
+                    skip(p);
                 } else {
                     break;
                 }
@@ -600,7 +605,7 @@ static bool parse_span_comment(parser *p, const ir_tok *t, span_fields *f) {
             ok = false;
             break;
         }
-        next(p);
+        skip(p);
         if (*has) {
             perr(p, &k, GR_ERR_PARSE, "span field given twice");
             ok = false;
@@ -662,7 +667,7 @@ static const ir_prim *prim_quoted(parser *p) {
 static const ir_prim *prim_atom(parser *p, bool define) {
     ir_tok t = *peek(p, 0);
     if (t.kind == TK_INT) {
-        next(p);
+        skip(p);
         int64_t v;
         return int_value(p, &t, false, &v) ? ir_prim_int(p->ctx, v) : NULL;
     }
@@ -671,7 +676,7 @@ static const ir_prim *prim_atom(parser *p, bool define) {
         return prim_quoted(p);
     }
     if (is_p(&t, '(')) {
-        next(p);
+        skip(p);
         const ir_prim *r = prim_expr(p, define);
         if (!r || !expect_p(p, ')', "to close the parenthesis")) return NULL;
         return r;
@@ -679,14 +684,14 @@ static const ir_prim *prim_atom(parser *p, bool define) {
     if (t.kind == TK_NAME) {
         if (tok_is(&t, "T") && is_p(peek(p, 1), '.')) {
             /* T.int64(expr) */
-            next(p);
-            next(p);
+            skip(p);
+            skip(p);
             if (!expect_name(p, "int64") || !expect_p(p, '(', "after T.int64")) return NULL;
             const ir_prim *r = prim_expr(p, define);
             if (!r || !expect_p(p, ')', "after the value")) return NULL;
             return r;
         }
-        next(p);
+        skip(p);
         p->sym_lookups++;
         const char *name = tok_intern(p, &t);
         const ir_prim *v = sym_get(p, name);
@@ -706,7 +711,7 @@ static const ir_prim *prim_atom(parser *p, bool define) {
 static const ir_prim *prim_unary(parser *p, bool define) {
     ir_tok t = *peek(p, 0);
     if (is_p(&t, '-')) {
-        next(p);
+        skip(p);
         if (peek(p, 0)->kind == TK_INT) { /* -9223372036854775808 */
             ir_tok n = next(p);
             int64_t v;
@@ -729,7 +734,7 @@ static const ir_prim *prim_term(parser *p, bool define) {
         ir_tok t = *peek(p, 0);
         int op = is_p(&t, '*') ? 1 : t.kind == TK_DSLASH ? 2 : is_p(&t, '%') ? 3 : 0;
         if (!op) break;
-        next(p);
+        skip(p);
         const ir_prim *b = prim_unary(p, define);
         if (!b) return NULL;
         if (op == 1) a = ir_prim_mul(p->ctx, a, b);
@@ -746,7 +751,7 @@ static const ir_prim *prim_expr(parser *p, bool define) {
     while (a) {
         ir_tok t = *peek(p, 0);
         if (!is_p(&t, '+') && !is_p(&t, '-')) break;
-        next(p);
+        skip(p);
         const ir_prim *b = prim_term(p, define);
         if (!b) return NULL;
         a = is_p(&t, '+') ? ir_prim_add(p->ctx, a, b) : ir_prim_sub(p->ctx, a, b);
@@ -795,14 +800,14 @@ static const ir_sinfo *sinfo_tensor(parser *p, const ir_tok *at) {
         bool pos_done = false;
         while (!is_p(peek(p, 0), ')')) {
             if (kw_at(p, "ndim")) {
-                next(p), next(p);
+                skip(p), skip(p);
                 num n;
                 if (!number(p, &n)) return NULL;
                 if (n.is_float || n.is_bool || n.i < -1 || n.i > MAX_DIMS)
                     return perr(p, at, GR_ERR_PARSE, "bad ndim");
                 ndim = n.i;
             } else if (kw_at(p, "dtype")) {
-                next(p), next(p);
+                skip(p), skip(p);
                 if (!dtype_lit(p, &dt)) return NULL;
             } else if (peek(p, 0)->kind == TK_STRING && (pos_done || ndims >= 0)) {
                 if (!dtype_lit(p, &dt)) return NULL;
@@ -811,7 +816,7 @@ static const ir_sinfo *sinfo_tensor(parser *p, const ir_tok *at) {
                 if (ndims < 0) return NULL;
                 pos_done = true;
             } else if (!pos_done && tok_is(peek(p, 0), "None")) {
-                next(p);
+                skip(p);
                 pos_done = true;
             } else {
                 return unexpected(p, peek(p, 0), "a shape, ndim= or dtype=");
@@ -849,8 +854,8 @@ static const ir_sinfo *parse_sinfo_inner(parser *p) {
     ir_tok at = *peek(p, 0);
     if (!tok_is(&at, "R") || !is_p(peek(p, 1), '.') || peek(p, 2)->kind != TK_NAME)
         return unexpected(p, &at, "a struct info annotation (R.Tensor, R.Tuple, ...)");
-    next(p);
-    next(p);
+    skip(p);
+    skip(p);
     ir_tok k = next(p);
     if (tok_is(&k, "Tensor")) return sinfo_tensor(p, &at);
     if (tok_is(&k, "Object")) return ir_sinfo_object(p->ctx);
@@ -865,7 +870,7 @@ static const ir_sinfo *parse_sinfo_inner(parser *p) {
         if (!accept_p(p, '(')) return ir_sinfo_shape(p->ctx, -1, NULL);
         const ir_sinfo *r = NULL;
         if (kw_at(p, "ndim")) {
-            next(p), next(p);
+            skip(p), skip(p);
             num n;
             if (!number(p, &n)) return NULL;
             if (n.is_float || n.is_bool || n.i < -1 || n.i > MAX_DIMS) return perr(p, &at, GR_ERR_PARSE, "bad ndim");
@@ -888,11 +893,11 @@ static const ir_sinfo *parse_sinfo_inner(parser *p) {
         bool have_dt = false;
         while (!is_p(peek(p, 0), ')')) {
             if (kw_at(p, "value") && !v) {
-                next(p), next(p);
+                skip(p), skip(p);
                 v = prim_expr(p, false);
                 if (!v) return NULL;
             } else if (!have_dt && !v) {
-                if (kw_at(p, "dtype")) next(p), next(p);
+                if (kw_at(p, "dtype")) skip(p), skip(p);
                 if (!dtype_lit(p, &dt)) return NULL;
                 have_dt = true;
             } else {
@@ -907,7 +912,7 @@ static const ir_sinfo *parse_sinfo_inner(parser *p) {
     if (tok_is(&k, "Callable")) {
         if (!accept_p(p, '(')) return ir_sinfo_func_opaque(p->ctx, NULL);
         if (kw_at(p, "ret")) {
-            next(p), next(p);
+            skip(p), skip(p);
             const ir_sinfo *ret = parse_sinfo(p);
             if (!ret || !expect_p(p, ')', "to close R.Callable(")) return NULL;
             return ir_sinfo_func_opaque(p->ctx, ret);
@@ -953,12 +958,12 @@ static bool parse_attr(parser *p, ir_attr *out) {
             ok = true;
         }
     } else if (tok_is(&t, "None")) {
-        next(p);
+        skip(p);
         *out = ir_attr_none();
         ok = true;
     } else if (is_p(&t, '[') || is_p(&t, '(')) {
         char close = is_p(&t, '[') ? ']' : ')';
-        next(p);
+        skip(p);
         uint32_t mark = p->vstack.len;
         ok = true;
         while (!is_p(peek(p, 0), close)) {
@@ -974,7 +979,7 @@ static bool parse_attr(parser *p, ir_attr *out) {
         if (ok) *out = ir_attr_array(p->ctx, p->vstack.len - mark, p->vstack.data + mark);
         p->vstack.len = mark;
     } else if (is_p(&t, '{')) {
-        next(p);
+        skip(p);
         uint32_t mark = p->vstack.len;
         ok = true;
         while (!is_p(peek(p, 0), '}')) {
@@ -1041,7 +1046,7 @@ static ir_expr *r_const(parser *p, const ir_tok *at) {
     if (!number(p, &n)) return NULL;
     ir_dtype dt = n.is_float ? IR_DTYPE_F32 : n.is_bool ? IR_DTYPE_BOOL : IR_DTYPE_I64;
     if (accept_p(p, ',')) {
-        if (kw_at(p, "dtype")) next(p), next(p);
+        if (kw_at(p, "dtype")) skip(p), skip(p);
         if (!is_p(peek(p, 0), ')') && !dtype_lit(p, &dt)) return NULL;
     }
     if (!expect_p(p, ')', "to close R.const(")) return NULL;
@@ -1060,7 +1065,7 @@ static ir_expr *r_prim_value(parser *p) {
     if (!expect_p(p, '(', "after R.prim_value")) return NULL;
     ir_expr *r = NULL;
     if (tok_is(peek(p, 0), "T") && is_p(peek(p, 1), '.') && peek(p, 2)->kind == TK_NAME) {
-        next(p), next(p);
+        skip(p), skip(p);
         ir_tok dtok = next(p);
         char dn[32];
         snprintf(dn, sizeof(dn), "%.*s", (int)(dtok.len > 31 ? 31 : dtok.len), dtok.s);
@@ -1123,7 +1128,7 @@ static const ir_op_def *find_op(parser *p, const char *name, size_t n) {
 }
 
 static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
-    next(p); /* ( */
+    skip(p); /* ( */
     uint32_t emark = p->estack.len, kmark = p->kstack.len, vmark = p->vstack.len,
              smark = p->sstack.len;
     bool call_like = (def->flags & IR_OPF_CALL_LIKE) != 0;
@@ -1132,7 +1137,7 @@ static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
     while (!is_p(peek(p, 0), ')')) {
         if (peek(p, 0)->kind == TK_NAME && is_p(peek(p, 1), '=')) {
             ir_tok k = next(p);
-            next(p);
+            skip(p);
             kw_seen = true;
             if (tok_is(&k, "out_sinfo") || tok_is(&k, "sinfo_args")) {
                 if (p->sstack.len != smark) {
@@ -1232,7 +1237,7 @@ static ir_expr *dotted(parser *p) {
         n += t.len;
         p->name[n] = 0;
         if (!(is_p(peek(p, 0), '.') && peek(p, 1)->kind == TK_NAME)) break;
-        next(p);
+        skip(p);
         p->name[n++] = '.';
     }
     const char *nm = p->name;
@@ -1300,14 +1305,14 @@ static ir_expr *primary(parser *p) {
     if (t.kind == TK_NAME) {
         if (is_p(peek(p, 1), '.')) return dotted(p);
         if (tok_is(&t, "metadata") && is_p(peek(p, 1), '[')) return metadata_ref(p);
-        next(p);
+        skip(p);
         const char *name = tok_intern(p, &t);
         ir_var *v = scope_get(p, name);
         if (!v) return perr(p, &t, GR_ERR_PARSE, "undefined variable '%s'", name);
         return &v->base;
     }
     if (is_p(&t, '(')) {
-        next(p);
+        skip(p);
         uint32_t mark = p->estack.len;
         bool tuple = false;
         while (!is_p(peek(p, 0), ')')) {
@@ -1338,7 +1343,7 @@ static ir_expr *parse_expr(parser *p) {
     while (e) {
         ir_tok t = *peek(p, 0);
         if (is_p(&t, '[')) {
-            next(p);
+            skip(p);
             ir_tok it = *peek(p, 0);
             int64_t idx;
             if (!expect_kind(p, TK_INT, "a tuple index") || !int_value(p, &it, false, &idx)) e = NULL;
@@ -1346,7 +1351,7 @@ static ir_expr *parse_expr(parser *p) {
             else if (!expect_p(p, ']', "after the tuple index")) e = NULL;
             else e = &ir_tgi_new(p->ctx, e, (int32_t)idx, NULL)->base;
         } else if (is_p(&t, '(')) {
-            next(p);
+            skip(p);
             e = call_args_generic(p, e);
         } else {
             break;
@@ -1426,7 +1431,7 @@ typedef struct fattrs {
 
 static bool parse_func_attr(parser *p, fattrs *fa) {
     ir_tok at = *peek(p, 0);
-    next(p), next(p), next(p);
+    skip(p), skip(p), skip(p);
     if (!expect_p(p, '(', "after R.func_attr")) return false;
     ir_attr a;
     ir_tok dt = *peek(p, 0);
@@ -1506,7 +1511,7 @@ static bool parse_if(parser *p, body_ctx *bc) {
 }
 
 static bool parse_dataflow(parser *p, body_ctx *bc) {
-    next(p); /* with */
+    skip(p); /* with */
     if (!expect_dotted(p, "R", "dataflow") || !expect_p(p, '(', "after R.dataflow") ||
         !expect_p(p, ')', "after R.dataflow(") || !expect_p(p, ':', "after R.dataflow()"))
         return false;
@@ -1526,7 +1531,7 @@ static bool parse_dataflow(parser *p, body_ctx *bc) {
         ir_tok t = *peek(p, 0);
         if (t.kind == TK_DEDENT) break;
         if (at_dotted(p, "R", "output")) {
-            next(p), next(p), next(p);
+            skip(p), skip(p), skip(p);
             if (!expect_p(p, '(', "after R.output")) return false;
             while (!is_p(peek(p, 0), ')')) {
                 ir_tok nt = *peek(p, 0);
@@ -1552,7 +1557,7 @@ static bool parse_dataflow(parser *p, body_ctx *bc) {
         ok = parse_stmt_list(p, bc, false, NULL, NULL, NULL, NULL, NULL);
         if (!ok) return false;
     }
-    next(p); /* DEDENT */
+    skip(p); /* DEDENT */
     ir_bb_end_block(bc->bb);
     bc->in_df = false;
     return !p->failed;
@@ -1608,7 +1613,7 @@ static bool parse_binding(parser *p, body_ctx *bc, result_stmt *res) {
     ir_expr *value;
     const ir_sinfo *match = NULL;
     if (at_dotted(p, "R", "match_cast")) {
-        next(p), next(p), next(p);
+        skip(p), skip(p), skip(p);
         if (!expect_p(p, '(', "after R.match_cast")) return false;
         value = parse_expr(p);
         if (!value || !expect_p(p, ',', "before the struct info")) return false;
@@ -1672,15 +1677,15 @@ static bool parse_stmt_list(parser *p, body_ctx *bc, bool branch, result_stmt *r
         if (is_p(&t, '@')) {
             span_fields sf;
             ir_tok nt;
-            next(p);
+            skip(p);
             if (!expect_dotted(p, "R", "function")) return false;
             if (is_p(peek(p, 0), '(')) {
-                next(p);
+                skip(p);
                 while (!is_p(peek(p, 0), ')')) {
                     ir_tok k = *peek(p, 0);
                     if (!tok_is(&k, "pure") || !is_p(peek(p, 1), '='))
                         return unexpected(p, &k, "pure=... in a local function decorator"), false;
-                    next(p), next(p);
+                    skip(p), skip(p);
                     num n;
                     if (!number(p, &n)) return false;
                     if (!accept_p(p, ',')) break;
@@ -1700,7 +1705,7 @@ static bool parse_stmt_list(parser *p, body_ctx *bc, bool branch, result_stmt *r
             continue;
         }
         if (tok_is(&t, "return") && ret) {
-            next(p);
+            skip(p);
             *ret_tok = *peek(p, 0);
             ir_expr *v = parse_expr(p);
             if (!v || !end_line(p, ret_sf)) return false;
@@ -1767,7 +1772,7 @@ static bool parse_header(parser *p, ir_tok *name_tok, param_vec *params, const i
     ok = ok && expect_p(p, ')', "to close the parameter list");
     *ret = NULL;
     if (ok && peek(p, 0)->kind == TK_ARROW) {
-        next(p);
+        skip(p);
         *ret = parse_sinfo(p);
         ok = *ret != NULL;
     }
@@ -1957,7 +1962,7 @@ static bool const_item(parser *p, const_vec *out) {
     }
     const ir_span *span = NULL;
     if (accept_p(p, ',') && kw_at(p, "span")) {
-        next(p), next(p);
+        skip(p), skip(p);
         bool ok;
         span = parse_span(p, &ok);
         if (!ok) {
@@ -2096,7 +2101,7 @@ static bool parse_decorator(parser *p, bool *is_private) {
             ir_tok k = *peek(p, 0);
             if (!(tok_is(&k, "private") || tok_is(&k, "pure")) || !is_p(peek(p, 1), '='))
                 return unexpected(p, &k, "private= or pure="), false;
-            next(p), next(p);
+            skip(p), skip(p);
             num n;
             if (!number(p, &n)) return false;
             if (tok_is(&k, "private")) *is_private = n.i != 0;
@@ -2123,7 +2128,7 @@ static bool parse_module_body(parser *p) {
     if (!expect_kind(p, TK_INDENT, "an indented class body")) return false;
     if (!prescan_functions(p, line_start_of(p, it.s), end, it.col - 1, it.line)) return false;
     if (at_dotted(p, "I", "module_attrs")) {
-        next(p), next(p), next(p);
+        skip(p), skip(p), skip(p);
         ir_tok dt = *peek(p, 0);
         ir_attr a;
         if (!expect_p(p, '(', "after I.module_attrs")) return false;
@@ -2139,7 +2144,7 @@ static bool parse_module_body(parser *p) {
     }
     while (!p->failed && peek(p, 0)->kind != TK_DEDENT && peek(p, 0)->kind != TK_EOF) {
         if (tok_is(peek(p, 0), "pass")) {
-            next(p);
+            skip(p);
             span_fields sf;
             if (!end_line(p, &sf)) return false;
             continue;
