@@ -161,7 +161,7 @@ bool ir_attr_equal(const ir_attr *a, const ir_attr *b) {
     return false;
 }
 
-static void print_str(const char *s, FILE *out) {
+void ir_print_str_literal(const char *s, FILE *out) {
     fputc('"', out);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -193,8 +193,8 @@ void ir_attr_print(const ir_attr *a, FILE *out) {
         fputs(buf, out);
         break;
     }
-    case IR_ATTR_STR: print_str(a->u.s, out); break;
-    case IR_ATTR_DTYPE: print_str(ir_dtype_name(a->u.dtype) ? ir_dtype_name(a->u.dtype) : "?", out); break;
+    case IR_ATTR_STR: ir_print_str_literal(a->u.s, out); break;
+    case IR_ATTR_DTYPE: ir_print_str_literal(ir_dtype_name(a->u.dtype) ? ir_dtype_name(a->u.dtype) : "?", out); break;
     case IR_ATTR_ARRAY:
         fputc('[', out);
         for (uint32_t i = 0; i < a->u.arr.n; i++) {

@@ -78,6 +78,8 @@ const char *ir_attrs_get_str(const ir_attrs *attrs, const char *key);  /* NULL w
 int ir_attrs_get_ints(const ir_attrs *attrs, const char *key, int64_t *out, int max);
 
 bool ir_attr_equal(const ir_attr *a, const ir_attr *b);
+/* A double-quoted string literal with \" \\ \n \t and \xNN escapes (attrs and spans). */
+void ir_print_str_literal(const char *s, FILE *out);
 /* Text form as in TVMScript: 1, 1.5, True, None, "s", [1, 2], {"k": v}. */
 void ir_attr_print(const ir_attr *a, FILE *out);
 

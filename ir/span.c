@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "ir/attrs.h"
 #include "ir/ctx_impl.h"
 
 static const ir_span *span_intern(ir_ctx_t *ctx, const ir_loc *locs, uint32_t n) {
@@ -130,21 +131,8 @@ bool ir_span_is_output_of(const ir_span *s, const char *source) {
     return false;
 }
 
-static void print_quoted(const char *s, FILE *out) {
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
-        else if (c == '\n') fputs("\\n", out);
-        else if (c == '\t') fputs("\\t", out);
-        else if (c < 0x20 || c == 0x7f) fprintf(out, "\\x%02x", c);
-        else fputc(c, out);
-    }
-    fputc('"', out);
-}
-
 static void print_loc(const ir_loc *l, FILE *out) {
-    print_quoted(l->source, out);
+    ir_print_str_literal(l->source, out);
     if (l->line) {
         fprintf(out, ":%d:%d", l->line, l->col);
         if (l->end_line) fprintf(out, "-%d:%d", l->end_line, l->end_col);
