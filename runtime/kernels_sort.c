@@ -69,7 +69,8 @@ static gr_status axis_arg(const rt_kernel_call *c, const rt_tensor *x, int64_t *
     return GR_OK;
 }
 
-static gr_status k_sort(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
+/* sort and argsort: the same lane sort, keeping the values or the indices. */
+static gr_status sort_one(const rt_kernel_call *c, bool want_idx, rt_value *out, gr_diag *d) {
     const rt_tensor *x;
     gr_status st;
     int64_t axis;
@@ -77,33 +78,24 @@ static gr_status k_sort(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
         (st = axis_arg(c, x, &axis, d)))
         return st;
     out2 o = {NULL, NULL, x};
-    if ((st = rt_out_new(c, x->dl.dtype, x->dl.ndim, x->dl.shape, &o.vals, d))) return st;
+    rt_tensor **kept = want_idx ? &o.idx : &o.vals;
+    ir_dtype dt = want_idx ? rt_attr_dtype(c->attrs, "dtype", IR_DTYPE_I32) : x->dl.dtype;
+    if ((st = rt_out_new(c, dt, x->dl.ndim, x->dl.shape, kept, d))) return st;
     if ((st = sort_lanes(c, x, axis, ir_attrs_get_bool(c->attrs, "descending", false),
                          x->dl.shape[axis], put_both, &o, d))) {
-        rt_tensor_release(o.vals);
+        rt_tensor_release(*kept);
         return st;
     }
-    *out = rt_value_tensor(o.vals);
+    *out = rt_value_tensor(*kept);
     return GR_OK;
 }
 
+static gr_status k_sort(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
+    return sort_one(c, false, out, d);
+}
+
 static gr_status k_argsort(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
-    const rt_tensor *x;
-    gr_status st;
-    int64_t axis;
-    if ((st = rt_check_nargs(c, 1, 1, d)) || (st = rt_arg_tensor(c, 0, &x, d)) ||
-        (st = axis_arg(c, x, &axis, d)))
-        return st;
-    out2 o = {NULL, NULL, x};
-    ir_dtype dt = rt_attr_dtype(c->attrs, "dtype", IR_DTYPE_I32);
-    if ((st = rt_out_new(c, dt, x->dl.ndim, x->dl.shape, &o.idx, d))) return st;
-    if ((st = sort_lanes(c, x, axis, ir_attrs_get_bool(c->attrs, "descending", false),
-                         x->dl.shape[axis], put_both, &o, d))) {
-        rt_tensor_release(o.idx);
-        return st;
-    }
-    *out = rt_value_tensor(o.idx);
-    return GR_OK;
+    return sort_one(c, true, out, d);
 }
 
 /* topk(data; k, axis, ret_type "both" | "values" | "indices", largest, dtype). k < 1 takes
