@@ -321,6 +321,70 @@ static const char *group_name(rt_px *x, const rt_fuse_group *g, uint32_t idx) {
     return ir_internf(x->ctx, "%s_%u", buf, idx);
 }
 
+/* ---------------- group tails ---------------- */
+
+typedef struct tail_row {
+    const char *op;
+    rt_fuse_tail kind;
+} tail_row;
+static const tail_row tail_table[] = {
+    {"relax.sum", RT_TAIL_SUM},
+    {"relax.mean", RT_TAIL_MEAN},
+    {"relax.max", RT_TAIL_MAX},
+    {"relax.min", RT_TAIL_MIN},
+    {"relax.nn.softmax", RT_TAIL_SOFTMAX},
+    {"relax.nn.log_softmax", RT_TAIL_LOG_SOFTMAX},
+    {"relax.nn.adaptive_avg_pool2d", RT_TAIL_MEAN},
+};
+
+static bool norm_axis(int64_t *a, int32_t nd) {
+    if (*a < 0) *a += nd;
+    return *a >= 0 && *a < nd;
+}
+
+/* Global average pooling: output_size 1 (or [1, 1]) in NCHW is a mean over axes 2 and 3. */
+static uint32_t global_pool_mask(const ir_call *call, int32_t nd) {
+    const char *lay = ir_attrs_get_str(call->attrs, "layout");
+    const char *olay = ir_attrs_get_str(call->attrs, "out_layout");
+    if (nd != 4 || (lay && strcmp(lay, "NCHW")) || (olay && strcmp(olay, "NCHW"))) return 0;
+    int64_t os[2];
+    int n = ir_attrs_get_ints(call->attrs, "output_size", os, 2);
+    if (n < 1 || n > 2 || os[0] != 1 || os[n - 1] != 1) return 0;
+    return (1u << 2) | (1u << 3);
+}
+
+rt_fuse_tail rt_fuse_tail_of(const ir_call *call, uint32_t *mask) {
+    *mask = 0;
+    if (call->callee->kind != IR_OP || call->nargs != 1) return RT_TAIL_NONE;
+    const ir_op_def *def = ((const ir_op *)call->callee)->def;
+    const tail_row *row = NULL;
+    for (size_t i = 0; i < sizeof tail_table / sizeof tail_table[0] && !row; i++)
+        if (strcmp(tail_table[i].op, def->name) == 0) row = &tail_table[i];
+    const ir_sinfo *s = call->args[0]->sinfo;
+    if (!row || !s || s->kind != IR_SINFO_TENSOR || s->ndim <= 0 || s->ndim > RT_MAX_NDIM)
+        return RT_TAIL_NONE;
+    int32_t nd = s->ndim;
+    const ir_attr *ax = ir_attrs_get(call->attrs, "axis");
+    if (strcmp(def->name, "relax.nn.adaptive_avg_pool2d") == 0) {
+        *mask = global_pool_mask(call, nd);
+    } else if (row->kind == RT_TAIL_SOFTMAX || row->kind == RT_TAIL_LOG_SOFTMAX) {
+        int64_t a = ax && ax->kind == IR_ATTR_INT ? ax->u.i : -1;
+        if (norm_axis(&a, nd)) *mask = 1u << a;
+    } else if (!ax || ax->kind == IR_ATTR_NONE) {
+        *mask = (1u << nd) - 1;
+    } else if (ax->kind == IR_ATTR_ARRAY) {
+        for (uint32_t k = 0; k < ax->u.arr.n; k++) {
+            int64_t a = ax->u.arr.items[k].kind == IR_ATTR_INT ? ax->u.arr.items[k].u.i : INT64_MAX;
+            if (!norm_axis(&a, nd)) {
+                *mask = 0;
+                break;
+            }
+            *mask |= 1u << a;
+        }
+    }
+    return *mask ? row->kind : RT_TAIL_NONE;
+}
+
 /* Forms fused groups over the bindings: a lowerable call joins the group whose tail it consumes
  * when that tail has no other use; it runs where its last member stands. */
 static gr_status form_groups(px_build *pb) {
@@ -335,7 +399,8 @@ static gr_status form_groups(px_build *pb) {
         const ir_call *c = (const ir_call *)b->value;
         if (c->callee->kind != IR_OP) continue;
         const ir_op_def *def = ((const ir_op *)c->callee)->def;
-        bool red = strcmp(def->name, "relax.sum") == 0 || strcmp(def->name, "relax.mean") == 0;
+        uint32_t mask;
+        bool red = rt_fuse_tail_of(c, &mask) != RT_TAIL_NONE;
         if ((!(def->flags & IR_OPF_ELEMWISE) && !red) || c->nargs > RT_FUSE_MAX_ARGS) continue;
         if (!static_f32(c->base.sinfo) || !static_f32(b->var->base.sinfo)) continue;
         bool ok = true;
@@ -355,8 +420,7 @@ static gr_status form_groups(px_build *pb) {
             uint32_t j = slot - x->nparams;
             if (pb->group_of[j] >= 0 && tail[pb->group_of[j]] == (int32_t)j) g = pb->group_of[j];
         }
-        if (red && g < 0) continue;  /* a reduction only ends a group */
-        if (g < 0) g = (int32_t)ng++;
+        if (g < 0) g = (int32_t)ng++;  /* a tail on its own is a group too */
         /* other args that end open groups used only here: those groups merge into this one (a
          * DAG, e.g. add(sigmoid(a), relu(b))); the group runs where its last member stands */
         for (uint32_t a = 0; a < c->nargs; a++) {
@@ -371,7 +435,7 @@ static gr_status form_groups(px_build *pb) {
                 if (pb->group_of[j] == g2) pb->group_of[j] = g;
             tail[g2] = -1;
         }
-        tail[g] = red ? -1 : (int32_t)i; /* nothing joins after a reduction */
+        tail[g] = red ? -1 : (int32_t)i; /* nothing joins after a tail */
         pb->group_of[i] = g;
     }
     /* build descriptors */
@@ -437,19 +501,8 @@ static gr_status form_groups(px_build *pb) {
         ir_sinfo_static_shape(os, fg->shape);
         const ir_call *last = (const ir_call *)pb->b[member[fg->nnodes - 1]]->value;
         const ir_sinfo *is = os;
-        if (!(fg->nodes[fg->nnodes - 1].op->flags & IR_OPF_ELEMWISE)) {
-            is = last->args[0]->sinfo;
-            const ir_attr *ax = ir_attrs_get(last->attrs, "axis");
-            if (!ax || ax->kind != IR_ATTR_ARRAY) {
-                fg->reduce_mask = (1u << is->ndim) - 1;
-            } else {
-                for (uint32_t k = 0; k < ax->u.arr.n; k++) {
-                    int64_t a = ax->u.arr.items[k].u.i;
-                    if (a < 0) a += is->ndim;
-                    if (a >= 0 && a < is->ndim) fg->reduce_mask |= 1u << a;
-                }
-            }
-        }
+        fg->tail = (uint8_t)rt_fuse_tail_of(last, &fg->reduce_mask);
+        if (fg->tail != RT_TAIL_NONE) is = last->args[0]->sinfo;
         fg->iter_ndim = is->ndim;
         ir_sinfo_static_shape(is, fg->iter_shape);
         fg->name = group_name(x, fg, g);

@@ -55,13 +55,33 @@ typedef struct rt_fuse_group {
     int64_t shape[RT_MAX_NDIM];
     uint32_t nnodes;
     rt_fuse_node *nodes;
-    /* A reduction at the end (the last node is R.sum / R.mean): the loop nest runs over
-     * iter_shape (the reduction's input; inputs broadcast to it) and reduce_mask marks its reduced
-     * axes; shape is the output. Without one, reduce_mask is 0 and iter_shape == shape. */
+    /* A tail at the end (the last node is a reduction or a row-wise normalization, see
+     * rt_fuse_tail): the loop nest runs over iter_shape (the tail's input; inputs broadcast to
+     * it) and reduce_mask marks its reduced (or normalized) axes; shape is the output. Without
+     * one, tail is RT_TAIL_NONE, reduce_mask is 0 and iter_shape == shape. */
     int32_t iter_ndim;
     int64_t iter_shape[RT_MAX_NDIM];
     uint32_t reduce_mask;
+    uint8_t tail;                /* rt_fuse_tail */
 } rt_fuse_group;
+
+/* What ends a group. Reductions (R.sum, R.mean, R.max, R.min and a global
+ * R.nn.adaptive_avg_pool2d, which is a mean over H and W) write one value per kept index;
+ * softmax / log_softmax normalize along their axis (output shape == iter_shape). A tail may
+ * also form a group of its own (no elementwise op before it). */
+typedef enum rt_fuse_tail {
+    RT_TAIL_NONE,
+    RT_TAIL_SUM,
+    RT_TAIL_MEAN,
+    RT_TAIL_MAX,
+    RT_TAIL_MIN,
+    RT_TAIL_SOFTMAX,
+    RT_TAIL_LOG_SOFTMAX,
+} rt_fuse_tail;
+
+/* The tail kind of an op call (RT_TAIL_NONE when op is not one), and in *mask the axes of its
+ * input it reduces / normalizes (0 when the attributes are not ones the tail handles). */
+rt_fuse_tail rt_fuse_tail_of(const ir_call *call, uint32_t *mask);
 
 typedef void (*rt_host_fn)(void *const *bufs);
 

@@ -9,6 +9,7 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,12 +179,16 @@ static emit_fn find_emit(const ir_op_def *def) {
 bool gr_llvm_can_lower(const ir_call *call) {
     if (call->callee->kind != IR_OP) return false;
     const ir_op_def *def = ((const ir_op *)call->callee)->def;
-    if (strcmp(def->name, "relax.sum") == 0 || strcmp(def->name, "relax.mean") == 0) {
-        /* the end of a group; axis None or a non-empty list */
-        const ir_attr *ax = ir_attrs_get(call->attrs, "axis");
-        const ir_sinfo *s = call->nargs == 1 ? call->args[0]->sinfo : NULL;
-        return s && s->kind == IR_SINFO_TENSOR && ir_dtype_eq(s->dtype, IR_DTYPE_F32) && s->ndim > 0 &&
-               (!ax || ax->kind == IR_ATTR_NONE || (ax->kind == IR_ATTR_ARRAY && ax->u.arr.n > 0));
+    uint32_t mask;
+    if (rt_fuse_tail_of(call, &mask) != RT_TAIL_NONE) {
+        /* the end of a group: a float32 input of static shape with no empty axis (max / min
+         * of nothing is an error of the reference kernel; an empty loop would write nothing) */
+        const ir_sinfo *s = call->args[0]->sinfo;
+        int64_t shape[RT_MAX_NDIM];
+        if (!ir_dtype_eq(s->dtype, IR_DTYPE_F32) || !ir_sinfo_static_shape(s, shape)) return false;
+        for (int32_t d = 0; d < s->ndim; d++)
+            if (shape[d] <= 0) return false;
+        return true;
     }
     if (!find_emit(def)) return false;
     bool clip = strcmp(def->name, "relax.clip") == 0;
@@ -207,18 +212,22 @@ typedef struct loop_nest {
     int64_t ext[RT_MAX_NDIM];
     int64_t ost[RT_MAX_NDIM];                  /* output strides */
     int64_t *ist;                              /* nin * RT_MAX_NDIM input strides (0 = broadcast) */
-    int32_t nkept;                             /* reduction: levels >= nkept are reduced */
-    bool reduce, mean;
+    int32_t nkept;                             /* tail: levels >= nkept are reduced */
+    rt_fuse_tail tail;
     double count;                              /* reduced elements (mean) */
 } loop_nest;
 
-/* Reductions: loops over the kept axes of iter_shape, then over the reduced ones. */
+static bool row_tail(rt_fuse_tail t) { return t == RT_TAIL_SOFTMAX || t == RT_TAIL_LOG_SOFTMAX; }
+
+/* Tails: loops over the kept axes of iter_shape, then over the reduced ones. A reduction's
+ * output does not move along the reduced axes (stride 0); a row tail's output has the input's
+ * shape. */
 static void plan_reduce_loops(const rt_fuse_group *g, loop_nest *L) {
     int32_t R = g->iter_ndim;
     int64_t st[RT_MAX_NDIM];
     L->ist = gr_xcalloc((size_t)(g->nin ? g->nin : 1) * RT_MAX_NDIM, sizeof(int64_t));
-    L->reduce = true;
-    L->mean = strcmp(g->nodes[g->nnodes - 1].op->name, "relax.mean") == 0;
+    L->tail = (rt_fuse_tail)g->tail;
+    bool row = row_tail(L->tail);
     L->count = 1;
     int32_t order[RT_MAX_NDIM], n = 0;
     for (int32_t d = 0; d < R; d++)
@@ -232,8 +241,9 @@ static void plan_reduce_loops(const rt_fuse_group *g, loop_nest *L) {
     L->nd = R;
     int64_t os[RT_MAX_NDIM], s = 1;
     for (int32_t d = R - 1; d >= 0; d--) {
-        os[d] = (g->reduce_mask >> d & 1) ? 0 : s;
-        if (!(g->reduce_mask >> d & 1)) s *= g->iter_shape[d];
+        bool red = !row && (g->reduce_mask >> d & 1);
+        os[d] = red ? 0 : s;
+        if (!red) s *= g->iter_shape[d];
     }
     for (int32_t l = 0; l < R; l++) {
         L->ext[l] = g->iter_shape[order[l]];
@@ -301,15 +311,70 @@ typedef struct gen {
     LLVMValueRef *in;        /* nin float* */
     LLVMValueRef out;
     LLVMValueRef *vals;      /* per node */
-    LLVMValueRef acc;        /* reduction: double accumulator (alloca) */
+    LLVMValueRef acc;        /* tail: double accumulator (alloca; sums) */
+    LLVMValueRef facc;       /* tail: float accumulator (alloca; max / min) */
+    bool in_tail;            /* emitting the reduced loops of a tail */
+    int pass;                /* row tails: 0 max, 1 exp-sum, 2 scale */
+    LLVMValueRef mx, scale;  /* row tails: the row's max; 1/sum (softmax) or log(sum) */
 } gen;
 
 static LLVMTypeRef i64t(gr_llvm_host *h) { return LLVMInt64TypeInContext(h->lctx); }
+
+static LLVMTypeRef f64t(gr_llvm_host *h) { return LLVMDoubleTypeInContext(h->lctx); }
+
+/* acc += (double)v */
+static void acc_add(gen *G, LLVMValueRef v) {
+    LLVMBuilderRef b = G->b;
+    LLVMValueRef cur = LLVMBuildLoad2(b, f64t(G->h), G->acc, "");
+    LLVMBuildStore(b, LLVMBuildFAdd(b, cur, LLVMBuildFPExt(b, v, f64t(G->h), ""), ""), G->acc);
+}
+
+/* One element of a tail: v is the tail's input at this element, p the output element. */
+static void emit_tail_step(gen *G, LLVMValueRef v, LLVMValueRef p) {
+    LLVMBuilderRef b = G->b;
+    gr_llvm_host *h = G->h;
+    switch (G->L->tail) {
+    case RT_TAIL_SUM:
+    case RT_TAIL_MEAN:
+        acc_add(G, v); /* in double, as the reference kernel */
+        return;
+    case RT_TAIL_MAX:
+    case RT_TAIL_MIN: {
+        /* v wins when beyond the accumulator or NaN (a NaN sticks), as the reference kernel */
+        LLVMValueRef m = LLVMBuildLoad2(b, f32t(h), G->facc, "");
+        LLVMValueRef c = LLVMBuildOr(
+            b, LLVMBuildFCmp(b, G->L->tail == RT_TAIL_MAX ? LLVMRealOGT : LLVMRealOLT, v, m, ""),
+            LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), "");
+        LLVMBuildStore(b, LLVMBuildSelect(b, c, v, m, ""), G->facc);
+        return;
+    }
+    default:
+        break;
+    }
+    /* softmax / log_softmax, numerically stable: max, then sum of exp(v - max), then scale */
+    if (G->pass == 0) {
+        LLVMValueRef m = LLVMBuildLoad2(b, f32t(h), G->facc, "");
+        LLVMBuildStore(b, LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, m, ""), v, m, ""), G->facc);
+    } else if (G->pass == 1) {
+        LLVMValueRef e = call1(b, h, "llvm.exp.f32", LLVMBuildFSub(b, v, G->mx, ""));
+        acc_add(G, e);
+        if (G->L->tail == RT_TAIL_SOFTMAX) LLVMBuildStore(b, e, p);
+    } else if (G->L->tail == RT_TAIL_SOFTMAX) {
+        LLVMBuildStore(b, LLVMBuildFMul(b, LLVMBuildLoad2(b, f32t(h), p, ""), G->scale, ""), p);
+    } else {
+        LLVMBuildStore(b, LLVMBuildFSub(b, LLVMBuildFSub(b, v, G->mx, ""), G->scale, ""), p);
+    }
+}
 
 static void emit_body(gen *G, LLVMValueRef *ioff, LLVMValueRef ooff) {
     LLVMBuilderRef b = G->b;
     gr_llvm_host *h = G->h;
     const rt_fuse_group *g = G->g;
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(b, f32t(h), G->out, &ooff, 1, "");
+    if (G->L->tail == RT_TAIL_SOFTMAX && G->pass == 2) { /* scales the stored exps */
+        emit_tail_step(G, NULL, p);
+        return;
+    }
     LLVMValueRef *loaded = gr_xcalloc(g->nin ? g->nin : 1, sizeof(LLVMValueRef));
     for (uint32_t n = 0; n < g->nnodes; n++) {
         const rt_fuse_node *nd = &g->nodes[n];
@@ -322,25 +387,67 @@ static void emit_body(gen *G, LLVMValueRef *ioff, LLVMValueRef ooff) {
                 a[k] = G->vals[-r - 1];
             } else {
                 if (!loaded[r]) {
-                    LLVMValueRef p = LLVMBuildInBoundsGEP2(b, f32t(h), G->in[r], &ioff[r], 1, "");
-                    loaded[r] = LLVMBuildLoad2(b, f32t(h), p, "");
+                    LLVMValueRef ip = LLVMBuildInBoundsGEP2(b, f32t(h), G->in[r], &ioff[r], 1, "");
+                    loaded[r] = LLVMBuildLoad2(b, f32t(h), ip, "");
                 }
                 a[k] = loaded[r];
             }
         }
-        if (G->L->reduce && n == g->nnodes - 1) {
-            /* accumulate in double, as the reference kernel */
-            LLVMTypeRef dt = LLVMDoubleTypeInContext(h->lctx);
-            LLVMValueRef cur = LLVMBuildLoad2(b, dt, G->acc, "");
-            LLVMBuildStore(b, LLVMBuildFAdd(b, cur, LLVMBuildFPExt(b, a[0], dt, ""), ""), G->acc);
+        if (G->L->tail != RT_TAIL_NONE && n == g->nnodes - 1) {
+            emit_tail_step(G, a[0], p);
             free(loaded);
             return;
         }
         G->vals[n] = find_emit(nd->op)(b, h, nd, a);
     }
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(b, f32t(h), G->out, &ooff, 1, "");
     LLVMBuildStore(b, G->vals[g->nnodes - 1], p);
     free(loaded);
+}
+
+static void emit_loop(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff);
+
+/* The reduced loops of a tail at level lvl (offsets of the kept index in ioff / ooff): init,
+ * the loop(s), the result. */
+static void emit_tail(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff) {
+    LLVMBuilderRef b = G->b;
+    gr_llvm_host *h = G->h;
+    const loop_nest *L = G->L;
+    G->in_tail = true;
+    if (L->tail == RT_TAIL_SUM || L->tail == RT_TAIL_MEAN) {
+        LLVMBuildStore(b, LLVMConstReal(f64t(h), 0.0), G->acc);
+        emit_loop(G, lvl, ioff, ooff);
+        LLVMValueRef v = LLVMBuildLoad2(b, f64t(h), G->acc, "");
+        if (L->tail == RT_TAIL_MEAN) v = LLVMBuildFDiv(b, v, LLVMConstReal(f64t(h), L->count), "");
+        LLVMBuildStore(b, LLVMBuildFPTrunc(b, v, f32t(h), ""),
+                       LLVMBuildInBoundsGEP2(b, f32t(h), G->out, &ooff, 1, ""));
+    } else if (L->tail == RT_TAIL_MAX || L->tail == RT_TAIL_MIN) {
+        LLVMBuildStore(b, fc(h, L->tail == RT_TAIL_MAX ? -HUGE_VAL : HUGE_VAL), G->facc);
+        emit_loop(G, lvl, ioff, ooff);
+        LLVMBuildStore(b, LLVMBuildLoad2(b, f32t(h), G->facc, ""),
+                       LLVMBuildInBoundsGEP2(b, f32t(h), G->out, &ooff, 1, ""));
+    } else {
+        LLVMBuildStore(b, fc(h, -HUGE_VAL), G->facc);
+        G->pass = 0;
+        emit_loop(G, lvl, ioff, ooff);
+        G->mx = LLVMBuildLoad2(b, f32t(h), G->facc, "");
+        LLVMBuildStore(b, LLVMConstReal(f64t(h), 0.0), G->acc);
+        G->pass = 1;
+        emit_loop(G, lvl, ioff, ooff);
+        LLVMValueRef sum = LLVMBuildLoad2(b, f64t(h), G->acc, "");
+        if (L->tail == RT_TAIL_SOFTMAX) {
+            G->scale = LLVMBuildFPTrunc(b, LLVMBuildFDiv(b, LLVMConstReal(f64t(h), 1.0), sum, ""), f32t(h), "");
+        } else {
+            LLVMTypeRef dt = f64t(h);
+            LLVMTypeRef ft = LLVMFunctionType(dt, &dt, 1, 0);
+            LLVMValueRef f = LLVMGetNamedFunction(h->mod, "llvm.log.f64");
+            if (!f) f = LLVMAddFunction(h->mod, "llvm.log.f64", ft);
+            G->scale = LLVMBuildFPTrunc(b, LLVMBuildCall2(b, ft, f, &sum, 1, ""), f32t(h), "");
+        }
+        G->pass = 2;
+        emit_loop(G, lvl, ioff, ooff);
+        G->pass = 0;
+    }
+    G->in_tail = false;
 }
 
 /* Loop `lvl` of the nest; offsets so far in ioff (per input) and ooff. */
@@ -350,11 +457,13 @@ static void emit_loop(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
         emit_body(G, ioff, ooff);
         return;
     }
+    if (L->tail != RT_TAIL_NONE && lvl == L->nkept && !G->in_tail) {
+        emit_tail(G, lvl, ioff, ooff);
+        return;
+    }
     gr_llvm_host *h = G->h;
     LLVMBuilderRef b = G->b;
     uint32_t nin = G->g->nin;
-    LLVMTypeRef dt = LLVMDoubleTypeInContext(h->lctx);
-    if (L->reduce && lvl == L->nkept) LLVMBuildStore(b, LLVMConstReal(dt, 0.0), G->acc);
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
     LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(h->lctx, G->fn, "loop");
     LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(h->lctx, G->fn, "exit");
@@ -378,12 +487,6 @@ static void emit_loop(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
     LLVMAddIncoming(i, &zero, &pre, 1);
     LLVMAddIncoming(i, &next, &latch, 1);
     LLVMPositionBuilderAtEnd(b, exit);
-    if (L->reduce && lvl == L->nkept) {
-        LLVMValueRef v = LLVMBuildLoad2(b, dt, G->acc, "");
-        if (L->mean) v = LLVMBuildFDiv(b, v, LLVMConstReal(dt, L->count), "");
-        LLVMValueRef p = LLVMBuildInBoundsGEP2(b, f32t(h), G->out, &ooff, 1, "");
-        LLVMBuildStore(b, LLVMBuildFPTrunc(b, v, f32t(h), ""), p);
-    }
 }
 
 static unsigned attr_kind(const char *name) { return LLVMGetEnumAttributeKindForName(name, strlen(name)); }
@@ -396,7 +499,7 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
     if (h->link_mode) return GR_OK;
     if (h->finalized)
         return gr_diag_set(diag, GR_ERR_INVALID, "llvm host: group '%s' added after finalize", g->name);
-    for (uint32_t n = 0; n + (g->reduce_mask ? 1 : 0) < g->nnodes; n++)
+    for (uint32_t n = 0; n + (g->tail != RT_TAIL_NONE ? 1 : 0) < g->nnodes; n++)
         if (!find_emit(g->nodes[n].op))
             return gr_diag_set(diag, GR_ERR_UNSUPPORTED, "llvm host: no lowering for %s",
                                g->nodes[n].op->text_name);
@@ -419,11 +522,11 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
 
     loop_nest L;
     memset(&L, 0, sizeof L);
-    if (g->reduce_mask) plan_reduce_loops(g, &L);
+    if (g->tail != RT_TAIL_NONE) plan_reduce_loops(g, &L);
     else plan_loops(g, &L);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(h->lctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(h->lctx, body, "entry"));
-    gen G = {h, b, body, g, &L, NULL, LLVMGetParam(body, 0), NULL};
+    gen G = {.h = h, .b = b, .fn = body, .g = g, .L = &L, .out = LLVMGetParam(body, 0)};
     G.in = gr_xcalloc(g->nin ? g->nin : 1, sizeof(LLVMValueRef));
     G.vals = gr_xcalloc(g->nnodes, sizeof(LLVMValueRef));
     LLVMValueRef *ioff = gr_xcalloc(g->nin ? g->nin : 1, sizeof(LLVMValueRef));
@@ -431,7 +534,10 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
         G.in[k] = LLVMGetParam(body, k + 1);
         ioff[k] = LLVMConstInt(i64t(h), 0, 0);
     }
-    if (L.reduce) G.acc = LLVMBuildAlloca(b, LLVMDoubleTypeInContext(h->lctx), "acc");
+    if (L.tail != RT_TAIL_NONE) {
+        G.acc = LLVMBuildAlloca(b, f64t(h), "acc");
+        G.facc = LLVMBuildAlloca(b, f32t(h), "facc");
+    }
     int64_t numel = 1;
     for (int32_t d = 0; d < g->iter_ndim; d++) numel *= g->iter_shape[d];
     if (numel > 0) emit_loop(&G, 0, ioff, LLVMConstInt(i64t(h), 0, 0));
