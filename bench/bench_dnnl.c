@@ -1,6 +1,6 @@
 /* graft with oneDNN vs ONNX Runtime on the PP-OCR models, side by side in one run.
  *
- *   build/bench/bench_dnnl [--runs N] [--warmup N] [--model det|rec|cls]... [--report]
+ *   build/bench/bench_dnnl [--runs N] [--warmup N] [--model det|rec|cls]... [--report] [--artifact]
  *
  * Per model (in its own child process, so peak memory is per model): import with the fixed
  * input shape, default pipeline, partition for `dnnl` (the rest on the host), check the output
@@ -9,7 +9,13 @@
  * N runs after the warm-up, and print the medians, the peak memory above each process's
  * baseline, the latency ratio and the share of conv/matmul FLOPs offloaded. Threads: the same
  * count for both (GRAFT_NUM_THREADS, default all cores). Models come from
- * build/third_party/models.env (scripts/fetch_models.sh). */
+ * build/third_party/models.env (scripts/fetch_models.sh).
+ *
+ * --artifact adds the deployable path: the same partitioned module through graft_model_build
+ * (what `graft build --backend dnnl` writes: fused host groups compiled by LLVM, the dnnl
+ * regions as their JSON graphs and constants) -> graft_model_load_buffer -> graft_model_run,
+ * timed in the same alternation (in-process, artifact, ORT), checked against ORT's output too.
+ * Its build and load times are printed; graft_MiB then covers both executors. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -27,6 +33,7 @@
 #include "ir/transform.h"
 #include "runtime/dnnl.h"
 #include "runtime/executor.h"
+#include "runtime/graft_model.h"
 #include "runtime/npy.h"
 
 typedef struct model_def {
@@ -150,7 +157,20 @@ static void ort_stop(ort_proc *p) {
     waitpid(p->pid, NULL, 0);
 }
 
-static int run_model(const model_def *md, int runs, int warmup, bool report) {
+static double max_abs_diff(const rt_value *res, const rt_tensor *ref) {
+    const rt_tensor *out = res->kind == RT_VAL_TENSOR   ? res->u.t
+                           : res->kind == RT_VAL_TUPLE ? res->u.tuple.items[0].u.t
+                                                        : NULL;
+    if (!out || rt_tensor_numel(out) != rt_tensor_numel(ref)) return -1;
+    double max_abs = 0;
+    for (int64_t i = 0; i < rt_tensor_numel(ref); i++) {
+        double e = fabs(rt_tensor_get_f64(out, i) - rt_tensor_get_f64(ref, i));
+        if (e > max_abs || isnan(e)) max_abs = isnan(e) ? INFINITY : e;
+    }
+    return max_abs;
+}
+
+static int run_model(const model_def *md, int runs, int warmup, bool report, bool artifact) {
     long base_kb = status_kb("VmRSS");
     char *path = env_value(md->env_key), *refs = env_value("GRAFT_REFS");
     if (!path || !refs) {
@@ -169,6 +189,8 @@ static int run_model(const model_def *md, int runs, int warmup, bool report) {
     onnx_import_opts io = {&sh, 1, NULL, 0, false};
     ir_module *m = NULL, *opt = NULL, *part = NULL;
     rt_exec_t *x = NULL;
+    graft_model *gm = NULL;
+    double t_abuild = 0, t_aload = 0, art_abs = 0;
     rt_tensor *input = NULL, *ref = NULL;
     rt_value res = {0};
     byoc_notes notes;
@@ -182,6 +204,17 @@ static int run_model(const model_def *md, int runs, int warmup, bool report) {
     if (!st) st = byoc_partition(ctx, opt, backends, 1, &po, &part, &d);
     if (!st) st = rt_exec_new(part, "main", &x, &d);
     double t_build = now_ms() - t0;
+    if (!st && artifact) {
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        t0 = now_ms();
+        st = graft_model_build(part, &buf, &len, &d);
+        t_abuild = now_ms() - t0;
+        t0 = now_ms();
+        if (!st) st = graft_model_load_buffer(buf, len, &gm, &d);
+        t_aload = now_ms() - t0;
+        free(buf);
+    }
     if (!st) st = rt_npy_load(in_path, &input, &d);
     if (!st) st = rt_npy_load(out_path, &ref, &d);
     if (st) {
@@ -201,16 +234,21 @@ static int run_model(const model_def *md, int runs, int warmup, bool report) {
         rt_value_clear(&arg);
         goto done;
     }
-    const rt_tensor *out = res.kind == RT_VAL_TENSOR ? res.u.t : res.kind == RT_VAL_TUPLE ? res.u.tuple.items[0].u.t : NULL;
-    double max_abs = 0;
-    if (!out || rt_tensor_numel(out) != rt_tensor_numel(ref)) {
+    double max_abs = max_abs_diff(&res, ref);
+    if (max_abs < 0) {
         fprintf(stderr, "bench_dnnl: %s: output shape differs from ONNX Runtime's\n", md->name);
         rt_value_clear(&arg);
         goto done;
     }
-    for (int64_t i = 0; i < rt_tensor_numel(ref); i++) {
-        double e = fabs(rt_tensor_get_f64(out, i) - rt_tensor_get_f64(ref, i));
-        if (e > max_abs || isnan(e)) max_abs = isnan(e) ? INFINITY : e;
+    if (gm) {
+        rt_value_clear(&res);
+        st = graft_model_run(gm, &arg, 1, &res, &d);
+        art_abs = st ? -1 : max_abs_diff(&res, ref);
+        if (art_abs < 0) {
+            fprintf(stderr, "bench_dnnl: %s: artifact run: %s\n", md->name, st ? d.msg : "output shape differs");
+            rt_value_clear(&arg);
+            goto done;
+        }
     }
     rt_value_clear(&res);
     int threads = rt_dnnl_num_threads();
@@ -221,14 +259,23 @@ static int run_model(const model_def *md, int runs, int warmup, bool report) {
         goto done;
     }
     double *tg = calloc((size_t)runs, sizeof(double)), *to = calloc((size_t)runs, sizeof(double));
+    double *ta = calloc((size_t)runs, sizeof(double));
     for (int r = -warmup; r < runs && !st; r++) {
         double a = now_ms();
         st = rt_exec_run(x, &arg, 1, &res, &d);
         double g = now_ms() - a;
         rt_value_clear(&res);
+        double t_art = 0;
+        if (gm && !st) {
+            a = now_ms();
+            st = graft_model_run(gm, &arg, 1, &res, &d);
+            t_art = now_ms() - a;
+            rt_value_clear(&res);
+        }
         double o = ort_cmd(&op, "run");
         if (r >= 0) {
             tg[r] = g;
+            ta[r] = t_art;
             to[r] = o;
         }
     }
@@ -239,22 +286,32 @@ static int run_model(const model_def *md, int runs, int warmup, bool report) {
         fprintf(stderr, "bench_dnnl: %s: run: %s\n", md->name, d.msg);
         free(tg);
         free(to);
+        free(ta);
         goto done;
     }
     long graft_kb = status_kb("VmHWM") - base_kb;
-    double mg = median(tg, runs), mo = median(to, runs);
-    printf("%-4s %7d %10.2f %10.2f %7.3f %11.1f %11.1f %8.1f%% %10.2e %7.1fs\n", md->name, threads, mg, mo, mg / mo,
+    double mg = median(tg, runs), mo = median(to, runs), ma = median(ta, runs);
+    printf("%-4s %7d %10.2f %10.2f %7.3f %11.1f %11.1f %8.1f%% %10.2e %7.1fs", md->name, threads, mg, mo, mg / mo,
            (double)graft_kb / 1024.0, (double)ort_kb / 1024.0, total > 0 ? 100.0 * (total - host) / total : 0.0,
            max_abs, t_build / 1e3);
+    if (gm) {
+        graft_model_info info;
+        graft_model_get_info(gm, &info);
+        printf(" %10.2f %9.3f %10.2e %8.0fms %8.0fms %5u/%u/%u", ma, ma / mo, art_abs, t_abuild, t_aload, info.nextern,
+               info.nhost, info.nkernel);
+    }
+    printf("\n");
     fflush(stdout);
     free(tg);
     free(to);
+    free(ta);
     rc = 0;
 done:
     byoc_notes_free(&notes);
     if (input) rt_tensor_release(input);
     if (ref) rt_tensor_release(ref);
     rt_exec_free(x);
+    graft_model_free(gm);
     ir_ctx_free(ctx);
     free(path);
     free(refs);
@@ -270,17 +327,18 @@ int main(int argc, char **argv) {
         execv("/proc/self/exe", argv);
     }
     int runs = 20, warmup = 3;
-    bool report = false, pick[3] = {false, false, false}, any = false;
+    bool report = false, artifact = false, pick[3] = {false, false, false}, any = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--report")) report = true;
+        else if (!strcmp(argv[i], "--artifact")) artifact = true;
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
             i++;
             for (int k = 0; k < 3; k++)
                 if (!strcmp(argv[i], MODELS[k].name)) pick[k] = any = true;
         } else {
-            fprintf(stderr, "usage: bench_dnnl [--runs N] [--warmup N] [--model det|rec|cls]... [--report]\n");
+            fprintf(stderr, "usage: bench_dnnl [--runs N] [--warmup N] [--model det|rec|cls]... [--report] [--artifact]\n");
             return 2;
         }
     }
@@ -288,14 +346,18 @@ int main(int argc, char **argv) {
     if (warmup < 0) warmup = 0;
     printf("graft (oneDNN backend) vs ONNX Runtime, alternating runs, medians of %d after %d warm-up (OMP_WAIT_POLICY=%s)\n",
            runs, warmup, getenv("OMP_WAIT_POLICY"));
-    printf("%-4s %7s %10s %10s %7s %11s %11s %9s %10s %8s\n", "model", "threads", "graft_ms", "ort_ms", "ratio",
+    printf("%-4s %7s %10s %10s %7s %11s %11s %9s %10s %8s", "model", "threads", "graft_ms", "ort_ms", "ratio",
            "graft_MiB", "ort_MiB", "dense_dnnl", "maxabs_ort", "build");
+    if (artifact)
+        printf(" %10s %9s %10s %10s %10s %s", "artifact_ms", "art_ratio", "art_maxabs", "art_build", "art_load",
+               "extern/host/ref");
+    printf("\n");
     fflush(stdout);
     int rc = 0;
     for (int k = 0; k < 3; k++) {
         if (any && !pick[k]) continue;
         pid_t pid = fork();
-        if (pid == 0) _exit(run_model(&MODELS[k], runs, warmup, report));
+        if (pid == 0) _exit(run_model(&MODELS[k], runs, warmup, report, artifact));
         int ws = 0;
         waitpid(pid, &ws, 0);
         if (!WIFEXITED(ws) || WEXITSTATUS(ws)) rc = 1;

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "codegen/llvm/llvm_host.h"
 #include "graft/graft_artifact.pb-c.h"
 #include "ir/parser.h"
@@ -30,6 +32,8 @@ struct graft_model {
     char *cpu;
     uint32_t nregions;
     gm_region *regions;
+    uint32_t next;                 /* external modules: name and the engine they loaded on */
+    char **ext_name, **ext_engine;
 };
 
 static uint64_t now_ns(void) {
@@ -141,6 +145,24 @@ static const ext_loader ext_loaders[] = {
     {"dnnl_json", load_dnnl},
 };
 
+/* Every JSON-graph module has the interface kind "json"; the engine that runs it (reference,
+ * oneDNN, ...) is the blob's own "kind". Without this, a dnnl region would load onto the
+ * reference engine: same outputs, several times slower. */
+static const ext_loader *find_loader(const Graft__ExternalModule *e) {
+    const char *kind = e->kind;
+    json_t *root = NULL;
+    if (kind && strcmp(kind, "json") == 0 && e->blob.len) {
+        root = json_loadb((const char *)e->blob.data, e->blob.len, 0, NULL);
+        const char *inner = json_string_value(json_object_get(root, "kind"));
+        if (inner) kind = inner;
+    }
+    const ext_loader *ld = NULL;
+    for (size_t k = 0; k < sizeof ext_loaders / sizeof ext_loaders[0] && kind; k++)
+        if (strcmp(kind, ext_loaders[k].kind) == 0) ld = &ext_loaders[k];
+    json_decref(root);
+    return ld;
+}
+
 typedef struct const_table {
     ir_ctx_t *ctx;
     uint32_t n;
@@ -182,15 +204,17 @@ static gr_status load_externals(graft_model *gm, const Graft__ArtifactBody *body
     }
     for (size_t i = 0; i < body->n_external && !st; i++) {
         const Graft__ExternalModule *e = body->external[i];
-        const ext_loader *ld = NULL;
-        for (size_t k = 0; k < sizeof ext_loaders / sizeof ext_loaders[0]; k++)
-            if (e->kind && strcmp(e->kind, ext_loaders[k].kind) == 0) ld = &ext_loaders[k];
+        const ext_loader *ld = find_loader(e);
         if (!ld) {
             st = gr_diag_set(diag, GR_ERR_UNSUPPORTED,
                              "artifact module '%s' has kind '%s', which this runtime cannot load",
                              e->name ? e->name : "", e->kind ? e->kind : "");
             break;
         }
+        gm->ext_name = gr_xrealloc(gm->ext_name, sizeof(char *) * (gm->next + 1));
+        gm->ext_engine = gr_xrealloc(gm->ext_engine, sizeof(char *) * (gm->next + 1));
+        gm->ext_name[gm->next] = gr_xstrdup(e->name ? e->name : "");
+        gm->ext_engine[gm->next++] = gr_xstrdup(ld->kind);
         rt_module *mod = NULL;
         st = ld->load(e->blob.data, e->blob.len, find_const, &ct, &mod, diag);
         if (!st) {
@@ -467,6 +491,12 @@ void graft_model_free(graft_model *gm) {
         free(gm->regions[i].layers);
     }
     free(gm->regions);
+    for (uint32_t i = 0; i < gm->next; i++) {
+        free(gm->ext_name[i]);
+        free(gm->ext_engine[i]);
+    }
+    free(gm->ext_name);
+    free(gm->ext_engine);
     free(gm->cpu);
     free(gm);
 }
@@ -506,4 +536,10 @@ void graft_model_region(const graft_model *gm, uint32_t i, const char **name, co
     if (name) *name = gm->regions[i].name;
     if (kind) *kind = gm->regions[i].kind;
     if (layers) *layers = gm->regions[i].layers;
+}
+
+uint32_t graft_model_num_externals(const graft_model *gm) { return gm->next; }
+void graft_model_external(const graft_model *gm, uint32_t i, const char **name, const char **engine) {
+    if (name) *name = gm->ext_name[i];
+    if (engine) *engine = gm->ext_engine[i];
 }

@@ -70,5 +70,9 @@ void graft_model_get_info(const graft_model *gm, graft_model_info *out);
 uint32_t graft_model_num_regions(const graft_model *gm);
 void graft_model_region(const graft_model *gm, uint32_t i, const char **name, const char **kind,
                         const char **layers);
+/* External module i (a BYOC module of external_mods): its name and the engine it was loaded
+ * on ("json": the JSON runtime's reference kernels, "dnnl_json": oneDNN). */
+uint32_t graft_model_num_externals(const graft_model *gm);
+void graft_model_external(const graft_model *gm, uint32_t i, const char **name, const char **engine);
 
 #endif

@@ -196,6 +196,10 @@ Test(artifact, external_modules_round_trip) {
     graft_model_info info;
     graft_model_get_info(gm, &info);
     cr_assert_gt(info.nextern, 0);
+    cr_assert_eq(graft_model_num_externals(gm), 1);
+    const char *engine;
+    graft_model_external(gm, 0, NULL, &engine);
+    cr_assert_str_eq(engine, "json");
     graft_model_free(gm);
     free(buf);
     rt_value_clear(&got);
@@ -249,4 +253,47 @@ Test(artifact, foreign_cpu_features_are_refused) {
     graft__artifact_body__free_unpacked(b, NULL);
     graft__artifact__free_unpacked(a, NULL);
     free(buf);
+}
+
+/* A dnnl region loads back onto oneDNN (every JSON-graph module has the interface kind "json";
+ * the engine is the blob's own kind), not onto the reference kernels. */
+Test(artifact, dnnl_regions_load_on_onednn) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *m = NULL, *part = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(ir_parse_module(ctx, "t.relax", k_mod, strlen(k_mod), &m, &d), GR_OK, "%s", d.msg);
+    const char *be = "dnnl";
+    cr_assert_eq(byoc_partition_for_backends(ctx, m, &be, 1, &part, &d), GR_OK, "%s", d.msg);
+    int64_t sx[4] = {1, 3, 16, 16}, sw[4] = {8, 3, 3, 3}, sb[4] = {1, 8, 1, 1};
+    rt_value in[3] = {rt_value_tensor(rand_tensor(4, sx, 1)), rt_value_tensor(rand_tensor(4, sw, 2)),
+                      rt_value_tensor(rand_tensor(4, sb, 3))};
+    rt_value ref = {0}, got = {0};
+    rt_exec_t *x;
+    cr_assert_eq(rt_exec_new(m, "main", &x, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_exec_run(x, in, 3, &ref, &d), GR_OK, "%s", d.msg);
+    rt_exec_free(x);
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(graft_model_build(part, &buf, &len, &d), GR_OK, "%s", d.msg);
+    ir_ctx_free(ctx);
+    graft_model *gm;
+    cr_assert_eq(graft_model_load_buffer(buf, len, &gm, &d), GR_OK, "%s", d.msg);
+    free(buf);
+    cr_assert_geq(graft_model_num_externals(gm), 1);
+    for (uint32_t i = 0; i < graft_model_num_externals(gm); i++) {
+        const char *name, *engine;
+        graft_model_external(gm, i, &name, &engine);
+        cr_assert_str_eq(engine, "dnnl_json", "module '%s' loaded on '%s'", name, engine);
+    }
+    cr_assert_eq(graft_model_run(gm, in, 3, &got, &d), GR_OK, "%s", d.msg);
+    for (uint32_t k = 0; k < 2; k++) {
+        const float *a = rt_tensor_data(got.u.tuple.items[k].u.t), *b = rt_tensor_data(ref.u.tuple.items[k].u.t);
+        for (int64_t i = 0; i < rt_tensor_numel(ref.u.tuple.items[k].u.t); i++)
+            cr_assert(fabsf(a[i] - b[i]) <= 1e-4f * (1 + fabsf(b[i])), "out %u elem %lld", k, (long long)i);
+    }
+    graft_model_free(gm);
+    rt_value_clear(&got);
+    rt_value_clear(&ref);
+    for (int i = 0; i < 3; i++) rt_value_clear(&in[i]);
 }
