@@ -1,5 +1,6 @@
 /* The context: arena, ids, string interning, hash-consing, plus the heap map and helpers. */
 #include "ir/ctx_impl.h"
+#include "ir/span.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -53,7 +54,8 @@ void ir_ctx_free(ir_ctx_t *ctx) {
         ir__free_big(c, c->map_len);
     }
     for (int i = 0; i < IR_HC_NTABLES; i++)
-        ir__free_big(ctx->hc[i].slots, (size_t)ctx->hc[i].cap * sizeof(ir_hc_entry));
+        ir__free_big(ctx->hc[i].slots, (size_t)ctx->hc[i].cap * sizeof(uint64_t));
+    free(ctx->chunk_mem);
     free(ctx->ops);
     free(ctx->op_dflt);
     free(ctx);
@@ -85,17 +87,29 @@ void ir__free_big(void *p, size_t n) {
     else free(p);
 }
 
-/* A zeroed chunk with room for cap bytes. */
-static ir_chunk *chunk_new(size_t cap) {
+/* Hash-cons slots name an object by chunk index and offset / 8 (ctx_impl.h): offsets in a
+ * shared chunk stay below CHUNK_MAX, and a chunk of its own holds one object at offset 0. */
+#define REF_OFF_BITS 19
+#define REF_MAX_CHUNKS ((uint32_t)1 << (32 - REF_OFF_BITS))
+
+/* A zeroed chunk with room for cap bytes, registered under the next chunk index. */
+static ir_chunk *chunk_new(ir_ctx_t *ctx, size_t cap) {
     size_t total = sizeof(ir_chunk) + cap;
     if (total >= HUGE_PAGE) total = (total + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
     ir_chunk *c = ir__zalloc_big(total);
     c->map_len = total;
     c->size = total - sizeof(ir_chunk);
+    if (ctx->nchunks == ctx->chunk_cap) {
+        ctx->chunk_cap = ctx->chunk_cap ? ctx->chunk_cap * 2 : 16;
+        ctx->chunk_mem = gr_xrealloc(ctx->chunk_mem, sizeof(*ctx->chunk_mem) * ctx->chunk_cap);
+    }
+    c->idx = ctx->nchunks;
+    ctx->chunk_mem[ctx->nchunks++] = c->mem;
     return c;
 }
 
-void *ir_alloc(ir_ctx_t *ctx, size_t size) {
+/* ir_alloc, also telling which chunk the block is in. */
+static void *arena_alloc(ir_ctx_t *ctx, size_t size, ir_chunk **in) {
     size = (size + 7) & ~(size_t)7;
     ir_chunk *c = ctx->chunks;
     if (!c || c->size - c->used < size) {
@@ -103,7 +117,7 @@ void *ir_alloc(ir_ctx_t *ctx, size_t size) {
                       : ctx->arena_bytes > CHUNK_MAX ? CHUNK_MAX : ctx->arena_bytes;
         grow -= sizeof(ir_chunk);
         bool own = size > grow / 4;
-        ir_chunk *n = chunk_new(own ? size : grow);
+        ir_chunk *n = chunk_new(ctx, own ? size : grow);
         if (c && own) {
             /* A big block gets a chunk of its own behind the current one, which stays open. */
             n->next = c->next;
@@ -112,12 +126,24 @@ void *ir_alloc(ir_ctx_t *ctx, size_t size) {
             n->next = c;
             ctx->chunks = n;
         }
-        c = n;
         ctx->arena_bytes += sizeof(ir_chunk) + n->size;
+        if (own) {
+            /* ... and nothing else: its one block is at offset 0 (see REF_OFF_BITS). */
+            n->used = n->size;
+            *in = n;
+            return n->mem;
+        }
+        c = n;
     }
     void *p = c->mem + c->used;
     c->used += size;
+    *in = c;
     return p;
+}
+
+void *ir_alloc(ir_ctx_t *ctx, size_t size) {
+    ir_chunk *in;
+    return arena_alloc(ctx, size, &in);
 }
 
 void *ir_alloc_copy(ir_ctx_t *ctx, const void *src, size_t size) {
@@ -171,54 +197,115 @@ uint64_t gr_hash_bytes(const void *p, size_t n, uint64_t seed) {
     return gr_hash_mix(h, seed);
 }
 
-/* ---- hash-consing (strings are tag 0, compared as NUL-terminated) ---- */
+/* ---- hash-consing ----
+ * Slots are 8 bytes (ctx_impl.h): half the memory of a pointer + hash + size entry, which is
+ * most of the tables' share of a big parse. The size each comparison needs is kept with the
+ * object: strings carry a 4-byte length before their first byte (the 8-byte rounding of the
+ * arena mostly absorbs it), spans know theirs from their loc count, and other objects carry an
+ * 8-byte header (they are few: shapes, struct info, attrs). */
+
+enum { HC_STR, HC_SPAN, HC_OTHER };
+
+static uint64_t hc_slot(ir_chunk *c, const void *obj, uint32_t h) {
+    size_t off = (size_t)((const unsigned char *)obj - c->mem);
+    if (c->idx >= REF_MAX_CHUNKS)
+        gr_abort(__FILE__, __LINE__, "IR arena has too many chunks (%u) for its hash-cons tables", c->idx);
+    GR_ASSERT((off & 7) == 0 && (off >> 3) < ((size_t)1 << REF_OFF_BITS));
+    return (uint64_t)h << 32 | (uint64_t)c->idx << REF_OFF_BITS | off >> 3;
+}
+
+static unsigned char *hc_obj(const ir_ctx_t *ctx, uint64_t slot) {
+    uint32_t ref = (uint32_t)slot;
+    return ctx->chunk_mem[ref >> REF_OFF_BITS] + ((size_t)(ref & ((1u << REF_OFF_BITS) - 1)) << 3);
+}
 
 static void hc_grow(ir_hc_table *t) {
     uint32_t ncap = t->cap ? t->cap * 2 : 1024;
-    ir_hc_entry *n = ir__zalloc_big((size_t)ncap * sizeof(*n));
+    uint64_t *n = ir__zalloc_big((size_t)ncap * sizeof(*n));
     for (uint32_t i = 0; i < t->cap; i++) {
-        ir_hc_entry *e = &t->slots[i];
-        if (!e->hash) continue;
-        uint32_t j = e->hash & (ncap - 1);
-        while (n[j].hash) j = (j + 1) & (ncap - 1);
-        n[j] = *e;
+        uint64_t e = t->slots[i];
+        if (!e) continue;
+        uint32_t j = (uint32_t)(e >> 32) & (ncap - 1);
+        while (n[j]) j = (j + 1) & (ncap - 1);
+        n[j] = e;
     }
     ir__free_big(t->slots, (size_t)t->cap * sizeof(*n));
     t->slots = n;
     t->cap = ncap;
 }
 
-static const void *hc_lookup(ir_ctx_t *ctx, uint32_t tag, const void *key, size_t size,
-                             size_t store_size) {
-    ir_hc_table *t = &ctx->hc[tag == 0 ? IR_HC_STRINGS : tag == IR_HC_SPAN_TAG ? IR_HC_SPANS
+/* Whether the stored object at `obj` (its block start) holds the key. */
+static bool hc_same(int kind, const unsigned char *obj, const void *key, size_t size) {
+    switch (kind) {
+    case HC_STR: {
+        uint32_t len;
+        memcpy(&len, obj, sizeof(len));
+        return len == size && memcmp(obj + 4, key, size) == 0;
+    }
+    case HC_SPAN:
+        return ((const ir_span *)(const void *)obj)->n == ((const ir_span *)key)->n &&
+               memcmp(obj, key, size) == 0;
+    default: {
+        uint32_t sz;
+        memcpy(&sz, obj, sizeof(sz));
+        return sz == size && memcmp(obj + 8, key, size) == 0;
+    }
+    }
+}
+
+static const void *hc_lookup(ir_ctx_t *ctx, uint32_t tag, const void *key, size_t size) {
+    int kind = tag == 0 ? HC_STR : tag == IR_HC_SPAN_TAG ? HC_SPAN : HC_OTHER;
+    ir_hc_table *t = &ctx->hc[kind == HC_STR ? IR_HC_STRINGS : kind == HC_SPAN ? IR_HC_SPANS
                                                                                : IR_HC_OTHER];
+    static const size_t head[] = {4, 0, 8}; /* bytes stored before the object */
     if ((t->len + 1) * 4 >= t->cap * 3) hc_grow(t);
     uint32_t h = (uint32_t)gr_hash_bytes(key, size, tag) | 1;
     uint32_t mask = t->cap - 1, i = h & mask;
     for (;; i = (i + 1) & mask) {
-        ir_hc_entry *e = &t->slots[i];
-        if (!e->hash) break;
-        if (e->hash == h && e->size == size && memcmp(e->ptr, key, size) == 0) return e->ptr;
+        uint64_t e = t->slots[i];
+        if (!e) break;
+        if ((uint32_t)(e >> 32) == h) {
+            const unsigned char *obj = hc_obj(ctx, e);
+            if (hc_same(kind, obj, key, size)) return obj + head[kind];
+        }
     }
-    void *p = ir_alloc(ctx, store_size);
-    memcpy(p, key, size);
-    t->slots[i] = (ir_hc_entry){h, (uint32_t)size, p};
+    /* strings: + 1 for the NUL (ir_alloc zero-fills) */
+    ir_chunk *in;
+    unsigned char *block = arena_alloc(ctx, head[kind] + size + (kind == HC_STR), &in);
+    uint32_t sz = (uint32_t)size;
+    if (head[kind]) memcpy(block, &sz, sizeof(sz));
+    memcpy(block + head[kind], key, size);
+    t->slots[i] = hc_slot(in, block, h);
     t->len++;
-    return p;
+    return block + head[kind];
 }
 
 const void *ir_hashcons(ir_ctx_t *ctx, uint32_t tag, const void *key, size_t size) {
     GR_ASSERT(tag != 0 && size < UINT32_MAX);
-    return hc_lookup(ctx, tag, key, size, size);
+    return hc_lookup(ctx, tag, key, size);
 }
+
+static uint32_t recent_slot(const char *s) { return (uint32_t)((uintptr_t)s >> 3 ^ (uintptr_t)s >> 9) & 15; }
 
 const char *ir_intern_n(ir_ctx_t *ctx, const char *s, size_t n) {
-    /* The stored copy gets a NUL after the n bytes (ir_alloc zero-fills). */
     GR_ASSERT(n < UINT32_MAX);
-    return hc_lookup(ctx, 0, s, n, n + 1);
+    const char **r = &ctx->recent[recent_slot(s)];
+    if (*r == s) { /* an interned string: itself, when the length matches */
+        uint32_t len;
+        memcpy(&len, s - 4, sizeof(len));
+        if (len == n) return s;
+    }
+    const char *c = hc_lookup(ctx, 0, s, n);
+    ctx->recent[recent_slot(c)] = c;
+    return c;
 }
 
-const char *ir_intern(ir_ctx_t *ctx, const char *s) { return ir_intern_n(ctx, s, strlen(s)); }
+const char *ir_intern(ir_ctx_t *ctx, const char *s) {
+    /* Re-interning a string this context handed out lately (a name passed on to a node
+     * constructor) costs no strlen and no table probe. */
+    if (ctx->recent[recent_slot(s)] == s) return s;
+    return ir_intern_n(ctx, s, strlen(s));
+}
 
 const char *ir_internf(ir_ctx_t *ctx, const char *fmt, ...) {
     char buf[512];

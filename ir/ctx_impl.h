@@ -11,22 +11,17 @@ typedef struct ir_chunk {
     struct ir_chunk *next;
     size_t size, used;
     size_t map_len;           /* bytes from ir__zalloc_big (header included) */
+    uint32_t idx;             /* index in ir_ctx.chunk_mem (hash-cons slots name chunks by it) */
     _Alignas(16) unsigned char mem[];
 } ir_chunk;
 
-/* 16 bytes a slot: equal bytes share one copy whatever their tag (the copies are immutable),
- * so the tag only seeds the hash. */
-typedef struct ir_hc_entry {
-    uint32_t hash;            /* 0 = empty */
-    uint32_t size;
-    const void *ptr;
-} ir_hc_entry;
-
-/* One open-addressing table. Strings, spans and the rest (prims, struct info, attrs) live in
- * separate tables: the small hot sets (shapes, dtypes, attrs) then stay in cache while the big
- * per-binding sets (names, layer names) grow. */
+/* One open-addressing table of 8-byte slots: the 32-bit hash (odd, so 0 = empty) above a
+ * 32-bit arena reference (chunk index << 19 | offset / 8), so growing re-slots without touching
+ * the objects. Strings, spans and the rest (prims, struct info, attrs) live in separate tables:
+ * the small hot sets (shapes, dtypes, attrs) then stay in cache while the big per-binding sets
+ * (names, layer names) grow. */
 typedef struct ir_hc_table {
-    ir_hc_entry *slots;
+    uint64_t *slots;
     uint32_t cap, len;
 } ir_hc_table;
 
@@ -38,6 +33,9 @@ struct ir_ctx {
     uint32_t next_id;
     uint32_t next_seq;        /* creation order of hash-consed prims */
     ir_hc_table hc[IR_HC_NTABLES]; /* hash-cons tables (strings use tag 0) */
+    unsigned char **chunk_mem;/* every chunk's mem, by ir_chunk.idx */
+    uint32_t nchunks, chunk_cap;
+    const char *recent[16];   /* recently interned strings, by address: re-interning one is free */
     GR_VEC(gr_object *) owned;/* references released in ir_ctx_free */
     GR_VEC(void *) adopted;   /* heap blocks freed in ir_ctx_free (ir__ctx_adopt) */
     struct ir_op **ops;       /* one Op node per op-table row, made on demand */
