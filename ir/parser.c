@@ -48,8 +48,8 @@ typedef struct parser {
     bool failed;
     int depth;
     ir_module *mod;
-    struct ptab {                /* scope: interned name -> ir_var (open addressing) */
-        struct ptab_slot { uint64_t k, v; } *s;
+    struct ptab {                /* scope: ir_vars by their interned name (open addressing) */
+        ir_var **s;
         uint32_t cap, len;
     } scope;
     GR_VEC(undo_ent) undo;
@@ -406,13 +406,16 @@ static const char *tok_intern(parser *p, const ir_tok *t) {
     return *slot = ir_intern_n(p->ctx, t->s, t->len);
 }
 
-/* The scope table: key and value in one slot (one cache miss per lookup on big functions),
- * sized from the line count up front so it never rehashes for one-function files. */
+/* The scope table: a slot is the var itself, keyed by its name pointer (8 bytes a slot, not a
+ * key and a value: memory per binding on big functions), sized from the line count up front
+ * so it never rehashes for one-function files. Lookups mostly find vars made a line or two
+ * before, still in cache. */
 /* Keys are interned names: arena pointers that grow as a file is read, so indexing by the
  * address keeps the names of neighbouring lines in neighbouring slots (cache-friendly). */
 /* Any capacity (not a power of two): 1M names take 1.5M slots, not 2M (memory per binding). */
-static uint32_t ptab_slot_of(uint64_t k, uint32_t cap) {
-    return (uint32_t)(k >> 4 ^ k >> 28) % cap;
+static uint32_t ptab_slot_of(const char *name, uint32_t cap) {
+    uint64_t k = (uintptr_t)name;
+    return (uint32_t)((k >> 4 ^ k >> 28) % cap);
 }
 
 static void ptab_init(struct ptab *t, uint32_t want) {
@@ -422,42 +425,62 @@ static void ptab_init(struct ptab *t, uint32_t want) {
     t->len = 0;
 }
 
-static void ptab_put(struct ptab *t, uint64_t k, uint64_t v) {
+static void ptab_put(struct ptab *t, ir_var *v) {
     if ((uint64_t)(t->len + 1) * 4 >= (uint64_t)t->cap * 3) {
         struct ptab old = *t;
         ptab_init(t, old.cap * 2);
         for (uint32_t i = 0; i < old.cap; i++)
-            if (old.s[i].k) ptab_put(t, old.s[i].k, old.s[i].v);
+            if (old.s[i]) ptab_put(t, old.s[i]);
         ir__free_big(old.s, sizeof(*old.s) * old.cap);
     }
-    uint32_t cap = t->cap, i = ptab_slot_of(k, cap);
-    while (t->s[i].k && t->s[i].k != k) i = i + 1 == cap ? 0 : i + 1;
-    if (!t->s[i].k) t->len++;
-    t->s[i].k = k;
-    t->s[i].v = v;
+    uint32_t cap = t->cap, i = ptab_slot_of(v->name, cap);
+    while (t->s[i] && t->s[i]->name != v->name) i = i + 1 == cap ? 0 : i + 1;
+    if (!t->s[i]) t->len++;
+    t->s[i] = v;
 }
 
-static uint64_t ptab_get(const struct ptab *t, uint64_t k) {
-    uint32_t cap = t->cap, i = ptab_slot_of(k, cap);
-    for (; t->s[i].k; i = i + 1 == cap ? 0 : i + 1)
-        if (t->s[i].k == k) return t->s[i].v;
-    return 0;
+static ir_var *ptab_get(const struct ptab *t, const char *name) {
+    uint32_t cap = t->cap, i = ptab_slot_of(name, cap);
+    for (; t->s[i]; i = i + 1 == cap ? 0 : i + 1)
+        if (t->s[i]->name == name) return t->s[i];
+    return NULL;
+}
+
+/* Unbinds a name: linear-probing deletion that shifts later members of the run back. */
+static void ptab_del(struct ptab *t, const char *name) {
+    uint32_t cap = t->cap, i = ptab_slot_of(name, cap);
+    while (t->s[i] && t->s[i]->name != name) i = i + 1 == cap ? 0 : i + 1;
+    if (!t->s[i]) return;
+    for (uint32_t j = i;;) {
+        j = j + 1 == cap ? 0 : j + 1;
+        if (!t->s[j]) break;
+        uint32_t k = ptab_slot_of(t->s[j]->name, cap);
+        bool stays = i <= j ? (k > i && k <= j) : (k > i || k <= j); /* home in (i, j] */
+        if (!stays) {
+            t->s[i] = t->s[j];
+            i = j;
+        }
+    }
+    t->s[i] = NULL;
+    t->len--;
 }
 
 static void scope_bind(parser *p, const char *name, ir_var *v) {
+    GR_ASSERT(v->name == name);
     if (p->log_scope > 0) {
         undo_ent u = {GR_MAP_PTR(name), 0, false};
-        u.old = ptab_get(&p->scope, u.key);
+        u.old = GR_MAP_PTR(ptab_get(&p->scope, name));
         u.had = u.old != 0;
         gr_vec_push(&p->undo, u);
     }
-    ptab_put(&p->scope, GR_MAP_PTR(name), GR_MAP_PTR(v));
+    ptab_put(&p->scope, v);
 }
 
 static void scope_restore(parser *p, uint32_t mark) {
     while (p->undo.len > mark) {
         undo_ent u = p->undo.data[--p->undo.len];
-        ptab_put(&p->scope, u.key, u.old); /* 0 = unbound */
+        if (u.old) ptab_put(&p->scope, (ir_var *)(uintptr_t)u.old);
+        else ptab_del(&p->scope, (const char *)(uintptr_t)u.key);
     }
 }
 
@@ -470,9 +493,7 @@ static void restore(gr_map *m, void *vec_, uint32_t mark) {
     }
 }
 
-static ir_var *scope_get(parser *p, const char *name) {
-    return (ir_var *)(uintptr_t)ptab_get(&p->scope, GR_MAP_PTR(name));
-}
+static ir_var *scope_get(parser *p, const char *name) { return ptab_get(&p->scope, name); }
 
 static void sym_define(parser *p, const char *name, const ir_prim *v) {
     undo_ent u = {GR_MAP_PTR(name), 0, false};
