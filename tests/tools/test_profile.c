@@ -1,0 +1,192 @@
+/* graft run MODEL.graft --profile / --profile-json through the CLI binary (GRAFT, else the
+ * graft next to this test binary's directory, else build/graft): the text profile has one line
+ * per reference op, host kernel and extern region, each with its frontend layers; the Chrome
+ * trace parses and holds complete events ("ph": "X") whose args carry the layers. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <limits.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *graft(void) {
+    static char path[PATH_MAX];
+    const char *g = getenv("GRAFT");
+    struct stat st;
+    if (g && *g) return g;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        /* build/X/tests/run_tests -> build/X/graft */
+        snprintf(path, sizeof path, "%s/graft", dirname(dirname(exe)));
+        if (stat(path, &st) == 0) return path;
+    }
+    if (stat("build/graft", &st) == 0) return "build/graft";
+    cr_skip("GRAFT is not set and no graft binary was found: run through `make test`");
+    return NULL;
+}
+
+static char tmpdir[64];
+static void setup(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/graft_profile_XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+}
+static void teardown(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+TestSuite(profile, .init = setup, .fini = teardown);
+
+/* conv (a reference kernel), {add, relu} and {sigmoid, multiply, softmax} (host kernels; the
+ * softmax ends the second group): each op with layer names in its span. */
+static const char *k_model =
+    "@I.ir_module\n"
+    "class Module:\n"
+    "    @R.function\n"
+    "    def main(x: R.Tensor((1, 3, 16, 16), dtype=\"float32\"), w: R.Tensor((8, 3, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 8, 1, 1), dtype=\"float32\")):\n"
+    "        with R.dataflow():\n"
+    "            lv = R.nn.conv2d(x, w)  # span: \"conv1\"\n"
+    "            lv1 = R.add(lv, b)  # span: \"bn1\"\n"
+    "            lv2 = R.nn.relu(lv1)  # span: \"relu1\"\n"
+    "            lv3 = R.sigmoid(lv2)  # span: \"act2\"\n"
+    "            lv4 = R.multiply(lv3, lv2)  # span: \"act2_mul\"\n"
+    "            lv5 = R.nn.softmax(lv4, axis=-1)  # span: \"head_softmax\"\n"
+    "            gv = (lv5, lv2)\n"
+    "            R.output(gv)\n"
+    "        return gv\n";
+
+static int run(const char *args) {
+    char cmd[PATH_MAX + 4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s > out 2> err", tmpdir, graft(), args);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *name) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+static void write_model(void) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/m.relax", tmpdir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(k_model, f);
+    fclose(f);
+}
+
+/* The profile line (after the header) whose kind and region match; NULL when none. Columns:
+ * ms/run, %, kind, region, layers. */
+static bool find_line(const char *text, const char *kind, const char *region_prefix, const char *layer,
+                      double *ms) {
+    const char *p = strstr(text, "profile (");
+    if (!p) return false;
+    for (p = strchr(p, '\n'); p && *p; p = strchr(p + 1, '\n')) {
+        char k[32], r[512], l[2048] = "";
+        double t, pct;
+        if (sscanf(p + 1, " %lf %lf%% %31s %511s %2047s", &t, &pct, k, r, l) < 4) continue;
+        if (strcmp(k, kind) || strncmp(r, region_prefix, strlen(region_prefix))) continue;
+        if (layer && !strstr(l, layer)) continue;
+        if (ms) *ms = t;
+        return true;
+    }
+    return false;
+}
+
+Test(profile, text_lines_name_regions_and_layers) {
+    write_model();
+    cr_assert_eq(run("build m.relax -o m.graft"), 0, "%s", slurp("err"));
+    cr_assert_eq(run("run m.graft --profile --repeat 2"), 0, "%s", slurp("err"));
+    const char *err = slurp("err");
+    cr_assert(strstr(err, "profile (3 runs,"), "%s", err);
+    double ms = -1;
+    cr_assert(find_line(err, "op", "R.nn.conv2d", "conv1", &ms), "conv line with its layer:\n%s", err);
+    cr_assert_geq(ms, 0);
+    cr_assert(find_line(err, "host", "fused_add_relu", "bn1,relu1", NULL), "{add, relu} kernel:\n%s", err);
+    cr_assert(find_line(err, "host", "fused_sigmoid_multiply_softmax", "act2,act2_mul,head_softmax", NULL),
+              "{sigmoid, multiply, softmax}:\n%s", err);
+    /* no bookkeeping rows (tuples) and nothing unnamed */
+    cr_assert(!find_line(err, "other", "", NULL, NULL), "%s", err);
+}
+
+/* With a BYOC backend, the extern region's line carries its layers from the span table. */
+Test(profile, extern_regions_carry_their_layers) {
+    write_model();
+    cr_assert_eq(run("build m.relax --backend json -o m.graft"), 0, "%s", slurp("err"));
+    cr_assert_eq(run("run m.graft --profile"), 0, "%s", slurp("err"));
+    const char *err = slurp("err");
+    cr_assert(find_line(err, "extern", "", "conv1", NULL), "extern region with conv1:\n%s", err);
+}
+
+Test(profile, chrome_trace_has_complete_events_with_layers) {
+    write_model();
+    cr_assert_eq(run("build m.relax -o m.graft"), 0, "%s", slurp("err"));
+    cr_assert_eq(run("run m.graft --profile-json trace.json --repeat 2"), 0, "%s", slurp("err"));
+    char path[256];
+    snprintf(path, sizeof path, "%s/trace.json", tmpdir);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    cr_assert_not_null(root, "trace.json does not parse: %s (line %d)", je.text, je.line);
+    cr_assert(json_is_array(root));
+    size_t n = json_array_size(root);
+    /* 3 runs (1 + --repeat 2) of conv, {add, relu}, {sigmoid, multiply, softmax} */
+    cr_assert_eq(n, 3 * 3, "%zu events", n);
+    bool conv = false, host = false, softmax = false;
+    int runs_seen[3] = {0, 0, 0};
+    double last_ts = -1;
+    for (size_t i = 0; i < n; i++) {
+        json_t *ev = json_array_get(root, i);
+        cr_assert(json_is_object(ev));
+        cr_assert_str_eq(json_string_value(json_object_get(ev, "ph")), "X", "event %zu", i);
+        const char *name = json_string_value(json_object_get(ev, "name"));
+        cr_assert_not_null(name);
+        json_t *dur = json_object_get(ev, "dur"), *ts = json_object_get(ev, "ts");
+        cr_assert(json_is_number(dur) && json_is_number(ts), "event %zu needs dur and ts", i);
+        cr_assert_geq(json_number_value(dur), 0);
+        cr_assert_geq(json_number_value(ts), last_ts, "events in time order");
+        last_ts = json_number_value(ts);
+        json_t *args = json_object_get(ev, "args");
+        cr_assert(json_is_object(args));
+        const char *layers = json_string_value(json_object_get(args, "layers"));
+        const char *kind = json_string_value(json_object_get(args, "op_name"));
+        cr_assert(layers && kind, "event %zu: args.layers and args.op_name", i);
+        cr_assert_neq(layers[0], '\0', "event %zu (%s) has no layers", i, name);
+        const char *run_s = json_string_value(json_object_get(args, "run"));
+        cr_assert_not_null(run_s);
+        int r = atoi(run_s);
+        cr_assert(r >= 0 && r < 3, "run %d", r);
+        runs_seen[r]++;
+        conv |= strcmp(name, "R.nn.conv2d") == 0 && strstr(layers, "conv1") && strcmp(kind, "op") == 0;
+        host |= strncmp(name, "fused_add_relu", 14) == 0 && strstr(layers, "bn1") && strstr(layers, "relu1") &&
+                strcmp(kind, "host") == 0;
+        softmax |= strstr(name, "_softmax_") && strstr(layers, "head_softmax") && strcmp(kind, "host") == 0;
+    }
+    cr_assert(conv && host && softmax, "conv %d, host %d, softmax %d", conv, host, softmax);
+    for (int r = 0; r < 3; r++) cr_assert_eq(runs_seen[r], 3, "run %d: %d events", r, runs_seen[r]);
+    json_decref(root);
+}
+
+Test(profile, bad_uses_are_clear_errors) {
+    write_model();
+    /* --profile needs a built artifact */
+    cr_assert_neq(run("run m.relax --profile"), 0);
+    cr_assert(strstr(slurp("err"), "artifact"), "%s", slurp("err"));
+    cr_assert_eq(run("build m.relax -o m.graft"), 0, "%s", slurp("err"));
+    cr_assert_neq(run("run m.graft --profile-json /nonexistent_dir/t.json"), 0);
+    cr_assert(strstr(slurp("err"), "/nonexistent_dir/t.json"), "%s", slurp("err"));
+    cr_assert_neq(run("run m.graft --profile-json"), 0);
+}
