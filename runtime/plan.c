@@ -335,6 +335,8 @@ static const tail_row tail_table[] = {
     {"relax.nn.softmax", RT_TAIL_SOFTMAX},
     {"relax.nn.log_softmax", RT_TAIL_LOG_SOFTMAX},
     {"relax.nn.adaptive_avg_pool2d", RT_TAIL_MEAN},
+    {"relax.nn.layer_norm", RT_TAIL_LAYER_NORM},
+    {"relax.nn.rms_norm", RT_TAIL_RMS_NORM},
 };
 
 static bool norm_axis(int64_t *a, int32_t nd) {
@@ -353,9 +355,41 @@ static uint32_t global_pool_mask(const ir_call *call, int32_t nd) {
     return (1u << 2) | (1u << 3);
 }
 
+/* layer_norm / rms_norm: axes must be the trailing dims (as the reference kernel requires), and
+ * gamma / beta the trailing dims' shape (leading 1s of it may be dropped), so right-aligned
+ * broadcast indexing reads them as the kernel does. */
+static uint32_t norm_mask(const ir_call *call, int32_t nd) {
+    int64_t ax[RT_MAX_NDIM], xs[RT_MAX_NDIM], ps[RT_MAX_NDIM];
+    int n = ir_attrs_get_ints(call->attrs, "axes", ax, RT_MAX_NDIM);
+    if (n < 0) {
+        ax[0] = -1;
+        n = 1;
+    }
+    if (n <= 0 || n > nd || !ir_sinfo_static_shape(call->args[0]->sinfo, xs)) return 0;
+    uint32_t mask = 0;
+    for (int i = 0; i < n; i++) {
+        if (!norm_axis(&ax[i], nd) || (mask >> ax[i] & 1)) return 0;
+        mask |= 1u << ax[i];
+    }
+    if (mask != ((1u << nd) - 1) - ((1u << (nd - n)) - 1)) return 0;
+    int64_t numel = 1;
+    for (int32_t d = nd - n; d < nd; d++) numel *= xs[d];
+    for (uint32_t a = 1; a < call->nargs; a++) {
+        const ir_sinfo *p = call->args[a]->sinfo;
+        if (!p || p->kind != IR_SINFO_TENSOR || p->ndim > n || !ir_sinfo_static_shape(p, ps)) return 0;
+        int64_t pn = 1;
+        for (int32_t k = 0; k < p->ndim; k++) {
+            if (ps[k] != xs[nd - p->ndim + k]) return 0;
+            pn *= ps[k];
+        }
+        if (pn != numel) return 0;
+    }
+    return mask;
+}
+
 rt_fuse_tail rt_fuse_tail_of(const ir_call *call, uint32_t *mask) {
     *mask = 0;
-    if (call->callee->kind != IR_OP || call->nargs != 1) return RT_TAIL_NONE;
+    if (call->callee->kind != IR_OP || call->nargs < 1) return RT_TAIL_NONE;
     const ir_op_def *def = ((const ir_op *)call->callee)->def;
     const tail_row *row = NULL;
     for (size_t i = 0; i < sizeof tail_table / sizeof tail_table[0] && !row; i++)
@@ -363,9 +397,13 @@ rt_fuse_tail rt_fuse_tail_of(const ir_call *call, uint32_t *mask) {
     const ir_sinfo *s = call->args[0]->sinfo;
     if (!row || !s || s->kind != IR_SINFO_TENSOR || s->ndim <= 0 || s->ndim > RT_MAX_NDIM)
         return RT_TAIL_NONE;
+    bool norm = row->kind == RT_TAIL_LAYER_NORM || row->kind == RT_TAIL_RMS_NORM;
+    if (call->nargs != (norm ? (row->kind == RT_TAIL_LAYER_NORM ? 3u : 2u) : 1u)) return RT_TAIL_NONE;
     int32_t nd = s->ndim;
     const ir_attr *ax = ir_attrs_get(call->attrs, "axis");
-    if (strcmp(def->name, "relax.nn.adaptive_avg_pool2d") == 0) {
+    if (norm) {
+        *mask = norm_mask(call, nd);
+    } else if (strcmp(def->name, "relax.nn.adaptive_avg_pool2d") == 0) {
         *mask = global_pool_mask(call, nd);
     } else if (row->kind == RT_TAIL_SOFTMAX || row->kind == RT_TAIL_LOG_SOFTMAX) {
         int64_t a = ax && ax->kind == IR_ATTR_INT ? ax->u.i : -1;

@@ -67,8 +67,9 @@ typedef struct rt_fuse_group {
 
 /* What ends a group. Reductions (R.sum, R.mean, R.max, R.min and a global
  * R.nn.adaptive_avg_pool2d, which is a mean over H and W) write one value per kept index;
- * softmax / log_softmax normalize along their axis (output shape == iter_shape). A tail may
- * also form a group of its own (no elementwise op before it). */
+ * softmax / log_softmax normalize along their axis, layer_norm / rms_norm along their trailing
+ * axes (output shape == iter_shape; gamma and beta are further args of the tail node, indexed
+ * like any broadcast input). A tail may also form a group of its own. */
 typedef enum rt_fuse_tail {
     RT_TAIL_NONE,
     RT_TAIL_SUM,
@@ -77,6 +78,8 @@ typedef enum rt_fuse_tail {
     RT_TAIL_MIN,
     RT_TAIL_SOFTMAX,
     RT_TAIL_LOG_SOFTMAX,
+    RT_TAIL_LAYER_NORM,
+    RT_TAIL_RMS_NORM,
 } rt_fuse_tail;
 
 /* The tail kind of an op call (RT_TAIL_NONE when op is not one), and in *mask the axes of its

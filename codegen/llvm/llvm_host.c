@@ -186,6 +186,8 @@ bool gr_llvm_can_lower(const ir_call *call) {
         const ir_sinfo *s = call->args[0]->sinfo;
         int64_t shape[RT_MAX_NDIM];
         if (!ir_dtype_eq(s->dtype, IR_DTYPE_F32) || !ir_sinfo_static_shape(s, shape)) return false;
+        for (uint32_t a = 1; a < call->nargs; a++) /* gamma, beta */
+            if (!ir_dtype_eq(call->args[a]->sinfo->dtype, IR_DTYPE_F32)) return false;
         for (int32_t d = 0; d < s->ndim; d++)
             if (shape[d] <= 0) return false;
         return true;
@@ -217,7 +219,10 @@ typedef struct loop_nest {
     double count;                              /* reduced elements (mean) */
 } loop_nest;
 
-static bool row_tail(rt_fuse_tail t) { return t == RT_TAIL_SOFTMAX || t == RT_TAIL_LOG_SOFTMAX; }
+/* Tails whose output has the input's shape (normalizations along the reduced axes). */
+static bool row_tail(rt_fuse_tail t) {
+    return t == RT_TAIL_SOFTMAX || t == RT_TAIL_LOG_SOFTMAX || t == RT_TAIL_LAYER_NORM || t == RT_TAIL_RMS_NORM;
+}
 
 /* Tails: loops over the kept axes of iter_shape, then over the reduced ones. A reduction's
  * output does not move along the reduced axes (stride 0); a row tail's output has the input's
@@ -314,13 +319,23 @@ typedef struct gen {
     LLVMValueRef acc;        /* tail: double accumulator (alloca; sums) */
     LLVMValueRef facc;       /* tail: float accumulator (alloca; max / min) */
     bool in_tail;            /* emitting the reduced loops of a tail */
-    int pass;                /* row tails: 0 max, 1 exp-sum, 2 scale */
-    LLVMValueRef mx, scale;  /* row tails: the row's max; 1/sum (softmax) or log(sum) */
+    int pass;                /* row tails: 0 max / mean, 1 exp-sum / variance, 2 write */
+    LLVMValueRef mx, scale;  /* row tails: the row's max (mean); 1/sum, log(sum) or 1/std */
+    LLVMValueRef mean;       /* layer_norm: the row's mean in double */
 } gen;
 
 static LLVMTypeRef i64t(gr_llvm_host *h) { return LLVMInt64TypeInContext(h->lctx); }
 
 static LLVMTypeRef f64t(gr_llvm_host *h) { return LLVMDoubleTypeInContext(h->lctx); }
+
+/* A double(double) intrinsic ("llvm.log.f64"). */
+static LLVMValueRef call_d(LLVMBuilderRef b, gr_llvm_host *h, const char *name, LLVMValueRef x) {
+    LLVMTypeRef dt = f64t(h);
+    LLVMTypeRef ft = LLVMFunctionType(dt, &dt, 1, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(h->mod, name);
+    if (!f) f = LLVMAddFunction(h->mod, name, ft);
+    return LLVMBuildCall2(b, ft, f, &x, 1, "");
+}
 
 /* acc += (double)v */
 static void acc_add(gen *G, LLVMValueRef v) {
@@ -329,11 +344,38 @@ static void acc_add(gen *G, LLVMValueRef v) {
     LLVMBuildStore(b, LLVMBuildFAdd(b, cur, LLVMBuildFPExt(b, v, f64t(G->h), ""), ""), G->acc);
 }
 
-/* One element of a tail: v is the tail's input at this element, p the output element. */
-static void emit_tail_step(gen *G, LLVMValueRef v, LLVMValueRef p) {
+/* layer_norm / rms_norm, as the reference kernel: mean and variance in double (two passes),
+ * then (x - (float)mean) * (float)(1 / sqrt(var + eps)) * gamma + beta in float. */
+static void emit_norm_step(gen *G, LLVMValueRef *a, LLVMValueRef p) {
     LLVMBuilderRef b = G->b;
     gr_llvm_host *h = G->h;
+    if (G->pass == 0) {
+        acc_add(G, a[0]);
+    } else if (G->pass == 1) {
+        LLVMValueRef d = LLVMBuildFSub(b, LLVMBuildFPExt(b, a[0], f64t(h), ""), G->mean, "");
+        LLVMValueRef cur = LLVMBuildLoad2(b, f64t(h), G->acc, "");
+        LLVMBuildStore(b, LLVMBuildFAdd(b, cur, LLVMBuildFMul(b, d, d, ""), ""), G->acc);
+    } else {
+        const rt_fuse_node *nd = &G->g->nodes[G->g->nnodes - 1];
+        LLVMValueRef v = LLVMBuildFMul(b, LLVMBuildFSub(b, a[0], G->mx, ""), G->scale, "");
+        bool ln = G->L->tail == RT_TAIL_LAYER_NORM;
+        if (!ln || ir_attrs_get_bool(nd->attrs, "scale", true)) v = LLVMBuildFMul(b, v, a[1], "");
+        if (ln && ir_attrs_get_bool(nd->attrs, "center", true)) v = LLVMBuildFAdd(b, v, a[2], "");
+        LLVMBuildStore(b, v, p);
+    }
+}
+
+/* One element of a tail: a holds the tail's args at this element (a[0] its input), p is the
+ * output element. */
+static void emit_tail_step(gen *G, LLVMValueRef *a, LLVMValueRef p) {
+    LLVMBuilderRef b = G->b;
+    gr_llvm_host *h = G->h;
+    LLVMValueRef v = a ? a[0] : NULL;
     switch (G->L->tail) {
+    case RT_TAIL_LAYER_NORM:
+    case RT_TAIL_RMS_NORM:
+        emit_norm_step(G, a, p);
+        return;
     case RT_TAIL_SUM:
     case RT_TAIL_MEAN:
         acc_add(G, v); /* in double, as the reference kernel */
@@ -394,7 +436,7 @@ static void emit_body(gen *G, LLVMValueRef *ioff, LLVMValueRef ooff) {
             }
         }
         if (G->L->tail != RT_TAIL_NONE && n == g->nnodes - 1) {
-            emit_tail_step(G, a[0], p);
+            emit_tail_step(G, a, p);
             free(loaded);
             return;
         }
@@ -425,6 +467,26 @@ static void emit_tail(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
         emit_loop(G, lvl, ioff, ooff);
         LLVMBuildStore(b, LLVMBuildLoad2(b, f32t(h), G->facc, ""),
                        LLVMBuildInBoundsGEP2(b, f32t(h), G->out, &ooff, 1, ""));
+    } else if (L->tail == RT_TAIL_LAYER_NORM || L->tail == RT_TAIL_RMS_NORM) {
+        LLVMValueRef n = LLVMConstReal(f64t(h), L->count);
+        G->mean = LLVMConstReal(f64t(h), 0.0);
+        if (L->tail == RT_TAIL_LAYER_NORM) {
+            LLVMBuildStore(b, LLVMConstReal(f64t(h), 0.0), G->acc);
+            G->pass = 0;
+            emit_loop(G, lvl, ioff, ooff);
+            G->mean = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64t(h), G->acc, ""), n, "");
+        }
+        LLVMBuildStore(b, LLVMConstReal(f64t(h), 0.0), G->acc);
+        G->pass = 1;
+        emit_loop(G, lvl, ioff, ooff);
+        double eps = ir_attrs_get_float(G->g->nodes[G->g->nnodes - 1].attrs, "epsilon", 1e-5);
+        LLVMValueRef var = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64t(h), G->acc, ""), n, "");
+        LLVMValueRef sd = call_d(b, h, "llvm.sqrt.f64", LLVMBuildFAdd(b, var, LLVMConstReal(f64t(h), eps), ""));
+        G->scale = LLVMBuildFPTrunc(b, LLVMBuildFDiv(b, LLVMConstReal(f64t(h), 1.0), sd, ""), f32t(h), "");
+        G->mx = LLVMBuildFPTrunc(b, G->mean, f32t(h), "");
+        G->pass = 2;
+        emit_loop(G, lvl, ioff, ooff);
+        G->pass = 0;
     } else {
         LLVMBuildStore(b, fc(h, -HUGE_VAL), G->facc);
         G->pass = 0;
@@ -437,11 +499,7 @@ static void emit_tail(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
         if (L->tail == RT_TAIL_SOFTMAX) {
             G->scale = LLVMBuildFPTrunc(b, LLVMBuildFDiv(b, LLVMConstReal(f64t(h), 1.0), sum, ""), f32t(h), "");
         } else {
-            LLVMTypeRef dt = f64t(h);
-            LLVMTypeRef ft = LLVMFunctionType(dt, &dt, 1, 0);
-            LLVMValueRef f = LLVMGetNamedFunction(h->mod, "llvm.log.f64");
-            if (!f) f = LLVMAddFunction(h->mod, "llvm.log.f64", ft);
-            G->scale = LLVMBuildFPTrunc(b, LLVMBuildCall2(b, ft, f, &sum, 1, ""), f32t(h), "");
+            G->scale = LLVMBuildFPTrunc(b, call_d(b, h, "llvm.log.f64", sum), f32t(h), "");
         }
         G->pass = 2;
         emit_loop(G, lvl, ioff, ooff);

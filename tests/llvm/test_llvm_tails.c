@@ -1,9 +1,10 @@
 /* Group tails of the LLVM host lowering (R.sum / R.mean / R.max / R.min, softmax, log_softmax,
- * global average pooling): random shapes with broadcasting elementwise chains before the tail
+ * global average pooling, layer_norm, rms_norm): random shapes with broadcasting elementwise chains before the tail
  * and tails on their own, compared with the reference kernels (reference executor), and
  * through an artifact (build -> load -> run). Tolerances: max / min exact; sums, means and
  * softmax 2e-6 relative (both accumulate in double; the only difference is float rounding
- * inside the fused chain); log_softmax 1e-5 absolute. */
+ * inside the fused chain); log_softmax 1e-5 absolute; layer_norm / rms_norm 1e-5 absolute
+ * (outputs are O(1): normalized values times gamma plus beta). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -283,4 +284,93 @@ Test(llvm_tails, through_an_artifact) {
     graft_model_free(gm);
     rt_value_clear(&in[0]);
     rt_value_clear(&in[1]);
+}
+
+/* layer_norm over the trailing 1..rank axes (gamma / beta of the trailing shape), center / scale on or off, after a broadcast prefix and alone; and
+ * rms_norm. Inputs get a large offset so a one-pass variance would lose digits. */
+Test(llvm_tails, layer_norm_random_shapes) {
+    uint32_t s = 4242;
+    for (int trial = 0; trial < 16; trial++) {
+        int32_t nd = 1 + (int32_t)(rng(&s) % 4);
+        int64_t sx[4], sb[4], sg[4];
+        for (int32_t i = 0; i < nd; i++) sx[i] = 1 + rng(&s) % (i == nd - 1 ? 48 : 5);
+        int32_t nb = nd - (int32_t)(rng(&s) % nd);
+        for (int32_t i = 0; i < nb; i++) sb[i] = rng(&s) % 2 ? sx[nd - nb + i] : 1;
+        int32_t nax = 1 + (int32_t)(rng(&s) % (uint32_t)nd);
+        int32_t ng = nax;
+        for (int32_t i = 0; i < ng; i++) sg[i] = sx[nd - ng + i];
+        char axes[64];
+        size_t n = (size_t)snprintf(axes, sizeof axes, "[");
+        for (int32_t i = nd - nax; i < nd; i++)
+            n += (size_t)snprintf(axes + n, sizeof axes - n, "%s%d", i > nd - nax ? ", " : "", rng(&s) % 2 ? i - nd : i);
+        snprintf(axes + n, sizeof axes - n, "]");
+        bool rms = trial % 4 == 3;
+        bool center = trial % 3 != 1, scale = trial % 5 != 2;
+        char shx[64], shb[64], shg[64], text[4096], call1[256], call2[256];
+        shape_str(shx, sizeof shx, nd, sx);
+        shape_str(shb, sizeof shb, nb, sb);
+        shape_str(shg, sizeof shg, ng, sg);
+        if (rms) {
+            snprintf(call1, sizeof call1, "R.nn.rms_norm(lv1, g, axes=%s, epsilon=1e-5)", axes);
+            snprintf(call2, sizeof call2, "R.nn.rms_norm(x, g, axes=%s, epsilon=1e-3)", axes);
+        } else {
+            snprintf(call1, sizeof call1, "R.nn.layer_norm(lv1, g, be, axes=%s, epsilon=1e-5, center=%s, scale=%s)", axes,
+                     center ? "True" : "False", scale ? "True" : "False");
+            snprintf(call2, sizeof call2, "R.nn.layer_norm(x, g, be, axes=%s, epsilon=1e-3)", axes);
+        }
+        snprintf(text, sizeof text,
+                 "@I.ir_module\n"
+                 "class Module:\n"
+                 "    @R.function\n"
+                 "    def main(x: R.Tensor(%s, dtype=\"float32\"), b: R.Tensor(%s, dtype=\"float32\"), g: R.Tensor(%s, dtype=\"float32\"), be: R.Tensor(%s, dtype=\"float32\")):\n"
+                 "        with R.dataflow():\n"
+                 "            lv0 = R.add(x, b)  # span: \"residual\"\n"
+                 "            lv1 = R.multiply(lv0, b)\n"
+                 "            lv2 = %s  # span: \"norm1\"\n"
+                 "            lv3 = %s\n"
+                 "            gv = (lv2, lv3)\n"
+                 "            R.output(gv)\n"
+                 "        return gv\n",
+                 shx, shb, shg, shg, call1, call2);
+        rt_tensor *x = rand_tensor(nd, sx, (uint32_t)trial, 2.0f);
+        float *xp = rt_tensor_data(x);
+        for (int64_t i = 0; i < rt_tensor_numel(x); i++) xp[i] += 100.0f;
+        rt_value in[4] = {rt_value_tensor(x), rt_value_tensor(rand_tensor(nb, sb, (uint32_t)trial + 10, 1.5f)),
+                          rt_value_tensor(rand_tensor(ng, sg, (uint32_t)trial + 20, 1.0f)),
+                          rt_value_tensor(rand_tensor(ng, sg, (uint32_t)trial + 30, 1.0f))};
+        check(text, in, 4, 2, 0, 1e-5);
+        for (int i = 0; i < 4; i++) rt_value_clear(&in[i]);
+    }
+}
+
+/* A layer_norm the lowering does not take (axes not trailing: the reference kernel reports it)
+ * stays on the reference kernel, and the group before it ends there. */
+Test(llvm_tails, layer_norm_on_leading_axes_stays_on_the_reference) {
+    static const char *text =
+        "@I.ir_module\n"
+        "class Module:\n"
+        "    @R.function\n"
+        "    def main(x: R.Tensor((4, 6), dtype=\"float32\"), g: R.Tensor((6,), dtype=\"float32\"), be: R.Tensor((6,), dtype=\"float32\"), g2: R.Tensor((4,), dtype=\"float32\")):\n"
+        "        with R.dataflow():\n"
+        "            lv0 = R.exp(x)\n"
+        "            lv1 = R.nn.layer_norm(lv0, g, be, axes=[-1])\n"
+        "            lv2 = R.nn.layer_norm(lv1, g2, g2, axes=[0])\n"
+        "            R.output(lv2)\n"
+        "        return lv2\n";
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *m = parse(ctx, text);
+    gr_diag d;
+    gr_diag_clear(&d);
+    gr_llvm_host *h;
+    rt_px *x;
+    cr_assert_eq(gr_llvm_host_new(&h, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_px_new(m, "main", gr_llvm_host_lowering(h), &x, &d), GR_OK, "%s", d.msg);
+    rt_px_stats st;
+    rt_px_get_stats(x, &st);
+    /* {exp, layer_norm}; the second layer_norm normalizes a leading axis */
+    cr_assert_eq(st.nhost, 1);
+    cr_assert_eq(st.nkernel, 1);
+    rt_px_free(x);
+    gr_llvm_host_free(h);
+    ir_ctx_free(ctx);
 }
