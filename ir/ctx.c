@@ -225,7 +225,7 @@ static void hc_grow(ir_hc_table *t) {
     for (uint32_t i = 0; i < t->cap; i++) {
         uint64_t e = t->slots[i];
         if (!e) continue;
-        uint32_t j = (uint32_t)(e >> 32) & (ncap - 1);
+        uint32_t j = (uint32_t)(e >> 33) & (ncap - 1);
         while (n[j]) j = (j + 1) & (ncap - 1);
         n[j] = e;
     }
@@ -259,8 +259,10 @@ static const void *hc_lookup(ir_ctx_t *ctx, uint32_t tag, const void *key, size_
                                                                                : IR_HC_OTHER];
     static const size_t head[] = {4, 0, 8}; /* bytes stored before the object */
     if ((t->len + 1) * 4 >= t->cap * 3) hc_grow(t);
+    /* odd so a slot is never 0; the home slot comes from the other bits (h & mask would only
+     * ever pick odd slots: twice the clustering) */
     uint32_t h = (uint32_t)gr_hash_bytes(key, size, tag) | 1;
-    uint32_t mask = t->cap - 1, i = h & mask;
+    uint32_t mask = t->cap - 1, i = (h >> 1) & mask;
     for (;; i = (i + 1) & mask) {
         uint64_t e = t->slots[i];
         if (!e) break;
