@@ -598,12 +598,19 @@ ir_var *ir_bb_emit_match_cast(ir_bb_t *bb, ir_expr *value, const ir_sinfo *sinfo
     return v ? bb_bind(bb, v, name_hint, false, sinfo) : NULL;
 }
 
+ir_expr *ir_bb_normalize(ir_bb_t *bb, ir_expr *value) { return bb_norm(bb, value); }
+
+void ir_bb_emit_normalized(ir_bb_t *bb, ir_var *var, ir_expr *value, const ir_sinfo *match_sinfo) {
+    if (!bb->open) begin(bb, false);
+    if (!var->base.sinfo) ir_expr_set_sinfo(&var->base, match_sinfo ? match_sinfo : value->sinfo);
+    ir_binding b = {var, value, match_sinfo};
+    gr_vec_push(&bb->cur, b);
+}
+
 bool ir_bb_emit_to(ir_bb_t *bb, ir_var *var, ir_expr *value, const ir_sinfo *match_sinfo) {
     ir_expr *v = bb_norm(bb, value);
     if (!v) return false;
-    if (!var->base.sinfo) ir_expr_set_sinfo(&var->base, match_sinfo ? match_sinfo : v->sinfo);
-    ir_binding b = {var, v, match_sinfo};
-    gr_vec_push(&bb->cur, b);
+    ir_bb_emit_normalized(bb, var, v, match_sinfo);
     return true;
 }
 

@@ -51,6 +51,12 @@ ir_var *ir_bb_emit_match_cast(ir_bb_t *bb, ir_expr *value, const ir_sinfo *sinfo
 /* Binds `value` (already normalized, or normalized here) to an existing var (the parser uses
  * this to keep the names and spans written in the file). Returns false on error. */
 bool ir_bb_emit_to(ir_bb_t *bb, ir_var *var, ir_expr *value, const ir_sinfo *match_sinfo);
+/* The two halves of ir_bb_emit_to, for a caller that checks the value's struct info in between
+ * (the parser's annotations) without normalizing twice: ir_bb_normalize fills struct info and
+ * binds nested non-leaf args in the open block (NULL on error); ir_bb_emit_normalized binds its
+ * result to var as is. */
+ir_expr *ir_bb_normalize(ir_bb_t *bb, ir_expr *value);
+void ir_bb_emit_normalized(ir_bb_t *bb, ir_var *var, ir_expr *value, const ir_sinfo *match_sinfo);
 
 /* Closes any open block and returns a SeqExpr of all blocks emitted since the last finish, with
  * `body` (normalized) as its result. NULL on error. */

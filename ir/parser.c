@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ir/ctx_impl.h"
 #include "ir/builder.h"
@@ -74,6 +77,8 @@ typedef struct parser {
     char name[256];              /* dotted names */
     gr_map *written_attrs;       /* ir_parse_opts.written_attrs (NULL: not recorded) */
     const char *last_end;        /* end of the last consumed token */
+    const char *drop_from;       /* non-NULL: src is a file mapping; pages before this are
+                                    still resident (see drop_behind) */
     uint64_t sym_lookups;        /* symbolic names resolved so far */
     const char *icache[256];     /* recently interned names, by a hash of their text */
     struct annot_cache {         /* recent annotation texts without symbolic names */
@@ -146,6 +151,22 @@ static ir_tok next(parser *p) {
     ir_tok t = *peek(p, 0);
     skip(p);
     return t;
+}
+
+/* A file mapped by ir_parse_file is read once, front to back: the pages well behind the
+ * cursor are given back (MADV_DONTNEED on a clean private file mapping only drops them; a later
+ * read, e.g. for an error message, faults them in again from the page cache), so a big file
+ * does not stay resident while the IR built from it grows. */
+enum { DROP_STEP = 4 << 20, DROP_MARGIN = 1 << 20 };
+static void drop_behind(parser *p) {
+    if (!p->drop_from) return;
+    const char *at = p->nla ? p->la[0].s : p->lx.p;
+    if (at - p->drop_from < DROP_STEP + DROP_MARGIN || at < p->src || at > p->src + p->len) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const char *lim = (const char *)((uintptr_t)(at - DROP_MARGIN) & ~(page - 1));
+    if (lim <= p->drop_from) return;
+    madvise((void *)(uintptr_t)p->drop_from, (size_t)(lim - p->drop_from), MADV_DONTNEED);
+    p->drop_from = lim;
 }
 
 static bool is_p(const ir_tok *t, char c) { return t->kind == TK_PUNCT && t->ch == c; }
@@ -1426,8 +1447,6 @@ static bool emit(parser *p, body_ctx *bc, const ir_tok *ntok, const char *name,
         if (annot && !check_annot(p, ntok, annot, match)) return false;
         vs = match;
     } else if (annot) {
-        if (!ir_normalize_in(p->ctx, p->mod, value, &p->tmp)) return type_err(p, vtok), false;
-        if (!check_annot(p, ntok, annot, value->sinfo)) return false;
         vs = annot;
     }
     const ir_span *vspan = sf->has_var ? sf->var : value->span;
@@ -1436,7 +1455,11 @@ static bool emit(parser *p, body_ctx *bc, const ir_tok *ntok, const char *name,
         ir_bb_begin_block(bc->bb);
         bc->plain_open = true;
     }
-    if (!ir_bb_emit_to(bc->bb, v, value, match)) return type_err(p, vtok), false;
+    /* normalized once, in the builder; the annotation is checked before the binding is made */
+    ir_expr *nv = ir_bb_normalize(bc->bb, value);
+    if (!nv) return type_err(p, vtok), false;
+    if (annot && !match && !check_annot(p, ntok, annot, nv->sinfo)) return false;
+    ir_bb_emit_normalized(bc->bb, v, nv, match);
     scope_bind(p, name, v);
     return true;
 }
@@ -1549,6 +1572,7 @@ static bool parse_dataflow(parser *p, body_ctx *bc) {
     bc->df_first_id = ir_ctx_id_bound(p->ctx);
     bool ok = true;
     for (;;) {
+        drop_behind(p);
         ir_tok t = *peek(p, 0);
         if (t.kind == TK_DEDENT) break;
         if (at_dotted(p, "R", "output")) {
@@ -1666,6 +1690,7 @@ static bool parse_stmt_list(parser *p, body_ctx *bc, bool branch, result_stmt *r
     bool single = !branch && !ret; /* one binding (dataflow blocks call this per binding) */
     for (;;) {
         if (p->failed) return false;
+        drop_behind(p);
         ir_tok t = *peek(p, 0);
         if (t.kind == TK_DEDENT || t.kind == TK_EOF) {
             if (branch) return true;
@@ -2148,6 +2173,8 @@ static bool parse_module_body(parser *p) {
     ir_tok it = *peek(p, 0);
     if (!expect_kind(p, TK_INDENT, "an indented class body")) return false;
     if (!prescan_functions(p, line_start_of(p, it.s), end, it.col - 1, it.line)) return false;
+    /* the pre-passes read the whole file: give it back before the parse proper */
+    if (p->drop_from) madvise((void *)(uintptr_t)p->src, p->len, MADV_DONTNEED);
     if (at_dotted(p, "I", "module_attrs")) {
         skip(p), skip(p), skip(p);
         ir_tok dt = *peek(p, 0);
@@ -2200,14 +2227,16 @@ gr_status ir_parse_module(ir_ctx_t *ctx, const char *name, const char *text, siz
     return ir_parse_module_opts(ctx, name, text, len, NULL, out, diag);
 }
 
-gr_status ir_parse_module_opts(ir_ctx_t *ctx, const char *name, const char *text, size_t len,
-                               const ir_parse_opts *opts, ir_module **out, gr_diag *diag) {
+static gr_status parse_text(ir_ctx_t *ctx, const char *name, const char *text, size_t len,
+                            const ir_parse_opts *opts, bool mapped, ir_module **out,
+                            gr_diag *diag) {
     *out = NULL;
     parser *p = gr_xcalloc(1, sizeof(*p));
     p->ctx = ctx;
     p->file = name ? name : "<input>";
     p->src = text ? text : "";
     p->len = text ? len : 0;
+    if (mapped && text) p->drop_from = text;
     p->diag = diag;
     uint32_t lines = 0;
     for (const char *q = p->src, *e = p->src + p->len; q && q < e; q = memchr(q, '\n', (size_t)(e - q)), q = q ? q + 1 : NULL)
@@ -2241,8 +2270,35 @@ gr_status ir_parse_module_opts(ir_ctx_t *ctx, const char *name, const char *text
     return st;
 }
 
+gr_status ir_parse_module_opts(ir_ctx_t *ctx, const char *name, const char *text, size_t len,
+                               const ir_parse_opts *opts, ir_module **out, gr_diag *diag) {
+    return parse_text(ctx, name, text, len, opts, false, out, diag);
+}
+
+/* A regular file is mapped read-only and parsed in place (parse_text gives pages back behind
+ * the cursor); other files (pipes), and files whose size is a whole number of pages (no byte
+ * after the text to read safely), are read into memory. */
+static bool parse_mapped(ir_ctx_t *ctx, const char *path, ir_module **out, gr_diag *diag,
+                         gr_status *st) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    struct stat sb;
+    long page = sysconf(_SC_PAGESIZE);
+    bool ok = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 && page > 0 &&
+              sb.st_size % page != 0;
+    void *m = ok ? mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fileno(f), 0) : MAP_FAILED;
+    fclose(f);
+    if (m == MAP_FAILED) return false;
+    madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
+    *st = parse_text(ctx, path, m, (size_t)sb.st_size, NULL, true, out, diag);
+    munmap(m, (size_t)sb.st_size);
+    return true;
+}
+
 gr_status ir_parse_file(ir_ctx_t *ctx, const char *path, ir_module **out, gr_diag *diag) {
     *out = NULL;
+    gr_status mst;
+    if (parse_mapped(ctx, path, out, diag, &mst)) return mst;
     FILE *f = fopen(path, "rb");
     if (!f) {
         gr_diag_set(diag, GR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
