@@ -3,6 +3,7 @@
 #include "codegen/llvm/llvm_host.h"
 
 #include <llvm-c/Core.h>
+#include <llvm-c/DebugInfo.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
@@ -92,7 +93,36 @@ static LLVMValueRef e_min(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node 
         (void)n;                                                                                \
         return call1(b, h, sym, a[0]);                                                          \
     }
-UNARY_CALL(e_exp, "llvm.exp.f32")
+/* exp in straight-line float code the loop vectorizer can widen (llvm.exp.f32 becomes a scalar
+ * expf call per element): x = n ln2 + r, |r| <= ln2/2 (ln2 split in two so n * ln2_hi is
+ * exact), e^r by its degree-7 Taylor polynomial (truncation below 1e-8 relative), times 2^n
+ * built in the exponent bits as two factors 2^(n/2) 2^(n - n/2) so results near overflow and
+ * in the denormal range scale correctly. Within 2 ulp of expf; inf, -inf and NaN as expf. */
+static LLVMValueRef vexp(LLVMBuilderRef b, gr_llvm_host *h, LLVMValueRef x) {
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(h->lctx);
+    LLVMValueRef hi = fc(h, 89.0), lo = fc(h, -104.0); /* beyond: inf / 0 anyway */
+    LLVMValueRef xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUGT, x, hi, ""), hi, x, "");
+    xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, xc, lo, ""), lo, xc, "");
+    LLVMValueRef n = call1(b, h, "llvm.rint.f32", LLVMBuildFMul(b, xc, fc(h, 1.44269504088896341), ""));
+    LLVMValueRef r = LLVMBuildFSub(b, xc, LLVMBuildFMul(b, n, fc(h, 0.693145751953125), ""), "");
+    r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, fc(h, 1.42860682030941723212e-6), ""), "");
+    static const double c[] = {1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0};
+    LLVMValueRef p = fc(h, c[0]);
+    for (int k = 1; k < 8; k++) p = LLVMBuildFAdd(b, LLVMBuildFMul(b, p, r, ""), fc(h, c[k]), "");
+    LLVMValueRef ni = LLVMBuildFPToSI(b, n, i32, "");
+    LLVMValueRef n1 = LLVMBuildAShr(b, ni, LLVMConstInt(i32, 1, 0), "");
+    LLVMValueRef n2 = LLVMBuildSub(b, ni, n1, "");
+    LLVMValueRef s1 = LLVMBuildBitCast(
+        b, LLVMBuildShl(b, LLVMBuildAdd(b, n1, LLVMConstInt(i32, 127, 0), ""), LLVMConstInt(i32, 23, 0), ""), f32t(h), "");
+    LLVMValueRef s2 = LLVMBuildBitCast(
+        b, LLVMBuildShl(b, LLVMBuildAdd(b, n2, LLVMConstInt(i32, 127, 0), ""), LLVMConstInt(i32, 23, 0), ""), f32t(h), "");
+    LLVMValueRef res = LLVMBuildFMul(b, LLVMBuildFMul(b, p, s1, ""), s2, "");
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, res, "");
+}
+static LLVMValueRef e_exp(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)n;
+    return vexp(b, h, a[0]);
+}
 UNARY_CALL(e_log, "llvm.log.f32")
 UNARY_CALL(e_sqrt, "llvm.sqrt.f32")
 UNARY_CALL(e_abs, "llvm.fabs.f32")
@@ -115,7 +145,7 @@ static LLVMValueRef e_square(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_no
     return LLVMBuildFMul(b, a[0], a[0], "");
 }
 static LLVMValueRef sigmoid(LLVMBuilderRef b, gr_llvm_host *h, LLVMValueRef x) {
-    LLVMValueRef e = call1(b, h, "llvm.exp.f32", LLVMBuildFNeg(b, x, ""));
+    LLVMValueRef e = vexp(b, h, LLVMBuildFNeg(b, x, ""));
     return LLVMBuildFDiv(b, fc(h, 1.0), LLVMBuildFAdd(b, fc(h, 1.0), e, ""), "");
 }
 static LLVMValueRef e_sigmoid(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
@@ -322,6 +352,8 @@ typedef struct gen {
     int pass;                /* row tails: 0 max / mean, 1 exp-sum / variance, 2 write */
     LLVMValueRef mx, scale;  /* row tails: the row's max (mean); 1/sum, log(sum) or 1/std */
     LLVMValueRef mean;       /* layer_norm: the row's mean in double */
+    bool sum_pass;           /* the reduced loops being emitted only sum (may be reordered) */
+    bool libm;               /* the group calls libm (powf, tanhf, erff): loops stay scalar */
 } gen;
 
 static LLVMTypeRef i64t(gr_llvm_host *h) { return LLVMInt64TypeInContext(h->lctx); }
@@ -398,7 +430,7 @@ static void emit_tail_step(gen *G, LLVMValueRef *a, LLVMValueRef p) {
         LLVMValueRef m = LLVMBuildLoad2(b, f32t(h), G->facc, "");
         LLVMBuildStore(b, LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, m, ""), v, m, ""), G->facc);
     } else if (G->pass == 1) {
-        LLVMValueRef e = call1(b, h, "llvm.exp.f32", LLVMBuildFSub(b, v, G->mx, ""));
+        LLVMValueRef e = vexp(b, h, LLVMBuildFSub(b, v, G->mx, ""));
         acc_add(G, e);
         if (G->L->tail == RT_TAIL_SOFTMAX) LLVMBuildStore(b, e, p);
     } else if (G->L->tail == RT_TAIL_SOFTMAX) {
@@ -457,7 +489,9 @@ static void emit_tail(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
     G->in_tail = true;
     if (L->tail == RT_TAIL_SUM || L->tail == RT_TAIL_MEAN) {
         LLVMBuildStore(b, LLVMConstReal(f64t(h), 0.0), G->acc);
+        G->sum_pass = true;
         emit_loop(G, lvl, ioff, ooff);
+        G->sum_pass = false;
         LLVMValueRef v = LLVMBuildLoad2(b, f64t(h), G->acc, "");
         if (L->tail == RT_TAIL_MEAN) v = LLVMBuildFDiv(b, v, LLVMConstReal(f64t(h), L->count), "");
         LLVMBuildStore(b, LLVMBuildFPTrunc(b, v, f32t(h), ""),
@@ -473,12 +507,15 @@ static void emit_tail(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
         if (L->tail == RT_TAIL_LAYER_NORM) {
             LLVMBuildStore(b, LLVMConstReal(f64t(h), 0.0), G->acc);
             G->pass = 0;
+            G->sum_pass = true;
             emit_loop(G, lvl, ioff, ooff);
             G->mean = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64t(h), G->acc, ""), n, "");
         }
         LLVMBuildStore(b, LLVMConstReal(f64t(h), 0.0), G->acc);
         G->pass = 1;
+        G->sum_pass = true;
         emit_loop(G, lvl, ioff, ooff);
+        G->sum_pass = false;
         double eps = ir_attrs_get_float(G->g->nodes[G->g->nnodes - 1].attrs, "epsilon", 1e-5);
         LLVMValueRef var = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64t(h), G->acc, ""), n, "");
         LLVMValueRef sd = call_d(b, h, "llvm.sqrt.f64", LLVMBuildFAdd(b, var, LLVMConstReal(f64t(h), eps), ""));
@@ -494,7 +531,9 @@ static void emit_tail(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
         G->mx = LLVMBuildLoad2(b, f32t(h), G->facc, "");
         LLVMBuildStore(b, LLVMConstReal(f64t(h), 0.0), G->acc);
         G->pass = 1;
+        G->sum_pass = true;
         emit_loop(G, lvl, ioff, ooff);
+        G->sum_pass = false;
         LLVMValueRef sum = LLVMBuildLoad2(b, f64t(h), G->acc, "");
         if (L->tail == RT_TAIL_SOFTMAX) {
             G->scale = LLVMBuildFPTrunc(b, LLVMBuildFDiv(b, LLVMConstReal(f64t(h), 1.0), sum, ""), f32t(h), "");
@@ -506,6 +545,30 @@ static void emit_tail(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
         G->pass = 0;
     }
     G->in_tail = false;
+}
+
+/* True when every input and the output move by 0 or 1 element along loop level lvl. */
+static bool unit_stride(const gen *G, int32_t lvl) {
+    for (uint32_t k = 0; k < G->g->nin; k++)
+        if (G->L->ist[k * RT_MAX_NDIM + lvl] > 1) return false;
+    return G->L->ost[lvl] <= 1;
+}
+
+/* llvm.loop !{self, !{"llvm.loop.vectorize.enable", i1 true}} on a loop's latch branch: with it,
+ * the vectorizer may reorder the loop's floating-point sums (partial sums per lane, added at
+ * the end); without it a float reduction stays scalar and sequential. Only on unit-stride
+ * reduced loops, where the vector loads are contiguous. Sums are in double, so the reordering
+ * changes results by about 1e-16 relative before they are rounded to float. */
+static void allow_reorder(gr_llvm_host *h, LLVMValueRef br) {
+    LLVMContextRef c = h->lctx;
+    LLVMMetadataRef kv[2] = {
+        LLVMMDStringInContext2(c, "llvm.loop.vectorize.enable", strlen("llvm.loop.vectorize.enable")),
+        LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(c), 1, 0))};
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(c, NULL, 0);
+    LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(c, kv, 2)};
+    LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(tmp, id); /* the loop id refers to itself */
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", strlen("llvm.loop")), LLVMMetadataAsValue(c, id));
 }
 
 /* Loop `lvl` of the nest; offsets so far in ioff (per input) and ooff. */
@@ -540,7 +603,8 @@ static void emit_loop(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
     LLVMValueRef next = LLVMBuildAdd(b, i, LLVMConstInt(i64t(h), 1, 0), "");
     LLVMValueRef done = LLVMBuildICmp(b, LLVMIntEQ, next, LLVMConstInt(i64t(h), (unsigned long long)L->ext[lvl], 0), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
-    LLVMBuildCondBr(b, done, exit, loop);
+    LLVMValueRef br = LLVMBuildCondBr(b, done, exit, loop);
+    if (G->in_tail && G->sum_pass && !G->libm && lvl == L->nd - 1 && unit_stride(G, lvl)) allow_reorder(h, br);
     LLVMValueRef zero = LLVMConstInt(i64t(h), 0, 0);
     LLVMAddIncoming(i, &zero, &pre, 1);
     LLVMAddIncoming(i, &next, &latch, 1);
@@ -591,6 +655,11 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
     for (uint32_t k = 0; k < g->nin; k++) {
         G.in[k] = LLVMGetParam(body, k + 1);
         ioff[k] = LLVMConstInt(i64t(h), 0, 0);
+    }
+    for (uint32_t n = 0; n < g->nnodes; n++) {
+        const char *op = g->nodes[n].op->name;
+        G.libm |= !strcmp(op, "relax.power") || !strcmp(op, "relax.tanh") || !strcmp(op, "relax.erf") ||
+                  !strcmp(op, "relax.nn.gelu");
     }
     if (L.tail != RT_TAIL_NONE) {
         G.acc = LLVMBuildAlloca(b, f64t(h), "acc");
