@@ -199,13 +199,17 @@ static bool sinfo_eq_rec(eq_st *st, const ir_sinfo *a, const ir_sinfo *b) {
     return false;
 }
 
-static bool sinfo_eq(eq_st *st, const ir_sinfo *a, const ir_sinfo *b, const char *what) {
-    if (sinfo_eq_rec(st, a, b)) return true;
+/* The failure report of sinfo_eq (a and b differ). */
+static bool sinfo_fail(eq_st *st, const ir_sinfo *a, const ir_sinfo *b, const char *what) {
     if (!st->buf) return eq_fail(st, "struct info"); /* no message wanted: skip the printing */
     char sa[300] = "(none)", sb[300] = "(none)";
     if (a) ir_sinfo_snprint(a, sa, sizeof(sa));
     if (b) ir_sinfo_snprint(b, sb, sizeof(sb));
     return eq_fail(st, "%s struct info differs: %s vs %s", what, sa, sb);
+}
+
+static bool sinfo_eq(eq_st *st, const ir_sinfo *a, const ir_sinfo *b, const char *what) {
+    return sinfo_eq_rec(st, a, b) || sinfo_fail(st, a, b, what);
 }
 
 /* ---- attrs ---- */
@@ -267,9 +271,10 @@ static bool var_def(eq_st *st, ir_var *a, ir_var *b) {
         ir_idtab_put(&st->vb, b->base.id, a->base.id);
         if (a != b) st->var_identity = false;
     }
-    char what[300];
+    if (sinfo_eq_rec(st, a->base.sinfo, b->base.sinfo)) return true;
+    char what[300];  /* formatted only for the failure report */
     snprintf(what, sizeof(what), "var '%s'", a->name);
-    return sinfo_eq(st, a->base.sinfo, b->base.sinfo, what);
+    return sinfo_fail(st, a->base.sinfo, b->base.sinfo, what);
 }
 
 static bool var_use(eq_st *st, const ir_var *a, const ir_var *b) {
