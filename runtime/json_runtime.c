@@ -2,6 +2,7 @@
 #include "runtime/json_runtime.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,10 @@
 struct rt_json_graph {
     char *symbol;
     char *text;
-    json_t *doc;
+    size_t text_len;
+    json_t *doc;                  /* NULL until needed when built from text (rt_json_graph_finish) */
+    atomic_bool doc_ready;        /* every node's attrs points into doc */
+    pthread_mutex_t doc_lock;
     uint32_t nnodes;
     rt_json_node *nodes;
     uint32_t *row_ptr;            /* nnodes + 1 */
@@ -25,12 +29,40 @@ struct rt_json_graph {
     rt_tensor **consts;
     bool initialized;
     uint32_t *consumers;          /* per entry: kernel uses + heads */
+    /* one block per kind for all nodes (node arrays point into them) */
+    rt_json_entry *in_pool;       /* node inputs */
+    DLDataType *dt_pool;          /* per entry */
+    int32_t *nd_pool;
+    int64_t (*sh_pool)[RT_MAX_NDIM];
+    char *str_pool;               /* names and layers of built graphs */
+    /* while building (rt_json_graph_begin .. finish) */
+    struct rt_json_build *build;
 };
+
+typedef struct rt_json_build {
+    GR_VEC(rt_json_node) nodes;
+    GR_VEC(uint32_t) rows;        /* row_ptr */
+    GR_VEC(uint32_t) in_off, name_off, layer_off;
+    GR_VEC(rt_json_entry) ins;
+    GR_VEC(DLDataType) dts;
+    GR_VEC(int32_t) nds;
+    GR_VEC(int64_t) shs;          /* RT_MAX_NDIM per entry */
+    GR_VEC(char) strs;
+    GR_VEC(rt_json_entry) heads;
+} rt_json_build;
 
 /* ------------------------------------------------------------------------- loading ---- */
 
 static gr_status bad(gr_diag *d, const char *sym, const char *what) {
     return gr_diag_set(d, GR_ERR_INVALID, "json runtime '%s': malformed graph: %s", sym, what);
+}
+
+static rt_json_graph *graph_alloc(const char *symbol) {
+    rt_json_graph *g = calloc(1, sizeof(*g));
+    if (!g) return NULL;
+    g->symbol = strdup(symbol);
+    pthread_mutex_init(&g->doc_lock, NULL);
+    return g;
 }
 
 static bool read_entry(json_t *e, rt_json_entry *out) {
@@ -48,10 +80,6 @@ static gr_status read_node_types(rt_json_graph *g, rt_json_node *n, gr_diag *d) 
     if (!json_is_array(shape) || !json_is_array(dtype) || json_array_size(shape) != n->noutputs ||
         json_array_size(dtype) != n->noutputs)
         return bad(d, g->symbol, "node without shape/dtype per output");
-    n->dtypes = calloc(n->noutputs ? n->noutputs : 1, sizeof(DLDataType));
-    n->ndims = calloc(n->noutputs ? n->noutputs : 1, sizeof(int32_t));
-    n->shapes = calloc(n->noutputs ? n->noutputs : 1, sizeof(*n->shapes));
-    if (!n->dtypes || !n->ndims || !n->shapes) return gr_diag_set(d, GR_ERR_NOMEM, "json runtime: out of memory");
     for (uint32_t o = 0; o < n->noutputs; o++) {
         json_t *s = json_array_get(shape, o), *t = json_array_get(dtype, o);
         if (!json_is_array(s) || json_array_size(s) > RT_MAX_NDIM || !json_is_string(t) ||
@@ -81,15 +109,33 @@ gr_status rt_json_graph_load(const char *symbol, const char *text, size_t len, r
     return rt_json_graph_load_doc(symbol, doc, out, d);
 }
 
+/* input / const node lists, consumer counts: the same for loaded and built graphs */
+static gr_status graph_index(rt_json_graph *g, gr_diag *d) {
+    g->input_nids = calloc(g->nnodes + 1, sizeof(uint32_t));
+    g->const_nids = calloc(g->nnodes + 1, sizeof(uint32_t));
+    g->consumers = calloc(g->row_ptr[g->nnodes] + 1, sizeof(uint32_t));
+    if (!g->input_nids || !g->const_nids || !g->consumers) return gr_diag_set(d, GR_ERR_NOMEM, "json runtime: out of memory");
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        if (g->nodes[i].kind == RT_JSON_INPUT) g->input_nids[g->ninputs++] = i;
+        if (g->nodes[i].kind == RT_JSON_CONST) g->const_nids[g->nconsts++] = i;
+    }
+    g->consts = calloc(g->nconsts + 1, sizeof(rt_tensor *));
+    if (!g->consts) return gr_diag_set(d, GR_ERR_NOMEM, "json runtime: out of memory");
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        for (uint32_t k = 0; k < g->nodes[i].ninputs; k++) g->consumers[rt_json_graph_entry_id(g, g->nodes[i].inputs[k])]++;
+    for (uint32_t h = 0; h < g->nheads; h++) g->consumers[rt_json_graph_entry_id(g, g->heads[h])]++;
+    return GR_OK;
+}
+
 gr_status rt_json_graph_load_doc(const char *symbol, json_t *doc, rt_json_graph **out, gr_diag *d) {
     *out = NULL;
-    rt_json_graph *g = calloc(1, sizeof(*g));
+    rt_json_graph *g = graph_alloc(symbol);
     if (!g) {
         json_decref(doc);
         return gr_diag_set(d, GR_ERR_NOMEM, "json runtime: out of memory");
     }
-    g->symbol = strdup(symbol);
     g->doc = doc;
+    atomic_store(&g->doc_ready, true);
     gr_status st = GR_OK;
     json_t *nodes = json_object_get(doc, "nodes"), *heads = json_object_get(doc, "heads");
     json_t *rows = json_object_get(doc, "node_row_ptr"), *argn = json_object_get(doc, "arg_nodes");
@@ -101,17 +147,33 @@ gr_status rt_json_graph_load_doc(const char *symbol, json_t *doc, rt_json_graph 
     g->nnodes = (uint32_t)json_array_size(nodes);
     g->nodes = calloc(g->nnodes + 1, sizeof(rt_json_node));
     g->row_ptr = calloc(g->nnodes + 1, sizeof(uint32_t));
-    g->input_nids = calloc(g->nnodes + 1, sizeof(uint32_t));
-    g->const_nids = calloc(g->nnodes + 1, sizeof(uint32_t));
+    if (!g->nodes || !g->row_ptr) {
+        st = gr_diag_set(d, GR_ERR_NOMEM, "json runtime: out of memory");
+        goto fail;
+    }
     for (uint32_t i = 0; i <= g->nnodes; i++) {
         json_t *r = json_array_get(rows, i);
-        if (!json_is_integer(r) || json_integer_value(r) < 0 ||
+        if (!json_is_integer(r) || json_integer_value(r) < 0 || json_integer_value(r) > (json_int_t)UINT32_MAX / 2 ||
             (i && json_integer_value(r) < (json_int_t)g->row_ptr[i - 1])) {
             st = bad(d, symbol, "node_row_ptr");
             goto fail;
         }
         g->row_ptr[i] = (uint32_t)json_integer_value(r);
     }
+    size_t nin = 0, nent = g->row_ptr[g->nnodes];
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        json_t *ins = json_object_get(json_array_get(nodes, i), "inputs");
+        nin += json_is_array(ins) ? json_array_size(ins) : 0;
+    }
+    g->in_pool = calloc(nin + 1, sizeof(rt_json_entry));
+    g->dt_pool = calloc(nent + 1, sizeof(DLDataType));
+    g->nd_pool = calloc(nent + 1, sizeof(int32_t));
+    g->sh_pool = calloc(nent + 1, sizeof(*g->sh_pool));
+    if (!g->in_pool || !g->dt_pool || !g->nd_pool || !g->sh_pool) {
+        st = gr_diag_set(d, GR_ERR_NOMEM, "json runtime: out of memory");
+        goto fail;
+    }
+    nin = 0;
     for (uint32_t i = 0; i < g->nnodes && !st; i++) {
         json_t *jn = json_array_get(nodes, i);
         rt_json_node *n = &g->nodes[i];
@@ -129,9 +191,13 @@ gr_status rt_json_graph_load_doc(const char *symbol, json_t *doc, rt_json_graph 
         n->name = json_string_value(name);
         n->attrs = json_object_get(jn, "attrs");
         n->noutputs = g->row_ptr[i + 1] - g->row_ptr[i];
+        n->dtypes = &g->dt_pool[g->row_ptr[i]];
+        n->ndims = &g->nd_pool[g->row_ptr[i]];
+        n->shapes = &g->sh_pool[g->row_ptr[i]];
         json_t *ins = json_object_get(jn, "inputs");
         n->ninputs = json_is_array(ins) ? (uint32_t)json_array_size(ins) : 0;
-        n->inputs = calloc(n->ninputs + 1, sizeof(rt_json_entry));
+        n->inputs = &g->in_pool[nin];
+        nin += n->ninputs;
         for (uint32_t k = 0; k < n->ninputs; k++) {
             if (!read_entry(json_array_get(ins, k), &n->inputs[k]) || n->inputs[k].nid >= i ||
                 n->inputs[k].index >= g->nodes[n->inputs[k].nid].noutputs) {
@@ -141,8 +207,6 @@ gr_status rt_json_graph_load_doc(const char *symbol, json_t *doc, rt_json_graph 
         }
         if (!st && !json_is_object(n->attrs)) st = bad(d, symbol, "node without attrs");
         if (!st) st = read_node_types(g, n, d);
-        if (!st && n->kind == RT_JSON_INPUT) g->input_nids[g->ninputs++] = i;
-        if (!st && n->kind == RT_JSON_CONST) g->const_nids[g->nconsts++] = i;
     }
     if (st) goto fail;
     g->nheads = (uint32_t)json_array_size(heads);
@@ -153,11 +217,7 @@ gr_status rt_json_graph_load_doc(const char *symbol, json_t *doc, rt_json_graph 
             st = bad(d, symbol, "heads");
             goto fail;
         }
-    g->consts = calloc(g->nconsts + 1, sizeof(rt_tensor *));
-    g->consumers = calloc(g->row_ptr[g->nnodes] + 1, sizeof(uint32_t));
-    for (uint32_t i = 0; i < g->nnodes; i++)
-        for (uint32_t k = 0; k < g->nodes[i].ninputs; k++) g->consumers[rt_json_graph_entry_id(g, g->nodes[i].inputs[k])]++;
-    for (uint32_t h = 0; h < g->nheads; h++) g->consumers[rt_json_graph_entry_id(g, g->heads[h])]++;
+    if ((st = graph_index(g, d))) goto fail;
     *out = g;
     return GR_OK;
 fail:
@@ -165,13 +225,138 @@ fail:
     return st;
 }
 
+/* ------------------------------------------------------------------------ building ---- */
+
+rt_json_graph *rt_json_graph_begin(const char *symbol) {
+    rt_json_graph *g = graph_alloc(symbol);
+    if (g) g->build = calloc(1, sizeof(rt_json_build));
+    if (g && !g->build) {
+        rt_json_graph_free(g);
+        return NULL;
+    }
+    if (g) gr_vec_push(&g->build->rows, 0);
+    return g;
+}
+
+static uint32_t pool_str(rt_json_build *b, const char *s) {
+    uint32_t off = b->strs.len;
+    for (const char *p = s ? s : ""; *p; p++) gr_vec_push(&b->strs, *p);
+    gr_vec_push(&b->strs, '\0');
+    return off;
+}
+
+uint32_t rt_json_graph_add_node(rt_json_graph *g, rt_json_node_kind kind, const char *name, uint32_t ninputs,
+                                const rt_json_entry *inputs, uint32_t noutputs, const DLDataType *dtypes,
+                                const int32_t *ndims, const int64_t (*shapes)[RT_MAX_NDIM], const char *layer) {
+    rt_json_build *b = g->build;
+    rt_json_node n = {0};
+    n.kind = kind;
+    n.ninputs = ninputs;
+    n.noutputs = noutputs;
+    gr_vec_push(&b->in_off, b->ins.len);
+    for (uint32_t k = 0; k < ninputs; k++) gr_vec_push(&b->ins, inputs[k]);
+    for (uint32_t o = 0; o < noutputs; o++) {
+        gr_vec_push(&b->dts, dtypes[o]);
+        gr_vec_push(&b->nds, ndims[o]);
+        for (int k = 0; k < RT_MAX_NDIM; k++) gr_vec_push(&b->shs, k < ndims[o] ? shapes[o][k] : 0);
+    }
+    gr_vec_push(&b->name_off, pool_str(b, name));
+    gr_vec_push(&b->layer_off, pool_str(b, layer));
+    uint32_t row = b->rows.data[b->rows.len - 1] + noutputs;
+    gr_vec_push(&b->rows, row);
+    gr_vec_push(&b->nodes, n);
+    return b->nodes.len - 1;
+}
+
+void rt_json_graph_add_head(rt_json_graph *g, rt_json_entry e) { gr_vec_push(&g->build->heads, e); }
+
+/* Moves a vector's block out (the graph owns it from now on). */
+#define TAKE(dst, v) ((dst) = (void *)(v).data, (v).data = NULL, (v).len = (v).cap = 0)
+
+gr_status rt_json_graph_finish(rt_json_graph *g, char *text, size_t len, gr_diag *d) {
+    rt_json_build *b = g->build;
+    g->text = text;
+    g->text_len = len;
+    g->nnodes = b->nodes.len;
+    g->nheads = b->heads.len;
+    TAKE(g->nodes, b->nodes);
+    TAKE(g->row_ptr, b->rows);
+    TAKE(g->heads, b->heads);
+    TAKE(g->in_pool, b->ins);
+    TAKE(g->dt_pool, b->dts);
+    TAKE(g->nd_pool, b->nds);
+    TAKE(g->sh_pool, b->shs);
+    TAKE(g->str_pool, b->strs);
+    gr_status st = GR_OK;
+    /* every pool non-NULL, so node pointers into them are well-defined even when empty */
+    if (!g->in_pool) g->in_pool = calloc(1, sizeof(*g->in_pool));
+    if (!g->dt_pool) g->dt_pool = calloc(1, sizeof(*g->dt_pool));
+    if (!g->nd_pool) g->nd_pool = calloc(1, sizeof(*g->nd_pool));
+    if (!g->sh_pool) g->sh_pool = calloc(1, sizeof(*g->sh_pool));
+    if (!g->nodes) g->nodes = calloc(1, sizeof(*g->nodes));
+    if (!g->heads) g->heads = calloc(1, sizeof(*g->heads));
+    if (!g->in_pool || !g->dt_pool || !g->nd_pool || !g->sh_pool || !g->nodes || !g->heads)
+        st = gr_diag_set(d, GR_ERR_NOMEM, "json runtime: out of memory");
+    for (uint32_t i = 0; i < g->nnodes && !st; i++) {
+        rt_json_node *n = &g->nodes[i];
+        n->inputs = &g->in_pool[b->in_off.data[i]];
+        n->dtypes = &g->dt_pool[g->row_ptr[i]];
+        n->ndims = &g->nd_pool[g->row_ptr[i]];
+        n->shapes = &g->sh_pool[g->row_ptr[i]];
+        n->name = &g->str_pool[b->name_off.data[i]];
+        n->layer = &g->str_pool[b->layer_off.data[i]];
+        for (uint32_t k = 0; k < n->ninputs; k++)
+            if (n->inputs[k].nid >= i || n->inputs[k].index >= g->nodes[n->inputs[k].nid].noutputs)
+                st = bad(d, g->symbol, "node input refers to a later node or a missing output");
+    }
+    for (uint32_t h = 0; h < g->nheads && !st; h++)
+        if (g->heads[h].nid >= g->nnodes || g->heads[h].index >= g->nodes[g->heads[h].nid].noutputs)
+            st = bad(d, g->symbol, "heads");
+    gr_vec_free(&b->in_off);
+    gr_vec_free(&b->name_off);
+    gr_vec_free(&b->layer_off);
+    free(b);
+    g->build = NULL;
+    if (!st) st = graph_index(g, d);
+    if (st) rt_json_graph_free(g);
+    return st;
+}
+
+/* Parses the text of a built graph the first time a node's attrs are needed (thread-safe). */
+static bool graph_doc(rt_json_graph *g) {
+    if (atomic_load(&g->doc_ready)) return true;
+    pthread_mutex_lock(&g->doc_lock);
+    if (!atomic_load(&g->doc_ready) && g->text) {
+        json_t *doc = json_loadb(g->text, g->text_len, 0, NULL);
+        json_t *nodes = json_object_get(doc, "nodes");
+        if (json_array_size(nodes) == g->nnodes) {
+            for (uint32_t i = 0; i < g->nnodes; i++) g->nodes[i].attrs = json_object_get(json_array_get(nodes, i), "attrs");
+            g->doc = doc;
+            atomic_store(&g->doc_ready, true);
+        } else {
+            json_decref(doc);
+        }
+    }
+    pthread_mutex_unlock(&g->doc_lock);
+    return atomic_load(&g->doc_ready);
+}
+
 void rt_json_graph_free(rt_json_graph *g) {
     if (!g) return;
-    for (uint32_t i = 0; i < g->nnodes && g->nodes; i++) {
-        free(g->nodes[i].inputs);
-        free(g->nodes[i].dtypes);
-        free(g->nodes[i].ndims);
-        free(g->nodes[i].shapes);
+    if (g->build) {
+        rt_json_build *b = g->build;
+        gr_vec_free(&b->nodes);
+        gr_vec_free(&b->rows);
+        gr_vec_free(&b->in_off);
+        gr_vec_free(&b->name_off);
+        gr_vec_free(&b->layer_off);
+        gr_vec_free(&b->ins);
+        gr_vec_free(&b->dts);
+        gr_vec_free(&b->nds);
+        gr_vec_free(&b->shs);
+        gr_vec_free(&b->strs);
+        gr_vec_free(&b->heads);
+        free(b);
     }
     for (uint32_t i = 0; i < g->nconsts && g->consts; i++) rt_tensor_release(g->consts[i]);
     free(g->consts);
@@ -181,19 +366,32 @@ void rt_json_graph_free(rt_json_graph *g) {
     free(g->input_nids);
     free(g->const_nids);
     free(g->heads);
+    free(g->in_pool);
+    free(g->dt_pool);
+    free(g->nd_pool);
+    free(g->sh_pool);
+    free(g->str_pool);
     json_decref(g->doc);
     free(g->text);
     free(g->symbol);
+    pthread_mutex_destroy(&g->doc_lock);
     free(g);
 }
 
 const char *rt_json_graph_symbol(const rt_json_graph *g) { return g->symbol; }
 const char *rt_json_graph_text(rt_json_graph *g) {
-    if (!g->text) g->text = json_dumps(g->doc, JSON_COMPACT);  /* made on demand (serialization) */
+    if (!g->text && g->doc) {
+        g->text = json_dumps(g->doc, JSON_COMPACT);  /* made on demand (serialization) */
+        g->text_len = g->text ? strlen(g->text) : 0;
+    }
     return g->text;
 }
 uint32_t rt_json_graph_num_nodes(const rt_json_graph *g) { return g->nnodes; }
-rt_json_node *rt_json_graph_node(rt_json_graph *g, uint32_t nid) { return nid < g->nnodes ? &g->nodes[nid] : NULL; }
+rt_json_node *rt_json_graph_node(rt_json_graph *g, uint32_t nid) {
+    if (nid >= g->nnodes) return NULL;
+    graph_doc(g);
+    return &g->nodes[nid];
+}
 uint32_t rt_json_graph_num_inputs(const rt_json_graph *g) { return g->ninputs; }
 uint32_t rt_json_graph_input_nid(const rt_json_graph *g, uint32_t i) { return g->input_nids[i]; }
 uint32_t rt_json_graph_num_heads(const rt_json_graph *g) { return g->nheads; }
@@ -333,6 +531,10 @@ static void ref_release(rt_json_graph *g, void *state) {
 static gr_status ref_prepare(rt_json_graph *g, void **state, gr_diag *d) {
     ref_state *rs = calloc(1, sizeof(*rs));
     if (!rs) return gr_diag_set(d, GR_ERR_NOMEM, "json runtime: out of memory");
+    if (!graph_doc(g)) {
+        free(rs);
+        return gr_diag_set(d, GR_ERR_NOMEM, "json runtime '%s': cannot parse the graph", g->symbol);
+    }
     rs->ctx = ir_ctx_new();
     rs->nnodes = g->nnodes;
     rs->nodes = calloc(g->nnodes + 1, sizeof(ref_node));

@@ -38,7 +38,8 @@ typedef struct rt_json_node {
     rt_json_entry *inputs;
     uint32_t noutputs;
     json_t *attrs;                /* borrowed from the graph's document: shape, dtype, op_attrs,
-                                     args, span, composite */
+                                     args, span, composite (a built graph parses its document on
+                                     the first rt_json_graph_node call) */
     /* per output: dtype and static shape */
     DLDataType *dtypes;
     int32_t *ndims;
@@ -53,6 +54,26 @@ gr_status rt_json_graph_load(const char *symbol, const char *json, size_t len, r
                              gr_diag *diag);
 /* Same from a parsed document (the graph takes the reference). */
 gr_status rt_json_graph_load_doc(const char *symbol, json_t *doc, rt_json_graph **out, gr_diag *diag);
+
+/* Building a graph node by node (codegen), without building and re-reading a document: the
+ * typed node fields come from the calls, the graph's JSON text from finish. That text must
+ * describe the same nodes (what rt_json_graph_load would read from it); it is parsed only when
+ * a node's attrs are first needed (rt_json_graph_node, the engines' prepare), not here.
+ *
+ *     rt_json_graph *g = rt_json_graph_begin("sym");
+ *     uint32_t x = rt_json_graph_add_node(g, RT_JSON_INPUT, "x", 0, NULL, 1, dt, nd, sh, "layer");
+ *     ...
+ *     rt_json_graph_add_head(g, (rt_json_entry){y, 0});
+ *     rt_json_graph_finish(g, text, len, &diag);     // takes text (malloc'd, NUL-terminated)
+ */
+rt_json_graph *rt_json_graph_begin(const char *symbol);
+/* Appends a node (name, layer and the arrays are copied); returns its id. */
+uint32_t rt_json_graph_add_node(rt_json_graph *g, rt_json_node_kind kind, const char *name, uint32_t ninputs,
+                                const rt_json_entry *inputs, uint32_t noutputs, const DLDataType *dtypes,
+                                const int32_t *ndims, const int64_t (*shapes)[RT_MAX_NDIM], const char *layer);
+void rt_json_graph_add_head(rt_json_graph *g, rt_json_entry e);
+/* Checks the node inputs and heads; on error frees g (and text). */
+gr_status rt_json_graph_finish(rt_json_graph *g, char *text, size_t len, gr_diag *diag);
 void rt_json_graph_free(rt_json_graph *g);
 const char *rt_json_graph_symbol(const rt_json_graph *g);
 /* The graph's JSON text (made on first use; owned by the graph). */

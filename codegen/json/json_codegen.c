@@ -1,12 +1,156 @@
-/* The JSON graph serializer and the json codegen (see json_codegen.h). */
+/* The JSON graph serializer and the json codegen (see json_codegen.h).
+ *
+ * The graph is written straight as JSON text into one growing buffer (what a Jansson document
+ * would dump, byte for byte: same key order, number and string formats), while the typed nodes
+ * go to the runtime graph builder. No JSON value is built per node: on a 100k-node region that
+ * was ~30 small allocations a node, most of the codegen time. The runtime parses the text only
+ * when a node's attrs are first needed. */
 #include "codegen/json/json_codegen.h"
 
-#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ir/op.h"
 #include "runtime/json_runtime.h"
+
+/* ---- JSON text writer ---- */
+
+typedef struct jw {
+    char *p;
+    size_t len, cap;
+} jw;
+
+static void jw_grow(jw *w, size_t n) {
+    size_t cap = w->cap ? w->cap : 256;
+    while (cap < w->len + n + 1) cap *= 2;
+    w->p = gr_xrealloc(w->p, cap);
+    w->cap = cap;
+}
+
+static inline void jw_raw(jw *w, const char *s, size_t n) {
+    if (!n) return;
+    if (w->len + n + 1 > w->cap) jw_grow(w, n);
+    memcpy(w->p + w->len, s, n);
+    w->len += n;
+}
+
+#define JW_LIT(w, s) jw_raw(w, s, sizeof(s) - 1)
+
+static inline void jw_ch(jw *w, char c) {
+    if (w->len + 2 > w->cap) jw_grow(w, 1);
+    w->p[w->len++] = c;
+}
+
+static void jw_int(jw *w, int64_t v) {
+    char buf[24];
+    int n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        buf[sizeof buf - 1 - n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) buf[sizeof buf - 1 - n++] = '-';
+    jw_raw(w, buf + sizeof buf - n, (size_t)n);
+}
+
+/* Jansson's real format: %.17g, always a '.' or an exponent, no '+' or leading zeros in the
+ * exponent. Non-finite values have no JSON form: false (the caller leaves the value out, as
+ * Jansson does). */
+static bool jw_real(jw *w, double v) {
+    if (!isfinite(v)) return false;
+    char buf[48];
+    int n = snprintf(buf, sizeof buf, "%.17g", v);
+    if (n <= 0 || n >= (int)sizeof buf - 3) return false;
+    if (!strchr(buf, '.') && !strchr(buf, 'e')) {
+        memcpy(buf + n, ".0", 3);
+        n += 2;
+    }
+    char *e = strchr(buf, 'e');
+    if (e) {
+        char *start = e + 1, *end = start + 1;
+        if (*start == '-') start++;
+        while (*end == '0') end++;
+        if (end != start) {
+            memmove(start, end, strlen(end) + 1);
+            n = (int)strlen(buf);
+        }
+    }
+    jw_raw(w, buf, (size_t)n);
+    return true;
+}
+
+/* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF), as Jansson checks. */
+static bool utf8_ok(const unsigned char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) k = 1, cp = c & 0x1F;
+        else if (c >= 0xE0 && c <= 0xEF) k = 2, cp = c & 0x0F;
+        else if (c >= 0xF0 && c <= 0xF4) k = 3, cp = c & 0x07;
+        else return false;
+        for (size_t j = 1; j <= k; j++) {
+            if (i + j >= n || (s[i + j] & 0xC0) != 0x80) return false;
+            cp = (cp << 6) | (s[i + j] & 0x3F);
+        }
+        if ((k == 2 && cp < 0x800) || (k == 3 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += k + 1;
+    }
+    return true;
+}
+
+/* A JSON string; false (nothing written) for NULL or invalid UTF-8, which Jansson refuses. */
+static bool jw_str(jw *w, const char *s) {
+    if (!s) return false;
+    size_t n = strlen(s), i = 0;
+    bool ascii = true;
+    for (size_t k = 0; k < n; k++)
+        if ((unsigned char)s[k] >= 0x80) ascii = false;
+    if (!ascii && !utf8_ok((const unsigned char *)s, n)) return false;
+    jw_ch(w, '"');
+    while (i < n) {
+        size_t run = i;
+        while (run < n && (unsigned char)s[run] >= 0x20 && s[run] != '"' && s[run] != '\\') run++;
+        jw_raw(w, s + i, run - i);
+        if (run == n) break;
+        unsigned char c = (unsigned char)s[run];
+        char esc[8];
+        switch (c) {
+        case '"': JW_LIT(w, "\\\""); break;
+        case '\\': JW_LIT(w, "\\\\"); break;
+        case '\b': JW_LIT(w, "\\b"); break;
+        case '\f': JW_LIT(w, "\\f"); break;
+        case '\n': JW_LIT(w, "\\n"); break;
+        case '\r': JW_LIT(w, "\\r"); break;
+        case '\t': JW_LIT(w, "\\t"); break;
+        default:
+            snprintf(esc, sizeof esc, "\\u%04X", c);
+            jw_raw(w, esc, 6);
+        }
+        i = run + 1;
+    }
+    jw_ch(w, '"');
+    return true;
+}
+
+/* `,"key":` (comma unless first) */
+static void jw_key(jw *w, bool *first, const char *key, size_t n) {
+    if (!*first) jw_ch(w, ',');
+    *first = false;
+    jw_ch(w, '"');
+    jw_raw(w, key, n);
+    JW_LIT(w, "\":");
+}
+
+#define JW_KEY(w, first, k) jw_key(w, first, k, sizeof(k) - 1)
+
+/* ---- codegen state ---- */
 
 /* A serialized value: one entry (a tensor) or a tuple of values. */
 typedef struct cg_val cg_val;
@@ -17,39 +161,54 @@ struct cg_val {
     const cg_val *const *items;
 };
 
-#define CG_NSMALL 16
-
-/* shape/dtype lists of one (hash-consed) struct info, shared by the nodes of that type */
+/* Shape/dtype of one (hash-consed) struct info, shared by the nodes of that type: the text
+ * `"shape":[...],"dtype":[...]` and the typed arrays. */
 typedef struct cg_types {
-    json_t *shapes, *dtypes;
     int nout;
+    char *txt;
+    size_t txtlen;
+    DLDataType *dtypes;
+    int32_t *ndims;
+    int64_t (*shapes)[RT_MAX_NDIM];
 } cg_types;
+
+/* Scratch of one node under construction (nodes nest: an argument may create nodes first). */
+typedef struct cg_level {
+    jw inputs, args;           /* "inputs" items; "op_attrs"/"ops", "args", "composite" */
+    GR_VEC(rt_json_entry) ins;
+} cg_level;
 
 typedef struct cg {
     ir_ctx_t *ctx;
     const byoc_region *r;
     json_cg_mode mode;
-    json_t *nodes, *arg_nodes, *rows;
+    jw out;                    /* the document up to the last finished node */
+    rt_json_graph *g;          /* typed nodes */
+    GR_VEC(uint32_t) arg_nodes, rows;
     uint32_t nnodes, nrows;
     gr_map vals;               /* var -> cg_val */
     gr_map lambdas;            /* var -> ir_func */
     gr_map consts;             /* const -> cg_val */
+    gr_map types;              /* sinfo (hash-consed) -> cg_types */
     gr_diag *diag;
     gr_status st;
     const ir_span *site;       /* span of the composite call being inlined (NULL: none) */
-    /* Immutable values shared inside one document (Jansson refcounts them; nothing mutates a
-     * graph doc after it is built): most nodes repeat the same small ints, types, empty attrs. */
-    json_t *small[CG_NSMALL];
-    json_t *in_obj[CG_NSMALL];
-    json_t *empty_obj;
-    gr_map types;              /* sinfo (hash-consed) -> cg_types */
+    cg_level **levels;
+    uint32_t nlevels, depth;
 } cg;
 
-static json_t *cg_int(cg *c, json_int_t v) {
-    if (v < 0 || v >= CG_NSMALL) return json_integer(v);
-    if (!c->small[v]) c->small[v] = json_integer(v);
-    return json_incref(c->small[v]);
+static cg_level *level_push(cg *c) {
+    if (c->depth == c->nlevels) {
+        c->levels = gr_xrealloc(c->levels, sizeof(*c->levels) * (c->nlevels + 1));
+        c->levels[c->nlevels++] = gr_xcalloc(1, sizeof(cg_level));
+    }
+    cg_level *lv = c->levels[c->depth++];
+    lv->inputs.len = lv->args.len = 0;
+    lv->ins.len = 0;
+    return lv;
 }
+
+static void level_pop(cg *c) { c->depth--; }
 
 static cg_val *val_entry(cg *c, uint32_t nid, uint32_t index) {
     cg_val *v = IR_NEW(c->ctx, cg_val);
@@ -66,60 +225,93 @@ static gr_status fail(cg *c, const ir_span *sp, const char *fmt, const char *wha
     return c->st;
 }
 
-static json_t *attr_json(const ir_attr *a) {
+/* An attribute value; false when it has no JSON form (left out, as before). */
+static bool attr_text(jw *w, const ir_attr *a) {
     switch (a->kind) {
-    case IR_ATTR_BOOL: return json_boolean(a->u.b);
-    case IR_ATTR_INT: return json_integer(a->u.i);
-    case IR_ATTR_FLOAT: return json_real(a->u.f);
-    case IR_ATTR_STR: return json_string(a->u.s);
-    case IR_ATTR_DTYPE: return json_string(ir_dtype_name(a->u.dtype) ? ir_dtype_name(a->u.dtype) : "void");
+    case IR_ATTR_BOOL:
+        if (a->u.b) JW_LIT(w, "true");
+        else JW_LIT(w, "false");
+        return true;
+    case IR_ATTR_INT: jw_int(w, a->u.i); return true;
+    case IR_ATTR_FLOAT: return jw_real(w, a->u.f);
+    case IR_ATTR_STR: return jw_str(w, a->u.s);
+    case IR_ATTR_DTYPE: return jw_str(w, ir_dtype_name(a->u.dtype) ? ir_dtype_name(a->u.dtype) : "void");
     case IR_ATTR_ARRAY: {
-        json_t *arr = json_array();
-        for (uint32_t i = 0; i < a->u.arr.n; i++) json_array_append_new(arr, attr_json(&a->u.arr.items[i]));
-        return arr;
+        jw_ch(w, '[');
+        bool first = true;
+        for (uint32_t i = 0; i < a->u.arr.n; i++) {
+            size_t mark = w->len;
+            if (!first) jw_ch(w, ',');
+            if (attr_text(w, &a->u.arr.items[i])) first = false;
+            else w->len = mark;
+        }
+        jw_ch(w, ']');
+        return true;
     }
     case IR_ATTR_PRIM: {
         int64_t v;
-        return ir_prim_is_int(a->u.prim, &v) ? json_integer(v) : json_null();
+        if (ir_prim_is_int(a->u.prim, &v)) jw_int(w, v);
+        else JW_LIT(w, "null");
+        return true;
     }
-    default: return json_null();
+    default: JW_LIT(w, "null"); return true;
     }
 }
 
-static json_t *op_attrs_json(cg *c, const ir_attrs *attrs) {
-    if (!attrs || attrs->n == 0) {
-        if (!c->empty_obj) c->empty_obj = json_object();
-        return json_incref(c->empty_obj);
-    }
-    json_t *o = json_object();
-    for (uint32_t i = 0; attrs && i < attrs->n; i++) json_object_set_new(o, attrs->keys[i], attr_json(&attrs->vals[i]));
-    return o;
-}
-
-/* [[source, output], ...] (arrays: far fewer allocations than objects on big graphs); a loc
- * with a source range adds [line, col]. */
-static json_t *span_json(const ir_span *s) {
-    json_t *a = json_array();
-    for (uint32_t i = 0; s && i < s->n; i++) {
-        json_t *o = json_array();
-        json_array_append_new(o, json_string(s->locs[i].source));
-        json_array_append_new(o, json_boolean(s->locs[i].is_output));
-        if (s->locs[i].line) {
-            json_array_append_new(o, json_integer(s->locs[i].line));
-            json_array_append_new(o, json_integer(s->locs[i].col));
+static void op_attrs_text(jw *w, const ir_attrs *attrs) {
+    jw_ch(w, '{');
+    bool first = true;
+    for (uint32_t i = 0; attrs && i < attrs->n; i++) {
+        size_t mark = w->len;
+        if (!first) jw_ch(w, ',');
+        if (!jw_str(w, attrs->keys[i])) {
+            w->len = mark;
+            continue;
         }
-        json_array_append_new(a, o);
+        jw_ch(w, ':');
+        if (!attr_text(w, &attrs->vals[i])) {
+            w->len = mark;
+            continue;
+        }
+        first = false;
     }
-    return a;
+    jw_ch(w, '}');
 }
 
-/* shape/dtype per output of a tensor or a tuple of tensors; returns the output count or -1 */
-static int types_json(const ir_sinfo *s, json_t *shapes, json_t *dtypes) {
+/* [[source, output], ...]; a loc with a source range adds [line, col]. *layer: the first
+ * source (what the runtime reads back as the node's layer). */
+static void span_text(jw *w, const ir_span *s, const char **layer) {
+    *layer = "";
+    jw_ch(w, '[');
+    for (uint32_t i = 0; s && i < s->n; i++) {
+        if (i) jw_ch(w, ',');
+        jw_ch(w, '[');
+        bool src = jw_str(w, s->locs[i].source);
+        if (src && i == 0) *layer = s->locs[i].source;
+        if (src) jw_ch(w, ',');
+        if (s->locs[i].is_output) JW_LIT(w, "true");
+        else JW_LIT(w, "false");
+        if (s->locs[i].line) {
+            jw_ch(w, ',');
+            jw_int(w, s->locs[i].line);
+            jw_ch(w, ',');
+            jw_int(w, s->locs[i].col);
+        }
+        jw_ch(w, ']');
+    }
+    jw_ch(w, ']');
+}
+
+typedef GR_VEC(const ir_sinfo *) sinfo_vec;
+
+/* per output of a tensor or a tuple of tensors: shape text, dtype text, typed; -1 when not
+ * static tensors */
+static int types_rec(const ir_sinfo *s, jw *sh, jw *dt, sinfo_vec *outs) {
     if (!s) return -1;
     if (s->kind == IR_SINFO_TUPLE) {
         int n = 0;
         for (uint32_t i = 0; i < s->n; i++) {
-            int k = types_json(s->fields[i], shapes, dtypes);
+            int k = types_rec(s->fields[i], sh, dt, outs);
             if (k != 1) return -1;
             n += k;
         }
@@ -129,56 +321,106 @@ static int types_json(const ir_sinfo *s, json_t *shapes, json_t *dtypes) {
     if (s->kind != IR_SINFO_TENSOR || s->ndim < 0 || s->ndim > RT_MAX_NDIM || !ir_sinfo_static_shape(s, shape) ||
         ir_dtype_is_void(s->dtype) || !ir_dtype_name(s->dtype))
         return -1;
-    json_t *sh = json_array();
-    for (int32_t k = 0; k < s->ndim; k++) json_array_append_new(sh, json_integer(shape[k]));
-    json_array_append_new(shapes, sh);
-    json_array_append_new(dtypes, json_string(ir_dtype_name(s->dtype)));
+    if (outs->len) jw_ch(sh, ',');
+    jw_ch(sh, '[');
+    for (int32_t k = 0; k < s->ndim; k++) {
+        if (k) jw_ch(sh, ',');
+        jw_int(sh, shape[k]);
+    }
+    jw_ch(sh, ']');
+    size_t mark = dt->len;
+    if (outs->len) jw_ch(dt, ',');
+    if (!jw_str(dt, ir_dtype_name(s->dtype))) dt->len = mark;
+    gr_vec_push(outs, s);
     return 1;
 }
 
-/* Appends a node; returns its id, or -1 (c->st set) when its type is not a static tensor. */
-static int add_node(cg *c, const char *op, const char *name, json_t *inputs, json_t *attrs, const ir_sinfo *s,
-                    const ir_span *sp) {
+static const cg_types *node_types(cg *c, const ir_sinfo *s) {
     uint64_t cached;
-    cg_types *ty = NULL;
-    if (s && gr_map_get(&c->types, GR_MAP_PTR(s), &cached)) {
-        ty = (cg_types *)(uintptr_t)cached;
-    } else {
-        ty = IR_NEW(c->ctx, cg_types);
-        ty->shapes = json_array();
-        ty->dtypes = json_array();
-        ty->nout = types_json(s, ty->shapes, ty->dtypes);
-        if (ty->nout < 0) {
-            json_decref(ty->shapes);
-            json_decref(ty->dtypes);
-            ty->shapes = ty->dtypes = NULL;
+    if (s && gr_map_get(&c->types, GR_MAP_PTR(s), &cached)) return (const cg_types *)(uintptr_t)cached;
+    cg_types *ty = IR_NEW(c->ctx, cg_types);
+    jw sh = {0}, dt = {0};
+    sinfo_vec outs = {0};
+    ty->nout = types_rec(s, &sh, &dt, &outs);
+    if (ty->nout >= 0) {
+        jw t = {0};
+        JW_LIT(&t, "\"shape\":[");
+        jw_raw(&t, sh.p, sh.len);
+        JW_LIT(&t, "],\"dtype\":[");
+        jw_raw(&t, dt.p, dt.len);
+        jw_ch(&t, ']');
+        ty->txt = ir_alloc(c->ctx, t.len);
+        memcpy(ty->txt, t.p, t.len);
+        ty->txtlen = t.len;
+        free(t.p);
+        uint32_t n = (uint32_t)ty->nout;
+        ty->dtypes = IR_NEW_ARRAY(c->ctx, DLDataType, n ? n : 1);
+        ty->ndims = IR_NEW_ARRAY(c->ctx, int32_t, n ? n : 1);
+        ty->shapes = ir_alloc(c->ctx, sizeof(*ty->shapes) * (n ? n : 1));
+        for (uint32_t o = 0; o < n; o++) {
+            const ir_sinfo *ts = outs.data[o];
+            /* what the runtime reads back from the dtype name */
+            if (!ir_dtype_parse(ir_dtype_name(ts->dtype), &ty->dtypes[o])) ty->nout = -1;
+            ty->ndims[o] = ts->ndim;
+            ir_sinfo_static_shape(ts, ty->shapes[o]);
         }
-        if (s) gr_map_put(&c->types, GR_MAP_PTR(s), GR_MAP_PTR(ty));
     }
-    int nout = ty->nout;
-    if (nout < 0) {
-        json_decref(inputs);
-        json_decref(attrs);
+    free(sh.p);
+    free(dt.p);
+    gr_vec_free(&outs);
+    if (s) gr_map_put(&c->types, GR_MAP_PTR(s), GR_MAP_PTR(ty));
+    return ty;
+}
+
+/* Appends a node (lv: the kernel scratch, NULL for inputs and consts); returns its id, or -1
+ * (c->st set) when its type is not a static tensor. */
+static int add_node(cg *c, rt_json_node_kind kind, const char *name, cg_level *lv, const ir_sinfo *s,
+                    const ir_span *sp) {
+    const cg_types *ty = node_types(c, s);
+    if (ty->nout < 0) {
         char buf[256] = "?";
         if (s) ir_sinfo_snprint(s, buf, sizeof buf);
         fail(c, sp, "needs static tensor types, got", buf);
         return -1;
     }
-    json_object_set_nocheck(attrs, "shape", ty->shapes);
-    json_object_set_nocheck(attrs, "dtype", ty->dtypes);
-    json_object_set_new_nocheck(attrs, "span", span_json(sp));
-    json_t *n = json_object();
-    json_object_set_new_nocheck(n, "op", json_string(op));
-    json_object_set_new_nocheck(n, "name", json_string(name));
-    if (inputs) {
-        json_object_set_new_nocheck(attrs, "num_inputs", cg_int(c, (json_int_t)json_array_size(inputs)));
-        json_object_set_new_nocheck(attrs, "num_outputs", cg_int(c, nout));
-        json_object_set_new_nocheck(n, "inputs", inputs);
+    static const char *const kinds[] = {"input", "const", "kernel"};
+    jw *w = &c->out;
+    size_t mark = w->len;
+    if (c->nnodes) jw_ch(w, ',');
+    JW_LIT(w, "{\"op\":");
+    jw_str(w, kinds[kind]);
+    JW_LIT(w, ",\"name\":");
+    if (!jw_str(w, name)) {
+        w->len = mark;
+        fail(c, sp, "node name is not valid UTF-8:", kind == RT_JSON_KERNEL ? "kernel" : "input or constant");
+        return -1;
     }
-    json_object_set_new_nocheck(n, "attrs", attrs);
-    json_array_append_new(c->nodes, n);
-    c->nrows += (uint32_t)nout;
-    json_array_append_new(c->rows, cg_int(c, c->nrows));
+    if (lv) {
+        JW_LIT(w, ",\"inputs\":[");
+        jw_raw(w, lv->inputs.p, lv->inputs.len);
+        jw_ch(w, ']');
+    }
+    JW_LIT(w, ",\"attrs\":{");
+    if (lv) {
+        jw_raw(w, lv->args.p, lv->args.len);  /* "op_attrs"/"ops", "args", "composite" */
+        jw_ch(w, ',');
+    }
+    jw_raw(w, ty->txt, ty->txtlen);
+    JW_LIT(w, ",\"span\":");
+    const char *layer;
+    span_text(w, sp, &layer);
+    if (lv) {
+        JW_LIT(w, ",\"num_inputs\":");
+        jw_int(w, lv->ins.len);
+        JW_LIT(w, ",\"num_outputs\":");
+        jw_int(w, ty->nout);
+    }
+    JW_LIT(w, "}}");
+    if (c->g)
+        rt_json_graph_add_node(c->g, kind, name, lv ? lv->ins.len : 0, lv ? lv->ins.data : NULL, (uint32_t)ty->nout,
+                               ty->dtypes, ty->ndims, (const int64_t(*)[RT_MAX_NDIM])ty->shapes, layer);
+    c->nrows += (uint32_t)ty->nout;
+    gr_vec_push(&c->rows, c->nrows);
     return (int)c->nnodes++;
 }
 
@@ -205,140 +447,181 @@ static const cg_val *const_val(cg *c, ir_expr *e) {
         fail(c, e->span, "constant without a name", NULL);
         return NULL;
     }
-    int nid = add_node(c, "const", name, NULL, json_object(), e->sinfo, e->span);
+    int nid = add_node(c, RT_JSON_CONST, name, NULL, e->sinfo, e->span);
     if (nid < 0) return NULL;
-    json_array_append_new(c->arg_nodes, json_integer(nid));
+    gr_vec_push(&c->arg_nodes, (uint32_t)nid);
     const cg_val *cv = val_entry(c, (uint32_t)nid, 0);
     gr_map_put(&c->consts, GR_MAP_PTR(e), GR_MAP_PTR(cv));
     return cv;
 }
 
-/* args encoding: tensors become inputs, leaves are inlined */
-static json_t *arg_json(cg *c, ir_expr *a, json_t *inputs, const ir_span *sp) {
-    json_t *o = json_object();
+/* {"in":k} for the next input, which is entry v */
+static void add_input(cg_level *lv, jw *w, const cg_val *v) {
+    JW_LIT(w, "{\"in\":");
+    jw_int(w, lv->ins.len);
+    jw_ch(w, '}');
+    if (lv->ins.len) jw_ch(&lv->inputs, ',');
+    jw_ch(&lv->inputs, '[');
+    jw_int(&lv->inputs, v->nid);
+    jw_ch(&lv->inputs, ',');
+    jw_int(&lv->inputs, v->index);
+    JW_LIT(&lv->inputs, ",0]");
+    gr_vec_push(&lv->ins, ((rt_json_entry){v->nid, v->index}));
+}
+
+/* One argument into level li's args: tensors become inputs of the level, leaves are inlined.
+ * Visiting an argument may build other nodes first, on deeper levels (cg_level objects stay
+ * where they are). */
+static void arg_text(cg *c, uint32_t li, ir_expr *a, const ir_span *sp) {
+    cg_level *lv = c->levels[li];
+    jw *w = &lv->args;
     if (a->kind == IR_SHAPE) {
         const ir_shape_expr *s = IR_AS(a, ir_shape_expr);
-        json_t *d = json_array();
+        JW_LIT(w, "{\"shape\":[");
         for (uint32_t k = 0; k < s->n; k++) {
-            int64_t v;
+            int64_t v = 0;
             if (!ir_prim_is_int(s->dims[k], &v)) fail(c, sp, "symbolic shape argument", NULL);
-            json_array_append_new(d, json_integer(v));
+            if (k) jw_ch(w, ',');
+            jw_int(w, v);
         }
-        json_object_set_new_nocheck(o, "shape", d);
-        return o;
+        JW_LIT(w, "]}");
+        return;
     }
     if (a->kind == IR_PRIMVAL) {
         const ir_primval *p = IR_AS(a, ir_primval);
-        int64_t v;
+        bool first = true;
+        jw_ch(w, '{');
         if (p->value) {
+            int64_t v = 0;
             if (!ir_prim_is_int(p->value, &v)) fail(c, sp, "symbolic prim value argument", NULL);
-            json_object_set_new_nocheck(o, "int", json_integer(v));
+            JW_KEY(w, &first, "int");
+            jw_int(w, v);
         } else {
-            json_object_set_new_nocheck(o, "float", json_real(p->fvalue));
+            size_t mark = w->len;
+            JW_KEY(w, &first, "float");
+            if (!jw_real(w, p->fvalue)) {
+                w->len = mark;
+                first = true;
+            }
         }
-        json_object_set_new_nocheck(o, "dtype", json_string(ir_dtype_name(p->dtype) ? ir_dtype_name(p->dtype) : "void"));
-        return o;
+        JW_KEY(w, &first, "dtype");
+        jw_str(w, ir_dtype_name(p->dtype) ? ir_dtype_name(p->dtype) : "void");
+        jw_ch(w, '}');
+        return;
     }
     if (a->kind == IR_STR) {
-        json_object_set_new_nocheck(o, "str", json_string(IR_AS(a, ir_str)->value));
-        return o;
+        jw_ch(w, '{');
+        size_t mark = w->len;
+        JW_LIT(w, "\"str\":");
+        if (!jw_str(w, IR_AS(a, ir_str)->value)) w->len = mark;
+        jw_ch(w, '}');
+        return;
     }
     if (a->kind == IR_TUPLE) {  /* a literal tuple: fields may be tensors or inline leaves */
         const ir_tuple *t = IR_AS(a, ir_tuple);
-        json_t *items = json_array();
-        for (uint32_t k = 0; k < t->n && !c->st; k++) json_array_append_new(items, arg_json(c, t->fields[k], inputs, sp));
-        json_object_set_new_nocheck(o, "tuple", items);
-        return o;
+        JW_LIT(w, "{\"tuple\":[");
+        for (uint32_t k = 0; k < t->n && !c->st; k++) {
+            if (k) jw_ch(&lv->args, ',');
+            arg_text(c, li, t->fields[k], sp);
+        }
+        JW_LIT(&lv->args, "]}");
+        return;
     }
     const cg_val *v = visit(c, a);
-    if (!v) return o;
-    if (v->tuple) {
-        json_t *items = json_array();
-        for (uint32_t k = 0; k < v->n; k++) {
-            const cg_val *it = v->items[k];
-            if (it->tuple) {
-                fail(c, sp, "nested tuple argument", NULL);
-                break;
-            }
-            json_t *io = json_object();
-            json_object_set_new_nocheck(io, "in", cg_int(c, (json_int_t)json_array_size(inputs)));
-            json_t *en = json_array();
-            json_array_append_new(en, cg_int(c, it->nid));
-            json_array_append_new(en, cg_int(c, it->index));
-            json_array_append_new(en, cg_int(c, 0));
-            json_array_append_new(inputs, en);
-            json_array_append_new(items, io);
+    if (!v) {
+        JW_LIT(w, "{}");
+        return;
+    }
+    if (!v->tuple) {
+        add_input(lv, w, v);
+        return;
+    }
+    JW_LIT(w, "{\"tuple\":[");
+    for (uint32_t k = 0; k < v->n; k++) {
+        const cg_val *it = v->items[k];
+        if (it->tuple) {
+            fail(c, sp, "nested tuple argument", NULL);
+            break;
         }
-        json_object_set_new_nocheck(o, "tuple", items);
-        return o;
+        if (k) jw_ch(w, ',');
+        add_input(lv, w, it);
     }
-    size_t k = json_array_size(inputs);
-    json_t *en = json_array();
-    json_array_append_new(en, cg_int(c, v->nid));
-    json_array_append_new(en, cg_int(c, v->index));
-    json_array_append_new(en, cg_int(c, 0));
-    json_array_append_new(inputs, en);
-    if (k >= CG_NSMALL) {
-        json_object_set_new_nocheck(o, "in", cg_int(c, (json_int_t)k));
-        return o;
+    JW_LIT(w, "]}");
+}
+
+/* "args":[...] of a call into level li */
+static void call_args(cg *c, uint32_t li, const ir_call *call) {
+    JW_LIT(&c->levels[li]->args, "\"args\":[");
+    for (uint32_t i = 0; i < call->nargs && !c->st; i++) {
+        if (i) jw_ch(&c->levels[li]->args, ',');
+        arg_text(c, li, call->args[i], call->base.span);
     }
-    json_decref(o);  /* {"in": k} for small k: one shared object per doc */
-    if (!c->in_obj[k]) {
-        c->in_obj[k] = json_object();
-        json_object_set_new_nocheck(c->in_obj[k], "in", cg_int(c, (json_int_t)k));
-    }
-    return json_incref(c->in_obj[k]);
+    jw_ch(&c->levels[li]->args, ']');
 }
 
 static const cg_val *visit_func_body(cg *c, const ir_func *f, const cg_val *const *args);
 
 static const cg_val *visit_op_call(cg *c, const ir_call *call, const char *composite) {
     const ir_op_def *def = IR_AS(call->callee, ir_op)->def;
-    json_t *inputs = json_array(), *args = json_array(), *attrs = json_object();
-    for (uint32_t i = 0; i < call->nargs && !c->st; i++)
-        json_array_append_new(args, arg_json(c, call->args[i], inputs, call->base.span));
-    json_object_set_new_nocheck(attrs, "op_attrs", op_attrs_json(c, call->attrs));
-    json_object_set_new_nocheck(attrs, "args", args);
-    if (composite) json_object_set_new_nocheck(attrs, "composite", json_string(composite));
-    if (c->st) {
-        json_decref(inputs);
-        json_decref(attrs);
-        return NULL;
+    cg_level *lv = level_push(c);
+    uint32_t li = c->depth - 1;
+    JW_LIT(&lv->args, "\"op_attrs\":");
+    op_attrs_text(&lv->args, call->attrs);
+    jw_ch(&lv->args, ',');
+    call_args(c, li, call);
+    if (composite) {
+        size_t mark = lv->args.len;
+        JW_LIT(&lv->args, ",\"composite\":");
+        if (!jw_str(&lv->args, composite)) lv->args.len = mark;
     }
+    int nid = -1;
     /* structurally equal composites are shared: the call site names the layers */
-    int nid = add_node(c, "kernel", def->name, inputs, attrs, call->base.sinfo, c->site ? c->site : call->base.span);
+    if (!c->st)
+        nid = add_node(c, RT_JSON_KERNEL, def->name, lv, call->base.sinfo, c->site ? c->site : call->base.span);
+    level_pop(c);
     return nid < 0 ? NULL : node_val(c, nid, call->base.sinfo);
 }
 
 /* per-composite mode: one node for the whole lambda */
 static const cg_val *visit_composite_node(cg *c, const ir_call *call, const ir_func *lam) {
     const char *comp = ir_attrs_get_str(lam->attrs, BYOC_ATTR_COMPOSITE);
-    json_t *inputs = json_array(), *args = json_array(), *attrs = json_object(), *ops = json_array();
-    for (uint32_t i = 0; i < call->nargs && !c->st; i++)
-        json_array_append_new(args, arg_json(c, call->args[i], inputs, call->base.span));
+    cg_level *lv = level_push(c);
+    uint32_t li = c->depth - 1;
     const ir_span *parts[64];
     uint32_t np = 0;
+    JW_LIT(&lv->args, "\"ops\":[");
     const ir_seq *s = lam->body->kind == IR_SEQ ? IR_AS(lam->body, ir_seq) : NULL;
+    bool firstop = true;
     for (uint32_t b = 0; s && b < s->nblocks; b++)
         for (uint32_t i = 0; i < s->blocks[b]->n; i++) {
             const ir_expr *v = s->blocks[b]->bindings[i].value;
             if (v->kind != IR_CALL || IR_AS(v, ir_call)->callee->kind != IR_OP) continue;
-            json_t *o = json_object();
-            json_object_set_new_nocheck(o, "name", json_string(IR_AS(IR_AS(v, ir_call)->callee, ir_op)->def->name));
-            json_object_set_new_nocheck(o, "op_attrs", op_attrs_json(c, IR_AS(v, ir_call)->attrs));
-            json_array_append_new(ops, o);
+            if (!firstop) jw_ch(&lv->args, ',');
+            firstop = false;
+            bool first = true;
+            jw_ch(&lv->args, '{');
+            size_t mark = lv->args.len;
+            JW_KEY(&lv->args, &first, "name");
+            if (!jw_str(&lv->args, IR_AS(IR_AS(v, ir_call)->callee, ir_op)->def->name)) {
+                lv->args.len = mark;
+                first = true;
+            }
+            JW_KEY(&lv->args, &first, "op_attrs");
+            op_attrs_text(&lv->args, IR_AS(v, ir_call)->attrs);
+            jw_ch(&lv->args, '}');
             if (np < 64) parts[np++] = v->span;
         }
-    json_object_set_new_nocheck(attrs, "ops", ops);
-    json_object_set_new_nocheck(attrs, "args", args);
-    json_object_set_new_nocheck(attrs, "composite", json_string(comp ? comp : ""));
-    if (c->st) {
-        json_decref(inputs);
-        json_decref(attrs);
-        return NULL;
+    JW_LIT(&lv->args, "],");
+    call_args(c, li, call);
+    size_t mark = lv->args.len;
+    JW_LIT(&lv->args, ",\"composite\":");
+    if (!jw_str(&lv->args, comp ? comp : "")) lv->args.len = mark;
+    int nid = -1;
+    if (!c->st) {
+        const ir_span *sp = call->base.span ? call->base.span : ir_span_seq(c->ctx, parts, np);
+        nid = add_node(c, RT_JSON_KERNEL, comp ? comp : "composite", lv, call->base.sinfo, sp);
     }
-    const ir_span *sp = call->base.span ? call->base.span : ir_span_seq(c->ctx, parts, np);
-    int nid = add_node(c, "kernel", comp ? comp : "composite", inputs, attrs, call->base.sinfo, sp);
+    level_pop(c);
     return nid < 0 ? NULL : node_val(c, nid, call->base.sinfo);
 }
 
@@ -426,82 +709,90 @@ static const cg_val *visit_func_body(cg *c, const ir_func *f, const cg_val *cons
     return c->st ? NULL : visit(c, s->body);
 }
 
-static void add_heads(json_t *heads, const cg_val *v) {
+static void add_heads(cg *c, jw *w, const cg_val *v, bool *first) {
     if (v->tuple) {
-        for (uint32_t i = 0; i < v->n; i++) add_heads(heads, v->items[i]);
+        for (uint32_t i = 0; i < v->n; i++) add_heads(c, w, v->items[i], first);
         return;
     }
-    json_t *en = json_array();
-    json_array_append_new(en, json_integer(v->nid));
-    json_array_append_new(en, json_integer(v->index));
-    json_array_append_new(en, json_integer(0));
-    json_array_append_new(heads, en);
+    if (!*first) jw_ch(w, ',');
+    *first = false;
+    jw_ch(w, '[');
+    jw_int(w, v->nid);
+    jw_ch(w, ',');
+    jw_int(w, v->index);
+    JW_LIT(w, ",0]");
+    if (c->g) rt_json_graph_add_head(c->g, (rt_json_entry){v->nid, v->index});
 }
 
-static gr_status serialize_doc(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode mode, json_t **out, gr_diag *diag);
-
-gr_status json_cg_serialize(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode mode, char **out, gr_diag *diag) {
-    *out = NULL;
-    json_t *doc = NULL;
-    gr_status st = serialize_doc(ctx, r, mode, &doc, diag);
-    if (st) return st;
-    *out = json_dumps(doc, JSON_COMPACT);
-    json_decref(doc);
-    return *out ? GR_OK : gr_diag_set(diag, GR_ERR_NOMEM, "json codegen: cannot serialize");
+static void u32_list(jw *w, const uint32_t *v, uint32_t n) {
+    jw_ch(w, '[');
+    for (uint32_t i = 0; i < n; i++) {
+        if (i) jw_ch(w, ',');
+        jw_int(w, v[i]);
+    }
+    jw_ch(w, ']');
 }
 
-static gr_status serialize_doc(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode mode, json_t **out, gr_diag *diag) {
-    *out = NULL;
+/* The region's document text (*text, heap, NUL-terminated) and, when graph is not NULL, its
+ * typed graph (not finished: the caller hands it the text). */
+static gr_status serialize(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode mode, rt_json_graph *graph,
+                           char **text, size_t *len, gr_diag *diag) {
+    *text = NULL;
+    *len = 0;
     cg c = {0};
     c.ctx = ctx;
     c.r = r;
     c.mode = mode;
     c.diag = diag;
-    c.nodes = json_array();
-    c.arg_nodes = json_array();
-    c.rows = json_array();
-    json_array_append_new(c.rows, json_integer(0));
+    c.g = graph;
+    gr_vec_push(&c.rows, 0);
     gr_map_init(&c.types);
     gr_map_init(&c.vals);
     gr_map_init(&c.lambdas);
     gr_map_init(&c.consts);
+    JW_LIT(&c.out, "{\"symbol\":");
+    if (!jw_str(&c.out, r->symbol)) fail(&c, NULL, "symbol is not valid UTF-8", NULL);
+    JW_LIT(&c.out, ",\"nodes\":[");
     const ir_func *f = r->func;
     const cg_val **args = IR_NEW_ARRAY(ctx, const cg_val *, f->nparams ? f->nparams : 1);
     for (uint32_t i = 0; i < f->nparams && !c.st; i++) {
-        int nid = add_node(&c, "input", f->params[i]->name, NULL, json_object(), f->params[i]->base.sinfo,
-                           f->params[i]->base.span);
+        int nid = add_node(&c, RT_JSON_INPUT, f->params[i]->name, NULL, f->params[i]->base.sinfo, f->params[i]->base.span);
         if (nid < 0) break;
         if (f->params[i]->base.sinfo->kind == IR_SINFO_TUPLE) {
             fail(&c, NULL, "tuple parameter", f->params[i]->name);
             break;
         }
-        json_array_append_new(c.arg_nodes, json_integer(nid));
+        gr_vec_push(&c.arg_nodes, (uint32_t)nid);
         args[i] = val_entry(&c, (uint32_t)nid, 0);
     }
     const cg_val *res = c.st ? NULL : visit_func_body(&c, f, args);
     gr_status st = c.st;
     if (!st && res) {
-        json_t *root = json_object(), *heads = json_array();
-        add_heads(heads, res);
-        json_object_set_new_nocheck(root, "symbol", json_string(r->symbol));
-        json_object_set(root, "nodes", c.nodes);
-        json_object_set(root, "arg_nodes", c.arg_nodes);
-        json_object_set_new_nocheck(root, "heads", heads);
-        json_object_set(root, "node_row_ptr", c.rows);
-        *out = root;
+        JW_LIT(&c.out, "],\"arg_nodes\":");
+        u32_list(&c.out, c.arg_nodes.data, c.arg_nodes.len);
+        JW_LIT(&c.out, ",\"heads\":[");
+        bool first = true;
+        add_heads(&c, &c.out, res, &first);
+        JW_LIT(&c.out, "],\"node_row_ptr\":");
+        u32_list(&c.out, c.rows.data, c.rows.len);
+        jw_ch(&c.out, '}');
+        jw_ch(&c.out, '\0');
+        *text = c.out.p;
+        *len = c.out.len - 1;
+        c.out.p = NULL;
+    } else if (!st) {
+        st = fail(&c, NULL, "region without a result", NULL);
     }
-    json_decref(c.nodes);
-    json_decref(c.arg_nodes);
-    json_decref(c.rows);
-    for (uint32_t k = 0; k < c.types.cap; k++)
-        if (c.types.keys[k]) {
-            cg_types *ty = (cg_types *)(uintptr_t)c.types.vals[k];
-            json_decref(ty->shapes);
-            json_decref(ty->dtypes);
-        }
-    for (uint32_t k = 0; k < CG_NSMALL; k++) json_decref(c.in_obj[k]);
-    for (uint32_t k = 0; k < CG_NSMALL; k++) json_decref(c.small[k]);
-    json_decref(c.empty_obj);
+    free(c.out.p);
+    for (uint32_t k = 0; k < c.nlevels; k++) {
+        free(c.levels[k]->inputs.p);
+        free(c.levels[k]->args.p);
+        gr_vec_free(&c.levels[k]->ins);
+        free(c.levels[k]);
+    }
+    free(c.levels);
+    gr_vec_free(&c.arg_nodes);
+    gr_vec_free(&c.rows);
     gr_map_free(&c.types);
     gr_map_free(&c.vals);
     gr_map_free(&c.lambdas);
@@ -509,15 +800,29 @@ static gr_status serialize_doc(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode
     return st;
 }
 
+gr_status json_cg_serialize(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode mode, char **out, gr_diag *diag) {
+    size_t len;
+    return serialize(ctx, r, mode, NULL, out, &len, diag);
+}
+
 gr_status json_cg_build_graphs(ir_ctx_t *ctx, const byoc_region *regions, uint32_t n, json_cg_mode mode,
                                rt_json_graph **graphs, gr_diag *diag) {
     gr_status st = GR_OK;
     uint32_t made = 0;
     for (uint32_t i = 0; i < n && !st; i++) {
-        json_t *doc = NULL;
-        if ((st = serialize_doc(ctx, &regions[i], mode, &doc, diag))) break;
-        st = rt_json_graph_load_doc(regions[i].symbol, doc, &graphs[i], diag);
-        if (st) break;
+        rt_json_graph *g = rt_json_graph_begin(regions[i].symbol);
+        if (!g) {
+            st = gr_diag_set(diag, GR_ERR_NOMEM, "json codegen: out of memory");
+            break;
+        }
+        char *text = NULL;
+        size_t len = 0;
+        if ((st = serialize(ctx, &regions[i], mode, g, &text, &len, diag))) {
+            rt_json_graph_free(g);
+            break;
+        }
+        if ((st = rt_json_graph_finish(g, text, len, diag))) break;
+        graphs[i] = g;
         made++;
         uint32_t nc = rt_json_graph_num_consts(graphs[i]);
         rt_tensor **ts = gr_xcalloc(nc + 1, sizeof(*ts));
