@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "byoc/byoc.h"
+#include "ir/transform.h"
 #include "runtime/graft_model.h"
 #include "runtime/npy.h"
 #include "tools/cli.h"
@@ -21,9 +22,12 @@ int cmd_build(int argc, char **argv) {
     const char *input = NULL, *output = NULL, *v;
     const char *backends[8];
     uint32_t nbackends = 0;
+    bool opt = true;
     for (int i = 0; i < argc; i++) {
         bool missing = false;
-        if (cli_opt(argc, argv, &i, "-o", &output, &missing) ||
+        if (strcmp(argv[i], "--no-opt") == 0) {
+            opt = false;
+        } else if (cli_opt(argc, argv, &i, "-o", &output, &missing) ||
             cli_opt(argc, argv, &i, "--output", &output, &missing)) {
             if (missing) return cli_usage_error("build", "-o needs a file");
         } else if (cli_opt(argc, argv, &i, "--input-shape", &v, &missing)) {
@@ -48,10 +52,18 @@ int cmd_build(int argc, char **argv) {
     gr_diag d;
     gr_diag_clear(&d);
     int rc = CLI_OK;
-    double t0 = cli_now_ms();
+    double t0 = cli_now_ms(), t_opt = 0;
     ir_module *part = NULL;
-    if (cli_load_model(ctx, input, &lo, &m, &d) != GR_OK ||
-        (nbackends && byoc_partition_for_backends(ctx, m, backends, nbackends, &part, &d) != GR_OK)) {
+    /* The default pipeline first (batch norms folded into convs or decomposed into elementwise
+     * ops the host kernels fuse, constants folded, dead code gone), as relax.build does;
+     * --no-opt builds the module as imported. */
+    gr_status st = cli_load_model(ctx, input, &lo, &m, &d);
+    if (!st && opt) {
+        double a = cli_now_ms();
+        st = ir_pass_run(ir_pass_default_pipeline(), NULL, m, &m, &d);
+        t_opt = cli_now_ms() - a;
+    }
+    if (st || (nbackends && byoc_partition_for_backends(ctx, m, backends, nbackends, &part, &d) != GR_OK)) {
         rc = cli_fail(&d, input);
     } else {
         if (part) m = part;
@@ -69,9 +81,10 @@ int cmd_build(int argc, char **argv) {
                 fprintf(stderr,
                         "built %s: %u host kernels (%u fused ops), %u reference ops, %u extern calls, arena %zu bytes "
                         "(intermediates %zu bytes, %u planned buffers), host object %zu bytes; import "
-                        "%.1f ms, build %.1f ms, load %.1f ms\n",
+                        "+ %s + partition %.1f ms (passes %.1f ms), build %.1f ms, load %.1f ms\n",
                         output, in.nhost, in.nfused_ops, in.nkernel, in.nextern, in.arena_bytes,
-                        in.intermediate_bytes, in.nplanned, in.host_object_bytes, t1 - t0, t2 - t1,
+                        in.intermediate_bytes, in.nplanned, in.host_object_bytes,
+                        opt ? "default pipeline" : "no passes", t1 - t0, t_opt, t2 - t1,
                         (double)in.load_ns / 1e6);
                 graft_model_free(gm);
             }

@@ -2,8 +2,10 @@
 #ifndef GRAFT_TOOLS_CMD_BUILD_H
 #define GRAFT_TOOLS_CMD_BUILD_H
 
-/* graft build INPUT [--input-shape NAME=DIMS]... [--backend NAME]... -o MODEL.graft
- * Prints the plan summary (host kernels, arena vs intermediates, object size, build time). */
+/* graft build INPUT [--input-shape NAME=DIMS]... [--backend NAME]... [--no-opt] -o MODEL.graft
+ * Runs the default pass pipeline (unless --no-opt), partitions for the backends, builds the
+ * artifact (runtime/graft_model.h) and prints the plan summary (host kernels, arena vs
+ * intermediates, object size, build and load time). */
 int cmd_build(int argc, char **argv);
 
 /* graft run MODEL.graft [--input NAME=FILE.npy|random]... [--output-dir DIR] [--repeat N]
