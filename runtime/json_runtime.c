@@ -270,6 +270,29 @@ uint32_t rt_json_graph_add_node(rt_json_graph *g, rt_json_node_kind kind, const 
 
 void rt_json_graph_add_head(rt_json_graph *g, rt_json_entry e) { gr_vec_push(&g->build->heads, e); }
 
+#define RESERVE(v, n)                                                              \
+    do {                                                                           \
+        if ((v).cap < (n)) {                                                       \
+            (v).data = gr_xrealloc((v).data, sizeof(*(v).data) * (size_t)(n));     \
+            (v).cap = (uint32_t)(n);                                               \
+        }                                                                          \
+    } while (0)
+
+void rt_json_graph_reserve(rt_json_graph *g, uint32_t nodes) {
+    rt_json_build *b = g->build;
+    if (!b || nodes > UINT32_MAX / (4 * RT_MAX_NDIM)) return;
+    RESERVE(b->nodes, nodes);
+    RESERVE(b->rows, nodes + 1);
+    RESERVE(b->in_off, nodes);
+    RESERVE(b->name_off, nodes);
+    RESERVE(b->layer_off, nodes);
+    RESERVE(b->ins, 2 * nodes);
+    RESERVE(b->dts, nodes);
+    RESERVE(b->nds, nodes);
+    RESERVE(b->shs, (size_t)nodes * RT_MAX_NDIM);
+    RESERVE(b->strs, 32 * nodes);
+}
+
 /* Moves a vector's block out (the graph owns it from now on). */
 #define TAKE(dst, v) ((dst) = (void *)(v).data, (v).data = NULL, (v).len = (v).cap = 0)
 

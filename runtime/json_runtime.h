@@ -72,6 +72,8 @@ uint32_t rt_json_graph_add_node(rt_json_graph *g, rt_json_node_kind kind, const 
                                 const rt_json_entry *inputs, uint32_t noutputs, const DLDataType *dtypes,
                                 const int32_t *ndims, const int64_t (*shapes)[RT_MAX_NDIM], const char *layer);
 void rt_json_graph_add_head(rt_json_graph *g, rt_json_entry e);
+/* Room for about `nodes` nodes up front (a hint: building big graphs without regrowing). */
+void rt_json_graph_reserve(rt_json_graph *g, uint32_t nodes);
 /* Checks the node inputs and heads; on error frees g (and text). */
 gr_status rt_json_graph_finish(rt_json_graph *g, char *text, size_t len, gr_diag *diag);
 void rt_json_graph_free(rt_json_graph *g);

@@ -733,6 +733,19 @@ static void u32_list(jw *w, const uint32_t *v, uint32_t n) {
     jw_ch(w, ']');
 }
 
+/* Bindings of f and of the functions nested in it: about the node count of its graph (each
+ * composite call inlines one lambda), to size the buffers once. */
+static size_t count_bindings(const ir_expr *e) {
+    if (!e) return 0;
+    if (e->kind == IR_FUNC) return IR_AS(e, ir_func)->nparams + count_bindings(IR_AS(e, ir_func)->body);
+    if (e->kind != IR_SEQ) return 0;
+    const ir_seq *s = IR_AS(e, ir_seq);
+    size_t n = 0;
+    for (uint32_t b = 0; b < s->nblocks; b++)
+        for (uint32_t i = 0; i < s->blocks[b]->n; i++) n += 1 + count_bindings(s->blocks[b]->bindings[i].value);
+    return n;
+}
+
 /* The region's document text (*text, heap, NUL-terminated) and, when graph is not NULL, its
  * typed graph (not finished: the caller hands it the text). */
 static gr_status serialize(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode mode, rt_json_graph *graph,
@@ -750,6 +763,13 @@ static gr_status serialize(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode mod
     gr_map_init(&c.vals);
     gr_map_init(&c.lambdas);
     gr_map_init(&c.consts);
+    /* Reserving generously costs nothing: untouched pages are never faulted in; regrowing
+     * a big buffer by copying touched twice the memory (most of the codegen's page faults). */
+    size_t est = count_bindings(&r->func->base) + 16;
+    if (est < (size_t)UINT32_MAX / 512) {
+        jw_grow(&c.out, est * 320);
+        if (graph) rt_json_graph_reserve(graph, (uint32_t)est);
+    }
     JW_LIT(&c.out, "{\"symbol\":");
     if (!jw_str(&c.out, r->symbol)) fail(&c, NULL, "symbol is not valid UTF-8", NULL);
     JW_LIT(&c.out, ",\"nodes\":[");
