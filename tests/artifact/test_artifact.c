@@ -2,7 +2,10 @@
  * truncated or wrong-version files are clear errors. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "graft/graft_artifact.pb-c.h"
 #include "ir/parser.h"
@@ -297,3 +300,81 @@ Test(artifact, dnnl_regions_load_on_onednn) {
     rt_value_clear(&ref);
     for (int i = 0; i < 3; i++) rt_value_clear(&in[i]);
 }
+
+/* ---- PP-OCR through the compiled host path ---- */
+
+#include "frontend/onnx/onnx_import.h"
+#include "ir/transform.h"
+
+/* KEY from the environment, else from build/third_party/models.env; NULL when absent. */
+static char *model_path(const char *key) {
+    const char *v = getenv(key);
+    if (v && *v) return strdup(v);
+    FILE *f = fopen("build/third_party/models.env", "r");
+    if (!f) return NULL;
+    char line[4096], *out = NULL;
+    size_t kl = strlen(key);
+    while (!out && fgets(line, sizeof line, f))
+        if (strncmp(line, key, kl) == 0 && line[kl] == '=') {
+            line[strcspn(line, "\n")] = '\0';
+            out = strdup(line + kl + 1);
+        }
+    fclose(f);
+    return out;
+}
+
+/* import (+ the default pipeline when opt, as graft build) -> artifact -> load -> run, against
+ * the reference executor on the imported module: max abs error within 1e-4 (outputs are
+ * probabilities / maps in [0, 1]). */
+static void ppocr(const char *key, int64_t h, int64_t w, bool opt) {
+    char *path = model_path(key);
+    struct stat sb;
+    if (!path || stat(path, &sb) != 0) {
+        free(path);
+        cr_skip("%s: model cache absent (scripts/fetch_models.sh)", key);
+    }
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag d;
+    gr_diag_clear(&d);
+    onnx_input_shape sh = {"x", 4, {1, 3, h, w}};
+    onnx_import_opts o = {.shapes = &sh, .nshapes = 1};
+    ir_module *m = NULL, *built = NULL;
+    cr_assert_eq(onnx_import_file(ctx, path, &o, &m, &d), GR_OK, "%s", d.msg);
+    built = m;
+    if (opt) cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &built, &d), GR_OK, "%s", d.msg);
+    int64_t shape[4] = {1, 3, h, w};
+    rt_value in = rt_value_tensor(rand_tensor(4, shape, 11)), ref = {0}, got = {0};
+    rt_exec_t *x;
+    cr_assert_eq(rt_exec_new(m, "main", &x, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_exec_run(x, &in, 1, &ref, &d), GR_OK, "%s", d.msg);
+    rt_exec_free(x);
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(graft_model_build(built, &buf, &len, &d), GR_OK, "%s", d.msg);
+    ir_ctx_free(ctx);
+    graft_model *gm;
+    cr_assert_eq(graft_model_load_buffer(buf, len, &gm, &d), GR_OK, "%s", d.msg);
+    free(buf);
+    graft_model_info info;
+    graft_model_get_info(gm, &info);
+    cr_assert_gt(info.nhost, 10, "%s: %u host kernels", key, info.nhost);
+    cr_assert_eq(graft_model_run(gm, &in, 1, &got, &d), GR_OK, "%s", d.msg);
+    const rt_tensor *a = got.kind == RT_VAL_TUPLE ? got.u.tuple.items[0].u.t : got.u.t;
+    const rt_tensor *b = ref.kind == RT_VAL_TUPLE ? ref.u.tuple.items[0].u.t : ref.u.t;
+    cr_assert(rt_tensor_same_shape(a, b));
+    double max_abs = 0;
+    for (int64_t i = 0; i < rt_tensor_numel(b); i++) {
+        double e = fabs(rt_tensor_get_f64(a, i) - rt_tensor_get_f64(b, i));
+        if (!(e <= max_abs)) max_abs = e; /* NaN sticks */
+    }
+    cr_assert(max_abs <= 1e-4, "%s: max abs error %g", key, max_abs);
+    rt_value_clear(&got);
+    rt_value_clear(&ref);
+    rt_value_clear(&in);
+    graft_model_free(gm);
+    free(path);
+}
+
+Test(artifact_ppocr, cls_matches_reference, .timeout = 60) { ppocr("GRAFT_MODEL_CLS", 48, 192, true); }
+Test(artifact_ppocr, rec_matches_reference, .timeout = 120) { ppocr("GRAFT_MODEL_REC", 48, 320, true); }
+Test(artifact_ppocr, det_matches_reference_no_opt, .timeout = 300) { ppocr("GRAFT_MODEL_DET", 640, 640, false); }
