@@ -742,9 +742,17 @@ static gr_status plan_memory(rt_px *x, gr_diag *diag) {
         if (s >= x->nparams && sl->def == UINT32_MAX) continue; /* fused away */
         if (s >= x->nparams && end[s] < ni) nfree[end[s]]++;
         if (s < x->nparams || end[s] >= ni) continue;
-        uint8_t kind = x->ins[sl->def].kind;
+        const px_instr *di = &x->ins[sl->def];
         int64_t numel = ir_sinfo_numel(sl->sinfo);
-        if ((kind != INS_KERNEL && kind != INS_HOST) || numel < 0 || ir_dtype_is_void(sl->sinfo->dtype) ||
+        /* extern calls are destination-passing: a single-tensor result is planned too */
+        bool plannable = di->kind == INS_KERNEL || di->kind == INS_HOST;
+        if (di->kind == INS_EXTERN && !di->out_tuple && sl->sinfo && sl->sinfo->kind == IR_SINFO_TENSOR &&
+            sl->sinfo->ndim == di->out_ndim[0] && ir_dtype_eq(sl->sinfo->dtype, di->out_dtype[0])) {
+            int64_t vs[RT_MAX_NDIM];
+            plannable = sl->sinfo->ndim <= RT_MAX_NDIM && ir_sinfo_static_shape(sl->sinfo, vs) &&
+                        memcmp(vs, di->out_shape[0], sizeof(int64_t) * (size_t)sl->sinfo->ndim) == 0;
+        }
+        if (!plannable || numel < 0 || ir_dtype_is_void(sl->sinfo->dtype) ||
             sl->sinfo->ndim > RT_MAX_NDIM)
             continue;
         sl->buf = (int32_t)x->nbuf++;
@@ -1058,7 +1066,8 @@ static gr_status run_instr(rt_px *x, px_instr *in, gr_diag *d) {
         rt_value out = in->out_tuple ? rt_value_tuple(in->nout) : (rt_value){0};
         gr_status st = GR_OK;
         for (uint32_t k = 0; k < in->nout && !st; k++) {
-            rt_tensor *t = rt_tensor_new(in->out_dtype[k], in->out_ndim[k], in->out_shape[k]);
+            rt_tensor *t = in->out_tuple ? rt_tensor_new(in->out_dtype[k], in->out_ndim[k], in->out_shape[k])
+                                         : out_tensor(x, in, in->out_dtype[k], in->out_ndim[k], in->out_shape[k]);
             if (!t) {
                 st = gr_diag_set(d, GR_ERR_NOMEM, "R.call_dps_packed('%s'): cannot allocate output",
                                  in->name);
