@@ -25,6 +25,7 @@ typedef struct fgroup {
 } fgroup;
 
 typedef GR_VEC(fgroup) fgroup_vec;
+typedef GR_VEC(uint64_t) u64_vec;
 
 typedef struct fuse_state {
     ir_ctx_t *ctx;
@@ -35,6 +36,8 @@ typedef struct fuse_state {
     byoc_notes *notes;
     gr_map uses;                /* current function */
     gr_map dedup;               /* struct hash -> composite gvar */
+    gr_map sigs;                /* group signature hash -> sig_entry chain */
+    u64_vec sig;                /* scratch */
     gr_map wrappers;            /* composite gvar -> Codegen wrapper gvar */
     /* current block */
     const ir_block *blk;
@@ -177,6 +180,132 @@ static bool accept_match(const pat_match_result *m, void *user) {
 
 /* ---- building composites ---- */
 
+/* A group's dedup signature, read off its bindings before any function is built: the members'
+ * ops, attrs, struct infos and argument wiring (input k / member j) as a uint64 sequence. Every
+ * pointer in it stands for an object compared by identity or hash-consed (struct infos, op
+ * defs, attrs, constants, literals), so equal signatures mean structurally equal composites:
+ * most groups of a big model then reuse a composite without building a function, hashing and
+ * comparing it. Anything else (a nested function, an if) gets no signature: the slow path. */
+typedef struct sig_entry sig_entry;
+struct sig_entry {
+    sig_entry *next;
+    uint32_t n;
+    const uint64_t *sig;
+    ir_gvar *gv;
+};
+
+enum { SIG_IN = 1, SIG_MEM, SIG_CONST, SIG_LEAF, SIG_CALL, SIG_TUPLE, SIG_TGI };
+
+static bool sig_expr(fuse_state *st, const ir_block *blk, const byoc_group_info *gi, const ir_expr *e) {
+    u64_vec *sg = &st->sig;
+    switch (e->kind) {
+    case IR_VAR:
+    case IR_DFVAR:
+    case IR_CONST:
+        for (uint32_t k = 0; k < gi->ninputs; k++)
+            if (gi->inputs[k] == e) {
+                gr_vec_push(sg, SIG_IN);
+                gr_vec_push(sg, k);
+                return true;
+            }
+        if (e->kind == IR_CONST) {
+            gr_vec_push(sg, SIG_CONST);
+            gr_vec_push(sg, GR_MAP_PTR(e));
+            return true;
+        }
+        for (uint32_t j = 0; j < gi->nmembers; j++)
+            if (&blk->bindings[gi->members[j]].var->base == e) {
+                gr_vec_push(sg, SIG_MEM);
+                gr_vec_push(sg, j);
+                return true;
+            }
+        return false;
+    case IR_OP:
+        gr_vec_push(sg, SIG_LEAF);
+        gr_vec_push(sg, GR_MAP_PTR(IR_AS(e, ir_op)->def));
+        return true;
+    case IR_GVAR:
+    case IR_EXTERN:
+    case IR_SHAPE:
+    case IR_PRIMVAL:
+    case IR_STR:
+        gr_vec_push(sg, SIG_LEAF);
+        gr_vec_push(sg, GR_MAP_PTR(e));
+        return true;
+    case IR_TUPLE: {
+        const ir_tuple *t = IR_AS(e, ir_tuple);
+        gr_vec_push(sg, SIG_TUPLE);
+        gr_vec_push(sg, t->n);
+        gr_vec_push(sg, GR_MAP_PTR(e->sinfo));
+        for (uint32_t i = 0; i < t->n; i++)
+            if (!sig_expr(st, blk, gi, t->fields[i])) return false;
+        return true;
+    }
+    case IR_TGI:
+        gr_vec_push(sg, SIG_TGI);
+        gr_vec_push(sg, (uint64_t)(int64_t)IR_AS(e, ir_tgi)->index);
+        gr_vec_push(sg, GR_MAP_PTR(e->sinfo));
+        return sig_expr(st, blk, gi, IR_AS(e, ir_tgi)->tuple);
+    case IR_CALL: {
+        const ir_call *c = IR_AS(e, ir_call);
+        gr_vec_push(sg, SIG_CALL);
+        gr_vec_push(sg, c->nargs);
+        gr_vec_push(sg, GR_MAP_PTR(c->attrs));
+        gr_vec_push(sg, GR_MAP_PTR(e->sinfo));
+        gr_vec_push(sg, c->nsinfo_args);
+        for (uint32_t i = 0; i < c->nsinfo_args; i++) gr_vec_push(sg, GR_MAP_PTR(c->sinfo_args[i]));
+        if (!sig_expr(st, blk, gi, c->callee)) return false;
+        for (uint32_t i = 0; i < c->nargs; i++)
+            if (!sig_expr(st, blk, gi, c->args[i])) return false;
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+/* Fills st->sig for group g; false when the group has no signature. */
+static bool group_signature(fuse_state *st, uint32_t g, const ir_block *blk, const byoc_group_info *gi) {
+    u64_vec *sg = &st->sig;
+    sg->len = 0;
+    gr_vec_push(sg, (uint64_t)st->groups.data[g].pat);
+    gr_vec_push(sg, gi->ninputs);
+    for (uint32_t k = 0; k < gi->ninputs; k++) gr_vec_push(sg, GR_MAP_PTR(gi->inputs[k]->sinfo));
+    gr_vec_push(sg, gi->noutputs);
+    for (uint32_t o = 0; o < gi->noutputs; o++) {
+        uint32_t j = 0;
+        while (j < gi->nmembers && blk->bindings[gi->members[j]].var != gi->outputs[o]) j++;
+        gr_vec_push(sg, j);
+    }
+    gr_vec_push(sg, gi->nmembers);
+    for (uint32_t j = 0; j < gi->nmembers; j++) {
+        const ir_binding *b = &blk->bindings[gi->members[j]];
+        gr_vec_push(sg, GR_MAP_PTR(b->var->base.sinfo));
+        gr_vec_push(sg, GR_MAP_PTR(b->match_sinfo));
+        if (!sig_expr(st, blk, gi, b->value)) return false;
+    }
+    return true;
+}
+
+static sig_entry *sig_find(fuse_state *st, uint64_t h) {
+    uint64_t v;
+    if (!gr_map_get(&st->sigs, h, &v)) return NULL;
+    for (sig_entry *e = (sig_entry *)(uintptr_t)v; e; e = e->next)
+        if (e->n == st->sig.len && memcmp(e->sig, st->sig.data, sizeof(uint64_t) * e->n) == 0) return e;
+    return NULL;
+}
+
+static void sig_add(fuse_state *st, uint64_t h, ir_gvar *gv) {
+    uint64_t v = 0;
+    gr_map_get(&st->sigs, h, &v);
+    sig_entry *e = IR_NEW(st->ctx, sig_entry);
+    e->next = (sig_entry *)(uintptr_t)v;
+    e->n = st->sig.len;
+    e->sig = ir_alloc_copy(st->ctx, st->sig.data, sizeof(uint64_t) * (st->sig.len ? st->sig.len : 1));
+    e->gv = gv;
+    gr_map_put(&st->sigs, h, GR_MAP_PTR(e));
+}
+
 static ir_expr *wrap_codegen(fuse_state *st, ir_gvar *comp, ir_func *cf, const char *backend,
                              gr_diag *diag) {
     uint64_t v;
@@ -212,6 +341,14 @@ static ir_expr *make_composite(void *user, uint32_t g, const ir_block *blk,
     fuse_state *st = user;
     ir_ctx_t *ctx = st->ctx;
     const char *pname = st->pats[st->groups.data[g].pat].name;
+    bool has_sig = group_signature(st, g, blk, gi);
+    uint64_t sh = has_sig ? gr_hash_bytes(st->sig.data, sizeof(uint64_t) * st->sig.len, 0x5167) | 1 : 0;
+    sig_entry *se = has_sig ? sig_find(st, sh) : NULL;
+    if (se) {
+        if (st->opts && st->opts->annotate_codegen)
+            return wrap_codegen(st, se->gv, ir_module_func(st->mod, se->gv->name), byoc_backend_of(ctx, pname), diag);
+        return &se->gv->base;
+    }
     const char *keys[2] = {BYOC_ATTR_COMPOSITE, BYOC_ATTR_PRIMITIVE};
     ir_attr vals[2] = {ir_attr_str(ctx, pname), ir_attr_int(1)};
     ir_func *f = byoc_build_group_func(ctx, st->mod, blk, gi, true, ir_attrs_new(ctx, 2, keys, vals), diag);
@@ -233,6 +370,9 @@ static ir_expr *make_composite(void *user, uint32_t g, const ir_block *blk,
         gv = ir_module_set_func(st->mod, byoc_unique_name(ctx, st->mod, name), &f->base);
         if (!gr_map_get(&st->dedup, h, NULL)) gr_map_put(&st->dedup, h, GR_MAP_PTR(gv));
     }
+    /* later groups with this signature get what this one got, as long as that is what the
+     * hash lookup above would give them (not so after a hash collision) */
+    if (has_sig && gr_map_get(&st->dedup, h, &v) && v == GR_MAP_PTR(gv)) sig_add(st, sh, gv);
     if (st->opts && st->opts->annotate_codegen)
         return wrap_codegen(st, gv, ir_module_func(st->mod, gv->name), byoc_backend_of(ctx, pname), diag);
     return &gv->base;
@@ -384,6 +524,7 @@ gr_status byoc_fuse_ops_by_pattern(ir_ctx_t *ctx, const ir_module *m, const byoc
     st.opts = opts;
     st.notes = notes;
     gr_map_init(&st.dedup);
+    gr_map_init(&st.sigs);
     gr_map_init(&st.wrappers);
     gr_map bound;
     gr_map_init(&bound);
@@ -412,6 +553,8 @@ gr_status byoc_fuse_ops_by_pattern(ir_ctx_t *ctx, const ir_module *m, const byoc
     gr_vec_free(&st.groups);
     gr_vec_free(&st.queue);
     gr_map_free(&st.dedup);
+    gr_map_free(&st.sigs);
+    gr_vec_free(&st.sig);
     gr_map_free(&st.wrappers);
     if (rc) return rc;
     if (changed) *out = st.mod;
