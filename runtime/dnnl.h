@@ -37,6 +37,7 @@ typedef struct rt_dnnl_stats {
     uint32_t nreorders;           /* of which reorders */
     uint32_t npostops;            /* post-ops fused (bias counts as one) */
     uint32_t nfused_nodes;        /* kernel nodes folded into another node's primitive */
+    uint32_t ncomposites;         /* fused composites built from their annotation */
     size_t arena_bytes;           /* planned intermediate memory */
     size_t naive_bytes;           /* sum of all intermediate sizes (no reuse) */
     size_t scratch_bytes;
@@ -50,5 +51,67 @@ bool rt_dnnl_supports_op(const char *op);
 
 /* Threads oneDNN uses (GRAFT_NUM_THREADS or all cores); sets them on first call. */
 int rt_dnnl_num_threads(void);
+
+/* ---- Composites ----
+ * A fused composite is named "dnnl.<anchor>[_<post>]...", e.g. "dnnl.conv2d_bias_hardswish_add":
+ * the anchor says which primitive is built (convolution, deconvolution, matmul; "dense" is a
+ * matmul whose weights are permute_dims(w) of the last two axes, read transposed in place), the
+ * posts say which post-ops it gets, in order. The codegen (codegen/dnnl) puts on the first node
+ * of each fused composite an annotation "dnnl" = {"composite": name, "anchor": nid,
+ * "nodes": [nid...], "post": [{"out": [nid, i], "src": [nid, i], "alpha", "beta", ...}...]}
+ * with each post's output entry, tensor operand and constants; the engine builds the primitive
+ * and its post-ops from the name and the annotation alone. Nodes outside fused composites
+ * ("dnnl.relu", ...) are single ops. */
+typedef enum rt_dnnl_anchor {
+    RT_DNNL_CONV1D,
+    RT_DNNL_CONV2D,
+    RT_DNNL_CONV2D_TRANSPOSE,
+    RT_DNNL_MATMUL,
+    RT_DNNL_DENSE,
+    RT_DNNL_NANCHORS
+} rt_dnnl_anchor;
+
+typedef enum rt_dnnl_post {
+    RT_DNNL_BIAS,         /* + per-output-channel constant: the primitive's bias */
+    RT_DNNL_AFFINE,       /* * scale + shift (or (x - m) / s * g + b), per-channel constants: an
+                             unfolded batch norm, folded into the weights and bias */
+    RT_DNNL_RELU,
+    RT_DNNL_LEAKY_RELU,
+    RT_DNNL_RELU6,
+    RT_DNNL_CLIP,
+    RT_DNNL_HARDSIGMOID,  /* clip(a * x + b, 0, 1): two eltwise post-ops (linear, clip) */
+    RT_DNNL_HARDSWISH,    /* x * clip(x + 3, 0, 6) / 6 and x * hardsigmoid(x) forms */
+    RT_DNNL_SIGMOID,
+    RT_DNNL_SWISH,        /* silu, x * sigmoid(x) */
+    RT_DNNL_GELU,         /* erf form */
+    RT_DNNL_GELU_TANH,
+    RT_DNNL_TANH,
+    RT_DNNL_ELU,          /* where(x > 0, x, a * (exp(x) - 1)) */
+    RT_DNNL_ADD,          /* + tensor: sum post-op (same shape) or binary add (broadcast) */
+    RT_DNNL_MUL,          /* * tensor broadcast to the output: binary post-op */
+    RT_DNNL_NPOSTS
+} rt_dnnl_post;
+
+#define RT_DNNL_MAX_POST 6
+/* oneDNN 2.6's jit kernels computed wrong results with three or more eltwise post-ops (seen:
+ * brgconv_1x1 linear+linear+clip, binary linear+hardswish+linear). */
+#define RT_DNNL_MAX_ELTWISE 2
+
+typedef struct rt_dnnl_composite {
+    rt_dnnl_anchor anchor;
+    int npost;
+    rt_dnnl_post post[RT_DNNL_MAX_POST];
+} rt_dnnl_composite;
+
+const char *rt_dnnl_anchor_name(rt_dnnl_anchor a);   /* "conv2d", "conv2d_transpose", "dense" */
+const char *rt_dnnl_anchor_op(rt_dnnl_anchor a);     /* "relax.nn.conv2d", ..., "relax.matmul" */
+const char *rt_dnnl_post_name(rt_dnnl_post p);       /* "bias", "hardswish", ... */
+/* oneDNN eltwise post-ops a post takes (hardsigmoid 2, bias / affine / add / mul 0). */
+int rt_dnnl_post_eltwise(rt_dnnl_post p);
+/* Parses "dnnl.conv2d_bias_relu"; false for a name that is not a fused composite (single ops
+ * such as "dnnl.relu" included). */
+bool rt_dnnl_composite_parse(const char *name, rt_dnnl_composite *out);
+/* Writes the name of c ("dnnl.conv2d_bias_relu") into buf; returns buf. */
+char *rt_dnnl_composite_name(const rt_dnnl_composite *c, char *buf, size_t n);
 
 #endif

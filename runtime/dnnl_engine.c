@@ -508,7 +508,8 @@ static const rt_json_node *match_xfx(dn_state *S, int e, const rt_json_node *n, 
 /* One post-op step on entry e at consumer n. excl: e must be used only by the step. */
 bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step *ps) {
     memset(ps, 0, sizeof(*ps));
-    if (n->kind != RT_JSON_KERNEL || n->noutputs != 1) return false;
+    /* nodes of fused composites are built by their composite only */
+    if (n->kind != RT_JSON_KERNEL || n->noutputs != 1 || dn_in_composite(n)) return false;
     int oe = out_entry(S, n);
     if (!dn_entry_f32(S, oe)) return false;
     const rt_json_node *chain[8];
@@ -516,6 +517,8 @@ bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step
     const rt_json_node *last = match_xfx(S, e, n, &ps->alg, &ps->alpha, chain, &nchain);
     if (last) {
         if (excl && (S->is_head[e] || S->cons[e].len != 2)) return false;
+        for (int i = 0; i < nchain; i++)
+            if (dn_in_composite(chain[i])) return false;
         ps->kind = STEP_ELTWISE;
         ps->nnodes = nchain;
         memcpy(ps->nodes, chain, sizeof(chain[0]) * (size_t)nchain);
@@ -849,7 +852,8 @@ static gr_status build(dn_state *S) {
         for (uint32_t o = 0; o < n->noutputs; o++)
             if (!(n->dtypes[o].code == kDLFloat && n->dtypes[o].bits == 32))
                 return dn_fail(S, n, dnnl_success, "only float32 tensors are supported");
-        gr_status st = dn_node(S, n);
+        json_t *ann = dn_composite_annotation(n);
+        gr_status st = ann ? dn_composite(S, n, ann) : dn_node(S, n);
         if (st) return st;
     }
     /* heads: written in place when produced plain, else copied */
@@ -895,6 +899,7 @@ static gr_status dn_prepare(rt_json_graph *g, void **state, gr_diag *d) {
     S->symbol = rt_json_graph_symbol(g);
     S->pending_out = -1;
     S->pending_sum = -1;
+    S->comp_b = -1;
     uint32_t nn = rt_json_graph_num_nodes(g);
     S->nent = rt_json_graph_num_entries(g);
     S->node0 = rt_json_graph_node(g, 0);

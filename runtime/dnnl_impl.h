@@ -94,6 +94,12 @@ typedef struct dn_state {
     bool ftz;                     /* flush denormals while running (GRAFT_DNNL_DENORMALS=1: keep) */
     bool sum_ok;                  /* the caller handles pending_sum (finish) */
     int pending_out;              /* entry a folded bias add produced (see take_bias) */
+    /* the fused composite being built (dn_composite): its anchor node, post-op steps and, for
+     * "dense", the entry of the weights read transposed */
+    const rt_json_node *comp_anchor;
+    const dn_step *comp_steps;
+    int comp_k;
+    int comp_b;
 } dn_state;
 
 const char *dnnl_status_str(dnnl_status_t s);
@@ -136,5 +142,14 @@ void dn_consume(dn_state *S, const dn_step *steps, int k);
 
 /* dnnl_ops.c: builds the primitive(s) of kernel node n (and the nodes it folds). */
 gr_status dn_node(dn_state *S, const rt_json_node *n);
+/* True for the ops only fused composites give post-ops (convolutions, matmul). */
+bool dn_is_anchor_op(const rt_json_node *n);
+
+/* dnnl_composite.c: a fused composite from its annotation (see dnnl.h) on its first node. */
+json_t *dn_composite_annotation(const rt_json_node *n);
+bool dn_in_composite(const rt_json_node *n);
+gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann);
+/* One step as its own primitive on value v (post-ops oneDNN would not fuse). */
+gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step *st, int *out);
 
 #endif

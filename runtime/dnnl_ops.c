@@ -94,8 +94,20 @@ static gr_status finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_
  * region output, else `any`. */
 static int chain_of(dn_state *S, const rt_json_node *n, dn_step *steps, bool fuse, int nd, const int64_t *dims,
                     dnnl_memory_desc_t *dst) {
-    int k = fuse && !getenv("GRAFT_DNNL_NOFUSE") ? dn_collect_chain(S, out_entry(S, n), steps, DN_MAX_STEPS) : 0;
-    int last = k ? steps[k - 1].out : out_entry(S, n);
+    int k = 0, last = out_entry(S, n);
+    bool nofuse = getenv("GRAFT_DNNL_NOFUSE") != NULL;
+    if (S->comp_anchor == n) {
+        /* a fused composite: its post-ops, all of them (GRAFT_DNNL_NOFUSE: none, dn_composite
+         * then runs them as their own primitives); the dst layout by where its output goes */
+        k = nofuse ? 0 : S->comp_k;
+        memcpy(steps, S->comp_steps, sizeof(dn_step) * (size_t)k);
+        if (S->comp_k) last = S->comp_steps[S->comp_k - 1].out;
+    } else if (fuse && !nofuse && !dn_is_anchor_op(n)) {
+        /* convolutions and matmuls get post-ops from their composite only; chains of single
+         * ops after other primitives (pool -> relu, resize -> add) still fold */
+        k = dn_collect_chain(S, out_entry(S, n), steps, DN_MAX_STEPS);
+        if (k) last = steps[k - 1].out;
+    }
     dnnl_dims_t d;
     for (int i = 0; i < nd; i++) d[i] = dims[i];
     if (S->is_head[last]) dn_plain_md(dst, nd, dims);
@@ -418,8 +430,35 @@ static gr_status op_deconv2d(dn_state *S, const rt_json_node *n) { return op_con
 
 /* ---------------------------------------------------------------- matmul ---- */
 
+/* Plain md of weights w (dims ws, rank wn) read transposed in its last two axes, expanded to
+ * rank nd with leading 1s. */
+static void transposed_md(dnnl_memory_desc_t *md, int nd, int wn, const dnnl_dims_t ws) {
+    dnnl_dims_t d, str;
+    int pad = nd - wn;
+    int64_t acc = 1;
+    for (int i = wn - 1; i >= 0; i--) {
+        str[pad + i] = acc;
+        d[pad + i] = ws[i];
+        acc *= ws[i];
+    }
+    for (int i = 0; i < pad; i++) {
+        d[i] = 1;
+        str[i] = acc;
+    }
+    int64_t t = d[nd - 1];
+    d[nd - 1] = d[nd - 2];
+    d[nd - 2] = t;
+    t = str[nd - 1];
+    str[nd - 1] = str[nd - 2];
+    str[nd - 2] = t;
+    dnnl_memory_desc_init_by_strides(md, nd, d, dnnl_f32, str);
+}
+
 static gr_status op_matmul(dn_state *S, const rt_json_node *n) {
     int a = dn_arg_entry(S, n, 0), b = dn_arg_entry(S, n, 1), av = -1, bv = -1;
+    /* "dense": the weights are permute_dims(w) of the last two axes; w is read transposed */
+    bool tr = S->comp_anchor == n && S->comp_b >= 0;
+    if (tr) b = S->comp_b;
     gr_status st = need_val(S, n, a, &av);
     if (!st) st = need_val(S, n, b, &bv);
     if (st) return st;
@@ -432,7 +471,8 @@ static gr_status op_matmul(dn_state *S, const rt_json_node *n) {
     if (!bconst && (st = dn_plain(S, n, bv, &bv))) return st;
     dnnl_memory_desc_t amd, bmd, bany, dst, biasmd;
     dn_plain_expand(&amd, &S->vals.data[av].md, nd);
-    dn_plain_expand(&bmd, &S->vals.data[bv].md, nd);
+    if (tr) transposed_md(&bmd, nd, S->vals.data[bv].md.ndims, S->vals.data[bv].md.dims);
+    else dn_plain_expand(&bmd, &S->vals.data[bv].md, nd);
     bany = bmd;
     if (bconst) dnnl_memory_desc_init_by_tag(&bany, nd, bmd.dims, dnnl_f32, dnnl_format_tag_any);
     dn_plain_md(&dst, nd, n->shapes[0]);
@@ -921,6 +961,11 @@ static const struct {
     {"relax.expand_dims", op_reshape},
     {"relax.permute_dims", op_permute},
 };
+
+bool dn_is_anchor_op(const rt_json_node *n) {
+    return is_name(n, "relax.nn.conv1d") || is_name(n, "relax.nn.conv2d") || is_name(n, "relax.nn.conv1d_transpose") ||
+           is_name(n, "relax.nn.conv2d_transpose") || is_name(n, "relax.matmul");
+}
 
 bool rt_dnnl_supports_op(const char *op) {
     for (size_t i = 0; i < sizeof(OPS) / sizeof(OPS[0]); i++)

@@ -1,311 +1,199 @@
-/* The dnnl backend: pattern table with checks, codegen (region -> JSON graph + constants run
- * by the oneDNN engine of runtime/dnnl.h) and module loading.
+/* The dnnl backend's codegen (region -> JSON graph + constants run by the oneDNN engine of
+ * runtime/dnnl.h) and module loading. The pattern table is in dnnl_patterns.c.
  *
- * Patterns are one per op ("dnnl.conv2d", "dnnl.add", ...); MergeCompositeFunctions joins
- * neighbouring composites into regions, and the engine fuses inside a region: a convolution /
- * matmul with its bias, eltwise chain (relu, clip, hardswish in its exporter forms, swish,
- * gelu, ...), residual add and broadcast multiply becomes one primitive with post-ops. So the
- * composite name says which primitive an op maps to, and fusion never depends on which
- * pattern matched first. Every check rejects with a reason the partition report prints. */
+ * Each region is serialized one node per op (codegen/json), then every fused composite call
+ * is annotated on its first node with what the engine builds from it (runtime/dnnl.h
+ * "Composites"): the composite name, the anchor node, the composite's nodes, and per post-op
+ * its output entry, its tensor operand (bias, affine constants, residual, multiplier) and its
+ * constants (clip bounds, leaky / elu alpha, hard-sigmoid slope and offset). The analysis is
+ * the one the pattern check ran (dc_analyze), now on the composite function's bindings. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "byoc/byoc.h"
 #include "codegen/dnnl/dnnl_codegen.h"
+#include "codegen/dnnl/dnnl_impl.h"
 #include "codegen/json/json_codegen.h"
-#include "ir/dtype.h"
 #include "ir/op.h"
-#include "ir/sinfo.h"
 #include "runtime/dnnl.h"
 #include "runtime/json_runtime.h"
 
-/* ---- checks ---- */
-
-typedef const char *(*op_check)(const ir_call *c, ir_ctx_t *ctx);
-
-static bool f32_static(const ir_sinfo *s, int64_t *shape, int32_t *nd) {
-    int64_t tmp[RT_MAX_NDIM];
-    if (!s || s->kind != IR_SINFO_TENSOR || s->ndim < 0 || s->ndim > RT_MAX_NDIM || !ir_dtype_eq(s->dtype, IR_DTYPE_F32))
-        return false;
-    if (nd) *nd = s->ndim;
-    return ir_sinfo_static_shape(s, shape ? shape : tmp);
+static const char *op_name(json_t *node) {
+    const char *s = json_string_value(json_object_get(node, "op"));
+    return s ? s : "";
 }
 
-static bool is_tensor_leaf(const ir_expr *a) { return a && (ir_is_var(a) || a->kind == IR_CONST); }
-
-static bool scalar_expr(const ir_expr *a) {
-    int64_t s[RT_MAX_NDIM];
-    int32_t nd;
-    if (!a || a->kind != IR_CONST || !f32_static(a->sinfo, s, &nd)) return false;
-    int64_t n = 1;
-    for (int32_t i = 0; i < nd; i++) n *= s[i];
-    return n == 1;
-}
-
-static bool same_shape(const ir_sinfo *a, const ir_sinfo *b) {
-    int64_t sa[RT_MAX_NDIM], sb[RT_MAX_NDIM];
-    int32_t na, nb;
-    return f32_static(a, sa, &na) && f32_static(b, sb, &nb) && na == nb && !memcmp(sa, sb, sizeof(int64_t) * (size_t)na);
-}
-
-static const char *chk_none(const ir_call *c, ir_ctx_t *ctx) {
-    (void)c;
-    (void)ctx;
-    return NULL;
-}
-
-static const char *chk_binary(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    const ir_expr *a = c->args[0], *b = c->args[1];
-    if (scalar_expr(a) || scalar_expr(b)) return NULL;
-    if (same_shape(a->sinfo, c->base.sinfo) || same_shape(b->sinfo, c->base.sinfo)) return NULL;
-    return "both operands broadcast to a larger shape";
-}
-
-static const char *chk_power(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    return scalar_expr(c->args[1]) ? NULL : "power needs a scalar constant exponent";
-}
-
-static const char *chk_clip(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    for (uint32_t i = 1; i < 3; i++)
-        if (c->nargs < 3 || c->args[i]->kind != IR_PRIMVAL ||
-            (IR_AS(c->args[i], ir_primval)->value && !ir_prim_is_int(IR_AS(c->args[i], ir_primval)->value, NULL)))
-            return "clip bounds are not constants";
-    return NULL;
-}
-
-static const char *layout_is(const ir_call *c, const char *key, const char *want) {
-    const char *v = ir_attrs_get_str(c->attrs, key);
-    return v && strcmp(v, want) ? "layout other than NCHW/OIHW" : NULL;
-}
-
-static const char *chk_conv2d(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    const char *r = layout_is(c, "data_layout", "NCHW");
-    if (!r) r = layout_is(c, "kernel_layout", "OIHW");
-    if (!r) r = layout_is(c, "out_layout", "NCHW");
-    return r;
-}
-
-static const char *chk_conv1d(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    const char *r = layout_is(c, "data_layout", "NCW");
-    if (!r) r = layout_is(c, "kernel_layout", "OIW");
-    return r;
-}
-
-static const char *chk_deconv2d(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    const char *r = layout_is(c, "data_layout", "NCHW");
-    if (!r) r = layout_is(c, "kernel_layout", "IOHW");
-    if (!r && c->args[1]->kind != IR_CONST) r = "transposed convolution weights must be constant";
-    return r;
-}
-
-static const char *chk_deconv1d(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    const char *r = layout_is(c, "data_layout", "NCW");
-    if (!r) r = layout_is(c, "kernel_layout", "IOW");
-    if (!r && c->args[1]->kind != IR_CONST) r = "transposed convolution weights must be constant";
-    return r;
-}
-
-static const char *chk_matmul(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    int32_t na = 0, nb = 0;
-    f32_static(c->args[0]->sinfo, NULL, &na);
-    f32_static(c->args[1]->sinfo, NULL, &nb);
-    return na < 2 || nb < 2 ? "matmul with a 1-D operand" : NULL;
-}
-
-static const char *chk_pool(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    const char *lay = ir_attrs_get_str(c->attrs, "layout");
-    if (lay && strcmp(lay, "NCHW") && strcmp(lay, "NCW")) return "layout other than NCHW";
-    return NULL;
-}
-
-static const char *chk_adaptive(const ir_call *c, ir_ctx_t *ctx) {
-    const char *r = chk_pool(c, ctx);
-    if (r) return r;
-    int64_t xs[RT_MAX_NDIM], os[RT_MAX_NDIM];
-    int32_t xn, on;
-    if (!f32_static(c->args[0]->sinfo, xs, &xn) || !f32_static(c->base.sinfo, os, &on) || xn != on) return "shapes";
-    for (int32_t i = 2; i < xn; i++)
-        if (!os[i] || xs[i] % os[i]) return "adaptive pooling with uneven windows";
-    return NULL;
-}
-
-static const char *chk_layer_norm(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    int64_t axes[8];
-    int n = ir_attrs_get_ints(c->attrs, "axes", axes, 8);
-    int32_t nd = 0;
-    f32_static(c->args[0]->sinfo, NULL, &nd);
-    return n == 1 && (axes[0] == -1 || axes[0] == nd - 1) ? NULL : "layer_norm over axes other than the last";
-}
-
-static const char *chk_batch_norm(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    return ir_attrs_get_int(c->attrs, "axis", 1) == 1 ? NULL : "batch_norm on an axis other than 1";
-}
-
-static const char *chk_resize(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    const char *m = ir_attrs_get_str(c->attrs, "method"), *ctm = ir_attrs_get_str(c->attrs, "coordinate_transformation_mode");
-    const char *rnd = ir_attrs_get_str(c->attrs, "rounding_method");
-    const char *lay = ir_attrs_get_str(c->attrs, "layout");
-    if (lay && strcmp(lay, "NCHW")) return "layout other than NCHW";
-    int64_t xs[RT_MAX_NDIM], os[RT_MAX_NDIM];
-    int32_t xn, on;
-    if (!f32_static(c->args[0]->sinfo, xs, &xn) || !f32_static(c->base.sinfo, os, &on) || xn != 4) return "shapes";
-    if (m && !strcmp(m, "linear")) {
-        if (ctm && strcmp(ctm, "half_pixel") && !(strcmp(ctm, "pytorch_half_pixel") == 0 && os[2] > 1 && os[3] > 1))
-            return "linear resize with coordinates other than half_pixel";
-        return NULL;
-    }
-    if (m && (!strcmp(m, "nearest_neighbor") || !strcmp(m, "nearest"))) {
-        if (os[2] % xs[2] || os[3] % xs[3]) return "nearest resize that is not an integer up-scaling";
-        bool ok = (ctm && !strcmp(ctm, "asymmetric") && (!rnd || !strcmp(rnd, "floor") || !rnd[0])) ||
-                  (ctm && !strcmp(ctm, "half_pixel") &&
-                   (!rnd || !strcmp(rnd, "round") || !strcmp(rnd, "round_prefer_ceil") || !strcmp(rnd, "round_prefer_floor")));
-        return ok ? NULL : "nearest resize with this coordinate mode / rounding";
-    }
-    return "resize method other than linear / nearest";
-}
-
-static const char *chk_concat(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    if (c->nargs != 1 || c->args[0]->kind != IR_TUPLE) return "concat of a non-literal tuple";
-    const ir_tuple *t = IR_AS(c->args[0], ir_tuple);
-    for (uint32_t i = 0; i < t->n; i++)
-        if (!is_tensor_leaf(t->fields[i]) || !f32_static(t->fields[i]->sinfo, NULL, NULL)) return "concat field is not a float32 tensor";
-    return t->n > 0 && t->n <= 64 ? NULL : "concat arity";
-}
-
-typedef struct dnnl_op_entry {
-    const char *op;               /* relax op name */
-    op_check check;
-} dnnl_op_entry;
-
-/* Priority order: compute ops first (the table order is also `graft backends`' order). */
-static const dnnl_op_entry OPS[] = {
-    {"relax.nn.conv2d", chk_conv2d},
-    {"relax.nn.conv1d", chk_conv1d},
-    {"relax.nn.conv2d_transpose", chk_deconv2d},
-    {"relax.nn.conv1d_transpose", chk_deconv1d},
-    {"relax.matmul", chk_matmul},
-    {"relax.nn.max_pool2d", chk_pool},
-    {"relax.nn.avg_pool2d", chk_pool},
-    {"relax.nn.max_pool1d", chk_pool},
-    {"relax.nn.avg_pool1d", chk_pool},
-    {"relax.nn.adaptive_avg_pool2d", chk_adaptive},
-    {"relax.nn.adaptive_max_pool2d", chk_adaptive},
-    {"relax.nn.adaptive_avg_pool1d", chk_adaptive},
-    {"relax.nn.softmax", chk_none},
-    {"relax.nn.log_softmax", chk_none},
-    {"relax.nn.layer_norm", chk_layer_norm},
-    {"relax.nn.batch_norm", chk_batch_norm},
-    {"relax.add", chk_binary},
-    {"relax.subtract", chk_binary},
-    {"relax.multiply", chk_binary},
-    {"relax.divide", chk_binary},
-    {"relax.maximum", chk_binary},
-    {"relax.minimum", chk_binary},
-    {"relax.power", chk_power},
-    {"relax.nn.relu", chk_none},
-    {"relax.nn.leakyrelu", chk_none},
-    {"relax.nn.relu6", chk_none},
-    {"relax.clip", chk_clip},
-    {"relax.sigmoid", chk_none},
-    {"relax.tanh", chk_none},
-    {"relax.exp", chk_none},
-    {"relax.log", chk_none},
-    {"relax.sqrt", chk_none},
-    {"relax.rsqrt", chk_none},
-    {"relax.abs", chk_none},
-    {"relax.square", chk_none},
-    {"relax.negative", chk_none},
-    {"relax.nn.gelu", chk_none},
-    {"relax.nn.gelu_tanh", chk_none},
-    {"relax.nn.silu", chk_none},
-    {"relax.concat", chk_concat},
-    {"relax.image.resize2d", chk_resize},
-    {"relax.mean", chk_none},
-    {"relax.sum", chk_none},
-    {"relax.max", chk_none},
-    {"relax.min", chk_none},
-    {"relax.prod", chk_none},
-    {"relax.reshape", chk_none},
-    {"relax.flatten", chk_none},
-    {"relax.squeeze", chk_none},
-    {"relax.expand_dims", chk_none},
-    {"relax.permute_dims", chk_none},
-};
-
-static bool dnnl_check(const pat_check_ctx *pc, const char **reason, void *user) {
-    const dnnl_op_entry *ent = user;
-    const ir_expr *e = pc->matched_expr;
-    /* GRAFT_DNNL_DISABLE=relax.mean,relax.power keeps those ops off the backend (bisecting) */
-    const char *dis = getenv("GRAFT_DNNL_DISABLE");
-    if (dis) {
-        const char *hit = strstr(dis, ent->op);
-        size_t l = strlen(ent->op);
-        if (hit && (hit == dis || hit[-1] == ',') && (hit[l] == ',' || hit[l] == 0)) {
-            *reason = "disabled by GRAFT_DNNL_DISABLE";
-            return false;
+/* The op-call bindings of a function body, in order. */
+static uint32_t op_bindings(const ir_func *f, dc_bind *bs, uint32_t max) {
+    uint32_t n = 0;
+    const ir_seq *s = f->body->kind == IR_SEQ ? IR_AS(f->body, ir_seq) : NULL;
+    for (uint32_t b = 0; s && b < s->nblocks; b++)
+        for (uint32_t i = 0; i < s->blocks[b]->n; i++) {
+            const ir_binding *bd = &s->blocks[b]->bindings[i];
+            if (bd->value->kind != IR_CALL || IR_AS(bd->value, ir_call)->callee->kind != IR_OP) continue;
+            if (n < max) bs[n] = (dc_bind){&bd->var->base, IR_AS(bd->value, ir_call)};
+            n++;
         }
-    }
-    if (!e || e->kind != IR_CALL) {
-        *reason = "not a call";
-        return false;
-    }
-    const ir_call *c = IR_AS(e, ir_call);
-    const ir_sinfo *rs = e->sinfo;
-    bool ok_result = f32_static(rs, NULL, NULL);
-    if (rs && rs->kind == IR_SINFO_TUPLE) { /* batch_norm */
-        ok_result = rs->n > 0;
-        for (uint32_t i = 0; i < rs->n; i++) ok_result &= f32_static(rs->fields[i], NULL, NULL);
-    }
-    if (!ok_result) {
-        *reason = "result is not a float32 tensor of static shape";
-        return false;
-    }
-    for (uint32_t i = 0; i < c->nargs; i++) {
-        const ir_expr *a = c->args[i];
-        if (a->kind == IR_TUPLE || a->kind == IR_PRIMVAL || a->kind == IR_SHAPE) continue;
-        if (!is_tensor_leaf(a) || !f32_static(a->sinfo, NULL, NULL)) {
-            *reason = ir_internf(pc->ctx, "argument %u is not a float32 tensor of static shape", i);
-            return false;
+    return n;
+}
+
+/* [nid, index] of argument k of kernel node `node` (an {"in": j} argument). */
+static json_t *arg_entry(json_t *node, int k) {
+    json_t *at = json_object_get(node, "attrs");
+    json_t *in = json_object_get(json_array_get(json_object_get(at, "args"), (size_t)k), "in");
+    json_t *e = json_is_integer(in) ? json_array_get(json_object_get(node, "inputs"), (size_t)json_integer_value(in)) : NULL;
+    if (!e) return NULL;
+    return json_pack("[OO]", json_array_get(e, 0), json_array_get(e, 1));
+}
+
+static json_t *out_entry(const int *nids, int b) { return json_pack("[ii]", nids[b], 0); }
+
+/* The annotation of one analyzed composite whose bindings are nodes nids[]. */
+static json_t *annotation(const char *name, const dc_comp *c, json_t *nodes_doc, const int *nids, uint32_t n) {
+    json_t *ann = json_object(), *posts = json_array(), *nodes = json_array();
+    json_object_set_new(ann, "composite", json_string(name));
+    json_object_set_new(ann, "anchor", json_integer(nids[c->anchor]));
+    for (uint32_t i = 0; i < n; i++) json_array_append_new(nodes, json_integer(nids[i]));
+    json_object_set_new(ann, "nodes", nodes);
+    if (c->perm >= 0) json_object_set_new(ann, "weight", arg_entry(json_array_get(nodes_doc, (size_t)nids[c->perm]), 0));
+    for (int i = 0; i < c->spec.npost; i++) {
+        const dc_post *p = &c->post[i];
+        rt_dnnl_post t = c->spec.post[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "post", json_string(rt_dnnl_post_name(t)));
+        json_object_set_new(o, "out", out_entry(nids, p->out));
+        if (p->src_b >= 0) json_object_set_new(o, "src", arg_entry(json_array_get(nodes_doc, (size_t)nids[p->src_b]), p->src_a));
+        if (p->mid >= 0) json_object_set_new(o, "mid", out_entry(nids, p->mid));
+        if (t == RT_DNNL_AFFINE) {
+            json_t *steps = json_array();
+            for (int k = 0; k < p->naff; k++) {
+                json_t *nd = json_array_get(nodes_doc, (size_t)nids[p->aff_b[k]]);
+                const char *op = json_string_value(json_object_get(nd, "name"));
+                json_t *q = json_object();
+                json_object_set_new(q, "out", out_entry(nids, p->aff_b[k]));
+                if (p->aff_lin[k]) {  /* a scalar constant: an eltwise linear */
+                    json_object_set_new(q, "op", json_string("linear"));
+                    json_object_set_new(q, "alpha", json_real(p->aff_alpha[k]));
+                    json_object_set_new(q, "beta", json_real(p->aff_beta[k]));
+                } else {
+                    json_object_set_new(q, "op", json_string(op ? op + 6 : ""));
+                    json_object_set_new(q, "src", arg_entry(nd, p->aff_a[k]));
+                }
+                json_array_append_new(steps, q);
+            }
+            json_object_set_new(o, "steps", steps);
         }
+        if (rt_dnnl_post_eltwise(t)) {
+            json_object_set_new(o, "alpha", json_real(p->alpha));
+            json_object_set_new(o, "beta", json_real(p->beta));
+        }
+        json_array_append_new(posts, o);
     }
-    const char *r = ent->check(c, pc->ctx);
-    if (r) {
-        *reason = r;
-        return false;
-    }
-    return true;
+    json_object_set_new(ann, "post", posts);
+    return ann;
 }
 
-static gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr_diag *diag) {
-    (void)diag;
-    uint32_t nops = sizeof(OPS) / sizeof(OPS[0]), k = 0;
-    byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nops + 1);
-    for (uint32_t i = 0; i < nops; i++) {
-        const ir_op_def *def = ir_op_def_find(OPS[i].op);
-        if (!def) continue;
-        pat_t *p = pat_call_varargs(ctx, pat_op(ctx, def->name), 0, NULL);
-        if (!p) continue;
-        pats[k++] = (byoc_pattern){ir_internf(ctx, "dnnl.%s", def->name + 6), p, dnnl_check, (void *)&OPS[i]};
-    }
-    *out = pats;
-    *n = k;
-    return GR_OK;
+/* Annotates the fused composites of region r in its per-op graph document. The per-op
+ * serializer emits one kernel node per op call of each composite call, in binding order, so
+ * the k-th composite call's ops are the next kernel nodes. */
+static gr_status annotate(ir_ctx_t *ctx, const byoc_region *r, json_t *doc, gr_diag *diag) {
+    json_t *nodes = json_object_get(doc, "nodes");
+    size_t nn = json_array_size(nodes);
+    int *kern = malloc(sizeof(int) * (nn + 1));
+    if (!kern) return gr_diag_set(diag, GR_ERR_NOMEM, "dnnl codegen: out of memory");
+    uint32_t nk = 0, pos = 0;
+    for (size_t i = 0; i < nn; i++)
+        if (!strcmp(op_name(json_array_get(nodes, i)), "kernel")) kern[nk++] = (int)i;
+    gr_status st = GR_OK;
+    gr_map lam;
+    gr_map_init(&lam);
+    const ir_seq *s = r->func->body->kind == IR_SEQ ? IR_AS(r->func->body, ir_seq) : NULL;
+    for (uint32_t b = 0; s && b < s->nblocks && !st; b++)
+        for (uint32_t i = 0; i < s->blocks[b]->n && !st; i++) {
+            const ir_binding *bd = &s->blocks[b]->bindings[i];
+            uint64_t v;
+            if (bd->value->kind == IR_FUNC) {
+                gr_map_put(&lam, GR_MAP_PTR(bd->var), GR_MAP_PTR(bd->value));
+                continue;
+            }
+            if (bd->value->kind != IR_CALL) continue;
+            const ir_call *call = IR_AS(bd->value, ir_call);
+            if (call->callee->kind == IR_OP) {
+                pos++;
+                continue;
+            }
+            if (!gr_map_get(&lam, GR_MAP_PTR(call->callee), &v)) continue;
+            const ir_func *f = (const ir_func *)(uintptr_t)v;
+            dc_bind bs[DC_MAX_BINDS];
+            uint32_t nb = op_bindings(f, bs, DC_MAX_BINDS);
+            if (pos + nb > nk) {
+                st = gr_diag_set(diag, GR_ERR_INVALID, "dnnl codegen '%s': composites do not line up with the graph's nodes",
+                                 r->symbol);
+                break;
+            }
+            const int *nids = kern + pos;
+            pos += nb;
+            const char *name = ir_attrs_get_str(f->attrs, BYOC_ATTR_COMPOSITE);
+            rt_dnnl_composite spec;
+            if (!rt_dnnl_composite_parse(name, &spec)) continue;
+            if (nb > DC_MAX_BINDS) {
+                st = gr_diag_set(diag, GR_ERR_UNSUPPORTED, "dnnl codegen '%s': composite %s too large", r->symbol, name);
+                break;
+            }
+            for (uint32_t k = 0; k < nb && !st; k++) {
+                const char *nm = json_string_value(json_object_get(json_array_get(nodes, (size_t)nids[k]), "name"));
+                if (!nm || strcmp(nm, IR_AS(bs[k].call->callee, ir_op)->def->name))
+                    st = gr_diag_set(diag, GR_ERR_INVALID, "dnnl codegen '%s': composite %s does not line up with node %d",
+                                     r->symbol, name, nids[k]);
+            }
+            dc_comp c;
+            const char *why = st ? NULL : dc_analyze(ctx, &spec, bs, nb, &c);
+            if (why) st = gr_diag_set(diag, GR_ERR_UNSUPPORTED, "dnnl codegen '%s': composite %s: %s", r->symbol, name, why);
+            if (st) break;
+            for (uint32_t k = 0; k < nb; k++)
+                json_object_set_new(json_object_get(json_array_get(nodes, (size_t)nids[k]), "attrs"), "dnnl_group",
+                                    json_integer(nids[0]));
+            json_object_set_new(json_object_get(json_array_get(nodes, (size_t)nids[0]), "attrs"), "dnnl",
+                                annotation(name, &c, nodes, nids, nb));
+        }
+    if (!st && pos != nk)
+        st = gr_diag_set(diag, GR_ERR_INVALID, "dnnl codegen '%s': %u kernel nodes, %u ops in composites", r->symbol, nk, pos);
+    gr_map_free(&lam);
+    free(kern);
+    return st;
 }
 
-/* ---- codegen ---- */
+static gr_status build_graph(ir_ctx_t *ctx, const byoc_region *r, rt_json_graph **out, gr_diag *diag) {
+    char *text = NULL;
+    gr_status st = json_cg_serialize(ctx, r, JSON_CG_PER_OP, &text, diag);
+    if (st) return st;
+    json_error_t err;
+    json_t *doc = json_loads(text, 0, &err);
+    free(text);
+    if (!doc) return gr_diag_set(diag, GR_ERR_INVALID, "dnnl codegen '%s': %s", r->symbol, err.text);
+    st = annotate(ctx, r, doc, diag);
+    if (st) {
+        json_decref(doc);
+        return st;
+    }
+    st = rt_json_graph_load_doc(r->symbol, doc, out, diag);
+    if (st) return st;
+    uint32_t nc = rt_json_graph_num_consts(*out);
+    rt_tensor **ts = calloc(nc + 1, sizeof(*ts));
+    if (!ts) st = gr_diag_set(diag, GR_ERR_NOMEM, "dnnl codegen: out of memory");
+    for (uint32_t k = 0; k < nc && !st; k++) {
+        const char *cn = rt_json_graph_const_name(*out, k);
+        for (uint32_t q = 0; q < r->nconsts; q++)
+            if (strcmp(r->const_names[q], cn) == 0) ts[k] = r->consts[q]->data;
+    }
+    if (!st) st = rt_json_graph_init(*out, ts, nc, diag);
+    free(ts);
+    if (st) {
+        rt_json_graph_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
 
 gr_status dnnl_cg_compile(ir_ctx_t *ctx, const byoc_region *regions, uint32_t n, const ir_attrs *options,
                           rt_module **out, gr_diag *diag) {
@@ -313,11 +201,8 @@ gr_status dnnl_cg_compile(ir_ctx_t *ctx, const byoc_region *regions, uint32_t n,
     *out = NULL;
     rt_json_graph **graphs = calloc(n + 1, sizeof(*graphs));
     if (!graphs) return gr_diag_set(diag, GR_ERR_NOMEM, "dnnl codegen: out of memory");
-    gr_status st = json_cg_build_graphs(ctx, regions, n, JSON_CG_PER_OP, graphs, diag);
-    if (st) {
-        free(graphs);
-        return st;
-    }
+    gr_status st = GR_OK;
+    for (uint32_t i = 0; i < n && !st; i++) st = build_graph(ctx, &regions[i], &graphs[i], diag);
     /* Build every region's primitives now, so oneDNN rejections surface at compile time
      * naming the region and its layers (the module prepares again lazily; cheap). */
     for (uint32_t i = 0; i < n && !st; i++) {
@@ -342,6 +227,6 @@ static gr_status dnnl_load(const uint8_t *buf, size_t len, struct rt_tensor *(*c
 
 const byoc_backend byoc_dnnl_backend = {
     "dnnl",
-    "oneDNN: conv/deconv/matmul with fused bias + post-op chains, pools, softmax, norms, eltwise/binary, "
-    "concat, resize, reduce; blocked layouts inside a region",
+    "oneDNN: fused composites (conv1d/conv2d/conv2d_transpose/matmul/dense + bias, affine, eltwise, residual add, "
+    "broadcast multiply), pools, softmax, norms, eltwise/binary, concat, resize, reduce, strided_slice",
     dnnl_patterns, dnnl_cg_compile, dnnl_load, "dnnl_json"};

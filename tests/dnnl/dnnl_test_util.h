@@ -165,6 +165,24 @@ static inline int dt_op(dt_graph *g, const char *op, const char *attrs, int nin,
     return dt_push(g, n);
 }
 
+/* Marks nodes[0..n) as one fused composite `name` built from node `anchor`, as the dnnl codegen
+ * annotates them (runtime/dnnl.h "Composites"); posts: the "post" array as JSON text. */
+static inline void dt_composite(dt_graph *g, const char *name, int anchor, int n, const int *nodes, const char *posts) {
+    json_error_t err;
+    json_t *ann = json_object(), *ns = json_array(), *p = json_loads(posts, 0, &err);
+    cr_assert(p, "bad test posts json: %s", err.text);
+    for (int i = 0; i < n; i++) {
+        json_array_append_new(ns, json_integer(nodes[i]));
+        json_t *at = json_object_get(json_array_get(g->nodes, (size_t)nodes[i]), "attrs");
+        json_object_set_new(at, "dnnl_group", json_integer(nodes[0]));
+    }
+    json_object_set_new(ann, "composite", json_string(name));
+    json_object_set_new(ann, "anchor", json_integer(anchor));
+    json_object_set_new(ann, "nodes", ns);
+    json_object_set_new(ann, "post", p);
+    json_object_set_new(json_object_get(json_array_get(g->nodes, (size_t)nodes[0]), "attrs"), "dnnl", ann);
+}
+
 static inline void dt_head(dt_graph *g, int nid) {
     json_t *e = json_array();
     json_array_append_new(e, json_integer(nid));

@@ -17,12 +17,39 @@ Test(dnnl_engine, conv_bias_relu) {
     int a = dt_op(&g, "relax.add", NULL, 2, IN(c, b), NULL, 4, S4(1, 16, 7, 6), "conv1_bias");
     int r = dt_op(&g, "relax.nn.relu", NULL, 1, IN(a), NULL, 4, S4(1, 16, 7, 6), "relu1");
     dt_head(&g, r);
-    dt_check(&g);
+    /* without a composite annotation a convolution gets no post-ops (the composite decides):
+     * the bias add is its own binary primitive, which takes the relu */
     rt_dnnl_stats st;
     gr_diag d = {0};
     cr_assert_eq(dt_stats(&g, &st, &d), GR_OK, "%s", d.msg);
+    cr_expect_eq(st.npostops, 1);
+    cr_expect_eq(st.nfused_nodes, 1);
+    cr_expect_eq(st.ncomposites, 0);
+    char posts[200];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]}]", a, b, r);
+    dt_composite(&g, "dnnl.conv2d_bias_relu", c, 3, IN(c, a, r), posts);
+    dt_check(&g);
+    cr_assert_eq(dt_stats(&g, &st, &d), GR_OK, "%s", d.msg);
     cr_expect_eq(st.npostops, 2);
     cr_expect_eq(st.nfused_nodes, 2);
+    cr_expect_eq(st.ncomposites, 1);
+    dt_free(&g);
+}
+
+/* a malformed annotation fails prepare naming the region and the layer */
+Test(dnnl_engine, bad_composite_annotation) {
+    dt_graph g;
+    dt_init(&g, 16);
+    int x = dt_input(&g, 4, S4(1, 3, 5, 5));
+    int w = dt_const(&g, 4, S4(4, 3, 3, 3));
+    int c = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "0, 0, 0, 0", "1, 1", "1"), 2, IN(x, w), NULL, 4, S4(1, 4, 3, 3), "convA");
+    int r = dt_op(&g, "relax.nn.relu", NULL, 1, IN(c), NULL, 4, S4(1, 4, 3, 3), "reluA");
+    dt_head(&g, r);
+    dt_composite(&g, "dnnl.conv2d_bias_relu", c, 2, IN(c, r), "[{\"out\":[99,0]}]");
+    rt_dnnl_stats st;
+    gr_diag d = {0};
+    cr_assert_neq(dt_stats(&g, &st, &d), GR_OK);
+    cr_expect(strstr(d.msg, "test_region") && strstr(d.msg, "composite annotation"), "%s", d.msg);
     dt_free(&g);
 }
 
@@ -39,6 +66,9 @@ Test(dnnl_engine, depthwise_dilated_hardswish) {
     int dv = dt_op(&g, "relax.divide", NULL, 2, IN(cl, z), NULL, 4, S4(2, 8, 12, 12), NULL);
     int m = dt_op(&g, "relax.multiply", NULL, 2, IN(c, dv), NULL, 4, S4(2, 8, 12, 12), NULL);
     dt_head(&g, m);
+    char posts[100];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0]}]", m);
+    dt_composite(&g, "dnnl.conv2d_hardswish", c, 5, IN(c, a, cl, dv, m), posts);
     dt_check(&g);
     rt_dnnl_stats st;
     gr_diag d = {0};
@@ -77,6 +107,15 @@ Test(dnnl_engine, se_block_residual) {
     int res = dt_op(&g, "relax.add", NULL, 2, IN(c3, x), NULL, 4, S4(1, 8, 9, 9), NULL);
     dt_head(&g, res);
     dt_head(&g, p);
+    char posts[300];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]}]", cb, b, hs);
+    dt_composite(&g, "dnnl.conv2d_bias_hardswish", c, 6, IN(c, cb, m1, a1, cl, hs), posts);
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0]}]", r1);
+    dt_composite(&g, "dnnl.conv2d_relu", s1, 2, IN(s1, r1), posts);
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"mid\":[%d,0],\"alpha\":0.2,\"beta\":0.5}]", c2, a2);
+    dt_composite(&g, "dnnl.conv2d_hardsigmoid", s2, 4, IN(s2, m2, a2, c2), posts);
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]}]", res, x);
+    dt_composite(&g, "dnnl.conv2d_add", c3, 2, IN(c3, res), posts);
     dt_check(&g);
     rt_dnnl_stats st;
     gr_diag d = {0};
@@ -272,8 +311,12 @@ Test(dnnl_engine, memory_reuse) {
     for (int i = 0; i < 6; i++) {
         int w = dt_const(&g, 4, S4(8, 8, 3, 3));
         cur = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "1, 1, 1, 1", "1, 1", "1"), 2, IN(cur, w), NULL, 4, S4(1, 8, 16, 16), NULL);
-        cur = dt_op(&g, "relax.sigmoid", NULL, 1, IN(cur), NULL, 4, S4(1, 8, 16, 16), NULL);
-        cur = dt_op(&g, "relax.nn.relu", NULL, 1, IN(cur), NULL, 4, S4(1, 8, 16, 16), NULL);
+        int cv = cur;
+        int sg = dt_op(&g, "relax.sigmoid", NULL, 1, IN(cur), NULL, 4, S4(1, 8, 16, 16), NULL);
+        cur = dt_op(&g, "relax.nn.relu", NULL, 1, IN(sg), NULL, 4, S4(1, 8, 16, 16), NULL);
+        char posts[100];
+        snprintf(posts, sizeof posts, "[{\"out\":[%d,0]},{\"out\":[%d,0]}]", sg, cur);
+        dt_composite(&g, "dnnl.conv2d_sigmoid_relu", cv, 3, IN(cv, sg, cur), posts);
     }
     dt_head(&g, cur);
     dt_check(&g);
@@ -326,6 +369,13 @@ Test(dnnl_engine, deconv_affine_fold) {
     int ad = dt_op(&g, "relax.add", NULL, 2, IN(m, be), NULL, 4, S4(1, 4, 10, 10), NULL);
     int r = dt_op(&g, "relax.nn.relu", NULL, 1, IN(ad), NULL, 4, S4(1, 4, 10, 10), NULL);
     dt_head(&g, r);
+    char posts[400];
+    snprintf(posts, sizeof posts,
+             "[{\"out\":[%d,0],\"steps\":[{\"op\":\"subtract\",\"src\":[%d,0],\"out\":[%d,0]},"
+             "{\"op\":\"divide\",\"src\":[%d,0],\"out\":[%d,0]},{\"op\":\"multiply\",\"src\":[%d,0],\"out\":[%d,0]},"
+             "{\"op\":\"add\",\"src\":[%d,0],\"out\":[%d,0]}]},{\"out\":[%d,0]}]",
+             ad, mu, a, sd, b, ga, m, be, ad, r);
+    dt_composite(&g, "dnnl.conv2d_transpose_affine_relu", c, 6, IN(c, a, b, m, ad, r), posts);
     dt_check(&g);
     rt_dnnl_stats st;
     gr_diag d = {0};

@@ -1,0 +1,44 @@
+/* Internal to codegen/dnnl: the composite analysis shared by the pattern checks (at fuse time,
+ * on the matched bindings) and the codegen (on a composite function's bindings). */
+#ifndef GRAFT_CODEGEN_DNNL_DNNL_IMPL_H
+#define GRAFT_CODEGEN_DNNL_DNNL_IMPL_H
+
+#include "byoc/byoc.h"
+#include "runtime/dnnl.h"
+
+#define DC_MAX_BINDS 48
+
+/* An op-call binding of a composite, in block order. */
+typedef struct dc_bind {
+    const ir_expr *var;
+    const ir_call *call;
+} dc_bind;
+
+/* Where one post-op of a composite is: binding indices into the dc_bind list. */
+typedef struct dc_post {
+    int out;                  /* binding of the post's result */
+    int mid;                  /* hardsigmoid: binding of its linear part a * x + b; else -1 */
+    int src_b, src_a;         /* bias / add / mul: binding and argument index of the operand */
+    int naff;                 /* affine: its ops (binding, argument index of the constant) */
+    int aff_b[4], aff_a[4];
+    bool aff_lin[4];          /* that op has a scalar constant: x -> aff_alpha x + aff_beta */
+    float aff_alpha[4], aff_beta[4];
+    float alpha, beta;        /* eltwise parameters (leaky alpha, clip / hardsigmoid / elu) */
+} dc_post;
+
+typedef struct dc_comp {
+    rt_dnnl_composite spec;
+    int anchor;               /* binding of the convolution / matmul */
+    int perm;                 /* dense: binding of permute_dims(w); else -1 */
+    dc_post post[RT_DNNL_MAX_POST];
+} dc_comp;
+
+/* Locates every post of `spec` in the bindings (the anchor's result flows through them in
+ * order) and checks dtypes, ranks, attributes, shapes and constants. NULL when the composite is
+ * fine, else the reason it is not (static or interned in ctx). */
+const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bind *bs, uint32_t n, dc_comp *out);
+
+/* The backend's ordered pattern table: fused composites (longest first), then single ops. */
+gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr_diag *diag);
+
+#endif

@@ -1,0 +1,854 @@
+/* The dnnl backend's pattern table: fused composites first, then single ops.
+ *
+ * A fused composite is an anchor (conv1d, conv2d, conv2d_transpose, matmul, dense = matmul of
+ * permute_dims(w)) followed by the posts its name lists: "dnnl.conv2d_bias_hardswish_add" is a
+ * convolution, its bias, hard-swish in any of the exporters' forms, then a residual add. Names
+ * are generated from runtime/dnnl.h's tables by the grammar
+ *     anchor [bias] [affine] ( [eltwise] | [eltwise] binary | binary eltwise | eltwise affine )
+ * (affine for convolutions only; binary = add | mul); every name is one pattern, several forms of one post are
+ * alternatives inside it. Longer composites come first, so a chain is taken whole; what no
+ * composite takes falls to the single-op patterns ("dnnl.relu", "dnnl.nn.max_pool2d", ...).
+ * The check of a composite (dc_analyze) finds each post in the matched bindings and rejects with
+ * a reason the partition report prints: a bias that is not per-output-channel, hard-swish
+ * constants that are not 3 and 6, more eltwise post-ops than oneDNN 2.6 computes correctly, an
+ * intermediate used outside the composite, ... */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/dnnl/dnnl_codegen.h"
+#include "codegen/dnnl/dnnl_impl.h"
+#include "ir/dtype.h"
+#include "ir/op.h"
+#include "ir/sinfo.h"
+#include "runtime/tensor.h"
+
+/* ---- checks ---- */
+
+typedef const char *(*op_check)(const ir_call *c, ir_ctx_t *ctx);
+
+static bool f32_static(const ir_sinfo *s, int64_t *shape, int32_t *nd) {
+    int64_t tmp[RT_MAX_NDIM];
+    if (!s || s->kind != IR_SINFO_TENSOR || s->ndim < 0 || s->ndim > RT_MAX_NDIM || !ir_dtype_eq(s->dtype, IR_DTYPE_F32))
+        return false;
+    if (nd) *nd = s->ndim;
+    return ir_sinfo_static_shape(s, shape ? shape : tmp);
+}
+
+static bool is_tensor_leaf(const ir_expr *a) { return a && (ir_is_var(a) || a->kind == IR_CONST); }
+
+static bool scalar_expr(const ir_expr *a) {
+    int64_t s[RT_MAX_NDIM];
+    int32_t nd;
+    if (!a || a->kind != IR_CONST || !f32_static(a->sinfo, s, &nd)) return false;
+    int64_t n = 1;
+    for (int32_t i = 0; i < nd; i++) n *= s[i];
+    return n == 1;
+}
+
+static bool same_shape(const ir_sinfo *a, const ir_sinfo *b) {
+    int64_t sa[RT_MAX_NDIM], sb[RT_MAX_NDIM];
+    int32_t na, nb;
+    return f32_static(a, sa, &na) && f32_static(b, sb, &nb) && na == nb && !memcmp(sa, sb, sizeof(int64_t) * (size_t)na);
+}
+
+static const char *chk_none(const ir_call *c, ir_ctx_t *ctx) {
+    (void)c;
+    (void)ctx;
+    return NULL;
+}
+
+static const char *chk_binary(const ir_call *c, ir_ctx_t *ctx) {
+    (void)ctx;
+    const ir_expr *a = c->args[0], *b = c->args[1];
+    if (scalar_expr(a) || scalar_expr(b)) return NULL;
+    if (same_shape(a->sinfo, c->base.sinfo) || same_shape(b->sinfo, c->base.sinfo)) return NULL;
+    return "both operands broadcast to a larger shape";
+}
+
+static const char *chk_power(const ir_call *c, ir_ctx_t *ctx) {
+    (void)ctx;
+    return scalar_expr(c->args[1]) ? NULL : "power needs a scalar constant exponent";
+}
+
+static const char *chk_clip(const ir_call *c, ir_ctx_t *ctx) {
+    (void)ctx;
+    for (uint32_t i = 1; i < 3; i++)
+        if (c->nargs < 3 || c->args[i]->kind != IR_PRIMVAL ||
+            (IR_AS(c->args[i], ir_primval)->value && !ir_prim_is_int(IR_AS(c->args[i], ir_primval)->value, NULL)))
+            return "clip bounds are not constants";
+    return NULL;
+}
+
+static const char *layout_is(const ir_call *c, const char *key, const char *want) {
+    const char *v = ir_attrs_get_str(c->attrs, key);
+    return v && strcmp(v, want) ? "layout other than NCHW/OIHW" : NULL;
+}
+
+static const char *chk_conv2d(const ir_call *c, ir_ctx_t *ctx) {
+    (void)ctx;
+    const char *r = layout_is(c, "data_layout", "NCHW");
+    if (!r) r = layout_is(c, "kernel_layout", "OIHW");
+    if (!r) r = layout_is(c, "out_layout", "NCHW");
+    return r;
+}
+
+static const char *chk_conv1d(const ir_call *c, ir_ctx_t *ctx) {
+    (void)ctx;
+    const char *r = layout_is(c, "data_layout", "NCW");
+    if (!r) r = layout_is(c, "kernel_layout", "OIW");
+    return r;
+}
+
+static const char *chk_deconv2d(const ir_call *c, ir_ctx_t *ctx) {
+    (void)ctx;
+    const char *r = layout_is(c, "data_layout", "NCHW");
+    if (!r) r = layout_is(c, "kernel_layout", "IOHW");
+    if (!r && c->args[1]->kind != IR_CONST) r = "transposed convolution weights must be constant";
+    return r;
+}
+
+static const char *chk_deconv1d(const ir_call *c, ir_ctx_t *ctx) {
+    (void)ctx;
+    const char *r = layout_is(c, "data_layout", "NCW");
+    if (!r) r = layout_is(c, "kernel_layout", "IOW");
+    if (!r && c->args[1]->kind != IR_CONST) r = "transposed convolution weights must be constant";
+    return r;
+}
+
+static const char *chk_matmul(const ir_call *c, ir_ctx_t *ctx) {
+    (void)ctx;
+    int32_t na = 0, nb = 0;
+    f32_static(c->args[0]->sinfo, NULL, &na);
+    f32_static(c->args[1]->sinfo, NULL, &nb);
+    return na < 2 || nb < 2 ? "matmul with a 1-D operand" : NULL;
+}
+
+static const char *chk_pool(const ir_call *c, ir_ctx_t *ctx) {
+    (void)ctx;
+    const char *lay = ir_attrs_get_str(c->attrs, "layout");
+    if (lay && strcmp(lay, "NCHW") && strcmp(lay, "NCW")) return "layout other than NCHW";
+    return NULL;
+}
+
+static const char *chk_adaptive(const ir_call *c, ir_ctx_t *ctx) {
+    const char *r = chk_pool(c, ctx);
+    if (r) return r;
+    int64_t xs[RT_MAX_NDIM], os[RT_MAX_NDIM];
+    int32_t xn, on;
+    if (!f32_static(c->args[0]->sinfo, xs, &xn) || !f32_static(c->base.sinfo, os, &on) || xn != on) return "shapes";
+    for (int32_t i = 2; i < xn; i++)
+        if (!os[i] || xs[i] % os[i]) return "adaptive pooling with uneven windows";
+    return NULL;
+}
+
+static const char *chk_layer_norm(const ir_call *c, ir_ctx_t *ctx) {
+    (void)ctx;
+    int64_t axes[8];
+    int n = ir_attrs_get_ints(c->attrs, "axes", axes, 8);
+    int32_t nd = 0;
+    f32_static(c->args[0]->sinfo, NULL, &nd);
+    return n == 1 && (axes[0] == -1 || axes[0] == nd - 1) ? NULL : "layer_norm over axes other than the last";
+}
+
+static const char *chk_batch_norm(const ir_call *c, ir_ctx_t *ctx) {
+    (void)ctx;
+    return ir_attrs_get_int(c->attrs, "axis", 1) == 1 ? NULL : "batch_norm on an axis other than 1";
+}
+
+static const char *chk_resize(const ir_call *c, ir_ctx_t *ctx) {
+    (void)ctx;
+    const char *m = ir_attrs_get_str(c->attrs, "method"), *ctm = ir_attrs_get_str(c->attrs, "coordinate_transformation_mode");
+    const char *rnd = ir_attrs_get_str(c->attrs, "rounding_method");
+    const char *lay = ir_attrs_get_str(c->attrs, "layout");
+    if (lay && strcmp(lay, "NCHW")) return "layout other than NCHW";
+    int64_t xs[RT_MAX_NDIM], os[RT_MAX_NDIM];
+    int32_t xn, on;
+    if (!f32_static(c->args[0]->sinfo, xs, &xn) || !f32_static(c->base.sinfo, os, &on) || xn != 4) return "shapes";
+    if (m && !strcmp(m, "linear")) {
+        if (ctm && strcmp(ctm, "half_pixel") && !(strcmp(ctm, "pytorch_half_pixel") == 0 && os[2] > 1 && os[3] > 1))
+            return "linear resize with coordinates other than half_pixel";
+        return NULL;
+    }
+    if (m && (!strcmp(m, "nearest_neighbor") || !strcmp(m, "nearest"))) {
+        if (os[2] % xs[2] || os[3] % xs[3]) return "nearest resize that is not an integer up-scaling";
+        bool ok = (ctm && !strcmp(ctm, "asymmetric") && (!rnd || !strcmp(rnd, "floor") || !rnd[0])) ||
+                  (ctm && !strcmp(ctm, "half_pixel") &&
+                   (!rnd || !strcmp(rnd, "round") || !strcmp(rnd, "round_prefer_ceil") || !strcmp(rnd, "round_prefer_floor")));
+        return ok ? NULL : "nearest resize with this coordinate mode / rounding";
+    }
+    return "resize method other than linear / nearest";
+}
+
+static const char *chk_concat(const ir_call *c, ir_ctx_t *ctx) {
+    (void)ctx;
+    if (c->nargs != 1 || c->args[0]->kind != IR_TUPLE) return "concat of a non-literal tuple";
+    const ir_tuple *t = IR_AS(c->args[0], ir_tuple);
+    for (uint32_t i = 0; i < t->n; i++)
+        if (!is_tensor_leaf(t->fields[i]) || !f32_static(t->fields[i]->sinfo, NULL, NULL)) return "concat field is not a float32 tensor";
+    return t->n > 0 && t->n <= 64 ? NULL : "concat arity";
+}
+
+typedef struct dnnl_op_entry {
+    const char *op;               /* relax op name */
+    op_check check;
+} dnnl_op_entry;
+
+/* Priority order: compute ops first (the table order is also `graft backends`' order). */
+static const dnnl_op_entry OPS[] = {
+    {"relax.nn.conv2d", chk_conv2d},
+    {"relax.nn.conv1d", chk_conv1d},
+    {"relax.nn.conv2d_transpose", chk_deconv2d},
+    {"relax.nn.conv1d_transpose", chk_deconv1d},
+    {"relax.matmul", chk_matmul},
+    {"relax.nn.max_pool2d", chk_pool},
+    {"relax.nn.avg_pool2d", chk_pool},
+    {"relax.nn.max_pool1d", chk_pool},
+    {"relax.nn.avg_pool1d", chk_pool},
+    {"relax.nn.adaptive_avg_pool2d", chk_adaptive},
+    {"relax.nn.adaptive_max_pool2d", chk_adaptive},
+    {"relax.nn.adaptive_avg_pool1d", chk_adaptive},
+    {"relax.nn.softmax", chk_none},
+    {"relax.nn.log_softmax", chk_none},
+    {"relax.nn.layer_norm", chk_layer_norm},
+    {"relax.nn.batch_norm", chk_batch_norm},
+    {"relax.add", chk_binary},
+    {"relax.subtract", chk_binary},
+    {"relax.multiply", chk_binary},
+    {"relax.divide", chk_binary},
+    {"relax.maximum", chk_binary},
+    {"relax.minimum", chk_binary},
+    {"relax.power", chk_power},
+    {"relax.nn.relu", chk_none},
+    {"relax.nn.leakyrelu", chk_none},
+    {"relax.nn.relu6", chk_none},
+    {"relax.clip", chk_clip},
+    {"relax.sigmoid", chk_none},
+    {"relax.tanh", chk_none},
+    {"relax.exp", chk_none},
+    {"relax.log", chk_none},
+    {"relax.sqrt", chk_none},
+    {"relax.rsqrt", chk_none},
+    {"relax.abs", chk_none},
+    {"relax.square", chk_none},
+    {"relax.negative", chk_none},
+    {"relax.nn.gelu", chk_none},
+    {"relax.nn.gelu_tanh", chk_none},
+    {"relax.nn.silu", chk_none},
+    {"relax.concat", chk_concat},
+    {"relax.image.resize2d", chk_resize},
+    {"relax.mean", chk_none},
+    {"relax.sum", chk_none},
+    {"relax.max", chk_none},
+    {"relax.min", chk_none},
+    {"relax.prod", chk_none},
+    {"relax.reshape", chk_none},
+    {"relax.flatten", chk_none},
+    {"relax.squeeze", chk_none},
+    {"relax.expand_dims", chk_none},
+    {"relax.permute_dims", chk_none},
+};
+
+static bool dnnl_check(const pat_check_ctx *pc, const char **reason, void *user) {
+    const dnnl_op_entry *ent = user;
+    const ir_expr *e = pc->matched_expr;
+    /* GRAFT_DNNL_DISABLE=relax.mean,relax.power keeps those ops off the backend (bisecting) */
+    const char *dis = getenv("GRAFT_DNNL_DISABLE");
+    if (dis) {
+        const char *hit = strstr(dis, ent->op);
+        size_t l = strlen(ent->op);
+        if (hit && (hit == dis || hit[-1] == ',') && (hit[l] == ',' || hit[l] == 0)) {
+            *reason = "disabled by GRAFT_DNNL_DISABLE";
+            return false;
+        }
+    }
+    if (!e || e->kind != IR_CALL) {
+        *reason = "not a call";
+        return false;
+    }
+    const ir_call *c = IR_AS(e, ir_call);
+    const ir_sinfo *rs = e->sinfo;
+    bool ok_result = f32_static(rs, NULL, NULL);
+    if (rs && rs->kind == IR_SINFO_TUPLE) { /* batch_norm */
+        ok_result = rs->n > 0;
+        for (uint32_t i = 0; i < rs->n; i++) ok_result &= f32_static(rs->fields[i], NULL, NULL);
+    }
+    if (!ok_result) {
+        *reason = "result is not a float32 tensor of static shape";
+        return false;
+    }
+    for (uint32_t i = 0; i < c->nargs; i++) {
+        const ir_expr *a = c->args[i];
+        if (a->kind == IR_TUPLE || a->kind == IR_PRIMVAL || a->kind == IR_SHAPE) continue;
+        if (!is_tensor_leaf(a) || !f32_static(a->sinfo, NULL, NULL)) {
+            *reason = ir_internf(pc->ctx, "argument %u is not a float32 tensor of static shape", i);
+            return false;
+        }
+    }
+    const char *r = ent->check(c, pc->ctx);
+    if (r) {
+        *reason = r;
+        return false;
+    }
+    return true;
+}
+
+
+/* ================================================================ composites ==== */
+
+static bool op_is(const ir_call *c, const char *op) {
+    return c && c->callee->kind == IR_OP && strcmp(IR_AS(c->callee, ir_op)->def->name, op) == 0;
+}
+
+static bool scalar_value(const ir_expr *a, float *v) {
+    if (!scalar_expr(a)) return false;
+    *v = (float)rt_tensor_get_f64(IR_AS(a, ir_const)->data, 0);
+    return true;
+}
+
+static bool prim_float(const ir_expr *a, float *v) {
+    if (!a || a->kind != IR_PRIMVAL) return false;
+    const ir_primval *p = IR_AS(a, ir_primval);
+    int64_t iv;
+    if (p->value) {
+        if (!ir_prim_is_int(p->value, &iv)) return false;
+        *v = (float)iv;
+        return true;
+    }
+    *v = (float)p->fvalue;
+    return true;
+}
+
+typedef struct dc_walk {
+    const dc_bind *bs;
+    uint32_t n;
+    bool used[DC_MAX_BINDS];
+} dc_walk;
+
+/* Bindings not taken yet that use var (up to max into out); returns how many there are. */
+static int users(const dc_walk *w, const ir_expr *var, int *out, int max) {
+    int k = 0;
+    for (uint32_t j = 0; j < w->n; j++) {
+        if (w->used[j]) continue;
+        const ir_call *c = w->bs[j].call;
+        bool uses = false;
+        for (uint32_t a = 0; a < c->nargs; a++) uses |= c->args[a] == var;
+        if (uses && k++ < max) out[k - 1] = (int)j;
+    }
+    return k;
+}
+
+/* The only binding not taken yet that uses var, when it calls op (NULL: any op); else -1. */
+static int sole_user(const dc_walk *w, const ir_expr *var, const char *op) {
+    int u[4];
+    if (users(w, var, u, 4) != 1) return -1;
+    return !op || op_is(w->bs[u[0]].call, op) ? u[0] : -1;
+}
+
+/* Argument index of binary call c's operand that is not var (-1 unless var is one operand). */
+static int other_arg(const ir_call *c, const ir_expr *var) {
+    if (c->nargs < 2) return -1;
+    if (c->args[0] == var && c->args[1] != var) return 1;
+    if (c->args[1] == var && c->args[0] != var) return 0;
+    return -1;
+}
+
+/* A constant varying along `axis` of an nd-dim result only, with C values there. */
+static bool per_channel(const ir_expr *k, int axis, int nd, int64_t C) {
+    int64_t s[RT_MAX_NDIM];
+    int32_t r;
+    if (!k || k->kind != IR_CONST || !f32_static(k->sinfo, s, &r) || r > nd || r < nd - axis) return false;
+    for (int i = 0; i < r; i++)
+        if (s[i] != (nd - r + i == axis ? C : 1)) return false;
+    return true;
+}
+
+/* c = var (+ - * /) scalar constant, as x -> A x + B. */
+static bool scalar_linear(const ir_call *c, const ir_expr *var, float *A, float *B) {
+    int o = other_arg(c, var);
+    float k;
+    if (o < 0 || !scalar_value(c->args[o], &k)) return false;
+    *A = 1.f;
+    *B = 0.f;
+    if (op_is(c, "relax.add")) *B = k;
+    else if (op_is(c, "relax.subtract")) {
+        *A = o == 1 ? 1.f : -1.f;
+        *B = o == 1 ? -k : k;
+    } else if (op_is(c, "relax.multiply")) *A = k;
+    else if (op_is(c, "relax.divide") && o == 1 && k != 0.f) *A = 1.f / k;
+    else return false;
+    return true;
+}
+
+static bool near(float a, float b) { return fabsf(a - b) <= 1e-5f * fmaxf(1.f, fabsf(b)); }
+
+/* x * clip(A x + B, lo, hi) * C == x * clip(x / 6 + 1/2, 0, 1) */
+static bool hswish_ok(float lo, float hi, float A, float B, float C) {
+    return near(lo, 0.f) && near((hi - lo) * C, 1.f) && near(A * C, 1.f / 6.f) && near(B * C, 0.5f);
+}
+
+static bool same_dims(const ir_sinfo *s, int32_t nd, const int64_t *dims) {
+    int64_t d[RT_MAX_NDIM];
+    int32_t n;
+    return f32_static(s, d, &n) && n == nd && !memcmp(d, dims, sizeof(int64_t) * (size_t)nd);
+}
+
+static const char *const UNARY_OP[RT_DNNL_NPOSTS] = {
+    [RT_DNNL_RELU] = "relax.nn.relu",       [RT_DNNL_LEAKY_RELU] = "relax.nn.leakyrelu", [RT_DNNL_RELU6] = "relax.nn.relu6",
+    [RT_DNNL_CLIP] = "relax.clip",          [RT_DNNL_SIGMOID] = "relax.sigmoid",        [RT_DNNL_GELU] = "relax.nn.gelu",
+    [RT_DNNL_GELU_TANH] = "relax.nn.gelu_tanh", [RT_DNNL_TANH] = "relax.tanh",
+};
+
+static const char *hardswish_at(dc_walk *w, const ir_expr *x, dc_post *p) {
+    static const char *bad = "hard-swish is not x * clip(x + 3, 0, 6) / 6 or x * hardsigmoid(x)";
+    int u[4], prod = -1, s = -1;
+    if (users(w, x, u, 4) != 2) return bad;
+    for (int i = 0; i < 2; i++) {
+        const ir_call *c = w->bs[u[i]].call;
+        int o = other_arg(c, x);
+        if (op_is(c, "relax.multiply") && o >= 0 && c->args[o]->kind != IR_CONST) prod = u[i];
+        else s = u[i];
+    }
+    if (prod < 0 || s < 0) return bad;
+    float A = 1.f, B = 0.f, a, b, lo, hi, C = 1.f;
+    const ir_expr *v = x;
+    for (int k = 0; !op_is(w->bs[s].call, "relax.clip"); k++) {
+        if (k == 3 || !scalar_linear(w->bs[s].call, v, &a, &b)) return bad;
+        A *= a;
+        B = B * a + b;
+        w->used[s] = true;
+        v = w->bs[s].var;
+        if ((s = sole_user(w, v, NULL)) < 0) return bad;
+    }
+    const ir_call *cl = w->bs[s].call;
+    if (cl->args[0] != v || !prim_float(cl->args[1], &lo) || !prim_float(cl->args[2], &hi)) return bad;
+    w->used[s] = true;
+    v = w->bs[s].var;
+    int next = sole_user(w, v, NULL);
+    if (next != prod) {   /* clip(...) / 6 before the product */
+        if (next < 0 || !scalar_linear(w->bs[next].call, v, &a, &b) || b != 0.f) return bad;
+        C = a;
+        w->used[next] = true;
+        v = w->bs[next].var;
+        if (sole_user(w, v, NULL) != prod) return bad;
+    }
+    if (other_arg(w->bs[prod].call, x) < 0 || w->bs[prod].call->args[other_arg(w->bs[prod].call, x)] != v) return bad;
+    w->used[prod] = true;
+    p->out = prod;
+    if (!hswish_ok(lo, hi, A, B, C)) {  /* (x * clip(x + 3, 0, 6)) / 6 */
+        const ir_expr *pv = w->bs[prod].var;
+        int t = sole_user(w, pv, NULL);
+        if (t < 0 || !scalar_linear(w->bs[t].call, pv, &a, &b) || b != 0.f || !hswish_ok(lo, hi, A, B, C * a))
+            return "hard-swish constants are not 3 and 6";
+        w->used[t] = true;
+        p->out = t;
+    }
+    return NULL;
+}
+
+static const char *elu_at(dc_walk *w, const ir_expr *x, dc_post *p) {
+    static const char *bad = "elu is not where(x > 0, x, alpha * (exp(x) - 1))";
+    int u[4], e = -1, g = -1, wh = -1;
+    if (users(w, x, u, 4) != 3) return bad;
+    for (int i = 0; i < 3; i++) {
+        const ir_call *c = w->bs[u[i]].call;
+        if (op_is(c, "relax.exp")) e = u[i];
+        else if (op_is(c, "relax.greater")) g = u[i];
+        else if (op_is(c, "relax.where")) wh = u[i];
+    }
+    if (e < 0 || g < 0 || wh < 0) return bad;
+    float zero, one, a, b;
+    const ir_call *gc = w->bs[g].call;
+    if (gc->args[0] != x || !scalar_value(gc->args[1], &zero)) return bad;
+    w->used[e] = w->used[g] = true;
+    int s = sole_user(w, w->bs[e].var, "relax.subtract");
+    if (s < 0 || w->bs[s].call->args[0] != w->bs[e].var || !scalar_value(w->bs[s].call->args[1], &one)) return bad;
+    w->used[s] = true;
+    int m = sole_user(w, w->bs[s].var, "relax.multiply");
+    if (m < 0 || !scalar_linear(w->bs[m].call, w->bs[s].var, &a, &b)) return bad;
+    w->used[m] = true;
+    const ir_call *wc = w->bs[wh].call;
+    if (wc->nargs != 3 || wc->args[0] != w->bs[g].var || wc->args[1] != x || wc->args[2] != w->bs[m].var) return bad;
+    if (zero != 0.f || one != 1.f) return "elu constants are not 0 and 1";
+    w->used[wh] = true;
+    p->out = wh;
+    p->alpha = a;
+    return NULL;
+}
+
+const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bind *bs, uint32_t n, dc_comp *out) {
+    memset(out, 0, sizeof(*out));
+    out->spec = *spec;
+    out->anchor = out->perm = -1;
+    int nelt = 0;
+    for (int i = 0; i < spec->npost; i++) nelt += rt_dnnl_post_eltwise(spec->post[i]);
+    if (nelt > RT_DNNL_MAX_ELTWISE)
+        return ir_internf(ctx, "post-op chain longer than oneDNN 2.6 allows (%d eltwise post-ops, at most %d)", nelt,
+                          RT_DNNL_MAX_ELTWISE);
+    bool after_eltwise = false;
+    if (n > DC_MAX_BINDS) return "composite too large";
+    dc_walk w = {bs, n, {0}};
+    const char *aop = rt_dnnl_anchor_op(spec->anchor);
+    bool dense = spec->anchor == RT_DNNL_DENSE;
+    for (uint32_t j = 0; j < n && out->anchor < 0; j++) {
+        if (!op_is(bs[j].call, aop)) continue;
+        out->anchor = (int)j;
+        if (!dense) break;
+        for (uint32_t q = 0; q < n; q++)
+            if (op_is(bs[q].call, "relax.permute_dims") && bs[j].call->args[1] == bs[q].var) out->perm = (int)q;
+        if (out->perm < 0) out->anchor = -1;
+    }
+    if (out->anchor < 0) return "the composite has no anchor op";
+    const ir_call *ac = bs[out->anchor].call;
+    int64_t os[RT_MAX_NDIM];
+    int32_t ond;
+    if (!f32_static(ac->base.sinfo, os, &ond)) return "result is not a float32 tensor of static shape";
+    const ir_expr *wt = dense ? bs[out->perm].call->args[0] : ac->args[1];
+    if (!is_tensor_leaf(ac->args[0]) || !f32_static(ac->args[0]->sinfo, NULL, NULL) || !is_tensor_leaf(wt) ||
+        !f32_static(wt->sinfo, NULL, NULL))
+        return "an operand is not a float32 tensor of static shape";
+    const char *r = NULL;
+    bool conv = spec->anchor <= RT_DNNL_CONV2D_TRANSPOSE;
+    switch (spec->anchor) {
+    case RT_DNNL_CONV1D: r = ond != 3 ? "conv1d result is not 3-D" : chk_conv1d(ac, ctx); break;
+    case RT_DNNL_CONV2D: r = ond != 4 ? "conv2d result is not 4-D" : chk_conv2d(ac, ctx); break;
+    case RT_DNNL_CONV2D_TRANSPOSE: r = ond != 4 ? "conv2d_transpose result is not 4-D" : chk_deconv2d(ac, ctx); break;
+    default: {
+        int32_t na = 0, nb = 0;
+        f32_static(ac->args[0]->sinfo, NULL, &na);
+        f32_static(wt->sinfo, NULL, &nb);
+        if (na < 2 || nb < 2) r = "matmul with a 1-D operand";
+        if (!r && dense) {
+            int64_t ax[RT_MAX_NDIM];
+            int c = ir_attrs_get_ints(bs[out->perm].call->attrs, "axes", ax, RT_MAX_NDIM);
+            bool ok = c == nb;
+            for (int i = 0; ok && i < nb - 2; i++) ok = ax[i] == i;
+            if (!ok || ax[nb - 2] != nb - 1 || ax[nb - 1] != nb - 2) r = "weight permutation is not a transpose of the last two axes";
+            w.used[out->perm] = true;
+        }
+    }
+    }
+    if (r) return r;
+    if (conv) {
+        int64_t G = ir_attrs_get_int(ac->attrs, "groups", 1);
+        if (G <= 0 || os[1] % G) return "groups do not divide the output channels";
+    }
+    w.used[out->anchor] = true;
+    int axis = conv ? 1 : ond - 1;
+    int64_t C = os[axis];
+    const ir_expr *cur = bs[out->anchor].var;
+    for (int i = 0; i < spec->npost; i++) {
+        dc_post *p = &out->post[i];
+        rt_dnnl_post t = spec->post[i];
+        p->mid = p->src_b = p->src_a = -1;
+        int u = -1, o;
+        float a, b;
+        switch (t) {
+        case RT_DNNL_BIAS:
+            if ((u = sole_user(&w, cur, "relax.add")) < 0) return "bias is not an add";
+            o = other_arg(bs[u].call, cur);
+            if (o < 0 || bs[u].call->args[o]->kind != IR_CONST) return "bias is not a constant";
+            if (!per_channel(bs[u].call->args[o], axis, ond, C)) {
+                char sh[96] = "?";
+                ir_sinfo_snprint(bs[u].call->args[o]->sinfo, sh, sizeof sh);
+                return ir_internf(ctx, "bias is not per-output-channel (%s, %lld channels)", sh, (long long)C);
+            }
+            p->src_b = u;
+            p->src_a = o;
+            break;
+        case RT_DNNL_AFFINE: {
+            static const char *const F1[] = {"relax.multiply", "relax.add"};
+            static const char *const F2[] = {"relax.subtract", "relax.divide", "relax.multiply", "relax.add"};
+            if (!conv) return "affine post-op after a matmul";
+            int u0 = sole_user(&w, cur, NULL);
+            if (u0 < 0) return "affine is not applied to the result alone";
+            bool f2 = op_is(bs[u0].call, F2[0]);
+            int cnt = f2 ? 4 : 2;
+            for (int k = 0; k < cnt; k++) {
+                if ((u = sole_user(&w, cur, f2 ? F2[k] : F1[k])) < 0) return "affine is not x * scale + shift or (x - mean) / std * scale + shift";
+                o = other_arg(bs[u].call, cur);
+                if (o < 0 || ((k == 0 || k == 1) && f2 && o != 1)) return "affine operand order";
+                p->aff_lin[k] = scalar_linear(bs[u].call, cur, &p->aff_alpha[k], &p->aff_beta[k]);
+                if (!p->aff_lin[k] && !per_channel(bs[u].call->args[o], axis, ond, C)) {
+                    char sh[96] = "?";
+                    ir_sinfo_snprint(bs[u].call->args[o]->sinfo, sh, sizeof sh);
+                    return ir_internf(ctx, "affine scale / shift are not per-output-channel or scalar constants (%s, %lld channels)",
+                                      sh, (long long)C);
+                }
+                p->aff_b[k] = u;
+                p->aff_a[k] = o;
+                w.used[u] = true;
+                cur = bs[u].var;
+            }
+            p->naff = cnt;
+            p->out = u;
+            /* after an activation nothing folds into the weights: scalar parts are one linear
+             * eltwise post-op more */
+            bool lin = false;
+            for (int k = 0; k < cnt; k++) lin |= p->aff_lin[k];
+            if (after_eltwise && lin && ++nelt > RT_DNNL_MAX_ELTWISE)
+                return ir_internf(ctx, "post-op chain longer than oneDNN 2.6 allows (%d eltwise post-ops, at most %d)", nelt,
+                                  RT_DNNL_MAX_ELTWISE);
+            continue;
+        }
+        case RT_DNNL_HARDSIGMOID: {
+            static const char *bad = "hard-sigmoid is not clip(a * x + b, 0, 1)";
+            int u1 = sole_user(&w, cur, NULL);
+            if (u1 < 0 || !scalar_linear(bs[u1].call, cur, &a, &b) || b != 0.f) return bad;
+            w.used[u1] = true;
+            int u2 = sole_user(&w, bs[u1].var, "relax.add");
+            float a2, b2, lo, hi;
+            if (u2 < 0 || !scalar_linear(bs[u2].call, bs[u1].var, &a2, &b2)) return bad;
+            w.used[u2] = true;
+            u = sole_user(&w, bs[u2].var, "relax.clip");
+            if (u < 0 || !prim_float(bs[u].call->args[1], &lo) || !prim_float(bs[u].call->args[2], &hi)) return bad;
+            if (lo != 0.f || hi != 1.f) return "hard-sigmoid clip bounds are not 0 and 1";
+            p->alpha = a;
+            p->beta = b2;
+            p->mid = u2;
+            break;
+        }
+        case RT_DNNL_HARDSWISH:
+            if ((r = hardswish_at(&w, cur, p))) return r;
+            u = p->out;
+            break;
+        case RT_DNNL_SWISH: {
+            p->alpha = 1.f;  /* x * sigmoid(1 * x) */
+            u = sole_user(&w, cur, "relax.nn.silu");
+            if (u >= 0) break;
+            int us[4], sg = -1, m = -1;
+            if (users(&w, cur, us, 4) != 2) return "swish is not silu(x) or x * sigmoid(x)";
+            for (int k = 0; k < 2; k++) {
+                if (op_is(bs[us[k]].call, "relax.sigmoid")) sg = us[k];
+                else if (op_is(bs[us[k]].call, "relax.multiply")) m = us[k];
+            }
+            if (sg < 0 || m < 0 || other_arg(bs[m].call, cur) < 0 || bs[m].call->args[other_arg(bs[m].call, cur)] != bs[sg].var)
+                return "swish is not silu(x) or x * sigmoid(x)";
+            w.used[sg] = true;
+            u = m;
+            break;
+        }
+        case RT_DNNL_ELU:
+            if ((r = elu_at(&w, cur, p))) return r;
+            u = p->out;
+            break;
+        case RT_DNNL_ADD:
+        case RT_DNNL_MUL: {
+            const char *op = t == RT_DNNL_ADD ? "relax.add" : "relax.multiply";
+            if ((u = sole_user(&w, cur, op)) < 0 || (o = other_arg(bs[u].call, cur)) < 0)
+                return t == RT_DNNL_ADD ? "residual add is not on the result alone" : "multiply is not on the result alone";
+            const ir_expr *y = bs[u].call->args[o];
+            int64_t ys[RT_MAX_NDIM];
+            int32_t yn;
+            if (!is_tensor_leaf(y) || !f32_static(y->sinfo, ys, &yn)) return "post-op operand is not a float32 tensor of static shape";
+            if (yn > ond) return "post-op operand has a higher rank than the result";
+            for (uint32_t j = 0; j < n; j++)
+                if (bs[j].var == y) return "post-op operand is computed inside the composite";
+            for (int k = 0; k < yn; k++)
+                if (ys[k] != 1 && ys[k] != os[ond - yn + k]) return "post-op operand does not broadcast to the result";
+            p->src_b = u;
+            p->src_a = o;
+            break;
+        }
+        default: /* single-op eltwise posts */
+            if ((u = sole_user(&w, cur, UNARY_OP[t])) < 0 || bs[u].call->args[0] != cur)
+                return ir_internf(ctx, "%s is not applied to the result alone", rt_dnnl_post_name(t));
+            p->alpha = p->beta = 0.f;
+            if (t == RT_DNNL_LEAKY_RELU) p->alpha = (float)ir_attrs_get_float(bs[u].call->attrs, "alpha", 0.01);
+            if (t == RT_DNNL_RELU6) p->beta = 6.f;
+            if (t == RT_DNNL_CLIP && (!prim_float(bs[u].call->args[1], &p->alpha) || !prim_float(bs[u].call->args[2], &p->beta)))
+                return "clip bounds are not constants";
+        }
+        if (!same_dims(bs[u].call->base.sinfo, ond, os))
+            return ir_internf(ctx, "%s changes the result's shape (its other operand is larger)", rt_dnnl_post_name(t));
+        w.used[u] = true;
+        p->out = u;
+        cur = bs[u].var;
+        after_eltwise |= rt_dnnl_post_eltwise(t) > 0;
+    }
+    for (uint32_t j = 0; j < n; j++)
+        if (!w.used[j]) return "the composite holds ops its name does not name";
+    return NULL;
+}
+
+/* ---- composite patterns ---- */
+
+static pat_t *cst(ir_ctx_t *ctx) { return pat_const(ctx); }
+
+static pat_t *clip_of(ir_ctx_t *ctx, const pat_t *x) {
+    const pat_t *a[3] = {x, pat_wildcard(ctx), pat_wildcard(ctx)};
+    return pat_call_op(ctx, "relax.clip", 3, a);
+}
+
+static pat_t *or3(ir_ctx_t *ctx, const pat_t *a, const pat_t *b, const pat_t *c) {
+    return pat_or(ctx, a, pat_or(ctx, b, c));
+}
+
+/* the post t applied to x */
+static pat_t *post_pat(ir_ctx_t *ctx, rt_dnnl_post t, const pat_t *x) {
+    switch (t) {
+    case RT_DNNL_BIAS: return pat_call2(ctx, "relax.add", x, cst(ctx));
+    case RT_DNNL_AFFINE: {
+        pat_t *raw = pat_call2(ctx, "relax.subtract", x, cst(ctx));
+        raw = pat_call2(ctx, "relax.divide", raw, cst(ctx));
+        raw = pat_call2(ctx, "relax.add", pat_call2(ctx, "relax.multiply", raw, cst(ctx)), cst(ctx));
+        return pat_or(ctx, raw, pat_call2(ctx, "relax.add", pat_call2(ctx, "relax.multiply", x, cst(ctx)), cst(ctx)));
+    }
+    case RT_DNNL_HARDSIGMOID: {
+        pat_t *lin = pat_or(ctx, pat_call2(ctx, "relax.multiply", x, cst(ctx)), pat_call2(ctx, "relax.divide", x, cst(ctx)));
+        return clip_of(ctx, pat_call2(ctx, "relax.add", lin, cst(ctx)));
+    }
+    case RT_DNNL_HARDSWISH: {
+        pat_t *lin = or3(ctx, pat_call2(ctx, "relax.add", x, cst(ctx)),
+                         pat_call2(ctx, "relax.add", pat_call2(ctx, "relax.multiply", x, cst(ctx)), cst(ctx)),
+                         pat_call2(ctx, "relax.add", pat_call2(ctx, "relax.divide", x, cst(ctx)), cst(ctx)));
+        pat_t *cl = clip_of(ctx, lin);
+        pat_t *scaled = or3(ctx, pat_call2(ctx, "relax.divide", cl, cst(ctx)), pat_call2(ctx, "relax.multiply", cl, cst(ctx)), cl);
+        pat_t *prod = pat_call2(ctx, "relax.multiply", x, cl);
+        pat_t *after = pat_or(ctx, pat_call2(ctx, "relax.divide", prod, cst(ctx)), pat_call2(ctx, "relax.multiply", prod, cst(ctx)));
+        return pat_or(ctx, after, pat_call2(ctx, "relax.multiply", x, scaled));
+    }
+    case RT_DNNL_SWISH:
+        return pat_or(ctx, pat_call1(ctx, "relax.nn.silu", x), pat_call2(ctx, "relax.multiply", x, pat_call1(ctx, "relax.sigmoid", x)));
+    case RT_DNNL_ELU: {
+        pat_t *neg = pat_call2(ctx, "relax.multiply", pat_call2(ctx, "relax.subtract", pat_call1(ctx, "relax.exp", x), cst(ctx)), cst(ctx));
+        const pat_t *a[3] = {pat_call2(ctx, "relax.greater", x, cst(ctx)), x, neg};
+        return pat_call_op(ctx, "relax.where", 3, a);
+    }
+    case RT_DNNL_CLIP: return clip_of(ctx, x);
+    case RT_DNNL_ADD: return pat_call2(ctx, "relax.add", x, pat_wildcard(ctx));
+    case RT_DNNL_MUL: return pat_call2(ctx, "relax.multiply", x, pat_wildcard(ctx));
+    default: return pat_call1(ctx, UNARY_OP[t], x);
+    }
+}
+
+static pat_t *anchor_pat(ir_ctx_t *ctx, rt_dnnl_anchor a) {
+    const pat_t *args[2] = {pat_wildcard(ctx), pat_wildcard(ctx)};
+    if (a == RT_DNNL_DENSE) args[1] = pat_call_varargs(ctx, pat_op(ctx, "relax.permute_dims"), 1, (const pat_t *[]){pat_wildcard(ctx)});
+    return pat_call_varargs(ctx, pat_op(ctx, rt_dnnl_anchor_op(a)), 2, args);
+}
+
+/* ops a post usually takes: the priority of longer composites */
+static const int POST_OPS[RT_DNNL_NPOSTS] = {
+    [RT_DNNL_BIAS] = 1, [RT_DNNL_AFFINE] = 2,    [RT_DNNL_RELU] = 1,    [RT_DNNL_LEAKY_RELU] = 1, [RT_DNNL_RELU6] = 1,
+    [RT_DNNL_CLIP] = 1, [RT_DNNL_HARDSIGMOID] = 3, [RT_DNNL_HARDSWISH] = 4, [RT_DNNL_SIGMOID] = 1, [RT_DNNL_SWISH] = 2,
+    [RT_DNNL_GELU] = 1, [RT_DNNL_GELU_TANH] = 1, [RT_DNNL_TANH] = 1,    [RT_DNNL_ELU] = 5,        [RT_DNNL_ADD] = 1,
+    [RT_DNNL_MUL] = 1,
+};
+
+static bool comp_check(const pat_check_ctx *pc, const char **reason, void *user) {
+    const rt_dnnl_composite *spec = user;
+    /* GRAFT_DNNL_DISABLE=composites (all of them) or =dense,conv2d_bias_relu (those names) */
+    const char *dis = getenv("GRAFT_DNNL_DISABLE");
+    if (dis) {
+        char nm[160];
+        const char *name = rt_dnnl_composite_name(spec, nm, sizeof nm) + 5, *hit = strstr(dis, name);
+        size_t l = strlen(name);
+        if (strstr(dis, "composites") || (hit && (hit == dis || hit[-1] == ',') && (hit[l] == ',' || hit[l] == 0))) {
+            *reason = "composites disabled by GRAFT_DNNL_DISABLE";
+            return false;
+        }
+    }
+    if (!pat_check_no_leaking_intermediates(pc, reason, NULL)) return false;
+    dc_bind bs[DC_MAX_BINDS];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < pc->match->bindings.len; i++) {
+        const ir_binding *b = pc->match->bindings.data[i];
+        if (n == DC_MAX_BINDS || b->value->kind != IR_CALL) {
+            *reason = "composite with a binding that is not an op call";
+            return false;
+        }
+        bs[n++] = (dc_bind){&b->var->base, IR_AS(b->value, ir_call)};
+    }
+    dc_comp c;
+    const char *r = dc_analyze(pc->ctx, spec, bs, n, &c);
+    if (r) *reason = r;
+    if (r && getenv("GRAFT_DNNL_DEBUG")) {
+        char nm[160];
+        fprintf(stderr, "dnnl check: %s rejected: %s\n", rt_dnnl_composite_name(spec, nm, sizeof nm), r);
+    }
+    return r == NULL;
+}
+
+typedef struct comp_entry {
+    rt_dnnl_composite spec;
+    int weight;
+} comp_entry;
+
+static int cmp_weight(const void *a, const void *b) {
+    const comp_entry *x = a, *y = b;
+    return y->weight - x->weight;
+}
+
+static const rt_dnnl_post ELT[] = {RT_DNNL_RELU,    RT_DNNL_LEAKY_RELU, RT_DNNL_RELU6, RT_DNNL_CLIP,      RT_DNNL_HARDSIGMOID,
+                                   RT_DNNL_HARDSWISH, RT_DNNL_SIGMOID,  RT_DNNL_SWISH, RT_DNNL_GELU,      RT_DNNL_GELU_TANH,
+                                   RT_DNNL_TANH,    RT_DNNL_ELU};
+#define NELT ((int)(sizeof(ELT) / sizeof(ELT[0])))
+
+/* Every composite of the grammar in the header comment, heaviest first (qsort is not stable:
+ * the generation order is kept in `weight`'s low bits). */
+static uint32_t all_composites(comp_entry *out) {
+    uint32_t n = 0;
+    for (int a = 0; a < RT_DNNL_NANCHORS; a++) {
+        bool conv = a <= RT_DNNL_CONV2D_TRANSPOSE;
+        for (int pre = 0; pre < (conv ? 4 : 2); pre++) {
+            rt_dnnl_composite base = {(rt_dnnl_anchor)a, 0, {0}};
+            if (pre & 1) base.post[base.npost++] = RT_DNNL_BIAS;
+            if (pre & 2) base.post[base.npost++] = RT_DNNL_AFFINE;
+            /* suffixes: none, e, b, e b, b e, and for convolutions e affine (an affine after
+             * the activation, as PP-LCNet's learnable affine blocks) */
+            for (int e1 = -1; e1 < NELT; e1++)
+                for (int b = -1; b < 3; b++)
+                    for (int e2 = -1; e2 < NELT; e2++) {
+                        if (b < 0 && e2 >= 0) continue;
+                        if (e1 >= 0 && e2 >= 0) continue;
+                        if (b == 2 && (!conv || e1 < 0 || e2 >= 0)) continue;
+                        rt_dnnl_composite c = base;
+                        if (e1 >= 0) c.post[c.npost++] = ELT[e1];
+                        if (b >= 0) c.post[c.npost++] = b == 2 ? RT_DNNL_AFFINE : b ? RT_DNNL_MUL : RT_DNNL_ADD;
+                        if (e2 >= 0) c.post[c.npost++] = ELT[e2];
+                        if (!c.npost && a != RT_DNNL_DENSE) continue;
+                        /* more ops first; then a bias / affine reading before a residual
+                         * add / multiply reading of the same ops; then generation order */
+                        int w = a == RT_DNNL_DENSE ? 2 : 1, special = (pre & 1) + (pre >> 1);
+                        for (int i = 0; i < c.npost; i++) w += POST_OPS[c.post[i]];
+                        out[n].spec = c;
+                        out[n].weight = (w * 4 + special) * 2048 + 2047 - (int)n;
+                        n++;
+                    }
+        }
+    }
+    qsort(out, n, sizeof(comp_entry), cmp_weight);
+    return n;
+}
+
+#define MAX_COMPOSITES 2048
+
+gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr_diag *diag) {
+    (void)diag;
+    comp_entry *comps = malloc(sizeof(comp_entry) * MAX_COMPOSITES);
+    if (!comps) return gr_diag_set(diag, GR_ERR_NOMEM, "dnnl patterns: out of memory");
+    uint32_t nc = all_composites(comps), nops = sizeof(OPS) / sizeof(OPS[0]), k = 0;
+    byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nc + nops + 1);
+    for (uint32_t i = 0; i < nc; i++) {
+        rt_dnnl_composite *spec = IR_NEW(ctx, rt_dnnl_composite);
+        *spec = comps[i].spec;
+        pat_t *p = anchor_pat(ctx, spec->anchor);
+        for (int j = 0; j < spec->npost && p; j++) p = post_pat(ctx, spec->post[j], p);
+        if (!p) continue;
+        char name[160];
+        pats[k++] = (byoc_pattern){ir_intern(ctx, rt_dnnl_composite_name(spec, name, sizeof name)), p, comp_check, spec};
+    }
+    free(comps);
+    for (uint32_t i = 0; i < nops; i++) {
+        const ir_op_def *def = ir_op_def_find(OPS[i].op);
+        if (!def) continue;
+        pat_t *p = pat_call_varargs(ctx, pat_op(ctx, def->name), 0, NULL);
+        if (!p) continue;
+        pats[k++] = (byoc_pattern){ir_internf(ctx, "dnnl.%s", def->name + 6), p, dnnl_check, (void *)&OPS[i]};
+    }
+    *out = pats;
+    *n = k;
+    return GR_OK;
+}

@@ -1,0 +1,501 @@
+/* The dnnl backend's fused composites end to end: a small module (weights, biases and
+ * per-channel constants bound as constants), partitioned for `dnnl` (patterns, checks,
+ * codegen annotation, engine), must take the expected composite names and give the reference
+ * executor's outputs within the tolerance of dnnl_test_util.h (|d - r| <= 1e-4 + 1e-4 |r|).
+ * Shapes are drawn from a seeded generator. Then: each check rejects with its reason (the
+ * partition notes the report prints), and a dnnl module survives serialize -> load. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "byoc/byoc.h"
+#include "codegen/dnnl/dnnl_codegen.h"
+#include "ir/parser.h"
+#include "ir/transform.h"
+#include "runtime/executor.h"
+#include "runtime/tensor.h"
+
+#define CT_RTOL 1e-4
+#define CT_ATOL 1e-4
+
+typedef struct ct {
+    ir_ctx_t *ctx;
+    ir_module *m;        /* parameters bound */
+    ir_module *part;     /* partitioned for dnnl */
+    ir_module *merged;
+    byoc_notes notes;
+    uint32_t seed;
+} ct;
+
+static float ct_rand(uint32_t *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+/* Parses `text`; params whose names start with w, b, c bind to constants (p: positive ones, as
+ * a divisor); the others stay inputs. */
+static void ct_load(ct *t, const char *text, uint32_t seed) {
+    memset(t, 0, sizeof(*t));
+    t->seed = seed;
+    t->ctx = ir_ctx_new();
+    gr_diag d = {0};
+    ir_module *m = NULL;
+    cr_assert_eq(ir_parse_module(t->ctx, "case", text, strlen(text), &m, &d), GR_OK, "%s\n%s", d.msg, text);
+    const ir_func *f = ir_module_func(m, "main");
+    cr_assert(f);
+    const char *names[16];
+    rt_tensor *ts[16];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < f->nparams; i++) {
+        const char *nm = f->params[i]->name;
+        if (!strchr("wbcp", nm[0])) continue;
+        const ir_sinfo *s = f->params[i]->base.sinfo;
+        int64_t shape[RT_MAX_NDIM];
+        cr_assert(ir_sinfo_static_shape(s, shape));
+        rt_tensor *x = rt_tensor_new(s->dtype, s->ndim, shape);
+        float *p = rt_tensor_data(x);
+        for (int64_t k = 0; k < rt_tensor_numel(x); k++)
+            p[k] = nm[0] == 'p' ? 1.f + 0.5f * ct_rand(&t->seed) : 0.5f * ct_rand(&t->seed);
+        names[n] = nm;
+        ts[n++] = x;
+    }
+    ir_pass *bp = ir_pass_bind_params_new("main", n, names, ts);
+    cr_assert_eq(ir_pass_run(bp, NULL, m, &t->m, &d), GR_OK, "%s", d.msg);
+    ir_pass_free(bp);
+    for (uint32_t i = 0; i < n; i++) rt_tensor_release(ts[i]);
+    byoc_notes_init(&t->notes);
+    byoc_partition_opts po = {0};
+    po.notes = &t->notes;
+    const char *be[1] = {"dnnl"};
+    cr_assert_eq(byoc_partition(t->ctx, t->m, be, 1, &po, &t->part, &d), GR_OK, "%s", d.msg);
+    t->merged = po.after_merge;
+}
+
+static void ct_free(ct *t) {
+    byoc_notes_free(&t->notes);
+    ir_ctx_free(t->ctx);
+}
+
+/* How many composites named `name` the partition made. */
+static int ct_count(ct *t, const char *name) {
+    json_t *r = byoc_report_json(t->ctx, t->merged, (const char *[]){"dnnl"}, 1, &t->notes);
+    int k = 0;
+    size_t i, j;
+    json_t *g, *c;
+    json_array_foreach(json_object_get(r, "regions"), i, g) json_array_foreach(json_object_get(g, "composites"), j, c) k +=
+        !strcmp(json_string_value(json_object_get(c, "name")), name);
+    json_decref(r);
+    return k;
+}
+
+/* The composite names, for messages. */
+static char *ct_names(ct *t) {
+    static char buf[1024];
+    buf[0] = 0;
+    json_t *r = byoc_report_json(t->ctx, t->merged, (const char *[]){"dnnl"}, 1, &t->notes);
+    size_t i, j;
+    json_t *g, *c;
+    json_array_foreach(json_object_get(r, "regions"), i, g) json_array_foreach(json_object_get(g, "composites"), j, c) {
+        strncat(buf, json_string_value(json_object_get(c, "name")), sizeof buf - strlen(buf) - 2);
+        strncat(buf, " ", sizeof buf - strlen(buf) - 1);
+    }
+    json_decref(r);
+    return buf;
+}
+
+static void run_main(const ir_module *m, uint32_t seed, rt_value *out) {
+    rt_exec_t *x = NULL;
+    gr_diag d = {0};
+    cr_assert_eq(rt_exec_new(m, "main", &x, &d), GR_OK, "%s", d.msg);
+    uint32_t n = rt_exec_num_inputs(x);
+    rt_value in[8];
+    for (uint32_t i = 0; i < n; i++) {
+        const ir_sinfo *s = rt_exec_input_sinfo(x, i);
+        int64_t shape[RT_MAX_NDIM];
+        cr_assert(ir_sinfo_static_shape(s, shape));
+        rt_tensor *t = rt_tensor_new(s->dtype, s->ndim, shape);
+        float *p = rt_tensor_data(t);
+        for (int64_t k = 0; k < rt_tensor_numel(t); k++) p[k] = 2.f * ct_rand(&seed);
+        in[i] = rt_value_tensor(t);
+    }
+    cr_assert_eq(rt_exec_run(x, in, n, out, &d), GR_OK, "%s", d.msg);
+    for (uint32_t i = 0; i < n; i++) rt_value_clear(&in[i]);
+    rt_exec_free(x);
+}
+
+static void ct_compare(const rt_value *a, const rt_value *b) {
+    cr_assert_eq(a->kind, RT_VAL_TENSOR);
+    cr_assert_eq(b->kind, RT_VAL_TENSOR);
+    cr_assert_eq(rt_tensor_numel(a->u.t), rt_tensor_numel(b->u.t));
+    for (int64_t i = 0; i < rt_tensor_numel(a->u.t); i++) {
+        double r = rt_tensor_get_f64(a->u.t, i), o = rt_tensor_get_f64(b->u.t, i);
+        cr_assert(fabs(r - o) <= CT_ATOL + CT_RTOL * fabs(r), "elem %ld: ref %g dnnl %g", (long)i, r, o);
+    }
+}
+
+/* Reference vs dnnl on the same random inputs. */
+static void ct_check(ct *t) {
+    rt_value a = {0}, b = {0};
+    run_main(t->m, t->seed, &a);
+    run_main(t->part, t->seed, &b);
+    ct_compare(&a, &b);
+    rt_value_clear(&a);
+    rt_value_clear(&b);
+}
+
+/* One case: text partitions into exactly `want` once (plus what else it needs) and matches. */
+static void ct_case(const char *text, const char *want, uint32_t seed) {
+    ct t;
+    ct_load(&t, text, seed);
+    cr_expect_eq(ct_count(&t, want), 1, "want %s, got %s", want, ct_names(&t));
+    ct_check(&t);
+    ct_free(&t);
+}
+
+/* The reason noted for binding `var` of main (the root of the rejected composite). */
+static const char *ct_reason(ct *t, const char *var) {
+    const ir_func *f = ir_module_func(t->m, "main");
+    const ir_seq *s = IR_AS(f->body, ir_seq);
+    for (uint32_t b = 0; b < s->nblocks; b++)
+        for (uint32_t i = 0; i < s->blocks[b]->n; i++) {
+            const ir_var *v = s->blocks[b]->bindings[i].var;
+            uint64_t r;
+            if (!strcmp(v->name, var) && gr_map_get(&t->notes.reason, GR_MAP_PTR(v), &r)) return (const char *)(uintptr_t)r;
+        }
+    return "";
+}
+
+#define HDR "@I.ir_module\nclass Module:\n    @R.function\n"
+#define CLIP(x, lo, hi) "R.clip(" x ", R.prim_value(T.float32(" lo ")), R.prim_value(T.float32(" hi ")))"
+
+static uint32_t g_seed = 2026;
+static int rnd(int lo, int hi) {
+    g_seed = g_seed * 1103515245u + 12345u;
+    return lo + (int)((g_seed >> 16) % (uint32_t)(hi - lo + 1));
+}
+
+/* ------------------------------------------------------------------ conv2d ---- */
+
+/* random shapes: strided, padded convolutions + bias + relu */
+Test(dnnl_composites, conv2d_bias_relu_random) {
+    for (int it = 0; it < 5; it++) {
+        int C = rnd(1, 12), O = rnd(2, 16), H = rnd(5, 14), K = 1 + 2 * rnd(0, 1), S = rnd(1, 2), P = K / 2;
+        char text[2048];
+        snprintf(text, sizeof text,
+                 HDR "    def main(x: R.Tensor((1, %d, %d, %d), dtype=\"float32\"), w: R.Tensor((%d, %d, %d, %d), dtype=\"float32\"),"
+                     " b: R.Tensor((%d, 1, 1), dtype=\"float32\")):\n"
+                     "        with R.dataflow():\n"
+                     "            lv = R.nn.conv2d(x, w, strides=[%d, %d], padding=[%d, %d, %d, %d])\n"
+                     "            lv1 = R.add(b, lv)\n"
+                     "            gv = R.nn.relu(lv1)\n"
+                     "            R.output(gv)\n"
+                     "        return gv\n",
+                 C, H, H + 1, O, C, K, K, O, S, S, P, P, P, P);
+        ct_case(text, "dnnl.conv2d_bias_relu", (uint32_t)it + 1);
+    }
+}
+
+#define CONV_MAIN(args) HDR "    def main(" args "):\n        with R.dataflow():\n"
+#define END "            R.output(gv)\n        return gv\n"
+
+/* depthwise, dilated, asymmetric padding + bias + hard-swish as the ONNX importer writes it */
+Test(dnnl_composites, depthwise_dilated_hardswish) {
+    ct_case(CONV_MAIN("x: R.Tensor((2, 8, 12, 12), dtype=\"float32\"), w: R.Tensor((8, 1, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 8, 1, 1), dtype=\"float32\")")
+            "            lv = R.nn.conv2d(x, w, padding=[2, 1, 2, 3], dilation=[2, 2], groups=8)\n"
+            "            lv1 = R.add(lv, b)\n"
+            "            lv2 = R.add(lv1, R.const(3.0, \"float32\"))\n"
+            "            lv3 = " CLIP("lv2", "0.0", "6.0") "\n"
+            "            lv4 = R.divide(lv3, R.const(6.0, \"float32\"))\n"
+            "            gv = R.multiply(lv1, lv4)\n" END,
+            "dnnl.conv2d_bias_hardswish", 3);
+}
+
+/* grouped conv + (x * clip(x + 3, 0, 6)) / 6 (PaddlePaddle's export) and x * hardsigmoid(x) */
+Test(dnnl_composites, hardswish_forms) {
+    ct_case(CONV_MAIN("x: R.Tensor((1, 6, 9, 9), dtype=\"float32\"), w: R.Tensor((12, 3, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 12, 1, 1), dtype=\"float32\")")
+            "            lv = R.nn.conv2d(x, w, padding=[1, 1, 1, 1], groups=2)\n"
+            "            lv1 = R.add(lv, b)\n"
+            "            lv2 = R.add(lv1, R.const(3.0, \"float32\"))\n"
+            "            lv3 = " CLIP("lv2", "0.0", "6.0") "\n"
+            "            lv4 = R.multiply(lv1, lv3)\n"
+            "            gv = R.divide(lv4, R.const(6.0, \"float32\"))\n" END,
+            "dnnl.conv2d_bias_hardswish", 4);
+    ct_case(CONV_MAIN("x: R.Tensor((1, 6, 9, 9), dtype=\"float32\"), w: R.Tensor((6, 6, 1, 1), dtype=\"float32\")")
+            "            lv = R.nn.conv2d(x, w)\n"
+            "            lv2 = R.multiply(lv, R.const(0.16666667, \"float32\"))\n"
+            "            lv3 = R.add(lv2, R.const(0.5, \"float32\"))\n"
+            "            lv4 = " CLIP("lv3", "0.0", "1.0") "\n"
+            "            gv = R.multiply(lv4, lv)\n" END,
+            "dnnl.conv2d_hardswish", 5);
+}
+
+/* bias + hard-sigmoid + squeeze-excitation style multiply by a broadcast tensor */
+Test(dnnl_composites, hardsigmoid_mul_broadcast) {
+    ct_case(CONV_MAIN("x: R.Tensor((1, 4, 7, 7), dtype=\"float32\"), w: R.Tensor((8, 4, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 8, 1, 1), dtype=\"float32\"), s: R.Tensor((1, 8, 1, 1), dtype=\"float32\")")
+            "            lv = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])\n"
+            "            lv1 = R.add(lv, b)\n"
+            "            lv2 = R.divide(lv1, R.const(6.0, \"float32\"))\n"
+            "            lv3 = R.add(lv2, R.const(0.5, \"float32\"))\n"
+            "            lv4 = " CLIP("lv3", "0.0", "1.0") "\n"
+            "            gv = R.multiply(lv4, s)\n" END,
+            "dnnl.conv2d_bias_hardsigmoid_mul", 6);
+}
+
+/* bias + residual add (sum post-op) + relu, and bias + relu + residual */
+Test(dnnl_composites, residual_add) {
+    ct_case(CONV_MAIN("x: R.Tensor((1, 8, 10, 10), dtype=\"float32\"), w: R.Tensor((8, 8, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 8, 1, 1), dtype=\"float32\")")
+            "            lv = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])\n"
+            "            lv1 = R.add(lv, b)\n"
+            "            lv2 = R.add(x, lv1)\n"
+            "            gv = R.nn.relu(lv2)\n" END,
+            "dnnl.conv2d_bias_add_relu", 7);
+    ct_case(CONV_MAIN("x: R.Tensor((1, 8, 10, 10), dtype=\"float32\"), r: R.Tensor((1, 16, 5, 5), dtype=\"float32\"), w: R.Tensor((16, 8, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 16, 1, 1), dtype=\"float32\")")
+            "            lv = R.nn.conv2d(x, w, strides=[2, 2], padding=[1, 1, 1, 1])\n"
+            "            lv1 = R.add(lv, b)\n"
+            "            lv2 = R.nn.relu6(lv1)\n"
+            "            gv = R.add(lv2, r)\n" END,
+            "dnnl.conv2d_bias_relu6_add", 8);
+}
+
+/* an unfolded batch norm ((x - m) / s * g + b) and a scalar affine after the activation */
+Test(dnnl_composites, affine) {
+    ct_case(CONV_MAIN("x: R.Tensor((1, 5, 9, 9), dtype=\"float32\"), w: R.Tensor((6, 5, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 6, 1, 1), dtype=\"float32\"),"
+                      " c1: R.Tensor((6, 1, 1), dtype=\"float32\"), p1: R.Tensor((6, 1, 1), dtype=\"float32\"), c2: R.Tensor((6, 1, 1), dtype=\"float32\"), c3: R.Tensor((6, 1, 1), dtype=\"float32\")")
+            "            lv = R.nn.conv2d(x, w)\n"
+            "            lv1 = R.add(lv, b)\n"
+            "            lv2 = R.subtract(lv1, c1)\n"
+            "            lv3 = R.divide(lv2, p1)\n"
+            "            lv4 = R.multiply(lv3, c2)\n"
+            "            lv5 = R.add(lv4, c3)\n"
+            "            gv = R.nn.leakyrelu(lv5, alpha=0.2)\n" END,
+            "dnnl.conv2d_bias_affine_leaky_relu", 9);
+    ct_case(CONV_MAIN("x: R.Tensor((1, 5, 9, 9), dtype=\"float32\"), w: R.Tensor((6, 5, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 6, 1, 1), dtype=\"float32\")")
+            "            lv = R.nn.conv2d(x, w)\n"
+            "            lv1 = R.add(lv, b)\n"
+            "            lv2 = R.multiply(R.const(1.5, \"float32\"), lv1)\n"
+            "            lv3 = R.add(lv2, R.const(-0.25, \"float32\"))\n"
+            "            lv4 = R.nn.silu(lv3)\n"
+            "            lv5 = R.multiply(R.const(0.5, \"float32\"), lv4)\n"
+            "            gv = R.add(lv5, R.const(0.125, \"float32\"))\n" END,
+            "dnnl.conv2d_bias_affine_swish_affine", 10);
+}
+
+/* every eltwise post-op on a conv1d (grouped, strided, padded) */
+Test(dnnl_composites, conv1d_eltwise) {
+    static const struct {
+        const char *body, *name;
+    } E[] = {
+        {"            gv = R.nn.gelu(lv1)\n", "dnnl.conv1d_bias_gelu"},
+        {"            gv = R.nn.gelu_tanh(lv1)\n", "dnnl.conv1d_bias_gelu_tanh"},
+        {"            gv = R.tanh(lv1)\n", "dnnl.conv1d_bias_tanh"},
+        {"            gv = R.sigmoid(lv1)\n", "dnnl.conv1d_bias_sigmoid"},
+        {"            lv2 = R.sigmoid(lv1)\n            gv = R.multiply(lv1, lv2)\n", "dnnl.conv1d_bias_swish"},
+        {"            gv = " CLIP("lv1", "-0.5", "0.75") "\n", "dnnl.conv1d_bias_clip"},
+        {"            lv2 = R.exp(lv1)\n            lv3 = R.subtract(lv2, R.const(1.0, \"float32\"))\n"
+         "            lv4 = R.multiply(lv3, R.const(0.7, \"float32\"))\n            lv5 = R.greater(lv1, R.const(0.0, \"float32\"))\n"
+         "            gv = R.where(lv5, lv1, lv4)\n",
+         "dnnl.conv1d_bias_elu"},
+    };
+    for (size_t i = 0; i < sizeof(E) / sizeof(E[0]); i++) {
+        int C = 2 * rnd(1, 4), O = 2 * rnd(1, 5), L = rnd(8, 24);
+        char text[2048];
+        snprintf(text, sizeof text,
+                 HDR "    def main(x: R.Tensor((2, %d, %d), dtype=\"float32\"), w: R.Tensor((%d, %d, 5), dtype=\"float32\"), b: R.Tensor((%d, 1), dtype=\"float32\")):\n"
+                     "        with R.dataflow():\n"
+                     "            lv = R.nn.conv1d(x, w, strides=[2], padding=[2, 1], groups=2)\n"
+                     "            lv1 = R.add(lv, b)\n%s" END,
+                 C, L, O, C / 2, O, E[i].body);
+        ct_case(text, E[i].name, 20 + (uint32_t)i);
+    }
+}
+
+/* ----------------------------------------------------------- conv2d_transpose ---- */
+
+Test(dnnl_composites, conv2d_transpose) {
+    /* stride 2, padding, output padding, grouped + bias + sigmoid */
+    ct_case(CONV_MAIN("x: R.Tensor((1, 4, 5, 6), dtype=\"float32\"), w: R.Tensor((4, 3, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 6, 1, 1), dtype=\"float32\")")
+            "            lv = R.nn.conv2d_transpose(x, w, strides=[2, 2], padding=[1, 1, 1, 1], output_padding=[1, 1], groups=2)\n"
+            "            lv1 = R.add(lv, b)\n"
+            "            gv = R.sigmoid(lv1)\n" END,
+            "dnnl.conv2d_transpose_bias_sigmoid", 30);
+    /* stride == kernel (1x1 conv + interleave) + bias + batch norm + relu */
+    ct_case(CONV_MAIN("x: R.Tensor((1, 6, 5, 5), dtype=\"float32\"), w: R.Tensor((6, 4, 2, 2), dtype=\"float32\"), b: R.Tensor((1, 4, 1, 1), dtype=\"float32\"),"
+                      " c1: R.Tensor((1, 4, 1, 1), dtype=\"float32\"), p1: R.Tensor((1, 4, 1, 1), dtype=\"float32\"), c2: R.Tensor((1, 4, 1, 1), dtype=\"float32\"), c3: R.Tensor((1, 4, 1, 1), dtype=\"float32\")")
+            "            lv = R.nn.conv2d_transpose(x, w, strides=[2, 2])\n"
+            "            lv1 = R.add(lv, b)\n"
+            "            lv2 = R.subtract(lv1, c1)\n"
+            "            lv3 = R.divide(lv2, p1)\n"
+            "            lv4 = R.multiply(lv3, c2)\n"
+            "            lv5 = R.add(lv4, c3)\n"
+            "            gv = R.nn.relu(lv5)\n" END,
+            "dnnl.conv2d_transpose_bias_affine_relu", 31);
+    /* stride == kernel with a residual: the add runs as its own primitive after the interleave */
+    ct_case(CONV_MAIN("x: R.Tensor((1, 6, 5, 5), dtype=\"float32\"), r: R.Tensor((1, 4, 10, 10), dtype=\"float32\"), w: R.Tensor((6, 4, 2, 2), dtype=\"float32\"), b: R.Tensor((1, 4, 1, 1), dtype=\"float32\")")
+            "            lv = R.nn.conv2d_transpose(x, w, strides=[2, 2])\n"
+            "            lv1 = R.add(lv, b)\n"
+            "            lv2 = R.nn.relu(lv1)\n"
+            "            gv = R.add(lv2, r)\n" END,
+            "dnnl.conv2d_transpose_bias_relu_add", 32);
+}
+
+/* ---------------------------------------------------------------- matmul ---- */
+
+Test(dnnl_composites, matmul) {
+    int M = rnd(2, 9), K = rnd(3, 40), N = rnd(2, 30);
+    char text[2048];
+    /* 2-D dense with constant weights + bias + gelu */
+    snprintf(text, sizeof text,
+             CONV_MAIN("x: R.Tensor((%d, %d), dtype=\"float32\"), w: R.Tensor((%d, %d), dtype=\"float32\"), b: R.Tensor((%d,), dtype=\"float32\")")
+             "            lv = R.matmul(x, w)\n            lv1 = R.add(lv, b)\n            gv = R.nn.gelu(lv1)\n" END,
+             M, K, K, N, N);
+    ct_case(text, "dnnl.matmul_bias_gelu", 40);
+    /* batched + bias + residual */
+    snprintf(text, sizeof text,
+             CONV_MAIN("x: R.Tensor((3, %d, %d), dtype=\"float32\"), r: R.Tensor((3, %d, %d), dtype=\"float32\"), w: R.Tensor((%d, %d), dtype=\"float32\"), b: R.Tensor((1, 1, %d), dtype=\"float32\")")
+             "            lv = R.matmul(x, w)\n            lv1 = R.add(lv, b)\n            gv = R.add(lv1, r)\n" END,
+             M, K, M, N, K, N, N);
+    ct_case(text, "dnnl.matmul_bias_add", 41);
+    /* transposed constant weights (dense) + bias + swish */
+    snprintf(text, sizeof text,
+             CONV_MAIN("x: R.Tensor((%d, %d), dtype=\"float32\"), w: R.Tensor((%d, %d), dtype=\"float32\"), b: R.Tensor((%d,), dtype=\"float32\")")
+             "            lv = R.matmul(x, R.permute_dims(w, axes=[1, 0]))\n            lv1 = R.add(lv, b)\n            gv = R.nn.silu(lv1)\n" END,
+             M, K, N, K, N);
+    ct_case(text, "dnnl.dense_bias_swish", 42);
+    /* q @ k^T of two activations (batched dense) + scale... as a broadcast multiply */
+    snprintf(text, sizeof text,
+             CONV_MAIN("q: R.Tensor((2, 3, %d, %d), dtype=\"float32\"), k: R.Tensor((2, 3, %d, %d), dtype=\"float32\"), s: R.Tensor((1, 3, 1, 1), dtype=\"float32\")")
+             "            lv = R.matmul(q, R.permute_dims(k, axes=[0, 1, 3, 2]))\n            gv = R.multiply(lv, s)\n" END,
+             M, K, N, K);
+    ct_case(text, "dnnl.dense_mul", 43);
+}
+
+/* --------------------------------------------------------------- rejections ---- */
+
+static void ct_reject(const char *text, const char *var, const char *want) {
+    ct t;
+    ct_load(&t, text, 77);
+    const char *r = ct_reason(&t, var);
+    cr_expect(strstr(r, want), "%s: want reason '%s', got '%s' (composites %s)", var, want, r, ct_names(&t));
+    ct_check(&t);  /* the fallback (smaller composites, single ops, host) still computes the same */
+    ct_free(&t);
+}
+
+Test(dnnl_composites, rejections) {
+    /* a bias that varies over the image, not per output channel: conv2d_add_relu takes it */
+    ct_reject(CONV_MAIN("x: R.Tensor((1, 3, 6, 6), dtype=\"float32\"), w: R.Tensor((4, 3, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 1, 4, 4), dtype=\"float32\")")
+              "            lv = R.nn.conv2d(x, w)\n            lv1 = R.add(lv, b)\n            gv = R.nn.relu(lv1)\n" END,
+              "gv", "dnnl.conv2d_bias_relu: bias is not per-output-channel");
+    /* hard-swish with / 5 */
+    ct_reject(CONV_MAIN("x: R.Tensor((1, 3, 6, 6), dtype=\"float32\"), w: R.Tensor((4, 3, 3, 3), dtype=\"float32\")")
+              "            lv = R.nn.conv2d(x, w)\n            lv2 = R.add(lv, R.const(3.0, \"float32\"))\n"
+              "            lv3 = " CLIP("lv2", "0.0", "6.0") "\n            lv4 = R.divide(lv3, R.const(5.0, \"float32\"))\n"
+              "            gv = R.multiply(lv, lv4)\n" END,
+              "gv", "hard-swish constants are not 3 and 6");
+    /* hard-sigmoid (2 eltwise post-ops) + a scalar affine (1 more) */
+    ct_reject(CONV_MAIN("x: R.Tensor((1, 3, 6, 6), dtype=\"float32\"), w: R.Tensor((4, 3, 3, 3), dtype=\"float32\")")
+              "            lv = R.nn.conv2d(x, w)\n            lv1 = R.divide(lv, R.const(6.0, \"float32\"))\n"
+              "            lv2 = R.add(lv1, R.const(0.5, \"float32\"))\n            lv3 = " CLIP("lv2", "0.0", "1.0") "\n"
+              "            lv4 = R.multiply(lv3, R.const(2.0, \"float32\"))\n            gv = R.add(lv4, R.const(1.0, \"float32\"))\n" END,
+              "gv", "post-op chain longer than oneDNN 2.6 allows (3 eltwise post-ops, at most 2)");
+    /* hard-sigmoid clipping to [0, 2] */
+    ct_reject(CONV_MAIN("x: R.Tensor((1, 3, 6, 6), dtype=\"float32\"), w: R.Tensor((4, 3, 3, 3), dtype=\"float32\")")
+              "            lv = R.nn.conv2d(x, w)\n            lv1 = R.divide(lv, R.const(6.0, \"float32\"))\n"
+              "            lv2 = R.add(lv1, R.const(0.5, \"float32\"))\n            gv = " CLIP("lv2", "0.0", "2.0") "\n" END,
+              "gv", "hard-sigmoid clip bounds are not 0 and 1");
+    /* the conv result is also an output: the composite would hide it */
+    ct_reject(HDR "    def main(x: R.Tensor((1, 3, 6, 6), dtype=\"float32\"), w: R.Tensor((4, 3, 3, 3), dtype=\"float32\")):\n"
+                  "        with R.dataflow():\n            lv = R.nn.conv2d(x, w)\n            lv1 = R.nn.relu(lv)\n"
+                  "            gv = R.add(lv1, lv)\n            R.output(gv)\n        return gv\n",
+              "lv1", "intermediate has a user outside the match");
+    /* the SE multiply grows the result: not a post-op */
+    ct_reject(CONV_MAIN("x: R.Tensor((1, 4, 1, 1), dtype=\"float32\"), y: R.Tensor((1, 4, 5, 5), dtype=\"float32\"), w: R.Tensor((4, 4, 1, 1), dtype=\"float32\")")
+              "            lv = R.nn.conv2d(x, w)\n            lv1 = R.sigmoid(lv)\n            gv = R.multiply(lv1, y)\n" END,
+              "gv", "post-op operand does not broadcast to the result");
+    /* matmul bias that is a full matrix */
+    ct_reject(CONV_MAIN("x: R.Tensor((4, 6), dtype=\"float32\"), w: R.Tensor((6, 5), dtype=\"float32\"), b: R.Tensor((4, 5), dtype=\"float32\")")
+              "            lv = R.matmul(x, w)\n            gv = R.add(lv, b)\n" END,
+              "gv", "dnnl.matmul_bias: bias is not per-output-channel");
+    /* permute_dims that is not a transpose of the last two axes */
+    ct_reject(CONV_MAIN("x: R.Tensor((4, 8, 16), dtype=\"float32\"), y: R.Tensor((16, 4, 8), dtype=\"float32\")")
+              "            gv = R.matmul(x, R.permute_dims(y, axes=[1, 0, 2]))\n" END,
+              "gv", "weight permutation is not a transpose of the last two axes");
+    /* elu whose where keeps x above 0.5 */
+    ct_reject(CONV_MAIN("x: R.Tensor((1, 3, 6, 6), dtype=\"float32\"), w: R.Tensor((4, 3, 3, 3), dtype=\"float32\")")
+              "            lv = R.nn.conv2d(x, w)\n            lv2 = R.exp(lv)\n            lv3 = R.subtract(lv2, R.const(1.0, \"float32\"))\n"
+              "            lv4 = R.multiply(lv3, R.const(0.7, \"float32\"))\n            lv5 = R.greater(lv, R.const(0.5, \"float32\"))\n"
+              "            gv = R.where(lv5, lv, lv4)\n" END,
+              "gv", "elu constants are not 0 and 1");
+}
+
+/* a float64 convolution stays on the host, and the report says why */
+Test(dnnl_composites, report_host_reason) {
+    ct t;
+    ct_load(&t,
+            CONV_MAIN("x: R.Tensor((1, 3, 6, 6), dtype=\"float64\"), w: R.Tensor((4, 3, 3, 3), dtype=\"float64\")")
+            "            gv = R.nn.conv2d(x, w)\n" END,
+            5);
+    json_t *r = byoc_report_json(t.ctx, t.merged, (const char *[]){"dnnl"}, 1, &t.notes);
+    json_t *h = json_array_get(json_object_get(r, "host"), 0);
+    cr_assert(h, "the conv should be a host op");
+    const char *why = json_string_value(json_object_get(h, "reason"));
+    cr_expect(why && strstr(why, "dnnl.nn.conv2d: result is not a float32 tensor"), "%s", why ? why : "(none)");
+    json_decref(r);
+    ct_free(&t);
+}
+
+/* ------------------------------------------------------------ save / reload ---- */
+
+static rt_tensor *ct_const(const char *name, void *user) {
+    const ir_module *m = user;
+    const ir_attr *map = ir_attrs_get(m->attrs, "const_name_to_constant");
+    for (uint32_t k = 0; map && k < map->u.arr.n; k++) {
+        const ir_attr *key = &map->u.arr.items[2 * k], *val = &map->u.arr.items[2 * k + 1];
+        if (key->kind == IR_ATTR_STR && !strcmp(key->u.s, name) && val->kind == IR_ATTR_EXPR && val->u.expr->kind == IR_CONST)
+            return IR_AS(val->u.expr, ir_const)->data;
+    }
+    return NULL;
+}
+
+Test(dnnl_composites, save_reload) {
+    ct t;
+    ct_load(&t,
+            CONV_MAIN("x: R.Tensor((1, 4, 8, 8), dtype=\"float32\"), w: R.Tensor((8, 4, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 8, 1, 1), dtype=\"float32\"), w2: R.Tensor((4, 8), dtype=\"float32\")")
+            "            lv = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])\n            lv1 = R.add(lv, b)\n"
+            "            lv2 = R.add(lv1, R.const(3.0, \"float32\"))\n            lv3 = " CLIP("lv2", "0.0", "6.0") "\n"
+            "            lv4 = R.divide(lv3, R.const(6.0, \"float32\"))\n            lv5 = R.multiply(lv1, lv4)\n"
+            "            lv6 = R.nn.max_pool2d(lv5, pool_size=[2, 2], strides=[2, 2])\n"
+            "            gv = R.matmul(lv6, w2)\n" END,
+            11);
+    cr_assert_eq(rt_module_count(t.part), 1);
+    rt_module *m = rt_module_at(t.part, 0);
+    cr_assert_str_eq(m->name, "dnnl");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    gr_diag d = {0};
+    cr_assert(m->iface->serialize);
+    cr_assert_eq(m->iface->serialize(m, &buf, &len, &d), GR_OK, "%s", d.msg);
+    cr_expect(memmem(buf, len, "dnnl.conv2d_bias_hardswish", strlen("dnnl.conv2d_bias_hardswish")), "annotation saved");
+    rt_module *m2 = NULL;
+    cr_assert_eq(byoc_dnnl_backend.load(buf, len, ct_const, t.part, &m2, &d), GR_OK, "%s", d.msg);
+    free(buf);
+    /* the same module with the reloaded runtime module */
+    ir_module *again = ir_module_copy(t.part);
+    ir_module_set_attr(again, "external_mods", ir_attr_array(t.ctx, 0, NULL));
+    rt_module_attach(again, m2);
+    rt_module_release(m2);
+    rt_value a = {0}, b = {0}, c = {0};
+    run_main(t.m, 5, &a);
+    run_main(t.part, 5, &b);
+    run_main(again, 5, &c);
+    ct_compare(&a, &b);
+    /* same engine, same primitives: bit-identical */
+    for (int64_t i = 0; i < rt_tensor_numel(b.u.t); i++)
+        cr_assert_eq(rt_tensor_get_f64(b.u.t, i), rt_tensor_get_f64(c.u.t, i), "elem %ld", (long)i);
+    rt_value_clear(&a);
+    rt_value_clear(&b);
+    rt_value_clear(&c);
+    ct_free(&t);
+}
