@@ -836,6 +836,12 @@ rt_module *rt_json_module_new(const char *name, const rt_json_engine *eng, rt_js
     return rt_module_new(&JSON_MODULE_I, jm, name);
 }
 
+rt_json_graph *rt_json_module_graph(rt_module *m, uint32_t i) {
+    if (!m || m->iface != &JSON_MODULE_I) return NULL;
+    json_mod *jm = m->context;
+    return i < jm->n ? jm->graphs[i] : NULL;
+}
+
 gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engine *eng,
                               rt_tensor *(*consts)(const char *name, void *user), void *user,
                               rt_module **out, gr_diag *d) {

@@ -115,6 +115,9 @@ extern const rt_json_engine rt_json_reference_engine;
 /* A module over n graphs (takes ownership of them; the array is copied). eng NULL: reference. */
 rt_module *rt_json_module_new(const char *name, const rt_json_engine *eng, rt_json_graph *const *graphs,
                               uint32_t n);
+/* Graph i of a module made by rt_json_module_new / load (borrowed), NULL past the end or for
+ * another kind of module. */
+rt_json_graph *rt_json_module_graph(rt_module *m, uint32_t i);
 /* Module blob: {"kind", "graphs": [{"symbol", "graph", "consts": [names]}]} (constants travel
  * separately, as TVM's ConstLoaderModule does); load resolves them by name and inits. */
 gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engine *eng,

@@ -361,6 +361,70 @@ Test(byoc_codegen, dynamic_shape_and_append) {
 
 /* ----------------------------------------------------------- JSON runtime base ---- */
 
+/* The codegen builds its runtime graphs node by node next to the text (no document): they must
+ * be what loading that text gives, node for node, attrs included. */
+static void expect_same_graph(rt_json_graph *a, rt_json_graph *b, const char *what) {
+    cr_assert_eq(rt_json_graph_num_nodes(a), rt_json_graph_num_nodes(b), "%s", what);
+    cr_expect_eq(rt_json_graph_num_inputs(a), rt_json_graph_num_inputs(b), "%s", what);
+    cr_expect_eq(rt_json_graph_num_consts(a), rt_json_graph_num_consts(b), "%s", what);
+    cr_expect_eq(rt_json_graph_num_entries(a), rt_json_graph_num_entries(b), "%s", what);
+    cr_assert_eq(rt_json_graph_num_heads(a), rt_json_graph_num_heads(b), "%s", what);
+    for (uint32_t h = 0; h < rt_json_graph_num_heads(a); h++) {
+        cr_expect_eq(rt_json_graph_head(a, h).nid, rt_json_graph_head(b, h).nid, "%s", what);
+        cr_expect_eq(rt_json_graph_head(a, h).index, rt_json_graph_head(b, h).index, "%s", what);
+    }
+    for (uint32_t i = 0; i < rt_json_graph_num_nodes(a); i++) {
+        const rt_json_node *x = rt_json_graph_node(a, i), *y = rt_json_graph_node(b, i);
+        cr_expect_eq(x->kind, y->kind, "%s node %u", what, i);
+        cr_expect_str_eq(x->name, y->name, "%s node %u", what, i);
+        cr_expect_str_eq(x->layer, y->layer, "%s node %u", what, i);
+        cr_assert_eq(x->ninputs, y->ninputs, "%s node %u", what, i);
+        for (uint32_t k = 0; k < x->ninputs; k++) {
+            cr_expect_eq(x->inputs[k].nid, y->inputs[k].nid, "%s node %u", what, i);
+            cr_expect_eq(x->inputs[k].index, y->inputs[k].index, "%s node %u", what, i);
+        }
+        cr_assert_eq(x->noutputs, y->noutputs, "%s node %u", what, i);
+        for (uint32_t o = 0; o < x->noutputs; o++) {
+            cr_expect_eq(x->dtypes[o].code, y->dtypes[o].code, "%s node %u", what, i);
+            cr_expect_eq(x->dtypes[o].bits, y->dtypes[o].bits, "%s node %u", what, i);
+            cr_assert_eq(x->ndims[o], y->ndims[o], "%s node %u", what, i);
+            for (int32_t k = 0; k < x->ndims[o]; k++) cr_expect_eq(x->shapes[o][k], y->shapes[o][k], "%s node %u", what, i);
+        }
+        cr_assert(x->attrs, "%s node %u: attrs not parsed", what, i);
+        cr_expect(json_equal(x->attrs, y->attrs), "%s node %u: attrs differ", what, i);
+    }
+}
+
+Test(byoc_json_runtime, built_graph_is_its_text) {
+    const char *inputs[] = {GOLDEN "conv2d_relu_x2.relax", GOLDEN "branch_tuple_output.relax",
+                            GOLDEN "merge_tuple_escape.relax", GOLDEN "merge_tuple_projection.relax",
+                            GOLDEN "multiple_functions.relax", GOLDEN "if_dataflow.relax",
+                            "tests/golden/const_metadata.relax", "tests/golden/spans_ranges.relax",
+                            "tests/golden/nn_ops.relax", "tests/golden/return_tuple.relax"};
+    uint32_t ngraphs = 0;
+    for (size_t f = 0; f < sizeof inputs / sizeof inputs[0]; f++) {
+        ir_ctx_t *ctx = ir_ctx_new();
+        ir_module *out = partition(ctx, inputs[f], NULL, 0, NULL, NULL);
+        for (uint32_t m = 0; m < rt_module_count(out); m++) {
+            rt_json_graph *g;
+            for (uint32_t k = 0; (g = rt_json_module_graph(rt_module_at(out, m), k)); k++) {
+                const char *text = rt_json_graph_text(g);
+                cr_assert(text);
+                rt_json_graph *back = NULL;
+                gr_diag d;
+                gr_diag_clear(&d);
+                cr_assert_eq(rt_json_graph_load(rt_json_graph_symbol(g), text, strlen(text), &back, &d), GR_OK, "%s: %s",
+                             inputs[f], d.msg);
+                expect_same_graph(g, back, inputs[f]);
+                rt_json_graph_free(back);
+                ngraphs++;
+            }
+        }
+        ir_ctx_free(ctx);
+    }
+    cr_expect_geq(ngraphs, 10);
+}
+
 Test(byoc_json_runtime, serialize_load_run) {
     ir_ctx_t *ctx = ir_ctx_new();
     ir_module *out = partition(ctx, GOLDEN "conv2d_relu_x2.relax", NULL, 0, NULL, NULL);
