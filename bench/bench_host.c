@@ -4,7 +4,9 @@
  *
  *   build/bench/bench_host [RUNS]     (models from build/third_party/models.env, see
  *                                      scripts/fetch_models.sh; absent models are skipped)
- * CPU timings on a shared machine are noisy: the minimum of RUNS runs is reported. */
+ * CPU timings on a shared machine are noisy: the three executors run alternating (one run of
+ * each per round, RUNS rounds after one warm-up round) and the medians are reported, with the
+ * speed-up of the LLVM path over the reference executor measured in the same rounds. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,23 +51,30 @@ static gr_status run_gm(void *x, const rt_value *in, uint32_t n, rt_value *out, 
     return graft_model_run(x, in, n, out, d);
 }
 
-static double time_min(run_fn fn, void *x, const rt_value *in, int runs, rt_value *keep) {
-    double best = 1e300;
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof(double), cmp_d);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* One timed run; the last one's output is kept in *keep. */
+static double time_one(run_fn fn, void *x, const rt_value *in, rt_value *keep) {
     gr_diag d;
-    for (int r = 0; r < runs + 1; r++) { /* +1 warm-up */
-        rt_value out = {0};
-        gr_diag_clear(&d);
-        double t0 = now_ms();
-        if (fn(x, in, 1, &out, &d) != GR_OK) {
-            fprintf(stderr, "run failed: %s\n", d.msg);
-            return -1;
-        }
-        double t = now_ms() - t0;
-        if (r > 0 && t < best) best = t;
-        if (r == runs && keep) *keep = out;
-        else rt_value_clear(&out);
+    gr_diag_clear(&d);
+    rt_value out = {0};
+    double t0 = now_ms();
+    if (fn(x, in, 1, &out, &d) != GR_OK) {
+        fprintf(stderr, "run failed: %s\n", d.msg);
+        return -1;
     }
-    return best;
+    double t = now_ms() - t0;
+    rt_value_clear(keep);
+    *keep = out;
+    return t;
 }
 
 static double max_diff(const rt_value *a, const rt_value *b) {
@@ -128,9 +137,19 @@ static void bench(const char *label, const char *key, int32_t ndim, const int64_
     float *p = rt_tensor_data(t);
     for (int64_t i = 0; i < rt_tensor_numel(t); i++) p[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
     in = rt_value_tensor(t);
-    double ms_ref = time_min(run_ref, ref, &in, runs, &out_ref);
-    double ms_px = time_min(run_px, px, &in, runs, &out_px);
-    double ms_gm = time_min(run_gm, gm, &in, runs, &out_gm);
+    double *tr = calloc((size_t)runs, sizeof(double)), *tp = calloc((size_t)runs, sizeof(double)),
+           *tg = calloc((size_t)runs, sizeof(double));
+    bool ok = true;
+    for (int r = -1; r < runs && ok; r++) { /* round -1: warm-up */
+        double a = time_one(run_ref, ref, &in, &out_ref), b = time_one(run_px, px, &in, &out_px),
+               c = time_one(run_gm, gm, &in, &out_gm);
+        ok = a >= 0 && b >= 0 && c >= 0;
+        if (r >= 0) tr[r] = a, tp[r] = b, tg[r] = c;
+    }
+    double ms_ref = ok ? median(tr, runs) : -1, ms_px = ok ? median(tp, runs) : -1, ms_gm = ok ? median(tg, runs) : -1;
+    free(tr);
+    free(tp);
+    free(tg);
     graft_model_info info;
     graft_model_get_info(gm, &info);
     printf("%-4s ref %8.2f ms | planned %8.2f ms | planned+llvm %8.2f ms (x%.2f vs ref) | "
