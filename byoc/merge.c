@@ -21,6 +21,7 @@ typedef struct merge_state {
     const ir_module *in;
     byoc_notes *notes;
     gr_map uses;
+    gr_map callee_backend;     /* composite gvar -> interned backend (memo) */
     const char **gbackend;     /* compact group -> backend */
 } merge_state;
 
@@ -37,9 +38,14 @@ static const char *composite_backend(merge_state *st, const ir_expr *v) {
     if (v->kind != IR_CALL) return NULL;
     const ir_call *c = IR_AS(v, ir_call);
     if (c->callee->kind != IR_GVAR) return NULL;
+    uint64_t memo;
+    if (gr_map_get(&st->callee_backend, GR_MAP_PTR(c->callee), &memo))
+        return memo == 1 ? NULL : (const char *)(uintptr_t)memo;
     const ir_func *f = ir_module_func(st->in, IR_AS(c->callee, ir_gvar)->name);
     const char *comp = f ? ir_attrs_get_str(f->attrs, BYOC_ATTR_COMPOSITE) : NULL;
-    return comp ? byoc_backend_of(st->ctx, comp) : NULL;
+    const char *be = comp ? byoc_backend_of(st->ctx, comp) : NULL;
+    gr_map_put(&st->callee_backend, GR_MAP_PTR(c->callee), be ? GR_MAP_PTR(be) : 1);
+    return be;
 }
 
 typedef struct args_ctx {
@@ -344,6 +350,7 @@ gr_status byoc_merge_composite_functions(ir_ctx_t *ctx, const ir_module *m, byoc
     st.in = m;
     st.mod = ir_module_copy(m);
     st.notes = notes;
+    gr_map_init(&st.callee_backend);
     gr_status rc = GR_OK;
     bool changed = false;
     for (uint32_t i = 0; i < m->nfuncs && !rc; i++) {
@@ -362,6 +369,7 @@ gr_status byoc_merge_composite_functions(ir_ctx_t *ctx, const ir_module *m, byoc
         }
         gr_map_free(&st.uses);
     }
+    gr_map_free(&st.callee_backend);
     if (rc) return rc;
     if (changed) {
         byoc_remove_dead_composites(st.mod);

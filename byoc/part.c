@@ -497,19 +497,22 @@ gr_status byoc_apply_groups(ir_ctx_t *ctx, const ir_block *blk, const int32_t *g
             if (live[u] && indeg[u] > 0) *cyclic_group = (int32_t)u;  /* the latest group */
         goto done;
     }
-    /* build */
+    /* build (the io scratch is reused from group to group: most groups are small) */
     ir_binding_vec nb = {0};
+    io_ctx io = {&vidx, grp, 0, lift_consts, {0}, {0}, {0}};
+    gr_map_init(&io.seen);
+    gr_map_init(&io.internal);
+    GR_VEC(ir_var *) outs = {0};
     for (uint32_t k = 0; k < norder; k++) {
         uint32_t u = order[k];
         if (u >= ngroups) {
             gr_vec_push(&nb, blk->bindings[u - ngroups]);
             continue;
         }
-        io_ctx io = {&vidx, grp, (int32_t)u, lift_consts, {0}, {0}, {0}};
-        gr_map_init(&io.seen);
-        gr_map_init(&io.internal);
+        io.g = (int32_t)u;
+        io.inputs.len = 0;
+        outs.len = 0;
         for (uint32_t m = goff[u]; m < goff[u + 1]; m++) byoc_each_leaf(blk->bindings[gmem[m]].value, io_leaf, &io);
-        GR_VEC(ir_var *) outs = {0};
         for (uint32_t m = goff[u]; m < goff[u + 1]; m++) {
             ir_var *v = blk->bindings[gmem[m]].var;
             uint64_t total = gr_map_get_or(uses, GR_MAP_PTR(v), 0);
@@ -546,12 +549,20 @@ gr_status byoc_apply_groups(ir_ctx_t *ctx, const ir_block *blk, const int32_t *g
                 }
             }
         }
-        gr_map_free(&io.seen);
-        gr_map_free(&io.internal);
-        gr_vec_free(&io.inputs);
-        gr_vec_free(&outs);
+        /* clearing a table costs its capacity: a big one (a whole region's) is dropped */
+        if (io.seen.cap > 1024 || io.internal.cap > 1024) {
+            gr_map_free(&io.seen);
+            gr_map_free(&io.internal);
+        } else {
+            gr_map_clear(&io.seen);
+            gr_map_clear(&io.internal);
+        }
         if (st) break;
     }
+    gr_map_free(&io.seen);
+    gr_map_free(&io.internal);
+    gr_vec_free(&io.inputs);
+    gr_vec_free(&outs);
     if (!st) *out = ir_block_new(ctx, blk->dataflow, nb.len, nb.data);
     gr_vec_free(&nb);
 #undef UNIT_POS

@@ -289,7 +289,37 @@ ir_module *ir_module_copy(const ir_module *m) {
     return c;
 }
 
+/* Name lookups go through a hash table of positions once a module has more than a few
+ * functions (a partitioned model can have thousands of composites, each added after a lookup
+ * of its name); the table lives in the arena like the module and is rebuilt after a removal. */
+enum { MODULE_INDEX_MIN = 16 };
+
+static uint32_t name_hash(const char *name) { return (uint32_t)gr_hash_bytes(name, strlen(name), 0x6d6f64); }
+
+static void index_insert(ir_module *m, uint32_t pos) {
+    uint32_t mask = m->index_cap_ - 1, i = name_hash(m->gvars[pos]->name) & mask;
+    while (m->index_[i]) i = (i + 1) & mask;
+    m->index_[i] = pos + 1;
+}
+
+static void index_build(ir_module *m, uint32_t want) {
+    uint32_t cap = 64;
+    while (cap < 2 * want) cap *= 2;
+    m->index_ = IR_NEW_ARRAY(m->ctx, uint32_t, cap);  /* zeroed */
+    m->index_cap_ = cap;
+    for (uint32_t i = 0; i < m->nfuncs; i++) index_insert(m, i);
+}
+
 static int module_find(const ir_module *m, const char *name) {
+    if (m->nfuncs >= MODULE_INDEX_MIN) {
+        if (!m->index_) index_build((ir_module *)m, m->nfuncs);  /* the cache only */
+        uint32_t mask = m->index_cap_ - 1;
+        for (uint32_t i = name_hash(name) & mask; m->index_[i]; i = (i + 1) & mask) {
+            const char *n = m->gvars[m->index_[i] - 1]->name;
+            if (n == name || strcmp(n, name) == 0) return (int)(m->index_[i] - 1);
+        }
+        return -1;
+    }
     for (uint32_t i = 0; i < m->nfuncs; i++)
         if (m->gvars[i]->name == name || strcmp(m->gvars[i]->name, name) == 0) return (int)i;
     return -1;
@@ -314,6 +344,10 @@ ir_gvar *ir_module_set(ir_module *m, ir_gvar *gvar, ir_expr *func) {
     module_reserve(m, m->nfuncs + 1);
     m->gvars[m->nfuncs] = gvar;
     m->funcs[m->nfuncs++] = func;
+    if (m->index_) {
+        if (2 * m->nfuncs > m->index_cap_) index_build(m, m->nfuncs);
+        else index_insert(m, m->nfuncs - 1);
+    }
     return gvar;
 }
 
@@ -330,6 +364,8 @@ void ir_module_remove(ir_module *m, const char *name) {
         m->funcs[j - 1] = m->funcs[j];
     }
     m->nfuncs--;
+    m->index_ = NULL;  /* positions moved: rebuilt on the next lookup */
+    m->index_cap_ = 0;
 }
 
 void ir_module_set_attr(ir_module *m, const char *key, ir_attr val) {

@@ -221,6 +221,8 @@ typedef struct ir_module {
     ir_gvar **gvars;           /* gvars[i]->name names funcs[i] */
     ir_expr **funcs;           /* ir_func */
     const ir_attrs *attrs;     /* external_mods, const_name_to_constant, ... */
+    uint32_t *index_;          /* private to expr.c: name hash table of positions + 1 (NULL: none) */
+    uint32_t index_cap_;
 } ir_module;
 
 /* Modules live in the arena too (no free). Copies share functions and attrs. */
