@@ -924,6 +924,69 @@ static gr_status op_permute(dn_state *S, const rt_json_node *n) {
     return st;
 }
 
+/* strided_slice (positive steps): a reorder from a strided view of the input. */
+static int tuple_ints(const rt_json_node *n, uint32_t k, int64_t *out, int max) {
+    json_t *t = json_object_get(json_array_get(json_object_get(n->attrs, "args"), k), "tuple");
+    int c = (int)json_array_size(t);
+    if (!t || c > max) return -1;
+    for (int i = 0; i < c; i++) {
+        json_t *v = json_object_get(json_array_get(t, (size_t)i), "int");
+        if (!json_is_integer(v)) return -1;
+        out[i] = json_integer_value(v);
+    }
+    return c;
+}
+
+static gr_status op_strided_slice(dn_state *S, const rt_json_node *n) {
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = need_val(S, n, x, &xv);
+    if (!st) st = dn_plain(S, n, xv, &xv);
+    if (st) return st;
+    const dnnl_memory_desc_t xmd = S->vals.data[xv].md;
+    int nd = xmd.ndims;
+    int64_t axes[DNNL_MAX_NDIMS], beg[DNNL_MAX_NDIMS], end[DNNL_MAX_NDIMS], stp[DNNL_MAX_NDIMS];
+    int na = tuple_ints(n, 1, axes, DNNL_MAX_NDIMS), nb = tuple_ints(n, 2, beg, DNNL_MAX_NDIMS),
+        ne = tuple_ints(n, 3, end, DNNL_MAX_NDIMS), ns = dn_nargs(n) > 4 ? tuple_ints(n, 4, stp, DNNL_MAX_NDIMS) : na;
+    if (dn_nargs(n) <= 4)
+        for (int i = 0; i < na; i++) stp[i] = 1;
+    if (na < 0 || nb != na || ne != na || ns != na || n->ndims[0] != nd)
+        return dn_fail(S, n, dnnl_success, "strided_slice needs constant axes / begin / end / strides");
+    int64_t start[DNNL_MAX_NDIMS] = {0}, step[DNNL_MAX_NDIMS], xstr[DNNL_MAX_NDIMS];
+    for (int i = 0; i < nd; i++) step[i] = 1;
+    for (int i = 0; i < na; i++) {
+        int64_t a = axes[i] < 0 ? axes[i] + nd : axes[i], dim;
+        if (a < 0 || a >= nd || stp[i] <= 0) return dn_fail(S, n, dnnl_success, "strided_slice with a bad axis or a step <= 0");
+        dim = xmd.dims[a];
+        int64_t b = beg[i] < 0 ? beg[i] + dim : beg[i];
+        start[a] = b < 0 ? 0 : b > dim ? dim : b;
+        step[a] = stp[i];
+    }
+    int64_t acc = 1, off = 0;
+    for (int i = nd - 1; i >= 0; i--) {
+        xstr[i] = acc;
+        acc *= xmd.dims[i];
+    }
+    dnnl_dims_t vd, vs;
+    for (int i = 0; i < nd; i++) {
+        vd[i] = n->shapes[0][i];
+        vs[i] = xstr[i] * step[i];
+        off += start[i] * xstr[i];
+        if (vd[i] && start[i] + (vd[i] - 1) * step[i] >= xmd.dims[i]) return dn_fail(S, n, dnnl_success, "strided_slice out of bounds");
+    }
+    dnnl_memory_desc_t view, omd;
+    dnnl_memory_desc_init_by_strides(&view, nd, vd, dnnl_f32, vs);
+    view.offset0 = off;
+    dn_plain_md(&omd, nd, n->shapes[0]);
+    dnnl_primitive_desc_t pd;
+    dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, &view, S->eng, &omd, S->eng, S->attr_plain);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the strided_slice reorder");
+    int v = dn_val_new(S, V_TMP, &omd);
+    dn_arg args[2] = {{DNNL_ARG_FROM, xv, view, NULL}, {DNNL_ARG_TO, v, omd, NULL}};
+    st = dn_emit(S, n, pd, args, 2, true);
+    if (!st) S->ent_val[out_entry(S, n)] = v;
+    return st;
+}
+
 /* ---------------------------------------------------------------- table ---- */
 
 typedef gr_status (*op_fn)(dn_state *S, const rt_json_node *n);
@@ -960,6 +1023,7 @@ static const struct {
     {"relax.squeeze", op_reshape},
     {"relax.expand_dims", op_reshape},
     {"relax.permute_dims", op_permute},
+    {"relax.strided_slice", op_strided_slice},
 };
 
 bool dn_is_anchor_op(const rt_json_node *n) {

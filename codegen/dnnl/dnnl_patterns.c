@@ -190,6 +190,24 @@ static const char *chk_concat(const ir_call *c, ir_ctx_t *ctx) {
     return t->n > 0 && t->n <= 64 ? NULL : "concat arity";
 }
 
+/* constant axes / begin / end / strides, strides > 0 (a strided view of the input) */
+static const char *chk_strided_slice(const ir_call *c, ir_ctx_t *ctx) {
+    (void)ctx;
+    if (c->nargs < 4) return "strided_slice without axes / begin / end";
+    for (uint32_t i = 1; i < c->nargs; i++) {
+        if (c->args[i]->kind != IR_TUPLE) return "strided_slice bounds are not constant tuples";
+        const ir_tuple *t = IR_AS(c->args[i], ir_tuple);
+        for (uint32_t k = 0; k < t->n; k++) {
+            int64_t v;
+            if (t->fields[k]->kind != IR_PRIMVAL || !IR_AS(t->fields[k], ir_primval)->value ||
+                !ir_prim_is_int(IR_AS(t->fields[k], ir_primval)->value, &v))
+                return "strided_slice bounds are not constant integers";
+            if (i == 4 && v <= 0) return "strided_slice with a negative step";
+        }
+    }
+    return NULL;
+}
+
 typedef struct dnnl_op_entry {
     const char *op;               /* relax op name */
     op_check check;
@@ -248,6 +266,7 @@ static const dnnl_op_entry OPS[] = {
     {"relax.squeeze", chk_none},
     {"relax.expand_dims", chk_none},
     {"relax.permute_dims", chk_none},
+    {"relax.strided_slice", chk_strided_slice},
 };
 
 static bool dnnl_check(const pat_check_ctx *pc, const char **reason, void *user) {

@@ -499,3 +499,25 @@ Test(dnnl_composites, save_reload) {
     rt_value_clear(&c);
     ct_free(&t);
 }
+
+/* ------------------------------------------------------------ strided_slice ---- */
+
+/* a strided view reordered into place: steps, negative begin, several axes */
+Test(dnnl_composites, strided_slice) {
+    ct t;
+    ct_load(&t,
+            CONV_MAIN("x: R.Tensor((3, 4, 10, 9), dtype=\"float32\")")
+            "            lv = R.strided_slice(x, (R.prim_value(0), R.prim_value(2), R.prim_value(3)), (R.prim_value(1), R.prim_value(1), R.prim_value(-7)),"
+            " (R.prim_value(2), R.prim_value(9), R.prim_value(9)), (R.prim_value(1), R.prim_value(3), R.prim_value(2)))\n"
+            "            gv = R.nn.relu(lv)\n" END,
+            12);
+    json_t *r = byoc_report_json(t.ctx, t.merged, (const char *[]){"dnnl"}, 1, &t.notes);
+    cr_expect_eq(json_array_size(json_object_get(r, "host")), 0, "strided_slice should be offloaded: %s", ct_names(&t));
+    json_decref(r);
+    ct_check(&t);
+    ct_free(&t);
+    /* a negative step is not a strided view: host, with the reason */
+    ct_reject(CONV_MAIN("x: R.Tensor((3, 4, 10, 9), dtype=\"float32\")")
+              "            gv = R.strided_slice(x, (R.prim_value(2),), (R.prim_value(8),), (R.prim_value(1),), (R.prim_value(-2),))\n" END,
+              "gv", "strided_slice with a negative step");
+}
