@@ -206,6 +206,22 @@ uint64_t gr_hash_bytes(const void *p, size_t n, uint64_t seed) {
 
 enum { HC_STR, HC_SPAN, HC_OTHER };
 
+/* A string's 4-byte header: its length, and whether the block also holds the one-loc span of
+ * that source without a range (is_output 0 or 1) right after the string's NUL (8-aligned).
+ * That span is made with the string (ir__span_named_n) and is in no table: the header is how
+ * every later request for it finds it, which saves the span table a slot (and a cache miss)
+ * per layer name on big parses. Strings made otherwise never get it; their spans go to the
+ * span table as any other. */
+#define STR_LEN 0x3fffffffu
+#define STR_SPAN0 0x40000000u
+#define STR_SPAN1 0x80000000u
+static uint32_t str_header(const char *s) {
+    uint32_t hdr;
+    memcpy(&hdr, s - 4, sizeof(hdr));
+    return hdr;
+}
+static size_t str_block(size_t n) { return (4 + n + 1 + 7) & ~(size_t)7; }
+
 static uint64_t hc_slot(ir_chunk *c, const void *obj, uint32_t h) {
     size_t off = (size_t)((const unsigned char *)obj - c->mem);
     if (c->idx >= REF_MAX_CHUNKS)
@@ -240,7 +256,7 @@ static bool hc_same(int kind, const unsigned char *obj, const void *key, size_t 
     case HC_STR: {
         uint32_t len;
         memcpy(&len, obj, sizeof(len));
-        return len == size && memcmp(obj + 4, key, size) == 0;
+        return (len & STR_LEN) == size && memcmp(obj + 4, key, size) == 0;
     }
     case HC_SPAN:
         return ((const ir_span *)(const void *)obj)->n == ((const ir_span *)key)->n &&
@@ -253,15 +269,43 @@ static bool hc_same(int kind, const unsigned char *obj, const void *key, size_t 
     }
 }
 
-static const void *hc_lookup(ir_ctx_t *ctx, uint32_t tag, const void *key, size_t size) {
-    int kind = tag == 0 ? HC_STR : tag == IR_HC_SPAN_TAG ? HC_SPAN : HC_OTHER;
-    ir_hc_table *t = &ctx->hc[kind == HC_STR ? IR_HC_STRINGS : kind == HC_SPAN ? IR_HC_SPANS
-                                                                               : IR_HC_OTHER];
+/* The hash of a string's bytes (its slot hash in the string table). */
+static uint32_t str_hash(const char *s, size_t n) { return (uint32_t)gr_hash_bytes(s, n, 0) | 1; }
+
+static ir_hc_table *hc_table(ir_ctx_t *ctx, int kind) {
+    return &ctx->hc[kind == HC_STR ? IR_HC_STRINGS : kind == HC_SPAN ? IR_HC_SPANS : IR_HC_OTHER];
+}
+
+static void hc_prefetch(ir_ctx_t *ctx, int kind, uint32_t h) {
+    const ir_hc_table *t = hc_table(ctx, kind);
+    if (t->cap) __builtin_prefetch(&t->slots[(h >> 1) & (t->cap - 1)]);
+}
+
+void ir__prefetch_intern(ir_ctx_t *ctx, const char *s, size_t n) {
+    hc_prefetch(ctx, HC_STR, str_hash(s, n));
+}
+
+static uint32_t recent_slot(const char *s) { return (uint32_t)((uintptr_t)s >> 3 ^ (uintptr_t)s >> 9) & 15; }
+
+/* The span kept with source string s (see STR_SPAN0), or NULL. */
+static const ir_span *adjacent_span(const char *s, bool is_output) {
+    uint32_t hdr = str_header(s);
+    if (!(hdr & (is_output ? STR_SPAN1 : STR_SPAN0))) return NULL;
+    return (const ir_span *)(const void *)(s - 4 + str_block(hdr & STR_LEN));
+}
+
+static bool rangeless_one(const ir_span *s) {
+    const ir_loc *l = &s->locs[0];
+    return s->n == 1 && !l->line && !l->col && !l->end_line && !l->end_col;
+}
+
+/* h: odd (a slot is never 0); the home slot comes from the other bits (h & mask would only
+ * ever pick odd slots: twice the clustering). */
+static const void *hc_lookup_ex(ir_ctx_t *ctx, int kind, const void *key, size_t size, uint32_t h,
+                                size_t extra, bool *created) {
+    ir_hc_table *t = hc_table(ctx, kind);
     static const size_t head[] = {4, 0, 8}; /* bytes stored before the object */
     if ((t->len + 1) * 4 >= t->cap * 3) hc_grow(t);
-    /* odd so a slot is never 0; the home slot comes from the other bits (h & mask would only
-     * ever pick odd slots: twice the clustering) */
-    uint32_t h = (uint32_t)gr_hash_bytes(key, size, tag) | 1;
     uint32_t mask = t->cap - 1, i = (h >> 1) & mask;
     for (;; i = (i + 1) & mask) {
         uint64_t e = t->slots[i];
@@ -271,33 +315,70 @@ static const void *hc_lookup(ir_ctx_t *ctx, uint32_t tag, const void *key, size_
             if (hc_same(kind, obj, key, size)) return obj + head[kind];
         }
     }
-    /* strings: + 1 for the NUL (ir_alloc zero-fills) */
+    /* strings: + 1 for the NUL (ir_alloc zero-fills); extra: room after the object */
     ir_chunk *in;
-    unsigned char *block = arena_alloc(ctx, head[kind] + size + (kind == HC_STR), &in);
+    unsigned char *block = arena_alloc(ctx, head[kind] + size + (kind == HC_STR) + extra, &in);
     uint32_t sz = (uint32_t)size;
     if (head[kind]) memcpy(block, &sz, sizeof(sz));
     memcpy(block + head[kind], key, size);
     t->slots[i] = hc_slot(in, block, h);
     t->len++;
+    if (created) *created = true;
     return block + head[kind];
+}
+
+static const void *hc_lookup(ir_ctx_t *ctx, int kind, const void *key, size_t size, uint32_t h) {
+    return hc_lookup_ex(ctx, kind, key, size, h, 0, NULL);
+}
+
+const ir_span *ir__span_named_n(ir_ctx_t *ctx, const char *s, size_t n, bool is_output) {
+    if (n == 0) return NULL;
+    GR_ASSERT(n <= STR_LEN);
+    bool created = false;
+    size_t room = str_block(n) - (4 + n + 1) + sizeof(ir_span) + sizeof(ir_loc);
+    char *src = (char *)hc_lookup_ex(ctx, HC_STR, s, n, str_hash(s, n), room, &created);
+    ctx->recent[recent_slot(src)] = src;
+    if (created) {
+        ir_span *sp = (ir_span *)(void *)(src - 4 + str_block(n)); /* zeroed arena memory */
+        sp->n = 1;
+        sp->locs[0].source = src;
+        sp->locs[0].is_output = is_output ? 1 : 0;
+        uint32_t hdr = (uint32_t)n | (is_output ? STR_SPAN1 : STR_SPAN0);
+        memcpy(src - 4, &hdr, sizeof(hdr));
+        return sp;
+    }
+    const ir_span *sp = adjacent_span(src, is_output);
+    if (sp) return sp;
+    _Alignas(16) unsigned char key[sizeof(ir_span) + sizeof(ir_loc)];
+    memset(key, 0, sizeof(key));
+    ir_span *k = (ir_span *)(void *)key;
+    k->n = 1;
+    k->locs[0].source = src;
+    k->locs[0].is_output = is_output ? 1 : 0;
+    return hc_lookup(ctx, HC_SPAN, key, sizeof(key),
+                     (uint32_t)gr_hash_bytes(key, sizeof(key), IR_HC_SPAN_TAG) | 1);
 }
 
 const void *ir_hashcons(ir_ctx_t *ctx, uint32_t tag, const void *key, size_t size) {
     GR_ASSERT(tag != 0 && size < UINT32_MAX);
-    return hc_lookup(ctx, tag, key, size);
+    if (tag == IR_HC_SPAN_TAG) {
+        const ir_span *s = key;
+        if (rangeless_one(s)) {
+            const ir_span *a = adjacent_span(s->locs[0].source, s->locs[0].is_output);
+            if (a) return a;
+        }
+        return hc_lookup(ctx, HC_SPAN, key, size, (uint32_t)gr_hash_bytes(key, size, tag) | 1);
+    }
+    return hc_lookup(ctx, HC_OTHER, key, size, (uint32_t)gr_hash_bytes(key, size, tag) | 1);
 }
 
-static uint32_t recent_slot(const char *s) { return (uint32_t)((uintptr_t)s >> 3 ^ (uintptr_t)s >> 9) & 15; }
-
 const char *ir_intern_n(ir_ctx_t *ctx, const char *s, size_t n) {
-    GR_ASSERT(n < UINT32_MAX);
+    GR_ASSERT(n <= STR_LEN);
     const char **r = &ctx->recent[recent_slot(s)];
     if (*r == s) { /* an interned string: itself, when the length matches */
-        uint32_t len;
-        memcpy(&len, s - 4, sizeof(len));
-        if (len == n) return s;
+        if ((str_header(s) & STR_LEN) == n) return s;
     }
-    const char *c = hc_lookup(ctx, 0, s, n);
+    const char *c = hc_lookup(ctx, HC_STR, s, n, str_hash(s, n));
     ctx->recent[recent_slot(c)] = c;
     return c;
 }

@@ -52,7 +52,7 @@ typedef struct parser {
     int depth;
     ir_module *mod;
     struct ptab {                /* scope: ir_vars by their interned name (open addressing) */
-        ir_var **s;
+        uint64_t *s;             /* name tag << 48 | ir_var * (0 = empty) */
         uint32_t cap, len;
     } scope;
     GR_VEC(undo_ent) undo;
@@ -81,6 +81,7 @@ typedef struct parser {
                                     still resident (see drop_behind) */
     uint64_t sym_lookups;        /* symbolic names resolved so far */
     const char *icache[256];     /* recently interned names, by a hash of their text */
+    uint32_t icache_h[256];      /* ... and that hash */
     struct annot_cache {         /* recent annotation texts without symbolic names */
         const char *text;
         uint32_t len;
@@ -421,23 +422,31 @@ static bool number(parser *p, num *out) {
 static const char *tok_intern(parser *p, const ir_tok *t) {
     uint32_t h = 2166136261u;
     for (uint32_t i = 0; i < t->len; i++) h = (h ^ (unsigned char)t->s[i]) * 16777619u;
-    const char **slot = &p->icache[(h ^ h >> 8) & 255];
-    const char *c = *slot;
-    if (c && strncmp(c, t->s, t->len) == 0 && c[t->len] == 0) return c;
-    return *slot = ir_intern_n(p->ctx, t->s, t->len);
+    uint32_t k = (h ^ h >> 8) & 255;
+    const char *c = p->icache[k];
+    /* the hash first: a new name (a definition) then reads no old, cold string */
+    if (c && p->icache_h[k] == h && strncmp(c, t->s, t->len) == 0 && c[t->len] == 0) return c;
+    p->icache_h[k] = h;
+    return p->icache[k] = ir_intern_n(p->ctx, t->s, t->len);
 }
 
 /* The scope table: a slot is the var itself, keyed by its name pointer (8 bytes a slot, not a
  * key and a value: memory per binding on big functions), sized from the line count up front
  * so it never rehashes for one-function files. Lookups mostly find vars made a line or two
- * before, still in cache. */
+ * before, still in cache. The slot's top 16 bits (above the 48-bit address) hold a tag of the
+ * name, so probing past other names reads no var (at 1M bindings those are cache misses). */
 /* Keys are interned names: arena pointers that grow as a file is read, so indexing by the
  * address keeps the names of neighbouring lines in neighbouring slots (cache-friendly). */
 /* Any capacity (not a power of two): 1M names take 1.5M slots, not 2M (memory per binding). */
+#define PTAB_PTR ((((uint64_t)1) << 48) - 1)
 static uint32_t ptab_slot_of(const char *name, uint32_t cap) {
     uint64_t k = (uintptr_t)name;
-    return (uint32_t)((k >> 4 ^ k >> 28) % cap);
+    return (uint32_t)(k >> 4 ^ k >> 28) % cap;
 }
+static uint64_t ptab_tag(const char *name) {
+    return ((uint64_t)(uintptr_t)name * 0x9e3779b97f4a7c15ull) & ~PTAB_PTR;
+}
+static ir_var *ptab_var(uint64_t slot) { return (ir_var *)(uintptr_t)(slot & PTAB_PTR); }
 
 static void ptab_init(struct ptab *t, uint32_t want) {
     uint32_t cap = want < 64 ? 64 : want > (1u << 27) ? (1u << 27) : want;
@@ -451,38 +460,46 @@ static void ptab_put(struct ptab *t, ir_var *v) {
         struct ptab old = *t;
         ptab_init(t, old.cap * 2);
         for (uint32_t i = 0; i < old.cap; i++)
-            if (old.s[i]) ptab_put(t, old.s[i]);
+            if (old.s[i]) ptab_put(t, ptab_var(old.s[i]));
         ir__free_big(old.s, sizeof(*old.s) * old.cap);
     }
+    GR_ASSERT(((uintptr_t)v & ~PTAB_PTR) == 0);
+    uint64_t tag = ptab_tag(v->name);
     uint32_t cap = t->cap, i = ptab_slot_of(v->name, cap);
-    while (t->s[i] && t->s[i]->name != v->name) i = i + 1 == cap ? 0 : i + 1;
+    while (t->s[i] && !((t->s[i] & ~PTAB_PTR) == tag && ptab_var(t->s[i])->name == v->name))
+        i = i + 1 == cap ? 0 : i + 1;
     if (!t->s[i]) t->len++;
-    t->s[i] = v;
+    t->s[i] = tag | (uintptr_t)v;
+}
+
+static uint32_t ptab_find(const struct ptab *t, const char *name) {
+    uint64_t tag = ptab_tag(name);
+    uint32_t cap = t->cap, i = ptab_slot_of(name, cap);
+    for (; t->s[i]; i = i + 1 == cap ? 0 : i + 1)
+        if ((t->s[i] & ~PTAB_PTR) == tag && ptab_var(t->s[i])->name == name) return i;
+    return UINT32_MAX;
 }
 
 static ir_var *ptab_get(const struct ptab *t, const char *name) {
-    uint32_t cap = t->cap, i = ptab_slot_of(name, cap);
-    for (; t->s[i]; i = i + 1 == cap ? 0 : i + 1)
-        if (t->s[i]->name == name) return t->s[i];
-    return NULL;
+    uint32_t i = ptab_find(t, name);
+    return i == UINT32_MAX ? NULL : ptab_var(t->s[i]);
 }
 
 /* Unbinds a name: linear-probing deletion that shifts later members of the run back. */
 static void ptab_del(struct ptab *t, const char *name) {
-    uint32_t cap = t->cap, i = ptab_slot_of(name, cap);
-    while (t->s[i] && t->s[i]->name != name) i = i + 1 == cap ? 0 : i + 1;
-    if (!t->s[i]) return;
+    uint32_t cap = t->cap, i = ptab_find(t, name);
+    if (i == UINT32_MAX) return;
     for (uint32_t j = i;;) {
         j = j + 1 == cap ? 0 : j + 1;
         if (!t->s[j]) break;
-        uint32_t k = ptab_slot_of(t->s[j]->name, cap);
+        uint32_t k = ptab_slot_of(ptab_var(t->s[j])->name, cap);
         bool stays = i <= j ? (k > i && k <= j) : (k > i || k <= j); /* home in (i, j] */
         if (!stays) {
             t->s[i] = t->s[j];
             i = j;
         }
     }
-    t->s[i] = NULL;
+    t->s[i] = 0;
     t->len--;
 }
 
@@ -625,8 +642,7 @@ static bool span_comment_fast(parser *p, const ir_tok *t, span_fields *f) {
     while (r < e && *r == ' ') r++;
     if (r != e) return false;
     f->has_span = true;
-    ir_loc l = {.source = ir_intern_n(p->ctx, s, (size_t)(q - s)), .is_output = out};
-    f->span = ir__span_interned(p->ctx, &l);
+    f->span = ir__span_named_n(p->ctx, s, (size_t)(q - s), out);
     return true;
 }
 
@@ -1636,10 +1652,41 @@ static const ir_sinfo *annotation(parser *p) {
     return r;
 }
 
+/* A hint for big files: the next line's name and `# span: "..."` source (and its span) are
+ * interned one binding from now, and on big parses their hash-table slots are cache misses:
+ * ask for them now. A wrong guess only fetches a useless line. */
+enum { PREFETCH_MIN_TEXT = 1 << 20 };
+static bool name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+static void prefetch_next_line(parser *p, const char *from) {
+    const char *end = p->lx.end;
+    if (p->lx.sub || from < p->src || from >= end) return;
+    const char *nl = memchr(from, '\n', (size_t)(end - from));
+    if (!nl) return;
+    const char *s = nl + 1, *q;
+    while (s < end && *s == ' ') s++;
+    for (q = s; q < end && name_char(*q);) q++;
+    if (q > s) ir__prefetch_intern(p->ctx, s, (size_t)(q - s));
+    const char *e = memchr(q, '\n', (size_t)(end - q));
+    if (!e) e = end;
+    const char *h = memchr(q, '#', (size_t)(e - q));
+    if (!h) return;
+    for (h++; h < e && *h == ' ';) h++;
+    if (e - h < 8 || memcmp(h, "span:", 5) != 0) return;
+    for (h += 5; h < e && *h == ' ';) h++;
+    if (h >= e || *h != '"') return;
+    const char *a = ++h;
+    while (h < e && *h != '"' && *h != '\\') h++;
+    if (h >= e || *h != '"' || h == a) return;
+    ir__prefetch_intern(p->ctx, a, (size_t)(h - a));
+}
+
 /* One binding statement (or a `n = T.int64()` declaration). With `res`, a binding followed by
  * the end of the block is returned there instead of being emitted. */
 static bool parse_binding(parser *p, body_ctx *bc, result_stmt *res) {
     ir_tok nt = next(p);
+    if (p->len >= PREFETCH_MIN_TEXT) prefetch_next_line(p, nt.s);
     const char *name = tok_intern(p, &nt);
     const ir_sinfo *annot = NULL;
     if (accept_p(p, ':')) {
@@ -1945,19 +1992,23 @@ out:
 
 /* ---- metadata section ---- */
 
-static const char *find_metadata(parser *p) {
-    const char *s = p->src, *end = p->src + p->len;
+/* One pass over the lines: the metadata section's start (NULL: none), and the line count. */
+static const char *find_metadata(parser *p, uint32_t *nlines) {
+    const char *s = p->src, *end = p->src + p->len, *meta = NULL;
+    uint32_t lines = 0;
     while (s < end) {
-        if ((size_t)(end - s) >= 8 && memcmp(s, "metadata", 8) == 0) {
+        lines++;
+        if (!meta && *s == 'm' && (size_t)(end - s) >= 8 && memcmp(s, "metadata", 8) == 0) {
             const char *q = s + 8;
             while (q < end && *q == ' ') q++;
-            if (q < end && *q == '=') return s;
+            if (q < end && *q == '=') meta = s;
         }
         const char *nl = memchr(s, '\n', (size_t)(end - s));
         if (!nl) break;
         s = nl + 1;
     }
-    return NULL;
+    *nlines = lines;
+    return meta;
 }
 
 static int line_of(parser *p, const char *at) {
@@ -2158,8 +2209,7 @@ static bool parse_decorator(parser *p, bool *is_private) {
     return expect_kind(p, TK_NEWLINE, "end of line after the decorator");
 }
 
-static bool parse_module_body(parser *p) {
-    const char *meta = find_metadata(p);
+static bool parse_module_body(parser *p, const char *meta) {
     if (meta && !parse_metadata(p, meta)) return false;
     const char *end = meta ? meta : p->src + p->len;
     ir_lex_init(&p->lx, p->src, p->src, end, 1);
@@ -2238,16 +2288,15 @@ static gr_status parse_text(ir_ctx_t *ctx, const char *name, const char *text, s
     p->len = text ? len : 0;
     if (mapped && text) p->drop_from = text;
     p->diag = diag;
-    uint32_t lines = 0;
-    for (const char *q = p->src, *e = p->src + p->len; q && q < e; q = memchr(q, '\n', (size_t)(e - q)), q = q ? q + 1 : NULL)
-        lines++;
+    uint32_t lines;
+    const char *meta = find_metadata(p, &lines);
     ptab_init(&p->scope, lines / 2 * 3 + 64);
     gr_map_init(&p->syms);
     gr_map_init(&p->opcache);
     gr_map_init(&p->sigmap);
     p->mod = ir_module_new(ctx);
     p->written_attrs = opts ? opts->written_attrs : NULL;
-    bool ok = parse_module_body(p);
+    bool ok = parse_module_body(p, meta);
     if (!ok && !p->failed) perr(p, NULL, GR_ERR_PARSE, "parse failed");
     gr_status st = ok ? GR_OK : (diag && diag->code != GR_OK ? diag->code : GR_ERR_PARSE);
     if (ok) *out = p->mod;

@@ -35,6 +35,8 @@ const ir_span *ir__span_interned(ir_ctx_t *ctx, const ir_loc *loc) {
 
 const ir_span *ir_span_from_loc(ir_ctx_t *ctx, const ir_loc *loc) {
     if (!loc || !loc->source || !loc->source[0]) return NULL;
+    if (!loc->line && !loc->col && !loc->end_line && !loc->end_col) /* a layer name */
+        return ir__span_named_n(ctx, loc->source, strlen(loc->source), loc->is_output);
     ir_loc l;
     memset(&l, 0, sizeof(l));
     l.source = ir_intern(ctx, loc->source);
