@@ -238,10 +238,30 @@ rt_json_graph *rt_json_graph_begin(const char *symbol) {
     return g;
 }
 
+#define RESERVE(v, n)                                                              \
+    do {                                                                           \
+        if ((v).cap < (n)) {                                                       \
+            (v).data = gr_xrealloc((v).data, sizeof(*(v).data) * (size_t)(n));     \
+            (v).cap = (uint32_t)(n);                                               \
+        }                                                                          \
+    } while (0)
+
+/* Room for k more elements (doubling). */
+#define GROW(v, k)                                                                 \
+    do {                                                                           \
+        if ((v).len + (size_t)(k) > (v).cap) {                                     \
+            size_t c_ = (v).cap ? (v).cap : 8;                                     \
+            while (c_ < (v).len + (size_t)(k)) c_ *= 2;                            \
+            RESERVE(v, c_);                                                        \
+        }                                                                          \
+    } while (0)
+
 static uint32_t pool_str(rt_json_build *b, const char *s) {
     uint32_t off = b->strs.len;
-    for (const char *p = s ? s : ""; *p; p++) gr_vec_push(&b->strs, *p);
-    gr_vec_push(&b->strs, '\0');
+    size_t n = strlen(s ? s : "") + 1;
+    GROW(b->strs, n);
+    memcpy(b->strs.data + b->strs.len, s ? s : "", n);
+    b->strs.len += (uint32_t)n;
     return off;
 }
 
@@ -254,11 +274,18 @@ uint32_t rt_json_graph_add_node(rt_json_graph *g, rt_json_node_kind kind, const 
     n.ninputs = ninputs;
     n.noutputs = noutputs;
     gr_vec_push(&b->in_off, b->ins.len);
-    for (uint32_t k = 0; k < ninputs; k++) gr_vec_push(&b->ins, inputs[k]);
+    GROW(b->ins, ninputs);
+    if (ninputs) memcpy(b->ins.data + b->ins.len, inputs, sizeof(*inputs) * ninputs);
+    b->ins.len += ninputs;
+    GROW(b->dts, noutputs);
+    GROW(b->nds, noutputs);
+    GROW(b->shs, (size_t)noutputs * RT_MAX_NDIM);
     for (uint32_t o = 0; o < noutputs; o++) {
-        gr_vec_push(&b->dts, dtypes[o]);
-        gr_vec_push(&b->nds, ndims[o]);
-        for (int k = 0; k < RT_MAX_NDIM; k++) gr_vec_push(&b->shs, k < ndims[o] ? shapes[o][k] : 0);
+        b->dts.data[b->dts.len++] = dtypes[o];
+        b->nds.data[b->nds.len++] = ndims[o];
+        int64_t *sh = b->shs.data + b->shs.len;
+        for (int k = 0; k < RT_MAX_NDIM; k++) sh[k] = k < ndims[o] ? shapes[o][k] : 0;
+        b->shs.len += RT_MAX_NDIM;
     }
     gr_vec_push(&b->name_off, pool_str(b, name));
     gr_vec_push(&b->layer_off, pool_str(b, layer));
@@ -269,14 +296,6 @@ uint32_t rt_json_graph_add_node(rt_json_graph *g, rt_json_node_kind kind, const 
 }
 
 void rt_json_graph_add_head(rt_json_graph *g, rt_json_entry e) { gr_vec_push(&g->build->heads, e); }
-
-#define RESERVE(v, n)                                                              \
-    do {                                                                           \
-        if ((v).cap < (n)) {                                                       \
-            (v).data = gr_xrealloc((v).data, sizeof(*(v).data) * (size_t)(n));     \
-            (v).cap = (uint32_t)(n);                                               \
-        }                                                                          \
-    } while (0)
 
 void rt_json_graph_reserve(rt_json_graph *g, uint32_t nodes) {
     rt_json_build *b = g->build;

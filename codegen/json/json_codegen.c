@@ -105,21 +105,34 @@ static bool utf8_ok(const unsigned char *s, size_t n) {
     return true;
 }
 
-/* A JSON string; false (nothing written) for NULL or invalid UTF-8, which Jansson refuses. */
+/* A JSON string; false (nothing written) for NULL or invalid UTF-8, which Jansson refuses.
+ * One pass finds the length and whether anything needs escaping or checking (rarely). */
 static bool jw_str(jw *w, const char *s) {
     if (!s) return false;
-    size_t n = strlen(s), i = 0;
-    bool ascii = true;
-    for (size_t k = 0; k < n; k++)
-        if ((unsigned char)s[k] >= 0x80) ascii = false;
-    if (!ascii && !utf8_ok((const unsigned char *)s, n)) return false;
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = 0;
+    unsigned char special = 0, high = 0;
+    for (unsigned char c; (c = u[n]); n++) {
+        special |= c < 0x20 || c == '"' || c == '\\';
+        high |= c & 0x80;
+    }
+    if (high && !utf8_ok(u, n)) return false;
+    if (!special) {
+        if (w->len + n + 3 > w->cap) jw_grow(w, n + 2);
+        w->p[w->len++] = '"';
+        memcpy(w->p + w->len, s, n);
+        w->len += n;
+        w->p[w->len++] = '"';
+        return true;
+    }
+    size_t i = 0;
     jw_ch(w, '"');
     while (i < n) {
         size_t run = i;
-        while (run < n && (unsigned char)s[run] >= 0x20 && s[run] != '"' && s[run] != '\\') run++;
+        while (run < n && u[run] >= 0x20 && u[run] != '"' && u[run] != '\\') run++;
         jw_raw(w, s + i, run - i);
         if (run == n) break;
-        unsigned char c = (unsigned char)s[run];
+        unsigned char c = u[run];
         char esc[8];
         switch (c) {
         case '"': JW_LIT(w, "\\\""); break;
@@ -383,13 +396,12 @@ static int add_node(cg *c, rt_json_node_kind kind, const char *name, cg_level *l
         fail(c, sp, "needs static tensor types, got", buf);
         return -1;
     }
-    static const char *const kinds[] = {"input", "const", "kernel"};
+    static const char *const heads[] = {"{\"op\":\"input\",\"name\":", "{\"op\":\"const\",\"name\":",
+                                        "{\"op\":\"kernel\",\"name\":"};
     jw *w = &c->out;
     size_t mark = w->len;
     if (c->nnodes) jw_ch(w, ',');
-    JW_LIT(w, "{\"op\":");
-    jw_str(w, kinds[kind]);
-    JW_LIT(w, ",\"name\":");
+    jw_raw(w, heads[kind], strlen(heads[kind]));
     if (!jw_str(w, name)) {
         w->len = mark;
         fail(c, sp, "node name is not valid UTF-8:", kind == RT_JSON_KERNEL ? "kernel" : "input or constant");
