@@ -14,6 +14,7 @@
 
 #include "byoc/byoc_impl.h"
 #include "ir/builder.h"
+#include "ir/idtab_impl.h"
 
 typedef struct merge_state {
     ir_ctx_t *ctx;
@@ -49,14 +50,14 @@ static const char *composite_backend(merge_state *st, const ir_expr *v) {
 }
 
 typedef struct args_ctx {
-    const gr_map *vidx;
+    const ir_idtab *vidx;      /* binding var id -> index + 1 */
     GR_VEC(uint32_t) idx;
 } args_ctx;
 
 static void arg_leaf(ir_expr *leaf, void *user) {
     args_ctx *a = user;
     uint64_t j;
-    if (leaf->kind != IR_CONST && gr_map_get(a->vidx, GR_MAP_PTR(leaf), &j)) gr_vec_push(&a->idx, (uint32_t)(j - 1));
+    if (leaf->kind != IR_CONST && (j = ir_idtab_get(a->vidx, leaf->id))) gr_vec_push(&a->idx, (uint32_t)(j - 1));
 }
 
 static void set_union(gr_map *dst, const gr_map *src) {
@@ -158,25 +159,25 @@ static gr_status merge_block(void *user, const ir_block *blk, const ir_block **o
     *out = blk;
     uint32_t n = blk->n;
     if (n == 0) return GR_OK;
-    gr_map vidx, tgi_uses;
-    gr_map_init(&vidx);
-    gr_map_init(&tgi_uses);
+    ir_idtab vidx, tgi_uses;  /* by expression id (locality on big blocks) */
+    ir_idtab_init(&vidx);
+    ir_idtab_init(&tgi_uses);
     const char **backend = gr_xcalloc(n, sizeof(char *));
     bool any = false;
     for (uint32_t i = 0; i < n; i++) {
         const ir_binding *b = &blk->bindings[i];
-        gr_map_put(&vidx, GR_MAP_PTR(b->var), i + 1);
+        ir_idtab_put(&vidx, b->var->base.id, i + 1);
         backend[i] = b->match_sinfo ? NULL : composite_backend(st, b->value);
         any |= backend[i] != NULL;
         if (b->value->kind == IR_TGI) {
             ir_expr *t = IR_AS(b->value, ir_tgi)->tuple;
-            gr_map_put(&tgi_uses, GR_MAP_PTR(t), gr_map_get_or(&tgi_uses, GR_MAP_PTR(t), 0) + 1);
+            ir_idtab_put(&tgi_uses, t->id, ir_idtab_get(&tgi_uses, t->id) + 1);
         }
     }
     if (!any) {
         free(backend);
-        gr_map_free(&vidx);
-        gr_map_free(&tgi_uses);
+        ir_idtab_free(&vidx);
+        ir_idtab_free(&tgi_uses);
         return GR_OK;
     }
     uint32_t *par = gr_xmalloc(sizeof(uint32_t) * n);
@@ -203,7 +204,7 @@ static gr_status merge_block(void *user, const ir_block *blk, const ir_block **o
         if (B) {
             const ir_sinfo *si = b->var->base.sinfo;
             if (si && si->kind == IR_SINFO_TUPLE &&
-                gr_map_get_or(&st->uses, GR_MAP_PTR(b->var), 0) > gr_map_get_or(&tgi_uses, GR_MAP_PTR(b->var), 0))
+                gr_map_get_or(&st->uses, GR_MAP_PTR(b->var), 0) > ir_idtab_get(&tgi_uses, b->var->base.id))
                 solo[i] = true;
             tag[i] = B;
             if (!solo[i]) {
@@ -229,7 +230,7 @@ static gr_status merge_block(void *user, const ir_block *blk, const ir_block **o
         } else if (b->value->kind == IR_TGI) {
             uint64_t j;
             ir_expr *t = IR_AS(b->value, ir_tgi)->tuple;
-            if (gr_map_get(&vidx, GR_MAP_PTR(t), &j)) {
+            if ((j = ir_idtab_get(&vidx, t->id))) {
                 uint32_t pg = uf_find(par, (uint32_t)(j - 1));
                 if (tag[pg] && !solo[pg]) par[i] = pg;
             }
@@ -306,8 +307,8 @@ static gr_status merge_block(void *user, const ir_block *blk, const ir_block **o
     free(backend);
     gr_vec_free(&ac.idx);
     gr_map_free(&dunion);
-    gr_map_free(&vidx);
-    gr_map_free(&tgi_uses);
+    ir_idtab_free(&vidx);
+    ir_idtab_free(&tgi_uses);
     return rc;
 }
 

@@ -8,6 +8,7 @@
 
 #include "byoc/byoc_impl.h"
 #include "ir/builder.h"
+#include "ir/idtab_impl.h"
 
 /* ------------------------------------------------------------------ var enumeration ---- */
 
@@ -359,8 +360,11 @@ ir_func *byoc_copy_func_fresh(ir_ctx_t *ctx, const ir_func *f, gr_diag *diag) {
 
 /* ------------------------------------------------------------------- apply groups ---- */
 
+/* Side tables below are keyed by expression id (ir/idtab_impl.h): a block's vars have
+ * neighbouring ids, so a million-binding block stays cache-friendly where pointer-keyed hash
+ * maps missed on nearly every lookup. */
 typedef struct edge_ctx {
-    const gr_map *vidx;
+    const ir_idtab *vidx;       /* binding var id -> index + 1 */
     const uint32_t *unit;
     uint32_t dst;
     GR_VEC(uint64_t) edges;   /* src << 32 | dst */
@@ -369,18 +373,18 @@ typedef struct edge_ctx {
 static void edge_leaf(ir_expr *leaf, void *user) {
     edge_ctx *ec = user;
     uint64_t j;
-    if (leaf->kind == IR_CONST || !gr_map_get(ec->vidx, GR_MAP_PTR(leaf), &j)) return;
+    if (leaf->kind == IR_CONST || !(j = ir_idtab_get(ec->vidx, leaf->id))) return;
     uint32_t src = ec->unit[j - 1];
     if (src != ec->dst) gr_vec_push(&ec->edges, ((uint64_t)src << 32) | ec->dst);
 }
 
 typedef struct io_ctx {
-    const gr_map *vidx;
+    const ir_idtab *vidx;
     const int32_t *grp;
     int32_t g;
     bool lift;
-    gr_map seen;
-    gr_map internal;           /* var -> uses by members */
+    ir_idtab seen;             /* leaf id -> 1 */
+    ir_idtab internal;         /* var id -> uses by members */
     GR_VEC(ir_expr *) inputs;
 } io_ctx;
 
@@ -388,15 +392,15 @@ static void io_leaf(ir_expr *leaf, void *user) {
     io_ctx *io = user;
     uint64_t j;
     if (leaf->kind == IR_CONST) {
-        if (!io->lift || gr_map_get(&io->seen, GR_MAP_PTR(leaf), NULL)) return;
-        gr_map_put(&io->seen, GR_MAP_PTR(leaf), 1);
+        if (!io->lift || ir_idtab_get(&io->seen, leaf->id)) return;
+        ir_idtab_put(&io->seen, leaf->id, 1);
         gr_vec_push(&io->inputs, leaf);
         return;
     }
-    gr_map_put(&io->internal, GR_MAP_PTR(leaf), gr_map_get_or(&io->internal, GR_MAP_PTR(leaf), 0) + 1);
-    if (gr_map_get(io->vidx, GR_MAP_PTR(leaf), &j) && io->grp[j - 1] == io->g) return;
-    if (gr_map_get(&io->seen, GR_MAP_PTR(leaf), NULL)) return;
-    gr_map_put(&io->seen, GR_MAP_PTR(leaf), 1);
+    ir_idtab_put(&io->internal, leaf->id, ir_idtab_get(&io->internal, leaf->id) + 1);
+    if ((j = ir_idtab_get(io->vidx, leaf->id)) && io->grp[j - 1] == io->g) return;
+    if (ir_idtab_get(&io->seen, leaf->id)) return;
+    ir_idtab_put(&io->seen, leaf->id, 1);
     gr_vec_push(&io->inputs, leaf);
 }
 
@@ -439,9 +443,9 @@ gr_status byoc_apply_groups(ir_ctx_t *ctx, const ir_block *blk, const int32_t *g
     *cyclic_group = -1;
     uint32_t n = blk->n, nunits = ngroups + n;
     gr_status st = GR_OK;
-    gr_map vidx;
-    gr_map_init(&vidx);
-    for (uint32_t i = 0; i < n; i++) gr_map_put(&vidx, GR_MAP_PTR(blk->bindings[i].var), i + 1);
+    ir_idtab vidx;
+    ir_idtab_init(&vidx);
+    for (uint32_t i = 0; i < n; i++) ir_idtab_put(&vidx, blk->bindings[i].var->base.id, i + 1);
     uint32_t *unit = gr_xmalloc(sizeof(uint32_t) * (n ? n : 1));
     uint32_t *gcount = gr_xcalloc(ngroups + 1, sizeof(uint32_t));
     uint32_t *goff = gr_xcalloc(ngroups + 2, sizeof(uint32_t));
@@ -500,8 +504,8 @@ gr_status byoc_apply_groups(ir_ctx_t *ctx, const ir_block *blk, const int32_t *g
     /* build (the io scratch is reused from group to group: most groups are small) */
     ir_binding_vec nb = {0};
     io_ctx io = {&vidx, grp, 0, lift_consts, {0}, {0}, {0}};
-    gr_map_init(&io.seen);
-    gr_map_init(&io.internal);
+    ir_idtab_init(&io.seen);
+    ir_idtab_init(&io.internal);
     GR_VEC(ir_var *) outs = {0};
     for (uint32_t k = 0; k < norder; k++) {
         uint32_t u = order[k];
@@ -516,7 +520,7 @@ gr_status byoc_apply_groups(ir_ctx_t *ctx, const ir_block *blk, const int32_t *g
         for (uint32_t m = goff[u]; m < goff[u + 1]; m++) {
             ir_var *v = blk->bindings[gmem[m]].var;
             uint64_t total = gr_map_get_or(uses, GR_MAP_PTR(v), 0);
-            uint64_t inside = gr_map_get_or(&io.internal, GR_MAP_PTR(v), 0);
+            uint64_t inside = ir_idtab_get(&io.internal, v->base.id);
             if (v->base.kind == IR_VAR || total > inside) gr_vec_push(&outs, v);
         }
         byoc_group_info gi = {goff[u + 1] - goff[u], gmem + goff[u], io.inputs.len, io.inputs.data,
@@ -549,18 +553,12 @@ gr_status byoc_apply_groups(ir_ctx_t *ctx, const ir_block *blk, const int32_t *g
                 }
             }
         }
-        /* clearing a table costs its capacity: a big one (a whole region's) is dropped */
-        if (io.seen.cap > 1024 || io.internal.cap > 1024) {
-            gr_map_free(&io.seen);
-            gr_map_free(&io.internal);
-        } else {
-            gr_map_clear(&io.seen);
-            gr_map_clear(&io.internal);
-        }
+        ir_idtab_clear(&io.seen);  /* small groups: a count reset; big ones: their pages */
+        ir_idtab_clear(&io.internal);
         if (st) break;
     }
-    gr_map_free(&io.seen);
-    gr_map_free(&io.internal);
+    ir_idtab_free(&io.seen);
+    ir_idtab_free(&io.internal);
     gr_vec_free(&io.inputs);
     gr_vec_free(&outs);
     if (!st) *out = ir_block_new(ctx, blk->dataflow, nb.len, nb.data);
@@ -579,7 +577,7 @@ done:
     free(goff);
     free(gcount);
     free(unit);
-    gr_map_free(&vidx);
+    ir_idtab_free(&vidx);
     return st;
 }
 

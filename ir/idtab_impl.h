@@ -1,4 +1,4 @@
-/* A side table indexed by expression id (ir/ only): ids are dense per context and nodes built
+/* A side table indexed by expression id (ir/ and the byoc passes): ids are dense per context and nodes built
  * together get neighbouring ids, so a two-level page table keeps lookups to two memory accesses
  * with good locality, where a pointer-keyed hash map misses the cache on every lookup once it
  * holds millions of vars. Values are uint64 (pointers fit); 0 means absent.
