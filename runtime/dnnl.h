@@ -4,11 +4,18 @@
  * prepare (once per graph, after its constants are bound):
  *   - walks the nodes in order; convolution, deconvolution and matmul are created with
  *     dnnl_format_tag_any so oneDNN picks blocked layouts; constant weights are reordered once;
- *   - folds the ops that follow a primitive into its post-op chain: a per-channel constant add
- *     becomes the bias, unary ops / ops with a scalar constant become eltwise post-ops
- *     (relu, clip, sigmoid, tanh, gelu, linear, ...), x * sigmoid(x) becomes swish,
- *     x * clip(x + 3, 0, 6) / 6 and x * hardsigmoid(x) become hardswish, an add / multiply
- *     with another tensor (residual, squeeze-excitation scale) becomes a binary post-op;
+ *   - a fused composite (see "Composites" below) becomes one convolution / deconvolution /
+ *     matmul primitive with the bias and post-ops its name lists, read from the codegen's
+ *     annotation: per-channel constants at the head (bias, an unfolded batch norm, scalar
+ *     affines) fold into the weights and bias once, eltwise posts become eltwise post-ops
+ *     (hard-sigmoid as linear + clip), a full-size residual add the sum post-op, a broadcast
+ *     add / multiply a binary post-op. Posts oneDNN rejects (or that would push it onto its
+ *     reference kernels) run as their own primitives after it. A stride == kernel 2-D
+ *     transposed convolution is a 1x1 convolution + an interleaving reorder (oneDNN 2.6's own
+ *     deconvolution kernels were very slow on such shapes);
+ *   - convolutions and matmuls outside composites get no post-ops; single ops (pools, resize,
+ *     softmax, eltwise, binary, ...) still take the chain of single eltwise / binary ops that
+ *     follows them as post-ops (never a node of a fused composite);
  *   - activations keep the layout oneDNN chose; reorders only where a primitive needs another
  *     layout, at the region's inputs, and into the outputs (outputs written in place when the
  *     producing primitive already writes plain row-major data);

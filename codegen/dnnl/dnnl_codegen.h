@@ -1,7 +1,8 @@
-/* The dnnl backend (oneDNN): pattern table "dnnl.<op>" with checks, and its codegen: each
- * region becomes a JSON graph (codegen/json, one node per op) plus its constants, run by the
- * oneDNN engine (runtime/dnnl.h), which fuses convolution / matmul with bias and post-op
- * chains inside the region. Registered in the backend registry as "dnnl". */
+/* The dnnl backend (oneDNN): pattern table "dnnl.*" with checks (dnnl_patterns.c: fused
+ * composites such as "dnnl.conv2d_bias_hardswish_add" first, then one pattern per op), and its
+ * codegen: each region becomes a JSON graph (codegen/json, one node per op) whose fused
+ * composites carry the annotation the oneDNN engine (runtime/dnnl.h) builds their primitive and
+ * post-ops from, plus its constants. Registered in the backend registry as "dnnl". */
 #ifndef GRAFT_CODEGEN_DNNL_DNNL_CODEGEN_H
 #define GRAFT_CODEGEN_DNNL_DNNL_CODEGEN_H
 

@@ -850,15 +850,37 @@ gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr
     if (!comps) return gr_diag_set(diag, GR_ERR_NOMEM, "dnnl patterns: out of memory");
     uint32_t nc = all_composites(comps), nops = sizeof(OPS) / sizeof(OPS[0]), k = 0;
     byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nc + nops + 1);
+    /* composites sharing a prefix share its pattern nodes (the table is a trie): interned
+     * prefix name -> pattern */
+    gr_map built;
+    gr_map_init(&built);
     for (uint32_t i = 0; i < nc; i++) {
         rt_dnnl_composite *spec = IR_NEW(ctx, rt_dnnl_composite);
         *spec = comps[i].spec;
-        pat_t *p = anchor_pat(ctx, spec->anchor);
-        for (int j = 0; j < spec->npost && p; j++) p = post_pat(ctx, spec->post[j], p);
-        if (!p) continue;
+        rt_dnnl_composite pre = *spec;
+        const pat_t *p = NULL;
         char name[160];
+        int have = spec->npost;
+        uint64_t v = 0;
+        for (; have >= 0; have--) {  /* the longest prefix built so far */
+            pre.npost = have;
+            if (gr_map_get(&built, GR_MAP_PTR(ir_intern(ctx, rt_dnnl_composite_name(&pre, name, sizeof name))), &v)) break;
+        }
+        p = have >= 0 ? (const pat_t *)(uintptr_t)v : anchor_pat(ctx, spec->anchor);
+        if (have < 0) {
+            have = 0;
+            pre.npost = 0;
+            gr_map_put(&built, GR_MAP_PTR(ir_intern(ctx, rt_dnnl_composite_name(&pre, name, sizeof name))), GR_MAP_PTR(p));
+        }
+        for (int j = have; j < spec->npost && p; j++) {
+            p = post_pat(ctx, spec->post[j], p);
+            pre.npost = j + 1;
+            if (p) gr_map_put(&built, GR_MAP_PTR(ir_intern(ctx, rt_dnnl_composite_name(&pre, name, sizeof name))), GR_MAP_PTR(p));
+        }
+        if (!p) continue;
         pats[k++] = (byoc_pattern){ir_intern(ctx, rt_dnnl_composite_name(spec, name, sizeof name)), p, comp_check, spec};
     }
+    gr_map_free(&built);
     free(comps);
     for (uint32_t i = 0; i < nops; i++) {
         const ir_op_def *def = ir_op_def_find(OPS[i].op);

@@ -521,3 +521,28 @@ Test(dnnl_composites, strided_slice) {
               "            gv = R.strided_slice(x, (R.prim_value(2),), (R.prim_value(8),), (R.prim_value(1),), (R.prim_value(-2),))\n" END,
               "gv", "strided_slice with a negative step");
 }
+
+/* ------------------------------------------------------------------- golden ---- */
+
+/* tests/golden/byoc/dnnl_lcnet_block.relax: a PP-LCNet block takes five fused composites,
+ * keeps every frontend layer, and computes what the reference does */
+Test(dnnl_composites, golden_lcnet_block) {
+    FILE *f = fopen("tests/golden/byoc/dnnl_lcnet_block.relax", "rb");
+    cr_assert(f, "run from the repository root");
+    char text[16384];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    ct t;
+    ct_load(&t, text, 99);
+    static const char *const want[] = {"dnnl.conv2d_bias_affine_hardswish_affine", "dnnl.conv2d_bias_hardswish",
+                                       "dnnl.conv2d_bias_relu", "dnnl.conv2d_bias_affine_clip", "dnnl.conv2d_bias_add"};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        cr_expect_eq(ct_count(&t, want[i]), 1, "want %s, got %s", want[i], ct_names(&t));
+    uint32_t nl = 0;
+    const char **lost = ir_lost_layers(t.m, t.part, &nl);
+    cr_expect_eq(nl, 0, "lost layer %s", nl ? lost[0] : "");
+    free((void *)lost);
+    ct_check(&t);
+    ct_free(&t);
+}
