@@ -4,14 +4,16 @@
 #define GRAFT_BYOC_BYOC_IMPL_H
 
 #include "byoc/byoc.h"
+#include "ir/idtab_impl.h"
 #include "ir/visit.h"
 
-/* Counts every use of every var in f (GR_MAP_PTR(var) -> count). Returns false (diag set) when
- * a var is bound twice in f or in `bound` (the module-wide set of bound vars; may be NULL). */
-bool byoc_count_uses(const ir_func *f, gr_map *uses, gr_map *bound, const char *fname,
+/* Counts every use of every var in f (var id -> count; tables by expression id stay local on
+ * big functions). Returns false (diag set) when a var is bound twice in f or in `bound` (the
+ * module-wide set of bound var ids; may be NULL). */
+bool byoc_count_uses(const ir_func *f, ir_idtab *uses, ir_idtab *bound, const char *fname,
                      gr_diag *diag);
 /* Adds the uses inside expression e (not descending into nothing else) to uses. */
-void byoc_count_expr_uses(const ir_expr *e, gr_map *uses);
+void byoc_count_expr_uses(const ir_expr *e, ir_idtab *uses);
 
 /* Calls fn on every var and const used in e, in argument order (local function bodies are
  * opaque). */
@@ -39,7 +41,7 @@ typedef ir_expr *(*byoc_make_fn)(void *user, uint32_t g, const ir_block *blk,
  * become inputs. When the grouping has a cycle, *cyclic_group gets a group on the cycle and
  * nothing is built (return GR_OK with *out NULL). */
 gr_status byoc_apply_groups(ir_ctx_t *ctx, const ir_block *blk, const int32_t *grp,
-                            uint32_t ngroups, const gr_map *uses, bool lift_consts,
+                            uint32_t ngroups, const ir_idtab *uses, bool lift_consts,
                             byoc_make_fn make, void *user, const ir_block **out,
                             int32_t *cyclic_group, gr_diag *diag);
 

@@ -34,7 +34,7 @@ typedef struct fuse_state {
     uint32_t npats;
     const byoc_fuse_opts *opts;
     byoc_notes *notes;
-    gr_map uses;                /* current function */
+    ir_idtab uses;              /* current function: var id -> uses */
     gr_map dedup;               /* struct hash -> composite gvar */
     gr_map sigs;                /* group signature hash -> sig_entry chain */
     u64_vec sig;                /* scratch */
@@ -129,7 +129,7 @@ static bool accept_match(const pat_match_result *m, void *user) {
         if (S[k] > root) root = S[k];
     }
     const ir_binding *rb = &st->blk->bindings[root];
-    if (rb->var->base.kind == IR_DFVAR && gr_map_get_or(&st->uses, GR_MAP_PTR(rb->var), 0) == 0)
+    if (rb->var->base.kind == IR_DFVAR && ir_idtab_get(&st->uses, rb->var->base.id) == 0)
         return false;  /* unused: neither fused nor removed (TVM test_unused) */
     for (uint32_t k = 0; k < ns; k++) st->in_s[S[k]] = 1;
     bool ok = true;
@@ -526,8 +526,8 @@ gr_status byoc_fuse_ops_by_pattern(ir_ctx_t *ctx, const ir_module *m, const byoc
     gr_map_init(&st.dedup);
     gr_map_init(&st.sigs);
     gr_map_init(&st.wrappers);
-    gr_map bound;
-    gr_map_init(&bound);
+    ir_idtab bound;
+    ir_idtab_init(&bound);
     gr_status rc = GR_OK;
     bool changed = false;
     uint32_t nf = m->nfuncs;
@@ -536,7 +536,7 @@ gr_status byoc_fuse_ops_by_pattern(ir_ctx_t *ctx, const ir_module *m, const byoc
         if (fe->kind != IR_FUNC) continue;
         ir_func *f = IR_AS(fe, ir_func);
         const char *fname = m->gvars[i]->name;
-        gr_map_init(&st.uses);
+        ir_idtab_init(&st.uses);
         if (!byoc_count_uses(f, &st.uses, &bound, fname, diag)) rc = GR_ERR_INVALID;
         bool entry = opts && opts->nentry ? in_list(fname, opts->nentry, opts->entry) : byoc_is_entry_func(f);
         ir_expr *nb = f->body;
@@ -547,9 +547,9 @@ gr_status byoc_fuse_ops_by_pattern(ir_ctx_t *ctx, const ir_module *m, const byoc
             ir_module_set(st.mod, m->gvars[i], &nf2->base);
             changed = true;
         }
-        gr_map_free(&st.uses);
+        ir_idtab_free(&st.uses);
     }
-    gr_map_free(&bound);
+    ir_idtab_free(&bound);
     gr_vec_free(&st.groups);
     gr_vec_free(&st.queue);
     gr_map_free(&st.dedup);

@@ -21,7 +21,7 @@ typedef struct merge_state {
     ir_module *mod;
     const ir_module *in;
     byoc_notes *notes;
-    gr_map uses;
+    ir_idtab uses;             /* var id -> uses */
     gr_map callee_backend;     /* composite gvar -> interned backend (memo) */
     const char **gbackend;     /* compact group -> backend */
 } merge_state;
@@ -204,7 +204,7 @@ static gr_status merge_block(void *user, const ir_block *blk, const ir_block **o
         if (B) {
             const ir_sinfo *si = b->var->base.sinfo;
             if (si && si->kind == IR_SINFO_TUPLE &&
-                gr_map_get_or(&st->uses, GR_MAP_PTR(b->var), 0) > ir_idtab_get(&tgi_uses, b->var->base.id))
+                ir_idtab_get(&st->uses, b->var->base.id) > ir_idtab_get(&tgi_uses, b->var->base.id))
                 solo[i] = true;
             tag[i] = B;
             if (!solo[i]) {
@@ -358,7 +358,7 @@ gr_status byoc_merge_composite_functions(ir_ctx_t *ctx, const ir_module *m, byoc
         ir_expr *fe = m->funcs[i];
         if (fe->kind != IR_FUNC || !byoc_is_entry_func(IR_AS(fe, ir_func))) continue;
         ir_func *f = IR_AS(fe, ir_func);
-        gr_map_init(&st.uses);
+        ir_idtab_init(&st.uses);
         byoc_count_uses(f, &st.uses, NULL, m->gvars[i]->name, diag);
         ir_expr *nb = f->body;
         rc = byoc_rewrite_blocks(ctx, f->body, merge_block, &st, &nb, diag);
@@ -368,7 +368,7 @@ gr_status byoc_merge_composite_functions(ir_ctx_t *ctx, const ir_module *m, byoc
             ir_module_set(st.mod, m->gvars[i], &nf->base);
             changed = true;
         }
-        gr_map_free(&st.uses);
+        ir_idtab_free(&st.uses);
     }
     gr_map_free(&st.callee_backend);
     if (rc) return rc;

@@ -58,7 +58,7 @@ void byoc_each_leaf(ir_expr *e, byoc_leaf_fn fn, void *user) {
 /* ------------------------------------------------------------------------ use counts ---- */
 
 typedef struct uses_ctx {
-    gr_map *uses, *bound;
+    ir_idtab *uses, *bound;
     const ir_var *dup;
 } uses_ctx;
 
@@ -66,11 +66,11 @@ static void count_rec(const ir_expr *e, uses_ctx *u);
 
 static void note_bound(const ir_var *v, uses_ctx *u) {
     if (!u->bound) return;
-    if (gr_map_get(u->bound, GR_MAP_PTR(v), NULL)) {
+    if (ir_idtab_get(u->bound, v->base.id)) {
         if (!u->dup) u->dup = v;
         return;
     }
-    gr_map_put(u->bound, GR_MAP_PTR(v), 1);
+    ir_idtab_put(u->bound, v->base.id, 1);
 }
 
 static void count_rec(const ir_expr *e, uses_ctx *u) {
@@ -78,7 +78,7 @@ static void count_rec(const ir_expr *e, uses_ctx *u) {
     switch (e->kind) {
     case IR_VAR:
     case IR_DFVAR:
-        gr_map_put(u->uses, GR_MAP_PTR(e), gr_map_get_or(u->uses, GR_MAP_PTR(e), 0) + 1);
+        ir_idtab_put(u->uses, e->id, ir_idtab_get(u->uses, e->id) + 1);
         return;
     case IR_TUPLE: {
         const ir_tuple *t = IR_AS(e, ir_tuple);
@@ -123,7 +123,7 @@ static void count_rec(const ir_expr *e, uses_ctx *u) {
     }
 }
 
-bool byoc_count_uses(const ir_func *f, gr_map *uses, gr_map *bound, const char *fname,
+bool byoc_count_uses(const ir_func *f, ir_idtab *uses, ir_idtab *bound, const char *fname,
                      gr_diag *diag) {
     uses_ctx u = {uses, bound, NULL};
     count_rec(&f->base, &u);
@@ -137,7 +137,7 @@ bool byoc_count_uses(const ir_func *f, gr_map *uses, gr_map *bound, const char *
     return true;
 }
 
-void byoc_count_expr_uses(const ir_expr *e, gr_map *uses) {
+void byoc_count_expr_uses(const ir_expr *e, ir_idtab *uses) {
     uses_ctx u = {uses, NULL, NULL};
     count_rec(e, &u);
 }
@@ -436,7 +436,7 @@ static uint64_t heap_pop(heap_t *h) {
 }
 
 gr_status byoc_apply_groups(ir_ctx_t *ctx, const ir_block *blk, const int32_t *grp,
-                            uint32_t ngroups, const gr_map *uses, bool lift_consts,
+                            uint32_t ngroups, const ir_idtab *uses, bool lift_consts,
                             byoc_make_fn make, void *user, const ir_block **out,
                             int32_t *cyclic_group, gr_diag *diag) {
     *out = NULL;
@@ -519,7 +519,7 @@ gr_status byoc_apply_groups(ir_ctx_t *ctx, const ir_block *blk, const int32_t *g
         for (uint32_t m = goff[u]; m < goff[u + 1]; m++) byoc_each_leaf(blk->bindings[gmem[m]].value, io_leaf, &io);
         for (uint32_t m = goff[u]; m < goff[u + 1]; m++) {
             ir_var *v = blk->bindings[gmem[m]].var;
-            uint64_t total = gr_map_get_or(uses, GR_MAP_PTR(v), 0);
+            uint64_t total = ir_idtab_get(uses, v->base.id);
             uint64_t inside = ir_idtab_get(&io.internal, v->base.id);
             if (v->base.kind == IR_VAR || total > inside) gr_vec_push(&outs, v);
         }
