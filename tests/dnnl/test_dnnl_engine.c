@@ -384,3 +384,29 @@ Test(dnnl_engine, deconv_affine_fold) {
     cr_expect_eq(st.nfused_nodes, 5);
     dt_free(&g);
 }
+
+/* composite names: anchor and posts by whole words (relu vs relu6, gelu vs gelu_tanh) */
+Test(dnnl_engine, composite_names) {
+    rt_dnnl_composite c;
+    char buf[160];
+    cr_assert(rt_dnnl_composite_parse("dnnl.conv2d_transpose_bias_affine_leaky_relu_add", &c));
+    cr_expect_eq(c.anchor, RT_DNNL_CONV2D_TRANSPOSE);
+    cr_expect_eq(c.npost, 4);
+    cr_expect_eq(c.post[0], RT_DNNL_BIAS);
+    cr_expect_eq(c.post[1], RT_DNNL_AFFINE);
+    cr_expect_eq(c.post[2], RT_DNNL_LEAKY_RELU);
+    cr_expect_eq(c.post[3], RT_DNNL_ADD);
+    cr_expect_str_eq(rt_dnnl_composite_name(&c, buf, sizeof buf), "dnnl.conv2d_transpose_bias_affine_leaky_relu_add");
+    cr_assert(rt_dnnl_composite_parse("dnnl.conv1d_relu6_mul_gelu_tanh", &c));
+    cr_expect(c.post[0] == RT_DNNL_RELU6 && c.post[1] == RT_DNNL_MUL && c.post[2] == RT_DNNL_GELU_TANH && c.npost == 3);
+    cr_assert(rt_dnnl_composite_parse("dnnl.dense", &c));
+    cr_expect(c.anchor == RT_DNNL_DENSE && c.npost == 0);
+    cr_expect_not(rt_dnnl_composite_parse("dnnl.conv2d", &c), "a bare convolution is the single-op pattern");
+    cr_expect_not(rt_dnnl_composite_parse("dnnl.nn.conv2d", &c));
+    cr_expect_not(rt_dnnl_composite_parse("dnnl.conv2d_relux", &c));
+    cr_expect_not(rt_dnnl_composite_parse("dnnl.conv2d_bias_", &c));
+    cr_expect_not(rt_dnnl_composite_parse("json.conv2d_bias", &c));
+    cr_expect_not(rt_dnnl_composite_parse(NULL, &c));
+    cr_expect_eq(rt_dnnl_post_eltwise(RT_DNNL_HARDSIGMOID), 2);
+    cr_expect_eq(rt_dnnl_post_eltwise(RT_DNNL_BIAS), 0);
+}
