@@ -1,7 +1,8 @@
-/* A side table indexed by expression id (ir/ and the byoc passes): ids are dense per context and nodes built
- * together get neighbouring ids, so a two-level page table keeps lookups to two memory accesses
- * with good locality, where a pointer-keyed hash map misses the cache on every lookup once it
- * holds millions of vars. Values are uint64 (pointers fit); 0 means absent.
+/* A side table indexed by expression id (ir/, the byoc passes and their json codegen): ids are
+ * dense per context and nodes built together get neighbouring ids, so a two-level page table
+ * keeps lookups to two memory accesses with good locality, where a pointer-keyed hash map
+ * misses the cache on every lookup once it holds millions of vars. Values are uint64 (pointers
+ * fit); 0 means absent.
  *
  * Most tables are short-lived and tiny (structural hash / equality of one small function), and
  * their ids are far apart in a big context: the first IR_IDTAB_SMALL entries live in an inline

@@ -10,7 +10,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
+#include "ir/idtab_impl.h"
 #include "ir/op.h"
 #include "runtime/json_runtime.h"
 
@@ -21,11 +23,26 @@ typedef struct jw {
     size_t len, cap;
 } jw;
 
+/* A big heap block gets transparent huge pages (like the IR arena's chunks): far fewer
+ * first-touch page faults on the multi-megabyte graph buffers. Advice only. */
+static void advise_huge(void *p, size_t n) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (n < 4 * huge) return;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + n) & ~(huge - 1);
+    if (e > a) madvise((void *)a, e - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 static void jw_grow(jw *w, size_t n) {
     size_t cap = w->cap ? w->cap : 256;
     while (cap < w->len + n + 1) cap *= 2;
     w->p = gr_xrealloc(w->p, cap);
     w->cap = cap;
+    advise_huge(w->p, cap);
 }
 
 static inline void jw_raw(jw *w, const char *s, size_t n) {
@@ -199,8 +216,8 @@ typedef struct cg {
     rt_json_graph *g;          /* typed nodes */
     GR_VEC(uint32_t) arg_nodes, rows;
     uint32_t nnodes, nrows;
-    gr_map vals;               /* var -> cg_val */
-    gr_map lambdas;            /* var -> ir_func */
+    ir_idtab vals;             /* var id -> cg_val (id tables: local on big regions) */
+    ir_idtab lambdas;          /* var id -> ir_func */
     gr_map consts;             /* const -> cg_val */
     gr_map types;              /* sinfo (hash-consed) -> cg_types */
     gr_diag *diag;
@@ -643,7 +660,7 @@ static const cg_val *visit(cg *c, ir_expr *e) {
     switch (e->kind) {
     case IR_VAR:
     case IR_DFVAR:
-        if (gr_map_get(&c->vals, GR_MAP_PTR(e), &v)) return (const cg_val *)(uintptr_t)v;
+        if ((v = ir_idtab_get(&c->vals, e->id))) return (const cg_val *)(uintptr_t)v;
         fail(c, e->span, "unbound var", IR_AS(e, ir_var)->name);
         return NULL;
     case IR_CONST:
@@ -679,7 +696,7 @@ static const cg_val *visit(cg *c, ir_expr *e) {
             }
             return visit_op_call(c, call, NULL);
         }
-        if (gr_map_get(&c->lambdas, GR_MAP_PTR(call->callee), &v)) {
+        if ((v = ir_idtab_get(&c->lambdas, call->callee->id))) {
             const ir_func *lam = (const ir_func *)(uintptr_t)v;
             if (c->mode == JSON_CG_PER_COMPOSITE) return visit_composite_node(c, call, lam);
             const cg_val **args = IR_NEW_ARRAY(c->ctx, const cg_val *, call->nargs ? call->nargs : 1);
@@ -701,7 +718,7 @@ static const cg_val *visit(cg *c, ir_expr *e) {
 }
 
 static const cg_val *visit_func_body(cg *c, const ir_func *f, const cg_val *const *args) {
-    for (uint32_t i = 0; i < f->nparams; i++) gr_map_put(&c->vals, GR_MAP_PTR(f->params[i]), GR_MAP_PTR(args[i]));
+    for (uint32_t i = 0; i < f->nparams; i++) ir_idtab_put(&c->vals, f->params[i]->base.id, GR_MAP_PTR(args[i]));
     if (f->body->kind != IR_SEQ) return visit(c, f->body);
     const ir_seq *s = IR_AS(f->body, ir_seq);
     for (uint32_t b = 0; b < s->nblocks && !c->st; b++)
@@ -712,11 +729,11 @@ static const cg_val *visit_func_body(cg *c, const ir_func *f, const cg_val *cons
                 break;
             }
             if (bd->value->kind == IR_FUNC) {
-                gr_map_put(&c->lambdas, GR_MAP_PTR(bd->var), GR_MAP_PTR(bd->value));
+                ir_idtab_put(&c->lambdas, bd->var->base.id, GR_MAP_PTR(bd->value));
                 continue;
             }
             const cg_val *v = visit(c, bd->value);
-            if (v) gr_map_put(&c->vals, GR_MAP_PTR(bd->var), GR_MAP_PTR(v));
+            if (v) ir_idtab_put(&c->vals, bd->var->base.id, GR_MAP_PTR(v));
         }
     return c->st ? NULL : visit(c, s->body);
 }
@@ -772,8 +789,8 @@ static gr_status serialize(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode mod
     c.g = graph;
     gr_vec_push(&c.rows, 0);
     gr_map_init(&c.types);
-    gr_map_init(&c.vals);
-    gr_map_init(&c.lambdas);
+    ir_idtab_init(&c.vals);
+    ir_idtab_init(&c.lambdas);
     gr_map_init(&c.consts);
     /* Reserving generously costs nothing: untouched pages are never faulted in; regrowing
      * a big buffer by copying touched twice the memory (most of the codegen's page faults). */
@@ -826,8 +843,8 @@ static gr_status serialize(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode mod
     gr_vec_free(&c.arg_nodes);
     gr_vec_free(&c.rows);
     gr_map_free(&c.types);
-    gr_map_free(&c.vals);
-    gr_map_free(&c.lambdas);
+    ir_idtab_free(&c.vals);
+    ir_idtab_free(&c.lambdas);
     gr_map_free(&c.consts);
     return st;
 }
