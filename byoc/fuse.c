@@ -433,7 +433,7 @@ static gr_status fuse_block(void *user, const ir_block *blk, const ir_block **ou
                 if (!gr_map_get(&op_slot, GR_MAP_PTR(roots[k]), &sl)) continue;
                 for (uint32_t q = soff[sl]; q < soff[sl + 1]; q++) gr_vec_push(&cand, sidx[q]);
             }
-            if (nroots > 1) qsort(cand.data, cand.len, sizeof(uint32_t), cmp_u32);  /* block order */
+            if (nroots > 1 && cand.len > 1) qsort(cand.data, cand.len, sizeof(uint32_t), cmp_u32);  /* block order */
         } else {
             for (uint32_t i = 0; i < blk->n; i++) gr_vec_push(&cand, i);
         }
