@@ -1652,41 +1652,10 @@ static const ir_sinfo *annotation(parser *p) {
     return r;
 }
 
-/* A hint for big files: the next line's name and `# span: "..."` source (and its span) are
- * interned one binding from now, and on big parses their hash-table slots are cache misses:
- * ask for them now. A wrong guess only fetches a useless line. */
-enum { PREFETCH_MIN_TEXT = 1 << 20 };
-static bool name_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-static void prefetch_next_line(parser *p, const char *from) {
-    const char *end = p->lx.end;
-    if (p->lx.sub || from < p->src || from >= end) return;
-    const char *nl = memchr(from, '\n', (size_t)(end - from));
-    if (!nl) return;
-    const char *s = nl + 1, *q;
-    while (s < end && *s == ' ') s++;
-    for (q = s; q < end && name_char(*q);) q++;
-    if (q > s) ir__prefetch_intern(p->ctx, s, (size_t)(q - s));
-    const char *e = memchr(q, '\n', (size_t)(end - q));
-    if (!e) e = end;
-    const char *h = memchr(q, '#', (size_t)(e - q));
-    if (!h) return;
-    for (h++; h < e && *h == ' ';) h++;
-    if (e - h < 8 || memcmp(h, "span:", 5) != 0) return;
-    for (h += 5; h < e && *h == ' ';) h++;
-    if (h >= e || *h != '"') return;
-    const char *a = ++h;
-    while (h < e && *h != '"' && *h != '\\') h++;
-    if (h >= e || *h != '"' || h == a) return;
-    ir__prefetch_intern(p->ctx, a, (size_t)(h - a));
-}
-
 /* One binding statement (or a `n = T.int64()` declaration). With `res`, a binding followed by
  * the end of the block is returned there instead of being emitted. */
 static bool parse_binding(parser *p, body_ctx *bc, result_stmt *res) {
     ir_tok nt = next(p);
-    if (p->len >= PREFETCH_MIN_TEXT) prefetch_next_line(p, nt.s);
     const char *name = tok_intern(p, &nt);
     const ir_sinfo *annot = NULL;
     if (accept_p(p, ':')) {
@@ -2223,8 +2192,6 @@ static bool parse_module_body(parser *p, const char *meta) {
     ir_tok it = *peek(p, 0);
     if (!expect_kind(p, TK_INDENT, "an indented class body")) return false;
     if (!prescan_functions(p, line_start_of(p, it.s), end, it.col - 1, it.line)) return false;
-    /* the pre-passes read the whole file: give it back before the parse proper */
-    if (p->drop_from) madvise((void *)(uintptr_t)p->src, p->len, MADV_DONTNEED);
     if (at_dotted(p, "I", "module_attrs")) {
         skip(p), skip(p), skip(p);
         ir_tok dt = *peek(p, 0);

@@ -32,6 +32,11 @@ typedef struct pr {
     /* symbolic var declarations of the function being printed */
     gr_map decl_seen;   /* prim var / sinfo -> 1 */
     prim_vec decls;
+    /* decls of module functions already collected by module_uses_t: function -> (start << 32 |
+     * count) + 1 in memo_decls (p_func then skips a second pass over a big body) */
+    gr_map decl_memo;
+    prim_vec memo_decls;
+    GR_VEC(const ir_var *) outs; /* R.output vars of the dataflow blocks being printed */
 } pr;
 
 static void p_expr(pr *p, const ir_expr *e, bool top);
@@ -793,22 +798,27 @@ static void p_block_bindings(pr *p, const ir_block *blk, int ind) {
     }
     indent(p, ind);
     ir_sbuf_puts(&p->out, "with R.dataflow():\n");
-    for (uint32_t i = 0; i < blk->n; i++) p_binding(p, &blk->bindings[i], ind + 1);
+    /* the output vars are noted while their bindings print (a second pass over a big block
+     * would read every var again, long out of cache) */
+    uint32_t omark = p->outs.len;
+    for (uint32_t i = 0; i < blk->n; i++) {
+        p_binding(p, &blk->bindings[i], ind + 1);
+        if (blk->bindings[i].var->base.kind == IR_VAR) gr_vec_push(&p->outs, blk->bindings[i].var);
+    }
     indent(p, ind + 1);
     ir_sbuf_puts(&p->out, "R.output(");
     bool first = true;
-    for (uint32_t i = 0; i < blk->n; i++) {
-        const ir_var *v = blk->bindings[i].var;
-        if (v->base.kind != IR_VAR) continue;
+    for (uint32_t i = omark; i < p->outs.len; i++) {
+        const ir_var *v = p->outs.data[i];
         /* a name re-bound later in the block is listed once, for its last binding */
         bool later = false;
-        for (uint32_t j = i + 1; j < blk->n && !later; j++)
-            later = blk->bindings[j].var == v;
+        for (uint32_t j = i + 1; j < p->outs.len && !later; j++) later = p->outs.data[j] == v;
         if (later) continue;
         if (!first) ir_sbuf_puts(&p->out, ", ");
         ir_sbuf_puts(&p->out, var_name(p, v));
         first = false;
     }
+    p->outs.len = omark;
     ir_sbuf_puts(&p->out, ")\n");
 }
 
@@ -830,7 +840,14 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
     if (module_level) {
         gr_map_clear(&p->decl_seen);
         p->decls.len = 0;
-        decl_expr(p, (const ir_expr *)f);
+        uint64_t memo = gr_map_get_or(&p->decl_memo, GR_MAP_PTR(f), 0);
+        if (memo) {
+            memo--;
+            for (uint32_t k = 0; k < (uint32_t)memo; k++)
+                gr_vec_push(&p->decls, p->memo_decls.data[(memo >> 32) + k]);
+        } else {
+            decl_expr(p, (const ir_expr *)f);
+        }
     }
     indent(p, ind);
     ir_sbuf_puts(&p->out, "def ");
@@ -923,6 +940,7 @@ static void pr_init(pr *p, const ir_print_opts *opts) {
     gr_map_init(&p->sinfo_cache);
     gr_map_init(&p->const_idx);
     gr_map_init(&p->decl_seen);
+    gr_map_init(&p->decl_memo);
 }
 
 static void pr_free(pr *p) {
@@ -931,6 +949,9 @@ static void pr_free(pr *p) {
     gr_map_free(&p->sinfo_cache);
     gr_map_free(&p->const_idx);
     gr_map_free(&p->decl_seen);
+    gr_map_free(&p->decl_memo);
+    gr_vec_free(&p->memo_decls);
+    gr_vec_free(&p->outs);
     for (uint32_t i = 0; i < p->owned.len; i++) free(p->owned.data[i]);
     gr_vec_free(&p->owned);
     gr_vec_free(&p->consts);
@@ -956,6 +977,9 @@ static bool module_uses_t(pr *p, const ir_module *m) {
         p->decls.len = 0;
         decl_expr(p, m->funcs[i]);
         if (p->decls.len) p->uses_t = true;
+        gr_map_put(&p->decl_memo, GR_MAP_PTR(m->funcs[i]),
+                   ((uint64_t)p->memo_decls.len << 32 | p->decls.len) + 1);
+        for (uint32_t k = 0; k < p->decls.len; k++) gr_vec_push(&p->memo_decls, p->decls.data[k]);
     }
     return p->uses_t;
 }

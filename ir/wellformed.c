@@ -18,7 +18,9 @@ typedef struct wf {
     gr_diag *diag;
     const char *fname;
     ir_idtab vars;                  /* var id -> DEFINED (module-wide) | scope state */
-    GR_VEC(ir_var *) stack;         /* vars in scope, innermost last */
+    GR_VEC(uint64_t) stack;         /* vars in scope, innermost last: id << 8 | kind (the
+                                       passes that take them out of scope read no var: on big
+                                       functions those would be cache misses) */
     gr_map sym;                     /* symbolic var -> 1 while defined */
     GR_VEC(const ir_prim *) symstack;
     gr_map sinfo_ok;                /* sinfo -> epoch in which all its vars were defined */
@@ -118,11 +120,11 @@ static bool define_var(wf *w, ir_var *v, bool in_dataflow) {
         return wf_err(w, v, NULL, "defined more than once");
     if (!v->base.sinfo) return wf_err(w, v, NULL, "has no struct info");
     ir_idtab_put(&w->vars, v->base.id, DEFINED | (in_dataflow ? IN_DATAFLOW : IN_SCOPE));
-    gr_vec_push(&w->stack, v);
+    gr_vec_push(&w->stack, (uint64_t)v->base.id << 8 | v->base.kind);
     return true;
 }
 
-static void set_out(wf *w, const ir_var *v) { ir_idtab_put(&w->vars, v->base.id, DEFINED); }
+static void set_out(wf *w, uint64_t ent) { ir_idtab_put(&w->vars, (uint32_t)(ent >> 8), DEFINED); }
 
 static void pop_vars(wf *w, uint32_t mark) {
     while (w->stack.len > mark) set_out(w, w->stack.data[--w->stack.len]);
@@ -170,7 +172,7 @@ static bool check_seq(wf *w, ir_seq *s) {
         }
         if (blk->dataflow) /* only R.output (plain) vars escape a dataflow block */
             for (uint32_t k = block_mark; k < w->stack.len; k++)
-                if (w->stack.data[k]->base.kind == IR_DFVAR) set_out(w, w->stack.data[k]);
+                if ((w->stack.data[k] & 0xff) == IR_DFVAR) set_out(w, w->stack.data[k]);
     }
     bool ok = check_expr(w, s->body);
     pop_vars(w, mark);
