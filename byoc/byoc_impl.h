@@ -51,6 +51,15 @@ ir_func *byoc_build_group_func(ir_ctx_t *ctx, const ir_module *mod, const ir_blo
                                const byoc_group_info *gi, bool dataflow, const ir_attrs *attrs,
                                gr_diag *diag);
 
+/* Same, with the callee of each member that calls a global rewritten: fn returns what to call
+ * instead (NULL: keep the global) and may append bindings to `pre`, emitted right before that
+ * member (Merge binds each composite's local lambda before its first call this way, without
+ * building the region twice). */
+typedef ir_expr *(*byoc_callee_fn)(void *user, ir_gvar *callee, ir_binding_vec *pre, gr_diag *diag);
+ir_func *byoc_build_group_func_ex(ir_ctx_t *ctx, const ir_module *mod, const ir_block *blk,
+                                  const byoc_group_info *gi, bool dataflow, const ir_attrs *attrs,
+                                  byoc_callee_fn fn, void *user, gr_diag *diag);
+
 /* A copy of f with fresh vars everywhere (so it can be inlined as a local function). */
 ir_func *byoc_copy_func_fresh(ir_ctx_t *ctx, const ir_func *f, gr_diag *diag);
 

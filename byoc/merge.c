@@ -67,58 +67,23 @@ static void set_union(gr_map *dst, const gr_map *src) {
 
 /* ---- region functions ---- */
 
-typedef struct inline_ctx {
-    ir_ctx_t *ctx;
-    const ir_module *in;
-    gr_map local;            /* composite gvar -> local var */
-    ir_binding_vec lambdas;
-    gr_diag *diag;
-    bool failed;
-} inline_ctx;
-
-static ir_func *inline_composites(merge_state *st, ir_func *rf, gr_diag *diag) {
+/* Each composite a region calls becomes a local lambda, bound right before its first call
+ * (byoc_build_group_func_ex's callee hook). */
+static ir_expr *local_composite(void *user, ir_gvar *g, ir_binding_vec *pre, gr_diag *diag) {
+    merge_state *st = user;
     ir_ctx_t *ctx = st->ctx;
-    const ir_seq *s = IR_AS(rf->body, ir_seq);
-    const ir_block *blk = s->blocks[0];
-    gr_map local;
-    gr_map_init(&local);
-    ir_binding_vec nb = {0};
-    ir_func *res = NULL;
-    for (uint32_t i = 0; i < blk->n; i++) {
-        ir_binding b = blk->bindings[i];
-        if (b.value->kind == IR_CALL && IR_AS(b.value, ir_call)->callee->kind == IR_GVAR) {
-            const ir_call *c = IR_AS(b.value, ir_call);
-            ir_gvar *g = IR_AS(c->callee, ir_gvar);
-            ir_func *cf = ir_module_func(st->in, g->name);
-            uint64_t v;
-            if (cf && ir_attrs_get(cf->attrs, BYOC_ATTR_COMPOSITE)) {
-                if (!gr_map_get(&local, GR_MAP_PTR(g), &v)) {
-                    ir_func *lam = byoc_copy_func_fresh(ctx, cf, diag);
-                    if (!lam) goto done;
-                    lam = ir_func_with_attrs(ctx, lam, ir_attrs_remove(ctx, cf->attrs, BYOC_ATTR_PRIMITIVE));
-                    if (!lam->base.sinfo) ir_expr_set_sinfo(&lam->base, cf->base.sinfo);
-                    ir_var *lv = ir_var_new(ctx, g->name, lam->base.sinfo, NULL);
-                    gr_vec_push(&nb, ((ir_binding){lv, &lam->base, NULL}));
-                    gr_map_put(&local, GR_MAP_PTR(g), GR_MAP_PTR(lv));
-                    v = GR_MAP_PTR(lv);
-                }
-                ir_call *nc = ir_call_new(ctx, (ir_expr *)(uintptr_t)v, c->nargs, c->args, c->attrs,
-                                          c->nsinfo_args, c->sinfo_args, b.value->span);
-                ir_expr_set_sinfo(&nc->base, b.value->sinfo);
-                b.value = &nc->base;
-            }
-        }
-        gr_vec_push(&nb, b);
+    ir_func *cf = ir_module_func(st->in, g->name);
+    if (!cf || !ir_attrs_get(cf->attrs, BYOC_ATTR_COMPOSITE)) return NULL;
+    ir_func *lam = byoc_copy_func_fresh(ctx, cf, diag);
+    if (!lam) {
+        if (diag && !diag->code) gr_diag_set(diag, GR_ERR_INVALID, "MergeCompositeFunctions: cannot copy %s", g->name);
+        return NULL;
     }
-    const ir_block *nblk = ir_block_new(ctx, false, nb.len, nb.data);
-    ir_seq *ns = ir_seq_new(ctx, 1, &nblk, s->body, NULL);
-    res = ir_func_new(ctx, rf->nparams, rf->params, &ns->base, rf->ret_sinfo, rf->attrs, NULL);
-    ir_expr_set_sinfo(&ns->base, s->body->sinfo);  /* every node already has struct info */
-    ir_expr_set_sinfo(&res->base, ir_func_sinfo(ctx, res));
-done:
-    gr_vec_free(&nb);
-    gr_map_free(&local);
-    return res;
+    lam = ir_func_with_attrs(ctx, lam, ir_attrs_remove(ctx, cf->attrs, BYOC_ATTR_PRIMITIVE));
+    if (!lam->base.sinfo) ir_expr_set_sinfo(&lam->base, cf->base.sinfo);
+    ir_var *lv = ir_var_new(ctx, g->name, lam->base.sinfo, NULL);
+    gr_vec_push(pre, ((ir_binding){lv, &lam->base, NULL}));
+    return &lv->base;
 }
 
 static ir_expr *make_region(void *user, uint32_t g, const ir_block *blk, const byoc_group_info *gi,
@@ -147,9 +112,13 @@ static ir_expr *make_region(void *user, uint32_t g, const ir_block *blk, const b
     const char *fname = byoc_unique_name(ctx, st->mod, ir_internf(ctx, "%s_%s", base, backend));
     const char *keys[2] = {BYOC_ATTR_CODEGEN, BYOC_ATTR_GLOBAL_SYMBOL};
     ir_attr vals[2] = {ir_attr_str(ctx, backend), ir_attr_str(ctx, fname)};
-    ir_func *rf = byoc_build_group_func(ctx, st->in, blk, gi, false, ir_attrs_new(ctx, 2, keys, vals), diag);
-    if (!rf) return NULL;
-    rf = inline_composites(st, rf, diag);
+    gr_diag local;  /* the callee hook reports failures through a diag */
+    if (!diag) {
+        gr_diag_clear(&local);
+        diag = &local;
+    }
+    ir_func *rf = byoc_build_group_func_ex(ctx, st->in, blk, gi, false, ir_attrs_new(ctx, 2, keys, vals),
+                                           local_composite, st, diag);
     if (!rf) return NULL;
     return &ir_module_set_func(st->mod, fname, &rf->base)->base;
 }

@@ -213,9 +213,9 @@ static ir_expr *subst(ir_ctx_t *ctx, const ir_module *mod, ir_expr *e, const gr_
     case IR_VAR:
     case IR_DFVAR:
     case IR_CONST:
+    case IR_GVAR:  /* a callee rewritten by byoc_build_group_func_ex's hook */
         return gr_map_get(map, GR_MAP_PTR(e), &v) ? (ir_expr *)(uintptr_t)v : e;
     case IR_OP:
-    case IR_GVAR:
     case IR_EXTERN:
     case IR_SHAPE:
     case IR_PRIMVAL:
@@ -280,6 +280,12 @@ static ir_var *fresh_like(ir_ctx_t *ctx, const ir_var *v, bool dataflow) {
 ir_func *byoc_build_group_func(ir_ctx_t *ctx, const ir_module *mod, const ir_block *blk,
                                const byoc_group_info *gi, bool dataflow, const ir_attrs *attrs,
                                gr_diag *diag) {
+    return byoc_build_group_func_ex(ctx, mod, blk, gi, dataflow, attrs, NULL, NULL, diag);
+}
+
+ir_func *byoc_build_group_func_ex(ir_ctx_t *ctx, const ir_module *mod, const ir_block *blk,
+                                  const byoc_group_info *gi, bool dataflow, const ir_attrs *attrs,
+                                  byoc_callee_fn fn, void *user, gr_diag *diag) {
     gr_map map;
     gr_map_init(&map);
     ir_var **params = IR_NEW_ARRAY(ctx, ir_var *, gi->ninputs ? gi->ninputs : 1);
@@ -292,12 +298,19 @@ ir_func *byoc_build_group_func(ir_ctx_t *ctx, const ir_module *mod, const ir_blo
             params[i] = ir_var_new(ctx, IR_AS(in, ir_var)->name, in->sinfo, NULL);
         gr_map_put(&map, GR_MAP_PTR(in), GR_MAP_PTR(params[i]));
     }
-    uint32_t nb = gi->nmembers + (gi->noutputs > 1 ? 1 : 0);
-    ir_binding *bs = IR_NEW_ARRAY(ctx, ir_binding, nb);
+    ir_binding_vec bs = {0};  /* heap scratch: ir_block_new copies */
     ir_var **newout = IR_NEW_ARRAY(ctx, ir_var *, gi->noutputs ? gi->noutputs : 1);
     ir_func *f = NULL;
     for (uint32_t k = 0; k < gi->nmembers; k++) {
         const ir_binding *b = &blk->bindings[gi->members[k]];
+        if (fn && b->value->kind == IR_CALL && IR_AS(b->value, ir_call)->callee->kind == IR_GVAR) {
+            ir_expr *callee = IR_AS(b->value, ir_call)->callee;
+            if (!gr_map_get(&map, GR_MAP_PTR(callee), NULL)) {
+                ir_expr *to = fn(user, IR_AS(callee, ir_gvar), &bs, diag);
+                if (diag && diag->code) goto done;
+                gr_map_put(&map, GR_MAP_PTR(callee), GR_MAP_PTR(to ? to : callee));
+            }
+        }
         ir_expr *nv = subst(ctx, mod, b->value, &map, diag);
         if (!nv) goto done;
         int oi = -1;
@@ -307,7 +320,7 @@ ir_func *byoc_build_group_func(ir_ctx_t *ctx, const ir_module *mod, const ir_blo
         ir_var *v = fresh_like(ctx, b->var, df);
         if (oi >= 0) newout[oi] = v;
         gr_map_put(&map, GR_MAP_PTR(b->var), GR_MAP_PTR(v));
-        bs[k] = (ir_binding){v, nv, b->match_sinfo};
+        gr_vec_push(&bs, ((ir_binding){v, nv, b->match_sinfo}));
     }
     ir_expr *body;
     if (gi->noutputs == 1) {
@@ -318,16 +331,17 @@ ir_func *byoc_build_group_func(ir_ctx_t *ctx, const ir_module *mod, const ir_blo
         for (uint32_t o = 0; o < gi->noutputs; o++) fs[o] = newout[o]->base.sinfo;
         ir_expr_set_sinfo(&t->base, ir_sinfo_tuple(ctx, gi->noutputs, fs));
         ir_var *gv = ir_var_new(ctx, "gv", t->base.sinfo, NULL);
-        bs[gi->nmembers] = (ir_binding){gv, &t->base, NULL};
+        gr_vec_push(&bs, ((ir_binding){gv, &t->base, NULL}));
         body = &gv->base;
     }
-    const ir_block *nbk = ir_block_new(ctx, dataflow, nb, bs);
+    const ir_block *nbk = ir_block_new(ctx, dataflow, bs.len, bs.data);
     ir_seq *seq = ir_seq_new(ctx, 1, &nbk, body, NULL);
     f = ir_func_new(ctx, gi->ninputs, params, &seq->base, body->sinfo, attrs, NULL);
     /* every node already has struct info (subst keeps it): no normalizer pass needed */
     ir_expr_set_sinfo(&seq->base, body->sinfo);
     ir_expr_set_sinfo(&f->base, ir_func_sinfo(ctx, f));
 done:
+    gr_vec_free(&bs);
     gr_map_free(&map);
     return f;
 }
