@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ctx_impl.h"
 #include "ir/op.h"
 #include "ir/text_impl.h"
 #include "runtime/tensor.h"
@@ -21,7 +22,11 @@ typedef struct pr {
     bool spans, meta;
     bool uses_t;
     gr_map var_names;   /* var -> printed name (const char *) */
-    gr_map used;        /* hash of a printed name -> 1 (0: free again) */
+    struct ntab {       /* hash of a printed name -> owner var (0: free again) */
+        struct nslot { uint64_t key, owner; } *s; /* key and value in one slot: one cache
+                                                     miss a new name on big functions */
+        uint32_t cap, len;
+    } used;
     GR_VEC(uint64_t) used_log; /* names taken inside local functions (freed after them) */
     int local_depth;
     str_vec owned;      /* generated names */
@@ -54,12 +59,63 @@ static uint64_t name_key(const char *s) {
     return h ? h : 1;
 }
 
+/* The printed-name table: open addressing on the (already mixed) name hash, presized from the
+ * function's binding count by p_func so a big function does not rehash it as it goes. */
+static void ntab_init(struct ntab *t, uint32_t cap) {
+    t->s = ir__zalloc_big(sizeof(*t->s) * cap);
+    t->cap = cap;
+    t->len = 0;
+}
+
+static void ntab_free(struct ntab *t) {
+    ir__free_big(t->s, sizeof(*t->s) * t->cap);
+    memset(t, 0, sizeof(*t));
+}
+
+static uint64_t ntab_get(const struct ntab *t, uint64_t key) {
+    if (!t->cap) return 0;
+    uint32_t mask = t->cap - 1;
+    for (uint32_t i = (uint32_t)key & mask; t->s[i].key; i = (i + 1) & mask)
+        if (t->s[i].key == key) return t->s[i].owner;
+    return 0;
+}
+
+static void ntab_put(struct ntab *t, uint64_t key, uint64_t owner);
+
+/* Room for n names without growing. */
+static void ntab_reserve(struct ntab *t, uint64_t n) {
+    uint64_t want = 64;
+    while (want * 3 <= n * 4 + 4) want *= 2;
+    if (want <= t->cap || want > ((uint64_t)1 << 31)) return;
+    struct ntab old = *t;
+    ntab_init(t, (uint32_t)want);
+    for (uint32_t i = 0; i < old.cap; i++)
+        if (old.s[i].key) ntab_put(t, old.s[i].key, old.s[i].owner);
+    ntab_free(&old);
+}
+
+static void ntab_put(struct ntab *t, uint64_t key, uint64_t owner) {
+    if ((uint64_t)(t->len + 1) * 4 >= (uint64_t)t->cap * 3) ntab_reserve(t, (uint64_t)t->cap + 1);
+    uint32_t mask = t->cap - 1, i = (uint32_t)key & mask;
+    while (t->s[i].key && t->s[i].key != key) i = (i + 1) & mask;
+    if (!t->s[i].key) t->len++;
+    t->s[i].key = key;
+    t->s[i].owner = owner;
+}
+
+/* Forgets every name; a big table from a big function is dropped, not cleared per function. */
+static void ntab_clear(struct ntab *t) {
+    if (t->cap > 4096) ntab_free(t);
+    else if (t->len) memset(t->s, 0, sizeof(*t->s) * t->cap);
+    t->len = 0;
+}
+
 /* `used` maps the hash of a printed name to the var that owns it, so a var printed under its
  * own name costs one lookup; `var_names` holds only the renamed vars (`lv_1`). */
 static const char *var_name(pr *p, const ir_var *v) {
     const char *base = v->name && v->name[0] ? v->name : "v";
     uint64_t key = name_key(base);
-    uint64_t owner = gr_map_get_or(&p->used, key, 0);
+    uint64_t owner = ntab_get(&p->used, key);
     if (owner == GR_MAP_PTR(v)) return base;
     uint64_t got;
     if (owner && gr_map_get(&p->var_names, GR_MAP_PTR(v), &got)) return (const char *)(uintptr_t)got;
@@ -70,13 +126,13 @@ static const char *var_name(pr *p, const ir_var *v) {
         for (uint64_t i = 1;; i++) {
             snprintf(cand, bl + 24, "%s_%" PRIu64, base, i);
             key = name_key(cand);
-            if (!gr_map_get_or(&p->used, key, 0)) break;
+            if (!ntab_get(&p->used, key)) break;
         }
         gr_vec_push(&p->owned, cand);
         name = cand;
         gr_map_put(&p->var_names, GR_MAP_PTR(v), GR_MAP_PTR(name));
     }
-    gr_map_put(&p->used, key, GR_MAP_PTR(v));
+    ntab_put(&p->used, key, GR_MAP_PTR(v));
     if (p->local_depth) gr_vec_push(&p->used_log, key);
     return name;
 }
@@ -758,7 +814,7 @@ static void p_binding(pr *p, const ir_binding *bd, int ind) {
         p->local_depth++;
         p_func(p, f, name, ind, false, v);
         p->local_depth--;
-        while (p->used_log.len > mark) gr_map_put(&p->used, p->used_log.data[--p->used_log.len], 0);
+        while (p->used_log.len > mark) ntab_put(&p->used, p->used_log.data[--p->used_log.len], 0);
         return;
     }
     indent(p, ind);
@@ -838,6 +894,12 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
     ir_sbuf_puts(&p->out, module_level && !gs ? "@R.function(private=True)\n" : "@R.function\n");
     /* symbolic vars: collected before the params are named (decl order = first appearance) */
     if (module_level) {
+        uint64_t nb = f->nparams;
+        if (f->body && f->body->kind == IR_SEQ) {
+            const ir_seq *sq = (const ir_seq *)f->body;
+            for (uint32_t b = 0; b < sq->nblocks; b++) nb += sq->blocks[b]->n;
+        }
+        ntab_reserve(&p->used, nb);
         gr_map_clear(&p->decl_seen);
         p->decls.len = 0;
         uint64_t memo = gr_map_get_or(&p->decl_memo, GR_MAP_PTR(f), 0);
@@ -936,7 +998,6 @@ static void pr_init(pr *p, const ir_print_opts *opts) {
     p->spans = !(opts && opts->no_spans);
     p->meta = !(opts && opts->no_metadata);
     gr_map_init(&p->var_names);
-    gr_map_init(&p->used);
     gr_map_init(&p->sinfo_cache);
     gr_map_init(&p->const_idx);
     gr_map_init(&p->decl_seen);
@@ -945,7 +1006,7 @@ static void pr_init(pr *p, const ir_print_opts *opts) {
 
 static void pr_free(pr *p) {
     gr_map_free(&p->var_names);
-    gr_map_free(&p->used);
+    ntab_free(&p->used);
     gr_map_free(&p->sinfo_cache);
     gr_map_free(&p->const_idx);
     gr_map_free(&p->decl_seen);
@@ -963,7 +1024,7 @@ static void pr_free(pr *p) {
 
 static void reset_names(pr *p) {
     gr_map_clear(&p->var_names);
-    gr_map_clear(&p->used);
+    ntab_clear(&p->used);
     p->used_log.len = 0;
     for (uint32_t i = 0; i < p->owned.len; i++) free(p->owned.data[i]);
     p->owned.len = 0;
