@@ -937,6 +937,11 @@ static gr_status dn_prepare(rt_json_graph *g, void **state, gr_diag *d) {
     if (!st) st = build(S);
     if (one) g_set_threads(g_threads);
     if (getenv("GRAFT_DNNL_DUMP")) fprintf(stderr, "%s\n", rt_json_graph_text(g));
+    if (!st && getenv("GRAFT_DNNL_DEBUG"))
+        fprintf(stderr, "dnnl region '%s': %u primitives (%u reorders), %u composites, %u post-ops, %u nodes folded, arena %zu, "
+                        "scratch %zu, weights %zu bytes\n",
+                S->symbol, S->stats.nprims, S->stats.nreorders, S->stats.ncomposites, S->stats.npostops, S->stats.nfused_nodes,
+                S->stats.arena_bytes, S->scratch_bytes, S->stats.weight_bytes);
     if (st) {
         dn_release(g, S);
         return st;

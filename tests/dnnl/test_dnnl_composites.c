@@ -422,6 +422,10 @@ Test(dnnl_composites, rejections) {
     ct_reject(CONV_MAIN("x: R.Tensor((4, 8, 16), dtype=\"float32\"), y: R.Tensor((16, 4, 8), dtype=\"float32\")")
               "            gv = R.matmul(x, R.permute_dims(y, axes=[1, 0, 2]))\n" END,
               "gv", "weight permutation is not a transpose of the last two axes");
+    /* a batch-norm-like scale that varies over the image */
+    ct_reject(CONV_MAIN("x: R.Tensor((1, 3, 6, 6), dtype=\"float32\"), w: R.Tensor((4, 3, 3, 3), dtype=\"float32\"), c1: R.Tensor((1, 1, 4, 4), dtype=\"float32\"), c2: R.Tensor((1, 4, 1, 1), dtype=\"float32\")")
+              "            lv = R.nn.conv2d(x, w)\n            lv1 = R.multiply(lv, c1)\n            gv = R.add(lv1, c2)\n" END,
+              "gv", "affine scale / shift are not per-output-channel or scalar constants");
     /* elu whose where keeps x above 0.5 */
     ct_reject(CONV_MAIN("x: R.Tensor((1, 3, 6, 6), dtype=\"float32\"), w: R.Tensor((4, 3, 3, 3), dtype=\"float32\")")
               "            lv = R.nn.conv2d(x, w)\n            lv2 = R.exp(lv)\n            lv3 = R.subtract(lv2, R.const(1.0, \"float32\"))\n"
