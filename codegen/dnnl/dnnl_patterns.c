@@ -807,6 +807,8 @@ static const rt_dnnl_post ELT[] = {RT_DNNL_RELU,    RT_DNNL_LEAKY_RELU, RT_DNNL_
 
 /* Every composite of the grammar in the header comment, heaviest first (qsort is not stable:
  * the generation order is kept in `weight`'s low bits). */
+#define MAX_COMPOSITES 2048
+
 static uint32_t all_composites(comp_entry *out) {
     uint32_t n = 0;
     for (int a = 0; a < RT_DNNL_NANCHORS; a++) {
@@ -827,7 +829,7 @@ static uint32_t all_composites(comp_entry *out) {
                         if (e1 >= 0) c.post[c.npost++] = ELT[e1];
                         if (b >= 0) c.post[c.npost++] = b == 2 ? RT_DNNL_AFFINE : b ? RT_DNNL_MUL : RT_DNNL_ADD;
                         if (e2 >= 0) c.post[c.npost++] = ELT[e2];
-                        if (!c.npost && a != RT_DNNL_DENSE) continue;
+                        if ((!c.npost && a != RT_DNNL_DENSE) || n == MAX_COMPOSITES) continue;
                         /* more ops first; then a bias / affine reading before a residual
                          * add / multiply reading of the same ops; then generation order */
                         int w = a == RT_DNNL_DENSE ? 2 : 1, special = (pre & 1) + (pre >> 1);
@@ -842,7 +844,6 @@ static uint32_t all_composites(comp_entry *out) {
     return n;
 }
 
-#define MAX_COMPOSITES 2048
 
 gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr_diag *diag) {
     (void)diag;
