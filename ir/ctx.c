@@ -276,15 +276,6 @@ static ir_hc_table *hc_table(ir_ctx_t *ctx, int kind) {
     return &ctx->hc[kind == HC_STR ? IR_HC_STRINGS : kind == HC_SPAN ? IR_HC_SPANS : IR_HC_OTHER];
 }
 
-static void hc_prefetch(ir_ctx_t *ctx, int kind, uint32_t h) {
-    const ir_hc_table *t = hc_table(ctx, kind);
-    if (t->cap) __builtin_prefetch(&t->slots[(h >> 1) & (t->cap - 1)]);
-}
-
-void ir__prefetch_intern(ir_ctx_t *ctx, const char *s, size_t n) {
-    hc_prefetch(ctx, HC_STR, str_hash(s, n));
-}
-
 static uint32_t recent_slot(const char *s) { return (uint32_t)((uintptr_t)s >> 3 ^ (uintptr_t)s >> 9) & 15; }
 
 /* The span kept with source string s (see STR_SPAN0), or NULL. */

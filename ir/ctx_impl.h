@@ -60,9 +60,6 @@ void ir__free_big(void *p, size_t n);
  * source in the string table: one cache miss a binding on big parses). */
 struct ir_loc;
 struct ir_span;
-/* A hint: prefetch the string-table slot a later ir_intern_n(s, n) will probe (on big parses a
- * cache miss). */
-void ir__prefetch_intern(ir_ctx_t *ctx, const char *s, size_t n);
 /* The span of one loc named source[0..n) (interned here) without a range: ir_span_named for a
  * source not yet interned. NULL when n is 0. */
 const struct ir_span *ir__span_named_n(ir_ctx_t *ctx, const char *source, size_t n, bool is_output);

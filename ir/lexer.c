@@ -90,8 +90,9 @@ static bool span_comment(const char *s, const char *e) {
 static bool indentation(ir_lexer *lx, ir_tok *t) {
     for (;;) {
         const char *q = lx->p;
-        int w = 0;
-        while (q < lx->end && *q == ' ') q++, w++;
+        while (lx->end - q >= 8 && memcmp(q, "        ", 8) == 0) q += 8; /* deep indents */
+        while (q < lx->end && *q == ' ') q++;
+        int w = (int)(q - lx->p);
         if (q < lx->end && *q == '\t') {
             err(lx, t, q, "tab in indentation (use spaces)");
             return true;

@@ -28,6 +28,12 @@ typedef struct pr {
         uint32_t cap, len;
     } used;
     GR_VEC(uint64_t) used_log; /* names taken inside local functions (freed after them) */
+    struct btab {       /* var names printed as they are: interned name -> owner var */
+        struct bslot { const char *name; const ir_var *owner; } *s;
+        uint32_t cap, len;
+    } bases;
+    bool gen_active;    /* a var was renamed: `used` holds every printed name (see var_name) */
+    GR_VEC(const char *) base_log; /* `bases` entries taken inside local functions */
     int local_depth;
     str_vec owned;      /* generated names */
     gr_map sinfo_cache; /* sinfo ptr (| 1 when quoted) -> (offset << 24 | len) + 1 in cache */
@@ -110,10 +116,81 @@ static void ntab_clear(struct ntab *t) {
     t->len = 0;
 }
 
-/* `used` maps the hash of a printed name to the var that owns it, so a var printed under its
- * own name costs one lookup; `var_names` holds only the renamed vars (`lv_1`). */
+/* Names a var prints under its own (interned) name are claimed in `bases`, whose slots follow
+ * the names' arena addresses: vars defined one after another claim neighbouring slots, where a
+ * table indexed by a hash of the text misses the cache on every new var of a big function.
+ * Only once some var must be renamed (`lv_1`) are all names needed by their text: then every
+ * name claimed so far goes into `used` (hash of the text -> owner), which from then on decides
+ * as before; `var_names` holds the renamed vars. */
+static uint32_t btab_slot(const char *name, uint32_t cap) {
+    uint64_t k = (uintptr_t)name;
+    return (uint32_t)(k >> 4 ^ k >> 28) % cap;
+}
+
+static void btab_put(struct btab *t, const char *name, const ir_var *owner);
+
+static void btab_reserve(struct btab *t, uint64_t n) {
+    uint64_t want = 64;
+    while (want * 3 <= n * 4 + 4) want = want * 3 / 2 + 1;
+    if (want <= t->cap || want > ((uint64_t)1 << 31)) return;
+    struct btab old = *t;
+    t->s = ir__zalloc_big(sizeof(*t->s) * want);
+    t->cap = (uint32_t)want;
+    t->len = 0;
+    for (uint32_t i = 0; i < old.cap; i++)
+        if (old.s[i].name) btab_put(t, old.s[i].name, old.s[i].owner);
+    ir__free_big(old.s, sizeof(*old.s) * old.cap);
+}
+
+static void btab_put(struct btab *t, const char *name, const ir_var *owner) {
+    if ((uint64_t)(t->len + 1) * 4 >= (uint64_t)t->cap * 3) btab_reserve(t, (uint64_t)t->cap + 1);
+    uint32_t cap = t->cap, i = btab_slot(name, cap);
+    while (t->s[i].name && t->s[i].name != name) i = i + 1 == cap ? 0 : i + 1;
+    if (!t->s[i].name) t->len++;
+    t->s[i].name = name;
+    t->s[i].owner = owner;
+}
+
+static const ir_var *btab_get(const struct btab *t, const char *name) {
+    if (!t->cap) return NULL;
+    uint32_t cap = t->cap;
+    for (uint32_t i = btab_slot(name, cap); t->s[i].name; i = i + 1 == cap ? 0 : i + 1)
+        if (t->s[i].name == name) return t->s[i].owner;
+    return NULL;
+}
+
+static void btab_clear(struct btab *t) {
+    if (t->cap > 4096) {
+        ir__free_big(t->s, sizeof(*t->s) * t->cap);
+        memset(t, 0, sizeof(*t));
+    } else if (t->len) {
+        memset(t->s, 0, sizeof(*t->s) * t->cap);
+    }
+    t->len = 0;
+}
+
+static void gen_activate(pr *p) {
+    if (p->gen_active) return;
+    p->gen_active = true;
+    for (uint32_t i = 0; i < p->bases.cap; i++)
+        if (p->bases.s[i].owner)
+            ntab_put(&p->used, name_key(p->bases.s[i].name), GR_MAP_PTR(p->bases.s[i].owner));
+}
+
 static const char *var_name(pr *p, const ir_var *v) {
-    const char *base = v->name && v->name[0] ? v->name : "v";
+    const char *base = v->name && v->name[0] ? v->name : NULL;
+    if (base) {
+        const ir_var *owner = btab_get(&p->bases, base);
+        if (owner == v) return base;
+        if (!owner && !p->gen_active) {
+            btab_put(&p->bases, base, v);
+            if (p->local_depth) gr_vec_push(&p->base_log, base);
+            return base;
+        }
+    } else {
+        base = "v";
+    }
+    gen_activate(p);
     uint64_t key = name_key(base);
     uint64_t owner = ntab_get(&p->used, key);
     if (owner == GR_MAP_PTR(v)) return base;
@@ -810,11 +887,16 @@ static void p_binding(pr *p, const ir_binding *bd, int ind) {
     if (val->kind == IR_FUNC && !bd->match_sinfo) {
         /* names inside a local function are free again after it */
         const ir_func *f = (const ir_func *)val;
-        uint32_t mark = p->used_log.len;
+        uint32_t mark = p->used_log.len, bmark = p->base_log.len;
         p->local_depth++;
         p_func(p, f, name, ind, false, v);
         p->local_depth--;
         while (p->used_log.len > mark) ntab_put(&p->used, p->used_log.data[--p->used_log.len], 0);
+        while (p->base_log.len > bmark) {
+            const char *bn = p->base_log.data[--p->base_log.len];
+            btab_put(&p->bases, bn, NULL);
+            if (p->gen_active) ntab_put(&p->used, name_key(bn), 0); /* copied there on activation */
+        }
         return;
     }
     indent(p, ind);
@@ -899,7 +981,7 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
             const ir_seq *sq = (const ir_seq *)f->body;
             for (uint32_t b = 0; b < sq->nblocks; b++) nb += sq->blocks[b]->n;
         }
-        ntab_reserve(&p->used, nb);
+        btab_reserve(&p->bases, nb);
         gr_map_clear(&p->decl_seen);
         p->decls.len = 0;
         uint64_t memo = gr_map_get_or(&p->decl_memo, GR_MAP_PTR(f), 0);
@@ -1007,6 +1089,9 @@ static void pr_init(pr *p, const ir_print_opts *opts) {
 static void pr_free(pr *p) {
     gr_map_free(&p->var_names);
     ntab_free(&p->used);
+    btab_clear(&p->bases);
+    ir__free_big(p->bases.s, sizeof(*p->bases.s) * p->bases.cap);
+    gr_vec_free(&p->base_log);
     gr_map_free(&p->sinfo_cache);
     gr_map_free(&p->const_idx);
     gr_map_free(&p->decl_seen);
@@ -1025,7 +1110,10 @@ static void pr_free(pr *p) {
 static void reset_names(pr *p) {
     gr_map_clear(&p->var_names);
     ntab_clear(&p->used);
+    btab_clear(&p->bases);
+    p->gen_active = false;
     p->used_log.len = 0;
+    p->base_log.len = 0;
     for (uint32_t i = 0; i < p->owned.len; i++) free(p->owned.data[i]);
     p->owned.len = 0;
 }
