@@ -100,6 +100,8 @@ typedef struct prof_row {
     const char *kind, *name, *layers;
     uint64_t ns;
     uint32_t count;
+    GR_VEC(uint64_t) per_run;      /* ns per profiled run this row appeared in */
+    uint32_t last_run;
 } prof_row;
 
 typedef struct prof_state {
@@ -144,12 +146,23 @@ static void on_event(const rt_exec_event *ev, void *user) {
         if (ps->rows.data[i].name == ev->name && strcmp(ps->rows.data[i].layers, layers) == 0)
             row = &ps->rows.data[i];
     if (!row) {
-        prof_row r = {ev->kind, ev->name, gr_xstrdup(layers), 0, 0};
+        prof_row r;
+        memset(&r, 0, sizeof r);
+        r.kind = ev->kind;
+        r.name = ev->name;
+        r.layers = gr_xstrdup(layers);
         gr_vec_push(&ps->rows, r);
         row = &ps->rows.data[ps->rows.len - 1];
     }
     row->ns += ev->ns;
     row->count++;
+    if (row->per_run.len && row->last_run == ps->run) {
+        row->per_run.data[row->per_run.len - 1] += ev->ns;
+    } else {
+        uint64_t v = ev->ns;
+        gr_vec_push(&row->per_run, v);
+        row->last_run = ps->run;
+    }
     if (ps->trace) {
         double end_us = cli_now_ms() * 1e3 - ps->origin_us;
         fprintf(ps->trace, "%s\n{\"cat\":\"Node\",\"pid\":0,\"tid\":0,\"dur\":%.3f,\"ts\":%.3f,\"ph\":\"X\",\"name\":",
@@ -171,21 +184,37 @@ static int cmp_row(const void *a, const void *b) {
     return (x->ns < y->ns) - (x->ns > y->ns);
 }
 
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of a row's per-run times: a VM's occasional page-fault storm (tens of ms on one run)
+ * moves the mean, not the median. */
+static double row_median_ms(prof_row *r) {
+    uint32_t n = r->per_run.len;
+    if (!n) return 0;
+    qsort(r->per_run.data, n, sizeof(uint64_t), cmp_u64);
+    double m = n % 2 ? (double)r->per_run.data[n / 2]
+                     : ((double)r->per_run.data[n / 2 - 1] + (double)r->per_run.data[n / 2]) / 2;
+    return m / 1e6;
+}
+
 static void print_profile(prof_state *ps, uint32_t runs) {
     uint64_t total = 0;
     for (uint32_t i = 0; i < ps->rows.len; i++) total += ps->rows.data[i].ns;
     qsort(ps->rows.data, ps->rows.len, sizeof(prof_row), cmp_row);
     fprintf(stderr, "profile (%u run%s, %.3f ms per run):\n", runs, runs == 1 ? "" : "s",
             (double)total / 1e6 / (runs ? runs : 1));
-    fprintf(stderr, "  %9s %6s  %-6s %-40s %s\n", "ms/run", "%", "kind", "region", "layers");
+    fprintf(stderr, "  %9s %9s %6s  %-6s %-40s %s\n", "ms/run", "median", "%", "kind", "region", "layers");
     for (uint32_t i = 0; i < ps->rows.len; i++) {
-        const prof_row *r = &ps->rows.data[i];
+        prof_row *r = &ps->rows.data[i];
         const char *layers = r->layers[0] ? r->layers : region_layers(ps->gm, r->name);
         /* long layer lists (whole BYOC regions) are cut; the trace JSON keeps them whole */
         int cut = (int)strlen(layers) > 160 ? 160 : (int)strlen(layers);
-        fprintf(stderr, "  %9.3f %5.1f%%  %-6s %-40.120s %.*s%s\n", (double)r->ns / 1e6 / (runs ? runs : 1),
-                total ? 100.0 * (double)r->ns / (double)total : 0.0, r->kind, r->name, cut, layers,
-                layers[cut] ? "..." : "");
+        fprintf(stderr, "  %9.3f %9.3f %5.1f%%  %-6s %-40.120s %.*s%s\n", (double)r->ns / 1e6 / (runs ? runs : 1),
+                row_median_ms(r), total ? 100.0 * (double)r->ns / (double)total : 0.0, r->kind, r->name,
+                cut, layers, layers[cut] ? "..." : "");
     }
 }
 
@@ -272,17 +301,20 @@ int cmd_run_artifact(int argc, char **argv) {
         fputc('[', ps.trace);
         ps.origin_us = cli_now_ms() * 1e3;
     }
-    if (profile || json) graft_model_set_profiler(gm, on_event, &ps);
+    /* With --repeat the first run is a warm-up and stays out of the profile: it pays the first
+     * touch of every fresh output page (tens of ms on a VM), which would swamp the means. */
+    if ((profile || json) && repeat == 0) graft_model_set_profiler(gm, on_event, &ps);
     /* One run gives the outputs (and warms up); --repeat N times N more, like graft run. */
     if (graft_model_run(gm, args, nargs, &result, &d) != GR_OK) {
         rc = cli_fail(&d, input);
         goto done;
     }
-    uint32_t runs = 1;
+    uint32_t runs = 1, profiled = repeat ? 0 : 1;
+    if ((profile || json) && repeat > 0) graft_model_set_profiler(gm, on_event, &ps);
     if (repeat > 0) {
         times = malloc(sizeof(double) * (size_t)repeat);
         if (!times) goto done;
-        for (long r = 0; r < repeat; r++, runs++) {
+        for (long r = 0; r < repeat; r++, runs++, profiled++) {
             rt_value again = {0};
             ps.run = runs;
             double t0 = cli_now_ms();
@@ -297,7 +329,7 @@ int cmd_run_artifact(int argc, char **argv) {
         cli_print_latency(times, repeat);
     }
     if (out_dir && cli_write_outputs(&result, out_dir, &d) != CLI_OK) goto done;
-    if (profile) print_profile(&ps, runs);
+    if (profile) print_profile(&ps, profiled);
     rc = CLI_OK;
 done:
     free(times);
@@ -305,7 +337,10 @@ done:
         fputs("\n]\n", ps.trace);
         if (fclose(ps.trace) != 0) rc = CLI_ERR;
     }
-    for (uint32_t i = 0; i < ps.rows.len; i++) free((char *)ps.rows.data[i].layers);
+    for (uint32_t i = 0; i < ps.rows.len; i++) {
+        free((char *)ps.rows.data[i].layers);
+        gr_vec_free(&ps.rows.data[i].per_run);
+    }
     gr_vec_free(&ps.rows);
     rt_value_clear(&result);
     for (uint32_t i = 0; i < nargs; i++) rt_value_clear(&args[i]);
