@@ -277,6 +277,13 @@ static void module_reserve(ir_module *m, uint32_t cap) {
     m->cap = ncap;
 }
 
+/* Name lookups go through a hash table of positions once a module has more than a few
+ * functions (a partitioned model can have thousands of composites, each added after a lookup
+ * of its name). The table lives in the arena like the module; only the mutating calls (set,
+ * copy, remove) build or update it, so lookups never write. */
+static void index_build(ir_module *m);
+enum { MODULE_INDEX_MIN = 16 };
+
 ir_module *ir_module_copy(const ir_module *m) {
     ir_module *c = ir_module_new(m->ctx);
     module_reserve(c, m->nfuncs);
@@ -286,13 +293,9 @@ ir_module *ir_module_copy(const ir_module *m) {
     }
     c->nfuncs = m->nfuncs;
     c->attrs = m->attrs;
+    if (c->nfuncs >= MODULE_INDEX_MIN) index_build(c);
     return c;
 }
-
-/* Name lookups go through a hash table of positions once a module has more than a few
- * functions (a partitioned model can have thousands of composites, each added after a lookup
- * of its name); the table lives in the arena like the module and is rebuilt after a removal. */
-enum { MODULE_INDEX_MIN = 16 };
 
 static uint32_t name_hash(const char *name) { return (uint32_t)gr_hash_bytes(name, strlen(name), 0x6d6f64); }
 
@@ -302,17 +305,21 @@ static void index_insert(ir_module *m, uint32_t pos) {
     m->index_[i] = pos + 1;
 }
 
-static void index_build(ir_module *m, uint32_t want) {
-    uint32_t cap = 64;
-    while (cap < 2 * want) cap *= 2;
-    m->index_ = IR_NEW_ARRAY(m->ctx, uint32_t, cap);  /* zeroed */
-    m->index_cap_ = cap;
+/* (Re)builds the table for the current functions, reusing it when it is big enough. */
+static void index_build(ir_module *m) {
+    if (m->index_ && 2 * m->nfuncs <= m->index_cap_) {
+        memset(m->index_, 0, sizeof(uint32_t) * m->index_cap_);
+    } else {
+        uint32_t cap = 64;
+        while (cap < 2 * m->nfuncs) cap *= 2;
+        m->index_ = IR_NEW_ARRAY(m->ctx, uint32_t, cap);  /* zeroed */
+        m->index_cap_ = cap;
+    }
     for (uint32_t i = 0; i < m->nfuncs; i++) index_insert(m, i);
 }
 
 static int module_find(const ir_module *m, const char *name) {
-    if (m->nfuncs >= MODULE_INDEX_MIN) {
-        if (!m->index_) index_build((ir_module *)m, m->nfuncs);  /* the cache only */
+    if (m->index_) {
         uint32_t mask = m->index_cap_ - 1;
         for (uint32_t i = name_hash(name) & mask; m->index_[i]; i = (i + 1) & mask) {
             const char *n = m->gvars[m->index_[i] - 1]->name;
@@ -344,10 +351,8 @@ ir_gvar *ir_module_set(ir_module *m, ir_gvar *gvar, ir_expr *func) {
     module_reserve(m, m->nfuncs + 1);
     m->gvars[m->nfuncs] = gvar;
     m->funcs[m->nfuncs++] = func;
-    if (m->index_) {
-        if (2 * m->nfuncs > m->index_cap_) index_build(m, m->nfuncs);
-        else index_insert(m, m->nfuncs - 1);
-    }
+    if (m->index_ && 2 * m->nfuncs <= m->index_cap_) index_insert(m, m->nfuncs - 1);
+    else if (m->nfuncs >= MODULE_INDEX_MIN) index_build(m);
     return gvar;
 }
 
@@ -364,8 +369,8 @@ void ir_module_remove(ir_module *m, const char *name) {
         m->funcs[j - 1] = m->funcs[j];
     }
     m->nfuncs--;
-    m->index_ = NULL;  /* positions moved: rebuilt on the next lookup */
-    m->index_cap_ = 0;
+    if (m->nfuncs >= MODULE_INDEX_MIN) index_build(m);  /* positions moved */
+    else m->index_ = NULL;
 }
 
 void ir_module_set_attr(ir_module *m, const char *key, ir_attr val) {

@@ -359,6 +359,46 @@ Test(byoc_codegen, dynamic_shape_and_append) {
     ir_ctx_free(ctx);
 }
 
+/* Module name lookups switch to a hash index past 16 functions (partitioned models hold
+ * thousands of composites): lookups, replacement, removal and copies must agree with the list. */
+Test(byoc_module, name_index_follows_set_remove_copy) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *m = parse(ctx, GOLDEN "conv2d_relu_x2.relax");
+    ir_expr *f = m->funcs[0];
+    uint32_t base = m->nfuncs;
+    for (uint32_t i = 0; i < 100; i++) ir_module_set_func(m, ir_internf(ctx, "f%u", i), f);
+    cr_assert_eq(m->nfuncs, base + 100);
+    for (uint32_t i = 0; i < 100; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "f%u", i);  /* not interned: compared by content */
+        ir_gvar *g = ir_module_gvar(m, name);
+        cr_assert(g, "%s", name);
+        cr_expect_str_eq(g->name, name);
+    }
+    cr_expect_null(ir_module_gvar(m, "f100"));
+    /* replacing keeps the position; removing shifts the rest */
+    uint32_t n = m->nfuncs;
+    ir_module_set_func(m, "f7", f);
+    cr_expect_eq(m->nfuncs, n);
+    for (uint32_t i = 0; i < 100; i += 3) ir_module_remove(m, ir_internf(ctx, "f%u", i));
+    for (uint32_t i = 0; i < 100; i++) {
+        ir_gvar *g = ir_module_gvar(m, ir_internf(ctx, "f%u", i));
+        if (i % 3 == 0) cr_expect_null(g, "f%u was removed", i);
+        else cr_expect(g && strcmp(g->name, ir_internf(ctx, "f%u", i)) == 0, "f%u", i);
+    }
+    for (uint32_t i = 0; i < m->nfuncs; i++) cr_expect_eq(ir_module_gvar(m, m->gvars[i]->name), m->gvars[i]);
+    ir_module *c = ir_module_copy(m);
+    ir_module_set_func(c, "extra", f);
+    cr_expect_null(ir_module_gvar(m, "extra"));
+    cr_expect(ir_module_gvar(c, "extra"));
+    for (uint32_t i = 0; i < m->nfuncs; i++) cr_expect_eq(ir_module_gvar(c, m->gvars[i]->name), m->gvars[i]);
+    /* down to a few functions: plain search again */
+    while (c->nfuncs > 3) ir_module_remove(c, c->gvars[c->nfuncs - 1]->name);
+    for (uint32_t i = 0; i < c->nfuncs; i++) cr_expect_eq(ir_module_gvar(c, c->gvars[i]->name), c->gvars[i]);
+    cr_expect_null(ir_module_gvar(c, "extra"));
+    ir_ctx_free(ctx);
+}
+
 /* ----------------------------------------------------------- JSON runtime base ---- */
 
 /* The codegen builds its runtime graphs node by node next to the text (no document): they must
