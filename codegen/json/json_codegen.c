@@ -413,12 +413,12 @@ static int add_node(cg *c, rt_json_node_kind kind, const char *name, cg_level *l
         fail(c, sp, "needs static tensor types, got", buf);
         return -1;
     }
-    static const char *const heads[] = {"{\"op\":\"input\",\"name\":", "{\"op\":\"const\",\"name\":",
-                                        "{\"op\":\"kernel\",\"name\":"};
+    static const char *const prefix[] = {"{\"op\":\"input\",\"name\":", "{\"op\":\"const\",\"name\":",
+                                         "{\"op\":\"kernel\",\"name\":"};
     jw *w = &c->out;
     size_t mark = w->len;
     if (c->nnodes) jw_ch(w, ',');
-    jw_raw(w, heads[kind], strlen(heads[kind]));
+    jw_raw(w, prefix[kind], strlen(prefix[kind]));
     if (!jw_str(w, name)) {
         w->len = mark;
         fail(c, sp, "node name is not valid UTF-8:", kind == RT_JSON_KERNEL ? "kernel" : "input or constant");
