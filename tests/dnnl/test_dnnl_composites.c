@@ -550,3 +550,52 @@ Test(dnnl_composites, golden_lcnet_block) {
     ct_check(&t);
     ct_free(&t);
 }
+
+/* ------------------------------------------------------- random conv2d sweep ---- */
+
+/* every post after conv2d + bias, on random shapes (groups, kernel, stride, dilation); %1$s is
+ * the post's input, lv9 its output */
+Test(dnnl_composites, conv2d_posts_random) {
+    static const struct {
+        const char *post, *body;
+    } P[] = {
+        {"relu", "            lv9 = R.nn.relu(lv1)\n"},
+        {"leaky_relu", "            lv9 = R.nn.leakyrelu(lv1, alpha=0.05)\n"},
+        {"relu6", "            lv9 = R.nn.relu6(lv1)\n"},
+        {"clip", "            lv9 = " CLIP("lv1", "-0.25", "0.5") "\n"},
+        {"hardsigmoid", "            lv2 = R.divide(lv1, R.const(5.0, \"float32\"))\n            lv3 = R.add(lv2, R.const(0.5, \"float32\"))\n"
+                        "            lv9 = " CLIP("lv3", "0.0", "1.0") "\n"},
+        {"hardswish", "            lv2 = R.add(lv1, R.const(3.0, \"float32\"))\n            lv3 = " CLIP("lv2", "0.0", "6.0") "\n"
+                      "            lv4 = R.divide(lv3, R.const(6.0, \"float32\"))\n            lv9 = R.multiply(lv1, lv4)\n"},
+        {"sigmoid", "            lv9 = R.sigmoid(lv1)\n"},
+        {"swish", "            lv9 = R.nn.silu(lv1)\n"},
+        {"gelu", "            lv9 = R.nn.gelu(lv1)\n"},
+        {"gelu_tanh", "            lv9 = R.nn.gelu_tanh(lv1)\n"},
+        {"tanh", "            lv9 = R.tanh(lv1)\n"},
+        {"elu", "            lv2 = R.exp(lv1)\n            lv3 = R.subtract(lv2, R.const(1.0, \"float32\"))\n"
+                "            lv4 = R.multiply(R.const(1.3, \"float32\"), lv3)\n            lv5 = R.greater(lv1, R.const(0.0, \"float32\"))\n"
+                "            lv9 = R.where(lv5, lv1, lv4)\n"},
+        {"add", "            lv9 = R.add(r, lv1)\n"},
+        {"mul", "            lv9 = R.multiply(lv1, s)\n"},
+    };
+    for (size_t i = 0; i < sizeof(P) / sizeof(P[0]); i++) {
+        int G = rnd(1, 3), C = G * rnd(1, 4), O = G * rnd(1, 5), K = rnd(0, 1) ? 3 : 1, S = rnd(1, 2), D = K == 3 ? rnd(1, 2) : 1;
+        int H = rnd(K * D + 1, 13), W = rnd(K * D + 1, 13), P0 = (K / 2) * D;
+        int OH = (H + 2 * P0 - D * (K - 1) - 1) / S + 1, OW = (W + 2 * P0 - D * (K - 1) - 1) / S + 1;
+        char text[4096], want[64];
+        snprintf(text, sizeof text,
+                 HDR "    def main(x: R.Tensor((2, %d, %d, %d), dtype=\"float32\"), r: R.Tensor((2, %d, %d, %d), dtype=\"float32\"),"
+                     " s: R.Tensor((1, %d, 1, %d), dtype=\"float32\"), w: R.Tensor((%d, %d, %d, %d), dtype=\"float32\"),"
+                     " b: R.Tensor((1, %d, 1, 1), dtype=\"float32\")):\n"
+                     "        with R.dataflow():\n"
+                     "            lv = R.nn.conv2d(x, w, strides=[%d, %d], padding=[%d, %d, %d, %d], dilation=[%d, %d], groups=%d)\n"
+                     "            lv1 = R.add(lv, b)\n%s"
+                     "            gv = R.add(lv9, r)\n" END,
+                 C, H, W, O, OH, OW, O, OW, O, C / G, K, K, O, S, S, P0, P0, P0, P0, D, D, G, P[i].body);
+        /* the trailing residual add joins an eltwise post (e b); after a binary post it is a
+         * single op (no b b composites) */
+        bool bin = !strcmp(P[i].post, "add") || !strcmp(P[i].post, "mul");
+        snprintf(want, sizeof want, "dnnl.conv2d_bias_%s%s", P[i].post, bin ? "" : "_add");
+        ct_case(text, want, 200 + (uint32_t)i);
+    }
+}
