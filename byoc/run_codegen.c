@@ -100,6 +100,7 @@ static const ir_span *region_span(ir_ctx_t *ctx, const ir_func *f) {
  * the region's layers: skipping them keeps this linear) */
 static const ir_span *merge_spans(ir_ctx_t *ctx, const ir_span *a, const ir_span *b) {
     if (!a || !b) return a ? a : b;
+    if (a == b) return a;  /* hash-consed: the usual case (Merge gave the call the region's span) */
     gr_map seen;
     gr_map_init(&seen);
     for (uint32_t i = 0; i < a->n; i++) gr_map_put(&seen, GR_MAP_PTR(a->locs[i].source), 1);
