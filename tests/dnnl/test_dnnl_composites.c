@@ -35,6 +35,10 @@ static float ct_rand(uint32_t *s) {
     return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
 }
 
+/* patterns ahead of the backend's (a --patterns table) */
+static const byoc_pattern *g_extra;
+static uint32_t g_nextra;
+
 /* Parses `text`; params whose names start with w, b, c bind to constants (p: positive ones, as
  * a divisor); the others stay inputs. */
 static void ct_load(ct *t, const char *text, uint32_t seed) {
@@ -69,6 +73,8 @@ static void ct_load(ct *t, const char *text, uint32_t seed) {
     byoc_notes_init(&t->notes);
     byoc_partition_opts po = {0};
     po.notes = &t->notes;
+    po.extra = g_extra;
+    po.nextra = g_nextra;
     const char *be[1] = {"dnnl"};
     cr_assert_eq(byoc_partition(t->ctx, t->m, be, 1, &po, &t->part, &d), GR_OK, "%s", d.msg);
     t->merged = po.after_merge;
@@ -598,4 +604,27 @@ Test(dnnl_composites, conv2d_posts_random) {
         snprintf(want, sizeof want, "dnnl.conv2d_bias_%s%s", P[i].post, bin ? "" : "_add");
         ct_case(text, want, 200 + (uint32_t)i);
     }
+}
+
+/* a user's pattern named like a fused composite, without our checks, on a bias that is not per
+ * output channel: the codegen runs that composite op by op (still the reference's result) */
+Test(dnnl_composites, unchecked_user_composite) {
+    ir_ctx_t *pctx = ir_ctx_new();
+    const pat_t *conv = pat_call_varargs(pctx, pat_op(pctx, "relax.nn.conv2d"), 2,
+                                         (const pat_t *[]){pat_wildcard(pctx), pat_wildcard(pctx)});
+    const pat_t *p = pat_call1(pctx, "relax.nn.relu", pat_call2(pctx, "relax.add", conv, pat_wildcard(pctx)));
+    byoc_pattern bp = {"dnnl.conv2d_bias_relu", p, NULL, NULL};
+    g_extra = &bp;
+    g_nextra = 1;
+    ct t;
+    ct_load(&t,
+            CONV_MAIN("x: R.Tensor((1, 3, 6, 6), dtype=\"float32\"), w: R.Tensor((4, 3, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 1, 4, 4), dtype=\"float32\")")
+            "            lv = R.nn.conv2d(x, w)\n            lv1 = R.add(lv, b)\n            gv = R.nn.relu(lv1)\n" END,
+            13);
+    g_extra = NULL;
+    g_nextra = 0;
+    cr_expect_eq(ct_count(&t, "dnnl.conv2d_bias_relu"), 1, "got %s", ct_names(&t));
+    ct_check(&t);
+    ct_free(&t);
+    ir_ctx_free(pctx);
 }
