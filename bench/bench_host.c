@@ -1,6 +1,8 @@
 /* Host-path benchmark on the PP-OCR models (no backend): reference executor vs the planned
- * executor (reference kernels only) vs the planned executor with LLVM-fused host kernels; the
- * memory plan's arena vs the sum of all intermediates; artifact build and load time.
+ * executor (reference kernels only) vs the planned executor with LLVM-fused host kernels (the
+ * artifact of the module as imported) vs what `graft build` makes (default pass pipeline
+ * first, then the artifact); the memory plan's arena vs the sum of all intermediates; artifact
+ * build and load time.
  *
  *   build/bench/bench_host [RUNS]     (models from build/third_party/models.env, see
  *                                      scripts/fetch_models.sh; absent models are skipped)
@@ -14,6 +16,7 @@
 
 #include "codegen/llvm/llvm_host.h"
 #include "frontend/onnx/onnx_import.h"
+#include "ir/transform.h"
 #include "runtime/executor.h"
 #include "runtime/graft_model.h"
 #include "runtime/plan.h"
@@ -112,10 +115,11 @@ static void bench(const char *label, const char *key, int32_t ndim, const int64_
     onnx_import_opts o = {.shapes = &sh, .nshapes = 1};
     rt_exec_t *ref = NULL;
     rt_px *px = NULL;
-    graft_model *gm = NULL;
+    graft_model *gm = NULL, *gb = NULL;
     uint8_t *buf = NULL;
     size_t len = 0;
-    rt_value in = {0}, out_ref = {0}, out_px = {0}, out_gm = {0};
+    ir_module *opt = NULL;
+    rt_value in = {0}, out_ref = {0}, out_px = {0}, out_gm = {0}, out_gb = {0};
     if (onnx_import_file(ctx, path, &o, &m, &d) || rt_exec_new(m, "main", &ref, &d) ||
         rt_px_new(m, "main", NULL, &px, &d)) {
         printf("%-4s error: %s\n", label, d.msg);
@@ -133,23 +137,37 @@ static void bench(const char *label, const char *key, int32_t ndim, const int64_
         goto done;
     }
     double t_load = now_ms() - t0;
+    /* graft build: default pipeline, then the artifact */
+    uint8_t *buf2 = NULL;
+    size_t len2 = 0;
+    t0 = now_ms();
+    if (ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d) || graft_model_build(opt, &buf2, &len2, &d) ||
+        graft_model_load_buffer(buf2, len2, &gb, &d)) {
+        printf("%-4s graft build path error: %s\n", label, d.msg);
+        free(buf2);
+        goto done;
+    }
+    double t_built = now_ms() - t0;
+    free(buf2);
     rt_tensor *t = rt_tensor_new(IR_DTYPE_F32, ndim, dims);
     float *p = rt_tensor_data(t);
     for (int64_t i = 0; i < rt_tensor_numel(t); i++) p[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
     in = rt_value_tensor(t);
     double *tr = calloc((size_t)runs, sizeof(double)), *tp = calloc((size_t)runs, sizeof(double)),
-           *tg = calloc((size_t)runs, sizeof(double));
+           *tg = calloc((size_t)runs, sizeof(double)), *tb = calloc((size_t)runs, sizeof(double));
     bool ok = true;
     for (int r = -1; r < runs && ok; r++) { /* round -1: warm-up */
         double a = time_one(run_ref, ref, &in, &out_ref), b = time_one(run_px, px, &in, &out_px),
-               c = time_one(run_gm, gm, &in, &out_gm);
-        ok = a >= 0 && b >= 0 && c >= 0;
-        if (r >= 0) tr[r] = a, tp[r] = b, tg[r] = c;
+               c = time_one(run_gm, gm, &in, &out_gm), e = time_one(run_gm, gb, &in, &out_gb);
+        ok = a >= 0 && b >= 0 && c >= 0 && e >= 0;
+        if (r >= 0) tr[r] = a, tp[r] = b, tg[r] = c, tb[r] = e;
     }
     double ms_ref = ok ? median(tr, runs) : -1, ms_px = ok ? median(tp, runs) : -1, ms_gm = ok ? median(tg, runs) : -1;
+    double ms_gb = ok ? median(tb, runs) : -1;
     free(tr);
     free(tp);
     free(tg);
+    free(tb);
     graft_model_info info;
     graft_model_get_info(gm, &info);
     printf("%-4s ref %8.2f ms | planned %8.2f ms | planned+llvm %8.2f ms (x%.2f vs ref) | "
@@ -158,13 +176,20 @@ static void bench(const char *label, const char *key, int32_t ndim, const int64_
            label, ms_ref, ms_px, ms_gm, ms_ref / ms_gm, info.nhost, info.nfused_ops,
            (double)info.arena_bytes / 1e6, (double)info.intermediate_bytes / 1e6, info.nplanned,
            (double)len / 1e6, t_build, t_load, max_diff(&out_px, &out_ref), max_diff(&out_gm, &out_ref));
+    graft_model_get_info(gb, &info);
+    printf("%-4s graft build (default pipeline + llvm) %8.2f ms (x%.2f vs ref) | %u host kernels (%u ops), %u "
+           "reference ops | arena %.2f MB vs intermediates %.2f MB | passes + build + load %.0f ms | max |diff| %.2g\n",
+           label, ms_gb, ms_ref / ms_gb, info.nhost, info.nfused_ops, info.nkernel, (double)info.arena_bytes / 1e6,
+           (double)info.intermediate_bytes / 1e6, t_built, max_diff(&out_gb, &out_ref));
 done:
     rt_value_clear(&in);
     rt_value_clear(&out_ref);
     rt_value_clear(&out_px);
     rt_value_clear(&out_gm);
+    rt_value_clear(&out_gb);
     free(buf);
     graft_model_free(gm);
+    graft_model_free(gb);
     rt_px_free(px);
     rt_exec_free(ref);
     ir_ctx_free(ctx);
