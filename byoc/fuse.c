@@ -21,7 +21,7 @@
 typedef struct fgroup {
     int32_t pat;
     bool dead;
-    GR_VEC(uint32_t) members;
+    uint32_t off, n;            /* members: st->members.data[off .. off + n) */
 } fgroup;
 
 typedef GR_VEC(fgroup) fgroup_vec;
@@ -45,6 +45,7 @@ typedef struct fuse_state {
     int32_t *grp;
     uint8_t *in_s;
     fgroup_vec groups;
+    GR_VEC(uint32_t) members;   /* every group's binding indices, one block (no allocation a group) */
     uint32_t cur;
     GR_VEC(uint32_t) queue;
     uint8_t *seen;
@@ -80,8 +81,8 @@ static uint32_t find_cycle(fuse_state *st, const uint32_t *S, uint32_t ns, uint3
         uint32_t nm = 1;
         const uint32_t *mem = &x;
         if (g >= 0 && !st->groups.data[g].dead) {
-            nm = st->groups.data[g].members.len;
-            mem = st->groups.data[g].members.data;
+            nm = st->groups.data[g].n;
+            mem = st->members.data + st->groups.data[g].off;
         }
         for (uint32_t k = 0; k < nm && !hit; k++) {
             uint32_t y = mem[k];
@@ -141,7 +142,7 @@ static bool accept_match(const pat_match_result *m, void *user) {
             ok = false;
             break;
         }
-        for (uint32_t j = 0; j < G->members.len && ok; j++) ok = st->in_s[G->members.data[j]];
+        for (uint32_t j = 0; j < G->n && ok; j++) ok = st->in_s[st->members.data[G->off + j]];
     }
     const byoc_pattern *bp = &st->pats[st->cur];
     if (ok && bp->check) {
@@ -169,8 +170,8 @@ static bool accept_match(const pat_match_result *m, void *user) {
             int32_t g = st->grp[S[k]];
             if (g >= 0) st->groups.data[g].dead = true;
         }
-        fgroup ng = {(int32_t)st->cur, false, {0}};
-        for (uint32_t k = 0; k < ns; k++) gr_vec_push(&ng.members, S[k]);
+        fgroup ng = {(int32_t)st->cur, false, st->members.len, ns};
+        for (uint32_t k = 0; k < ns; k++) gr_vec_push(&st->members, S[k]);
         gr_vec_push(&st->groups, ng);
         for (uint32_t k = 0; k < ns; k++) st->grp[S[k]] = (int32_t)st->groups.len - 1;
     }
@@ -394,6 +395,7 @@ static gr_status fuse_block(void *user, const ir_block *blk, const ir_block **ou
     st->in_s = gr_xcalloc(blk->n, 1);
     st->seen = gr_xcalloc(blk->n, 1);
     st->groups.len = 0;
+    st->members.len = 0;
     pat_match_result res;
     pat_match_result_init(&res);
     /* bindings by root op (CSR over op names), so a pattern rooted at an op visits only the
@@ -491,12 +493,12 @@ static gr_status fuse_block(void *user, const ir_block *blk, const ir_block **ou
         /* drop the latest composite on the cycle and try again */
         fgroup *G = &st->groups.data[ginv[cyc]];
         G->dead = true;
-        uint32_t last = G->members.data[G->members.len - 1];
-        note(st, blk->bindings[last].var, "dropped: the composites around it would form a cycle");
-        for (uint32_t k = 0; k < G->members.len; k++) st->grp[G->members.data[k]] = -1;
+        const uint32_t *mem = st->members.data + G->off;
+        note(st, blk->bindings[mem[G->n - 1]].var, "dropped: the composites around it would form a cycle");
+        for (uint32_t k = 0; k < G->n; k++) st->grp[mem[k]] = -1;
         free(ginv);
     }
-    for (uint32_t g = 0; g < st->groups.len; g++) gr_vec_free(&st->groups.data[g].members);
+    st->members.len = 0;
     free(st->grp);
     free(st->in_s);
     free(st->seen);
@@ -551,6 +553,7 @@ gr_status byoc_fuse_ops_by_pattern(ir_ctx_t *ctx, const ir_module *m, const byoc
     }
     ir_idtab_free(&bound);
     gr_vec_free(&st.groups);
+    gr_vec_free(&st.members);
     gr_vec_free(&st.queue);
     gr_map_free(&st.dedup);
     gr_map_free(&st.sigs);
