@@ -266,15 +266,83 @@ const char *pat_kind_name(pat_kind k) {
     return (unsigned)k < PAT_KIND_COUNT ? kind_names[k] : "?";
 }
 
-static void dump_list(const pat_t *const *s, uint32_t n, FILE *out) {
-    for (uint32_t i = 0; i < n; i++) {
-        if (i) fputs(", ", out);
-        pat_dump(s[i], out);
+/* pat_dump prints a pattern as a DAG: a sub-pattern used more than once (composite tables share
+ * their prefixes, so the tree can be exponentially larger) prints in full once as `#k=...` and
+ * as `#k` afterwards. */
+typedef struct dump_node {
+    const pat_t *p;
+    uint32_t uses, id;
+} dump_node;
+
+typedef struct dumper {
+    FILE *out;
+    dump_node *nodes;
+    uint32_t n, cap, next_id;
+} dumper;
+
+static dump_node *dump_find(dumper *d, const pat_t *p) {
+    for (uint32_t i = 0; i < d->n; i++)
+        if (d->nodes[i].p == p) return &d->nodes[i];
+    return NULL;
+}
+
+/* Counts uses of every node (children visited on a node's first use only). */
+static void dump_count(dumper *d, const pat_t *p) {
+    if (!p) return;
+    dump_node *e = dump_find(d, p);
+    if (e) {
+        e->uses++;
+        return;
+    }
+    if (d->n == d->cap) {
+        uint32_t cap = d->cap ? d->cap * 2 : 64;
+        dump_node *nn = realloc(d->nodes, sizeof(*nn) * cap);
+        if (!nn) return; /* printing only: an unshared print is still correct */
+        d->nodes = nn;
+        d->cap = cap;
+    }
+    d->nodes[d->n++] = (dump_node){p, 1, 0};
+    switch (p->kind) {
+    case PAT_OR: case PAT_AND: case PAT_OPTIONAL:
+        dump_count(d, p->b);
+        /* fall through */
+    case PAT_TGI: case PAT_NOT: case PAT_HAS_DTYPE: case PAT_HAS_SHAPE: case PAT_HAS_SINFO: case PAT_HAS_ATTR:
+        dump_count(d, p->a);
+        break;
+    case PAT_CALL:
+        dump_count(d, p->a);
+        /* fall through */
+    case PAT_TUPLE: case PAT_TUPLE_UNORDERED:
+        for (uint32_t i = 0; i < p->n; i++) dump_count(d, p->subs[i]);
+        break;
+    default:
+        break;
     }
 }
 
-void pat_dump(const pat_t *p, FILE *out) {
+static void dump_rec(dumper *d, const pat_t *p);
+
+static void dump_list(dumper *d, const pat_t *const *s, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        if (i) fputs(", ", d->out);
+        dump_rec(d, s[i]);
+    }
+}
+
+static void dump_rec(dumper *d, const pat_t *p) {
+    FILE *out = d->out;
     if (!p) { fputs("<null>", out); return; }
+    /* leaves are short: repeating them is clearer than a reference */
+    bool leaf = p->kind == PAT_WILDCARD || p->kind == PAT_OP || p->kind == PAT_CONST;
+    dump_node *e = leaf ? NULL : dump_find(d, p);
+    if (e && e->id) {
+        fprintf(out, "#%u", e->id);
+        return;
+    }
+    if (e && e->uses > 1) {
+        e->id = ++d->next_id;
+        fprintf(out, "#%u=", e->id);
+    }
     if (p->name) fprintf(out, "%s=", p->name);
     switch (p->kind) {
     case PAT_WILDCARD: fputs("*", out); break;
@@ -282,27 +350,27 @@ void pat_dump(const pat_t *p, FILE *out) {
         for (uint32_t i = 0; i < p->n; i++) fprintf(out, "%s%s", i ? "|" : "", p->names[i] + 6);
         break;
     case PAT_CALL:
-        pat_dump(p->a, out);
+        dump_rec(d, p->a);
         fputc('(', out);
-        dump_list(p->subs, p->n, out);
-        fputs(p->varargs ? ", ...)" : ")", out);
+        dump_list(d, p->subs, p->n);
+        fputs(!p->varargs ? ")" : p->n ? ", ...)" : "...)", out);
         break;
     case PAT_TUPLE: case PAT_TUPLE_UNORDERED:
         fputs(p->kind == PAT_TUPLE ? "(" : "{", out);
-        dump_list(p->subs, p->n, out);
+        dump_list(d, p->subs, p->n);
         fputs(p->kind == PAT_TUPLE ? ")" : "}", out);
         break;
-    case PAT_TGI: pat_dump(p->a, out); fprintf(out, "[%d]", p->index); break;
+    case PAT_TGI: dump_rec(d, p->a); fprintf(out, "[%d]", p->index); break;
     case PAT_OR: case PAT_AND: case PAT_OPTIONAL:
         fprintf(out, "%s(", kind_names[p->kind]);
-        pat_dump(p->a, out);
+        dump_rec(d, p->a);
         fputs(", ", out);
-        pat_dump(p->b, out);
+        dump_rec(d, p->b);
         fputc(')', out);
         break;
     case PAT_NOT: case PAT_HAS_DTYPE: case PAT_HAS_SHAPE: case PAT_HAS_SINFO: case PAT_HAS_ATTR:
         fprintf(out, "%s(", kind_names[p->kind]);
-        pat_dump(p->a, out);
+        dump_rec(d, p->a);
         fputc(')', out);
         break;
     default:
@@ -310,4 +378,11 @@ void pat_dump(const pat_t *p, FILE *out) {
         if (p->str) fprintf(out, "(\"%s\")", p->str);
         break;
     }
+}
+
+void pat_dump(const pat_t *p, FILE *out) {
+    dumper d = {out, NULL, 0, 0, 0};
+    dump_count(&d, p);
+    dump_rec(&d, p);
+    free(d.nodes);
 }

@@ -132,7 +132,8 @@ pat_t *pat_name(ir_ctx_t *ctx, const pat_t *p, const char *name);
  * is not an op call (a wildcard root, a tuple, ...). */
 int pat_root_ops(const pat_t *p, const char **out, int max);
 const char *pat_kind_name(pat_kind k);
-/* A one-line debug form: relu(add(conv2d(*, *), const)). */
+/* A one-line debug form: relu(add(conv2d(*, *), const)); a sub-pattern used twice prints as
+ * #k=... the first time and #k after. */
 void pat_dump(const pat_t *p, FILE *out);
 
 #endif

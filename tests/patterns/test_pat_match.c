@@ -355,3 +355,28 @@ Test(patterns_match, call_tir_and_dps_packed) {
     pat_match_result_free(&m);
     ir_ctx_free(ctx);
 }
+
+/* pat_dump prints a shared sub-pattern once (#k=...) and refers to it after, so a composite
+ * whose alternatives share their prefix stays linear in size. */
+Test(pat_dump, shared_subpatterns_print_once) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    const pat_t *x = pat_wildcard(ctx);
+    const pat_t *conv = pat_call(ctx, pat_op(ctx, "relax.nn.conv2d"), 2, (const pat_t *[]){x, x});
+    const pat_t *bias = pat_call(ctx, pat_op(ctx, "relax.add"), 2, (const pat_t *[]){conv, pat_const(ctx)});
+    const pat_t *either = pat_or(ctx, bias, conv);
+    const pat_t *root = pat_call(ctx, pat_op(ctx, "relax.multiply"), 2, (const pat_t *[]){either, either});
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    pat_dump(root, f);
+    fclose(f);
+    cr_expect_str_eq(buf, "multiply(#1=or(add(#2=nn.conv2d(*, *), const), #2), #1)");
+    free(buf);
+    const pat_t *none = pat_call_varargs(ctx, pat_op(ctx, "relax.nn.relu"), 0, NULL);
+    f = open_memstream(&buf, &len);
+    pat_dump(none, f);
+    fclose(f);
+    cr_expect_str_eq(buf, "nn.relu(...)");
+    free(buf);
+    ir_ctx_free(ctx);
+}
