@@ -28,12 +28,17 @@ typedef struct pr {
         uint32_t cap, len;
     } used;
     GR_VEC(uint64_t) used_log; /* names taken inside local functions (freed after them) */
-    struct btab {       /* var names printed as they are: interned name -> owner var */
-        struct bslot { const char *name; const ir_var *owner; } *s;
+    /* names printed as they are (see var_name): which interned names are taken, which vars
+     * print under their own name, and those vars in claim order */
+    struct aset {
+        struct apage { uintptr_t key; uint64_t *bits; } *pg;
         uint32_t cap, len;
-    } bases;
+        uintptr_t last_key;
+        uint64_t *last;
+    } taken, own;
+    GR_VEC(const ir_var *) claimed;
     bool gen_active;    /* a var was renamed: `used` holds every printed name (see var_name) */
-    GR_VEC(const char *) base_log; /* `bases` entries taken inside local functions */
+    GR_VEC(const ir_var *) base_log; /* vars that claimed their name inside local functions */
     int local_depth;
     str_vec owned;      /* generated names */
     gr_map sinfo_cache; /* sinfo ptr (| 1 when quoted) -> (offset << 24 | len) + 1 in cache */
@@ -116,75 +121,99 @@ static void ntab_clear(struct ntab *t) {
     t->len = 0;
 }
 
-/* Names a var prints under its own (interned) name are claimed in `bases`, whose slots follow
- * the names' arena addresses: vars defined one after another claim neighbouring slots, where a
- * table indexed by a hash of the text misses the cache on every new var of a big function.
- * Only once some var must be renamed (`lv_1`) are all names needed by their text: then every
- * name claimed so far goes into `used` (hash of the text -> owner), which from then on decides
- * as before; `var_names` holds the renamed vars. */
-static uint32_t btab_slot(const char *name, uint32_t cap) {
-    uint64_t k = (uintptr_t)name;
-    return (uint32_t)(k >> 4 ^ k >> 28) % cap;
-}
+/* A var prints under its own (interned, so pointer-unique) name unless another var took that
+ * name first. Which names are taken and which vars own theirs are bit sets over arena
+ * addresses (a bit per 8 bytes, in 1 KB pages per 64 KB of address space): vars and names
+ * defined one after another sit next to each other in the arena, so a big function's claims
+ * walk a few cache lines sequentially, where any table indexed by a hash misses the cache on
+ * every new var. Only once some var must be renamed (`lv_1`) are names needed by their text:
+ * then every claimed name goes into `used` (hash of the text -> owner), which from then on
+ * decides; `var_names` holds the renamed vars. */
+enum { APAGE_SHIFT = 16, APAGE_WORDS = (1 << APAGE_SHIFT) / 8 / 64 };
 
-static void btab_put(struct btab *t, const char *name, const ir_var *owner);
-
-static void btab_reserve(struct btab *t, uint64_t n) {
-    uint64_t want = 64;
-    while (want * 3 <= n * 4 + 4) want = want * 3 / 2 + 1;
-    if (want <= t->cap || want > ((uint64_t)1 << 31)) return;
-    struct btab old = *t;
-    t->s = ir__zalloc_big(sizeof(*t->s) * want);
-    t->cap = (uint32_t)want;
-    t->len = 0;
-    for (uint32_t i = 0; i < old.cap; i++)
-        if (old.s[i].name) btab_put(t, old.s[i].name, old.s[i].owner);
-    ir__free_big(old.s, sizeof(*old.s) * old.cap);
-}
-
-static void btab_put(struct btab *t, const char *name, const ir_var *owner) {
-    if ((uint64_t)(t->len + 1) * 4 >= (uint64_t)t->cap * 3) btab_reserve(t, (uint64_t)t->cap + 1);
-    uint32_t cap = t->cap, i = btab_slot(name, cap);
-    while (t->s[i].name && t->s[i].name != name) i = i + 1 == cap ? 0 : i + 1;
-    if (!t->s[i].name) t->len++;
-    t->s[i].name = name;
-    t->s[i].owner = owner;
-}
-
-static const ir_var *btab_get(const struct btab *t, const char *name) {
-    if (!t->cap) return NULL;
-    uint32_t cap = t->cap;
-    for (uint32_t i = btab_slot(name, cap); t->s[i].name; i = i + 1 == cap ? 0 : i + 1)
-        if (t->s[i].name == name) return t->s[i].owner;
-    return NULL;
-}
-
-static void btab_clear(struct btab *t) {
-    if (t->cap > 4096) {
-        ir__free_big(t->s, sizeof(*t->s) * t->cap);
-        memset(t, 0, sizeof(*t));
-    } else if (t->len) {
-        memset(t->s, 0, sizeof(*t->s) * t->cap);
+static uint64_t *aset_page(struct aset *a, const void *ptr, bool create) {
+    uintptr_t key = (uintptr_t)ptr >> APAGE_SHIFT;
+    if (key == a->last_key && a->last) return a->last;
+    uint32_t mask = a->cap - 1, i = (uint32_t)(key * 0x9e3779b97f4a7c15ull >> 40);
+    if (a->cap)
+        for (i &= mask; a->pg[i].bits; i = (i + 1) & mask)
+            if (a->pg[i].key == key) return a->last_key = key, a->last = a->pg[i].bits;
+    if (!create) return NULL;
+    if ((a->len + 1) * 2 > a->cap) {
+        struct aset old = *a;
+        a->cap = old.cap ? old.cap * 2 : 64;
+        a->pg = gr_xcalloc(a->cap, sizeof(*a->pg));
+        a->len = 0;
+        mask = a->cap - 1;
+        for (uint32_t k = 0; k < old.cap; k++) {
+            if (!old.pg[k].bits) continue;
+            uint32_t j = (uint32_t)(old.pg[k].key * 0x9e3779b97f4a7c15ull >> 40) & mask;
+            while (a->pg[j].bits) j = (j + 1) & mask;
+            a->pg[j] = old.pg[k];
+            a->len++;
+        }
+        free(old.pg);
+        i = (uint32_t)(key * 0x9e3779b97f4a7c15ull >> 40) & mask;
+        while (a->pg[i].bits) i = (i + 1) & mask;
     }
-    t->len = 0;
+    a->pg[i].key = key;
+    a->pg[i].bits = gr_xcalloc(APAGE_WORDS, sizeof(uint64_t));
+    a->len++;
+    return a->last_key = key, a->last = a->pg[i].bits;
+}
+
+static size_t aset_bit(const void *ptr) {
+    return ((uintptr_t)ptr & (((uintptr_t)1 << APAGE_SHIFT) - 1)) >> 3;
+}
+
+static bool aset_has(struct aset *a, const void *ptr) {
+    const uint64_t *w = aset_page(a, ptr, false);
+    size_t b = aset_bit(ptr);
+    return w && (w[b >> 6] >> (b & 63) & 1);
+}
+
+static void aset_put(struct aset *a, const void *ptr, bool on) {
+    uint64_t *w = aset_page(a, ptr, on);
+    if (!w) return;
+    size_t b = aset_bit(ptr);
+    if (on) w[b >> 6] |= (uint64_t)1 << (b & 63);
+    else w[b >> 6] &= ~((uint64_t)1 << (b & 63));
+}
+
+static void aset_free(struct aset *a) {
+    for (uint32_t i = 0; i < a->cap; i++) free(a->pg[i].bits);
+    free(a->pg);
+    memset(a, 0, sizeof(*a));
 }
 
 static void gen_activate(pr *p) {
     if (p->gen_active) return;
     p->gen_active = true;
-    for (uint32_t i = 0; i < p->bases.cap; i++)
-        if (p->bases.s[i].owner)
-            ntab_put(&p->used, name_key(p->bases.s[i].name), GR_MAP_PTR(p->bases.s[i].owner));
+    for (uint32_t i = 0; i < p->claimed.len; i++) {
+        const ir_var *v = p->claimed.data[i];
+        if (aset_has(&p->own, v)) ntab_put(&p->used, name_key(v->name), GR_MAP_PTR(v));
+    }
+}
+
+/* Gives back the names vars claimed inside a local function (from base_log[mark] on). */
+static void unclaim_since(pr *p, uint32_t mark) {
+    while (p->base_log.len > mark) {
+        const ir_var *v = p->base_log.data[--p->base_log.len];
+        aset_put(&p->taken, v->name, false);
+        aset_put(&p->own, v, false);
+        if (p->gen_active) ntab_put(&p->used, name_key(v->name), 0); /* copied there on activation */
+    }
 }
 
 static const char *var_name(pr *p, const ir_var *v) {
     const char *base = v->name && v->name[0] ? v->name : NULL;
     if (base) {
-        const ir_var *owner = btab_get(&p->bases, base);
-        if (owner == v) return base;
-        if (!owner && !p->gen_active) {
-            btab_put(&p->bases, base, v);
-            if (p->local_depth) gr_vec_push(&p->base_log, base);
+        if (aset_has(&p->own, v)) return base;
+        if (!p->gen_active && !aset_has(&p->taken, base)) {
+            aset_put(&p->taken, base, true);
+            aset_put(&p->own, v, true);
+            gr_vec_push(&p->claimed, v);
+            if (p->local_depth) gr_vec_push(&p->base_log, v);
             return base;
         }
     } else {
@@ -892,11 +921,7 @@ static void p_binding(pr *p, const ir_binding *bd, int ind) {
         p_func(p, f, name, ind, false, v);
         p->local_depth--;
         while (p->used_log.len > mark) ntab_put(&p->used, p->used_log.data[--p->used_log.len], 0);
-        while (p->base_log.len > bmark) {
-            const char *bn = p->base_log.data[--p->base_log.len];
-            btab_put(&p->bases, bn, NULL);
-            if (p->gen_active) ntab_put(&p->used, name_key(bn), 0); /* copied there on activation */
-        }
+        unclaim_since(p, bmark);
         return;
     }
     indent(p, ind);
@@ -976,12 +1001,6 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
     ir_sbuf_puts(&p->out, module_level && !gs ? "@R.function(private=True)\n" : "@R.function\n");
     /* symbolic vars: collected before the params are named (decl order = first appearance) */
     if (module_level) {
-        uint64_t nb = f->nparams;
-        if (f->body && f->body->kind == IR_SEQ) {
-            const ir_seq *sq = (const ir_seq *)f->body;
-            for (uint32_t b = 0; b < sq->nblocks; b++) nb += sq->blocks[b]->n;
-        }
-        btab_reserve(&p->bases, nb);
         gr_map_clear(&p->decl_seen);
         p->decls.len = 0;
         uint64_t memo = gr_map_get_or(&p->decl_memo, GR_MAP_PTR(f), 0);
@@ -1089,8 +1108,9 @@ static void pr_init(pr *p, const ir_print_opts *opts) {
 static void pr_free(pr *p) {
     gr_map_free(&p->var_names);
     ntab_free(&p->used);
-    btab_clear(&p->bases);
-    ir__free_big(p->bases.s, sizeof(*p->bases.s) * p->bases.cap);
+    aset_free(&p->taken);
+    aset_free(&p->own);
+    gr_vec_free(&p->claimed);
     gr_vec_free(&p->base_log);
     gr_map_free(&p->sinfo_cache);
     gr_map_free(&p->const_idx);
@@ -1110,7 +1130,9 @@ static void pr_free(pr *p) {
 static void reset_names(pr *p) {
     gr_map_clear(&p->var_names);
     ntab_clear(&p->used);
-    btab_clear(&p->bases);
+    aset_free(&p->taken);
+    aset_free(&p->own);
+    p->claimed.len = 0;
     p->gen_active = false;
     p->used_log.len = 0;
     p->base_log.len = 0;
