@@ -30,6 +30,7 @@ enum { IR_HC_STRINGS, IR_HC_SPANS, IR_HC_OTHER, IR_HC_NTABLES };
 struct ir_ctx {
     ir_chunk *chunks;         /* current chunk first */
     size_t arena_bytes;
+    size_t arena_hint;        /* arena size expected soon (ir__ctx_expect) */
     uint32_t next_id;
     uint32_t next_seq;        /* creation order of hash-consed prims */
     ir_hc_table hc[IR_HC_NTABLES]; /* hash-cons tables (strings use tag 0) */
@@ -44,6 +45,11 @@ struct ir_ctx {
     const struct ir_sinfo *bin_memo_a, *bin_memo_b, *bin_memo_r;
 };
 
+/* A hint that about arena_bytes more arena is coming (a parser knows from its line count): the
+ * chunks are sized for it, so a mid-sized parse skips the small chunks (4 KiB pages: 512x the
+ * first-touch faults of the huge-page-backed big ones). (Presizing the string table too was
+ * tried: slower at 1M, a big sparse table from the start costs more misses than the rehashes.) */
+void ir__ctx_expect(ir_ctx_t *ctx, size_t arena_bytes);
 /* Keeps a reference to obj until the context is freed (retains it). */
 void ir__ctx_keep(ir_ctx_t *ctx, gr_object *obj);
 /* The context takes a malloc'ed block of `size` bytes (counted as arena) and frees it with

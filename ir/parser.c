@@ -2257,6 +2257,7 @@ static gr_status parse_text(ir_ctx_t *ctx, const char *name, const char *text, s
     p->diag = diag;
     uint32_t lines;
     const char *meta = find_metadata(p, &lines);
+    ir__ctx_expect(ctx, (size_t)lines * 200); /* a binding line makes ~200 B of IR */
     ptab_init(&p->scope, lines / 2 * 3 + 64);
     gr_map_init(&p->syms);
     gr_map_init(&p->opcache);
