@@ -401,8 +401,15 @@ static bool scalar_eltwise(dn_state *S, const rt_json_node *n, int e, dnnl_alg_k
         *beta = first ? -c : c;
     } else if (!strcmp(op, "multiply")) *alpha = c;
     else if (!strcmp(op, "divide")) {
-        if (!first || c == 0.f) return false;
-        *alpha = 1.f / c;
+        if (!first) { /* c / x = c * x^-1 */
+            *alg = dnnl_eltwise_pow;
+            *alpha = c;
+            *beta = -1.f;
+        } else if (c == 0.f) {
+            return false;
+        } else {
+            *alpha = 1.f / c;
+        }
     } else if (!strcmp(op, "power")) {
         if (!first) return false;
         *alg = dnnl_eltwise_pow;
@@ -601,10 +608,9 @@ int dn_collect_chain(dn_state *S, int e, dn_step *steps, int max) {
 gr_status dn_step_src1(dn_state *S, const rt_json_node *n, const dn_step *st, int nd, int *val,
                        dnnl_memory_desc_t *md) {
     int v = S->ent_val[st->src1];
-    bool bcast = false;
     const int64_t *os = dn_entry_shape(S, st->out);
-    for (int i = 0; i < S->vals.data[v].md.ndims && !bcast; i++)
-        bcast = S->vals.data[v].md.ndims != nd || S->vals.data[v].md.dims[i] != os[i];
+    bool bcast = S->vals.data[v].md.ndims != nd; /* a 0-d operand too */
+    for (int i = 0; i < nd && !bcast; i++) bcast = S->vals.data[v].md.dims[i] != os[i];
     /* broadcast operands go plain (oneDNN's binary kernels want them so) */
     if (!bcast) {
         *val = v;

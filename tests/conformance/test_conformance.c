@@ -1,7 +1,8 @@
 /* The ONNX backend conformance run through the CLI (`$GRAFT conformance`): no crash, no
  * failure among the tests the importer and executor support, and at least the committed floor
- * of passes (tests/conformance/floor.json; it only goes up). A second test checks that the
- * runner does report a failure when the expected data is wrong. */
+ * of passes (tests/conformance/floor.json; it only goes up), on the reference path, with
+ * `--backend json`, with `--backend dnnl` and through artifacts (`--host llvm`). Another test
+ * checks that the runner does report a failure when the expected data is wrong. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -78,8 +79,10 @@ static void list_status(json_t *tests, const char *status) {
     }
 }
 
-/* The whole default run: well under 3 minutes on 2 cores. */
-Test(conformance, onnx_backend_tests, .timeout = 600) {
+/* One whole run with `args` (none: the reference path): no crash, failure or timeout, and at
+ * least the floor of passes; every path is held to the same floor (what the reference passes,
+ * a backend or the compiled host must pass too). Each run takes seconds on 2 cores. */
+static void check_run(const char *const *args, size_t nargs) {
     if (!path_is_file(TESTDATA "/node/test_abs/model.onnx"))
         cr_skip("libonnx-testdata is not installed (make deps)");
     char json_path[] = "/tmp/graft_conformance_XXXXXX";
@@ -88,7 +91,7 @@ Test(conformance, onnx_backend_tests, .timeout = 600) {
     close(fd);
     char log_path[sizeof(json_path) + 8];
     snprintf(log_path, sizeof(log_path), "%s.log", json_path);
-    int rc = run_conformance(NULL, 0, json_path, log_path);
+    int rc = run_conformance(args, nargs, json_path, log_path);
     cr_assert(rc == 0 || rc == 1, "graft conformance exited with %d (log: %s)", rc, log_path);
 
     json_error_t jerr;
@@ -100,8 +103,9 @@ Test(conformance, onnx_backend_tests, .timeout = 600) {
                crash = count(summary, "crash"), timeout = count(summary, "timeout"),
                unsup = count(summary, "unsupported"), skipped = count(summary, "skipped"),
                total = count(summary, "total");
-    fprintf(stderr, "conformance: %lld tests: %lld pass, %lld fail, %lld unsupported, %lld crash, "
-            "%lld timeout, %lld skipped (report %s)\n", (long long)total, (long long)pass,
+    fprintf(stderr, "conformance%s%s: %lld tests: %lld pass, %lld fail, %lld unsupported, %lld crash, "
+            "%lld timeout, %lld skipped (report %s)\n", nargs ? " " : "", nargs ? args[nargs - 1] : "",
+            (long long)total, (long long)pass,
             (long long)fail, (long long)unsup, (long long)crash, (long long)timeout,
             (long long)skipped, json_path);
     cr_assert_eq(pass + fail + crash + timeout + unsup + skipped, total);
@@ -139,6 +143,14 @@ Test(conformance, onnx_backend_tests, .timeout = 600) {
         remove(log_path);
     }
 }
+
+Test(conformance, onnx_backend_tests, .timeout = 600) { check_run(NULL, 0); }
+
+/* Partitioned for a backend: what the backend does not take stays on the host. */
+Test(conformance, backend_json, .timeout = 600) { check_run((const char *[]){"--backend", "json"}, 2); }
+Test(conformance, backend_dnnl, .timeout = 600) { check_run((const char *[]){"--backend", "dnnl"}, 2); }
+/* Through `graft build` -> load -> run: LLVM-compiled host kernels, planned memory. */
+Test(conformance, host_llvm, .timeout = 600) { check_run((const char *[]){"--host", "llvm"}, 2); }
 
 static void copy_file(const char *from, const char *to) {
     FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
