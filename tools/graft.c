@@ -29,8 +29,9 @@ static const command COMMANDS[] = {
                      "      [--output-dir DIR] [--repeat N] [--profile] [--profile-json FILE]\n"
                      "      run a model (.onnx, .relax or a built .graft artifact); no --backend: "
                      "all on the host"},
-    {"build", cmd_build, "build INPUT [--backend NAME]... [--input-shape NAME=DIMS]... -o MODEL.graft\n"
-                         "      compile to one deployable artifact"},
+    {"build", cmd_build, "build INPUT [--backend NAME]... [--input-shape NAME=DIMS]... [--no-opt] -o MODEL.graft\n"
+                         "      compile to one deployable artifact (the default pass pipeline first;\n"
+                         "      --no-opt: the module as imported)"},
     {"compare", cmd_compare, "compare ACTUAL.npy REFERENCE.npy [--rtol R] [--atol A]\n"
                              "      max abs/rel error; exit 1 when |a-b| > atol + rtol*|b| anywhere"},
     {"backends", cmd_backends, "backends\n      list backends, their patterns in priority order, "
@@ -43,8 +44,10 @@ static const command COMMANDS[] = {
                          "      print every expression whose span names that layer, after the "
                          "pipeline"},
     {"conformance", cmd_conformance,
-     "conformance [DIR...] [--json OUT] [--filter SUBSTR] [--jobs N] [--timeout SEC] [-v]\n"
-     "      run the ONNX backend test data on the reference path"},
+     "conformance [DIR...] [--backend NAME]... [--host llvm] [--json OUT] [--filter SUBSTR] [--jobs N]\n"
+     "            [--timeout SEC] [-v]\n"
+     "      run the ONNX backend test data (on the reference path; partitioned for the backends;\n"
+     "      --host llvm: through graft build -> load -> run)"},
 };
 #define NCOMMANDS (sizeof(COMMANDS) / sizeof(COMMANDS[0]))
 
