@@ -42,6 +42,15 @@ double byoc_call_flops(const ir_call *call) {
     return out;
 }
 
+/* What a region's call sites say about the bindings they replaced, for the near misses: the
+ * vars bound at its composite calls (copies of the composites' output vars: same name and span)
+ * and the spans of those calls (their members' spans). */
+typedef struct rep_region {
+    json_t *obj;               /* the region's report object (borrowed) */
+    GR_VEC(const ir_var *) vars;
+    GR_VEC(const ir_span *) spans;
+} rep_region;
+
 typedef struct rep_state {
     ir_ctx_t *ctx;
     const ir_module *m;
@@ -51,6 +60,8 @@ typedef struct rep_state {
     json_t *regions, *host, *by_op;
     double nodes_total, nodes_off, flops_total, flops_off;
     gr_map tgi_of;             /* tuple var -> json array of projection var names */
+    gr_map host_vars;          /* vars of the ops left on the host */
+    GR_VEC(struct rep_region) rmeta;
 } rep_state;
 
 static void add_layers(json_t *arr, gr_map *seen, const ir_span *s) {
@@ -103,6 +114,8 @@ static const char *arg_name(const ir_expr *a) {
 
 static void region_entry(rep_state *r, const ir_binding *b, const ir_func *f, const char *gname) {
     const ir_call *call = IR_AS(b->value, ir_call);
+    rep_region meta = {NULL, {0}, {0}};
+    gr_vec_push(&meta.vars, b->var);
     json_t *layers = json_array(), *comps = json_array(), *inputs = json_array(), *outputs = json_array();
     gr_map seen;
     gr_map_init(&seen);
@@ -116,9 +129,11 @@ static void region_entry(rep_state *r, const ir_binding *b, const ir_func *f, co
             for (uint32_t i = 0; i < s->blocks[bb]->n; i++) {
                 const ir_binding *x = &s->blocks[bb]->bindings[i];
                 uint64_t v;
+                gr_vec_push(&meta.vars, x->var);
                 if (x->value->kind == IR_FUNC) gr_map_put(&lam, GR_MAP_PTR(x->var), GR_MAP_PTR(x->value));
                 else if (x->value->kind == IR_CALL && gr_map_get(&lam, GR_MAP_PTR(IR_AS(x->value, ir_call)->callee), &v)) {
                     add_layers(layers, &seen, x->value->span);  /* call site: shared composites */
+                    if (x->value->span) gr_vec_push(&meta.spans, x->value->span);
                     json_array_append_new(comps, composite_json(r, (const ir_func *)(uintptr_t)v, layers, &seen, &flops));
                 }
             }
@@ -126,6 +141,7 @@ static void region_entry(rep_state *r, const ir_binding *b, const ir_func *f, co
     } else {
         const char *comp = ir_attrs_get_str(f->attrs, BYOC_ATTR_COMPOSITE);
         backend = comp ? byoc_backend_of(r->ctx, comp) : "?";
+        if (b->value->span) gr_vec_push(&meta.spans, b->value->span);
         json_array_append_new(comps, composite_json(r, f, layers, &seen, &flops));
     }
     for (uint32_t i = 0; i < call->nargs; i++) json_array_append_new(inputs, json_string(arg_name(call->args[i])));
@@ -133,9 +149,11 @@ static void region_entry(rep_state *r, const ir_binding *b, const ir_func *f, co
     if (gr_map_get(&r->tgi_of, GR_MAP_PTR(b->var), &tv)) json_array_extend(outputs, (json_t *)(uintptr_t)tv);
     else json_array_append_new(outputs, json_string(b->var->name));
     const char *sym = ir_attrs_get_str(f->attrs, BYOC_ATTR_GLOBAL_SYMBOL);
-    json_array_append_new(r->regions, json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:f}", "symbol", sym ? sym : gname, "backend",
-                                                backend, "composites", comps, "layers", layers, "inputs", inputs,
-                                                "outputs", outputs, "flops", flops));
+    meta.obj = json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:f,s:[]}", "symbol", sym ? sym : gname, "backend", backend,
+                         "composites", comps, "layers", layers, "inputs", inputs, "outputs", outputs, "flops", flops,
+                         "not_fused");
+    json_array_append_new(r->regions, meta.obj);
+    gr_vec_push(&r->rmeta, meta);
     gr_map_free(&seen);
 }
 
@@ -200,6 +218,7 @@ static void visit_seq(rep_state *r, const ir_expr *body) {
             gr_map_init(&seen);
             add_layers(layers, &seen, b->value->span);
             gr_map_free(&seen);
+            gr_map_put(&r->host_vars, GR_MAP_PTR(b->var), 1);
             json_array_append_new(r->host, json_pack("{s:s,s:s,s:o,s:s}", "var", b->var->name, "op", def->name, "layers",
                                                      layers, "reason", host_reason(r, b, def->name)));
             count_op(r, def->name, false, byoc_call_flops(c));
@@ -207,14 +226,104 @@ static void visit_seq(rep_state *r, const ir_expr *body) {
     }
 }
 
+/* ---- near misses: offloaded ops whose larger composite a check (or the cycle test) refused ---- */
+
+/* "check rejected P: why" / "P would create a cycle through X" -> P and why; other notes (merge
+ * fallbacks, dropped composites) are not about a composite that could have taken the op. */
+static bool split_rejection(ir_ctx_t *ctx, const char *note, const char **comp, const char **why) {
+    static const char pre[] = "check rejected ";
+    if (strncmp(note, pre, sizeof pre - 1) == 0) {
+        const char *p = note + sizeof pre - 1, *sep = strstr(p, ": ");
+        if (!sep) return false;
+        *comp = ir_internf(ctx, "%.*s", (int)(sep - p), p);
+        *why = sep + 2;
+        return true;
+    }
+    const char *cyc = strstr(note, " would create a cycle");
+    if (!cyc || strchr(note, ' ') != cyc) return false;
+    *comp = ir_internf(ctx, "%.*s", (int)(cyc - note), note);
+    *why = cyc + 1;
+    return true;
+}
+
+static bool loc_eq(const ir_loc *a, const ir_loc *b) {
+    return strcmp(a->source, b->source) == 0 && a->line == b->line && a->col == b->col &&
+           a->end_line == b->end_line && a->end_col == b->end_col;
+}
+
+/* every loc of s is in one of the region's call-site spans */
+static bool region_covers(const rep_region *g, const ir_span *s) {
+    for (uint32_t i = 0; i < s->n; i++) {
+        bool found = false;
+        for (uint32_t k = 0; k < g->spans.len && !found; k++)
+            for (uint32_t j = 0; j < g->spans.data[k]->n && !found; j++) found = loc_eq(&s->locs[i], &g->spans.data[k]->locs[j]);
+        if (!found) return false;
+    }
+    return true;
+}
+
+static int cmp_var_id(const void *a, const void *b) {
+    uint32_t x = (*(const ir_var *const *)a)->base.id, y = (*(const ir_var *const *)b)->base.id;
+    return (x > y) - (x < y);
+}
+
+/* The region of a noted var that is not on the host: the one binding it or a copy of it (same
+ * name and hash-consed span: a composite's output), else the first whose composite calls carry
+ * every loc of its span (a member inside a composite; ONNX names are not unique, layers are).
+ * NULL: neither (the op was removed, or has no span). */
+static rep_region *region_of(rep_state *r, const ir_var *v) {
+    for (uint32_t k = 0; k < r->rmeta.len; k++)
+        for (uint32_t j = 0; j < r->rmeta.data[k].vars.len; j++) {
+            const ir_var *x = r->rmeta.data[k].vars.data[j];
+            if (x == v || (x->base.span == v->base.span && strcmp(x->name, v->name) == 0)) return &r->rmeta.data[k];
+        }
+    const ir_span *s = v->base.span;
+    for (uint32_t k = 0; s && k < r->rmeta.len; k++)
+        if (region_covers(&r->rmeta.data[k], s)) return &r->rmeta.data[k];
+    return NULL;
+}
+
+static void near_misses(rep_state *r) {
+    if (!r->notes || r->rmeta.len == 0) return;
+    GR_VEC(const ir_var *) vars = {0};
+    for (uint32_t k = 0; k < r->notes->reason.cap; k++)
+        if (r->notes->reason.keys[k] && !gr_map_get(&r->host_vars, r->notes->reason.keys[k], NULL))
+            gr_vec_push(&vars, (const ir_var *)(uintptr_t)r->notes->reason.keys[k]);
+    if (vars.len > 1) qsort(vars.data, vars.len, sizeof(*vars.data), cmp_var_id);  /* binding order */
+    for (uint32_t k = 0; k < vars.len; k++) {
+        const ir_var *v = vars.data[k];
+        const char *note = (const char *)(uintptr_t)gr_map_get_or(&r->notes->reason, GR_MAP_PTR(v), 0), *comp, *why;
+        if (!note || !split_rejection(r->ctx, note, &comp, &why)) continue;
+        rep_region *g = region_of(r, v);
+        if (!g) continue;
+        json_t *layers = json_array();
+        gr_map seen;
+        gr_map_init(&seen);
+        add_layers(layers, &seen, v->base.span);
+        gr_map_free(&seen);
+        json_array_append_new(json_object_get(g->obj, "not_fused"),
+                              json_pack("{s:s,s:o,s:s,s:s}", "var", v->name, "layers", layers, "composite", comp,
+                                        "reason", why));
+    }
+    gr_vec_free(&vars);
+}
+
 json_t *byoc_report_json(ir_ctx_t *ctx, const ir_module *part, const char *const *names, uint32_t n,
                          const byoc_notes *notes) {
-    rep_state r = {ctx, part, names, n, notes, json_array(), json_array(), json_object(), 0, 0, 0, 0, {0}};
+    rep_state r = {ctx, part, names, n, notes, json_array(), json_array(), json_object(), 0, 0, 0, 0, {0}, {0}, {0}};
     gr_map_init(&r.tgi_of);
+    gr_map_init(&r.host_vars);
     for (uint32_t i = 0; i < part->nfuncs; i++) {
         if (part->funcs[i]->kind != IR_FUNC || !byoc_is_entry_func(IR_AS(part->funcs[i], ir_func))) continue;
         visit_seq(&r, IR_AS(part->funcs[i], ir_func)->body);
     }
+    near_misses(&r);
+    for (uint32_t k = 0; k < r.rmeta.len; k++) {
+        gr_vec_free(&r.rmeta.data[k].vars);
+        gr_vec_free(&r.rmeta.data[k].spans);
+    }
+    gr_vec_free(&r.rmeta);
+    gr_map_free(&r.host_vars);
     for (uint32_t k = 0; k < r.tgi_of.cap; k++)
         if (r.tgi_of.keys[k]) json_decref((json_t *)(uintptr_t)r.tgi_of.vals[k]);
     gr_map_free(&r.tgi_of);
@@ -250,6 +359,17 @@ void byoc_report_print(const json_t *report, FILE *out) {
             fprintf(out, " %s", json_string_value(x));
         }
         fprintf(out, "\n");
+        json_t *nf = json_object_get(v, "not_fused");
+        json_array_foreach(nf, k, x) {
+            if (k == 20) {
+                fprintf(out, "    ... (%zu more not fused)\n", json_array_size(nf) - 20);
+                break;
+            }
+            json_t *nl = json_object_get(x, "layers");
+            fprintf(out, "    not fused: %s (layer %s): %s: %s\n", json_string_value(json_object_get(x, "var")),
+                    json_array_size(nl) ? json_string_value(json_array_get(nl, 0)) : "-",
+                    json_string_value(json_object_get(x, "composite")), json_string_value(json_object_get(x, "reason")));
+        }
     }
     fprintf(out, "host ops: %zu\n", json_array_size(host));
     json_array_foreach(host, i, v) {
