@@ -55,6 +55,8 @@ void ir_ctx_free(ir_ctx_t *ctx) {
     }
     for (int i = 0; i < IR_HC_NTABLES; i++)
         ir__free_big(ctx->hc[i].slots, (size_t)ctx->hc[i].cap * sizeof(uint64_t));
+    ir__free_big(ctx->sfilt, (size_t)ctx->sfilt_words * sizeof(uint64_t));
+    free(ctx->pend);
     free(ctx->chunk_mem);
     free(ctx->ops);
     free(ctx->op_dflt);
@@ -296,13 +298,124 @@ static bool rangeless_one(const ir_span *s) {
     return s->n == 1 && !l->line && !l->col && !l->end_line && !l->end_col;
 }
 
+/* A new object's block in the arena: head bytes (strings: the length; others: the size), the
+ * key, a NUL for strings (ir_alloc zero-fills), then `extra` bytes of room. */
+static const unsigned char *hc_new_block(ir_ctx_t *ctx, int kind, const void *key, size_t size,
+                                         uint32_t h, size_t extra, uint64_t *slot) {
+    static const size_t head[] = {4, 0, 8}; /* bytes stored before the object */
+    ir_chunk *in;
+    unsigned char *block = arena_alloc(ctx, head[kind] + size + (kind == HC_STR) + extra, &in);
+    uint32_t sz = (uint32_t)size;
+    if (head[kind]) memcpy(block, &sz, sizeof(sz));
+    memcpy(block + head[kind], key, size);
+    *slot = hc_slot(in, block, h);
+    return block;
+}
+
+/* ---- big string tables ----
+ * Past ~100k strings the string table outgrows the caches, and a big parse interns mostly NEW
+ * strings (each binding's var name and layer name): probing a random slot to prove a string
+ * absent is a DRAM miss, twice a binding, each stalling the parse. Instead, a blocked Bloom
+ * filter over the slots' hashes (3 bits in one 64-bit word a string; 4 bits a table slot, 1/16
+ * of the table) proves most absences from cache, and the new strings' slots wait in a small
+ * cache-resident table until PEND_MAX of them enter the big table in one batch with prefetches:
+ * their misses overlap instead of stalling one by one. A filter hit (the string may exist)
+ * probes the waiting slots, then the big table, as before: pointer-uniqueness is unchanged. */
+#define STR_FILTER_MIN ((uint32_t)1 << 17) /* table slots from which the filter is used */
+#define PEND_SLOTS 2048u                   /* the waiting slots' table (16 KiB) ... */
+#define PEND_MAX 512u                      /* ... holds at most this many (load 1/4) */
+
+static uint64_t filt_bits(uint32_t h) {
+    uint64_t g = (uint64_t)h * 0xd6e8feb86659fd93ull;
+    g ^= g >> 32;
+    return 1ull << (g & 63) | 1ull << (g >> 6 & 63) | 1ull << (g >> 12 & 63);
+}
+
+static uint64_t *filt_word(ir_ctx_t *ctx, uint32_t h) {
+    return &ctx->sfilt[(uint32_t)(((uint64_t)h * 0x9e3779b97f4a7c15ull) >> 32) & (ctx->sfilt_words - 1)];
+}
+
+/* Moves the waiting slots into the table (which has room: its len counts them). */
+static void str_flush(ir_ctx_t *ctx) {
+    if (!ctx->npend) return;
+    ir_hc_table *t = &ctx->hc[IR_HC_STRINGS];
+    const uint64_t *order = ctx->pend + PEND_SLOTS;
+    uint32_t mask = t->cap - 1, n = ctx->npend;
+    enum { AHEAD = 16 };
+    for (uint32_t k = 0; k < n && k < AHEAD; k++)
+        __builtin_prefetch(&t->slots[(uint32_t)(order[k] >> 33) & mask], 1);
+    for (uint32_t k = 0; k < n; k++) {
+        if (k + AHEAD < n) __builtin_prefetch(&t->slots[(uint32_t)(order[k + AHEAD] >> 33) & mask], 1);
+        uint64_t e = order[k];
+        uint32_t i = (uint32_t)(e >> 33) & mask;
+        while (t->slots[i]) i = (i + 1) & mask;
+        t->slots[i] = e;
+    }
+    memset(ctx->pend, 0, PEND_SLOTS * sizeof(uint64_t));
+    ctx->npend = 0;
+}
+
+/* (Re)builds the filter for the string table's current capacity. */
+static void filt_build(ir_ctx_t *ctx) {
+    ir_hc_table *t = &ctx->hc[IR_HC_STRINGS];
+    ir__free_big(ctx->sfilt, (size_t)ctx->sfilt_words * sizeof(uint64_t));
+    ctx->sfilt_words = t->cap / 16;
+    ctx->sfilt = ir__zalloc_big((size_t)ctx->sfilt_words * sizeof(uint64_t));
+    if (!ctx->pend) ctx->pend = gr_xcalloc(PEND_SLOTS + PEND_MAX, sizeof(uint64_t));
+    for (uint32_t i = 0; i < t->cap; i++) {
+        uint64_t e = t->slots[i];
+        if (e) *filt_word(ctx, (uint32_t)(e >> 32)) |= filt_bits((uint32_t)(e >> 32));
+    }
+}
+
+static const void *str_lookup_big(ir_ctx_t *ctx, const void *key, size_t size, uint32_t h,
+                                  size_t extra, bool *created) {
+    ir_hc_table *t = &ctx->hc[IR_HC_STRINGS];
+    uint64_t bits = filt_bits(h), *w = filt_word(ctx, h);
+    if ((*w & bits) == bits) {
+        for (uint32_t i = (h >> 1) & (PEND_SLOTS - 1);; i = (i + 1) & (PEND_SLOTS - 1)) {
+            uint64_t e = ctx->pend[i];
+            if (!e) break;
+            if ((uint32_t)(e >> 32) == h) {
+                const unsigned char *obj = hc_obj(ctx, e);
+                if (hc_same(HC_STR, obj, key, size)) return obj + 4;
+            }
+        }
+        uint32_t mask = t->cap - 1;
+        for (uint32_t i = (h >> 1) & mask;; i = (i + 1) & mask) {
+            uint64_t e = t->slots[i];
+            if (!e) break;
+            if ((uint32_t)(e >> 32) == h) {
+                const unsigned char *obj = hc_obj(ctx, e);
+                if (hc_same(HC_STR, obj, key, size)) return obj + 4;
+            }
+        }
+    }
+    uint64_t e;
+    const unsigned char *block = hc_new_block(ctx, HC_STR, key, size, h, extra, &e);
+    *w |= bits;
+    uint32_t i = (h >> 1) & (PEND_SLOTS - 1);
+    while (ctx->pend[i]) i = (i + 1) & (PEND_SLOTS - 1);
+    ctx->pend[i] = e;
+    ctx->pend[PEND_SLOTS + ctx->npend++] = e;
+    t->len++;
+    if (created) *created = true;
+    if (ctx->npend == PEND_MAX) str_flush(ctx);
+    return block + 4;
+}
+
 /* h: odd (a slot is never 0); the home slot comes from the other bits (h & mask would only
  * ever pick odd slots: twice the clustering). */
 static const void *hc_lookup_ex(ir_ctx_t *ctx, int kind, const void *key, size_t size, uint32_t h,
                                 size_t extra, bool *created) {
     ir_hc_table *t = hc_table(ctx, kind);
     static const size_t head[] = {4, 0, 8}; /* bytes stored before the object */
-    if ((t->len + 1) * 4 >= t->cap * 3) hc_grow(t);
+    if ((t->len + 1) * 4 >= t->cap * 3) {
+        if (kind == HC_STR) str_flush(ctx);
+        hc_grow(t);
+        if (kind == HC_STR && t->cap >= STR_FILTER_MIN) filt_build(ctx);
+    }
+    if (kind == HC_STR && ctx->sfilt_words) return str_lookup_big(ctx, key, size, h, extra, created);
     uint32_t mask = t->cap - 1, i = (h >> 1) & mask;
     for (;; i = (i + 1) & mask) {
         uint64_t e = t->slots[i];
@@ -312,13 +425,9 @@ static const void *hc_lookup_ex(ir_ctx_t *ctx, int kind, const void *key, size_t
             if (hc_same(kind, obj, key, size)) return obj + head[kind];
         }
     }
-    /* strings: + 1 for the NUL (ir_alloc zero-fills); extra: room after the object */
-    ir_chunk *in;
-    unsigned char *block = arena_alloc(ctx, head[kind] + size + (kind == HC_STR) + extra, &in);
-    uint32_t sz = (uint32_t)size;
-    if (head[kind]) memcpy(block, &sz, sizeof(sz));
-    memcpy(block + head[kind], key, size);
-    t->slots[i] = hc_slot(in, block, h);
+    uint64_t e;
+    const unsigned char *block = hc_new_block(ctx, kind, key, size, h, extra, &e);
+    t->slots[i] = e;
     t->len++;
     if (created) *created = true;
     return block + head[kind];

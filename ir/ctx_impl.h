@@ -37,6 +37,12 @@ struct ir_ctx {
     unsigned char **chunk_mem;/* every chunk's mem, by ir_chunk.idx */
     uint32_t nchunks, chunk_cap;
     const char *recent[16];   /* recently interned strings, by address: re-interning one is free */
+    /* Big string tables (ctx.c, str_lookup): a blocked Bloom filter of the table's hashes, and
+     * new strings' slots waiting to enter the table in a batch (pend: a small table of them). */
+    uint64_t *sfilt;          /* cap / 16 words (0 words: small table, no filter) */
+    uint32_t sfilt_words;
+    uint32_t npend;
+    uint64_t *pend;           /* IR_STR_PEND_SLOTS slots, then IR_STR_PEND_MAX in arrival order */
     GR_VEC(gr_object *) owned;/* references released in ir_ctx_free */
     GR_VEC(void *) adopted;   /* heap blocks freed in ir_ctx_free (ir__ctx_adopt) */
     struct ir_op **ops;       /* one Op node per op-table row, made on demand */
