@@ -489,6 +489,13 @@ const char *ir_intern_n(ir_ctx_t *ctx, const char *s, size_t n) {
     return c;
 }
 
+const char *ir__intern_new(ir_ctx_t *ctx, const char *s, size_t n, bool *created) {
+    GR_ASSERT(n <= STR_LEN);
+    const char *c = hc_lookup_ex(ctx, HC_STR, s, n, str_hash(s, n), 0, created);
+    ctx->recent[recent_slot(c)] = c;
+    return c;
+}
+
 const char *ir_intern(ir_ctx_t *ctx, const char *s) {
     /* Re-interning a string this context handed out lately (a name passed on to a node
      * constructor) costs no strlen and no table probe. */

@@ -75,6 +75,8 @@ struct ir_span;
 /* The span of one loc named source[0..n) (interned here) without a range: ir_span_named for a
  * source not yet interned. NULL when n is 0. */
 const struct ir_span *ir__span_named_n(ir_ctx_t *ctx, const char *source, size_t n, bool is_output);
+/* ir_intern_n that also tells whether the string is new to this context (*created). */
+const char *ir__intern_new(ir_ctx_t *ctx, const char *s, size_t n, bool *created);
 const struct ir_span *ir__span_interned(ir_ctx_t *ctx, const struct ir_loc *loc);
 
 #endif

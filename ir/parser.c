@@ -53,8 +53,13 @@ typedef struct parser {
     ir_module *mod;
     struct ptab {                /* scope: ir_vars by their interned name (open addressing) */
         uint64_t *s;             /* name tag << 48 | ir_var * (0 = empty) */
-        uint32_t cap, len;
+        uint32_t cap, len;       /* len counts the waiting vars too */
+        uint32_t npend;          /* vars of fresh names waiting to enter s (ptab_put_fresh) */
+        ir_var *pend[2048];      /* ... by a hash of their name */
+        ir_var *porder[512];     /* ... in arrival order */
+        uint16_t ppos[512];      /* ... and their index in pend */
     } scope;
+    const char *fresh;           /* the last name tok_intern made (in no scope yet) */
     GR_VEC(undo_ent) undo;
     int log_scope;               /* > 0: record scope changes for restoring */
     gr_map syms;                 /* interned name -> symbolic var */
@@ -427,7 +432,10 @@ static const char *tok_intern(parser *p, const ir_tok *t) {
     /* the hash first: a new name (a definition) then reads no old, cold string */
     if (c && p->icache_h[k] == h && strncmp(c, t->s, t->len) == 0 && c[t->len] == 0) return c;
     p->icache_h[k] = h;
-    return p->icache[k] = ir_intern_n(p->ctx, t->s, t->len);
+    bool created = false;
+    c = p->icache[k] = ir__intern_new(p->ctx, t->s, t->len, &created);
+    if (created) p->fresh = c;
+    return c;
 }
 
 /* The scope table: a slot is the var itself, keyed by its name pointer (8 bytes a slot, not a
@@ -448,6 +456,38 @@ static uint64_t ptab_tag(const char *name) {
 }
 static ir_var *ptab_var(uint64_t slot) { return (ir_var *)(uintptr_t)(slot & PTAB_PTR); }
 
+/* A fresh name (one this parse just interned) is bound in no scope, so binding it needs no
+ * probe of the big table: its var waits in a small cache-resident table (pend) and enters s
+ * with PTAB_PEND_MAX others in one batch, with prefetches (at 1M bindings each probe of s is a
+ * cache miss). Lookups check the waiting vars first: they are the recent definitions. */
+#define PTAB_PEND_SLOTS 2048u
+#define PTAB_PEND_MAX 512u
+static uint32_t ptab_pend_slot(const char *name) {
+    return (uint32_t)(((uint64_t)(uintptr_t)name * 0x9e3779b97f4a7c15ull) >> 53);
+}
+
+static void ptab_flush(struct ptab *t) {
+    uint32_t cap = t->cap, n = t->npend;
+    enum { AHEAD = 16 };
+    for (uint32_t k = 0; k < n && k < AHEAD; k++)
+        __builtin_prefetch(&t->s[ptab_slot_of(t->porder[k]->name, cap)], 1);
+    for (uint32_t k = 0; k < n; k++) {
+        if (k + AHEAD < n) __builtin_prefetch(&t->s[ptab_slot_of(t->porder[k + AHEAD]->name, cap)], 1);
+        ir_var *v = t->porder[k];
+        uint32_t i = ptab_slot_of(v->name, cap);
+        while (t->s[i]) i = i + 1 == cap ? 0 : i + 1; /* a fresh name: not in s */
+        t->s[i] = ptab_tag(v->name) | (uintptr_t)v;
+        t->pend[t->ppos[k]] = NULL;
+    }
+    t->npend = 0;
+}
+
+static ir_var *ptab_pend_get(const struct ptab *t, const char *name) {
+    for (uint32_t i = ptab_pend_slot(name); t->pend[i]; i = (i + 1) & (PTAB_PEND_SLOTS - 1))
+        if (t->pend[i]->name == name) return t->pend[i];
+    return NULL;
+}
+
 static void ptab_init(struct ptab *t, uint32_t want) {
     uint32_t cap = want < 64 ? 64 : want > (1u << 27) ? (1u << 27) : want;
     t->s = ir__zalloc_big(sizeof(*t->s) * cap);
@@ -456,6 +496,7 @@ static void ptab_init(struct ptab *t, uint32_t want) {
 }
 
 static void ptab_put(struct ptab *t, ir_var *v) {
+    if (t->npend) ptab_flush(t);
     if ((uint64_t)(t->len + 1) * 4 >= (uint64_t)t->cap * 3) {
         struct ptab old = *t;
         ptab_init(t, old.cap * 2);
@@ -480,13 +521,34 @@ static uint32_t ptab_find(const struct ptab *t, const char *name) {
     return UINT32_MAX;
 }
 
+/* Binds a name no scope has bound yet (see ptab_flush). */
+static void ptab_put_fresh(struct ptab *t, ir_var *v) {
+    if ((uint64_t)(t->len + 1) * 4 >= (uint64_t)t->cap * 3) {
+        ptab_put(t, v); /* grows (after flushing) */
+        return;
+    }
+    GR_ASSERT(((uintptr_t)v & ~PTAB_PTR) == 0);
+    uint32_t i = ptab_pend_slot(v->name);
+    while (t->pend[i]) i = (i + 1) & (PTAB_PEND_SLOTS - 1);
+    t->pend[i] = v;
+    t->ppos[t->npend] = (uint16_t)i;
+    t->porder[t->npend++] = v;
+    t->len++;
+    if (t->npend == PTAB_PEND_MAX) ptab_flush(t);
+}
+
 static ir_var *ptab_get(const struct ptab *t, const char *name) {
+    if (t->npend) {
+        ir_var *v = ptab_pend_get(t, name);
+        if (v) return v;
+    }
     uint32_t i = ptab_find(t, name);
     return i == UINT32_MAX ? NULL : ptab_var(t->s[i]);
 }
 
 /* Unbinds a name: linear-probing deletion that shifts later members of the run back. */
 static void ptab_del(struct ptab *t, const char *name) {
+    if (t->npend) ptab_flush(t);
     uint32_t cap = t->cap, i = ptab_find(t, name);
     if (i == UINT32_MAX) return;
     for (uint32_t j = i;;) {
@@ -505,6 +567,15 @@ static void ptab_del(struct ptab *t, const char *name) {
 
 static void scope_bind(parser *p, const char *name, ir_var *v) {
     GR_ASSERT(v->name == name);
+    if (name == p->fresh) {
+        p->fresh = NULL;
+        if (p->log_scope > 0) {
+            undo_ent u = {GR_MAP_PTR(name), 0, false};
+            gr_vec_push(&p->undo, u);
+        }
+        ptab_put_fresh(&p->scope, v);
+        return;
+    }
     if (p->log_scope > 0) {
         undo_ent u = {GR_MAP_PTR(name), 0, false};
         u.old = GR_MAP_PTR(ptab_get(&p->scope, name));
@@ -1858,6 +1929,7 @@ static ir_func *parse_def(parser *p, bool module_level, bool is_private, fsig *s
     p->log_scope++;
     if (module_level) {
         if (p->scope.len) {
+            ptab_flush(&p->scope);
             memset(p->scope.s, 0, sizeof(*p->scope.s) * p->scope.cap);
             p->scope.len = 0;
         }
