@@ -1970,7 +1970,7 @@ static ir_func *parse_def(parser *p, bool module_level, bool is_private, fsig *s
         gr_vec_push(&p->vars, v);
     }
     ir_var **pv = IR_NEW_ARRAY(p->ctx, ir_var *, params.len ? params.len : 1);
-    memcpy(pv, p->vars.data, sizeof(ir_var *) * params.len);
+    if (params.len) memcpy(pv, p->vars.data, sizeof(ir_var *) * params.len); /* data is NULL when empty */
     body_ctx bc = {ir_bb_new(p->ctx, &p->tmp), false, false, 0};
     bb = bc.bb;
     ir_bb_set_module(bb, p->mod);
