@@ -26,6 +26,17 @@ void *gr_xcalloc(size_t n, size_t size) {
     if (!p) gr_abort(__FILE__, __LINE__, "out of memory (%zu x %zu bytes)", n, size);
     return p;
 }
+void gr_advise_huge(void *p, size_t n) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (n < 4 * huge) return;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + n) & ~(huge - 1);
+    if (e > a) madvise((void *)a, e - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
 void *gr_xrealloc(void *p, size_t n) {
     void *q = realloc(p, n ? n : 1);
     if (!q) gr_abort(__FILE__, __LINE__, "out of memory (%zu bytes)", n);

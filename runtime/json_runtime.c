@@ -239,26 +239,12 @@ rt_json_graph *rt_json_graph_begin(const char *symbol) {
     return g;
 }
 
-/* A big heap block gets transparent huge pages (like the IR arena's chunks): far fewer
- * first-touch page faults on the multi-megabyte graph buffers. Advice only. */
-static void advise_huge(void *p, size_t n) {
-#ifdef MADV_HUGEPAGE
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    if (n < 4 * huge) return;
-    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + n) & ~(huge - 1);
-    if (e > a) madvise((void *)a, e - a, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)n;
-#endif
-}
-
 #define RESERVE(v, n)                                                              \
     do {                                                                           \
         if ((v).cap < (n)) {                                                       \
             (v).data = gr_xrealloc((v).data, sizeof(*(v).data) * (size_t)(n));     \
             (v).cap = (uint32_t)(n);                                               \
-            advise_huge((v).data, sizeof(*(v).data) * (size_t)(n));                \
+            gr_advise_huge((v).data, sizeof(*(v).data) * (size_t)(n));                \
         }                                                                          \
     } while (0)
 

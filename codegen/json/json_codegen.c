@@ -23,26 +23,12 @@ typedef struct jw {
     size_t len, cap;
 } jw;
 
-/* A big heap block gets transparent huge pages (like the IR arena's chunks): far fewer
- * first-touch page faults on the multi-megabyte graph buffers. Advice only. */
-static void advise_huge(void *p, size_t n) {
-#ifdef MADV_HUGEPAGE
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    if (n < 4 * huge) return;
-    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + n) & ~(huge - 1);
-    if (e > a) madvise((void *)a, e - a, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)n;
-#endif
-}
-
 static void jw_grow(jw *w, size_t n) {
     size_t cap = w->cap ? w->cap : 256;
     while (cap < w->len + n + 1) cap *= 2;
     w->p = gr_xrealloc(w->p, cap);
     w->cap = cap;
-    advise_huge(w->p, cap);
+    gr_advise_huge(w->p, cap);
 }
 
 static inline void jw_raw(jw *w, const char *s, size_t n) {
