@@ -512,6 +512,19 @@ static const rt_json_node *match_xfx(dn_state *S, int e, const rt_json_node *n, 
     return m;
 }
 
+dnnl_alg_kind_t dn_binary_alg(const char *op, bool *commutes) {
+    static const struct { const char *op; dnnl_alg_kind_t alg; bool comm; } B[] = {
+        {"relax.add", dnnl_binary_add, true},      {"relax.multiply", dnnl_binary_mul, true},
+        {"relax.subtract", dnnl_binary_sub, false}, {"relax.divide", dnnl_binary_div, false},
+        {"relax.maximum", dnnl_binary_max, true},  {"relax.minimum", dnnl_binary_min, true}};
+    for (size_t i = 0; i < sizeof(B) / sizeof(B[0]); i++)
+        if (!strcmp(B[i].op, op)) {
+            if (commutes) *commutes = B[i].comm;
+            return B[i].alg;
+        }
+    return dnnl_alg_kind_undef;
+}
+
 /* One post-op step on entry e at consumer n. excl: e must be used only by the step. */
 bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step *ps) {
     memset(ps, 0, sizeof(*ps));
@@ -552,24 +565,18 @@ bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step
     bool first;
     int o = other_operand(S, n, e, &first);
     if (o < 0 || !dn_entry_f32(S, o) || S->ent_val[o] < 0) return false;
-    static const struct { const char *op; dnnl_alg_kind_t alg; bool comm; } B[] = {
-        {"relax.add", dnnl_binary_add, true},      {"relax.multiply", dnnl_binary_mul, true},
-        {"relax.subtract", dnnl_binary_sub, false}, {"relax.divide", dnnl_binary_div, false},
-        {"relax.maximum", dnnl_binary_max, true},  {"relax.minimum", dnnl_binary_min, true}};
-    for (size_t i = 0; i < sizeof(B) / sizeof(B[0]); i++) {
-        if (strcmp(B[i].op, n->name) != 0) continue;
-        if (!first && !B[i].comm) return false;
-        int ond = dn_entry_ndim(S, o);
-        if (ond > nd) return false;
-        const int64_t *os = dn_entry_shape(S, o), *es = dn_entry_shape(S, e);
-        for (int k = 0; k < ond; k++)
-            if (os[k] != 1 && os[k] != es[nd - ond + k]) return false;
-        ps->kind = STEP_BINARY;
-        ps->alg = B[i].alg;
-        ps->src1 = o;
-        return true;
-    }
-    return false;
+    bool comm;
+    dnnl_alg_kind_t alg = dn_binary_alg(n->name, &comm);
+    if (alg == dnnl_alg_kind_undef || (!first && !comm)) return false;
+    int ond = dn_entry_ndim(S, o);
+    if (ond > nd) return false;
+    const int64_t *os = dn_entry_shape(S, o), *es = dn_entry_shape(S, e);
+    for (int k = 0; k < ond; k++)
+        if (os[k] != 1 && os[k] != es[nd - ond + k]) return false;
+    ps->kind = STEP_BINARY;
+    ps->alg = alg;
+    ps->src1 = o;
+    return true;
 }
 
 /* The longest chain of exclusive post-op steps after entry e (at most max). */

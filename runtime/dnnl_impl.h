@@ -120,6 +120,9 @@ gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out);
 int dn_in_entry(dn_state *S, const rt_json_node *n, uint32_t k);
 int dn_arg_entry(dn_state *S, const rt_json_node *n, uint32_t k);
 bool dn_arg_num(const rt_json_node *n, uint32_t k, double *v);
+/* The oneDNN binary algorithm of a relax binary op ("relax.add"; undef for others) and whether
+ * it commutes. */
+dnnl_alg_kind_t dn_binary_alg(const char *op, bool *commutes);
 uint32_t dn_nargs(const rt_json_node *n);
 json_t *dn_attr(const rt_json_node *n, const char *key);
 int64_t dn_attr_int(const rt_json_node *n, const char *key, int64_t dflt);

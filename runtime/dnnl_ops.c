@@ -614,21 +614,18 @@ static gr_status op_elemwise(dn_state *S, const rt_json_node *n) {
     }
     if (x < 0) {
         /* x op x (a square as x * x): one binary primitive reading x twice */
-        static const struct { const char *op; dnnl_alg_kind_t alg; } SAME[] = {
-            {"relax.add", dnnl_binary_add},     {"relax.subtract", dnnl_binary_sub}, {"relax.multiply", dnnl_binary_mul},
-            {"relax.divide", dnnl_binary_div},  {"relax.maximum", dnnl_binary_max},  {"relax.minimum", dnnl_binary_min}};
+        dnnl_alg_kind_t alg = dn_binary_alg(n->name, NULL);
         int a0 = dn_arg_entry(S, n, 0);
-        for (size_t i = 0; i < sizeof(SAME) / sizeof(SAME[0]) && x < 0; i++)
-            if (is_name(n, SAME[i].op) && a0 >= 0 && a0 == dn_arg_entry(S, n, 1) && S->ent_val[a0] >= 0) {
-                memset(&first, 0, sizeof first);
-                first.kind = STEP_BINARY;
-                first.alg = SAME[i].alg;
-                first.src1 = a0;
-                first.nnodes = 1;
-                first.nodes[0] = n;
-                first.out = out_entry(S, n);
-                x = a0;
-            }
+        if (alg != dnnl_alg_kind_undef && a0 >= 0 && a0 == dn_arg_entry(S, n, 1) && S->ent_val[a0] >= 0) {
+            memset(&first, 0, sizeof first);
+            first.kind = STEP_BINARY;
+            first.alg = alg;
+            first.src1 = a0;
+            first.nnodes = 1;
+            first.nodes[0] = n;
+            first.out = out_entry(S, n);
+            x = a0;
+        }
     }
     if (x < 0) return dn_fail(S, n, dnnl_success, "unsupported operands (both broadcast)");
     int xv = S->ent_val[x];
