@@ -28,6 +28,7 @@
 
 #include <jansson.h>
 
+#include "bench/bench_util.h"
 #include "byoc/byoc.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform.h"
@@ -46,22 +47,6 @@ static const model_def MODELS[] = {
     {"rec", "GRAFT_MODEL_REC", {1, 3, 48, 320}},
     {"cls", "GRAFT_MODEL_CLS", {1, 3, 48, 192}},
 };
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof(double), cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static long status_kb(const char *key) {
     FILE *f = fopen("/proc/self/status", "r");
@@ -198,21 +183,21 @@ static int run_model(const model_def *md, int runs, int warmup, bool report, boo
     const char *backends[] = {getenv("BENCH_DNNL_BACKEND") ? getenv("BENCH_DNNL_BACKEND") : "dnnl"};
     byoc_partition_opts po = {0};
     po.notes = &notes;
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     gr_status st = onnx_import_file(ctx, path, &io, &m, &d);
     if (!st) st = ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d);
     if (!st) st = byoc_partition(ctx, opt, backends, 1, &po, &part, &d);
     if (!st) st = rt_exec_new(part, "main", &x, &d);
-    double t_build = now_ms() - t0;
+    double t_build = bench_now_ms() - t0;
     if (!st && artifact) {
         uint8_t *buf = NULL;
         size_t len = 0;
-        t0 = now_ms();
+        t0 = bench_now_ms();
         st = graft_model_build(part, &buf, &len, &d);
-        t_abuild = now_ms() - t0;
-        t0 = now_ms();
+        t_abuild = bench_now_ms() - t0;
+        t0 = bench_now_ms();
         if (!st) st = graft_model_load_buffer(buf, len, &gm, &d);
-        t_aload = now_ms() - t0;
+        t_aload = bench_now_ms() - t0;
         free(buf);
     }
     if (!st) st = rt_npy_load(in_path, &input, &d);
@@ -266,14 +251,14 @@ static int run_model(const model_def *md, int runs, int warmup, bool report, boo
         double g = 0, t_art = 0, o = 0;
         for (int k = 0; k < 3 && !st; k++) {
             int which = ((r + warmup) + k) % 3;
-            double a = now_ms();
+            double a = bench_now_ms();
             if (which == 0) {
                 st = rt_exec_run(x, &arg, 1, &res, &d);
-                g = now_ms() - a;
+                g = bench_now_ms() - a;
                 rt_value_clear(&res);
             } else if (which == 1 && gm) {
                 st = graft_model_run(gm, &arg, 1, &res, &d);
-                t_art = now_ms() - a;
+                t_art = bench_now_ms() - a;
                 rt_value_clear(&res);
             } else if (which == 2) {
                 o = ort_cmd(&op, "run");
@@ -296,7 +281,7 @@ static int run_model(const model_def *md, int runs, int warmup, bool report, boo
         goto done;
     }
     long graft_kb = status_kb("VmHWM") - base_kb;
-    double mg = median(tg, runs), mo = median(to, runs), ma = median(ta, runs);
+    double mg = bench_median(tg, runs), mo = bench_median(to, runs), ma = bench_median(ta, runs);
     printf("%-4s %7d %10.2f %10.2f %7.3f %11.1f %11.1f %8.1f%% %10.2e %7.1fs", md->name, threads, mg, mo, mg / mo,
            (double)graft_kb / 1024.0, (double)ort_kb / 1024.0, total > 0 ? 100.0 * (total - host) / total : 0.0,
            max_abs, t_build / 1e3);

@@ -14,18 +14,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_util.h"
 #include "codegen/llvm/llvm_host.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform.h"
 #include "runtime/executor.h"
 #include "runtime/graft_model.h"
 #include "runtime/plan.h"
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static char *env_model(const char *key) {
     const char *v = getenv(key);
@@ -54,27 +49,17 @@ static gr_status run_gm(void *x, const rt_value *in, uint32_t n, rt_value *out, 
     return graft_model_run(x, in, n, out, d);
 }
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof(double), cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* One timed run; the last one's output is kept in *keep. */
 static double time_one(run_fn fn, void *x, const rt_value *in, rt_value *keep) {
     gr_diag d;
     gr_diag_clear(&d);
     rt_value out = {0};
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     if (fn(x, in, 1, &out, &d) != GR_OK) {
         fprintf(stderr, "run failed: %s\n", d.msg);
         return -1;
     }
-    double t = now_ms() - t0;
+    double t = bench_now_ms() - t0;
     rt_value_clear(keep);
     *keep = out;
     return t;
@@ -125,29 +110,29 @@ static void bench(const char *label, const char *key, int32_t ndim, const int64_
         printf("%-4s error: %s\n", label, d.msg);
         goto done;
     }
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     if (graft_model_build(m, &buf, &len, &d)) {
         printf("%-4s build error: %s\n", label, d.msg);
         goto done;
     }
-    double t_build = now_ms() - t0;
-    t0 = now_ms();
+    double t_build = bench_now_ms() - t0;
+    t0 = bench_now_ms();
     if (graft_model_load_buffer(buf, len, &gm, &d)) {
         printf("%-4s load error: %s\n", label, d.msg);
         goto done;
     }
-    double t_load = now_ms() - t0;
+    double t_load = bench_now_ms() - t0;
     /* graft build: default pipeline, then the artifact */
     uint8_t *buf2 = NULL;
     size_t len2 = 0;
-    t0 = now_ms();
+    t0 = bench_now_ms();
     if (ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d) || graft_model_build(opt, &buf2, &len2, &d) ||
         graft_model_load_buffer(buf2, len2, &gb, &d)) {
         printf("%-4s graft build path error: %s\n", label, d.msg);
         free(buf2);
         goto done;
     }
-    double t_built = now_ms() - t0;
+    double t_built = bench_now_ms() - t0;
     free(buf2);
     rt_tensor *t = rt_tensor_new(IR_DTYPE_F32, ndim, dims);
     float *p = rt_tensor_data(t);
@@ -162,8 +147,8 @@ static void bench(const char *label, const char *key, int32_t ndim, const int64_
         ok = a >= 0 && b >= 0 && c >= 0 && e >= 0;
         if (r >= 0) tr[r] = a, tp[r] = b, tg[r] = c, tb[r] = e;
     }
-    double ms_ref = ok ? median(tr, runs) : -1, ms_px = ok ? median(tp, runs) : -1, ms_gm = ok ? median(tg, runs) : -1;
-    double ms_gb = ok ? median(tb, runs) : -1;
+    double ms_ref = ok ? bench_median(tr, runs) : -1, ms_px = ok ? bench_median(tp, runs) : -1, ms_gm = ok ? bench_median(tg, runs) : -1;
+    double ms_gb = ok ? bench_median(tb, runs) : -1;
     free(tr);
     free(tp);
     free(tg);

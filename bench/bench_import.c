@@ -7,25 +7,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_util.h"
 #include "frontend/onnx/onnx_import.h"
 #include "runtime/executor.h"
 #include "runtime/npy.h"
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof(double), cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* Reads KEY=VALUE from models.env. */
 static int env_get(const char *key, char *out, size_t size) {
@@ -89,12 +74,12 @@ int main(int argc, char **argv) {
         for (int r = 0; r < runs; r++) {
             ir_ctx_t *ctx = ir_ctx_new();
             gr_diag_clear(&d);
-            double t0 = now_ms();
+            double t0 = bench_now_ms();
             if (onnx_import_file(ctx, path, &opts, &mod, &d) != GR_OK) {
                 gr_diag_print(&d);
                 return 1;
             }
-            t_imp[r] = now_ms() - t0;
+            t_imp[r] = bench_now_ms() - t0;
             if (r == runs - 1) keep = ctx;
             else ir_ctx_free(ctx);
         }
@@ -109,17 +94,17 @@ int main(int argc, char **argv) {
         int nrun = runs < 5 ? runs : 5;
         for (int r = 0; r <= nrun; r++) {
             rt_value out = {0};
-            double t0 = now_ms();
+            double t0 = bench_now_ms();
             if (rt_exec_run(x, &in, 1, &out, &d) != GR_OK) {
                 gr_diag_print(&d);
                 return 1;
             }
-            if (r) t_run[r - 1] = now_ms() - t0; /* the first run is a warm-up */
+            if (r) t_run[r - 1] = bench_now_ms() - t0; /* the first run is a warm-up */
             rt_value_clear(&out);
         }
-        double imp = median(t_imp, runs), ort = ort_session_ms(MODELS[m][0], runs);
+        double imp = bench_median(t_imp, runs), ort = ort_session_ms(MODELS[m][0], runs);
         printf("%-5s %11.1f ms %15.1f ms %10.2f %19.1f ms\n", MODELS[m][0], imp, ort,
-               ort > 0 ? imp / ort : 0.0, median(t_run, nrun));
+               ort > 0 ? imp / ort : 0.0, bench_median(t_run, nrun));
         rt_value_clear(&in);
         rt_exec_free(x);
         ir_ctx_free(keep);

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_util.h"
 #include "ir/equal.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -81,16 +82,6 @@ static void generate(const char *path, long n, int spans) {
     fclose(f);
 }
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof(double), cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* Runs in the child: measures every step `repeat` times, writes a result to fd. */
 static int measure(const char *path, long n, int repeat, int fd) {
     result r = {.n = n};
@@ -137,7 +128,7 @@ static int measure(const char *path, long n, int repeat, int fd) {
         t[STEP_WF][k] = now_s() - t0;
         ir_ctx_free(ctx);
     }
-    for (int s = 0; s < NSTEPS; s++) r.sec[s] = median(t[s], repeat);
+    for (int s = 0; s < NSTEPS; s++) r.sec[s] = bench_median(t[s], repeat);
     fclose(devnull);
     if (write(fd, &r, sizeof(r)) != (ssize_t)sizeof(r)) return 1;
     return 0;

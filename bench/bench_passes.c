@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_util.h"
 #include "ir/builder.h"
 #include "ir/op.h"
 #include "ir/transform.h"
@@ -155,11 +156,6 @@ static run_result run_once(uint32_t units, bool spans, bool si) {
     return r;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv) {
     long target = argc > 1 ? atol(argv[1]) : 100000;
     int runs = argc > 2 ? atoi(argv[2]) : 5;
@@ -186,8 +182,8 @@ int main(int argc, char **argv) {
         on[i] = ron.seconds;
         off[i] = roff.seconds;
     }
-    qsort(on, (size_t)runs, sizeof(double), cmp_double);
-    qsort(off, (size_t)runs, sizeof(double), cmp_double);
+    qsort(on, (size_t)runs, sizeof(double), bench_cmp_double);
+    qsort(off, (size_t)runs, sizeof(double), bench_cmp_double);
     double mon = on[runs / 2], moff = off[runs / 2];
     run_result nospan = run_once(units, false, true);
     printf("model: %u bindings (%u units of 11), default pipeline, %d runs each, medians\n", bindings, units, runs);
