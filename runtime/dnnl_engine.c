@@ -965,6 +965,24 @@ static gr_status build(dn_state *S) {
         gr_status st = ann ? dn_composite(S, n, ann) : dn_node(S, n);
         if (st) return st;
     }
+    /* every value a handler bound must have its node's declared shape: the region's output
+     * buffers and the consumers' primitives are sized from the declarations (an x op x with a
+     * declared [1, 1] output of a [1, 91] x would write 91 floats into one) */
+    for (uint32_t e = 0; e < S->nent; e++) {
+        int v = S->ent_val[e];
+        const rt_json_node *n = S->ent_node[e].node;
+        if (v < 0 || !n || n->kind != RT_JSON_KERNEL) continue;
+        uint32_t o = S->ent_node[e].index;
+        const dnnl_memory_desc_t *md = &S->vals.data[v].md;
+        int32_t nd = n->ndims[o];
+        bool ok = nd == 0 ? md->ndims == 1 && md->dims[0] == 1 : md->ndims == nd;
+        for (int32_t k = 0; ok && k < nd; k++) ok = md->dims[k] == n->shapes[o][k];
+        if (!ok) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "output %u does not match its declared shape/dtype", o);
+            return dn_fail(S, n, dnnl_success, msg);
+        }
+    }
     /* heads: written in place when produced plain, else copied */
     for (uint32_t h = 0; h < rt_json_graph_num_heads(g); h++) {
         uint32_t e = rt_json_graph_entry_id(g, rt_json_graph_head(g, h));

@@ -563,7 +563,69 @@ static gr_status op_matmul(dn_state *S, const rt_json_node *n) {
     return finish(S, n, pd, args, na, steps, used, &dst);
 }
 
+/* A primitive of one source value xv (pooling, resampling): the first of (src as it is, dst
+ * as planned), (dst any), (src and dst channels-last) that gets a jit kernel, else the first
+ * one. init builds the op desc for a src / dst pair. */
+typedef dnnl_status_t (*src_desc_fn)(void *desc, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
+                                     const void *ctx);
+static gr_status single_src_create(dn_state *S, const rt_json_node *n, int xv, const dnnl_memory_desc_t *dst, int nd,
+                                   const int64_t *os, src_desc_fn init, const void *ctx, void *desc, const dn_step *steps,
+                                   int k, const char *why, dnnl_primitive_desc_t *pd, int *used, dn_arg *args,
+                                   int *na) {
+    dnnl_memory_desc_t ax[3], ad[3], xcl;
+    dnnl_dims_t od;
+    for (int i = 0; i < nd; i++) od[i] = os[i];
+    int nalt = 0;
+    ax[nalt] = S->vals.data[xv].md;
+    ad[nalt++] = *dst;
+    dnnl_memory_desc_init_by_tag(&ad[nalt], nd, od, dnnl_f32, dnnl_format_tag_any);
+    if (!dnnl_memory_desc_equal(&ad[nalt], dst)) ax[nalt++] = ax[0];
+    dn_channels_last(&xcl, &ax[0]);
+    if (!dnnl_memory_desc_equal(&xcl, &ax[0])) {
+        dnnl_memory_desc_t op;
+        dn_plain_md(&op, nd, os);
+        ax[nalt] = xcl;
+        dn_channels_last(&ad[nalt], &op);
+        nalt++;
+    }
+    dnnl_status_t ds = dnnl_success;
+    gr_status st = GR_OK;
+    int pick = -1, base = *na;
+    *pd = NULL;
+    S->sum_ok = true;
+    for (int t = 0; t <= nalt && !*pd && !st; t++) {
+        int a = t < nalt ? t : 0;
+        if ((ds = init(desc, &ax[a], &ad[a], ctx)) != dnnl_success) break;
+        if (t == nalt) S->ref_why = why;
+        *na = base;
+        ds = try_create(S, n, desc, nd, steps, k, 0, t < nalt, pd, used, args, na, &st);
+        if (ds != dnnl_success) *pd = NULL;
+        else pick = a;
+    }
+    S->sum_ok = false;
+    if (st) return st;
+    if (!*pd) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    if (!dn_pd_is_ref(*pd)) S->ref_why = NULL;
+    int xin;
+    if ((st = dn_as(S, n, xv, &ax[pick], &xin))) {
+        dnnl_primitive_desc_destroy(*pd);
+        return st;
+    }
+    args[(*na)++] = (dn_arg){DNNL_ARG_SRC, xin, ax[pick], NULL};
+    return GR_OK;
+}
+
 /* ---------------------------------------------------------------- pooling ---- */
+
+typedef struct pool_ctx {
+    dnnl_alg_kind_t alg;
+    const int64_t *s, *kk, *d, *pl, *pr;
+} pool_ctx;
+
+static dnnl_status_t pool_init(void *desc, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst, const void *ctx) {
+    const pool_ctx *c = ctx;
+    return dnnl_pooling_v2_forward_desc_init(desc, dnnl_forward_inference, c->alg, src, dst, c->s, c->kk, c->d, c->pl, c->pr);
+}
 
 static gr_status op_pool(dn_state *S, const rt_json_node *n) {
     int x = dn_arg_entry(S, n, 0), xv = -1;
@@ -613,15 +675,14 @@ static gr_status op_pool(dn_state *S, const rt_json_node *n) {
     dnnl_memory_desc_t dst;
     int k = chain_of(S, n, steps, true, nd, os, &dst);
     dnnl_pooling_v2_desc_t desc;
-    dnnl_status_t ds = dnnl_pooling_v2_forward_desc_init(&desc, dnnl_forward_inference, alg, &S->vals.data[xv].md, &dst,
-                                                         s, kk, d, pl, pr);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid pooling");
+    pool_ctx pc = {alg, s, kk, d, pl, pr};
     dn_arg args[4 + DN_MAX_STEPS];
     int na = 0, used;
     dnnl_primitive_desc_t pd;
-    st = fuse_create(S, n, &desc, nd, steps, k, &pd, &used, args, &na);
+    st = single_src_create(S, n, xv, &dst, nd, os, pool_init, &pc, &desc, steps, k,
+                           "no jit pooling for these shapes in any layout tried (src's, dst any, channels-last)", &pd, &used,
+                           args, &na);
     if (st) return st;
-    args[na++] = (dn_arg){DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL};
     return finish(S, n, pd, args, na, steps, used, NULL);
 }
 
@@ -931,6 +992,11 @@ static gr_status op_concat(dn_state *S, const rt_json_node *n) {
 
 /* --------------------------------------------------------------- resize ---- */
 
+static dnnl_status_t resample_init(void *desc, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
+                                   const void *ctx) {
+    return dnnl_resampling_forward_desc_init(desc, dnnl_forward_inference, *(const dnnl_alg_kind_t *)ctx, NULL, src, dst);
+}
+
 static gr_status op_resize(dn_state *S, const rt_json_node *n) {
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = need_val(S, n, x, &xv);
@@ -960,14 +1026,13 @@ static gr_status op_resize(dn_state *S, const rt_json_node *n) {
     dnnl_memory_desc_t dst;
     int k = chain_of(S, n, steps, true, 4, os, &dst);
     dnnl_resampling_desc_t desc;
-    dnnl_status_t ds = dnnl_resampling_forward_desc_init(&desc, dnnl_forward_inference, alg, NULL, &S->vals.data[xv].md, &dst);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid resize");
     dn_arg args[4 + DN_MAX_STEPS];
     int na = 0, used;
     dnnl_primitive_desc_t pd;
-    st = fuse_create(S, n, &desc, 4, steps, k, &pd, &used, args, &na);
+    st = single_src_create(S, n, xv, &dst, 4, os, resample_init, &alg, &desc, steps, k,
+                           "no jit resampling for these shapes in any layout tried (src's, dst any, channels-last)", &pd,
+                           &used, args, &na);
     if (st) return st;
-    args[na++] = (dn_arg){DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL};
     return finish(S, n, pd, args, na, steps, used, NULL);
 }
 
