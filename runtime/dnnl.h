@@ -65,6 +65,17 @@ uint32_t rt_dnnl_num_prims(const void *state);
 /* false when i is out of range; the strings live as long as the state */
 bool rt_dnnl_prim(const void *state, uint32_t i, rt_dnnl_prim_info *out);
 
+/* Per-primitive profiling, process-wide: while fn is set, every region runs its primitives one
+ * at a time (waiting for each) and reports each with its time; fn NULL turns it off. */
+typedef struct rt_dnnl_prim_event {
+    const char *region;           /* the region's symbol */
+    uint32_t index;               /* primitive index in the region */
+    const rt_dnnl_prim_info *info;
+    uint64_t ns;
+} rt_dnnl_prim_event;
+typedef void (*rt_dnnl_profile_fn)(const rt_dnnl_prim_event *ev, void *user);
+void rt_dnnl_set_profiler(rt_dnnl_profile_fn fn, void *user);
+
 /* Process-wide: primitives prepared so far, how many of them on reference kernels, and the
  * last of those ("region 'r', layer 'L': binary ref:any: why") into buf. */
 void rt_dnnl_totals(uint64_t *nprims, uint64_t *nref, char *last_ref, size_t n);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -19,6 +20,19 @@
 static atomic_uint_fast64_t g_nprims, g_nref;
 static pthread_mutex_t g_ref_lock = PTHREAD_MUTEX_INITIALIZER;
 static char g_last_ref[512];
+static _Atomic(rt_dnnl_profile_fn) g_prof_fn;
+static void *_Atomic g_prof_user;
+
+void rt_dnnl_set_profiler(rt_dnnl_profile_fn fn, void *user) {
+    atomic_store(&g_prof_user, user);
+    atomic_store(&g_prof_fn, fn);
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* ------------------------------------------------------------------ threads ---- */
 
@@ -897,23 +911,21 @@ static void dn_release(rt_json_graph *g, void *state) {
     free(S);
 }
 
-/* The distinct span sources of the nodes a primitive computes. */
+static void add_layer(dn_prim *p, const char *src) {
+    if (!src || !*src) return;
+    for (uint32_t j = 0; j < p->layers.len; j++)
+        if (!strcmp(p->layers.data[j], src)) return;
+    gr_vec_push(&p->layers, src);
+}
+
+/* The distinct span sources of the nodes a primitive computes (span entries are [source,
+ * output] pairs or {"source": ...} objects, as the json runtime reads them). */
 static void prim_layers(dn_prim *p) {
     for (uint32_t i = 0; i < p->nodes.len; i++) {
         json_t *sp = json_object_get(p->nodes.data[i]->attrs, "span"), *o;
         size_t k;
-        json_array_foreach(sp, k, o) {
-            const char *src = json_string_value(json_object_get(o, "source"));
-            if (!src || !*src) continue;
-            bool dup = false;
-            for (uint32_t j = 0; j < p->layers.len && !dup; j++) dup = !strcmp(p->layers.data[j], src);
-            if (!dup) gr_vec_push(&p->layers, src);
-        }
-        if (!json_array_size(sp) && p->nodes.data[i]->layer && *p->nodes.data[i]->layer) {
-            bool dup = false;
-            for (uint32_t j = 0; j < p->layers.len && !dup; j++) dup = !strcmp(p->layers.data[j], p->nodes.data[i]->layer);
-            if (!dup) gr_vec_push(&p->layers, p->nodes.data[i]->layer);
-        }
+        json_array_foreach(sp, k, o) add_layer(p, json_string_value(json_is_array(o) ? json_array_get(o, 0) : json_object_get(o, "source")));
+        add_layer(p, p->nodes.data[i]->layer);
     }
 }
 
@@ -1133,8 +1145,19 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
      * more than its primitives (and stall on a busy machine) */
     bool one = S->small && g_threads > 1 && g_set_threads;
     if (one) g_set_threads(1);
-    for (; p < S->prims.len && ds == dnnl_success; p++)
+    rt_dnnl_profile_fn prof = atomic_load(&g_prof_fn);
+    void *prof_user = atomic_load(&g_prof_user);
+    for (; p < S->prims.len && ds == dnnl_success; p++) {
+        uint64_t t0 = prof ? now_ns() : 0;
         ds = dnnl_primitive_execute(S->prims.data[p].prim, S->stream, S->prims.data[p].nargs, S->prims.data[p].exec);
+        if (prof && ds == dnnl_success && (ds = dnnl_stream_wait(S->stream)) == dnnl_success) {
+            uint64_t ns = now_ns() - t0;
+            rt_dnnl_prim_info info;
+            rt_dnnl_prim(S, p, &info);
+            rt_dnnl_prim_event ev = {S->symbol, p, &info, ns};
+            prof(&ev, prof_user);
+        }
+    }
     if (ds == dnnl_success) ds = dnnl_stream_wait(S->stream);
     if (one) g_set_threads(g_threads);
     _mm_setcsr(csr);
