@@ -87,6 +87,8 @@ uint64_t gr_hash_mix(uint64_t h, uint64_t v);
         }                                                                                     \
         (v)->data[(v)->len++] = (x);                                                          \
     } while (0)
+/* &v.data[i], or NULL while v has never held anything (NULL + 0 is undefined behaviour). */
+#define gr_vec_at(v, i) ((v).data ? (v).data + (i) : NULL)
 #define gr_vec_free(v) do { free((v)->data); (v)->data = NULL; (v)->len = (v)->cap = 0; } while (0)
 
 /* malloc/realloc that abort on failure (for heap scratch space; user input never triggers it). */

@@ -961,7 +961,7 @@ static const ir_sinfo *sinfo_tensor(parser *p, const ir_tok *at) {
     if (ndims >= 0) {
         if (ndim >= 0 && ndim != ndims)
             return perr(p, at, GR_ERR_PARSE, "ndim=%" PRId64 " does not match a shape of rank %d", ndim, ndims);
-        r = ir_sinfo_tensor(p->ctx, dt, ndims, p->pstack.data + mark);
+        r = ir_sinfo_tensor(p->ctx, dt, ndims, gr_vec_at(p->pstack, mark));
     } else {
         r = ir_sinfo_tensor(p->ctx, dt, (int32_t)ndim, NULL);
     }
@@ -994,7 +994,7 @@ static const ir_sinfo *parse_sinfo_inner(parser *p) {
     if (tok_is(&k, "Tuple")) {
         uint32_t mark = p->sstack.len, n = 0;
         if (accept_p(p, '(') && !sinfo_list(p, ')', &n)) return NULL;
-        const ir_sinfo *r = ir_sinfo_tuple(p->ctx, n, p->sstack.data + mark);
+        const ir_sinfo *r = ir_sinfo_tuple(p->ctx, n, gr_vec_at(p->sstack, mark));
         p->sstack.len = mark;
         return r;
     }
@@ -1011,7 +1011,7 @@ static const ir_sinfo *parse_sinfo_inner(parser *p) {
             uint32_t mark = p->pstack.len;
             int nd = prim_list(p, '[', ']');
             if (nd < 0) return NULL;
-            r = ir_sinfo_shape(p->ctx, nd, p->pstack.data + mark);
+            r = ir_sinfo_shape(p->ctx, nd, gr_vec_at(p->pstack, mark));
             p->pstack.len = mark;
         }
         accept_p(p, ',');
@@ -1056,7 +1056,7 @@ static const ir_sinfo *parse_sinfo_inner(parser *p) {
         if (!ret) return NULL;
         accept_p(p, ',');
         if (!expect_p(p, ')', "to close R.Callable(")) return NULL;
-        const ir_sinfo *r = ir_sinfo_func(p->ctx, n, p->sstack.data + mark, ret);
+        const ir_sinfo *r = ir_sinfo_func(p->ctx, n, gr_vec_at(p->sstack, mark), ret);
         p->sstack.len = mark;
         return r;
     }
@@ -1108,7 +1108,7 @@ static bool parse_attr(parser *p, ir_attr *out) {
             if (!accept_p(p, ',')) break;
         }
         if (ok) ok = expect_p(p, close, "to close the list");
-        if (ok) *out = ir_attr_array(p->ctx, p->vstack.len - mark, p->vstack.data + mark);
+        if (ok) *out = ir_attr_array(p->ctx, p->vstack.len - mark, gr_vec_at(p->vstack, mark));
         p->vstack.len = mark;
     } else if (is_p(&t, '{')) {
         skip(p);
@@ -1127,7 +1127,7 @@ static bool parse_attr(parser *p, ir_attr *out) {
         if (ok) ok = expect_p(p, '}', "to close the dict");
         if (ok) {
             uint32_t n = p->vstack.len - mark;
-            *out = ir_attr_array(p->ctx, n, p->vstack.data + mark);
+            *out = ir_attr_array(p->ctx, n, gr_vec_at(p->vstack, mark));
             out->kind = IR_ATTR_MAP;
             out->u.arr.n = n / 2;
         }
@@ -1241,7 +1241,7 @@ static ir_expr *call_args_generic(parser *p, ir_expr *callee) {
         if (!accept_p(p, ',')) break;
     }
     if (!expect_p(p, ')', "to close the call")) return NULL;
-    ir_call *c = ir_call_new(p->ctx, callee, p->estack.len - mark, p->estack.data + mark, NULL, 0,
+    ir_call *c = ir_call_new(p->ctx, callee, p->estack.len - mark, gr_vec_at(p->estack, mark), NULL, 0,
                              NULL, NULL);
     p->estack.len = mark;
     return &c->base;
@@ -1323,8 +1323,8 @@ static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
     const ir_attrs *attrs = NULL;
     uint32_t nk = p->kstack.len - kmark;
     if (nk || def->nattrs) {
-        const ir_attrs *given = nk ? ir_attrs_new(p->ctx, nk, p->kstack.data + kmark,
-                                                  p->vstack.data + vmark) : NULL;
+        const ir_attrs *given = nk ? ir_attrs_new(p->ctx, nk, gr_vec_at(p->kstack, kmark),
+                                                  gr_vec_at(p->vstack, vmark)) : NULL;
         CLEAR_TMP(p);
         if (ir_op_attrs_normalize(p->ctx, def, given, &attrs, &p->tmp) != GR_OK) {
             perr(p, at, GR_ERR_PARSE, "%s", p->tmp.msg);
@@ -1332,11 +1332,11 @@ static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
         }
     }
     ir_call *c = ir_call_new(p->ctx, &ir_op_get_def(p->ctx, def)->base, nargs,
-                             p->estack.data + emark, attrs, p->sstack.len - smark,
-                             p->sstack.data + smark, NULL);
+                             gr_vec_at(p->estack, emark), attrs, p->sstack.len - smark,
+                             gr_vec_at(p->sstack, smark), NULL);
     if (p->written_attrs && nk)
         gr_map_put(p->written_attrs, GR_MAP_PTR(c),
-                   GR_MAP_PTR(ir_attrs_new(p->ctx, nk, p->kstack.data + kmark, p->vstack.data + vmark)));
+                   GR_MAP_PTR(ir_attrs_new(p->ctx, nk, gr_vec_at(p->kstack, kmark), gr_vec_at(p->vstack, vmark))));
     result = &c->base;
 out:
     p->estack.len = emark;
@@ -1388,7 +1388,7 @@ static ir_expr *dotted(parser *p) {
         uint32_t mark = p->pstack.len;
         int nd = prim_list(p, '[', ']');
         if (nd < 0 || !expect_p(p, ')', "to close R.shape(")) return NULL;
-        ir_shape_expr *s = ir_shape_expr_new(p->ctx, (uint32_t)nd, p->pstack.data + mark, NULL);
+        ir_shape_expr *s = ir_shape_expr_new(p->ctx, (uint32_t)nd, gr_vec_at(p->pstack, mark), NULL);
         p->pstack.len = mark;
         return &s->base;
     }
@@ -1419,7 +1419,7 @@ static ir_expr *dotted(parser *p) {
             if (!accept_p(p, ',')) break;
         }
         if (!expect_p(p, ')', "to close R.tuple(")) return NULL;
-        ir_tuple *t = ir_tuple_new(p->ctx, p->estack.len - mark, p->estack.data + mark, NULL);
+        ir_tuple *t = ir_tuple_new(p->ctx, p->estack.len - mark, gr_vec_at(p->estack, mark), NULL);
         p->estack.len = mark;
         return &t->base;
     }
@@ -1461,7 +1461,7 @@ static ir_expr *primary(parser *p) {
             p->estack.len = mark;
             return e;
         }
-        ir_tuple *tp = ir_tuple_new(p->ctx, n, p->estack.data + mark, NULL);
+        ir_tuple *tp = ir_tuple_new(p->ctx, n, gr_vec_at(p->estack, mark), NULL);
         p->estack.len = mark;
         return &tp->base;
     }
