@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "ir/status.h"
@@ -96,6 +97,8 @@ void *gr_xmalloc(size_t n);
 void *gr_xcalloc(size_t n, size_t size);
 void *gr_xrealloc(void *p, size_t n);
 char *gr_xstrdup(const char *s);
+/* True when the open stream is a directory (fopen accepts one; every read then fails). */
+bool gr_is_dir(FILE *f);
 /* Transparent-huge-page advice for the 2 MiB-aligned part of a big heap block (>= 8 MiB): far
  * fewer first-touch page faults on multi-megabyte buffers. Advice only. */
 void gr_advise_huge(void *p, size_t n);

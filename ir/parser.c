@@ -2397,6 +2397,12 @@ gr_status ir_parse_file(ir_ctx_t *ctx, const char *path, ir_module **out, gr_dia
         gr_diag_set_file(diag, path);
         return GR_ERR_IO;
     }
+    if (gr_is_dir(f)) {
+        fclose(f);
+        gr_diag_set(diag, GR_ERR_IO, "%s: is a directory, not a file", path);
+        gr_diag_set_file(diag, path);
+        return GR_ERR_IO;
+    }
     ir_sbuf b = {0};
     char chunk[65536];
     size_t n;

@@ -548,6 +548,11 @@ gr_status onnx_import_buffer(ir_ctx_t *ctx, const char *name, const uint8_t *buf
     *out = NULL;
     if (opts && opts->wanted) opts->wanted->n = 0;
     const char *file = name ? name : "<buffer>";
+    if (len == 0) {
+        gr_status st = gr_diag_set(diag, GR_ERR_INVALID, "empty file (0 bytes): not an ONNX model");
+        gr_diag_set_file(diag, file);
+        return st;
+    }
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
     if (!m) {
         gr_status st = gr_diag_set(diag, GR_ERR_INVALID,
