@@ -57,9 +57,11 @@ all: $(BUILD)/graft $(BUILD)/libgraft.a $(BUILD)/libgraft.so
 deps:
 	@bash scripts/deps.sh
 
-# Real models (PP-OCR) and ONNX Runtime reference outputs, cached in build/third_party.
+# Real models (PP-OCR), the exported recurrent test models, and their ONNX Runtime reference
+# outputs, cached in build/third_party.
 models: deps
 	@bash scripts/fetch_models.sh
+	@bash scripts/fetch_rnn_models.sh
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

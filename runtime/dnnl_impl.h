@@ -155,4 +155,7 @@ gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann);
 /* One step as its own primitive on value v (post-ops oneDNN would not fuse). */
 gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step *st, int *out);
 
+/* dnnl_rnn.c: relax.nn.lstm / gru / rnn as one oneDNN RNN primitive. */
+gr_status dn_rnn(dn_state *S, const rt_json_node *n);
+
 #endif
