@@ -97,6 +97,13 @@ static const ir_attr_field A_scatter_nd[] = {F("reduction", STR, "\"update\"")};
 static const ir_attr_field A_one_hot[] = {F("depth", INT, NULL), F("axis", INT, "-1")};
 static const ir_attr_field A_repeat[] = {F("repeats", INT, NULL), F("axis", INT, "None")};
 static const ir_attr_field A_trilu[] = {F("k", INT, "0")};
+/* ONNX coverage (ops2) */
+static const ir_attr_field A_rnn[] = {
+    F("hidden_size", INT, NULL), F("direction", STR, "\"forward\""), F("layout", INT, "0"),
+    F("clip", FLOAT, "0.0"), F("input_forget", BOOL, "False"),
+    F("linear_before_reset", BOOL, "False")};
+static const ir_attr_field A_einsum[] = {F("subscripts", STR, NULL)};
+static const ir_attr_field A_reverse_sequence[] = {F("batch_axis", INT, "1"), F("time_axis", INT, "0")};
 
 #undef F
 
@@ -237,6 +244,13 @@ static const ir_attr_field A_trilu[] = {F("k", INT, "0")};
     X(FULL, "full", 2, 2, IR_OPF_CREATION, ATTRS(A_dtype_void), ir__infer_full)             \
     X(ARANGE, "arange", 3, 3, IR_OPF_CREATION, ATTRS(A_dtype_i64), ir__infer_arange)        \
     X(SHAPE_OF, "shape_of", 1, 1, 0, NOATTRS, ir__infer_shape_of)                           \
+    /* ONNX coverage (ops2) */                                                             \
+    X(LSTM, "nn.lstm", 3, 8, 0, ATTRS(A_rnn), ir__infer_rnn)                                \
+    X(GRU, "nn.gru", 3, 6, 0, ATTRS(A_rnn), ir__infer_rnn)                                  \
+    X(RNN, "nn.rnn", 3, 6, 0, ATTRS(A_rnn), ir__infer_rnn)                                  \
+    X(EINSUM, "einsum", 1, 1, 0, ATTRS(A_einsum), ir__infer_einsum)                         \
+    X(REVERSE_SEQUENCE, "reverse_sequence", 2, 2, 0, ATTRS(A_reverse_sequence),             \
+      ir__infer_reverse_sequence)                                                           \
     X(CALL_DPS_PACKED, "call_dps_packed", 1, 2, IR_OPF_CALL_LIKE, NOATTRS,                  \
       ir__infer_call_like)                                                                  \
     X(CALL_TIR, "call_tir", 1, 3, IR_OPF_CALL_LIKE, NOATTRS, ir__infer_call_like)

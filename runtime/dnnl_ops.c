@@ -1300,6 +1300,10 @@ static const struct {
     {"relax.expand_dims", op_reshape},
     {"relax.permute_dims", op_permute},
     {"relax.strided_slice", op_strided_slice},
+    /* ONNX coverage (ops2): recurrent layers (dnnl_rnn.c) */
+    {"relax.nn.lstm", dn_rnn},
+    {"relax.nn.gru", dn_rnn},
+    {"relax.nn.rnn", dn_rnn},
 };
 
 bool dn_is_anchor_op(const rt_json_node *n) {

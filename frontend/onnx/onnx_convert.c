@@ -104,6 +104,21 @@ static const onnx_op_entry op_table[] = {
     {"Expand", 8, INT16_MAX, onnx_cv_expand, NULL},
     {"Tile", 6, INT16_MAX, onnx_cv_tile, NULL},
     {"Range", 11, INT16_MAX, onnx_cv_range, onnx_fold_range},
+    /* ONNX coverage (ops2) */
+    {"LSTM", 7, INT16_MAX, onnx_cv_rnn, NULL},
+    {"GRU", 7, INT16_MAX, onnx_cv_rnn, NULL},
+    {"RNN", 7, INT16_MAX, onnx_cv_rnn, NULL},
+    {"ReverseSequence", 10, INT16_MAX, onnx_cv_reverse_sequence, NULL},
+    {"InstanceNormalization", 6, INT16_MAX, onnx_cv_instance_norm, NULL},
+    {"MeanVarianceNormalization", 9, INT16_MAX, onnx_cv_mvn, NULL},
+    {"LRN", ANY, onnx_cv_lrn, NULL},
+    {"DepthToSpace", ANY, onnx_cv_depth_space, NULL},
+    {"SpaceToDepth", ANY, onnx_cv_depth_space, NULL},
+    {"Einsum", 12, INT16_MAX, onnx_cv_einsum, NULL},
+    {"HannWindow", 17, INT16_MAX, onnx_cv_window, onnx_fold_window},
+    {"HammingWindow", 17, INT16_MAX, onnx_cv_window, onnx_fold_window},
+    {"BlackmanWindow", 17, INT16_MAX, onnx_cv_window, onnx_fold_window},
+    {"MelWeightMatrix", 17, INT16_MAX, onnx_cv_mel, onnx_fold_mel},
 };
 #undef ANY
 

@@ -201,7 +201,10 @@ const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i);
     X(conv) X(conv_transpose) X(batch_norm) X(layer_norm) X(pool) X(global_pool) X(resize)    \
     X(pad)                                                                                    \
     X(constant) X(constant_of_shape) X(shape) X(gather) X(concat) X(split) X(slice)           \
-    X(reshape) X(flatten) X(transpose) X(squeeze) X(unsqueeze) X(expand) X(tile) X(range)
+    X(reshape) X(flatten) X(transpose) X(squeeze) X(unsqueeze) X(expand) X(tile) X(range)       \
+    /* ONNX coverage (ops2) */                                                                \
+    X(rnn) X(reverse_sequence) X(instance_norm) X(mvn) X(lrn) X(depth_space) X(einsum)        \
+    X(window) X(mel)
 #define ONNX_DECLARE_CV(n) gr_status onnx_cv_##n(onnx_cv *cv);
 ONNX_CONVERTERS(ONNX_DECLARE_CV)
 #undef ONNX_DECLARE_CV
@@ -216,7 +219,9 @@ int onnx_reshape_dims(onnx_cv *cv, const ir_prim *const *in, int32_t rank, const
 /* ---- folders (onnx_fold.c): evaluate cheap nodes on known inputs at import ---- */
 #define ONNX_FOLDERS(X)                                                                       \
     X(generic) X(cast) X(identity) X(constant_of_shape) X(shape) X(size) X(gather) X(concat) X(slice) \
-    X(reshape) X(range)
+    X(reshape) X(range)                                                                       \
+    /* ONNX coverage (ops2) */                                                                \
+    X(window) X(mel)
 #define ONNX_DECLARE_FOLD(n) int onnx_fold_##n(onnx_cv *cv);
 ONNX_FOLDERS(ONNX_DECLARE_FOLD)
 #undef ONNX_DECLARE_FOLD
