@@ -115,5 +115,12 @@ IR__INFER(ir__infer_tensor_to_shape);
 IR__INFER(ir__infer_reduce);
 IR__INFER(ir__infer_cumsum);
 IR__INFER(ir__infer_argmax);
+/* op_infer_index.c (ONNX coverage, ops1) */
+IR__INFER(ir__infer_binary_int);
+IR__INFER(ir__infer_topk);
+IR__INFER(ir__infer_nonzero);
+IR__INFER(ir__infer_unique);
+IR__INFER(ir__infer_nll_loss);
+IR__INFER(ir__infer_det);
 
 #endif

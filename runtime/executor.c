@@ -462,7 +462,7 @@ static gr_status compile_dps(rt_exec_t *x, rt_plan *p, cseq *cs, const ir_call *
     rt_outspec *os = PA_NEW_ARRAY(x, rt_outspec, nout);
     for (uint32_t i = 0; i < nout; i++) {
         const ir_sinfo *s = outs[i];
-        if (s->kind != IR_SINFO_TENSOR || s->ndim < 0 || !s->dims || ir_dtype_is_void(s->dtype) ||
+        if (s->kind != IR_SINFO_TENSOR || s->ndim < 0 || (s->ndim > 0 && !s->dims) || ir_dtype_is_void(s->dtype) ||
             s->ndim > RT_MAX_NDIM) {
             char buf[256];
             ir_sinfo_snprint(s, buf, sizeof buf);
