@@ -119,5 +119,12 @@ IR__INFER(ir__infer_argmax);
 IR__INFER(ir__infer_rnn);          /* op_infer_rnn.c */
 IR__INFER(ir__infer_einsum);       /* op_infer_einsum.c */
 IR__INFER(ir__infer_reverse_sequence);
+/* op_infer_index.c (ONNX coverage, ops1) */
+IR__INFER(ir__infer_binary_int);
+IR__INFER(ir__infer_topk);
+IR__INFER(ir__infer_nonzero);
+IR__INFER(ir__infer_unique);
+IR__INFER(ir__infer_nll_loss);
+IR__INFER(ir__infer_det);
 
 #endif

@@ -88,6 +88,8 @@ typedef struct onnx_op_entry {
 
 /* onnx_convert.c: the table. */
 const onnx_op_entry *onnx_op_find(const char *op_type, int64_t opset);
+/* Why a standard op stays unsupported on purpose (strings, random numbers, training), or NULL. */
+const char *onnx_op_unsupported_reason(const char *op_type);
 
 /* ---- onnx_tensor.c ---- */
 /* ONNX TensorProto.DataType -> dtype; false for unsupported (string, complex, ...). */
@@ -205,8 +207,15 @@ const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i);
     /* ONNX coverage (ops2) */                                                                \
     X(rnn) X(reverse_sequence) X(instance_norm) X(mvn) X(lrn) X(depth_space) X(einsum)        \
     X(window) X(mel)
+/* ONNX coverage (ops1): onnx_convert_index.c, onnx_convert_quant.c */
+#define ONNX_CONVERTERS_OPS1(X)                                                               \
+    X(unary_more) X(binary_more) X(isinf) X(celu) X(shrink) X(det) X(argmax) X(topk)         \
+    X(hardmax) X(one_hot) X(gather_elements) X(gather_nd) X(scatter_elements) X(scatter_nd)  \
+    X(nonzero) X(compress) X(unique) X(trilu) X(eye_like) X(nll_loss) X(softmax_ce)          \
+    X(quantize) X(dequantize) X(dynamic_quantize) X(matmul_integer) X(qlinear_matmul)
 #define ONNX_DECLARE_CV(n) gr_status onnx_cv_##n(onnx_cv *cv);
 ONNX_CONVERTERS(ONNX_DECLARE_CV)
+ONNX_CONVERTERS_OPS1(ONNX_DECLARE_CV)
 #undef ONNX_DECLARE_CV
 
 /* Shared shape rules (onnx_convert_shape.c). */
