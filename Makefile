@@ -57,9 +57,12 @@ all: $(BUILD)/graft $(BUILD)/libgraft.a $(BUILD)/libgraft.so
 deps:
 	@bash scripts/deps.sh
 
-# Real models (PP-OCR) and ONNX Runtime reference outputs, cached in build/third_party.
+# Real models (PP-OCR; the zoo and the recurrent test models exported by python3-torch) and
+# ONNX Runtime reference outputs, cached in build/third_party.
 models: deps
 	@bash scripts/fetch_models.sh
+	@bash scripts/fetch_zoo.sh
+	@bash scripts/fetch_rnn_models.sh
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -131,7 +134,7 @@ demo: deps models
 	@$(MAKE) --no-print-directory all
 	bash scripts/demo.sh $(BUILD)/graft
 
-bench: deps
+bench: deps models
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	bash scripts/bench.sh $(BUILD)
 

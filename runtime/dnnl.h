@@ -54,6 +54,7 @@ typedef struct rt_dnnl_stats {
     uint32_t npostops;            /* post-ops fused (bias counts as one) */
     uint32_t nfused_nodes;        /* kernel nodes folded into another node's primitive */
     uint32_t ncomposites;         /* fused composites built from their annotation */
+    uint32_t ncollapsed;          /* batched matmuls with shared weights run as one 2-D GEMM */
     size_t arena_bytes;           /* planned intermediate memory */
     size_t naive_bytes;           /* sum of all intermediate sizes (no reuse) */
     size_t scratch_bytes;

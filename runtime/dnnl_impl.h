@@ -174,4 +174,7 @@ gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step 
 gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first, int xv, const dn_step *steps, int k,
                        int kmin, bool consume, int *out, int *kused);
 
+/* dnnl_rnn.c: relax.nn.lstm / gru / rnn as one oneDNN RNN primitive. */
+gr_status dn_rnn(dn_state *S, const rt_json_node *n);
+
 #endif

@@ -178,6 +178,47 @@ Test(dnnl_engine, matmul) {
     dt_free(&g);
 }
 
+/* Matmuls whose weights have no batch run as one GEMM over batch * rows (the primitive sees
+ * 2-D views): sequence-first 128x1x32 . 32x48 with bias, gelu and a full residual; a 4-D
+ * input with 3-D weights of batch 1 and a per-column multiply. A post-op operand varying along
+ * the batch keeps the batched form. All against the reference engine. */
+Test(dnnl_engine, matmul_collapse_rows) {
+    dt_graph g;
+    dt_init(&g, 31);
+    int x = dt_input(&g, 3, S3(128, 1, 32)), r = dt_input(&g, 3, S3(128, 1, 48));
+    int w = dt_const(&g, 2, S2(32, 48)), b = dt_const(&g, 1, S1(48));
+    int mm = dt_op(&g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(x, w), NULL, 3, S3(128, 1, 48), NULL);
+    int a = dt_op(&g, "relax.add", NULL, 2, IN(mm, b), NULL, 3, S3(128, 1, 48), NULL);
+    int ge = dt_op(&g, "relax.nn.gelu", NULL, 1, IN(a), NULL, 3, S3(128, 1, 48), NULL);
+    int res = dt_op(&g, "relax.add", NULL, 2, IN(ge, r), NULL, 3, S3(128, 1, 48), NULL);
+    int x4 = dt_input(&g, 4, S4(2, 3, 5, 16)), w3 = dt_const(&g, 3, S3(1, 16, 8)), col = dt_const(&g, 1, S1(8));
+    int m4 = dt_op(&g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(x4, w3), NULL, 4, S4(2, 3, 5, 8), NULL);
+    int mu = dt_op(&g, "relax.multiply", NULL, 2, IN(m4, col), NULL, 4, S4(2, 3, 5, 8), NULL);
+    int xb = dt_input(&g, 3, S3(3, 4, 16)), wb = dt_const(&g, 2, S2(16, 8)), per = dt_input(&g, 3, S3(3, 1, 8));
+    int mb = dt_op(&g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(xb, wb), NULL, 3, S3(3, 4, 8), NULL);
+    int mp = dt_op(&g, "relax.multiply", NULL, 2, IN(mb, per), NULL, 3, S3(3, 4, 8), NULL);
+    dt_head(&g, res);
+    dt_head(&g, mu);
+    dt_head(&g, mp);
+    char posts[300];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]},{\"out\":[%d,0],\"src\":[%d,0]}]", a, b,
+             ge, res, r);
+    dt_composite(&g, "dnnl.matmul_bias_gelu_add", mm, 4, IN(mm, a, ge, res), posts);
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]}]", mu, col);
+    dt_composite(&g, "dnnl.matmul_mul", m4, 2, IN(m4, mu), posts);
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]}]", mp, per);
+    dt_composite(&g, "dnnl.matmul_mul", mb, 2, IN(mb, mp), posts);
+    dt_check(&g);
+    rt_dnnl_stats st;
+    gr_diag d = {0};
+    cr_assert_eq(dt_stats(&g, &st, &d), GR_OK, "%s", d.msg);
+    cr_expect_eq(st.ncollapsed, 2, "matmuls collapsed to one GEMM: %u", st.ncollapsed);
+    /* the collapsed products keep their 4 post-ops on every ISA; AVX2's gemm:jit takes the
+     * per-batch multiply only as a primitive of its own */
+    cr_expect_geq(st.npostops, 4, "post-ops: %u", st.npostops);
+    dt_free(&g);
+}
+
 Test(dnnl_engine, pools) {
     dt_graph g;
     dt_init(&g, 9);
