@@ -642,6 +642,10 @@ static gr_status compile_binding(px_build *pb, uint32_t i) {
             in->args = gr_xcalloc(1, sizeof(px_opd));
             return compile_opd(pb, c->args[1], in->args, span);
         }
+        if (strcmp(def->name, "relax.call_tir") == 0) {
+            char why[256];
+            return bfail(pb, span, GR_ERR_UNSUPPORTED, "%s", ir_call_tir_refusal(pb->x->m, c, why, sizeof why));
+        }
         rt_kernel_fn k = (def->flags & IR_OPF_CALL_LIKE) ? NULL : rt_kernel_find(def);
         if (!k)
             return bfail(pb, span, GR_ERR_UNSUPPORTED, "op %s has no reference kernel",

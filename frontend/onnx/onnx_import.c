@@ -165,9 +165,14 @@ static gr_status check_supported(onnx_importer *imp, const Onnx__GraphProto *g) 
         count++;
         if (k < sizeof(list) - 1) {
             int w;
+            const char *why = onnx_op_unsupported_reason(n->op_type);
             if (node_domain_ok(n))
-                w = snprintf(list + k, sizeof(list) - k, "%s'%s' (%s, opset %lld)", count > 1 ? ", " : "",
-                             node_layer(imp, n), n->op_type, (long long)imp->opset);
+                w = snprintf(list + k, sizeof(list) - k, "%s'%s' (%s, opset %lld)%s%s", count > 1 ? ", " : "",
+                             node_layer(imp, n), n->op_type, (long long)imp->opset, why ? ": " : "",
+                             why ? why : "");
+            else if (why)
+                w = snprintf(list + k, sizeof(list) - k, "%s'%s' (%s, domain %s): %s", count > 1 ? ", " : "",
+                             node_layer(imp, n), n->op_type, n->domain, why);
             else
                 w = snprintf(list + k, sizeof(list) - k, "%s'%s' (%s, domain %s)", count > 1 ? ", " : "",
                              node_layer(imp, n), n->op_type, n->domain);
