@@ -119,6 +119,9 @@ IR__INFER(ir__infer_argmax);
 IR__INFER(ir__infer_rnn);          /* op_infer_rnn.c */
 IR__INFER(ir__infer_einsum);       /* op_infer_einsum.c */
 IR__INFER(ir__infer_reverse_sequence);
+IR__INFER(ir__infer_conv3d);       /* op_infer_nn.c */
+IR__INFER(ir__infer_conv3d_transpose);
+IR__INFER(ir__infer_pool3d);
 /* op_infer_index.c (ONNX coverage, ops1) */
 IR__INFER(ir__infer_binary_int);
 IR__INFER(ir__infer_topk);

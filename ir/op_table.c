@@ -103,6 +103,21 @@ static const ir_attr_field A_rnn[] = {
     F("clip", FLOAT, "0.0"), F("input_forget", BOOL, "False"),
     F("linear_before_reset", BOOL, "False")};
 static const ir_attr_field A_einsum[] = {F("subscripts", STR, NULL)};
+static const ir_attr_field A_conv3d[] = {
+    F("strides", ARRAY, "[1, 1, 1]"), F("padding", ARRAY, "[0, 0, 0, 0, 0, 0]"),
+    F("dilation", ARRAY, "[1, 1, 1]"), F("groups", INT, "1"), F("data_layout", STR, "\"NCDHW\""),
+    F("kernel_layout", STR, "\"OIDHW\""), F("out_layout", STR, "\"NCDHW\""),
+    F("out_dtype", DTYPE, "\"void\"")};
+static const ir_attr_field A_conv3d_transpose[] = {
+    F("strides", ARRAY, "[1, 1, 1]"), F("padding", ARRAY, "[0, 0, 0, 0, 0, 0]"),
+    F("output_padding", ARRAY, "[0, 0, 0]"), F("dilation", ARRAY, "[1, 1, 1]"), F("groups", INT, "1"),
+    F("data_layout", STR, "\"NCDHW\""), F("kernel_layout", STR, "\"IODHW\""),
+    F("out_layout", STR, "\"NCDHW\""), F("out_dtype", DTYPE, "\"void\"")};
+static const ir_attr_field A_pool3d[] = {
+    F("pool_size", ARRAY, "[1, 1, 1]"), F("strides", ARRAY, "[1, 1, 1]"),
+    F("dilation", ARRAY, "[1, 1, 1]"), F("padding", ARRAY, "[0, 0, 0, 0, 0, 0]"),
+    F("ceil_mode", BOOL, "False"), F("count_include_pad", BOOL, "False"),
+    F("layout", STR, "\"NCDHW\""), F("out_layout", STR, "\"NCDHW\"")};
 static const ir_attr_field A_reverse_sequence[] = {F("batch_axis", INT, "1"), F("time_axis", INT, "0")};
 /* ONNX coverage (ops1) */
 static const ir_attr_field A_topk[] = {
@@ -258,6 +273,11 @@ static const ir_attr_field A_unique[] = {F("sorted", BOOL, "True"), F("axis", IN
     X(EINSUM, "einsum", 1, 1, 0, ATTRS(A_einsum), ir__infer_einsum)                         \
     X(REVERSE_SEQUENCE, "reverse_sequence", 2, 2, 0, ATTRS(A_reverse_sequence),             \
       ir__infer_reverse_sequence)                                                           \
+    X(CONV3D, "nn.conv3d", 2, 2, 0, ATTRS(A_conv3d), ir__infer_conv3d)                      \
+    X(CONV3D_TRANSPOSE, "nn.conv3d_transpose", 2, 2, 0, ATTRS(A_conv3d_transpose),          \
+      ir__infer_conv3d_transpose)                                                           \
+    X(MAX_POOL3D, "nn.max_pool3d", 1, 1, 0, ATTRS(A_pool3d), ir__infer_pool3d)              \
+    X(AVG_POOL3D, "nn.avg_pool3d", 1, 1, 0, ATTRS(A_pool3d), ir__infer_pool3d)              \
     /* ONNX coverage (ops1) */                                                             \
     X(MOD, "mod", 2, 2, BC, NOATTRS, ir__infer_binary_arith)                                \
     X(FLOOR_MOD, "floor_mod", 2, 2, BC, NOATTRS, ir__infer_binary_arith)                    \
