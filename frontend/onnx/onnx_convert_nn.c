@@ -248,8 +248,7 @@ gr_status onnx_cv_pool(onnx_cv *cv) {
     bool is_max = !strcmp(cv->node->op_type, "MaxPool");
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
-    if (cv->nout > 1 && cv->node->output[1] && *cv->node->output[1])
-        return cv_fail(cv, GR_ERR_UNSUPPORTED, "the Indices output");
+    bool indices = cv->nout > 1 && cv->node->output[1] && *cv->node->output[1];
     int32_t rank = cv_rank(cv, 0);
     if (rank < 3 || rank > 5)
         return cv_fail(cv, GR_ERR_UNSUPPORTED, "%d-D input (supported: 3-D to 5-D)", (int)rank);
@@ -261,6 +260,10 @@ gr_status onnx_cv_pool(onnx_cv *cv) {
     window w;
     gr_status st = read_window(cv, nsp, kernel, in, false, &w);
     if (st != GR_OK) return st;
+    if (indices) {
+        if (nsp != 2 || !is_max) return cv_fail(cv, GR_ERR_UNSUPPORTED, "the Indices output of a %d-D pool", nsp);
+        return onnx_cv_pool_indices(cv, w.kernel, w.strides, w.pads, w.dil);
+    }
     if (nsp == 1) {
         w.kernel[1] = w.kernel[0], w.kernel[0] = 1;
         w.strides[1] = w.strides[0], w.strides[0] = 1;
