@@ -99,9 +99,8 @@ static gr_status conv_common(onnx_cv *cv, bool transpose) {
     ir_expr *x = cv_in(cv, 0), *wgt = cv_in(cv, 1);
     if (!x || !wgt) return cv_status(cv);
     int32_t rank = cv_rank(cv, 0);
-    if (rank != 4 && !(rank == 3 && !transpose))
-        return cv_fail(cv, GR_ERR_UNSUPPORTED, "%d-D input (supported: %s)", (int)rank,
-                       transpose ? "4-D" : "3-D and 4-D");
+    if (rank < 3 || rank > 5)
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "%d-D input (supported: 3-D to 5-D)", (int)rank);
     int nsp = rank - 2;
     int64_t kernel[3], in[3];
     int n = cv_attr_ints(cv, "kernel_shape", kernel, 3);
@@ -122,7 +121,8 @@ static gr_status conv_common(onnx_cv *cv, bool transpose) {
     if (!transpose) {
         gr_status st = read_window(cv, nsp, kernel, in, false, &w);
         if (st != GR_OK) return st;
-        op = nsp == 1 ? "relax.nn.conv1d" : "relax.nn.conv2d";
+        static const char *const ops[4] = {"", "relax.nn.conv1d", "relax.nn.conv2d", "relax.nn.conv3d"};
+        op = ops[nsp];
     } else {
         /* Transposed conv: auto_pad / output_shape define pads from the output size. */
         int64_t v[6];
@@ -165,7 +165,9 @@ static gr_status conv_common(onnx_cv *cv, bool transpose) {
             }
         }
         cv_set(&at, "output_padding", ir_attr_ints(cv->ctx, (uint32_t)nsp, opad));
-        op = "relax.nn.conv2d_transpose";
+        static const char *const ops[4] = {"", "relax.nn.conv1d_transpose", "relax.nn.conv2d_transpose",
+                                           "relax.nn.conv3d_transpose"};
+        op = ops[nsp];
     }
     cv_set(&at, "strides", ir_attr_ints(cv->ctx, (uint32_t)nsp, w.strides));
     cv_set(&at, "padding", ir_attr_ints(cv->ctx, (uint32_t)(2 * nsp), w.pads));
@@ -246,11 +248,10 @@ gr_status onnx_cv_pool(onnx_cv *cv) {
     bool is_max = !strcmp(cv->node->op_type, "MaxPool");
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
-    if (cv->nout > 1 && cv->node->output[1] && *cv->node->output[1])
-        return cv_fail(cv, GR_ERR_UNSUPPORTED, "the Indices output");
+    bool indices = cv->nout > 1 && cv->node->output[1] && *cv->node->output[1];
     int32_t rank = cv_rank(cv, 0);
-    if (rank != 4 && rank != 3)
-        return cv_fail(cv, GR_ERR_UNSUPPORTED, "%d-D input (supported: 3-D and 4-D)", (int)rank);
+    if (rank < 3 || rank > 5)
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "%d-D input (supported: 3-D to 5-D)", (int)rank);
     int nsp = rank - 2;
     int64_t kernel[3], in[3];
     if (cv_attr_ints(cv, "kernel_shape", kernel, 3) != nsp)
@@ -259,6 +260,10 @@ gr_status onnx_cv_pool(onnx_cv *cv) {
     window w;
     gr_status st = read_window(cv, nsp, kernel, in, false, &w);
     if (st != GR_OK) return st;
+    if (indices) {
+        if (nsp != 2 || !is_max) return cv_fail(cv, GR_ERR_UNSUPPORTED, "the Indices output of a %d-D pool", nsp);
+        return onnx_cv_pool_indices(cv, w.kernel, w.strides, w.pads, w.dil);
+    }
     if (nsp == 1) {
         w.kernel[1] = w.kernel[0], w.kernel[0] = 1;
         w.strides[1] = w.strides[0], w.strides[0] = 1;
@@ -271,14 +276,16 @@ gr_status onnx_cv_pool(onnx_cv *cv) {
         x = cv_op1(cv, "relax.expand_dims", x, &ex);
     }
     cv_attrs at = {0};
-    cv_set(&at, "pool_size", ir_attr_ints(cv->ctx, 2, w.kernel));
-    cv_set(&at, "strides", ir_attr_ints(cv->ctx, 2, w.strides));
-    cv_set(&at, "padding", ir_attr_ints(cv->ctx, 4, w.pads));
-    cv_set(&at, "dilation", ir_attr_ints(cv->ctx, 2, w.dil));
+    uint32_t psp = nsp == 3 ? 3 : 2; /* 1-D runs as 2-D */
+    cv_set(&at, "pool_size", ir_attr_ints(cv->ctx, psp, w.kernel));
+    cv_set(&at, "strides", ir_attr_ints(cv->ctx, psp, w.strides));
+    cv_set(&at, "padding", ir_attr_ints(cv->ctx, 2 * psp, w.pads));
+    cv_set(&at, "dilation", ir_attr_ints(cv->ctx, psp, w.dil));
     cv_set(&at, "ceil_mode", ir_attr_bool(cv_attr_int(cv, "ceil_mode", 0) != 0));
     if (!is_max)
         cv_set(&at, "count_include_pad", ir_attr_bool(cv_attr_int(cv, "count_include_pad", 0) != 0));
-    ir_expr *y = cv_call1(cv, is_max ? "relax.nn.max_pool2d" : "relax.nn.avg_pool2d", x, &at);
+    ir_expr *y = cv_call1(cv, psp == 3 ? (is_max ? "relax.nn.max_pool3d" : "relax.nn.avg_pool3d")
+                                       : (is_max ? "relax.nn.max_pool2d" : "relax.nn.avg_pool2d"), x, &at);
     if (nsp == 1) {
         cv_attrs sq = {0};
         int64_t two = 2;

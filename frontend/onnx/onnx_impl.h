@@ -206,7 +206,7 @@ const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i);
     X(reshape) X(flatten) X(transpose) X(squeeze) X(unsqueeze) X(expand) X(tile) X(range)       \
     /* ONNX coverage (ops2) */                                                                \
     X(rnn) X(reverse_sequence) X(instance_norm) X(mvn) X(lrn) X(depth_space) X(einsum)        \
-    X(window) X(mel)
+    X(window) X(mel) X(nms) X(roi_align) X(grid_sample) X(max_unpool) X(dft) X(stft)
 /* ONNX coverage (ops1): onnx_convert_index.c, onnx_convert_quant.c */
 #define ONNX_CONVERTERS_OPS1(X)                                                               \
     X(unary_more) X(binary_more) X(isinf) X(celu) X(shrink) X(det) X(argmax) X(topk)         \
@@ -214,6 +214,9 @@ const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i);
     X(nonzero) X(compress) X(unique) X(trilu) X(eye_like) X(nll_loss) X(softmax_ce)          \
     X(quantize) X(dequantize) X(dynamic_quantize) X(matmul_integer) X(qlinear_matmul)
 #define ONNX_DECLARE_CV(n) gr_status onnx_cv_##n(onnx_cv *cv);
+/* MaxPool with its Indices output (onnx_convert_vision.c; called by onnx_cv_pool) */
+gr_status onnx_cv_pool_indices(onnx_cv *cv, const int64_t *kernel, const int64_t *strides, const int64_t *pads,
+                               const int64_t *dil);
 ONNX_CONVERTERS(ONNX_DECLARE_CV)
 ONNX_CONVERTERS_OPS1(ONNX_DECLARE_CV)
 #undef ONNX_DECLARE_CV
