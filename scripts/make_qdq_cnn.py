@@ -8,7 +8,8 @@ python3-onnx. Run with /usr/bin/python3 (Debian's numpy and onnx).
 
 Layers: Q/DQ input -> conv 3x3 (8) + relu -> conv 3x3 stride 2 (16) + relu -> max pool 2x2 ->
 depthwise conv 3x3 (16) + relu, added to its input (residual) -> global average pool ->
-flatten -> matmul (16x10) + bias -> Q/DQ logits. Every activation is re-quantized between
+flatten -> matmul (16x10) + bias -> Q/DQ logits. Outputs: the logits (int8 grid, 1/64) and
+the residual block's re-quantized feature map (uint8 grid, 8/255). Every activation is re-quantized between
 layers, so graft must run QuantizeLinear/DequantizeLinear (per tensor and per axis) exactly.
 """
 import sys
@@ -87,7 +88,8 @@ def main():
     nodes.append(helper.make_node("DequantizeLinear", ["logits_q", s_out, z_out], ["logits"], name="out_DQ"))
     graph = helper.make_graph(
         nodes, "qdq_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])], inits)
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10]),
+         helper.make_tensor_value_info("res_out_dq", TensorProto.FLOAT, [1, 16, 8, 8])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
                               producer_name="graft scripts/make_qdq_cnn.py")
     model.ir_version = 7
