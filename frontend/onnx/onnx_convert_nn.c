@@ -182,7 +182,43 @@ static gr_status conv_common(onnx_cv *cv, bool transpose) {
 gr_status onnx_cv_conv(onnx_cv *cv) { return conv_common(cv, false); }
 gr_status onnx_cv_conv_transpose(onnx_cv *cv) { return conv_common(cv, true); }
 
+/* BatchNormalization with training_mode=1 (opset 14+): normalized with the batch's own mean
+ * and (population) variance over every axis but 1; the running statistics come out updated:
+ * running = input_running * momentum + batch * (1 - momentum). */
+static gr_status batch_norm_training(onnx_cv *cv) {
+    ir_expr *args[5];
+    for (uint32_t i = 0; i < 5; i++)
+        if (!(args[i] = cv_in(cv, i))) return cv_status(cv);
+    int32_t rank = cv_rank(cv, 0);
+    if (rank < 2) return cv_fail(cv, GR_ERR_INVALID, "input must be (N, C, ...)");
+    int64_t axes[RT_MAX_NDIM];
+    uint32_t na = 0;
+    for (int32_t i = 0; i < rank; i++)
+        if (i != 1) axes[na++] = i;
+    cv_attrs rd = {0};
+    cv_set(&rd, "axis", ir_attr_ints(cv->ctx, na, axes));
+    cv_set(&rd, "keepdims", ir_attr_bool(false));
+    ir_expr *mean = cv_op1(cv, "relax.mean", args[0], &rd), *var = cv_op1(cv, "relax.variance", args[0], &rd);
+    if (!mean || !var) return cv_status(cv);
+    ir_expr *bn_args[5] = {args[0], args[1], args[2], mean, var};
+    cv_attrs at = {0};
+    cv_set(&at, "axis", ir_attr_int(1));
+    cv_set(&at, "epsilon", ir_attr_float(cv_attr_float(cv, "epsilon", 1e-5)));
+    ir_expr *bn = cv_emit(cv, cv_call(cv, "relax.nn.batch_norm", 5, bn_args, &at));
+    if (!bn) return cv_status(cv);
+    gr_status st = cv_out(cv, 0, (ir_expr *)ir_tgi_new(cv->ctx, bn, 0, cv->span));
+    double mom = cv_attr_float(cv, "momentum", 0.9);
+    ir_dtype dt = cv_dtype(cv, 3);
+    for (uint32_t k = 1; st == GR_OK && k < 3 && k < cv->nout; k++) {
+        ir_expr *old = cv_op2(cv, "relax.multiply", args[2 + k], cv_scalar(cv, dt, mom), NULL);
+        ir_expr *cur = cv_op2(cv, "relax.multiply", k == 1 ? mean : var, cv_scalar(cv, dt, 1.0 - mom), NULL);
+        st = cv_out(cv, k, cv_call2(cv, "relax.add", old, cur, NULL));
+    }
+    return st;
+}
+
 gr_status onnx_cv_batch_norm(onnx_cv *cv) {
+    if (cv_attr_int(cv, "training_mode", 0) && cv->opset >= 14) return batch_norm_training(cv);
     if (cv_attr_int(cv, "training_mode", 0) || !cv_attr_int(cv, "is_test", 1))
         return cv_fail(cv, GR_ERR_UNSUPPORTED, "training mode");
     if (!cv_attr_int(cv, "spatial", 1))
