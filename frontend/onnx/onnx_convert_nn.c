@@ -179,6 +179,45 @@ static gr_status conv_common(onnx_cv *cv, bool transpose) {
     return cv_out(cv, 0, y);
 }
 
+/* ONNX coverage (ops1): a forward conv of x and wgt (already prepared by ConvInteger or
+ * QLinearConv) with the node's window attributes; the data is input 0, the weight input wi. */
+ir_expr *onnx_conv_call(onnx_cv *cv, ir_expr *x, ir_expr *wgt, uint32_t wi, ir_dtype out_dtype) {
+    int32_t rank = cv_rank(cv, 0);
+    if (!x || !wgt) return NULL;
+    if (rank != 3 && rank != 4) {
+        cv_fail(cv, GR_ERR_UNSUPPORTED, "%d-D input (supported: 3-D and 4-D)", (int)rank);
+        return NULL;
+    }
+    int nsp = rank - 2;
+    int64_t kernel[3], in[3];
+    int n = cv_attr_ints(cv, "kernel_shape", kernel, 3);
+    if (n < 0) {
+        const ir_prim *const *wd = cv_prim_dims(cv, wi);
+        if (!wd || cv_rank(cv, wi) != rank) {
+            cv_fail(cv, GR_ERR_INVALID, "weight shape unknown");
+            return NULL;
+        }
+        for (int i = 0; i < nsp; i++)
+            if (!ir_prim_is_int(wd[i + 2], &kernel[i])) {
+                cv_fail(cv, GR_ERR_UNSUPPORTED, "dynamic kernel size");
+                return NULL;
+            }
+    } else if (n != nsp) {
+        cv_fail(cv, GR_ERR_INVALID, "kernel_shape has %d values", n);
+        return NULL;
+    }
+    spatial_in(cv, nsp, in);
+    window w;
+    if (read_window(cv, nsp, kernel, in, false, &w) != GR_OK) return NULL;
+    cv_attrs at = {0};
+    cv_set(&at, "strides", ir_attr_ints(cv->ctx, (uint32_t)nsp, w.strides));
+    cv_set(&at, "padding", ir_attr_ints(cv->ctx, (uint32_t)(2 * nsp), w.pads));
+    cv_set(&at, "dilation", ir_attr_ints(cv->ctx, (uint32_t)nsp, w.dil));
+    cv_set(&at, "groups", ir_attr_int(cv_attr_int(cv, "group", 1)));
+    cv_set(&at, "out_dtype", ir_attr_dtype(out_dtype));
+    return cv_call2(cv, nsp == 1 ? "relax.nn.conv1d" : "relax.nn.conv2d", x, wgt, &at);
+}
+
 gr_status onnx_cv_conv(onnx_cv *cv) { return conv_common(cv, false); }
 gr_status onnx_cv_conv_transpose(onnx_cv *cv) { return conv_common(cv, true); }
 

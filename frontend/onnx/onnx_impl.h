@@ -212,7 +212,10 @@ const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i);
     X(unary_more) X(binary_more) X(isinf) X(celu) X(shrink) X(det) X(argmax) X(topk)         \
     X(hardmax) X(one_hot) X(gather_elements) X(gather_nd) X(scatter_elements) X(scatter_nd)  \
     X(nonzero) X(compress) X(unique) X(trilu) X(eye_like) X(nll_loss) X(softmax_ce)          \
-    X(quantize) X(dequantize) X(dynamic_quantize) X(matmul_integer) X(qlinear_matmul)
+    X(quantize) X(dequantize) X(dynamic_quantize) X(matmul_integer) X(qlinear_matmul)        \
+    X(conv_integer) X(qlinear_conv)
+/* A forward conv of prepared x and weight with the node's window attrs (weight: input wi). */
+ir_expr *onnx_conv_call(onnx_cv *cv, ir_expr *x, ir_expr *wgt, uint32_t wi, ir_dtype out_dtype);
 #define ONNX_DECLARE_CV(n) gr_status onnx_cv_##n(onnx_cv *cv);
 ONNX_CONVERTERS(ONNX_DECLARE_CV)
 ONNX_CONVERTERS_OPS1(ONNX_DECLARE_CV)

@@ -65,3 +65,29 @@ Test(kernels_index, det) {
     rt_tensor_release(y);
     rt_tensor_release(bad);
 }
+
+/* nn.conv2d of integer tensors (ONNX ConvInteger): exact int64 accumulation, out_dtype int32,
+ * padding and groups as the float path. */
+Test(kernels_index, conv2d_integer) {
+    rt_tensor *x = kt_tensor(KT_I32, KSHAPE(1, 1, 3, 3), KVALS(1, 2, 3, 4, 5, 6, 7, 8, 9));
+    rt_tensor *w = kt_tensor(KT_I32, KSHAPE(1, 1, 2, 2), KVALS(1, -1, 2, 100000));
+    rt_value o;
+    gr_diag d;
+    /* y[0,0] = 1 - 2 + 8 + 5e5; a float32 sum would round it */
+    cr_assert_eq(kt_run("relax.nn.conv2d", 1, KV({"out_dtype", ir_attr_dtype(IR_DTYPE_I32)}), KARGS(kt_val(x), kt_val(w)),
+                        2, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_shape(o.u.t, KSHAPE(1, 1, 2, 2));
+    cr_assert_eq(o.u.t->dl.dtype.code, kDLInt);
+    kt_assert_vals(o.u.t, 4, KVALS(500007, 600009, 800013, 900015));
+    rt_value_clear(&o);
+    /* padding 1 on the left/top only, stride 2: windows at (-1,-1), (-1,1), (1,-1), (1,1) */
+    cr_assert_eq(kt_run("relax.nn.conv2d", 3, KV({"padding", KI(1, 1, 0, 0)}, {"strides", KI(2, 2)}, {"out_dtype", ir_attr_dtype(IR_DTYPE_I64)}),
+                        KARGS(kt_val(x), kt_val(w)), 2, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_vals(o.u.t, 4, KVALS(100000, 2 * 2 + 3 * 100000, -4 + 7 * 100000, 5 - 6 + 16 + 900000));
+    rt_value_clear(&o);
+    rt_tensor *wf = kt_tensor(KT_F32, KSHAPE(1, 1, 2, 2), KVALS(1, 1, 1, 1));
+    cr_assert_eq(kt_run("relax.nn.conv2d", 0, NULL, KARGS(kt_val(x), kt_val(wf)), 2, &o, &d), GR_ERR_UNSUPPORTED);
+    rt_tensor_release(x);
+    rt_tensor_release(w);
+    rt_tensor_release(wf);
+}
