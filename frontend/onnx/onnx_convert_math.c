@@ -349,8 +349,9 @@ gr_status onnx_cv_reduce(onnx_cv *cv) {
 gr_status onnx_cv_cast(onnx_cv *cv) {
     ir_dtype to;
     if (!onnx_dtype_from_elem((int32_t)cv_attr_int(cv, "to", 0), &to))
-        return cv_fail(cv, GR_ERR_UNSUPPORTED, "cast to element type %lld",
-                       (long long)cv_attr_int(cv, "to", 0));
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "cast to element type %lld (%s)",
+                       (long long)cv_attr_int(cv, "to", 0),
+                       onnx_elem_unsupported_name((int32_t)cv_attr_int(cv, "to", 0)));
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     if (ir_dtype_eq(cv_dtype(cv, 0), to)) return cv_out(cv, 0, x);

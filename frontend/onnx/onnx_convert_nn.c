@@ -420,6 +420,7 @@ gr_status onnx_cv_resize(onnx_cv *cv) {
     rt_tensor *scales = upsample && cv->opset < 9 ? NULL : cv_known(cv, scales_in);
     double sc[4];
     int nsc = -1;
+    bool fractional = false; /* some in * scale is not whole: the kernel maps with the scales */
     if (upsample && cv->opset < 9) {
         const Onnx__AttributeProto *a = cv_attr(cv, "scales");
         if (a && a->n_floats == 4) {
@@ -448,11 +449,15 @@ gr_status onnx_cv_resize(onnx_cv *cv) {
                 /* ONNX maps coordinates with the scale itself (and the unrounded in * scale);
                  * resize2d maps with out / in, the same only when in * scale is whole. */
                 double o = (double)d * sc[i];
-                if (o != floor(o))
-                    return cv_fail(cv, GR_ERR_UNSUPPORTED,
-                                   "scale %g of dim %d (size %lld) gives a fractional output size",
-                                   sc[i], i, (long long)d);
-                out[i] = ir_prim_int(cv->ctx, (int64_t)o);
+                if (o != floor(o)) {
+                    /* floor(in * scale), coordinates mapped with the scale (attr scales) */
+                    if (i < 2) return cv_fail(cv, GR_ERR_UNSUPPORTED, "resizing the batch or channel dims");
+                    fractional = true;
+                    if (floor(o) < 1)
+                        return cv_fail(cv, GR_ERR_INVALID, "scale %g of dim %d (size %lld) gives an empty output",
+                                       sc[i], i, (long long)d);
+                }
+                out[i] = ir_prim_int(cv->ctx, (int64_t)floor(o));
             }
             else
                 return cv_fail(cv, GR_ERR_UNSUPPORTED, "a fractional scale on a dynamic dim");
@@ -471,6 +476,10 @@ gr_status onnx_cv_resize(onnx_cv *cv) {
         const int idx[4] = {2, 3, 6, 7};
         for (int i = 0; i < 4; i++) r[i] = ir_attr_float(rt_tensor_get_f64(roi, idx[i]));
         cv_set(&at, "roi", ir_attr_array(cv->ctx, 4, r));
+    }
+    if (fractional) {
+        ir_attr sa[2] = {ir_attr_float(sc[2]), ir_attr_float(sc[3])};
+        cv_set(&at, "scales", ir_attr_array(cv->ctx, 2, sa));
     }
     cv_set(&at, "layout", ir_attr_str(cv->ctx, "NCHW"));
     cv_set(&at, "method", ir_attr_str(cv->ctx, method));

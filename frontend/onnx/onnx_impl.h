@@ -95,6 +95,8 @@ const char *onnx_op_unsupported_reason(const char *op_type);
 /* ONNX TensorProto.DataType -> dtype; false for unsupported (string, complex, ...). */
 bool onnx_dtype_from_elem(int32_t elem, ir_dtype *out);
 int32_t onnx_elem_from_dtype(ir_dtype t);
+/* Why an element type is refused ("string: string tensors are not supported"). */
+const char *onnx_elem_unsupported_name(int32_t elem);
 /* TensorProto -> tensor (typed fields, raw_data or external data relative to dir, which may be
  * NULL). `what` names the tensor in messages. */
 gr_status onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *dir, const char *file,

@@ -91,3 +91,31 @@ Test(kernels_index, conv2d_integer) {
     rt_tensor_release(w);
     rt_tensor_release(wf);
 }
+
+/* image.resize2d with the scales attr (ONNX Resize, in * scale fractional): 4 -> 2 at scale
+ * 0.6 maps output x to (x + 0.5) / 0.6 - 0.5 = 1/3 and 2 (1.333, 3); without it out / in
+ * maps to 0.5 and 2.5 (1.5, 3.5); align_corners uses the unrounded length 2.4: x * 3 / 1.4. */
+Test(kernels_index, resize2d_scales) {
+    rt_tensor *x = kt_tensor(KT_F32, KSHAPE(1, 1, 1, 4), KVALS(1, 2, 3, 4));
+    rt_value o;
+    gr_diag d;
+    ir_attr sc[2] = {ir_attr_float(1.0), ir_attr_float(0.6)};
+    rt_value sz = kt_shape(KSHAPE(1, 2));
+    cr_assert_eq(kt_run("relax.image.resize2d", 1, KV({"scales", ir_attr_array(kt_ctx, 2, sc)}), KARGS(kt_val(x), sz), 2,
+                        &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_close(o.u.t, KVALS(1 + 1.0 / 3, 3), 2, 1e-6, 1e-6);
+    rt_value_clear(&o);
+    cr_assert_eq(kt_run("relax.image.resize2d", 0, NULL, KARGS(kt_val(x), sz), 2, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_close(o.u.t, KVALS(1.5, 3.5), 2, 1e-6, 1e-6);
+    rt_value_clear(&o);
+    cr_assert_eq(kt_run("relax.image.resize2d", 2, KV({"scales", ir_attr_array(kt_ctx, 2, sc)},
+                                                     {"coordinate_transformation_mode", ir_attr_str(kt_ctx, "align_corners")}),
+                        KARGS(kt_val(x), sz), 2, &o, &d), GR_OK, "%s", d.msg);
+    kt_assert_close(o.u.t, KVALS(1, 1 + 3 / 1.4), 2, 1e-6, 1e-6);
+    rt_value_clear(&o);
+    ir_attr bad[2] = {ir_attr_float(1.0), ir_attr_float(0)};
+    cr_assert_eq(kt_run("relax.image.resize2d", 1, KV({"scales", ir_attr_array(kt_ctx, 2, bad)}), KARGS(kt_val(x), sz), 2,
+                        &o, &d), GR_ERR_INVALID);
+    rt_value_clear(&sz);
+    rt_tensor_release(x);
+}
