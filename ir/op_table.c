@@ -66,7 +66,10 @@ static const ir_attr_field A_resize2d[] = {
     F("method", STR, "\"linear\""), F("coordinate_transformation_mode", STR, "\"half_pixel\""),
     F("rounding_method", STR, "\"round\""), F("cubic_alpha", FLOAT, "-0.75"),
     F("cubic_exclude", INT, "0"), F("extrapolation_value", FLOAT, "0.0"),
-    F("out_dtype", DTYPE, "\"void\"")};
+    F("out_dtype", DTYPE, "\"void\""),
+    /* ONNX coverage (ops1), not in TVM: the (h, w) scales that map output to input coordinates
+     * (ONNX Resize with scales whose output size in * scale is fractional); None: out / in */
+    F("scales", ARRAY, "None")};
 static const ir_attr_field A_softplus[] = {F("beta", FLOAT, "1.0"), F("threshold", FLOAT, "20.0")};
 static const ir_attr_field A_group_norm[] = {
     F("num_groups", INT, NULL), F("channel_axis", INT, NULL), F("axes", ARRAY, NULL),

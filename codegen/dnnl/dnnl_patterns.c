@@ -169,6 +169,8 @@ static const char *chk_resize(const ir_call *c, ir_ctx_t *ctx) {
     const char *rnd = ir_attrs_get_str(c->attrs, "rounding_method");
     const char *lay = ir_attrs_get_str(c->attrs, "layout");
     if (lay && strcmp(lay, "NCHW")) return "layout other than NCHW";
+    const ir_attr *sc = ir_attrs_get(c->attrs, "scales");
+    if (sc && sc->kind != IR_ATTR_NONE) return "scales other than output / input (ONNX fractional scales)";
     int64_t xs[RT_MAX_NDIM], os[RT_MAX_NDIM];
     int32_t xn, on;
     if (!f32_static(c->args[0]->sinfo, xs, &xn) || !f32_static(c->base.sinfo, os, &on) || xn != 4) return "shapes";

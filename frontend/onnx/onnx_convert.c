@@ -172,6 +172,8 @@ static const onnx_op_entry op_table[] = {
     {"DynamicQuantizeLinear", 11, INT16_MAX, onnx_cv_dynamic_quantize, NULL},
     {"MatMulInteger", 10, INT16_MAX, onnx_cv_matmul_integer, NULL},
     {"QLinearMatMul", 10, INT16_MAX, onnx_cv_qlinear_matmul, NULL},
+    {"ConvInteger", 10, INT16_MAX, onnx_cv_conv_integer, NULL},
+    {"QLinearConv", 10, INT16_MAX, onnx_cv_qlinear_conv, NULL},
 };
 #undef ANY
 
