@@ -86,4 +86,8 @@ gr_status byoc_rewrite_blocks(ir_ctx_t *ctx, ir_expr *body, byoc_block_fn fn, vo
 /* True for functions FuseOps / RunCodegen treat as entries. */
 bool byoc_is_entry_func(const ir_func *f);
 
+/* Removes the Composite/Primitive functions nothing references any more (merge.c); those `keep`
+ * has (NULL: none) stay. */
+void byoc_remove_dead_composites(ir_module *m, const ir_module *keep);
+
 #endif

@@ -330,7 +330,7 @@ static ir_expr *wrap_codegen(fuse_state *st, ir_gvar *comp, ir_func *cf, const c
     const char *name = byoc_unique_name(ctx, st->mod, ir_internf(ctx, "%s_%s", comp->name, backend));
     const char *keys[2] = {BYOC_ATTR_CODEGEN, BYOC_ATTR_GLOBAL_SYMBOL};
     ir_attr vals[2] = {ir_attr_str(ctx, backend), ir_attr_str(ctx, name)};
-    ir_func *w = ir_func_new(ctx, cf->nparams, params, &seq->base, NULL, ir_attrs_new(ctx, 2, keys, vals), NULL);
+    ir_func *w = ir_func_new(ctx, cf->nparams, params, &seq->base, ret, ir_attrs_new(ctx, 2, keys, vals), NULL);
     if (!ir_normalize(ctx, &w->base, diag)) return NULL;
     ir_gvar *g = ir_module_set_func(st->mod, name, &w->base);
     gr_map_put(&st->wrappers, GR_MAP_PTR(comp), GR_MAP_PTR(g));
@@ -560,6 +560,9 @@ gr_status byoc_fuse_ops_by_pattern(ir_ctx_t *ctx, const ir_module *m, const byoc
     gr_vec_free(&st.sig);
     gr_map_free(&st.wrappers);
     if (rc) return rc;
+    /* with annotate_codegen the wrappers hold the composites as lambdas: the global copies go,
+     * as in TVM */
+    if (changed && opts && opts->annotate_codegen) byoc_remove_dead_composites(st.mod, m);
     if (changed) *out = st.mod;
     return GR_OK;
 }

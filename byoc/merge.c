@@ -14,6 +14,7 @@
 
 #include "byoc/byoc_impl.h"
 #include "ir/builder.h"
+#include "ir/equal.h"
 #include "ir/idtab_impl.h"
 
 typedef struct merge_state {
@@ -24,7 +25,16 @@ typedef struct merge_state {
     ir_idtab uses;             /* var id -> uses */
     gr_map callee_backend;     /* composite gvar -> interned backend (memo) */
     const char **gbackend;     /* compact group -> backend */
+    gr_map region_dedup;       /* struct hash of a region (before naming) -> region_seen */
 } merge_state;
+
+/* A region function made so far, before its global_symbol: structurally equal regions share
+ * one function, called twice (TVM's BlockBuilder dedups AddFunction the same way). */
+typedef struct region_seen {
+    struct region_seen *next;
+    const ir_func *unnamed;
+    ir_gvar *gv;
+} region_seen;
 
 /* union-find over binding indices */
 static uint32_t uf_find(uint32_t *par, uint32_t x) {
@@ -108,19 +118,29 @@ static ir_expr *make_region(void *user, uint32_t g, const ir_block *blk, const b
         size_t len = strlen(name);
         snprintf(name + len, sizeof name - len, "_and_%u_more", total - shown);
     }
-    const char *base = byoc_unique_name(ctx, st->mod, name);
-    const char *fname = byoc_unique_name(ctx, st->mod, ir_internf(ctx, "%s_%s", base, backend));
-    const char *keys[2] = {BYOC_ATTR_CODEGEN, BYOC_ATTR_GLOBAL_SYMBOL};
-    ir_attr vals[2] = {ir_attr_str(ctx, backend), ir_attr_str(ctx, fname)};
+    const char *key = BYOC_ATTR_CODEGEN;
+    ir_attr val = ir_attr_str(ctx, backend);
     gr_diag local;  /* the callee hook reports failures through a diag */
     if (!diag) {
         gr_diag_clear(&local);
         diag = &local;
     }
-    ir_func *rf = byoc_build_group_func_ex(ctx, st->in, blk, gi, false, ir_attrs_new(ctx, 2, keys, vals),
+    ir_func *rf = byoc_build_group_func_ex(ctx, st->in, blk, gi, false, ir_attrs_new(ctx, 1, &key, &val),
                                            local_composite, st, diag);
     if (!rf) return NULL;
-    return &ir_module_set_func(st->mod, fname, &rf->base)->base;
+    uint64_t h = ir_struct_hash(&rf->base, 0) | 1, v = 0;
+    gr_map_get(&st->region_dedup, h, &v);
+    for (region_seen *r = (region_seen *)(uintptr_t)v; r; r = r->next)
+        if (ir_struct_equal(&rf->base, &r->unnamed->base, 0)) return &r->gv->base;
+    const char *base = byoc_unique_name(ctx, st->mod, name);
+    const char *fname = byoc_unique_name(ctx, st->mod, ir_internf(ctx, "%s_%s", base, backend));
+    ir_func *named = ir_func_with_attrs(ctx, rf, ir_attrs_set(ctx, rf->attrs, BYOC_ATTR_GLOBAL_SYMBOL, ir_attr_str(ctx, fname)));
+    region_seen *r = IR_NEW(ctx, region_seen);
+    r->next = (region_seen *)(uintptr_t)v;
+    r->unnamed = rf;
+    r->gv = ir_module_set_func(st->mod, fname, &named->base);
+    gr_map_put(&st->region_dedup, h, GR_MAP_PTR(r));
+    return &r->gv->base;
 }
 
 static gr_status merge_block(void *user, const ir_block *blk, const ir_block **out, gr_diag *diag) {
@@ -287,10 +307,10 @@ static ir_walk_result ref_visit(ir_walker *w, ir_expr *e) {
     return IR_WALK_CONTINUE;
 }
 
-void byoc_remove_dead_composites(ir_module *m);
 /* Removes every unreferenced composite per walk of the module (not one per walk: the walk is
- * over the whole program); repeats while a removal may have orphaned another. */
-void byoc_remove_dead_composites(ir_module *m) {
+ * over the whole program); repeats while a removal may have orphaned another. Functions that
+ * `keep` has (NULL: none) stay. */
+void byoc_remove_dead_composites(ir_module *m, const ir_module *keep) {
     GR_VEC(const char *) dead = {0};
     for (;;) {
         gr_map refs;
@@ -302,7 +322,8 @@ void byoc_remove_dead_composites(ir_module *m) {
             if (m->funcs[i]->kind != IR_FUNC) continue;
             const ir_func *f = IR_AS(m->funcs[i], ir_func);
             if ((ir_attrs_get(f->attrs, BYOC_ATTR_COMPOSITE) || ir_attrs_get(f->attrs, BYOC_ATTR_PRIMITIVE)) &&
-                !gr_map_get(&refs, GR_MAP_PTR(m->gvars[i]->name), NULL))
+                !gr_map_get(&refs, GR_MAP_PTR(m->gvars[i]->name), NULL) &&
+                !(keep && ir_module_gvar(keep, m->gvars[i]->name)))
                 gr_vec_push(&dead, m->gvars[i]->name);
         }
         gr_map_free(&refs);
@@ -321,6 +342,7 @@ gr_status byoc_merge_composite_functions(ir_ctx_t *ctx, const ir_module *m, byoc
     st.mod = ir_module_copy(m);
     st.notes = notes;
     gr_map_init(&st.callee_backend);
+    gr_map_init(&st.region_dedup);
     gr_status rc = GR_OK;
     bool changed = false;
     for (uint32_t i = 0; i < m->nfuncs && !rc; i++) {
@@ -340,9 +362,10 @@ gr_status byoc_merge_composite_functions(ir_ctx_t *ctx, const ir_module *m, byoc
         ir_idtab_free(&st.uses);
     }
     gr_map_free(&st.callee_backend);
+    gr_map_free(&st.region_dedup);
     if (rc) return rc;
     if (changed) {
-        byoc_remove_dead_composites(st.mod);
+        byoc_remove_dead_composites(st.mod, NULL);
         *out = st.mod;
     }
     return GR_OK;

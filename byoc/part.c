@@ -145,7 +145,7 @@ void byoc_count_expr_uses(const ir_expr *e, ir_idtab *uses) {
 /* --------------------------------------------------------------------------- helpers ---- */
 
 bool byoc_is_entry_func(const ir_func *f) {
-    return !ir_attrs_get(f->attrs, BYOC_ATTR_PRIMITIVE) && !ir_attrs_get(f->attrs, BYOC_ATTR_COMPOSITE) &&
+    return !ir_func_tir_text(&f->base) && !ir_attrs_get(f->attrs, BYOC_ATTR_PRIMITIVE) && !ir_attrs_get(f->attrs, BYOC_ATTR_COMPOSITE) &&
            !ir_attrs_get(f->attrs, BYOC_ATTR_CODEGEN);
 }
 
