@@ -351,7 +351,7 @@ static ir_expr *make_composite(void *user, uint32_t g, const ir_block *blk,
         return &se->gv->base;
     }
     const char *keys[2] = {BYOC_ATTR_COMPOSITE, BYOC_ATTR_PRIMITIVE};
-    ir_attr vals[2] = {ir_attr_str(ctx, pname), ir_attr_int(1)};
+    ir_attr vals[2] = {ir_attr_str(ctx, pname), ir_attr_bool(true)};
     ir_func *f = byoc_build_group_func(ctx, st->mod, blk, gi, true, ir_attrs_new(ctx, 2, keys, vals), diag);
     if (!f) return NULL;
     uint64_t h = ir_struct_hash(&f->base, 0) | 1, v;

@@ -190,6 +190,11 @@ static const char *kind_name(uint8_t k) {
 /* Coerces `v` to the field's kind; false when it does not fit. */
 static bool coerce(ir_ctx_t *ctx, const ir_attr_field *f, const ir_attr *dflt, const ir_attr *v,
                    ir_attr *out) {
+    if (v->kind == IR_ATTR_NONE && f->kind == IR_ATTR_DTYPE) {
+        /* TVM 0.27 prints an unset dtype as None (older versions "void") */
+        *out = ir_attr_dtype(IR_DTYPE_VOID);
+        return true;
+    }
     if (v->kind == IR_ATTR_NONE) {
         *out = *v;
         return f->dflt && strcmp(f->dflt, "None") == 0;
