@@ -1193,7 +1193,8 @@ static ir_expr *metadata_ref(parser *p) {
     if (!expect_p(p, '[', "after metadata")) return NULL;
     ir_tok kt = *peek(p, 0);
     if (!string_lit(p, false)) return NULL;
-    if (strcmp(p->sbuf.data, "relax.expr.Constant") != 0)
+    /* "ir.GenericConst" is TVM 0.27's name for the same table */
+    if (strcmp(p->sbuf.data, "relax.expr.Constant") != 0 && strcmp(p->sbuf.data, "ir.GenericConst") != 0)
         return perr(p, &kt, GR_ERR_PARSE, "unsupported metadata kind \"%s\"", p->sbuf.data);
     if (!expect_p(p, ']', "after the metadata kind") || !expect_p(p, '[', "for the constant index"))
         return NULL;
@@ -1201,6 +1202,11 @@ static ir_expr *metadata_ref(parser *p) {
     if (!expect_kind(p, TK_INT, "a constant index")) return NULL;
     int64_t idx;
     if (!int_value(p, &it, false, &idx) || !expect_p(p, ']', "after the constant index")) return NULL;
+    if (!p->have_meta && memmem(p->src, p->len, "# Metadata omitted", 18))
+        return perr(p, &at, GR_ERR_PARSE,
+                    "constant data omitted: TVM printed this module without its metadata (\"# Metadata "
+                    "omitted\"), so the value of metadata[...][%" PRId64 "] is unknown; add graft's "
+                    "`metadata = {...}` section (docs/text-format.md)", idx);
     if (!p->have_meta)
         return perr(p, &at, GR_ERR_PARSE,
                     "metadata section missing: the module refers to metadata[\"relax.expr.Constant\"] "
@@ -2205,13 +2211,22 @@ static bool parse_metadata(parser *p, const char *at) {
     ir_lex_init(&p->lx, p->src, at, p->src + p->len, line_of(p, at));
     p->nla = 0;
     const_vec cs = {0};
-    bool ok = expect_name(p, "metadata") && expect_p(p, '=', "after metadata") &&
-              expect_p(p, '{', "to open the metadata dict");
+    bool ok = expect_name(p, "metadata") && expect_p(p, '=', "after metadata");
+    if (ok && tok_is(peek(p, 0), "tvm")) {
+        /* show_meta=True: an opaque JSON blob of TVM's object graph (and TVM 0.27 crashes
+         * writing it); graft reads its own section instead */
+        perr(p, peek(p, 0), GR_ERR_UNSUPPORTED,
+             "TVM's JSON metadata (metadata = tvm.ir.load_json(...)) is not supported; write the "
+             "constants as graft's `metadata = {\"relax.expr.Constant\": [R.const_data(...), ...]}` "
+             "section (docs/text-format.md)");
+        ok = false;
+    }
+    ok = ok && expect_p(p, '{', "to open the metadata dict");
     while (ok && !is_p(peek(p, 0), '}')) {
         ir_tok kt = *peek(p, 0);
         ok = string_lit(p, false);
         if (!ok) break;
-        if (strcmp(p->sbuf.data, "relax.expr.Constant") != 0) {
+        if (strcmp(p->sbuf.data, "relax.expr.Constant") != 0 && strcmp(p->sbuf.data, "ir.GenericConst") != 0) {
             perr(p, &kt, GR_ERR_PARSE, "unsupported metadata kind \"%s\"", p->sbuf.data);
             ok = false;
             break;
