@@ -23,6 +23,7 @@ typedef struct merge_state {
     const ir_module *in;
     byoc_notes *notes;
     ir_idtab uses;             /* var id -> uses */
+    gr_map leaves;             /* current function: byoc_static_leaves */
     gr_map callee_backend;     /* composite gvar -> interned backend (memo) */
     const char **gbackend;     /* compact group -> backend */
     gr_map region_dedup;       /* struct hash of a region (before naming) -> region_seen */
@@ -223,6 +224,20 @@ static gr_status merge_block(void *user, const ir_block *blk, const ir_block **o
                 uint32_t pg = uf_find(par, (uint32_t)(j - 1));
                 if (tag[pg] && !solo[pg]) par[i] = pg;
             }
+        } else if (b->value->kind == IR_TUPLE && b->var->base.kind == IR_DFVAR &&
+                   ir_idtab_get(&st->uses, b->var->base.id) == ir_idtab_get(&tgi_uses, b->var->base.id)) {
+            /* a tuple re-packing one group's values, only projected from: it joins that group
+             * (TVM's MergeCompositeFunctions tuple rule), so ops reached through `(a, b)[i]`
+             * merge too */
+            const ir_tuple *tp = IR_AS(b->value, ir_tuple);
+            int64_t pg = -1;
+            for (uint32_t k = 0; k < tp->n && pg != -2; k++) {
+                uint64_t j = ir_is_var(tp->fields[k]) ? ir_idtab_get(&vidx, tp->fields[k]->id) : 0;
+                uint32_t g = j ? uf_find(par, (uint32_t)(j - 1)) : 0;
+                if (!j || !tag[g] || solo[g] || (pg >= 0 && (uint32_t)pg != g)) pg = -2;
+                else pg = g;
+            }
+            if (pg >= 0) par[i] = (uint32_t)pg;
         }
         uint32_t r = uf_find(par, i);
         for (uint32_t k = 0; k < ac.idx.len; k++) {
@@ -263,7 +278,7 @@ static gr_status merge_block(void *user, const ir_block *blk, const ir_block **o
     }
     const ir_block *nb = NULL;
     int32_t cyc = -1;
-    gr_status rc = byoc_apply_groups(st->ctx, blk, grp, ng, &st->uses, false, make_region, st, &nb, &cyc, diag);
+    gr_status rc = byoc_apply_groups(st->ctx, blk, grp, ng, &st->uses, &st->leaves, false, make_region, st, &nb, &cyc, diag);
     if (!rc && cyc >= 0) {
         /* fallback: one region per composite (never cyclic) */
         ng = 0;
@@ -277,7 +292,7 @@ static gr_status merge_block(void *user, const ir_block *blk, const ir_block **o
                                GR_MAP_PTR(ir_intern(st->ctx, "merge blocked by a cycle: one region per composite")));
             }
         }
-        rc = byoc_apply_groups(st->ctx, blk, grp, ng, &st->uses, false, make_region, st, &nb, &cyc, diag);
+        rc = byoc_apply_groups(st->ctx, blk, grp, ng, &st->uses, &st->leaves, false, make_region, st, &nb, &cyc, diag);
     }
     if (!rc && nb) *out = nb;
     for (uint32_t i = 0; i < n; i++)
@@ -350,6 +365,8 @@ gr_status byoc_merge_composite_functions(ir_ctx_t *ctx, const ir_module *m, byoc
         if (fe->kind != IR_FUNC || !byoc_is_entry_func(IR_AS(fe, ir_func))) continue;
         ir_func *f = IR_AS(fe, ir_func);
         ir_idtab_init(&st.uses);
+        gr_map_init(&st.leaves);
+        byoc_static_leaves(IR_AS(fe, ir_func), &st.leaves);
         byoc_count_uses(f, &st.uses, NULL, m->gvars[i]->name, diag);
         ir_expr *nb = f->body;
         rc = byoc_rewrite_blocks(ctx, f->body, merge_block, &st, &nb, diag);
@@ -360,6 +377,7 @@ gr_status byoc_merge_composite_functions(ir_ctx_t *ctx, const ir_module *m, byoc
             changed = true;
         }
         ir_idtab_free(&st.uses);
+        gr_map_free(&st.leaves);
     }
     gr_map_free(&st.callee_backend);
     gr_map_free(&st.region_dedup);
