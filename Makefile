@@ -51,7 +51,7 @@ PROTOC_LIBS = -lprotobuf-c
 endif
 EXT_LIBS = $(LLVM_LIBS) $(DNNL_LIBS) $(PROTOC_LIBS) $(JSON_LIBS)
 
-.PHONY: all deps models test asan tsan fuzz fuzz-bins demo bench clean
+.PHONY: all deps models test asan tsan fuzz fuzz-bins tvm-oracle demo bench clean
 all: $(BUILD)/graft $(BUILD)/libgraft.a $(BUILD)/libgraft.so
 
 deps:
@@ -118,12 +118,23 @@ endif
 # CLI is. Criterion's closing line counts the passes and failures.
 # The oneDNN tests run a second time capped to AVX2 (oneDNN reads ONEDNN_MAX_CPU_ISA once per
 # process): its kernels, layouts and post-ops differ from AVX-512's, and CI may get either CPU.
+# When Apache TVM is installed (make tvm-oracle), TVM runs the TVM-suite cases first and the
+# tests compare graft's partitions with its fresh results too (tests/byoc/test_tvm_suite.c).
 DNNL_AVX2_FILTER ?= dnnl*/*
+TVM_PY = build/third_party/tvm
 test: deps models
 	@$(MAKE) --no-print-directory all $(BUILD)/tests/run_tests
-	GRAFT=$(BUILD)/graft $(BUILD)/tests/run_tests $(TEST_ARGS)
+	@rm -rf $(BUILD)/tvm_suite
+	@if [ -f $(TVM_PY)/.installed-0.27.0 ]; then \
+	    PYTHONPATH=$(TVM_PY) python3 tests/tvm_suite/oracle.py $(BUILD)/tvm_suite >/dev/null && \
+	    echo "tvm oracle: TVM 0.27's results in $(BUILD)/tvm_suite"; fi
+	GRAFT=$(BUILD)/graft GRAFT_TVM_SUITE=$$([ -f $(BUILD)/tvm_suite/cases.txt ] && echo $(BUILD)/tvm_suite) \
+	    $(BUILD)/tests/run_tests $(TEST_ARGS)
 	ONEDNN_MAX_CPU_ISA=AVX2 GRAFT=$(BUILD)/graft $(BUILD)/tests/run_tests --filter '$(DNNL_AVX2_FILTER)'
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_TEST_SECONDS)
+
+tvm-oracle:
+	sh scripts/tvm_oracle.sh
 
 asan: deps models
 	@$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 \
