@@ -1391,6 +1391,11 @@ static const struct {
     {"relax.nn.lstm", dn_rnn},
     {"relax.nn.gru", dn_rnn},
     {"relax.nn.rnn", dn_rnn},
+    /* ONNX coverage (ops2): volumetric ops (dnnl_vol.c) */
+    {"relax.nn.conv3d", dn_conv3d},
+    {"relax.nn.conv3d_transpose", dn_conv3d},
+    {"relax.nn.max_pool3d", dn_pool3d},
+    {"relax.nn.avg_pool3d", dn_pool3d},
 };
 
 bool dn_is_anchor_op(const rt_json_node *n) {
