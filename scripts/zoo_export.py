@@ -22,7 +22,6 @@ import sys
 import time
 
 
-
 def architectures():
     """name -> constructor; torch is imported here only (listing and skipping need none)."""
     import torch
