@@ -66,7 +66,10 @@ models: deps
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) $(WARN_EXTRA) $(CFLAGS) -c $< -o $@
+# The library and the CLI are ISO C11, not GNU C: -Wpedantic (an error with WERROR=1) catches
+# what GCC accepts as an extension, e.g. a call or a compound literal in a static initializer.
+$(LIB_OBJ) $(TOOL_OBJ): WARN_EXTRA = -Wpedantic
 
 $(BUILD)/libgraft.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
