@@ -51,7 +51,7 @@ PROTOC_LIBS = -lprotobuf-c
 endif
 EXT_LIBS = $(LLVM_LIBS) $(DNNL_LIBS) $(PROTOC_LIBS) $(JSON_LIBS)
 
-.PHONY: all deps models test asan tsan fuzz fuzz-bins tvm-oracle demo bench clean
+.PHONY: all deps models test asan tsan fuzz fuzz-build fuzz-bins tvm-oracle demo bench clean
 all: $(BUILD)/graft $(BUILD)/libgraft.a $(BUILD)/libgraft.so
 
 deps:
@@ -66,7 +66,10 @@ models: deps
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) $(WARN_EXTRA) $(CFLAGS) -c $< -o $@
+# The library and the CLI are ISO C11, not GNU C: -Wpedantic (an error with WERROR=1) catches
+# what GCC accepts as an extension, e.g. a call or a compound literal in a static initializer.
+$(LIB_OBJ) $(TOOL_OBJ): WARN_EXTRA = -Wpedantic
 
 $(BUILD)/libgraft.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -162,8 +165,11 @@ FUZZ_TARGETS = $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_SAN = -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
            -fno-omit-frame-pointer
 fuzz: deps
-	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang OPT=-O1 SAN="$(FUZZ_SAN)" fuzz-bins
+	@$(MAKE) --no-print-directory fuzz-build
 	bash scripts/fuzz.sh build/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-build:
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang OPT=-O1 SAN="$(FUZZ_SAN)" fuzz-bins
 
 fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%) $(BUILD)/fuzz/seeds
 

@@ -47,7 +47,9 @@ static void threads_init(void) {
     g_threads = n > 0 ? (int)n : 1;
     /* Debian's oneDNN uses OpenMP (libgomp comes in through libdnnl): set the pool size
      * without linking libgomp ourselves. */
-    void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    void *sym = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    void (*set)(int);
+    memcpy(&set, &sym, sizeof set); /* ISO C has no object -> function pointer conversion */
     if (set) set(g_threads);
     g_set_threads = set;
 }
