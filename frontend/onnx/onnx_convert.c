@@ -133,6 +133,9 @@ static const onnx_op_entry op_table[] = {
     {"SequenceLength", 11, INT16_MAX, onnx_cv_seq_length, NULL},
     {"ConcatFromSequence", 11, INT16_MAX, onnx_cv_concat_from_seq, NULL},
     {"SplitToSequence", 11, INT16_MAX, onnx_cv_split_to_seq, NULL},
+    {"If", ANY, onnx_cv_if, NULL},
+    {"Loop", ANY, onnx_cv_loop, NULL},
+    {"Scan", 8, INT16_MAX, onnx_cv_scan, NULL},
     /* ONNX coverage (ops1): onnx_convert_index.c, onnx_convert_quant.c */
     {"Acos", 7, INT16_MAX, onnx_cv_unary_more, NULL},
     {"Asin", 7, INT16_MAX, onnx_cv_unary_more, NULL},
