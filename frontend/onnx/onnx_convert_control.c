@@ -92,7 +92,13 @@ gr_status onnx_cv_loop(onnx_cv *cv) {
     if (cv->nout != ncarry + nscan) return cv_fail(cv, GR_ERR_INVALID, "%u outputs for %u carried and %u scan values", cv->nout, ncarry, nscan);
     onnx_val *carry_v = gr_xcalloc(ncarry + 1, sizeof(*carry_v));
     const onnx_val **carry = gr_xcalloc(ncarry + 1, sizeof(*carry));
-    for (uint32_t k = 0; k < ncarry; k++) carry[k] = cv->in[2 + k];
+    for (uint32_t k = 0; k < ncarry; k++) {
+        if (!cv_has(cv, 2 + k)) {
+            free(carry_v), free(carry);
+            return cv_fail(cv, GR_ERR_INVALID, "loop-carried input %u is missing", k);
+        }
+        carry[k] = cv->in[2 + k];
+    }
     ir_expr ***scans = gr_xcalloc(nscan + 1, sizeof(*scans));
     for (uint32_t k = 0; k < nscan; k++) scans[k] = gr_xcalloc(MAX_UNROLL, sizeof(ir_expr *));
     onnx_val **outs = gr_xcalloc(g->n_output + 1, sizeof(*outs));
@@ -147,6 +153,7 @@ gr_status onnx_cv_scan(onnx_cv *cv) {
     bool v8 = cv->opset < 9;
     uint32_t first = v8 ? 1 : 0; /* opset 8: sequence_lens first, a batch dim in front */
     if (v8 && cv_has(cv, 0)) return cv_fail(cv, GR_ERR_UNSUPPORTED, "sequence_lens");
+    if (cv->nin <= first) return cv_fail(cv, GR_ERR_INVALID, "no inputs");
     int64_t nsi = cv_attr_int(cv, "num_scan_inputs", 0);
     if (nsi <= 0 || (uint32_t)nsi > cv->nin - first) return cv_fail(cv, GR_ERR_INVALID, "num_scan_inputs");
     uint32_t nstate = cv->nin - first - (uint32_t)nsi, nso = (uint32_t)g->n_output - nstate;
@@ -201,6 +208,10 @@ gr_status onnx_cv_scan(onnx_cv *cv) {
     ir_expr **so = gr_xcalloc((size_t)(nso * T) + 1, sizeof(*so));
     gr_status st = GR_OK;
     for (uint32_t k = 0; k < nstate && !st; k++) {
+        if (!cv_has(cv, first + k)) {
+            st = cv_fail(cv, GR_ERR_INVALID, "scan state %u is missing", k);
+            break;
+        }
         if (!v8) {
             state[k] = cv->in[first + k];
             continue;

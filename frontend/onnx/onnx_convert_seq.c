@@ -150,6 +150,7 @@ gr_status onnx_cv_split_to_seq(onnx_cv *cv) {
             for (int64_t at = 0; at < dim && ns < 256; at += each) sizes[ns++] = at + each <= dim ? each : dim - at;
         }
     }
+    if (ns < 1) return cv_fail(cv, GR_ERR_UNSUPPORTED, "an empty sequence (nothing to split)");
     int64_t acc = 0, idx[256];
     for (int i = 0; i < ns; i++) {
         if (sizes[i] < 0) return cv_fail(cv, GR_ERR_INVALID, "negative split size");
