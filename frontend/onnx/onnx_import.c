@@ -335,6 +335,46 @@ static gr_status convert_nodes(onnx_importer *imp, const Onnx__GraphProto *g) {
     return st;
 }
 
+/* ---- subgraphs inlined at import (ONNX coverage, ops2) ---- */
+
+gr_status onnx_subgraph_inline(onnx_importer *imp, const Onnx__GraphProto *g, const onnx_val *const *ins, uint32_t nin,
+                               onnx_val **outs) {
+    if (!g) return gr_diag_set(imp->diag, GR_ERR_INVALID, "missing subgraph");
+    if (g->n_input != nin)
+        return gr_diag_set(imp->diag, GR_ERR_INVALID, "subgraph '%s' has %zu inputs, %u given", g->name ? g->name : "",
+                               g->n_input, nin);
+    gr_status st = check_supported(imp, g);
+    if (st) return st;
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        const Onnx__TensorProto *tp = g->initializer[i];
+        rt_tensor *t = NULL;
+        if ((st = onnx_tensor_from_proto(tp, imp->dir, imp->file, &t, imp->diag))) return st;
+        onnx_val *v = val_new(imp, tp->name ? tp->name : "");
+        v->known = t;
+    }
+    for (uint32_t i = 0; i < nin; i++) {
+        onnx_val *v = val_new(imp, g->input[i]->name ? g->input[i]->name : "");
+        const onnx_val *src = ins[i];
+        v->expr = src->expr;
+        v->known = src->known ? rt_tensor_retain(src->known) : NULL;
+        v->sym = src->sym;
+        v->nsym = src->nsym;
+        v->sym_scalar = src->sym_scalar;
+        v->sym_dtype = src->sym_dtype;
+        v->span = src->span;
+        v->folded = src->folded;
+        v->is_param = src->is_param;
+    }
+    if ((st = convert_nodes(imp, g))) return st;
+    for (size_t i = 0; i < g->n_output; i++) {
+        outs[i] = g->output[i]->name ? val_get(imp, g->output[i]->name) : NULL;
+        if (!outs[i])
+            return gr_diag_set(imp->diag, GR_ERR_INVALID, "subgraph output '%s' is never produced",
+                               g->output[i]->name ? g->output[i]->name : "");
+    }
+    return GR_OK;
+}
+
 /* ---- the model ---- */
 
 static int64_t model_opset(const Onnx__ModelProto *m) {
@@ -517,6 +557,12 @@ static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_
                                  v->sym ? "graph output '%s' is a shape with dynamic dims"
                                         : "graph output '%s' is an output the importer does "
                                           "not produce", name);
+                gr_diag_set_layer(imp->diag, name);
+                break;
+            }
+            /* a sequence (a tuple at import) as a graph output: its holder would see a tuple */
+            if (v->expr->kind == IR_TUPLE || (v->expr->sinfo && v->expr->sinfo->kind == IR_SINFO_TUPLE)) {
+                st = gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED, "graph output '%s' is a sequence (only tensors)", name);
                 gr_diag_set_layer(imp->diag, name);
                 break;
             }
