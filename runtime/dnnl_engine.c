@@ -790,6 +790,7 @@ static void dn_release(rt_json_graph *g, void *state) {
     (void)g;
     dn_state *S = state;
     if (!S) return;
+    dn_debug_free(S);
     for (uint32_t p = 0; p < S->prims.len; p++) {
         dn_prim *pr = &S->prims.data[p];
         for (int a = 0; a < pr->nargs; a++)
@@ -1010,8 +1011,14 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
      * more than its primitives (and stall on a busy machine) */
     bool one = S->small && g_threads > 1 && g_set_threads;
     if (one) g_set_threads(1);
-    for (; p < S->prims.len && ds == dnnl_success; p++)
-        ds = dnnl_primitive_execute(S->prims.data[p].prim, S->stream, S->prims.data[p].nargs, S->prims.data[p].exec);
+    void *tap_user;
+    rt_json_tap_fn tap = rt_json_graph_tap(g, &tap_user);
+    if (tap) {
+        ds = dn_debug_run(S, tap, tap_user, &p);
+    } else {
+        for (; p < S->prims.len && ds == dnnl_success; p++)
+            ds = dnnl_primitive_execute(S->prims.data[p].prim, S->stream, S->prims.data[p].nargs, S->prims.data[p].exec);
+    }
     if (ds == dnnl_success) ds = dnnl_stream_wait(S->stream);
     if (one) g_set_threads(g_threads);
     _mm_setcsr(csr);

@@ -100,6 +100,7 @@ typedef struct dn_state {
     const dn_step *comp_steps;
     int comp_k;
     int comp_b;
+    struct dn_tap_plan *tap;      /* dnnl_debug.c: where each entry can be read (first tapped run) */
 } dn_state;
 
 const char *dnnl_status_str(dnnl_status_t s);
@@ -154,5 +155,11 @@ bool dn_in_composite(const rt_json_node *n);
 gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann);
 /* One step as its own primitive on value v (post-ops oneDNN would not fuse). */
 gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step *st, int *out);
+
+/* dnnl_debug.c: a run that reports intermediates to the graph's tap (rt_json_graph_set_tap):
+ * executes the primitives one by one, copying out each value after the primitive that wrote
+ * it. S->lock held, external memories bound. */
+dnnl_status_t dn_debug_run(dn_state *S, rt_json_tap_fn tap, void *user, uint32_t *failed);
+void dn_debug_free(dn_state *S);
 
 #endif
