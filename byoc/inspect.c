@@ -59,9 +59,7 @@ static int layer_idx(const insp_model *im, const char *interned) {
 }
 
 int insp_model_find(const insp_model *im, const char *layer) {
-    for (uint32_t i = 0; i < im->names.len; i++)
-        if (strcmp(im->names.data[i], layer) == 0) return (int)i;
-    return -1;
+    return layer ? layer_idx(im, ir_intern(im->ctx, layer)) : -1;
 }
 
 static json_t *layer_obj(insp_model *im, int i) { return json_array_get(im->layers, (size_t)i); }
@@ -182,6 +180,7 @@ static void link_layers(insp_model *im, const ir_binding *b, void *user) {
 
 typedef struct place_ctx {
     const char *region, *backend, *composite;
+    const ir_span *site;          /* the composite call's span */
     gr_map lambdas;               /* var -> composite lambda */
 } place_ctx;
 
@@ -207,6 +206,11 @@ static void place_in_composite(insp_model *im, const ir_binding *b, void *user) 
     char prefix[300];
     snprintf(prefix, sizeof prefix, "[%s] ", pc->composite ? pc->composite : "");
     const ir_span *s = b->value->span ? b->value->span : b->var->base.span;
+    /* a lambda shared by structurally equal composites names the first call's layers: its
+     * lines then belong to this call's layers */
+    bool own = true;
+    for (uint32_t i = 0; s && i < s->n; i++) own &= !pc->site || ir_span_has_source(pc->site, s->locs[i].source);
+    if (!own) s = pc->site;
     for (uint32_t i = 0; s && line && i < s->n; i++) {
         int x = layer_idx(im, s->locs[i].source);
         if (x >= 0) append_text(layer_obj(im, x), "after", prefix, line);
@@ -233,9 +237,13 @@ static void place_in_region(insp_model *im, const ir_binding *b, void *user) {
     const char *comp = f ? ir_attrs_get_str(f->attrs, BYOC_ATTR_COMPOSITE) : NULL;
     const ir_span *s = b->var->base.span ? ir_span_concat(im->ctx, b->value->span, b->var->base.span) : b->value->span;
     pc->composite = comp;
-    place_span(im, s, pc, NULL, "");
+    pc->site = s;
+    char *line = binding_text(b);
+    place_span(im, s, pc, line, "[region] ");
+    free(line);
     if (comp) each_binding(im, f->body, place_in_composite, pc);
     pc->composite = NULL;
+    pc->site = NULL;
 }
 
 static void place_top(insp_model *im, const ir_binding *b, void *user) {

@@ -98,7 +98,7 @@ async function main() {
     check(hostKeys.includes(key), `host op ${key} is not listed`);
   }
   check(hostKeys.length === (report.host || []).length, `${hostKeys.length} host ops listed, the report has ${(report.host || []).length}`);
-  const counts = await evaluate(`({nodes: document.querySelectorAll("#graph svg g.node").length, layers: JSON.parse(document.getElementById("graft-data").textContent).layers.length})`);
+  const counts = await evaluate(`({nodes: document.querySelectorAll("#graph svg g.node[id^=L]").length, layers: JSON.parse(document.getElementById("graft-data").textContent).layers.length})`);
   check(counts.nodes === counts.layers && counts.nodes > 0, `graph has ${counts.nodes} nodes for ${counts.layers} layers`);
 
   // search: type the name, press Enter
