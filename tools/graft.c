@@ -50,7 +50,7 @@ static const command COMMANDS[] = {
                          "region and\n"
                          "      primitive(s), or to the host op and the reason it stayed there"},
     {"diff", cmd_diff, "diff INPUT --backend NAME [--against reference|BACKEND] [--input NAME=FILE.npy|random]...\n"
-                       "      [--input-shape NAME=DIMS]... [--rtol R] [--atol A] [--json OUT]\n"
+                       "      [--input-shape NAME=DIMS]... [--rtol R] [--atol A|Ax] [--json OUT]\n"
                        "      run both paths on the same inputs and compare every frontend layer's output "
                        "(layers\n"
                        "      inside offloaded regions too); exit 1 when a layer is out of tolerance"},
