@@ -126,7 +126,18 @@ static bool match_dim(ir_ctx_t *ctx, const ir_prim *p, const ir_prim *a, gr_map 
 
 /* Matches a param's struct info with an arg's; false on a definite mismatch. */
 static bool match_sinfo(ir_ctx_t *ctx, const ir_sinfo *p, const ir_sinfo *a, gr_map *bind) {
-    if (p == a || p->kind == IR_SINFO_OBJECT || a->kind == IR_SINFO_OBJECT) return true;
+    if (p == a) {
+        /* the same struct info (hash-consed): its vars stand for themselves, e.g. a local
+         * function whose params use the enclosing function's symbolic dims */
+        gr_map own;
+        gr_map_init(&own);
+        collect_vars(p, &own);
+        for (uint32_t i = 0; i < own.cap; i++)
+            if (own.keys[i] && !gr_map_get(bind, own.keys[i], NULL)) gr_map_put(bind, own.keys[i], own.keys[i]);
+        gr_map_free(&own);
+        return true;
+    }
+    if (p->kind == IR_SINFO_OBJECT || a->kind == IR_SINFO_OBJECT) return true;
     if (p->kind != a->kind) return false;
     switch ((ir_sinfo_kind)p->kind) {
     case IR_SINFO_PRIM:

@@ -1,6 +1,7 @@
 /* Expression constructors and the IRModule container. */
 #include "ir/expr.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "ir/ctx_impl.h"
@@ -252,6 +253,36 @@ const ir_sinfo *ir_func_sinfo(ir_ctx_t *ctx, const ir_func *f) {
     const ir_sinfo *r = ir_sinfo_func(ctx, f->nparams, params, ret);
     if (params != ps) free(params);
     return r;
+}
+
+ir_func *ir_func_tir_new(ir_ctx_t *ctx, const char *name, const char *text, bool is_private) {
+    const char *keys[2] = {"graft.tir_text", "global_symbol"};
+    ir_attr vals[2] = {ir_attr_str(ctx, text), ir_attr_str(ctx, name)};
+    const ir_attrs *attrs = ir_attrs_new(ctx, is_private ? 1 : 2, keys, vals);
+    ir_tuple *body = ir_tuple_new(ctx, 0, NULL, NULL);
+    ir_expr_set_sinfo(&body->base, ir_sinfo_tuple(ctx, 0, NULL));
+    ir_seq *seq = ir_seq_new(ctx, 0, NULL, &body->base, NULL);
+    ir_expr_set_sinfo(&seq->base, body->base.sinfo);
+    ir_func *f = ir_func_new(ctx, 0, NULL, &seq->base, NULL, attrs, NULL);
+    ir_expr_set_sinfo(&f->base, ir_sinfo_func_opaque(ctx, ir_sinfo_object(ctx)));
+    return f;
+}
+
+const char *ir_func_tir_text(const ir_expr *f) {
+    if (!f || f->kind != IR_FUNC) return NULL;
+    return ir_attrs_get_str(((const ir_func *)f)->attrs, "graft.tir_text");
+}
+
+const char *ir_call_tir_refusal(const struct ir_module *m, const ir_call *call, char *buf, size_t n) {
+    const char *name = call->nargs && call->args[0]->kind == IR_GVAR ? ((const ir_gvar *)call->args[0])->name : NULL;
+    if (!name) snprintf(buf, n, "R.call_tir needs a global function as its callee");
+    else if (ir_func_tir_text(m ? (const ir_expr *)ir_module_func(m, name) : NULL))
+        snprintf(buf, n, "R.call_tir(cls.%s, ...): '%s' is a TIR function (@T.prim_func); graft keeps "
+                 "TIR functions as text and cannot run them", name, name);
+    else
+        snprintf(buf, n, "R.call_tir(cls.%s, ...): graft does not run R.call_tir (only op calls, "
+                 "calls of Relax functions and R.call_dps_packed)", name);
+    return buf;
 }
 
 /* ---- IRModule ---- */

@@ -214,6 +214,19 @@ ir_func *ir_func_with_attrs(ir_ctx_t *ctx, const ir_func *f, const ir_attrs *att
 /* The function's struct info: R.Callable((param sinfo...), ret). */
 const ir_sinfo *ir_func_sinfo(ir_ctx_t *ctx, const ir_func *f);
 
+/* A TIR function (`@T.prim_func`), which graft keeps but does not model: a function of no
+ * params whose attribute "graft.tir_text" holds its TVMScript text verbatim (dedented to column
+ * 0, decorator included). The printer writes the text back; partitioning never enters it; the
+ * executors refuse to run it, naming it. `is_private`: no global_symbol. */
+ir_func *ir_func_tir_new(ir_ctx_t *ctx, const char *name, const char *text, bool is_private);
+/* The verbatim text of a TIR function, or NULL for any other expression. */
+const char *ir_func_tir_text(const ir_expr *f);
+
+struct ir_module;
+/* Why an executor refuses `R.call_tir(callee, ...)` of module m (graft runs no TIR): a message
+ * naming the callee, written into buf. */
+const char *ir_call_tir_refusal(const struct ir_module *m, const ir_call *call, char *buf, size_t n);
+
 /* ---- IRModule: an ordered map from global names to functions, plus module attrs. ---- */
 typedef struct ir_module {
     ir_ctx_t *ctx;

@@ -115,5 +115,16 @@ IR__INFER(ir__infer_tensor_to_shape);
 IR__INFER(ir__infer_reduce);
 IR__INFER(ir__infer_cumsum);
 IR__INFER(ir__infer_argmax);
+/* ONNX coverage (ops2) */
+IR__INFER(ir__infer_rnn);          /* op_infer_rnn.c */
+IR__INFER(ir__infer_einsum);       /* op_infer_einsum.c */
+IR__INFER(ir__infer_reverse_sequence);
+/* op_infer_index.c (ONNX coverage, ops1) */
+IR__INFER(ir__infer_binary_int);
+IR__INFER(ir__infer_topk);
+IR__INFER(ir__infer_nonzero);
+IR__INFER(ir__infer_unique);
+IR__INFER(ir__infer_nll_loss);
+IR__INFER(ir__infer_det);
 
 #endif

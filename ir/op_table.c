@@ -97,6 +97,20 @@ static const ir_attr_field A_scatter_nd[] = {F("reduction", STR, "\"update\"")};
 static const ir_attr_field A_one_hot[] = {F("depth", INT, NULL), F("axis", INT, "-1")};
 static const ir_attr_field A_repeat[] = {F("repeats", INT, NULL), F("axis", INT, "None")};
 static const ir_attr_field A_trilu[] = {F("k", INT, "0")};
+/* ONNX coverage (ops2) */
+static const ir_attr_field A_rnn[] = {
+    F("hidden_size", INT, NULL), F("direction", STR, "\"forward\""), F("layout", INT, "0"),
+    F("clip", FLOAT, "0.0"), F("input_forget", BOOL, "False"),
+    F("linear_before_reset", BOOL, "False")};
+static const ir_attr_field A_einsum[] = {F("subscripts", STR, NULL)};
+static const ir_attr_field A_reverse_sequence[] = {F("batch_axis", INT, "1"), F("time_axis", INT, "0")};
+/* ONNX coverage (ops1) */
+static const ir_attr_field A_topk[] = {
+    F("k", INT, "1"), F("axis", INT, "-1"), F("ret_type", STR, "\"both\""),
+    F("largest", BOOL, "True"), F("dtype", DTYPE, "\"int32\"")};
+static const ir_attr_field A_nll_loss[] = {
+    F("reduction", STR, "\"mean\""), F("ignore_index", INT, "-100")};
+static const ir_attr_field A_unique[] = {F("sorted", BOOL, "True"), F("axis", INT, "None")};
 
 #undef F
 
@@ -237,6 +251,27 @@ static const ir_attr_field A_trilu[] = {F("k", INT, "0")};
     X(FULL, "full", 2, 2, IR_OPF_CREATION, ATTRS(A_dtype_void), ir__infer_full)             \
     X(ARANGE, "arange", 3, 3, IR_OPF_CREATION, ATTRS(A_dtype_i64), ir__infer_arange)        \
     X(SHAPE_OF, "shape_of", 1, 1, 0, NOATTRS, ir__infer_shape_of)                           \
+    /* ONNX coverage (ops2) */                                                             \
+    X(LSTM, "nn.lstm", 3, 8, 0, ATTRS(A_rnn), ir__infer_rnn)                                \
+    X(GRU, "nn.gru", 3, 6, 0, ATTRS(A_rnn), ir__infer_rnn)                                  \
+    X(RNN, "nn.rnn", 3, 6, 0, ATTRS(A_rnn), ir__infer_rnn)                                  \
+    X(EINSUM, "einsum", 1, 1, 0, ATTRS(A_einsum), ir__infer_einsum)                         \
+    X(REVERSE_SEQUENCE, "reverse_sequence", 2, 2, 0, ATTRS(A_reverse_sequence),             \
+      ir__infer_reverse_sequence)                                                           \
+    /* ONNX coverage (ops1) */                                                             \
+    X(MOD, "mod", 2, 2, BC, NOATTRS, ir__infer_binary_arith)                                \
+    X(FLOOR_MOD, "floor_mod", 2, 2, BC, NOATTRS, ir__infer_binary_arith)                    \
+    X(BITWISE_AND, "bitwise_and", 2, 2, BC, NOATTRS, ir__infer_binary_int)                  \
+    X(BITWISE_OR, "bitwise_or", 2, 2, BC, NOATTRS, ir__infer_binary_int)                    \
+    X(BITWISE_XOR, "bitwise_xor", 2, 2, BC, NOATTRS, ir__infer_binary_int)                  \
+    X(LEFT_SHIFT, "left_shift", 2, 2, BC, NOATTRS, ir__infer_binary_int)                    \
+    X(RIGHT_SHIFT, "right_shift", 2, 2, BC, NOATTRS, ir__infer_binary_int)                  \
+    X(LOGICAL_XOR, "logical_xor", 2, 2, BC, NOATTRS, ir__infer_binary_logical)              \
+    X(TOPK, "topk", 1, 1, 0, ATTRS(A_topk), ir__infer_topk)                                 \
+    X(NONZERO, "nonzero", 1, 1, 0, NOATTRS, ir__infer_nonzero)                              \
+    X(UNIQUE, "unique", 1, 1, 0, ATTRS(A_unique), ir__infer_unique)                         \
+    X(NLL_LOSS, "nn.nll_loss", 2, 3, 0, ATTRS(A_nll_loss), ir__infer_nll_loss)              \
+    X(DET, "linalg.det", 1, 1, 0, NOATTRS, ir__infer_det)                                   \
     X(CALL_DPS_PACKED, "call_dps_packed", 1, 2, IR_OPF_CALL_LIKE, NOATTRS,                  \
       ir__infer_call_like)                                                                  \
     X(CALL_TIR, "call_tir", 1, 3, IR_OPF_CALL_LIKE, NOATTRS, ir__infer_call_like)

@@ -93,6 +93,16 @@ typedef struct parser {
         const ir_sinfo *sinfo;
     } acache[4];
     uint32_t acache_next;
+    struct tir_fn {              /* `@T.prim_func` blocks, kept verbatim (extract_tir) */
+        const char *name, *text;
+        int line;
+        bool priv;
+    } *tirs;
+    uint32_t ntirs, next_tir;
+    char *own_src;               /* a copy of the text with the TIR blocks blanked */
+    const char *cls_name;        /* the class name: `cls = Module` and `Module.f(...)` */
+    const char *cls_alias[4];    /* names bound to the class (`cls = Module`) */
+    uint32_t ncls_alias;
 } parser;
 
 /* The scratch diag is only ever set on an error; clearing it is a no-op otherwise. */
@@ -961,7 +971,7 @@ static const ir_sinfo *sinfo_tensor(parser *p, const ir_tok *at) {
     if (ndims >= 0) {
         if (ndim >= 0 && ndim != ndims)
             return perr(p, at, GR_ERR_PARSE, "ndim=%" PRId64 " does not match a shape of rank %d", ndim, ndims);
-        r = ir_sinfo_tensor(p->ctx, dt, ndims, p->pstack.data + mark);
+        r = ir_sinfo_tensor(p->ctx, dt, ndims, gr_vec_at(p->pstack, mark));
     } else {
         r = ir_sinfo_tensor(p->ctx, dt, (int32_t)ndim, NULL);
     }
@@ -982,19 +992,49 @@ static const ir_sinfo *sinfo_list(parser *p, char close, uint32_t *n) {
     return (const ir_sinfo *)1; /* items on sstack from mark */
 }
 
+/* A purity flag after R.Callable's return: `, True` or `, purity=True` (TVM prints it; graft
+ * does not model impure function types, so only True is accepted). */
+static bool callable_purity(parser *p) {
+    if (!accept_p(p, ',')) return true;
+    if (is_p(peek(p, 0), ')')) return true;
+    if (kw_at(p, "purity")) skip(p), skip(p);
+    ir_tok t = *peek(p, 0);
+    num n;
+    if (!number(p, &n)) return false;
+    if (!n.is_bool) return unexpected(p, &t, "True or False (the purity)"), false;
+    if (!n.i) return perr(p, &t, GR_ERR_UNSUPPORTED, "impure callables (R.Callable(..., False)) are not supported"), false;
+    accept_p(p, ',');
+    return true;
+}
+
 static const ir_sinfo *parse_sinfo_inner(parser *p) {
     ir_tok at = *peek(p, 0);
+    if (tok_is(&at, "T") && is_p(peek(p, 1), '.') && peek(p, 2)->kind == TK_NAME) {
+        /* `T.int64` as struct info: R.Prim("int64") */
+        ir_tok dt = *peek(p, 2);
+        char buf[32];
+        ir_dtype d;
+        if (dt.len < sizeof buf) {
+            memcpy(buf, dt.s, dt.len);
+            buf[dt.len] = 0;
+            if (ir_dtype_parse(buf, &d) && !ir_dtype_is_void(d) && !is_p(peek(p, 3), '(')) {
+                skip(p), skip(p), skip(p);
+                return ir_sinfo_prim(p->ctx, d, NULL);
+            }
+        }
+        return perr(p, &dt, GR_ERR_PARSE, "unknown struct info 'T.%.*s'", (int)dt.len, dt.s);
+    }
     if (!tok_is(&at, "R") || !is_p(peek(p, 1), '.') || peek(p, 2)->kind != TK_NAME)
         return unexpected(p, &at, "a struct info annotation (R.Tensor, R.Tuple, ...)");
     skip(p);
     skip(p);
     ir_tok k = next(p);
     if (tok_is(&k, "Tensor")) return sinfo_tensor(p, &at);
-    if (tok_is(&k, "Object")) return ir_sinfo_object(p->ctx);
+    if (tok_is(&k, "Object") || tok_is(&k, "Any")) return ir_sinfo_object(p->ctx);
     if (tok_is(&k, "Tuple")) {
         uint32_t mark = p->sstack.len, n = 0;
         if (accept_p(p, '(') && !sinfo_list(p, ')', &n)) return NULL;
-        const ir_sinfo *r = ir_sinfo_tuple(p->ctx, n, p->sstack.data + mark);
+        const ir_sinfo *r = ir_sinfo_tuple(p->ctx, n, gr_vec_at(p->sstack, mark));
         p->sstack.len = mark;
         return r;
     }
@@ -1011,7 +1051,7 @@ static const ir_sinfo *parse_sinfo_inner(parser *p) {
             uint32_t mark = p->pstack.len;
             int nd = prim_list(p, '[', ']');
             if (nd < 0) return NULL;
-            r = ir_sinfo_shape(p->ctx, nd, p->pstack.data + mark);
+            r = ir_sinfo_shape(p->ctx, nd, gr_vec_at(p->pstack, mark));
             p->pstack.len = mark;
         }
         accept_p(p, ',');
@@ -1046,17 +1086,16 @@ static const ir_sinfo *parse_sinfo_inner(parser *p) {
         if (kw_at(p, "ret")) {
             skip(p), skip(p);
             const ir_sinfo *ret = parse_sinfo(p);
-            if (!ret || !expect_p(p, ')', "to close R.Callable(")) return NULL;
+            if (!ret || !callable_purity(p) || !expect_p(p, ')', "to close R.Callable(")) return NULL;
             return ir_sinfo_func_opaque(p->ctx, ret);
         }
         uint32_t mark = p->sstack.len, n = 0;
         if (!expect_p(p, '(', "for the parameter list") || !sinfo_list(p, ')', &n)) return NULL;
         if (!expect_p(p, ',', "before the return struct info")) return NULL;
         const ir_sinfo *ret = parse_sinfo(p);
-        if (!ret) return NULL;
-        accept_p(p, ',');
+        if (!ret || !callable_purity(p)) return NULL;
         if (!expect_p(p, ')', "to close R.Callable(")) return NULL;
-        const ir_sinfo *r = ir_sinfo_func(p->ctx, n, p->sstack.data + mark, ret);
+        const ir_sinfo *r = ir_sinfo_func(p->ctx, n, gr_vec_at(p->sstack, mark), ret);
         p->sstack.len = mark;
         return r;
     }
@@ -1108,7 +1147,7 @@ static bool parse_attr(parser *p, ir_attr *out) {
             if (!accept_p(p, ',')) break;
         }
         if (ok) ok = expect_p(p, close, "to close the list");
-        if (ok) *out = ir_attr_array(p->ctx, p->vstack.len - mark, p->vstack.data + mark);
+        if (ok) *out = ir_attr_array(p->ctx, p->vstack.len - mark, gr_vec_at(p->vstack, mark));
         p->vstack.len = mark;
     } else if (is_p(&t, '{')) {
         skip(p);
@@ -1127,7 +1166,7 @@ static bool parse_attr(parser *p, ir_attr *out) {
         if (ok) ok = expect_p(p, '}', "to close the dict");
         if (ok) {
             uint32_t n = p->vstack.len - mark;
-            *out = ir_attr_array(p->ctx, n, p->vstack.data + mark);
+            *out = ir_attr_array(p->ctx, n, gr_vec_at(p->vstack, mark));
             out->kind = IR_ATTR_MAP;
             out->u.arr.n = n / 2;
         }
@@ -1241,7 +1280,7 @@ static ir_expr *call_args_generic(parser *p, ir_expr *callee) {
         if (!accept_p(p, ',')) break;
     }
     if (!expect_p(p, ')', "to close the call")) return NULL;
-    ir_call *c = ir_call_new(p->ctx, callee, p->estack.len - mark, p->estack.data + mark, NULL, 0,
+    ir_call *c = ir_call_new(p->ctx, callee, p->estack.len - mark, gr_vec_at(p->estack, mark), NULL, 0,
                              NULL, NULL);
     p->estack.len = mark;
     return &c->base;
@@ -1271,7 +1310,8 @@ static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
             ir_tok k = next(p);
             skip(p);
             kw_seen = true;
-            if (tok_is(&k, "out_sinfo") || tok_is(&k, "sinfo_args")) {
+            if (tok_is(&k, "out_sinfo") || tok_is(&k, "sinfo_args") || tok_is(&k, "out_ty") ||
+                tok_is(&k, "ty_args")) {
                 if (p->sstack.len != smark) {
                     perr(p, &k, GR_ERR_PARSE, "struct info arguments given twice");
                     goto out;
@@ -1297,7 +1337,14 @@ static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
                 goto out;
             }
             ir_expr *a;
-            if (call_like && p->estack.len == emark && peek(p, 0)->kind == TK_STRING) {
+            const ir_tok *n0 = peek(p, is_p(peek(p, 0), '-') ? 1 : 0);
+            if (n0->kind == TK_INT || n0->kind == TK_FLOAT) {
+                /* a bare number, `R.clip(x, 0, 4)`: a PrimValue as TVM's parser makes it */
+                num n;
+                if (!number(p, &n)) goto out;
+                a = n.is_float ? &ir_primval_float(p->ctx, IR_DTYPE_F64, n.f, NULL)->base
+                               : &ir_primval_int(p->ctx, ir_prim_int(p->ctx, n.i), NULL)->base;
+            } else if (call_like && p->estack.len == emark && peek(p, 0)->kind == TK_STRING) {
                 const char *sym = string_interned(p, false);
                 if (!sym) goto out;
                 a = &ir_extern_new(p->ctx, sym, NULL)->base;
@@ -1323,8 +1370,8 @@ static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
     const ir_attrs *attrs = NULL;
     uint32_t nk = p->kstack.len - kmark;
     if (nk || def->nattrs) {
-        const ir_attrs *given = nk ? ir_attrs_new(p->ctx, nk, p->kstack.data + kmark,
-                                                  p->vstack.data + vmark) : NULL;
+        const ir_attrs *given = nk ? ir_attrs_new(p->ctx, nk, gr_vec_at(p->kstack, kmark),
+                                                  gr_vec_at(p->vstack, vmark)) : NULL;
         CLEAR_TMP(p);
         if (ir_op_attrs_normalize(p->ctx, def, given, &attrs, &p->tmp) != GR_OK) {
             perr(p, at, GR_ERR_PARSE, "%s", p->tmp.msg);
@@ -1332,11 +1379,11 @@ static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
         }
     }
     ir_call *c = ir_call_new(p->ctx, &ir_op_get_def(p->ctx, def)->base, nargs,
-                             p->estack.data + emark, attrs, p->sstack.len - smark,
-                             p->sstack.data + smark, NULL);
+                             gr_vec_at(p->estack, emark), attrs, p->sstack.len - smark,
+                             gr_vec_at(p->sstack, smark), NULL);
     if (p->written_attrs && nk)
         gr_map_put(p->written_attrs, GR_MAP_PTR(c),
-                   GR_MAP_PTR(ir_attrs_new(p->ctx, nk, p->kstack.data + kmark, p->vstack.data + vmark)));
+                   GR_MAP_PTR(ir_attrs_new(p->ctx, nk, gr_vec_at(p->kstack, kmark), gr_vec_at(p->vstack, vmark))));
     result = &c->base;
 out:
     p->estack.len = emark;
@@ -1357,6 +1404,20 @@ static bool special_r_name(const char *nm, size_t n) {
     return false;
 }
 
+/* Length of "cls." (or of another name bound to the class, or of the class name itself and
+ * its dot) at the start of nm; 0 when nm does not name a global function. */
+static size_t cls_prefix(const parser *p, const char *nm) {
+    if (strncmp(nm, "cls.", 4) == 0) return 4;
+    const char *dot = strchr(nm, '.');
+    if (!dot || strchr(dot + 1, '.')) return 0;
+    size_t n = (size_t)(dot - nm);
+    for (uint32_t i = 0; i <= p->ncls_alias; i++) {
+        const char *a = i < p->ncls_alias ? p->cls_alias[i] : p->cls_name;
+        if (a && strlen(a) == n && memcmp(a, nm, n) == 0) return n + 1;
+    }
+    return 0;
+}
+
 /* Dotted names: R.*, cls.*, and op names. */
 static ir_expr *dotted(parser *p) {
     ir_tok at = *peek(p, 0);
@@ -1373,8 +1434,9 @@ static ir_expr *dotted(parser *p) {
         p->name[n++] = '.';
     }
     const char *nm = p->name;
-    if (strncmp(nm, "cls.", 4) == 0) {
-        const char *g = ir_intern(p->ctx, nm + 4);
+    size_t pre = cls_prefix(p, nm);
+    if (pre) {
+        const char *g = ir_intern(p->ctx, nm + pre);
         uint64_t idx;
         if (!gr_map_get(&p->sigmap, GR_MAP_PTR(g), &idx))
             return perr(p, &at, GR_ERR_PARSE, "unknown global function '%s'", nm);
@@ -1388,7 +1450,7 @@ static ir_expr *dotted(parser *p) {
         uint32_t mark = p->pstack.len;
         int nd = prim_list(p, '[', ']');
         if (nd < 0 || !expect_p(p, ')', "to close R.shape(")) return NULL;
-        ir_shape_expr *s = ir_shape_expr_new(p->ctx, (uint32_t)nd, p->pstack.data + mark, NULL);
+        ir_shape_expr *s = ir_shape_expr_new(p->ctx, (uint32_t)nd, gr_vec_at(p->pstack, mark), NULL);
         p->pstack.len = mark;
         return &s->base;
     }
@@ -1419,7 +1481,7 @@ static ir_expr *dotted(parser *p) {
             if (!accept_p(p, ',')) break;
         }
         if (!expect_p(p, ')', "to close R.tuple(")) return NULL;
-        ir_tuple *t = ir_tuple_new(p->ctx, p->estack.len - mark, p->estack.data + mark, NULL);
+        ir_tuple *t = ir_tuple_new(p->ctx, p->estack.len - mark, gr_vec_at(p->estack, mark), NULL);
         p->estack.len = mark;
         return &t->base;
     }
@@ -1461,7 +1523,7 @@ static ir_expr *primary(parser *p) {
             p->estack.len = mark;
             return e;
         }
-        ir_tuple *tp = ir_tuple_new(p->ctx, n, p->estack.data + mark, NULL);
+        ir_tuple *tp = ir_tuple_new(p->ctx, n, gr_vec_at(p->estack, mark), NULL);
         p->estack.len = mark;
         return &tp->base;
     }
@@ -1737,6 +1799,16 @@ static bool parse_binding(parser *p, body_ctx *bc, result_stmt *res) {
         if (!annot) return false;
     }
     if (!expect_p(p, '=', "in a binding")) return false;
+    if (!annot && p->cls_name && tok_is(peek(p, 0), p->cls_name) && peek(p, 1)->kind != TK_PUNCT) {
+        /* `cls = Module`: TVM's printer names the module this way before `cls.f(...)` */
+        skip(p);
+        span_fields sf;
+        if (!end_line(p, &sf)) return false;
+        bool known = false;
+        for (uint32_t i = 0; i < p->ncls_alias; i++) known |= p->cls_alias[i] == name;
+        if (!known && p->ncls_alias < 4) p->cls_alias[p->ncls_alias++] = name;
+        return true;
+    }
     if (!annot && at_dotted(p, "T", "int64") && is_p(peek(p, 3), '(') && is_p(peek(p, 4), ')')) {
         for (int i = 0; i < 5; i++) next(p);
         span_fields sf;
@@ -2165,6 +2237,136 @@ static bool parse_metadata(parser *p, const char *at) {
     return ok;
 }
 
+/* ---- TIR functions ---- */
+
+static bool line_blank(const char *s, const char *le) {
+    while (s < le && *s == ' ') s++;
+    return s == le || *s == '#' || *s == '\r';
+}
+
+/* Paren depth change over [s, le), skipping string literals and comments. */
+static int paren_delta(const char *s, const char *le) {
+    int d = 0;
+    char q = 0;
+    for (; s < le; s++) {
+        if (q) {
+            if (*s == '\\') s++;
+            else if (*s == q) q = 0;
+        } else if (*s == '"' || *s == '\'') q = *s;
+        else if (*s == '#') break;
+        else if (*s == '(' || *s == '[' || *s == '{') d++;
+        else if (*s == ')' || *s == ']' || *s == '}') d--;
+    }
+    return d;
+}
+
+/* graft does not model TIR: each `@T.prim_func` block (decorator, def, and its indented body) is
+ * cut out of the text the lexer sees (replaced by blank lines, so line numbers stay) and kept as
+ * text, dedented, for a placeholder function (ir_func_tir_new). */
+static bool extract_tir(parser *p) {
+    if (!memmem(p->src, p->len, "@T.prim_func", 12)) return true;
+    char *cp = gr_xmalloc(p->len + 1);
+    memcpy(cp, p->src, p->len);
+    cp[p->len] = 0;
+    p->own_src = cp;
+    p->src = cp;
+    p->drop_from = NULL;
+    char *end = cp + p->len, *s = cp;
+    int line = 1;
+    GR_VEC(struct tir_fn) v = {0};
+    ir_sbuf tb = {0};
+    bool ok = true;
+    while (s < end && ok) {
+        char *le = memchr(s, '\n', (size_t)(end - s));
+        if (!le) le = end;
+        int w = 0;
+        while (s + w < le && s[w] == ' ') w++;
+        if (!(le - (s + w) >= 12 && memcmp(s + w, "@T.prim_func", 12) == 0)) {
+            s = le < end ? le + 1 : end;
+            line++;
+            continue;
+        }
+        struct tir_fn t = {NULL, NULL, line, memmem(s + w, (size_t)(le - s - w), "private=True", 12) != NULL};
+        char *bstart = s, *last = le, *q = le < end ? le + 1 : end;
+        int qline = line + 1, depth = 0;
+        bool in_head = true, seen_def = false;
+        while (q < end) {
+            char *qe = memchr(q, '\n', (size_t)(end - q));
+            if (!qe) qe = end;
+            int qw = 0;
+            while (q + qw < qe && q[qw] == ' ') qw++;
+            bool blank = line_blank(q, qe);
+            if (in_head) {
+                if (!blank) {
+                    if (!seen_def) {
+                        if (qw != w || qe - (q + qw) < 4 || memcmp(q + qw, "def ", 4) != 0) break;
+                        seen_def = true;
+                        const char *n0 = q + qw + 4, *n1 = n0;
+                        while (n1 < qe && (*n1 == '_' || (*n1 >= 'a' && *n1 <= 'z') || (*n1 >= 'A' && *n1 <= 'Z') ||
+                                           (*n1 >= '0' && *n1 <= '9')))
+                            n1++;
+                        if (n1 > n0) t.name = ir_intern_n(p->ctx, n0, (size_t)(n1 - n0));
+                    }
+                    depth += paren_delta(q, qe);
+                    last = qe;
+                    if (depth <= 0) in_head = false;
+                }
+            } else if (!blank) {
+                if (qw <= w) break;
+                last = qe;
+            }
+            q = qe < end ? qe + 1 : end;
+            qline++;
+        }
+        if (!t.name) {
+            ir_tok at = {0};
+            at.line = line;
+            at.col = w + 1;
+            at.s = s + w;
+            at.len = 12;
+            perr(p, &at, GR_ERR_PARSE, "@T.prim_func must be followed by `def NAME(...):`");
+            ok = false;
+            break;
+        }
+        tb.len = 0;
+        for (char *r = bstart; r < last;) {
+            char *re = memchr(r, '\n', (size_t)(last - r));
+            if (!re) re = last;
+            int rw = 0;
+            while (r + rw < re && rw < w && r[rw] == ' ') rw++;
+            if (r != bstart) ir_sbuf_putc(&tb, '\n');
+            ir_sbuf_putn(&tb, r + rw, (size_t)(re - r - rw));
+            r = re < last ? re + 1 : last;
+        }
+        ir_sbuf_cstr(&tb);
+        t.text = ir_intern(p->ctx, tb.data);
+        for (char *r = bstart; r < last; r++)
+            if (*r != '\n') *r = ' ';
+        gr_vec_push(&v, t);
+        for (char *r = s; r < last; r++) line += *r == '\n';
+        s = last;
+        (void)qline;
+    }
+    ir_sbuf_free(&tb);
+    p->tirs = v.data;
+    p->ntirs = v.len;
+    return ok;
+}
+
+/* Adds the TIR functions that come before `line` to the module (all: line < 0). */
+static bool add_tir_before(parser *p, int line) {
+    while (p->next_tir < p->ntirs && (line < 0 || p->tirs[p->next_tir].line < line)) {
+        const struct tir_fn *t = &p->tirs[p->next_tir++];
+        uint64_t idx = 0;
+        gr_map_get(&p->sigmap, GR_MAP_PTR(t->name), &idx);
+        ir_gvar *g = p->sigs.data[idx - 1].gvar;
+        ir_func *f = ir_func_tir_new(p->ctx, t->name, t->text, t->priv);
+        if (!g->base.sinfo) ir_expr_set_sinfo(&g->base, f->base.sinfo);
+        ir_module_set(p->mod, g, &f->base);
+    }
+    return true;
+}
+
 /* ---- module ---- */
 
 /* Pre-pass: the signature of every function of the class (so calls may precede definitions). */
@@ -2258,14 +2460,37 @@ static bool parse_module_body(parser *p, const char *meta) {
     const char *end = meta ? meta : p->src + p->len;
     ir_lex_init(&p->lx, p->src, p->src, end, 1);
     p->nla = 0;
-    if (!expect_p(p, '@', "(the module starts with @I.ir_module)") || !expect_dotted(p, "I", "ir_module") ||
-        !expect_kind(p, TK_NEWLINE, "end of line") || !expect_name(p, "class"))
-        return false;
+    /* `from tvm.script import ir as I`, `import tvm`: the header of user-written TVMScript */
+    while (tok_is(peek(p, 0), "from") || tok_is(peek(p, 0), "import")) {
+        while (peek(p, 0)->kind != TK_NEWLINE && peek(p, 0)->kind != TK_EOF) skip(p);
+        if (!expect_kind(p, TK_NEWLINE, "end of line")) return false;
+    }
+    if (!expect_p(p, '@', "(the module starts with @I.ir_module)")) return false;
+    if (!(at_dotted(p, "tvm", "script") && is_p(peek(p, 3), '.') && tok_is(peek(p, 4), "ir_module"))) {
+        if (!expect_dotted(p, "I", "ir_module")) return false;
+    } else {
+        for (int i = 0; i < 5; i++) skip(p);
+    }
+    if (!expect_kind(p, TK_NEWLINE, "end of line") || !expect_name(p, "class")) return false;
+    ir_tok ct = *peek(p, 0);
     if (!expect_kind(p, TK_NAME, "a class name") || !expect_p(p, ':', "after the class name") ||
         !expect_kind(p, TK_NEWLINE, "end of line"))
         return false;
+    p->cls_name = tok_intern(p, &ct);
     ir_tok it = *peek(p, 0);
     if (!expect_kind(p, TK_INDENT, "an indented class body")) return false;
+    for (uint32_t i = 0; i < p->ntirs; i++) {
+        const char *name = p->tirs[i].name;
+        if (gr_map_get(&p->sigmap, GR_MAP_PTR(name), NULL)) {
+            ir_tok at = {0};
+            at.line = p->tirs[i].line;
+            at.col = 1;
+            return perr(p, &at, GR_ERR_PARSE, "duplicate function '%s'", name), false;
+        }
+        fsig sg = {ir_gvar_new(p->ctx, name), p->sigsyms.len, 0};
+        gr_vec_push(&p->sigs, sg);
+        gr_map_put(&p->sigmap, GR_MAP_PTR(name), p->sigs.len);
+    }
     if (!prescan_functions(p, line_start_of(p, it.s), end, it.col - 1, it.line)) return false;
     if (at_dotted(p, "I", "module_attrs")) {
         skip(p), skip(p), skip(p);
@@ -2289,6 +2514,7 @@ static bool parse_module_body(parser *p, const char *meta) {
             if (!end_line(p, &sf)) return false;
             continue;
         }
+        add_tir_before(p, peek(p, 0)->line);
         bool priv;
         if (!parse_decorator(p, &priv)) return false;
         ir_tok dt = *peek(p, 0);
@@ -2310,6 +2536,7 @@ static bool parse_module_body(parser *p, const char *meta) {
         ir_module_set(p->mod, sg->gvar, &f->base);
     }
     if (p->failed) return false;
+    add_tir_before(p, -1);
     if (peek(p, 0)->kind == TK_DEDENT) next(p);
     return expect_kind(p, TK_EOF, "the end of the module");
 }
@@ -2330,6 +2557,13 @@ static gr_status parse_text(ir_ctx_t *ctx, const char *name, const char *text, s
     p->len = text ? len : 0;
     if (mapped && text) p->drop_from = text;
     p->diag = diag;
+    if (!extract_tir(p)) {
+        gr_status est = diag && diag->code != GR_OK ? diag->code : GR_ERR_PARSE;
+        free(p->own_src);
+        free(p->tirs);
+        free(p);
+        return est;
+    }
     uint32_t lines;
     const char *meta = find_metadata(p, &lines);
     ir__ctx_expect(ctx, (size_t)lines * 200); /* a binding line makes ~200 B of IR */
@@ -2358,6 +2592,8 @@ static gr_status parse_text(ir_ctx_t *ctx, const char *name, const char *text, s
     gr_vec_free(&p->sigs);
     gr_vec_free(&p->sigsyms);
     ir_sbuf_free(&p->sbuf);
+    free(p->tirs);
+    free(p->own_src);
     free(p);
     return st;
 }
@@ -2394,6 +2630,12 @@ gr_status ir_parse_file(ir_ctx_t *ctx, const char *path, ir_module **out, gr_dia
     FILE *f = fopen(path, "rb");
     if (!f) {
         gr_diag_set(diag, GR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        gr_diag_set_file(diag, path);
+        return GR_ERR_IO;
+    }
+    if (gr_is_dir(f)) {
+        fclose(f);
+        gr_diag_set(diag, GR_ERR_IO, "%s: is a directory, not a file", path);
         gr_diag_set_file(diag, path);
         return GR_ERR_IO;
     }

@@ -10,6 +10,7 @@
 #include "ir/ctx_impl.h"
 #include "ir/op.h"
 #include "ir/text_impl.h"
+#include "ir/visit.h"
 #include "runtime/tensor.h"
 
 typedef GR_VEC(const ir_prim *) prim_vec;
@@ -433,7 +434,7 @@ static void sinfo_to(pr *p, ir_sbuf *b, const ir_sinfo *s, bool q) {
         if (s->n == 1) ir_sbuf_putc(b, ',');
         ir_sbuf_puts(b, "), ");
         sinfo_to(p, b, s->ret, q);
-        ir_sbuf_putc(b, ')');
+        ir_sbuf_puts(b, ", True)"); /* TVM writes the purity; graft's typed callables are pure */
         return;
     }
 }
@@ -762,6 +763,23 @@ static void p_expr(pr *p, const ir_expr *e, bool top) {
     p_expr_inner(p, e);
 }
 
+/* ---- `cls = Module`: TVM's printer binds the module before any `cls.f` of a function ---- */
+
+static ir_walk_result gvar_seen(ir_walker *w, ir_expr *e) {
+    if (e->kind != IR_GVAR) return IR_WALK_CONTINUE;
+    *(bool *)w->user = true;
+    return IR_WALK_ABORT;
+}
+
+static bool refers_to_globals(const ir_func *f) {
+    bool seen = false;
+    ir_walker w = {0};
+    w.visit_expr = gvar_seen;
+    w.user = &seen;
+    ir_walk_expr(&w, (ir_expr *)f);
+    return seen;
+}
+
 /* ---- symbolic var declarations (`n = T.int64()`) ---- */
 
 static void decl_var(const ir_prim *v, void *user) {
@@ -1085,6 +1103,10 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
             ir_sbuf_puts(&p->out, " = T.int64()\n");
         }
     }
+    if (module_level && refers_to_globals(f)) {
+        indent(p, ind + 1);
+        ir_sbuf_puts(&p->out, "cls = Module\n");
+    }
     if (f->body) p_seq_stmts(p, f->body, ind + 1, NULL, NULL);
     else {
         indent(p, ind + 1);
@@ -1144,6 +1166,10 @@ static void reset_names(pr *p) {
 static bool module_uses_t(pr *p, const ir_module *m) {
     for (uint32_t i = 0; i < m->nfuncs && !p->uses_t; i++) {
         if (m->funcs[i]->kind != IR_FUNC) continue;
+        if (ir_func_tir_text(m->funcs[i])) {
+            p->uses_t = true;
+            break;
+        }
         gr_map_clear(&p->decl_seen);
         p->decls.len = 0;
         decl_expr(p, m->funcs[i]);
@@ -1173,7 +1199,18 @@ static void print_module(pr *p, const ir_module *m) {
         if (i) ir_sbuf_putc(&p->out, '\n');
         reset_names(p);
         const ir_expr *f = m->funcs[i];
-        if (f->kind == IR_FUNC) {
+        const char *tir = ir_func_tir_text(f);
+        if (tir) {
+            /* a TIR function: its text as read, re-indented into the class */
+            for (const char *s = tir; *s;) {
+                const char *e = strchr(s, '\n');
+                size_t n = e ? (size_t)(e - s) : strlen(s);
+                if (n) ir_sbuf_puts(&p->out, "    ");
+                ir_sbuf_putn(&p->out, s, n);
+                ir_sbuf_putc(&p->out, '\n');
+                s = e ? e + 1 : s + n;
+            }
+        } else if (f->kind == IR_FUNC) {
             p_func(p, (const ir_func *)f, m->gvars[i]->name, 1, true, NULL);
         } else {
             ir_sbuf_puts(&p->out, "    # unprintable global ");

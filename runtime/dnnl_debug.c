@@ -3,7 +3,6 @@
  * the graph's tap. Outputs folded into another primitive's post-ops have no buffer: they are
  * reported once per run with that primitive's name. Kept apart from the engine's fast path,
  * which it only reads (the value table and the primitive list built by prepare). */
-#include <oneapi/dnnl/dnnl_debug.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +16,6 @@ typedef struct dn_tap_plan {
     int *fused;                   /* unobservable entries ... */
     int *fused_prim;              /* ... and the primitive their node was folded into */
     uint32_t nfused;
-    char (*names)[96];            /* per primitive: "convolution" */
-    const char **impls;           /* per primitive: oneDNN's implementation name */
 } dn_tap_plan;
 
 void dn_debug_free(dn_state *S) {
@@ -28,8 +25,6 @@ void dn_debug_free(dn_state *S) {
     free(t->ents);
     free(t->fused);
     free(t->fused_prim);
-    free(t->names);
-    free(t->impls);
     free(t);
     S->tap = NULL;
 }
@@ -47,22 +42,11 @@ static dn_tap_plan *plan_taps(dn_state *S) {
     t->ents = malloc(sizeof(int) * (S->nent + 1));
     t->fused = malloc(sizeof(int) * (S->nent + 1));
     t->fused_prim = malloc(sizeof(int) * (S->nent + 1));
-    t->names = calloc(np + 1, sizeof(*t->names));
-    t->impls = calloc(np + 1, sizeof(*t->impls));
     for (uint32_t v = 0; v < nv; v++) lw[v] = -1;
     for (uint32_t p = 0; p < np; p++) {
         dn_prim *pr = &S->prims.data[p];
         for (int a = 0; a < pr->nargs; a++)
             if (writes(pr->args[a].arg) && pr->args[a].val >= 0) lw[root_val(S, pr->args[a].val)] = (int)p;
-        const_dnnl_primitive_desc_t pd = NULL;
-        dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
-        const char *impl = NULL;
-        if (dnnl_primitive_get_primitive_desc(pr->prim, &pd) == dnnl_success) {
-            dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind);
-            dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-        }
-        snprintf(t->names[p], sizeof t->names[p], "%s", dnnl_prim_kind2str(kind));
-        t->impls[p] = impl;
     }
     /* counting sort of the observable entries by the slot they are read in (0: before any
      * primitive, a reshape of a region input; p + 1: after primitive p) */
@@ -162,8 +146,8 @@ static dnnl_status_t tap_slot(dn_state *S, uint32_t slot, rt_json_tap_fn tap, vo
         rt_tensor *v = data ? rt_tensor_new(n->dtypes[o], n->ndims[o], n->shapes[o]) : NULL;
         if (!v) continue;
         dnnl_status_t ds = copy_plain(S, md, data, rt_tensor_data(v), true);
-        rt_json_tap_point tp = {S->symbol, n, (uint32_t)(n - S->node0), o, p, p >= 0 ? t->names[p] : NULL,
-                                p >= 0 ? t->impls[p] : NULL, NULL};
+        const dn_prim *pr = p >= 0 ? &S->prims.data[p] : NULL;
+        rt_json_tap_point tp = {S->symbol, n, (uint32_t)(n - S->node0), o, p, pr ? pr->kind : NULL, pr ? pr->impl : NULL, NULL};
         if (ds == dnnl_success && tap(&tp, v, user)) ds = copy_plain(S, md, data, rt_tensor_data(v), false);
         rt_tensor_release(v);
         if (ds != dnnl_success) return ds;
@@ -185,11 +169,12 @@ dnnl_status_t dn_debug_run(dn_state *S, rt_json_tap_fn tap, void *user, uint32_t
     for (uint32_t k = 0; k < t->nfused && ds == dnnl_success; k++) {
         int e = t->fused[k], fp = t->fused_prim[k];
         const rt_json_node *n = S->ent_node[e].node;
+        const dn_prim *pr = fp >= 0 ? &S->prims.data[fp] : NULL;
         char what[160];
-        if (fp >= 0) snprintf(what, sizeof what, "primitive %d (%s)", fp, t->names[fp]);
+        if (pr) snprintf(what, sizeof what, "primitive %d (%s)", fp, pr->kind);
         else snprintf(what, sizeof what, "another primitive");
         rt_json_tap_point tp = {S->symbol, n, (uint32_t)(n - S->node0), S->ent_node[e].index, fp,
-                                fp >= 0 ? t->names[fp] : NULL, fp >= 0 ? t->impls[fp] : NULL, what};
+                                pr ? pr->kind : NULL, pr ? pr->impl : NULL, what};
         tap(&tp, NULL, user);
     }
     return ds;

@@ -464,7 +464,7 @@ static gr_status compile_dps(rt_exec_t *x, rt_plan *p, cseq *cs, const ir_call *
     rt_outspec *os = PA_NEW_ARRAY(x, rt_outspec, nout);
     for (uint32_t i = 0; i < nout; i++) {
         const ir_sinfo *s = outs[i];
-        if (s->kind != IR_SINFO_TENSOR || s->ndim < 0 || !s->dims || ir_dtype_is_void(s->dtype) ||
+        if (s->kind != IR_SINFO_TENSOR || s->ndim < 0 || (s->ndim > 0 && !s->dims) || ir_dtype_is_void(s->dtype) ||
             s->ndim > RT_MAX_NDIM) {
             char buf[256];
             ir_sinfo_snprint(s, buf, sizeof buf);
@@ -506,6 +506,10 @@ static gr_status compile_call(rt_exec_t *x, rt_plan *p, cseq *cs, const ir_call 
         def = IR_AS(callee, ir_op)->def;
         if (strcmp(def->name, "relax.call_dps_packed") == 0)
             return compile_dps(x, p, cs, call, dst, var, span);
+        if (strcmp(def->name, "relax.call_tir") == 0) {
+            char why[256];
+            return cfail(x, p, var, span, GR_ERR_UNSUPPORTED, "%s", ir_call_tir_refusal(x->m, call, why, sizeof why));
+        }
         kernel = (def->flags & IR_OPF_CALL_LIKE) ? NULL : rt_kernel_find(def);
         if (!kernel)
             return cfail(x, p, var, span, GR_ERR_UNSUPPORTED,
@@ -516,6 +520,10 @@ static gr_status compile_call(rt_exec_t *x, rt_plan *p, cseq *cs, const ir_call 
         if (!fn || fn->base.kind != IR_FUNC)
             return cfail(x, p, var, span, GR_ERR_NOT_FOUND,
                          "call of '%s', which is not a function of the module", gname);
+        if (ir_func_tir_text(&fn->base))
+            return cfail(x, p, var, span, GR_ERR_UNSUPPORTED,
+                         "call of '%s', a TIR function (@T.prim_func); graft keeps TIR functions as "
+                         "text and cannot run them", gname);
         if (fn->nparams != call->nargs)
             return cfail(x, p, var, span, GR_ERR_INVALID,
                          "call of '%s' with %u arguments; it takes %u", gname, call->nargs,

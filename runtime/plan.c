@@ -3,6 +3,7 @@
 #include "runtime/plan.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@ typedef struct px_opd {
     rt_value cval;                 /* CONST: owned by the plan */
     uint32_t n;                    /* TUPLE */
     struct px_opd *items;
-    rt_value *scratch;             /* TUPLE: n borrowed items, filled per run */
+    uint32_t soff;                 /* TUPLE: its n borrowed items in px_state.scratch */
 } px_opd;
 
 enum { INS_KERNEL, INS_HOST, INS_EXTERN, INS_TUPLE, INS_TGI, INS_MOVE };
@@ -33,14 +34,12 @@ typedef struct px_instr {
     const ir_span *span;
     uint32_t nargs;
     px_opd *args;
-    rt_value *argv;                /* nargs scratch */
     /* KERNEL */
     rt_kernel_fn kernel;
     rt_kernel_call call;
     /* HOST */
     const rt_fuse_group *group;
     rt_host_fn fn;
-    void **bufs;                   /* nargs + 1 */
     /* EXTERN */
     rt_module *mod;
     uint32_t nout;
@@ -60,8 +59,21 @@ typedef struct px_slot {
     const ir_sinfo *sinfo;
     uint32_t def, end;            /* instruction interval; end == ninstr: escapes to the result */
     int32_t buf;                  /* planned buffer index, -1 when heap */
-    rt_tensor *view;              /* planned: the tensor over the arena */
 } px_slot;
+
+/* The execution state of one run: everything a run writes. The rt_px itself (instructions,
+ * plan, constants, compiled code) is read-only while runs are in flight, so runs on different
+ * states may go on concurrently. States are pooled: a run takes one (or makes one) and gives it
+ * back, so a model run from N threads keeps at most N arenas. */
+typedef struct px_state {
+    struct px_state *next;        /* the pool's free list */
+    rt_value *values;             /* nslots */
+    void *arena;                  /* arena_bytes */
+    rt_tensor **views;            /* nslots: planned slots' tensors over this arena */
+    rt_value *scratch;            /* nscratch: tuple operands' borrowed items */
+    rt_value *argv;               /* max_args: a kernel's arguments */
+    void **bufs;                  /* max_args + 1: a host kernel's buffers */
+} px_state;
 
 struct rt_px {
     const ir_module *m;
@@ -72,7 +84,7 @@ struct rt_px {
     px_slot *slots;
     px_instr *ins;
     px_opd result;
-    rt_value *values;
+    uint32_t nscratch, max_args;
     GR_VEC(rt_fuse_group *) groups;
     uint32_t nfused_ops;
     /* memory plan */
@@ -80,7 +92,8 @@ struct rt_px {
     size_t *buf_off, *buf_size;
     uint32_t *buf_slot;
     size_t arena_bytes, sum_bytes;
-    void *arena;
+    pthread_mutex_t pool_lock;
+    px_state *pool;
     rt_exec_profile_fn prof;
     void *prof_user;
 };
@@ -238,7 +251,8 @@ static gr_status compile_opd(px_build *pb, const ir_expr *e, px_opd *o, const ir
         o->kind = OPD_TUPLE;
         o->n = t->n;
         o->items = gr_xcalloc(t->n ? t->n : 1, sizeof(px_opd));
-        o->scratch = gr_xcalloc(t->n ? t->n : 1, sizeof(rt_value));
+        o->soff = pb->x->nscratch;
+        pb->x->nscratch += t->n;
         for (uint32_t i = 0; i < t->n; i++) {
             gr_status st = compile_opd(pb, t->fields[i], &o->items[i], span);
             if (st) return st;
@@ -257,18 +271,18 @@ static void opd_free(px_opd *o) {
     if (o->kind == OPD_TUPLE) {
         for (uint32_t i = 0; i < o->n; i++) opd_free(&o->items[i]);
         free(o->items);
-        free(o->scratch);
     }
 }
 
 /* Borrowed view of an operand's value (no references taken). */
-static rt_value opd_view(const rt_px *x, const px_opd *o) {
-    if (o->kind == OPD_SLOT) return x->values[o->slot];
+static rt_value opd_view(const px_state *st, const px_opd *o) {
+    if (o->kind == OPD_SLOT) return st->values[o->slot];
     if (o->kind == OPD_CONST) return o->cval;
-    for (uint32_t i = 0; i < o->n; i++) o->scratch[i] = opd_view(x, &o->items[i]);
+    rt_value *items = st->scratch + o->soff;
+    for (uint32_t i = 0; i < o->n; i++) items[i] = opd_view(st, &o->items[i]);
     rt_value v = {.kind = RT_VAL_TUPLE};
     v.u.tuple.n = o->n;
-    v.u.tuple.items = o->scratch;
+    v.u.tuple.items = items;
     return v;
 }
 
@@ -580,7 +594,7 @@ static gr_status compile_binding(px_build *pb, uint32_t i) {
         in->group = fg;
         in->nargs = fg->nin;
         in->args = gr_xcalloc(fg->nin ? fg->nin : 1, sizeof(px_opd));
-        in->bufs = gr_xcalloc(fg->nin + 1, sizeof(void *));
+        if (x->max_args < fg->nin) x->max_args = fg->nin;
         for (uint32_t k = 0; k < fg->nin; k++)
             if ((st = compile_opd(pb, inputs[k], &pb->ins.data[pb->ins.len - 1].args[k], span)))
                 return st;
@@ -628,6 +642,10 @@ static gr_status compile_binding(px_build *pb, uint32_t i) {
             in->args = gr_xcalloc(1, sizeof(px_opd));
             return compile_opd(pb, c->args[1], in->args, span);
         }
+        if (strcmp(def->name, "relax.call_tir") == 0) {
+            char why[256];
+            return bfail(pb, span, GR_ERR_UNSUPPORTED, "%s", ir_call_tir_refusal(pb->x->m, c, why, sizeof why));
+        }
         rt_kernel_fn k = (def->flags & IR_OPF_CALL_LIKE) ? NULL : rt_kernel_find(def);
         if (!k)
             return bfail(pb, span, GR_ERR_UNSUPPORTED, "op %s has no reference kernel",
@@ -642,7 +660,7 @@ static gr_status compile_binding(px_build *pb, uint32_t i) {
         in->call.span = span;
         in->nargs = c->nargs;
         in->args = gr_xcalloc(c->nargs ? c->nargs : 1, sizeof(px_opd));
-        in->argv = gr_xcalloc(c->nargs ? c->nargs : 1, sizeof(rt_value));
+        if (x->max_args < c->nargs) x->max_args = c->nargs;
         for (uint32_t a = 0; a < c->nargs; a++)
             if ((st = compile_opd(pb, c->args[a], &pb->ins.data[pb->ins.len - 1].args[a], span)))
                 return st;
@@ -717,7 +735,7 @@ static gr_status compile_func(px_build *pb) {
 }
 
 /* Lifetimes, planned buffers, free lists, the arena. */
-static gr_status plan_memory(rt_px *x, gr_diag *diag) {
+static gr_status plan_memory(rt_px *x) {
     uint32_t n = x->nslots, ni = x->ninstr;
     uint32_t *end = gr_xcalloc(n ? n : 1, sizeof(uint32_t));
     for (uint32_t s = 0; s < n; s++) x->slots[s].def = UINT32_MAX;
@@ -776,21 +794,6 @@ static gr_status plan_memory(rt_px *x, gr_diag *diag) {
     x->arena_bytes = rt_plan_memory(x->nbuf, x->buf_size, bs, be, x->buf_off);
     free(bs);
     free(be);
-    gr_status st = GR_OK;
-    if (x->arena_bytes) {
-        x->arena = aligned_alloc(64, x->arena_bytes);
-        if (!x->arena)
-            st = gr_diag_set(diag, GR_ERR_NOMEM, "cannot allocate the %zu-byte arena", x->arena_bytes);
-    }
-    for (uint32_t s = 0; s < n && !st; s++) {
-        px_slot *sl = &x->slots[s];
-        if (sl->buf < 0) continue;
-        int64_t shape[RT_MAX_NDIM];
-        ir_sinfo_static_shape(sl->sinfo, shape);
-        sl->view = rt_tensor_wrap(sl->sinfo->dtype, sl->sinfo->ndim, shape,
-                                  (char *)x->arena + x->buf_off[sl->buf]);
-        if (!sl->view) st = gr_diag_set(diag, GR_ERR_NOMEM, "cannot allocate a tensor view");
-    }
     for (uint32_t k = 0; k < ni; k++) x->ins[k].frees = gr_xcalloc(nfree[k] + 1, sizeof(uint32_t));
     for (uint32_t s = x->nparams; s < n; s++) {
         px_slot *sl = &x->slots[s];
@@ -800,7 +803,78 @@ static gr_status plan_memory(rt_px *x, gr_diag *diag) {
     }
     free(nfree);
     free(end);
-    return st;
+    return GR_OK;
+}
+
+/* ---------------- execution states ---------------- */
+
+static void state_free(const rt_px *x, px_state *st) {
+    if (!st) return;
+    for (uint32_t s = 0; s < x->nslots; s++) {
+        rt_value_clear(&st->values[s]);
+        rt_tensor_release(st->views[s]);
+    }
+    free(st->values);
+    free(st->views);
+    free(st->scratch);
+    free(st->argv);
+    free(st->bufs);
+    free(st->arena);
+    free(st);
+}
+
+static gr_status state_new(const rt_px *x, px_state **out, gr_diag *diag) {
+    *out = NULL;
+    px_state *st = gr_xcalloc(1, sizeof *st);
+    uint32_t n = x->nslots ? x->nslots : 1;
+    st->values = gr_xcalloc(n, sizeof(rt_value));
+    st->views = gr_xcalloc(n, sizeof(rt_tensor *));
+    st->scratch = gr_xcalloc(x->nscratch + 1, sizeof(rt_value));
+    st->argv = gr_xcalloc(x->max_args + 1, sizeof(rt_value));
+    st->bufs = gr_xcalloc(x->max_args + 2, sizeof(void *));
+    if (x->arena_bytes) {
+        st->arena = aligned_alloc(64, (x->arena_bytes + 63) & ~(size_t)63);
+        if (!st->arena) {
+            state_free(x, st);
+            return gr_diag_set(diag, GR_ERR_NOMEM, "cannot allocate the %zu-byte arena",
+                               x->arena_bytes);
+        }
+    }
+    for (uint32_t s = 0; s < x->nslots; s++) {
+        const px_slot *sl = &x->slots[s];
+        if (sl->buf < 0) continue;
+        int64_t shape[RT_MAX_NDIM];
+        ir_sinfo_static_shape(sl->sinfo, shape);
+        st->views[s] = rt_tensor_wrap(sl->sinfo->dtype, sl->sinfo->ndim, shape,
+                                      (char *)st->arena + x->buf_off[sl->buf]);
+        if (!st->views[s]) {
+            state_free(x, st);
+            return gr_diag_set(diag, GR_ERR_NOMEM, "cannot allocate a tensor view");
+        }
+    }
+    *out = st;
+    return GR_OK;
+}
+
+/* A state from the pool, or a new one. */
+static gr_status state_take(rt_px *x, px_state **out, gr_diag *diag) {
+    pthread_mutex_lock(&x->pool_lock);
+    px_state *st = x->pool;
+    if (st) x->pool = st->next;
+    pthread_mutex_unlock(&x->pool_lock);
+    if (st) {
+        st->next = NULL;
+        *out = st;
+        return GR_OK;
+    }
+    return state_new(x, out, diag);
+}
+
+static void state_give(rt_px *x, px_state *st) {
+    pthread_mutex_lock(&x->pool_lock);
+    st->next = x->pool;
+    x->pool = st;
+    pthread_mutex_unlock(&x->pool_lock);
 }
 
 gr_status rt_px_new(const ir_module *m, const char *func, const rt_host_lowering *host,
@@ -814,6 +888,7 @@ gr_status rt_px_new(const ir_module *m, const char *func, const rt_host_lowering
     x->fn = fn;
     x->ctx = m->ctx;
     x->host = host;
+    pthread_mutex_init(&x->pool_lock, NULL);
     px_build pb;
     memset(&pb, 0, sizeof pb);
     pb.x = x;
@@ -837,8 +912,11 @@ gr_status rt_px_new(const ir_module *m, const char *func, const rt_host_lowering
                                  in->name);
         }
     }
-    if (!st) st = plan_memory(x, diag);
-    if (!st) x->values = gr_xcalloc(x->nslots ? x->nslots : 1, sizeof(rt_value));
+    if (!st) st = plan_memory(x);
+    /* one state up front: an arena that cannot be had fails here, not at the first run */
+    px_state *first = NULL;
+    if (!st) st = state_new(x, &first, diag);
+    if (!st) x->pool = first;
     if (st) {
         rt_px_free(x);
         return st;
@@ -853,8 +931,6 @@ void rt_px_free(rt_px *x) {
         px_instr *in = &x->ins[k];
         for (uint32_t a = 0; a < in->nargs; a++) opd_free(&in->args[a]);
         free(in->args);
-        free(in->argv);
-        free(in->bufs);
         free(in->out_dtype);
         free(in->out_ndim);
         free(in->out_shape);
@@ -862,17 +938,17 @@ void rt_px_free(rt_px *x) {
     }
     free(x->ins);
     opd_free(&x->result);
-    if (x->slots)
-        for (uint32_t s = 0; s < x->nslots; s++) rt_tensor_release(x->slots[s].view);
-    if (x->values)
-        for (uint32_t s = 0; s < x->nslots; s++) rt_value_clear(&x->values[s]);
-    free(x->values);
+    while (x->pool) {
+        px_state *st = x->pool;
+        x->pool = st->next;
+        state_free(x, st);
+    }
+    pthread_mutex_destroy(&x->pool_lock);
     free(x->slots);
     gr_vec_free(&x->groups);
     free(x->buf_off);
     free(x->buf_size);
     free(x->buf_slot);
-    free(x->arena);
     free(x);
 }
 
@@ -971,16 +1047,16 @@ static void flatten_dl(const rt_value *v, dl_vec *out, bool *ok) {
 
 /* A kernel may hand back one of its inputs (e.g. a cast to the same dtype): an unplanned value
  * must not point into the arena, whose storage is reused. */
-static gr_status detach_arena(const rt_px *x, rt_value *v) {
+static gr_status detach_arena(const rt_px *x, const px_state *s, rt_value *v) {
     if (v->kind == RT_VAL_TUPLE) {
         for (uint32_t i = 0; i < v->u.tuple.n; i++) {
-            gr_status st = detach_arena(x, &v->u.tuple.items[i]);
+            gr_status st = detach_arena(x, s, &v->u.tuple.items[i]);
             if (st) return st;
         }
         return GR_OK;
     }
-    if (v->kind != RT_VAL_TENSOR || !x->arena) return GR_OK;
-    const char *p = rt_tensor_data(v->u.t), *a = x->arena;
+    if (v->kind != RT_VAL_TENSOR || !s->arena) return GR_OK;
+    const char *p = rt_tensor_data(v->u.t), *a = s->arena;
     if (p < a || p >= a + x->arena_bytes) return GR_OK;
     rt_tensor *c = rt_tensor_new(v->u.t->dl.dtype, v->u.t->dl.ndim, v->u.t->dl.shape);
     if (!c) return GR_ERR_NOMEM;
@@ -991,44 +1067,46 @@ static gr_status detach_arena(const rt_px *x, rt_value *v) {
 }
 
 /* The output tensor of instruction in: the planned view, or a new heap tensor. */
-static rt_tensor *out_tensor(rt_px *x, const px_instr *in, DLDataType dt, int32_t ndim,
-                             const int64_t *shape) {
+static rt_tensor *out_tensor(const rt_px *x, const px_state *s, const px_instr *in,
+                             DLDataType dt, int32_t ndim, const int64_t *shape) {
     const px_slot *sl = &x->slots[in->dst];
-    if (sl->buf >= 0) return rt_tensor_retain(sl->view);
+    if (sl->buf >= 0) return rt_tensor_retain(s->views[in->dst]);
     return rt_tensor_new(dt, ndim, shape);
 }
 
-static gr_status run_instr(rt_px *x, px_instr *in, gr_diag *d) {
-    rt_value *dst = &x->values[in->dst];
+static gr_status run_instr(const rt_px *x, px_state *s, const px_instr *in, gr_diag *d) {
+    rt_value *dst = &s->values[in->dst];
     switch (in->kind) {
     case INS_KERNEL: {
-        for (uint32_t a = 0; a < in->nargs; a++) in->argv[a] = opd_view(x, &in->args[a]);
-        in->call.args = in->argv;
+        for (uint32_t a = 0; a < in->nargs; a++) s->argv[a] = opd_view(s, &in->args[a]);
+        rt_kernel_call call = in->call;
+        call.args = s->argv;
         rt_value out = {0};
         const px_slot *sl = &x->slots[in->dst];
+        rt_tensor *view = s->views[in->dst];
         /* let the kernel allocate its output in the slot itself (no copy) */
-        if (sl->buf >= 0) rt_kernel_out_hint(rt_tensor_data(sl->view), rt_tensor_nbytes(sl->view));
-        gr_status st = in->kernel(&in->call, &out, d);
+        if (sl->buf >= 0) rt_kernel_out_hint(rt_tensor_data(view), rt_tensor_nbytes(view));
+        gr_status st = in->kernel(&call, &out, d);
         rt_kernel_out_hint(NULL, 0);
         if (st) return st;
         if (sl->buf >= 0 && out.kind == RT_VAL_TENSOR &&
-            rt_tensor_data(out.u.t) == rt_tensor_data(sl->view) &&
-            ir_dtype_eq(out.u.t->dl.dtype, sl->view->dl.dtype) &&
-            same_dims(out.u.t, sl->view->dl.ndim, sl->view->shape)) {
+            rt_tensor_data(out.u.t) == rt_tensor_data(view) &&
+            ir_dtype_eq(out.u.t->dl.dtype, view->dl.dtype) &&
+            same_dims(out.u.t, view->dl.ndim, view->shape)) {
             rt_value_clear(&out);
-            out = rt_value_tensor(rt_tensor_retain(sl->view));
+            out = rt_value_tensor(rt_tensor_retain(view));
         } else if (sl->buf >= 0) {
-            if (out.kind != RT_VAL_TENSOR || !ir_dtype_eq(out.u.t->dl.dtype, sl->view->dl.dtype) ||
-                !same_dims(out.u.t, sl->view->dl.ndim, sl->view->shape)) {
+            if (out.kind != RT_VAL_TENSOR || !ir_dtype_eq(out.u.t->dl.dtype, view->dl.dtype) ||
+                !same_dims(out.u.t, view->dl.ndim, view->shape)) {
                 rt_value_clear(&out);
                 return gr_diag_set(d, GR_ERR_RUNTIME,
                                    "%s: the kernel's output does not match the planned struct info "
                                    "of '%s'", in->name, in->var);
             }
-            memcpy(rt_tensor_data(sl->view), rt_tensor_data(out.u.t), rt_tensor_nbytes(sl->view));
+            memcpy(rt_tensor_data(view), rt_tensor_data(out.u.t), rt_tensor_nbytes(view));
             rt_value_clear(&out);
-            out = rt_value_tensor(rt_tensor_retain(sl->view));
-        } else if (detach_arena(x, &out) != GR_OK) {
+            out = rt_value_tensor(rt_tensor_retain(view));
+        } else if (detach_arena(x, s, &out) != GR_OK) {
             rt_value_clear(&out);
             return gr_diag_set(d, GR_ERR_NOMEM, "%s: cannot copy the output", in->name);
         }
@@ -1038,22 +1116,22 @@ static gr_status run_instr(rt_px *x, px_instr *in, gr_diag *d) {
     case INS_HOST: {
         const rt_fuse_group *g = in->group;
         for (uint32_t a = 0; a < in->nargs; a++) {
-            rt_value v = opd_view(x, &in->args[a]);
+            rt_value v = opd_view(s, &in->args[a]);
             if (v.kind != RT_VAL_TENSOR || !ir_dtype_eq(v.u.t->dl.dtype, IR_DTYPE_F32) ||
                 !same_dims(v.u.t, g->in_ndim[a], g->in_shape[a]))
                 return gr_diag_set(d, GR_ERR_RUNTIME, "%s: input %u is not the planned float32 "
                                    "tensor", g->name, a);
-            in->bufs[a] = rt_tensor_data(v.u.t);
+            s->bufs[a] = rt_tensor_data(v.u.t);
         }
-        rt_tensor *o = out_tensor(x, in, IR_DTYPE_F32, g->ndim, g->shape);
+        rt_tensor *o = out_tensor(x, s, in, IR_DTYPE_F32, g->ndim, g->shape);
         if (!o) return gr_diag_set(d, GR_ERR_NOMEM, "%s: cannot allocate the output", g->name);
-        in->bufs[in->nargs] = rt_tensor_data(o);
-        in->fn(in->bufs);
+        s->bufs[in->nargs] = rt_tensor_data(o);
+        in->fn(s->bufs);
         *dst = rt_value_tensor(o);
         return GR_OK;
     }
     case INS_EXTERN: {
-        rt_value argv = opd_view(x, &in->args[0]);
+        rt_value argv = opd_view(s, &in->args[0]);
         dl_vec dl = {0};
         bool ok = true;
         flatten_dl(&argv, &dl, &ok);
@@ -1067,7 +1145,7 @@ static gr_status run_instr(rt_px *x, px_instr *in, gr_diag *d) {
         gr_status st = GR_OK;
         for (uint32_t k = 0; k < in->nout && !st; k++) {
             rt_tensor *t = in->out_tuple ? rt_tensor_new(in->out_dtype[k], in->out_ndim[k], in->out_shape[k])
-                                         : out_tensor(x, in, in->out_dtype[k], in->out_ndim[k], in->out_shape[k]);
+                                         : out_tensor(x, s, in, in->out_dtype[k], in->out_ndim[k], in->out_shape[k]);
             if (!t) {
                 st = gr_diag_set(d, GR_ERR_NOMEM, "R.call_dps_packed('%s'): cannot allocate output",
                                  in->name);
@@ -1087,7 +1165,7 @@ static gr_status run_instr(rt_px *x, px_instr *in, gr_diag *d) {
         return GR_OK;
     }
     case INS_TGI: {
-        rt_value t = opd_view(x, &in->args[0]);
+        rt_value t = opd_view(s, &in->args[0]);
         if (t.kind != RT_VAL_TUPLE || in->index < 0 || (uint32_t)in->index >= t.u.tuple.n)
             return gr_diag_set(d, GR_ERR_INVALID, "'%s': tuple index %d out of range", in->var,
                                in->index);
@@ -1095,7 +1173,7 @@ static gr_status run_instr(rt_px *x, px_instr *in, gr_diag *d) {
         return GR_OK;
     }
     default: {
-        rt_value v = opd_view(x, &in->args[0]);
+        rt_value v = opd_view(s, &in->args[0]);
         *dst = rt_value_copy(&v);
         return GR_OK;
     }
@@ -1112,12 +1190,14 @@ gr_status rt_px_run(rt_px *x, const rt_value *inputs, uint32_t nin, rt_value *re
         gr_status st = check_input(x, i, &inputs[i], diag);
         if (st) return st;
     }
-    for (uint32_t i = 0; i < nin; i++) x->values[i] = rt_value_copy(&inputs[i]);
-    gr_status st = GR_OK;
+    px_state *s;
+    gr_status st = state_take(x, &s, diag);
+    if (st) return st;
+    for (uint32_t i = 0; i < nin; i++) s->values[i] = rt_value_copy(&inputs[i]);
     for (uint32_t k = 0; k < x->ninstr && !st; k++) {
-        px_instr *in = &x->ins[k];
+        const px_instr *in = &x->ins[k];
         uint64_t t0 = x->prof ? now_ns() : 0;
-        st = run_instr(x, in, diag);
+        st = run_instr(x, s, in, diag);
         if (st) {
             const char *layer = span_layer(in->span);
             if (layer) gr_diag_set_layer(diag, layer);
@@ -1128,12 +1208,13 @@ gr_status rt_px_run(rt_px *x, const rt_value *inputs, uint32_t nin, rt_value *re
             rt_exec_event ev = {ins_kind_name[in->kind], in->name, in->var, in->span, now_ns() - t0};
             x->prof(&ev, x->prof_user);
         }
-        for (uint32_t f = 0; f < in->nfree; f++) rt_value_clear(&x->values[in->frees[f]]);
+        for (uint32_t f = 0; f < in->nfree; f++) rt_value_clear(&s->values[in->frees[f]]);
     }
     if (!st) {
-        rt_value r = opd_view(x, &x->result);
+        rt_value r = opd_view(s, &x->result);
         *result = rt_value_copy(&r);
     }
-    for (uint32_t s = 0; s < x->nslots; s++) rt_value_clear(&x->values[s]);
+    for (uint32_t k = 0; k < x->nslots; k++) rt_value_clear(&s->values[k]);
+    state_give(x, s);
     return st;
 }

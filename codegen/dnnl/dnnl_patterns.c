@@ -856,7 +856,7 @@ gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr
     comp_entry *comps = malloc(sizeof(comp_entry) * MAX_COMPOSITES);
     if (!comps) return gr_diag_set(diag, GR_ERR_NOMEM, "dnnl patterns: out of memory");
     uint32_t nc = all_composites(comps), nops = sizeof(OPS) / sizeof(OPS[0]), k = 0;
-    byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nc + nops + 1);
+    byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nc + nops + 1 + DNNL_RNN_MAX_PATTERNS);
     /* composites sharing a prefix share its pattern nodes (the table is a trie): interned
      * prefix name -> pattern */
     gr_map built;
@@ -896,6 +896,7 @@ gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr
         if (!p) continue;
         pats[k++] = (byoc_pattern){ir_internf(ctx, "dnnl.%s", def->name + 6), p, dnnl_check, (void *)&OPS[i]};
     }
+    k += dnnl_rnn_patterns(ctx, pats + k);
     *out = pats;
     *n = k;
     return GR_OK;

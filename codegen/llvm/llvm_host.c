@@ -1,6 +1,7 @@
 /* Fused elementwise groups -> LLVM IR -> O3 for the host -> object file -> ORC LLJIT
  * (codegen/llvm/llvm_host.h). */
 #include "codegen/llvm/llvm_host.h"
+#include "codegen/llvm/elf_check.h"
 
 #include <llvm-c/Core.h>
 #include <llvm-c/DebugInfo.h>
@@ -836,12 +837,16 @@ gr_status gr_llvm_host_new(gr_llvm_host **out, gr_diag *diag) {
 
 gr_status gr_llvm_host_load(const uint8_t *obj, size_t len, gr_llvm_host **out, gr_diag *diag) {
     *out = NULL;
+    /* RuntimeDyld trusts the object: a damaged one must be an error here, not a crash there */
+    if (len) {
+        gr_status st = gr_elf_check(obj, len, diag);
+        if (st) return st;
+    }
     gr_llvm_host *h = host_alloc();
     h->link_mode = true;
     h->obj_len = len;
     h->obj = gr_xmalloc(len ? len : 1);
     if (len) memcpy(h->obj, obj, len);
-    (void)diag;
     *out = h;
     return GR_OK;
 }

@@ -426,15 +426,22 @@ gr_status onnx_cv_cast_like(onnx_cv *cv) {
     return cv_out(cv, 0, cv_call1(cv, "relax.astype", x, &at));
 }
 
+/* CumSum(x, axis; exclusive, reverse): reverse runs on the input flipped along the axis and
+ * flips the result back. */
 gr_status onnx_cv_cumsum(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     int64_t axis;
     if (cv_ints(cv, 1, &axis, 1) != 1) return cv_fail(cv, GR_ERR_UNSUPPORTED, "axis must be a constant");
-    if (cv_attr_int(cv, "reverse", 0)) return cv_fail(cv, GR_ERR_UNSUPPORTED, "reverse");
     if (!cv_axis(axis, cv_rank(cv, 0), &axis)) return cv_fail(cv, GR_ERR_INVALID, "bad axis");
+    bool reverse = cv_attr_int(cv, "reverse", 0) != 0;
+    cv_attrs fa = {0};
+    cv_set(&fa, "axis", ir_attr_int(axis));
+    if (reverse) x = cv_op1(cv, "relax.flip", x, &fa);
     cv_attrs at = {0};
     cv_set(&at, "axis", ir_attr_int(axis));
     cv_set(&at, "exclusive", ir_attr_bool(cv_attr_int(cv, "exclusive", 0) != 0));
-    return cv_out(cv, 0, cv_call1(cv, "relax.cumsum", x, &at));
+    ir_expr *y = cv_call1(cv, "relax.cumsum", x, &at);
+    if (!reverse) return cv_out(cv, 0, y);
+    return cv_out(cv, 0, cv_call1(cv, "relax.flip", cv_emit(cv, y), &fa));
 }

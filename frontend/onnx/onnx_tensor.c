@@ -311,6 +311,10 @@ gr_status onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *dir, c
 static gr_status read_file(const char *path, uint8_t **buf, size_t *len, gr_diag *diag) {
     FILE *f = fopen(path, "rb");
     if (!f) return gr_diag_set(diag, GR_ERR_IO, "%s: %s", path, strerror(errno));
+    if (gr_is_dir(f)) {
+        fclose(f);
+        return gr_diag_set(diag, GR_ERR_IO, "%s: is a directory, not a file", path);
+    }
     uint8_t *b = NULL;
     size_t n = 0, cap = 0;
     for (;;) {
