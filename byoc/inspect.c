@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "ir/printer.h"
+#include "runtime/dnnl.h"
 #include "runtime/executor.h"
 #include "runtime/json_runtime.h"
 
@@ -537,6 +538,28 @@ static void prof_cb(const rt_exec_event *ev, void *user) {
     }
 }
 
+/* oneDNN's per-primitive profile (rt_dnnl_set_profiler): one entry per primitive of the timed
+ * run in the document's "primitives", and its index in each of its layers' "prims". */
+static void prim_cb(const rt_dnnl_prim_event *ev, void *user) {
+    insp_model *im = user;
+    json_t *prims = json_object_get(im->doc, "primitives");
+    json_t *o = json_pack("{s:s, s:i, s:s, s:s, s:f}", "region", ev->region, "index", (int)ev->index, "kind",
+                          ev->info->kind ? ev->info->kind : "", "impl", ev->info->impl ? ev->info->impl : "", "ms",
+                          (double)ev->ns / 1e6);
+    if (ev->info->ref_reason) json_object_set_new(o, "ref_reason", json_string(ev->info->ref_reason));
+    json_t *ls = json_array();
+    for (uint32_t k = 0; k < ev->info->nlayers; k++) {
+        int L = insp_model_find(im, ev->info->layers[k]);
+        if (L < 0) continue;
+        json_array_append_new(ls, json_integer(L));
+        json_t *lo = layer_obj(im, L), *lp = json_object_get(lo, "prims");
+        if (!lp) json_object_set_new(lo, "prims", lp = json_array());
+        json_array_append_new(lp, json_integer((json_int_t)json_array_size(prims)));
+    }
+    json_object_set_new(o, "layers", ls);
+    json_array_append_new(prims, o);
+}
+
 /* Runs module m with taps feeding ob. */
 static gr_status run_path(obs *ob, const ir_module *m, const rt_value *inputs, uint32_t nin, gr_diag *d) {
     rt_exec_t *x = NULL;
@@ -575,8 +598,11 @@ gr_status insp_observe(insp_model *im, const rt_value *inputs, uint32_t nin, boo
     rt_value res = {0};
     st = rt_exec_new(im->part, "main", &x, diag);
     if (!st) {
+        json_object_set_new(im->doc, "primitives", json_array());
         rt_exec_set_profiler(x, prof_cb, &pa);
+        rt_dnnl_set_profiler(prim_cb, im);
         st = rt_exec_run(x, inputs, nin, &res, diag);
+        rt_dnnl_set_profiler(NULL, NULL);
     }
     rt_value_clear(&res);
     rt_exec_free(x);

@@ -54,7 +54,9 @@ typedef bool (*insp_perturb_fn)(const char *layer, rt_tensor *value, void *user)
 /* Runs the partitioned module once on `inputs` with taps and adds to each layer of the model
  * document what computed it: "where" (host / region symbol), "node_op", "prim" (index),
  * "prim_kind", "prim_impl", or "unobservable" (what it was folded into); with profile, "ms"
- * (the host op's time, or its region's: "time_of": "region"). */
+ * (the host op's time, or its region's: "time_of": "region"), and for oneDNN regions the
+ * document's "primitives" ({region, index, kind, impl, ms, layers}, one timed run; the
+ * engine's per-primitive profile) with each layer's "prims" (indices into it). */
 gr_status insp_observe(insp_model *im, const rt_value *inputs, uint32_t nin, bool profile, gr_diag *diag);
 
 typedef struct insp_diff_opts {

@@ -109,6 +109,11 @@ async function main() {
     node: !!document.querySelector("#graph g.node.sel")})`);
   check(sel.name === layer, `searching ${layer} selected ${sel.name}`);
   check(sel.node, `searching ${layer} did not mark its node in the graph`);
+  // with --profile, a layer computed by oneDNN primitives lists them with implementation and time
+  const prof = await evaluate(`(() => { const D = JSON.parse(document.getElementById("graft-data").textContent);
+    const l = D.layers.find(x => x.name === ${JSON.stringify(layer)});
+    return {want: !!(D.primitives && l && l.prims && l.prims.length), shown: document.getElementById("detail").textContent.includes("primitives")}; })()`);
+  check(!prof.want || prof.shown, `${layer} has profiled primitives the page does not show`);
   const region = (report.regions || []).find(r => (r.layers || []).includes(layer));
   const want = region ? "region " + region.symbol : "host";
   check(sel.region === want, `${layer} shows "${sel.region}", expected "${want}"`);

@@ -166,6 +166,8 @@ static void browser_check(const char *model, const char *shape, const char *laye
 
 Test(inspect_cli, explore_regions_and_host_op_in_chromium, .timeout = 180) {
     browser_check(SMALL, NULL, "cumsum", "conv_host_conv.png", "--diff --profile");
+    browser_check(SMALL, NULL, "act2", "conv_host_conv_act2.png", "--diff --profile");
+    cr_assert(strstr(slurp("page.html"), "\"primitives\":[{"), "--profile records oneDNN's primitives");
 }
 
 Test(inspect_cli, explore_ppocr_det_in_chromium, .timeout = 300) {
@@ -174,3 +176,24 @@ Test(inspect_cli, explore_ppocr_det_in_chromium, .timeout = 300) {
     browser_check(path, "1x3x640x640", "p2o.Conv.12", "ppocr_det.png", "");
     free(path);
 }
+
+/* The model zoo (scripts/fetch_zoo.sh) with --backend dnnl on its saved input: every
+ * observable layer within the default tolerance. */
+static void zoo_diff(const char *name) {
+    const char *zoo = getenv("GRAFT_ZOO") ? getenv("GRAFT_ZOO") : "build/third_party/zoo";
+    char in[4200];
+    snprintf(in, sizeof in, "%s/refs/%s/input_0.npy", zoo, name);
+    struct stat st;
+    if (stat(in, &st) != 0) cr_skip("%s: no zoo cache (scripts/fetch_zoo.sh)", name);
+    int rc = run("diff '%s/%s.onnx' --backend dnnl --input x='%s'", zoo, name, in);
+    cr_assert_eq(rc, 0, "%s\n%s", slurp("out"), slurp("err"));
+    cr_assert(strstr(slurp("out"), " 0 diverging"), "%s", slurp("out"));
+}
+Test(inspect_cli, zoo_resnet18_diff_dnnl, .timeout = 300) { zoo_diff("resnet18"); }
+Test(inspect_cli, zoo_mobilenet_v3_diff_dnnl, .timeout = 300) { zoo_diff("mobilenet_v3_large"); }
+Test(inspect_cli, zoo_mnasnet_diff_dnnl, .timeout = 300) { zoo_diff("mnasnet1_0"); }
+Test(inspect_cli, zoo_shufflenet_diff_dnnl, .timeout = 300) { zoo_diff("shufflenet_v2_x1_0"); }
+Test(inspect_cli, zoo_regnet_diff_dnnl, .timeout = 300) { zoo_diff("regnet_y_400mf"); }
+Test(inspect_cli, zoo_googlenet_diff_dnnl, .timeout = 300) { zoo_diff("googlenet"); }
+Test(inspect_cli, zoo_convnext_diff_dnnl, .timeout = 300) { zoo_diff("convnext_tiny"); }
+Test(inspect_cli, zoo_bert_encoder_diff_dnnl, .timeout = 300) { zoo_diff("bert_encoder"); }
