@@ -298,7 +298,7 @@ int cmd_trace_backend(int argc, char **argv) {
     gr_diag d;
     gr_diag_clear(&d);
     const char *bad = a.input;
-    bool ran = load_inputs(&a, s.m, s.args, &s.nargs, &bad, &d) == GR_OK && insp_observe(s.im, s.args, s.nargs, false, &d) == GR_OK;
+    bool ran = load_inputs(&a, s.m, s.args, &s.nargs, &bad, &d) == GR_OK && insp_observe(s.im, s.args, s.nargs, true, &d) == GR_OK;
     json_t *o = json_array_get(json_object_get(insp_model_json(s.im), "layers"), (size_t)L);
     printf("layer %s: output of %s %s : %s\n", a.layer, jstr(o, "op"), jstr(o, "var"), jstr(o, "type"));
     printf("before partitioning:\n");
@@ -328,6 +328,15 @@ int cmd_trace_backend(int argc, char **argv) {
                    jstr(o, "prim_kind"), jstr(o, "prim_impl"));
         else
             printf("runtime:    node %s of the region's graph (%s engine)\n", jstr(o, "node_op"), jstr(o, "backend"));
+        /* every primitive whose nodes carry the layer (reorders included), from one profiled run */
+        json_t *prims = json_object_get(insp_model_json(s.im), "primitives"), *x;
+        size_t k;
+        json_array_foreach(json_object_get(o, "prims"), k, x) {
+            json_t *p = json_array_get(prims, (size_t)json_integer_value(x));
+            printf("%s #%lld %s (%s), %.3f ms%s%s\n", k ? "            " : "primitives:", (long long)json_integer_value(json_object_get(p, "index")),
+                   jstr(p, "kind"), jstr(p, "impl"), json_real_value(json_object_get(p, "ms")),
+                   *jstr(p, "ref_reason") ? ": on oneDNN's reference kernel: " : "", jstr(p, "ref_reason"));
+        }
     } else {
         printf("stays on the host: %s: %s\n", jstr(o, "op"), *jstr(o, "reason") ? jstr(o, "reason") : "no pattern matched");
         if (*jstr(o, "near_miss")) printf("near miss:  %s\n", jstr(o, "near_miss"));
