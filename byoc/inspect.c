@@ -479,7 +479,12 @@ static bool observe(obs *ob, int L, rt_tensor *value, json_t *info) {
     json_decref(info);
     if (ob->mode != OBS_INFO && value && ob->perturb && ob->mode == OBS_COMPARE)
         changed = ob->perturb(ob->im->names.data[L], value, ob->perturb_user);
-    if (ob->mode == OBS_COLLECT && value) ob->vals[L] = rt_tensor_retain(value);
+    if (ob->mode == OBS_COLLECT && value) {
+        /* a copy: host values may live in planned buffers that later ops reuse */
+        rt_tensor *c = rt_tensor_new(value->dl.dtype, value->dl.ndim, value->dl.shape);
+        if (c) memcpy(rt_tensor_data(c), rt_tensor_data(value), rt_tensor_nbytes(value));
+        ob->vals[L] = c;
+    }
     if (ob->mode == OBS_COMPARE) {
         if (!value) json_object_set_new(ob->res[L], "status", json_string("unobservable"));
         else if (ob->vals[L]) compare(value, ob->vals[L], ob, ob->res[L]);

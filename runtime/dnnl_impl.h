@@ -177,6 +177,9 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
 
 /* dnnl_rnn.c: relax.nn.lstm / gru / rnn as one oneDNN RNN primitive. */
 gr_status dn_rnn(dn_state *S, const rt_json_node *n);
+/* dnnl_vol.c: relax.nn.conv3d / conv3d_transpose and max_pool3d / avg_pool3d. */
+gr_status dn_conv3d(dn_state *S, const rt_json_node *n);
+gr_status dn_pool3d(dn_state *S, const rt_json_node *n);
 
 /* dnnl_debug.c: a run that reports intermediates to the graph's tap (rt_json_graph_set_tap):
  * executes the primitives one by one, copying out each value after the primitive that wrote
