@@ -35,6 +35,11 @@ ifneq ($(wildcard frontend/onnx/*.c),)
 PROTOC_LIBS = -lprotobuf-c
 endif
 JSON_LIBS = -ljansson
+# graft explore lays its graph out with Graphviz (the tool only; dot and the SVG renderer are
+# linked in as builtin plugins). The page's script and style are compiled in from
+# tools/explore_page.html.
+GVC_PLUGINS = $(shell pkg-config --variable=libdir libgvc 2>/dev/null)/graphviz
+GVC_LIBS = -lgvc -lcgraph -lcdt -L$(GVC_PLUGINS) -Wl,-rpath,$(GVC_PLUGINS) -lgvplugin_dot_layout -lgvplugin_core
 
 # ONNX bindings: protoc-c over Debian's onnx.proto, generated into $(BUILD)/gen (never committed;
 # rules below `all`).
@@ -79,7 +84,12 @@ $(BUILD)/libgraft.so: $(LIB_OBJ)
 	$(CC) -shared $(SAN) -o $@ $^ $(EXT_LIBS) $(LDLIBS)
 
 $(BUILD)/graft: $(TOOL_OBJ) $(BUILD)/libgraft.a
-	$(CC) $(SAN) -o $@ $(TOOL_OBJ) $(BUILD)/libgraft.a $(EXT_LIBS) $(LDLIBS)
+	$(CC) $(SAN) -o $@ $(TOOL_OBJ) $(BUILD)/libgraft.a $(EXT_LIBS) $(GVC_LIBS) $(LDLIBS)
+
+$(BUILD)/gen/explore_page.h: tools/explore_page.html
+	@mkdir -p $(dir $@)
+	{ echo '#define EXPLORE_PAGE \'; sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n" \\/' $<; echo '""'; } > $@
+$(BUILD)/obj/tools/explore_html.o: $(BUILD)/gen/explore_page.h
 
 $(BUILD)/tests/run_tests: $(TEST_OBJ) $(BUILD)/libgraft.a
 	@mkdir -p $(dir $@)
