@@ -51,7 +51,7 @@ PROTOC_LIBS = -lprotobuf-c
 endif
 EXT_LIBS = $(LLVM_LIBS) $(DNNL_LIBS) $(PROTOC_LIBS) $(JSON_LIBS)
 
-.PHONY: all deps models test asan demo bench clean
+.PHONY: all deps models test asan tsan fuzz fuzz-bins tvm-oracle demo bench clean
 all: $(BUILD)/graft $(BUILD)/libgraft.a $(BUILD)/libgraft.so
 
 deps:
@@ -119,17 +119,62 @@ endif
 # CLI is. Criterion's closing line counts the passes and failures.
 # The oneDNN tests run a second time capped to AVX2 (oneDNN reads ONEDNN_MAX_CPU_ISA once per
 # process): its kernels, layouts and post-ops differ from AVX-512's, and CI may get either CPU.
+# When Apache TVM is installed (make tvm-oracle), TVM runs the TVM-suite cases first and the
+# tests compare graft's partitions with its fresh results too (tests/byoc/test_tvm_suite.c).
 DNNL_AVX2_FILTER ?= dnnl*/*
+TVM_PY = build/third_party/tvm
 test: deps models
 	@$(MAKE) --no-print-directory all $(BUILD)/tests/run_tests
-	GRAFT=$(BUILD)/graft $(BUILD)/tests/run_tests $(TEST_ARGS)
+	@rm -rf $(BUILD)/tvm_suite
+	@if [ -f $(TVM_PY)/.installed-0.27.0 ]; then \
+	    PYTHONPATH=$(TVM_PY) python3 tests/tvm_suite/oracle.py $(BUILD)/tvm_suite >/dev/null && \
+	    echo "tvm oracle: TVM 0.27's results in $(BUILD)/tvm_suite"; fi
+	GRAFT=$(BUILD)/graft GRAFT_TVM_SUITE=$$([ -f $(BUILD)/tvm_suite/cases.txt ] && echo $(BUILD)/tvm_suite) \
+	    $(BUILD)/tests/run_tests $(TEST_ARGS)
 	ONEDNN_MAX_CPU_ISA=AVX2 GRAFT=$(BUILD)/graft $(BUILD)/tests/run_tests --filter '$(DNNL_AVX2_FILTER)'
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_TEST_SECONDS)
+
+tvm-oracle:
+	sh scripts/tvm_oracle.sh
 
 asan: deps models
 	@$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 \
 	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	    build/asan/graft build/asan/tests/run_tests
 	bash scripts/asan_test.sh build/asan
+
+# The concurrency checks (one loaded model run from 4 threads) under ThreadSanitizer, as a plain
+# program (Criterion's runner does not start under TSan).
+tsan: deps
+	@$(MAKE) --no-print-directory BUILD=build/tsan CC=clang OPT=-O1 \
+	    SAN="-fsanitize=thread -fno-omit-frame-pointer" build/tsan/tests/concurrency
+	bash scripts/tsan_test.sh build/tsan
+
+$(BUILD)/tests/concurrency: tests/concurrency_main.c tests/artifact/concurrency_impl.h $(BUILD)/libgraft.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(BUILD)/libgraft.a $(EXT_LIBS) $(LDLIBS)
+
+# libFuzzer targets (fuzz/fuzz_*.c), built with clang + ASan + UBSan in build/fuzz: every target
+# runs FUZZ_SECONDS over seeds made from the golden files, the ONNX test data and artifacts this
+# build makes; any crash, leak, UB or timeout fails. `make test` runs each briefly.
+FUZZ_SECONDS ?= 600
+FUZZ_TEST_SECONDS ?= 20
+FUZZ_TARGETS = $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_SAN = -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+           -fno-omit-frame-pointer
+fuzz: deps
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang OPT=-O1 SAN="$(FUZZ_SAN)" fuzz-bins
+	bash scripts/fuzz.sh build/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%) $(BUILD)/fuzz/seeds
+
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_util.h $(BUILD)/libgraft.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/libgraft.a $(EXT_LIBS) $(LDLIBS)
+
+$(BUILD)/fuzz/seeds: fuzz/seeds.c $(BUILD)/libgraft.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(BUILD)/libgraft.a $(EXT_LIBS) $(LDLIBS)
 
 demo: deps models
 	@$(MAKE) --no-print-directory all

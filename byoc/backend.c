@@ -174,6 +174,7 @@ gr_status byoc_partition(ir_ctx_t *ctx, const ir_module *m, const char *const *n
     }
     ir_module *cur = (ir_module *)m, *next = NULL;
     byoc_fuse_opts fo = {true, false, 0, NULL};
+    if (opts->fuse) fo = *opts->fuse;
     if (!st) st = byoc_fuse_ops_by_pattern(ctx, cur, pats.data, pats.len, &fo, opts->notes, &next, diag);
     gr_vec_free(&pats);
     if (st) return st;
@@ -182,8 +183,10 @@ gr_status byoc_partition(ir_ctx_t *ctx, const ir_module *m, const char *const *n
         *out = cur;
         return GR_OK;
     }
-    if ((st = byoc_merge_composite_functions(ctx, cur, opts->notes, &next, diag))) return st;
-    opts->after_merge = cur = next;
+    if (!fo.annotate_codegen) {
+        if ((st = byoc_merge_composite_functions(ctx, cur, opts->notes, &next, diag))) return st;
+        opts->after_merge = cur = next;
+    }
     if (opts->stop_after == BYOC_STOP_MERGE) {
         *out = cur;
         return GR_OK;

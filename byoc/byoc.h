@@ -114,6 +114,11 @@ typedef struct byoc_partition_opts {
     const byoc_pattern *extra;     /* patterns ahead of the backends' (e.g. a --patterns file) */
     uint32_t nextra;
     byoc_notes *notes;             /* optional */
+    const byoc_fuse_opts *fuse;    /* NULL: TVM's defaults (bind constants, no annotation, every
+                                      function an entry). With annotate_codegen the merge stage
+                                      is skipped: the Codegen wrappers go to RunCodegen as they
+                                      are, as in TVM's FuseOpsByPattern(annotate_codegen=True)
+                                      -> RunCodegen pipeline. */
     /* after the run: the module after each stage (NULL when not reached) */
     ir_module *after_fuse, *after_merge;
 } byoc_partition_opts;

@@ -27,8 +27,14 @@ typedef struct byoc_group_info {
     uint32_t ninputs;
     ir_expr *const *inputs;    /* vars (and lifted consts) in order of first use */
     uint32_t noutputs;
-    ir_var *const *outputs;    /* member vars used outside, in block order */
+    ir_var *const *outputs;    /* member vars used outside, in TVM's output order */
+    const gr_map *leaves;      /* var -> static ShapeExpr / PrimValue it is bound to (inlined) */
 } byoc_group_info;
+
+/* The vars of f bound to a static leaf value (a ShapeExpr of constant dims, a constant
+ * PrimValue): a group uses the value itself instead of taking the var as a parameter, as TVM's
+ * OperatorFusor inlines them. out: GR_MAP_PTR(var) -> GR_MAP_PTR(value). */
+void byoc_static_leaves(const ir_func *f, gr_map *out);
 
 /* Builds the callee for group g: returns the expression to call (a gvar), or NULL + diag. The
  * function body is built with byoc_build_group_func. */
@@ -41,7 +47,7 @@ typedef ir_expr *(*byoc_make_fn)(void *user, uint32_t g, const ir_block *blk,
  * become inputs. When the grouping has a cycle, *cyclic_group gets a group on the cycle and
  * nothing is built (return GR_OK with *out NULL). */
 gr_status byoc_apply_groups(ir_ctx_t *ctx, const ir_block *blk, const int32_t *grp,
-                            uint32_t ngroups, const ir_idtab *uses, bool lift_consts,
+                            uint32_t ngroups, const ir_idtab *uses, const gr_map *leaves, bool lift_consts,
                             byoc_make_fn make, void *user, const ir_block **out,
                             int32_t *cyclic_group, gr_diag *diag);
 
@@ -85,5 +91,9 @@ gr_status byoc_rewrite_blocks(ir_ctx_t *ctx, ir_expr *body, byoc_block_fn fn, vo
 
 /* True for functions FuseOps / RunCodegen treat as entries. */
 bool byoc_is_entry_func(const ir_func *f);
+
+/* Removes the Composite/Primitive functions nothing references any more (merge.c); those `keep`
+ * has (NULL: none) stay. */
+void byoc_remove_dead_composites(ir_module *m, const ir_module *keep);
 
 #endif

@@ -35,6 +35,7 @@ typedef struct fuse_state {
     const byoc_fuse_opts *opts;
     byoc_notes *notes;
     ir_idtab uses;              /* current function: var id -> uses */
+    gr_map leaves;              /* current function: byoc_static_leaves */
     gr_map dedup;               /* struct hash -> composite gvar */
     gr_map sigs;                /* group signature hash -> sig_entry chain */
     u64_vec sig;                /* scratch */
@@ -129,9 +130,8 @@ static bool accept_match(const pat_match_result *m, void *user) {
         if (st->blk->bindings[S[k]].match_sinfo) return false;
         if (S[k] > root) root = S[k];
     }
+    /* an unused root still makes a region (TVM: its used members are the outputs) */
     const ir_binding *rb = &st->blk->bindings[root];
-    if (rb->var->base.kind == IR_DFVAR && ir_idtab_get(&st->uses, rb->var->base.id) == 0)
-        return false;  /* unused: neither fused nor removed (TVM test_unused) */
     for (uint32_t k = 0; k < ns; k++) st->in_s[S[k]] = 1;
     bool ok = true;
     for (uint32_t k = 0; k < ns && ok; k++) {
@@ -330,7 +330,7 @@ static ir_expr *wrap_codegen(fuse_state *st, ir_gvar *comp, ir_func *cf, const c
     const char *name = byoc_unique_name(ctx, st->mod, ir_internf(ctx, "%s_%s", comp->name, backend));
     const char *keys[2] = {BYOC_ATTR_CODEGEN, BYOC_ATTR_GLOBAL_SYMBOL};
     ir_attr vals[2] = {ir_attr_str(ctx, backend), ir_attr_str(ctx, name)};
-    ir_func *w = ir_func_new(ctx, cf->nparams, params, &seq->base, NULL, ir_attrs_new(ctx, 2, keys, vals), NULL);
+    ir_func *w = ir_func_new(ctx, cf->nparams, params, &seq->base, ret, ir_attrs_new(ctx, 2, keys, vals), NULL);
     if (!ir_normalize(ctx, &w->base, diag)) return NULL;
     ir_gvar *g = ir_module_set_func(st->mod, name, &w->base);
     gr_map_put(&st->wrappers, GR_MAP_PTR(comp), GR_MAP_PTR(g));
@@ -351,7 +351,7 @@ static ir_expr *make_composite(void *user, uint32_t g, const ir_block *blk,
         return &se->gv->base;
     }
     const char *keys[2] = {BYOC_ATTR_COMPOSITE, BYOC_ATTR_PRIMITIVE};
-    ir_attr vals[2] = {ir_attr_str(ctx, pname), ir_attr_int(1)};
+    ir_attr vals[2] = {ir_attr_str(ctx, pname), ir_attr_bool(true)};
     ir_func *f = byoc_build_group_func(ctx, st->mod, blk, gi, true, ir_attrs_new(ctx, 2, keys, vals), diag);
     if (!f) return NULL;
     uint64_t h = ir_struct_hash(&f->base, 0) | 1, v;
@@ -475,7 +475,7 @@ static gr_status fuse_block(void *user, const ir_block *blk, const ir_block **ou
         st->groups.len = ng;
         const ir_block *nb = NULL;
         int32_t cyc = -1;
-        if (ng) rc = byoc_apply_groups(st->ctx, blk, grp, ng, &st->uses, st->opts && !st->opts->bind_constants,
+        if (ng) rc = byoc_apply_groups(st->ctx, blk, grp, ng, &st->uses, &st->leaves, st->opts && !st->opts->bind_constants,
                                        make_composite, st, &nb, &cyc, diag);
         st->groups = saved;
         free(compact);
@@ -539,6 +539,8 @@ gr_status byoc_fuse_ops_by_pattern(ir_ctx_t *ctx, const ir_module *m, const byoc
         ir_func *f = IR_AS(fe, ir_func);
         const char *fname = m->gvars[i]->name;
         ir_idtab_init(&st.uses);
+        gr_map_init(&st.leaves);
+        byoc_static_leaves(IR_AS(fe, ir_func), &st.leaves);
         if (!byoc_count_uses(f, &st.uses, &bound, fname, diag)) rc = GR_ERR_INVALID;
         bool entry = opts && opts->nentry ? in_list(fname, opts->nentry, opts->entry) : byoc_is_entry_func(f);
         ir_expr *nb = f->body;
@@ -550,6 +552,7 @@ gr_status byoc_fuse_ops_by_pattern(ir_ctx_t *ctx, const ir_module *m, const byoc
             changed = true;
         }
         ir_idtab_free(&st.uses);
+        gr_map_free(&st.leaves);
     }
     ir_idtab_free(&bound);
     gr_vec_free(&st.groups);
@@ -560,6 +563,9 @@ gr_status byoc_fuse_ops_by_pattern(ir_ctx_t *ctx, const ir_module *m, const byoc
     gr_vec_free(&st.sig);
     gr_map_free(&st.wrappers);
     if (rc) return rc;
+    /* with annotate_codegen the wrappers hold the composites as lambdas: the global copies go,
+     * as in TVM */
+    if (changed && opts && opts->annotate_codegen) byoc_remove_dead_composites(st.mod, m);
     if (changed) *out = st.mod;
     return GR_OK;
 }

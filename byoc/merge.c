@@ -14,6 +14,7 @@
 
 #include "byoc/byoc_impl.h"
 #include "ir/builder.h"
+#include "ir/equal.h"
 #include "ir/idtab_impl.h"
 
 typedef struct merge_state {
@@ -22,9 +23,19 @@ typedef struct merge_state {
     const ir_module *in;
     byoc_notes *notes;
     ir_idtab uses;             /* var id -> uses */
+    gr_map leaves;             /* current function: byoc_static_leaves */
     gr_map callee_backend;     /* composite gvar -> interned backend (memo) */
     const char **gbackend;     /* compact group -> backend */
+    gr_map region_dedup;       /* struct hash of a region (before naming) -> region_seen */
 } merge_state;
+
+/* A region function made so far, before its global_symbol: structurally equal regions share
+ * one function, called twice (TVM's BlockBuilder dedups AddFunction the same way). */
+typedef struct region_seen {
+    struct region_seen *next;
+    const ir_func *unnamed;
+    ir_gvar *gv;
+} region_seen;
 
 /* union-find over binding indices */
 static uint32_t uf_find(uint32_t *par, uint32_t x) {
@@ -108,19 +119,29 @@ static ir_expr *make_region(void *user, uint32_t g, const ir_block *blk, const b
         size_t len = strlen(name);
         snprintf(name + len, sizeof name - len, "_and_%u_more", total - shown);
     }
-    const char *base = byoc_unique_name(ctx, st->mod, name);
-    const char *fname = byoc_unique_name(ctx, st->mod, ir_internf(ctx, "%s_%s", base, backend));
-    const char *keys[2] = {BYOC_ATTR_CODEGEN, BYOC_ATTR_GLOBAL_SYMBOL};
-    ir_attr vals[2] = {ir_attr_str(ctx, backend), ir_attr_str(ctx, fname)};
+    const char *key = BYOC_ATTR_CODEGEN;
+    ir_attr val = ir_attr_str(ctx, backend);
     gr_diag local;  /* the callee hook reports failures through a diag */
     if (!diag) {
         gr_diag_clear(&local);
         diag = &local;
     }
-    ir_func *rf = byoc_build_group_func_ex(ctx, st->in, blk, gi, false, ir_attrs_new(ctx, 2, keys, vals),
+    ir_func *rf = byoc_build_group_func_ex(ctx, st->in, blk, gi, false, ir_attrs_new(ctx, 1, &key, &val),
                                            local_composite, st, diag);
     if (!rf) return NULL;
-    return &ir_module_set_func(st->mod, fname, &rf->base)->base;
+    uint64_t h = ir_struct_hash(&rf->base, 0) | 1, v = 0;
+    gr_map_get(&st->region_dedup, h, &v);
+    for (region_seen *r = (region_seen *)(uintptr_t)v; r; r = r->next)
+        if (ir_struct_equal(&rf->base, &r->unnamed->base, 0)) return &r->gv->base;
+    const char *base = byoc_unique_name(ctx, st->mod, name);
+    const char *fname = byoc_unique_name(ctx, st->mod, ir_internf(ctx, "%s_%s", base, backend));
+    ir_func *named = ir_func_with_attrs(ctx, rf, ir_attrs_set(ctx, rf->attrs, BYOC_ATTR_GLOBAL_SYMBOL, ir_attr_str(ctx, fname)));
+    region_seen *r = IR_NEW(ctx, region_seen);
+    r->next = (region_seen *)(uintptr_t)v;
+    r->unnamed = rf;
+    r->gv = ir_module_set_func(st->mod, fname, &named->base);
+    gr_map_put(&st->region_dedup, h, GR_MAP_PTR(r));
+    return &r->gv->base;
 }
 
 static gr_status merge_block(void *user, const ir_block *blk, const ir_block **out, gr_diag *diag) {
@@ -203,6 +224,20 @@ static gr_status merge_block(void *user, const ir_block *blk, const ir_block **o
                 uint32_t pg = uf_find(par, (uint32_t)(j - 1));
                 if (tag[pg] && !solo[pg]) par[i] = pg;
             }
+        } else if (b->value->kind == IR_TUPLE && b->var->base.kind == IR_DFVAR &&
+                   ir_idtab_get(&st->uses, b->var->base.id) == ir_idtab_get(&tgi_uses, b->var->base.id)) {
+            /* a tuple re-packing one group's values, only projected from: it joins that group
+             * (TVM's MergeCompositeFunctions tuple rule), so ops reached through `(a, b)[i]`
+             * merge too */
+            const ir_tuple *tp = IR_AS(b->value, ir_tuple);
+            int64_t pg = -1;
+            for (uint32_t k = 0; k < tp->n && pg != -2; k++) {
+                uint64_t j = ir_is_var(tp->fields[k]) ? ir_idtab_get(&vidx, tp->fields[k]->id) : 0;
+                uint32_t g = j ? uf_find(par, (uint32_t)(j - 1)) : 0;
+                if (!j || !tag[g] || solo[g] || (pg >= 0 && (uint32_t)pg != g)) pg = -2;
+                else pg = g;
+            }
+            if (pg >= 0) par[i] = (uint32_t)pg;
         }
         uint32_t r = uf_find(par, i);
         for (uint32_t k = 0; k < ac.idx.len; k++) {
@@ -243,7 +278,7 @@ static gr_status merge_block(void *user, const ir_block *blk, const ir_block **o
     }
     const ir_block *nb = NULL;
     int32_t cyc = -1;
-    gr_status rc = byoc_apply_groups(st->ctx, blk, grp, ng, &st->uses, false, make_region, st, &nb, &cyc, diag);
+    gr_status rc = byoc_apply_groups(st->ctx, blk, grp, ng, &st->uses, &st->leaves, false, make_region, st, &nb, &cyc, diag);
     if (!rc && cyc >= 0) {
         /* fallback: one region per composite (never cyclic) */
         ng = 0;
@@ -257,7 +292,7 @@ static gr_status merge_block(void *user, const ir_block *blk, const ir_block **o
                                GR_MAP_PTR(ir_intern(st->ctx, "merge blocked by a cycle: one region per composite")));
             }
         }
-        rc = byoc_apply_groups(st->ctx, blk, grp, ng, &st->uses, false, make_region, st, &nb, &cyc, diag);
+        rc = byoc_apply_groups(st->ctx, blk, grp, ng, &st->uses, &st->leaves, false, make_region, st, &nb, &cyc, diag);
     }
     if (!rc && nb) *out = nb;
     for (uint32_t i = 0; i < n; i++)
@@ -287,10 +322,10 @@ static ir_walk_result ref_visit(ir_walker *w, ir_expr *e) {
     return IR_WALK_CONTINUE;
 }
 
-void byoc_remove_dead_composites(ir_module *m);
 /* Removes every unreferenced composite per walk of the module (not one per walk: the walk is
- * over the whole program); repeats while a removal may have orphaned another. */
-void byoc_remove_dead_composites(ir_module *m) {
+ * over the whole program); repeats while a removal may have orphaned another. Functions that
+ * `keep` has (NULL: none) stay. */
+void byoc_remove_dead_composites(ir_module *m, const ir_module *keep) {
     GR_VEC(const char *) dead = {0};
     for (;;) {
         gr_map refs;
@@ -302,7 +337,8 @@ void byoc_remove_dead_composites(ir_module *m) {
             if (m->funcs[i]->kind != IR_FUNC) continue;
             const ir_func *f = IR_AS(m->funcs[i], ir_func);
             if ((ir_attrs_get(f->attrs, BYOC_ATTR_COMPOSITE) || ir_attrs_get(f->attrs, BYOC_ATTR_PRIMITIVE)) &&
-                !gr_map_get(&refs, GR_MAP_PTR(m->gvars[i]->name), NULL))
+                !gr_map_get(&refs, GR_MAP_PTR(m->gvars[i]->name), NULL) &&
+                !(keep && ir_module_gvar(keep, m->gvars[i]->name)))
                 gr_vec_push(&dead, m->gvars[i]->name);
         }
         gr_map_free(&refs);
@@ -321,6 +357,7 @@ gr_status byoc_merge_composite_functions(ir_ctx_t *ctx, const ir_module *m, byoc
     st.mod = ir_module_copy(m);
     st.notes = notes;
     gr_map_init(&st.callee_backend);
+    gr_map_init(&st.region_dedup);
     gr_status rc = GR_OK;
     bool changed = false;
     for (uint32_t i = 0; i < m->nfuncs && !rc; i++) {
@@ -328,6 +365,8 @@ gr_status byoc_merge_composite_functions(ir_ctx_t *ctx, const ir_module *m, byoc
         if (fe->kind != IR_FUNC || !byoc_is_entry_func(IR_AS(fe, ir_func))) continue;
         ir_func *f = IR_AS(fe, ir_func);
         ir_idtab_init(&st.uses);
+        gr_map_init(&st.leaves);
+        byoc_static_leaves(IR_AS(fe, ir_func), &st.leaves);
         byoc_count_uses(f, &st.uses, NULL, m->gvars[i]->name, diag);
         ir_expr *nb = f->body;
         rc = byoc_rewrite_blocks(ctx, f->body, merge_block, &st, &nb, diag);
@@ -338,11 +377,13 @@ gr_status byoc_merge_composite_functions(ir_ctx_t *ctx, const ir_module *m, byoc
             changed = true;
         }
         ir_idtab_free(&st.uses);
+        gr_map_free(&st.leaves);
     }
     gr_map_free(&st.callee_backend);
+    gr_map_free(&st.region_dedup);
     if (rc) return rc;
     if (changed) {
-        byoc_remove_dead_composites(st.mod);
+        byoc_remove_dead_composites(st.mod, NULL);
         *out = st.mod;
     }
     return GR_OK;

@@ -9,6 +9,7 @@
 #include "byoc/byoc_impl.h"
 #include "ir/builder.h"
 #include "ir/idtab_impl.h"
+#include "ir/visit.h"
 
 /* ------------------------------------------------------------------ var enumeration ---- */
 
@@ -145,7 +146,7 @@ void byoc_count_expr_uses(const ir_expr *e, ir_idtab *uses) {
 /* --------------------------------------------------------------------------- helpers ---- */
 
 bool byoc_is_entry_func(const ir_func *f) {
-    return !ir_attrs_get(f->attrs, BYOC_ATTR_PRIMITIVE) && !ir_attrs_get(f->attrs, BYOC_ATTR_COMPOSITE) &&
+    return !ir_func_tir_text(&f->base) && !ir_attrs_get(f->attrs, BYOC_ATTR_PRIMITIVE) && !ir_attrs_get(f->attrs, BYOC_ATTR_COMPOSITE) &&
            !ir_attrs_get(f->attrs, BYOC_ATTR_CODEGEN);
 }
 
@@ -283,6 +284,41 @@ ir_func *byoc_build_group_func(ir_ctx_t *ctx, const ir_module *mod, const ir_blo
     return byoc_build_group_func_ex(ctx, mod, blk, gi, dataflow, attrs, NULL, NULL, diag);
 }
 
+typedef struct inline_ctx {
+    const gr_map *leaves;
+    gr_map *map;
+} inline_ctx;
+
+static void inline_leaf(ir_expr *leaf, void *user) {
+    inline_ctx *ic = user;
+    uint64_t v;
+    if (gr_map_get(ic->leaves, GR_MAP_PTR(leaf), &v)) gr_map_put(ic->map, GR_MAP_PTR(leaf), v);
+}
+
+static ir_walk_result static_leaf_binding(ir_walker *w, const ir_binding *b, const ir_block *blk) {
+    (void)blk;
+    const ir_expr *v = b->value;
+    bool ok = false;
+    if (b->match_sinfo) return IR_WALK_CONTINUE;
+    if (v->kind == IR_SHAPE) {
+        ok = true;
+        for (uint32_t i = 0; i < IR_AS(v, ir_shape_expr)->n && ok; i++) ok = ir_prim_is_int(IR_AS(v, ir_shape_expr)->dims[i], NULL);
+    } else if (v->kind == IR_PRIMVAL) {
+        const ir_primval *pv = IR_AS(v, ir_primval);
+        ok = !pv->value || ir_prim_is_int(pv->value, NULL);
+    }
+    if (ok) gr_map_put(w->user, GR_MAP_PTR(b->var), GR_MAP_PTR(v));
+    return IR_WALK_CONTINUE;
+}
+
+void byoc_static_leaves(const ir_func *f, gr_map *out) {
+    ir_walker w = {0};
+    w.visit_binding = static_leaf_binding;
+    w.skip_local_funcs = true;
+    w.user = out;
+    ir_walk_expr(&w, f->body);
+}
+
 ir_func *byoc_build_group_func_ex(ir_ctx_t *ctx, const ir_module *mod, const ir_block *blk,
                                   const byoc_group_info *gi, bool dataflow, const ir_attrs *attrs,
                                   byoc_callee_fn fn, void *user, gr_diag *diag) {
@@ -297,6 +333,10 @@ ir_func *byoc_build_group_func_ex(ir_ctx_t *ctx, const ir_module *mod, const ir_
         else
             params[i] = ir_var_new(ctx, IR_AS(in, ir_var)->name, in->sinfo, NULL);
         gr_map_put(&map, GR_MAP_PTR(in), GR_MAP_PTR(params[i]));
+    }
+    if (gi->leaves && gi->leaves->len) {
+        inline_ctx ic = {gi->leaves, &map};
+        for (uint32_t k = 0; k < gi->nmembers; k++) byoc_each_leaf(blk->bindings[gi->members[k]].value, inline_leaf, &ic);
     }
     ir_binding_vec bs = {0};  /* heap scratch: ir_block_new copies */
     ir_var **newout = IR_NEW_ARRAY(ctx, ir_var *, gi->noutputs ? gi->noutputs : 1);
@@ -316,7 +356,7 @@ ir_func *byoc_build_group_func_ex(ir_ctx_t *ctx, const ir_module *mod, const ir_
         int oi = -1;
         for (uint32_t o = 0; o < gi->noutputs; o++)
             if (gi->outputs[o] == b->var) oi = (int)o;
-        bool df = dataflow && !(oi >= 0 && gi->noutputs == 1);
+        bool df = dataflow && oi < 0;  /* outputs leave the dataflow block, as in TVM */
         ir_var *v = fresh_like(ctx, b->var, df);
         if (oi >= 0) newout[oi] = v;
         gr_map_put(&map, GR_MAP_PTR(b->var), GR_MAP_PTR(v));
@@ -330,9 +370,7 @@ ir_func *byoc_build_group_func_ex(ir_ctx_t *ctx, const ir_module *mod, const ir_
         const ir_sinfo **fs = IR_NEW_ARRAY(ctx, const ir_sinfo *, gi->noutputs ? gi->noutputs : 1);
         for (uint32_t o = 0; o < gi->noutputs; o++) fs[o] = newout[o]->base.sinfo;
         ir_expr_set_sinfo(&t->base, ir_sinfo_tuple(ctx, gi->noutputs, fs));
-        ir_var *gv = ir_var_new(ctx, "gv", t->base.sinfo, NULL);
-        gr_vec_push(&bs, ((ir_binding){gv, &t->base, NULL}));
-        body = &gv->base;
+        body = &t->base;  /* `return (a, b)` after the block, as TVM writes it */
     }
     const ir_block *nbk = ir_block_new(ctx, dataflow, bs.len, bs.data);
     ir_seq *seq = ir_seq_new(ctx, 1, &nbk, body, NULL);
@@ -394,6 +432,7 @@ static void edge_leaf(ir_expr *leaf, void *user) {
 
 typedef struct io_ctx {
     const ir_idtab *vidx;
+    const gr_map *leaves;
     const int32_t *grp;
     int32_t g;
     bool lift;
@@ -413,6 +452,7 @@ static void io_leaf(ir_expr *leaf, void *user) {
     }
     ir_idtab_put(&io->internal, leaf->id, ir_idtab_get(&io->internal, leaf->id) + 1);
     if ((j = ir_idtab_get(io->vidx, leaf->id)) && io->grp[j - 1] == io->g) return;
+    if (io->leaves && io->leaves->len && gr_map_get(io->leaves, GR_MAP_PTR(leaf), NULL)) return;
     if (ir_idtab_get(&io->seen, leaf->id)) return;
     ir_idtab_put(&io->seen, leaf->id, 1);
     gr_vec_push(&io->inputs, leaf);
@@ -449,8 +489,49 @@ static uint64_t heap_pop(heap_t *h) {
     return top;
 }
 
+typedef struct first_use {
+    ir_var **outs;
+    uint32_t n, placed;
+} first_use;
+
+static void first_use_leaf(ir_expr *e, void *user) {
+    first_use *fu = user;
+    if (!ir_is_var(e)) return;
+    for (uint32_t k = fu->placed; k < fu->n; k++)
+        if (&fu->outs[k]->base == e) {
+            ir_var *t = fu->outs[fu->placed];
+            fu->outs[fu->placed++] = fu->outs[k];
+            fu->outs[k] = t;
+            return;
+        }
+}
+
+/* Reorders the outputs of group g (member order now) as TVM's OperatorFusor lists them: the
+ * vars used outside the group in the order of their first use, then the rest (block outputs
+ * used by no later binding), each part in member order. */
+static void order_outputs(const ir_block *blk, const int32_t *grp, int32_t g, uint32_t first,
+                          uint32_t nused, ir_var **outs, uint32_t n) {
+    first_use fu = {outs, n, 0};
+    for (uint32_t j = first + 1; j < blk->n && fu.placed < nused; j++)
+        if (grp[j] != g) byoc_each_leaf(blk->bindings[j].value, first_use_leaf, &fu);
+    /* the rest keep member order: sort the tail by position in the block */
+    for (uint32_t a = fu.placed; a + 1 < n; a++)
+        for (uint32_t b = a + 1; b < n; b++) {
+            uint32_t pa = 0, pb = 0;
+            for (uint32_t j = 0; j < blk->n; j++) {
+                if (blk->bindings[j].var == outs[a]) pa = j;
+                if (blk->bindings[j].var == outs[b]) pb = j;
+            }
+            if (pb < pa) {
+                ir_var *t = outs[a];
+                outs[a] = outs[b];
+                outs[b] = t;
+            }
+        }
+}
+
 gr_status byoc_apply_groups(ir_ctx_t *ctx, const ir_block *blk, const int32_t *grp,
-                            uint32_t ngroups, const ir_idtab *uses, bool lift_consts,
+                            uint32_t ngroups, const ir_idtab *uses, const gr_map *leaves, bool lift_consts,
                             byoc_make_fn make, void *user, const ir_block **out,
                             int32_t *cyclic_group, gr_diag *diag) {
     *out = NULL;
@@ -517,7 +598,7 @@ gr_status byoc_apply_groups(ir_ctx_t *ctx, const ir_block *blk, const int32_t *g
     }
     /* build (the io scratch is reused from group to group: most groups are small) */
     ir_binding_vec nb = {0};
-    io_ctx io = {&vidx, grp, 0, lift_consts, {0}, {0}, {0}};
+    io_ctx io = {&vidx, leaves, grp, 0, lift_consts, {0}, {0}, {0}};
     ir_idtab_init(&io.seen);
     ir_idtab_init(&io.internal);
     GR_VEC(ir_var *) outs = {0};
@@ -531,14 +612,19 @@ gr_status byoc_apply_groups(ir_ctx_t *ctx, const ir_block *blk, const int32_t *g
         io.inputs.len = 0;
         outs.len = 0;
         for (uint32_t m = goff[u]; m < goff[u + 1]; m++) byoc_each_leaf(blk->bindings[gmem[m]].value, io_leaf, &io);
+        /* outputs in TVM's order: the members used by later bindings, by first use, then
+         * the members that are outputs of the block (non-dataflow vars) */
+        uint32_t nused = 0;
         for (uint32_t m = goff[u]; m < goff[u + 1]; m++) {
             ir_var *v = blk->bindings[gmem[m]].var;
             uint64_t total = ir_idtab_get(uses, v->base.id);
             uint64_t inside = ir_idtab_get(&io.internal, v->base.id);
+            if (total > inside) nused++;
             if (v->base.kind == IR_VAR || total > inside) gr_vec_push(&outs, v);
         }
+        if (outs.len > 1) order_outputs(blk, grp, (int32_t)u, gmem[goff[u]], nused, outs.data, outs.len);
         byoc_group_info gi = {goff[u + 1] - goff[u], gmem + goff[u], io.inputs.len, io.inputs.data,
-                              outs.len, outs.data};
+                              outs.len, outs.data, leaves};
         ir_expr *callee = NULL;
         if (outs.len == 0) {
             /* dead group: keep its bindings as they are */
@@ -560,11 +646,14 @@ gr_status byoc_apply_groups(ir_ctx_t *ctx, const ir_block *blk, const int32_t *g
                 ir_var *t = blk->dataflow ? ir_dfvar_new(ctx, "lv", call->base.sinfo, sp)
                                           : ir_var_new(ctx, "lv", call->base.sinfo, sp);
                 gr_vec_push(&nb, ((ir_binding){t, &call->base, NULL}));
-                for (uint32_t o = 0; o < outs.len; o++) {
-                    ir_tgi *tg = ir_tgi_new(ctx, &t->base, (int32_t)o, outs.data[o]->base.span);
-                    ir_expr_set_sinfo(&tg->base, fs[o]);
-                    gr_vec_push(&nb, ((ir_binding){outs.data[o], &tg->base, NULL}));
-                }
+                /* the projections in member order (TVM's), each naming its output index */
+                for (uint32_t m = goff[u]; m < goff[u + 1]; m++)
+                    for (uint32_t o = 0; o < outs.len; o++) {
+                        if (outs.data[o] != blk->bindings[gmem[m]].var) continue;
+                        ir_tgi *tg = ir_tgi_new(ctx, &t->base, (int32_t)o, outs.data[o]->base.span);
+                        ir_expr_set_sinfo(&tg->base, fs[o]);
+                        gr_vec_push(&nb, ((ir_binding){outs.data[o], &tg->base, NULL}));
+                    }
             }
         }
         ir_idtab_clear(&io.seen);  /* small groups: a count reset; big ones: their pages */

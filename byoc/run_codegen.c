@@ -11,7 +11,6 @@
 #include "byoc/byoc_impl.h"
 #include "ir/op.h"
 
-void byoc_remove_dead_composites(ir_module *m);
 
 /* ---- region spans ---- */
 
@@ -266,7 +265,7 @@ gr_status byoc_run_codegen(ir_ctx_t *ctx, const ir_module *m, const ir_attrs *op
         for (uint32_t i = 0; i < m->nfuncs; i++)
             if (m->funcs[i]->kind == IR_FUNC && ir_attrs_get(IR_AS(m->funcs[i], ir_func)->attrs, BYOC_ATTR_CODEGEN))
                 ir_module_remove(nm, m->gvars[i]->name);
-        byoc_remove_dead_composites(nm);
+        byoc_remove_dead_composites(nm, NULL);
         *out = nm;
     }
     for (uint32_t gi = 0; gi < groups.len; gi++) gr_vec_free(&groups.data[gi].regions);

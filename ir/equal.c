@@ -444,17 +444,26 @@ bool ir_struct_equal(const ir_expr *a, const ir_expr *b, unsigned flags) {
     return r;
 }
 
+static const ir_expr *func_named(const ir_module *m, const char *name) {
+    for (uint32_t i = 0; i < m->nfuncs; i++)
+        if (str_eq(m->gvars[i]->name, name)) return m->funcs[i];
+    return NULL;
+}
+
 static bool module_eq(eq_st *st, const ir_module *a, const ir_module *b) {
     if (a->nfuncs != b->nfuncs) return eq_fail(st, "modules have %u vs %u functions", a->nfuncs, b->nfuncs);
-    for (uint32_t i = 0; i < a->nfuncs; i++)
-        if (!str_eq(a->gvars[i]->name, b->gvars[i]->name))
-            return eq_fail(st, "function %u is '%s' vs '%s'", i, a->gvars[i]->name, b->gvars[i]->name);
+    bool by_name = (st->flags & IR_EQ_FUNCS_BY_NAME) != 0;
+    for (uint32_t i = 0; i < a->nfuncs; i++) {
+        if (by_name ? !func_named(b, a->gvars[i]->name) : !str_eq(a->gvars[i]->name, b->gvars[i]->name))
+            return by_name ? eq_fail(st, "function '%s' is missing from the second module", a->gvars[i]->name)
+                           : eq_fail(st, "function %u is '%s' vs '%s'", i, a->gvars[i]->name, b->gvars[i]->name);
+    }
     for (uint32_t i = 0; i < a->nfuncs; i++) {
         st_reset_maps(st);
         st->fn = a->gvars[i]->name;
         st->block = st->binding = -1;
         st->var = NULL;
-        if (!expr_eq(st, a->funcs[i], b->funcs[i])) {
+        if (!expr_eq(st, a->funcs[i], by_name ? func_named(b, a->gvars[i]->name) : b->funcs[i])) {
             if (!st->failed) eq_fail(st, "functions differ");
             return false;
         }

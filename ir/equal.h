@@ -12,6 +12,8 @@
 enum {
     IR_EQ_SPANS = 1u << 0,    /* spans must be equal too */
     IR_EQ_NAMES = 1u << 1,    /* var names must be equal too */
+    IR_EQ_FUNCS_BY_NAME = 1u << 2, /* modules: functions are matched by global name, in any
+                                      order (an IRModule is a map, as TVM compares them) */
 };
 
 bool ir_struct_equal(const ir_expr *a, const ir_expr *b, unsigned flags);

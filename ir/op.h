@@ -51,6 +51,10 @@ const ir_op_def *ir_op_def_at(uint32_t i);
  * in (every field present). Unknown keys, wrong kinds and missing required fields are errors. */
 gr_status ir_op_attrs_normalize(ir_ctx_t *ctx, const ir_op_def *def, const ir_attrs *given,
                                 const ir_attrs **out, gr_diag *diag);
+/* Same; with `partial`, a required field left out is None instead of an error (pattern files:
+ * an attribute not written does not constrain the match). */
+gr_status ir_op_attrs_normalize_ex(ir_ctx_t *ctx, const ir_op_def *def, const ir_attrs *given,
+                                   bool partial, const ir_attrs **out, gr_diag *diag);
 
 /* Struct info of an op call (calls def->infer). */
 const ir_sinfo *ir_op_infer(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag);

@@ -190,6 +190,11 @@ static const char *kind_name(uint8_t k) {
 /* Coerces `v` to the field's kind; false when it does not fit. */
 static bool coerce(ir_ctx_t *ctx, const ir_attr_field *f, const ir_attr *dflt, const ir_attr *v,
                    ir_attr *out) {
+    if (v->kind == IR_ATTR_NONE && f->kind == IR_ATTR_DTYPE) {
+        /* TVM 0.27 prints an unset dtype as None (older versions "void") */
+        *out = ir_attr_dtype(IR_DTYPE_VOID);
+        return true;
+    }
     if (v->kind == IR_ATTR_NONE) {
         *out = *v;
         return f->dflt && strcmp(f->dflt, "None") == 0;
@@ -268,6 +273,11 @@ static bool coerce(ir_ctx_t *ctx, const ir_attr_field *f, const ir_attr *dflt, c
 
 gr_status ir_op_attrs_normalize(ir_ctx_t *ctx, const ir_op_def *def, const ir_attrs *given,
                                 const ir_attrs **out, gr_diag *diag) {
+    return ir_op_attrs_normalize_ex(ctx, def, given, false, out, diag);
+}
+
+gr_status ir_op_attrs_normalize_ex(ir_ctx_t *ctx, const ir_op_def *def, const ir_attrs *given,
+                                   bool partial, const ir_attrs **out, gr_diag *diag) {
     *out = NULL;
     if (!def) return gr_diag_set(diag, GR_ERR_INVALID, "ir_op_attrs_normalize: no op");
     /* Unknown keys first: the message names the op and the key. */
@@ -309,6 +319,10 @@ gr_status ir_op_attrs_normalize(ir_ctx_t *ctx, const ir_op_def *def, const ir_at
             dflt = canon_attr(ctx, &d);
         }
         if (!v) {
+            if (!have_dflt && partial) {
+                vals[j].kind = IR_ATTR_NONE;
+                continue;
+            }
             if (!have_dflt) {
                 gr_diag_set_op(diag, def->text_name);
                 return gr_diag_set(diag, GR_ERR_INVALID, "%s: missing required attribute '%s'",

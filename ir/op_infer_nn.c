@@ -67,8 +67,9 @@ static bool both_int_differ(const ir_prim *a, const ir_prim *b) {
 
 static const ir_sinfo *conv(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, int nsp,
                             bool transpose) {
-    const char *dl = nsp == 1 ? "NCW" : "NCHW";
-    const char *kl = nsp == 1 ? (transpose ? "IOW" : "OIW") : transpose ? "IOHW" : "OIHW";
+    static const char *const dls[4] = {"", "NCW", "NCHW", "NCDHW"}, *const kls[4] = {"", "OIW", "OIHW", "OIDHW"},
+                             *const tkls[4] = {"", "IOW", "IOHW", "IODHW"};
+    const char *dl = dls[nsp], *kl = transpose ? tkls[nsp] : kls[nsp];
     const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
     const ir_sinfo *w = x ? ir__arg_tensor(ctx, call, 1, false, diag) : NULL;
     if (!w || !check_layout(call, "data_layout", dl, diag) ||
@@ -131,11 +132,13 @@ IR__INFER(ir__infer_conv1d) { return conv(ctx, call, diag, 1, false); }
 IR__INFER(ir__infer_conv2d) { return conv(ctx, call, diag, 2, false); }
 IR__INFER(ir__infer_conv1d_transpose) { return conv(ctx, call, diag, 1, true); }
 IR__INFER(ir__infer_conv2d_transpose) { return conv(ctx, call, diag, 2, true); }
+IR__INFER(ir__infer_conv3d) { return conv(ctx, call, diag, 3, false); }
+IR__INFER(ir__infer_conv3d_transpose) { return conv(ctx, call, diag, 3, true); }
 
 /* ---- pooling ---- */
 
 static const ir_sinfo *pool(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, int nsp) {
-    const char *layout = nsp == 1 ? "NCW" : "NCHW";
+    const char *layout = nsp == 1 ? "NCW" : nsp == 2 ? "NCHW" : "NCDHW";
     const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
     if (!x || !check_layout(call, "layout", layout, diag) ||
         !check_layout(call, "out_layout", layout, diag))
@@ -150,7 +153,7 @@ static const ir_sinfo *pool(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, i
         return NULL;
     if (!k) return ir_sinfo_tensor(ctx, x->dtype, nsp + 2, NULL);
     bool ceil_mode = ir__attr_bool(call, "ceil_mode");
-    const ir_prim *dims[4] = {x->dims[0], x->dims[1], NULL, NULL};
+    const ir_prim *dims[5] = {x->dims[0], x->dims[1], NULL, NULL, NULL};
     for (int i = 0; i < nsp; i++) {
         int64_t c = pad[i] + pad[i + nsp] - dil[i] * (ps[i] - 1) - 1 + (ceil_mode ? st[i] - 1 : 0);
         const ir_prim *num = ir_prim_add(ctx, x->dims[2 + i], pint(ctx, c));
@@ -166,9 +169,10 @@ static const ir_sinfo *pool(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, i
 
 IR__INFER(ir__infer_pool1d) { return pool(ctx, call, diag, 1); }
 IR__INFER(ir__infer_pool2d) { return pool(ctx, call, diag, 2); }
+IR__INFER(ir__infer_pool3d) { return pool(ctx, call, diag, 3); }
 
 static const ir_sinfo *adaptive_pool(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, int nsp) {
-    const char *layout = nsp == 1 ? "NCW" : "NCHW";
+    const char *layout = nsp == 1 ? "NCW" : nsp == 2 ? "NCHW" : "NCDHW";
     const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
     if (!x || !check_layout(call, "layout", layout, diag) ||
         !check_layout(call, "out_layout", layout, diag))

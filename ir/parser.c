@@ -81,6 +81,7 @@ typedef struct parser {
     ir_sbuf sbuf;
     char name[256];              /* dotted names */
     gr_map *written_attrs;       /* ir_parse_opts.written_attrs (NULL: not recorded) */
+    bool lenient;                /* ir_parse_opts.lenient */
     const char *last_end;        /* end of the last consumed token */
     const char *drop_from;       /* non-NULL: src is a file mapping; pages before this are
                                     still resident (see drop_behind) */
@@ -100,6 +101,7 @@ typedef struct parser {
     } *tirs;
     uint32_t ntirs, next_tir;
     char *own_src;               /* a copy of the text with the TIR blocks blanked */
+    gr_map typevars;             /* names declared `n = TypeVar("n")` before the class */
     const char *cls_name;        /* the class name: `cls = Module` and `Module.f(...)` */
     const char *cls_alias[4];    /* names bound to the class (`cls = Module`) */
     uint32_t ncls_alias;
@@ -838,7 +840,7 @@ static const ir_prim *prim_atom(parser *p, bool define) {
         const char *name = tok_intern(p, &t);
         const ir_prim *v = sym_get(p, name);
         if (!v) {
-            if (!define && !p->sig_mode)
+            if (!define && !p->sig_mode && !gr_map_get(&p->typevars, GR_MAP_PTR(name), NULL))
                 return perr(p, &t, GR_ERR_PARSE,
                             "undefined symbolic variable '%s' (declare it with `%s = T.int64()`)",
                             name, name);
@@ -1193,7 +1195,8 @@ static ir_expr *metadata_ref(parser *p) {
     if (!expect_p(p, '[', "after metadata")) return NULL;
     ir_tok kt = *peek(p, 0);
     if (!string_lit(p, false)) return NULL;
-    if (strcmp(p->sbuf.data, "relax.expr.Constant") != 0)
+    /* "ir.GenericConst" is TVM 0.27's name for the same table */
+    if (strcmp(p->sbuf.data, "relax.expr.Constant") != 0 && strcmp(p->sbuf.data, "ir.GenericConst") != 0)
         return perr(p, &kt, GR_ERR_PARSE, "unsupported metadata kind \"%s\"", p->sbuf.data);
     if (!expect_p(p, ']', "after the metadata kind") || !expect_p(p, '[', "for the constant index"))
         return NULL;
@@ -1201,6 +1204,11 @@ static ir_expr *metadata_ref(parser *p) {
     if (!expect_kind(p, TK_INT, "a constant index")) return NULL;
     int64_t idx;
     if (!int_value(p, &it, false, &idx) || !expect_p(p, ']', "after the constant index")) return NULL;
+    if (!p->have_meta && memmem(p->src, p->len, "# Metadata omitted", 18))
+        return perr(p, &at, GR_ERR_PARSE,
+                    "constant data omitted: TVM printed this module without its metadata (\"# Metadata "
+                    "omitted\"), so the value of metadata[...][%" PRId64 "] is unknown; add graft's "
+                    "`metadata = {...}` section (docs/text-format.md)", idx);
     if (!p->have_meta)
         return perr(p, &at, GR_ERR_PARSE,
                     "metadata section missing: the module refers to metadata[\"relax.expr.Constant\"] "
@@ -1373,7 +1381,7 @@ static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
         const ir_attrs *given = nk ? ir_attrs_new(p->ctx, nk, gr_vec_at(p->kstack, kmark),
                                                   gr_vec_at(p->vstack, vmark)) : NULL;
         CLEAR_TMP(p);
-        if (ir_op_attrs_normalize(p->ctx, def, given, &attrs, &p->tmp) != GR_OK) {
+        if (ir_op_attrs_normalize_ex(p->ctx, def, given, p->lenient, &attrs, &p->tmp) != GR_OK) {
             perr(p, at, GR_ERR_PARSE, "%s", p->tmp.msg);
             goto out;
         }
@@ -1381,6 +1389,17 @@ static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
     ir_call *c = ir_call_new(p->ctx, &ir_op_get_def(p->ctx, def)->base, nargs,
                              gr_vec_at(p->estack, emark), attrs, p->sstack.len - smark,
                              gr_vec_at(p->sstack, smark), NULL);
+    if (p->lenient && !(def->flags & IR_OPF_CALL_LIKE)) {
+        /* a pattern: where the wildcards leave the result unknown, it is R.Object */
+        bool ready = true;
+        for (uint32_t i = 0; i < nargs; i++) ready &= c->args[i]->sinfo != NULL;
+        if (ready) {
+            gr_diag scratch;
+            gr_diag_clear(&scratch);
+            const ir_sinfo *s = ir_op_infer(p->ctx, c, &scratch);
+            ir_expr_set_sinfo(&c->base, s ? s : ir_sinfo_object(p->ctx));
+        }
+    }
     if (p->written_attrs && nk)
         gr_map_put(p->written_attrs, GR_MAP_PTR(c),
                    GR_MAP_PTR(ir_attrs_new(p->ctx, nk, gr_vec_at(p->kstack, kmark), gr_vec_at(p->vstack, vmark))));
@@ -1829,6 +1848,19 @@ static bool parse_binding(parser *p, body_ctx *bc, result_stmt *res) {
     } else {
         value = parse_expr(p);
         if (!value) return false;
+        if (is_p(peek(p, 0), ',')) {
+            /* `t = a, b`: TVM 0.27 prints a tuple value without parentheses */
+            uint32_t mark = p->estack.len;
+            gr_vec_push(&p->estack, value);
+            while (accept_p(p, ',')) {
+                if (peek(p, 0)->kind == TK_NEWLINE || peek(p, 0)->kind == TK_SPANC) break;
+                ir_expr *a = parse_expr(p);
+                if (!a) return false;
+                gr_vec_push(&p->estack, a);
+            }
+            value = &ir_tuple_new(p->ctx, p->estack.len - mark, gr_vec_at(p->estack, mark), NULL)->base;
+            p->estack.len = mark;
+        }
     }
     span_fields sf;
     if (!end_line(p, &sf)) return false;
@@ -2205,13 +2237,22 @@ static bool parse_metadata(parser *p, const char *at) {
     ir_lex_init(&p->lx, p->src, at, p->src + p->len, line_of(p, at));
     p->nla = 0;
     const_vec cs = {0};
-    bool ok = expect_name(p, "metadata") && expect_p(p, '=', "after metadata") &&
-              expect_p(p, '{', "to open the metadata dict");
+    bool ok = expect_name(p, "metadata") && expect_p(p, '=', "after metadata");
+    if (ok && tok_is(peek(p, 0), "tvm")) {
+        /* show_meta=True: an opaque JSON blob of TVM's object graph (and TVM 0.27 crashes
+         * writing it); graft reads its own section instead */
+        perr(p, peek(p, 0), GR_ERR_UNSUPPORTED,
+             "TVM's JSON metadata (metadata = tvm.ir.load_json(...)) is not supported; write the "
+             "constants as graft's `metadata = {\"relax.expr.Constant\": [R.const_data(...), ...]}` "
+             "section (docs/text-format.md)");
+        ok = false;
+    }
+    ok = ok && expect_p(p, '{', "to open the metadata dict");
     while (ok && !is_p(peek(p, 0), '}')) {
         ir_tok kt = *peek(p, 0);
         ok = string_lit(p, false);
         if (!ok) break;
-        if (strcmp(p->sbuf.data, "relax.expr.Constant") != 0) {
+        if (strcmp(p->sbuf.data, "relax.expr.Constant") != 0 && strcmp(p->sbuf.data, "ir.GenericConst") != 0) {
             perr(p, &kt, GR_ERR_PARSE, "unsupported metadata kind \"%s\"", p->sbuf.data);
             ok = false;
             break;
@@ -2460,10 +2501,24 @@ static bool parse_module_body(parser *p, const char *meta) {
     const char *end = meta ? meta : p->src + p->len;
     ir_lex_init(&p->lx, p->src, p->src, end, 1);
     p->nla = 0;
-    /* `from tvm.script import ir as I`, `import tvm`: the header of user-written TVMScript */
-    while (tok_is(peek(p, 0), "from") || tok_is(peek(p, 0), "import")) {
-        while (peek(p, 0)->kind != TK_NEWLINE && peek(p, 0)->kind != TK_EOF) skip(p);
-        if (!expect_kind(p, TK_NEWLINE, "end of line")) return false;
+    /* `from tvm.script import ir as I`, `import tvm`: the header of user-written TVMScript;
+     * `n = TypeVar("n")`: TVM 0.27 declares the symbolic dims of the module so */
+    for (;;) {
+        if (tok_is(peek(p, 0), "from") || tok_is(peek(p, 0), "import")) {
+            while (peek(p, 0)->kind != TK_NEWLINE && peek(p, 0)->kind != TK_EOF) skip(p);
+            if (!expect_kind(p, TK_NEWLINE, "end of line")) return false;
+            continue;
+        }
+        if (peek(p, 0)->kind == TK_NAME && is_p(peek(p, 1), '=') && tok_is(peek(p, 2), "TypeVar")) {
+            ir_tok nt = next(p);
+            skip(p), skip(p);
+            if (!expect_p(p, '(', "after TypeVar") || !string_lit(p, false) ||
+                !expect_p(p, ')', "to close TypeVar(") || !expect_kind(p, TK_NEWLINE, "end of line"))
+                return false;
+            gr_map_put(&p->typevars, GR_MAP_PTR(tok_intern(p, &nt)), 1);
+            continue;
+        }
+        break;
     }
     if (!expect_p(p, '@', "(the module starts with @I.ir_module)")) return false;
     if (!(at_dotted(p, "tvm", "script") && is_p(peek(p, 3), '.') && tok_is(peek(p, 4), "ir_module"))) {
@@ -2571,8 +2626,10 @@ static gr_status parse_text(ir_ctx_t *ctx, const char *name, const char *text, s
     gr_map_init(&p->syms);
     gr_map_init(&p->opcache);
     gr_map_init(&p->sigmap);
+    gr_map_init(&p->typevars);
     p->mod = ir_module_new(ctx);
     p->written_attrs = opts ? opts->written_attrs : NULL;
+    p->lenient = opts && opts->lenient;
     bool ok = parse_module_body(p, meta);
     if (!ok && !p->failed) perr(p, NULL, GR_ERR_PARSE, "parse failed");
     gr_status st = ok ? GR_OK : (diag && diag->code != GR_OK ? diag->code : GR_ERR_PARSE);
@@ -2581,6 +2638,7 @@ static gr_status parse_text(ir_ctx_t *ctx, const char *name, const char *text, s
     gr_map_free(&p->syms);
     gr_map_free(&p->opcache);
     gr_map_free(&p->sigmap);
+    gr_map_free(&p->typevars);
     gr_vec_free(&p->undo);
     gr_vec_free(&p->sym_undo);
     gr_vec_free(&p->estack);

@@ -18,6 +18,10 @@ typedef struct ir_parse_opts {
      * GR_MAP_PTR(ir_call *) -> GR_MAP_PTR(const ir_attrs *) holding the attrs as written (before
      * the op's defaults are filled in). Pattern files use it: written attrs must match. */
     gr_map *written_attrs;
+    /* Pattern files: required attributes may be left out, and an op call whose struct info
+     * cannot be inferred (an argument is a wildcard R.Object) gets R.Object instead of an
+     * error. */
+    bool lenient;
 } ir_parse_opts;
 gr_status ir_parse_module_opts(ir_ctx_t *ctx, const char *name, const char *text, size_t len,
                                const ir_parse_opts *opts, ir_module **out, gr_diag *diag);

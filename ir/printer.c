@@ -656,7 +656,18 @@ static void p_call(pr *p, const ir_call *c) {
                 p_sinfo_list(p, c->nsinfo_args, c->sinfo_args);
             }
         } else {
-            p_args(p, c->nargs, c->args, true);
+            for (uint32_t i = 0; i < c->nargs; i++) {
+                /* an integer PrimValue argument prints bare, `R.clip(x, 0, 4)`, as TVM prints it */
+                const ir_expr *a = c->args[i];
+                int64_t iv;
+                if (i) ir_sbuf_puts(&p->out, ", ");
+                if (a->kind == IR_PRIMVAL && !(p->spans && a->span) &&
+                    ir_dtype_eq(((const ir_primval *)a)->dtype, IR_DTYPE_I64) && ((const ir_primval *)a)->value &&
+                    ir_prim_is_int(((const ir_primval *)a)->value, &iv))
+                    ir_sbuf_int(&p->out, iv);
+                else
+                    p_expr(p, a, false);
+            }
             p_call_attrs(p, c->attrs);
             if (c->nsinfo_args) {
                 ir_sbuf_puts(&p->out, c->nargs || (c->attrs && c->attrs->n) ? ", sinfo_args=[" : "sinfo_args=[");

@@ -255,8 +255,10 @@ static ir_expr *unwrap(mstate *m, ir_expr *e, bool record) {
     for (int guard = 0; guard < 1 << 20; guard++) {
         int i = bound_at(m, e);
         if (i < 0) return e;
-        if (record) gr_vec_push(&m->r->trail_, (uint32_t)i);
         e = m->info->block->bindings[i].value;
+        /* a var-to-var alias (`y1 = y`) is looked through but never joins the match: as in
+         * TVM, only calls and projections are fused, so the alias stays outside */
+        if (record && !ir_is_var(e)) gr_vec_push(&m->r->trail_, (uint32_t)i);
     }
     return e;
 }

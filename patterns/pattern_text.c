@@ -217,7 +217,7 @@ gr_status pat_table_read(ir_ctx_t *ctx, const char *name, const char *text, size
     *out = NULL;
     gr_map written;
     gr_map_init(&written);
-    ir_parse_opts opts = {.written_attrs = &written};
+    ir_parse_opts opts = {.written_attrs = &written, .lenient = true};
     ir_module *m = NULL;
     gr_status st = ir_parse_module_opts(ctx, name, text, len, &opts, &m, diag);
     if (st == GR_OK) {

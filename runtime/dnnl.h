@@ -19,6 +19,15 @@
  *   - activations keep the layout oneDNN chose; reorders only where a primitive needs another
  *     layout, at the region's inputs, and into the outputs (outputs written in place when the
  *     producing primitive already writes plain row-major data);
+ *   - never a reference kernel where a jit one exists: every primitive descriptor's
+ *     implementation is queried (dnnl_query_impl_info_str); on "ref" the handler tries other
+ *     layouts before keeping it -- convolutions all `any`, then channels-last src and dst;
+ *     binary ops the broadcast operand in src0's layout (oneDNN's blocked nChw8c on AVX2,
+ *     nChw16c on AVX-512, read from the layout it chose, never hard-coded), then channels-last;
+ *     eltwise, pooling and resampling dst `any`, then channels-last; post-ops that would force
+ *     ref are dropped into their own primitives. What stays on ref keeps its reason
+ *     (rt_dnnl_prim, GRAFT_DNNL_DEBUG=1 lists every primitive with its implementation);
+ *   - every value's shape is checked against its node's declared shape before anything runs;
  *   - intermediate buffers share one arena planned from their lifetimes; one user scratchpad.
  * run: binds the caller's input and output buffers and executes the primitive list on one
  * stream (serialized per graph).

@@ -663,7 +663,7 @@ bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step
 
 /* The longest chain of exclusive post-op steps after entry e (at most max). */
 int dn_collect_chain(dn_state *S, int e, dn_step *steps, int max) {
-    int k = 0, nelt = 0;
+    int k = 0, nelt = 0, nlin = 0;
     while (k < max) {
         if (S->is_head[e]) break;
         bool ok = false;
@@ -676,6 +676,11 @@ int dn_collect_chain(dn_state *S, int e, dn_step *steps, int max) {
         bool merges = k && steps[k].kind == STEP_ELTWISE && steps[k - 1].kind == STEP_ELTWISE &&
                       steps[k].alg == dnnl_eltwise_linear && steps[k - 1].alg == dnnl_eltwise_linear;
         if (steps[k].kind == STEP_ELTWISE && !merges && ++nelt > 2) break;
+        /* two linear post-ops with a binary one between them give wrong results too (seen:
+         * binary subtract + linear, add, linear in a QDQ model: errors of 60 and more); keep
+         * one linear per chain unless the new one merges into the previous */
+        bool lin = steps[k].kind == STEP_ELTWISE && steps[k].alg == dnnl_eltwise_linear;
+        if (lin && !merges && nlin++ > 0) break;
         e = steps[k].out;
         /* linear after linear: one post-op */
         if (k && steps[k].kind == STEP_ELTWISE && steps[k - 1].kind == STEP_ELTWISE && steps[k].alg == dnnl_eltwise_linear &&

@@ -176,5 +176,8 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
 
 /* dnnl_rnn.c: relax.nn.lstm / gru / rnn as one oneDNN RNN primitive. */
 gr_status dn_rnn(dn_state *S, const rt_json_node *n);
+/* dnnl_vol.c: relax.nn.conv3d / conv3d_transpose and max_pool3d / avg_pool3d. */
+gr_status dn_conv3d(dn_state *S, const rt_json_node *n);
+gr_status dn_pool3d(dn_state *S, const rt_json_node *n);
 
 #endif

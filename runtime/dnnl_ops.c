@@ -863,7 +863,7 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
      *   0: x as it is, the other operand plain (as it is when full-size);
      *   1: the other operand in x's layout;
      *   2: both channels-last (x reordered) */
-    dnnl_memory_desc_t ax[3], a1[3];
+    dnnl_memory_desc_t ax[5], a1[5];
     int nalt = 0;
     ax[0] = S->vals.data[xv].md;
     if (bin) {
@@ -879,6 +879,40 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
         if (bin && !dn_md_like(&a1[nalt], &cl, nd, d1)) a1[nalt] = a1[0];
         nalt++;
     }
+    /*   3: both plain (a broadcast over channels, [N,1,H,W] as layer norms over channels
+     *      have it, is jit only for plain src0) */
+    if (!dn_is_plain(&ax[0])) {
+        dn_plain_like(&ax[nalt], &ax[0]);
+        if (bin) dn_plain_md(&a1[nalt], nd, d1);
+        nalt++;
+    }
+    /*   4: a broadcast along the last axis only (x - mean(x, -1) of a decomposed layer norm),
+     *      which no jit kernel takes: plain x and operand seen with the last axis moved to
+     *      axis 1 (x then reads as channels-last, the operand as a per-position one); only
+     *      eltwise post-ops then. axv / a1v: the values' layouts, ax / a1 what the primitive
+     *      sees. */
+    dnnl_memory_desc_t axv[5], a1v[5];
+    for (int a = 0; a < nalt; a++) {
+        axv[a] = ax[a];
+        if (bin) a1v[a] = a1[a];
+    }
+    int palt = -1, kperm = kmin;
+    const int64_t *xd = S->vals.data[xv].md.dims;
+    bool pre_elt = true;
+    for (int i = 0; i < kmin; i++) pre_elt &= steps[i].kind == STEP_ELTWISE;
+    if (bin && !full1 && nd >= 3 && d1[nd - 1] == 1 && xd[nd - 1] > 1 && pre_elt) {
+        int perm[DNNL_MAX_NDIMS];
+        perm[0] = 0;
+        perm[nd - 1] = 1;
+        for (int i = 1; i < nd - 1; i++) perm[i] = i + 1;
+        dn_plain_like(&axv[nalt], &S->vals.data[xv].md);
+        dn_plain_md(&a1v[nalt], nd, d1);
+        if (dnnl_memory_desc_permute_axes(&ax[nalt], &axv[nalt], perm) == dnnl_success &&
+            dnnl_memory_desc_permute_axes(&a1[nalt], &a1v[nalt], perm) == dnnl_success) {
+            palt = nalt++;
+            while (kperm < k && steps[kperm].kind == STEP_ELTWISE) kperm++;
+        }
+    }
     union {
         dnnl_eltwise_desc_t e;
         dnnl_binary_desc_t b;
@@ -893,13 +927,14 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
         int a = t < nalt ? t : 0;
         if (bin) ds = dnnl_binary_desc_init(&desc.b, first->alg, &ax[a], &a1[a], &ax[a]);
         else ds = dnnl_eltwise_forward_desc_init(&desc.e, dnnl_forward_inference, first->alg, &ax[a], first->alpha, first->beta);
-        if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid elementwise op");
+        if (ds != dnnl_success && a == 0) return dn_fail(S, n, ds, "invalid elementwise op");
+        if (ds != dnnl_success) continue;
         na = bin ? 1 : 0;
         if (t == nalt)
             S->ref_why = bin ? "no jit binary for these layouts / broadcast (tried the operand plain, in src0's layout, "
-                               "channels-last)"
-                             : "no jit eltwise for this layout / algorithm (tried src's layout, channels-last)";
-        ds = try_create(S, n, &desc, nd, steps, k, kmin, t < nalt, &pd, &used, args, &na, &st);
+                               "channels-last, all plain)"
+                             : "no jit eltwise for this layout / algorithm (tried src's layout, channels-last, plain)";
+        ds = try_create(S, n, &desc, nd, steps, a == palt ? kperm : k, kmin, t < nalt, &pd, &used, args, &na, &st);
         if (ds != dnnl_success) pd = NULL;
         else pick = a;
     }
@@ -907,8 +942,8 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
     if (!pd) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
     if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
     int xin = xv, v1in = v1;
-    st = dn_as(S, n, xv, &ax[pick], &xin);
-    if (!st && bin) st = src1_as(S, n, v1, nd, &a1[pick], &v1in);
+    st = dn_as(S, n, xv, &axv[pick], &xin);
+    if (!st && bin) st = src1_as(S, n, v1, nd, &a1v[pick], &v1in);
     if (st) {
         dnnl_primitive_desc_destroy(pd);
         return st;
@@ -916,7 +951,8 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
     if (bin) args[0] = (dn_arg){DNNL_ARG_SRC_1, v1in, a1[pick], NULL};
     args[na++] = (dn_arg){DNNL_ARG_SRC, xin, ax[pick], NULL};
     dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    int v = dn_val_new(S, V_TMP, &dmd);
+    /* the permuted view writes x's plain layout */
+    int v = dn_val_new(S, V_TMP, pick == palt ? &axv[pick] : &dmd);
     args[na++] = (dn_arg){DNNL_ARG_DST, v, dmd, NULL};
     if (consume) dn_consume(S, steps, used);
     else if (first->out >= 0) gr_vec_push(&S->pend, S->ent_node[first->out].node);
@@ -1049,9 +1085,60 @@ static gr_status op_concat(dn_state *S, const rt_json_node *n) {
     }
     int64_t axis = dn_attr_int(n, "axis", 0);
     if (axis < 0) axis += nd;
-    dnnl_primitive_desc_t pd;
-    dnnl_status_t ds = dnnl_concat_primitive_desc_create(&pd, NULL, (int)cnt, (int)axis, mds, S->attr_plain, S->eng);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    /* the sources as they are; oneDNN's jit concat wants them in one layout (ref:any for mixed
+     * layouts or channel blocks cut by the axis): then all in the first one's layout,
+     * channels-last, plain */
+    dnnl_memory_desc_t (*alt)[64] = malloc(sizeof(*alt) * 4);
+    if (!alt) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    int nalt = 0;
+    memcpy(alt[nalt++], mds, sizeof(mds[0]) * cnt);
+    bool ok1 = true, ok2 = true, plain = true;
+    for (uint32_t i = 0; i < cnt; i++) {
+        ok1 &= dn_md_like(&alt[nalt][i], &mds[0], nd, mds[i].dims);
+        dn_channels_last(&alt[nalt + 1][i], &mds[i]);
+        ok2 &= nd >= 3 && nd <= 5;
+        dn_plain_like(&alt[nalt + 2][i], &mds[i]);
+        plain &= dn_is_plain(&mds[i]);
+    }
+    int base = nalt;
+    if (ok1) nalt++;
+    if (ok2) memcpy(alt[nalt++], alt[base + 1], sizeof(mds[0]) * cnt);
+    if (!plain) memcpy(alt[nalt++], alt[base + 2], sizeof(mds[0]) * cnt);
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = dnnl_success;
+    int pick = 0;
+    for (int t = 0; t <= nalt && !pd; t++) {
+        int a = t < nalt ? t : 0;
+        if (t == nalt) S->ref_why = "no jit concat for these layouts (tried the sources' own, the first one's, channels-last, plain)";
+        ds = dnnl_concat_primitive_desc_create(&pd, NULL, (int)cnt, (int)axis, alt[a], S->attr_plain, S->eng);
+        if (ds != dnnl_success) {
+            pd = NULL;
+            if (t == nalt) break;
+            continue;
+        }
+        if (t < nalt && dn_pd_is_ref(pd)) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = NULL;
+            continue;
+        }
+        pick = a;
+    }
+    if (!pd) {
+        free(alt);
+        return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    }
+    if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
+    for (uint32_t i = 0; i < cnt; i++) {
+        int v;
+        gr_status st = dn_as(S, n, args[i].val, &alt[pick][i], &v);
+        if (st) {
+            free(alt);
+            dnnl_primitive_desc_destroy(pd);
+            return st;
+        }
+        args[i] = (dn_arg){DNNL_ARG_MULTIPLE_SRC + (int)i, v, alt[pick][i], NULL};
+    }
+    free(alt);
     return finish(S, n, pd, args, (int)cnt, NULL, 0, NULL);
 }
 
@@ -1304,6 +1391,11 @@ static const struct {
     {"relax.nn.lstm", dn_rnn},
     {"relax.nn.gru", dn_rnn},
     {"relax.nn.rnn", dn_rnn},
+    /* ONNX coverage (ops2): volumetric ops (dnnl_vol.c) */
+    {"relax.nn.conv3d", dn_conv3d},
+    {"relax.nn.conv3d_transpose", dn_conv3d},
+    {"relax.nn.max_pool3d", dn_pool3d},
+    {"relax.nn.avg_pool3d", dn_pool3d},
 };
 
 bool dn_is_anchor_op(const rt_json_node *n) {

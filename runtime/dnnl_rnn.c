@@ -188,6 +188,11 @@ gr_status dn_rnn(dn_state *S, const rt_json_node *n) {
     args[na++] = (dn_arg){DNNL_ARG_DST_LAYER, yv, dst_md, NULL};
     args[na++] = (dn_arg){DNNL_ARG_DST_ITER, hv, iter_md, NULL};
     if (cv >= 0) args[na++] = (dn_arg){DNNL_ARG_DST_ITER_C, cv, iter_md, NULL};
+    /* oneDNN 2.6's only GRU kernel, and its only RNN kernel below AVX-512, is the one it names
+     * "ref": its GEMM-based RNN driver (jit sgemm for the matrix work); brgemm (AVX-512) takes
+     * LSTM and vanilla RNN */
+    S->ref_why = "oneDNN 2.6 has no other RNN implementation here (brgemm: LSTM / vanilla RNN on AVX-512 only); "
+                 "its 'ref' RNN runs the gates' GEMMs on jit sgemm";
     if ((st = dn_emit(S, n, pd, args, na, false))) return st;
     /* outputs: Y (T, D, N, H) over (T, N, D * H): the same bytes for one direction, a strided
      * view copied out for two; Y_h / Y_c (D, N, H) over (1, D, N, H) */

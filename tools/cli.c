@@ -168,3 +168,30 @@ void cli_print_latency(double *times, long n) {
     fprintf(stderr, "latency_ms median=%.3f min=%.3f max=%.3f runs=%ld\n", med, times[0],
             times[n - 1], n);
 }
+
+int cli_fuse_arg(int argc, char **argv, int *i, cli_fuse_args *fa, const char *cmd) {
+    const char *v;
+    bool missing = false;
+    if (strcmp(argv[*i], "--annotate-codegen") == 0) {
+        fa->annotate_codegen = true;
+        return 1;
+    }
+    if (strcmp(argv[*i], "--no-bind-constants") == 0) {
+        fa->no_bind_constants = true;
+        return 1;
+    }
+    if (cli_opt(argc, argv, i, "--entry", &v, &missing)) {
+        if (missing || !*v || fa->nentry == CLI_MAX_ENTRIES) {
+            cli_usage_error(cmd, "--entry needs a function name (at most %d)", CLI_MAX_ENTRIES);
+            return -1;
+        }
+        fa->entry[fa->nentry++] = v;
+        return 1;
+    }
+    return 0;
+}
+
+byoc_fuse_opts cli_fuse_opts(const cli_fuse_args *fa) {
+    byoc_fuse_opts o = {!fa->no_bind_constants, fa->annotate_codegen, fa->nentry, fa->entry};
+    return o;
+}

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "frontend/onnx/onnx_import.h"
+#include "byoc/byoc.h"
 #include "ir/expr.h"
 #include "runtime/value.h"
 
@@ -40,6 +41,21 @@ bool cli_add_input_shape(cli_load_opts *o, const char *spec);
 /* Loads INPUT (.onnx or .relax) into a module in ctx and checks it is well formed. */
 gr_status cli_load_model(ir_ctx_t *ctx, const char *path, const cli_load_opts *opts,
                          ir_module **out, gr_diag *diag);
+
+/* The FuseOpsByPattern options of `graft partition` and `graft build`:
+ * --annotate-codegen, --no-bind-constants, --entry NAME (repeatable). */
+#define CLI_MAX_ENTRIES 16
+typedef struct cli_fuse_args {
+    bool annotate_codegen, no_bind_constants;
+    const char *entry[CLI_MAX_ENTRIES];
+    uint32_t nentry;
+} cli_fuse_args;
+/* 1: argv[*i] was one of these options (taken, *i advanced); 0: not one; -1: a usage error
+ * (printed for `cmd`). */
+int cli_fuse_arg(int argc, char **argv, int *i, cli_fuse_args *fa, const char *cmd);
+/* The byoc options they give. */
+struct byoc_fuse_opts cli_fuse_opts(const cli_fuse_args *fa);
+#define CLI_FUSE_USAGE "[--annotate-codegen] [--no-bind-constants] [--entry FUNC]..."
 
 /* Monotonic clock in milliseconds. */
 double cli_now_ms(void);

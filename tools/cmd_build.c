@@ -24,6 +24,8 @@ int cmd_build(int argc, char **argv) {
     const char *backends[8];
     uint32_t nbackends = 0;
     bool opt = true;
+    cli_fuse_args fa = {0};
+    int fr;
     for (int i = 0; i < argc; i++) {
         bool missing = false;
         if (strcmp(argv[i], "--no-opt") == 0) {
@@ -38,6 +40,8 @@ int cmd_build(int argc, char **argv) {
             if (missing || !byoc_backend_find(v) || nbackends == 8)
                 return cli_usage_error("build", "--backend needs a registered backend (see graft backends)");
             backends[nbackends++] = v;
+        } else if ((fr = cli_fuse_arg(argc, argv, &i, &fa, "build")) != 0) {
+            if (fr < 0) return CLI_USAGE;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("build", "unknown option '%s'", argv[i]);
         } else if (!input) {
@@ -64,7 +68,10 @@ int cmd_build(int argc, char **argv) {
         st = ir_pass_run(ir_pass_default_pipeline(), NULL, m, &m, &d);
         t_opt = cli_now_ms() - a;
     }
-    if (st || (nbackends && byoc_partition_for_backends(ctx, m, backends, nbackends, &part, &d) != GR_OK)) {
+    byoc_fuse_opts fo = cli_fuse_opts(&fa);
+    byoc_partition_opts po = {0};
+    po.fuse = &fo;
+    if (st || (nbackends && byoc_partition(ctx, m, backends, nbackends, &po, &part, &d) != GR_OK)) {
         rc = cli_fail(&d, input);
     } else {
         if (part) m = part;

@@ -18,6 +18,8 @@ int cmd_partition(int argc, char **argv) {
     const char *input = NULL, *out_path = NULL, *patterns = NULL, *report = NULL, *stop = NULL, *v;
     const char *names[MAX_BACKENDS];
     uint32_t nnames = 0;
+    cli_fuse_args fa = {0};
+    int fr;
     for (int i = 0; i < argc; i++) {
         bool missing = false;
         if (cli_opt(argc, argv, &i, "-o", &out_path, &missing) ||
@@ -31,6 +33,8 @@ int cmd_partition(int argc, char **argv) {
         } else if (cli_opt(argc, argv, &i, "--input-shape", &v, &missing)) {
             if (missing || !cli_add_input_shape(&lo, v))
                 return cli_usage_error("partition", "--input-shape takes NAME=DIMxDIM...");
+        } else if ((fr = cli_fuse_arg(argc, argv, &i, &fa, "partition")) != 0) {
+            if (fr < 0) return CLI_USAGE;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("partition", "unknown option '%s'", argv[i]);
         } else if (!input) {
@@ -43,6 +47,8 @@ int cmd_partition(int argc, char **argv) {
     if (report && strcmp(report, "text") != 0 && strcmp(report, "json") != 0)
         return cli_usage_error("partition", "--report takes text or json");
     byoc_partition_opts po = {0};
+    byoc_fuse_opts fo = cli_fuse_opts(&fa);
+    po.fuse = &fo;
     if (stop) {
         if (strcmp(stop, "fuse") == 0) po.stop_after = BYOC_STOP_FUSE;
         else if (strcmp(stop, "merge") == 0) po.stop_after = BYOC_STOP_MERGE;

@@ -23,6 +23,7 @@ static const command COMMANDS[] = {
     {"partition", cmd_partition,
      "partition INPUT [--backend NAME]... [--patterns FILE.relax] [--stop-after fuse|merge|codegen]\n"
      "      [--report text|json] [--input-shape NAME=DIMS]... [-o OUT.relax]\n"
+     "      [--annotate-codegen] [--no-bind-constants] [--entry FUNC]...\n"
      "      offload regions to backends; report what went where and why"},
     {"run", cmd_run, "run INPUT [--backend NAME]... [--input NAME=FILE.npy|random]... "
                      "[--input-shape NAME=DIMS]...\n"
@@ -30,6 +31,7 @@ static const command COMMANDS[] = {
                      "      run a model (.onnx, .relax or a built .graft artifact); no --backend: "
                      "all on the host"},
     {"build", cmd_build, "build INPUT [--backend NAME]... [--input-shape NAME=DIMS]... [--no-opt] -o MODEL.graft\n"
+                         "      [--annotate-codegen] [--no-bind-constants] [--entry FUNC]...\n"
                          "      compile to one deployable artifact (the default pass pipeline first;\n"
                          "      --no-opt: the module as imported)"},
     {"compare", cmd_compare, "compare ACTUAL.npy REFERENCE.npy [--rtol R] [--atol A]\n"

@@ -45,5 +45,8 @@ gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr
  * into out; returns how many. */
 #define DNNL_RNN_MAX_PATTERNS 3
 uint32_t dnnl_rnn_patterns(ir_ctx_t *ctx, byoc_pattern *out);
+/* dnnl_vol_patterns.c: 3-D convolutions and pools, the same way. */
+#define DNNL_VOL_MAX_PATTERNS 4
+uint32_t dnnl_vol_patterns(ir_ctx_t *ctx, byoc_pattern *out);
 
 #endif

@@ -119,6 +119,12 @@ static const onnx_op_entry op_table[] = {
     {"HammingWindow", 17, INT16_MAX, onnx_cv_window, onnx_fold_window},
     {"BlackmanWindow", 17, INT16_MAX, onnx_cv_window, onnx_fold_window},
     {"MelWeightMatrix", 17, INT16_MAX, onnx_cv_mel, onnx_fold_mel},
+    {"NonMaxSuppression", 10, INT16_MAX, onnx_cv_nms, NULL},
+    {"RoiAlign", 10, INT16_MAX, onnx_cv_roi_align, NULL},
+    {"GridSample", 16, INT16_MAX, onnx_cv_grid_sample, NULL},
+    {"MaxUnpool", 9, INT16_MAX, onnx_cv_max_unpool, NULL},
+    {"DFT", 17, 19, onnx_cv_dft, NULL},
+    {"STFT", 17, INT16_MAX, onnx_cv_stft, NULL},
     /* ONNX coverage (ops1): onnx_convert_index.c, onnx_convert_quant.c */
     {"Acos", 7, INT16_MAX, onnx_cv_unary_more, NULL},
     {"Asin", 7, INT16_MAX, onnx_cv_unary_more, NULL},
@@ -166,6 +172,8 @@ static const onnx_op_entry op_table[] = {
     {"DynamicQuantizeLinear", 11, INT16_MAX, onnx_cv_dynamic_quantize, NULL},
     {"MatMulInteger", 10, INT16_MAX, onnx_cv_matmul_integer, NULL},
     {"QLinearMatMul", 10, INT16_MAX, onnx_cv_qlinear_matmul, NULL},
+    {"ConvInteger", 10, INT16_MAX, onnx_cv_conv_integer, NULL},
+    {"QLinearConv", 10, INT16_MAX, onnx_cv_qlinear_conv, NULL},
 };
 #undef ANY
 

@@ -349,8 +349,9 @@ gr_status onnx_cv_reduce(onnx_cv *cv) {
 gr_status onnx_cv_cast(onnx_cv *cv) {
     ir_dtype to;
     if (!onnx_dtype_from_elem((int32_t)cv_attr_int(cv, "to", 0), &to))
-        return cv_fail(cv, GR_ERR_UNSUPPORTED, "cast to element type %lld",
-                       (long long)cv_attr_int(cv, "to", 0));
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "cast to element type %lld (%s)",
+                       (long long)cv_attr_int(cv, "to", 0),
+                       onnx_elem_unsupported_name((int32_t)cv_attr_int(cv, "to", 0)));
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     if (ir_dtype_eq(cv_dtype(cv, 0), to)) return cv_out(cv, 0, x);
@@ -363,12 +364,18 @@ gr_status onnx_cv_identity(onnx_cv *cv) {
     return cv_out(cv, 0, cv_in(cv, 0));
 }
 
-/* Dropout at inference: the identity, and a mask of all true. */
+/* Dropout at inference, or in training mode with ratio 0: the identity, and a mask of all
+ * true. Training mode with a ratio above 0 drops random elements. */
 gr_status onnx_cv_dropout(onnx_cv *cv) {
-    rt_tensor *training = cv_known(cv, 2);
+    rt_tensor *training = cv_known(cv, 2), *ratio = cv_known(cv, 1);
     if (cv_has(cv, 2) && (!training || rt_tensor_numel(training) != 1 ||
-                          rt_tensor_get_f64(training, 0) != 0.0))
-        return cv_fail(cv, GR_ERR_UNSUPPORTED, "training mode");
+                          rt_tensor_get_f64(training, 0) != 0.0)) {
+        /* ratio 0 drops nothing */
+        bool zero = cv_has(cv, 1) && ratio && rt_tensor_numel(ratio) == 1 && rt_tensor_get_f64(ratio, 0) == 0.0;
+        if (!zero)
+            return cv_fail(cv, GR_ERR_UNSUPPORTED,
+                           "training mode with a ratio above 0 drops random elements (random numbers are not supported)");
+    }
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     if (cv->nout > 1 && cv->node->output[1] && *cv->node->output[1]) {

@@ -169,3 +169,39 @@ gr_status onnx_cv_qlinear_matmul(onnx_cv *cv) {
     if (!y) return cv_status(cv);
     return cv_out(cv, 0, saturate(cv, y, cv_has(cv, 7) ? cv_in(cv, 7) : NULL, cv_dtype(cv, 7)));
 }
+
+/* Input i in int32 minus its zero point (input zi, absent: 0); a per-channel zero point of
+ * the weight (M,) becomes (M, 1, ..., 1) for a weight of `rank` dims. */
+static ir_expr *int_conv_operand(onnx_cv *cv, uint32_t i, uint32_t zi, int32_t rank) {
+    ir_expr *x = astype(cv, cv_in(cv, i), IR_DTYPE_I32);
+    if (!x || !cv_has(cv, zi)) return x;
+    ir_expr *zp = astype(cv, per_axis(cv, zi, 0, rank), IR_DTYPE_I32);
+    return cv_op2(cv, "relax.subtract", x, zp, NULL);
+}
+
+/* ConvInteger: conv(x - x_zero_point, w - w_zero_point) in int32 (exact; padding with the
+ * zero point, as ONNX Runtime). */
+gr_status onnx_cv_conv_integer(onnx_cv *cv) {
+    int32_t rank = cv_rank(cv, 0);
+    ir_expr *x = int_conv_operand(cv, 0, 2, rank), *w = int_conv_operand(cv, 1, 3, rank);
+    if (!x || !w) return cv_status(cv);
+    return cv_out(cv, 0, onnx_conv_call(cv, x, w, 1, IR_DTYPE_I32));
+}
+
+/* QLinearConv: acc = conv(x - x_zp, w - w_zp) + B in int32 (B quantized at x_scale *
+ * w_scale), y = saturate(round(acc * x_scale * w_scale / y_scale) + y_zp); w_scale may be
+ * per output channel. */
+gr_status onnx_cv_qlinear_conv(onnx_cv *cv) {
+    int32_t rank = cv_rank(cv, 0);
+    ir_expr *x = int_conv_operand(cv, 0, 2, rank), *w = int_conv_operand(cv, 3, 5, rank);
+    if (!x || !w) return cv_status(cv);
+    ir_expr *acc = cv_emit(cv, onnx_conv_call(cv, x, w, 3, IR_DTYPE_I32));
+    if (!acc) return cv_status(cv);
+    if (cv_has(cv, 8)) acc = cv_op2(cv, "relax.add", acc, astype(cv, per_axis(cv, 8, 1, rank), IR_DTYPE_I32), NULL);
+    ir_expr *m = cv_op2(cv, "relax.multiply", astype(cv, cv_in(cv, 1), IR_DTYPE_F32),
+                        astype(cv, per_axis(cv, 4, 1, rank), IR_DTYPE_F32), NULL);
+    m = cv_op2(cv, "relax.divide", m, astype(cv, cv_in(cv, 6), IR_DTYPE_F32), NULL);
+    ir_expr *y = cv_op2(cv, "relax.multiply", astype(cv, acc, IR_DTYPE_F32), m, NULL);
+    if (!y) return cv_status(cv);
+    return cv_out(cv, 0, saturate(cv, y, cv_has(cv, 7) ? cv_in(cv, 7) : NULL, cv_dtype(cv, 7)));
+}

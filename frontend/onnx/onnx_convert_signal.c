@@ -92,3 +92,55 @@ gr_status onnx_cv_mel(onnx_cv *cv) {
     for (uint32_t i = 0; i < 5 && i < cv->nin; i++) (void)cv_known(cv, i); /* asks for the values */
     return cv_fail(cv, GR_ERR_UNSUPPORTED, "num_mel_bins, dft_length, sample_rate and the edges must be known at import");
 }
+
+/* DFT (opset 17-19: axis and onesided attributes, dft_length an optional input known at
+ * import). */
+gr_status onnx_cv_dft(onnx_cv *cv) {
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    int32_t rank = cv_rank(cv, 0);
+    if (rank < 2) return cv_fail(cv, GR_ERR_INVALID, "input rank %d (needs batch, signal and a complex dim)", (int)rank);
+    int64_t len = 0;
+    if (cv_has(cv, 1)) {
+        if (cv_ints(cv, 1, &len, 1) != 1) return cv_fail(cv, GR_ERR_UNSUPPORTED, "dft_length must be known at import");
+        if (len <= 0 || len > ONNX_DIM_MAX) return cv_fail(cv, GR_ERR_INVALID, "dft_length out of range");
+    }
+    int64_t axis = cv_attr_int(cv, "axis", 1);
+    if (!cv_axis(axis, rank - 1, &axis)) return cv_fail(cv, GR_ERR_INVALID, "axis out of range");
+    bool inverse = cv_attr_int(cv, "inverse", 0) != 0, onesided = cv_attr_int(cv, "onesided", 0) != 0;
+    if (inverse && onesided) return cv_fail(cv, GR_ERR_UNSUPPORTED, "onesided inverse DFT");
+    cv_attrs at = {0};
+    cv_set(&at, "axis", ir_attr_int(axis));
+    cv_set(&at, "inverse", ir_attr_bool(inverse));
+    cv_set(&at, "onesided", ir_attr_bool(onesided));
+    cv_set(&at, "dft_length", ir_attr_int(len));
+    return cv_out(cv, 0, cv_call1(cv, "relax.dft", x, &at));
+}
+
+/* STFT: frame_step (and frame_length when given) known at import; the window a tensor. */
+gr_status onnx_cv_stft(onnx_cv *cv) {
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    int64_t step, fl = 0;
+    if (cv_ints(cv, 1, &step, 1) != 1) return cv_fail(cv, GR_ERR_UNSUPPORTED, "frame_step must be known at import");
+    if (cv_has(cv, 3) && cv_ints(cv, 3, &fl, 1) != 1)
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "frame_length must be known at import");
+    ir_expr *win = NULL;
+    if (cv_has(cv, 2)) {
+        if (!(win = cv_in(cv, 2))) return cv_status(cv);
+        const ir_prim *const *wd = cv_prim_dims(cv, 2);
+        int64_t wl;
+        if (cv_rank(cv, 2) != 1 || !wd || !ir_prim_is_int(wd[0], &wl))
+            return cv_fail(cv, GR_ERR_UNSUPPORTED, "the window must be 1-D with a known length");
+        if (fl == 0) fl = wl;
+        else if (fl != wl) return cv_fail(cv, GR_ERR_INVALID, "frame_length %lld and window length %lld differ", (long long)fl, (long long)wl);
+    }
+    if (step <= 0 || fl <= 0 || step > ONNX_DIM_MAX || fl > ONNX_DIM_MAX)
+        return cv_fail(cv, GR_ERR_INVALID, "frame_step / frame_length out of range (or neither frame_length nor window given)");
+    cv_attrs at = {0};
+    cv_set(&at, "frame_step", ir_attr_int(step));
+    cv_set(&at, "frame_length", ir_attr_int(fl));
+    cv_set(&at, "onesided", ir_attr_bool(cv_attr_int(cv, "onesided", 1) != 0));
+    ir_expr *args[2] = {x, win};
+    return cv_out(cv, 0, cv_call(cv, "relax.stft", win ? 2 : 1, args, &at));
+}

@@ -84,8 +84,8 @@ static gr_status input_sinfo(onnx_importer *imp, const Onnx__ValueInfoProto *vi,
     ir_dtype dt;
     if (!onnx_dtype_from_elem(tt->elem_type, &dt))
         return gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED,
-                           "graph input '%s': unsupported element type %d", name,
-                           (int)tt->elem_type);
+                           "graph input '%s': unsupported element type %d (%s)", name,
+                           (int)tt->elem_type, onnx_elem_unsupported_name(tt->elem_type));
     const onnx_input_shape *bind = bound_shape(imp, name);
     const Onnx__TensorShapeProto *sp = tt->shape;
     int32_t ndim = sp ? (int32_t)sp->n_dim : -1;

@@ -33,6 +33,16 @@ bool onnx_dtype_from_elem(int32_t elem, ir_dtype *out) {
     return true;
 }
 
+/* ONNX coverage (ops1): names of the element types graft does not take, for messages. */
+const char *onnx_elem_unsupported_name(int32_t elem) {
+    switch (elem) {
+    case 8: return "string: string tensors are not supported";
+    case 14: return "complex64: complex tensors are not supported";
+    case 15: return "complex128: complex tensors are not supported";
+    default: return "not supported";
+    }
+}
+
 int32_t onnx_elem_from_dtype(ir_dtype t) {
     for (int32_t i = 1; i < (int32_t)(sizeof(elem_dtypes) / sizeof(elem_dtypes[0])); i++)
         if (elem_dtypes[i].bits && ir_dtype_eq(elem_dtypes[i], t)) return i;

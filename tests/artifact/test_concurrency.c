@@ -1,149 +1,16 @@
-/* graft_model_run from several threads on one loaded model (runtime/graft_model.h: runs are
- * safe to call concurrently). 4 threads each run their own inputs many times; every output must
- * equal, bit for bit, the single-threaded run of the same input. One artifact per kind of code:
- * fused host kernels (LLVM), oneDNN regions, JSON-runtime regions. `make tsan` runs this suite
- * under ThreadSanitizer. */
+/* graft_model_run from 4 threads on one loaded model (tests/artifact/concurrency_impl.h): a
+ * host-code (LLVM) artifact, a oneDNN artifact and a JSON-runtime artifact. `make tsan` runs
+ * the same checks under ThreadSanitizer (tests/concurrency_main.c). */
 #include <criterion/criterion.h>
-#include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "byoc/byoc.h"
-#include "ir/parser.h"
-#include "runtime/graft_model.h"
+#include "tests/artifact/concurrency_impl.h"
 
-#define NTHREADS 4
-#define NINPUTS 3     /* distinct inputs per thread */
-#define NRUNS 12      /* runs per thread */
-
-static const char *k_mod =
-    "@I.ir_module\n"
-    "class Module:\n"
-    "    @R.function\n"
-    "    def main(x: R.Tensor((1, 3, 16, 16), dtype=\"float32\"), w: R.Tensor((8, 3, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 8, 1, 1), dtype=\"float32\")) -> R.Tuple(R.Tensor((1, 8, 14, 14), dtype=\"float32\"), R.Tensor((1, 8, 14, 14), dtype=\"float32\")):\n"
-    "        with R.dataflow():\n"
-    "            lv: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.nn.conv2d(x, w)  # span: \"conv1\"\n"
-    "            lv1: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.add(lv, b)  # span: \"bn1\"\n"
-    "            lv2: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.nn.relu(lv1)  # span: \"relu1\"\n"
-    "            lv3: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.sigmoid(lv2)  # span: \"act2\"\n"
-    "            lv4: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.multiply(lv3, lv2)  # span: \"act2\"\n"
-    "            lv5: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.subtract(lv4, lv1)  # span: \"tail\"\n"
-    "            gv: R.Tuple(R.Tensor((1, 8, 14, 14), dtype=\"float32\"), R.Tensor((1, 8, 14, 14), dtype=\"float32\")) = (lv5, lv2)\n"
-    "            R.output(gv)\n"
-    "        return gv\n";
-
-static rt_tensor *rand_tensor(int32_t nd, const int64_t *shape, uint32_t seed) {
-    rt_tensor *t = rt_tensor_new(IR_DTYPE_F32, nd, shape);
-    float *p = rt_tensor_data(t);
-    uint32_t s = seed * 2654435761u + 1;
-    for (int64_t i = 0; i < rt_tensor_numel(t); i++) {
-        s = s * 1664525u + 1013904223u;
-        p[i] = (float)((s >> 8) & 0xffff) / 32768.0f - 1.0f;
-    }
-    return t;
+static void check(const char *backend) {
+    char err[512];
+    int bad = conc_check(backend, err, sizeof err);
+    cr_assert_eq(bad, 0, "%s", err);
 }
 
-/* The artifact of k_mod, partitioned for `backend` first unless NULL (host code only). */
-static graft_model *load_kind(const char *backend) {
-    ir_ctx_t *ctx = ir_ctx_new();
-    ir_module *m = NULL, *part = NULL;
-    gr_diag d;
-    gr_diag_clear(&d);
-    cr_assert_eq(ir_parse_module(ctx, "t.relax", k_mod, strlen(k_mod), &m, &d), GR_OK, "%s", d.msg);
-    if (backend)
-        cr_assert_eq(byoc_partition_for_backends(ctx, m, &backend, 1, &part, &d), GR_OK, "%s", d.msg);
-    uint8_t *buf;
-    size_t len;
-    cr_assert_eq(graft_model_build(part ? part : m, &buf, &len, &d), GR_OK, "%s", d.msg);
-    ir_ctx_free(ctx);
-    graft_model *gm;
-    cr_assert_eq(graft_model_load_buffer(buf, len, &gm, &d), GR_OK, "%s", d.msg);
-    free(buf);
-    return gm;
-}
-
-typedef struct job {
-    graft_model *gm;
-    rt_value in[NINPUTS][3];
-    rt_value ref[NINPUTS];
-    int failed_runs, wrong_outputs;
-    char first_error[256];
-} job;
-
-static bool same_bits(const rt_value *a, const rt_value *b) {
-    if (a->kind != b->kind) return false;
-    if (a->kind == RT_VAL_TUPLE) {
-        if (a->u.tuple.n != b->u.tuple.n) return false;
-        for (uint32_t i = 0; i < a->u.tuple.n; i++)
-            if (!same_bits(&a->u.tuple.items[i], &b->u.tuple.items[i])) return false;
-        return true;
-    }
-    if (a->kind != RT_VAL_TENSOR || rt_tensor_nbytes(a->u.t) != rt_tensor_nbytes(b->u.t)) return false;
-    return memcmp(rt_tensor_data(a->u.t), rt_tensor_data(b->u.t), rt_tensor_nbytes(a->u.t)) == 0;
-}
-
-static void *worker(void *arg) {
-    job *j = arg;
-    for (int r = 0; r < NRUNS; r++) {
-        int k = r % NINPUTS;
-        rt_value out = {0};
-        gr_diag d;
-        gr_diag_clear(&d);
-        if (graft_model_run(j->gm, j->in[k], 3, &out, &d) != GR_OK) {
-            if (!j->failed_runs++) snprintf(j->first_error, sizeof j->first_error, "%.200s", d.msg);
-        } else if (!same_bits(&out, &j->ref[k])) {
-            j->wrong_outputs++;
-        }
-        rt_value_clear(&out);
-    }
-    return NULL;
-}
-
-static void run_threads(const char *backend) {
-    graft_model *gm = load_kind(backend);
-    if (backend) cr_assert_geq(graft_model_num_externals(gm), 1, "the artifact has %s regions", backend);
-    static job jobs[NTHREADS];
-    int64_t sx[4] = {1, 3, 16, 16}, sw[4] = {8, 3, 3, 3}, sb[4] = {1, 8, 1, 1};
-    gr_diag d;
-    gr_diag_clear(&d);
-    /* references: each input run alone, on this thread */
-    for (int t = 0; t < NTHREADS; t++) {
-        memset(&jobs[t], 0, sizeof jobs[t]);
-        jobs[t].gm = gm;
-        for (int k = 0; k < NINPUTS; k++) {
-            uint32_t seed = (uint32_t)(100 * t + 10 * k);
-            jobs[t].in[k][0] = rt_value_tensor(rand_tensor(4, sx, seed + 1));
-            jobs[t].in[k][1] = rt_value_tensor(rand_tensor(4, sw, seed + 2));
-            jobs[t].in[k][2] = rt_value_tensor(rand_tensor(4, sb, seed + 3));
-            cr_assert_eq(graft_model_run(gm, jobs[t].in[k], 3, &jobs[t].ref[k], &d), GR_OK, "%s", d.msg);
-        }
-    }
-    cr_assert_not(same_bits(&jobs[0].ref[0], &jobs[1].ref[0]), "inputs differ, so outputs do");
-    pthread_t th[NTHREADS];
-    for (int t = 0; t < NTHREADS; t++) cr_assert_eq(pthread_create(&th[t], NULL, worker, &jobs[t]), 0);
-    for (int t = 0; t < NTHREADS; t++) pthread_join(th[t], NULL);
-    for (int t = 0; t < NTHREADS; t++) {
-        cr_expect_eq(jobs[t].failed_runs, 0, "%s: thread %d: %d of %d runs failed (%s)",
-                     backend ? backend : "host", t, jobs[t].failed_runs, NRUNS, jobs[t].first_error);
-        cr_expect_eq(jobs[t].wrong_outputs, 0, "%s: thread %d: %d of %d outputs differ from the "
-                     "single-threaded run", backend ? backend : "host", t, jobs[t].wrong_outputs, NRUNS);
-        for (int k = 0; k < NINPUTS; k++) {
-            rt_value_clear(&jobs[t].ref[k]);
-            for (int i = 0; i < 3; i++) rt_value_clear(&jobs[t].in[k][i]);
-        }
-    }
-    graft_model_free(gm);
-}
-
-Test(concurrency, host_artifact_runs_from_4_threads, .timeout = 300) {
-    graft_model *gm = load_kind(NULL);
-    graft_model_info info;
-    graft_model_get_info(gm, &info);
-    cr_assert_geq(info.nhost, 1, "the artifact has fused host kernels");
-    graft_model_free(gm);
-    run_threads(NULL);
-}
-
-Test(concurrency, dnnl_artifact_runs_from_4_threads, .timeout = 300) { run_threads("dnnl"); }
-
-Test(concurrency, json_artifact_runs_from_4_threads, .timeout = 300) { run_threads("json"); }
+Test(concurrency, host_artifact_runs_from_4_threads, .timeout = 300) { check(NULL); }
+Test(concurrency, dnnl_artifact_runs_from_4_threads, .timeout = 300) { check("dnnl"); }
+Test(concurrency, json_artifact_runs_from_4_threads, .timeout = 300) { check("json"); }

@@ -556,3 +556,42 @@ Test(dnnl_engine, isa) {
     const char *cap = getenv("ONEDNN_MAX_CPU_ISA");
     if (cap && !strcmp(cap, "AVX2")) cr_expect(strncmp(isa, "avx512", 6), "capped to AVX2, got %s", isa);
 }
+
+/* x - mean(x, -1) on channels-last data (ConvNeXt's layer norm, exported decomposed) and a
+ * concat of sources in different layouts (ShuffleNet): no jit kernel takes the last-axis
+ * broadcast or the mixed concat as they come (ref:any, ~100 ms a layer on ConvNeXt); the engine
+ * finds layouts that have one */
+Test(dnnl_engine, last_axis_broadcast_and_mixed_concat_no_ref) {
+    dt_graph g;
+    dt_init(&g, 19);
+    int x = dt_input_r(&g, 4, S4(1, 14, 14, 24), 2.f, 0.5f);
+    int m = dt_op(&g, "relax.mean", "{\"axis\":[-1],\"keepdims\":true}", 1, IN(x), NULL, 4, S4(1, 14, 14, 1), "mean");
+    int d = dt_op(&g, "relax.subtract", NULL, 2, IN(x, m), NULL, 4, S4(1, 14, 14, 24), "sub");
+    int s2 = dt_op(&g, "relax.multiply", NULL, 2, IN(d, d), NULL, 4, S4(1, 14, 14, 24), "square");
+    int v = dt_op(&g, "relax.mean", "{\"axis\":[-1],\"keepdims\":true}", 1, IN(s2), NULL, 4, S4(1, 14, 14, 1), "var");
+    int q = dt_op(&g, "relax.sqrt", NULL, 1, IN(v), NULL, 4, S4(1, 14, 14, 1), "std");
+    int nrm = dt_op(&g, "relax.divide", NULL, 2, IN(d, q), NULL, 4, S4(1, 14, 14, 24), "div");
+    /* as NCHW [1, 14, 14, 24]: a conv (blocked / channels-last output) concatenated with the
+     * plain normalized tensor */
+    int w = dt_const(&g, 4, S4(12, 14, 1, 1));
+    int c = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "0, 0, 0, 0", "1, 1", "1"), 2, IN(nrm, w), NULL, 4, S4(1, 12, 14, 24),
+                  "conv");
+    int r = dt_op(&g, "relax.nn.relu", NULL, 1, IN(c), NULL, 4, S4(1, 12, 14, 24), "relu");
+    char posts[100];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0]}]", r);
+    dt_composite(&g, "dnnl.conv2d_relu", c, 2, IN(c, r), posts);
+    int cat = dt_op(&g, "relax.concat", "{\"axis\":1}", 2, IN(r, nrm), "![{\"tuple\":[{\"in\":0},{\"in\":1}]}]", 4, S4(1, 26, 14, 24), "cat");
+    int sg = dt_op(&g, "relax.sigmoid", NULL, 1, IN(cat), NULL, 4, S4(1, 26, 14, 24), "act");
+    dt_head(&g, sg);
+    dt_check(&g);
+    dt_prepared p;
+    gr_diag dg = {0};
+    cr_assert_eq(dt_prepare(&g, &p, &dg), GR_OK, "%s", dg.msg);
+    rt_dnnl_stats st;
+    rt_dnnl_get_stats(p.state, &st);
+    cr_expect_eq(st.nref, 0, "%u primitives on ref (ISA %s)", st.nref, rt_dnnl_isa());
+    const char *layers[] = {"mean", "sub", "square", "var", "std", "div", "conv", "relu", "cat", "act"};
+    check_prims(&p, layers, 10);
+    dt_release(&p);
+    dt_free(&g);
+}

@@ -146,6 +146,24 @@ static int count_op(const ir_module *m, const char *op) {
     return k;
 }
 
+/* Implementations of the primitives that ran: the recurrent ones, and any other on ref. */
+typedef struct impls {
+    int nrnn, nrnn_ref, nother_ref;
+    char last_other[160];
+} impls;
+
+static void on_prim(const rt_dnnl_prim_event *ev, void *user) {
+    impls *m = user;
+    bool ref = !strncmp(ev->info->impl, "ref", 3);
+    if (!strcmp(ev->info->kind, "rnn")) {
+        m->nrnn++;
+        m->nrnn_ref += ref;
+    } else if (ref) {
+        m->nother_ref++;
+        snprintf(m->last_other, sizeof m->last_other, "%s %s", ev->info->kind, ev->info->impl);
+    }
+}
+
 static void check_model(const char *name, const char *op, int nlayers) {
     const char *dir = getenv("GRAFT_RNN_MODELS");
     char path[4096], in_path[4200], out_path[4200];
@@ -175,7 +193,18 @@ static void check_model(const char *name, const char *op, int nlayers) {
     rt_exec_t *x = NULL;
     cr_assert_eq(rt_exec_new(part, "main", &x, &d), GR_OK, "%s", d.msg);
     rt_value arg = rt_value_tensor(input), res = {0};
-    cr_assert_eq(rt_exec_run(x, &arg, 1, &res, &d), GR_OK, "%s", d.msg);
+    impls im = {0};
+    rt_dnnl_set_profiler(on_prim, &im);
+    gr_status rs = rt_exec_run(x, &arg, 1, &res, &d);
+    rt_dnnl_set_profiler(NULL, NULL);
+    cr_assert_eq(rs, GR_OK, "%s", d.msg);
+    /* every recurrent layer is one oneDNN RNN primitive; nothing else on a reference kernel; the
+     * LSTM on brgemm where oneDNN has it (AVX-512). oneDNN 2.6's only GRU kernel is its
+     * GEMM-based driver, which it names "ref". */
+    cr_expect_eq(im.nrnn, nlayers, "%s: %d RNN primitives ran", name, im.nrnn);
+    cr_expect_eq(im.nother_ref, 0, "%s: %d primitives on ref, last %s", name, im.nother_ref, im.last_other);
+    if (!strcmp(op, "relax.nn.lstm") && !strncmp(rt_dnnl_isa(), "avx512", 6))
+        cr_expect_eq(im.nrnn_ref, 0, "%s: LSTM on ref with ISA %s", name, rt_dnnl_isa());
     cr_assert_eq(res.kind, RT_VAL_TENSOR);
     cr_assert_eq(rt_tensor_numel(res.u.t), rt_tensor_numel(ref));
     double worst = 0;

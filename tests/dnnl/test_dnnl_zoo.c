@@ -7,8 +7,7 @@
  * encoder), and a fixed 1e-4 would pass anything on the smallest. The relative part is the
  * PP-OCR tests' (tests/dnnl/test_dnnl_models.c): summation order and oneDNN's erf / exp over
  * 6 encoder layers or 50 convolutions.
- * Also: at least 99% of the conv / matmul FLOPs are in dnnl regions, none of those ops is left
- * on the host, and the fused conv / matmul composites are at least what the patterns take
+ * Also: no op is left on the host, at least 99% of the conv / matmul FLOPs are in dnnl regions, and the fused conv / matmul composites are at least what the patterns take
  * today (every convolution of the CNNs; the encoder's projections and feed-forward products),
  * so a pattern that silently stops matching fails here. Skipped when the zoo cache is absent. */
 #include <criterion/criterion.h>
@@ -22,6 +21,7 @@
 #include "frontend/onnx/onnx_import.h"
 #include "ir/op.h"
 #include "ir/transform.h"
+#include "runtime/dnnl.h"
 #include "runtime/executor.h"
 #include "runtime/npy.h"
 
@@ -85,6 +85,9 @@ static void check_zoo(const char *name, int min_fused) {
         const char *cn = json_string_value(json_object_get(c, "name"));
         fused += !strncmp(cn, "dnnl.conv", 9) || !strncmp(cn, "dnnl.matmul_", 12) || !strncmp(cn, "dnnl.dense", 10);
     }
+    /* every op of the zoo runs on dnnl (layer norms and erf GELUs included, FuseLayerNormGelu) */
+    cr_expect_eq(json_array_size(json_object_get(rep, "host")), 0, "%s: %zu host ops left", name,
+                 json_array_size(json_object_get(rep, "host")));
     json_decref(rep);
     int ndense = 0, nhost = 0;
     double total = dense_flops(opt, &ndense), host = dense_flops(part, &nhost);
@@ -107,6 +110,13 @@ static void check_zoo(const char *name, int min_fused) {
         cr_assert(fabs(r - o) <= ZOO_ATOL_OF_MAX * scale + ZOO_RTOL * fabs(r), "%s elem %ld: ORT %g dnnl %g (max|ORT| %g)",
                   name, (long)k, r, o, scale);
     }
+    /* no primitive on oneDNN's reference kernels, whatever the ISA (make test runs these under
+     * ONEDNN_MAX_CPU_ISA=AVX2 too) */
+    uint64_t nprims, nref;
+    char last[512];
+    rt_dnnl_totals(&nprims, &nref, last, sizeof last);
+    cr_expect_eq(nref, 0, "%s (ISA %s): %lu of %lu primitives on ref; last: %s", name, rt_dnnl_isa(), (unsigned long)nref,
+                 (unsigned long)nprims, last);
     rt_value_clear(&res);
     rt_value_clear(&arg);
     rt_tensor_release(ref);

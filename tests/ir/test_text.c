@@ -332,7 +332,7 @@ Test(text, print_options_and_missing_metadata) {
     cr_expect_null(strstr(s, "span"));
     cr_expect(strstr(s, "# Metadata omitted"));
     cr_expect_neq(parse_str(ctx, s, &m2, &d), GR_OK);
-    cr_expect(strstr(d.msg, "metadata section missing"), "%s", d.msg);
+    cr_expect(strstr(d.msg, "constant data omitted"), "%s", d.msg);
     free(s);
     ir_print_opts o2 = {.no_spans = true};
     s = ir_print_module_str(m, &o2);

@@ -1,0 +1,115 @@
+"""Runs Apache TVM (the apache-tvm wheel, scripts/tvm_oracle.sh) on the cases of cases.py and
+writes, for each, <name>.input.relax (the input as TVM prints it) and <name>.expected.relax
+(TVM's result as it prints it), plus cases.txt, the manifest tests/byoc/test_tvm_suite.c reads.
+
+TVM prints constants as metadata["ir.GenericConst"][i] and omits their data; the oracle appends
+graft's metadata section with the data (in the order TVM numbers them: first appearance in
+printed order). A case TVM rejects (tvm_error) gets no expected file: graft's own result is the
+bar there (a documented difference).
+
+usage: PYTHONPATH=build/third_party/tvm python3 tests/tvm_suite/oracle.py OUTDIR"""
+import base64
+import os
+import sys
+
+import numpy as np
+import tvm
+from tvm import relax
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cases import CASES  # noqa: E402
+
+
+def constants_in_print_order(mod):
+    seen, out = set(), []
+
+    def visit(e):
+        if isinstance(e, tvm.ir.GenericConst) and e not in seen:
+            seen.add(e)
+            out.append(e)
+
+    for gv in sorted(mod.functions.keys(), key=lambda g: g.name_hint):
+        f = mod[gv]
+        if isinstance(f, relax.Function):
+            relax.analysis.post_order_visit(f, visit)
+    return out
+
+
+def metadata_section(consts):
+    lines = ['# Metadata', 'metadata = {"relax.expr.Constant": [']
+    for c in consts:
+        a = c.value.numpy()
+        b64 = base64.b64encode(np.ascontiguousarray(a).tobytes()).decode()
+        shape = "(" + ", ".join(str(d) for d in a.shape) + ("," if a.ndim == 1 else "") + ")"
+        lines.append(f'    R.const_data("{a.dtype}", {shape}, "{b64}"),')
+    lines.append("]}")
+    return "\n".join(lines) + "\n"
+
+
+def script(mod):
+    text = mod.script()
+    consts = constants_in_print_order(mod)
+    if consts:
+        text = text.replace("# Metadata omitted. Use show_meta=True in script() method to show it.", "")
+        text = text.rstrip("\n") + "\n\n" + metadata_section(consts)
+    return text
+
+
+def parse(src):
+    # from_source takes the module alone (the import lines are for a .py file)
+    return tvm.script.from_source("\n".join(l for l in src.splitlines() if not l.startswith("from ")))
+
+
+def run(case):
+    mod = parse(case["src"])
+    if case.get("consts"):
+        rng = np.random.default_rng(7)
+        params = {k: rng.standard_normal(s).astype("float32") for k, s in case["consts"].items()}
+        mod = relax.transform.BindParams("main", params)(mod)
+    inp = script(mod)
+    opts = case.get("opts", [])
+    pats = [relax.transform.FusionPattern(e[0], e[1](), check=e[2] if len(e) > 2 else None)
+            for e in case.get("pats", [])]
+    fuse = relax.transform.FuseOpsByPattern(
+        pats, bind_constants="no_bind_constants" not in opts, annotate_codegen="annotate_codegen" in opts)
+    out = mod
+    if case["stage"] in ("fuse", "merge"):
+        out = fuse(out)
+        if "twice" in opts:
+            out = fuse(out)
+    if case["stage"] in ("merge", "mergeonly"):
+        out = relax.transform.MergeCompositeFunctions()(out)
+    relax.analysis.well_formed(out)
+    return inp, script(out)
+
+
+def main():
+    outdir = sys.argv[1]
+    os.makedirs(outdir, exist_ok=True)
+    manifest = []
+    for case in CASES:
+        name = case["name"]
+        try:
+            inp, exp = run(case)
+            err = None
+        except Exception as e:  # a case TVM rejects
+            if not case.get("tvm_error") or case["tvm_error"] not in str(e):
+                raise
+            mod = parse(case["src"])
+            inp, exp, err = script(mod), None, case["tvm_error"]
+        with open(os.path.join(outdir, name + ".input.relax"), "w") as f:
+            f.write(inp)
+        if exp is not None:
+            with open(os.path.join(outdir, name + ".expected.relax"), "w") as f:
+                f.write(exp)
+        opts = ",".join(case.get("opts", [])) or "-"
+        manifest.append(f'{name} {case["stage"]} {case.get("graft_pats", "-")} {opts} '
+                        f'{"tvm_error" if err else "expected"} # {case["tvm"]}')
+        print(name, "TVM error" if err else "ok")
+    with open(os.path.join(outdir, "cases.txt"), "w") as f:
+        f.write("# name stage graft-pattern-file options result  # TVM test (written by oracle.py)\n")
+        f.write("\n".join(manifest) + "\n")
+
+
+if __name__ == "__main__":
+    main()
