@@ -31,6 +31,11 @@ struct rt_json_graph {
     rt_tensor **consts;
     bool initialized;
     bool symbolic;                /* some dim is an expression (specialized per call shapes) */
+    /* a symbolic graph: what its engine shares between the specializations */
+    pthread_mutex_t shared_lock;
+    void *shared;
+    void (*shared_free)(void *);
+    struct rt_json_graph *root;   /* a specialization: the symbolic graph it came from */
     uint32_t *consumers;          /* per entry: kernel uses + heads */
     /* one block per kind for all nodes (node arrays point into them) */
     rt_json_entry *in_pool;       /* node inputs */
@@ -65,6 +70,7 @@ static rt_json_graph *graph_alloc(const char *symbol) {
     if (!g) return NULL;
     g->symbol = strdup(symbol);
     pthread_mutex_init(&g->doc_lock, NULL);
+    pthread_mutex_init(&g->shared_lock, NULL);
     return g;
 }
 
@@ -426,6 +432,8 @@ void rt_json_graph_free(rt_json_graph *g) {
     json_decref(g->doc);
     free(g->text);
     free(g->symbol);
+    if (g->shared && g->shared_free) g->shared_free(g->shared);
+    pthread_mutex_destroy(&g->shared_lock);
     pthread_mutex_destroy(&g->doc_lock);
     free(g);
 }
@@ -454,6 +462,19 @@ uint32_t rt_json_graph_num_consts(const rt_json_graph *g) { return g->nconsts; }
 const char *rt_json_graph_const_name(const rt_json_graph *g, uint32_t i) { return g->nodes[g->const_nids[i]].name; }
 bool rt_json_graph_initialized(const rt_json_graph *g) { return g->initialized; }
 bool rt_json_graph_symbolic(const rt_json_graph *g) { return g->symbolic; }
+void rt_json_graph_set_root(rt_json_graph *g, rt_json_graph *root) { g->root = root; }
+void *rt_json_graph_shared(rt_json_graph *g, void *(*make)(void), void (*fr)(void *)) {
+    rt_json_graph *r = g->root;
+    if (!r) return NULL;
+    pthread_mutex_lock(&r->shared_lock);
+    if (!r->shared) {
+        r->shared = make();
+        r->shared_free = fr;
+    }
+    void *o = r->shared;
+    pthread_mutex_unlock(&r->shared_lock);
+    return o;
+}
 rt_tensor *rt_json_graph_const(const rt_json_graph *g, uint32_t i) { return i < g->nconsts ? g->consts[i] : NULL; }
 
 /* Profile hook: one call per engine prepare (what a first run at a new shape pays). */

@@ -111,6 +111,13 @@ bool rt_json_graph_symbolic(const rt_json_graph *g);
  * dim. */
 gr_status rt_json_graph_specialize(rt_json_graph *g, DLTensor *const *args, uint32_t nin, uint32_t nout,
                                    rt_json_graph **out, gr_diag *diag);
+/* What every specialization of one symbolic graph shares: an engine keeps there what it derives
+ * from the constants (oneDNN: weights reordered to its layouts), so a new shape does not redo it.
+ * For a specialization, the object of its symbolic graph (made by make on first use, freed with
+ * fr when that graph goes); NULL for any other graph. Thread-safe to get; the object guards its
+ * own contents. rt_json_graph_specialize sets the link (set_root). */
+void *rt_json_graph_shared(rt_json_graph *g, void *(*make)(void), void (*fr)(void *));
+void rt_json_graph_set_root(rt_json_graph *g, rt_json_graph *root);
 /* Observer of engine prepares (graph symbol, engine kind, time): what a first call, or a first
  * call at new shapes, pays before running. NULL turns it off. */
 typedef void (*rt_json_prepare_fn)(const char *symbol, const char *engine, uint64_t ns, void *user);

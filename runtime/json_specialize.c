@@ -289,6 +289,7 @@ gr_status rt_json_graph_specialize(rt_json_graph *g, DLTensor *const *args, uint
     for (uint32_t c = 0; c < nc; c++) cs[c] = rt_json_graph_const(g, c);
     st = rt_json_graph_init(cg, cs, nc, d);
     free(cs);
+    rt_json_graph_set_root(cg, g);
     if (st) {
         rt_json_graph_free(cg);
         return st;

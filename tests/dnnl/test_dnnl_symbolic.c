@@ -22,6 +22,7 @@
 #include "ir/op.h"
 #include "ir/parser.h"
 #include "ir/transform.h"
+#include "runtime/dnnl.h"
 #include "runtime/executor.h"
 #include "runtime/graft_model.h"
 #include "runtime/npy.h"
@@ -136,7 +137,21 @@ Test(dnnl_symbolic, ppocr_rec_any_width, .timeout = 300) {
     graft_model *gm = build_symbolic(path, "dnnl", &share);
     cr_expect_geq(share, SYM_MIN_FLOPS, "rec: %.2f%% of FLOPs offloaded", 100 * share);
     static const char *const widths[] = {"rec_w80", "rec_w160", "rec_w320", "rec_w640", "rec_w1280", "rec_w160"};
-    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) run_ref(gm, widths[i], true);
+    uint64_t made0, reused0, made1, reused1;
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+        rt_dnnl_shared_weights(&made0, &reused0);
+        run_ref(gm, widths[i], true);
+        rt_dnnl_shared_weights(&made1, &reused1);
+        /* a new width creates primitives, not weights: the first made them for all */
+        if (i > 0 && i < 5) {
+            cr_expect_gt(reused1 - reused0, 0, "%s: no reordered weight reused", widths[i]);
+            cr_expect_leq(made1 - made0, (reused1 - reused0) / 4, "%s: %llu weights reordered again, %llu reused",
+                          widths[i], (unsigned long long)(made1 - made0), (unsigned long long)(reused1 - reused0));
+        }
+    }
+    rt_dnnl_shared_weights(&made1, &reused1);
+    fprintf(stderr, "dnnl_symbolic rec: %llu weights reordered once, %llu reuses by later widths\n",
+            (unsigned long long)made1, (unsigned long long)reused1);
     graft_model_free(gm);
     free(path);
 }
