@@ -68,6 +68,7 @@ models: deps
 	@bash scripts/fetch_models.sh
 	@bash scripts/fetch_zoo.sh
 	@bash scripts/fetch_rnn_models.sh
+	@bash scripts/fetch_symbolic.sh
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

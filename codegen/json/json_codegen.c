@@ -323,6 +323,19 @@ static void span_text(jw *w, const ir_span *s, const char **layer) {
 
 typedef GR_VEC(const ir_sinfo *) sinfo_vec;
 
+/* A dim: its value, or a symbolic one as its expression in the text format ("n", "(w - 1) // 2
+ * + 1"); the runtime binds the vars from a call's tensors and evaluates the rest. */
+static void dim_text(jw *w, const ir_prim *d) {
+    int64_t v;
+    if (ir_prim_is_int(d, &v)) {
+        jw_int(w, v);
+        return;
+    }
+    char buf[256];
+    ir_prim_snprint(d, buf, sizeof buf);
+    jw_str(w, buf);
+}
+
 /* per output of a tensor or a tuple of tensors: shape text, dtype text, typed; -1 when not
  * static tensors */
 static int types_rec(const ir_sinfo *s, jw *sh, jw *dt, sinfo_vec *outs) {
@@ -336,15 +349,14 @@ static int types_rec(const ir_sinfo *s, jw *sh, jw *dt, sinfo_vec *outs) {
         }
         return n;
     }
-    int64_t shape[RT_MAX_NDIM];
-    if (s->kind != IR_SINFO_TENSOR || s->ndim < 0 || s->ndim > RT_MAX_NDIM || !ir_sinfo_static_shape(s, shape) ||
+    if (s->kind != IR_SINFO_TENSOR || s->ndim < 0 || s->ndim > RT_MAX_NDIM || (s->ndim > 0 && !s->dims) ||
         ir_dtype_is_void(s->dtype) || !ir_dtype_name(s->dtype))
         return -1;
     if (outs->len) jw_ch(sh, ',');
     jw_ch(sh, '[');
     for (int32_t k = 0; k < s->ndim; k++) {
         if (k) jw_ch(sh, ',');
-        jw_int(sh, shape[k]);
+        dim_text(sh, s->dims[k]);
     }
     jw_ch(sh, ']');
     size_t mark = dt->len;
@@ -381,7 +393,8 @@ static const cg_types *node_types(cg *c, const ir_sinfo *s) {
             /* what the runtime reads back from the dtype name */
             if (!ir_dtype_parse(ir_dtype_name(ts->dtype), &ty->dtypes[o])) ty->nout = -1;
             ty->ndims[o] = ts->ndim;
-            ir_sinfo_static_shape(ts, ty->shapes[o]);
+            for (int32_t k = 0; k < ts->ndim; k++)
+                if (!ir_prim_is_int(ts->dims[k], &ty->shapes[o][k])) ty->shapes[o][k] = -1; /* symbolic */
         }
     }
     free(sh.p);
@@ -497,10 +510,8 @@ static void arg_text(cg *c, uint32_t li, ir_expr *a, const ir_span *sp) {
         const ir_shape_expr *s = IR_AS(a, ir_shape_expr);
         JW_LIT(w, "{\"shape\":[");
         for (uint32_t k = 0; k < s->n; k++) {
-            int64_t v = 0;
-            if (!ir_prim_is_int(s->dims[k], &v)) fail(c, sp, "symbolic shape argument", NULL);
             if (k) jw_ch(w, ',');
-            jw_int(w, v);
+            dim_text(w, s->dims[k]);
         }
         JW_LIT(w, "]}");
         return;
