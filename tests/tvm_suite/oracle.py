@@ -68,8 +68,11 @@ def run(case):
         mod = relax.transform.BindParams("main", params)(mod)
     inp = script(mod)
     opts = case.get("opts", [])
-    pats = [relax.transform.FusionPattern(e[0], e[1](), check=e[2] if len(e) > 2 else None)
-            for e in case.get("pats", [])]
+    pats = []
+    for e in case.get("pats", []):
+        p = e[1]()
+        pat, ann = p if isinstance(p, tuple) else (p, None)
+        pats.append(relax.transform.FusionPattern(e[0], pat, ann, check=e[2] if len(e) > 2 else None))
     fuse = relax.transform.FuseOpsByPattern(
         pats, bind_constants="no_bind_constants" not in opts, annotate_codegen="annotate_codegen" in opts)
     out = mod
