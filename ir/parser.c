@@ -1328,6 +1328,12 @@ static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
                 if (close) {
                     uint32_t n;
                     if (!sinfo_list(p, close, &n)) goto out;
+                    if (call_like && close == ']') {
+                        /* out_ty=[A, B]: one tuple struct info, as TVM holds it */
+                        const ir_sinfo *t = ir_sinfo_tuple(p->ctx, n, p->sstack.data + smark);
+                        p->sstack.len = smark;
+                        gr_vec_push(&p->sstack, t);
+                    }
                 } else {
                     const ir_sinfo *s = parse_sinfo(p);
                     if (!s) goto out;
