@@ -517,6 +517,22 @@ NHWC_CONVS = HDR + """
 """
 
 
+CONV_NHWC_X2 = """
+    @R.function
+    def {name}(data: R.Tensor((4, 8, 8, 8), "float16"), weight1: R.Tensor((8, 3, 3, 8), "float16"),
+             weight2: R.Tensor((8, 3, 3, 8), "float16")):
+        with R.dataflow():
+            conv1 = R.nn.conv2d(data, weight1, padding=(1, 1), data_layout="NHWC", kernel_layout="OHWI")
+            conv2 = R.nn.conv2d(conv1, weight2, padding=(1, 1), data_layout="NHWC", kernel_layout="OHWI")
+            R.output(conv2)
+        return conv2
+"""
+MULTI_ENTRY = HDR + CONV_NHWC_X2.format(name="main2") + CONV_NHWC_X2.replace(
+    "            R.output(conv2)\n        return conv2",
+    "            conv3 = Module.main2(data, weight1, weight2)\n            result = R.add(conv2, conv3)\n"
+    "            R.output(result)\n        return result").format(name="main")
+
+
 def rhs_is_const(ctx):
     return isinstance(ctx.annotated_expr["rhs"], type(ctx.annotated_expr["root"].args[0])) is False and \
         type(ctx.annotated_expr["rhs"]).__name__ == "GenericConst"
@@ -611,6 +627,8 @@ CASES = [
          pats=[("compiler_A.reshape", lambda: op2("relax.reshape"))], graft_pats="reshape", stage="fuse"),
     dict(name="merge_identical_regions", tvm=F + " / " + M + " (BlockBuilder dedup of equal functions)", src=IDENTICAL_REGIONS,
          pats=[("dnnl.conv2d_relu", conv_relu)], graft_pats="conv2d_relu", stage="merge"),
+    dict(name="fuse_multiple_entries_same_extern", tvm=F + "::test_multiple_entries_multiple_calls_same_extern",
+         src=MULTI_ENTRY, pats=[("cutlass.conv2d", conv)], graft_pats="conv2d", stage="fuse", opts=["annotate_codegen"]),
     dict(name="fuse_check_rejects", tvm=F + "::test_check_pattern", src=CONV2D_RELU,
          pats=[("cutlass.conv2d", conv_annotated, rhs_is_const)], graft_pats="conv2d_const_weight", stage="fuse"),
     dict(name="fuse_match_maximal_or", tvm=F + "::test_match_maximal_subgraph", src=MAXIMAL,
