@@ -2532,6 +2532,18 @@ static bool parse_module_body(parser *p, const char *meta) {
     } else {
         for (int i = 0; i < 5; i++) skip(p);
     }
+    if (accept_p(p, '(')) {
+        /* @I.ir_module(s_tir=True), (check_well_formed=False): options of TVM's parser */
+        while (!is_p(peek(p, 0), ')')) {
+            ir_tok k = *peek(p, 0);
+            if (k.kind != TK_NAME || !is_p(peek(p, 1), '=')) return unexpected(p, &k, "an option name="), false;
+            skip(p), skip(p);
+            num n;
+            if (!number(p, &n)) return false;
+            if (!accept_p(p, ',')) break;
+        }
+        if (!expect_p(p, ')', "to close the decorator")) return false;
+    }
     if (!expect_kind(p, TK_NEWLINE, "end of line") || !expect_name(p, "class")) return false;
     ir_tok ct = *peek(p, 0);
     if (!expect_kind(p, TK_NAME, "a class name") || !expect_p(p, ':', "after the class name") ||
