@@ -51,15 +51,18 @@ PROTOC_LIBS = -lprotobuf-c
 endif
 EXT_LIBS = $(LLVM_LIBS) $(DNNL_LIBS) $(PROTOC_LIBS) $(JSON_LIBS)
 
-.PHONY: tvm-oracle all deps models test asan demo bench clean
+.PHONY: all deps models test asan tsan fuzz fuzz-bins tvm-oracle demo bench clean
 all: $(BUILD)/graft $(BUILD)/libgraft.a $(BUILD)/libgraft.so
 
 deps:
 	@bash scripts/deps.sh
 
-# Real models (PP-OCR) and ONNX Runtime reference outputs, cached in build/third_party.
+# Real models (PP-OCR; the zoo and the recurrent test models exported by python3-torch) and
+# ONNX Runtime reference outputs, cached in build/third_party.
 models: deps
 	@bash scripts/fetch_models.sh
+	@bash scripts/fetch_zoo.sh
+	@bash scripts/fetch_rnn_models.sh
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -113,8 +116,11 @@ endif
 
 # Tests run from the repository root (they read tests/golden/...). GRAFT tells them where the
 # CLI is. Criterion's closing line counts the passes and failures.
+# The oneDNN tests run a second time capped to AVX2 (oneDNN reads ONEDNN_MAX_CPU_ISA once per
+# process): its kernels, layouts and post-ops differ from AVX-512's, and CI may get either CPU.
 # When Apache TVM is installed (make tvm-oracle), TVM runs the TVM-suite cases first and the
 # tests compare graft's partitions with its fresh results too (tests/byoc/test_tvm_suite.c).
+DNNL_AVX2_FILTER ?= dnnl*/*
 TVM_PY = build/third_party/tvm
 test: deps models
 	@$(MAKE) --no-print-directory all $(BUILD)/tests/run_tests
@@ -124,6 +130,8 @@ test: deps models
 	    echo "tvm oracle: TVM 0.27's results in $(BUILD)/tvm_suite"; fi
 	GRAFT=$(BUILD)/graft GRAFT_TVM_SUITE=$$([ -f $(BUILD)/tvm_suite/cases.txt ] && echo $(BUILD)/tvm_suite) \
 	    $(BUILD)/tests/run_tests $(TEST_ARGS)
+	ONEDNN_MAX_CPU_ISA=AVX2 GRAFT=$(BUILD)/graft $(BUILD)/tests/run_tests --filter '$(DNNL_AVX2_FILTER)'
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_TEST_SECONDS)
 
 tvm-oracle:
 	sh scripts/tvm_oracle.sh
@@ -134,11 +142,44 @@ asan: deps models
 	    build/asan/graft build/asan/tests/run_tests
 	bash scripts/asan_test.sh build/asan
 
+# The concurrency checks (one loaded model run from 4 threads) under ThreadSanitizer, as a plain
+# program (Criterion's runner does not start under TSan).
+tsan: deps
+	@$(MAKE) --no-print-directory BUILD=build/tsan CC=clang OPT=-O1 \
+	    SAN="-fsanitize=thread -fno-omit-frame-pointer" build/tsan/tests/concurrency
+	bash scripts/tsan_test.sh build/tsan
+
+$(BUILD)/tests/concurrency: tests/concurrency_main.c tests/artifact/concurrency_impl.h $(BUILD)/libgraft.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(BUILD)/libgraft.a $(EXT_LIBS) $(LDLIBS)
+
+# libFuzzer targets (fuzz/fuzz_*.c), built with clang + ASan + UBSan in build/fuzz: every target
+# runs FUZZ_SECONDS over seeds made from the golden files, the ONNX test data and artifacts this
+# build makes; any crash, leak, UB or timeout fails. `make test` runs each briefly.
+FUZZ_SECONDS ?= 600
+FUZZ_TEST_SECONDS ?= 20
+FUZZ_TARGETS = $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_SAN = -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+           -fno-omit-frame-pointer
+fuzz: deps
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang OPT=-O1 SAN="$(FUZZ_SAN)" fuzz-bins
+	bash scripts/fuzz.sh build/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%) $(BUILD)/fuzz/seeds
+
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_util.h $(BUILD)/libgraft.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/libgraft.a $(EXT_LIBS) $(LDLIBS)
+
+$(BUILD)/fuzz/seeds: fuzz/seeds.c $(BUILD)/libgraft.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(BUILD)/libgraft.a $(EXT_LIBS) $(LDLIBS)
+
 demo: deps models
 	@$(MAKE) --no-print-directory all
 	bash scripts/demo.sh $(BUILD)/graft
 
-bench: deps
+bench: deps models
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	bash scripts/bench.sh $(BUILD)
 

@@ -1,6 +1,15 @@
-/* graft with oneDNN vs ONNX Runtime on the PP-OCR models, side by side in one run.
+/* graft with oneDNN vs ONNX Runtime on the PP-OCR models and the model zoo, side by side.
  *
- *   build/bench/bench_dnnl [--runs N] [--warmup N] [--model det|rec|cls]... [--report] [--artifact]
+ *   build/bench/bench_dnnl [--runs N] [--warmup N] [--model NAME]... [--isa native|avx2]...
+ *                          [--report] [--artifact]
+ *
+ * Models: PP-OCR det / rec / cls (build/third_party/models.env, scripts/fetch_models.sh) and the
+ * zoo (build/third_party/zoo or GRAFT_ZOO, scripts/fetch_zoo.sh; the input shape is that of the
+ * saved reference input). One table per ISA: `native` is oneDNN's choice on this CPU, `avx2`
+ * caps oneDNN with ONEDNN_MAX_CPU_ISA=AVX2 (set in each model's child before oneDNN starts);
+ * default both (only native when ONEDNN_MAX_CPU_ISA is already set). ONNX Runtime has no such
+ * cap: its side runs at the CPU's own ISA in both tables. Each table ends with the geometric
+ * mean of the ratios.
  *
  * Per model (in its own child process, so peak memory is per model): import with the fixed
  * input shape, default pipeline, partition for `dnnl` (the rest on the host), check the output
@@ -22,11 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include "bench/bench_util.h"
 #include "byoc/byoc.h"
@@ -38,15 +49,43 @@
 #include "runtime/npy.h"
 
 typedef struct model_def {
-    const char *name, *env_key;
-    int64_t shape[4];
+    const char *name, *env_key; /* env_key NULL: a zoo model */
 } model_def;
 
 static const model_def MODELS[] = {
-    {"det", "GRAFT_MODEL_DET", {1, 3, 640, 640}},
-    {"rec", "GRAFT_MODEL_REC", {1, 3, 48, 320}},
-    {"cls", "GRAFT_MODEL_CLS", {1, 3, 48, 192}},
+    {"det", "GRAFT_MODEL_DET"},
+    {"rec", "GRAFT_MODEL_REC"},
+    {"cls", "GRAFT_MODEL_CLS"},
+    {"resnet18", NULL},
+    {"mobilenet_v3_large", NULL},
+    {"regnet_y_400mf", NULL},
+    {"shufflenet_v2_x1_0", NULL},
+    {"mnasnet1_0", NULL},
+    {"convnext_tiny", NULL},
+    {"googlenet", NULL},
+    {"bert_encoder", NULL},
 };
+#define NMODELS ((int)(sizeof(MODELS) / sizeof(MODELS[0])))
+
+/* oneDNN's effective ISA, by name */
+static const char *isa_name(dnnl_cpu_isa_t isa) {
+    static const struct {
+        dnnl_cpu_isa_t isa;
+        const char *name;
+    } NAMES[] = {
+        {dnnl_cpu_isa_sse41, "sse41"},
+        {dnnl_cpu_isa_avx, "avx"},
+        {dnnl_cpu_isa_avx2, "avx2"},
+        {dnnl_cpu_isa_avx2_vnni, "avx2_vnni"},
+        {dnnl_cpu_isa_avx512_core, "avx512_core"},
+        {dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"},
+        {dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"},
+        {dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"},
+    };
+    for (size_t i = 0; i < sizeof(NAMES) / sizeof(NAMES[0]); i++)
+        if (NAMES[i].isa == isa) return NAMES[i].name;
+    return "other";
+}
 
 static long status_kb(const char *key) {
     FILE *f = fopen("/proc/self/status", "r");
@@ -101,11 +140,13 @@ typedef struct ort_proc {
     FILE *to, *from;
 } ort_proc;
 
-static int ort_start(ort_proc *p, const char *onnx, const int64_t *shape, int threads, const char *input) {
+static int ort_start(ort_proc *p, const char *onnx, const rt_tensor *x, int threads, const char *input) {
     int in[2], out[2];
     if (pipe(in) || pipe(out)) return -1;
-    char sh[64], th[16];
-    snprintf(sh, sizeof sh, "%ldx%ldx%ldx%ld", (long)shape[0], (long)shape[1], (long)shape[2], (long)shape[3]);
+    char sh[128], th[16];
+    int at = 0;
+    for (int i = 0; i < x->dl.ndim; i++)
+        at += snprintf(sh + at, sizeof sh - (size_t)at, "%s%ld", i ? "x" : "", (long)x->shape[i]);
     snprintf(th, sizeof th, "%d", threads);
     p->pid = fork();
     if (p->pid == 0) {
@@ -155,11 +196,30 @@ static double max_abs_diff(const rt_value *res, const rt_tensor *ref) {
     return max_abs;
 }
 
-static int run_model(const model_def *md, int runs, int warmup, bool report, bool artifact) {
+/* The model's file and its reference directory (malloc'd), NULL when not in the cache. */
+static bool model_paths(const model_def *md, char **path, char **refs) {
+    if (md->env_key) {
+        *path = env_value(md->env_key);
+        *refs = env_value("GRAFT_REFS");
+    } else {
+        const char *zoo = getenv("GRAFT_ZOO") ? getenv("GRAFT_ZOO") : "build/third_party/zoo";
+        *path = malloc(strlen(zoo) + strlen(md->name) + 8);
+        *refs = malloc(strlen(zoo) + 8);
+        if (*path) sprintf(*path, "%s/%s.onnx", zoo, md->name);
+        if (*refs) sprintf(*refs, "%s/refs", zoo);
+    }
+    return *path && *refs && access(*path, R_OK) == 0;
+}
+
+/* Writes the ratio of graft's median to ORT's to *ratio (the parent's geomean). */
+static int run_model(const model_def *md, int runs, int warmup, bool report, bool artifact, double *ratio) {
     long base_kb = status_kb("VmRSS");
-    char *path = env_value(md->env_key), *refs = env_value("GRAFT_REFS");
-    if (!path || !refs) {
-        fprintf(stderr, "bench_dnnl: %s: no model path; run scripts/fetch_models.sh\n", md->name);
+    char *path = NULL, *refs = NULL;
+    if (!model_paths(md, &path, &refs)) {
+        fprintf(stderr, "bench_dnnl: %s: not in the cache; run scripts/fetch_models.sh and scripts/fetch_zoo.sh\n",
+                md->name);
+        free(path);
+        free(refs);
         return 1;
     }
     char in_path[4096], out_path[4096];
@@ -169,9 +229,6 @@ static int run_model(const model_def *md, int runs, int warmup, bool report, boo
     ir_ctx_t *ctx = ir_ctx_new();
     gr_diag d;
     gr_diag_clear(&d);
-    onnx_input_shape sh = {"x", 4, {0}};
-    memcpy(sh.dims, md->shape, sizeof md->shape);
-    onnx_import_opts io = {&sh, 1, NULL, 0, false};
     ir_module *m = NULL, *opt = NULL, *part = NULL;
     rt_exec_t *x = NULL;
     graft_model *gm = NULL;
@@ -183,8 +240,16 @@ static int run_model(const model_def *md, int runs, int warmup, bool report, boo
     const char *backends[] = {getenv("BENCH_DNNL_BACKEND") ? getenv("BENCH_DNNL_BACKEND") : "dnnl"};
     byoc_partition_opts po = {0};
     po.notes = &notes;
+    gr_status st = rt_npy_load(in_path, &input, &d);
+    if (st) {
+        fprintf(stderr, "bench_dnnl: %s: %s\n", md->name, d.msg);
+        goto done;
+    }
+    onnx_input_shape sh = {"x", input->dl.ndim, {0}};
+    memcpy(sh.dims, input->shape, sizeof(int64_t) * (size_t)input->dl.ndim);
+    onnx_import_opts io = {&sh, 1, NULL, 0, false};
     double t0 = bench_now_ms();
-    gr_status st = onnx_import_file(ctx, path, &io, &m, &d);
+    st = onnx_import_file(ctx, path, &io, &m, &d);
     if (!st) st = ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d);
     if (!st) st = byoc_partition(ctx, opt, backends, 1, &po, &part, &d);
     if (!st) st = rt_exec_new(part, "main", &x, &d);
@@ -200,7 +265,6 @@ static int run_model(const model_def *md, int runs, int warmup, bool report, boo
         t_aload = bench_now_ms() - t0;
         free(buf);
     }
-    if (!st) st = rt_npy_load(in_path, &input, &d);
     if (!st) st = rt_npy_load(out_path, &ref, &d);
     if (st) {
         fprintf(stderr, "bench_dnnl: %s: %s\n", md->name, d.msg);
@@ -238,7 +302,7 @@ static int run_model(const model_def *md, int runs, int warmup, bool report, boo
     rt_value_clear(&res);
     int threads = rt_dnnl_num_threads();
     ort_proc op;
-    if (ort_start(&op, path, md->shape, threads, in_path)) {
+    if (ort_start(&op, path, input, threads, in_path)) {
         fprintf(stderr, "bench_dnnl: cannot start the ONNX Runtime side (node scripts/bench_dnnl_ort.js)\n");
         rt_value_clear(&arg);
         goto done;
@@ -282,9 +346,10 @@ static int run_model(const model_def *md, int runs, int warmup, bool report, boo
     }
     long graft_kb = status_kb("VmHWM") - base_kb;
     double mg = bench_median(tg, runs), mo = bench_median(to, runs), ma = bench_median(ta, runs);
-    printf("%-4s %7d %10.2f %10.2f %7.3f %11.1f %11.1f %8.1f%% %10.2e %7.1fs", md->name, threads, mg, mo, mg / mo,
-           (double)graft_kb / 1024.0, (double)ort_kb / 1024.0, total > 0 ? 100.0 * (total - host) / total : 0.0,
-           max_abs, t_build / 1e3);
+    *ratio = mg / mo;
+    printf("%-18s %-16s %7d %10.2f %10.2f %7.3f %11.1f %11.1f %8.1f%% %10.2e %7.1fs", md->name,
+           isa_name(dnnl_get_effective_cpu_isa()), threads, mg, mo, mg / mo, (double)graft_kb / 1024.0,
+           (double)ort_kb / 1024.0, total > 0 ? 100.0 * (total - host) / total : 0.0, max_abs, t_build / 1e3);
     if (gm) {
         graft_model_info info;
         graft_model_get_info(gm, &info);
@@ -317,41 +382,91 @@ int main(int argc, char **argv) {
         setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
         execv("/proc/self/exe", argv);
     }
-    int runs = 20, warmup = 3;
-    bool report = false, artifact = false, pick[3] = {false, false, false}, any = false;
+    int runs = 20, warmup = 3, nisa = 0;
+    bool report = false, artifact = false, pick[NMODELS] = {false}, any = false;
+    const char *isas[2];
     for (int i = 1; i < argc; i++) {
+        bool ok = true;
         if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--report")) report = true;
         else if (!strcmp(argv[i], "--artifact")) artifact = true;
+        else if (!strcmp(argv[i], "--isa") && i + 1 < argc && nisa < 2 &&
+                 (!strcmp(argv[i + 1], "native") || !strcmp(argv[i + 1], "avx2")))
+            isas[nisa++] = argv[++i];
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
             i++;
-            for (int k = 0; k < 3; k++)
-                if (!strcmp(argv[i], MODELS[k].name)) pick[k] = any = true;
-        } else {
-            fprintf(stderr, "usage: bench_dnnl [--runs N] [--warmup N] [--model det|rec|cls]... [--report] [--artifact]\n");
+            ok = false;
+            for (int k = 0; k < NMODELS; k++)
+                if (!strcmp(argv[i], MODELS[k].name)) ok = pick[k] = any = true;
+        } else ok = false;
+        if (!ok) {
+            fprintf(stderr, "usage: bench_dnnl [--runs N] [--warmup N] [--model NAME]... [--isa native|avx2]... "
+                            "[--report] [--artifact]\n  models:");
+            for (int k = 0; k < NMODELS; k++) fprintf(stderr, " %s", MODELS[k].name);
+            fprintf(stderr, "\n");
             return 2;
         }
     }
     if (runs < 1) runs = 1;
     if (warmup < 0) warmup = 0;
-    printf("graft (oneDNN backend) vs ONNX Runtime, alternating runs, medians of %d after %d warm-up (OMP_WAIT_POLICY=%s)\n",
-           runs, warmup, getenv("OMP_WAIT_POLICY"));
-    printf("%-4s %7s %10s %10s %7s %11s %11s %9s %10s %8s", "model", "threads", "graft_ms", "ort_ms", "ratio",
-           "graft_MiB", "ort_MiB", "dense_dnnl", "maxabs_ort", "build");
-    if (artifact)
-        printf(" %10s %9s %10s %10s %10s %s", "artifact_ms", "art_ratio", "art_maxabs", "art_build", "art_load",
-               "extern/host/ref");
-    printf("\n");
-    fflush(stdout);
-    int rc = 0;
-    for (int k = 0; k < 3; k++) {
-        if (any && !pick[k]) continue;
-        pid_t pid = fork();
-        if (pid == 0) _exit(run_model(&MODELS[k], runs, warmup, report, artifact));
-        int ws = 0;
-        waitpid(pid, &ws, 0);
-        if (!WIFEXITED(ws) || WEXITSTATUS(ws)) rc = 1;
+    if (!nisa) {
+        isas[nisa++] = "native";
+        if (!getenv("ONEDNN_MAX_CPU_ISA")) isas[nisa++] = "avx2";
     }
+    char cpu[256] = "unknown";
+    FILE *ci = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (ci && fgets(line, sizeof line, ci))
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            snprintf(cpu, sizeof cpu, "%s", strchr(line, ':') + 2);
+            cpu[strcspn(cpu, "\n")] = 0;
+            break;
+        }
+    if (ci) fclose(ci);
+    /* per model, the ratio its child measured (NAN: failed or skipped) */
+    double *ratios = mmap(NULL, sizeof(double) * NMODELS, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (ratios == MAP_FAILED) return 1;
+    int rc = 0;
+    for (int t = 0; t < nisa; t++) {
+        bool avx2 = !strcmp(isas[t], "avx2");
+        printf("%sgraft (oneDNN backend) vs ONNX Runtime on %s; oneDNN ISA %s; alternating runs, medians of %d after %d "
+               "warm-up (OMP_WAIT_POLICY=%s)\n",
+               t ? "\n" : "", cpu, avx2 ? "capped at AVX2 (ONEDNN_MAX_CPU_ISA=AVX2)" : "native", runs, warmup,
+               getenv("OMP_WAIT_POLICY"));
+        printf("%-18s %-16s %7s %10s %10s %7s %11s %11s %9s %10s %8s", "model", "isa", "threads", "graft_ms", "ort_ms",
+               "ratio", "graft_MiB", "ort_MiB", "dense_dnnl", "maxabs_ort", "build");
+        if (artifact)
+            printf(" %10s %9s %10s %10s %10s %s", "artifact_ms", "art_ratio", "art_maxabs", "art_build", "art_load",
+                   "extern/host/ref");
+        printf("\n");
+        fflush(stdout);
+        double logsum = 0;
+        int nratio = 0;
+        for (int k = 0; k < NMODELS; k++) {
+            ratios[k] = NAN;
+            if (any && !pick[k]) continue;
+            char *path = NULL, *refs = NULL;
+            bool have = model_paths(&MODELS[k], &path, &refs);
+            free(path);
+            free(refs);
+            if (!have && !any) continue; /* not fetched: only an explicit --model is an error */
+            pid_t pid = fork();
+            if (pid == 0) {
+                if (avx2) setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1); /* before the child's first oneDNN call */
+                _exit(run_model(&MODELS[k], runs, warmup, report, artifact, &ratios[k]));
+            }
+            int ws = 0;
+            waitpid(pid, &ws, 0);
+            if (!WIFEXITED(ws) || WEXITSTATUS(ws)) rc = 1;
+            else if (ratios[k] > 0) {
+                logsum += log(ratios[k]);
+                nratio++;
+            }
+        }
+        if (nratio) printf("%-18s %-16s %7s %10s %10s %7.3f   (%d models)\n", "geomean", "", "", "", "", exp(logsum / nratio), nratio);
+        fflush(stdout);
+    }
+    munmap(ratios, sizeof(double) * NMODELS);
     return rc;
 }

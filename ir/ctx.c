@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 /* Chunks grow from 64 KiB (small contexts stay small) to 4 MiB, doubling with the arena. Every
  * chunk starts zeroed (calloc, or fresh anonymous pages), and the arena never reuses memory, so
@@ -42,6 +43,11 @@ void *gr_xrealloc(void *p, size_t n) {
     if (!q) gr_abort(__FILE__, __LINE__, "out of memory (%zu bytes)", n);
     return q;
 }
+bool gr_is_dir(FILE *f) {
+    struct stat sb;
+    return f && fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
 char *gr_xstrdup(const char *s) {
     size_t n = strlen(s) + 1;
     return memcpy(gr_xmalloc(n), s, n);

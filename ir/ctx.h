@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "ir/status.h"
@@ -87,6 +88,8 @@ uint64_t gr_hash_mix(uint64_t h, uint64_t v);
         }                                                                                     \
         (v)->data[(v)->len++] = (x);                                                          \
     } while (0)
+/* &v.data[i], or NULL while v has never held anything (NULL + 0 is undefined behaviour). */
+#define gr_vec_at(v, i) ((v).data ? (v).data + (i) : NULL)
 #define gr_vec_free(v) do { free((v)->data); (v)->data = NULL; (v)->len = (v)->cap = 0; } while (0)
 
 /* malloc/realloc that abort on failure (for heap scratch space; user input never triggers it). */
@@ -94,6 +97,8 @@ void *gr_xmalloc(size_t n);
 void *gr_xcalloc(size_t n, size_t size);
 void *gr_xrealloc(void *p, size_t n);
 char *gr_xstrdup(const char *s);
+/* True when the open stream is a directory (fopen accepts one; every read then fails). */
+bool gr_is_dir(FILE *f);
 /* Transparent-huge-page advice for the 2 MiB-aligned part of a big heap block (>= 8 MiB): far
  * fewer first-touch page faults on multi-megabyte buffers. Advice only. */
 void gr_advise_huge(void *p, size_t n);

@@ -3,11 +3,13 @@
 #ifndef GRAFT_IR_OBJECT_H
 #define GRAFT_IR_OBJECT_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 typedef struct gr_object gr_object;
 struct gr_object {
-    int32_t refcount;                  /* starts at 1 for the creator */
+    /* starts at 1 for the creator; atomic: constants and modules are shared by concurrent runs */
+    _Atomic int32_t refcount;
     const char *type;                  /* static type name, e.g. "rt.tensor" */
     void (*deleter)(gr_object *self);  /* frees the object when the count reaches 0 */
 };

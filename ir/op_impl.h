@@ -115,5 +115,26 @@ IR__INFER(ir__infer_tensor_to_shape);
 IR__INFER(ir__infer_reduce);
 IR__INFER(ir__infer_cumsum);
 IR__INFER(ir__infer_argmax);
+/* ONNX coverage (ops2) */
+IR__INFER(ir__infer_rnn);          /* op_infer_rnn.c */
+IR__INFER(ir__infer_einsum);       /* op_infer_einsum.c */
+IR__INFER(ir__infer_reverse_sequence);
+IR__INFER(ir__infer_conv3d);       /* op_infer_nn.c */
+IR__INFER(ir__infer_conv3d_transpose);
+IR__INFER(ir__infer_pool3d);
+IR__INFER(ir__infer_nms);          /* op_infer_vision.c */
+IR__INFER(ir__infer_roi_align);
+IR__INFER(ir__infer_grid_sample);
+IR__INFER(ir__infer_pool2d_indices);
+IR__INFER(ir__infer_max_unpool2d);
+IR__INFER(ir__infer_dft);
+IR__INFER(ir__infer_stft);
+/* op_infer_index.c (ONNX coverage, ops1) */
+IR__INFER(ir__infer_binary_int);
+IR__INFER(ir__infer_topk);
+IR__INFER(ir__infer_nonzero);
+IR__INFER(ir__infer_unique);
+IR__INFER(ir__infer_nll_loss);
+IR__INFER(ir__infer_det);
 
 #endif

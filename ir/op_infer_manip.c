@@ -522,10 +522,12 @@ IR__INFER(ir__infer_arange) {
     bool all = true;
     for (uint32_t i = 0; i < 3; i++) {
         const ir_sinfo *s = call->args[i]->sinfo;
-        if (s->kind != IR_SINFO_PRIM)
-            return ir__op_err(call, diag, "argument %u must be a prim value, got %s", i,
+        /* a 0-d tensor (a value computed at run time, ONNX Range): the length is unknown */
+        bool scalar_tensor = s->kind == IR_SINFO_TENSOR && s->ndim == 0;
+        if (s->kind != IR_SINFO_PRIM && !scalar_tensor)
+            return ir__op_err(call, diag, "argument %u must be a prim value or a 0-d tensor, got %s", i,
                               ir__sinfo_str(s));
-        if (!ir__prim_arg(call->args[i], &p[i])) all = false;
+        if (scalar_tensor || !ir__prim_arg(call->args[i], &p[i])) all = false;
     }
     if (!all) return ir_sinfo_tensor(ctx, dt, 1, NULL);
     int64_t step;

@@ -92,11 +92,12 @@ static bool both_int_differ(const ir_prim *a, const ir_prim *b) {
 
 static const ir_sinfo *conv(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, int nsp,
                             bool transpose) {
-    const char *dl = nsp == 1 ? "NCW" : "NCHW";
-    const char *kl = nsp == 1 ? (transpose ? "IOW" : "OIW") : transpose ? "IOHW" : "OIHW";
+    static const char *const dls[4] = {"", "NCW", "NCHW", "NCDHW"}, *const kls[4] = {"", "OIW", "OIHW", "OIDHW"},
+                             *const tkls[4] = {"", "IOW", "IOHW", "IODHW"};
+    const char *dl = dls[nsp], *kl = transpose ? tkls[nsp] : kls[nsp];
     const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
     const ir_sinfo *w = x ? ir__arg_tensor(ctx, call, 1, false, diag) : NULL;
-    int pd[4], pk[4], po[4];
+    int pd[5], pk[5], po[5];
     const char *data_l = ir__attr_str(call, "data_layout");
     if (!w || !layout_attr(call, "data_layout", dl, dl, pd, diag) ||
         !layout_attr(call, "kernel_layout", kl, kl, pk, diag) ||
@@ -119,7 +120,7 @@ static const ir_sinfo *conv(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, i
     if (!kx || !kw) return ir_sinfo_tensor(ctx, dt, rank, NULL);
 
     /* data and weight dims in canonical (NC..., OI... / IO...) order */
-    const ir_prim *xd[4], *wd[4];
+    const ir_prim *xd[5], *wd[5];
     for (int k = 0; k < rank; k++) {
         xd[k] = x->dims[pd[k]];
         wd[k] = w->dims[pk[k]];
@@ -166,13 +167,15 @@ IR__INFER(ir__infer_conv1d) { return conv(ctx, call, diag, 1, false); }
 IR__INFER(ir__infer_conv2d) { return conv(ctx, call, diag, 2, false); }
 IR__INFER(ir__infer_conv1d_transpose) { return conv(ctx, call, diag, 1, true); }
 IR__INFER(ir__infer_conv2d_transpose) { return conv(ctx, call, diag, 2, true); }
+IR__INFER(ir__infer_conv3d) { return conv(ctx, call, diag, 3, false); }
+IR__INFER(ir__infer_conv3d_transpose) { return conv(ctx, call, diag, 3, true); }
 
 /* ---- pooling ---- */
 
 static const ir_sinfo *pool(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, int nsp) {
-    const char *layout = nsp == 1 ? "NCW" : "NCHW";
+    const char *layout = nsp == 1 ? "NCW" : nsp == 2 ? "NCHW" : "NCDHW";
     const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
-    int pl[4], po[4];
+    int pl[5], po[5];
     if (!x || !layout_attr(call, "layout", layout, layout, pl, diag) ||
         !layout_attr(call, "out_layout", ir__attr_str(call, "layout"), layout, po, diag))
         return NULL;
@@ -186,9 +189,9 @@ static const ir_sinfo *pool(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, i
         return NULL;
     if (!k) return ir_sinfo_tensor(ctx, x->dtype, nsp + 2, NULL);
     bool ceil_mode = ir__attr_bool(call, "ceil_mode");
-    const ir_prim *xd[4];
+    const ir_prim *xd[5];
     for (int q = 0; q < nsp + 2; q++) xd[q] = x->dims[pl[q]];
-    const ir_prim *dims[4] = {xd[0], xd[1], NULL, NULL};
+    const ir_prim *dims[5] = {xd[0], xd[1], NULL, NULL, NULL};
     for (int i = 0; i < nsp; i++) {
         int64_t c = pad[i] + pad[i + nsp] - dil[i] * (ps[i] - 1) - 1 + (ceil_mode ? st[i] - 1 : 0);
         const ir_prim *num = ir_prim_add(ctx, xd[2 + i], pint(ctx, c));
@@ -199,18 +202,19 @@ static const ir_sinfo *pool(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, i
                               (long long)o->value, ir__sinfo_str(x));
         dims[2 + i] = o;
     }
-    const ir_prim *od[4];
+    const ir_prim *od[5];
     for (int q = 0; q < nsp + 2; q++) od[po[q]] = dims[q];
     return ir_sinfo_tensor(ctx, x->dtype, nsp + 2, od);
 }
 
 IR__INFER(ir__infer_pool1d) { return pool(ctx, call, diag, 1); }
 IR__INFER(ir__infer_pool2d) { return pool(ctx, call, diag, 2); }
+IR__INFER(ir__infer_pool3d) { return pool(ctx, call, diag, 3); }
 
 static const ir_sinfo *adaptive_pool(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, int nsp) {
-    const char *layout = nsp == 1 ? "NCW" : "NCHW";
+    const char *layout = nsp == 1 ? "NCW" : nsp == 2 ? "NCHW" : "NCDHW";
     const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
-    int pl[4], po[4];
+    int pl[5], po[5];
     if (!x || !layout_attr(call, "layout", layout, layout, pl, diag) ||
         !layout_attr(call, "out_layout", ir__attr_str(call, "layout"), layout, po, diag))
         return NULL;
@@ -222,13 +226,13 @@ static const ir_sinfo *adaptive_pool(ir_ctx_t *ctx, const ir_call *call, gr_diag
         return ir__op_err(call, diag, "output_size must have 1 to %d entries", nsp);
     if (n == 1) os[1] = os[0];
     if (!k) return ir_sinfo_tensor(ctx, x->dtype, nsp + 2, NULL);
-    const ir_prim *dims[4];
+    const ir_prim *dims[5];
     for (int q = 0; q < nsp + 2; q++) dims[q] = x->dims[pl[q]];
     for (int i = 0; n > 0 && i < nsp; i++) {
         if (os[i] < 1) return ir__op_err(call, diag, "output_size must be positive");
         dims[2 + i] = pint(ctx, os[i]);
     }
-    const ir_prim *od[4];
+    const ir_prim *od[5];
     for (int q = 0; q < nsp + 2; q++) od[po[q]] = dims[q];
     return ir_sinfo_tensor(ctx, x->dtype, nsp + 2, od);
 }

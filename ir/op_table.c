@@ -66,7 +66,10 @@ static const ir_attr_field A_resize2d[] = {
     F("method", STR, "\"linear\""), F("coordinate_transformation_mode", STR, "\"half_pixel\""),
     F("rounding_method", STR, "\"round\""), F("cubic_alpha", FLOAT, "-0.75"),
     F("cubic_exclude", INT, "0"), F("extrapolation_value", FLOAT, "0.0"),
-    F("out_dtype", DTYPE, "\"void\"")};
+    F("out_dtype", DTYPE, "\"void\""),
+    /* ONNX coverage (ops1), not in TVM: the (h, w) scales that map output to input coordinates
+     * (ONNX Resize with scales whose output size in * scale is fractional); None: out / in */
+    F("scales", ARRAY, "None")};
 static const ir_attr_field A_softplus[] = {F("beta", FLOAT, "1.0"), F("threshold", FLOAT, "20.0")};
 static const ir_attr_field A_group_norm[] = {
     F("num_groups", INT, NULL), F("channel_axis", INT, NULL), F("axes", ARRAY, NULL),
@@ -97,6 +100,53 @@ static const ir_attr_field A_scatter_nd[] = {F("reduction", STR, "\"update\"")};
 static const ir_attr_field A_one_hot[] = {F("depth", INT, NULL), F("axis", INT, "-1")};
 static const ir_attr_field A_repeat[] = {F("repeats", INT, NULL), F("axis", INT, "None")};
 static const ir_attr_field A_trilu[] = {F("k", INT, "0")};
+/* ONNX coverage (ops2) */
+static const ir_attr_field A_rnn[] = {
+    F("hidden_size", INT, NULL), F("direction", STR, "\"forward\""), F("layout", INT, "0"),
+    F("clip", FLOAT, "0.0"), F("input_forget", BOOL, "False"),
+    F("linear_before_reset", BOOL, "False")};
+static const ir_attr_field A_einsum[] = {F("subscripts", STR, NULL)};
+static const ir_attr_field A_conv3d[] = {
+    F("strides", ARRAY, "[1, 1, 1]"), F("padding", ARRAY, "[0, 0, 0, 0, 0, 0]"),
+    F("dilation", ARRAY, "[1, 1, 1]"), F("groups", INT, "1"), F("data_layout", STR, "\"NCDHW\""),
+    F("kernel_layout", STR, "\"OIDHW\""), F("out_layout", STR, "\"NCDHW\""),
+    F("out_dtype", DTYPE, "\"void\"")};
+static const ir_attr_field A_conv3d_transpose[] = {
+    F("strides", ARRAY, "[1, 1, 1]"), F("padding", ARRAY, "[0, 0, 0, 0, 0, 0]"),
+    F("output_padding", ARRAY, "[0, 0, 0]"), F("dilation", ARRAY, "[1, 1, 1]"), F("groups", INT, "1"),
+    F("data_layout", STR, "\"NCDHW\""), F("kernel_layout", STR, "\"IODHW\""),
+    F("out_layout", STR, "\"NCDHW\""), F("out_dtype", DTYPE, "\"void\"")};
+static const ir_attr_field A_pool3d[] = {
+    F("pool_size", ARRAY, "[1, 1, 1]"), F("strides", ARRAY, "[1, 1, 1]"),
+    F("dilation", ARRAY, "[1, 1, 1]"), F("padding", ARRAY, "[0, 0, 0, 0, 0, 0]"),
+    F("ceil_mode", BOOL, "False"), F("count_include_pad", BOOL, "False"),
+    F("layout", STR, "\"NCDHW\""), F("out_layout", STR, "\"NCDHW\"")};
+static const ir_attr_field A_nms[] = {F("center_point_box", INT, "0")};
+static const ir_attr_field A_roi_align[] = {
+    F("pooled_size", ARRAY, NULL), F("spatial_scale", FLOAT, "1.0"), F("sample_ratio", INT, "-1"),
+    F("aligned", BOOL, "False"), F("layout", STR, "\"NCHW\""), F("mode", STR, "\"avg\"")};
+static const ir_attr_field A_grid_sample[] = {
+    F("method", STR, "\"bilinear\""), F("layout", STR, "\"NCHW\""), F("padding_mode", STR, "\"zeros\""),
+    F("align_corners", BOOL, "True")};
+static const ir_attr_field A_pool2d_indices[] = {
+    F("pool_size", ARRAY, "[1, 1]"), F("strides", ARRAY, "[1, 1]"),
+    F("dilation", ARRAY, "[1, 1]"), F("padding", ARRAY, "[0, 0, 0, 0]"),
+    F("ceil_mode", BOOL, "False"), F("count_include_pad", BOOL, "False"),
+    F("layout", STR, "\"NCHW\""), F("out_layout", STR, "\"NCHW\""), F("storage_order", INT, "0")};
+/* index_size: the (H, W) the indices refer to (MaxPool's input), when other than output_size */
+static const ir_attr_field A_max_unpool2d[] = {F("output_size", ARRAY, NULL), F("index_size", ARRAY, "None")};
+static const ir_attr_field A_dft[] = {
+    F("axis", INT, "1"), F("inverse", BOOL, "False"), F("onesided", BOOL, "False"), F("dft_length", INT, "0")};
+static const ir_attr_field A_stft[] = {
+    F("frame_step", INT, NULL), F("frame_length", INT, NULL), F("onesided", BOOL, "True")};
+static const ir_attr_field A_reverse_sequence[] = {F("batch_axis", INT, "1"), F("time_axis", INT, "0")};
+/* ONNX coverage (ops1) */
+static const ir_attr_field A_topk[] = {
+    F("k", INT, "1"), F("axis", INT, "-1"), F("ret_type", STR, "\"both\""),
+    F("largest", BOOL, "True"), F("dtype", DTYPE, "\"int32\"")};
+static const ir_attr_field A_nll_loss[] = {
+    F("reduction", STR, "\"mean\""), F("ignore_index", INT, "-100")};
+static const ir_attr_field A_unique[] = {F("sorted", BOOL, "True"), F("axis", INT, "None")};
 
 #undef F
 
@@ -237,6 +287,40 @@ static const ir_attr_field A_trilu[] = {F("k", INT, "0")};
     X(FULL, "full", 2, 2, IR_OPF_CREATION, ATTRS(A_dtype_void), ir__infer_full)             \
     X(ARANGE, "arange", 3, 3, IR_OPF_CREATION, ATTRS(A_dtype_i64), ir__infer_arange)        \
     X(SHAPE_OF, "shape_of", 1, 1, 0, NOATTRS, ir__infer_shape_of)                           \
+    /* ONNX coverage (ops2) */                                                             \
+    X(LSTM, "nn.lstm", 3, 8, 0, ATTRS(A_rnn), ir__infer_rnn)                                \
+    X(GRU, "nn.gru", 3, 6, 0, ATTRS(A_rnn), ir__infer_rnn)                                  \
+    X(RNN, "nn.rnn", 3, 6, 0, ATTRS(A_rnn), ir__infer_rnn)                                  \
+    X(EINSUM, "einsum", 1, 1, 0, ATTRS(A_einsum), ir__infer_einsum)                         \
+    X(REVERSE_SEQUENCE, "reverse_sequence", 2, 2, 0, ATTRS(A_reverse_sequence),             \
+      ir__infer_reverse_sequence)                                                           \
+    X(CONV3D, "nn.conv3d", 2, 2, 0, ATTRS(A_conv3d), ir__infer_conv3d)                      \
+    X(CONV3D_TRANSPOSE, "nn.conv3d_transpose", 2, 2, 0, ATTRS(A_conv3d_transpose),          \
+      ir__infer_conv3d_transpose)                                                           \
+    X(MAX_POOL3D, "nn.max_pool3d", 1, 1, 0, ATTRS(A_pool3d), ir__infer_pool3d)              \
+    X(AVG_POOL3D, "nn.avg_pool3d", 1, 1, 0, ATTRS(A_pool3d), ir__infer_pool3d)              \
+    X(NMS, "vision.non_max_suppression", 2, 5, 0, ATTRS(A_nms), ir__infer_nms)              \
+    X(ROI_ALIGN, "vision.roi_align", 2, 2, 0, ATTRS(A_roi_align), ir__infer_roi_align)      \
+    X(GRID_SAMPLE, "image.grid_sample", 2, 2, 0, ATTRS(A_grid_sample), ir__infer_grid_sample) \
+    X(MAX_POOL2D_INDICES, "nn.max_pool2d_with_indices", 1, 1, 0, ATTRS(A_pool2d_indices),   \
+      ir__infer_pool2d_indices)                                                             \
+    X(MAX_UNPOOL2D, "nn.max_unpool2d", 2, 2, 0, ATTRS(A_max_unpool2d), ir__infer_max_unpool2d) \
+    X(DFT, "dft", 1, 1, 0, ATTRS(A_dft), ir__infer_dft)                                     \
+    X(STFT, "stft", 1, 2, 0, ATTRS(A_stft), ir__infer_stft)                                 \
+    /* ONNX coverage (ops1) */                                                             \
+    X(MOD, "mod", 2, 2, BC, NOATTRS, ir__infer_binary_arith)                                \
+    X(FLOOR_MOD, "floor_mod", 2, 2, BC, NOATTRS, ir__infer_binary_arith)                    \
+    X(BITWISE_AND, "bitwise_and", 2, 2, BC, NOATTRS, ir__infer_binary_int)                  \
+    X(BITWISE_OR, "bitwise_or", 2, 2, BC, NOATTRS, ir__infer_binary_int)                    \
+    X(BITWISE_XOR, "bitwise_xor", 2, 2, BC, NOATTRS, ir__infer_binary_int)                  \
+    X(LEFT_SHIFT, "left_shift", 2, 2, BC, NOATTRS, ir__infer_binary_int)                    \
+    X(RIGHT_SHIFT, "right_shift", 2, 2, BC, NOATTRS, ir__infer_binary_int)                  \
+    X(LOGICAL_XOR, "logical_xor", 2, 2, BC, NOATTRS, ir__infer_binary_logical)              \
+    X(TOPK, "topk", 1, 1, 0, ATTRS(A_topk), ir__infer_topk)                                 \
+    X(NONZERO, "nonzero", 1, 1, 0, NOATTRS, ir__infer_nonzero)                              \
+    X(UNIQUE, "unique", 1, 1, 0, ATTRS(A_unique), ir__infer_unique)                         \
+    X(NLL_LOSS, "nn.nll_loss", 2, 3, 0, ATTRS(A_nll_loss), ir__infer_nll_loss)              \
+    X(DET, "linalg.det", 1, 1, 0, NOATTRS, ir__infer_det)                                   \
     X(CALL_DPS_PACKED, "call_dps_packed", 1, 2, IR_OPF_CALL_LIKE, NOATTRS,                  \
       ir__infer_call_like)                                                                  \
     X(CALL_TIR, "call_tir", 1, 3, IR_OPF_CALL_LIKE, NOATTRS, ir__infer_call_like)

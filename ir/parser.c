@@ -973,7 +973,7 @@ static const ir_sinfo *sinfo_tensor(parser *p, const ir_tok *at) {
     if (ndims >= 0) {
         if (ndim >= 0 && ndim != ndims)
             return perr(p, at, GR_ERR_PARSE, "ndim=%" PRId64 " does not match a shape of rank %d", ndim, ndims);
-        r = ir_sinfo_tensor(p->ctx, dt, ndims, p->pstack.data + mark);
+        r = ir_sinfo_tensor(p->ctx, dt, ndims, gr_vec_at(p->pstack, mark));
     } else {
         r = ir_sinfo_tensor(p->ctx, dt, (int32_t)ndim, NULL);
     }
@@ -1036,7 +1036,7 @@ static const ir_sinfo *parse_sinfo_inner(parser *p) {
     if (tok_is(&k, "Tuple")) {
         uint32_t mark = p->sstack.len, n = 0;
         if (accept_p(p, '(') && !sinfo_list(p, ')', &n)) return NULL;
-        const ir_sinfo *r = ir_sinfo_tuple(p->ctx, n, p->sstack.data + mark);
+        const ir_sinfo *r = ir_sinfo_tuple(p->ctx, n, gr_vec_at(p->sstack, mark));
         p->sstack.len = mark;
         return r;
     }
@@ -1053,7 +1053,7 @@ static const ir_sinfo *parse_sinfo_inner(parser *p) {
             uint32_t mark = p->pstack.len;
             int nd = prim_list(p, '[', ']');
             if (nd < 0) return NULL;
-            r = ir_sinfo_shape(p->ctx, nd, p->pstack.data + mark);
+            r = ir_sinfo_shape(p->ctx, nd, gr_vec_at(p->pstack, mark));
             p->pstack.len = mark;
         }
         accept_p(p, ',');
@@ -1097,7 +1097,7 @@ static const ir_sinfo *parse_sinfo_inner(parser *p) {
         const ir_sinfo *ret = parse_sinfo(p);
         if (!ret || !callable_purity(p)) return NULL;
         if (!expect_p(p, ')', "to close R.Callable(")) return NULL;
-        const ir_sinfo *r = ir_sinfo_func(p->ctx, n, p->sstack.data + mark, ret);
+        const ir_sinfo *r = ir_sinfo_func(p->ctx, n, gr_vec_at(p->sstack, mark), ret);
         p->sstack.len = mark;
         return r;
     }
@@ -1149,7 +1149,7 @@ static bool parse_attr(parser *p, ir_attr *out) {
             if (!accept_p(p, ',')) break;
         }
         if (ok) ok = expect_p(p, close, "to close the list");
-        if (ok) *out = ir_attr_array(p->ctx, p->vstack.len - mark, p->vstack.data + mark);
+        if (ok) *out = ir_attr_array(p->ctx, p->vstack.len - mark, gr_vec_at(p->vstack, mark));
         p->vstack.len = mark;
     } else if (is_p(&t, '{')) {
         skip(p);
@@ -1168,7 +1168,7 @@ static bool parse_attr(parser *p, ir_attr *out) {
         if (ok) ok = expect_p(p, '}', "to close the dict");
         if (ok) {
             uint32_t n = p->vstack.len - mark;
-            *out = ir_attr_array(p->ctx, n, p->vstack.data + mark);
+            *out = ir_attr_array(p->ctx, n, gr_vec_at(p->vstack, mark));
             out->kind = IR_ATTR_MAP;
             out->u.arr.n = n / 2;
         }
@@ -1288,7 +1288,7 @@ static ir_expr *call_args_generic(parser *p, ir_expr *callee) {
         if (!accept_p(p, ',')) break;
     }
     if (!expect_p(p, ')', "to close the call")) return NULL;
-    ir_call *c = ir_call_new(p->ctx, callee, p->estack.len - mark, p->estack.data + mark, NULL, 0,
+    ir_call *c = ir_call_new(p->ctx, callee, p->estack.len - mark, gr_vec_at(p->estack, mark), NULL, 0,
                              NULL, NULL);
     p->estack.len = mark;
     return &c->base;
@@ -1384,8 +1384,8 @@ static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
     const ir_attrs *attrs = NULL;
     uint32_t nk = p->kstack.len - kmark;
     if (nk || def->nattrs) {
-        const ir_attrs *given = nk ? ir_attrs_new(p->ctx, nk, p->kstack.data + kmark,
-                                                  p->vstack.data + vmark) : NULL;
+        const ir_attrs *given = nk ? ir_attrs_new(p->ctx, nk, gr_vec_at(p->kstack, kmark),
+                                                  gr_vec_at(p->vstack, vmark)) : NULL;
         CLEAR_TMP(p);
         if (ir_op_attrs_normalize_ex(p->ctx, def, given, p->lenient, &attrs, &p->tmp) != GR_OK) {
             perr(p, at, GR_ERR_PARSE, "%s", p->tmp.msg);
@@ -1393,8 +1393,8 @@ static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
         }
     }
     ir_call *c = ir_call_new(p->ctx, &ir_op_get_def(p->ctx, def)->base, nargs,
-                             p->estack.data + emark, attrs, p->sstack.len - smark,
-                             p->sstack.data + smark, NULL);
+                             gr_vec_at(p->estack, emark), attrs, p->sstack.len - smark,
+                             gr_vec_at(p->sstack, smark), NULL);
     if (p->lenient && !(def->flags & IR_OPF_CALL_LIKE)) {
         /* a pattern: where the wildcards leave the result unknown, it is R.Object */
         bool ready = true;
@@ -1408,7 +1408,7 @@ static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
     }
     if (p->written_attrs && nk)
         gr_map_put(p->written_attrs, GR_MAP_PTR(c),
-                   GR_MAP_PTR(ir_attrs_new(p->ctx, nk, p->kstack.data + kmark, p->vstack.data + vmark)));
+                   GR_MAP_PTR(ir_attrs_new(p->ctx, nk, gr_vec_at(p->kstack, kmark), gr_vec_at(p->vstack, vmark))));
     result = &c->base;
 out:
     p->estack.len = emark;
@@ -1475,7 +1475,7 @@ static ir_expr *dotted(parser *p) {
         uint32_t mark = p->pstack.len;
         int nd = prim_list(p, '[', ']');
         if (nd < 0 || !expect_p(p, ')', "to close R.shape(")) return NULL;
-        ir_shape_expr *s = ir_shape_expr_new(p->ctx, (uint32_t)nd, p->pstack.data + mark, NULL);
+        ir_shape_expr *s = ir_shape_expr_new(p->ctx, (uint32_t)nd, gr_vec_at(p->pstack, mark), NULL);
         p->pstack.len = mark;
         return &s->base;
     }
@@ -1506,7 +1506,7 @@ static ir_expr *dotted(parser *p) {
             if (!accept_p(p, ',')) break;
         }
         if (!expect_p(p, ')', "to close R.tuple(")) return NULL;
-        ir_tuple *t = ir_tuple_new(p->ctx, p->estack.len - mark, p->estack.data + mark, NULL);
+        ir_tuple *t = ir_tuple_new(p->ctx, p->estack.len - mark, gr_vec_at(p->estack, mark), NULL);
         p->estack.len = mark;
         return &t->base;
     }
@@ -1548,7 +1548,7 @@ static ir_expr *primary(parser *p) {
             p->estack.len = mark;
             return e;
         }
-        ir_tuple *tp = ir_tuple_new(p->ctx, n, p->estack.data + mark, NULL);
+        ir_tuple *tp = ir_tuple_new(p->ctx, n, gr_vec_at(p->estack, mark), NULL);
         p->estack.len = mark;
         return &tp->base;
     }
@@ -1864,7 +1864,7 @@ static bool parse_binding(parser *p, body_ctx *bc, result_stmt *res) {
                 if (!a) return false;
                 gr_vec_push(&p->estack, a);
             }
-            value = &ir_tuple_new(p->ctx, p->estack.len - mark, p->estack.data + mark, NULL)->base;
+            value = &ir_tuple_new(p->ctx, p->estack.len - mark, gr_vec_at(p->estack, mark), NULL)->base;
             p->estack.len = mark;
         }
     }
@@ -2706,6 +2706,12 @@ gr_status ir_parse_file(ir_ctx_t *ctx, const char *path, ir_module **out, gr_dia
     FILE *f = fopen(path, "rb");
     if (!f) {
         gr_diag_set(diag, GR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        gr_diag_set_file(diag, path);
+        return GR_ERR_IO;
+    }
+    if (gr_is_dir(f)) {
+        fclose(f);
+        gr_diag_set(diag, GR_ERR_IO, "%s: is a directory, not a file", path);
         gr_diag_set_file(diag, path);
         return GR_ERR_IO;
     }

@@ -1,6 +1,7 @@
 /* Status names and diagnostics. */
 #include "ir/status.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,10 @@ void gr_diag_set_op(gr_diag *d, const char *op) {
 
 void gr_diag_print(const gr_diag *d) {
     fputs("error: ", stderr);
-    if (d->file[0]) fprintf(stderr, "%s: ", d->file);
+    /* many messages already start with "FILE:" (the reader's own wording): print it once */
+    size_t fl = strlen(d->file);
+    bool named = fl && strncmp(d->msg, d->file, fl) == 0 && d->msg[fl] == ':';
+    if (d->file[0] && !named) fprintf(stderr, "%s: ", d->file);
     if (d->layer[0]) fprintf(stderr, "layer '%s' ", d->layer);
     if (d->op[0]) fprintf(stderr, "(op %s) ", d->op);
     if (d->layer[0] || d->op[0]) fputs(": ", stderr);

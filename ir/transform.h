@@ -169,6 +169,7 @@ extern const ir_pass ir_pass_cse;                        /* "EliminateCommonSube
 extern const ir_pass ir_pass_decompose_inference;        /* "DecomposeOpsForInference" */
 extern const ir_pass ir_pass_fold_bn_conv;               /* "FoldBatchNormIntoConv" */
 extern const ir_pass ir_pass_simplify_expr;              /* "SimplifyExpr" */
+extern const ir_pass ir_pass_fuse_norm_gelu;             /* "FuseLayerNormGelu" */
 extern const ir_pass ir_pass_fold_constant;              /* "FoldConstant" */
 extern const ir_pass ir_pass_to_non_dataflow;            /* "ToNonDataflow" */
 extern const ir_pass ir_pass_bind_params_attr;           /* "BindParams": from the "params" attr */

@@ -375,6 +375,10 @@ gr_status pat_table_read_file(ir_ctx_t *ctx, const char *path, pat_table **out, 
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return gr_diag_set(diag, GR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (gr_is_dir(f)) {
+        fclose(f);
+        return gr_diag_set(diag, GR_ERR_IO, "%s: is a directory, not a file", path);
+    }
     char *buf = NULL;
     size_t len = 0, cap = 0;
     for (;;) {

@@ -1,4 +1,5 @@
 /* The deployable artifact: build (plan + LLVM object + text) and load (runtime/graft_model.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -460,7 +461,11 @@ done:
 gr_status graft_model_load(const char *path, graft_model **out, gr_diag *diag) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
-    if (!f) return gr_diag_set(diag, GR_ERR_IO, "%s: cannot open", path);
+    if (!f) return gr_diag_set(diag, GR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (gr_is_dir(f)) {
+        fclose(f);
+        return gr_diag_set(diag, GR_ERR_IO, "%s: is a directory, not a file", path);
+    }
     uint8_t *buf = NULL;
     size_t len = 0, cap = 0, n;
     do {

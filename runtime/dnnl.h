@@ -19,6 +19,15 @@
  *   - activations keep the layout oneDNN chose; reorders only where a primitive needs another
  *     layout, at the region's inputs, and into the outputs (outputs written in place when the
  *     producing primitive already writes plain row-major data);
+ *   - never a reference kernel where a jit one exists: every primitive descriptor's
+ *     implementation is queried (dnnl_query_impl_info_str); on "ref" the handler tries other
+ *     layouts before keeping it -- convolutions all `any`, then channels-last src and dst;
+ *     binary ops the broadcast operand in src0's layout (oneDNN's blocked nChw8c on AVX2,
+ *     nChw16c on AVX-512, read from the layout it chose, never hard-coded), then channels-last;
+ *     eltwise, pooling and resampling dst `any`, then channels-last; post-ops that would force
+ *     ref are dropped into their own primitives. What stays on ref keeps its reason
+ *     (rt_dnnl_prim, GRAFT_DNNL_DEBUG=1 lists every primitive with its implementation);
+ *   - every value's shape is checked against its node's declared shape before anything runs;
  *   - intermediate buffers share one arena planned from their lifetimes; one user scratchpad.
  * run: binds the caller's input and output buffers and executes the primitive list on one
  * stream (serialized per graph).
@@ -45,12 +54,47 @@ typedef struct rt_dnnl_stats {
     uint32_t npostops;            /* post-ops fused (bias counts as one) */
     uint32_t nfused_nodes;        /* kernel nodes folded into another node's primitive */
     uint32_t ncomposites;         /* fused composites built from their annotation */
+    uint32_t ncollapsed;          /* batched matmuls with shared weights run as one 2-D GEMM */
     size_t arena_bytes;           /* planned intermediate memory */
     size_t naive_bytes;           /* sum of all intermediate sizes (no reuse) */
     size_t scratch_bytes;
     size_t weight_bytes;          /* weights reordered and owned by the engine */
+    uint32_t nref;                /* primitives left on oneDNN's reference kernels ("ref:any") */
 } rt_dnnl_stats;
 void rt_dnnl_get_stats(const void *state, rt_dnnl_stats *out);
+
+/* One primitive of a prepared region, in execution order. */
+typedef struct rt_dnnl_prim_info {
+    const char *kind;             /* "convolution", "binary", "reorder", ... */
+    const char *impl;             /* oneDNN's implementation: "jit:avx2", "brgconv:avx512_core", "ref:any" */
+    const char *ref_reason;       /* impl on ref: why no faster one was found; else NULL */
+    uint32_t nlayers;             /* frontend layers (spans) of the nodes it computes */
+    const char *const *layers;
+} rt_dnnl_prim_info;
+uint32_t rt_dnnl_num_prims(const void *state);
+/* false when i is out of range; the strings live as long as the state */
+bool rt_dnnl_prim(const void *state, uint32_t i, rt_dnnl_prim_info *out);
+
+/* Per-primitive profiling, process-wide: while fn is set, every region runs its primitives one
+ * at a time (waiting for each) and reports each with its time; fn NULL turns it off. */
+typedef struct rt_dnnl_prim_event {
+    const char *region;           /* the region's symbol */
+    uint32_t index;               /* primitive index in the region */
+    const rt_dnnl_prim_info *info;
+    uint64_t ns;
+} rt_dnnl_prim_event;
+typedef void (*rt_dnnl_profile_fn)(const rt_dnnl_prim_event *ev, void *user);
+void rt_dnnl_set_profiler(rt_dnnl_profile_fn fn, void *user);
+
+/* Process-wide: primitives prepared so far, how many of them on reference kernels, and the
+ * last of those ("region 'r', layer 'L': binary ref:any: why") into buf. */
+void rt_dnnl_totals(uint64_t *nprims, uint64_t *nref, char *last_ref, size_t n);
+
+/* The instruction set oneDNN's jit kernels use in this process ("avx2", "avx512_core", ...;
+ * ONEDNN_MAX_CPU_ISA caps it) and the channel block of its blocked activation layouts (8 on
+ * AVX2, 16 from AVX-512). */
+const char *rt_dnnl_isa(void);
+int rt_dnnl_channel_block(void);
 
 /* True when the engine has a dedicated handler for `op` (conv, matmul, pools, softmax, norms,
  * concat, resize, reductions, reshapes, permute); elementwise / binary ops are handled too. */

@@ -112,36 +112,8 @@ static float ann_float(json_t *p, const char *key, float dflt) {
 }
 
 gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step *st, int *out) {
-    dnnl_memory_desc_t md = S->vals.data[v].md;
-    union {
-        dnnl_eltwise_desc_t e;
-        dnnl_binary_desc_t b;
-    } desc;
-    dnnl_status_t ds;
-    dn_arg args[4];
-    int na = 0;
-    if (st->kind == STEP_ELTWISE) {
-        ds = dnnl_eltwise_forward_desc_init(&desc.e, dnnl_forward_inference, st->alg, &md, st->alpha, st->beta);
-    } else {
-        int v1;
-        dnnl_memory_desc_t md1;
-        gr_status r = dn_step_src1(S, n, st, md.ndims, &v1, &md1);
-        if (r) return r;
-        md = S->vals.data[v].md;  /* dn_step_src1 may have grown the value array */
-        ds = dnnl_binary_desc_init(&desc.b, st->alg, &md, &md1, &md);
-        args[na++] = (dn_arg){DNNL_ARG_SRC_1, v1, md1, NULL};
-    }
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid post-op primitive");
-    dnnl_primitive_desc_t pd;
-    ds = dnnl_primitive_desc_create(&pd, &desc, S->attr_plain, S->eng, NULL);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the post-op primitive");
-    dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    args[na++] = (dn_arg){DNNL_ARG_SRC, v, md, NULL};
-    int ov = dn_val_new(S, V_TMP, &dmd);
-    args[na++] = (dn_arg){DNNL_ARG_DST, ov, dmd, NULL};
-    gr_status r = dn_emit(S, n, pd, args, na, false);
-    if (!r) *out = ov;
-    return r;
+    int used;
+    return dn_elem_prim(S, n, st, v, NULL, 0, 0, false, out, &used);
 }
 
 static dnnl_alg_kind_t affine_alg(const char *op) {

@@ -7,10 +7,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <oneapi/dnnl/dnnl_debug.h>
+#include <stdatomic.h>
 
 #include "runtime/dnnl.h"
 #include "runtime/dnnl_impl.h"
+
+/* process-wide tallies of the primitives prepared (rt_dnnl_totals) */
+static atomic_uint_fast64_t g_nprims, g_nref;
+static pthread_mutex_t g_ref_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_last_ref[512];
+static _Atomic(rt_dnnl_profile_fn) g_prof_fn;
+static void *_Atomic g_prof_user;
+
+void rt_dnnl_set_profiler(rt_dnnl_profile_fn fn, void *user) {
+    atomic_store(&g_prof_user, user);
+    atomic_store(&g_prof_fn, fn);
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* ------------------------------------------------------------------ threads ---- */
 
@@ -83,6 +105,42 @@ bool dn_is_plain(const dnnl_memory_desc_t *md) {
     return dnnl_memory_desc_equal(&p, md);
 }
 
+bool dn_pd_is_ref(const_dnnl_primitive_desc_t pd) {
+    const char *impl = NULL;
+    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+           !strncmp(impl, "ref", 3);
+}
+
+/* Activation layouts by rank: plain, channels-last, 8- and 16-channel blocks. */
+static const dnnl_format_tag_t LIKE_TAGS[][4] = {
+    [3] = {dnnl_abc, dnnl_acb, dnnl_aBc8b, dnnl_aBc16b},
+    [4] = {dnnl_abcd, dnnl_acdb, dnnl_aBcd8b, dnnl_aBcd16b},
+    [5] = {dnnl_abcde, dnnl_acdeb, dnnl_aBcde8b, dnnl_aBcde16b},
+};
+
+bool dn_md_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *like, int nd, const int64_t *dims) {
+    if (like->ndims != nd || nd < 3 || nd > 5) {
+        if (!dn_is_plain(like)) return false;
+        dn_plain_md(out, nd, dims);
+        return true;
+    }
+    dnnl_dims_t d;
+    for (int i = 0; i < nd; i++) d[i] = dims[i];
+    for (int t = 0; t < 4; t++) {
+        dnnl_memory_desc_t m;
+        if (dnnl_memory_desc_init_by_tag(&m, nd, like->dims, dnnl_f32, LIKE_TAGS[nd][t]) != dnnl_success ||
+            !dnnl_memory_desc_equal(&m, like))
+            continue;
+        return dnnl_memory_desc_init_by_tag(out, nd, d, dnnl_f32, LIKE_TAGS[nd][t]) == dnnl_success;
+    }
+    return false;
+}
+
+void dn_channels_last(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md) {
+    if (md->ndims < 3 || md->ndims > 5) dn_plain_like(out, md);
+    else dnnl_memory_desc_init_by_tag(out, md->ndims, md->dims, dnnl_f32, LIKE_TAGS[md->ndims][1]);
+}
+
 /* Plain md of dims expanded with leading 1s to nd. */
 void dn_plain_expand(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int nd) {
     int64_t d[DNNL_MAX_NDIMS];
@@ -135,8 +193,32 @@ gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, 
         p.args[nargs].val = -2;
         p.args[nargs].md = *sp;
     }
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl) impl = "?";
+    snprintf(p.impl, sizeof p.impl, "%s", impl);
+    dnnl_primitive_kind_t pk = dnnl_undefined_primitive;
+    dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &pk);
+    p.kind = dnnl_prim_kind2str(pk);
     dnnl_primitive_desc_destroy(pd);
     p.layer = n ? n->layer : "";
+    if (n) gr_vec_push(&p.nodes, n);
+    /* the nodes folded into this primitive (a reorder only serves its consumer n) */
+    if (!reorder) {
+        for (uint32_t i = 0; i < S->pend.len; i++)
+            if (S->pend.data[i] != n) gr_vec_push(&p.nodes, S->pend.data[i]);
+        S->pend.len = 0;
+    }
+    atomic_fetch_add(&g_nprims, 1);
+    if (!strncmp(p.impl, "ref", 3)) {
+        p.ref_why = S->ref_why ? S->ref_why : "oneDNN has no other implementation of this primitive for these shapes";
+        S->stats.nref++;
+        atomic_fetch_add(&g_nref, 1);
+        pthread_mutex_lock(&g_ref_lock);
+        snprintf(g_last_ref, sizeof g_last_ref, "region '%s', layer '%s': %s %s: %s", S->symbol, p.layer, p.kind, p.impl,
+                 p.ref_why);
+        pthread_mutex_unlock(&g_ref_lock);
+    }
+    S->ref_why = NULL;
     int idx = (int)S->prims.len;
     for (int a = 0; a < nargs; a++) {
         int v = args[a].val;
@@ -581,7 +663,7 @@ bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step
 
 /* The longest chain of exclusive post-op steps after entry e (at most max). */
 int dn_collect_chain(dn_state *S, int e, dn_step *steps, int max) {
-    int k = 0, nelt = 0;
+    int k = 0, nelt = 0, nlin = 0;
     while (k < max) {
         if (S->is_head[e]) break;
         bool ok = false;
@@ -594,6 +676,11 @@ int dn_collect_chain(dn_state *S, int e, dn_step *steps, int max) {
         bool merges = k && steps[k].kind == STEP_ELTWISE && steps[k - 1].kind == STEP_ELTWISE &&
                       steps[k].alg == dnnl_eltwise_linear && steps[k - 1].alg == dnnl_eltwise_linear;
         if (steps[k].kind == STEP_ELTWISE && !merges && ++nelt > 2) break;
+        /* two linear post-ops with a binary one between them give wrong results too (seen:
+         * binary subtract + linear, add, linear in a QDQ model: errors of 60 and more); keep
+         * one linear per chain unless the new one merges into the previous */
+        bool lin = steps[k].kind == STEP_ELTWISE && steps[k].alg == dnnl_eltwise_linear;
+        if (lin && !merges && nlin++ > 0) break;
         e = steps[k].out;
         /* linear after linear: one post-op */
         if (k && steps[k].kind == STEP_ELTWISE && steps[k - 1].kind == STEP_ELTWISE && steps[k].alg == dnnl_eltwise_linear &&
@@ -675,11 +762,15 @@ gr_status dn_make_attr(dn_state *S, const rt_json_node *n, const dn_step *steps,
 
 /* Marks the nodes of the first k steps as folded. */
 void dn_consume(dn_state *S, const dn_step *steps, int k) {
-    for (int i = 0; i < k; i++)
+    for (int i = 0; i < k; i++) {
         for (int j = 0; j < steps[i].nnodes; j++) {
             S->consumed[steps[i].nodes[j] - S->node0] = true;
             S->stats.nfused_nodes++;
+            gr_vec_push(&S->pend, steps[i].nodes[j]);
         }
+        /* a composite's steps name only their output: its producer is the node computed */
+        if (!steps[i].nnodes && steps[i].out >= 0) gr_vec_push(&S->pend, S->ent_node[steps[i].out].node);
+    }
     S->stats.npostops += (uint32_t)k;
 }
 
@@ -758,7 +849,8 @@ static gr_status plan_memory(dn_state *S) {
 static void *val_ptr(dn_state *S, int v) {
     int r = root_of(S, v);
     dn_val *dv = &S->vals.data[r];
-    if (dv->kind == V_TMP) return (char *)S->arena + dv->off;
+    /* no arena (nothing intermediate): never offset a NULL pointer */
+    if (dv->kind == V_TMP) return S->arena ? (char *)S->arena + dv->off : NULL;
     return dv->ptr;
 }
 
@@ -797,7 +889,10 @@ static void dn_release(rt_json_graph *g, void *state) {
         if (pr->prim) dnnl_primitive_destroy(pr->prim);
         free(pr->args);
         free(pr->exec);
+        gr_vec_free(&pr->nodes);
+        gr_vec_free(&pr->layers);
     }
+    gr_vec_free(&S->pend);
     gr_vec_free(&S->prims);
     gr_vec_free(&S->vals);
     gr_vec_free(&S->exts);
@@ -819,6 +914,24 @@ static void dn_release(rt_json_graph *g, void *state) {
     if (S->eng) dnnl_engine_destroy(S->eng);
     pthread_mutex_destroy(&S->lock);
     free(S);
+}
+
+static void add_layer(dn_prim *p, const char *src) {
+    if (!src || !*src) return;
+    for (uint32_t j = 0; j < p->layers.len; j++)
+        if (!strcmp(p->layers.data[j], src)) return;
+    gr_vec_push(&p->layers, src);
+}
+
+/* The distinct span sources of the nodes a primitive computes (span entries are [source,
+ * output] pairs or {"source": ...} objects, as the json runtime reads them). */
+static void prim_layers(dn_prim *p) {
+    for (uint32_t i = 0; i < p->nodes.len; i++) {
+        json_t *sp = json_object_get(p->nodes.data[i]->attrs, "span"), *o;
+        size_t k;
+        json_array_foreach(sp, k, o) add_layer(p, json_string_value(json_is_array(o) ? json_array_get(o, 0) : json_object_get(o, "source")));
+        add_layer(p, p->nodes.data[i]->layer);
+    }
 }
 
 static gr_status build(dn_state *S) {
@@ -869,6 +982,24 @@ static gr_status build(dn_state *S) {
         gr_status st = ann ? dn_composite(S, n, ann) : dn_node(S, n);
         if (st) return st;
     }
+    /* every value a handler bound must have its node's declared shape: the region's output
+     * buffers and the consumers' primitives are sized from the declarations (an x op x with a
+     * declared [1, 1] output of a [1, 91] x would write 91 floats into one) */
+    for (uint32_t e = 0; e < S->nent; e++) {
+        int v = S->ent_val[e];
+        const rt_json_node *n = S->ent_node[e].node;
+        if (v < 0 || !n || n->kind != RT_JSON_KERNEL) continue;
+        uint32_t o = S->ent_node[e].index;
+        const dnnl_memory_desc_t *md = &S->vals.data[v].md;
+        int32_t nd = n->ndims[o];
+        bool ok = nd == 0 ? md->ndims == 1 && md->dims[0] == 1 : md->ndims == nd;
+        for (int32_t k = 0; ok && k < nd; k++) ok = md->dims[k] == n->shapes[o][k];
+        if (!ok) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "output %u does not match its declared shape/dtype", o);
+            return dn_fail(S, n, dnnl_success, msg);
+        }
+    }
     /* heads: written in place when produced plain, else copied */
     for (uint32_t h = 0; h < rt_json_graph_num_heads(g); h++) {
         uint32_t e = rt_json_graph_entry_id(g, rt_json_graph_head(g, h));
@@ -897,6 +1028,7 @@ static gr_status build(dn_state *S) {
         if (st) return st;
     }
     S->stats.nprims = S->prims.len;
+    for (uint32_t p = 0; p < S->prims.len; p++) prim_layers(&S->prims.data[p]);
     gr_status st = plan_memory(S);
     if (!st) st = make_memories(S);
     return st;
@@ -950,11 +1082,19 @@ static gr_status dn_prepare(rt_json_graph *g, void **state, gr_diag *d) {
     if (!st) st = build(S);
     if (one) g_set_threads(g_threads);
     if (getenv("GRAFT_DNNL_DUMP")) fprintf(stderr, "%s\n", rt_json_graph_text(g));
-    if (!st && getenv("GRAFT_DNNL_DEBUG"))
-        fprintf(stderr, "dnnl region '%s': %u primitives (%u reorders), %u composites, %u post-ops, %u nodes folded, arena %zu, "
-                        "scratch %zu, weights %zu bytes\n",
-                S->symbol, S->stats.nprims, S->stats.nreorders, S->stats.ncomposites, S->stats.npostops, S->stats.nfused_nodes,
-                S->stats.arena_bytes, S->scratch_bytes, S->stats.weight_bytes);
+    if (!st && getenv("GRAFT_DNNL_DEBUG")) {
+        fprintf(stderr, "dnnl region '%s': %u primitives (%u reorders, %u on ref), %u composites, %u post-ops, %u nodes folded, "
+                        "arena %zu, scratch %zu, weights %zu bytes\n",
+                S->symbol, S->stats.nprims, S->stats.nreorders, S->stats.nref, S->stats.ncomposites, S->stats.npostops,
+                S->stats.nfused_nodes, S->stats.arena_bytes, S->scratch_bytes, S->stats.weight_bytes);
+        for (uint32_t p = 0; p < S->prims.len; p++) {
+            const dn_prim *pr = &S->prims.data[p];
+            fprintf(stderr, "  %3u %-14s %-24s", p, pr->kind, pr->impl);
+            for (uint32_t l = 0; l < pr->layers.len; l++) fprintf(stderr, "%s%s", l ? ", " : " ", pr->layers.data[l]);
+            if (pr->ref_why) fprintf(stderr, "  [ref: %s]", pr->ref_why);
+            fputc('\n', stderr);
+        }
+    }
     if (st) {
         dn_release(g, S);
         return st;
@@ -1010,8 +1150,19 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
      * more than its primitives (and stall on a busy machine) */
     bool one = S->small && g_threads > 1 && g_set_threads;
     if (one) g_set_threads(1);
-    for (; p < S->prims.len && ds == dnnl_success; p++)
+    rt_dnnl_profile_fn prof = atomic_load(&g_prof_fn);
+    void *prof_user = atomic_load(&g_prof_user);
+    for (; p < S->prims.len && ds == dnnl_success; p++) {
+        uint64_t t0 = prof ? now_ns() : 0;
         ds = dnnl_primitive_execute(S->prims.data[p].prim, S->stream, S->prims.data[p].nargs, S->prims.data[p].exec);
+        if (prof && ds == dnnl_success && (ds = dnnl_stream_wait(S->stream)) == dnnl_success) {
+            uint64_t ns = now_ns() - t0;
+            rt_dnnl_prim_info info;
+            rt_dnnl_prim(S, p, &info);
+            rt_dnnl_prim_event ev = {S->symbol, p, &info, ns};
+            prof(&ev, prof_user);
+        }
+    }
     if (ds == dnnl_success) ds = dnnl_stream_wait(S->stream);
     if (one) g_set_threads(g_threads);
     _mm_setcsr(csr);
@@ -1029,6 +1180,54 @@ void rt_dnnl_get_stats(const void *state, rt_dnnl_stats *out) {
     const dn_state *S = state;
     if (S) *out = S->stats;
     else memset(out, 0, sizeof(*out));
+}
+
+uint32_t rt_dnnl_num_prims(const void *state) { return state ? ((const dn_state *)state)->prims.len : 0; }
+
+bool rt_dnnl_prim(const void *state, uint32_t i, rt_dnnl_prim_info *out) {
+    const dn_state *S = state;
+    if (!S || i >= S->prims.len) return false;
+    const dn_prim *p = &S->prims.data[i];
+    out->kind = p->kind;
+    out->impl = p->impl;
+    out->ref_reason = p->ref_why;
+    out->nlayers = p->layers.len;
+    out->layers = p->layers.data;
+    return true;
+}
+
+void rt_dnnl_totals(uint64_t *nprims, uint64_t *nref, char *last_ref, size_t n) {
+    if (nprims) *nprims = atomic_load(&g_nprims);
+    if (nref) *nref = atomic_load(&g_nref);
+    if (last_ref && n) {
+        pthread_mutex_lock(&g_ref_lock);
+        snprintf(last_ref, n, "%s", g_last_ref);
+        pthread_mutex_unlock(&g_ref_lock);
+    }
+}
+
+const char *rt_dnnl_isa(void) {
+    static const struct { dnnl_cpu_isa_t isa; const char *name; } ISAS[] = {
+        {dnnl_cpu_isa_sse41, "sse41"},
+        {dnnl_cpu_isa_avx, "avx"},
+        {dnnl_cpu_isa_avx2, "avx2"},
+        {dnnl_cpu_isa_avx512_mic, "avx512_mic"},
+        {dnnl_cpu_isa_avx512_mic_4ops, "avx512_mic_4ops"},
+        {dnnl_cpu_isa_avx512_core, "avx512_core"},
+        {dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"},
+        {dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"},
+        {dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"},
+        {dnnl_cpu_isa_avx2_vnni, "avx2_vnni"},
+    };
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    for (size_t i = 0; i < sizeof(ISAS) / sizeof(ISAS[0]); i++)
+        if (ISAS[i].isa == isa) return ISAS[i].name;
+    return "any";
+}
+
+int rt_dnnl_channel_block(void) {
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? 16 : 8;
 }
 
 const rt_json_engine rt_dnnl_engine = {"dnnl_json", dn_prepare, dn_run, dn_release};

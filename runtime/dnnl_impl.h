@@ -38,6 +38,11 @@ typedef struct dn_prim {
     dn_arg *args;
     dnnl_exec_arg_t *exec;
     const char *layer;
+    char impl[40];                /* oneDNN's implementation name ("jit:avx2", "ref:any", ...) */
+    const char *kind;             /* "convolution", "reorder", ... */
+    const char *ref_why;          /* an impl on ref: why no faster one was found (static text) */
+    GR_VEC(const rt_json_node *) nodes;   /* the kernel nodes it computes (node first) */
+    GR_VEC(const char *) layers;          /* their span sources, distinct (after build) */
 } dn_prim;
 
 typedef struct dn_ext {
@@ -100,6 +105,8 @@ typedef struct dn_state {
     const dn_step *comp_steps;
     int comp_k;
     int comp_b;
+    GR_VEC(const rt_json_node *) pend;    /* nodes folded into the next primitive emitted */
+    const char *ref_why;          /* why the next primitive may stay on ref (see dn_emit) */
 } dn_state;
 
 const char *dnnl_status_str(dnnl_status_t s);
@@ -114,6 +121,13 @@ int root_val(const dn_state *S, int v);
 void *dn_owned_alloc(dn_state *S, size_t bytes);
 gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
                   bool reorder);
+/* The layout of `like` (same tag: blocked nChw8c / nChw16c, channels-last, plain) for dims
+ * `dims`; false when like's layout is none of the tags tried. */
+bool dn_md_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *like, int nd, const int64_t *dims);
+/* Channels-last md (acb, acdb, acdeb; plain below 3 dims) of dims of md. */
+void dn_channels_last(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md);
+/* oneDNN's implementation name of pd; true when it is a reference kernel. */
+bool dn_pd_is_ref(const_dnnl_primitive_desc_t pd);
 gr_status dn_as(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *want, int *out);
 gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out);
 
@@ -154,5 +168,16 @@ bool dn_in_composite(const rt_json_node *n);
 gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann);
 /* One step as its own primitive on value v (post-ops oneDNN would not fuse). */
 gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step *st, int *out);
+/* dnnl_ops.c: the eltwise / binary primitive of step `first` on value xv with the post-op steps
+ * [kmin, k) it takes (*kused), in the first layouts that get a jit kernel; consume: fold the
+ * steps taken (else only first's node is recorded as computed). *out: the output value. */
+gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first, int xv, const dn_step *steps, int k,
+                       int kmin, bool consume, int *out, int *kused);
+
+/* dnnl_rnn.c: relax.nn.lstm / gru / rnn as one oneDNN RNN primitive. */
+gr_status dn_rnn(dn_state *S, const rt_json_node *n);
+/* dnnl_vol.c: relax.nn.conv3d / conv3d_transpose and max_pool3d / avg_pool3d. */
+gr_status dn_conv3d(dn_state *S, const rt_json_node *n);
+gr_status dn_pool3d(dn_state *S, const rt_json_node *n);
 
 #endif

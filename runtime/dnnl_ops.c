@@ -19,33 +19,43 @@ static gr_status need_val(dn_state *S, const rt_json_node *n, int e, int *v) {
 }
 
 /* Creates the primitive descriptor with as many of the steps as oneDNN accepts as post-ops
- * (all, then fewer). args/nargs: the fixed args; binary post-op sources are appended. */
-static gr_status fuse_create_min(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t desc, int nd,
-                                 const dn_step *steps, int nsteps, int kmin, dnnl_primitive_desc_t *pd, int *kused,
-                                 dn_arg *args, int *nargs) {
+ * (all, then fewer), preferring fewer post-ops to a reference kernel. need_jit: a reference
+ * kernel even without post-ops is a failure too (the caller has other layouts to try);
+ * returns dnnl_unimplemented then, with *err GR_OK. args/nargs: the fixed args; binary
+ * post-op sources are appended. */
+static dnnl_status_t try_create(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t desc, int nd,
+                                const dn_step *steps, int nsteps, int kmin, bool need_jit, dnnl_primitive_desc_t *pd,
+                                int *kused, dn_arg *args, int *nargs, gr_status *err) {
     dnnl_status_t ds = dnnl_unimplemented;
+    *err = GR_OK;
     for (int k = nsteps; k >= kmin; k--) {
         int na = *nargs;
         dnnl_primitive_attr_t attr;
-        gr_status st = dn_make_attr(S, n, steps, k, nd, &attr, args, &na);
-        if (st) return st;
+        if ((*err = dn_make_attr(S, n, steps, k, nd, &attr, args, &na))) return dnnl_runtime_error;
         ds = dnnl_primitive_desc_create(pd, desc, attr, S->eng, NULL);
         dnnl_primitive_attr_destroy(attr);
         /* post-ops that push oneDNN onto its reference kernels cost more than they save */
-        const char *impl = NULL;
-        if (ds == dnnl_success && k > kmin &&
-            dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
-            !strncmp(impl, "ref", 3)) {
+        if (ds == dnnl_success && (k > kmin || need_jit) && dn_pd_is_ref(*pd)) {
             dnnl_primitive_desc_destroy(*pd);
+            ds = dnnl_unimplemented;
             continue;
         }
         if (ds == dnnl_success) {
             *nargs = na;
             *kused = k;
-            return GR_OK;
+            return ds;
         }
     }
-    return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    return ds;
+}
+
+static gr_status fuse_create_min(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t desc, int nd,
+                                 const dn_step *steps, int nsteps, int kmin, dnnl_primitive_desc_t *pd, int *kused,
+                                 dn_arg *args, int *nargs) {
+    gr_status err;
+    dnnl_status_t ds = try_create(S, n, desc, nd, steps, nsteps, kmin, false, pd, kused, args, nargs, &err);
+    if (err) return err;
+    return ds == dnnl_success ? GR_OK : dn_fail(S, n, ds, "oneDNN rejects the primitive");
 }
 
 /* For primitives emitted through finish(), which preloads a sum post-op's residual. */
@@ -83,9 +93,9 @@ static gr_status finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_
             return st;
         }
     }
+    dn_consume(S, steps, k);
     gr_status st = dn_emit(S, n, pd, args, nargs, false);
     if (st) return st;
-    dn_consume(S, steps, k);
     S->ent_val[e] = v;
     return GR_OK;
 }
@@ -266,15 +276,27 @@ static gr_status op_deconv_pixel(dn_state *S, const rt_json_node *n, int x, int 
     int wval = dn_val_new(S, V_OWNED, &wuser), bval = dn_val_new(S, V_OWNED, &bmd);
     S->vals.data[wval].ptr = w2;
     S->vals.data[bval].ptr = b2;
+    /* src `any` (oneDNN's choice), else channels-last like dst: the AVX2 jit kernels want src
+     * and dst in one layout, and a mixed pair left only ref */
+    dnnl_memory_desc_t xcl;
+    dnnl_memory_desc_init_by_tag(&xcl, 4, xd, dnnl_f32, dnnl_acdb);
+    const dnnl_memory_desc_t *alt_x[2] = {&xany, &xcl};
     dnnl_convolution_desc_t desc;
-    dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct,
-                                                                  &xany, &wany, &bmd, &tmd, one, zero, zero, zero);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid convolution");
+    dnnl_status_t ds = dnnl_success;
     dn_arg args[4 + DN_MAX_STEPS];
-    int na = 0, used;
-    dnnl_primitive_desc_t pd;
-    gr_status st = fuse_create_min(S, n, &desc, 4, steps, k, 0, &pd, &used, args, &na);
+    int na = 0, used = 0;
+    dnnl_primitive_desc_t pd = NULL;
+    gr_status st = GR_OK;
+    for (int a = 0; a < 2 && !pd && !st; a++) {
+        ds = dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, alt_x[a],
+                                                        &wany, &bmd, &tmd, one, zero, zero, zero);
+        if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid convolution");
+        if (a == 1) S->ref_why = "no jit 1x1 convolution for the transposed convolution's shapes";
+        ds = try_create(S, n, &desc, 4, steps, k, 0, a == 0, &pd, &used, args, &na, &st);
+        if (ds != dnnl_success) pd = NULL;
+    }
     if (st) return st;
+    if (!pd) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
     int xin, win;
     st = dn_as(S, n, xv, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), &xin);
     if (!st) st = dn_as(S, n, wval, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
@@ -287,6 +309,7 @@ static gr_status op_deconv_pixel(dn_state *S, const rt_json_node *n, int x, int 
     args[na++] = (dn_arg){DNNL_ARG_BIAS, bval, bmd, NULL};
     int tv = dn_val_new(S, V_TMP, &tmd);
     args[na++] = (dn_arg){DNNL_ARG_DST, tv, tmd, NULL};
+    dn_consume(S, steps, used);
     st = dn_emit(S, n, pd, args, na, false);
     if (st) return st;
     /* interleave: tmp [N][H][W][O][kh][kw] -> out [N][H][kh][W][kw][O] (both channels-last),
@@ -305,7 +328,6 @@ static gr_status op_deconv_pixel(dn_state *S, const rt_json_node *n, int x, int 
     dn_arg ra[2] = {{DNNL_ARG_FROM, tv, view, NULL}, {DNNL_ARG_TO, ov, out6, NULL}};
     st = dn_emit(S, n, rpd, ra, 2, true);
     if (st) return st;
-    dn_consume(S, steps, used);
     int e = used ? steps[used - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
     S->pending_out = -1;
     S->ent_val[e] = ov;
@@ -397,18 +419,52 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd
         dnnl_convolution_desc_t c;
         dnnl_deconvolution_desc_t d;
     } desc;
-    if (deconv)
-        ds = dnnl_dilated_deconvolution_forward_desc_init(&desc.d, dnnl_forward_inference, dnnl_deconvolution_direct, &xany,
-                                                          &wany, bv >= 0 ? &bmd : NULL, &dst, s, d, pl, pr);
-    else
-        ds = dnnl_dilated_convolution_forward_desc_init(&desc.c, dnnl_forward_inference, dnnl_convolution_direct, &xany,
-                                                        &wany, bv >= 0 ? &bmd : NULL, &dst, s, d, pl, pr);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid convolution");
+    /* layouts to try, first to last, until one gets a jit kernel: the planned ones (oneDNN's
+     * choice), all `any` (a fixed dst / src can leave only ref), channels-last src and dst
+     * (the jit kernels want src == dst layouts, weights `any`) */
+    dnnl_memory_desc_t alt_x[3], alt_d[3], odany;
+    int nalt = 0;
+    alt_x[nalt] = xany;
+    alt_d[nalt++] = dst;
+    dnnl_dims_t odims;
+    for (int i = 0; i < nd; i++) odims[i] = os[i];
+    dnnl_memory_desc_init_by_tag(&odany, nd, odims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_t xa;
+    dnnl_memory_desc_init_by_tag(&xa, nd, xd, dnnl_f32, dnnl_format_tag_any);
+    if (!dnnl_memory_desc_equal(&xa, &xany) || !dnnl_memory_desc_equal(&odany, &dst)) {
+        alt_x[nalt] = xa;
+        alt_d[nalt++] = odany;
+    }
+    dn_channels_last(&alt_x[nalt], &xa);
+    dn_channels_last(&alt_d[nalt], &odany);
+    nalt++;
     dn_arg args[4 + DN_MAX_STEPS];
-    int na = 0, used;
-    dnnl_primitive_desc_t pd;
-    st = fuse_create(S, n, &desc, nd, steps, k, &pd, &used, args + 0, &na);
+    int na = 0, used = 0;
+    dnnl_primitive_desc_t pd = NULL;
+    S->sum_ok = true;
+    for (int a = 0; a < nalt && !pd; a++) {
+        if (deconv)
+            ds = dnnl_dilated_deconvolution_forward_desc_init(&desc.d, dnnl_forward_inference, dnnl_deconvolution_direct,
+                                                              &alt_x[a], &wany, bv >= 0 ? &bmd : NULL, &alt_d[a], s, d, pl, pr);
+        else
+            ds = dnnl_dilated_convolution_forward_desc_init(&desc.c, dnnl_forward_inference, dnnl_convolution_direct,
+                                                            &alt_x[a], &wany, bv >= 0 ? &bmd : NULL, &alt_d[a], s, d, pl, pr);
+        if (ds != dnnl_success) {
+            S->sum_ok = false;
+            return dn_fail(S, n, ds, "invalid convolution");
+        }
+        /* the last layouts keep the best oneDNN has, ref included */
+        bool last = a == nalt - 1;
+        if (last) S->ref_why = "no jit convolution for these shapes / groups in any layout tried (oneDNN's choice, all any, "
+                               "channels-last)";
+        ds = try_create(S, n, &desc, nd, steps, k, 0, !last, &pd, &used, args, &na, &st);
+        if (st || ds != dnnl_success) pd = NULL;
+        if (st) break;
+    }
+    S->sum_ok = false;
     if (st) return st;
+    if (!pd) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
     /* the fixed args go after the post-op sources; order does not matter to oneDNN */
     int xin, win, wview = dn_alias_new(S, wv, &wuser);
     st = dn_as(S, n, xv, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), &xin);
@@ -454,6 +510,31 @@ static void transposed_md(dnnl_memory_desc_t *md, int nd, int wn, const dnnl_dim
     dnnl_memory_desc_init_by_strides(md, nd, d, dnnl_f32, str);
 }
 
+/* Rows of a matmul whose weights have batch dims of 1: the whole batch is one GEMM of
+ * batch * M rows. oneDNN 2.6 runs one GEMM per batch element otherwise, a GEMV each when M = 1
+ * (torch's sequence-first projections, 128x1x256 . 256x768: 2-4 ms instead of 0.2-0.5 ms).
+ * Returns the row count, 0 when the product does not collapse: weights with a batch, a single
+ * batch element, or a binary post-op operand that varies along the batch or rows but is not
+ * the full result. */
+static int64_t collapse_rows(dn_state *S, int nd, const dnnl_memory_desc_t *amd, const dnnl_memory_desc_t *bmd,
+                             const dn_step *steps, int k, const int64_t *os) {
+    int64_t rows = 1;
+    for (int i = 0; i < nd - 2; i++) {
+        if (bmd->dims[i] != 1) return 0;
+        rows *= amd->dims[i];
+    }
+    if (rows == 1) return 0;
+    for (int i = 0; i < k; i++) {
+        if (steps[i].kind != STEP_BINARY) continue;
+        int cn = dn_entry_ndim(S, steps[i].src1);
+        const int64_t *cs = dn_entry_shape(S, steps[i].src1);
+        bool full = cn == nd && !memcmp(cs, os, sizeof(int64_t) * (size_t)nd), row = true;
+        for (int j = 0; j < cn - 1; j++) row &= cs[j] == 1;
+        if (!full && !row) return 0;
+    }
+    return rows * amd->dims[nd - 2];
+}
+
 static gr_status op_matmul(dn_state *S, const rt_json_node *n) {
     int a = dn_arg_entry(S, n, 0), b = dn_arg_entry(S, n, 1), av = -1, bv = -1;
     /* "dense": the weights are permute_dims(w) of the last two axes; w is read transposed */
@@ -481,21 +562,54 @@ static gr_status op_matmul(dn_state *S, const rt_json_node *n) {
     int k = chain_of(S, n, steps, true, nd, n->shapes[0], &ignore);
     int biasv = -1;
     int64_t N = n->shapes[0][nd - 1];
-    if (take_bias(S, steps, &k, nd - 1, nd, N, &biasv)) dn_plain_expand(&biasmd, &S->vals.data[biasv].md, nd);
+    bool bias = take_bias(S, steps, &k, nd - 1, nd, N, &biasv);
+    /* collapsed: the primitive sees 2-D views of src, dst and the post-op operands (the entries
+     * of those are swapped for views until the primitive is emitted); the result is a view
+     * with the result's shape */
+    int64_t rows = collapse_rows(S, nd, &amd, &bmd, steps, k, n->shapes[0]);
+    int pnd = rows ? 2 : nd, saved_e[DN_MAX_STEPS], saved_v[DN_MAX_STEPS], nsaved = 0;
+    dnnl_memory_desc_t dst_nd = dst;
+    if (rows) {
+        int64_t a2[2] = {rows, amd.dims[nd - 1]}, d2[2] = {rows, N}, b2[2] = {bmd.dims[nd - 2], N};
+        dn_plain_md(&amd, 2, a2);
+        dn_plain_md(&dst, 2, d2);
+        if (tr) transposed_md(&bmd, 2, S->vals.data[bv].md.ndims, S->vals.data[bv].md.dims);
+        else dn_plain_md(&bmd, 2, b2);
+        bany = bmd;
+        if (bconst) dnnl_memory_desc_init_by_tag(&bany, 2, bmd.dims, dnnl_f32, dnnl_format_tag_any);
+        for (int i = 0; i < k && !st; i++) {
+            if (steps[i].kind != STEP_BINARY) continue;
+            int e = steps[i].src1, v = S->ent_val[e];
+            int cn = dn_entry_ndim(S, e);
+            int64_t c2[2] = {cn == nd ? rows : 1, cn ? dn_entry_shape(S, e)[cn - 1] : 1};
+            dnnl_memory_desc_t vmd;
+            dn_plain_md(&vmd, 2, c2);
+            if (!(st = dn_plain(S, n, v, &v))) {
+                saved_e[nsaved] = e;
+                saved_v[nsaved++] = S->ent_val[e];
+                S->ent_val[e] = dn_alias_new(S, v, &vmd);
+            }
+        }
+    }
+    if (bias) dn_plain_expand(&biasmd, &S->vals.data[biasv].md, pnd);
     dnnl_matmul_desc_t desc;
     dnnl_status_t ds = dnnl_matmul_desc_init(&desc, &amd, &bany, biasv >= 0 ? &biasmd : NULL, &dst);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid matmul");
+    if (!st && ds != dnnl_success) st = dn_fail(S, n, ds, "invalid matmul");
     dn_arg args[4 + DN_MAX_STEPS];
-    int na = 0, used;
+    int na = 0, used = 0;
     dnnl_primitive_desc_t pd;
-    st = fuse_create(S, n, &desc, nd, steps, k, &pd, &used, args, &na);
-    if (st) return st;
+    if (!st) st = fuse_create(S, n, &desc, pnd, steps, k, &pd, &used, args, &na);
+    if (st) {
+        while (nsaved--) S->ent_val[saved_e[nsaved]] = saved_v[nsaved];
+        return st;
+    }
     int bin = bv;
     if (bconst) {
         int view = dn_alias_new(S, bv, &bmd);
         st = dn_as(S, n, view, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &bin);
         if (st) {
             dnnl_primitive_desc_destroy(pd);
+            while (nsaved--) S->ent_val[saved_e[nsaved]] = saved_v[nsaved];
             return st;
         }
     }
@@ -504,10 +618,79 @@ static gr_status op_matmul(dn_state *S, const rt_json_node *n) {
     if (biasv >= 0) {
         args[na++] = (dn_arg){DNNL_ARG_BIAS, biasv, biasmd, NULL};
     }
-    return finish(S, n, pd, args, na, steps, used, &dst);
+    int e = used ? steps[used - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    st = finish(S, n, pd, args, na, steps, used, &dst);
+    while (nsaved--) S->ent_val[saved_e[nsaved]] = saved_v[nsaved];
+    if (!st && rows) {
+        S->ent_val[e] = dn_alias_new(S, S->ent_val[e], &dst_nd);
+        S->stats.ncollapsed++;
+    }
+    return st;
+}
+
+/* A primitive of one source value xv (pooling, resampling): the first of (src as it is, dst
+ * as planned), (dst any), (src and dst channels-last) that gets a jit kernel, else the first
+ * one. init builds the op desc for a src / dst pair. */
+typedef dnnl_status_t (*src_desc_fn)(void *desc, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
+                                     const void *ctx);
+static gr_status single_src_create(dn_state *S, const rt_json_node *n, int xv, const dnnl_memory_desc_t *dst, int nd,
+                                   const int64_t *os, src_desc_fn init, const void *ctx, void *desc, const dn_step *steps,
+                                   int k, const char *why, dnnl_primitive_desc_t *pd, int *used, dn_arg *args,
+                                   int *na) {
+    dnnl_memory_desc_t ax[3], ad[3], xcl;
+    dnnl_dims_t od;
+    for (int i = 0; i < nd; i++) od[i] = os[i];
+    int nalt = 0;
+    ax[nalt] = S->vals.data[xv].md;
+    ad[nalt++] = *dst;
+    dnnl_memory_desc_init_by_tag(&ad[nalt], nd, od, dnnl_f32, dnnl_format_tag_any);
+    if (!dnnl_memory_desc_equal(&ad[nalt], dst)) ax[nalt++] = ax[0];
+    dn_channels_last(&xcl, &ax[0]);
+    if (!dnnl_memory_desc_equal(&xcl, &ax[0])) {
+        dnnl_memory_desc_t op;
+        dn_plain_md(&op, nd, os);
+        ax[nalt] = xcl;
+        dn_channels_last(&ad[nalt], &op);
+        nalt++;
+    }
+    dnnl_status_t ds = dnnl_success;
+    gr_status st = GR_OK;
+    int pick = -1, base = *na;
+    *pd = NULL;
+    S->sum_ok = true;
+    for (int t = 0; t <= nalt && !*pd && !st; t++) {
+        int a = t < nalt ? t : 0;
+        if ((ds = init(desc, &ax[a], &ad[a], ctx)) != dnnl_success) break;
+        if (t == nalt) S->ref_why = why;
+        *na = base;
+        ds = try_create(S, n, desc, nd, steps, k, 0, t < nalt, pd, used, args, na, &st);
+        if (ds != dnnl_success) *pd = NULL;
+        else pick = a;
+    }
+    S->sum_ok = false;
+    if (st) return st;
+    if (!*pd) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    if (!dn_pd_is_ref(*pd)) S->ref_why = NULL;
+    int xin;
+    if ((st = dn_as(S, n, xv, &ax[pick], &xin))) {
+        dnnl_primitive_desc_destroy(*pd);
+        return st;
+    }
+    args[(*na)++] = (dn_arg){DNNL_ARG_SRC, xin, ax[pick], NULL};
+    return GR_OK;
 }
 
 /* ---------------------------------------------------------------- pooling ---- */
+
+typedef struct pool_ctx {
+    dnnl_alg_kind_t alg;
+    const int64_t *s, *kk, *d, *pl, *pr;
+} pool_ctx;
+
+static dnnl_status_t pool_init(void *desc, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst, const void *ctx) {
+    const pool_ctx *c = ctx;
+    return dnnl_pooling_v2_forward_desc_init(desc, dnnl_forward_inference, c->alg, src, dst, c->s, c->kk, c->d, c->pl, c->pr);
+}
 
 static gr_status op_pool(dn_state *S, const rt_json_node *n) {
     int x = dn_arg_entry(S, n, 0), xv = -1;
@@ -557,15 +740,14 @@ static gr_status op_pool(dn_state *S, const rt_json_node *n) {
     dnnl_memory_desc_t dst;
     int k = chain_of(S, n, steps, true, nd, os, &dst);
     dnnl_pooling_v2_desc_t desc;
-    dnnl_status_t ds = dnnl_pooling_v2_forward_desc_init(&desc, dnnl_forward_inference, alg, &S->vals.data[xv].md, &dst,
-                                                         s, kk, d, pl, pr);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid pooling");
+    pool_ctx pc = {alg, s, kk, d, pl, pr};
     dn_arg args[4 + DN_MAX_STEPS];
     int na = 0, used;
     dnnl_primitive_desc_t pd;
-    st = fuse_create(S, n, &desc, nd, steps, k, &pd, &used, args, &na);
+    st = single_src_create(S, n, xv, &dst, nd, os, pool_init, &pc, &desc, steps, k,
+                           "no jit pooling for these shapes in any layout tried (src's, dst any, channels-last)", &pd, &used,
+                           args, &na);
     if (st) return st;
-    args[na++] = (dn_arg){DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL};
     return finish(S, n, pd, args, na, steps, used, NULL);
 }
 
@@ -633,40 +815,151 @@ static gr_status op_elemwise(dn_state *S, const rt_json_node *n) {
     const rt_json_node *last = first.nodes[first.nnodes - 1];
     dnnl_memory_desc_t ignore;
     int k = npre + chain_of(S, last, steps + npre, true, nd, n->shapes[0], &ignore);
+    dn_consume(S, &first, 1);
+    S->stats.npostops--;          /* the first step is the primitive itself */
+    S->stats.nfused_nodes -= (uint32_t)first.nnodes > 0 ? 1 : 0;
+    int v, used;
+    gr_status st = dn_elem_prim(S, n, &first, xv, steps, k, npre, true, &v, &used);
+    if (st) return st;
+    S->ent_val[used > npre ? steps[used - 1].out : first.out] = v;
+    return GR_OK;
+}
+
+/* Operand value v of a binary as md `want` (nd dims): a lower-rank operand is viewed plain with
+ * leading 1s first. */
+static gr_status src1_as(dn_state *S, const rt_json_node *n, int v, int nd, const dnnl_memory_desc_t *want, int *out) {
+    if (S->vals.data[v].md.ndims != nd) {
+        gr_status st = dn_plain(S, n, v, &v);
+        if (st) return st;
+        dnnl_memory_desc_t pe;
+        dn_plain_expand(&pe, &S->vals.data[v].md, nd);
+        v = dn_alias_new(S, v, &pe);
+    }
+    return dn_as(S, n, v, want, out);
+}
+
+/* dims of value v expanded with leading 1s to nd */
+static void dims_expand(dn_state *S, int v, int nd, int64_t *out) {
+    const dnnl_memory_desc_t *md = &S->vals.data[v].md;
+    int pad = nd - md->ndims;
+    for (int i = 0; i < nd; i++) out[i] = i < pad ? 1 : md->dims[i - pad];
+}
+
+gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first, int xv, const dn_step *steps, int k,
+                       int kmin, bool consume, int *out, int *kused) {
+    int nd = S->vals.data[xv].md.ndims;
+    bool bin = first->kind == STEP_BINARY;
+    int v1 = bin ? S->ent_val[first->src1] : -1;
+    int64_t d1[DNNL_MAX_NDIMS];
+    bool full1 = false;
+    if (bin) {
+        if (S->vals.data[v1].md.ndims > nd) return dn_fail(S, n, dnnl_success, "operand of higher rank than the output");
+        dims_expand(S, v1, nd, d1);
+        full1 = S->vals.data[v1].md.ndims == nd && !memcmp(d1, S->vals.data[xv].md.dims, sizeof(int64_t) * (size_t)nd);
+    }
+    /* layouts to try until one gets a jit kernel (oneDNN 2.6: jit binary wants a broadcast
+     * operand blocked like src0 -- 8 channels on AVX2, 16 on AVX-512 -- and jit eltwise rejects
+     * zero-padded blocks for ops with f(0) != 0):
+     *   0: x as it is, the other operand plain (as it is when full-size);
+     *   1: the other operand in x's layout;
+     *   2: both channels-last (x reordered) */
+    dnnl_memory_desc_t ax[5], a1[5];
+    int nalt = 0;
+    ax[0] = S->vals.data[xv].md;
+    if (bin) {
+        if (full1) a1[0] = S->vals.data[v1].md;
+        else dn_plain_md(&a1[0], nd, d1);
+    }
+    nalt = 1;
+    if (bin && dn_md_like(&a1[nalt], &ax[0], nd, d1) && !dnnl_memory_desc_equal(&a1[nalt], &a1[0])) ax[nalt++] = ax[0];
+    dnnl_memory_desc_t cl;
+    dn_channels_last(&cl, &ax[0]);
+    if (!dnnl_memory_desc_equal(&cl, &ax[0]) && !dn_is_plain(&ax[0])) {
+        ax[nalt] = cl;
+        if (bin && !dn_md_like(&a1[nalt], &cl, nd, d1)) a1[nalt] = a1[0];
+        nalt++;
+    }
+    /*   3: both plain (a broadcast over channels, [N,1,H,W] as layer norms over channels
+     *      have it, is jit only for plain src0) */
+    if (!dn_is_plain(&ax[0])) {
+        dn_plain_like(&ax[nalt], &ax[0]);
+        if (bin) dn_plain_md(&a1[nalt], nd, d1);
+        nalt++;
+    }
+    /*   4: a broadcast along the last axis only (x - mean(x, -1) of a decomposed layer norm),
+     *      which no jit kernel takes: plain x and operand seen with the last axis moved to
+     *      axis 1 (x then reads as channels-last, the operand as a per-position one); only
+     *      eltwise post-ops then. axv / a1v: the values' layouts, ax / a1 what the primitive
+     *      sees. */
+    dnnl_memory_desc_t axv[5], a1v[5];
+    for (int a = 0; a < nalt; a++) {
+        axv[a] = ax[a];
+        if (bin) a1v[a] = a1[a];
+    }
+    int palt = -1, kperm = kmin;
+    const int64_t *xd = S->vals.data[xv].md.dims;
+    bool pre_elt = true;
+    for (int i = 0; i < kmin; i++) pre_elt &= steps[i].kind == STEP_ELTWISE;
+    if (bin && !full1 && nd >= 3 && d1[nd - 1] == 1 && xd[nd - 1] > 1 && pre_elt) {
+        int perm[DNNL_MAX_NDIMS];
+        perm[0] = 0;
+        perm[nd - 1] = 1;
+        for (int i = 1; i < nd - 1; i++) perm[i] = i + 1;
+        dn_plain_like(&axv[nalt], &S->vals.data[xv].md);
+        dn_plain_md(&a1v[nalt], nd, d1);
+        if (dnnl_memory_desc_permute_axes(&ax[nalt], &axv[nalt], perm) == dnnl_success &&
+            dnnl_memory_desc_permute_axes(&a1[nalt], &a1v[nalt], perm) == dnnl_success) {
+            palt = nalt++;
+            while (kperm < k && steps[kperm].kind == STEP_ELTWISE) kperm++;
+        }
+    }
     union {
         dnnl_eltwise_desc_t e;
         dnnl_binary_desc_t b;
     } desc;
-    dnnl_status_t ds;
+    dnnl_status_t ds = dnnl_success;
     dn_arg args[4 + DN_MAX_STEPS];
-    int na = 0, used;
-    if (first.kind == STEP_ELTWISE) {
-        dnnl_memory_desc_t xmd = S->vals.data[xv].md;
-        ds = dnnl_eltwise_forward_desc_init(&desc.e, dnnl_forward_inference, first.alg, &xmd, first.alpha, first.beta);
-    } else {
-        int v1;
-        dnnl_memory_desc_t md1;
-        gr_status st = dn_step_src1(S, n, &first, nd, &v1, &md1);
-        if (st) return st;
-        dnnl_memory_desc_t xmd = S->vals.data[xv].md;
-        ds = dnnl_binary_desc_init(&desc.b, first.alg, &xmd, &md1, &xmd);
-        args[na++] = (dn_arg){DNNL_ARG_SRC_1, v1, md1, NULL};
+    int na = 0, used = 0, pick = -1;
+    dnnl_primitive_desc_t pd = NULL;
+    gr_status st = GR_OK;
+    /* each layout wanting a jit kernel, then the first one taking what oneDNN has */
+    for (int t = 0; t <= nalt && !pd && !st; t++) {
+        int a = t < nalt ? t : 0;
+        if (bin) ds = dnnl_binary_desc_init(&desc.b, first->alg, &ax[a], &a1[a], &ax[a]);
+        else ds = dnnl_eltwise_forward_desc_init(&desc.e, dnnl_forward_inference, first->alg, &ax[a], first->alpha, first->beta);
+        if (ds != dnnl_success && a == 0) return dn_fail(S, n, ds, "invalid elementwise op");
+        if (ds != dnnl_success) continue;
+        na = bin ? 1 : 0;
+        if (t == nalt)
+            S->ref_why = bin ? "no jit binary for these layouts / broadcast (tried the operand plain, in src0's layout, "
+                               "channels-last, all plain)"
+                             : "no jit eltwise for this layout / algorithm (tried src's layout, channels-last, plain)";
+        ds = try_create(S, n, &desc, nd, steps, a == palt ? kperm : k, kmin, t < nalt, &pd, &used, args, &na, &st);
+        if (ds != dnnl_success) pd = NULL;
+        else pick = a;
     }
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid elementwise op");
-    dnnl_primitive_desc_t pd;
-    gr_status st = fuse_create_min(S, n, &desc, nd, steps, k, npre, &pd, &used, args, &na);
     if (st) return st;
-    args[na++] = (dn_arg){DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL};
-    dn_consume(S, &first, 1);
-    S->stats.npostops--;          /* the first step is the primitive itself */
-    S->stats.nfused_nodes -= (uint32_t)first.nnodes > 0 ? 1 : 0;
+    if (!pd) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
+    int xin = xv, v1in = v1;
+    st = dn_as(S, n, xv, &axv[pick], &xin);
+    if (!st && bin) st = src1_as(S, n, v1, nd, &a1v[pick], &v1in);
+    if (st) {
+        dnnl_primitive_desc_destroy(pd);
+        return st;
+    }
+    if (bin) args[0] = (dn_arg){DNNL_ARG_SRC_1, v1in, a1[pick], NULL};
+    args[na++] = (dn_arg){DNNL_ARG_SRC, xin, ax[pick], NULL};
     dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    int v = dn_val_new(S, V_TMP, &dmd);
+    /* the permuted view writes x's plain layout */
+    int v = dn_val_new(S, V_TMP, pick == palt ? &axv[pick] : &dmd);
     args[na++] = (dn_arg){DNNL_ARG_DST, v, dmd, NULL};
+    if (consume) dn_consume(S, steps, used);
+    else if (first->out >= 0) gr_vec_push(&S->pend, S->ent_node[first->out].node);
     st = dn_emit(S, n, pd, args, na, false);
     if (st) return st;
-    dn_consume(S, steps, used);
-    S->ent_val[used > npre ? steps[used - 1].out : first.out] = v;
+    *out = v;
+    *kused = used;
     return GR_OK;
 }
 
@@ -792,13 +1085,69 @@ static gr_status op_concat(dn_state *S, const rt_json_node *n) {
     }
     int64_t axis = dn_attr_int(n, "axis", 0);
     if (axis < 0) axis += nd;
-    dnnl_primitive_desc_t pd;
-    dnnl_status_t ds = dnnl_concat_primitive_desc_create(&pd, NULL, (int)cnt, (int)axis, mds, S->attr_plain, S->eng);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    /* the sources as they are; oneDNN's jit concat wants them in one layout (ref:any for mixed
+     * layouts or channel blocks cut by the axis): then all in the first one's layout,
+     * channels-last, plain */
+    dnnl_memory_desc_t (*alt)[64] = malloc(sizeof(*alt) * 4);
+    if (!alt) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    int nalt = 0;
+    memcpy(alt[nalt++], mds, sizeof(mds[0]) * cnt);
+    bool ok1 = true, ok2 = true, plain = true;
+    for (uint32_t i = 0; i < cnt; i++) {
+        ok1 &= dn_md_like(&alt[nalt][i], &mds[0], nd, mds[i].dims);
+        dn_channels_last(&alt[nalt + 1][i], &mds[i]);
+        ok2 &= nd >= 3 && nd <= 5;
+        dn_plain_like(&alt[nalt + 2][i], &mds[i]);
+        plain &= dn_is_plain(&mds[i]);
+    }
+    int base = nalt;
+    if (ok1) nalt++;
+    if (ok2) memcpy(alt[nalt++], alt[base + 1], sizeof(mds[0]) * cnt);
+    if (!plain) memcpy(alt[nalt++], alt[base + 2], sizeof(mds[0]) * cnt);
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = dnnl_success;
+    int pick = 0;
+    for (int t = 0; t <= nalt && !pd; t++) {
+        int a = t < nalt ? t : 0;
+        if (t == nalt) S->ref_why = "no jit concat for these layouts (tried the sources' own, the first one's, channels-last, plain)";
+        ds = dnnl_concat_primitive_desc_create(&pd, NULL, (int)cnt, (int)axis, alt[a], S->attr_plain, S->eng);
+        if (ds != dnnl_success) {
+            pd = NULL;
+            if (t == nalt) break;
+            continue;
+        }
+        if (t < nalt && dn_pd_is_ref(pd)) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = NULL;
+            continue;
+        }
+        pick = a;
+    }
+    if (!pd) {
+        free(alt);
+        return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    }
+    if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
+    for (uint32_t i = 0; i < cnt; i++) {
+        int v;
+        gr_status st = dn_as(S, n, args[i].val, &alt[pick][i], &v);
+        if (st) {
+            free(alt);
+            dnnl_primitive_desc_destroy(pd);
+            return st;
+        }
+        args[i] = (dn_arg){DNNL_ARG_MULTIPLE_SRC + (int)i, v, alt[pick][i], NULL};
+    }
+    free(alt);
     return finish(S, n, pd, args, (int)cnt, NULL, 0, NULL);
 }
 
 /* --------------------------------------------------------------- resize ---- */
+
+static dnnl_status_t resample_init(void *desc, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
+                                   const void *ctx) {
+    return dnnl_resampling_forward_desc_init(desc, dnnl_forward_inference, *(const dnnl_alg_kind_t *)ctx, NULL, src, dst);
+}
 
 static gr_status op_resize(dn_state *S, const rt_json_node *n) {
     int x = dn_arg_entry(S, n, 0), xv = -1;
@@ -829,14 +1178,13 @@ static gr_status op_resize(dn_state *S, const rt_json_node *n) {
     dnnl_memory_desc_t dst;
     int k = chain_of(S, n, steps, true, 4, os, &dst);
     dnnl_resampling_desc_t desc;
-    dnnl_status_t ds = dnnl_resampling_forward_desc_init(&desc, dnnl_forward_inference, alg, NULL, &S->vals.data[xv].md, &dst);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid resize");
     dn_arg args[4 + DN_MAX_STEPS];
     int na = 0, used;
     dnnl_primitive_desc_t pd;
-    st = fuse_create(S, n, &desc, 4, steps, k, &pd, &used, args, &na);
+    st = single_src_create(S, n, xv, &dst, 4, os, resample_init, &alg, &desc, steps, k,
+                           "no jit resampling for these shapes in any layout tried (src's, dst any, channels-last)", &pd,
+                           &used, args, &na);
     if (st) return st;
-    args[na++] = (dn_arg){DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL};
     return finish(S, n, pd, args, na, steps, used, NULL);
 }
 
@@ -883,9 +1231,9 @@ static gr_status op_reduce(dn_state *S, const rt_json_node *n) {
     args[nargs++] = (dn_arg){DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL};
     int v = dn_val_new(S, V_TMP, &omd);
     args[nargs++] = (dn_arg){DNNL_ARG_DST, v, kmd, NULL};
+    dn_consume(S, steps, used);
     st = dn_emit(S, n, pd, args, nargs, false);
     if (st) return st;
-    dn_consume(S, steps, used);
     S->ent_val[used ? steps[used - 1].out : out_entry(S, n)] = v;
     return GR_OK;
 }
@@ -1039,6 +1387,15 @@ static const struct {
     {"relax.expand_dims", op_reshape},
     {"relax.permute_dims", op_permute},
     {"relax.strided_slice", op_strided_slice},
+    /* ONNX coverage (ops2): recurrent layers (dnnl_rnn.c) */
+    {"relax.nn.lstm", dn_rnn},
+    {"relax.nn.gru", dn_rnn},
+    {"relax.nn.rnn", dn_rnn},
+    /* ONNX coverage (ops2): volumetric ops (dnnl_vol.c) */
+    {"relax.nn.conv3d", dn_conv3d},
+    {"relax.nn.conv3d_transpose", dn_conv3d},
+    {"relax.nn.max_pool3d", dn_pool3d},
+    {"relax.nn.avg_pool3d", dn_pool3d},
 };
 
 bool dn_is_anchor_op(const rt_json_node *n) {

@@ -1,14 +1,26 @@
-/* The reference executor.
+/* The executor: the one engine behind `graft run MODEL`, `graft run M.graft` and the library
+ * API (runtime/executor.h, runtime/plan.h, runtime/graft_model.h).
  *
- * rt_exec_new() compiles a function once into a plan: every var gets a dense slot index, every
- * binding an instruction whose operands are slots or prepared constants, kernels and extern
- * symbols are resolved, symbolic dims are compiled into tiny stack programs over dense symbol
- * indices, and liveness says which slots to release after each instruction. Running a plan then
- * touches only arrays (no hashing, no IR walking). if/else branches are nested sequences; a var
- * defined outside a branch and used inside it is released by the enclosing instruction. Calls
- * of other global functions run their own (cached) plan in a fresh frame. */
+ * rt_exec_new() / rt_px_new() compile a function once into instructions: every var gets a dense
+ * slot index, every binding an instruction whose operands are slots or prepared constants,
+ * kernels and extern symbols are resolved, symbolic dims are compiled into tiny stack programs
+ * over dense symbol indices, and liveness says which slots to release after each instruction.
+ * if/else branches are nested sequences; calls of other functions run their own plan in a frame
+ * of their own. With a host lowering, chains of elementwise float32 ops of the entry function
+ * become fused host kernels (runtime/exec_fuse.c).
+ *
+ * Memory: the results of the entry function's kernels, host kernels and single-output extern
+ * calls that do not escape get planned buffers in one arena. Their sizes are expressions of the
+ * symbolic vars the inputs bind; the offsets (the plan) are computed once per distinct binding
+ * of those vars and cached (a bounded cache), so a model with symbolic dims runs at any input
+ * size without reallocating per run.
+ *
+ * Runs are thread-safe: everything a run writes lives in frames (slots, symbol values, the arena
+ * and its tensor views) taken from per-function pools under a lock; the compiled instructions
+ * are read-only while runs are in flight. */
 #include "runtime/executor.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +28,9 @@
 
 #include "ir/op.h"
 #include "runtime/kernels.h"
+#include "runtime/kernels_impl.h"
 #include "runtime/module.h"
+#include "runtime/exec_impl.h"
 
 typedef struct rt_plan rt_plan;
 typedef struct rt_seq rt_seq;
@@ -64,7 +78,8 @@ struct rt_pat {
 
 /* ---- instructions ---- */
 
-enum { INS_OP, INS_DPS, INS_MOVE, INS_TGI, INS_CALL, INS_IF, INS_MATCH };
+enum { INS_OP, INS_HOST, INS_DPS, INS_MOVE, INS_TGI, INS_CALL, INS_IF, INS_MATCH };
+static const char *const ins_kind_name[] = {"op", "host", "extern", "other", "other", "call", "other", "other"};
 
 typedef struct rt_outspec {
     ir_dtype dtype;
@@ -98,6 +113,9 @@ typedef struct rt_instr {
     rt_plan *callee;            /* CALL */
     rt_seq *then_s, *else_s;    /* IF */
     rt_pat *pat;                /* MATCH */
+    const rt_fuse_group *group; /* HOST */
+    rt_host_fn hostfn;          /* HOST */
+    int32_t buf;                /* the planned buffer of dst, -1 when none */
     slot_vec frees;             /* slots released after this instruction */
 } rt_instr;
 
@@ -108,11 +126,20 @@ struct rt_seq {
     slot_vec free_end;          /* released after the result was taken */
 };
 
+typedef struct shape_plan shape_plan;
+
 typedef struct rt_frame {
     rt_value *slots;
     int64_t *syms;
     const char **sym_from;      /* NULL = unbound; else what bound it (for messages) */
     struct rt_frame *next_free;
+    /* the entry function's frames: the arena, its tensor views (per planned buffer) and the
+     * shape plan they were made for */
+    void *arena;
+    size_t arena_cap;
+    rt_tensor **views;
+    shape_plan *vplan;
+    void **bufs;                /* a host kernel's buffers */
 } rt_frame;
 
 struct rt_plan {
@@ -127,7 +154,9 @@ struct rt_plan {
     slot_vec free_start;        /* params nobody reads */
     const char **sym_names;     /* nsyms */
     GR_VEC(rt_symop) code;
-    rt_frame *frames;           /* free frames (a recursive call takes a second one) */
+    rt_frame *frames;           /* free frames (under the exec's lock; a recursive call or a
+                                   concurrent run takes another) */
+    gr_map group_of;            /* entry: binding var -> fused group index + 1 */
     /* compile-time only */
     gr_map slot_of;             /* var pointer -> slot + 1 */
     gr_map sym_of;              /* prim var pointer -> symbol index + 1 */
@@ -142,17 +171,66 @@ typedef struct pa_chunk {
     _Alignas(16) unsigned char mem[];
 } pa_chunk;
 
+/* A planned buffer: the dst of one instruction of the entry body, live over [start, end]. */
+typedef struct mbuf {
+    uint32_t slot, start, end;
+    ir_dtype dtype;
+    int32_t ndim;
+    rt_dim *dims;
+    size_t static_bytes;        /* SIZE_MAX when a dim is symbolic */
+} mbuf;
+
+/* Offsets of every planned buffer for one binding of the key symbols. */
+struct shape_plan {
+    shape_plan *next;
+    int64_t *key;
+    size_t *off, *size;
+    size_t arena;
+    uint32_t refs;              /* frames whose views use it */
+    bool evicted;
+    uint64_t used;              /* last use (LRU) */
+};
+
+#define SHAPE_PLAN_CACHE 16
+
+/* What one run writes beside its frames. */
+typedef struct rt_run {
+    struct rt_exec *x;
+    uint32_t live, peak;
+    rt_exec_profile_fn prof;
+    void *prof_user;
+} rt_run;
+
 struct rt_exec {
     const ir_module *m;
+    const rt_host_lowering *host;
     rt_plan *entry;
+    pthread_mutex_t lock;       /* frame pools and the shape-plan cache */
+    GR_VEC(rt_fuse_group *) groups;
+    uint32_t nfused_ops;
+    /* memory plan */
+    uint32_t nbuf;
+    mbuf *bufs;
+    uint32_t nkey;
+    uint32_t *key_syms;         /* entry symbols the buffer sizes depend on */
+    shape_plan *splans;         /* the cache, most recent first */
+    uint32_t nsplans;
+    uint64_t tick;
+    shape_plan *static_plan;    /* nkey == 0: the one plan, made at compile time */
+    uint32_t last_peak;
     GR_VEC(rt_plan *) plans;
     gr_map plan_of;             /* ir_func pointer -> plan */
     GR_VEC(rt_tensor *) consts;
     pa_chunk *chunks;
     rt_exec_profile_fn prof;
     void *prof_user;
-    uint32_t live, peak;
     gr_diag *cdiag;             /* diag of the compile in progress */
+    /* compile time: the entry function and its fused groups */
+    const ir_func *entry_fn;
+    rt_fuse_form_in fuse;
+    const ir_var **group_last;  /* per group: the binding where it runs */
+    uint32_t max_host_args;
+    bool entry_seen;
 };
 
 /* ---- plan arena ---- */
@@ -413,6 +491,7 @@ static rt_instr *push_instr(rt_plan *p, cseq *cs, uint8_t kind, uint32_t dst, co
     in.dst = dst;
     in.var = var ? var : "";
     in.span = span;
+    in.buf = -1;
     gr_vec_push(&cs->ins, in);
     p->defs.data[dst].seq = cs->seq;
     p->defs.data[dst].pos = (int32_t)cs->ins.len - 1;
@@ -462,7 +541,7 @@ static gr_status compile_dps(rt_exec_t *x, rt_plan *p, cseq *cs, const ir_call *
     rt_outspec *os = PA_NEW_ARRAY(x, rt_outspec, nout);
     for (uint32_t i = 0; i < nout; i++) {
         const ir_sinfo *s = outs[i];
-        if (s->kind != IR_SINFO_TENSOR || s->ndim < 0 || !s->dims || ir_dtype_is_void(s->dtype) ||
+        if (s->kind != IR_SINFO_TENSOR || s->ndim < 0 || (s->ndim > 0 && !s->dims) || ir_dtype_is_void(s->dtype) ||
             s->ndim > RT_MAX_NDIM) {
             char buf[256];
             ir_sinfo_snprint(s, buf, sizeof buf);
@@ -619,6 +698,113 @@ static gr_status compile_value(rt_exec_t *x, rt_plan *p, cseq *cs, ir_expr *e, u
     }
 }
 
+static gr_status compile_host(rt_exec_t *x, rt_plan *p, cseq *cs, uint32_t g, uint32_t dst,
+                              const char *var) {
+    const rt_fuse_group *fg = x->groups.data[g];
+    const ir_expr **inputs = x->fuse.inputs.data[g];
+    rt_opd *args = PA_NEW_ARRAY(x, rt_opd, fg->nin);
+    for (uint32_t k = 0; k < fg->nin; k++) {
+        gr_status st = compile_opd(x, p, cs, (ir_expr *)inputs[k], &args[k], var);
+        if (st) return st;
+    }
+    rt_instr *in = push_instr(p, cs, INS_HOST, dst, var, fg->span);
+    in->name = fg->name;
+    in->group = fg;
+    in->nargs = fg->nin;
+    in->args = args;
+    if (x->max_host_args < fg->nin) x->max_host_args = fg->nin;
+    return GR_OK;
+}
+
+/* ---- host fusion (entry function) ---- */
+
+static void count_uses(gr_map *index_of, uint32_t *uses, const ir_expr *e) {
+    uint64_t s;
+    if (!e) return;
+    switch ((ir_expr_kind)e->kind) {
+    case IR_VAR:
+    case IR_DFVAR:
+        if (gr_map_get(index_of, GR_MAP_PTR(e), &s)) uses[s - 1]++;
+        break;
+    case IR_TUPLE:
+        for (uint32_t i = 0; i < ((const ir_tuple *)e)->n; i++)
+            count_uses(index_of, uses, ((const ir_tuple *)e)->fields[i]);
+        break;
+    case IR_CALL: {
+        const ir_call *c = (const ir_call *)e;
+        count_uses(index_of, uses, c->callee);
+        for (uint32_t i = 0; i < c->nargs; i++) count_uses(index_of, uses, c->args[i]);
+        break;
+    }
+    case IR_TGI: count_uses(index_of, uses, ((const ir_tgi *)e)->tuple); break;
+    case IR_IF: {
+        const ir_if *f = (const ir_if *)e;
+        count_uses(index_of, uses, f->cond);
+        count_uses(index_of, uses, f->then_branch);
+        count_uses(index_of, uses, f->else_branch);
+        break;
+    }
+    case IR_SEQ: {
+        const ir_seq *q = (const ir_seq *)e;
+        for (uint32_t b = 0; b < q->nblocks; b++)
+            for (uint32_t i = 0; i < q->blocks[b]->n; i++)
+                count_uses(index_of, uses, q->blocks[b]->bindings[i].value);
+        count_uses(index_of, uses, q->body);
+        break;
+    }
+    default: break;
+    }
+}
+
+/* Forms the fused groups over the entry body's top-level bindings. */
+static gr_status fuse_entry(rt_exec_t *x, rt_plan *p, const ir_seq *seq) {
+    uint32_t nb = 0;
+    for (uint32_t k = 0; k < seq->nblocks; k++) nb += seq->blocks[k]->n;
+    rt_fuse_form_in *fi = &x->fuse;
+    fi->ctx = x->m->ctx;
+    fi->nb = nb;
+    fi->b = gr_xcalloc(nb ? nb : 1, sizeof(void *));
+    uint32_t *uses = gr_xcalloc(nb ? nb : 1, sizeof(uint32_t));
+    fi->uses = uses;
+    fi->group_of = gr_xcalloc(nb ? nb : 1, sizeof(int32_t));
+    gr_map index_of;
+    gr_map_init(&index_of);
+    fi->index_of = &index_of;
+    nb = 0;
+    for (uint32_t k = 0; k < seq->nblocks; k++)
+        for (uint32_t j = 0; j < seq->blocks[k]->n; j++) {
+            const ir_binding *b = &seq->blocks[k]->bindings[j];
+            fi->b[nb] = b;
+            gr_map_put(&index_of, GR_MAP_PTR(b->var), ++nb);
+        }
+    for (uint32_t i = 0; i < nb; i++) count_uses(&index_of, uses, fi->b[i]->value);
+    count_uses(&index_of, uses, seq->body);
+    count_uses(&index_of, uses, seq->body);
+    gr_status st = rt_fuse_form(fi, x->host);
+    if (!st) {
+        for (uint32_t g = 0; g < fi->groups.len; g++) gr_vec_push(&x->groups, fi->groups.data[g]);
+        x->nfused_ops = fi->nfused_ops;
+        x->group_last = PA_NEW_ARRAY(x, const ir_var *, fi->groups.len);
+        for (uint32_t i = 0; i < nb; i++)
+            if (fi->group_of[i] >= 0) {
+                gr_map_put(&p->group_of, GR_MAP_PTR(fi->b[i]->var), (uint64_t)fi->group_of[i] + 1);
+                x->group_last[fi->group_of[i]] = fi->b[i]->var;
+            }
+    }
+    gr_map_free(&index_of);
+    fi->index_of = NULL;
+    free(uses);
+    fi->uses = NULL;
+    return st;
+}
+
+static void fuse_done(rt_exec_t *x) {
+    free(x->fuse.b);
+    free(x->fuse.group_of);
+    rt_fuse_form_free(&x->fuse);
+    memset(&x->fuse, 0, sizeof x->fuse);
+}
+
 /* Compiles the bindings of a SeqExpr's blocks into cs. */
 static gr_status compile_blocks(rt_exec_t *x, rt_plan *p, cseq *cs, const ir_seq *s) {
     gr_status st;
@@ -635,6 +821,15 @@ static gr_status compile_blocks(rt_exec_t *x, rt_plan *p, cseq *cs, const ir_seq
                 rt_plan *fp = compile_func(x, IR_AS(bd->value, ir_func), fname);
                 if (!fp) return x->cdiag ? x->cdiag->code : GR_ERR_UNSUPPORTED;
                 gr_map_put(&p->fn_of, GR_MAP_PTR(bd->var), GR_MAP_PTR(fp));
+                continue;
+            }
+            uint64_t gv;
+            if (gr_map_get(&p->group_of, GR_MAP_PTR(bd->var), &gv)) {
+                /* a member of a fused group: the group runs at its last member */
+                uint32_t g = (uint32_t)(gv - 1);
+                if (x->group_last[g] != bd->var) continue;
+                uint32_t d = bind_var(p, bd->var, cs, -2);
+                if ((st = compile_host(x, p, cs, g, d, vn))) return st;
                 continue;
             }
             uint32_t d = bind_var(p, bd->var, cs, -2);
@@ -752,6 +947,142 @@ static bool compute_liveness(rt_plan *p) {
     return ok;
 }
 
+/* ---- the memory plan (entry body) ---- */
+
+static void pat_syms(const rt_pat *pat, bool *in) {
+    if (pat->kind == PAT_TUPLE)
+        for (uint32_t i = 0; i < pat->n; i++) pat_syms(&pat->fields[i], in);
+    if (!pat->dims) return;
+    uint32_t n = pat->kind == PAT_PRIM ? 1 : (pat->ndim > 0 ? (uint32_t)pat->ndim : 0);
+    for (uint32_t i = 0; i < n; i++)
+        if (pat->dims[i].kind == DIM_VAR) in[pat->dims[i].v] = true;
+}
+
+/* Marks the symbols dim dm reads in used; false when one is not bound by the inputs. */
+static bool dim_syms(const rt_plan *p, const rt_dim *dm, const bool *in, bool *used) {
+    if (dm->kind == DIM_CONST) return true;
+    if (dm->kind == DIM_VAR) {
+        used[dm->v] = true;
+        return in[dm->v];
+    }
+    for (const rt_symop *op = p->code.data + dm->v; op->op != SYM_END; op++)
+        if (op->op == SYM_PUSH_V) {
+            used[op->v] = true;
+            if (!in[op->v]) return false;
+        }
+    return true;
+}
+
+static void slots_used(const rt_opd *o, uint32_t *end, uint32_t to) {
+    if (o->kind == OPD_SLOT && end[o->slot] < to) end[o->slot] = to;
+    if (o->kind == OPD_TUPLE)
+        for (uint32_t i = 0; i < o->n; i++) slots_used(&o->items[i], end, to);
+}
+
+static void seq_slots_used(const rt_seq *q, uint32_t *end, uint32_t to) {
+    for (uint32_t i = 0; i < q->n; i++) {
+        const rt_instr *in = &q->instrs[i];
+        for (uint32_t a = 0; a < in->nargs; a++) slots_used(&in->args[a], end, to);
+        if (in->kind == INS_IF) {
+            seq_slots_used(in->then_s, end, to);
+            seq_slots_used(in->else_s, end, to);
+        }
+    }
+    slots_used(&q->result, end, to);
+}
+
+/* Which results of the entry body get arena buffers, and their live intervals (positions in
+ * the body). A value that escapes (the result, or through a tuple, an index, a move, a branch,
+ * a call or a match_cast that may hand it on) lives as long as what holds it. */
+static void plan_buffers(rt_exec_t *x, rt_plan *p) {
+    rt_seq *body = p->body;
+    uint32_t n = body->n;
+    uint32_t *end = gr_xcalloc(p->nslots ? p->nslots : 1, sizeof(uint32_t));
+    for (uint32_t k = 0; k < n; k++)
+        for (uint32_t f = 0; f < body->instrs[k].frees.len; f++) end[body->instrs[k].frees.data[f]] = k;
+    for (uint32_t f = 0; f < body->free_end.len; f++) end[body->free_end.data[f]] = n;
+    for (uint32_t k = n; k-- > 0;) {
+        const rt_instr *in = &body->instrs[k];
+        if (in->kind == INS_MOVE || in->kind == INS_TGI || in->kind == INS_CALL || in->kind == INS_IF ||
+            in->kind == INS_MATCH) {
+            uint32_t to = end[in->dst];
+            for (uint32_t a = 0; a < in->nargs; a++) slots_used(&in->args[a], end, to);
+            if (in->kind == INS_IF) {
+                seq_slots_used(in->then_s, end, to);
+                seq_slots_used(in->else_s, end, to);
+            }
+        }
+    }
+    bool *in_sym = gr_xcalloc(p->nsyms + 1, sizeof(bool));
+    for (uint32_t i = 0; i < p->nparams; i++) pat_syms(&p->param_pats[i], in_sym);
+    GR_VEC(mbuf) bufs = {0};
+    GR_VEC(rt_instr *) owner = {0};
+    for (uint32_t k = 0; k < n; k++) {
+        rt_instr *in = &body->instrs[k];
+        if (end[in->dst] >= n) continue;
+        mbuf mb = {.slot = in->dst, .start = k, .end = end[in->dst]};
+        if (in->kind == INS_OP || in->kind == INS_HOST) {
+            const ir_sinfo *s = in->kind == INS_OP ? in->call.out_sinfo : NULL;
+            if (in->kind == INS_HOST) {
+                mb.dtype = IR_DTYPE_F32;
+                mb.ndim = in->group->ndim;
+                mb.dims = PA_NEW_ARRAY(x, rt_dim, mb.ndim);
+                for (int32_t d = 0; d < mb.ndim; d++) mb.dims[d] = (rt_dim){DIM_CONST, in->group->shape[d]};
+            } else if (s && s->kind == IR_SINFO_TENSOR && !ir_dtype_is_void(s->dtype) && s->ndim >= 0 &&
+                       s->ndim <= RT_MAX_NDIM && (s->ndim == 0 || s->dims)) {
+                mb.dtype = s->dtype;
+                mb.ndim = s->ndim;
+                mb.dims = compile_dims(x, p, (uint32_t)s->ndim, s->dims);
+            } else {
+                continue;
+            }
+        } else if (in->kind == INS_DPS && !in->out_tuple && in->nout == 1) {
+            mb.dtype = in->outs[0].dtype;
+            mb.ndim = in->outs[0].ndim;
+            mb.dims = in->outs[0].dims;
+        } else {
+            continue;
+        }
+        gr_vec_push(&bufs, mb);
+        gr_vec_push(&owner, in);
+    }
+    /* sizes: static, or expressions of symbols the inputs bind (others stay on the heap) */
+    bool *used = gr_xcalloc(p->nsyms + 1, sizeof(bool));
+    uint32_t nb = 0;
+    for (uint32_t b = 0; b < bufs.len; b++) {
+        mbuf *mb = &bufs.data[b];
+        bool *u = gr_xcalloc(p->nsyms + 1, sizeof(bool));
+        bool ok = true, stat = true;
+        int64_t numel = 1;
+        for (int32_t d = 0; d < mb->ndim && ok; d++) {
+            ok = dim_syms(p, &mb->dims[d], in_sym, u);
+            if (mb->dims[d].kind == DIM_CONST) numel *= mb->dims[d].v < 0 ? 0 : mb->dims[d].v;
+            else stat = false;
+        }
+        rt_instr *in = owner.data[b];
+        if (!ok) {
+            in->buf = -1;
+        } else {
+            for (uint32_t i = 0; i < p->nsyms; i++) used[i] |= u[i];
+            mb->static_bytes = stat ? (size_t)numel * ir_dtype_bytes(mb->dtype) : SIZE_MAX;
+            in->buf = (int32_t)nb;
+            bufs.data[nb++] = *mb;
+        }
+        free(u);
+    }
+    gr_vec_free(&owner);
+    x->nbuf = nb;
+    x->bufs = PA_NEW_ARRAY(x, mbuf, nb);
+    if (nb) memcpy(x->bufs, bufs.data, sizeof(mbuf) * nb);
+    gr_vec_free(&bufs);
+    x->key_syms = PA_NEW_ARRAY(x, uint32_t, p->nsyms);
+    for (uint32_t i = 0; i < p->nsyms; i++)
+        if (used[i]) x->key_syms[x->nkey++] = i;
+    free(used);
+    free(in_sym);
+    free(end);
+}
+
 static rt_plan *compile_func(rt_exec_t *x, const ir_func *fn, const char *name) {
     uint64_t v;
     if (gr_map_get(&x->plan_of, GR_MAP_PTR(fn), &v)) return (rt_plan *)(uintptr_t)v;
@@ -765,6 +1096,7 @@ static rt_plan *compile_func(rt_exec_t *x, const ir_func *fn, const char *name) 
     gr_map_init(&p->slot_of);
     gr_map_init(&p->sym_of);
     gr_map_init(&p->fn_of);
+    gr_map_init(&p->group_of);
     p->param_pats = PA_NEW_ARRAY(x, rt_pat, fn->nparams);
     p->who_top = PA_NEW_ARRAY(x, const char *, fn->nparams);
     p->who_call = PA_NEW_ARRAY(x, const char *, fn->nparams);
@@ -774,16 +1106,25 @@ static rt_plan *compile_func(rt_exec_t *x, const ir_func *fn, const char *name) 
         bind_var(p, fn->params[i], NULL, -1);
         compile_pat(x, p, fn->params[i]->base.sinfo, &p->param_pats[i]);
     }
-    gr_status st = compile_seq(x, p, fn->body, &p->body);
+    bool entry = fn == x->entry_fn && !x->entry_seen;
+    gr_status st = GR_OK;
+    if (entry) {
+        x->entry_seen = true;
+        if (x->host && fn->body && fn->body->kind == IR_SEQ)
+            st = fuse_entry(x, p, (const ir_seq *)fn->body);
+    }
+    if (!st) st = compile_seq(x, p, fn->body, &p->body);
     for (uint32_t i = 0; i < fn->nparams; i++) p->defs.data[i].seq = p->body;
     if (!st && !compute_liveness(p))
         st = cfail(x, p, NULL, fn->base.span, GR_ERR_UNSUPPORTED, "if/else nested too deeply");
+    if (!st && entry) plan_buffers(x, p);
     p->sym_names = PA_NEW_ARRAY(x, const char *, p->nsyms);
     if (p->nsyms) memcpy(p->sym_names, p->sym_names_v.data, sizeof(char *) * p->nsyms);
     gr_vec_free(&p->sym_names_v);
     gr_map_free(&p->slot_of);
     gr_map_free(&p->sym_of);
     gr_map_free(&p->fn_of);
+    gr_map_free(&p->group_of);
     return st ? NULL : p;
 }
 
@@ -849,7 +1190,7 @@ static gr_status eval_dim(const rt_plan *p, const rt_frame *f, const rt_dim *dm,
     }
 }
 
-static void slot_set(rt_exec_t *x, rt_frame *f, uint32_t s, rt_value v) {
+static void slot_set(rt_run *x, rt_frame *f, uint32_t s, rt_value v) {
     if (f->slots[s].kind != RT_VAL_NONE) {
         rt_value_clear(&f->slots[s]);
         x->live--;
@@ -858,7 +1199,7 @@ static void slot_set(rt_exec_t *x, rt_frame *f, uint32_t s, rt_value v) {
     if (v.kind != RT_VAL_NONE && ++x->live > x->peak) x->peak = x->live;
 }
 
-static void slot_free(rt_exec_t *x, rt_frame *f, uint32_t s) {
+static void slot_free(rt_run *x, rt_frame *f, uint32_t s) {
     if (f->slots[s].kind != RT_VAL_NONE) {
         rt_value_clear(&f->slots[s]);
         x->live--;
@@ -1066,27 +1407,34 @@ static gr_status match_value(match_ctx *mc, const rt_pat *pat, const rt_value *v
 
 /* ---- frames and instructions ---- */
 
-static rt_frame *frame_get(rt_plan *p) {
+static rt_frame *frame_get(rt_exec_t *x, rt_plan *p) {
+    pthread_mutex_lock(&x->lock);
     rt_frame *f = p->frames;
-    if (f) {
-        p->frames = f->next_free;
-    } else {
+    if (f) p->frames = f->next_free;
+    pthread_mutex_unlock(&x->lock);
+    if (!f) {
         f = gr_xcalloc(1, sizeof(*f));
         f->slots = gr_xcalloc(p->nslots ? p->nslots : 1, sizeof(rt_value));
         f->syms = gr_xcalloc(p->nsyms ? p->nsyms : 1, sizeof(int64_t));
         f->sym_from = gr_xcalloc(p->nsyms ? p->nsyms : 1, sizeof(char *));
+        if (p == x->entry) {
+            f->views = gr_xcalloc(x->nbuf + 1, sizeof(rt_tensor *));
+            f->bufs = gr_xcalloc(x->max_host_args + 2, sizeof(void *));
+        }
     }
     return f;
 }
 
-static void frame_put(rt_exec_t *x, rt_plan *p, rt_frame *f) {
-    for (uint32_t s = 0; s < p->nslots; s++) slot_free(x, f, s);
+static void frame_put(rt_run *r, rt_plan *p, rt_frame *f) {
+    for (uint32_t s = 0; s < p->nslots; s++) slot_free(r, f, s);
     if (p->nsyms) memset(f->sym_from, 0, sizeof(char *) * p->nsyms);
+    pthread_mutex_lock(&r->x->lock);
     f->next_free = p->frames;
     p->frames = f;
+    pthread_mutex_unlock(&r->x->lock);
 }
 
-static gr_status run_plan(rt_exec_t *x, rt_plan *p, const rt_value *args, uint32_t nargs,
+static gr_status run_plan(rt_run *x, rt_plan *p, const rt_value *args, uint32_t nargs,
                           bool top, rt_value *result, gr_diag *d);
 
 static uint64_t now_ns(void) {
@@ -1127,7 +1475,221 @@ static gr_status flatten_tensors(const rt_value *v, dl_vec *out, gr_diag *d,
                        sym, got);
 }
 
-static gr_status run_dps(rt_exec_t *x, const rt_plan *p, rt_frame *f, const rt_instr *in,
+/* ---- planned buffers at run time ---- */
+
+static bool same_dims(const rt_tensor *t, int32_t ndim, const int64_t *shape) {
+    if (t->dl.ndim != ndim) return false;
+    for (int32_t k = 0; k < ndim; k++)
+        if (t->dl.shape[k] != shape[k]) return false;
+    return true;
+}
+
+/* A kernel may hand back one of its inputs (e.g. a cast to the same dtype): a value that is not
+ * planned must not point into the arena, whose storage is reused. */
+static gr_status detach_arena(const rt_frame *f, rt_value *v) {
+    if (v->kind == RT_VAL_TUPLE) {
+        for (uint32_t i = 0; i < v->u.tuple.n; i++) {
+            gr_status st = detach_arena(f, &v->u.tuple.items[i]);
+            if (st) return st;
+        }
+        return GR_OK;
+    }
+    if (v->kind != RT_VAL_TENSOR || !f->arena) return GR_OK;
+    const char *p = rt_tensor_data(v->u.t), *a = f->arena;
+    if (p < a || p >= a + f->arena_cap) return GR_OK;
+    rt_tensor *c = rt_tensor_new(v->u.t->dl.dtype, v->u.t->dl.ndim, v->u.t->dl.shape);
+    if (!c) return GR_ERR_NOMEM;
+    memcpy(rt_tensor_data(c), p, rt_tensor_nbytes(c));
+    rt_value_clear(v);
+    *v = rt_value_tensor(c);
+    return GR_OK;
+}
+
+/* A kernel's output: in its planned buffer (where the out hint put it, or copied there), or a
+ * heap value not pointing into the arena. */
+static gr_status place_out(const rt_exec_t *x, rt_frame *f, const rt_instr *in, rt_value *out,
+                           gr_diag *d) {
+    (void)x;
+    if (in->buf < 0) {
+        if (detach_arena(f, out) != GR_OK)
+            return gr_diag_set(d, GR_ERR_NOMEM, "%s: cannot copy the output", in->name);
+        return GR_OK;
+    }
+    rt_tensor *view = f->views[in->buf];
+    if (out->kind != RT_VAL_TENSOR || !ir_dtype_eq(out->u.t->dl.dtype, view->dl.dtype) ||
+        !same_dims(out->u.t, view->dl.ndim, view->dl.shape)) {
+        char got[128] = "not a tensor";
+        if (out->kind == RT_VAL_TENSOR) snprintf(got, sizeof got, "%s", RT_DIMS_STR(out->u.t->dl.ndim, out->u.t->dl.shape));
+        return gr_diag_set(d, GR_ERR_RUNTIME,
+                           "%s: the kernel's output %s does not match the struct info of '%s' %s",
+                           in->name, got, in->var, RT_DIMS_STR(view->dl.ndim, view->dl.shape));
+    }
+    if (rt_tensor_data(out->u.t) != rt_tensor_data(view))
+        memcpy(rt_tensor_data(view), rt_tensor_data(out->u.t), rt_tensor_nbytes(view));
+    rt_value_clear(out);
+    *out = rt_value_tensor(rt_tensor_retain(view));
+    return GR_OK;
+}
+
+static gr_status run_host(rt_run *x, const rt_plan *p, rt_frame *f, const rt_instr *in,
+                          gr_diag *d) {
+    const rt_fuse_group *g = in->group;
+    for (uint32_t a = 0; a < in->nargs; a++) {
+        rt_value v;
+        bool own;
+        gr_status st = opd_eval(p, f, &in->args[a], &v, &own, d);
+        if (st) return st;
+        bool ok = v.kind == RT_VAL_TENSOR && ir_dtype_eq(v.u.t->dl.dtype, IR_DTYPE_F32) &&
+                  same_dims(v.u.t, g->in_ndim[a], g->in_shape[a]);
+        if (own) rt_value_clear(&v);
+        if (!ok)
+            return gr_diag_set(d, GR_ERR_RUNTIME, "%s: input %u is not the planned float32 tensor",
+                               g->name, a);
+        f->bufs[a] = rt_tensor_data(v.u.t);
+    }
+    rt_tensor *o = in->buf >= 0 ? rt_tensor_retain(f->views[in->buf])
+                                : rt_tensor_new(IR_DTYPE_F32, g->ndim, g->shape);
+    if (!o) return gr_diag_set(d, GR_ERR_NOMEM, "%s: cannot allocate the output", g->name);
+    f->bufs[in->nargs] = rt_tensor_data(o);
+    in->hostfn(f->bufs);
+    slot_set(x, f, in->dst, rt_value_tensor(o));
+    return GR_OK;
+}
+
+static void splan_free(shape_plan *sp) {
+    free(sp->key);
+    free(sp->off);
+    free(sp->size);
+    free(sp);
+}
+
+/* Drops a frame's reference (under the lock). */
+static void splan_unref(shape_plan *sp) {
+    if (sp && --sp->refs == 0 && sp->evicted) splan_free(sp);
+}
+
+/* The plan for the frame's symbol values: buffer sizes evaluated, offsets packed. */
+static gr_status splan_make(const rt_exec_t *x, const rt_frame *f, const int64_t *key,
+                            shape_plan **out, gr_diag *d) {
+    const rt_plan *p = x->entry;
+    shape_plan *sp = gr_xcalloc(1, sizeof *sp);
+    sp->key = gr_xcalloc(x->nkey + 1, sizeof(int64_t));
+    if (x->nkey) memcpy(sp->key, key, sizeof(int64_t) * x->nkey);
+    sp->off = gr_xcalloc(x->nbuf + 1, sizeof(size_t));
+    sp->size = gr_xcalloc(x->nbuf + 1, sizeof(size_t));
+    uint32_t *bs = gr_xcalloc(x->nbuf + 1, sizeof(uint32_t)), *be = gr_xcalloc(x->nbuf + 1, sizeof(uint32_t));
+    gr_status st = GR_OK;
+    for (uint32_t b = 0; b < x->nbuf && !st; b++) {
+        const mbuf *mb = &x->bufs[b];
+        size_t n = ir_dtype_bytes(mb->dtype);
+        for (int32_t k = 0; k < mb->ndim && !st; k++) {
+            int64_t v = 0;
+            if (f) st = eval_dim(p, f, &mb->dims[k], &v, d);
+            else v = mb->dims[k].v; /* static */
+            if (!st && v < 0)
+                st = gr_diag_set(d, GR_ERR_INVALID, "'%s' would have dim %d = %lld for these inputs",
+                                 p->body->instrs[mb->start].var, k, (long long)v);
+            if (!st && __builtin_mul_overflow(n, (size_t)v, &n))
+                st = gr_diag_set(d, GR_ERR_INVALID, "'%s' is too large for these inputs",
+                                 p->body->instrs[mb->start].var);
+        }
+        sp->size[b] = n;
+        bs[b] = mb->start;
+        be[b] = mb->end;
+    }
+    if (!st) sp->arena = rt_plan_memory(x->nbuf, sp->size, bs, be, sp->off);
+    free(bs);
+    free(be);
+    if (st) {
+        splan_free(sp);
+        return st;
+    }
+    *out = sp;
+    return GR_OK;
+}
+
+/* Points the entry frame's planned buffers at an arena laid out for its input shapes: the
+ * cached plan for these symbol values, or a new one (a profile event "plan" times it). */
+static gr_status frame_plan(rt_run *r, rt_frame *f, gr_diag *d) {
+    rt_exec_t *x = r->x;
+    int64_t key[64];
+    int64_t *k = x->nkey <= 64 ? key : gr_xmalloc(sizeof(int64_t) * x->nkey);
+    for (uint32_t i = 0; i < x->nkey; i++) k[i] = f->syms[x->key_syms[i]];
+    shape_plan *sp = NULL;
+    pthread_mutex_lock(&x->lock);
+    if (x->static_plan) sp = x->static_plan;
+    for (shape_plan *c = x->splans; c && !sp; c = c->next)
+        if (!memcmp(c->key, k, sizeof(int64_t) * x->nkey)) sp = c;
+    if (sp) {
+        sp->refs++;
+        sp->used = ++x->tick;
+    }
+    pthread_mutex_unlock(&x->lock);
+    gr_status st = GR_OK;
+    if (!sp) {
+        uint64_t t0 = now_ns();
+        st = splan_make(x, f, k, &sp, d);
+        if (!st) {
+            pthread_mutex_lock(&x->lock);
+            sp->refs = 1;
+            sp->used = ++x->tick;
+            sp->next = x->splans;
+            x->splans = sp;
+            if (++x->nsplans > SHAPE_PLAN_CACHE) {
+                /* evict the least recently used (freed once no frame uses it) */
+                shape_plan **lru = NULL;
+                for (shape_plan **c = &x->splans; *c; c = &(*c)->next)
+                    if (*c != sp && (!lru || (*c)->used < (*lru)->used)) lru = c;
+                shape_plan *e = *lru;
+                *lru = e->next;
+                x->nsplans--;
+                e->evicted = true;
+                e->refs++;
+                splan_unref(e);
+            }
+            pthread_mutex_unlock(&x->lock);
+            if (r->prof) {
+                rt_exec_event ev = {"plan", "memory plan", "", NULL, now_ns() - t0};
+                r->prof(&ev, r->prof_user);
+            }
+        }
+    }
+    if (k != key) free(k);
+    if (st) return st;
+    if (f->vplan == sp) {
+        pthread_mutex_lock(&x->lock);
+        splan_unref(sp);
+        pthread_mutex_unlock(&x->lock);
+        return GR_OK;
+    }
+    pthread_mutex_lock(&x->lock);
+    splan_unref(f->vplan);
+    pthread_mutex_unlock(&x->lock);
+    f->vplan = NULL;
+    if (sp->arena > f->arena_cap) {
+        free(f->arena);
+        f->arena_cap = 0;
+        f->arena = aligned_alloc(64, (sp->arena + 63) & ~(size_t)63);
+        if (!f->arena) st = gr_diag_set(d, GR_ERR_NOMEM, "cannot allocate the %zu-byte arena", sp->arena);
+        else f->arena_cap = sp->arena;
+    }
+    for (uint32_t b = 0; b < x->nbuf && !st; b++) {
+        const mbuf *mb = &x->bufs[b];
+        int64_t shape[RT_MAX_NDIM];
+        for (int32_t j = 0; j < mb->ndim && !st; j++) st = eval_dim(x->entry, f, &mb->dims[j], &shape[j], d);
+        if (st) break;
+        rt_tensor_release(f->views[b]);
+        f->views[b] = rt_tensor_wrap(mb->dtype, mb->ndim, shape, (char *)f->arena + sp->off[b]);
+        if (!f->views[b]) st = gr_diag_set(d, GR_ERR_NOMEM, "cannot allocate a tensor view");
+    }
+    pthread_mutex_lock(&x->lock);
+    if (st) splan_unref(sp);
+    else f->vplan = sp;
+    pthread_mutex_unlock(&x->lock);
+    return st;
+}
+
+static gr_status run_dps(rt_run *x, const rt_plan *p, rt_frame *f, const rt_instr *in,
                          gr_diag *d) {
     (void)x;
     rt_value argv;
@@ -1150,7 +1712,8 @@ static gr_status run_dps(rt_exec_t *x, const rt_plan *p, rt_frame *f, const rt_i
                 goto done;
             }
         }
-        rt_tensor *t = rt_tensor_new(os->dtype, os->ndim, shape);
+        rt_tensor *t = in->buf >= 0 ? rt_tensor_retain(f->views[in->buf])
+                                    : rt_tensor_new(os->dtype, os->ndim, shape);
         if (!t) {
             st = gr_diag_set(d, GR_ERR_NOMEM, "R.call_dps_packed('%s'): cannot allocate output %u",
                              in->name, i);
@@ -1174,10 +1737,10 @@ done:
     return st;
 }
 
-static gr_status run_seq(rt_exec_t *x, rt_plan *p, rt_frame *f, const rt_seq *s,
+static gr_status run_seq(rt_run *x, rt_plan *p, rt_frame *f, const rt_seq *s,
                          rt_value *result, gr_diag *d);
 
-static gr_status run_instr(rt_exec_t *x, rt_plan *p, rt_frame *f, const rt_instr *in,
+static gr_status run_instr(rt_run *x, rt_plan *p, rt_frame *f, const rt_instr *in,
                            gr_diag *d) {
     gr_status st = GR_OK;
     rt_value v;
@@ -1197,10 +1760,15 @@ static gr_status run_instr(rt_exec_t *x, rt_plan *p, rt_frame *f, const rt_instr
             if (in->kind == INS_OP) {
                 rt_kernel_call call = in->call;
                 call.args = av;
+                /* let the kernel allocate its output in its planned buffer (no copy) */
+                rt_tensor *view = in->buf >= 0 ? f->views[in->buf] : NULL;
+                if (view) rt_kernel_out_hint(rt_tensor_data(view), rt_tensor_nbytes(view));
                 st = in->kernel(&call, &out, d);
+                if (view) rt_kernel_out_hint(NULL, 0);
             } else {
                 st = run_plan(x, in->callee, av, in->nargs, false, &out, d);
             }
+            if (!st && in->kind == INS_OP) st = place_out(x->x, f, in, &out, d);
             if (st) {
                 rt_value_clear(&out);
                 annotate(p, in, st, d);
@@ -1216,6 +1784,9 @@ static gr_status run_instr(rt_exec_t *x, rt_plan *p, rt_frame *f, const rt_instr
         }
         return st;
     }
+    case INS_HOST:
+        st = run_host(x, p, f, in, d);
+        return st ? annotate(p, in, st, d) : st;
     case INS_DPS:
         st = run_dps(x, p, f, in, d);
         return st ? annotate(p, in, st, d) : st;
@@ -1266,7 +1837,7 @@ static gr_status run_instr(rt_exec_t *x, rt_plan *p, rt_frame *f, const rt_instr
     return gr_diag_set(d, GR_ERR_RUNTIME, "internal: bad instruction");
 }
 
-static gr_status run_seq(rt_exec_t *x, rt_plan *p, rt_frame *f, const rt_seq *s,
+static gr_status run_seq(rt_run *x, rt_plan *p, rt_frame *f, const rt_seq *s,
                          rt_value *result, gr_diag *d) {
     for (uint32_t i = 0; i < s->n; i++) {
         const rt_instr *in = &s->instrs[i];
@@ -1274,11 +1845,8 @@ static gr_status run_seq(rt_exec_t *x, rt_plan *p, rt_frame *f, const rt_seq *s,
         if (x->prof && in->kind != INS_IF) {
             uint64_t t0 = now_ns();
             st = run_instr(x, p, f, in, d);
-            rt_exec_event ev = {in->kind == INS_OP    ? "op"
-                                : in->kind == INS_DPS  ? "extern"
-                                : in->kind == INS_CALL ? "call"
-                                                       : "other",
-                                in->name ? in->name : "", in->var, in->span, now_ns() - t0};
+            rt_exec_event ev = {ins_kind_name[in->kind], in->name ? in->name : "", in->var, in->span,
+                                now_ns() - t0};
             x->prof(&ev, x->prof_user);
         } else {
             st = run_instr(x, p, f, in, d);
@@ -1291,12 +1859,12 @@ static gr_status run_seq(rt_exec_t *x, rt_plan *p, rt_frame *f, const rt_seq *s,
     return st;
 }
 
-static gr_status run_plan(rt_exec_t *x, rt_plan *p, const rt_value *args, uint32_t nargs,
+static gr_status run_plan(rt_run *x, rt_plan *p, const rt_value *args, uint32_t nargs,
                           bool top, rt_value *result, gr_diag *d) {
     if (nargs != p->nparams)
         return gr_diag_set(d, GR_ERR_INVALID, "function '%s' takes %u inputs, got %u", p->name,
                            p->nparams, nargs);
-    rt_frame *f = frame_get(p);
+    rt_frame *f = frame_get(x->x, p);
     gr_status st = GR_OK;
     for (int phase = 0; phase < 2 && !st; phase++) {
         for (uint32_t i = 0; i < nargs && !st; i++) {
@@ -1305,6 +1873,7 @@ static gr_status run_plan(rt_exec_t *x, rt_plan *p, const rt_value *args, uint32
             st = match_pat(&mc, &p->param_pats[i], &args[i], "", phase);
         }
     }
+    if (!st && top && x->x->nbuf) st = frame_plan(x, f, d);
     if (!st) {
         for (uint32_t i = 0; i < nargs; i++) slot_set(x, f, i, rt_value_copy(&args[i]));
         for (uint32_t k = 0; k < p->free_start.len; k++) slot_free(x, f, p->free_start.data[k]);
@@ -1329,27 +1898,80 @@ static void free_seq(rt_seq *s) {
     gr_vec_free(&s->free_end);
 }
 
-gr_status rt_exec_new(const ir_module *m, const char *func, rt_exec_t **out, gr_diag *diag) {
+gr_status rt_px_new(const ir_module *m, const char *func, const rt_host_lowering *host,
+                    rt_px **out, gr_diag *diag) {
     *out = NULL;
     ir_func *fn = ir_module_func(m, func);
     if (!fn || fn->base.kind != IR_FUNC)
         return gr_diag_set(diag, GR_ERR_NOT_FOUND, "the module has no function '%s'", func);
     rt_exec_t *x = gr_xcalloc(1, sizeof(*x));
     x->m = m;
+    x->host = host;
     x->cdiag = diag;
+    x->entry_fn = fn;
+    pthread_mutex_init(&x->lock, NULL);
     gr_map_init(&x->plan_of);
     ir_gvar *gv = ir_module_gvar(m, func);
     x->entry = compile_func(x, fn, gv ? gv->name : func);
+    fuse_done(x);
     x->cdiag = NULL;
+    gr_status st = GR_OK;
     if (!x->entry) {
         if (diag && diag->code == GR_OK)
             gr_diag_set(diag, GR_ERR_INVALID, "cannot prepare function '%s'", func);
-        gr_status st = diag ? diag->code : GR_ERR_INVALID;
+        st = diag ? diag->code : GR_ERR_INVALID;
+    }
+    if (!st && host) {
+        for (uint32_t g = 0; g < x->groups.len && !st; g++)
+            st = host->add_group(host->self, x->groups.data[g], diag);
+        if (!st) st = host->finalize(host->self, diag);
+        rt_seq *body = x->entry->body;
+        for (uint32_t k = 0; k < body->n && !st; k++) {
+            rt_instr *in = &body->instrs[k];
+            if (in->kind != INS_HOST) continue;
+            in->hostfn = host->lookup(host->self, in->name);
+            if (!in->hostfn)
+                st = gr_diag_set(diag, GR_ERR_NOT_FOUND, "host kernel '%s' was not compiled", in->name);
+        }
+    }
+    bool stat = true;
+    for (uint32_t b = 0; !st && b < x->nbuf; b++) stat &= x->bufs[b].static_bytes != SIZE_MAX;
+    if (!st && x->nbuf && stat) {
+        st = splan_make(x, NULL, NULL, &x->static_plan, diag);
+        /* one arena up front: an arena that cannot be had fails here, not at the first run */
+        if (!st) {
+            rt_frame *f = frame_get(x, x->entry);
+            f->arena = aligned_alloc(64, (x->static_plan->arena + 63) & ~(size_t)63);
+            if (!f->arena && x->static_plan->arena)
+                st = gr_diag_set(diag, GR_ERR_NOMEM, "cannot allocate the %zu-byte arena",
+                                 x->static_plan->arena);
+            else f->arena_cap = x->static_plan->arena;
+            f->next_free = x->entry->frames;
+            x->entry->frames = f;
+        }
+    }
+    if (st) {
         rt_exec_free(x);
         return st;
     }
     *out = x;
     return GR_OK;
+}
+
+gr_status rt_exec_new(const ir_module *m, const char *func, rt_exec_t **out, gr_diag *diag) {
+    return rt_px_new(m, func, NULL, out, diag);
+}
+
+static void frame_free(rt_exec_t *x, rt_frame *f) {
+    free(f->slots);
+    free(f->syms);
+    free(f->sym_from);
+    for (uint32_t b = 0; f->views && b < x->nbuf; b++) rt_tensor_release(f->views[b]);
+    free(f->views);
+    free(f->bufs);
+    free(f->arena);
+    splan_unref(f->vplan);
+    free(f);
 }
 
 void rt_exec_free(rt_exec_t *x) {
@@ -1364,25 +1986,32 @@ void rt_exec_free(rt_exec_t *x) {
         gr_map_free(&p->slot_of);
         gr_map_free(&p->sym_of);
         gr_map_free(&p->fn_of);
+        gr_map_free(&p->group_of);
         for (rt_frame *f = p->frames, *nx; f; f = nx) {
             nx = f->next_free;
-            free(f->slots);
-            free(f->syms);
-            free(f->sym_from);
-            free(f);
+            frame_free(x, f);
         }
         free(p);
     }
+    for (shape_plan *c = x->splans, *nx; c; c = nx) {
+        nx = c->next;
+        splan_free(c);
+    }
+    if (x->static_plan) splan_free(x->static_plan);
     gr_vec_free(&x->plans);
+    gr_vec_free(&x->groups);
     for (uint32_t i = 0; i < x->consts.len; i++) rt_tensor_release(x->consts.data[i]);
     gr_vec_free(&x->consts);
     gr_map_free(&x->plan_of);
+    pthread_mutex_destroy(&x->lock);
     for (pa_chunk *c = x->chunks, *nx; c; c = nx) {
         nx = c->next;
         free(c);
     }
     free(x);
 }
+
+void rt_px_free(rt_px *x) { rt_exec_free(x); }
 
 uint32_t rt_exec_num_inputs(const rt_exec_t *x) { return x->entry->nparams; }
 
@@ -1397,10 +2026,10 @@ const ir_sinfo *rt_exec_input_sinfo(const rt_exec_t *x, uint32_t i) {
 gr_status rt_exec_run(rt_exec_t *x, const rt_value *inputs, uint32_t nin, rt_value *result,
                       gr_diag *diag) {
     memset(result, 0, sizeof *result);
-    x->live = 0;
-    x->peak = 0;
-    gr_status st = run_plan(x, x->entry, inputs, nin, true, result, diag);
+    rt_run r = {.x = x, .prof = x->prof, .prof_user = x->prof_user};
+    gr_status st = run_plan(&r, x->entry, inputs, nin, true, result, diag);
     if (st) rt_value_clear(result);
+    __atomic_store_n(&x->last_peak, r.peak, __ATOMIC_RELAXED);
     return st;
 }
 
@@ -1409,4 +2038,56 @@ void rt_exec_set_profiler(rt_exec_t *x, rt_exec_profile_fn fn, void *user) {
     x->prof_user = user;
 }
 
-uint32_t rt_exec_peak_live(const rt_exec_t *x) { return x->peak; }
+uint32_t rt_exec_peak_live(const rt_exec_t *x) { return __atomic_load_n(&x->last_peak, __ATOMIC_RELAXED); }
+
+/* ---- the planned-executor view (runtime/plan.h) ---- */
+
+uint32_t rt_px_num_inputs(const rt_px *x) { return rt_exec_num_inputs(x); }
+const char *rt_px_input_name(const rt_px *x, uint32_t i) { return rt_exec_input_name(x, i); }
+const ir_sinfo *rt_px_input_sinfo(const rt_px *x, uint32_t i) { return rt_exec_input_sinfo(x, i); }
+const ir_sinfo *rt_px_output_sinfo(const rt_px *x) {
+    const ir_func *fn = x->entry->fn;
+    return fn->ret_sinfo ? fn->ret_sinfo : fn->body->sinfo;
+}
+gr_status rt_px_run(rt_px *x, const rt_value *inputs, uint32_t nin, rt_value *result,
+                    gr_diag *diag) {
+    return rt_exec_run(x, inputs, nin, result, diag);
+}
+void rt_px_set_profiler(rt_px *x, rt_exec_profile_fn fn, void *user) { rt_exec_set_profiler(x, fn, user); }
+uint32_t rt_px_num_groups(const rt_px *x) { return x->groups.len; }
+const rt_fuse_group *rt_px_group(const rt_px *x, uint32_t i) { return x->groups.data[i]; }
+
+void rt_px_buffer(const rt_px *x, uint32_t i, size_t *offset, size_t *size, const char **var) {
+    const mbuf *mb = &x->bufs[i];
+    if (offset) *offset = x->static_plan ? x->static_plan->off[i] : 0;
+    if (size) *size = mb->static_bytes == SIZE_MAX ? 0 : mb->static_bytes;
+    if (var) *var = x->entry->body->instrs[mb->start].var;
+}
+
+uint32_t rt_px_num_instrs(const rt_px *x) { return x->entry->body->n; }
+void rt_px_instr(const rt_px *x, uint32_t k, const char **kind, const char **name,
+                 const char **var, const ir_span **span) {
+    const rt_instr *in = &x->entry->body->instrs[k];
+    if (kind) *kind = ins_kind_name[in->kind];
+    if (name) *name = in->name ? in->name : "";
+    if (var) *var = in->var;
+    if (span) *span = in->span;
+}
+
+void rt_px_get_stats(const rt_px *x, rt_px_stats *o) {
+    memset(o, 0, sizeof *o);
+    const rt_seq *body = x->entry->body;
+    o->ninstr = body->n;
+    for (uint32_t k = 0; k < body->n; k++) {
+        const rt_instr *in = &body->instrs[k];
+        o->nkernel += in->kind == INS_OP;
+        o->nhost += in->kind == INS_HOST;
+        o->nextern += in->kind == INS_DPS;
+        if (in->kind == INS_OP || in->kind == INS_HOST || in->kind == INS_DPS) o->nunplanned += in->buf < 0;
+    }
+    o->nfused_ops = x->nfused_ops;
+    o->nplanned = x->nbuf;
+    o->arena_bytes = x->static_plan ? x->static_plan->arena : 0;
+    for (uint32_t b = 0; b < x->nbuf; b++)
+        if (x->bufs[b].static_bytes != SIZE_MAX) o->intermediate_bytes += x->bufs[b].static_bytes;
+}

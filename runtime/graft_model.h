@@ -45,7 +45,11 @@ gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *
 
 /* Loads an artifact from a file or a buffer (copied as needed). Errors (GR_ERR_INVALID unless
  * noted): not an artifact / truncated, wrong format version, checksum mismatch, bad module text
- * (GR_ERR_PARSE), memory plan mismatch, missing host kernel. */
+ * (GR_ERR_PARSE), memory plan mismatch, a malformed host object (codegen/llvm/elf_check.h:
+ * checked before LLVM links it), missing host kernel.
+ * Trust: an artifact is code, like a shared library. The checksum catches damage, not malice,
+ * and the checks make a damaged or hand-edited file an error instead of a crash; load only
+ * artifacts from a source you would take a shared library from. */
 gr_status graft_model_load(const char *path, graft_model **out, gr_diag *diag);
 gr_status graft_model_load_buffer(const uint8_t *buf, size_t len, graft_model **out, gr_diag *diag);
 void graft_model_free(graft_model *gm);
@@ -53,10 +57,23 @@ void graft_model_free(graft_model *gm);
 uint32_t graft_model_num_inputs(const graft_model *gm);
 const char *graft_model_input_name(const graft_model *gm, uint32_t i);
 const ir_sinfo *graft_model_input_sinfo(const graft_model *gm, uint32_t i);
-/* Runs main: inputs borrowed, the result (tensor or tuple) owned by the caller. */
+/* Runs main: inputs borrowed, the result (tensor or tuple) owned by the caller.
+ *
+ * Thread safety: graft_model_run may be called from any number of threads at once on one
+ * loaded model (like ONNX Runtime's Run on one session), each call with its own inputs, result
+ * and diag. Each run has its own execution state (activations, the planned arena, run-time
+ * slots), taken from a pool in the model and given back at the end, so N concurrent runs keep
+ * N arenas alive until graft_model_free. The read-only parts are shared: host code, constants,
+ * the instruction list and memory plan, and the external modules with their compiled
+ * primitives. A JSON-runtime region runs fully in parallel (per-call buffers); a oneDNN region
+ * executes its primitives under a lock of that region only, so two runs inside the same
+ * region take turns while runs in other regions and in host code go on. Results are bit-for-bit
+ * those of a single-threaded run (tests/artifact/test_concurrency.c, also under `make tsan`).
+ * Not safe concurrently with a run: graft_model_set_profiler and graft_model_free. */
 gr_status graft_model_run(graft_model *gm, const rt_value *inputs, uint32_t nin, rt_value *result,
                           gr_diag *diag);
-/* One event per instruction (runtime/plan.h kinds); NULL turns profiling off. */
+/* One event per instruction (runtime/plan.h kinds); NULL turns profiling off. Set it while no
+ * run is in flight; with runs on several threads, fn is called from each of them. */
 void graft_model_set_profiler(graft_model *gm, rt_exec_profile_fn fn, void *user);
 
 typedef struct graft_model_info {

@@ -203,6 +203,58 @@ static bool conv2d_transpose_f32(const conv_geom *g, const float *x, const float
     return true;
 }
 
+/* Integer convolution (ONNX ConvInteger): exact, int64 accumulation, direct loops; the
+ * result converted to out_dtype (the data's dtype when void). */
+static gr_status conv_int(const rt_kernel_call *c, const conv_geom *g, const rt_tensor *x,
+                          const rt_tensor *w, int rank, const int64_t *oshape, rt_value *out, gr_diag *d) {
+    const DLDataType i64 = {kDLInt, 64, 1};
+    rt_tensor *cx = rt_tensor_cast(x, i64), *cw = rt_tensor_cast(w, i64), *o = NULL;
+    gr_status st = GR_OK;
+    if (!cx || !cw) {
+        st = rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((st = rt_out_new_raw(c, i64, rank, oshape, &o, d))) goto done;
+    const int64_t *X = cx->dl.data, *Wt = cw->dl.data;
+    int64_t *Y = o->dl.data, cg = g->C / g->groups, og = g->O / g->groups;
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t oc = 0; oc < g->O; oc++)
+            for (int64_t oh = 0; oh < g->OH; oh++)
+                for (int64_t ow = 0; ow < g->OW; ow++) {
+                    int64_t acc = 0;
+                    for (int64_t ci = 0; ci < cg; ci++) {
+                        int64_t ic = oc / og * cg + ci;
+                        for (int64_t kh = 0; kh < g->KH; kh++) {
+                            int64_t ih = oh * g->sh - g->pt + kh * g->dh;
+                            if (ih < 0 || ih >= g->H) continue;
+                            for (int64_t kw = 0; kw < g->KW; kw++) {
+                                int64_t iw = ow * g->sw - g->pl + kw * g->dw;
+                                if (iw < 0 || iw >= g->W) continue;
+                                acc += X[((n * g->C + ic) * g->H + ih) * g->W + iw] *
+                                       Wt[((oc * cg + ci) * g->KH + kh) * g->KW + kw];
+                            }
+                        }
+                    }
+                    Y[((n * g->O + oc) * g->OH + oh) * g->OW + ow] = acc;
+                }
+    ir_dtype odt = rt_attr_dtype(c->attrs, "out_dtype", x->dl.dtype);
+    if (!rt_dt_eq(odt, i64)) {
+        rt_tensor *conv = rt_tensor_cast(o, odt);
+        rt_tensor_release(o);
+        if (!(o = conv)) {
+            st = rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+    }
+    *out = rt_value_tensor(o);
+    o = NULL;
+done:
+    rt_tensor_release(cx);
+    rt_tensor_release(cw);
+    rt_tensor_release(o);
+    return st;
+}
+
 /* The conv on canonical layouts (NC[H]W data, O/I-major weights). */
 static gr_status conv_canon(const rt_kernel_call *c, const rt_tensor *x, const rt_tensor *w,
                             rt_value *out, gr_diag *d, int sp, bool transposed) {
@@ -211,8 +263,9 @@ static gr_status conv_canon(const rt_kernel_call *c, const rt_tensor *x, const r
     if (x->dl.ndim != rank || w->dl.ndim != rank)
         return rt_kerr(c, d, GR_ERR_INVALID, "expects rank-%d data and weight, got %s and %s",
                        rank, RT_SHAPE_STR(x), RT_SHAPE_STR(w));
-    if (!rt_is_floatish(x->dl.dtype) || !rt_is_floatish(w->dl.dtype))
-        return rt_kerr(c, d, GR_ERR_UNSUPPORTED, "float inputs only, got %s and %s",
+    bool fx = rt_is_floatish(x->dl.dtype), fw = rt_is_floatish(w->dl.dtype);
+    if (fx != fw || (!fx && transposed))
+        return rt_kerr(c, d, GR_ERR_UNSUPPORTED, "float inputs, or integer inputs of a convolution, got %s and %s",
                        RT_SHAPE_STR(x), RT_SHAPE_STR(w));
     conv_geom g;
     if ((st = conv_attrs(c, sp, &g, transposed, d))) return st;
@@ -245,6 +298,7 @@ static gr_status conv_canon(const rt_kernel_call *c, const rt_tensor *x, const r
     const DLDataType f32 = {kDLFloat, 32, 1};
     int64_t oshape[4] = {g.N, g.O, g.OH, g.OW};
     if (sp == 1) oshape[2] = g.OW;
+    if (!fx) return conv_int(c, &g, x, w, rank, oshape, out, d);
     rt_tensor *cx = rt_tensor_cast(x, f32), *cw = rt_tensor_cast(w, f32), *o = NULL;
     if (!cx || !cw) {
         st = rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");

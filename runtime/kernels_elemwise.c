@@ -128,17 +128,18 @@ ARITH_OPS(GEN_ARITH)
 #define GEN_INT(NAME, E) BIN_ROW(NAME, i32, int32_t, int32_t, E) BIN_ROW(NAME, i64, int64_t, int64_t, E)
 INT_OPS(GEN_INT)
 
-#define CMP_OPS(X)                 \
-    X(equal, a == b)               \
-    X(not_equal, a != b)           \
-    X(less, a < b)                 \
-    X(less_equal, a <= b)          \
-    X(greater, a > b)              \
-    X(greater_equal, a >= b)       \
-    X(logical_and, (a != 0) && (b != 0)) \
-    X(logical_or, (a != 0) || (b != 0))  \
-    X(logical_xor, (a != 0) != (b != 0))
-#define GEN_CMP(NAME, E)                          \
+/* X(name, kind: CMP or LOGIC, expr) */
+#define CMP_OPS(X)                              \
+    X(equal, CMP, a == b)                       \
+    X(not_equal, CMP, a != b)                   \
+    X(less, CMP, a < b)                         \
+    X(less_equal, CMP, a <= b)                  \
+    X(greater, CMP, a > b)                      \
+    X(greater_equal, CMP, a >= b)               \
+    X(logical_and, LOGIC, (a != 0) && (b != 0)) \
+    X(logical_or, LOGIC, (a != 0) || (b != 0))  \
+    X(logical_xor, LOGIC, (a != 0) != (b != 0))
+#define GEN_CMP(NAME, K, E)                       \
     BIN_ROW(NAME, f32, float, uint8_t, E)         \
     BIN_ROW(NAME, f64, double, uint8_t, E)        \
     BIN_ROW(NAME, i32, int32_t, uint8_t, E)       \
@@ -155,8 +156,8 @@ typedef struct bin_def {
 #define ROW_ARITH(NAME, EF, ED, EI32, EI64) \
     {"relax." #NAME, BIN_ARITH, {NAME##_f32, NAME##_f64, NAME##_i32, NAME##_i64}},
 #define ROW_INT(NAME, E) {"relax." #NAME, BIN_INT, {NULL, NULL, NAME##_i32, NAME##_i64}},
-#define ROW_CMP(NAME, E) \
-    {"relax." #NAME, strncmp(#NAME, "logical", 7) ? BIN_CMP : BIN_LOGIC, \
+#define ROW_CMP(NAME, K, E) \
+    {"relax." #NAME, BIN_##K, \
      {NAME##_f32, NAME##_f64, NAME##_i32, NAME##_i64}},
 static const bin_def BIN_DEFS[] = {ARITH_OPS(ROW_ARITH) INT_OPS(ROW_INT) CMP_OPS(ROW_CMP)};
 
@@ -611,7 +612,7 @@ static gr_status k_astype(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
 const rt_kernel_entry rt_kernels_elemwise[] = {
 #define ENT_ARITH(NAME, EF, ED, EI32, EI64) {"relax." #NAME, k_binary},
 #define ENT_INT(NAME, E) {"relax." #NAME, k_binary},
-#define ENT_CMP(NAME, E) {"relax." #NAME, k_binary},
+#define ENT_CMP(NAME, K, E) {"relax." #NAME, k_binary},
     ARITH_OPS(ENT_ARITH) INT_OPS(ENT_INT) CMP_OPS(ENT_CMP)
     {"relax.abs", k_unary}, {"relax.negative", k_unary}, {"relax.exp", k_unary},
     {"relax.log", k_unary}, {"relax.sqrt", k_unary}, {"relax.rsqrt", k_unary},

@@ -25,7 +25,8 @@ typedef struct rt_kernel_entry {
 /* Each family file exports its rows; kernels.c merges them. */
 #define RT_KERNEL_FAMILIES(X) \
     X(elemwise) X(gemm) X(conv) X(pool) X(norm) X(reduce) X(manip) X(create) X(resize) \
-    X(sort) X(loss) X(einsum) X(attention)
+    X(sort) X(loss) X(einsum) X(attention) \
+    X(rnn) X(conv3d) X(vision) X(signal) /* ONNX coverage (ops2) */ X(index) /* ONNX coverage (ops1) */
 #define RT_DECLARE_FAMILY(f) \
     extern const rt_kernel_entry rt_kernels_##f[]; extern const size_t rt_kernels_##f##_count;
 RT_KERNEL_FAMILIES(RT_DECLARE_FAMILY)

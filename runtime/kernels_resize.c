@@ -1,5 +1,6 @@
 /* image.resize2d (NCHW or NHWC): nearest_neighbor / linear / cubic with TVM's coordinate
- * transformation modes and rounding methods (the ONNX Resize semantics). */
+ * transformation modes and rounding methods (the ONNX Resize semantics), and ONNX's given
+ * scales when the output size in * scale was fractional (attr scales). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +16,14 @@ static int lookup(const char *s, const char *const *names, int n) {
     return -1;
 }
 
-/* Input coordinate of output index x along a dim. */
-static double in_coord(int mode, int64_t x, int64_t in, int64_t out, double r0, double r1) {
-    double scale = (double)in / (double)out;
+/* Input coordinate of output index x along a dim. inv is in / out, or 1 / the given scale;
+ * align_corners then uses the unrounded output length in * scale, as ONNX. */
+static double in_coord(int mode, int64_t x, int64_t in, int64_t out, double inv, bool given, double r0,
+                       double r1) {
+    double scale = inv, outf = given ? (double)in / inv : (double)out;
     switch (mode) {
     case CT_HALF: return (x + 0.5) * scale - 0.5;
-    case CT_ALIGN: return out > 1 ? x * (double)(in - 1) / (double)(out - 1) : 0.0;
+    case CT_ALIGN: return out > 1 ? x * (double)(in - 1) / (outf - 1) : 0.0;
     case CT_ASYM: return x * scale;
     case CT_PT_HALF: return out > 1 ? (x + 0.5) * scale - 0.5 : 0.0;
     case CT_TF_NN: return (x + 0.5) * scale;
@@ -66,14 +69,14 @@ static void taps_free(axis_taps *t) {
 }
 
 static bool taps_init(axis_taps *t, int64_t out, int64_t in, int method, int ct, int rm, double A,
-                      bool exclude, double r0, double r1) {
+                      bool exclude, double inv, bool given, double r0, double r1) {
     t->ntaps = method == 0 ? 1 : method == 1 ? 2 : 4;
     t->idx = malloc(sizeof(int64_t) * (size_t)(out * t->ntaps));
     t->w = malloc(sizeof(float) * (size_t)(out * t->ntaps));
     t->outside = calloc((size_t)out, 1);
     if (!t->idx || !t->w || !t->outside) return false;
     for (int64_t o = 0; o < out; o++) {
-        double v = in_coord(ct, o, in, out, r0, r1);
+        double v = in_coord(ct, o, in, out, inv, given, r0, r1);
         int64_t *ix = t->idx + o * t->ntaps;
         float *w = t->w + o * t->ntaps;
         t->outside[o] = ct == CT_TF_CROP && (v < 0 || v > in - 1);
@@ -137,6 +140,18 @@ static gr_status k_resize2d(const rt_kernel_call *c, rt_value *out, gr_diag *d) 
             const ir_attr *it = &ra->u.arr.items[i];
             roi[i] = it->kind == IR_ATTR_FLOAT ? it->u.f : it->kind == IR_ATTR_INT ? (double)it->u.i : 0;
         }
+    /* scales (h, w): ONNX's coordinate mapping with the given scale; None: out / in */
+    double inv[2] = {0, 0};
+    const ir_attr *sa = ir_attrs_get(c->attrs, "scales");
+    if (sa && sa->kind == IR_ATTR_ARRAY) {
+        if (sa->u.arr.n != 2) return rt_kerr(c, d, GR_ERR_INVALID, "scales must have 2 values");
+        for (int i = 0; i < 2; i++) {
+            const ir_attr *it = &sa->u.arr.items[i];
+            double v = it->kind == IR_ATTR_FLOAT ? it->u.f : it->kind == IR_ATTR_INT ? (double)it->u.i : 0;
+            if (!(v > 0 && v <= 1e6)) return rt_kerr(c, d, GR_ERR_INVALID, "scale %g out of range", v);
+            inv[i] = 1.0 / v;
+        }
+    }
     int64_t N = x->dl.shape[0], C = nhwc ? x->dl.shape[3] : x->dl.shape[1];
     int64_t H = nhwc ? x->dl.shape[1] : x->dl.shape[2], W = nhwc ? x->dl.shape[2] : x->dl.shape[3];
     int64_t OH = size[0], OW = size[1];
@@ -155,8 +170,10 @@ static gr_status k_resize2d(const rt_kernel_call *c, rt_value *out, gr_diag *d) 
     }
     /* Per-axis taps (index, weight) computed once, then a contiguous loop per output row. */
     axis_taps ty, tx;
-    if (!taps_init(&ty, OH, H, method, ct, rm, A, exclude, roi[0], roi[2]) ||
-        !taps_init(&tx, OW, W, method, ct, rm, A, exclude, roi[1], roi[3])) {
+    if (!taps_init(&ty, OH, H, method, ct, rm, A, exclude, inv[0] > 0 ? inv[0] : (double)H / (double)OH, inv[0] > 0,
+                   roi[0], roi[2]) ||
+        !taps_init(&tx, OW, W, method, ct, rm, A, exclude, inv[1] > 0 ? inv[1] : (double)W / (double)OW, inv[1] > 0,
+                   roi[1], roi[3])) {
         taps_free(&ty);
         taps_free(&tx);
         rt_tensor_release(cx);

@@ -215,6 +215,11 @@ gr_status rt_npy_load(const char *path, rt_tensor **out, gr_diag *diag) {
         gr_diag_set_file(diag, path);
         return gr_diag_set(diag, GR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     }
+    if (gr_is_dir(f)) {
+        fclose(f);
+        gr_diag_set_file(diag, path);
+        return gr_diag_set(diag, GR_ERR_IO, "%s: is a directory, not a file", path);
+    }
     gr_status st = GR_OK;
     char *hdr = NULL;
     rt_tensor *t = NULL;

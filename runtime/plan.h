@@ -1,24 +1,23 @@
-/* The planned executor: runs a module's main function as a flat instruction list (call a
- * reference kernel, call a fused host kernel, call an extern function of `external_mods`, build
- * or index a tuple) over a static memory plan: every intermediate tensor with a static shape gets
- * an offset in one arena, and tensors whose lifetimes do not overlap share storage.
+/* The executor seen with its host lowering and memory plan (runtime/executor.c; rt_px is the
+ * same object as rt_exec_t, and rt_exec_new(m, f) is rt_px_new(m, f, NULL)).
  *
  * Host lowering is pluggable (codegen/llvm provides one): when given, chains of elementwise /
- * broadcast float32 ops are fused into groups (rt_fuse_group), each compiled into one host
- * function `void fn(void *const *bufs)` (bufs = group inputs in order, then the output) that
- * writes into its planned buffer. Without it every op runs its reference kernel.
+ * broadcast float32 ops of the entry function's body are fused into groups (rt_fuse_group),
+ * each compiled into one host function `void fn(void *const *bufs)` (bufs = group inputs in
+ * order, then the output) that writes into its planned buffer. Without it every op runs its
+ * reference kernel.
  *
- * Reference kernels allocate their own outputs (runtime/kernels.h): the executor points the
- * kernel's output allocation at the planned arena slot (rt_kernel_out_hint), and copies into the
- * slot only when the kernel's output lands elsewhere (e.g. it hands back an input). Outputs of
- * main are never planned (the
- * caller owns them across runs). Tensors without a static shape, and tuple-valued kernel outputs,
- * stay heap values released after their last use.
+ * Memory plan: results of kernels, host kernels and single-output extern calls of the entry
+ * body that do not escape get buffers in one arena; tensors whose lifetimes do not overlap share
+ * storage. Buffer sizes may be expressions of the symbolic vars the inputs bind: the offsets are
+ * then computed once per distinct binding of those vars (cached, bounded) and a run's profile
+ * shows the time as a "plan" event. Reference kernels allocate their own outputs
+ * (runtime/kernels.h): the executor points the kernel's output allocation at the buffer
+ * (rt_kernel_out_hint) and copies only when the output lands elsewhere. Outputs of the function
+ * are never planned (the caller owns them across runs); tuples stay heap values.
  *
- * Supported structure: one SeqExpr body of bindings (dataflow or not) whose values are op calls,
- * R.call_dps_packed, tuples, tuple indexing, vars and constants. If/else, calls of other
- * functions and match_cast are GR_ERR_UNSUPPORTED: use the reference executor
- * (runtime/executor.h) for those. */
+ * Everything else (if/else, calls of other functions, match_cast, symbolic shapes) runs as in
+ * runtime/executor.h. */
 #ifndef GRAFT_RUNTIME_PLAN_H
 #define GRAFT_RUNTIME_PLAN_H
 
@@ -102,11 +101,10 @@ typedef struct rt_host_lowering {
     rt_host_fn (*lookup)(void *self, const char *name);
 } rt_host_lowering;
 
-typedef struct rt_px rt_px;
+typedef struct rt_exec rt_px;
 
 /* Compiles `func` of m. host NULL: no fusion (reference kernels only). The module, its context
- * and the lowering must outlive the executor. GR_ERR_UNSUPPORTED (with a message) when the
- * function has a structure the planned executor does not run. */
+ * and the lowering must outlive the executor. */
 gr_status rt_px_new(const ir_module *m, const char *func, const rt_host_lowering *host,
                     rt_px **out, gr_diag *diag);
 void rt_px_free(rt_px *x);
@@ -119,7 +117,8 @@ const ir_sinfo *rt_px_output_sinfo(const rt_px *x);
 gr_status rt_px_run(rt_px *x, const rt_value *inputs, uint32_t nin, rt_value *result,
                     gr_diag *diag);
 /* Profiling: one event per instruction; kind "op" (reference kernel), "host" (fused host
- * kernel; name = the group symbol), "extern" or "other". */
+ * kernel; name = the group symbol), "extern", "call" or "other"; "plan" when a run lays out
+ * the arena for new input shapes. */
 void rt_px_set_profiler(rt_px *x, rt_exec_profile_fn fn, void *user);
 
 typedef struct rt_px_stats {
@@ -127,19 +126,20 @@ typedef struct rt_px_stats {
     uint32_t nfused_ops;          /* op bindings inside host groups */
     uint32_t nplanned;            /* buffers in the arena */
     uint32_t nunplanned;          /* heap intermediates (dynamic shape, tuples, outputs) */
-    size_t arena_bytes;           /* the planned arena */
-    size_t intermediate_bytes;    /* sum of the planned buffers' sizes (no sharing) */
+    size_t arena_bytes;           /* the planned arena (0 when sizes are symbolic) */
+    size_t intermediate_bytes;    /* sum of the static planned buffers' sizes (no sharing) */
 } rt_px_stats;
 void rt_px_get_stats(const rt_px *x, rt_px_stats *out);
 
 /* The fused groups (for artifacts and reports). */
 uint32_t rt_px_num_groups(const rt_px *x);
 const rt_fuse_group *rt_px_group(const rt_px *x, uint32_t i);
-/* Planned buffer i: offset and size in the arena, and the binding var it holds. */
+/* Planned buffer i: offset and size in the arena (0 and 0 when its size is symbolic), and the
+ * binding var it holds. */
 void rt_px_buffer(const rt_px *x, uint32_t i, size_t *offset, size_t *size, const char **var);
 
-/* Instruction k of the flat list: its kind ("op", "host", "extern", "other"), name (op, group
- * symbol or extern symbol), binding var and span. */
+/* Instruction k of the entry body: its kind ("op", "host", "extern", "call", "other"), name
+ * (op, group symbol, extern symbol or callee), binding var and span. */
 uint32_t rt_px_num_instrs(const rt_px *x);
 void rt_px_instr(const rt_px *x, uint32_t k, const char **kind, const char **name,
                  const char **var, const ir_span **span);

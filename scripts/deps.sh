@@ -2,7 +2,10 @@
 # Installs what graft needs on a Debian machine. Idempotent: does nothing when all is present.
 set -euo pipefail
 PKGS=(build-essential pkg-config libdnnl-dev llvm-14-dev libprotobuf-c-dev protobuf-c-compiler
-      libonnx-dev libonnx-testdata libjansson-dev libdlpack-dev libcriterion-dev valgrind)
+      libonnx-dev libonnx-testdata libjansson-dev libdlpack-dev libcriterion-dev valgrind
+      clang libclang-rt-14-dev     # clang build, fuzzing
+      python3-torch python3-torchvision   # the model zoo, the recurrent test models
+      python3-onnx)                       # the QDQ test model (scripts/make_qdq_cnn.py)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")

@@ -112,5 +112,18 @@ if [ "$want_refs" != no ]; then
   done
 fi
 
+# The QDQ-quantized CNN (tests/models/test_qdq_cnn.c): built with Debian's python3-onnx from a
+# fixed seed, then ORT's outputs for it. Rebuilt when the script is newer than the model.
+QDQ="$THIRD/qdq"
+if [ "$want_refs" != no ] && /usr/bin/python3 -c 'import onnx' 2>/dev/null; then
+  mkdir -p "$QDQ"
+  if [ ! -f "$QDQ/qdq_cnn.onnx" ] || [ "$ROOT/scripts/make_qdq_cnn.py" -nt "$QDQ/qdq_cnn.onnx" ] ||
+     [ "$want_refs" = force ] || [ ! -f "$QDQ/refs/qdq_cnn/output_1.npy" ]; then
+    /usr/bin/python3 "$ROOT/scripts/make_qdq_cnn.py" "$QDQ/qdq_cnn.onnx"
+    node "$ROOT/scripts/ort_reference.js" --env "$ENV_FILE" --onnx "$QDQ/qdq_cnn.onnx" --shape 1x3x32x32 \
+      --name qdq_cnn --out "$QDQ/refs" >&2
+  fi
+fi
+
 echo "fetch_models: cache $CACHE ($(du -sh "$CACHE" | cut -f1)), refs $REFS" >&2
 cat "$ENV_FILE"

@@ -13,6 +13,7 @@
 #include "runtime/graft_model.h"
 #include "runtime/npy.h"
 #include "tools/cli.h"
+#include "tools/profile.h"
 
 #define MAX_INPUTS 64
 
@@ -103,128 +104,6 @@ int cmd_build(int argc, char **argv) {
 
 /* ---- run ---- */
 
-typedef struct prof_row {
-    const char *kind, *name, *layers;
-    uint64_t ns;
-    uint32_t count;
-    GR_VEC(uint64_t) per_run;      /* ns per profiled run this row appeared in */
-    uint32_t last_run;
-} prof_row;
-
-typedef struct prof_state {
-    const graft_model *gm;
-    GR_VEC(prof_row) rows;
-    FILE *trace;
-    bool first;
-    double origin_us;
-    uint32_t run;
-} prof_state;
-
-static const char *region_layers(const graft_model *gm, const char *name) {
-    for (uint32_t r = 0; r < graft_model_num_regions(gm); r++) {
-        const char *n, *l;
-        graft_model_region(gm, r, &n, NULL, &l);
-        if (strcmp(n, name) == 0) return l;
-    }
-    return "";
-}
-
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", (unsigned char)*s);
-        else fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static void on_event(const rt_exec_event *ev, void *user) {
-    prof_state *ps = user;
-    if (strcmp(ev->kind, "other") == 0) return;
-    /* reference ops aggregate per op and layer list, host kernels and externs per symbol */
-    char layers[512] = "";
-    for (uint32_t i = 0; ev->span && i < ev->span->n; i++) {
-        size_t n = strlen(layers);
-        snprintf(layers + n, sizeof layers - n, "%s%s", i ? "," : "", ev->span->locs[i].source);
-    }
-    prof_row *row = NULL;
-    for (uint32_t i = 0; i < ps->rows.len && !row; i++)
-        if (ps->rows.data[i].name == ev->name && strcmp(ps->rows.data[i].layers, layers) == 0)
-            row = &ps->rows.data[i];
-    if (!row) {
-        prof_row r;
-        memset(&r, 0, sizeof r);
-        r.kind = ev->kind;
-        r.name = ev->name;
-        r.layers = gr_xstrdup(layers);
-        gr_vec_push(&ps->rows, r);
-        row = &ps->rows.data[ps->rows.len - 1];
-    }
-    row->ns += ev->ns;
-    row->count++;
-    if (row->per_run.len && row->last_run == ps->run) {
-        row->per_run.data[row->per_run.len - 1] += ev->ns;
-    } else {
-        uint64_t v = ev->ns;
-        gr_vec_push(&row->per_run, v);
-        row->last_run = ps->run;
-    }
-    if (ps->trace) {
-        double end_us = cli_now_ms() * 1e3 - ps->origin_us;
-        fprintf(ps->trace, "%s\n{\"cat\":\"Node\",\"pid\":0,\"tid\":0,\"dur\":%.3f,\"ts\":%.3f,\"ph\":\"X\",\"name\":",
-                ps->first ? "" : ",", (double)ev->ns / 1e3, end_us - (double)ev->ns / 1e3);
-        ps->first = false;
-        json_str(ps->trace, ev->name);
-        fprintf(ps->trace, ",\"args\":{\"op_name\":");
-        json_str(ps->trace, ev->kind);
-        fprintf(ps->trace, ",\"var\":");
-        json_str(ps->trace, ev->var ? ev->var : "");
-        fprintf(ps->trace, ",\"layers\":");
-        json_str(ps->trace, layers);
-        fprintf(ps->trace, ",\"run\":\"%u\"}}", ps->run);
-    }
-}
-
-static int cmp_row(const void *a, const void *b) {
-    const prof_row *x = a, *y = b;
-    return (x->ns < y->ns) - (x->ns > y->ns);
-}
-
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median of a row's per-run times: a VM's occasional page-fault storm (tens of ms on one run)
- * moves the mean, not the median. */
-static double row_median_ms(prof_row *r) {
-    uint32_t n = r->per_run.len;
-    if (!n) return 0;
-    qsort(r->per_run.data, n, sizeof(uint64_t), cmp_u64);
-    double m = n % 2 ? (double)r->per_run.data[n / 2]
-                     : ((double)r->per_run.data[n / 2 - 1] + (double)r->per_run.data[n / 2]) / 2;
-    return m / 1e6;
-}
-
-static void print_profile(prof_state *ps, uint32_t runs) {
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < ps->rows.len; i++) total += ps->rows.data[i].ns;
-    qsort(ps->rows.data, ps->rows.len, sizeof(prof_row), cmp_row);
-    fprintf(stderr, "profile (%u run%s, %.3f ms per run):\n", runs, runs == 1 ? "" : "s",
-            (double)total / 1e6 / (runs ? runs : 1));
-    fprintf(stderr, "  %9s %9s %6s  %-6s %-40s %s\n", "ms/run", "median", "%", "kind", "region", "layers");
-    for (uint32_t i = 0; i < ps->rows.len; i++) {
-        prof_row *r = &ps->rows.data[i];
-        const char *layers = r->layers[0] ? r->layers : region_layers(ps->gm, r->name);
-        /* long layer lists (whole BYOC regions) are cut; the trace JSON keeps them whole */
-        int cut = (int)strlen(layers) > 160 ? 160 : (int)strlen(layers);
-        fprintf(stderr, "  %9.3f %9.3f %5.1f%%  %-6s %-40.120s %.*s%s\n", (double)r->ns / 1e6 / (runs ? runs : 1),
-                row_median_ms(r), total ? 100.0 * (double)r->ns / (double)total : 0.0, r->kind, r->name,
-                cut, layers, layers[cut] ? "..." : "");
-    }
-}
-
 int cmd_run_artifact(int argc, char **argv) {
     static char names[MAX_INPUTS][256];
     static const char *sources[MAX_INPUTS];
@@ -270,9 +149,7 @@ int cmd_run_artifact(int argc, char **argv) {
     rt_value args[MAX_INPUTS], result = {0};
     uint32_t nargs = 0, nin = graft_model_num_inputs(gm);
     prof_state ps;
-    memset(&ps, 0, sizeof ps);
-    ps.gm = gm;
-    ps.first = true;
+    prof_init(&ps, gm);
     if (nin > MAX_INPUTS) {
         fprintf(stderr, "error: %s: too many inputs (%u)\n", input, nin);
         goto done;
@@ -299,25 +176,23 @@ int cmd_run_artifact(int argc, char **argv) {
         }
         args[nargs++] = rt_value_tensor(t);
     }
-    if (json) {
-        ps.trace = fopen(json, "w");
-        if (!ps.trace) {
-            fprintf(stderr, "error: %s: cannot open for writing\n", json);
-            goto done;
-        }
-        fputc('[', ps.trace);
-        ps.origin_us = cli_now_ms() * 1e3;
-    }
+    if (json && !prof_open_trace(&ps, json)) goto done;
     /* With --repeat the first run is a warm-up and stays out of the profile: it pays the first
      * touch of every fresh output page (tens of ms on a VM), which would swamp the means. */
-    if ((profile || json) && repeat == 0) graft_model_set_profiler(gm, on_event, &ps);
+    if ((profile || json) && repeat == 0) {
+        graft_model_set_profiler(gm, prof_on_event, &ps);
+        prof_dnnl(&ps);
+    }
     /* One run gives the outputs (and warms up); --repeat N times N more, like graft run. */
     if (graft_model_run(gm, args, nargs, &result, &d) != GR_OK) {
         rc = cli_fail(&d, input);
         goto done;
     }
     uint32_t runs = 1, profiled = repeat ? 0 : 1;
-    if ((profile || json) && repeat > 0) graft_model_set_profiler(gm, on_event, &ps);
+    if ((profile || json) && repeat > 0) {
+        graft_model_set_profiler(gm, prof_on_event, &ps);
+        prof_dnnl(&ps);
+    }
     if (repeat > 0) {
         times = malloc(sizeof(double) * (size_t)repeat);
         if (!times) goto done;
@@ -336,19 +211,13 @@ int cmd_run_artifact(int argc, char **argv) {
         cli_print_latency(times, repeat);
     }
     if (out_dir && cli_write_outputs(&result, out_dir, &d) != CLI_OK) goto done;
-    if (profile) print_profile(&ps, profiled);
+    prof_dnnl(NULL);
+    if (profile) prof_print(&ps, profiled);
     rc = CLI_OK;
 done:
     free(times);
-    if (ps.trace) {
-        fputs("\n]\n", ps.trace);
-        if (fclose(ps.trace) != 0) rc = CLI_ERR;
-    }
-    for (uint32_t i = 0; i < ps.rows.len; i++) {
-        free((char *)ps.rows.data[i].layers);
-        gr_vec_free(&ps.rows.data[i].per_run);
-    }
-    gr_vec_free(&ps.rows);
+    prof_dnnl(NULL);
+    if (!prof_finish(&ps)) rc = CLI_ERR;
     rt_value_clear(&result);
     for (uint32_t i = 0; i < nargs; i++) rt_value_clear(&args[i]);
     graft_model_free(gm);

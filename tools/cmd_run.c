@@ -12,6 +12,7 @@
 #include "tools/cli.h"
 #include "tools/cmd_build.h"
 #include "tools/commands.h"
+#include "tools/profile.h"
 
 #define MAX_INPUTS 64
 #define MAX_BACKENDS 8
@@ -31,7 +32,8 @@ int cmd_run(int argc, char **argv) {
     static input_spec specs[MAX_INPUTS];
     memset(&lo, 0, sizeof(lo));
     uint32_t nspecs = 0;
-    const char *input = NULL, *out_dir = NULL, *v;
+    const char *input = NULL, *out_dir = NULL, *json = NULL, *v;
+    bool profile = false;
     long repeat = 0;
     for (int i = 0; i < argc; i++) {
         bool missing = false;
@@ -58,9 +60,10 @@ int cmd_run(int argc, char **argv) {
             if (!byoc_backend_find(v))
                 return cli_usage_error("run", "unknown backend '%s' (see graft backends)", v);
             backends[nbackends++] = v;
-        } else if (strcmp(argv[i], "--profile") == 0 || strncmp(argv[i], "--profile-json", 14) == 0) {
-            return cli_usage_error("run", "%s needs a built artifact (graft build ... -o M.graft)",
-                                   argv[i]);
+        } else if (cli_opt(argc, argv, &i, "--profile-json", &json, &missing)) {
+            if (missing) return cli_usage_error("run", "--profile-json needs a file");
+        } else if (strcmp(argv[i], "--profile") == 0) {
+            profile = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("run", "unknown option '%s'", argv[i]);
         } else if (!input) {
@@ -81,6 +84,8 @@ int cmd_run(int argc, char **argv) {
     double *times = NULL;
     gr_diag d;
     gr_diag_clear(&d);
+    prof_state ps;
+    prof_init(&ps, NULL);
     if (cli_load_model(ctx, input, &lo, &m, &d) != GR_OK ||
         (nbackends && byoc_partition_for_backends(ctx, m, backends, nbackends, &m, &d) != GR_OK) ||
         rt_exec_new(m, "main", &x, &d) != GR_OK) {
@@ -114,15 +119,28 @@ int cmd_run(int argc, char **argv) {
         }
         args[nargs++] = rt_value_tensor(t);
     }
+    if (json && !prof_open_trace(&ps, json)) goto done;
+    /* as for artifacts: with --repeat the first run is a warm-up, out of the profile */
+    bool prof_on = profile || json;
+    if (prof_on && repeat == 0) {
+        rt_exec_set_profiler(x, prof_on_event, &ps);
+        prof_dnnl(&ps);
+    }
     if (rt_exec_run(x, args, nargs, &result, &d) != GR_OK) {
         rc = cli_fail(&d, input);
         goto done;
     }
     if (out_dir && cli_write_outputs(&result, out_dir, &d) != CLI_OK) goto done;
+    uint32_t profiled = repeat ? 0 : 1;
+    if (prof_on && repeat > 0) {
+        rt_exec_set_profiler(x, prof_on_event, &ps);
+        prof_dnnl(&ps);
+    }
     if (repeat > 0) {
         times = malloc(sizeof(double) * (size_t)repeat);
         if (!times) goto done;
-        for (long r = 0; r < repeat; r++) {
+        for (long r = 0; r < repeat; r++, profiled++) {
+            ps.run = (uint32_t)r + 1;
             rt_value again = {0};
             double t0 = cli_now_ms();
             gr_status st = rt_exec_run(x, args, nargs, &again, &d);
@@ -135,9 +153,13 @@ int cmd_run(int argc, char **argv) {
         }
         cli_print_latency(times, repeat);
     }
+    prof_dnnl(NULL);
+    if (profile) prof_print(&ps, profiled);
     rc = CLI_OK;
 done:
     free(times);
+    prof_dnnl(NULL);
+    if (!prof_finish(&ps)) rc = CLI_ERR;
     rt_value_clear(&result);
     for (uint32_t i = 0; i < nargs; i++) rt_value_clear(&args[i]);
     rt_exec_free(x);

@@ -41,4 +41,12 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
 /* The backend's ordered pattern table: fused composites (longest first), then single ops. */
 gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr_diag *diag);
 
+/* dnnl_rnn_patterns.c: the recurrent layers' patterns (at most DNNL_RNN_MAX_PATTERNS), written
+ * into out; returns how many. */
+#define DNNL_RNN_MAX_PATTERNS 3
+uint32_t dnnl_rnn_patterns(ir_ctx_t *ctx, byoc_pattern *out);
+/* dnnl_vol_patterns.c: 3-D convolutions and pools, the same way. */
+#define DNNL_VOL_MAX_PATTERNS 4
+uint32_t dnnl_vol_patterns(ir_ctx_t *ctx, byoc_pattern *out);
+
 #endif

@@ -169,6 +169,8 @@ static const char *chk_resize(const ir_call *c, ir_ctx_t *ctx) {
     const char *rnd = ir_attrs_get_str(c->attrs, "rounding_method");
     const char *lay = ir_attrs_get_str(c->attrs, "layout");
     if (lay && strcmp(lay, "NCHW")) return "layout other than NCHW";
+    const ir_attr *sc = ir_attrs_get(c->attrs, "scales");
+    if (sc && sc->kind != IR_ATTR_NONE) return "scales other than output / input (ONNX fractional scales)";
     int64_t xs[RT_MAX_NDIM], os[RT_MAX_NDIM];
     int32_t xn, on;
     if (!f32_static(c->args[0]->sinfo, xs, &xn) || !f32_static(c->base.sinfo, os, &on) || xn != 4) return "shapes";
@@ -856,7 +858,7 @@ gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr
     comp_entry *comps = malloc(sizeof(comp_entry) * MAX_COMPOSITES);
     if (!comps) return gr_diag_set(diag, GR_ERR_NOMEM, "dnnl patterns: out of memory");
     uint32_t nc = all_composites(comps), nops = sizeof(OPS) / sizeof(OPS[0]), k = 0;
-    byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nc + nops + 1);
+    byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nc + nops + 1 + DNNL_RNN_MAX_PATTERNS + DNNL_VOL_MAX_PATTERNS);
     /* composites sharing a prefix share its pattern nodes (the table is a trie): interned
      * prefix name -> pattern */
     gr_map built;
@@ -896,6 +898,8 @@ gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr
         if (!p) continue;
         pats[k++] = (byoc_pattern){ir_internf(ctx, "dnnl.%s", def->name + 6), p, dnnl_check, (void *)&OPS[i]};
     }
+    k += dnnl_rnn_patterns(ctx, pats + k);
+    k += dnnl_vol_patterns(ctx, pats + k);
     *out = pats;
     *n = k;
     return GR_OK;

@@ -1,6 +1,7 @@
 /* Fused elementwise groups -> LLVM IR -> O3 for the host -> object file -> ORC LLJIT
  * (codegen/llvm/llvm_host.h). */
 #include "codegen/llvm/llvm_host.h"
+#include "codegen/llvm/elf_check.h"
 
 #include <llvm-c/Core.h>
 #include <llvm-c/DebugInfo.h>
@@ -184,26 +185,64 @@ static LLVMValueRef e_gelu(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node
                          LLVMBuildFAdd(b, fc(h, 1.0), e, ""), "");
 }
 
+/* ONNX coverage (ops1): more unary math through libm, rounding, C and floor remainders */
+UNARY_CALL(e_tan, "tanf")
+UNARY_CALL(e_asin, "asinf")
+UNARY_CALL(e_acos, "acosf")
+UNARY_CALL(e_atan, "atanf")
+UNARY_CALL(e_sinh, "sinhf")
+UNARY_CALL(e_cosh, "coshf")
+UNARY_CALL(e_asinh, "asinhf")
+UNARY_CALL(e_acosh, "acoshf")
+UNARY_CALL(e_atanh, "atanhf")
+UNARY_CALL(e_round, "llvm.rint.f32") /* half to even in the default rounding mode, as nearbyintf */
+UNARY_CALL(e_trunc, "llvm.trunc.f32")
+/* mod: C fmod (frem); floor_mod: the remainder takes the divisor's sign */
+static LLVMValueRef e_mod(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)h, (void)n;
+    return LLVMBuildFRem(b, a[0], a[1], "");
+}
+static LLVMValueRef e_floor_mod(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
+    (void)n;
+    LLVMValueRef r = LLVMBuildFRem(b, a[0], a[1], "");
+    LLVMValueRef nz = LLVMBuildFCmp(b, LLVMRealONE, r, fc(h, 0), "");
+    LLVMValueRef diff = LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, r, fc(h, 0), ""),
+                                     LLVMBuildFCmp(b, LLVMRealOLT, a[1], fc(h, 0), ""), "");
+    return LLVMBuildSelect(b, LLVMBuildAnd(b, nz, diff, ""), LLVMBuildFAdd(b, r, a[1], ""), r, "");
+}
+
 typedef struct low_row {
     const char *op;
     emit_fn emit;
+    bool libm; /* calls into libm: the loops stay scalar */
 } low_row;
 static const low_row low_table[] = {
     {"relax.add", e_add},         {"relax.subtract", e_sub},     {"relax.multiply", e_mul},
-    {"relax.divide", e_div},      {"relax.power", e_pow},        {"relax.maximum", e_max},
+    {"relax.divide", e_div},      {"relax.power", e_pow, true},  {"relax.maximum", e_max},
     {"relax.minimum", e_min},     {"relax.exp", e_exp},          {"relax.log", e_log},
     {"relax.sqrt", e_sqrt},       {"relax.rsqrt", e_rsqrt},      {"relax.abs", e_abs},
     {"relax.floor", e_floor},     {"relax.ceil", e_ceil},        {"relax.sin", e_sin},
-    {"relax.cos", e_cos},         {"relax.tanh", e_tanh},        {"relax.erf", e_erf},
+    {"relax.cos", e_cos},         {"relax.tanh", e_tanh, true},  {"relax.erf", e_erf, true},
     {"relax.negative", e_neg},    {"relax.square", e_square},    {"relax.sigmoid", e_sigmoid},
     {"relax.nn.silu", e_silu},    {"relax.nn.relu", e_relu},     {"relax.nn.relu6", e_relu6},
-    {"relax.clip", e_clip},       {"relax.nn.leakyrelu", e_leaky}, {"relax.nn.gelu", e_gelu},
+    {"relax.clip", e_clip},       {"relax.nn.leakyrelu", e_leaky}, {"relax.nn.gelu", e_gelu, true},
+    /* ONNX coverage (ops1) */
+    {"relax.tan", e_tan, true},   {"relax.asin", e_asin, true},  {"relax.acos", e_acos, true},
+    {"relax.atan", e_atan, true}, {"relax.sinh", e_sinh, true},  {"relax.cosh", e_cosh, true},
+    {"relax.asinh", e_asinh, true}, {"relax.acosh", e_acosh, true}, {"relax.atanh", e_atanh, true},
+    {"relax.round", e_round},     {"relax.trunc", e_trunc},      {"relax.mod", e_mod},
+    {"relax.floor_mod", e_floor_mod},
 };
 
-static emit_fn find_emit(const ir_op_def *def) {
+static const low_row *find_row(const char *op) {
     for (size_t i = 0; i < sizeof low_table / sizeof low_table[0]; i++)
-        if (strcmp(low_table[i].op, def->name) == 0) return low_table[i].emit;
+        if (strcmp(low_table[i].op, op) == 0) return &low_table[i];
     return NULL;
+}
+
+static emit_fn find_emit(const ir_op_def *def) {
+    const low_row *r = find_row(def->name);
+    return r ? r->emit : NULL;
 }
 
 bool gr_llvm_can_lower(const ir_call *call) {
@@ -657,9 +696,8 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
         ioff[k] = LLVMConstInt(i64t(h), 0, 0);
     }
     for (uint32_t n = 0; n < g->nnodes; n++) {
-        const char *op = g->nodes[n].op->name;
-        G.libm |= !strcmp(op, "relax.power") || !strcmp(op, "relax.tanh") || !strcmp(op, "relax.erf") ||
-                  !strcmp(op, "relax.nn.gelu");
+        const low_row *r = find_row(g->nodes[n].op->name);
+        G.libm |= r && r->libm;
     }
     if (L.tail != RT_TAIL_NONE) {
         G.acc = LLVMBuildAlloca(b, f64t(h), "acc");
@@ -836,12 +874,16 @@ gr_status gr_llvm_host_new(gr_llvm_host **out, gr_diag *diag) {
 
 gr_status gr_llvm_host_load(const uint8_t *obj, size_t len, gr_llvm_host **out, gr_diag *diag) {
     *out = NULL;
+    /* RuntimeDyld trusts the object: a damaged one must be an error here, not a crash there */
+    if (len) {
+        gr_status st = gr_elf_check(obj, len, diag);
+        if (st) return st;
+    }
     gr_llvm_host *h = host_alloc();
     h->link_mode = true;
     h->obj_len = len;
     h->obj = gr_xmalloc(len ? len : 1);
     if (len) memcpy(h->obj, obj, len);
-    (void)diag;
     *out = h;
     return GR_OK;
 }

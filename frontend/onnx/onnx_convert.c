@@ -104,8 +104,106 @@ static const onnx_op_entry op_table[] = {
     {"Expand", 8, INT16_MAX, onnx_cv_expand, NULL},
     {"Tile", 6, INT16_MAX, onnx_cv_tile, NULL},
     {"Range", 11, INT16_MAX, onnx_cv_range, onnx_fold_range},
+    /* ONNX coverage (ops2) */
+    {"LSTM", 7, INT16_MAX, onnx_cv_rnn, NULL},
+    {"GRU", 7, INT16_MAX, onnx_cv_rnn, NULL},
+    {"RNN", 7, INT16_MAX, onnx_cv_rnn, NULL},
+    {"ReverseSequence", 10, INT16_MAX, onnx_cv_reverse_sequence, NULL},
+    {"InstanceNormalization", 6, INT16_MAX, onnx_cv_instance_norm, NULL},
+    {"MeanVarianceNormalization", 9, INT16_MAX, onnx_cv_mvn, NULL},
+    {"LRN", ANY, onnx_cv_lrn, NULL},
+    {"DepthToSpace", ANY, onnx_cv_depth_space, NULL},
+    {"SpaceToDepth", ANY, onnx_cv_depth_space, NULL},
+    {"Einsum", 12, INT16_MAX, onnx_cv_einsum, NULL},
+    {"HannWindow", 17, INT16_MAX, onnx_cv_window, onnx_fold_window},
+    {"HammingWindow", 17, INT16_MAX, onnx_cv_window, onnx_fold_window},
+    {"BlackmanWindow", 17, INT16_MAX, onnx_cv_window, onnx_fold_window},
+    {"MelWeightMatrix", 17, INT16_MAX, onnx_cv_mel, onnx_fold_mel},
+    {"NonMaxSuppression", 10, INT16_MAX, onnx_cv_nms, NULL},
+    {"RoiAlign", 10, INT16_MAX, onnx_cv_roi_align, NULL},
+    {"GridSample", 16, INT16_MAX, onnx_cv_grid_sample, NULL},
+    {"MaxUnpool", 9, INT16_MAX, onnx_cv_max_unpool, NULL},
+    {"DFT", 17, 19, onnx_cv_dft, NULL},
+    {"STFT", 17, INT16_MAX, onnx_cv_stft, NULL},
+    /* ONNX coverage (ops1): onnx_convert_index.c, onnx_convert_quant.c */
+    {"Acos", 7, INT16_MAX, onnx_cv_unary_more, NULL},
+    {"Asin", 7, INT16_MAX, onnx_cv_unary_more, NULL},
+    {"Atan", 7, INT16_MAX, onnx_cv_unary_more, NULL},
+    {"Tan", 7, INT16_MAX, onnx_cv_unary_more, NULL},
+    {"Acosh", 9, INT16_MAX, onnx_cv_unary_more, NULL},
+    {"Asinh", 9, INT16_MAX, onnx_cv_unary_more, NULL},
+    {"Atanh", 9, INT16_MAX, onnx_cv_unary_more, NULL},
+    {"Sinh", 9, INT16_MAX, onnx_cv_unary_more, NULL},
+    {"Cosh", 9, INT16_MAX, onnx_cv_unary_more, NULL},
+    {"IsNaN", 9, INT16_MAX, onnx_cv_unary_more, NULL},
+    {"BitwiseNot", 18, INT16_MAX, onnx_cv_unary_more, NULL},
+    {"IsInf", 10, INT16_MAX, onnx_cv_isinf, NULL},
+    {"Celu", 12, INT16_MAX, onnx_cv_celu, NULL},
+    {"Shrink", 9, INT16_MAX, onnx_cv_shrink, NULL},
+    {"Det", 11, INT16_MAX, onnx_cv_det, NULL},
+    {"Xor", 7, INT16_MAX, onnx_cv_binary_more, NULL},
+    {"Mod", 10, INT16_MAX, onnx_cv_binary_more, NULL},
+    {"BitShift", 11, INT16_MAX, onnx_cv_binary_more, NULL},
+    {"BitwiseAnd", 18, INT16_MAX, onnx_cv_binary_more, NULL},
+    {"BitwiseOr", 18, INT16_MAX, onnx_cv_binary_more, NULL},
+    {"BitwiseXor", 18, INT16_MAX, onnx_cv_binary_more, NULL},
+    {"Max", 6, 7, onnx_cv_variadic, NULL},
+    {"Min", 6, 7, onnx_cv_variadic, NULL},
+    {"Sum", 6, 7, onnx_cv_variadic, NULL},
+    {"ArgMax", ANY, onnx_cv_argmax, NULL},
+    {"ArgMin", ANY, onnx_cv_argmax, NULL},
+    {"TopK", ANY, onnx_cv_topk, NULL},
+    {"Hardmax", ANY, onnx_cv_hardmax, NULL},
+    {"OneHot", 9, INT16_MAX, onnx_cv_one_hot, NULL},
+    {"GatherElements", 11, INT16_MAX, onnx_cv_gather_elements, NULL},
+    {"GatherND", 11, INT16_MAX, onnx_cv_gather_nd, NULL},
+    {"ScatterElements", 11, INT16_MAX, onnx_cv_scatter_elements, NULL},
+    {"Scatter", 9, 10, onnx_cv_scatter_elements, NULL},
+    {"ScatterND", 11, INT16_MAX, onnx_cv_scatter_nd, NULL},
+    {"NonZero", 9, INT16_MAX, onnx_cv_nonzero, NULL},
+    {"Compress", 9, INT16_MAX, onnx_cv_compress, NULL},
+    {"Unique", 11, INT16_MAX, onnx_cv_unique, NULL},
+    {"Trilu", 14, INT16_MAX, onnx_cv_trilu, NULL},
+    {"EyeLike", 9, INT16_MAX, onnx_cv_eye_like, NULL},
+    {"NegativeLogLikelihoodLoss", 12, INT16_MAX, onnx_cv_nll_loss, NULL},
+    {"SoftmaxCrossEntropyLoss", 12, INT16_MAX, onnx_cv_softmax_ce, NULL},
+    {"QuantizeLinear", 10, INT16_MAX, onnx_cv_quantize, NULL},
+    {"DequantizeLinear", 10, INT16_MAX, onnx_cv_dequantize, NULL},
+    {"DynamicQuantizeLinear", 11, INT16_MAX, onnx_cv_dynamic_quantize, NULL},
+    {"MatMulInteger", 10, INT16_MAX, onnx_cv_matmul_integer, NULL},
+    {"QLinearMatMul", 10, INT16_MAX, onnx_cv_qlinear_matmul, NULL},
+    {"ConvInteger", 10, INT16_MAX, onnx_cv_conv_integer, NULL},
+    {"QLinearConv", 10, INT16_MAX, onnx_cv_qlinear_conv, NULL},
 };
 #undef ANY
+
+/* ONNX coverage (ops1): standard ops that stay out on purpose, with the reason the importer
+ * gives. */
+static const struct {
+    const char *op_type, *reason;
+} out_of_scope[] = {
+    {"StringNormalizer", "string tensors are not supported"},
+    {"TfIdfVectorizer", "string tensors are not supported"},
+    {"RegexFullMatch", "string tensors are not supported"},
+    {"StringConcat", "string tensors are not supported"},
+    {"StringSplit", "string tensors are not supported"},
+    {"Bernoulli", "random number generation is not supported (results are not reproducible)"},
+    {"RandomUniform", "random number generation is not supported (results are not reproducible)"},
+    {"RandomUniformLike", "random number generation is not supported (results are not reproducible)"},
+    {"RandomNormal", "random number generation is not supported (results are not reproducible)"},
+    {"RandomNormalLike", "random number generation is not supported (results are not reproducible)"},
+    {"Multinomial", "random number generation is not supported (results are not reproducible)"},
+    {"Adam", "training-only op"},
+    {"Adagrad", "training-only op"},
+    {"Momentum", "training-only op"},
+    {"Gradient", "training-only op"},
+};
+
+const char *onnx_op_unsupported_reason(const char *op_type) {
+    for (size_t i = 0; op_type && i < sizeof(out_of_scope) / sizeof(out_of_scope[0]); i++)
+        if (!strcmp(out_of_scope[i].op_type, op_type)) return out_of_scope[i].reason;
+    return NULL;
+}
 
 const onnx_op_entry *onnx_op_find(const char *op_type, int64_t opset) {
     if (!op_type) return NULL;

@@ -349,8 +349,9 @@ gr_status onnx_cv_reduce(onnx_cv *cv) {
 gr_status onnx_cv_cast(onnx_cv *cv) {
     ir_dtype to;
     if (!onnx_dtype_from_elem((int32_t)cv_attr_int(cv, "to", 0), &to))
-        return cv_fail(cv, GR_ERR_UNSUPPORTED, "cast to element type %lld",
-                       (long long)cv_attr_int(cv, "to", 0));
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "cast to element type %lld (%s)",
+                       (long long)cv_attr_int(cv, "to", 0),
+                       onnx_elem_unsupported_name((int32_t)cv_attr_int(cv, "to", 0)));
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     if (ir_dtype_eq(cv_dtype(cv, 0), to)) return cv_out(cv, 0, x);
@@ -363,12 +364,18 @@ gr_status onnx_cv_identity(onnx_cv *cv) {
     return cv_out(cv, 0, cv_in(cv, 0));
 }
 
-/* Dropout at inference: the identity, and a mask of all true. */
+/* Dropout at inference, or in training mode with ratio 0: the identity, and a mask of all
+ * true. Training mode with a ratio above 0 drops random elements. */
 gr_status onnx_cv_dropout(onnx_cv *cv) {
-    rt_tensor *training = cv_known(cv, 2);
+    rt_tensor *training = cv_known(cv, 2), *ratio = cv_known(cv, 1);
     if (cv_has(cv, 2) && (!training || rt_tensor_numel(training) != 1 ||
-                          rt_tensor_get_f64(training, 0) != 0.0))
-        return cv_fail(cv, GR_ERR_UNSUPPORTED, "training mode");
+                          rt_tensor_get_f64(training, 0) != 0.0)) {
+        /* ratio 0 drops nothing */
+        bool zero = cv_has(cv, 1) && ratio && rt_tensor_numel(ratio) == 1 && rt_tensor_get_f64(ratio, 0) == 0.0;
+        if (!zero)
+            return cv_fail(cv, GR_ERR_UNSUPPORTED,
+                           "training mode with a ratio above 0 drops random elements (random numbers are not supported)");
+    }
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     if (cv->nout > 1 && cv->node->output[1] && *cv->node->output[1]) {
@@ -426,15 +433,22 @@ gr_status onnx_cv_cast_like(onnx_cv *cv) {
     return cv_out(cv, 0, cv_call1(cv, "relax.astype", x, &at));
 }
 
+/* CumSum(x, axis; exclusive, reverse): reverse runs on the input flipped along the axis and
+ * flips the result back. */
 gr_status onnx_cv_cumsum(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     int64_t axis;
     if (cv_ints(cv, 1, &axis, 1) != 1) return cv_fail(cv, GR_ERR_UNSUPPORTED, "axis must be a constant");
-    if (cv_attr_int(cv, "reverse", 0)) return cv_fail(cv, GR_ERR_UNSUPPORTED, "reverse");
     if (!cv_axis(axis, cv_rank(cv, 0), &axis)) return cv_fail(cv, GR_ERR_INVALID, "bad axis");
+    bool reverse = cv_attr_int(cv, "reverse", 0) != 0;
+    cv_attrs fa = {0};
+    cv_set(&fa, "axis", ir_attr_int(axis));
+    if (reverse) x = cv_op1(cv, "relax.flip", x, &fa);
     cv_attrs at = {0};
     cv_set(&at, "axis", ir_attr_int(axis));
     cv_set(&at, "exclusive", ir_attr_bool(cv_attr_int(cv, "exclusive", 0) != 0));
-    return cv_out(cv, 0, cv_call1(cv, "relax.cumsum", x, &at));
+    ir_expr *y = cv_call1(cv, "relax.cumsum", x, &at);
+    if (!reverse) return cv_out(cv, 0, y);
+    return cv_out(cv, 0, cv_call1(cv, "relax.flip", cv_emit(cv, y), &fa));
 }

@@ -99,9 +99,8 @@ static gr_status conv_common(onnx_cv *cv, bool transpose) {
     ir_expr *x = cv_in(cv, 0), *wgt = cv_in(cv, 1);
     if (!x || !wgt) return cv_status(cv);
     int32_t rank = cv_rank(cv, 0);
-    if (rank != 4 && !(rank == 3 && !transpose))
-        return cv_fail(cv, GR_ERR_UNSUPPORTED, "%d-D input (supported: %s)", (int)rank,
-                       transpose ? "4-D" : "3-D and 4-D");
+    if (rank < 3 || rank > 5)
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "%d-D input (supported: 3-D to 5-D)", (int)rank);
     int nsp = rank - 2;
     int64_t kernel[3], in[3];
     int n = cv_attr_ints(cv, "kernel_shape", kernel, 3);
@@ -122,7 +121,8 @@ static gr_status conv_common(onnx_cv *cv, bool transpose) {
     if (!transpose) {
         gr_status st = read_window(cv, nsp, kernel, in, false, &w);
         if (st != GR_OK) return st;
-        op = nsp == 1 ? "relax.nn.conv1d" : "relax.nn.conv2d";
+        static const char *const ops[4] = {"", "relax.nn.conv1d", "relax.nn.conv2d", "relax.nn.conv3d"};
+        op = ops[nsp];
     } else {
         /* Transposed conv: auto_pad / output_shape define pads from the output size. */
         int64_t v[6];
@@ -165,7 +165,9 @@ static gr_status conv_common(onnx_cv *cv, bool transpose) {
             }
         }
         cv_set(&at, "output_padding", ir_attr_ints(cv->ctx, (uint32_t)nsp, opad));
-        op = "relax.nn.conv2d_transpose";
+        static const char *const ops[4] = {"", "relax.nn.conv1d_transpose", "relax.nn.conv2d_transpose",
+                                           "relax.nn.conv3d_transpose"};
+        op = ops[nsp];
     }
     cv_set(&at, "strides", ir_attr_ints(cv->ctx, (uint32_t)nsp, w.strides));
     cv_set(&at, "padding", ir_attr_ints(cv->ctx, (uint32_t)(2 * nsp), w.pads));
@@ -179,10 +181,85 @@ static gr_status conv_common(onnx_cv *cv, bool transpose) {
     return cv_out(cv, 0, y);
 }
 
+/* ONNX coverage (ops1): a forward conv of x and wgt (already prepared by ConvInteger or
+ * QLinearConv) with the node's window attributes; the data is input 0, the weight input wi. */
+ir_expr *onnx_conv_call(onnx_cv *cv, ir_expr *x, ir_expr *wgt, uint32_t wi, ir_dtype out_dtype) {
+    int32_t rank = cv_rank(cv, 0);
+    if (!x || !wgt) return NULL;
+    if (rank != 3 && rank != 4) {
+        cv_fail(cv, GR_ERR_UNSUPPORTED, "%d-D input (supported: 3-D and 4-D)", (int)rank);
+        return NULL;
+    }
+    int nsp = rank - 2;
+    int64_t kernel[3], in[3];
+    int n = cv_attr_ints(cv, "kernel_shape", kernel, 3);
+    if (n < 0) {
+        const ir_prim *const *wd = cv_prim_dims(cv, wi);
+        if (!wd || cv_rank(cv, wi) != rank) {
+            cv_fail(cv, GR_ERR_INVALID, "weight shape unknown");
+            return NULL;
+        }
+        for (int i = 0; i < nsp; i++)
+            if (!ir_prim_is_int(wd[i + 2], &kernel[i])) {
+                cv_fail(cv, GR_ERR_UNSUPPORTED, "dynamic kernel size");
+                return NULL;
+            }
+    } else if (n != nsp) {
+        cv_fail(cv, GR_ERR_INVALID, "kernel_shape has %d values", n);
+        return NULL;
+    }
+    spatial_in(cv, nsp, in);
+    window w;
+    if (read_window(cv, nsp, kernel, in, false, &w) != GR_OK) return NULL;
+    cv_attrs at = {0};
+    cv_set(&at, "strides", ir_attr_ints(cv->ctx, (uint32_t)nsp, w.strides));
+    cv_set(&at, "padding", ir_attr_ints(cv->ctx, (uint32_t)(2 * nsp), w.pads));
+    cv_set(&at, "dilation", ir_attr_ints(cv->ctx, (uint32_t)nsp, w.dil));
+    cv_set(&at, "groups", ir_attr_int(cv_attr_int(cv, "group", 1)));
+    cv_set(&at, "out_dtype", ir_attr_dtype(out_dtype));
+    return cv_call2(cv, nsp == 1 ? "relax.nn.conv1d" : "relax.nn.conv2d", x, wgt, &at);
+}
+
 gr_status onnx_cv_conv(onnx_cv *cv) { return conv_common(cv, false); }
 gr_status onnx_cv_conv_transpose(onnx_cv *cv) { return conv_common(cv, true); }
 
+/* BatchNormalization with training_mode=1 (opset 14+): normalized with the batch's own mean
+ * and (population) variance over every axis but 1; the running statistics come out updated:
+ * running = input_running * momentum + batch * (1 - momentum). */
+static gr_status batch_norm_training(onnx_cv *cv) {
+    ir_expr *args[5];
+    for (uint32_t i = 0; i < 5; i++)
+        if (!(args[i] = cv_in(cv, i))) return cv_status(cv);
+    int32_t rank = cv_rank(cv, 0);
+    if (rank < 2) return cv_fail(cv, GR_ERR_INVALID, "input must be (N, C, ...)");
+    int64_t axes[RT_MAX_NDIM];
+    uint32_t na = 0;
+    for (int32_t i = 0; i < rank; i++)
+        if (i != 1) axes[na++] = i;
+    cv_attrs rd = {0};
+    cv_set(&rd, "axis", ir_attr_ints(cv->ctx, na, axes));
+    cv_set(&rd, "keepdims", ir_attr_bool(false));
+    ir_expr *mean = cv_op1(cv, "relax.mean", args[0], &rd), *var = cv_op1(cv, "relax.variance", args[0], &rd);
+    if (!mean || !var) return cv_status(cv);
+    ir_expr *bn_args[5] = {args[0], args[1], args[2], mean, var};
+    cv_attrs at = {0};
+    cv_set(&at, "axis", ir_attr_int(1));
+    cv_set(&at, "epsilon", ir_attr_float(cv_attr_float(cv, "epsilon", 1e-5)));
+    ir_expr *bn = cv_emit(cv, cv_call(cv, "relax.nn.batch_norm", 5, bn_args, &at));
+    if (!bn) return cv_status(cv);
+    gr_status st = cv_out(cv, 0, (ir_expr *)ir_tgi_new(cv->ctx, bn, 0, cv->span));
+    double mom = cv_attr_float(cv, "momentum", 0.9);
+    ir_dtype dt = cv_dtype(cv, 3);
+    for (uint32_t k = 1; st == GR_OK && k < 3 && k < cv->nout; k++) {
+        ir_expr *old = cv_op2(cv, "relax.multiply", args[2 + k], cv_scalar(cv, dt, mom), NULL);
+        ir_expr *cur = cv_op2(cv, "relax.multiply", k == 1 ? mean : var, cv_scalar(cv, dt, 1.0 - mom), NULL);
+        st = cv_out(cv, k, cv_call2(cv, "relax.add", old, cur, NULL));
+    }
+    return st;
+}
+
 gr_status onnx_cv_batch_norm(onnx_cv *cv) {
+    if (cv_attr_int(cv, "training_mode", 0) && cv->opset >= 14) return batch_norm_training(cv);
     if (cv_attr_int(cv, "training_mode", 0) || !cv_attr_int(cv, "is_test", 1))
         return cv_fail(cv, GR_ERR_UNSUPPORTED, "training mode");
     if (!cv_attr_int(cv, "spatial", 1))
@@ -246,11 +323,10 @@ gr_status onnx_cv_pool(onnx_cv *cv) {
     bool is_max = !strcmp(cv->node->op_type, "MaxPool");
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
-    if (cv->nout > 1 && cv->node->output[1] && *cv->node->output[1])
-        return cv_fail(cv, GR_ERR_UNSUPPORTED, "the Indices output");
+    bool indices = cv->nout > 1 && cv->node->output[1] && *cv->node->output[1];
     int32_t rank = cv_rank(cv, 0);
-    if (rank != 4 && rank != 3)
-        return cv_fail(cv, GR_ERR_UNSUPPORTED, "%d-D input (supported: 3-D and 4-D)", (int)rank);
+    if (rank < 3 || rank > 5)
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "%d-D input (supported: 3-D to 5-D)", (int)rank);
     int nsp = rank - 2;
     int64_t kernel[3], in[3];
     if (cv_attr_ints(cv, "kernel_shape", kernel, 3) != nsp)
@@ -259,6 +335,10 @@ gr_status onnx_cv_pool(onnx_cv *cv) {
     window w;
     gr_status st = read_window(cv, nsp, kernel, in, false, &w);
     if (st != GR_OK) return st;
+    if (indices) {
+        if (nsp != 2 || !is_max) return cv_fail(cv, GR_ERR_UNSUPPORTED, "the Indices output of a %d-D pool", nsp);
+        return onnx_cv_pool_indices(cv, w.kernel, w.strides, w.pads, w.dil);
+    }
     if (nsp == 1) {
         w.kernel[1] = w.kernel[0], w.kernel[0] = 1;
         w.strides[1] = w.strides[0], w.strides[0] = 1;
@@ -271,14 +351,16 @@ gr_status onnx_cv_pool(onnx_cv *cv) {
         x = cv_op1(cv, "relax.expand_dims", x, &ex);
     }
     cv_attrs at = {0};
-    cv_set(&at, "pool_size", ir_attr_ints(cv->ctx, 2, w.kernel));
-    cv_set(&at, "strides", ir_attr_ints(cv->ctx, 2, w.strides));
-    cv_set(&at, "padding", ir_attr_ints(cv->ctx, 4, w.pads));
-    cv_set(&at, "dilation", ir_attr_ints(cv->ctx, 2, w.dil));
+    uint32_t psp = nsp == 3 ? 3 : 2; /* 1-D runs as 2-D */
+    cv_set(&at, "pool_size", ir_attr_ints(cv->ctx, psp, w.kernel));
+    cv_set(&at, "strides", ir_attr_ints(cv->ctx, psp, w.strides));
+    cv_set(&at, "padding", ir_attr_ints(cv->ctx, 2 * psp, w.pads));
+    cv_set(&at, "dilation", ir_attr_ints(cv->ctx, psp, w.dil));
     cv_set(&at, "ceil_mode", ir_attr_bool(cv_attr_int(cv, "ceil_mode", 0) != 0));
     if (!is_max)
         cv_set(&at, "count_include_pad", ir_attr_bool(cv_attr_int(cv, "count_include_pad", 0) != 0));
-    ir_expr *y = cv_call1(cv, is_max ? "relax.nn.max_pool2d" : "relax.nn.avg_pool2d", x, &at);
+    ir_expr *y = cv_call1(cv, psp == 3 ? (is_max ? "relax.nn.max_pool3d" : "relax.nn.avg_pool3d")
+                                       : (is_max ? "relax.nn.max_pool2d" : "relax.nn.avg_pool2d"), x, &at);
     if (nsp == 1) {
         cv_attrs sq = {0};
         int64_t two = 2;
@@ -345,6 +427,7 @@ gr_status onnx_cv_resize(onnx_cv *cv) {
     rt_tensor *scales = upsample && cv->opset < 9 ? NULL : cv_known(cv, scales_in);
     double sc[4];
     int nsc = -1;
+    bool fractional = false; /* some in * scale is not whole: the kernel maps with the scales */
     if (upsample && cv->opset < 9) {
         const Onnx__AttributeProto *a = cv_attr(cv, "scales");
         if (a && a->n_floats == 4) {
@@ -373,11 +456,15 @@ gr_status onnx_cv_resize(onnx_cv *cv) {
                 /* ONNX maps coordinates with the scale itself (and the unrounded in * scale);
                  * resize2d maps with out / in, the same only when in * scale is whole. */
                 double o = (double)d * sc[i];
-                if (o != floor(o))
-                    return cv_fail(cv, GR_ERR_UNSUPPORTED,
-                                   "scale %g of dim %d (size %lld) gives a fractional output size",
-                                   sc[i], i, (long long)d);
-                out[i] = ir_prim_int(cv->ctx, (int64_t)o);
+                if (o != floor(o)) {
+                    /* floor(in * scale), coordinates mapped with the scale (attr scales) */
+                    if (i < 2) return cv_fail(cv, GR_ERR_UNSUPPORTED, "resizing the batch or channel dims");
+                    fractional = true;
+                    if (floor(o) < 1)
+                        return cv_fail(cv, GR_ERR_INVALID, "scale %g of dim %d (size %lld) gives an empty output",
+                                       sc[i], i, (long long)d);
+                }
+                out[i] = ir_prim_int(cv->ctx, (int64_t)floor(o));
             }
             else
                 return cv_fail(cv, GR_ERR_UNSUPPORTED, "a fractional scale on a dynamic dim");
@@ -396,6 +483,10 @@ gr_status onnx_cv_resize(onnx_cv *cv) {
         const int idx[4] = {2, 3, 6, 7};
         for (int i = 0; i < 4; i++) r[i] = ir_attr_float(rt_tensor_get_f64(roi, idx[i]));
         cv_set(&at, "roi", ir_attr_array(cv->ctx, 4, r));
+    }
+    if (fractional) {
+        ir_attr sa[2] = {ir_attr_float(sc[2]), ir_attr_float(sc[3])};
+        cv_set(&at, "scales", ir_attr_array(cv->ctx, 2, sa));
     }
     cv_set(&at, "layout", ir_attr_str(cv->ctx, "NCHW"));
     cv_set(&at, "method", ir_attr_str(cv->ctx, method));

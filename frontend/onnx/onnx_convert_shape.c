@@ -597,6 +597,15 @@ gr_status onnx_cv_tile(onnx_cv *cv) {
     return cv_out(cv, 0, cv_call1(cv, "relax.tile", x, &at));
 }
 
+/* Range with a start, limit or delta computed at run time (the folder takes known ones):
+ * arange of the 0-d tensors, of run-time length. */
 gr_status onnx_cv_range(onnx_cv *cv) {
-    return cv_fail(cv, GR_ERR_UNSUPPORTED, "start, limit and delta must be known at import");
+    ir_expr *args[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        if (!(args[i] = cv_in(cv, i))) return cv_status(cv);
+        if (cv_rank(cv, i) != 0) return cv_fail(cv, GR_ERR_INVALID, "input %u must be a scalar", i);
+    }
+    cv_attrs at = {0};
+    cv_set(&at, "dtype", ir_attr_dtype(cv_dtype(cv, 0)));
+    return cv_out(cv, 0, cv_call(cv, "relax.arange", 3, args, &at));
 }

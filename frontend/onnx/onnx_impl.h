@@ -88,11 +88,15 @@ typedef struct onnx_op_entry {
 
 /* onnx_convert.c: the table. */
 const onnx_op_entry *onnx_op_find(const char *op_type, int64_t opset);
+/* Why a standard op stays unsupported on purpose (strings, random numbers, training), or NULL. */
+const char *onnx_op_unsupported_reason(const char *op_type);
 
 /* ---- onnx_tensor.c ---- */
 /* ONNX TensorProto.DataType -> dtype; false for unsupported (string, complex, ...). */
 bool onnx_dtype_from_elem(int32_t elem, ir_dtype *out);
 int32_t onnx_elem_from_dtype(ir_dtype t);
+/* Why an element type is refused ("string: string tensors are not supported"). */
+const char *onnx_elem_unsupported_name(int32_t elem);
 /* TensorProto -> tensor (typed fields, raw_data or external data relative to dir, which may be
  * NULL). `what` names the tensor in messages. */
 gr_status onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *dir, const char *file,
@@ -201,9 +205,25 @@ const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i);
     X(conv) X(conv_transpose) X(batch_norm) X(layer_norm) X(pool) X(global_pool) X(resize)    \
     X(pad)                                                                                    \
     X(constant) X(constant_of_shape) X(shape) X(gather) X(concat) X(split) X(slice)           \
-    X(reshape) X(flatten) X(transpose) X(squeeze) X(unsqueeze) X(expand) X(tile) X(range)
+    X(reshape) X(flatten) X(transpose) X(squeeze) X(unsqueeze) X(expand) X(tile) X(range)       \
+    /* ONNX coverage (ops2) */                                                                \
+    X(rnn) X(reverse_sequence) X(instance_norm) X(mvn) X(lrn) X(depth_space) X(einsum)        \
+    X(window) X(mel) X(nms) X(roi_align) X(grid_sample) X(max_unpool) X(dft) X(stft)
+/* ONNX coverage (ops1): onnx_convert_index.c, onnx_convert_quant.c */
+#define ONNX_CONVERTERS_OPS1(X)                                                               \
+    X(unary_more) X(binary_more) X(isinf) X(celu) X(shrink) X(det) X(argmax) X(topk)         \
+    X(hardmax) X(one_hot) X(gather_elements) X(gather_nd) X(scatter_elements) X(scatter_nd)  \
+    X(nonzero) X(compress) X(unique) X(trilu) X(eye_like) X(nll_loss) X(softmax_ce)          \
+    X(quantize) X(dequantize) X(dynamic_quantize) X(matmul_integer) X(qlinear_matmul)        \
+    X(conv_integer) X(qlinear_conv)
+/* A forward conv of prepared x and weight with the node's window attrs (weight: input wi). */
+ir_expr *onnx_conv_call(onnx_cv *cv, ir_expr *x, ir_expr *wgt, uint32_t wi, ir_dtype out_dtype);
 #define ONNX_DECLARE_CV(n) gr_status onnx_cv_##n(onnx_cv *cv);
+/* MaxPool with its Indices output (onnx_convert_vision.c; called by onnx_cv_pool) */
+gr_status onnx_cv_pool_indices(onnx_cv *cv, const int64_t *kernel, const int64_t *strides, const int64_t *pads,
+                               const int64_t *dil);
 ONNX_CONVERTERS(ONNX_DECLARE_CV)
+ONNX_CONVERTERS_OPS1(ONNX_DECLARE_CV)
 #undef ONNX_DECLARE_CV
 
 /* Shared shape rules (onnx_convert_shape.c). */
@@ -216,7 +236,9 @@ int onnx_reshape_dims(onnx_cv *cv, const ir_prim *const *in, int32_t rank, const
 /* ---- folders (onnx_fold.c): evaluate cheap nodes on known inputs at import ---- */
 #define ONNX_FOLDERS(X)                                                                       \
     X(generic) X(cast) X(identity) X(constant_of_shape) X(shape) X(size) X(gather) X(concat) X(slice) \
-    X(reshape) X(range)
+    X(reshape) X(range)                                                                       \
+    /* ONNX coverage (ops2) */                                                                \
+    X(window) X(mel)
 #define ONNX_DECLARE_FOLD(n) int onnx_fold_##n(onnx_cv *cv);
 ONNX_FOLDERS(ONNX_DECLARE_FOLD)
 #undef ONNX_DECLARE_FOLD

@@ -84,8 +84,8 @@ static gr_status input_sinfo(onnx_importer *imp, const Onnx__ValueInfoProto *vi,
     ir_dtype dt;
     if (!onnx_dtype_from_elem(tt->elem_type, &dt))
         return gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED,
-                           "graph input '%s': unsupported element type %d", name,
-                           (int)tt->elem_type);
+                           "graph input '%s': unsupported element type %d (%s)", name,
+                           (int)tt->elem_type, onnx_elem_unsupported_name(tt->elem_type));
     const onnx_input_shape *bind = bound_shape(imp, name);
     const Onnx__TensorShapeProto *sp = tt->shape;
     int32_t ndim = sp ? (int32_t)sp->n_dim : -1;
@@ -165,9 +165,14 @@ static gr_status check_supported(onnx_importer *imp, const Onnx__GraphProto *g) 
         count++;
         if (k < sizeof(list) - 1) {
             int w;
+            const char *why = onnx_op_unsupported_reason(n->op_type);
             if (node_domain_ok(n))
-                w = snprintf(list + k, sizeof(list) - k, "%s'%s' (%s, opset %lld)", count > 1 ? ", " : "",
-                             node_layer(imp, n), n->op_type, (long long)imp->opset);
+                w = snprintf(list + k, sizeof(list) - k, "%s'%s' (%s, opset %lld)%s%s", count > 1 ? ", " : "",
+                             node_layer(imp, n), n->op_type, (long long)imp->opset, why ? ": " : "",
+                             why ? why : "");
+            else if (why)
+                w = snprintf(list + k, sizeof(list) - k, "%s'%s' (%s, domain %s): %s", count > 1 ? ", " : "",
+                             node_layer(imp, n), n->op_type, n->domain, why);
             else
                 w = snprintf(list + k, sizeof(list) - k, "%s'%s' (%s, domain %s)", count > 1 ? ", " : "",
                              node_layer(imp, n), n->op_type, n->domain);
@@ -548,6 +553,11 @@ gr_status onnx_import_buffer(ir_ctx_t *ctx, const char *name, const uint8_t *buf
     *out = NULL;
     if (opts && opts->wanted) opts->wanted->n = 0;
     const char *file = name ? name : "<buffer>";
+    if (len == 0) {
+        gr_status st = gr_diag_set(diag, GR_ERR_INVALID, "empty file (0 bytes): not an ONNX model");
+        gr_diag_set_file(diag, file);
+        return st;
+    }
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
     if (!m) {
         gr_status st = gr_diag_set(diag, GR_ERR_INVALID,

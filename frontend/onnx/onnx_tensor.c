@@ -33,6 +33,16 @@ bool onnx_dtype_from_elem(int32_t elem, ir_dtype *out) {
     return true;
 }
 
+/* ONNX coverage (ops1): names of the element types graft does not take, for messages. */
+const char *onnx_elem_unsupported_name(int32_t elem) {
+    switch (elem) {
+    case 8: return "string: string tensors are not supported";
+    case 14: return "complex64: complex tensors are not supported";
+    case 15: return "complex128: complex tensors are not supported";
+    default: return "not supported";
+    }
+}
+
 int32_t onnx_elem_from_dtype(ir_dtype t) {
     for (int32_t i = 1; i < (int32_t)(sizeof(elem_dtypes) / sizeof(elem_dtypes[0])); i++)
         if (elem_dtypes[i].bits && ir_dtype_eq(elem_dtypes[i], t)) return i;
@@ -311,6 +321,10 @@ gr_status onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *dir, c
 static gr_status read_file(const char *path, uint8_t **buf, size_t *len, gr_diag *diag) {
     FILE *f = fopen(path, "rb");
     if (!f) return gr_diag_set(diag, GR_ERR_IO, "%s: %s", path, strerror(errno));
+    if (gr_is_dir(f)) {
+        fclose(f);
+        return gr_diag_set(diag, GR_ERR_IO, "%s: is a directory, not a file", path);
+    }
     uint8_t *b = NULL;
     size_t n = 0, cap = 0;
     for (;;) {

@@ -271,20 +271,40 @@ static inline double dt_check(dt_graph *g) {
     return worst;
 }
 
+/* The graph prepared by the oneDNN engine (dt_release frees it). */
+typedef struct dt_prepared {
+    rt_json_graph *gr;
+    void *state;
+} dt_prepared;
+
+static inline gr_status dt_prepare(dt_graph *g, dt_prepared *p, gr_diag *d) {
+    char *text = dt_text(g);
+    p->gr = NULL;
+    p->state = NULL;
+    gr_status st = rt_json_graph_load("test_region", text, strlen(text), &p->gr, d);
+    free(text);
+    if (!st) st = rt_json_graph_init(p->gr, g->consts, (uint32_t)g->nconsts, d);
+    if (!st) st = rt_dnnl_engine.prepare(p->gr, &p->state, d);
+    if (st) {
+        rt_json_graph_free(p->gr);
+        p->gr = NULL;
+    }
+    return st;
+}
+
+static inline void dt_release(dt_prepared *p) {
+    if (p->state) rt_dnnl_engine.release(p->gr, p->state);
+    rt_json_graph_free(p->gr);
+}
+
 /* Prepares the graph with the oneDNN engine and returns what it built. */
 static inline gr_status dt_stats(dt_graph *g, rt_dnnl_stats *out, gr_diag *d) {
-    char *text = dt_text(g);
-    rt_json_graph *gr = NULL;
-    gr_status st = rt_json_graph_load("test_region", text, strlen(text), &gr, d);
-    free(text);
-    if (!st) st = rt_json_graph_init(gr, g->consts, (uint32_t)g->nconsts, d);
-    void *state = NULL;
-    if (!st) st = rt_dnnl_engine.prepare(gr, &state, d);
+    dt_prepared p;
+    gr_status st = dt_prepare(g, &p, d);
     if (!st) {
-        rt_dnnl_get_stats(state, out);
-        rt_dnnl_engine.release(gr, state);
+        rt_dnnl_get_stats(p.state, out);
+        dt_release(&p);
     }
-    rt_json_graph_free(gr);
     return st;
 }
 

@@ -267,6 +267,20 @@ Test(dnnl_composites, residual_add) {
             "dnnl.conv2d_bias_relu6_add", 8);
 }
 
+/* A binary primitive with linear, binary, linear post-ops (a QDQ model's dequantize, residual
+ * add and requantize scale): oneDNN 2.6 computed it wrong (errors of 60 and more), so the
+ * chain keeps one linear post-op. */
+Test(dnnl_composites, linear_binary_linear_chain) {
+    ct t;
+    ct_load(&t, CONV_MAIN("x: R.Tensor((1, 16, 8, 8), dtype=\"float32\"), y: R.Tensor((1, 16, 8, 8), dtype=\"float32\"), c: R.Tensor((), dtype=\"float32\"), p: R.Tensor((), dtype=\"float32\")")
+                    "            lv = R.subtract(x, y)\n"
+                    "            lv1 = R.multiply(lv, c)\n"
+                    "            lv2 = R.add(y, lv1)\n"
+                    "            gv = R.divide(lv2, p)\n" END, 11);
+    ct_check(&t);
+    ct_free(&t);
+}
+
 /* an unfolded batch norm ((x - m) / s * g + b) and a scalar affine after the activation */
 Test(dnnl_composites, affine) {
     ct_case(CONV_MAIN("x: R.Tensor((1, 5, 9, 9), dtype=\"float32\"), w: R.Tensor((6, 5, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 6, 1, 1), dtype=\"float32\"),"

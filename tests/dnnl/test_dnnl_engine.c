@@ -178,6 +178,47 @@ Test(dnnl_engine, matmul) {
     dt_free(&g);
 }
 
+/* Matmuls whose weights have no batch run as one GEMM over batch * rows (the primitive sees
+ * 2-D views): sequence-first 128x1x32 . 32x48 with bias, gelu and a full residual; a 4-D
+ * input with 3-D weights of batch 1 and a per-column multiply. A post-op operand varying along
+ * the batch keeps the batched form. All against the reference engine. */
+Test(dnnl_engine, matmul_collapse_rows) {
+    dt_graph g;
+    dt_init(&g, 31);
+    int x = dt_input(&g, 3, S3(128, 1, 32)), r = dt_input(&g, 3, S3(128, 1, 48));
+    int w = dt_const(&g, 2, S2(32, 48)), b = dt_const(&g, 1, S1(48));
+    int mm = dt_op(&g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(x, w), NULL, 3, S3(128, 1, 48), NULL);
+    int a = dt_op(&g, "relax.add", NULL, 2, IN(mm, b), NULL, 3, S3(128, 1, 48), NULL);
+    int ge = dt_op(&g, "relax.nn.gelu", NULL, 1, IN(a), NULL, 3, S3(128, 1, 48), NULL);
+    int res = dt_op(&g, "relax.add", NULL, 2, IN(ge, r), NULL, 3, S3(128, 1, 48), NULL);
+    int x4 = dt_input(&g, 4, S4(2, 3, 5, 16)), w3 = dt_const(&g, 3, S3(1, 16, 8)), col = dt_const(&g, 1, S1(8));
+    int m4 = dt_op(&g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(x4, w3), NULL, 4, S4(2, 3, 5, 8), NULL);
+    int mu = dt_op(&g, "relax.multiply", NULL, 2, IN(m4, col), NULL, 4, S4(2, 3, 5, 8), NULL);
+    int xb = dt_input(&g, 3, S3(3, 4, 16)), wb = dt_const(&g, 2, S2(16, 8)), per = dt_input(&g, 3, S3(3, 1, 8));
+    int mb = dt_op(&g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(xb, wb), NULL, 3, S3(3, 4, 8), NULL);
+    int mp = dt_op(&g, "relax.multiply", NULL, 2, IN(mb, per), NULL, 3, S3(3, 4, 8), NULL);
+    dt_head(&g, res);
+    dt_head(&g, mu);
+    dt_head(&g, mp);
+    char posts[300];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]},{\"out\":[%d,0],\"src\":[%d,0]}]", a, b,
+             ge, res, r);
+    dt_composite(&g, "dnnl.matmul_bias_gelu_add", mm, 4, IN(mm, a, ge, res), posts);
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]}]", mu, col);
+    dt_composite(&g, "dnnl.matmul_mul", m4, 2, IN(m4, mu), posts);
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]}]", mp, per);
+    dt_composite(&g, "dnnl.matmul_mul", mb, 2, IN(mb, mp), posts);
+    dt_check(&g);
+    rt_dnnl_stats st;
+    gr_diag d = {0};
+    cr_assert_eq(dt_stats(&g, &st, &d), GR_OK, "%s", d.msg);
+    cr_expect_eq(st.ncollapsed, 2, "matmuls collapsed to one GEMM: %u", st.ncollapsed);
+    /* the collapsed products keep their 4 post-ops on every ISA; AVX2's gemm:jit takes the
+     * per-batch multiply only as a primitive of its own */
+    cr_expect_geq(st.npostops, 4, "post-ops: %u", st.npostops);
+    dt_free(&g);
+}
+
 Test(dnnl_engine, pools) {
     dt_graph g;
     dt_init(&g, 9);
@@ -409,4 +450,148 @@ Test(dnnl_engine, composite_names) {
     cr_expect_not(rt_dnnl_composite_parse(NULL, &c));
     cr_expect_eq(rt_dnnl_post_eltwise(RT_DNNL_HARDSIGMOID), 2);
     cr_expect_eq(rt_dnnl_post_eltwise(RT_DNNL_BIAS), 0);
+}
+
+/* the region's primitives: each names its oneDNN implementation and kind, and computes frontend
+ * layers of the graph (a reorder: its consumer's) */
+static void check_prims(dt_prepared *p, const char *const *layers, int nlayers) {
+    rt_dnnl_stats st;
+    rt_dnnl_get_stats(p->state, &st);
+    cr_expect_eq(rt_dnnl_num_prims(p->state), st.nprims);
+    uint32_t nref = 0;
+    for (uint32_t i = 0; i < rt_dnnl_num_prims(p->state); i++) {
+        rt_dnnl_prim_info pi;
+        cr_assert(rt_dnnl_prim(p->state, i, &pi));
+        cr_expect(pi.impl && *pi.impl && pi.kind && *pi.kind, "primitive %u without implementation / kind", i);
+        cr_expect_geq(pi.nlayers, 1, "primitive %u (%s %s) computes no layer", i, pi.kind, pi.impl);
+        for (uint32_t l = 0; l < pi.nlayers; l++) {
+            bool known = false;
+            for (int k = 0; k < nlayers; k++) known |= !strcmp(pi.layers[l], layers[k]);
+            cr_expect(known, "primitive %u: layer '%s' is not a layer of the graph", i, pi.layers[l]);
+        }
+        bool ref = !strncmp(pi.impl, "ref", 3);
+        nref += ref;
+        cr_expect(!ref || (pi.ref_reason && *pi.ref_reason), "primitive %u on %s without a reason", i, pi.impl);
+    }
+    cr_expect_eq(nref, st.nref);
+    cr_expect(!rt_dnnl_prim(p->state, rt_dnnl_num_prims(p->state), &(rt_dnnl_prim_info){0}));
+}
+
+/* a squeeze-excitation block: the conv output (blocked: nChw8c on AVX2, nChw16c / nhwc on
+ * AVX-512, as oneDNN picks) times a per-channel gate computed at run time, and times a
+ * per-channel constant. oneDNN's jit binary wants the broadcast operand in src0's blocking;
+ * plain, it fell to ref:any on AVX2. Nothing runs on ref, whatever the ISA. */
+Test(dnnl_engine, squeeze_excitation_no_ref) {
+    dt_graph g;
+    dt_init(&g, 17);
+    int x = dt_input(&g, 4, S4(1, 24, 20, 20));
+    int w = dt_const(&g, 4, S4(24, 24, 3, 3));
+    int c = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "1, 1, 1, 1", "1, 1", "1"), 2, IN(x, w), NULL, 4, S4(1, 24, 20, 20), "conv");
+    int r = dt_op(&g, "relax.nn.relu", NULL, 1, IN(c), NULL, 4, S4(1, 24, 20, 20), "relu");
+    char posts[100];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0]}]", r);
+    dt_composite(&g, "dnnl.conv2d_relu", c, 2, IN(c, r), posts);
+    int pool = dt_op(&g, "relax.nn.adaptive_avg_pool2d", "{\"output_size\":[1,1],\"layout\":\"NCHW\"}", 1, IN(r), NULL, 4,
+                     S4(1, 24, 1, 1), "pool");
+    int w2 = dt_const(&g, 4, S4(24, 24, 1, 1));
+    int q = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "0, 0, 0, 0", "1, 1", "1"), 2, IN(pool, w2), NULL, 4, S4(1, 24, 1, 1),
+                  "squeeze");
+    int sg = dt_op(&g, "relax.sigmoid", NULL, 1, IN(q), NULL, 4, S4(1, 24, 1, 1), "gate");
+    int m = dt_op(&g, "relax.multiply", NULL, 2, IN(r, sg), NULL, 4, S4(1, 24, 20, 20), "excite");
+    int k = dt_const(&g, 4, S4(1, 24, 1, 1));
+    int m2 = dt_op(&g, "relax.multiply", NULL, 2, IN(m, k), NULL, 4, S4(1, 24, 20, 20), "scale");
+    int x2 = dt_op(&g, "relax.sigmoid", NULL, 1, IN(m2), NULL, 4, S4(1, 24, 20, 20), "act");
+    int w3 = dt_const(&g, 4, S4(60, 24, 1, 1));
+    int c3 = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "0, 0, 0, 0", "1, 1", "1"), 2, IN(x2, w3), NULL, 4, S4(1, 60, 20, 20),
+                   "expand");
+    /* 60 channels: zero-padded blocks, which oneDNN's jit eltwise rejects for sigmoid */
+    int s3 = dt_op(&g, "relax.sigmoid", NULL, 1, IN(c3), NULL, 4, S4(1, 60, 20, 20), "act2");
+    int pool2 = dt_op(&g, "relax.nn.max_pool2d",
+                      "{\"pool_size\":[2,2],\"strides\":[2,2],\"padding\":[0,0,0,0],\"dilation\":[1,1],\"layout\":\"NCHW\"}", 1,
+                      IN(s3), NULL, 4, S4(1, 60, 10, 10), "pool2");
+    dt_head(&g, pool2);
+    dt_check(&g);
+    dt_prepared p;
+    gr_diag d = {0};
+    cr_assert_eq(dt_prepare(&g, &p, &d), GR_OK, "%s", d.msg);
+    rt_dnnl_stats st;
+    rt_dnnl_get_stats(p.state, &st);
+    cr_expect_eq(st.nref, 0, "%u primitives on ref (ISA %s)", st.nref, rt_dnnl_isa());
+    const char *layers[] = {"conv", "relu", "pool", "squeeze", "gate", "excite", "scale", "act", "expand", "act2", "pool2"};
+    check_prims(&p, layers, 11);
+    dt_release(&p);
+    dt_free(&g);
+}
+
+/* issue 18: x op x with a declared output shape other than x's is refused at prepare (it wrote
+ * 91 floats into the 1-float output) */
+Test(dnnl_engine, x_op_x_declared_shape) {
+    dt_graph g;
+    dt_init(&g, 18);
+    int x = dt_input(&g, 2, S2(1, 91));
+    int a = dt_op(&g, "relax.add", NULL, 2, IN(x, x), NULL, 2, S2(1, 1), "twice");
+    dt_head(&g, a);
+    rt_dnnl_stats st;
+    gr_diag d = {0};
+    cr_assert_neq(dt_stats(&g, &st, &d), GR_OK);
+    cr_expect(strstr(d.msg, "does not match its declared shape") && strstr(d.msg, "twice"), "%s", d.msg);
+    dt_free(&g);
+    /* the same with a unary and an x * x feeding it: each node's output is checked */
+    dt_init(&g, 18);
+    x = dt_input(&g, 2, S2(1, 91));
+    a = dt_op(&g, "relax.multiply", NULL, 2, IN(x, x), NULL, 2, S2(1, 91), "square");
+    int r = dt_op(&g, "relax.nn.relu", NULL, 1, IN(a), NULL, 2, S2(91, 1), "relu");
+    dt_head(&g, r);
+    cr_assert_neq(dt_stats(&g, &st, &d), GR_OK);
+    cr_expect(strstr(d.msg, "does not match its declared shape"), "%s", d.msg);
+    dt_free(&g);
+}
+
+/* the ISA in use is reported, and its channel block is the one of oneDNN's blocked layouts */
+Test(dnnl_engine, isa) {
+    const char *isa = rt_dnnl_isa();
+    int blk = rt_dnnl_channel_block();
+    cr_expect(!strncmp(isa, "avx", 3) || !strcmp(isa, "sse41"), "%s", isa);
+    cr_expect_eq(blk, !strncmp(isa, "avx512", 6) ? 16 : 8, "%s: %d", isa, blk);
+    const char *cap = getenv("ONEDNN_MAX_CPU_ISA");
+    if (cap && !strcmp(cap, "AVX2")) cr_expect(strncmp(isa, "avx512", 6), "capped to AVX2, got %s", isa);
+}
+
+/* x - mean(x, -1) on channels-last data (ConvNeXt's layer norm, exported decomposed) and a
+ * concat of sources in different layouts (ShuffleNet): no jit kernel takes the last-axis
+ * broadcast or the mixed concat as they come (ref:any, ~100 ms a layer on ConvNeXt); the engine
+ * finds layouts that have one */
+Test(dnnl_engine, last_axis_broadcast_and_mixed_concat_no_ref) {
+    dt_graph g;
+    dt_init(&g, 19);
+    int x = dt_input_r(&g, 4, S4(1, 14, 14, 24), 2.f, 0.5f);
+    int m = dt_op(&g, "relax.mean", "{\"axis\":[-1],\"keepdims\":true}", 1, IN(x), NULL, 4, S4(1, 14, 14, 1), "mean");
+    int d = dt_op(&g, "relax.subtract", NULL, 2, IN(x, m), NULL, 4, S4(1, 14, 14, 24), "sub");
+    int s2 = dt_op(&g, "relax.multiply", NULL, 2, IN(d, d), NULL, 4, S4(1, 14, 14, 24), "square");
+    int v = dt_op(&g, "relax.mean", "{\"axis\":[-1],\"keepdims\":true}", 1, IN(s2), NULL, 4, S4(1, 14, 14, 1), "var");
+    int q = dt_op(&g, "relax.sqrt", NULL, 1, IN(v), NULL, 4, S4(1, 14, 14, 1), "std");
+    int nrm = dt_op(&g, "relax.divide", NULL, 2, IN(d, q), NULL, 4, S4(1, 14, 14, 24), "div");
+    /* as NCHW [1, 14, 14, 24]: a conv (blocked / channels-last output) concatenated with the
+     * plain normalized tensor */
+    int w = dt_const(&g, 4, S4(12, 14, 1, 1));
+    int c = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "0, 0, 0, 0", "1, 1", "1"), 2, IN(nrm, w), NULL, 4, S4(1, 12, 14, 24),
+                  "conv");
+    int r = dt_op(&g, "relax.nn.relu", NULL, 1, IN(c), NULL, 4, S4(1, 12, 14, 24), "relu");
+    char posts[100];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0]}]", r);
+    dt_composite(&g, "dnnl.conv2d_relu", c, 2, IN(c, r), posts);
+    int cat = dt_op(&g, "relax.concat", "{\"axis\":1}", 2, IN(r, nrm), "![{\"tuple\":[{\"in\":0},{\"in\":1}]}]", 4, S4(1, 26, 14, 24), "cat");
+    int sg = dt_op(&g, "relax.sigmoid", NULL, 1, IN(cat), NULL, 4, S4(1, 26, 14, 24), "act");
+    dt_head(&g, sg);
+    dt_check(&g);
+    dt_prepared p;
+    gr_diag dg = {0};
+    cr_assert_eq(dt_prepare(&g, &p, &dg), GR_OK, "%s", dg.msg);
+    rt_dnnl_stats st;
+    rt_dnnl_get_stats(p.state, &st);
+    cr_expect_eq(st.nref, 0, "%u primitives on ref (ISA %s)", st.nref, rt_dnnl_isa());
+    const char *layers[] = {"mean", "sub", "square", "var", "std", "div", "conv", "relu", "cat", "act"};
+    check_prims(&p, layers, 10);
+    dt_release(&p);
+    dt_free(&g);
 }

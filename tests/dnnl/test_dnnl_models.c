@@ -2,8 +2,11 @@
  * input shape of their ONNX Runtime reference outputs (scripts/fetch_models.sh), default
  * pipeline, partitioned for dnnl, run on the saved input and compared with ONNX Runtime
  * (same tolerance as tests/models: 1e-4 absolute + 1e-3 relative on probabilities). Also: no
- * host op is left, convolutions and matmuls run as fused composites, and at least 95% of the
- * convolution / matmul FLOPs are in dnnl regions. Skipped when the model cache is absent. */
+ * host op is left, convolutions and matmuls run as fused composites, at least 95% of the
+ * convolution / matmul FLOPs are in dnnl regions, no primitive runs on oneDNN's reference
+ * kernels (whatever the ISA: make test runs these again under ONEDNN_MAX_CPU_ISA=AVX2), and every
+ * primitive's layers (rt_dnnl_set_profiler) are layers of the ONNX model (its nodes by name, or
+ * "<op_type>_<output>" when unnamed, as the importer names them; initializers / inputs). Skipped when the model cache is absent. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <math.h>
@@ -12,9 +15,11 @@
 #include <string.h>
 
 #include "byoc/byoc.h"
+#include "onnx/onnx.pb-c.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/op.h"
 #include "ir/transform.h"
+#include "runtime/dnnl.h"
 #include "runtime/executor.h"
 #include "runtime/npy.h"
 
@@ -56,6 +61,59 @@ static double dense_flops(const ir_module *m) {
             if (strstr(op, "conv") || !strcmp(op, "relax.matmul")) t += fmax(0, byoc_call_flops(IR_AS(v, ir_call)));
         }
     return t;
+}
+
+/* The names a span of the model can carry: its nodes, initializers and graph inputs. */
+typedef struct model_names {
+    Onnx__ModelProto *mp;
+    GR_VEC(const char *) names;
+    GR_VEC(char *) owned;
+    uint32_t nevents, nbad, nbare, nref;
+    char bad[512];
+} model_names;
+
+static void collect_names(model_names *mn, const char *path) {
+    memset(mn, 0, sizeof *mn);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc((size_t)len);
+    cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    mn->mp = onnx__model_proto__unpack(NULL, (size_t)len, buf);
+    free(buf);
+    cr_assert_not_null(mn->mp);
+    const Onnx__GraphProto *g = mn->mp->graph;
+    /* a node's layer: its name, or "<op_type>_<first output>" when unnamed (the importer's rule) */
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        char *nm;
+        if (n->name && *n->name) nm = strdup(n->name);
+        else if (asprintf(&nm, "%s_%s", n->op_type ? n->op_type : "node", n->n_output && n->output[0] ? n->output[0] : "") < 0)
+            nm = NULL;
+        cr_assert_not_null(nm);
+        gr_vec_push(&mn->owned, nm);
+        gr_vec_push(&mn->names, nm);
+    }
+    for (size_t i = 0; i < g->n_initializer; i++) gr_vec_push(&mn->names, g->initializer[i]->name);
+    for (size_t i = 0; i < g->n_input; i++) gr_vec_push(&mn->names, g->input[i]->name);
+}
+
+/* every primitive computes layers of the model, and none runs on a reference kernel */
+static void on_prim(const rt_dnnl_prim_event *ev, void *user) {
+    model_names *mn = user;
+    mn->nevents++;
+    if (!ev->info->nlayers) mn->nbare++;
+    if (!strncmp(ev->info->impl, "ref", 3)) mn->nref++;
+    for (uint32_t l = 0; l < ev->info->nlayers; l++) {
+        bool known = false;
+        for (uint32_t k = 0; k < mn->names.len && !known; k++) known = mn->names.data[k] && !strcmp(mn->names.data[k], ev->info->layers[l]);
+        if (!known && !mn->nbad++)
+            snprintf(mn->bad, sizeof mn->bad, "region %s primitive %u (%s %s): layer '%s'", ev->region, ev->index,
+                     ev->info->kind, ev->info->impl, ev->info->layers[l]);
+    }
 }
 
 static void check_model(const char *name, const char *key, int64_t h, int64_t w, int min_composites) {
@@ -105,7 +163,26 @@ static void check_model(const char *name, const char *key, int64_t h, int64_t w,
     rt_exec_t *x = NULL;
     cr_assert_eq(rt_exec_new(part, "main", &x, &d), GR_OK, "%s", d.msg);
     rt_value arg = rt_value_tensor(input), res = {0};
-    cr_assert_eq(rt_exec_run(x, &arg, 1, &res, &d), GR_OK, "%s", d.msg);
+    /* profiled: each primitive with its implementation and layers */
+    model_names mn;
+    collect_names(&mn, path);
+    rt_dnnl_set_profiler(on_prim, &mn);
+    gr_status rs = rt_exec_run(x, &arg, 1, &res, &d);
+    rt_dnnl_set_profiler(NULL, NULL);
+    cr_assert_eq(rs, GR_OK, "%s", d.msg);
+    uint64_t nprims, nref;
+    char last[512];
+    rt_dnnl_totals(&nprims, &nref, last, sizeof last);
+    cr_expect_eq(nref, 0, "%s (ISA %s): %lu of %lu primitives on ref; last: %s", name, rt_dnnl_isa(), (unsigned long)nref,
+                 (unsigned long)nprims, last);
+    cr_expect_gt(mn.nevents, 0, "%s: no primitive ran", name);
+    cr_expect_eq(mn.nref, 0, "%s: primitives ran on ref", name);
+    cr_expect_eq(mn.nbare, 0, "%s: %u primitives compute no layer", name, mn.nbare);
+    cr_expect_eq(mn.nbad, 0, "%s: %u layers are not layers of the model, first: %s", name, mn.nbad, mn.bad);
+    gr_vec_free(&mn.names);
+    for (uint32_t k = 0; k < mn.owned.len; k++) free(mn.owned.data[k]);
+    gr_vec_free(&mn.owned);
+    onnx__model_proto__free_unpacked(mn.mp, NULL);
     cr_assert_eq(res.kind, RT_VAL_TENSOR);
     cr_assert_eq(rt_tensor_numel(res.u.t), rt_tensor_numel(ref));
     for (int64_t k = 0; k < rt_tensor_numel(ref); k++) {

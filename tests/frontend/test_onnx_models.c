@@ -2,6 +2,7 @@
  * matches the dtype and static shape each model declares for its outputs. */
 #include <criterion/criterion.h>
 
+#include "ir/printer.h"
 #include "tests/frontend/onnx_test_util.h"
 
 /* Which inputs of test_data_set_0 become constants: shape-like inputs (Reshape's shape,
@@ -181,9 +182,9 @@ Test(onnx_models, backend_models_match_declared_outputs) {
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) check_case(&cases[i]);
 }
 
-/* A fractional output size from scales is not representable by resize2d: refused, not
- * approximated. */
-Test(onnx_models, resize_with_fractional_output_size_is_unsupported) {
+/* A fractional output size from scales (4 x 0.6): the output is floor(in * scale) and the
+ * resize carries the scales, since ONNX maps coordinates with them rather than out / in. */
+Test(onnx_models, resize_with_fractional_output_size_keeps_the_scales) {
     model_case c = {"node/test_resize_downsample_scales_linear", BIND_ALL_BUT_FIRST};
     char path[512], pb[600];
     snprintf(path, sizeof(path), "%s/%s/model.onnx", ONNX_DATA_DIR, c.dir);
@@ -197,8 +198,11 @@ Test(onnx_models, resize_with_fractional_output_size_is_unsupported) {
     onnx_import_opts o = {.values = &v, .nvalues = 1};
     ir_ctx_t *ctx = ir_ctx_new();
     ir_module *m = NULL;
-    cr_expect_eq(onnx_import_file(ctx, path, &o, &m, &d), GR_ERR_UNSUPPORTED, "%s", d.msg);
-    cr_expect(strstr(d.msg, "fractional") != NULL, "%s", d.msg);
+    cr_assert_eq(onnx_import_file(ctx, path, &o, &m, &d), GR_OK, "%s", d.msg);
+    char *text = ir_print_module_str(m, NULL);
+    cr_expect(strstr(text, "R.Tensor((1, 1, 1, 2), dtype=\"float32\") = R.image.resize2d(") != NULL, "%s", text);
+    cr_expect(strstr(text, "scales=[0.6") != NULL, "%s", text);
+    free(text);
     ir_ctx_free(ctx);
     rt_tensor_release(scales);
     free(name);

@@ -165,6 +165,7 @@ Test(op_table, every_default_parses) {
                 uint8_t k = d->attrs[j].kind;
                 vals[n++] = k == IR_ATTR_DTYPE ? ir_attr_dtype(F32)
                             : k == IR_ATTR_INT ? ir_attr_int(1)
+                            : k == IR_ATTR_STR ? ir_attr_str(ctx, "ij->ji")
                                                : INTS(0);
             }
         const ir_attrs *out = NULL;

@@ -185,11 +185,74 @@ Test(profile, chrome_trace_has_complete_events_with_layers) {
 
 Test(profile, bad_uses_are_clear_errors) {
     write_model();
-    /* --profile needs a built artifact */
-    cr_assert_neq(run("run m.relax --profile"), 0);
-    cr_assert(strstr(slurp("err"), "artifact"), "%s", slurp("err"));
+    cr_assert_neq(run("run m.relax --profile-json /nonexistent_dir/t.json"), 0);
+    cr_assert(strstr(slurp("err"), "/nonexistent_dir/t.json"), "%s", slurp("err"));
+    cr_assert_neq(run("run m.relax --profile-json"), 0);
     cr_assert_eq(run("build m.relax -o m.graft"), 0, "%s", slurp("err"));
     cr_assert_neq(run("run m.graft --profile-json /nonexistent_dir/t.json"), 0);
     cr_assert(strstr(slurp("err"), "/nonexistent_dir/t.json"), "%s", slurp("err"));
     cr_assert_neq(run("run m.graft --profile-json"), 0);
+}
+
+/* graft run MODEL --backend dnnl --profile: under its region's line, each oneDNN primitive with
+ * its kind, implementation (never ref here) and the frontend layers it computes; the trace has a
+ * "Primitive" event for each, and the region keeps its own event. Works on the model directly
+ * and on a built artifact. */
+static void check_prim_lines(const char *err) {
+    static const char *const layers[] = {"conv1", "bn1", "relu1", "act2", "act2_mul", "head_softmax"};
+    int nprim = 0;
+    bool conv = false;
+    for (const char *p = strstr(err, "profile ("); p && *p; p = strchr(p + 1, '\n')) {
+        char idx[32], kind[64], impl[64], lay[1024] = "";
+        double t, med, pct;
+        if (sscanf(p + 1, " %lf %lf %lf%% prim %31s %63s %63s %1023s", &t, &med, &pct, idx, kind, impl, lay) < 6) continue;
+        nprim++;
+        cr_assert_eq(idx[0], '#', "%.120s", p + 1);
+        cr_assert(strchr(impl, ':'), "implementation name like jit:avx2: %.120s", p + 1);
+        cr_assert(strncmp(impl, "ref", 3), "on ref: %.120s", p + 1);
+        cr_assert_neq(lay[0], '\0', "primitive without layers: %.120s", p + 1);
+        /* every layer is one of the model's */
+        char *save = NULL;
+        for (char *l = strtok_r(lay, ",", &save); l; l = strtok_r(NULL, ",", &save)) {
+            bool known = false;
+            for (size_t k = 0; k < sizeof layers / sizeof layers[0]; k++) known |= !strcmp(l, layers[k]);
+            cr_assert(known, "layer '%s' is not a layer of the model: %.120s", l, p + 1);
+        }
+        conv |= !strcmp(kind, "convolution");
+    }
+    cr_assert_geq(nprim, 2, "primitive lines:\n%s", err);
+    cr_assert(conv, "a convolution primitive:\n%s", err);
+    cr_assert(find_line(err, "extern", "", NULL, NULL), "the region keeps its own line:\n%s", err);
+}
+
+Test(profile, dnnl_primitives_with_impl_and_layers) {
+    write_model();
+    cr_assert_eq(run("run m.relax --backend dnnl --profile --repeat 2 --profile-json trace.json"), 0, "%s", slurp("err"));
+    check_prim_lines(slurp("err"));
+    char path[256];
+    snprintf(path, sizeof path, "%s/trace.json", tmpdir);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    cr_assert_not_null(root, "trace.json does not parse: %s (line %d)", je.text, je.line);
+    size_t i;
+    json_t *ev;
+    int prims = 0, regions = 0;
+    json_array_foreach(root, i, ev) {
+        const char *cat = json_string_value(json_object_get(ev, "cat"));
+        json_t *args = json_object_get(ev, "args");
+        if (cat && !strcmp(cat, "Primitive")) {
+            prims++;
+            cr_assert(json_string_value(json_object_get(args, "impl")) && json_string_value(json_object_get(args, "region")) &&
+                          json_string_length(json_object_get(args, "layers")) > 0,
+                      "event %zu", i);
+        } else {
+            regions += !strcmp(json_string_value(json_object_get(args, "op_name")), "extern");
+        }
+    }
+    cr_assert_gt(prims, 0);
+    cr_assert_eq(regions, 2, "one region event per profiled run");
+    json_decref(root);
+    cr_assert_eq(run("build m.relax --backend dnnl -o m.graft"), 0, "%s", slurp("err"));
+    cr_assert_eq(run("run m.graft --profile"), 0, "%s", slurp("err"));
+    check_prim_lines(slurp("err"));
 }

@@ -148,6 +148,9 @@ Test(pass_golden, eliminate_common_subexpr) { golden("cse", "EliminateCommonSube
 Test(pass_golden, decompose_ops_for_inference) { golden_checked("decompose", "DecomposeOpsForInference", NULL); }
 Test(pass_golden, fold_batch_norm_into_conv) { golden_checked("fold_bn", "FoldBatchNormIntoConv", "decomposed"); }
 Test(pass_golden, simplify_expr) { golden_checked("simplify", "SimplifyExpr", NULL); }
+/* torch-exported layer norms (x ^ 2 and x * x, scalar and [1,1,C] affine) and erf GELUs (both
+ * orders) fuse; a GELU with another constant and a norm over another axis stay */
+Test(pass_golden, fuse_layer_norm_gelu) { golden_checked("fuse_norm", "FuseLayerNormGelu", NULL); }
 Test(pass_golden, fold_constant) { golden_checked("fold_constant", "FoldConstant", NULL); }
 Test(pass_golden, to_non_dataflow) { golden("to_non_dataflow", "ToNonDataflow"); }
 Test(pass_golden, default_pipeline_on_fold_bn) { golden_checked("pipeline_fold_bn", "default", "decomposed"); }

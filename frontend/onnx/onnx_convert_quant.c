@@ -1,0 +1,207 @@
+/* Converters of the quantization ops (ONNX coverage, ops1), as float computations on the host
+ * that follow the spec's formulas: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
+ * MatMulInteger (exact, in int32) and QLinearMatMul. Rounding is half to even (relax.round),
+ * saturation a clip to the output type's range; scales and zero points may be per tensor or,
+ * where the spec allows, per axis. */
+#include <string.h>
+
+#include "frontend/onnx/onnx_impl.h"
+
+/* Range of a quantized type; false for a type the ops do not produce. */
+static bool qrange(ir_dtype t, double *lo, double *hi) {
+    static const struct {
+        ir_dtype t;
+        double lo, hi;
+    } R[] = {{IR_DTYPE_U8, 0, 255},
+             {IR_DTYPE_I8, -128, 127},
+             {{kDLUInt, 16, 1}, 0, 65535},
+             {IR_DTYPE_I16, -32768, 32767},
+             {IR_DTYPE_I32, -2147483648.0, 2147483647.0}};
+    for (size_t i = 0; i < sizeof(R) / sizeof(R[0]); i++)
+        if (ir_dtype_eq(R[i].t, t)) {
+            *lo = R[i].lo;
+            *hi = R[i].hi;
+            return true;
+        }
+    return false;
+}
+
+static ir_expr *astype(onnx_cv *cv, ir_expr *x, ir_dtype t) {
+    if (!x) return NULL;
+    if (x->sinfo && ir_dtype_eq(x->sinfo->dtype, t)) return x;
+    cv_attrs at = {0};
+    cv_set(&at, "dtype", ir_attr_dtype(t));
+    return cv_op1(cv, "relax.astype", x, &at);
+}
+
+/* Input i (a scale or zero point) shaped to broadcast against a tensor of `rank` dims: a 1-D
+ * per-axis parameter becomes (C, 1, ..., 1) ending at the last dim; a scalar stays. */
+static ir_expr *per_axis(onnx_cv *cv, uint32_t i, int64_t axis, int32_t rank) {
+    ir_expr *p = cv_in(cv, i);
+    if (!p) return NULL;
+    const ir_sinfo *s = cv_sinfo(cv, i);
+    int64_t n;
+    if (!s || s->ndim == 0 || !s->dims) return p;
+    if (s->ndim != 1 || !ir_prim_is_int(s->dims[0], &n)) {
+        cv_fail(cv, GR_ERR_INVALID, "input %u must be a scalar or 1-D", i);
+        return NULL;
+    }
+    if (n == 1 || axis == rank - 1) return p;
+    const ir_prim *d[RT_MAX_NDIM];
+    uint32_t k = 0;
+    for (int64_t a = axis; a < rank; a++) d[k++] = ir_prim_int(cv->ctx, a == axis ? n : 1);
+    return cv_op2(cv, "relax.reshape", p, cv_shape_expr(cv, k, d), NULL);
+}
+
+/* clip(round(x) [+ zp], range of t) as t; x is float32. */
+static ir_expr *saturate(onnx_cv *cv, ir_expr *x, ir_expr *zp, ir_dtype t) {
+    double lo, hi;
+    if (!qrange(t, &lo, &hi)) {
+        cv_fail(cv, GR_ERR_UNSUPPORTED, "quantized type %s", ir_dtype_name(t) ? ir_dtype_name(t) : "?");
+        return NULL;
+    }
+    ir_expr *r = cv_op1(cv, "relax.round", x, NULL);
+    if (zp) r = cv_op2(cv, "relax.add", r, astype(cv, zp, IR_DTYPE_F32), NULL);
+    ir_expr *args[3] = {r, (ir_expr *)ir_primval_float(cv->ctx, IR_DTYPE_F32, lo, cv->span),
+                        (ir_expr *)ir_primval_float(cv->ctx, IR_DTYPE_F32, hi, cv->span)};
+    ir_expr *c = cv_emit(cv, cv_call(cv, "relax.clip", 3, args, NULL));
+    if (!c) return NULL;
+    cv_attrs at = {0};
+    cv_set(&at, "dtype", ir_attr_dtype(t));
+    return cv_call1(cv, "relax.astype", c, &at);
+}
+
+/* The axis of a per-axis scale (input 1); a per-tensor scale ignores it (the default 1 need
+ * not exist then). */
+static bool quant_axis(onnx_cv *cv, int64_t *axis) {
+    int32_t rank = cv_rank(cv, 0);
+    const ir_sinfo *s = cv_sinfo(cv, 1);
+    *axis = 0;
+    if (s && s->ndim == 0) return true;
+    if (!cv_axis(cv_attr_int(cv, "axis", 1), rank, axis)) {
+        cv_fail(cv, GR_ERR_INVALID, "bad axis or unknown rank for a per-axis scale");
+        return false;
+    }
+    return true;
+}
+
+/* y = saturate(round(x / scale) + zero_point); the output type is the zero point's (uint8
+ * without one). */
+gr_status onnx_cv_quantize(onnx_cv *cv) {
+    int64_t axis;
+    if (!quant_axis(cv, &axis)) return cv_status(cv);
+    int32_t rank = cv_rank(cv, 0);
+    ir_expr *x = astype(cv, cv_in(cv, 0), IR_DTYPE_F32);
+    ir_expr *s = astype(cv, per_axis(cv, 1, axis, rank), IR_DTYPE_F32);
+    ir_expr *zp = cv_has(cv, 2) ? per_axis(cv, 2, axis, rank) : NULL;
+    if (!x || !s || (cv_has(cv, 2) && !zp)) return cv_status(cv);
+    ir_dtype t = cv_has(cv, 2) ? cv_dtype(cv, 2) : IR_DTYPE_U8;
+    return cv_out(cv, 0, saturate(cv, cv_op2(cv, "relax.divide", x, s, NULL), zp, t));
+}
+
+/* y = (x - zero_point) * scale, in float32. */
+gr_status onnx_cv_dequantize(onnx_cv *cv) {
+    int64_t axis;
+    if (!quant_axis(cv, &axis)) return cv_status(cv);
+    int32_t rank = cv_rank(cv, 0);
+    ir_expr *x = astype(cv, cv_in(cv, 0), IR_DTYPE_F32);
+    ir_expr *s = per_axis(cv, 1, axis, rank);
+    if (!x || !s) return cv_status(cv);
+    if (cv_has(cv, 2)) {
+        ir_expr *zp = per_axis(cv, 2, axis, rank);
+        x = cv_op2(cv, "relax.subtract", x, astype(cv, zp, IR_DTYPE_F32), NULL);
+    }
+    return cv_out(cv, 0, cv_call2(cv, "relax.multiply", x, astype(cv, s, IR_DTYPE_F32), NULL));
+}
+
+/* y_scale = (max(0, max x) - min(0, min x)) / 255, y_zero_point = saturate(round(-min(0, min x)
+ * / y_scale)), y = saturate(round(x / y_scale) + y_zero_point), all uint8. */
+gr_status onnx_cv_dynamic_quantize(onnx_cv *cv) {
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    if (!ir_dtype_eq(cv_dtype(cv, 0), IR_DTYPE_F32)) return cv_fail(cv, GR_ERR_INVALID, "input must be float32");
+    ir_expr *zero = cv_scalar(cv, IR_DTYPE_F32, 0.0);
+    ir_expr *mx = cv_op2(cv, "relax.maximum", cv_op1(cv, "relax.max", x, NULL), zero, NULL);
+    ir_expr *mn = cv_op2(cv, "relax.minimum", cv_op1(cv, "relax.min", x, NULL), zero, NULL);
+    ir_expr *scale = cv_op2(cv, "relax.divide", cv_op2(cv, "relax.subtract", mx, mn, NULL),
+                            cv_scalar(cv, IR_DTYPE_F32, 255.0), NULL);
+    ir_expr *zpf = cv_op2(cv, "relax.divide", cv_op1(cv, "relax.negative", mn, NULL), scale, NULL);
+    ir_expr *zp = cv_emit(cv, saturate(cv, zpf, NULL, IR_DTYPE_U8));
+    if (!zp) return cv_status(cv);
+    gr_status st = cv_out(cv, 0, saturate(cv, cv_op2(cv, "relax.divide", x, scale, NULL), zp, IR_DTYPE_U8));
+    if (st == GR_OK && cv->nout > 1) cv->out[1] = scale;
+    if (st == GR_OK && cv->nout > 2) cv->out[2] = zp;
+    return st;
+}
+
+/* Operand i of an integer matmul minus its zero point (input zi), in int32. A per-row zero
+ * point of A (M,) becomes (M, 1). */
+static ir_expr *int_operand(onnx_cv *cv, uint32_t i, uint32_t zi, bool is_a) {
+    ir_expr *x = astype(cv, cv_in(cv, i), IR_DTYPE_I32);
+    if (!x || !cv_has(cv, zi)) return x;
+    ir_expr *zp = astype(cv, cv_in(cv, zi), IR_DTYPE_I32);
+    const ir_sinfo *zs = cv_sinfo(cv, zi);
+    int64_t n;
+    if (is_a && zs && zs->ndim == 1 && zs->dims && ir_prim_is_int(zs->dims[0], &n) && n > 1) {
+        const ir_prim *d[2] = {ir_prim_int(cv->ctx, n), ir_prim_int(cv->ctx, 1)};
+        zp = cv_op2(cv, "relax.reshape", zp, cv_shape_expr(cv, 2, d), NULL);
+    }
+    return cv_op2(cv, "relax.subtract", x, zp, NULL);
+}
+
+/* (A - a_zero_point) @ (B - b_zero_point) in int32. */
+gr_status onnx_cv_matmul_integer(onnx_cv *cv) {
+    ir_expr *a = int_operand(cv, 0, 2, true), *b = int_operand(cv, 1, 3, false);
+    if (!a || !b) return cv_status(cv);
+    return cv_out(cv, 0, cv_call2(cv, "relax.matmul", a, b, NULL));
+}
+
+/* y = saturate(round((a - a_zp) @ (b - b_zp) * (a_scale * b_scale / y_scale)) + y_zp): the
+ * product exact in int32, the rescale in float32. */
+gr_status onnx_cv_qlinear_matmul(onnx_cv *cv) {
+    ir_expr *a = int_operand(cv, 0, 2, true), *b = int_operand(cv, 3, 5, false);
+    if (!a || !b) return cv_status(cv);
+    ir_expr *acc = astype(cv, cv_op2(cv, "relax.matmul", a, b, NULL), IR_DTYPE_F32);
+    ir_expr *m = cv_op2(cv, "relax.multiply", astype(cv, cv_in(cv, 1), IR_DTYPE_F32),
+                        astype(cv, cv_in(cv, 4), IR_DTYPE_F32), NULL);
+    m = cv_op2(cv, "relax.divide", m, astype(cv, cv_in(cv, 6), IR_DTYPE_F32), NULL);
+    ir_expr *y = cv_op2(cv, "relax.multiply", acc, m, NULL);
+    if (!y) return cv_status(cv);
+    return cv_out(cv, 0, saturate(cv, y, cv_has(cv, 7) ? cv_in(cv, 7) : NULL, cv_dtype(cv, 7)));
+}
+
+/* Input i in int32 minus its zero point (input zi, absent: 0); a per-channel zero point of
+ * the weight (M,) becomes (M, 1, ..., 1) for a weight of `rank` dims. */
+static ir_expr *int_conv_operand(onnx_cv *cv, uint32_t i, uint32_t zi, int32_t rank) {
+    ir_expr *x = astype(cv, cv_in(cv, i), IR_DTYPE_I32);
+    if (!x || !cv_has(cv, zi)) return x;
+    ir_expr *zp = astype(cv, per_axis(cv, zi, 0, rank), IR_DTYPE_I32);
+    return cv_op2(cv, "relax.subtract", x, zp, NULL);
+}
+
+/* ConvInteger: conv(x - x_zero_point, w - w_zero_point) in int32 (exact; padding with the
+ * zero point, as ONNX Runtime). */
+gr_status onnx_cv_conv_integer(onnx_cv *cv) {
+    int32_t rank = cv_rank(cv, 0);
+    ir_expr *x = int_conv_operand(cv, 0, 2, rank), *w = int_conv_operand(cv, 1, 3, rank);
+    if (!x || !w) return cv_status(cv);
+    return cv_out(cv, 0, onnx_conv_call(cv, x, w, 1, IR_DTYPE_I32));
+}
+
+/* QLinearConv: acc = conv(x - x_zp, w - w_zp) + B in int32 (B quantized at x_scale *
+ * w_scale), y = saturate(round(acc * x_scale * w_scale / y_scale) + y_zp); w_scale may be
+ * per output channel. */
+gr_status onnx_cv_qlinear_conv(onnx_cv *cv) {
+    int32_t rank = cv_rank(cv, 0);
+    ir_expr *x = int_conv_operand(cv, 0, 2, rank), *w = int_conv_operand(cv, 3, 5, rank);
+    if (!x || !w) return cv_status(cv);
+    ir_expr *acc = cv_emit(cv, onnx_conv_call(cv, x, w, 3, IR_DTYPE_I32));
+    if (!acc) return cv_status(cv);
+    if (cv_has(cv, 8)) acc = cv_op2(cv, "relax.add", acc, astype(cv, per_axis(cv, 8, 1, rank), IR_DTYPE_I32), NULL);
+    ir_expr *m = cv_op2(cv, "relax.multiply", astype(cv, cv_in(cv, 1), IR_DTYPE_F32),
+                        astype(cv, per_axis(cv, 4, 1, rank), IR_DTYPE_F32), NULL);
+    m = cv_op2(cv, "relax.divide", m, astype(cv, cv_in(cv, 6), IR_DTYPE_F32), NULL);
+    ir_expr *y = cv_op2(cv, "relax.multiply", astype(cv, acc, IR_DTYPE_F32), m, NULL);
+    if (!y) return cv_status(cv);
+    return cv_out(cv, 0, saturate(cv, y, cv_has(cv, 7) ? cv_in(cv, 7) : NULL, cv_dtype(cv, 7)));
+}

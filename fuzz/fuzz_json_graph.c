@@ -1,0 +1,60 @@
+/* libFuzzer target: the JSON graph loader (runtime/json_runtime.h) with both engines. A graph
+ * that loads gets constants of its declared types, is initialized, prepared and called once on
+ * the reference engine and once on oneDNN, with inputs and outputs of the declared shapes. */
+#include <stdlib.h>
+
+#include "fuzz/fuzz_util.h"
+#include "runtime/dnnl.h"
+#include "runtime/json_runtime.h"
+
+/* Tensor for output o of node nid as declared, NULL when it cannot (or should not) be made. */
+static rt_tensor *declared(rt_json_graph *g, uint32_t nid, uint32_t o) {
+    const rt_json_node *n = rt_json_graph_node(g, nid);
+    if (!n || o >= n->noutputs) return NULL;
+    return fuzz_tensor(n->dtypes[o], n->ndims[o], n->shapes[o]);
+}
+
+static void run_engine(const uint8_t *data, size_t size, const rt_json_engine *eng) {
+    rt_json_graph *g = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    if (rt_json_graph_load("fuzz", (const char *)data, size, &g, &d) != GR_OK) return;
+    uint32_t nc = rt_json_graph_num_consts(g), ni = rt_json_graph_num_inputs(g), nh = rt_json_graph_num_heads(g);
+    uint32_t nn = rt_json_graph_num_nodes(g);
+    rt_tensor **consts = calloc(nc + 1, sizeof(rt_tensor *));
+    rt_tensor **io = calloc(ni + nh + 1, sizeof(rt_tensor *));
+    DLTensor **args = calloc(ni + nh + 1, sizeof(DLTensor *));
+    bool ok = true;
+    /* constants are the const nodes in node order (rt_json_graph_const_name order) */
+    for (uint32_t nid = 0, c = 0; nid < nn && ok; nid++) {
+        const rt_json_node *n = rt_json_graph_node(g, nid);
+        if (n->kind != RT_JSON_CONST) continue;
+        ok = c < nc && (consts[c++] = declared(g, nid, 0)) != NULL;
+    }
+    if (ok && rt_json_graph_init(g, consts, nc, &d) == GR_OK) {
+        for (uint32_t i = 0; i < ni && ok; i++) ok = (io[i] = declared(g, rt_json_graph_input_nid(g, i), 0)) != NULL;
+        for (uint32_t h = 0; h < nh && ok; h++) {
+            rt_json_entry e = rt_json_graph_head(g, h);
+            ok = (io[ni + h] = declared(g, e.nid, e.index)) != NULL;
+        }
+        void *state = NULL;
+        if (ok && eng->prepare(g, &state, &d) == GR_OK) {
+            for (uint32_t k = 0; k < ni + nh; k++) args[k] = &io[k]->dl;
+            eng->run(g, state, args, ni, nh, &d);
+            if (eng->release) eng->release(g, state);
+        }
+    }
+    for (uint32_t k = 0; k < ni + nh; k++) rt_tensor_release(io[k]);
+    for (uint32_t c = 0; c < nc; c++) rt_tensor_release(consts[c]);
+    free(args);
+    free(io);
+    free(consts);
+    rt_json_graph_free(g);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    run_engine(data, size, &rt_json_reference_engine);
+    run_engine(data, size, &rt_dnnl_engine);
+    return 0;
+}

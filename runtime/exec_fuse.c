@@ -1,0 +1,331 @@
+/* Host fusion for the executor (runtime/executor.c): which bindings form fused elementwise
+ * groups (rt_fuse_group, compiled by a host lowering such as codegen/llvm), their tails
+ * (reductions, row normalizations), and the packing of planned buffers into one arena. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/op.h"
+#include "runtime/exec_impl.h"
+
+/* ---------------- memory plan ---------------- */
+
+typedef struct mp_item {
+    uint32_t id;
+    size_t size;
+} mp_item;
+
+static int mp_cmp(const void *a, const void *b) {
+    const mp_item *x = a, *y = b;
+    if (x->size != y->size) return x->size < y->size ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+typedef struct mp_range {
+    size_t lo, hi;
+} mp_range;
+
+static int range_cmp(const void *a, const void *b) {
+    const mp_range *x = a, *y = b;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* Greedy by size: the largest buffers are placed first, each at the lowest offset that does not
+ * collide with an already placed buffer whose interval overlaps. */
+size_t rt_plan_memory(uint32_t n, const size_t *size, const uint32_t *start, const uint32_t *end,
+                      size_t *offset) {
+    mp_item *items = gr_xmalloc(sizeof(mp_item) * (n ? n : 1));
+    mp_range *busy = gr_xmalloc(sizeof(mp_range) * (n ? n : 1));
+    bool *placed = gr_xcalloc(n ? n : 1, sizeof(bool));
+    for (uint32_t i = 0; i < n; i++) items[i] = (mp_item){i, (size[i] + 63) & ~(size_t)63};
+    qsort(items, n, sizeof *items, mp_cmp);
+    size_t total = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = items[k].id;
+        uint32_t nb = 0;
+        for (uint32_t j = 0; j < n; j++)
+            if (placed[j] && start[j] <= end[i] && start[i] <= end[j])
+                busy[nb++] = (mp_range){offset[j], offset[j] + ((size[j] + 63) & ~(size_t)63)};
+        qsort(busy, nb, sizeof *busy, range_cmp);
+        size_t at = 0;
+        for (uint32_t b = 0; b < nb; b++) {
+            if (busy[b].lo >= at + items[k].size) break;
+            if (busy[b].hi > at) at = busy[b].hi;
+        }
+        offset[i] = at;
+        placed[i] = true;
+        if (at + items[k].size > total) total = at + items[k].size;
+    }
+    free(items);
+    free(busy);
+    free(placed);
+    return total;
+}
+
+/* ---------------- group tails ---------------- */
+
+typedef struct tail_row {
+    const char *op;
+    rt_fuse_tail kind;
+} tail_row;
+static const tail_row tail_table[] = {
+    {"relax.sum", RT_TAIL_SUM},
+    {"relax.mean", RT_TAIL_MEAN},
+    {"relax.max", RT_TAIL_MAX},
+    {"relax.min", RT_TAIL_MIN},
+    {"relax.nn.softmax", RT_TAIL_SOFTMAX},
+    {"relax.nn.log_softmax", RT_TAIL_LOG_SOFTMAX},
+    {"relax.nn.adaptive_avg_pool2d", RT_TAIL_MEAN},
+    {"relax.nn.layer_norm", RT_TAIL_LAYER_NORM},
+    {"relax.nn.rms_norm", RT_TAIL_RMS_NORM},
+};
+
+static bool norm_axis(int64_t *a, int32_t nd) {
+    if (*a < 0) *a += nd;
+    return *a >= 0 && *a < nd;
+}
+
+/* Global average pooling: output_size 1 (or [1, 1]) in NCHW is a mean over axes 2 and 3. */
+static uint32_t global_pool_mask(const ir_call *call, int32_t nd) {
+    const char *lay = ir_attrs_get_str(call->attrs, "layout");
+    const char *olay = ir_attrs_get_str(call->attrs, "out_layout");
+    if (nd != 4 || (lay && strcmp(lay, "NCHW")) || (olay && strcmp(olay, "NCHW"))) return 0;
+    int64_t os[2];
+    int n = ir_attrs_get_ints(call->attrs, "output_size", os, 2);
+    if (n < 1 || n > 2 || os[0] != 1 || os[n - 1] != 1) return 0;
+    return (1u << 2) | (1u << 3);
+}
+
+/* layer_norm / rms_norm: axes must be the trailing dims (as the reference kernel requires), and
+ * gamma / beta the trailing dims' shape (leading 1s of it may be dropped), so right-aligned
+ * broadcast indexing reads them as the kernel does. */
+static uint32_t norm_mask(const ir_call *call, int32_t nd) {
+    int64_t ax[RT_MAX_NDIM], xs[RT_MAX_NDIM], ps[RT_MAX_NDIM];
+    int n = ir_attrs_get_ints(call->attrs, "axes", ax, RT_MAX_NDIM);
+    if (n < 0) {
+        ax[0] = -1;
+        n = 1;
+    }
+    if (n <= 0 || n > nd || !ir_sinfo_static_shape(call->args[0]->sinfo, xs)) return 0;
+    uint32_t mask = 0;
+    for (int i = 0; i < n; i++) {
+        if (!norm_axis(&ax[i], nd) || (mask >> ax[i] & 1)) return 0;
+        mask |= 1u << ax[i];
+    }
+    if (mask != ((1u << nd) - 1) - ((1u << (nd - n)) - 1)) return 0;
+    int64_t numel = 1;
+    for (int32_t d = nd - n; d < nd; d++) numel *= xs[d];
+    for (uint32_t a = 1; a < call->nargs; a++) {
+        const ir_sinfo *p = call->args[a]->sinfo;
+        if (!p || p->kind != IR_SINFO_TENSOR || p->ndim > n || !ir_sinfo_static_shape(p, ps)) return 0;
+        int64_t pn = 1;
+        for (int32_t k = 0; k < p->ndim; k++) {
+            if (ps[k] != xs[nd - p->ndim + k]) return 0;
+            pn *= ps[k];
+        }
+        if (pn != numel) return 0;
+    }
+    return mask;
+}
+
+rt_fuse_tail rt_fuse_tail_of(const ir_call *call, uint32_t *mask) {
+    *mask = 0;
+    if (call->callee->kind != IR_OP || call->nargs < 1) return RT_TAIL_NONE;
+    const ir_op_def *def = ((const ir_op *)call->callee)->def;
+    const tail_row *row = NULL;
+    for (size_t i = 0; i < sizeof tail_table / sizeof tail_table[0] && !row; i++)
+        if (strcmp(tail_table[i].op, def->name) == 0) row = &tail_table[i];
+    const ir_sinfo *s = call->args[0]->sinfo;
+    if (!row || !s || s->kind != IR_SINFO_TENSOR || s->ndim <= 0 || s->ndim > RT_MAX_NDIM)
+        return RT_TAIL_NONE;
+    bool norm = row->kind == RT_TAIL_LAYER_NORM || row->kind == RT_TAIL_RMS_NORM;
+    if (call->nargs != (norm ? (row->kind == RT_TAIL_LAYER_NORM ? 3u : 2u) : 1u)) return RT_TAIL_NONE;
+    int32_t nd = s->ndim;
+    const ir_attr *ax = ir_attrs_get(call->attrs, "axis");
+    if (norm) {
+        *mask = norm_mask(call, nd);
+    } else if (strcmp(def->name, "relax.nn.adaptive_avg_pool2d") == 0) {
+        *mask = global_pool_mask(call, nd);
+    } else if (row->kind == RT_TAIL_SOFTMAX || row->kind == RT_TAIL_LOG_SOFTMAX) {
+        int64_t a = ax && ax->kind == IR_ATTR_INT ? ax->u.i : -1;
+        if (norm_axis(&a, nd)) *mask = 1u << a;
+    } else if (!ax || ax->kind == IR_ATTR_NONE) {
+        *mask = (1u << nd) - 1;
+    } else if (ax->kind == IR_ATTR_ARRAY) {
+        for (uint32_t k = 0; k < ax->u.arr.n; k++) {
+            int64_t a = ax->u.arr.items[k].kind == IR_ATTR_INT ? ax->u.arr.items[k].u.i : INT64_MAX;
+            if (!norm_axis(&a, nd)) {
+                *mask = 0;
+                break;
+            }
+            *mask |= 1u << a;
+        }
+    }
+    return *mask ? row->kind : RT_TAIL_NONE;
+}
+
+static bool static_f32(const ir_sinfo *s) {
+    return s && s->kind == IR_SINFO_TENSOR && ir_dtype_eq(s->dtype, IR_DTYPE_F32) && s->ndim >= 0 &&
+           s->ndim <= RT_MAX_NDIM && ir_sinfo_static_shape(s, (int64_t[RT_MAX_NDIM]){0});
+}
+
+/* "relax.nn.relu" -> "relu" into the name buffer. */
+static void append_ident(char *buf, size_t cap, const char *s) {
+    size_t n = strlen(buf);
+    for (; *s && n + 1 < cap; s++) buf[n++] = isalnum((unsigned char)*s) ? *s : '_';
+    buf[n] = '\0';
+}
+
+static const char *group_name(ir_ctx_t *ctx, const rt_fuse_group *g, uint32_t idx) {
+    char buf[160] = "fused";
+    for (uint32_t i = 0; i < g->nnodes && i < 5; i++) {
+        const char *nm = g->nodes[i].op->name;
+        const char *dot = strrchr(nm, '.');
+        append_ident(buf, sizeof buf, "_");
+        append_ident(buf, sizeof buf, dot ? dot + 1 : nm);
+    }
+    if (g->nnodes > 5) append_ident(buf, sizeof buf, "_more");
+    if (g->span) {
+        append_ident(buf, sizeof buf, "_");
+        for (uint32_t i = 0; i < g->span->n && i < 3 && strlen(buf) < 100; i++) {
+            append_ident(buf, sizeof buf, "_");
+            append_ident(buf, sizeof buf, g->span->locs[i].source);
+        }
+    }
+    return ir_internf(ctx, "%s_%u", buf, idx);
+}
+
+/* Forms fused groups over the bindings: a lowerable call joins the group whose tail it consumes
+ * when that tail has no other use; it runs where its last member stands. */
+gr_status rt_fuse_form(rt_fuse_form_in *pb, const rt_host_lowering *h) {
+    int32_t *tail = gr_xmalloc(sizeof(int32_t) * (pb->nb + 1)); /* group -> tail binding */
+    uint32_t ng = 0;
+    for (uint32_t i = 0; i < pb->nb; i++) {
+        pb->group_of[i] = -1;
+        const ir_binding *b = pb->b[i];
+        if (!h || b->match_sinfo || b->value->kind != IR_CALL) continue;
+        const ir_call *c = (const ir_call *)b->value;
+        if (c->callee->kind != IR_OP) continue;
+        const ir_op_def *def = ((const ir_op *)c->callee)->def;
+        uint32_t mask;
+        bool red = rt_fuse_tail_of(c, &mask) != RT_TAIL_NONE;
+        if ((!(def->flags & IR_OPF_ELEMWISE) && !red) || c->nargs > RT_FUSE_MAX_ARGS) continue;
+        if (!static_f32(c->base.sinfo) || !static_f32(b->var->base.sinfo)) continue;
+        bool ok = true;
+        for (uint32_t a = 0; a < c->nargs && ok; a++) {
+            const ir_expr *e = c->args[a];
+            if (e->kind == IR_PRIMVAL) ok = a > 0;
+            else ok = (ir_is_var(e) || e->kind == IR_CONST) && static_f32(e->sinfo);
+        }
+        if (!ok || !h->can_lower(h->self, c)) continue;
+        int32_t g = -1;
+        for (uint32_t a = 0; a < c->nargs && g < 0; a++) {
+            uint64_t s;
+            if (!ir_is_var(c->args[a]) || !gr_map_get(pb->index_of, GR_MAP_PTR(c->args[a]), &s))
+                continue;
+            uint32_t j = (uint32_t)(s - 1);
+            if (pb->uses[j] != 1) continue;
+            if (pb->group_of[j] >= 0 && tail[pb->group_of[j]] == (int32_t)j) g = pb->group_of[j];
+        }
+        if (g < 0) g = (int32_t)ng++;  /* a tail on its own is a group too */
+        /* other args that end open groups used only here: those groups merge into this one (a
+         * DAG, e.g. add(sigmoid(a), relu(b))); the group runs where its last member stands */
+        for (uint32_t a = 0; a < c->nargs; a++) {
+            uint64_t s;
+            if (!ir_is_var(c->args[a]) || !gr_map_get(pb->index_of, GR_MAP_PTR(c->args[a]), &s))
+                continue;
+            uint32_t j0 = (uint32_t)(s - 1);
+            if (pb->uses[j0] != 1) continue;
+            int32_t g2 = pb->group_of[j0];
+            if (g2 < 0 || g2 == g || tail[g2] != (int32_t)j0) continue;
+            for (uint32_t j = 0; j < i; j++)
+                if (pb->group_of[j] == g2) pb->group_of[j] = g;
+            tail[g2] = -1;
+        }
+        tail[g] = red ? -1 : (int32_t)i; /* nothing joins after a tail */
+        pb->group_of[i] = g;
+    }
+    /* build descriptors */
+    /* renumber densely (merged groups leave holes) */
+    int32_t *dense = gr_xmalloc(sizeof(int32_t) * (ng + 1));
+    for (uint32_t g = 0; g < ng; g++) dense[g] = -1;
+    uint32_t ndense = 0;
+    for (uint32_t i = 0; i < pb->nb; i++)
+        if (pb->group_of[i] >= 0 && dense[pb->group_of[i]] < 0) dense[pb->group_of[i]] = (int32_t)ndense++;
+    for (uint32_t i = 0; i < pb->nb; i++)
+        if (pb->group_of[i] >= 0) pb->group_of[i] = dense[pb->group_of[i]];
+    free(dense);
+    ng = ndense;
+    for (uint32_t g = 0; g < ng; g++) {
+        rt_fuse_group *fg = IR_NEW(pb->ctx, rt_fuse_group);
+        uint32_t nmem = 0;
+        for (uint32_t i = 0; i < pb->nb; i++) nmem += pb->group_of[i] == (int32_t)g;
+        fg->nodes = IR_NEW_ARRAY(pb->ctx, rt_fuse_node, nmem);
+        const ir_expr **inputs = gr_xmalloc(sizeof(void *) * nmem * RT_FUSE_MAX_ARGS);
+        uint32_t *member = gr_xmalloc(sizeof(uint32_t) * nmem);
+        const ir_span **spans = gr_xmalloc(sizeof(void *) * nmem);
+        uint32_t nin = 0;
+        for (uint32_t i = 0; i < pb->nb; i++) {
+            if (pb->group_of[i] != (int32_t)g) continue;
+            const ir_call *c = (const ir_call *)pb->b[i]->value;
+            rt_fuse_node *nd = &fg->nodes[fg->nnodes];
+            nd->op = ((const ir_op *)c->callee)->def;
+            nd->attrs = c->attrs;
+            nd->nargs = c->nargs;
+            for (uint32_t a = 0; a < c->nargs; a++) {
+                const ir_expr *e = c->args[a];
+                if (e->kind == IR_PRIMVAL) {
+                    const ir_primval *pv = (const ir_primval *)e;
+                    int64_t iv = 0;
+                    nd->args[a] = RT_FUSE_SCALAR;
+                    nd->scalars[a] = pv->value ? (ir_prim_is_int(pv->value, &iv), (double)iv) : pv->fvalue;
+                    continue;
+                }
+                int32_t ref = INT32_MAX;
+                for (uint32_t k = 0; k < fg->nnodes; k++)
+                    if ((const ir_expr *)pb->b[member[k]]->var == e) ref = -(int32_t)k - 1;
+                if (ref == INT32_MAX) {
+                    uint32_t k = 0;
+                    while (k < nin && inputs[k] != e) k++;
+                    if (k == nin) inputs[nin++] = e;
+                    ref = (int32_t)k;
+                }
+                nd->args[a] = ref;
+            }
+            spans[fg->nnodes] = pb->b[i]->value->span ? pb->b[i]->value->span : pb->b[i]->var->base.span;
+            member[fg->nnodes++] = i;
+        }
+        fg->span = ir_span_seq(pb->ctx, spans, fg->nnodes);
+        fg->nin = nin;
+        fg->in_ndim = IR_NEW_ARRAY(pb->ctx, int32_t, nin ? nin : 1);
+        fg->in_shape = ir_alloc(pb->ctx, sizeof(*fg->in_shape) * (nin ? nin : 1));
+        for (uint32_t k = 0; k < nin; k++) {
+            fg->in_ndim[k] = inputs[k]->sinfo->ndim;
+            ir_sinfo_static_shape(inputs[k]->sinfo, fg->in_shape[k]);
+        }
+        const ir_sinfo *os = pb->b[member[fg->nnodes - 1]]->var->base.sinfo;
+        fg->ndim = os->ndim;
+        ir_sinfo_static_shape(os, fg->shape);
+        const ir_call *last = (const ir_call *)pb->b[member[fg->nnodes - 1]]->value;
+        const ir_sinfo *is = os;
+        fg->tail = (uint8_t)rt_fuse_tail_of(last, &fg->reduce_mask);
+        if (fg->tail != RT_TAIL_NONE) is = last->args[0]->sinfo;
+        fg->iter_ndim = is->ndim;
+        ir_sinfo_static_shape(is, fg->iter_shape);
+        fg->name = group_name(pb->ctx, fg, g);
+        gr_vec_push(&pb->groups, fg);
+        gr_vec_push(&pb->inputs, inputs); /* the caller compiles them into the instruction */
+        pb->nfused_ops += fg->nnodes;
+        free(member);
+        free(spans);
+    }
+    free(tail);
+    return GR_OK;
+}
+
+
+void rt_fuse_form_free(rt_fuse_form_in *pb) {
+    for (uint32_t g = 0; g < pb->inputs.len; g++) free(pb->inputs.data[g]);
+    gr_vec_free(&pb->inputs);
+    gr_vec_free(&pb->groups);
+}

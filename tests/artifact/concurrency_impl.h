@@ -1,0 +1,165 @@
+/* One loaded model run from several threads (runtime/graft_model.h: runs may be concurrent),
+ * shared by the Criterion tests (test_concurrency.c) and the ThreadSanitizer program
+ * (tests/concurrency_main.c: Criterion's forking runner does not start under TSan). Each of
+ * NTHREADS threads runs its own NINPUTS inputs NRUNS times; every output must equal, bit for
+ * bit, the single-threaded run of the same input. */
+#ifndef GRAFT_TESTS_CONCURRENCY_IMPL_H
+#define GRAFT_TESTS_CONCURRENCY_IMPL_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "byoc/byoc.h"
+#include "ir/parser.h"
+#include "runtime/graft_model.h"
+
+#define NTHREADS 4
+#define NINPUTS 3     /* distinct inputs per thread */
+#define NRUNS 12      /* runs per thread */
+
+static const char *conc_mod =
+    "@I.ir_module\n"
+    "class Module:\n"
+    "    @R.function\n"
+    "    def main(x: R.Tensor((1, 3, 16, 16), dtype=\"float32\"), w: R.Tensor((8, 3, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 8, 1, 1), dtype=\"float32\")) -> R.Tuple(R.Tensor((1, 8, 14, 14), dtype=\"float32\"), R.Tensor((1, 8, 14, 14), dtype=\"float32\")):\n"
+    "        with R.dataflow():\n"
+    "            lv: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.nn.conv2d(x, w)  # span: \"conv1\"\n"
+    "            lv1: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.add(lv, b)  # span: \"bn1\"\n"
+    "            lv2: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.nn.relu(lv1)  # span: \"relu1\"\n"
+    "            lv3: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.sigmoid(lv2)  # span: \"act2\"\n"
+    "            lv4: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.multiply(lv3, lv2)  # span: \"act2\"\n"
+    "            lv5: R.Tensor((1, 8, 14, 14), dtype=\"float32\") = R.subtract(lv4, lv1)  # span: \"tail\"\n"
+    "            gv: R.Tuple(R.Tensor((1, 8, 14, 14), dtype=\"float32\"), R.Tensor((1, 8, 14, 14), dtype=\"float32\")) = (lv5, lv2)\n"
+    "            R.output(gv)\n"
+    "        return gv\n";
+
+static rt_tensor *conc_rand(int32_t nd, const int64_t *shape, uint32_t seed) {
+    rt_tensor *t = rt_tensor_new(IR_DTYPE_F32, nd, shape);
+    float *p = rt_tensor_data(t);
+    uint32_t s = seed * 2654435761u + 1;
+    for (int64_t i = 0; i < rt_tensor_numel(t); i++) {
+        s = s * 1664525u + 1013904223u;
+        p[i] = (float)((s >> 8) & 0xffff) / 32768.0f - 1.0f;
+    }
+    return t;
+}
+
+/* The artifact of conc_mod, partitioned for `backend` first unless NULL (host code only);
+ * NULL with the reason in err. */
+static graft_model *conc_load(const char *backend, char *err, size_t cap) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *m = NULL, *part = NULL;
+    graft_model *gm = NULL;
+    uint8_t *buf = NULL;
+    size_t len;
+    gr_diag d;
+    gr_diag_clear(&d);
+    if (ir_parse_module(ctx, "t.relax", conc_mod, strlen(conc_mod), &m, &d) == GR_OK &&
+        (!backend || byoc_partition_for_backends(ctx, m, &backend, 1, &part, &d) == GR_OK) &&
+        graft_model_build(part ? part : m, &buf, &len, &d) == GR_OK)
+        graft_model_load_buffer(buf, len, &gm, &d);
+    free(buf);
+    ir_ctx_free(ctx);
+    if (!gm) snprintf(err, cap, "%s: build / load: %.200s", backend ? backend : "host", d.msg);
+    return gm;
+}
+
+typedef struct conc_job {
+    graft_model *gm;
+    rt_value in[NINPUTS][3];
+    rt_value ref[NINPUTS];
+    int failed_runs, wrong_outputs;
+    char first_error[256];
+} conc_job;
+
+static bool conc_same_bits(const rt_value *a, const rt_value *b) {
+    if (a->kind != b->kind) return false;
+    if (a->kind == RT_VAL_TUPLE) {
+        if (a->u.tuple.n != b->u.tuple.n) return false;
+        for (uint32_t i = 0; i < a->u.tuple.n; i++)
+            if (!conc_same_bits(&a->u.tuple.items[i], &b->u.tuple.items[i])) return false;
+        return true;
+    }
+    if (a->kind != RT_VAL_TENSOR || rt_tensor_nbytes(a->u.t) != rt_tensor_nbytes(b->u.t)) return false;
+    return memcmp(rt_tensor_data(a->u.t), rt_tensor_data(b->u.t), rt_tensor_nbytes(a->u.t)) == 0;
+}
+
+static void *conc_worker(void *arg) {
+    conc_job *j = arg;
+    for (int r = 0; r < NRUNS; r++) {
+        int k = r % NINPUTS;
+        rt_value out = {0};
+        gr_diag d;
+        gr_diag_clear(&d);
+        if (graft_model_run(j->gm, j->in[k], 3, &out, &d) != GR_OK) {
+            if (!j->failed_runs++) snprintf(j->first_error, sizeof j->first_error, "%.200s", d.msg);
+        } else if (!conc_same_bits(&out, &j->ref[k])) {
+            j->wrong_outputs++;
+        }
+        rt_value_clear(&out);
+    }
+    return NULL;
+}
+
+/* Runs the check for one kind of artifact; 0 when every run succeeded with the single-threaded
+ * bits, else the number of bad runs (or -1 on a setup error), with a message in err. */
+static int conc_check(const char *backend, char *err, size_t cap) {
+    const char *kind = backend ? backend : "host";
+    err[0] = 0;
+    graft_model *gm = conc_load(backend, err, cap);
+    if (!gm) return -1;
+    graft_model_info info;
+    graft_model_get_info(gm, &info);
+    if (backend ? graft_model_num_externals(gm) < 1 : info.nhost < 1) {
+        snprintf(err, cap, "%s: the artifact has no %s", kind, backend ? "external region" : "host kernel");
+        graft_model_free(gm);
+        return -1;
+    }
+    static conc_job jobs[NTHREADS];
+    int64_t sx[4] = {1, 3, 16, 16}, sw[4] = {8, 3, 3, 3}, sb[4] = {1, 8, 1, 1};
+    int bad = 0;
+    /* references: each input run alone, on this thread */
+    for (int t = 0; t < NTHREADS; t++) {
+        memset(&jobs[t], 0, sizeof jobs[t]);
+        jobs[t].gm = gm;
+        for (int k = 0; k < NINPUTS; k++) {
+            uint32_t seed = (uint32_t)(100 * t + 10 * k);
+            jobs[t].in[k][0] = rt_value_tensor(conc_rand(4, sx, seed + 1));
+            jobs[t].in[k][1] = rt_value_tensor(conc_rand(4, sw, seed + 2));
+            jobs[t].in[k][2] = rt_value_tensor(conc_rand(4, sb, seed + 3));
+            gr_diag d;
+            gr_diag_clear(&d);
+            if (graft_model_run(gm, jobs[t].in[k], 3, &jobs[t].ref[k], &d) != GR_OK) {
+                snprintf(err, cap, "%s: single-threaded run: %.200s", kind, d.msg);
+                bad = -1;
+            }
+        }
+    }
+    if (!bad && conc_same_bits(&jobs[0].ref[0], &jobs[1].ref[0])) {
+        snprintf(err, cap, "%s: different inputs gave the same output", kind);
+        bad = -1;
+    }
+    if (!bad) {
+        pthread_t th[NTHREADS];
+        for (int t = 0; t < NTHREADS; t++) pthread_create(&th[t], NULL, conc_worker, &jobs[t]);
+        for (int t = 0; t < NTHREADS; t++) pthread_join(th[t], NULL);
+        for (int t = 0; t < NTHREADS; t++) {
+            bad += jobs[t].failed_runs + jobs[t].wrong_outputs;
+            if ((jobs[t].failed_runs || jobs[t].wrong_outputs) && !err[0])
+                snprintf(err, cap, "%s: thread %d: %d of %d runs failed (%s), %d outputs differ from "
+                         "the single-threaded run", kind, t, jobs[t].failed_runs, NRUNS,
+                         jobs[t].first_error, jobs[t].wrong_outputs);
+        }
+    }
+    for (int t = 0; t < NTHREADS; t++)
+        for (int k = 0; k < NINPUTS; k++) {
+            rt_value_clear(&jobs[t].ref[k]);
+            for (int i = 0; i < 3; i++) rt_value_clear(&jobs[t].in[k][i]);
+        }
+    graft_model_free(gm);
+    return bad;
+}
+
+#endif

@@ -1,0 +1,135 @@
+/* The model zoo (scripts/zoo_export.py: torchvision CNNs and a BERT-style encoder, random
+ * weights) with the dnnl backend: imported with the shape of the saved input, default pipeline,
+ * partitioned for dnnl, run and compared with ONNX Runtime's output (scripts/fetch_zoo.sh).
+ *
+ * Tolerance: |dnnl - ORT| <= 1e-4 * max|ORT| + 1e-3 * |ORT| per element. The absolute part
+ * scales with the output: random weights give outputs from ~1e-2 (mobilenet_v3) to ~10 (the
+ * encoder), and a fixed 1e-4 would pass anything on the smallest. The relative part is the
+ * PP-OCR tests' (tests/dnnl/test_dnnl_models.c): summation order and oneDNN's erf / exp over
+ * 6 encoder layers or 50 convolutions.
+ * Also: no op is left on the host, at least 99% of the conv / matmul FLOPs are in dnnl regions, and the fused conv / matmul composites are at least what the patterns take
+ * today (every convolution of the CNNs; the encoder's projections and feed-forward products),
+ * so a pattern that silently stops matching fails here. Skipped when the zoo cache is absent. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "byoc/byoc.h"
+#include "frontend/onnx/onnx_import.h"
+#include "ir/op.h"
+#include "ir/transform.h"
+#include "runtime/dnnl.h"
+#include "runtime/executor.h"
+#include "runtime/npy.h"
+
+#define ZOO_ATOL_OF_MAX 1e-4
+#define ZOO_RTOL 1e-3
+#define ZOO_MIN_DENSE 0.99
+
+/* conv / matmul FLOPs and count of such calls in main */
+static double dense_flops(const ir_module *m, int *ncalls) {
+    const ir_func *f = ir_module_func(m, "main");
+    double t = 0;
+    *ncalls = 0;
+    const ir_seq *s = f && f->body->kind == IR_SEQ ? IR_AS(f->body, ir_seq) : NULL;
+    for (uint32_t b = 0; s && b < s->nblocks; b++)
+        for (uint32_t i = 0; i < s->blocks[b]->n; i++) {
+            const ir_expr *v = s->blocks[b]->bindings[i].value;
+            if (v->kind != IR_CALL || IR_AS(v, ir_call)->callee->kind != IR_OP) continue;
+            const char *op = IR_AS(IR_AS(v, ir_call)->callee, ir_op)->def->name;
+            if (strstr(op, "conv") || !strcmp(op, "relax.matmul")) {
+                t += fmax(0, byoc_call_flops(IR_AS(v, ir_call)));
+                (*ncalls)++;
+            }
+        }
+    return t;
+}
+
+static void check_zoo(const char *name, int min_fused) {
+    const char *zoo = getenv("GRAFT_ZOO") ? getenv("GRAFT_ZOO") : "build/third_party/zoo";
+    char path[4096], in_path[4200], out_path[4200];
+    snprintf(path, sizeof path, "%s/%s.onnx", zoo, name);
+    snprintf(in_path, sizeof in_path, "%s/refs/%s/input_0.npy", zoo, name);
+    snprintf(out_path, sizeof out_path, "%s/refs/%s/output_0.npy", zoo, name);
+    FILE *probe = fopen(out_path, "rb");
+    if (!probe) {
+        cr_skip_test("%s: no zoo cache (scripts/fetch_zoo.sh)", name);
+        return;
+    }
+    fclose(probe);
+    gr_diag d = {0};
+    rt_tensor *input = NULL, *ref = NULL;
+    cr_assert_eq(rt_npy_load(in_path, &input, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_npy_load(out_path, &ref, &d), GR_OK, "%s", d.msg);
+    ir_ctx_t *ctx = ir_ctx_new();
+    onnx_input_shape sh = {"x", input->dl.ndim, {0}};
+    memcpy(sh.dims, input->shape, sizeof(int64_t) * (size_t)input->dl.ndim);
+    onnx_import_opts io = {&sh, 1, NULL, 0, false};
+    ir_module *m = NULL, *opt = NULL, *part = NULL;
+    cr_assert_eq(onnx_import_file(ctx, path, &io, &m, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
+    byoc_notes notes;
+    byoc_notes_init(&notes);
+    byoc_partition_opts po = {0};
+    po.notes = &notes;
+    const char *be[1] = {"dnnl"};
+    cr_assert_eq(byoc_partition(ctx, opt, be, 1, &po, &part, &d), GR_OK, "%s", d.msg);
+    json_t *rep = byoc_report_json(ctx, po.after_merge, be, 1, &notes);
+    size_t i, j;
+    json_t *g, *c;
+    int fused = 0;
+    json_array_foreach(json_object_get(rep, "regions"), i, g) json_array_foreach(json_object_get(g, "composites"), j, c) {
+        const char *cn = json_string_value(json_object_get(c, "name"));
+        fused += !strncmp(cn, "dnnl.conv", 9) || !strncmp(cn, "dnnl.matmul_", 12) || !strncmp(cn, "dnnl.dense", 10);
+    }
+    /* every op of the zoo runs on dnnl (layer norms and erf GELUs included, FuseLayerNormGelu) */
+    cr_expect_eq(json_array_size(json_object_get(rep, "host")), 0, "%s: %zu host ops left", name,
+                 json_array_size(json_object_get(rep, "host")));
+    json_decref(rep);
+    int ndense = 0, nhost = 0;
+    double total = dense_flops(opt, &ndense), host = dense_flops(part, &nhost);
+    cr_expect(total > 0 && (total - host) / total >= ZOO_MIN_DENSE, "%s: %.2f%% of conv/matmul FLOPs offloaded", name,
+              total > 0 ? 100 * (total - host) / total : 0);
+    cr_expect_eq(nhost, 0, "%s: %d convolutions / matmuls left on the host", name, nhost);
+    cr_expect_geq(fused, min_fused, "%s: %d of %d convolutions / matmuls in fused composites, expected >= %d", name, fused,
+                  ndense, min_fused);
+    rt_exec_t *x = NULL;
+    cr_assert_eq(rt_exec_new(part, "main", &x, &d), GR_OK, "%s", d.msg);
+    rt_value arg = rt_value_tensor(input), res = {0};
+    cr_assert_eq(rt_exec_run(x, &arg, 1, &res, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(res.kind, RT_VAL_TENSOR);
+    cr_assert_eq(rt_tensor_numel(res.u.t), rt_tensor_numel(ref));
+    double scale = 0;
+    for (int64_t k = 0; k < rt_tensor_numel(ref); k++) scale = fmax(scale, fabs(rt_tensor_get_f64(ref, k)));
+    cr_assert(scale > 0, "%s: ONNX Runtime's output is all zeros", name);
+    for (int64_t k = 0; k < rt_tensor_numel(ref); k++) {
+        double r = rt_tensor_get_f64(ref, k), o = rt_tensor_get_f64(res.u.t, k);
+        cr_assert(fabs(r - o) <= ZOO_ATOL_OF_MAX * scale + ZOO_RTOL * fabs(r), "%s elem %ld: ORT %g dnnl %g (max|ORT| %g)",
+                  name, (long)k, r, o, scale);
+    }
+    /* no primitive on oneDNN's reference kernels, whatever the ISA (make test runs these under
+     * ONEDNN_MAX_CPU_ISA=AVX2 too) */
+    uint64_t nprims, nref;
+    char last[512];
+    rt_dnnl_totals(&nprims, &nref, last, sizeof last);
+    cr_expect_eq(nref, 0, "%s (ISA %s): %lu of %lu primitives on ref; last: %s", name, rt_dnnl_isa(), (unsigned long)nref,
+                 (unsigned long)nprims, last);
+    rt_value_clear(&res);
+    rt_value_clear(&arg);
+    rt_tensor_release(ref);
+    rt_exec_free(x);
+    byoc_notes_free(&notes);
+    ir_ctx_free(ctx);
+}
+
+Test(dnnl_zoo, resnet18, .timeout = 120) { check_zoo("resnet18", 21); }
+Test(dnnl_zoo, mobilenet_v3_large, .timeout = 120) { check_zoo("mobilenet_v3_large", 64); }
+Test(dnnl_zoo, regnet_y_400mf, .timeout = 120) { check_zoo("regnet_y_400mf", 86); }
+Test(dnnl_zoo, shufflenet_v2_x1_0, .timeout = 120) { check_zoo("shufflenet_v2_x1_0", 57); }
+Test(dnnl_zoo, mnasnet1_0, .timeout = 120) { check_zoo("mnasnet1_0", 53); }
+Test(dnnl_zoo, convnext_tiny, .timeout = 240) { check_zoo("convnext_tiny", 59); }
+Test(dnnl_zoo, googlenet, .timeout = 120) { check_zoo("googlenet", 58); }
+Test(dnnl_zoo, bert_encoder, .timeout = 120) { check_zoo("bert_encoder", 36); }

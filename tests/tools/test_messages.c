@@ -1,0 +1,114 @@
+/* CLI error messages for bad paths (through the graft binary, like test_profile.c): the file is
+ * named once ("error: F: ...", never "error: F: F: ..."), a directory given as a file says so,
+ * and an empty .onnx file says it is empty. Each exits with status 1. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *graft(void) {
+    static char path[PATH_MAX];
+    const char *g = getenv("GRAFT");
+    struct stat st;
+    if (g && *g) return realpath(g, path) ? path : g;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        snprintf(path, sizeof path, "%s/graft", dirname(dirname(exe)));
+        if (stat(path, &st) == 0) return path;
+    }
+    if (stat("build/graft", &st) == 0 && realpath("build/graft", path)) return path;
+    cr_skip("GRAFT is not set and no graft binary was found: run through `make test`");
+    return NULL;
+}
+
+static char tmpdir[64];
+static void setup(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/graft_msg_XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+}
+static void teardown(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+TestSuite(messages, .init = setup, .fini = teardown);
+
+static char err[8192];
+
+/* Runs graft with args in tmpdir; stderr into err. Returns the exit status. */
+static int run(const char *args) {
+    char cmd[PATH_MAX + 1024];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s > out 2> err", tmpdir, graft(), args);
+    int st = system(cmd);
+    char path[128];
+    snprintf(path, sizeof path, "%s/err", tmpdir);
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(err, 1, sizeof err - 1, f) : 0;
+    err[n] = 0;
+    if (f) fclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void touch(const char *name, const char *text) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void mkdir_in(const char *name) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    cr_assert_eq(mkdir(path, 0755), 0);
+}
+
+/* the message names `file` exactly once */
+static void named_once(const char *file) {
+    const char *a = strstr(err, file);
+    cr_assert_not_null(a, "'%s' not in: %s", file, err);
+    cr_assert_null(strstr(a + strlen(file), file), "'%s' printed twice: %s", file, err);
+}
+
+Test(messages, path_is_printed_once) {
+    cr_assert_eq(run("run missing.graft"), 1, "%s", err);
+    named_once("missing.graft");
+    cr_assert(strstr(err, "cannot open"), "%s", err);
+    touch("bad.relax", "garbage\n");
+    cr_assert_eq(run("fmt bad.relax"), 1, "%s", err);
+    named_once("bad.relax");
+    cr_assert(strstr(err, "error: bad.relax:1:1:"), "%s", err);
+}
+
+Test(messages, a_directory_is_not_a_file) {
+    static const char *const cmds[][2] = {
+        {"m.relax", "fmt m.relax"},         {"m.onnx", "import m.onnx"},
+        {"m.graft", "run m.graft"},         {"x.npy", "run ok.relax --input x=x.npy"},
+        {"p.relax", "partition ok.relax --patterns p.relax"},
+    };
+    touch("ok.relax", "@I.ir_module\nclass Module:\n    @R.function\n"
+                      "    def main(x: R.Tensor((2,), dtype=\"float32\")) -> R.Tensor((2,), dtype=\"float32\"):\n"
+                      "        return x\n");
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        mkdir_in(cmds[i][0]);
+        cr_assert_eq(run(cmds[i][1]), 1, "%s: %s", cmds[i][1], err);
+        cr_assert(strstr(err, "is a directory"), "%s: %s", cmds[i][1], err);
+        named_once(cmds[i][0]);
+    }
+}
+
+Test(messages, an_empty_onnx_file_says_empty) {
+    touch("empty.onnx", "");
+    cr_assert_eq(run("import empty.onnx"), 1, "%s", err);
+    cr_assert(strstr(err, "empty file"), "%s", err);
+    cr_assert_null(strstr(err, "no graph"), "%s", err);
+    named_once("empty.onnx");
+}

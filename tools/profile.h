@@ -1,0 +1,46 @@
+/* graft run --profile / --profile-json: aggregates the executor's events (reference ops, host
+ * kernels, extern regions) and, inside oneDNN regions, each primitive's (rt_dnnl_set_profiler)
+ * into a text table and a Chrome trace. Used by graft run on models and on .graft artifacts. */
+#ifndef GRAFT_TOOLS_PROFILE_H
+#define GRAFT_TOOLS_PROFILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "runtime/executor.h"
+#include "runtime/graft_model.h"
+
+typedef struct prof_row {
+    const char *kind, *name, *layers;
+    uint64_t ns;
+    uint32_t count;
+    GR_VEC(uint64_t) per_run;      /* ns per profiled run this row appeared in */
+    uint32_t last_run;
+    /* a oneDNN primitive (kind "prim"): name is its region, index its place in it */
+    uint32_t index;
+    const char *pkind, *impl;
+} prof_row;
+
+typedef struct prof_state {
+    const graft_model *gm;        /* for the layers of regions (NULL: from the events' spans) */
+    GR_VEC(prof_row) rows;
+    GR_VEC(prof_row) prims;
+    FILE *trace;
+    bool first;
+    double origin_us;
+    uint32_t run;
+} prof_state;
+
+void prof_init(prof_state *ps, const graft_model *gm);
+/* Opens the Chrome trace (false: cannot open, message printed). */
+bool prof_open_trace(prof_state *ps, const char *json);
+/* rt_exec_profile_fn */
+void prof_on_event(const rt_exec_event *ev, void *user);
+/* Turns the per-primitive profile of oneDNN regions on (ps) or off (NULL). */
+void prof_dnnl(prof_state *ps);
+void prof_print(prof_state *ps, uint32_t runs);
+/* Closes the trace and frees; false when the trace could not be written. */
+bool prof_finish(prof_state *ps);
+
+#endif
