@@ -334,20 +334,68 @@ static gr_status op_deconv_pixel(dn_state *S, const rt_json_node *n, int x, int 
     return GR_OK;
 }
 
+/* ------------------------------------------------------- layout letters ---- */
+
+/* A plain tensor of shape `shape` in layout `lay` (NHWC, OHWI, ...) read in the axis order of
+ * `canon` (NCHW, OIHW, ...): its dims and strides in that order, over the tensor's own memory.
+ * False when lay is not a permutation of canon's letters. */
+static bool layout_view(const char *lay, const char *canon, const int64_t *shape, int64_t *dims, int64_t *str) {
+    size_t nd = strlen(canon);
+    if (strlen(lay) != nd) return false;
+    int64_t st[DNNL_MAX_NDIMS], acc = 1;
+    for (size_t i = nd; i-- > 0;) {
+        st[i] = acc;
+        acc *= shape[i];
+    }
+    for (size_t j = 0; j < nd; j++) {
+        const char *q = strchr(lay, canon[j]);
+        if (!q || strchr(q + 1, canon[j])) return false;
+        dims[j] = shape[q - lay];
+        str[j] = st[q - lay];
+    }
+    return true;
+}
+
+/* *xv as the strided view (dims, str) of its plain self: what a primitive with canonical axes
+ * reads for a channels-last (or any permuted) tensor, without a copy. */
+static gr_status layout_in(dn_state *S, const rt_json_node *n, int *xv, int nd, const dnnl_dims_t dims, const dnnl_dims_t str) {
+    gr_status st = dn_plain(S, n, *xv, xv);
+    if (st) return st;
+    dnnl_memory_desc_t md;
+    dnnl_memory_desc_init_by_strides(&md, nd, dims, dnnl_f32, str);
+    *xv = dn_alias_new(S, *xv, &md);
+    return GR_OK;
+}
+
+/* Entry e, computed with canonical axes: in the strided md `want` (the permuted view of the
+ * node's own shape), then seen as the plain tensor of that shape. */
+static gr_status layout_out(dn_state *S, const rt_json_node *n, int e, const dnnl_memory_desc_t *want) {
+    int v;
+    gr_status st = dn_as(S, n, S->ent_val[e], want, &v);
+    if (st) return st;
+    dnnl_memory_desc_t md;
+    dn_plain_md(&md, n->ndims[0], n->shapes[0]);
+    S->ent_val[e] = dn_alias_new(S, v, &md);
+    return GR_OK;
+}
+
 static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd) {
     int x = dn_arg_entry(S, n, 0), w = dn_arg_entry(S, n, 1), xv = -1, wv = -1;
     gr_status st = need_val(S, n, x, &xv);
     if (!st) st = need_val(S, n, w, &wv);
     if (st) return st;
-    const char *dl = dn_attr_str(n, "data_layout", sd == 1 ? "NCW" : "NCHW");
-    const char *kl = dn_attr_str(n, "kernel_layout", deconv ? (sd == 1 ? "IOW" : "IOHW") : (sd == 1 ? "OIW" : "OIHW"));
+    const char *cx = sd == 1 ? "NCW" : "NCHW", *ck = deconv ? (sd == 1 ? "IOW" : "IOHW") : (sd == 1 ? "OIW" : "OIHW");
+    const char *dl = dn_attr_str(n, "data_layout", cx), *kl = dn_attr_str(n, "kernel_layout", ck);
     const char *ol = dn_attr_str(n, "out_layout", dl);
-    if (strcmp(dl, sd == 1 ? "NCW" : "NCHW") || strcmp(ol, dl) ||
-        strcmp(kl, deconv ? (sd == 1 ? "IOW" : "IOHW") : (sd == 1 ? "OIW" : "OIHW")))
-        return dn_fail(S, n, dnnl_success, "layouts other than NCHW / OIHW (IOHW) are not supported");
     int nd = 2 + sd;
-    if (dn_entry_ndim(S, x) != nd || dn_entry_ndim(S, w) != nd) return dn_fail(S, n, dnnl_success, "rank");
-    const int64_t *xs = dn_entry_shape(S, x), *ws = dn_entry_shape(S, w), *os = n->shapes[0];
+    if (dn_entry_ndim(S, x) != nd || dn_entry_ndim(S, w) != nd || n->ndims[0] != nd) return dn_fail(S, n, dnnl_success, "rank");
+    /* other layouts (NHWC, OHWI, HWIO, ...): the primitive's canonical axes over strided views
+     * of the tensors as they are; oneDNN's md carries the permutation */
+    dnnl_dims_t xs, xstr, ws, wcs, os, ostr;
+    if (strcmp(ol, dl) || !layout_view(dl, cx, dn_entry_shape(S, x), xs, xstr) ||
+        !layout_view(kl, ck, dn_entry_shape(S, w), ws, wcs) || !layout_view(dl, cx, n->shapes[0], os, ostr))
+        return dn_fail(S, n, dnnl_success, "layouts that are not permutations of NCHW / OIHW (IOHW), or out_layout other than data_layout");
+    bool perm = strcmp(dl, cx) || strcmp(kl, ck);
     int64_t G = dn_attr_int(n, "groups", 1);
     int64_t strides[2] = {1, 1}, dil[2] = {1, 1}, pad[4] = {0, 0, 0, 0}, opad[2] = {0, 0};
     int c;
@@ -374,20 +422,18 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd
     int64_t og = O / G, ig = I / G;
     if (G > 1) {
         wd[wnd] = G;
-        wstr[wnd++] = deconv ? ig * og * K : og * ig * K;
+        wstr[wnd++] = (deconv ? ig : og) * wcs[0];
     }
     wd[wnd] = og;
-    wstr[wnd++] = deconv ? K : ig * K;
+    wstr[wnd++] = wcs[deconv ? 1 : 0];
     wd[wnd] = ig;
-    wstr[wnd++] = deconv ? og * K : K;
-    int64_t ks = 1;
-    for (int i = sd - 1; i >= 0; i--) {
+    wstr[wnd++] = wcs[deconv ? 0 : 1];
+    for (int i = 0; i < sd; i++) {
         wd[wnd + i] = ws[2 + i];
-        wstr[wnd + i] = ks;
-        ks *= ws[2 + i];
+        wstr[wnd + i] = wcs[2 + i];
     }
     wnd += sd;
-    if (deconv && sd == 2 && G == 1 && strides[0] == ws[2] && strides[1] == ws[3] && !pad[0] && !pad[1] && !pad[2] &&
+    if (!perm && deconv && sd == 2 && G == 1 && strides[0] == ws[2] && strides[1] == ws[3] && !pad[0] && !pad[1] && !pad[2] &&
         !pad[3] && !opad[0] && !opad[1] && dil[0] == 1 && dil[1] == 1 && S->ent_node[w].node->kind == RT_JSON_CONST &&
         !getenv("GRAFT_DNNL_NO_PIXEL_DECONV"))
         return op_deconv_pixel(S, n, x, xv, w, wv, ws[2], ws[3]);
@@ -398,11 +444,23 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd
     for (int i = 0; i < nd; i++) xd[i] = xs[i];
     dnnl_memory_desc_init_by_tag(&xany, nd, xd, dnnl_f32, dnnl_format_tag_any);
     dn_step steps[DN_MAX_STEPS];
-    int k = chain_of(S, n, steps, true, nd, os, &dst);
+    /* permuted: src and dst first as the views of the tensors; the post-ops (a bias along the
+     * last axis, ...) run after, as their own primitives on the node's shapes */
+    int k = 0, oe = S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    if (perm) {
+        dnnl_dims_t od;
+        for (int i = 0; i < nd; i++) od[i] = os[i];
+        if ((st = layout_in(S, n, &xv, nd, xs, xstr))) return st;
+        xany = S->vals.data[xv].md;
+        dnnl_memory_desc_init_by_strides(&dst, nd, od, dnnl_f32, ostr);
+    } else {
+        k = chain_of(S, n, steps, true, nd, os, &dst);
+    }
+    dnnl_memory_desc_t operm = dst;
     /* oneDNN 2.6's blocked jit deconvolution is very slow for small-channel 2x2/2 upsampling
      * (hundreds of ms on PP-OCR det); channels-last picks its brgemm/gemm kernels */
     const char *dt = getenv("GRAFT_DNNL_DECONV_TAG");
-    if (deconv && sd == 2 && (!dt || strcmp(dt, "any"))) {
+    if (!perm && deconv && sd == 2 && (!dt || strcmp(dt, "any"))) {
         dnnl_format_tag_t tag = dt && !strcmp(dt, "abcd") ? dnnl_abcd : dnnl_acdb;
         dnnl_dims_t od;
         for (int i = 0; i < nd; i++) od[i] = os[i];
@@ -476,7 +534,8 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd
     args[na++] = (dn_arg){DNNL_ARG_SRC, xin, S->vals.data[xin].md, NULL};
     args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL};
     if (bv >= 0) args[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL};
-    return finish(S, n, pd, args, na, steps, used, NULL);
+    st = finish(S, n, pd, args, na, steps, used, NULL);
+    return st || !perm ? st : layout_out(S, n, oe, &operm);
 }
 
 static gr_status op_conv1d(dn_state *S, const rt_json_node *n) { return op_conv(S, n, false, 1); }
@@ -716,10 +775,13 @@ static gr_status op_pool(dn_state *S, const rt_json_node *n) {
     bool is_max = strstr(n->name, "max") != NULL, adaptive = strstr(n->name, "adaptive") != NULL;
     int nd = dn_entry_ndim(S, x), sd = nd - 2;
     if (sd < 1 || sd > 2) return dn_fail(S, n, dnnl_success, "rank");
-    const char *lay = dn_attr_str(n, "layout", sd == 1 ? "NCW" : "NCHW");
-    if (strcmp(lay, sd == 1 ? "NCW" : "NCHW") || strcmp(dn_attr_str(n, "out_layout", lay), lay))
-        return dn_fail(S, n, dnnl_success, "layouts other than NCHW are not supported");
-    const int64_t *xs = dn_entry_shape(S, x), *os = n->shapes[0];
+    const char *cx = sd == 1 ? "NCW" : "NCHW", *lay = dn_attr_str(n, "layout", cx);
+    /* NHWC (any permutation): canonical axes over strided views, as for convolutions */
+    dnnl_dims_t xs, xstr, os, ostr;
+    if (n->ndims[0] != nd || strcmp(dn_attr_str(n, "out_layout", lay), lay) ||
+        !layout_view(lay, cx, dn_entry_shape(S, x), xs, xstr) || !layout_view(lay, cx, n->shapes[0], os, ostr))
+        return dn_fail(S, n, dnnl_success, "layouts that are not permutations of NCHW, or out_layout other than layout");
+    bool perm = strcmp(lay, cx) != 0;
     dnnl_dims_t kk, s, d, pl, pr;
     if (adaptive) {
         for (int i = 0; i < sd; i++) {
@@ -755,7 +817,16 @@ static gr_status op_pool(dn_state *S, const rt_json_node *n) {
                                                                                        : dnnl_pooling_avg_exclude_padding;
     dn_step steps[DN_MAX_STEPS];
     dnnl_memory_desc_t dst;
-    int k = chain_of(S, n, steps, true, nd, os, &dst);
+    int k = 0, oe = S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    if (perm) {
+        dnnl_dims_t od;
+        for (int i = 0; i < nd; i++) od[i] = os[i];
+        if ((st = layout_in(S, n, &xv, nd, xs, xstr))) return st;
+        dnnl_memory_desc_init_by_strides(&dst, nd, od, dnnl_f32, ostr);
+    } else {
+        k = chain_of(S, n, steps, true, nd, os, &dst);
+    }
+    dnnl_memory_desc_t operm = dst;
     dnnl_pooling_v2_desc_t desc;
     pool_ctx pc = {alg, s, kk, d, pl, pr};
     dn_arg args[4 + DN_MAX_STEPS];
@@ -765,7 +836,8 @@ static gr_status op_pool(dn_state *S, const rt_json_node *n) {
                            "no jit pooling for these shapes in any layout tried (src's, dst any, channels-last)", &pd, &used,
                            args, &na);
     if (st) return st;
-    return finish(S, n, pd, args, na, steps, used, NULL);
+    st = finish(S, n, pd, args, na, steps, used, NULL);
+    return st || !perm ? st : layout_out(S, n, oe, &operm);
 }
 
 /* ------------------------------------------------------- eltwise / binary ---- */

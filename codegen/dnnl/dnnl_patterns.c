@@ -100,38 +100,43 @@ static const char *chk_clip(const ir_call *c, ir_ctx_t *ctx) {
     return NULL;
 }
 
-static const char *layout_is(const ir_call *c, const char *key, const char *want) {
+/* The layout attribute `key` (default canon) is a permutation of canon's letters: the engine
+ * reads NHWC, OHWI, HWIO, ... tensors in place through strided memory descriptors. */
+static const char *layout_ok(const ir_call *c, ir_ctx_t *ctx, const char *key, const char *canon) {
     const char *v = ir_attrs_get_str(c->attrs, key);
-    return v && strcmp(v, want) ? "layout other than NCHW/OIHW" : NULL;
+    if (!v) return NULL;
+    bool ok = strlen(v) == strlen(canon);
+    for (const char *p = canon; ok && *p; p++) {
+        const char *q = strchr(v, *p);
+        ok = q && !strchr(q + 1, *p);
+    }
+    return ok ? NULL : ir_internf(ctx, "%s \"%s\" is not a permutation of %s", key, v, canon);
+}
+
+static const char *chk_conv(const ir_call *c, ir_ctx_t *ctx, const char *dcanon, const char *kcanon) {
+    const char *r = layout_ok(c, ctx, "data_layout", dcanon);
+    if (!r) r = layout_ok(c, ctx, "kernel_layout", kcanon);
+    const char *dl = ir_attrs_get_str(c->attrs, "data_layout"), *ol = ir_attrs_get_str(c->attrs, "out_layout");
+    if (!r && ol && strcmp(ol, dl ? dl : dcanon)) r = "out_layout other than data_layout";
+    return r;
 }
 
 static const char *chk_conv2d(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    const char *r = layout_is(c, "data_layout", "NCHW");
-    if (!r) r = layout_is(c, "kernel_layout", "OIHW");
-    if (!r) r = layout_is(c, "out_layout", "NCHW");
-    return r;
+    return chk_conv(c, ctx, "NCHW", "OIHW");
 }
 
 static const char *chk_conv1d(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    const char *r = layout_is(c, "data_layout", "NCW");
-    if (!r) r = layout_is(c, "kernel_layout", "OIW");
-    return r;
+    return chk_conv(c, ctx, "NCW", "OIW");
 }
 
 static const char *chk_deconv2d(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    const char *r = layout_is(c, "data_layout", "NCHW");
-    if (!r) r = layout_is(c, "kernel_layout", "IOHW");
+    const char *r = chk_conv(c, ctx, "NCHW", "IOHW");
     if (!r && c->args[1]->kind != IR_CONST) r = "transposed convolution weights must be constant";
     return r;
 }
 
 static const char *chk_deconv1d(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    const char *r = layout_is(c, "data_layout", "NCW");
-    if (!r) r = layout_is(c, "kernel_layout", "IOW");
+    const char *r = chk_conv(c, ctx, "NCW", "IOW");
     if (!r && c->args[1]->kind != IR_CONST) r = "transposed convolution weights must be constant";
     return r;
 }
@@ -144,11 +149,19 @@ static const char *chk_matmul(const ir_call *c, ir_ctx_t *ctx) {
     return na < 2 || nb < 2 ? "matmul with a 1-D operand" : NULL;
 }
 
+/* Position of the channel axis of a conv / pool result: 'C' of its data layout (1 for NCHW). */
+static int chan_axis(const ir_call *c, const char *key) {
+    const char *v = ir_attrs_get_str(c->attrs, key), *q = v ? strchr(v, 'C') : NULL;
+    return q ? (int)(q - v) : 1;
+}
+
 static const char *chk_pool(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
-    const char *lay = ir_attrs_get_str(c->attrs, "layout");
-    if (lay && strcmp(lay, "NCHW") && strcmp(lay, "NCW")) return "layout other than NCHW";
-    return NULL;
+    int32_t nd = 0;
+    f32_static(c->args[0]->sinfo, NULL, &nd);
+    const char *r = layout_ok(c, ctx, "layout", nd == 3 ? "NCW" : "NCHW");
+    const char *lay = ir_attrs_get_str(c->attrs, "layout"), *ol = ir_attrs_get_str(c->attrs, "out_layout");
+    if (!r && ol && lay && strcmp(ol, lay)) r = "out_layout other than layout";
+    return r;
 }
 
 static const char *chk_adaptive(const ir_call *c, ir_ctx_t *ctx) {
@@ -157,8 +170,9 @@ static const char *chk_adaptive(const ir_call *c, ir_ctx_t *ctx) {
     int64_t xs[RT_MAX_NDIM], os[RT_MAX_NDIM];
     int32_t xn, on;
     if (!f32_static(c->args[0]->sinfo, xs, &xn) || !f32_static(c->base.sinfo, os, &on) || xn != on) return "shapes";
-    for (int32_t i = 2; i < xn; i++)
-        if (!os[i] || xs[i] % os[i]) return "adaptive pooling with uneven windows";
+    int ca = chan_axis(c, "layout");
+    for (int32_t i = 1; i < xn; i++)
+        if (i != ca && (!os[i] || xs[i] % os[i])) return "adaptive pooling with uneven windows";
     return NULL;
 }
 
@@ -572,10 +586,10 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
     if (r) return r;
     if (conv) {
         int64_t G = ir_attrs_get_int(ac->attrs, "groups", 1);
-        if (G <= 0 || os[1] % G) return "groups do not divide the output channels";
+        if (G <= 0 || os[chan_axis(ac, "data_layout")] % G) return "groups do not divide the output channels";
     }
     w.used[out->anchor] = true;
-    int axis = conv ? 1 : ond - 1;
+    int axis = conv ? chan_axis(ac, "data_layout") : ond - 1;
     int64_t C = os[axis];
     const ir_expr *cur = bs[out->anchor].var;
     for (int i = 0; i < spec->npost; i++) {

@@ -15,6 +15,7 @@
 #include "codegen/dnnl/dnnl_codegen.h"
 #include "ir/parser.h"
 #include "ir/transform.h"
+#include "runtime/dnnl.h"
 #include "runtime/executor.h"
 #include "runtime/tensor.h"
 
@@ -678,4 +679,67 @@ Test(dnnl_composites, divide_broadcast_numerator) {
     ct_reject(CONV_MAIN("x: R.Tensor((5,), dtype=\"float32\"), y: R.Tensor((1,), dtype=\"float32\")")
               "            gv = R.divide(y, x)\n" END,
               "gv", "1-D divide with a broadcast numerator");
+}
+
+/* ------------------------------------------------- NHWC / OHWI / HWIO layouts ---- */
+
+/* Checked against the reference kernels like the others; and no primitive of the process (the
+ * convolutions and pools read in place through strided memory descriptors) is on ref, at the
+ * native ISA and under ONEDNN_MAX_CPU_ISA=AVX2. */
+static void ct_case_noref(const char *text, const char *want, uint32_t seed) {
+    ct_case(text, want, seed);
+    uint64_t np = 0, nref = 0;
+    char last[256] = "";
+    rt_dnnl_totals(&np, &nref, last, sizeof last);
+    cr_expect_gt(np, 0);
+    cr_expect_eq(nref, 0, "%lu primitives on ref (ISA %s): %s", (unsigned long)nref, rt_dnnl_isa(), last);
+}
+
+/* random shapes: NHWC data with OHWI or HWIO weights, plain, depthwise and grouped, + bias
+ * along the last axis + relu, then NHWC max / avg pools */
+Test(dnnl_composites, nhwc_conv_pool_random) {
+    static const char *const KL[] = {"OHWI", "HWIO", "OIHW"};
+    for (int it = 0; it < 6; it++) {
+        int C = rnd(1, 12), H = rnd(6, 14), K = 1 + 2 * rnd(0, 1), S = rnd(1, 2), P = K / 2, G = 1;
+        if (it % 3 == 1) G = C;                         /* depthwise */
+        else if (it % 3 == 2) G = 2, C = 2 * rnd(1, 6); /* grouped */
+        int O = G * rnd(1, 4);
+        const char *kl = KL[it % 3];
+        int64_t wd[4];
+        /* weights dims in kl's letter order: O, I (per group), K, K */
+        for (int i = 0; i < 4; i++) wd[i] = kl[i] == 'O' ? O : kl[i] == 'I' ? C / G : K;
+        char text[2048];
+        snprintf(text, sizeof text,
+                 HDR "    def main(x: R.Tensor((1, %d, %d, %d), dtype=\"float32\"), w: R.Tensor((%ld, %ld, %ld, %ld), dtype=\"float32\"),"
+                     " b: R.Tensor((%d,), dtype=\"float32\")):\n"
+                     "        with R.dataflow():\n"
+                     "            lv = R.nn.conv2d(x, w, strides=[%d, %d], padding=[%d, %d, %d, %d], groups=%d,"
+                     " data_layout=\"NHWC\", kernel_layout=\"%s\")\n"
+                     "            lv1 = R.add(lv, b)\n"
+                     "            lv2 = R.nn.relu(lv1)\n"
+                     "            lv3 = R.nn.max_pool2d(lv2, pool_size=[2, 2], strides=[1, 1], padding=[0, 0, 1, 1], layout=\"NHWC\")\n"
+                     "            gv = R.nn.avg_pool2d(lv3, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1], layout=\"NHWC\")\n"
+                     END,
+                 H, H + 1, C, (long)wd[0], (long)wd[1], (long)wd[2], (long)wd[3], O, S, S, P, P, P, P, G, kl);
+        ct_case_noref(text, "dnnl.conv2d_bias_relu", (uint32_t)it + 11);
+    }
+}
+
+/* NWC conv1d with WIO weights; NHWC transposed convolution (HWOI weights); NHWC adaptive
+ * average pool */
+Test(dnnl_composites, nhwc_conv1d_transpose_adaptive) {
+    ct_case_noref(CONV_MAIN("x: R.Tensor((2, 17, 6), dtype=\"float32\"), w: R.Tensor((3, 6, 8), dtype=\"float32\")")
+                  "            lv = R.nn.conv1d(x, w, strides=[2], padding=[1, 1], data_layout=\"NWC\", kernel_layout=\"WIO\")\n"
+                  "            gv = R.nn.relu(lv)\n" END,
+                  "dnnl.conv1d_relu", 3);
+    ct_case_noref(CONV_MAIN("x: R.Tensor((1, 7, 9, 8), dtype=\"float32\"), w: R.Tensor((3, 3, 5, 8), dtype=\"float32\")")
+                  "            lv = R.nn.conv2d_transpose(x, w, strides=[2, 2], padding=[1, 1, 1, 1], data_layout=\"NHWC\","
+                  " kernel_layout=\"HWOI\")\n"
+                  "            gv = R.nn.relu(lv)\n" END,
+                  "dnnl.conv2d_transpose_relu", 4);
+    ct_case_noref(CONV_MAIN("x: R.Tensor((2, 8, 12, 5), dtype=\"float32\"), w: R.Tensor((5, 1, 1, 5), dtype=\"float32\")")
+                  "            lv = R.nn.conv2d(x, w, data_layout=\"NHWC\", kernel_layout=\"OHWI\")\n"
+                  "            lv1 = R.nn.relu(lv)\n"
+                  "            gv = R.nn.adaptive_avg_pool2d(lv1, output_size=[2, 3], layout=\"NHWC\")\n" END,
+                  "dnnl.conv2d_relu", 5);
 }
