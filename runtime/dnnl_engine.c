@@ -1099,6 +1099,15 @@ static gr_status build(dn_state *S) {
             dv->ext = (int)h;
             continue;
         }
+        /* a plain view of a whole buffer (a channels-last result seen as NHWC, collapsed
+         * matmul rows): that buffer is the output */
+        dn_val *rv = &S->vals.data[root_of(S, v)];
+        if (dv->alias >= 0 && rv->kind == V_TMP && rv->alias < 0 && rv->first >= 0 && dn_is_plain(&dv->md) &&
+            !dv->md.offset0 && !rv->md.offset0 && dnnl_memory_desc_get_size(&dv->md) == dnnl_memory_desc_get_size(&rv->md)) {
+            rv->kind = V_OUT;
+            rv->ext = (int)h;
+            continue;
+        }
         dnnl_memory_desc_t pm;
         dn_plain_md(&pm, n->ndims[S->ent_node[e].index], n->shapes[S->ent_node[e].index]);
         int ov = dn_val_new(S, V_OUT, &pm);

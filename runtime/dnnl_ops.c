@@ -171,9 +171,10 @@ static bool take_bias(dn_state *S, dn_step *steps, int *k, int axis, int nd, int
 
 /* Per-channel constant add / subtract / multiply / divide and scalar linears at the head of a
  * convolution's chain (a bias, an unfolded batch norm) fold into its weights and bias once:
- * y = conv(x, w) * scale + shift, scale per output channel into w, shift into the bias. */
+ * y = conv(x, w) * scale + shift, scale per output channel into w, shift into the bias.
+ * axis: the channel axis of the result as the graph has it (1, or 3 for NHWC). */
 static void take_affine(dn_state *S, dn_step *steps, int *k, int64_t O, bool wconst, int *wv, int *bias_val,
-                        bool deconv, int64_t ig, int64_t og, int64_t K) {
+                        bool deconv, int64_t ig, int64_t og, int64_t K, int axis) {
     int nb = 0;
     float *scale = dn_owned_alloc(S, sizeof(float) * (size_t)O), *shift = dn_owned_alloc(S, sizeof(float) * (size_t)O);
     if (!scale || !shift) return;
@@ -193,7 +194,7 @@ static void take_affine(dn_state *S, dn_step *steps, int *k, int64_t O, bool wco
             scaled |= st->alpha != 1.f;
             continue;
         }
-        if (!per_channel_const(S, st->src1, 1, dn_entry_ndim(S, st->out), O)) break;
+        if (!per_channel_const(S, st->src1, axis, dn_entry_ndim(S, st->out), O)) break;
         bool mul = st->alg == dnnl_binary_mul || st->alg == dnnl_binary_div;
         if (mul && !wconst) break;
         if (st->alg != dnnl_binary_add && st->alg != dnnl_binary_sub && !mul) break;
@@ -252,7 +253,7 @@ static gr_status op_deconv_pixel(dn_state *S, const rt_json_node *n, int x, int 
     dnnl_memory_desc_t ignore;
     int k = chain_of(S, n, steps, true, 4, os, &ignore);
     int bv = -1;
-    take_affine(S, steps, &k, O, S->ent_node[w].node->kind == RT_JSON_CONST, &wv, &bv, true, I, O, K);
+    take_affine(S, steps, &k, O, S->ent_node[w].node->kind == RT_JSON_CONST, &wv, &bv, true, I, O, K, 1);
     for (int i = 0; i < k; i++)
         if (steps[i].kind != STEP_ELTWISE) k = i;
     const float *wsrc = S->vals.data[root_val(S, wv)].ptr;
@@ -444,17 +445,14 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd
     for (int i = 0; i < nd; i++) xd[i] = xs[i];
     dnnl_memory_desc_init_by_tag(&xany, nd, xd, dnnl_f32, dnnl_format_tag_any);
     dn_step steps[DN_MAX_STEPS];
-    /* permuted: src and dst first as the views of the tensors; the post-ops (a bias along the
-     * last axis, ...) run after, as their own primitives on the node's shapes */
-    int k = 0, oe = S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    int k = chain_of(S, n, steps, true, nd, os, &dst);
+    /* permuted: src and dst as the strided views of the tensors */
     if (perm) {
         dnnl_dims_t od;
         for (int i = 0; i < nd; i++) od[i] = os[i];
         if ((st = layout_in(S, n, &xv, nd, xs, xstr))) return st;
         xany = S->vals.data[xv].md;
         dnnl_memory_desc_init_by_strides(&dst, nd, od, dnnl_f32, ostr);
-    } else {
-        k = chain_of(S, n, steps, true, nd, os, &dst);
     }
     dnnl_memory_desc_t operm = dst;
     /* oneDNN 2.6's blocked jit deconvolution is very slow for small-channel 2x2/2 upsampling
@@ -468,7 +466,12 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd
         if (!S->is_head[k ? steps[k - 1].out : out_entry(S, n)]) dnnl_memory_desc_init_by_tag(&dst, nd, od, dnnl_f32, tag);
     }
     int bv = -1;
-    take_affine(S, steps, &k, O, S->ent_node[w].node->kind == RT_JSON_CONST, &wv, &bv, deconv, ig, og, K);
+    /* permuted: a bias folds (scales would need the weights' own layout), eltwise post-ops
+     * fuse; binary post-ops see the node's shapes, not the primitive's, and run after */
+    take_affine(S, steps, &k, O, !perm && S->ent_node[w].node->kind == RT_JSON_CONST, &wv, &bv, deconv, ig, og, K,
+                perm ? (int)(strchr(dl, 'C') - dl) : 1);
+    for (int i = 0; perm && i < k; i++)
+        if (steps[i].kind != STEP_ELTWISE) k = i;
     dnnl_memory_desc_t bmd;
     dnnl_dims_t bd = {O};
     dnnl_memory_desc_init_by_strides(&bmd, 1, bd, dnnl_f32, NULL);
@@ -534,6 +537,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd
     args[na++] = (dn_arg){DNNL_ARG_SRC, xin, S->vals.data[xin].md, NULL};
     args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL};
     if (bv >= 0) args[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL};
+    int oe = used ? steps[used - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
     st = finish(S, n, pd, args, na, steps, used, NULL);
     return st || !perm ? st : layout_out(S, n, oe, &operm);
 }
@@ -817,14 +821,15 @@ static gr_status op_pool(dn_state *S, const rt_json_node *n) {
                                                                                        : dnnl_pooling_avg_exclude_padding;
     dn_step steps[DN_MAX_STEPS];
     dnnl_memory_desc_t dst;
-    int k = 0, oe = S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    int k = chain_of(S, n, steps, true, nd, os, &dst);
+    /* permuted: strided views, and only eltwise post-ops (binary ones see the node's shapes) */
     if (perm) {
         dnnl_dims_t od;
         for (int i = 0; i < nd; i++) od[i] = os[i];
         if ((st = layout_in(S, n, &xv, nd, xs, xstr))) return st;
         dnnl_memory_desc_init_by_strides(&dst, nd, od, dnnl_f32, ostr);
-    } else {
-        k = chain_of(S, n, steps, true, nd, os, &dst);
+        for (int i = 0; i < k; i++)
+            if (steps[i].kind != STEP_ELTWISE) k = i;
     }
     dnnl_memory_desc_t operm = dst;
     dnnl_pooling_v2_desc_t desc;
@@ -836,6 +841,7 @@ static gr_status op_pool(dn_state *S, const rt_json_node *n) {
                            "no jit pooling for these shapes in any layout tried (src's, dst any, channels-last)", &pd, &used,
                            args, &na);
     if (st) return st;
+    int oe = used ? steps[used - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
     st = finish(S, n, pd, args, na, steps, used, NULL);
     return st || !perm ? st : layout_out(S, n, oe, &operm);
 }
