@@ -573,6 +573,36 @@ Test(dnnl_composites, golden_lcnet_block) {
     ct_free(&t);
 }
 
+/* tests/golden/byoc/dnnl_nhwc_block.relax: a TFLite-style NHWC block (OHWI, depthwise HWOI,
+ * pointwise HWIO) offloads entirely, keeps every frontend layer, computes what the reference
+ * does, with no primitive on ref */
+Test(dnnl_composites, golden_nhwc_block) {
+    FILE *f = fopen("tests/golden/byoc/dnnl_nhwc_block.relax", "rb");
+    cr_assert(f, "run from the repository root");
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    ct t;
+    ct_load(&t, text, 98);
+    static const char *const want[] = {"dnnl.conv2d_bias_clip", "dnnl.conv2d_bias_relu", "dnnl.conv2d_bias"};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        cr_expect_eq(ct_count(&t, want[i]), 1, "want %s, got %s", want[i], ct_names(&t));
+    json_t *r = byoc_report_json(t.ctx, t.merged, (const char *[]){"dnnl"}, 1, &t.notes);
+    cr_expect_eq(json_array_size(json_object_get(r, "regions")), 1);
+    json_decref(r);
+    uint32_t nl = 0;
+    const char **lost = ir_lost_layers(t.m, t.part, &nl);
+    cr_expect_eq(nl, 0, "lost layer %s", nl ? lost[0] : "");
+    free((void *)lost);
+    ct_check(&t);
+    ct_free(&t);
+    uint64_t np = 0, nref = 0;
+    char last[256] = "";
+    rt_dnnl_totals(&np, &nref, last, sizeof last);
+    cr_expect_eq(nref, 0, "%lu primitives on ref (ISA %s): %s", (unsigned long)nref, rt_dnnl_isa(), last);
+}
+
 /* ------------------------------------------------------- random conv2d sweep ---- */
 
 /* every post after conv2d + bias, on random shapes (groups, kernel, stride, dilation); %1$s is

@@ -653,7 +653,7 @@ CASES = [
     dict(name="dpl_only_used_by", tvm=P + "::test_simple_oub (matmul >> relu as a check)", src=ONLY_USED_BY,
          pats=[("x.mm_relu", lambda: is_op("relax.nn.relu")(op2("relax.matmul")), one_user)],
          graft_pats="mm_relu_oub", stage="fuse"),
-    dict(name="dpl_named_check_nhwc", tvm=F + " (a backend check rejecting a layout, by name)", src=NHWC_CONVS,
+    dict(name="dpl_named_check_nhwc", tvm=F + " (a backend check by name, with TVM's NCHW-only check as an attr predicate: the dnnl check takes NHWC)", src=NHWC_CONVS,
          pats=[("dnnl.conv2d", conv_annotated, nchw_only)], graft_pats="conv2d_dnnl_check", stage="fuse"),
     # MergeCompositeFunctions
     dict(name="merge_conv2d_relu_x2", tvm=M + "::test_conv2d_relu_x2", src=MERGE_X2, stage="mergeonly"),
