@@ -101,10 +101,12 @@ static const ir_attr_field A_one_hot[] = {F("depth", INT, NULL), F("axis", INT, 
 static const ir_attr_field A_repeat[] = {F("repeats", INT, NULL), F("axis", INT, "None")};
 static const ir_attr_field A_trilu[] = {F("k", INT, "0")};
 /* ONNX coverage (ops2) */
+/* activations: ONNX's names, comma-separated, f, g[, h] per direction (None: the defaults) */
 static const ir_attr_field A_rnn[] = {
     F("hidden_size", INT, NULL), F("direction", STR, "\"forward\""), F("layout", INT, "0"),
     F("clip", FLOAT, "0.0"), F("input_forget", BOOL, "False"),
-    F("linear_before_reset", BOOL, "False")};
+    F("linear_before_reset", BOOL, "False"), F("activations", STR, "None"),
+    F("activation_alpha", ARRAY, "None"), F("activation_beta", ARRAY, "None")};
 static const ir_attr_field A_einsum[] = {F("subscripts", STR, NULL)};
 static const ir_attr_field A_conv3d[] = {
     F("strides", ARRAY, "[1, 1, 1]"), F("padding", ARRAY, "[0, 0, 0, 0, 0, 0]"),

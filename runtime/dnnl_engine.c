@@ -47,7 +47,9 @@ static void threads_init(void) {
     g_threads = n > 0 ? (int)n : 1;
     /* Debian's oneDNN uses OpenMP (libgomp comes in through libdnnl): set the pool size
      * without linking libgomp ourselves. */
-    void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    void *sym = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    void (*set)(int);
+    memcpy(&set, &sym, sizeof set); /* ISO C has no object -> function pointer conversion */
     if (set) set(g_threads);
     g_set_threads = set;
 }
@@ -965,6 +967,7 @@ static void dn_release(rt_json_graph *g, void *state) {
     (void)g;
     dn_state *S = state;
     if (!S) return;
+    dn_debug_free(S);
     for (uint32_t p = 0; p < S->prims.len; p++) {
         dn_prim *pr = &S->prims.data[p];
         for (int a = 0; a < pr->nargs; a++)
@@ -1233,17 +1236,23 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
      * more than its primitives (and stall on a busy machine) */
     bool one = S->small && g_threads > 1 && g_set_threads;
     if (one) g_set_threads(1);
+    void *tap_user;
+    rt_json_tap_fn tap = rt_json_graph_tap(g, &tap_user);
     rt_dnnl_profile_fn prof = atomic_load(&g_prof_fn);
     void *prof_user = atomic_load(&g_prof_user);
-    for (; p < S->prims.len && ds == dnnl_success; p++) {
-        uint64_t t0 = prof ? now_ns() : 0;
-        ds = dnnl_primitive_execute(S->prims.data[p].prim, S->stream, S->prims.data[p].nargs, S->prims.data[p].exec);
-        if (prof && ds == dnnl_success && (ds = dnnl_stream_wait(S->stream)) == dnnl_success) {
-            uint64_t ns = now_ns() - t0;
-            rt_dnnl_prim_info info;
-            rt_dnnl_prim(S, p, &info);
-            rt_dnnl_prim_event ev = {S->symbol, p, &info, ns};
-            prof(&ev, prof_user);
+    if (tap) {
+        ds = dn_debug_run(S, tap, tap_user, &p);
+    } else {
+        for (; p < S->prims.len && ds == dnnl_success; p++) {
+            uint64_t t0 = prof ? now_ns() : 0;
+            ds = dnnl_primitive_execute(S->prims.data[p].prim, S->stream, S->prims.data[p].nargs, S->prims.data[p].exec);
+            if (prof && ds == dnnl_success && (ds = dnnl_stream_wait(S->stream)) == dnnl_success) {
+                uint64_t ns = now_ns() - t0;
+                rt_dnnl_prim_info info;
+                rt_dnnl_prim(S, p, &info);
+                rt_dnnl_prim_event ev = {S->symbol, p, &info, ns};
+                prof(&ev, prof_user);
+            }
         }
     }
     if (ds == dnnl_success) ds = dnnl_stream_wait(S->stream);

@@ -86,6 +86,9 @@ gr_status dn_rnn(dn_state *S, const rt_json_node *n) {
     if (dn_attr_int(n, "layout", 0) != 0) return dn_fail(S, n, dnnl_success, "batch-major layout is not supported");
     if (dn_attr_float(n, "clip", 0) != 0) return dn_fail(S, n, dnnl_success, "clip is not supported");
     if (dn_attr_bool(n, "input_forget", false)) return dn_fail(S, n, dnnl_success, "input_forget is not supported");
+    const char *acts = dn_attr_str(n, "activations", NULL);
+    if (acts && *acts)
+        return dn_fail(S, n, dnnl_success, "activations other than the defaults are not supported");
     int x = dn_arg_entry(S, n, 0), w = dn_arg_entry(S, n, 1), r = dn_arg_entry(S, n, 2);
     int b = opt_entry(S, n, 3), lens = opt_entry(S, n, 4), h0 = opt_entry(S, n, 5);
     int c0 = kind == R_LSTM ? opt_entry(S, n, 6) : -1, p = kind == R_LSTM ? opt_entry(S, n, 7) : -1;

@@ -45,6 +45,8 @@ struct rt_json_graph {
     char *str_pool;               /* names and layers of built graphs */
     /* while building (rt_json_graph_begin .. finish) */
     struct rt_json_build *build;
+    rt_json_tap_fn tap;           /* debug tap (rt_json_graph_set_tap) */
+    void *tap_user;
 };
 
 typedef struct rt_json_build {
@@ -782,6 +784,10 @@ static gr_status ref_run(rt_json_graph *g, void *state, DLTensor *const *args, u
                 gr_diag_set_layer(d, n->layer);
             }
         }
+        for (uint32_t o = 0; o < n->noutputs && !st && g->tap; o++) {
+            rt_json_tap_point tp = {g->symbol, n, i, o, -1, NULL, NULL, NULL};
+            g->tap(&tp, entries[row + o].u.t, g->tap_user);  /* in place: nothing to write back */
+        }
         for (uint32_t k = 0; k < n->ninputs; k++) {
             uint32_t e = rt_json_graph_entry_id(g, n->inputs[k]);
             if (left[e] && --left[e] == 0) rt_value_clear(&entries[e]);
@@ -1016,6 +1022,25 @@ rt_module *rt_json_module_new(const char *name, const rt_json_engine *eng, rt_js
     memcpy(jm->graphs, graphs, sizeof(*graphs) * n);
     pthread_mutex_init(&jm->lock, NULL);
     return rt_module_new(&JSON_MODULE_I, jm, name);
+}
+
+void rt_json_graph_set_tap(rt_json_graph *g, rt_json_tap_fn fn, void *user) {
+    g->tap = fn;
+    g->tap_user = user;
+}
+
+rt_json_tap_fn rt_json_graph_tap(const rt_json_graph *g, void **user) {
+    if (user) *user = g->tap_user;
+    return g->tap;
+}
+
+uint32_t rt_json_module_set_taps(const struct ir_module *m, rt_json_tap_fn fn, void *user) {
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < rt_module_count(m); k++) {
+        rt_json_graph *g;
+        for (uint32_t i = 0; (g = rt_json_module_graph(rt_module_at(m, k), i)); i++, n++) rt_json_graph_set_tap(g, fn, user);
+    }
+    return n;
 }
 
 rt_json_graph *rt_json_module_graph(rt_module *m, uint32_t i) {

@@ -132,6 +132,31 @@ typedef struct rt_json_engine {
     void (*release)(rt_json_graph *g, void *state);
 } rt_json_engine;
 
+/* ---- Debug taps (graft diff): the intermediates an engine computed ----
+ * With a tap set, an engine's run reports every kernel node output it materialized, right
+ * after computing it, as a plain row-major tensor: the reference engine each node's output,
+ * the oneDNN engine each value a primitive wrote (copied out of its blocked layout). Outputs
+ * that exist in no buffer (folded into another primitive's post-ops) are reported with value
+ * NULL and `fused_into` naming that primitive. If the tap changes the tensor's data and
+ * returns true, the engine writes it back before going on (a test's perturbation). */
+typedef struct rt_json_tap_point {
+    const char *symbol;           /* the graph (region) */
+    const rt_json_node *node;     /* the kernel node whose output this is */
+    uint32_t nid, index;          /* node id, output index */
+    int prim;                     /* index of the engine primitive that wrote it; -1: none */
+    const char *prim_kind;        /* "convolution", ...; NULL for the reference engine */
+    const char *prim_impl;        /* the implementation ("brg:avx512_core"); NULL likewise */
+    const char *fused_into;       /* value NULL: what it was folded into */
+} rt_json_tap_point;
+typedef bool (*rt_json_tap_fn)(const rt_json_tap_point *p, rt_tensor *value, void *user);
+/* fn NULL turns the tap off. Taps slow a run down; they are for debugging. */
+void rt_json_graph_set_tap(rt_json_graph *g, rt_json_tap_fn fn, void *user);
+rt_json_tap_fn rt_json_graph_tap(const rt_json_graph *g, void **user);
+/* Sets (or clears) the tap on every graph of every JSON-runtime module in m's external_mods;
+ * returns the number of graphs. */
+struct ir_module;
+uint32_t rt_json_module_set_taps(const struct ir_module *m, rt_json_tap_fn fn, void *user);
+
 /* The reference engine: every kernel node runs the reference kernel of its op. */
 extern const rt_json_engine rt_json_reference_engine;
 

@@ -1,5 +1,6 @@
-/* Recurrent layers (nn.lstm, nn.gru, nn.rnn: ONNX LSTM / GRU / RNN with the default activations)
- * and reverse_sequence. float32.
+/* Recurrent layers (nn.lstm, nn.gru, nn.rnn: ONNX LSTM / GRU / RNN)
+ * and reverse_sequence. float32. Activations are ONNX's list (Sigmoid, Tanh, Relu, Affine, LeakyRelu,
+ * ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus) with their alpha / beta.
  *
  * Per direction, the input projection X W^T (+ biases) of every time step is one GEMM; each step
  * then adds H_{t-1} R^T and applies the gates. sequence_lens (per batch entry) stops a sequence
@@ -7,6 +8,7 @@
  * direction starts at its last step. Gate order is ONNX's: lstm i, o, f, c; gru z, r, h. */
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 
 #include "runtime/kernels_impl.h"
 
@@ -17,6 +19,42 @@ typedef struct rnn_dims {
 } rnn_dims;
 
 static float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/* An activation of ONNX's list for recurrent layers, with its alpha / beta. */
+enum { A_SIGMOID, A_TANH, A_RELU, A_AFFINE, A_LEAKY, A_THRESH, A_SCALED_TANH, A_HARD_SIGMOID, A_ELU, A_SOFTSIGN, A_SOFTPLUS };
+typedef struct rnn_act {
+    int kind;
+    float alpha, beta;
+} rnn_act;
+
+static const struct {
+    const char *name;
+    int kind;
+    float alpha, beta; /* ONNX's defaults */
+} ACTS[] = {
+    {"Sigmoid", A_SIGMOID, 0, 0},      {"Tanh", A_TANH, 0, 0},
+    {"Relu", A_RELU, 0, 0},            {"Affine", A_AFFINE, 1.0f, 0.0f},
+    {"LeakyRelu", A_LEAKY, 0.01f, 0},  {"ThresholdedRelu", A_THRESH, 1.0f, 0},
+    {"ScaledTanh", A_SCALED_TANH, 1.0f, 1.0f}, {"HardSigmoid", A_HARD_SIGMOID, 0.2f, 0.5f},
+    {"Elu", A_ELU, 1.0f, 0},           {"Softsign", A_SOFTSIGN, 0, 0},
+    {"Softplus", A_SOFTPLUS, 0, 0},
+};
+
+static float act(const rnn_act *a, float x) {
+    switch (a->kind) {
+    case A_SIGMOID: return sigm(x);
+    case A_TANH: return tanhf(x);
+    case A_RELU: return x > 0 ? x : 0;
+    case A_AFFINE: return a->alpha * x + a->beta;
+    case A_LEAKY: return x >= 0 ? x : a->alpha * x;
+    case A_THRESH: return x > a->alpha ? x : 0;
+    case A_SCALED_TANH: return a->alpha * tanhf(a->beta * x);
+    case A_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, a->alpha * x + a->beta));
+    case A_ELU: return x >= 0 ? x : a->alpha * (expf(x) - 1);
+    case A_SOFTSIGN: return x / (1 + fabsf(x));
+    default: return x > 20 ? x : log1pf(expf(x));
+    }
+}
 
 static float clipf(float x, float c) { return c > 0 ? (x < -c ? -c : x > c ? c : x) : x; }
 
@@ -48,6 +86,7 @@ static gr_status want_f32(const rt_kernel_call *c, const rt_tensor *t, const cha
  * and out; y: this direction's Y slice, element (t, n, k) at y[t * ys_t + n * ys_n + k]. */
 typedef struct rnn_dir {
     int kind;
+    const rnn_act *f, *g, *ho;    /* this direction's activations (gates, candidate, output) */
     bool reverse, lbr, input_forget;
     float clip;
     const float *xp, *rw, *rb, *p;
@@ -70,7 +109,7 @@ static void run_dir(const rnn_dims *dm, const rnn_dir *r) {
                 const float *x = r->xp + (t * N + n) * GH;
                 float *hr = r->hr + n * GH;
                 for (int64_t k = 0; k < H; k++) {
-                    float rg = sigm(clipf(x[H + k] + hr[H + k], r->clip));
+                    float rg = act(r->f, clipf(x[H + k] + hr[H + k], r->clip));
                     r->tmp[n * H + k] = rg * r->h[n * H + k];
                 }
             }
@@ -87,29 +126,29 @@ static void run_dir(const rnn_dims *dm, const rnn_dir *r) {
                 const float *p = r->p;
                 for (int64_t k = 0; k < H; k++) {
                     float c0 = cs[k];
-                    float ig = sigm(clipf(x[k] + hr[k] + (p ? p[k] * c0 : 0), r->clip));
+                    float ig = act(r->f, clipf(x[k] + hr[k] + (p ? p[k] * c0 : 0), r->clip));
                     float fg = r->input_forget ? 1.0f - ig
-                                               : sigm(clipf(x[2 * H + k] + hr[2 * H + k] + (p ? p[2 * H + k] * c0 : 0), r->clip));
-                    float cg = tanhf(clipf(x[3 * H + k] + hr[3 * H + k], r->clip));
+                                               : act(r->f, clipf(x[2 * H + k] + hr[2 * H + k] + (p ? p[2 * H + k] * c0 : 0), r->clip));
+                    float cg = act(r->g, clipf(x[3 * H + k] + hr[3 * H + k], r->clip));
                     float c1 = fg * c0 + ig * cg;
-                    float og = sigm(clipf(x[H + k] + hr[H + k] + (p ? p[H + k] * c1 : 0), r->clip));
+                    float og = act(r->f, clipf(x[H + k] + hr[H + k] + (p ? p[H + k] * c1 : 0), r->clip));
                     cs[k] = c1;
-                    h[k] = og * tanhf(c1);
+                    h[k] = og * act(r->ho, c1);
                 }
             } else if (r->kind == K_GRU) {
                 for (int64_t k = 0; k < H; k++) {
-                    float z = sigm(clipf(x[k] + hr[k], r->clip));
+                    float z = act(r->f, clipf(x[k] + hr[k], r->clip));
                     float hh;
                     if (r->lbr) {
-                        float rg = sigm(clipf(x[H + k] + hr[H + k], r->clip));
-                        hh = tanhf(clipf(x[2 * H + k] + rg * (hr[2 * H + k] + r->rb[2 * H + k]), r->clip));
+                        float rg = act(r->f, clipf(x[H + k] + hr[H + k], r->clip));
+                        hh = act(r->g, clipf(x[2 * H + k] + rg * (hr[2 * H + k] + r->rb[2 * H + k]), r->clip));
                     } else {
-                        hh = tanhf(clipf(x[2 * H + k] + hr[2 * H + k], r->clip));
+                        hh = act(r->g, clipf(x[2 * H + k] + hr[2 * H + k], r->clip));
                     }
                     h[k] = (1.0f - z) * hh + z * h[k];
                 }
             } else {
-                for (int64_t k = 0; k < H; k++) h[k] = tanhf(clipf(x[k] + hr[k], r->clip));
+                for (int64_t k = 0; k < H; k++) h[k] = act(r->f, clipf(x[k] + hr[k], r->clip));
             }
             memcpy(y, h, sizeof(float) * (size_t)H);
         }
@@ -136,6 +175,34 @@ static gr_status run_rnn(const rt_kernel_call *c, rt_value *out, gr_diag *d, int
     const ir_attr *inf = ir_attrs_get(c->attrs, "input_forget");
     bool lbr = lb && lb->kind == IR_ATTR_BOOL && lb->u.b;
     bool input_forget = inf && inf->kind == IR_ATTR_BOOL && inf->u.b;
+    /* activations: (f, g, h) per direction for lstm, (f, g) gru, (f) rnn; ONNX's defaults */
+    int nact = kind == K_LSTM ? 3 : kind == K_GRU ? 2 : 1;
+    rnn_act acts[6];
+    for (int i = 0; i < 6; i++) acts[i] = (rnn_act){i % nact == 0 && kind != K_RNN ? A_SIGMOID : A_TANH, 0, 0};
+    const char *names = rt_attr_str(c->attrs, "activations", NULL);
+    if (names && *names) {
+        const ir_attr *al = ir_attrs_get(c->attrs, "activation_alpha"), *be = ir_attrs_get(c->attrs, "activation_beta");
+        uint32_t n = 0;
+        for (const char *p = names; *p;) {
+            const char *e = strchr(p, ',');
+            size_t len = e ? (size_t)(e - p) : strlen(p), k = 0;
+            if (n == 6) return rt_kerr(c, d, GR_ERR_INVALID, "more than 6 activations in \"%s\"", names);
+            while (k < sizeof ACTS / sizeof ACTS[0] && !(strlen(ACTS[k].name) == len && !strncasecmp(p, ACTS[k].name, len))) k++;
+            if (k == sizeof ACTS / sizeof ACTS[0])
+                return rt_kerr(c, d, GR_ERR_UNSUPPORTED, "activation %u of \"%s\" is not one of ONNX's", n, names);
+            uint32_t i = n++;
+            acts[i] = (rnn_act){ACTS[k].kind, ACTS[k].alpha, ACTS[k].beta};
+            if (al && al->kind == IR_ATTR_ARRAY && i < al->u.arr.n && al->u.arr.items[i].kind == IR_ATTR_FLOAT)
+                acts[i].alpha = (float)al->u.arr.items[i].u.f;
+            if (be && be->kind == IR_ATTR_ARRAY && i < be->u.arr.n && be->u.arr.items[i].kind == IR_ATTR_FLOAT)
+                acts[i].beta = (float)be->u.arr.items[i].u.f;
+            p = e ? e + 1 : p + len;
+        }
+        if (n == (uint32_t)nact) /* one set for both directions */
+            for (int i = 0; i < nact; i++) acts[nact + i] = acts[i];
+        else if (n != (uint32_t)(2 * nact))
+            return rt_kerr(c, d, GR_ERR_INVALID, "%u activations for %d per direction", n, nact);
+    }
     rnn_dims dm;
     dm.G = kind == K_LSTM ? 4 : kind == K_GRU ? 3 : 1;
     dm.D = !strcmp(dir, "bidirectional") ? 2 : 1;
@@ -222,7 +289,8 @@ static gr_status run_rnn(const rt_kernel_call *c, rt_value *out, gr_diag *d, int
                 cs[n * dm.H + k] = C0 ? ((const float *)rt_tensor_data(C0))[hi] : 0;
             }
         rnn_dir r = {
-            .kind = kind, .reverse = dd == 1 || rev1, .lbr = lbr, .input_forget = input_forget, .clip = clip,
+            .kind = kind, .f = &acts[dd * nact], .g = &acts[dd * nact + (nact > 1)], .ho = &acts[dd * nact + (nact > 2 ? 2 : 0)],
+            .reverse = dd == 1 || rev1, .lbr = lbr, .input_forget = input_forget, .clip = clip,
             .xp = xp, .rw = (const float *)rt_tensor_data(R) + dd * GH * dm.H,
             .rb = b ? b + GH : rbz ? rbz : &zero, .p = P ? (const float *)rt_tensor_data(P) + dd * 3 * dm.H : NULL,
             .h = h, .cst = cs, .lens = lens, .hr = hr, .tmp = tmp,

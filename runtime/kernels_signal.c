@@ -18,7 +18,7 @@ static void dft1(const float *x, int64_t is, bool cplx, int64_t n_in, int64_t n,
         for (int64_t t = 0; t < m; t++) {
             double w = win ? win[t] : 1.0;
             double xr = x[t * is] * w, xi = cplx ? x[t * is + 1] * w : 0.0;
-            double ang = sign * 2.0 * M_PI * (double)((k * t) % n) / (double)n;
+            double ang = sign * 2.0 * M_PI * (double)(((uint64_t)k * (uint64_t)t) % (uint64_t)n) / (double)n;
             double cr = cos(ang), ci = sin(ang);
             re += xr * cr - xi * ci;
             im += xr * ci + xi * cr;

@@ -58,7 +58,7 @@ static gr_status k_nms(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
         return rt_kerr(c, d, GR_ERR_INVALID, "boxes %s and scores %s do not match (N, B, 4) and (N, C, B)", RT_SHAPE_STR(bx),
                        RT_SHAPE_STR(sc));
     int64_t N = bx->dl.shape[0], B = bx->dl.shape[1], C = sc->dl.shape[1];
-    int64_t maxout = have[0] ? (int64_t)v[0] : 0;
+    int64_t maxout = have[0] && v[0] > 0 ? (v[0] < (double)B ? (int64_t)v[0] : B) : 0;
     float iou = (float)v[1], sthr = (float)v[2];
     bool center = ir_attrs_get_int(c->attrs, "center_point_box", 0) == 1;
     size_t cap = (size_t)(N * C * (maxout < B ? (maxout > 0 ? maxout : 0) : B));
@@ -112,7 +112,7 @@ static gr_status k_nms(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
 /* Bilinear sample of plane p (H, W) at (y, x); the four weighted corners in w4. false when the
  * point is outside [-1, H] x [-1, W]. */
 static bool bilinear4(const float *p, int64_t H, int64_t W, float y, float x, float *w4) {
-    if (y < -1.0f || y > (float)H || x < -1.0f || x > (float)W) return false;
+    if (!(y >= -1.0f && y <= (float)H && x >= -1.0f && x <= (float)W)) return false; /* NaN too */
     if (y <= 0) y = 0;
     if (x <= 0) x = 0;
     int64_t y0 = (int64_t)y, x0 = (int64_t)x, y1, x1;
@@ -161,9 +161,9 @@ static gr_status k_roi_align(const rt_kernel_call *c, rt_value *out, gr_diag *d)
         float rw = x2 - x1, rh = y2 - y1;
         if (!aligned) rw = fmaxf(rw, 1.0f), rh = fmaxf(rh, 1.0f);
         float bh = rh / (float)ps[0], bw = rw / (float)ps[1];
-        int64_t gh = sr > 0 ? sr : (int64_t)ceilf(rh / (float)ps[0]), gw = sr > 0 ? sr : (int64_t)ceilf(rw / (float)ps[1]);
-        if (gh < 1) gh = 1;
-        if (gw < 1) gw = 1;
+        /* samples per bin: sample_ratio, or adaptive; bounded for a huge (or NaN) roi */
+        float fgh = sr > 0 ? (float)sr : ceilf(rh / (float)ps[0]), fgw = sr > 0 ? (float)sr : ceilf(rw / (float)ps[1]);
+        int64_t gh = fgh >= 1 ? (fgh < 4096 ? (int64_t)fgh : 4096) : 1, gw = fgw >= 1 ? (fgw < 4096 ? (int64_t)fgw : 4096) : 1;
         float cnt = (float)(gh * gw);
         for (int64_t ch = 0; ch < C; ch++) {
             const float *p = xd + (b * C + ch) * H * W;
@@ -273,6 +273,9 @@ static gr_status k_grid_sample(const rt_kernel_call *c, rt_value *out, gr_diag *
                     float gx = (float)f64_at(gr, ((n * Ho + i) * Wo + j) * 2), gy = (float)f64_at(gr, ((n * Ho + i) * Wo + j) * 2 + 1);
                     float px = ac ? (gx + 1) / 2 * (float)(g.W - 1) : ((gx + 1) * (float)g.W - 1) / 2;
                     float py = ac ? (gy + 1) / 2 * (float)(g.H - 1) : ((gy + 1) * (float)g.H - 1) / 2;
+                    /* far outside (or NaN): no pixel; kept in a range the int casts below hold */
+                    if (!isfinite(px) || !isfinite(py)) px = py = -1e7f;
+                    px = fminf(fmaxf(px, -1e7f), 1e7f), py = fminf(fmaxf(py, -1e7f), 1e7f);
                     if (mode == 1) px = nearbyintf(px), py = nearbyintf(py);
                     if (mode != 2 && (px < g.xmin || px > g.xmax || py < g.ymin || py > g.ymax)) {
                         if (g.pad == 1) {

@@ -193,8 +193,9 @@ void prof_print(prof_state *ps, uint32_t runs) {
     uint64_t total = 0;
     uint32_t nr = runs ? runs : 1;
     for (uint32_t i = 0; i < ps->rows.len; i++) total += ps->rows.data[i].ns;
-    qsort(ps->rows.data, ps->rows.len, sizeof(prof_row), cmp_row);
-    qsort(ps->prims.data, ps->prims.len, sizeof(prof_row), cmp_row);
+    /* (qsort's array must not be NULL, even empty) */
+    if (ps->rows.len) qsort(ps->rows.data, ps->rows.len, sizeof(prof_row), cmp_row);
+    if (ps->prims.len) qsort(ps->prims.data, ps->prims.len, sizeof(prof_row), cmp_row);
     fprintf(stderr, "profile (%u run%s, %.3f ms per run):\n", runs, runs == 1 ? "" : "s", (double)total / 1e6 / nr);
     fprintf(stderr, "  %9s %9s %6s  %-6s %-40s %s\n", "ms/run", "median", "%", "kind", "region", "layers");
     for (uint32_t i = 0; i < ps->rows.len; i++) {

@@ -29,6 +29,8 @@ static const char *rnn_check(const ir_call *c) {
     for (uint32_t i = 0; i < rs->n; i++)
         if (!f32_static(rs->fields[i])) return "result is not float32 tensors of static shape";
     if (ir_attrs_get_int(c->attrs, "layout", 0) != 0) return "batch-major layout (layout=1)";
+    const char *acts = ir_attrs_get_str(c->attrs, "activations");
+    if (acts && *acts) return "activations other than the defaults";
     if (ir_attrs_get_float(c->attrs, "clip", 0) != 0) return "clip (oneDNN's cells do not clip)";
     const ir_attr *inf = ir_attrs_get(c->attrs, "input_forget");
     if (inf && inf->kind == IR_ATTR_BOOL && inf->u.b) return "input_forget (coupled input and forget gates)";

@@ -86,7 +86,7 @@ gr_status onnx_cv_depth_space(onnx_cv *cv) {
     const ir_prim *const *dims = cv_dims_or_cast(cv, 0, &x);
     if (!dims) return cv_fail(cv, GR_ERR_UNSUPPORTED, "unknown input shape");
     int64_t b = cv_attr_int(cv, "blocksize", 0);
-    if (b <= 0 || b > ONNX_DIM_MAX) return cv_fail(cv, GR_ERR_INVALID, "blocksize must be positive");
+    if (b <= 0 || b > (INT64_C(1) << 20)) return cv_fail(cv, GR_ERR_INVALID, "blocksize out of range");
     ir_ctx_t *ctx = cv->ctx;
     const ir_prim *N = dims[0], *C = dims[1], *H = dims[2], *W = dims[3], *pb = ir_prim_int(ctx, b);
     const ir_prim *bb = ir_prim_int(ctx, b * b);

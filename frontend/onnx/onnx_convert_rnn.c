@@ -1,20 +1,44 @@
 /* Converters: LSTM, GRU, RNN (one R.nn.lstm / R.nn.gru / R.nn.rnn per node) and
  * ReverseSequence. */
 #include <string.h>
+#include <strings.h>
 
 #include "frontend/onnx/onnx_impl.h"
 
-/* The default activations (f, g, h per direction): the only ones the kernels and oneDNN run. */
-static bool default_activations(onnx_cv *cv, const char *const *want, int nwant, int D) {
+/* The activation functions the kernels know (ONNX's list for recurrent layers). */
+static const char *const KNOWN_ACTS[] = {"Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRelu",
+                                         "ScaledTanh", "HardSigmoid", "Elu", "Softsign", "Softplus"};
+
+/* 1: the activations attribute is absent or the defaults (f, g, h per direction); 0: others,
+ * all known (written to *out as comma-separated names); -1: invalid. */
+static int read_activations(onnx_cv *cv, const char *const *want, int nwant, int D, ir_attr *out) {
     const Onnx__AttributeProto *a = cv_attr(cv, "activations");
-    if (!a || a->n_strings == 0) return true;
-    if ((int)a->n_strings != nwant * D) return false;
+    if (!a || a->n_strings == 0) return 1;
+    if ((int)a->n_strings != nwant * D) return -1;
+    bool dflt = true;
+    char list[128] = "";
     for (size_t i = 0; i < a->n_strings; i++) {
         const ProtobufCBinaryData *s = &a->strings[i];
-        const char *w = want[i % (size_t)nwant];
-        if (s->len != strlen(w) || strncasecmp((const char *)s->data, w, s->len)) return false;
+        const char *w = want[i % (size_t)nwant], *name = NULL;
+        if (s->len != strlen(w) || strncasecmp((const char *)s->data, w, s->len)) dflt = false;
+        for (size_t k = 0; k < sizeof KNOWN_ACTS / sizeof KNOWN_ACTS[0]; k++)
+            if (s->len == strlen(KNOWN_ACTS[k]) && !strncasecmp((const char *)s->data, KNOWN_ACTS[k], s->len)) name = KNOWN_ACTS[k];
+        if (!name) return -1;
+        if (i) strcat(list, ",");
+        strcat(list, name); /* at most 6 names of at most 15 characters */
     }
-    return true;
+    if (dflt) return 1;
+    *out = ir_attr_str(cv->ctx, list);
+    return 0;
+}
+
+static ir_attr float_list(onnx_cv *cv, const char *name) {
+    const Onnx__AttributeProto *a = cv_attr(cv, name);
+    if (!a || !a->n_floats) return ir_attr_none();
+    ir_attr items[6];
+    uint32_t n = a->n_floats < 6 ? (uint32_t)a->n_floats : 6;
+    for (uint32_t i = 0; i < n; i++) items[i] = ir_attr_float(a->floats[i]);
+    return ir_attr_array(cv->ctx, n, items);
 }
 
 /* An empty tensor standing for an optional input left out before a given one. */
@@ -39,9 +63,11 @@ gr_status onnx_cv_rnn(onnx_cv *cv) {
     int D = !strcmp(dir, "bidirectional") ? 2 : 1;
     if (strcmp(dir, "forward") && strcmp(dir, "reverse") && D != 2)
         return cv_fail(cv, GR_ERR_INVALID, "unknown direction '%s'", dir);
-    if (!default_activations(cv, lstm ? f_lstm : gru ? f_gru : f_rnn, lstm ? 3 : gru ? 2 : 1, D))
-        return cv_fail(cv, GR_ERR_UNSUPPORTED, "activations other than the defaults (%s)",
-                       lstm ? "Sigmoid, Tanh, Tanh" : gru ? "Sigmoid, Tanh" : "Tanh");
+    ir_attr acts = ir_attr_none();
+    int da = read_activations(cv, lstm ? f_lstm : gru ? f_gru : f_rnn, lstm ? 3 : gru ? 2 : 1, D, &acts);
+    if (da < 0)
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "activations: %d per direction of Relu, Tanh, Sigmoid, Affine, LeakyRelu, "
+                       "ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus", lstm ? 3 : gru ? 2 : 1);
     if (cv_rank(cv, 0) != 3) return cv_fail(cv, GR_ERR_INVALID, "X must be 3-D");
     int64_t H = cv_attr_int(cv, "hidden_size", 0);
     if (H <= 0) {
@@ -68,6 +94,11 @@ gr_status onnx_cv_rnn(onnx_cv *cv) {
     cv_set(&at, "clip", ir_attr_float(cv_attr(cv, "clip") ? cv_attr_float(cv, "clip", 0) : 0.0));
     if (lstm) cv_set(&at, "input_forget", ir_attr_bool(cv_attr_int(cv, "input_forget", 0) != 0));
     if (gru) cv_set(&at, "linear_before_reset", ir_attr_bool(cv_attr_int(cv, "linear_before_reset", 0) != 0));
+    if (da == 0) {
+        cv_set(&at, "activations", acts);
+        cv_set(&at, "activation_alpha", float_list(cv, "activation_alpha"));
+        cv_set(&at, "activation_beta", float_list(cv, "activation_beta"));
+    }
     const char *op = lstm ? "relax.nn.lstm" : gru ? "relax.nn.gru" : "relax.nn.rnn";
     ir_expr *r = cv_emit(cv, cv_call(cv, op, last + 1, args, &at));
     if (!r) return cv_status(cv);

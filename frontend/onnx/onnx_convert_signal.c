@@ -23,7 +23,7 @@ int onnx_fold_window(onnx_cv *cv) {
     double size;
     ir_dtype dt;
     if (!known_scalar(cv, 0, &size) || !out_dtype(cv, &dt)) return 0;
-    if (!(size >= 0 && size <= ONNX_DIM_MAX)) return cv_fail(cv, GR_ERR_INVALID, "size out of range");
+    if (!(size >= 0 && size <= (1 << 24))) return cv_fail(cv, GR_ERR_INVALID, "size out of range");
     const char *t = cv->node->op_type;
     double a0 = 0.5, a1 = 0.5, a2 = 0;
     if (!strcmp(t, "HammingWindow")) a0 = 25.0 / 46.0, a1 = 1 - a0;

@@ -91,6 +91,13 @@ const onnx_op_entry *onnx_op_find(const char *op_type, int64_t opset);
 /* Why a standard op stays unsupported on purpose (strings, random numbers, training), or NULL. */
 const char *onnx_op_unsupported_reason(const char *op_type);
 
+/* onnx_import.c: converts subgraph g's nodes in place (an If branch, one unrolled Loop / Scan
+ * iteration): its inputs are bound to copies of ins[0..nin), its initializers become known
+ * values, and outs (g->n_output entries) receive its output values. Names stay global: an
+ * iteration rebinds the body's names. */
+gr_status onnx_subgraph_inline(onnx_importer *imp, const Onnx__GraphProto *g, const onnx_val *const *ins, uint32_t nin,
+                               onnx_val **outs);
+
 /* ---- onnx_tensor.c ---- */
 /* ONNX TensorProto.DataType -> dtype; false for unsupported (string, complex, ...). */
 bool onnx_dtype_from_elem(int32_t elem, ir_dtype *out);
@@ -208,7 +215,9 @@ const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i);
     X(reshape) X(flatten) X(transpose) X(squeeze) X(unsqueeze) X(expand) X(tile) X(range)       \
     /* ONNX coverage (ops2) */                                                                \
     X(rnn) X(reverse_sequence) X(instance_norm) X(mvn) X(lrn) X(depth_space) X(einsum)        \
-    X(window) X(mel) X(nms) X(roi_align) X(grid_sample) X(max_unpool) X(dft) X(stft)
+    X(window) X(mel) X(nms) X(roi_align) X(grid_sample) X(max_unpool) X(dft) X(stft)         \
+    X(seq_construct) X(seq_empty) X(seq_at) X(seq_insert) X(seq_erase) X(seq_length)          \
+    X(concat_from_seq) X(split_to_seq) X(if) X(loop) X(scan)
 /* ONNX coverage (ops1): onnx_convert_index.c, onnx_convert_quant.c */
 #define ONNX_CONVERTERS_OPS1(X)                                                               \
     X(unary_more) X(binary_more) X(isinf) X(celu) X(shrink) X(det) X(argmax) X(topk)         \

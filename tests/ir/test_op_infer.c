@@ -921,3 +921,51 @@ Test(op_infer, gather_scatter_and_friends) {
     EXPECT(INFER("relax.tensor_to_shape", NULL, TV(i64, 3)), "R.Shape(ndim=3)");
     EXPECT_ERR(INFER("relax.tensor_to_shape", NULL, TV(i64, 3, 1)), "1-D");
 }
+
+/* ---- ONNX coverage (ops2): recurrent, volumetric, vision, spectral ---- */
+
+Test(op_infer, recurrent_layers) {
+    /* lstm: (Y (T, D, N, H), Y_h, Y_c); layout 1 puts the batch first */
+    EXPECT(INFER("relax.nn.lstm", attrs(2, "hidden_size", ir_attr_int(5), "direction", STR("bidirectional")), T(7, 3, 4),
+                 T(2, 20, 4), T(2, 20, 5)),
+           "R.Tuple(" TS("7, 2, 3, 5") ", " TS("2, 3, 5") ", " TS("2, 3, 5") ")");
+    EXPECT(INFER("relax.nn.gru", attrs(2, "hidden_size", ir_attr_int(6), "layout", ir_attr_int(1)), T(3, 7, 4), T(1, 18, 4),
+                 T(1, 18, 6)),
+           "R.Tuple(" TS("3, 7, 1, 6") ", " TS("3, 1, 6") ")");
+    EXPECT(INFER("relax.nn.rnn", attrs(1, "hidden_size", ir_attr_int(2)), T(1, 1, 3), T(1, 2, 3), T(1, 2, 2)),
+           "R.Tuple(" TS("1, 1, 1, 2") ", " TS("1, 1, 2") ")");
+    EXPECT_ERR(INFER("relax.nn.lstm", attrs(1, "hidden_size", ir_attr_int(5)), T(7, 3, 4), T(1, 16, 4), T(1, 20, 5)),
+               "does not match");
+    EXPECT_ERR(INFER("relax.nn.gru", attrs(2, "hidden_size", ir_attr_int(2), "direction", STR("sideways")), T(1, 1, 3),
+                     T(1, 6, 3), T(1, 6, 2)),
+               "unknown direction");
+    EXPECT_ERR(INFER("relax.nn.rnn", attrs(1, "hidden_size", ir_attr_int(2)), T(1, 1, 3), T(1, 2, 4), T(1, 2, 2)),
+               "input size");
+}
+
+Test(op_infer, conv3d_pool3d) {
+    EXPECT(INFER("relax.nn.conv3d", attrs(2, "strides", INTS(1, 2, 2), "padding", INTS(1, 1, 1, 1, 1, 1)), T(1, 3, 8, 9, 9),
+                 T(4, 3, 3, 3, 3)),
+           TS("1, 4, 8, 5, 5"));
+    EXPECT(INFER("relax.nn.conv3d_transpose", attrs(1, "strides", INTS(2, 2, 2)), T(1, 4, 3, 3, 3), T(4, 2, 2, 2, 2)),
+           TS("1, 2, 6, 6, 6"));
+    EXPECT(INFER("relax.nn.max_pool3d", attrs(2, "pool_size", INTS(2, 2, 2), "strides", INTS(2, 2, 2)), T(1, 3, 8, 8, 8)),
+           TS("1, 3, 4, 4, 4"));
+    EXPECT_ERR(INFER("relax.nn.conv3d", NULL, T(1, 3, 8, 8), T(4, 3, 3, 3, 3)), "5-D");
+}
+
+Test(op_infer, vision_and_spectral) {
+    EXPECT(INFER("relax.vision.roi_align", attrs(1, "pooled_size", INTS(2, 3)), T(1, 4, 10, 10), T(6, 5)),
+           TS("6, 4, 2, 3"));
+    EXPECT(INFER("relax.image.grid_sample", NULL, T(2, 3, 8, 8), T(2, 5, 6, 2)), TS("2, 3, 5, 6"));
+    EXPECT(INFER("relax.vision.non_max_suppression", NULL, T(1, 6, 4), T(1, 2, 6)),
+           "R.Tensor(ndim=2, dtype=\"int64\")");
+    EXPECT(INFER("relax.dft", attrs(2, "axis", ir_attr_int(1), "onesided", ir_attr_bool(true)), T(2, 10, 1)),
+           TS("2, 6, 2"));
+    EXPECT(INFER("relax.stft", attrs(2, "frame_step", ir_attr_int(4), "frame_length", ir_attr_int(8)), T(1, 32, 1)),
+           TS("1, 7, 5, 2"));
+    EXPECT(INFER("relax.einsum", attrs(1, "subscripts", STR("bij,bjk->bik")), TUP(T(2, 3, 4), T(2, 4, 5))),
+           TS("2, 3, 5"));
+    EXPECT_ERR(INFER("relax.einsum", attrs(1, "subscripts", STR("ij,jk->ik")), TUP(T(3, 4), T(5, 6))), "differ");
+    EXPECT_ERR(INFER("relax.dft", NULL, T(2, 10, 3)), "complex");
+}

@@ -1,0 +1,174 @@
+/* Converters of the sequence ops. A sequence whose length is known at import is a Relax tuple
+ * (R.Tuple of its tensors): SequenceConstruct / SequenceEmpty build one, SplitToSequence is a
+ * split, SequenceAt a tuple item, SequenceInsert / SequenceErase a new tuple of the items,
+ * SequenceLength a constant, ConcatFromSequence a concat (or a stack with new_axis). Positions
+ * must be known at import; sequences of run-time length (Loop-built, graph inputs) are not
+ * supported. */
+#include <string.h>
+
+#include "frontend/onnx/onnx_impl.h"
+
+/* The items of a tuple-valued input (TupleGetItem of a var, the fields of a literal); -1 after
+ * reporting when the input is not a sequence. items: arena array. */
+static int seq_items(onnx_cv *cv, uint32_t i, ir_expr ***items) {
+    ir_expr *s = cv_in(cv, i);
+    if (!s) return -1;
+    /* a sequence made in this import is a tuple literal (a leaf: the importer binds none) */
+    const ir_sinfo *si = s->sinfo;
+    if (s->kind != IR_TUPLE && (!si || si->kind != IR_SINFO_TUPLE)) {
+        cv_fail(cv, GR_ERR_UNSUPPORTED, "input %u is not a sequence of known length", i);
+        return -1;
+    }
+    uint32_t n = s->kind == IR_TUPLE ? IR_AS(s, ir_tuple)->n : si->n;
+    ir_expr **it = IR_NEW_ARRAY(cv->ctx, ir_expr *, n ? n : 1);
+    for (uint32_t k = 0; k < n; k++)
+        it[k] = s->kind == IR_TUPLE ? IR_AS(s, ir_tuple)->fields[k] : (ir_expr *)ir_tgi_new(cv->ctx, s, (int32_t)k, cv->span);
+    *items = it;
+    return (int)n;
+}
+
+/* A position input (scalar), normalized into [0, n] (insert: n allowed) or [0, n). */
+static bool seq_pos(onnx_cv *cv, uint32_t i, int n, bool insert, int64_t dflt, int64_t *out) {
+    int64_t p = dflt;
+    if (cv_has(cv, i) && cv_ints(cv, i, &p, 1) != 1) {
+        cv_fail(cv, GR_ERR_UNSUPPORTED, "the position must be known at import");
+        return false;
+    }
+    if (p < 0) p += n;
+    if (p < 0 || p > n || (!insert && p == n)) {
+        cv_fail(cv, GR_ERR_INVALID, "position %lld is out of range for a sequence of %d", (long long)p, n);
+        return false;
+    }
+    *out = p;
+    return true;
+}
+
+static gr_status seq_out(onnx_cv *cv, uint32_t n, ir_expr **items) {
+    return cv_out(cv, 0, (ir_expr *)ir_tuple_new(cv->ctx, n, items, cv->span));
+}
+
+gr_status onnx_cv_seq_construct(onnx_cv *cv) {
+    ir_expr **items = IR_NEW_ARRAY(cv->ctx, ir_expr *, cv->nin ? cv->nin : 1);
+    for (uint32_t i = 0; i < cv->nin; i++)
+        if (!(items[i] = cv_in(cv, i))) return cv_status(cv);
+    return seq_out(cv, cv->nin, items);
+}
+
+gr_status onnx_cv_seq_empty(onnx_cv *cv) { return seq_out(cv, 0, NULL); }
+
+gr_status onnx_cv_seq_at(onnx_cv *cv) {
+    ir_expr **items;
+    int n = seq_items(cv, 0, &items);
+    int64_t p;
+    if (n < 0 || !seq_pos(cv, 1, n, false, 0, &p)) return cv_status(cv);
+    if (!cv_has(cv, 1)) return cv_fail(cv, GR_ERR_INVALID, "position is required");
+    return cv_out(cv, 0, items[p]);
+}
+
+gr_status onnx_cv_seq_insert(onnx_cv *cv) {
+    ir_expr **items, *t = cv_in(cv, 1);
+    int n = seq_items(cv, 0, &items);
+    int64_t p;
+    if (n < 0 || !t || !seq_pos(cv, 2, n, true, n, &p)) return cv_status(cv);
+    ir_expr **out = IR_NEW_ARRAY(cv->ctx, ir_expr *, (size_t)n + 1);
+    for (int k = 0, j = 0; k <= n; k++) out[k] = k == p ? t : items[j++];
+    return seq_out(cv, (uint32_t)n + 1, out);
+}
+
+gr_status onnx_cv_seq_erase(onnx_cv *cv) {
+    ir_expr **items;
+    int n = seq_items(cv, 0, &items);
+    int64_t p;
+    if (n < 0 || !seq_pos(cv, 1, n, false, n - 1, &p)) return cv_status(cv);
+    ir_expr **out = IR_NEW_ARRAY(cv->ctx, ir_expr *, n ? (size_t)n : 1);
+    int m = 0;
+    for (int k = 0; k < n; k++)
+        if (k != p) out[m++] = items[k];
+    return seq_out(cv, (uint32_t)m, out);
+}
+
+gr_status onnx_cv_seq_length(onnx_cv *cv) {
+    ir_expr **items;
+    int n = seq_items(cv, 0, &items);
+    if (n < 0) return cv_status(cv);
+    rt_tensor *t = rt_tensor_new(IR_DTYPE_I64, 0, NULL);
+    if (!t) return cv_fail(cv, GR_ERR_NOMEM, "out of memory");
+    onnx_tensor_set_i64(t, 0, n);
+    ir_expr *c = (ir_expr *)ir_const_new(cv->ctx, t, cv->span);
+    rt_tensor_release(t);
+    return cv_out(cv, 0, c);
+}
+
+gr_status onnx_cv_concat_from_seq(onnx_cv *cv) {
+    ir_expr **items;
+    int n = seq_items(cv, 0, &items);
+    if (n < 0) return cv_status(cv);
+    if (n == 0) return cv_fail(cv, GR_ERR_INVALID, "an empty sequence has nothing to concatenate");
+    bool stack = cv_attr_int(cv, "new_axis", 0) != 0;
+    const ir_sinfo *s0 = items[0]->sinfo;
+    int32_t rank = s0 && s0->kind == IR_SINFO_TENSOR ? s0->ndim : -1;
+    if (rank < 0) return cv_fail(cv, GR_ERR_UNSUPPORTED, "items of unknown rank");
+    int64_t axis = cv_attr_int(cv, "axis", 0);
+    if (!cv_axis(axis, rank + (stack ? 1 : 0), &axis)) return cv_fail(cv, GR_ERR_INVALID, "axis out of range");
+    ir_expr **f = items;
+    if (stack) {
+        f = IR_NEW_ARRAY(cv->ctx, ir_expr *, (size_t)n);
+        cv_attrs ex = {0};
+        cv_set(&ex, "axis", ir_attr_ints(cv->ctx, 1, &axis));
+        for (int k = 0; k < n; k++)
+            if (!(f[k] = cv_op1(cv, "relax.expand_dims", items[k], &ex))) return cv_status(cv);
+    }
+    cv_attrs at = {0};
+    cv_set(&at, "axis", ir_attr_int(axis));
+    return cv_out(cv, 0, cv_call1(cv, "relax.concat", (ir_expr *)ir_tuple_new(cv->ctx, (uint32_t)n, f, cv->span), &at));
+}
+
+gr_status onnx_cv_split_to_seq(onnx_cv *cv) {
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    int32_t rank = cv_rank(cv, 0);
+    int64_t axis = cv_attr_int(cv, "axis", 0), shape[RT_MAX_NDIM];
+    if (!cv_axis(axis, rank, &axis)) return cv_fail(cv, GR_ERR_INVALID, "bad axis or unknown rank");
+    if (!cv_static_dims(cv, 0, shape)) return cv_fail(cv, GR_ERR_UNSUPPORTED, "the input needs static dims");
+    int64_t dim = shape[axis], sizes[256];
+    int ns;
+    bool squeeze = false;
+    if (!cv_has(cv, 1)) {
+        /* pieces of 1; keepdims=0 drops the split axis */
+        if (dim > 256) return cv_fail(cv, GR_ERR_UNSUPPORTED, "more than 256 pieces");
+        ns = (int)dim;
+        for (int i = 0; i < ns; i++) sizes[i] = 1;
+        squeeze = cv_attr_int(cv, "keepdims", 1) == 0;
+    } else {
+        const ir_sinfo *ss = cv_sinfo(cv, 1);
+        ns = cv_ints(cv, 1, sizes, 256);
+        if (ns < 0) return cv_fail(cv, GR_ERR_UNSUPPORTED, "split must be known at import");
+        if (ss && ss->ndim == 0) { /* one size: equal pieces, the last one shorter */
+            int64_t each = sizes[0];
+            if (each <= 0) return cv_fail(cv, GR_ERR_INVALID, "split size must be positive");
+            ns = 0;
+            for (int64_t at = 0; at < dim && ns < 256; at += each) sizes[ns++] = at + each <= dim ? each : dim - at;
+        }
+    }
+    if (ns < 1) return cv_fail(cv, GR_ERR_UNSUPPORTED, "an empty sequence (nothing to split)");
+    int64_t acc = 0, idx[256];
+    for (int i = 0; i < ns; i++) {
+        if (sizes[i] < 0) return cv_fail(cv, GR_ERR_INVALID, "negative split size");
+        acc += sizes[i];
+        if (i + 1 < ns) idx[i] = acc;
+    }
+    if (acc != dim) return cv_fail(cv, GR_ERR_INVALID, "split sizes add up to %lld, not %lld", (long long)acc, (long long)dim);
+    cv_attrs at = {0};
+    cv_set(&at, "indices_or_sections", ir_attr_ints(cv->ctx, (uint32_t)(ns - 1), idx));
+    cv_set(&at, "axis", ir_attr_int(axis));
+    ir_expr *sp = cv_emit(cv, cv_call1(cv, "relax.split", x, &at));
+    if (!sp) return cv_status(cv);
+    ir_expr **items = IR_NEW_ARRAY(cv->ctx, ir_expr *, (size_t)ns);
+    cv_attrs sq = {0};
+    cv_set(&sq, "axis", ir_attr_ints(cv->ctx, 1, &axis));
+    for (int i = 0; i < ns; i++) {
+        items[i] = (ir_expr *)ir_tgi_new(cv->ctx, sp, i, cv->span);
+        if (squeeze && !(items[i] = cv_op1(cv, "relax.squeeze", cv_emit(cv, items[i]), &sq))) return cv_status(cv);
+    }
+    return seq_out(cv, (uint32_t)ns, items);
+}
