@@ -734,7 +734,7 @@ Test(dnnl_composites, nhwc_conv_pool_random) {
         if (it % 3 == 1) G = C;                         /* depthwise */
         else if (it % 3 == 2) G = 2, C = 2 * rnd(1, 6); /* grouped */
         int O = G * rnd(1, 4);
-        const char *kl = KL[it % 3];
+        const char *kl = KL[(it + it / 3) % 3]; /* every weights layout with every kind */
         int64_t wd[4];
         /* weights dims in kl's letter order: O, I (per group), K, K */
         for (int i = 0; i < 4; i++) wd[i] = kl[i] == 'O' ? O : kl[i] == 'I' ? C / G : K;
