@@ -4,7 +4,7 @@
 #include "tests/artifact/concurrency_impl.h"
 
 int main(void) {
-    static const char *const kinds[] = {NULL, "dnnl", "json"};
+    static const char *const kinds[] = {NULL, "dnnl", "json", "symbolic"};
     int pass = 0, fail = 0;
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         char err[512];

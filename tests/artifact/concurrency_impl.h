@@ -16,7 +16,7 @@
 #include "runtime/graft_model.h"
 
 #define NTHREADS 4
-#define NINPUTS 3     /* distinct inputs per thread */
+#define NINPUTS 5     /* distinct inputs per thread (symbolic: 20 shapes, more than the plan cache holds) */
 #define NRUNS 12      /* runs per thread */
 
 static const char *conc_mod =
@@ -35,6 +35,23 @@ static const char *conc_mod =
     "            R.output(gv)\n"
     "        return gv\n";
 
+/* Symbolic rows: every run lays out its arena for its own n (runtime/plan.h: plans cached per
+ * binding, bounded), so concurrent runs also add and evict cached plans. */
+static const char *conc_sym_mod =
+    "@I.ir_module\n"
+    "class Module:\n"
+    "    @R.function\n"
+    "    def main(x: R.Tensor((\"n\", 64), dtype=\"float32\"), y: R.Tensor((\"n\", 64), dtype=\"float32\")) -> R.Tensor((\"n\", 64), dtype=\"float32\"):\n"
+    "        n = T.int64()\n"
+    "        with R.dataflow():\n"
+    "            lv: R.Tensor((n, 64), dtype=\"float32\") = R.add(x, y)\n"
+    "            lv1: R.Tensor((n, 64), dtype=\"float32\") = R.exp(lv)\n"
+    "            lv2: R.Tensor((n, 64), dtype=\"float32\") = R.multiply(lv1, x)\n"
+    "            lv3: R.Tensor((n, 64), dtype=\"float32\") = R.nn.softmax(lv2, axis=-1)\n"
+    "            gv: R.Tensor((n, 64), dtype=\"float32\") = R.sigmoid(lv3)\n"
+    "            R.output(gv)\n"
+    "        return gv\n";
+
 static rt_tensor *conc_rand(int32_t nd, const int64_t *shape, uint32_t seed) {
     rt_tensor *t = rt_tensor_new(IR_DTYPE_F32, nd, shape);
     float *p = rt_tensor_data(t);
@@ -48,7 +65,7 @@ static rt_tensor *conc_rand(int32_t nd, const int64_t *shape, uint32_t seed) {
 
 /* The artifact of conc_mod, partitioned for `backend` first unless NULL (host code only);
  * NULL with the reason in err. */
-static graft_model *conc_load(const char *backend, char *err, size_t cap) {
+static graft_model *conc_load(const char *text, const char *backend, char *err, size_t cap) {
     ir_ctx_t *ctx = ir_ctx_new();
     ir_module *m = NULL, *part = NULL;
     graft_model *gm = NULL;
@@ -56,7 +73,7 @@ static graft_model *conc_load(const char *backend, char *err, size_t cap) {
     size_t len;
     gr_diag d;
     gr_diag_clear(&d);
-    if (ir_parse_module(ctx, "t.relax", conc_mod, strlen(conc_mod), &m, &d) == GR_OK &&
+    if (ir_parse_module(ctx, "t.relax", text, strlen(text), &m, &d) == GR_OK &&
         (!backend || byoc_partition_for_backends(ctx, m, &backend, 1, &part, &d) == GR_OK) &&
         graft_model_build(part ? part : m, &buf, &len, &d) == GR_OK)
         graft_model_load_buffer(buf, len, &gm, &d);
@@ -68,6 +85,7 @@ static graft_model *conc_load(const char *backend, char *err, size_t cap) {
 
 typedef struct conc_job {
     graft_model *gm;
+    uint32_t nin;
     rt_value in[NINPUTS][3];
     rt_value ref[NINPUTS];
     int failed_runs, wrong_outputs;
@@ -93,7 +111,7 @@ static void *conc_worker(void *arg) {
         rt_value out = {0};
         gr_diag d;
         gr_diag_clear(&d);
-        if (graft_model_run(j->gm, j->in[k], 3, &out, &d) != GR_OK) {
+        if (graft_model_run(j->gm, j->in[k], j->nin, &out, &d) != GR_OK) {
             if (!j->failed_runs++) snprintf(j->first_error, sizeof j->first_error, "%.200s", d.msg);
         } else if (!conc_same_bits(&out, &j->ref[k])) {
             j->wrong_outputs++;
@@ -103,17 +121,20 @@ static void *conc_worker(void *arg) {
     return NULL;
 }
 
-/* Runs the check for one kind of artifact; 0 when every run succeeded with the single-threaded
- * bits, else the number of bad runs (or -1 on a setup error), with a message in err. */
+/* Runs the check for one kind of artifact (backend NULL: host code; "symbolic": host path of a
+ * module with a symbolic dim); 0 when every run succeeded with the single-threaded bits, else
+ * the number of bad runs (or -1 on a setup error), with a message in err. */
 static int conc_check(const char *backend, char *err, size_t cap) {
     const char *kind = backend ? backend : "host";
+    bool sym = backend && strcmp(backend, "symbolic") == 0;
     err[0] = 0;
-    graft_model *gm = conc_load(backend, err, cap);
+    graft_model *gm = conc_load(sym ? conc_sym_mod : conc_mod, sym ? NULL : backend, err, cap);
     if (!gm) return -1;
     graft_model_info info;
     graft_model_get_info(gm, &info);
-    if (backend ? graft_model_num_externals(gm) < 1 : info.nhost < 1) {
-        snprintf(err, cap, "%s: the artifact has no %s", kind, backend ? "external region" : "host kernel");
+    if (sym ? info.nplanned < 1 : backend ? graft_model_num_externals(gm) < 1 : info.nhost < 1) {
+        snprintf(err, cap, "%s: the artifact has no %s", kind,
+                 sym ? "planned buffer" : backend ? "external region" : "host kernel");
         graft_model_free(gm);
         return -1;
     }
@@ -124,14 +145,16 @@ static int conc_check(const char *backend, char *err, size_t cap) {
     for (int t = 0; t < NTHREADS; t++) {
         memset(&jobs[t], 0, sizeof jobs[t]);
         jobs[t].gm = gm;
+        jobs[t].nin = sym ? 2 : 3;
         for (int k = 0; k < NINPUTS; k++) {
             uint32_t seed = (uint32_t)(100 * t + 10 * k);
-            jobs[t].in[k][0] = rt_value_tensor(conc_rand(4, sx, seed + 1));
-            jobs[t].in[k][1] = rt_value_tensor(conc_rand(4, sw, seed + 2));
-            jobs[t].in[k][2] = rt_value_tensor(conc_rand(4, sb, seed + 3));
+            int64_t sn[2] = {1 + NINPUTS * t + k, 64};
+            jobs[t].in[k][0] = rt_value_tensor(sym ? conc_rand(2, sn, seed + 1) : conc_rand(4, sx, seed + 1));
+            jobs[t].in[k][1] = rt_value_tensor(sym ? conc_rand(2, sn, seed + 2) : conc_rand(4, sw, seed + 2));
+            if (!sym) jobs[t].in[k][2] = rt_value_tensor(conc_rand(4, sb, seed + 3));
             gr_diag d;
             gr_diag_clear(&d);
-            if (graft_model_run(gm, jobs[t].in[k], 3, &jobs[t].ref[k], &d) != GR_OK) {
+            if (graft_model_run(gm, jobs[t].in[k], jobs[t].nin, &jobs[t].ref[k], &d) != GR_OK) {
                 snprintf(err, cap, "%s: single-threaded run: %.200s", kind, d.msg);
                 bad = -1;
             }

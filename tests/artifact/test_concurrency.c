@@ -1,5 +1,6 @@
 /* graft_model_run from 4 threads on one loaded model (tests/artifact/concurrency_impl.h): a
- * host-code (LLVM) artifact, a oneDNN artifact and a JSON-runtime artifact. `make tsan` runs
+ * host-code (LLVM) artifact, a oneDNN artifact, a JSON-runtime artifact, and one with a symbolic
+ * dim whose runs each lay out their own arena. `make tsan` runs
  * the same checks under ThreadSanitizer (tests/concurrency_main.c). */
 #include <criterion/criterion.h>
 
@@ -14,3 +15,4 @@ static void check(const char *backend) {
 Test(concurrency, host_artifact_runs_from_4_threads, .timeout = 300) { check(NULL); }
 Test(concurrency, dnnl_artifact_runs_from_4_threads, .timeout = 300) { check("dnnl"); }
 Test(concurrency, json_artifact_runs_from_4_threads, .timeout = 300) { check("json"); }
+Test(concurrency, symbolic_artifact_runs_from_4_threads, .timeout = 300) { check("symbolic"); }
