@@ -97,6 +97,12 @@ static const conf_defect DATA_DEFECTS[] = {
      "input 'like' is declared (3, 4) in model.onnx but the data set holds a (1,) tensor"},
     {"test_castlike_BFLOAT16_to_FLOAT_expanded",
      "input 'like' is declared (3, 4) in model.onnx but the data set holds a (1,) tensor"},
+    /* ONNX's generator (adam.py, export_adam_multiple) computed the outputs with epsilon=1e-2
+     * but did not store the attribute: the model's Adam has the default 1e-6. Checked by hand:
+     * with 1e-2 every output of the data set matches to 1e-7, with 1e-6 X1_new is 0.75596
+     * instead of 0.75914. */
+    {"test_adam_multiple",
+     "the expected outputs use epsilon=1e-2, which model.onnx does not set (its Adam has the default 1e-6)"},
     {NULL, NULL},
 };
 

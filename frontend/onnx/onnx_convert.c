@@ -204,15 +204,29 @@ static const struct {
     {"RandomNormal", "random number generation is not supported (results are not reproducible)"},
     {"RandomNormalLike", "random number generation is not supported (results are not reproducible)"},
     {"Multinomial", "random number generation is not supported (results are not reproducible)"},
-    {"Adam", "training-only op"},
-    {"Adagrad", "training-only op"},
-    {"Momentum", "training-only op"},
-    {"Gradient", "training-only op"},
+    {"Gradient", "needs automatic differentiation of the graph (a training op graft does not do)"},
 };
 
 const char *onnx_op_unsupported_reason(const char *op_type) {
     for (size_t i = 0; op_type && i < sizeof(out_of_scope) / sizeof(out_of_scope[0]); i++)
         if (!strcmp(out_of_scope[i].op_type, op_type)) return out_of_scope[i].reason;
+    return NULL;
+}
+
+/* ai.onnx.preview.training (opset 1 of that domain): the optimizers, elementwise updates
+ * (onnx_convert_train.c). */
+static const onnx_op_entry training_table[] = {
+    {"Adagrad", 1, INT16_MAX, onnx_cv_adagrad, NULL},
+    {"Momentum", 1, INT16_MAX, onnx_cv_momentum, NULL},
+    {"Adam", 1, INT16_MAX, onnx_cv_adam, NULL},
+};
+
+const onnx_op_entry *onnx_op_find_node(const Onnx__NodeProto *n, int64_t opset) {
+    const char *dom = n->domain ? n->domain : "";
+    if (!*dom || !strcmp(dom, "ai.onnx")) return onnx_op_find(n->op_type, opset);
+    if (strcmp(dom, "ai.onnx.preview.training") || !n->op_type) return NULL;
+    for (size_t i = 0; i < sizeof(training_table) / sizeof(training_table[0]); i++)
+        if (!strcmp(training_table[i].op_type, n->op_type)) return &training_table[i];
     return NULL;
 }
 

@@ -88,6 +88,8 @@ typedef struct onnx_op_entry {
 
 /* onnx_convert.c: the table. */
 const onnx_op_entry *onnx_op_find(const char *op_type, int64_t opset);
+/* The entry of a node, by its domain (default, or ai.onnx.preview.training's optimizers). */
+const onnx_op_entry *onnx_op_find_node(const Onnx__NodeProto *n, int64_t opset);
 /* Why a standard op stays unsupported on purpose (strings, random numbers, training), or NULL. */
 const char *onnx_op_unsupported_reason(const char *op_type);
 
@@ -224,7 +226,9 @@ const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i);
     X(hardmax) X(one_hot) X(gather_elements) X(gather_nd) X(scatter_elements) X(scatter_nd)  \
     X(nonzero) X(compress) X(unique) X(trilu) X(eye_like) X(nll_loss) X(softmax_ce)          \
     X(quantize) X(dequantize) X(dynamic_quantize) X(matmul_integer) X(qlinear_matmul)        \
-    X(conv_integer) X(qlinear_conv)
+    X(conv_integer) X(qlinear_conv)                                                           \
+    /* ai.onnx.preview.training optimizers (onnx_convert_train.c) */                           \
+    X(adagrad) X(momentum) X(adam)
 /* A forward conv of prepared x and weight with the node's window attrs (weight: input wi). */
 ir_expr *onnx_conv_call(onnx_cv *cv, ir_expr *x, ir_expr *wgt, uint32_t wi, ir_dtype out_dtype);
 #define ONNX_DECLARE_CV(n) gr_status onnx_cv_##n(onnx_cv *cv);

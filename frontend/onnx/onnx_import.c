@@ -161,7 +161,7 @@ static gr_status check_supported(onnx_importer *imp, const Onnx__GraphProto *g) 
         const Onnx__NodeProto *n = g->node[i];
         if (!n->op_type || !*n->op_type)
             return gr_diag_set(imp->diag, GR_ERR_INVALID, "node %zu has no op_type", i);
-        if (node_domain_ok(n) && onnx_op_find(n->op_type, imp->opset)) continue;
+        if (onnx_op_find_node(n, imp->opset)) continue;
         count++;
         if (k < sizeof(list) - 1) {
             int w;
@@ -184,7 +184,7 @@ static gr_status check_supported(onnx_importer *imp, const Onnx__GraphProto *g) 
     if (count == 1) {
         const Onnx__NodeProto *first = NULL;
         for (size_t i = 0; i < g->n_node && !first; i++)
-            if (!node_domain_ok(g->node[i]) || !onnx_op_find(g->node[i]->op_type, imp->opset))
+            if (!onnx_op_find_node(g->node[i], imp->opset))
                 first = g->node[i];
         gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED, "1 unsupported node: %s", list);
         gr_diag_set_layer(imp->diag, node_layer(imp, first));
@@ -214,7 +214,7 @@ static const ir_span *absorbed_span(onnx_importer *imp, onnx_val *const *in, uin
 /* Converts one node whose inputs are all available. */
 static gr_status convert_node(onnx_importer *imp, const Onnx__NodeProto *n) {
     ir_ctx_t *ctx = imp->ctx;
-    const onnx_op_entry *ent = onnx_op_find(n->op_type, imp->opset);
+    const onnx_op_entry *ent = onnx_op_find_node(n, imp->opset);
     const char *layer = node_layer(imp, n);
     onnx_cv cv = {.imp = imp, .ctx = ctx, .node = n, .layer = layer, .opset = imp->opset};
     cv.nin = (uint32_t)n->n_input;
