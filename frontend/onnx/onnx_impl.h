@@ -100,6 +100,9 @@ const char *onnx_op_unsupported_reason(const char *op_type);
 gr_status onnx_subgraph_inline(onnx_importer *imp, const Onnx__GraphProto *g, const onnx_val *const *ins, uint32_t nin,
                                onnx_val **outs);
 
+/* onnx_seqdata.c: the kind of a type. */
+onnx_io_kind onnx_type_kind(const Onnx__TypeProto *tp);
+
 /* ---- onnx_tensor.c ---- */
 /* ONNX TensorProto.DataType -> dtype; false for unsupported (string, complex, ...). */
 bool onnx_dtype_from_elem(int32_t elem, ir_dtype *out);
