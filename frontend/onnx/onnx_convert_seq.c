@@ -172,3 +172,59 @@ gr_status onnx_cv_split_to_seq(onnx_cv *cv) {
     }
     return seq_out(cv, (uint32_t)ns, items);
 }
+
+/* ---- optionals: a tuple of 0 (empty) or 1 element, its presence known at import ---- */
+
+/* The tuple length of input i, or -1 when it is not a tuple (a tensor). */
+static int tuple_len(const onnx_cv *cv, uint32_t i) {
+    const onnx_val *v = i < cv->nin ? cv->in[i] : NULL;
+    const ir_expr *e = v ? v->expr : NULL;
+    if (!e) return -1;
+    if (e->kind == IR_TUPLE) return (int)IR_AS(e, ir_tuple)->n;
+    return e->sinfo && e->sinfo->kind == IR_SINFO_TUPLE ? (int)e->sinfo->n : -1;
+}
+
+/* SequenceLength and OptionalHasElement are known at import: folded to constants, so an If or
+ * a Loop trip count computed from them is known too. */
+int onnx_fold_seq_length(onnx_cv *cv) {
+    int n = tuple_len(cv, 0);
+    if (n < 0) return 0; /* the converter reports it */
+    rt_tensor *t = rt_tensor_new(IR_DTYPE_I64, 0, NULL);
+    if (!t) return cv_fail(cv, GR_ERR_NOMEM, "out of memory");
+    onnx_tensor_set_i64(t, 0, n);
+    cv_set_known(cv, 0, t);
+    return 1;
+}
+
+int onnx_fold_opt_has(onnx_cv *cv) {
+    /* an absent input is an empty optional; a tensor (opset 18) is present */
+    int n = cv_has(cv, 0) ? tuple_len(cv, 0) : 0;
+    if (cv_has(cv, 0) && n < 0 && !(cv->in[0] && (cv->in[0]->expr || cv->in[0]->known))) return 0;
+    rt_tensor *t = rt_tensor_new(IR_DTYPE_BOOL, 0, NULL);
+    if (!t) return cv_fail(cv, GR_ERR_NOMEM, "out of memory");
+    onnx_tensor_set_i64(t, 0, n != 0);
+    cv_set_known(cv, 0, t);
+    return 1;
+}
+
+gr_status onnx_cv_opt_has(onnx_cv *cv) {
+    return cv_fail(cv, GR_ERR_UNSUPPORTED, "the input's presence must be known at import");
+}
+
+/* Optional(x): (x,); Optional() of a type: () */
+gr_status onnx_cv_optional(onnx_cv *cv) {
+    if (!cv_has(cv, 0)) return seq_out(cv, 0, NULL);
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    return seq_out(cv, 1, &x);
+}
+
+/* OptionalGetElement: the element of a present optional; a tensor (opset 18) is itself. */
+gr_status onnx_cv_opt_get(onnx_cv *cv) {
+    int n = tuple_len(cv, 0);
+    if (n < 0) return cv_out(cv, 0, cv_in(cv, 0));
+    if (n == 0) return cv_fail(cv, GR_ERR_INVALID, "the optional is empty");
+    ir_expr **items;
+    if (seq_items(cv, 0, &items) < 0) return cv_status(cv);
+    return cv_out(cv, 0, items[0]);
+}
