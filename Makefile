@@ -35,6 +35,11 @@ ifneq ($(wildcard frontend/onnx/*.c),)
 PROTOC_LIBS = -lprotobuf-c
 endif
 JSON_LIBS = -ljansson
+# graft explore lays its graph out with Graphviz (the tool only; dot and the SVG renderer are
+# linked in as builtin plugins). The page's script and style are compiled in from
+# tools/explore_page.html.
+GVC_PLUGINS = $(shell pkg-config --variable=libdir libgvc 2>/dev/null)/graphviz
+GVC_LIBS = -lgvc -lcgraph -lcdt -L$(GVC_PLUGINS) -Wl,-rpath,$(GVC_PLUGINS) -lgvplugin_dot_layout -lgvplugin_core
 
 # ONNX bindings: protoc-c over Debian's onnx.proto, generated into $(BUILD)/gen (never committed;
 # rules below `all`).
@@ -51,7 +56,7 @@ PROTOC_LIBS = -lprotobuf-c
 endif
 EXT_LIBS = $(LLVM_LIBS) $(DNNL_LIBS) $(PROTOC_LIBS) $(JSON_LIBS)
 
-.PHONY: all deps models test asan tsan fuzz fuzz-bins tvm-oracle demo bench clean
+.PHONY: all deps models test asan tsan fuzz fuzz-build fuzz-bins tvm-oracle demo bench clean
 all: $(BUILD)/graft $(BUILD)/libgraft.a $(BUILD)/libgraft.so
 
 deps:
@@ -63,10 +68,14 @@ models: deps
 	@bash scripts/fetch_models.sh
 	@bash scripts/fetch_zoo.sh
 	@bash scripts/fetch_rnn_models.sh
+	@bash scripts/fetch_symbolic.sh
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) $(WARN_EXTRA) $(CFLAGS) -c $< -o $@
+# The library and the CLI are ISO C11, not GNU C: -Wpedantic (an error with WERROR=1) catches
+# what GCC accepts as an extension, e.g. a call or a compound literal in a static initializer.
+$(LIB_OBJ) $(TOOL_OBJ): WARN_EXTRA = -Wpedantic
 
 $(BUILD)/libgraft.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -76,7 +85,15 @@ $(BUILD)/libgraft.so: $(LIB_OBJ)
 	$(CC) -shared $(SAN) -o $@ $^ $(EXT_LIBS) $(LDLIBS)
 
 $(BUILD)/graft: $(TOOL_OBJ) $(BUILD)/libgraft.a
-	$(CC) $(SAN) -o $@ $(TOOL_OBJ) $(BUILD)/libgraft.a $(EXT_LIBS) $(LDLIBS)
+	$(CC) $(SAN) -o $@ $(TOOL_OBJ) $(BUILD)/libgraft.a $(EXT_LIBS) $(GVC_LIBS) $(LDLIBS)
+
+$(BUILD)/gen/explore_page.h: tools/explore_page.html
+	@mkdir -p $(dir $@)
+	{ echo '#define EXPLORE_PAGE \'; sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n" \\/' $<; echo '""'; } > $@
+$(BUILD)/obj/tools/explore_html.o: $(BUILD)/gen/explore_page.h
+# The embedded page is one string longer than ISO's 4095-character minimum that compilers must
+# accept; GCC and clang take it.
+$(BUILD)/obj/tools/explore_html.o: WARN_EXTRA = -Wpedantic -Wno-overlength-strings
 
 $(BUILD)/tests/run_tests: $(TEST_OBJ) $(BUILD)/libgraft.a
 	@mkdir -p $(dir $@)
@@ -162,8 +179,11 @@ FUZZ_TARGETS = $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_SAN = -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
            -fno-omit-frame-pointer
 fuzz: deps
-	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang OPT=-O1 SAN="$(FUZZ_SAN)" fuzz-bins
+	@$(MAKE) --no-print-directory fuzz-build
 	bash scripts/fuzz.sh build/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-build:
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang OPT=-O1 SAN="$(FUZZ_SAN)" fuzz-bins
 
 fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%) $(BUILD)/fuzz/seeds
 

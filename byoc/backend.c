@@ -52,10 +52,11 @@ const byoc_backend *byoc_backend_at(uint32_t i) {
 
 /* ---- the json backend ---- */
 
+/* Known dtype, rank and dims; a dim may be symbolic (the JSON graph records its expression and
+ * the runtime specializes the graph to each call's shapes). */
 static bool static_tensor(const ir_sinfo *s) {
-    int64_t shape[RT_MAX_NDIM];
     return s && s->kind == IR_SINFO_TENSOR && s->ndim >= 0 && s->ndim <= RT_MAX_NDIM && !ir_dtype_is_void(s->dtype) &&
-           ir_dtype_name(s->dtype) && ir_sinfo_static_shape(s, shape);
+           ir_dtype_name(s->dtype) && (s->ndim == 0 || s->dims);
 }
 
 static bool static_result(const ir_sinfo *s) {
@@ -72,7 +73,7 @@ static const char *check_arg(ir_ctx_t *ctx, const ir_expr *a, uint32_t i) {
     case IR_VAR:
     case IR_DFVAR:
     case IR_CONST:
-        return static_tensor(a->sinfo) ? NULL : ir_internf(ctx, "argument %u is not a tensor of static shape", i);
+        return static_tensor(a->sinfo) ? NULL : ir_internf(ctx, "argument %u is not a tensor of known dtype and rank", i);
     case IR_TUPLE: {
         const ir_tuple *t = IR_AS(a, ir_tuple);
         for (uint32_t k = 0; k < t->n; k++) {
@@ -83,12 +84,8 @@ static const char *check_arg(ir_ctx_t *ctx, const ir_expr *a, uint32_t i) {
         }
         return NULL;
     }
-    case IR_SHAPE: {
-        const ir_shape_expr *s = IR_AS(a, ir_shape_expr);
-        for (uint32_t k = 0; k < s->n; k++)
-            if (!ir_prim_is_int(s->dims[k], NULL)) return ir_internf(ctx, "argument %u is a symbolic shape", i);
-        return NULL;
-    }
+    case IR_SHAPE:
+        return NULL; /* symbolic dims are written as expressions */
     case IR_PRIMVAL:
         return IR_AS(a, ir_primval)->value && !ir_prim_is_int(IR_AS(a, ir_primval)->value, NULL)
                    ? ir_internf(ctx, "argument %u is a symbolic value", i)
@@ -109,7 +106,7 @@ static bool json_check(const pat_check_ctx *c, const char **reason, void *user) 
     }
     const ir_call *call = IR_AS(e, ir_call);
     if (!static_result(e->sinfo)) {
-        *reason = "result has no static shape (dynamic shapes stay on the host)";
+        *reason = "result is not a tensor of known dtype and rank";
         return false;
     }
     for (uint32_t i = 0; i < call->nargs; i++) {

@@ -8,6 +8,35 @@
 #include "ir/op.h"
 #include "runtime/tensor.h"
 
+/* Dims for counting FLOPs: static ones, and symbolic ones evaluated with every var at
+ * FLOPS_SYM_AT (a model's dynamic dims get one nominal size; the offloaded share is what the
+ * report is for). */
+#define FLOPS_SYM_AT 64
+static void put_var(const ir_prim *v, void *user) { gr_map_put(user, GR_MAP_PTR(v), FLOPS_SYM_AT); }
+
+static bool dims_of(const ir_sinfo *s, int64_t *d) {
+    if (!s || s->kind != IR_SINFO_TENSOR || s->ndim < 0 || s->ndim > RT_MAX_NDIM || (s->ndim > 0 && !s->dims))
+        return false;
+    if (ir_sinfo_static_shape(s, d)) return true;
+    gr_map vars;
+    gr_map_init(&vars);
+    bool ok = true;
+    for (int32_t k = 0; k < s->ndim && ok; k++) {
+        ir_prim_visit_vars(s->dims[k], put_var, &vars);
+        ok = ir_prim_eval(s->dims[k], &vars, &d[k]) && d[k] >= 0;
+    }
+    gr_map_free(&vars);
+    return ok;
+}
+
+static double numel_dims(const ir_sinfo *s) {
+    int64_t d[RT_MAX_NDIM];
+    if (!dims_of(s, d)) return -1;
+    double n = 1;
+    for (int32_t k = 0; k < s->ndim; k++) n *= (double)d[k];
+    return n;
+}
+
 static double numel_of(const ir_sinfo *s) {
     if (!s) return -1;
     if (s->kind == IR_SINFO_TUPLE) {
@@ -19,8 +48,7 @@ static double numel_of(const ir_sinfo *s) {
         }
         return t;
     }
-    int64_t n = ir_sinfo_numel(s);
-    return n < 0 ? -1 : (double)n;
+    return numel_dims(s);
 }
 
 double byoc_call_flops(const ir_call *call) {
@@ -30,14 +58,14 @@ double byoc_call_flops(const ir_call *call) {
     int64_t w[RT_MAX_NDIM];
     if (strstr(name, "conv") && call->nargs >= 2 && call->args[1]->sinfo &&
         call->args[1]->sinfo->kind == IR_SINFO_TENSOR && call->args[1]->sinfo->ndim >= 2 &&
-        ir_sinfo_static_shape(call->args[1]->sinfo, w)) {
-        double wn = (double)ir_sinfo_numel(call->args[1]->sinfo);
+        dims_of(call->args[1]->sinfo, w)) {
+        double wn = numel_dims(call->args[1]->sinfo);
         double per = strstr(name, "transpose") ? wn / (double)(w[1] ? w[1] : 1) : wn / (double)(w[0] ? w[0] : 1);
         return 2.0 * out * per;
     }
     if (strcmp(name, "relax.matmul") == 0 && call->nargs >= 1 && call->args[0]->sinfo &&
         call->args[0]->sinfo->kind == IR_SINFO_TENSOR && call->args[0]->sinfo->ndim >= 1 &&
-        ir_sinfo_static_shape(call->args[0]->sinfo, w))
+        dims_of(call->args[0]->sinfo, w))
         return 2.0 * out * (double)w[call->args[0]->sinfo->ndim - 1];
     return out;
 }

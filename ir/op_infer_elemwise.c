@@ -24,6 +24,14 @@ const ir_sinfo *ir__arg_tensor(ir_ctx_t *ctx, const ir_call *call, uint32_t i, b
     return ir__op_err(call, diag, "argument %u must be a tensor, got %s", i, ir__sinfo_str(s));
 }
 
+/* A dim that can never be 1 fixes the broadcast dim (a departure from TVM, which keeps only
+ * the rank: PP-OCR det adds an upsampled (h - 1) // 32 * 2 + 2 map to an (h - 1) // 16 + 1 one,
+ * and with the dims kept its detection head still offloads). */
+static bool at_least_2(const ir_prim *d) {
+    int64_t lb;
+    return ir_prim_lower_bound(d, &lb) && lb >= 2;
+}
+
 int ir__broadcast(ir_ctx_t *ctx, const ir_sinfo *a, const ir_sinfo *b, const ir_prim **out,
                   int32_t *ondim) {
     int32_t na = a->ndim, nb = b->ndim, n = na > nb ? na : nb;
@@ -37,6 +45,8 @@ int ir__broadcast(ir_ctx_t *ctx, const ir_sinfo *a, const ir_sinfo *b, const ir_
         if (da == db || db == one) out[i] = da;
         else if (da == one) out[i] = db;
         else if (da->kind == IR_PRIM_INT && db->kind == IR_PRIM_INT) return -1;
+        else if (at_least_2(da)) out[i] = da; /* the other side is equal or 1 */
+        else if (at_least_2(db)) out[i] = db;
         else ok = 0; /* not provably equal: TVM keeps only the rank */
     }
     return ok;

@@ -451,6 +451,35 @@ bool ir_prim_eval(const ir_prim *p, const gr_map *var_values, int64_t *out) {
     return false;
 }
 
+bool ir_prim_lower_bound(const ir_prim *p, int64_t *out) {
+    int64_t a;
+    switch ((ir_prim_kind)p->kind) {
+    case IR_PRIM_INT: *out = p->value; return true;
+    case IR_PRIM_VAR: *out = 1; return true;
+    case IR_PRIM_FLOORMOD: *out = 0; return p->b->kind == IR_PRIM_INT && p->b->value > 0;
+    case IR_PRIM_FLOORDIV:
+        /* nondecreasing in a for a positive constant divisor */
+        if (p->b->kind != IR_PRIM_INT || p->b->value <= 0 || !ir_prim_lower_bound(p->a, &a)) return false;
+        *out = floordiv_i(a, p->b->value);
+        return true;
+    case IR_PRIM_POLY: {
+        int64_t acc = p->value;
+        for (uint32_t i = 0; i < p->nterms; i++) {
+            int64_t prod = p->terms[i].coef;
+            if (prod < 0) return false; /* would need an upper bound */
+            for (uint32_t j = 0; j < p->terms[i].nfactors; j++) {
+                if (!ir_prim_lower_bound(p->terms[i].factors[j], &a) || a < 0) return false;
+                prod = wmul(prod, a);
+            }
+            acc = wadd(acc, prod);
+        }
+        *out = acc;
+        return true;
+    }
+    }
+    return false;
+}
+
 /* ---- vars ---- */
 
 typedef GR_VEC(const ir_prim *) prim_vec;

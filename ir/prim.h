@@ -58,6 +58,8 @@ const ir_prim *ir_prim_subst(ir_ctx_t *ctx, const ir_prim *p, const gr_map *map)
 /* Evaluates with var values from `map` (key: var pointer, value: int64 bits). Returns false when
  * a var is unbound or a division by zero happens. */
 bool ir_prim_eval(const ir_prim *p, const gr_map *var_values, int64_t *out);
+/* A lower bound of p over every value >= 1 of its vars (dims); false when none is found. */
+bool ir_prim_lower_bound(const ir_prim *p, int64_t *out);
 /* Calls fn for each distinct var in p (in canonical order). */
 void ir_prim_visit_vars(const ir_prim *p, void (*fn)(const ir_prim *var, void *user), void *user);
 

@@ -89,6 +89,9 @@ void rt_dnnl_set_profiler(rt_dnnl_profile_fn fn, void *user);
 /* Process-wide: primitives prepared so far, how many of them on reference kernels, and the
  * last of those ("region 'r', layer 'L': binary ref:any: why") into buf. */
 void rt_dnnl_totals(uint64_t *nprims, uint64_t *nref, char *last_ref, size_t n);
+/* Constants of symbolic regions reordered into oneDNN's layouts in this process: made (once,
+ * kept for every shape of the region) and reused by a later shape's prepare. */
+void rt_dnnl_shared_weights(uint64_t *made, uint64_t *reused);
 
 /* The instruction set oneDNN's jit kernels use in this process ("avx2", "avx512_core", ...;
  * ONEDNN_MAX_CPU_ISA caps it) and the channel block of its blocked activation layouts (8 on

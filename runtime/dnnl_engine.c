@@ -47,7 +47,9 @@ static void threads_init(void) {
     g_threads = n > 0 ? (int)n : 1;
     /* Debian's oneDNN uses OpenMP (libgomp comes in through libdnnl): set the pool size
      * without linking libgomp ourselves. */
-    void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    void *sym = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+    void (*set)(int);
+    memcpy(&set, &sym, sizeof set); /* ISO C has no object -> function pointer conversion */
     if (set) set(g_threads);
     g_set_threads = set;
 }
@@ -254,6 +256,80 @@ static gr_status run_reorder_now(dn_state *S, const rt_json_node *n, const dnnl_
     return ds == dnnl_success ? GR_OK : dn_fail(S, n, ds, "cannot reorder constant");
 }
 
+/* Constants reordered into oneDNN's layouts, shared by every specialization of one symbolic
+ * graph (rt_json_graph_shared): a region run at a new shape reuses its weights. Keyed by both
+ * layouts and the source: a graph constant by its data (owned by the graph), an engine-made one
+ * (weights with a batch norm folded in, made again at each prepare) by its bytes (two 64-bit
+ * hashes and the size). */
+typedef struct dn_wentry {
+    const void *src;
+    uint64_t h1, h2;
+    dnnl_memory_desc_t smd, dmd;
+    void *buf;
+} dn_wentry;
+typedef struct dn_wcache {
+    pthread_mutex_t lock;
+    GR_VEC(dn_wentry) e;
+} dn_wcache;
+
+static _Atomic uint64_t g_wshared_made, g_wshared_reused;
+
+void rt_dnnl_shared_weights(uint64_t *made, uint64_t *reused) {
+    if (made) *made = atomic_load(&g_wshared_made);
+    if (reused) *reused = atomic_load(&g_wshared_reused);
+}
+
+static void *wcache_new(void) {
+    dn_wcache *w = calloc(1, sizeof *w);
+    if (w) pthread_mutex_init(&w->lock, NULL);
+    return w;
+}
+
+static void wcache_free(void *p) {
+    dn_wcache *w = p;
+    if (!w) return;
+    for (uint32_t i = 0; i < w->e.len; i++) free(w->e.data[i].buf);
+    gr_vec_free(&w->e);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+}
+
+/* Constant src (md smd) in layout dmd: from the shared cache, or reordered now into it. */
+static gr_status shared_reorder(dn_state *S, dn_wcache *w, const rt_json_node *n, const dnnl_memory_desc_t *smd,
+                                const void *src, bool by_content, const dnnl_memory_desc_t *dmd, void **out) {
+    uint64_t h1 = 0, h2 = 0;
+    if (by_content) {
+        size_t nb = dnnl_memory_desc_get_size(smd);
+        h1 = gr_hash_bytes(src, nb, 0x9e3779b97f4a7c15ull) ^ nb;
+        h2 = gr_hash_bytes(src, nb, 0xc2b2ae3d27d4eb4full);
+    }
+    const void *key = by_content ? NULL : src;
+    pthread_mutex_lock(&w->lock);
+    for (uint32_t i = 0; i < w->e.len; i++) {
+        dn_wentry *e = &w->e.data[i];
+        if (e->src == key && e->h1 == h1 && e->h2 == h2 && dnnl_memory_desc_equal(&e->smd, smd) &&
+            dnnl_memory_desc_equal(&e->dmd, dmd)) {
+            *out = e->buf;
+            pthread_mutex_unlock(&w->lock);
+            atomic_fetch_add(&g_wshared_reused, 1);
+            return GR_OK;
+        }
+    }
+    size_t bytes = dnnl_memory_desc_get_size(dmd), sz = (bytes + 63) / 64 * 64;
+    void *buf = aligned_alloc(64, sz ? sz : 64);
+    gr_status st = buf ? run_reorder_now(S, n, smd, (void *)src, dmd, buf) : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    if (!st) {
+        dn_wentry e = {key, h1, h2, *smd, *dmd, buf};
+        gr_vec_push(&w->e, e);
+        *out = buf;
+        atomic_fetch_add(&g_wshared_made, 1);
+    } else {
+        free(buf);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return st;
+}
+
 void *dn_owned_alloc(dn_state *S, size_t bytes) {
     size_t sz = (bytes + 63) / 64 * 64;
     void *p = aligned_alloc(64, sz ? sz : 64);
@@ -277,9 +353,18 @@ gr_status dn_as(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_des
     int r = root_of(S, v);
     if (S->vals.data[r].kind == V_CONST || S->vals.data[r].kind == V_OWNED) {
         size_t bytes = dnnl_memory_desc_get_size(want);
-        void *dst = dn_owned_alloc(S, bytes);
-        if (!dst) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
-        gr_status st = run_reorder_now(S, n, &S->vals.data[v].md, S->vals.data[r].ptr, want, dst);
+        /* a constant of a specialization: reordered once for every shape */
+        dn_wcache *wc = rt_json_graph_shared(S->g, wcache_new, wcache_free);
+        bool owned = S->vals.data[r].kind == V_OWNED;
+        void *dst = NULL;
+        gr_status st;
+        if (wc) {
+            st = shared_reorder(S, wc, n, &S->vals.data[v].md, S->vals.data[r].ptr, owned, want, &dst);
+        } else {
+            dst = dn_owned_alloc(S, bytes);
+            if (!dst) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+            st = run_reorder_now(S, n, &S->vals.data[v].md, S->vals.data[r].ptr, want, dst);
+        }
         if (st) return st;
         S->stats.weight_bytes += bytes;
         int nv = dn_val_new(S, V_OWNED, want);
@@ -882,6 +967,7 @@ static void dn_release(rt_json_graph *g, void *state) {
     (void)g;
     dn_state *S = state;
     if (!S) return;
+    dn_debug_free(S);
     for (uint32_t p = 0; p < S->prims.len; p++) {
         dn_prim *pr = &S->prims.data[p];
         for (int a = 0; a < pr->nargs; a++)
@@ -1150,17 +1236,23 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
      * more than its primitives (and stall on a busy machine) */
     bool one = S->small && g_threads > 1 && g_set_threads;
     if (one) g_set_threads(1);
+    void *tap_user;
+    rt_json_tap_fn tap = rt_json_graph_tap(g, &tap_user);
     rt_dnnl_profile_fn prof = atomic_load(&g_prof_fn);
     void *prof_user = atomic_load(&g_prof_user);
-    for (; p < S->prims.len && ds == dnnl_success; p++) {
-        uint64_t t0 = prof ? now_ns() : 0;
-        ds = dnnl_primitive_execute(S->prims.data[p].prim, S->stream, S->prims.data[p].nargs, S->prims.data[p].exec);
-        if (prof && ds == dnnl_success && (ds = dnnl_stream_wait(S->stream)) == dnnl_success) {
-            uint64_t ns = now_ns() - t0;
-            rt_dnnl_prim_info info;
-            rt_dnnl_prim(S, p, &info);
-            rt_dnnl_prim_event ev = {S->symbol, p, &info, ns};
-            prof(&ev, prof_user);
+    if (tap) {
+        ds = dn_debug_run(S, tap, tap_user, &p);
+    } else {
+        for (; p < S->prims.len && ds == dnnl_success; p++) {
+            uint64_t t0 = prof ? now_ns() : 0;
+            ds = dnnl_primitive_execute(S->prims.data[p].prim, S->stream, S->prims.data[p].nargs, S->prims.data[p].exec);
+            if (prof && ds == dnnl_success && (ds = dnnl_stream_wait(S->stream)) == dnnl_success) {
+                uint64_t ns = now_ns() - t0;
+                rt_dnnl_prim_info info;
+                rt_dnnl_prim(S, p, &info);
+                rt_dnnl_prim_event ev = {S->symbol, p, &info, ns};
+                prof(&ev, prof_user);
+            }
         }
     }
     if (ds == dnnl_success) ds = dnnl_stream_wait(S->stream);

@@ -107,6 +107,7 @@ typedef struct dn_state {
     int comp_b;
     GR_VEC(const rt_json_node *) pend;    /* nodes folded into the next primitive emitted */
     const char *ref_why;          /* why the next primitive may stay on ref (see dn_emit) */
+    struct dn_tap_plan *tap;      /* dnnl_debug.c: where each entry can be read (first tapped run) */
 } dn_state;
 
 const char *dnnl_status_str(dnnl_status_t s);
@@ -179,5 +180,11 @@ gr_status dn_rnn(dn_state *S, const rt_json_node *n);
 /* dnnl_vol.c: relax.nn.conv3d / conv3d_transpose and max_pool3d / avg_pool3d. */
 gr_status dn_conv3d(dn_state *S, const rt_json_node *n);
 gr_status dn_pool3d(dn_state *S, const rt_json_node *n);
+
+/* dnnl_debug.c: a run that reports intermediates to the graph's tap (rt_json_graph_set_tap):
+ * executes the primitives one by one, copying out each value after the primitive that wrote
+ * it. S->lock held, external memories bound. */
+dnnl_status_t dn_debug_run(dn_state *S, rt_json_tap_fn tap, void *user, uint32_t *failed);
+void dn_debug_free(dn_state *S);
 
 #endif

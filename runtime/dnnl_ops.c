@@ -598,7 +598,24 @@ static gr_status op_matmul(dn_state *S, const rt_json_node *n) {
     dn_arg args[4 + DN_MAX_STEPS];
     int na = 0, used = 0;
     dnnl_primitive_desc_t pd;
-    if (!st) st = fuse_create(S, n, &desc, pnd, steps, k, &pd, &used, args, &na);
+    /* constant weights in their own layout first: no reordered copy of them (convnext_tiny:
+     * 114 MB less), and oneDNN 2.6's brgemm / gemm read plain weights as fast; `any` when
+     * that takes fewer post-ops or lands on ref. Transposed weights always get `any`. */
+    bool placed = false;
+    dnnl_matmul_desc_t pdesc;
+    if (!st && bconst && !tr &&
+        dnnl_matmul_desc_init(&pdesc, &amd, &bmd, biasv >= 0 ? &biasmd : NULL, &dst) == dnnl_success) {
+        if (fuse_create(S, n, &pdesc, pnd, steps, k, &pd, &used, args, &na) == GR_OK) {
+            const char *impl = NULL;
+            placed = used == k && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+                     impl && strncmp(impl, "ref", 3);
+            if (!placed) dnnl_primitive_desc_destroy(pd);
+        } else if (S->diag) {
+            gr_diag_clear(S->diag);
+        }
+        if (!placed) na = used = 0;
+    }
+    if (!st && !placed) st = fuse_create(S, n, &desc, pnd, steps, k, &pd, &used, args, &na);
     if (st) {
         while (nsaved--) S->ent_val[saved_e[nsaved]] = saved_v[nsaved];
         return st;

@@ -224,6 +224,8 @@ struct rt_exec {
     pa_chunk *chunks;
     rt_exec_profile_fn prof;
     void *prof_user;
+    rt_exec_tap_fn tap;
+    void *tap_user;
     gr_diag *cdiag;             /* diag of the compile in progress */
     /* compile time: the entry function and its fused groups */
     const ir_func *entry_fn;
@@ -1852,6 +1854,10 @@ static gr_status run_seq(rt_run *x, rt_plan *p, rt_frame *f, const rt_seq *s,
             st = run_instr(x, p, f, in, d);
         }
         if (st) return st;
+        if (x->x->tap && (in->kind == INS_OP || in->kind == INS_TGI) && f->slots[in->dst].kind != RT_VAL_NONE) {
+            rt_exec_event ev = {in->kind == INS_OP ? "op" : "other", in->name ? in->name : "", in->var, in->span, 0};
+            x->x->tap(&ev, &f->slots[in->dst], x->x->tap_user);
+        }
         for (uint32_t k = 0; k < in->frees.len; k++) slot_free(x, f, in->frees.data[k]);
     }
     gr_status st = opd_take(p, f, &s->result, result, d);
@@ -2031,6 +2037,11 @@ gr_status rt_exec_run(rt_exec_t *x, const rt_value *inputs, uint32_t nin, rt_val
     if (st) rt_value_clear(result);
     __atomic_store_n(&x->last_peak, r.peak, __ATOMIC_RELAXED);
     return st;
+}
+
+void rt_exec_set_tap(rt_exec_t *x, rt_exec_tap_fn fn, void *user) {
+    x->tap = fn;
+    x->tap_user = user;
 }
 
 void rt_exec_set_profiler(rt_exec_t *x, rt_exec_profile_fn fn, void *user) {

@@ -1,6 +1,8 @@
-/* The reference executor: runs any function of an IRModule on the reference kernels, including
- * calls of other functions, if/else, tuples, match_cast checks and call_dps_packed into the
- * runtime modules of the module's `external_mods`. */
+/* The executor (runtime/executor.c; the one behind `graft run MODEL`, `graft run M.graft` and
+ * runtime/graft_model.h): runs any function of an IRModule on the reference kernels, including
+ * calls of other functions, if/else, tuples, match_cast checks, symbolic dims and
+ * call_dps_packed into the runtime modules of the module's `external_mods`. rt_exec_new is
+ * rt_px_new without a host lowering (runtime/plan.h: fused host kernels, the memory plan). */
 #ifndef GRAFT_RUNTIME_EXECUTOR_H
 #define GRAFT_RUNTIME_EXECUTOR_H
 
@@ -36,6 +38,14 @@ typedef struct rt_exec_event {
 typedef void (*rt_exec_profile_fn)(const rt_exec_event *ev, void *user);
 /* fn NULL turns profiling off. */
 void rt_exec_set_profiler(rt_exec_t *x, rt_exec_profile_fn fn, void *user);
+/* Optional debug tap (graft diff): called after every op kernel and tuple item of the host
+ * code with the value it produced (owned by the executor, valid during the call only: its data
+ * may live in a planned buffer that a later op reuses; copy what you keep). Calls of
+ * runtime modules are not tapped: their engines tap their own intermediates
+ * (rt_json_graph_set_tap). The tap may change a tensor's data in place (a test's perturbation);
+ * the run goes on with the changed value. fn NULL turns it off. */
+typedef void (*rt_exec_tap_fn)(const rt_exec_event *ev, rt_value *value, void *user);
+void rt_exec_set_tap(rt_exec_t *x, rt_exec_tap_fn fn, void *user);
 /* The largest number of slot values (vars and temporaries, over all active frames) alive at once
  * during the last run: liveness releases each value after its last use. */
 uint32_t rt_exec_peak_live(const rt_exec_t *x);

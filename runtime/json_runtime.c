@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "runtime/kernels.h"
 #include "runtime/value.h"
@@ -29,6 +30,12 @@ struct rt_json_graph {
     uint32_t *const_nids;
     rt_tensor **consts;
     bool initialized;
+    bool symbolic;                /* some dim is an expression (specialized per call shapes) */
+    /* a symbolic graph: what its engine shares between the specializations */
+    pthread_mutex_t shared_lock;
+    void *shared;
+    void (*shared_free)(void *);
+    struct rt_json_graph *root;   /* a specialization: the symbolic graph it came from */
     uint32_t *consumers;          /* per entry: kernel uses + heads */
     /* one block per kind for all nodes (node arrays point into them) */
     rt_json_entry *in_pool;       /* node inputs */
@@ -38,6 +45,8 @@ struct rt_json_graph {
     char *str_pool;               /* names and layers of built graphs */
     /* while building (rt_json_graph_begin .. finish) */
     struct rt_json_build *build;
+    rt_json_tap_fn tap;           /* debug tap (rt_json_graph_set_tap) */
+    void *tap_user;
 };
 
 typedef struct rt_json_build {
@@ -63,6 +72,7 @@ static rt_json_graph *graph_alloc(const char *symbol) {
     if (!g) return NULL;
     g->symbol = strdup(symbol);
     pthread_mutex_init(&g->doc_lock, NULL);
+    pthread_mutex_init(&g->shared_lock, NULL);
     return g;
 }
 
@@ -89,7 +99,12 @@ static gr_status read_node_types(rt_json_graph *g, rt_json_node *n, gr_diag *d) 
         n->ndims[o] = (int32_t)json_array_size(s);
         for (int32_t k = 0; k < n->ndims[o]; k++) {
             json_t *v = json_array_get(s, (size_t)k);
-            if (!json_is_integer(v) || json_integer_value(v) < 0) return bad(d, g->symbol, "shape dims must be static");
+            if (json_is_string(v)) { /* symbolic: bound per call (runtime/json_specialize.c) */
+                n->shapes[o][k] = -1;
+                g->symbolic = true;
+                continue;
+            }
+            if (!json_is_integer(v) || json_integer_value(v) < 0) return bad(d, g->symbol, "bad shape dim");
             n->shapes[o][k] = json_integer_value(v);
         }
     }
@@ -287,6 +302,7 @@ uint32_t rt_json_graph_add_node(rt_json_graph *g, rt_json_node_kind kind, const 
         b->nds.data[b->nds.len++] = ndims[o];
         int64_t *sh = b->shs.data + b->shs.len;
         for (int k = 0; k < RT_MAX_NDIM; k++) sh[k] = k < ndims[o] ? shapes[o][k] : 0;
+        for (int k = 0; k < ndims[o]; k++) g->symbolic |= shapes[o][k] < 0;
         b->shs.len += RT_MAX_NDIM;
     }
     gr_vec_push(&b->name_off, pool_str(b, name));
@@ -418,6 +434,8 @@ void rt_json_graph_free(rt_json_graph *g) {
     json_decref(g->doc);
     free(g->text);
     free(g->symbol);
+    if (g->shared && g->shared_free) g->shared_free(g->shared);
+    pthread_mutex_destroy(&g->shared_lock);
     pthread_mutex_destroy(&g->doc_lock);
     free(g);
 }
@@ -445,7 +463,29 @@ uint32_t rt_json_graph_num_entries(const rt_json_graph *g) { return g->row_ptr[g
 uint32_t rt_json_graph_num_consts(const rt_json_graph *g) { return g->nconsts; }
 const char *rt_json_graph_const_name(const rt_json_graph *g, uint32_t i) { return g->nodes[g->const_nids[i]].name; }
 bool rt_json_graph_initialized(const rt_json_graph *g) { return g->initialized; }
+bool rt_json_graph_symbolic(const rt_json_graph *g) { return g->symbolic; }
+void rt_json_graph_set_root(rt_json_graph *g, rt_json_graph *root) { g->root = root; }
+void *rt_json_graph_shared(rt_json_graph *g, void *(*make)(void), void (*fr)(void *)) {
+    rt_json_graph *r = g->root;
+    if (!r) return NULL;
+    pthread_mutex_lock(&r->shared_lock);
+    if (!r->shared) {
+        r->shared = make();
+        r->shared_free = fr;
+    }
+    void *o = r->shared;
+    pthread_mutex_unlock(&r->shared_lock);
+    return o;
+}
 rt_tensor *rt_json_graph_const(const rt_json_graph *g, uint32_t i) { return i < g->nconsts ? g->consts[i] : NULL; }
+
+/* Profile hook: one call per engine prepare (what a first run at a new shape pays). */
+static _Atomic(rt_json_prepare_fn) g_prep_fn;
+static _Atomic(void *) g_prep_user;
+void rt_json_set_prepare_observer(rt_json_prepare_fn fn, void *user) {
+    atomic_store(&g_prep_user, user);
+    atomic_store(&g_prep_fn, fn);
+}
 
 static bool matches_node(const rt_json_node *n, uint32_t o, const DLTensor *t) {
     if (t->dtype.code != n->dtypes[o].code || t->dtype.bits != n->dtypes[o].bits || t->ndim != n->ndims[o]) return false;
@@ -741,6 +781,10 @@ static gr_status ref_run(rt_json_graph *g, void *state, DLTensor *const *args, u
                 gr_diag_set_layer(d, n->layer);
             }
         }
+        for (uint32_t o = 0; o < n->noutputs && !st && g->tap; o++) {
+            rt_json_tap_point tp = {g->symbol, n, i, o, -1, NULL, NULL, NULL};
+            g->tap(&tp, entries[row + o].u.t, g->tap_user);  /* in place: nothing to write back */
+        }
         for (uint32_t k = 0; k < n->ninputs; k++) {
             uint32_t e = rt_json_graph_entry_id(g, n->inputs[k]);
             if (left[e] && --left[e] == 0) rt_value_clear(&entries[e]);
@@ -766,14 +810,125 @@ const rt_json_engine rt_json_reference_engine = {"json", ref_prepare, ref_run, r
 
 /* --------------------------------------------------------------------------- module ---- */
 
+/* A symbolic graph specialized to one call's shapes, and the engine's state for it. */
+typedef struct jm_spec {
+    struct jm_spec *next;
+    int64_t *key;                 /* ndim and dims of every argument */
+    uint32_t nkey;
+    rt_json_graph *g;
+    void *state;
+    uint32_t refs;                /* calls running on it */
+    bool evicted;
+    uint64_t used;
+} jm_spec;
+
+/* Specializations kept per symbolic graph (least recently used go first), as ONNX Runtime's
+ * DNNL EP bounds its per-shape primitive cache. */
+#define JM_SPEC_CACHE 8
+
 typedef struct json_mod {
     const rt_json_engine *eng;
     uint32_t n;
     rt_json_graph **graphs;
     void **states;
     bool *prepared;
+    jm_spec **specs;              /* per graph: its specializations */
+    uint32_t *nspecs;
+    uint64_t tick;
     pthread_mutex_t lock;
 } json_mod;
+
+static uint64_t jm_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static gr_status jm_prepare(json_mod *jm, rt_json_graph *g, void **state, gr_diag *d) {
+    uint64_t t0 = jm_now_ns();
+    gr_status st = jm->eng->prepare(g, state, d);
+    rt_json_prepare_fn fn = atomic_load(&g_prep_fn);
+    if (fn && !st) fn(g->symbol, jm->eng->kind, jm_now_ns() - t0, atomic_load(&g_prep_user));
+    return st;
+}
+
+static void spec_free(json_mod *jm, jm_spec *s) {
+    if (s->state && jm->eng->release) jm->eng->release(s->g, s->state);
+    rt_json_graph_free(s->g);
+    free(s->key);
+    free(s);
+}
+
+/* Under jm->lock. */
+static void spec_unref(json_mod *jm, jm_spec *s) {
+    if (--s->refs == 0 && s->evicted) spec_free(jm, s);
+}
+
+static gr_status jm_call_symbolic(json_mod *jm, uint32_t i, DLTensor *const *args, uint32_t nin, uint32_t nout,
+                                  gr_diag *d) {
+    rt_json_graph *g = jm->graphs[i];
+    uint32_t nkey = 0;
+    for (uint32_t a = 0; a < nin + nout; a++) nkey += 1 + (uint32_t)(args[a] ? args[a]->ndim : 0);
+    int64_t *key = calloc(nkey + 1, sizeof(int64_t));
+    if (!key) return gr_diag_set(d, GR_ERR_NOMEM, "json runtime: out of memory");
+    nkey = 0;
+    for (uint32_t a = 0; a < nin + nout; a++) {
+        key[nkey++] = args[a] ? args[a]->ndim : -1;
+        for (int32_t k = 0; args[a] && k < args[a]->ndim; k++) key[nkey++] = args[a]->shape[k];
+    }
+    pthread_mutex_lock(&jm->lock);
+    jm_spec *sp = NULL;
+    for (jm_spec *c = jm->specs[i]; c && !sp; c = c->next)
+        if (c->nkey == nkey && !memcmp(c->key, key, sizeof(int64_t) * nkey)) sp = c;
+    if (sp) {
+        sp->refs++;
+        sp->used = ++jm->tick;
+    }
+    pthread_mutex_unlock(&jm->lock);
+    gr_status st = GR_OK;
+    if (!sp) {
+        rt_json_graph *cg = NULL;
+        void *state = NULL;
+        st = rt_json_graph_specialize(g, args, nin, nout, &cg, d);
+        if (!st) {
+            st = jm_prepare(jm, cg, &state, d);
+            if (st) rt_json_graph_free(cg);
+        }
+        if (st) {
+            free(key);
+            return st;
+        }
+        sp = calloc(1, sizeof *sp);
+        sp->key = key;
+        sp->nkey = nkey;
+        key = NULL;
+        sp->g = cg;
+        sp->state = state;
+        sp->refs = 1;
+        pthread_mutex_lock(&jm->lock);
+        sp->used = ++jm->tick;
+        sp->next = jm->specs[i];
+        jm->specs[i] = sp;
+        if (++jm->nspecs[i] > JM_SPEC_CACHE) {
+            jm_spec **lru = NULL;
+            for (jm_spec **c = &jm->specs[i]; *c; c = &(*c)->next)
+                if (*c != sp && (!lru || (*c)->used < (*lru)->used)) lru = c;
+            jm_spec *e = *lru;
+            *lru = e->next;
+            jm->nspecs[i]--;
+            e->evicted = true;
+            e->refs++;
+            spec_unref(jm, e);
+        }
+        pthread_mutex_unlock(&jm->lock);
+    }
+    free(key);
+    st = jm->eng->run(sp->g, sp->state, args, nin, nout, d);
+    pthread_mutex_lock(&jm->lock);
+    spec_unref(jm, sp);
+    pthread_mutex_unlock(&jm->lock);
+    return st;
+}
 
 static int jm_find(json_mod *jm, const char *symbol) {
     for (uint32_t i = 0; i < jm->n; i++)
@@ -789,10 +944,11 @@ static gr_status jm_call(rt_module *m, const char *symbol, DLTensor *const *args
     rt_json_graph *g = jm->graphs[i];
     if (!g->initialized)
         return gr_diag_set(d, GR_ERR_RUNTIME, "json runtime '%s': called before its constants were initialized", symbol);
+    if (g->symbolic) return jm_call_symbolic(jm, (uint32_t)i, args, nin, nout, d);
     gr_status st = GR_OK;
     pthread_mutex_lock(&jm->lock);
     if (!jm->prepared[i]) {
-        st = jm->eng->prepare(g, &jm->states[i], d);
+        st = jm_prepare(jm, g, &jm->states[i], d);
         jm->prepared[i] = st == GR_OK;
     }
     pthread_mutex_unlock(&jm->lock);
@@ -833,8 +989,14 @@ static void jm_destroy(rt_module *m) {
     json_mod *jm = m->context;
     for (uint32_t i = 0; i < jm->n; i++) {
         if (jm->prepared[i] && jm->eng->release) jm->eng->release(jm->graphs[i], jm->states[i]);
+        for (jm_spec *c = jm->specs[i], *nx; c; c = nx) {
+            nx = c->next;
+            spec_free(jm, c);
+        }
         rt_json_graph_free(jm->graphs[i]);
     }
+    free(jm->specs);
+    free(jm->nspecs);
     pthread_mutex_destroy(&jm->lock);
     free(jm->graphs);
     free(jm->states);
@@ -852,9 +1014,30 @@ rt_module *rt_json_module_new(const char *name, const rt_json_engine *eng, rt_js
     jm->graphs = calloc(n + 1, sizeof(*jm->graphs));
     jm->states = calloc(n + 1, sizeof(void *));
     jm->prepared = calloc(n + 1, sizeof(bool));
+    jm->specs = calloc(n + 1, sizeof(jm_spec *));
+    jm->nspecs = calloc(n + 1, sizeof(uint32_t));
     memcpy(jm->graphs, graphs, sizeof(*graphs) * n);
     pthread_mutex_init(&jm->lock, NULL);
     return rt_module_new(&JSON_MODULE_I, jm, name);
+}
+
+void rt_json_graph_set_tap(rt_json_graph *g, rt_json_tap_fn fn, void *user) {
+    g->tap = fn;
+    g->tap_user = user;
+}
+
+rt_json_tap_fn rt_json_graph_tap(const rt_json_graph *g, void **user) {
+    if (user) *user = g->tap_user;
+    return g->tap;
+}
+
+uint32_t rt_json_module_set_taps(const struct ir_module *m, rt_json_tap_fn fn, void *user) {
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < rt_module_count(m); k++) {
+        rt_json_graph *g;
+        for (uint32_t i = 0; (g = rt_json_module_graph(rt_module_at(m, k), i)); i++, n++) rt_json_graph_set_tap(g, fn, user);
+    }
+    return n;
 }
 
 rt_json_graph *rt_json_module_graph(rt_module *m, uint32_t i) {

@@ -100,6 +100,29 @@ bool rt_json_graph_initialized(const rt_json_graph *g);
 /* The constant tensor of const node i (borrowed), NULL before init. */
 rt_tensor *rt_json_graph_const(const rt_json_graph *g, uint32_t i);
 
+/* True when some dim of the graph is symbolic (an expression string in its document, e.g.
+ * "n" or "(w - 1) // 2 + 1"). A module runs such a graph through a static copy per distinct
+ * set of call shapes (rt_json_graph_specialize), prepared by its engine and cached (at most 8
+ * per graph, least recently used dropped): primitives are created for the concrete shapes. */
+bool rt_json_graph_symbolic(const rt_json_graph *g);
+/* The static copy of symbolic graph g (initialized, sharing g's constants) for one call: the
+ * vars of plain-var dims of the inputs (then the outputs) are bound from args, every dim
+ * expression evaluated; an argument whose dims disagree is GR_ERR_INVALID naming it and the
+ * dim. */
+gr_status rt_json_graph_specialize(rt_json_graph *g, DLTensor *const *args, uint32_t nin, uint32_t nout,
+                                   rt_json_graph **out, gr_diag *diag);
+/* What every specialization of one symbolic graph shares: an engine keeps there what it derives
+ * from the constants (oneDNN: weights reordered to its layouts), so a new shape does not redo it.
+ * For a specialization, the object of its symbolic graph (made by make on first use, freed with
+ * fr when that graph goes); NULL for any other graph. Thread-safe to get; the object guards its
+ * own contents. rt_json_graph_specialize sets the link (set_root). */
+void *rt_json_graph_shared(rt_json_graph *g, void *(*make)(void), void (*fr)(void *));
+void rt_json_graph_set_root(rt_json_graph *g, rt_json_graph *root);
+/* Observer of engine prepares (graph symbol, engine kind, time): what a first call, or a first
+ * call at new shapes, pays before running. NULL turns it off. */
+typedef void (*rt_json_prepare_fn)(const char *symbol, const char *engine, uint64_t ns, void *user);
+void rt_json_set_prepare_observer(rt_json_prepare_fn fn, void *user);
+
 /* An engine: prepare runs once per graph (after init), run per call. */
 typedef struct rt_json_engine {
     const char *kind;             /* module kind: "json", "dnnl_json" */
@@ -108,6 +131,31 @@ typedef struct rt_json_engine {
                      uint32_t nout, gr_diag *diag);
     void (*release)(rt_json_graph *g, void *state);
 } rt_json_engine;
+
+/* ---- Debug taps (graft diff): the intermediates an engine computed ----
+ * With a tap set, an engine's run reports every kernel node output it materialized, right
+ * after computing it, as a plain row-major tensor: the reference engine each node's output,
+ * the oneDNN engine each value a primitive wrote (copied out of its blocked layout). Outputs
+ * that exist in no buffer (folded into another primitive's post-ops) are reported with value
+ * NULL and `fused_into` naming that primitive. If the tap changes the tensor's data and
+ * returns true, the engine writes it back before going on (a test's perturbation). */
+typedef struct rt_json_tap_point {
+    const char *symbol;           /* the graph (region) */
+    const rt_json_node *node;     /* the kernel node whose output this is */
+    uint32_t nid, index;          /* node id, output index */
+    int prim;                     /* index of the engine primitive that wrote it; -1: none */
+    const char *prim_kind;        /* "convolution", ...; NULL for the reference engine */
+    const char *prim_impl;        /* the implementation ("brg:avx512_core"); NULL likewise */
+    const char *fused_into;       /* value NULL: what it was folded into */
+} rt_json_tap_point;
+typedef bool (*rt_json_tap_fn)(const rt_json_tap_point *p, rt_tensor *value, void *user);
+/* fn NULL turns the tap off. Taps slow a run down; they are for debugging. */
+void rt_json_graph_set_tap(rt_json_graph *g, rt_json_tap_fn fn, void *user);
+rt_json_tap_fn rt_json_graph_tap(const rt_json_graph *g, void **user);
+/* Sets (or clears) the tap on every graph of every JSON-runtime module in m's external_mods;
+ * returns the number of graphs. */
+struct ir_module;
+uint32_t rt_json_module_set_taps(const struct ir_module *m, rt_json_tap_fn fn, void *user);
 
 /* The reference engine: every kernel node runs the reference kernel of its op. */
 extern const rt_json_engine rt_json_reference_engine;

@@ -27,7 +27,7 @@ gr_status rt_kernel_run(const rt_kernel_call *call, rt_value *out, gr_diag *diag
 
 /* Output placement hint (thread-local, one shot): the next output allocation of exactly `nbytes`
  * made by rt_out_new / rt_out_new_raw on this thread borrows `data` instead of the heap (zeroed
- * for rt_out_new). The planned executor (runtime/plan.h) points it at a kernel's arena slot; a
+ * for rt_out_new). The executor (runtime/plan.h) points it at a kernel's arena slot; a
  * kernel whose output ends up elsewhere still works (the executor copies). NULL clears it. */
 void rt_kernel_out_hint(void *data, size_t nbytes);
 

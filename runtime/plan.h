@@ -113,12 +113,16 @@ const char *rt_px_input_name(const rt_px *x, uint32_t i);
 const ir_sinfo *rt_px_input_sinfo(const rt_px *x, uint32_t i);
 /* The function's return struct info. */
 const ir_sinfo *rt_px_output_sinfo(const rt_px *x);
-/* Same contract as rt_exec_run: inputs borrowed and checked, result owned by the caller. */
+/* Same contract as rt_exec_run: inputs borrowed and checked, result owned by the caller.
+ * Safe to call from several threads at once on one rt_px: every run writes only its own
+ * execution state (slot values, arena, scratch), taken from a pool in x and given back; the
+ * instructions, plan, constants and compiled code are read-only after rt_px_new. Extern calls
+ * go to the runtime modules as they are (each module guards its own shared state). */
 gr_status rt_px_run(rt_px *x, const rt_value *inputs, uint32_t nin, rt_value *result,
                     gr_diag *diag);
 /* Profiling: one event per instruction; kind "op" (reference kernel), "host" (fused host
  * kernel; name = the group symbol), "extern", "call" or "other"; "plan" when a run lays out
- * the arena for new input shapes. */
+ * the arena for new input shapes. Set while no run is in flight. */
 void rt_px_set_profiler(rt_px *x, rt_exec_profile_fn fn, void *user);
 
 typedef struct rt_px_stats {

@@ -5,7 +5,8 @@ PKGS=(build-essential pkg-config libdnnl-dev llvm-14-dev libprotobuf-c-dev proto
       libonnx-dev libonnx-testdata libjansson-dev libdlpack-dev libcriterion-dev valgrind
       clang libclang-rt-14-dev     # clang build, fuzzing
       python3-torch python3-torchvision   # the model zoo, the recurrent test models
-      python3-onnx)                       # the QDQ test model (scripts/make_qdq_cnn.py)
+      python3-onnx                        # the QDQ test model (scripts/make_qdq_cnn.py)
+      libgraphviz-dev chromium)           # graft explore's graph layout, its browser test
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")

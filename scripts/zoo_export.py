@@ -21,82 +21,96 @@ import shutil
 import sys
 import time
 
-import torch
-import torch.nn as nn
+
+def architectures():
+    """name -> constructor; torch is imported here only (listing and skipping need none)."""
+    import torch
+    import torch.nn as nn
+
+    class EncoderLayer(nn.Module):
+        """One BERT encoder layer as BERT writes it: batch-first, per-head reshapes, post-norm."""
+
+        def __init__(self, hidden, heads, ffn):
+            super().__init__()
+            self.heads = heads
+            self.dh = hidden // heads
+            self.query = nn.Linear(hidden, hidden)
+            self.key = nn.Linear(hidden, hidden)
+            self.value = nn.Linear(hidden, hidden)
+            self.attn_out = nn.Linear(hidden, hidden)
+            self.attn_norm = nn.LayerNorm(hidden, eps=1e-12)
+            self.inter = nn.Linear(hidden, ffn)
+            self.gelu = nn.GELU()  # erf form
+            self.out = nn.Linear(ffn, hidden)
+            self.out_norm = nn.LayerNorm(hidden, eps=1e-12)
+
+        def split(self, t):
+            b, s, _ = t.shape
+            return t.view(b, s, self.heads, self.dh).permute(0, 2, 1, 3)
+
+        def forward(self, x):
+            b, s, h = x.shape
+            q = self.split(self.query(x))
+            k = self.split(self.key(x))
+            v = self.split(self.value(x))
+            scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.dh)
+            ctx = torch.matmul(torch.softmax(scores, dim=-1), v)
+            ctx = ctx.permute(0, 2, 1, 3).reshape(b, s, h)
+            x = self.attn_norm(x + self.attn_out(ctx))
+            return self.out_norm(x + self.out(self.gelu(self.inter(x))))
 
 
-class EncoderLayer(nn.Module):
-    """One BERT encoder layer as BERT writes it: batch-first, per-head reshapes, post-norm."""
+    class BertEncoder(nn.Module):
+        """Embedding layer norm and 6 encoder layers over float embeddings x: [1, seq, hidden]."""
 
-    def __init__(self, hidden, heads, ffn):
-        super().__init__()
-        self.heads = heads
-        self.dh = hidden // heads
-        self.query = nn.Linear(hidden, hidden)
-        self.key = nn.Linear(hidden, hidden)
-        self.value = nn.Linear(hidden, hidden)
-        self.attn_out = nn.Linear(hidden, hidden)
-        self.attn_norm = nn.LayerNorm(hidden, eps=1e-12)
-        self.inter = nn.Linear(hidden, ffn)
-        self.gelu = nn.GELU()  # erf form
-        self.out = nn.Linear(ffn, hidden)
-        self.out_norm = nn.LayerNorm(hidden, eps=1e-12)
+        def __init__(self, layers=6, hidden=384, heads=6, ffn=1536):
+            super().__init__()
+            self.emb_norm = nn.LayerNorm(hidden, eps=1e-12)
+            self.layers = nn.ModuleList([EncoderLayer(hidden, heads, ffn) for _ in range(layers)])
 
-    def split(self, t):
-        b, s, _ = t.shape
-        return t.view(b, s, self.heads, self.dh).permute(0, 2, 1, 3)
+        def forward(self, x):
+            x = self.emb_norm(x)
+            for layer in self.layers:
+                x = layer(x)
+            return x
 
-    def forward(self, x):
-        b, s, h = x.shape
-        q = self.split(self.query(x))
-        k = self.split(self.key(x))
-        v = self.split(self.value(x))
-        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.dh)
-        ctx = torch.matmul(torch.softmax(scores, dim=-1), v)
-        ctx = ctx.permute(0, 2, 1, 3).reshape(b, s, h)
-        x = self.attn_norm(x + self.attn_out(ctx))
-        return self.out_norm(x + self.out(self.gelu(self.inter(x))))
+    def tv(name, **kw):
+        def make():
+            import torchvision.models as m
+            return getattr(m, name)(weights=None, **kw)
+        return make
 
-
-class BertEncoder(nn.Module):
-    """Embedding layer norm and 6 encoder layers over float embeddings x: [1, seq, hidden]."""
-
-    def __init__(self, layers=6, hidden=384, heads=6, ffn=1536):
-        super().__init__()
-        self.emb_norm = nn.LayerNorm(hidden, eps=1e-12)
-        self.layers = nn.ModuleList([EncoderLayer(hidden, heads, ffn) for _ in range(layers)])
-
-    def forward(self, x):
-        x = self.emb_norm(x)
-        for layer in self.layers:
-            x = layer(x)
-        return x
-
-
-def tv(name, **kw):
-    def make():
-        import torchvision.models as m
-        return getattr(m, name)(weights=None, **kw)
-    return make
+    return {
+        'resnet18': tv('resnet18'),
+        'mobilenet_v3_large': tv('mobilenet_v3_large'),
+        'regnet_y_400mf': tv('regnet_y_400mf'),
+        'shufflenet_v2_x1_0': tv('shufflenet_v2_x1_0'),
+        'mnasnet1_0': tv('mnasnet1_0'),
+        'convnext_tiny': tv('convnext_tiny'),
+        'googlenet': tv('googlenet', aux_logits=False, init_weights=True),
+        'bert_encoder': BertEncoder,
+    }
 
 
 ZOO_VERSION = '2'  # bump when an export changes
 IMAGE = (1, 3, 224, 224)
-# name -> (constructor, input shape)
+# name -> input shape (the constructors: architectures())
 ZOO = {
-    'resnet18': (tv('resnet18'), IMAGE),
-    'mobilenet_v3_large': (tv('mobilenet_v3_large'), IMAGE),
-    'regnet_y_400mf': (tv('regnet_y_400mf'), IMAGE),
-    'shufflenet_v2_x1_0': (tv('shufflenet_v2_x1_0'), IMAGE),
-    'mnasnet1_0': (tv('mnasnet1_0'), IMAGE),
-    'convnext_tiny': (tv('convnext_tiny'), IMAGE),
-    'googlenet': (tv('googlenet', aux_logits=False, init_weights=True), IMAGE),
-    'bert_encoder': (BertEncoder, (1, 96, 384)),
+    'resnet18': IMAGE,
+    'mobilenet_v3_large': IMAGE,
+    'regnet_y_400mf': IMAGE,
+    'shufflenet_v2_x1_0': IMAGE,
+    'mnasnet1_0': IMAGE,
+    'convnext_tiny': IMAGE,
+    'googlenet': IMAGE,
+    'bert_encoder': (1, 96, 384),
 }
 
 
 def randomize_stats(model, gen):
     """Batch-norm running statistics and affine parameters, layer scales: random, bounded."""
+    import torch
+    import torch.nn as nn
     with torch.no_grad():
         for mod in model.modules():
             if isinstance(mod, nn.modules.batchnorm._BatchNorm):
@@ -115,8 +129,9 @@ def randomize_stats(model, gen):
                 p.copy_(torch.rand(p.shape, generator=gen) * 0.5 + 0.25)
 
 
-def export(name, path, seed):
-    make, shape = ZOO[name]
+def export(name, path, seed, arch):
+    import torch
+    make, shape = arch[name], ZOO[name]
     torch.manual_seed(seed)
     model = make().eval()
     randomize_stats(model, torch.Generator().manual_seed(seed + 1))
@@ -137,22 +152,26 @@ def main():
     ap.add_argument('--list', action='store_true', help='print name and input shape of each model')
     a = ap.parse_args()
     if a.list:
-        for n, (_, s) in ZOO.items():
+        for n, s in ZOO.items():
             print(n, 'x'.join(map(str, s)))
         return 0
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     os.makedirs(a.out, exist_ok=True)
     stamp = os.path.join(a.out, 'zoo_version')
     old = open(stamp).read().strip() if os.path.exists(stamp) else ''
     if old != ZOO_VERSION:
         a.force = True
         shutil.rmtree(os.path.join(a.out, 'refs'), ignore_errors=True)
+    arch = None
     for name in a.model or list(ZOO):
         path = os.path.join(a.out, name + '.onnx')
         if os.path.exists(path) and not a.force:
             continue
+        if arch is None:
+            import torch
+            torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+            arch = architectures()
         t0 = time.time()
-        export(name, path, a.seed + 100 * list(ZOO).index(name))
+        export(name, path, a.seed + 100 * list(ZOO).index(name), arch)
         print(f'zoo_export: {name}: {os.path.getsize(path) >> 20} MiB in {time.time() - t0:.1f}s', file=sys.stderr)
     if old != ZOO_VERSION and not a.model:
         with open(stamp, 'w') as f:

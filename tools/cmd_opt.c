@@ -7,6 +7,7 @@
 #include "ir/transform.h"
 #include "ir/var_map.h"
 #include "tools/cli.h"
+#include "tools/cmd_inspect.h"
 #include "tools/cmd_opt.h"
 
 typedef struct opt_args {
@@ -161,6 +162,8 @@ static void trace_expr(trace_state *t, const ir_expr *e) {
 }
 
 int cmd_trace(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)
+        if (strncmp(argv[i], "--backend", 9) == 0) return cmd_trace_backend(argc, argv);
     static opt_args a;
     memset(&a, 0, sizeof(a));
     a.pc = ir_pass_ctx_new();

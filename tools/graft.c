@@ -4,6 +4,7 @@
 
 #include "tools/cli.h"
 #include "tools/cmd_build.h"
+#include "tools/cmd_inspect.h"
 #include "tools/cmd_opt.h"
 #include "tools/cmd_partition.h"
 #include "tools/commands.h"
@@ -44,7 +45,23 @@ static const command COMMANDS[] = {
                      "      run passes (default pipeline without --passes); lists lost layers"},
     {"trace", cmd_trace, "trace INPUT --layer NAME [opt's pipeline options]\n"
                          "      print every expression whose span names that layer, after the "
-                         "pipeline"},
+                         "pipeline\n"
+                         "  graft trace INPUT --layer NAME --backend NAME [--input NAME=FILE.npy|random]... "
+                         "[--input-shape NAME=DIMS]...\n"
+                         "      follow the layer through FuseOps, Merge and RunCodegen to its composite, "
+                         "region and\n"
+                         "      primitive(s), or to the host op and the reason it stayed there"},
+    {"diff", cmd_diff, "diff INPUT --backend NAME [--against reference|BACKEND] [--input NAME=FILE.npy|random]...\n"
+                       "      [--input-shape NAME=DIMS]... [--rtol R] [--atol A|Ax] [--json OUT]\n"
+                       "      run both paths on the same inputs and compare every frontend layer's output "
+                       "(layers\n"
+                       "      inside offloaded regions too); exit 1 when a layer is out of tolerance"},
+    {"explore", cmd_explore, "explore INPUT --backend NAME [--profile] [--diff] [--against ...] "
+                             "[--input ...] [--input-shape ...] -o REPORT.html\n"
+                             "      one self-contained HTML page: the graph by layer coloured by region, "
+                             "host ops and\n"
+                             "      why, near misses, search; per layer its IR, placement, primitives, "
+                             "time, error"},
     {"conformance", cmd_conformance,
      "conformance [DIR...] [--backend NAME]... [--host llvm] [--json OUT] [--filter SUBSTR] [--jobs N]\n"
      "            [--timeout SEC] [-v]\n"

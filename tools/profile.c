@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "runtime/dnnl.h"
+#include "runtime/json_runtime.h"
 #include "tools/cli.h"
 
 void prof_init(prof_state *ps, const graft_model *gm) {
@@ -72,6 +73,11 @@ void prof_on_event(const rt_exec_event *ev, void *user) {
         size_t n = strlen(layers);
         snprintf(layers + n, sizeof layers - n, "%s%s", i ? "," : "", ev->span->locs[i].source);
     }
+    uint64_t ns = ev->ns;
+    if (strcmp(ev->kind, "extern") == 0) { /* its prepare has a row of its own */
+        ns = ns > ps->pending_prep ? ns - ps->pending_prep : 0;
+        ps->pending_prep = 0;
+    }
     prof_row *row = NULL;
     for (uint32_t i = 0; i < ps->rows.len && !row; i++)
         if (ps->rows.data[i].name == ev->name && strcmp(ps->rows.data[i].layers, layers) == 0)
@@ -85,9 +91,9 @@ void prof_on_event(const rt_exec_event *ev, void *user) {
         gr_vec_push(&ps->rows, r);
         row = &ps->rows.data[ps->rows.len - 1];
     }
-    row_add(ps, row, ev->ns);
+    row_add(ps, row, ns);
     if (ps->trace) {
-        trace_event(ps, "Node", ev->name, ev->ns);
+        trace_event(ps, "Node", ev->name, ns);
         fprintf(ps->trace, ",\"args\":{\"op_name\":");
         json_str(ps->trace, ev->kind);
         fprintf(ps->trace, ",\"var\":");
@@ -141,7 +147,26 @@ static void on_prim(const rt_dnnl_prim_event *ev, void *user) {
     }
 }
 
-void prof_dnnl(prof_state *ps) { rt_dnnl_set_profiler(ps ? on_prim : NULL, ps); }
+/* A region's engine prepare: the first call, or the first at new input shapes. */
+static void on_prepare(const char *symbol, const char *engine, uint64_t ns, void *user) {
+    prof_state *ps = user;
+    (void)engine;
+    ps->pending_prep += ns;
+    const char *name = NULL;
+    for (uint32_t i = 0; i < ps->names.len && !name; i++)
+        if (!strcmp(ps->names.data[i], symbol)) name = ps->names.data[i];
+    if (!name) {
+        gr_vec_push(&ps->names, gr_xstrdup(symbol));
+        name = ps->names.data[ps->names.len - 1];
+    }
+    rt_exec_event ev = {"prep", name, "", NULL, ns};
+    prof_on_event(&ev, ps);
+}
+
+void prof_dnnl(prof_state *ps) {
+    rt_dnnl_set_profiler(ps ? on_prim : NULL, ps);
+    rt_json_set_prepare_observer(ps ? on_prepare : NULL, ps);
+}
 
 static int cmp_row(const void *a, const void *b) {
     const prof_row *x = a, *y = b;
@@ -168,8 +193,9 @@ void prof_print(prof_state *ps, uint32_t runs) {
     uint64_t total = 0;
     uint32_t nr = runs ? runs : 1;
     for (uint32_t i = 0; i < ps->rows.len; i++) total += ps->rows.data[i].ns;
-    qsort(ps->rows.data, ps->rows.len, sizeof(prof_row), cmp_row);
-    qsort(ps->prims.data, ps->prims.len, sizeof(prof_row), cmp_row);
+    /* (qsort's array must not be NULL, even empty) */
+    if (ps->rows.len) qsort(ps->rows.data, ps->rows.len, sizeof(prof_row), cmp_row);
+    if (ps->prims.len) qsort(ps->prims.data, ps->prims.len, sizeof(prof_row), cmp_row);
     fprintf(stderr, "profile (%u run%s, %.3f ms per run):\n", runs, runs == 1 ? "" : "s", (double)total / 1e6 / nr);
     fprintf(stderr, "  %9s %9s %6s  %-6s %-40s %s\n", "ms/run", "median", "%", "kind", "region", "layers");
     for (uint32_t i = 0; i < ps->rows.len; i++) {
@@ -184,7 +210,7 @@ void prof_print(prof_state *ps, uint32_t runs) {
          * region's time includes waiting for each primitive while profiling */
         for (uint32_t j = 0; j < ps->prims.len; j++) {
             prof_row *p = &ps->prims.data[j];
-            if (strcmp(p->name, r->name) != 0) continue;
+            if (strcmp(p->name, r->name) != 0 || strcmp(r->kind, "extern") != 0) continue;
             int pc = (int)strlen(p->layers) > 120 ? 120 : (int)strlen(p->layers);
             char what[200];
             snprintf(what, sizeof what, "#%u %s %s", p->index, p->pkind, p->impl);
@@ -217,5 +243,7 @@ bool prof_finish(prof_state *ps) {
     rows_free(ps->prims.data, ps->prims.len, true);
     gr_vec_free(&ps->rows);
     gr_vec_free(&ps->prims);
+    for (uint32_t i = 0; i < ps->names.len; i++) free(ps->names.data[i]);
+    gr_vec_free(&ps->names);
     return ok;
 }

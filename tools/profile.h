@@ -30,6 +30,8 @@ typedef struct prof_state {
     bool first;
     double origin_us;
     uint32_t run;
+    uint64_t pending_prep;        /* region prepare time inside the extern call in progress */
+    GR_VEC(char *) names;         /* copies of the prep rows' names (regions may go) */
 } prof_state;
 
 void prof_init(prof_state *ps, const graft_model *gm);
@@ -37,7 +39,10 @@ void prof_init(prof_state *ps, const graft_model *gm);
 bool prof_open_trace(prof_state *ps, const char *json);
 /* rt_exec_profile_fn */
 void prof_on_event(const rt_exec_event *ev, void *user);
-/* Turns the per-primitive profile of oneDNN regions on (ps) or off (NULL). */
+/* Turns the per-primitive profile of oneDNN regions, and the rows of first-run costs, on (ps)
+ * or off (NULL): "prep" rows time a BYOC region's engine prepare (oneDNN primitives created
+ * for a new set of input shapes), taken out of the region's "extern" row; "plan" rows the
+ * executor's memory plan for new input shapes. */
 void prof_dnnl(prof_state *ps);
 void prof_print(prof_state *ps, uint32_t runs);
 /* Closes the trace and frees; false when the trace could not be written. */

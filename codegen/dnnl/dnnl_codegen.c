@@ -211,9 +211,11 @@ gr_status dnnl_cg_compile(ir_ctx_t *ctx, const byoc_region *regions, uint32_t n,
     gr_status st = GR_OK;
     for (uint32_t i = 0; i < n && !st; i++) st = build_graph(ctx, &regions[i], &graphs[i], diag);
     /* Build every region's primitives now, so oneDNN rejections surface at compile time
-     * naming the region and its layers (the module prepares again lazily; cheap). */
+     * naming the region and its layers (the module prepares again lazily; cheap). A region with
+     * symbolic dims is built per call shapes, at run time. */
     for (uint32_t i = 0; i < n && !st; i++) {
         void *state = NULL;
+        if (rt_json_graph_symbolic(graphs[i])) continue;
         st = rt_dnnl_engine.prepare(graphs[i], &state, diag);
         if (!st) rt_dnnl_engine.release(graphs[i], state);
     }

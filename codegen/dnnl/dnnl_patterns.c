@@ -28,12 +28,25 @@
 
 typedef const char *(*op_check)(const ir_call *c, ir_ctx_t *ctx);
 
+/* A float32 tensor of known rank and dims. A symbolic dim reads as a stand-in value: equal
+ * for equal expressions, never 1 (so never a broadcast axis), small enough that products of a
+ * few stay far from overflow. The engine creates its primitives for the concrete shapes of each
+ * run (runtime/json_specialize.c), so a check only has to hold for every value of the dim. */
+#define SYM_DIM_BASE 4099
+static int64_t sym_dim(const ir_prim *p) {
+    char buf[256];
+    ir_prim_snprint(p, buf, sizeof buf);
+    return SYM_DIM_BASE + (int64_t)(gr_hash_bytes(buf, strlen(buf), 0x5eed) % 4093);
+}
+
 static bool f32_static(const ir_sinfo *s, int64_t *shape, int32_t *nd) {
-    int64_t tmp[RT_MAX_NDIM];
-    if (!s || s->kind != IR_SINFO_TENSOR || s->ndim < 0 || s->ndim > RT_MAX_NDIM || !ir_dtype_eq(s->dtype, IR_DTYPE_F32))
+    if (!s || s->kind != IR_SINFO_TENSOR || s->ndim < 0 || s->ndim > RT_MAX_NDIM || !ir_dtype_eq(s->dtype, IR_DTYPE_F32) ||
+        (s->ndim > 0 && !s->dims))
         return false;
     if (nd) *nd = s->ndim;
-    return ir_sinfo_static_shape(s, shape ? shape : tmp);
+    for (int32_t k = 0; k < s->ndim && shape; k++)
+        if (!ir_prim_is_int(s->dims[k], &shape[k])) shape[k] = sym_dim(s->dims[k]);
+    return true;
 }
 
 static bool is_tensor_leaf(const ir_expr *a) { return a && (ir_is_var(a) || a->kind == IR_CONST); }
@@ -302,14 +315,14 @@ static bool dnnl_check(const pat_check_ctx *pc, const char **reason, void *user)
         for (uint32_t i = 0; i < rs->n; i++) ok_result &= f32_static(rs->fields[i], NULL, NULL);
     }
     if (!ok_result) {
-        *reason = "result is not a float32 tensor of static shape";
+        *reason = "result is not a float32 tensor of known rank";
         return false;
     }
     for (uint32_t i = 0; i < c->nargs; i++) {
         const ir_expr *a = c->args[i];
         if (a->kind == IR_TUPLE || a->kind == IR_PRIMVAL || a->kind == IR_SHAPE) continue;
         if (!is_tensor_leaf(a) || !f32_static(a->sinfo, NULL, NULL)) {
-            *reason = ir_internf(pc->ctx, "argument %u is not a float32 tensor of static shape", i);
+            *reason = ir_internf(pc->ctx, "argument %u is not a float32 tensor of known rank", i);
             return false;
         }
     }
@@ -530,11 +543,11 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
     const ir_call *ac = bs[out->anchor].call;
     int64_t os[RT_MAX_NDIM];
     int32_t ond;
-    if (!f32_static(ac->base.sinfo, os, &ond)) return "result is not a float32 tensor of static shape";
+    if (!f32_static(ac->base.sinfo, os, &ond)) return "result is not a float32 tensor of known rank";
     const ir_expr *wt = dense ? bs[out->perm].call->args[0] : ac->args[1];
     if (!is_tensor_leaf(ac->args[0]) || !f32_static(ac->args[0]->sinfo, NULL, NULL) || !is_tensor_leaf(wt) ||
         !f32_static(wt->sinfo, NULL, NULL))
-        return "an operand is not a float32 tensor of static shape";
+        return "an operand is not a float32 tensor of known rank";
     const char *r = NULL;
     bool conv = spec->anchor <= RT_DNNL_CONV2D_TRANSPOSE;
     switch (spec->anchor) {
@@ -668,7 +681,7 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
             const ir_expr *y = bs[u].call->args[o];
             int64_t ys[RT_MAX_NDIM];
             int32_t yn;
-            if (!is_tensor_leaf(y) || !f32_static(y->sinfo, ys, &yn)) return "post-op operand is not a float32 tensor of static shape";
+            if (!is_tensor_leaf(y) || !f32_static(y->sinfo, ys, &yn)) return "post-op operand is not a float32 tensor of known rank";
             if (yn > ond) return "post-op operand has a higher rank than the result";
             for (uint32_t j = 0; j < n; j++)
                 if (bs[j].var == y) return "post-op operand is computed inside the composite";

@@ -209,6 +209,9 @@ typedef struct cg {
     gr_diag *diag;
     gr_status st;
     const ir_span *site;       /* span of the composite call being inlined (NULL: none) */
+    jw louts;                  /* "layer_outputs" items: [nid, index, "layer"] */
+    const ir_span *site_own;   /* the inlined lambda's own layers, in the order its call site
+                                  lists them (NULL: its ops name the site's layers already) */
     cg_level **levels;
     uint32_t nlevels, depth;
 } cg;
@@ -320,6 +323,19 @@ static void span_text(jw *w, const ir_span *s, const char **layer) {
 
 typedef GR_VEC(const ir_sinfo *) sinfo_vec;
 
+/* A dim: its value, or a symbolic one as its expression in the text format ("n", "(w - 1) // 2
+ * + 1"); the runtime binds the vars from a call's tensors and evaluates the rest. */
+static void dim_text(jw *w, const ir_prim *d) {
+    int64_t v;
+    if (ir_prim_is_int(d, &v)) {
+        jw_int(w, v);
+        return;
+    }
+    char buf[256];
+    ir_prim_snprint(d, buf, sizeof buf);
+    jw_str(w, buf);
+}
+
 /* per output of a tensor or a tuple of tensors: shape text, dtype text, typed; -1 when not
  * static tensors */
 static int types_rec(const ir_sinfo *s, jw *sh, jw *dt, sinfo_vec *outs) {
@@ -333,15 +349,14 @@ static int types_rec(const ir_sinfo *s, jw *sh, jw *dt, sinfo_vec *outs) {
         }
         return n;
     }
-    int64_t shape[RT_MAX_NDIM];
-    if (s->kind != IR_SINFO_TENSOR || s->ndim < 0 || s->ndim > RT_MAX_NDIM || !ir_sinfo_static_shape(s, shape) ||
+    if (s->kind != IR_SINFO_TENSOR || s->ndim < 0 || s->ndim > RT_MAX_NDIM || (s->ndim > 0 && !s->dims) ||
         ir_dtype_is_void(s->dtype) || !ir_dtype_name(s->dtype))
         return -1;
     if (outs->len) jw_ch(sh, ',');
     jw_ch(sh, '[');
     for (int32_t k = 0; k < s->ndim; k++) {
         if (k) jw_ch(sh, ',');
-        jw_int(sh, shape[k]);
+        dim_text(sh, s->dims[k]);
     }
     jw_ch(sh, ']');
     size_t mark = dt->len;
@@ -378,7 +393,8 @@ static const cg_types *node_types(cg *c, const ir_sinfo *s) {
             /* what the runtime reads back from the dtype name */
             if (!ir_dtype_parse(ir_dtype_name(ts->dtype), &ty->dtypes[o])) ty->nout = -1;
             ty->ndims[o] = ts->ndim;
-            ir_sinfo_static_shape(ts, ty->shapes[o]);
+            for (int32_t k = 0; k < ts->ndim; k++)
+                if (!ir_prim_is_int(ts->dims[k], &ty->shapes[o][k])) ty->shapes[o][k] = -1; /* symbolic */
         }
     }
     free(sh.p);
@@ -494,10 +510,8 @@ static void arg_text(cg *c, uint32_t li, ir_expr *a, const ir_span *sp) {
         const ir_shape_expr *s = IR_AS(a, ir_shape_expr);
         JW_LIT(w, "{\"shape\":[");
         for (uint32_t k = 0; k < s->n; k++) {
-            int64_t v = 0;
-            if (!ir_prim_is_int(s->dims[k], &v)) fail(c, sp, "symbolic shape argument", NULL);
             if (k) jw_ch(w, ',');
-            jw_int(w, v);
+            dim_text(w, s->dims[k]);
         }
         JW_LIT(w, "]}");
         return;
@@ -575,6 +589,7 @@ static void call_args(cg *c, uint32_t li, const ir_call *call) {
 }
 
 static const cg_val *visit_func_body(cg *c, const ir_func *f, const cg_val *const *args);
+static const ir_span *lambda_span(ir_ctx_t *ctx, const ir_func *f);
 
 static const cg_val *visit_op_call(cg *c, const ir_call *call, const char *composite) {
     const ir_op_def *def = IR_AS(call->callee, ir_op)->def;
@@ -688,10 +703,12 @@ static const cg_val *visit(cg *c, ir_expr *e) {
             const cg_val **args = IR_NEW_ARRAY(c->ctx, const cg_val *, call->nargs ? call->nargs : 1);
             for (uint32_t i = 0; i < call->nargs; i++)
                 if (!(args[i] = visit(c, call->args[i]))) return NULL;
-            const ir_span *saved = c->site;
+            const ir_span *saved = c->site, *saved_own = c->site_own;
             if (e->span) c->site = e->span;
+            c->site_own = e->span ? lambda_span(c->ctx, lam) : NULL;
             const cg_val *rv = visit_func_body(c, lam, args);
             c->site = saved;
+            c->site_own = saved_own;
             return rv;
         }
         fail(c, e->span, "call of something that is neither an op nor a composite", NULL);
@@ -700,6 +717,66 @@ static const cg_val *visit(cg *c, ir_expr *e) {
     default:
         fail(c, e->span, "unsupported expression:", ir_expr_kind_name((ir_expr_kind)e->kind));
         return NULL;
+    }
+}
+
+/* Records which entry produces which frontend layer's output (the output marks of the
+ * binding's span, seed 002), for debug taps (graft diff). Inside an inlined composite the
+ * op's own span counts only when its layers are the call site's (a lambda shared between
+ * structurally equal composites names another site's layers); the call site's binding then
+ * names the composite's output. */
+/* The span FuseOps gives a call of lambda f (byoc_group_span): per binding, the spans of its
+ * non-var arguments, then its own. */
+static const ir_span *lambda_span(ir_ctx_t *ctx, const ir_func *f) {
+    if (f->body->kind != IR_SEQ) return NULL;
+    const ir_seq *s = IR_AS(f->body, ir_seq);
+    GR_VEC(const ir_span *) parts = {0};
+    for (uint32_t b = 0; b < s->nblocks; b++)
+        for (uint32_t i = 0; i < s->blocks[b]->n; i++) {
+            const ir_binding *bd = &s->blocks[b]->bindings[i];
+            if (bd->value->kind == IR_CALL)
+                for (uint32_t k = 0; k < IR_AS(bd->value, ir_call)->nargs; k++) {
+                    const ir_expr *a = IR_AS(bd->value, ir_call)->args[k];
+                    if (!ir_is_var(a) && a->span) gr_vec_push(&parts, a->span);
+                }
+            const ir_span *sp = bd->value->span ? bd->value->span : bd->var->base.span;
+            if (sp) gr_vec_push(&parts, sp);
+        }
+    const ir_span *r = ir_span_seq(ctx, parts.data, parts.len);
+    gr_vec_free(&parts);
+    return r;
+}
+
+/* Source `src` of an op inside the inlined lambda, as its call site names it: itself, or (a
+ * lambda shared by structurally equal composites names another site's layers) the site's
+ * source at the same position. NULL when there is none. */
+static const char *site_source(cg *c, const char *src) {
+    if (!c->site || ir_span_has_source(c->site, src)) return src;
+    if (!c->site_own || c->site_own->n != c->site->n) return NULL;
+    for (uint32_t i = 0; i < c->site_own->n; i++)
+        if (c->site_own->locs[i].source == src) return c->site->locs[i].source;
+    return NULL;
+}
+
+static void note_layer_outputs(cg *c, const ir_binding *bd, const cg_val *v) {
+    const ir_span *s = bd->value->span ? bd->value->span : bd->var->base.span;
+    if (!s || v->tuple) return;
+    for (uint32_t k = 0; k < s->n; k++) {
+        if (!s->locs[k].is_output) continue;
+        const char *src = site_source(c, s->locs[k].source);
+        if (!src) continue;
+        size_t mark = c->louts.len;
+        if (mark) jw_ch(&c->louts, ',');
+        jw_ch(&c->louts, '[');
+        jw_int(&c->louts, v->nid);
+        jw_ch(&c->louts, ',');
+        jw_int(&c->louts, v->index);
+        jw_ch(&c->louts, ',');
+        if (!jw_str(&c->louts, src)) {
+            c->louts.len = mark;
+            continue;
+        }
+        jw_ch(&c->louts, ']');
     }
 }
 
@@ -720,6 +797,7 @@ static const cg_val *visit_func_body(cg *c, const ir_func *f, const cg_val *cons
             }
             const cg_val *v = visit(c, bd->value);
             if (v) ir_idtab_put(&c->vals, bd->var->base.id, GR_MAP_PTR(v));
+            if (v) note_layer_outputs(c, bd, v);
         }
     return c->st ? NULL : visit(c, s->body);
 }
@@ -810,6 +888,11 @@ static gr_status serialize(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode mod
         add_heads(&c, &c.out, res, &first);
         JW_LIT(&c.out, "],\"node_row_ptr\":");
         u32_list(&c.out, c.rows.data, c.rows.len);
+        if (c.louts.len) {
+            JW_LIT(&c.out, ",\"layer_outputs\":[");
+            jw_raw(&c.out, c.louts.p, c.louts.len);
+            jw_ch(&c.out, ']');
+        }
         jw_ch(&c.out, '}');
         jw_ch(&c.out, '\0');
         *text = c.out.p;
@@ -819,6 +902,7 @@ static gr_status serialize(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode mod
         st = fail(&c, NULL, "region without a result", NULL);
     }
     free(c.out.p);
+    free(c.louts.p);
     for (uint32_t k = 0; k < c.nlevels; k++) {
         free(c.levels[k]->inputs.p);
         free(c.levels[k]->args.p);

@@ -8,7 +8,9 @@
  *                "attrs": {...}} ],
  *    "arg_nodes": [leaf node ids: inputs and consts],
  *    "heads": [[nid, index, 0], ...],
- *    "node_row_ptr": [prefix sums of outputs per node]}
+ *    "node_row_ptr": [prefix sums of outputs per node],
+ *    "layer_outputs": [[nid, index, "layer"], ...]}   (entries producing a frontend layer's
+ *                                                    output, from the output marks; optional)
  * Every node's attrs hold "shape" (a list of per-output shapes), "dtype" (a list) and "span"
  * (a list of [source, output] pairs, plus [line, col] for a source range: the frontend layers of
  * the node, beyond TVM). Kernel nodes also hold "op_attrs" (the op's attributes), "args" (the

@@ -12,11 +12,11 @@ static bool qrange(ir_dtype t, double *lo, double *hi) {
     static const struct {
         ir_dtype t;
         double lo, hi;
-    } R[] = {{IR_DTYPE_U8, 0, 255},
-             {IR_DTYPE_I8, -128, 127},
+    } R[] = {{{kDLUInt, 8, 1}, 0, 255},  /* brace initializers: a compound literal is no constant */
+             {{kDLInt, 8, 1}, -128, 127},
              {{kDLUInt, 16, 1}, 0, 65535},
-             {IR_DTYPE_I16, -32768, 32767},
-             {IR_DTYPE_I32, -2147483648.0, 2147483647.0}};
+             {{kDLInt, 16, 1}, -32768, 32767},
+             {{kDLInt, 32, 1}, -2147483648.0, 2147483647.0}};
     for (size_t i = 0; i < sizeof(R) / sizeof(R[0]); i++)
         if (ir_dtype_eq(R[i].t, t)) {
             *lo = R[i].lo;

@@ -560,6 +560,15 @@ static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_
         onnx_val *v = val_new(imp, tp->name);
         v->known = t;
         v->span = imp_span(imp, tp->name, false);
+        /* the tensor has the bytes now: the model's copy goes, so the import holds about one
+         * copy of the weights at a time, not two (nothing reads an initializer's data again) */
+        Onnx__TensorProto *own = g->initializer[i];
+        if (own->has_raw_data && own->raw_data.data) {
+            free(own->raw_data.data);
+            own->raw_data.data = NULL;
+            own->raw_data.len = 0;
+            own->has_raw_data = 0;
+        }
     }
 
     st = bind_values(imp, g);
@@ -646,28 +655,10 @@ static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_
     return st;
 }
 
-gr_status onnx_import_buffer(ir_ctx_t *ctx, const char *name, const uint8_t *buf, size_t len,
-                             const onnx_import_opts *opts, ir_module **out, gr_diag *diag) {
-    gr_diag local;
-    if (!diag) {
-        gr_diag_clear(&local);
-        diag = &local;
-    }
-    *out = NULL;
-    if (opts && opts->wanted) opts->wanted->n = 0;
-    const char *file = name ? name : "<buffer>";
-    if (len == 0) {
-        gr_status st = gr_diag_set(diag, GR_ERR_INVALID, "empty file (0 bytes): not an ONNX model");
-        gr_diag_set_file(diag, file);
-        return st;
-    }
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
-    if (!m) {
-        gr_status st = gr_diag_set(diag, GR_ERR_INVALID,
-                                   "not a valid ONNX model (truncated or corrupt protobuf)");
-        gr_diag_set_file(diag, file);
-        return st;
-    }
+/* Imports an unpacked model (consumed: its initializers' bytes are released as they become
+ * tensors; the caller frees it). */
+static gr_status import_model(ir_ctx_t *ctx, const char *name, const char *file, Onnx__ModelProto *m,
+                              const onnx_import_opts *opts, ir_module **out, gr_diag *diag) {
     gr_status st;
     if (!m->graph) {
         st = gr_diag_set(diag, GR_ERR_INVALID, "the model has no graph");
@@ -680,7 +671,6 @@ gr_status onnx_import_buffer(ir_ctx_t *ctx, const char *name, const uint8_t *buf
         st = import_graph(&imp, m->graph, out);
         importer_free(&imp);
     }
-    onnx__model_proto__free_unpacked(m, NULL);
     if (st != GR_OK) {
         gr_diag_set_file(diag, file);
         *out = NULL;
@@ -688,8 +678,45 @@ gr_status onnx_import_buffer(ir_ctx_t *ctx, const char *name, const uint8_t *buf
     return st;
 }
 
+/* Unpacks buf (NULL and a located error when it is not a model). */
+static Onnx__ModelProto *unpack(const char *file, const uint8_t *buf, size_t len, gr_diag *diag) {
+    if (len == 0) {
+        gr_diag_set(diag, GR_ERR_INVALID, "empty file (0 bytes): not an ONNX model");
+        gr_diag_set_file(diag, file);
+        return NULL;
+    }
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    if (!m) {
+        gr_diag_set(diag, GR_ERR_INVALID, "not a valid ONNX model (truncated or corrupt protobuf)");
+        gr_diag_set_file(diag, file);
+    }
+    return m;
+}
+
+gr_status onnx_import_buffer(ir_ctx_t *ctx, const char *name, const uint8_t *buf, size_t len,
+                             const onnx_import_opts *opts, ir_module **out, gr_diag *diag) {
+    gr_diag local;
+    if (!diag) {
+        gr_diag_clear(&local);
+        diag = &local;
+    }
+    *out = NULL;
+    if (opts && opts->wanted) opts->wanted->n = 0;
+    const char *file = name ? name : "<buffer>";
+    Onnx__ModelProto *m = unpack(file, buf, len, diag);
+    if (!m) return diag->code;
+    gr_status st = import_model(ctx, name, file, m, opts, out, diag);
+    onnx__model_proto__free_unpacked(m, NULL);
+    return st;
+}
+
 gr_status onnx_import_file(ir_ctx_t *ctx, const char *path, const onnx_import_opts *opts,
                            ir_module **out, gr_diag *diag) {
+    gr_diag local;
+    if (!diag) {
+        gr_diag_clear(&local);
+        diag = &local;
+    }
     *out = NULL;
     uint8_t *buf = NULL;
     size_t len = 0;
@@ -698,7 +725,12 @@ gr_status onnx_import_file(ir_ctx_t *ctx, const char *path, const onnx_import_op
         gr_diag_set_file(diag, path);
         return st;
     }
-    st = onnx_import_buffer(ctx, path, buf, len, opts, out, diag);
+    if (opts && opts->wanted) opts->wanted->n = 0;
+    /* the file's bytes go as soon as they are unpacked (peak memory) */
+    Onnx__ModelProto *m = unpack(path, buf, len, diag);
     free(buf);
+    if (!m) return diag->code;
+    st = import_model(ctx, path, path, m, opts, out, diag);
+    onnx__model_proto__free_unpacked(m, NULL);
     return st;
 }

@@ -4,8 +4,11 @@
  * index", "Relocation type not implemented yet!"). */
 #include <criterion/criterion.h>
 #include <elf.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "codegen/llvm/elf_check.h"
 #include "graft/graft_artifact.pb-c.h"
@@ -55,8 +58,8 @@ static art make_art(void) {
     return r;
 }
 
-/* Loads the artifact with `obj` (len bytes) as its host object, the checksum recomputed. */
-static gr_status load_with(const art *a, const uint8_t *obj, size_t len, gr_diag *d) {
+/* The artifact with `obj` (len bytes) as its host object, the checksum recomputed (heap). */
+static uint8_t *pack_with(const art *a, const uint8_t *obj, size_t len, size_t *out_len) {
     ProtobufCBinaryData keep = a->body->host_object;
     a->body->host_object.data = (uint8_t *)obj;
     a->body->host_object.len = len;
@@ -70,15 +73,22 @@ static gr_status load_with(const art *a, const uint8_t *obj, size_t len, gr_diag
     na.checksum = gr_hash_bytes(bb, bl, 0x67726166ull);
     na.body.data = bb;
     na.body.len = bl;
-    size_t nl = graft__artifact__get_packed_size(&na);
-    uint8_t *nb = malloc(nl);
+    *out_len = graft__artifact__get_packed_size(&na);
+    uint8_t *nb = malloc(*out_len);
     graft__artifact__pack(&na, nb);
+    free(bb);
+    return nb;
+}
+
+/* Loads the artifact with `obj` (len bytes) as its host object, the checksum recomputed. */
+static gr_status load_with(const art *a, const uint8_t *obj, size_t len, gr_diag *d) {
+    size_t nl;
+    uint8_t *nb = pack_with(a, obj, len, &nl);
     graft_model *gm = NULL;
     gr_diag_clear(d);
     gr_status st = graft_model_load_buffer(nb, nl, &gm, d);
     graft_model_free(gm);
     free(nb);
-    free(bb);
     return st;
 }
 
@@ -159,6 +169,39 @@ Test(host_object, relocation_of_missing_symbol_is_refused) {
     memcpy(o, a.obj, a.len);
     r->r_offset = shdr(o, rs->sh_info)->sh_size - 1;
     expect_refused(&a, o, a.len, "outside its section");
+    free(o);
+    free_art(&a);
+}
+
+/* Through the CLI (GRAFT): `graft run` of such a file exits 1 with the message, no crash. */
+Test(host_object, the_cli_exits_1) {
+    const char *g = getenv("GRAFT");
+    if (!g || !*g) cr_skip("GRAFT is not set: run through `make test`");
+    art a = make_art();
+    uint8_t *o = malloc(a.len);
+    memcpy(o, a.obj, a.len);
+    Elf64_Shdr *rs = shdr(o, find_section(o, SHT_RELA));
+    Elf64_Rela *r = (Elf64_Rela *)(o + rs->sh_offset);
+    r->r_info = ELF64_R_INFO(ELF64_R_SYM(r->r_info), R_X86_64_TPOFF32);
+    size_t nl;
+    uint8_t *nb = pack_with(&a, o, a.len, &nl);
+    char path[] = "/tmp/graft_hostobj_XXXXXX.graft";
+    int fd = mkstemps(path, 6);
+    cr_assert_geq(fd, 0);
+    FILE *f = fdopen(fd, "wb");
+    cr_assert_eq(fwrite(nb, 1, nl, f), nl);
+    fclose(f);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "'%s' run '%s' --input x=random --input y=random 2>&1", g, path);
+    FILE *p = popen(cmd, "r");
+    char out[4096] = {0};
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    remove(path);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d: %s", st, out);
+    cr_assert(strstr(out, "host object is malformed"), "%s", out);
+    free(nb);
     free(o);
     free_art(&a);
 }

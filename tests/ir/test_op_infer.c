@@ -328,7 +328,13 @@ Test(op_infer, broadcasting_symbolic_dims) {
     /* different symbolic dims: only the rank is known (as TVM) */
     EXPECT(INFER("relax.add", NULL, tvar_s(F32, 2, d_n4), tvar_s(F32, 2, d_m4)),
            "R.Tensor(ndim=2, dtype=\"float32\")");
-    EXPECT(INFER("relax.add", NULL, tvar_s(F32, 2, d_n4), T(3, 4)),
+    /* a side that can never be 1 fixes the dim (n is 3 or 1): a departure from TVM */
+    EXPECT(INFER("relax.add", NULL, tvar_s(F32, 2, d_n4), T(3, 4)), "R.Tensor((3, 4), dtype=\"float32\")");
+    const ir_prim *d_up[2] = {ir_prim_add(ctx, ir_prim_mul(ctx, ir_prim_floordiv(ctx, n, I(32)), I(2)), I(2)), I(4)};
+    EXPECT(INFER("relax.add", NULL, tvar_s(F32, 2, d_m4), tvar_s(F32, 2, d_up)), TS("n // 32 * 2 + 2, 4"));
+    /* n - 1 may be 1: unknown */
+    const ir_prim *d_nm1[2] = {ir_prim_add(ctx, n, I(-1)), I(4)};
+    EXPECT(INFER("relax.add", NULL, tvar_s(F32, 2, d_m4), tvar_s(F32, 2, d_nm1)),
            "R.Tensor(ndim=2, dtype=\"float32\")");
     /* a static mismatch in another dim is still an error */
     EXPECT_ERR(INFER("relax.add", NULL, tvar_s(F32, 2, d_n4), T(3, 5)), "cannot broadcast");

@@ -13,6 +13,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ir/dtype.h"
+#include "runtime/npy.h"
+#include "runtime/tensor.h"
+
 static const char *graft(void) {
     static char path[PATH_MAX];
     const char *g = getenv("GRAFT");
@@ -255,4 +259,62 @@ Test(profile, dnnl_primitives_with_impl_and_layers) {
     cr_assert_eq(run("build m.relax --backend dnnl -o m.graft"), 0, "%s", slurp("err"));
     cr_assert_eq(run("run m.graft --profile"), 0, "%s", slurp("err"));
     check_prim_lines(slurp("err"));
+}
+
+/* A model with a symbolic batch: built once, run at two sizes. The first run at each new size
+ * shows its first-run costs on rows of their own: the memory plan of the host path ("plan") and
+ * the oneDNN region's primitives created for the new shapes ("prep"). */
+static const char *k_sym_model =
+    "@I.ir_module\n"
+    "class Module:\n"
+    "    @R.function\n"
+    "    def main(x: R.Tensor((\"n\", 3, 16, 16), dtype=\"float32\"), w: R.Tensor((8, 3, 3, 3), dtype=\"float32\")):\n"
+    "        n = T.int64()\n"
+    "        with R.dataflow():\n"
+    "            lv = R.nn.conv2d(x, w)  # span: \"conv1\"\n"
+    "            lv1 = R.nn.relu(lv)  # span: \"relu1\"\n"
+    "            gv = R.sum(lv1, axis=[1])  # span: \"head_sum\"\n"
+    "            R.output(gv)\n"
+    "        return gv\n";
+
+static void write_sym_inputs(void) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/m.relax", tmpdir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(k_sym_model, f);
+    fclose(f);
+    static const int64_t ns[2] = {1, 3};
+    for (int i = 0; i < 2; i++) {
+        rt_tensor *t = rt_tensor_new(IR_DTYPE_F32, 4, (int64_t[]){ns[i], 3, 16, 16});
+        for (int64_t k = 0; k < rt_tensor_numel(t); k++) rt_tensor_set_f64(t, k, (double)(k % 7) - 3.0);
+        rt_tensor *w = rt_tensor_new(IR_DTYPE_F32, 4, (int64_t[]){8, 3, 3, 3});
+        for (int64_t k = 0; k < rt_tensor_numel(w); k++) rt_tensor_set_f64(w, k, (double)(k % 5) * 0.1 - 0.2);
+        gr_diag d = {0};
+        snprintf(path, sizeof path, "%s/x%d.npy", tmpdir, i);
+        cr_assert_eq(rt_npy_save(path, t, &d), GR_OK, "%s", d.msg);
+        snprintf(path, sizeof path, "%s/w.npy", tmpdir);
+        cr_assert_eq(rt_npy_save(path, w, &d), GR_OK, "%s", d.msg);
+        rt_tensor_release(t);
+        rt_tensor_release(w);
+    }
+}
+
+Test(profile, first_run_costs_at_new_shapes) {
+    write_sym_inputs();
+    cr_assert_eq(run("build m.relax -o m.graft"), 0, "%s", slurp("err"));
+    for (int i = 0; i < 2; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "run m.graft --input x=x%d.npy --input w=w.npy --profile", i);
+        cr_assert_eq(run(args), 0, "%s", slurp("err"));
+        cr_assert(find_line(slurp("err"), "plan", "memory", NULL, NULL), "memory plan row:\n%s", slurp("err"));
+    }
+    cr_assert_eq(run("build m.relax --backend dnnl -o d.graft"), 0, "%s", slurp("err"));
+    cr_assert_eq(run("run d.graft --input x=x1.npy --input w=w.npy --profile"), 0, "%s", slurp("err"));
+    const char *err = slurp("err");
+    cr_assert(find_line(err, "prep", "", NULL, NULL), "region prepare row:\n%s", err);
+    cr_assert(find_line(err, "extern", "", NULL, NULL), "the region's run keeps its row:\n%s", err);
+    /* warm runs at one size: no first-run rows */
+    cr_assert_eq(run("run d.graft --input x=x1.npy --input w=w.npy --profile --repeat 2"), 0, "%s", slurp("err"));
+    cr_assert(!find_line(slurp("err"), "prep", "", NULL, NULL), "prepare on a warm run:\n%s", slurp("err"));
 }
