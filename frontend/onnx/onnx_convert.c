@@ -131,6 +131,7 @@ static const onnx_op_entry op_table[] = {
     {"SequenceInsert", 11, INT16_MAX, onnx_cv_seq_insert, NULL},
     {"SequenceErase", 11, INT16_MAX, onnx_cv_seq_erase, NULL},
     {"SequenceLength", 11, INT16_MAX, onnx_cv_seq_length, onnx_fold_seq_length},
+    {"SequenceMap", 17, INT16_MAX, onnx_cv_seq_map, NULL},
     {"Optional", 15, INT16_MAX, onnx_cv_optional, NULL},
     {"OptionalHasElement", 15, INT16_MAX, onnx_cv_opt_has, onnx_fold_opt_has},
     {"OptionalGetElement", 15, INT16_MAX, onnx_cv_opt_get, NULL},

@@ -222,7 +222,8 @@ const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i);
     X(rnn) X(reverse_sequence) X(instance_norm) X(mvn) X(lrn) X(depth_space) X(einsum)        \
     X(window) X(mel) X(nms) X(roi_align) X(grid_sample) X(max_unpool) X(dft) X(stft)         \
     X(seq_construct) X(seq_empty) X(seq_at) X(seq_insert) X(seq_erase) X(seq_length)          \
-    X(concat_from_seq) X(split_to_seq) X(if) X(loop) X(scan) X(optional) X(opt_has) X(opt_get)
+    X(concat_from_seq) X(split_to_seq) X(if) X(loop) X(scan) X(optional) X(opt_has) X(opt_get)     \
+    X(seq_map)
 /* ONNX coverage (ops1): onnx_convert_index.c, onnx_convert_quant.c */
 #define ONNX_CONVERTERS_OPS1(X)                                                               \
     X(unary_more) X(binary_more) X(isinf) X(celu) X(shrink) X(det) X(argmax) X(topk)         \
