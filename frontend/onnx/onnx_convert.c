@@ -26,7 +26,7 @@ static const onnx_op_entry op_table[] = {
     {"Sin", 7, INT16_MAX, onnx_cv_unary, NULL},
     {"Cos", 7, INT16_MAX, onnx_cv_unary, NULL},
     {"Sign", 9, INT16_MAX, onnx_cv_unary, NULL},
-    {"Not", ANY, onnx_cv_unary, NULL},
+    {"Not", ANY, onnx_cv_unary, onnx_fold_generic},
     {"And", 7, INT16_MAX, onnx_cv_binary, NULL},
     {"Or", 7, INT16_MAX, onnx_cv_binary, NULL},
     {"LessOrEqual", 12, INT16_MAX, onnx_cv_binary, NULL},
