@@ -30,21 +30,11 @@ mkdir -p "$OUT/refs"
 
 if [ ! -f "$OUT/resnet18_dynbatch.onnx" ]; then
   "$PY" -W ignore - "$ROOT/scripts" "$OUT/resnet18_dynbatch.onnx" <<'PYEOF'
-import os, sys
+import sys
 sys.path.insert(0, sys.argv[1])
-import torch
 import zoo_export as z
-seed = 20240521 + 100 * list(z.ZOO).index('resnet18')
-make, shape = z.ZOO['resnet18']
-torch.manual_seed(seed)
-model = make().eval()
-z.randomize_stats(model, torch.Generator().manual_seed(seed + 1))
-x = torch.randn(shape, generator=torch.Generator().manual_seed(seed + 2))
-tmp = sys.argv[2] + '.tmp'
-with torch.no_grad():
-    torch.onnx.export(model, (x,), tmp, input_names=['x'], output_names=['y'], opset_version=13,
-                      do_constant_folding=True, dynamic_axes={'x': {0: 'batch'}, 'y': {0: 'batch'}})
-os.replace(tmp, sys.argv[2])
+z.export('resnet18', sys.argv[2], 20240521 + 100 * list(z.ZOO).index('resnet18'), z.architectures(),
+         dynamic_batch=True)
 PYEOF
 fi
 

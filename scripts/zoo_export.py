@@ -129,7 +129,7 @@ def randomize_stats(model, gen):
                 p.copy_(torch.rand(p.shape, generator=gen) * 0.5 + 0.25)
 
 
-def export(name, path, seed, arch):
+def export(name, path, seed, arch, dynamic_batch=False):
     import torch
     make, shape = arch[name], ZOO[name]
     torch.manual_seed(seed)
@@ -139,7 +139,8 @@ def export(name, path, seed, arch):
     tmp = path + '.tmp'
     with torch.no_grad():
         torch.onnx.export(model, (x,), tmp, input_names=['x'], output_names=['y'], opset_version=13,
-                          do_constant_folding=True)
+                          do_constant_folding=True,
+                          dynamic_axes={'x': {0: 'batch'}, 'y': {0: 'batch'}} if dynamic_batch else None)
     os.replace(tmp, path)
 
 
