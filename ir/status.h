@@ -6,6 +6,8 @@
 #ifndef GRAFT_IR_STATUS_H
 #define GRAFT_IR_STATUS_H
 
+#include "ir/api.h"
+
 #include <stdarg.h>
 #include <stddef.h>
 
@@ -28,8 +30,8 @@ typedef enum gr_status {
 } gr_status;
 
 /* "GR_ERR_PARSE" and "syntax error"; static strings. */
-const char *gr_status_name(gr_status s);
-const char *gr_status_str(gr_status s);
+GR_API const char *gr_status_name(gr_status s);
+GR_API const char *gr_status_str(gr_status s);
 
 /* A diagnostic: the first error reported wins unless cleared. Caller-owned storage, no heap. */
 typedef struct gr_diag {
@@ -41,7 +43,7 @@ typedef struct gr_diag {
     int line, col;    /* 1-based, 0 when unknown */
 } gr_diag;
 
-void gr_diag_clear(gr_diag *d);
+GR_API void gr_diag_clear(gr_diag *d);
 /* Records an error and returns `code`, so callers write `return gr_diag_set(d, GR_ERR_X, ...)`.
  * A NULL `d` is allowed (the message is dropped). Keeps the first error when one is set. */
 gr_status gr_diag_set(gr_diag *d, gr_status code, const char *fmt, ...)
@@ -52,7 +54,7 @@ void gr_diag_set_file(gr_diag *d, const char *file);
 void gr_diag_set_layer(gr_diag *d, const char *layer);
 void gr_diag_set_op(gr_diag *d, const char *op);
 /* Prints "error: <file>: layer '<layer>' (op <op>): <msg>" to stderr. */
-void gr_diag_print(const gr_diag *d);
+GR_API void gr_diag_print(const gr_diag *d);
 
 /* Internal invariant check (programmer error, never user input): prints and aborts. */
 _Noreturn void gr_abort(const char *file, int line, const char *fmt, ...);
