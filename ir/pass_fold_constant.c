@@ -24,7 +24,9 @@ static bool known_value(const ir_expr *e, rt_value *out) {
         const ir_shape_expr *s = (const ir_shape_expr *)e;
         if (s->n > RT_MAX_NDIM) return false;
         int64_t dims[RT_MAX_NDIM];
-        if (!ir_sinfo_static_shape(e->sinfo, dims) && s->n) return false;
+        /* the dims of the expression itself (its struct info is a Shape, not a Tensor) */
+        for (uint32_t i = 0; i < s->n; i++)
+            if (!ir_prim_is_int(s->dims[i], &dims[i])) return false;
         out->kind = RT_VAL_SHAPE;
         out->u.shape.ndim = (int32_t)s->n;
         memcpy(out->u.shape.dims, dims, sizeof(int64_t) * s->n);
