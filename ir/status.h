@@ -53,6 +53,26 @@ gr_status gr_diag_vset(gr_diag *d, gr_status code, const char *fmt, va_list ap);
 void gr_diag_set_file(gr_diag *d, const char *file);
 void gr_diag_set_layer(gr_diag *d, const char *layer);
 void gr_diag_set_op(gr_diag *d, const char *op);
+/* The one way to fail: records `code` and the message (first error wins, as gr_diag_set), then
+ * the frontend layer and the op (each may be NULL; fields already filled stay), and returns
+ * `code`. With a span at hand, pass ir_span_layer(span) (ir/span.h). Per-layer helpers (rt_kerr,
+ * cv_fail, dn_fail, ...) only add their own message prefix and call this. */
+gr_status gr_fail(gr_diag *d, gr_status code, const char *layer, const char *op, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+gr_status gr_vfail(gr_diag *d, gr_status code, const char *layer, const char *op, const char *fmt,
+                   va_list ap);
+
+/* Out of memory, one policy by the kind of allocation:
+ * - bookkeeping whose size the program bounds (IR nodes and the context arena, containers,
+ *   strings, plans, pattern and codegen state) goes through the ctx arena or gr_xmalloc /
+ *   gr_xcalloc / gr_xrealloc (ir/ctx.h), which print and abort: such a failure means the process
+ *   is out of memory, and no caller could do anything useful with an error;
+ * - data whose size comes from the model or its inputs (tensors, activations, arenas, kernel
+ *   scratch, oneDNN memories, copies of a loaded graph) is allocated with malloc and a NULL is
+ *   reported as GR_ERR_NOMEM through gr_fail, naming the op and layer, so a model too big for the
+ *   machine is an error (exit 1), never a crash.
+ * New code follows the same split; nothing returns GR_ERR_NOMEM for a bookkeeping allocation. */
+
 /* Prints "error: <file>: layer '<layer>' (op <op>): <msg>" to stderr. */
 GR_API void gr_diag_print(const gr_diag *d);
 

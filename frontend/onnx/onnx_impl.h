@@ -101,7 +101,6 @@ gr_status onnx_subgraph_inline(onnx_importer *imp, const Onnx__GraphProto *g, co
 /* ---- onnx_tensor.c ---- */
 /* ONNX TensorProto.DataType -> dtype; false for unsupported (string, complex, ...). */
 bool onnx_dtype_from_elem(int32_t elem, ir_dtype *out);
-int32_t onnx_elem_from_dtype(ir_dtype t);
 /* Why an element type is refused ("string: string tensors are not supported"). */
 const char *onnx_elem_unsupported_name(int32_t elem);
 /* TensorProto -> tensor (typed fields, raw_data or external data relative to dir, which may be
