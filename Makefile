@@ -8,8 +8,10 @@ OPT ?= -O2
 WERROR ?=
 SAN ?=
 CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -g $(OPT) -Wall -Wextra -Wshadow -Wstrict-prototypes \
-              -Wmissing-prototypes -Wno-missing-field-initializers -fPIC $(SAN) \
+              -Wmissing-prototypes -Wno-missing-field-initializers -fPIC $(VISIBILITY) $(SAN) \
               $(if $(WERROR),-Werror,) -I. -I$(BUILD)/gen -MMD -MP
+# Only GR_API functions (ir/api.h) leave libgraft.so.
+VISIBILITY = -fvisibility=hidden
 LLVM_CONFIG ?= llvm-config-14
 LDLIBS = -lm -lpthread
 
@@ -56,8 +58,8 @@ PROTOC_LIBS = -lprotobuf-c
 endif
 EXT_LIBS = $(LLVM_LIBS) $(DNNL_LIBS) $(PROTOC_LIBS) $(JSON_LIBS)
 
-.PHONY: all deps models test asan tsan fuzz fuzz-build fuzz-bins tvm-oracle demo bench clean
-all: $(BUILD)/graft $(BUILD)/libgraft.a $(BUILD)/libgraft.so
+.PHONY: all deps models test asan tsan fuzz fuzz-build fuzz-bins tvm-oracle demo bench clean install
+all: $(BUILD)/graft $(BUILD)/libgraft.a $(BUILD)/libgraft.so $(BUILD)/graft.pc $(BUILD)/graft-uninstalled.pc
 
 deps:
 	@bash scripts/deps.sh
@@ -70,7 +72,14 @@ models: deps
 	@bash scripts/fetch_rnn_models.sh
 	@bash scripts/fetch_symbolic.sh
 
-$(BUILD)/obj/%.o: %.c
+# Objects are rebuilt when the flags that change their code or their symbols change (a warm
+# build/ from before -fvisibility=hidden would otherwise keep exporting everything).
+CODE_FLAGS = $(OPT) $(SAN) $(VISIBILITY)
+$(BUILD)/code_flags: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(CODE_FLAGS)' | cmp -s - $@ || echo '$(CODE_FLAGS)' > $@
+.PHONY: FORCE
+$(BUILD)/obj/%.o: %.c $(BUILD)/code_flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS_EXTRA) $(WARN_EXTRA) $(CFLAGS) -c $< -o $@
 # The library and the CLI are ISO C11, not GNU C: -Wpedantic (an error with WERROR=1) catches
@@ -81,8 +90,38 @@ $(BUILD)/libgraft.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/libgraft.so: $(LIB_OBJ)
-	$(CC) -shared $(SAN) -o $@ $^ $(EXT_LIBS) $(LDLIBS)
+$(BUILD)/libgraft.so: $(LIB_OBJ) scripts/libgraft.map
+	$(CC) -shared $(SAN) -Wl,--version-script=scripts/libgraft.map -o $@ $(LIB_OBJ) $(EXT_LIBS) $(LDLIBS)
+
+# pkg-config: graft.pc describes the installed library (`make install PREFIX=...`);
+# graft-uninstalled.pc the one in this tree (`pkg-config --with-path=build graft-uninstalled`).
+# The headers keep their layer folders (#include "runtime/graft_model.h"). The public API is the
+# GR_API functions (ir/api.h); the other libraries are private (libgraft.a needs them too).
+PREFIX ?= /usr/local
+PC_PRIVATE = $(filter -l%,$(EXT_LIBS)) $(LDLIBS)
+define GRAFT_PC
+Name: graft
+Description: graft: import ONNX or Relax text, offload regions to oneDNN / JSON, build and run deployable models
+Version: 0.1.0
+Cflags: -I$${includedir}
+Libs: -L$${libdir} -lgraft
+Libs.private: -L$(shell $(LLVM_CONFIG) --libdir 2>/dev/null) $(PC_PRIVATE)
+endef
+export GRAFT_PC
+$(BUILD)/graft.pc: Makefile
+	@mkdir -p $(dir $@)
+	{ printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include/graft\n\n' '$(PREFIX)'; echo "$$GRAFT_PC"; } > $@
+$(BUILD)/graft-uninstalled.pc: Makefile
+	@mkdir -p $(dir $@)
+	{ printf 'libdir=%s\nincludedir=%s\n\n' '$(abspath $(BUILD))' '$(CURDIR)'; echo "$$GRAFT_PC"; } > $@
+
+install: $(BUILD)/libgraft.a $(BUILD)/libgraft.so $(BUILD)/graft.pc
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/graft
+	install -m 644 $(BUILD)/libgraft.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libgraft.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(BUILD)/graft.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	for h in $(foreach d,$(LAYERS),$(wildcard $(d)/*.h)); do \
+	    install -D -m 644 $$h $(DESTDIR)$(PREFIX)/include/graft/$$h; done
 
 $(BUILD)/graft: $(TOOL_OBJ) $(BUILD)/libgraft.a
 	$(CC) $(SAN) -o $@ $(TOOL_OBJ) $(BUILD)/libgraft.a $(EXT_LIBS) $(GVC_LIBS) $(LDLIBS)
@@ -108,7 +147,7 @@ $(ONNX_GEN)/onnx.pb-c.c $(ONNX_GEN)/onnx.pb-c.h &: $(ONNX_PROTO)
 	@mkdir -p $(ONNX_GEN)
 	cp $< $(ONNX_GEN)/onnx.proto
 	cd $(ONNX_GEN) && protoc-c --c_out=. onnx.proto
-$(BUILD)/obj/gen/onnx/onnx.pb-c.o: $(ONNX_GEN)/onnx.pb-c.c
+$(BUILD)/obj/gen/onnx/onnx.pb-c.o: $(ONNX_GEN)/onnx.pb-c.c $(BUILD)/code_flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -c $< -o $@
 # The importer's (and its tests') objects wait for the generated header.
@@ -125,7 +164,7 @@ $(ART_GEN)/graft_artifact.pb-c.c $(ART_GEN)/graft_artifact.pb-c.h &: runtime/gra
 	@mkdir -p $(ART_GEN)
 	cp $< $(ART_GEN)/graft_artifact.proto
 	cd $(ART_GEN) && protoc-c --c_out=. graft_artifact.proto
-$(BUILD)/obj/gen/graft/graft_artifact.pb-c.o: $(ART_GEN)/graft_artifact.pb-c.c
+$(BUILD)/obj/gen/graft/graft_artifact.pb-c.o: $(ART_GEN)/graft_artifact.pb-c.c $(BUILD)/code_flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -c $< -o $@
 $(filter $(BUILD)/obj/runtime/artifact% $(BUILD)/obj/tests/artifact/% $(BUILD)/obj/tools/cmd_build%,$(LIB_OBJ) $(TEST_OBJ) $(TOOL_OBJ)): | $(ART_GEN)/graft_artifact.pb-c.h
@@ -148,6 +187,7 @@ test: deps models
 	GRAFT=$(BUILD)/graft GRAFT_TVM_SUITE=$$([ -f $(BUILD)/tvm_suite/cases.txt ] && echo $(BUILD)/tvm_suite) \
 	    $(BUILD)/tests/run_tests $(TEST_ARGS)
 	ONEDNN_MAX_CPU_ISA=AVX2 GRAFT=$(BUILD)/graft $(BUILD)/tests/run_tests --filter '$(DNNL_AVX2_FILTER)'
+	@sh scripts/check_exports.sh $(BUILD)
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_TEST_SECONDS)
 
 tvm-oracle:

@@ -21,6 +21,8 @@
 #ifndef GRAFT_BYOC_BYOC_H
 #define GRAFT_BYOC_BYOC_H
 
+#include "ir/api.h"
+
 #include <stdio.h>
 
 #include "ir/expr.h"
@@ -133,8 +135,8 @@ typedef struct byoc_partition_opts {
 
 /* Fuse + Merge + RunCodegen for the named backends (patterns in the order given). Unknown
  * backend: GR_ERR_NOT_FOUND listing the known ones. */
-gr_status byoc_partition(ir_ctx_t *ctx, const ir_module *m, const char *const *names, uint32_t n,
-                         byoc_partition_opts *opts, ir_module **out, gr_diag *diag);
+GR_API gr_status byoc_partition(ir_ctx_t *ctx, const ir_module *m, const char *const *names, uint32_t n,
+                                byoc_partition_opts *opts, ir_module **out, gr_diag *diag);
 /* Shorthand used by `graft run --backend NAME`. */
 gr_status byoc_partition_for_backends(ir_ctx_t *ctx, const ir_module *m, const char *const *names,
                                       uint32_t n, ir_module **out, gr_diag *diag);

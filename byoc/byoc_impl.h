@@ -12,8 +12,6 @@
  * module-wide set of bound var ids; may be NULL). */
 bool byoc_count_uses(const ir_func *f, ir_idtab *uses, ir_idtab *bound, const char *fname,
                      gr_diag *diag);
-/* Adds the uses inside expression e (not descending into nothing else) to uses. */
-void byoc_count_expr_uses(const ir_expr *e, ir_idtab *uses);
 
 /* Calls fn on every var and const used in e, in argument order (local function bodies are
  * opaque). */

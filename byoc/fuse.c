@@ -117,7 +117,7 @@ static const char *binding_desc(ir_ctx_t *ctx, const ir_binding *b) {
         op = IR_AS(IR_AS(b->value, ir_call)->callee, ir_op)->def->name;
     const ir_span *s = b->value->span ? b->value->span : b->var->base.span;
     return ir_internf(ctx, "%s%s%s (layer %s)", b->var->name, *op ? " = " : "", op,
-                      s ? s->locs[0].source : "?");
+                      s ? ir_span_layer(s) : "?");
 }
 
 static bool accept_match(const pat_match_result *m, void *user) {

@@ -138,11 +138,6 @@ bool byoc_count_uses(const ir_func *f, ir_idtab *uses, ir_idtab *bound, const ch
     return true;
 }
 
-void byoc_count_expr_uses(const ir_expr *e, ir_idtab *uses) {
-    uses_ctx u = {uses, NULL, NULL};
-    count_rec(e, &u);
-}
-
 /* --------------------------------------------------------------------------- helpers ---- */
 
 bool byoc_is_entry_func(const ir_func *f) {

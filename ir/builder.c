@@ -29,17 +29,14 @@ typedef struct norm_ctx {
     ir_bb_t *bb;
 } norm_ctx;
 
-static const char *span_layer(const ir_span *s) { return s && s->n ? s->locs[0].source : NULL; }
-
 static void *type_error(gr_diag *diag, const ir_span *span, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void *type_error(gr_diag *diag, const ir_span *span, const char *fmt, ...) {
     if (diag && diag->code == GR_OK) {
         va_list ap;
         va_start(ap, fmt);
-        gr_diag_vset(diag, GR_ERR_TYPE, fmt, ap);
+        gr_vfail(diag, GR_ERR_TYPE, ir_span_layer(span), NULL, fmt, ap);
         va_end(ap);
-        gr_diag_set_layer(diag, span_layer(span));
     }
     return NULL;
 }
@@ -284,7 +281,7 @@ const ir_sinfo *ir_infer_call_in(ir_ctx_t *ctx, const ir_module *m, const ir_cal
         }
         if (!s) {
             gr_diag_set_op(diag, def->text_name);
-            gr_diag_set_layer(diag, span_layer(call->base.span));
+            gr_diag_set_layer(diag, ir_span_layer(call->base.span));
             if (diag && diag->code == GR_OK)
                 gr_diag_set(diag, GR_ERR_TYPE, "cannot infer struct info of %s", def->text_name);
         }
@@ -323,10 +320,6 @@ const ir_sinfo *ir_infer_call_in(ir_ctx_t *ctx, const ir_module *m, const ir_cal
         return derive_ret(ctx, fs, call, nm, diag);
     }
     }
-}
-
-const ir_sinfo *ir_infer_call(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag) {
-    return ir_infer_call_in(ctx, NULL, call, diag);
 }
 
 /* ---- Normalizer ---- */

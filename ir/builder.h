@@ -71,8 +71,8 @@ ir_expr *ir_normalize(ir_ctx_t *ctx, ir_expr *e, gr_diag *diag);
 ir_expr *ir_normalize_in(ir_ctx_t *ctx, const ir_module *m, ir_expr *e, gr_diag *diag);
 /* Struct info of a call whose callee and args are normalized (op, function, extern, var of
  * function type). Symbolic dims of the callee's params are bound from the args and substituted
- * into the return (TVM's DeriveCallRetStructInfo, best effort). NULL + diag on error. */
-const ir_sinfo *ir_infer_call(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag);
+ * into the return (TVM's DeriveCallRetStructInfo, best effort); m (may be NULL) resolves
+ * global functions. NULL + diag on error. */
 const ir_sinfo *ir_infer_call_in(ir_ctx_t *ctx, const ir_module *m, const ir_call *call,
                                  gr_diag *diag);
 /* TVM's StructInfoLCA: the most specific struct info that is a base of both (equal -> that;

@@ -15,6 +15,8 @@
 #ifndef GRAFT_IR_CTX_H
 #define GRAFT_IR_CTX_H
 
+#include "ir/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,8 +28,8 @@
 typedef struct ir_ctx ir_ctx_t;
 
 /* Returns a new context; pair with ir_ctx_free(). Aborts only if the first allocation fails. */
-ir_ctx_t *ir_ctx_new(void);
-void ir_ctx_free(ir_ctx_t *ctx);
+GR_API ir_ctx_t *ir_ctx_new(void);
+GR_API void ir_ctx_free(ir_ctx_t *ctx);
 
 /* Zeroed, 8-byte aligned arena memory that lives until ir_ctx_free(). Never returns NULL
  * (out of memory aborts: the arena is the process's working set). */

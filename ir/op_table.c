@@ -408,17 +408,14 @@ const char *ir__sinfo_str(const ir_sinfo *s) {
 const ir_sinfo *ir__op_err(const ir_call *call, gr_diag *diag, const char *fmt, ...) {
     const ir_op_def *d = ir__call_op(call);
     const char *op = d ? d->text_name : "call";
-    const char *layer = call && call->base.span && call->base.span->n
-                            ? call->base.span->locs[0].source : NULL;
+    const char *layer = call ? ir_span_layer(call->base.span) : NULL;
     char msg[1536];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (layer) gr_diag_set(diag, GR_ERR_TYPE, "%s: %s (layer '%s')", op, msg, layer);
-    else gr_diag_set(diag, GR_ERR_TYPE, "%s: %s", op, msg);
-    gr_diag_set_layer(diag, layer);
-    gr_diag_set_op(diag, op);
+    if (layer) gr_fail(diag, GR_ERR_TYPE, layer, op, "%s: %s (layer '%s')", op, msg, layer);
+    else gr_fail(diag, GR_ERR_TYPE, NULL, op, "%s: %s", op, msg);
     return NULL;
 }
 
@@ -459,8 +456,7 @@ const ir_sinfo *ir_op_infer(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag) {
     if (d->nattrs && !attrs_normalized(d, call->attrs)) {
         const ir_attrs *norm = NULL;
         if (ir_op_attrs_normalize(ctx, d, call->attrs, &norm, diag) != GR_OK) {
-            gr_diag_set_layer(diag, call->base.span && call->base.span->n
-                                        ? call->base.span->locs[0].source : NULL);
+            gr_diag_set_layer(diag, ir_span_layer(call->base.span));
             return NULL;
         }
         ir_call tmp = *call;

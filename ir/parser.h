@@ -3,14 +3,16 @@
 #ifndef GRAFT_IR_PARSER_H
 #define GRAFT_IR_PARSER_H
 
+#include "ir/api.h"
+
 #include <stddef.h>
 
 #include "ir/expr.h"
 
 /* Parses a module; *out lives in ctx. `name` is used in messages (e.g. the file name). */
-gr_status ir_parse_module(ir_ctx_t *ctx, const char *name, const char *text, size_t len,
-                          ir_module **out, gr_diag *diag);
-gr_status ir_parse_file(ir_ctx_t *ctx, const char *path, ir_module **out, gr_diag *diag);
+GR_API gr_status ir_parse_module(ir_ctx_t *ctx, const char *name, const char *text, size_t len,
+                                 ir_module **out, gr_diag *diag);
+GR_API gr_status ir_parse_file(ir_ctx_t *ctx, const char *path, ir_module **out, gr_diag *diag);
 
 /* Options for tools that need more than the module (all fields optional). */
 typedef struct ir_parse_opts {

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "ir/api.h"
 #include "ir/expr.h"
 
 typedef struct ir_print_opts {
@@ -13,7 +14,7 @@ typedef struct ir_print_opts {
 } ir_print_opts;
 
 /* opts may be NULL (defaults: spans and metadata printed). */
-void ir_print_module(const ir_module *m, FILE *out, const ir_print_opts *opts);
+GR_API void ir_print_module(const ir_module *m, FILE *out, const ir_print_opts *opts);
 void ir_print_expr(const ir_expr *e, FILE *out, const ir_print_opts *opts);
 /* Into a heap string; caller frees with free(). */
 char *ir_print_module_str(const ir_module *m, const ir_print_opts *opts);

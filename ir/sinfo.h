@@ -3,6 +3,8 @@
 #ifndef GRAFT_IR_SINFO_H
 #define GRAFT_IR_SINFO_H
 
+#include "ir/api.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,7 +53,7 @@ const ir_sinfo *ir_sinfo_func_opaque(ir_ctx_t *ctx, const ir_sinfo *ret);
  * (R.Tensor((1, 2), "float32") is derived from R.Tensor(ndim=2) and R.Object). */
 bool ir_sinfo_is_base_of(const ir_sinfo *base, const ir_sinfo *derived);
 /* Tensor with every dim a known constant; writes them to shape (ndim entries) when not NULL. */
-bool ir_sinfo_static_shape(const ir_sinfo *s, int64_t *shape);
+GR_API bool ir_sinfo_static_shape(const ir_sinfo *s, int64_t *shape);
 /* Number of elements of a static tensor, -1 otherwise. */
 int64_t ir_sinfo_numel(const ir_sinfo *s);
 /* Substitutes symbolic vars (see ir_prim_subst). */

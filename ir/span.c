@@ -142,6 +142,8 @@ static void print_loc(const ir_loc *l, FILE *out) {
     if (l->is_output) fputc('!', out);
 }
 
+const char *ir_span_layer(const ir_span *s) { return s && s->n ? s->locs[0].source : NULL; }
+
 void ir_span_print(const ir_span *s, FILE *out) {
     if (!s) return;
     if (s->n == 1) {

@@ -42,6 +42,10 @@ const ir_span *ir_span_with_output(ir_ctx_t *ctx, const ir_span *s, bool is_outp
 bool ir_span_has_source(const ir_span *s, const char *source);
 bool ir_span_is_output_of(const ir_span *s, const char *source);
 
+/* The frontend layer a span names first (its first loc's source); NULL for no span. Error paths
+ * use it for gr_fail's layer instead of reaching into locs[]. */
+const char *ir_span_layer(const ir_span *s);
+
 /* Text form, used by the printer and the parser (see README "Spans"):
  *   "conv1"                   a layer
  *   "conv1"!                  ... whose output this expression produces

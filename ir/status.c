@@ -47,6 +47,23 @@ static void copy_if_empty(char *dst, size_t size, const char *src) {
     if (dst[0] == '\0' && src) snprintf(dst, size, "%s", src);
 }
 
+gr_status gr_vfail(gr_diag *d, gr_status code, const char *layer, const char *op, const char *fmt,
+                   va_list ap) {
+    if (!d) return code;
+    gr_diag_vset(d, code, fmt, ap);
+    copy_if_empty(d->layer, sizeof(d->layer), layer);
+    copy_if_empty(d->op, sizeof(d->op), op);
+    return code;
+}
+
+gr_status gr_fail(gr_diag *d, gr_status code, const char *layer, const char *op, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    gr_vfail(d, code, layer, op, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
 void gr_diag_set_file(gr_diag *d, const char *file) {
     if (d) copy_if_empty(d->file, sizeof(d->file), file);
 }

@@ -6,6 +6,8 @@
 #ifndef GRAFT_IR_STATUS_H
 #define GRAFT_IR_STATUS_H
 
+#include "ir/api.h"
+
 #include <stdarg.h>
 #include <stddef.h>
 
@@ -28,8 +30,8 @@ typedef enum gr_status {
 } gr_status;
 
 /* "GR_ERR_PARSE" and "syntax error"; static strings. */
-const char *gr_status_name(gr_status s);
-const char *gr_status_str(gr_status s);
+GR_API const char *gr_status_name(gr_status s);
+GR_API const char *gr_status_str(gr_status s);
 
 /* A diagnostic: the first error reported wins unless cleared. Caller-owned storage, no heap. */
 typedef struct gr_diag {
@@ -41,7 +43,7 @@ typedef struct gr_diag {
     int line, col;    /* 1-based, 0 when unknown */
 } gr_diag;
 
-void gr_diag_clear(gr_diag *d);
+GR_API void gr_diag_clear(gr_diag *d);
 /* Records an error and returns `code`, so callers write `return gr_diag_set(d, GR_ERR_X, ...)`.
  * A NULL `d` is allowed (the message is dropped). Keeps the first error when one is set. */
 gr_status gr_diag_set(gr_diag *d, gr_status code, const char *fmt, ...)
@@ -51,8 +53,28 @@ gr_status gr_diag_vset(gr_diag *d, gr_status code, const char *fmt, va_list ap);
 void gr_diag_set_file(gr_diag *d, const char *file);
 void gr_diag_set_layer(gr_diag *d, const char *layer);
 void gr_diag_set_op(gr_diag *d, const char *op);
+/* The one way to fail: records `code` and the message (first error wins, as gr_diag_set), then
+ * the frontend layer and the op (each may be NULL; fields already filled stay), and returns
+ * `code`. With a span at hand, pass ir_span_layer(span) (ir/span.h). Per-layer helpers (rt_kerr,
+ * cv_fail, dn_fail, ...) only add their own message prefix and call this. */
+gr_status gr_fail(gr_diag *d, gr_status code, const char *layer, const char *op, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+gr_status gr_vfail(gr_diag *d, gr_status code, const char *layer, const char *op, const char *fmt,
+                   va_list ap);
+
+/* Out of memory, one policy by the kind of allocation:
+ * - bookkeeping whose size the program bounds (IR nodes and the context arena, containers,
+ *   strings, plans, pattern and codegen state) goes through the ctx arena or gr_xmalloc /
+ *   gr_xcalloc / gr_xrealloc (ir/ctx.h), which print and abort: such a failure means the process
+ *   is out of memory, and no caller could do anything useful with an error;
+ * - data whose size comes from the model or its inputs (tensors, activations, arenas, kernel
+ *   scratch, oneDNN memories, copies of a loaded graph) is allocated with malloc and a NULL is
+ *   reported as GR_ERR_NOMEM through gr_fail, naming the op and layer, so a model too big for the
+ *   machine is an error (exit 1), never a crash.
+ * New code follows the same split; nothing returns GR_ERR_NOMEM for a bookkeeping allocation. */
+
 /* Prints "error: <file>: layer '<layer>' (op <op>): <msg>" to stderr. */
-void gr_diag_print(const gr_diag *d);
+GR_API void gr_diag_print(const gr_diag *d);
 
 /* Internal invariant check (programmer error, never user input): prints and aborts. */
 _Noreturn void gr_abort(const char *file, int line, const char *fmt, ...);

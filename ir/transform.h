@@ -17,6 +17,8 @@
 #ifndef GRAFT_IR_TRANSFORM_H
 #define GRAFT_IR_TRANSFORM_H
 
+#include "ir/api.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -79,7 +81,7 @@ void ir_pass_register(const ir_pass *p);
 uint32_t ir_pass_registry_count(void);
 const ir_pass *ir_pass_registry_at(uint32_t i);
 /* The default inference pipeline, a Sequential of built-in passes (registered as "default"). */
-const ir_pass *ir_pass_default_pipeline(void);
+GR_API const ir_pass *ir_pass_default_pipeline(void);
 
 /* ---- Pass context ---- */
 typedef enum ir_config_kind { IR_CONFIG_BOOL, IR_CONFIG_INT, IR_CONFIG_FLOAT, IR_CONFIG_STR } ir_config_kind;
@@ -158,8 +160,8 @@ ir_instrument *ir_instrument_wellformed_new(void);
 /* Runs p on mod (a Sequential runs each enabled pass, its required passes first). Passes above
  * the opt level or forced off are skipped (*out = mod). Required passes run whatever their opt
  * level; a required pass that is forced off is GR_ERR_INVALID. pc may be NULL (defaults). */
-gr_status ir_pass_run(const ir_pass *p, ir_pass_ctx_t *pc, const ir_module *mod, ir_module **out,
-                      gr_diag *diag);
+GR_API gr_status ir_pass_run(const ir_pass *p, ir_pass_ctx_t *pc, const ir_module *mod, ir_module **out,
+                             gr_diag *diag);
 
 /* ---- Built-in passes (ir/pass_*.c) ---- */
 extern const ir_pass ir_pass_normalize;                  /* "Normalize" */

@@ -28,8 +28,6 @@ typedef struct wf {
     const ir_expr *cur_func;        /* the module-level function (its node may lack sinfo) */
 } wf;
 
-static const char *span_layer(const ir_span *s) { return s && s->n ? s->locs[0].source : NULL; }
-
 static bool wf_err(wf *w, const ir_var *v, const ir_span *span, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static bool wf_err(wf *w, const ir_var *v, const ir_span *span, const char *fmt, ...) {
@@ -40,14 +38,13 @@ static bool wf_err(wf *w, const ir_var *v, const ir_span *span, const char *fmt,
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (!span && v) span = v->base.span;
-    const char *layer = span_layer(span);
+    const char *layer = ir_span_layer(span);
     char var[300] = "";
     if (v) snprintf(var, sizeof(var), "var '%s': ", v->name);
     char lay[300] = "";
     if (layer) snprintf(lay, sizeof(lay), " (layer '%s')", layer);
-    gr_diag_set(w->diag, GR_ERR_WELLFORMED, "function '%s': %s%s%s", w->fname ? w->fname : "?",
-                var, msg, lay);
-    gr_diag_set_layer(w->diag, layer);
+    gr_fail(w->diag, GR_ERR_WELLFORMED, layer, NULL, "function '%s': %s%s%s", w->fname ? w->fname : "?",
+            var, msg, lay);
     return false;
 }
 

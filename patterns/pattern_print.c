@@ -242,14 +242,6 @@ static gr_status print_entry(ir_ctx_t *ctx, const pat_table_entry *e, uint32_t i
     return st;
 }
 
-gr_status pat_print_table(const pat_table *t, FILE *out, gr_diag *diag) {
-    char *s = pat_print_table_str(t, diag);
-    if (!s) return diag && diag->code != GR_OK ? diag->code : GR_ERR_UNSUPPORTED;
-    fputs(s, out);
-    free(s);
-    return GR_OK;
-}
-
 char *pat_print_table_str(const pat_table *t, gr_diag *diag) {
     char *buf = NULL;
     size_t len = 0;

@@ -75,9 +75,9 @@ gr_status pat_table_read_file(ir_ctx_t *ctx, const char *path, pat_table **out, 
 gr_status pat_table_from_module(ir_ctx_t *ctx, const ir_module *m, const gr_map *written,
                                 pat_table **out, gr_diag *diag);
 
-/* Prints the table in the text form above (reads back to the same patterns). Patterns that have
- * no text form (or/not/optional, unordered tuples, ...) are GR_ERR_UNSUPPORTED naming the entry. */
-gr_status pat_print_table(const pat_table *t, FILE *out, gr_diag *diag);
-char *pat_print_table_str(const pat_table *t, gr_diag *diag);   /* heap; free() */
+/* The table in the text form above (reads back to the same patterns), on the heap (free()).
+ * Patterns that have no text form (or/not/optional, unordered tuples, ...) give NULL and
+ * GR_ERR_UNSUPPORTED naming the entry. */
+char *pat_print_table_str(const pat_table *t, gr_diag *diag);
 
 #endif

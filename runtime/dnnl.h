@@ -99,10 +99,6 @@ void rt_dnnl_shared_weights(uint64_t *made, uint64_t *reused);
 const char *rt_dnnl_isa(void);
 int rt_dnnl_channel_block(void);
 
-/* True when the engine has a dedicated handler for `op` (conv, matmul, pools, softmax, norms,
- * concat, resize, reductions, reshapes, permute); elementwise / binary ops are handled too. */
-bool rt_dnnl_supports_op(const char *op);
-
 /* Threads oneDNN uses (GRAFT_NUM_THREADS or all cores); sets them on first call. */
 int rt_dnnl_num_threads(void);
 

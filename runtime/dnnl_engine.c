@@ -62,15 +62,10 @@ int rt_dnnl_num_threads(void) {
 /* ------------------------------------------------------------------- helpers ---- */
 
 gr_status dn_fail(dn_state *S, const rt_json_node *n, dnnl_status_t ds, const char *what) {
-    gr_status st = gr_diag_set(S->diag, GR_ERR_UNSUPPORTED, "dnnl region '%s': %s%s%s (layer '%s'): %s%s%s",
-                               S->symbol, what, n ? " for " : "", n ? n->name : "", n && n->layer ? n->layer : "",
-                               ds == dnnl_success ? "" : "oneDNN: ", ds == dnnl_success ? "" : dnnl_status_str(ds),
-                               "");
-    if (n) {
-        gr_diag_set_layer(S->diag, n->layer);
-        gr_diag_set_op(S->diag, n->name);
-    }
-    return st;
+    return gr_fail(S->diag, GR_ERR_UNSUPPORTED, n ? n->layer : NULL, n ? n->name : NULL,
+                   "dnnl region '%s': %s%s%s (layer '%s'): %s%s%s", S->symbol, what, n ? " for " : "",
+                   n ? n->name : "", n && n->layer ? n->layer : "", ds == dnnl_success ? "" : "oneDNN: ",
+                   ds == dnnl_success ? "" : dnnl_status_str(ds), "");
 }
 
 const char *dnnl_status_str(dnnl_status_t s) {

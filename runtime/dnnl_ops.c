@@ -1498,12 +1498,6 @@ bool dn_is_anchor_op(const rt_json_node *n) {
            is_name(n, "relax.nn.conv2d_transpose") || is_name(n, "relax.matmul");
 }
 
-bool rt_dnnl_supports_op(const char *op) {
-    for (size_t i = 0; i < sizeof(OPS) / sizeof(OPS[0]); i++)
-        if (!strcmp(OPS[i].op, op)) return true;
-    return false;
-}
-
 gr_status dn_node(dn_state *S, const rt_json_node *n) {
     for (size_t i = 0; i < sizeof(OPS) / sizeof(OPS[0]); i++)
         if (!strcmp(OPS[i].op, n->name)) return OPS[i].fn(S, n);

@@ -274,8 +274,6 @@ typedef struct cseq {
 
 static rt_plan *compile_func(rt_exec_t *x, const ir_func *fn, const char *name);
 
-static const char *span_layer(const ir_span *s) { return s && s->n ? s->locs[0].source : NULL; }
-
 static gr_status cfail(rt_exec_t *x, rt_plan *p, const char *var, const ir_span *span,
                        gr_status code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
@@ -286,11 +284,10 @@ static gr_status cfail(rt_exec_t *x, rt_plan *p, const char *var, const ir_span 
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    const char *layer = span_layer(span);
-    gr_diag_set_layer(x->cdiag, layer);
+    const char *layer = ir_span_layer(span);
     if (var && *var)
-        return gr_diag_set(x->cdiag, code, "function '%s', binding '%s': %s", p->name, var, what);
-    return gr_diag_set(x->cdiag, code, "function '%s': %s", p->name, what);
+        return gr_fail(x->cdiag, code, layer, NULL, "function '%s', binding '%s': %s", p->name, var, what);
+    return gr_fail(x->cdiag, code, layer, NULL, "function '%s': %s", p->name, what);
 }
 
 static uint32_t sym_index(rt_plan *p, const ir_prim *var) {
@@ -1448,7 +1445,7 @@ static uint64_t now_ns(void) {
 /* Adds the binding's location to an error raised by a kernel, callee or module. */
 static gr_status annotate(const rt_plan *p, const rt_instr *in, gr_status st, gr_diag *d) {
     if (!d) return st;
-    const char *layer = span_layer(in->span);
+    const char *layer = ir_span_layer(in->span);
     gr_diag_set_layer(d, layer ? layer : (in->var[0] ? in->var : NULL));
     if (in->kind == INS_OP) gr_diag_set_op(d, in->name);
     size_t len = strlen(d->msg);

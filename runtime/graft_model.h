@@ -26,6 +26,8 @@
 #ifndef GRAFT_RUNTIME_GRAFT_MODEL_H
 #define GRAFT_RUNTIME_GRAFT_MODEL_H
 
+#include "ir/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,9 +41,9 @@ typedef struct graft_model graft_model;
 
 /* Builds the artifact of m's main (fused groups compiled by LLVM, other ops on the reference
  * kernels, R.call_dps_packed into m's external_mods) into a heap buffer the caller frees. */
-gr_status graft_model_build(const ir_module *m, uint8_t **buf, size_t *len, gr_diag *diag);
+GR_API gr_status graft_model_build(const ir_module *m, uint8_t **buf, size_t *len, gr_diag *diag);
 /* Writes the artifact to `path` (graft_model_build + write). */
-gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *diag);
+GR_API gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *diag);
 
 /* Loads an artifact from a file or a buffer (copied as needed). Errors (GR_ERR_INVALID unless
  * noted): not an artifact / truncated, wrong format version, checksum mismatch, bad module text
@@ -50,13 +52,13 @@ gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *
  * Trust: an artifact is code, like a shared library. The checksum catches damage, not malice,
  * and the checks make a damaged or hand-edited file an error instead of a crash; load only
  * artifacts from a source you would take a shared library from. */
-gr_status graft_model_load(const char *path, graft_model **out, gr_diag *diag);
-gr_status graft_model_load_buffer(const uint8_t *buf, size_t len, graft_model **out, gr_diag *diag);
-void graft_model_free(graft_model *gm);
+GR_API gr_status graft_model_load(const char *path, graft_model **out, gr_diag *diag);
+GR_API gr_status graft_model_load_buffer(const uint8_t *buf, size_t len, graft_model **out, gr_diag *diag);
+GR_API void graft_model_free(graft_model *gm);
 
-uint32_t graft_model_num_inputs(const graft_model *gm);
-const char *graft_model_input_name(const graft_model *gm, uint32_t i);
-const ir_sinfo *graft_model_input_sinfo(const graft_model *gm, uint32_t i);
+GR_API uint32_t graft_model_num_inputs(const graft_model *gm);
+GR_API const char *graft_model_input_name(const graft_model *gm, uint32_t i);
+GR_API const ir_sinfo *graft_model_input_sinfo(const graft_model *gm, uint32_t i);
 /* Runs main: inputs borrowed, the result (tensor or tuple) owned by the caller.
  *
  * Thread safety: graft_model_run may be called from any number of threads at once on one
@@ -70,11 +72,11 @@ const ir_sinfo *graft_model_input_sinfo(const graft_model *gm, uint32_t i);
  * region take turns while runs in other regions and in host code go on. Results are bit-for-bit
  * those of a single-threaded run (tests/artifact/test_concurrency.c, also under `make tsan`).
  * Not safe concurrently with a run: graft_model_set_profiler and graft_model_free. */
-gr_status graft_model_run(graft_model *gm, const rt_value *inputs, uint32_t nin, rt_value *result,
-                          gr_diag *diag);
+GR_API gr_status graft_model_run(graft_model *gm, const rt_value *inputs, uint32_t nin, rt_value *result,
+                                 gr_diag *diag);
 /* One event per instruction (runtime/plan.h kinds); NULL turns profiling off. Set it while no
  * run is in flight; with runs on several threads, fn is called from each of them. */
-void graft_model_set_profiler(graft_model *gm, rt_exec_profile_fn fn, void *user);
+GR_API void graft_model_set_profiler(graft_model *gm, rt_exec_profile_fn fn, void *user);
 
 typedef struct graft_model_info {
     size_t arena_bytes, intermediate_bytes, host_object_bytes;
@@ -82,14 +84,14 @@ typedef struct graft_model_info {
     uint64_t load_ns;              /* parse + plan + link */
     const char *host_cpu;
 } graft_model_info;
-void graft_model_get_info(const graft_model *gm, graft_model_info *out);
+GR_API void graft_model_get_info(const graft_model *gm, graft_model_info *out);
 /* The span table: region i's name, kind and layers ("a,b,c"; static storage of gm). */
-uint32_t graft_model_num_regions(const graft_model *gm);
-void graft_model_region(const graft_model *gm, uint32_t i, const char **name, const char **kind,
-                        const char **layers);
+GR_API uint32_t graft_model_num_regions(const graft_model *gm);
+GR_API void graft_model_region(const graft_model *gm, uint32_t i, const char **name, const char **kind,
+                               const char **layers);
 /* External module i (a BYOC module of external_mods): its name and the engine it was loaded
  * on ("json": the JSON runtime's reference kernels, "dnnl_json": oneDNN). */
-uint32_t graft_model_num_externals(const graft_model *gm);
-void graft_model_external(const graft_model *gm, uint32_t i, const char **name, const char **engine);
+GR_API uint32_t graft_model_num_externals(const graft_model *gm);
+GR_API void graft_model_external(const graft_model *gm, uint32_t i, const char **name, const char **engine);
 
 #endif

@@ -465,7 +465,6 @@ uint32_t rt_json_graph_entry_id(const rt_json_graph *g, rt_json_entry e) { retur
 uint32_t rt_json_graph_num_entries(const rt_json_graph *g) { return g->row_ptr[g->nnodes]; }
 uint32_t rt_json_graph_num_consts(const rt_json_graph *g) { return g->nconsts; }
 const char *rt_json_graph_const_name(const rt_json_graph *g, uint32_t i) { return g->nodes[g->const_nids[i]].name; }
-bool rt_json_graph_initialized(const rt_json_graph *g) { return g->initialized; }
 bool rt_json_graph_symbolic(const rt_json_graph *g) { return g->symbolic; }
 void rt_json_graph_set_root(rt_json_graph *g, rt_json_graph *root) { g->root = root; }
 void *rt_json_graph_shared(rt_json_graph *g, void *(*make)(void), void (*fr)(void *)) {

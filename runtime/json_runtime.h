@@ -96,7 +96,6 @@ const char *rt_json_graph_const_name(const rt_json_graph *g, uint32_t i);
 /* Binds the constants once (retained; later calls are no-ops returning GR_OK). Checks each
  * tensor's dtype and shape against its const node. */
 gr_status rt_json_graph_init(rt_json_graph *g, rt_tensor *const *consts, uint32_t n, gr_diag *diag);
-bool rt_json_graph_initialized(const rt_json_graph *g);
 /* The constant tensor of const node i (borrowed), NULL before init. */
 rt_tensor *rt_json_graph_const(const rt_json_graph *g, uint32_t i);
 

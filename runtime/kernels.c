@@ -69,10 +69,6 @@ gr_status rt_kernel_run(const rt_kernel_call *call, rt_value *out, gr_diag *diag
 
 /* ---- errors ---- */
 
-static const char *call_layer(const rt_kernel_call *c) {
-    return c->span && c->span->n ? c->span->locs[0].source : NULL;
-}
-
 gr_status rt_kerr(const rt_kernel_call *c, gr_diag *d, gr_status code, const char *fmt, ...) {
     if (!d) return code;
     char msg[1536];
@@ -81,15 +77,9 @@ gr_status rt_kerr(const rt_kernel_call *c, gr_diag *d, gr_status code, const cha
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     const char *opname = c->op ? (c->op->text_name ? c->op->text_name : c->op->name) : "?";
-    const char *layer = call_layer(c);
-    if (layer) {
-        gr_diag_set(d, code, "%s (layer '%s'): %s", opname, layer, msg);
-        gr_diag_set_layer(d, layer);
-    } else {
-        gr_diag_set(d, code, "%s: %s", opname, msg);
-    }
-    gr_diag_set_op(d, opname);
-    return code;
+    const char *layer = ir_span_layer(c->span);
+    if (layer) return gr_fail(d, code, layer, opname, "%s (layer '%s'): %s", opname, layer, msg);
+    return gr_fail(d, code, NULL, opname, "%s: %s", opname, msg);
 }
 
 const char *rt_dims_str(int ndim, const int64_t *dims, char *buf, size_t n) {

@@ -2,10 +2,12 @@
 #ifndef GRAFT_RUNTIME_NPY_H
 #define GRAFT_RUNTIME_NPY_H
 
+#include "ir/api.h"
+
 #include "runtime/tensor.h"
 
 /* *out: new tensor (refcount 1). Malformed files are GR_ERR_INVALID naming the file. */
-gr_status rt_npy_load(const char *path, rt_tensor **out, gr_diag *diag);
-gr_status rt_npy_save(const char *path, const rt_tensor *t, gr_diag *diag);
+GR_API gr_status rt_npy_load(const char *path, rt_tensor **out, gr_diag *diag);
+GR_API gr_status rt_npy_save(const char *path, const rt_tensor *t, gr_diag *diag);
 
 #endif

@@ -3,6 +3,8 @@
 #ifndef GRAFT_RUNTIME_TENSOR_H
 #define GRAFT_RUNTIME_TENSOR_H
 
+#include "ir/api.h"
+
 #include <dlpack/dlpack.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,18 +24,18 @@ typedef struct rt_tensor {
 
 /* A new zero-filled tensor (refcount 1); pair with rt_tensor_release(). NULL when ndim is out
  * of range or memory runs out. */
-rt_tensor *rt_tensor_new(DLDataType dtype, int32_t ndim, const int64_t *shape);
+GR_API rt_tensor *rt_tensor_new(DLDataType dtype, int32_t ndim, const int64_t *shape);
 /* A tensor that borrows `data` (not freed by the tensor). */
-rt_tensor *rt_tensor_wrap(DLDataType dtype, int32_t ndim, const int64_t *shape, void *data);
-rt_tensor *rt_tensor_retain(rt_tensor *t);
-void rt_tensor_release(rt_tensor *t);
+GR_API rt_tensor *rt_tensor_wrap(DLDataType dtype, int32_t ndim, const int64_t *shape, void *data);
+GR_API rt_tensor *rt_tensor_retain(rt_tensor *t);
+GR_API void rt_tensor_release(rt_tensor *t);
 
-int64_t rt_tensor_numel(const rt_tensor *t);
-size_t rt_tensor_nbytes(const rt_tensor *t);
+GR_API int64_t rt_tensor_numel(const rt_tensor *t);
+GR_API size_t rt_tensor_nbytes(const rt_tensor *t);
 static inline void *rt_tensor_data(const rt_tensor *t) { return t->dl.data; }
 bool rt_tensor_same_shape(const rt_tensor *a, const rt_tensor *b);
 /* Reads element i converted to double (any dtype). */
-double rt_tensor_get_f64(const rt_tensor *t, int64_t i);
-void rt_tensor_set_f64(rt_tensor *t, int64_t i, double v);
+GR_API double rt_tensor_get_f64(const rt_tensor *t, int64_t i);
+GR_API void rt_tensor_set_f64(rt_tensor *t, int64_t i, double v);
 
 #endif

@@ -4,6 +4,8 @@
 #ifndef GRAFT_RUNTIME_VALUE_H
 #define GRAFT_RUNTIME_VALUE_H
 
+#include "ir/api.h"
+
 #include <stdint.h>
 
 #include "runtime/tensor.h"
@@ -38,9 +40,9 @@ static inline rt_value rt_value_tensor(rt_tensor *t) {  /* takes the reference *
     return v;
 }
 /* A copy with new references (deep for tuples). */
-rt_value rt_value_copy(const rt_value *v);
-void rt_value_clear(rt_value *v);
+GR_API rt_value rt_value_copy(const rt_value *v);
+GR_API void rt_value_clear(rt_value *v);
 /* A tuple of n NONE values (heap). */
-rt_value rt_value_tuple(uint32_t n);
+GR_API rt_value rt_value_tuple(uint32_t n);
 
 #endif

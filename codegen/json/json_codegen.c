@@ -238,8 +238,8 @@ static cg_val *val_entry(cg *c, uint32_t nid, uint32_t index) {
 
 static gr_status fail(cg *c, const ir_span *sp, const char *fmt, const char *what) {
     if (!c->st) {
-        c->st = gr_diag_set(c->diag, GR_ERR_UNSUPPORTED, "json codegen, region %s: %s %s", c->r->symbol, fmt, what ? what : "");
-        if (sp) gr_diag_set_layer(c->diag, sp->locs[0].source);
+        c->st = gr_fail(c->diag, GR_ERR_UNSUPPORTED, ir_span_layer(sp), NULL, "json codegen, region %s: %s %s",
+                        c->r->symbol, fmt, what ? what : "");
     }
     return c->st;
 }

@@ -251,11 +251,8 @@ gr_status cv_fail(onnx_cv *cv, gr_status code, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    gr_diag_set(cv->imp->diag, code, "node '%s' (%s, opset %lld): %s", cv->layer,
-                cv->node->op_type, (long long)cv->opset, msg);
-    gr_diag_set_layer(cv->imp->diag, cv->layer);
-    gr_diag_set_op(cv->imp->diag, cv->node->op_type);
-    return code;
+    return gr_fail(cv->imp->diag, code, cv->layer, cv->node->op_type, "node '%s' (%s, opset %lld): %s",
+                   cv->layer, cv->node->op_type, (long long)cv->opset, msg);
 }
 
 bool cv_axis(int64_t axis, int32_t rank, int64_t *out) {

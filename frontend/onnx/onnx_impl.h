@@ -106,7 +106,6 @@ onnx_io_kind onnx_type_kind(const Onnx__TypeProto *tp);
 /* ---- onnx_tensor.c ---- */
 /* ONNX TensorProto.DataType -> dtype; false for unsupported (string, complex, ...). */
 bool onnx_dtype_from_elem(int32_t elem, ir_dtype *out);
-int32_t onnx_elem_from_dtype(ir_dtype t);
 /* Why an element type is refused ("string: string tensors are not supported"). */
 const char *onnx_elem_unsupported_name(int32_t elem);
 /* TensorProto -> tensor (typed fields, raw_data or external data relative to dir, which may be

@@ -3,6 +3,8 @@
 #ifndef GRAFT_FRONTEND_ONNX_IMPORT_H
 #define GRAFT_FRONTEND_ONNX_IMPORT_H
 
+#include "ir/api.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -57,10 +59,10 @@ typedef struct onnx_import_opts {
 
 /* opts may be NULL. Unsupported ops: GR_ERR_UNSUPPORTED listing every unsupported node (name,
  * op type, opset) at once. A truncated or corrupt file: GR_ERR_INVALID naming the file. */
-gr_status onnx_import_file(ir_ctx_t *ctx, const char *path, const onnx_import_opts *opts,
-                           ir_module **out, gr_diag *diag);
-gr_status onnx_import_buffer(ir_ctx_t *ctx, const char *name, const uint8_t *buf, size_t len,
-                             const onnx_import_opts *opts, ir_module **out, gr_diag *diag);
+GR_API gr_status onnx_import_file(ir_ctx_t *ctx, const char *path, const onnx_import_opts *opts,
+                                  ir_module **out, gr_diag *diag);
+GR_API gr_status onnx_import_buffer(ir_ctx_t *ctx, const char *name, const uint8_t *buf, size_t len,
+                                    const onnx_import_opts *opts, ir_module **out, gr_diag *diag);
 
 /* Reads a serialized ONNX TensorProto (.pb of the ONNX backend test data). *name may be NULL;
  * when given it receives a heap copy of the tensor's name (caller frees). */

@@ -43,12 +43,6 @@ const char *onnx_elem_unsupported_name(int32_t elem) {
     }
 }
 
-int32_t onnx_elem_from_dtype(ir_dtype t) {
-    for (int32_t i = 1; i < (int32_t)(sizeof(elem_dtypes) / sizeof(elem_dtypes[0])); i++)
-        if (elem_dtypes[i].bits && ir_dtype_eq(elem_dtypes[i], t)) return i;
-    return 0;
-}
-
 int64_t onnx_tensor_get_i64(const rt_tensor *t, int64_t i) {
     const void *p = t->dl.data;
     DLDataType d = t->dl.dtype;
