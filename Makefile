@@ -143,7 +143,7 @@ test: deps models
 	@$(MAKE) --no-print-directory all $(BUILD)/tests/run_tests
 	@rm -rf $(BUILD)/tvm_suite
 	@if [ -f $(TVM_PY)/.installed-0.27.0 ]; then \
-	    PYTHONPATH=$(TVM_PY) python3 tests/tvm_suite/oracle.py $(BUILD)/tvm_suite >/dev/null && \
+	    PYTHONPATH=$(TVM_PY) python3 tests/tvm_suite/oracle.py $(BUILD)/tvm_suite --graft $(BUILD)/graft | tail -1 && \
 	    echo "tvm oracle: TVM 0.27's results in $(BUILD)/tvm_suite"; fi
 	GRAFT=$(BUILD)/graft GRAFT_TVM_SUITE=$$([ -f $(BUILD)/tvm_suite/cases.txt ] && echo $(BUILD)/tvm_suite) \
 	    $(BUILD)/tests/run_tests $(TEST_ARGS)

@@ -7,6 +7,7 @@
 #include "codegen/dnnl/dnnl_codegen.h"
 #include "codegen/json/json_codegen.h"
 #include "ir/op.h"
+#include "patterns/pattern_text.h"
 #include "runtime/json_runtime.h"
 #include "runtime/kernels.h"
 
@@ -145,6 +146,58 @@ static gr_status json_load(const uint8_t *buf, size_t len, struct rt_tensor *(*c
 const byoc_backend byoc_json_backend = {
     "json", "JSON graph runtime running the reference kernels (one pattern per op of the op table)",
     json_patterns, json_cg_compile, json_load, "json"};
+
+/* ---- pattern files ---- */
+
+typedef struct file_check {
+    const pat_table_entry *entry;
+    uint32_t n;
+    const byoc_pattern *named[];   /* backend patterns whose checks apply */
+} file_check;
+
+static bool run_file_check(const pat_check_ctx *c, const char **reason, void *user) {
+    const file_check *fc = user;
+    if (!pat_table_entry_check(c, reason, (void *)fc->entry)) return false;
+    for (uint32_t i = 0; i < fc->n; i++)
+        if (fc->named[i]->check && !fc->named[i]->check(c, reason, fc->named[i]->check_user)) return false;
+    return true;
+}
+
+gr_status byoc_patterns_from_table(ir_ctx_t *ctx, const pat_table *t, byoc_pattern **out, gr_diag *diag) {
+    byoc_pattern *ps = gr_xcalloc(t->n + 1, sizeof(*ps));
+    for (uint32_t i = 0; i < t->n; i++) {
+        const pat_table_entry *e = &t->entries[i];
+        ps[i] = (byoc_pattern){e->name, e->pattern, NULL, NULL};
+        if (!e->nonly && !e->nnamed) continue;
+        file_check *fc = ir_alloc(ctx, sizeof(file_check) + sizeof(byoc_pattern *) * (e->nnamed + 1));
+        fc->entry = e;
+        fc->n = e->nnamed;
+        for (uint32_t k = 0; k < e->nnamed; k++) {
+            const byoc_pattern *found = NULL;
+            for (uint32_t b = 0; b < byoc_backend_count() && !found; b++) {
+                const byoc_pattern *bp = NULL;
+                uint32_t nb = 0;
+                if (byoc_backend_at(b)->get_patterns(ctx, &bp, &nb, diag)) {
+                    free(ps);
+                    return diag ? diag->code : GR_ERR_INVALID;
+                }
+                for (uint32_t j = 0; j < nb && !found; j++)
+                    if (strcmp(bp[j].name, e->named[k]) == 0) found = &bp[j];
+            }
+            if (!found) {
+                free(ps);
+                return gr_diag_set(diag, GR_ERR_NOT_FOUND,
+                                   "pattern '%s': [\"check\", \"%s\"] names no pattern of a backend "
+                                   "(see graft backends)", e->name, e->named[k]);
+            }
+            fc->named[k] = found;
+        }
+        ps[i].check = run_file_check;
+        ps[i].check_user = fc;
+    }
+    *out = ps;
+    return GR_OK;
+}
 
 /* ---- driver ---- */
 

@@ -105,6 +105,14 @@ gr_status byoc_merge_composite_functions(ir_ctx_t *ctx, const ir_module *m, byoc
 gr_status byoc_run_codegen(ir_ctx_t *ctx, const ir_module *m, const ir_attrs *options,
                            ir_module **out, gr_diag *diag);
 
+struct pat_table;
+/* The patterns of a pattern file (patterns/pattern_text.h) as byoc patterns: each entry's
+ * "only_used_by" predicates and the backend C checks it names (["check", "dnnl.nn.conv2d"]:
+ * the check of that pattern of a registered backend) become its check. *out: heap array of
+ * table->n, free(); GR_ERR_NOT_FOUND for a check name no backend has. */
+gr_status byoc_patterns_from_table(ir_ctx_t *ctx, const struct pat_table *table, byoc_pattern **out,
+                                   gr_diag *diag);
+
 /* ---- Driver ---- */
 
 typedef enum byoc_stage { BYOC_STOP_FUSE = 1, BYOC_STOP_MERGE = 2, BYOC_STOP_CODEGEN = 3 } byoc_stage;

@@ -339,6 +339,15 @@ gr_status ir_op_attrs_normalize_ex(ir_ctx_t *ctx, const ir_op_def *def, const ir
         }
         vals[j] = canon_attr(ctx, &c);
     }
+    /* out_layout left out follows the input layout (TVM: out_layout=None means data_layout) */
+    if (!ir_attrs_get(given, "out_layout")) {
+        int jo = -1, ji = -1;
+        for (uint16_t j = 0; j < def->nattrs; j++) {
+            if (strcmp(def->attrs[j].name, "out_layout") == 0) jo = j;
+            if (strcmp(def->attrs[j].name, "data_layout") == 0 || strcmp(def->attrs[j].name, "layout") == 0) ji = j;
+        }
+        if (jo >= 0 && ji >= 0 && ir_attrs_get(given, def->attrs[ji].name)) vals[jo] = vals[ji];
+    }
     *out = intern_attrs(ctx, def->nattrs,
                         e ? e->keys : ir_hashcons(ctx, KEYS_TAG, keys, sizeof(keys[0]) * def->nattrs),
                         vals);

@@ -1,7 +1,9 @@
 /* Struct info inference of neural-network ops: convolutions, pooling, normalization, softmax,
  * matmul, pad, dropout and resize. Spatial sizes are computed with symbolic arithmetic
- * (floordiv), so `n` in gives `(n - 1) // 2 + 1` out. Only the NCHW family of layouts is
- * supported; others are reported as "unsupported layout". */
+ * (floordiv), so `n` in gives `(n - 1) // 2 + 1` out. Convolutions and pools take any
+ * reordering of the canonical layout letters (NHWC data, OHWI / HWIO kernels, ...): the dims
+ * are read in canonical order and the result written in the out layout. Blocked layouts
+ * (NCHW16c) are reported as "unsupported layout". */
 #include <string.h>
 
 #include "ir/op_impl.h"
@@ -14,6 +16,29 @@ static bool check_layout(const ir_call *call, const char *key, const char *want,
     if (got && strcmp(got, want) == 0) return true;
     ir__op_err(call, diag, "unsupported layout %s=\"%s\" (only \"%s\")", key, got ? got : "None",
                want);
+    return false;
+}
+
+/* p[k] = position in `l` of canon[k]; false unless l reorders canon's letters. */
+static bool layout_perm(const char *l, const char *canon, int *p) {
+    size_t n = strlen(canon);
+    if (!l || strlen(l) != n) return false;
+    for (size_t k = 0; k < n; k++) {
+        const char *at = strchr(l, canon[k]);
+        if (!at) return false;
+        p[k] = (int)(at - l);
+    }
+    return true;
+}
+
+/* The layout attr `key` (empty: `dflt`) as a permutation of `canon`, or an error. */
+static bool layout_attr(const ir_call *call, const char *key, const char *dflt, const char *canon,
+                        int *p, gr_diag *diag) {
+    const char *got = ir__attr_str(call, key);
+    if (!got || !got[0]) got = dflt;
+    if (layout_perm(got, canon, p)) return true;
+    ir__op_err(call, diag, "unsupported layout %s=\"%s\" (a reordering of \"%s\")", key, got ? got : "None",
+               canon);
     return false;
 }
 
@@ -72,9 +97,11 @@ static const ir_sinfo *conv(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, i
     const char *dl = dls[nsp], *kl = transpose ? tkls[nsp] : kls[nsp];
     const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
     const ir_sinfo *w = x ? ir__arg_tensor(ctx, call, 1, false, diag) : NULL;
-    if (!w || !check_layout(call, "data_layout", dl, diag) ||
-        !check_layout(call, "kernel_layout", kl, diag) ||
-        !check_layout(call, "out_layout", dl, diag))
+    int pd[5], pk[5], po[5];
+    const char *data_l = ir__attr_str(call, "data_layout");
+    if (!w || !layout_attr(call, "data_layout", dl, dl, pd, diag) ||
+        !layout_attr(call, "kernel_layout", kl, kl, pk, diag) ||
+        !layout_attr(call, "out_layout", data_l, dl, po, diag))
         return NULL;
     ir_dtype dt = ir__attr_dtype(call, "out_dtype");
     if (ir_dtype_is_void(dt) && !ir__common_dtype(call, x, w, &dt, diag)) return NULL;
@@ -92,20 +119,26 @@ static const ir_sinfo *conv(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, i
     if (groups < 1) return ir__op_err(call, diag, "groups must be >= 1, got %lld", (long long)groups);
     if (!kx || !kw) return ir_sinfo_tensor(ctx, dt, rank, NULL);
 
+    /* data and weight dims in canonical (NC..., OI... / IO...) order */
+    const ir_prim *xd[5], *wd[5];
+    for (int k = 0; k < rank; k++) {
+        xd[k] = x->dims[pd[k]];
+        wd[k] = w->dims[pk[k]];
+    }
     const ir_prim *g = pint(ctx, groups), *dims[5];
-    const ir_prim *cin = x->dims[1];
-    const ir_prim *wcin = transpose ? w->dims[0] : ir_prim_mul(ctx, w->dims[1], g);
+    const ir_prim *cin = xd[1];
+    const ir_prim *wcin = transpose ? wd[0] : ir_prim_mul(ctx, wd[1], g);
     if (both_int_differ(cin, wcin))
         return ir__op_err(call, diag, "input channels of %s do not match weight %s with groups=%lld",
                           ir__sinfo_str(x), ir__sinfo_str(w), (long long)groups);
-    const ir_prim *cout = transpose ? ir_prim_mul(ctx, w->dims[1], g) : w->dims[0];
+    const ir_prim *cout = transpose ? ir_prim_mul(ctx, wd[1], g) : wd[0];
     if (!transpose && cout->kind == IR_PRIM_INT && cout->value % groups != 0)
         return ir__op_err(call, diag, "output channels %lld are not divisible by groups=%lld",
                           (long long)cout->value, (long long)groups);
-    dims[0] = x->dims[0];
+    dims[0] = xd[0];
     dims[1] = cout;
     for (int i = 0; i < nsp; i++) {
-        const ir_prim *in = x->dims[2 + i], *k = w->dims[2 + i];
+        const ir_prim *in = xd[2 + i], *k = wd[2 + i];
         int64_t padsum = pad[i] + pad[i + nsp];
         /* dil * (k - 1) */
         const ir_prim *span = ir_prim_mul(ctx, pint(ctx, dil[i]), ir_prim_sub(ctx, k, pint(ctx, 1)));
@@ -125,7 +158,9 @@ static const ir_sinfo *conv(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, i
                               (long long)o->value, ir__sinfo_str(x), ir__sinfo_str(w));
         dims[2 + i] = o;
     }
-    return ir_sinfo_tensor(ctx, dt, rank, dims);
+    const ir_prim *od[5];
+    for (int k = 0; k < rank; k++) od[po[k]] = dims[k];
+    return ir_sinfo_tensor(ctx, dt, rank, od);
 }
 
 IR__INFER(ir__infer_conv1d) { return conv(ctx, call, diag, 1, false); }
@@ -140,8 +175,9 @@ IR__INFER(ir__infer_conv3d_transpose) { return conv(ctx, call, diag, 3, true); }
 static const ir_sinfo *pool(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, int nsp) {
     const char *layout = nsp == 1 ? "NCW" : nsp == 2 ? "NCHW" : "NCDHW";
     const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
-    if (!x || !check_layout(call, "layout", layout, diag) ||
-        !check_layout(call, "out_layout", layout, diag))
+    int pl[5], po[5];
+    if (!x || !layout_attr(call, "layout", layout, layout, pl, diag) ||
+        !layout_attr(call, "out_layout", ir__attr_str(call, "layout"), layout, po, diag))
         return NULL;
     int k = check_rank(call, x, nsp + 2, "data", diag);
     if (k < 0) return NULL;
@@ -153,10 +189,12 @@ static const ir_sinfo *pool(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, i
         return NULL;
     if (!k) return ir_sinfo_tensor(ctx, x->dtype, nsp + 2, NULL);
     bool ceil_mode = ir__attr_bool(call, "ceil_mode");
-    const ir_prim *dims[5] = {x->dims[0], x->dims[1], NULL, NULL, NULL};
+    const ir_prim *xd[5];
+    for (int q = 0; q < nsp + 2; q++) xd[q] = x->dims[pl[q]];
+    const ir_prim *dims[5] = {xd[0], xd[1], NULL, NULL, NULL};
     for (int i = 0; i < nsp; i++) {
         int64_t c = pad[i] + pad[i + nsp] - dil[i] * (ps[i] - 1) - 1 + (ceil_mode ? st[i] - 1 : 0);
-        const ir_prim *num = ir_prim_add(ctx, x->dims[2 + i], pint(ctx, c));
+        const ir_prim *num = ir_prim_add(ctx, xd[2 + i], pint(ctx, c));
         const ir_prim *o =
             ir_prim_add(ctx, ir_prim_floordiv(ctx, num, pint(ctx, st[i])), pint(ctx, 1));
         if (o->kind == IR_PRIM_INT && o->value <= 0)
@@ -164,7 +202,9 @@ static const ir_sinfo *pool(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, i
                               (long long)o->value, ir__sinfo_str(x));
         dims[2 + i] = o;
     }
-    return ir_sinfo_tensor(ctx, x->dtype, nsp + 2, dims);
+    const ir_prim *od[5];
+    for (int q = 0; q < nsp + 2; q++) od[po[q]] = dims[q];
+    return ir_sinfo_tensor(ctx, x->dtype, nsp + 2, od);
 }
 
 IR__INFER(ir__infer_pool1d) { return pool(ctx, call, diag, 1); }
@@ -174,8 +214,9 @@ IR__INFER(ir__infer_pool3d) { return pool(ctx, call, diag, 3); }
 static const ir_sinfo *adaptive_pool(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, int nsp) {
     const char *layout = nsp == 1 ? "NCW" : nsp == 2 ? "NCHW" : "NCDHW";
     const ir_sinfo *x = ir__arg_tensor(ctx, call, 0, false, diag);
-    if (!x || !check_layout(call, "layout", layout, diag) ||
-        !check_layout(call, "out_layout", layout, diag))
+    int pl[5], po[5];
+    if (!x || !layout_attr(call, "layout", layout, layout, pl, diag) ||
+        !layout_attr(call, "out_layout", ir__attr_str(call, "layout"), layout, po, diag))
         return NULL;
     int k = check_rank(call, x, nsp + 2, "data", diag);
     if (k < 0) return NULL;
@@ -185,12 +226,15 @@ static const ir_sinfo *adaptive_pool(ir_ctx_t *ctx, const ir_call *call, gr_diag
         return ir__op_err(call, diag, "output_size must have 1 to %d entries", nsp);
     if (n == 1) os[1] = os[0];
     if (!k) return ir_sinfo_tensor(ctx, x->dtype, nsp + 2, NULL);
-    const ir_prim *dims[4] = {x->dims[0], x->dims[1], x->dims[2], nsp == 2 ? x->dims[3] : NULL};
+    const ir_prim *dims[5];
+    for (int q = 0; q < nsp + 2; q++) dims[q] = x->dims[pl[q]];
     for (int i = 0; n > 0 && i < nsp; i++) {
         if (os[i] < 1) return ir__op_err(call, diag, "output_size must be positive");
         dims[2 + i] = pint(ctx, os[i]);
     }
-    return ir_sinfo_tensor(ctx, x->dtype, nsp + 2, dims);
+    const ir_prim *od[5];
+    for (int q = 0; q < nsp + 2; q++) od[po[q]] = dims[q];
+    return ir_sinfo_tensor(ctx, x->dtype, nsp + 2, od);
 }
 
 IR__INFER(ir__infer_adaptive_pool1d) { return adaptive_pool(ctx, call, diag, 1); }

@@ -1328,6 +1328,12 @@ static ir_expr *op_call(parser *p, const ir_op_def *def, const ir_tok *at) {
                 if (close) {
                     uint32_t n;
                     if (!sinfo_list(p, close, &n)) goto out;
+                    if (call_like && close == ']') {
+                        /* out_ty=[A, B]: one tuple struct info, as TVM holds it */
+                        const ir_sinfo *t = ir_sinfo_tuple(p->ctx, n, p->sstack.data + smark);
+                        p->sstack.len = smark;
+                        gr_vec_push(&p->sstack, t);
+                    }
                 } else {
                     const ir_sinfo *s = parse_sinfo(p);
                     if (!s) goto out;
@@ -2525,6 +2531,18 @@ static bool parse_module_body(parser *p, const char *meta) {
         if (!expect_dotted(p, "I", "ir_module")) return false;
     } else {
         for (int i = 0; i < 5; i++) skip(p);
+    }
+    if (accept_p(p, '(')) {
+        /* @I.ir_module(s_tir=True), (check_well_formed=False): options of TVM's parser */
+        while (!is_p(peek(p, 0), ')')) {
+            ir_tok k = *peek(p, 0);
+            if (k.kind != TK_NAME || !is_p(peek(p, 1), '=')) return unexpected(p, &k, "an option name="), false;
+            skip(p), skip(p);
+            num n;
+            if (!number(p, &n)) return false;
+            if (!accept_p(p, ',')) break;
+        }
+        if (!expect_p(p, ')', "to close the decorator")) return false;
     }
     if (!expect_kind(p, TK_NEWLINE, "end of line") || !expect_name(p, "class")) return false;
     ir_tok ct = *peek(p, 0);

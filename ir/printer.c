@@ -462,7 +462,11 @@ static void p_attr(pr *p, const ir_attr *a) {
     case IR_ATTR_INT: ir_sbuf_int(&p->out, a->u.i); break;
     case IR_ATTR_FLOAT: ir_sbuf_double(&p->out, a->u.f); break;
     case IR_ATTR_STR: ir_sbuf_quoted(&p->out, a->u.s ? a->u.s : ""); break;
-    case IR_ATTR_DTYPE: ir_sbuf_quoted(&p->out, dtype_str(a->u.dtype)); break;
+    case IR_ATTR_DTYPE:
+        /* an unset dtype is None, as TVM 0.27 writes and reads it ("void" is ill-formed there) */
+        if (ir_dtype_is_void(a->u.dtype)) ir_sbuf_puts(&p->out, "None");
+        else ir_sbuf_quoted(&p->out, dtype_str(a->u.dtype));
+        break;
     case IR_ATTR_ARRAY:
         ir_sbuf_putc(&p->out, '[');
         for (uint32_t i = 0; i < a->u.arr.n; i++) {
@@ -625,7 +629,11 @@ static void p_call_attrs(pr *p, const ir_attrs *a) {
 }
 
 static void p_sinfo_list(pr *p, uint32_t n, const ir_sinfo *const *s) {
-    if (n == 1) {
+    if (n == 1 && s[0]->kind == IR_SINFO_TUPLE) {
+        /* a tuple result is written as the list of its fields (TVM: out_ty=[A, B]) */
+        n = s[0]->n;
+        s = s[0]->fields;
+    } else if (n == 1) {
         p_sinfo(p, s[0], false);
         return;
     }
@@ -652,7 +660,7 @@ static void p_call(pr *p, const ir_call *c) {
             p_args(p, c->nargs - 1, c->args + 1, false);
             p_call_attrs(p, c->attrs);
             if (c->nsinfo_args) {
-                ir_sbuf_puts(&p->out, ", out_sinfo=");
+                ir_sbuf_puts(&p->out, ", out_ty=");  /* TVM 0.27's name (out_sinfo before) */
                 p_sinfo_list(p, c->nsinfo_args, c->sinfo_args);
             }
         } else {
@@ -670,12 +678,12 @@ static void p_call(pr *p, const ir_call *c) {
             }
             p_call_attrs(p, c->attrs);
             if (c->nsinfo_args) {
-                ir_sbuf_puts(&p->out, c->nargs || (c->attrs && c->attrs->n) ? ", sinfo_args=[" : "sinfo_args=[");
+                ir_sbuf_puts(&p->out, c->nargs || (c->attrs && c->attrs->n) ? ", ty_args=(" : "ty_args=(");
                 for (uint32_t i = 0; i < c->nsinfo_args; i++) {
                     if (i) ir_sbuf_puts(&p->out, ", ");
                     p_sinfo(p, c->sinfo_args[i], false);
                 }
-                ir_sbuf_putc(&p->out, ']');
+                ir_sbuf_puts(&p->out, c->nsinfo_args == 1 ? ",)" : ")");
             }
         }
         ir_sbuf_putc(&p->out, ')');
@@ -1014,11 +1022,14 @@ static void p_block_bindings(pr *p, const ir_block *blk, int ind) {
     ir_sbuf_puts(&p->out, ")\n");
 }
 
-static void p_param(pr *p, const ir_var *v) {
+/* quoted: symbolic dims as "n" (a module function's signature defines them); a local
+ * function's signature uses the vars its enclosing function declared with T.int64(), so
+ * they are written bare there (TVM reads a quoted name as a new var) */
+static void p_param(pr *p, const ir_var *v, bool quoted) {
     ir_sbuf_puts(&p->out, var_name(p, v));
     if (v->base.sinfo) {
         ir_sbuf_puts(&p->out, ": ");
-        p_sinfo(p, v->base.sinfo, true);
+        p_sinfo(p, v->base.sinfo, quoted);
     }
 }
 
@@ -1052,7 +1063,7 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
         if (multiline) {
             ir_sbuf_putc(&p->out, '\n');
             indent(p, ind + 1);
-            p_param(p, f->params[i]);
+            p_param(p, f->params[i], module_level);
             ir_sbuf_putc(&p->out, ',');
             if (f->params[i]->base.span) {
                 ir_sbuf_puts(&p->out, "  # span: ");
@@ -1060,7 +1071,7 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
             }
         } else {
             if (i) ir_sbuf_puts(&p->out, ", ");
-            p_param(p, f->params[i]);
+            p_param(p, f->params[i], module_level);
         }
     }
     if (multiline) {
@@ -1070,7 +1081,7 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
     ir_sbuf_putc(&p->out, ')');
     if (f->ret_sinfo) {
         ir_sbuf_puts(&p->out, " -> ");
-        p_sinfo(p, f->ret_sinfo, true);
+        p_sinfo(p, f->ret_sinfo, module_level);
     }
     ir_sbuf_putc(&p->out, ':');
     span_comment c = {0};

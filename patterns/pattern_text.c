@@ -158,15 +158,125 @@ static gr_status convert(reader *r, ir_expr *e, const pat_t **out) {
     }
 }
 
+/* ---- the "check" attribute ---- */
+
+typedef struct pred {
+    const char *kind, *name;
+    const ir_attr *args;   /* the items after the name */
+    uint32_t nargs;
+    bool used;
+} pred;
+
+static const char *attr_s(const ir_attr *a) { return a->kind == IR_ATTR_STR ? a->u.s : NULL; }
+
+static gr_status read_preds(reader *r, const ir_attr *chk, pred *ps, uint32_t *n) {
+    *n = 0;
+    if (!chk) return GR_OK;
+    if (chk->kind != IR_ATTR_ARRAY) return rerr(r, "\"check\" must be a list of predicates");
+    static const struct { const char *kind; uint32_t nargs; } known[] = {
+        {"const", 0}, {"dtype", 1}, {"ndim", 1}, {"shape", 1}, {"attr", 2},
+        {"only_used_by", 1}, {"used_by", 1}, {"check", 0},
+    };
+    for (uint32_t i = 0; i < chk->u.arr.n; i++) {
+        const ir_attr *it = &chk->u.arr.items[i];
+        if (it->kind != IR_ATTR_ARRAY || it->u.arr.n < 2 || !attr_s(&it->u.arr.items[0]) ||
+            !attr_s(&it->u.arr.items[1]))
+            return rerr(r, "each \"check\" predicate is a list [kind, name, ...]");
+        pred p = {attr_s(&it->u.arr.items[0]), attr_s(&it->u.arr.items[1]), it->u.arr.items + 2,
+                  it->u.arr.n - 2, false};
+        bool ok = false;
+        const char *base = strncmp(p.kind, "not_", 4) == 0 ? p.kind + 4 : p.kind;
+        for (size_t k = 0; k < 5 && !ok; k++)  /* the first five have a not_ form */
+            ok = strcmp(known[k].kind, base) == 0 && known[k].nargs == p.nargs;
+        for (size_t k = 0; k < sizeof known / sizeof known[0] && !ok; k++)
+            ok = strcmp(known[k].kind, p.kind) == 0 && known[k].nargs == p.nargs;
+        if (!ok)
+            return rerr(r, ir_internf(r->ctx, "unknown check predicate [\"%s\", ...] with %u values "
+                                      "(known: const, dtype, ndim, shape, attr, their not_ forms, "
+                                      "only_used_by, used_by, check)", p.kind, p.nargs));
+        ps[(*n)++] = p;
+    }
+    return GR_OK;
+}
+
+/* Wraps the pattern of `name` (a param or a binding) in the predicates that constrain it. */
+static gr_status apply_preds(reader *r, pred *ps, uint32_t n, const char *name, pat_t **p) {
+    ir_ctx_t *ctx = r->ctx;
+    for (uint32_t i = 0; i < n; i++) {
+        pred *q = &ps[i];
+        if (strcmp(q->name, name) != 0 || !strcmp(q->kind, "check") || !strcmp(q->kind, "only_used_by") ||
+            !strcmp(q->kind, "used_by"))
+            continue;
+        q->used = true;
+        if (!strncmp(q->kind, "not_", 4)) {
+            /* ["not_shape", x, ...]: x must not satisfy ["shape", x, ...] */
+            pred base = *q;
+            base.kind = q->kind + 4;
+            pat_t *w = pat_wildcard(ctx);
+            gr_status st = apply_preds(r, &base, 1, name, &w);
+            if (st != GR_OK) return st;
+            *p = pat_and(ctx, pat_not(ctx, w), *p);
+        } else if (!strcmp(q->kind, "const")) {
+            *p = pat_and(ctx, pat_const(ctx), *p);
+        } else if (!strcmp(q->kind, "dtype")) {
+            ir_dtype dt;
+            if (!attr_s(&q->args[0]) || !ir_dtype_parse(attr_s(&q->args[0]), &dt))
+                return rerr(r, "[\"dtype\", x, D]: D must be a dtype name");
+            *p = pat_has_dtype(ctx, *p, dt);
+        } else if (!strcmp(q->kind, "ndim")) {
+            if (q->args[0].kind != IR_ATTR_INT || q->args[0].u.i < 0 || q->args[0].u.i > 8)
+                return rerr(r, "[\"ndim\", x, N]: N must be an integer 0..8");
+            *p = pat_has_shape(ctx, *p, (int32_t)q->args[0].u.i, NULL);
+        } else if (!strcmp(q->kind, "shape")) {
+            const ir_attr *a = &q->args[0];
+            if (a->kind != IR_ATTR_ARRAY || a->u.arr.n > 8) return rerr(r, "[\"shape\", x, [d, ...]]: a list of dims");
+            const ir_prim *dims[9];
+            for (uint32_t k = 0; k < a->u.arr.n; k++) {
+                if (a->u.arr.items[k].kind != IR_ATTR_INT) return rerr(r, "[\"shape\", x, [d, ...]]: dims are integers");
+                int64_t d = a->u.arr.items[k].u.i;
+                dims[k] = d < 0 ? NULL : ir_prim_int(ctx, d);
+            }
+            *p = pat_has_shape(ctx, *p, (int32_t)a->u.arr.n, dims);
+        } else if (!strcmp(q->kind, "attr")) {
+            const char *key = attr_s(&q->args[0]);
+            if (!key) return rerr(r, "[\"attr\", v, KEY, VALUE]: KEY must be a string");
+            *p = pat_has_attr(ctx, *p, ir_attrs_new(ctx, 1, &key, &q->args[1]));
+        }
+    }
+    return GR_OK;
+}
+
+bool pat_table_entry_check(const pat_check_ctx *c, const char **reason, void *user) {
+    const pat_table_entry *e = user;
+    for (uint32_t i = 0; i < e->nonly; i++) {
+        ir_expr *v = pat_match_named_reached(c->match, e->only[i]);
+        if (!v || !ir_is_var(v)) continue;   /* not part of this alternative */
+        uint32_t nu = 0;
+        pat_block_users(c->block, v, &nu);
+        if (nu != 1) {
+            *reason = ir_internf(c->ctx, "%s has %u users (only_used_by wants one)", e->only[i], nu);
+            return false;
+        }
+    }
+    return true;
+}
+
 static gr_status read_func(reader *r, pat_table *t, const char *gname, const ir_func *f) {
     ir_ctx_t *ctx = r->ctx;
     r->fname = gname;
     const char *comp = ir_attrs_get_str(f->attrs, "Composite");
     if (!comp || !*comp) return rerr(r, "has no \"Composite\" attribute (the pattern name)");
     gr_map_clear(&r->vars);
+    const ir_attr *chk = ir_attrs_get(f->attrs, "check");
+    uint32_t npred = 0;
+    pred *preds = IR_NEW_ARRAY(ctx, pred, chk && chk->kind == IR_ATTR_ARRAY ? chk->u.arr.n + 1 : 1);
+    gr_status pst = read_preds(r, chk, preds, &npred);
+    if (pst != GR_OK) return pst;
     const pat_t **params = IR_NEW_ARRAY(ctx, const pat_t *, f->nparams + 1);
     for (uint32_t i = 0; i < f->nparams; i++) {
-        params[i] = pat_name(ctx, param_pattern(ctx, f->params[i]->base.sinfo), f->params[i]->name);
+        pat_t *pp = param_pattern(ctx, f->params[i]->base.sinfo);
+        if ((pst = apply_preds(r, preds, npred, f->params[i]->name, &pp)) != GR_OK) return pst;
+        params[i] = pat_name(ctx, pp, f->params[i]->name);
         gr_map_put(&r->vars, GR_MAP_PTR(f->params[i]), GR_MAP_PTR(params[i]));
     }
     if (f->body->kind != IR_SEQ) return rerr(r, "body is not a dataflow body");
@@ -181,17 +291,50 @@ static gr_status read_func(reader *r, pat_table *t, const char *gname, const ir_
             const pat_t *p = NULL;
             gr_status st = convert(r, bd->value, &p);
             if (st != GR_OK) return st;
+            pat_t *pw = (pat_t *)p;
+            if ((st = apply_preds(r, preds, npred, bd->var->name, &pw)) != GR_OK) return st;
+            p = pw;
             bool is_root = &bd->var->base == root_var;
             p = pat_name(ctx, p, is_root ? "root" : bd->var->name);
             gr_map_put(&r->vars, GR_MAP_PTR(bd->var), GR_MAP_PTR(p));
             if (is_root) root = p;
         }
     if (!root) return rerr(r, "must return a var bound in its body");
+    /* match-time predicates; every other one must have named a param or a binding */
+    const char **only = IR_NEW_ARRAY(ctx, const char *, npred + 1), **named = IR_NEW_ARRAY(ctx, const char *, npred + 1);
+    uint32_t nonly = 0, nnamed = 0;
+    for (uint32_t i = 0; i < npred; i++) {
+        if (!strcmp(preds[i].kind, "check")) named[nnamed++] = preds[i].name;
+        else if (!strcmp(preds[i].kind, "only_used_by")) only[nonly++] = ir_intern(ctx, preds[i].name);
+        else if (!strcmp(preds[i].kind, "used_by")) continue;
+        else if (!preds[i].used)
+            return rerr(r, ir_internf(ctx, "check predicate [\"%s\", \"%s\", ...] names no param or binding",
+                                      preds[i].kind, preds[i].name));
+    }
+    /* an earlier function of the same Composite name: this one is its next alternative */
+    for (uint32_t i = 0; i < t->n; i++) {
+        pat_table_entry *e = &t->entries[i];
+        if (strcmp(e->name, comp) != 0) continue;
+        e->pattern = pat_or(ctx, e->pattern, root);
+        const char **o2 = IR_NEW_ARRAY(ctx, const char *, e->nonly + nonly + 1);
+        const char **n2 = IR_NEW_ARRAY(ctx, const char *, e->nnamed + nnamed + 1);
+        memcpy(o2, e->only, sizeof(char *) * e->nonly);
+        memcpy(o2 + e->nonly, only, sizeof(char *) * nonly);
+        memcpy(n2, e->named, sizeof(char *) * e->nnamed);
+        memcpy(n2 + e->nnamed, named, sizeof(char *) * nnamed);
+        e->only = o2, e->nonly += nonly;
+        e->named = n2, e->nnamed += nnamed;
+        return GR_OK;
+    }
     pat_table_entry *e = table_push(ctx, t, comp, root);
     e->func_name = ir_intern(ctx, gname);
     e->nparams = f->nparams;
     e->params = params;
     e->span = f->base.span;
+    e->nonly = nonly;
+    e->only = only;
+    e->nnamed = nnamed;
+    e->named = named;
     return GR_OK;
 }
 

@@ -8,6 +8,22 @@
  * sub-pattern (it must match one expression). The root binding is the annotation "root"; every
  * other binding is annotated with its var name.
  *
+ * Functions with the same Composite name are one pattern: their alternatives, tried in file
+ * order (TVM's `a | b`). A param of struct info R.Object is a wildcard of any struct info; an
+ * op's required attributes may be left out (they then match anything).
+ *
+ * The Composite function's attribute "check" is a list of predicates, each a list naming a
+ * param or a binding var of the body:
+ *     ["const", x]            x is a constant
+ *     ["dtype", x, "float16"] x's dtype                 ["ndim", x, 4]     x's rank
+ *     ["shape", x, [1, -1, 8]] x's shape (-1: any dim)
+ *     ["attr", v, "groups", 1] binding v's op attribute equals the value
+ *     ["not_shape", x, [2, 3, 3]]  (and not_const, not_dtype, not_ndim, not_attr): negated
+ *     ["only_used_by", a, b]  a's only user is b (TVM's a >> b)
+ *     ["used_by", a, b]       a is used by b (what the body says already; accepted)
+ *     ["check", "dnnl.nn.conv2d"]  the C check of that backend pattern (byoc resolves it)
+ * e.g. R.func_attr({"Composite": "A.conv_f16", "check": [["dtype", "x", "float16"], ["const", "w"]]}).
+ *
  *     pat_table *t = NULL;
  *     if (pat_table_read_file(ctx, "dnnl.relax", &t, &diag) == GR_OK) {
  *         for (uint32_t i = 0; i < t->n; i++) use(t->entries[i].name, t->entries[i].pattern);
@@ -27,7 +43,16 @@ typedef struct pat_table_entry {
     uint32_t nparams;
     const pat_t *const *params;  /* the param wildcards, in order */
     const ir_span *span;       /* the function's span (NULL when none) */
+    /* match-time checks the file asks for ("check" attribute, below): */
+    uint32_t nonly;            /* ["only_used_by", a, b]: a's var has exactly one user */
+    const char *const *only;   /* ... the names a */
+    uint32_t nnamed;           /* ["check", "dnnl.nn.conv2d"]: a backend's C check, by the */
+    const char *const *named;  /* name of the backend pattern that carries it (byoc resolves) */
 } pat_table_entry;
+
+/* The check of the entry's "only_used_by" predicates (user: the entry); accepts when it has
+ * none. */
+bool pat_table_entry_check(const pat_check_ctx *c, const char **reason, void *user);
 
 /* Heap table (pair with pat_table_free); the patterns live in the ir_ctx_t. */
 typedef struct pat_table {

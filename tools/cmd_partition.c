@@ -78,9 +78,10 @@ int cmd_partition(int argc, char **argv) {
             rc = cli_fail(&d, patterns);
             goto done;
         }
-        extra = calloc(table->n + 1, sizeof(*extra));
-        for (uint32_t i = 0; i < table->n; i++)
-            extra[i] = (byoc_pattern){table->entries[i].name, table->entries[i].pattern, NULL, NULL};
+        if (byoc_patterns_from_table(ctx, table, &extra, &d) != GR_OK) {
+            rc = cli_fail(&d, patterns);
+            goto done;
+        }
         po.extra = extra;
         po.nextra = table->n;
     }

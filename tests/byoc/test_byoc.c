@@ -63,8 +63,7 @@ static ir_module *partition(ir_ctx_t *ctx, const char *input, const char *pat_fi
     uint32_t nb = 1;
     if (pat_file) {
         cr_assert_eq(pat_table_read_file(ctx, pat_file, &t, &d), GR_OK, "%s", d.msg);
-        extra = calloc(t->n, sizeof(*extra));
-        for (uint32_t i = 0; i < t->n; i++) extra[i] = (byoc_pattern){t->entries[i].name, t->entries[i].pattern, NULL, NULL};
+        cr_assert_eq(byoc_patterns_from_table(ctx, t, &extra, &d), GR_OK, "%s", d.msg);
         po.extra = extra;
         po.nextra = t->n;
         nb = 0;

@@ -89,8 +89,11 @@ static ir_module *run_case(ir_ctx_t *ctx, const tcase *c, ir_module *in, gr_diag
         snprintf(pf, sizeof pf, SUITE "patterns/%s.relax", c->pats);
         pat_table *t = NULL;
         if (pat_table_read_file(ctx, pf, &t, d) != GR_OK) return NULL;
-        byoc_pattern *ps = calloc(t->n + 1, sizeof(*ps));
-        for (uint32_t i = 0; i < t->n; i++) ps[i] = (byoc_pattern){t->entries[i].name, t->entries[i].pattern, NULL, NULL};
+        byoc_pattern *ps = NULL;
+        if (byoc_patterns_from_table(ctx, t, &ps, d) != GR_OK) {
+            pat_table_free(t);
+            return NULL;
+        }
         byoc_fuse_opts o = {!has_opt(c, "no_bind_constants"), has_opt(c, "annotate_codegen"), 0, NULL};
         gr_status st = byoc_fuse_ops_by_pattern(ctx, cur, ps, t->n, &o, NULL, &next, d);
         if (!st && has_opt(c, "twice")) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ir/op.h"
+#include "ir/parser.h"
 
 static ir_ctx_t *ctx;
 static gr_diag diag;
@@ -420,7 +421,10 @@ Test(op_infer, conv2d) {
     EXPECT_ERR(INFER("relax.nn.conv2d", NULL, T(1, 4, 8, 8), T(16, 3, 3, 3)), "input channels");
     EXPECT_ERR(INFER("relax.nn.conv2d", NULL, T(1, 3, 8), T(16, 3, 3, 3)), "data must be 4-D");
     EXPECT_ERR(INFER("relax.nn.conv2d", NULL, T(1, 3, 8, 8), T(16, 3, 3)), "weight must be 4-D");
-    EXPECT_ERR(INFER("relax.nn.conv2d", attrs(1, "data_layout", STR("NHWC")), T(1, 8, 8, 3),
+    EXPECT(INFER("relax.nn.conv2d", attrs(1, "data_layout", STR("NHWC")), T(1, 8, 8, 3),
+                 T(16, 3, 3, 3)),
+           TS("1, 6, 6, 16"));
+    EXPECT_ERR(INFER("relax.nn.conv2d", attrs(1, "data_layout", STR("NCHW8c")), T(1, 8, 8, 3),
                      T(16, 3, 3, 3)),
                "unsupported layout");
     EXPECT_ERR(INFER("relax.nn.conv2d", NULL, T(1, 3, 2, 2), T(16, 3, 3, 3)), "not positive");
@@ -477,7 +481,9 @@ Test(op_infer, pooling) {
                  tvar_s(F32, 4, xd)),
            TS("1, 8, (h - 2) // 2 + 1, 4"));
     EXPECT_ERR(INFER("relax.nn.max_pool2d", NULL, T(1, 8, 7)), "4-D");
-    EXPECT_ERR(INFER("relax.nn.max_pool2d", attrs(1, "layout", STR("NHWC")), T(1, 7, 7, 8)),
+    EXPECT(INFER("relax.nn.max_pool2d", attrs(2, "layout", STR("NHWC"), "pool_size", INTS(2, 2)), T(1, 7, 7, 8)),
+           TS("1, 6, 6, 8"));
+    EXPECT_ERR(INFER("relax.nn.max_pool2d", attrs(1, "layout", STR("NCHW4c")), T(1, 7, 7, 8)),
                "unsupported layout");
     EXPECT_ERR(INFER("relax.nn.avg_pool2d", attrs(1, "pool_size", INTS(9, 9)), T(1, 8, 7, 7)),
                "not positive");
@@ -920,6 +926,33 @@ Test(op_infer, gather_scatter_and_friends) {
     EXPECT(INFER("relax.shape_to_tensor", NULL, SHAPE(2, 3, 4)), "R.Tensor((3,), dtype=\"int64\")");
     EXPECT(INFER("relax.tensor_to_shape", NULL, TV(i64, 3)), "R.Shape(ndim=3)");
     EXPECT_ERR(INFER("relax.tensor_to_shape", NULL, TV(i64, 3, 1)), "1-D");
+}
+
+/* conv2d / pools in NHWC with OHWI and HWIO kernels: dims read in the layout, the output in
+ * out_layout (which follows data_layout when not written); blocked layouts are refused. */
+Test(op_infer, nhwc_layouts) {
+    ir_ctx_t *c = ir_ctx_new();
+    const char *src =
+        "@I.ir_module\nclass Module:\n    @R.function\n"
+        "    def main(x: R.Tensor((2, 9, 7, 3), \"float32\"), w: R.Tensor((8, 3, 3, 3), \"float32\"), h: R.Tensor((3, 3, 3, 8), \"float32\")):\n"
+        "        a: R.Tensor((2, 9, 7, 8), \"float32\") = R.nn.conv2d(x, w, padding=[1, 1, 1, 1], data_layout=\"NHWC\", kernel_layout=\"OHWI\")\n"
+        "        b: R.Tensor((2, 8, 4, 3), \"float32\") = R.nn.conv2d(x, h, strides=[2, 2], data_layout=\"NHWC\", kernel_layout=\"HWIO\", out_layout=\"NCHW\")\n"
+        "        p: R.Tensor((2, 4, 3, 8), \"float32\") = R.nn.max_pool2d(a, pool_size=[2, 2], strides=[2, 2], layout=\"NHWC\")\n"
+        "        q: R.Tensor((2, 1, 1, 8), \"float32\") = R.nn.adaptive_avg_pool2d(a, output_size=[1, 1], layout=\"NHWC\")\n"
+        "        return (b, p, q)\n";
+    ir_module *m = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(ir_parse_module(c, "t", src, strlen(src), &m, &d), GR_OK, "%s", d.msg);
+    const char *bad =
+        "@I.ir_module\nclass Module:\n    @R.function\n"
+        "    def main(x: R.Tensor((2, 9, 7, 3), \"float32\"), w: R.Tensor((8, 3, 3, 3), \"float32\")):\n"
+        "        a = R.nn.conv2d(x, w, data_layout=\"NCHW16c\")\n"
+        "        return a\n";
+    gr_diag_clear(&d);
+    cr_assert_neq(ir_parse_module(c, "t", bad, strlen(bad), &m, &d), GR_OK);
+    cr_expect(strstr(d.msg, "unsupported layout data_layout=\"NCHW16c\""), "%s", d.msg);
+    ir_ctx_free(c);
 }
 
 /* ---- ONNX coverage (ops2): recurrent, volumetric, vision, spectral ---- */

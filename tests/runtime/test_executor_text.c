@@ -271,3 +271,35 @@ Test(executor_text, bundled_demo_runs) {
     clear_all(in, 3);
     rt_exec_free(x);
 }
+
+/* NHWC / OHWI convolution and NHWC pools (TensorFlow-origin layouts): struct info is inferred
+ * in the layout and the reference kernels give exactly what the NCHW form gives. */
+static rt_value run_file(const char *path, rt_value *in, int nin) {
+    ir_module *m = NULL;
+    cr_assert_eq(ir_parse_file(ctx, path, &m, &diag), GR_OK, "%s", diag.msg);
+    rt_exec_t *x = NULL;
+    cr_assert_eq(rt_exec_new(m, "main", &x, &diag), GR_OK, "%s", diag.msg);
+    rt_value out;
+    cr_assert_eq(rt_exec_run(x, in, nin, &out, &diag), GR_OK, "%s", diag.msg);
+    rt_exec_free(x);
+    return out;
+}
+
+Test(executor_text, nhwc_conv_and_pools_equal_nchw) {
+    int64_t xs[4] = {1, 8, 8, 3}, ws[4] = {4, 3, 3, 3}, bs[1] = {4};
+    double xv[192], wv[108], bv[4];
+    for (int i = 0; i < 192; i++) xv[i] = sin(0.37 * i);
+    for (int i = 0; i < 108; i++) wv[i] = cos(0.11 * i) - 0.3;
+    for (int i = 0; i < 4; i++) bv[i] = 0.1 * i - 0.15;
+    rt_value in[3] = {h5_val(IR_DTYPE_F32, 4, xs, xv), h5_val(IR_DTYPE_F32, 4, ws, wv), h5_val(IR_DTYPE_F32, 1, bs, bv)};
+    rt_value a = run_file("tests/golden/layouts/nhwc_conv_pool.relax", in, 3);
+    rt_value b = run_file("tests/golden/layouts/nchw_equivalent.relax", in, 3);
+    int64_t want[4] = {1, 3, 3, 4};
+    cr_assert_eq(a.u.t->dl.ndim, 4);
+    for (int i = 0; i < 4; i++) cr_assert_eq(a.u.t->dl.shape[i], want[i]);
+    /* the same arithmetic in the same order: bitwise equal */
+    for (int i = 0; i < 36; i++) cr_assert_eq(rt_tensor_get_f64(a.u.t, i), rt_tensor_get_f64(b.u.t, i), "element %d", i);
+    rt_value_clear(&a);
+    rt_value_clear(&b);
+    clear_all(in, 3);
+}

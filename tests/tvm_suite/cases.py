@@ -11,7 +11,7 @@ TVM runs (our own Python, the same meaning as the test's), `graft_pats` the graf
 shape of the constant (values from a fixed seed). tests/tvm_suite/oracle.py runs TVM on each
 and writes the input and TVM's result as TVM prints them."""
 
-from tvm.relax.dpl.pattern import is_op, is_tuple, is_tuple_get_item, wildcard
+from tvm.relax.dpl.pattern import has_dtype, is_const, is_op, is_tuple, is_tuple_get_item, wildcard
 
 
 def no_leak(ctx):
@@ -440,6 +440,120 @@ def tuple_case(relu_backend, escape):
 """
 
 
+MAXIMAL = HDR + """
+    @R.function
+    def main(x: R.Tensor((32, 8), "int32"), y: R.Tensor((8, 8), "int32"), bias: R.Tensor((8,), "int32")):
+        with R.dataflow():
+            lv0 = R.matmul(x, y, out_dtype="int32")
+            lv1 = R.add(lv0, bias)
+            lv2 = R.clip(lv1, -128, 127)
+            R.output(lv2)
+        return lv2
+"""
+
+CONV_STRIDES = HDR + """
+    @R.function
+    def main(x: R.Tensor((1, 4, 8, 8), "float32"), w: R.Tensor((4, 4, 3, 3), "float32")):
+        with R.dataflow():
+            a = R.nn.conv2d(x, w, strides=(2, 2))
+            b = R.nn.conv2d(x, w)
+            R.output(a, b)
+        return (a, b)
+"""
+
+SHAPES = HDR + """
+    @R.function
+    def main(x: R.Tensor((2, 3, 3), "float32"), y: R.Tensor((3, 3, 3), "float32"), z: R.Tensor((2, 3, 3), "float16")):
+        with R.dataflow():
+            a = R.nn.relu(x)
+            b = R.nn.relu(y)
+            c = R.nn.relu(z)
+            R.output(a, b, c)
+        return (a, b, c)
+"""
+
+ADD_CONST = HDR + """
+    @R.function
+    def main(x: R.Tensor((4,), "float32"), y: R.Tensor((4,), "float32")):
+        with R.dataflow():
+            a = R.add(x, R.const(2.0, "float32"))
+            b = R.add(a, y)
+            R.output(b)
+        return b
+"""
+
+ONLY_USED_BY = HDR + """
+    @R.function
+    def main(x: R.Tensor((4, 4), "float32"), w: R.Tensor((4, 4), "float32")):
+        with R.dataflow():
+            a = R.matmul(x, w)
+            b = R.nn.relu(a)
+            c = R.matmul(b, w)
+            d = R.nn.relu(c)
+            e = R.add(c, d)
+            R.output(e)
+        return e
+"""
+
+ACTIVATIONS = HDR + """
+    @R.function
+    def main(x: R.Tensor((4,), "float32")):
+        with R.dataflow():
+            a = R.nn.relu(x)
+            b = R.nn.gelu(a)
+            c = R.sigmoid(b)
+            R.output(c)
+        return c
+"""
+
+NHWC_CONVS = HDR + """
+    @R.function
+    def main(x: R.Tensor((1, 8, 8, 4), "float32"), w: R.Tensor((4, 3, 3, 4), "float32"), v: R.Tensor((1, 4, 8, 8), "float32"), k: R.Tensor((4, 4, 3, 3), "float32")):
+        with R.dataflow():
+            a = R.nn.conv2d(x, w, data_layout="NHWC", kernel_layout="OHWI")
+            b = R.nn.conv2d(v, k)
+            R.output(a, b)
+        return (a, b)
+"""
+
+
+CONV_NHWC_X2 = """
+    @R.function
+    def {name}(data: R.Tensor((4, 8, 8, 8), "float16"), weight1: R.Tensor((8, 3, 3, 8), "float16"),
+             weight2: R.Tensor((8, 3, 3, 8), "float16")):
+        with R.dataflow():
+            conv1 = R.nn.conv2d(data, weight1, padding=(1, 1), data_layout="NHWC", kernel_layout="OHWI")
+            conv2 = R.nn.conv2d(conv1, weight2, padding=(1, 1), data_layout="NHWC", kernel_layout="OHWI")
+            R.output(conv2)
+        return conv2
+"""
+MULTI_ENTRY = HDR + CONV_NHWC_X2.format(name="main2") + CONV_NHWC_X2.replace(
+    "            R.output(conv2)\n        return conv2",
+    "            conv3 = Module.main2(data, weight1, weight2)\n            result = R.add(conv2, conv3)\n"
+    "            R.output(result)\n        return result").format(name="main")
+
+
+def rhs_is_const(ctx):
+    return isinstance(ctx.annotated_expr["rhs"], type(ctx.annotated_expr["root"].args[0])) is False and \
+        type(ctx.annotated_expr["rhs"]).__name__ == "GenericConst"
+
+
+def conv_annotated():
+    lhs, rhs = wildcard(), wildcard()
+    out = is_op("relax.nn.conv2d")(lhs, rhs)
+    return out, {"root": out, "lhs": lhs, "rhs": rhs}
+
+
+def nchw_only(ctx):
+    return ctx.annotated_expr["root"].attrs.data_layout == "NCHW"
+
+
+def one_user(ctx):
+    mm = [v for v, e in ctx.matched_bindings.items() if getattr(e, "op", None) is not None and e.op.name == "relax.matmul"]
+    return all(len(ctx.var_usages.get(v, [])) == 1 for v in mm)
+
+
+P = "test_dataflow_pattern.py"
 F = "test_transform_fuse_ops_by_pattern.py"
 M = "test_transform_merge_composite_functions.py"
 D = "test_codegen_dnnl.py"
@@ -513,6 +627,34 @@ CASES = [
          pats=[("compiler_A.reshape", lambda: op2("relax.reshape"))], graft_pats="reshape", stage="fuse"),
     dict(name="merge_identical_regions", tvm=F + " / " + M + " (BlockBuilder dedup of equal functions)", src=IDENTICAL_REGIONS,
          pats=[("dnnl.conv2d_relu", conv_relu)], graft_pats="conv2d_relu", stage="merge"),
+    dict(name="fuse_multiple_entries_same_extern", tvm=F + "::test_multiple_entries_multiple_calls_same_extern",
+         src=MULTI_ENTRY, pats=[("cutlass.conv2d", conv)], graft_pats="conv2d", stage="fuse", opts=["annotate_codegen"]),
+    dict(name="fuse_check_rejects", tvm=F + "::test_check_pattern", src=CONV2D_RELU,
+         pats=[("cutlass.conv2d", conv_annotated, rhs_is_const)], graft_pats="conv2d_const_weight", stage="fuse"),
+    dict(name="fuse_match_maximal_or", tvm=F + "::test_match_maximal_subgraph", src=MAXIMAL,
+         pats=[("orclip", lambda: is_op("relax.add")(op2("relax.matmul"), wildcard()) |
+                is_op("relax.clip")(is_op("relax.add")(op2("relax.matmul"), wildcard()), wildcard(), wildcard()))],
+         graft_pats="orclip", stage="fuse"),
+    # test_dataflow_pattern.py's pattern kinds, as FuseOpsByPattern partitions
+    dict(name="dpl_op_attr", tvm=P + "::test_op_attr", src=CONV_STRIDES,
+         pats=[("x.conv_s2", lambda: op2("relax.nn.conv2d").has_attr({"strides": [2, 2]}))], graft_pats="conv_strides2", stage="fuse"),
+    dict(name="dpl_and_shape_dtype", tvm=P + "::test_and_pattern", src=SHAPES,
+         pats=[("x.relu233", lambda: is_op("relax.nn.relu")(wildcard().has_shape((2, 3, 3)) & has_dtype("float32")))],
+         graft_pats="relu_f32_233", stage="fuse"),
+    dict(name="dpl_not_shape", tvm=P + "::test_not_pattern", src=SHAPES,
+         pats=[("x.relu_not233", lambda: is_op("relax.nn.relu")(~wildcard().has_shape((2, 3, 3))))],
+         graft_pats="relu_not_233", stage="fuse"),
+    dict(name="dpl_dtype", tvm=P + "::test_dtype_pattern", src=SHAPES,
+         pats=[("x.relu16", lambda: is_op("relax.nn.relu")(has_dtype("float16")))], graft_pats="relu_f16", stage="fuse"),
+    dict(name="dpl_constant", tvm=P + "::test_constant_pattern", src=ADD_CONST,
+         pats=[("x.add_const", lambda: is_op("relax.add")(wildcard(), is_const()))], graft_pats="add_const", stage="fuse"),
+    dict(name="dpl_or", tvm=P + "::test_or_pattern", src=ACTIVATIONS,
+         pats=[("x.act", lambda: op1("relax.nn.relu") | op1("relax.nn.gelu"))], graft_pats="relu_or_gelu", stage="fuse"),
+    dict(name="dpl_only_used_by", tvm=P + "::test_simple_oub (matmul >> relu as a check)", src=ONLY_USED_BY,
+         pats=[("x.mm_relu", lambda: is_op("relax.nn.relu")(op2("relax.matmul")), one_user)],
+         graft_pats="mm_relu_oub", stage="fuse"),
+    dict(name="dpl_named_check_nhwc", tvm=F + " (a backend check rejecting a layout, by name)", src=NHWC_CONVS,
+         pats=[("dnnl.conv2d", conv_annotated, nchw_only)], graft_pats="conv2d_dnnl_check", stage="fuse"),
     # MergeCompositeFunctions
     dict(name="merge_conv2d_relu_x2", tvm=M + "::test_conv2d_relu_x2", src=MERGE_X2, stage="mergeonly"),
     dict(name="merge_diamond_cyclic_dep", tvm=M + "::test_diamond_cyclic_dep", src=diamond("compiler_B"), stage="mergeonly"),

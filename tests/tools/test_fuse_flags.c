@@ -1,0 +1,100 @@
+/* graft partition / build with FuseOpsByPattern's options (--annotate-codegen,
+ * --no-bind-constants, --entry), and `graft run` refusing a TIR function by name; through the
+ * graft binary, like test_messages.c. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *graft(void) {
+    static char path[PATH_MAX];
+    const char *g = getenv("GRAFT");
+    struct stat st;
+    if (g && *g) return realpath(g, path) ? path : g;
+    if (stat("build/graft", &st) == 0 && realpath("build/graft", path)) return path;
+    cr_skip("GRAFT is not set and no graft binary was found: run through `make test`");
+    return NULL;
+}
+
+static char tmpdir[64], root[PATH_MAX];
+static void setup(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/graft_fuse_XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+    cr_assert_not_null(getcwd(root, sizeof root));
+}
+static void teardown(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+TestSuite(fuse_flags, .init = setup, .fini = teardown);
+
+static char out[1 << 16], err[8192];
+
+static void slurp(const char *name, char *buf, size_t size) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+    buf[n] = 0;
+    if (f) fclose(f);
+}
+
+/* graft ARGS (paths relative to the repository root); stdout in out, stderr in err */
+static int run(const char *args) {
+    char cmd[PATH_MAX * 2 + 1024];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s > '%s/out' 2> '%s/err'", root, graft(), args, tmpdir, tmpdir);
+    int st = system(cmd);
+    slurp("out", out, sizeof out);
+    slurp("err", err, sizeof err);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+#define SUITE "tests/golden/tvm_suite/"
+
+Test(fuse_flags, annotate_codegen_wraps_and_drops_the_composites) {
+    cr_assert_eq(run("partition " SUITE "fuse_conv2d_relu_x2.input.relax --patterns " SUITE "patterns/conv2d_relu.relax "
+                     "--stop-after fuse --annotate-codegen"), 0, "%s", err);
+    cr_expect(strstr(out, "def fused_relax_nn_conv2d_relax_nn_relu_dnnl("), "%s", out);
+    cr_expect(strstr(out, "\"Codegen\": \"dnnl\""), "%s", out);
+    /* the composites live only as the wrappers' lambdas: no private global is left */
+    cr_expect_null(strstr(out, "@R.function(private=True)"), "%s", out);
+    /* and the whole pipeline (no merge) still ends in extern calls */
+    cr_assert_eq(run("partition " SUITE "fuse_conv2d_relu_x2.input.relax --backend dnnl --annotate-codegen"), 0, "%s", err);
+    cr_expect(strstr(out, "R.call_dps_packed(\""), "%s", out);
+}
+
+Test(fuse_flags, no_bind_constants_lifts_the_weight) {
+    cr_assert_eq(run("partition " SUITE "fuse_bind_params.input.relax --patterns " SUITE "patterns/conv2d_relu.relax "
+                     "--stop-after fuse --no-bind-constants"), 0, "%s", err);
+    cr_expect(strstr(out, "param_0: R.Tensor((4, 4, 3, 3)"), "%s", out);
+    cr_assert_eq(run("partition " SUITE "fuse_bind_params.input.relax --patterns " SUITE "patterns/conv2d_relu.relax "
+                     "--stop-after fuse"), 0, "%s", err);
+    cr_expect_null(strstr(out, "param_0"), "%s", out);
+}
+
+Test(fuse_flags, entry_limits_the_functions) {
+    const char *in = SUITE "fuse_multiple_entries_same_extern.input.relax --patterns " SUITE "patterns/conv2d.relax --stop-after fuse";
+    char args[512];
+    snprintf(args, sizeof args, "partition %s --entry main2", in);
+    cr_assert_eq(run(args), 0, "%s", err);
+    /* main2's convolutions are fused, main's stay */
+    const char *m = strstr(out, "def main(");
+    cr_assert_not_null(m, "%s", out);
+    cr_expect(strstr(m, "R.nn.conv2d("), "main is left alone: %s", out);
+    cr_expect(strstr(out, "cls.fused_relax_nn_conv2d("), "%s", out);
+    snprintf(args, sizeof args, "partition %s --entry", in);
+    cr_expect_eq(run(args), 2, "a missing name is a usage error");
+}
+
+Test(fuse_flags, running_a_tir_function_names_it) {
+    cr_expect_eq(run("run tests/golden/tir_function.relax --input x=random"), 1);
+    cr_expect(strstr(err, "'add_one' is a TIR function (@T.prim_func)"), "%s", err);
+    cr_expect_eq(run("build tests/golden/tir_function.relax --no-opt -o /dev/null"), 1);
+    cr_expect(strstr(err, "add_one"), "%s", err);
+}
