@@ -442,10 +442,13 @@ void rt_json_graph_free(rt_json_graph *g) {
 
 const char *rt_json_graph_symbol(const rt_json_graph *g) { return g->symbol; }
 const char *rt_json_graph_text(rt_json_graph *g) {
+    /* made on demand (serialization, specialization), maybe by concurrent calls */
+    pthread_mutex_lock(&g->doc_lock);
     if (!g->text && g->doc) {
-        g->text = json_dumps(g->doc, JSON_COMPACT);  /* made on demand (serialization) */
+        g->text = json_dumps(g->doc, JSON_COMPACT);
         g->text_len = g->text ? strlen(g->text) : 0;
     }
+    pthread_mutex_unlock(&g->doc_lock);
     return g->text;
 }
 uint32_t rt_json_graph_num_nodes(const rt_json_graph *g) { return g->nnodes; }

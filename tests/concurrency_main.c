@@ -6,12 +6,14 @@
 int main(void) {
     static const char *const kinds[] = {NULL, "dnnl", "json"};
     int pass = 0, fail = 0;
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-        char err[512];
-        int bad = conc_check(kinds[i], err, sizeof err);
-        printf("concurrency %s: %s%s\n", kinds[i] ? kinds[i] : "host", bad ? "FAILED: " : "ok", bad ? err : "");
-        bad ? fail++ : pass++;
-    }
+    for (int sym = 0; sym < 2; sym++)
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+            char err[512];
+            int bad = conc_check_mode(kinds[i], sym, err, sizeof err);
+            printf("concurrency %s%s: %s%s\n", sym ? "symbolic " : "", kinds[i] ? kinds[i] : "host", bad ? "FAILED: " : "ok",
+                   bad ? err : "");
+            bad ? fail++ : pass++;
+        }
     printf("concurrency: %d passed, %d failed\n", pass, fail);
     return fail != 0;
 }

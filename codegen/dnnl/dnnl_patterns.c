@@ -176,8 +176,17 @@ static const char *chk_batch_norm(const ir_call *c, ir_ctx_t *ctx) {
     return ir_attrs_get_int(c->attrs, "axis", 1) == 1 ? NULL : "batch_norm on an axis other than 1";
 }
 
+/* out = k * in for a whole k >= 1: by value, or for symbolic dims as expressions (prims are
+ * canonical and interned, so k * in is the very node out is when they are equal). */
+static bool whole_multiple(ir_ctx_t *ctx, const ir_prim *in, const ir_prim *out) {
+    int64_t a, b;
+    if (ir_prim_is_int(in, &a) && ir_prim_is_int(out, &b)) return a > 0 && b % a == 0;
+    for (int64_t k = 1; k <= 64; k++)
+        if (ir_prim_mul(ctx, in, ir_prim_int(ctx, k)) == out) return true;
+    return false;
+}
+
 static const char *chk_resize(const ir_call *c, ir_ctx_t *ctx) {
-    (void)ctx;
     const char *m = ir_attrs_get_str(c->attrs, "method"), *ctm = ir_attrs_get_str(c->attrs, "coordinate_transformation_mode");
     const char *rnd = ir_attrs_get_str(c->attrs, "rounding_method");
     const char *lay = ir_attrs_get_str(c->attrs, "layout");
@@ -193,7 +202,9 @@ static const char *chk_resize(const ir_call *c, ir_ctx_t *ctx) {
         return NULL;
     }
     if (m && (!strcmp(m, "nearest_neighbor") || !strcmp(m, "nearest"))) {
-        if (os[2] % xs[2] || os[3] % xs[3]) return "nearest resize that is not an integer up-scaling";
+        const ir_sinfo *is = c->args[0]->sinfo, *us = c->base.sinfo;
+        if (!whole_multiple(ctx, is->dims[2], us->dims[2]) || !whole_multiple(ctx, is->dims[3], us->dims[3]))
+            return "nearest resize that is not an integer up-scaling";
         bool ok = (ctm && !strcmp(ctm, "asymmetric") && (!rnd || !strcmp(rnd, "floor") || !rnd[0])) ||
                   (ctm && !strcmp(ctm, "half_pixel") &&
                    (!rnd || !strcmp(rnd, "round") || !strcmp(rnd, "round_prefer_ceil") || !strcmp(rnd, "round_prefer_floor")));

@@ -2,7 +2,9 @@
  * shared by the Criterion tests (test_concurrency.c) and the ThreadSanitizer program
  * (tests/concurrency_main.c: Criterion's forking runner does not start under TSan). Each of
  * NTHREADS threads runs its own NINPUTS inputs NRUNS times; every output must equal, bit for
- * bit, the single-threaded run of the same input. */
+ * bit, the single-threaded run of the same input. The symbolic variant has a symbolic batch and
+ * gives the threads inputs of different batches at once (memory plans and region
+ * specializations made and shared concurrently). */
 #ifndef GRAFT_TESTS_CONCURRENCY_IMPL_H
 #define GRAFT_TESTS_CONCURRENCY_IMPL_H
 
@@ -35,6 +37,24 @@ static const char *conc_mod =
     "            R.output(gv)\n"
     "        return gv\n";
 
+/* conc_mod with a symbolic batch n. */
+static const char *conc_sym_mod =
+    "@I.ir_module\n"
+    "class Module:\n"
+    "    @R.function\n"
+    "    def main(x: R.Tensor((\"n\", 3, 16, 16), dtype=\"float32\"), w: R.Tensor((8, 3, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 8, 1, 1), dtype=\"float32\")):\n"
+    "        n = T.int64()\n"
+    "        with R.dataflow():\n"
+    "            lv: R.Tensor((n, 8, 14, 14), dtype=\"float32\") = R.nn.conv2d(x, w)  # span: \"conv1\"\n"
+    "            lv1: R.Tensor((n, 8, 14, 14), dtype=\"float32\") = R.add(lv, b)  # span: \"bn1\"\n"
+    "            lv2: R.Tensor((n, 8, 14, 14), dtype=\"float32\") = R.nn.relu(lv1)  # span: \"relu1\"\n"
+    "            lv3: R.Tensor((n, 8, 14, 14), dtype=\"float32\") = R.sigmoid(lv2)  # span: \"act2\"\n"
+    "            lv4: R.Tensor((n, 8, 14, 14), dtype=\"float32\") = R.multiply(lv3, lv2)  # span: \"act2\"\n"
+    "            lv5: R.Tensor((n, 8, 14, 14), dtype=\"float32\") = R.subtract(lv4, lv1)  # span: \"tail\"\n"
+    "            gv = (lv5, lv2)\n"
+    "            R.output(gv)\n"
+    "        return gv\n";
+
 static rt_tensor *conc_rand(int32_t nd, const int64_t *shape, uint32_t seed) {
     rt_tensor *t = rt_tensor_new(IR_DTYPE_F32, nd, shape);
     float *p = rt_tensor_data(t);
@@ -48,7 +68,7 @@ static rt_tensor *conc_rand(int32_t nd, const int64_t *shape, uint32_t seed) {
 
 /* The artifact of conc_mod, partitioned for `backend` first unless NULL (host code only);
  * NULL with the reason in err. */
-static graft_model *conc_load(const char *backend, char *err, size_t cap) {
+static graft_model *conc_load(const char *backend, bool sym, char *err, size_t cap) {
     ir_ctx_t *ctx = ir_ctx_new();
     ir_module *m = NULL, *part = NULL;
     graft_model *gm = NULL;
@@ -56,7 +76,8 @@ static graft_model *conc_load(const char *backend, char *err, size_t cap) {
     size_t len;
     gr_diag d;
     gr_diag_clear(&d);
-    if (ir_parse_module(ctx, "t.relax", conc_mod, strlen(conc_mod), &m, &d) == GR_OK &&
+    const char *text = sym ? conc_sym_mod : conc_mod;
+    if (ir_parse_module(ctx, "t.relax", text, strlen(text), &m, &d) == GR_OK &&
         (!backend || byoc_partition_for_backends(ctx, m, &backend, 1, &part, &d) == GR_OK) &&
         graft_model_build(part ? part : m, &buf, &len, &d) == GR_OK)
         graft_model_load_buffer(buf, len, &gm, &d);
@@ -105,14 +126,15 @@ static void *conc_worker(void *arg) {
 
 /* Runs the check for one kind of artifact; 0 when every run succeeded with the single-threaded
  * bits, else the number of bad runs (or -1 on a setup error), with a message in err. */
-static int conc_check(const char *backend, char *err, size_t cap) {
+static int conc_check_mode(const char *backend, bool sym, char *err, size_t cap) {
     const char *kind = backend ? backend : "host";
     err[0] = 0;
-    graft_model *gm = conc_load(backend, err, cap);
+    graft_model *gm = conc_load(backend, sym, err, cap);
     if (!gm) return -1;
     graft_model_info info;
     graft_model_get_info(gm, &info);
-    if (backend ? graft_model_num_externals(gm) < 1 : info.nhost < 1) {
+    /* host kernels are compiled for static shapes: the symbolic host artifact has none */
+    if (backend ? graft_model_num_externals(gm) < 1 : (!sym && info.nhost < 1)) {
         snprintf(err, cap, "%s: the artifact has no %s", kind, backend ? "external region" : "host kernel");
         graft_model_free(gm);
         return -1;
@@ -126,6 +148,7 @@ static int conc_check(const char *backend, char *err, size_t cap) {
         jobs[t].gm = gm;
         for (int k = 0; k < NINPUTS; k++) {
             uint32_t seed = (uint32_t)(100 * t + 10 * k);
+            sx[0] = sym ? 1 + (t + k) % 3 : 1;
             jobs[t].in[k][0] = rt_value_tensor(conc_rand(4, sx, seed + 1));
             jobs[t].in[k][1] = rt_value_tensor(conc_rand(4, sw, seed + 2));
             jobs[t].in[k][2] = rt_value_tensor(conc_rand(4, sb, seed + 3));
@@ -161,5 +184,7 @@ static int conc_check(const char *backend, char *err, size_t cap) {
     graft_model_free(gm);
     return bad;
 }
+
+static inline int conc_check(const char *backend, char *err, size_t cap) { return conc_check_mode(backend, false, err, cap); }
 
 #endif

@@ -14,3 +14,13 @@ static void check(const char *backend) {
 Test(concurrency, host_artifact_runs_from_4_threads, .timeout = 300) { check(NULL); }
 Test(concurrency, dnnl_artifact_runs_from_4_threads, .timeout = 300) { check("dnnl"); }
 Test(concurrency, json_artifact_runs_from_4_threads, .timeout = 300) { check("json"); }
+
+static void check_sym(const char *backend) {
+    char err[512];
+    int bad = conc_check_mode(backend, true, err, sizeof err);
+    cr_assert_eq(bad, 0, "symbolic %s", err);
+}
+
+Test(concurrency, symbolic_host_artifact_at_mixed_batches, .timeout = 300) { check_sym(NULL); }
+Test(concurrency, symbolic_dnnl_artifact_at_mixed_batches, .timeout = 300) { check_sym("dnnl"); }
+Test(concurrency, symbolic_json_artifact_at_mixed_batches, .timeout = 300) { check_sym("json"); }
