@@ -1155,6 +1155,77 @@ static gr_status op_batch_norm(dn_state *S, const rt_json_node *n) {
 
 /* ---------------------------------------------------------------- concat ---- */
 
+/* The sole kernel consumer of entry e when it is op `op` reading e as its first argument. */
+static const rt_json_node *sole_op(dn_state *S, int e, const char *op) {
+    if (e < 0 || S->is_head[e] || S->cons[e].len != 1) return NULL;
+    const rt_json_node *c = S->cons[e].data[0];
+    return is_name(c, op) && dn_arg_entry(S, c, 0) == e ? c : NULL;
+}
+
+/* ShuffleNet's channel shuffle: concat over axis 1 of g sources of c channels, reshape to
+ * (N, g, c, ...), permute_dims swapping axes 1 and 2, reshape to (N, g*c, ...). Output channel
+ * j*g + k is channel j of source k, so each source is reordered once, from its own layout,
+ * straight into its interleaved channels of the plain output: g reorders of one source each
+ * instead of a reorder to a common layout, the concat, the permute's reorder (3 passes over
+ * the whole tensor). */
+static bool try_shuffle(dn_state *S, const rt_json_node *n, uint32_t cnt, const dn_arg *src, int64_t axis,
+                        gr_status *st) {
+    int nd = n->ndims[0];
+    if (axis != 1 || cnt < 2 || nd < 3 || nd + 1 > DNNL_MAX_NDIMS) return false;
+    const dnnl_memory_desc_t m0c = S->vals.data[src[0].val].md, *m0 = &m0c;   /* vals grows below */
+    for (uint32_t i = 1; i < cnt; i++)
+        for (int d = 0; d < nd; d++)
+            if (S->vals.data[src[i].val].md.dims[d] != m0->dims[d]) return false;
+    int64_t c = m0->dims[1];
+    const rt_json_node *r1 = sole_op(S, out_entry(S, n), "relax.reshape");
+    const rt_json_node *p = r1 ? sole_op(S, out_entry(S, r1), "relax.permute_dims") : NULL;
+    const rt_json_node *r2 = p ? sole_op(S, out_entry(S, p), "relax.reshape") : NULL;
+    if (!r2 || r1->ndims[0] != nd + 1 || p->ndims[0] != nd + 1 || r2->ndims[0] != nd) return false;
+    if (r1->shapes[0][0] != m0->dims[0] || r1->shapes[0][1] != (int64_t)cnt || r1->shapes[0][2] != c) return false;
+    for (int d = 2; d < nd; d++)
+        if (r1->shapes[0][d + 1] != m0->dims[d]) return false;
+    int64_t axes[DNNL_MAX_NDIMS];
+    if (dn_attr_ints(p, "axes", axes, DNNL_MAX_NDIMS) != nd + 1 || axes[0] != 0 || axes[1] != 2 || axes[2] != 1) return false;
+    for (int d = 3; d <= nd; d++)
+        if (axes[d] != d) return false;
+    for (int d = 0; d < nd; d++)
+        if (r2->shapes[0][d] != n->shapes[0][d]) return false;
+    dnnl_memory_desc_t omd;
+    dn_plain_md(&omd, nd, n->shapes[0]);
+    int v = dn_val_new(S, V_TMP, &omd);
+    int64_t inner = 1;
+    for (int d = 2; d < nd; d++) inner *= m0->dims[d];
+    for (uint32_t k = 0; k < cnt; k++) {
+        /* source k's channels j at output channels j*cnt + k */
+        dnnl_dims_t vs;
+        for (int d = 0; d < nd; d++) vs[d] = omd.format_desc.blocking.strides[d];
+        vs[1] *= (int64_t)cnt;
+        dnnl_memory_desc_t view;
+        dnnl_memory_desc_init_by_strides(&view, nd, m0->dims, dnnl_f32, vs);
+        view.offset0 = (int64_t)k * inner;
+        const dnnl_memory_desc_t smd0 = S->vals.data[src[k].val].md, *smd = &smd0;
+        dnnl_primitive_desc_t pd;
+        dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, smd, S->eng, &view, S->eng, S->attr_plain);
+        if (ds != dnnl_success) {
+            *st = dn_fail(S, n, ds, "oneDNN rejects the channel-shuffle reorder");
+            return true;
+        }
+        dn_arg a[2] = {{DNNL_ARG_FROM, src[k].val, *smd, NULL}, {DNNL_ARG_TO, v, view, NULL}};
+        const rt_json_node *folded[3] = {r1, p, r2};
+        for (int f = 0; f < 3; f++) gr_vec_push(&S->pend, folded[f]);
+        *st = dn_emit(S, n, pd, a, 2, false);
+        if (*st) return true;
+    }
+    const rt_json_node *folded[3] = {r1, p, r2};
+    for (int f = 0; f < 3; f++) {
+        if (!S->consumed[folded[f] - S->node0]) S->stats.nfused_nodes++;
+        S->consumed[folded[f] - S->node0] = true;
+    }
+    S->ent_val[out_entry(S, r2)] = v;
+    *st = GR_OK;
+    return true;
+}
+
 static gr_status op_concat(dn_state *S, const rt_json_node *n) {
     json_t *a0 = json_array_get(json_object_get(n->attrs, "args"), 0);
     json_t *tup = a0 ? json_object_get(a0, "tuple") : NULL;
@@ -1180,6 +1251,8 @@ static gr_status op_concat(dn_state *S, const rt_json_node *n) {
     }
     int64_t axis = dn_attr_int(n, "axis", 0);
     if (axis < 0) axis += nd;
+    gr_status sst;
+    if (try_shuffle(S, n, cnt, args, axis, &sst)) return sst;
     /* the sources as they are; oneDNN's jit concat wants them in one layout (ref:any for mixed
      * layouts or channel blocks cut by the axis): then all in the first one's layout,
      * channels-last, plain */
@@ -1395,6 +1468,18 @@ static int tuple_ints(const rt_json_node *n, uint32_t k, int64_t *out, int max) 
     return c;
 }
 
+/* A slice can stay a strided view of its input when every consumer reads its sources through
+ * a reorder of its own: convolutions (into the layout their kernel picks) and concats
+ * (ShuffleNet's split halves: into the concat's or the shuffle's layout). */
+static bool slice_as_view(dn_state *S, int e) {
+    if (S->is_head[e] || S->cons[e].len == 0) return false;
+    for (uint32_t i = 0; i < S->cons[e].len; i++) {
+        const rt_json_node *c = S->cons[e].data[i];
+        if (is_name(c, "relax.nn.conv2d") ? dn_arg_entry(S, c, 0) != e : !is_name(c, "relax.concat")) return false;
+    }
+    return true;
+}
+
 static gr_status op_strided_slice(dn_state *S, const rt_json_node *n) {
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = need_val(S, n, x, &xv);
@@ -1434,6 +1519,11 @@ static gr_status op_strided_slice(dn_state *S, const rt_json_node *n) {
     dnnl_memory_desc_t view, omd;
     dnnl_memory_desc_init_by_strides(&view, nd, vd, dnnl_f32, vs);
     view.offset0 = off;
+    if (slice_as_view(S, out_entry(S, n))) {
+        /* no copy: the consumers reorder from the view into their own layouts anyway */
+        S->ent_val[out_entry(S, n)] = dn_alias_new(S, xv, &view);
+        return GR_OK;
+    }
     dn_plain_md(&omd, nd, n->shapes[0]);
     dnnl_primitive_desc_t pd;
     dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, &view, S->eng, &omd, S->eng, S->attr_plain);

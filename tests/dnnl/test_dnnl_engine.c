@@ -595,3 +595,50 @@ Test(dnnl_engine, last_axis_broadcast_and_mixed_concat_no_ref) {
     dt_release(&p);
     dt_free(&g);
 }
+
+/* ShuffleNet v2's unit: split the channels in two (strided_slice), a 1x1 conv + relu on one
+ * half, concat, channel shuffle (reshape, permute_dims, reshape). The halves stay views (the
+ * conv and the shuffle reorder from them), and concat + shuffle run as one reorder per source
+ * straight into its interleaved channels: no concat primitive, no copy of the slices, two
+ * reorders after the conv (at most three in all, with the conv's input) */
+Test(dnnl_engine, channel_shuffle_unit) {
+    dt_graph g;
+    dt_init(&g, 20);
+    int x = dt_input(&g, 4, S4(1, 16, 6, 5));
+    int h1 = dt_op(&g, "relax.strided_slice", NULL, 1, IN(x), "[{\"tuple\":[{\"int\":1}]},{\"tuple\":[{\"int\":0}]},{\"tuple\":[{\"int\":8}]}]",
+                   4, S4(1, 8, 6, 5), "slice0");
+    int h2 = dt_op(&g, "relax.strided_slice", NULL, 1, IN(x), "[{\"tuple\":[{\"int\":1}]},{\"tuple\":[{\"int\":8}]},{\"tuple\":[{\"int\":16}]}]",
+                   4, S4(1, 8, 6, 5), "slice1");
+    int w = dt_const(&g, 4, S4(8, 8, 1, 1));
+    int c = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "0, 0, 0, 0", "1, 1", "1"), 2, IN(h2, w), NULL, 4, S4(1, 8, 6, 5), "conv");
+    int r = dt_op(&g, "relax.nn.relu", NULL, 1, IN(c), NULL, 4, S4(1, 8, 6, 5), "relu");
+    char posts[100];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0]}]", r);
+    dt_composite(&g, "dnnl.conv2d_relu", c, 2, IN(c, r), posts);
+    int cat = dt_op(&g, "relax.concat", "{\"axis\":1}", 2, IN(h1, r), "![{\"tuple\":[{\"in\":0},{\"in\":1}]}]", 4, S4(1, 16, 6, 5), "cat");
+    int64_t s5[5] = {1, 2, 8, 6, 5}, p5[5] = {1, 8, 2, 6, 5};
+    int r1 = dt_op(&g, "relax.reshape", NULL, 1, IN(cat), "[{\"shape\":[1,2,8,6,5]}]", 5, s5, "view");
+    int pm = dt_op(&g, "relax.permute_dims", "{\"axes\":[0,2,1,3,4]}", 1, IN(r1), NULL, 5, p5, "transpose");
+    int r2 = dt_op(&g, "relax.reshape", NULL, 1, IN(pm), "[{\"shape\":[1,16,6,5]}]", 4, S4(1, 16, 6, 5), "view2");
+    int sg = dt_op(&g, "relax.sigmoid", NULL, 1, IN(r2), NULL, 4, S4(1, 16, 6, 5), "act");
+    dt_head(&g, sg);
+    dt_check(&g);
+    dt_prepared p;
+    gr_diag dg = {0};
+    cr_assert_eq(dt_prepare(&g, &p, &dg), GR_OK, "%s", dg.msg);
+    rt_dnnl_stats st;
+    rt_dnnl_get_stats(p.state, &st);
+    cr_expect_eq(st.nref, 0, "%u primitives on ref (ISA %s)", st.nref, rt_dnnl_isa());
+    uint32_t nconcat = 0, nreorder = 0;
+    for (uint32_t i = 0; i < rt_dnnl_num_prims(p.state); i++) {
+        rt_dnnl_prim_info pi;
+        cr_assert(rt_dnnl_prim(p.state, i, &pi));
+        nconcat += !strcmp(pi.kind, "concat");
+        nreorder += !strcmp(pi.kind, "reorder");
+    }
+    cr_expect_eq(nconcat, 0, "the shuffle's concat is its reorders");
+    cr_expect_leq(nreorder, 3, "conv input, two shuffle reorders: got %u", nreorder);
+    cr_expect_geq(st.nfused_nodes, 3, "reshape, permute, reshape folded: %u", st.nfused_nodes);
+    dt_release(&p);
+    dt_free(&g);
+}
