@@ -250,15 +250,22 @@ bool gr_llvm_can_lower(const ir_call *call) {
     const ir_op_def *def = ((const ir_op *)call->callee)->def;
     uint32_t mask;
     if (rt_fuse_tail_of(call, &mask) != RT_TAIL_NONE) {
-        /* the end of a group: a float32 input of static shape with no empty axis (max / min
-         * of nothing is an error of the reference kernel; an empty loop would write nothing) */
+        /* the end of a group: a float32 input whose reduced (normalized) axes are static and not
+         * empty (max / min of nothing is an error of the reference kernel; an empty loop would
+         * write nothing); kept axes may be symbolic (the kernel then takes its extents at run
+         * time, and an empty kept axis means an empty output: no call) */
         const ir_sinfo *s = call->args[0]->sinfo;
-        int64_t shape[RT_MAX_NDIM];
-        if (!ir_dtype_eq(s->dtype, IR_DTYPE_F32) || !ir_sinfo_static_shape(s, shape)) return false;
+        if (!ir_dtype_eq(s->dtype, IR_DTYPE_F32) || s->ndim > RT_MAX_NDIM || (s->ndim > 0 && !s->dims))
+            return false;
         for (uint32_t a = 1; a < call->nargs; a++) /* gamma, beta */
             if (!ir_dtype_eq(call->args[a]->sinfo->dtype, IR_DTYPE_F32)) return false;
-        for (int32_t d = 0; d < s->ndim; d++)
-            if (shape[d] <= 0) return false;
+        bool all_static = ir_sinfo_static_shape(s, NULL);
+        for (int32_t d = 0; d < s->ndim; d++) {
+            int64_t v;
+            bool known = s->dims[d] && ir_prim_is_int(s->dims[d], &v);
+            if (known && v <= 0) return false;
+            if (!known && (all_static || (mask >> d & 1))) return false;
+        }
         return true;
     }
     if (!find_emit(def)) return false;
@@ -286,7 +293,21 @@ typedef struct loop_nest {
     int32_t nkept;                             /* tail: levels >= nkept are reduced */
     rt_fuse_tail tail;
     double count;                              /* reduced elements (mean) */
+    bool dyn;                                  /* extents and strides are run-time args */
 } loop_nest;
+
+/* A dyn group's nest: one level per axis of iter_shape (rt_fuse_loop_order); extents and strides
+ * come from the args buffer. The reduced axes are static (gr_llvm_can_lower), so is count. */
+static void plan_dyn_loops(const rt_fuse_group *g, loop_nest *L) {
+    int32_t order[RT_MAX_NDIM];
+    L->dyn = true;
+    L->tail = (rt_fuse_tail)g->tail;
+    L->nd = g->iter_ndim;
+    L->nkept = rt_fuse_loop_order(g, order);
+    L->count = 1;
+    for (int32_t l = L->nkept; l < L->nd; l++) L->count *= (double)g->iter_shape[order[l]];
+    L->ist = gr_xcalloc((size_t)(g->nin ? g->nin : 1) * RT_MAX_NDIM, sizeof(int64_t));
+}
 
 /* Tails whose output has the input's shape (normalizations along the reduced axes). */
 static bool row_tail(rt_fuse_tail t) {
@@ -393,6 +414,8 @@ typedef struct gen {
     LLVMValueRef mean;       /* layer_norm: the row's mean in double */
     bool sum_pass;           /* the reduced loops being emitted only sum (may be reordered) */
     bool libm;               /* the group calls libm (powf, tanhf, erff): loops stay scalar */
+    LLVMValueRef dext[RT_MAX_NDIM], dost[RT_MAX_NDIM]; /* dyn: extents, output strides */
+    LLVMValueRef *dist;      /* dyn: nin * RT_MAX_NDIM input strides */
 } gen;
 
 static LLVMTypeRef i64t(gr_llvm_host *h) { return LLVMInt64TypeInContext(h->lctx); }
@@ -588,6 +611,7 @@ static void emit_tail(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
 
 /* True when every input and the output move by 0 or 1 element along loop level lvl. */
 static bool unit_stride(const gen *G, int32_t lvl) {
+    if (G->L->dyn) return true; /* strides known at run time: the vectorizer versions on them */
     for (uint32_t k = 0; k < G->g->nin; k++)
         if (G->L->ist[k * RT_MAX_NDIM + lvl] > 1) return false;
     return G->L->ost[lvl] <= 1;
@@ -608,6 +632,12 @@ static void allow_reorder(gr_llvm_host *h, LLVMValueRef br) {
     LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, 2);
     LLVMMetadataReplaceAllUsesWith(tmp, id); /* the loop id refers to itself */
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", strlen("llvm.loop")), LLVMMetadataAsValue(c, id));
+}
+
+/* args[i] of a dyn group's args buffer. */
+static LLVMValueRef load_arg(LLVMBuilderRef b, gr_llvm_host *h, LLVMValueRef args, int64_t i) {
+    LLVMValueRef idx = LLVMConstInt(i64t(h), (unsigned long long)i, 0);
+    return LLVMBuildLoad2(b, i64t(h), LLVMBuildInBoundsGEP2(b, i64t(h), args, &idx, 1, ""), "");
 }
 
 /* Loop `lvl` of the nest; offsets so far in ioff (per input) and ooff. */
@@ -633,14 +663,16 @@ static void emit_loop(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
     LLVMValueRef *sub = gr_xcalloc(nin ? nin : 1, sizeof(LLVMValueRef));
     for (uint32_t k = 0; k < nin; k++) {
         int64_t s = L->ist[k * RT_MAX_NDIM + lvl];
-        sub[k] = s == 0 ? ioff[k]
-                        : LLVMBuildAdd(b, ioff[k], LLVMBuildMul(b, i, LLVMConstInt(i64t(h), (unsigned long long)s, 0), ""), "");
+        LLVMValueRef sv = L->dyn ? G->dist[k * RT_MAX_NDIM + lvl] : LLVMConstInt(i64t(h), (unsigned long long)s, 0);
+        sub[k] = !L->dyn && s == 0 ? ioff[k] : LLVMBuildAdd(b, ioff[k], LLVMBuildMul(b, i, sv, ""), "");
     }
-    LLVMValueRef o = LLVMBuildAdd(b, ooff, LLVMBuildMul(b, i, LLVMConstInt(i64t(h), (unsigned long long)L->ost[lvl], 0), ""), "");
+    LLVMValueRef ost = L->dyn ? G->dost[lvl] : LLVMConstInt(i64t(h), (unsigned long long)L->ost[lvl], 0);
+    LLVMValueRef o = LLVMBuildAdd(b, ooff, LLVMBuildMul(b, i, ost, ""), "");
     emit_loop(G, lvl + 1, sub, o);
     free(sub);
     LLVMValueRef next = LLVMBuildAdd(b, i, LLVMConstInt(i64t(h), 1, 0), "");
-    LLVMValueRef done = LLVMBuildICmp(b, LLVMIntEQ, next, LLVMConstInt(i64t(h), (unsigned long long)L->ext[lvl], 0), "");
+    LLVMValueRef ext = L->dyn ? G->dext[lvl] : LLVMConstInt(i64t(h), (unsigned long long)L->ext[lvl], 0);
+    LLVMValueRef done = LLVMBuildICmp(b, LLVMIntEQ, next, ext, "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
     LLVMValueRef br = LLVMBuildCondBr(b, done, exit, loop);
     if (G->in_tail && G->sum_pass && !G->libm && lvl == L->nd - 1 && unit_stride(G, lvl)) allow_reorder(h, br);
@@ -665,9 +697,10 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
             return gr_diag_set(diag, GR_ERR_UNSUPPORTED, "llvm host: no lowering for %s",
                                g->nodes[n].op->text_name);
     LLVMTypeRef fp = LLVMPointerType(f32t(h), 0);
-    uint32_t np = g->nin + 1;
+    LLVMTypeRef ip = LLVMPointerType(i64t(h), 0);
+    uint32_t np = g->nin + 1 + (g->dyn ? 1 : 0); /* dyn: the args buffer last */
     LLVMTypeRef *pts = gr_xcalloc(np, sizeof(LLVMTypeRef));
-    for (uint32_t k = 0; k < np; k++) pts[k] = fp;
+    for (uint32_t k = 0; k < np; k++) pts[k] = k == g->nin + 1 ? ip : fp;
     LLVMTypeRef voidt = LLVMVoidTypeInContext(h->lctx);
     LLVMTypeRef bt = LLVMFunctionType(voidt, pts, np, 0);
     char bname[512];
@@ -683,7 +716,8 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
 
     loop_nest L;
     memset(&L, 0, sizeof L);
-    if (g->tail != RT_TAIL_NONE) plan_reduce_loops(g, &L);
+    if (g->dyn) plan_dyn_loops(g, &L);
+    else if (g->tail != RT_TAIL_NONE) plan_reduce_loops(g, &L);
     else plan_loops(g, &L);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(h->lctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(h->lctx, body, "entry"));
@@ -703,8 +737,20 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
         G.acc = LLVMBuildAlloca(b, f64t(h), "acc");
         G.facc = LLVMBuildAlloca(b, f32t(h), "facc");
     }
+    G.dist = gr_xcalloc((size_t)(g->nin ? g->nin : 1) * RT_MAX_NDIM, sizeof(LLVMValueRef));
     int64_t numel = 1;
-    for (int32_t d = 0; d < g->iter_ndim; d++) numel *= g->iter_shape[d];
+    if (L.dyn) { /* the args buffer (runtime/plan.h, RT_FUSE_DYN_ARGS); the caller skips empty nests */
+        LLVMValueRef args = LLVMGetParam(body, np - 1);
+        int32_t R = L.nd;
+        for (int32_t l = 0; l < R; l++) {
+            G.dext[l] = load_arg(b, h, args, l);
+            G.dost[l] = load_arg(b, h, args, R + l);
+            for (uint32_t k = 0; k < g->nin; k++)
+                G.dist[k * RT_MAX_NDIM + l] = load_arg(b, h, args, (int64_t)(2 + k) * R + l);
+        }
+    } else {
+        for (int32_t d = 0; d < g->iter_ndim; d++) numel *= g->iter_shape[d];
+    }
     if (numel > 0) emit_loop(&G, 0, ioff, LLVMConstInt(i64t(h), 0, 0));
     LLVMBuildRetVoid(b);
 
@@ -718,10 +764,12 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
     LLVMValueRef *args = gr_xcalloc(np, sizeof(LLVMValueRef));
     LLVMValueRef bufs = LLVMGetParam(w, 0);
     for (uint32_t k = 0; k < np; k++) {
-        /* bufs[0..nin-1] inputs, bufs[nin] output; body takes the output first */
+        /* bufs[0..nin-1] inputs, bufs[nin] output, bufs[nin + 1] the args of a dyn group; body
+         * takes the output first */
         LLVMValueRef idx = LLVMConstInt(i64t(h), k, 0);
         LLVMValueRef p = LLVMBuildLoad2(b, fp, LLVMBuildInBoundsGEP2(b, fp, bufs, &idx, 1, ""), "");
-        args[k == g->nin ? 0 : k + 1] = p;
+        if (k == g->nin + 1) p = LLVMBuildBitCast(b, p, ip, "");
+        args[k == g->nin ? 0 : k <= g->nin ? k + 1 : k] = p;
     }
     LLVMBuildCall2(b, bt, body, args, np, "");
     LLVMBuildRetVoid(b);
@@ -730,6 +778,7 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
     free(pts);
     free(G.in);
     free(G.vals);
+    free(G.dist);
     free(ioff);
     free(L.ist);
     return GR_OK;
