@@ -355,6 +355,37 @@ int32_t rt_fuse_loop_order(const rt_fuse_group *g, int32_t *order) {
     return nkept;
 }
 
+/* Levels [lo, hi) of an args buffer (ntab tables of R: extents, then strides): extent-1 levels
+ * go, a level merges into the next inner one when every stride chains (s_outer == s_inner *
+ * ext_inner), and what is left moves innermost, the outer levels padded with extent 1. */
+static void collapse(int64_t *args, int32_t R, uint32_t ntab, int32_t lo, int32_t hi) {
+    int64_t ext[RT_MAX_NDIM], st[RT_FUSE_MAX_ARGS * 8 + 2][RT_MAX_NDIM];
+    int64_t (*sv)[RT_MAX_NDIM] = ntab - 1 <= sizeof st / sizeof st[0] ? st : gr_xmalloc(sizeof(*sv) * (ntab - 1));
+    int32_t n = 0;
+    for (int32_t l = lo; l < hi; l++) {
+        int64_t e = args[l];
+        if (e == 1) continue;
+        bool merge = n > 0;
+        for (uint32_t t = 1; t < ntab && merge; t++)
+            merge = sv[t - 1][n - 1] == args[t * R + l] * e;
+        if (merge) {
+            ext[n - 1] *= e;
+            for (uint32_t t = 1; t < ntab; t++) sv[t - 1][n - 1] = args[t * R + l];
+            continue;
+        }
+        ext[n] = e;
+        for (uint32_t t = 1; t < ntab; t++) sv[t - 1][n] = args[t * R + l];
+        n++;
+    }
+    int32_t pad = hi - lo - n;
+    for (int32_t l = lo; l < hi; l++) {
+        int32_t j = l - lo - pad;
+        args[l] = j < 0 ? 1 : ext[j];
+        for (uint32_t t = 1; t < ntab; t++) args[t * R + l] = j < 0 ? 0 : sv[t - 1][j];
+    }
+    if (sv != st) free(sv);
+}
+
 gr_status rt_fuse_dyn_args(const rt_fuse_group *g, const int64_t *const *ins, int64_t *args,
                            int64_t *out_shape, int64_t *numel, gr_diag *diag) {
     int32_t R = g->iter_ndim, order[RT_MAX_NDIM];
@@ -392,7 +423,6 @@ gr_status rt_fuse_dyn_args(const rt_fuse_group *g, const int64_t *const *ins, in
     if (no != g->ndim)
         return gr_diag_set(diag, GR_ERR_RUNTIME, "%s: output rank %d, the group wants %d", g->name, no, g->ndim);
     int32_t nkept = rt_fuse_loop_order(g, order);
-    (void)nkept;
     int64_t os[RT_MAX_NDIM], s = 1, n = 1;
     for (int32_t d = R - 1; d >= 0; d--) {
         bool red = !row && (g->reduce_mask >> d & 1);
@@ -414,6 +444,10 @@ gr_status rt_fuse_dyn_args(const rt_fuse_group *g, const int64_t *const *ins, in
         }
         for (int32_t l = 0; l < R; l++) args[(2 + k) * R + l] = st[order[l]];
     }
+    /* the levels of each part (kept, reduced) are interchangeable: collapse them as the static
+     * nests do, innermost last, and pad the outer levels with extent 1 */
+    collapse(args, R, 2 + g->nin, 0, nkept);
+    collapse(args, R, 2 + g->nin, nkept, R);
     *numel = n;
     return GR_OK;
 }

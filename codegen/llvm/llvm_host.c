@@ -397,6 +397,36 @@ static void plan_loops(const rt_fuse_group *g, loop_nest *L) {
     free(st);
 }
 
+/* The likely stride of each tensor (0 output, 1 + k input k) along the innermost level of each
+ * part of a dyn nest (guess[t * 2 + part], part 0 kept, 1 reduced), -1 when there is no good
+ * guess. A wrong guess only costs speed: the kernel checks the run's args and takes the general
+ * nest when they differ. The innermost level of a part is its last axis a (rt_fuse_loop_order);
+ * along the tensor's own last axis it moves by 1, where it has no dim or a static 1 it
+ * broadcasts (0). */
+static void guess_strides(const rt_fuse_group *g, const loop_nest *L, int8_t *guess) {
+    int32_t order[RT_MAX_NDIM], R = g->iter_ndim;
+    rt_fuse_loop_order(g, order);
+    bool row = L->tail == RT_TAIL_SOFTMAX || L->tail == RT_TAIL_LOG_SOFTMAX || L->tail == RT_TAIL_LAYER_NORM ||
+               L->tail == RT_TAIL_RMS_NORM;
+    for (int part = 0; part < 2; part++) {
+        int32_t lvl = part ? L->nd - 1 : L->nkept - 1;
+        for (uint32_t t = 0; t <= g->nin; t++) guess[t * 2 + (uint32_t)part] = -1;
+        if (lvl < 0 || (part == 1 && L->nkept == L->nd)) continue;
+        int32_t a = order[lvl];
+        /* output: a reduction does not move along reduced axes; otherwise contiguous */
+        if (part == 1 && !row) guess[0 * 2 + 1] = 0;
+        /* contiguous along the last axis, and a reduction's along its last kept axis (the axes
+         * after it are reduced) */
+        else if (a == R - 1 || (L->tail != RT_TAIL_NONE && !row)) guess[0 * 2 + (uint32_t)part] = 1;
+        for (uint32_t k = 0; k < g->nin; k++) {
+            int32_t j = a - (R - g->in_ndim[k]);
+            if (j < 0 || g->in_shape[k][j] == 1) guess[(k + 1) * 2 + (uint32_t)part] = 0;
+            else if (j == g->in_ndim[k] - 1) guess[(k + 1) * 2 + (uint32_t)part] = 1;
+        }
+    }
+}
+
+
 typedef struct gen {
     gr_llvm_host *h;
     LLVMBuilderRef b;
@@ -416,6 +446,9 @@ typedef struct gen {
     bool libm;               /* the group calls libm (powf, tanhf, erff): loops stay scalar */
     LLVMValueRef dext[RT_MAX_NDIM], dost[RT_MAX_NDIM]; /* dyn: extents, output strides */
     LLVMValueRef *dist;      /* dyn: nin * RT_MAX_NDIM input strides */
+    int8_t *guess;           /* dyn: per tensor (output, inputs) its stride along the innermost
+                              * level of each part (kept [0], reduced [1]): 0, 1, or -1 unknown */
+    bool fast;               /* dyn: emitting the nest that assumes the guessed strides */
 } gen;
 
 static LLVMTypeRef i64t(gr_llvm_host *h) { return LLVMInt64TypeInContext(h->lctx); }
@@ -634,6 +667,16 @@ static void allow_reorder(gr_llvm_host *h, LLVMValueRef br) {
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", strlen("llvm.loop")), LLVMMetadataAsValue(c, id));
 }
 
+/* The stride of tensor t (0 output, 1 + k input k) at level lvl of a dyn nest: the guessed
+ * constant on the innermost level of a part in the fast nest, else the run-time argument. */
+static LLVMValueRef dyn_stride(const gen *G, uint32_t t, int32_t lvl) {
+    const loop_nest *L = G->L;
+    int part = lvl == L->nd - 1 ? (L->nkept < L->nd ? 1 : 0) : lvl == L->nkept - 1 ? 0 : -1;
+    if (G->fast && part >= 0 && G->guess[t * 2 + (uint32_t)part] >= 0)
+        return LLVMConstInt(i64t(G->h), (unsigned long long)G->guess[t * 2 + (uint32_t)part], 0);
+    return t == 0 ? G->dost[lvl] : G->dist[(t - 1) * RT_MAX_NDIM + lvl];
+}
+
 /* args[i] of a dyn group's args buffer. */
 static LLVMValueRef load_arg(LLVMBuilderRef b, gr_llvm_host *h, LLVMValueRef args, int64_t i) {
     LLVMValueRef idx = LLVMConstInt(i64t(h), (unsigned long long)i, 0);
@@ -663,10 +706,10 @@ static void emit_loop(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
     LLVMValueRef *sub = gr_xcalloc(nin ? nin : 1, sizeof(LLVMValueRef));
     for (uint32_t k = 0; k < nin; k++) {
         int64_t s = L->ist[k * RT_MAX_NDIM + lvl];
-        LLVMValueRef sv = L->dyn ? G->dist[k * RT_MAX_NDIM + lvl] : LLVMConstInt(i64t(h), (unsigned long long)s, 0);
+        LLVMValueRef sv = L->dyn ? dyn_stride(G, k + 1, lvl) : LLVMConstInt(i64t(h), (unsigned long long)s, 0);
         sub[k] = !L->dyn && s == 0 ? ioff[k] : LLVMBuildAdd(b, ioff[k], LLVMBuildMul(b, i, sv, ""), "");
     }
-    LLVMValueRef ost = L->dyn ? G->dost[lvl] : LLVMConstInt(i64t(h), (unsigned long long)L->ost[lvl], 0);
+    LLVMValueRef ost = L->dyn ? dyn_stride(G, 0, lvl) : LLVMConstInt(i64t(h), (unsigned long long)L->ost[lvl], 0);
     LLVMValueRef o = LLVMBuildAdd(b, ooff, LLVMBuildMul(b, i, ost, ""), "");
     emit_loop(G, lvl + 1, sub, o);
     free(sub);
@@ -751,7 +794,39 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
     } else {
         for (int32_t d = 0; d < g->iter_ndim; d++) numel *= g->iter_shape[d];
     }
-    if (numel > 0) emit_loop(&G, 0, ioff, LLVMConstInt(i64t(h), 0, 0));
+    if (L.dyn) {
+        /* two nests: one with the likely strides of the innermost levels as constants (so the
+         * vectorizer sees unit-stride and broadcast loads), taken when the run's args match,
+         * and the general one */
+        G.guess = gr_xcalloc((size_t)(g->nin + 1) * 2, sizeof(int8_t));
+        guess_strides(g, &L, G.guess);
+        LLVMValueRef ok = LLVMConstInt(LLVMInt1TypeInContext(h->lctx), 1, 0);
+        for (uint32_t t = 0; t <= g->nin; t++)
+            for (int part = 0; part < 2; part++) {
+                int32_t lvl = part ? L.nd - 1 : L.nkept - 1;
+                if (G.guess[t * 2 + (uint32_t)part] < 0 || lvl < 0 || (part == 1 && L.nkept == L.nd)) continue;
+                G.fast = false;
+                LLVMValueRef eq = LLVMBuildICmp(b, LLVMIntEQ, dyn_stride(&G, t, lvl),
+                                                LLVMConstInt(i64t(h), (unsigned long long)G.guess[t * 2 + (uint32_t)part], 0), "");
+                ok = LLVMBuildAnd(b, ok, eq, "");
+            }
+        LLVMBasicBlockRef fastb = LLVMAppendBasicBlockInContext(h->lctx, body, "fast");
+        LLVMBasicBlockRef slowb = LLVMAppendBasicBlockInContext(h->lctx, body, "general");
+        LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(h->lctx, body, "done");
+        LLVMBuildCondBr(b, ok, fastb, slowb);
+        LLVMPositionBuilderAtEnd(b, fastb);
+        G.fast = true;
+        emit_loop(&G, 0, ioff, LLVMConstInt(i64t(h), 0, 0));
+        LLVMBuildBr(b, done);
+        LLVMPositionBuilderAtEnd(b, slowb);
+        G.fast = false;
+        emit_loop(&G, 0, ioff, LLVMConstInt(i64t(h), 0, 0));
+        LLVMBuildBr(b, done);
+        LLVMPositionBuilderAtEnd(b, done);
+        free(G.guess);
+    } else if (numel > 0) {
+        emit_loop(&G, 0, ioff, LLVMConstInt(i64t(h), 0, 0));
+    }
     LLVMBuildRetVoid(b);
 
     /* wrapper(void **bufs) */
