@@ -91,6 +91,8 @@ gr_status cli_load_model(ir_ctx_t *ctx, const char *path, const cli_load_opts *o
         if (opts) {
             o.shapes = opts->shapes;
             o.nshapes = opts->nshapes;
+            o.seqs = opts->seqs;
+            o.nseqs = opts->nseqs;
             o.no_spans = opts->no_spans;
         }
         st = onnx_import_file(ctx, path, &o, out, diag);
@@ -149,14 +151,22 @@ int cli_write_outputs(const rt_value *r, const char *dir, gr_diag *d) {
     }
     uint32_t n = r->kind == RT_VAL_TUPLE ? r->u.tuple.n : 1;
     const rt_value *items = r->kind == RT_VAL_TUPLE ? r->u.tuple.items : r;
+    /* a sequence output (a tuple) among several: its elements as output_I_K.npy; a model whose one
+     * output is a sequence returns that tuple itself, written as output_K.npy */
     for (uint32_t i = 0; i < n; i++) {
-        if (items[i].kind != RT_VAL_TENSOR) {
-            fprintf(stderr, "error: output %u is not a tensor\n", i);
-            return CLI_ERR;
+        bool seq = items[i].kind == RT_VAL_TUPLE;
+        uint32_t ne = seq ? items[i].u.tuple.n : 1;
+        for (uint32_t k = 0; k < ne; k++) {
+            const rt_value *e = seq ? &items[i].u.tuple.items[k] : &items[i];
+            if (e->kind != RT_VAL_TENSOR) {
+                fprintf(stderr, "error: output %u is not a tensor or a sequence of tensors\n", i);
+                return CLI_ERR;
+            }
+            char path[4096];
+            if (seq) snprintf(path, sizeof(path), "%s/output_%u_%u.npy", dir, i, k);
+            else snprintf(path, sizeof(path), "%s/output_%u.npy", dir, i);
+            if (rt_npy_save(path, e->u.t, d) != GR_OK) return cli_fail(d, path);
         }
-        char path[4096];
-        snprintf(path, sizeof(path), "%s/output_%u.npy", dir, i);
-        if (rt_npy_save(path, items[i].u.t, d) != GR_OK) return cli_fail(d, path);
     }
     return CLI_OK;
 }

@@ -32,6 +32,8 @@ typedef struct cli_load_opts {
     onnx_input_shape shapes[CLI_MAX_SHAPES];
     char shape_names[CLI_MAX_SHAPES][256];
     uint32_t nshapes;
+    const onnx_input_seq *seqs;   /* sequence / optional inputs' lengths (graft run --input N=a,b) */
+    uint32_t nseqs;
     bool no_spans;
 } cli_load_opts;
 

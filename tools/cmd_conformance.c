@@ -97,6 +97,12 @@ static const conf_defect DATA_DEFECTS[] = {
      "input 'like' is declared (3, 4) in model.onnx but the data set holds a (1,) tensor"},
     {"test_castlike_BFLOAT16_to_FLOAT_expanded",
      "input 'like' is declared (3, 4) in model.onnx but the data set holds a (1,) tensor"},
+    /* ONNX's generator (adam.py, export_adam_multiple) computed the outputs with epsilon=1e-2
+     * but did not store the attribute: the model's Adam has the default 1e-6. Checked by hand:
+     * with 1e-2 every output of the data set matches to 1e-7, with 1e-6 X1_new is 0.75596
+     * instead of 0.75914. */
+    {"test_adam_multiple",
+     "the expected outputs use epsilon=1e-2, which model.onnx does not set (its Adam has the default 1e-6)"},
     {NULL, NULL},
 };
 
@@ -266,8 +272,20 @@ static bool bf16_as_u16(DLDataType model, DLDataType data) {
     return model.code == kDLBfloat && model.bits == 16 && data.code == kDLUInt && data.bits == 16;
 }
 
-/* Loads <set_dir>/<prefix>_0.pb, _1.pb, ... until one is missing. */
-static bool load_pbs(const char *set_dir, const char *prefix, rt_tensor **ts, char **names,
+/* The kinds of the model's (non-initializer) inputs and outputs: a data file of a sequence or
+ * optional is a SequenceProto / OptionalProto (this child runs one test). */
+static onnx_io_kind g_kin[CONF_MAX_IO], g_kout[CONF_MAX_IO];
+static uint32_t g_nkin, g_nkout;
+
+static onnx_io_kind kind_of(const char *prefix, uint32_t k) {
+    bool in = prefix[0] == 'i';
+    if (in ? k >= g_nkin : k >= g_nkout) return ONNX_IO_TENSOR;
+    return in ? g_kin[k] : g_kout[k];
+}
+
+/* Loads <set_dir>/<prefix>_0.pb, _1.pb, ... until one is missing. A sequence or optional goes
+ * to vals[k] (ts[k] stays NULL); vals may be NULL only when every file is a tensor. */
+static bool load_pbs(const char *set_dir, const char *prefix, rt_tensor **ts, rt_value *vals, char **names,
                      uint32_t *n, conf_msg *m) {
     char path[PATH_MAX];
     for (*n = 0; *n < CONF_MAX_IO; (*n)++) {
@@ -275,7 +293,12 @@ static bool load_pbs(const char *set_dir, const char *prefix, rt_tensor **ts, ch
         if (!is_file(path)) return true;
         gr_diag d;
         gr_diag_clear(&d);
-        gr_status st = onnx_tensor_load_pb(path, &ts[*n], &names[*n], &d);
+        onnx_io_kind kind = kind_of(prefix, *n);
+        gr_status st;
+        if (kind == ONNX_IO_TENSOR || !vals)
+            st = onnx_tensor_load_pb(path, &ts[*n], &names[*n], &d);
+        else
+            st = onnx_value_load_pb(path, kind, &vals[*n], &names[*n], &d);
         if (st != GR_OK) {
             msg_set(m, status_of(st), "%s: %s", strrchr(path, '/') + 1, d.msg);
             return false;
@@ -287,6 +310,28 @@ static bool load_pbs(const char *set_dir, const char *prefix, rt_tensor **ts, ch
         return false;
     }
     return true;
+}
+
+/* A sequence / optional output (a tuple) against its SequenceProto / OptionalProto: the same
+ * number of items, each compared like a tensor output. */
+static void compare_value(const rt_value *got, const rt_value *want, uint32_t idx, const char *oname,
+                          double rtol, double atol, conf_msg *m) {
+    if (want->kind == RT_VAL_TENSOR) {
+        if (got->kind != RT_VAL_TENSOR) {
+            msg_set(m, CONF_FAIL, "output %u ('%s'): a value of kind %u, expected a tensor", idx, oname, got->kind);
+            return;
+        }
+        if (bf16_as_u16(got->u.t->dl.dtype, want->u.t->dl.dtype)) want->u.t->dl.dtype = got->u.t->dl.dtype;
+        compare_output(got->u.t, want->u.t, idx, oname, rtol, atol, m);
+        return;
+    }
+    if (got->kind != RT_VAL_TUPLE || got->u.tuple.n != want->u.tuple.n) {
+        msg_set(m, CONF_FAIL, "output %u ('%s'): %u items, expected %u", idx, oname,
+                got->kind == RT_VAL_TUPLE ? got->u.tuple.n : 1, want->u.tuple.n);
+        return;
+    }
+    for (uint32_t k = 0; k < want->u.tuple.n && m->status == CONF_PASS; k++)
+        compare_value(&got->u.tuple.items[k], &want->u.tuple.items[k], idx, oname, rtol, atol, m);
 }
 
 /* Maps the data set's inputs to the executor's params by tensor name when every name matches a
@@ -322,6 +367,7 @@ static bool is_bound(const onnx_wanted_inputs *bound, const char *name) {
 static void run_set(rt_exec_t *x, const char *set_dir, const onnx_wanted_inputs *bound,
                     double rtol, double atol, conf_msg *m) {
     rt_tensor *ins[CONF_MAX_IO] = {0}, *outs[CONF_MAX_IO] = {0};
+    rt_value in_vals[CONF_MAX_IO] = {0}, out_vals[CONF_MAX_IO] = {0};
     char *in_names[CONF_MAX_IO] = {0}, *out_names[CONF_MAX_IO] = {0};
     rt_value args[CONF_MAX_IO];
     rt_value result = {0};
@@ -329,22 +375,26 @@ static void run_set(rt_exec_t *x, const char *set_dir, const onnx_wanted_inputs 
     const char *set = strrchr(set_dir, '/') + 1;
     gr_diag d;
     gr_diag_clear(&d);
-    if (!load_pbs(set_dir, "input", ins, in_names, &nin, m) ||
-        !load_pbs(set_dir, "output", outs, out_names, &nout, m))
+    if (!load_pbs(set_dir, "input", ins, in_vals, in_names, &nin, m) ||
+        !load_pbs(set_dir, "output", outs, out_vals, out_names, &nout, m))
         goto done;
     if (bound && bound->n) {
         uint32_t k = 0;
         for (uint32_t i = 0; i < nin; i++) {
             rt_tensor *t = ins[i];
+            rt_value tv = in_vals[i];
             char *nm = in_names[i];
             ins[i] = NULL;
+            in_vals[i] = (rt_value){0};
             in_names[i] = NULL;
             if (is_bound(bound, nm)) {
-                rt_tensor_release(t);
+                if (t) rt_tensor_release(t);
+                rt_value_clear(&tv);
                 free(nm);
                 continue;
             }
             ins[k] = t;
+            in_vals[k] = tv;
             in_names[k++] = nm;
         }
         nin = k;
@@ -358,6 +408,10 @@ static void run_set(rt_exec_t *x, const char *set_dir, const onnx_wanted_inputs 
     match_inputs(x, in_names, nin, order);
     for (uint32_t i = 0; i < nin; i++) {
         rt_tensor *t = ins[order[i]];
+        if (!t) {
+            args[nargs++] = rt_value_copy(&in_vals[order[i]]);
+            continue;
+        }
         const ir_sinfo *ps = rt_exec_input_sinfo(x, i);
         if (ps && ps->kind == IR_SINFO_TENSOR && bf16_as_u16(ps->dtype, t->dl.dtype))
             t->dl.dtype = ps->dtype;
@@ -369,7 +423,8 @@ static void run_set(rt_exec_t *x, const char *set_dir, const onnx_wanted_inputs 
         msg_set(m, status_of(st), "%s: run: %s", set, d.msg);
         goto done;
     }
-    bool tuple = result.kind == RT_VAL_TUPLE;
+    /* one output of sequence / optional type is itself the (tuple) result */
+    bool tuple = result.kind == RT_VAL_TUPLE && !(nout == 1 && kind_of("output", 0) != ONNX_IO_TENSOR);
     uint32_t ngot = tuple ? result.u.tuple.n : 1;
     const rt_value *items = tuple ? result.u.tuple.items : &result;
     if (ngot != nout) {
@@ -378,6 +433,10 @@ static void run_set(rt_exec_t *x, const char *set_dir, const onnx_wanted_inputs 
     }
     for (uint32_t i = 0; i < nout && m->status == CONF_PASS; i++) {
         const char *oname = out_names[i] ? out_names[i] : "";
+        if (!outs[i]) {
+            compare_value(&items[i], &out_vals[i], i, oname, rtol, atol, m);
+            continue;
+        }
         if (items[i].kind != RT_VAL_TENSOR) {
             msg_set(m, CONF_FAIL, "%s: output %u ('%s') is not a tensor (value kind %u)", set, i,
                     oname, items[i].kind);
@@ -393,6 +452,8 @@ done:
     for (uint32_t i = 0; i < CONF_MAX_IO; i++) {
         if (ins[i]) rt_tensor_release(ins[i]);
         if (outs[i]) rt_tensor_release(outs[i]);
+        rt_value_clear(&in_vals[i]);
+        rt_value_clear(&out_vals[i]);
         free(in_names[i]);
         free(out_names[i]);
     }
@@ -453,17 +514,44 @@ static gr_status import_bound(ir_ctx_t *ctx, const char *model, const char *set_
     char *names[CONF_MAX_IO] = {0};
     uint32_t nin = 0;
     gr_status st = GR_ERR_INVALID;
-    if (!load_pbs(set_dir, "input", ins, names, &nin, m)) {
+    rt_value vals_in[CONF_MAX_IO] = {0};
+    if (!load_pbs(set_dir, "input", ins, vals_in, names, &nin, m)) {
         gr_diag_set(d, GR_ERR_INVALID, "%s", m->reason);
         goto done;
+    }
+    /* sequence / optional inputs: specialized to this data set's lengths and item shapes */
+    onnx_input_seq seqs[CONF_MAX_IO];
+    onnx_input_shape *shapes[CONF_MAX_IO] = {0};
+    uint32_t ns = 0;
+    for (uint32_t i = 0; i < nin; i++) {
+        if (ins[i] || vals_in[i].kind != RT_VAL_TUPLE) continue;
+        const rt_value *v = &vals_in[i];
+        onnx_input_seq *q = &seqs[ns];
+        *q = (onnx_input_seq){.name = names[i], .n = v->u.tuple.n, .inner = -1};
+        if (v->u.tuple.n == 1 && v->u.tuple.items[0].kind == RT_VAL_TUPLE) {
+            v = &v->u.tuple.items[0];
+            q->inner = (int32_t)v->u.tuple.n;
+        }
+        shapes[ns] = gr_xcalloc(v->u.tuple.n + 1, sizeof(onnx_input_shape));
+        for (uint32_t k = 0; k < v->u.tuple.n; k++) {
+            const rt_value *it = &v->u.tuple.items[k];
+            if (it->kind != RT_VAL_TENSOR) {
+                st = gr_diag_set(d, GR_ERR_UNSUPPORTED, "input '%s': sequences of sequences", names[i]);
+                ns++;
+                goto done;
+            }
+            shapes[ns][k].ndim = it->u.t->dl.ndim;
+            for (int32_t j = 0; j < it->u.t->dl.ndim; j++) shapes[ns][k].dims[j] = it->u.t->dl.shape[j];
+        }
+        q->elems = shapes[ns++];
     }
     for (int round = 0; round < 4; round++) {
         onnx_input_value vals[CONF_MAX_IO];
         uint32_t nv = 0;
         for (uint32_t i = 0; i < nin; i++)
-            if (is_bound(bound, names[i])) vals[nv++] = (onnx_input_value){names[i], ins[i]};
+            if (ins[i] && is_bound(bound, names[i])) vals[nv++] = (onnx_input_value){names[i], ins[i]};
         onnx_wanted_inputs more = {0};
-        onnx_import_opts o = {.values = vals, .nvalues = nv, .wanted = &more};
+        onnx_import_opts o = {.values = vals, .nvalues = nv, .seqs = seqs, .nseqs = ns, .wanted = &more};
         gr_diag_clear(d);
         st = onnx_import_file(ctx, model, &o, mod, d);
         if (st == GR_OK || nv < bound->n) break; /* done, or the data set lacks a bound name */
@@ -475,6 +563,8 @@ static gr_status import_bound(ir_ctx_t *ctx, const char *model, const char *set_
 done:
     for (uint32_t i = 0; i < CONF_MAX_IO; i++) {
         if (ins[i]) rt_tensor_release(ins[i]);
+        rt_value_clear(&vals_in[i]);
+        free(shapes[i]);
         free(names[i]);
     }
     return st;
@@ -511,8 +601,14 @@ static void run_test(const char *test_dir, const char *name, conf_msg *m) {
     rt_exec_t *x = NULL;
     onnx_wanted_inputs bound = {0};
     onnx_import_opts opts = {.wanted = &bound};
+    g_nkin = g_nkout = 0;
+    bool has_seq = false;
+    if (onnx_model_io_kinds(model, g_kin, &g_nkin, g_kout, &g_nkout, CONF_MAX_IO, &d) == GR_OK)
+        for (uint32_t i = 0; i < g_nkin; i++) has_seq |= g_kin[i] == ONNX_IO_SEQUENCE || g_kin[i] == ONNX_IO_OPTIONAL;
+    gr_diag_clear(&d);
     gr_status st = onnx_import_file(ctx, model, &opts, &mod, &d);
-    bool bind = st != GR_OK && bound.n > 0;
+    /* sequence / optional inputs: imported per data set, specialized to its lengths */
+    bool bind = st != GR_OK && (bound.n > 0 || has_seq);
     if (!bind) bound.n = 0;
     if (st != GR_OK && !bind) {
         msg_set(m, status_of(st), "import: %s", d.msg);
@@ -536,7 +632,7 @@ static void run_test(const char *test_dir, const char *name, conf_msg *m) {
     }
     if (m->status == CONF_PASS && m->nsets == 0)
         msg_set(m, CONF_FAIL, "no test_data_set_0 directory");
-    if (bind) {
+    if (bind && bound.n) {
         char list[512];
         bound_list(&bound, list, sizeof(list));
         size_t k = strlen(m->reason);

@@ -19,8 +19,41 @@
 
 typedef struct input_spec {
     char name[256];
-    const char *source; /* a .npy path or "random" */
+    const char *source; /* a .npy path, "random", or a list "a.npy,b.npy" (a sequence) */
+    rt_value seq;       /* a list: the tuple of its tensors */
+    onnx_input_shape *shapes;
 } input_spec;
+
+/* A sequence (or optional) input is given as a comma-separated list of .npy files: "a.npy,b.npy",
+ * "a.npy," (one element: a present optional), "" (empty: an empty sequence, an absent optional). */
+static bool is_list(const char *src) { return !*src || strchr(src, ','); }
+
+static gr_status load_list(input_spec *sp, onnx_input_seq *q, gr_diag *d) {
+    sp->seq = rt_value_tuple(0);
+    const char *p = sp->source;
+    uint32_t n = 0;
+    for (const char *c = p; *c; c++) n += *c == ',';
+    sp->shapes = gr_xcalloc(n + 2, sizeof(onnx_input_shape));
+    sp->seq.u.tuple.items = gr_xcalloc(n + 2, sizeof(rt_value));
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char path[4096];
+        if (len == 0 || len >= sizeof(path)) return gr_diag_set(d, GR_ERR_INVALID, "--input %s: an empty or too long file name", sp->name);
+        memcpy(path, p, len);
+        path[len] = 0;
+        rt_tensor *t = NULL;
+        gr_status st = rt_npy_load(path, &t, d);
+        if (st != GR_OK) return st;
+        uint32_t k = sp->seq.u.tuple.n++;
+        sp->seq.u.tuple.items[k] = rt_value_tensor(t);
+        sp->shapes[k].ndim = t->dl.ndim;
+        for (int32_t j = 0; j < t->dl.ndim; j++) sp->shapes[k].dims[j] = t->dl.shape[j];
+        p = end ? end + 1 : p + len;
+    }
+    *q = (onnx_input_seq){.name = sp->name, .n = sp->seq.u.tuple.n, .inner = -1, .elems = sp->shapes};
+    return GR_OK;
+}
 
 int cmd_run(int argc, char **argv) {
     /* A built artifact runs through the loader, with no compiler in the loop. */
@@ -30,7 +63,9 @@ int cmd_run(int argc, char **argv) {
     const char *backends[MAX_BACKENDS];
     uint32_t nbackends = 0;
     static input_spec specs[MAX_INPUTS];
+    static onnx_input_seq seqs[MAX_INPUTS];
     memset(&lo, 0, sizeof(lo));
+    memset(specs, 0, sizeof(specs));
     uint32_t nspecs = 0;
     const char *input = NULL, *out_dir = NULL, *json = NULL, *v;
     bool profile = false;
@@ -45,7 +80,7 @@ int cmd_run(int argc, char **argv) {
         } else if (cli_opt(argc, argv, &i, "--input", &v, &missing)) {
             const char *eq = v ? strrchr(v, '=') : NULL;
             if (missing || !eq || eq == v || nspecs == MAX_INPUTS || (size_t)(eq - v) >= 256)
-                return cli_usage_error("run", "--input takes NAME=FILE.npy or NAME=random");
+                return cli_usage_error("run", "--input takes NAME=FILE.npy, NAME=A.npy,B.npy (a sequence) or NAME=random");
             memcpy(specs[nspecs].name, v, (size_t)(eq - v));
             specs[nspecs].name[eq - v] = '\0';
             specs[nspecs++].source = eq + 1;
@@ -86,6 +121,14 @@ int cmd_run(int argc, char **argv) {
     gr_diag_clear(&d);
     prof_state ps;
     prof_init(&ps, NULL);
+    for (uint32_t s = 0; s < nspecs; s++) {
+        if (!is_list(specs[s].source)) continue;
+        if (load_list(&specs[s], &seqs[lo.nseqs++], &d) != GR_OK) {
+            rc = cli_fail(&d, input);
+            goto done;
+        }
+    }
+    lo.seqs = seqs;
     if (cli_load_model(ctx, input, &lo, &m, &d) != GR_OK ||
         (nbackends && byoc_partition_for_backends(ctx, m, backends, nbackends, &m, &d) != GR_OK) ||
         rt_exec_new(m, "main", &x, &d) != GR_OK) {
@@ -107,8 +150,13 @@ int cmd_run(int argc, char **argv) {
     }
     for (uint32_t i = 0; i < nin; i++) {
         const char *name = rt_exec_input_name(x, i), *src = "random";
+        const input_spec *list = NULL;
         for (uint32_t s = 0; s < nspecs; s++)
-            if (strcmp(specs[s].name, name) == 0) src = specs[s].source;
+            if (strcmp(specs[s].name, name) == 0) src = specs[s].source, list = is_list(src) ? &specs[s] : NULL;
+        if (list) {
+            args[nargs++] = rt_value_copy(&list->seq);
+            continue;
+        }
         rt_tensor *t = NULL;
         gr_status st = strcmp(src, "random") == 0
                            ? cli_random_input(name, rt_exec_input_sinfo(x, i), i + 1, &t, &d)
@@ -162,6 +210,10 @@ done:
     if (!prof_finish(&ps)) rc = CLI_ERR;
     rt_value_clear(&result);
     for (uint32_t i = 0; i < nargs; i++) rt_value_clear(&args[i]);
+    for (uint32_t s = 0; s < nspecs; s++) {
+        rt_value_clear(&specs[s].seq);
+        free(specs[s].shapes);
+    }
     rt_exec_free(x);
     ir_ctx_free(ctx);
     return rc;

@@ -26,7 +26,7 @@ static const onnx_op_entry op_table[] = {
     {"Sin", 7, INT16_MAX, onnx_cv_unary, NULL},
     {"Cos", 7, INT16_MAX, onnx_cv_unary, NULL},
     {"Sign", 9, INT16_MAX, onnx_cv_unary, NULL},
-    {"Not", ANY, onnx_cv_unary, NULL},
+    {"Not", ANY, onnx_cv_unary, onnx_fold_generic},
     {"And", 7, INT16_MAX, onnx_cv_binary, NULL},
     {"Or", 7, INT16_MAX, onnx_cv_binary, NULL},
     {"LessOrEqual", 12, INT16_MAX, onnx_cv_binary, NULL},
@@ -130,7 +130,11 @@ static const onnx_op_entry op_table[] = {
     {"SequenceAt", 11, INT16_MAX, onnx_cv_seq_at, NULL},
     {"SequenceInsert", 11, INT16_MAX, onnx_cv_seq_insert, NULL},
     {"SequenceErase", 11, INT16_MAX, onnx_cv_seq_erase, NULL},
-    {"SequenceLength", 11, INT16_MAX, onnx_cv_seq_length, NULL},
+    {"SequenceLength", 11, INT16_MAX, onnx_cv_seq_length, onnx_fold_seq_length},
+    {"SequenceMap", 17, INT16_MAX, onnx_cv_seq_map, NULL},
+    {"Optional", 15, INT16_MAX, onnx_cv_optional, NULL},
+    {"OptionalHasElement", 15, INT16_MAX, onnx_cv_opt_has, onnx_fold_opt_has},
+    {"OptionalGetElement", 15, INT16_MAX, onnx_cv_opt_get, NULL},
     {"ConcatFromSequence", 11, INT16_MAX, onnx_cv_concat_from_seq, NULL},
     {"SplitToSequence", 11, INT16_MAX, onnx_cv_split_to_seq, NULL},
     {"If", ANY, onnx_cv_if, NULL},
@@ -204,15 +208,29 @@ static const struct {
     {"RandomNormal", "random number generation is not supported (results are not reproducible)"},
     {"RandomNormalLike", "random number generation is not supported (results are not reproducible)"},
     {"Multinomial", "random number generation is not supported (results are not reproducible)"},
-    {"Adam", "training-only op"},
-    {"Adagrad", "training-only op"},
-    {"Momentum", "training-only op"},
-    {"Gradient", "training-only op"},
+    {"Gradient", "needs automatic differentiation of the graph (a training op graft does not do)"},
 };
 
 const char *onnx_op_unsupported_reason(const char *op_type) {
     for (size_t i = 0; op_type && i < sizeof(out_of_scope) / sizeof(out_of_scope[0]); i++)
         if (!strcmp(out_of_scope[i].op_type, op_type)) return out_of_scope[i].reason;
+    return NULL;
+}
+
+/* ai.onnx.preview.training (opset 1 of that domain): the optimizers, elementwise updates
+ * (onnx_convert_train.c). */
+static const onnx_op_entry training_table[] = {
+    {"Adagrad", 1, INT16_MAX, onnx_cv_adagrad, NULL},
+    {"Momentum", 1, INT16_MAX, onnx_cv_momentum, NULL},
+    {"Adam", 1, INT16_MAX, onnx_cv_adam, NULL},
+};
+
+const onnx_op_entry *onnx_op_find_node(const Onnx__NodeProto *n, int64_t opset) {
+    const char *dom = n->domain ? n->domain : "";
+    if (!*dom || !strcmp(dom, "ai.onnx")) return onnx_op_find(n->op_type, opset);
+    if (strcmp(dom, "ai.onnx.preview.training") || !n->op_type) return NULL;
+    for (size_t i = 0; i < sizeof(training_table) / sizeof(training_table[0]); i++)
+        if (!strcmp(training_table[i].op_type, n->op_type)) return &training_table[i];
     return NULL;
 }
 

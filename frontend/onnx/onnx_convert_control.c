@@ -103,6 +103,8 @@ gr_status onnx_cv_loop(onnx_cv *cv) {
     for (uint32_t k = 0; k < nscan; k++) scans[k] = gr_xcalloc(MAX_UNROLL, sizeof(ir_expr *));
     onnx_val **outs = gr_xcalloc(g->n_output + 1, sizeof(*outs));
     const onnx_val **ins = gr_xcalloc(ncarry + 3, sizeof(*ins));
+    const onnx_val **carry_in = gr_xcalloc(ncarry + 1, sizeof(*carry_in));
+    onnx_val *wrap_v = gr_xcalloc(ncarry + 1, sizeof(*wrap_v));
     gr_status st = GR_OK;
     int64_t it = 0;
     for (; cond && (M < 0 || it < M); it++) {
@@ -115,8 +117,9 @@ gr_status onnx_cv_loop(onnx_cv *cv) {
         onnx_tensor_set_i64(ct, 0, 1);
         onnx_val vi = val_of(NULL, itn), vc = val_of(NULL, ct);
         ins[0] = &vi, ins[1] = &vc;
-        for (uint32_t k = 0; k < ncarry; k++) ins[2 + k] = carry[k];
+        for (uint32_t k = 0; k < ncarry; k++) ins[2 + k] = carry_in[k] ? carry_in[k] : carry[k];
         st = onnx_subgraph_inline(cv->imp, g, ins, ncarry + 2, outs);
+        memset(carry_in, 0, sizeof(*carry_in) * (ncarry + 1));
         rt_tensor_release(itn);
         rt_tensor_release(ct);
         if (st) break;
@@ -124,7 +127,19 @@ gr_status onnx_cv_loop(onnx_cv *cv) {
             st = cv_fail(cv, GR_ERR_UNSUPPORTED, "the body's condition must be known at import");
             break;
         }
-        for (uint32_t k = 0; k < ncarry; k++) carry_v[k] = *outs[1 + k], carry[k] = &carry_v[k];
+        for (uint32_t k = 0; k < ncarry && !st; k++) {
+            carry_v[k] = *outs[1 + k], carry[k] = &carry_v[k];
+            /* a body output of sequence / tensor type carried into an optional input is a present
+             * optional there: wrapped as a tuple of one */
+            if (onnx_type_kind(g->input[2 + k]->type) == ONNX_IO_OPTIONAL &&
+                onnx_type_kind(g->output[1 + k]->type) != ONNX_IO_OPTIONAL) {
+                ir_expr *e = carry_v[k].expr ? carry_v[k].expr
+                           : carry_v[k].known ? (ir_expr *)ir_const_new(cv->ctx, carry_v[k].known, cv->span) : NULL;
+                if (!e) st = cv_fail(cv, GR_ERR_UNSUPPORTED, "a carried optional has no value");
+                else wrap_v[k] = (onnx_val){.expr = (ir_expr *)ir_tuple_new(cv->ctx, 1, &e, cv->span)}, carry_in[k] = &wrap_v[k];
+            }
+        }
+        if (st) break;
         for (uint32_t k = 0; k < nscan && !st; k++) {
             onnx_val *sv = outs[1 + ncarry + k];
             ir_expr *e = sv->expr ? sv->expr : sv->known ? (ir_expr *)ir_const_new(cv->ctx, sv->known, cv->span) : NULL;
@@ -142,7 +157,7 @@ gr_status onnx_cv_loop(onnx_cv *cv) {
         st = cv_out(cv, ncarry + k, stack(cv, scans[k], (uint32_t)it, 0));
     }
     for (uint32_t k = 0; k < nscan; k++) free(scans[k]);
-    free(scans), free(outs), free(ins), free(carry), free(carry_v);
+    free(scans), free(outs), free(ins), free(carry), free(carry_v), free(carry_in), free(wrap_v);
     return st;
 }
 

@@ -2,8 +2,9 @@
  * (R.Tuple of its tensors): SequenceConstruct / SequenceEmpty build one, SplitToSequence is a
  * split, SequenceAt a tuple item, SequenceInsert / SequenceErase a new tuple of the items,
  * SequenceLength a constant, ConcatFromSequence a concat (or a stack with new_axis). Positions
- * must be known at import; sequences of run-time length (Loop-built, graph inputs) are not
- * supported. */
+ * must be known at import: a sequence graph input is a tuple param specialized to the length it
+ * runs with (onnx_import_opts.seqs). An Optional is a tuple of 0 or 1 element. SequenceMap is
+ * unrolled over the known length, like Loop. */
 #include <string.h>
 
 #include "frontend/onnx/onnx_impl.h"
@@ -43,9 +44,11 @@ static bool seq_pos(onnx_cv *cv, uint32_t i, int n, bool insert, int64_t dflt, i
     return true;
 }
 
-static gr_status seq_out(onnx_cv *cv, uint32_t n, ir_expr **items) {
-    return cv_out(cv, 0, (ir_expr *)ir_tuple_new(cv->ctx, n, items, cv->span));
+static gr_status seq_out_at(onnx_cv *cv, uint32_t o, uint32_t n, ir_expr **items) {
+    return cv_out(cv, o, (ir_expr *)ir_tuple_new(cv->ctx, n, items, cv->span));
 }
+
+static gr_status seq_out(onnx_cv *cv, uint32_t n, ir_expr **items) { return seq_out_at(cv, 0, n, items); }
 
 gr_status onnx_cv_seq_construct(onnx_cv *cv) {
     ir_expr **items = IR_NEW_ARRAY(cv->ctx, ir_expr *, cv->nin ? cv->nin : 1);
@@ -171,4 +174,114 @@ gr_status onnx_cv_split_to_seq(onnx_cv *cv) {
         if (squeeze && !(items[i] = cv_op1(cv, "relax.squeeze", cv_emit(cv, items[i]), &sq))) return cv_status(cv);
     }
     return seq_out(cv, (uint32_t)ns, items);
+}
+
+/* ---- optionals: a tuple of 0 (empty) or 1 element, its presence known at import ---- */
+
+/* The tuple length of input i, or -1 when it is not a tuple (a tensor). */
+static int tuple_len(const onnx_cv *cv, uint32_t i) {
+    const onnx_val *v = i < cv->nin ? cv->in[i] : NULL;
+    const ir_expr *e = v ? v->expr : NULL;
+    if (!e) return -1;
+    if (e->kind == IR_TUPLE) return (int)IR_AS(e, ir_tuple)->n;
+    return e->sinfo && e->sinfo->kind == IR_SINFO_TUPLE ? (int)e->sinfo->n : -1;
+}
+
+/* SequenceLength and OptionalHasElement are known at import: folded to constants, so an If or
+ * a Loop trip count computed from them is known too. */
+int onnx_fold_seq_length(onnx_cv *cv) {
+    int n = tuple_len(cv, 0);
+    if (n < 0) return 0; /* the converter reports it */
+    rt_tensor *t = rt_tensor_new(IR_DTYPE_I64, 0, NULL);
+    if (!t) return cv_fail(cv, GR_ERR_NOMEM, "out of memory");
+    onnx_tensor_set_i64(t, 0, n);
+    cv_set_known(cv, 0, t);
+    return 1;
+}
+
+int onnx_fold_opt_has(onnx_cv *cv) {
+    /* an absent input is an empty optional; a tensor (opset 18) is present */
+    int n = cv_has(cv, 0) ? tuple_len(cv, 0) : 0;
+    if (cv_has(cv, 0) && n < 0 && !(cv->in[0] && (cv->in[0]->expr || cv->in[0]->known))) return 0;
+    rt_tensor *t = rt_tensor_new(IR_DTYPE_BOOL, 0, NULL);
+    if (!t) return cv_fail(cv, GR_ERR_NOMEM, "out of memory");
+    onnx_tensor_set_i64(t, 0, n != 0);
+    cv_set_known(cv, 0, t);
+    return 1;
+}
+
+gr_status onnx_cv_opt_has(onnx_cv *cv) {
+    return cv_fail(cv, GR_ERR_UNSUPPORTED, "the input's presence must be known at import");
+}
+
+/* Optional(x): (x,); Optional() of a type: () */
+gr_status onnx_cv_optional(onnx_cv *cv) {
+    if (!cv_has(cv, 0)) return seq_out(cv, 0, NULL);
+    ir_expr *x = cv_in(cv, 0);
+    if (!x) return cv_status(cv);
+    return seq_out(cv, 1, &x);
+}
+
+/* OptionalGetElement: the element of a present optional; a tensor (opset 18) is itself. */
+gr_status onnx_cv_opt_get(onnx_cv *cv) {
+    int n = tuple_len(cv, 0);
+    if (n < 0) return cv_out(cv, 0, cv_in(cv, 0));
+    if (n == 0) return cv_fail(cv, GR_ERR_INVALID, "the optional is empty");
+    ir_expr **items;
+    if (seq_items(cv, 0, &items) < 0) return cv_status(cv);
+    return cv_out(cv, 0, items[0]);
+}
+
+/* ---- SequenceMap: the body applied to each element, unrolled at import (the length is known) ---- */
+
+#define SEQ_MAP_MAX 1024
+
+/* SequenceMap(seq, additional...) -> one sequence per body output. Sequence inputs give the
+ * body their k-th element (all of the first one's length), tensor inputs are passed whole. */
+gr_status onnx_cv_seq_map(onnx_cv *cv) {
+    const Onnx__AttributeProto *a = cv_attr(cv, "body");
+    const Onnx__GraphProto *g = a ? a->g : NULL;
+    if (!g) return cv_fail(cv, GR_ERR_INVALID, "missing body");
+    if (g->n_input != cv->nin || g->n_output != cv->nout || cv->nin < 1)
+        return cv_fail(cv, GR_ERR_INVALID, "the body has %zu inputs and %zu outputs, the node %u and %u", g->n_input,
+                       g->n_output, cv->nin, cv->nout);
+    ir_expr ***items = IR_NEW_ARRAY(cv->ctx, ir_expr **, cv->nin);
+    int n = seq_items(cv, 0, &items[0]);
+    if (n < 0) return cv_status(cv);
+    if (n > SEQ_MAP_MAX) return cv_fail(cv, GR_ERR_UNSUPPORTED, "more than %d elements", SEQ_MAP_MAX);
+    for (uint32_t i = 1; i < cv->nin; i++) {
+        items[i] = NULL;
+        if (!cv_has(cv, i)) return cv_fail(cv, GR_ERR_INVALID, "input %u is missing", i);
+        if (tuple_len(cv, i) < 0) continue; /* a tensor: passed whole */
+        if (seq_items(cv, i, &items[i]) != n)
+            return cv_fail(cv, GR_ERR_INVALID, "input %u: sequences of different lengths", i);
+    }
+    ir_expr ***outs = IR_NEW_ARRAY(cv->ctx, ir_expr **, cv->nout ? cv->nout : 1);
+    for (uint32_t o = 0; o < cv->nout; o++) outs[o] = IR_NEW_ARRAY(cv->ctx, ir_expr *, n ? (size_t)n : 1);
+    onnx_val *elem = gr_xcalloc(cv->nin, sizeof(*elem));
+    const onnx_val **ins = gr_xcalloc(cv->nin, sizeof(*ins));
+    onnx_val **res = gr_xcalloc(cv->nout + 1, sizeof(*res));
+    gr_status st = GR_OK;
+    for (int k = 0; k < n && st == GR_OK; k++) {
+        for (uint32_t i = 0; i < cv->nin && st == GR_OK; i++) {
+            if (!items[i]) {
+                ins[i] = cv->in[i];
+                continue;
+            }
+            ir_expr *e = items[i][k];
+            if (!ir_is_leaf(e) && !(e = cv_emit(cv, e))) st = cv_status(cv);
+            elem[i] = (onnx_val){.expr = e};
+            ins[i] = &elem[i];
+        }
+        if (st == GR_OK) st = onnx_subgraph_inline(cv->imp, g, ins, cv->nin, res);
+        for (uint32_t o = 0; o < cv->nout && st == GR_OK; o++) {
+            const onnx_val *v = res[o];
+            ir_expr *e = v->expr ? v->expr : v->known ? (ir_expr *)ir_const_new(cv->ctx, v->known, cv->span) : NULL;
+            if (!e) st = cv_fail(cv, GR_ERR_UNSUPPORTED, "body output %u has no tensor value (a shape with dynamic dims)", o);
+            outs[o][k] = e;
+        }
+    }
+    free(elem), free(ins), free(res);
+    for (uint32_t o = 0; o < cv->nout && st == GR_OK; o++) st = seq_out_at(cv, o, (uint32_t)n, outs[o]);
+    return st;
 }

@@ -62,7 +62,7 @@ static const ir_prim **arena_dims(onnx_cv *cv, const ir_prim *const *src, int n)
 
 typedef enum ew_code {
     EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_POW, EW_MAX, EW_MIN, EW_EQ, EW_LT, EW_GT,
-    EW_NEG, EW_ABS, EW_RELU, EW_SQRT, EW_RECIP, EW_WHERE, EW_FLOOR, EW_CEIL,
+    EW_NEG, EW_ABS, EW_RELU, EW_SQRT, EW_RECIP, EW_WHERE, EW_FLOOR, EW_CEIL, EW_NOT,
 } ew_code;
 
 static const struct {
@@ -73,7 +73,7 @@ static const struct {
     {"Div", EW_DIV},   {"Pow", EW_POW},  {"Max", EW_MAX},   {"Min", EW_MIN},
     {"Equal", EW_EQ},  {"Less", EW_LT},  {"Greater", EW_GT}, {"Neg", EW_NEG},
     {"Abs", EW_ABS},   {"Relu", EW_RELU}, {"Sqrt", EW_SQRT}, {"Reciprocal", EW_RECIP},
-    {"Where", EW_WHERE}, {"Floor", EW_FLOOR}, {"Ceil", EW_CEIL},
+    {"Where", EW_WHERE}, {"Floor", EW_FLOOR}, {"Ceil", EW_CEIL}, {"Not", EW_NOT},
 };
 
 static bool ew_find(const char *op, ew_code *code) {
@@ -111,6 +111,7 @@ static bool ew_int(ew_code c, int64_t a, int64_t b, int64_t *r) {
     case EW_ABS: *r = a < 0 ? wrap_sub(0, a) : a; return true;
     case EW_RELU: *r = a < 0 ? 0 : a; return true;
     case EW_FLOOR: case EW_CEIL: *r = a; return true;
+    case EW_NOT: *r = a == 0; return true;
     default: return false;
     }
 }
@@ -134,6 +135,7 @@ static double ew_float(ew_code c, double a, double b) {
     case EW_RECIP: return 1.0 / a;
     case EW_FLOOR: return floor(a);
     case EW_CEIL: return ceil(a);
+    case EW_NOT: return a == 0;
     default: return 0;
     }
 }

@@ -88,6 +88,8 @@ typedef struct onnx_op_entry {
 
 /* onnx_convert.c: the table. */
 const onnx_op_entry *onnx_op_find(const char *op_type, int64_t opset);
+/* The entry of a node, by its domain (default, or ai.onnx.preview.training's optimizers). */
+const onnx_op_entry *onnx_op_find_node(const Onnx__NodeProto *n, int64_t opset);
 /* Why a standard op stays unsupported on purpose (strings, random numbers, training), or NULL. */
 const char *onnx_op_unsupported_reason(const char *op_type);
 
@@ -97,6 +99,9 @@ const char *onnx_op_unsupported_reason(const char *op_type);
  * iteration rebinds the body's names. */
 gr_status onnx_subgraph_inline(onnx_importer *imp, const Onnx__GraphProto *g, const onnx_val *const *ins, uint32_t nin,
                                onnx_val **outs);
+
+/* onnx_seqdata.c: the kind of a type. */
+onnx_io_kind onnx_type_kind(const Onnx__TypeProto *tp);
 
 /* ---- onnx_tensor.c ---- */
 /* ONNX TensorProto.DataType -> dtype; false for unsupported (string, complex, ...). */
@@ -217,14 +222,17 @@ const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i);
     X(rnn) X(reverse_sequence) X(instance_norm) X(mvn) X(lrn) X(depth_space) X(einsum)        \
     X(window) X(mel) X(nms) X(roi_align) X(grid_sample) X(max_unpool) X(dft) X(stft)         \
     X(seq_construct) X(seq_empty) X(seq_at) X(seq_insert) X(seq_erase) X(seq_length)          \
-    X(concat_from_seq) X(split_to_seq) X(if) X(loop) X(scan)
+    X(concat_from_seq) X(split_to_seq) X(if) X(loop) X(scan) X(optional) X(opt_has) X(opt_get)     \
+    X(seq_map)
 /* ONNX coverage (ops1): onnx_convert_index.c, onnx_convert_quant.c */
 #define ONNX_CONVERTERS_OPS1(X)                                                               \
     X(unary_more) X(binary_more) X(isinf) X(celu) X(shrink) X(det) X(argmax) X(topk)         \
     X(hardmax) X(one_hot) X(gather_elements) X(gather_nd) X(scatter_elements) X(scatter_nd)  \
     X(nonzero) X(compress) X(unique) X(trilu) X(eye_like) X(nll_loss) X(softmax_ce)          \
     X(quantize) X(dequantize) X(dynamic_quantize) X(matmul_integer) X(qlinear_matmul)        \
-    X(conv_integer) X(qlinear_conv)
+    X(conv_integer) X(qlinear_conv)                                                           \
+    /* ai.onnx.preview.training optimizers (onnx_convert_train.c) */                           \
+    X(adagrad) X(momentum) X(adam)
 /* A forward conv of prepared x and weight with the node's window attrs (weight: input wi). */
 ir_expr *onnx_conv_call(onnx_cv *cv, ir_expr *x, ir_expr *wgt, uint32_t wi, ir_dtype out_dtype);
 #define ONNX_DECLARE_CV(n) gr_status onnx_cv_##n(onnx_cv *cv);
@@ -247,7 +255,7 @@ int onnx_reshape_dims(onnx_cv *cv, const ir_prim *const *in, int32_t rank, const
     X(generic) X(cast) X(identity) X(constant_of_shape) X(shape) X(size) X(gather) X(concat) X(slice) \
     X(reshape) X(range)                                                                       \
     /* ONNX coverage (ops2) */                                                                \
-    X(window) X(mel)
+    X(window) X(mel) X(seq_length) X(opt_has)
 #define ONNX_DECLARE_FOLD(n) int onnx_fold_##n(onnx_cv *cv);
 ONNX_FOLDERS(ONNX_DECLARE_FOLD)
 #undef ONNX_DECLARE_FOLD

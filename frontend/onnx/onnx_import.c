@@ -74,19 +74,81 @@ static const onnx_input_shape *bound_shape(const onnx_importer *imp, const char 
     return NULL;
 }
 
+static const onnx_input_seq *bound_seq(const onnx_importer *imp, const char *name) {
+    for (uint32_t i = 0; imp->opts && i < imp->opts->nseqs; i++)
+        if (imp->opts->seqs[i].name && !strcmp(imp->opts->seqs[i].name, name)) return &imp->opts->seqs[i];
+    return NULL;
+}
+
+static gr_status tensor_sinfo(onnx_importer *imp, const char *name, const Onnx__TypeProto__Tensor *tt,
+                              const onnx_input_shape *bind, const ir_sinfo **out);
+
+/* The tensor type inside a sequence or optional type (NULL when it holds something else). */
+static const Onnx__TypeProto *inner_type(const Onnx__TypeProto *tp) {
+    if (tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE)
+        return tp->sequence_type ? tp->sequence_type->elem_type : NULL;
+    if (tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE)
+        return tp->optional_type ? tp->optional_type->elem_type : NULL;
+    return NULL;
+}
+
+/* A sequence (or optional) input as a tuple of `n` tensors shaped by elems. */
+static gr_status seq_fields(onnx_importer *imp, const char *name, const Onnx__TypeProto *elem, uint32_t n,
+                            const onnx_input_shape *elems, const ir_sinfo **out) {
+    if (!elem || elem->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !elem->tensor_type)
+        return gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED, "graph input '%s': only sequences of tensors", name);
+    const ir_sinfo **f = IR_NEW_ARRAY(imp->ctx, const ir_sinfo *, n ? n : 1);
+    for (uint32_t k = 0; k < n; k++) {
+        gr_status st = tensor_sinfo(imp, name, elem->tensor_type, elems ? &elems[k] : NULL, &f[k]);
+        if (st != GR_OK) return st;
+    }
+    *out = ir_sinfo_tuple(imp->ctx, n, f);
+    return GR_OK;
+}
+
+/* Sequence / optional inputs: tuples whose lengths the caller gives (opts.seqs). */
+static gr_status seq_sinfo(onnx_importer *imp, const char *name, const Onnx__TypeProto *tp, const ir_sinfo **out) {
+    const onnx_input_seq *b = bound_seq(imp, name);
+    onnx_io_kind kind = onnx_type_kind(tp);
+    if (!b)
+        return gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED,
+                           "graph input '%s' is %s: its length must be given (a sequence or optional input is "
+                           "specialized to the value it is run with)",
+                           name, kind == ONNX_IO_SEQUENCE ? "a sequence" : "an optional");
+    const Onnx__TypeProto *elem = inner_type(tp);
+    if (kind == ONNX_IO_SEQUENCE) return seq_fields(imp, name, elem, b->n, b->elems, out);
+    if (b->n > 1)
+        return gr_diag_set(imp->diag, GR_ERR_INVALID, "graph input '%s': an optional holds 0 or 1 value, not %u",
+                           name, b->n);
+    if (!elem || b->n == 0 || onnx_type_kind(elem) == ONNX_IO_TENSOR)
+        return b->n == 0 ? (*out = ir_sinfo_tuple(imp->ctx, 0, NULL), GR_OK)
+                         : seq_fields(imp, name, elem, 1, b->elems, out);
+    if (onnx_type_kind(elem) != ONNX_IO_SEQUENCE || b->inner < 0)
+        return gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED, "graph input '%s': an optional of this type", name);
+    const ir_sinfo *inner = NULL;
+    gr_status st = seq_fields(imp, name, inner_type(elem), (uint32_t)b->inner, b->elems, &inner);
+    if (st == GR_OK) *out = ir_sinfo_tuple(imp->ctx, 1, &inner);
+    return st;
+}
+
 static gr_status input_sinfo(onnx_importer *imp, const Onnx__ValueInfoProto *vi,
                              const ir_sinfo **out) {
     const char *name = vi->name;
     const Onnx__TypeProto *tp = vi->type;
+    onnx_io_kind kind = onnx_type_kind(tp);
+    if (kind == ONNX_IO_SEQUENCE || kind == ONNX_IO_OPTIONAL) return seq_sinfo(imp, name, tp, out);
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
         return gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED, "graph input '%s' is not a tensor", name);
-    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    return tensor_sinfo(imp, name, tp->tensor_type, bound_shape(imp, name), out);
+}
+
+static gr_status tensor_sinfo(onnx_importer *imp, const char *name, const Onnx__TypeProto__Tensor *tt,
+                              const onnx_input_shape *bind, const ir_sinfo **out) {
     ir_dtype dt;
     if (!onnx_dtype_from_elem(tt->elem_type, &dt))
         return gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED,
                            "graph input '%s': unsupported element type %d (%s)", name,
                            (int)tt->elem_type, onnx_elem_unsupported_name(tt->elem_type));
-    const onnx_input_shape *bind = bound_shape(imp, name);
     const Onnx__TensorShapeProto *sp = tt->shape;
     int32_t ndim = sp ? (int32_t)sp->n_dim : -1;
     if (sp && sp->n_dim > RT_MAX_NDIM)
@@ -161,7 +223,7 @@ static gr_status check_supported(onnx_importer *imp, const Onnx__GraphProto *g) 
         const Onnx__NodeProto *n = g->node[i];
         if (!n->op_type || !*n->op_type)
             return gr_diag_set(imp->diag, GR_ERR_INVALID, "node %zu has no op_type", i);
-        if (node_domain_ok(n) && onnx_op_find(n->op_type, imp->opset)) continue;
+        if (onnx_op_find_node(n, imp->opset)) continue;
         count++;
         if (k < sizeof(list) - 1) {
             int w;
@@ -184,7 +246,7 @@ static gr_status check_supported(onnx_importer *imp, const Onnx__GraphProto *g) 
     if (count == 1) {
         const Onnx__NodeProto *first = NULL;
         for (size_t i = 0; i < g->n_node && !first; i++)
-            if (!node_domain_ok(g->node[i]) || !onnx_op_find(g->node[i]->op_type, imp->opset))
+            if (!onnx_op_find_node(g->node[i], imp->opset))
                 first = g->node[i];
         gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED, "1 unsupported node: %s", list);
         gr_diag_set_layer(imp->diag, node_layer(imp, first));
@@ -214,7 +276,7 @@ static const ir_span *absorbed_span(onnx_importer *imp, onnx_val *const *in, uin
 /* Converts one node whose inputs are all available. */
 static gr_status convert_node(onnx_importer *imp, const Onnx__NodeProto *n) {
     ir_ctx_t *ctx = imp->ctx;
-    const onnx_op_entry *ent = onnx_op_find(n->op_type, imp->opset);
+    const onnx_op_entry *ent = onnx_op_find_node(n, imp->opset);
     const char *layer = node_layer(imp, n);
     onnx_cv cv = {.imp = imp, .ctx = ctx, .node = n, .layer = layer, .opset = imp->opset};
     cv.nin = (uint32_t)n->n_input;
@@ -560,12 +622,7 @@ static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_
                 gr_diag_set_layer(imp->diag, name);
                 break;
             }
-            /* a sequence (a tuple at import) as a graph output: its holder would see a tuple */
-            if (v->expr->kind == IR_TUPLE || (v->expr->sinfo && v->expr->sinfo->kind == IR_SINFO_TUPLE)) {
-                st = gr_diag_set(imp->diag, GR_ERR_UNSUPPORTED, "graph output '%s' is a sequence (only tensors)", name);
-                gr_diag_set_layer(imp->diag, name);
-                break;
-            }
+            /* a sequence or optional output is a tuple: its holder gets the elements */
             outs[i] = v->expr;
         }
         if (st == GR_OK) {

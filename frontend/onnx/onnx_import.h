@@ -8,6 +8,7 @@
 
 #include "ir/expr.h"
 #include "runtime/tensor.h"
+#include "runtime/value.h"
 
 typedef struct onnx_input_shape {
     const char *name;             /* graph input name */
@@ -21,6 +22,17 @@ typedef struct onnx_input_value {
     const char *name;             /* graph input name */
     rt_tensor *value;             /* borrowed; the constants take their own references */
 } onnx_input_value;
+
+/* A graph input of sequence or optional type, specialized like --input-shape specializes dims:
+ * it becomes a tuple param of n fields (an optional: n is 0 or 1, absent or present), field k
+ * a tensor of shape elems[k] (elems NULL: the declared element type). An optional of a
+ * sequence that is present (n 1) holds a tuple of `inner` tensors shaped by elems. */
+typedef struct onnx_input_seq {
+    const char *name;             /* graph input name */
+    uint32_t n;
+    int32_t inner;                /* optional(sequence) present: its length; else -1 */
+    const onnx_input_shape *elems; /* the tensors' shapes (name unused), or NULL */
+} onnx_input_seq;
 
 /* Filled by an import (success or failure): the graph inputs (params) whose values a converter
  * needed at import (a shape, axes, scales, pads, k, ... parameter) and that no op used as a
@@ -37,6 +49,8 @@ typedef struct onnx_import_opts {
     uint32_t nshapes;
     const onnx_input_value *values; /* inputs that become constants (may be NULL) */
     uint32_t nvalues;
+    const onnx_input_seq *seqs;     /* lengths of sequence / optional inputs (may be NULL) */
+    uint32_t nseqs;
     bool no_spans;                  /* graft import --no-spans */
     onnx_wanted_inputs *wanted;     /* out (may be NULL): inputs needed as values */
 } onnx_import_opts;
@@ -51,5 +65,17 @@ gr_status onnx_import_buffer(ir_ctx_t *ctx, const char *name, const uint8_t *buf
 /* Reads a serialized ONNX TensorProto (.pb of the ONNX backend test data). *name may be NULL;
  * when given it receives a heap copy of the tensor's name (caller frees). */
 gr_status onnx_tensor_load_pb(const char *path, rt_tensor **out, char **name, gr_diag *diag);
+
+/* What a graph input or output holds. */
+typedef enum onnx_io_kind { ONNX_IO_TENSOR, ONNX_IO_SEQUENCE, ONNX_IO_OPTIONAL, ONNX_IO_OTHER } onnx_io_kind;
+
+/* The kinds of a model's graph inputs (initializers left out) and outputs, up to max each. */
+gr_status onnx_model_io_kinds(const char *path, onnx_io_kind *ins, uint32_t *nin, onnx_io_kind *outs,
+                              uint32_t *nout, uint32_t max, gr_diag *diag);
+
+/* Reads a data file of the ONNX backend test data: a TensorProto (a tensor value), a
+ * SequenceProto (a tuple of its items) or an OptionalProto (a tuple of 0 or 1 value), as kind
+ * says. *name as for onnx_tensor_load_pb. */
+gr_status onnx_value_load_pb(const char *path, onnx_io_kind kind, rt_value *out, char **name, gr_diag *diag);
 
 #endif

@@ -112,3 +112,45 @@ Test(messages, an_empty_onnx_file_says_empty) {
     cr_assert_null(strstr(err, "no graph"), "%s", err);
     named_once("empty.onnx");
 }
+
+/* graft run with a sequence input given as a list of .npy files: the import specializes it to
+ * that length, the sequence output is written element by element. Without the list the input
+ * is refused with the reason. */
+#include "ir/dtype.h"
+#include "runtime/npy.h"
+
+static void save_vec(const char *name, int64_t n, int64_t first) {
+    rt_tensor *t = rt_tensor_new(IR_DTYPE_I64, 1, &n);
+    for (int64_t i = 0; i < n; i++) rt_tensor_set_f64(t, i, (double)(first + i));
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(rt_npy_save(path, t, &d), GR_OK);
+    rt_tensor_release(t);
+}
+
+Test(messages, a_sequence_input_is_a_list_of_npy_files) {
+    const char *model = "/usr/share/libonnx-testdata/data/node/test_sequence_insert_at_back/model.onnx";
+    save_vec("a.npy", 4, 1);
+    save_vec("b.npy", 2, 5);
+    save_vec("t.npy", 3, 10);
+    char args[512];
+    snprintf(args, sizeof args, "run %s --input sequence=a.npy,b.npy --input tensor=t.npy --output-dir o", model);
+    cr_assert_eq(run(args), 0, "%s", err);
+    rt_tensor *t = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    char path[128];
+    snprintf(path, sizeof path, "%s/o/output_2.npy", tmpdir);
+    cr_assert_eq(rt_npy_load(path, &t, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_tensor_numel(t), 3);
+    cr_assert_eq(rt_tensor_get_f64(t, 2), 12.0);
+    rt_tensor_release(t);
+    snprintf(args, sizeof args, "run %s --input tensor=t.npy", model);
+    cr_assert_eq(run(args), 1);
+    cr_assert(strstr(err, "its length must be given"), "%s", err);
+    snprintf(args, sizeof args, "run %s --input sequence=a.npy,nothere.npy --input tensor=t.npy", model);
+    cr_assert_eq(run(args), 1);
+    cr_assert(strstr(err, "nothere.npy"), "%s", err);
+}
