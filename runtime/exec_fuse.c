@@ -96,6 +96,19 @@ static uint32_t global_pool_mask(const ir_call *call, int32_t nd) {
     return (1u << 2) | (1u << 3);
 }
 
+/* The dims of a tensor of known rank, RT_FUSE_DYN where a dim is not a constant; false when the
+ * rank or the dims are unknown. */
+static bool group_dims(const ir_sinfo *s, int64_t *shape) {
+    if (!s || s->kind != IR_SINFO_TENSOR || s->ndim < 0 || s->ndim > RT_MAX_NDIM) return false;
+    if (s->ndim > 0 && !s->dims) return false;
+    for (int32_t i = 0; i < s->ndim; i++) {
+        int64_t v;
+        if (!s->dims[i]) return false;
+        shape[i] = ir_prim_is_int(s->dims[i], &v) ? v : RT_FUSE_DYN;
+    }
+    return true;
+}
+
 /* layer_norm / rms_norm: axes must be the trailing dims (as the reference kernel requires), and
  * gamma / beta the trailing dims' shape (leading 1s of it may be dropped), so right-aligned
  * broadcast indexing reads them as the kernel does. */
@@ -106,7 +119,7 @@ static uint32_t norm_mask(const ir_call *call, int32_t nd) {
         ax[0] = -1;
         n = 1;
     }
-    if (n <= 0 || n > nd || !ir_sinfo_static_shape(call->args[0]->sinfo, xs)) return 0;
+    if (n <= 0 || n > nd || !group_dims(call->args[0]->sinfo, xs)) return 0;
     uint32_t mask = 0;
     for (int i = 0; i < n; i++) {
         if (!norm_axis(&ax[i], nd) || (mask >> ax[i] & 1)) return 0;
@@ -114,7 +127,10 @@ static uint32_t norm_mask(const ir_call *call, int32_t nd) {
     }
     if (mask != ((1u << nd) - 1) - ((1u << (nd - n)) - 1)) return 0;
     int64_t numel = 1;
-    for (int32_t d = nd - n; d < nd; d++) numel *= xs[d];
+    for (int32_t d = nd - n; d < nd; d++) {
+        if (xs[d] == RT_FUSE_DYN) return 0; /* the normalized dims are static (leading ones may not be) */
+        numel *= xs[d];
+    }
     for (uint32_t a = 1; a < call->nargs; a++) {
         const ir_sinfo *p = call->args[a]->sinfo;
         if (!p || p->kind != IR_SINFO_TENSOR || p->ndim > n || !ir_sinfo_static_shape(p, ps)) return 0;
@@ -164,9 +180,11 @@ rt_fuse_tail rt_fuse_tail_of(const ir_call *call, uint32_t *mask) {
     return *mask ? row->kind : RT_TAIL_NONE;
 }
 
-static bool static_f32(const ir_sinfo *s) {
-    return s && s->kind == IR_SINFO_TENSOR && ir_dtype_eq(s->dtype, IR_DTYPE_F32) && s->ndim >= 0 &&
-           s->ndim <= RT_MAX_NDIM && ir_sinfo_static_shape(s, (int64_t[RT_MAX_NDIM]){0});
+/* A float32 tensor of known rank (symbolic dims allowed: the group's kernel then takes its
+ * extents at run time). */
+static bool f32_known_rank(const ir_sinfo *s) {
+    return s && s->kind == IR_SINFO_TENSOR && ir_dtype_eq(s->dtype, IR_DTYPE_F32) &&
+           group_dims(s, (int64_t[RT_MAX_NDIM]){0});
 }
 
 /* "relax.nn.relu" -> "relu" into the name buffer. */
@@ -210,12 +228,12 @@ gr_status rt_fuse_form(rt_fuse_form_in *pb, const rt_host_lowering *h) {
         uint32_t mask;
         bool red = rt_fuse_tail_of(c, &mask) != RT_TAIL_NONE;
         if ((!(def->flags & IR_OPF_ELEMWISE) && !red) || c->nargs > RT_FUSE_MAX_ARGS) continue;
-        if (!static_f32(c->base.sinfo) || !static_f32(b->var->base.sinfo)) continue;
+        if (!f32_known_rank(c->base.sinfo) || !f32_known_rank(b->var->base.sinfo)) continue;
         bool ok = true;
         for (uint32_t a = 0; a < c->nargs && ok; a++) {
             const ir_expr *e = c->args[a];
             if (e->kind == IR_PRIMVAL) ok = a > 0;
-            else ok = (ir_is_var(e) || e->kind == IR_CONST) && static_f32(e->sinfo);
+            else ok = (ir_is_var(e) || e->kind == IR_CONST) && f32_known_rank(e->sinfo);
         }
         if (!ok || !h->can_lower(h->self, c)) continue;
         int32_t g = -1;
@@ -301,17 +319,20 @@ gr_status rt_fuse_form(rt_fuse_form_in *pb, const rt_host_lowering *h) {
         fg->in_shape = ir_alloc(pb->ctx, sizeof(*fg->in_shape) * (nin ? nin : 1));
         for (uint32_t k = 0; k < nin; k++) {
             fg->in_ndim[k] = inputs[k]->sinfo->ndim;
-            ir_sinfo_static_shape(inputs[k]->sinfo, fg->in_shape[k]);
+            group_dims(inputs[k]->sinfo, fg->in_shape[k]);
         }
         const ir_sinfo *os = pb->b[member[fg->nnodes - 1]]->var->base.sinfo;
         fg->ndim = os->ndim;
-        ir_sinfo_static_shape(os, fg->shape);
+        group_dims(os, fg->shape);
+        fg->out_sinfo = os;
         const ir_call *last = (const ir_call *)pb->b[member[fg->nnodes - 1]]->value;
         const ir_sinfo *is = os;
         fg->tail = (uint8_t)rt_fuse_tail_of(last, &fg->reduce_mask);
         if (fg->tail != RT_TAIL_NONE) is = last->args[0]->sinfo;
         fg->iter_ndim = is->ndim;
-        ir_sinfo_static_shape(is, fg->iter_shape);
+        group_dims(is, fg->iter_shape);
+        fg->dyn = !ir_sinfo_static_shape(os, NULL) || !ir_sinfo_static_shape(is, NULL);
+        for (uint32_t k = 0; k < nin; k++) fg->dyn |= !ir_sinfo_static_shape(inputs[k]->sinfo, NULL);
         fg->name = group_name(pb->ctx, fg, g);
         gr_vec_push(&pb->groups, fg);
         gr_vec_push(&pb->inputs, inputs); /* the caller compiles them into the instruction */
@@ -323,6 +344,113 @@ gr_status rt_fuse_form(rt_fuse_form_in *pb, const rt_host_lowering *h) {
     return GR_OK;
 }
 
+
+int32_t rt_fuse_loop_order(const rt_fuse_group *g, int32_t *order) {
+    int32_t n = 0;
+    for (int32_t d = 0; d < g->iter_ndim; d++)
+        if (!(g->reduce_mask >> d & 1)) order[n++] = d;
+    int32_t nkept = n;
+    for (int32_t d = 0; d < g->iter_ndim; d++)
+        if (g->reduce_mask >> d & 1) order[n++] = d;
+    return nkept;
+}
+
+/* Levels [lo, hi) of an args buffer (ntab tables of R: extents, then strides): extent-1 levels
+ * go, a level merges into the next inner one when every stride chains (s_outer == s_inner *
+ * ext_inner), and what is left moves innermost, the outer levels padded with extent 1. */
+static void collapse(int64_t *args, int32_t R, uint32_t ntab, int32_t lo, int32_t hi) {
+    int64_t ext[RT_MAX_NDIM], st[RT_FUSE_MAX_ARGS * 8 + 2][RT_MAX_NDIM];
+    int64_t (*sv)[RT_MAX_NDIM] = ntab - 1 <= sizeof st / sizeof st[0] ? st : gr_xmalloc(sizeof(*sv) * (ntab - 1));
+    int32_t n = 0;
+    for (int32_t l = lo; l < hi; l++) {
+        int64_t e = args[l];
+        if (e == 1) continue;
+        bool merge = n > 0;
+        for (uint32_t t = 1; t < ntab && merge; t++)
+            merge = sv[t - 1][n - 1] == args[t * R + l] * e;
+        if (merge) {
+            ext[n - 1] *= e;
+            for (uint32_t t = 1; t < ntab; t++) sv[t - 1][n - 1] = args[t * R + l];
+            continue;
+        }
+        ext[n] = e;
+        for (uint32_t t = 1; t < ntab; t++) sv[t - 1][n] = args[t * R + l];
+        n++;
+    }
+    int32_t pad = hi - lo - n;
+    for (int32_t l = lo; l < hi; l++) {
+        int32_t j = l - lo - pad;
+        args[l] = j < 0 ? 1 : ext[j];
+        for (uint32_t t = 1; t < ntab; t++) args[t * R + l] = j < 0 ? 0 : sv[t - 1][j];
+    }
+    if (sv != st) free(sv);
+}
+
+gr_status rt_fuse_dyn_args(const rt_fuse_group *g, const int64_t *const *ins, int64_t *args,
+                           int64_t *out_shape, int64_t *numel, gr_diag *diag) {
+    int32_t R = g->iter_ndim, order[RT_MAX_NDIM];
+    int64_t it[RT_MAX_NDIM];
+    for (int32_t d = 0; d < R; d++) it[d] = 1;
+    /* the iteration shape: the inputs broadcast (the tail's input is the broadcast of the
+     * prefix's inputs; gamma / beta index its trailing axes) */
+    for (uint32_t k = 0; k < g->nin; k++)
+        for (int32_t j = 0; j < g->in_ndim[k]; j++) {
+            int64_t v = ins[k][j], want = g->in_shape[k][j];
+            int32_t d = R - g->in_ndim[k] + j;
+            if (v < 0 || (want != RT_FUSE_DYN && v != want) || d < 0)
+                return gr_diag_set(diag, GR_ERR_RUNTIME, "%s: input %u dim %d is %lld, the group wants %lld",
+                                   g->name, k, j, (long long)v, (long long)want);
+            if (v == 1) continue;
+            if (it[d] != 1 && it[d] != v)
+                return gr_diag_set(diag, GR_ERR_RUNTIME, "%s: input %u dim %d (%lld) does not broadcast to %lld",
+                                   g->name, k, j, (long long)v, (long long)it[d]);
+            it[d] = v;
+        }
+    for (int32_t d = 0; d < R; d++)
+        if (g->iter_shape[d] != RT_FUSE_DYN && it[d] != g->iter_shape[d])
+            return gr_diag_set(diag, GR_ERR_RUNTIME, "%s: axis %d is %lld, the group wants %lld", g->name,
+                               d, (long long)it[d], (long long)g->iter_shape[d]);
+    /* the output: iter_shape, less the reduced axes of a reduction (1s when it keeps them) */
+    bool row = g->tail == RT_TAIL_SOFTMAX || g->tail == RT_TAIL_LOG_SOFTMAX ||
+               g->tail == RT_TAIL_LAYER_NORM || g->tail == RT_TAIL_RMS_NORM;
+    bool keep = g->ndim == R;
+    int32_t no = 0;
+    for (int32_t d = 0; d < R; d++) {
+        bool red = !row && (g->reduce_mask >> d & 1);
+        if (!red) out_shape[no++] = it[d];
+        else if (keep) out_shape[no++] = 1;
+    }
+    if (no != g->ndim)
+        return gr_diag_set(diag, GR_ERR_RUNTIME, "%s: output rank %d, the group wants %d", g->name, no, g->ndim);
+    int32_t nkept = rt_fuse_loop_order(g, order);
+    int64_t os[RT_MAX_NDIM], s = 1, n = 1;
+    for (int32_t d = R - 1; d >= 0; d--) {
+        bool red = !row && (g->reduce_mask >> d & 1);
+        os[d] = red ? 0 : s;
+        if (!red) s *= it[d];
+        n *= it[d];
+    }
+    for (int32_t l = 0; l < R; l++) {
+        args[l] = it[order[l]];
+        args[R + l] = os[order[l]];
+    }
+    for (uint32_t k = 0; k < g->nin; k++) {
+        int64_t st[RT_MAX_NDIM], acc = 1;
+        for (int32_t d = R - 1; d >= 0; d--) {
+            int32_t j = d - (R - g->in_ndim[k]);
+            int64_t dim = j >= 0 ? ins[k][j] : 1;
+            st[d] = dim == 1 ? 0 : acc;
+            acc *= dim;
+        }
+        for (int32_t l = 0; l < R; l++) args[(2 + k) * R + l] = st[order[l]];
+    }
+    /* the levels of each part (kept, reduced) are interchangeable: collapse them as the static
+     * nests do, innermost last, and pad the outer levels with extent 1 */
+    collapse(args, R, 2 + g->nin, 0, nkept);
+    collapse(args, R, 2 + g->nin, nkept, R);
+    *numel = n;
+    return GR_OK;
+}
 
 void rt_fuse_form_free(rt_fuse_form_in *pb) {
     for (uint32_t g = 0; g < pb->inputs.len; g++) free(pb->inputs.data[g]);

@@ -140,6 +140,9 @@ typedef struct rt_frame {
     rt_tensor **views;
     shape_plan *vplan;
     void **bufs;                /* a host kernel's buffers */
+    int64_t *dyn_args;          /* a dyn host kernel's extents and strides (RT_FUSE_DYN_ARGS) */
+    int64_t *dyn_dims;          /* its inputs' shapes */
+    const int64_t **dyn_ins;    /* pointers into dyn_dims */
 } rt_frame;
 
 struct rt_plan {
@@ -1025,8 +1028,12 @@ static void plan_buffers(rt_exec_t *x, rt_plan *p) {
             if (in->kind == INS_HOST) {
                 mb.dtype = IR_DTYPE_F32;
                 mb.ndim = in->group->ndim;
-                mb.dims = PA_NEW_ARRAY(x, rt_dim, mb.ndim);
-                for (int32_t d = 0; d < mb.ndim; d++) mb.dims[d] = (rt_dim){DIM_CONST, in->group->shape[d]};
+                if (in->group->dyn) {
+                    mb.dims = compile_dims(x, p, (uint32_t)mb.ndim, in->group->out_sinfo->dims);
+                } else {
+                    mb.dims = PA_NEW_ARRAY(x, rt_dim, mb.ndim);
+                    for (int32_t d = 0; d < mb.ndim; d++) mb.dims[d] = (rt_dim){DIM_CONST, in->group->shape[d]};
+                }
             } else if (s && s->kind == IR_SINFO_TENSOR && !ir_dtype_is_void(s->dtype) && s->ndim >= 0 &&
                        s->ndim <= RT_MAX_NDIM && (s->ndim == 0 || s->dims)) {
                 mb.dtype = s->dtype;
@@ -1419,6 +1426,9 @@ static rt_frame *frame_get(rt_exec_t *x, rt_plan *p) {
         if (p == x->entry) {
             f->views = gr_xcalloc(x->nbuf + 1, sizeof(rt_tensor *));
             f->bufs = gr_xcalloc(x->max_host_args + 2, sizeof(void *));
+            f->dyn_args = gr_xcalloc(RT_FUSE_DYN_ARGS(x->max_host_args), sizeof(int64_t));
+            f->dyn_dims = gr_xcalloc((size_t)(x->max_host_args + 1) * RT_MAX_NDIM, sizeof(int64_t));
+            f->dyn_ins = gr_xcalloc(x->max_host_args + 1, sizeof(int64_t *));
         }
     }
     return f;
@@ -1533,24 +1543,38 @@ static gr_status place_out(const rt_exec_t *x, rt_frame *f, const rt_instr *in, 
 static gr_status run_host(rt_run *x, const rt_plan *p, rt_frame *f, const rt_instr *in,
                           gr_diag *d) {
     const rt_fuse_group *g = in->group;
-    for (uint32_t a = 0; a < in->nargs; a++) {
+    const int64_t **ins = f->dyn_ins;
+    gr_status st = GR_OK;
+    for (uint32_t a = 0; a < in->nargs && !st; a++) {
         rt_value v;
         bool own;
-        gr_status st = opd_eval(p, f, &in->args[a], &v, &own, d);
-        if (st) return st;
+        st = opd_eval(p, f, &in->args[a], &v, &own, d);
+        if (st) break;
         bool ok = v.kind == RT_VAL_TENSOR && ir_dtype_eq(v.u.t->dl.dtype, IR_DTYPE_F32) &&
-                  same_dims(v.u.t, g->in_ndim[a], g->in_shape[a]);
+                  (g->dyn ? v.u.t->dl.ndim == g->in_ndim[a] : same_dims(v.u.t, g->in_ndim[a], g->in_shape[a]));
+        if (ok) {
+            f->bufs[a] = rt_tensor_data(v.u.t);
+            ins[a] = memcpy(f->dyn_dims + (size_t)a * RT_MAX_NDIM, v.u.t->dl.shape,
+                            sizeof(int64_t) * (size_t)v.u.t->dl.ndim);
+        }
         if (own) rt_value_clear(&v);
         if (!ok)
-            return gr_diag_set(d, GR_ERR_RUNTIME, "%s: input %u is not the planned float32 tensor",
-                               g->name, a);
-        f->bufs[a] = rt_tensor_data(v.u.t);
+            st = gr_diag_set(d, GR_ERR_RUNTIME, "%s: input %u is not the planned float32 tensor", g->name, a);
     }
-    rt_tensor *o = in->buf >= 0 ? rt_tensor_retain(f->views[in->buf])
-                                : rt_tensor_new(IR_DTYPE_F32, g->ndim, g->shape);
+    int64_t shape[RT_MAX_NDIM], numel = 1;
+    const int64_t *oshape = g->shape;
+    if (!st && g->dyn) {
+        st = rt_fuse_dyn_args(g, ins, f->dyn_args, shape, &numel, d);
+        oshape = shape;
+        f->bufs[in->nargs + 1] = f->dyn_args;
+    }
+    if (st) return st;
+    rt_tensor *o = NULL;
+    if (in->buf >= 0 && same_dims(f->views[in->buf], g->ndim, oshape)) o = rt_tensor_retain(f->views[in->buf]);
+    else if (in->buf < 0 || g->dyn) o = rt_tensor_new(IR_DTYPE_F32, g->ndim, oshape);
     if (!o) return gr_diag_set(d, GR_ERR_NOMEM, "%s: cannot allocate the output", g->name);
     f->bufs[in->nargs] = rt_tensor_data(o);
-    in->hostfn(f->bufs);
+    if (numel > 0) in->hostfn(f->bufs);
     slot_set(x, f, in->dst, rt_value_tensor(o));
     return GR_OK;
 }
@@ -1972,6 +1996,9 @@ static void frame_free(rt_exec_t *x, rt_frame *f) {
     for (uint32_t b = 0; f->views && b < x->nbuf; b++) rt_tensor_release(f->views[b]);
     free(f->views);
     free(f->bufs);
+    free(f->dyn_args);
+    free(f->dyn_dims);
+    free(f->dyn_ins);
     free(f->arena);
     splan_unref(f->vplan);
     free(f);

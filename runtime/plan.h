@@ -42,8 +42,11 @@ typedef struct rt_fuse_node {
     double scalars[RT_FUSE_MAX_ARGS];
 } rt_fuse_node;
 
-/* A fused elementwise group: one loop nest over the output's static shape; inputs broadcast to
- * it numpy-style (right-aligned). All tensors are float32. The last node is the output. */
+/* A fused elementwise group: one loop nest over the output's shape; inputs broadcast to it
+ * numpy-style (right-aligned). All tensors are float32. The last node is the output.
+ * Shapes may hold symbolic dims (RT_FUSE_DYN; dyn is then true): the kernel takes its extents
+ * and strides at run time (rt_fuse_dyn_args), computed from the concrete shapes of a run. */
+#define RT_FUSE_DYN (-1)
 typedef struct rt_fuse_group {
     const char *name;            /* unique symbol: fused_add_relu__conv1_bn1 */
     const ir_span *span;         /* the members' spans merged */
@@ -62,6 +65,8 @@ typedef struct rt_fuse_group {
     int64_t iter_shape[RT_MAX_NDIM];
     uint32_t reduce_mask;
     uint8_t tail;                /* rt_fuse_tail */
+    bool dyn;                    /* some shape has a symbolic dim */
+    const ir_sinfo *out_sinfo;   /* the output's (its dims size the planned buffer) */
 } rt_fuse_group;
 
 /* What ends a group. Reductions (R.sum, R.mean, R.max, R.min and a global
@@ -86,6 +91,20 @@ typedef enum rt_fuse_tail {
 rt_fuse_tail rt_fuse_tail_of(const ir_call *call, uint32_t *mask);
 
 typedef void (*rt_host_fn)(void *const *bufs);
+
+/* Kernels of dyn groups take one more buffer, bufs[nin + 1]: int64_t args[(2 + nin) * R] with
+ * R = iter_ndim and one loop level per axis of iter_shape, in the order of rt_fuse_loop_order
+ * (kept axes outside, reduced / normalized ones inside). For level l: args[l] is its extent,
+ * args[R + l] the output's stride and args[(2 + k) * R + l] input k's stride (elements; 0 along
+ * broadcast axes). */
+#define RT_FUSE_DYN_ARGS(nin) ((size_t)(2 + (nin)) * RT_MAX_NDIM)
+/* The axes of iter_shape in loop order; returns how many are kept (outside). */
+int32_t rt_fuse_loop_order(const rt_fuse_group *g, int32_t *order);
+/* A dyn group's run: from the concrete input shapes (ins[k], ndim in_ndim[k]) checks them
+ * against the group (static dims, broadcasting), fills args (RT_FUSE_DYN_ARGS(nin) entries),
+ * the output's shape (g->ndim dims) and *numel, the loop nest's element count (0: no call). */
+gr_status rt_fuse_dyn_args(const rt_fuse_group *g, const int64_t *const *ins, int64_t *args,
+                           int64_t *out_shape, int64_t *numel, gr_diag *diag);
 
 /* A host lowering: decides which calls it lowers and compiles groups. */
 typedef struct rt_host_lowering {

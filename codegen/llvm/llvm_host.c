@@ -250,15 +250,22 @@ bool gr_llvm_can_lower(const ir_call *call) {
     const ir_op_def *def = ((const ir_op *)call->callee)->def;
     uint32_t mask;
     if (rt_fuse_tail_of(call, &mask) != RT_TAIL_NONE) {
-        /* the end of a group: a float32 input of static shape with no empty axis (max / min
-         * of nothing is an error of the reference kernel; an empty loop would write nothing) */
+        /* the end of a group: a float32 input whose reduced (normalized) axes are static and not
+         * empty (max / min of nothing is an error of the reference kernel; an empty loop would
+         * write nothing); kept axes may be symbolic (the kernel then takes its extents at run
+         * time, and an empty kept axis means an empty output: no call) */
         const ir_sinfo *s = call->args[0]->sinfo;
-        int64_t shape[RT_MAX_NDIM];
-        if (!ir_dtype_eq(s->dtype, IR_DTYPE_F32) || !ir_sinfo_static_shape(s, shape)) return false;
+        if (!ir_dtype_eq(s->dtype, IR_DTYPE_F32) || s->ndim > RT_MAX_NDIM || (s->ndim > 0 && !s->dims))
+            return false;
         for (uint32_t a = 1; a < call->nargs; a++) /* gamma, beta */
             if (!ir_dtype_eq(call->args[a]->sinfo->dtype, IR_DTYPE_F32)) return false;
-        for (int32_t d = 0; d < s->ndim; d++)
-            if (shape[d] <= 0) return false;
+        bool all_static = ir_sinfo_static_shape(s, NULL);
+        for (int32_t d = 0; d < s->ndim; d++) {
+            int64_t v;
+            bool known = s->dims[d] && ir_prim_is_int(s->dims[d], &v);
+            if (known && v <= 0) return false;
+            if (!known && (all_static || (mask >> d & 1))) return false;
+        }
         return true;
     }
     if (!find_emit(def)) return false;
@@ -286,7 +293,21 @@ typedef struct loop_nest {
     int32_t nkept;                             /* tail: levels >= nkept are reduced */
     rt_fuse_tail tail;
     double count;                              /* reduced elements (mean) */
+    bool dyn;                                  /* extents and strides are run-time args */
 } loop_nest;
+
+/* A dyn group's nest: one level per axis of iter_shape (rt_fuse_loop_order); extents and strides
+ * come from the args buffer. The reduced axes are static (gr_llvm_can_lower), so is count. */
+static void plan_dyn_loops(const rt_fuse_group *g, loop_nest *L) {
+    int32_t order[RT_MAX_NDIM];
+    L->dyn = true;
+    L->tail = (rt_fuse_tail)g->tail;
+    L->nd = g->iter_ndim;
+    L->nkept = rt_fuse_loop_order(g, order);
+    L->count = 1;
+    for (int32_t l = L->nkept; l < L->nd; l++) L->count *= (double)g->iter_shape[order[l]];
+    L->ist = gr_xcalloc((size_t)(g->nin ? g->nin : 1) * RT_MAX_NDIM, sizeof(int64_t));
+}
 
 /* Tails whose output has the input's shape (normalizations along the reduced axes). */
 static bool row_tail(rt_fuse_tail t) {
@@ -376,6 +397,36 @@ static void plan_loops(const rt_fuse_group *g, loop_nest *L) {
     free(st);
 }
 
+/* The likely stride of each tensor (0 output, 1 + k input k) along the innermost level of each
+ * part of a dyn nest (guess[t * 2 + part], part 0 kept, 1 reduced), -1 when there is no good
+ * guess. A wrong guess only costs speed: the kernel checks the run's args and takes the general
+ * nest when they differ. The innermost level of a part is its last axis a (rt_fuse_loop_order);
+ * along the tensor's own last axis it moves by 1, where it has no dim or a static 1 it
+ * broadcasts (0). */
+static void guess_strides(const rt_fuse_group *g, const loop_nest *L, int8_t *guess) {
+    int32_t order[RT_MAX_NDIM], R = g->iter_ndim;
+    rt_fuse_loop_order(g, order);
+    bool row = L->tail == RT_TAIL_SOFTMAX || L->tail == RT_TAIL_LOG_SOFTMAX || L->tail == RT_TAIL_LAYER_NORM ||
+               L->tail == RT_TAIL_RMS_NORM;
+    for (int part = 0; part < 2; part++) {
+        int32_t lvl = part ? L->nd - 1 : L->nkept - 1;
+        for (uint32_t t = 0; t <= g->nin; t++) guess[t * 2 + (uint32_t)part] = -1;
+        if (lvl < 0 || (part == 1 && L->nkept == L->nd)) continue;
+        int32_t a = order[lvl];
+        /* output: a reduction does not move along reduced axes; otherwise contiguous */
+        if (part == 1 && !row) guess[0 * 2 + 1] = 0;
+        /* contiguous along the last axis, and a reduction's along its last kept axis (the axes
+         * after it are reduced) */
+        else if (a == R - 1 || (L->tail != RT_TAIL_NONE && !row)) guess[0 * 2 + (uint32_t)part] = 1;
+        for (uint32_t k = 0; k < g->nin; k++) {
+            int32_t j = a - (R - g->in_ndim[k]);
+            if (j < 0 || g->in_shape[k][j] == 1) guess[(k + 1) * 2 + (uint32_t)part] = 0;
+            else if (j == g->in_ndim[k] - 1) guess[(k + 1) * 2 + (uint32_t)part] = 1;
+        }
+    }
+}
+
+
 typedef struct gen {
     gr_llvm_host *h;
     LLVMBuilderRef b;
@@ -393,6 +444,11 @@ typedef struct gen {
     LLVMValueRef mean;       /* layer_norm: the row's mean in double */
     bool sum_pass;           /* the reduced loops being emitted only sum (may be reordered) */
     bool libm;               /* the group calls libm (powf, tanhf, erff): loops stay scalar */
+    LLVMValueRef dext[RT_MAX_NDIM], dost[RT_MAX_NDIM]; /* dyn: extents, output strides */
+    LLVMValueRef *dist;      /* dyn: nin * RT_MAX_NDIM input strides */
+    int8_t *guess;           /* dyn: per tensor (output, inputs) its stride along the innermost
+                              * level of each part (kept [0], reduced [1]): 0, 1, or -1 unknown */
+    bool fast;               /* dyn: emitting the nest that assumes the guessed strides */
 } gen;
 
 static LLVMTypeRef i64t(gr_llvm_host *h) { return LLVMInt64TypeInContext(h->lctx); }
@@ -588,6 +644,7 @@ static void emit_tail(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
 
 /* True when every input and the output move by 0 or 1 element along loop level lvl. */
 static bool unit_stride(const gen *G, int32_t lvl) {
+    if (G->L->dyn) return true; /* strides known at run time: the vectorizer versions on them */
     for (uint32_t k = 0; k < G->g->nin; k++)
         if (G->L->ist[k * RT_MAX_NDIM + lvl] > 1) return false;
     return G->L->ost[lvl] <= 1;
@@ -608,6 +665,22 @@ static void allow_reorder(gr_llvm_host *h, LLVMValueRef br) {
     LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, 2);
     LLVMMetadataReplaceAllUsesWith(tmp, id); /* the loop id refers to itself */
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", strlen("llvm.loop")), LLVMMetadataAsValue(c, id));
+}
+
+/* The stride of tensor t (0 output, 1 + k input k) at level lvl of a dyn nest: the guessed
+ * constant on the innermost level of a part in the fast nest, else the run-time argument. */
+static LLVMValueRef dyn_stride(const gen *G, uint32_t t, int32_t lvl) {
+    const loop_nest *L = G->L;
+    int part = lvl == L->nd - 1 ? (L->nkept < L->nd ? 1 : 0) : lvl == L->nkept - 1 ? 0 : -1;
+    if (G->fast && part >= 0 && G->guess[t * 2 + (uint32_t)part] >= 0)
+        return LLVMConstInt(i64t(G->h), (unsigned long long)G->guess[t * 2 + (uint32_t)part], 0);
+    return t == 0 ? G->dost[lvl] : G->dist[(t - 1) * RT_MAX_NDIM + lvl];
+}
+
+/* args[i] of a dyn group's args buffer. */
+static LLVMValueRef load_arg(LLVMBuilderRef b, gr_llvm_host *h, LLVMValueRef args, int64_t i) {
+    LLVMValueRef idx = LLVMConstInt(i64t(h), (unsigned long long)i, 0);
+    return LLVMBuildLoad2(b, i64t(h), LLVMBuildInBoundsGEP2(b, i64t(h), args, &idx, 1, ""), "");
 }
 
 /* Loop `lvl` of the nest; offsets so far in ioff (per input) and ooff. */
@@ -633,14 +706,16 @@ static void emit_loop(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
     LLVMValueRef *sub = gr_xcalloc(nin ? nin : 1, sizeof(LLVMValueRef));
     for (uint32_t k = 0; k < nin; k++) {
         int64_t s = L->ist[k * RT_MAX_NDIM + lvl];
-        sub[k] = s == 0 ? ioff[k]
-                        : LLVMBuildAdd(b, ioff[k], LLVMBuildMul(b, i, LLVMConstInt(i64t(h), (unsigned long long)s, 0), ""), "");
+        LLVMValueRef sv = L->dyn ? dyn_stride(G, k + 1, lvl) : LLVMConstInt(i64t(h), (unsigned long long)s, 0);
+        sub[k] = !L->dyn && s == 0 ? ioff[k] : LLVMBuildAdd(b, ioff[k], LLVMBuildMul(b, i, sv, ""), "");
     }
-    LLVMValueRef o = LLVMBuildAdd(b, ooff, LLVMBuildMul(b, i, LLVMConstInt(i64t(h), (unsigned long long)L->ost[lvl], 0), ""), "");
+    LLVMValueRef ost = L->dyn ? dyn_stride(G, 0, lvl) : LLVMConstInt(i64t(h), (unsigned long long)L->ost[lvl], 0);
+    LLVMValueRef o = LLVMBuildAdd(b, ooff, LLVMBuildMul(b, i, ost, ""), "");
     emit_loop(G, lvl + 1, sub, o);
     free(sub);
     LLVMValueRef next = LLVMBuildAdd(b, i, LLVMConstInt(i64t(h), 1, 0), "");
-    LLVMValueRef done = LLVMBuildICmp(b, LLVMIntEQ, next, LLVMConstInt(i64t(h), (unsigned long long)L->ext[lvl], 0), "");
+    LLVMValueRef ext = L->dyn ? G->dext[lvl] : LLVMConstInt(i64t(h), (unsigned long long)L->ext[lvl], 0);
+    LLVMValueRef done = LLVMBuildICmp(b, LLVMIntEQ, next, ext, "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
     LLVMValueRef br = LLVMBuildCondBr(b, done, exit, loop);
     if (G->in_tail && G->sum_pass && !G->libm && lvl == L->nd - 1 && unit_stride(G, lvl)) allow_reorder(h, br);
@@ -665,9 +740,10 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
             return gr_diag_set(diag, GR_ERR_UNSUPPORTED, "llvm host: no lowering for %s",
                                g->nodes[n].op->text_name);
     LLVMTypeRef fp = LLVMPointerType(f32t(h), 0);
-    uint32_t np = g->nin + 1;
+    LLVMTypeRef ip = LLVMPointerType(i64t(h), 0);
+    uint32_t np = g->nin + 1 + (g->dyn ? 1 : 0); /* dyn: the args buffer last */
     LLVMTypeRef *pts = gr_xcalloc(np, sizeof(LLVMTypeRef));
-    for (uint32_t k = 0; k < np; k++) pts[k] = fp;
+    for (uint32_t k = 0; k < np; k++) pts[k] = k == g->nin + 1 ? ip : fp;
     LLVMTypeRef voidt = LLVMVoidTypeInContext(h->lctx);
     LLVMTypeRef bt = LLVMFunctionType(voidt, pts, np, 0);
     char bname[512];
@@ -683,7 +759,8 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
 
     loop_nest L;
     memset(&L, 0, sizeof L);
-    if (g->tail != RT_TAIL_NONE) plan_reduce_loops(g, &L);
+    if (g->dyn) plan_dyn_loops(g, &L);
+    else if (g->tail != RT_TAIL_NONE) plan_reduce_loops(g, &L);
     else plan_loops(g, &L);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(h->lctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(h->lctx, body, "entry"));
@@ -703,9 +780,53 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
         G.acc = LLVMBuildAlloca(b, f64t(h), "acc");
         G.facc = LLVMBuildAlloca(b, f32t(h), "facc");
     }
+    G.dist = gr_xcalloc((size_t)(g->nin ? g->nin : 1) * RT_MAX_NDIM, sizeof(LLVMValueRef));
     int64_t numel = 1;
-    for (int32_t d = 0; d < g->iter_ndim; d++) numel *= g->iter_shape[d];
-    if (numel > 0) emit_loop(&G, 0, ioff, LLVMConstInt(i64t(h), 0, 0));
+    if (L.dyn) { /* the args buffer (runtime/plan.h, RT_FUSE_DYN_ARGS); the caller skips empty nests */
+        LLVMValueRef args = LLVMGetParam(body, np - 1);
+        int32_t R = L.nd;
+        for (int32_t l = 0; l < R; l++) {
+            G.dext[l] = load_arg(b, h, args, l);
+            G.dost[l] = load_arg(b, h, args, R + l);
+            for (uint32_t k = 0; k < g->nin; k++)
+                G.dist[k * RT_MAX_NDIM + l] = load_arg(b, h, args, (int64_t)(2 + k) * R + l);
+        }
+    } else {
+        for (int32_t d = 0; d < g->iter_ndim; d++) numel *= g->iter_shape[d];
+    }
+    if (L.dyn) {
+        /* two nests: one with the likely strides of the innermost levels as constants (so the
+         * vectorizer sees unit-stride and broadcast loads), taken when the run's args match,
+         * and the general one */
+        G.guess = gr_xcalloc((size_t)(g->nin + 1) * 2, sizeof(int8_t));
+        guess_strides(g, &L, G.guess);
+        LLVMValueRef ok = LLVMConstInt(LLVMInt1TypeInContext(h->lctx), 1, 0);
+        for (uint32_t t = 0; t <= g->nin; t++)
+            for (int part = 0; part < 2; part++) {
+                int32_t lvl = part ? L.nd - 1 : L.nkept - 1;
+                if (G.guess[t * 2 + (uint32_t)part] < 0 || lvl < 0 || (part == 1 && L.nkept == L.nd)) continue;
+                G.fast = false;
+                LLVMValueRef eq = LLVMBuildICmp(b, LLVMIntEQ, dyn_stride(&G, t, lvl),
+                                                LLVMConstInt(i64t(h), (unsigned long long)G.guess[t * 2 + (uint32_t)part], 0), "");
+                ok = LLVMBuildAnd(b, ok, eq, "");
+            }
+        LLVMBasicBlockRef fastb = LLVMAppendBasicBlockInContext(h->lctx, body, "fast");
+        LLVMBasicBlockRef slowb = LLVMAppendBasicBlockInContext(h->lctx, body, "general");
+        LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(h->lctx, body, "done");
+        LLVMBuildCondBr(b, ok, fastb, slowb);
+        LLVMPositionBuilderAtEnd(b, fastb);
+        G.fast = true;
+        emit_loop(&G, 0, ioff, LLVMConstInt(i64t(h), 0, 0));
+        LLVMBuildBr(b, done);
+        LLVMPositionBuilderAtEnd(b, slowb);
+        G.fast = false;
+        emit_loop(&G, 0, ioff, LLVMConstInt(i64t(h), 0, 0));
+        LLVMBuildBr(b, done);
+        LLVMPositionBuilderAtEnd(b, done);
+        free(G.guess);
+    } else if (numel > 0) {
+        emit_loop(&G, 0, ioff, LLVMConstInt(i64t(h), 0, 0));
+    }
     LLVMBuildRetVoid(b);
 
     /* wrapper(void **bufs) */
@@ -718,10 +839,12 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
     LLVMValueRef *args = gr_xcalloc(np, sizeof(LLVMValueRef));
     LLVMValueRef bufs = LLVMGetParam(w, 0);
     for (uint32_t k = 0; k < np; k++) {
-        /* bufs[0..nin-1] inputs, bufs[nin] output; body takes the output first */
+        /* bufs[0..nin-1] inputs, bufs[nin] output, bufs[nin + 1] the args of a dyn group; body
+         * takes the output first */
         LLVMValueRef idx = LLVMConstInt(i64t(h), k, 0);
         LLVMValueRef p = LLVMBuildLoad2(b, fp, LLVMBuildInBoundsGEP2(b, fp, bufs, &idx, 1, ""), "");
-        args[k == g->nin ? 0 : k + 1] = p;
+        if (k == g->nin + 1) p = LLVMBuildBitCast(b, p, ip, "");
+        args[k == g->nin ? 0 : k <= g->nin ? k + 1 : k] = p;
     }
     LLVMBuildCall2(b, bt, body, args, np, "");
     LLVMBuildRetVoid(b);
@@ -730,6 +853,7 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
     free(pts);
     free(G.in);
     free(G.vals);
+    free(G.dist);
     free(ioff);
     free(L.ist);
     return GR_OK;

@@ -2,7 +2,8 @@
  *
  * Compile mode: every fused group of the planned executor (runtime/plan.h) becomes one function
  * `void <group name>(void *const *bufs)` with one loop nest over the output's (collapsed) static
- * shape; inputs broadcast by stride-0 indexing. The module is optimized with the new pass
+ * shape; inputs broadcast by stride-0 indexing. Groups with symbolic dims take their extents and
+ * strides at run time (bufs[nin + 1], runtime/plan.h RT_FUSE_DYN_ARGS). The module is optimized with the new pass
  * manager's "default<O3>" for the host CPU (its name and features, so the loop vectorizer emits
  * AVX2 / AVX-512 code where the host has it), emitted as an ELF object file, and linked in-process
  * by ORC's LLJIT.
