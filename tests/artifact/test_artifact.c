@@ -1,5 +1,6 @@
 /* graft_model artifacts: build -> load -> run gives the reference executor's outputs; damaged,
  * truncated or wrong-version files are clear errors. */
+#include "tests/models_env.h"
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -306,22 +307,6 @@ Test(artifact, dnnl_regions_load_on_onednn) {
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform.h"
 
-/* KEY from the environment, else from build/third_party/models.env; NULL when absent. */
-static char *model_path(const char *key) {
-    const char *v = getenv(key);
-    if (v && *v) return strdup(v);
-    FILE *f = fopen("build/third_party/models.env", "r");
-    if (!f) return NULL;
-    char line[4096], *out = NULL;
-    size_t kl = strlen(key);
-    while (!out && fgets(line, sizeof line, f))
-        if (strncmp(line, key, kl) == 0 && line[kl] == '=') {
-            line[strcspn(line, "\n")] = '\0';
-            out = strdup(line + kl + 1);
-        }
-    fclose(f);
-    return out;
-}
 
 /* import (+ the default pipeline when opt, as graft build) -> artifact -> load -> run, against
  * the reference executor on the imported module: max abs error within 1e-4 (outputs are

@@ -9,6 +9,7 @@
  * Tolerance: PP-OCR's outputs are probabilities in [0, 1]: |got - ORT| <= 1e-4 + 1e-3 * |ORT|, as
  * tests/dnnl/test_dnnl_models.c; the zoo model's logits: 1e-4 * max|ORT| + 1e-3 * |ORT|, as
  * tests/dnnl/test_dnnl_zoo.c. */
+#include "tests/models_env.h"
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <math.h>
@@ -37,22 +38,6 @@ static const char *sym_dir(void) {
     return getenv("GRAFT_SYMBOLIC") ? getenv("GRAFT_SYMBOLIC") : "build/third_party/symbolic";
 }
 
-/* KEY from the environment, else from build/third_party/models.env; NULL when absent. */
-static char *model_path(const char *key) {
-    const char *v = getenv(key);
-    if (v && *v) return strdup(v);
-    FILE *f = fopen("build/third_party/models.env", "r");
-    if (!f) return NULL;
-    char line[4096], *out = NULL;
-    size_t kl = strlen(key);
-    while (!out && fgets(line, sizeof line, f))
-        if (strncmp(line, key, kl) == 0 && line[kl] == '=') {
-            line[strcspn(line, "\n")] = '\0';
-            out = strdup(line + kl + 1);
-        }
-    fclose(f);
-    return out;
-}
 
 static bool exists(const char *p) {
     struct stat sb;

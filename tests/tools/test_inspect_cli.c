@@ -2,6 +2,7 @@
  * build/graft), and the explorer page opened in headless Chromium (scripts/explore_check.js:
  * no console errors, every region and host op of the partition report listed, searching a
  * layer selects it and shows its region; it saves a screenshot under build/explore/). */
+#include "tests/models_env.h"
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <limits.h>
@@ -67,21 +68,6 @@ static char *slurp(const char *name) {
     return buf;
 }
 
-static char *model_path(const char *key) {
-    const char *v = getenv(key);
-    if (v && *v) return strdup(v);
-    FILE *f = fopen("build/third_party/models.env", "r");
-    if (!f) return NULL;
-    char line[4096], *out = NULL;
-    size_t kl = strlen(key);
-    while (!out && fgets(line, sizeof line, f))
-        if (strncmp(line, key, kl) == 0 && line[kl] == '=') {
-            line[strcspn(line, "\n")] = '\0';
-            out = strdup(line + kl + 1);
-        }
-    fclose(f);
-    return out;
-}
 
 Test(inspect_cli, diff_reports_layers_and_exit_status) {
     cr_assert_eq(run("diff " SMALL " --backend dnnl --json %s/d.json", tmpdir), 0, "%s%s", slurp("out"), slurp("err"));
