@@ -1,7 +1,7 @@
 /* graft with oneDNN vs ONNX Runtime on the PP-OCR models and the model zoo, side by side.
  *
- *   build/bench/bench_dnnl [--runs N] [--warmup N] [--model NAME]... [--isa native|avx2]...
- *                          [--report] [--artifact]
+ *   build/bench/bench_dnnl [--runs N] [--warmup N] [--pause-ms N] [--model NAME]...
+ *                          [--isa native|avx2]... [--report] [--artifact]
  *
  * Models: PP-OCR det / rec / cls (build/third_party/models.env, scripts/fetch_models.sh) and the
  * zoo (build/third_party/zoo or GRAFT_ZOO, scripts/fetch_zoo.sh; the input shape is that of the
@@ -15,7 +15,7 @@
  * input shape, default pipeline, partition for `dnnl` (the rest on the host), check the output
  * against ONNX Runtime's reference output for the same input (build/third_party/refs), then
  * alternate one graft run and one ORT run (scripts/bench_dnnl_ort.js, a server on a pipe) for
- * N runs after the warm-up, and print the medians, the peak memory above each process's
+ * N runs after the warm-up, each run --pause-ms (default 50) after the previous one, and print the medians, the peak memory above each process's
  * baseline, the latency ratio and the share of conv/matmul FLOPs offloaded. Threads: the same
  * count for both (GRAFT_NUM_THREADS, default all cores). Models come from
  * build/third_party/models.env (scripts/fetch_models.sh).
@@ -212,7 +212,14 @@ static bool model_paths(const model_def *md, char **path, char **refs) {
 }
 
 /* Writes the ratio of graft's median to ORT's to *ratio (the parent's geomean). */
-static int run_model(const model_def *md, int runs, int warmup, bool report, bool artifact, double *ratio) {
+typedef struct bench_opts {
+    int runs, warmup, pause_ms;
+    bool report, artifact;
+} bench_opts;
+
+static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
+    int runs = bo->runs, warmup = bo->warmup;
+    bool report = bo->report, artifact = bo->artifact;
     long base_kb = status_kb("VmRSS");
     char *path = NULL, *refs = NULL;
     if (!model_paths(md, &path, &refs)) {
@@ -309,12 +316,15 @@ static int run_model(const model_def *md, int runs, int warmup, bool report, boo
     }
     double *tg = calloc((size_t)runs, sizeof(double)), *to = calloc((size_t)runs, sizeof(double));
     double *ta = calloc((size_t)runs, sizeof(double));
-    /* the order rotates every round: a run right after ORT's shares the cores with its
-     * spinning pool threads, and no side should always be the one that follows it */
+    /* the order rotates every round so no side always follows the other, and every run starts
+     * after a pause: both sides' pool threads spin for a while after a run (libgomp's default
+     * policy, ORT's allow_spinning), and a run must not share the cores with them. That is
+     * also how a server sees requests: one at a time, with the machine idle in between. */
     for (int r = -warmup; r < runs && !st; r++) {
         double g = 0, t_art = 0, o = 0;
         for (int k = 0; k < 3 && !st; k++) {
             int which = ((r + warmup) + k) % 3;
+            if (bo->pause_ms > 0) usleep((useconds_t)bo->pause_ms * 1000);
             double a = bench_now_ms();
             if (which == 0) {
                 st = rt_exec_run(x, &arg, 1, &res, &d);
@@ -375,20 +385,17 @@ done:
 }
 
 int main(int argc, char **argv) {
-    /* Debian's oneDNN runs on OpenMP; with busy-waiting workers a shared machine (more
-     * runnable threads than cores) stalls every barrier. libgomp reads the policy when it
-     * loads, so set it and start again. */
-    if (!getenv("OMP_WAIT_POLICY")) {
-        setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-        execv("/proc/self/exe", argv);
-    }
-    int runs = 20, warmup = 3, nisa = 0;
+    const char *nt = getenv("GRAFT_NUM_THREADS");
+    rt_dnnl_thread_opts topts = {nt ? atoi(nt) : 0, true};
+    rt_dnnl_set_thread_options(&topts);
+    int runs = 20, warmup = 3, nisa = 0, pause_ms = 50;
     bool report = false, artifact = false, pick[NMODELS] = {false}, any = false;
     const char *isas[2];
     for (int i = 1; i < argc; i++) {
         bool ok = true;
         if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--pause-ms") && i + 1 < argc) pause_ms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--report")) report = true;
         else if (!strcmp(argv[i], "--artifact")) artifact = true;
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc && nisa < 2 &&
@@ -401,8 +408,8 @@ int main(int argc, char **argv) {
                 if (!strcmp(argv[i], MODELS[k].name)) ok = pick[k] = any = true;
         } else ok = false;
         if (!ok) {
-            fprintf(stderr, "usage: bench_dnnl [--runs N] [--warmup N] [--model NAME]... [--isa native|avx2]... "
-                            "[--report] [--artifact]\n  models:");
+            fprintf(stderr, "usage: bench_dnnl [--runs N] [--warmup N] [--pause-ms N] [--model NAME]... "
+                            "[--isa native|avx2]... [--report] [--artifact]\n  models:");
             for (int k = 0; k < NMODELS; k++) fprintf(stderr, " %s", MODELS[k].name);
             fprintf(stderr, "\n");
             return 2;
@@ -431,9 +438,9 @@ int main(int argc, char **argv) {
     for (int t = 0; t < nisa; t++) {
         bool avx2 = !strcmp(isas[t], "avx2");
         printf("%sgraft (oneDNN backend) vs ONNX Runtime on %s; oneDNN ISA %s; alternating runs, medians of %d after %d "
-               "warm-up (OMP_WAIT_POLICY=%s)\n",
+               "warm-up, %d ms apart\n",
                t ? "\n" : "", cpu, avx2 ? "capped at AVX2 (ONEDNN_MAX_CPU_ISA=AVX2)" : "native", runs, warmup,
-               getenv("OMP_WAIT_POLICY"));
+               pause_ms);
         printf("%-18s %-16s %7s %10s %10s %7s %11s %11s %9s %10s %8s", "model", "isa", "threads", "graft_ms", "ort_ms",
                "ratio", "graft_MiB", "ort_MiB", "dense_dnnl", "maxabs_ort", "build");
         if (artifact)
@@ -454,7 +461,8 @@ int main(int argc, char **argv) {
             pid_t pid = fork();
             if (pid == 0) {
                 if (avx2) setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1); /* before the child's first oneDNN call */
-                _exit(run_model(&MODELS[k], runs, warmup, report, artifact, &ratios[k]));
+                bench_opts bo = {runs, warmup, pause_ms, report, artifact};
+                _exit(run_model(&MODELS[k], &bo, &ratios[k]));
             }
             int ws = 0;
             waitpid(pid, &ws, 0);

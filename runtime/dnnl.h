@@ -32,7 +32,8 @@
  * run: binds the caller's input and output buffers and executes the primitive list on one
  * stream (serialized per graph).
  *
- * Threads: oneDNN's OpenMP pool; GRAFT_NUM_THREADS sets its size (default: all cores).
+ * Threads: oneDNN's OpenMP team (rt_dnnl_set_thread_options: size, default every CPU the
+ * process may use; pinned one per CPU by default, see dnnl_threads.c for why).
  * A primitive that oneDNN rejects fails prepare with an error naming the region (symbol),
  * the node's op and its frontend layer. */
 #ifndef GRAFT_RUNTIME_DNNL_H
@@ -99,7 +100,20 @@ void rt_dnnl_shared_weights(uint64_t *made, uint64_t *reused);
 const char *rt_dnnl_isa(void);
 int rt_dnnl_channel_block(void);
 
-/* Threads oneDNN uses (GRAFT_NUM_THREADS or all cores); sets them on first call. */
+/* oneDNN's thread team. threads 0 means every CPU the process may use. bind pins the team of
+ * each thread that runs a region one thread per CPU, as OMP_PROC_BIND=true does: the workers
+ * for good, the calling thread while it runs a region. It is skipped when there are more
+ * threads than CPUs.
+ * rt_dnnl_set_thread_options must come before the first region is prepared; later calls
+ * change nothing. */
+typedef struct rt_dnnl_thread_opts {
+    int threads;
+    bool bind;
+} rt_dnnl_thread_opts;
+void rt_dnnl_set_thread_options(const rt_dnnl_thread_opts *o);
+const rt_dnnl_thread_opts *rt_dnnl_thread_options(void);
+
+/* Threads oneDNN uses; fixes the team on first call. */
 int rt_dnnl_num_threads(void);
 
 /* ---- Composites ----

@@ -1,6 +1,5 @@
 /* The oneDNN engine: graph state, values, memory planning, post-op chains, run (see dnnl.h).
  * Op handlers live in dnnl_ops.c. */
-#include <dlfcn.h>
 #include <immintrin.h>
 #include <math.h>
 #include <pthread.h>
@@ -32,31 +31,6 @@ static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* ------------------------------------------------------------------ threads ---- */
-
-static int g_threads;
-static void (*g_set_threads)(int);
-static pthread_once_t g_threads_once = PTHREAD_ONCE_INIT;
-
-static void threads_init(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *env = getenv("GRAFT_NUM_THREADS");
-    if (env && atoi(env) > 0) n = atoi(env);
-    g_threads = n > 0 ? (int)n : 1;
-    /* Debian's oneDNN uses OpenMP (libgomp comes in through libdnnl): set the pool size
-     * without linking libgomp ourselves. */
-    void *sym = dlsym(RTLD_DEFAULT, "omp_set_num_threads");
-    void (*set)(int);
-    memcpy(&set, &sym, sizeof set); /* ISO C has no object -> function pointer conversion */
-    if (set) set(g_threads);
-    g_set_threads = set;
-}
-
-int rt_dnnl_num_threads(void) {
-    pthread_once(&g_threads_once, threads_init);
-    return g_threads;
 }
 
 /* ------------------------------------------------------------------- helpers ---- */
@@ -1167,10 +1141,9 @@ static gr_status dn_prepare(rt_json_graph *g, void **state, gr_diag *d) {
         }
     }
     S->small = lim > 0 && biggest < lim;
-    bool one = S->small && g_threads > 1 && g_set_threads;
-    if (one) g_set_threads(1);
+    if (S->small) rt_dnnl_team_single(true);
     if (!st) st = build(S);
-    if (one) g_set_threads(g_threads);
+    if (S->small) rt_dnnl_team_single(false);
     if (getenv("GRAFT_DNNL_DUMP")) fprintf(stderr, "%s\n", rt_json_graph_text(g));
     if (!st && getenv("GRAFT_DNNL_DEBUG")) {
         fprintf(stderr, "dnnl region '%s': %u primitives (%u reorders, %u on ref), %u composites, %u post-ops, %u nodes folded, "
@@ -1238,8 +1211,9 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
     uint32_t p = 0;
     /* a region of small tensors runs on the calling thread: its parallel regions would cost
      * more than its primitives (and stall on a busy machine) */
-    bool one = S->small && g_threads > 1 && g_set_threads;
-    if (one) g_set_threads(1);
+    if (S->small) rt_dnnl_team_single(true);
+    rt_dnnl_pin pin;
+    rt_dnnl_pin_begin(&pin);
     void *tap_user;
     rt_json_tap_fn tap = rt_json_graph_tap(g, &tap_user);
     rt_dnnl_profile_fn prof = atomic_load(&g_prof_fn);
@@ -1260,7 +1234,8 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
         }
     }
     if (ds == dnnl_success) ds = dnnl_stream_wait(S->stream);
-    if (one) g_set_threads(g_threads);
+    rt_dnnl_pin_end(&pin);
+    if (S->small) rt_dnnl_team_single(false);
     _mm_setcsr(csr);
     pthread_mutex_unlock(&S->lock);
     if (ds != dnnl_success) {

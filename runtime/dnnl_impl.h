@@ -5,6 +5,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 
 #include "ir/ctx.h"
@@ -70,6 +71,16 @@ typedef struct dn_step {
 } dn_step;
 
 #define DN_MAX_STEPS 8
+
+/* dnnl_threads.c: the calling thread's team, pinned for the length of a region run (see there) */
+typedef struct rt_dnnl_pin {
+    bool on;
+    cpu_set_t saved; /* the caller's own mask, restored at the end */
+} rt_dnnl_pin;
+void rt_dnnl_pin_begin(rt_dnnl_pin *p);
+void rt_dnnl_pin_end(rt_dnnl_pin *p);
+/* Runs the calling thread's following primitives on itself alone (on) or on the team again. */
+void rt_dnnl_team_single(bool on);
 
 typedef struct dn_state {
     rt_json_graph *g;

@@ -1,6 +1,9 @@
 /* graft: the command line. One table of subcommands drives dispatch and --help. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "runtime/dnnl.h"
 
 #include "tools/cli.h"
 #include "tools/cmd_build.h"
@@ -78,7 +81,15 @@ static void print_help(FILE *out) {
                  "\nexit status: 0 success, 1 error in the input, 2 usage error\n");
 }
 
+/* The environment is read here, in the tool, and handed to the library as options. */
+static void options_from_env(void) {
+    const char *n = getenv("GRAFT_NUM_THREADS"), *bind = getenv("GRAFT_DNNL_BIND");
+    rt_dnnl_thread_opts t = {n ? atoi(n) : 0, !(bind && !strcmp(bind, "0"))};
+    rt_dnnl_set_thread_options(&t);
+}
+
 int main(int argc, char **argv) {
+    options_from_env();
     if (argc < 2) {
         print_help(stderr);
         return CLI_USAGE;
