@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "byoc/byoc.h"
+#include "codegen/json/json_codegen.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/builder.h"
 #include "ir/op.h"
@@ -80,7 +81,7 @@ static timing run(const char *label, ir_ctx_t *ctx, const ir_module *m) {
     gr_diag_clear(&d);
     const byoc_pattern *pats = NULL;
     uint32_t np = 0;
-    byoc_json_backend.get_patterns(ctx, &pats, &np, &d);
+    byoc_json_backend.get_patterns(ctx, NULL, &pats, &np, &d);
     ir_module *f = NULL, *g = NULL, *c = NULL;
     double c0 = cpu_s(), t0 = now_s();
     byoc_fuse_opts fo = {true, false, 0, NULL};

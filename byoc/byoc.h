@@ -25,61 +25,21 @@
 
 #include <stdio.h>
 
+#include "byoc/backend.h"
 #include "ir/expr.h"
 #include "patterns/match.h"
 #include "runtime/module.h"
 
-/* ---- Backends ---- */
-
-/* One pattern of a backend table: name "<backend>.<pattern>", root pattern, optional check. */
-typedef struct byoc_pattern {
-    const char *name;
-    const pat_t *pattern;
-    pat_check_fn check;          /* NULL: accept every match */
-    void *check_user;
-} byoc_pattern;
-
-/* A region handed to a codegen: the region function (Codegen attr, global_symbol) and the
- * names of the constants it holds, in order of appearance (`<symbol>_const_<i>`). */
-typedef struct byoc_region {
-    const char *symbol;
-    const ir_func *func;
-    uint32_t nconsts;
-    const char *const *const_names;
-    const ir_const *const *consts;
-} byoc_region;
-
-/* A code generator: compiles regions into one runtime module (a new reference). options may be
- * NULL. The module must define every region's symbol and be ready to run (constants bound). */
-typedef gr_status (*byoc_compile_fn)(ir_ctx_t *ctx, const byoc_region *regions, uint32_t n,
-                                     const ir_attrs *options, rt_module **out, gr_diag *diag);
-/* Rebuilds a module from byoc's serialize output; consts resolves constant names (may be NULL
- * when the module has none). */
-typedef gr_status (*byoc_load_fn)(const uint8_t *buf, size_t len,
-                                  struct rt_tensor *(*consts)(const char *name, void *user),
-                                  void *user, rt_module **out, gr_diag *diag);
-
-typedef struct byoc_backend {
-    const char *name;              /* "json", "dnnl": also the Codegen attr */
-    const char *description;       /* one line for `graft backends` */
-    /* Ordered pattern table (earlier wins). Built on first use in `ctx` by get_patterns. */
-    gr_status (*get_patterns)(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n,
-                              gr_diag *diag);
-    byoc_compile_fn compile;
-    byoc_load_fn load;
-    const char *runtime_kind;      /* rt_module_i.kind of its modules */
-} byoc_backend;
-
-/* Registry (process-global; register at start-up). The built-in "json" backend is always
- * there. Registering a name twice replaces the old entry. */
+/* ---- Backends ----
+ * The contract a backend fills in and its options: byoc/backend.h. The registry
+ * (byoc/registry.c) lists the built-in backends, json and dnnl; a program may register more at
+ * start-up. Registering a name twice replaces the old entry. */
 void byoc_backend_register(const byoc_backend *b);
 const byoc_backend *byoc_backend_find(const char *name);
+/* The backend whose loader reads module blobs of this kind ("dnnl_json"), NULL when none. */
+const byoc_backend *byoc_backend_for_kind(const char *kind);
 uint32_t byoc_backend_count(void);
 const byoc_backend *byoc_backend_at(uint32_t i);
-
-/* The json backend: every op of the op table that has a reference kernel, one pattern per op
- * ("json.nn.conv2d"), checked for static shapes and tensor operands. */
-extern const byoc_backend byoc_json_backend;
 
 /* ---- Passes ---- */
 
@@ -103,17 +63,18 @@ gr_status byoc_fuse_ops_by_pattern(ir_ctx_t *ctx, const ir_module *m, const byoc
                                    ir_module **out, gr_diag *diag);
 gr_status byoc_merge_composite_functions(ir_ctx_t *ctx, const ir_module *m, byoc_notes *notes,
                                          ir_module **out, gr_diag *diag);
-/* options: per-backend option attrs (an IR_ATTR_MAP keyed by backend name), may be NULL. */
-gr_status byoc_run_codegen(ir_ctx_t *ctx, const ir_module *m, const ir_attrs *options,
+/* options: the backends' option values, handed to each codegen; NULL: the defaults. */
+gr_status byoc_run_codegen(ir_ctx_t *ctx, const ir_module *m, const byoc_options *options,
                            ir_module **out, gr_diag *diag);
 
 struct pat_table;
 /* The patterns of a pattern file (patterns/pattern_text.h) as byoc patterns: each entry's
  * "only_used_by" predicates and the backend C checks it names (["check", "dnnl.nn.conv2d"]:
  * the check of that pattern of a registered backend) become its check. *out: heap array of
- * table->n, free(); GR_ERR_NOT_FOUND for a check name no backend has. */
-gr_status byoc_patterns_from_table(ir_ctx_t *ctx, const struct pat_table *table, byoc_pattern **out,
-                                   gr_diag *diag);
+ * table->n, free(); GR_ERR_NOT_FOUND for a check name no backend has. options: as for
+ * byoc_partition (they shape the backends' tables, e.g. dnnl.disable). */
+gr_status byoc_patterns_from_table(ir_ctx_t *ctx, const struct pat_table *table, const byoc_options *options,
+                                   byoc_pattern **out, gr_diag *diag);
 
 /* ---- Driver ---- */
 
@@ -124,6 +85,7 @@ typedef struct byoc_partition_opts {
     const byoc_pattern *extra;     /* patterns ahead of the backends' (e.g. a --patterns file) */
     uint32_t nextra;
     byoc_notes *notes;             /* optional */
+    const byoc_options *options;   /* the backends' options (byoc/backend.h); NULL: defaults */
     const byoc_fuse_opts *fuse;    /* NULL: TVM's defaults (bind constants, no annotation, every
                                       function an entry). With annotate_codegen the merge stage
                                       is skipped: the Codegen wrappers go to RunCodegen as they
@@ -155,10 +117,7 @@ void byoc_report_print(const struct json_t *report, FILE *out);
  * -1 when the shapes are not static. */
 double byoc_call_flops(const ir_call *call);
 
-/* FuseOpsByPattern names: "fused_relax_nn_conv2d_relax_nn_relu". */
-#define BYOC_ATTR_COMPOSITE "Composite"
-#define BYOC_ATTR_CODEGEN "Codegen"
-#define BYOC_ATTR_PRIMITIVE "Primitive"
-#define BYOC_ATTR_GLOBAL_SYMBOL "global_symbol"
+/* FuseOpsByPattern names: "fused_relax_nn_conv2d_relax_nn_relu"; the attributes regions carry
+ * are in byoc/backend.h. */
 
 #endif

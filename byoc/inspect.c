@@ -19,6 +19,7 @@ struct insp_model {
     const ir_module *m, *part, *merged;
     const char *const *backends;
     uint32_t nbackends;
+    const byoc_options *options;  /* borrowed: the caller keeps them alive */
     json_t *doc, *layers;         /* doc owns layers */
     gr_map index;                 /* interned layer name -> index + 1 */
     GR_VEC(const char *) names;   /* interned, by index */
@@ -298,7 +299,7 @@ static void merge_report(insp_model *im, json_t *report) {
 }
 
 gr_status insp_model_build(ir_ctx_t *ctx, const ir_module *m, const char *const *backends, uint32_t nbackends,
-                           insp_model **out, gr_diag *diag) {
+                           const byoc_options *options, insp_model **out, gr_diag *diag) {
     *out = NULL;
     const ir_func *main_fn = entry_func(m);
     if (!main_fn) return gr_diag_set(diag, GR_ERR_INVALID, "the module has no entry function");
@@ -311,6 +312,7 @@ gr_status insp_model_build(ir_ctx_t *ctx, const ir_module *m, const char *const 
     byoc_notes_init(&im->notes);
     byoc_partition_opts po = {0};
     po.notes = &im->notes;
+    po.options = im->options = options;
     ir_module *part = NULL;
     gr_status st = byoc_partition(ctx, m, backends, nbackends, &po, &part, diag);
     if (st) {
@@ -352,8 +354,6 @@ void insp_model_free(insp_model *im) {
 }
 
 json_t *insp_model_json(insp_model *im) { return im->doc; }
-const ir_module *insp_model_input(const insp_model *im) { return im->m; }
-const ir_module *insp_model_partitioned(const insp_model *im) { return im->part; }
 
 /* ------------------------------------------------------------------ observation ---- */
 
@@ -645,7 +645,9 @@ gr_status insp_diff(insp_model *im, const insp_diff_opts *o, const rt_value *inp
     const ir_module *am = im->m;
     if (against) {
         ir_module *p = NULL;
-        gr_status st = byoc_partition_for_backends(im->ctx, im->m, &against, 1, &p, diag);
+        byoc_partition_opts po = {0};
+        po.options = im->options;
+        gr_status st = byoc_partition(im->ctx, im->m, &against, 1, &po, &p, diag);
         if (st) return st;
         am = p;
     }

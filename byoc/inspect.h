@@ -13,7 +13,7 @@
  * into a primitive's post-ops as unobservable.
  *
  *     insp_model *im;
- *     insp_model_build(ctx, m, (const char *[]){"dnnl"}, 1, &im, &diag);
+ *     insp_model_build(ctx, m, (const char *[]){"dnnl"}, 1, NULL, &im, &diag);
  *     json_t *doc = insp_model_json(im);               // borrowed
  *     json_t *diff;
  *     insp_diff_opts o = {.rtol = 1e-3, .atol_scale = 1e-5};
@@ -35,15 +35,14 @@ typedef struct insp_model insp_model;
 /* Partitions m (its "main") for the backends and indexes its layers. m and ctx must outlive
  * the model. */
 gr_status insp_model_build(ir_ctx_t *ctx, const ir_module *m, const char *const *backends, uint32_t nbackends,
-                           insp_model **out, gr_diag *diag);
+                           const byoc_options *options, insp_model **out, gr_diag *diag);
+/* options (NULL: defaults) are borrowed until insp_model_free. */
 void insp_model_free(insp_model *im);
 /* {"backends": [...], "layers": [{"name", "order", "op", "var", "type", "inputs": [order...],
  *  "place": "host"|"region", "region", "backend", "composite", "reason", "near_miss",
  *  "before", "after"}...], "regions": [...], "host": [...], "coverage": {...}} (the last three
  * from the partition report). Borrowed. */
 json_t *insp_model_json(insp_model *im);
-const ir_module *insp_model_input(const insp_model *im);
-const ir_module *insp_model_partitioned(const insp_model *im);
 /* Index of a layer by name, -1 when the model has no such layer. */
 int insp_model_find(const insp_model *im, const char *layer);
 

@@ -195,7 +195,7 @@ static const char *host_reason(rep_state *r, const ir_binding *b, const char *op
         if (enabled) continue;
         const byoc_pattern *ps = NULL;
         uint32_t np = 0;
-        if (be->get_patterns(r->ctx, &ps, &np, NULL)) continue;
+        if (be->get_patterns(r->ctx, NULL, &ps, &np, NULL)) continue;
         for (uint32_t p = 0; p < np; p++) {
             const char *roots[16];
             int nr = pat_root_ops(ps[p].pattern, roots, 16);

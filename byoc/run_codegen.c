@@ -176,7 +176,7 @@ typedef struct backend_regions {
     GR_VEC(byoc_region) regions;
 } backend_regions;
 
-gr_status byoc_run_codegen(ir_ctx_t *ctx, const ir_module *m, const ir_attrs *options,
+gr_status byoc_run_codegen(ir_ctx_t *ctx, const ir_module *m, const byoc_options *options,
                            ir_module **out, gr_diag *diag) {
     *out = (ir_module *)m;
     bool any = false;
@@ -246,11 +246,8 @@ gr_status byoc_run_codegen(ir_ctx_t *ctx, const ir_module *m, const ir_attrs *op
                              groups.data[gi].backend, groups.data[gi].regions.data[0].symbol);
             break;
         }
-        const ir_attrs *opt = NULL;
-        const ir_attr *oa = ir_attrs_get(options, b->name);
-        (void)oa;  /* options are per-backend attrs maps; none of the built-in codegens takes any */
         rt_module *mod = NULL;
-        rc = b->compile(ctx, groups.data[gi].regions.data, groups.data[gi].regions.len, opt, &mod, diag);
+        rc = b->compile(ctx, groups.data[gi].regions.data, groups.data[gi].regions.len, options, &mod, diag);
         if (!rc) {
             rt_module_attach(nm, mod);
             rt_module_release(mod);

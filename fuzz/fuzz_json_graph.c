@@ -38,7 +38,7 @@ static void run_engine(const uint8_t *data, size_t size, const rt_json_engine *e
             ok = (io[ni + h] = declared(g, e.nid, e.index)) != NULL;
         }
         void *state = NULL;
-        if (ok && eng->prepare(g, &state, &d) == GR_OK) {
+        if (ok && eng->prepare(g, NULL, &state, &d) == GR_OK) {
             for (uint32_t k = 0; k < ni + nh; k++) args[k] = &io[k]->dl;
             eng->run(g, state, args, ni, nh, &d);
             if (eng->release) eng->release(g, state);

@@ -87,7 +87,7 @@ static void pattern_seeds(void) {
         uint32_t n;
         gr_diag d;
         gr_diag_clear(&d);
-        if (be->get_patterns && be->get_patterns(ctx, &pats, &n, &d) == GR_OK) {
+        if (be->get_patterns && be->get_patterns(ctx, NULL, &pats, &n, &d) == GR_OK) {
             pat_table *all = pat_table_new();
             for (uint32_t k = 0; k < n; k++) {
                 pat_table *one = pat_table_new();

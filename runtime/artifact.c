@@ -7,13 +7,12 @@
 
 #include <jansson.h>
 
+#include "byoc/byoc.h"
 #include "codegen/llvm/llvm_host.h"
 #include "graft/graft_artifact.pb-c.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "runtime/graft_model.h"
-#include "runtime/dnnl.h"
-#include "runtime/json_runtime.h"
 #include "runtime/module.h"
 #include "runtime/plan.h"
 
@@ -124,32 +123,10 @@ static void free_externals(Graft__ArtifactBody *body) {
     body->n_consts = 0;
 }
 
-/* Loaders of runtime modules by kind (rt_module_i.kind). */
-typedef struct ext_loader {
-    const char *kind;
-    gr_status (*load)(const uint8_t *buf, size_t len, rt_tensor *(*consts)(const char *, void *),
-                      void *user, rt_module **out, gr_diag *diag);
-} ext_loader;
-
-static gr_status load_json(const uint8_t *buf, size_t len, rt_tensor *(*consts)(const char *, void *),
-                           void *user, rt_module **out, gr_diag *diag) {
-    return rt_json_module_load(buf, len, &rt_json_reference_engine, consts, user, out, diag);
-}
-
-static gr_status load_dnnl(const uint8_t *buf, size_t len, rt_tensor *(*consts)(const char *, void *),
-                           void *user, rt_module **out, gr_diag *diag) {
-    return rt_json_module_load(buf, len, &rt_dnnl_engine, consts, user, out, diag);
-}
-
-static const ext_loader ext_loaders[] = {
-    {"json", load_json},
-    {"dnnl_json", load_dnnl},
-};
-
 /* Every JSON-graph module has the interface kind "json"; the engine that runs it (reference,
  * oneDNN, ...) is the blob's own "kind". Without this, a dnnl region would load onto the
  * reference engine: same outputs, several times slower. */
-static const ext_loader *find_loader(const Graft__ExternalModule *e) {
+static const byoc_backend *find_loader(const Graft__ExternalModule *e) {
     const char *kind = e->kind;
     json_t *root = NULL;
     if (kind && strcmp(kind, "json") == 0 && e->blob.len) {
@@ -157,11 +134,9 @@ static const ext_loader *find_loader(const Graft__ExternalModule *e) {
         const char *inner = json_string_value(json_object_get(root, "kind"));
         if (inner) kind = inner;
     }
-    const ext_loader *ld = NULL;
-    for (size_t k = 0; k < sizeof ext_loaders / sizeof ext_loaders[0] && kind; k++)
-        if (strcmp(kind, ext_loaders[k].kind) == 0) ld = &ext_loaders[k];
+    const byoc_backend *b = byoc_backend_for_kind(kind);
     json_decref(root);
-    return ld;
+    return b;
 }
 
 typedef struct const_table {
@@ -178,7 +153,8 @@ static rt_tensor *find_const(const char *name, void *user) {
     return NULL;
 }
 
-static gr_status load_externals(graft_model *gm, const Graft__ArtifactBody *body, gr_diag *diag) {
+static gr_status load_externals(graft_model *gm, const Graft__ArtifactBody *body, const byoc_options *opts,
+                                gr_diag *diag) {
     const_table ct = {gm->ctx, 0, NULL, NULL};
     gr_status st = GR_OK;
     ct.names = gr_xcalloc(body->n_consts + 1, sizeof(char *));
@@ -205,7 +181,7 @@ static gr_status load_externals(graft_model *gm, const Graft__ArtifactBody *body
     }
     for (size_t i = 0; i < body->n_external && !st; i++) {
         const Graft__ExternalModule *e = body->external[i];
-        const ext_loader *ld = find_loader(e);
+        const byoc_backend *ld = find_loader(e);
         if (!ld) {
             st = gr_diag_set(diag, GR_ERR_UNSUPPORTED,
                              "artifact module '%s' has kind '%s', which this runtime cannot load",
@@ -215,9 +191,9 @@ static gr_status load_externals(graft_model *gm, const Graft__ArtifactBody *body
         gm->ext_name = gr_xrealloc(gm->ext_name, sizeof(char *) * (gm->next + 1));
         gm->ext_engine = gr_xrealloc(gm->ext_engine, sizeof(char *) * (gm->next + 1));
         gm->ext_name[gm->next] = gr_xstrdup(e->name ? e->name : "");
-        gm->ext_engine[gm->next++] = gr_xstrdup(ld->kind);
+        gm->ext_engine[gm->next++] = gr_xstrdup(ld->runtime_kind);
         rt_module *mod = NULL;
-        st = ld->load(e->blob.data, e->blob.len, find_const, &ct, &mod, diag);
+        st = ld->load(e->blob.data, e->blob.len, find_const, &ct, opts, &mod, diag);
         if (!st) {
             rt_module_attach(gm->m, mod);
             rt_module_release(mod);
@@ -377,8 +353,12 @@ static gr_status check_cpu(const char *built, const char *here, gr_diag *diag) {
     return GR_OK;
 }
 
-gr_status graft_model_load_buffer(const uint8_t *buf, size_t len, graft_model **out,
-                                  gr_diag *diag) {
+gr_status graft_model_load_buffer(const uint8_t *buf, size_t len, graft_model **out, gr_diag *diag) {
+    return graft_model_load_buffer_opts(buf, len, NULL, out, diag);
+}
+
+gr_status graft_model_load_buffer_opts(const uint8_t *buf, size_t len, const byoc_options *opts, graft_model **out,
+                                       gr_diag *diag) {
     *out = NULL;
     uint64_t t0 = now_ns();
     Graft__Artifact *art = graft__artifact__unpack(NULL, len, buf);
@@ -412,7 +392,7 @@ gr_status graft_model_load_buffer(const uint8_t *buf, size_t len, graft_model **
     if ((st = ir_parse_module(gm->ctx, "<artifact>", body->module_text, strlen(body->module_text),
                               &gm->m, diag)))
         goto done;
-    if ((st = load_externals(gm, body, diag))) goto done;
+    if ((st = load_externals(gm, body, opts, diag))) goto done;
     gm->obj_len = body->has_host_object ? body->host_object.len : 0;
     if ((st = gr_llvm_host_load(body->host_object.data, gm->obj_len, &gm->host, diag))) goto done;
     if (gm->obj_len && (st = check_cpu(body->host_cpu, gr_llvm_host_cpu(gm->host), diag))) goto done;
@@ -459,6 +439,10 @@ done:
 }
 
 gr_status graft_model_load(const char *path, graft_model **out, gr_diag *diag) {
+    return graft_model_load_opts(path, NULL, out, diag);
+}
+
+gr_status graft_model_load_opts(const char *path, const byoc_options *opts, graft_model **out, gr_diag *diag) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return gr_diag_set(diag, GR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -479,7 +463,7 @@ gr_status graft_model_load(const char *path, graft_model **out, gr_diag *diag) {
         free(buf);
         return gr_diag_set(diag, GR_ERR_IO, "%s: read failed", path);
     }
-    gr_status st = graft_model_load_buffer(buf, len, out, diag);
+    gr_status st = graft_model_load_buffer_opts(buf, len, opts, out, diag);
     free(buf);
     if (st) gr_diag_set_file(diag, path);
     return st;

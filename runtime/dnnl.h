@@ -26,7 +26,7 @@
  *     nChw16c on AVX-512, read from the layout it chose, never hard-coded), then channels-last;
  *     eltwise, pooling and resampling dst `any`, then channels-last; post-ops that would force
  *     ref are dropped into their own primitives. What stays on ref keeps its reason
- *     (rt_dnnl_prim, GRAFT_DNNL_DEBUG=1 lists every primitive with its implementation);
+ *     (rt_dnnl_prim, the option dnnl.debug=1 lists every primitive with its implementation);
  *   - every value's shape is checked against its node's declared shape before anything runs;
  *   - intermediate buffers share one arena planned from their lifetimes; one user scratchpad.
  * run: binds the caller's input and output buffers and executes the primitive list on one
@@ -45,8 +45,28 @@
 
 #include "runtime/json_runtime.h"
 
-/* kind "dnnl_json" */
+/* kind "dnnl_json"; its options are an rt_dnnl_opts */
 extern const rt_json_engine rt_dnnl_engine;
+
+/* The engine's options (the dnnl backend's dnnl.* options, see codegen/dnnl/dnnl_codegen.c). */
+typedef enum rt_dnnl_deconv_tag {
+    RT_DNNL_DECONV_NHWC,          /* 2-D transposed convolutions in channels-last (default) */
+    RT_DNNL_DECONV_NCHW,          /* ... in plain NCHW */
+    RT_DNNL_DECONV_ANY,           /* ... in the layout oneDNN picks */
+} rt_dnnl_deconv_tag;
+typedef struct rt_dnnl_opts {
+    bool debug;                   /* print each region's primitives and arena plan to stderr */
+    bool dump;                    /* print each region's JSON graph to stderr */
+    bool denormals;               /* keep denormals (default: flushed to zero while running) */
+    bool no_reuse;                /* no intermediate shares memory with another */
+    bool no_fuse;                 /* no post-ops: every op its own primitive */
+    bool no_pixel_deconv;         /* no 1x1 convolution + interleave for stride == kernel deconvs */
+    int64_t small_kb;             /* regions whose tensors are all below this run single-threaded;
+                                     0: never */
+    rt_dnnl_deconv_tag deconv_tag;
+} rt_dnnl_opts;
+/* The defaults (what a NULL opts means). */
+rt_dnnl_opts rt_dnnl_default_opts(void);
 
 /* What prepare built, for tests and reports. */
 typedef struct rt_dnnl_stats {

@@ -785,7 +785,7 @@ gr_status dn_make_attr(dn_state *S, const rt_json_node *n, const dn_step *steps,
     dnnl_primitive_attr_create(attr);
     dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
     S->pending_sum = -1;
-    S->ftz = !getenv("GRAFT_DNNL_DENORMALS");
+    S->ftz = !S->opts.denormals;
     if (!k) return GR_OK;
     dnnl_post_ops_t po;
     dnnl_post_ops_create(&po);
@@ -873,7 +873,7 @@ static gr_status plan_memory(dn_state *S) {
         while (moved) {
             moved = false;
             for (uint32_t j = 0; j < i; j++) {
-                if (!getenv("GRAFT_DNNL_NOREUSE") && (items[j].last < items[i].first || items[i].last < items[j].first)) continue;
+                if (!S->opts.no_reuse && (items[j].last < items[i].first || items[i].last < items[j].first)) continue;
                 if (off < offs[j] + items[j].size && offs[j] < off + items[i].size) {
                     off = offs[j] + items[j].size;
                     moved = true;
@@ -881,7 +881,7 @@ static gr_status plan_memory(dn_state *S) {
             }
         }
         offs[i] = off;
-        if (getenv("GRAFT_DNNL_DEBUG"))
+        if (S->opts.debug)
             fprintf(stderr, "dnnl plan: val %d size %zu live [%d, %d] off %zu\n", items[i].val, items[i].size, items[i].first,
                     items[i].last, off);
         S->vals.data[items[i].val].off = off;
@@ -1098,11 +1098,14 @@ static gr_status build(dn_state *S) {
     return st;
 }
 
-static gr_status dn_prepare(rt_json_graph *g, void **state, gr_diag *d) {
+rt_dnnl_opts rt_dnnl_default_opts(void) { return (rt_dnnl_opts){.small_kb = 640}; }
+
+static gr_status dn_prepare(rt_json_graph *g, const void *opts, void **state, gr_diag *d) {
     rt_dnnl_num_threads();
     dn_state *S = calloc(1, sizeof(*S));
     if (!S) return gr_diag_set(d, GR_ERR_NOMEM, "dnnl: out of memory");
     pthread_mutex_init(&S->lock, NULL);
+    S->opts = opts ? *(const rt_dnnl_opts *)opts : rt_dnnl_default_opts();
     S->g = g;
     S->diag = d;
     S->symbol = rt_json_graph_symbol(g);
@@ -1126,11 +1129,10 @@ static gr_status dn_prepare(rt_json_graph *g, void **state, gr_diag *d) {
     if (ds == dnnl_success) ds = dnnl_primitive_attr_set_scratchpad_mode(S->attr_plain, dnnl_scratchpad_mode_user);
     if (ds != dnnl_success) st = dn_fail(S, NULL, ds, "cannot create the CPU engine");
     if (!st && nn == 0) st = gr_diag_set(d, GR_ERR_INVALID, "dnnl region '%s': empty graph", S->symbol);
-    /* "small": no tensor of the graph above GRAFT_DNNL_SMALL_KB (default 640 KiB: PP-OCR cls
-     * is small, rec is not; 0: never). Small regions are built and run single-threaded: oneDNN
+    /* "small": no tensor of the graph above dnnl.small_kb (default 640 KiB: PP-OCR cls is
+     * small, rec is not; 0: never). Small regions are built and run single-threaded: oneDNN
      * sizes its kernels' work split for the thread count it sees when creating them. */
-    const char *sk = getenv("GRAFT_DNNL_SMALL_KB");
-    size_t lim = (size_t)(sk ? atol(sk) : 640) * 1024, biggest = 0;
+    size_t lim = (size_t)S->opts.small_kb * 1024, biggest = 0;
     for (uint32_t i = 0; i < nn; i++) {
         const rt_json_node *nd = rt_json_graph_node(g, i);
         if (nd->kind == RT_JSON_CONST) continue;
@@ -1144,8 +1146,8 @@ static gr_status dn_prepare(rt_json_graph *g, void **state, gr_diag *d) {
     if (S->small) rt_dnnl_team_single(true);
     if (!st) st = build(S);
     if (S->small) rt_dnnl_team_single(false);
-    if (getenv("GRAFT_DNNL_DUMP")) fprintf(stderr, "%s\n", rt_json_graph_text(g));
-    if (!st && getenv("GRAFT_DNNL_DEBUG")) {
+    if (S->opts.dump) fprintf(stderr, "%s\n", rt_json_graph_text(g));
+    if (!st && S->opts.debug) {
         fprintf(stderr, "dnnl region '%s': %u primitives (%u reorders, %u on ref), %u composites, %u post-ops, %u nodes folded, "
                         "arena %zu, scratch %zu, weights %zu bytes\n",
                 S->symbol, S->stats.nprims, S->stats.nreorders, S->stats.nref, S->stats.ncomposites, S->stats.npostops,
@@ -1301,4 +1303,4 @@ int rt_dnnl_channel_block(void) {
     return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? 16 : 8;
 }
 
-const rt_json_engine rt_dnnl_engine = {"dnnl_json", dn_prepare, dn_run, dn_release};
+const rt_json_engine rt_dnnl_engine = {"dnnl_json", dn_prepare, dn_run, dn_release, sizeof(rt_dnnl_opts)};

@@ -84,6 +84,7 @@ void rt_dnnl_team_single(bool on);
 
 typedef struct dn_state {
     rt_json_graph *g;
+    rt_dnnl_opts opts;
     const char *symbol;
     gr_diag *diag;
     dnnl_engine_t eng;
@@ -107,7 +108,7 @@ typedef struct dn_state {
     rt_dnnl_stats stats;
     int pending_sum;              /* entry the sum post-op of the attrs being built adds */
     bool small;                   /* every tensor is small: run single-threaded */
-    bool ftz;                     /* flush denormals while running (GRAFT_DNNL_DENORMALS=1: keep) */
+    bool ftz;                     /* flush denormals while running (dnnl.denormals=1: keep) */
     bool sum_ok;                  /* the caller handles pending_sum (finish) */
     int pending_out;              /* entry a folded bias add produced (see take_bias) */
     /* the fused composite being built (dn_composite): its anchor node, post-op steps and, for

@@ -105,9 +105,9 @@ static gr_status finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_
 static int chain_of(dn_state *S, const rt_json_node *n, dn_step *steps, bool fuse, int nd, const int64_t *dims,
                     dnnl_memory_desc_t *dst) {
     int k = 0, last = out_entry(S, n);
-    bool nofuse = getenv("GRAFT_DNNL_NOFUSE") != NULL;
+    bool nofuse = S->opts.no_fuse;
     if (S->comp_anchor == n) {
-        /* a fused composite: its post-ops, all of them (GRAFT_DNNL_NOFUSE: none, dn_composite
+        /* a fused composite: its post-ops, all of them (dnnl.nofuse: none, dn_composite
          * then runs them as their own primitives); the dst layout by where its output goes */
         k = nofuse ? 0 : S->comp_k;
         memcpy(steps, S->comp_steps, sizeof(dn_step) * (size_t)k);
@@ -436,7 +436,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd
     wnd += sd;
     if (!perm && deconv && sd == 2 && G == 1 && strides[0] == ws[2] && strides[1] == ws[3] && !pad[0] && !pad[1] && !pad[2] &&
         !pad[3] && !opad[0] && !opad[1] && dil[0] == 1 && dil[1] == 1 && S->ent_node[w].node->kind == RT_JSON_CONST &&
-        !getenv("GRAFT_DNNL_NO_PIXEL_DECONV"))
+        !S->opts.no_pixel_deconv)
         return op_deconv_pixel(S, n, x, xv, w, wv, ws[2], ws[3]);
     dnnl_memory_desc_t wuser, wany, xany, dst;
     dnnl_memory_desc_init_by_strides(&wuser, wnd, wd, dnnl_f32, wstr);
@@ -457,9 +457,8 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd
     dnnl_memory_desc_t operm = dst;
     /* oneDNN 2.6's blocked jit deconvolution is very slow for small-channel 2x2/2 upsampling
      * (hundreds of ms on PP-OCR det); channels-last picks its brgemm/gemm kernels */
-    const char *dt = getenv("GRAFT_DNNL_DECONV_TAG");
-    if (!perm && deconv && sd == 2 && (!dt || strcmp(dt, "any"))) {
-        dnnl_format_tag_t tag = dt && !strcmp(dt, "abcd") ? dnnl_abcd : dnnl_acdb;
+    if (!perm && deconv && sd == 2 && S->opts.deconv_tag != RT_DNNL_DECONV_ANY) {
+        dnnl_format_tag_t tag = S->opts.deconv_tag == RT_DNNL_DECONV_NCHW ? dnnl_abcd : dnnl_acdb;
         dnnl_dims_t od;
         for (int i = 0; i < nd; i++) od[i] = os[i];
         dnnl_memory_desc_init_by_tag(&xany, nd, xd, dnnl_f32, tag);

@@ -54,6 +54,13 @@ GR_API gr_status graft_model_build_file(const ir_module *m, const char *path, gr
  * artifacts from a source you would take a shared library from. */
 GR_API gr_status graft_model_load(const char *path, graft_model **out, gr_diag *diag);
 GR_API gr_status graft_model_load_buffer(const uint8_t *buf, size_t len, graft_model **out, gr_diag *diag);
+/* The same with backend options (byoc/backend.h: e.g. dnnl.threads, dnnl.debug) for the
+ * runtimes of the artifact's regions; NULL: the defaults. */
+struct byoc_options;
+GR_API gr_status graft_model_load_opts(const char *path, const struct byoc_options *opts, graft_model **out,
+                                       gr_diag *diag);
+GR_API gr_status graft_model_load_buffer_opts(const uint8_t *buf, size_t len, const struct byoc_options *opts,
+                                              graft_model **out, gr_diag *diag);
 GR_API void graft_model_free(graft_model *gm);
 
 GR_API uint32_t graft_model_num_inputs(const graft_model *gm);

@@ -614,7 +614,8 @@ static void ref_release(rt_json_graph *g, void *state) {
     free(rs);
 }
 
-static gr_status ref_prepare(rt_json_graph *g, void **state, gr_diag *d) {
+static gr_status ref_prepare(rt_json_graph *g, const void *opts, void **state, gr_diag *d) {
+    (void)opts;
     ref_state *rs = calloc(1, sizeof(*rs));
     if (!rs) return gr_diag_set(d, GR_ERR_NOMEM, "json runtime: out of memory");
     if (!graph_doc(g)) {
@@ -808,7 +809,7 @@ static gr_status ref_run(rt_json_graph *g, void *state, DLTensor *const *args, u
     return st;
 }
 
-const rt_json_engine rt_json_reference_engine = {"json", ref_prepare, ref_run, ref_release};
+const rt_json_engine rt_json_reference_engine = {"json", ref_prepare, ref_run, ref_release, 0};
 
 /* --------------------------------------------------------------------------- module ---- */
 
@@ -830,6 +831,7 @@ typedef struct jm_spec {
 
 typedef struct json_mod {
     const rt_json_engine *eng;
+    void *opts;                   /* the engine's options (eng->opts_size bytes), NULL: defaults */
     uint32_t n;
     rt_json_graph **graphs;
     void **states;
@@ -848,7 +850,7 @@ static uint64_t jm_now_ns(void) {
 
 static gr_status jm_prepare(json_mod *jm, rt_json_graph *g, void **state, gr_diag *d) {
     uint64_t t0 = jm_now_ns();
-    gr_status st = jm->eng->prepare(g, state, d);
+    gr_status st = jm->eng->prepare(g, jm->opts, state, d);
     rt_json_prepare_fn fn = atomic_load(&g_prep_fn);
     if (fn && !st) fn(g->symbol, jm->eng->kind, jm_now_ns() - t0, atomic_load(&g_prep_user));
     return st;
@@ -1000,6 +1002,7 @@ static void jm_destroy(rt_module *m) {
     free(jm->specs);
     free(jm->nspecs);
     pthread_mutex_destroy(&jm->lock);
+    free(jm->opts);
     free(jm->graphs);
     free(jm->states);
     free(jm->prepared);
@@ -1008,10 +1011,14 @@ static void jm_destroy(rt_module *m) {
 
 static const rt_module_i JSON_MODULE_I = {RT_MODULE_API_VERSION, "json", jm_call, jm_has, jm_serialize, jm_destroy};
 
-rt_module *rt_json_module_new(const char *name, const rt_json_engine *eng, rt_json_graph *const *graphs,
-                              uint32_t n) {
+rt_module *rt_json_module_new(const char *name, const rt_json_engine *eng, const void *opts,
+                              rt_json_graph *const *graphs, uint32_t n) {
     json_mod *jm = calloc(1, sizeof(*jm));
     jm->eng = eng ? eng : &rt_json_reference_engine;
+    if (opts && jm->eng->opts_size) {
+        jm->opts = gr_xcalloc(1, jm->eng->opts_size);
+        memcpy(jm->opts, opts, jm->eng->opts_size);
+    }
     jm->n = n;
     jm->graphs = calloc(n + 1, sizeof(*jm->graphs));
     jm->states = calloc(n + 1, sizeof(void *));
@@ -1048,7 +1055,7 @@ rt_json_graph *rt_json_module_graph(rt_module *m, uint32_t i) {
     return i < jm->n ? jm->graphs[i] : NULL;
 }
 
-gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engine *eng,
+gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engine *eng, const void *opts,
                               rt_tensor *(*consts)(const char *name, void *user), void *user,
                               rt_module **out, gr_diag *d) {
     *out = NULL;
@@ -1085,7 +1092,7 @@ gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engi
         free(graphs);
         return st;
     }
-    *out = rt_json_module_new("json", eng, graphs, n);
+    *out = rt_json_module_new("json", eng, opts, graphs, n);
     free(graphs);
     return GR_OK;
 }

@@ -10,7 +10,7 @@
  *     rt_json_graph *g;
  *     rt_json_graph_load("sym", text, len, &g, &diag);      // parse + validate
  *     rt_json_graph_init(g, tensors, n, &diag);             // constants in rt_json_graph_const_name order
- *     rt_module *m = rt_json_module_new("json", NULL, &g, 1);  // takes the graph; NULL = reference
+ *     rt_module *m = rt_json_module_new("json", NULL, NULL, &g, 1);  // takes the graph; NULL = reference
  *     rt_module_call(m, "sym", args, nin, nout, &diag);
  */
 #ifndef GRAFT_RUNTIME_JSON_RUNTIME_H
@@ -122,13 +122,16 @@ void rt_json_graph_set_root(rt_json_graph *g, rt_json_graph *root);
 typedef void (*rt_json_prepare_fn)(const char *symbol, const char *engine, uint64_t ns, void *user);
 void rt_json_set_prepare_observer(rt_json_prepare_fn fn, void *user);
 
-/* An engine: prepare runs once per graph (after init), run per call. */
+/* An engine: prepare runs once per graph (after init), run per call. opts: the engine's own
+ * options struct (opts_size bytes, e.g. rt_dnnl_opts; a module keeps a copy), NULL for its
+ * defaults. */
 typedef struct rt_json_engine {
     const char *kind;             /* module kind: "json", "dnnl_json" */
-    gr_status (*prepare)(rt_json_graph *g, void **state, gr_diag *diag);
+    gr_status (*prepare)(rt_json_graph *g, const void *opts, void **state, gr_diag *diag);
     gr_status (*run)(rt_json_graph *g, void *state, DLTensor *const *args, uint32_t nin,
                      uint32_t nout, gr_diag *diag);
     void (*release)(rt_json_graph *g, void *state);
+    size_t opts_size;             /* 0: the engine takes no options */
 } rt_json_engine;
 
 /* ---- Debug taps (graft diff): the intermediates an engine computed ----
@@ -159,15 +162,16 @@ uint32_t rt_json_module_set_taps(const struct ir_module *m, rt_json_tap_fn fn, v
 /* The reference engine: every kernel node runs the reference kernel of its op. */
 extern const rt_json_engine rt_json_reference_engine;
 
-/* A module over n graphs (takes ownership of them; the array is copied). eng NULL: reference. */
-rt_module *rt_json_module_new(const char *name, const rt_json_engine *eng, rt_json_graph *const *graphs,
-                              uint32_t n);
+/* A module over n graphs (takes ownership of them; the array is copied). eng NULL: reference;
+ * opts: the engine's options (copied), NULL: its defaults. */
+rt_module *rt_json_module_new(const char *name, const rt_json_engine *eng, const void *opts,
+                              rt_json_graph *const *graphs, uint32_t n);
 /* Graph i of a module made by rt_json_module_new / load (borrowed), NULL past the end or for
  * another kind of module. */
 rt_json_graph *rt_json_module_graph(rt_module *m, uint32_t i);
 /* Module blob: {"kind", "graphs": [{"symbol", "graph", "consts": [names]}]} (constants travel
  * separately, as TVM's ConstLoaderModule does); load resolves them by name and inits. */
-gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engine *eng,
+gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engine *eng, const void *opts,
                               rt_tensor *(*consts)(const char *name, void *user), void *user,
                               rt_module **out, gr_diag *diag);
 

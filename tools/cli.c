@@ -205,3 +205,61 @@ byoc_fuse_opts cli_fuse_opts(const cli_fuse_args *fa) {
     byoc_fuse_opts o = {!fa->no_bind_constants, fa->annotate_codegen, fa->nentry, fa->entry};
     return o;
 }
+
+/* ---- backend options ---- */
+
+static byoc_options *g_backend_opts;
+
+const byoc_options *cli_backend_options(void) {
+    if (!g_backend_opts) g_backend_opts = byoc_options_new();
+    return g_backend_opts;
+}
+
+/* prefix: "graft run" or "graft: GRAFT_NUM_THREADS" */
+static int set_backend_opt(const char *prefix, const char *assignment) {
+    gr_diag d;
+    gr_diag_clear(&d);
+    cli_backend_options();
+    if (byoc_options_set(g_backend_opts, assignment, &d) == GR_OK) return CLI_OK;
+    fprintf(stderr, "%s: %s\n", prefix, d.msg);
+    return CLI_ERR;
+}
+
+/* The environment variables graft read before the options existed: variable, option, and
+ * for flags nothing (any value but "0" sets the flag). */
+static const struct {
+    const char *var, *option;
+    bool flag;
+} ENV_OPTIONS[] = {
+    {"GRAFT_NUM_THREADS", "dnnl.threads", false}, {"GRAFT_DNNL_BIND", "dnnl.bind", false},
+    {"GRAFT_DNNL_DISABLE", "dnnl.disable", false}, {"GRAFT_DNNL_DEBUG", "dnnl.debug", true},
+    {"GRAFT_DNNL_DUMP", "dnnl.dump", true},       {"GRAFT_DNNL_DENORMALS", "dnnl.denormals", true},
+    {"GRAFT_DNNL_NOREUSE", "dnnl.no_reuse", true}, {"GRAFT_DNNL_NOFUSE", "dnnl.no_fuse", true},
+    {"GRAFT_DNNL_NO_PIXEL_DECONV", "dnnl.no_pixel_deconv", true},
+    {"GRAFT_DNNL_SMALL_KB", "dnnl.small_kb", false}, {"GRAFT_DNNL_DECONV_TAG", "dnnl.deconv_tag", false},
+};
+
+int cli_backend_options_from_env(void) {
+    for (size_t i = 0; i < sizeof ENV_OPTIONS / sizeof ENV_OPTIONS[0]; i++) {
+        const char *v = getenv(ENV_OPTIONS[i].var);
+        if (!v) continue;
+        if (ENV_OPTIONS[i].flag) v = strcmp(v, "0") ? "1" : "0";
+        else if (strcmp(ENV_OPTIONS[i].var, "GRAFT_DNNL_DECONV_TAG") == 0) v = !strcmp(v, "abcd") ? "nchw" : !strcmp(v, "any") ? "any" : "nhwc";
+        char a[512];
+        snprintf(a, sizeof a, "%s=%s", ENV_OPTIONS[i].option, v);
+        char who[64];
+        snprintf(who, sizeof who, "graft: %s", ENV_OPTIONS[i].var);
+        if (set_backend_opt(who, a)) return CLI_ERR;
+    }
+    return CLI_OK;
+}
+
+int cli_backend_opt_arg(int argc, char **argv, int *i, const char *cmd) {
+    const char *v;
+    bool missing = false;
+    if (!cli_opt(argc, argv, i, "--backend-opt", &v, &missing)) return -1;
+    if (missing) return cli_usage_error(cmd, "--backend-opt takes BACKEND.NAME=VALUE (see graft backends)");
+    char who[64];
+    snprintf(who, sizeof who, "graft %s", cmd);
+    return set_backend_opt(who, v);
+}

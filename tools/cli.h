@@ -59,6 +59,18 @@ int cli_fuse_arg(int argc, char **argv, int *i, cli_fuse_args *fa, const char *c
 struct byoc_fuse_opts cli_fuse_opts(const cli_fuse_args *fa);
 #define CLI_FUSE_USAGE "[--annotate-codegen] [--no-bind-constants] [--entry FUNC]..."
 
+/* ---- Backend options (byoc/backend.h) ----
+ * One set per process: cli_backend_options_from_env (main, at start) turns the old GRAFT_*
+ * environment variables (GRAFT_NUM_THREADS -> dnnl.threads, GRAFT_DNNL_DEBUG -> dnnl.debug,
+ * ...) into options, then each --backend-opt of the command sets one; every command hands them
+ * to the library. An error is printed; returns CLI_OK or CLI_ERR. */
+int cli_backend_options_from_env(void);
+const byoc_options *cli_backend_options(void);
+/* -1: argv[*i] is not --backend-opt; else it was taken (*i advanced) and this is CLI_OK, CLI_ERR
+ * (an unknown option or bad value: printed naming it) or CLI_USAGE (no value). */
+int cli_backend_opt_arg(int argc, char **argv, int *i, const char *cmd);
+#define CLI_BACKEND_OPT_USAGE "[--backend-opt BACKEND.NAME=VALUE]..."
+
 /* Monotonic clock in milliseconds. */
 double cli_now_ms(void);
 /* A deterministic input for `--input NAME=random`: uniform in [-1, 1) for floats, 0..9 for

@@ -42,6 +42,8 @@ int cmd_build(int argc, char **argv) {
             backends[nbackends++] = v;
         } else if ((fr = cli_fuse_arg(argc, argv, &i, &fa, "build")) != 0) {
             if (fr < 0) return CLI_USAGE;
+        } else if ((fr = cli_backend_opt_arg(argc, argv, &i, "build")) >= 0) {
+            if (fr) return fr;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("build", "unknown option '%s'", argv[i]);
         } else if (!input) {
@@ -71,6 +73,7 @@ int cmd_build(int argc, char **argv) {
     byoc_fuse_opts fo = cli_fuse_opts(&fa);
     byoc_partition_opts po = {0};
     po.fuse = &fo;
+    po.options = cli_backend_options();
     if (st || (nbackends && byoc_partition(ctx, m, backends, nbackends, &po, &part, &d) != GR_OK)) {
         rc = cli_fail(&d, input);
     } else {
@@ -81,7 +84,7 @@ int cmd_build(int argc, char **argv) {
         } else {
             double t2 = cli_now_ms();
             graft_model *gm = NULL;
-            if (graft_model_load(output, &gm, &d) != GR_OK) {
+            if (graft_model_load_opts(output, cli_backend_options(), &gm, &d) != GR_OK) {
                 rc = cli_fail(&d, output);
             } else {
                 graft_model_info in;
@@ -112,6 +115,7 @@ int cmd_run_artifact(int argc, char **argv) {
     bool profile = false;
     long repeat = 0;
     double *times = NULL;
+    int br;
     for (int i = 0; i < argc; i++) {
         bool missing = false;
         if (cli_opt(argc, argv, &i, "--output-dir", &out_dir, &missing)) {
@@ -132,6 +136,8 @@ int cmd_run_artifact(int argc, char **argv) {
             repeat = missing ? -1 : strtol(v, &end, 10);
             if (missing || *end || repeat < 1 || repeat > 100000)
                 return cli_usage_error("run", "--repeat takes a count from 1 to 100000");
+        } else if ((br = cli_backend_opt_arg(argc, argv, &i, "run")) >= 0) {
+            if (br) return br;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("run", "unknown option '%s' for a .graft model", argv[i]);
         } else if (!input) {
@@ -144,7 +150,7 @@ int cmd_run_artifact(int argc, char **argv) {
     gr_diag d;
     gr_diag_clear(&d);
     graft_model *gm = NULL;
-    if (graft_model_load(input, &gm, &d) != GR_OK) return cli_fail(&d, input);
+    if (graft_model_load_opts(input, cli_backend_options(), &gm, &d) != GR_OK) return cli_fail(&d, input);
     int rc = CLI_ERR;
     rt_value args[MAX_INPUTS], result = {0};
     uint32_t nargs = 0, nin = graft_model_num_inputs(gm);

@@ -151,7 +151,7 @@ static int open_session(const insp_args *a, session *s, bool inputs) {
     s->ctx = ir_ctx_new();
     const char *bad = a->input;
     if (cli_load_model(s->ctx, a->input, &a->lo, &s->m, &d) != GR_OK ||
-        insp_model_build(s->ctx, s->m, a->backends, a->nbackends, &s->im, &d) != GR_OK ||
+        insp_model_build(s->ctx, s->m, a->backends, a->nbackends, cli_backend_options(), &s->im, &d) != GR_OK ||
         (inputs && load_inputs(a, s->m, s->args, &s->nargs, &bad, &d) != GR_OK))
         return cli_fail(&d, bad);
     return CLI_OK;

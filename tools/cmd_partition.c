@@ -35,6 +35,8 @@ int cmd_partition(int argc, char **argv) {
                 return cli_usage_error("partition", "--input-shape takes NAME=DIMxDIM...");
         } else if ((fr = cli_fuse_arg(argc, argv, &i, &fa, "partition")) != 0) {
             if (fr < 0) return CLI_USAGE;
+        } else if ((fr = cli_backend_opt_arg(argc, argv, &i, "partition")) >= 0) {
+            if (fr) return fr;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("partition", "unknown option '%s'", argv[i]);
         } else if (!input) {
@@ -49,6 +51,7 @@ int cmd_partition(int argc, char **argv) {
     byoc_partition_opts po = {0};
     byoc_fuse_opts fo = cli_fuse_opts(&fa);
     po.fuse = &fo;
+    po.options = cli_backend_options();
     if (stop) {
         if (strcmp(stop, "fuse") == 0) po.stop_after = BYOC_STOP_FUSE;
         else if (strcmp(stop, "merge") == 0) po.stop_after = BYOC_STOP_MERGE;
@@ -78,7 +81,7 @@ int cmd_partition(int argc, char **argv) {
             rc = cli_fail(&d, patterns);
             goto done;
         }
-        if (byoc_patterns_from_table(ctx, table, &extra, &d) != GR_OK) {
+        if (byoc_patterns_from_table(ctx, table, po.options, &extra, &d) != GR_OK) {
             rc = cli_fail(&d, patterns);
             goto done;
         }
@@ -131,7 +134,14 @@ int cmd_backends(int argc, char **argv) {
         gr_diag_clear(&d);
         printf("%s: %s\n  codegen: %s, runtime: %s\n", b->name, b->description ? b->description : "",
                b->compile ? "yes" : "no", b->runtime_kind ? b->runtime_kind : "-");
-        if (b->get_patterns(ctx, &ps, &np, &d) != GR_OK) {
+        if (b->noptions) printf("  options (--backend-opt %s.NAME=VALUE):\n", b->name);
+        for (uint32_t k = 0; k < b->noptions; k++) {
+            const byoc_option *o = &b->options[k];
+            static const char *TYPES[] = {[BYOC_OPT_BOOL] = "bool", [BYOC_OPT_INT] = "int", [BYOC_OPT_STR] = "string"};
+            printf("    %s.%s (%s%s%s, default %s): %s\n", b->name, o->name, TYPES[o->type], o->choices ? ": " : "",
+                   o->choices ? o->choices : "", *o->dflt ? o->dflt : "none", o->help);
+        }
+        if (b->get_patterns(ctx, NULL, &ps, &np, &d) != GR_OK) {
             printf("  patterns: error: %s\n", d.msg);
             continue;
         }

@@ -70,6 +70,7 @@ int cmd_run(int argc, char **argv) {
     const char *input = NULL, *out_dir = NULL, *json = NULL, *v;
     bool profile = false;
     long repeat = 0;
+    int br;
     for (int i = 0; i < argc; i++) {
         bool missing = false;
         if (cli_opt(argc, argv, &i, "--output-dir", &out_dir, &missing)) {
@@ -95,6 +96,8 @@ int cmd_run(int argc, char **argv) {
             if (!byoc_backend_find(v))
                 return cli_usage_error("run", "unknown backend '%s' (see graft backends)", v);
             backends[nbackends++] = v;
+        } else if ((br = cli_backend_opt_arg(argc, argv, &i, "run")) >= 0) {
+            if (br) return br;
         } else if (cli_opt(argc, argv, &i, "--profile-json", &json, &missing)) {
             if (missing) return cli_usage_error("run", "--profile-json needs a file");
         } else if (strcmp(argv[i], "--profile") == 0) {
@@ -121,6 +124,8 @@ int cmd_run(int argc, char **argv) {
     gr_diag_clear(&d);
     prof_state ps;
     prof_init(&ps, NULL);
+    byoc_partition_opts po = {0};
+    po.options = cli_backend_options();
     for (uint32_t s = 0; s < nspecs; s++) {
         if (!is_list(specs[s].source)) continue;
         if (load_list(&specs[s], &seqs[lo.nseqs++], &d) != GR_OK) {
@@ -130,7 +135,7 @@ int cmd_run(int argc, char **argv) {
     }
     lo.seqs = seqs;
     if (cli_load_model(ctx, input, &lo, &m, &d) != GR_OK ||
-        (nbackends && byoc_partition_for_backends(ctx, m, backends, nbackends, &m, &d) != GR_OK) ||
+        (nbackends && byoc_partition(ctx, m, backends, nbackends, &po, &m, &d) != GR_OK) ||
         rt_exec_new(m, "main", &x, &d) != GR_OK) {
         rc = cli_fail(&d, input);
         goto done;

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/dnnl.h"
 
 #include "tools/cli.h"
 #include "tools/cmd_build.h"
@@ -27,21 +26,23 @@ static const command COMMANDS[] = {
     {"partition", cmd_partition,
      "partition INPUT [--backend NAME]... [--patterns FILE.relax] [--stop-after fuse|merge|codegen]\n"
      "      [--report text|json] [--input-shape NAME=DIMS]... [-o OUT.relax]\n"
-     "      [--annotate-codegen] [--no-bind-constants] [--entry FUNC]...\n"
+     "      [--annotate-codegen] [--no-bind-constants] [--entry FUNC]... [--backend-opt BACKEND.NAME=VALUE]...\n"
      "      offload regions to backends; report what went where and why"},
     {"run", cmd_run, "run INPUT [--backend NAME]... [--input NAME=FILE.npy|random]... "
                      "[--input-shape NAME=DIMS]...\n"
                      "      [--output-dir DIR] [--repeat N] [--profile] [--profile-json FILE]\n"
+                     "      [--backend-opt BACKEND.NAME=VALUE]...\n"
                      "      run a model (.onnx, .relax or a built .graft artifact); no --backend: "
                      "all on the host"},
     {"build", cmd_build, "build INPUT [--backend NAME]... [--input-shape NAME=DIMS]... [--no-opt] -o MODEL.graft\n"
-                         "      [--annotate-codegen] [--no-bind-constants] [--entry FUNC]...\n"
+                         "      [--annotate-codegen] [--no-bind-constants] [--entry FUNC]... "
+                         "[--backend-opt BACKEND.NAME=VALUE]...\n"
                          "      compile to one deployable artifact (the default pass pipeline first;\n"
                          "      --no-opt: the module as imported)"},
     {"compare", cmd_compare, "compare ACTUAL.npy REFERENCE.npy [--rtol R] [--atol A]\n"
                              "      max abs/rel error; exit 1 when |a-b| > atol + rtol*|b| anywhere"},
-    {"backends", cmd_backends, "backends\n      list backends, their patterns in priority order, "
-                               "and their codegens"},
+    {"backends", cmd_backends, "backends\n      list backends, their options (--backend-opt), their patterns in "
+                               "priority order, and their codegens"},
     {"opt", cmd_opt, "opt INPUT [--passes a,b,c] [--opt-level N] [--disable NAME]... "
                      "[--config KEY=VALUE]...\n"
                      "      [--dump-ir DIR] [--time-passes] [--no-spans] [-o OUT.relax]\n"
@@ -81,15 +82,9 @@ static void print_help(FILE *out) {
                  "\nexit status: 0 success, 1 error in the input, 2 usage error\n");
 }
 
-/* The environment is read here, in the tool, and handed to the library as options. */
-static void options_from_env(void) {
-    const char *n = getenv("GRAFT_NUM_THREADS"), *bind = getenv("GRAFT_DNNL_BIND");
-    rt_dnnl_thread_opts t = {n ? atoi(n) : 0, !(bind && !strcmp(bind, "0"))};
-    rt_dnnl_set_thread_options(&t);
-}
-
 int main(int argc, char **argv) {
-    options_from_env();
+    /* the environment is read here, in the tool, and handed to the library as options */
+    if (cli_backend_options_from_env()) return CLI_ERR;
     if (argc < 2) {
         print_help(stderr);
         return CLI_USAGE;

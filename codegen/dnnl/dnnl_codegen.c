@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "byoc/byoc.h"
 #include "codegen/dnnl/dnnl_codegen.h"
 #include "codegen/dnnl/dnnl_impl.h"
 #include "codegen/json/json_codegen.h"
@@ -97,7 +96,7 @@ static json_t *annotation(const char *name, const dc_comp *c, json_t *nodes_doc,
 /* Annotates the fused composites of region r in its per-op graph document. The per-op
  * serializer emits one kernel node per op call of each composite call, in binding order, so
  * the k-th composite call's ops are the next kernel nodes. */
-static gr_status annotate(ir_ctx_t *ctx, const byoc_region *r, json_t *doc, gr_diag *diag) {
+static gr_status annotate(ir_ctx_t *ctx, const byoc_region *r, json_t *doc, bool debug, gr_diag *diag) {
     json_t *nodes = json_object_get(doc, "nodes");
     size_t nn = json_array_size(nodes);
     int *kern = malloc(sizeof(int) * (nn + 1));
@@ -153,7 +152,7 @@ static gr_status annotate(ir_ctx_t *ctx, const byoc_region *r, json_t *doc, gr_d
             if (why) {
                 /* a composite of this name that our checks did not pass (a user's --patterns
                  * table): its ops run one by one, which is always correct */
-                if (getenv("GRAFT_DNNL_DEBUG"))
+                if (debug)
                     fprintf(stderr, "dnnl codegen '%s': composite %s runs op by op: %s\n", r->symbol, name, why);
                 continue;
             }
@@ -170,7 +169,7 @@ static gr_status annotate(ir_ctx_t *ctx, const byoc_region *r, json_t *doc, gr_d
     return st;
 }
 
-static gr_status build_graph(ir_ctx_t *ctx, const byoc_region *r, rt_json_graph **out, gr_diag *diag) {
+static gr_status build_graph(ir_ctx_t *ctx, const byoc_region *r, bool debug, rt_json_graph **out, gr_diag *diag) {
     char *text = NULL;
     gr_status st = json_cg_serialize(ctx, r, JSON_CG_PER_OP, &text, diag);
     if (st) return st;
@@ -178,7 +177,7 @@ static gr_status build_graph(ir_ctx_t *ctx, const byoc_region *r, rt_json_graph 
     json_t *doc = json_loads(text, 0, &err);
     free(text);
     if (!doc) return gr_diag_set(diag, GR_ERR_INVALID, "dnnl codegen '%s': %s", r->symbol, err.text);
-    st = annotate(ctx, r, doc, diag);
+    st = annotate(ctx, r, doc, debug, diag);
     if (st) {
         json_decref(doc);
         return st;
@@ -202,21 +201,68 @@ static gr_status build_graph(ir_ctx_t *ctx, const byoc_region *r, rt_json_graph 
     return st;
 }
 
-gr_status dnnl_cg_compile(ir_ctx_t *ctx, const byoc_region *regions, uint32_t n, const ir_attrs *options,
+/* ---- options ---- */
+
+static const byoc_option DNNL_OPTIONS[] = {
+    {"threads", BYOC_OPT_INT, "0", "oneDNN's threads, 0: every CPU the process may use (process-wide: "
+     "the first region prepared fixes it)", NULL},
+    {"bind", BYOC_OPT_BOOL, "1", "pin oneDNN's threads one per CPU (process-wide, like threads)", NULL},
+    {"disable", BYOC_OPT_STR, "", "patterns kept off the backend, comma-separated: names without \"dnnl.\" "
+     "(nn.conv2d or conv2d, conv2d_bias_relu), or \"composites\" for every fused composite", NULL},
+    {"debug", BYOC_OPT_BOOL, "0", "print each region's primitives, arena plan and the composites run op by op "
+     "to stderr", NULL},
+    {"dump", BYOC_OPT_BOOL, "0", "print each region's JSON graph to stderr when it is prepared", NULL},
+    {"denormals", BYOC_OPT_BOOL, "0", "keep denormal floats (default: flushed to zero while a region runs)", NULL},
+    {"no_reuse", BYOC_OPT_BOOL, "0", "give every intermediate its own memory instead of a shared arena", NULL},
+    {"no_fuse", BYOC_OPT_BOOL, "0", "no post-ops: every op its own primitive", NULL},
+    {"no_pixel_deconv", BYOC_OPT_BOOL, "0", "run stride == kernel 2-D transposed convolutions as oneDNN "
+     "deconvolutions (default: 1x1 convolution + interleave)", NULL},
+    {"deconv_tag", BYOC_OPT_STR, "nhwc", "layout of 2-D transposed convolutions", "nhwc|nchw|any"},
+    {"small_kb", BYOC_OPT_INT, "640", "regions whose tensors are all smaller than this many KiB run "
+     "single-threaded; 0: never", NULL},
+};
+
+/* The engine's options from the backend's, and the thread team's when they were given. */
+static rt_dnnl_opts engine_opts(const byoc_options *o) {
+    const byoc_backend *b = &byoc_dnnl_backend;
+    static const struct { const char *name; rt_dnnl_deconv_tag tag; } TAGS[] = {
+        {"nhwc", RT_DNNL_DECONV_NHWC}, {"nchw", RT_DNNL_DECONV_NCHW}, {"any", RT_DNNL_DECONV_ANY}};
+    rt_dnnl_opts r = {
+        .debug = byoc_option_bool(o, b, "debug"),
+        .dump = byoc_option_bool(o, b, "dump"),
+        .denormals = byoc_option_bool(o, b, "denormals"),
+        .no_reuse = byoc_option_bool(o, b, "no_reuse"),
+        .no_fuse = byoc_option_bool(o, b, "no_fuse"),
+        .no_pixel_deconv = byoc_option_bool(o, b, "no_pixel_deconv"),
+        .small_kb = byoc_option_int(o, b, "small_kb"),
+    };
+    const char *tag = byoc_option_str(o, b, "deconv_tag");
+    for (size_t i = 0; i < sizeof TAGS / sizeof TAGS[0]; i++)
+        if (strcmp(tag, TAGS[i].name) == 0) r.deconv_tag = TAGS[i].tag;
+    if (byoc_option_given(o, b, "threads") || byoc_option_given(o, b, "bind")) {
+        rt_dnnl_thread_opts t = *rt_dnnl_thread_options();
+        if (byoc_option_given(o, b, "threads")) t.threads = (int)byoc_option_int(o, b, "threads");
+        if (byoc_option_given(o, b, "bind")) t.bind = byoc_option_bool(o, b, "bind");
+        rt_dnnl_set_thread_options(&t);
+    }
+    return r;
+}
+
+gr_status dnnl_cg_compile(ir_ctx_t *ctx, const byoc_region *regions, uint32_t n, const byoc_options *options,
                           rt_module **out, gr_diag *diag) {
-    (void)options;
     *out = NULL;
+    rt_dnnl_opts eo = engine_opts(options);
     rt_json_graph **graphs = calloc(n + 1, sizeof(*graphs));
     if (!graphs) return gr_diag_set(diag, GR_ERR_NOMEM, "dnnl codegen: out of memory");
     gr_status st = GR_OK;
-    for (uint32_t i = 0; i < n && !st; i++) st = build_graph(ctx, &regions[i], &graphs[i], diag);
+    for (uint32_t i = 0; i < n && !st; i++) st = build_graph(ctx, &regions[i], eo.debug, &graphs[i], diag);
     /* Build every region's primitives now, so oneDNN rejections surface at compile time
      * naming the region and its layers (the module prepares again lazily; cheap). A region with
      * symbolic dims is built per call shapes, at run time. */
     for (uint32_t i = 0; i < n && !st; i++) {
         void *state = NULL;
         if (rt_json_graph_symbolic(graphs[i])) continue;
-        st = rt_dnnl_engine.prepare(graphs[i], &state, diag);
+        st = rt_dnnl_engine.prepare(graphs[i], &eo, &state, diag);
         if (!st) rt_dnnl_engine.release(graphs[i], state);
     }
     if (st) {
@@ -224,18 +270,19 @@ gr_status dnnl_cg_compile(ir_ctx_t *ctx, const byoc_region *regions, uint32_t n,
         free(graphs);
         return st;
     }
-    *out = rt_json_module_new("dnnl", &rt_dnnl_engine, graphs, n);
+    *out = rt_json_module_new("dnnl", &rt_dnnl_engine, &eo, graphs, n);
     free(graphs);
     return *out ? GR_OK : gr_diag_set(diag, GR_ERR_NOMEM, "dnnl codegen: out of memory");
 }
 
 static gr_status dnnl_load(const uint8_t *buf, size_t len, struct rt_tensor *(*consts)(const char *name, void *user),
-                           void *user, rt_module **out, gr_diag *diag) {
-    return rt_json_module_load(buf, len, &rt_dnnl_engine, consts, user, out, diag);
+                           void *user, const byoc_options *opts, rt_module **out, gr_diag *diag) {
+    rt_dnnl_opts eo = engine_opts(opts);
+    return rt_json_module_load(buf, len, &rt_dnnl_engine, &eo, consts, user, out, diag);
 }
 
 const byoc_backend byoc_dnnl_backend = {
     "dnnl",
     "oneDNN: fused composites (conv1d/conv2d/conv2d_transpose/matmul/dense + bias, affine, eltwise, residual add, "
     "broadcast multiply), pools, softmax, norms, eltwise/binary, concat, resize, reduce, strided_slice",
-    dnnl_patterns, dnnl_cg_compile, dnnl_load, "dnnl_json"};
+    dnnl_patterns, dnnl_cg_compile, dnnl_load, "dnnl_json", DNNL_OPTIONS, sizeof DNNL_OPTIONS / sizeof DNNL_OPTIONS[0]};

@@ -39,7 +39,9 @@ typedef struct dc_comp {
 const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bind *bs, uint32_t n, dc_comp *out);
 
 /* The backend's ordered pattern table: fused composites (longest first), then single ops. */
-gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr_diag *diag);
+/* dnnl.disable keeps the patterns it names, failing their checks. */
+gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_options *opts, const byoc_pattern **out, uint32_t *n,
+                        gr_diag *diag);
 
 /* dnnl_rnn_patterns.c: the recurrent layers' patterns (at most DNNL_RNN_MAX_PATTERNS), written
  * into out; returns how many. */

@@ -318,16 +318,6 @@ static const dnnl_op_entry OPS[] = {
 static bool dnnl_check(const pat_check_ctx *pc, const char **reason, void *user) {
     const dnnl_op_entry *ent = user;
     const ir_expr *e = pc->matched_expr;
-    /* GRAFT_DNNL_DISABLE=relax.mean,relax.power keeps those ops off the backend (bisecting) */
-    const char *dis = getenv("GRAFT_DNNL_DISABLE");
-    if (dis) {
-        const char *hit = strstr(dis, ent->op);
-        size_t l = strlen(ent->op);
-        if (hit && (hit == dis || hit[-1] == ',') && (hit[l] == ',' || hit[l] == 0)) {
-            *reason = "disabled by GRAFT_DNNL_DISABLE";
-            return false;
-        }
-    }
     if (!e || e->kind != IR_CALL) {
         *reason = "not a call";
         return false;
@@ -804,17 +794,6 @@ static const int POST_OPS[RT_DNNL_NPOSTS] = {
 
 static bool comp_check(const pat_check_ctx *pc, const char **reason, void *user) {
     const rt_dnnl_composite *spec = user;
-    /* GRAFT_DNNL_DISABLE=composites (all of them) or =dense,conv2d_bias_relu (those names) */
-    const char *dis = getenv("GRAFT_DNNL_DISABLE");
-    if (dis) {
-        char nm[160];
-        const char *name = rt_dnnl_composite_name(spec, nm, sizeof nm) + 5, *hit = strstr(dis, name);
-        size_t l = strlen(name);
-        if (strstr(dis, "composites") || (hit && (hit == dis || hit[-1] == ',') && (hit[l] == ',' || hit[l] == 0))) {
-            *reason = "composites disabled by GRAFT_DNNL_DISABLE";
-            return false;
-        }
-    }
     if (!pat_check_no_leaking_intermediates(pc, reason, NULL)) return false;
     dc_bind bs[DC_MAX_BINDS];
     uint32_t n = 0;
@@ -829,10 +808,6 @@ static bool comp_check(const pat_check_ctx *pc, const char **reason, void *user)
     dc_comp c;
     const char *r = dc_analyze(pc->ctx, spec, bs, n, &c);
     if (r) *reason = r;
-    if (r && getenv("GRAFT_DNNL_DEBUG")) {
-        char nm[160];
-        fprintf(stderr, "dnnl check: %s rejected: %s\n", rt_dnnl_composite_name(spec, nm, sizeof nm), r);
-    }
     return r == NULL;
 }
 
@@ -891,8 +866,48 @@ static uint32_t all_composites(comp_entry *out) {
 }
 
 
-gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr_diag *diag) {
-    (void)diag;
+/* ---- dnnl.disable ---- */
+
+static bool disabled_check(const pat_check_ctx *pc, const char **reason, void *user) {
+    (void)pc;
+    *reason = user;
+    return false;
+}
+
+/* item names pattern "dnnl.<p>": as p, as "relax.<p>" (an op's name), or without an op's
+ * "nn." ("conv2d" for "nn.conv2d"); "composites" names every fused composite */
+static bool names_pattern(const char *item, size_t l, const byoc_pattern *bp) {
+    const char *p = bp->name + 5;
+    if (l == 10 && strncmp(item, "composites", l) == 0) return bp->check == comp_check;
+    if (strlen(p) == l && strncmp(p, item, l) == 0) return true;
+    if (l > 6 && strncmp(item, "relax.", 6) == 0 && strlen(p) == l - 6 && strncmp(p, item + 6, l - 6) == 0) return true;
+    return strncmp(p, "nn.", 3) == 0 && strlen(p + 3) == l && strncmp(p + 3, item, l) == 0;
+}
+
+/* The patterns the dnnl.disable list names keep their place but fail their check, so the
+ * partition report says why those ops stayed on the host. A name that is no pattern is an
+ * error (a typo would silently disable nothing). */
+static gr_status apply_disable(ir_ctx_t *ctx, const char *list, byoc_pattern *pats, uint32_t n, gr_diag *diag) {
+    for (const char *item = list; item && *item;) {
+        const char *end = strchr(item, ',');
+        size_t l = end ? (size_t)(end - item) : strlen(item);
+        bool hit = false;
+        for (uint32_t i = 0; i < n; i++)
+            if (l && names_pattern(item, l, &pats[i])) {
+                pats[i].check = disabled_check;
+                pats[i].check_user = (void *)ir_internf(ctx, "disabled by the option dnnl.disable=%s", list);
+                hit = true;
+            }
+        if (!hit)
+            return gr_diag_set(diag, GR_ERR_INVALID, "backend option 'dnnl.disable': '%.*s' names no dnnl pattern "
+                               "(see graft backends)", (int)l, item);
+        item = end ? end + 1 : NULL;
+    }
+    return GR_OK;
+}
+
+gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_options *opts, const byoc_pattern **out, uint32_t *n,
+                        gr_diag *diag) {
     comp_entry *comps = malloc(sizeof(comp_entry) * MAX_COMPOSITES);
     if (!comps) return gr_diag_set(diag, GR_ERR_NOMEM, "dnnl patterns: out of memory");
     uint32_t nc = all_composites(comps), nops = sizeof(OPS) / sizeof(OPS[0]), k = 0;
@@ -938,6 +953,8 @@ gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr
     }
     k += dnnl_rnn_patterns(ctx, pats + k);
     k += dnnl_vol_patterns(ctx, pats + k);
+    gr_status st = apply_disable(ctx, byoc_option_str(opts, &byoc_dnnl_backend, "disable"), pats, k, diag);
+    if (st) return st;
     *out = pats;
     *n = k;
     return GR_OK;

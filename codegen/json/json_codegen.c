@@ -961,13 +961,13 @@ gr_status json_cg_build_graphs(ir_ctx_t *ctx, const byoc_region *regions, uint32
     return st;
 }
 
-gr_status json_cg_compile(ir_ctx_t *ctx, const byoc_region *regions, uint32_t n, const ir_attrs *options,
+gr_status json_cg_compile(ir_ctx_t *ctx, const byoc_region *regions, uint32_t n, const byoc_options *options,
                           rt_module **out, gr_diag *diag) {
     (void)options;
     *out = NULL;
     rt_json_graph **graphs = gr_xcalloc(n + 1, sizeof(*graphs));
     gr_status st = json_cg_build_graphs(ctx, regions, n, JSON_CG_PER_OP, graphs, diag);
-    if (!st) *out = rt_json_module_new("json", &rt_json_reference_engine, graphs, n);
+    if (!st) *out = rt_json_module_new("json", &rt_json_reference_engine, NULL, graphs, n);
     free(graphs);
     return st;
 }

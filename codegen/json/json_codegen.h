@@ -22,7 +22,7 @@
 #ifndef GRAFT_CODEGEN_JSON_JSON_CODEGEN_H
 #define GRAFT_CODEGEN_JSON_JSON_CODEGEN_H
 
-#include "byoc/byoc.h"
+#include "byoc/backend.h"
 
 typedef enum json_cg_mode { JSON_CG_PER_OP, JSON_CG_PER_COMPOSITE } json_cg_mode;
 
@@ -30,9 +30,11 @@ typedef enum json_cg_mode { JSON_CG_PER_OP, JSON_CG_PER_COMPOSITE } json_cg_mode
 gr_status json_cg_serialize(ir_ctx_t *ctx, const byoc_region *r, json_cg_mode mode, char **out,
                             gr_diag *diag);
 
-/* The json backend's codegen: one runtime module (reference engine) for all regions. */
+/* The json backend (json_backend.c) and its codegen: one runtime module (reference engine) for
+ * all regions. */
+extern const byoc_backend byoc_json_backend;
 gr_status json_cg_compile(ir_ctx_t *ctx, const byoc_region *regions, uint32_t n,
-                          const ir_attrs *options, rt_module **out, gr_diag *diag);
+                          const byoc_options *options, rt_module **out, gr_diag *diag);
 
 /* Builds the graphs of regions with `mode` and initializes them with their constants (helper
  * for engines: the caller wraps them with rt_json_module_new). graphs: n entries. */

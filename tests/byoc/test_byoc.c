@@ -63,7 +63,7 @@ static ir_module *partition(ir_ctx_t *ctx, const char *input, const char *pat_fi
     uint32_t nb = 1;
     if (pat_file) {
         cr_assert_eq(pat_table_read_file(ctx, pat_file, &t, &d), GR_OK, "%s", d.msg);
-        cr_assert_eq(byoc_patterns_from_table(ctx, t, &extra, &d), GR_OK, "%s", d.msg);
+        cr_assert_eq(byoc_patterns_from_table(ctx, t, NULL, &extra, &d), GR_OK, "%s", d.msg);
         po.extra = extra;
         po.nextra = t->n;
         nb = 0;
@@ -322,15 +322,15 @@ static gr_status stub_call(rt_module *m, const char *s, DLTensor *const *a, uint
 static void stub_destroy(rt_module *m) { (void)m; }
 static const rt_module_i STUB_I = {RT_MODULE_API_VERSION, "stub", stub_call, stub_has, NULL, stub_destroy};
 static int g_stub_regions;
-static gr_status stub_compile(ir_ctx_t *ctx, const byoc_region *r, uint32_t n, const ir_attrs *o, rt_module **out,
+static gr_status stub_compile(ir_ctx_t *ctx, const byoc_region *r, uint32_t n, const byoc_options *o, rt_module **out,
                               gr_diag *d) {
     (void)ctx, (void)r, (void)o, (void)d;
     g_stub_regions += (int)n;
     *out = rt_module_new(&STUB_I, NULL, "stub");
     return GR_OK;
 }
-static gr_status stub_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr_diag *d) {
-    (void)ctx, (void)d;
+static gr_status stub_patterns(ir_ctx_t *ctx, const byoc_options *o, const byoc_pattern **out, uint32_t *n, gr_diag *d) {
+    (void)ctx, (void)o, (void)d;
     *out = NULL;
     *n = 0;
     return GR_OK;
@@ -475,7 +475,7 @@ Test(byoc_json_runtime, serialize_load_run) {
     gr_diag_clear(&d);
     cr_assert_eq(mod->iface->serialize(mod, &buf, &len, &d), GR_OK);
     rt_module *back = NULL;
-    cr_assert_eq(byoc_json_backend.load(buf, len, NULL, NULL, &back, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(byoc_json_backend.load(buf, len, NULL, NULL, NULL, &back, &d), GR_OK, "%s", d.msg);
     /* run both on the same tensors */
     int64_t xs[4] = {1, 4, 8, 8}, ws[4] = {4, 4, 3, 3}, os[4] = {1, 4, 4, 4};
     rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 4, xs), *w1 = rt_tensor_new(IR_DTYPE_F32, 4, ws),
@@ -541,7 +541,7 @@ Test(byoc_json_runtime, bad_graphs) {
     gr_diag_clear(&d);
     cr_assert_eq(rt_json_graph_load("s", unk, strlen(unk), &g, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(rt_json_graph_init(g, NULL, 0, &d), GR_OK);
-    rt_module *m = rt_json_module_new("json", NULL, &g, 1);
+    rt_module *m = rt_json_module_new("json", NULL, NULL, &g, 1);
     int64_t sh[1] = {2};
     rt_tensor *a = rt_tensor_new(IR_DTYPE_F32, 1, sh), *b = rt_tensor_new(IR_DTYPE_F32, 1, sh);
     DLTensor *args[2] = {&a->dl, &b->dl};
@@ -684,7 +684,7 @@ Test(byoc_codegen, annotate_codegen_then_run_codegen) {
     ir_module *m = parse(ctx, GOLDEN "conv2d_relu_x2.relax");
     const byoc_pattern *ps = NULL;
     uint32_t np = 0;
-    cr_assert_eq(byoc_json_backend.get_patterns(ctx, &ps, &np, &d), GR_OK);
+    cr_assert_eq(byoc_json_backend.get_patterns(ctx, NULL, &ps, &np, &d), GR_OK);
     byoc_fuse_opts o = {true, true, 0, NULL};
     ir_module *f = NULL, *c = NULL;
     cr_assert_eq(byoc_fuse_ops_by_pattern(ctx, m, ps, np, &o, NULL, &f, &d), GR_OK, "%s", d.msg);

@@ -27,7 +27,7 @@ static void setup_model(fixture *f, const char *backend) {
     f->ctx = ir_ctx_new();
     cr_assert_eq(ir_parse_file(f->ctx, MODEL, &f->m, &d), GR_OK, "%s", d.msg);
     const char *be[1] = {backend};
-    cr_assert_eq(insp_model_build(f->ctx, f->m, be, 1, &f->im, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(insp_model_build(f->ctx, f->m, be, 1, NULL, &f->im, &d), GR_OK, "%s", d.msg);
     const ir_func *main_fn = ir_module_func(f->m, "main");
     uint32_t seed = 12345;
     f->nin = main_fn->nparams;

@@ -90,7 +90,7 @@ static ir_module *run_case(ir_ctx_t *ctx, const tcase *c, ir_module *in, gr_diag
         pat_table *t = NULL;
         if (pat_table_read_file(ctx, pf, &t, d) != GR_OK) return NULL;
         byoc_pattern *ps = NULL;
-        if (byoc_patterns_from_table(ctx, t, &ps, d) != GR_OK) {
+        if (byoc_patterns_from_table(ctx, t, NULL, &ps, d) != GR_OK) {
             pat_table_free(t);
             return NULL;
         }

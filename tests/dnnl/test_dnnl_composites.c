@@ -505,7 +505,7 @@ Test(dnnl_composites, save_reload) {
     cr_assert_eq(m->iface->serialize(m, &buf, &len, &d), GR_OK, "%s", d.msg);
     cr_expect(memmem(buf, len, "dnnl.conv2d_bias_hardswish", strlen("dnnl.conv2d_bias_hardswish")), "annotation saved");
     rt_module *m2 = NULL;
-    cr_assert_eq(byoc_dnnl_backend.load(buf, len, ct_const, t.part, &m2, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(byoc_dnnl_backend.load(buf, len, ct_const, t.part, NULL, &m2, &d), GR_OK, "%s", d.msg);
     free(buf);
     /* the same module with the reloaded runtime module */
     ir_module *again = ir_module_copy(t.part);
