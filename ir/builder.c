@@ -527,7 +527,6 @@ void ir_bb_free(ir_bb_t *bb) {
     free(bb);
 }
 
-ir_ctx_t *ir_bb_ctx(const ir_bb_t *bb) { return bb->ctx; }
 void ir_bb_set_module(ir_bb_t *bb, const ir_module *m) { bb->mod = m; }
 
 const ir_block *ir_bb_end_block(ir_bb_t *bb) {

@@ -27,7 +27,6 @@ typedef struct ir_bb ir_bb_t;
 /* A builder writing errors to diag (which must outlive it). Pair with ir_bb_free(). */
 ir_bb_t *ir_bb_new(ir_ctx_t *ctx, gr_diag *diag);
 void ir_bb_free(ir_bb_t *bb);
-ir_ctx_t *ir_bb_ctx(const ir_bb_t *bb);
 /* The module used to resolve calls of global functions (R.Callable return of @f); may be NULL.
  * Not owned; it must outlive the builder (or be reset). */
 void ir_bb_set_module(ir_bb_t *bb, const ir_module *m);

@@ -179,10 +179,6 @@ int64_t ir_pass_ctx_config_int(const ir_pass_ctx_t *pc, const char *key) {
     const ir_config_value *v = config_get(pc, key, IR_CONFIG_INT);
     return v ? v->u.i : 0;
 }
-double ir_pass_ctx_config_float(const ir_pass_ctx_t *pc, const char *key) {
-    const ir_config_value *v = config_get(pc, key, IR_CONFIG_FLOAT);
-    return v ? v->u.f : 0.0;
-}
 const char *ir_pass_ctx_config_str(const ir_pass_ctx_t *pc, const char *key) {
     const ir_config_value *v = config_get(pc, key, IR_CONFIG_STR);
     return v ? v->u.s : NULL;

@@ -115,7 +115,6 @@ gr_status ir_pass_ctx_set_config_str(ir_pass_ctx_t *pc, const char *key_eq_value
 /* The value set in pc, else the declared default. Unknown key: false / 0 / NULL. */
 bool ir_pass_ctx_config_bool(const ir_pass_ctx_t *pc, const char *key);
 int64_t ir_pass_ctx_config_int(const ir_pass_ctx_t *pc, const char *key);
-double ir_pass_ctx_config_float(const ir_pass_ctx_t *pc, const char *key);
 const char *ir_pass_ctx_config_str(const ir_pass_ctx_t *pc, const char *key);
 
 /* The context of the innermost ir_pass_run on this thread, or NULL outside of passes. */

@@ -312,12 +312,3 @@ gr_status ir_wellformed_check(const ir_module *m, gr_diag *diag) {
     wf_free(&w);
     return st;
 }
-
-gr_status ir_wellformed_check_func(const ir_module *m, const ir_func *f, const char *name,
-                                   gr_diag *diag) {
-    wf w;
-    wf_init(&w, m, diag);
-    gr_status st = check_top(&w, (ir_expr *)(uintptr_t)f, name);
-    wf_free(&w);
-    return st;
-}

@@ -9,8 +9,5 @@
 
 /* GR_OK, or GR_ERR_WELLFORMED with a diag naming the function, the var and the span's layer. */
 gr_status ir_wellformed_check(const ir_module *m, gr_diag *diag);
-/* One function of m (m gives the context and resolves global calls; it must not be NULL). */
-gr_status ir_wellformed_check_func(const ir_module *m, const ir_func *f, const char *name,
-                                   gr_diag *diag);
 
 #endif

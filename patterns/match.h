@@ -127,9 +127,6 @@ typedef enum pat_edge_kind {
  * and constraints (TVM's PatternContext(incremental=True)). Pair with pat_ctx_free. */
 pat_ctx_t *pat_ctx_new(ir_ctx_t *ctx, const pat_ctx_t *parent, bool incremental);
 void pat_ctx_free(pat_ctx_t *pc);
-/* Adds p to the patterns that must each match a distinct var of the block (edges add their
- * ends implicitly). Adding twice is a no-op. */
-void pat_ctx_add(pat_ctx_t *pc, const pat_t *p);
 /* Edge constraints; index >= 0: a must be b's call argument number `index`; -1: any position. */
 void pat_ctx_used_by(pat_ctx_t *pc, const pat_t *a, const pat_t *b, int index);
 void pat_ctx_only_used_by(pat_ctx_t *pc, const pat_t *a, const pat_t *b, int index);

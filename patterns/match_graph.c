@@ -57,10 +57,6 @@ static uint32_t index_of(pat_ctx_t *pc, const pat_t *p) {
     return pc->pats.len - 1;
 }
 
-void pat_ctx_add(pat_ctx_t *pc, const pat_t *p) {
-    if (pc && p) index_of(pc, p);
-}
-
 static void add_edge(pat_ctx_t *pc, const pat_t *a, const pat_t *b, int index, pat_edge_kind k) {
     if (!pc || !a || !b) return;
     pat_edge e = {index_of(pc, a), index_of(pc, b), index < 0 ? -1 : index, (uint8_t)k};

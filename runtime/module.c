@@ -30,11 +30,6 @@ void rt_module_release(rt_module *m) {
     if (m) gr_object_release(&m->obj);
 }
 
-rt_module *rt_module_retain(rt_module *m) {
-    if (m) gr_object_retain(&m->obj);
-    return m;
-}
-
 rt_module *rt_module_from_object(gr_object *obj) {
     /* type strings are static; compare contents so a copy from another unit still matches */
     if (!obj || !obj->type || strcmp(obj->type, RT_MODULE_TYPE) != 0) return NULL;

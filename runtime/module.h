@@ -38,7 +38,6 @@ struct rt_module {
 /* A new module (refcount 1) over iface/context; pair with rt_module_release(). */
 rt_module *rt_module_new(const rt_module_i *iface, void *context, const char *name);
 void rt_module_release(rt_module *m);
-rt_module *rt_module_retain(rt_module *m);
 /* obj as a runtime module, or NULL when it is something else. */
 rt_module *rt_module_from_object(gr_object *obj);
 
