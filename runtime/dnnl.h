@@ -61,10 +61,11 @@ typedef struct rt_dnnl_opts {
     bool no_reuse;                /* no intermediate shares memory with another */
     bool no_fuse;                 /* no post-ops: every op its own primitive */
     bool no_pixel_deconv;         /* no 1x1 convolution + interleave for stride == kernel deconvs */
-    int64_t small_kb;             /* regions whose tensors are all below this run single-threaded;
-                                     0: never */
+    int64_t small_kb;             /* regions whose tensors are all below this many KiB run
+                                     single-threaded; 0: never */
     rt_dnnl_deconv_tag deconv_tag;
 } rt_dnnl_opts;
+#define RT_DNNL_SMALL_KB_DEFAULT 256
 /* The defaults (what a NULL opts means). */
 rt_dnnl_opts rt_dnnl_default_opts(void);
 

@@ -1098,7 +1098,7 @@ static gr_status build(dn_state *S) {
     return st;
 }
 
-rt_dnnl_opts rt_dnnl_default_opts(void) { return (rt_dnnl_opts){.small_kb = 640}; }
+rt_dnnl_opts rt_dnnl_default_opts(void) { return (rt_dnnl_opts){.small_kb = RT_DNNL_SMALL_KB_DEFAULT}; }
 
 static gr_status dn_prepare(rt_json_graph *g, const void *opts, void **state, gr_diag *d) {
     rt_dnnl_num_threads();
@@ -1129,7 +1129,7 @@ static gr_status dn_prepare(rt_json_graph *g, const void *opts, void **state, gr
     if (ds == dnnl_success) ds = dnnl_primitive_attr_set_scratchpad_mode(S->attr_plain, dnnl_scratchpad_mode_user);
     if (ds != dnnl_success) st = dn_fail(S, NULL, ds, "cannot create the CPU engine");
     if (!st && nn == 0) st = gr_diag_set(d, GR_ERR_INVALID, "dnnl region '%s': empty graph", S->symbol);
-    /* "small": no tensor of the graph above dnnl.small_kb (default 640 KiB: PP-OCR cls is
+    /* "small": no tensor of the graph above dnnl.small_kb (default 256 KiB: PP-OCR cls is
      * small, rec is not; 0: never). Small regions are built and run single-threaded: oneDNN
      * sizes its kernels' work split for the thread count it sees when creating them. */
     size_t lim = (size_t)S->opts.small_kb * 1024, biggest = 0;

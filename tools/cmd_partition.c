@@ -15,6 +15,7 @@
 int cmd_partition(int argc, char **argv) {
     static cli_load_opts lo;
     memset(&lo, 0, sizeof lo);
+    lo.optimize = true;
     const char *input = NULL, *out_path = NULL, *patterns = NULL, *report = NULL, *stop = NULL, *v;
     const char *names[MAX_BACKENDS];
     uint32_t nnames = 0;
@@ -37,6 +38,8 @@ int cmd_partition(int argc, char **argv) {
             if (fr < 0) return CLI_USAGE;
         } else if ((fr = cli_backend_opt_arg(argc, argv, &i, "partition")) >= 0) {
             if (fr) return fr;
+        } else if (strcmp(argv[i], "--no-opt") == 0) {
+            lo.optimize = false;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("partition", "unknown option '%s'", argv[i]);
         } else if (!input) {

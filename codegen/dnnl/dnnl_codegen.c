@@ -203,6 +203,9 @@ static gr_status build_graph(ir_ctx_t *ctx, const byoc_region *r, bool debug, rt
 
 /* ---- options ---- */
 
+#define DNNL_STR_(x) #x
+#define DNNL_STR(x) DNNL_STR_(x)
+
 static const byoc_option DNNL_OPTIONS[] = {
     {"threads", BYOC_OPT_INT, "0", "oneDNN's threads, 0: every CPU the process may use (process-wide: "
      "the first region prepared fixes it)", NULL},
@@ -218,7 +221,7 @@ static const byoc_option DNNL_OPTIONS[] = {
     {"no_pixel_deconv", BYOC_OPT_BOOL, "0", "run stride == kernel 2-D transposed convolutions as oneDNN "
      "deconvolutions (default: 1x1 convolution + interleave)", NULL},
     {"deconv_tag", BYOC_OPT_STR, "nhwc", "layout of 2-D transposed convolutions", "nhwc|nchw|any"},
-    {"small_kb", BYOC_OPT_INT, "640", "regions whose tensors are all smaller than this many KiB run "
+    {"small_kb", BYOC_OPT_INT, DNNL_STR(RT_DNNL_SMALL_KB_DEFAULT), "regions whose tensors are all smaller than this many KiB run "
      "single-threaded; 0: never", NULL},
 };
 
