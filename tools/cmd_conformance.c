@@ -469,7 +469,9 @@ static bool prepare(ir_ctx_t *ctx, ir_module *mod, rt_exec_t **x, conf_msg *m) {
     gr_status st;
     if (g_backend) {
         ir_module *part = NULL;
-        st = byoc_partition_for_backends(ctx, mod, &g_backend, 1, &part, &d);
+        byoc_partition_opts po = {0};
+        po.options = cli_backend_options();
+        st = byoc_partition(ctx, mod, &g_backend, 1, &po, &part, &d);
         if (st != GR_OK) {
             msg_set(m, status_of(st), "partition: %s", d.msg);
             return false;
@@ -486,7 +488,7 @@ static bool prepare(ir_ctx_t *ctx, ir_module *mod, rt_exec_t **x, conf_msg *m) {
         uint8_t *buf = NULL;
         size_t len = 0;
         st = graft_model_build(mod, &buf, &len, &d);
-        if (st == GR_OK) st = graft_model_load_buffer(buf, len, &g_model, &d);
+        if (st == GR_OK) st = graft_model_load_buffer_opts(buf, len, cli_backend_options(), &g_model, &d);
         free(buf);
         if (st == GR_ERR_UNSUPPORTED) st = GR_OK;
         if (st != GR_OK) {

@@ -79,6 +79,8 @@ static void print_help(FILE *out) {
                  "usage: graft COMMAND [ARGS]\n\ncommands:\n", GRAFT_VERSION);
     for (size_t i = 0; i < NCOMMANDS; i++) fprintf(out, "  graft %s\n", COMMANDS[i].usage);
     fprintf(out, "\noptions:\n  --help      this help\n  --version   print the version\n"
+                 "\nenvironment: GRAFT_NUM_THREADS, GRAFT_DNNL_DEBUG, ... set the dnnl backend's options\n"
+                 "  (see graft backends) unless --backend-opt sets them\n"
                  "\nexit status: 0 success, 1 error in the input, 2 usage error\n");
 }
 
