@@ -888,21 +888,25 @@ static bool names_pattern(const char *item, size_t l, const byoc_pattern *bp) {
  * partition report says why those ops stayed on the host. A name that is no pattern is an
  * error (a typo would silently disable nothing). */
 static gr_status apply_disable(ir_ctx_t *ctx, const char *list, byoc_pattern *pats, uint32_t n, gr_diag *diag) {
-    for (const char *item = list; item && *item;) {
+    if (!list || !*list) return GR_OK;
+    bool *off = gr_xcalloc(n + 1, sizeof(bool));
+    for (const char *item = list; item;) {
         const char *end = strchr(item, ',');
         size_t l = end ? (size_t)(end - item) : strlen(item);
         bool hit = false;
         for (uint32_t i = 0; i < n; i++)
-            if (l && names_pattern(item, l, &pats[i])) {
-                pats[i].check = disabled_check;
-                pats[i].check_user = (void *)ir_internf(ctx, "disabled by the option dnnl.disable=%s", list);
-                hit = true;
-            }
-        if (!hit)
+            if (l && names_pattern(item, l, &pats[i])) off[i] = hit = true;
+        if (!hit) {
+            free(off);
             return gr_diag_set(diag, GR_ERR_INVALID, "backend option 'dnnl.disable': '%.*s' names no dnnl pattern "
                                "(see graft backends)", (int)l, item);
+        }
         item = end ? end + 1 : NULL;
     }
+    const char *why = ir_internf(ctx, "disabled by the option dnnl.disable=%s", list);
+    for (uint32_t i = 0; i < n; i++)
+        if (off[i]) pats[i] = (byoc_pattern){pats[i].name, pats[i].pattern, disabled_check, (void *)why};
+    free(off);
     return GR_OK;
 }
 
