@@ -45,7 +45,7 @@
 #include "ir/transform.h"
 #include "runtime/dnnl.h"
 #include "runtime/executor.h"
-#include "runtime/graft_model.h"
+#include "deploy/graft_model.h"
 #include "runtime/npy.h"
 
 typedef struct model_def {

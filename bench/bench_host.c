@@ -19,7 +19,7 @@
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform.h"
 #include "runtime/executor.h"
-#include "runtime/graft_model.h"
+#include "deploy/graft_model.h"
 #include "runtime/plan.h"
 
 static char *env_model(const char *key) {

@@ -22,7 +22,7 @@
 #include "ir/builder.h"
 #include "ir/op.h"
 #include "ir/transform.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 /* CPU time of this process: the machine is shared, wall time would measure the neighbours. */
 static double now(void) {

@@ -18,7 +18,7 @@
 #include "ir/builder.h"
 #include "ir/op.h"
 #include "patterns/match.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 enum { NPATS = 40 };
 

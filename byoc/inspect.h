@@ -27,7 +27,7 @@
 #include <stdbool.h>
 
 #include "byoc/byoc.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 #include "runtime/value.h"
 
 typedef struct insp_model insp_model;

@@ -6,7 +6,7 @@
 
 #include "byoc/byoc_impl.h"
 #include "ir/op.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 /* Dims for counting FLOPs: static ones, and symbolic ones evaluated with every var at
  * FLOPS_SYM_AT (a model's dynamic dims get one nominal size; the offloaded share is what the

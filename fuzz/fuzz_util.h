@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "ir/dtype.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 /* Inputs may declare any shape: tensors above this many elements are not made (the run is
  * skipped), so a fuzzed "1000000x1000000" costs nothing. */

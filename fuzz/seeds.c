@@ -17,7 +17,7 @@
 #include "byoc/byoc.h"
 #include "ir/parser.h"
 #include "patterns/pattern_text.h"
-#include "runtime/graft_model.h"
+#include "deploy/graft_model.h"
 #include "runtime/module.h"
 #include "runtime/npy.h"
 

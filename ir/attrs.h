@@ -8,7 +8,7 @@
 
 #include "ir/ctx.h"
 #include "ir/dtype.h"
-#include "ir/object.h"
+#include "base/object.h"
 #include "ir/prim.h"
 
 struct ir_expr;

@@ -15,7 +15,7 @@
 #ifndef GRAFT_IR_CTX_H
 #define GRAFT_IR_CTX_H
 
-#include "ir/api.h"
+#include "base/api.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ir/status.h"
+#include "base/status.h"
 
 typedef struct ir_ctx ir_ctx_t;
 

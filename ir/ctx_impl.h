@@ -3,7 +3,7 @@
 #define GRAFT_IR_CTX_IMPL_H
 
 #include "ir/ctx.h"
-#include "ir/object.h"
+#include "base/object.h"
 
 struct ir_op;
 

@@ -15,7 +15,7 @@
 
 #include "ir/idtab_impl.h"
 #include "ir/op.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 /* ---- equality state ---- */
 

@@ -6,7 +6,7 @@
 
 #include "ir/ctx_impl.h"
 #include "ir/op.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 static const char *const KIND_NAMES[IR_EXPR_KIND_COUNT] = {
     "Var", "DataflowVar", "Constant", "Tuple", "TupleGetItem", "Call", "Op", "GlobalVar",

@@ -19,7 +19,7 @@
 #include "ir/op.h"
 #include "ir/parser_impl.h"
 #include "ir/text_impl.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 enum { MAX_DEPTH = 200, MAX_DIMS = 64 };
 

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "ir/pass_impl.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 typedef struct bind_params {
     char *func;

@@ -11,7 +11,7 @@
 #include "ir/op.h"
 #include "ir/pass_impl.h"
 #include "ir/si_builder.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 static bool str_is(const ir_attrs *a, const char *key, const char *want) {
     const char *s = ir_attrs_get_str(a, key);

@@ -9,7 +9,7 @@
 #include "ir/pass_impl.h"
 #include "ir/si_builder.h"
 #include "runtime/kernels.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 enum { FOLD_MAX_ELEMS = 1 << 24 };  /* do not materialize huge constants */
 

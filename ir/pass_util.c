@@ -5,7 +5,7 @@
 #include "ir/op.h"
 #include "ir/pass_impl.h"
 #include "ir/transform_impl.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 void pu_init(pu_rewriter *r, ir_ctx_t *ctx, gr_diag *diag) {
     memset(r, 0, sizeof(*r));

@@ -11,7 +11,7 @@
 #include "ir/op.h"
 #include "ir/text_impl.h"
 #include "ir/visit.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 typedef GR_VEC(const ir_prim *) prim_vec;
 typedef GR_VEC(const ir_const *) const_vec;

@@ -17,7 +17,7 @@
 #ifndef GRAFT_IR_TRANSFORM_H
 #define GRAFT_IR_TRANSFORM_H
 
-#include "ir/api.h"
+#include "base/api.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "runtime/dnnl_impl.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 typedef struct dn_tap_plan {
     uint32_t *start;              /* per primitive + 1 (slot 0: before any): index into ents */

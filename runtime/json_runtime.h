@@ -22,7 +22,7 @@
 
 #include "ir/op.h"
 #include "runtime/module.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 typedef struct rt_json_entry {
     uint32_t nid, index;

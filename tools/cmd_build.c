@@ -10,7 +10,7 @@
 
 #include "byoc/byoc.h"
 #include "ir/transform.h"
-#include "runtime/graft_model.h"
+#include "deploy/graft_model.h"
 #include "runtime/npy.h"
 #include "tools/cli.h"
 #include "tools/profile.h"

@@ -22,7 +22,7 @@
 #include "ir/dtype.h"
 #include "ir/op.h"
 #include "ir/sinfo.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 /* ---- checks ---- */
 

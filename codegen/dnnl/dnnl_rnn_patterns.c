@@ -11,7 +11,7 @@
 #include "ir/dtype.h"
 #include "ir/op.h"
 #include "ir/sinfo.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 static bool f32_static(const ir_sinfo *s) {
     int64_t shape[RT_MAX_NDIM];

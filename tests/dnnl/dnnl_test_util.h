@@ -18,7 +18,7 @@
 #include "runtime/dnnl.h"
 #include "runtime/json_runtime.h"
 #include "runtime/module.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 #define DT_RTOL 1e-4
 #define DT_ATOL 1e-4

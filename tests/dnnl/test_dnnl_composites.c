@@ -17,7 +17,7 @@
 #include "ir/transform.h"
 #include "runtime/dnnl.h"
 #include "runtime/executor.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 #define CT_RTOL 1e-4
 #define CT_ATOL 1e-4

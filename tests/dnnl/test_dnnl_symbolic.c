@@ -25,7 +25,7 @@
 #include "ir/transform.h"
 #include "runtime/dnnl.h"
 #include "runtime/executor.h"
-#include "runtime/graft_model.h"
+#include "deploy/graft_model.h"
 #include "runtime/npy.h"
 #include "runtime/plan.h"
 

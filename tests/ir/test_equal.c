@@ -6,7 +6,7 @@
 #include "ir/builder.h"
 #include "ir/equal.h"
 #include "ir/op.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 #include "tests/ir/h3_util.h"
 
 static ir_ctx_t *ctx;

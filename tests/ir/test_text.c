@@ -11,7 +11,7 @@
 #include "ir/op.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 static char *read_text(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");

@@ -13,7 +13,7 @@
 #include "codegen/llvm/llvm_host.h"
 #include "ir/parser.h"
 #include "runtime/executor.h"
-#include "runtime/graft_model.h"
+#include "deploy/graft_model.h"
 #include "runtime/plan.h"
 
 static uint32_t rng(uint32_t *s) {

@@ -13,7 +13,7 @@
 #include "ir/op.h"
 #include "ir/span.h"
 #include "runtime/kernels.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 #include "runtime/value.h"
 
 static ir_ctx_t *kt_ctx;

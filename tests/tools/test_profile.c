@@ -15,7 +15,7 @@
 
 #include "ir/dtype.h"
 #include "runtime/npy.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 static const char *graft(void) {
     static char path[PATH_MAX];

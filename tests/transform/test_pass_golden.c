@@ -13,7 +13,7 @@
 #include "ir/printer.h"
 #include "ir/transform.h"
 #include "runtime/executor.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 #include "runtime/value.h"
 
 #define GOLDEN_DIR "tests/golden/passes/"

@@ -10,7 +10,7 @@
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform.h"
 #include "runtime/executor.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 #define NODE_DIR "/usr/share/libonnx-testdata/data/node"
 

@@ -4,7 +4,7 @@
 
 #include "ir/si_builder.h"
 #include "ir/transform.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 static ir_ctx_t *ctx;
 static void setup(void) { ctx = ir_ctx_new(); }

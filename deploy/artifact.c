@@ -1,4 +1,4 @@
-/* The deployable artifact: build (plan + LLVM object + text) and load (runtime/graft_model.h). */
+/* The deployable artifact: build (plan + LLVM object + text) and load (deploy/graft_model.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include "graft/graft_artifact.pb-c.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "runtime/graft_model.h"
+#include "deploy/graft_model.h"
 #include "runtime/dnnl.h"
 #include "runtime/json_runtime.h"
 #include "runtime/module.h"

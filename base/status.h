@@ -3,10 +3,10 @@
  * Public functions that can fail return a gr_status (0 = success, negative = error) and, when
  * given a gr_diag, fill it with a message that names the file, the frontend layer and the op.
  * The codes, their names and their messages come from one table (libuv's UV_ERRNO_MAP). */
-#ifndef GRAFT_IR_STATUS_H
-#define GRAFT_IR_STATUS_H
+#ifndef GRAFT_BASE_STATUS_H
+#define GRAFT_BASE_STATUS_H
 
-#include "ir/api.h"
+#include "base/api.h"
 
 #include <stdarg.h>
 #include <stddef.h>
