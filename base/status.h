@@ -65,7 +65,7 @@ gr_status gr_vfail(gr_diag *d, gr_status code, const char *layer, const char *op
 /* Out of memory, one policy by the kind of allocation:
  * - bookkeeping whose size the program bounds (IR nodes and the context arena, containers,
  *   strings, plans, pattern and codegen state) goes through the ctx arena or gr_xmalloc /
- *   gr_xcalloc / gr_xrealloc (ir/ctx.h), which print and abort: such a failure means the process
+ *   gr_xcalloc / gr_xrealloc (base/sys.h), which print and abort: such a failure means the process
  *   is out of memory, and no caller could do anything useful with an error;
  * - data whose size comes from the model or its inputs (tensors, activations, arenas, kernel
  *   scratch, oneDNN memories, copies of a loaded graph) is allocated with malloc and a NULL is
