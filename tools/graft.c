@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "runtime/dnnl.h"
+#include "runtime/const_eval.h"
 
 #include "tools/cli.h"
 #include "tools/cmd_build.h"
@@ -89,6 +90,7 @@ static void options_from_env(void) {
 }
 
 int main(int argc, char **argv) {
+    rt_const_eval_install();  /* FoldConstant folds on the reference kernels */
     options_from_env();
     if (argc < 2) {
         print_help(stderr);
