@@ -41,12 +41,12 @@
 
 #include "bench/bench_util.h"
 #include "byoc/byoc.h"
+#include "deploy/graft_model.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform.h"
+#include "runtime/const_eval.h"
 #include "runtime/dnnl.h"
 #include "runtime/executor.h"
-#include "runtime/const_eval.h"
-#include "deploy/graft_model.h"
 #include "runtime/npy.h"
 
 typedef struct model_def {

@@ -16,11 +16,11 @@
 
 #include "bench/bench_util.h"
 #include "codegen/llvm/llvm_host.h"
+#include "deploy/graft_model.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform.h"
-#include "runtime/executor.h"
 #include "runtime/const_eval.h"
-#include "deploy/graft_model.h"
+#include "runtime/executor.h"
 #include "runtime/plan.h"
 
 static char *env_model(const char *key) {

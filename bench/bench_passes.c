@@ -18,12 +18,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/tensor.h"
 #include "bench/bench_util.h"
 #include "ir/builder.h"
 #include "ir/op.h"
 #include "ir/transform.h"
 #include "runtime/const_eval.h"
-#include "base/tensor.h"
 
 /* CPU time of this process: the machine is shared, wall time would measure the neighbours. */
 static double now(void) {

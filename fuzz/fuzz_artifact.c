@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deploy/graft_model.h"
 #include "fuzz/fuzz_util.h"
 #include "graft/graft_artifact.pb-c.h"
-#include "deploy/graft_model.h"
 
 #define ART_SEED 0x67726166ull  /* deploy/artifact.c */
 #define MAX_KNOWN 256

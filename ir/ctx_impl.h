@@ -2,8 +2,8 @@
 #ifndef GRAFT_IR_CTX_IMPL_H
 #define GRAFT_IR_CTX_IMPL_H
 
-#include "ir/ctx.h"
 #include "base/object.h"
+#include "ir/ctx.h"
 
 struct ir_op;
 

@@ -2,8 +2,8 @@
  * the param's span, so input names stay traceable); the function loses those params. */
 #include <string.h>
 
-#include "ir/pass_impl.h"
 #include "base/tensor.h"
+#include "ir/pass_impl.h"
 
 typedef struct bind_params {
     char *func;

@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "ir/ctx_impl.h"
 #include "ir/op.h"
 #include "ir/text_impl.h"
 #include "ir/visit.h"
-#include "base/tensor.h"
 
 typedef GR_VEC(const ir_prim *) prim_vec;
 typedef GR_VEC(const ir_const *) const_vec;

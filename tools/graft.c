@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/dnnl.h"
 #include "runtime/const_eval.h"
+#include "runtime/dnnl.h"
 
 #include "tools/cli.h"
 #include "tools/cmd_build.h"

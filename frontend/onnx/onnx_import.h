@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ir/expr.h"
 #include "base/tensor.h"
+#include "ir/expr.h"
 #include "runtime/value.h"
 
 typedef struct onnx_input_shape {

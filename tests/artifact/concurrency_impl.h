@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "byoc/byoc.h"
-#include "ir/parser.h"
 #include "deploy/graft_model.h"
+#include "ir/parser.h"
 
 #define NTHREADS 4
 #define NINPUTS 3     /* distinct inputs per thread */
