@@ -15,7 +15,9 @@ VISIBILITY = -fvisibility=hidden
 LLVM_CONFIG ?= llvm-config-14
 LDLIBS = -lm -lpthread
 
-LAYERS = base ir patterns byoc runtime frontend/onnx codegen/json codegen/dnnl codegen/llvm deploy
+# The library's folders, bottom layer first; an include may only point down (DESIGN.md's layer
+# picture, checked by scripts/check_layers.sh in `make test`, which also keeps this list in step).
+LAYERS = base ir patterns runtime byoc frontend/onnx codegen/json codegen/llvm codegen/dnnl deploy
 LIB_SRC = $(foreach d,$(LAYERS),$(wildcard $(d)/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TOOL_SRC = $(wildcard tools/*.c)
@@ -179,6 +181,7 @@ endif
 DNNL_AVX2_FILTER ?= dnnl*/*
 TVM_PY = build/third_party/tvm
 test: deps models
+	@sh scripts/check_layers.sh
 	@$(MAKE) --no-print-directory all $(BUILD)/tests/run_tests
 	@rm -rf $(BUILD)/tvm_suite
 	@if [ -f $(TVM_PY)/.installed-0.27.0 ]; then \
