@@ -33,8 +33,18 @@ byoc/backend.c=codegen/json/json_codegen.h
 
 makefile_layers=$(sed -n 's/^LAYERS *= *//p' Makefile)
 
-find . -path ./build -prune -o -path './.*' -prune -o \( -name '*.c' -o -name '*.h' \) -print |
-    sed 's#^\./##' | sort |
+# The sources: tracked and new files in a git checkout (whatever the build directory), else
+# every .c and .h outside build/.
+sources() {
+    if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        git ls-files --cached --others --exclude-standard -- '*.c' '*.h'
+    else
+        find . -path ./build -prune -o -path './.*' -prune -o \( -name '*.c' -o -name '*.h' \) -print |
+            sed 's#^\./##'
+    fi
+}
+
+sources | sort -u | while read -r f; do [ -f "$f" ] && echo "$f"; done |
     awk -v levels="$LEVELS" -v generated="$GENERATED" -v pending="$PENDING" \
         -v makefile_layers="$makefile_layers" '
 function layer_of(path,    best, f) {
