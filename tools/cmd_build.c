@@ -9,8 +9,8 @@
 #include <time.h>
 
 #include "byoc/byoc.h"
+#include "deploy/graft_model.h"
 #include "ir/transform.h"
-#include "runtime/graft_model.h"
 #include "runtime/npy.h"
 #include "tools/cli.h"
 #include "tools/profile.h"

@@ -13,9 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/tensor.h"
 #include "ir/dtype.h"
 #include "runtime/npy.h"
-#include "runtime/tensor.h"
 
 static const char *graft(void) {
     static char path[PATH_MAX];
