@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ir/api.h"
+#include "base/api.h"
 #include "ir/expr.h"
 #include "patterns/match.h"
 #include "runtime/module.h"

@@ -12,7 +12,7 @@
 #include "ir/parser.h"
 #include "runtime/dnnl.h"
 #include "runtime/executor.h"
-#include "runtime/graft_model.h"
+#include "deploy/graft_model.h"
 
 static const char *k_mod =
     "@I.ir_module\n"
