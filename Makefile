@@ -17,7 +17,7 @@ LDLIBS = -lm -lpthread
 
 # The library's folders, bottom layer first; an include may only point down (DESIGN.md's layer
 # picture, checked by scripts/check_layers.sh in `make test`, which also keeps this list in step).
-LAYERS = base ir patterns runtime byoc frontend/onnx codegen/json codegen/llvm codegen/dnnl deploy
+LAYERS = base ir patterns runtime byoc frontend/onnx codegen/json codegen/llvm codegen/dnnl backends deploy
 LIB_SRC = $(foreach d,$(LAYERS),$(wildcard $(d)/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TOOL_SRC = $(wildcard tools/*.c)

@@ -32,8 +32,11 @@
 
 /* ---- Backends ----
  * The contract a backend fills in and its options: byoc/backend.h. The registry
- * (byoc/registry.c) lists the built-in backends, json and dnnl; a program may register more at
- * start-up. Registering a name twice replaces the old entry. */
+ * (byoc/registry.c) starts with the built-in backends, json and dnnl; a program may register
+ * more at start-up. Registering a name twice replaces the old entry. */
+/* The built-in backends, NULL-terminated: defined by backends/builtin.c, the one file above
+ * every backend folder (this layer cannot include them). */
+extern const byoc_backend *const byoc_builtin_backends[];
 void byoc_backend_register(const byoc_backend *b);
 const byoc_backend *byoc_backend_find(const char *name);
 /* The backend whose loader reads module blobs of this kind ("dnnl_json"), NULL when none. */

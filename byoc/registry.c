@@ -1,15 +1,10 @@
-/* The backend registry: the built-in backends in one list (as QBE's tlist[]), plus any a
- * program registers at start-up. The passes, the artifact loader and `graft backends` find a
- * backend here. */
+/* The backend registry: the built-in backends (backends/builtin.c's list), plus any a program
+ * registers at start-up. The passes, the artifact loader and `graft backends` find a backend
+ * here. */
 #include <pthread.h>
 #include <string.h>
 
 #include "byoc/byoc.h"
-
-/* The built-in backends, each defined in its own folder. */
-extern const byoc_backend byoc_json_backend, byoc_dnnl_backend;
-static const byoc_backend *const BUILTIN[] = {&byoc_json_backend, &byoc_dnnl_backend};
-#define NBUILTIN (sizeof BUILTIN / sizeof BUILTIN[0])
 
 #define MAX_BACKENDS 32
 static const byoc_backend *g_backends[MAX_BACKENDS];
@@ -17,7 +12,8 @@ static uint32_t g_nbackends;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void registry_init(void) {
-    for (size_t i = 0; i < NBUILTIN; i++) g_backends[g_nbackends++] = BUILTIN[i];
+    for (size_t i = 0; byoc_builtin_backends[i] && g_nbackends < MAX_BACKENDS; i++)
+        g_backends[g_nbackends++] = byoc_builtin_backends[i];
 }
 
 void byoc_backend_register(const byoc_backend *b) {

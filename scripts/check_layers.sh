@@ -17,7 +17,7 @@ patterns runtime
 byoc frontend/onnx
 codegen/json codegen/llvm
 codegen/dnnl
-deploy
+backends deploy
 tools tests bench fuzz examples
 '
 # Headers generated into $(BUILD)/gen, by the folder of their source.
