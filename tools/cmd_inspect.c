@@ -48,13 +48,14 @@ static bool parse_atol(const char *s, insp_args *a) {
 }
 
 /* The options of the three commands; `allowed` lists the ones cmd takes beyond INPUT,
- * --backend, --input and --input-shape. */
+ * --backend, --backend-opt, --input and --input-shape. */
 static int parse(const char *cmd, const char *allowed, int argc, char **argv, insp_args *a) {
     const char *v;
     a->rtol = 1e-3;
     a->atol = 0;
     a->atol_scale = 1e-5;
     a->lo.optimize = true; /* what `graft build` and `graft run` offload */
+    int br;
     for (int i = 0; i < argc; i++) {
         bool missing = false;
         const char *opt = argv[i];
@@ -65,6 +66,8 @@ static int parse(const char *cmd, const char *allowed, int argc, char **argv, in
         }
         if (strcmp(opt, "--no-opt") == 0) {
             a->lo.optimize = false;
+        } else if ((br = cli_backend_opt_arg(argc, argv, &i, cmd)) >= 0) {
+            if (br) return br;
         } else if (cli_opt(argc, argv, &i, "--backend", &v, &missing)) {
             if (missing || a->nbackends == MAX_BACKENDS) return cli_usage_error(cmd, "--backend takes a backend name");
             if (!byoc_backend_find(v)) return cli_usage_error(cmd, "unknown backend '%s' (see graft backends)", v);

@@ -93,6 +93,8 @@ Test(backend_opt_cli, unknown_option_and_bad_value_exit_1) {
     cr_expect(strstr(err, "dnnl.disable") && strstr(err, "'conv9'"), "%s", err);
     cr_expect_eq(run("GRAFT_NUM_THREADS=some", "partition m.relax --backend dnnl"), 1);
     cr_expect(strstr(err, "GRAFT_NUM_THREADS") && strstr(err, "dnnl.threads"), "%s", err);
+    cr_expect_eq(run("", "diff m.relax --backend dnnl --backend-opt dnnl.no_fuse=maybe"), 1);
+    cr_expect(strstr(err, "graft diff: backend option 'dnnl.no_fuse'"), "%s", err);
     cr_expect_eq(run("", "partition m.relax --backend dnnl --backend-opt"), 2, "no value: a usage error");
 }
 
