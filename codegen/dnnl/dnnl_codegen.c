@@ -143,7 +143,7 @@ static gr_status annotate(ir_ctx_t *ctx, const byoc_region *r, json_t *doc, gr_d
             }
             for (uint32_t k = 0; k < nb && !st; k++) {
                 const char *nm = json_string_value(json_object_get(json_array_get(nodes, (size_t)nids[k]), "name"));
-                if (!nm || strcmp(nm, IR_AS(bs[k].call->callee, ir_op)->def->name))
+                if (!nm || ir_op_id_find(nm) != ir_op_id_of(&bs[k].call->base))
                     st = gr_diag_set(diag, GR_ERR_INVALID, "dnnl codegen '%s': composite %s does not line up with node %d",
                                      r->symbol, name, nids[k]);
             }

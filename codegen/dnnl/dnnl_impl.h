@@ -41,12 +41,10 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
 /* The backend's ordered pattern table: fused composites (longest first), then single ops. */
 gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr_diag *diag);
 
-/* dnnl_rnn_patterns.c: the recurrent layers' patterns (at most DNNL_RNN_MAX_PATTERNS), written
- * into out; returns how many. */
-#define DNNL_RNN_MAX_PATTERNS 3
-uint32_t dnnl_rnn_patterns(ir_ctx_t *ctx, byoc_pattern *out);
-/* dnnl_vol_patterns.c: 3-D convolutions and pools, the same way. */
-#define DNNL_VOL_MAX_PATTERNS 4
-uint32_t dnnl_vol_patterns(ir_ctx_t *ctx, byoc_pattern *out);
+/* The checks of the ops whose rows in runtime/dnnl_op_table.h are DN_K_OWN: NULL when the
+ * call is fine, else the reason. dnnl_rnn_patterns.c: lstm / gru / rnn; dnnl_vol_patterns.c:
+ * conv3d / conv3d_transpose / max_pool3d / avg_pool3d. */
+const char *dnnl_rnn_check(const ir_call *c, ir_ctx_t *ctx);
+const char *dnnl_vol_check(const ir_call *c, ir_ctx_t *ctx);
 
 #endif

@@ -22,6 +22,7 @@
 #include "ir/dtype.h"
 #include "ir/op.h"
 #include "ir/sinfo.h"
+#include "runtime/dnnl_op_table.h"
 #include "runtime/tensor.h"
 
 /* ---- checks ---- */
@@ -77,8 +78,7 @@ static const char *chk_binary(const ir_call *c, ir_ctx_t *ctx) {
     const ir_expr *a = c->args[0], *b = c->args[1];
     if (scalar_expr(a) || scalar_expr(b)) return NULL;
     if (same_shape(b->sinfo, c->base.sinfo) && !same_shape(a->sinfo, c->base.sinfo) &&
-        c->base.sinfo->ndim == 1 && c->callee->kind == IR_OP &&
-        !strcmp(IR_AS(c->callee, ir_op)->def->name, "relax.divide"))
+        c->base.sinfo->ndim == 1 && ir_op_id_of(&c->base) == IR_OP_DIVIDE)
         /* y / x runs as x^-1 with a broadcast multiply post-op; oneDNN 2.6 gets that wrong
          * on 1-D tensors (2-D and up are right; tests/dnnl) */
         return "1-D divide with a broadcast numerator";
@@ -255,74 +255,32 @@ static const char *chk_strided_slice(const ir_call *c, ir_ctx_t *ctx) {
 }
 
 typedef struct dnnl_op_entry {
-    const char *op;               /* relax op name */
+    ir_op_id op;
+    int kind;                     /* DN_K_* (runtime/dnnl_op_table.h) */
     op_check check;
 } dnnl_op_entry;
 
-/* Priority order: compute ops first (the table order is also `graft backends`' order). */
+/* The rows of runtime/dnnl_op_table.h, in its priority order. */
 static const dnnl_op_entry OPS[] = {
-    {"relax.nn.conv2d", chk_conv2d},
-    {"relax.nn.conv1d", chk_conv1d},
-    {"relax.nn.conv2d_transpose", chk_deconv2d},
-    {"relax.nn.conv1d_transpose", chk_deconv1d},
-    {"relax.matmul", chk_matmul},
-    {"relax.nn.max_pool2d", chk_pool},
-    {"relax.nn.avg_pool2d", chk_pool},
-    {"relax.nn.max_pool1d", chk_pool},
-    {"relax.nn.avg_pool1d", chk_pool},
-    {"relax.nn.adaptive_avg_pool2d", chk_adaptive},
-    {"relax.nn.adaptive_max_pool2d", chk_adaptive},
-    {"relax.nn.adaptive_avg_pool1d", chk_adaptive},
-    {"relax.nn.softmax", chk_none},
-    {"relax.nn.log_softmax", chk_none},
-    {"relax.nn.layer_norm", chk_layer_norm},
-    {"relax.nn.batch_norm", chk_batch_norm},
-    {"relax.add", chk_binary},
-    {"relax.subtract", chk_binary},
-    {"relax.multiply", chk_binary},
-    {"relax.divide", chk_binary},
-    {"relax.maximum", chk_binary},
-    {"relax.minimum", chk_binary},
-    {"relax.power", chk_power},
-    {"relax.nn.relu", chk_none},
-    {"relax.nn.leakyrelu", chk_none},
-    {"relax.nn.relu6", chk_none},
-    {"relax.clip", chk_clip},
-    {"relax.sigmoid", chk_none},
-    {"relax.tanh", chk_none},
-    {"relax.exp", chk_none},
-    {"relax.log", chk_none},
-    {"relax.sqrt", chk_none},
-    {"relax.rsqrt", chk_none},
-    {"relax.abs", chk_none},
-    {"relax.square", chk_none},
-    {"relax.negative", chk_none},
-    {"relax.nn.gelu", chk_none},
-    {"relax.nn.gelu_tanh", chk_none},
-    {"relax.nn.silu", chk_none},
-    {"relax.concat", chk_concat},
-    {"relax.image.resize2d", chk_resize},
-    {"relax.mean", chk_none},
-    {"relax.sum", chk_none},
-    {"relax.max", chk_none},
-    {"relax.min", chk_none},
-    {"relax.prod", chk_none},
-    {"relax.reshape", chk_none},
-    {"relax.flatten", chk_none},
-    {"relax.squeeze", chk_none},
-    {"relax.expand_dims", chk_none},
-    {"relax.permute_dims", chk_none},
-    {"relax.strided_slice", chk_strided_slice},
+#define X(op, kind, check, handler, alg, alpha, beta) {IR_OP_##op, kind, check},
+    DNNL_OPS(X)
+#undef X
 };
 
 static bool dnnl_check(const pat_check_ctx *pc, const char **reason, void *user) {
     const dnnl_op_entry *ent = user;
     const ir_expr *e = pc->matched_expr;
+    if (ent->kind == DN_K_OWN) {
+        const char *r = !e || e->kind != IR_CALL ? "not a call" : ent->check(IR_AS(e, ir_call), pc->ctx);
+        if (r) *reason = r;
+        return r == NULL;
+    }
     /* GRAFT_DNNL_DISABLE=relax.mean,relax.power keeps those ops off the backend (bisecting) */
     const char *dis = getenv("GRAFT_DNNL_DISABLE");
     if (dis) {
-        const char *hit = strstr(dis, ent->op);
-        size_t l = strlen(ent->op);
+        const char *opname = ir_op_def_at((uint32_t)ent->op)->name;
+        const char *hit = strstr(dis, opname);
+        size_t l = strlen(opname);
         if (hit && (hit == dis || hit[-1] == ',') && (hit[l] == ',' || hit[l] == 0)) {
             *reason = "disabled by GRAFT_DNNL_DISABLE";
             return false;
@@ -362,9 +320,10 @@ static bool dnnl_check(const pat_check_ctx *pc, const char **reason, void *user)
 
 /* ================================================================ composites ==== */
 
-static bool op_is(const ir_call *c, const char *op) {
-    return c && c->callee->kind == IR_OP && strcmp(IR_AS(c->callee, ir_op)->def->name, op) == 0;
-}
+static bool op_is(const ir_call *c, ir_op_id op) { return c && ir_op_id_of(&c->base) == op; }
+
+/* The name of op id (patterns are built from names). */
+#define OPN(id) (ir_op_def_at(IR_OP_##id)->name)
 
 static bool scalar_value(const ir_expr *a, float *v) {
     if (!scalar_expr(a)) return false;
@@ -404,11 +363,11 @@ static int users(const dc_walk *w, const ir_expr *var, int *out, int max) {
     return k;
 }
 
-/* The only binding not taken yet that uses var, when it calls op (NULL: any op); else -1. */
-static int sole_user(const dc_walk *w, const ir_expr *var, const char *op) {
+/* The only binding not taken yet that uses var, when it calls op (IR_OP_NONE: any op); else -1. */
+static int sole_user(const dc_walk *w, const ir_expr *var, ir_op_id op) {
     int u[4];
     if (users(w, var, u, 4) != 1) return -1;
-    return !op || op_is(w->bs[u[0]].call, op) ? u[0] : -1;
+    return op == IR_OP_NONE || op_is(w->bs[u[0]].call, op) ? u[0] : -1;
 }
 
 /* Argument index of binary call c's operand that is not var (-1 unless var is one operand). */
@@ -436,12 +395,12 @@ static bool scalar_linear(const ir_call *c, const ir_expr *var, float *A, float 
     if (o < 0 || !scalar_value(c->args[o], &k)) return false;
     *A = 1.f;
     *B = 0.f;
-    if (op_is(c, "relax.add")) *B = k;
-    else if (op_is(c, "relax.subtract")) {
+    if (op_is(c, IR_OP_ADD)) *B = k;
+    else if (op_is(c, IR_OP_SUBTRACT)) {
         *A = o == 1 ? 1.f : -1.f;
         *B = o == 1 ? -k : k;
-    } else if (op_is(c, "relax.multiply")) *A = k;
-    else if (op_is(c, "relax.divide") && o == 1 && k != 0.f) *A = 1.f / k;
+    } else if (op_is(c, IR_OP_MULTIPLY)) *A = k;
+    else if (op_is(c, IR_OP_DIVIDE) && o == 1 && k != 0.f) *A = 1.f / k;
     else return false;
     return true;
 }
@@ -459,10 +418,11 @@ static bool same_dims(const ir_sinfo *s, int32_t nd, const int64_t *dims) {
     return f32_static(s, d, &n) && n == nd && !memcmp(d, dims, sizeof(int64_t) * (size_t)nd);
 }
 
-static const char *const UNARY_OP[RT_DNNL_NPOSTS] = {
-    [RT_DNNL_RELU] = "relax.nn.relu",       [RT_DNNL_LEAKY_RELU] = "relax.nn.leakyrelu", [RT_DNNL_RELU6] = "relax.nn.relu6",
-    [RT_DNNL_CLIP] = "relax.clip",          [RT_DNNL_SIGMOID] = "relax.sigmoid",        [RT_DNNL_GELU] = "relax.nn.gelu",
-    [RT_DNNL_GELU_TANH] = "relax.nn.gelu_tanh", [RT_DNNL_TANH] = "relax.tanh",
+/* the op of a single-op eltwise post */
+static const ir_op_id UNARY_OP[RT_DNNL_NPOSTS] = {
+    [RT_DNNL_RELU] = IR_OP_RELU,           [RT_DNNL_LEAKY_RELU] = IR_OP_LEAKYRELU, [RT_DNNL_RELU6] = IR_OP_RELU6,
+    [RT_DNNL_CLIP] = IR_OP_CLIP,           [RT_DNNL_SIGMOID] = IR_OP_SIGMOID,      [RT_DNNL_GELU] = IR_OP_GELU,
+    [RT_DNNL_GELU_TANH] = IR_OP_GELU_TANH, [RT_DNNL_TANH] = IR_OP_TANH,
 };
 
 static const char *hardswish_at(dc_walk *w, const ir_expr *x, dc_post *p) {
@@ -472,38 +432,38 @@ static const char *hardswish_at(dc_walk *w, const ir_expr *x, dc_post *p) {
     for (int i = 0; i < 2; i++) {
         const ir_call *c = w->bs[u[i]].call;
         int o = other_arg(c, x);
-        if (op_is(c, "relax.multiply") && o >= 0 && c->args[o]->kind != IR_CONST) prod = u[i];
+        if (op_is(c, IR_OP_MULTIPLY) && o >= 0 && c->args[o]->kind != IR_CONST) prod = u[i];
         else s = u[i];
     }
     if (prod < 0 || s < 0) return bad;
     float A = 1.f, B = 0.f, a, b, lo, hi, C = 1.f;
     const ir_expr *v = x;
-    for (int k = 0; !op_is(w->bs[s].call, "relax.clip"); k++) {
+    for (int k = 0; !op_is(w->bs[s].call, IR_OP_CLIP); k++) {
         if (k == 3 || !scalar_linear(w->bs[s].call, v, &a, &b)) return bad;
         A *= a;
         B = B * a + b;
         w->used[s] = true;
         v = w->bs[s].var;
-        if ((s = sole_user(w, v, NULL)) < 0) return bad;
+        if ((s = sole_user(w, v, IR_OP_NONE)) < 0) return bad;
     }
     const ir_call *cl = w->bs[s].call;
     if (cl->args[0] != v || !prim_float(cl->args[1], &lo) || !prim_float(cl->args[2], &hi)) return bad;
     w->used[s] = true;
     v = w->bs[s].var;
-    int next = sole_user(w, v, NULL);
+    int next = sole_user(w, v, IR_OP_NONE);
     if (next != prod) {   /* clip(...) / 6 before the product */
         if (next < 0 || !scalar_linear(w->bs[next].call, v, &a, &b) || b != 0.f) return bad;
         C = a;
         w->used[next] = true;
         v = w->bs[next].var;
-        if (sole_user(w, v, NULL) != prod) return bad;
+        if (sole_user(w, v, IR_OP_NONE) != prod) return bad;
     }
     if (other_arg(w->bs[prod].call, x) < 0 || w->bs[prod].call->args[other_arg(w->bs[prod].call, x)] != v) return bad;
     w->used[prod] = true;
     p->out = prod;
     if (!hswish_ok(lo, hi, A, B, C)) {  /* (x * clip(x + 3, 0, 6)) / 6 */
         const ir_expr *pv = w->bs[prod].var;
-        int t = sole_user(w, pv, NULL);
+        int t = sole_user(w, pv, IR_OP_NONE);
         if (t < 0 || !scalar_linear(w->bs[t].call, pv, &a, &b) || b != 0.f || !hswish_ok(lo, hi, A, B, C * a))
             return "hard-swish constants are not 3 and 6";
         w->used[t] = true;
@@ -518,19 +478,19 @@ static const char *elu_at(dc_walk *w, const ir_expr *x, dc_post *p) {
     if (users(w, x, u, 4) != 3) return bad;
     for (int i = 0; i < 3; i++) {
         const ir_call *c = w->bs[u[i]].call;
-        if (op_is(c, "relax.exp")) e = u[i];
-        else if (op_is(c, "relax.greater")) g = u[i];
-        else if (op_is(c, "relax.where")) wh = u[i];
+        if (op_is(c, IR_OP_EXP)) e = u[i];
+        else if (op_is(c, IR_OP_GREATER)) g = u[i];
+        else if (op_is(c, IR_OP_WHERE)) wh = u[i];
     }
     if (e < 0 || g < 0 || wh < 0) return bad;
     float zero, one, a, b;
     const ir_call *gc = w->bs[g].call;
     if (gc->args[0] != x || !scalar_value(gc->args[1], &zero)) return bad;
     w->used[e] = w->used[g] = true;
-    int s = sole_user(w, w->bs[e].var, "relax.subtract");
+    int s = sole_user(w, w->bs[e].var, IR_OP_SUBTRACT);
     if (s < 0 || w->bs[s].call->args[0] != w->bs[e].var || !scalar_value(w->bs[s].call->args[1], &one)) return bad;
     w->used[s] = true;
-    int m = sole_user(w, w->bs[s].var, "relax.multiply");
+    int m = sole_user(w, w->bs[s].var, IR_OP_MULTIPLY);
     if (m < 0 || !scalar_linear(w->bs[m].call, w->bs[s].var, &a, &b)) return bad;
     w->used[m] = true;
     const ir_call *wc = w->bs[wh].call;
@@ -554,14 +514,14 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
     bool after_eltwise = false;
     if (n > DC_MAX_BINDS) return "composite too large";
     dc_walk w = {bs, n, {0}};
-    const char *aop = rt_dnnl_anchor_op(spec->anchor);
+    ir_op_id aop = rt_dnnl_anchor_op(spec->anchor);
     bool dense = spec->anchor == RT_DNNL_DENSE;
     for (uint32_t j = 0; j < n && out->anchor < 0; j++) {
         if (!op_is(bs[j].call, aop)) continue;
         out->anchor = (int)j;
         if (!dense) break;
         for (uint32_t q = 0; q < n; q++)
-            if (op_is(bs[q].call, "relax.permute_dims") && bs[j].call->args[1] == bs[q].var) out->perm = (int)q;
+            if (op_is(bs[q].call, IR_OP_PERMUTE_DIMS) && bs[j].call->args[1] == bs[q].var) out->perm = (int)q;
         if (out->perm < 0) out->anchor = -1;
     }
     if (out->anchor < 0) return "the composite has no anchor op";
@@ -611,7 +571,7 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
         float a, b;
         switch (t) {
         case RT_DNNL_BIAS:
-            if ((u = sole_user(&w, cur, "relax.add")) < 0) return "bias is not an add";
+            if ((u = sole_user(&w, cur, IR_OP_ADD)) < 0) return "bias is not an add";
             o = other_arg(bs[u].call, cur);
             if (o < 0 || bs[u].call->args[o]->kind != IR_CONST) return "bias is not a constant";
             if (!per_channel(bs[u].call->args[o], axis, ond, C)) {
@@ -623,10 +583,10 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
             p->src_a = o;
             break;
         case RT_DNNL_AFFINE: {
-            static const char *const F1[] = {"relax.multiply", "relax.add"};
-            static const char *const F2[] = {"relax.subtract", "relax.divide", "relax.multiply", "relax.add"};
+            static const ir_op_id F1[] = {IR_OP_MULTIPLY, IR_OP_ADD};
+            static const ir_op_id F2[] = {IR_OP_SUBTRACT, IR_OP_DIVIDE, IR_OP_MULTIPLY, IR_OP_ADD};
             if (!conv) return "affine post-op after a matmul";
-            int u0 = sole_user(&w, cur, NULL);
+            int u0 = sole_user(&w, cur, IR_OP_NONE);
             if (u0 < 0) return "affine is not applied to the result alone";
             bool f2 = op_is(bs[u0].call, F2[0]);
             int cnt = f2 ? 4 : 2;
@@ -659,14 +619,14 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
         }
         case RT_DNNL_HARDSIGMOID: {
             static const char *bad = "hard-sigmoid is not clip(a * x + b, 0, 1)";
-            int u1 = sole_user(&w, cur, NULL);
+            int u1 = sole_user(&w, cur, IR_OP_NONE);
             if (u1 < 0 || !scalar_linear(bs[u1].call, cur, &a, &b) || b != 0.f) return bad;
             w.used[u1] = true;
-            int u2 = sole_user(&w, bs[u1].var, "relax.add");
+            int u2 = sole_user(&w, bs[u1].var, IR_OP_ADD);
             float a2, b2, lo, hi;
             if (u2 < 0 || !scalar_linear(bs[u2].call, bs[u1].var, &a2, &b2)) return bad;
             w.used[u2] = true;
-            u = sole_user(&w, bs[u2].var, "relax.clip");
+            u = sole_user(&w, bs[u2].var, IR_OP_CLIP);
             if (u < 0 || !prim_float(bs[u].call->args[1], &lo) || !prim_float(bs[u].call->args[2], &hi)) return bad;
             if (lo != 0.f || hi != 1.f) return "hard-sigmoid clip bounds are not 0 and 1";
             p->alpha = a;
@@ -680,13 +640,13 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
             break;
         case RT_DNNL_SWISH: {
             p->alpha = 1.f;  /* x * sigmoid(1 * x) */
-            u = sole_user(&w, cur, "relax.nn.silu");
+            u = sole_user(&w, cur, IR_OP_SILU);
             if (u >= 0) break;
             int us[4], sg = -1, m = -1;
             if (users(&w, cur, us, 4) != 2) return "swish is not silu(x) or x * sigmoid(x)";
             for (int k = 0; k < 2; k++) {
-                if (op_is(bs[us[k]].call, "relax.sigmoid")) sg = us[k];
-                else if (op_is(bs[us[k]].call, "relax.multiply")) m = us[k];
+                if (op_is(bs[us[k]].call, IR_OP_SIGMOID)) sg = us[k];
+                else if (op_is(bs[us[k]].call, IR_OP_MULTIPLY)) m = us[k];
             }
             if (sg < 0 || m < 0 || other_arg(bs[m].call, cur) < 0 || bs[m].call->args[other_arg(bs[m].call, cur)] != bs[sg].var)
                 return "swish is not silu(x) or x * sigmoid(x)";
@@ -700,7 +660,7 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
             break;
         case RT_DNNL_ADD:
         case RT_DNNL_MUL: {
-            const char *op = t == RT_DNNL_ADD ? "relax.add" : "relax.multiply";
+            ir_op_id op = t == RT_DNNL_ADD ? IR_OP_ADD : IR_OP_MULTIPLY;
             if ((u = sole_user(&w, cur, op)) < 0 || (o = other_arg(bs[u].call, cur)) < 0)
                 return t == RT_DNNL_ADD ? "residual add is not on the result alone" : "multiply is not on the result alone";
             const ir_expr *y = bs[u].call->args[o];
@@ -743,7 +703,7 @@ static pat_t *cst(ir_ctx_t *ctx) { return pat_const(ctx); }
 
 static pat_t *clip_of(ir_ctx_t *ctx, const pat_t *x) {
     const pat_t *a[3] = {x, pat_wildcard(ctx), pat_wildcard(ctx)};
-    return pat_call_op(ctx, "relax.clip", 3, a);
+    return pat_call_op(ctx, OPN(CLIP), 3, a);
 }
 
 static pat_t *or3(ir_ctx_t *ctx, const pat_t *a, const pat_t *b, const pat_t *c) {
@@ -753,45 +713,45 @@ static pat_t *or3(ir_ctx_t *ctx, const pat_t *a, const pat_t *b, const pat_t *c)
 /* the post t applied to x */
 static pat_t *post_pat(ir_ctx_t *ctx, rt_dnnl_post t, const pat_t *x) {
     switch (t) {
-    case RT_DNNL_BIAS: return pat_call2(ctx, "relax.add", x, cst(ctx));
+    case RT_DNNL_BIAS: return pat_call2(ctx, OPN(ADD), x, cst(ctx));
     case RT_DNNL_AFFINE: {
-        pat_t *raw = pat_call2(ctx, "relax.subtract", x, cst(ctx));
-        raw = pat_call2(ctx, "relax.divide", raw, cst(ctx));
-        raw = pat_call2(ctx, "relax.add", pat_call2(ctx, "relax.multiply", raw, cst(ctx)), cst(ctx));
-        return pat_or(ctx, raw, pat_call2(ctx, "relax.add", pat_call2(ctx, "relax.multiply", x, cst(ctx)), cst(ctx)));
+        pat_t *raw = pat_call2(ctx, OPN(SUBTRACT), x, cst(ctx));
+        raw = pat_call2(ctx, OPN(DIVIDE), raw, cst(ctx));
+        raw = pat_call2(ctx, OPN(ADD), pat_call2(ctx, OPN(MULTIPLY), raw, cst(ctx)), cst(ctx));
+        return pat_or(ctx, raw, pat_call2(ctx, OPN(ADD), pat_call2(ctx, OPN(MULTIPLY), x, cst(ctx)), cst(ctx)));
     }
     case RT_DNNL_HARDSIGMOID: {
-        pat_t *lin = pat_or(ctx, pat_call2(ctx, "relax.multiply", x, cst(ctx)), pat_call2(ctx, "relax.divide", x, cst(ctx)));
-        return clip_of(ctx, pat_call2(ctx, "relax.add", lin, cst(ctx)));
+        pat_t *lin = pat_or(ctx, pat_call2(ctx, OPN(MULTIPLY), x, cst(ctx)), pat_call2(ctx, OPN(DIVIDE), x, cst(ctx)));
+        return clip_of(ctx, pat_call2(ctx, OPN(ADD), lin, cst(ctx)));
     }
     case RT_DNNL_HARDSWISH: {
-        pat_t *lin = or3(ctx, pat_call2(ctx, "relax.add", x, cst(ctx)),
-                         pat_call2(ctx, "relax.add", pat_call2(ctx, "relax.multiply", x, cst(ctx)), cst(ctx)),
-                         pat_call2(ctx, "relax.add", pat_call2(ctx, "relax.divide", x, cst(ctx)), cst(ctx)));
+        pat_t *lin = or3(ctx, pat_call2(ctx, OPN(ADD), x, cst(ctx)),
+                         pat_call2(ctx, OPN(ADD), pat_call2(ctx, OPN(MULTIPLY), x, cst(ctx)), cst(ctx)),
+                         pat_call2(ctx, OPN(ADD), pat_call2(ctx, OPN(DIVIDE), x, cst(ctx)), cst(ctx)));
         pat_t *cl = clip_of(ctx, lin);
-        pat_t *scaled = or3(ctx, pat_call2(ctx, "relax.divide", cl, cst(ctx)), pat_call2(ctx, "relax.multiply", cl, cst(ctx)), cl);
-        pat_t *prod = pat_call2(ctx, "relax.multiply", x, cl);
-        pat_t *after = pat_or(ctx, pat_call2(ctx, "relax.divide", prod, cst(ctx)), pat_call2(ctx, "relax.multiply", prod, cst(ctx)));
-        return pat_or(ctx, after, pat_call2(ctx, "relax.multiply", x, scaled));
+        pat_t *scaled = or3(ctx, pat_call2(ctx, OPN(DIVIDE), cl, cst(ctx)), pat_call2(ctx, OPN(MULTIPLY), cl, cst(ctx)), cl);
+        pat_t *prod = pat_call2(ctx, OPN(MULTIPLY), x, cl);
+        pat_t *after = pat_or(ctx, pat_call2(ctx, OPN(DIVIDE), prod, cst(ctx)), pat_call2(ctx, OPN(MULTIPLY), prod, cst(ctx)));
+        return pat_or(ctx, after, pat_call2(ctx, OPN(MULTIPLY), x, scaled));
     }
     case RT_DNNL_SWISH:
-        return pat_or(ctx, pat_call1(ctx, "relax.nn.silu", x), pat_call2(ctx, "relax.multiply", x, pat_call1(ctx, "relax.sigmoid", x)));
+        return pat_or(ctx, pat_call1(ctx, OPN(SILU), x), pat_call2(ctx, OPN(MULTIPLY), x, pat_call1(ctx, OPN(SIGMOID), x)));
     case RT_DNNL_ELU: {
-        pat_t *neg = pat_call2(ctx, "relax.multiply", pat_call2(ctx, "relax.subtract", pat_call1(ctx, "relax.exp", x), cst(ctx)), cst(ctx));
-        const pat_t *a[3] = {pat_call2(ctx, "relax.greater", x, cst(ctx)), x, neg};
-        return pat_call_op(ctx, "relax.where", 3, a);
+        pat_t *neg = pat_call2(ctx, OPN(MULTIPLY), pat_call2(ctx, OPN(SUBTRACT), pat_call1(ctx, OPN(EXP), x), cst(ctx)), cst(ctx));
+        const pat_t *a[3] = {pat_call2(ctx, OPN(GREATER), x, cst(ctx)), x, neg};
+        return pat_call_op(ctx, OPN(WHERE), 3, a);
     }
     case RT_DNNL_CLIP: return clip_of(ctx, x);
-    case RT_DNNL_ADD: return pat_call2(ctx, "relax.add", x, pat_wildcard(ctx));
-    case RT_DNNL_MUL: return pat_call2(ctx, "relax.multiply", x, pat_wildcard(ctx));
-    default: return pat_call1(ctx, UNARY_OP[t], x);
+    case RT_DNNL_ADD: return pat_call2(ctx, OPN(ADD), x, pat_wildcard(ctx));
+    case RT_DNNL_MUL: return pat_call2(ctx, OPN(MULTIPLY), x, pat_wildcard(ctx));
+    default: return pat_call1(ctx, ir_op_def_at((uint32_t)UNARY_OP[t])->name, x);
     }
 }
 
 static pat_t *anchor_pat(ir_ctx_t *ctx, rt_dnnl_anchor a) {
     const pat_t *args[2] = {pat_wildcard(ctx), pat_wildcard(ctx)};
-    if (a == RT_DNNL_DENSE) args[1] = pat_call_varargs(ctx, pat_op(ctx, "relax.permute_dims"), 1, (const pat_t *[]){pat_wildcard(ctx)});
-    return pat_call_varargs(ctx, pat_op(ctx, rt_dnnl_anchor_op(a)), 2, args);
+    if (a == RT_DNNL_DENSE) args[1] = pat_call_varargs(ctx, pat_op(ctx, OPN(PERMUTE_DIMS)), 1, (const pat_t *[]){pat_wildcard(ctx)});
+    return pat_call_varargs(ctx, pat_op(ctx, ir_op_def_at((uint32_t)rt_dnnl_anchor_op(a))->name), 2, args);
 }
 
 /* ops a post usually takes: the priority of longer composites */
@@ -896,7 +856,7 @@ gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr
     comp_entry *comps = malloc(sizeof(comp_entry) * MAX_COMPOSITES);
     if (!comps) return gr_diag_set(diag, GR_ERR_NOMEM, "dnnl patterns: out of memory");
     uint32_t nc = all_composites(comps), nops = sizeof(OPS) / sizeof(OPS[0]), k = 0;
-    byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nc + nops + 1 + DNNL_RNN_MAX_PATTERNS + DNNL_VOL_MAX_PATTERNS);
+    byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nc + nops + 1);
     /* composites sharing a prefix share its pattern nodes (the table is a trie): interned
      * prefix name -> pattern */
     gr_map built;
@@ -930,14 +890,11 @@ gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr
     gr_map_free(&built);
     free(comps);
     for (uint32_t i = 0; i < nops; i++) {
-        const ir_op_def *def = ir_op_def_find(OPS[i].op);
-        if (!def) continue;
+        const ir_op_def *def = ir_op_def_at((uint32_t)OPS[i].op);
         pat_t *p = pat_call_varargs(ctx, pat_op(ctx, def->name), 0, NULL);
         if (!p) continue;
         pats[k++] = (byoc_pattern){ir_internf(ctx, "dnnl.%s", def->name + 6), p, dnnl_check, (void *)&OPS[i]};
     }
-    k += dnnl_rnn_patterns(ctx, pats + k);
-    k += dnnl_vol_patterns(ctx, pats + k);
     *out = pats;
     *n = k;
     return GR_OK;
