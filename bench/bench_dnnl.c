@@ -314,52 +314,54 @@ static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
         rt_value_clear(&arg);
         goto done;
     }
-    double *tg = calloc((size_t)runs, sizeof(double)), *to = calloc((size_t)runs, sizeof(double));
-    double *ta = calloc((size_t)runs, sizeof(double));
-    /* the order rotates every round so no side always follows the other, and every run starts
+    /* t[side][0][r]: the side's first run after the pause ("idle"), t[side][1][r]: the run right
+     * after it ("warm"); sides: 0 graft in-process, 1 graft artifact, 2 ONNX Runtime */
+    double *t[3][2];
+    for (int k = 0; k < 3; k++)
+        for (int w = 0; w < 2; w++) t[k][w] = calloc((size_t)runs, sizeof(double));
+    /* The order rotates every round so no side always follows the other. Each side starts
      * after a pause: both sides' pool threads spin for a while after a run (libgomp's default
-     * policy, ORT's allow_spinning), and a run must not share the cores with them. That is
-     * also how a server sees requests: one at a time, with the machine idle in between. */
+     * policy, ORT's allow_spinning), and a run must not share the cores with them. The first
+     * run after the pause is what a server sees for a request that arrives at an idle machine
+     * (worker threads asleep); the second, back to back, is the steady state. */
     for (int r = -warmup; r < runs && !st; r++) {
-        double g = 0, t_art = 0, o = 0;
         for (int k = 0; k < 3 && !st; k++) {
             int which = ((r + warmup) + k) % 3;
+            if (which == 1 && !gm) continue;
             if (bo->pause_ms > 0) usleep((useconds_t)bo->pause_ms * 1000);
-            double a = bench_now_ms();
-            if (which == 0) {
-                st = rt_exec_run(x, &arg, 1, &res, &d);
-                g = bench_now_ms() - a;
-                rt_value_clear(&res);
-            } else if (which == 1 && gm) {
-                st = graft_model_run(gm, &arg, 1, &res, &d);
-                t_art = bench_now_ms() - a;
-                rt_value_clear(&res);
-            } else if (which == 2) {
-                o = ort_cmd(&op, "run");
+            for (int w = 0; w < 2 && !st; w++) {
+                double a = bench_now_ms(), ms;
+                if (which == 2) ms = ort_cmd(&op, "run");
+                else {
+                    st = which == 0 ? rt_exec_run(x, &arg, 1, &res, &d) : graft_model_run(gm, &arg, 1, &res, &d);
+                    ms = bench_now_ms() - a;
+                    rt_value_clear(&res);
+                }
+                if (r >= 0) t[which][w][r] = ms;
             }
-        }
-        if (r >= 0) {
-            tg[r] = g;
-            ta[r] = t_art;
-            to[r] = o;
         }
     }
     long ort_kb = (long)ort_cmd(&op, "mem");
     ort_stop(&op);
     rt_value_clear(&arg);
+    double med[3][2];
+    for (int k = 0; k < 3; k++)
+        for (int w = 0; w < 2; w++) {
+            med[k][w] = bench_median(t[k][w], runs);
+            free(t[k][w]);
+        }
     if (st) {
         fprintf(stderr, "bench_dnnl: %s: run: %s\n", md->name, d.msg);
-        free(tg);
-        free(to);
-        free(ta);
         goto done;
     }
     long graft_kb = status_kb("VmHWM") - base_kb;
-    double mg = bench_median(tg, runs), mo = bench_median(to, runs), ma = bench_median(ta, runs);
-    *ratio = mg / mo;
-    printf("%-18s %-16s %7d %10.2f %10.2f %7.3f %11.1f %11.1f %8.1f%% %10.2e %7.1fs", md->name,
-           isa_name(dnnl_get_effective_cpu_isa()), threads, mg, mo, mg / mo, (double)graft_kb / 1024.0,
-           (double)ort_kb / 1024.0, total > 0 ? 100.0 * (total - host) / total : 0.0, max_abs, t_build / 1e3);
+    double mg = med[0][1], mo = med[2][1], ma = med[1][1];
+    ratio[0] = mg / mo;
+    ratio[1] = med[0][0] / med[2][0];
+    printf("%-18s %-16s %7d %10.2f %10.2f %7.3f %10.2f %10.2f %7.3f %11.1f %11.1f %8.1f%% %10.2e %7.1fs", md->name,
+           isa_name(dnnl_get_effective_cpu_isa()), threads, mg, mo, mg / mo, med[0][0], med[2][0], ratio[1],
+           (double)graft_kb / 1024.0, (double)ort_kb / 1024.0, total > 0 ? 100.0 * (total - host) / total : 0.0,
+           max_abs, t_build / 1e3);
     if (gm) {
         graft_model_info info;
         graft_model_get_info(gm, &info);
@@ -368,9 +370,6 @@ static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
     }
     printf("\n");
     fflush(stdout);
-    free(tg);
-    free(to);
-    free(ta);
     rc = 0;
 done:
     byoc_notes_free(&notes);
@@ -432,7 +431,7 @@ int main(int argc, char **argv) {
         }
     if (ci) fclose(ci);
     /* per model, the ratio its child measured (NAN: failed or skipped) */
-    double *ratios = mmap(NULL, sizeof(double) * NMODELS, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    double *ratios = mmap(NULL, sizeof(double) * 2 * NMODELS, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (ratios == MAP_FAILED) return 1;
     int rc = 0;
     for (int t = 0; t < nisa; t++) {
@@ -441,17 +440,18 @@ int main(int argc, char **argv) {
                "warm-up, %d ms apart\n",
                t ? "\n" : "", cpu, avx2 ? "capped at AVX2 (ONEDNN_MAX_CPU_ISA=AVX2)" : "native", runs, warmup,
                pause_ms);
-        printf("%-18s %-16s %7s %10s %10s %7s %11s %11s %9s %10s %8s", "model", "isa", "threads", "graft_ms", "ort_ms",
-               "ratio", "graft_MiB", "ort_MiB", "dense_dnnl", "maxabs_ort", "build");
+        printf("%-18s %-16s %7s %10s %10s %7s %10s %10s %7s %11s %11s %9s %10s %8s", "model", "isa", "threads",
+               "graft_ms", "ort_ms", "ratio", "idle_graft", "idle_ort", "ratio", "graft_MiB", "ort_MiB", "dense_dnnl",
+               "maxabs_ort", "build");
         if (artifact)
             printf(" %10s %9s %10s %10s %10s %s", "artifact_ms", "art_ratio", "art_maxabs", "art_build", "art_load",
                    "extern/host/ref");
         printf("\n");
         fflush(stdout);
-        double logsum = 0;
+        double logsum[2] = {0, 0};
         int nratio = 0;
         for (int k = 0; k < NMODELS; k++) {
-            ratios[k] = NAN;
+            ratios[2 * k] = ratios[2 * k + 1] = NAN;
             if (any && !pick[k]) continue;
             char *path = NULL, *refs = NULL;
             bool have = model_paths(&MODELS[k], &path, &refs);
@@ -462,19 +462,22 @@ int main(int argc, char **argv) {
             if (pid == 0) {
                 if (avx2) setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1); /* before the child's first oneDNN call */
                 bench_opts bo = {runs, warmup, pause_ms, report, artifact};
-                _exit(run_model(&MODELS[k], &bo, &ratios[k]));
+                _exit(run_model(&MODELS[k], &bo, &ratios[2 * k]));
             }
             int ws = 0;
             waitpid(pid, &ws, 0);
             if (!WIFEXITED(ws) || WEXITSTATUS(ws)) rc = 1;
-            else if (ratios[k] > 0) {
-                logsum += log(ratios[k]);
+            else if (ratios[2 * k] > 0 && ratios[2 * k + 1] > 0) {
+                logsum[0] += log(ratios[2 * k]);
+                logsum[1] += log(ratios[2 * k + 1]);
                 nratio++;
             }
         }
-        if (nratio) printf("%-18s %-16s %7s %10s %10s %7.3f   (%d models)\n", "geomean", "", "", "", "", exp(logsum / nratio), nratio);
+        if (nratio)
+            printf("%-18s %-16s %7s %10s %10s %7.3f %10s %10s %7.3f   (%d models)\n", "geomean", "", "", "", "",
+                   exp(logsum[0] / nratio), "", "", exp(logsum[1] / nratio), nratio);
         fflush(stdout);
     }
-    munmap(ratios, sizeof(double) * NMODELS);
+    munmap(ratios, sizeof(double) * 2 * NMODELS);
     return rc;
 }

@@ -67,7 +67,10 @@ static bool emit_folded(pu_rewriter *r, const ir_binding *b, ir_call *conv, cons
     rt_tensor_release(nw);
     rt_tensor_release(nb);
     ir_expr *cargs[2] = {conv->args[0], wc};
-    ir_expr *nconv = &ir_call_new(r->ctx, conv->callee, 2, cargs, conv->attrs, 0, NULL, span)->base;
+    /* the scaled conv produces no layer's output (graft diff would compare it with the conv's
+     * or the batch norm's); the bias add produces the batch norm's */
+    ir_expr *nconv =
+        &ir_call_new(r->ctx, conv->callee, 2, cargs, conv->attrs, 0, NULL, ir_span_with_output(r->ctx, span, false))->base;
     ir_expr *aargs[2] = {nconv, bc};
     ir_expr *add = pu_call(r, "relax.add", 2, aargs, 0, NULL, NULL, span);
     return add && pu_emit_nested(r, b->var, add, "lv") != NULL;

@@ -1110,11 +1110,11 @@ static gr_status dn_prepare(rt_json_graph *g, void **state, gr_diag *d) {
     if (ds == dnnl_success) ds = dnnl_primitive_attr_set_scratchpad_mode(S->attr_plain, dnnl_scratchpad_mode_user);
     if (ds != dnnl_success) st = dn_fail(S, NULL, ds, "cannot create the CPU engine");
     if (!st && nn == 0) st = gr_diag_set(d, GR_ERR_INVALID, "dnnl region '%s': empty graph", S->symbol);
-    /* "small": no tensor of the graph above GRAFT_DNNL_SMALL_KB (default 640 KiB: PP-OCR cls
+    /* "small": no tensor of the graph above GRAFT_DNNL_SMALL_KB (default 256 KiB: PP-OCR cls
      * is small, rec is not; 0: never). Small regions are built and run single-threaded: oneDNN
      * sizes its kernels' work split for the thread count it sees when creating them. */
     const char *sk = getenv("GRAFT_DNNL_SMALL_KB");
-    size_t lim = (size_t)(sk ? atol(sk) : 640) * 1024, biggest = 0;
+    size_t lim = (size_t)(sk ? atol(sk) : 256) * 1024, biggest = 0;
     for (uint32_t i = 0; i < nn; i++) {
         const rt_json_node *nd = rt_json_graph_node(g, i);
         if (nd->kind == RT_JSON_CONST) continue;

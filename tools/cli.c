@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "ir/parser.h"
+#include "ir/transform.h"
 #include "ir/wellformed.h"
 #include "runtime/npy.h"
 
@@ -99,8 +100,9 @@ gr_status cli_load_model(ir_ctx_t *ctx, const char *path, const cli_load_opts *o
     } else {
         st = ir_parse_file(ctx, path, out, diag);
     }
-    if (st != GR_OK) return st;
-    return ir_wellformed_check(*out, diag);
+    if (st == GR_OK) st = ir_wellformed_check(*out, diag);
+    if (st == GR_OK && opts && opts->optimize) st = ir_pass_run(ir_pass_default_pipeline(), NULL, *out, out, diag);
+    return st;
 }
 
 double cli_now_ms(void) {

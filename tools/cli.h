@@ -35,12 +35,14 @@ typedef struct cli_load_opts {
     const onnx_input_seq *seqs;   /* sequence / optional inputs' lengths (graft run --input N=a,b) */
     uint32_t nseqs;
     bool no_spans;
+    bool optimize; /* run the default pipeline after loading, as `graft build` does */
 } cli_load_opts;
 
 /* Adds "--input-shape NAME=1x3x640x640"; false when malformed or too many. */
 bool cli_add_input_shape(cli_load_opts *o, const char *spec);
 
-/* Loads INPUT (.onnx or .relax) into a module in ctx and checks it is well formed. */
+/* Loads INPUT (.onnx or .relax) into a module in ctx and checks it is well formed; with
+ * opts->optimize, runs the default pipeline over it (what relax.build does first). */
 gr_status cli_load_model(ir_ctx_t *ctx, const char *path, const cli_load_opts *opts,
                          ir_module **out, gr_diag *diag);
 

@@ -54,6 +54,7 @@ static int parse(const char *cmd, const char *allowed, int argc, char **argv, in
     a->rtol = 1e-3;
     a->atol = 0;
     a->atol_scale = 1e-5;
+    a->lo.optimize = true; /* what `graft build` and `graft run` offload */
     for (int i = 0; i < argc; i++) {
         bool missing = false;
         const char *opt = argv[i];
@@ -62,7 +63,9 @@ static int parse(const char *cmd, const char *allowed, int argc, char **argv, in
             snprintf(name, sizeof name, "%.*s", (int)strcspn(opt, "="), opt);
             if (!strstr(allowed, name)) return cli_usage_error(cmd, "unknown option '%s'", opt);
         }
-        if (cli_opt(argc, argv, &i, "--backend", &v, &missing)) {
+        if (strcmp(opt, "--no-opt") == 0) {
+            a->lo.optimize = false;
+        } else if (cli_opt(argc, argv, &i, "--backend", &v, &missing)) {
             if (missing || a->nbackends == MAX_BACKENDS) return cli_usage_error(cmd, "--backend takes a backend name");
             if (!byoc_backend_find(v)) return cli_usage_error(cmd, "unknown backend '%s' (see graft backends)", v);
             a->backends[a->nbackends++] = v;
@@ -210,7 +213,7 @@ static bool write_json(json_t *doc, const char *path) {
 int cmd_diff(int argc, char **argv) {
     static insp_args a;
     memset(&a, 0, sizeof(a));
-    int rc = parse("diff", "--against --rtol --atol --json", argc, argv, &a);
+    int rc = parse("diff", "--against --rtol --atol --json --no-opt", argc, argv, &a);
     if (rc != CLI_OK) return rc;
     session s;
     if ((rc = open_session(&a, &s, true)) != CLI_OK) {
@@ -279,7 +282,7 @@ int cmd_diff(int argc, char **argv) {
 int cmd_trace_backend(int argc, char **argv) {
     static insp_args a;
     memset(&a, 0, sizeof(a));
-    int rc = parse("trace", "--layer", argc, argv, &a);
+    int rc = parse("trace", "--layer --no-opt", argc, argv, &a);
     if (rc == CLI_OK && !a.layer) rc = cli_usage_error("trace", "--layer NAME is required");
     if (rc != CLI_OK) return rc;
     session s;
@@ -355,7 +358,7 @@ int cmd_trace_backend(int argc, char **argv) {
 int cmd_explore(int argc, char **argv) {
     static insp_args a;
     memset(&a, 0, sizeof(a));
-    int rc = parse("explore", "--profile --diff --rtol --atol --against -o", argc, argv, &a);
+    int rc = parse("explore", "--profile --diff --rtol --atol --against --no-opt -o", argc, argv, &a);
     if (rc == CLI_OK && !a.out) rc = cli_usage_error("explore", "-o REPORT.html is required");
     if (rc != CLI_OK) return rc;
     session s;

@@ -15,6 +15,7 @@
 int cmd_partition(int argc, char **argv) {
     static cli_load_opts lo;
     memset(&lo, 0, sizeof lo);
+    lo.optimize = true;
     const char *input = NULL, *out_path = NULL, *patterns = NULL, *report = NULL, *stop = NULL, *v;
     const char *names[MAX_BACKENDS];
     uint32_t nnames = 0;
@@ -35,6 +36,8 @@ int cmd_partition(int argc, char **argv) {
                 return cli_usage_error("partition", "--input-shape takes NAME=DIMxDIM...");
         } else if ((fr = cli_fuse_arg(argc, argv, &i, &fa, "partition")) != 0) {
             if (fr < 0) return CLI_USAGE;
+        } else if (strcmp(argv[i], "--no-opt") == 0) {
+            lo.optimize = false;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("partition", "unknown option '%s'", argv[i]);
         } else if (!input) {

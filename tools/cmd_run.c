@@ -65,6 +65,7 @@ int cmd_run(int argc, char **argv) {
     static input_spec specs[MAX_INPUTS];
     static onnx_input_seq seqs[MAX_INPUTS];
     memset(&lo, 0, sizeof(lo));
+    lo.optimize = true;
     memset(specs, 0, sizeof(specs));
     uint32_t nspecs = 0;
     const char *input = NULL, *out_dir = NULL, *json = NULL, *v;
@@ -99,6 +100,8 @@ int cmd_run(int argc, char **argv) {
             if (missing) return cli_usage_error("run", "--profile-json needs a file");
         } else if (strcmp(argv[i], "--profile") == 0) {
             profile = true;
+        } else if (strcmp(argv[i], "--no-opt") == 0) {
+            lo.optimize = false;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("run", "unknown option '%s'", argv[i]);
         } else if (!input) {

@@ -26,12 +26,12 @@ static const command COMMANDS[] = {
                            "[-o OUT.relax]\n      import an ONNX model and print its IRModule"},
     {"partition", cmd_partition,
      "partition INPUT [--backend NAME]... [--patterns FILE.relax] [--stop-after fuse|merge|codegen]\n"
-     "      [--report text|json] [--input-shape NAME=DIMS]... [-o OUT.relax]\n"
+     "      [--report text|json] [--input-shape NAME=DIMS]... [--no-opt] [-o OUT.relax]\n"
      "      [--annotate-codegen] [--no-bind-constants] [--entry FUNC]...\n"
      "      offload regions to backends; report what went where and why"},
     {"run", cmd_run, "run INPUT [--backend NAME]... [--input NAME=FILE.npy|random]... "
                      "[--input-shape NAME=DIMS]...\n"
-                     "      [--output-dir DIR] [--repeat N] [--profile] [--profile-json FILE]\n"
+                     "      [--output-dir DIR] [--repeat N] [--profile] [--profile-json FILE] [--no-opt]\n"
                      "      run a model (.onnx, .relax or a built .graft artifact); no --backend: "
                      "all on the host"},
     {"build", cmd_build, "build INPUT [--backend NAME]... [--input-shape NAME=DIMS]... [--no-opt] -o MODEL.graft\n"
@@ -50,17 +50,17 @@ static const command COMMANDS[] = {
                          "      print every expression whose span names that layer, after the "
                          "pipeline\n"
                          "  graft trace INPUT --layer NAME --backend NAME [--input NAME=FILE.npy|random]... "
-                         "[--input-shape NAME=DIMS]...\n"
+                         "[--input-shape NAME=DIMS]... [--no-opt]\n"
                          "      follow the layer through FuseOps, Merge and RunCodegen to its composite, "
                          "region and\n"
                          "      primitive(s), or to the host op and the reason it stayed there"},
     {"diff", cmd_diff, "diff INPUT --backend NAME [--against reference|BACKEND] [--input NAME=FILE.npy|random]...\n"
-                       "      [--input-shape NAME=DIMS]... [--rtol R] [--atol A|Ax] [--json OUT]\n"
+                       "      [--input-shape NAME=DIMS]... [--rtol R] [--atol A|Ax] [--json OUT] [--no-opt]\n"
                        "      run both paths on the same inputs and compare every frontend layer's output "
                        "(layers\n"
                        "      inside offloaded regions too); exit 1 when a layer is out of tolerance"},
     {"explore", cmd_explore, "explore INPUT --backend NAME [--profile] [--diff] [--against ...] "
-                             "[--input ...] [--input-shape ...] -o REPORT.html\n"
+                             "[--input ...] [--input-shape ...] [--no-opt] -o REPORT.html\n"
                              "      one self-contained HTML page: the graph by layer coloured by region, "
                              "host ops and\n"
                              "      why, near misses, search; per layer its IR, placement, primitives, "
