@@ -33,10 +33,20 @@ typedef struct dc_comp {
     dc_post post[RT_DNNL_MAX_POST];
 } dc_comp;
 
-/* Locates every post of `spec` in the bindings (the anchor's result flows through them in
- * order) and checks dtypes, ranks, attributes, shapes and constants. NULL when the composite is
- * fine, else the reason it is not (static or interned in ctx). */
-const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bind *bs, uint32_t n, dc_comp *out);
+/* Reads every post of `spec` from match m of its pattern (dc_pattern names the parts), finds
+ * their bindings in bs (the composite's op-call bindings, in block order), and checks what the
+ * pattern cannot: dtypes, ranks, attributes, shapes and constants (per-channel bias, hard-swish
+ * and elu constants, post-op limits), and that m holds every binding of bs. NULL when the
+ * composite is fine, else the reason it is not (static or interned in ctx). */
+const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const pat_match_result *m, const dc_bind *bs,
+                       uint32_t n, dc_comp *out);
+/* The pattern of composite spec, with its parts named (dnnl_patterns shares these nodes
+ * between composites with a common prefix). */
+const pat_t *dc_pattern(ir_ctx_t *ctx, const rt_dnnl_composite *spec);
+/* dc_analyze of composite function f (the codegen): matches dc_pattern against f's result in
+ * its body, then analyzes that match (the first one that passes). */
+const char *dc_analyze_func(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const ir_func *f, const dc_bind *bs, uint32_t n,
+                            dc_comp *out);
 
 /* The backend's ordered pattern table: fused composites (longest first), then single ops. */
 gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr_diag *diag);
