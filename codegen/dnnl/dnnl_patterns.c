@@ -19,13 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "codegen/dnnl/dnnl_codegen.h"
 #include "codegen/dnnl/dnnl_impl.h"
 #include "ir/dtype.h"
 #include "ir/op.h"
 #include "ir/sinfo.h"
 #include "runtime/dnnl_op_table.h"
-#include "runtime/tensor.h"
 
 /* ---- checks ---- */
 

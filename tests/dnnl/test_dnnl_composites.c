@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "byoc/byoc.h"
 #include "codegen/dnnl/dnnl_codegen.h"
 #include "codegen/dnnl/dnnl_impl.h"
@@ -18,7 +19,6 @@
 #include "ir/transform.h"
 #include "runtime/dnnl.h"
 #include "runtime/executor.h"
-#include "runtime/tensor.h"
 
 #define CT_RTOL 1e-4
 #define CT_ATOL 1e-4
