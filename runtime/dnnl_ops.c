@@ -698,11 +698,12 @@ static gr_status op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *co
         }
         if (!placed) na = used = 0;
     }
-    /* oneDNN 2.6's gemm:jit (the matmul on AVX2, where brgemm needs AVX-512) reads plain K x N
-     * weights 2-4x slower than transposed ones when there are few rows (convnext_tiny's 4x
-     * expansions at 49 and 196 rows; from 784 rows on both are alike): give constant weights
-     * the transposed layout there (a reordered copy), brgemm chooses its own. */
-    if (!st && placed && pnd <= 4 && dst.dims[pnd - 2] < 512 && gemm_impl(pd)) {
+    /* dnnl.transpose_weights: oneDNN 2.6's gemm:jit (the matmul on AVX2, where brgemm needs
+     * AVX-512) reads plain K x N weights 2-4x slower than transposed ones when there are few
+     * rows (convnext_tiny's 4x expansions at 49 and 196 rows; from 784 rows on both are alike).
+     * The transposed layout is a reordered copy next to the IR's constant (convnext_tiny at
+     * AVX2: 53.5 instead of 58 ms, 295 instead of 156 MiB), so it is off by default. */
+    if (!st && placed && S->opts.transpose_weights && pnd <= 4 && dst.dims[pnd - 2] < 512 && gemm_impl(pd)) {
         static const dnnl_format_tag_t TR[5] = {0, 0, dnnl_ba, dnnl_acb, dnnl_abdc};
         dnnl_memory_desc_t btr;
         dnnl_primitive_desc_t tpd;

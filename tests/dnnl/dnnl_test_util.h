@@ -35,6 +35,7 @@ typedef struct dt_graph {
     int out_nd[DT_MAX];
     int nheads;
     uint32_t seed;
+    const rt_dnnl_opts *opts; /* the oneDNN engine's options (NULL: defaults) */
 } dt_graph;
 
 static inline float dt_rand(dt_graph *g) {
@@ -221,7 +222,7 @@ static inline gr_status dt_run(dt_graph *g, const rt_json_engine *eng, rt_tensor
         rt_json_graph_free(gr);
         return st;
     }
-    rt_module *m = rt_json_module_new("test", eng, NULL, &gr, 1);
+    rt_module *m = rt_json_module_new("test", eng, eng == &rt_dnnl_engine ? g->opts : NULL, &gr, 1);
     DLTensor *args[2 * DT_MAX];
     int na = 0;
     for (int i = 0; i < g->ninputs; i++) args[na++] = &g->inputs[i]->dl;
@@ -284,7 +285,7 @@ static inline gr_status dt_prepare(dt_graph *g, dt_prepared *p, gr_diag *d) {
     gr_status st = rt_json_graph_load("test_region", text, strlen(text), &p->gr, d);
     free(text);
     if (!st) st = rt_json_graph_init(p->gr, g->consts, (uint32_t)g->nconsts, d);
-    if (!st) st = rt_dnnl_engine.prepare(p->gr, NULL, &p->state, d);
+    if (!st) st = rt_dnnl_engine.prepare(p->gr, g->opts, &p->state, d);
     if (st) {
         rt_json_graph_free(p->gr);
         p->gr = NULL;

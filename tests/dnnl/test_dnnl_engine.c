@@ -686,3 +686,28 @@ Test(dnnl_engine, team_pinned_caller_mask_restored) {
     if (CPU_COUNT(&before) >= 2 && rt_dnnl_num_threads() >= 2)
         cr_expect_geq(single_cpu_threads(), 1, "no thread of the oneDNN team is pinned");
 }
+
+/* dnnl.transpose_weights: where oneDNN runs the matmul on gemm:jit (AVX2), constant weights get
+ * a transposed copy (more weight bytes) and the same results; where brgemm runs it (AVX-512)
+ * nothing changes. Off, the weights are read in place. */
+Test(dnnl_engine, transpose_weights_option) {
+    rt_dnnl_opts on = rt_dnnl_default_opts();
+    on.transpose_weights = true;
+    rt_dnnl_stats st[2];
+    for (int k = 0; k < 2; k++) {
+        dt_graph g;
+        dt_init(&g, 9);
+        g.opts = k ? &on : NULL;
+        int x = dt_input(&g, 2, S2(49, 96));
+        int w = dt_const(&g, 2, S2(96, 384));
+        int m = dt_op(&g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(x, w), NULL, 2, S2(49, 384), "fc1");
+        dt_head(&g, m);
+        dt_check(&g);
+        gr_diag d = {0};
+        cr_assert_eq(dt_stats(&g, &st[k], &d), GR_OK, "%s", d.msg);
+        dt_free(&g);
+    }
+    cr_expect_eq(st[0].weight_bytes, 0, "off: the weights are read where they are, got %zu bytes", st[0].weight_bytes);
+    if (!strcmp(rt_dnnl_isa(), "avx2"))
+        cr_expect_eq(st[1].weight_bytes, (size_t)96 * 384 * 4, "on, gemm:jit: one transposed copy");
+}
