@@ -10,12 +10,14 @@ SAN ?=
 CFLAGS_BASE = -std=c11 -D_GNU_SOURCE -g $(OPT) -Wall -Wextra -Wshadow -Wstrict-prototypes \
               -Wmissing-prototypes -Wno-missing-field-initializers -fPIC $(VISIBILITY) $(SAN) \
               $(if $(WERROR),-Werror,) -I. -I$(BUILD)/gen -MMD -MP
-# Only GR_API functions (ir/api.h) leave libgraft.so.
+# Only GR_API functions (base/api.h) leave libgraft.so.
 VISIBILITY = -fvisibility=hidden
 LLVM_CONFIG ?= llvm-config-14
 LDLIBS = -lm -lpthread
 
-LAYERS = ir patterns byoc runtime frontend/onnx codegen/json codegen/dnnl codegen/llvm
+# The library's folders, bottom layer first; an include may only point down (DESIGN.md's layer
+# picture, checked by scripts/check_layers.sh in `make test`, which also keeps this list in step).
+LAYERS = base ir patterns runtime byoc frontend/onnx codegen/json codegen/llvm codegen/dnnl deploy
 LIB_SRC = $(foreach d,$(LAYERS),$(wildcard $(d)/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TOOL_SRC = $(wildcard tools/*.c)
@@ -50,8 +52,8 @@ ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 ONNX_GEN = $(BUILD)/gen/onnx
 LIB_OBJ += $(BUILD)/obj/gen/onnx/onnx.pb-c.o
 endif
-# Artifact container: protoc-c over runtime/graft_artifact.proto, generated into $(BUILD)/gen.
-ifneq ($(wildcard runtime/graft_artifact.proto),)
+# Artifact container: protoc-c over deploy/graft_artifact.proto, generated into $(BUILD)/gen.
+ifneq ($(wildcard deploy/graft_artifact.proto),)
 ART_GEN = $(BUILD)/gen/graft
 LIB_OBJ += $(BUILD)/obj/gen/graft/graft_artifact.pb-c.o
 PROTOC_LIBS = -lprotobuf-c
@@ -95,8 +97,8 @@ $(BUILD)/libgraft.so: $(LIB_OBJ) scripts/libgraft.map
 
 # pkg-config: graft.pc describes the installed library (`make install PREFIX=...`);
 # graft-uninstalled.pc the one in this tree (`pkg-config --with-path=build graft-uninstalled`).
-# The headers keep their layer folders (#include "runtime/graft_model.h"). The public API is the
-# GR_API functions (ir/api.h); the other libraries are private (libgraft.a needs them too).
+# The headers keep their layer folders (#include "deploy/graft_model.h"). The public API is the
+# GR_API functions (base/api.h); the other libraries are private (libgraft.a needs them too).
 PREFIX ?= /usr/local
 PC_PRIVATE = $(filter -l%,$(EXT_LIBS)) $(LDLIBS)
 define GRAFT_PC
@@ -154,20 +156,20 @@ $(BUILD)/obj/gen/onnx/onnx.pb-c.o: $(ONNX_GEN)/onnx.pb-c.c $(BUILD)/code_flags
 $(filter $(BUILD)/obj/frontend/onnx/% $(BUILD)/obj/tests/frontend/%,$(LIB_OBJ) $(TEST_OBJ)): | $(ONNX_GEN)/onnx.pb-c.h
 endif
 
-# The loader API example (runtime/graft_model.h).
+# The loader API example (deploy/graft_model.h).
 $(BUILD)/examples/load_and_run: examples/load_and_run.c $(BUILD)/libgraft.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(BUILD)/libgraft.a $(EXT_LIBS) $(LDLIBS)
 
 ifdef ART_GEN
-$(ART_GEN)/graft_artifact.pb-c.c $(ART_GEN)/graft_artifact.pb-c.h &: runtime/graft_artifact.proto
+$(ART_GEN)/graft_artifact.pb-c.c $(ART_GEN)/graft_artifact.pb-c.h &: deploy/graft_artifact.proto
 	@mkdir -p $(ART_GEN)
 	cp $< $(ART_GEN)/graft_artifact.proto
 	cd $(ART_GEN) && protoc-c --c_out=. graft_artifact.proto
 $(BUILD)/obj/gen/graft/graft_artifact.pb-c.o: $(ART_GEN)/graft_artifact.pb-c.c $(BUILD)/code_flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) -c $< -o $@
-$(filter $(BUILD)/obj/runtime/artifact% $(BUILD)/obj/tests/artifact/% $(BUILD)/obj/tools/cmd_build%,$(LIB_OBJ) $(TEST_OBJ) $(TOOL_OBJ)): | $(ART_GEN)/graft_artifact.pb-c.h
+$(filter $(BUILD)/obj/deploy/artifact% $(BUILD)/obj/tests/artifact/% $(BUILD)/obj/tools/cmd_build%,$(LIB_OBJ) $(TEST_OBJ) $(TOOL_OBJ)): | $(ART_GEN)/graft_artifact.pb-c.h
 endif
 
 # Tests run from the repository root (they read tests/golden/...). GRAFT tells them where the
@@ -179,6 +181,7 @@ endif
 DNNL_AVX2_FILTER ?= dnnl*/*
 TVM_PY = build/third_party/tvm
 test: deps models
+	@sh scripts/check_layers.sh
 	@$(MAKE) --no-print-directory all $(BUILD)/tests/run_tests
 	@rm -rf $(BUILD)/tvm_suite
 	@if [ -f $(TVM_PY)/.installed-0.27.0 ]; then \

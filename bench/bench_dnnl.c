@@ -41,11 +41,12 @@
 
 #include "bench/bench_util.h"
 #include "byoc/byoc.h"
+#include "deploy/graft_model.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform.h"
+#include "runtime/const_eval.h"
 #include "runtime/dnnl.h"
 #include "runtime/executor.h"
-#include "runtime/graft_model.h"
 #include "runtime/npy.h"
 
 typedef struct model_def {
@@ -384,6 +385,7 @@ done:
 }
 
 int main(int argc, char **argv) {
+    rt_const_eval_install();  /* FoldConstant folds on the reference kernels */
     const char *nt = getenv("GRAFT_NUM_THREADS");
     rt_dnnl_thread_opts topts = {nt ? atoi(nt) : 0, true};
     rt_dnnl_set_thread_options(&topts);

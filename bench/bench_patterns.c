@@ -14,11 +14,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/tensor.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/builder.h"
 #include "ir/op.h"
 #include "patterns/match.h"
-#include "runtime/tensor.h"
 
 enum { NPATS = 40 };
 

@@ -21,7 +21,7 @@
 #ifndef GRAFT_BYOC_BYOC_H
 #define GRAFT_BYOC_BYOC_H
 
-#include "ir/api.h"
+#include "base/api.h"
 
 #include <stdio.h>
 

@@ -26,8 +26,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "base/tensor.h"
 #include "byoc/byoc.h"
-#include "runtime/tensor.h"
 #include "runtime/value.h"
 
 typedef struct insp_model insp_model;

@@ -4,9 +4,9 @@
 #include <jansson.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "byoc/byoc_impl.h"
 #include "ir/op.h"
-#include "runtime/tensor.h"
 
 /* Dims for counting FLOPs: static ones, and symbolic ones evaluated with every var at
  * FLOPS_SYM_AT (a model's dynamic dims get one nominal size; the offloaded share is what the

@@ -5,7 +5,7 @@
  *   build/examples/load_and_run MODEL.graft */
 #include <stdio.h>
 
-#include "runtime/graft_model.h"
+#include "deploy/graft_model.h"
 
 int main(int argc, char **argv) {
     if (argc != 2) {

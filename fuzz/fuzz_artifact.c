@@ -1,4 +1,4 @@
-/* libFuzzer target: the artifact loader (runtime/graft_model.h), host-object validation
+/* libFuzzer target: the artifact loader (deploy/graft_model.h), host-object validation
  * included, and a run of what loads.
  *
  * The checksum is recomputed over the fuzzed body (as a hand editor would), so mutations reach
@@ -16,11 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deploy/graft_model.h"
 #include "fuzz/fuzz_util.h"
 #include "graft/graft_artifact.pb-c.h"
-#include "runtime/graft_model.h"
 
-#define ART_SEED 0x67726166ull  /* runtime/artifact.c */
+#define ART_SEED 0x67726166ull  /* deploy/artifact.c */
 #define MAX_KNOWN 256
 
 static uint64_t known[MAX_KNOWN];  /* hash(host object) ^ rot(hash(module text)) of the seeds */

@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "ir/dtype.h"
-#include "runtime/tensor.h"
 
 /* Inputs may declare any shape: tensors above this many elements are not made (the run is
  * skipped), so a fuzzed "1000000x1000000" costs nothing. */

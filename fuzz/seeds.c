@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 
 #include "byoc/byoc.h"
+#include "deploy/graft_model.h"
 #include "ir/parser.h"
 #include "patterns/pattern_text.h"
-#include "runtime/graft_model.h"
 #include "runtime/module.h"
 #include "runtime/npy.h"
 

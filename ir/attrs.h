@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/object.h"
 #include "ir/ctx.h"
 #include "ir/dtype.h"
-#include "ir/object.h"
 #include "ir/prim.h"
 
 struct ir_expr;

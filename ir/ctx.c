@@ -1,4 +1,4 @@
-/* The context: arena, ids, string interning, hash-consing, plus the heap map and helpers. */
+/* The context: arena, ids, string interning, hash-consing. */
 #include "ir/ctx_impl.h"
 #include "ir/span.h"
 
@@ -6,8 +6,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 
 /* Chunks grow from 64 KiB (small contexts stay small) to 4 MiB, doubling with the arena. Every
  * chunk starts zeroed (calloc, or fresh anonymous pages), and the arena never reuses memory, so
@@ -16,42 +14,6 @@
 #define CHUNK_MIN ((size_t)64 << 10)
 #define CHUNK_MAX ((size_t)4 << 20)
 #define HUGE_PAGE ((size_t)2 << 20)
-
-void *gr_xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) gr_abort(__FILE__, __LINE__, "out of memory (%zu bytes)", n);
-    return p;
-}
-void *gr_xcalloc(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size ? size : 1);
-    if (!p) gr_abort(__FILE__, __LINE__, "out of memory (%zu x %zu bytes)", n, size);
-    return p;
-}
-void gr_advise_huge(void *p, size_t n) {
-#ifdef MADV_HUGEPAGE
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    if (n < 4 * huge) return;
-    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + n) & ~(huge - 1);
-    if (e > a) madvise((void *)a, e - a, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)n;
-#endif
-}
-void *gr_xrealloc(void *p, size_t n) {
-    void *q = realloc(p, n ? n : 1);
-    if (!q) gr_abort(__FILE__, __LINE__, "out of memory (%zu bytes)", n);
-    return q;
-}
-bool gr_is_dir(FILE *f) {
-    struct stat sb;
-    return f && fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
-char *gr_xstrdup(const char *s) {
-    size_t n = strlen(s) + 1;
-    return memcpy(gr_xmalloc(n), s, n);
-}
 
 ir_ctx_t *ir_ctx_new(void) {
     ir_ctx_t *ctx = gr_xcalloc(1, sizeof(*ctx));
@@ -68,42 +30,16 @@ void ir_ctx_free(ir_ctx_t *ctx) {
     gr_vec_free(&ctx->adopted);
     for (ir_chunk *c = ctx->chunks, *next; c; c = next) {
         next = c->next;
-        ir__free_big(c, c->map_len);
+        gr_free_big(c, c->map_len);
     }
     for (int i = 0; i < IR_HC_NTABLES; i++)
-        ir__free_big(ctx->hc[i].slots, (size_t)ctx->hc[i].cap * sizeof(uint64_t));
-    ir__free_big(ctx->sfilt, (size_t)ctx->sfilt_words * sizeof(uint64_t));
+        gr_free_big(ctx->hc[i].slots, (size_t)ctx->hc[i].cap * sizeof(uint64_t));
+    gr_free_big(ctx->sfilt, (size_t)ctx->sfilt_words * sizeof(uint64_t));
     free(ctx->pend);
     free(ctx->chunk_mem);
     free(ctx->ops);
     free(ctx->op_dflt);
     free(ctx);
-}
-
-/* Zeroed memory of n bytes: big blocks are fresh anonymous pages, 2 MiB-aligned and advised
- * MADV_HUGEPAGE (fewer first-touch faults and TLB misses on the big random-access tables). */
-void *ir__zalloc_big(size_t n) {
-    if (n >= HUGE_PAGE) {
-        size_t len = (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-        unsigned char *m = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE,
-                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m == MAP_FAILED) gr_abort(__FILE__, __LINE__, "out of memory (%zu bytes)", n);
-        uintptr_t a = ((uintptr_t)m + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
-        unsigned char *al = (unsigned char *)a, *end = m + len + HUGE_PAGE;
-        if (al > m) munmap(m, (size_t)(al - m));
-        if (al + len < end) munmap(al + len, (size_t)(end - (al + len)));
-#ifdef MADV_HUGEPAGE
-        madvise(al, len, MADV_HUGEPAGE);
-#endif
-        return al;
-    }
-    return gr_xcalloc(1, n);
-}
-
-void ir__free_big(void *p, size_t n) {
-    if (!p) return;
-    if (n >= HUGE_PAGE) munmap(p, (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
-    else free(p);
 }
 
 /* Hash-cons slots name an object by chunk index and offset / 8 (ctx_impl.h): offsets in a
@@ -115,7 +51,7 @@ void ir__free_big(void *p, size_t n) {
 static ir_chunk *chunk_new(ir_ctx_t *ctx, size_t cap) {
     size_t total = sizeof(ir_chunk) + cap;
     if (total >= HUGE_PAGE) total = (total + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-    ir_chunk *c = ir__zalloc_big(total);
+    ir_chunk *c = gr_zalloc_big(total);
     c->map_len = total;
     c->size = total - sizeof(ir_chunk);
     if (ctx->nchunks == ctx->chunk_cap) {
@@ -195,30 +131,6 @@ void ir__ctx_adopt(ir_ctx_t *ctx, void *p, size_t size) {
     ctx->arena_bytes += size;
 }
 
-/* ---- hashing ---- */
-
-uint64_t gr_hash_mix(uint64_t h, uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h ^= h >> 31;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    return h;
-}
-
-uint64_t gr_hash_bytes(const void *p, size_t n, uint64_t seed) {
-    /* FNV-1a over 8-byte words, then a final mix. */
-    const unsigned char *s = p;
-    uint64_t h = 0xcbf29ce484222325ull ^ seed;
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, s, 8);
-        h = (h ^ w) * 0x100000001b3ull;
-        s += 8;
-        n -= 8;
-    }
-    while (n--) h = (h ^ *s++) * 0x100000001b3ull;
-    return gr_hash_mix(h, seed);
-}
 
 /* ---- hash-consing ----
  * Slots are 8 bytes (ctx_impl.h): half the memory of a pointer + hash + size entry, which is
@@ -260,7 +172,7 @@ static unsigned char *hc_obj(const ir_ctx_t *ctx, uint64_t slot) {
 
 static void hc_grow(ir_hc_table *t) {
     uint32_t ncap = t->cap ? t->cap * 2 : 1024;
-    uint64_t *n = ir__zalloc_big((size_t)ncap * sizeof(*n));
+    uint64_t *n = gr_zalloc_big((size_t)ncap * sizeof(*n));
     for (uint32_t i = 0; i < t->cap; i++) {
         uint64_t e = t->slots[i];
         if (!e) continue;
@@ -268,7 +180,7 @@ static void hc_grow(ir_hc_table *t) {
         while (n[j]) j = (j + 1) & (ncap - 1);
         n[j] = e;
     }
-    ir__free_big(t->slots, (size_t)t->cap * sizeof(*n));
+    gr_free_big(t->slots, (size_t)t->cap * sizeof(*n));
     t->slots = n;
     t->cap = ncap;
 }
@@ -375,9 +287,9 @@ static void str_flush(ir_ctx_t *ctx) {
 /* (Re)builds the filter for the string table's current capacity. */
 static void filt_build(ir_ctx_t *ctx) {
     ir_hc_table *t = &ctx->hc[IR_HC_STRINGS];
-    ir__free_big(ctx->sfilt, (size_t)ctx->sfilt_words * sizeof(uint64_t));
+    gr_free_big(ctx->sfilt, (size_t)ctx->sfilt_words * sizeof(uint64_t));
     ctx->sfilt_words = t->cap / 16;
-    ctx->sfilt = ir__zalloc_big((size_t)ctx->sfilt_words * sizeof(uint64_t));
+    ctx->sfilt = gr_zalloc_big((size_t)ctx->sfilt_words * sizeof(uint64_t));
     if (!ctx->pend) ctx->pend = gr_xcalloc(PEND_SLOTS + PEND_MAX, sizeof(uint64_t));
     for (uint32_t i = 0; i < t->cap; i++) {
         uint64_t e = t->slots[i];
@@ -537,67 +449,3 @@ const char *ir_internf(ir_ctx_t *ctx, const char *fmt, ...) {
     return r;
 }
 
-/* ---- gr_map ---- */
-
-void gr_map_init(gr_map *m) { memset(m, 0, sizeof(*m)); }
-
-void gr_map_free(gr_map *m) {
-    ir__free_big(m->keys, sizeof(uint64_t) * m->cap);
-    ir__free_big(m->vals, sizeof(uint64_t) * m->cap);
-    memset(m, 0, sizeof(*m));
-}
-
-void gr_map_clear(gr_map *m) {
-    if (m->cap) memset(m->keys, 0, sizeof(uint64_t) * m->cap);
-    m->len = 0;
-}
-
-static uint32_t map_slot(uint64_t key, uint32_t mask) {
-    return (uint32_t)gr_hash_mix(key, 0x51ed27) & mask;
-}
-
-static void map_grow(gr_map *m) {
-    uint32_t ncap = m->cap ? m->cap * 2 : 16;
-    uint64_t *nk = ir__zalloc_big(sizeof(uint64_t) * ncap), *nv = ir__zalloc_big(sizeof(uint64_t) * ncap);
-    for (uint32_t i = 0; i < m->cap; i++) {
-        if (!m->keys[i]) continue;
-        uint32_t j = map_slot(m->keys[i], ncap - 1);
-        while (nk[j]) j = (j + 1) & (ncap - 1);
-        nk[j] = m->keys[i];
-        nv[j] = m->vals[i];
-    }
-    ir__free_big(m->keys, sizeof(uint64_t) * m->cap);
-    ir__free_big(m->vals, sizeof(uint64_t) * m->cap);
-    m->keys = nk;
-    m->vals = nv;
-    m->cap = ncap;
-}
-
-void gr_map_put(gr_map *m, uint64_t key, uint64_t val) {
-    GR_ASSERT(key != 0);
-    if ((m->len + 1) * 4 >= m->cap * 3) map_grow(m);
-    uint32_t mask = m->cap - 1, i = map_slot(key, mask);
-    while (m->keys[i] && m->keys[i] != key) i = (i + 1) & mask;
-    if (!m->keys[i]) {
-        m->keys[i] = key;
-        m->len++;
-    }
-    m->vals[i] = val;
-}
-
-bool gr_map_get(const gr_map *m, uint64_t key, uint64_t *val) {
-    if (!m->cap || !key) return false;
-    uint32_t mask = m->cap - 1, i = map_slot(key, mask);
-    for (; m->keys[i]; i = (i + 1) & mask) {
-        if (m->keys[i] == key) {
-            if (val) *val = m->vals[i];
-            return true;
-        }
-    }
-    return false;
-}
-
-uint64_t gr_map_get_or(const gr_map *m, uint64_t key, uint64_t dflt) {
-    uint64_t v;
-    return gr_map_get(m, key, &v) ? v : dflt;
-}

@@ -1,4 +1,6 @@
-/* The IR context: owner of every IR node, interned string, span and struct info.
+/* The IR context: owner of every IR node, interned string, span and struct info. (The heap
+ * containers and allocators it uses, and that every layer uses, are in base/map.h, base/vec.h
+ * and base/sys.h, included here.)
  *
  * Memory model (DESIGN.md "Memory"): one ir_ctx_t per compilation session. Every IR object
  * (expressions, bindings, blocks, functions, modules, spans, struct info, attrs) is
@@ -15,7 +17,7 @@
 #ifndef GRAFT_IR_CTX_H
 #define GRAFT_IR_CTX_H
 
-#include "ir/api.h"
+#include "base/api.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -23,7 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ir/status.h"
+#include "base/map.h"
+#include "base/status.h"
+#include "base/sys.h"
+#include "base/vec.h"
 
 typedef struct ir_ctx ir_ctx_t;
 
@@ -57,52 +62,5 @@ size_t ir_ctx_arena_bytes(const ir_ctx_t *ctx);
  * raw bytes, so callers pass fully zero-padded keys), copying it into the arena the first time.
  * Used for spans, struct info and prim expressions so equal values are pointer-equal. */
 const void *ir_hashcons(ir_ctx_t *ctx, uint32_t tag, const void *key, size_t size);
-
-/* ---- A small open-addressing hash map: uint64 key -> uint64 value (pointers fit in both). ---
- * Key 0 is reserved (empty slot). Heap-allocated (not in the arena): pair init with free. */
-typedef struct gr_map {
-    uint64_t *keys;
-    uint64_t *vals;
-    uint32_t cap, len;
-} gr_map;
-
-void gr_map_init(gr_map *m);
-void gr_map_free(gr_map *m);
-void gr_map_clear(gr_map *m);
-/* Inserts or overwrites. */
-void gr_map_put(gr_map *m, uint64_t key, uint64_t val);
-/* Returns true and sets *val when present (val may be NULL). */
-bool gr_map_get(const gr_map *m, uint64_t key, uint64_t *val);
-/* Returns the value, or `dflt` when absent. */
-uint64_t gr_map_get_or(const gr_map *m, uint64_t key, uint64_t dflt);
-#define GR_MAP_PTR(p) ((uint64_t)(uintptr_t)(p))
-
-uint64_t gr_hash_bytes(const void *p, size_t n, uint64_t seed);
-uint64_t gr_hash_mix(uint64_t h, uint64_t v);
-
-/* ---- Growable heap array of any element type (free with gr_vec_free). ---- */
-#define GR_VEC(T) struct { T *data; uint32_t len, cap; }
-#define gr_vec_push(v, x)                                                                     \
-    do {                                                                                      \
-        if ((v)->len == (v)->cap) {                                                           \
-            (v)->cap = (v)->cap ? (v)->cap * 2 : 8;                                           \
-            (v)->data = gr_xrealloc((v)->data, sizeof(*(v)->data) * (size_t)(v)->cap);        \
-        }                                                                                     \
-        (v)->data[(v)->len++] = (x);                                                          \
-    } while (0)
-/* &v.data[i], or NULL while v has never held anything (NULL + 0 is undefined behaviour). */
-#define gr_vec_at(v, i) ((v).data ? (v).data + (i) : NULL)
-#define gr_vec_free(v) do { free((v)->data); (v)->data = NULL; (v)->len = (v)->cap = 0; } while (0)
-
-/* malloc/realloc that abort on failure (for heap scratch space; user input never triggers it). */
-void *gr_xmalloc(size_t n);
-void *gr_xcalloc(size_t n, size_t size);
-void *gr_xrealloc(void *p, size_t n);
-char *gr_xstrdup(const char *s);
-/* True when the open stream is a directory (fopen accepts one; every read then fails). */
-bool gr_is_dir(FILE *f);
-/* Transparent-huge-page advice for the 2 MiB-aligned part of a big heap block (>= 8 MiB): far
- * fewer first-touch page faults on multi-megabyte buffers. Advice only. */
-void gr_advise_huge(void *p, size_t n);
 
 #endif

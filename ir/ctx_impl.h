@@ -2,15 +2,15 @@
 #ifndef GRAFT_IR_CTX_IMPL_H
 #define GRAFT_IR_CTX_IMPL_H
 
+#include "base/object.h"
 #include "ir/ctx.h"
-#include "ir/object.h"
 
 struct ir_op;
 
 typedef struct ir_chunk {
     struct ir_chunk *next;
     size_t size, used;
-    size_t map_len;           /* bytes from ir__zalloc_big (header included) */
+    size_t map_len;           /* bytes from gr_zalloc_big (header included) */
     uint32_t idx;             /* index in ir_ctx.chunk_mem (hash-cons slots name chunks by it) */
     _Alignas(16) unsigned char mem[];
 } ir_chunk;
@@ -64,10 +64,6 @@ void ir__ctx_adopt(ir_ctx_t *ctx, void *p, size_t size);
 /* The tag spans are hash-consed with (they get a table of their own). */
 #define IR_HC_SPAN_TAG 0x5350414eu
 uint32_t ir__ctx_next_seq(ir_ctx_t *ctx);
-/* Zeroed n bytes; blocks of 2 MiB and more are huge-page-advised anonymous mappings. Free with
- * ir__free_big and the same n. */
-void *ir__zalloc_big(size_t n);
-void ir__free_big(void *p, size_t n);
 /* ir_span_from_loc for a loc whose source is already interned (skips a second lookup of the
  * source in the string table: one cache miss a binding on big parses). */
 struct ir_loc;

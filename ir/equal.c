@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "ir/idtab_impl.h"
 #include "ir/op.h"
-#include "runtime/tensor.h"
 
 /* ---- equality state ---- */
 

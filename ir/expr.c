@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "ir/ctx_impl.h"
 #include "ir/op.h"
-#include "runtime/tensor.h"
 
 static const char *const KIND_NAMES[IR_EXPR_KIND_COUNT] = {
     "Var", "DataflowVar", "Constant", "Tuple", "TupleGetItem", "Call", "Op", "GlobalVar",

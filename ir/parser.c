@@ -19,7 +19,7 @@
 #include "ir/op.h"
 #include "ir/parser_impl.h"
 #include "ir/text_impl.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 enum { MAX_DEPTH = 200, MAX_DIMS = 64 };
 
@@ -505,7 +505,7 @@ static ir_var *ptab_pend_get(const struct ptab *t, const char *name) {
 
 static void ptab_init(struct ptab *t, uint32_t want) {
     uint32_t cap = want < 64 ? 64 : want > (1u << 27) ? (1u << 27) : want;
-    t->s = ir__zalloc_big(sizeof(*t->s) * cap);
+    t->s = gr_zalloc_big(sizeof(*t->s) * cap);
     t->cap = cap;
     t->len = 0;
 }
@@ -517,7 +517,7 @@ static void ptab_put(struct ptab *t, ir_var *v) {
         ptab_init(t, old.cap * 2);
         for (uint32_t i = 0; i < old.cap; i++)
             if (old.s[i]) ptab_put(t, ptab_var(old.s[i]));
-        ir__free_big(old.s, sizeof(*old.s) * old.cap);
+        gr_free_big(old.s, sizeof(*old.s) * old.cap);
     }
     GR_ASSERT(((uintptr_t)v & ~PTAB_PTR) == 0);
     uint64_t tag = ptab_tag(v->name);
@@ -2652,7 +2652,7 @@ static gr_status parse_text(ir_ctx_t *ctx, const char *name, const char *text, s
     if (!ok && !p->failed) perr(p, NULL, GR_ERR_PARSE, "parse failed");
     gr_status st = ok ? GR_OK : (diag && diag->code != GR_OK ? diag->code : GR_ERR_PARSE);
     if (ok) *out = p->mod;
-    ir__free_big(p->scope.s, sizeof(*p->scope.s) * p->scope.cap);
+    gr_free_big(p->scope.s, sizeof(*p->scope.s) * p->scope.cap);
     gr_map_free(&p->syms);
     gr_map_free(&p->opcache);
     gr_map_free(&p->sigmap);

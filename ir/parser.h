@@ -3,7 +3,7 @@
 #ifndef GRAFT_IR_PARSER_H
 #define GRAFT_IR_PARSER_H
 
-#include "ir/api.h"
+#include "base/api.h"
 
 #include <stddef.h>
 

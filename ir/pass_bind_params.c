@@ -2,8 +2,8 @@
  * the param's span, so input names stay traceable); the function loses those params. */
 #include <string.h>
 
+#include "base/tensor.h"
 #include "ir/pass_impl.h"
-#include "runtime/tensor.h"
 
 typedef struct bind_params {
     char *func;

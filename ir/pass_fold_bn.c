@@ -8,10 +8,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "ir/op.h"
 #include "ir/pass_impl.h"
 #include "ir/si_builder.h"
-#include "runtime/tensor.h"
 
 static bool str_is(const ir_attrs *a, const char *key, const char *want) {
     const char *s = ir_attrs_get_str(a, key);

@@ -1,55 +1,21 @@
 /* FoldConstant: an op call whose arguments are all known (constants, static shapes, scalars)
- * is evaluated with the reference kernels (runtime/kernels.h) and replaced by the resulting
- * constant; an `if` whose condition is a constant becomes the branch it takes. The new constant
- * carries the SequentialSpan of the folded call and of the constants it consumed; the taken
- * branch carries SequentialSpan(branch, if) (seed 001's FoldConstant example). */
-#include <string.h>
-
+ * is evaluated by the pass context's evaluator (ir_const_eval_fn, ir/transform.h: the runtime
+ * installs one on its reference kernels) and replaced by the resulting constant; an `if` whose
+ * condition is a constant becomes the branch it takes. The new constant carries the
+ * SequentialSpan of the folded call and of the constants it consumed; the taken branch carries
+ * SequentialSpan(branch, if) (seed 001's FoldConstant example). */
+#include "base/tensor.h"
 #include "ir/op.h"
 #include "ir/pass_impl.h"
 #include "ir/si_builder.h"
-#include "runtime/kernels.h"
-#include "runtime/tensor.h"
 
 enum { FOLD_MAX_ELEMS = 1 << 24 };  /* do not materialize huge constants */
 
-/* Converts a known argument into a kernel value; false when it is not known. */
-static bool known_value(const ir_expr *e, rt_value *out) {
-    memset(out, 0, sizeof(*out));
-    switch ((ir_expr_kind)e->kind) {
-    case IR_CONST:
-        *out = rt_value_tensor(rt_tensor_retain(((const ir_const *)e)->data));
-        return true;
-    case IR_SHAPE: {
-        const ir_shape_expr *s = (const ir_shape_expr *)e;
-        if (s->n > RT_MAX_NDIM) return false;
-        int64_t dims[RT_MAX_NDIM];
-        /* the dims of the expression itself (its struct info is a Shape, not a Tensor) */
-        for (uint32_t i = 0; i < s->n; i++)
-            if (!ir_prim_is_int(s->dims[i], &dims[i])) return false;
-        out->kind = RT_VAL_SHAPE;
-        out->u.shape.ndim = (int32_t)s->n;
-        memcpy(out->u.shape.dims, dims, sizeof(int64_t) * s->n);
-        return true;
-    }
-    case IR_PRIMVAL: {
-        const ir_primval *p = (const ir_primval *)e;
-        if (ir_dtype_is_float(p->dtype)) {
-            out->kind = RT_VAL_FLOAT;
-            out->u.f = p->fvalue;
-            return true;
-        }
-        if (!p->value || !ir_prim_is_int(p->value, &out->u.i)) return false;
-        out->kind = RT_VAL_INT;
-        return true;
-    }
-    case IR_STR:
-        out->kind = RT_VAL_STR;
-        out->u.s = ((const ir_str *)e)->value;
-        return true;
-    default: return false;
-    }
-}
+/* The evaluator of the running pass context. */
+typedef struct fold_state {
+    ir_const_eval_fn eval;
+    void *user;
+} fold_state;
 
 static bool foldable(const ir_call *c) {
     if (c->callee->kind != IR_OP) return false;
@@ -70,37 +36,21 @@ static bool foldable(const ir_call *c) {
 
 /* Evaluates c; NULL (no error) when it cannot be folded here. */
 static ir_expr *fold_call(pu_rewriter *r, const ir_binding *b, ir_call *c) {
-    const ir_op_def *def = ((const ir_op *)c->callee)->def;
-    if (!rt_kernel_find(def)) return NULL;
-    rt_value args[16];
+    const fold_state *fs = r->user;
     if (c->nargs > 16) return NULL;
-    uint32_t n = 0;
-    bool ok = true;
-    for (; n < c->nargs && ok; n++) ok = known_value(c->args[n], &args[n]);
-    if (!ok) n--;
-    ir_expr *res = NULL;
-    if (ok) {
-        rt_kernel_call kc = {def, c->attrs, args, c->nargs, c->base.sinfo, c->base.span};
-        rt_value out;
-        memset(&out, 0, sizeof(out));
-        gr_diag local;
-        gr_diag_clear(&local);
-        /* A kernel error here only means "leave it for run time" (it will report it there). */
-        if (rt_kernel_run(&kc, &out, &local) == GR_OK && out.kind == RT_VAL_TENSOR) {
-            const ir_span *parts[2 + 16];
-            uint32_t k = 0;
-            parts[k++] = c->base.span;
-            parts[k++] = b->var->base.span;
-            for (uint32_t i = 0; i < c->nargs; i++) parts[k++] = c->args[i]->span;
-            const ir_span *sp = ir_si_enabled() ? ir_span_seq(r->ctx, parts, k) : c->base.span;
-            ir_const *cst = ir_const_new(r->ctx, out.u.t, sp);
-            if (cst->base.sinfo == c->base.sinfo || ir_sinfo_is_base_of(b->var->base.sinfo, cst->base.sinfo))
-                res = &cst->base;
-        }
-        rt_value_clear(&out);
-    }
-    for (uint32_t i = 0; i < n; i++) rt_value_clear(&args[i]);
-    return res;
+    rt_tensor *t = fs->eval(fs->user, c);
+    if (!t) return NULL;
+    const ir_span *parts[2 + 16];
+    uint32_t k = 0;
+    parts[k++] = c->base.span;
+    parts[k++] = b->var->base.span;
+    for (uint32_t i = 0; i < c->nargs; i++) parts[k++] = c->args[i]->span;
+    const ir_span *sp = ir_si_enabled() ? ir_span_seq(r->ctx, parts, k) : c->base.span;
+    ir_const *cst = ir_const_new(r->ctx, t, sp);
+    rt_tensor_release(t);
+    if (cst->base.sinfo == c->base.sinfo || ir_sinfo_is_base_of(b->var->base.sinfo, cst->base.sinfo))
+        return &cst->base;
+    return NULL;
 }
 
 /* `if` on a constant: the taken branch's bindings join the current (plain) block and the
@@ -133,7 +83,8 @@ static bool inline_branch(pu_rewriter *r, const ir_binding *b, ir_if *f) {
 
 static bool fold_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, bool dataflow) {
     (void)dataflow;
-    if (!b->match_sinfo && value->kind == IR_CALL && foldable((ir_call *)value)) {
+    const fold_state *fs = r->user;
+    if (!b->match_sinfo && fs->eval && value->kind == IR_CALL && foldable((ir_call *)value)) {
         ir_expr *cst = fold_call(r, b, (ir_call *)value);
         if (cst) {
             /* Uses read the constant, which carries the layer's span. */
@@ -154,7 +105,10 @@ static gr_status fold_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module
     (void)self, (void)name;
     pu_rewriter r;
     pu_init(&r, mod->ctx, diag);
+    fold_state fs = {NULL, NULL};
+    fs.eval = ir_pass_ctx_const_eval(pc, &fs.user);
     r.binding = fold_binding;
+    r.user = &fs;
     ir_func *nf = pu_rewrite_func(&r, func);
     pu_finish(&r, pc);
     if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;

@@ -18,7 +18,7 @@
 #include "ir/sinfo.h"
 #include "ir/pass_impl.h"
 #include "ir/si_builder.h"
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 #define MAX_CHAIN 32
 

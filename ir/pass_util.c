@@ -1,11 +1,11 @@
 /* The binding rewriter shared by the generic passes (see ir/pass_impl.h). */
 #include <string.h>
 
+#include "base/tensor.h"
 #include "ir/builder.h"
 #include "ir/op.h"
 #include "ir/pass_impl.h"
 #include "ir/transform_impl.h"
-#include "runtime/tensor.h"
 
 void pu_init(pu_rewriter *r, ir_ctx_t *ctx, gr_diag *diag) {
     memset(r, 0, sizeof(*r));

@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "ir/ctx_impl.h"
 #include "ir/op.h"
 #include "ir/text_impl.h"
 #include "ir/visit.h"
-#include "runtime/tensor.h"
 
 typedef GR_VEC(const ir_prim *) prim_vec;
 typedef GR_VEC(const ir_const *) const_vec;
@@ -74,13 +74,13 @@ static uint64_t name_key(const char *s) {
 /* The printed-name table: open addressing on the (already mixed) name hash, presized from the
  * function's binding count by p_func so a big function does not rehash it as it goes. */
 static void ntab_init(struct ntab *t, uint32_t cap) {
-    t->s = ir__zalloc_big(sizeof(*t->s) * cap);
+    t->s = gr_zalloc_big(sizeof(*t->s) * cap);
     t->cap = cap;
     t->len = 0;
 }
 
 static void ntab_free(struct ntab *t) {
-    ir__free_big(t->s, sizeof(*t->s) * t->cap);
+    gr_free_big(t->s, sizeof(*t->s) * t->cap);
     memset(t, 0, sizeof(*t));
 }
 

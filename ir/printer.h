@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "ir/api.h"
+#include "base/api.h"
 #include "ir/expr.h"
 
 typedef struct ir_print_opts {

@@ -3,7 +3,7 @@
 #ifndef GRAFT_IR_SINFO_H
 #define GRAFT_IR_SINFO_H
 
-#include "ir/api.h"
+#include "base/api.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -38,12 +38,32 @@ static void config_builtin(void) {
 
 /* ---- Pass context ---- */
 
+static ir_const_eval_fn g_const_eval;
+static void *g_const_eval_user;
+
+void ir_const_eval_set_default(ir_const_eval_fn fn, void *user) {
+    g_const_eval = fn;
+    g_const_eval_user = user;
+}
+
+void ir_pass_ctx_set_const_eval(ir_pass_ctx_t *pc, ir_const_eval_fn fn, void *user) {
+    pc->const_eval = fn;
+    pc->const_eval_user = user;
+}
+
+ir_const_eval_fn ir_pass_ctx_const_eval(const ir_pass_ctx_t *pc, void **user) {
+    if (user) *user = pc->const_eval_user;
+    return pc->const_eval;
+}
+
 ir_pass_ctx_t *ir_pass_ctx_new(void) {
     config_builtin();
     ir_pass_ctx_t *pc = gr_xcalloc(1, sizeof(*pc));
     pc->opt_level = 2;
     pc->si_enabled = true;
     gr_map_init(&pc->var_notes);
+    pc->const_eval = g_const_eval;
+    pc->const_eval_user = g_const_eval_user;
     return pc;
 }
 

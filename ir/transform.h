@@ -17,12 +17,13 @@
 #ifndef GRAFT_IR_TRANSFORM_H
 #define GRAFT_IR_TRANSFORM_H
 
-#include "ir/api.h"
+#include "base/api.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/tensor.h"
 #include "ir/expr.h"
 
 typedef struct ir_pass_ctx ir_pass_ctx_t;
@@ -117,6 +118,23 @@ bool ir_pass_ctx_config_bool(const ir_pass_ctx_t *pc, const char *key);
 int64_t ir_pass_ctx_config_int(const ir_pass_ctx_t *pc, const char *key);
 double ir_pass_ctx_config_float(const ir_pass_ctx_t *pc, const char *key);
 const char *ir_pass_ctx_config_str(const ir_pass_ctx_t *pc, const char *key);
+
+/* ---- Constant evaluation (FoldConstant's hook) ----
+ * The IR does not call into the runtime (layers only point down), so FoldConstant evaluates an
+ * op call whose arguments are all known through an evaluator the caller installs. It returns the
+ * call's value as a new tensor (FoldConstant takes the reference), or NULL to leave the call for
+ * run time (no kernel for the op, or an error the run will report). The runtime's evaluator on
+ * the reference kernels is rt_const_eval (runtime/const_eval.h); linking it in installs it as
+ * the default. Without an evaluator FoldConstant folds no call (it still takes the branch of an
+ * `if` on a constant). */
+typedef rt_tensor *(*ir_const_eval_fn)(void *user, const ir_call *call);
+/* The evaluator new pass contexts start with (process-global: set during start-up, not
+ * concurrently, as the registry). */
+void ir_const_eval_set_default(ir_const_eval_fn fn, void *user);
+/* This context's evaluator; fn NULL: none. */
+void ir_pass_ctx_set_const_eval(ir_pass_ctx_t *pc, ir_const_eval_fn fn, void *user);
+/* This context's evaluator (NULL: none) and its user pointer (*user, when user is not NULL). */
+ir_const_eval_fn ir_pass_ctx_const_eval(const ir_pass_ctx_t *pc, void **user);
 
 /* The context of the innermost ir_pass_run on this thread, or NULL outside of passes. */
 ir_pass_ctx_t *ir_pass_ctx_current(void);

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "runtime/dnnl_impl.h"
-#include "runtime/tensor.h"
 
 typedef struct dn_tap_plan {
     uint32_t *start;              /* per primitive + 1 (slot 0: before any): index into ents */

@@ -598,6 +598,12 @@ static int64_t collapse_rows(dn_state *S, int nd, const dnnl_memory_desc_t *amd,
     return rows * amd->dims[nd - 2];
 }
 
+static bool gemm_impl(const_dnnl_primitive_desc_t pd) {
+    const char *impl = NULL;
+    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+           !strncmp(impl, "gemm", 4);
+}
+
 static gr_status op_matmul(dn_state *S, const rt_json_node *n) {
     int a = dn_arg_entry(S, n, 0), b = dn_arg_entry(S, n, 1), av = -1, bv = -1;
     /* "dense": the weights are permute_dims(w) of the last two axes; w is read transposed */
@@ -677,6 +683,32 @@ static gr_status op_matmul(dn_state *S, const rt_json_node *n) {
             gr_diag_clear(S->diag);
         }
         if (!placed) na = used = 0;
+    }
+    /* oneDNN 2.6's gemm:jit (the matmul on AVX2, where brgemm needs AVX-512) reads plain K x N
+     * weights 2-4x slower than transposed ones when there are few rows (convnext_tiny's 4x
+     * expansions at 49 and 196 rows; from 784 rows on both are alike): give constant weights
+     * the transposed layout there (a reordered copy), brgemm chooses its own. */
+    if (!st && placed && pnd <= 4 && dst.dims[pnd - 2] < 512 && gemm_impl(pd)) {
+        static const dnnl_format_tag_t TR[5] = {0, 0, dnnl_ba, dnnl_acb, dnnl_abdc};
+        dnnl_memory_desc_t btr;
+        dnnl_primitive_desc_t tpd;
+        int tused = 0, tna = 0;
+        dn_arg targs[4 + DN_MAX_STEPS];
+        if (dnnl_memory_desc_init_by_tag(&btr, pnd, bmd.dims, dnnl_f32, TR[pnd]) == dnnl_success &&
+            dnnl_matmul_desc_init(&pdesc, &amd, &btr, biasv >= 0 ? &biasmd : NULL, &dst) == dnnl_success &&
+            fuse_create(S, n, &pdesc, pnd, steps, k, &tpd, &tused, targs, &tna) == GR_OK) {
+            if (tused == k && gemm_impl(tpd)) {
+                dnnl_primitive_desc_destroy(pd);
+                pd = tpd;
+                used = tused;
+                na = tna;
+                memcpy(args, targs, sizeof(dn_arg) * (size_t)tna);
+            } else {
+                dnnl_primitive_desc_destroy(tpd);
+            }
+        } else if (S->diag) {
+            gr_diag_clear(S->diag);
+        }
     }
     if (!st && !placed) st = fuse_create(S, n, &desc, pnd, steps, k, &pd, &used, args, &na);
     if (st) {

@@ -1,5 +1,5 @@
 /* The executor: the one engine behind `graft run MODEL`, `graft run M.graft` and the library
- * API (runtime/executor.h, runtime/plan.h, runtime/graft_model.h).
+ * API (runtime/executor.h, runtime/plan.h, deploy/graft_model.h).
  *
  * rt_exec_new() / rt_px_new() compile a function once into instructions: every var gets a dense
  * slot index, every binding an instruction whose operands are slots or prepared constants,

@@ -1,5 +1,5 @@
 /* The executor (runtime/executor.c; the one behind `graft run MODEL`, `graft run M.graft` and
- * runtime/graft_model.h): runs any function of an IRModule on the reference kernels, including
+ * deploy/graft_model.h): runs any function of an IRModule on the reference kernels, including
  * calls of other functions, if/else, tuples, match_cast checks, symbolic dims and
  * call_dps_packed into the runtime modules of the module's `external_mods`. rt_exec_new is
  * rt_px_new without a host lowering (runtime/plan.h: fused host kernels, the memory plan). */

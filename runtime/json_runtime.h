@@ -20,9 +20,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/tensor.h"
 #include "ir/op.h"
 #include "runtime/module.h"
-#include "runtime/tensor.h"
 
 typedef struct rt_json_entry {
     uint32_t nid, index;

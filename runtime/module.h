@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ir/object.h"
-#include "ir/status.h"
+#include "base/object.h"
+#include "base/status.h"
 
 #define RT_MODULE_API_VERSION 1
 

@@ -2,9 +2,9 @@
 #ifndef GRAFT_RUNTIME_NPY_H
 #define GRAFT_RUNTIME_NPY_H
 
-#include "ir/api.h"
+#include "base/api.h"
 
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 /* *out: new tensor (refcount 1). Malformed files are GR_ERR_INVALID naming the file. */
 GR_API gr_status rt_npy_load(const char *path, rt_tensor **out, gr_diag *diag);

@@ -4,11 +4,11 @@
 #ifndef GRAFT_RUNTIME_VALUE_H
 #define GRAFT_RUNTIME_VALUE_H
 
-#include "ir/api.h"
+#include "base/api.h"
 
 #include <stdint.h>
 
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 typedef enum rt_value_kind {
     RT_VAL_NONE,

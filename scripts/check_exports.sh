@@ -1,6 +1,6 @@
 #!/bin/sh
 # Checks that libgraft.so exports exactly its public API: the functions declared with GR_API
-# (ir/api.h) in the headers, no more and no fewer. The expectation is read from the headers, so
+# (base/api.h) in the headers, no more and no fewer. The expectation is read from the headers, so
 # marking a function public is one edit there. Then builds examples/load_and_run.c against the
 # shared library through pkg-config (graft-uninstalled.pc), which proves the exported API is
 # enough for a program that loads and runs a model.

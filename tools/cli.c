@@ -124,16 +124,23 @@ static uint64_t rng_next(uint64_t *s) {
     return *s * 0x2545F4914F6CDD1Dull;
 }
 
-gr_status cli_random_input(const char *name, const ir_sinfo *s, uint64_t seed, rt_tensor **out,
-                              gr_diag *d) {
+gr_status cli_random_input(const char *name, const ir_sinfo *s, const cli_load_opts *lo, uint64_t seed,
+                           rt_tensor **out, gr_diag *d) {
     int64_t shape[RT_MAX_NDIM];
-    if (!s || s->kind != IR_SINFO_TENSOR || s->ndim > RT_MAX_NDIM || !ir_sinfo_static_shape(s, shape))
+    int32_t ndim = s && s->kind == IR_SINFO_TENSOR ? s->ndim : -1;
+    const onnx_input_shape *given = NULL;
+    for (uint32_t k = 0; lo && k < lo->nshapes && !given; k++)
+        if (!strcmp(lo->shape_names[k], name)) given = &lo->shapes[k];
+    if (given && s && s->kind == IR_SINFO_TENSOR && given->ndim <= RT_MAX_NDIM) {
+        ndim = (int32_t)given->ndim;
+        memcpy(shape, given->dims, sizeof(int64_t) * (size_t)ndim);
+    } else if (!s || s->kind != IR_SINFO_TENSOR || s->ndim > RT_MAX_NDIM || !ir_sinfo_static_shape(s, shape))
         return gr_diag_set(d, GR_ERR_INVALID,
                            "input '%s' has no static shape: give --input %s=FILE.npy or "
                            "--input-shape %s=DIMS", name, name, name);
     if (ir_dtype_is_void(s->dtype))
         return gr_diag_set(d, GR_ERR_INVALID, "input '%s' has no dtype", name);
-    rt_tensor *t = rt_tensor_new(s->dtype, s->ndim, shape);
+    rt_tensor *t = rt_tensor_new(s->dtype, ndim, shape);
     if (!t) return gr_diag_set(d, GR_ERR_NOMEM, "input '%s': cannot allocate", name);
     int64_t n = rt_tensor_numel(t);
     uint64_t st = seed * 0x9E3779B97F4A7C15ull + 1;

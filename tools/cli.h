@@ -64,9 +64,10 @@ struct byoc_fuse_opts cli_fuse_opts(const cli_fuse_args *fa);
 /* Monotonic clock in milliseconds. */
 double cli_now_ms(void);
 /* A deterministic input for `--input NAME=random`: uniform in [-1, 1) for floats, 0..9 for
- * integers, from `seed`. Needs a static shape. *out: new tensor. */
-gr_status cli_random_input(const char *name, const ir_sinfo *s, uint64_t seed, rt_tensor **out,
-                           gr_diag *d);
+ * integers, from `seed`. Its shape is s's static shape, or the one --input-shape gave for name
+ * in lo (lo may be NULL; the run checks it against the signature). *out: new tensor. */
+gr_status cli_random_input(const char *name, const ir_sinfo *s, const cli_load_opts *lo, uint64_t seed,
+                           rt_tensor **out, gr_diag *d);
 /* Writes a result (a tensor or a tuple of tensors) as DIR/output_<i>.npy. */
 int cli_write_outputs(const rt_value *r, const char *dir, gr_diag *d);
 /* Prints "latency_ms median=<x> min=<y> max=<z> runs=<n>" to stderr (sorts `times`). */

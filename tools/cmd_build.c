@@ -9,8 +9,8 @@
 #include <time.h>
 
 #include "byoc/byoc.h"
+#include "deploy/graft_model.h"
 #include "ir/transform.h"
-#include "runtime/graft_model.h"
 #include "runtime/npy.h"
 #include "tools/cli.h"
 #include "tools/profile.h"
@@ -105,6 +105,8 @@ int cmd_build(int argc, char **argv) {
 /* ---- run ---- */
 
 int cmd_run_artifact(int argc, char **argv) {
+    static cli_load_opts lo; /* only its --input-shape entries: random inputs of that shape */
+    memset(&lo, 0, sizeof lo);
     static char names[MAX_INPUTS][256];
     static const char *sources[MAX_INPUTS];
     uint32_t nspecs = 0;
@@ -127,6 +129,9 @@ int cmd_run_artifact(int argc, char **argv) {
             memcpy(names[nspecs], v, (size_t)(eq - v));
             names[nspecs][eq - v] = '\0';
             sources[nspecs++] = eq + 1;
+        } else if (cli_opt(argc, argv, &i, "--input-shape", &v, &missing)) {
+            if (missing || !cli_add_input_shape(&lo, v))
+                return cli_usage_error("run", "--input-shape takes NAME=DIMxDIM...");
         } else if (cli_opt(argc, argv, &i, "--repeat", &v, &missing)) {
             char *end;
             repeat = missing ? -1 : strtol(v, &end, 10);
@@ -168,7 +173,7 @@ int cmd_run_artifact(int argc, char **argv) {
             if (strcmp(names[s], name) == 0) src = sources[s];
         rt_tensor *t = NULL;
         bool rnd = strcmp(src, "random") == 0;
-        gr_status st = rnd ? cli_random_input(name, graft_model_input_sinfo(gm, i), i + 1, &t, &d)
+        gr_status st = rnd ? cli_random_input(name, graft_model_input_sinfo(gm, i), &lo, i + 1, &t, &d)
                            : rt_npy_load(src, &t, &d);
         if (st != GR_OK) {
             rc = cli_fail(&d, rnd ? input : src);

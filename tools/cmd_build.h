@@ -4,7 +4,7 @@
 
 /* graft build INPUT [--input-shape NAME=DIMS]... [--backend NAME]... [--no-opt] -o MODEL.graft
  * Runs the default pass pipeline (unless --no-opt), partitions for the backends, builds the
- * artifact (runtime/graft_model.h) and prints the plan summary (host kernels, arena vs
+ * artifact (deploy/graft_model.h) and prints the plan summary (host kernels, arena vs
  * intermediates, object size, build and load time). */
 int cmd_build(int argc, char **argv);
 

@@ -31,9 +31,9 @@
 #include <unistd.h>
 
 #include "byoc/byoc.h"
+#include "deploy/graft_model.h"
 #include "frontend/onnx/onnx_import.h"
 #include "runtime/executor.h"
-#include "runtime/graft_model.h"
 #include "tools/cli.h"
 
 /* The ONNX backend tests compare with rtol 1e-3; atol 1e-5 absorbs float32 rounding of results
@@ -352,7 +352,7 @@ static void match_inputs(const rt_exec_t *x, char *const *names, uint32_t n, uin
     }
 }
 
-/* --host llvm: run through `graft build` -> load (runtime/graft_model.h); NULL: reference. */
+/* --host llvm: run through `graft build` -> load (deploy/graft_model.h); NULL: reference. */
 static const char *g_host;
 static graft_model *g_model;
 

@@ -131,7 +131,7 @@ static gr_status load_inputs(const insp_args *a, const ir_module *m, rt_value *a
             if (strcmp(a->specs[s].name, name) == 0) src = a->specs[s].source;
         rt_tensor *t = NULL;
         bool rnd = strcmp(src, "random") == 0;
-        st = rnd ? cli_random_input(name, rt_exec_input_sinfo(x, i), i + 1, &t, d) : rt_npy_load(src, &t, d);
+        st = rnd ? cli_random_input(name, rt_exec_input_sinfo(x, i), NULL, i + 1, &t, d) : rt_npy_load(src, &t, d);
         if (st && !rnd) *bad = src;
         if (!st) args[(*nargs)++] = rt_value_tensor(t);
     }

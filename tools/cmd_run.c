@@ -162,7 +162,7 @@ int cmd_run(int argc, char **argv) {
         }
         rt_tensor *t = NULL;
         gr_status st = strcmp(src, "random") == 0
-                           ? cli_random_input(name, rt_exec_input_sinfo(x, i), i + 1, &t, &d)
+                           ? cli_random_input(name, rt_exec_input_sinfo(x, i), NULL, i + 1, &t, &d)
                            : rt_npy_load(src, &t, &d);
         if (st != GR_OK) {
             rc = cli_fail(&d, strcmp(src, "random") == 0 ? input : src);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/const_eval.h"
 #include "runtime/dnnl.h"
 
 #include "tools/cli.h"
@@ -89,6 +90,7 @@ static void options_from_env(void) {
 }
 
 int main(int argc, char **argv) {
+    rt_const_eval_install();  /* FoldConstant folds on the reference kernels */
     options_from_env();
     if (argc < 2) {
         print_help(stderr);

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "deploy/graft_model.h"
 #include "runtime/executor.h"
-#include "runtime/graft_model.h"
 
 typedef struct prof_row {
     const char *kind, *name, *layers;

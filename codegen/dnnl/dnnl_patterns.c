@@ -17,12 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "codegen/dnnl/dnnl_codegen.h"
 #include "codegen/dnnl/dnnl_impl.h"
 #include "ir/dtype.h"
 #include "ir/op.h"
 #include "ir/sinfo.h"
-#include "runtime/tensor.h"
 
 /* ---- checks ---- */
 

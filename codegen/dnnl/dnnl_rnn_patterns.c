@@ -7,11 +7,11 @@
  * equal to T everywhere). */
 #include <string.h>
 
+#include "base/tensor.h"
 #include "codegen/dnnl/dnnl_impl.h"
 #include "ir/dtype.h"
 #include "ir/op.h"
 #include "ir/sinfo.h"
-#include "runtime/tensor.h"
 
 static bool f32_static(const ir_sinfo *s) {
     int64_t shape[RT_MAX_NDIM];

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ir/status.h"
+#include "base/status.h"
 
 gr_status gr_elf_check(const uint8_t *obj, size_t len, gr_diag *diag);
 

@@ -3,13 +3,13 @@
 #ifndef GRAFT_FRONTEND_ONNX_IMPORT_H
 #define GRAFT_FRONTEND_ONNX_IMPORT_H
 
-#include "ir/api.h"
+#include "base/api.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/tensor.h"
 #include "ir/expr.h"
-#include "runtime/tensor.h"
 #include "runtime/value.h"
 
 typedef struct onnx_input_shape {

@@ -1,4 +1,4 @@
-/* One loaded model run from several threads (runtime/graft_model.h: runs may be concurrent),
+/* One loaded model run from several threads (deploy/graft_model.h: runs may be concurrent),
  * shared by the Criterion tests (test_concurrency.c) and the ThreadSanitizer program
  * (tests/concurrency_main.c: Criterion's forking runner does not start under TSan). Each of
  * NTHREADS threads runs its own NINPUTS inputs NRUNS times; every output must equal, bit for
@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "byoc/byoc.h"
+#include "deploy/graft_model.h"
 #include "ir/parser.h"
-#include "runtime/graft_model.h"
 
 #define NTHREADS 4
 #define NINPUTS 3     /* distinct inputs per thread */

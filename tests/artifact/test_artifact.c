@@ -11,7 +11,7 @@
 #include "graft/graft_artifact.pb-c.h"
 #include "ir/parser.h"
 #include "runtime/executor.h"
-#include "runtime/graft_model.h"
+#include "deploy/graft_model.h"
 
 static const char *k_mod =
     "@I.ir_module\n"

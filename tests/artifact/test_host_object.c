@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "codegen/llvm/elf_check.h"
+#include "deploy/graft_model.h"
 #include "graft/graft_artifact.pb-c.h"
 #include "ir/parser.h"
-#include "runtime/graft_model.h"
 
 static const char *k_mod =
     "@I.ir_module\n"

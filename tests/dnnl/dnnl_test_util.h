@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "runtime/dnnl.h"
 #include "runtime/json_runtime.h"
 #include "runtime/module.h"
-#include "runtime/tensor.h"
 
 #define DT_RTOL 1e-4
 #define DT_ATOL 1e-4

@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "byoc/byoc.h"
 #include "codegen/dnnl/dnnl_codegen.h"
 #include "ir/parser.h"
 #include "ir/transform.h"
 #include "runtime/dnnl.h"
 #include "runtime/executor.h"
-#include "runtime/tensor.h"
 
 #define CT_RTOL 1e-4
 #define CT_ATOL 1e-4

@@ -19,13 +19,13 @@
 #include <sys/stat.h>
 
 #include "byoc/byoc.h"
+#include "deploy/graft_model.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/op.h"
 #include "ir/parser.h"
 #include "ir/transform.h"
 #include "runtime/dnnl.h"
 #include "runtime/executor.h"
-#include "runtime/graft_model.h"
 #include "runtime/npy.h"
 #include "runtime/plan.h"
 

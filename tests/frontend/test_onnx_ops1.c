@@ -5,8 +5,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "runtime/executor.h"
-#include "runtime/tensor.h"
 #include "tests/frontend/onnx_test_util.h"
 
 #define I64 ONNX__TENSOR_PROTO__DATA_TYPE__INT64

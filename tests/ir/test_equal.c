@@ -3,10 +3,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/tensor.h"
 #include "ir/builder.h"
 #include "ir/equal.h"
 #include "ir/op.h"
-#include "runtime/tensor.h"
 #include "tests/ir/h3_util.h"
 
 static ir_ctx_t *ctx;

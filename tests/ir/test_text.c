@@ -6,12 +6,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/tensor.h"
 #include "ir/builder.h"
 #include "ir/equal.h"
 #include "ir/op.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "runtime/tensor.h"
 
 static char *read_text(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");

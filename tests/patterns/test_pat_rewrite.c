@@ -3,8 +3,8 @@
  * and well-formedness after each. Graph matching tests are here too. */
 #include "pat_test_util.h"
 
+#include "base/tensor.h"
 #include "ir/op_impl.h"
-#include "runtime/tensor.h"
 
 static ir_expr *mk_call(ir_ctx_t *ctx, const char *op, uint32_t nargs, ir_expr *const *args,
                         uint32_t nattrs, const char *const *keys, const ir_attr *vals) {

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "ir/attrs.h"
 #include "ir/op.h"
 #include "ir/span.h"
 #include "runtime/kernels.h"
-#include "runtime/tensor.h"
 #include "runtime/value.h"
 
 static ir_ctx_t *kt_ctx;

@@ -13,9 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/tensor.h"
 #include "ir/dtype.h"
 #include "runtime/npy.h"
-#include "runtime/tensor.h"
 
 static const char *graft(void) {
     static char path[PATH_MAX];
@@ -317,4 +317,24 @@ Test(profile, first_run_costs_at_new_shapes) {
     /* warm runs at one size: no first-run rows */
     cr_assert_eq(run("run d.graft --input x=x1.npy --input w=w.npy --profile --repeat 2"), 0, "%s", slurp("err"));
     cr_assert(!find_line(slurp("err"), "prep", "", NULL, NULL), "prepare on a warm run:\n%s", slurp("err"));
+}
+
+/* A symbolic artifact runs on random inputs of the shape --input-shape gives; a shape that
+ * breaks the signature is an error naming the input and the dim. */
+Test(profile, artifact_random_input_of_a_given_shape) {
+    write_sym_inputs();
+    cr_assert_eq(run("build m.relax --backend dnnl -o d.graft"), 0, "%s", slurp("err"));
+    cr_assert_eq(run("run d.graft --input w=w.npy"), 1);
+    cr_assert(strstr(slurp("err"), "--input-shape x=DIMS"), "%s", slurp("err"));
+    cr_assert_eq(run("run d.graft --input w=w.npy --input-shape x=5x3x16x16 --output-dir o"), 0, "%s", slurp("err"));
+    char path[256];
+    snprintf(path, sizeof path, "%s/o/output_0.npy", tmpdir);
+    rt_tensor *t = NULL;
+    gr_diag d = {0};
+    cr_assert_eq(rt_npy_load(path, &t, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(t->dl.ndim, 3);
+    cr_assert_eq(t->shape[0], 5);
+    rt_tensor_release(t);
+    cr_assert_eq(run("run d.graft --input w=w.npy --input-shape x=5x4x16x16"), 1);
+    cr_assert(strstr(slurp("err"), "input 'x': dim 1 is 4, expected 3"), "%s", slurp("err"));
 }

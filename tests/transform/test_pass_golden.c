@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "ir/equal.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/transform.h"
 #include "runtime/executor.h"
-#include "runtime/tensor.h"
 #include "runtime/value.h"
 
 #define GOLDEN_DIR "tests/golden/passes/"

@@ -7,10 +7,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/tensor.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform.h"
 #include "runtime/executor.h"
-#include "runtime/tensor.h"
 
 #define NODE_DIR "/usr/share/libonnx-testdata/data/node"
 

@@ -2,9 +2,9 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "ir/si_builder.h"
 #include "ir/transform.h"
-#include "runtime/tensor.h"
 
 static ir_ctx_t *ctx;
 static void setup(void) { ctx = ir_ctx_new(); }

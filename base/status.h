@@ -3,10 +3,10 @@
  * Public functions that can fail return a gr_status (0 = success, negative = error) and, when
  * given a gr_diag, fill it with a message that names the file, the frontend layer and the op.
  * The codes, their names and their messages come from one table (libuv's UV_ERRNO_MAP). */
-#ifndef GRAFT_IR_STATUS_H
-#define GRAFT_IR_STATUS_H
+#ifndef GRAFT_BASE_STATUS_H
+#define GRAFT_BASE_STATUS_H
 
-#include "ir/api.h"
+#include "base/api.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -65,7 +65,7 @@ gr_status gr_vfail(gr_diag *d, gr_status code, const char *layer, const char *op
 /* Out of memory, one policy by the kind of allocation:
  * - bookkeeping whose size the program bounds (IR nodes and the context arena, containers,
  *   strings, plans, pattern and codegen state) goes through the ctx arena or gr_xmalloc /
- *   gr_xcalloc / gr_xrealloc (ir/ctx.h), which print and abort: such a failure means the process
+ *   gr_xcalloc / gr_xrealloc (base/sys.h), which print and abort: such a failure means the process
  *   is out of memory, and no caller could do anything useful with an error;
  * - data whose size comes from the model or its inputs (tensors, activations, arenas, kernel
  *   scratch, oneDNN memories, copies of a loaded graph) is allocated with malloc and a NULL is

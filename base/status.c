@@ -1,5 +1,5 @@
 /* Status names and diagnostics. */
-#include "ir/status.h"
+#include "base/status.h"
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* Refcounted object header. */
-#include "ir/object.h"
+#include "base/object.h"
 
 #include <stddef.h>
 

@@ -1,4 +1,4 @@
-/* The deployable artifact: build (plan + LLVM object + text) and load (runtime/graft_model.h). */
+/* The deployable artifact: build (plan + LLVM object + text) and load (deploy/graft_model.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,10 +8,10 @@
 #include <jansson.h>
 
 #include "codegen/llvm/llvm_host.h"
+#include "deploy/graft_model.h"
 #include "graft/graft_artifact.pb-c.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "runtime/graft_model.h"
 #include "runtime/dnnl.h"
 #include "runtime/json_runtime.h"
 #include "runtime/module.h"

@@ -1,5 +1,5 @@
 /* Refcounted CPU tensors. */
-#include "runtime/tensor.h"
+#include "base/tensor.h"
 
 #include <stdlib.h>
 #include <string.h>

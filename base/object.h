@@ -1,7 +1,7 @@
 /* Refcounted objects that cross layers and outlive passes: tensor data of constants, runtime
  * modules. The header comes first in every such struct (tvm-ffi / DLPack style). */
-#ifndef GRAFT_IR_OBJECT_H
-#define GRAFT_IR_OBJECT_H
+#ifndef GRAFT_BASE_OBJECT_H
+#define GRAFT_BASE_OBJECT_H
 
 #include <stdatomic.h>
 #include <stdint.h>

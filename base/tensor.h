@@ -1,17 +1,17 @@
 /* Tensors: refcounted DLPack tensors on the CPU. Shared by IR constants, the executor and the
  * runtime modules. Data is 64-byte aligned, contiguous, row-major. */
-#ifndef GRAFT_RUNTIME_TENSOR_H
-#define GRAFT_RUNTIME_TENSOR_H
+#ifndef GRAFT_BASE_TENSOR_H
+#define GRAFT_BASE_TENSOR_H
 
-#include "ir/api.h"
+#include "base/api.h"
 
 #include <dlpack/dlpack.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ir/object.h"
-#include "ir/status.h"
+#include "base/object.h"
+#include "base/status.h"
 
 #define RT_MAX_NDIM 8
 

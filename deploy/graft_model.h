@@ -1,7 +1,7 @@
 /* graft's deployable model: one file (`graft build -o MODEL.graft`) loaded and run with no
  * compiler in the loop.
  *
- * The file is a protobuf message of our own (runtime/graft_artifact.proto): a format version, a
+ * The file is a protobuf message of our own (deploy/graft_artifact.proto): a format version, a
  * checksum of the body, and the body: the lowered main function as Relax text with its
  * constants, the fused host kernels as an ELF object file emitted by LLVM for the build host's
  * CPU, the memory plan (arena size and every planned buffer), the input and output signatures
@@ -23,10 +23,10 @@
  *     rt_value_clear(&out);
  *     graft_model_free(gm);
  */
-#ifndef GRAFT_RUNTIME_GRAFT_MODEL_H
-#define GRAFT_RUNTIME_GRAFT_MODEL_H
+#ifndef GRAFT_DEPLOY_GRAFT_MODEL_H
+#define GRAFT_DEPLOY_GRAFT_MODEL_H
 
-#include "ir/api.h"
+#include "base/api.h"
 
 #include <stddef.h>
 #include <stdint.h>
