@@ -361,7 +361,6 @@ static bool node_ready(onnx_importer *imp, const Onnx__NodeProto *n) {
     return true;
 }
 
-/* Converts nodes in dependency order (ONNX graphs are sorted; tolerate ones that are not). */
 /* Frees a TensorProto's raw bytes once a tensor holds them (protobuf-c's allocator is malloc). */
 static void drop_raw_data(Onnx__TensorProto *tp) {
     if (tp && tp->has_raw_data && tp->raw_data.data) {
@@ -372,9 +371,10 @@ static void drop_raw_data(Onnx__TensorProto *tp) {
     }
 }
 
-/* Converts g's nodes in dependency order. consume: g is the model's graph, each node converted
- * once, so a Constant's tensor bytes go once they are a tensor (peak memory: exporters such as
- * paddle2onnx put every weight in a Constant); a subgraph may be converted again (Loop). */
+/* Converts g's nodes in dependency order (ONNX graphs are sorted; tolerate ones that are not).
+ * consume: g is the model's graph, each node converted once, so a Constant's tensor bytes go once
+ * they are a tensor (peak memory: exporters such as paddle2onnx put every weight in a Constant);
+ * a subgraph may be converted again (Loop). */
 static gr_status convert_nodes(onnx_importer *imp, const Onnx__GraphProto *g, bool consume) {
     size_t n = g->n_node;
     bool *done = gr_xcalloc(n + 1, sizeof(bool));
@@ -690,9 +690,9 @@ static gr_status import_model(ir_ctx_t *ctx, const char *name, const char *file,
 
 static void drop_pages(void *arg, size_t upto) { onnx_file_drop(arg, upto); }
 
-/* Unpacks buf (NULL and a located error when it is not a model). The initializers are unpacked
- * one at a time (onnx_wire.c), so the file's bytes and the unpacked copy are not both resident:
- * of, when buf is its mapping, drops the pages already unpacked. Whatever the walker does not
+/* Unpacks buf (NULL and a located error when it is not a model). The graph's nodes and
+ * initializers are unpacked one at a time (onnx_wire.c), so the file's bytes and the unpacked
+ * copy are not both resident: of, when buf is its mapping, drops the pages already unpacked. Whatever the walker does not
  * take goes to protobuf-c whole, which reports the error. */
 static Onnx__ModelProto *unpack(const char *file, const uint8_t *buf, size_t len, onnx_file *of,
                                 gr_diag *diag) {
