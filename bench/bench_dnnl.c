@@ -14,9 +14,10 @@
  * Per model (in its own child process, so peak memory is per model): import with the fixed
  * input shape, default pipeline, partition for `dnnl` (the rest on the host), check the output
  * against ONNX Runtime's reference output for the same input (build/third_party/refs), then
- * alternate one graft run and one ORT run (scripts/bench_dnnl_ort.js, a server on a pipe) for
- * N runs after the warm-up, each run --pause-ms (default 50) after the previous one, and print the medians, the peak memory above each process's
- * baseline, the latency ratio and the share of conv/matmul FLOPs offloaded. Threads: the same
+ * alternate graft and ORT (scripts/bench_dnnl_ort.js, a server on a pipe) for N rounds after the
+ * warm-up: each side, --pause-ms (default 50) after the other's, runs twice, an "idle" run and a
+ * "warm" one right after it. Prints the medians of both, the peak memory above each process's
+ * baseline, the latency ratios and the share of conv/matmul FLOPs offloaded. Threads: the same
  * count for both (GRAFT_NUM_THREADS, default all cores). Models come from
  * build/third_party/models.env (scripts/fetch_models.sh).
  *
@@ -212,12 +213,13 @@ static bool model_paths(const model_def *md, char **path, char **refs) {
     return *path && *refs && access(*path, R_OK) == 0;
 }
 
-/* Writes the ratio of graft's median to ORT's to *ratio (the parent's geomean). */
 typedef struct bench_opts {
     int runs, warmup, pause_ms;
     bool report, artifact;
 } bench_opts;
 
+/* Writes the ratios of graft's medians to ORT's, warm to ratio[0] and idle to ratio[1] (the
+ * parent's geomeans). */
 static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
     int runs = bo->runs, warmup = bo->warmup;
     bool report = bo->report, artifact = bo->artifact;

@@ -7,6 +7,17 @@
 #include <stdint.h>
 
 #include "ir/expr.h"
+#include "ir/op_list.h"
+
+/* Op ids: one per row of the op list, in its order (IR_OP_CONV2D, IR_OP_ADD, ...). Tables of
+ * other layers index by them, so a misspelt op is a compile error. */
+typedef enum ir_op_id {
+#define IR_OP_ID_(id, ...) IR_OP_##id,
+    IR_OPS(IR_OP_ID_)
+#undef IR_OP_ID_
+    IR_OP_COUNT,
+    IR_OP_NONE = -1              /* not an op of the table (a composite, an input, ...) */
+} ir_op_id;
 
 /* Op flags (bit set). */
 enum {
@@ -39,7 +50,7 @@ typedef struct ir_op_def {
     const ir_attr_field *attrs;  /* schema, in printing order */
     uint16_t nattrs;
     ir_infer_fn infer;
-    uint16_t index;              /* row number in the table */
+    uint16_t index;              /* row number in the table: its ir_op_id */
 } ir_op_def;
 
 /* Looks an op up by "relax.x", "R.x" or "x" relative to relax ("nn.conv2d"); NULL if none. */
@@ -58,6 +69,13 @@ gr_status ir_op_attrs_normalize_ex(ir_ctx_t *ctx, const ir_op_def *def, const ir
 
 /* Struct info of an op call (calls def->infer). */
 const ir_sinfo *ir_op_infer(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag);
+
+/* The id of an op name ("relax.add", "R.add" or "add"); IR_OP_NONE when the table has none. */
+ir_op_id ir_op_id_find(const char *name);
+/* The id of a row of the table; IR_OP_NONE for any other def (a test's stand-in). */
+ir_op_id ir_op_def_id(const ir_op_def *d);
+/* The id of the op e calls; IR_OP_NONE when e is not a call of an op. */
+ir_op_id ir_op_id_of(const ir_expr *e);
 
 /* True when e is a call of the op named `name` ("relax.add" or "R.add"). */
 bool ir_is_op_call(const ir_expr *e, const char *name);

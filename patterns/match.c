@@ -281,8 +281,8 @@ static bool solve_pat(mstate *m, const pat_t *p, ir_expr *e, const goal *next) {
 
 static bool is_commutative(const ir_expr *callee) {
     if (!callee || callee->kind != IR_OP) return false;
-    const char *n = ((const ir_op *)callee)->def->name;
-    return strcmp(n, "relax.add") == 0 || strcmp(n, "relax.multiply") == 0;
+    ir_op_id id = ir_op_def_id(((const ir_op *)callee)->def);
+    return id == IR_OP_ADD || id == IR_OP_MULTIPLY;
 }
 
 /* Goals callee, args[order...], then next. */

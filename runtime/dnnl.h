@@ -168,7 +168,7 @@ typedef struct rt_dnnl_composite {
 } rt_dnnl_composite;
 
 const char *rt_dnnl_anchor_name(rt_dnnl_anchor a);   /* "conv2d", "conv2d_transpose", "dense" */
-const char *rt_dnnl_anchor_op(rt_dnnl_anchor a);     /* "relax.nn.conv2d", ..., "relax.matmul" */
+ir_op_id rt_dnnl_anchor_op(rt_dnnl_anchor a);        /* IR_OP_CONV2D, ..., IR_OP_MATMUL */
 const char *rt_dnnl_post_name(rt_dnnl_post p);       /* "bias", "hardswish", ... */
 /* oneDNN eltwise post-ops a post takes (hardsigmoid 2, bias / affine / add / mul 0). */
 int rt_dnnl_post_eltwise(rt_dnnl_post p);

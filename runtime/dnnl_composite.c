@@ -9,13 +9,14 @@
 /* ------------------------------------------------------------------- names ---- */
 
 static const struct {
-    const char *name, *op;
+    const char *name;
+    ir_op_id op;
 } ANCHORS[RT_DNNL_NANCHORS] = {
-    [RT_DNNL_CONV1D] = {"conv1d", "relax.nn.conv1d"},
-    [RT_DNNL_CONV2D] = {"conv2d", "relax.nn.conv2d"},
-    [RT_DNNL_CONV2D_TRANSPOSE] = {"conv2d_transpose", "relax.nn.conv2d_transpose"},
-    [RT_DNNL_MATMUL] = {"matmul", "relax.matmul"},
-    [RT_DNNL_DENSE] = {"dense", "relax.matmul"},
+    [RT_DNNL_CONV1D] = {"conv1d", IR_OP_CONV1D},
+    [RT_DNNL_CONV2D] = {"conv2d", IR_OP_CONV2D},
+    [RT_DNNL_CONV2D_TRANSPOSE] = {"conv2d_transpose", IR_OP_CONV2D_TRANSPOSE},
+    [RT_DNNL_MATMUL] = {"matmul", IR_OP_MATMUL},
+    [RT_DNNL_DENSE] = {"dense", IR_OP_MATMUL},
 };
 
 /* name, eltwise post-ops taken, oneDNN algorithm and default alpha / beta (eltwise posts) */
@@ -44,7 +45,7 @@ static const struct {
 };
 
 const char *rt_dnnl_anchor_name(rt_dnnl_anchor a) { return a < RT_DNNL_NANCHORS ? ANCHORS[a].name : "?"; }
-const char *rt_dnnl_anchor_op(rt_dnnl_anchor a) { return a < RT_DNNL_NANCHORS ? ANCHORS[a].op : "?"; }
+ir_op_id rt_dnnl_anchor_op(rt_dnnl_anchor a) { return a < RT_DNNL_NANCHORS ? ANCHORS[a].op : IR_OP_NONE; }
 const char *rt_dnnl_post_name(rt_dnnl_post p) { return p < RT_DNNL_NPOSTS ? POSTS[p].name : "?"; }
 int rt_dnnl_post_eltwise(rt_dnnl_post p) { return p < RT_DNNL_NPOSTS ? POSTS[p].nelt : 0; }
 
@@ -116,11 +117,11 @@ gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step 
     return dn_elem_prim(S, n, st, v, NULL, 0, 0, false, out, &used);
 }
 
+/* An affine step's binary op, named in the annotation without "relax." ("add"). */
 static dnnl_alg_kind_t affine_alg(const char *op) {
-    return !strcmp(op, "add") ? dnnl_binary_add : !strcmp(op, "subtract") ? dnnl_binary_sub
-           : !strcmp(op, "multiply")                                       ? dnnl_binary_mul
-           : !strcmp(op, "divide")                                         ? dnnl_binary_div
-                                                                           : dnnl_alg_kind_undef;
+    ir_op_id id = ir_op_id_find(op);
+    bool ok = id == IR_OP_ADD || id == IR_OP_SUBTRACT || id == IR_OP_MULTIPLY || id == IR_OP_DIVIDE;
+    return ok ? dn_binary_alg(id, NULL) : dnnl_alg_kind_undef;
 }
 
 static gr_status bad(dn_state *S, const rt_json_node *n, const char *what) {
@@ -214,26 +215,18 @@ gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
         (uint32_t)json_integer_value(an) >= rt_json_graph_num_nodes(S->g) || !json_array_size(nodes))
         return bad(S, first, "composite annotation does not match its name");
     const rt_json_node *anchor = rt_json_graph_node(S->g, (uint32_t)json_integer_value(an));
-    if (anchor->kind != RT_JSON_KERNEL || strcmp(anchor->name, rt_dnnl_anchor_op(c.anchor)))
+    if (anchor->kind != RT_JSON_KERNEL || anchor->op != rt_dnnl_anchor_op(c.anchor))
         return bad(S, first, "composite annotation: the anchor is not the composite's primitive");
     dn_step steps[DN_MAX_STEPS];
     int k = 0;
     gr_status st = steps_of(S, first, &c, posts, steps, &k);
     if (st) return st;
-    S->comp_anchor = anchor;
-    S->comp_steps = steps;
-    S->comp_k = k;
-    S->comp_b = -1;
+    dn_comp comp = {steps, k, -1};
     if (c.anchor == RT_DNNL_DENSE) {
-        S->comp_b = ann_entry(S, json_object_get(ann, "weight"));
-        if (S->comp_b < 0) st = bad(S, first, "composite annotation: dense without its weights");
+        comp.b = ann_entry(S, json_object_get(ann, "weight"));
+        if (comp.b < 0) return bad(S, first, "composite annotation: dense without its weights");
     }
-    if (!st) st = dn_node(S, anchor);
-    S->comp_anchor = NULL;
-    S->comp_steps = NULL;
-    S->comp_k = 0;
-    S->comp_b = -1;
-    if (st) return st;
+    if ((st = dn_node(S, anchor, &comp))) return st;
     /* post-ops oneDNN did not take in the primitive (it rejected them, or they would have
      * pushed it onto its reference kernels) run as their own primitives, in order */
     int last = -1;

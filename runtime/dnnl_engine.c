@@ -14,6 +14,7 @@
 
 #include "runtime/dnnl.h"
 #include "runtime/dnnl_impl.h"
+#include "runtime/dnnl_op_table.h"
 
 /* process-wide tallies of the primitives prepared (rt_dnnl_totals) */
 static atomic_uint_fast64_t g_nprims, g_nref;
@@ -452,51 +453,42 @@ bool dn_scalar_const(dn_state *S, int e, float *v) {
 
 /* ---------------------------------------------------------------- post-ops ---- */
 
-typedef struct unary_def {
-    const char *op;
+/* The engine's columns of runtime/dnnl_op_table.h, by op id. */
+typedef struct op_row {
+    bool in_table;
+    int kind;                     /* DN_K_* */
     dnnl_alg_kind_t alg;
     float alpha, beta;
-} unary_def;
+} op_row;
 
-static const unary_def UNARY[] = {
-    {"relax.nn.relu", dnnl_eltwise_relu, 0.f, 0.f},
-    {"relax.sigmoid", dnnl_eltwise_logistic, 0.f, 0.f},
-    {"relax.tanh", dnnl_eltwise_tanh, 0.f, 0.f},
-    {"relax.exp", dnnl_eltwise_exp, 0.f, 0.f},
-    {"relax.log", dnnl_eltwise_log, 0.f, 0.f},
-    {"relax.sqrt", dnnl_eltwise_sqrt, 0.f, 0.f},
-    {"relax.rsqrt", dnnl_eltwise_pow, 1.f, -0.5f},
-    {"relax.abs", dnnl_eltwise_abs, 0.f, 0.f},
-    {"relax.square", dnnl_eltwise_square, 0.f, 0.f},
-    {"relax.negative", dnnl_eltwise_linear, -1.f, 0.f},
-    {"relax.nn.gelu", dnnl_eltwise_gelu_erf, 0.f, 0.f},
-    {"relax.nn.gelu_tanh", dnnl_eltwise_gelu_tanh, 0.f, 0.f},
-    {"relax.nn.silu", dnnl_eltwise_swish, 1.f, 0.f},
-    {"relax.nn.relu6", dnnl_eltwise_clip_v2, 0.f, 6.f},
-    {"relax.nn.leakyrelu", dnnl_eltwise_relu, 0.f, 0.f}, /* alpha from attrs */
-    {"relax.clip", dnnl_eltwise_clip_v2, 0.f, 0.f},      /* bounds from args */
+static const op_row ROWS[IR_OP_COUNT] = {
+#define X(op, kind, check, handler, alg, alpha, beta) [IR_OP_##op] = {true, kind, alg, alpha, beta},
+    DNNL_OPS(X)
+#undef X
 };
+
+static const op_row *row_of(const rt_json_node *n) {
+    return n->kind == RT_JSON_KERNEL && n->op >= 0 && n->op < IR_OP_COUNT && ROWS[n->op].in_table ? &ROWS[n->op] : NULL;
+}
 
 /* Unary eltwise of node n on its first argument. */
 static bool unary_of(const rt_json_node *n, dnnl_alg_kind_t *alg, float *alpha, float *beta) {
-    for (size_t i = 0; i < sizeof(UNARY) / sizeof(UNARY[0]); i++) {
-        if (strcmp(UNARY[i].op, n->name) != 0) continue;
-        *alg = UNARY[i].alg;
-        *alpha = UNARY[i].alpha;
-        *beta = UNARY[i].beta;
-        if (strcmp(n->name, "relax.nn.leakyrelu") == 0) *alpha = (float)dn_attr_float(n, "alpha", 0.01);
-        if (strcmp(n->name, "relax.clip") == 0) {
-            double lo, hi;
-            if (!dn_arg_num(n, 1, &lo) || !dn_arg_num(n, 2, &hi)) return false;
-            *alpha = (float)lo;
-            *beta = (float)hi;
-        }
-        return true;
+    const op_row *r = row_of(n);
+    if (!r || r->kind != DN_K_ELT) return false;
+    *alg = r->alg;
+    *alpha = r->alpha;
+    *beta = r->beta;
+    if (n->op == IR_OP_LEAKYRELU) *alpha = (float)dn_attr_float(n, "alpha", 0.01);
+    if (n->op == IR_OP_CLIP) {
+        double lo, hi;
+        if (!dn_arg_num(n, 1, &lo) || !dn_arg_num(n, 2, &hi)) return false;
+        *alpha = (float)lo;
+        *beta = (float)hi;
     }
-    return false;
+    return true;
 }
 
-static bool is_op(const rt_json_node *n, const char *op) { return n->kind == RT_JSON_KERNEL && strcmp(n->name, op) == 0; }
+static bool is_op(const rt_json_node *n, ir_op_id op) { return n->kind == RT_JSON_KERNEL && n->op == op; }
 
 /* For a binary node n with one operand `e`: the other operand's entry, and whether e is
  * the first operand. */
@@ -513,30 +505,29 @@ static int other_operand(dn_state *S, const rt_json_node *n, int e, bool *e_firs
     return -1;
 }
 
-static bool is_binary_name(const char *s) {
-    return !strcmp(s, "relax.add") || !strcmp(s, "relax.subtract") || !strcmp(s, "relax.multiply") ||
-           !strcmp(s, "relax.divide") || !strcmp(s, "relax.maximum") || !strcmp(s, "relax.minimum") ||
-           !strcmp(s, "relax.power");
+static bool is_binary(const rt_json_node *n) {
+    const op_row *r = row_of(n);
+    return r && r->kind == DN_K_BIN;
 }
 
 /* Binary node with a scalar constant operand as an eltwise on e. */
 static bool scalar_eltwise(dn_state *S, const rt_json_node *n, int e, dnnl_alg_kind_t *alg, float *alpha,
                            float *beta) {
-    if (n->kind != RT_JSON_KERNEL || !is_binary_name(n->name)) return false;
+    if (!is_binary(n)) return false;
     bool first;
     int o = other_operand(S, n, e, &first);
     float c;
     if (o < 0 || !dn_scalar_const(S, o, &c)) return false;
-    const char *op = n->name + 6;
+    ir_op_id op = n->op;
     *alg = dnnl_eltwise_linear;
     *alpha = 1.f;
     *beta = 0.f;
-    if (!strcmp(op, "add")) *beta = c;
-    else if (!strcmp(op, "subtract")) {
+    if (op == IR_OP_ADD) *beta = c;
+    else if (op == IR_OP_SUBTRACT) {
         *alpha = first ? 1.f : -1.f;
         *beta = first ? -c : c;
-    } else if (!strcmp(op, "multiply")) *alpha = c;
-    else if (!strcmp(op, "divide")) {
+    } else if (op == IR_OP_MULTIPLY) *alpha = c;
+    else if (op == IR_OP_DIVIDE) {
         if (!first) { /* c / x = c * x^-1 */
             *alg = dnnl_eltwise_pow;
             *alpha = c;
@@ -546,15 +537,15 @@ static bool scalar_eltwise(dn_state *S, const rt_json_node *n, int e, dnnl_alg_k
         } else {
             *alpha = 1.f / c;
         }
-    } else if (!strcmp(op, "power")) {
+    } else if (op == IR_OP_POWER) {
         if (!first) return false;
         *alg = dnnl_eltwise_pow;
         *beta = c;
-    } else if (!strcmp(op, "maximum")) {
+    } else if (op == IR_OP_MAXIMUM) {
         *alg = dnnl_eltwise_clip_v2;
         *alpha = c;
         *beta = INFINITY;
-    } else if (!strcmp(op, "minimum")) {
+    } else if (op == IR_OP_MINIMUM) {
         *alg = dnnl_eltwise_clip_v2;
         *alpha = -INFINITY;
         *beta = c;
@@ -583,7 +574,7 @@ static bool hswish_ok(float lo, float hi, float A, float B, float C) {
 static const rt_json_node *mul_with(dn_state *S, int y, int e) {
     const rt_json_node *next;
     bool f;
-    if (!sole_consumer(S, y, &next) || !is_op(next, "relax.multiply") || other_operand(S, next, y, &f) != e) return NULL;
+    if (!sole_consumer(S, y, &next) || !is_op(next, IR_OP_MULTIPLY) || other_operand(S, next, y, &f) != e) return NULL;
     return next;
 }
 
@@ -598,7 +589,7 @@ static const rt_json_node *match_xfx(dn_state *S, int e, const rt_json_node *n, 
     chain[k++] = n;
     dnnl_alg_kind_t a1;
     float al, be;
-    if (is_op(n, "relax.sigmoid")) {
+    if (is_op(n, IR_OP_SIGMOID)) {
         if (!(m = mul_with(S, out_entry(S, n), e))) return NULL;
         chain[k++] = m;
         *alg = dnnl_eltwise_swish;
@@ -610,7 +601,7 @@ static const rt_json_node *match_xfx(dn_state *S, int e, const rt_json_node *n, 
     float A = al, B = be, lo, hi, C = 1.f;
     for (;;) {
         if (!sole_consumer(S, out_entry(S, cur), &next) || k >= 4) return NULL;
-        if (is_op(next, "relax.clip")) break;
+        if (is_op(next, IR_OP_CLIP)) break;
         if (!scalar_eltwise(S, next, out_entry(S, cur), &a1, &al, &be) || a1 != dnnl_eltwise_linear) return NULL;
         A *= al;
         B = B * al + be;
@@ -648,17 +639,11 @@ static const rt_json_node *match_xfx(dn_state *S, int e, const rt_json_node *n, 
     return m;
 }
 
-dnnl_alg_kind_t dn_binary_alg(const char *op, bool *commutes) {
-    static const struct { const char *op; dnnl_alg_kind_t alg; bool comm; } B[] = {
-        {"relax.add", dnnl_binary_add, true},      {"relax.multiply", dnnl_binary_mul, true},
-        {"relax.subtract", dnnl_binary_sub, false}, {"relax.divide", dnnl_binary_div, false},
-        {"relax.maximum", dnnl_binary_max, true},  {"relax.minimum", dnnl_binary_min, true}};
-    for (size_t i = 0; i < sizeof(B) / sizeof(B[0]); i++)
-        if (!strcmp(B[i].op, op)) {
-            if (commutes) *commutes = B[i].comm;
-            return B[i].alg;
-        }
-    return dnnl_alg_kind_undef;
+dnnl_alg_kind_t dn_binary_alg(ir_op_id op, bool *commutes) {
+    if (op < 0 || op >= IR_OP_COUNT || !ROWS[op].in_table || ROWS[op].kind != DN_K_BIN) return dnnl_alg_kind_undef;
+    dnnl_alg_kind_t alg = ROWS[op].alg;
+    if (commutes) *commutes = alg != dnnl_binary_sub && alg != dnnl_binary_div;
+    return alg;
 }
 
 /* One post-op step on entry e at consumer n. excl: e must be used only by the step. */
@@ -697,12 +682,12 @@ bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step
         ps->kind = STEP_ELTWISE;
         return true;
     }
-    if (!is_binary_name(n->name)) return false;
+    if (!is_binary(n)) return false;
     bool first;
     int o = other_operand(S, n, e, &first);
     if (o < 0 || !dn_entry_f32(S, o) || S->ent_val[o] < 0) return false;
     bool comm;
-    dnnl_alg_kind_t alg = dn_binary_alg(n->name, &comm);
+    dnnl_alg_kind_t alg = dn_binary_alg(n->op, &comm);
     if (alg == dnnl_alg_kind_undef || (!first && !comm)) return false;
     int ond = dn_entry_ndim(S, o);
     if (ond > nd) return false;
@@ -1034,7 +1019,7 @@ static gr_status build(dn_state *S) {
             if (!(n->dtypes[o].code == kDLFloat && n->dtypes[o].bits == 32))
                 return dn_fail(S, n, dnnl_success, "only float32 tensors are supported");
         json_t *ann = dn_composite_annotation(n);
-        gr_status st = ann ? dn_composite(S, n, ann) : dn_node(S, n);
+        gr_status st = ann ? dn_composite(S, n, ann) : dn_node(S, n, NULL);
         if (st) return st;
     }
     /* every value a handler bound must have its node's declared shape: the region's output
@@ -1108,7 +1093,6 @@ static gr_status dn_prepare(rt_json_graph *g, void **state, gr_diag *d) {
     S->symbol = rt_json_graph_symbol(g);
     S->pending_out = -1;
     S->pending_sum = -1;
-    S->comp_b = -1;
     uint32_t nn = rt_json_graph_num_nodes(g);
     S->nent = rt_json_graph_num_entries(g);
     S->node0 = rt_json_graph_node(g, 0);

@@ -72,6 +72,14 @@ typedef struct dn_step {
 
 #define DN_MAX_STEPS 8
 
+/* The fused composite whose anchor a handler builds (dn_composite): its post-op steps and, for
+ * "dense", the entry of the weights read transposed (else -1). */
+typedef struct dn_comp {
+    const dn_step *steps;
+    int k;
+    int b;
+} dn_comp;
+
 /* dnnl_threads.c: the calling thread's team, pinned for the length of a region run (see there) */
 typedef struct rt_dnnl_pin {
     bool on;
@@ -110,12 +118,6 @@ typedef struct dn_state {
     bool ftz;                     /* flush denormals while running (GRAFT_DNNL_DENORMALS=1: keep) */
     bool sum_ok;                  /* the caller handles pending_sum (finish) */
     int pending_out;              /* entry a folded bias add produced (see take_bias) */
-    /* the fused composite being built (dn_composite): its anchor node, post-op steps and, for
-     * "dense", the entry of the weights read transposed */
-    const rt_json_node *comp_anchor;
-    const dn_step *comp_steps;
-    int comp_k;
-    int comp_b;
     GR_VEC(const rt_json_node *) pend;    /* nodes folded into the next primitive emitted */
     const char *ref_why;          /* why the next primitive may stay on ref (see dn_emit) */
     struct dn_tap_plan *tap;      /* dnnl_debug.c: where each entry can be read (first tapped run) */
@@ -146,9 +148,9 @@ gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out);
 int dn_in_entry(dn_state *S, const rt_json_node *n, uint32_t k);
 int dn_arg_entry(dn_state *S, const rt_json_node *n, uint32_t k);
 bool dn_arg_num(const rt_json_node *n, uint32_t k, double *v);
-/* The oneDNN binary algorithm of a relax binary op ("relax.add"; undef for others) and whether
- * it commutes. */
-dnnl_alg_kind_t dn_binary_alg(const char *op, bool *commutes);
+/* The oneDNN binary algorithm of a binary op (IR_OP_ADD; undef for others) and whether it
+ * commutes. */
+dnnl_alg_kind_t dn_binary_alg(ir_op_id op, bool *commutes);
 uint32_t dn_nargs(const rt_json_node *n);
 json_t *dn_attr(const rt_json_node *n, const char *key);
 int64_t dn_attr_int(const rt_json_node *n, const char *key, int64_t dflt);
@@ -169,10 +171,9 @@ gr_status dn_make_attr(dn_state *S, const rt_json_node *n, const dn_step *steps,
                        dnnl_primitive_attr_t *attr, dn_arg *args, int *nargs);
 void dn_consume(dn_state *S, const dn_step *steps, int k);
 
-/* dnnl_ops.c: builds the primitive(s) of kernel node n (and the nodes it folds). */
-gr_status dn_node(dn_state *S, const rt_json_node *n);
-/* True for the ops only fused composites give post-ops (convolutions, matmul). */
-bool dn_is_anchor_op(const rt_json_node *n);
+/* dnnl_ops.c: builds the primitive(s) of kernel node n (and the nodes it folds); comp: n is
+ * the anchor of that fused composite (else NULL). */
+gr_status dn_node(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 
 /* dnnl_composite.c: a fused composite from its annotation (see dnnl.h) on its first node. */
 json_t *dn_composite_annotation(const rt_json_node *n);

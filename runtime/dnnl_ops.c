@@ -4,10 +4,25 @@
 #include <string.h>
 
 #include "runtime/dnnl_impl.h"
+#include "runtime/dnnl_op_table.h"
 
 /* ------------------------------------------------------------------ common ---- */
 
-static bool is_name(const rt_json_node *n, const char *op) { return strcmp(n->name, op) == 0; }
+/* runtime/dnnl_op_table.h's kinds and algorithms by op id */
+static const struct op_info {
+    bool in_table;
+    int kind;
+    dnnl_alg_kind_t alg;
+} INFO[IR_OP_COUNT] = {
+#define X(op, kind, check, handler, alg, alpha, beta) [IR_OP_##op] = {true, kind, alg},
+    DNNL_OPS(X)
+#undef X
+};
+
+/* convolutions and matmul: post-ops from their fused composite only */
+static bool is_anchor(const rt_json_node *n) {
+    return n->op >= 0 && n->op < IR_OP_COUNT && INFO[n->op].in_table && INFO[n->op].kind == DN_K_ANCHOR;
+}
 
 static int out_entry(dn_state *S, const rt_json_node *n) { return (int)S->row_ptr_of[n - S->node0]; }
 
@@ -102,17 +117,17 @@ static gr_status finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_
 
 /* The chain after n's output, and the dst md to ask for: plain when the chain ends in a
  * region output, else `any`. */
-static int chain_of(dn_state *S, const rt_json_node *n, dn_step *steps, bool fuse, int nd, const int64_t *dims,
-                    dnnl_memory_desc_t *dst) {
+static int chain_of(dn_state *S, const rt_json_node *n, const dn_comp *comp, dn_step *steps, bool fuse, int nd,
+                    const int64_t *dims, dnnl_memory_desc_t *dst) {
     int k = 0, last = out_entry(S, n);
     bool nofuse = getenv("GRAFT_DNNL_NOFUSE") != NULL;
-    if (S->comp_anchor == n) {
+    if (comp) {
         /* a fused composite: its post-ops, all of them (GRAFT_DNNL_NOFUSE: none, dn_composite
          * then runs them as their own primitives); the dst layout by where its output goes */
-        k = nofuse ? 0 : S->comp_k;
-        memcpy(steps, S->comp_steps, sizeof(dn_step) * (size_t)k);
-        if (S->comp_k) last = S->comp_steps[S->comp_k - 1].out;
-    } else if (fuse && !nofuse && !dn_is_anchor_op(n)) {
+        k = nofuse ? 0 : comp->k;
+        memcpy(steps, comp->steps, sizeof(dn_step) * (size_t)k);
+        if (comp->k) last = comp->steps[comp->k - 1].out;
+    } else if (fuse && !nofuse && !is_anchor(n)) {
         /* convolutions and matmuls get post-ops from their composite only; chains of single
          * ops after other primitives (pool -> relu, resize -> add) still fold */
         k = dn_collect_chain(S, out_entry(S, n), steps, DN_MAX_STEPS);
@@ -245,13 +260,13 @@ static void take_affine(dn_state *S, dn_step *steps, int *k, int64_t O, bool wco
  * into the output pixels. oneDNN 2.6's own deconvolution kernels take hundreds of ms on such
  * shapes. Bias and per-channel affine ops fold first; eltwise post-ops commute with the
  * interleave and stay fused. */
-static gr_status op_deconv_pixel(dn_state *S, const rt_json_node *n, int x, int xv, int w, int wv, int64_t kh,
-                                 int64_t kw) {
+static gr_status op_deconv_pixel(dn_state *S, const rt_json_node *n, const dn_comp *comp, int x, int xv, int w,
+                                 int wv, int64_t kh, int64_t kw) {
     const int64_t *xs = dn_entry_shape(S, x), *os = n->shapes[0];
     int64_t N = xs[0], I = xs[1], H = xs[2], W = xs[3], O = os[1], K = kh * kw, OK = O * K;
     dn_step steps[DN_MAX_STEPS];
     dnnl_memory_desc_t ignore;
-    int k = chain_of(S, n, steps, true, 4, os, &ignore);
+    int k = chain_of(S, n, comp, steps, true, 4, os, &ignore);
     int bv = -1;
     take_affine(S, steps, &k, O, S->ent_node[w].node->kind == RT_JSON_CONST, &wv, &bv, true, I, O, K, 1);
     for (int i = 0; i < k; i++)
@@ -380,7 +395,7 @@ static gr_status layout_out(dn_state *S, const rt_json_node *n, int e, const dnn
     return GR_OK;
 }
 
-static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd) {
+static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp, bool deconv, int sd) {
     int x = dn_arg_entry(S, n, 0), w = dn_arg_entry(S, n, 1), xv = -1, wv = -1;
     gr_status st = need_val(S, n, x, &xv);
     if (!st) st = need_val(S, n, w, &wv);
@@ -437,7 +452,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd
     if (!perm && deconv && sd == 2 && G == 1 && strides[0] == ws[2] && strides[1] == ws[3] && !pad[0] && !pad[1] && !pad[2] &&
         !pad[3] && !opad[0] && !opad[1] && dil[0] == 1 && dil[1] == 1 && S->ent_node[w].node->kind == RT_JSON_CONST &&
         !getenv("GRAFT_DNNL_NO_PIXEL_DECONV"))
-        return op_deconv_pixel(S, n, x, xv, w, wv, ws[2], ws[3]);
+        return op_deconv_pixel(S, n, comp, x, xv, w, wv, ws[2], ws[3]);
     dnnl_memory_desc_t wuser, wany, xany, dst;
     dnnl_memory_desc_init_by_strides(&wuser, wnd, wd, dnnl_f32, wstr);
     dnnl_memory_desc_init_by_tag(&wany, wnd, wd, dnnl_f32, dnnl_format_tag_any);
@@ -445,7 +460,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd
     for (int i = 0; i < nd; i++) xd[i] = xs[i];
     dnnl_memory_desc_init_by_tag(&xany, nd, xd, dnnl_f32, dnnl_format_tag_any);
     dn_step steps[DN_MAX_STEPS];
-    int k = chain_of(S, n, steps, true, nd, os, &dst);
+    int k = chain_of(S, n, comp, steps, true, nd, os, &dst);
     /* permuted: src and dst as the strided views of the tensors */
     if (perm) {
         dnnl_dims_t od;
@@ -542,10 +557,10 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, bool deconv, int sd
     return st || !perm ? st : layout_out(S, n, oe, &operm);
 }
 
-static gr_status op_conv1d(dn_state *S, const rt_json_node *n) { return op_conv(S, n, false, 1); }
-static gr_status op_conv2d(dn_state *S, const rt_json_node *n) { return op_conv(S, n, false, 2); }
-static gr_status op_deconv1d(dn_state *S, const rt_json_node *n) { return op_conv(S, n, true, 1); }
-static gr_status op_deconv2d(dn_state *S, const rt_json_node *n) { return op_conv(S, n, true, 2); }
+static gr_status op_conv1d(dn_state *S, const rt_json_node *n, const dn_comp *comp) { return op_conv(S, n, comp, false, 1); }
+static gr_status op_conv2d(dn_state *S, const rt_json_node *n, const dn_comp *comp) { return op_conv(S, n, comp, false, 2); }
+static gr_status op_deconv1d(dn_state *S, const rt_json_node *n, const dn_comp *comp) { return op_conv(S, n, comp, true, 1); }
+static gr_status op_deconv2d(dn_state *S, const rt_json_node *n, const dn_comp *comp) { return op_conv(S, n, comp, true, 2); }
 
 /* ---------------------------------------------------------------- matmul ---- */
 
@@ -604,11 +619,11 @@ static bool gemm_impl(const_dnnl_primitive_desc_t pd) {
            !strncmp(impl, "gemm", 4);
 }
 
-static gr_status op_matmul(dn_state *S, const rt_json_node *n) {
+static gr_status op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     int a = dn_arg_entry(S, n, 0), b = dn_arg_entry(S, n, 1), av = -1, bv = -1;
     /* "dense": the weights are permute_dims(w) of the last two axes; w is read transposed */
-    bool tr = S->comp_anchor == n && S->comp_b >= 0;
-    if (tr) b = S->comp_b;
+    bool tr = comp && comp->b >= 0;
+    if (tr) b = comp->b;
     gr_status st = need_val(S, n, a, &av);
     if (!st) st = need_val(S, n, b, &bv);
     if (st) return st;
@@ -628,7 +643,7 @@ static gr_status op_matmul(dn_state *S, const rt_json_node *n) {
     dn_plain_md(&dst, nd, n->shapes[0]);
     dn_step steps[DN_MAX_STEPS];
     dnnl_memory_desc_t ignore;
-    int k = chain_of(S, n, steps, true, nd, n->shapes[0], &ignore);
+    int k = chain_of(S, n, comp, steps, true, nd, n->shapes[0], &ignore);
     int biasv = -1;
     int64_t N = n->shapes[0][nd - 1];
     bool bias = take_bias(S, steps, &k, nd - 1, nd, N, &biasv);
@@ -804,11 +819,13 @@ static dnnl_status_t pool_init(void *desc, const dnnl_memory_desc_t *src, const 
     return dnnl_pooling_v2_forward_desc_init(desc, dnnl_forward_inference, c->alg, src, dst, c->s, c->kk, c->d, c->pl, c->pr);
 }
 
-static gr_status op_pool(dn_state *S, const rt_json_node *n) {
+static gr_status op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = need_val(S, n, x, &xv);
     if (st) return st;
-    bool is_max = strstr(n->name, "max") != NULL, adaptive = strstr(n->name, "adaptive") != NULL;
+    bool is_max = n->op == IR_OP_MAX_POOL1D || n->op == IR_OP_MAX_POOL2D || n->op == IR_OP_ADAPTIVE_MAX_POOL2D;
+    bool adaptive = n->op == IR_OP_ADAPTIVE_AVG_POOL1D || n->op == IR_OP_ADAPTIVE_AVG_POOL2D || n->op == IR_OP_ADAPTIVE_MAX_POOL2D;
     int nd = dn_entry_ndim(S, x), sd = nd - 2;
     if (sd < 1 || sd > 2) return dn_fail(S, n, dnnl_success, "rank");
     const char *cx = sd == 1 ? "NCW" : "NCHW", *lay = dn_attr_str(n, "layout", cx);
@@ -853,7 +870,7 @@ static gr_status op_pool(dn_state *S, const rt_json_node *n) {
                                                                                        : dnnl_pooling_avg_exclude_padding;
     dn_step steps[DN_MAX_STEPS];
     dnnl_memory_desc_t dst;
-    int k = chain_of(S, n, steps, true, nd, os, &dst);
+    int k = chain_of(S, n, NULL, steps, true, nd, os, &dst);
     /* permuted: strided views, and only eltwise post-ops (binary ones see the node's shapes) */
     if (perm) {
         dnnl_dims_t od;
@@ -882,14 +899,15 @@ static gr_status op_pool(dn_state *S, const rt_json_node *n) {
 
 /* A unary node, a binary node with a scalar constant, an x * f(x) form, or a binary node of
  * two tensors (one may broadcast): one eltwise or binary primitive, plus post-ops. */
-static gr_status op_elemwise(dn_state *S, const rt_json_node *n) {
+static gr_status op_elemwise(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
     dn_step first, steps[DN_MAX_STEPS + 1];
     int x = -1, npre = 0;
     for (uint32_t k = 0; k < 2 && x < 0; k++) {
         int e = dn_arg_entry(S, n, k);
         if (e >= 0 && S->ent_val[e] >= 0 && dn_match_step(S, e, n, false, &first)) x = e;
     }
-    if (x < 0 && (is_name(n, "relax.subtract") || is_name(n, "relax.divide"))) {
+    if (x < 0 && (n->op == IR_OP_SUBTRACT || n->op == IR_OP_DIVIDE)) {
         /* y - x = -(x - y); y / x = x^-1 * y, for a broadcast y */
         int a0 = dn_arg_entry(S, n, 0), a1 = dn_arg_entry(S, n, 1);
         int oe = out_entry(S, n);
@@ -901,7 +919,7 @@ static gr_status op_elemwise(dn_state *S, const rt_json_node *n) {
             first.out = oe;
             dn_step pre = first;
             pre.nnodes = 0;
-            if (is_name(n, "relax.subtract")) {
+            if (n->op == IR_OP_SUBTRACT) {
                 first.kind = STEP_BINARY;
                 first.alg = dnnl_binary_sub;
                 first.src1 = a0;
@@ -923,7 +941,7 @@ static gr_status op_elemwise(dn_state *S, const rt_json_node *n) {
     }
     if (x < 0) {
         /* x op x (a square as x * x): one binary primitive reading x twice */
-        dnnl_alg_kind_t alg = dn_binary_alg(n->name, NULL);
+        dnnl_alg_kind_t alg = dn_binary_alg(n->op, NULL);
         int a0 = dn_arg_entry(S, n, 0);
         if (alg != dnnl_alg_kind_undef && a0 >= 0 && a0 == dn_arg_entry(S, n, 1) && S->ent_val[a0] >= 0) {
             memset(&first, 0, sizeof first);
@@ -941,7 +959,7 @@ static gr_status op_elemwise(dn_state *S, const rt_json_node *n) {
     int nd = S->vals.data[xv].md.ndims;
     const rt_json_node *last = first.nodes[first.nnodes - 1];
     dnnl_memory_desc_t ignore;
-    int k = npre + chain_of(S, last, steps + npre, true, nd, n->shapes[0], &ignore);
+    int k = npre + chain_of(S, last, NULL, steps + npre, true, nd, n->shapes[0], &ignore);
     dn_consume(S, &first, 1);
     S->stats.npostops--;          /* the first step is the primitive itself */
     S->stats.nfused_nodes -= (uint32_t)first.nnodes > 0 ? 1 : 0;
@@ -1092,7 +1110,8 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
 
 /* ---------------------------------------------------------------- softmax ---- */
 
-static gr_status op_softmax(dn_state *S, const rt_json_node *n) {
+static gr_status op_softmax(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = need_val(S, n, x, &xv);
     if (!st) st = dn_plain(S, n, xv, &xv);
@@ -1104,7 +1123,7 @@ static gr_status op_softmax(dn_state *S, const rt_json_node *n) {
     dnnl_softmax_v2_desc_t desc;
     dnnl_memory_desc_t dst = S->vals.data[xv].md;
     dnnl_status_t ds = dnnl_softmax_v2_forward_desc_init(&desc, dnnl_forward_inference,
-                                                         strstr(n->name, "log_") ? dnnl_softmax_log : dnnl_softmax_accurate,
+                                                         n->op == IR_OP_LOG_SOFTMAX ? dnnl_softmax_log : dnnl_softmax_accurate,
                                                          &S->vals.data[xv].md, &dst, (int)axis);
     if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid softmax");
     dnnl_primitive_desc_t pd;
@@ -1116,7 +1135,8 @@ static gr_status op_softmax(dn_state *S, const rt_json_node *n) {
 
 /* --------------------------------------------------------- normalization ---- */
 
-static gr_status op_layer_norm(dn_state *S, const rt_json_node *n) {
+static gr_status op_layer_norm(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
     int x = dn_arg_entry(S, n, 0), gmm = dn_arg_entry(S, n, 1), bet = dn_arg_entry(S, n, 2), xv = -1, gv = -1, bv = -1;
     gr_status st = need_val(S, n, x, &xv);
     if (!st) st = need_val(S, n, gmm, &gv);
@@ -1152,7 +1172,8 @@ static gr_status op_layer_norm(dn_state *S, const rt_json_node *n) {
     return finish(S, n, pd, args, k, NULL, 0, &xcopy);
 }
 
-static gr_status op_batch_norm(dn_state *S, const rt_json_node *n) {
+static gr_status op_batch_norm(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
     int v[5];
     for (uint32_t i = 0; i < 5; i++) {
         gr_status st = need_val(S, n, dn_arg_entry(S, n, i), &v[i]);
@@ -1188,10 +1209,10 @@ static gr_status op_batch_norm(dn_state *S, const rt_json_node *n) {
 /* ---------------------------------------------------------------- concat ---- */
 
 /* The sole kernel consumer of entry e when it is op `op` reading e as its first argument. */
-static const rt_json_node *sole_op(dn_state *S, int e, const char *op) {
+static const rt_json_node *sole_op(dn_state *S, int e, ir_op_id op) {
     if (e < 0 || S->is_head[e] || S->cons[e].len != 1) return NULL;
     const rt_json_node *c = S->cons[e].data[0];
-    return is_name(c, op) && dn_arg_entry(S, c, 0) == e ? c : NULL;
+    return c->op == op && dn_arg_entry(S, c, 0) == e ? c : NULL;
 }
 
 /* ShuffleNet's channel shuffle: concat over axis 1 of g sources of c channels, reshape to
@@ -1209,9 +1230,9 @@ static bool try_shuffle(dn_state *S, const rt_json_node *n, uint32_t cnt, const 
         for (int d = 0; d < nd; d++)
             if (S->vals.data[src[i].val].md.dims[d] != m0->dims[d]) return false;
     int64_t c = m0->dims[1];
-    const rt_json_node *r1 = sole_op(S, out_entry(S, n), "relax.reshape");
-    const rt_json_node *p = r1 ? sole_op(S, out_entry(S, r1), "relax.permute_dims") : NULL;
-    const rt_json_node *r2 = p ? sole_op(S, out_entry(S, p), "relax.reshape") : NULL;
+    const rt_json_node *r1 = sole_op(S, out_entry(S, n), IR_OP_RESHAPE);
+    const rt_json_node *p = r1 ? sole_op(S, out_entry(S, r1), IR_OP_PERMUTE_DIMS) : NULL;
+    const rt_json_node *r2 = p ? sole_op(S, out_entry(S, p), IR_OP_RESHAPE) : NULL;
     if (!r2 || r1->ndims[0] != nd + 1 || p->ndims[0] != nd + 1 || r2->ndims[0] != nd) return false;
     if (r1->shapes[0][0] != m0->dims[0] || r1->shapes[0][1] != (int64_t)cnt || r1->shapes[0][2] != c) return false;
     for (int d = 2; d < nd; d++)
@@ -1258,7 +1279,8 @@ static bool try_shuffle(dn_state *S, const rt_json_node *n, uint32_t cnt, const 
     return true;
 }
 
-static gr_status op_concat(dn_state *S, const rt_json_node *n) {
+static gr_status op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
     json_t *a0 = json_array_get(json_object_get(n->attrs, "args"), 0);
     json_t *tup = a0 ? json_object_get(a0, "tuple") : NULL;
     uint32_t cnt = tup ? (uint32_t)json_array_size(tup) : n->ninputs;
@@ -1349,7 +1371,8 @@ static dnnl_status_t resample_init(void *desc, const dnnl_memory_desc_t *src, co
     return dnnl_resampling_forward_desc_init(desc, dnnl_forward_inference, *(const dnnl_alg_kind_t *)ctx, NULL, src, dst);
 }
 
-static gr_status op_resize(dn_state *S, const rt_json_node *n) {
+static gr_status op_resize(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = need_val(S, n, x, &xv);
     if (st) return st;
@@ -1376,7 +1399,7 @@ static gr_status op_resize(dn_state *S, const rt_json_node *n) {
     }
     dn_step steps[DN_MAX_STEPS];
     dnnl_memory_desc_t dst;
-    int k = chain_of(S, n, steps, true, 4, os, &dst);
+    int k = chain_of(S, n, NULL, steps, true, 4, os, &dst);
     dnnl_resampling_desc_t desc;
     dn_arg args[4 + DN_MAX_STEPS];
     int na = 0, used;
@@ -1390,17 +1413,13 @@ static gr_status op_resize(dn_state *S, const rt_json_node *n) {
 
 /* --------------------------------------------------------------- reduce ---- */
 
-static gr_status op_reduce(dn_state *S, const rt_json_node *n) {
+static gr_status op_reduce(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = need_val(S, n, x, &xv);
     if (!st) st = dn_plain(S, n, xv, &xv);
     if (st) return st;
-    static const struct { const char *op; dnnl_alg_kind_t alg; } R[] = {
-        {"relax.mean", dnnl_reduction_mean}, {"relax.sum", dnnl_reduction_sum}, {"relax.max", dnnl_reduction_max},
-        {"relax.min", dnnl_reduction_min},   {"relax.prod", dnnl_reduction_mul}};
-    dnnl_alg_kind_t alg = dnnl_reduction_sum;
-    for (size_t i = 0; i < sizeof(R) / sizeof(R[0]); i++)
-        if (!strcmp(R[i].op, n->name)) alg = R[i].alg;
+    dnnl_alg_kind_t alg = INFO[n->op].alg;
     const dnnl_memory_desc_t xmd_copy = S->vals.data[xv].md, *xmd = &xmd_copy;
     int nd = xmd->ndims;
     int64_t axes[DNNL_MAX_NDIMS];
@@ -1419,7 +1438,7 @@ static gr_status op_reduce(dn_state *S, const rt_json_node *n) {
     dn_step steps[DN_MAX_STEPS];
     dnnl_memory_desc_t ignore;
     /* post-ops only when the output keeps the rank (same dims for the chain) */
-    int k = chain_of(S, n, steps, n->ndims[0] == nd, nd, kd, &ignore);
+    int k = chain_of(S, n, NULL, steps, n->ndims[0] == nd, nd, kd, &ignore);
     dnnl_reduction_desc_t desc;
     dnnl_status_t ds = dnnl_reduction_desc_init(&desc, alg, xmd, &kmd, 0.f, 0.f);
     if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid reduction");
@@ -1441,7 +1460,8 @@ static gr_status op_reduce(dn_state *S, const rt_json_node *n) {
 /* ------------------------------------------------------------ layout ops ---- */
 
 /* reshape / flatten / squeeze / expand_dims: the plain data viewed with the new dims. */
-static gr_status op_reshape(dn_state *S, const rt_json_node *n) {
+static gr_status op_reshape(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = need_val(S, n, x, &xv);
     if (!st) st = dn_plain(S, n, xv, &xv);
@@ -1454,7 +1474,8 @@ static gr_status op_reshape(dn_state *S, const rt_json_node *n) {
     return GR_OK;
 }
 
-static gr_status op_permute(dn_state *S, const rt_json_node *n) {
+static gr_status op_permute(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = need_val(S, n, x, &xv);
     if (!st) st = dn_plain(S, n, xv, &xv);
@@ -1507,12 +1528,13 @@ static bool slice_as_view(dn_state *S, int e) {
     if (S->is_head[e] || S->cons[e].len == 0) return false;
     for (uint32_t i = 0; i < S->cons[e].len; i++) {
         const rt_json_node *c = S->cons[e].data[i];
-        if (is_name(c, "relax.nn.conv2d") ? dn_arg_entry(S, c, 0) != e : !is_name(c, "relax.concat")) return false;
+        if (c->op == IR_OP_CONV2D ? dn_arg_entry(S, c, 0) != e : c->op != IR_OP_CONCAT) return false;
     }
     return true;
 }
 
-static gr_status op_strided_slice(dn_state *S, const rt_json_node *n) {
+static gr_status op_strided_slice(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = need_val(S, n, x, &xv);
     if (!st) st = dn_plain(S, n, xv, &xv);
@@ -1569,59 +1591,33 @@ static gr_status op_strided_slice(dn_state *S, const rt_json_node *n) {
 
 /* ---------------------------------------------------------------- table ---- */
 
-typedef gr_status (*op_fn)(dn_state *S, const rt_json_node *n);
+typedef gr_status (*op_fn)(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 
-static const struct {
-    const char *op;
-    op_fn fn;
-} OPS[] = {
-    {"relax.nn.conv1d", op_conv1d},
-    {"relax.nn.conv2d", op_conv2d},
-    {"relax.nn.conv1d_transpose", op_deconv1d},
-    {"relax.nn.conv2d_transpose", op_deconv2d},
-    {"relax.matmul", op_matmul},
-    {"relax.nn.max_pool1d", op_pool},
-    {"relax.nn.avg_pool1d", op_pool},
-    {"relax.nn.max_pool2d", op_pool},
-    {"relax.nn.avg_pool2d", op_pool},
-    {"relax.nn.adaptive_avg_pool1d", op_pool},
-    {"relax.nn.adaptive_avg_pool2d", op_pool},
-    {"relax.nn.adaptive_max_pool2d", op_pool},
-    {"relax.nn.softmax", op_softmax},
-    {"relax.nn.log_softmax", op_softmax},
-    {"relax.nn.layer_norm", op_layer_norm},
-    {"relax.nn.batch_norm", op_batch_norm},
-    {"relax.concat", op_concat},
-    {"relax.image.resize2d", op_resize},
-    {"relax.mean", op_reduce},
-    {"relax.sum", op_reduce},
-    {"relax.max", op_reduce},
-    {"relax.min", op_reduce},
-    {"relax.prod", op_reduce},
-    {"relax.reshape", op_reshape},
-    {"relax.flatten", op_reshape},
-    {"relax.squeeze", op_reshape},
-    {"relax.expand_dims", op_reshape},
-    {"relax.permute_dims", op_permute},
-    {"relax.strided_slice", op_strided_slice},
-    /* ONNX coverage (ops2): recurrent layers (dnnl_rnn.c) */
-    {"relax.nn.lstm", dn_rnn},
-    {"relax.nn.gru", dn_rnn},
-    {"relax.nn.rnn", dn_rnn},
-    /* ONNX coverage (ops2): volumetric ops (dnnl_vol.c) */
-    {"relax.nn.conv3d", dn_conv3d},
-    {"relax.nn.conv3d_transpose", dn_conv3d},
-    {"relax.nn.max_pool3d", dn_pool3d},
-    {"relax.nn.avg_pool3d", dn_pool3d},
-};
-
-bool dn_is_anchor_op(const rt_json_node *n) {
-    return is_name(n, "relax.nn.conv1d") || is_name(n, "relax.nn.conv2d") || is_name(n, "relax.nn.conv1d_transpose") ||
-           is_name(n, "relax.nn.conv2d_transpose") || is_name(n, "relax.matmul");
+/* the handlers of the other files */
+static gr_status op_rnn(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    return dn_rnn(S, n);
 }
 
-gr_status dn_node(dn_state *S, const rt_json_node *n) {
-    for (size_t i = 0; i < sizeof(OPS) / sizeof(OPS[0]); i++)
-        if (!strcmp(OPS[i].op, n->name)) return OPS[i].fn(S, n);
-    return op_elemwise(S, n);
+static gr_status op_conv3d(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    return dn_conv3d(S, n);
+}
+
+static gr_status op_pool3d(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    return dn_pool3d(S, n);
+}
+
+/* runtime/dnnl_op_table.h's handlers by op id (NULL: not a oneDNN op) */
+static const op_fn HANDLER[IR_OP_COUNT] = {
+#define X(op, kind, check, handler, alg, alpha, beta) [IR_OP_##op] = handler,
+    DNNL_OPS(X)
+#undef X
+};
+
+gr_status dn_node(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    op_fn fn = n->op >= 0 && n->op < IR_OP_COUNT ? HANDLER[n->op] : NULL;
+    if (!fn) return dn_fail(S, n, dnnl_success, "not an op of the oneDNN backend");
+    return fn(S, n, comp);
 }

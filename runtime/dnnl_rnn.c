@@ -76,7 +76,7 @@ static gr_status state_in(dn_state *S, const rt_json_node *n, int e, int64_t D, 
 }
 
 gr_status dn_rnn(dn_state *S, const rt_json_node *n) {
-    int kind = !strcmp(n->name, "relax.nn.lstm") ? R_LSTM : !strcmp(n->name, "relax.nn.gru") ? R_GRU : R_RNN;
+    int kind = n->op == IR_OP_LSTM ? R_LSTM : n->op == IR_OP_GRU ? R_GRU : R_RNN;
     bool lbr = kind == R_GRU && dn_attr_bool(n, "linear_before_reset", false);
     const char *dir = dn_attr_str(n, "direction", "forward");
     int64_t D = !strcmp(dir, "bidirectional") ? 2 : 1, H = dn_attr_int(n, "hidden_size", 0);

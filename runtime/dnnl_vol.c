@@ -89,7 +89,7 @@ static gr_status finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_
 }
 
 gr_status dn_conv3d(dn_state *S, const rt_json_node *n) {
-    bool deconv = strstr(n->name, "transpose") != NULL;
+    bool deconv = n->op == IR_OP_CONV3D_TRANSPOSE;
     static const char *const keys[3] = {"data_layout", "kernel_layout", "out_layout"};
     const char *const want[3] = {"NCDHW", deconv ? "IODHW" : "OIDHW", "NCDHW"};
     gr_status st = layouts(S, n, keys, want, 3);
@@ -160,7 +160,7 @@ gr_status dn_pool3d(dn_state *S, const rt_json_node *n) {
     static const char *const want[2] = {"NCDHW", "NCDHW"};
     gr_status st = layouts(S, n, keys, want, 2);
     if (st) return st;
-    bool is_max = strstr(n->name, "max") != NULL;
+    bool is_max = n->op == IR_OP_MAX_POOL3D;
     int x = dn_arg_entry(S, n, 0);
     if (x < 0 || S->ent_val[x] < 0 || dn_entry_ndim(S, x) != 5)
         return dn_fail(S, n, dnnl_success, "input must be a 5-D float32 tensor of the region");

@@ -64,20 +64,17 @@ size_t rt_plan_memory(uint32_t n, const size_t *size, const uint32_t *start, con
 
 /* ---------------- group tails ---------------- */
 
-typedef struct tail_row {
-    const char *op;
-    rt_fuse_tail kind;
-} tail_row;
-static const tail_row tail_table[] = {
-    {"relax.sum", RT_TAIL_SUM},
-    {"relax.mean", RT_TAIL_MEAN},
-    {"relax.max", RT_TAIL_MAX},
-    {"relax.min", RT_TAIL_MIN},
-    {"relax.nn.softmax", RT_TAIL_SOFTMAX},
-    {"relax.nn.log_softmax", RT_TAIL_LOG_SOFTMAX},
-    {"relax.nn.adaptive_avg_pool2d", RT_TAIL_MEAN},
-    {"relax.nn.layer_norm", RT_TAIL_LAYER_NORM},
-    {"relax.nn.rms_norm", RT_TAIL_RMS_NORM},
+/* by op id (RT_TAIL_NONE: not a tail) */
+static const rt_fuse_tail tail_table[IR_OP_COUNT] = {
+    [IR_OP_SUM] = RT_TAIL_SUM,
+    [IR_OP_MEAN] = RT_TAIL_MEAN,
+    [IR_OP_MAX] = RT_TAIL_MAX,
+    [IR_OP_MIN] = RT_TAIL_MIN,
+    [IR_OP_SOFTMAX] = RT_TAIL_SOFTMAX,
+    [IR_OP_LOG_SOFTMAX] = RT_TAIL_LOG_SOFTMAX,
+    [IR_OP_ADAPTIVE_AVG_POOL2D] = RT_TAIL_MEAN,
+    [IR_OP_LAYER_NORM] = RT_TAIL_LAYER_NORM,
+    [IR_OP_RMS_NORM] = RT_TAIL_RMS_NORM,
 };
 
 static bool norm_axis(int64_t *a, int32_t nd) {
@@ -148,21 +145,20 @@ rt_fuse_tail rt_fuse_tail_of(const ir_call *call, uint32_t *mask) {
     *mask = 0;
     if (call->callee->kind != IR_OP || call->nargs < 1) return RT_TAIL_NONE;
     const ir_op_def *def = ((const ir_op *)call->callee)->def;
-    const tail_row *row = NULL;
-    for (size_t i = 0; i < sizeof tail_table / sizeof tail_table[0] && !row; i++)
-        if (strcmp(tail_table[i].op, def->name) == 0) row = &tail_table[i];
+    ir_op_id id = ir_op_def_id(def);
+    rt_fuse_tail kind = id != IR_OP_NONE ? tail_table[id] : RT_TAIL_NONE;
     const ir_sinfo *s = call->args[0]->sinfo;
-    if (!row || !s || s->kind != IR_SINFO_TENSOR || s->ndim <= 0 || s->ndim > RT_MAX_NDIM)
+    if (kind == RT_TAIL_NONE || !s || s->kind != IR_SINFO_TENSOR || s->ndim <= 0 || s->ndim > RT_MAX_NDIM)
         return RT_TAIL_NONE;
-    bool norm = row->kind == RT_TAIL_LAYER_NORM || row->kind == RT_TAIL_RMS_NORM;
-    if (call->nargs != (norm ? (row->kind == RT_TAIL_LAYER_NORM ? 3u : 2u) : 1u)) return RT_TAIL_NONE;
+    bool norm = kind == RT_TAIL_LAYER_NORM || kind == RT_TAIL_RMS_NORM;
+    if (call->nargs != (norm ? (kind == RT_TAIL_LAYER_NORM ? 3u : 2u) : 1u)) return RT_TAIL_NONE;
     int32_t nd = s->ndim;
     const ir_attr *ax = ir_attrs_get(call->attrs, "axis");
     if (norm) {
         *mask = norm_mask(call, nd);
-    } else if (strcmp(def->name, "relax.nn.adaptive_avg_pool2d") == 0) {
+    } else if (id == IR_OP_ADAPTIVE_AVG_POOL2D) {
         *mask = global_pool_mask(call, nd);
-    } else if (row->kind == RT_TAIL_SOFTMAX || row->kind == RT_TAIL_LOG_SOFTMAX) {
+    } else if (kind == RT_TAIL_SOFTMAX || kind == RT_TAIL_LOG_SOFTMAX) {
         int64_t a = ax && ax->kind == IR_ATTR_INT ? ax->u.i : -1;
         if (norm_axis(&a, nd)) *mask = 1u << a;
     } else if (!ax || ax->kind == IR_ATTR_NONE) {
@@ -177,7 +173,7 @@ rt_fuse_tail rt_fuse_tail_of(const ir_call *call, uint32_t *mask) {
             *mask |= 1u << a;
         }
     }
-    return *mask ? row->kind : RT_TAIL_NONE;
+    return *mask ? kind : RT_TAIL_NONE;
 }
 
 /* A float32 tensor of known rank (symbolic dims allowed: the group's kernel then takes its

@@ -583,9 +583,9 @@ static gr_status compile_call(rt_exec_t *x, rt_plan *p, cseq *cs, const ir_call 
     uint64_t v;
     if (callee->kind == IR_OP) {
         def = IR_AS(callee, ir_op)->def;
-        if (strcmp(def->name, "relax.call_dps_packed") == 0)
+        if (ir_op_def_id(def) == IR_OP_CALL_DPS_PACKED)
             return compile_dps(x, p, cs, call, dst, var, span);
-        if (strcmp(def->name, "relax.call_tir") == 0) {
+        if (ir_op_def_id(def) == IR_OP_CALL_TIR) {
             char why[256];
             return cfail(x, p, var, span, GR_ERR_UNSUPPORTED, "%s", ir_call_tir_refusal(x->m, call, why, sizeof why));
         }

@@ -205,6 +205,7 @@ gr_status rt_json_graph_load_doc(const char *symbol, json_t *doc, rt_json_graph 
             break;
         }
         n->name = json_string_value(name);
+        n->op = n->kind == RT_JSON_KERNEL ? ir_op_id_find(n->name) : IR_OP_NONE;
         n->attrs = json_object_get(jn, "attrs");
         n->noutputs = g->row_ptr[i + 1] - g->row_ptr[i];
         n->dtypes = &g->dt_pool[g->row_ptr[i]];
@@ -364,6 +365,7 @@ gr_status rt_json_graph_finish(rt_json_graph *g, char *text, size_t len, gr_diag
         n->ndims = &g->nd_pool[g->row_ptr[i]];
         n->shapes = &g->sh_pool[g->row_ptr[i]];
         n->name = &g->str_pool[b->name_off.data[i]];
+        n->op = n->kind == RT_JSON_KERNEL ? ir_op_id_find(n->name) : IR_OP_NONE;
         n->layer = &g->str_pool[b->layer_off.data[i]];
         for (uint32_t k = 0; k < n->ninputs; k++)
             if (n->inputs[k].nid >= i || n->inputs[k].index >= g->nodes[n->inputs[k].nid].noutputs)
@@ -629,7 +631,7 @@ static gr_status ref_prepare(rt_json_graph *g, void **state, gr_diag *d) {
         rt_json_node *n = &g->nodes[i];
         if (n->kind != RT_JSON_KERNEL) continue;
         ref_node *r = &rs->nodes[i];
-        r->def = ir_op_def_find(n->name);
+        r->def = ir_op_def_at((uint32_t)n->op);
         if (!r->def || !rt_kernel_find(r->def)) {
             st = gr_diag_set(d, GR_ERR_UNSUPPORTED, "json runtime '%s': node %u: no reference kernel for '%s'",
                              g->symbol, i, n->name);

@@ -32,6 +32,8 @@ typedef enum rt_json_node_kind { RT_JSON_INPUT, RT_JSON_CONST, RT_JSON_KERNEL } 
 
 typedef struct rt_json_node {
     rt_json_node_kind kind;
+    ir_op_id op;                  /* kernel: the op, resolved from name at load; IR_OP_NONE for
+                                     inputs, constants and names the op table does not have */
     const char *name;             /* input: param name; const: constant name; kernel: op name
                                      ("relax.nn.conv2d") or composite name */
     uint32_t ninputs;

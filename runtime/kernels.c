@@ -16,13 +16,10 @@
 
 /* ---- registry ---- */
 
-static rt_kernel_entry *g_table;
-static size_t g_count;
+static rt_kernel_fn g_by_id[IR_OP_COUNT];
+static const rt_kernel_entry **g_off;   /* off-table rows (stand-in defs) */
+static size_t g_noff;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-
-static int entry_cmp(const void *a, const void *b) {
-    return strcmp(((const rt_kernel_entry *)a)->name, ((const rt_kernel_entry *)b)->name);
-}
 
 static void registry_init(void) {
 #ifdef __GLIBC__
@@ -36,26 +33,26 @@ static void registry_init(void) {
 #define COUNT_FAMILY(f) n += rt_kernels_##f##_count;
     RT_KERNEL_FAMILIES(COUNT_FAMILY)
 #undef COUNT_FAMILY
-    g_table = gr_xmalloc(sizeof(*g_table) * (n ? n : 1));
-#define COPY_FAMILY(f)                                                 \
-    memcpy(g_table + g_count, rt_kernels_##f,                          \
-           sizeof(*g_table) * rt_kernels_##f##_count);                 \
-    g_count += rt_kernels_##f##_count;
-    RT_KERNEL_FAMILIES(COPY_FAMILY)
-#undef COPY_FAMILY
-    qsort(g_table, g_count, sizeof(*g_table), entry_cmp);
-}
-
-static rt_kernel_fn kernel_by_name(const char *name) {
-    pthread_once(&g_once, registry_init);
-    rt_kernel_entry key = {.name = name};
-    const rt_kernel_entry *e = bsearch(&key, g_table, g_count, sizeof(*g_table), entry_cmp);
-    return e ? e->fn : NULL;
+    g_off = gr_xmalloc(sizeof(*g_off) * (n ? n : 1));
+#define ADD_FAMILY(f)                                                          \
+    for (size_t i = 0; i < rt_kernels_##f##_count; i++) {                      \
+        const rt_kernel_entry *e = &rt_kernels_##f[i];                         \
+        if (e->op >= 0 && e->op < IR_OP_COUNT) g_by_id[e->op] = e->fn;         \
+        else g_off[g_noff++] = e;                                              \
+    }
+    RT_KERNEL_FAMILIES(ADD_FAMILY)
+#undef ADD_FAMILY
 }
 
 rt_kernel_fn rt_kernel_find(const ir_op_def *op) {
-    if (!op || !op->name) return NULL;
-    return kernel_by_name(op->name);
+    if (!op) return NULL;
+    pthread_once(&g_once, registry_init);
+    ir_op_id id = ir_op_def_id(op);
+    if (id != IR_OP_NONE) return g_by_id[id];
+    /* a stand-in def of an op the table does not have yet */
+    for (size_t i = 0; op->name && i < g_noff; i++)
+        if (strcmp(g_off[i]->name, op->name) == 0) return g_off[i]->fn;
+    return NULL;
 }
 
 gr_status rt_kernel_run(const rt_kernel_call *call, rt_value *out, gr_diag *diag) {

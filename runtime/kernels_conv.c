@@ -378,9 +378,9 @@ static gr_status k_conv1d_t(const rt_kernel_call *c, rt_value *o, gr_diag *d) { 
 static gr_status k_conv2d_t(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_conv(c, o, d, 2, true); }
 
 const rt_kernel_entry rt_kernels_conv[] = {
-    {"relax.nn.conv1d", k_conv1d},
-    {"relax.nn.conv2d", k_conv2d},
-    {"relax.nn.conv1d_transpose", k_conv1d_t},
-    {"relax.nn.conv2d_transpose", k_conv2d_t},
+    RT_K(CONV1D, k_conv1d),
+    RT_K(CONV2D, k_conv2d),
+    RT_K(CONV1D_TRANSPOSE, k_conv1d_t),
+    RT_K(CONV2D_TRANSPOSE, k_conv2d_t),
 };
 RT_FAMILY_COUNT(conv, rt_kernels_conv);

@@ -227,9 +227,9 @@ static gr_status k_max3(const rt_kernel_call *c, rt_value *o, gr_diag *d) { retu
 static gr_status k_avg3(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_pool3d(c, o, d, false); }
 
 const rt_kernel_entry rt_kernels_conv3d[] = {
-    {"relax.nn.conv3d", k_conv3d},
-    {"relax.nn.conv3d_transpose", k_conv3d_t},
-    {"relax.nn.max_pool3d", k_max3},
-    {"relax.nn.avg_pool3d", k_avg3},
+    RT_K(CONV3D, k_conv3d),
+    RT_K(CONV3D_TRANSPOSE, k_conv3d_t),
+    RT_K(MAX_POOL3D, k_max3),
+    RT_K(AVG_POOL3D, k_avg3),
 };
 RT_FAMILY_COUNT(conv3d, rt_kernels_conv3d);

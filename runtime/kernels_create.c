@@ -138,10 +138,10 @@ static gr_status k_tril(const rt_kernel_call *c, rt_value *o, gr_diag *d) { retu
 static gr_status k_triu(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_tri(c, o, d, false); }
 
 const rt_kernel_entry rt_kernels_create[] = {
-    {"relax.zeros", k_zeros},         {"relax.ones", k_ones},
-    {"relax.full", k_full},           {"relax.zeros_like", k_zeros_like},
-    {"relax.ones_like", k_ones_like}, {"relax.full_like", k_full_like},
-    {"relax.arange", k_arange},       {"relax.tril", k_tril},
-    {"relax.triu", k_triu},
+    RT_K(ZEROS, k_zeros),         RT_K(ONES, k_ones),
+    RT_K(FULL, k_full),           RT_K(ZEROS_LIKE, k_zeros_like),
+    RT_K(ONES_LIKE, k_ones_like), RT_K(FULL_LIKE, k_full_like),
+    RT_K(ARANGE, k_arange),       RT_K(TRIL, k_tril),
+    RT_K(TRIU, k_triu),
 };
 RT_FAMILY_COUNT(create, rt_kernels_create);

@@ -173,6 +173,6 @@ static gr_status k_einsum(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
 }
 
 const rt_kernel_entry rt_kernels_einsum[] = {
-    {"relax.einsum", k_einsum},
+    RT_K(EINSUM, k_einsum),
 };
 RT_FAMILY_COUNT(einsum, rt_kernels_einsum);

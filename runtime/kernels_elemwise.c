@@ -97,22 +97,22 @@ static inline int64_t i64_shl(int64_t a, int64_t b) {
 }
 static inline int64_t i64_shr(int64_t a, int64_t b) { return (b < 0 || b >= 64) ? (a < 0 ? -1 : 0) : a >> b; }
 
-/* X(name, float expr, double expr, int32 expr, int64 expr); NULL-ish ops use 0 */
+/* X(name, op id, float expr, double expr, int32 expr, int64 expr); NULL-ish ops use 0 */
 #define ARITH_OPS(X)                                                                         \
-    X(add, a + b, a + b, IWRAP(int32_t, uint32_t, +), IWRAP(int64_t, uint64_t, +))           \
-    X(subtract, a - b, a - b, IWRAP(int32_t, uint32_t, -), IWRAP(int64_t, uint64_t, -))      \
-    X(multiply, a * b, a * b, IWRAP(int32_t, uint32_t, *), IWRAP(int64_t, uint64_t, *))      \
-    X(divide, a / b, a / b, i64_div(a, b), i64_div(a, b))                                    \
-    X(floor_divide, floorf(a / b), floor(a / b), i64_floordiv(a, b), i64_floordiv(a, b))     \
-    X(mod, fmodf(a, b), fmod(a, b), i64_mod(a, b), i64_mod(a, b))                            \
-    X(floor_mod, f_floormodf(a, b), f_floormod(a, b), i64_floormod(a, b), i64_floormod(a, b)) \
-    X(power, powf(a, b), pow(a, b), i64_pow(a, b), i64_pow(a, b))                            \
-    X(maximum, (a > b || a != a) ? a : b, (a > b || a != a) ? a : b, a > b ? a : b,          \
+    X(add, ADD, a + b, a + b, IWRAP(int32_t, uint32_t, +), IWRAP(int64_t, uint64_t, +))           \
+    X(subtract, SUBTRACT, a - b, a - b, IWRAP(int32_t, uint32_t, -), IWRAP(int64_t, uint64_t, -))      \
+    X(multiply, MULTIPLY, a * b, a * b, IWRAP(int32_t, uint32_t, *), IWRAP(int64_t, uint64_t, *))      \
+    X(divide, DIVIDE, a / b, a / b, i64_div(a, b), i64_div(a, b))                                    \
+    X(floor_divide, FLOOR_DIVIDE, floorf(a / b), floor(a / b), i64_floordiv(a, b), i64_floordiv(a, b))     \
+    X(mod, MOD, fmodf(a, b), fmod(a, b), i64_mod(a, b), i64_mod(a, b))                            \
+    X(floor_mod, FLOOR_MOD, f_floormodf(a, b), f_floormod(a, b), i64_floormod(a, b), i64_floormod(a, b)) \
+    X(power, POWER, powf(a, b), pow(a, b), i64_pow(a, b), i64_pow(a, b))                            \
+    X(maximum, MAXIMUM, (a > b || a != a) ? a : b, (a > b || a != a) ? a : b, a > b ? a : b,          \
       a > b ? a : b)                                                                         \
-    X(minimum, (a < b || a != a) ? a : b, (a < b || a != a) ? a : b, a < b ? a : b,          \
+    X(minimum, MINIMUM, (a < b || a != a) ? a : b, (a < b || a != a) ? a : b, a < b ? a : b,          \
       a < b ? a : b)
 
-#define GEN_ARITH(NAME, EF, ED, EI32, EI64)           \
+#define GEN_ARITH(NAME, ID, EF, ED, EI32, EI64)        \
     BIN_ROW(NAME, f32, float, float, EF)              \
     BIN_ROW(NAME, f64, double, double, ED)            \
     BIN_ROW(NAME, i32, int32_t, int32_t, EI32)        \
@@ -120,26 +120,26 @@ static inline int64_t i64_shr(int64_t a, int64_t b) { return (b < 0 || b >= 64) 
 ARITH_OPS(GEN_ARITH)
 
 #define INT_OPS(X)                                \
-    X(bitwise_and, a & b)                         \
-    X(bitwise_or, a | b)                          \
-    X(bitwise_xor, a ^ b)                         \
-    X(left_shift, i64_shl(a, b))                  \
-    X(right_shift, i64_shr(a, b))
-#define GEN_INT(NAME, E) BIN_ROW(NAME, i32, int32_t, int32_t, E) BIN_ROW(NAME, i64, int64_t, int64_t, E)
+    X(bitwise_and, BITWISE_AND, a & b)                         \
+    X(bitwise_or, BITWISE_OR, a | b)                          \
+    X(bitwise_xor, BITWISE_XOR, a ^ b)                         \
+    X(left_shift, LEFT_SHIFT, i64_shl(a, b))                  \
+    X(right_shift, RIGHT_SHIFT, i64_shr(a, b))
+#define GEN_INT(NAME, ID, E) BIN_ROW(NAME, i32, int32_t, int32_t, E) BIN_ROW(NAME, i64, int64_t, int64_t, E)
 INT_OPS(GEN_INT)
 
-/* X(name, kind: CMP or LOGIC, expr) */
+/* X(name, op id, kind: CMP or LOGIC, expr) */
 #define CMP_OPS(X)                              \
-    X(equal, CMP, a == b)                       \
-    X(not_equal, CMP, a != b)                   \
-    X(less, CMP, a < b)                         \
-    X(less_equal, CMP, a <= b)                  \
-    X(greater, CMP, a > b)                      \
-    X(greater_equal, CMP, a >= b)               \
-    X(logical_and, LOGIC, (a != 0) && (b != 0)) \
-    X(logical_or, LOGIC, (a != 0) || (b != 0))  \
-    X(logical_xor, LOGIC, (a != 0) != (b != 0))
-#define GEN_CMP(NAME, K, E)                       \
+    X(equal, EQUAL, CMP, a == b)                       \
+    X(not_equal, NOT_EQUAL, CMP, a != b)                   \
+    X(less, LESS, CMP, a < b)                         \
+    X(less_equal, LESS_EQUAL, CMP, a <= b)                  \
+    X(greater, GREATER, CMP, a > b)                      \
+    X(greater_equal, GREATER_EQUAL, CMP, a >= b)               \
+    X(logical_and, LOGICAL_AND, LOGIC, (a != 0) && (b != 0)) \
+    X(logical_or, LOGICAL_OR, LOGIC, (a != 0) || (b != 0))  \
+    X(logical_xor, LOGICAL_XOR, LOGIC, (a != 0) != (b != 0))
+#define GEN_CMP(NAME, ID, K, E)                    \
     BIN_ROW(NAME, f32, float, uint8_t, E)         \
     BIN_ROW(NAME, f64, double, uint8_t, E)        \
     BIN_ROW(NAME, i32, int32_t, uint8_t, E)       \
@@ -148,23 +148,22 @@ CMP_OPS(GEN_CMP)
 
 enum { BIN_ARITH, BIN_INT, BIN_CMP, BIN_LOGIC };
 typedef struct bin_def {
-    const char *name;
     uint8_t kind;
-    bin_row rows[TI_COUNT];
+    bin_row rows[TI_COUNT];       /* all NULL: not a binary op */
 } bin_def;
 
-#define ROW_ARITH(NAME, EF, ED, EI32, EI64) \
-    {"relax." #NAME, BIN_ARITH, {NAME##_f32, NAME##_f64, NAME##_i32, NAME##_i64}},
-#define ROW_INT(NAME, E) {"relax." #NAME, BIN_INT, {NULL, NULL, NAME##_i32, NAME##_i64}},
-#define ROW_CMP(NAME, K, E) \
-    {"relax." #NAME, BIN_##K, \
+/* by op id */
+#define ROW_ARITH(NAME, ID, EF, ED, EI32, EI64) \
+    [IR_OP_##ID] = {BIN_ARITH, {NAME##_f32, NAME##_f64, NAME##_i32, NAME##_i64}},
+#define ROW_INT(NAME, ID, E) [IR_OP_##ID] = {BIN_INT, {NULL, NULL, NAME##_i32, NAME##_i64}},
+#define ROW_CMP(NAME, ID, K, E) \
+    [IR_OP_##ID] = {BIN_##K, \
      {NAME##_f32, NAME##_f64, NAME##_i32, NAME##_i64}},
-static const bin_def BIN_DEFS[] = {ARITH_OPS(ROW_ARITH) INT_OPS(ROW_INT) CMP_OPS(ROW_CMP)};
+static const bin_def BIN_DEFS[IR_OP_COUNT] = {ARITH_OPS(ROW_ARITH) INT_OPS(ROW_INT) CMP_OPS(ROW_CMP)};
 
-static const bin_def *bin_lookup(const char *name) {
-    for (size_t i = 0; i < sizeof(BIN_DEFS) / sizeof(BIN_DEFS[0]); i++)
-        if (strcmp(BIN_DEFS[i].name, name) == 0) return &BIN_DEFS[i];
-    return NULL;
+static const bin_def *bin_lookup(const ir_op_def *op) {
+    ir_op_id id = ir_op_def_id(op);
+    return id != IR_OP_NONE && BIN_DEFS[id].rows[TI_I64] ? &BIN_DEFS[id] : NULL;
 }
 
 typedef struct bin_ctx {
@@ -182,7 +181,7 @@ static void bin_row_cb(void *vctx, int64_t out_off, const int64_t *in_off,
 }
 
 static gr_status k_binary(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
-    const bin_def *def = bin_lookup(c->op->name);
+    const bin_def *def = bin_lookup(c->op);
     const rt_tensor *a, *b;
     gr_status st;
     if (!def) return rt_kerr(c, d, GR_ERR_UNSUPPORTED, "unknown binary op");
@@ -246,58 +245,59 @@ static inline float signf_(float v) { return (float)((v > 0) - (v < 0)); }
 static inline double sign_(double v) { return (double)((v > 0) - (v < 0)); }
 #define GELU_TANH_K 0.7978845608028654 /* sqrt(2/pi) */
 
-/* X(name, float expr of a, double expr of a); P0/P1 are the attrs of parametric ops (hoisted
+/* X(name, op id (NONE: an op the op table does not have yet), float expr of a, double expr
+ * of a); P0/P1 are the attrs of parametric ops (hoisted
  * into locals so the loops vectorize) */
 #define UN_OPS(X)                                                                         \
-    X(abs, fabsf(a), fabs(a))                                                             \
-    X(negative, -a, -a)                                                                   \
-    X(exp, expf(a), exp(a))                                                               \
-    X(log, logf(a), log(a))                                                               \
-    X(sqrt, sqrtf(a), sqrt(a))                                                            \
-    X(rsqrt, 1.0f / sqrtf(a), 1.0 / sqrt(a))                                              \
-    X(sin, sinf(a), sin(a))                                                               \
-    X(cos, cosf(a), cos(a))                                                               \
-    X(tan, tanf(a), tan(a))                                                               \
-    X(asin, asinf(a), asin(a))                                                            \
-    X(acos, acosf(a), acos(a))                                                            \
-    X(atan, atanf(a), atan(a))                                                            \
-    X(sinh, sinhf(a), sinh(a))                                                            \
-    X(cosh, coshf(a), cosh(a))                                                            \
-    X(tanh, tanhf(a), tanh(a))                                                            \
-    X(asinh, asinhf(a), asinh(a))                                                         \
-    X(acosh, acoshf(a), acosh(a))                                                         \
-    X(atanh, atanhf(a), atanh(a))                                                         \
-    X(sigmoid, sigmoidf_(a), sigmoid_(a))                                                 \
-    X(erf, erff(a), erf(a))                                                               \
-    X(floor, floorf(a), floor(a))                                                         \
-    X(ceil, ceilf(a), ceil(a))                                                            \
-    X(round, nearbyintf(a), nearbyint(a))                                                 \
-    X(trunc, truncf(a), trunc(a))                                                         \
-    X(sign, signf_(a), sign_(a))                                                          \
-    X(square, a * a, a * a)                                                               \
-    X(log2, log2f(a), log2(a))                                                            \
-    X(log10, log10f(a), log10(a))                                                         \
-    X(log1p, log1pf(a), log1p(a))                                                         \
-    X(exp2, exp2f(a), exp2(a))                                                            \
-    X(nn_relu, a > 0 ? a : 0.0f, a > 0 ? a : 0.0)                                         \
-    X(nn_relu6, a < 0 ? 0.0f : a > 6 ? 6.0f : a, a < 0 ? 0.0 : a > 6 ? 6.0 : a)           \
-    X(nn_gelu, 0.5f * a * (1.0f + erff(a * 0.70710678118654752f)),                        \
+    X(abs, ABS, fabsf(a), fabs(a))                                                             \
+    X(negative, NEGATIVE, -a, -a)                                                                   \
+    X(exp, EXP, expf(a), exp(a))                                                               \
+    X(log, LOG, logf(a), log(a))                                                               \
+    X(sqrt, SQRT, sqrtf(a), sqrt(a))                                                            \
+    X(rsqrt, RSQRT, 1.0f / sqrtf(a), 1.0 / sqrt(a))                                              \
+    X(sin, SIN, sinf(a), sin(a))                                                               \
+    X(cos, COS, cosf(a), cos(a))                                                               \
+    X(tan, TAN, tanf(a), tan(a))                                                               \
+    X(asin, ASIN, asinf(a), asin(a))                                                            \
+    X(acos, ACOS, acosf(a), acos(a))                                                            \
+    X(atan, ATAN, atanf(a), atan(a))                                                            \
+    X(sinh, SINH, sinhf(a), sinh(a))                                                            \
+    X(cosh, COSH, coshf(a), cosh(a))                                                            \
+    X(tanh, TANH, tanhf(a), tanh(a))                                                            \
+    X(asinh, ASINH, asinhf(a), asinh(a))                                                         \
+    X(acosh, ACOSH, acoshf(a), acosh(a))                                                         \
+    X(atanh, ATANH, atanhf(a), atanh(a))                                                         \
+    X(sigmoid, SIGMOID, sigmoidf_(a), sigmoid_(a))                                                 \
+    X(erf, ERF, erff(a), erf(a))                                                               \
+    X(floor, FLOOR, floorf(a), floor(a))                                                         \
+    X(ceil, CEIL, ceilf(a), ceil(a))                                                            \
+    X(round, ROUND, nearbyintf(a), nearbyint(a))                                                 \
+    X(trunc, TRUNC, truncf(a), trunc(a))                                                         \
+    X(sign, SIGN, signf_(a), sign_(a))                                                          \
+    X(square, SQUARE, a * a, a * a)                                                               \
+    X(log2, NONE, log2f(a), log2(a))                                                            \
+    X(log10, NONE, log10f(a), log10(a))                                                         \
+    X(log1p, NONE, log1pf(a), log1p(a))                                                         \
+    X(exp2, NONE, exp2f(a), exp2(a))                                                            \
+    X(nn_relu, RELU, a > 0 ? a : 0.0f, a > 0 ? a : 0.0)                                         \
+    X(nn_relu6, RELU6, a < 0 ? 0.0f : a > 6 ? 6.0f : a, a < 0 ? 0.0 : a > 6 ? 6.0 : a)           \
+    X(nn_gelu, GELU, 0.5f * a * (1.0f + erff(a * 0.70710678118654752f)),                        \
       0.5 * a * (1.0 + erf(a * 0.70710678118654752)))                                     \
-    X(nn_gelu_tanh,                                                                       \
+    X(nn_gelu_tanh, GELU_TANH,                                                                       \
       0.5f * a * (1.0f + tanhf((float)GELU_TANH_K * (a + 0.044715f * a * a * a))),        \
       0.5 * a * (1.0 + tanh(GELU_TANH_K * (a + 0.044715 * a * a * a))))                   \
-    X(nn_silu, a * sigmoidf_(a), a * sigmoid_(a))                                         \
-    X(nn_selu, 1.0507009873554805f * (a > 0 ? a : 1.6732632423543772f * (expf(a) - 1)),   \
+    X(nn_silu, SILU, a * sigmoidf_(a), a * sigmoid_(a))                                         \
+    X(nn_selu, SELU, 1.0507009873554805f * (a > 0 ? a : 1.6732632423543772f * (expf(a) - 1)),   \
       1.0507009873554805 * (a > 0 ? a : 1.6732632423543772 * (exp(a) - 1)))               \
-    X(nn_leakyrelu, a > 0 ? a : P0 * a, a > 0 ? a : P0 * a)                               \
-    X(nn_elu, a > 0 ? a : P0 * (expf(a) - 1), a > 0 ? a : P0 * (exp(a) - 1))              \
-    X(nn_softplus,                                                                        \
+    X(nn_leakyrelu, LEAKYRELU, a > 0 ? a : P0 * a, a > 0 ? a : P0 * a)                               \
+    X(nn_elu, NONE, a > 0 ? a : P0 * (expf(a) - 1), a > 0 ? a : P0 * (exp(a) - 1))              \
+    X(nn_softplus, SOFTPLUS,                                                                        \
       P0 * a > P1 ? a : log1pf(expf(P0 * a)) / P0,                                        \
       P0 * a > P1 ? a : log1p(exp(P0 * a)) / P0)                                          \
-    X(clip, a < P0 ? P0 : a > P1 ? P1 : a,                                                \
+    X(clip, CLIP, a < P0 ? P0 : a > P1 ? P1 : a,                                                \
       a < P0 ? P0 : a > P1 ? P1 : a)
 
-#define GEN_UN(NAME, EF, ED)                                                              \
+#define GEN_UN(NAME, ID, EF, ED)                                                          \
     static void un_##NAME##_f32(const void *px, void *py, int64_t n, const double *p) {  \
         const float *X = px;                                                              \
         float *Y = py;                                                                    \
@@ -314,35 +314,46 @@ static inline double sign_(double v) { return (double)((v > 0) - (v < 0)); }
     }
 UN_OPS(GEN_UN)
 
-/* Ops that are defined on integers (computed through float64, exact for |x| < 2^53). */
-static const char *const UN_INT_OK[] = {"abs", "negative", "sign", "square", "floor", "ceil",
-                                        "round", "trunc", "nn_relu", "nn_relu6", "clip",
-                                        "nn_leakyrelu"};
+enum {
+#define UN_ENUM(NAME, ID, EF, ED) UN_##NAME,
+    UN_OPS(UN_ENUM)
+#undef UN_ENUM
+    UN_COUNT
+};
 
 typedef struct un_def {
-    const char *name;  /* the X-list name: nn_relu */
+    ir_op_id op;                  /* IR_OP_NONE: an op the table does not have */
+    const char *name;             /* the X-list name (nn_relu): for those ops' stand-in defs */
     un_row f32, f64;
 } un_def;
-#define ROW_UN(NAME, EF, ED) {#NAME, un_##NAME##_f32, un_##NAME##_f64},
-static const un_def UN_DEFS[] = {UN_OPS(ROW_UN)};
+#define ROW_UN(NAME, ID, EF, ED) [UN_##NAME] = {IR_OP_##ID, #NAME, un_##NAME##_f32, un_##NAME##_f64},
+static const un_def UN_DEFS[UN_COUNT] = {UN_OPS(ROW_UN)};
 
-/* "relax.nn.relu" -> "nn_relu" */
-static const un_def *un_lookup(const char *name) {
-    char key[64];
-    if (strncmp(name, "relax.", 6) == 0) name += 6;
-    size_t n = strlen(name);
-    if (n >= sizeof(key)) return NULL;
-    for (size_t i = 0; i <= n; i++) key[i] = name[i] == '.' ? '_' : name[i];
-    for (size_t i = 0; i < sizeof(UN_DEFS) / sizeof(UN_DEFS[0]); i++)
-        if (strcmp(UN_DEFS[i].name, key) == 0) return &UN_DEFS[i];
+/* Ops that are defined on integers (computed through float64, exact for |x| < 2^53). */
+static const bool UN_INT_OK[UN_COUNT] = {
+    [UN_abs] = true,  [UN_negative] = true, [UN_sign] = true,    [UN_square] = true,
+    [UN_floor] = true, [UN_ceil] = true,    [UN_round] = true,   [UN_trunc] = true,
+    [UN_nn_relu] = true, [UN_nn_relu6] = true, [UN_clip] = true, [UN_nn_leakyrelu] = true};
+
+/* The row of op: by id; an op the table does not have yet (a stand-in def) by its name,
+ * "relax.nn.elu" -> "nn_elu". */
+static const un_def *un_lookup(const ir_op_def *op) {
+    ir_op_id id = ir_op_def_id(op);
+    char key[64] = "";
+    if (id == IR_OP_NONE) {
+        const char *name = op->name;
+        if (strncmp(name, "relax.", 6) == 0) name += 6;
+        size_t n = strlen(name);
+        if (n >= sizeof(key)) return NULL;
+        for (size_t i = 0; i <= n; i++) key[i] = name[i] == '.' ? '_' : name[i];
+    }
+    for (size_t i = 0; i < UN_COUNT; i++)
+        if (id != IR_OP_NONE ? UN_DEFS[i].op == id : UN_DEFS[i].op == IR_OP_NONE && !strcmp(UN_DEFS[i].name, key))
+            return &UN_DEFS[i];
     return NULL;
 }
 
-static bool un_int_ok(const un_def *u) {
-    for (size_t i = 0; i < sizeof(UN_INT_OK) / sizeof(UN_INT_OK[0]); i++)
-        if (strcmp(UN_INT_OK[i], u->name) == 0) return true;
-    return false;
-}
+static bool un_int_ok(const un_def *u) { return UN_INT_OK[u - UN_DEFS]; }
 
 static gr_status run_unary(const rt_kernel_call *c, const un_def *u, const double *p,
                            rt_value *out, gr_diag *d) {
@@ -374,14 +385,14 @@ static gr_status run_unary(const rt_kernel_call *c, const un_def *u, const doubl
 }
 
 static gr_status k_unary(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
-    const un_def *u = un_lookup(c->op->name);
+    const un_def *u = un_lookup(c->op);
     if (!u) return rt_kerr(c, d, GR_ERR_UNSUPPORTED, "unknown unary op");
     gr_status st = rt_check_nargs(c, 1, 1, d);
     if (st) return st;
     double p[2] = {0, 0};
-    if (strcmp(u->name, "nn_leakyrelu") == 0) p[0] = ir_attrs_get_float(c->attrs, "alpha", 0.01);
-    if (strcmp(u->name, "nn_elu") == 0) p[0] = ir_attrs_get_float(c->attrs, "alpha", 1.0);
-    if (strcmp(u->name, "nn_softplus") == 0) {
+    if (u == &UN_DEFS[UN_nn_leakyrelu]) p[0] = ir_attrs_get_float(c->attrs, "alpha", 0.01);
+    if (u == &UN_DEFS[UN_nn_elu]) p[0] = ir_attrs_get_float(c->attrs, "alpha", 1.0);
+    if (u == &UN_DEFS[UN_nn_softplus]) {
         p[0] = ir_attrs_get_float(c->attrs, "beta", 1.0);
         p[1] = ir_attrs_get_float(c->attrs, "threshold", 20.0);
         if (p[0] == 0) return rt_kerr(c, d, GR_ERR_INVALID, "beta must not be 0");
@@ -403,7 +414,7 @@ static gr_status k_clip(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
             p[i - 1] = ir_attrs_get_float(c->attrs, i == 1 ? "min" : "max", p[i - 1]);
         }
     }
-    return run_unary(c, un_lookup("relax.clip"), p, out, d);
+    return run_unary(c, &UN_DEFS[UN_clip], p, out, d);
 }
 
 /* Ops with a bool result per element. */
@@ -411,9 +422,8 @@ static gr_status k_predicate(const rt_kernel_call *c, rt_value *out, gr_diag *d)
     const rt_tensor *x;
     gr_status st;
     if ((st = rt_check_nargs(c, 1, 1, d)) || (st = rt_arg_tensor(c, 0, &x, d))) return st;
-    const char *name = c->op->name + (strncmp(c->op->name, "relax.", 6) ? 0 : 6);
-    int which = strcmp(name, "isnan") == 0 ? 0 : strcmp(name, "isinf") == 0 ? 1
-              : strcmp(name, "isfinite") == 0 ? 2 : 3; /* 3: logical_not */
+    ir_op_id id = ir_op_def_id(c->op);
+    int which = id == IR_OP_ISNAN ? 0 : id == IR_OP_ISINF ? 1 : id == IR_OP_ISFINITE ? 2 : 3; /* 3: logical_not */
     rt_tensor *o;
     if ((st = rt_out_new(c, DT_BOOL, x->dl.ndim, x->dl.shape, &o, d))) return st;
     int64_t n = rt_tensor_numel(x);
@@ -610,26 +620,26 @@ static gr_status k_astype(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
 }
 
 const rt_kernel_entry rt_kernels_elemwise[] = {
-#define ENT_ARITH(NAME, EF, ED, EI32, EI64) {"relax." #NAME, k_binary},
-#define ENT_INT(NAME, E) {"relax." #NAME, k_binary},
-#define ENT_CMP(NAME, K, E) {"relax." #NAME, k_binary},
+#define ENT_ARITH(NAME, ID, EF, ED, EI32, EI64) RT_K(ID, k_binary),
+#define ENT_INT(NAME, ID, E) RT_K(ID, k_binary),
+#define ENT_CMP(NAME, ID, K, E) RT_K(ID, k_binary),
     ARITH_OPS(ENT_ARITH) INT_OPS(ENT_INT) CMP_OPS(ENT_CMP)
-    {"relax.abs", k_unary}, {"relax.negative", k_unary}, {"relax.exp", k_unary},
-    {"relax.log", k_unary}, {"relax.sqrt", k_unary}, {"relax.rsqrt", k_unary},
-    {"relax.sin", k_unary}, {"relax.cos", k_unary}, {"relax.tan", k_unary},
-    {"relax.asin", k_unary}, {"relax.acos", k_unary}, {"relax.atan", k_unary},
-    {"relax.sinh", k_unary}, {"relax.cosh", k_unary}, {"relax.tanh", k_unary},
-    {"relax.asinh", k_unary}, {"relax.acosh", k_unary}, {"relax.atanh", k_unary},
-    {"relax.sigmoid", k_unary}, {"relax.erf", k_unary}, {"relax.floor", k_unary},
-    {"relax.ceil", k_unary}, {"relax.round", k_unary}, {"relax.trunc", k_unary},
-    {"relax.sign", k_unary}, {"relax.square", k_unary}, {"relax.log2", k_unary},
-    {"relax.log10", k_unary}, {"relax.log1p", k_unary}, {"relax.exp2", k_unary},
-    {"relax.nn.relu", k_unary}, {"relax.nn.relu6", k_unary}, {"relax.nn.gelu", k_unary},
-    {"relax.nn.gelu_tanh", k_unary}, {"relax.nn.silu", k_unary}, {"relax.nn.selu", k_unary},
-    {"relax.nn.leakyrelu", k_unary}, {"relax.nn.prelu", k_prelu}, {"relax.nn.elu", k_unary}, {"relax.nn.softplus", k_unary},
-    {"relax.clip", k_clip},
-    {"relax.isnan", k_predicate}, {"relax.isinf", k_predicate}, {"relax.isfinite", k_predicate},
-    {"relax.logical_not", k_predicate}, {"relax.bitwise_not", k_bitwise_not},
-    {"relax.where", k_where}, {"relax.astype", k_astype}, {"relax.ewise_fma", k_ewise_fma},
+    RT_K(ABS, k_unary), RT_K(NEGATIVE, k_unary), RT_K(EXP, k_unary),
+    RT_K(LOG, k_unary), RT_K(SQRT, k_unary), RT_K(RSQRT, k_unary),
+    RT_K(SIN, k_unary), RT_K(COS, k_unary), RT_K(TAN, k_unary),
+    RT_K(ASIN, k_unary), RT_K(ACOS, k_unary), RT_K(ATAN, k_unary),
+    RT_K(SINH, k_unary), RT_K(COSH, k_unary), RT_K(TANH, k_unary),
+    RT_K(ASINH, k_unary), RT_K(ACOSH, k_unary), RT_K(ATANH, k_unary),
+    RT_K(SIGMOID, k_unary), RT_K(ERF, k_unary), RT_K(FLOOR, k_unary),
+    RT_K(CEIL, k_unary), RT_K(ROUND, k_unary), RT_K(TRUNC, k_unary),
+    RT_K(SIGN, k_unary), RT_K(SQUARE, k_unary), RT_K_OFF("relax.log2", k_unary),
+    RT_K_OFF("relax.log10", k_unary), RT_K_OFF("relax.log1p", k_unary), RT_K_OFF("relax.exp2", k_unary),
+    RT_K(RELU, k_unary), RT_K(RELU6, k_unary), RT_K(GELU, k_unary),
+    RT_K(GELU_TANH, k_unary), RT_K(SILU, k_unary), RT_K(SELU, k_unary),
+    RT_K(LEAKYRELU, k_unary), RT_K_OFF("relax.nn.prelu", k_prelu), RT_K_OFF("relax.nn.elu", k_unary), RT_K(SOFTPLUS, k_unary),
+    RT_K(CLIP, k_clip),
+    RT_K(ISNAN, k_predicate), RT_K(ISINF, k_predicate), RT_K(ISFINITE, k_predicate),
+    RT_K(LOGICAL_NOT, k_predicate), RT_K(BITWISE_NOT, k_bitwise_not),
+    RT_K(WHERE, k_where), RT_K(ASTYPE, k_astype), RT_K_OFF("relax.ewise_fma", k_ewise_fma),
 };
 RT_FAMILY_COUNT(elemwise, rt_kernels_elemwise);

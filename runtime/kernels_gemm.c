@@ -268,6 +268,6 @@ static gr_status k_matmul(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
 }
 
 const rt_kernel_entry rt_kernels_gemm[] = {
-    {"relax.matmul", k_matmul},
+    RT_K(MATMUL, k_matmul),
 };
 RT_FAMILY_COUNT(gemm, rt_kernels_gemm);

@@ -16,11 +16,16 @@
 #pragma GCC optimize("O3")
 #endif
 
-/* One row of a kernel table: op name ("relax.add") -> kernel. */
+/* One row of a kernel table: op id -> kernel. RT_K(ADD, k_binary) names an op of the op table
+ * (a misspelt op is a compile error); RT_K_OFF("relax.sort", k_sort) a kernel of an op the
+ * table does not have yet, reachable only through a stand-in op def of that name (tests). */
 typedef struct rt_kernel_entry {
-    const char *name;
+    ir_op_id op;                  /* IR_OP_NONE: off the table, see name */
+    const char *name;             /* off-table rows only */
     rt_kernel_fn fn;
 } rt_kernel_entry;
+#define RT_K(id, fn) {IR_OP_##id, NULL, fn}
+#define RT_K_OFF(name, fn) {IR_OP_NONE, name, fn}
 
 /* Each family file exports its rows; kernels.c merges them. */
 #define RT_KERNEL_FAMILIES(X) \

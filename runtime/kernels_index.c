@@ -173,7 +173,7 @@ static gr_status k_det(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
 
 /* ONNX coverage (ops1) */
 const rt_kernel_entry rt_kernels_index[] = {
-    {"relax.unique", k_unique},
-    {"relax.linalg.det", k_det},
+    RT_K(UNIQUE, k_unique),
+    RT_K(DET, k_det),
 };
 RT_FAMILY_COUNT(index, rt_kernels_index);

@@ -77,8 +77,8 @@ static gr_status k_cross_entropy(const rt_kernel_call *c, rt_value *out, gr_diag
 }
 
 const rt_kernel_entry rt_kernels_loss[] = {
-    {"relax.nn.nll_loss", k_nll_loss},
-    {"relax.nn.cross_entropy_with_logits", k_cross_entropy},
+    RT_K(NLL_LOSS, k_nll_loss),
+    RT_K_OFF("relax.nn.cross_entropy_with_logits", k_cross_entropy),
 };
 RT_FAMILY_COUNT(loss, rt_kernels_loss);
 
@@ -169,6 +169,6 @@ static gr_status k_attention(const rt_kernel_call *c, rt_value *out, gr_diag *d)
 }
 
 const rt_kernel_entry rt_kernels_attention[] = {
-    {"relax.nn.attention", k_attention},
+    RT_K_OFF("relax.nn.attention", k_attention),
 };
 RT_FAMILY_COUNT(attention, rt_kernels_attention);

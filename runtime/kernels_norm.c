@@ -306,13 +306,13 @@ static gr_status k_dropout(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
 }
 
 const rt_kernel_entry rt_kernels_norm[] = {
-    {"relax.nn.softmax", k_softmax},
-    {"relax.nn.log_softmax", k_log_softmax},
-    {"relax.nn.batch_norm", k_batch_norm},
-    {"relax.nn.layer_norm", k_layer_norm},
-    {"relax.nn.rms_norm", k_rms_norm},
-    {"relax.nn.group_norm", k_group_norm},
-    {"relax.nn.instance_norm", k_instance_norm},
-    {"relax.nn.dropout", k_dropout},
+    RT_K(SOFTMAX, k_softmax),
+    RT_K(LOG_SOFTMAX, k_log_softmax),
+    RT_K(BATCH_NORM, k_batch_norm),
+    RT_K(LAYER_NORM, k_layer_norm),
+    RT_K(RMS_NORM, k_rms_norm),
+    RT_K(GROUP_NORM, k_group_norm),
+    RT_K(INSTANCE_NORM, k_instance_norm),
+    RT_K(DROPOUT, k_dropout),
 };
 RT_FAMILY_COUNT(norm, rt_kernels_norm);

@@ -213,12 +213,12 @@ static gr_status k_aavg2(const rt_kernel_call *c, rt_value *o, gr_diag *d) { ret
 static gr_status k_amax2(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_layout(c, o, d, 2, true, true); }
 
 const rt_kernel_entry rt_kernels_pool[] = {
-    {"relax.nn.max_pool1d", k_max1},
-    {"relax.nn.max_pool2d", k_max2},
-    {"relax.nn.avg_pool1d", k_avg1},
-    {"relax.nn.avg_pool2d", k_avg2},
-    {"relax.nn.adaptive_avg_pool1d", k_aavg1},
-    {"relax.nn.adaptive_avg_pool2d", k_aavg2},
-    {"relax.nn.adaptive_max_pool2d", k_amax2},
+    RT_K(MAX_POOL1D, k_max1),
+    RT_K(MAX_POOL2D, k_max2),
+    RT_K(AVG_POOL1D, k_avg1),
+    RT_K(AVG_POOL2D, k_avg2),
+    RT_K(ADAPTIVE_AVG_POOL1D, k_aavg1),
+    RT_K(ADAPTIVE_AVG_POOL2D, k_aavg2),
+    RT_K(ADAPTIVE_MAX_POOL2D, k_amax2),
 };
 RT_FAMILY_COUNT(pool, rt_kernels_pool);

@@ -316,10 +316,10 @@ static gr_status k_collapse_sum_like(const rt_kernel_call *c, rt_value *out, gr_
 }
 
 const rt_kernel_entry rt_kernels_reduce[] = {
-    {"relax.collapse_sum_to", k_collapse_sum_to}, {"relax.collapse_sum_like", k_collapse_sum_like},
-    {"relax.sum", k_sum}, {"relax.mean", k_mean}, {"relax.prod", k_prod},
-    {"relax.max", k_max}, {"relax.min", k_min}, {"relax.variance", k_variance},
-    {"relax.std", k_std}, {"relax.argmax", k_argmax}, {"relax.argmin", k_argmin},
-    {"relax.cumsum", k_cumsum}, {"relax.cumprod", k_cumprod},
+    RT_K_OFF("relax.collapse_sum_to", k_collapse_sum_to), RT_K_OFF("relax.collapse_sum_like", k_collapse_sum_like),
+    RT_K(SUM, k_sum), RT_K(MEAN, k_mean), RT_K(PROD, k_prod),
+    RT_K(MAX, k_max), RT_K(MIN, k_min), RT_K(VARIANCE, k_variance),
+    RT_K(STD, k_std), RT_K(ARGMAX, k_argmax), RT_K(ARGMIN, k_argmin),
+    RT_K(CUMSUM, k_cumsum), RT_K(CUMPROD, k_cumprod),
 };
 RT_FAMILY_COUNT(reduce, rt_kernels_reduce);

@@ -228,6 +228,6 @@ static gr_status k_resize2d(const rt_kernel_call *c, rt_value *out, gr_diag *d) 
 }
 
 const rt_kernel_entry rt_kernels_resize[] = {
-    {"relax.image.resize2d", k_resize2d},
+    RT_K(RESIZE2D, k_resize2d),
 };
 RT_FAMILY_COUNT(resize, rt_kernels_resize);

@@ -363,9 +363,9 @@ static gr_status k_reverse_sequence(const rt_kernel_call *c, rt_value *out, gr_d
 }
 
 const rt_kernel_entry rt_kernels_rnn[] = {
-    {"relax.nn.lstm", k_lstm},
-    {"relax.nn.gru", k_gru},
-    {"relax.nn.rnn", k_rnn},
-    {"relax.reverse_sequence", k_reverse_sequence},
+    RT_K(LSTM, k_lstm),
+    RT_K(GRU, k_gru),
+    RT_K(RNN, k_rnn),
+    RT_K(REVERSE_SEQUENCE, k_reverse_sequence),
 };
 RT_FAMILY_COUNT(rnn, rt_kernels_rnn);

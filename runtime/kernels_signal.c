@@ -92,7 +92,7 @@ static gr_status k_stft(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
 }
 
 const rt_kernel_entry rt_kernels_signal[] = {
-    {"relax.dft", k_dft},
-    {"relax.stft", k_stft},
+    RT_K(DFT, k_dft),
+    RT_K(STFT, k_stft),
 };
 RT_FAMILY_COUNT(signal, rt_kernels_signal);

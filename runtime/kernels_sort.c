@@ -167,9 +167,9 @@ static gr_status k_nonzero(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
 }
 
 const rt_kernel_entry rt_kernels_sort[] = {
-    {"relax.sort", k_sort},
-    {"relax.argsort", k_argsort},
-    {"relax.topk", k_topk},
-    {"relax.nonzero", k_nonzero},
+    RT_K_OFF("relax.sort", k_sort),
+    RT_K_OFF("relax.argsort", k_argsort),
+    RT_K(TOPK, k_topk),
+    RT_K(NONZERO, k_nonzero),
 };
 RT_FAMILY_COUNT(sort, rt_kernels_sort);

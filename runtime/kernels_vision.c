@@ -402,10 +402,10 @@ static gr_status k_max_unpool(const rt_kernel_call *c, rt_value *out, gr_diag *d
 }
 
 const rt_kernel_entry rt_kernels_vision[] = {
-    {"relax.vision.non_max_suppression", k_nms},
-    {"relax.vision.roi_align", k_roi_align},
-    {"relax.image.grid_sample", k_grid_sample},
-    {"relax.nn.max_pool2d_with_indices", k_max_pool_idx},
-    {"relax.nn.max_unpool2d", k_max_unpool},
+    RT_K(NMS, k_nms),
+    RT_K(ROI_ALIGN, k_roi_align),
+    RT_K(GRID_SAMPLE, k_grid_sample),
+    RT_K(MAX_POOL2D_INDICES, k_max_pool_idx),
+    RT_K(MAX_UNPOOL2D, k_max_unpool),
 };
 RT_FAMILY_COUNT(vision, rt_kernels_vision);

@@ -5,9 +5,6 @@
 # outputs against each other and against ONNX Runtime, and prints the latency.
 set -euo pipefail
 GRAFT=${1:-build/graft}
-# OpenMP threads of oneDNN sleep instead of spinning at barriers (a shared machine stalls
-# otherwise); an explicit setting wins.
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ENV_FILE="$ROOT/build/third_party/models.env"
 [ -f "$ENV_FILE" ] || bash "$ROOT/scripts/fetch_models.sh" >/dev/null

@@ -6,7 +6,8 @@
  * "Composites"): the composite name, the anchor node, the composite's nodes, and per post-op
  * its output entry, its tensor operand (bias, affine constants, residual, multiplier) and its
  * constants (clip bounds, leaky / elu alpha, hard-sigmoid slope and offset). The analysis is
- * the one the pattern check ran (dc_analyze), now on the composite function's bindings. */
+ * the one the pattern check ran (dc_analyze), on a match of the composite's pattern against the
+ * composite function's body (dc_analyze_func). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,13 +144,13 @@ static gr_status annotate(ir_ctx_t *ctx, const byoc_region *r, json_t *doc, gr_d
             }
             for (uint32_t k = 0; k < nb && !st; k++) {
                 const char *nm = json_string_value(json_object_get(json_array_get(nodes, (size_t)nids[k]), "name"));
-                if (!nm || strcmp(nm, IR_AS(bs[k].call->callee, ir_op)->def->name))
+                if (!nm || ir_op_id_find(nm) != ir_op_id_of(&bs[k].call->base))
                     st = gr_diag_set(diag, GR_ERR_INVALID, "dnnl codegen '%s': composite %s does not line up with node %d",
                                      r->symbol, name, nids[k]);
             }
             if (st) break;
             dc_comp c;
-            const char *why = dc_analyze(ctx, &spec, bs, nb, &c);
+            const char *why = dc_analyze_func(ctx, &spec, f, bs, nb, &c);
             if (why) {
                 /* a composite of this name that our checks did not pass (a user's --patterns
                  * table): its ops run one by one, which is always correct */

@@ -33,20 +33,28 @@ typedef struct dc_comp {
     dc_post post[RT_DNNL_MAX_POST];
 } dc_comp;
 
-/* Locates every post of `spec` in the bindings (the anchor's result flows through them in
- * order) and checks dtypes, ranks, attributes, shapes and constants. NULL when the composite is
- * fine, else the reason it is not (static or interned in ctx). */
-const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bind *bs, uint32_t n, dc_comp *out);
+/* Reads every post of `spec` from match m of its pattern (dc_pattern names the parts), finds
+ * their bindings in bs (the composite's op-call bindings, in block order), and checks what the
+ * pattern cannot: dtypes, ranks, attributes, shapes and constants (per-channel bias, hard-swish
+ * and elu constants, post-op limits), and that m holds every binding of bs. NULL when the
+ * composite is fine, else the reason it is not (static or interned in ctx). */
+const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const pat_match_result *m, const dc_bind *bs,
+                       uint32_t n, dc_comp *out);
+/* The pattern of composite spec, with its parts named (dnnl_patterns shares these nodes
+ * between composites with a common prefix). */
+const pat_t *dc_pattern(ir_ctx_t *ctx, const rt_dnnl_composite *spec);
+/* dc_analyze of composite function f (the codegen): matches dc_pattern against f's result in
+ * its body, then analyzes that match (the first one that passes). */
+const char *dc_analyze_func(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const ir_func *f, const dc_bind *bs, uint32_t n,
+                            dc_comp *out);
 
 /* The backend's ordered pattern table: fused composites (longest first), then single ops. */
 gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr_diag *diag);
 
-/* dnnl_rnn_patterns.c: the recurrent layers' patterns (at most DNNL_RNN_MAX_PATTERNS), written
- * into out; returns how many. */
-#define DNNL_RNN_MAX_PATTERNS 3
-uint32_t dnnl_rnn_patterns(ir_ctx_t *ctx, byoc_pattern *out);
-/* dnnl_vol_patterns.c: 3-D convolutions and pools, the same way. */
-#define DNNL_VOL_MAX_PATTERNS 4
-uint32_t dnnl_vol_patterns(ir_ctx_t *ctx, byoc_pattern *out);
+/* The checks of the ops whose rows in runtime/dnnl_op_table.h are DN_K_OWN: NULL when the
+ * call is fine, else the reason. dnnl_rnn_patterns.c: lstm / gru / rnn; dnnl_vol_patterns.c:
+ * conv3d / conv3d_transpose / max_pool3d / avg_pool3d. */
+const char *dnnl_rnn_check(const ir_call *c, ir_ctx_t *ctx);
+const char *dnnl_vol_check(const ir_call *c, ir_ctx_t *ctx);
 
 #endif

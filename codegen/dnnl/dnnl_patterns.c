@@ -8,10 +8,12 @@
  * (affine for convolutions only; binary = add | mul); every name is one pattern, several forms of one post are
  * alternatives inside it. Longer composites come first, so a chain is taken whole; what no
  * composite takes falls to the single-op patterns ("dnnl.relu", "dnnl.nn.max_pool2d", ...).
- * The check of a composite (dc_analyze) finds each post in the matched bindings and rejects with
- * a reason the partition report prints: a bias that is not per-output-channel, hard-swish
- * constants that are not 3 and 6, more eltwise post-ops than oneDNN 2.6 computes correctly, an
- * intermediate used outside the composite, ... */
+ * Each composite's pattern names its parts ("anchor", "p<i>" for post i, "p<i>.clip", ...,
+ * as TVM's patterns.py annotates "bias", "activation"); the check of a composite (dc_analyze)
+ * reads them from the match and keeps only the value checks, rejecting with a reason the
+ * partition report prints: a bias that is not per-output-channel, hard-swish constants that are
+ * not 3 and 6, more eltwise post-ops than oneDNN 2.6 computes correctly, an intermediate used
+ * outside the composite, ... The single-op patterns are the rows of runtime/dnnl_op_table.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@
 #include "ir/dtype.h"
 #include "ir/op.h"
 #include "ir/sinfo.h"
+#include "runtime/dnnl_op_table.h"
 
 /* ---- checks ---- */
 
@@ -77,8 +80,7 @@ static const char *chk_binary(const ir_call *c, ir_ctx_t *ctx) {
     const ir_expr *a = c->args[0], *b = c->args[1];
     if (scalar_expr(a) || scalar_expr(b)) return NULL;
     if (same_shape(b->sinfo, c->base.sinfo) && !same_shape(a->sinfo, c->base.sinfo) &&
-        c->base.sinfo->ndim == 1 && c->callee->kind == IR_OP &&
-        !strcmp(IR_AS(c->callee, ir_op)->def->name, "relax.divide"))
+        c->base.sinfo->ndim == 1 && ir_op_id_of(&c->base) == IR_OP_DIVIDE)
         /* y / x runs as x^-1 with a broadcast multiply post-op; oneDNN 2.6 gets that wrong
          * on 1-D tensors (2-D and up are right; tests/dnnl) */
         return "1-D divide with a broadcast numerator";
@@ -255,74 +257,32 @@ static const char *chk_strided_slice(const ir_call *c, ir_ctx_t *ctx) {
 }
 
 typedef struct dnnl_op_entry {
-    const char *op;               /* relax op name */
+    ir_op_id op;
+    int kind;                     /* DN_K_* (runtime/dnnl_op_table.h) */
     op_check check;
 } dnnl_op_entry;
 
-/* Priority order: compute ops first (the table order is also `graft backends`' order). */
+/* The rows of runtime/dnnl_op_table.h, in its priority order. */
 static const dnnl_op_entry OPS[] = {
-    {"relax.nn.conv2d", chk_conv2d},
-    {"relax.nn.conv1d", chk_conv1d},
-    {"relax.nn.conv2d_transpose", chk_deconv2d},
-    {"relax.nn.conv1d_transpose", chk_deconv1d},
-    {"relax.matmul", chk_matmul},
-    {"relax.nn.max_pool2d", chk_pool},
-    {"relax.nn.avg_pool2d", chk_pool},
-    {"relax.nn.max_pool1d", chk_pool},
-    {"relax.nn.avg_pool1d", chk_pool},
-    {"relax.nn.adaptive_avg_pool2d", chk_adaptive},
-    {"relax.nn.adaptive_max_pool2d", chk_adaptive},
-    {"relax.nn.adaptive_avg_pool1d", chk_adaptive},
-    {"relax.nn.softmax", chk_none},
-    {"relax.nn.log_softmax", chk_none},
-    {"relax.nn.layer_norm", chk_layer_norm},
-    {"relax.nn.batch_norm", chk_batch_norm},
-    {"relax.add", chk_binary},
-    {"relax.subtract", chk_binary},
-    {"relax.multiply", chk_binary},
-    {"relax.divide", chk_binary},
-    {"relax.maximum", chk_binary},
-    {"relax.minimum", chk_binary},
-    {"relax.power", chk_power},
-    {"relax.nn.relu", chk_none},
-    {"relax.nn.leakyrelu", chk_none},
-    {"relax.nn.relu6", chk_none},
-    {"relax.clip", chk_clip},
-    {"relax.sigmoid", chk_none},
-    {"relax.tanh", chk_none},
-    {"relax.exp", chk_none},
-    {"relax.log", chk_none},
-    {"relax.sqrt", chk_none},
-    {"relax.rsqrt", chk_none},
-    {"relax.abs", chk_none},
-    {"relax.square", chk_none},
-    {"relax.negative", chk_none},
-    {"relax.nn.gelu", chk_none},
-    {"relax.nn.gelu_tanh", chk_none},
-    {"relax.nn.silu", chk_none},
-    {"relax.concat", chk_concat},
-    {"relax.image.resize2d", chk_resize},
-    {"relax.mean", chk_none},
-    {"relax.sum", chk_none},
-    {"relax.max", chk_none},
-    {"relax.min", chk_none},
-    {"relax.prod", chk_none},
-    {"relax.reshape", chk_none},
-    {"relax.flatten", chk_none},
-    {"relax.squeeze", chk_none},
-    {"relax.expand_dims", chk_none},
-    {"relax.permute_dims", chk_none},
-    {"relax.strided_slice", chk_strided_slice},
+#define X(op, kind, check, handler, alg, alpha, beta) {IR_OP_##op, kind, check},
+    DNNL_OPS(X)
+#undef X
 };
 
 static bool dnnl_check(const pat_check_ctx *pc, const char **reason, void *user) {
     const dnnl_op_entry *ent = user;
     const ir_expr *e = pc->matched_expr;
+    if (ent->kind == DN_K_OWN) {
+        const char *r = !e || e->kind != IR_CALL ? "not a call" : ent->check(IR_AS(e, ir_call), pc->ctx);
+        if (r) *reason = r;
+        return r == NULL;
+    }
     /* GRAFT_DNNL_DISABLE=relax.mean,relax.power keeps those ops off the backend (bisecting) */
     const char *dis = getenv("GRAFT_DNNL_DISABLE");
     if (dis) {
-        const char *hit = strstr(dis, ent->op);
-        size_t l = strlen(ent->op);
+        const char *opname = ir_op_def_at((uint32_t)ent->op)->name;
+        const char *hit = strstr(dis, opname);
+        size_t l = strlen(opname);
         if (hit && (hit == dis || hit[-1] == ',') && (hit[l] == ',' || hit[l] == 0)) {
             *reason = "disabled by GRAFT_DNNL_DISABLE";
             return false;
@@ -362,9 +322,10 @@ static bool dnnl_check(const pat_check_ctx *pc, const char **reason, void *user)
 
 /* ================================================================ composites ==== */
 
-static bool op_is(const ir_call *c, const char *op) {
-    return c && c->callee->kind == IR_OP && strcmp(IR_AS(c->callee, ir_op)->def->name, op) == 0;
-}
+static bool op_is(const ir_call *c, ir_op_id op) { return c && ir_op_id_of(&c->base) == op; }
+
+/* The name of op id (patterns are built from names). */
+#define OPN(id) (ir_op_def_at(IR_OP_##id)->name)
 
 static bool scalar_value(const ir_expr *a, float *v) {
     if (!scalar_expr(a)) return false;
@@ -385,30 +346,51 @@ static bool prim_float(const ir_expr *a, float *v) {
     return true;
 }
 
-typedef struct dc_walk {
+/* The analysis reads a composite's parts from its match: the patterns below name them
+ * "anchor", "perm" (dense's permute_dims), "p<i>" for post i and "p<i>.<part>" inside it. */
+static const char *part_name(ir_ctx_t *ctx, int i, const char *what) {
+    return what ? ir_internf(ctx, "p%d.%s", i, what) : ir_internf(ctx, "p%d", i);
+}
+
+typedef struct dc_read {
+    ir_ctx_t *ctx;
+    const pat_match_result *m;
     const dc_bind *bs;
     uint32_t n;
-    bool used[DC_MAX_BINDS];
-} dc_walk;
+} dc_read;
 
-/* Bindings not taken yet that use var (up to max into out); returns how many there are. */
-static int users(const dc_walk *w, const ir_expr *var, int *out, int max) {
+static const ir_call *as_call(const ir_expr *e) { return e && e->kind == IR_CALL ? IR_AS(e, ir_call) : NULL; }
+
+/* The call part `what` of post i matched (what NULL: the post's own call), or NULL. */
+static const ir_call *part(const dc_read *r, int i, const char *what) {
+    return as_call(pat_match_named(r->m, part_name(r->ctx, i, what)));
+}
+
+/* The binding index of matched call c in bs, or -1. */
+static int bind_of(const dc_read *r, const ir_call *c) {
+    for (uint32_t j = 0; c && j < r->n; j++)
+        if (r->bs[j].call == c) return (int)j;
+    return -1;
+}
+
+/* How many bindings of the composite use var. The pattern fixes the ops; an intermediate read
+ * by a further op of the composite is the one thing it does not say (a post whose input is
+ * used again is not applied to that result alone). */
+static int uses(const dc_read *r, const ir_expr *var) {
     int k = 0;
-    for (uint32_t j = 0; j < w->n; j++) {
-        if (w->used[j]) continue;
-        const ir_call *c = w->bs[j].call;
-        bool uses = false;
-        for (uint32_t a = 0; a < c->nargs; a++) uses |= c->args[a] == var;
-        if (uses && k++ < max) out[k - 1] = (int)j;
+    for (uint32_t j = 0; var && j < r->n; j++) {
+        const ir_call *c = r->bs[j].call;
+        bool u = false;
+        for (uint32_t a = 0; a < c->nargs; a++) u |= c->args[a] == var;
+        k += u;
     }
     return k;
 }
 
-/* The only binding not taken yet that uses var, when it calls op (NULL: any op); else -1. */
-static int sole_user(const dc_walk *w, const ir_expr *var, const char *op) {
-    int u[4];
-    if (users(w, var, u, 4) != 1) return -1;
-    return !op || op_is(w->bs[u[0]].call, op) ? u[0] : -1;
+/* The var bound to matched call c (NULL when c is not a binding of bs). */
+static const ir_expr *var_of(const dc_read *r, const ir_call *c) {
+    int j = bind_of(r, c);
+    return j >= 0 ? r->bs[j].var : NULL;
 }
 
 /* Argument index of binary call c's operand that is not var (-1 unless var is one operand). */
@@ -436,12 +418,12 @@ static bool scalar_linear(const ir_call *c, const ir_expr *var, float *A, float 
     if (o < 0 || !scalar_value(c->args[o], &k)) return false;
     *A = 1.f;
     *B = 0.f;
-    if (op_is(c, "relax.add")) *B = k;
-    else if (op_is(c, "relax.subtract")) {
+    if (op_is(c, IR_OP_ADD)) *B = k;
+    else if (op_is(c, IR_OP_SUBTRACT)) {
         *A = o == 1 ? 1.f : -1.f;
         *B = o == 1 ? -k : k;
-    } else if (op_is(c, "relax.multiply")) *A = k;
-    else if (op_is(c, "relax.divide") && o == 1 && k != 0.f) *A = 1.f / k;
+    } else if (op_is(c, IR_OP_MULTIPLY)) *A = k;
+    else if (op_is(c, IR_OP_DIVIDE) && o == 1 && k != 0.f) *A = 1.f / k;
     else return false;
     return true;
 }
@@ -459,90 +441,68 @@ static bool same_dims(const ir_sinfo *s, int32_t nd, const int64_t *dims) {
     return f32_static(s, d, &n) && n == nd && !memcmp(d, dims, sizeof(int64_t) * (size_t)nd);
 }
 
-static const char *const UNARY_OP[RT_DNNL_NPOSTS] = {
-    [RT_DNNL_RELU] = "relax.nn.relu",       [RT_DNNL_LEAKY_RELU] = "relax.nn.leakyrelu", [RT_DNNL_RELU6] = "relax.nn.relu6",
-    [RT_DNNL_CLIP] = "relax.clip",          [RT_DNNL_SIGMOID] = "relax.sigmoid",        [RT_DNNL_GELU] = "relax.nn.gelu",
-    [RT_DNNL_GELU_TANH] = "relax.nn.gelu_tanh", [RT_DNNL_TANH] = "relax.tanh",
+/* the op of a single-op eltwise post */
+static const ir_op_id UNARY_OP[RT_DNNL_NPOSTS] = {
+    [RT_DNNL_RELU] = IR_OP_RELU,           [RT_DNNL_LEAKY_RELU] = IR_OP_LEAKYRELU, [RT_DNNL_RELU6] = IR_OP_RELU6,
+    [RT_DNNL_CLIP] = IR_OP_CLIP,           [RT_DNNL_SIGMOID] = IR_OP_SIGMOID,      [RT_DNNL_GELU] = IR_OP_GELU,
+    [RT_DNNL_GELU_TANH] = IR_OP_GELU_TANH, [RT_DNNL_TANH] = IR_OP_TANH,
 };
 
-static const char *hardswish_at(dc_walk *w, const ir_expr *x, dc_post *p) {
+static const char *hardswish_read(const dc_read *r, int i, const ir_expr *x, dc_post *p) {
     static const char *bad = "hard-swish is not x * clip(x + 3, 0, 6) / 6 or x * hardsigmoid(x)";
-    int u[4], prod = -1, s = -1;
-    if (users(w, x, u, 4) != 2) return bad;
-    for (int i = 0; i < 2; i++) {
-        const ir_call *c = w->bs[u[i]].call;
-        int o = other_arg(c, x);
-        if (op_is(c, "relax.multiply") && o >= 0 && c->args[o]->kind != IR_CONST) prod = u[i];
-        else s = u[i];
-    }
-    if (prod < 0 || s < 0) return bad;
+    const ir_call *l0 = part(r, i, "l0"), *l1 = part(r, i, "l1"), *cl = part(r, i, "clip"), *sc = part(r, i, "scale");
+    const ir_call *prod = part(r, i, "prod"), *after = part(r, i, "after");
+    if (!l1 || !cl || !prod || uses(r, x) != 2) return bad;
     float A = 1.f, B = 0.f, a, b, lo, hi, C = 1.f;
     const ir_expr *v = x;
-    for (int k = 0; !op_is(w->bs[s].call, "relax.clip"); k++) {
-        if (k == 3 || !scalar_linear(w->bs[s].call, v, &a, &b)) return bad;
+    if (l0) {
+        if (!scalar_linear(l0, v, &a, &b)) return bad;
         A *= a;
         B = B * a + b;
-        w->used[s] = true;
-        v = w->bs[s].var;
-        if ((s = sole_user(w, v, NULL)) < 0) return bad;
+        v = var_of(r, l0);
+        if (uses(r, v) != 1) return bad;
     }
-    const ir_call *cl = w->bs[s].call;
-    if (cl->args[0] != v || !prim_float(cl->args[1], &lo) || !prim_float(cl->args[2], &hi)) return bad;
-    w->used[s] = true;
-    v = w->bs[s].var;
-    int next = sole_user(w, v, NULL);
-    if (next != prod) {   /* clip(...) / 6 before the product */
-        if (next < 0 || !scalar_linear(w->bs[next].call, v, &a, &b) || b != 0.f) return bad;
+    if (!scalar_linear(l1, v, &a, &b) || uses(r, var_of(r, l1)) != 1) return bad;
+    A *= a;
+    B = B * a + b;
+    if (!prim_float(cl->args[1], &lo) || !prim_float(cl->args[2], &hi) || uses(r, var_of(r, cl)) != 1) return bad;
+    if (sc) { /* clip(...) / 6 before the product */
+        if (!scalar_linear(sc, var_of(r, cl), &a, &b) || b != 0.f || uses(r, var_of(r, sc)) != 1) return bad;
         C = a;
-        w->used[next] = true;
-        v = w->bs[next].var;
-        if (sole_user(w, v, NULL) != prod) return bad;
     }
-    if (other_arg(w->bs[prod].call, x) < 0 || w->bs[prod].call->args[other_arg(w->bs[prod].call, x)] != v) return bad;
-    w->used[prod] = true;
-    p->out = prod;
-    if (!hswish_ok(lo, hi, A, B, C)) {  /* (x * clip(x + 3, 0, 6)) / 6 */
-        const ir_expr *pv = w->bs[prod].var;
-        int t = sole_user(w, pv, NULL);
-        if (t < 0 || !scalar_linear(w->bs[t].call, pv, &a, &b) || b != 0.f || !hswish_ok(lo, hi, A, B, C * a))
+    p->out = bind_of(r, prod);
+    if (!hswish_ok(lo, hi, A, B, C)) { /* (x * clip(x + 3, 0, 6)) / 6 */
+        if (!after || uses(r, var_of(r, prod)) != 1 || !scalar_linear(after, var_of(r, prod), &a, &b) || b != 0.f ||
+            !hswish_ok(lo, hi, A, B, C * a))
             return "hard-swish constants are not 3 and 6";
-        w->used[t] = true;
-        p->out = t;
+        p->out = bind_of(r, after);
+    } else if (after) {
+        return "the composite holds ops its name does not name";
     }
     return NULL;
 }
 
-static const char *elu_at(dc_walk *w, const ir_expr *x, dc_post *p) {
+static const char *elu_read(const dc_read *r, int i, const ir_expr *x, dc_post *p) {
     static const char *bad = "elu is not where(x > 0, x, alpha * (exp(x) - 1))";
-    int u[4], e = -1, g = -1, wh = -1;
-    if (users(w, x, u, 4) != 3) return bad;
-    for (int i = 0; i < 3; i++) {
-        const ir_call *c = w->bs[u[i]].call;
-        if (op_is(c, "relax.exp")) e = u[i];
-        else if (op_is(c, "relax.greater")) g = u[i];
-        else if (op_is(c, "relax.where")) wh = u[i];
-    }
-    if (e < 0 || g < 0 || wh < 0) return bad;
+    const ir_call *e = part(r, i, "exp"), *g = part(r, i, "gt"), *sb = part(r, i, "sub"), *mu = part(r, i, "mul");
     float zero, one, a, b;
-    const ir_call *gc = w->bs[g].call;
-    if (gc->args[0] != x || !scalar_value(gc->args[1], &zero)) return bad;
-    w->used[e] = w->used[g] = true;
-    int s = sole_user(w, w->bs[e].var, "relax.subtract");
-    if (s < 0 || w->bs[s].call->args[0] != w->bs[e].var || !scalar_value(w->bs[s].call->args[1], &one)) return bad;
-    w->used[s] = true;
-    int m = sole_user(w, w->bs[s].var, "relax.multiply");
-    if (m < 0 || !scalar_linear(w->bs[m].call, w->bs[s].var, &a, &b)) return bad;
-    w->used[m] = true;
-    const ir_call *wc = w->bs[wh].call;
-    if (wc->nargs != 3 || wc->args[0] != w->bs[g].var || wc->args[1] != x || wc->args[2] != w->bs[m].var) return bad;
+    if (!e || !g || !sb || !mu || uses(r, x) != 3 || uses(r, var_of(r, e)) != 1 || uses(r, var_of(r, sb)) != 1 ||
+        !scalar_value(g->args[1], &zero) || !scalar_value(sb->args[1], &one) || !scalar_linear(mu, var_of(r, sb), &a, &b))
+        return bad;
     if (zero != 0.f || one != 1.f) return "elu constants are not 0 and 1";
-    w->used[wh] = true;
-    p->out = wh;
     p->alpha = a;
     return NULL;
 }
 
-const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bind *bs, uint32_t n, dc_comp *out) {
+/* matched binding of bs? */
+static bool in_match(const pat_match_result *m, const ir_call *c) {
+    for (uint32_t k = 0; k < m->bindings.len; k++)
+        if (m->bindings.data[k]->value == &c->base) return true;
+    return false;
+}
+
+const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const pat_match_result *m, const dc_bind *bs,
+                       uint32_t n, dc_comp *out) {
     memset(out, 0, sizeof(*out));
     out->spec = *spec;
     out->anchor = out->perm = -1;
@@ -553,15 +513,11 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
                           RT_DNNL_MAX_ELTWISE);
     bool after_eltwise = false;
     if (n > DC_MAX_BINDS) return "composite too large";
-    dc_walk w = {bs, n, {0}};
-    const char *aop = rt_dnnl_anchor_op(spec->anchor);
+    dc_read rd = {ctx, m, bs, n};
     bool dense = spec->anchor == RT_DNNL_DENSE;
-    for (uint32_t j = 0; j < n && out->anchor < 0; j++) {
-        if (!op_is(bs[j].call, aop)) continue;
-        out->anchor = (int)j;
-        if (!dense) break;
-        for (uint32_t q = 0; q < n; q++)
-            if (op_is(bs[q].call, "relax.permute_dims") && bs[j].call->args[1] == bs[q].var) out->perm = (int)q;
+    out->anchor = bind_of(&rd, as_call(pat_match_named(m, ir_intern(ctx, "anchor"))));
+    if (dense) {
+        out->perm = bind_of(&rd, as_call(pat_match_named(m, ir_intern(ctx, "perm"))));
         if (out->perm < 0) out->anchor = -1;
     }
     if (out->anchor < 0) return "the composite has no anchor op";
@@ -590,7 +546,6 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
             bool ok = c == nb;
             for (int i = 0; ok && i < nb - 2; i++) ok = ax[i] == i;
             if (!ok || ax[nb - 2] != nb - 1 || ax[nb - 1] != nb - 2) r = "weight permutation is not a transpose of the last two axes";
-            w.used[out->perm] = true;
         }
     }
     }
@@ -599,7 +554,6 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
         int64_t G = ir_attrs_get_int(ac->attrs, "groups", 1);
         if (G <= 0 || os[chan_axis(ac, "data_layout")] % G) return "groups do not divide the output channels";
     }
-    w.used[out->anchor] = true;
     int axis = conv ? chan_axis(ac, "data_layout") : ond - 1;
     int64_t C = os[axis];
     const ir_expr *cur = bs[out->anchor].var;
@@ -607,43 +561,45 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
         dc_post *p = &out->post[i];
         rt_dnnl_post t = spec->post[i];
         p->mid = p->src_b = p->src_a = -1;
-        int u = -1, o;
+        const ir_call *pc = part(&rd, i, NULL);
+        int u = bind_of(&rd, pc), o;
+        if (u < 0) return ir_internf(ctx, "the match has no %s", rt_dnnl_post_name(t));
         float a, b;
         switch (t) {
         case RT_DNNL_BIAS:
-            if ((u = sole_user(&w, cur, "relax.add")) < 0) return "bias is not an add";
-            o = other_arg(bs[u].call, cur);
-            if (o < 0 || bs[u].call->args[o]->kind != IR_CONST) return "bias is not a constant";
-            if (!per_channel(bs[u].call->args[o], axis, ond, C)) {
+            if (uses(&rd, cur) != 1) return "bias is not an add";
+            o = other_arg(pc, cur);
+            if (o < 0 || pc->args[o]->kind != IR_CONST) return "bias is not a constant";
+            if (!per_channel(pc->args[o], axis, ond, C)) {
                 char sh[96] = "?";
-                ir_sinfo_snprint(bs[u].call->args[o]->sinfo, sh, sizeof sh);
+                ir_sinfo_snprint(pc->args[o]->sinfo, sh, sizeof sh);
                 return ir_internf(ctx, "bias is not per-output-channel (%s, %lld channels)", sh, (long long)C);
             }
             p->src_b = u;
             p->src_a = o;
             break;
         case RT_DNNL_AFFINE: {
-            static const char *const F1[] = {"relax.multiply", "relax.add"};
-            static const char *const F2[] = {"relax.subtract", "relax.divide", "relax.multiply", "relax.add"};
+            /* (x - mean) / std * scale + shift (r0..r3) or x * scale + shift (s0, s1) */
+            static const char *const RAW[] = {"r0", "r1", "r2", "r3"}, *const SHORT[] = {"s0", "s1"};
             if (!conv) return "affine post-op after a matmul";
-            int u0 = sole_user(&w, cur, NULL);
-            if (u0 < 0) return "affine is not applied to the result alone";
-            bool f2 = op_is(bs[u0].call, F2[0]);
+            if (uses(&rd, cur) != 1) return "affine is not applied to the result alone";
+            bool f2 = part(&rd, i, "r3") != NULL;
             int cnt = f2 ? 4 : 2;
             for (int k = 0; k < cnt; k++) {
-                if ((u = sole_user(&w, cur, f2 ? F2[k] : F1[k])) < 0) return "affine is not x * scale + shift or (x - mean) / std * scale + shift";
-                o = other_arg(bs[u].call, cur);
+                const ir_call *c = part(&rd, i, f2 ? RAW[k] : SHORT[k]);
+                if ((u = bind_of(&rd, c)) < 0 || uses(&rd, cur) != 1)
+                    return "affine is not x * scale + shift or (x - mean) / std * scale + shift";
+                o = other_arg(c, cur);
                 if (o < 0 || ((k == 0 || k == 1) && f2 && o != 1)) return "affine operand order";
-                p->aff_lin[k] = scalar_linear(bs[u].call, cur, &p->aff_alpha[k], &p->aff_beta[k]);
-                if (!p->aff_lin[k] && !per_channel(bs[u].call->args[o], axis, ond, C)) {
+                p->aff_lin[k] = scalar_linear(c, cur, &p->aff_alpha[k], &p->aff_beta[k]);
+                if (!p->aff_lin[k] && !per_channel(c->args[o], axis, ond, C)) {
                     char sh[96] = "?";
-                    ir_sinfo_snprint(bs[u].call->args[o]->sinfo, sh, sizeof sh);
+                    ir_sinfo_snprint(c->args[o]->sinfo, sh, sizeof sh);
                     return ir_internf(ctx, "affine scale / shift are not per-output-channel or scalar constants (%s, %lld channels)",
                                       sh, (long long)C);
                 }
                 p->aff_b[k] = u;
                 p->aff_a[k] = o;
-                w.used[u] = true;
                 cur = bs[u].var;
             }
             p->naff = cnt;
@@ -659,51 +615,34 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
         }
         case RT_DNNL_HARDSIGMOID: {
             static const char *bad = "hard-sigmoid is not clip(a * x + b, 0, 1)";
-            int u1 = sole_user(&w, cur, NULL);
-            if (u1 < 0 || !scalar_linear(bs[u1].call, cur, &a, &b) || b != 0.f) return bad;
-            w.used[u1] = true;
-            int u2 = sole_user(&w, bs[u1].var, "relax.add");
+            const ir_call *lc = part(&rd, i, "lin"), *mc = part(&rd, i, "mid");
             float a2, b2, lo, hi;
-            if (u2 < 0 || !scalar_linear(bs[u2].call, bs[u1].var, &a2, &b2)) return bad;
-            w.used[u2] = true;
-            u = sole_user(&w, bs[u2].var, "relax.clip");
-            if (u < 0 || !prim_float(bs[u].call->args[1], &lo) || !prim_float(bs[u].call->args[2], &hi)) return bad;
+            if (!lc || uses(&rd, cur) != 1 || !scalar_linear(lc, cur, &a, &b) || b != 0.f) return bad;
+            if (!mc || uses(&rd, var_of(&rd, lc)) != 1 || !scalar_linear(mc, var_of(&rd, lc), &a2, &b2)) return bad;
+            if (uses(&rd, var_of(&rd, mc)) != 1) return bad;
+            if (!prim_float(pc->args[1], &lo) || !prim_float(pc->args[2], &hi)) return bad;
             if (lo != 0.f || hi != 1.f) return "hard-sigmoid clip bounds are not 0 and 1";
             p->alpha = a;
             p->beta = b2;
-            p->mid = u2;
+            p->mid = bind_of(&rd, mc);
             break;
         }
         case RT_DNNL_HARDSWISH:
-            if ((r = hardswish_at(&w, cur, p))) return r;
+            if ((r = hardswish_read(&rd, i, cur, p))) return r;
             u = p->out;
             break;
-        case RT_DNNL_SWISH: {
-            p->alpha = 1.f;  /* x * sigmoid(1 * x) */
-            u = sole_user(&w, cur, "relax.nn.silu");
-            if (u >= 0) break;
-            int us[4], sg = -1, m = -1;
-            if (users(&w, cur, us, 4) != 2) return "swish is not silu(x) or x * sigmoid(x)";
-            for (int k = 0; k < 2; k++) {
-                if (op_is(bs[us[k]].call, "relax.sigmoid")) sg = us[k];
-                else if (op_is(bs[us[k]].call, "relax.multiply")) m = us[k];
-            }
-            if (sg < 0 || m < 0 || other_arg(bs[m].call, cur) < 0 || bs[m].call->args[other_arg(bs[m].call, cur)] != bs[sg].var)
-                return "swish is not silu(x) or x * sigmoid(x)";
-            w.used[sg] = true;
-            u = m;
+        case RT_DNNL_SWISH: /* silu(x) or x * sigmoid(x): x * sigmoid(1 * x) */
+            p->alpha = 1.f;
+            if (uses(&rd, cur) != (part(&rd, i, "silu") ? 1 : 2)) return "swish is not silu(x) or x * sigmoid(x)";
             break;
-        }
         case RT_DNNL_ELU:
-            if ((r = elu_at(&w, cur, p))) return r;
-            u = p->out;
+            if ((r = elu_read(&rd, i, cur, p))) return r;
             break;
         case RT_DNNL_ADD:
         case RT_DNNL_MUL: {
-            const char *op = t == RT_DNNL_ADD ? "relax.add" : "relax.multiply";
-            if ((u = sole_user(&w, cur, op)) < 0 || (o = other_arg(bs[u].call, cur)) < 0)
+            if (uses(&rd, cur) != 1 || (o = other_arg(pc, cur)) < 0)
                 return t == RT_DNNL_ADD ? "residual add is not on the result alone" : "multiply is not on the result alone";
-            const ir_expr *y = bs[u].call->args[o];
+            const ir_expr *y = pc->args[o];
             int64_t ys[RT_MAX_NDIM];
             int32_t yn;
             if (!is_tensor_leaf(y) || !f32_static(y->sinfo, ys, &yn)) return "post-op operand is not a float32 tensor of known rank";
@@ -717,23 +656,21 @@ const char *dc_analyze(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const dc_bi
             break;
         }
         default: /* single-op eltwise posts */
-            if ((u = sole_user(&w, cur, UNARY_OP[t])) < 0 || bs[u].call->args[0] != cur)
-                return ir_internf(ctx, "%s is not applied to the result alone", rt_dnnl_post_name(t));
+            if (uses(&rd, cur) != 1 || pc->args[0] != cur) return ir_internf(ctx, "%s is not applied to the result alone", rt_dnnl_post_name(t));
             p->alpha = p->beta = 0.f;
-            if (t == RT_DNNL_LEAKY_RELU) p->alpha = (float)ir_attrs_get_float(bs[u].call->attrs, "alpha", 0.01);
+            if (t == RT_DNNL_LEAKY_RELU) p->alpha = (float)ir_attrs_get_float(pc->attrs, "alpha", 0.01);
             if (t == RT_DNNL_RELU6) p->beta = 6.f;
-            if (t == RT_DNNL_CLIP && (!prim_float(bs[u].call->args[1], &p->alpha) || !prim_float(bs[u].call->args[2], &p->beta)))
+            if (t == RT_DNNL_CLIP && (!prim_float(pc->args[1], &p->alpha) || !prim_float(pc->args[2], &p->beta)))
                 return "clip bounds are not constants";
         }
-        if (!same_dims(bs[u].call->base.sinfo, ond, os))
+        if (u < 0 || !same_dims(bs[u].call->base.sinfo, ond, os))
             return ir_internf(ctx, "%s changes the result's shape (its other operand is larger)", rt_dnnl_post_name(t));
-        w.used[u] = true;
         p->out = u;
         cur = bs[u].var;
         after_eltwise |= rt_dnnl_post_eltwise(t) > 0;
     }
     for (uint32_t j = 0; j < n; j++)
-        if (!w.used[j]) return "the composite holds ops its name does not name";
+        if (!in_match(m, bs[j].call)) return "the composite holds ops its name does not name";
     return NULL;
 }
 
@@ -743,55 +680,116 @@ static pat_t *cst(ir_ctx_t *ctx) { return pat_const(ctx); }
 
 static pat_t *clip_of(ir_ctx_t *ctx, const pat_t *x) {
     const pat_t *a[3] = {x, pat_wildcard(ctx), pat_wildcard(ctx)};
-    return pat_call_op(ctx, "relax.clip", 3, a);
+    return pat_call_op(ctx, OPN(CLIP), 3, a);
 }
 
 static pat_t *or3(ir_ctx_t *ctx, const pat_t *a, const pat_t *b, const pat_t *c) {
     return pat_or(ctx, a, pat_or(ctx, b, c));
 }
 
-/* the post t applied to x */
-static pat_t *post_pat(ir_ctx_t *ctx, rt_dnnl_post t, const pat_t *x) {
+/* The post t applied to x, as post i of its composite: its parts are named "p<i>.<part>"
+ * (the caller names the post itself "p<i>"), which dc_analyze reads. */
+static pat_t *post_pat(ir_ctx_t *ctx, rt_dnnl_post t, const pat_t *x, int i) {
+#define N(p, what) pat_name(ctx, (p), part_name(ctx, i, (what)))
     switch (t) {
-    case RT_DNNL_BIAS: return pat_call2(ctx, "relax.add", x, cst(ctx));
+    case RT_DNNL_BIAS: return pat_call2(ctx, OPN(ADD), x, cst(ctx));
     case RT_DNNL_AFFINE: {
-        pat_t *raw = pat_call2(ctx, "relax.subtract", x, cst(ctx));
-        raw = pat_call2(ctx, "relax.divide", raw, cst(ctx));
-        raw = pat_call2(ctx, "relax.add", pat_call2(ctx, "relax.multiply", raw, cst(ctx)), cst(ctx));
-        return pat_or(ctx, raw, pat_call2(ctx, "relax.add", pat_call2(ctx, "relax.multiply", x, cst(ctx)), cst(ctx)));
+        pat_t *raw = N(pat_call2(ctx, OPN(SUBTRACT), x, cst(ctx)), "r0");
+        raw = N(pat_call2(ctx, OPN(DIVIDE), raw, cst(ctx)), "r1");
+        raw = N(pat_call2(ctx, OPN(ADD), N(pat_call2(ctx, OPN(MULTIPLY), raw, cst(ctx)), "r2"), cst(ctx)), "r3");
+        return pat_or(ctx, raw, N(pat_call2(ctx, OPN(ADD), N(pat_call2(ctx, OPN(MULTIPLY), x, cst(ctx)), "s0"), cst(ctx)), "s1"));
     }
     case RT_DNNL_HARDSIGMOID: {
-        pat_t *lin = pat_or(ctx, pat_call2(ctx, "relax.multiply", x, cst(ctx)), pat_call2(ctx, "relax.divide", x, cst(ctx)));
-        return clip_of(ctx, pat_call2(ctx, "relax.add", lin, cst(ctx)));
+        pat_t *lin = pat_or(ctx, N(pat_call2(ctx, OPN(MULTIPLY), x, cst(ctx)), "lin"), N(pat_call2(ctx, OPN(DIVIDE), x, cst(ctx)), "lin"));
+        return clip_of(ctx, N(pat_call2(ctx, OPN(ADD), lin, cst(ctx)), "mid"));
     }
     case RT_DNNL_HARDSWISH: {
-        pat_t *lin = or3(ctx, pat_call2(ctx, "relax.add", x, cst(ctx)),
-                         pat_call2(ctx, "relax.add", pat_call2(ctx, "relax.multiply", x, cst(ctx)), cst(ctx)),
-                         pat_call2(ctx, "relax.add", pat_call2(ctx, "relax.divide", x, cst(ctx)), cst(ctx)));
-        pat_t *cl = clip_of(ctx, lin);
-        pat_t *scaled = or3(ctx, pat_call2(ctx, "relax.divide", cl, cst(ctx)), pat_call2(ctx, "relax.multiply", cl, cst(ctx)), cl);
-        pat_t *prod = pat_call2(ctx, "relax.multiply", x, cl);
-        pat_t *after = pat_or(ctx, pat_call2(ctx, "relax.divide", prod, cst(ctx)), pat_call2(ctx, "relax.multiply", prod, cst(ctx)));
-        return pat_or(ctx, after, pat_call2(ctx, "relax.multiply", x, scaled));
+        /* linear parts l0 (optional), l1; clip; an optional scale; the product with x; an
+         * optional scaling after it */
+        pat_t *lin = or3(ctx, N(pat_call2(ctx, OPN(ADD), x, cst(ctx)), "l1"),
+                         N(pat_call2(ctx, OPN(ADD), N(pat_call2(ctx, OPN(MULTIPLY), x, cst(ctx)), "l0"), cst(ctx)), "l1"),
+                         N(pat_call2(ctx, OPN(ADD), N(pat_call2(ctx, OPN(DIVIDE), x, cst(ctx)), "l0"), cst(ctx)), "l1"));
+        pat_t *cl = N(clip_of(ctx, lin), "clip");
+        pat_t *scaled = or3(ctx, N(pat_call2(ctx, OPN(DIVIDE), cl, cst(ctx)), "scale"),
+                            N(pat_call2(ctx, OPN(MULTIPLY), cl, cst(ctx)), "scale"), cl);
+        pat_t *prod = N(pat_call2(ctx, OPN(MULTIPLY), x, cl), "prod");
+        pat_t *after = pat_or(ctx, N(pat_call2(ctx, OPN(DIVIDE), prod, cst(ctx)), "after"),
+                              N(pat_call2(ctx, OPN(MULTIPLY), prod, cst(ctx)), "after"));
+        return pat_or(ctx, after, N(pat_call2(ctx, OPN(MULTIPLY), x, scaled), "prod"));
     }
     case RT_DNNL_SWISH:
-        return pat_or(ctx, pat_call1(ctx, "relax.nn.silu", x), pat_call2(ctx, "relax.multiply", x, pat_call1(ctx, "relax.sigmoid", x)));
+        return pat_or(ctx, N(pat_call1(ctx, OPN(SILU), x), "silu"),
+                      pat_call2(ctx, OPN(MULTIPLY), x, N(pat_call1(ctx, OPN(SIGMOID), x), "sig")));
     case RT_DNNL_ELU: {
-        pat_t *neg = pat_call2(ctx, "relax.multiply", pat_call2(ctx, "relax.subtract", pat_call1(ctx, "relax.exp", x), cst(ctx)), cst(ctx));
-        const pat_t *a[3] = {pat_call2(ctx, "relax.greater", x, cst(ctx)), x, neg};
-        return pat_call_op(ctx, "relax.where", 3, a);
+        pat_t *neg = N(pat_call2(ctx, OPN(MULTIPLY), N(pat_call2(ctx, OPN(SUBTRACT), N(pat_call1(ctx, OPN(EXP), x), "exp"), cst(ctx)), "sub"),
+                                 cst(ctx)), "mul");
+        const pat_t *a[3] = {N(pat_call2(ctx, OPN(GREATER), x, cst(ctx)), "gt"), x, neg};
+        return pat_call_op(ctx, OPN(WHERE), 3, a);
     }
     case RT_DNNL_CLIP: return clip_of(ctx, x);
-    case RT_DNNL_ADD: return pat_call2(ctx, "relax.add", x, pat_wildcard(ctx));
-    case RT_DNNL_MUL: return pat_call2(ctx, "relax.multiply", x, pat_wildcard(ctx));
-    default: return pat_call1(ctx, UNARY_OP[t], x);
+    case RT_DNNL_ADD: return pat_call2(ctx, OPN(ADD), x, pat_wildcard(ctx));
+    case RT_DNNL_MUL: return pat_call2(ctx, OPN(MULTIPLY), x, pat_wildcard(ctx));
+    default: return pat_call1(ctx, ir_op_def_at((uint32_t)UNARY_OP[t])->name, x);
     }
+#undef N
 }
 
+/* The anchor, named "anchor" (dense: its permute_dims of the weights "perm"). */
 static pat_t *anchor_pat(ir_ctx_t *ctx, rt_dnnl_anchor a) {
     const pat_t *args[2] = {pat_wildcard(ctx), pat_wildcard(ctx)};
-    if (a == RT_DNNL_DENSE) args[1] = pat_call_varargs(ctx, pat_op(ctx, "relax.permute_dims"), 1, (const pat_t *[]){pat_wildcard(ctx)});
-    return pat_call_varargs(ctx, pat_op(ctx, rt_dnnl_anchor_op(a)), 2, args);
+    if (a == RT_DNNL_DENSE)
+        args[1] = pat_name(ctx, pat_call_varargs(ctx, pat_op(ctx, OPN(PERMUTE_DIMS)), 1, (const pat_t *[]){pat_wildcard(ctx)}),
+                           "perm");
+    return pat_name(ctx, pat_call_varargs(ctx, pat_op(ctx, ir_op_def_at((uint32_t)rt_dnnl_anchor_op(a))->name), 2, args),
+                    "anchor");
+}
+
+/* post j of a composite on the pattern p of the posts before it */
+static pat_t *named_post(ir_ctx_t *ctx, rt_dnnl_post t, const pat_t *p, int j) {
+    pat_t *q = post_pat(ctx, t, p, j);
+    return q ? pat_name(ctx, q, part_name(ctx, j, NULL)) : NULL;
+}
+
+const pat_t *dc_pattern(ir_ctx_t *ctx, const rt_dnnl_composite *spec) {
+    const pat_t *p = anchor_pat(ctx, spec->anchor);
+    for (int j = 0; j < spec->npost && p; j++) p = named_post(ctx, spec->post[j], p, j);
+    return p;
+}
+
+typedef struct func_read {
+    ir_ctx_t *ctx;
+    const rt_dnnl_composite *spec;
+    const dc_bind *bs;
+    uint32_t n;
+    dc_comp *out;
+    const char *why;
+} func_read;
+
+static bool accept_read(const pat_match_result *m, void *user) {
+    func_read *r = user;
+    const char *why = dc_analyze(r->ctx, r->spec, m, r->bs, r->n, r->out);
+    if (!r->why) r->why = why;
+    return why == NULL;
+}
+
+const char *dc_analyze_func(ir_ctx_t *ctx, const rt_dnnl_composite *spec, const ir_func *f, const dc_bind *bs, uint32_t n,
+                            dc_comp *out) {
+    const ir_seq *s = f->body->kind == IR_SEQ ? IR_AS(f->body, ir_seq) : NULL;
+    const ir_block *blk = NULL;
+    for (uint32_t b = 0; s && b < s->nblocks && !blk; b++)
+        for (uint32_t k = 0; k < s->blocks[b]->n && !blk; k++)
+            if (&s->blocks[b]->bindings[k].var->base == s->body) blk = s->blocks[b];
+    const pat_t *p = blk ? dc_pattern(ctx, spec) : NULL;
+    if (!p) return "the composite's result is not bound in its body";
+    pat_block_info *info = pat_block_info_build(ctx, blk);
+    pat_match_result m;
+    pat_match_result_init(&m);
+    func_read r = {ctx, spec, bs, n, out, NULL};
+    bool ok = pat_match_each(p, s->body, info, &m, accept_read, &r);
+    pat_match_result_free(&m);
+    pat_block_info_free(info);
+    if (ok) return NULL;
+    return r.why ? r.why : "the composite does not match its pattern";
 }
 
 /* ops a post usually takes: the priority of longer composites */
@@ -827,7 +825,7 @@ static bool comp_check(const pat_check_ctx *pc, const char **reason, void *user)
         bs[n++] = (dc_bind){&b->var->base, IR_AS(b->value, ir_call)};
     }
     dc_comp c;
-    const char *r = dc_analyze(pc->ctx, spec, bs, n, &c);
+    const char *r = dc_analyze(pc->ctx, spec, pc->match, bs, n, &c);
     if (r) *reason = r;
     if (r && getenv("GRAFT_DNNL_DEBUG")) {
         char nm[160];
@@ -896,7 +894,7 @@ gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr
     comp_entry *comps = malloc(sizeof(comp_entry) * MAX_COMPOSITES);
     if (!comps) return gr_diag_set(diag, GR_ERR_NOMEM, "dnnl patterns: out of memory");
     uint32_t nc = all_composites(comps), nops = sizeof(OPS) / sizeof(OPS[0]), k = 0;
-    byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nc + nops + 1 + DNNL_RNN_MAX_PATTERNS + DNNL_VOL_MAX_PATTERNS);
+    byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nc + nops + 1);
     /* composites sharing a prefix share its pattern nodes (the table is a trie): interned
      * prefix name -> pattern */
     gr_map built;
@@ -920,7 +918,7 @@ gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr
             gr_map_put(&built, GR_MAP_PTR(ir_intern(ctx, rt_dnnl_composite_name(&pre, name, sizeof name))), GR_MAP_PTR(p));
         }
         for (int j = have; j < spec->npost && p; j++) {
-            p = post_pat(ctx, spec->post[j], p);
+            p = named_post(ctx, spec->post[j], p, j);
             pre.npost = j + 1;
             if (p) gr_map_put(&built, GR_MAP_PTR(ir_intern(ctx, rt_dnnl_composite_name(&pre, name, sizeof name))), GR_MAP_PTR(p));
         }
@@ -930,14 +928,11 @@ gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_pattern **out, uint32_t *n, gr
     gr_map_free(&built);
     free(comps);
     for (uint32_t i = 0; i < nops; i++) {
-        const ir_op_def *def = ir_op_def_find(OPS[i].op);
-        if (!def) continue;
+        const ir_op_def *def = ir_op_def_at((uint32_t)OPS[i].op);
         pat_t *p = pat_call_varargs(ctx, pat_op(ctx, def->name), 0, NULL);
         if (!p) continue;
         pats[k++] = (byoc_pattern){ir_internf(ctx, "dnnl.%s", def->name + 6), p, dnnl_check, (void *)&OPS[i]};
     }
-    k += dnnl_rnn_patterns(ctx, pats + k);
-    k += dnnl_vol_patterns(ctx, pats + k);
     *out = pats;
     *n = k;
     return GR_OK;

@@ -1,4 +1,4 @@
-/* The dnnl backend's patterns for the recurrent layers: R.nn.lstm, R.nn.gru with
+/* The dnnl backend's check for the recurrent layers (rows of runtime/dnnl_op_table.h): R.nn.lstm, R.nn.gru with
  * linear_before_reset (PyTorch's form) or without, R.nn.rnn -> oneDNN's LSTM, LBR-GRU / GRU and
  * vanilla RNN primitives (runtime/dnnl_rnn.c). What the check requires is what those primitives
  * compute: float32 with static shapes, ONNX layout 0 (time-major), constant weights, biases and
@@ -23,7 +23,8 @@ static bool is_empty_const(const ir_expr *a) {
     return a->kind == IR_CONST && rt_tensor_numel(IR_AS(a, ir_const)->data) == 0;
 }
 
-static const char *rnn_check(const ir_call *c) {
+const char *dnnl_rnn_check(const ir_call *c, ir_ctx_t *ctx) {
+    (void)ctx;
     const ir_sinfo *rs = c->base.sinfo;
     if (!rs || rs->kind != IR_SINFO_TUPLE) return "result is not a tuple";
     for (uint32_t i = 0; i < rs->n; i++)
@@ -55,28 +56,4 @@ static const char *rnn_check(const ir_call *c) {
             return "weights, biases and peepholes must be constants";
     }
     return NULL;
-}
-
-static bool check(const pat_check_ctx *pc, const char **reason, void *user) {
-    (void)user;
-    const ir_expr *e = pc->matched_expr;
-    if (!e || e->kind != IR_CALL) {
-        *reason = "not a call";
-        return false;
-    }
-    const char *r = rnn_check(IR_AS(e, ir_call));
-    if (r) *reason = r;
-    return r == NULL;
-}
-
-static const char *const RNN_OPS[] = {"relax.nn.lstm", "relax.nn.gru", "relax.nn.rnn"};
-
-uint32_t dnnl_rnn_patterns(ir_ctx_t *ctx, byoc_pattern *out) {
-    uint32_t k = 0;
-    for (size_t i = 0; i < sizeof(RNN_OPS) / sizeof(RNN_OPS[0]); i++) {
-        const ir_op_def *def = ir_op_def_find(RNN_OPS[i]);
-        pat_t *p = def ? pat_call_varargs(ctx, pat_op(ctx, def->name), 0, NULL) : NULL;
-        if (p) out[k++] = (byoc_pattern){ir_internf(ctx, "dnnl.%s", def->name + 6), p, check, NULL};
-    }
-    return k;
 }

@@ -212,36 +212,35 @@ static LLVMValueRef e_floor_mod(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse
 }
 
 typedef struct low_row {
-    const char *op;
     emit_fn emit;
     bool libm; /* calls into libm: the loops stay scalar */
 } low_row;
-static const low_row low_table[] = {
-    {"relax.add", e_add},         {"relax.subtract", e_sub},     {"relax.multiply", e_mul},
-    {"relax.divide", e_div},      {"relax.power", e_pow, true},  {"relax.maximum", e_max},
-    {"relax.minimum", e_min},     {"relax.exp", e_exp},          {"relax.log", e_log},
-    {"relax.sqrt", e_sqrt},       {"relax.rsqrt", e_rsqrt},      {"relax.abs", e_abs},
-    {"relax.floor", e_floor},     {"relax.ceil", e_ceil},        {"relax.sin", e_sin},
-    {"relax.cos", e_cos},         {"relax.tanh", e_tanh, true},  {"relax.erf", e_erf, true},
-    {"relax.negative", e_neg},    {"relax.square", e_square},    {"relax.sigmoid", e_sigmoid},
-    {"relax.nn.silu", e_silu},    {"relax.nn.relu", e_relu},     {"relax.nn.relu6", e_relu6},
-    {"relax.clip", e_clip},       {"relax.nn.leakyrelu", e_leaky}, {"relax.nn.gelu", e_gelu, true},
+/* by op id (emit NULL: not lowered) */
+static const low_row low_table[IR_OP_COUNT] = {
+    [IR_OP_ADD] = {e_add},         [IR_OP_SUBTRACT] = {e_sub},     [IR_OP_MULTIPLY] = {e_mul},
+    [IR_OP_DIVIDE] = {e_div},      [IR_OP_POWER] = {e_pow, true},  [IR_OP_MAXIMUM] = {e_max},
+    [IR_OP_MINIMUM] = {e_min},     [IR_OP_EXP] = {e_exp},          [IR_OP_LOG] = {e_log},
+    [IR_OP_SQRT] = {e_sqrt},       [IR_OP_RSQRT] = {e_rsqrt},      [IR_OP_ABS] = {e_abs},
+    [IR_OP_FLOOR] = {e_floor},     [IR_OP_CEIL] = {e_ceil},        [IR_OP_SIN] = {e_sin},
+    [IR_OP_COS] = {e_cos},         [IR_OP_TANH] = {e_tanh, true},  [IR_OP_ERF] = {e_erf, true},
+    [IR_OP_NEGATIVE] = {e_neg},    [IR_OP_SQUARE] = {e_square},    [IR_OP_SIGMOID] = {e_sigmoid},
+    [IR_OP_SILU] = {e_silu},    [IR_OP_RELU] = {e_relu},     [IR_OP_RELU6] = {e_relu6},
+    [IR_OP_CLIP] = {e_clip},       [IR_OP_LEAKYRELU] = {e_leaky}, [IR_OP_GELU] = {e_gelu, true},
     /* ONNX coverage (ops1) */
-    {"relax.tan", e_tan, true},   {"relax.asin", e_asin, true},  {"relax.acos", e_acos, true},
-    {"relax.atan", e_atan, true}, {"relax.sinh", e_sinh, true},  {"relax.cosh", e_cosh, true},
-    {"relax.asinh", e_asinh, true}, {"relax.acosh", e_acosh, true}, {"relax.atanh", e_atanh, true},
-    {"relax.round", e_round},     {"relax.trunc", e_trunc},      {"relax.mod", e_mod},
-    {"relax.floor_mod", e_floor_mod},
+    [IR_OP_TAN] = {e_tan, true},   [IR_OP_ASIN] = {e_asin, true},  [IR_OP_ACOS] = {e_acos, true},
+    [IR_OP_ATAN] = {e_atan, true}, [IR_OP_SINH] = {e_sinh, true},  [IR_OP_COSH] = {e_cosh, true},
+    [IR_OP_ASINH] = {e_asinh, true}, [IR_OP_ACOSH] = {e_acosh, true}, [IR_OP_ATANH] = {e_atanh, true},
+    [IR_OP_ROUND] = {e_round},     [IR_OP_TRUNC] = {e_trunc},      [IR_OP_MOD] = {e_mod},
+    [IR_OP_FLOOR_MOD] = {e_floor_mod},
 };
 
-static const low_row *find_row(const char *op) {
-    for (size_t i = 0; i < sizeof low_table / sizeof low_table[0]; i++)
-        if (strcmp(low_table[i].op, op) == 0) return &low_table[i];
-    return NULL;
+static const low_row *find_row(const ir_op_def *def) {
+    ir_op_id id = ir_op_def_id(def);
+    return id != IR_OP_NONE && low_table[id].emit ? &low_table[id] : NULL;
 }
 
 static emit_fn find_emit(const ir_op_def *def) {
-    const low_row *r = find_row(def->name);
+    const low_row *r = find_row(def);
     return r ? r->emit : NULL;
 }
 
@@ -269,7 +268,7 @@ bool gr_llvm_can_lower(const ir_call *call) {
         return true;
     }
     if (!find_emit(def)) return false;
-    bool clip = strcmp(def->name, "relax.clip") == 0;
+    bool clip = ir_op_def_id(def) == IR_OP_CLIP;
     if (clip && call->nargs != 3) return false;
     for (uint32_t a = 0; a < call->nargs; a++) {
         const ir_expr *e = call->args[a];
@@ -773,7 +772,7 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
         ioff[k] = LLVMConstInt(i64t(h), 0, 0);
     }
     for (uint32_t n = 0; n < g->nnodes; n++) {
-        const low_row *r = find_row(g->nodes[n].op->name);
+        const low_row *r = find_row(g->nodes[n].op);
         G.libm |= r && r->libm;
     }
     if (L.tail != RT_TAIL_NONE) {

@@ -14,6 +14,7 @@
 #include "base/tensor.h"
 #include "byoc/byoc.h"
 #include "codegen/dnnl/dnnl_codegen.h"
+#include "codegen/dnnl/dnnl_impl.h"
 #include "ir/parser.h"
 #include "ir/transform.h"
 #include "runtime/dnnl.h"
@@ -772,4 +773,78 @@ Test(dnnl_composites, nhwc_conv1d_transpose_adaptive) {
                   "            lv1 = R.nn.relu(lv)\n"
                   "            gv = R.nn.adaptive_avg_pool2d(lv1, output_size=[2, 3], layout=\"NHWC\")\n" END,
                   "dnnl.conv2d_relu", 5);
+}
+
+/* ------------------------------------------------------- parts from the match ---- */
+
+/* The composite analysis reads each post's parts from the match of the composite's pattern
+ * (named "anchor", "p<i>", "p<i>.<part>"), not by walking the bindings again: the names point
+ * at the right calls, the analysis finds the bindings from them, and the value checks still
+ * run on what they point at (hard-swish constants 4 and 6 are not hard-swish). */
+static const char *analyze_main(ct *t, const char *composite, dc_comp *out, const pat_match_result **mres,
+                                pat_match_result *m, const ir_block **blk_out) {
+    const ir_func *f = ir_module_func(t->m, "main");
+    const ir_seq *s = IR_AS(f->body, ir_seq);
+    const ir_block *blk = s->blocks[0];
+    *blk_out = blk;
+    rt_dnnl_composite spec;
+    cr_assert(rt_dnnl_composite_parse(composite, &spec));
+    pat_block_info *info = pat_block_info_build(t->ctx, blk);
+    cr_assert(pat_match(dc_pattern(t->ctx, &spec), s->body, info, m), "%s does not match", composite);
+    *mres = m;
+    dc_bind bs[DC_MAX_BINDS];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < m->bindings.len; i++)
+        bs[n++] = (dc_bind){&m->bindings.data[i]->var->base, IR_AS(m->bindings.data[i]->value, ir_call)};
+    const char *why = dc_analyze(t->ctx, &spec, m, bs, n, out);
+    pat_block_info_free(info);
+    return why;
+}
+
+Test(dnnl_composites, parts_are_read_from_the_match) {
+    static const char *const body =
+        "            lv = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])\n"
+        "            lv1 = R.add(lv, b)\n"
+        "            lv2 = R.add(lv1, R.const(%s, \"float32\"))\n"
+        "            lv3 = " CLIP("lv2", "0.0", "6.0") "\n"
+        "            lv4 = R.multiply(lv1, lv3)\n"
+        "            gv = R.divide(lv4, R.const(6.0, \"float32\"))\n" END;
+    for (int bad = 0; bad < 2; bad++) {
+        char text[2048], b2[1024];
+        snprintf(b2, sizeof b2, body, bad ? "4.0" : "3.0");
+        snprintf(text, sizeof text, "%s%s",
+                 CONV_MAIN("x: R.Tensor((1, 4, 6, 6), dtype=\"float32\"), w: R.Tensor((8, 4, 3, 3), dtype=\"float32\"), b: R.Tensor((1, 8, 1, 1), dtype=\"float32\")"),
+                 b2);
+        ct t;
+        ct_load(&t, text, 31);
+        pat_match_result m;
+        pat_match_result_init(&m);
+        const pat_match_result *mr;
+        const ir_block *blk;
+        dc_comp c;
+        const char *why = analyze_main(&t, "dnnl.conv2d_bias_hardswish", &c, &mr, &m, &blk);
+        /* the names point at the calls of the block: conv2d, bias add, clip, the product, the
+         * scaling after it */
+        cr_assert_eq(pat_match_named(mr, "anchor"), blk->bindings[0].value);
+        cr_assert_eq(pat_match_named(mr, "p0"), blk->bindings[1].value);
+        cr_assert_eq(pat_match_named(mr, "p1.l1"), blk->bindings[2].value);
+        cr_assert_eq(pat_match_named(mr, "p1.clip"), blk->bindings[3].value);
+        cr_assert_eq(pat_match_named(mr, "p1.prod"), blk->bindings[4].value);
+        cr_assert_eq(pat_match_named(mr, "p1.after"), blk->bindings[5].value);
+        cr_assert_eq(pat_match_named(mr, "p1"), blk->bindings[5].value);
+        cr_assert_null(pat_match_named(mr, "p1.l0"));
+        cr_assert_null(pat_match_named(mr, "p1.scale"));
+        if (bad) {
+            cr_assert_str_eq(why ? why : "(accepted)", "hard-swish constants are not 3 and 6");
+        } else {
+            cr_assert_null(why, "%s", why);
+            cr_assert_eq(c.anchor, 0);
+            cr_assert_eq(c.post[0].src_b, 1); /* the bias: add's operand 1 */
+            cr_assert_eq(c.post[0].src_a, 1);
+            cr_assert_eq(c.post[0].out, 1);
+            cr_assert_eq(c.post[1].out, 5);   /* hard-swish ends at the divide */
+        }
+        pat_match_result_free(&m);
+        ct_free(&t);
+    }
 }

@@ -1,5 +1,9 @@
 /* The oneDNN engine against the reference engine on the same JSON graphs (tolerance in
  * dnnl_test_util.h), plus fusion / planning checks and errors. */
+#include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
+
 #include "dnnl_test_util.h"
 
 #define CONV_ATTRS(s, p, d, g) \
@@ -641,4 +645,44 @@ Test(dnnl_engine, channel_shuffle_unit) {
     cr_expect_geq(st.nfused_nodes, 3, "reshape, permute, reshape folded: %u", st.nfused_nodes);
     dt_release(&p);
     dt_free(&g);
+}
+
+/* The oneDNN team is pinned one thread per CPU (runtime/dnnl_threads.c): after a region ran,
+ * the calling thread has its own CPU mask back, and with two or more CPUs some worker of the
+ * team is pinned to a single CPU. */
+static int single_cpu_threads(void) {
+    DIR *dir = opendir("/proc/self/task");
+    cr_assert_not_null(dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        char path[300], line[256];
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        FILE *f = fopen(path, "r");
+        while (f && fgets(line, sizeof line, f))
+            if (!strncmp(line, "Cpus_allowed_list:", 18)) n += !strpbrk(line + 18, ",-");
+        if (f) fclose(f);
+    }
+    closedir(dir);
+    return n;
+}
+
+Test(dnnl_engine, team_pinned_caller_mask_restored) {
+    cpu_set_t before, after;
+    cr_assert_eq(pthread_getaffinity_np(pthread_self(), sizeof before, &before), 0);
+    dt_graph g;
+    dt_init(&g, 5);
+    /* tensors of 1 MiB: not a "small" region, so the whole team runs it */
+    int x = dt_input(&g, 4, S4(1, 16, 128, 128));
+    int w = dt_const(&g, 4, S4(16, 16, 3, 3));
+    int c = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "1, 1, 1, 1", "1, 1", "1"), 2, IN(x, w), NULL, 4,
+                  S4(1, 16, 128, 128), "conv1");
+    dt_head(&g, c);
+    dt_check(&g);
+    dt_free(&g);
+    cr_assert_eq(pthread_getaffinity_np(pthread_self(), sizeof after, &after), 0);
+    cr_expect(CPU_EQUAL(&before, &after), "the caller's CPU mask changed after the run");
+    if (CPU_COUNT(&before) >= 2 && rt_dnnl_num_threads() >= 2)
+        cr_expect_geq(single_cpu_threads(), 1, "no thread of the oneDNN team is pinned");
 }

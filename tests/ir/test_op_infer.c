@@ -178,6 +178,34 @@ Test(op_table, every_default_parses) {
     }
 }
 
+/* The op ids: one per row, in table order; every id has a name that resolves back to it, and
+ * a call's id is its op's. A stand-in def that is not a row of the table has no id. */
+Test(op_table, op_ids_round_trip) {
+    cr_assert_eq((uint32_t)IR_OP_COUNT, ir_op_def_count());
+    cr_assert_eq(ir_op_def_at(IR_OP_CONV2D), ir_op_def_find("relax.nn.conv2d"));
+    cr_assert_eq(ir_op_def_at(IR_OP_ADD), ir_op_def_find("R.add"));
+    cr_assert_eq(ir_op_def_at(IR_OP_CALL_TIR), ir_op_def_find("call_tir"));
+    for (uint32_t i = 0; i < IR_OP_COUNT; i++) {
+        const ir_op_def *d = ir_op_def_at(i);
+        cr_assert_not_null(d->name);
+        cr_assert_eq(ir_op_def_id(d), (ir_op_id)i, "%s", d->name);
+        cr_assert_eq(ir_op_id_find(d->name), (ir_op_id)i, "%s", d->name);
+        cr_assert_eq(ir_op_id_find(d->text_name), (ir_op_id)i, "%s", d->text_name);
+    }
+    cr_assert_eq(ir_op_id_find("relax.no_such_op"), IR_OP_NONE);
+    cr_assert_eq(ir_op_id_find(NULL), IR_OP_NONE);
+    ir_op_def fake = *ir_op_def_at(IR_OP_ADD);
+    cr_assert_eq(ir_op_def_id(&fake), IR_OP_NONE);
+    cr_assert_eq(ir_op_def_id(NULL), IR_OP_NONE);
+    ir_expr *x = T(2, 3);
+    ir_expr *args[1] = {x};
+    ir_call *c = ir_call_new(ctx, (ir_expr *)ir_op_get(ctx, "relax.nn.relu"), 1, args, NULL, 0,
+                             NULL, NULL);
+    cr_assert_eq(ir_op_id_of(&c->base), IR_OP_RELU);
+    cr_assert_eq(ir_op_id_of(x), IR_OP_NONE);
+    cr_assert_eq(ir_op_id_of(NULL), IR_OP_NONE);
+}
+
 Test(op_table, is_op_call) {
     ir_expr *x = T(2, 3);
     ir_expr *args[1] = {x};

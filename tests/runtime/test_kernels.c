@@ -1,6 +1,7 @@
 /* Reference kernels: registry coverage, elementwise/broadcast ops, activations, where, astype,
  * softmax and normalizations. Float tolerances: rtol 1e-5 / atol 1e-6 unless stated. */
 #include "kernels_test_util.h"
+#include "runtime/kernels_impl.h"
 
 TestSuite(kernels, .init = kt_setup, .fini = kt_teardown);
 
@@ -19,6 +20,31 @@ Test(kernels, every_table_op_has_a_kernel) {
         }
     }
     cr_assert_eq(missing, 0, "ops without a kernel: %s", list);
+}
+
+/* The family tables give each op of the op table one kernel at most (the registry is indexed
+ * by op id: a second row would silently win), and a row off the table names an op the table
+ * does not have (else it would hide from lookups by id). */
+Test(kernels, kernel_rows_are_one_per_op) {
+    uint32_t seen[IR_OP_COUNT] = {0};
+    char dup[512] = "";
+#define CHECK_FAMILY(f)                                                                  \
+    for (size_t i = 0; i < rt_kernels_##f##_count; i++) {                                \
+        const rt_kernel_entry *e = &rt_kernels_##f[i];                                   \
+        if (e->op == IR_OP_NONE) {                                                       \
+            cr_assert_not_null(e->name);                                                 \
+            cr_assert_null(ir_op_def_find(e->name), "%s is in the op table", e->name);   \
+            cr_assert_eq(rt_kernel_find(kt_op(e->name)), e->fn, "%s", e->name);          \
+            continue;                                                                    \
+        }                                                                                \
+        cr_assert(e->op >= 0 && e->op < IR_OP_COUNT);                                    \
+        if (seen[e->op]++) strncat(dup, ir_op_def_at((uint32_t)e->op)->name,             \
+                                   sizeof(dup) - strlen(dup) - 1);                       \
+        cr_assert_eq(rt_kernel_find(ir_op_def_at((uint32_t)e->op)), e->fn);              \
+    }
+    RT_KERNEL_FAMILIES(CHECK_FAMILY)
+#undef CHECK_FAMILY
+    cr_assert_str_empty(dup, "ops with two kernels: %s", dup);
 }
 
 Test(kernels, unknown_op_is_unsupported) {
