@@ -120,8 +120,49 @@ void onnx_tensor_set_i64(rt_tensor *t, int64_t i, int64_t v);
 
 /* Whole file into a heap buffer (caller frees). */
 gr_status onnx_read_file(const char *path, uint8_t **buf, size_t *len, gr_diag *diag);
+/* A model file's bytes: a read-only mapping of a regular file, else (a pipe, ...) read into the
+ * heap. */
+typedef struct {
+    const uint8_t *data;
+    size_t len;
+    bool mapped;
+    size_t dropped; /* mapped: the page-aligned prefix whose pages were dropped */
+} onnx_file;
+gr_status onnx_file_open(const char *path, onnx_file *f, gr_diag *diag);
+/* Drops the resident pages of [0, upto) of a mapping (rounded down to a page); they are read
+ * again from the file if touched. Nothing for a heap buffer. */
+void onnx_file_drop(onnx_file *f, size_t upto);
+void onnx_file_close(onnx_file *f);
 /* Directory part of path ("." when none); heap. */
 char *onnx_dirname(const char *path);
+
+/* ---- onnx_wire.c: a ModelProto unpacked one node or initializer at a time ---- */
+/* Where the graph and its nodes and initializers are in a serialized ModelProto (offsets). */
+enum { ONNX_WIRE_NODE, ONNX_WIRE_INITIALIZER, ONNX_WIRE_KINDS };
+typedef struct {
+    int kind;          /* ONNX_WIRE_* */
+    size_t field;      /* the field's key */
+    size_t off, len;   /* its payload: a NodeProto or TensorProto */
+} onnx_wire_part;
+typedef struct {
+    size_t graph_field, graph_off, graph_len; /* the graph field's key; its payload */
+    onnx_wire_part *parts;                    /* in file order */
+    size_t nparts, count[ONNX_WIRE_KINDS];
+    size_t split_bytes;                       /* the parts' fields' bytes in all */
+} onnx_wire_layout;
+/* Walks buf (bounds-checked): false on anything malformed or unexpected (no graph, a graph field
+ * twice, a truncated varint, a length past the end, a group), leaving lay empty. */
+bool onnx_wire_split(const uint8_t *buf, size_t len, onnx_wire_layout *lay);
+void onnx_wire_layout_free(onnx_wire_layout *lay);
+/* Called after each part is unpacked: bytes [0, upto) of the buffer are no longer read unless
+ * the caller falls back to a whole-buffer unpack. */
+typedef void (*onnx_wire_release)(void *arg, size_t upto);
+/* What onnx__model_proto__unpack gives (free with onnx__model_proto__free_unpacked), unpacking
+ * the model without its graph's nodes and initializers, then each of them in order. NULL when
+ * onnx_wire_split refuses buf or protobuf-c fails on a part: the caller then unpacks the whole
+ * buffer, which reports the error as before. */
+Onnx__ModelProto *onnx_wire_unpack_model(const uint8_t *buf, size_t len, onnx_wire_release release,
+                                         void *arg);
 
 /* ---- onnx_convert.c helpers for converters ---- */
 /* Attributes of the node. */

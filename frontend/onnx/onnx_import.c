@@ -361,8 +361,21 @@ static bool node_ready(onnx_importer *imp, const Onnx__NodeProto *n) {
     return true;
 }
 
-/* Converts nodes in dependency order (ONNX graphs are sorted; tolerate ones that are not). */
-static gr_status convert_nodes(onnx_importer *imp, const Onnx__GraphProto *g) {
+/* Frees a TensorProto's raw bytes once a tensor holds them (protobuf-c's allocator is malloc). */
+static void drop_raw_data(Onnx__TensorProto *tp) {
+    if (tp && tp->has_raw_data && tp->raw_data.data) {
+        free(tp->raw_data.data);
+        tp->raw_data.data = NULL;
+        tp->raw_data.len = 0;
+        tp->has_raw_data = 0;
+    }
+}
+
+/* Converts g's nodes in dependency order (ONNX graphs are sorted; tolerate ones that are not).
+ * consume: g is the model's graph, each node converted once, so a Constant's tensor bytes go once
+ * they are a tensor (peak memory: exporters such as paddle2onnx put every weight in a Constant);
+ * a subgraph may be converted again (Loop). */
+static gr_status convert_nodes(onnx_importer *imp, const Onnx__GraphProto *g, bool consume) {
     size_t n = g->n_node;
     bool *done = gr_xcalloc(n + 1, sizeof(bool));
     size_t left = n;
@@ -373,6 +386,9 @@ static gr_status convert_nodes(onnx_importer *imp, const Onnx__GraphProto *g) {
             if (done[i] || !node_ready(imp, g->node[i])) continue;
             st = convert_node(imp, g->node[i]);
             done[i] = true;
+            if (st == GR_OK && consume && g->node[i]->op_type && !strcmp(g->node[i]->op_type, "Constant"))
+                for (size_t j = 0; j < g->node[i]->n_attribute; j++)
+                    drop_raw_data(g->node[i]->attribute[j]->t);
             progress++;
             left--;
         }
@@ -427,7 +443,7 @@ gr_status onnx_subgraph_inline(onnx_importer *imp, const Onnx__GraphProto *g, co
         v->folded = src->folded;
         v->is_param = src->is_param;
     }
-    if ((st = convert_nodes(imp, g))) return st;
+    if ((st = convert_nodes(imp, g, false))) return st;
     for (size_t i = 0; i < g->n_output; i++) {
         outs[i] = g->output[i]->name ? val_get(imp, g->output[i]->name) : NULL;
         if (!outs[i])
@@ -562,13 +578,7 @@ static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_
         v->span = imp_span(imp, tp->name, false);
         /* the tensor has the bytes now: the model's copy goes, so the import holds about one
          * copy of the weights at a time, not two (nothing reads an initializer's data again) */
-        Onnx__TensorProto *own = g->initializer[i];
-        if (own->has_raw_data && own->raw_data.data) {
-            free(own->raw_data.data);
-            own->raw_data.data = NULL;
-            own->raw_data.len = 0;
-            own->has_raw_data = 0;
-        }
+        drop_raw_data(g->initializer[i]);
     }
 
     st = bind_values(imp, g);
@@ -598,7 +608,7 @@ static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_
 
     imp->bb = ir_bb_new(ctx, imp->diag);
     ir_bb_begin_dataflow(imp->bb);
-    st = convert_nodes(imp, g);
+    st = convert_nodes(imp, g, true);
 
     ir_expr *result = NULL;
     if (st == GR_OK && g->n_output == 0)
@@ -678,14 +688,21 @@ static gr_status import_model(ir_ctx_t *ctx, const char *name, const char *file,
     return st;
 }
 
-/* Unpacks buf (NULL and a located error when it is not a model). */
-static Onnx__ModelProto *unpack(const char *file, const uint8_t *buf, size_t len, gr_diag *diag) {
+static void drop_pages(void *arg, size_t upto) { onnx_file_drop(arg, upto); }
+
+/* Unpacks buf (NULL and a located error when it is not a model). The graph's nodes and
+ * initializers are unpacked one at a time (onnx_wire.c), so the file's bytes and the unpacked
+ * copy are not both resident: of, when buf is its mapping, drops the pages already unpacked. Whatever the walker does not
+ * take goes to protobuf-c whole, which reports the error. */
+static Onnx__ModelProto *unpack(const char *file, const uint8_t *buf, size_t len, onnx_file *of,
+                                gr_diag *diag) {
     if (len == 0) {
         gr_diag_set(diag, GR_ERR_INVALID, "empty file (0 bytes): not an ONNX model");
         gr_diag_set_file(diag, file);
         return NULL;
     }
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    Onnx__ModelProto *m = onnx_wire_unpack_model(buf, len, of ? drop_pages : NULL, of);
+    if (!m) m = onnx__model_proto__unpack(NULL, len, buf);
     if (!m) {
         gr_diag_set(diag, GR_ERR_INVALID, "not a valid ONNX model (truncated or corrupt protobuf)");
         gr_diag_set_file(diag, file);
@@ -703,7 +720,7 @@ gr_status onnx_import_buffer(ir_ctx_t *ctx, const char *name, const uint8_t *buf
     *out = NULL;
     if (opts && opts->wanted) opts->wanted->n = 0;
     const char *file = name ? name : "<buffer>";
-    Onnx__ModelProto *m = unpack(file, buf, len, diag);
+    Onnx__ModelProto *m = unpack(file, buf, len, NULL, diag);
     if (!m) return diag->code;
     gr_status st = import_model(ctx, name, file, m, opts, out, diag);
     onnx__model_proto__free_unpacked(m, NULL);
@@ -718,17 +735,16 @@ gr_status onnx_import_file(ir_ctx_t *ctx, const char *path, const onnx_import_op
         diag = &local;
     }
     *out = NULL;
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    gr_status st = onnx_read_file(path, &buf, &len, diag);
+    onnx_file of;
+    gr_status st = onnx_file_open(path, &of, diag);
     if (st != GR_OK) {
         gr_diag_set_file(diag, path);
         return st;
     }
     if (opts && opts->wanted) opts->wanted->n = 0;
     /* the file's bytes go as soon as they are unpacked (peak memory) */
-    Onnx__ModelProto *m = unpack(path, buf, len, diag);
-    free(buf);
+    Onnx__ModelProto *m = unpack(path, of.data, of.len, &of, diag);
+    onnx_file_close(&of);
     if (!m) return diag->code;
     st = import_model(ctx, path, path, m, opts, out, diag);
     onnx__model_proto__free_unpacked(m, NULL);

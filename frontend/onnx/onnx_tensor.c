@@ -1,11 +1,14 @@
-/* ONNX TensorProto -> rt_tensor: typed fields, raw_data, external data; .pb tensor files. */
+/* ONNX TensorProto -> rt_tensor: typed fields, raw_data, external data; .pb tensor files; model
+ * files mapped (or read) for the importer. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "frontend/onnx/onnx_impl.h"
 
@@ -311,14 +314,8 @@ gr_status onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *dir, c
     return GR_OK;
 }
 
-/* Reads a whole file into a heap buffer. */
-static gr_status read_file(const char *path, uint8_t **buf, size_t *len, gr_diag *diag) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return gr_diag_set(diag, GR_ERR_IO, "%s: %s", path, strerror(errno));
-    if (gr_is_dir(f)) {
-        fclose(f);
-        return gr_diag_set(diag, GR_ERR_IO, "%s: is a directory, not a file", path);
-    }
+/* Reads the rest of f into a heap buffer (f stays open). */
+static gr_status read_stream(FILE *f, const char *path, uint8_t **buf, size_t *len, gr_diag *diag) {
     uint8_t *b = NULL;
     size_t n = 0, cap = 0;
     for (;;) {
@@ -330,15 +327,77 @@ static gr_status read_file(const char *path, uint8_t **buf, size_t *len, gr_diag
         n += r;
         if (r == 0) break;
     }
-    bool err = ferror(f);
-    fclose(f);
-    if (err) {
+    if (ferror(f)) {
         free(b);
         return gr_diag_set(diag, GR_ERR_IO, "%s: read error", path);
     }
     *buf = b;
     *len = n;
     return GR_OK;
+}
+
+static FILE *open_file(const char *path, gr_diag *diag) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        gr_diag_set(diag, GR_ERR_IO, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (gr_is_dir(f)) {
+        fclose(f);
+        gr_diag_set(diag, GR_ERR_IO, "%s: is a directory, not a file", path);
+        return NULL;
+    }
+    return f;
+}
+
+/* Reads a whole file into a heap buffer. */
+static gr_status read_file(const char *path, uint8_t **buf, size_t *len, gr_diag *diag) {
+    FILE *f = open_file(path, diag);
+    if (!f) return diag->code;
+    gr_status st = read_stream(f, path, buf, len, diag);
+    fclose(f);
+    return st;
+}
+
+gr_status onnx_file_open(const char *path, onnx_file *of, gr_diag *diag) {
+    memset(of, 0, sizeof(*of));
+    FILE *f = open_file(path, diag);
+    if (!f) return diag->code;
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 &&
+        (uint64_t)sb.st_size <= SIZE_MAX) {
+        void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fileno(f), 0);
+        if (p != MAP_FAILED) {
+            fclose(f);
+            of->data = p;
+            of->len = (size_t)sb.st_size;
+            of->mapped = true;
+            return GR_OK;
+        }
+    }
+    /* a pipe, an empty or special file, or a mapping refused: read it */
+    uint8_t *b = NULL;
+    gr_status st = read_stream(f, path, &b, &of->len, diag);
+    fclose(f);
+    of->data = b;
+    return st;
+}
+
+void onnx_file_drop(onnx_file *of, size_t upto) {
+    if (!of->mapped || upto > of->len) return;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t end = upto / page * page;
+    if (end <= of->dropped) return;
+    /* a read-only private mapping has no dirty pages: this only unmaps them (they come back
+     * from the file if read again) */
+    madvise((uint8_t *)of->data + of->dropped, end - of->dropped, MADV_DONTNEED);
+    of->dropped = end;
+}
+
+void onnx_file_close(onnx_file *of) {
+    if (of->mapped) munmap((void *)of->data, of->len);
+    else free((void *)of->data);
+    memset(of, 0, sizeof(*of));
 }
 
 gr_status onnx_read_file(const char *path, uint8_t **buf, size_t *len, gr_diag *diag) {
