@@ -11,15 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *graft(void) {
-    static char path[PATH_MAX];
-    const char *g = getenv("GRAFT");
-    struct stat st;
-    if (g && *g) return realpath(g, path) ? path : g;
-    if (stat("build/graft", &st) == 0 && realpath("build/graft", path)) return path;
-    cr_skip("GRAFT is not set and no graft binary was found: run through `make test`");
-    return NULL;
-}
+#include "tests/graft_cli.h"
 
 static char tmpdir[64], root[PATH_MAX];
 static void setup(void) {

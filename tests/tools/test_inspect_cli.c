@@ -13,18 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/graft_cli.h"
+
 #define SMALL "tests/golden/inspect/conv_host_conv.relax"
 
 static char tmpdir[64], root[PATH_MAX];
-
-static const char *graft(void) {
-    static char path[PATH_MAX];
-    const char *g = getenv("GRAFT");
-    if (g && *g && realpath(g, path)) return path;
-    if (realpath("build/graft", path)) return path;
-    cr_skip("GRAFT is not set and build/graft is missing: run through `make test`");
-    return NULL;
-}
 
 static void setup(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/graft_inspect_XXXXXX");
@@ -67,7 +60,6 @@ static char *slurp(const char *name) {
     fclose(f);
     return buf;
 }
-
 
 Test(inspect_cli, diff_reports_layers_and_exit_status) {
     cr_assert_eq(run("diff " SMALL " --backend dnnl --json %s/d.json", tmpdir), 0, "%s%s", slurp("out"), slurp("err"));

@@ -17,24 +17,7 @@
 #include "ir/dtype.h"
 #include "runtime/npy.h"
 
-static const char *graft(void) {
-    static char path[PATH_MAX];
-    const char *g = getenv("GRAFT");
-    struct stat st;
-    if (g && *g) /* absolute: run() works in a temporary directory */
-        return realpath(g, path) ? path : g;
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        /* build/X/tests/run_tests -> build/X/graft */
-        snprintf(path, sizeof path, "%s/graft", dirname(dirname(exe)));
-        if (stat(path, &st) == 0) return path;
-    }
-    if (stat("build/graft", &st) == 0 && realpath("build/graft", path)) return path;
-    cr_skip("GRAFT is not set and no graft binary was found: run through `make test`");
-    return NULL;
-}
+#include "tests/graft_cli.h"
 
 static char tmpdir[64];
 static void setup(void) {

@@ -7,16 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define BEFORE "tests/golden/passes/fold_bn.before.relax"
+#include "tests/graft_cli.h"
 
-static const char *graft(void) {
-    const char *g = getenv("GRAFT");
-    struct stat st;
-    if (g && *g) return g;
-    if (stat("build/graft", &st) == 0) return "build/graft";
-    cr_skip("GRAFT is not set and build/graft does not exist: run through `make test`");
-    return NULL;
-}
+#define BEFORE "tests/golden/passes/fold_bn.before.relax"
 
 static char tmpdir[64];
 static void setup(void) {
@@ -32,7 +25,7 @@ TestSuite(cmd_opt, .init = setup, .fini = teardown);
 
 /* Runs `graft ARGS > tmp/out 2> tmp/err`; returns the exit status. */
 static int run(const char *args) {
-    char cmd[2048];
+    char cmd[PATH_MAX + 2048];
     snprintf(cmd, sizeof(cmd), "%s %s > %s/out 2> %s/err", graft(), args, tmpdir, tmpdir);
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
