@@ -24,6 +24,7 @@ static int g_threads;
 static bool g_bind;
 static int g_cpus[CPU_SETSIZE]; /* the CPUs this process may use, in order */
 static int g_ncpus;
+static void (*g_set_n)(int);
 static void (*g_gomp_parallel)(void (*)(void *), void *, unsigned, unsigned);
 static int (*g_thread_num)(void);
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -32,8 +33,6 @@ static rt_dnnl_thread_opts g_opts = {0, true};
 
 void rt_dnnl_set_thread_options(const rt_dnnl_thread_opts *o) { g_opts = *o; }
 const rt_dnnl_thread_opts *rt_dnnl_thread_options(void) { return &g_opts; }
-
-static void (*g_set_n)(int);
 
 static void *sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
 
