@@ -1,6 +1,5 @@
 /* graft: the command line. One table of subcommands drives dispatch and --help. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/const_eval.h"
