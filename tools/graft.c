@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "runtime/const_eval.h"
-
 #include "tools/cli.h"
 #include "tools/cmd_build.h"
 #include "tools/cmd_inspect.h"
