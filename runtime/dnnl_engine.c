@@ -355,6 +355,20 @@ gr_status dn_as(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_des
     return GR_OK;
 }
 
+gr_status dn_src_weights(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, int xv, int wv, dn_arg *args,
+                         int *na) {
+    int xin, win;
+    gr_status st = dn_as(S, n, xv, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), &xin);
+    if (!st) st = dn_as(S, n, wv, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
+    if (st) {
+        dnnl_primitive_desc_destroy(pd);
+        return st;
+    }
+    args[(*na)++] = (dn_arg){DNNL_ARG_SRC, xin, S->vals.data[xin].md, NULL};
+    args[(*na)++] = (dn_arg){DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL};
+    return GR_OK;
+}
+
 gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out) {
     dnnl_memory_desc_t p;
     dn_plain_like(&p, &S->vals.data[v].md);

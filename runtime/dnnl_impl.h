@@ -145,6 +145,10 @@ void dn_channels_last(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md);
 bool dn_pd_is_ref(const_dnnl_primitive_desc_t pd);
 gr_status dn_as(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *want, int *out);
 gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out);
+/* Appends pd's src and weights, values xv and wv each in the layout pd wants (a reorder when
+ * it is not theirs), to args; destroys pd when that fails. */
+gr_status dn_src_weights(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, int xv, int wv, dn_arg *args,
+                         int *na);
 
 int dn_in_entry(dn_state *S, const rt_json_node *n, uint32_t k);
 int dn_arg_entry(dn_state *S, const rt_json_node *n, uint32_t k);

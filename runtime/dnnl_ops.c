@@ -313,15 +313,7 @@ static gr_status op_deconv_pixel(dn_state *S, const rt_json_node *n, const dn_co
     }
     if (st) return st;
     if (!pd) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
-    int xin, win;
-    st = dn_as(S, n, xv, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), &xin);
-    if (!st) st = dn_as(S, n, wval, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
-    if (st) {
-        dnnl_primitive_desc_destroy(pd);
-        return st;
-    }
-    args[na++] = (dn_arg){DNNL_ARG_SRC, xin, S->vals.data[xin].md, NULL};
-    args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL};
+    if ((st = dn_src_weights(S, n, pd, xv, wval, args, &na))) return st;
     args[na++] = (dn_arg){DNNL_ARG_BIAS, bval, bmd, NULL};
     int tv = dn_val_new(S, V_TMP, &tmd);
     args[na++] = (dn_arg){DNNL_ARG_DST, tv, tmd, NULL};
@@ -541,15 +533,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     if (!pd) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
     if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
     /* the fixed args go after the post-op sources; order does not matter to oneDNN */
-    int xin, win, wview = dn_alias_new(S, wv, &wuser);
-    st = dn_as(S, n, xv, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), &xin);
-    if (!st) st = dn_as(S, n, wview, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
-    if (st) {
-        dnnl_primitive_desc_destroy(pd);
-        return st;
-    }
-    args[na++] = (dn_arg){DNNL_ARG_SRC, xin, S->vals.data[xin].md, NULL};
-    args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL};
+    if ((st = dn_src_weights(S, n, pd, xv, dn_alias_new(S, wv, &wuser), args, &na))) return st;
     if (bv >= 0) args[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL};
     int oe = used ? steps[used - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
     st = finish(S, n, pd, args, na, steps, used, NULL);

@@ -143,15 +143,7 @@ gr_status dn_conv3d(dn_state *S, const rt_json_node *n) {
     dn_arg args[3 + DN_MAX_STEPS];
     int na = 0, used = 0;
     if ((st = create(S, n, &desc, &ch, &pd, &used, args, &na))) return st;
-    int xin, win, wview = dn_alias_new(S, wv, &wuser);
-    st = dn_as(S, n, xv, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), &xin);
-    if (!st) st = dn_as(S, n, wview, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
-    if (st) {
-        dnnl_primitive_desc_destroy(pd);
-        return st;
-    }
-    args[na++] = (dn_arg){DNNL_ARG_SRC, xin, S->vals.data[xin].md, NULL};
-    args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL};
+    if ((st = dn_src_weights(S, n, pd, xv, dn_alias_new(S, wv, &wuser), args, &na))) return st;
     return finish(S, n, pd, args, na, &ch, used);
 }
 
