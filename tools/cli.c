@@ -234,26 +234,35 @@ static int set_backend_opt(const char *prefix, const char *assignment) {
     return CLI_ERR;
 }
 
-/* The environment variables graft read before the options existed: variable, option, and
- * for flags nothing (any value but "0" sets the flag). */
+/* How an old variable's value reads as its option's: a flag is set by any value but "0";
+ * GRAFT_DNNL_DECONV_TAG took oneDNN's tags (abcd, any; else channels-last). */
+static const char *env_flag(const char *v) { return strcmp(v, "0") ? "1" : "0"; }
+static const char *env_deconv_tag(const char *v) { return !strcmp(v, "abcd") ? "nchw" : !strcmp(v, "any") ? "any" : "nhwc"; }
+
+/* The environment variables graft read before the options existed: variable, option, and how
+ * its value reads (NULL: as it is). */
 static const struct {
     const char *var, *option;
-    bool flag;
+    const char *(*value)(const char *v);
 } ENV_OPTIONS[] = {
-    {"GRAFT_NUM_THREADS", "dnnl.threads", false}, {"GRAFT_DNNL_BIND", "dnnl.bind", false},
-    {"GRAFT_DNNL_DISABLE", "dnnl.disable", false}, {"GRAFT_DNNL_DEBUG", "dnnl.debug", true},
-    {"GRAFT_DNNL_DUMP", "dnnl.dump", true},       {"GRAFT_DNNL_DENORMALS", "dnnl.denormals", true},
-    {"GRAFT_DNNL_NOREUSE", "dnnl.no_reuse", true}, {"GRAFT_DNNL_NOFUSE", "dnnl.no_fuse", true},
-    {"GRAFT_DNNL_NO_PIXEL_DECONV", "dnnl.no_pixel_deconv", true},
-    {"GRAFT_DNNL_SMALL_KB", "dnnl.small_kb", false}, {"GRAFT_DNNL_DECONV_TAG", "dnnl.deconv_tag", false},
+    {"GRAFT_NUM_THREADS", "dnnl.threads", NULL},
+    {"GRAFT_DNNL_BIND", "dnnl.bind", NULL},
+    {"GRAFT_DNNL_DISABLE", "dnnl.disable", NULL},
+    {"GRAFT_DNNL_DEBUG", "dnnl.debug", env_flag},
+    {"GRAFT_DNNL_DUMP", "dnnl.dump", env_flag},
+    {"GRAFT_DNNL_DENORMALS", "dnnl.denormals", env_flag},
+    {"GRAFT_DNNL_NOREUSE", "dnnl.no_reuse", env_flag},
+    {"GRAFT_DNNL_NOFUSE", "dnnl.no_fuse", env_flag},
+    {"GRAFT_DNNL_NO_PIXEL_DECONV", "dnnl.no_pixel_deconv", env_flag},
+    {"GRAFT_DNNL_SMALL_KB", "dnnl.small_kb", NULL},
+    {"GRAFT_DNNL_DECONV_TAG", "dnnl.deconv_tag", env_deconv_tag},
 };
 
 int cli_backend_options_from_env(void) {
     for (size_t i = 0; i < sizeof ENV_OPTIONS / sizeof ENV_OPTIONS[0]; i++) {
         const char *v = getenv(ENV_OPTIONS[i].var);
         if (!v) continue;
-        if (ENV_OPTIONS[i].flag) v = strcmp(v, "0") ? "1" : "0";
-        else if (strcmp(ENV_OPTIONS[i].var, "GRAFT_DNNL_DECONV_TAG") == 0) v = !strcmp(v, "abcd") ? "nchw" : !strcmp(v, "any") ? "any" : "nhwc";
+        if (ENV_OPTIONS[i].value) v = ENV_OPTIONS[i].value(v);
         char a[512];
         snprintf(a, sizeof a, "%s=%s", ENV_OPTIONS[i].option, v);
         char who[64];
