@@ -1036,9 +1036,10 @@ static gr_status build(dn_state *S) {
         gr_status st = ann ? dn_composite(S, n, ann) : dn_node(S, n, NULL);
         if (st) return st;
     }
-    /* every value a handler bound must have its node's declared shape: the region's output
-     * buffers and the consumers' primitives are sized from the declarations (an x op x with a
-     * declared [1, 1] output of a [1, 91] x would write 91 floats into one) */
+    /* every value a handler bound must have its node's declared shape and dtype: the region's
+     * output buffers and the consumers' primitives are sized from the declarations (an x op x
+     * with a declared [1, 1] output of a [1, 91] x would write 91 floats into one; a composite's
+     * post-op node declared float16 would get float32 written into half the bytes) */
     for (uint32_t e = 0; e < S->nent; e++) {
         int v = S->ent_val[e];
         const rt_json_node *n = S->ent_node[e].node;
@@ -1046,7 +1047,8 @@ static gr_status build(dn_state *S) {
         uint32_t o = S->ent_node[e].index;
         const dnnl_memory_desc_t *md = &S->vals.data[v].md;
         int32_t nd = n->ndims[o];
-        bool ok = nd == 0 ? md->ndims == 1 && md->dims[0] == 1 : md->ndims == nd;
+        bool ok = n->dtypes[o].code == kDLFloat && n->dtypes[o].bits == 32 && md->data_type == dnnl_f32;
+        ok = ok && (nd == 0 ? md->ndims == 1 && md->dims[0] == 1 : md->ndims == nd);
         for (int32_t k = 0; ok && k < nd; k++) ok = md->dims[k] == n->shapes[o][k];
         if (!ok) {
             char msg[96];

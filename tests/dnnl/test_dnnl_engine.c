@@ -552,6 +552,30 @@ Test(dnnl_engine, x_op_x_declared_shape) {
     dt_free(&g);
 }
 
+/* A composite's post-op node declared other than float32 is refused at prepare: the fused
+ * primitive writes float32 into the node's buffer (fuzz_json_graph: a float16 relu of a
+ * conv2d_relu composite got 256 bytes written into its 128) */
+Test(dnnl_engine, composite_post_declared_dtype) {
+    dt_graph g;
+    dt_init(&g, 19);
+    int x = dt_input(&g, 4, S4(1, 4, 8, 8));
+    int w = dt_const(&g, 4, S4(4, 4, 3, 3));
+    int c = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "0, 0, 0, 0", "1, 1", "1"), 2, IN(x, w), NULL, 4,
+                  S4(1, 4, 6, 6), "conv1");
+    int r = dt_op(&g, "relax.nn.relu", NULL, 1, IN(c), NULL, 4, S4(1, 4, 6, 6), "relu1");
+    dt_head(&g, r);
+    char posts[64];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0]}]", r);
+    dt_composite(&g, "dnnl.conv2d_relu", c, 2, IN(c, r), posts);
+    json_t *attrs = json_object_get(json_array_get(g.nodes, (size_t)r), "attrs");
+    json_array_set_new(json_object_get(attrs, "dtype"), 0, json_string("float16"));
+    rt_dnnl_stats st;
+    gr_diag d = {0};
+    cr_assert_neq(dt_stats(&g, &st, &d), GR_OK);
+    cr_expect(strstr(d.msg, "does not match its declared shape/dtype") && strstr(d.msg, "relu1"), "%s", d.msg);
+    dt_free(&g);
+}
+
 /* the ISA in use is reported, and its channel block is the one of oneDNN's blocked layouts */
 Test(dnnl_engine, isa) {
     const char *isa = rt_dnnl_isa();
