@@ -106,6 +106,10 @@ typedef struct byoc_backend {
     const char *runtime_kind;      /* the "kind" of its module blobs ("dnnl_json") */
     const byoc_option *options;    /* the options it accepts */
     uint32_t noptions;
+    /* Optional: builds now what the first call of a module from compile would (oneDNN's
+     * primitives), so that rejections surface at compile time. RunCodegen calls it after the
+     * region constants were handed over (byoc_partition_opts.release_consts). */
+    gr_status (*prepare)(rt_module *mod, gr_diag *diag);
 } byoc_backend;
 
 #endif

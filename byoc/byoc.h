@@ -69,6 +69,12 @@ gr_status byoc_merge_composite_functions(ir_ctx_t *ctx, const ir_module *m, byoc
 /* options: the backends' option values, handed to each codegen; NULL: the defaults. */
 gr_status byoc_run_codegen(ir_ctx_t *ctx, const ir_module *m, const byoc_options *options,
                            ir_module **out, gr_diag *diag);
+/* Same; release_consts: see byoc_partition_opts. */
+gr_status byoc_run_codegen_ex(ir_ctx_t *ctx, const ir_module *m, const byoc_options *options, bool release_consts,
+                              ir_module **out, gr_diag *diag);
+/* Module attribute of a partition made with release_consts: the bytes of region constants the
+ * context handed to the runtime modules (the module has no const_name_to_constant for them). */
+#define BYOC_ATTR_CONSTS_RELEASED "graft.consts_released"
 
 struct pat_table;
 /* The patterns of a pattern file (patterns/pattern_text.h) as byoc patterns: each entry's
@@ -94,6 +100,16 @@ typedef struct byoc_partition_opts {
                                       is skipped: the Codegen wrappers go to RunCodegen as they
                                       are, as in TVM's FuseOpsByPattern(annotate_codegen=True)
                                       -> RunCodegen pipeline. */
+    /* Hand the compiled regions' constants over to their runtime modules: the IR context drops
+     * its references to those no function of the output module uses, so each is freed as soon
+     * as the runtime no longer reads it (the oneDNN engine keeps its own reordered copies and
+     * lets the originals go while it builds, runtime/json_runtime.h "Constant ownership"), and
+     * the weights are not held twice. The contract: afterwards the data of those constants
+     * must not be read through the IR -- the input module m and every module before it refer
+     * to them, and the output module has no const_name_to_constant for them (it carries
+     * BYOC_ATTR_CONSTS_RELEASED; graft_model_build refuses it). For a process that partitions
+     * to run (graft run, benchmarks), not for one that also builds an artifact from it. */
+    bool release_consts;
     /* after the run: the module after each stage (NULL when not reached) */
     ir_module *after_fuse, *after_merge;
 } byoc_partition_opts;

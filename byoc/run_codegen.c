@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/tensor.h"
 #include "byoc/byoc_impl.h"
 #include "ir/op.h"
 
@@ -176,8 +177,42 @@ typedef struct backend_regions {
     GR_VEC(byoc_region) regions;
 } backend_regions;
 
+/* Hand-off (release_consts): the context's references to the region constants that no function
+ * left in nm uses; the runtime modules hold their own. */
+static ir_walk_result host_const_visit(ir_walker *w, ir_expr *e) {
+    if (e->kind == IR_CONST) gr_map_put(w->user, GR_MAP_PTR(IR_AS(e, ir_const)->data), 1);
+    return IR_WALK_CONTINUE;
+}
+
+static size_t hand_off_consts(ir_ctx_t *ctx, const ir_module *nm, const byoc_region *const *rs, const uint32_t *nrs,
+                              uint32_t ngroups) {
+    gr_map host;
+    gr_map_init(&host);
+    for (uint32_t i = 0; i < nm->nfuncs; i++) {
+        ir_walker w = {.visit_expr = host_const_visit, .user = &host};
+        ir_walk_expr(&w, nm->funcs[i]);
+    }
+    size_t bytes = 0;
+    for (uint32_t gi = 0; gi < ngroups; gi++)
+        for (uint32_t r = 0; r < nrs[gi]; r++)
+            for (uint32_t k = 0; k < rs[gi][r].nconsts; k++) {
+                rt_tensor *t = rs[gi][r].consts[k]->data;
+                if (gr_map_get(&host, GR_MAP_PTR(t), NULL)) continue;
+                gr_map_put(&host, GR_MAP_PTR(t), 1);   /* once, if two regions share it */
+                size_t nb = rt_tensor_nbytes(t);
+                if (ir_ctx_disown(ctx, &t->obj)) bytes += nb;
+            }
+    gr_map_free(&host);
+    return bytes;
+}
+
 gr_status byoc_run_codegen(ir_ctx_t *ctx, const ir_module *m, const byoc_options *options,
                            ir_module **out, gr_diag *diag) {
+    return byoc_run_codegen_ex(ctx, m, options, false, out, diag);
+}
+
+gr_status byoc_run_codegen_ex(ir_ctx_t *ctx, const ir_module *m, const byoc_options *options, bool release_consts,
+                              ir_module **out, gr_diag *diag) {
     *out = (ir_module *)m;
     bool any = false;
     for (uint32_t i = 0; i < m->nfuncs; i++)
@@ -234,11 +269,13 @@ gr_status byoc_run_codegen(ir_ctx_t *ctx, const ir_module *m, const byoc_options
             gr_vec_push(&cmap, ir_attr_expr((ir_expr *)&consts[k]->base));
         }
         byoc_region r = {sym, f, cc.consts.len, names, consts};
+        if (release_consts) cmap.len -= 2 * cc.consts.len;   /* they go to the runtime modules */
         gr_vec_push(&groups.data[gi].regions, r);
         gr_map_free(&cc.seen);
         gr_vec_free(&cc.consts);
     }
     gr_vec_free(&cctxs);
+    rt_module **mods = gr_xcalloc(groups.len + 1, sizeof(rt_module *));
     for (uint32_t gi = 0; gi < groups.len && !rc; gi++) {
         const byoc_backend *b = byoc_backend_find(groups.data[gi].backend);
         if (!b || !b->compile) {
@@ -246,12 +283,7 @@ gr_status byoc_run_codegen(ir_ctx_t *ctx, const ir_module *m, const byoc_options
                              groups.data[gi].backend, groups.data[gi].regions.data[0].symbol);
             break;
         }
-        rt_module *mod = NULL;
-        rc = b->compile(ctx, groups.data[gi].regions.data, groups.data[gi].regions.len, options, &mod, diag);
-        if (!rc) {
-            rt_module_attach(nm, mod);
-            rt_module_release(mod);
-        }
+        rc = b->compile(ctx, groups.data[gi].regions.data, groups.data[gi].regions.len, options, &mods[gi], diag);
     }
     if (!rc) {
         ir_attr mv = ir_attr_array(ctx, cmap.len, cmap.data);
@@ -263,8 +295,32 @@ gr_status byoc_run_codegen(ir_ctx_t *ctx, const ir_module *m, const byoc_options
             if (m->funcs[i]->kind == IR_FUNC && ir_attrs_get(IR_AS(m->funcs[i], ir_func)->attrs, BYOC_ATTR_CODEGEN))
                 ir_module_remove(nm, m->gvars[i]->name);
         byoc_remove_dead_composites(nm, NULL);
-        *out = nm;
     }
+    /* 4. the constants go to the runtime modules (release_consts), then the modules build what
+     * their first call would (oneDNN's primitives and reordered weights: an engine that copies a
+     * constant lets its original go while it builds, see runtime/json_runtime.h) */
+    if (!rc && release_consts) {
+        const byoc_region **rs = gr_xcalloc(groups.len + 1, sizeof(*rs));
+        uint32_t *nrs = gr_xcalloc(groups.len + 1, sizeof(uint32_t));
+        for (uint32_t gi = 0; gi < groups.len; gi++) {
+            rs[gi] = groups.data[gi].regions.data;
+            nrs[gi] = groups.data[gi].regions.len;
+        }
+        size_t bytes = hand_off_consts(ctx, nm, rs, nrs, groups.len);
+        free(rs);
+        free(nrs);
+        ir_module_set_attr(nm, BYOC_ATTR_CONSTS_RELEASED, ir_attr_int((int64_t)bytes));
+    }
+    for (uint32_t gi = 0; gi < groups.len && !rc; gi++) {
+        const byoc_backend *b = byoc_backend_find(groups.data[gi].backend);
+        if (b && b->prepare) rc = b->prepare(mods[gi], diag);
+    }
+    for (uint32_t gi = 0; gi < groups.len; gi++) {
+        if (mods[gi] && !rc) rt_module_attach(nm, mods[gi]);
+        if (mods[gi]) rt_module_release(mods[gi]);
+    }
+    free(mods);
+    if (!rc) *out = nm;
     for (uint32_t gi = 0; gi < groups.len; gi++) gr_vec_free(&groups.data[gi].regions);
     gr_vec_free(&groups);
     gr_vec_free(&cmap);

@@ -208,6 +208,9 @@ static gr_status load_externals(graft_model *gm, const Graft__ArtifactBody *body
 gr_status graft_model_build(const ir_module *m, uint8_t **buf, size_t *len, gr_diag *diag) {
     *buf = NULL;
     *len = 0;
+    if (ir_attrs_get(m->attrs, BYOC_ATTR_CONSTS_RELEASED))
+        return gr_diag_set(diag, GR_ERR_INVALID, "graft_model_build: the module's region constants were handed to its "
+                           "runtime modules (byoc_partition_opts.release_consts); partition without it to build an artifact");
     gr_llvm_host *h = NULL;
     rt_px *x = NULL;
     char *text = NULL;

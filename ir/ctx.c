@@ -126,6 +126,17 @@ void ir__ctx_keep(ir_ctx_t *ctx, gr_object *obj) {
     gr_vec_push(&ctx->owned, obj);
 }
 
+uint32_t ir_ctx_disown(ir_ctx_t *ctx, struct gr_object *obj) {
+    uint32_t n = 0, w = 0;
+    for (uint32_t i = 0; i < ctx->owned.len; i++) {
+        if (ctx->owned.data[i] == obj) n++;
+        else ctx->owned.data[w++] = ctx->owned.data[i];
+    }
+    ctx->owned.len = w;
+    for (uint32_t i = 0; i < n; i++) gr_object_release(obj);
+    return n;
+}
+
 void ir__ctx_adopt(ir_ctx_t *ctx, void *p, size_t size) {
     gr_vec_push(&ctx->adopted, p);
     ctx->arena_bytes += size;

@@ -7,7 +7,8 @@
  * bump-allocated in the context's arena and is immutable once built, so a module before and
  * after a pass share nodes and both stay valid until ir_ctx_free(). Nobody frees a single node.
  * Tensor data of constants lives outside the arena in refcounted rt_tensor objects; the context
- * holds one reference for every constant built in it and drops them in ir_ctx_free().
+ * holds one reference for every constant built in it and drops them in ir_ctx_free(), or
+ * earlier for constants handed over to runtime modules (ir_ctx_disown).
  *
  *     ir_ctx_t *ctx = ir_ctx_new();
  *     ir_module *m = NULL;
@@ -35,6 +36,11 @@ typedef struct ir_ctx ir_ctx_t;
 /* Returns a new context; pair with ir_ctx_free(). Aborts only if the first allocation fails. */
 GR_API ir_ctx_t *ir_ctx_new(void);
 GR_API void ir_ctx_free(ir_ctx_t *ctx);
+/* Drops every reference the context holds on obj (a constant's tensor: one per ir_const_new
+ * on it); returns how many. obj then lives as long as its other holders: the caller must make
+ * sure no IR node built on it is read again (byoc_partition_opts.release_consts). */
+struct gr_object;
+GR_API uint32_t ir_ctx_disown(ir_ctx_t *ctx, struct gr_object *obj);
 
 /* Zeroed, 8-byte aligned arena memory that lives until ir_ctx_free(). Never returns NULL
  * (out of memory aborts: the arena is the process's working set). */

@@ -29,6 +29,13 @@
  *     (rt_dnnl_prim, the option dnnl.debug=1 lists every primitive with its implementation);
  *   - every value's shape is checked against its node's declared shape before anything runs;
  *   - intermediate buffers share one arena planned from their lifetimes; one user scratchpad.
+ *   - constants: the weights it reorders or folds are its own copies (stats.weight_bytes);
+ *     the graph constants its primitives read in place (plain matmul weights, biases, binary
+ *     operands) it retains (stats.const_bytes). On a disposable graph (one owned by a
+ *     JSON-runtime module, runtime/json_runtime.h "Constant ownership") it releases the
+ *     graph's reference to every constant as soon as the last node that reads it is built, so
+ *     the originals and its copies of all of them never coexist (stats.released_bytes); such
+ *     a graph cannot be prepared again.
  * run: binds the caller's input and output buffers and executes the primitive list on one
  * stream (serialized per graph).
  *
@@ -82,6 +89,10 @@ typedef struct rt_dnnl_stats {
     size_t naive_bytes;           /* sum of all intermediate sizes (no reuse) */
     size_t scratch_bytes;
     size_t weight_bytes;          /* weights reordered and owned by the engine */
+    size_t const_bytes;           /* graph constants the region still reads after prepare, in
+                                     place (plain matmul weights, biases, binary operands) */
+    size_t released_bytes;        /* graph constants it released after making its own copies
+                                     (a disposable graph, rt_json_graph_consts_disposable) */
     uint32_t nref;                /* primitives left on oneDNN's reference kernels ("ref:any") */
 } rt_dnnl_stats;
 void rt_dnnl_get_stats(const void *state, rt_dnnl_stats *out);

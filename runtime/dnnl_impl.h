@@ -11,8 +11,10 @@
 #include "ir/ctx.h"
 #include "runtime/dnnl.h"
 
-/* Value kinds: region input / output (bound per run), constant (graph-owned data), owned
- * (engine-owned, e.g. reordered weights), temporary (in the planned arena). */
+/* Value kinds: region input / output (bound per run), constant (the graph's constant data: a
+ * constant still read after prepare, by a primitive or a debug tap, is retained by the state,
+ * see dn_state.held; the others may be released by the graph, see rt_json_graph_release_const),
+ * owned (engine-owned, e.g. reordered weights), temporary (in the planned arena). */
 enum { V_IN, V_OUT, V_CONST, V_OWNED, V_TMP };
 
 typedef struct dn_val {
@@ -111,6 +113,9 @@ typedef struct dn_state {
     GR_VEC(dn_prim) prims;
     GR_VEC(dn_ext) exts;
     GR_VEC(void *) owned;
+    GR_VEC(rt_tensor *) held;     /* graph constants read after prepare (one reference each) */
+    struct dn_cst *csts;          /* while building: the graph's constants (dnnl_engine.c) */
+    size_t untrimmed;             /* bytes of constants released since the heap was last trimmed */
     size_t scratch_bytes;
     void *arena, *scratch;
     rt_dnnl_stats stats;

@@ -28,8 +28,9 @@ struct rt_json_graph {
     rt_json_entry *heads;
     uint32_t nconsts;
     uint32_t *const_nids;
-    rt_tensor **consts;
+    rt_tensor **consts;           /* NULL once released (rt_json_graph_release_const) */
     bool initialized;
+    bool consts_disposable;       /* its engine may release constants it made copies of */
     bool symbolic;                /* some dim is an expression (specialized per call shapes) */
     /* a symbolic graph: what its engine shares between the specializations */
     pthread_mutex_t shared_lock;
@@ -514,6 +515,25 @@ gr_status rt_json_graph_init(rt_json_graph *g, rt_tensor *const *consts, uint32_
     return GR_OK;
 }
 
+void rt_json_graph_set_consts_disposable(rt_json_graph *g) { g->consts_disposable = !g->symbolic && !g->root; }
+
+bool rt_json_graph_consts_disposable(const rt_json_graph *g) { return g->consts_disposable; }
+
+size_t rt_json_graph_release_const(rt_json_graph *g, uint32_t i) {
+    if (!g->consts_disposable || i >= g->nconsts || !g->consts[i]) return 0;
+    size_t nb = rt_tensor_nbytes(g->consts[i]);
+    rt_tensor_release(g->consts[i]);
+    g->consts[i] = NULL;
+    return nb;
+}
+
+size_t rt_json_graph_const_bytes(const rt_json_graph *g) {
+    size_t nb = 0;
+    for (uint32_t i = 0; i < g->nconsts && g->consts; i++)
+        if (g->consts[i]) nb += rt_tensor_nbytes(g->consts[i]);
+    return nb;
+}
+
 /* -------------------------------------------------------------- reference engine ---- */
 
 typedef enum ref_arg_kind { RA_IN, RA_SHAPE, RA_INT, RA_FLOAT, RA_STR, RA_TUPLE, RA_NONE } ref_arg_kind;
@@ -942,6 +962,16 @@ static int jm_find(json_mod *jm, const char *symbol) {
     return -1;
 }
 
+/* Prepares static graph i once (under jm->lock). The module owns the graph and never prepares
+ * it again, so its engine may drop the constants it made its own copies of. */
+static gr_status jm_prepare_static(json_mod *jm, uint32_t i, gr_diag *d) {
+    if (jm->prepared[i]) return GR_OK;
+    rt_json_graph_set_consts_disposable(jm->graphs[i]);
+    gr_status st = jm_prepare(jm, jm->graphs[i], &jm->states[i], d);
+    jm->prepared[i] = st == GR_OK;
+    return st;
+}
+
 static gr_status jm_call(rt_module *m, const char *symbol, DLTensor *const *args, uint32_t nin, uint32_t nout,
                          gr_diag *d) {
     json_mod *jm = m->context;
@@ -953,10 +983,7 @@ static gr_status jm_call(rt_module *m, const char *symbol, DLTensor *const *args
     if (g->symbolic) return jm_call_symbolic(jm, (uint32_t)i, args, nin, nout, d);
     gr_status st = GR_OK;
     pthread_mutex_lock(&jm->lock);
-    if (!jm->prepared[i]) {
-        st = jm_prepare(jm, g, &jm->states[i], d);
-        jm->prepared[i] = st == GR_OK;
-    }
+    st = jm_prepare_static(jm, (uint32_t)i, d);
     pthread_mutex_unlock(&jm->lock);
     if (st) return st;
     return jm->eng->run(g, jm->states[i], args, nin, nout, d);
@@ -1049,6 +1076,23 @@ uint32_t rt_json_module_set_taps(const struct ir_module *m, rt_json_tap_fn fn, v
         for (uint32_t i = 0; (g = rt_json_module_graph(rt_module_at(m, k), i)); i++, n++) rt_json_graph_set_tap(g, fn, user);
     }
     return n;
+}
+
+gr_status rt_json_module_prepare(rt_module *m, gr_diag *d) {
+    if (!m || m->iface != &JSON_MODULE_I) return GR_OK;
+    json_mod *jm = m->context;
+    gr_status st = GR_OK;
+    pthread_mutex_lock(&jm->lock);
+    for (uint32_t i = 0; i < jm->n && !st; i++)
+        if (jm->graphs[i]->initialized && !jm->graphs[i]->symbolic) st = jm_prepare_static(jm, i, d);
+    pthread_mutex_unlock(&jm->lock);
+    return st;
+}
+
+void *rt_json_module_state(rt_module *m, uint32_t i) {
+    if (!m || m->iface != &JSON_MODULE_I) return NULL;
+    json_mod *jm = m->context;
+    return i < jm->n && jm->prepared[i] ? jm->states[i] : NULL;
 }
 
 rt_json_graph *rt_json_module_graph(rt_module *m, uint32_t i) {

@@ -98,8 +98,26 @@ const char *rt_json_graph_const_name(const rt_json_graph *g, uint32_t i);
 /* Binds the constants once (retained; later calls are no-ops returning GR_OK). Checks each
  * tensor's dtype and shape against its const node. */
 gr_status rt_json_graph_init(rt_json_graph *g, rt_tensor *const *consts, uint32_t n, gr_diag *diag);
-/* The constant tensor of const node i (borrowed), NULL before init. */
+/* The constant tensor of const node i (borrowed), NULL before init and once released. */
 rt_tensor *rt_json_graph_const(const rt_json_graph *g, uint32_t i);
+
+/* ---- Constant ownership ----
+ * init retains every constant: the graph holds one reference to each (the caller, e.g. the IR
+ * context the constants came from, may hold more). An engine that keeps its own copy of a
+ * constant (oneDNN: weights reordered into its layouts) does not need the original after its
+ * prepare. When the graph is prepared exactly once and nothing else reads its constants (a
+ * static graph owned by a JSON-runtime module: the module sets the flag before it prepares),
+ * the graph is "disposable": its engine's prepare may release its reference to each constant
+ * it no longer reads, which frees the data when no one else holds it. An engine that still
+ * reads a constant at run time retains that tensor itself. Never for symbolic graphs or their
+ * specializations (every new shape prepares again from the constants). */
+void rt_json_graph_set_consts_disposable(rt_json_graph *g);
+bool rt_json_graph_consts_disposable(const rt_json_graph *g);
+/* Drops the graph's reference to constant i (rt_json_graph_const(g, i) is NULL afterwards);
+ * returns its bytes, 0 when the graph is not disposable or i was released already. */
+size_t rt_json_graph_release_const(rt_json_graph *g, uint32_t i);
+/* Bytes of the constants the graph still references. */
+size_t rt_json_graph_const_bytes(const rt_json_graph *g);
 
 /* True when some dim of the graph is symbolic (an expression string in its document, e.g.
  * "n" or "(w - 1) // 2 + 1"). A module runs such a graph through a static copy per distinct
@@ -168,6 +186,12 @@ extern const rt_json_engine rt_json_reference_engine;
  * opts: the engine's options (copied), NULL: its defaults. */
 rt_module *rt_json_module_new(const char *name, const rt_json_engine *eng, const void *opts,
                               rt_json_graph *const *graphs, uint32_t n);
+/* Prepares every static graph of a module made by rt_json_module_new / load now, as its first
+ * call would (codegens call it so that an engine's rejection surfaces at compile time); the
+ * module's graphs are disposable (see "Constant ownership"). GR_OK for another kind of module. */
+gr_status rt_json_module_prepare(rt_module *m, gr_diag *d);
+/* The engine state of static graph i once prepared (borrowed), else NULL. */
+void *rt_json_module_state(rt_module *m, uint32_t i);
 /* Graph i of a module made by rt_json_module_new / load (borrowed), NULL past the end or for
  * another kind of module. */
 rt_json_graph *rt_json_module_graph(rt_module *m, uint32_t i);

@@ -129,6 +129,8 @@ int cmd_run(int argc, char **argv) {
     prof_init(&ps, NULL);
     byoc_partition_opts po = {0};
     po.options = cli_backend_options();
+    /* the regions' weights belong to their runtime modules: not held twice */
+    po.release_consts = true;
     for (uint32_t s = 0; s < nspecs; s++) {
         if (!is_list(specs[s].source)) continue;
         if (load_list(&specs[s], &seqs[lo.nseqs++], &d) != GR_OK) {

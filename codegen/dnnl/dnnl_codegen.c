@@ -263,15 +263,6 @@ gr_status dnnl_cg_compile(ir_ctx_t *ctx, const byoc_region *regions, uint32_t n,
     if (!graphs) return gr_diag_set(diag, GR_ERR_NOMEM, "dnnl codegen: out of memory");
     gr_status st = GR_OK;
     for (uint32_t i = 0; i < n && !st; i++) st = build_graph(ctx, &regions[i], eo.debug, &graphs[i], diag);
-    /* Build every region's primitives now, so oneDNN rejections surface at compile time
-     * naming the region and its layers (the module prepares again lazily; cheap). A region with
-     * symbolic dims is built per call shapes, at run time. */
-    for (uint32_t i = 0; i < n && !st; i++) {
-        void *state = NULL;
-        if (rt_json_graph_symbolic(graphs[i])) continue;
-        st = rt_dnnl_engine.prepare(graphs[i], &eo, &state, diag);
-        if (!st) rt_dnnl_engine.release(graphs[i], state);
-    }
     if (st) {
         for (uint32_t i = 0; i < n; i++) rt_json_graph_free(graphs[i]);
         free(graphs);
@@ -281,6 +272,12 @@ gr_status dnnl_cg_compile(ir_ctx_t *ctx, const byoc_region *regions, uint32_t n,
     free(graphs);
     return *out ? GR_OK : gr_diag_set(diag, GR_ERR_NOMEM, "dnnl codegen: out of memory");
 }
+
+/* Every static region's primitives are built at compile time (RunCodegen calls this after the
+ * constants were handed over), so oneDNN rejections surface there naming the region and its
+ * layers; the module keeps them for its calls. A region with symbolic dims is built per call
+ * shapes, at run time. */
+static gr_status dnnl_prepare(rt_module *mod, gr_diag *diag) { return rt_json_module_prepare(mod, diag); }
 
 static gr_status dnnl_load(const uint8_t *buf, size_t len, struct rt_tensor *(*consts)(const char *name, void *user),
                            void *user, const byoc_options *opts, rt_module **out, gr_diag *diag) {
@@ -292,4 +289,5 @@ const byoc_backend byoc_dnnl_backend = {
     "dnnl",
     "oneDNN: fused composites (conv1d/conv2d/conv2d_transpose/matmul/dense + bias, affine, eltwise, residual add, "
     "broadcast multiply), pools, softmax, norms, eltwise/binary, concat, resize, reduce, strided_slice",
-    dnnl_patterns, dnnl_cg_compile, dnnl_load, "dnnl_json", DNNL_OPTIONS, sizeof DNNL_OPTIONS / sizeof DNNL_OPTIONS[0]};
+    dnnl_patterns, dnnl_cg_compile, dnnl_load, "dnnl_json", DNNL_OPTIONS, sizeof DNNL_OPTIONS / sizeof DNNL_OPTIONS[0],
+    dnnl_prepare};

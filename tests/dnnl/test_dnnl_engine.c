@@ -740,3 +740,79 @@ Test(dnnl_engine, transpose_weights_option) {
         cr_expect_eq(st[1].weight_bytes, st[0].weight_bytes, "brgemm picks its own layout: the option changes nothing");
     }
 }
+
+/* Constant ownership (runtime/json_runtime.h): a graph owned by a module is prepared once, and
+ * the engine lets go of every constant it made its own copy of (the convolution's reordered
+ * weights) while it keeps a reference to each constant its primitives read in place. Here the
+ * test holds the only other reference: a released constant is back to one reference, a held
+ * one at two; the graph references none; the stats account for every byte; the results match
+ * the reference engine, twice (buffers reused), and a second prepare of the same graph fails
+ * with a message instead of reading freed data. */
+Test(dnnl_engine, consts_released_after_prepare) {
+    dt_graph g;
+    dt_init(&g, 21);
+    int x = dt_input(&g, 4, S4(1, 16, 14, 14));
+    int w = dt_const(&g, 4, S4(32, 16, 3, 3));
+    int c = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "1, 1, 1, 1", "1, 1", "1"), 2, IN(x, w), NULL, 4,
+                  S4(1, 32, 14, 14), "conv");
+    int sh = dt_const(&g, 4, S4(1, 32, 1, 1));
+    int a = dt_op(&g, "relax.add", NULL, 2, IN(c, sh), NULL, 4, S4(1, 32, 14, 14), "shift");
+    dt_head(&g, a);
+    int x2 = dt_input(&g, 2, S2(49, 96));
+    int w2 = dt_const(&g, 2, S2(96, 384));
+    int m = dt_op(&g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(x2, w2), NULL, 2, S2(49, 384), "fc");
+    dt_head(&g, m);
+    rt_tensor *ref[DT_MAX] = {0};
+    gr_diag d = {0};
+    cr_assert_eq(dt_run(&g, &rt_json_reference_engine, ref, &d), GR_OK, "%s", d.msg);
+
+    char *text = dt_text(&g);
+    rt_json_graph *gr = NULL;
+    cr_assert_eq(rt_json_graph_load("test_region", text, strlen(text), &gr, &d), GR_OK, "%s", d.msg);
+    free(text);
+    cr_assert_eq(rt_json_graph_init(gr, g.consts, (uint32_t)g.nconsts, &d), GR_OK, "%s", d.msg);
+    rt_module *mod = rt_json_module_new("test", &rt_dnnl_engine, NULL, &gr, 1);
+    size_t total = rt_json_graph_const_bytes(gr);
+    cr_assert_eq(rt_json_module_prepare(mod, &d), GR_OK, "%s", d.msg);
+    rt_dnnl_stats st;
+    rt_dnnl_get_stats(rt_json_module_state(mod, 0), &st);
+    cr_expect_eq(rt_json_graph_const_bytes(gr), 0, "the graph still references %zu constant bytes",
+                 rt_json_graph_const_bytes(gr));
+    size_t held = 0;
+    for (int i = 0; i < g.nconsts; i++) {
+        int32_t refs = atomic_load(&g.consts[i]->obj.refcount);
+        cr_expect(refs == 1 || refs == 2, "constant %d: %d references", i, refs);
+        if (refs == 2) held += rt_tensor_nbytes(g.consts[i]);
+    }
+    cr_expect_eq(atomic_load(&g.consts[0]->obj.refcount), 1, "the convolution's weights (reordered) are kept");
+    cr_expect_eq(held, st.const_bytes, "held %zu bytes, stats say %zu", held, st.const_bytes);
+    cr_expect_eq(st.released_bytes + st.const_bytes, total, "released %zu + held %zu of %zu bytes", st.released_bytes,
+                 st.const_bytes, total);
+    cr_expect_geq(st.released_bytes, (size_t)32 * 16 * 9 * 4, "the conv weights were released");
+
+    DLTensor *args[4] = {&g.inputs[0]->dl, &g.inputs[1]->dl, NULL, NULL};
+    rt_tensor *out[2];
+    for (int h = 0; h < 2; h++) {
+        out[h] = rt_tensor_new((DLDataType){kDLFloat, 32, 1}, g.out_nd[h], g.out_shapes[h]);
+        args[2 + h] = &out[h]->dl;
+    }
+    for (int run = 0; run < 2; run++) {
+        cr_assert_eq(rt_module_call(mod, "test_region", args, 2, 2, &d), GR_OK, "%s", d.msg);
+        for (int h = 0; h < 2; h++) {
+            const float *r = rt_tensor_data(ref[h]), *o = rt_tensor_data(out[h]);
+            for (int64_t i = 0; i < rt_tensor_numel(ref[h]); i++)
+                cr_assert(fabs((double)r[i] - (double)o[i]) <= DT_ATOL + DT_RTOL * fabs((double)r[i]),
+                          "run %d head %d elem %ld: ref %g dnnl %g", run, h, (long)i, (double)r[i], (double)o[i]);
+        }
+    }
+    void *again = NULL;
+    gr_status st2 = rt_dnnl_engine.prepare(gr, NULL, &again, &d);
+    cr_expect_neq(st2, GR_OK, "a second prepare of a graph whose constants were released");
+    cr_expect(strstr(d.msg, "released") != NULL, "%s", d.msg);
+    for (int h = 0; h < 2; h++) {
+        rt_tensor_release(out[h]);
+        rt_tensor_release(ref[h]);
+    }
+    rt_module_release(mod);
+    dt_free(&g);
+}

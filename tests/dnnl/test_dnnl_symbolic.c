@@ -77,8 +77,9 @@ static graft_model *build_symbolic(const char *path, const char *backend, double
     return gm;
 }
 
-/* Runs gm on refs/<name>/input_0.npy and compares with output_0.npy. */
-static void run_ref(graft_model *gm, const char *name, bool prob) {
+/* Runs gm (or, gm NULL, the executor x) on refs/<name>/input_0.npy and compares with
+ * output_0.npy. */
+static void run_ref_on(graft_model *gm, rt_exec_t *x, const char *name, bool prob) {
     char in_path[4200], out_path[4200];
     snprintf(in_path, sizeof in_path, "%s/refs/%s/input_0.npy", sym_dir(), name);
     snprintf(out_path, sizeof out_path, "%s/refs/%s/output_0.npy", sym_dir(), name);
@@ -87,7 +88,8 @@ static void run_ref(graft_model *gm, const char *name, bool prob) {
     cr_assert_eq(rt_npy_load(in_path, &input, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(rt_npy_load(out_path, &ref, &d), GR_OK, "%s", d.msg);
     rt_value arg = rt_value_tensor(input), res = {0};
-    cr_assert_eq(graft_model_run(gm, &arg, 1, &res, &d), GR_OK, "%s: %s", name, d.msg);
+    gr_status st = gm ? graft_model_run(gm, &arg, 1, &res, &d) : rt_exec_run(x, &arg, 1, &res, &d);
+    cr_assert_eq(st, GR_OK, "%s: %s", name, d.msg);
     const rt_tensor *got = res.kind == RT_VAL_TUPLE ? res.u.tuple.items[0].u.t : res.u.t;
     cr_assert(rt_tensor_same_shape(got, ref), "%s: output shape differs from ONNX Runtime's", name);
     double scale = 0, worst = 0;
@@ -104,6 +106,8 @@ static void run_ref(graft_model *gm, const char *name, bool prob) {
     rt_value_clear(&arg);
     rt_tensor_release(ref);
 }
+
+static void run_ref(graft_model *gm, const char *name, bool prob) { run_ref_on(gm, NULL, name, prob); }
 
 static char *need(const char *key, const char *ref) {
     char *path = model_path(key);
@@ -164,6 +168,33 @@ Test(dnnl_symbolic, dynamic_batch_zoo_model, .timeout = 300) {
     run_ref(gm, "resnet18_dynbatch_b4", false);
     graft_model_free(gm);
     free(p);
+}
+
+/* In process, with the constants handed to the runtime (byoc_partition_opts.release_consts, as
+ * graft run does): the IR context no longer holds them, and a symbolic region's graph keeps its
+ * own references, so each new width prepares again from them (and from the weights reordered
+ * once for every width), back and forth. */
+Test(dnnl_symbolic, ppocr_rec_released_consts_new_widths, .timeout = 300) {
+    char *path = need("GRAFT_MODEL_REC", "rec_w320");
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag d = {0};
+    onnx_import_opts io = {0};
+    ir_module *m = NULL, *opt = NULL, *part = NULL;
+    cr_assert_eq(onnx_import_file(ctx, path, &io, &m, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
+    byoc_partition_opts po = {0};
+    po.release_consts = true;
+    const char *be[1] = {"dnnl"};
+    cr_assert_eq(byoc_partition(ctx, opt, be, 1, &po, &part, &d), GR_OK, "%s", d.msg);
+    const ir_attr *rel = ir_attrs_get(part->attrs, BYOC_ATTR_CONSTS_RELEASED);
+    cr_assert(rel && rel->u.i > 0, "no constants handed to the runtime");
+    rt_exec_t *x = NULL;
+    cr_assert_eq(rt_exec_new(part, "main", &x, &d), GR_OK, "%s", d.msg);
+    static const char *const widths[] = {"rec_w80", "rec_w320", "rec_w160", "rec_w80"};
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) run_ref_on(NULL, x, widths[i], true);
+    rt_exec_free(x);
+    ir_ctx_free(ctx);
+    free(path);
 }
 
 /* The host path (no backend): reference kernels and the symbolic memory plan. */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "byoc/byoc.h"
+#include "deploy/graft_model.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/op.h"
 #include "ir/transform.h"
@@ -75,8 +76,32 @@ static void check_zoo(const char *name, int min_fused) {
     byoc_notes_init(&notes);
     byoc_partition_opts po = {0};
     po.notes = &notes;
+    /* as graft run: the weights go to the runtime, which keeps only its own copies */
+    po.release_consts = true;
     const char *be[1] = {"dnnl"};
     cr_assert_eq(byoc_partition(ctx, opt, be, 1, &po, &part, &d), GR_OK, "%s", d.msg);
+    /* held once: after the (compile-time) prepare no region's graph references a constant, the
+     * context handed them over, and most bytes went (what is left is read in place) */
+    const ir_attr *rel = ir_attrs_get(part->attrs, BYOC_ATTR_CONSTS_RELEASED);
+    cr_assert(rel && rel->kind == IR_ATTR_INT && rel->u.i > 0, "%s: no constants handed to the runtime", name);
+    size_t graph_bytes = 0, released = 0, held = 0;
+    for (uint32_t k = 0; k < rt_module_count(part); k++) {
+        rt_json_graph *gr;
+        for (uint32_t q = 0; (gr = rt_json_module_graph(rt_module_at(part, k), q)); q++) {
+            graph_bytes += rt_json_graph_const_bytes(gr);
+            rt_dnnl_stats rs;
+            rt_dnnl_get_stats(rt_json_module_state(rt_module_at(part, k), q), &rs);
+            released += rs.released_bytes;
+            held += rs.const_bytes;
+        }
+    }
+    cr_expect_eq(graph_bytes, 0, "%s: the regions' graphs still reference %zu constant bytes", name, graph_bytes);
+    cr_expect_geq(released + held, (size_t)rel->u.i, "%s: %zu bytes handed over, %zu released + %zu held", name,
+                  (size_t)rel->u.i, released, held);
+    uint8_t *abuf = NULL;
+    size_t alen = 0;
+    cr_expect_neq(graft_model_build(part, &abuf, &alen, &d), GR_OK, "%s: an artifact without its constants", name);
+    free(abuf);
     json_t *rep = byoc_report_json(ctx, po.after_merge, be, 1, &notes);
     size_t i, j;
     json_t *g, *c;
