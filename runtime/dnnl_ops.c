@@ -682,12 +682,18 @@ static gr_status op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *co
         }
         if (!placed) na = used = 0;
     }
-    /* dnnl.transpose_weights: oneDNN 2.6's gemm:jit (the matmul on AVX2, where brgemm needs
-     * AVX-512) reads plain K x N weights 2-4x slower than transposed ones when there are few
-     * rows (convnext_tiny's 4x expansions at 49 and 196 rows; from 784 rows on both are alike).
-     * The transposed layout is a reordered copy next to the IR's constant (convnext_tiny at
-     * AVX2: 53.5 instead of 58 ms, 295 instead of 156 MiB), so it is off by default. */
-    if (!st && placed && S->opts.transpose_weights && pnd <= 4 && dst.dims[pnd - 2] < 512 && gemm_impl(pd)) {
+    /* dnnl.transpose_weights (default on): oneDNN 2.6's gemm:jit (the matmul on AVX2, where
+     * brgemm needs AVX-512) reads plain K x N weights slower than transposed ones when the
+     * product widens (N > K) and has few rows; measured per primitive at AVX2, min of 20 runs:
+     * convnext_tiny's 4x expansions at 49 rows 2.5 -> 1.5 ms, at 196 rows 1.62 -> 1.33 ms,
+     * bert_encoder's (96 rows, 384 -> 1536) 0.77 -> 0.72 ms; from 784 rows on both are alike.
+     * Square and narrowing products (384 -> 384, 1536 -> 384 at 96 rows; convnext's 4x
+     * reductions) and single rows (GEMV) are 10-20% slower transposed, so they keep the
+     * plain weights. The transposed copy is the engine's own: the original is released
+     * after prepare (runtime/json_runtime.h "Constant ownership"), so it costs no memory. */
+    int64_t mrows = dst.dims[pnd - 2], kdim = amd.dims[pnd - 1], ncols = dst.dims[pnd - 1];
+    if (!st && placed && S->opts.transpose_weights && pnd <= 4 && mrows >= 16 && mrows < 512 && ncols > kdim &&
+        gemm_impl(pd)) {
         static const dnnl_format_tag_t TR[5] = {0, 0, dnnl_ba, dnnl_acb, dnnl_abdc};
         dnnl_memory_desc_t btr;
         dnnl_primitive_desc_t tpd;

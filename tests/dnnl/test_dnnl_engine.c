@@ -713,32 +713,41 @@ Test(dnnl_engine, team_pinned_caller_mask_restored) {
         cr_expect_geq(single_cpu_threads(), 1, "no thread of the oneDNN team is pinned");
 }
 
-/* dnnl.transpose_weights: where oneDNN runs the matmul on gemm:jit (AVX2), constant weights get
- * a transposed copy (more weight bytes; off, they are read in place) and the same results;
- * where brgemm runs it (AVX-512) nothing changes. */
+/* dnnl.transpose_weights (default on): where oneDNN runs the matmul on gemm:jit (AVX2), the
+ * constant weights of a widening product (N > K) with few rows get a transposed copy (off,
+ * they are read in place) and the same results (dt_check against the reference engine); a
+ * narrowing one keeps its weights in place either way; where brgemm runs it (AVX-512) the
+ * option changes nothing. */
+static size_t tw_weight_bytes(const rt_dnnl_opts *o, int64_t k, int64_t n) {
+    dt_graph g;
+    dt_init(&g, 9);
+    g.opts = o;
+    int x = dt_input(&g, 2, S2(49, k));
+    int w = dt_const(&g, 2, S2(k, n));
+    int m = dt_op(&g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(x, w), NULL, 2, S2(49, n), "fc1");
+    dt_head(&g, m);
+    dt_check(&g);
+    rt_dnnl_stats st;
+    gr_diag d = {0};
+    cr_assert_eq(dt_stats(&g, &st, &d), GR_OK, "%s", d.msg);
+    dt_free(&g);
+    return st.weight_bytes;
+}
+
 Test(dnnl_engine, transpose_weights_option) {
-    rt_dnnl_opts on = rt_dnnl_default_opts();
-    on.transpose_weights = true;
-    rt_dnnl_stats st[2];
-    for (int k = 0; k < 2; k++) {
-        dt_graph g;
-        dt_init(&g, 9);
-        g.opts = k ? &on : NULL;
-        int x = dt_input(&g, 2, S2(49, 96));
-        int w = dt_const(&g, 2, S2(96, 384));
-        int m = dt_op(&g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(x, w), NULL, 2, S2(49, 384), "fc1");
-        dt_head(&g, m);
-        dt_check(&g);
-        gr_diag d = {0};
-        cr_assert_eq(dt_stats(&g, &st[k], &d), GR_OK, "%s", d.msg);
-        dt_free(&g);
-    }
+    rt_dnnl_opts off = rt_dnnl_default_opts();
+    cr_expect(off.transpose_weights, "on by default");
+    off.transpose_weights = false;
+    size_t w_off = tw_weight_bytes(&off, 96, 384), w_on = tw_weight_bytes(NULL, 96, 384);
+    size_t n_off = tw_weight_bytes(&off, 384, 96), n_on = tw_weight_bytes(NULL, 384, 96);
     if (!strcmp(rt_dnnl_isa(), "avx2")) {
-        cr_expect_eq(st[0].weight_bytes, 0, "off: gemm:jit reads the weights in place, got %zu bytes", st[0].weight_bytes);
-        cr_expect_eq(st[1].weight_bytes, (size_t)96 * 384 * 4, "on, gemm:jit: one transposed copy");
+        cr_expect_eq(w_off, 0, "off: gemm:jit reads the weights in place, got %zu bytes", w_off);
+        cr_expect_eq(w_on, (size_t)96 * 384 * 4, "on, widening, gemm:jit: one transposed copy, got %zu", w_on);
+        cr_expect_eq(n_on, 0, "on, narrowing: the weights stay in place, got %zu bytes", n_on);
     } else {
-        cr_expect_eq(st[1].weight_bytes, st[0].weight_bytes, "brgemm picks its own layout: the option changes nothing");
+        cr_expect_eq(w_on, w_off, "brgemm picks its own layout: the option changes nothing");
     }
+    cr_expect_eq(n_on, n_off, "a narrowing product is not transposed");
 }
 
 /* Constant ownership (runtime/json_runtime.h): a graph owned by a module is prepared once, and
