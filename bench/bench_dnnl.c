@@ -1,7 +1,7 @@
 /* graft with oneDNN vs ONNX Runtime on the PP-OCR models and the model zoo, side by side.
  *
  *   build/bench/bench_dnnl [--runs N] [--warmup N] [--pause-ms N] [--model NAME]...
- *                          [--isa native|avx2]... [--report] [--artifact] [--option dnnl.NAME=VALUE]...
+ *                          [--isa native|avx2]... [--report] [--artifact]
  *
  * Models: PP-OCR det / rec / cls (build/third_party/models.env, scripts/fetch_models.sh) and the
  * zoo (build/third_party/zoo or GRAFT_ZOO, scripts/fetch_zoo.sh; the input shape is that of the
@@ -215,9 +215,9 @@ static bool model_paths(const model_def *md, char **path, char **refs) {
 }
 
 typedef struct bench_opts {
+    const byoc_options *options;  /* --backend-opt */
     int runs, warmup, pause_ms;
     bool report, artifact;
-    const byoc_options *options;  /* --option: the backends' options (NULL: defaults) */
 } bench_opts;
 
 /* Writes the ratios of graft's medians to ORT's, warm to ratio[0] and idle to ratio[1] (the
@@ -407,24 +407,26 @@ int main(int argc, char **argv) {
     rt_dnnl_thread_opts topts = {nt ? atoi(nt) : 0, true};
     rt_dnnl_set_thread_options(&topts);
     int runs = 20, warmup = 3, nisa = 0, pause_ms = 50;
+    byoc_options *options = byoc_options_new();
     bool report = false, artifact = false, pick[NMODELS] = {false}, any = false;
     const char *isas[2];
-    byoc_options *bopts = NULL;
     for (int i = 1; i < argc; i++) {
         bool ok = true;
-        gr_diag od = {0};
         if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--pause-ms") && i + 1 < argc) pause_ms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--report")) report = true;
         else if (!strcmp(argv[i], "--artifact")) artifact = true;
-        else if (!strcmp(argv[i], "--option") && i + 1 < argc) {
-            if (!bopts) bopts = byoc_options_new();
-            if (byoc_options_set(bopts, argv[++i], &od)) {
-                fprintf(stderr, "bench_dnnl: %s\n", od.msg);
-                ok = false;
+        else if (!strcmp(argv[i], "--backend-opt") && i + 1 < argc) {
+            gr_diag d;
+            gr_diag_clear(&d);
+            if (byoc_options_set(options, argv[++i], &d)) {
+                fprintf(stderr, "bench_dnnl: --backend-opt: %s\n", d.msg);
+                byoc_options_free(options);
+                return 2;
             }
-        } else if (!strcmp(argv[i], "--isa") && i + 1 < argc && nisa < 2 &&
+        }
+        else if (!strcmp(argv[i], "--isa") && i + 1 < argc && nisa < 2 &&
                  (!strcmp(argv[i + 1], "native") || !strcmp(argv[i + 1], "avx2")))
             isas[nisa++] = argv[++i];
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
@@ -435,9 +437,10 @@ int main(int argc, char **argv) {
         } else ok = false;
         if (!ok) {
             fprintf(stderr, "usage: bench_dnnl [--runs N] [--warmup N] [--pause-ms N] [--model NAME]... "
-                            "[--isa native|avx2]... [--report] [--artifact] [--option dnnl.NAME=VALUE]...\n  models:");
+                            "[--isa native|avx2]... [--report] [--artifact] [--backend-opt dnnl.NAME=VALUE]...\n  models:");
             for (int k = 0; k < NMODELS; k++) fprintf(stderr, " %s", MODELS[k].name);
             fprintf(stderr, "\n");
+            byoc_options_free(options);
             return 2;
         }
     }
@@ -488,7 +491,7 @@ int main(int argc, char **argv) {
             pid_t pid = fork();
             if (pid == 0) {
                 if (avx2) setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1); /* before the child's first oneDNN call */
-                bench_opts bo = {runs, warmup, pause_ms, report, artifact, bopts};
+                bench_opts bo = {options, runs, warmup, pause_ms, report, artifact};
                 _exit(run_model(&MODELS[k], &bo, &ratios[2 * k]));
             }
             int ws = 0;
@@ -506,6 +509,6 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
     munmap(ratios, sizeof(double) * 2 * NMODELS);
-    byoc_options_free(bopts);
+    byoc_options_free(options);
     return rc;
 }

@@ -1183,7 +1183,7 @@ static gr_status build(dn_state *S) {
 }
 
 rt_dnnl_opts rt_dnnl_default_opts(void) {
-    return (rt_dnnl_opts){.transpose_weights = true, .small_kb = RT_DNNL_SMALL_KB_DEFAULT};
+    return (rt_dnnl_opts){.transpose_weights = true, .small_kb = RT_DNNL_SMALL_KB_DEFAULT, .winograd = true};
 }
 
 static gr_status dn_prepare(rt_json_graph *g, const void *opts, void **state, gr_diag *d) {
