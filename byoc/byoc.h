@@ -108,7 +108,9 @@ typedef struct byoc_partition_opts {
      * must not be read through the IR -- the input module m and every module before it refer
      * to them, and the output module has no const_name_to_constant for them (it carries
      * BYOC_ATTR_CONSTS_RELEASED; graft_model_build refuses it). For a process that partitions
-     * to run (graft run, benchmarks), not for one that also builds an artifact from it. */
+     * to run (graft run, benchmarks), not for one that also builds an artifact from it. If the
+     * partition fails, the constants handed over may be gone too: do not fall back to running
+     * the input module then. */
     bool release_consts;
     /* after the run: the module after each stage (NULL when not reached) */
     ir_module *after_fuse, *after_merge;

@@ -1018,7 +1018,10 @@ static void const_settle(dn_state *S, dn_cst *cs, uint32_t c, uint32_t i, bool f
         int v = S->ent_val[e];
         if ((int)e != k->ent && (v < 0 || k->val < 0 || root_of(S, v) != k->val)) continue;
         if ((int)e != k->ent) held = true;  /* a node output viewing the data: a tap reads it */
-        if (S->is_head[e] && !final) return;
+        if (S->is_head[e] && !final) {   /* the output reorder reads it: at the end */
+            k->next = UINT32_MAX;
+            return;
+        }
         for (uint32_t q = 0; q < S->cons[e].len; q++) {
             uint32_t nid = (uint32_t)(S->cons[e].data[q] - S->node0);
             if (nid > last) last = nid;
@@ -1085,7 +1088,7 @@ static gr_status build(dn_state *S) {
             S->ent_val[row] = t.code == kDLFloat && t.bits == 32 ? v : -1;
         } else {
             rt_tensor *c = rt_json_graph_const(g, ci);
-            if (!c && rt_json_graph_num_consts(g) > ci)
+            if (!c)
                 return dn_fail(S, n, dnnl_success, "constant released by an earlier prepare of this graph");
             cs[ci] = (dn_cst){(int)row, -1, 0, false};
             if (c && t.code == kDLFloat && t.bits == 32) {
