@@ -62,6 +62,7 @@ typedef struct rt_dnnl_opts {
     bool no_fuse;                 /* no post-ops: every op its own primitive */
     bool no_pixel_deconv;         /* no 1x1 convolution + interleave for stride == kernel deconvs */
     bool transpose_weights;       /* transposed copies of constant matmul weights for gemm:jit */
+    bool no_layout_plan;          /* each value in its producer's layout, permutes copied (no views) */
     int64_t small_kb;             /* regions whose tensors are all below this many KiB run
                                      single-threaded; 0: never */
     rt_dnnl_deconv_tag deconv_tag;
@@ -74,6 +75,7 @@ rt_dnnl_opts rt_dnnl_default_opts(void);
 typedef struct rt_dnnl_stats {
     uint32_t nprims;              /* primitives executed per run (reorders included) */
     uint32_t nreorders;           /* of which reorders */
+    uint32_t nviews;              /* permutes run as views of their input, without a copy */
     uint32_t npostops;            /* post-ops fused (bias counts as one) */
     uint32_t nfused_nodes;        /* kernel nodes folded into another node's primitive */
     uint32_t ncomposites;         /* fused composites built from their annotation */

@@ -1148,9 +1148,9 @@ static gr_status dn_prepare(rt_json_graph *g, const void *opts, void **state, gr
     if (S->small) rt_dnnl_team_single(false);
     if (S->opts.dump) fprintf(stderr, "%s\n", rt_json_graph_text(g));
     if (!st && S->opts.debug) {
-        fprintf(stderr, "dnnl region '%s': %u primitives (%u reorders, %u on ref), %u composites, %u post-ops, %u nodes folded, "
-                        "arena %zu, scratch %zu, weights %zu bytes\n",
-                S->symbol, S->stats.nprims, S->stats.nreorders, S->stats.nref, S->stats.ncomposites, S->stats.npostops,
+        fprintf(stderr, "dnnl region '%s': %u primitives (%u reorders, %u on ref), %u permutes as views, %u composites, %u post-ops, "
+                        "%u nodes folded, arena %zu, scratch %zu, weights %zu bytes\n",
+                S->symbol, S->stats.nprims, S->stats.nreorders, S->stats.nref, S->stats.nviews, S->stats.ncomposites, S->stats.npostops,
                 S->stats.nfused_nodes, S->stats.arena_bytes, S->scratch_bytes, S->stats.weight_bytes);
         for (uint32_t p = 0; p < S->prims.len; p++) {
             const dn_prim *pr = &S->prims.data[p];

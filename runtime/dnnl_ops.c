@@ -364,6 +364,50 @@ static bool layout_view(const char *lay, const char *canon, const int64_t *shape
     return true;
 }
 
+/* permute_dims node p's axes as perm (input axis i is output axis perm[i]); false on bad axes. */
+static bool permute_perm(const rt_json_node *p, int nd, int *perm) {
+    int64_t axes[DNNL_MAX_NDIMS];
+    int na = dn_attr_ints(p, "axes", axes, DNNL_MAX_NDIMS);
+    if (na < 0) {
+        for (int i = 0; i < nd; i++) perm[nd - 1 - i] = i;
+        return true;
+    }
+    if (na != nd) return false;
+    bool seen[DNNL_MAX_NDIMS] = {false};
+    for (int k = 0; k < nd; k++) {
+        int64_t a = axes[k] < 0 ? axes[k] + nd : axes[k];
+        if (a < 0 || a >= nd || seen[a]) return false;
+        seen[a] = true;
+        perm[a] = k;
+    }
+    return true;
+}
+
+/* Entry e is read by a permute_dims moving the channel axis last (NCHW -> NHWC, as ConvNeXt
+ * does around its layer norms and linears): written channels-last, e makes that permute a
+ * plain view without a copy (see op_permute). */
+static bool wants_channels_last(dn_state *S, int e) {
+    if (e < 0 || S->is_head[e] || S->opts.no_layout_plan) return false;
+    int nd = dn_entry_ndim(S, e);
+    if (nd < 3 || nd > 5) return false;
+    for (uint32_t i = 0; i < S->cons[e].len; i++) {
+        const rt_json_node *c = S->cons[e].data[i];
+        int perm[DNNL_MAX_NDIMS];
+        if (c->op != IR_OP_PERMUTE_DIMS || dn_arg_entry(S, c, 0) != e || !permute_perm(c, nd, perm)) continue;
+        bool cl = perm[0] == 0 && perm[1] == nd - 1;
+        for (int d = 2; d < nd; d++) cl &= perm[d] == d - 1;
+        if (cl) return true;
+    }
+    return false;
+}
+
+/* md is channels-last (acb, acdb, acdeb) and not also plain (more than one channel and position). */
+static bool is_channels_last(const dnnl_memory_desc_t *md) {
+    dnnl_memory_desc_t cl;
+    dn_channels_last(&cl, md);
+    return md->ndims >= 3 && md->ndims <= 5 && dnnl_memory_desc_equal(&cl, md) && !dn_is_plain(md);
+}
+
 /* *xv as the strided view (dims, str) of its plain self: what a primitive with canonical axes
  * reads for a channels-last (or any permuted) tensor, without a copy. */
 static gr_status layout_in(dn_state *S, const rt_json_node *n, int *xv, int nd, const dnnl_dims_t dims, const dnnl_dims_t str) {
@@ -489,15 +533,24 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     /* layouts to try, first to last, until one gets a jit kernel: the planned ones (oneDNN's
      * choice), all `any` (a fixed dst / src can leave only ref), channels-last src and dst
      * (the jit kernels want src == dst layouts, weights `any`) */
-    dnnl_memory_desc_t alt_x[3], alt_d[3], odany;
+    dnnl_memory_desc_t alt_x[4], alt_d[4], odany;
     int nalt = 0;
-    alt_x[nalt] = xany;
-    alt_d[nalt++] = dst;
     dnnl_dims_t odims;
     for (int i = 0; i < nd; i++) odims[i] = os[i];
     dnnl_memory_desc_init_by_tag(&odany, nd, odims, dnnl_f32, dnnl_format_tag_any);
     dnnl_memory_desc_t xa;
     dnnl_memory_desc_init_by_tag(&xa, nd, xd, dnnl_f32, dnnl_format_tag_any);
+    /* planned for the consumers too: channels-last src and dst first when a consumer permutes
+     * the result to NHWC (the permute is then a view) or src already is channels-last (such a
+     * view, or an earlier convolution's choice), so neither side needs a reorder */
+    int fe = k ? steps[k - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    if (!perm && !S->opts.no_layout_plan && dst.format_kind == dnnl_format_kind_any &&
+        (wants_channels_last(S, fe) || is_channels_last(&S->vals.data[xv].md))) {
+        dn_channels_last(&alt_x[nalt], &xa);
+        dn_channels_last(&alt_d[nalt++], &odany);
+    }
+    alt_x[nalt] = xany;
+    alt_d[nalt++] = dst;
     if (!dnnl_memory_desc_equal(&xa, &xany) || !dnnl_memory_desc_equal(&odany, &dst)) {
         alt_x[nalt] = xa;
         alt_d[nalt++] = odany;
@@ -1458,37 +1511,38 @@ static gr_status op_reshape(dn_state *S, const rt_json_node *n, const dn_comp *c
     return GR_OK;
 }
 
+/* A permute is a view of its input, without a copy, when the input's layout permuted is the
+ * plain output (channels-last NCHW read as NHWC), or when it is the channels-last layout of
+ * the output (plain NHWC read as NCHW) and the output is not a region output: its consumers
+ * then read it channels-last, or reorder it as this permute would have. Otherwise a reorder
+ * of the plain input into the plain output. */
 static gr_status op_permute(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = need_val(S, n, x, &xv);
-    if (!st) st = dn_plain(S, n, xv, &xv);
     if (st) return st;
-    int nd = S->vals.data[xv].md.ndims;
-    int64_t axes[DNNL_MAX_NDIMS];
-    int na = dn_attr_ints(n, "axes", axes, DNNL_MAX_NDIMS);
+    int nd = S->vals.data[xv].md.ndims, e = out_entry(S, n);
     int perm[DNNL_MAX_NDIMS];
-    if (na < 0) {
-        for (int i = 0; i < nd; i++) perm[nd - 1 - i] = i;
-    } else {
-        if (na != nd) return dn_fail(S, n, dnnl_success, "axes");
-        for (int k = 0; k < nd; k++) {
-            int64_t a = axes[k] < 0 ? axes[k] + nd : axes[k];
-            if (a < 0 || a >= nd) return dn_fail(S, n, dnnl_success, "axes");
-            perm[a] = k;
-        }
+    if (!permute_perm(n, nd, perm)) return dn_fail(S, n, dnnl_success, "axes");
+    dnnl_memory_desc_t pmd, omd, cl;
+    dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
+    dn_channels_last(&cl, &omd);
+    if (!S->opts.no_layout_plan && dnnl_memory_desc_permute_axes(&pmd, &S->vals.data[xv].md, perm) == dnnl_success &&
+        (dnnl_memory_desc_equal(&pmd, &omd) || (!S->is_head[e] && nd >= 3 && dnnl_memory_desc_equal(&pmd, &cl)))) {
+        S->ent_val[e] = dn_alias_new(S, xv, &pmd);
+        S->stats.nviews++;
+        return GR_OK;
     }
-    dnnl_memory_desc_t pmd, omd;
+    if ((st = dn_plain(S, n, xv, &xv))) return st;
     dnnl_status_t ds = dnnl_memory_desc_permute_axes(&pmd, &S->vals.data[xv].md, perm);
     if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid permutation");
-    dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
     dnnl_primitive_desc_t pd;
     ds = dnnl_reorder_primitive_desc_create(&pd, &pmd, S->eng, &omd, S->eng, S->attr_plain);
     if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the reorder");
     int v = dn_val_new(S, V_TMP, &omd);
     dn_arg args[2] = {{DNNL_ARG_FROM, xv, pmd, NULL}, {DNNL_ARG_TO, v, omd, NULL}};
     st = dn_emit(S, n, pd, args, 2, true);
-    if (!st) S->ent_val[out_entry(S, n)] = v;
+    if (!st) S->ent_val[e] = v;
     return st;
 }
 

@@ -740,3 +740,75 @@ Test(dnnl_engine, transpose_weights_option) {
         cr_expect_eq(st[1].weight_bytes, st[0].weight_bytes, "brgemm picks its own layout: the option changes nothing");
     }
 }
+
+/* ConvNeXt's block: depthwise 7x7 conv + bias (NCHW), permute to NHWC, layer norm over the
+ * channels, linear + GELU, linear, permute back, per-channel layer scale, residual add; two
+ * blocks in a row. The layout is planned for the permutes: the depthwise conv writes
+ * channels-last, so the permute to NHWC is a view of it, and the permute back is a
+ * channels-last view of the plain linear output, which the layer scale and the residual add
+ * read and write as they are, and the next block's conv reads: no permute copies anything
+ * (four views), the region's only reorders are its input's into the first conv's layout and,
+ * possibly, its output's into the plain head. dnnl.no_layout_plan gives the old copies back.
+ * Both against the reference engine; holds whatever the ISA (oneDNN's jit depthwise conv takes
+ * channels-last on AVX2 and AVX-512). */
+static int convnext_block(dt_graph *g, int x, int C, int H, int blk) {
+    char l[8][24];
+    const char *what[8] = {"dwconv", "dwbias", "perm", "norm", "fc1", "fc2", "unperm", "scale"};
+    for (int i = 0; i < 8; i++) snprintf(l[i], sizeof l[i], "b%d.%s", blk, what[i]);
+    int w = dt_const(g, 4, S4(C, 1, 7, 7)), b = dt_const(g, 4, S4(1, C, 1, 1));
+    int c = dt_op(g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "3, 3, 3, 3", "1, 1", "32"), 2, IN(x, w), NULL, 4, S4(1, C, H, H), l[0]);
+    int a = dt_op(g, "relax.add", NULL, 2, IN(c, b), NULL, 4, S4(1, C, H, H), l[1]);
+    char posts[100];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]}]", a, b);
+    dt_composite(g, "dnnl.conv2d_bias", c, 2, IN(c, a), posts);
+    int p = dt_op(g, "relax.permute_dims", "{\"axes\":[0,2,3,1]}", 1, IN(a), NULL, 4, S4(1, H, H, C), l[2]);
+    int ga = dt_const(g, 1, S1(C)), be = dt_const(g, 1, S1(C));
+    int ln = dt_op(g, "relax.nn.layer_norm", "{\"axes\":[-1],\"epsilon\":1e-6,\"center\":true,\"scale\":true}", 3, IN(p, ga, be), NULL,
+                   4, S4(1, H, H, C), l[3]);
+    int w1 = dt_const(g, 2, S2(C, 4 * C)), w2 = dt_const(g, 2, S2(4 * C, C));
+    int m1 = dt_op(g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(ln, w1), NULL, 4, S4(1, H, H, 4 * C), l[4]);
+    int ge = dt_op(g, "relax.nn.gelu", NULL, 1, IN(m1), NULL, 4, S4(1, H, H, 4 * C), l[4]);
+    int m2 = dt_op(g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(ge, w2), NULL, 4, S4(1, H, H, C), l[5]);
+    int q = dt_op(g, "relax.permute_dims", "{\"axes\":[0,3,1,2]}", 1, IN(m2), NULL, 4, S4(1, C, H, H), l[6]);
+    int ls = dt_const(g, 3, S3(C, 1, 1));
+    int s = dt_op(g, "relax.multiply", NULL, 2, IN(q, ls), NULL, 4, S4(1, C, H, H), l[7]);
+    return dt_op(g, "relax.add", NULL, 2, IN(s, x), NULL, 4, S4(1, C, H, H), l[7]);
+}
+
+Test(dnnl_engine, convnext_permutes_are_views) {
+    rt_dnnl_opts off = rt_dnnl_default_opts();
+    off.no_layout_plan = true;
+    uint32_t nreorders[2], nviews[2];
+    for (int k = 0; k < 2; k++) {
+        dt_graph g;
+        dt_init(&g, 21);
+        g.opts = k ? &off : NULL;
+        int x = dt_input(&g, 4, S4(1, 32, 14, 14));
+        int y = convnext_block(&g, convnext_block(&g, x, 32, 14, 0), 32, 14, 1);
+        dt_head(&g, y);
+        dt_check(&g);
+        dt_prepared p;
+        gr_diag d = {0};
+        cr_assert_eq(dt_prepare(&g, &p, &d), GR_OK, "%s", d.msg);
+        rt_dnnl_stats st;
+        rt_dnnl_get_stats(p.state, &st);
+        cr_expect_eq(st.nref, 0, "%u primitives on ref (ISA %s)", st.nref, rt_dnnl_isa());
+        nreorders[k] = st.nreorders;
+        nviews[k] = st.nviews;
+        /* no reorder serves a permute (a reorder carries the layers of the node it feeds) */
+        for (uint32_t i = 0; !k && i < rt_dnnl_num_prims(p.state); i++) {
+            rt_dnnl_prim_info pi;
+            cr_assert(rt_dnnl_prim(p.state, i, &pi));
+            for (uint32_t j = 0; j < pi.nlayers; j++)
+                cr_expect(!strstr(pi.layers[j], "perm"), "primitive %u (%s %s) computes permute '%s' (ISA %s)", i, pi.kind,
+                          pi.impl, pi.layers[j], rt_dnnl_isa());
+        }
+        dt_release(&p);
+        dt_free(&g);
+    }
+    cr_expect_eq(nviews[0], 4, "every permute a view: %u", nviews[0]);
+    cr_expect_leq(nreorders[0], 2, "the input's and the head's reorders at most: %u (ISA %s)", nreorders[0], rt_dnnl_isa());
+    cr_expect_eq(nviews[1], 0, "dnnl.no_layout_plan: no views");
+    cr_expect_geq(nreorders[1], nreorders[0] + 4, "dnnl.no_layout_plan: a copy per permute: %u vs %u", nreorders[1],
+                  nreorders[0]);
+}
