@@ -1033,6 +1033,7 @@ static gr_status build(dn_state *S) {
             if (!(n->dtypes[o].code == kDLFloat && n->dtypes[o].bits == 32))
                 return dn_fail(S, n, dnnl_success, "only float32 tensors are supported");
         json_t *ann = dn_composite_annotation(n);
+        S->building = i;
         gr_status st = ann ? dn_composite(S, n, ann) : dn_node(S, n, NULL);
         if (st) return st;
     }

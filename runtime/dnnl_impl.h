@@ -21,6 +21,8 @@ typedef struct dn_val {
     dnnl_memory_desc_t md;
     void *ptr;                    /* V_CONST / V_OWNED data */
     int alias;                    /* >= 0: shares the memory of that value (reshape) */
+    bool inplace;                 /* an alias a primitive writes over its base's data (a residual
+                                     accumulated in place): a value of its own for the debug taps */
     int copy_of;                  /* value + 1 this one is a reordered copy of (cache) */
     int first, last;              /* primitive indices of first and last use */
     size_t off;                   /* arena offset (V_TMP roots) */
@@ -100,6 +102,8 @@ typedef struct dn_state {
     dnnl_primitive_attr_t attr_plain;   /* user scratchpad, no post-ops */
     pthread_mutex_t lock;
     const rt_json_node *node0;
+    uint32_t building;            /* node the build loop is at (a composite's first): the nodes
+                                     before it are built */
     uint32_t nent;
     int *ent_val;                 /* entry -> value (-1: none yet / not float32) */
     dn_entry *ent_node;

@@ -83,31 +83,69 @@ static gr_status fuse_create(dn_state *S, const rt_json_node *n, const_dnnl_op_d
     return st;
 }
 
-/* Output value of pd's dst, bound to the last folded entry; emits and consumes the steps. */
+/* The residual value sv (in dst's layout) may be overwritten by n's primitive, which adds it as
+ * a sum post-op: its memory is an intermediate no argument of the primitive shares, and every
+ * value sharing that memory is read by no region output and by no node but n, the nodes
+ * folded into the primitive and the nodes built before (those before the build loop's). */
+static bool overwritable(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int sv, const dn_arg *args, int nargs) {
+    int r = root_val(S, sv);
+    if (S->opts.no_layout_plan || S->vals.data[r].kind != V_TMP) return false;
+    for (int a = 0; a < nargs; a++)
+        if (args[a].val >= 0 && root_val(S, args[a].val) == r) return false;
+    for (uint32_t e = 0; e < S->nent; e++) {
+        if (S->ent_val[e] < 0 || root_val(S, S->ent_val[e]) != r) continue;
+        if (S->is_head[e]) return false;
+        for (uint32_t i = 0; i < S->cons[e].len; i++) {
+            const rt_json_node *c = S->cons[e].data[i];
+            bool done = c == n || (uint32_t)(c - S->node0) < S->building;
+            for (int j = 0; j < k && !done; j++) {
+                done = steps[j].out >= 0 && S->ent_node[steps[j].out].node == c;
+                for (int q = 0; q < steps[j].nnodes && !done; q++) done = steps[j].nodes[q] == c;
+            }
+            if (!done) return false;
+        }
+    }
+    return true;
+}
+
+/* Output value of pd's dst, bound to the last folded entry; emits and consumes the steps. A
+ * sum post-op's residual is preloaded into dst: in place when the residual's memory is free
+ * after this primitive (a reorder into dst's layout made just for it, or a last use), else a
+ * copy. */
 static gr_status finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, dn_arg *args, int nargs,
                         const dn_step *steps, int k, const dnnl_memory_desc_t *dst_override) {
     /* a copy: dst_override may point into the value array, which grows below */
     dnnl_memory_desc_t dmd = *(dst_override ? dst_override : dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0));
     int e = k ? steps[k - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
     S->pending_out = -1;
-    int v = dn_val_new(S, V_TMP, &dmd);
-    args[nargs++] = (dn_arg){DNNL_ARG_DST, v, dmd, NULL};
+    int v = -1;
     int sum = S->pending_sum;
     S->pending_sum = -1;
     if (sum >= 0) {
-        /* preload dst with the residual, in dst's layout */
+        /* the residual in dst's layout */
         int sv;
         gr_status st = dn_as(S, n, S->ent_val[sum], &dmd, &sv);
-        dnnl_primitive_desc_t cpd;
-        dnnl_status_t ds = st ? dnnl_success : dnnl_reorder_primitive_desc_create(&cpd, &dmd, S->eng, &dmd, S->eng, S->attr_plain);
-        if (!st && ds != dnnl_success) st = dn_fail(S, n, ds, "cannot copy the residual");
-        dn_arg ca[2] = {{DNNL_ARG_FROM, sv, dmd, NULL}, {DNNL_ARG_TO, v, dmd, NULL}};
-        if (!st) st = dn_emit(S, n, cpd, ca, 2, true);
+        if (!st && overwritable(S, n, steps, k, sv, args, nargs)) {
+            /* no copy: the primitive accumulates into the residual's memory; a reordered copy
+             * of the residual (made now or cached) is no copy of it any more */
+            if (sv != S->ent_val[sum]) S->vals.data[sv].copy_of = 0;
+            v = dn_alias_new(S, sv, &dmd);
+            S->vals.data[v].inplace = true;
+        } else if (!st) {
+            v = dn_val_new(S, V_TMP, &dmd);
+            dnnl_primitive_desc_t cpd;
+            dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&cpd, &dmd, S->eng, &dmd, S->eng, S->attr_plain);
+            if (ds != dnnl_success) st = dn_fail(S, n, ds, "cannot copy the residual");
+            dn_arg ca[2] = {{DNNL_ARG_FROM, sv, dmd, NULL}, {DNNL_ARG_TO, v, dmd, NULL}};
+            if (!st) st = dn_emit(S, n, cpd, ca, 2, true);
+        }
         if (st) {
             dnnl_primitive_desc_destroy(pd);
             return st;
         }
     }
+    if (v < 0) v = dn_val_new(S, V_TMP, &dmd);
+    args[nargs++] = (dn_arg){DNNL_ARG_DST, v, dmd, NULL};
     dn_consume(S, steps, k);
     gr_status st = dn_emit(S, n, pd, args, nargs, false);
     if (st) return st;
@@ -401,11 +439,20 @@ static bool wants_channels_last(dn_state *S, int e) {
     return false;
 }
 
-/* md is channels-last (acb, acdb, acdeb) and not also plain (more than one channel and position). */
-static bool is_channels_last(const dnnl_memory_desc_t *md) {
-    dnnl_memory_desc_t cl;
-    dn_channels_last(&cl, md);
-    return md->ndims >= 3 && md->ndims <= 5 && dnnl_memory_desc_equal(&cl, md) && !dn_is_plain(md);
+/* md is a strided layout without blocks (plain, channels-last, or a view of one). */
+static bool strided(const dnnl_memory_desc_t *md) {
+    return md->format_kind == dnnl_blocked && md->format_desc.blocking.inner_nblks == 0;
+}
+
+/* md is channels-last, or a strided view of a channels-last tensor (a slice of its channels):
+ * the channels vary fastest. Reordered into a dense channels-last layout, it is a copy of
+ * contiguous runs, into a blocked or plain one a transposition. */
+static bool cl_order(const dnnl_memory_desc_t *md) {
+    if (md->ndims < 3 || md->ndims > 5 || !strided(md) || md->dims[1] < 2) return false;
+    const int64_t *s = md->format_desc.blocking.strides;
+    for (int i = 2; i < md->ndims; i++)
+        if (md->dims[i] > 1 && s[i] < s[1] * md->dims[1]) return false;
+    return true;
 }
 
 /* *xv as the strided view (dims, str) of its plain self: what a primitive with canonical axes
@@ -542,10 +589,11 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     dnnl_memory_desc_init_by_tag(&xa, nd, xd, dnnl_f32, dnnl_format_tag_any);
     /* planned for the consumers too: channels-last src and dst first when a consumer permutes
      * the result to NHWC (the permute is then a view) or src already is channels-last (such a
-     * view, or an earlier convolution's choice), so neither side needs a reorder */
+     * view, an earlier convolution's choice, a slice of its channels), so neither side needs a
+     * reorder, or only a copy of contiguous runs */
     int fe = k ? steps[k - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
     if (!perm && !S->opts.no_layout_plan && dst.format_kind == dnnl_format_kind_any &&
-        (wants_channels_last(S, fe) || is_channels_last(&S->vals.data[xv].md))) {
+        (wants_channels_last(S, fe) || cl_order(&S->vals.data[xv].md))) {
         dn_channels_last(&alt_x[nalt], &xa);
         dn_channels_last(&alt_d[nalt++], &odany);
     }
@@ -1280,11 +1328,13 @@ static bool try_shuffle(dn_state *S, const rt_json_node *n, uint32_t cnt, const 
         if (axes[d] != d) return false;
     for (int d = 0; d < nd; d++)
         if (r2->shapes[0][d] != n->shapes[0][d]) return false;
+    /* the output plain, or channels-last when the first source is (the interleaving is then
+     * a copy of single channels within each position, not a transposition, and the next
+     * unit's slices are channels-last views) */
     dnnl_memory_desc_t omd;
     dn_plain_md(&omd, nd, n->shapes[0]);
+    if (!S->opts.no_layout_plan && !S->is_head[out_entry(S, r2)] && cl_order(m0)) dn_channels_last(&omd, &omd);
     int v = dn_val_new(S, V_TMP, &omd);
-    int64_t inner = 1;
-    for (int d = 2; d < nd; d++) inner *= m0->dims[d];
     for (uint32_t k = 0; k < cnt; k++) {
         /* source k's channels j at output channels j*cnt + k */
         dnnl_dims_t vs;
@@ -1292,7 +1342,7 @@ static bool try_shuffle(dn_state *S, const rt_json_node *n, uint32_t cnt, const 
         vs[1] *= (int64_t)cnt;
         dnnl_memory_desc_t view;
         dnnl_memory_desc_init_by_strides(&view, nd, m0->dims, dnnl_f32, vs);
-        view.offset0 = (int64_t)k * inner;
+        view.offset0 = (int64_t)k * omd.format_desc.blocking.strides[1];
         const dnnl_memory_desc_t smd0 = S->vals.data[src[k].val].md, *smd = &smd0;
         dnnl_primitive_desc_t pd;
         dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, smd, S->eng, &view, S->eng, S->attr_plain);
@@ -1575,7 +1625,8 @@ static gr_status op_strided_slice(dn_state *S, const rt_json_node *n, const dn_c
     (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = need_val(S, n, x, &xv);
-    if (!st) st = dn_plain(S, n, xv, &xv);
+    /* a slice of a strided layout (plain, channels-last) is a view of it; blocked goes plain */
+    if (!st && (!strided(&S->vals.data[xv].md) || S->opts.no_layout_plan)) st = dn_plain(S, n, xv, &xv);
     if (st) return st;
     const dnnl_memory_desc_t xmd = S->vals.data[xv].md;
     int nd = xmd.ndims;
@@ -1596,11 +1647,8 @@ static gr_status op_strided_slice(dn_state *S, const rt_json_node *n, const dn_c
         start[a] = b < 0 ? 0 : b > dim ? dim : b;
         step[a] = stp[i];
     }
-    int64_t acc = 1, off = 0;
-    for (int i = nd - 1; i >= 0; i--) {
-        xstr[i] = acc;
-        acc *= xmd.dims[i];
-    }
+    int64_t off = xmd.offset0;
+    for (int i = 0; i < nd; i++) xstr[i] = xmd.format_desc.blocking.strides[i];
     dnnl_dims_t vd, vs;
     for (int i = 0; i < nd; i++) {
         vd[i] = n->shapes[0][i];

@@ -812,3 +812,106 @@ Test(dnnl_engine, convnext_permutes_are_views) {
     cr_expect_geq(nreorders[1], nreorders[0] + 4, "dnnl.no_layout_plan: a copy per permute: %u vs %u", nreorders[1],
                   nreorders[0]);
 }
+
+/* A residual added as a sum post-op is accumulated in place when nothing reads it afterwards:
+ * three ResNet blocks (conv + relu, conv + residual add, relu). Block 1's residual is the
+ * region input, seen through its reordered copy (in place on that copy, which no later
+ * primitive takes for the input any more); block 2's is block 1's output at its last use
+ * (in place); block 3's is still read after the block (by the final add): copied. So two
+ * copies fewer than with dnnl.no_layout_plan, the same results as the reference engine, and
+ * nothing overwritten that is read later (the final add would see it). */
+static int resnet_block(dt_graph *g, int x, int C, int H, int blk) {
+    char l[3][16];
+    for (int i = 0; i < 3; i++) snprintf(l[i], sizeof l[i], "b%d.%c", blk, "abr"[i]);
+    /* weights U(-0.1, 0.1): values stay ~1 over six convolutions (DT_ATOL is absolute) */
+    int w1 = dt_const_r(g, 4, S4(C, C, 3, 3), 0.1f, 0.f), w2 = dt_const_r(g, 4, S4(C, C, 3, 3), 0.1f, 0.f);
+    int c1 = dt_op(g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "1, 1, 1, 1", "1, 1", "1"), 2, IN(x, w1), NULL, 4, S4(1, C, H, H), l[0]);
+    int r1 = dt_op(g, "relax.nn.relu", NULL, 1, IN(c1), NULL, 4, S4(1, C, H, H), l[0]);
+    char posts[100];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0]}]", r1);
+    dt_composite(g, "dnnl.conv2d_relu", c1, 2, IN(c1, r1), posts);
+    int c2 = dt_op(g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "1, 1, 1, 1", "1, 1", "1"), 2, IN(r1, w2), NULL, 4, S4(1, C, H, H), l[1]);
+    int a = dt_op(g, "relax.add", NULL, 2, IN(c2, x), NULL, 4, S4(1, C, H, H), l[1]);
+    int r = dt_op(g, "relax.nn.relu", NULL, 1, IN(a), NULL, 4, S4(1, C, H, H), l[2]);
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]}]", a, x, r);
+    dt_composite(g, "dnnl.conv2d_add_relu", c2, 3, IN(c2, a, r), posts);
+    return r;
+}
+
+Test(dnnl_engine, residual_in_place) {
+    rt_dnnl_opts off = rt_dnnl_default_opts();
+    off.no_layout_plan = true;
+    uint32_t nreorders[2];
+    for (int k = 0; k < 2; k++) {
+        dt_graph g;
+        dt_init(&g, 22);
+        g.opts = k ? &off : NULL;
+        int x = dt_input(&g, 4, S4(1, 16, 10, 10));
+        int r2 = resnet_block(&g, resnet_block(&g, x, 16, 10, 1), 16, 10, 2);
+        int r3 = resnet_block(&g, r2, 16, 10, 3);
+        int y = dt_op(&g, "relax.add", NULL, 2, IN(r3, r2), NULL, 4, S4(1, 16, 10, 10), "out");
+        dt_head(&g, y);
+        dt_check(&g);
+        rt_dnnl_stats st;
+        gr_diag d = {0};
+        cr_assert_eq(dt_stats(&g, &st, &d), GR_OK, "%s", d.msg);
+        cr_expect_eq(st.nref, 0, "%u primitives on ref (ISA %s)", st.nref, rt_dnnl_isa());
+        nreorders[k] = st.nreorders;
+        dt_free(&g);
+    }
+    cr_expect_eq(nreorders[1], nreorders[0] + 2, "two residuals in place: %u reorders, %u with copies (ISA %s)", nreorders[0],
+                 nreorders[1], rt_dnnl_isa());
+}
+
+/* Two ShuffleNet units on a channels-last tensor (an NHWC input permuted to NCHW: a view):
+ * the split halves are strided views of it, the unit's convolution runs channels-last, the
+ * shuffle writes its output channels-last, and the second unit slices that. Against the
+ * reference engine with and without the plan; the plan has no more reorders than the copies. */
+static int shuffle_unit(dt_graph *g, int x, int C, int H, int W, int u) {
+    char l[3][16];
+    const char *what[3] = {"split", "conv", "shuffle"};
+    for (int i = 0; i < 3; i++) snprintf(l[i], sizeof l[i], "u%d.%s", u, what[i]);
+    int h = C / 2;
+    char a0[160], a1[160], shp[64];
+    snprintf(a0, sizeof a0, "[{\"tuple\":[{\"int\":1}]},{\"tuple\":[{\"int\":0}]},{\"tuple\":[{\"int\":%d}]}]", h);
+    snprintf(a1, sizeof a1, "[{\"tuple\":[{\"int\":1}]},{\"tuple\":[{\"int\":%d}]},{\"tuple\":[{\"int\":%d}]}]", h, C);
+    int h1 = dt_op(g, "relax.strided_slice", NULL, 1, IN(x), a0, 4, S4(1, h, H, W), l[0]);
+    int h2 = dt_op(g, "relax.strided_slice", NULL, 1, IN(x), a1, 4, S4(1, h, H, W), l[0]);
+    int w = dt_const(g, 4, S4(h, h, 1, 1));
+    int c = dt_op(g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "0, 0, 0, 0", "1, 1", "1"), 2, IN(h2, w), NULL, 4, S4(1, h, H, W), l[1]);
+    int r = dt_op(g, "relax.nn.relu", NULL, 1, IN(c), NULL, 4, S4(1, h, H, W), l[1]);
+    char posts[100];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0]}]", r);
+    dt_composite(g, "dnnl.conv2d_relu", c, 2, IN(c, r), posts);
+    int cat = dt_op(g, "relax.concat", "{\"axis\":1}", 2, IN(h1, r), "![{\"tuple\":[{\"in\":0},{\"in\":1}]}]", 4, S4(1, C, H, W), l[2]);
+    int64_t s5[5] = {1, 2, h, H, W}, p5[5] = {1, h, 2, H, W};
+    snprintf(shp, sizeof shp, "[{\"shape\":[1,2,%d,%d,%d]}]", h, H, W);
+    int r1 = dt_op(g, "relax.reshape", NULL, 1, IN(cat), shp, 5, s5, l[2]);
+    int pm = dt_op(g, "relax.permute_dims", "{\"axes\":[0,2,1,3,4]}", 1, IN(r1), NULL, 5, p5, l[2]);
+    snprintf(shp, sizeof shp, "[{\"shape\":[1,%d,%d,%d]}]", C, H, W);
+    return dt_op(g, "relax.reshape", NULL, 1, IN(pm), shp, 4, S4(1, C, H, W), l[2]);
+}
+
+Test(dnnl_engine, channel_shuffle_channels_last) {
+    rt_dnnl_opts off = rt_dnnl_default_opts();
+    off.no_layout_plan = true;
+    uint32_t nreorders[2];
+    for (int k = 0; k < 2; k++) {
+        dt_graph g;
+        dt_init(&g, 23);
+        g.opts = k ? &off : NULL;
+        int x = dt_input(&g, 4, S4(1, 6, 5, 32));
+        int xc = dt_op(&g, "relax.permute_dims", "{\"axes\":[0,3,1,2]}", 1, IN(x), NULL, 4, S4(1, 32, 6, 5), "nchw");
+        int y = shuffle_unit(&g, shuffle_unit(&g, xc, 32, 6, 5, 0), 32, 6, 5, 1);
+        int sg = dt_op(&g, "relax.sigmoid", NULL, 1, IN(y), NULL, 4, S4(1, 32, 6, 5), "act");
+        dt_head(&g, sg);
+        dt_check(&g);
+        rt_dnnl_stats st;
+        gr_diag d = {0};
+        cr_assert_eq(dt_stats(&g, &st, &d), GR_OK, "%s", d.msg);
+        cr_expect_eq(st.nref, 0, "%u primitives on ref (ISA %s)", st.nref, rt_dnnl_isa());
+        nreorders[k] = st.nreorders;
+        dt_free(&g);
+    }
+    cr_expect_leq(nreorders[0], nreorders[1], "plan %u reorders, copies %u (ISA %s)", nreorders[0], nreorders[1], rt_dnnl_isa());
+}
