@@ -1100,7 +1100,7 @@ static gr_status build(dn_state *S) {
     return st;
 }
 
-rt_dnnl_opts rt_dnnl_default_opts(void) { return (rt_dnnl_opts){.small_kb = RT_DNNL_SMALL_KB_DEFAULT}; }
+rt_dnnl_opts rt_dnnl_default_opts(void) { return (rt_dnnl_opts){.small_kb = RT_DNNL_SMALL_KB_DEFAULT, .winograd = true}; }
 
 static gr_status dn_prepare(rt_json_graph *g, const void *opts, void **state, gr_diag *d) {
     rt_dnnl_num_threads();
