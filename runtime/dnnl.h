@@ -65,6 +65,7 @@ typedef struct rt_dnnl_opts {
     int64_t small_kb;             /* regions whose tensors are all below this many KiB run
                                      single-threaded; 0: never */
     rt_dnnl_deconv_tag deconv_tag;
+    bool winograd;                /* Winograd for eligible 3x3 convolutions */
 } rt_dnnl_opts;
 #define RT_DNNL_SMALL_KB_DEFAULT 256
 /* The defaults (what a NULL opts means). */

@@ -145,6 +145,8 @@ int dn_alias_new(dn_state *S, int base, const dnnl_memory_desc_t *md) {
     return v;
 }
 
+static gr_status push_prim(dn_state *S, const rt_json_node *n, dn_prim p, const dn_arg *args, int nargs, bool reorder);
+
 /* Appends a primitive; args are copied. */
 gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
                   bool reorder) {
@@ -172,6 +174,31 @@ gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, 
     dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &pk);
     p.kind = dnnl_prim_kind2str(pk);
     dnnl_primitive_desc_destroy(pd);
+    return push_prim(S, n, p, args, nargs, reorder);
+}
+
+gr_status dn_emit_fn(dn_state *S, const rt_json_node *n, dn_fn fn, void *ctx, const char *kind, const char *impl,
+                     const dn_arg *args, int nargs) {
+    dn_prim p = {.fn = fn, .ctx = ctx, .kind = kind, .nargs = nargs};
+    p.args = calloc((size_t)nargs + 1, sizeof(dn_arg));
+    if (!p.args) {
+        free(ctx);
+        return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    }
+    memcpy(p.args, args, sizeof(dn_arg) * (size_t)nargs);
+    snprintf(p.impl, sizeof p.impl, "%s", impl);
+    return push_prim(S, n, p, args, nargs, false);
+}
+
+dnnl_status_t dn_exec(dn_state *S, const dn_prim *p) {
+    if (p->prim) return dnnl_primitive_execute(p->prim, S->stream, p->nargs, p->exec);
+    void *ptrs[8] = {0};
+    for (int a = 0; a < p->nargs && a < 8; a++) dnnl_memory_get_data_handle(p->args[a].mem, &ptrs[a]);
+    p->fn(p->ctx, ptrs);
+    return dnnl_success;
+}
+
+static gr_status push_prim(dn_state *S, const rt_json_node *n, dn_prim p, const dn_arg *args, int nargs, bool reorder) {
     p.layer = n ? n->layer : "";
     if (n) gr_vec_push(&p.nodes, n);
     /* the nodes folded into this primitive (a reorder only serves its consumer n) */
@@ -941,6 +968,7 @@ static void dn_release(rt_json_graph *g, void *state) {
         for (int a = 0; a < pr->nargs; a++)
             if (pr->args[a].mem) dnnl_memory_destroy(pr->args[a].mem);
         if (pr->prim) dnnl_primitive_destroy(pr->prim);
+        free(pr->ctx);
         free(pr->args);
         free(pr->exec);
         gr_vec_free(&pr->nodes);
@@ -1099,7 +1127,7 @@ static gr_status build(dn_state *S) {
     return st;
 }
 
-rt_dnnl_opts rt_dnnl_default_opts(void) { return (rt_dnnl_opts){.small_kb = RT_DNNL_SMALL_KB_DEFAULT}; }
+rt_dnnl_opts rt_dnnl_default_opts(void) { return (rt_dnnl_opts){.small_kb = RT_DNNL_SMALL_KB_DEFAULT, .winograd = true}; }
 
 static gr_status dn_prepare(rt_json_graph *g, const void *opts, void **state, gr_diag *d) {
     rt_dnnl_num_threads();
@@ -1225,7 +1253,7 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
     } else {
         for (; p < S->prims.len && ds == dnnl_success; p++) {
             uint64_t t0 = prof ? now_ns() : 0;
-            ds = dnnl_primitive_execute(S->prims.data[p].prim, S->stream, S->prims.data[p].nargs, S->prims.data[p].exec);
+            ds = dn_exec(S, &S->prims.data[p]);
             if (prof && ds == dnnl_success && (ds = dnnl_stream_wait(S->stream)) == dnnl_success) {
                 uint64_t ns = now_ns() - t0;
                 rt_dnnl_prim_info info;

@@ -387,6 +387,154 @@ static gr_status layout_out(dn_state *S, const rt_json_node *n, int e, const dnn
     return GR_OK;
 }
 
+/* ------------------------------------------------------------ winograd ---- */
+
+/* Our Winograd (dnnl_wino.c) runs where oneDNN has none: ISAs below avx512_core, on a CPU
+ * with AVX2 and FMA (the code's target). */
+static bool wino_isa_ok(void) {
+    static int ok = -1; /* the CPU and ONEDNN_MAX_CPU_ISA do not change within a process */
+    if (ok < 0) {
+        dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+        __builtin_cpu_init();
+        ok = (isa & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 && (isa & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core &&
+             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    return ok;
+}
+
+/* The output tile for a 3x3 stride-1 convolution of batch N (0: oneDNN's direct kernel).
+ * The batched matmul streams the transformed weights (a*a*C*O floats) once for few tiles, so
+ * the choice goes by weight bytes per tile. Measured under ONEDNN_MAX_CPU_ISA=AVX2 on the EPYC
+ * (2 threads; two convs + relu / residual, ms, direct / F(2x2) / F(4x4)):
+ *   C-O @HxW       direct   F2     F4         C-O @HxW       direct   F2     F4
+ *   16-16 @112     2.19    1.00   0.52        112-224 @14    3.14    1.28   1.09
+ *   32-32 @112     5.34    2.65   1.89        256-256 @14    5.20    2.37   2.56
+ *   64-64 @56      3.95    1.77   0.92        160-320 @7     1.65    0.87   2.02
+ *   192-192 @28    6.00    2.52   1.56        512-512 @7     5.65    4.50   7.79
+ * F(4x4) wins wherever it has tiles enough; it stores 36/9 of the weights (F(2x2) 16/9, oneDNN's
+ * direct copy 9/9), which matters for the peak memory (googlenet under AVX2: every 3x3 in F(4x4)
+ * put it 4 MiB above ONNX Runtime's). So F(4x4) up to 96 KiB of transformed weights per tile
+ * (128-192 @28: 72 KiB), F(2x2) up to 128 KiB (256-256 @14: 85 KiB), else direct (160-320 @7:
+ * 205 KiB per tile in F(2x2), 2x faster for 3.3 MiB more per conv; 512-512 @7: 1 MiB, 20%
+ * faster for 7.4 MiB more). Below 16 channels the 8-lane blocks are mostly padding: not
+ * measured, left to oneDNN. */
+static int wino_tile(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW) {
+    if (C < 16 || O < 16) return 0;
+    double cp = (double)((C + 7) / 8 * 8), op = (double)((O + 7) / 8 * 8);
+    double t4 = (double)(N * ((OH + 3) / 4) * ((OW + 3) / 4)), t2 = (double)(N * ((OH + 1) / 2) * ((OW + 1) / 2));
+    if (36 * cp * op * 4 / t4 <= 96 * 1024) return 4;
+    if (16 * cp * op * 4 / t2 <= 128 * 1024) return 2;
+    return 0;
+}
+
+/* The post-op steps the output transform applies (eltwise relu / linear / clip and one
+ * residual add of a full tensor), from the first, until one it does not. */
+static int wino_ops(dn_state *S, const dn_step *steps, int k, dn_wino *p, int *res_entry) {
+    int used = 0;
+    *res_entry = -1;
+    for (; used < k && used < DN_WINO_MAX_OPS; used++) {
+        const dn_step *st = &steps[used];
+        dn_wino_op op = {0, 0.f, 0.f};
+        if (st->kind == STEP_ELTWISE && st->alg == dnnl_eltwise_relu) op = (dn_wino_op){DN_WINO_RELU, st->alpha, 0.f};
+        else if (st->kind == STEP_ELTWISE && st->alg == dnnl_eltwise_linear) op = (dn_wino_op){DN_WINO_LINEAR, st->alpha, st->beta};
+        else if (st->kind == STEP_ELTWISE && (st->alg == dnnl_eltwise_clip || st->alg == dnnl_eltwise_clip_v2))
+            op = (dn_wino_op){DN_WINO_CLIP, st->alpha, st->beta};
+        else if (st->kind == STEP_BINARY && st->alg == dnnl_binary_add && *res_entry < 0 && S->ent_val[st->src1] >= 0 &&
+                 dn_entry_ndim(S, st->src1) == 4 && !memcmp(dn_entry_shape(S, st->src1), dn_entry_shape(S, st->out), 4 * sizeof(int64_t))) {
+            op.kind = DN_WINO_SUM;
+            *res_entry = st->src1;
+        } else break;
+        p->ops[p->nops++] = op;
+    }
+    return used;
+}
+
+/* Conv n (3x3, stride 1, dilation 1, one group, NCHW / OIHW, constant weights w at strides
+ * wstr; bias bv or -1; post-op steps) as Winograd: input transform, batched matmul, output
+ * transform. *done false: not taken (nothing emitted), the caller goes on with oneDNN. */
+static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, const float *w, const int64_t *wstr, int bv,
+                           const dn_step *steps, int k, const int64_t *xs, const int64_t *os, const int64_t *pad, bool *done) {
+    *done = false;
+    dn_wino p = {0};
+    p.m = wino_tile(xs[0], xs[1], os[1], os[2], os[3]);
+    if (!p.m) return GR_OK;
+    p.N = xs[0], p.C = xs[1], p.H = xs[2], p.W = xs[3], p.O = os[1], p.OH = os[2], p.OW = os[3], p.pt = pad[0], p.pl = pad[1];
+    p.tr = (p.OH + p.m - 1) / p.m, p.tc = (p.OW + p.m - 1) / p.m, p.T = p.N * p.tr * p.tc;
+    p.Cp = (p.C + 7) / 8 * 8, p.Op = (p.O + 7) / 8 * 8;
+    int res = -1, used = wino_ops(S, steps, k, &p, &res);
+    p.has_sum = res >= 0;
+    int64_t aa = (p.m + 2) * (p.m + 2);
+    /* the matmul first: nothing is emitted unless oneDNN has a jit one */
+    dnnl_dims_t vd = {aa, p.T, p.Cp}, ud = {aa, p.Cp, p.Op}, md_ = {aa, p.T, p.Op};
+    dnnl_memory_desc_t vmd, umd, mmd;
+    dnnl_memory_desc_init_by_tag(&vmd, 3, vd, dnnl_f32, dnnl_abc);
+    dnnl_memory_desc_init_by_tag(&umd, 3, ud, dnnl_f32, dnnl_abc);
+    dnnl_memory_desc_init_by_tag(&mmd, 3, md_, dnnl_f32, dnnl_abc);
+    dnnl_matmul_desc_t mdesc;
+    dnnl_primitive_desc_t mpd;
+    if (dnnl_matmul_desc_init(&mdesc, &vmd, &umd, NULL, &mmd) != dnnl_success ||
+        dnnl_primitive_desc_create(&mpd, &mdesc, S->attr_plain, S->eng, NULL) != dnnl_success)
+        return GR_OK;
+    if (dn_pd_is_ref(mpd)) {
+        dnnl_primitive_desc_destroy(mpd);
+        return GR_OK;
+    }
+    *done = true;
+    /* weights transformed once, bias padded to Op */
+    size_t ubytes = sizeof(float) * (size_t)(aa * p.Cp * p.Op);
+    float *u = dn_owned_alloc(S, ubytes), *bias = bv >= 0 ? dn_owned_alloc(S, sizeof(float) * (size_t)p.Op) : NULL;
+    dn_wino *pin = malloc(sizeof p), *pout = malloc(sizeof p);
+    if (!u || (bv >= 0 && !bias) || !pin || !pout) {
+        free(pin);
+        free(pout);
+        dnnl_primitive_desc_destroy(mpd);
+        return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    }
+    dn_wino_weights(&p, w, wstr, u);
+    S->stats.weight_bytes += ubytes;
+    if (bias) {
+        memset(bias, 0, sizeof(float) * (size_t)p.Op);
+        memcpy(bias, S->vals.data[root_val(S, bv)].ptr, sizeof(float) * (size_t)p.O);
+        p.bias = bias;
+    }
+    *pin = p;
+    *pout = p;
+    dnnl_dims_t xd = {p.N, p.C, p.H, p.W}, od = {p.N, p.O, p.OH, p.OW};
+    dnnl_memory_desc_t xmd, omd;
+    dnnl_memory_desc_init_by_tag(&xmd, 4, xd, dnnl_f32, dnnl_aBcd8b);
+    dnnl_memory_desc_init_by_tag(&omd, 4, od, dnnl_f32, dnnl_aBcd8b);
+    char impl[40];
+    snprintf(impl, sizeof impl, "graft_wino_%dx3:avx2", p.m);
+    /* the folded nodes (bias, post-ops) belong to the output transform: kept aside meanwhile */
+    __typeof__(S->pend) pend = S->pend;
+    memset(&S->pend, 0, sizeof S->pend);
+    int sx, vv = dn_val_new(S, V_TMP, &vmd), mv = dn_val_new(S, V_TMP, &mmd), uv = dn_val_new(S, V_OWNED, &umd);
+    S->vals.data[uv].ptr = u;
+    gr_status st = dn_as(S, n, xv, &xmd, &sx);
+    dn_arg ia[2] = {{DNNL_ARG_SRC, sx, xmd, NULL}, {DNNL_ARG_DST, vv, vmd, NULL}};
+    if (!st) st = dn_emit_fn(S, n, dn_wino_input, pin, "convolution", impl, ia, 2);
+    else free(pin);
+    dn_arg ma[3] = {{DNNL_ARG_SRC, vv, vmd, NULL}, {DNNL_ARG_WEIGHTS, uv, umd, NULL}, {DNNL_ARG_DST, mv, mmd, NULL}};
+    if (!st) st = dn_emit(S, n, mpd, ma, 3, false);
+    else dnnl_primitive_desc_destroy(mpd);
+    gr_vec_free(&S->pend);
+    S->pend = pend;
+    int rv = -1;
+    if (!st && res >= 0) st = dn_as(S, n, S->ent_val[res], &omd, &rv);
+    int e = used ? steps[used - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    S->pending_out = -1;
+    int ov = dn_val_new(S, V_TMP, &omd);
+    dn_arg oa[3] = {{DNNL_ARG_SRC, mv, mmd, NULL}, {DNNL_ARG_DST, ov, omd, NULL}, {DNNL_ARG_SRC_1, rv, omd, NULL}};
+    if (st) {
+        free(pout);
+        return st;
+    }
+    dn_consume(S, steps, used);
+    if ((st = dn_emit_fn(S, n, dn_wino_output, pout, "convolution", impl, oa, res >= 0 ? 3 : 2))) return st;
+    S->ent_val[e] = ov;
+    return GR_OK;
+}
+
 static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp, bool deconv, int sd) {
     int x = dn_arg_entry(S, n, 0), w = dn_arg_entry(S, n, 1), xv = -1, wv = -1;
     gr_status st = need_val(S, n, x, &xv);
@@ -478,6 +626,13 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
                 perm ? (int)(strchr(dl, 'C') - dl) : 1);
     for (int i = 0; perm && i < k; i++)
         if (steps[i].kind != STEP_ELTWISE) k = i;
+    if (!deconv && sd == 2 && !perm && G == 1 && ws[2] == 3 && ws[3] == 3 && strides[0] == 1 && strides[1] == 1 &&
+        dil[0] == 1 && dil[1] == 1 && S->opts.winograd && S->ent_node[w].node->kind == RT_JSON_CONST && wino_isa_ok()) {
+        bool done;
+        const dn_val *wr = &S->vals.data[root_val(S, wv)];
+        const float *wp = (const float *)wr->ptr + S->vals.data[wv].md.offset0;
+        if ((st = wino_conv(S, n, xv, wp, wstr, bv, steps, k, xs, os, pad, &done)) || done) return st;
+    }
     dnnl_memory_desc_t bmd;
     dnnl_dims_t bd = {O};
     dnnl_memory_desc_init_by_strides(&bmd, 1, bd, dnnl_f32, NULL);

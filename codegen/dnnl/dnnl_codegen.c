@@ -226,6 +226,8 @@ static const byoc_option DNNL_OPTIONS[] = {
      "runs gemm:jit (AVX2) with fewer than 512 rows: 2-4x faster there, one more copy of those weights", NULL},
     {"small_kb", BYOC_OPT_INT, DNNL_STR(RT_DNNL_SMALL_KB_DEFAULT), "regions whose tensors are all smaller than this many KiB run "
      "single-threaded; 0: never", NULL},
+    {"winograd", BYOC_OPT_BOOL, "1", "Winograd for 3x3 stride-1 convolutions where it is faster (oneDNN's on "
+     "AVX-512, graft's own on AVX2)", NULL},
 };
 
 /* The engine's options from the backend's, and the thread team's when they were given. */
@@ -242,6 +244,7 @@ static rt_dnnl_opts engine_opts(const byoc_options *o) {
         .no_pixel_deconv = byoc_option_bool(o, b, "no_pixel_deconv"),
         .transpose_weights = byoc_option_bool(o, b, "transpose_weights"),
         .small_kb = byoc_option_int(o, b, "small_kb"),
+        .winograd = byoc_option_bool(o, b, "winograd"),
     };
     const char *tag = byoc_option_str(o, b, "deconv_tag");
     for (size_t i = 0; i < sizeof TAGS / sizeof TAGS[0]; i++)

@@ -1,0 +1,225 @@
+/* The oneDNN engine's own Winograd convolution F(m x m, 3x3), m = 2 or 4, for the CPUs where
+ * oneDNN 2.6 has none (it implements dnnl_convolution_winograd for avx512_core only): 3x3,
+ * stride 1, dilation 1, one group, float32, src and dst in nChw8c (the layout the region's
+ * other convolutions use on AVX2, so no reorders around it).
+ *
+ * Three steps (see dn_wino_conv in dnnl_ops.c): the input transform here, a oneDNN batched
+ * matmul V [a*a][T][Cp] x U [a*a][Cp][Op] -> M [a*a][T][Op] (a = m + 2 points, T tiles of m x m
+ * outputs over the batch, channels rounded up to 8), and the output transform here, with the
+ * bias, a residual add and eltwise post-ops applied on the way out.
+ *
+ * The whole file is compiled for AVX2 + FMA: its functions must only be called when the CPU
+ * has them (dn_wino_cpu_ok, in dnnl_ops.c, checks). The transforms work on 8 channels at once
+ * (one nChw8c block), and split their work over oneDNN's OpenMP team (rt_dnnl_parallel). */
+#pragma GCC target("avx2,fma")
+#include <immintrin.h>
+#include <string.h>
+
+#include "runtime/dnnl_impl.h"
+
+typedef __m256 v8;
+
+/* ---------------------------------------------------------------- 1-D transforms ---- */
+/* Each maps a points (stride s) to a points (stride rs), or a to m for the output. The
+ * matrices are Lavin & Gray's for interpolation points 0, +-1, +-2 (m = 4) and 0, +-1 (m = 2). */
+
+static inline void bt4(const v8 *d, int s, v8 *r, int rs) {
+    v8 d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s], d4 = d[4 * s], d5 = d[5 * s];
+    v8 f4 = _mm256_set1_ps(4.f), f5 = _mm256_set1_ps(5.f), f2 = _mm256_set1_ps(2.f);
+    v8 t0 = _mm256_fnmadd_ps(f4, d2, d4);  /* d4 - 4 d2 */
+    v8 t1 = _mm256_fnmadd_ps(f4, d1, d3);  /* d3 - 4 d1 */
+    v8 t2 = _mm256_sub_ps(d4, d2);
+    v8 t3 = _mm256_mul_ps(f2, _mm256_sub_ps(d3, d1));
+    r[0] = _mm256_fnmadd_ps(f5, d2, _mm256_fmadd_ps(f4, d0, d4));
+    r[rs] = _mm256_add_ps(t0, t1);
+    r[2 * rs] = _mm256_sub_ps(t0, t1);
+    r[3 * rs] = _mm256_add_ps(t2, t3);
+    r[4 * rs] = _mm256_sub_ps(t2, t3);
+    r[5 * rs] = _mm256_fnmadd_ps(f5, d3, _mm256_fmadd_ps(f4, d1, d5));
+}
+
+static inline void at4(const v8 *m, int s, v8 *o, int os) {
+    v8 m0 = m[0], m1 = m[s], m2 = m[2 * s], m3 = m[3 * s], m4 = m[4 * s], m5 = m[5 * s];
+    v8 p12 = _mm256_add_ps(m1, m2), n12 = _mm256_sub_ps(m1, m2);
+    v8 p34 = _mm256_add_ps(m3, m4), n34 = _mm256_sub_ps(m3, m4);
+    o[0] = _mm256_add_ps(_mm256_add_ps(m0, p12), p34);
+    o[os] = _mm256_fmadd_ps(_mm256_set1_ps(2.f), n34, n12);
+    o[2 * os] = _mm256_fmadd_ps(_mm256_set1_ps(4.f), p34, p12);
+    o[3 * os] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(8.f), n34, n12), m5);
+}
+
+static inline void bt2(const v8 *d, int s, v8 *r, int rs) {
+    v8 d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s];
+    r[0] = _mm256_sub_ps(d0, d2);
+    r[rs] = _mm256_add_ps(d1, d2);
+    r[2 * rs] = _mm256_sub_ps(d2, d1);
+    r[3 * rs] = _mm256_sub_ps(d1, d3);
+}
+
+static inline void at2(const v8 *m, int s, v8 *o, int os) {
+    v8 m1 = m[s], m2 = m[2 * s];
+    o[0] = _mm256_add_ps(_mm256_add_ps(m[0], m1), m2);
+    o[os] = _mm256_sub_ps(_mm256_sub_ps(m1, m2), m[3 * s]);
+}
+
+/* G g: 3 taps -> a points (scalar, once per weight at prepare) */
+static void g4(const float *g, int s, float *u, int us) {
+    float g0 = g[0], g1 = g[s], g2 = g[2 * s];
+    u[0] = g0 / 4.f;
+    u[us] = -(g0 + g1 + g2) / 6.f;
+    u[2 * us] = -(g0 - g1 + g2) / 6.f;
+    u[3 * us] = g0 / 24.f + g1 / 12.f + g2 / 6.f;
+    u[4 * us] = g0 / 24.f - g1 / 12.f + g2 / 6.f;
+    u[5 * us] = g2;
+}
+
+static void g2(const float *g, int s, float *u, int us) {
+    float g0 = g[0], g1 = g[s], g2v = g[2 * s];
+    u[0] = g0;
+    u[us] = (g0 + g1 + g2v) / 2.f;
+    u[2 * us] = (g0 - g1 + g2v) / 2.f;
+    u[3 * us] = g2v;
+}
+
+/* ---------------------------------------------------------------- weights ---- */
+
+void dn_wino_weights(const dn_wino *p, const float *w, const int64_t *wstr, float *u) {
+    int a = p->m + 2, aa = a * a;
+    memset(u, 0, sizeof(float) * (size_t)(aa * p->Cp * p->Op));
+    for (int64_t o = 0; o < p->O; o++)
+        for (int64_t c = 0; c < p->C; c++) {
+            float g[9], t[6 * 3], r[36];
+            for (int y = 0; y < 3; y++)
+                for (int x = 0; x < 3; x++) g[y * 3 + x] = w[o * wstr[0] + c * wstr[1] + y * wstr[2] + x * wstr[3]];
+            /* columns of each kernel row, then the rows: r = G g G^T */
+            for (int y = 0; y < 3; y++) (p->m == 4 ? g4 : g2)(g + y * 3, 1, t + y, 3);
+            for (int i = 0; i < a; i++) (p->m == 4 ? g4 : g2)(t + i * 3, 1, r + i, a);
+            for (int xi = 0; xi < aa; xi++) u[((int64_t)xi * p->Cp + c) * p->Op + o] = r[xi];
+        }
+}
+
+/* ---------------------------------------------------------------- input ---- */
+
+static void split(int64_t n, int ithr, int nthr, int64_t *lo, int64_t *hi) {
+    int64_t q = n / nthr, r = n % nthr;
+    *lo = ithr * q + (ithr < r ? ithr : r);
+    *hi = *lo + q + (ithr < r);
+}
+
+typedef struct wino_run {
+    const dn_wino *p;
+    const float *src, *res;
+    float *dst;
+} wino_run;
+
+/* One tile row of one channel block: a rows of input, each tile's a x a points transformed
+ * and scattered to V[xi][t][c]. */
+static void in_work(void *ctx, int ithr, int nthr) {
+    const wino_run *R = ctx;
+    const dn_wino *p = R->p;
+    int m = p->m, a = m + 2, aa = a * a;
+    int64_t CB = p->Cp / 8, items = p->N * p->tr * CB, lo, hi;
+    split(items, ithr, nthr, &lo, &hi);
+    __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int64_t it = lo; it < hi; it++) {
+        int64_t cb = it % CB, ty = (it / CB) % p->tr, n = it / CB / p->tr;
+        const float *img = R->src + (n * CB + cb) * p->H * p->W * 8;
+        /* the last block of a channel count not a multiple of 8: padded lanes read as 0 */
+        int valid = (int)(p->C - cb * 8 < 8 ? p->C - cb * 8 : 8);
+        v8 mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(valid), lane));
+        int64_t iy0 = ty * m - p->pt;
+        for (int64_t tx = 0; tx < p->tc; tx++) {
+            int64_t ix0 = tx * m - p->pl, t = (n * p->tr + ty) * p->tc + tx;
+            v8 d[36], r[36], v[36];
+            bool inner = iy0 >= 0 && ix0 >= 0 && iy0 + a <= p->H && ix0 + a <= p->W;
+            for (int y = 0; y < a; y++)
+                for (int x = 0; x < a; x++) {
+                    int64_t iy = iy0 + y, ix = ix0 + x;
+                    d[y * a + x] = inner || (iy >= 0 && iy < p->H && ix >= 0 && ix < p->W)
+                                       ? _mm256_loadu_ps(img + (iy * p->W + ix) * 8)
+                                       : _mm256_setzero_ps();
+                }
+            if (valid < 8)
+                for (int i = 0; i < aa; i++) d[i] = _mm256_and_ps(d[i], mask);
+            /* rows: B^T along x, then columns: B^T along y */
+            for (int y = 0; y < a; y++) (m == 4 ? bt4 : bt2)(d + y * a, 1, r + y * a, 1);
+            for (int x = 0; x < a; x++) (m == 4 ? bt4 : bt2)(r + x, a, v + x, a);
+            float *out = R->dst + t * p->Cp + cb * 8;
+            int64_t step = p->T * p->Cp;
+            for (int i = 0; i < aa; i++) _mm256_storeu_ps(out + i * step, v[i]);
+        }
+    }
+}
+
+void dn_wino_input(void *ctx, void *const *ptrs) {
+    const dn_wino *p = ctx;
+    wino_run R = {p, ptrs[0], NULL, ptrs[1]};
+    rt_dnnl_parallel(in_work, &R);
+}
+
+/* ---------------------------------------------------------------- output ---- */
+
+static inline v8 post(const dn_wino *p, v8 y, const float *res) {
+    for (int i = 0; i < p->nops; i++) {
+        const dn_wino_op *op = &p->ops[i];
+        switch (op->kind) {
+        case DN_WINO_SUM: y = _mm256_add_ps(y, _mm256_loadu_ps(res)); break;
+        case DN_WINO_RELU: {
+            v8 neg = _mm256_mul_ps(y, _mm256_set1_ps(op->alpha));
+            y = _mm256_blendv_ps(y, neg, _mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_LT_OQ));
+            break;
+        }
+        case DN_WINO_LINEAR: y = _mm256_fmadd_ps(y, _mm256_set1_ps(op->alpha), _mm256_set1_ps(op->beta)); break;
+        case DN_WINO_CLIP:
+            y = _mm256_min_ps(_mm256_max_ps(y, _mm256_set1_ps(op->alpha)), _mm256_set1_ps(op->beta));
+            break;
+        }
+    }
+    return y;
+}
+
+static void out_work(void *ctx, int ithr, int nthr) {
+    const wino_run *R = ctx;
+    const dn_wino *p = R->p;
+    int m = p->m, a = m + 2, aa = a * a;
+    int64_t OB = p->Op / 8, items = p->N * p->tr * OB, lo, hi;
+    split(items, ithr, nthr, &lo, &hi);
+    __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int64_t it = lo; it < hi; it++) {
+        int64_t ob = it % OB, ty = (it / OB) % p->tr, n = it / OB / p->tr;
+        int64_t plane = (n * OB + ob) * p->OH * p->OW * 8;
+        float *img = R->dst + plane;
+        const float *rimg = R->res ? R->res + plane : NULL;
+        int valid = (int)(p->O - ob * 8 < 8 ? p->O - ob * 8 : 8);
+        v8 mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(valid), lane));
+        v8 bias = p->bias ? _mm256_loadu_ps(p->bias + ob * 8) : _mm256_setzero_ps();
+        for (int64_t tx = 0; tx < p->tc; tx++) {
+            int64_t t = (n * p->tr + ty) * p->tc + tx;
+            const float *in = R->src + t * p->Op + ob * 8;
+            int64_t step = p->T * p->Op;
+            v8 mm[36], r[24], o[16];
+            for (int i = 0; i < aa; i++) mm[i] = _mm256_loadu_ps(in + i * step);
+            /* A^T along y (a rows -> m), then along x */
+            for (int x = 0; x < a; x++) (m == 4 ? at4 : at2)(mm + x, a, r + x, a);
+            for (int y = 0; y < m; y++) (m == 4 ? at4 : at2)(r + y * a, 1, o + y * m, 1);
+            for (int y = 0; y < m; y++) {
+                int64_t oy = ty * m + y;
+                if (oy >= p->OH) break;
+                for (int x = 0; x < m; x++) {
+                    int64_t ox = tx * m + x;
+                    if (ox >= p->OW) break;
+                    int64_t off = (oy * p->OW + ox) * 8;
+                    v8 yv = post(p, _mm256_add_ps(o[y * m + x], bias), rimg ? rimg + off : NULL);
+                    if (valid < 8) yv = _mm256_and_ps(yv, mask); /* nChw8c's padding stays 0 */
+                    _mm256_storeu_ps(img + off, yv);
+                }
+            }
+        }
+    }
+}
+
+void dn_wino_output(void *ctx, void *const *ptrs) {
+    const dn_wino *p = ctx;
+    wino_run R = {p, ptrs[0], p->has_sum ? ptrs[2] : NULL, ptrs[1]};
+    rt_dnnl_parallel(out_work, &R);
+}
