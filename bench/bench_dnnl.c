@@ -215,6 +215,7 @@ static bool model_paths(const model_def *md, char **path, char **refs) {
 }
 
 typedef struct bench_opts {
+    const byoc_options *options;  /* --backend-opt */
     int runs, warmup, pause_ms;
     bool report, artifact;
 } bench_opts;
@@ -251,6 +252,7 @@ static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
     const char *backends[] = {getenv("BENCH_DNNL_BACKEND") ? getenv("BENCH_DNNL_BACKEND") : "dnnl"};
     byoc_partition_opts po = {0};
     po.notes = &notes;
+    po.options = bo->options;
     gr_status st = rt_npy_load(in_path, &input, &d);
     if (st) {
         fprintf(stderr, "bench_dnnl: %s: %s\n", md->name, d.msg);
@@ -402,6 +404,7 @@ int main(int argc, char **argv) {
     rt_dnnl_thread_opts topts = {nt ? atoi(nt) : 0, true};
     rt_dnnl_set_thread_options(&topts);
     int runs = 20, warmup = 3, nisa = 0, pause_ms = 50;
+    byoc_options *options = byoc_options_new();
     bool report = false, artifact = false, pick[NMODELS] = {false}, any = false;
     const char *isas[2];
     for (int i = 1; i < argc; i++) {
@@ -411,6 +414,15 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--pause-ms") && i + 1 < argc) pause_ms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--report")) report = true;
         else if (!strcmp(argv[i], "--artifact")) artifact = true;
+        else if (!strcmp(argv[i], "--backend-opt") && i + 1 < argc) {
+            gr_diag d;
+            gr_diag_clear(&d);
+            if (byoc_options_set(options, argv[++i], &d)) {
+                fprintf(stderr, "bench_dnnl: --backend-opt: %s\n", d.msg);
+                byoc_options_free(options);
+                return 2;
+            }
+        }
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc && nisa < 2 &&
                  (!strcmp(argv[i + 1], "native") || !strcmp(argv[i + 1], "avx2")))
             isas[nisa++] = argv[++i];
@@ -422,9 +434,10 @@ int main(int argc, char **argv) {
         } else ok = false;
         if (!ok) {
             fprintf(stderr, "usage: bench_dnnl [--runs N] [--warmup N] [--pause-ms N] [--model NAME]... "
-                            "[--isa native|avx2]... [--report] [--artifact]\n  models:");
+                            "[--isa native|avx2]... [--report] [--artifact] [--backend-opt dnnl.NAME=VALUE]...\n  models:");
             for (int k = 0; k < NMODELS; k++) fprintf(stderr, " %s", MODELS[k].name);
             fprintf(stderr, "\n");
+            byoc_options_free(options);
             return 2;
         }
     }
@@ -475,7 +488,7 @@ int main(int argc, char **argv) {
             pid_t pid = fork();
             if (pid == 0) {
                 if (avx2) setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1); /* before the child's first oneDNN call */
-                bench_opts bo = {runs, warmup, pause_ms, report, artifact};
+                bench_opts bo = {options, runs, warmup, pause_ms, report, artifact};
                 _exit(run_model(&MODELS[k], &bo, &ratios[2 * k]));
             }
             int ws = 0;
@@ -493,5 +506,6 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
     munmap(ratios, sizeof(double) * 2 * NMODELS);
+    byoc_options_free(options);
     return rc;
 }

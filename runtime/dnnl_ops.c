@@ -636,7 +636,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     dnnl_memory_desc_t bmd;
     dnnl_dims_t bd = {O};
     dnnl_memory_desc_init_by_strides(&bmd, 1, bd, dnnl_f32, NULL);
-    dnnl_status_t ds;
+    dnnl_status_t ds = dnnl_unimplemented;
     union {
         dnnl_convolution_desc_t c;
         dnnl_deconvolution_desc_t d;
@@ -663,14 +663,26 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     dn_arg args[4 + DN_MAX_STEPS];
     int na = 0, used = 0;
     dnnl_primitive_desc_t pd = NULL;
+    /* Winograd first for 3x3 stride-1 convolutions, where oneDNN has it (avx512_core), with
+     * every post-op fused, in the planned layouts or all `any`; then the direct algorithm in
+     * each layout. Measured at batch 1 (square maps 20-160, 2 threads): Winograd takes 0.34-0.83
+     * of brgconv's time from 24 channels in and out up, up to 2.1x more below 16; weights are
+     * transformed once, so only constant ones. */
+    bool wino = S->opts.winograd && !deconv && !perm && sd == 2 && G == 1 && ws[2] == 3 && ws[3] == 3 &&
+                strides[0] == 1 && strides[1] == 1 && dil[0] == 1 && dil[1] == 1 && I >= 24 && O >= 24 &&
+                S->ent_node[w].node->kind == RT_JSON_CONST;
+    int first = wino ? -2 : 0;
     S->sum_ok = true;
-    for (int a = 0; a < nalt && !pd; a++) {
+    for (int a = first; a < nalt && !pd; a++) {
+        int l = a < 0 ? a + 2 : a;
+        if (a < 0 && l >= nalt - 1) continue;
+        dnnl_alg_kind_t alg = a < 0 ? dnnl_convolution_winograd : deconv ? dnnl_deconvolution_direct : dnnl_convolution_direct;
         if (deconv)
-            ds = dnnl_dilated_deconvolution_forward_desc_init(&desc.d, dnnl_forward_inference, dnnl_deconvolution_direct,
-                                                              &alt_x[a], &wany, bv >= 0 ? &bmd : NULL, &alt_d[a], s, d, pl, pr);
+            ds = dnnl_dilated_deconvolution_forward_desc_init(&desc.d, dnnl_forward_inference, alg, &alt_x[l], &wany,
+                                                              bv >= 0 ? &bmd : NULL, &alt_d[l], s, d, pl, pr);
         else
-            ds = dnnl_dilated_convolution_forward_desc_init(&desc.c, dnnl_forward_inference, dnnl_convolution_direct,
-                                                            &alt_x[a], &wany, bv >= 0 ? &bmd : NULL, &alt_d[a], s, d, pl, pr);
+            ds = dnnl_dilated_convolution_forward_desc_init(&desc.c, dnnl_forward_inference, alg, &alt_x[l], &wany,
+                                                            bv >= 0 ? &bmd : NULL, &alt_d[l], s, d, pl, pr);
         if (ds != dnnl_success) {
             S->sum_ok = false;
             return dn_fail(S, n, ds, "invalid convolution");
@@ -679,7 +691,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
         bool last = a == nalt - 1;
         if (last) S->ref_why = "no jit convolution for these shapes / groups in any layout tried (oneDNN's choice, all any, "
                                "channels-last)";
-        ds = try_create(S, n, &desc, nd, steps, k, 0, !last, &pd, &used, args, &na, &st);
+        ds = try_create(S, n, &desc, nd, steps, k, a < 0 ? k : 0, !last, &pd, &used, args, &na, &st);
         if (st || ds != dnnl_success) pd = NULL;
         if (st) break;
     }

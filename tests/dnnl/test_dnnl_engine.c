@@ -1,6 +1,7 @@
 /* The oneDNN engine against the reference engine on the same JSON graphs (tolerance in
  * dnnl_test_util.h), plus fusion / planning checks and errors. */
 #include <dirent.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
@@ -739,4 +740,73 @@ Test(dnnl_engine, transpose_weights_option) {
     } else {
         cr_expect_eq(st[1].weight_bytes, st[0].weight_bytes, "brgemm picks its own layout: the option changes nothing");
     }
+}
+
+/* Whether a primitive of the graph, prepared with opts, runs a Winograd kernel. */
+static bool runs_winograd(dt_graph *g, const rt_dnnl_opts *opts) {
+    g->opts = opts;
+    dt_prepared p;
+    gr_diag d = {0};
+    cr_assert_eq(dt_prepare(g, &p, &d), GR_OK, "%s", d.msg);
+    bool wino = false;
+    for (uint32_t i = 0; i < rt_dnnl_num_prims(p.state); i++) {
+        rt_dnnl_prim_info pi;
+        cr_assert(rt_dnnl_prim(p.state, i, &pi));
+        wino |= strstr(pi.impl, "wino") != NULL;
+    }
+    dt_release(&p);
+    g->opts = NULL;
+    return wino;
+}
+
+/* dnnl.winograd (default on): 3x3 stride-1 convolutions (bias, relu and a residual sum fused)
+ * run oneDNN's Winograd kernels where it has them (avx512_core and up), match the reference
+ * within the suite's tolerance (batch 2, sizes no multiple of the tile), and run the direct
+ * algorithm when the option is off. */
+Test(dnnl_engine, winograd_3x3) {
+    dt_graph g;
+    dt_init(&g, 23);
+    int x = dt_input(&g, 4, S4(2, 64, 13, 11));
+    int w1 = dt_const_r(&g, 4, S4(64, 64, 3, 3), 0.1f, 0.f), b1 = dt_const(&g, 4, S4(1, 64, 1, 1));
+    int c1 = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "1, 1, 1, 1", "1, 1", "1"), 2, IN(x, w1), NULL, 4,
+                   S4(2, 64, 13, 11), "conv1");
+    int a1 = dt_op(&g, "relax.add", NULL, 2, IN(c1, b1), NULL, 4, S4(2, 64, 13, 11), "conv1_bias");
+    int r1 = dt_op(&g, "relax.nn.relu", NULL, 1, IN(a1), NULL, 4, S4(2, 64, 13, 11), "relu1");
+    int w2 = dt_const_r(&g, 4, S4(64, 64, 3, 3), 0.1f, 0.f);
+    int c2 = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "1, 1, 1, 1", "1, 1", "1"), 2, IN(r1, w2), NULL, 4,
+                   S4(2, 64, 13, 11), "conv2");
+    int s2 = dt_op(&g, "relax.add", NULL, 2, IN(c2, x), NULL, 4, S4(2, 64, 13, 11), "residual");
+    int r2 = dt_op(&g, "relax.nn.relu", NULL, 1, IN(s2), NULL, 4, S4(2, 64, 13, 11), "relu2");
+    dt_head(&g, r2);
+    char posts[200];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]}]", a1, b1, r1);
+    dt_composite(&g, "dnnl.conv2d_bias_relu", c1, 3, IN(c1, a1, r1), posts);
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]}]", s2, x, r2);
+    dt_composite(&g, "dnnl.conv2d_add_relu", c2, 3, IN(c2, s2, r2), posts);
+    dt_check(&g);
+    rt_dnnl_opts off = rt_dnnl_default_opts();
+    off.winograd = false;
+    dnnl_primitive_desc_t probe = NULL;
+    bool has = false;
+    {
+        /* does oneDNN offer Winograd for this convolution on this CPU? */
+        dnnl_engine_t eng;
+        cr_assert_eq(dnnl_engine_create(&eng, dnnl_cpu, 0), dnnl_success);
+        dnnl_memory_desc_t xm, wm, om;
+        dnnl_dims_t xd = {2, 64, 13, 11}, wd = {64, 64, 3, 3}, one = {1, 1}, zero = {0, 0};
+        dnnl_memory_desc_init_by_tag(&xm, 4, xd, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&wm, 4, wd, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&om, 4, xd, dnnl_f32, dnnl_format_tag_any);
+        dnnl_convolution_desc_t cd;
+        dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_winograd, &xm, &wm, NULL,
+                                                   &om, one, zero, one, one);
+        has = dnnl_primitive_desc_create(&probe, &cd, NULL, eng, NULL) == dnnl_success;
+        if (probe) dnnl_primitive_desc_destroy(probe);
+        dnnl_engine_destroy(eng);
+    }
+    cr_expect_eq(runs_winograd(&g, NULL), has, "oneDNN %s Winograd on %s", has ? "has" : "has no", rt_dnnl_isa());
+    cr_expect_not(runs_winograd(&g, &off), "dnnl.winograd=0 still ran a Winograd kernel");
+    g.opts = &off;
+    dt_check(&g);
+    dt_free(&g);
 }
