@@ -224,12 +224,10 @@ static const byoc_option DNNL_OPTIONS[] = {
     {"deconv_tag", BYOC_OPT_STR, "nhwc", "layout of 2-D transposed convolutions", "nhwc|nchw|any"},
     {"transpose_weights", BYOC_OPT_BOOL, "0", "give constant matmul weights a transposed copy where oneDNN "
      "runs gemm:jit (AVX2) with fewer than 512 rows: 2-4x faster there, one more copy of those weights", NULL},
-    {"winograd", BYOC_OPT_BOOL, "1", "run 3x3 stride-1 convolutions with the Winograd algorithm where oneDNN has "
-     "it for the CPU (AVX-512); 0: the direct algorithm only", NULL},
+    {"winograd", BYOC_OPT_BOOL, "1", "run 3x3 stride-1 convolutions with the Winograd algorithm: oneDNN's where "
+     "it has it for the CPU (AVX-512), graft's own below (AVX2) where faster; 0: the direct algorithm only", NULL},
     {"small_kb", BYOC_OPT_INT, DNNL_STR(RT_DNNL_SMALL_KB_DEFAULT), "regions whose tensors are all smaller than this many KiB run "
      "single-threaded; 0: never", NULL},
-    {"winograd", BYOC_OPT_BOOL, "1", "Winograd for 3x3 stride-1 convolutions where it is faster (oneDNN's on "
-     "AVX-512, graft's own on AVX2)", NULL},
 };
 
 /* The engine's options from the backend's, and the thread team's when they were given. */
@@ -247,7 +245,6 @@ static rt_dnnl_opts engine_opts(const byoc_options *o) {
         .transpose_weights = byoc_option_bool(o, b, "transpose_weights"),
         .winograd = byoc_option_bool(o, b, "winograd"),
         .small_kb = byoc_option_int(o, b, "small_kb"),
-        .winograd = byoc_option_bool(o, b, "winograd"),
     };
     const char *tag = byoc_option_str(o, b, "deconv_tag");
     for (size_t i = 0; i < sizeof TAGS / sizeof TAGS[0]; i++)
