@@ -177,12 +177,12 @@ gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, 
     return push_prim(S, n, p, args, nargs, reorder);
 }
 
-gr_status dn_emit_fn(dn_state *S, const rt_json_node *n, dn_fn fn, void *ctx, const char *kind, const char *impl,
-                     const dn_arg *args, int nargs) {
-    dn_prim p = {.fn = fn, .ctx = ctx, .kind = kind, .nargs = nargs};
-    p.args = calloc((size_t)nargs + 1, sizeof(dn_arg));
+gr_status dn_emit_fn(dn_state *S, const rt_json_node *n, dn_fn fn, void *ctx, void (*ctx_free)(void *), const char *kind,
+                     const char *impl, const dn_arg *args, int nargs) {
+    dn_prim p = {.fn = fn, .ctx = ctx, .ctx_free = ctx_free, .kind = kind, .nargs = nargs};
+    p.args = nargs <= DN_FN_MAX_ARGS ? calloc((size_t)nargs + 1, sizeof(dn_arg)) : NULL;
     if (!p.args) {
-        free(ctx);
+        ctx_free(ctx);
         return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     }
     memcpy(p.args, args, sizeof(dn_arg) * (size_t)nargs);
@@ -192,10 +192,9 @@ gr_status dn_emit_fn(dn_state *S, const rt_json_node *n, dn_fn fn, void *ctx, co
 
 dnnl_status_t dn_exec(dn_state *S, const dn_prim *p) {
     if (p->prim) return dnnl_primitive_execute(p->prim, S->stream, p->nargs, p->exec);
-    void *ptrs[8] = {0};
-    for (int a = 0; a < p->nargs && a < 8; a++) dnnl_memory_get_data_handle(p->args[a].mem, &ptrs[a]);
-    p->fn(p->ctx, ptrs);
-    return dnnl_success;
+    void *ptrs[DN_FN_MAX_ARGS] = {0};
+    for (int a = 0; a < p->nargs; a++) dnnl_memory_get_data_handle(p->args[a].mem, &ptrs[a]);
+    return p->fn(p->ctx, ptrs);
 }
 
 static gr_status push_prim(dn_state *S, const rt_json_node *n, dn_prim p, const dn_arg *args, int nargs, bool reorder) {
@@ -968,7 +967,7 @@ static void dn_release(rt_json_graph *g, void *state) {
         for (int a = 0; a < pr->nargs; a++)
             if (pr->args[a].mem) dnnl_memory_destroy(pr->args[a].mem);
         if (pr->prim) dnnl_primitive_destroy(pr->prim);
-        free(pr->ctx);
+        if (pr->ctx) pr->ctx_free(pr->ctx);
         free(pr->args);
         free(pr->exec);
         gr_vec_free(&pr->nodes);

@@ -35,12 +35,14 @@ typedef struct dn_arg {
 
 /* A primitive of the engine's own C code (dnnl_wino.c): fn(ctx, ptrs) with ptrs[i] the data of
  * args[i]; it runs on the calling thread and starts its own parallel regions. */
-typedef void (*dn_fn)(void *ctx, void *const *ptrs);
+#define DN_FN_MAX_ARGS 8
+typedef dnnl_status_t (*dn_fn)(void *ctx, void *const *ptrs);
 
 typedef struct dn_prim {
     dnnl_primitive_t prim;        /* NULL: fn */
     dn_fn fn;
-    void *ctx;                    /* fn's, freed with the state */
+    void *ctx;                    /* fn's, freed with the state by ctx_free */
+    void (*ctx_free)(void *ctx);
     int nargs;
     dn_arg *args;
     dnnl_exec_arg_t *exec;
@@ -145,10 +147,10 @@ int root_val(const dn_state *S, int v);
 void *dn_owned_alloc(dn_state *S, size_t bytes);
 gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
                   bool reorder);
-/* Appends a primitive of C code (see dn_fn); ctx is the state's from here on (freed with it,
- * also on failure). */
-gr_status dn_emit_fn(dn_state *S, const rt_json_node *n, dn_fn fn, void *ctx, const char *kind, const char *impl,
-                     const dn_arg *args, int nargs);
+/* Appends a primitive of C code (see dn_fn; at most DN_FN_MAX_ARGS args); ctx is the state's
+ * from here on (ctx_free'd with it, also on failure). */
+gr_status dn_emit_fn(dn_state *S, const rt_json_node *n, dn_fn fn, void *ctx, void (*ctx_free)(void *), const char *kind,
+                     const char *impl, const dn_arg *args, int nargs);
 /* Executes primitive p (a oneDNN primitive or C code). */
 dnnl_status_t dn_exec(dn_state *S, const dn_prim *p);
 /* The layout of `like` (same tag: blocked nChw8c / nChw16c, channels-last, plain) for dims
@@ -219,16 +221,22 @@ typedef struct dn_wino {
     int64_t N, C, H, W, O, OH, OW, pt, pl; /* pt, pl: top and left padding */
     int64_t tr, tc, T;            /* tile rows and columns of an image; T = N tr tc */
     int64_t Cp, Op;               /* C, O rounded up to 8 */
-    float *bias;                  /* Op floats (padding 0), or NULL */
-    bool has_sum;                 /* the output transform's ptrs[2] is a residual (dst layout) */
+    int64_t chunk;                /* tiles per pass: V and M hold one pass's */
+    const float *bias;            /* Op floats (padding 0), or NULL */
     int nops;
     dn_wino_op ops[DN_WINO_MAX_OPS]; /* after the bias, in order */
+    /* the batched matmul V [a*a][chunk][Cp] x U [a*a][Cp][Op] -> M of a pass ([1]: of the last
+     * pass, when it has fewer tiles), its memories V, U, M, scratchpad (handles set per pass) */
+    dnnl_stream_t stream;
+    dnnl_primitive_t mm[2];
+    dnnl_memory_t mem[2][4];
+    int ix_res, ix_v, ix_m, ix_scratch; /* their index in the primitive's args (-1: none) */
 } dn_wino;
 /* U [a*a][Cp][Op] (padding 0) of weights w read at strides wstr (O, I, kh, kw). */
 void dn_wino_weights(const dn_wino *p, const float *w, const int64_t *wstr, float *u);
-/* dn_fn's: ptrs src (nChw8c), V;  M, dst (nChw8c)[, residual] */
-void dn_wino_input(void *ctx, void *const *ptrs);
-void dn_wino_output(void *ctx, void *const *ptrs);
+/* dn_fn: ptrs[0] src, ptrs[1] dst (nChw8c), the others at p's ix_*. */
+dnnl_status_t dn_wino_run(void *ctx, void *const *ptrs);
+void dn_wino_free(void *ctx);
 
 /* dnnl_rnn.c: relax.nn.lstm / gru / rnn as one oneDNN RNN primitive. */
 gr_status dn_rnn(dn_state *S, const rt_json_node *n);
