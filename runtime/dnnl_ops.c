@@ -475,10 +475,10 @@ static bool wino_matmul(dn_state *S, dn_wino *p, int k, int64_t tiles, float *u)
     return ok;
 }
 
-/* Tiles per pass: V and M of a pass within 4 MiB (L2 + a share of L3), so the transforms and
+/* Tiles per pass: V and M of a pass within 2 MiB (the L2 and a share of L3), so the transforms and
  * the matmul work from cache: PP-OCR det's 96 -> 24 channel convs at 160x160 (V of 22 MiB in
  * one pass) took 5.3 ms, slower than direct (5.0 ms). */
-#define WINO_PASS_BYTES (4 << 20)
+#define WINO_PASS_BYTES (2 << 20)
 
 /* Conv n (3x3, stride 1, dilation 1, one group, NCHW / OIHW, constant weights w at strides
  * wstr; bias bv or -1; post-op steps) as one primitive of ours (dn_wino_run). *done false: not
