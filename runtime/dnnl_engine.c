@@ -258,6 +258,7 @@ static gr_status run_reorder_now(dn_state *S, const rt_json_node *n, const dnnl_
  * (weights with a batch norm folded in, made again at each prepare) by its bytes (two 64-bit
  * hashes and the size). */
 typedef struct dn_wentry {
+    dn_make_fn make;              /* what made buf from src (run_reorder_now's wrapper: a reorder) */
     const void *src;
     uint64_t h1, h2;
     dnnl_memory_desc_t smd, dmd;
@@ -290,9 +291,17 @@ static void wcache_free(void *p) {
     free(w);
 }
 
-/* Constant src (md smd) in layout dmd: from the shared cache, or reordered now into it. */
-static gr_status shared_reorder(dn_state *S, dn_wcache *w, const rt_json_node *n, const dnnl_memory_desc_t *smd,
-                                const void *src, bool by_content, const dnnl_memory_desc_t *dmd, void **out) {
+static gr_status make_reorder(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, const void *src,
+                              const dnnl_memory_desc_t *dmd, void *dst, void *ctx) {
+    (void)ctx;
+    return run_reorder_now(S, n, smd, (void *)src, dmd, dst);
+}
+
+/* Constant src (md smd) made into dmd by make (ctx: its own): from the shared cache, or made
+ * now into it. */
+static gr_status shared_make(dn_state *S, dn_wcache *w, const rt_json_node *n, const dnnl_memory_desc_t *smd,
+                             const void *src, bool by_content, const dnnl_memory_desc_t *dmd, dn_make_fn make, void *ctx,
+                             void **out) {
     uint64_t h1 = 0, h2 = 0;
     if (by_content) {
         size_t nb = dnnl_memory_desc_get_size(smd);
@@ -303,7 +312,7 @@ static gr_status shared_reorder(dn_state *S, dn_wcache *w, const rt_json_node *n
     pthread_mutex_lock(&w->lock);
     for (uint32_t i = 0; i < w->e.len; i++) {
         dn_wentry *e = &w->e.data[i];
-        if (e->src == key && e->h1 == h1 && e->h2 == h2 && dnnl_memory_desc_equal(&e->smd, smd) &&
+        if (e->make == make && e->src == key && e->h1 == h1 && e->h2 == h2 && dnnl_memory_desc_equal(&e->smd, smd) &&
             dnnl_memory_desc_equal(&e->dmd, dmd)) {
             *out = e->buf;
             pthread_mutex_unlock(&w->lock);
@@ -313,9 +322,9 @@ static gr_status shared_reorder(dn_state *S, dn_wcache *w, const rt_json_node *n
     }
     size_t bytes = dnnl_memory_desc_get_size(dmd), sz = (bytes + 63) / 64 * 64;
     void *buf = aligned_alloc(64, sz ? sz : 64);
-    gr_status st = buf ? run_reorder_now(S, n, smd, (void *)src, dmd, buf) : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    gr_status st = buf ? make(S, n, smd, src, dmd, buf, ctx) : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     if (!st) {
-        dn_wentry e = {key, h1, h2, *smd, *dmd, buf};
+        dn_wentry e = {make, key, h1, h2, *smd, *dmd, buf};
         gr_vec_push(&w->e, e);
         *out = buf;
         atomic_fetch_add(&g_wshared_made, 1);
@@ -323,6 +332,24 @@ static gr_status shared_reorder(dn_state *S, dn_wcache *w, const rt_json_node *n
         free(buf);
     }
     pthread_mutex_unlock(&w->lock);
+    return st;
+}
+
+gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *dmd, dn_make_fn make,
+                        void *ctx, void **out) {
+    int r = root_of(S, v);
+    const dnnl_memory_desc_t *smd = &S->vals.data[v].md;
+    const void *src = S->vals.data[r].ptr;
+    dn_wcache *wc = rt_json_graph_shared(S->g, wcache_new, wcache_free);
+    gr_status st;
+    *out = NULL;
+    if (wc) {
+        st = shared_make(S, wc, n, smd, src, S->vals.data[r].kind == V_OWNED, dmd, make, ctx, out);
+    } else {
+        *out = dn_owned_alloc(S, dnnl_memory_desc_get_size(dmd));
+        st = *out ? make(S, n, smd, src, dmd, *out, ctx) : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    }
+    if (!st) S->stats.weight_bytes += dnnl_memory_desc_get_size(dmd);
     return st;
 }
 
@@ -348,21 +375,10 @@ gr_status dn_as(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_des
         }
     int r = root_of(S, v);
     if (S->vals.data[r].kind == V_CONST || S->vals.data[r].kind == V_OWNED) {
-        size_t bytes = dnnl_memory_desc_get_size(want);
         /* a constant of a specialization: reordered once for every shape */
-        dn_wcache *wc = rt_json_graph_shared(S->g, wcache_new, wcache_free);
-        bool owned = S->vals.data[r].kind == V_OWNED;
-        void *dst = NULL;
-        gr_status st;
-        if (wc) {
-            st = shared_reorder(S, wc, n, &S->vals.data[v].md, S->vals.data[r].ptr, owned, want, &dst);
-        } else {
-            dst = dn_owned_alloc(S, bytes);
-            if (!dst) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
-            st = run_reorder_now(S, n, &S->vals.data[v].md, S->vals.data[r].ptr, want, dst);
-        }
+        void *dst;
+        gr_status st = dn_const_made(S, n, v, want, make_reorder, NULL, &dst);
         if (st) return st;
-        S->stats.weight_bytes += bytes;
         int nv = dn_val_new(S, V_OWNED, want);
         S->vals.data[nv].ptr = dst;
         S->vals.data[nv].copy_of = v + 1;

@@ -161,6 +161,14 @@ void dn_channels_last(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md);
 /* oneDNN's implementation name of pd; true when it is a reference kernel. */
 bool dn_pd_is_ref(const_dnnl_primitive_desc_t pd);
 gr_status dn_as(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *want, int *out);
+/* Makes dst (md dmd) from constant src (md smd); ctx: its own. */
+typedef gr_status (*dn_make_fn)(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, const void *src,
+                                const dnnl_memory_desc_t *dmd, void *dst, void *ctx);
+/* Constant value v (graph constant or engine-owned) made into a buffer of md dmd by make, once
+ * for every specialization of a symbolic graph (the shared cache, keyed by make, v's data and
+ * both mds), else engine-owned; counted in the weight bytes. */
+gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *dmd, dn_make_fn make,
+                        void *ctx, void **out);
 gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out);
 /* Appends pd's src and weights, values xv and wv each in the layout pd wants (a reorder when
  * it is not theirs), to args; destroys pd when that fails. */

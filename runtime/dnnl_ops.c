@@ -450,8 +450,9 @@ static int wino_ops(dn_state *S, const dn_step *steps, int k, dn_wino *p, int *r
 }
 
 /* The batched matmul of a pass of `tiles` tiles: primitive and its memories (V, U, M,
- * scratchpad; handles of V, M and the scratchpad set when it runs). False: no jit one. */
-static bool wino_matmul(dn_state *S, dn_wino *p, int k, int64_t tiles, float *u) {
+ * scratchpad; handles of V, M and the scratchpad set when it runs, U's once made). False: no
+ * jit one. */
+static bool wino_matmul(dn_state *S, dn_wino *p, int k, int64_t tiles) {
     int64_t aa = (p->m + 2) * (p->m + 2);
     dnnl_dims_t vd = {aa, tiles, p->Cp}, ud = {aa, p->Cp, p->Op}, md = {aa, tiles, p->Op};
     dnnl_memory_desc_t vmd, umd, mmd;
@@ -468,7 +469,7 @@ static bool wino_matmul(dn_state *S, dn_wino *p, int k, int64_t tiles, float *u)
     if (sz > S->scratch_bytes) S->scratch_bytes = sz;
     bool ok = !dn_pd_is_ref(pd) && dnnl_primitive_create(&p->mm[k], pd) == dnnl_success &&
               dnnl_memory_create(&p->mem[k][0], &vmd, S->eng, DNNL_MEMORY_NONE) == dnnl_success &&
-              dnnl_memory_create(&p->mem[k][1], &umd, S->eng, u) == dnnl_success &&
+              dnnl_memory_create(&p->mem[k][1], &umd, S->eng, DNNL_MEMORY_NONE) == dnnl_success &&
               dnnl_memory_create(&p->mem[k][2], &mmd, S->eng, DNNL_MEMORY_NONE) == dnnl_success &&
               (!sz || dnnl_memory_create(&p->mem[k][3], sp, S->eng, DNNL_MEMORY_NONE) == dnnl_success);
     dnnl_primitive_desc_destroy(pd);
@@ -480,10 +481,23 @@ static bool wino_matmul(dn_state *S, dn_wino *p, int k, int64_t tiles, float *u)
  * one pass) took 5.3 ms, slower than direct (5.0 ms). */
 #define WINO_PASS_BYTES (2 << 20)
 
-/* Conv n (3x3, stride 1, dilation 1, one group, NCHW / OIHW, constant weights w at strides
- * wstr; bias bv or -1; post-op steps) as one primitive of ours (dn_wino_run). *done false: not
+/* Conv n (3x3, stride 1, dilation 1, one group, NCHW / OIHW, constant weights wv read at
+ * strides wstr; bias bv or -1; post-op steps) as one primitive of ours (dn_wino_run). *done false: not
  * taken (nothing emitted), the caller goes on with oneDNN. */
-static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, const float *w, const int64_t *wstr, int bv,
+typedef struct wino_wctx {
+    const dn_wino *p;
+    const int64_t *wstr;
+} wino_wctx;
+
+static gr_status make_wino_u(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, const void *src,
+                             const dnnl_memory_desc_t *dmd, void *dst, void *ctx) {
+    (void)S, (void)n, (void)dmd;
+    const wino_wctx *c = ctx;
+    dn_wino_weights(c->p, (const float *)src + smd->offset0, c->wstr, dst);
+    return GR_OK;
+}
+
+static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, const int64_t *wstr, int bv,
                            const dn_step *steps, int k, const int64_t *xs, const int64_t *os, const int64_t *pad, bool *done) {
     *done = false;
     dn_wino q = {0};
@@ -497,9 +511,8 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, const flo
     q.chunk = (q.T + passes - 1) / passes;
     int res = -1, used = wino_ops(S, steps, k, &q, &res);
     dn_wino *p = calloc(1, sizeof *p);
-    size_t ubytes = sizeof(float) * (size_t)(aa * q.Cp * q.Op);
-    float *u = dn_owned_alloc(S, ubytes), *bias = bv >= 0 ? dn_owned_alloc(S, sizeof(float) * (size_t)q.Op) : NULL;
-    if (!p || !u || (bv >= 0 && !bias)) {
+    float *bias = bv >= 0 ? dn_owned_alloc(S, sizeof(float) * (size_t)q.Op) : NULL;
+    if (!p || (bv >= 0 && !bias)) {
         free(p);
         return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     }
@@ -507,13 +520,24 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, const flo
     p->stream = S->stream;
     int64_t last = q.T - (passes - 1) * q.chunk;
     /* the matmuls first: nothing is emitted unless oneDNN has jit ones */
-    if (!wino_matmul(S, p, 0, q.chunk, u) || (last != q.chunk && !wino_matmul(S, p, 1, last, u))) {
+    if (!wino_matmul(S, p, 0, q.chunk) || (last != q.chunk && !wino_matmul(S, p, 1, last))) {
         dn_wino_free(p);
         return GR_OK;
     }
     *done = true;
-    dn_wino_weights(p, w, wstr, u);
-    S->stats.weight_bytes += ubytes;
+    /* U: made once for every shape of a symbolic graph, like oneDNN's reordered weights */
+    dnnl_dims_t ud = {aa, q.Cp, q.Op};
+    dnnl_memory_desc_t umd;
+    dnnl_memory_desc_init_by_tag(&umd, 3, ud, dnnl_f32, dnnl_abc);
+    wino_wctx wc = {p, wstr};
+    void *u;
+    gr_status st = dn_const_made(S, n, wv, &umd, make_wino_u, &wc, &u);
+    if (st) {
+        dn_wino_free(p);
+        return st;
+    }
+    for (int i = 0; i < 2; i++)
+        if (p->mem[i][1]) dnnl_memory_set_data_handle(p->mem[i][1], u);
     if (bias) {
         memset(bias, 0, sizeof(float) * (size_t)q.Op);
         memcpy(bias, S->vals.data[root_val(S, bv)].ptr, sizeof(float) * (size_t)q.O);
@@ -526,7 +550,7 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, const flo
     dnnl_memory_desc_init_by_tag(&vmd, 3, vd, dnnl_f32, dnnl_abc);
     dnnl_memory_desc_init_by_tag(&mmd, 3, md, dnnl_f32, dnnl_abc);
     int sx, rv = -1;
-    gr_status st = dn_as(S, n, xv, &xmd, &sx);
+    st = dn_as(S, n, xv, &xmd, &sx);
     if (!st && res >= 0) st = dn_as(S, n, S->ent_val[res], &omd, &rv);
     if (st) {
         dn_wino_free(p);
@@ -655,9 +679,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     if (!deconv && sd == 2 && !perm && G == 1 && ws[2] == 3 && ws[3] == 3 && strides[0] == 1 && strides[1] == 1 &&
         dil[0] == 1 && dil[1] == 1 && S->opts.winograd && S->ent_node[w].node->kind == RT_JSON_CONST && wino_isa_ok()) {
         bool done;
-        const dn_val *wr = &S->vals.data[root_val(S, wv)];
-        const float *wp = (const float *)wr->ptr + S->vals.data[wv].md.offset0;
-        if ((st = wino_conv(S, n, xv, wp, wstr, bv, steps, k, xs, os, pad, &done)) || done) return st;
+        if ((st = wino_conv(S, n, xv, wv, wstr, bv, steps, k, xs, os, pad, &done)) || done) return st;
     }
     dnnl_memory_desc_t bmd;
     dnnl_dims_t bd = {O};
