@@ -8,10 +8,10 @@
  * outputs over the batch, channels rounded up to 8), and the output transform here, with the
  * bias, a residual add and eltwise post-ops applied on the way out.
  *
- * The whole file is compiled for AVX2 + FMA: its functions must only be called when the CPU
- * has them (dn_wino_cpu_ok, in dnnl_ops.c, checks). The transforms work on 8 channels at once
- * (one nChw8c block), and split their work over oneDNN's OpenMP team (rt_dnnl_parallel). */
-#pragma GCC target("avx2,fma")
+ * The transforms are compiled for AVX2 + FMA (AVX2_FN; the library itself for generic x86-64):
+ * dn_wino_run must only run when the CPU has them (wino_isa_ok in dnnl_ops.c checks). They work
+ * on 8 channels at once (one nChw8c block), and split their work over oneDNN's OpenMP team
+ * (rt_dnnl_parallel). */
 #include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +20,14 @@
 
 typedef __m256 v8;
 
+/* gcc's and clang's way to compile one function for AVX2 + FMA */
+#define AVX2_FN __attribute__((target("avx2,fma")))
+
 /* ---------------------------------------------------------------- 1-D transforms ---- */
 /* Each maps a points (stride s) to a points (stride rs), or a to m for the output. The
  * matrices are Lavin & Gray's for interpolation points 0, +-1, +-2 (m = 4) and 0, +-1 (m = 2). */
 
-static inline void bt4(const v8 *d, int s, v8 *r, int rs) {
+AVX2_FN static inline void bt4(const v8 *d, int s, v8 *r, int rs) {
     v8 d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s], d4 = d[4 * s], d5 = d[5 * s];
     v8 f4 = _mm256_set1_ps(4.f), f5 = _mm256_set1_ps(5.f), f2 = _mm256_set1_ps(2.f);
     v8 t0 = _mm256_fnmadd_ps(f4, d2, d4);  /* d4 - 4 d2 */
@@ -39,7 +42,7 @@ static inline void bt4(const v8 *d, int s, v8 *r, int rs) {
     r[5 * rs] = _mm256_fnmadd_ps(f5, d3, _mm256_fmadd_ps(f4, d1, d5));
 }
 
-static inline void at4(const v8 *m, int s, v8 *o, int os) {
+AVX2_FN static inline void at4(const v8 *m, int s, v8 *o, int os) {
     v8 m0 = m[0], m1 = m[s], m2 = m[2 * s], m3 = m[3 * s], m4 = m[4 * s], m5 = m[5 * s];
     v8 p12 = _mm256_add_ps(m1, m2), n12 = _mm256_sub_ps(m1, m2);
     v8 p34 = _mm256_add_ps(m3, m4), n34 = _mm256_sub_ps(m3, m4);
@@ -49,7 +52,7 @@ static inline void at4(const v8 *m, int s, v8 *o, int os) {
     o[3 * os] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(8.f), n34, n12), m5);
 }
 
-static inline void bt2(const v8 *d, int s, v8 *r, int rs) {
+AVX2_FN static inline void bt2(const v8 *d, int s, v8 *r, int rs) {
     v8 d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s];
     r[0] = _mm256_sub_ps(d0, d2);
     r[rs] = _mm256_add_ps(d1, d2);
@@ -57,10 +60,35 @@ static inline void bt2(const v8 *d, int s, v8 *r, int rs) {
     r[3 * rs] = _mm256_sub_ps(d1, d3);
 }
 
-static inline void at2(const v8 *m, int s, v8 *o, int os) {
+AVX2_FN static inline void at2(const v8 *m, int s, v8 *o, int os) {
     v8 m1 = m[s], m2 = m[2 * s];
     o[0] = _mm256_add_ps(_mm256_add_ps(m[0], m1), m2);
     o[os] = _mm256_sub_ps(_mm256_sub_ps(m1, m2), m[3 * s]);
+}
+
+/* B^T d B of one a x a tile (a = m + 2; rows: along x, then columns: along y), constant strides
+ * so that the compiler unrolls it */
+AVX2_FN static inline void in_tile(int m, const v8 *d, v8 *v) {
+    v8 r[36];
+    if (m == 4) {
+        for (int y = 0; y < 6; y++) bt4(d + y * 6, 1, r + y * 6, 1);
+        for (int x = 0; x < 6; x++) bt4(r + x, 6, v + x, 6);
+    } else {
+        for (int y = 0; y < 4; y++) bt2(d + y * 4, 1, r + y * 4, 1);
+        for (int x = 0; x < 4; x++) bt2(r + x, 4, v + x, 4);
+    }
+}
+
+/* A^T M A: a x a -> m x m (along y, then along x) */
+AVX2_FN static inline void out_tile(int m, const v8 *mm, v8 *o) {
+    v8 r[24];
+    if (m == 4) {
+        for (int x = 0; x < 6; x++) at4(mm + x, 6, r + x, 6);
+        for (int y = 0; y < 4; y++) at4(r + y * 6, 1, o + y * 4, 1);
+    } else {
+        for (int x = 0; x < 4; x++) at2(mm + x, 4, r + x, 4);
+        for (int y = 0; y < 2; y++) at2(r + y * 4, 1, o + y * 2, 1);
+    }
 }
 
 /* G g: 3 taps -> a points (scalar, once per weight at prepare) */
@@ -118,7 +146,7 @@ typedef struct wino_run {
 /* Tiles [lo, hi) of the batch, every channel block of each in turn, so that V[xi][t][0..Cp)
  * is written whole (a channel block at a time over the tiles left each cache line of V to be
  * fetched and written back 8 times: 3 ms instead of under 1 on PP-OCR det's 160x160 maps). */
-static void in_work(void *ctx, int ithr, int nthr) {
+AVX2_FN static void in_work(void *ctx, int ithr, int nthr) {
     const wino_run *R = ctx;
     const dn_wino *p = R->p;
     int m = p->m, a = m + 2, aa = a * a;
@@ -136,7 +164,7 @@ static void in_work(void *ctx, int ithr, int nthr) {
         const float *img = R->src + n * CB * plane;
         float *out = R->dst + (t - R->t0) * p->Cp;
         for (int64_t cb = 0; cb < CB; cb++, img += plane, out += 8) {
-            v8 d[36], r[36], v[36];
+            v8 d[36], v[36];
             for (int y = 0; y < a; y++)
                 for (int x = 0; x < a; x++) {
                     int64_t iy = iy0 + y, ix = ix0 + x;
@@ -146,9 +174,7 @@ static void in_work(void *ctx, int ithr, int nthr) {
                 }
             if (cb == CB - 1 && tail < 8)
                 for (int i = 0; i < aa; i++) d[i] = _mm256_and_ps(d[i], mask);
-            /* rows: B^T along x, then columns: B^T along y */
-            for (int y = 0; y < a; y++) (m == 4 ? bt4 : bt2)(d + y * a, 1, r + y * a, 1);
-            for (int x = 0; x < a; x++) (m == 4 ? bt4 : bt2)(r + x, a, v + x, a);
+            in_tile(m, d, v);
             for (int i = 0; i < aa; i++) _mm256_storeu_ps(out + i * step, v[i]);
         }
     }
@@ -156,7 +182,7 @@ static void in_work(void *ctx, int ithr, int nthr) {
 
 /* ---------------------------------------------------------------- output ---- */
 
-static inline v8 post(const dn_wino *p, v8 y, const float *res) {
+AVX2_FN static inline v8 post(const dn_wino *p, v8 y, const float *res) {
     for (int i = 0; i < p->nops; i++) {
         const dn_wino_op *op = &p->ops[i];
         switch (op->kind) {
@@ -177,7 +203,7 @@ static inline v8 post(const dn_wino *p, v8 y, const float *res) {
 
 /* Tiles [lo, hi), every output channel block of each in turn (M read whole rows, as V is
  * written). */
-static void out_work(void *ctx, int ithr, int nthr) {
+AVX2_FN static void out_work(void *ctx, int ithr, int nthr) {
     const wino_run *R = ctx;
     const dn_wino *p = R->p;
     int m = p->m, a = m + 2, aa = a * a;
@@ -193,11 +219,9 @@ static void out_work(void *ctx, int ithr, int nthr) {
         for (int64_t ob = 0; ob < OB; ob++, in += 8) {
             int64_t off0 = (n * OB + ob) * plane;
             v8 bias = p->bias ? _mm256_loadu_ps(p->bias + ob * 8) : _mm256_setzero_ps();
-            v8 mm[36], r[24], o[16];
+            v8 mm[36], o[16];
             for (int i = 0; i < aa; i++) mm[i] = _mm256_loadu_ps(in + i * step);
-            /* A^T along y (a rows -> m), then along x */
-            for (int x = 0; x < a; x++) (m == 4 ? at4 : at2)(mm + x, a, r + x, a);
-            for (int y = 0; y < m; y++) (m == 4 ? at4 : at2)(r + y * a, 1, o + y * m, 1);
+            out_tile(m, mm, o);
             for (int y = 0; y < m; y++) {
                 int64_t oy = ty * m + y;
                 if (oy >= p->OH) break;
