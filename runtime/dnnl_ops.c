@@ -508,6 +508,8 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
     q.Cp = (q.C + 7) / 8 * 8, q.Op = (q.O + 7) / 8 * 8;
     int64_t aa = (q.m + 2) * (q.m + 2), per_tile = aa * (q.Cp + q.Op) * (int64_t)sizeof(float);
     int64_t passes = (q.T * per_tile + WINO_PASS_BYTES - 1) / WINO_PASS_BYTES;
+    /* at least 32 tiles a pass (many channels): the matmul's rows */
+    if (passes > 1 && q.T / passes < 32) passes = q.T / 32 > 1 ? q.T / 32 : 1;
     q.chunk = (q.T + passes - 1) / passes;
     int res = -1, used = wino_ops(S, steps, k, &q, &res);
     dn_wino *p = calloc(1, sizeof *p);

@@ -40,6 +40,8 @@ static const wcase CASES[] = {
     {1, 64, 28, 28, 64, "1, 1, 1, 1", "1, 1", "1, 1", "1", P_BIAS_ADD_RELU, 4},
     /* 500 tiles of 18 KiB (V + M): 3 passes of 167, 167 and 166 tiles, one boundary mid-image */
     {2, 64, 40, 100, 64, "1, 1, 1, 1", "1, 1", "1, 1", "1", P_BIAS_ADD_RELU, 4},
+    /* 144 tiles of 72 KiB: 4 passes of 36 (at least 32 a pass, not 6 of 24), F(4x4) over 256 channels */
+    {1, 256, 48, 48, 256, "1, 1, 1, 1", "1, 1", "1, 1", "1", P_BIAS_RELU, 4},
     {1, 16, 9, 9, 16, "1, 1, 1, 1", "2, 2", "1, 1", "1", P_BIAS_RELU, 0},
     {1, 16, 9, 9, 16, "2, 2, 2, 2", "1, 1", "2, 2", "1", P_BIAS_RELU, 0},
     {1, 32, 9, 9, 32, "1, 1, 1, 1", "1, 1", "1, 1", "2", P_BIAS_RELU, 0},
