@@ -481,9 +481,7 @@ static bool wino_matmul(dn_state *S, dn_wino *p, int k, int64_t tiles) {
  * one pass) took 5.3 ms, slower than direct (5.0 ms). */
 #define WINO_PASS_BYTES (2 << 20)
 
-/* Conv n (3x3, stride 1, dilation 1, one group, NCHW / OIHW, constant weights wv read at
- * strides wstr; bias bv or -1; post-op steps) as one primitive of ours (dn_wino_run). *done false: not
- * taken (nothing emitted), the caller goes on with oneDNN. */
+/* dn_const_made's maker of U */
 typedef struct wino_wctx {
     const dn_wino *p;
     const int64_t *wstr;
@@ -497,6 +495,9 @@ static gr_status make_wino_u(dn_state *S, const rt_json_node *n, const dnnl_memo
     return GR_OK;
 }
 
+/* Conv n (3x3, stride 1, dilation 1, one group, NCHW / OIHW, constant weights wv read at
+ * strides wstr; bias bv or -1; post-op steps) as one primitive of ours (dn_wino_run). *done
+ * false: not taken (nothing emitted), the caller goes on with oneDNN. */
 static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, const int64_t *wstr, int bv,
                            const dn_step *steps, int k, const int64_t *xs, const int64_t *os, const int64_t *pad, bool *done) {
     *done = false;
@@ -520,7 +521,7 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
     }
     *p = q;
     p->stream = S->stream;
-    int64_t last = q.T - (passes - 1) * q.chunk;
+    int64_t last = q.T - (q.T - 1) / q.chunk * q.chunk; /* tiles of the last pass */
     /* the matmuls first: nothing is emitted unless oneDNN has jit ones */
     if (!wino_matmul(S, p, 0, q.chunk) || (last != q.chunk && !wino_matmul(S, p, 1, last))) {
         dn_wino_free(p);
