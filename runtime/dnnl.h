@@ -63,7 +63,8 @@ typedef struct rt_dnnl_opts {
     bool no_pixel_deconv;         /* no 1x1 convolution + interleave for stride == kernel deconvs */
     bool transpose_weights;       /* transposed copies of constant matmul weights for gemm:jit */
     bool no_layout_plan;          /* each value in its producer's layout, permutes copied (no views) */
-    bool winograd;                /* Winograd 3x3 stride-1 convolutions where they exist (default on) */
+    bool winograd;                /* Winograd 3x3 stride-1 convolutions (default on): oneDNN's
+                                     where it has it, graft's own below avx512_core */
     int64_t small_kb;             /* regions whose tensors are all below this many KiB run
                                      single-threaded; 0: never */
     rt_dnnl_deconv_tag deconv_tag;

@@ -170,7 +170,7 @@ dnnl_status_t dn_debug_run(dn_state *S, rt_json_tap_fn tap, void *user, uint32_t
     dnnl_status_t ds = tap_slot(S, 0, tap, user);
     uint32_t p = 0;
     for (; p < S->prims.len && ds == dnnl_success; p++) {
-        ds = dnnl_primitive_execute(S->prims.data[p].prim, S->stream, S->prims.data[p].nargs, S->prims.data[p].exec);
+        ds = dn_exec(S, &S->prims.data[p]);
         if (ds == dnnl_success) ds = dnnl_stream_wait(S->stream);
         if (ds == dnnl_success) ds = tap_slot(S, p + 1, tap, user);
     }

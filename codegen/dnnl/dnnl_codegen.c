@@ -226,8 +226,8 @@ static const byoc_option DNNL_OPTIONS[] = {
      "runs gemm:jit (AVX2) with fewer than 512 rows: 2-4x faster there, one more copy of those weights", NULL},
     {"no_layout_plan", BYOC_OPT_BOOL, "0", "each value in the layout its producer picks, every permute a copy "
      "(default: convolutions write channels-last where that makes a permute to NHWC a view, and keep it)", NULL},
-    {"winograd", BYOC_OPT_BOOL, "1", "run 3x3 stride-1 convolutions with the Winograd algorithm where oneDNN has "
-     "it for the CPU (AVX-512); 0: the direct algorithm only", NULL},
+    {"winograd", BYOC_OPT_BOOL, "1", "run 3x3 stride-1 convolutions with the Winograd algorithm: oneDNN's where "
+     "it has it for the CPU (AVX-512), graft's own below (AVX2) where faster; 0: the direct algorithm only", NULL},
     {"small_kb", BYOC_OPT_INT, DNNL_STR(RT_DNNL_SMALL_KB_DEFAULT), "regions whose tensors are all smaller than this many KiB run "
      "single-threaded; 0: never", NULL},
 };
