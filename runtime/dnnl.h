@@ -70,7 +70,9 @@ typedef struct rt_dnnl_opts {
     bool no_pixel_deconv;         /* no 1x1 convolution + interleave for stride == kernel deconvs */
     bool transpose_weights;       /* transposed copies of constant matmul weights where gemm:jit
                                      runs a widening product with few rows (default on) */
-    bool winograd;                /* Winograd 3x3 stride-1 convolutions where they exist (default on) */
+    bool no_layout_plan;          /* each value in its producer's layout, permutes copied (no views) */
+    bool winograd;                /* Winograd 3x3 stride-1 convolutions (default on): oneDNN's
+                                     where it has it, graft's own below avx512_core */
     int64_t small_kb;             /* regions whose tensors are all below this many KiB run
                                      single-threaded; 0: never */
     rt_dnnl_deconv_tag deconv_tag;
@@ -83,6 +85,7 @@ rt_dnnl_opts rt_dnnl_default_opts(void);
 typedef struct rt_dnnl_stats {
     uint32_t nprims;              /* primitives executed per run (reorders included) */
     uint32_t nreorders;           /* of which reorders */
+    uint32_t nviews;              /* permutes run as views of their input, without a copy */
     uint32_t npostops;            /* post-ops fused (bias counts as one) */
     uint32_t nfused_nodes;        /* kernel nodes folded into another node's primitive */
     uint32_t ncomposites;         /* fused composites built from their annotation */

@@ -31,9 +31,18 @@ void dn_debug_free(dn_state *S) {
 
 static bool writes(int arg) { return arg == DNNL_ARG_DST || arg == DNNL_ARG_TO; }
 
+/* The value whose memory an entry is read from: aliases (reshapes, views) share their base's,
+ * up to one written in place over its base (a residual accumulated into), a value of its own
+ * here since the base's entries must be read before that primitive overwrites them. */
+static int tap_root(const dn_state *S, int v) {
+    while (S->vals.data[v].alias >= 0 && !S->vals.data[v].inplace) v = S->vals.data[v].alias;
+    return v;
+}
+
 /* Every value is written once, by the last primitive with it as destination (a residual is
- * preloaded into a fresh value just before the primitive that adds it), and aliases (reshapes)
- * share their root's memory: an entry can be read right after the last writer of its root. */
+ * preloaded into a fresh value just before the primitive that adds it, or that primitive writes
+ * an in-place alias of it), and aliases share their tap root's memory: an entry can be read
+ * right after the last writer of its tap root. */
 static dn_tap_plan *plan_taps(dn_state *S) {
     uint32_t np = S->prims.len, nv = S->vals.len;
     dn_tap_plan *t = calloc(1, sizeof(*t));
@@ -46,7 +55,7 @@ static dn_tap_plan *plan_taps(dn_state *S) {
     for (uint32_t p = 0; p < np; p++) {
         dn_prim *pr = &S->prims.data[p];
         for (int a = 0; a < pr->nargs; a++)
-            if (writes(pr->args[a].arg) && pr->args[a].val >= 0) lw[root_val(S, pr->args[a].val)] = (int)p;
+            if (writes(pr->args[a].arg) && pr->args[a].val >= 0) lw[tap_root(S, pr->args[a].val)] = (int)p;
     }
     /* counting sort of the observable entries by the slot they are read in (0: before any
      * primitive, a reshape of a region input; p + 1: after primitive p) */
@@ -54,7 +63,7 @@ static dn_tap_plan *plan_taps(dn_state *S) {
         at[e] = -1;
         const rt_json_node *n = S->ent_node[e].node;
         if (!n || n->kind != RT_JSON_KERNEL || S->ent_val[e] < 0) continue;
-        int r = root_val(S, S->ent_val[e]);
+        int r = tap_root(S, S->ent_val[e]);
         int kind = S->vals.data[r].kind;
         if (lw[r] >= 0) at[e] = lw[r] + 1;
         else if (kind == V_IN || kind == V_CONST || kind == V_OWNED) at[e] = 0;  /* a view of an input or weights */
@@ -74,7 +83,7 @@ static dn_tap_plan *plan_taps(dn_state *S) {
         for (int hop = 0; hop < 32 && prim < 0 && S->cons[x].len; hop++) {
             const rt_json_node *c = S->cons[x].data[0];
             x = (int)S->row_ptr_of[c - S->node0];
-            if (S->ent_val[x] >= 0) prim = lw[root_val(S, S->ent_val[x])];
+            if (S->ent_val[x] >= 0) prim = lw[tap_root(S, S->ent_val[x])];
         }
         t->fused[t->nfused] = (int)e;
         t->fused_prim[t->nfused++] = prim;
@@ -111,11 +120,11 @@ static dnnl_status_t copy_plain(dn_state *S, const dnnl_memory_desc_t *md, void 
 /* The data pointer of entry e's root memory after primitive p (its destination's handle) or,
  * for a view of a region input or of constant data, that buffer. */
 static void *entry_data(dn_state *S, int e, int p) {
-    int r = root_val(S, S->ent_val[e]);
+    int r = tap_root(S, S->ent_val[e]);
     if (p >= 0) {
         dn_prim *pr = &S->prims.data[p];
         for (int a = 0; a < pr->nargs; a++)
-            if (writes(pr->args[a].arg) && pr->args[a].val >= 0 && root_val(S, pr->args[a].val) == r) {
+            if (writes(pr->args[a].arg) && pr->args[a].val >= 0 && tap_root(S, pr->args[a].val) == r) {
                 void *h = NULL;
                 dnnl_memory_get_data_handle(pr->args[a].mem, &h);
                 return h;
@@ -161,7 +170,7 @@ dnnl_status_t dn_debug_run(dn_state *S, rt_json_tap_fn tap, void *user, uint32_t
     dnnl_status_t ds = tap_slot(S, 0, tap, user);
     uint32_t p = 0;
     for (; p < S->prims.len && ds == dnnl_success; p++) {
-        ds = dnnl_primitive_execute(S->prims.data[p].prim, S->stream, S->prims.data[p].nargs, S->prims.data[p].exec);
+        ds = dn_exec(S, &S->prims.data[p]);
         if (ds == dnnl_success) ds = dnnl_stream_wait(S->stream);
         if (ds == dnnl_success) ds = tap_slot(S, p + 1, tap, user);
     }

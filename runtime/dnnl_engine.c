@@ -148,6 +148,8 @@ int dn_alias_new(dn_state *S, int base, const dnnl_memory_desc_t *md) {
     return v;
 }
 
+static gr_status push_prim(dn_state *S, const rt_json_node *n, dn_prim p, const dn_arg *args, int nargs, bool reorder);
+
 /* Appends a primitive; args are copied. */
 gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
                   bool reorder) {
@@ -175,6 +177,30 @@ gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, 
     dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &pk);
     p.kind = dnnl_prim_kind2str(pk);
     dnnl_primitive_desc_destroy(pd);
+    return push_prim(S, n, p, args, nargs, reorder);
+}
+
+gr_status dn_emit_fn(dn_state *S, const rt_json_node *n, dn_fn fn, void *ctx, void (*ctx_free)(void *), const char *kind,
+                     const char *impl, const dn_arg *args, int nargs) {
+    dn_prim p = {.fn = fn, .ctx = ctx, .ctx_free = ctx_free, .kind = kind, .nargs = nargs};
+    p.args = nargs <= DN_FN_MAX_ARGS ? calloc((size_t)nargs + 1, sizeof(dn_arg)) : NULL;
+    if (!p.args) {
+        ctx_free(ctx);
+        return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    }
+    memcpy(p.args, args, sizeof(dn_arg) * (size_t)nargs);
+    snprintf(p.impl, sizeof p.impl, "%s", impl);
+    return push_prim(S, n, p, args, nargs, false);
+}
+
+dnnl_status_t dn_exec(dn_state *S, const dn_prim *p) {
+    if (p->prim) return dnnl_primitive_execute(p->prim, S->stream, p->nargs, p->exec);
+    void *ptrs[DN_FN_MAX_ARGS] = {0};
+    for (int a = 0; a < p->nargs; a++) dnnl_memory_get_data_handle(p->args[a].mem, &ptrs[a]);
+    return p->fn(p->ctx, ptrs);
+}
+
+static gr_status push_prim(dn_state *S, const rt_json_node *n, dn_prim p, const dn_arg *args, int nargs, bool reorder) {
     p.layer = n ? n->layer : "";
     if (n) gr_vec_push(&p.nodes, n);
     /* the nodes folded into this primitive (a reorder only serves its consumer n) */
@@ -235,6 +261,7 @@ static gr_status run_reorder_now(dn_state *S, const rt_json_node *n, const dnnl_
  * (weights with a batch norm folded in, made again at each prepare) by its bytes (two 64-bit
  * hashes and the size). */
 typedef struct dn_wentry {
+    dn_make_fn make;              /* what made buf from src (run_reorder_now's wrapper: a reorder) */
     const void *src;
     uint64_t h1, h2;
     dnnl_memory_desc_t smd, dmd;
@@ -267,9 +294,17 @@ static void wcache_free(void *p) {
     free(w);
 }
 
-/* Constant src (md smd) in layout dmd: from the shared cache, or reordered now into it. */
-static gr_status shared_reorder(dn_state *S, dn_wcache *w, const rt_json_node *n, const dnnl_memory_desc_t *smd,
-                                const void *src, bool by_content, const dnnl_memory_desc_t *dmd, void **out) {
+static gr_status make_reorder(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, const void *src,
+                              const dnnl_memory_desc_t *dmd, void *dst, void *ctx) {
+    (void)ctx;
+    return run_reorder_now(S, n, smd, (void *)src, dmd, dst);
+}
+
+/* Constant src (md smd) made into dmd by make (ctx: its own): from the shared cache, or made
+ * now into it. */
+static gr_status shared_make(dn_state *S, dn_wcache *w, const rt_json_node *n, const dnnl_memory_desc_t *smd,
+                             const void *src, bool by_content, const dnnl_memory_desc_t *dmd, dn_make_fn make, void *ctx,
+                             void **out) {
     uint64_t h1 = 0, h2 = 0;
     if (by_content) {
         size_t nb = dnnl_memory_desc_get_size(smd);
@@ -280,7 +315,7 @@ static gr_status shared_reorder(dn_state *S, dn_wcache *w, const rt_json_node *n
     pthread_mutex_lock(&w->lock);
     for (uint32_t i = 0; i < w->e.len; i++) {
         dn_wentry *e = &w->e.data[i];
-        if (e->src == key && e->h1 == h1 && e->h2 == h2 && dnnl_memory_desc_equal(&e->smd, smd) &&
+        if (e->make == make && e->src == key && e->h1 == h1 && e->h2 == h2 && dnnl_memory_desc_equal(&e->smd, smd) &&
             dnnl_memory_desc_equal(&e->dmd, dmd)) {
             *out = e->buf;
             pthread_mutex_unlock(&w->lock);
@@ -290,9 +325,9 @@ static gr_status shared_reorder(dn_state *S, dn_wcache *w, const rt_json_node *n
     }
     size_t bytes = dnnl_memory_desc_get_size(dmd), sz = (bytes + 63) / 64 * 64;
     void *buf = aligned_alloc(64, sz ? sz : 64);
-    gr_status st = buf ? run_reorder_now(S, n, smd, (void *)src, dmd, buf) : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    gr_status st = buf ? make(S, n, smd, src, dmd, buf, ctx) : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     if (!st) {
-        dn_wentry e = {key, h1, h2, *smd, *dmd, buf};
+        dn_wentry e = {make, key, h1, h2, *smd, *dmd, buf};
         gr_vec_push(&w->e, e);
         *out = buf;
         atomic_fetch_add(&g_wshared_made, 1);
@@ -300,6 +335,24 @@ static gr_status shared_reorder(dn_state *S, dn_wcache *w, const rt_json_node *n
         free(buf);
     }
     pthread_mutex_unlock(&w->lock);
+    return st;
+}
+
+gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *dmd, dn_make_fn make,
+                        void *ctx, void **out) {
+    int r = root_of(S, v);
+    const dnnl_memory_desc_t *smd = &S->vals.data[v].md;
+    const void *src = S->vals.data[r].ptr;
+    dn_wcache *wc = rt_json_graph_shared(S->g, wcache_new, wcache_free);
+    gr_status st;
+    *out = NULL;
+    if (wc) {
+        st = shared_make(S, wc, n, smd, src, S->vals.data[r].kind == V_OWNED, dmd, make, ctx, out);
+    } else {
+        *out = dn_owned_alloc(S, dnnl_memory_desc_get_size(dmd));
+        st = *out ? make(S, n, smd, src, dmd, *out, ctx) : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    }
+    if (!st) S->stats.weight_bytes += dnnl_memory_desc_get_size(dmd);
     return st;
 }
 
@@ -325,21 +378,10 @@ gr_status dn_as(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_des
         }
     int r = root_of(S, v);
     if (S->vals.data[r].kind == V_CONST || S->vals.data[r].kind == V_OWNED) {
-        size_t bytes = dnnl_memory_desc_get_size(want);
         /* a constant of a specialization: reordered once for every shape */
-        dn_wcache *wc = rt_json_graph_shared(S->g, wcache_new, wcache_free);
-        bool owned = S->vals.data[r].kind == V_OWNED;
-        void *dst = NULL;
-        gr_status st;
-        if (wc) {
-            st = shared_reorder(S, wc, n, &S->vals.data[v].md, S->vals.data[r].ptr, owned, want, &dst);
-        } else {
-            dst = dn_owned_alloc(S, bytes);
-            if (!dst) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
-            st = run_reorder_now(S, n, &S->vals.data[v].md, S->vals.data[r].ptr, want, dst);
-        }
+        void *dst;
+        gr_status st = dn_const_made(S, n, v, want, make_reorder, NULL, &dst);
         if (st) return st;
-        S->stats.weight_bytes += bytes;
         int nv = dn_val_new(S, V_OWNED, want);
         S->vals.data[nv].ptr = dst;
         S->vals.data[nv].copy_of = v + 1;
@@ -944,6 +986,7 @@ static void dn_release(rt_json_graph *g, void *state) {
         for (int a = 0; a < pr->nargs; a++)
             if (pr->args[a].mem) dnnl_memory_destroy(pr->args[a].mem);
         if (pr->prim) dnnl_primitive_destroy(pr->prim);
+        if (pr->ctx) pr->ctx_free(pr->ctx);
         free(pr->args);
         free(pr->exec);
         gr_vec_free(&pr->nodes);
@@ -1113,6 +1156,7 @@ static gr_status build(dn_state *S) {
                 if (!(n->dtypes[o].code == kDLFloat && n->dtypes[o].bits == 32))
                     st = dn_fail(S, n, dnnl_success, "only float32 tensors are supported");
             json_t *ann = st ? NULL : dn_composite_annotation(n);
+            S->building = i;
             if (!st) st = ann ? dn_composite(S, n, ann) : dn_node(S, n, NULL);
         }
         /* weights whose consumers are all built: their originals go now, not at the end, so
@@ -1236,9 +1280,9 @@ static gr_status dn_prepare(rt_json_graph *g, const void *opts, void **state, gr
     if (S->small) rt_dnnl_team_single(false);
     if (S->opts.dump) fprintf(stderr, "%s\n", rt_json_graph_text(g));
     if (!st && S->opts.debug) {
-        fprintf(stderr, "dnnl region '%s': %u primitives (%u reorders, %u on ref), %u composites, %u post-ops, %u nodes folded, "
-                        "arena %zu, scratch %zu, weights %zu bytes\n",
-                S->symbol, S->stats.nprims, S->stats.nreorders, S->stats.nref, S->stats.ncomposites, S->stats.npostops,
+        fprintf(stderr, "dnnl region '%s': %u primitives (%u reorders, %u on ref), %u permutes as views, %u composites, %u post-ops, "
+                        "%u nodes folded, arena %zu, scratch %zu, weights %zu bytes\n",
+                S->symbol, S->stats.nprims, S->stats.nreorders, S->stats.nref, S->stats.nviews, S->stats.ncomposites, S->stats.npostops,
                 S->stats.nfused_nodes, S->stats.arena_bytes, S->scratch_bytes, S->stats.weight_bytes);
         for (uint32_t p = 0; p < S->prims.len; p++) {
             const dn_prim *pr = &S->prims.data[p];
@@ -1313,7 +1357,7 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
     } else {
         for (; p < S->prims.len && ds == dnnl_success; p++) {
             uint64_t t0 = prof ? now_ns() : 0;
-            ds = dnnl_primitive_execute(S->prims.data[p].prim, S->stream, S->prims.data[p].nargs, S->prims.data[p].exec);
+            ds = dn_exec(S, &S->prims.data[p]);
             if (prof && ds == dnnl_success && (ds = dnnl_stream_wait(S->stream)) == dnnl_success) {
                 uint64_t ns = now_ns() - t0;
                 rt_dnnl_prim_info info;

@@ -23,6 +23,8 @@ typedef struct dn_val {
     dnnl_memory_desc_t md;
     void *ptr;                    /* V_CONST / V_OWNED data */
     int alias;                    /* >= 0: shares the memory of that value (reshape) */
+    bool inplace;                 /* an alias a primitive writes over its base's data (a residual
+                                     accumulated in place): a value of its own for the debug taps */
     int copy_of;                  /* value + 1 this one is a reordered copy of (cache) */
     int first, last;              /* primitive indices of first and last use */
     size_t off;                   /* arena offset (V_TMP roots) */
@@ -35,8 +37,16 @@ typedef struct dn_arg {
     dnnl_memory_t mem;
 } dn_arg;
 
+/* A primitive of the engine's own C code (dnnl_wino.c): fn(ctx, ptrs) with ptrs[i] the data of
+ * args[i]; it runs on the calling thread and starts its own parallel regions. */
+#define DN_FN_MAX_ARGS 8
+typedef dnnl_status_t (*dn_fn)(void *ctx, void *const *ptrs);
+
 typedef struct dn_prim {
-    dnnl_primitive_t prim;
+    dnnl_primitive_t prim;        /* NULL: fn */
+    dn_fn fn;
+    void *ctx;                    /* fn's, freed with the state by ctx_free */
+    void (*ctx_free)(void *ctx);
     int nargs;
     dn_arg *args;
     dnnl_exec_arg_t *exec;
@@ -91,6 +101,9 @@ void rt_dnnl_pin_begin(rt_dnnl_pin *p);
 void rt_dnnl_pin_end(rt_dnnl_pin *p);
 /* Runs the calling thread's following primitives on itself alone (on) or on the team again. */
 void rt_dnnl_team_single(bool on);
+/* Runs fn(ctx, ithr, nthr) on every thread of oneDNN's OpenMP team (the calling thread alone
+ * when libgomp is not there). */
+void rt_dnnl_parallel(void (*fn)(void *ctx, int ithr, int nthr), void *ctx);
 
 typedef struct dn_state {
     rt_json_graph *g;
@@ -102,6 +115,8 @@ typedef struct dn_state {
     dnnl_primitive_attr_t attr_plain;   /* user scratchpad, no post-ops */
     pthread_mutex_t lock;
     const rt_json_node *node0;
+    uint32_t building;            /* node the build loop is at (a composite's first): the nodes
+                                     before it are built */
     uint32_t nent;
     int *ent_val;                 /* entry -> value (-1: none yet / not float32) */
     dn_entry *ent_node;
@@ -141,6 +156,12 @@ int root_val(const dn_state *S, int v);
 void *dn_owned_alloc(dn_state *S, size_t bytes);
 gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
                   bool reorder);
+/* Appends a primitive of C code (see dn_fn; at most DN_FN_MAX_ARGS args); ctx is the state's
+ * from here on (ctx_free'd with it, also on failure). */
+gr_status dn_emit_fn(dn_state *S, const rt_json_node *n, dn_fn fn, void *ctx, void (*ctx_free)(void *), const char *kind,
+                     const char *impl, const dn_arg *args, int nargs);
+/* Executes primitive p (a oneDNN primitive or C code). */
+dnnl_status_t dn_exec(dn_state *S, const dn_prim *p);
 /* The layout of `like` (same tag: blocked nChw8c / nChw16c, channels-last, plain) for dims
  * `dims`; false when like's layout is none of the tags tried. */
 bool dn_md_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *like, int nd, const int64_t *dims);
@@ -149,6 +170,14 @@ void dn_channels_last(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md);
 /* oneDNN's implementation name of pd; true when it is a reference kernel. */
 bool dn_pd_is_ref(const_dnnl_primitive_desc_t pd);
 gr_status dn_as(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *want, int *out);
+/* Makes dst (md dmd) from constant src (md smd); ctx: its own. */
+typedef gr_status (*dn_make_fn)(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, const void *src,
+                                const dnnl_memory_desc_t *dmd, void *dst, void *ctx);
+/* Constant value v (graph constant or engine-owned) made into a buffer of md dmd by make, once
+ * for every specialization of a symbolic graph (the shared cache, keyed by make, v's data and
+ * both mds), else engine-owned; counted in the weight bytes. */
+gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *dmd, dn_make_fn make,
+                        void *ctx, void **out);
 gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out);
 /* Appends pd's src and weights, values xv and wv each in the layout pd wants (a reorder when
  * it is not theirs), to args; destroys pd when that fails. */
@@ -196,6 +225,35 @@ gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step 
  * steps taken (else only first's node is recorded as computed). *out: the output value. */
 gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first, int xv, const dn_step *steps, int k,
                        int kmin, bool consume, int *out, int *kused);
+
+/* dnnl_wino.c: Winograd F(m x m, 3x3) on nChw8c src / dst (AVX2 + FMA only; see there). */
+enum { DN_WINO_SUM, DN_WINO_RELU, DN_WINO_LINEAR, DN_WINO_CLIP };
+typedef struct dn_wino_op {
+    int kind;
+    float alpha, beta;            /* relu: slope; linear: y = alpha x + beta; clip: [alpha, beta] */
+} dn_wino_op;
+#define DN_WINO_MAX_OPS 4
+typedef struct dn_wino {
+    int m;                        /* output tile m x m: 2 or 4 */
+    int64_t N, C, H, W, O, OH, OW, pt, pl; /* pt, pl: top and left padding */
+    int64_t tr, tc, T;            /* tile rows and columns of an image; T = N tr tc */
+    int64_t Cp, Op;               /* C, O rounded up to 8 */
+    int64_t chunk;                /* tiles per pass: V and M hold one pass's */
+    const float *bias;            /* Op floats (padding 0), or NULL */
+    int nops;
+    dn_wino_op ops[DN_WINO_MAX_OPS]; /* after the bias, in order */
+    /* the batched matmul V [a*a][chunk][Cp] x U [a*a][Cp][Op] -> M of a pass ([1]: of the last
+     * pass, when it has fewer tiles), its memories V, U, M, scratchpad (handles set per pass) */
+    dnnl_stream_t stream;
+    dnnl_primitive_t mm[2];
+    dnnl_memory_t mem[2][4];
+    int ix_res, ix_v, ix_m, ix_scratch; /* their index in the primitive's args (-1: none) */
+} dn_wino;
+/* U [a*a][Cp][Op] (padding 0) of weights w read at strides wstr (O, I, kh, kw). */
+void dn_wino_weights(const dn_wino *p, const float *w, const int64_t *wstr, float *u);
+/* dn_fn: ptrs[0] src, ptrs[1] dst (nChw8c), the others at p's ix_*. */
+dnnl_status_t dn_wino_run(void *ctx, void *const *ptrs);
+void dn_wino_free(void *ctx);
 
 /* dnnl_rnn.c: relax.nn.lstm / gru / rnn as one oneDNN RNN primitive. */
 gr_status dn_rnn(dn_state *S, const rt_json_node *n);

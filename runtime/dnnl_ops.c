@@ -83,31 +83,69 @@ static gr_status fuse_create(dn_state *S, const rt_json_node *n, const_dnnl_op_d
     return st;
 }
 
-/* Output value of pd's dst, bound to the last folded entry; emits and consumes the steps. */
+/* The residual value sv (in dst's layout) may be overwritten by n's primitive, which adds it as
+ * a sum post-op: its memory is an intermediate no argument of the primitive shares, and every
+ * value sharing that memory is read by no region output and by no node but n, the nodes
+ * folded into the primitive and the nodes built before (those before the build loop's). */
+static bool overwritable(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int sv, const dn_arg *args, int nargs) {
+    int r = root_val(S, sv);
+    if (S->opts.no_layout_plan || S->vals.data[r].kind != V_TMP) return false;
+    for (int a = 0; a < nargs; a++)
+        if (args[a].val >= 0 && root_val(S, args[a].val) == r) return false;
+    for (uint32_t e = 0; e < S->nent; e++) {
+        if (S->ent_val[e] < 0 || root_val(S, S->ent_val[e]) != r) continue;
+        if (S->is_head[e]) return false;
+        for (uint32_t i = 0; i < S->cons[e].len; i++) {
+            const rt_json_node *c = S->cons[e].data[i];
+            bool done = c == n || (uint32_t)(c - S->node0) < S->building;
+            for (int j = 0; j < k && !done; j++) {
+                done = steps[j].out >= 0 && S->ent_node[steps[j].out].node == c;
+                for (int q = 0; q < steps[j].nnodes && !done; q++) done = steps[j].nodes[q] == c;
+            }
+            if (!done) return false;
+        }
+    }
+    return true;
+}
+
+/* Output value of pd's dst, bound to the last folded entry; emits and consumes the steps. A
+ * sum post-op's residual is preloaded into dst: in place when the residual's memory is free
+ * after this primitive (a reorder into dst's layout made just for it, or a last use), else a
+ * copy. */
 static gr_status finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, dn_arg *args, int nargs,
                         const dn_step *steps, int k, const dnnl_memory_desc_t *dst_override) {
     /* a copy: dst_override may point into the value array, which grows below */
     dnnl_memory_desc_t dmd = *(dst_override ? dst_override : dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0));
     int e = k ? steps[k - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
     S->pending_out = -1;
-    int v = dn_val_new(S, V_TMP, &dmd);
-    args[nargs++] = (dn_arg){DNNL_ARG_DST, v, dmd, NULL};
+    int v = -1;
     int sum = S->pending_sum;
     S->pending_sum = -1;
     if (sum >= 0) {
-        /* preload dst with the residual, in dst's layout */
+        /* the residual in dst's layout */
         int sv;
         gr_status st = dn_as(S, n, S->ent_val[sum], &dmd, &sv);
-        dnnl_primitive_desc_t cpd;
-        dnnl_status_t ds = st ? dnnl_success : dnnl_reorder_primitive_desc_create(&cpd, &dmd, S->eng, &dmd, S->eng, S->attr_plain);
-        if (!st && ds != dnnl_success) st = dn_fail(S, n, ds, "cannot copy the residual");
-        dn_arg ca[2] = {{DNNL_ARG_FROM, sv, dmd, NULL}, {DNNL_ARG_TO, v, dmd, NULL}};
-        if (!st) st = dn_emit(S, n, cpd, ca, 2, true);
+        if (!st && overwritable(S, n, steps, k, sv, args, nargs)) {
+            /* no copy: the primitive accumulates into the residual's memory; a reordered copy
+             * of the residual (made now or cached) is no copy of it any more */
+            if (sv != S->ent_val[sum]) S->vals.data[sv].copy_of = 0;
+            v = dn_alias_new(S, sv, &dmd);
+            S->vals.data[v].inplace = true;
+        } else if (!st) {
+            v = dn_val_new(S, V_TMP, &dmd);
+            dnnl_primitive_desc_t cpd;
+            dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&cpd, &dmd, S->eng, &dmd, S->eng, S->attr_plain);
+            if (ds != dnnl_success) st = dn_fail(S, n, ds, "cannot copy the residual");
+            dn_arg ca[2] = {{DNNL_ARG_FROM, sv, dmd, NULL}, {DNNL_ARG_TO, v, dmd, NULL}};
+            if (!st) st = dn_emit(S, n, cpd, ca, 2, true);
+        }
         if (st) {
             dnnl_primitive_desc_destroy(pd);
             return st;
         }
     }
+    if (v < 0) v = dn_val_new(S, V_TMP, &dmd);
+    args[nargs++] = (dn_arg){DNNL_ARG_DST, v, dmd, NULL};
     dn_consume(S, steps, k);
     gr_status st = dn_emit(S, n, pd, args, nargs, false);
     if (st) return st;
@@ -364,6 +402,59 @@ static bool layout_view(const char *lay, const char *canon, const int64_t *shape
     return true;
 }
 
+/* permute_dims node p's axes as perm (input axis i is output axis perm[i]); false on bad axes. */
+static bool permute_perm(const rt_json_node *p, int nd, int *perm) {
+    int64_t axes[DNNL_MAX_NDIMS];
+    int na = dn_attr_ints(p, "axes", axes, DNNL_MAX_NDIMS);
+    if (na < 0) {
+        for (int i = 0; i < nd; i++) perm[nd - 1 - i] = i;
+        return true;
+    }
+    if (na != nd) return false;
+    bool seen[DNNL_MAX_NDIMS] = {false};
+    for (int k = 0; k < nd; k++) {
+        int64_t a = axes[k] < 0 ? axes[k] + nd : axes[k];
+        if (a < 0 || a >= nd || seen[a]) return false;
+        seen[a] = true;
+        perm[a] = k;
+    }
+    return true;
+}
+
+/* Entry e is read by a permute_dims moving the channel axis last (NCHW -> NHWC, as ConvNeXt
+ * does around its layer norms and linears): written channels-last, e makes that permute a
+ * plain view without a copy (see op_permute). */
+static bool wants_channels_last(dn_state *S, int e) {
+    if (e < 0 || S->is_head[e] || S->opts.no_layout_plan) return false;
+    int nd = dn_entry_ndim(S, e);
+    if (nd < 3 || nd > 5) return false;
+    for (uint32_t i = 0; i < S->cons[e].len; i++) {
+        const rt_json_node *c = S->cons[e].data[i];
+        int perm[DNNL_MAX_NDIMS];
+        if (c->op != IR_OP_PERMUTE_DIMS || dn_arg_entry(S, c, 0) != e || !permute_perm(c, nd, perm)) continue;
+        bool cl = perm[0] == 0 && perm[1] == nd - 1;
+        for (int d = 2; d < nd; d++) cl &= perm[d] == d - 1;
+        if (cl) return true;
+    }
+    return false;
+}
+
+/* md is a strided layout without blocks (plain, channels-last, or a view of one). */
+static bool strided(const dnnl_memory_desc_t *md) {
+    return md->format_kind == dnnl_blocked && md->format_desc.blocking.inner_nblks == 0;
+}
+
+/* md is channels-last, or a strided view of a channels-last tensor (a slice of its channels):
+ * the channels vary fastest. Reordered into a dense channels-last layout, it is a copy of
+ * contiguous runs, into a blocked or plain one a transposition. */
+static bool cl_order(const dnnl_memory_desc_t *md) {
+    if (md->ndims < 3 || md->ndims > 5 || !strided(md) || md->dims[1] < 2) return false;
+    const int64_t *s = md->format_desc.blocking.strides;
+    for (int i = 2; i < md->ndims; i++)
+        if (md->dims[i] > 1 && s[i] < s[1] * md->dims[1]) return false;
+    return true;
+}
+
 /* *xv as the strided view (dims, str) of its plain self: what a primitive with canonical axes
  * reads for a channels-last (or any permuted) tensor, without a copy. */
 static gr_status layout_in(dn_state *S, const rt_json_node *n, int *xv, int nd, const dnnl_dims_t dims, const dnnl_dims_t str) {
@@ -384,6 +475,207 @@ static gr_status layout_out(dn_state *S, const rt_json_node *n, int e, const dnn
     dnnl_memory_desc_t md;
     dn_plain_md(&md, n->ndims[0], n->shapes[0]);
     S->ent_val[e] = dn_alias_new(S, v, &md);
+    return GR_OK;
+}
+
+/* ------------------------------------------------------------ winograd ---- */
+
+/* Our Winograd (dnnl_wino.c) runs where oneDNN has none: ISAs below avx512_core, on a CPU
+ * with AVX2 and FMA (the code's target). */
+static bool wino_isa_ok(void) {
+    static int ok = -1; /* the CPU and ONEDNN_MAX_CPU_ISA do not change within a process */
+    if (ok < 0) {
+        dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+        __builtin_cpu_init();
+        ok = (isa & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 && (isa & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core &&
+             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    return ok;
+}
+
+/* The output tile for a 3x3 stride-1 convolution of batch N (0: oneDNN's direct kernel).
+ * The batched matmul streams the transformed weights (a*a*C*O floats) once for few tiles, so
+ * the choice goes by weight bytes per tile. Measured under ONEDNN_MAX_CPU_ISA=AVX2 on the EPYC
+ * (2 threads; two convs + relu / residual, ms, direct / F(2x2) / F(4x4)):
+ *   C-O @HxW       direct   F2     F4         C-O @HxW       direct   F2     F4
+ *   16-16 @112     2.19    1.00   0.52        112-224 @14    3.14    1.28   1.09
+ *   32-32 @112     5.34    2.65   1.89        256-256 @14    5.20    2.37   2.56
+ *   64-64 @56      3.95    1.77   0.92        160-320 @7     1.65    0.87   2.02
+ *   192-192 @28    6.00    2.52   1.56        512-512 @7     5.65    4.50   7.79
+ * F(4x4) wins wherever it has tiles enough; it stores 36/9 of the weights (F(2x2) 16/9, oneDNN's
+ * direct copy 9/9), which matters for the peak memory (googlenet under AVX2: every 3x3 in F(4x4)
+ * put it 4 MiB above ONNX Runtime's). So F(4x4) up to 96 KiB of transformed weights per tile
+ * (128-192 @28: 72 KiB), F(2x2) up to 128 KiB (256-256 @14: 85 KiB), else direct (160-320 @7:
+ * 205 KiB per tile in F(2x2), 2x faster for 3.3 MiB more per conv; 512-512 @7: 1 MiB, 20%
+ * faster for 7.4 MiB more). Below 16 channels the 8-lane blocks are mostly padding: not
+ * measured, left to oneDNN. */
+static int wino_tile(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW) {
+    if (C < 16 || O < 16) return 0;
+    double cp = (double)((C + 7) / 8 * 8), op = (double)((O + 7) / 8 * 8);
+    double t4 = (double)(N * ((OH + 3) / 4) * ((OW + 3) / 4)), t2 = (double)(N * ((OH + 1) / 2) * ((OW + 1) / 2));
+    if (36 * cp * op * 4 / t4 <= 96 * 1024) return 4;
+    if (16 * cp * op * 4 / t2 <= 128 * 1024) return 2;
+    return 0;
+}
+
+/* The post-op steps the output transform applies (eltwise relu / linear / clip and one
+ * residual add of a full tensor), from the first, until one it does not. */
+static int wino_ops(dn_state *S, const dn_step *steps, int k, dn_wino *p, int *res_entry) {
+    int used = 0;
+    *res_entry = -1;
+    for (; used < k && used < DN_WINO_MAX_OPS; used++) {
+        const dn_step *st = &steps[used];
+        dn_wino_op op = {0, 0.f, 0.f};
+        if (st->kind == STEP_ELTWISE && st->alg == dnnl_eltwise_relu) op = (dn_wino_op){DN_WINO_RELU, st->alpha, 0.f};
+        else if (st->kind == STEP_ELTWISE && st->alg == dnnl_eltwise_linear) op = (dn_wino_op){DN_WINO_LINEAR, st->alpha, st->beta};
+        else if (st->kind == STEP_ELTWISE && (st->alg == dnnl_eltwise_clip || st->alg == dnnl_eltwise_clip_v2))
+            op = (dn_wino_op){DN_WINO_CLIP, st->alpha, st->beta};
+        else if (st->kind == STEP_BINARY && st->alg == dnnl_binary_add && *res_entry < 0 && S->ent_val[st->src1] >= 0 &&
+                 dn_entry_ndim(S, st->src1) == 4 && !memcmp(dn_entry_shape(S, st->src1), dn_entry_shape(S, st->out), 4 * sizeof(int64_t))) {
+            op.kind = DN_WINO_SUM;
+            *res_entry = st->src1;
+        } else break;
+        p->ops[p->nops++] = op;
+    }
+    return used;
+}
+
+/* The batched matmul of a pass of `tiles` tiles: primitive and its memories (V, U, M,
+ * scratchpad; handles of V, M and the scratchpad set when it runs, U's once made). False: no
+ * jit one. */
+static bool wino_matmul(dn_state *S, dn_wino *p, int k, int64_t tiles) {
+    int64_t aa = (p->m + 2) * (p->m + 2);
+    dnnl_dims_t vd = {aa, tiles, p->Cp}, ud = {aa, p->Cp, p->Op}, md = {aa, tiles, p->Op};
+    dnnl_memory_desc_t vmd, umd, mmd;
+    dnnl_memory_desc_init_by_tag(&vmd, 3, vd, dnnl_f32, dnnl_abc);
+    dnnl_memory_desc_init_by_tag(&umd, 3, ud, dnnl_f32, dnnl_abc);
+    dnnl_memory_desc_init_by_tag(&mmd, 3, md, dnnl_f32, dnnl_abc);
+    dnnl_matmul_desc_t desc;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_matmul_desc_init(&desc, &vmd, &umd, NULL, &mmd) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &desc, S->attr_plain, S->eng, NULL) != dnnl_success)
+        return false;
+    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t sz = sp ? dnnl_memory_desc_get_size(sp) : 0;
+    if (sz > S->scratch_bytes) S->scratch_bytes = sz;
+    bool ok = !dn_pd_is_ref(pd) && dnnl_primitive_create(&p->mm[k], pd) == dnnl_success &&
+              dnnl_memory_create(&p->mem[k][0], &vmd, S->eng, DNNL_MEMORY_NONE) == dnnl_success &&
+              dnnl_memory_create(&p->mem[k][1], &umd, S->eng, DNNL_MEMORY_NONE) == dnnl_success &&
+              dnnl_memory_create(&p->mem[k][2], &mmd, S->eng, DNNL_MEMORY_NONE) == dnnl_success &&
+              (!sz || dnnl_memory_create(&p->mem[k][3], sp, S->eng, DNNL_MEMORY_NONE) == dnnl_success);
+    dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+
+/* Tiles per pass: V and M of a pass within 2 MiB (the L2 and a share of L3), so the transforms and
+ * the matmul work from cache: PP-OCR det's 96 -> 24 channel convs at 160x160 (V of 22 MiB in
+ * one pass) took 5.3 ms, slower than direct (5.0 ms). */
+#define WINO_PASS_BYTES (2 << 20)
+
+/* dn_const_made's maker of U */
+typedef struct wino_wctx {
+    const dn_wino *p;
+    const int64_t *wstr;
+} wino_wctx;
+
+static gr_status make_wino_u(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, const void *src,
+                             const dnnl_memory_desc_t *dmd, void *dst, void *ctx) {
+    (void)S, (void)n, (void)dmd;
+    const wino_wctx *c = ctx;
+    dn_wino_weights(c->p, (const float *)src + smd->offset0, c->wstr, dst);
+    return GR_OK;
+}
+
+/* Conv n (3x3, stride 1, dilation 1, one group, NCHW / OIHW, constant weights wv read at
+ * strides wstr; bias bv or -1; post-op steps) as one primitive of ours (dn_wino_run). *done
+ * false: not taken (nothing emitted), the caller goes on with oneDNN. */
+static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, const int64_t *wstr, int bv,
+                           const dn_step *steps, int k, const int64_t *xs, const int64_t *os, const int64_t *pad, bool *done) {
+    *done = false;
+    dn_wino q = {0};
+    q.m = wino_tile(xs[0], xs[1], os[1], os[2], os[3]);
+    if (!q.m) return GR_OK;
+    q.N = xs[0], q.C = xs[1], q.H = xs[2], q.W = xs[3], q.O = os[1], q.OH = os[2], q.OW = os[3], q.pt = pad[0], q.pl = pad[1];
+    q.tr = (q.OH + q.m - 1) / q.m, q.tc = (q.OW + q.m - 1) / q.m, q.T = q.N * q.tr * q.tc;
+    q.Cp = (q.C + 7) / 8 * 8, q.Op = (q.O + 7) / 8 * 8;
+    int64_t aa = (q.m + 2) * (q.m + 2), per_tile = aa * (q.Cp + q.Op) * (int64_t)sizeof(float);
+    int64_t passes = (q.T * per_tile + WINO_PASS_BYTES - 1) / WINO_PASS_BYTES;
+    /* at least 32 tiles a pass (many channels): the matmul's rows */
+    if (passes > 1 && q.T / passes < 32) passes = q.T / 32 > 1 ? q.T / 32 : 1;
+    q.chunk = (q.T + passes - 1) / passes;
+    int res = -1, used = wino_ops(S, steps, k, &q, &res);
+    dn_wino *p = calloc(1, sizeof *p);
+    float *bias = bv >= 0 ? dn_owned_alloc(S, sizeof(float) * (size_t)q.Op) : NULL;
+    if (!p || (bv >= 0 && !bias)) {
+        free(p);
+        return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    }
+    *p = q;
+    p->stream = S->stream;
+    int64_t last = q.T - (q.T - 1) / q.chunk * q.chunk; /* tiles of the last pass */
+    /* the matmuls first: nothing is emitted unless oneDNN has jit ones */
+    if (!wino_matmul(S, p, 0, q.chunk) || (last != q.chunk && !wino_matmul(S, p, 1, last))) {
+        dn_wino_free(p);
+        return GR_OK;
+    }
+    *done = true;
+    /* U: made once for every shape of a symbolic graph, like oneDNN's reordered weights */
+    dnnl_dims_t ud = {aa, q.Cp, q.Op};
+    dnnl_memory_desc_t umd;
+    dnnl_memory_desc_init_by_tag(&umd, 3, ud, dnnl_f32, dnnl_abc);
+    wino_wctx wc = {p, wstr};
+    void *u;
+    gr_status st = dn_const_made(S, n, wv, &umd, make_wino_u, &wc, &u);
+    if (st) {
+        dn_wino_free(p);
+        return st;
+    }
+    for (int i = 0; i < 2; i++)
+        if (p->mem[i][1]) dnnl_memory_set_data_handle(p->mem[i][1], u);
+    if (bias) {
+        memset(bias, 0, sizeof(float) * (size_t)q.Op);
+        memcpy(bias, S->vals.data[root_val(S, bv)].ptr, sizeof(float) * (size_t)q.O);
+        p->bias = bias;
+    }
+    dnnl_dims_t xd = {q.N, q.C, q.H, q.W}, od = {q.N, q.O, q.OH, q.OW}, vd = {aa, q.chunk, q.Cp}, md = {aa, q.chunk, q.Op};
+    dnnl_memory_desc_t xmd, omd, vmd, mmd;
+    dnnl_memory_desc_init_by_tag(&xmd, 4, xd, dnnl_f32, dnnl_aBcd8b);
+    dnnl_memory_desc_init_by_tag(&omd, 4, od, dnnl_f32, dnnl_aBcd8b);
+    dnnl_memory_desc_init_by_tag(&vmd, 3, vd, dnnl_f32, dnnl_abc);
+    dnnl_memory_desc_init_by_tag(&mmd, 3, md, dnnl_f32, dnnl_abc);
+    int sx, rv = -1;
+    st = dn_as(S, n, xv, &xmd, &sx);
+    if (!st && res >= 0) st = dn_as(S, n, S->ent_val[res], &omd, &rv);
+    if (st) {
+        dn_wino_free(p);
+        return st;
+    }
+    int e = used ? steps[used - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    S->pending_out = -1;
+    int ov = dn_val_new(S, V_TMP, &omd);
+    dn_arg args[DN_FN_MAX_ARGS];
+    int na = 0;
+    args[na++] = (dn_arg){DNNL_ARG_SRC, sx, xmd, NULL};
+    args[na++] = (dn_arg){DNNL_ARG_DST, ov, omd, NULL};
+    p->ix_res = res >= 0 ? na : -1;
+    if (res >= 0) args[na++] = (dn_arg){DNNL_ARG_SRC_1, rv, omd, NULL};
+    p->ix_v = na;
+    args[na++] = (dn_arg){DNNL_ARG_WORKSPACE, dn_val_new(S, V_TMP, &vmd), vmd, NULL};
+    p->ix_m = na;
+    args[na++] = (dn_arg){DNNL_ARG_WORKSPACE, dn_val_new(S, V_TMP, &mmd), mmd, NULL};
+    p->ix_scratch = p->mem[0][3] || p->mem[1][3] ? na : -1;
+    if (p->ix_scratch >= 0) {
+        /* the engine's scratchpad, which has room for both matmuls' */
+        dnnl_memory_desc_t smd;
+        dnnl_dims_t sd = {(dnnl_dim_t)S->scratch_bytes};
+        dnnl_memory_desc_init_by_tag(&smd, 1, sd, dnnl_u8, dnnl_a);
+        args[na++] = (dn_arg){DNNL_ARG_SCRATCHPAD, -2, smd, NULL};
+    }
+    dn_consume(S, steps, used);
+    char impl[40];
+    snprintf(impl, sizeof impl, "graft_wino_%dx3:avx2", q.m);
+    if ((st = dn_emit_fn(S, n, dn_wino_run, p, dn_wino_free, "convolution", impl, args, na))) return st;
+    S->ent_val[e] = ov;
     return GR_OK;
 }
 
@@ -478,6 +770,11 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
                 perm ? (int)(strchr(dl, 'C') - dl) : 1);
     for (int i = 0; perm && i < k; i++)
         if (steps[i].kind != STEP_ELTWISE) k = i;
+    if (!deconv && sd == 2 && !perm && G == 1 && ws[2] == 3 && ws[3] == 3 && strides[0] == 1 && strides[1] == 1 &&
+        dil[0] == 1 && dil[1] == 1 && S->opts.winograd && S->ent_node[w].node->kind == RT_JSON_CONST && wino_isa_ok()) {
+        bool done;
+        if ((st = wino_conv(S, n, xv, wv, wstr, bv, steps, k, xs, os, pad, &done)) || done) return st;
+    }
     dnnl_memory_desc_t bmd;
     dnnl_dims_t bd = {O};
     dnnl_memory_desc_init_by_strides(&bmd, 1, bd, dnnl_f32, NULL);
@@ -489,15 +786,25 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     /* layouts to try, first to last, until one gets a jit kernel: the planned ones (oneDNN's
      * choice), all `any` (a fixed dst / src can leave only ref), channels-last src and dst
      * (the jit kernels want src == dst layouts, weights `any`) */
-    dnnl_memory_desc_t alt_x[3], alt_d[3], odany;
+    dnnl_memory_desc_t alt_x[4], alt_d[4], odany;
     int nalt = 0;
-    alt_x[nalt] = xany;
-    alt_d[nalt++] = dst;
     dnnl_dims_t odims;
     for (int i = 0; i < nd; i++) odims[i] = os[i];
     dnnl_memory_desc_init_by_tag(&odany, nd, odims, dnnl_f32, dnnl_format_tag_any);
     dnnl_memory_desc_t xa;
     dnnl_memory_desc_init_by_tag(&xa, nd, xd, dnnl_f32, dnnl_format_tag_any);
+    /* planned for the consumers too: channels-last src and dst first when a consumer permutes
+     * the result to NHWC (the permute is then a view) or src already is channels-last (such a
+     * view, an earlier convolution's choice, a slice of its channels), so neither side needs a
+     * reorder, or only a copy of contiguous runs */
+    int fe = k ? steps[k - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    if (!perm && !S->opts.no_layout_plan && dst.format_kind == dnnl_format_kind_any &&
+        (wants_channels_last(S, fe) || cl_order(&S->vals.data[xv].md))) {
+        dn_channels_last(&alt_x[nalt], &xa);
+        dn_channels_last(&alt_d[nalt++], &odany);
+    }
+    alt_x[nalt] = xany;
+    alt_d[nalt++] = dst;
     if (!dnnl_memory_desc_equal(&xa, &xany) || !dnnl_memory_desc_equal(&odany, &dst)) {
         alt_x[nalt] = xa;
         alt_d[nalt++] = odany;
@@ -1245,11 +1552,13 @@ static bool try_shuffle(dn_state *S, const rt_json_node *n, uint32_t cnt, const 
         if (axes[d] != d) return false;
     for (int d = 0; d < nd; d++)
         if (r2->shapes[0][d] != n->shapes[0][d]) return false;
+    /* the output plain, or channels-last when the first source is (the interleaving is then
+     * a copy of single channels within each position, not a transposition, and the next
+     * unit's slices are channels-last views) */
     dnnl_memory_desc_t omd;
     dn_plain_md(&omd, nd, n->shapes[0]);
+    if (!S->opts.no_layout_plan && !S->is_head[out_entry(S, r2)] && cl_order(m0)) dn_channels_last(&omd, &omd);
     int v = dn_val_new(S, V_TMP, &omd);
-    int64_t inner = 1;
-    for (int d = 2; d < nd; d++) inner *= m0->dims[d];
     for (uint32_t k = 0; k < cnt; k++) {
         /* source k's channels j at output channels j*cnt + k */
         dnnl_dims_t vs;
@@ -1257,7 +1566,7 @@ static bool try_shuffle(dn_state *S, const rt_json_node *n, uint32_t cnt, const 
         vs[1] *= (int64_t)cnt;
         dnnl_memory_desc_t view;
         dnnl_memory_desc_init_by_strides(&view, nd, m0->dims, dnnl_f32, vs);
-        view.offset0 = (int64_t)k * inner;
+        view.offset0 = (int64_t)k * omd.format_desc.blocking.strides[1];
         const dnnl_memory_desc_t smd0 = S->vals.data[src[k].val].md, *smd = &smd0;
         dnnl_primitive_desc_t pd;
         dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, smd, S->eng, &view, S->eng, S->attr_plain);
@@ -1476,37 +1785,38 @@ static gr_status op_reshape(dn_state *S, const rt_json_node *n, const dn_comp *c
     return GR_OK;
 }
 
+/* A permute is a view of its input, without a copy, when the input's layout permuted is the
+ * plain output (channels-last NCHW read as NHWC), or when it is the channels-last layout of
+ * the output (plain NHWC read as NCHW) and the output is not a region output: its consumers
+ * then read it channels-last, or reorder it as this permute would have. Otherwise a reorder
+ * of the plain input into the plain output. */
 static gr_status op_permute(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = need_val(S, n, x, &xv);
-    if (!st) st = dn_plain(S, n, xv, &xv);
     if (st) return st;
-    int nd = S->vals.data[xv].md.ndims;
-    int64_t axes[DNNL_MAX_NDIMS];
-    int na = dn_attr_ints(n, "axes", axes, DNNL_MAX_NDIMS);
+    int nd = S->vals.data[xv].md.ndims, e = out_entry(S, n);
     int perm[DNNL_MAX_NDIMS];
-    if (na < 0) {
-        for (int i = 0; i < nd; i++) perm[nd - 1 - i] = i;
-    } else {
-        if (na != nd) return dn_fail(S, n, dnnl_success, "axes");
-        for (int k = 0; k < nd; k++) {
-            int64_t a = axes[k] < 0 ? axes[k] + nd : axes[k];
-            if (a < 0 || a >= nd) return dn_fail(S, n, dnnl_success, "axes");
-            perm[a] = k;
-        }
+    if (!permute_perm(n, nd, perm)) return dn_fail(S, n, dnnl_success, "axes");
+    dnnl_memory_desc_t pmd, omd, cl;
+    dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
+    dn_channels_last(&cl, &omd);
+    if (!S->opts.no_layout_plan && dnnl_memory_desc_permute_axes(&pmd, &S->vals.data[xv].md, perm) == dnnl_success &&
+        (dnnl_memory_desc_equal(&pmd, &omd) || (!S->is_head[e] && nd >= 3 && dnnl_memory_desc_equal(&pmd, &cl)))) {
+        S->ent_val[e] = dn_alias_new(S, xv, &pmd);
+        S->stats.nviews++;
+        return GR_OK;
     }
-    dnnl_memory_desc_t pmd, omd;
+    if ((st = dn_plain(S, n, xv, &xv))) return st;
     dnnl_status_t ds = dnnl_memory_desc_permute_axes(&pmd, &S->vals.data[xv].md, perm);
     if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid permutation");
-    dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
     dnnl_primitive_desc_t pd;
     ds = dnnl_reorder_primitive_desc_create(&pd, &pmd, S->eng, &omd, S->eng, S->attr_plain);
     if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the reorder");
     int v = dn_val_new(S, V_TMP, &omd);
     dn_arg args[2] = {{DNNL_ARG_FROM, xv, pmd, NULL}, {DNNL_ARG_TO, v, omd, NULL}};
     st = dn_emit(S, n, pd, args, 2, true);
-    if (!st) S->ent_val[out_entry(S, n)] = v;
+    if (!st) S->ent_val[e] = v;
     return st;
 }
 
@@ -1539,7 +1849,8 @@ static gr_status op_strided_slice(dn_state *S, const rt_json_node *n, const dn_c
     (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = need_val(S, n, x, &xv);
-    if (!st) st = dn_plain(S, n, xv, &xv);
+    /* a slice of a strided layout (plain, channels-last) is a view of it; blocked goes plain */
+    if (!st && (!strided(&S->vals.data[xv].md) || S->opts.no_layout_plan)) st = dn_plain(S, n, xv, &xv);
     if (st) return st;
     const dnnl_memory_desc_t xmd = S->vals.data[xv].md;
     int nd = xmd.ndims;
@@ -1560,11 +1871,8 @@ static gr_status op_strided_slice(dn_state *S, const rt_json_node *n, const dn_c
         start[a] = b < 0 ? 0 : b > dim ? dim : b;
         step[a] = stp[i];
     }
-    int64_t acc = 1, off = 0;
-    for (int i = nd - 1; i >= 0; i--) {
-        xstr[i] = acc;
-        acc *= xmd.dims[i];
-    }
+    int64_t off = xmd.offset0;
+    for (int i = 0; i < nd; i++) xstr[i] = xmd.format_desc.blocking.strides[i];
     dnnl_dims_t vd, vs;
     for (int i = 0; i < nd; i++) {
         vd[i] = n->shapes[0][i];

@@ -27,6 +27,7 @@ static int g_ncpus;
 static void (*g_set_n)(int);
 static void (*g_gomp_parallel)(void (*)(void *), void *, unsigned, unsigned);
 static int (*g_thread_num)(void);
+static int (*g_team_size)(void);
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static _Thread_local bool tl_pinned;
 static rt_dnnl_thread_opts g_opts = {0, true};
@@ -51,6 +52,8 @@ static void threads_init(void) {
     if (g_set_n) g_set_n(g_threads);
     memcpy(&g_gomp_parallel, &par, sizeof par);
     memcpy(&g_thread_num, &num, sizeof num);
+    void *size = sym("omp_get_num_threads");
+    memcpy(&g_team_size, &size, sizeof size);
     /* more threads than CPUs would pile two on one CPU for good: leave those to the scheduler */
     g_bind = o->bind && g_set_n && g_gomp_parallel && g_thread_num && g_threads > 1 && g_threads <= g_ncpus;
 }
@@ -94,4 +97,25 @@ void rt_dnnl_pin_end(rt_dnnl_pin *p) {
 void rt_dnnl_team_single(bool on) {
     rt_dnnl_num_threads();
     if (g_set_n && g_threads > 1) g_set_n(on ? 1 : g_threads);
+}
+
+typedef struct par_job {
+    void (*fn)(void *, int, int);
+    void *ctx;
+} par_job;
+
+static void par_body(void *arg) {
+    const par_job *j = arg;
+    j->fn(j->ctx, g_thread_num(), g_team_size());
+}
+
+void rt_dnnl_parallel(void (*fn)(void *ctx, int ithr, int nthr), void *ctx) {
+    rt_dnnl_num_threads();
+    if (!g_gomp_parallel || !g_thread_num || !g_team_size) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    par_job j = {fn, ctx};
+    /* 0 threads: the team size oneDNN's primitives get (rt_dnnl_team_single included) */
+    g_gomp_parallel(par_body, &j, 0, 0);
 }

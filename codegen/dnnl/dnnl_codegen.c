@@ -225,8 +225,10 @@ static const byoc_option DNNL_OPTIONS[] = {
     {"transpose_weights", BYOC_OPT_BOOL, "1", "read constant matmul weights transposed where oneDNN runs gemm:jit "
      "(AVX2) on a widening product (N > K) of 16 to 511 rows: up to 1.7x faster there; the transposed copy "
      "replaces the original after prepare (0: weights read in place)", NULL},
-    {"winograd", BYOC_OPT_BOOL, "1", "run 3x3 stride-1 convolutions with the Winograd algorithm where oneDNN has "
-     "it for the CPU (AVX-512); 0: the direct algorithm only", NULL},
+    {"no_layout_plan", BYOC_OPT_BOOL, "0", "each value in the layout its producer picks, every permute a copy "
+     "(default: convolutions write channels-last where that makes a permute to NHWC a view, and keep it)", NULL},
+    {"winograd", BYOC_OPT_BOOL, "1", "run 3x3 stride-1 convolutions with the Winograd algorithm: oneDNN's where "
+     "it has it for the CPU (AVX-512), graft's own below (AVX2) where faster; 0: the direct algorithm only", NULL},
     {"small_kb", BYOC_OPT_INT, DNNL_STR(RT_DNNL_SMALL_KB_DEFAULT), "regions whose tensors are all smaller than this many KiB run "
      "single-threaded; 0: never", NULL},
 };
@@ -244,6 +246,7 @@ static rt_dnnl_opts engine_opts(const byoc_options *o) {
         .no_fuse = byoc_option_bool(o, b, "no_fuse"),
         .no_pixel_deconv = byoc_option_bool(o, b, "no_pixel_deconv"),
         .transpose_weights = byoc_option_bool(o, b, "transpose_weights"),
+        .no_layout_plan = byoc_option_bool(o, b, "no_layout_plan"),
         .winograd = byoc_option_bool(o, b, "winograd"),
         .small_kb = byoc_option_int(o, b, "small_kb"),
     };

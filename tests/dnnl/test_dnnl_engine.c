@@ -827,6 +827,185 @@ Test(dnnl_engine, consts_released_after_prepare) {
     dt_free(&g);
 }
 
+/* ConvNeXt's block: depthwise 7x7 conv + bias (NCHW), permute to NHWC, layer norm over the
+ * channels, linear + GELU, linear, permute back, per-channel layer scale, residual add; two
+ * blocks in a row. The layout is planned for the permutes: the depthwise conv writes
+ * channels-last, so the permute to NHWC is a view of it, and the permute back is a
+ * channels-last view of the plain linear output, which the layer scale and the residual add
+ * read and write as they are, and the next block's conv reads: no permute copies anything
+ * (four views), the region's only reorders are its input's into the first conv's layout and,
+ * possibly, its output's into the plain head. dnnl.no_layout_plan gives the old copies back.
+ * Both against the reference engine; holds whatever the ISA (oneDNN's jit depthwise conv takes
+ * channels-last on AVX2 and AVX-512). */
+static int convnext_block(dt_graph *g, int x, int C, int H, int blk) {
+    char l[8][24];
+    const char *what[8] = {"dwconv", "dwbias", "perm", "norm", "fc1", "fc2", "unperm", "scale"};
+    for (int i = 0; i < 8; i++) snprintf(l[i], sizeof l[i], "b%d.%s", blk, what[i]);
+    int w = dt_const(g, 4, S4(C, 1, 7, 7)), b = dt_const(g, 4, S4(1, C, 1, 1));
+    int c = dt_op(g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "3, 3, 3, 3", "1, 1", "32"), 2, IN(x, w), NULL, 4, S4(1, C, H, H), l[0]);
+    int a = dt_op(g, "relax.add", NULL, 2, IN(c, b), NULL, 4, S4(1, C, H, H), l[1]);
+    char posts[100];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]}]", a, b);
+    dt_composite(g, "dnnl.conv2d_bias", c, 2, IN(c, a), posts);
+    int p = dt_op(g, "relax.permute_dims", "{\"axes\":[0,2,3,1]}", 1, IN(a), NULL, 4, S4(1, H, H, C), l[2]);
+    int ga = dt_const(g, 1, S1(C)), be = dt_const(g, 1, S1(C));
+    int ln = dt_op(g, "relax.nn.layer_norm", "{\"axes\":[-1],\"epsilon\":1e-6,\"center\":true,\"scale\":true}", 3, IN(p, ga, be), NULL,
+                   4, S4(1, H, H, C), l[3]);
+    int w1 = dt_const(g, 2, S2(C, 4 * C)), w2 = dt_const(g, 2, S2(4 * C, C));
+    int m1 = dt_op(g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(ln, w1), NULL, 4, S4(1, H, H, 4 * C), l[4]);
+    int ge = dt_op(g, "relax.nn.gelu", NULL, 1, IN(m1), NULL, 4, S4(1, H, H, 4 * C), l[4]);
+    int m2 = dt_op(g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(ge, w2), NULL, 4, S4(1, H, H, C), l[5]);
+    int q = dt_op(g, "relax.permute_dims", "{\"axes\":[0,3,1,2]}", 1, IN(m2), NULL, 4, S4(1, C, H, H), l[6]);
+    int ls = dt_const(g, 3, S3(C, 1, 1));
+    int s = dt_op(g, "relax.multiply", NULL, 2, IN(q, ls), NULL, 4, S4(1, C, H, H), l[7]);
+    return dt_op(g, "relax.add", NULL, 2, IN(s, x), NULL, 4, S4(1, C, H, H), l[7]);
+}
+
+Test(dnnl_engine, convnext_permutes_are_views) {
+    rt_dnnl_opts off = rt_dnnl_default_opts();
+    off.no_layout_plan = true;
+    uint32_t nreorders[2], nviews[2];
+    for (int k = 0; k < 2; k++) {
+        dt_graph g;
+        dt_init(&g, 21);
+        g.opts = k ? &off : NULL;
+        int x = dt_input(&g, 4, S4(1, 32, 14, 14));
+        int y = convnext_block(&g, convnext_block(&g, x, 32, 14, 0), 32, 14, 1);
+        dt_head(&g, y);
+        dt_check(&g);
+        dt_prepared p;
+        gr_diag d = {0};
+        cr_assert_eq(dt_prepare(&g, &p, &d), GR_OK, "%s", d.msg);
+        rt_dnnl_stats st;
+        rt_dnnl_get_stats(p.state, &st);
+        cr_expect_eq(st.nref, 0, "%u primitives on ref (ISA %s)", st.nref, rt_dnnl_isa());
+        nreorders[k] = st.nreorders;
+        nviews[k] = st.nviews;
+        /* no reorder serves a permute (a reorder carries the layers of the node it feeds) */
+        for (uint32_t i = 0; !k && i < rt_dnnl_num_prims(p.state); i++) {
+            rt_dnnl_prim_info pi;
+            cr_assert(rt_dnnl_prim(p.state, i, &pi));
+            for (uint32_t j = 0; j < pi.nlayers; j++)
+                cr_expect(!strstr(pi.layers[j], "perm"), "primitive %u (%s %s) computes permute '%s' (ISA %s)", i, pi.kind,
+                          pi.impl, pi.layers[j], rt_dnnl_isa());
+        }
+        dt_release(&p);
+        dt_free(&g);
+    }
+    cr_expect_eq(nviews[0], 4, "every permute a view: %u", nviews[0]);
+    cr_expect_leq(nreorders[0], 2, "the input's and the head's reorders at most: %u (ISA %s)", nreorders[0], rt_dnnl_isa());
+    cr_expect_eq(nviews[1], 0, "dnnl.no_layout_plan: no views");
+    cr_expect_geq(nreorders[1], nreorders[0] + 4, "dnnl.no_layout_plan: a copy per permute: %u vs %u", nreorders[1],
+                  nreorders[0]);
+}
+
+/* A residual added as a sum post-op is accumulated in place when nothing reads it afterwards:
+ * three ResNet blocks (conv + relu, conv + residual add, relu). Block 1's residual is the
+ * region input, seen through its reordered copy (in place on that copy, which no later
+ * primitive takes for the input any more); block 2's is block 1's output at its last use
+ * (in place); block 3's is still read after the block (by the final add): copied. So two
+ * copies fewer than with dnnl.no_layout_plan, the same results as the reference engine, and
+ * nothing overwritten that is read later (the final add would see it). */
+static int resnet_block(dt_graph *g, int x, int C, int H, int blk) {
+    char l[3][16];
+    for (int i = 0; i < 3; i++) snprintf(l[i], sizeof l[i], "b%d.%c", blk, "abr"[i]);
+    /* weights U(-0.1, 0.1): values stay ~1 over six convolutions (DT_ATOL is absolute) */
+    int w1 = dt_const_r(g, 4, S4(C, C, 3, 3), 0.1f, 0.f), w2 = dt_const_r(g, 4, S4(C, C, 3, 3), 0.1f, 0.f);
+    int c1 = dt_op(g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "1, 1, 1, 1", "1, 1", "1"), 2, IN(x, w1), NULL, 4, S4(1, C, H, H), l[0]);
+    int r1 = dt_op(g, "relax.nn.relu", NULL, 1, IN(c1), NULL, 4, S4(1, C, H, H), l[0]);
+    char posts[100];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0]}]", r1);
+    dt_composite(g, "dnnl.conv2d_relu", c1, 2, IN(c1, r1), posts);
+    int c2 = dt_op(g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "1, 1, 1, 1", "1, 1", "1"), 2, IN(r1, w2), NULL, 4, S4(1, C, H, H), l[1]);
+    int a = dt_op(g, "relax.add", NULL, 2, IN(c2, x), NULL, 4, S4(1, C, H, H), l[1]);
+    int r = dt_op(g, "relax.nn.relu", NULL, 1, IN(a), NULL, 4, S4(1, C, H, H), l[2]);
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]}]", a, x, r);
+    dt_composite(g, "dnnl.conv2d_add_relu", c2, 3, IN(c2, a, r), posts);
+    return r;
+}
+
+Test(dnnl_engine, residual_in_place) {
+    /* the direct algorithm: graft's own Winograd (AVX2) adds the residual in its output
+     * transform, with no sum post-op to place */
+    rt_dnnl_opts on = rt_dnnl_default_opts();
+    on.winograd = false;
+    rt_dnnl_opts off = on;
+    off.no_layout_plan = true;
+    uint32_t nreorders[2];
+    for (int k = 0; k < 2; k++) {
+        dt_graph g;
+        dt_init(&g, 22);
+        g.opts = k ? &off : &on;
+        int x = dt_input(&g, 4, S4(1, 16, 10, 10));
+        int r2 = resnet_block(&g, resnet_block(&g, x, 16, 10, 1), 16, 10, 2);
+        int r3 = resnet_block(&g, r2, 16, 10, 3);
+        int y = dt_op(&g, "relax.add", NULL, 2, IN(r3, r2), NULL, 4, S4(1, 16, 10, 10), "out");
+        dt_head(&g, y);
+        dt_check(&g);
+        rt_dnnl_stats st;
+        gr_diag d = {0};
+        cr_assert_eq(dt_stats(&g, &st, &d), GR_OK, "%s", d.msg);
+        cr_expect_eq(st.nref, 0, "%u primitives on ref (ISA %s)", st.nref, rt_dnnl_isa());
+        nreorders[k] = st.nreorders;
+        dt_free(&g);
+    }
+    cr_expect_eq(nreorders[1], nreorders[0] + 2, "two residuals in place: %u reorders, %u with copies (ISA %s)", nreorders[0],
+                 nreorders[1], rt_dnnl_isa());
+}
+
+/* Two ShuffleNet units on a channels-last tensor (an NHWC input permuted to NCHW: a view):
+ * the split halves are strided views of it, the unit's convolution runs channels-last, the
+ * shuffle writes its output channels-last, and the second unit slices that. Against the
+ * reference engine with and without the plan; the plan has no more reorders than the copies. */
+static int shuffle_unit(dt_graph *g, int x, int C, int H, int W, int u) {
+    char l[3][16];
+    const char *what[3] = {"split", "conv", "shuffle"};
+    for (int i = 0; i < 3; i++) snprintf(l[i], sizeof l[i], "u%d.%s", u, what[i]);
+    int h = C / 2;
+    char a0[160], a1[160], shp[64];
+    snprintf(a0, sizeof a0, "[{\"tuple\":[{\"int\":1}]},{\"tuple\":[{\"int\":0}]},{\"tuple\":[{\"int\":%d}]}]", h);
+    snprintf(a1, sizeof a1, "[{\"tuple\":[{\"int\":1}]},{\"tuple\":[{\"int\":%d}]},{\"tuple\":[{\"int\":%d}]}]", h, C);
+    int h1 = dt_op(g, "relax.strided_slice", NULL, 1, IN(x), a0, 4, S4(1, h, H, W), l[0]);
+    int h2 = dt_op(g, "relax.strided_slice", NULL, 1, IN(x), a1, 4, S4(1, h, H, W), l[0]);
+    int w = dt_const(g, 4, S4(h, h, 1, 1));
+    int c = dt_op(g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "0, 0, 0, 0", "1, 1", "1"), 2, IN(h2, w), NULL, 4, S4(1, h, H, W), l[1]);
+    int r = dt_op(g, "relax.nn.relu", NULL, 1, IN(c), NULL, 4, S4(1, h, H, W), l[1]);
+    char posts[100];
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0]}]", r);
+    dt_composite(g, "dnnl.conv2d_relu", c, 2, IN(c, r), posts);
+    int cat = dt_op(g, "relax.concat", "{\"axis\":1}", 2, IN(h1, r), "![{\"tuple\":[{\"in\":0},{\"in\":1}]}]", 4, S4(1, C, H, W), l[2]);
+    int64_t s5[5] = {1, 2, h, H, W}, p5[5] = {1, h, 2, H, W};
+    snprintf(shp, sizeof shp, "[{\"shape\":[1,2,%d,%d,%d]}]", h, H, W);
+    int r1 = dt_op(g, "relax.reshape", NULL, 1, IN(cat), shp, 5, s5, l[2]);
+    int pm = dt_op(g, "relax.permute_dims", "{\"axes\":[0,2,1,3,4]}", 1, IN(r1), NULL, 5, p5, l[2]);
+    snprintf(shp, sizeof shp, "[{\"shape\":[1,%d,%d,%d]}]", C, H, W);
+    return dt_op(g, "relax.reshape", NULL, 1, IN(pm), shp, 4, S4(1, C, H, W), l[2]);
+}
+
+Test(dnnl_engine, channel_shuffle_channels_last) {
+    rt_dnnl_opts off = rt_dnnl_default_opts();
+    off.no_layout_plan = true;
+    uint32_t nreorders[2];
+    for (int k = 0; k < 2; k++) {
+        dt_graph g;
+        dt_init(&g, 23);
+        g.opts = k ? &off : NULL;
+        int x = dt_input(&g, 4, S4(1, 6, 5, 32));
+        int xc = dt_op(&g, "relax.permute_dims", "{\"axes\":[0,3,1,2]}", 1, IN(x), NULL, 4, S4(1, 32, 6, 5), "nchw");
+        int y = shuffle_unit(&g, shuffle_unit(&g, xc, 32, 6, 5, 0), 32, 6, 5, 1);
+        int sg = dt_op(&g, "relax.sigmoid", NULL, 1, IN(y), NULL, 4, S4(1, 32, 6, 5), "act");
+        dt_head(&g, sg);
+        dt_check(&g);
+        rt_dnnl_stats st;
+        gr_diag d = {0};
+        cr_assert_eq(dt_stats(&g, &st, &d), GR_OK, "%s", d.msg);
+        cr_expect_eq(st.nref, 0, "%u primitives on ref (ISA %s)", st.nref, rt_dnnl_isa());
+        nreorders[k] = st.nreorders;
+        dt_free(&g);
+    }
+    cr_expect_leq(nreorders[0], nreorders[1], "plan %u reorders, copies %u (ISA %s)", nreorders[0], nreorders[1], rt_dnnl_isa());
+}
+
 /* Whether a primitive of the graph, prepared with opts, runs a Winograd kernel. */
 static bool runs_winograd(dt_graph *g, const rt_dnnl_opts *opts) {
     g->opts = opts;
@@ -889,7 +1068,11 @@ Test(dnnl_engine, winograd_3x3) {
         if (probe) dnnl_primitive_desc_destroy(probe);
         dnnl_engine_destroy(eng);
     }
-    cr_expect_eq(runs_winograd(&g, NULL), has, "oneDNN %s Winograd on %s", has ? "has" : "has no", rt_dnnl_isa());
+    /* below avx512_core, on a CPU with AVX2 + FMA, graft's own (tests/dnnl/test_dnnl_wino.c) */
+    __builtin_cpu_init();
+    bool ours = !has && !strncmp(rt_dnnl_isa(), "avx2", 4) && __builtin_cpu_supports("fma");
+    cr_expect_eq(runs_winograd(&g, NULL), has || ours, "oneDNN %s Winograd on %s, graft's %s", has ? "has" : "has no",
+                 rt_dnnl_isa(), ours ? "runs" : "does not run");
     cr_expect_not(runs_winograd(&g, &off), "dnnl.winograd=0 still ran a Winograd kernel");
     g.opts = &off;
     dt_check(&g);

@@ -164,8 +164,24 @@ Test(dnnl_symbolic, dynamic_batch_zoo_model, .timeout = 300) {
     double share;
     graft_model *gm = build_symbolic(p, "dnnl", &share);
     cr_expect_geq(share, SYM_MIN_FLOPS, "resnet18: %.2f%% of FLOPs offloaded", 100 * share);
+    uint64_t made0, reused0, made1, reused1;
     run_ref(gm, "resnet18_dynbatch_b1", false);
+    rt_dnnl_shared_weights(&made0, &reused0);
     run_ref(gm, "resnet18_dynbatch_b4", false);
+    rt_dnnl_shared_weights(&made1, &reused1);
+    /* batch 4 reuses batch 1's weights on AVX2 ISAs: oneDNN's reordered ones and graft's
+     * Winograd transformed ones alike (on avx512_core oneDNN's Winograd weight layouts depend on
+     * the batch: half of them are made again) */
+    cr_expect_gt(reused1 - reused0, 0, "no weight reused at batch 4");
+    if (!strncmp(rt_dnnl_isa(), "avx2", 4)) {
+        cr_expect_leq(made1 - made0, (reused1 - reused0) / 4, "batch 4: %llu weights made again, %llu reused",
+                      (unsigned long long)(made1 - made0), (unsigned long long)(reused1 - reused0));
+        /* all 20 convolutions' (3x3 ones in Winograd included) */
+        cr_expect_geq(reused1 - reused0, 20, "batch 4: %llu of resnet18's 20 conv weights reused",
+                      (unsigned long long)(reused1 - reused0));
+    }
+    fprintf(stderr, "dnnl_symbolic resnet18 batch 4 (ISA %s): %llu weights made, %llu reused\n", rt_dnnl_isa(),
+            (unsigned long long)(made1 - made0), (unsigned long long)(reused1 - reused0));
     graft_model_free(gm);
     free(p);
 }

@@ -1,0 +1,185 @@
+/* The oneDNN engine's own Winograd convolution (runtime/dnnl_wino.c), used for 3x3 stride-1
+ * convolutions where oneDNN has no Winograd (below avx512_core), against the reference host
+ * kernels, over a table of shapes: sizes that are not multiples of the tile, channels that are
+ * not multiples of 8, asymmetric padding, batch 2, several passes (tile ranges that split an
+ * image), bias, relu / leaky relu, a residual add, a
+ * per-channel scale folded into the weights, a post-op the transform does not take (sigmoid,
+ * its own primitive), and convolutions it must leave to oneDNN (stride 2, dilation 2, groups,
+ * fewer than 16 channels).
+ *
+ * Tolerance: |wino - ref| <= WINO_ATOL_OF_MAX * max|ref| + WINO_RTOL * |ref|. Winograd sums
+ * each output as transformed products whose magnitudes exceed the result's (the F(4x4)
+ * transforms' coefficients reach 5 on the input and 8 on the output), so its rounding error is
+ * relative to the largest outputs rather than to each one; it grows with C. The bound is the zoo
+ * tests' (tests/dnnl/test_dnnl_zoo.c); the worst seen here is printed.
+ *
+ * Which implementation: on an ISA below avx512_core with AVX2 + FMA (ONEDNN_MAX_CPU_ISA=AVX2
+ * in `make test`, or an AVX2 machine) the table's tile size is asserted (one primitive
+ * graft_wino_4x3:avx2 or graft_wino_2x3:avx2); on AVX-512 none of ours runs. */
+#include "tests/dnnl/dnnl_test_util.h"
+
+#define WINO_ATOL_OF_MAX 1e-4
+#define WINO_RTOL 1e-3
+
+enum { P_NONE, P_BIAS_RELU, P_BIAS_ADD_RELU, P_BIAS_SIGMOID, P_MUL_BIAS_LEAKY };
+
+typedef struct wcase {
+    int64_t N, C, H, W, O;
+    const char *pad, *stride, *dil, *groups;
+    int post;
+    int m; /* the tile expected under AVX2 (0: oneDNN's own convolution) */
+} wcase;
+
+static const wcase CASES[] = {
+    {2, 20, 13, 11, 24, "1, 1, 1, 1", "1, 1", "1, 1", "1", P_BIAS_RELU, 4},
+    {1, 16, 7, 9, 19, "1, 1, 1, 1", "1, 1", "1, 1", "1", P_BIAS_ADD_RELU, 4},
+    {2, 33, 10, 10, 17, "0, 0, 0, 0", "1, 1", "1, 1", "1", P_NONE, 4},
+    {2, 128, 6, 6, 128, "1, 1, 1, 1", "1, 1", "1, 1", "1", P_BIAS_RELU, 2},
+    {1, 24, 9, 8, 32, "1, 0, 2, 1", "1, 1", "1, 1", "1", P_BIAS_SIGMOID, 4},
+    {1, 16, 12, 12, 16, "1, 1, 1, 1", "1, 1", "1, 1", "1", P_MUL_BIAS_LEAKY, 4},
+    {1, 64, 28, 28, 64, "1, 1, 1, 1", "1, 1", "1, 1", "1", P_BIAS_ADD_RELU, 4},
+    /* 500 tiles of 18 KiB (V + M): 3 passes of 167, 167 and 166 tiles, one boundary mid-image */
+    {2, 64, 40, 100, 64, "1, 1, 1, 1", "1, 1", "1, 1", "1", P_BIAS_ADD_RELU, 4},
+    /* 144 tiles of 72 KiB: 4 passes of 36 (at least 32 a pass, not 6 of 24), F(4x4) over 256 channels */
+    {1, 256, 48, 48, 256, "1, 1, 1, 1", "1, 1", "1, 1", "1", P_BIAS_RELU, 4},
+    {1, 16, 9, 9, 16, "1, 1, 1, 1", "2, 2", "1, 1", "1", P_BIAS_RELU, 0},
+    {1, 16, 9, 9, 16, "2, 2, 2, 2", "1, 1", "2, 2", "1", P_BIAS_RELU, 0},
+    {1, 32, 9, 9, 32, "1, 1, 1, 1", "1, 1", "1, 1", "2", P_BIAS_RELU, 0},
+    {1, 8, 9, 9, 16, "1, 1, 1, 1", "1, 1", "1, 1", "1", P_BIAS_RELU, 0},
+};
+
+static bool wino_isa(void) {
+    __builtin_cpu_init();
+    return !strncmp(rt_dnnl_isa(), "avx2", 4) && __builtin_cpu_supports("fma"); /* avx2, avx2_vnni */
+}
+
+static int64_t out_size(int64_t in, int64_t lo, int64_t hi, int64_t s, int64_t d) { return (in + lo + hi - d * 2 - 1) / s + 1; }
+
+/* The graph of case c; *layers: its layer names. */
+static void build(dt_graph *g, const wcase *c, uint32_t seed) {
+    dt_init(g, seed);
+    int64_t p[4], s[2], d[2];
+    sscanf(c->pad, "%ld, %ld, %ld, %ld", (long *)&p[0], (long *)&p[1], (long *)&p[2], (long *)&p[3]);
+    sscanf(c->stride, "%ld, %ld", (long *)&s[0], (long *)&s[1]);
+    sscanf(c->dil, "%ld, %ld", (long *)&d[0], (long *)&d[1]);
+    int64_t G = atoi(c->groups), OH = out_size(c->H, p[0], p[2], s[0], d[0]), OW = out_size(c->W, p[1], p[3], s[1], d[1]);
+    const int64_t *os = S4(c->N, c->O, OH, OW);
+    int x = dt_input(g, 4, S4(c->N, c->C, c->H, c->W));
+    int w = dt_const(g, 4, S4(c->O, c->C / G, 3, 3));
+    char attrs[400];
+    snprintf(attrs, sizeof attrs,
+             "{\"strides\":[%s],\"padding\":[%s],\"dilation\":[%s],\"groups\":%s,\"data_layout\":\"NCHW\","
+             "\"kernel_layout\":\"OIHW\",\"out_layout\":\"NCHW\",\"out_dtype\":\"void\"}",
+             c->stride, c->pad, c->dil, c->groups);
+    int cv = dt_op(g, "relax.nn.conv2d", attrs, 2, IN(x, w), NULL, 4, os, "conv");
+    char posts[300];
+    int head = cv;
+    if (c->post == P_BIAS_RELU || c->post == P_BIAS_ADD_RELU || c->post == P_BIAS_SIGMOID) {
+        int b = dt_const(g, 4, S4(1, c->O, 1, 1));
+        int a = dt_op(g, "relax.add", NULL, 2, IN(cv, b), NULL, 4, os, "bias");
+        if (c->post == P_BIAS_ADD_RELU) {
+            int r = dt_input(g, 4, os);
+            int s2 = dt_op(g, "relax.add", NULL, 2, IN(a, r), NULL, 4, os, "residual");
+            head = dt_op(g, "relax.nn.relu", NULL, 1, IN(s2), NULL, 4, os, "relu");
+            snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]}]", a, b,
+                     s2, r, head);
+            dt_composite(g, "dnnl.conv2d_bias_add_relu", cv, 4, IN(cv, a, s2, head), posts);
+        } else {
+            bool sig = c->post == P_BIAS_SIGMOID;
+            head = dt_op(g, sig ? "relax.sigmoid" : "relax.nn.relu", NULL, 1, IN(a), NULL, 4, os, sig ? "sigmoid" : "relu");
+            snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]}]", a, b, head);
+            dt_composite(g, sig ? "dnnl.conv2d_bias_sigmoid" : "dnnl.conv2d_bias_relu", cv, 3, IN(cv, a, head), posts);
+        }
+    } else if (c->post == P_MUL_BIAS_LEAKY) {
+        int k = dt_const_r(g, 4, S4(1, c->O, 1, 1), 1.f, 1.5f);
+        int mu = dt_op(g, "relax.multiply", NULL, 2, IN(cv, k), NULL, 4, os, "scale");
+        int b = dt_const(g, 4, S4(1, c->O, 1, 1));
+        int a = dt_op(g, "relax.add", NULL, 2, IN(mu, b), NULL, 4, os, "bias");
+        head = dt_op(g, "relax.nn.leakyrelu", "{\"alpha\":0.1}", 1, IN(a), NULL, 4, os, "leaky");
+        snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0],\"alpha\":0.1}]",
+                 mu, k, a, b, head);
+        dt_composite(g, "dnnl.conv2d_mul_bias_leaky_relu", cv, 4, IN(cv, mu, a, head), posts);
+    }
+    dt_head(g, head);
+}
+
+static const char *const LAYERS[] = {"conv", "bias", "residual", "relu", "sigmoid", "scale", "leaky"};
+
+/* the implementations of the prepared region: how many of ours (tile m), and every
+ * primitive's layers among the graph's */
+static int count_wino(dt_prepared *p, int *m) {
+    int n = 0;
+    *m = 0;
+    for (uint32_t i = 0; i < rt_dnnl_num_prims(p->state); i++) {
+        rt_dnnl_prim_info pi;
+        cr_assert(rt_dnnl_prim(p->state, i, &pi));
+        cr_expect_geq(pi.nlayers, 1, "primitive %u (%s %s) computes no layer", i, pi.kind, pi.impl);
+        for (uint32_t l = 0; l < pi.nlayers; l++) {
+            bool known = false;
+            for (size_t k = 0; k < sizeof LAYERS / sizeof LAYERS[0]; k++) known |= !strcmp(pi.layers[l], LAYERS[k]);
+            cr_expect(known, "primitive %u: layer '%s' is not a layer of the graph", i, pi.layers[l]);
+        }
+        int tm;
+        if (sscanf(pi.impl, "graft_wino_%dx3:avx2", &tm) == 1) {
+            n++;
+            *m = tm;
+            cr_expect_str_eq(pi.kind, "convolution");
+        }
+    }
+    return n;
+}
+
+Test(dnnl_wino, shapes_against_reference, .timeout = 120) {
+    bool ours = wino_isa();
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        const wcase *c = &CASES[i];
+        dt_graph g;
+        build(&g, c, 100 + (uint32_t)i);
+        rt_tensor *ref[1] = {0}, *got[1] = {0};
+        gr_diag d = {0};
+        cr_assert_eq(dt_run(&g, &rt_json_reference_engine, ref, &d), GR_OK, "case %zu reference: %s", i, d.msg);
+        cr_assert_eq(dt_run(&g, &rt_dnnl_engine, got, &d), GR_OK, "case %zu dnnl: %s", i, d.msg);
+        const float *r = rt_tensor_data(ref[0]), *o = rt_tensor_data(got[0]);
+        double scale = 0, worst = 0;
+        for (int64_t k = 0; k < rt_tensor_numel(ref[0]); k++) scale = fmax(scale, fabs((double)r[k]));
+        for (int64_t k = 0; k < rt_tensor_numel(ref[0]); k++) {
+            double err = fabs((double)r[k] - (double)o[k]);
+            cr_assert(err <= WINO_ATOL_OF_MAX * scale + WINO_RTOL * fabs((double)r[k]), "case %zu elem %ld: ref %g dnnl %g (max|ref| %g)",
+                      i, (long)k, (double)r[k], (double)o[k], scale);
+            worst = fmax(worst, err);
+        }
+        dt_prepared p;
+        cr_assert_eq(dt_prepare(&g, &p, &d), GR_OK, "%s", d.msg);
+        int m, n = count_wino(&p, &m);
+        /* ours: one primitive (transforms and oneDNN's matmul inside) */
+        if (ours && c->m) {
+            cr_expect_eq(n, 1, "case %zu: %d graft_wino primitives", i, n);
+            cr_expect_eq(m, c->m, "case %zu: F(%dx%d), expected F(%dx%d)", i, m, m, c->m, c->m);
+        } else {
+            cr_expect_eq(n, 0, "case %zu (ISA %s): %d graft_wino primitives", i, rt_dnnl_isa(), n);
+        }
+        fprintf(stderr, "dnnl_wino case %zu (%ld-%ld @%ldx%ld, ISA %s): F(%dx%d), max |err| %.3g of max|ref| %.3g\n", i, (long)c->C,
+                (long)c->O, (long)c->H, (long)c->W, rt_dnnl_isa(), m, m, worst, scale);
+        dt_release(&p);
+        rt_tensor_release(ref[0]);
+        rt_tensor_release(got[0]);
+        dt_free(&g);
+    }
+}
+
+/* dnnl.winograd=0: oneDNN's direct convolution everywhere */
+Test(dnnl_wino, option_off) {
+    rt_dnnl_opts o = rt_dnnl_default_opts();
+    o.winograd = false;
+    dt_graph g;
+    build(&g, &CASES[0], 7);
+    g.opts = &o;
+    dt_check(&g);
+    dt_prepared p;
+    gr_diag d = {0};
+    cr_assert_eq(dt_prepare(&g, &p, &d), GR_OK, "%s", d.msg);
+    int m;
+    cr_expect_eq(count_wino(&p, &m), 0);
+    dt_release(&p);
+    dt_free(&g);
+}
