@@ -214,6 +214,8 @@ static bool model_paths(const model_def *md, char **path, char **refs) {
     return *path && *refs && access(*path, R_OK) == 0;
 }
 
+#define MAX_ROUNDS 15
+
 typedef struct bench_opts {
     const byoc_options *options;  /* --backend-opt */
     int runs, warmup, pause_ms;
@@ -401,12 +403,52 @@ done:
     return rc;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Over the rounds (each model in a fresh process per round): per model the median ratio, warm
+ * and idle, with the range; the geomean of the medians. A VM's slow periods and a process's
+ * bimodal latency move one round's ratio; the median of several is the figure to quote. */
+static void print_rounds(double rr[][2][MAX_ROUNDS], int rounds) {
+    printf("medians over %d rounds (each round every model in fresh processes)\n", rounds);
+    printf("%-18s %7s %17s %7s %17s\n", "model", "ratio", "range", "idle", "range");
+    double logsum[2] = {0, 0};
+    int n = 0;
+    for (int k = 0; k < NMODELS; k++) {
+        double med[2], lo[2], hi[2];
+        bool ok = true;
+        for (int w = 0; w < 2 && ok; w++) {
+            double v[MAX_ROUNDS];
+            int m = 0;
+            for (int r = 0; r < rounds; r++)
+                if (rr[k][w][r] > 0) v[m++] = rr[k][w][r];
+            if (m < rounds) ok = false;
+            else {
+                qsort(v, (size_t)m, sizeof v[0], cmp_double);
+                med[w] = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+                lo[w] = v[0];
+                hi[w] = v[m - 1];
+            }
+        }
+        if (!ok) continue;
+        printf("%-18s %7.3f %8.3f-%-8.3f %7.3f %8.3f-%-8.3f\n", MODELS[k].name, med[0], lo[0], hi[0], med[1], lo[1],
+               hi[1]);
+        logsum[0] += log(med[0]);
+        logsum[1] += log(med[1]);
+        n++;
+    }
+    if (n) printf("%-18s %7.3f %17s %7.3f   (%d models)\n", "geomean", exp(logsum[0] / n), "", exp(logsum[1] / n), n);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv) {
     rt_const_eval_install();  /* FoldConstant folds on the reference kernels */
     const char *nt = getenv("GRAFT_NUM_THREADS");
     rt_dnnl_thread_opts topts = {nt ? atoi(nt) : 0, true};
     rt_dnnl_set_thread_options(&topts);
-    int runs = 20, warmup = 3, nisa = 0, pause_ms = 50;
+    int runs = 20, warmup = 3, nisa = 0, pause_ms = 50, rounds = 1;
     byoc_options *options = byoc_options_new();
     bool report = false, artifact = false, pick[NMODELS] = {false}, any = false;
     const char *isas[2];
@@ -415,6 +457,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--pause-ms") && i + 1 < argc) pause_ms = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--report")) report = true;
         else if (!strcmp(argv[i], "--artifact")) artifact = true;
         else if (!strcmp(argv[i], "--backend-opt") && i + 1 < argc) {
@@ -436,7 +479,7 @@ int main(int argc, char **argv) {
                 if (!strcmp(argv[i], MODELS[k].name)) ok = pick[k] = any = true;
         } else ok = false;
         if (!ok) {
-            fprintf(stderr, "usage: bench_dnnl [--runs N] [--warmup N] [--pause-ms N] [--model NAME]... "
+            fprintf(stderr, "usage: bench_dnnl [--runs N] [--warmup N] [--pause-ms N] [--rounds N] [--model NAME]... "
                             "[--isa native|avx2]... [--report] [--artifact] [--backend-opt dnnl.NAME=VALUE]...\n  models:");
             for (int k = 0; k < NMODELS; k++) fprintf(stderr, " %s", MODELS[k].name);
             fprintf(stderr, "\n");
@@ -446,6 +489,8 @@ int main(int argc, char **argv) {
     }
     if (runs < 1) runs = 1;
     if (warmup < 0) warmup = 0;
+    if (rounds < 1) rounds = 1;
+    if (rounds > MAX_ROUNDS) rounds = MAX_ROUNDS;
     if (!nisa) {
         isas[nisa++] = "native";
         if (!getenv("ONEDNN_MAX_CPU_ISA")) isas[nisa++] = "avx2";
@@ -478,35 +523,45 @@ int main(int argc, char **argv) {
                    "extern/host/ref");
         printf("\n");
         fflush(stdout);
-        double logsum[2] = {0, 0};
-        int nratio = 0;
-        for (int k = 0; k < NMODELS; k++) {
-            ratios[2 * k] = ratios[2 * k + 1] = NAN;
-            if (any && !pick[k]) continue;
-            char *path = NULL, *refs = NULL;
-            bool have = model_paths(&MODELS[k], &path, &refs);
-            free(path);
-            free(refs);
-            if (!have && !any) continue; /* not fetched: only an explicit --model is an error */
-            pid_t pid = fork();
-            if (pid == 0) {
-                if (avx2) setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1); /* before the child's first oneDNN call */
-                bench_opts bo = {options, runs, warmup, pause_ms, report, artifact};
-                _exit(run_model(&MODELS[k], &bo, &ratios[2 * k]));
+        /* per model and round, the warm and idle ratios (NAN: failed or skipped) */
+        double rr[NMODELS][2][MAX_ROUNDS];
+        for (int r = 0; r < rounds; r++) {
+            double logsum[2] = {0, 0};
+            int nratio = 0;
+            if (r) printf("(round %d of %d)\n", r + 1, rounds);
+            fflush(stdout); /* before the fork: the child would print it again */
+            for (int k = 0; k < NMODELS; k++) {
+                ratios[2 * k] = ratios[2 * k + 1] = NAN;
+                rr[k][0][r] = rr[k][1][r] = NAN;
+                if (any && !pick[k]) continue;
+                char *path = NULL, *refs = NULL;
+                bool have = model_paths(&MODELS[k], &path, &refs);
+                free(path);
+                free(refs);
+                if (!have && !any) continue; /* not fetched: only an explicit --model is an error */
+                pid_t pid = fork();
+                if (pid == 0) {
+                    if (avx2) setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1); /* before the child's first oneDNN call */
+                    bench_opts bo = {options, runs, warmup, pause_ms, report, artifact};
+                    _exit(run_model(&MODELS[k], &bo, &ratios[2 * k]));
+                }
+                int ws = 0;
+                waitpid(pid, &ws, 0);
+                if (!WIFEXITED(ws) || WEXITSTATUS(ws)) rc = 1;
+                else if (ratios[2 * k] > 0 && ratios[2 * k + 1] > 0) {
+                    rr[k][0][r] = ratios[2 * k];
+                    rr[k][1][r] = ratios[2 * k + 1];
+                    logsum[0] += log(ratios[2 * k]);
+                    logsum[1] += log(ratios[2 * k + 1]);
+                    nratio++;
+                }
             }
-            int ws = 0;
-            waitpid(pid, &ws, 0);
-            if (!WIFEXITED(ws) || WEXITSTATUS(ws)) rc = 1;
-            else if (ratios[2 * k] > 0 && ratios[2 * k + 1] > 0) {
-                logsum[0] += log(ratios[2 * k]);
-                logsum[1] += log(ratios[2 * k + 1]);
-                nratio++;
-            }
+            if (nratio)
+                printf("%-18s %-16s %7s %10s %10s %7.3f %10s %10s %7.3f   (%d models)\n", "geomean", "", "", "", "",
+                       exp(logsum[0] / nratio), "", "", exp(logsum[1] / nratio), nratio);
+            fflush(stdout);
         }
-        if (nratio)
-            printf("%-18s %-16s %7s %10s %10s %7.3f %10s %10s %7.3f   (%d models)\n", "geomean", "", "", "", "",
-                   exp(logsum[0] / nratio), "", "", exp(logsum[1] / nratio), nratio);
-        fflush(stdout);
+        if (rounds > 1) print_rounds(rr, rounds);
     }
     munmap(ratios, sizeof(double) * 2 * NMODELS);
     byoc_options_free(options);
