@@ -26,6 +26,12 @@ static bool is_anchor(const rt_json_node *n) {
 
 static int out_entry(dn_state *S, const rt_json_node *n) { return (int)S->row_ptr_of[n - S->node0]; }
 
+/* The entry n's primitive produces with its first k post-op steps: the last step's, a folded
+ * bias add's (pending_out), else n's own output. */
+static int chain_out(dn_state *S, const rt_json_node *n, const dn_step *steps, int k) {
+    return k ? steps[k - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+}
+
 static gr_status need_val(dn_state *S, const rt_json_node *n, int e, int *v) {
     *v = -1;
     if (e < 0 || S->ent_val[e] < 0) return dn_fail(S, n, dnnl_success, "operand is not a float32 tensor of the region");
@@ -116,7 +122,7 @@ static gr_status finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_
                         const dn_step *steps, int k, const dnnl_memory_desc_t *dst_override) {
     /* a copy: dst_override may point into the value array, which grows below */
     dnnl_memory_desc_t dmd = *(dst_override ? dst_override : dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0));
-    int e = k ? steps[k - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    int e = chain_out(S, n, steps, k);
     S->pending_out = -1;
     int v = -1;
     int sum = S->pending_sum;
@@ -374,7 +380,7 @@ static gr_status op_deconv_pixel(dn_state *S, const rt_json_node *n, const dn_co
     dn_arg ra[2] = {{DNNL_ARG_FROM, tv, view, NULL}, {DNNL_ARG_TO, ov, out6, NULL}};
     st = dn_emit(S, n, rpd, ra, 2, true);
     if (st) return st;
-    int e = used ? steps[used - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    int e = chain_out(S, n, steps, used);
     S->pending_out = -1;
     S->ent_val[e] = ov;
     return GR_OK;
@@ -650,7 +656,7 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
         dn_wino_free(p);
         return st;
     }
-    int e = used ? steps[used - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    int e = chain_out(S, n, steps, used);
     S->pending_out = -1;
     int ov = dn_val_new(S, V_TMP, &omd);
     dn_arg args[DN_FN_MAX_ARGS];
@@ -770,8 +776,12 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
                 perm ? (int)(strchr(dl, 'C') - dl) : 1);
     for (int i = 0; perm && i < k; i++)
         if (steps[i].kind != STEP_ELTWISE) k = i;
-    if (!deconv && sd == 2 && !perm && G == 1 && ws[2] == 3 && ws[3] == 3 && strides[0] == 1 && strides[1] == 1 &&
-        dil[0] == 1 && dil[1] == 1 && S->opts.winograd && S->ent_node[w].node->kind == RT_JSON_CONST && wino_isa_ok()) {
+    /* Winograd: 3x3, stride 1, dilation 1, one group, canonical layouts, constant weights (they are
+     * transformed once) */
+    bool wino3x3 = S->opts.winograd && !deconv && !perm && sd == 2 && G == 1 && ws[2] == 3 && ws[3] == 3 &&
+                   strides[0] == 1 && strides[1] == 1 && dil[0] == 1 && dil[1] == 1 &&
+                   S->ent_node[w].node->kind == RT_JSON_CONST;
+    if (wino3x3 && wino_isa_ok()) {
         bool done;
         if ((st = wino_conv(S, n, xv, wv, wstr, bv, steps, k, xs, os, pad, &done)) || done) return st;
     }
@@ -797,7 +807,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
      * the result to NHWC (the permute is then a view) or src already is channels-last (such a
      * view, an earlier convolution's choice, a slice of its channels), so neither side needs a
      * reorder, or only a copy of contiguous runs */
-    int fe = k ? steps[k - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    int fe = chain_out(S, n, steps, k);
     if (!perm && !S->opts.no_layout_plan && dst.format_kind == dnnl_format_kind_any &&
         (wants_channels_last(S, fe) || cl_order(&S->vals.data[xv].md))) {
         dn_channels_last(&alt_x[nalt], &xa);
@@ -815,14 +825,11 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     dn_arg args[4 + DN_MAX_STEPS];
     int na = 0, used = 0;
     dnnl_primitive_desc_t pd = NULL;
-    /* Winograd first for 3x3 stride-1 convolutions, where oneDNN has it (avx512_core), with
-     * every post-op fused, in the planned layouts or all `any`; then the direct algorithm in
-     * each layout. Measured at batch 1 (square maps 20-160, 2 threads): Winograd takes 0.34-0.83
-     * of brgconv's time from 24 channels in and out up, up to 2.1x more below 16; weights are
-     * transformed once, so only constant ones. */
-    bool wino = S->opts.winograd && !deconv && !perm && sd == 2 && G == 1 && ws[2] == 3 && ws[3] == 3 &&
-                strides[0] == 1 && strides[1] == 1 && dil[0] == 1 && dil[1] == 1 && I >= 24 && O >= 24 &&
-                S->ent_node[w].node->kind == RT_JSON_CONST;
+    /* oneDNN's Winograd first, where it has it (avx512_core), with every post-op fused, in the
+     * planned layouts or all `any`; then the direct algorithm in each layout. Measured at batch 1
+     * (square maps 20-160, 2 threads): Winograd takes 0.34-0.83 of brgconv's time from 24
+     * channels in and out up, up to 2.1x more below 16. */
+    bool wino = wino3x3 && I >= 24 && O >= 24;
     int first = wino ? -2 : 0;
     S->sum_ok = true;
     for (int a = first; a < nalt && !pd; a++) {
@@ -854,7 +861,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     /* the fixed args go after the post-op sources; order does not matter to oneDNN */
     if ((st = dn_src_weights(S, n, pd, xv, dn_alias_new(S, wv, &wuser), args, &na))) return st;
     if (bv >= 0) args[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL};
-    int oe = used ? steps[used - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    int oe = chain_out(S, n, steps, used);
     st = finish(S, n, pd, args, na, steps, used, NULL);
     return st || !perm ? st : layout_out(S, n, oe, &operm);
 }
@@ -1054,7 +1061,7 @@ static gr_status op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *co
     if (biasv >= 0) {
         args[na++] = (dn_arg){DNNL_ARG_BIAS, biasv, biasmd, NULL};
     }
-    int e = used ? steps[used - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    int e = chain_out(S, n, steps, used);
     st = finish(S, n, pd, args, na, steps, used, &dst);
     while (nsaved--) S->ent_val[saved_e[nsaved]] = saved_v[nsaved];
     if (!st && rows) {
@@ -1199,7 +1206,7 @@ static gr_status op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp
                            "no jit pooling for these shapes in any layout tried (src's, dst any, channels-last)", &pd, &used,
                            args, &na);
     if (st) return st;
-    int oe = used ? steps[used - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    int oe = chain_out(S, n, steps, used);
     st = finish(S, n, pd, args, na, steps, used, NULL);
     return st || !perm ? st : layout_out(S, n, oe, &operm);
 }

@@ -135,6 +135,13 @@ static void split(int64_t n, int ithr, int nthr, int64_t *lo, int64_t *hi) {
     *hi = *lo + q + (ithr < r);
 }
 
+/* The lanes of the last 8-channel block that hold channels (of n in all): padded lanes masked
+ * to 0 on the way in and out, as nChw8c's padding must stay. */
+AVX2_FN static inline v8 tail_mask(int64_t n) {
+    int tail = (int)(n - (n + 7) / 8 * 8 + 8);
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+}
+
 /* One pass: tiles [t0, t1) of the batch, V and M holding theirs from row 0. */
 typedef struct wino_run {
     const dn_wino *p;
@@ -153,10 +160,8 @@ AVX2_FN static void in_work(void *ctx, int ithr, int nthr) {
     int64_t CB = p->Cp / 8, lo, hi, step = (R->t1 - R->t0) * p->Cp, plane = p->H * p->W * 8;
     split(R->t1 - R->t0, ithr, nthr, &lo, &hi);
     lo += R->t0, hi += R->t0;
-    __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    /* the last block of a channel count not a multiple of 8: padded lanes read as 0 */
-    int tail = (int)(p->C - (CB - 1) * 8);
-    v8 mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(tail), lane));
+    bool ragged = p->C % 8;
+    v8 mask = tail_mask(p->C);
     for (int64_t t = lo; t < hi; t++) {
         int64_t tx = t % p->tc, ty = (t / p->tc) % p->tr, n = t / p->tc / p->tr;
         int64_t iy0 = ty * m - p->pt, ix0 = tx * m - p->pl;
@@ -172,7 +177,7 @@ AVX2_FN static void in_work(void *ctx, int ithr, int nthr) {
                                        ? _mm256_loadu_ps(img + (iy * p->W + ix) * 8)
                                        : _mm256_setzero_ps();
                 }
-            if (cb == CB - 1 && tail < 8)
+            if (cb == CB - 1 && ragged)
                 for (int i = 0; i < aa; i++) d[i] = _mm256_and_ps(d[i], mask);
             in_tile(m, d, v);
             for (int i = 0; i < aa; i++) _mm256_storeu_ps(out + i * step, v[i]);
@@ -210,9 +215,8 @@ AVX2_FN static void out_work(void *ctx, int ithr, int nthr) {
     int64_t OB = p->Op / 8, lo, hi, step = (R->t1 - R->t0) * p->Op, plane = p->OH * p->OW * 8;
     split(R->t1 - R->t0, ithr, nthr, &lo, &hi);
     lo += R->t0, hi += R->t0;
-    __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    int tail = (int)(p->O - (OB - 1) * 8);
-    v8 mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(tail), lane));
+    bool ragged = p->O % 8;
+    v8 mask = tail_mask(p->O);
     for (int64_t t = lo; t < hi; t++) {
         int64_t tx = t % p->tc, ty = (t / p->tc) % p->tr, n = t / p->tc / p->tr;
         const float *in = R->src + (t - R->t0) * p->Op;
@@ -230,7 +234,7 @@ AVX2_FN static void out_work(void *ctx, int ithr, int nthr) {
                     if (ox >= p->OW) break;
                     int64_t off = off0 + (oy * p->OW + ox) * 8;
                     v8 yv = post(p, _mm256_add_ps(o[y * m + x], bias), R->res ? R->res + off : NULL);
-                    if (ob == OB - 1 && tail < 8) yv = _mm256_and_ps(yv, mask); /* nChw8c's padding stays 0 */
+                    if (ob == OB - 1 && ragged) yv = _mm256_and_ps(yv, mask); /* nChw8c's padding stays 0 */
                     _mm256_storeu_ps(R->dst + off, yv);
                 }
             }
