@@ -277,7 +277,9 @@ int64_t cv_attr_int(const onnx_cv *cv, const char *name, int64_t dflt) {
     const Onnx__AttributeProto *a = cv_attr(cv, name);
     if (!a) return dflt;
     if (a->has_i || a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT) return a->i;
-    if (a->has_f) return (int64_t)a->f;
+    /* a float where an int belongs: only a value an int64 holds (the cast of any other is
+     * undefined), else as if absent */
+    if (a->has_f && isfinite(a->f) && fabs(a->f) < 0x1p63) return (int64_t)a->f;
     return dflt;
 }
 
