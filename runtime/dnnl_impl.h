@@ -255,6 +255,28 @@ void dn_wino_weights(const dn_wino *p, const float *w, const int64_t *wstr, floa
 dnnl_status_t dn_wino_run(void *ctx, void *const *ptrs);
 void dn_wino_free(void *ctx);
 
+/* dnnl_gemv.c: y[M][N] = x[M][K] . W[K][N] (+ bias, + eltwise ops) for few rows, W packed
+ * once (AVX2 + FMA only; see there). */
+enum { DN_GEMV_RELU, DN_GEMV_LINEAR, DN_GEMV_CLIP, DN_GEMV_HARDSWISH };
+typedef struct dn_gemv_op {
+    int kind;
+    float alpha, beta;            /* relu: slope; linear: y = alpha x + beta; clip: [alpha, beta] */
+} dn_gemv_op;
+#define DN_GEMV_MAX_OPS 4
+#define DN_GEMV_PANEL 16          /* columns per panel of the packed weights */
+typedef struct dn_gemv {
+    int64_t M, K, N;
+    const float *w;               /* packed (dn_gemv_pack), K * N floats */
+    int ix_bias;                  /* index of the bias (N floats) in the primitive's args, or -1 */
+    int nops;
+    dn_gemv_op ops[DN_GEMV_MAX_OPS]; /* after the bias, in order */
+} dn_gemv;
+/* Packs W, element (k, n) at w[k sk + n sn], into out (K * N floats): panels of
+ * DN_GEMV_PANEL columns, each K rows of its width. */
+void dn_gemv_pack(const dn_gemv *p, const float *w, int64_t sk, int64_t sn, float *out);
+/* dn_fn: ptrs[0] x, ptrs[1] y (plain row-major), the bias at p's ix_bias; ctx freed by free */
+dnnl_status_t dn_gemv_run(void *ctx, void *const *ptrs);
+
 /* dnnl_rnn.c: relax.nn.lstm / gru / rnn as one oneDNN RNN primitive. */
 gr_status dn_rnn(dn_state *S, const rt_json_node *n);
 /* dnnl_vol.c: relax.nn.conv3d / conv3d_transpose and max_pool3d / avg_pool3d. */

@@ -928,6 +928,115 @@ static bool gemm_impl(const_dnnl_primitive_desc_t pd) {
            !strncmp(impl, "gemm", 4);
 }
 
+/* ---- graft's own product for few rows (dnnl_gemv.c) ----
+ * Its AVX2 code runs at every ISA from avx2 on (the product is bound by memory). */
+static bool gemv_isa_ok(void) {
+    static int ok = -1; /* the CPU and ONEDNN_MAX_CPU_ISA do not change within a process */
+    if (ok < 0) {
+        __builtin_cpu_init();
+        ok = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 &&
+             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    return ok;
+}
+
+/* Rows up to which the product runs on dnnl_gemv.c rather than oneDNN's matmul (its best
+ * weight layout, `any`). Measured per primitive on the EPYC (2 threads, 1280 x 1000 weights,
+ * median us of 60; cold: 96 MiB read between runs, as the rest of a model does; warm: weights
+ * in L3):
+ *   rows          1          2          3          4          6          8
+ *   avx512_core   cold  212 / 149  229 / 159  174 / 128  279 / 195  205 / 228  311 / 281
+ *   (brg / ours)  warm   36 / 36    39 / 48    47 / 53    49 / 57    75 / 110  180 / 182
+ *   avx2          cold  231 / 150  377 / 158             406 / 196             445 / 247
+ *   (gemm:jit)    warm   44 / 39    74 / 46               91 / 60              148 / 118
+ * In a model the head's weights come from DRAM (mnasnet1_0's 1 x 1280 . 1280 x 1000, graft run
+ * --repeat 60: brg 222-233 us, ours 104-119). So up to 4 rows at avx512_core (2-4 rows lose
+ * 5-10 us when the weights stay in L3), up to 8 below. */
+static int64_t gemv_max_rows(void) {
+    return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? 4 : 8;
+}
+
+/* The eltwise steps the kernel applies: all k of them, or false */
+static bool gemv_ops(const dn_step *steps, int k, dn_gemv *p) {
+    if (k > DN_GEMV_MAX_OPS) return false;
+    for (int i = 0; i < k; i++) {
+        const dn_step *st = &steps[i];
+        dn_gemv_op op = {0, st->alpha, st->beta};
+        if (st->kind != STEP_ELTWISE) return false;
+        if (st->alg == dnnl_eltwise_relu) op.kind = DN_GEMV_RELU;
+        else if (st->alg == dnnl_eltwise_linear) op.kind = DN_GEMV_LINEAR;
+        else if (st->alg == dnnl_eltwise_clip || st->alg == dnnl_eltwise_clip_v2) op.kind = DN_GEMV_CLIP;
+        else if (st->alg == dnnl_eltwise_hardswish) op.kind = DN_GEMV_HARDSWISH;
+        else return false;
+        p->ops[p->nops++] = op;
+    }
+    return true;
+}
+
+/* dn_const_made's makers of the packed weights, from K x N weights and from N x K ones read
+ * transposed (two makers: the shared cache tells the two apart by theirs) */
+static gr_status gemv_pack_md(const dn_gemv *p, const dnnl_memory_desc_t *smd, const void *src, void *dst, bool tr) {
+    const int64_t *str = smd->format_desc.blocking.strides;
+    int nd = smd->ndims;
+    int64_t sk = tr ? str[nd - 1] : str[nd - 2], sn = tr ? str[nd - 2] : str[nd - 1];
+    dn_gemv_pack(p, (const float *)src + smd->offset0, sk, sn, dst);
+    return GR_OK;
+}
+static gr_status make_gemv_w(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, const void *src,
+                             const dnnl_memory_desc_t *dmd, void *dst, void *ctx) {
+    (void)S, (void)n, (void)dmd;
+    return gemv_pack_md(ctx, smd, src, dst, false);
+}
+static gr_status make_gemv_wt(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, const void *src,
+                              const dnnl_memory_desc_t *dmd, void *dst, void *ctx) {
+    (void)S, (void)n, (void)dmd;
+    return gemv_pack_md(ctx, smd, src, dst, true);
+}
+
+/* Matmul n with constant weights bv (K x N, or N x K read transposed: tr), rows x K plain
+ * source av, bias biasv or -1 and eltwise steps, as one primitive of ours (dn_gemv_run) when
+ * it has few rows. *done false: not taken (nothing emitted), the caller goes on with oneDNN. */
+static gr_status gemv_matmul(dn_state *S, const rt_json_node *n, int av, int bv, bool tr, int biasv, const dn_step *steps,
+                             int k, int64_t rows, int64_t K, int64_t N, const dnnl_memory_desc_t *dst, bool *done) {
+    *done = false;
+    const dnnl_memory_desc_t *wmd = &S->vals.data[bv].md;
+    if (!S->opts.gemv || rows > gemv_max_rows() || !gemv_isa_ok() || wmd->format_kind != dnnl_blocked ||
+        wmd->format_desc.blocking.inner_nblks || wmd->data_type != dnnl_f32 || S->vals.data[av].md.offset0 ||
+        (biasv >= 0 && (S->vals.data[biasv].md.offset0 || !dn_is_plain(&S->vals.data[biasv].md))))
+        return GR_OK;
+    dn_gemv q = {.M = rows, .K = K, .N = N, .ix_bias = -1};
+    if (!gemv_ops(steps, k, &q)) return GR_OK;
+    dn_gemv *p = malloc(sizeof *p);
+    if (!p) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    *p = q;
+    dnnl_dims_t pd = {K * N};
+    dnnl_memory_desc_t pmd;
+    dnnl_memory_desc_init_by_tag(&pmd, 1, pd, dnnl_f32, dnnl_a);
+    void *w;
+    gr_status st = dn_const_made(S, n, bv, &pmd, tr ? make_gemv_wt : make_gemv_w, p, &w);
+    if (st) {
+        free(p);
+        return st;
+    }
+    p->w = w;
+    *done = true;
+    dn_arg args[DN_FN_MAX_ARGS];
+    int na = 0;
+    args[na++] = (dn_arg){DNNL_ARG_SRC, av, S->vals.data[av].md, NULL};
+    int e = chain_out(S, n, steps, k);
+    S->pending_out = -1;
+    int ov = dn_val_new(S, V_TMP, dst);
+    args[na++] = (dn_arg){DNNL_ARG_DST, ov, *dst, NULL};
+    if (biasv >= 0) {
+        p->ix_bias = na;
+        args[na++] = (dn_arg){DNNL_ARG_BIAS, biasv, S->vals.data[biasv].md, NULL};
+    }
+    dn_consume(S, steps, k);
+    if ((st = dn_emit_fn(S, n, dn_gemv_run, p, free, "matmul", "graft_gemv:avx2", args, na))) return st;
+    S->ent_val[e] = ov;
+    return GR_OK;
+}
+
 static gr_status op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     int a = dn_arg_entry(S, n, 0), b = dn_arg_entry(S, n, 1), av = -1, bv = -1;
     /* "dense": the weights are permute_dims(w) of the last two axes; w is read transposed */
@@ -960,6 +1069,20 @@ static gr_status op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *co
      * of those are swapped for views until the primitive is emitted); the result is a view
      * with the result's shape */
     int64_t rows = collapse_rows(S, nd, &amd, &bmd, steps, k, n->shapes[0]);
+    if (bconst) {
+        /* few rows (all batch elements' over weights without a batch): graft's own product */
+        int64_t grows = amd.dims[nd - 2];
+        bool wbatch = false;
+        for (int i = 0; i < nd - 2; i++) {
+            wbatch |= bmd.dims[i] != 1;
+            grows *= amd.dims[i];
+        }
+        bool done = false;
+        if (!wbatch && (st = gemv_matmul(S, n, av, bv, tr, bias ? biasv : -1, steps, k, grows, amd.dims[nd - 1], N, &dst,
+                                         &done)))
+            return st;
+        if (done) return GR_OK;
+    }
     int pnd = rows ? 2 : nd, saved_e[DN_MAX_STEPS], saved_v[DN_MAX_STEPS], nsaved = 0;
     dnnl_memory_desc_t dst_nd = dst;
     if (rows) {

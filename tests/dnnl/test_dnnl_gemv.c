@@ -1,0 +1,182 @@
+/* The oneDNN engine's own product for few rows (runtime/dnnl_gemv.c): matmuls with constant
+ * weights (K x N, or N x K read transposed: "dense") and up to 4 rows at avx512_core, 8 below,
+ * against the reference host kernels, over a table of shapes: one row (a classifier head,
+ * 1280 x 1000), a few rows, K and N not multiples of 8 or 16 (the last panel narrower than
+ * 16 columns, masked), a 3-D input of one batch row, with and without a bias, and with the
+ * eltwise post-ops the kernel applies (relu, clip, hardswish in the exporter's form) or one it
+ * does not (gelu: oneDNN's matmul then), and row counts it leaves to oneDNN.
+ *
+ * Tolerance: dnnl_test_util.h's (|d - r| <= 1e-4 + 1e-4 |r|): the kernel sums each output's
+ * K <= 1280 products (values below 1) in fp32 in k order (one row: even and odd k apart); the
+ * worst error seen is printed.
+ *
+ * Which implementation: where the CPU has AVX2 + FMA and oneDNN's ISA is avx2 or above (every
+ * machine `make test` runs on, natively and under ONEDNN_MAX_CPU_ISA=AVX2) the table's row
+ * limit for that ISA decides, and the profile names the primitive "graft_gemv:avx2" with the
+ * graph's layers; elsewhere none of ours runs. */
+#include "tests/dnnl/dnnl_test_util.h"
+
+enum { P_NONE, P_BIAS, P_BIAS_RELU, P_BIAS_CLIP, P_BIAS_HARDSWISH, P_BIAS_GELU };
+
+typedef struct gcase {
+    int64_t B, M, K, N; /* B > 0: a 3-D input B x M x K */
+    bool dense;         /* weights N x K read transposed */
+    int post;
+} gcase;
+
+static const gcase CASES[] = {
+    {0, 1, 1280, 1000, true, P_BIAS},         /* mnasnet1_0's head */
+    {0, 1, 37, 23, false, P_NONE},            /* a full panel and a 7-column one */
+    {0, 1, 5, 16, false, P_BIAS_RELU},        /* one panel, K odd */
+    {0, 2, 100, 9, true, P_BIAS_CLIP},        /* N < 16: one narrow panel */
+    {0, 3, 50, 17, false, P_BIAS_RELU},
+    {0, 4, 9, 40, true, P_BIAS_HARDSWISH},
+    {1, 1, 960, 1280, true, P_BIAS_HARDSWISH}, /* mobilenet_v3_large's first head layer, 3-D */
+    {3, 1, 24, 30, false, P_BIAS},            /* three batch rows of one: 3 rows */
+    {0, 6, 33, 31, false, P_BIAS},            /* ours below avx512_core only */
+    {0, 8, 64, 48, true, P_NONE},
+    {0, 9, 64, 48, true, P_BIAS},             /* oneDNN's everywhere */
+    {0, 16, 40, 24, false, P_BIAS_RELU},
+    {0, 1, 64, 48, false, P_BIAS_GELU},       /* a post-op the kernel does not apply: oneDNN's */
+};
+
+static bool gemv_cpu(void) {
+    __builtin_cpu_init();
+    const char *isa = rt_dnnl_isa();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && (!strncmp(isa, "avx2", 4) || !strncmp(isa, "avx512", 6));
+}
+
+static int64_t max_rows(void) { return !strncmp(rt_dnnl_isa(), "avx512_core", 11) ? 4 : 8; }
+
+/* whether case c should run on ours on this machine */
+static bool expect_ours(const gcase *c) {
+    return gemv_cpu() && c->post != P_BIAS_GELU && (c->B ? c->B : 1) * c->M <= max_rows();
+}
+
+static const char *const LAYERS[] = {"wT", "fc", "bias", "relu", "clip", "hs_add", "hs_clip", "hs_div", "hs_mul", "gelu"};
+
+static void build(dt_graph *g, const gcase *c, uint32_t seed, const rt_dnnl_opts *o) {
+    dt_init(g, seed);
+    g->opts = o;
+    int nd = c->B ? 3 : 2;
+    const int64_t *xs = c->B ? S3(c->B, c->M, c->K) : S2(c->M, c->K);
+    const int64_t *os = c->B ? S3(c->B, c->M, c->N) : S2(c->M, c->N);
+    int x = dt_input(g, nd, xs);
+    int w = c->dense ? dt_const(g, 2, S2(c->N, c->K)) : dt_const(g, 2, S2(c->K, c->N));
+    int wt = w, nodes[8], nn = 0;
+    if (c->dense) {
+        wt = dt_op(g, "relax.permute_dims", "{\"axes\":[1,0]}", 1, IN(w), NULL, 2, S2(c->K, c->N), "wT");
+        nodes[nn++] = wt;
+    }
+    int mm = dt_op(g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(x, wt), NULL, nd, os, "fc");
+    nodes[nn++] = mm;
+    int head = mm;
+    char posts[400] = "[]", name[64];
+    snprintf(name, sizeof name, "dnnl.%s", c->dense ? "dense" : "matmul");
+    if (c->post != P_NONE) {
+        int b = dt_const(g, 1, S1(c->N));
+        int a = dt_op(g, "relax.add", NULL, 2, IN(mm, b), NULL, nd, os, "bias");
+        nodes[nn++] = a;
+        head = a;
+        strcat(name, "_bias");
+        int n0 = snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]}", a, b);
+        if (c->post == P_BIAS_RELU || c->post == P_BIAS_GELU) {
+            bool relu = c->post == P_BIAS_RELU;
+            head = dt_op(g, relu ? "relax.nn.relu" : "relax.nn.gelu", NULL, 1, IN(a), NULL, nd, os, relu ? "relu" : "gelu");
+            strcat(name, relu ? "_relu" : "_gelu");
+        } else if (c->post == P_BIAS_CLIP) {
+            head = dt_op(g, "relax.clip", NULL, 1, IN(a), "[{\"float\":-0.25},{\"float\":0.5}]", nd, os, "clip");
+            strcat(name, "_clip");
+            n0 += snprintf(posts + n0, sizeof posts - (size_t)n0, ",{\"out\":[%d,0],\"alpha\":-0.25,\"beta\":0.5}", head);
+        } else if (c->post == P_BIAS_HARDSWISH) {
+            int t3 = dt_scalar(g, 3.f), six = dt_scalar(g, 6.f);
+            int ad = dt_op(g, "relax.add", NULL, 2, IN(a, t3), NULL, nd, os, "hs_add");
+            int cl = dt_op(g, "relax.clip", NULL, 1, IN(ad), "[{\"float\":0.0},{\"float\":6.0}]", nd, os, "hs_clip");
+            int dv = dt_op(g, "relax.divide", NULL, 2, IN(cl, six), NULL, nd, os, "hs_div");
+            head = dt_op(g, "relax.multiply", NULL, 2, IN(a, dv), NULL, nd, os, "hs_mul");
+            nodes[nn++] = ad;
+            nodes[nn++] = cl;
+            nodes[nn++] = dv;
+            strcat(name, "_hardswish");
+        }
+        if (c->post == P_BIAS_RELU || c->post == P_BIAS_GELU || c->post == P_BIAS_HARDSWISH)
+            n0 += snprintf(posts + n0, sizeof posts - (size_t)n0, ",{\"out\":[%d,0]}", head);
+        if (head != a) nodes[nn++] = head;
+        snprintf(posts + n0, sizeof posts - (size_t)n0, "]");
+    }
+    dt_head(g, head);
+    if (c->dense || c->post != P_NONE) dt_composite(g, name, mm, nn, nodes, posts); /* else a single matmul */
+    if (c->dense) {
+        json_t *ann = json_object_get(json_object_get(json_array_get(g->nodes, (size_t)nodes[0]), "attrs"), "dnnl");
+        json_object_set_new(ann, "weight", json_pack("[ii]", w, 0));
+    }
+}
+
+/* The prepared region's primitives of ours; every primitive's layers among the graph's. */
+static int count_gemv(dt_prepared *p) {
+    int n = 0;
+    for (uint32_t i = 0; i < rt_dnnl_num_prims(p->state); i++) {
+        rt_dnnl_prim_info pi;
+        cr_assert(rt_dnnl_prim(p->state, i, &pi));
+        cr_expect_geq(pi.nlayers, 1, "primitive %u (%s %s) computes no layer", i, pi.kind, pi.impl);
+        for (uint32_t l = 0; l < pi.nlayers; l++) {
+            bool known = false;
+            for (size_t k = 0; k < sizeof LAYERS / sizeof LAYERS[0]; k++) known |= !strcmp(pi.layers[l], LAYERS[k]);
+            cr_expect(known, "primitive %u: layer '%s' is not a layer of the graph", i, pi.layers[l]);
+        }
+        if (!strcmp(pi.impl, "graft_gemv:avx2")) {
+            n++;
+            cr_expect_str_eq(pi.kind, "matmul");
+            bool fc = false;
+            for (uint32_t l = 0; l < pi.nlayers; l++) fc |= !strcmp(pi.layers[l], "fc");
+            cr_expect(fc, "primitive %u (ours) does not name the matmul's layer", i);
+        }
+        cr_expect(strncmp(pi.impl, "ref", 3), "primitive %u (%s) on %s", i, pi.kind, pi.impl);
+    }
+    return n;
+}
+
+Test(dnnl_gemv, shapes_against_reference, .timeout = 120) {
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        const gcase *c = &CASES[i];
+        dt_graph g;
+        build(&g, c, 200 + (uint32_t)i, NULL);
+        double worst = dt_check(&g);
+        dt_prepared p;
+        gr_diag d = {0};
+        cr_assert_eq(dt_prepare(&g, &p, &d), GR_OK, "case %zu: %s", i, d.msg);
+        int n = count_gemv(&p);
+        bool ours = expect_ours(c);
+        cr_expect_eq(n, ours ? 1 : 0, "case %zu (%ld x %ld x %ld, ISA %s): %d graft_gemv primitives", i,
+                     (long)((c->B ? c->B : 1) * c->M), (long)c->K, (long)c->N, rt_dnnl_isa(), n);
+        rt_dnnl_stats st;
+        rt_dnnl_get_stats(p.state, &st);
+        if (ours) {
+            /* the packed weights, once; post-ops all in the one primitive */
+            cr_expect_eq(st.weight_bytes, (size_t)(c->K * c->N) * sizeof(float), "case %zu: %zu weight bytes", i,
+                         st.weight_bytes);
+            cr_expect_eq(st.nprims, 1, "case %zu: %u primitives", i, st.nprims);
+        }
+        fprintf(stderr, "dnnl_gemv case %zu (%ld x %ld . %ld x %ld, ISA %s): %s, max |err| %.3g\n", i,
+                (long)((c->B ? c->B : 1) * c->M), (long)c->K, (long)c->K, (long)c->N, rt_dnnl_isa(),
+                n ? "graft_gemv" : "oneDNN", worst);
+        dt_release(&p);
+        dt_free(&g);
+    }
+}
+
+/* dnnl.gemv=0: oneDNN's matmul, same results */
+Test(dnnl_gemv, option_off) {
+    rt_dnnl_opts o = rt_dnnl_default_opts();
+    cr_expect(o.gemv, "on by default");
+    o.gemv = false;
+    dt_graph g;
+    build(&g, &CASES[0], 7, &o);
+    dt_check(&g);
+    dt_prepared p;
+    gr_diag d = {0};
+    cr_assert_eq(dt_prepare(&g, &p, &d), GR_OK, "%s", d.msg);
+    cr_expect_eq(count_gemv(&p), 0);
+    dt_release(&p);
+    dt_free(&g);
+}
