@@ -2,15 +2,20 @@
  * 1 x 1280 . 1280 x 1000 + bias): y[M][N] = x[M][K] . W[K][N] (+ bias) (+ eltwise ops).
  *
  * Such a product reads each weight once for at most a few multiply-adds, so its time is the
- * time to stream the weights from memory. The weights are packed once at prepare into panels
- * of 16 columns, each panel K rows of 16 floats (one cache line a row; the last panel has the
- * N % 16 columns left, rows of that many floats), so that each thread reads one contiguous
- * range of memory: the panels are split over oneDNN's OpenMP team (rt_dnnl_parallel), each
- * thread computing its columns for every row of x. The packed buffer is the engine's copy of
- * the weights (the original is released, runtime/json_runtime.h "Constant ownership") and is
- * allocated on transparent huge pages where it spans them (dn_owned_alloc): between runs the
- * rest of the model evicts the weights and their page translations, and a 4 KiB page walk
- * per 4 KiB of weights halved the bandwidth (see dn_gemv_eligible in dnnl_ops.c for figures).
+ * time to stream the weights from memory, and between runs the rest of the model has evicted
+ * them. W is row-major (K x N, rows ldw floats apart), read in place: the graph's constant
+ * itself, or for transposed weights the engine's K x N copy (oneDNN would reorder those too).
+ * Each thread of oneDNN's OpenMP team (rt_dnnl_parallel) takes a range of W's rows, one
+ * contiguous piece of memory that it reads in order, and sums their products into partial
+ * results of its own (M x N floats, in L1 / L2); a second pass adds the threads' partial
+ * results, the bias and the ops, each thread a range of columns.
+ *
+ * Measured in mnasnet1_0 (its head, graft run --repeat 60 --profile, medians, EPYC): one
+ * row of W at a time 0.13 ms, four at a time (the partial results loaded once per four rows,
+ * four streams) 0.18, eight 0.15-0.17; each thread half of every row's columns instead 0.19-0.23;
+ * W packed into 16-column panels, one contiguous stream per thread, 0.14 but a copy of weights
+ * read in place otherwise (the original and the copy both held while it is made: the peak of
+ * mobilenet_v3_large +6 MiB); oneDNN's brg:avx512_core 0.19-0.22.
  *
  * Compiled for AVX2 + FMA (AVX2_FN; the library itself for generic x86-64): dn_gemv_run must
  * only run when the CPU has them (dnnl_ops.c checks). AVX2 is enough at every ISA: the
@@ -24,15 +29,6 @@
 typedef __m256 v8;
 
 #define AVX2_FN __attribute__((target("avx2,fma")))
-
-void dn_gemv_pack(const dn_gemv *p, const float *w, int64_t sk, int64_t sn, float *out) {
-    for (int64_t n0 = 0; n0 < p->N; n0 += DN_GEMV_PANEL) {
-        int64_t wd = p->N - n0 < DN_GEMV_PANEL ? p->N - n0 : DN_GEMV_PANEL;
-        float *o = out + n0 * p->K;
-        for (int64_t k = 0; k < p->K; k++)
-            for (int64_t c = 0; c < wd; c++) o[k * wd + c] = w[k * sk + (n0 + c) * sn];
-    }
-}
 
 /* lanes [0, n) of a vector of 8 (n may be <= 0 or >= 8) */
 AVX2_FN static inline __m256i lanes(int64_t n) {
@@ -64,115 +60,72 @@ AVX2_FN static inline v8 apply_ops(const dn_gemv *p, v8 y) {
     return y;
 }
 
-/* Rows [m0, m0 + mr) of one panel: columns [n0, n0 + wd) of the result from the panel's K
- * rows of wd floats at wp. mr (1 to 4) and full (wd == 16: plain loads, else masked ones) are
- * constants at each call, so that the sums stay in registers. */
-#define INLINE inline __attribute__((always_inline))
-AVX2_FN static INLINE void panel(const dn_gemv *p, const float *x, const float *bias, float *y, const float *wp,
-                                 int64_t n0, int64_t wd, int64_t m0, const int mr, const bool full) {
-    int64_t K = p->K;
-    __m256i mk0 = lanes(wd), mk1 = lanes(wd - 8);
-    /* the sums in named variables, not an array, so that none lives in memory */
-    v8 z = _mm256_setzero_ps(), s00 = z, s01 = z, s10 = z, s11 = z, s20 = z, s21 = z, s30 = z, s31 = z;
-    const float *xr = x + m0 * K;
-    int64_t k = 0;
-    if (mr == 1 && full) {
-        /* one row: two k at a time into two pairs of sums, so that the adds of one do not
-         * wait for the other's (the latency of a multiply-add is 4-5 cycles) */
-        for (; k + 2 <= K; k += 2) {
-            const float *wk = wp + k * 16;
-            v8 x0 = _mm256_broadcast_ss(xr + k), x1 = _mm256_broadcast_ss(xr + k + 1);
-            s00 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(wk), s00);
-            s01 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(wk + 8), s01);
-            s10 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(wk + 16), s10);
-            s11 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(wk + 24), s11);
-        }
-        s00 = _mm256_add_ps(s00, s10);
-        s01 = _mm256_add_ps(s01, s11);
-    }
-    for (; k < K; k++) {
-        const float *wk = wp + k * wd;
-        v8 w0 = full ? _mm256_loadu_ps(wk) : _mm256_maskload_ps(wk, mk0);
-        v8 w1 = full ? _mm256_loadu_ps(wk + 8) : _mm256_maskload_ps(wk + 8, mk1);
-        v8 xv = _mm256_broadcast_ss(xr + k);
-        s00 = _mm256_fmadd_ps(xv, w0, s00);
-        s01 = _mm256_fmadd_ps(xv, w1, s01);
-        if (mr > 1) {
-            xv = _mm256_broadcast_ss(xr + K + k);
-            s10 = _mm256_fmadd_ps(xv, w0, s10);
-            s11 = _mm256_fmadd_ps(xv, w1, s11);
-        }
-        if (mr > 2) {
-            xv = _mm256_broadcast_ss(xr + 2 * K + k);
-            s20 = _mm256_fmadd_ps(xv, w0, s20);
-            s21 = _mm256_fmadd_ps(xv, w1, s21);
-        }
-        if (mr > 3) {
-            xv = _mm256_broadcast_ss(xr + 3 * K + k);
-            s30 = _mm256_fmadd_ps(xv, w0, s30);
-            s31 = _mm256_fmadd_ps(xv, w1, s31);
-        }
-    }
-    v8 acc[4][2] = {{s00, s01}, {s10, s11}, {s20, s21}, {s30, s31}};
-    v8 b0 = _mm256_setzero_ps(), b1 = b0;
-    if (bias) {
-        b0 = full ? _mm256_loadu_ps(bias + n0) : _mm256_maskload_ps(bias + n0, mk0);
-        b1 = full ? _mm256_loadu_ps(bias + n0 + 8) : _mm256_maskload_ps(bias + n0 + 8, mk1);
-    }
-    for (int r = 0; r < mr; r++) {
-        float *yr = y + (m0 + r) * p->N + n0;
-        v8 y0 = apply_ops(p, _mm256_add_ps(acc[r][0], b0)), y1 = apply_ops(p, _mm256_add_ps(acc[r][1], b1));
-        if (full) {
-            _mm256_storeu_ps(yr, y0);
-            _mm256_storeu_ps(yr + 8, y1);
-        } else {
-            _mm256_maskstore_ps(yr, mk0, y0);
-            _mm256_maskstore_ps(yr + 8, mk1, y1);
-        }
-    }
-}
-
-/* panel() with mr and full as constants */
-AVX2_FN static void panel_any(const dn_gemv *p, const float *x, const float *bias, float *y, const float *wp,
-                              int64_t n0, int64_t wd, int64_t m0, int mr) {
-#define PANEL(R)                                                                                                         \
-    case R:                                                                                                            \
-        if (wd == DN_GEMV_PANEL) panel(p, x, bias, y, wp, n0, wd, m0, R, true);                                        \
-        else panel(p, x, bias, y, wp, n0, wd, m0, R, false);                                                           \
-        break;
-    switch (mr) {
-        PANEL(1)
-        PANEL(2)
-        PANEL(3)
-        PANEL(4)
-    }
-#undef PANEL
-}
-
 typedef struct gemv_run {
     const dn_gemv *p;
-    const float *x, *bias;
+    const float *x, *w, *bias;
     float *y;
+    float *part;                  /* the threads' partial results, M x N each */
+    int nparts;                   /* of which the first nparts were written */
 } gemv_run;
 
-/* a thread's panels, one contiguous range of the packed weights */
-AVX2_FN static void work(void *ctx, int ithr, int nthr) {
-    const gemv_run *R = ctx;
-    const dn_gemv *p = R->p;
-    int64_t np = (p->N + DN_GEMV_PANEL - 1) / DN_GEMV_PANEL, q = np / nthr, rem = np % nthr;
-    int64_t lo = ithr * q + (ithr < rem ? ithr : rem), hi = lo + q + (ithr < rem);
-    for (int64_t j = lo; j < hi; j++) {
-        int64_t n0 = j * DN_GEMV_PANEL, wd = p->N - n0 < DN_GEMV_PANEL ? p->N - n0 : DN_GEMV_PANEL;
-        const float *wp = p->w + n0 * p->K;
-        for (int64_t m0 = 0; m0 < p->M; m0 += 4) {
-            panel_any(p, R->x, R->bias, R->y, wp, n0, wd, m0, p->M - m0 < 4 ? (int)(p->M - m0) : 4);
+/* acc[m][0, N) += x[m][k] * W[k][0, N) for every row m of x: W's row k read once, 16 columns
+ * (two vectors) at a time */
+AVX2_FN static void row(const dn_gemv *p, const float *wk, const float *x, int64_t k, float *acc) {
+    int64_t N = p->N, c = 0;
+    for (; c + 16 <= N; c += 16) {
+        v8 w0 = _mm256_loadu_ps(wk + c), w1 = _mm256_loadu_ps(wk + c + 8);
+        for (int64_t m = 0; m < p->M; m++) {
+            v8 xv = _mm256_broadcast_ss(x + m * p->K + k);
+            float *a = acc + m * N + c;
+            _mm256_storeu_ps(a, _mm256_fmadd_ps(xv, w0, _mm256_loadu_ps(a)));
+            _mm256_storeu_ps(a + 8, _mm256_fmadd_ps(xv, w1, _mm256_loadu_ps(a + 8)));
         }
     }
+    for (; c < N; c += 8) {
+        __m256i mk = lanes(N - c);
+        v8 w0 = _mm256_maskload_ps(wk + c, mk);
+        for (int64_t m = 0; m < p->M; m++) {
+            float *a = acc + m * N + c;
+            v8 s = _mm256_fmadd_ps(_mm256_broadcast_ss(x + m * p->K + k), w0, _mm256_maskload_ps(a, mk));
+            _mm256_maskstore_ps(a, mk, s);
+        }
+    }
+}
+
+/* pass 1: a thread's rows of W into its partial result */
+AVX2_FN static void work_rows(void *ctx, int ithr, int nthr) {
+    gemv_run *R = ctx;
+    const dn_gemv *p = R->p;
+    if (nthr > p->nparts) nthr = p->nparts; /* never: the team is the one prepare saw, or one */
+    if (ithr >= nthr) return;
+    if (ithr == 0) R->nparts = nthr;
+    int64_t q = p->K / nthr, rem = p->K % nthr, lo = ithr * q + (ithr < rem ? ithr : rem), hi = lo + q + (ithr < rem);
+    float *acc = R->part + (int64_t)ithr * p->M * p->N;
+    memset(acc, 0, sizeof(float) * (size_t)(p->M * p->N));
+    for (int64_t k = lo; k < hi; k++) row(p, R->w + k * p->ldw, R->x, k, acc);
+}
+
+/* pass 2: a thread's columns of the result: the partial results summed, the bias, the ops */
+AVX2_FN static void work_sum(void *ctx, int ithr, int nthr) {
+    const gemv_run *R = ctx;
+    const dn_gemv *p = R->p;
+    int64_t nb = (p->N + 7) / 8, q = nb / nthr, rem = nb % nthr;
+    int64_t lo = (ithr * q + (ithr < rem ? ithr : rem)) * 8, hi = lo + (q + (ithr < rem)) * 8;
+    if (hi > p->N) hi = p->N;
+    for (int64_t m = 0; m < p->M; m++)
+        for (int64_t c = lo; c < hi; c += 8) {
+            __m256i mk = lanes(hi - c);
+            v8 v = R->bias ? _mm256_maskload_ps(R->bias + c, mk) : _mm256_setzero_ps();
+            for (int t = 0; t < R->nparts; t++)
+                v = _mm256_add_ps(v, _mm256_maskload_ps(R->part + ((int64_t)t * p->M + m) * p->N + c, mk));
+            _mm256_maskstore_ps(R->y + m * p->N + c, mk, apply_ops(p, v));
+        }
 }
 
 dnnl_status_t dn_gemv_run(void *ctx, void *const *ptrs) {
     const dn_gemv *p = ctx;
-    gemv_run R = {p, ptrs[0], p->ix_bias >= 0 ? ptrs[p->ix_bias] : NULL, ptrs[1]};
-    rt_dnnl_parallel(work, &R);
+    gemv_run R = {p, ptrs[0], ptrs[p->ix_w], p->ix_bias >= 0 ? ptrs[p->ix_bias] : NULL, ptrs[1], ptrs[p->ix_part], 0};
+    rt_dnnl_parallel(work_rows, &R);
+    rt_dnnl_parallel(work_sum, &R);
     return dnnl_success;
 }

@@ -179,6 +179,9 @@ typedef gr_status (*dn_make_fn)(dn_state *S, const rt_json_node *n, const dnnl_m
 gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *dmd, dn_make_fn make,
                         void *ctx, void **out);
 gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out);
+/* Constant data of `bytes` at p read in place: its whole 2 MiB pieces onto transparent huge
+ * pages (a hint, see dnnl_engine.c) */
+void dn_hugepages(const void *p, size_t bytes);
 /* Appends pd's src and weights, values xv and wv each in the layout pd wants (a reorder when
  * it is not theirs), to args; destroys pd when that fails. */
 gr_status dn_src_weights(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, int xv, int wv, dn_arg *args,
@@ -257,26 +260,25 @@ void dn_wino_weights(const dn_wino *p, const float *w, const int64_t *wstr, floa
 dnnl_status_t dn_wino_run(void *ctx, void *const *ptrs);
 void dn_wino_free(void *ctx);
 
-/* dnnl_gemv.c: y[M][N] = x[M][K] . W[K][N] (+ bias, + eltwise ops) for few rows, W packed
- * once (AVX2 + FMA only; see there). */
+/* dnnl_gemv.c: y[M][N] = x[M][K] . W[K][N] (+ bias, + eltwise ops) for few rows, W read in
+ * place (AVX2 + FMA only; see there). */
 enum { DN_GEMV_RELU, DN_GEMV_LINEAR, DN_GEMV_CLIP, DN_GEMV_HARDSWISH };
 typedef struct dn_gemv_op {
     int kind;
     float alpha, beta;            /* relu: slope; linear: y = alpha x + beta; clip: [alpha, beta] */
 } dn_gemv_op;
 #define DN_GEMV_MAX_OPS 4
-#define DN_GEMV_PANEL 16          /* columns per panel of the packed weights */
 typedef struct dn_gemv {
     int64_t M, K, N;
-    const float *w;               /* packed (dn_gemv_pack), K * N floats */
+    int64_t ldw;                  /* W: row-major K x N, rows ldw floats apart */
+    int ix_w;                     /* index of W in the primitive's args */
+    int ix_part, nparts;          /* index of the workspace of nparts partial results (M x N
+                                     floats each; nparts: the team's size) */
     int ix_bias;                  /* index of the bias (N floats) in the primitive's args, or -1 */
     int nops;
     dn_gemv_op ops[DN_GEMV_MAX_OPS]; /* after the bias, in order */
 } dn_gemv;
-/* Packs W, element (k, n) at w[k sk + n sn], into out (K * N floats): panels of
- * DN_GEMV_PANEL columns, each K rows of its width. */
-void dn_gemv_pack(const dn_gemv *p, const float *w, int64_t sk, int64_t sn, float *out);
-/* dn_fn: ptrs[0] x, ptrs[1] y (plain row-major), the bias at p's ix_bias; ctx freed by free */
+/* dn_fn: ptrs[0] x, ptrs[1] y (plain row-major), the others at p's ix_*; ctx freed by free */
 dnnl_status_t dn_gemv_run(void *ctx, void *const *ptrs);
 
 /* dnnl_rnn.c: relax.nn.lstm / gru / rnn as one oneDNN RNN primitive. */

@@ -938,21 +938,17 @@ static bool gemv_isa_ok(void) {
     return ok;
 }
 
-/* Rows up to which the product runs on dnnl_gemv.c rather than oneDNN's matmul (its best
- * weight layout, `any`). Measured per primitive on the EPYC (2 threads, 1280 x 1000 weights,
- * median us of 60; cold: 96 MiB read between runs, as the rest of a model does; warm: weights
- * in L3):
- *   rows          1          2          3          4          6          8
- *   avx512_core   cold  212 / 149  229 / 159  174 / 128  279 / 195  205 / 228  311 / 281
- *   (brg / ours)  warm   36 / 36    39 / 48    47 / 53    49 / 57    75 / 110  180 / 182
- *   avx2          cold  231 / 150  377 / 158             406 / 196             445 / 247
- *   (gemm:jit)    warm   44 / 39    74 / 46               91 / 60              148 / 118
- * In a model the head's weights come from DRAM (mnasnet1_0's 1 x 1280 . 1280 x 1000, graft run
- * --repeat 60: brg 222-233 us, ours 104-119). So up to 4 rows at avx512_core (2-4 rows lose
- * 5-10 us when the weights stay in L3), up to 8 below. */
-static int64_t gemv_max_rows(void) {
-    return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? 4 : 8;
-}
+/* One row only. Measured per primitive on the EPYC (2 threads, 1280 x 1000 weights, median us
+ * of 60; cold: 96 MiB read between runs, as the rest of a model does; warm: weights in L3),
+ * ours / oneDNN's matmul (brg:avx512_core native, gemm:jit at AVX2, weights `any`):
+ *   rows              1               2               4
+ *   cold     163 / 243 / 165  159 / 237 / 275  324 / 176 / 327
+ *   warm      51 /  31 /  35  101 /  34 /  61  258 /  52 /  71
+ * In a model the head's weights come from DRAM: mnasnet1_0's 1 x 1280 . 1280 x 1000 (graft run
+ * --repeat 60 --profile, medians of 3 processes) 0.095-0.102 ms native (brg 0.147-0.181),
+ * 0.120-0.139 at AVX2 (gemm:jit 0.165-0.176). From two rows on the kernel's partial results
+ * (loaded and stored per row of W and of x) bound it. */
+#define GEMV_MAX_ROWS 1
 
 /* The eltwise steps the kernel applies: all k of them, or false */
 static bool gemv_ops(const dn_step *steps, int k, dn_gemv *p) {
@@ -971,68 +967,68 @@ static bool gemv_ops(const dn_step *steps, int k, dn_gemv *p) {
     return true;
 }
 
-/* dn_const_made's makers of the packed weights, from K x N weights and from N x K ones read
- * transposed (two makers: the shared cache tells the two apart by theirs) */
-static gr_status gemv_pack_md(const dn_gemv *p, const dnnl_memory_desc_t *smd, const void *src, void *dst, bool tr) {
-    const int64_t *str = smd->format_desc.blocking.strides;
-    int nd = smd->ndims;
-    int64_t sk = tr ? str[nd - 1] : str[nd - 2], sn = tr ? str[nd - 2] : str[nd - 1];
-    dn_gemv_pack(p, (const float *)src + smd->offset0, sk, sn, dst);
-    return GR_OK;
-}
-static gr_status make_gemv_w(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, const void *src,
-                             const dnnl_memory_desc_t *dmd, void *dst, void *ctx) {
-    (void)S, (void)n, (void)dmd;
-    return gemv_pack_md(ctx, smd, src, dst, false);
-}
-static gr_status make_gemv_wt(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, const void *src,
-                              const dnnl_memory_desc_t *dmd, void *dst, void *ctx) {
-    (void)S, (void)n, (void)dmd;
-    return gemv_pack_md(ctx, smd, src, dst, true);
-}
-
 /* Matmul n with constant weights bv (K x N, or N x K read transposed: tr), rows x K plain
  * source av, bias biasv or -1 and eltwise steps, as one primitive of ours (dn_gemv_run) when
- * it has few rows. *done false: not taken (nothing emitted), the caller goes on with oneDNN. */
+ * it has few rows. K x N weights are read in place; transposed ones are reordered into the
+ * engine's own K x N copy first (oneDNN would reorder them too). *done false: not taken
+ * (nothing emitted), the caller goes on with oneDNN. */
 static gr_status gemv_matmul(dn_state *S, const rt_json_node *n, int av, int bv, bool tr, int biasv, const dn_step *steps,
-                             int k, int64_t rows, int64_t K, int64_t N, const dnnl_memory_desc_t *dst, bool *done) {
+                             int k, int64_t rows, int64_t K, int64_t N, bool *done) {
     *done = false;
     const dnnl_memory_desc_t *wmd = &S->vals.data[bv].md;
-    if (!S->opts.gemv || rows > gemv_max_rows() || !gemv_isa_ok() || wmd->format_kind != dnnl_blocked ||
+    if (!S->opts.gemv || rows > GEMV_MAX_ROWS || !gemv_isa_ok() || wmd->format_kind != dnnl_blocked ||
         wmd->format_desc.blocking.inner_nblks || wmd->data_type != dnnl_f32 || S->vals.data[av].md.offset0 ||
         (biasv >= 0 && (S->vals.data[biasv].md.offset0 || !dn_is_plain(&S->vals.data[biasv].md))))
         return GR_OK;
     dn_gemv q = {.M = rows, .K = K, .N = N, .ix_bias = -1};
     if (!gemv_ops(steps, k, &q)) return GR_OK;
+    /* W as a K x N row-major value: bv itself, else (transposed) a copy */
+    int wv = bv;
+    const int64_t *wstr = wmd->format_desc.blocking.strides;
+    if (tr ? wmd->ndims != 2 || !dn_is_plain(wmd) : wmd->offset0 || wstr[wmd->ndims - 1] != 1) return GR_OK;
+    if (tr) {
+        dnnl_memory_desc_t view, plain;
+        dnnl_dims_t d2 = {K, N};
+        transposed_md(&view, 2, 2, wmd->dims);
+        dnnl_memory_desc_init_by_tag(&plain, 2, d2, dnnl_f32, dnnl_ab);
+        gr_status st = dn_as(S, n, dn_alias_new(S, bv, &view), &plain, &wv);
+        if (st) return st;
+    } else {
+        /* its whole 2 MiB pieces onto huge pages: read once a run, after the rest of the model
+         * evicted them and their page translations */
+        dn_hugepages((const char *)S->vals.data[root_val(S, bv)].ptr, (size_t)(K * wstr[wmd->ndims - 2]) * sizeof(float));
+    }
+    const dnnl_memory_desc_t *w2 = &S->vals.data[wv].md;
+    q.ldw = w2->format_desc.blocking.strides[w2->ndims - 2];
+    q.nparts = rt_dnnl_num_threads();
     dn_gemv *p = malloc(sizeof *p);
     if (!p) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     *p = q;
-    dnnl_dims_t pd = {K * N};
-    dnnl_memory_desc_t pmd;
-    dnnl_memory_desc_init_by_tag(&pmd, 1, pd, dnnl_f32, dnnl_a);
-    void *w;
-    gr_status st = dn_const_made(S, n, bv, &pmd, tr ? make_gemv_wt : make_gemv_w, p, &w);
-    if (st) {
-        free(p);
-        return st;
-    }
-    p->w = w;
     *done = true;
     dn_arg args[DN_FN_MAX_ARGS];
     int na = 0;
     args[na++] = (dn_arg){DNNL_ARG_SRC, av, S->vals.data[av].md, NULL};
     int e = chain_out(S, n, steps, k);
     S->pending_out = -1;
-    int ov = dn_val_new(S, V_TMP, dst);
-    args[na++] = (dn_arg){DNNL_ARG_DST, ov, *dst, NULL};
+    dnnl_memory_desc_t dmd;
+    dn_plain_md(&dmd, n->ndims[0], n->shapes[0]);
+    int ov = dn_val_new(S, V_TMP, &dmd);
+    args[na++] = (dn_arg){DNNL_ARG_DST, ov, dmd, NULL};
+    p->ix_w = na;
+    args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, wv, *w2, NULL};
+    dnnl_dims_t partd = {p->nparts * rows * N};
+    dnnl_memory_desc_t partmd;
+    dnnl_memory_desc_init_by_tag(&partmd, 1, partd, dnnl_f32, dnnl_a);
+    p->ix_part = na;
+    args[na++] = (dn_arg){DNNL_ARG_WORKSPACE, dn_val_new(S, V_TMP, &partmd), partmd, NULL};
     if (biasv >= 0) {
         p->ix_bias = na;
         args[na++] = (dn_arg){DNNL_ARG_BIAS, biasv, S->vals.data[biasv].md, NULL};
     }
     dn_consume(S, steps, k);
-    if ((st = dn_emit_fn(S, n, dn_gemv_run, p, free, "matmul", "graft_gemv:avx2", args, na))) return st;
-    S->ent_val[e] = ov;
-    return GR_OK;
+    gr_status st = dn_emit_fn(S, n, dn_gemv_run, p, free, "matmul", "graft_gemv:avx2", args, na);
+    if (!st) S->ent_val[e] = ov;
+    return st;
 }
 
 static gr_status op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
@@ -1076,8 +1072,7 @@ static gr_status op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *co
             grows *= amd.dims[i];
         }
         bool done = false;
-        if (!wbatch && (st = gemv_matmul(S, n, av, bv, tr, bias ? biasv : -1, steps, k, grows, amd.dims[nd - 1], N, &dst,
-                                         &done)))
+        if (!wbatch && (st = gemv_matmul(S, n, av, bv, tr, bias ? biasv : -1, steps, k, grows, amd.dims[nd - 1], N, &done)))
             return st;
         if (done) return GR_OK;
     }
