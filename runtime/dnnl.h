@@ -13,6 +13,8 @@
  *     reference kernels) run as their own primitives after it. A stride == kernel 2-D
  *     transposed convolution is a 1x1 convolution + an interleaving reorder (oneDNN 2.6's own
  *     deconvolution kernels were very slow on such shapes);
+ *   - a matmul of one row with constant weights (a classifier head) runs on the engine's own
+ *     kernel (dnnl_gemv.c, option gemv), its weights read in place, bias and eltwise posts fused;
  *   - convolutions and matmuls outside composites get no post-ops; single ops (pools, resize,
  *     softmax, eltwise, binary, ...) still take the chain of single eltwise / binary ops that
  *     follows them as post-ops (never a node of a fused composite);
@@ -73,7 +75,7 @@ typedef struct rt_dnnl_opts {
     bool no_layout_plan;          /* each value in its producer's layout, permutes copied (no views) */
     bool winograd;                /* Winograd 3x3 stride-1 convolutions (default on): oneDNN's
                                      where it has it, graft's own below avx512_core */
-    bool gemv;                    /* matmuls of few rows with constant weights on graft's own
+    bool gemv;                    /* matmuls of one row with constant weights on graft's own
                                      kernel (dnnl_gemv.c) where the CPU has AVX2 + FMA (default on) */
     int64_t small_kb;             /* regions whose tensors are all below this many KiB run
                                      single-threaded; 0: never */

@@ -229,8 +229,8 @@ static const byoc_option DNNL_OPTIONS[] = {
      "(default: convolutions write channels-last where that makes a permute to NHWC a view, and keep it)", NULL},
     {"winograd", BYOC_OPT_BOOL, "1", "run 3x3 stride-1 convolutions with the Winograd algorithm: oneDNN's where "
      "it has it for the CPU (AVX-512), graft's own below (AVX2) where faster; 0: the direct algorithm only", NULL},
-    {"gemv", BYOC_OPT_BOOL, "1", "run matmuls of few rows (a classifier head) with constant weights on graft's own "
-     "kernel over weights packed at prepare (CPUs with AVX2 + FMA); 0: oneDNN's matmul", NULL},
+    {"gemv", BYOC_OPT_BOOL, "1", "run matmuls of one row (a classifier head) with constant weights on graft's own "
+     "kernel, the weights read in place (CPUs with AVX2 + FMA); 0: oneDNN's matmul", NULL},
     {"small_kb", BYOC_OPT_INT, DNNL_STR(RT_DNNL_SMALL_KB_DEFAULT), "regions whose tensors are all smaller than this many KiB run "
      "single-threaded; 0: never", NULL},
 };
