@@ -77,6 +77,8 @@ typedef struct rt_dnnl_opts {
                                      where it has it, graft's own below avx512_core */
     bool gemv;                    /* matmuls of one row with constant weights on graft's own
                                      kernel (dnnl_gemv.c) where the CPU has AVX2 + FMA (default on) */
+    bool dw_jit;                  /* depthwise convolutions on oneDNN's jit_dw kernel where it
+                                     picks brdgmm_dw (avx512_core; default on) */
     int64_t small_kb;             /* regions whose tensors are all below this many KiB run
                                      single-threaded; 0: never */
     rt_dnnl_deconv_tag deconv_tag;

@@ -231,6 +231,8 @@ static const byoc_option DNNL_OPTIONS[] = {
      "it has it for the CPU (AVX-512), graft's own below (AVX2) where faster; 0: the direct algorithm only", NULL},
     {"gemv", BYOC_OPT_BOOL, "1", "run matmuls of one row (a classifier head) with constant weights on graft's own "
      "kernel, the weights read in place (CPUs with AVX2 + FMA); 0: oneDNN's matmul", NULL},
+    {"dw_jit", BYOC_OPT_BOOL, "1", "run depthwise convolutions on oneDNN's jit_dw kernel where it picks "
+     "brdgmm_dw (avx512_core): 0.53-0.82 of its time standalone; 0: oneDNN's choice", NULL},
     {"small_kb", BYOC_OPT_INT, DNNL_STR(RT_DNNL_SMALL_KB_DEFAULT), "regions whose tensors are all smaller than this many KiB run "
      "single-threaded; 0: never", NULL},
 };
@@ -251,6 +253,7 @@ static rt_dnnl_opts engine_opts(const byoc_options *o) {
         .no_layout_plan = byoc_option_bool(o, b, "no_layout_plan"),
         .winograd = byoc_option_bool(o, b, "winograd"),
         .gemv = byoc_option_bool(o, b, "gemv"),
+        .dw_jit = byoc_option_bool(o, b, "dw_jit"),
         .small_kb = byoc_option_int(o, b, "small_kb"),
     };
     const char *tag = byoc_option_str(o, b, "deconv_tag");
