@@ -636,10 +636,6 @@ static bool scalar_eltwise(dn_state *S, const rt_json_node *n, int e, dnnl_alg_k
     return true;
 }
 
-static int out_entry(dn_state *S, const rt_json_node *n) {
-    return (int)S->row_ptr_of[n - S->node0];
-}
-
 static bool sole_consumer(dn_state *S, int e, const rt_json_node **out) {
     if (S->is_head[e] || S->cons[e].len != 1) return false;
     *out = S->cons[e].data[0];
@@ -673,7 +669,7 @@ static const rt_json_node *match_xfx(dn_state *S, int e, const rt_json_node *n, 
     dnnl_alg_kind_t a1;
     float al, be;
     if (is_op(n, IR_OP_SIGMOID)) {
-        if (!(m = mul_with(S, out_entry(S, n), e))) return NULL;
+        if (!(m = mul_with(S, dn_out_entry(S, n), e))) return NULL;
         chain[k++] = m;
         *alg = dnnl_eltwise_swish;
         *alpha = 1.f;
@@ -683,34 +679,34 @@ static const rt_json_node *match_xfx(dn_state *S, int e, const rt_json_node *n, 
     if (!scalar_eltwise(S, n, e, &a1, &al, &be) || a1 != dnnl_eltwise_linear) return NULL;
     float A = al, B = be, lo, hi, C = 1.f;
     for (;;) {
-        if (!sole_consumer(S, out_entry(S, cur), &next) || k >= 4) return NULL;
+        if (!sole_consumer(S, dn_out_entry(S, cur), &next) || k >= 4) return NULL;
         if (is_op(next, IR_OP_CLIP)) break;
-        if (!scalar_eltwise(S, next, out_entry(S, cur), &a1, &al, &be) || a1 != dnnl_eltwise_linear) return NULL;
+        if (!scalar_eltwise(S, next, dn_out_entry(S, cur), &a1, &al, &be) || a1 != dnnl_eltwise_linear) return NULL;
         A *= al;
         B = B * al + be;
         cur = next;
         chain[k++] = cur;
     }
     double dlo, dhi;
-    if (!dn_arg_num(next, 1, &dlo) || !dn_arg_num(next, 2, &dhi) || dn_arg_entry(S, next, 0) != out_entry(S, cur))
+    if (!dn_arg_num(next, 1, &dlo) || !dn_arg_num(next, 2, &dhi) || dn_arg_entry(S, next, 0) != dn_out_entry(S, cur))
         return NULL;
     lo = (float)dlo;
     hi = (float)dhi;
     cur = next;
     chain[k++] = cur;
-    if (!(m = mul_with(S, out_entry(S, cur), e))) {
-        if (!sole_consumer(S, out_entry(S, cur), &next) || !scalar_eltwise(S, next, out_entry(S, cur), &a1, &al, &be) ||
+    if (!(m = mul_with(S, dn_out_entry(S, cur), e))) {
+        if (!sole_consumer(S, dn_out_entry(S, cur), &next) || !scalar_eltwise(S, next, dn_out_entry(S, cur), &a1, &al, &be) ||
             a1 != dnnl_eltwise_linear || be != 0.f)
             return NULL;
         C = al;
         cur = next;
         chain[k++] = cur;
-        if (!(m = mul_with(S, out_entry(S, cur), e))) return NULL;
+        if (!(m = mul_with(S, dn_out_entry(S, cur), e))) return NULL;
     }
     chain[k++] = m;
     if (!hswish_ok(lo, hi, A, B, C)) {
         /* a scaling after the product */
-        if (!sole_consumer(S, out_entry(S, m), &next) || !scalar_eltwise(S, next, out_entry(S, m), &a1, &al, &be) ||
+        if (!sole_consumer(S, dn_out_entry(S, m), &next) || !scalar_eltwise(S, next, dn_out_entry(S, m), &a1, &al, &be) ||
             a1 != dnnl_eltwise_linear || be != 0.f || !hswish_ok(lo, hi, A, B, C * al))
             return NULL;
         m = next;
@@ -734,7 +730,7 @@ bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step
     memset(ps, 0, sizeof(*ps));
     /* nodes of fused composites are built by their composite only */
     if (n->kind != RT_JSON_KERNEL || n->noutputs != 1 || dn_in_composite(n)) return false;
-    int oe = out_entry(S, n);
+    int oe = dn_out_entry(S, n);
     if (!dn_entry_f32(S, oe)) return false;
     const rt_json_node *chain[8];
     int nchain = 0;
@@ -746,7 +742,7 @@ bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step
         ps->kind = STEP_ELTWISE;
         ps->nnodes = nchain;
         memcpy(ps->nodes, chain, sizeof(chain[0]) * (size_t)nchain);
-        ps->out = out_entry(S, last);
+        ps->out = dn_out_entry(S, last);
         return true;
     }
     if (excl && (S->is_head[e] || S->cons[e].len != 1)) return false;

@@ -187,6 +187,8 @@ gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out);
 gr_status dn_src_weights(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, int xv, int wv, dn_arg *args,
                          int *na);
 
+/* The entry of n's first output. */
+static inline int dn_out_entry(const dn_state *S, const rt_json_node *n) { return (int)S->row_ptr_of[n - S->node0]; }
 int dn_in_entry(dn_state *S, const rt_json_node *n, uint32_t k);
 int dn_arg_entry(dn_state *S, const rt_json_node *n, uint32_t k);
 bool dn_arg_num(const rt_json_node *n, uint32_t k, double *v);

@@ -24,12 +24,10 @@ static bool is_anchor(const rt_json_node *n) {
     return n->op >= 0 && n->op < IR_OP_COUNT && INFO[n->op].in_table && INFO[n->op].kind == DN_K_ANCHOR;
 }
 
-static int out_entry(dn_state *S, const rt_json_node *n) { return (int)S->row_ptr_of[n - S->node0]; }
-
 /* The entry n's primitive produces with its first k post-op steps: the last step's, a folded
  * bias add's (pending_out), else n's own output. */
 static int chain_out(dn_state *S, const rt_json_node *n, const dn_step *steps, int k) {
-    return k ? steps[k - 1].out : S->pending_out >= 0 ? S->pending_out : out_entry(S, n);
+    return k ? steps[k - 1].out : S->pending_out >= 0 ? S->pending_out : dn_out_entry(S, n);
 }
 
 static gr_status need_val(dn_state *S, const rt_json_node *n, int e, int *v) {
@@ -163,7 +161,7 @@ static gr_status finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_
  * region output, else `any`. */
 static int chain_of(dn_state *S, const rt_json_node *n, const dn_comp *comp, dn_step *steps, bool fuse, int nd,
                     const int64_t *dims, dnnl_memory_desc_t *dst) {
-    int k = 0, last = out_entry(S, n);
+    int k = 0, last = dn_out_entry(S, n);
     bool nofuse = S->opts.no_fuse;
     if (comp) {
         /* a fused composite: its post-ops, all of them (dnnl.no_fuse: none, dn_composite
@@ -174,7 +172,7 @@ static int chain_of(dn_state *S, const rt_json_node *n, const dn_comp *comp, dn_
     } else if (fuse && !nofuse && !is_anchor(n)) {
         /* convolutions and matmuls get post-ops from their composite only; chains of single
          * ops after other primitives (pool -> relu, resize -> add) still fold */
-        k = dn_collect_chain(S, out_entry(S, n), steps, DN_MAX_STEPS);
+        k = dn_collect_chain(S, dn_out_entry(S, n), steps, DN_MAX_STEPS);
         if (k) last = steps[k - 1].out;
     }
     dnnl_dims_t d;
@@ -784,7 +782,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
         dnnl_dims_t od;
         for (int i = 0; i < nd; i++) od[i] = os[i];
         dnnl_memory_desc_init_by_tag(&xany, nd, xd, dnnl_f32, tag);
-        if (!S->is_head[k ? steps[k - 1].out : out_entry(S, n)]) dnnl_memory_desc_init_by_tag(&dst, nd, od, dnnl_f32, tag);
+        if (!S->is_head[k ? steps[k - 1].out : dn_out_entry(S, n)]) dnnl_memory_desc_init_by_tag(&dst, nd, od, dnnl_f32, tag);
     }
     int bv = -1;
     /* permuted: a bias folds (scales would need the weights' own layout), eltwise post-ops
@@ -1247,7 +1245,7 @@ static gr_status op_elemwise(dn_state *S, const rt_json_node *n, const dn_comp *
     if (x < 0 && (n->op == IR_OP_SUBTRACT || n->op == IR_OP_DIVIDE)) {
         /* y - x = -(x - y); y / x = x^-1 * y, for a broadcast y */
         int a0 = dn_arg_entry(S, n, 0), a1 = dn_arg_entry(S, n, 1);
-        int oe = out_entry(S, n);
+        int oe = dn_out_entry(S, n);
         if (a0 >= 0 && a1 >= 0 && S->ent_val[a0] >= 0 && S->ent_val[a1] >= 0 && dn_entry_ndim(S, a1) == n->ndims[0] &&
             !memcmp(dn_entry_shape(S, a1), n->shapes[0], sizeof(int64_t) * (size_t)n->ndims[0])) {
             memset(&first, 0, sizeof first);
@@ -1287,7 +1285,7 @@ static gr_status op_elemwise(dn_state *S, const rt_json_node *n, const dn_comp *
             first.src1 = a0;
             first.nnodes = 1;
             first.nodes[0] = n;
-            first.out = out_entry(S, n);
+            first.out = dn_out_entry(S, n);
             x = a0;
         }
     }
@@ -1517,7 +1515,7 @@ static gr_status op_batch_norm(dn_state *S, const rt_json_node *n, const dn_comp
         if (st) return st;
         if (i && (st = dn_plain(S, n, v[i], &v[i]))) return st;
     }
-    int row = out_entry(S, n);
+    int row = dn_out_entry(S, n);
     for (uint32_t o = 1; o < n->noutputs; o++)
         if (S->cons[row + o].len || S->is_head[row + o])
             return dn_fail(S, n, dnnl_success, "batch_norm statistics outputs are not supported");
@@ -1567,9 +1565,9 @@ static bool try_shuffle(dn_state *S, const rt_json_node *n, uint32_t cnt, const 
         for (int d = 0; d < nd; d++)
             if (S->vals.data[src[i].val].md.dims[d] != m0->dims[d]) return false;
     int64_t c = m0->dims[1];
-    const rt_json_node *r1 = sole_op(S, out_entry(S, n), IR_OP_RESHAPE);
-    const rt_json_node *p = r1 ? sole_op(S, out_entry(S, r1), IR_OP_PERMUTE_DIMS) : NULL;
-    const rt_json_node *r2 = p ? sole_op(S, out_entry(S, p), IR_OP_RESHAPE) : NULL;
+    const rt_json_node *r1 = sole_op(S, dn_out_entry(S, n), IR_OP_RESHAPE);
+    const rt_json_node *p = r1 ? sole_op(S, dn_out_entry(S, r1), IR_OP_PERMUTE_DIMS) : NULL;
+    const rt_json_node *r2 = p ? sole_op(S, dn_out_entry(S, p), IR_OP_RESHAPE) : NULL;
     if (!r2 || r1->ndims[0] != nd + 1 || p->ndims[0] != nd + 1 || r2->ndims[0] != nd) return false;
     if (r1->shapes[0][0] != m0->dims[0] || r1->shapes[0][1] != (int64_t)cnt || r1->shapes[0][2] != c) return false;
     for (int d = 2; d < nd; d++)
@@ -1585,7 +1583,7 @@ static bool try_shuffle(dn_state *S, const rt_json_node *n, uint32_t cnt, const 
      * unit's slices are channels-last views) */
     dnnl_memory_desc_t omd;
     dn_plain_md(&omd, nd, n->shapes[0]);
-    if (!S->opts.no_layout_plan && !S->is_head[out_entry(S, r2)] && cl_order(m0)) dn_channels_last(&omd, &omd);
+    if (!S->opts.no_layout_plan && !S->is_head[dn_out_entry(S, r2)] && cl_order(m0)) dn_channels_last(&omd, &omd);
     int v = dn_val_new(S, V_TMP, &omd);
     for (uint32_t k = 0; k < cnt; k++) {
         /* source k's channels j at output channels j*cnt + k */
@@ -1613,7 +1611,7 @@ static bool try_shuffle(dn_state *S, const rt_json_node *n, uint32_t cnt, const 
         if (!S->consumed[folded[f] - S->node0]) S->stats.nfused_nodes++;
         S->consumed[folded[f] - S->node0] = true;
     }
-    S->ent_val[out_entry(S, r2)] = v;
+    S->ent_val[dn_out_entry(S, r2)] = v;
     *st = GR_OK;
     return true;
 }
@@ -1850,7 +1848,7 @@ static gr_status op_reduce(dn_state *S, const rt_json_node *n, const dn_comp *co
     dn_consume(S, steps, used);
     st = dn_emit(S, n, pd, args, nargs, false);
     if (st) return st;
-    S->ent_val[used ? steps[used - 1].out : out_entry(S, n)] = v;
+    S->ent_val[used ? steps[used - 1].out : dn_out_entry(S, n)] = v;
     return GR_OK;
 }
 
@@ -1867,7 +1865,7 @@ static gr_status op_reshape(dn_state *S, const rt_json_node *n, const dn_comp *c
     dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
     if (dnnl_memory_desc_get_size(&omd) != dnnl_memory_desc_get_size(&S->vals.data[xv].md))
         return dn_fail(S, n, dnnl_success, "reshape changes the size");
-    S->ent_val[out_entry(S, n)] = dn_alias_new(S, xv, &omd);
+    S->ent_val[dn_out_entry(S, n)] = dn_alias_new(S, xv, &omd);
     return GR_OK;
 }
 
@@ -1881,7 +1879,7 @@ static gr_status op_permute(dn_state *S, const rt_json_node *n, const dn_comp *c
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = need_val(S, n, x, &xv);
     if (st) return st;
-    int nd = S->vals.data[xv].md.ndims, e = out_entry(S, n);
+    int nd = S->vals.data[xv].md.ndims, e = dn_out_entry(S, n);
     int perm[DNNL_MAX_NDIMS];
     if (!permute_perm(n, nd, perm)) return dn_fail(S, n, dnnl_success, "axes");
     dnnl_memory_desc_t pmd, omd, cl;
@@ -1969,9 +1967,9 @@ static gr_status op_strided_slice(dn_state *S, const rt_json_node *n, const dn_c
     dnnl_memory_desc_t view, omd;
     dnnl_memory_desc_init_by_strides(&view, nd, vd, dnnl_f32, vs);
     view.offset0 = off;
-    if (slice_as_view(S, out_entry(S, n))) {
+    if (slice_as_view(S, dn_out_entry(S, n))) {
         /* no copy: the consumers reorder from the view into their own layouts anyway */
-        S->ent_val[out_entry(S, n)] = dn_alias_new(S, xv, &view);
+        S->ent_val[dn_out_entry(S, n)] = dn_alias_new(S, xv, &view);
         return GR_OK;
     }
     dn_plain_md(&omd, nd, n->shapes[0]);
@@ -1981,7 +1979,7 @@ static gr_status op_strided_slice(dn_state *S, const rt_json_node *n, const dn_c
     int v = dn_val_new(S, V_TMP, &omd);
     dn_arg args[2] = {{DNNL_ARG_FROM, xv, view, NULL}, {DNNL_ARG_TO, v, omd, NULL}};
     st = dn_emit(S, n, pd, args, 2, true);
-    if (!st) S->ent_val[out_entry(S, n)] = v;
+    if (!st) S->ent_val[dn_out_entry(S, n)] = v;
     return st;
 }
 

@@ -309,6 +309,22 @@ static inline gr_status dt_stats(dt_graph *g, rt_dnnl_stats *out, gr_diag *d) {
     return st;
 }
 
+/* Prepares g (the test stops when that fails), returns its stats in st and expects no
+ * primitive on oneDNN's reference kernels at this ISA. */
+static inline void dt_prepare_no_ref(dt_graph *g, dt_prepared *p, rt_dnnl_stats *st) {
+    gr_diag d = {0};
+    cr_assert_eq(dt_prepare(g, p, &d), GR_OK, "%s", d.msg);
+    rt_dnnl_get_stats(p->state, st);
+    cr_expect_eq(st->nref, 0, "%u primitives on ref (ISA %s)", st->nref, rt_dnnl_isa());
+}
+
+/* The same for a graph only its stats are wanted of. */
+static inline void dt_stats_no_ref(dt_graph *g, rt_dnnl_stats *st) {
+    dt_prepared p;
+    dt_prepare_no_ref(g, &p, st);
+    dt_release(&p);
+}
+
 #define S4(a, b, c, d) ((const int64_t[]){a, b, c, d})
 #define S3(a, b, c) ((const int64_t[]){a, b, c})
 #define S2(a, b) ((const int64_t[]){a, b})
