@@ -683,21 +683,57 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
     return GR_OK;
 }
 
+/* Node c is a convolution oneDNN runs with its Winograd kernel, on blocked layouts: avx512_core
+ * (below it graft's own, see wino_isa_ok), 3x3, stride 1, no dilation, one group, NCHW / OIHW,
+ * constant weights, >= 24 channels in and out (op_conv's conditions). */
+static bool onednn_winograd(dn_state *S, const rt_json_node *c) {
+    if (c->op != IR_OP_CONV2D || !S->opts.winograd || rt_dnnl_channel_block() != 16 || wino_isa_ok()) return false;
+    int w = dn_arg_entry(S, c, 1);
+    if (w < 0 || S->ent_node[w].node->kind != RT_JSON_CONST || dn_entry_ndim(S, w) != 4) return false;
+    const int64_t *ws = dn_entry_shape(S, w);
+    int64_t st[2] = {1, 1}, dl[2] = {1, 1};
+    if (dn_attr_ints(c, "strides", st, 2) == 1) st[1] = st[0];
+    if (dn_attr_ints(c, "dilation", dl, 2) == 1) dl[1] = dl[0];
+    return ws[0] >= 24 && ws[1] >= 24 && ws[2] == 3 && ws[3] == 3 && st[0] == 1 && st[1] == 1 && dl[0] == 1 && dl[1] == 1 &&
+           dn_attr_int(c, "groups", 1) == 1 && !strcmp(dn_attr_str(c, "data_layout", "NCHW"), "NCHW") &&
+           !strcmp(dn_attr_str(c, "kernel_layout", "OIHW"), "OIHW");
+}
+
 /* A CNN's stem: a convolution of few channels (<= 4) of a plain region input, whose result
- * (e, after its post-ops) only a pooling reads. oneDNN's jit kernels have a first-convolution
- * path reading such a source in place (plain NCHW src, blocked dst); with every layout `any`
- * avx512_core picks brgconv on channels-last instead, after a reorder of the input. Read in
- * place, the stem writes the blocked layout and the pooling keeps it, so the reorder into the
- * next convolution's layout, if any, runs on the pooled map, stride^2 times smaller (resnet18:
- * the input's and the pooled map's reorders both gone, Winograd reads the blocked map;
- * googlenet: the same time). Without the pooling, the full-size map would be reordered for
- * the next convolution (mnasnet1_0: 0.28 ms against 0.22 for reorder + brgconv), so no. On
- * avx2 oneDNN reads plain sources in place on its own. */
+ * (e, after its post-ops) only a pooling reads, whose result in turn only convolutions oneDNN
+ * runs with Winograd read, directly or as their residual (ResNet). oneDNN's jit kernels have a first-convolution path reading
+ * such a source in place (plain NCHW src, blocked dst); with every layout `any` avx512_core
+ * picks brgconv on channels-last instead, after a reorder of the input, and the pooled map is
+ * reordered again into the blocked layout Winograd wants. Read in place, the stem writes the
+ * blocked layout, the pooling keeps it and Winograd reads it: both reorders gone (resnet18,
+ * 0.09 ms). Elsewhere the reorder only moves: into a channels-last convolution after the stem
+ * (mnasnet1_0: first-convolution path + reorder of the 32x112x112 map 0.28 ms, reorder of the
+ * input + brgconv 0.22) or after the pooling (googlenet: the pooled 64x56x56 map is larger than
+ * the 3x224x224 input; 0.2 ms slower), so no. On avx2 oneDNN reads plain sources in place on
+ * its own. */
 static bool stem_in_place(dn_state *S, int xv, int e, bool deconv, bool perm, int64_t G, int64_t I) {
     if (deconv || perm || G != 1 || I > 4 || S->opts.no_layout_plan || S->is_head[e] || S->cons[e].len != 1) return false;
-    ir_op_id c = S->cons[e].data[0]->op;
-    return (c == IR_OP_MAX_POOL2D || c == IR_OP_AVG_POOL2D) && S->vals.data[root_val(S, xv)].kind == V_IN &&
-           dn_is_plain(&S->vals.data[xv].md);
+    const rt_json_node *p = S->cons[e].data[0];
+    if ((p->op != IR_OP_MAX_POOL2D && p->op != IR_OP_AVG_POOL2D) || S->vals.data[root_val(S, xv)].kind != V_IN ||
+        !dn_is_plain(&S->vals.data[xv].md))
+        return false;
+    int pe = dn_out_entry(S, p), nwino = 0;
+    if (S->is_head[pe]) return false;
+    for (uint32_t i = 0; i < S->cons[pe].len; i++) {
+        const rt_json_node *c = S->cons[pe].data[i];
+        if (onednn_winograd(S, c)) {
+            nwino++;
+            continue;
+        }
+        /* or the residual add of a fused composite anchored at such a convolution (its sum
+         * post-op reads the residual in the convolution's dst layout) */
+        json_t *grp = json_object_get(c->attrs, "dnnl_group");
+        if (c->op != IR_OP_ADD || !json_is_integer(grp) || json_integer_value(grp) < 0 ||
+            (uint32_t)json_integer_value(grp) >= rt_json_graph_num_nodes(S->g) ||
+            !onednn_winograd(S, rt_json_graph_node(S->g, (uint32_t)json_integer_value(grp))))
+            return false;
+    }
+    return nwino > 0;
 }
 
 static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp, bool deconv, int sd) {
