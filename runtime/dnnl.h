@@ -78,6 +78,8 @@ typedef struct rt_dnnl_opts {
     bool no_layout_plan;          /* each value in its producer's layout, permutes copied (no views) */
     bool winograd;                /* Winograd 3x3 stride-1 convolutions (default on): oneDNN's
                                      where it has it, graft's own below avx512_core */
+    bool dw_jit;                  /* depthwise convolutions on oneDNN's jit_dw kernel where it
+                                     picks brdgmm_dw (avx512_core; default on) */
     int64_t small_kb;             /* regions whose tensors are all below this many KiB run
                                      single-threaded; 0: never */
     rt_dnnl_deconv_tag deconv_tag;

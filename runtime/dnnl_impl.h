@@ -169,6 +169,10 @@ bool dn_md_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *like, int nd,
 void dn_channels_last(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md);
 /* oneDNN's implementation name of pd; true when it is a reference kernel. */
 bool dn_pd_is_ref(const_dnnl_primitive_desc_t pd);
+/* *pd on brdgmm_dw: replaced by the same op's jit_dw descriptor (desc, attr) with the same src
+ * and dst layouts, when oneDNN has one (see dnnl.dw_jit). */
+void dn_pd_prefer_jit_dw(const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr, dnnl_engine_t eng,
+                         dnnl_primitive_desc_t *pd);
 gr_status dn_as(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *want, int *out);
 /* Makes dst (md dmd) from constant src (md smd); ctx: its own. */
 typedef gr_status (*dn_make_fn)(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, const void *src,

@@ -52,6 +52,7 @@ static dnnl_status_t try_create(dn_state *S, const rt_json_node *n, const_dnnl_o
         dnnl_primitive_attr_t attr;
         if ((*err = dn_make_attr(S, n, steps, k, nd, &attr, args, &na))) return dnnl_runtime_error;
         ds = dnnl_primitive_desc_create(pd, desc, attr, S->eng, NULL);
+        if (ds == dnnl_success && S->opts.dw_jit) dn_pd_prefer_jit_dw(desc, attr, S->eng, pd);
         dnnl_primitive_attr_destroy(attr);
         /* post-ops that push oneDNN onto its reference kernels cost more than they save */
         if (ds == dnnl_success && (k > kmin || need_jit) && dn_pd_is_ref(*pd)) {
