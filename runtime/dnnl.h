@@ -20,7 +20,12 @@
  *     follows them as post-ops (never a node of a fused composite);
  *   - activations keep the layout oneDNN chose; reorders only where a primitive needs another
  *     layout, at the region's inputs, and into the outputs (outputs written in place when the
- *     producing primitive already writes plain row-major data);
+ *     producing primitive already writes plain row-major data); a value whose layout has the
+ *     bytes of plain row-major (a 1x1 map with one image or whole channel blocks) is read plain
+ *     as a view; a mean / max over all spatial axes (global pooling as ONNX ReduceMean
+ *     imports) is a pooling primitive in its source's layout; a stem convolution (<= 4 plain
+ *     input channels) followed by a pooling reads the region input in place (oneDNN's
+ *     first-convolution kernels);
  *   - never a reference kernel where a jit one exists: every primitive descriptor's
  *     implementation is queried (dnnl_query_impl_info_str); on "ref" the handler tries other
  *     layouts before keeping it -- convolutions all `any`, then channels-last src and dst;

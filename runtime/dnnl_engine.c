@@ -474,9 +474,33 @@ gr_status dn_src_weights(dn_state *S, const rt_json_node *n, dnnl_primitive_desc
     return GR_OK;
 }
 
+/* Every element of md sits where the plain row-major layout of its dims puts it: a blocked or
+ * permuted layout whose blocked / permuted dims are 1 or do not change the order (a 1x1 map in
+ * nChw16c with one image, or with a multiple of 16 channels; channels-last with H = W = 1). A
+ * plain view of its buffer then reads the same data, without a copy. */
+bool dn_plain_bytes(const dnnl_memory_desc_t *md) {
+    if (md->format_kind != dnnl_blocked || md->offset0) return false;
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    if (b->inner_nblks > 1) return false;
+    int bd = b->inner_nblks ? b->inner_idxs[0] : -1;
+    int64_t bs = b->inner_nblks ? b->inner_blks[0] : 1, want = 1;
+    for (int i = md->ndims - 1; i >= 0; i--) {
+        int64_t d = md->dims[i];
+        /* the blocked dim: (i / bs) * stride + i % bs == i * want for every i < d */
+        if (i == bd && d > 1 && (want != 1 || (d > bs && b->strides[i] != bs))) return false;
+        if (i != bd && d > 1 && b->strides[i] != want) return false;
+        want *= d;
+    }
+    return true;
+}
+
 gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out) {
     dnnl_memory_desc_t p;
     dn_plain_like(&p, &S->vals.data[v].md);
+    if (!S->opts.no_layout_plan && !dnnl_memory_desc_equal(&p, &S->vals.data[v].md) && dn_plain_bytes(&S->vals.data[v].md)) {
+        *out = dn_alias_new(S, v, &p);
+        return GR_OK;
+    }
     return dn_as(S, n, v, &p, out);
 }
 

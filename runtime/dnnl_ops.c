@@ -684,6 +684,59 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
     return GR_OK;
 }
 
+/* Node c is a convolution oneDNN runs with its Winograd kernel, on blocked layouts: avx512_core
+ * (below it graft's own, see wino_isa_ok), 3x3, stride 1, no dilation, one group, NCHW / OIHW,
+ * constant weights, >= 24 channels in and out (op_conv's conditions). */
+static bool onednn_winograd(dn_state *S, const rt_json_node *c) {
+    if (c->op != IR_OP_CONV2D || !S->opts.winograd || rt_dnnl_channel_block() != 16 || wino_isa_ok()) return false;
+    int w = dn_arg_entry(S, c, 1);
+    if (w < 0 || S->ent_node[w].node->kind != RT_JSON_CONST || dn_entry_ndim(S, w) != 4) return false;
+    const int64_t *ws = dn_entry_shape(S, w);
+    int64_t st[2] = {1, 1}, dl[2] = {1, 1};
+    if (dn_attr_ints(c, "strides", st, 2) == 1) st[1] = st[0];
+    if (dn_attr_ints(c, "dilation", dl, 2) == 1) dl[1] = dl[0];
+    return ws[0] >= 24 && ws[1] >= 24 && ws[2] == 3 && ws[3] == 3 && st[0] == 1 && st[1] == 1 && dl[0] == 1 && dl[1] == 1 &&
+           dn_attr_int(c, "groups", 1) == 1 && !strcmp(dn_attr_str(c, "data_layout", "NCHW"), "NCHW") &&
+           !strcmp(dn_attr_str(c, "kernel_layout", "OIHW"), "OIHW");
+}
+
+/* A CNN's stem: a convolution of few channels (<= 4) of a plain region input, whose result
+ * (e, after its post-ops) only a pooling reads, whose result in turn only convolutions oneDNN
+ * runs with Winograd read, directly or as their residual (ResNet). oneDNN's jit kernels have a
+ * first-convolution path reading such a source in place (plain NCHW src, blocked dst); with
+ * every layout `any` avx512_core picks brgconv on channels-last instead, after a reorder of the
+ * input, and the pooled map is reordered again into the blocked layout Winograd wants. Read in
+ * place, the stem writes the blocked layout, the pooling keeps it and Winograd reads it: both
+ * reorders gone (resnet18, ~0.06 ms a run). Elsewhere the reorder only moves: into a
+ * channels-last convolution after the stem (mnasnet1_0: first-convolution path + reorder of
+ * the 32x112x112 map 0.28 ms, reorder of the input + brgconv 0.22) or after the pooling
+ * (googlenet: the pooled 64x56x56 map is larger than the 3x224x224 input; 0.03-0.2 ms slower),
+ * so no. On avx2 oneDNN reads plain sources in place on its own. */
+static bool stem_in_place(dn_state *S, int xv, int e, bool deconv, bool perm, int64_t G, int64_t I) {
+    if (deconv || perm || G != 1 || I > 4 || S->opts.no_layout_plan || S->is_head[e] || S->cons[e].len != 1) return false;
+    const rt_json_node *p = S->cons[e].data[0];
+    if ((p->op != IR_OP_MAX_POOL2D && p->op != IR_OP_AVG_POOL2D) || S->vals.data[root_val(S, xv)].kind != V_IN ||
+        !dn_is_plain(&S->vals.data[xv].md))
+        return false;
+    int pe = dn_out_entry(S, p), nwino = 0;
+    if (S->is_head[pe]) return false;
+    for (uint32_t i = 0; i < S->cons[pe].len; i++) {
+        const rt_json_node *c = S->cons[pe].data[i];
+        if (onednn_winograd(S, c)) {
+            nwino++;
+            continue;
+        }
+        /* or the residual add of a fused composite anchored at such a convolution (its sum
+         * post-op reads the residual in the convolution's dst layout) */
+        json_t *grp = json_object_get(c->attrs, "dnnl_group");
+        if (c->op != IR_OP_ADD || !json_is_integer(grp) || json_integer_value(grp) < 0 ||
+            (uint32_t)json_integer_value(grp) >= rt_json_graph_num_nodes(S->g) ||
+            !onednn_winograd(S, rt_json_graph_node(S->g, (uint32_t)json_integer_value(grp))))
+            return false;
+    }
+    return nwino > 0;
+}
+
 static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp, bool deconv, int sd) {
     int x = dn_arg_entry(S, n, 0), w = dn_arg_entry(S, n, 1), xv = -1, wv = -1;
     gr_status st = need_val(S, n, x, &xv);
@@ -795,7 +848,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     /* layouts to try, first to last, until one gets a jit kernel: the planned ones (oneDNN's
      * choice), all `any` (a fixed dst / src can leave only ref), channels-last src and dst
      * (the jit kernels want src == dst layouts, weights `any`) */
-    dnnl_memory_desc_t alt_x[4], alt_d[4], odany;
+    dnnl_memory_desc_t alt_x[5], alt_d[5], odany;
     int nalt = 0;
     dnnl_dims_t odims;
     for (int i = 0; i < nd; i++) odims[i] = os[i];
@@ -811,6 +864,10 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
         (wants_channels_last(S, fe) || cl_order(&S->vals.data[xv].md))) {
         dn_channels_last(&alt_x[nalt], &xa);
         dn_channels_last(&alt_d[nalt++], &odany);
+    }
+    if (dst.format_kind == dnnl_format_kind_any && stem_in_place(S, xv, fe, deconv, perm, G, I)) {
+        alt_x[nalt] = S->vals.data[xv].md;
+        alt_d[nalt++] = dst;
     }
     alt_x[nalt] = xany;
     alt_d[nalt++] = dst;
@@ -1848,24 +1905,82 @@ static gr_status op_resize(dn_state *S, const rt_json_node *n, const dn_comp *co
 
 /* --------------------------------------------------------------- reduce ---- */
 
+/* A mean or max over every spatial axis of an (N, C, spatial...) tensor in a blocked or
+ * channels-last layout (global average pooling as ONNX ReduceMean over H, W imports): a
+ * pooling primitive with the whole map as its window reads the source in its producer's layout.
+ * oneDNN 2.6's reductions have jit kernels for plain sources only (blocked: ref), so the other
+ * way is a reorder of the whole map first (mnasnet1_0's 1280x7x7 head on avx512_core: reorder
+ * 47 us + reduction 10 us in the model, the pooling alone 3 us). The result keeps the
+ * pooling's layout; without keepdims, the (N, C) output is a plain view of it where the bytes
+ * agree (dn_plain: one image, or C a multiple of the channel block), else a copy of N x C
+ * values. *done false: no jit pooling, the caller reduces a plain copy. */
+static gr_status global_pool(dn_state *S, const rt_json_node *n, int xv, const int64_t *kd, bool *done) {
+    *done = false;
+    const dnnl_memory_desc_t xmd = S->vals.data[xv].md;
+    int nd = xmd.ndims, sd = nd - 2;
+    dnnl_alg_kind_t alg = INFO[n->op].alg == dnnl_reduction_mean ? dnnl_pooling_avg_exclude_padding
+                          : INFO[n->op].alg == dnnl_reduction_max ? dnnl_pooling_max
+                                                                  : dnnl_alg_kind_undef;
+    if (S->opts.no_layout_plan || alg == dnnl_alg_kind_undef || sd < 1 || sd > 3 || dn_is_plain(&xmd)) return GR_OK;
+    for (int i = 0; i < nd; i++)
+        if (kd[i] != (i < 2 ? xmd.dims[i] : 1)) return GR_OK;
+    bool keep = n->ndims[0] == nd;
+    dn_step steps[DN_MAX_STEPS];
+    dnnl_memory_desc_t dst;
+    int k = chain_of(S, n, NULL, steps, keep, nd, kd, &dst);
+    dnnl_dims_t win, zero, od;
+    for (int i = 0; i < sd; i++) {
+        win[i] = xmd.dims[2 + i];
+        zero[i] = 0;
+    }
+    for (int i = 0; i < nd; i++) od[i] = kd[i];
+    /* dst `any`: the jit kernels want it in src's layout (a plain dst leaves ref); a region
+     * output is copied out at the end */
+    dnnl_memory_desc_init_by_tag(&dst, nd, od, dnnl_f32, dnnl_format_tag_any);
+    dnnl_pooling_v2_desc_t desc;
+    dnnl_status_t ds = dnnl_pooling_v2_forward_desc_init(&desc, dnnl_forward_inference, alg, &xmd, &dst, win, win, zero,
+                                                          zero, zero);
+    if (ds != dnnl_success) return GR_OK;
+    dn_arg args[4 + DN_MAX_STEPS];
+    int na = 0, used;
+    dnnl_primitive_desc_t pd;
+    gr_status st;
+    S->sum_ok = true;
+    ds = try_create(S, n, &desc, nd, steps, k, 0, true, &pd, &used, args, &na, &st);
+    S->sum_ok = false;
+    if (st || ds != dnnl_success) return st;
+    *done = true;
+    args[na++] = (dn_arg){DNNL_ARG_SRC, xv, xmd, NULL};
+    int e = chain_out(S, n, steps, used);
+    if ((st = finish(S, n, pd, args, na, steps, used, NULL)) || keep) return st;
+    int pv;
+    if ((st = dn_plain(S, n, S->ent_val[e], &pv))) return st;
+    dnnl_memory_desc_t omd;
+    dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
+    S->ent_val[e] = dn_alias_new(S, pv, &omd);
+    return GR_OK;
+}
+
 static gr_status op_reduce(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = need_val(S, n, x, &xv);
-    if (!st) st = dn_plain(S, n, xv, &xv);
     if (st) return st;
-    dnnl_alg_kind_t alg = INFO[n->op].alg;
-    const dnnl_memory_desc_t xmd_copy = S->vals.data[xv].md, *xmd = &xmd_copy;
-    int nd = xmd->ndims;
+    int nd = S->vals.data[xv].md.ndims;
     int64_t axes[DNNL_MAX_NDIMS];
     int na = dn_attr_ints(n, "axis", axes, DNNL_MAX_NDIMS);
     int64_t kd[DNNL_MAX_NDIMS];
-    for (int i = 0; i < nd; i++) kd[i] = na < 0 ? 1 : xmd->dims[i];
+    for (int i = 0; i < nd; i++) kd[i] = na < 0 ? 1 : S->vals.data[xv].md.dims[i];
     for (int i = 0; i < na; i++) {
         int64_t a = axes[i] < 0 ? axes[i] + nd : axes[i];
         if (a < 0 || a >= nd) return dn_fail(S, n, dnnl_success, "axis out of range");
         kd[a] = 1;
     }
+    bool done;
+    if ((st = global_pool(S, n, xv, kd, &done)) || done) return st;
+    if ((st = dn_plain(S, n, xv, &xv))) return st;
+    dnnl_alg_kind_t alg = INFO[n->op].alg;
+    const dnnl_memory_desc_t xmd_copy = S->vals.data[xv].md, *xmd = &xmd_copy;
     dnnl_memory_desc_t kmd, omd;
     dn_plain_md(&kmd, nd, kd);
     dn_plain_md(&omd, n->ndims[0], n->shapes[0]);

@@ -1062,3 +1062,123 @@ Test(dnnl_engine, winograd_3x3) {
     dt_check(&g);
     dt_free(&g);
 }
+
+/* Primitives of kind `kind` among those computing layer `layer`; *before_kind: the kind of the
+ * primitive before the first of them (NULL when none). */
+static uint32_t prims_of(dt_prepared *p, const char *layer, const char *kind, const char **before_kind) {
+    uint32_t cnt = 0;
+    if (before_kind) *before_kind = NULL;
+    for (uint32_t i = 0; i < rt_dnnl_num_prims(p->state); i++) {
+        rt_dnnl_prim_info pi;
+        cr_assert(rt_dnnl_prim(p->state, i, &pi));
+        bool of = false;
+        for (uint32_t l = 0; l < pi.nlayers; l++) of |= !strcmp(pi.layers[l], layer);
+        if (!of || strcmp(pi.kind, kind)) continue;
+        if (!cnt && before_kind && i) {
+            rt_dnnl_prim_info prev;
+            cr_assert(rt_dnnl_prim(p->state, i - 1, &prev));
+            *before_kind = prev.kind;
+        }
+        cnt++;
+    }
+    return cnt;
+}
+
+/* A CNN's head: a convolution (its result blocked, nChw8c / nChw16c, or channels-last, as
+ * oneDNN picks) averaged (or maxed) over H, W, as ONNX ReduceMean / ReduceMax over the spatial
+ * axes imports, with and without keepdims, then a classifier matmul (or a relu post-op).
+ * The mean is a pooling primitive reading the convolution's layout, no reorder of the map
+ * before it; its (N, C) result is a view of the pooled 1x1 map when the bytes agree (one
+ * image, or C a multiple of 16 and so of any channel block), else a copy of N x C values.
+ * Channel counts a multiple of 16, of 8 only, of neither. Against the reference kernels
+ * (DT_ATOL / DT_RTOL: sums of 49 values ~1 and 8-channel dot products). */
+Test(dnnl_engine, global_pool_head) {
+    static const int64_t CS[] = {32, 24, 20};
+    for (int ci = 0; ci < 3; ci++)
+        for (int64_t N = 1; N <= 2; N++)
+            for (int keep = 0; keep < 2; keep++)
+                for (int mx = 0; mx < 2; mx++) {
+                    int64_t C = CS[ci];
+                    dt_graph g;
+                    dt_init(&g, (uint32_t)(40 + ci * 8 + N * 4 + keep * 2 + mx));
+                    int x = dt_input(&g, 4, S4(N, 8, 7, 7));
+                    int w = dt_const_r(&g, 4, S4(C, 8, 3, 3), 0.2f, 0.f);
+                    int c = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "1, 1, 1, 1", "1, 1", "1"), 2, IN(x, w), NULL, 4,
+                                  S4(N, C, 7, 7), "conv");
+                    char attrs[64];
+                    snprintf(attrs, sizeof attrs, "{\"axis\":[2,3],\"keepdims\":%s}", keep ? "true" : "false");
+                    int m = dt_op(&g, mx ? "relax.max" : "relax.mean", attrs, 1, IN(c), NULL, keep ? 4 : 2,
+                                  keep ? S4(N, C, 1, 1) : S2(N, C), "head");
+                    if (keep) {
+                        dt_head(&g, dt_op(&g, "relax.nn.relu", NULL, 1, IN(m), NULL, 4, S4(N, C, 1, 1), "relu"));
+                    } else {
+                        int fw = dt_const_r(&g, 2, S2(C, 10), 0.2f, 0.f);
+                        dt_head(&g, dt_op(&g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(m, fw), NULL, 2, S2(N, 10),
+                                          "fc"));
+                    }
+                    dt_check(&g);
+                    dt_prepared p;
+                    rt_dnnl_stats st;
+                    dt_prepare_no_ref(&g, &p, &st);
+                    const char *before;
+                    cr_expect_eq(prims_of(&p, "head", "pooling_v2", &before), 1,
+                                 "C %ld N %ld keepdims %d %s: not one pooling (ISA %s)", (long)C, (long)N, keep,
+                                 mx ? "max" : "mean", rt_dnnl_isa());
+                    cr_expect(before && strcmp(before, "reorder"), "C %ld N %ld: %s before the pooling (ISA %s)", (long)C,
+                              (long)N, before ? before : "nothing", rt_dnnl_isa());
+                    if (N == 1 || C % 16 == 0)
+                        cr_expect_eq(prims_of(&p, "head", "reorder", NULL), 0, "C %ld N %ld keepdims %d: a reorder (ISA %s)",
+                                     (long)C, (long)N, keep, rt_dnnl_isa());
+                    dt_release(&p);
+                    dt_free(&g);
+                }
+}
+
+/* A CNN's stem: a strided 3x3 convolution of 1, 3 or 4 plain input channels, then a max
+ * pooling and a 3x3 convolution (ResNet: oneDNN's Winograd on avx512_core, graft's on avx2),
+ * or directly another convolution (mnasnet). Before the pooling, the stem reads the input in
+ * place where oneDNN has a jit kernel for that (its first-convolution path, plain src and
+ * blocked dst; asserted on avx2 and avx512_core, whose kernels were measured): no reorder of
+ * the input, and none of the pooled map. Against the reference kernels. */
+Test(dnnl_engine, stem_reads_input_in_place) {
+    static const int64_t ICS[] = {1, 3, 4};
+    const char *isa = rt_dnnl_isa();
+    bool measured = !strcmp(isa, "avx2") || !strncmp(isa, "avx512_core", 11);
+    for (int ci = 0; ci < 3; ci++)
+        for (int pool = 0; pool < 2; pool++) {
+            int64_t I = ICS[ci];
+            dt_graph g;
+            dt_init(&g, (uint32_t)(70 + ci * 2 + pool));
+            int x = dt_input(&g, 4, S4(1, I, 30, 30));
+            int w = dt_const_r(&g, 4, S4(32, I, 3, 3), 0.3f, 0.f);
+            int c = dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("2, 2", "1, 1, 1, 1", "1, 1", "1"), 2, IN(x, w), NULL, 4,
+                          S4(1, 32, 15, 15), "stem");
+            int r = dt_op(&g, "relax.nn.relu", NULL, 1, IN(c), NULL, 4, S4(1, 32, 15, 15), "stem");
+            char posts[64];
+            snprintf(posts, sizeof posts, "[{\"out\":[%d,0]}]", r);
+            dt_composite(&g, "dnnl.conv2d_relu", c, 2, IN(c, r), posts);
+            int64_t H = pool ? 8 : 15;
+            int y = r;
+            if (pool)
+                y = dt_op(&g, "relax.nn.max_pool2d",
+                          "{\"pool_size\":[3,3],\"strides\":[2,2],\"dilation\":[1,1],\"padding\":[1,1,1,1],\"ceil_mode\":false,"
+                          "\"count_include_pad\":false,\"layout\":\"NCHW\",\"out_layout\":\"NCHW\"}",
+                          1, IN(r), NULL, 4, S4(1, 32, H, H), "pool");
+            int w2 = dt_const_r(&g, 4, S4(32, 32, 3, 3), 0.1f, 0.f);
+            dt_head(&g, dt_op(&g, "relax.nn.conv2d", CONV_ATTRS("1, 1", "1, 1, 1, 1", "1, 1", "1"), 2, IN(y, w2), NULL, 4,
+                              S4(1, 32, H, H), "next"));
+            dt_check(&g);
+            dt_prepared p;
+            rt_dnnl_stats st;
+            dt_prepare_no_ref(&g, &p, &st);
+            cr_expect_eq(prims_of(&p, "stem", "convolution", NULL), 1);
+            if (pool && measured) {
+                cr_expect_eq(prims_of(&p, "stem", "reorder", NULL), 0, "%ld channels: the input reordered (ISA %s)", (long)I,
+                             isa);
+                cr_expect_eq(prims_of(&p, "next", "reorder", NULL), 1, "%ld channels: the pooled map reordered (ISA %s)",
+                             (long)I, isa);
+            }
+            dt_release(&p);
+            dt_free(&g);
+        }
+}
