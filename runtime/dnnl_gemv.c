@@ -20,45 +20,10 @@
  * Compiled for AVX2 + FMA (AVX2_FN; the library itself for generic x86-64): dn_gemv_run must
  * only run when the CPU has them (dnnl_ops.c checks). AVX2 is enough at every ISA: the
  * product is bound by memory, not by the width of the multiply-adds. */
-#include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/dnnl_impl.h"
-
-typedef __m256 v8;
-
-#define AVX2_FN __attribute__((target("avx2,fma")))
-
-/* lanes [0, n) of a vector of 8 (n may be <= 0 or >= 8) */
-AVX2_FN static inline __m256i lanes(int64_t n) {
-    int t = n < 0 ? 0 : n > 8 ? 8 : (int)n;
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(t), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-AVX2_FN static inline v8 apply_ops(const dn_gemv *p, v8 y) {
-    for (int i = 0; i < p->nops; i++) {
-        const dn_gemv_op *op = &p->ops[i];
-        switch (op->kind) {
-        case DN_GEMV_RELU: {
-            v8 neg = _mm256_mul_ps(y, _mm256_set1_ps(op->alpha));
-            y = _mm256_blendv_ps(y, neg, _mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_LT_OQ));
-            break;
-        }
-        case DN_GEMV_LINEAR: y = _mm256_fmadd_ps(y, _mm256_set1_ps(op->alpha), _mm256_set1_ps(op->beta)); break;
-        case DN_GEMV_CLIP:
-            y = _mm256_min_ps(_mm256_max_ps(y, _mm256_set1_ps(op->alpha)), _mm256_set1_ps(op->beta));
-            break;
-        case DN_GEMV_HARDSWISH: {
-            v8 r6 = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(y, _mm256_set1_ps(3.f)), _mm256_setzero_ps()),
-                                  _mm256_set1_ps(6.f));
-            y = _mm256_mul_ps(y, _mm256_mul_ps(r6, _mm256_set1_ps(1.f / 6.f)));
-            break;
-        }
-        }
-    }
-    return y;
-}
+#include "runtime/dnnl_avx2_impl.h"
 
 typedef struct gemv_run {
     const dn_gemv *p;
@@ -82,7 +47,7 @@ AVX2_FN static void row(const dn_gemv *p, const float *wk, const float *x, int64
         }
     }
     for (; c < N; c += 8) {
-        __m256i mk = lanes(N - c);
+        __m256i mk = dn_lanes(N - c);
         v8 w0 = _mm256_maskload_ps(wk + c, mk);
         for (int64_t m = 0; m < p->M; m++) {
             float *a = acc + m * N + c;
@@ -99,7 +64,8 @@ AVX2_FN static void work_rows(void *ctx, int ithr, int nthr) {
     if (nthr > p->nparts) nthr = p->nparts; /* never: the team is the one prepare saw, or one */
     if (ithr >= nthr) return;
     if (ithr == 0) R->nparts = nthr;
-    int64_t q = p->K / nthr, rem = p->K % nthr, lo = ithr * q + (ithr < rem ? ithr : rem), hi = lo + q + (ithr < rem);
+    int64_t lo, hi;
+    dn_split(p->K, ithr, nthr, &lo, &hi);
     float *acc = R->part + (int64_t)ithr * p->M * p->N;
     memset(acc, 0, sizeof(float) * (size_t)(p->M * p->N));
     for (int64_t k = lo; k < hi; k++) row(p, R->w + k * p->ldw, R->x, k, acc);
@@ -109,16 +75,17 @@ AVX2_FN static void work_rows(void *ctx, int ithr, int nthr) {
 AVX2_FN static void work_sum(void *ctx, int ithr, int nthr) {
     const gemv_run *R = ctx;
     const dn_gemv *p = R->p;
-    int64_t nb = (p->N + 7) / 8, q = nb / nthr, rem = nb % nthr;
-    int64_t lo = (ithr * q + (ithr < rem ? ithr : rem)) * 8, hi = lo + (q + (ithr < rem)) * 8;
-    if (hi > p->N) hi = p->N;
+    int64_t lo, hi;
+    dn_split((p->N + 7) / 8, ithr, nthr, &lo, &hi);
+    lo *= 8;
+    hi = hi * 8 < p->N ? hi * 8 : p->N;
     for (int64_t m = 0; m < p->M; m++)
         for (int64_t c = lo; c < hi; c += 8) {
-            __m256i mk = lanes(hi - c);
+            __m256i mk = dn_lanes(hi - c);
             v8 v = R->bias ? _mm256_maskload_ps(R->bias + c, mk) : _mm256_setzero_ps();
             for (int t = 0; t < R->nparts; t++)
                 v = _mm256_add_ps(v, _mm256_maskload_ps(R->part + ((int64_t)t * p->M + m) * p->N + c, mk));
-            _mm256_maskstore_ps(R->y + m * p->N + c, mk, apply_ops(p, v));
+            _mm256_maskstore_ps(R->y + m * p->N + c, mk, dn_vop_apply(p->ops, p->nops, v, NULL));
         }
 }
 

@@ -238,13 +238,16 @@ gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step 
 gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first, int xv, const dn_step *steps, int k,
                        int kmin, bool consume, int *out, int *kused);
 
-/* dnnl_wino.c: Winograd F(m x m, 3x3) on nChw8c src / dst (AVX2 + FMA only; see there). */
-enum { DN_WINO_SUM, DN_WINO_RELU, DN_WINO_LINEAR, DN_WINO_CLIP };
-typedef struct dn_wino_op {
+/* An op graft's own kernels apply to their results after the bias (dnnl_avx2_impl.h). */
+enum { DN_VOP_SUM, DN_VOP_RELU, DN_VOP_LINEAR, DN_VOP_CLIP, DN_VOP_HARDSWISH };
+typedef struct dn_vop {
     int kind;
-    float alpha, beta;            /* relu: slope; linear: y = alpha x + beta; clip: [alpha, beta] */
-} dn_wino_op;
-#define DN_WINO_MAX_OPS 4
+    float alpha, beta;            /* relu: slope; linear: y = alpha x + beta; clip: [alpha, beta];
+                                     sum: adds a residual tensor of the result's shape */
+} dn_vop;
+#define DN_VOP_MAX 4
+
+/* dnnl_wino.c: Winograd F(m x m, 3x3) on nChw8c src / dst (AVX2 + FMA only; see there). */
 typedef struct dn_wino {
     int m;                        /* output tile m x m: 2 or 4 */
     int64_t N, C, H, W, O, OH, OW, pt, pl; /* pt, pl: top and left padding */
@@ -253,7 +256,7 @@ typedef struct dn_wino {
     int64_t chunk;                /* tiles per pass: V and M hold one pass's */
     const float *bias;            /* Op floats (padding 0), or NULL */
     int nops;
-    dn_wino_op ops[DN_WINO_MAX_OPS]; /* after the bias, in order */
+    dn_vop ops[DN_VOP_MAX];      /* after the bias, in order */
     /* the batched matmul V [a*a][chunk][Cp] x U [a*a][Cp][Op] -> M of a pass ([1]: of the last
      * pass, when it has fewer tiles), its memories V, U, M, scratchpad (handles set per pass) */
     dnnl_stream_t stream;
@@ -269,12 +272,6 @@ void dn_wino_free(void *ctx);
 
 /* dnnl_gemv.c: y[M][N] = x[M][K] . W[K][N] (+ bias, + eltwise ops) for few rows, W read in
  * place (AVX2 + FMA only; see there). */
-enum { DN_GEMV_RELU, DN_GEMV_LINEAR, DN_GEMV_CLIP, DN_GEMV_HARDSWISH };
-typedef struct dn_gemv_op {
-    int kind;
-    float alpha, beta;            /* relu: slope; linear: y = alpha x + beta; clip: [alpha, beta] */
-} dn_gemv_op;
-#define DN_GEMV_MAX_OPS 4
 typedef struct dn_gemv {
     int64_t M, K, N;
     int64_t ldw;                  /* W: row-major K x N, rows ldw floats apart */
@@ -283,7 +280,7 @@ typedef struct dn_gemv {
                                      floats each; nparts: the team's size) */
     int ix_bias;                  /* index of the bias (N floats) in the primitive's args, or -1 */
     int nops;
-    dn_gemv_op ops[DN_GEMV_MAX_OPS]; /* after the bias, in order */
+    dn_vop ops[DN_VOP_MAX];      /* after the bias, in order (no sum) */
 } dn_gemv;
 /* dn_fn: ptrs[0] x, ptrs[1] y (plain row-major), the others at p's ix_*; ctx freed by free */
 dnnl_status_t dn_gemv_run(void *ctx, void *const *ptrs);

@@ -523,23 +523,40 @@ static int wino_tile(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW) {
     return 0;
 }
 
-/* The post-op steps the output transform applies (eltwise relu / linear / clip and one
- * residual add of a full tensor), from the first, until one it does not. */
+/* The eltwise step st as an op of graft's own kernels (dnnl_avx2_impl.h), or false. */
+static bool eltwise_vop(const dn_step *st, dn_vop *op) {
+    static const struct {
+        dnnl_alg_kind_t alg;
+        int kind;
+    } MAP[] = {{dnnl_eltwise_relu, DN_VOP_RELU},
+               {dnnl_eltwise_linear, DN_VOP_LINEAR},
+               {dnnl_eltwise_clip, DN_VOP_CLIP},
+               {dnnl_eltwise_clip_v2, DN_VOP_CLIP},
+               {dnnl_eltwise_hardswish, DN_VOP_HARDSWISH}};
+    if (st->kind != STEP_ELTWISE) return false;
+    for (size_t i = 0; i < sizeof MAP / sizeof MAP[0]; i++)
+        if (MAP[i].alg == st->alg) {
+            *op = (dn_vop){MAP[i].kind, st->alpha, st->beta};
+            return true;
+        }
+    return false;
+}
+
+/* The post-op steps the output transform applies (eltwise ops and one residual add of a full
+ * tensor), from the first, until one it does not. */
 static int wino_ops(dn_state *S, const dn_step *steps, int k, dn_wino *p, int *res_entry) {
     int used = 0;
     *res_entry = -1;
-    for (; used < k && used < DN_WINO_MAX_OPS; used++) {
+    for (; used < k && used < DN_VOP_MAX; used++) {
         const dn_step *st = &steps[used];
-        dn_wino_op op = {0, 0.f, 0.f};
-        if (st->kind == STEP_ELTWISE && st->alg == dnnl_eltwise_relu) op = (dn_wino_op){DN_WINO_RELU, st->alpha, 0.f};
-        else if (st->kind == STEP_ELTWISE && st->alg == dnnl_eltwise_linear) op = (dn_wino_op){DN_WINO_LINEAR, st->alpha, st->beta};
-        else if (st->kind == STEP_ELTWISE && (st->alg == dnnl_eltwise_clip || st->alg == dnnl_eltwise_clip_v2))
-            op = (dn_wino_op){DN_WINO_CLIP, st->alpha, st->beta};
-        else if (st->kind == STEP_BINARY && st->alg == dnnl_binary_add && *res_entry < 0 && S->ent_val[st->src1] >= 0 &&
-                 dn_entry_ndim(S, st->src1) == 4 && !memcmp(dn_entry_shape(S, st->src1), dn_entry_shape(S, st->out), 4 * sizeof(int64_t))) {
-            op.kind = DN_WINO_SUM;
+        dn_vop op = {DN_VOP_SUM, 0.f, 0.f};
+        if (!eltwise_vop(st, &op)) {
+            if (st->kind != STEP_BINARY || st->alg != dnnl_binary_add || *res_entry >= 0 || S->ent_val[st->src1] < 0 ||
+                dn_entry_ndim(S, st->src1) != 4 ||
+                memcmp(dn_entry_shape(S, st->src1), dn_entry_shape(S, st->out), 4 * sizeof(int64_t)))
+                break;
             *res_entry = st->src1;
-        } else break;
+        }
         p->ops[p->nops++] = op;
     }
     return used;
@@ -1010,18 +1027,9 @@ static bool gemv_isa_ok(void) {
 
 /* The eltwise steps the kernel applies: all k of them, or false */
 static bool gemv_ops(const dn_step *steps, int k, dn_gemv *p) {
-    if (k > DN_GEMV_MAX_OPS) return false;
-    for (int i = 0; i < k; i++) {
-        const dn_step *st = &steps[i];
-        dn_gemv_op op = {0, st->alpha, st->beta};
-        if (st->kind != STEP_ELTWISE) return false;
-        if (st->alg == dnnl_eltwise_relu) op.kind = DN_GEMV_RELU;
-        else if (st->alg == dnnl_eltwise_linear) op.kind = DN_GEMV_LINEAR;
-        else if (st->alg == dnnl_eltwise_clip || st->alg == dnnl_eltwise_clip_v2) op.kind = DN_GEMV_CLIP;
-        else if (st->alg == dnnl_eltwise_hardswish) op.kind = DN_GEMV_HARDSWISH;
-        else return false;
-        p->ops[p->nops++] = op;
-    }
+    if (k > DN_VOP_MAX) return false;
+    for (int i = 0; i < k; i++)
+        if (!eltwise_vop(&steps[i], &p->ops[p->nops++])) return false;
     return true;
 }
 

@@ -12,16 +12,10 @@
  * dn_wino_run must only run when the CPU has them (wino_isa_ok in dnnl_ops.c checks). They work
  * on 8 channels at once (one nChw8c block), and split their work over oneDNN's OpenMP team
  * (rt_dnnl_parallel). */
-#include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/dnnl_impl.h"
-
-typedef __m256 v8;
-
-/* gcc's and clang's way to compile one function for AVX2 + FMA */
-#define AVX2_FN __attribute__((target("avx2,fma")))
+#include "runtime/dnnl_avx2_impl.h"
 
 /* ---------------------------------------------------------------- 1-D transforms ---- */
 /* Each maps a points (stride s) to a points (stride rs), or a to m for the output. The
@@ -129,17 +123,10 @@ void dn_wino_weights(const dn_wino *p, const float *w, const int64_t *wstr, floa
 
 /* ---------------------------------------------------------------- input ---- */
 
-static void split(int64_t n, int ithr, int nthr, int64_t *lo, int64_t *hi) {
-    int64_t q = n / nthr, r = n % nthr;
-    *lo = ithr * q + (ithr < r ? ithr : r);
-    *hi = *lo + q + (ithr < r);
-}
-
 /* The lanes of the last 8-channel block that hold channels (of n in all): padded lanes masked
  * to 0 on the way in and out, as nChw8c's padding must stay. */
 AVX2_FN static inline v8 tail_mask(int64_t n) {
-    int tail = (int)(n - (n + 7) / 8 * 8 + 8);
-    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+    return _mm256_castsi256_ps(dn_lanes(n - (n + 7) / 8 * 8 + 8));
 }
 
 /* One pass: tiles [t0, t1) of the batch, V and M holding theirs from row 0. */
@@ -158,7 +145,7 @@ AVX2_FN static void in_work(void *ctx, int ithr, int nthr) {
     const dn_wino *p = R->p;
     int m = p->m, a = m + 2, aa = a * a;
     int64_t CB = p->Cp / 8, lo, hi, step = (R->t1 - R->t0) * p->Cp, plane = p->H * p->W * 8;
-    split(R->t1 - R->t0, ithr, nthr, &lo, &hi);
+    dn_split(R->t1 - R->t0, ithr, nthr, &lo, &hi);
     lo += R->t0, hi += R->t0;
     bool ragged = p->C % 8;
     v8 mask = tail_mask(p->C);
@@ -187,25 +174,6 @@ AVX2_FN static void in_work(void *ctx, int ithr, int nthr) {
 
 /* ---------------------------------------------------------------- output ---- */
 
-AVX2_FN static inline v8 post(const dn_wino *p, v8 y, const float *res) {
-    for (int i = 0; i < p->nops; i++) {
-        const dn_wino_op *op = &p->ops[i];
-        switch (op->kind) {
-        case DN_WINO_SUM: y = _mm256_add_ps(y, _mm256_loadu_ps(res)); break;
-        case DN_WINO_RELU: {
-            v8 neg = _mm256_mul_ps(y, _mm256_set1_ps(op->alpha));
-            y = _mm256_blendv_ps(y, neg, _mm256_cmp_ps(y, _mm256_setzero_ps(), _CMP_LT_OQ));
-            break;
-        }
-        case DN_WINO_LINEAR: y = _mm256_fmadd_ps(y, _mm256_set1_ps(op->alpha), _mm256_set1_ps(op->beta)); break;
-        case DN_WINO_CLIP:
-            y = _mm256_min_ps(_mm256_max_ps(y, _mm256_set1_ps(op->alpha)), _mm256_set1_ps(op->beta));
-            break;
-        }
-    }
-    return y;
-}
-
 /* Tiles [lo, hi), every output channel block of each in turn (M read whole rows, as V is
  * written). */
 AVX2_FN static void out_work(void *ctx, int ithr, int nthr) {
@@ -213,7 +181,7 @@ AVX2_FN static void out_work(void *ctx, int ithr, int nthr) {
     const dn_wino *p = R->p;
     int m = p->m, a = m + 2, aa = a * a;
     int64_t OB = p->Op / 8, lo, hi, step = (R->t1 - R->t0) * p->Op, plane = p->OH * p->OW * 8;
-    split(R->t1 - R->t0, ithr, nthr, &lo, &hi);
+    dn_split(R->t1 - R->t0, ithr, nthr, &lo, &hi);
     lo += R->t0, hi += R->t0;
     bool ragged = p->O % 8;
     v8 mask = tail_mask(p->O);
@@ -233,7 +201,7 @@ AVX2_FN static void out_work(void *ctx, int ithr, int nthr) {
                     int64_t ox = tx * m + x;
                     if (ox >= p->OW) break;
                     int64_t off = off0 + (oy * p->OW + ox) * 8;
-                    v8 yv = post(p, _mm256_add_ps(o[y * m + x], bias), R->res ? R->res + off : NULL);
+                    v8 yv = dn_vop_apply(p->ops, p->nops, _mm256_add_ps(o[y * m + x], bias), R->res ? R->res + off : NULL);
                     if (ob == OB - 1 && ragged) yv = _mm256_and_ps(yv, mask); /* nChw8c's padding stays 0 */
                     _mm256_storeu_ps(R->dst + off, yv);
                 }
