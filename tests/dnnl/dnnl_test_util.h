@@ -309,6 +309,20 @@ static inline gr_status dt_stats(dt_graph *g, rt_dnnl_stats *out, gr_diag *d) {
     return st;
 }
 
+/* Primitive i of p's region, expecting it to compute at least one layer and only layers among
+ * the graph's (layers[0, nlayers)). */
+static inline rt_dnnl_prim_info dt_prim_in(dt_prepared *p, uint32_t i, const char *const *layers, size_t nlayers) {
+    rt_dnnl_prim_info pi;
+    cr_assert(rt_dnnl_prim(p->state, i, &pi));
+    cr_expect_geq(pi.nlayers, 1, "primitive %u (%s %s) computes no layer", i, pi.kind, pi.impl);
+    for (uint32_t l = 0; l < pi.nlayers; l++) {
+        bool known = false;
+        for (size_t k = 0; k < nlayers; k++) known |= !strcmp(pi.layers[l], layers[k]);
+        cr_expect(known, "primitive %u: layer '%s' is not a layer of the graph", i, pi.layers[l]);
+    }
+    return pi;
+}
+
 /* Prepares g (the test stops when that fails), returns its stats in st and expects no
  * primitive on oneDNN's reference kernels at this ISA. */
 static inline void dt_prepare_no_ref(dt_graph *g, dt_prepared *p, rt_dnnl_stats *st) {

@@ -111,14 +111,7 @@ static int count_wino(dt_prepared *p, int *m) {
     int n = 0;
     *m = 0;
     for (uint32_t i = 0; i < rt_dnnl_num_prims(p->state); i++) {
-        rt_dnnl_prim_info pi;
-        cr_assert(rt_dnnl_prim(p->state, i, &pi));
-        cr_expect_geq(pi.nlayers, 1, "primitive %u (%s %s) computes no layer", i, pi.kind, pi.impl);
-        for (uint32_t l = 0; l < pi.nlayers; l++) {
-            bool known = false;
-            for (size_t k = 0; k < sizeof LAYERS / sizeof LAYERS[0]; k++) known |= !strcmp(pi.layers[l], LAYERS[k]);
-            cr_expect(known, "primitive %u: layer '%s' is not a layer of the graph", i, pi.layers[l]);
-        }
+        rt_dnnl_prim_info pi = dt_prim_in(p, i, LAYERS, sizeof LAYERS / sizeof LAYERS[0]);
         int tm;
         if (sscanf(pi.impl, "graft_wino_%dx3:avx2", &tm) == 1) {
             n++;
