@@ -184,8 +184,7 @@ static ir_walk_result host_const_visit(ir_walker *w, ir_expr *e) {
     return IR_WALK_CONTINUE;
 }
 
-static size_t hand_off_consts(ir_ctx_t *ctx, const ir_module *nm, const byoc_region *const *rs, const uint32_t *nrs,
-                              uint32_t ngroups) {
+static size_t hand_off_consts(ir_ctx_t *ctx, const ir_module *nm, const backend_regions *groups, uint32_t ngroups) {
     gr_map host;
     gr_map_init(&host);
     for (uint32_t i = 0; i < nm->nfuncs; i++) {
@@ -194,14 +193,16 @@ static size_t hand_off_consts(ir_ctx_t *ctx, const ir_module *nm, const byoc_reg
     }
     size_t bytes = 0;
     for (uint32_t gi = 0; gi < ngroups; gi++)
-        for (uint32_t r = 0; r < nrs[gi]; r++)
-            for (uint32_t k = 0; k < rs[gi][r].nconsts; k++) {
-                rt_tensor *t = rs[gi][r].consts[k]->data;
+        for (uint32_t r = 0; r < groups[gi].regions.len; r++) {
+            const byoc_region *rg = &groups[gi].regions.data[r];
+            for (uint32_t k = 0; k < rg->nconsts; k++) {
+                rt_tensor *t = rg->consts[k]->data;
                 if (gr_map_get(&host, GR_MAP_PTR(t), NULL)) continue;
                 gr_map_put(&host, GR_MAP_PTR(t), 1);   /* once, if two regions share it */
                 size_t nb = rt_tensor_nbytes(t);
                 if (ir_ctx_disown(ctx, &t->obj)) bytes += nb;
             }
+        }
     gr_map_free(&host);
     return bytes;
 }
@@ -299,18 +300,9 @@ gr_status byoc_run_codegen_ex(ir_ctx_t *ctx, const ir_module *m, const byoc_opti
     /* 4. the constants go to the runtime modules (release_consts), then the modules build what
      * their first call would (oneDNN's primitives and reordered weights: an engine that copies a
      * constant lets its original go while it builds, see runtime/json_runtime.h) */
-    if (!rc && release_consts) {
-        const byoc_region **rs = gr_xcalloc(groups.len + 1, sizeof(*rs));
-        uint32_t *nrs = gr_xcalloc(groups.len + 1, sizeof(uint32_t));
-        for (uint32_t gi = 0; gi < groups.len; gi++) {
-            rs[gi] = groups.data[gi].regions.data;
-            nrs[gi] = groups.data[gi].regions.len;
-        }
-        size_t bytes = hand_off_consts(ctx, nm, rs, nrs, groups.len);
-        free(rs);
-        free(nrs);
-        ir_module_set_attr(nm, BYOC_ATTR_CONSTS_RELEASED, ir_attr_int((int64_t)bytes));
-    }
+    if (!rc && release_consts)
+        ir_module_set_attr(nm, BYOC_ATTR_CONSTS_RELEASED,
+                           ir_attr_int((int64_t)hand_off_consts(ctx, nm, groups.data, groups.len)));
     for (uint32_t gi = 0; gi < groups.len && !rc; gi++) {
         const byoc_backend *b = byoc_backend_find(groups.data[gi].backend);
         if (b && b->prepare) rc = b->prepare(mods[gi], diag);

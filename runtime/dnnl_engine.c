@@ -478,7 +478,7 @@ gr_status dn_src_weights(dn_state *S, const rt_json_node *n, dnnl_primitive_desc
  * permuted layout whose blocked / permuted dims are 1 or do not change the order (a 1x1 map in
  * nChw16c with one image, or with a multiple of 16 channels; channels-last with H = W = 1). A
  * plain view of its buffer then reads the same data, without a copy. */
-bool dn_plain_bytes(const dnnl_memory_desc_t *md) {
+static bool dn_plain_bytes(const dnnl_memory_desc_t *md) {
     if (md->format_kind != dnnl_blocked || md->offset0) return false;
     const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
     if (b->inner_nblks > 1) return false;

@@ -182,9 +182,8 @@ typedef gr_status (*dn_make_fn)(dn_state *S, const rt_json_node *n, const dnnl_m
  * both mds), else engine-owned; counted in the weight bytes. */
 gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *dmd, dn_make_fn make,
                         void *ctx, void **out);
-/* v in the plain layout: v itself, a view of v's buffer when its layout has the same bytes
- * (dn_plain_bytes), else a reorder (dn_as). */
-bool dn_plain_bytes(const dnnl_memory_desc_t *md);
+/* v in the plain layout: v itself, a view of v's buffer when its layout has the bytes of
+ * plain row-major, else a reorder (dn_as). */
 gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out);
 /* Constant data of `bytes` at p read in place: its whole 2 MiB pieces onto transparent huge
  * pages (a hint, see dnnl_engine.c) */

@@ -485,18 +485,32 @@ static gr_status layout_out(dn_state *S, const rt_json_node *n, int e, const dnn
 
 /* ------------------------------------------------------------ winograd ---- */
 
-/* Our Winograd (dnnl_wino.c) runs where oneDNN has none: ISAs below avx512_core, on a CPU
- * with AVX2 and FMA (the code's target). */
-static bool wino_isa_ok(void) {
+/* graft's own AVX2 kernels (dnnl_avx2_impl.h) may run: oneDNN's ISA is at least avx2 (it
+ * honours ONEDNN_MAX_CPU_ISA) and the CPU has AVX2 and FMA (the code's target). */
+static bool avx2_kernels_ok(void) {
     static int ok = -1; /* the CPU and ONEDNN_MAX_CPU_ISA do not change within a process */
     if (ok < 0) {
-        dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
         __builtin_cpu_init();
-        ok = (isa & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 && (isa & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core &&
-             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        ok = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 && __builtin_cpu_supports("avx2") &&
+             __builtin_cpu_supports("fma");
     }
     return ok;
 }
+
+/* Our Winograd (dnnl_wino.c) runs where oneDNN has none: ISAs below avx512_core. */
+static bool wino_isa_ok(void) {
+    return avx2_kernels_ok() && (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core;
+}
+
+/* A convolution Winograd F(m x m, 3x3) computes (graft's or oneDNN's): 3x3 weights (ws: O, I,
+ * kh, kw), stride 1, no dilation, one group. */
+static bool wino_shape(const int64_t *ws, const int64_t *strides, const int64_t *dil, int64_t G) {
+    return G == 1 && ws[2] == 3 && ws[3] == 3 && strides[0] == 1 && strides[1] == 1 && dil[0] == 1 && dil[1] == 1;
+}
+
+/* oneDNN's Winograd from this many channels in and out (measured at batch 1, square maps
+ * 20-160, 2 threads: 0.34-0.83 of brgconv's time from 24 up, up to 2.1x more below 16) */
+#define ONEDNN_WINO_MIN_CH 24
 
 /* The output tile for a 3x3 stride-1 convolution of batch N (0: oneDNN's direct kernel).
  * The batched matmul streams the transformed weights (a*a*C*O floats) once for few tiles, so
@@ -701,9 +715,9 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
     return GR_OK;
 }
 
-/* Node c is a convolution oneDNN runs with its Winograd kernel, on blocked layouts: avx512_core
- * (below it graft's own, see wino_isa_ok), 3x3, stride 1, no dilation, one group, NCHW / OIHW,
- * constant weights, >= 24 channels in and out (op_conv's conditions). */
+/* Node c is a convolution oneDNN runs with its Winograd kernel, on blocked layouts (op_conv's
+ * conditions, read from c before it is built): avx512_core (below it graft's own), NCHW /
+ * OIHW, constant weights, wino_shape, ONEDNN_WINO_MIN_CH channels in and out. */
 static bool onednn_winograd(dn_state *S, const rt_json_node *c) {
     if (c->op != IR_OP_CONV2D || !S->opts.winograd || rt_dnnl_channel_block() != 16 || wino_isa_ok()) return false;
     int w = dn_arg_entry(S, c, 1);
@@ -712,8 +726,8 @@ static bool onednn_winograd(dn_state *S, const rt_json_node *c) {
     int64_t st[2] = {1, 1}, dl[2] = {1, 1};
     if (dn_attr_ints(c, "strides", st, 2) == 1) st[1] = st[0];
     if (dn_attr_ints(c, "dilation", dl, 2) == 1) dl[1] = dl[0];
-    return ws[0] >= 24 && ws[1] >= 24 && ws[2] == 3 && ws[3] == 3 && st[0] == 1 && st[1] == 1 && dl[0] == 1 && dl[1] == 1 &&
-           dn_attr_int(c, "groups", 1) == 1 && !strcmp(dn_attr_str(c, "data_layout", "NCHW"), "NCHW") &&
+    return wino_shape(ws, st, dl, dn_attr_int(c, "groups", 1)) && ws[0] >= ONEDNN_WINO_MIN_CH &&
+           ws[1] >= ONEDNN_WINO_MIN_CH && !strcmp(dn_attr_str(c, "data_layout", "NCHW"), "NCHW") &&
            !strcmp(dn_attr_str(c, "kernel_layout", "OIHW"), "OIHW");
 }
 
@@ -836,7 +850,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
         dnnl_dims_t od;
         for (int i = 0; i < nd; i++) od[i] = os[i];
         dnnl_memory_desc_init_by_tag(&xany, nd, xd, dnnl_f32, tag);
-        if (!S->is_head[k ? steps[k - 1].out : dn_out_entry(S, n)]) dnnl_memory_desc_init_by_tag(&dst, nd, od, dnnl_f32, tag);
+        if (!S->is_head[chain_out(S, n, steps, k)]) dnnl_memory_desc_init_by_tag(&dst, nd, od, dnnl_f32, tag);
     }
     int bv = -1;
     /* permuted: a bias folds (scales would need the weights' own layout), eltwise post-ops
@@ -847,8 +861,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
         if (steps[i].kind != STEP_ELTWISE) k = i;
     /* Winograd: 3x3, stride 1, dilation 1, one group, canonical layouts, constant weights (they are
      * transformed once) */
-    bool wino3x3 = S->opts.winograd && !deconv && !perm && sd == 2 && G == 1 && ws[2] == 3 && ws[3] == 3 &&
-                   strides[0] == 1 && strides[1] == 1 && dil[0] == 1 && dil[1] == 1 &&
+    bool wino3x3 = S->opts.winograd && !deconv && !perm && sd == 2 && wino_shape(ws, strides, dil, G) &&
                    S->ent_node[w].node->kind == RT_JSON_CONST;
     if (wino3x3 && wino_isa_ok()) {
         bool done;
@@ -899,10 +912,8 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     int na = 0, used = 0;
     dnnl_primitive_desc_t pd = NULL;
     /* oneDNN's Winograd first, where it has it (avx512_core), with every post-op fused, in the
-     * planned layouts or all `any`; then the direct algorithm in each layout. Measured at batch 1
-     * (square maps 20-160, 2 threads): Winograd takes 0.34-0.83 of brgconv's time from 24
-     * channels in and out up, up to 2.1x more below 16. */
-    bool wino = wino3x3 && I >= 24 && O >= 24;
+     * planned layouts or all `any`; then the direct algorithm in each layout */
+    bool wino = wino3x3 && I >= ONEDNN_WINO_MIN_CH && O >= ONEDNN_WINO_MIN_CH;
     int first = wino ? -2 : 0;
     S->sum_ok = true;
     for (int a = first; a < nalt && !pd; a++) {
@@ -1002,16 +1013,8 @@ static bool gemm_impl(const_dnnl_primitive_desc_t pd) {
 }
 
 /* ---- graft's own product for few rows (dnnl_gemv.c) ----
- * Its AVX2 code runs at every ISA from avx2 on (the product is bound by memory). */
-static bool gemv_isa_ok(void) {
-    static int ok = -1; /* the CPU and ONEDNN_MAX_CPU_ISA do not change within a process */
-    if (ok < 0) {
-        __builtin_cpu_init();
-        ok = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 &&
-             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    }
-    return ok;
-}
+ * Its AVX2 code runs at every ISA from avx2 on (avx2_kernels_ok: the product is bound by
+ * memory, not by the width of the multiply-adds). */
 
 /* One row only. Measured per primitive on the EPYC (2 threads, 1280 x 1000 weights, median us
  * of 60; cold: 96 MiB read between runs, as the rest of a model does; warm: weights in L3),
@@ -1042,7 +1045,7 @@ static gr_status gemv_matmul(dn_state *S, const rt_json_node *n, int av, int bv,
                              int k, int64_t rows, int64_t K, int64_t N, bool *done) {
     *done = false;
     const dnnl_memory_desc_t *wmd = &S->vals.data[bv].md;
-    if (!S->opts.gemv || rows > GEMV_MAX_ROWS || !gemv_isa_ok() || wmd->format_kind != dnnl_blocked ||
+    if (!S->opts.gemv || rows > GEMV_MAX_ROWS || !avx2_kernels_ok() || wmd->format_kind != dnnl_blocked ||
         wmd->format_desc.blocking.inner_nblks || wmd->data_type != dnnl_f32 || S->vals.data[av].md.offset0 ||
         (biasv >= 0 && (S->vals.data[biasv].md.offset0 || !dn_is_plain(&S->vals.data[biasv].md))))
         return GR_OK;
@@ -2011,7 +2014,7 @@ static gr_status op_reduce(dn_state *S, const rt_json_node *n, const dn_comp *co
     dn_consume(S, steps, used);
     st = dn_emit(S, n, pd, args, nargs, false);
     if (st) return st;
-    S->ent_val[used ? steps[used - 1].out : dn_out_entry(S, n)] = v;
+    S->ent_val[chain_out(S, n, steps, used)] = v;
     return GR_OK;
 }
 
