@@ -345,4 +345,29 @@ static inline void dt_stats_no_ref(dt_graph *g, rt_dnnl_stats *st) {
 #define S1(a) ((const int64_t[]){a})
 #define IN(...) ((const int[]){__VA_ARGS__})
 
+/* Convolution node cv (output shape os, C channels) + a bias add (layer "bias"), with
+ * `residual` + the add of a new region input ("residual"), then act ("relu" or "sigmoid"), as
+ * one fused composite dnnl.conv2d_bias[_add]_<act>, as the codegen annotates it; returns the
+ * activation's node. */
+static inline int dt_conv_bias_act(dt_graph *g, int cv, int64_t C, const int64_t *os, bool residual, const char *act) {
+    bool relu = !strcmp(act, "relu");
+    char posts[300], name[64];
+    int b = dt_const(g, 4, S4(1, C, 1, 1));
+    int a = dt_op(g, "relax.add", NULL, 2, IN(cv, b), NULL, 4, os, "bias");
+    snprintf(name, sizeof name, "dnnl.conv2d_bias_%s%s", residual ? "add_" : "", act);
+    if (residual) {
+        int r = dt_input(g, 4, os);
+        int s2 = dt_op(g, "relax.add", NULL, 2, IN(a, r), NULL, 4, os, "residual");
+        int h = dt_op(g, relu ? "relax.nn.relu" : "relax.sigmoid", NULL, 1, IN(s2), NULL, 4, os, act);
+        snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]}]",
+                 a, b, s2, r, h);
+        dt_composite(g, name, cv, 4, IN(cv, a, s2, h), posts);
+        return h;
+    }
+    int h = dt_op(g, relu ? "relax.nn.relu" : "relax.sigmoid", NULL, 1, IN(a), NULL, 4, os, act);
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]}]", a, b, h);
+    dt_composite(g, name, cv, 3, IN(cv, a, h), posts);
+    return h;
+}
+
 #endif

@@ -62,21 +62,7 @@ static void build(dt_graph *g, const dcase *c, uint32_t seed) {
     int head = cv;
     char posts[300];
     if (c->post == P_BIAS_RELU || c->post == P_BIAS_ADD_RELU) {
-        int b = dt_const(g, 4, S4(1, c->C, 1, 1));
-        int a = dt_op(g, "relax.add", NULL, 2, IN(cv, b), NULL, 4, os, "bias");
-        if (c->post == P_BIAS_ADD_RELU) {
-            int r = dt_input(g, 4, os);
-            int s2 = dt_op(g, "relax.add", NULL, 2, IN(a, r), NULL, 4, os, "residual");
-            head = dt_op(g, "relax.nn.relu", NULL, 1, IN(s2), NULL, 4, os, "relu");
-            snprintf(posts, sizeof posts,
-                     "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]}]", a, b, s2, r,
-                     head);
-            dt_composite(g, "dnnl.conv2d_bias_add_relu", cv, 4, IN(cv, a, s2, head), posts);
-        } else {
-            head = dt_op(g, "relax.nn.relu", NULL, 1, IN(a), NULL, 4, os, "relu");
-            snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]}]", a, b, head);
-            dt_composite(g, "dnnl.conv2d_bias_relu", cv, 3, IN(cv, a, head), posts);
-        }
+        head = dt_conv_bias_act(g, cv, c->C, os, c->post == P_BIAS_ADD_RELU, "relu");
     } else if (c->post == P_HARDSWISH) {
         int t3 = dt_scalar(g, 3.f), z = dt_scalar(g, 6.f);
         int a = dt_op(g, "relax.add", NULL, 2, IN(cv, t3), NULL, 4, os, "hs_add");

@@ -44,16 +44,22 @@ static bool exists(const char *p) {
     return p && stat(p, &sb) == 0;
 }
 
+/* path imported without input shapes, through the default pipeline */
+static ir_module *import_symbolic(ir_ctx_t *ctx, const char *path) {
+    gr_diag d = {0};
+    onnx_import_opts io = {0};
+    ir_module *m = NULL, *opt = NULL;
+    cr_assert_eq(onnx_import_file(ctx, path, &io, &m, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
+    return opt;
+}
+
 /* import (no input shapes) -> default pipeline -> partition (backend, or none) -> artifact;
  * the FLOPs share of the partition report in *share. */
 static graft_model *build_symbolic(const char *path, const char *backend, double *share) {
     ir_ctx_t *ctx = ir_ctx_new();
     gr_diag d = {0};
-    onnx_import_opts io = {0};
-    ir_module *m = NULL, *opt = NULL, *part = NULL;
-    cr_assert_eq(onnx_import_file(ctx, path, &io, &m, &d), GR_OK, "%s", d.msg);
-    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
-    part = opt;
+    ir_module *opt = import_symbolic(ctx, path), *part = opt;
     *share = 0;
     if (backend) {
         byoc_notes notes;
@@ -194,10 +200,7 @@ Test(dnnl_symbolic, ppocr_rec_released_consts_new_widths, .timeout = 300) {
     char *path = need("GRAFT_MODEL_REC", "rec_w320");
     ir_ctx_t *ctx = ir_ctx_new();
     gr_diag d = {0};
-    onnx_import_opts io = {0};
-    ir_module *m = NULL, *opt = NULL, *part = NULL;
-    cr_assert_eq(onnx_import_file(ctx, path, &io, &m, &d), GR_OK, "%s", d.msg);
-    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
+    ir_module *opt = import_symbolic(ctx, path), *part = NULL;
     byoc_partition_opts po = {0};
     po.release_consts = true;
     const char *be[1] = {"dnnl"};

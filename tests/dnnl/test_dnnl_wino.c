@@ -75,21 +75,7 @@ static void build(dt_graph *g, const wcase *c, uint32_t seed) {
     char posts[300];
     int head = cv;
     if (c->post == P_BIAS_RELU || c->post == P_BIAS_ADD_RELU || c->post == P_BIAS_SIGMOID) {
-        int b = dt_const(g, 4, S4(1, c->O, 1, 1));
-        int a = dt_op(g, "relax.add", NULL, 2, IN(cv, b), NULL, 4, os, "bias");
-        if (c->post == P_BIAS_ADD_RELU) {
-            int r = dt_input(g, 4, os);
-            int s2 = dt_op(g, "relax.add", NULL, 2, IN(a, r), NULL, 4, os, "residual");
-            head = dt_op(g, "relax.nn.relu", NULL, 1, IN(s2), NULL, 4, os, "relu");
-            snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]}]", a, b,
-                     s2, r, head);
-            dt_composite(g, "dnnl.conv2d_bias_add_relu", cv, 4, IN(cv, a, s2, head), posts);
-        } else {
-            bool sig = c->post == P_BIAS_SIGMOID;
-            head = dt_op(g, sig ? "relax.sigmoid" : "relax.nn.relu", NULL, 1, IN(a), NULL, 4, os, sig ? "sigmoid" : "relu");
-            snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]}]", a, b, head);
-            dt_composite(g, sig ? "dnnl.conv2d_bias_sigmoid" : "dnnl.conv2d_bias_relu", cv, 3, IN(cv, a, head), posts);
-        }
+        head = dt_conv_bias_act(g, cv, c->O, os, c->post == P_BIAS_ADD_RELU, c->post == P_BIAS_SIGMOID ? "sigmoid" : "relu");
     } else if (c->post == P_MUL_BIAS_LEAKY) {
         int k = dt_const_r(g, 4, S4(1, c->O, 1, 1), 1.f, 1.5f);
         int mu = dt_op(g, "relax.multiply", NULL, 2, IN(cv, k), NULL, 4, os, "scale");
