@@ -403,11 +403,6 @@ done:
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Over the rounds (each model in a fresh process per round): per model the median ratio, warm
  * and idle, with the range; the geomean of the medians. A VM's slow periods and a process's
  * bimodal latency move one round's ratio; the median of several is the figure to quote. */
@@ -426,8 +421,7 @@ static void print_rounds(double rr[][2][MAX_ROUNDS], int rounds) {
                 if (rr[k][w][r] > 0) v[m++] = rr[k][w][r];
             if (m < rounds) ok = false;
             else {
-                qsort(v, (size_t)m, sizeof v[0], cmp_double);
-                med[w] = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+                med[w] = bench_median(v, m); /* sorts v */
                 lo[w] = v[0];
                 hi[w] = v[m - 1];
             }
