@@ -255,6 +255,25 @@ const ir_sinfo *ir_func_sinfo(ir_ctx_t *ctx, const ir_func *f) {
     return r;
 }
 
+/* True when the `def` header of a PrimFunc's text declares a return type (`-> T.int64:`). */
+static bool tir_returns_value(const char *text) {
+    const char *d = strstr(text, "def ");
+    int depth = 0;
+    for (const char *s = d ? d : text; *s; s++) {
+        if (*s == '(' || *s == '[') depth++;
+        else if (*s == ')' || *s == ']') depth--;
+        else if (depth == 0 && s[0] == '-' && s[1] == '>') return true;
+        else if (depth == 0 && *s == ':') return false;
+    }
+    return false;
+}
+
+const ir_sinfo *ir_func_tir_sinfo(ir_ctx_t *ctx, const char *text) {
+    /* as TVM types a PrimFunc called from Relax: a void one returns R.Tuple() */
+    const ir_sinfo *ret = tir_returns_value(text) ? ir_sinfo_object(ctx) : ir_sinfo_tuple(ctx, 0, NULL);
+    return ir_sinfo_func_opaque(ctx, ret);
+}
+
 ir_func *ir_func_tir_new(ir_ctx_t *ctx, const char *name, const char *text, bool is_private) {
     const char *keys[2] = {"graft.tir_text", "global_symbol"};
     ir_attr vals[2] = {ir_attr_str(ctx, text), ir_attr_str(ctx, name)};
@@ -264,7 +283,7 @@ ir_func *ir_func_tir_new(ir_ctx_t *ctx, const char *name, const char *text, bool
     ir_seq *seq = ir_seq_new(ctx, 0, NULL, &body->base, NULL);
     ir_expr_set_sinfo(&seq->base, body->base.sinfo);
     ir_func *f = ir_func_new(ctx, 0, NULL, &seq->base, NULL, attrs, NULL);
-    ir_expr_set_sinfo(&f->base, ir_sinfo_func_opaque(ctx, ir_sinfo_object(ctx)));
+    ir_expr_set_sinfo(&f->base, ir_func_tir_sinfo(ctx, text));
     return f;
 }
 

@@ -218,6 +218,9 @@ const ir_sinfo *ir_func_sinfo(ir_ctx_t *ctx, const ir_func *f);
  * params whose attribute "graft.tir_text" holds its TVMScript text verbatim (dedented to column
  * 0, decorator included). The printer writes the text back; partitioning never enters it; the
  * executors refuse to run it, naming it. `is_private`: no global_symbol. */
+/* A PrimFunc's struct info from its text: opaque params; returns R.Tuple() unless the header
+ * declares a return type (then R.Object). */
+const ir_sinfo *ir_func_tir_sinfo(ir_ctx_t *ctx, const char *text);
 ir_func *ir_func_tir_new(ir_ctx_t *ctx, const char *name, const char *text, bool is_private);
 /* The verbatim text of a TIR function, or NULL for any other expression. */
 const char *ir_func_tir_text(const ir_expr *f);

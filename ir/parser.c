@@ -2561,6 +2561,8 @@ static bool parse_module_body(parser *p, const char *meta) {
             return perr(p, &at, GR_ERR_PARSE, "duplicate function '%s'", name), false;
         }
         fsig sg = {ir_gvar_new(p->ctx, name), p->sigsyms.len, 0};
+        /* typed now, so Relax functions above the PrimFunc may call it */
+        ir_expr_set_sinfo(&sg.gvar->base, ir_func_tir_sinfo(p->ctx, p->tirs[i].text));
         gr_vec_push(&p->sigs, sg);
         gr_map_put(&p->sigmap, GR_MAP_PTR(name), p->sigs.len);
     }

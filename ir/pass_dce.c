@@ -5,16 +5,20 @@
 #include "ir/op.h"
 #include "ir/pass_impl.h"
 
-static bool removable(const ir_expr *v) {
+typedef struct dce_state {
+    gr_map dead;                  /* binding var -> 1 */
+    const ir_module *mod;
+} dce_state;
+
+static bool removable(const dce_state *s, const ir_expr *v) {
     if (v->kind != IR_CALL) return true;
     const ir_call *c = (const ir_call *)v;
     if (c->callee->kind == IR_OP) return !(((const ir_op *)c->callee)->def->flags & IR_OPF_IMPURE);
-    return c->callee->kind == IR_GVAR;  /* externs and closures may have effects */
+    if (c->callee->kind != IR_GVAR) return false;  /* externs and closures may have effects */
+    /* a PrimFunc writes its buffers in place: TVM marks calls of one impure */
+    const ir_func *f = ir_module_func(s->mod, ((const ir_gvar *)c->callee)->name);
+    return !(f && ir_func_tir_text(&f->base));
 }
-
-typedef struct dce_state {
-    gr_map dead;                  /* binding var -> 1 */
-} dce_state;
 
 /* Backward sweep over a seq (and the seqs nested in if branches of live bindings). */
 static void mark(pu_rewriter *r, dce_state *s, const ir_expr *e) {
@@ -30,7 +34,7 @@ static void mark(pu_rewriter *r, dce_state *s, const ir_expr *e) {
         const ir_block *blk = q->blocks[i];
         for (uint32_t j = blk->n; j-- > 0;) {
             const ir_binding *b = &blk->bindings[j];
-            if (gr_map_get_or(&r->uses, GR_MAP_PTR(b->var), 0) == 0 && removable(b->value)) {
+            if (gr_map_get_or(&r->uses, GR_MAP_PTR(b->var), 0) == 0 && removable(s, b->value)) {
                 gr_map_put(&s->dead, GR_MAP_PTR(b->var), 1);
                 pu_uncount(r, b->value);
             } else {
@@ -52,6 +56,7 @@ static gr_status dce_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module 
     (void)self, (void)name;
     dce_state s;
     gr_map_init(&s.dead);
+    s.mod = mod;
     pu_rewriter r;
     pu_init(&r, mod->ctx, diag);
     r.binding = dce_binding;
