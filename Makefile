@@ -250,3 +250,9 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+
+# Every shell command of README.md and docs/*.md, run against build/graft in a temporary
+# directory (scripts/check_docs.sh; ```sh norun: REASON blocks are skipped).
+.PHONY: check-docs
+check-docs: all
+	bash scripts/check_docs.sh

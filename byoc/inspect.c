@@ -137,12 +137,35 @@ static int binding_layer(insp_model *im, const ir_binding *b) {
 
 typedef struct walk2 {
     gr_map var_layer;             /* var -> layer + 1 */
+    GR_VEC(int) owner;            /* layer -> the layer whose binding carries its mark, + 1 */
+    GR_VEC(bool) owns;            /* layer -> some binding belongs to it */
 } walk2;
+
+/* A constant argument (a weight) in its layer's "weights": the name of its initializer (the
+ * first source of its span that is not a layer), its struct info. */
+static void add_weight(insp_model *im, int to, const ir_expr *c) {
+    const ir_span *s = c->span;
+    const char *name = s && s->n ? s->locs[0].source : NULL;
+    for (uint32_t i = 0; s && i < s->n; i++)
+        if (layer_idx(im, s->locs[i].source) < 0) {
+            name = s->locs[i].source;
+            break;
+        }
+    char ty[256] = "";
+    if (c->sinfo) ir_sinfo_snprint(c->sinfo, ty, sizeof ty);
+    json_t *o = layer_obj(im, to), *ws = json_object_get(o, "weights");
+    if (!ws) json_object_set_new(o, "weights", ws = json_array());
+    json_array_append_new(ws, json_pack("{s:s?, s:s}", "name", name, "type", ty));
+}
 
 static void add_input(insp_model *im, int to, const ir_expr *a, walk2 *w) {
     uint64_t v;
     if (a->kind == IR_TUPLE) {
         for (uint32_t k = 0; k < IR_AS(a, ir_tuple)->n; k++) add_input(im, to, IR_AS(a, ir_tuple)->fields[k], w);
+        return;
+    }
+    if (a->kind == IR_CONST) {
+        add_weight(im, to, a);
         return;
     }
     if (!ir_is_var(a) || !gr_map_get(&w->var_layer, GR_MAP_PTR(a), &v) || (int)v - 1 == to) return;
@@ -159,6 +182,14 @@ static void link_layers(insp_model *im, const ir_binding *b, void *user) {
     int L = binding_layer(im, b);
     if (L < 0) return;
     gr_map_put(&w->var_layer, GR_MAP_PTR(b->var), (uint64_t)L + 1);
+    w->owns.data[L] = true;
+    /* the other layers this binding produces (a pass folded them into it) */
+    const ir_span *sp[2] = {b->var->base.span, b->value->span};
+    for (int k = 0; k < 2; k++)
+        for (uint32_t i = 0; sp[k] && i < sp[k]->n; i++) {
+            int x = sp[k]->locs[i].is_output ? layer_idx(im, sp[k]->locs[i].source) : -1;
+            if (x >= 0 && x != L && !w->owner.data[x]) w->owner.data[x] = L + 1;
+        }
     const ir_expr *v = b->value;
     if (v->kind == IR_CALL)
         for (uint32_t k = 0; k < IR_AS(v, ir_call)->nargs; k++) add_input(im, L, IR_AS(v, ir_call)->args[k], w);
@@ -328,10 +359,26 @@ gr_status insp_model_build(ir_ctx_t *ctx, const ir_module *m, const char *const 
     for (uint32_t i = 0; i < nbackends; i++) json_array_append_new(bs, json_string(backends[i]));
     json_object_set_new(im->doc, "backends", bs);
     each_binding(im, main_fn->body, find_layers, NULL);
-    walk2 w;
+    walk2 w = {0};
     gr_map_init(&w.var_layer);
+    for (size_t i = 0; i < im->names.len; i++) {
+        gr_vec_push(&w.owner, 0);
+        gr_vec_push(&w.owns, false);
+    }
     each_binding(im, main_fn->body, link_layers, &w);
+    /* A layer no binding belongs to (an Identity of a weight, a batch norm folded into its
+     * convolution) is computed by the binding that carries its mark: "folded_into" that layer,
+     * which lists it in "folds". */
+    for (size_t i = 0; i < im->names.len; i++) {
+        if (w.owns.data[i] || !w.owner.data[i]) continue;
+        json_t *host = layer_obj(im, w.owner.data[i] - 1), *folds = json_object_get(host, "folds");
+        if (!folds) json_object_set_new(host, "folds", folds = json_array());
+        json_array_append_new(folds, json_integer((json_int_t)i));
+        json_object_set_new(layer_obj(im, (int)i), "folded_into", json_integer(w.owner.data[i] - 1));
+    }
     gr_map_free(&w.var_layer);
+    gr_vec_free(&w.owner);
+    gr_vec_free(&w.owns);
     const ir_func *mf = entry_func(im->merged);
     if (mf) each_binding(im, mf->body, place_top, NULL);
     json_t *report = byoc_report_json(ctx, im->merged, backends, nbackends, &im->notes);

@@ -2,11 +2,14 @@
 // Opens a `graft explore` page in headless Chromium (Debian's /usr/bin/chromium, driven over
 // the DevTools protocol on --remote-debugging-pipe: no npm package needed) and checks it:
 //   - no console errors and no uncaught exceptions while it loads and while it is used;
+//   - it opens readable: the first layer's node in view, its label at 11 px or more;
 //   - every region and every host op of the partition report (REPORT.json, from
-//     `graft partition --report json`) is listed on the page, and the graph has one node per layer;
+//     `graft partition --report json`) is listed on the page, and the graph has one node per
+//     layer that is not folded into another (weights are details, not nodes);
 //   - typing a layer name in the search box and pressing Enter selects that layer and shows its
 //     region (or "host").
-// Saves a screenshot of the page with the layer selected.
+// Saves a screenshot of the first view (SCREENSHOT with _first before .png) and one of the page
+// with the layer selected.
 //
 //   node scripts/explore_check.js PAGE.html REPORT.json LAYER SCREENSHOT.png
 // Exit status 0 when every check passes; the failures are printed otherwise.
@@ -89,6 +92,16 @@ async function main() {
     return r.result.value;
   };
 
+  // the first view: readable, at the start
+  const first = await evaluate(`(() => { const g = document.querySelector("#graph svg g.node[id^=L]"), t = g && g.querySelector("text");
+    if (!t) return null;
+    const b = g.getBoundingClientRect(), c = document.getElementById("graph").getBoundingClientRect();
+    return {px: t.getScreenCTM().a * parseFloat(t.getAttribute("font-size")), inView: b.top >= c.top && b.bottom <= c.bottom && b.left >= c.left && b.right <= c.right}; })()`);
+  check(first && first.px >= 11, `the first view's labels are ${first && first.px.toFixed(1)} px high`);
+  check(first && first.inView, "the first view does not show the first layer");
+  const firstPng = await send("Page.captureScreenshot", { format: "png" }, sessionId);
+  fs.writeFileSync(shot.replace(/\.png$/, "") + "_first.png", Buffer.from(firstPng.data, "base64"));
+
   // every region and host op of the report is on the page
   for (const r of report.regions || [])
     check(await evaluate(`!!document.querySelector(${JSON.stringify(`[data-region="${r.symbol}"]`)})`), `region ${r.symbol} is not listed`);
@@ -98,7 +111,7 @@ async function main() {
     check(hostKeys.includes(key), `host op ${key} is not listed`);
   }
   check(hostKeys.length === (report.host || []).length, `${hostKeys.length} host ops listed, the report has ${(report.host || []).length}`);
-  const counts = await evaluate(`({nodes: document.querySelectorAll("#graph svg g.node[id^=L]").length, layers: JSON.parse(document.getElementById("graft-data").textContent).layers.length})`);
+  const counts = await evaluate(`({nodes: document.querySelectorAll("#graph svg g.node[id^=L]").length, layers: JSON.parse(document.getElementById("graft-data").textContent).layers.filter(l => l.folded_into == null).length})`);
   check(counts.nodes === counts.layers && counts.nodes > 0, `graph has ${counts.nodes} nodes for ${counts.layers} layers`);
 
   // search: type the name, press Enter

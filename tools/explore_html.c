@@ -62,6 +62,7 @@ static bool layout_block(GVC_t *gvc, json_t *doc, size_t lo, size_t hi, size_t b
     Agnode_t **nodes = calloc(hi - lo + 1, sizeof(*nodes));
     for (size_t i = lo; i < hi; i++) {
         json_t *l = json_array_get(layers, i);
+        if (json_object_get(l, "folded_into")) continue;  /* shown in its host layer's details */
         char id[32];
         snprintf(id, sizeof id, "L%zu", i);
         Agnode_t *n = nodes[i - lo] = agnode(g, id, 1);
@@ -86,7 +87,8 @@ static bool layout_block(GVC_t *gvc, json_t *doc, size_t lo, size_t hi, size_t b
         json_t *x;
         json_array_foreach(json_object_get(json_array_get(layers, i), "inputs"), k, x) {
             json_int_t j = json_integer_value(x);
-            if (j < 0 || (size_t)j >= json_array_size(layers)) continue;
+            if (j < 0 || (size_t)j >= json_array_size(layers) || !nodes[i - lo]) continue;
+            if (json_object_get(json_array_get(layers, (size_t)j), "folded_into")) continue;
             Agnode_t *src;
             if ((size_t)j >= lo && (size_t)j < hi) {
                 src = nodes[j - (json_int_t)lo];
