@@ -181,3 +181,54 @@ Test(inspect, against_another_backend) {
     json_decref(doc);
     teardown_model(&f);
 }
+
+/* Weights are details of the layer that reads them; a layer whose mark rides on another layer's
+ * binding (an ONNX Identity of a weight, folded by the import) is folded into that layer. */
+Test(inspect, weights_and_folded_layers) {
+    char zeros[577];
+    memset(zeros, 'A', 576); /* 432 zero bytes: 4x3x3x3 float32 */
+    zeros[576] = 0;
+    char text[2048];
+    snprintf(text, sizeof text,
+             "@I.ir_module\n"
+             "class Module:\n"
+             "    @R.function\n"
+             "    def main(x: R.Tensor((1, 3, 8, 8), dtype=\"float32\")) -> R.Tensor((1, 4, 6, 6), dtype=\"float32\"):\n"
+             "        with R.dataflow():\n"
+             "            lv: R.Tensor((1, 4, 6, 6), dtype=\"float32\") = R.nn.conv2d(x, metadata[\"relax.expr.Constant\"][0])"
+             "  # span: [\"conv1\"!, \"w_identity\"!]\n"
+             "            gv: R.Tensor((1, 4, 6, 6), dtype=\"float32\") = R.nn.relu(lv)  # span: \"relu1\"!\n"
+             "            R.output(gv)\n"
+             "        return gv\n\n"
+             "metadata = {\"relax.expr.Constant\": [\n"
+             "    R.const_data(\"float32\", (4, 3, 3, 3), \"%s\", span=\"conv1.weight\"),\n"
+             "]}\n",
+             zeros);
+    gr_diag d;
+    gr_diag_clear(&d);
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *m = NULL;
+    cr_assert_eq(ir_parse_module(ctx, "weights.relax", text, strlen(text), &m, &d), GR_OK, "%s", d.msg);
+    const char *be[1] = {"dnnl"};
+    insp_model *im = NULL;
+    cr_assert_eq(insp_model_build(ctx, m, be, 1, NULL, &im, &d), GR_OK, "%s", d.msg);
+    json_t *layers = json_object_get(insp_model_json(im), "layers");
+    cr_assert_eq(json_array_size(layers), 3, "conv1 w_identity relu1");
+    json_t *conv = json_array_get(layers, 0), *ident = json_array_get(layers, 1), *relu = json_array_get(layers, 2);
+    cr_assert_str_eq(str(conv, "name"), "conv1");
+    cr_assert_str_eq(str(ident, "name"), "w_identity");
+    cr_assert_eq(json_integer_value(json_object_get(ident, "folded_into")), 0);
+    cr_assert_eq(json_array_size(json_object_get(conv, "folds")), 1);
+    cr_assert_eq(json_integer_value(json_array_get(json_object_get(conv, "folds"), 0)), 1);
+    json_t *w = json_object_get(conv, "weights");
+    cr_assert_eq(json_array_size(w), 1);
+    cr_assert_str_eq(str(json_array_get(w, 0), "name"), "conv1.weight");
+    cr_assert(strstr(str(json_array_get(w, 0), "type"), "(4, 3, 3, 3)"), "%s", str(json_array_get(w, 0), "type"));
+    /* relu1 reads conv1, not a weight; it is a layer of its own */
+    cr_assert_null(json_object_get(relu, "weights"));
+    cr_assert_null(json_object_get(relu, "folded_into"));
+    cr_assert_null(json_object_get(conv, "folded_into"));
+    cr_assert_eq(json_integer_value(json_array_get(json_object_get(relu, "inputs"), 0)), 0);
+    insp_model_free(im);
+    ir_ctx_free(ctx);
+}
