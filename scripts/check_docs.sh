@@ -10,7 +10,8 @@
 # transcripts ("$ command" lines) belong in ```sh blocks, not in other blocks: such a line
 # outside a ```sh block is an error, so no command escapes the check.
 #
-# Fails naming the file, the line and the command that failed, with the tail of its output.
+# Fails naming the file, the line and the command that failed, with the tail of its output, and
+# when README.md is over 15 KB.
 #
 #   scripts/check_docs.sh [FILE.md...]
 set -u
@@ -21,6 +22,12 @@ files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(README.md docs/*.md)
 
 bad=0 total=0
+# the README is the front door; the details live in docs/
+readme_max=15360
+if [ "$(wc -c < README.md)" -gt $readme_max ]; then
+    echo "check_docs: README.md is $(wc -c < README.md) bytes, more than $readme_max: move details to docs/" >&2
+    bad=1
+fi
 for md in "${files[@]}"; do
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/graft_docs.XXXXXX")
     for d in build tests examples scripts; do ln -s "$root/$d" "$tmp/$d"; done
