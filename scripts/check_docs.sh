@@ -11,7 +11,7 @@
 # outside a ```sh block is an error, so no command escapes the check.
 #
 # Fails naming the file, the line and the command that failed, with the tail of its output, and
-# when README.md is over 15 KB.
+# when a relative link names no file or README.md is over 15 KB.
 #
 #   scripts/check_docs.sh [FILE.md...]
 set -u
@@ -78,6 +78,12 @@ for md in "${files[@]}"; do
         cmd=""
     done < "$md"
     [ -n "$fence" ] && err+="check_docs: $md: a fenced block is not closed"$'\n'
+    # relative links must name files of the tree
+    while IFS= read -r target; do
+        target=${target%%#*}
+        [ -z "$target" ] || [ -e "$(dirname "$md")/$target" ] ||
+            err+="check_docs: $md: link to a missing file: $target"$'\n'
+    done < <(grep -o '\](\([^)#:]*\)\(#[^)]*\)\?)' "$md" | sed 's/^](//; s/)$//')
     if [ -n "$err" ]; then
         printf "%s" "$err" >&2
         bad=$((bad + 1))
