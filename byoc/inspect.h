@@ -4,8 +4,11 @@
  * A layer is a source name that a binding's span marks as producing that layer's output
  * (seed 002); model order is the order of those bindings in the input module. The model
  * document (insp_model_json) lists, per layer: its op, its inputs (other layers), its IR before
- * and after partitioning, and its placement: a region (symbol, backend, composite) or the host
- * with the reason it stayed there and any near miss from the partition report.
+ * and after partitioning, its weights (the constants it reads: initializer name, type), and its
+ * placement: a region (symbol, backend, composite) or the host with the reason it stayed there
+ * and any near miss from the partition report. A layer whose mark only rides on another layer's
+ * binding (an Identity of a weight, a batch norm folded into its convolution) has
+ * "folded_into": that layer's index, which lists it in its "folds".
  *
  * Observation runs the partitioned module with debug taps: the executor's for host ops, each
  * engine's for region intermediates (rt_json_graph_set_tap): the JSON reference engine reports
