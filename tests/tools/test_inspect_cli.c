@@ -155,6 +155,18 @@ Test(inspect_cli, explore_ppocr_det_in_chromium, .timeout = 300) {
     free(path);
 }
 
+/* The zoo's encoder: its exported layer norms are one op each after the pipeline, so the ten
+ * layers of each are folded into one node; searching a folded layer selects that node. */
+Test(inspect_cli, explore_zoo_bert_folded_layers_in_chromium, .timeout = 300) {
+    const char *zoo = getenv("GRAFT_ZOO") ? getenv("GRAFT_ZOO") : "build/third_party/zoo";
+    char path[4200];
+    snprintf(path, sizeof path, "%s/bert_encoder.onnx", zoo);
+    struct stat st;
+    if (stat(path, &st) != 0) cr_skip("bert_encoder: no zoo cache (scripts/fetch_zoo.sh)");
+    browser_check(path, NULL, "/layers.0/attn_norm/ReduceMean", "zoo_bert_encoder.png", "");
+    cr_assert(strstr(slurp("page.html"), "\"folded_into\":"), "the exported layer norm's layers are folded");
+}
+
 /* The model zoo (scripts/fetch_zoo.sh) with --backend dnnl on its saved input: every
  * observable layer within the default tolerance. */
 static void zoo_diff(const char *name) {
