@@ -44,7 +44,7 @@ static gr_status run_ref(void *x, const rt_value *in, uint32_t n, rt_value *out,
     return rt_exec_run(x, in, n, out, d);
 }
 static gr_status run_px(void *x, const rt_value *in, uint32_t n, rt_value *out, gr_diag *d) {
-    return rt_px_run(x, in, n, out, d);
+    return rt_exec_run(x, in, n, out, d);
 }
 static gr_status run_gm(void *x, const rt_value *in, uint32_t n, rt_value *out, gr_diag *d) {
     return graft_model_run(x, in, n, out, d);
@@ -176,7 +176,7 @@ done:
     free(buf);
     graft_model_free(gm);
     graft_model_free(gb);
-    rt_px_free(px);
+    rt_exec_free(px);
     rt_exec_free(ref);
     ir_ctx_free(ctx);
     free(path);

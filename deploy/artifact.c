@@ -255,10 +255,10 @@ gr_status graft_model_build(const ir_module *m, uint8_t **buf, size_t *len, gr_d
         pb->size = sz;
         body.plan[i] = pb;
     }
-    body.n_inputs = rt_px_num_inputs(x);
+    body.n_inputs = rt_exec_num_inputs(x);
     body.inputs = gr_xcalloc(body.n_inputs + 1, sizeof(void *));
     for (uint32_t i = 0; i < body.n_inputs; i++)
-        body.inputs[i] = make_sig(rt_px_input_name(x, i), rt_px_input_sinfo(x, i));
+        body.inputs[i] = make_sig(rt_exec_input_name(x, i), rt_exec_input_sinfo(x, i));
     const ir_sinfo *os = rt_px_output_sinfo(x);
     bool tup = os && os->kind == IR_SINFO_TUPLE;
     body.n_outputs = tup ? os->n : 1;
@@ -312,7 +312,7 @@ gr_status graft_model_build(const ir_module *m, uint8_t **buf, size_t *len, gr_d
     free(bbuf);
 out:
     free(text);
-    rt_px_free(x);
+    rt_exec_free(x);
     gr_llvm_host_free(h);
     return st;
 }
@@ -474,7 +474,7 @@ gr_status graft_model_load_opts(const char *path, const byoc_options *opts, graf
 
 void graft_model_free(graft_model *gm) {
     if (!gm) return;
-    rt_px_free(gm->px);
+    rt_exec_free(gm->px);
     gr_llvm_host_free(gm->host);
     ir_ctx_free(gm->ctx);
     for (uint32_t i = 0; i < gm->nregions; i++) {
@@ -493,19 +493,19 @@ void graft_model_free(graft_model *gm) {
     free(gm);
 }
 
-uint32_t graft_model_num_inputs(const graft_model *gm) { return rt_px_num_inputs(gm->px); }
+uint32_t graft_model_num_inputs(const graft_model *gm) { return rt_exec_num_inputs(gm->px); }
 const char *graft_model_input_name(const graft_model *gm, uint32_t i) {
-    return rt_px_input_name(gm->px, i);
+    return rt_exec_input_name(gm->px, i);
 }
 const ir_sinfo *graft_model_input_sinfo(const graft_model *gm, uint32_t i) {
-    return rt_px_input_sinfo(gm->px, i);
+    return rt_exec_input_sinfo(gm->px, i);
 }
 gr_status graft_model_run(graft_model *gm, const rt_value *inputs, uint32_t nin, rt_value *result,
                           gr_diag *diag) {
-    return rt_px_run(gm->px, inputs, nin, result, diag);
+    return rt_exec_run(gm->px, inputs, nin, result, diag);
 }
 void graft_model_set_profiler(graft_model *gm, rt_exec_profile_fn fn, void *user) {
-    rt_px_set_profiler(gm->px, fn, user);
+    rt_exec_set_profiler(gm->px, fn, user);
 }
 void graft_model_get_info(const graft_model *gm, graft_model_info *o) {
     memset(o, 0, sizeof *o);

@@ -6,7 +6,6 @@
 
 #include "ir/ctx_impl.h"
 #include "ir/op.h"
-#include "ir/op_impl.h"
 
 typedef GR_VEC(ir_binding) binding_vec;
 typedef GR_VEC(const ir_block *) block_vec;

@@ -68,6 +68,9 @@ gr_status ir_op_attrs_normalize_ex(ir_ctx_t *ctx, const ir_op_def *def, const ir
                                    bool partial, const ir_attrs **out, gr_diag *diag);
 
 /* Struct info of an op call (calls def->infer). */
+/* The inference of the broadcasting arithmetic ops (add, subtract, ...), which the builder
+ * memoizes on its operands' struct info. */
+const ir_sinfo *ir__infer_binary_arith(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag);
 const ir_sinfo *ir_op_infer(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag);
 
 /* The id of an op name ("relax.add", "R.add" or "add"); IR_OP_NONE when the table has none. */

@@ -1,68 +1,14 @@
 /* The text format printer: TVMScript as TVM prints Relax, plus span comments and a metadata
  * section (docs/text-format.md). Output goes to one heap buffer (no stdio per token); struct
- * info text is cached per hash-consed pointer, var names are de-duplicated with hash maps. */
+ * info text is cached per hash-consed pointer, var names are de-duplicated with hash maps.
+ * The leaves (prims, struct info, attributes, constants) are in ir/print_leaf.c. */
 #include "ir/printer.h"
 
-#include <inttypes.h>
-#include <stdlib.h>
-#include <string.h>
+#include "ir/print_impl.h"
 
-#include "base/tensor.h"
-#include "ir/ctx_impl.h"
-#include "ir/op.h"
-#include "ir/text_impl.h"
-#include "ir/visit.h"
-
-typedef GR_VEC(const ir_prim *) prim_vec;
-typedef GR_VEC(const ir_const *) const_vec;
-typedef GR_VEC(char *) str_vec;
-
-typedef struct pr {
-    ir_sbuf out;
-    FILE *sink;         /* non-NULL: out is flushed here as it fills */
-    bool spans, meta;
-    bool uses_t;
-    gr_map var_names;   /* var -> printed name (const char *) */
-    struct ntab {       /* hash of a printed name -> owner var (0: free again) */
-        struct nslot { uint64_t key, owner; } *s; /* key and value in one slot: one cache
-                                                     miss a new name on big functions */
-        uint32_t cap, len;
-    } used;
-    GR_VEC(uint64_t) used_log; /* names taken inside local functions (freed after them) */
-    /* names printed as they are (see var_name): which interned names are taken, which vars
-     * print under their own name, and those vars in claim order */
-    struct aset {
-        struct apage { uintptr_t key; uint64_t *bits; } *pg;
-        uint32_t cap, len;
-        uintptr_t last_key;
-        uint64_t *last;
-    } taken, own;
-    GR_VEC(const ir_var *) claimed;
-    bool gen_active;    /* a var was renamed: `used` holds every printed name (see var_name) */
-    GR_VEC(const ir_var *) base_log; /* vars that claimed their name inside local functions */
-    int local_depth;
-    str_vec owned;      /* generated names */
-    gr_map sinfo_cache; /* sinfo ptr (| 1 when quoted) -> (offset << 24 | len) + 1 in cache */
-    ir_sbuf cache;
-    gr_map const_idx;   /* const -> index + 1 */
-    const_vec consts;
-    /* symbolic var declarations of the function being printed */
-    gr_map decl_seen;   /* prim var / sinfo -> 1 */
-    prim_vec decls;
-    /* decls of module functions already collected by module_uses_t: function -> (start << 32 |
-     * count) + 1 in memo_decls (p_func then skips a second pass over a big body) */
-    gr_map decl_memo;
-    prim_vec memo_decls;
-    GR_VEC(const ir_var *) outs; /* R.output vars of the dataflow blocks being printed */
-} pr;
-
-static void p_expr(pr *p, const ir_expr *e, bool top);
 static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool module_level,
                    const ir_var *bound);
 
-static void indent(pr *p, int ind) {
-    for (int i = 0; i < ind; i++) ir_sbuf_putn(&p->out, "    ", 4);
-}
 
 /* ---- names ---- */
 
@@ -122,15 +68,6 @@ static void ntab_clear(struct ntab *t) {
     t->len = 0;
 }
 
-/* A var prints under its own (interned, so pointer-unique) name unless another var took that
- * name first. Which names are taken and which vars own theirs are bit sets over arena
- * addresses (a bit per 8 bytes, in 1 KB pages per 64 KB of address space): vars and names
- * defined one after another sit next to each other in the arena, so a big function's claims
- * walk a few cache lines sequentially, where any table indexed by a hash misses the cache on
- * every new var. Only once some var must be renamed (`lv_1`) are names needed by their text:
- * then every claimed name goes into `used` (hash of the text -> owner), which from then on
- * decides; `var_names` holds the renamed vars. */
-enum { APAGE_SHIFT = 16, APAGE_WORDS = (1 << APAGE_SHIFT) / 8 / 64 };
 
 static uint64_t *aset_page(struct aset *a, const void *ptr, bool create) {
     uintptr_t key = (uintptr_t)ptr >> APAGE_SHIFT;
@@ -263,7 +200,7 @@ static void p_loc(pr *p, const ir_loc *l) {
     if (l->is_output) ir_sbuf_putc(&p->out, '!');
 }
 
-static void p_span(pr *p, const ir_span *s) {
+void pp_span(pr *p, const ir_span *s) {
     if (!s) {
         ir_sbuf_puts(&p->out, "none");
         return;
@@ -280,11 +217,6 @@ static void p_span(pr *p, const ir_span *s) {
     ir_sbuf_putc(&p->out, ']');
 }
 
-/* Trailing "  # span: a; var_span: b; seq_span: c" with the fields that are set. */
-typedef struct span_comment {
-    bool has_span, has_var, has_seq;
-    const ir_span *span, *var, *seq;
-} span_comment;
 
 static void p_span_comment(pr *p, const span_comment *c) {
     if (!p->spans || !(c->has_span || c->has_var || c->has_seq)) return;
@@ -292,329 +224,27 @@ static void p_span_comment(pr *p, const span_comment *c) {
     bool first = true;
     if (c->has_span) {
         ir_sbuf_puts(&p->out, "span: ");
-        p_span(p, c->span);
+        pp_span(p, c->span);
         first = false;
     }
     if (c->has_var) {
         ir_sbuf_puts(&p->out, first ? "var_span: " : "; var_span: ");
-        p_span(p, c->var);
+        pp_span(p, c->var);
         first = false;
     }
     if (c->has_seq) {
         ir_sbuf_puts(&p->out, first ? "seq_span: " : "; seq_span: ");
-        p_span(p, c->seq);
+        pp_span(p, c->seq);
     }
 }
 
-
-/* ---- prims, struct info ---- */
-
-static void p_prim_to(pr *p, ir_sbuf *b, const ir_prim *x, bool quoted) {
-    int64_t v;
-    if (ir_prim_is_int(x, &v)) {
-        ir_sbuf_int(b, v);
-        return;
-    }
-    p->uses_t = true;
-    char tmp[256];
-    int n = ir_prim_snprint(x, tmp, sizeof(tmp));
-    if (quoted) ir_sbuf_putc(b, '"');
-    if (n < (int)sizeof(tmp)) {
-        ir_sbuf_putn(b, tmp, (size_t)n);
-    } else {
-        char *big = gr_xmalloc((size_t)n + 1);
-        ir_prim_snprint(x, big, (size_t)n + 1);
-        ir_sbuf_putn(b, big, (size_t)n);
-        free(big);
-    }
-    if (quoted) ir_sbuf_putc(b, '"');
-}
-
-static const char *dtype_str(ir_dtype t) {
-    const char *n = ir_dtype_name(t);
-    return n ? n : "void";
-}
-
-static void sinfo_to(pr *p, ir_sbuf *b, const ir_sinfo *s, bool q) {
-    if (!s) {
-        ir_sbuf_puts(b, "R.Object");
-        return;
-    }
-    switch ((ir_sinfo_kind)s->kind) {
-    case IR_SINFO_OBJECT: ir_sbuf_puts(b, "R.Object"); return;
-    case IR_SINFO_PRIM:
-        if (s->value && !ir_dtype_eq(s->dtype, IR_DTYPE_I64)) {
-            ir_sbuf_puts(b, "R.Prim(\"");
-            ir_sbuf_puts(b, dtype_str(s->dtype));
-            ir_sbuf_puts(b, "\", value=");
-            p_prim_to(p, b, s->value, q);
-            ir_sbuf_putc(b, ')');
-        } else if (s->value) {
-            ir_sbuf_puts(b, "R.Prim(value=");
-            p_prim_to(p, b, s->value, q);
-            ir_sbuf_putc(b, ')');
-        } else {
-            ir_sbuf_puts(b, "R.Prim(\"");
-            ir_sbuf_puts(b, dtype_str(s->dtype));
-            ir_sbuf_puts(b, "\")");
-        }
-        return;
-    case IR_SINFO_SHAPE:
-        if ((s->dims || s->ndim == 0) && s->ndim >= 0) {
-            ir_sbuf_puts(b, "R.Shape([");
-            for (int32_t i = 0; i < s->ndim; i++) {
-                if (i) ir_sbuf_puts(b, ", ");
-                p_prim_to(p, b, s->dims[i], q);
-            }
-            ir_sbuf_puts(b, "])");
-        } else if (s->ndim >= 0) {
-            ir_sbuf_printf(b, "R.Shape(ndim=%d)", s->ndim);
-        } else {
-            ir_sbuf_puts(b, "R.Shape");
-        }
-        return;
-    case IR_SINFO_TENSOR: {
-        bool dt = !ir_dtype_is_void(s->dtype);
-        if ((s->dims || s->ndim == 0) && s->ndim >= 0) {
-            ir_sbuf_puts(b, "R.Tensor((");
-            for (int32_t i = 0; i < s->ndim; i++) {
-                if (i) ir_sbuf_puts(b, ", ");
-                p_prim_to(p, b, s->dims[i], q);
-            }
-            if (s->ndim == 1) ir_sbuf_putc(b, ',');
-            ir_sbuf_putc(b, ')');
-            if (dt) {
-                ir_sbuf_puts(b, ", dtype=\"");
-                ir_sbuf_puts(b, dtype_str(s->dtype));
-                ir_sbuf_putc(b, '"');
-            }
-            ir_sbuf_putc(b, ')');
-        } else if (s->ndim >= 0 || dt) {
-            ir_sbuf_puts(b, "R.Tensor(");
-            if (s->ndim >= 0) ir_sbuf_printf(b, "ndim=%d", s->ndim);
-            if (dt) {
-                ir_sbuf_puts(b, s->ndim >= 0 ? ", dtype=\"" : "dtype=\"");
-                ir_sbuf_puts(b, dtype_str(s->dtype));
-                ir_sbuf_putc(b, '"');
-            }
-            ir_sbuf_putc(b, ')');
-        } else {
-            ir_sbuf_puts(b, "R.Tensor");
-        }
-        return;
-    }
-    case IR_SINFO_TUPLE:
-        if (s->n == 0) {
-            ir_sbuf_puts(b, "R.Tuple");
-            return;
-        }
-        ir_sbuf_puts(b, "R.Tuple(");
-        for (uint32_t i = 0; i < s->n; i++) {
-            if (i) ir_sbuf_puts(b, ", ");
-            sinfo_to(p, b, s->fields[i], q);
-        }
-        ir_sbuf_putc(b, ')');
-        return;
-    case IR_SINFO_FUNC:
-        if (s->opaque) {
-            if (!s->ret || s->ret->kind == IR_SINFO_OBJECT) {
-                ir_sbuf_puts(b, "R.Callable");
-                return;
-            }
-            ir_sbuf_puts(b, "R.Callable(ret=");
-            sinfo_to(p, b, s->ret, q);
-            ir_sbuf_putc(b, ')');
-            return;
-        }
-        ir_sbuf_puts(b, "R.Callable((");
-        for (uint32_t i = 0; i < s->n; i++) {
-            if (i) ir_sbuf_puts(b, ", ");
-            sinfo_to(p, b, s->fields[i], q);
-        }
-        if (s->n == 1) ir_sbuf_putc(b, ',');
-        ir_sbuf_puts(b, "), ");
-        sinfo_to(p, b, s->ret, q);
-        ir_sbuf_puts(b, ", True)"); /* TVM writes the purity; graft's typed callables are pure */
-        return;
-    }
-}
-
-static void p_sinfo(pr *p, const ir_sinfo *s, bool quoted) {
-    uint64_t key = GR_MAP_PTR(s) | (quoted ? 1u : 0u), got;
-    if (s && gr_map_get(&p->sinfo_cache, key, &got)) {
-        got -= 1;
-        ir_sbuf_putn(&p->out, p->cache.data + (got >> 24), (size_t)(got & 0xffffff));
-        return;
-    }
-    size_t start = p->cache.len;
-    sinfo_to(p, &p->cache, s, quoted);
-    size_t len = p->cache.len - start;
-    ir_sbuf_putn(&p->out, p->cache.data + start, len);
-    if (s && len < 0xffffff) gr_map_put(&p->sinfo_cache, key, ((uint64_t)start << 24 | len) + 1);
-}
-
-/* ---- attrs ---- */
-
-static void p_attr(pr *p, const ir_attr *a) {
-    switch ((ir_attr_kind)a->kind) {
-    case IR_ATTR_NONE: ir_sbuf_puts(&p->out, "None"); break;
-    case IR_ATTR_BOOL: ir_sbuf_puts(&p->out, a->u.b ? "True" : "False"); break;
-    case IR_ATTR_INT: ir_sbuf_int(&p->out, a->u.i); break;
-    case IR_ATTR_FLOAT: ir_sbuf_double(&p->out, a->u.f); break;
-    case IR_ATTR_STR: ir_sbuf_quoted(&p->out, a->u.s ? a->u.s : ""); break;
-    case IR_ATTR_DTYPE:
-        /* an unset dtype is None, as TVM 0.27 writes and reads it ("void" is ill-formed there) */
-        if (ir_dtype_is_void(a->u.dtype)) ir_sbuf_puts(&p->out, "None");
-        else ir_sbuf_quoted(&p->out, dtype_str(a->u.dtype));
-        break;
-    case IR_ATTR_ARRAY:
-        ir_sbuf_putc(&p->out, '[');
-        for (uint32_t i = 0; i < a->u.arr.n; i++) {
-            if (i) ir_sbuf_puts(&p->out, ", ");
-            p_attr(p, &a->u.arr.items[i]);
-        }
-        ir_sbuf_putc(&p->out, ']');
-        break;
-    case IR_ATTR_MAP:
-        ir_sbuf_putc(&p->out, '{');
-        for (uint32_t i = 0; i < a->u.arr.n; i++) {
-            if (i) ir_sbuf_puts(&p->out, ", ");
-            p_attr(p, &a->u.arr.items[2 * i]);
-            ir_sbuf_puts(&p->out, ": ");
-            p_attr(p, &a->u.arr.items[2 * i + 1]);
-        }
-        ir_sbuf_putc(&p->out, '}');
-        break;
-    case IR_ATTR_EXPR:
-        if (a->u.expr) p_expr(p, a->u.expr, false);
-        else ir_sbuf_puts(&p->out, "None");
-        break;
-    case IR_ATTR_PRIM: p_prim_to(p, &p->out, a->u.prim, false); break;
-    case IR_ATTR_OBJ: {
-        /* Runtime objects have no text form: a placeholder string (does not parse back). */
-        const char *t = a->u.obj && a->u.obj->type ? a->u.obj->type : "object";
-        ir_sbuf_puts(&p->out, "\"<");
-        ir_sbuf_puts(&p->out, t);
-        ir_sbuf_puts(&p->out, ">\"");
-        break;
-    }
-    }
-}
-
-static int cmp_key_idx(const void *x, const void *y, void *keys) {
-    const char *const *k = keys;
-    return strcmp(k[*(const uint32_t *)x], k[*(const uint32_t *)y]);
-}
-
-/* Indices of attrs sorted by key (insertion sort: attr lists are short). */
-static uint32_t *sorted_attr_order(const ir_attrs *a) {
-    uint32_t *idx = gr_xmalloc(sizeof(uint32_t) * (a->n ? a->n : 1));
-    for (uint32_t i = 0; i < a->n; i++) {
-        uint32_t j = i;
-        while (j > 0 && cmp_key_idx(&idx[j - 1], &i, (void *)a->keys) > 0) {
-            idx[j] = idx[j - 1];
-            j--;
-        }
-        idx[j] = i;
-    }
-    return idx;
-}
-
-/* ---- constants ---- */
-
-static bool scalar_printable(const ir_const *c) {
-    const rt_tensor *t = c->data;
-    if (!t || t->dl.ndim != 0) return false;
-    ir_dtype d = t->dl.dtype;
-    if (d.lanes != 1) return false;
-    if (d.code == kDLFloat) return d.bits == 32 || d.bits == 64;
-    if (d.code == kDLInt) return d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64;
-    if (d.code == kDLUInt) return d.bits == 1 || d.bits == 8 || d.bits == 16 || d.bits == 32;
-    return false;
-}
-
-static void p_const(pr *p, const ir_const *c) {
-    if ((!p->spans || !c->base.span) && scalar_printable(c)) {
-        const rt_tensor *t = c->data;
-        ir_dtype d = t->dl.dtype;
-        ir_sbuf_puts(&p->out, "R.const(");
-        if (d.code == kDLFloat) {
-            ir_sbuf_double(&p->out, rt_tensor_get_f64(t, 0));
-        } else if (d.code == kDLUInt && d.bits == 1) {
-            ir_sbuf_puts(&p->out, *(const uint8_t *)rt_tensor_data(t) ? "True" : "False");
-        } else if (d.code == kDLInt && d.bits == 64) {
-            ir_sbuf_int(&p->out, *(const int64_t *)rt_tensor_data(t));
-        } else {
-            ir_sbuf_int(&p->out, (int64_t)rt_tensor_get_f64(t, 0));
-        }
-        ir_sbuf_puts(&p->out, ", \"");
-        ir_sbuf_puts(&p->out, dtype_str(d));
-        ir_sbuf_puts(&p->out, "\")");
-        return;
-    }
-    uint64_t idx;
-    if (!gr_map_get(&p->const_idx, GR_MAP_PTR(c), &idx)) {
-        gr_vec_push(&p->consts, c);
-        idx = p->consts.len;
-        gr_map_put(&p->const_idx, GR_MAP_PTR(c), idx);
-    }
-    ir_sbuf_puts(&p->out, "metadata[\"relax.expr.Constant\"][");
-    ir_sbuf_int(&p->out, (int64_t)idx - 1);
-    ir_sbuf_putc(&p->out, ']');
-}
-
-static void p_metadata(pr *p) {
-    if (!p->consts.len) return;
-    if (!p->meta) {
-        ir_sbuf_puts(&p->out, "\n# Metadata omitted. Use show_meta=True in script() method to show it.\n");
-        return;
-    }
-    ir_sbuf_puts(&p->out, "\n# Metadata\nmetadata = {\"relax.expr.Constant\": [\n");
-    for (uint32_t i = 0; i < p->consts.len; i++) {
-        const ir_const *c = p->consts.data[i];
-        const rt_tensor *t = c->data;
-        ir_sbuf_puts(&p->out, "    R.const_data(\"");
-        ir_sbuf_puts(&p->out, dtype_str(t->dl.dtype));
-        ir_sbuf_puts(&p->out, "\", (");
-        for (int32_t k = 0; k < t->dl.ndim; k++) {
-            if (k) ir_sbuf_puts(&p->out, ", ");
-            ir_sbuf_int(&p->out, t->dl.shape[k]);
-        }
-        if (t->dl.ndim == 1) ir_sbuf_putc(&p->out, ',');
-        ir_sbuf_puts(&p->out, "),");
-        size_t nbytes = rt_tensor_nbytes(t);
-        size_t elen = ir_base64_enc_len(nbytes);
-        char *enc = gr_xmalloc(elen + 1);
-        ir_base64_encode(rt_tensor_data(t), nbytes, enc);
-        enum { CHUNK = 96 };
-        if (elen <= CHUNK) {
-            ir_sbuf_puts(&p->out, " \"");
-            ir_sbuf_putn(&p->out, enc, elen);
-            ir_sbuf_putc(&p->out, '"');
-        } else {
-            for (size_t off = 0; off < elen; off += CHUNK) {
-                size_t n = elen - off < CHUNK ? elen - off : CHUNK;
-                ir_sbuf_puts(&p->out, "\n        \"");
-                ir_sbuf_putn(&p->out, enc + off, n);
-                ir_sbuf_putc(&p->out, '"');
-            }
-        }
-        free(enc);
-        if (p->spans && c->base.span) {
-            ir_sbuf_puts(&p->out, ", span=");
-            p_span(p, c->base.span);
-        }
-        ir_sbuf_puts(&p->out, "),\n");
-    }
-    ir_sbuf_puts(&p->out, "]}\n");
-}
 
 /* ---- expressions ---- */
 
 static void p_args(pr *p, uint32_t n, ir_expr *const *args, bool first) {
     for (uint32_t i = 0; i < n; i++) {
         if (!first || i) ir_sbuf_puts(&p->out, ", ");
-        p_expr(p, args[i], false);
+        pp_expr(p, args[i], false);
     }
 }
 
@@ -624,7 +254,7 @@ static void p_call_attrs(pr *p, const ir_attrs *a) {
         ir_sbuf_puts(&p->out, ", ");
         ir_sbuf_puts(&p->out, a->keys[i]);
         ir_sbuf_putc(&p->out, '=');
-        p_attr(p, &a->vals[i]);
+        pp_attr(p, &a->vals[i]);
     }
 }
 
@@ -634,13 +264,13 @@ static void p_sinfo_list(pr *p, uint32_t n, const ir_sinfo *const *s) {
         n = s[0]->n;
         s = s[0]->fields;
     } else if (n == 1) {
-        p_sinfo(p, s[0], false);
+        pp_sinfo(p, s[0], false);
         return;
     }
     ir_sbuf_putc(&p->out, '[');
     for (uint32_t i = 0; i < n; i++) {
         if (i) ir_sbuf_puts(&p->out, ", ");
-        p_sinfo(p, s[i], false);
+        pp_sinfo(p, s[i], false);
     }
     ir_sbuf_putc(&p->out, ']');
 }
@@ -656,7 +286,7 @@ static void p_call(pr *p, const ir_call *c) {
             if (f->kind == IR_EXTERN && !(p->spans && f->span))
                 ir_sbuf_quoted(&p->out, ((const ir_extern *)f)->symbol);
             else
-                p_expr(p, f, false);
+                pp_expr(p, f, false);
             p_args(p, c->nargs - 1, c->args + 1, false);
             p_call_attrs(p, c->attrs);
             if (c->nsinfo_args) {
@@ -674,14 +304,14 @@ static void p_call(pr *p, const ir_call *c) {
                     ir_prim_is_int(((const ir_primval *)a)->value, &iv))
                     ir_sbuf_int(&p->out, iv);
                 else
-                    p_expr(p, a, false);
+                    pp_expr(p, a, false);
             }
             p_call_attrs(p, c->attrs);
             if (c->nsinfo_args) {
                 ir_sbuf_puts(&p->out, c->nargs || (c->attrs && c->attrs->n) ? ", ty_args=(" : "ty_args=(");
                 for (uint32_t i = 0; i < c->nsinfo_args; i++) {
                     if (i) ir_sbuf_puts(&p->out, ", ");
-                    p_sinfo(p, c->sinfo_args[i], false);
+                    pp_sinfo(p, c->sinfo_args[i], false);
                 }
                 ir_sbuf_puts(&p->out, c->nsinfo_args == 1 ? ",)" : ")");
             }
@@ -689,7 +319,7 @@ static void p_call(pr *p, const ir_call *c) {
         ir_sbuf_putc(&p->out, ')');
         return;
     }
-    p_expr(p, callee, false);
+    pp_expr(p, callee, false);
     ir_sbuf_putc(&p->out, '(');
     p_args(p, c->nargs, c->args, true);
     ir_sbuf_putc(&p->out, ')');
@@ -699,7 +329,7 @@ static void p_expr_inner(pr *p, const ir_expr *e) {
     switch ((ir_expr_kind)e->kind) {
     case IR_VAR:
     case IR_DFVAR: ir_sbuf_puts(&p->out, var_name(p, (const ir_var *)e)); return;
-    case IR_CONST: p_const(p, (const ir_const *)e); return;
+    case IR_CONST: pp_const(p, (const ir_const *)e); return;
     case IR_TUPLE: {
         const ir_tuple *t = (const ir_tuple *)e;
         ir_sbuf_putc(&p->out, '(');
@@ -710,7 +340,7 @@ static void p_expr_inner(pr *p, const ir_expr *e) {
     }
     case IR_TGI: {
         const ir_tgi *t = (const ir_tgi *)e;
-        p_expr(p, t->tuple, false);
+        pp_expr(p, t->tuple, false);
         ir_sbuf_putc(&p->out, '[');
         ir_sbuf_int(&p->out, t->index);
         ir_sbuf_putc(&p->out, ']');
@@ -732,7 +362,7 @@ static void p_expr_inner(pr *p, const ir_expr *e) {
         ir_sbuf_puts(&p->out, "R.shape([");
         for (uint32_t i = 0; i < s->n; i++) {
             if (i) ir_sbuf_puts(&p->out, ", ");
-            p_prim_to(p, &p->out, s->dims[i], false);
+            pp_prim_to(p, &p->out, s->dims[i], false);
         }
         ir_sbuf_puts(&p->out, "])");
         return;
@@ -741,13 +371,13 @@ static void p_expr_inner(pr *p, const ir_expr *e) {
         const ir_primval *v = (const ir_primval *)e;
         ir_sbuf_puts(&p->out, "R.prim_value(");
         if (v->value && ir_dtype_eq(v->dtype, IR_DTYPE_I64)) {
-            p_prim_to(p, &p->out, v->value, false);
+            pp_prim_to(p, &p->out, v->value, false);
         } else {
             p->uses_t = true;
             ir_sbuf_puts(&p->out, "T.");
-            ir_sbuf_puts(&p->out, dtype_str(v->dtype));
+            ir_sbuf_puts(&p->out, pp_dtype_str(v->dtype));
             ir_sbuf_putc(&p->out, '(');
-            if (v->value) p_prim_to(p, &p->out, v->value, false);
+            if (v->value) pp_prim_to(p, &p->out, v->value, false);
             else ir_sbuf_double(&p->out, v->fvalue);
             ir_sbuf_putc(&p->out, ')');
         }
@@ -770,12 +400,12 @@ static void p_expr_inner(pr *p, const ir_expr *e) {
     }
 }
 
-static void p_expr(pr *p, const ir_expr *e, bool top) {
+void pp_expr(pr *p, const ir_expr *e, bool top) {
     if (!top && p->spans && e->span && ir_text_own_span(e)) {
         ir_sbuf_puts(&p->out, "R.with_span(");
         p_expr_inner(p, e);
         ir_sbuf_puts(&p->out, ", ");
-        p_span(p, e->span);
+        pp_span(p, e->span);
         ir_sbuf_putc(&p->out, ')');
         return;
     }
@@ -895,7 +525,7 @@ static void p_lhs(pr *p, const char *name, const ir_sinfo *s) {
     ir_sbuf_puts(&p->out, name);
     if (s) {
         ir_sbuf_puts(&p->out, ": ");
-        p_sinfo(p, s, false);
+        pp_sinfo(p, s, false);
     }
     ir_sbuf_puts(&p->out, " = ");
 }
@@ -912,10 +542,10 @@ static void p_seq_stmts(pr *p, const ir_expr *body, int ind, const char *result_
         res = s->body;
         seq_span = s->base.span;
     }
-    indent(p, ind);
+    pp_indent(p, ind);
     if (result_name) p_lhs(p, result_name, result_sinfo);
     else ir_sbuf_puts(&p->out, "return ");
-    p_expr(p, res, true);
+    pp_expr(p, res, true);
     span_comment c = {0};
     if (ir_text_own_span(res) && res->span) {
         c.has_span = true;
@@ -961,16 +591,16 @@ static void p_binding(pr *p, const ir_binding *bd, int ind) {
         unclaim_since(p, bmark);
         return;
     }
-    indent(p, ind);
+    pp_indent(p, ind);
     if (val->kind == IR_IF && !bd->match_sinfo) {
         const ir_if *x = (const ir_if *)val;
         ir_sbuf_puts(&p->out, "if ");
-        p_expr(p, x->cond, false);
+        pp_expr(p, x->cond, false);
         ir_sbuf_putc(&p->out, ':');
         p_span_comment(p, &c);
         ir_sbuf_putc(&p->out, '\n');
         p_seq_stmts(p, x->then_branch, ind + 1, name, v->base.sinfo);
-        indent(p, ind);
+        pp_indent(p, ind);
         ir_sbuf_puts(&p->out, "else:\n");
         p_seq_stmts(p, x->else_branch, ind + 1, name, v->base.sinfo);
         return;
@@ -978,13 +608,13 @@ static void p_binding(pr *p, const ir_binding *bd, int ind) {
     if (bd->match_sinfo) {
         p_lhs(p, name, bd->match_sinfo);
         ir_sbuf_puts(&p->out, "R.match_cast(");
-        p_expr(p, val, true);
+        pp_expr(p, val, true);
         ir_sbuf_puts(&p->out, ", ");
-        p_sinfo(p, bd->match_sinfo, false);
+        pp_sinfo(p, bd->match_sinfo, false);
         ir_sbuf_putc(&p->out, ')');
     } else {
         p_lhs(p, name, v->base.sinfo);
-        p_expr(p, val, true);
+        pp_expr(p, val, true);
     }
     p_span_comment(p, &c);
     ir_sbuf_putc(&p->out, '\n');
@@ -996,7 +626,7 @@ static void p_block_bindings(pr *p, const ir_block *blk, int ind) {
         for (uint32_t i = 0; i < blk->n; i++) p_binding(p, &blk->bindings[i], ind);
         return;
     }
-    indent(p, ind);
+    pp_indent(p, ind);
     ir_sbuf_puts(&p->out, "with R.dataflow():\n");
     /* the output vars are noted while their bindings print (a second pass over a big block
      * would read every var again, long out of cache) */
@@ -1005,7 +635,7 @@ static void p_block_bindings(pr *p, const ir_block *blk, int ind) {
         p_binding(p, &blk->bindings[i], ind + 1);
         if (blk->bindings[i].var->base.kind == IR_VAR) gr_vec_push(&p->outs, blk->bindings[i].var);
     }
-    indent(p, ind + 1);
+    pp_indent(p, ind + 1);
     ir_sbuf_puts(&p->out, "R.output(");
     bool first = true;
     for (uint32_t i = omark; i < p->outs.len; i++) {
@@ -1029,7 +659,7 @@ static void p_param(pr *p, const ir_var *v, bool quoted) {
     ir_sbuf_puts(&p->out, var_name(p, v));
     if (v->base.sinfo) {
         ir_sbuf_puts(&p->out, ": ");
-        p_sinfo(p, v->base.sinfo, quoted);
+        pp_sinfo(p, v->base.sinfo, quoted);
     }
 }
 
@@ -1037,7 +667,7 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
                    const ir_var *bound) {
     const ir_attr *gs = ir_attrs_get(f->attrs, "global_symbol");
     bool gs_is_name = gs && gs->kind == IR_ATTR_STR && gs->u.s && strcmp(gs->u.s, name) == 0;
-    indent(p, ind);
+    pp_indent(p, ind);
     ir_sbuf_puts(&p->out, module_level && !gs ? "@R.function(private=True)\n" : "@R.function\n");
     /* symbolic vars: collected before the params are named (decl order = first appearance) */
     if (module_level) {
@@ -1052,7 +682,7 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
             decl_expr(p, (const ir_expr *)f);
         }
     }
-    indent(p, ind);
+    pp_indent(p, ind);
     ir_sbuf_puts(&p->out, "def ");
     ir_sbuf_puts(&p->out, name);
     ir_sbuf_putc(&p->out, '(');
@@ -1062,12 +692,12 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
     for (uint32_t i = 0; i < f->nparams; i++) {
         if (multiline) {
             ir_sbuf_putc(&p->out, '\n');
-            indent(p, ind + 1);
+            pp_indent(p, ind + 1);
             p_param(p, f->params[i], module_level);
             ir_sbuf_putc(&p->out, ',');
             if (f->params[i]->base.span) {
                 ir_sbuf_puts(&p->out, "  # span: ");
-                p_span(p, f->params[i]->base.span);
+                pp_span(p, f->params[i]->base.span);
             }
         } else {
             if (i) ir_sbuf_puts(&p->out, ", ");
@@ -1076,12 +706,12 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
     }
     if (multiline) {
         ir_sbuf_putc(&p->out, '\n');
-        indent(p, ind);
+        pp_indent(p, ind);
     }
     ir_sbuf_putc(&p->out, ')');
     if (f->ret_sinfo) {
         ir_sbuf_puts(&p->out, " -> ");
-        p_sinfo(p, f->ret_sinfo, module_level);
+        pp_sinfo(p, f->ret_sinfo, module_level);
     }
     ir_sbuf_putc(&p->out, ':');
     span_comment c = {0};
@@ -1102,8 +732,8 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
         for (uint32_t i = 0; i < a->n; i++)
             shown += !(module_level && gs_is_name && strcmp(a->keys[i], "global_symbol") == 0);
     if (shown) {
-        uint32_t *ord = sorted_attr_order(a);
-        indent(p, ind + 1);
+        uint32_t *ord = pp_sorted_attr_order(a);
+        pp_indent(p, ind + 1);
         ir_sbuf_puts(&p->out, "R.func_attr({");
         bool first = true;
         for (uint32_t k = 0; k < a->n; k++) {
@@ -1112,7 +742,7 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
             if (!first) ir_sbuf_puts(&p->out, ", ");
             ir_sbuf_quoted(&p->out, a->keys[i]);
             ir_sbuf_puts(&p->out, ": ");
-            p_attr(p, &a->vals[i]);
+            pp_attr(p, &a->vals[i]);
             first = false;
         }
         ir_sbuf_puts(&p->out, "})\n");
@@ -1120,18 +750,18 @@ static void p_func(pr *p, const ir_func *f, const char *name, int ind, bool modu
     }
     if (module_level) {
         for (uint32_t i = 0; i < p->decls.len; i++) {
-            indent(p, ind + 1);
-            p_prim_to(p, &p->out, p->decls.data[i], false);
+            pp_indent(p, ind + 1);
+            pp_prim_to(p, &p->out, p->decls.data[i], false);
             ir_sbuf_puts(&p->out, " = T.int64()\n");
         }
     }
     if (module_level && refers_to_globals(f)) {
-        indent(p, ind + 1);
+        pp_indent(p, ind + 1);
         ir_sbuf_puts(&p->out, "cls = Module\n");
     }
     if (f->body) p_seq_stmts(p, f->body, ind + 1, NULL, NULL);
     else {
-        indent(p, ind + 1);
+        pp_indent(p, ind + 1);
         ir_sbuf_puts(&p->out, "pass\n");
     }
 }
@@ -1213,7 +843,7 @@ static void print_module(pr *p, const ir_module *m) {
             if (i) ir_sbuf_puts(&p->out, ", ");
             ir_sbuf_quoted(&p->out, m->attrs->keys[i]);
             ir_sbuf_puts(&p->out, ": ");
-            p_attr(p, &m->attrs->vals[i]);
+            pp_attr(p, &m->attrs->vals[i]);
         }
         ir_sbuf_puts(&p->out, "})\n");
     }
@@ -1241,7 +871,7 @@ static void print_module(pr *p, const ir_module *m) {
         }
     }
     if (m->nfuncs == 0 && !(m->attrs && m->attrs->n)) ir_sbuf_puts(&p->out, "    pass\n");
-    p_metadata(p);
+    pp_metadata(p);
 }
 
 char *ir_print_module_str(const ir_module *m, const ir_print_opts *opts) {
@@ -1272,9 +902,9 @@ char *ir_print_expr_str(const ir_expr *e, const ir_print_opts *opts) {
     } else if (e->kind == IR_SEQ) {
         p_seq_stmts(&p, e, 0, NULL, NULL);
     } else {
-        p_expr(&p, e, false);
+        pp_expr(&p, e, false);
     }
-    p_metadata(&p);
+    pp_metadata(&p);
     ir_sbuf_cstr(&p.out);
     char *s = p.out.data;
     p.out.data = NULL;

@@ -126,23 +126,15 @@ typedef struct rt_exec rt_px;
  * and the lowering must outlive the executor. */
 gr_status rt_px_new(const ir_module *m, const char *func, const rt_host_lowering *host,
                     rt_px **out, gr_diag *diag);
-void rt_px_free(rt_px *x);
-uint32_t rt_px_num_inputs(const rt_px *x);
-const char *rt_px_input_name(const rt_px *x, uint32_t i);
-const ir_sinfo *rt_px_input_sinfo(const rt_px *x, uint32_t i);
+/* rt_px is an rt_exec_t: free it, query its inputs, run it and profile it with the rt_exec_*
+ * functions (runtime/executor.h). Runs are safe from several threads at once on one rt_px: every
+ * run writes only its own execution state (slot values, arena, scratch), taken from a pool in x
+ * and given back; the instructions, plan, constants and compiled code are read-only after
+ * rt_px_new. Extern calls go to the runtime modules as they are (each module guards its own
+ * shared state). Profiling adds kind "host" (fused host kernel; name = the group symbol) and
+ * "plan" (a run lays out the arena for new input shapes). */
 /* The function's return struct info. */
 const ir_sinfo *rt_px_output_sinfo(const rt_px *x);
-/* Same contract as rt_exec_run: inputs borrowed and checked, result owned by the caller.
- * Safe to call from several threads at once on one rt_px: every run writes only its own
- * execution state (slot values, arena, scratch), taken from a pool in x and given back; the
- * instructions, plan, constants and compiled code are read-only after rt_px_new. Extern calls
- * go to the runtime modules as they are (each module guards its own shared state). */
-gr_status rt_px_run(rt_px *x, const rt_value *inputs, uint32_t nin, rt_value *result,
-                    gr_diag *diag);
-/* Profiling: one event per instruction; kind "op" (reference kernel), "host" (fused host
- * kernel; name = the group symbol), "extern", "call" or "other"; "plan" when a run lays out
- * the arena for new input shapes. Set while no run is in flight. */
-void rt_px_set_profiler(rt_px *x, rt_exec_profile_fn fn, void *user);
 
 typedef struct rt_px_stats {
     uint32_t ninstr, nkernel, nhost, nextern;

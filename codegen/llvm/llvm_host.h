@@ -15,7 +15,7 @@
  *
  *     gr_llvm_host *h;  gr_llvm_host_new(&h, &d);
  *     rt_px_new(m, "main", gr_llvm_host_lowering(h), &x, &d);   // groups compiled + linked
- *     ...; rt_px_free(x); gr_llvm_host_free(h);
+ *     ...; rt_exec_free(x); gr_llvm_host_free(h);
  */
 #ifndef GRAFT_CODEGEN_LLVM_HOST_H
 #define GRAFT_CODEGEN_LLVM_HOST_H

@@ -177,8 +177,8 @@ Test(artifact, external_modules_round_trip) {
     rt_px_stats st;
     rt_px_get_stats(px, &st);
     cr_assert_gt(st.nextern, 0);
-    cr_assert_eq(rt_px_run(px, in, 3, &got, &d), GR_OK, "%s", d.msg);
-    rt_px_free(px);
+    cr_assert_eq(rt_exec_run(px, in, 3, &got, &d), GR_OK, "%s", d.msg);
+    rt_exec_free(px);
     gr_llvm_host_free(h);
     /* artifact */
     uint8_t *buf;

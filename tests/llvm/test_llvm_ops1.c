@@ -73,7 +73,7 @@ Test(llvm, onnx_coverage_ops_fuse) {
     rt_px *x;
     cr_assert_eq(gr_llvm_host_new(&h, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(rt_px_new(m, "main", gr_llvm_host_lowering(h), &x, &d), GR_OK, "%s", d.msg);
-    cr_assert_eq(rt_px_run(x, in, 2, &got, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_exec_run(x, in, 2, &got, &d), GR_OK, "%s", d.msg);
     rt_px_stats st;
     rt_px_get_stats(x, &st);
     cr_expect_eq(st.nkernel, 0, "%u ops left to reference kernels", st.nkernel);
@@ -83,7 +83,7 @@ Test(llvm, onnx_coverage_ops_fuse) {
         cr_assert(fabsf(a[i] - r[i]) <= 1e-6f * (1 + fabsf(r[i])), "element %lld: %g vs %g", (long long)i, a[i], r[i]);
     rt_value_clear(&got);
     rt_value_clear(&ref);
-    rt_px_free(x);
+    rt_exec_free(x);
     gr_llvm_host_free(h);
     rt_value_clear(&in[0]);
     rt_value_clear(&in[1]);

@@ -161,9 +161,9 @@ Test(llvm_symbolic, one_jit_kernel_serves_every_size) {
             make_inputs(in, k_sizes[k][0], k_sizes[k][1], (uint32_t)(k * 10 + (size_t)rep));
             rt_value ref = reference(m, in);
             counts c = {0};
-            rt_px_set_profiler(x, count_event, &c);
-            cr_assert_eq(rt_px_run(x, in, 5, &got, &d), GR_OK, "%s", d.msg);
-            rt_px_set_profiler(x, NULL, NULL);
+            rt_exec_set_profiler(x, count_event, &c);
+            cr_assert_eq(rt_exec_run(x, in, 5, &got, &d), GR_OK, "%s", d.msg);
+            rt_exec_set_profiler(x, NULL, NULL);
             check_counts(&c, "jit", k_sizes[k][0], k_sizes[k][1]);
             expect_close(&got, &ref, 2e-6, 1e-5, "jit");
             rt_value_clear(&got);
@@ -171,7 +171,7 @@ Test(llvm_symbolic, one_jit_kernel_serves_every_size) {
             clear_inputs(in);
         }
     cr_assert_eq(gr_llvm_host_compile_ns(h), compile_ns, "compiled once, not per size");
-    rt_px_free(x);
+    rt_exec_free(x);
     gr_llvm_host_free(h);
     ir_ctx_free(ctx);
 }
@@ -250,7 +250,7 @@ Test(llvm_symbolic, dyn_args_from_concrete_shapes) {
     ins[0] = empty;
     cr_assert_eq(rt_fuse_dyn_args(g, ins, args, out, &numel, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(numel, 0);
-    rt_px_free(x);
+    rt_exec_free(x);
     gr_llvm_host_free(h);
     ir_ctx_free(ctx);
 }

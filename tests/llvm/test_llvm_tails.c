@@ -86,11 +86,11 @@ static void check(const char *text, rt_value *in, uint32_t nin, uint32_t want_gr
     cr_assert_eq(st.nkernel, 0, "every op lowered: %u reference kernels left\n%s", st.nkernel, text);
     cr_assert_eq(st.nhost, want_groups, "groups: %u, want %u\n%s", st.nhost, want_groups, text);
     for (int rep = 0; rep < 2; rep++) {
-        cr_assert_eq(rt_px_run(x, in, nin, &got, &d), GR_OK, "%s", d.msg);
+        cr_assert_eq(rt_exec_run(x, in, nin, &got, &d), GR_OK, "%s", d.msg);
         expect_close(&got, &ref, rel, abs_tol, text);
         rt_value_clear(&got);
     }
-    rt_px_free(x);
+    rt_exec_free(x);
     gr_llvm_host_free(h);
     rt_value_clear(&ref);
     ir_ctx_free(ctx);
@@ -370,7 +370,7 @@ Test(llvm_tails, layer_norm_on_leading_axes_stays_on_the_reference) {
     /* {exp, layer_norm}; the second layer_norm normalizes a leading axis */
     cr_assert_eq(st.nhost, 1);
     cr_assert_eq(st.nkernel, 1);
-    rt_px_free(x);
+    rt_exec_free(x);
     gr_llvm_host_free(h);
     ir_ctx_free(ctx);
 }
@@ -411,7 +411,7 @@ Test(llvm_tails, exp_matches_expf_over_its_range) {
     rt_px *x;
     cr_assert_eq(gr_llvm_host_new(&h, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(rt_px_new(m, "main", gr_llvm_host_lowering(h), &x, &d), GR_OK, "%s", d.msg);
-    cr_assert_eq(rt_px_run(x, &in, 1, &got, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_exec_run(x, &in, 1, &got, &d), GR_OK, "%s", d.msg);
     const float *e = rt_tensor_data(got.u.tuple.items[0].u.t), *er = rt_tensor_data(ref.u.tuple.items[0].u.t);
     for (int64_t i = 0; i < n; i++) {
         if (isnan(er[i])) {
@@ -432,7 +432,7 @@ Test(llvm_tails, exp_matches_expf_over_its_range) {
                   sr[i]);
     rt_value_clear(&got);
     rt_value_clear(&ref);
-    rt_px_free(x);
+    rt_exec_free(x);
     gr_llvm_host_free(h);
     rt_value_clear(&in);
     ir_ctx_free(ctx);

@@ -109,7 +109,7 @@ Test(plan, reference_kernels_match_reference_executor) {
     gr_diag_clear(&d);
     cr_assert_eq(rt_px_new(m, "main", NULL, &x, &d), GR_OK, "%s", d.msg);
     for (int rep = 0; rep < 2; rep++) {
-        cr_assert_eq(rt_px_run(x, in, 3, &got, &d), GR_OK, "%s", d.msg);
+        cr_assert_eq(rt_exec_run(x, in, 3, &got, &d), GR_OK, "%s", d.msg);
         expect_close(&got, &ref, 0);
         rt_value_clear(&got);
     }
@@ -119,7 +119,7 @@ Test(plan, reference_kernels_match_reference_executor) {
     cr_assert_gt(st.nplanned, 3);
     cr_assert_lt(st.arena_bytes, st.intermediate_bytes, "no sharing: %zu vs %zu", st.arena_bytes,
                  st.intermediate_bytes);
-    rt_px_free(x);
+    rt_exec_free(x);
     rt_value_clear(&ref);
     for (int i = 0; i < 3; i++) rt_value_clear(&in[i]);
     ir_ctx_free(ctx);
@@ -142,8 +142,8 @@ Test(llvm, fused_groups_match_reference_executor) {
     cr_assert_eq(gr_llvm_host_new(&h, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(rt_px_new(m, "main", gr_llvm_host_lowering(h), &x, &d), GR_OK, "%s", d.msg);
     int nhost = 0;
-    rt_px_set_profiler(x, count_host, &nhost);
-    cr_assert_eq(rt_px_run(x, in, 3, &got, &d), GR_OK, "%s", d.msg);
+    rt_exec_set_profiler(x, count_host, &nhost);
+    cr_assert_eq(rt_exec_run(x, in, 3, &got, &d), GR_OK, "%s", d.msg);
     expect_close(&got, &ref, 1e-6);
     rt_px_stats st;
     rt_px_get_stats(x, &st);
@@ -162,7 +162,7 @@ Test(llvm, fused_groups_match_reference_executor) {
     cr_assert_not_null(gr_llvm_host_object(h, &olen));
     cr_assert_gt(olen, 0);
     rt_value_clear(&got);
-    rt_px_free(x);
+    rt_exec_free(x);
     gr_llvm_host_free(h);
     rt_value_clear(&ref);
     for (int i = 0; i < 3; i++) rt_value_clear(&in[i]);
@@ -184,10 +184,10 @@ Test(llvm, demo_model_matches_reference) {
     rt_px *x;
     cr_assert_eq(gr_llvm_host_new(&h, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(rt_px_new(m, "main", gr_llvm_host_lowering(h), &x, &d), GR_OK, "%s", d.msg);
-    cr_assert_eq(rt_px_run(x, in, 3, &got, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_exec_run(x, in, 3, &got, &d), GR_OK, "%s", d.msg);
     expect_close(&got, &ref, 1e-6);
     rt_value_clear(&got);
-    rt_px_free(x);
+    rt_exec_free(x);
     gr_llvm_host_free(h);
     rt_value_clear(&ref);
     for (int i = 0; i < 3; i++) rt_value_clear(&in[i]);
@@ -203,14 +203,14 @@ Test(plan, bad_inputs_are_errors) {
     cr_assert_eq(rt_px_new(m, "main", NULL, &x, &d), GR_OK, "%s", d.msg);
     rt_value in[3], got = {0};
     inputs3(in);
-    cr_assert_eq(rt_px_run(x, in, 2, &got, &d), GR_ERR_INVALID);
+    cr_assert_eq(rt_exec_run(x, in, 2, &got, &d), GR_ERR_INVALID);
     rt_value_clear(&in[2]);
     int64_t bad[1] = {6};
     in[2] = rt_value_tensor(rand_tensor(1, bad, 9));
     gr_diag_clear(&d);
-    cr_assert_eq(rt_px_run(x, in, 3, &got, &d), GR_ERR_INVALID);
+    cr_assert_eq(rt_exec_run(x, in, 3, &got, &d), GR_ERR_INVALID);
     cr_assert(strstr(d.msg, "'c'"), "%s", d.msg);
-    rt_px_free(x);
+    rt_exec_free(x);
     for (int i = 0; i < 3; i++) rt_value_clear(&in[i]);
     ir_ctx_free(ctx);
 }
@@ -244,7 +244,7 @@ Test(llvm, reductions_end_groups) {
     gr_diag_clear(&d);
     cr_assert_eq(gr_llvm_host_new(&h, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(rt_px_new(m, "main", gr_llvm_host_lowering(h), &x, &d), GR_OK, "%s", d.msg);
-    cr_assert_eq(rt_px_run(x, in, 3, &got, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_exec_run(x, in, 3, &got, &d), GR_OK, "%s", d.msg);
     expect_close(&got, &ref, 1e-6);
     rt_px_stats st;
     rt_px_get_stats(x, &st);
@@ -252,7 +252,7 @@ Test(llvm, reductions_end_groups) {
     cr_assert_eq(st.nkernel, 0, "every reduction fused: %u kernels left", st.nkernel);
     cr_assert_eq(st.nfused_ops, 7);
     rt_value_clear(&got);
-    rt_px_free(x);
+    rt_exec_free(x);
     gr_llvm_host_free(h);
     rt_value_clear(&ref);
     for (int i = 0; i < 3; i++) rt_value_clear(&in[i]);
@@ -283,14 +283,14 @@ Test(plan, results_never_alias_the_arena) {
     rt_value a = rt_value_tensor(rand_tensor(2, s, 1)), b = rt_value_tensor(rand_tensor(2, s, 2));
     rt_value ra = {0}, rb = {0}, ref = {0};
     run_ref(m, &a, 1, &ref);
-    cr_assert_eq(rt_px_run(x, &a, 1, &ra, &d), GR_OK, "%s", d.msg);
-    cr_assert_eq(rt_px_run(x, &b, 1, &rb, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_exec_run(x, &a, 1, &ra, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_exec_run(x, &b, 1, &rb, &d), GR_OK, "%s", d.msg);
     expect_close(&ra, &ref, 0);
     rt_value_clear(&ra);
     rt_value_clear(&rb);
     rt_value_clear(&ref);
     rt_value_clear(&a);
     rt_value_clear(&b);
-    rt_px_free(x);
+    rt_exec_free(x);
     ir_ctx_free(ctx);
 }
