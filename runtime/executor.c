@@ -22,7 +22,6 @@
 
 #include "runtime/executor_impl.h"
 
-const char *const rt_x_ins_kind_name[] = {"op", "host", "extern", "other", "other", "call", "other", "other"};
 
 /* Public API                                                                                */
 /* ======================================================================================== */
