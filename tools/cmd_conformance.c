@@ -163,7 +163,10 @@ static void msg_set(conf_msg *m, conf_status st, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* Unsupported ops, dtypes or data kinds are "unsupported"; every other error is a failure. */
+/* Unsupported ops, dtypes or data kinds that the importer, the data reader or the partitioner
+ * turn down are "unsupported"; every other error is a failure. Once they have taken a model,
+ * making the executor, building the artifact and running it must work: an unsupported error
+ * there is a failure too. */
 static conf_status status_of(gr_status s) {
     return s == GR_ERR_UNSUPPORTED ? CONF_UNSUPPORTED : CONF_FAIL;
 }
@@ -398,7 +401,7 @@ static void run_set(rt_exec_t *x, const char *set_dir, const onnx_wanted_inputs 
     gr_status st = g_model ? graft_model_run(g_model, args, nargs, &result, &d)
                            : rt_exec_run(x, args, nargs, &result, &d);
     if (st != GR_OK) {
-        msg_set(m, status_of(st), "%s: run: %s", set, d.msg);
+        msg_set(m, CONF_FAIL, "%s: run: %s", set, d.msg);
         goto done;
     }
     /* one output of sequence / optional type is itself the (tuple) result */
@@ -458,7 +461,7 @@ static bool prepare(ir_ctx_t *ctx, ir_module *mod, rt_exec_t **x, conf_msg *m) {
     }
     st = rt_exec_new(mod, "main", x, &d);
     if (st != GR_OK) {
-        msg_set(m, status_of(st), "prepare: %s", d.msg);
+        msg_set(m, CONF_FAIL, "prepare: %s", d.msg);
         return false;
     }
     if (g_host) {
@@ -470,7 +473,7 @@ static bool prepare(ir_ctx_t *ctx, ir_module *mod, rt_exec_t **x, conf_msg *m) {
         free(buf);
         if (st == GR_ERR_UNSUPPORTED) st = GR_OK;
         if (st != GR_OK) {
-            msg_set(m, status_of(st), "graft build: %s", d.msg);
+            msg_set(m, CONF_FAIL, "graft build: %s", d.msg);
             return false;
         }
     }
