@@ -41,6 +41,7 @@
 #include <jansson.h>
 #include <oneapi/dnnl/dnnl.h>
 
+#include "base/compare.h"
 #include "bench/bench_util.h"
 #include "byoc/byoc.h"
 #include "deploy/graft_model.h"
@@ -190,13 +191,10 @@ static double max_abs_diff(const rt_value *res, const rt_tensor *ref) {
     const rt_tensor *out = res->kind == RT_VAL_TENSOR   ? res->u.t
                            : res->kind == RT_VAL_TUPLE ? res->u.tuple.items[0].u.t
                                                         : NULL;
-    if (!out || rt_tensor_numel(out) != rt_tensor_numel(ref)) return -1;
-    double max_abs = 0;
-    for (int64_t i = 0; i < rt_tensor_numel(ref); i++) {
-        double e = fabs(rt_tensor_get_f64(out, i) - rt_tensor_get_f64(ref, i));
-        if (e > max_abs || isnan(e)) max_abs = isnan(e) ? INFINITY : e;
-    }
-    return max_abs;
+    if (!out || !rt_tensor_same_shape(out, ref)) return -1;
+    gr_cmp_result r; /* a NaN anywhere makes it INFINITY */
+    gr_cmp_tensor(out, ref, &(gr_cmp_opts){0}, &r);
+    return r.max_abs;
 }
 
 /* The model's file and its reference directory (malloc'd), NULL when not in the cache. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/compare.h"
 #include "ir/printer.h"
 #include "runtime/dnnl.h"
 #include "runtime/executor.h"
@@ -474,43 +475,26 @@ static void free_tables(obs *ob) {
     gr_vec_free(&ob->graphs);
 }
 
-/* max abs / rel error and the count out of tolerance of got against want: |a - b| > atol +
- * rtol * |b|, atol = atol_abs + atol_scale * max |b| (the layer's largest magnitude: float32
- * sums taken in another order differ by ulps of their largest terms, not of each result) */
+/* max abs / rel error and the count out of tolerance of got against want (base/compare.h): |a -
+ * b| > atol + rtol * |b|, atol = atol_abs + atol_scale * max |b| (the layer's largest magnitude:
+ * float32 sums taken in another order differ by ulps of their largest terms, not of each
+ * result); a NaN on either path diverges */
 static void compare(const rt_tensor *got, const rt_tensor *want, const obs *ob, json_t *r) {
-    int64_t n = rt_tensor_numel(want);
     bool same = got->dl.dtype.code == want->dl.dtype.code && got->dl.dtype.bits == want->dl.dtype.bits &&
-                rt_tensor_numel(got) == n && got->dl.ndim == want->dl.ndim;
-    for (int32_t k = 0; same && k < want->dl.ndim; k++) same = got->dl.shape[k] == want->dl.shape[k];
+                rt_tensor_same_shape(got, want);
     if (!same) {
         json_object_set_new(r, "status", json_string("mismatch"));
         return;
     }
-    bool f32 = want->dl.dtype.code == kDLFloat && want->dl.dtype.bits == 32;
-    const float *a = rt_tensor_data(got), *b = rt_tensor_data(want);
-    double mref = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double y = f32 ? b[i] : rt_tensor_get_f64(want, i);
-        if (isfinite(y) && fabs(y) > mref) mref = fabs(y);
-    }
-    double atol = ob->atol + ob->atol_scale * mref, mabs = 0, mrel = 0;
-    int64_t bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double x = f32 ? a[i] : rt_tensor_get_f64(got, i), y = f32 ? b[i] : rt_tensor_get_f64(want, i);
-        double e = fabs(x - y);
-        if (isnan(x) != isnan(y) || isinf(x) != isinf(y)) e = INFINITY;
-        else if (isnan(x) || (isinf(x) && x == y)) e = 0;
-        double rel = e / fmax(fabs(y), 1e-30);
-        if (e > mabs) mabs = e;
-        if (rel > mrel && e > 0) mrel = rel;
-        if (e > atol + ob->rtol * fabs(y)) bad++;
-    }
-    json_object_set_new(r, "status", json_string(bad ? "diverges" : "ok"));
-    json_object_set_new(r, "max_abs", json_real(isinf(mabs) ? 1e308 : mabs));
-    json_object_set_new(r, "max_rel", json_real(isinf(mrel) ? 1e308 : mrel));
-    json_object_set_new(r, "max_ref", json_real(mref));
-    json_object_set_new(r, "bad", json_integer(bad));
-    json_object_set_new(r, "numel", json_integer(n));
+    gr_cmp_opts o = {.atol = ob->atol, .atol_scale = ob->atol_scale, .rtol = ob->rtol};
+    gr_cmp_result e;
+    bool ok = gr_cmp_tensor(got, want, &o, &e);
+    json_object_set_new(r, "status", json_string(ok ? "ok" : "diverges"));
+    json_object_set_new(r, "max_abs", json_real(isinf(e.max_abs) ? 1e308 : e.max_abs));
+    json_object_set_new(r, "max_rel", json_real(isinf(e.max_rel) ? 1e308 : e.max_rel));
+    json_object_set_new(r, "max_ref", json_real(e.max_ref));
+    json_object_set_new(r, "bad", json_integer(e.bad));
+    json_object_set_new(r, "numel", json_integer(e.numel));
 }
 
 /* One observed output of layer L (value NULL: unobservable). info: what computed it. */

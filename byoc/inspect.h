@@ -62,8 +62,9 @@ typedef bool (*insp_perturb_fn)(const char *layer, rt_tensor *value, void *user)
 gr_status insp_observe(insp_model *im, const rt_value *inputs, uint32_t nin, bool profile, gr_diag *diag);
 
 typedef struct insp_diff_opts {
-    /* a value is out of tolerance when |a - b| > atol + atol_scale * max|B| + rtol * |b|, b
-     * from the against-path, max|B| the largest magnitude of that layer's output */
+    /* a value is out of tolerance (base/compare.h; a NaN always is) when |a - b| > atol +
+     * atol_scale * max|B| + rtol * |b|, b from the against-path, max|B| the largest magnitude
+     * of that layer's output */
     double rtol, atol, atol_scale;
     const char *against;          /* NULL or "reference": the input module on the host; else a backend */
     insp_perturb_fn perturb;      /* NULL: none */

@@ -1,11 +1,12 @@
 /* graft compare: compares two .npy tensors element by element with a stated tolerance, the way
- * the tests do (|a - b| <= atol + rtol * |b|, b the reference). Prints the max abs and relative
- * errors; exit 0 when within tolerance, 1 otherwise. */
-#include <math.h>
+ * the tests do (base/compare.h: |a - b| <= atol + rtol * |b|, b the reference; NaN never
+ * matches, an infinity only the same infinity). Prints the max abs and relative errors and the
+ * worst value; exit 0 when within tolerance, 1 otherwise. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/compare.h"
 #include "runtime/npy.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -51,19 +52,15 @@ int cmd_compare(int argc, char **argv) {
         fprintf(stderr, "error: %s and %s have different shapes\n", files[0], files[1]);
         goto done;
     }
-    int64_t n = rt_tensor_numel(a), bad = 0;
-    double max_abs = 0, max_rel = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double x = rt_tensor_get_f64(a, i), y = rt_tensor_get_f64(b, i), e = fabs(x - y);
-        if (isnan(x) != isnan(y)) e = INFINITY;
-        if (isnan(x) && isnan(y)) e = 0;
-        if (e > max_abs) max_abs = e;
-        if (fabs(y) >= atol && e / fabs(y) > max_rel) max_rel = e / fabs(y);
-        if (e > atol + rtol * fabs(y)) bad++;
-    }
-    printf("%lld values, max abs err %.3g, max rel err %.3g, %lld out of tolerance "
-           "(atol %g + rtol %g)\n", (long long)n, max_abs, max_rel, (long long)bad, atol, rtol);
-    rc = bad ? CLI_ERR : CLI_OK;
+    gr_cmp_opts o = {.atol = atol, .rtol = rtol};
+    gr_cmp_result r;
+    bool ok = gr_cmp_tensor(a, b, &o, &r);
+    printf("%lld values, max abs err %.3g, max rel err %.3g, %lld out of tolerance (atol %g + rtol %g)\n",
+           (long long)r.numel, r.max_abs, r.max_rel, (long long)r.bad, atol, rtol);
+    if (!ok)
+        printf("worst at flat index %lld: %.9g, reference %.9g\n", (long long)r.worst, rt_tensor_get_f64(a, r.worst),
+               rt_tensor_get_f64(b, r.worst));
+    rc = ok ? CLI_OK : CLI_ERR;
 done:
     rt_tensor_release(a);
     rt_tensor_release(b);

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/compare.h"
 #include "byoc/byoc.h"
 #include "deploy/graft_model.h"
 #include "frontend/onnx/onnx_import.h"
@@ -162,7 +163,10 @@ static void msg_set(conf_msg *m, conf_status st, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* Unsupported ops, dtypes or data kinds are "unsupported"; every other error is a failure. */
+/* Unsupported ops, dtypes or data kinds that the importer, the data reader or the partitioner
+ * turn down are "unsupported"; every other error is a failure. Once they have taken a model,
+ * making the executor, building the artifact and running it must work: an unsupported error
+ * there is a failure too. */
 static conf_status status_of(gr_status s) {
     return s == GR_ERR_UNSUPPORTED ? CONF_UNSUPPORTED : CONF_FAIL;
 }
@@ -210,8 +214,9 @@ static void shape_str(const rt_tensor *t, char *buf, size_t n) {
     if (k < n) snprintf(buf + k, n - k, ")");
 }
 
-/* Compares output `idx` (`oname`) element-wise: |got - want| <= atol + rtol * |want|; NaN
- * matches NaN and an infinity only the same infinity. Updates the error maxima of m. */
+/* Compares output `idx` (`oname`) element-wise (base/compare.h): |got - want| <= atol + rtol *
+ * |want|; an infinity matches only the same infinity, and a NaN only where the test data states
+ * NaN as the answer (0/0, log of a negative). Updates the error maxima of m. */
 static void compare_output(const rt_tensor *got, const rt_tensor *want, uint32_t idx,
                            const char *oname, double rtol, double atol, conf_msg *m) {
     char b1[64], b2[64];
@@ -227,42 +232,18 @@ static void compare_output(const rt_tensor *got, const rt_tensor *want, uint32_t
         msg_set(m, CONF_FAIL, "output %u ('%s'): shape %s, expected %s", idx, oname, s1, s2);
         return;
     }
-    int64_t n = rt_tensor_numel(want), bad = 0, first_bad = -1;
-    double worst_excess = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double g = rt_tensor_get_f64(got, i), w = rt_tensor_get_f64(want, i);
-        double err, rel;
-        bool ok;
-        if (isnan(w) || isnan(g)) {
-            ok = isnan(w) && isnan(g);
-            err = rel = ok ? 0 : INFINITY;
-        } else if (isinf(w) || isinf(g)) {
-            ok = g == w;
-            err = rel = ok ? 0 : INFINITY;
-        } else {
-            err = fabs(g - w);
-            /* Relative error only where |expected| >= atol: below, the absolute bound rules. */
-            rel = fabs(w) >= atol && w != 0 ? err / fabs(w) : 0;
-            ok = err <= atol + rtol * fabs(w);
-        }
-        if (isnan(m->max_abs) || err > m->max_abs) m->max_abs = err;
-        if (isnan(m->max_rel) || rel > m->max_rel) m->max_rel = rel;
-        if (!ok) {
-            double excess = isfinite(err) ? err - (atol + rtol * fabs(w)) : INFINITY;
-            if (first_bad < 0 || excess > worst_excess) {
-                first_bad = i;
-                worst_excess = excess;
-            }
-            bad++;
-        }
-    }
-    m->nvalues += n;
-    if (bad) {
+    gr_cmp_opts o = {.atol = atol, .rtol = rtol, .nan_expected = true};
+    gr_cmp_result r;
+    bool ok = gr_cmp_tensor(got, want, &o, &r);
+    if (isnan(m->max_abs) || r.max_abs > m->max_abs) m->max_abs = r.max_abs;
+    if (isnan(m->max_rel) || r.max_rel > m->max_rel) m->max_rel = r.max_rel;
+    m->nvalues += r.numel;
+    if (!ok) {
         msg_set(m, CONF_FAIL,
                 "output %u ('%s'): %lld of %lld values off (rtol %g, atol %g); worst at flat "
                 "index %lld: got %.9g, expected %.9g",
-                idx, oname, (long long)bad, (long long)n, rtol, atol, (long long)first_bad,
-                rt_tensor_get_f64(got, first_bad), rt_tensor_get_f64(want, first_bad));
+                idx, oname, (long long)r.bad, (long long)r.numel, rtol, atol, (long long)r.worst,
+                rt_tensor_get_f64(got, r.worst), rt_tensor_get_f64(want, r.worst));
     }
 }
 
@@ -420,7 +401,7 @@ static void run_set(rt_exec_t *x, const char *set_dir, const onnx_wanted_inputs 
     gr_status st = g_model ? graft_model_run(g_model, args, nargs, &result, &d)
                            : rt_exec_run(x, args, nargs, &result, &d);
     if (st != GR_OK) {
-        msg_set(m, status_of(st), "%s: run: %s", set, d.msg);
+        msg_set(m, CONF_FAIL, "%s: run: %s", set, d.msg);
         goto done;
     }
     /* one output of sequence / optional type is itself the (tuple) result */
@@ -480,7 +461,7 @@ static bool prepare(ir_ctx_t *ctx, ir_module *mod, rt_exec_t **x, conf_msg *m) {
     }
     st = rt_exec_new(mod, "main", x, &d);
     if (st != GR_OK) {
-        msg_set(m, status_of(st), "prepare: %s", d.msg);
+        msg_set(m, CONF_FAIL, "prepare: %s", d.msg);
         return false;
     }
     if (g_host) {
@@ -492,7 +473,7 @@ static bool prepare(ir_ctx_t *ctx, ir_module *mod, rt_exec_t **x, conf_msg *m) {
         free(buf);
         if (st == GR_ERR_UNSUPPORTED) st = GR_OK;
         if (st != GR_OK) {
-            msg_set(m, status_of(st), "graft build: %s", d.msg);
+            msg_set(m, CONF_FAIL, "graft build: %s", d.msg);
             return false;
         }
     }

@@ -39,7 +39,8 @@ static const command COMMANDS[] = {
                          "      compile to one deployable artifact (the default pass pipeline first;\n"
                          "      --no-opt: the module as imported)"},
     {"compare", cmd_compare, "compare ACTUAL.npy REFERENCE.npy [--rtol R] [--atol A]\n"
-                             "      max abs/rel error; exit 1 when |a-b| > atol + rtol*|b| anywhere"},
+                             "      max abs/rel error; exit 1 when |a-b| > atol + rtol*|b| anywhere (NaN never\n"
+                             "      matches, an infinity only the same infinity)"},
     {"backends", cmd_backends, "backends\n      list backends, their options (--backend-opt), their patterns in "
                                "priority order, and their codegens"},
     {"opt", cmd_opt, "opt INPUT [--passes a,b,c] [--opt-level N] [--disable NAME]... "

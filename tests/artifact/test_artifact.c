@@ -12,6 +12,7 @@
 #include "ir/parser.h"
 #include "runtime/executor.h"
 #include "deploy/graft_model.h"
+#include "tests/compare_util.h"
 
 static const char *k_mod =
     "@I.ir_module\n"
@@ -71,11 +72,9 @@ Test(artifact, build_load_run_matches_reference) {
     cr_assert_eq(graft_model_num_inputs(gm), 3);
     cr_assert_eq(graft_model_run(gm, in, 3, &got, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(got.kind, RT_VAL_TUPLE);
-    for (uint32_t k = 0; k < 2; k++) {
-        const float *a = rt_tensor_data(got.u.tuple.items[k].u.t), *b = rt_tensor_data(ref.u.tuple.items[k].u.t);
-        for (int64_t i = 0; i < rt_tensor_numel(ref.u.tuple.items[k].u.t); i++)
-            cr_assert(fabsf(a[i] - b[i]) <= 1e-6f * (1 + fabsf(b[i])), "out %u elem %lld", k, (long long)i);
-    }
+    for (uint32_t k = 0; k < 2; k++)
+        tc_expect_tensor(got.u.tuple.items[k].u.t, ref.u.tuple.items[k].u.t, (gr_cmp_opts){.atol = 1e-6, .rtol = 1e-6},
+                         "out %u", k);
     graft_model_info info;
     graft_model_get_info(gm, &info);
     cr_assert_eq(info.nhost, 2, "{add, relu} and {sigmoid, multiply}: %u", info.nhost);
@@ -190,12 +189,9 @@ Test(artifact, external_modules_round_trip) {
     cr_assert_eq(graft_model_run(gm, in, 3, &got2, &d), GR_OK, "%s", d.msg);
     for (uint32_t k = 0; k < 2; k++) {
         const rt_tensor *r = ref.u.tuple.items[k].u.t;
-        const float *b = rt_tensor_data(r);
-        const float *a1 = rt_tensor_data(got.u.tuple.items[k].u.t), *a2 = rt_tensor_data(got2.u.tuple.items[k].u.t);
-        for (int64_t i = 0; i < rt_tensor_numel(r); i++) {
-            cr_assert(fabsf(a1[i] - b[i]) <= 1e-5f * (1 + fabsf(b[i])), "planned out %u elem %lld", k, (long long)i);
-            cr_assert(fabsf(a2[i] - b[i]) <= 1e-5f * (1 + fabsf(b[i])), "artifact out %u elem %lld", k, (long long)i);
-        }
+        gr_cmp_opts tol = {.atol = 1e-5, .rtol = 1e-5};
+        tc_expect_tensor(got.u.tuple.items[k].u.t, r, tol, "planned out %u", k);
+        tc_expect_tensor(got2.u.tuple.items[k].u.t, r, tol, "artifact out %u", k);
     }
     graft_model_info info;
     graft_model_get_info(gm, &info);
@@ -291,11 +287,9 @@ Test(artifact, dnnl_regions_load_on_onednn) {
         cr_assert_str_eq(engine, "dnnl_json", "module '%s' loaded on '%s'", name, engine);
     }
     cr_assert_eq(graft_model_run(gm, in, 3, &got, &d), GR_OK, "%s", d.msg);
-    for (uint32_t k = 0; k < 2; k++) {
-        const float *a = rt_tensor_data(got.u.tuple.items[k].u.t), *b = rt_tensor_data(ref.u.tuple.items[k].u.t);
-        for (int64_t i = 0; i < rt_tensor_numel(ref.u.tuple.items[k].u.t); i++)
-            cr_assert(fabsf(a[i] - b[i]) <= 1e-4f * (1 + fabsf(b[i])), "out %u elem %lld", k, (long long)i);
-    }
+    for (uint32_t k = 0; k < 2; k++)
+        tc_expect_tensor(got.u.tuple.items[k].u.t, ref.u.tuple.items[k].u.t, (gr_cmp_opts){.atol = 1e-4, .rtol = 1e-4},
+                         "out %u", k);
     graft_model_free(gm);
     rt_value_clear(&got);
     rt_value_clear(&ref);
@@ -346,13 +340,7 @@ static void ppocr(const char *key, int64_t h, int64_t w, bool opt) {
     cr_assert_eq(graft_model_run(gm, &in, 1, &got, &d), GR_OK, "%s", d.msg);
     const rt_tensor *a = got.kind == RT_VAL_TUPLE ? got.u.tuple.items[0].u.t : got.u.t;
     const rt_tensor *b = ref.kind == RT_VAL_TUPLE ? ref.u.tuple.items[0].u.t : ref.u.t;
-    cr_assert(rt_tensor_same_shape(a, b));
-    double max_abs = 0;
-    for (int64_t i = 0; i < rt_tensor_numel(b); i++) {
-        double e = fabs(rt_tensor_get_f64(a, i) - rt_tensor_get_f64(b, i));
-        if (!(e <= max_abs)) max_abs = e; /* NaN sticks */
-    }
-    cr_assert(max_abs <= 1e-4, "%s: max abs error %g", key, max_abs);
+    tc_expect_tensor(a, b, (gr_cmp_opts){.atol = 1e-4}, "%s: artifact against the reference", key);
     rt_value_clear(&got);
     rt_value_clear(&ref);
     rt_value_clear(&in);

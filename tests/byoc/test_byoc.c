@@ -23,6 +23,7 @@
 #include "patterns/pattern_text.h"
 #include "runtime/executor.h"
 #include "runtime/json_runtime.h"
+#include "tests/compare_util.h"
 
 #define GOLDEN "tests/golden/byoc/"
 
@@ -262,21 +263,6 @@ static void run_random(const ir_module *m, rt_value *out) {
     rt_exec_free(x);
 }
 
-static double max_diff(const rt_value *a, const rt_value *b) {
-    cr_assert_eq(a->kind, b->kind);
-    if (a->kind == RT_VAL_TUPLE) {
-        double m = 0;
-        cr_assert_eq(a->u.tuple.n, b->u.tuple.n);
-        for (uint32_t i = 0; i < a->u.tuple.n; i++) m = fmax(m, max_diff(&a->u.tuple.items[i], &b->u.tuple.items[i]));
-        return m;
-    }
-    cr_assert_eq(rt_tensor_numel(a->u.t), rt_tensor_numel(b->u.t));
-    double m = 0;
-    for (int64_t i = 0; i < rt_tensor_numel(a->u.t); i++)
-        m = fmax(m, fabs(rt_tensor_get_f64(a->u.t, i) - rt_tensor_get_f64(b->u.t, i)));
-    return m;
-}
-
 /* json backend end to end: golden module, same outputs as the reference path. */
 static void codegen_case(const char *name, const char *input, bool run) {
     ir_ctx_t *ctx = ir_ctx_new();
@@ -297,7 +283,8 @@ static void codegen_case(const char *name, const char *input, bool run) {
     }
     run_random(ref, &a);
     run_random(out, &b);
-    cr_expect_eq(max_diff(&a, &b), 0.0);
+    /* the same reference kernels: bit-identical */
+    tc_expect_value(&b, &a, (gr_cmp_opts){0}, "%s: json path against the reference", name);
     rt_value_clear(&a);
     rt_value_clear(&b);
     ir_ctx_free(ctx);
@@ -498,7 +485,7 @@ Test(byoc_json_runtime, serialize_load_run) {
     DLTensor *args1[4] = {&x->dl, &w1->dl, &w2->dl, &o1->dl}, *args2[4] = {&x->dl, &w1->dl, &w2->dl, &o2->dl};
     cr_assert_eq(rt_module_call(mod, sym, args1, 3, 1, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(rt_module_call(back, sym, args2, 3, 1, &d), GR_OK, "%s", d.msg);
-    cr_expect_eq(memcmp(rt_tensor_data(o1), rt_tensor_data(o2), rt_tensor_nbytes(o1)), 0);
+    tc_expect_tensor(o2, o1, (gr_cmp_opts){0}, "the reloaded module against the original");
     /* wrong arity is an error, not a crash */
     gr_diag_clear(&d);
     cr_expect_neq(rt_module_call(back, sym, args2, 2, 1, &d), GR_OK);
@@ -698,7 +685,7 @@ Test(byoc_codegen, annotate_codegen_then_run_codegen) {
     rt_value a = {0}, b = {0};
     run_random(m, &a);
     run_random(c, &b);
-    cr_expect_eq(max_diff(&a, &b), 0.0);
+    tc_expect_value(&b, &a, (gr_cmp_opts){0}, "codegen output against the input module");
     rt_value_clear(&a);
     rt_value_clear(&b);
     ir_ctx_free(ctx);

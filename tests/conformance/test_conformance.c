@@ -1,8 +1,10 @@
 /* The ONNX backend conformance run through the CLI (`$GRAFT conformance`): no crash, no
- * failure among the tests the importer and executor support, and at least the committed floor
- * of passes (tests/conformance/floor.json; it only goes up), on the reference path, with
- * `--backend json`, with `--backend dnnl` and through artifacts (`--host llvm`). Another test
- * checks that the runner does report a failure when the expected data is wrong. */
+ * failure among the tests the importer and executor support, and every test the committed
+ * floor names still passing (tests/conformance/floor.json: per path, the names of the tests that
+ * pass; it only grows), on the reference path ("host"), with `--backend json`, with
+ * `--backend dnnl` and through artifacts (`--host llvm`). A pass the floor does not name is
+ * printed, so the list can grow. Another test checks that the runner does report a failure when
+ * the expected data is wrong. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -79,10 +81,62 @@ static void list_status(json_t *tests, const char *status) {
     }
 }
 
-/* One whole run with `args` (none: the reference path): no crash, failure or timeout, and at
- * least the floor of passes; every path is held to the same floor (what the reference passes,
- * a backend or the compiled host must pass too). Each run takes seconds on 2 cores. */
-static void check_run(const char *const *args, size_t nargs) {
+/* The report's entry of each test by "dir/name" (borrowed from the report). */
+static json_t *index_tests(json_t *tests) {
+    json_t *by_name = json_object(), *t;
+    size_t i;
+    json_array_foreach(tests, i, t) {
+        char key[512];
+        snprintf(key, sizeof key, "%s/%s", json_string_value(json_object_get(t, "dir")),
+                 json_string_value(json_object_get(t, "name")));
+        json_object_set(by_name, key, t);
+    }
+    return by_name;
+}
+
+/* Holds a run's report (its "tests") to the floor in floor_file for `path`: *lost gets
+ * "dir/name: status: reason" of each test the floor names that did not pass, *gained the names
+ * of passes it does not name (printed, so the list can grow). Both new references. */
+static void check_floor(const char *floor_file, const char *path, json_t *tests, json_t **lost, json_t **gained) {
+    json_error_t jerr;
+    json_t *floor = json_load_file(floor_file, 0, &jerr);
+    cr_assert_not_null(floor, "%s: %s", floor_file, jerr.text);
+    json_t *names = json_object_get(json_object_get(floor, "pass"), path);
+    cr_assert(json_is_array(names) && json_array_size(names) > 0, "%s names no passes for path '%s'", floor_file, path);
+    json_t *by_name = index_tests(tests), *in_floor = json_object(), *v;
+    *lost = json_array();
+    *gained = json_array();
+    size_t i;
+    json_array_foreach(names, i, v) {
+        const char *name = json_string_value(v);
+        cr_assert_not_null(name, "%s: pass.%s[%zu] is not a string", floor_file, path, i);
+        json_object_set_new(in_floor, name, json_true());
+        json_t *t = json_object_get(by_name, name);
+        const char *status = t ? json_string_value(json_object_get(t, "status")) : "not run";
+        if (strcmp(status, "pass") == 0) continue;
+        char line[2400];
+        snprintf(line, sizeof line, "%s: %s%s%s", name, status, t ? ": " : "",
+                 t ? json_string_value(json_object_get(t, "reason")) : "");
+        json_array_append_new(*lost, json_string(line));
+    }
+    const char *name;
+    json_object_foreach(by_name, name, v) {
+        if (strcmp(json_string_value(json_object_get(v, "status")), "pass") != 0 || json_object_get(in_floor, name))
+            continue;
+        fprintf(stderr, "conformance %s: new pass %s (add it to %s)\n", path, name, floor_file);
+        json_array_append_new(*gained, json_string(name));
+    }
+    if (json_array_size(*gained))
+        fprintf(stderr, "conformance %s: %zu passes not in %s\n", path, json_array_size(*gained), floor_file);
+    json_decref(in_floor);
+    json_decref(by_name);
+    json_decref(floor);
+}
+
+/* One whole run on `path` with `args` (none: the reference path): no crash, failure or
+ * timeout, and every test the floor names for that path passes. Each run takes seconds to
+ * half a minute on 2 cores. */
+static void check_run(const char *path, const char *const *args, size_t nargs) {
     if (!path_is_file(TESTDATA "/node/test_abs/model.onnx"))
         cr_skip("libonnx-testdata is not installed (make deps)");
     char json_path[] = "/tmp/graft_conformance_XXXXXX";
@@ -103,9 +157,8 @@ static void check_run(const char *const *args, size_t nargs) {
                crash = count(summary, "crash"), timeout = count(summary, "timeout"),
                unsup = count(summary, "unsupported"), skipped = count(summary, "skipped"),
                total = count(summary, "total");
-    fprintf(stderr, "conformance%s%s: %lld tests: %lld pass, %lld fail, %lld unsupported, %lld crash, "
-            "%lld timeout, %lld skipped (report %s)\n", nargs ? " " : "", nargs ? args[nargs - 1] : "",
-            (long long)total, (long long)pass,
+    fprintf(stderr, "conformance %s: %lld tests: %lld pass, %lld fail, %lld unsupported, %lld crash, "
+            "%lld timeout, %lld skipped (report %s)\n", path, (long long)total, (long long)pass,
             (long long)fail, (long long)unsup, (long long)crash, (long long)timeout,
             (long long)skipped, json_path);
     cr_assert_eq(pass + fail + crash + timeout + unsup + skipped, total);
@@ -118,39 +171,26 @@ static void check_run(const char *const *args, size_t nargs) {
     cr_expect_eq(crash, 0, "%lld conformance tests crashed", (long long)crash);
     cr_expect_eq(fail, 0, "%lld conformance tests with supported ops failed", (long long)fail);
     cr_expect_eq(timeout, 0, "%lld conformance tests timed out", (long long)timeout);
-
-    json_t *floor = json_load_file(FLOOR_FILE, 0, &jerr);
-    cr_assert_not_null(floor, "%s: %s", FLOOR_FILE, jerr.text);
-    json_int_t floor_pass = count(floor, "pass");
-    cr_expect_geq(pass, floor_pass, "%lld passes, below the floor of %lld in %s", (long long)pass,
-                  (long long)floor_pass, FLOOR_FILE);
-    /* Per directory too, so a gain in one cannot hide a loss in another. */
-    json_t *floor_dirs = json_object_get(floor, "dirs"), *dirs = json_object_get(summary, "dirs");
-    const char *name;
-    json_t *fv;
-    json_object_foreach(floor_dirs, name, fv) {
-        json_t *d = json_object_get(dirs, name);
-        cr_expect_not_null(d, "the report has no directory '%s'", name);
-        if (d)
-            cr_expect_geq(count(d, "pass"), json_integer_value(fv),
-                          "%s: %lld passes, below the floor of %lld", name,
-                          (long long)count(d, "pass"), (long long)json_integer_value(fv));
-    }
-    json_decref(floor);
+    json_t *lost, *gained, *v;
+    check_floor(FLOOR_FILE, path, tests, &lost, &gained);
+    size_t i, nlost = json_array_size(lost);
+    json_array_foreach(lost, i, v) cr_expect_fail("%s: %s left the floor (%s)", path, json_string_value(v), FLOOR_FILE);
+    json_decref(lost);
+    json_decref(gained);
     json_decref(report);
-    if (!crash && !fail && !timeout && pass >= floor_pass) {
+    if (!crash && !fail && !timeout && !nlost) {
         remove(json_path);
         remove(log_path);
     }
 }
 
-Test(conformance, onnx_backend_tests, .timeout = 600) { check_run(NULL, 0); }
+Test(conformance, onnx_backend_tests, .timeout = 600) { check_run("host", NULL, 0); }
 
 /* Partitioned for a backend: what the backend does not take stays on the host. */
-Test(conformance, backend_json, .timeout = 600) { check_run((const char *[]){"--backend", "json"}, 2); }
-Test(conformance, backend_dnnl, .timeout = 600) { check_run((const char *[]){"--backend", "dnnl"}, 2); }
+Test(conformance, backend_json, .timeout = 600) { check_run("json", (const char *[]){"--backend", "json"}, 2); }
+Test(conformance, backend_dnnl, .timeout = 600) { check_run("dnnl", (const char *[]){"--backend", "dnnl"}, 2); }
 /* Through `graft build` -> load -> run: LLVM-compiled host kernels, planned memory. */
-Test(conformance, host_llvm, .timeout = 600) { check_run((const char *[]){"--host", "llvm"}, 2); }
+Test(conformance, host_llvm, .timeout = 600) { check_run("llvm", (const char *[]){"--host", "llvm"}, 2); }
 
 static void copy_file(const char *from, const char *to) {
     FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
@@ -162,25 +202,33 @@ static void copy_file(const char *from, const char *to) {
     fclose(out);
 }
 
+/* A test directory under root: test_relu's model and input with `output`'s expected data. */
+static void make_relu_test(const char *root, const char *name, const char *output) {
+    char p[512];
+    snprintf(p, sizeof(p), "%s/%s", root, name);
+    mkdir(p, 0755);
+    snprintf(p, sizeof(p), "%s/%s/test_data_set_0", root, name);
+    mkdir(p, 0755);
+    snprintf(p, sizeof(p), "%s/%s/model.onnx", root, name);
+    copy_file(TESTDATA "/node/test_relu/model.onnx", p);
+    snprintf(p, sizeof(p), "%s/%s/test_data_set_0/input_0.pb", root, name);
+    copy_file(TESTDATA "/node/test_relu/test_data_set_0/input_0.pb", p);
+    snprintf(p, sizeof(p), "%s/%s/test_data_set_0/output_0.pb", root, name);
+    copy_file(output, p);
+}
+
 /* A test whose expected output is another op's output must fail (with its error), and one
- * whose model is garbage must fail at import: the runner can tell a wrong answer. */
+ * whose model is garbage must fail at import: the runner can tell a wrong answer. The floor
+ * then names the failing test as lost and the passing one it does not list as a new pass. */
 Test(conformance, runner_reports_failures, .timeout = 60) {
     if (!path_is_file(TESTDATA "/node/test_relu/model.onnx"))
         cr_skip("libonnx-testdata is not installed (make deps)");
     char root[] = "/tmp/graft_conf_runner_XXXXXX";
     cr_assert_not_null(mkdtemp(root));
     char p[512], q[512];
-    /* test_relu with test_abs's expected output (also 3x4x5 float32, other values). */
-    snprintf(p, sizeof(p), "%s/test_relu_wrong", root);
-    mkdir(p, 0755);
-    snprintf(p, sizeof(p), "%s/test_relu_wrong/test_data_set_0", root);
-    mkdir(p, 0755);
-    snprintf(p, sizeof(p), "%s/test_relu_wrong/model.onnx", root);
-    copy_file(TESTDATA "/node/test_relu/model.onnx", p);
-    snprintf(p, sizeof(p), "%s/test_relu_wrong/test_data_set_0/input_0.pb", root);
-    copy_file(TESTDATA "/node/test_relu/test_data_set_0/input_0.pb", p);
-    snprintf(p, sizeof(p), "%s/test_relu_wrong/test_data_set_0/output_0.pb", root);
-    copy_file(TESTDATA "/node/test_abs/test_data_set_0/output_0.pb", p);
+    make_relu_test(root, "test_relu_ok", TESTDATA "/node/test_relu/test_data_set_0/output_0.pb");
+    /* test_abs's expected output (also 3x4x5 float32, other values) */
+    make_relu_test(root, "test_relu_wrong", TESTDATA "/node/test_abs/test_data_set_0/output_0.pb");
     /* A model file that is not protobuf. */
     snprintf(p, sizeof(p), "%s/test_garbage", root);
     mkdir(p, 0755);
@@ -200,7 +248,7 @@ Test(conformance, runner_reports_failures, .timeout = 60) {
     json_t *report = json_load_file(json_path, 0, &jerr);
     cr_assert_not_null(report, "%s: %s", json_path, jerr.text);
     json_t *tests = json_object_get(report, "tests");
-    cr_assert_eq(json_array_size(tests), 2);
+    cr_assert_eq(json_array_size(tests), 3);
     size_t i;
     json_t *t;
     json_array_foreach(tests, i, t) {
@@ -210,6 +258,8 @@ Test(conformance, runner_reports_failures, .timeout = 60) {
         if (strcmp(name, "test_garbage") == 0) {
             cr_expect_str_eq(status, "fail", "garbage model: %s (%s)", status, reason);
             cr_expect(strstr(reason, "import") != NULL, "garbage model reason: %s", reason);
+        } else if (strcmp(name, "test_relu_ok") == 0) {
+            cr_expect_str_eq(status, "pass", "test_relu with its own data: %s (%s)", status, reason);
         } else {
             cr_assert_str_eq(name, "test_relu_wrong");
             cr_expect_str_eq(status, "fail", "wrong expected data: %s (%s)", status, reason);
@@ -219,6 +269,23 @@ Test(conformance, runner_reports_failures, .timeout = 60) {
                       "max_abs_err should be large, reason: %s", reason);
         }
     }
+    /* a floor that names test_relu_wrong (as if it had passed before) and not test_relu_ok */
+    const char *dir = strrchr(root, '/') + 1;
+    char floor_path[600];
+    snprintf(floor_path, sizeof(floor_path), "%s/floor.json", root);
+    json_t *floor = json_pack("{s:{s:[s+]}}", "pass", "host", dir, "/test_relu_wrong");
+    cr_assert_eq(json_dump_file(floor, floor_path, 0), 0);
+    json_decref(floor);
+    json_t *lost, *gained;
+    check_floor(floor_path, "host", tests, &lost, &gained);
+    snprintf(p, sizeof(p), "%s/test_relu_wrong: fail: ", dir);
+    cr_expect(json_array_size(lost) == 1 && strncmp(json_string_value(json_array_get(lost, 0)), p, strlen(p)) == 0,
+              "lost: %s", json_dumps(lost, 0));
+    snprintf(p, sizeof(p), "%s/test_relu_ok", dir);
+    cr_expect(json_array_size(gained) == 1 && strcmp(json_string_value(json_array_get(gained, 0)), p) == 0,
+              "gained: %s", json_dumps(gained, 0));
+    json_decref(lost);
+    json_decref(gained);
     json_decref(report);
     snprintf(q, sizeof(q), "rm -rf '%s'", root);
     cr_expect_eq(system(q), 0);

@@ -19,9 +19,11 @@
 #include "runtime/dnnl.h"
 #include "runtime/json_runtime.h"
 #include "runtime/module.h"
+#include "tests/compare_util.h"
 
 #define DT_RTOL 1e-4
 #define DT_ATOL 1e-4
+#define DT_CMP ((gr_cmp_opts){.atol = DT_ATOL, .rtol = DT_RTOL})
 #define DT_MAX 64
 
 typedef struct dt_graph {
@@ -259,13 +261,8 @@ static inline double dt_check(dt_graph *g) {
     cr_assert_eq(st, GR_OK, "dnnl: %s", d.msg);
     double worst = 0;
     for (int h = 0; h < g->nheads; h++) {
-        const float *r = rt_tensor_data(ref[h]), *o = rt_tensor_data(got[h]);
-        for (int64_t i = 0; i < rt_tensor_numel(ref[h]); i++) {
-            double err = fabs((double)r[i] - (double)o[i]);
-            cr_assert(err <= DT_ATOL + DT_RTOL * fabs((double)r[i]), "head %d elem %ld: ref %g dnnl %g", h, (long)i,
-                      (double)r[i], (double)o[i]);
-            if (err > worst) worst = err;
-        }
+        gr_cmp_result e = tc_expect_tensor(got[h], ref[h], DT_CMP, "head %d: dnnl against the reference", h);
+        if (e.max_abs > worst) worst = e.max_abs;
         rt_tensor_release(ref[h]);
         rt_tensor_release(got[h]);
     }

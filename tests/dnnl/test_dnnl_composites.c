@@ -19,6 +19,7 @@
 #include "ir/transform.h"
 #include "runtime/dnnl.h"
 #include "runtime/executor.h"
+#include "tests/compare_util.h"
 
 #define CT_RTOL 1e-4
 #define CT_ATOL 1e-4
@@ -137,12 +138,7 @@ static void run_main(const ir_module *m, uint32_t seed, rt_value *out) {
 static void ct_compare(const rt_value *a, const rt_value *b) {
     cr_assert_eq(a->kind, RT_VAL_TENSOR);
     cr_assert_eq(b->kind, RT_VAL_TENSOR);
-    cr_assert_eq(rt_tensor_numel(a->u.t), rt_tensor_numel(b->u.t));
-    for (int64_t i = 0; i < rt_tensor_numel(a->u.t); i++) {
-        double r = rt_tensor_get_f64(a->u.t, i), o = rt_tensor_get_f64(b->u.t, i);
-        if (r == o || (isnan(r) && isnan(o))) continue; /* equal infinities, both NaN */
-        cr_assert(fabs(r - o) <= CT_ATOL + CT_RTOL * fabs(r), "elem %ld: ref %g dnnl %g", (long)i, r, o);
-    }
+    tc_expect_tensor(b->u.t, a->u.t, (gr_cmp_opts){.atol = CT_ATOL, .rtol = CT_RTOL}, "dnnl against the reference");
 }
 
 /* Reference vs dnnl on the same random inputs. */

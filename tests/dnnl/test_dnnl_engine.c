@@ -792,12 +792,8 @@ Test(dnnl_engine, consts_released_after_prepare) {
     }
     for (int run = 0; run < 2; run++) {
         cr_assert_eq(rt_module_call(mod, "test_region", args, 2, 2, &d), GR_OK, "%s", d.msg);
-        for (int h = 0; h < 2; h++) {
-            const float *r = rt_tensor_data(ref[h]), *o = rt_tensor_data(out[h]);
-            for (int64_t i = 0; i < rt_tensor_numel(ref[h]); i++)
-                cr_assert(fabs((double)r[i] - (double)o[i]) <= DT_ATOL + DT_RTOL * fabs((double)r[i]),
-                          "run %d head %d elem %ld: ref %g dnnl %g", run, h, (long)i, (double)r[i], (double)o[i]);
-        }
+        for (int h = 0; h < 2; h++)
+            tc_expect_tensor(out[h], ref[h], DT_CMP, "run %d head %d: dnnl against the reference", run, h);
     }
     void *again = NULL;
     gr_status st2 = rt_dnnl_engine.prepare(gr, NULL, &again, &d);

@@ -22,6 +22,7 @@
 #include "runtime/dnnl.h"
 #include "runtime/executor.h"
 #include "runtime/npy.h"
+#include "tests/compare_util.h"
 
 #define MODEL_ATOL 1e-4
 #define MODEL_RTOL 1e-3
@@ -185,10 +186,7 @@ static void check_model(const char *name, const char *key, int64_t h, int64_t w,
     onnx__model_proto__free_unpacked(mn.mp, NULL);
     cr_assert_eq(res.kind, RT_VAL_TENSOR);
     cr_assert_eq(rt_tensor_numel(res.u.t), rt_tensor_numel(ref));
-    for (int64_t k = 0; k < rt_tensor_numel(ref); k++) {
-        double r = rt_tensor_get_f64(ref, k), o = rt_tensor_get_f64(res.u.t, k);
-        cr_assert(fabs(r - o) <= MODEL_ATOL + MODEL_RTOL * fabs(r), "%s elem %ld: ORT %g dnnl %g", name, (long)k, r, o);
-    }
+    tc_expect_tensor(res.u.t, ref, (gr_cmp_opts){.atol = MODEL_ATOL, .rtol = MODEL_RTOL}, "%s: dnnl against ORT", name);
     rt_value_clear(&res);
     rt_value_clear(&arg);
     rt_tensor_release(ref);

@@ -12,6 +12,7 @@
 #include "ir/parser.h"
 #include "runtime/dnnl.h"
 #include "runtime/executor.h"
+#include "tests/compare_util.h"
 #include "deploy/graft_model.h"
 
 static const char *k_mod =
@@ -130,9 +131,7 @@ static uint64_t run_artifact(const uint8_t *buf, size_t len, const byoc_options 
     cr_assert_eq(graft_model_run(gm, in, 2, &out, &d), GR_OK, "%s", d.msg);
     rt_dnnl_totals(&after, &nref, NULL, 0);
     cr_assert_eq(out.kind, RT_VAL_TENSOR);
-    const float *a = rt_tensor_data(out.u.t), *b = rt_tensor_data((rt_tensor *)ref);
-    for (int64_t i = 0; i < rt_tensor_numel(ref); i++)
-        cr_assert(fabsf(a[i] - b[i]) <= 1e-5f * (1 + fabsf(b[i])), "element %ld: %g vs %g", (long)i, a[i], b[i]);
+    tc_expect_tensor(out.u.t, ref, (gr_cmp_opts){.atol = 1e-5, .rtol = 1e-5}, "artifact against the reference");
     rt_value_clear(&out);
     graft_model_free(gm);
     return after - before;

@@ -28,6 +28,7 @@
 #include "runtime/executor.h"
 #include "runtime/npy.h"
 #include "runtime/plan.h"
+#include "tests/compare_util.h"
 
 #define SYM_ATOL_OF_MAX 1e-4
 #define SYM_ATOL_PROB 1e-4
@@ -98,16 +99,13 @@ static void run_ref_on(graft_model *gm, rt_exec_t *x, const char *name, bool pro
     cr_assert_eq(st, GR_OK, "%s: %s", name, d.msg);
     const rt_tensor *got = res.kind == RT_VAL_TUPLE ? res.u.tuple.items[0].u.t : res.u.t;
     cr_assert(rt_tensor_same_shape(got, ref), "%s: output shape differs from ONNX Runtime's", name);
-    double scale = 0, worst = 0;
-    for (int64_t k = 0; k < rt_tensor_numel(ref); k++) scale = fmax(scale, fabs(rt_tensor_get_f64(ref, k)));
-    double atol = prob ? SYM_ATOL_PROB : SYM_ATOL_OF_MAX * scale;
-    for (int64_t k = 0; k < rt_tensor_numel(ref); k++) {
-        double r = rt_tensor_get_f64(ref, k), o = rt_tensor_get_f64(got, k);
-        cr_assert(fabs(r - o) <= atol + SYM_RTOL * fabs(r), "%s elem %ld: ORT %g graft %g", name,
-                  (long)k, r, o);
-        worst = fmax(worst, fabs(r - o));
-    }
-    fprintf(stderr, "dnnl_symbolic %s: max |graft - ORT| = %.3g\n", name, worst);
+    gr_cmp_opts o = {.rtol = SYM_RTOL};
+    if (prob)
+        o.atol = SYM_ATOL_PROB;
+    else
+        o.atol_scale = SYM_ATOL_OF_MAX;
+    gr_cmp_result e = tc_expect_tensor(got, ref, o, "%s: graft against ORT", name);
+    fprintf(stderr, "dnnl_symbolic %s: max |graft - ORT| = %.3g\n", name, e.max_abs);
     rt_value_clear(&res);
     rt_value_clear(&arg);
     rt_tensor_release(ref);

@@ -118,15 +118,8 @@ Test(dnnl_wino, shapes_against_reference, .timeout = 120) {
         gr_diag d = {0};
         cr_assert_eq(dt_run(&g, &rt_json_reference_engine, ref, &d), GR_OK, "case %zu reference: %s", i, d.msg);
         cr_assert_eq(dt_run(&g, &rt_dnnl_engine, got, &d), GR_OK, "case %zu dnnl: %s", i, d.msg);
-        const float *r = rt_tensor_data(ref[0]), *o = rt_tensor_data(got[0]);
-        double scale = 0, worst = 0;
-        for (int64_t k = 0; k < rt_tensor_numel(ref[0]); k++) scale = fmax(scale, fabs((double)r[k]));
-        for (int64_t k = 0; k < rt_tensor_numel(ref[0]); k++) {
-            double err = fabs((double)r[k] - (double)o[k]);
-            cr_assert(err <= WINO_ATOL_OF_MAX * scale + WINO_RTOL * fabs((double)r[k]), "case %zu elem %ld: ref %g dnnl %g (max|ref| %g)",
-                      i, (long)k, (double)r[k], (double)o[k], scale);
-            worst = fmax(worst, err);
-        }
+        gr_cmp_result e = tc_expect_tensor(got[0], ref[0], (gr_cmp_opts){.atol_scale = WINO_ATOL_OF_MAX, .rtol = WINO_RTOL},
+                                           "case %zu: dnnl against the reference", i);
         dt_prepared p;
         cr_assert_eq(dt_prepare(&g, &p, &d), GR_OK, "%s", d.msg);
         int m, n = count_wino(&p, &m);
@@ -138,7 +131,7 @@ Test(dnnl_wino, shapes_against_reference, .timeout = 120) {
             cr_expect_eq(n, 0, "case %zu (ISA %s): %d graft_wino primitives", i, rt_dnnl_isa(), n);
         }
         fprintf(stderr, "dnnl_wino case %zu (%ld-%ld @%ldx%ld, ISA %s): F(%dx%d), max |err| %.3g of max|ref| %.3g\n", i, (long)c->C,
-                (long)c->O, (long)c->H, (long)c->W, rt_dnnl_isa(), m, m, worst, scale);
+                (long)c->O, (long)c->H, (long)c->W, rt_dnnl_isa(), m, m, e.max_abs, e.max_ref);
         dt_release(&p);
         rt_tensor_release(ref[0]);
         rt_tensor_release(got[0]);

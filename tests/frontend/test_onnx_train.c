@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
+#include "base/compare.h"
 #include "frontend/onnx/onnx_import.h"
 #include "runtime/executor.h"
 
@@ -43,7 +44,7 @@ Test(onnx_train, adam_bias_correction_follows_the_run_time_t) {
             double ra = T > 0 ? r * sqrt(1 - pow(beta, (double)T)) / (1 - pow(alpha, (double)T)) : r;
             double want = X[i] - ra * v / (sqrt(h) + eps);
             double got = rt_tensor_get_f64(res.u.tuple.items[0].u.t, i);
-            cr_assert(fabs(got - want) <= 1e-5 * fabs(want) + 1e-6, "T %lld x[%d]: %.9g vs %.9g", (long long)T, i, got, want);
+            cr_assert(gr_cmp_value(got, want, 1e-6, 1e-5, false), "T %lld x[%d]: %.9g vs %.9g", (long long)T, i, got, want);
         }
         rt_value_clear(&res);
         for (int k = 0; k < 6; k++) rt_value_clear(&args[k]);

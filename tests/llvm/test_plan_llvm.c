@@ -8,6 +8,7 @@
 #include "ir/parser.h"
 #include "runtime/executor.h"
 #include "runtime/plan.h"
+#include "tests/compare_util.h"
 
 static const char *k_mod =
     "@I.ir_module\n"
@@ -43,18 +44,7 @@ static rt_tensor *rand_tensor(int32_t nd, const int64_t *shape, uint32_t seed) {
 }
 
 static void expect_close(const rt_value *a, const rt_value *b, double tol) {
-    cr_assert_eq(a->kind, b->kind);
-    if (a->kind == RT_VAL_TUPLE) {
-        cr_assert_eq(a->u.tuple.n, b->u.tuple.n);
-        for (uint32_t i = 0; i < a->u.tuple.n; i++) expect_close(&a->u.tuple.items[i], &b->u.tuple.items[i], tol);
-        return;
-    }
-    cr_assert_eq(a->kind, RT_VAL_TENSOR);
-    cr_assert(rt_tensor_same_shape(a->u.t, b->u.t));
-    const float *x = rt_tensor_data(a->u.t), *y = rt_tensor_data(b->u.t);
-    for (int64_t i = 0; i < rt_tensor_numel(a->u.t); i++)
-        cr_assert(fabsf(x[i] - y[i]) <= tol * (1 + fabsf(y[i])), "element %lld: %g vs %g",
-                  (long long)i, x[i], y[i]);
+    tc_expect_value(a, b, (gr_cmp_opts){.atol = tol, .rtol = tol}, "against the reference executor");
 }
 
 static ir_module *parse(ir_ctx_t *ctx, const char *text) {

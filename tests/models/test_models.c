@@ -13,6 +13,7 @@
 #include "ir/visit.h"
 #include "runtime/executor.h"
 #include "runtime/npy.h"
+#include "tests/compare_util.h"
 
 /* Tolerances against ORT. ORT (optimization level "all") folds BatchNorm into the conv weights
  * and fuses activations, and MLAS sums convolutions in another order than the reference
@@ -227,32 +228,6 @@ static uint32_t check_spans(ir_ctx_t *ctx, const ir_module *m, const char *model
 
 /* -------------------------------------------------------------- run vs ORT ---- */
 
-typedef struct err_stats {
-    double max_abs, max_rel;
-    int64_t bad, worst;      /* values out of tolerance; index of the largest excess */
-    double worst_excess;
-} err_stats;
-
-static err_stats compare(const rt_tensor *got, const rt_tensor *want) {
-    err_stats s = {0, 0, 0, -1, 0};
-    int64_t n = rt_tensor_numel(want);
-    for (int64_t i = 0; i < n; i++) {
-        double g = rt_tensor_get_f64(got, i), w = rt_tensor_get_f64(want, i);
-        double err = fabs(g - w);
-        if (isnan(g) != isnan(w)) err = INFINITY;
-        else if (isnan(g)) err = 0;
-        if (err > s.max_abs) s.max_abs = err;
-        /* Relative error only where it means something: below atol the absolute bound rules. */
-        if (fabs(w) >= MODEL_ATOL && err / fabs(w) > s.max_rel) s.max_rel = err / fabs(w);
-        double excess = err - (MODEL_ATOL + MODEL_RTOL * fabs(w));
-        if (!(excess <= 0)) {
-            if (s.worst < 0 || excess > s.worst_excess) s.worst = i, s.worst_excess = excess;
-            s.bad++;
-        }
-    }
-    return s;
-}
-
 static void run_model(const model_case *mc) {
     char model[4096], refs[4096], path[4200];
     if (!env_lookup(mc->env_key, model, sizeof(model)) || !file_exists(model) ||
@@ -307,15 +282,11 @@ static void run_model(const model_case *mc) {
         const rt_tensor *got = items[i].u.t;
         cr_assert(rt_tensor_same_shape(got, want), "%s: output %u has another shape than ORT's",
                   mc->name, i);
-        err_stats e = compare(got, want);
+        gr_cmp_result e = tc_expect_tensor(got, want, (gr_cmp_opts){.atol = MODEL_ATOL, .rtol = MODEL_RTOL},
+                                           "%s: output %u against ORT", mc->name, i);
         fprintf(stderr, "%s: output %u: %lld values, max abs err %.3g, max rel err %.3g (where |ORT| >= "
                 "atol), %lld out of tolerance (atol %g + rtol %g)\n", mc->name, i,
-                (long long)rt_tensor_numel(want), e.max_abs, e.max_rel, (long long)e.bad,
-                MODEL_ATOL, MODEL_RTOL);
-        cr_expect_eq(e.bad, 0, "%s: output %u: %lld values off; worst at %lld: got %.9g, ORT %.9g",
-                     mc->name, i, (long long)e.bad, (long long)e.worst,
-                     e.worst >= 0 ? rt_tensor_get_f64(got, e.worst) : 0.0,
-                     e.worst >= 0 ? rt_tensor_get_f64(want, e.worst) : 0.0);
+                (long long)e.numel, e.max_abs, e.max_rel, (long long)e.bad, MODEL_ATOL, MODEL_RTOL);
         rt_tensor_release(want);
     }
     rt_value_clear(&result);

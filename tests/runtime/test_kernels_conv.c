@@ -19,9 +19,7 @@ static void naive_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t 
 
 static void assert_close_f(const float *got, const double *want, int64_t n, double rtol,
                            double atol) {
-    for (int64_t i = 0; i < n; i++)
-        cr_assert(fabs(got[i] - want[i]) <= atol + rtol * fabs(want[i]),
-                  "element %lld: got %.8g, want %.8g", (long long)i, got[i], want[i]);
+    tc_expect_f32_f64(got, want, n, (gr_cmp_opts){.atol = atol, .rtol = rtol}, "against the naive kernel");
 }
 
 Test(kernels_conv, sgemm_shapes_transposes_accumulate) {
