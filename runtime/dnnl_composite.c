@@ -95,8 +95,6 @@ char *rt_dnnl_composite_name(const rt_dnnl_composite *c, char *buf, size_t n) {
 
 json_t *dn_composite_annotation(const rt_json_node *n) { return json_object_get(n->attrs, "dnnl"); }
 
-bool dn_in_composite(const rt_json_node *n) { return json_object_get(n->attrs, "dnnl_group") != NULL; }
-
 /* [nid, index] -> entry id, -1 when malformed */
 static int ann_entry(dn_state *S, json_t *e) {
     json_t *a = json_array_get(e, 0), *b = json_array_get(e, 1);

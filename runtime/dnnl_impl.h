@@ -1,5 +1,8 @@
-/* Internal state of the oneDNN engine, shared by dnnl_engine.c (values, planning, post-ops,
- * run) and dnnl_ops.c (one handler per op). */
+/* Internal state of the oneDNN engine, shared by its files, each calling only those below it:
+ * dnnl_engine.c (the driver: plan, prepare, run) over dnnl_composite.c and the op table
+ * (dnnl_ops.c, handlers in dnnl_op_*.c, dnnl_rnn.c, dnnl_vol.c), which sit over dnnl_postops.c
+ * (post-op chains), dnnl_node.c (node queries) and dnnl_prim.c (values, primitives, reorders,
+ * constants). */
 #ifndef GRAFT_RUNTIME_DNNL_IMPL_H
 #define GRAFT_RUNTIME_DNNL_IMPL_H
 
@@ -152,7 +155,7 @@ void dn_plain_expand(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int 
 bool dn_is_plain(const dnnl_memory_desc_t *md);
 int dn_val_new(dn_state *S, int kind, const dnnl_memory_desc_t *md);
 int dn_alias_new(dn_state *S, int base, const dnnl_memory_desc_t *md);
-int root_val(const dn_state *S, int v);
+int dn_root(const dn_state *S, int v);
 void *dn_owned_alloc(dn_state *S, size_t bytes);
 gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
                   bool reorder);
@@ -200,6 +203,14 @@ int dn_arg_entry(dn_state *S, const rt_json_node *n, uint32_t k);
 bool dn_arg_num(const rt_json_node *n, uint32_t k, double *v);
 /* The oneDNN binary algorithm of a binary op (IR_OP_ADD; undef for others) and whether it
  * commutes. */
+/* The engine's columns of runtime/dnnl_op_table.h for an op id, NULL when it is not in the table. */
+typedef struct dn_op_row {
+    bool in_table;
+    int kind;                     /* DN_K_* */
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+} dn_op_row;
+const dn_op_row *dn_op_row_of(int op);
 dnnl_alg_kind_t dn_binary_alg(ir_op_id op, bool *commutes);
 uint32_t dn_nargs(const rt_json_node *n);
 json_t *dn_attr(const rt_json_node *n, const char *key);

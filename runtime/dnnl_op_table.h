@@ -16,7 +16,7 @@
  *              DN_K_OWN     checked by its own pattern file alone (dnnl_rnn/vol_patterns.c),
  *                           without the common float32 checks of single ops
  *   check      the codegen's check (codegen/dnnl/dnnl_patterns.c, chk_*)
- *   handler    the engine's builder (runtime/dnnl_ops.c, op_*)
+ *   handler    the engine's builder (runtime/dnnl_op_*.c, dn_op_*)
  *   algorithm  dnnl_alg_kind_t, with its alpha and beta */
 #ifndef GRAFT_RUNTIME_DNNL_OP_TABLE_H
 #define GRAFT_RUNTIME_DNNL_OP_TABLE_H
@@ -24,58 +24,58 @@
 enum { DN_K_ANCHOR, DN_K_PRIM, DN_K_ELT, DN_K_BIN, DN_K_RED, DN_K_OWN };
 
 #define DNNL_OPS(X)                                                                                  \
-    X(CONV2D, DN_K_ANCHOR, chk_conv2d, op_conv2d, dnnl_alg_kind_undef, 0.f, 0.f)                     \
-    X(CONV1D, DN_K_ANCHOR, chk_conv1d, op_conv1d, dnnl_alg_kind_undef, 0.f, 0.f)                     \
-    X(CONV2D_TRANSPOSE, DN_K_ANCHOR, chk_deconv2d, op_deconv2d, dnnl_alg_kind_undef, 0.f, 0.f)       \
-    X(CONV1D_TRANSPOSE, DN_K_ANCHOR, chk_deconv1d, op_deconv1d, dnnl_alg_kind_undef, 0.f, 0.f)       \
-    X(MATMUL, DN_K_ANCHOR, chk_matmul, op_matmul, dnnl_alg_kind_undef, 0.f, 0.f)                     \
-    X(MAX_POOL2D, DN_K_PRIM, chk_pool, op_pool, dnnl_alg_kind_undef, 0.f, 0.f)                       \
-    X(AVG_POOL2D, DN_K_PRIM, chk_pool, op_pool, dnnl_alg_kind_undef, 0.f, 0.f)                       \
-    X(MAX_POOL1D, DN_K_PRIM, chk_pool, op_pool, dnnl_alg_kind_undef, 0.f, 0.f)                       \
-    X(AVG_POOL1D, DN_K_PRIM, chk_pool, op_pool, dnnl_alg_kind_undef, 0.f, 0.f)                       \
-    X(ADAPTIVE_AVG_POOL2D, DN_K_PRIM, chk_adaptive, op_pool, dnnl_alg_kind_undef, 0.f, 0.f)          \
-    X(ADAPTIVE_MAX_POOL2D, DN_K_PRIM, chk_adaptive, op_pool, dnnl_alg_kind_undef, 0.f, 0.f)          \
-    X(ADAPTIVE_AVG_POOL1D, DN_K_PRIM, chk_adaptive, op_pool, dnnl_alg_kind_undef, 0.f, 0.f)          \
-    X(SOFTMAX, DN_K_PRIM, chk_none, op_softmax, dnnl_alg_kind_undef, 0.f, 0.f)                       \
-    X(LOG_SOFTMAX, DN_K_PRIM, chk_none, op_softmax, dnnl_alg_kind_undef, 0.f, 0.f)                   \
-    X(LAYER_NORM, DN_K_PRIM, chk_layer_norm, op_layer_norm, dnnl_alg_kind_undef, 0.f, 0.f)           \
-    X(BATCH_NORM, DN_K_PRIM, chk_batch_norm, op_batch_norm, dnnl_alg_kind_undef, 0.f, 0.f)           \
-    X(ADD, DN_K_BIN, chk_binary, op_elemwise, dnnl_binary_add, 0.f, 0.f)                             \
-    X(SUBTRACT, DN_K_BIN, chk_binary, op_elemwise, dnnl_binary_sub, 0.f, 0.f)                        \
-    X(MULTIPLY, DN_K_BIN, chk_binary, op_elemwise, dnnl_binary_mul, 0.f, 0.f)                        \
-    X(DIVIDE, DN_K_BIN, chk_binary, op_elemwise, dnnl_binary_div, 0.f, 0.f)                          \
-    X(MAXIMUM, DN_K_BIN, chk_binary, op_elemwise, dnnl_binary_max, 0.f, 0.f)                         \
-    X(MINIMUM, DN_K_BIN, chk_binary, op_elemwise, dnnl_binary_min, 0.f, 0.f)                         \
-    X(POWER, DN_K_BIN, chk_power, op_elemwise, dnnl_alg_kind_undef, 0.f, 0.f)                        \
-    X(RELU, DN_K_ELT, chk_none, op_elemwise, dnnl_eltwise_relu, 0.f, 0.f)                            \
-    X(LEAKYRELU, DN_K_ELT, chk_none, op_elemwise, dnnl_eltwise_relu, 0.f, 0.f)                       \
-    X(RELU6, DN_K_ELT, chk_none, op_elemwise, dnnl_eltwise_clip_v2, 0.f, 6.f)                        \
-    X(CLIP, DN_K_ELT, chk_clip, op_elemwise, dnnl_eltwise_clip_v2, 0.f, 0.f)                         \
-    X(SIGMOID, DN_K_ELT, chk_none, op_elemwise, dnnl_eltwise_logistic, 0.f, 0.f)                     \
-    X(TANH, DN_K_ELT, chk_none, op_elemwise, dnnl_eltwise_tanh, 0.f, 0.f)                            \
-    X(EXP, DN_K_ELT, chk_none, op_elemwise, dnnl_eltwise_exp, 0.f, 0.f)                              \
-    X(LOG, DN_K_ELT, chk_none, op_elemwise, dnnl_eltwise_log, 0.f, 0.f)                              \
-    X(SQRT, DN_K_ELT, chk_none, op_elemwise, dnnl_eltwise_sqrt, 0.f, 0.f)                            \
-    X(RSQRT, DN_K_ELT, chk_none, op_elemwise, dnnl_eltwise_pow, 1.f, -0.5f)                          \
-    X(ABS, DN_K_ELT, chk_none, op_elemwise, dnnl_eltwise_abs, 0.f, 0.f)                              \
-    X(SQUARE, DN_K_ELT, chk_none, op_elemwise, dnnl_eltwise_square, 0.f, 0.f)                        \
-    X(NEGATIVE, DN_K_ELT, chk_none, op_elemwise, dnnl_eltwise_linear, -1.f, 0.f)                     \
-    X(GELU, DN_K_ELT, chk_none, op_elemwise, dnnl_eltwise_gelu_erf, 0.f, 0.f)                        \
-    X(GELU_TANH, DN_K_ELT, chk_none, op_elemwise, dnnl_eltwise_gelu_tanh, 0.f, 0.f)                  \
-    X(SILU, DN_K_ELT, chk_none, op_elemwise, dnnl_eltwise_swish, 1.f, 0.f)                           \
-    X(CONCAT, DN_K_PRIM, chk_concat, op_concat, dnnl_alg_kind_undef, 0.f, 0.f)                       \
-    X(RESIZE2D, DN_K_PRIM, chk_resize, op_resize, dnnl_alg_kind_undef, 0.f, 0.f)                     \
-    X(MEAN, DN_K_RED, chk_none, op_reduce, dnnl_reduction_mean, 0.f, 0.f)                            \
-    X(SUM, DN_K_RED, chk_none, op_reduce, dnnl_reduction_sum, 0.f, 0.f)                              \
-    X(MAX, DN_K_RED, chk_none, op_reduce, dnnl_reduction_max, 0.f, 0.f)                              \
-    X(MIN, DN_K_RED, chk_none, op_reduce, dnnl_reduction_min, 0.f, 0.f)                              \
-    X(PROD, DN_K_RED, chk_none, op_reduce, dnnl_reduction_mul, 0.f, 0.f)                             \
-    X(RESHAPE, DN_K_PRIM, chk_none, op_reshape, dnnl_alg_kind_undef, 0.f, 0.f)                       \
-    X(FLATTEN, DN_K_PRIM, chk_none, op_reshape, dnnl_alg_kind_undef, 0.f, 0.f)                       \
-    X(SQUEEZE, DN_K_PRIM, chk_none, op_reshape, dnnl_alg_kind_undef, 0.f, 0.f)                       \
-    X(EXPAND_DIMS, DN_K_PRIM, chk_none, op_reshape, dnnl_alg_kind_undef, 0.f, 0.f)                   \
-    X(PERMUTE_DIMS, DN_K_PRIM, chk_none, op_permute, dnnl_alg_kind_undef, 0.f, 0.f)                  \
-    X(STRIDED_SLICE, DN_K_PRIM, chk_strided_slice, op_strided_slice, dnnl_alg_kind_undef, 0.f, 0.f)  \
+    X(CONV2D, DN_K_ANCHOR, chk_conv2d, dn_op_conv2d, dnnl_alg_kind_undef, 0.f, 0.f)                     \
+    X(CONV1D, DN_K_ANCHOR, chk_conv1d, dn_op_conv1d, dnnl_alg_kind_undef, 0.f, 0.f)                     \
+    X(CONV2D_TRANSPOSE, DN_K_ANCHOR, chk_deconv2d, dn_op_deconv2d, dnnl_alg_kind_undef, 0.f, 0.f)       \
+    X(CONV1D_TRANSPOSE, DN_K_ANCHOR, chk_deconv1d, dn_op_deconv1d, dnnl_alg_kind_undef, 0.f, 0.f)       \
+    X(MATMUL, DN_K_ANCHOR, chk_matmul, dn_op_matmul, dnnl_alg_kind_undef, 0.f, 0.f)                     \
+    X(MAX_POOL2D, DN_K_PRIM, chk_pool, dn_op_pool, dnnl_alg_kind_undef, 0.f, 0.f)                       \
+    X(AVG_POOL2D, DN_K_PRIM, chk_pool, dn_op_pool, dnnl_alg_kind_undef, 0.f, 0.f)                       \
+    X(MAX_POOL1D, DN_K_PRIM, chk_pool, dn_op_pool, dnnl_alg_kind_undef, 0.f, 0.f)                       \
+    X(AVG_POOL1D, DN_K_PRIM, chk_pool, dn_op_pool, dnnl_alg_kind_undef, 0.f, 0.f)                       \
+    X(ADAPTIVE_AVG_POOL2D, DN_K_PRIM, chk_adaptive, dn_op_pool, dnnl_alg_kind_undef, 0.f, 0.f)          \
+    X(ADAPTIVE_MAX_POOL2D, DN_K_PRIM, chk_adaptive, dn_op_pool, dnnl_alg_kind_undef, 0.f, 0.f)          \
+    X(ADAPTIVE_AVG_POOL1D, DN_K_PRIM, chk_adaptive, dn_op_pool, dnnl_alg_kind_undef, 0.f, 0.f)          \
+    X(SOFTMAX, DN_K_PRIM, chk_none, dn_op_softmax, dnnl_alg_kind_undef, 0.f, 0.f)                       \
+    X(LOG_SOFTMAX, DN_K_PRIM, chk_none, dn_op_softmax, dnnl_alg_kind_undef, 0.f, 0.f)                   \
+    X(LAYER_NORM, DN_K_PRIM, chk_layer_norm, dn_op_layer_norm, dnnl_alg_kind_undef, 0.f, 0.f)           \
+    X(BATCH_NORM, DN_K_PRIM, chk_batch_norm, dn_op_batch_norm, dnnl_alg_kind_undef, 0.f, 0.f)           \
+    X(ADD, DN_K_BIN, chk_binary, dn_op_elemwise, dnnl_binary_add, 0.f, 0.f)                             \
+    X(SUBTRACT, DN_K_BIN, chk_binary, dn_op_elemwise, dnnl_binary_sub, 0.f, 0.f)                        \
+    X(MULTIPLY, DN_K_BIN, chk_binary, dn_op_elemwise, dnnl_binary_mul, 0.f, 0.f)                        \
+    X(DIVIDE, DN_K_BIN, chk_binary, dn_op_elemwise, dnnl_binary_div, 0.f, 0.f)                          \
+    X(MAXIMUM, DN_K_BIN, chk_binary, dn_op_elemwise, dnnl_binary_max, 0.f, 0.f)                         \
+    X(MINIMUM, DN_K_BIN, chk_binary, dn_op_elemwise, dnnl_binary_min, 0.f, 0.f)                         \
+    X(POWER, DN_K_BIN, chk_power, dn_op_elemwise, dnnl_alg_kind_undef, 0.f, 0.f)                        \
+    X(RELU, DN_K_ELT, chk_none, dn_op_elemwise, dnnl_eltwise_relu, 0.f, 0.f)                            \
+    X(LEAKYRELU, DN_K_ELT, chk_none, dn_op_elemwise, dnnl_eltwise_relu, 0.f, 0.f)                       \
+    X(RELU6, DN_K_ELT, chk_none, dn_op_elemwise, dnnl_eltwise_clip_v2, 0.f, 6.f)                        \
+    X(CLIP, DN_K_ELT, chk_clip, dn_op_elemwise, dnnl_eltwise_clip_v2, 0.f, 0.f)                         \
+    X(SIGMOID, DN_K_ELT, chk_none, dn_op_elemwise, dnnl_eltwise_logistic, 0.f, 0.f)                     \
+    X(TANH, DN_K_ELT, chk_none, dn_op_elemwise, dnnl_eltwise_tanh, 0.f, 0.f)                            \
+    X(EXP, DN_K_ELT, chk_none, dn_op_elemwise, dnnl_eltwise_exp, 0.f, 0.f)                              \
+    X(LOG, DN_K_ELT, chk_none, dn_op_elemwise, dnnl_eltwise_log, 0.f, 0.f)                              \
+    X(SQRT, DN_K_ELT, chk_none, dn_op_elemwise, dnnl_eltwise_sqrt, 0.f, 0.f)                            \
+    X(RSQRT, DN_K_ELT, chk_none, dn_op_elemwise, dnnl_eltwise_pow, 1.f, -0.5f)                          \
+    X(ABS, DN_K_ELT, chk_none, dn_op_elemwise, dnnl_eltwise_abs, 0.f, 0.f)                              \
+    X(SQUARE, DN_K_ELT, chk_none, dn_op_elemwise, dnnl_eltwise_square, 0.f, 0.f)                        \
+    X(NEGATIVE, DN_K_ELT, chk_none, dn_op_elemwise, dnnl_eltwise_linear, -1.f, 0.f)                     \
+    X(GELU, DN_K_ELT, chk_none, dn_op_elemwise, dnnl_eltwise_gelu_erf, 0.f, 0.f)                        \
+    X(GELU_TANH, DN_K_ELT, chk_none, dn_op_elemwise, dnnl_eltwise_gelu_tanh, 0.f, 0.f)                  \
+    X(SILU, DN_K_ELT, chk_none, dn_op_elemwise, dnnl_eltwise_swish, 1.f, 0.f)                           \
+    X(CONCAT, DN_K_PRIM, chk_concat, dn_op_concat, dnnl_alg_kind_undef, 0.f, 0.f)                       \
+    X(RESIZE2D, DN_K_PRIM, chk_resize, dn_op_resize, dnnl_alg_kind_undef, 0.f, 0.f)                     \
+    X(MEAN, DN_K_RED, chk_none, dn_op_reduce, dnnl_reduction_mean, 0.f, 0.f)                            \
+    X(SUM, DN_K_RED, chk_none, dn_op_reduce, dnnl_reduction_sum, 0.f, 0.f)                              \
+    X(MAX, DN_K_RED, chk_none, dn_op_reduce, dnnl_reduction_max, 0.f, 0.f)                              \
+    X(MIN, DN_K_RED, chk_none, dn_op_reduce, dnnl_reduction_min, 0.f, 0.f)                              \
+    X(PROD, DN_K_RED, chk_none, dn_op_reduce, dnnl_reduction_mul, 0.f, 0.f)                             \
+    X(RESHAPE, DN_K_PRIM, chk_none, dn_op_reshape, dnnl_alg_kind_undef, 0.f, 0.f)                       \
+    X(FLATTEN, DN_K_PRIM, chk_none, dn_op_reshape, dnnl_alg_kind_undef, 0.f, 0.f)                       \
+    X(SQUEEZE, DN_K_PRIM, chk_none, dn_op_reshape, dnnl_alg_kind_undef, 0.f, 0.f)                       \
+    X(EXPAND_DIMS, DN_K_PRIM, chk_none, dn_op_reshape, dnnl_alg_kind_undef, 0.f, 0.f)                   \
+    X(PERMUTE_DIMS, DN_K_PRIM, chk_none, dn_op_permute, dnnl_alg_kind_undef, 0.f, 0.f)                  \
+    X(STRIDED_SLICE, DN_K_PRIM, chk_strided_slice, dn_op_strided_slice, dnnl_alg_kind_undef, 0.f, 0.f)  \
     /* recurrent layers (dnnl_rnn.c, codegen/dnnl/dnnl_rnn_patterns.c) */                            \
     X(LSTM, DN_K_OWN, dnnl_rnn_check, op_rnn, dnnl_alg_kind_undef, 0.f, 0.f)                         \
     X(GRU, DN_K_OWN, dnnl_rnn_check, op_rnn, dnnl_alg_kind_undef, 0.f, 0.f)                          \
