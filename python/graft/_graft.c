@@ -775,6 +775,45 @@ static PyObject *model_run(ModelObject *self, PyObject *list) {
     return r;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* time_c_run(inputs, n) -> median ns of graft_model_run over n runs on these inputs, called
+ * from C with no Python in the loop (the C API's cost, to measure what run adds). */
+static PyObject *model_time_c_run(ModelObject *self, PyObject *args) {
+    PyObject *list;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "On", &list, &n)) return NULL;
+    if (n < 1) return PyErr_Format(PyExc_ValueError, "n must be >= 1");
+    inputs in;
+    if (inputs_take(&in, list, graft_model_num_inputs(self->gm), model_input_sinfo, self->gm) < 0) return NULL;
+    uint64_t *t = malloc((size_t)n * sizeof *t);
+    if (!t) {
+        inputs_clear(&in);
+        return PyErr_NoMemory();
+    }
+    gr_diag d;
+    gr_diag_clear(&d);
+    gr_status st = GR_OK;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && st == GR_OK; i++) {
+        rt_value r = {0};
+        uint64_t t0 = now_ns();
+        st = graft_model_run(self->gm, in.v, in.n, &r, &d);
+        rt_value_clear(&r);
+        t[i] = now_ns() - t0;
+    }
+    Py_END_ALLOW_THREADS
+    inputs_clear(&in);
+    qsort(t, (size_t)n, sizeof *t, cmp_u64);
+    uint64_t med = t[n / 2];
+    free(t);
+    if (st != GR_OK) return raise_diag(&d, NULL);
+    return PyLong_FromUnsignedLongLong(med);
+}
+
 static PyObject *model_signature(ModelObject *self, PyObject *noargs) {
     (void)noargs;
     return take_str(graft_model_signature_json(self->gm), "signature");
@@ -844,6 +883,8 @@ static PyMethodDef model_methods[] = {
      "from_module(module, options, path=None) -> Model: build the artifact (written to path when given) and load it"},
     {"run", (PyCFunction)model_run, METH_O, "run([arrays]) -> [arrays]"},
     {"signature_json", (PyCFunction)model_signature, METH_NOARGS, "inputs and outputs (JSON)"},
+    {"time_c_run", (PyCFunction)model_time_c_run, METH_VARARGS,
+     "time_c_run([arrays], n) -> median ns of graft_model_run called from C"},
     {"set_profiling", (PyCFunction)model_set_profiling, METH_O, "turn the per-instruction profile on or off"},
     {"take_profile", (PyCFunction)model_take_profile, METH_NOARGS, "the profile's events so far (and clear them)"},
     {"regions", (PyCFunction)model_regions, METH_NOARGS, "the span table: (name, kind, layers)"},
@@ -861,6 +902,19 @@ static PyTypeObject ModelType = {
 };
 
 /* ---- module functions ---- */
+
+/* input_data_ptr(array) -> the address graft would read input data from (the array's own
+ * memory unless it had to be copied): what the zero-copy tests check. */
+static PyObject *py_input_data_ptr(PyObject *self, PyObject *obj) {
+    (void)self;
+    PyArrayObject *a;
+    rt_tensor *t;
+    if (tensor_of_array(obj, NULL, 0, &a, &t) < 0) return NULL;
+    PyObject *r = PyLong_FromVoidPtr(rt_tensor_data(t));
+    rt_tensor_release(t);
+    Py_DECREF(a);
+    return r;
+}
 
 static PyObject *py_backends_json(PyObject *self, PyObject *noargs) {
     (void)self;
@@ -896,6 +950,7 @@ static PyObject *py_write_explore_html(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef functions[] = {
+    {"input_data_ptr", py_input_data_ptr, METH_O, "input_data_ptr(array) -> int: where graft reads the input"},
     {"import_onnx", py_import_onnx, METH_VARARGS, "import_onnx(path, shapes, no_spans=False) -> Module"},
     {"parse", py_parse, METH_VARARGS, "parse(text, name) -> Module"},
     {"load_module", py_load_module, METH_VARARGS, "load_module(path) -> Module"},
