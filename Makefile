@@ -250,3 +250,21 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+
+# The Python package (python/graft, docs/python.md): a virtual environment under
+# build/third_party (numpy, pytest, onnxruntime from PyPI; never the system Python) with graft
+# installed from this tree, then its pytest suite. `make wheel` builds a wheel into build/wheel.
+PYVENV ?= build/third_party/pyvenv
+.PHONY: pytest wheel py-overhead
+pytest: all
+	@GRAFT_WERROR=$(if $(WERROR),1,) sh scripts/python_env.sh $(PYVENV) > /dev/null
+	cd python/tests && GRAFT=$(abspath $(BUILD))/graft $(abspath $(PYVENV))/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+wheel: all
+	@sh scripts/python_env.sh $(PYVENV) > /dev/null
+	$(PYVENV)/bin/python -m pip wheel --no-build-isolation --no-deps -w $(BUILD)/wheel .
+
+# sess.run's cost over the C API's graft_model_run on a small model (docs/python.md).
+py-overhead:
+	@sh scripts/python_env.sh $(PYVENV) > /dev/null
+	$(PYVENV)/bin/python python/tests/overhead.py
