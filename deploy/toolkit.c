@@ -128,9 +128,8 @@ char *graft_model_signature_json(const graft_model *gm) {
     return dump(json_pack("{s:o, s:o}", "inputs", ins, "outputs", outputs_sig(graft_model_output_sinfo(gm))));
 }
 
-gr_status graft_module_optimize(ir_ctx_t *ctx, const ir_module *m, const char *passes, int opt_level,
-                                ir_module **out, gr_diag *diag) {
-    (void)ctx; /* passes build in m's context */
+gr_status graft_module_optimize(const ir_module *m, const char *passes, int opt_level, ir_module **out,
+                                gr_diag *diag) {
     ir_pass *seq = NULL;
     if (passes && ir_pass_sequential_from_names(passes, &seq, diag) != GR_OK) return diag->code;
     ir_pass_ctx_t *pc = ir_pass_ctx_new();

@@ -43,9 +43,10 @@ GR_API char *graft_model_signature_json(const graft_model *gm);
 
 /* Runs passes over m: passes NULL, the default pipeline; else a comma-separated list of
  * registered pass names ("Normalize,DeadCodeElimination"), unknown names GR_ERR_NOT_FOUND
- * listing the known ones. opt_level < 0: the pass context's default. */
-GR_API gr_status graft_module_optimize(ir_ctx_t *ctx, const ir_module *m, const char *passes, int opt_level,
-                                       ir_module **out, gr_diag *diag);
+ * listing the known ones. opt_level < 0: the pass context's default. The output is built in
+ * m's context. */
+GR_API gr_status graft_module_optimize(const ir_module *m, const char *passes, int opt_level, ir_module **out,
+                                       gr_diag *diag);
 
 /* byoc_partition for the named backends (graft partition): patterns, when not NULL, is a
  * pattern file (text format) whose patterns go ahead of the backends'; options NULL: the

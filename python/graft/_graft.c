@@ -55,13 +55,19 @@ static PyObject *raise_diag(const gr_diag *d, const char *file) {
     snprintf(msg + k, sizeof msg - k, "%s", d->msg[0] ? d->msg : gr_status_str(d->code));
     PyObject *exc = PyObject_CallFunction(GraftError, "s", msg);
     if (!exc) return NULL;
-    PyObject_SetAttrString(exc, "status", PyUnicode_FromString(gr_status_name(d->code)));
-    PyObject_SetAttrString(exc, "file", PyUnicode_FromString(f));
-    PyObject_SetAttrString(exc, "layer", PyUnicode_FromString(d->layer));
-    PyObject_SetAttrString(exc, "op", PyUnicode_FromString(d->op));
-    PyObject_SetAttrString(exc, "line", PyLong_FromLong(d->line));
-    PyObject_SetAttrString(exc, "col", PyLong_FromLong(d->col));
-    PyObject_SetAttrString(exc, "detail", PyUnicode_FromString(d->msg));
+    const struct {
+        const char *name;
+        PyObject *value;
+    } attrs[] = {
+        {"status", PyUnicode_FromString(gr_status_name(d->code))}, {"file", PyUnicode_FromString(f)},
+        {"layer", PyUnicode_FromString(d->layer)}, {"op", PyUnicode_FromString(d->op)},
+        {"line", PyLong_FromLong(d->line)}, {"col", PyLong_FromLong(d->col)},
+        {"detail", PyUnicode_FromString(d->msg)},
+    };
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        if (attrs[i].value) PyObject_SetAttrString(exc, attrs[i].name, attrs[i].value);
+        Py_XDECREF(attrs[i].value);
+    }
     PyErr_SetObject(GraftError, exc);
     Py_DECREF(exc);
     return NULL;
@@ -229,7 +235,7 @@ static PyObject *module_optimize(ModuleObject *self, PyObject *args) {
     gr_diag d;
     gr_diag_clear(&d);
     gr_status st;
-    WITH_CTX(self->ctx, st = graft_module_optimize(self->ctx->ctx, self->m, passes, level, &out, &d));
+    WITH_CTX(self->ctx, st = graft_module_optimize(self->m, passes, level, &out, &d));
     if (st != GR_OK) return raise_diag(&d, NULL);
     return module_wrap(self->ctx, out);
 }
