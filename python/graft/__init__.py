@@ -283,8 +283,10 @@ class InferenceSession:
     artifact, or an artifact's bytes. Models are optimized (the default pipeline, unless
     ``optimize=False``), partitioned for ``backends`` (none: everything on the host) and built
     into an artifact in memory. ``run`` may be called from several threads at once.
-    ``profile=True`` records every instruction (host kernel, region, reference op) with its
-    frontend layers; ``end_profiling()`` writes the Chrome trace and returns its path."""
+    ``profile=True`` records every instruction (host kernel, region, reference op) and every
+    oneDNN primitive with its frontend layers; ``end_profiling()`` writes the Chrome trace and
+    returns its path. While any session profiles, oneDNN regions run their primitives one at a
+    time (the primitive profiler is process-wide)."""
 
     def __init__(self, path_or_model: Union[PathLike, IRModule, bytes], backends: Optional[Sequence[str]] = None,
                  options: Options = None, shapes: Optional[Mapping[str, Sequence[int]]] = None,
@@ -385,7 +387,9 @@ class InferenceSession:
 
     def end_profiling(self) -> str:
         """Stops profiling and writes the Chrome trace (ONNX Runtime's profile format: "X"
-        events with each instruction's kind, name and frontend layer); returns its path."""
+        events, "Node" for each instruction with its kind, name and frontend layers, "Primitive"
+        for each oneDNN primitive with its region, index, implementation and layers); returns
+        its path."""
         self._model.set_profiling(False)
         self._profiling = False
         events = self._model.take_profile()
@@ -393,10 +397,16 @@ class InferenceSession:
         stamp = time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(self._profile_start))
         path = os.path.abspath(f"{self._profile_prefix}_{stamp}_{os.getpid()}_{id(self):x}.json")
         origin = min((e[3] for e in events), default=0.0)
-        trace = [{"cat": "Node", "ph": "X", "name": name or kind, "pid": os.getpid(), "tid": tid,
+        trace = []
+        for kind, name, layers, start, dur, tid, prim in events:
+            ev = {"cat": "Node", "ph": "X", "name": name or kind, "pid": os.getpid(), "tid": tid,
                   "ts": round(start - origin, 3), "dur": round(dur, 3),
-                  "args": {"kind": kind, "layers": regions.get(name) or layer or ""}}
-                 for kind, name, layer, start, dur, tid in events]
+                  "args": {"kind": kind, "layers": regions.get(name) or layers or ""}}
+            if prim is not None:
+                index, pkind, impl = prim
+                ev.update(cat="Primitive", name=f"{pkind} {impl}")
+                ev["args"].update(region=name, index=index, impl=impl, layers=layers)
+            trace.append(ev)
         with open(path, "w") as f:
             json.dump(trace, f)
         return path

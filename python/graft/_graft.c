@@ -638,6 +638,10 @@ typedef struct prof_event {
     const char *layer;             /* first span source, or NULL */
     uint64_t end_ns, ns;
     unsigned long tid;
+    /* a oneDNN primitive (kind "prim", name its region): strings of the region's engine */
+    uint32_t index, nlayers;
+    const char *pkind, *impl;
+    const char *const *layers;
 } prof_event;
 
 typedef struct {
@@ -657,10 +661,7 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void on_event(const rt_exec_event *e, void *user) {
-    ModelObject *m = user;
-    prof_event pe = {e->kind, e->name, e->span && e->span->n ? e->span->locs[0].source : NULL, now_ns(), e->ns,
-                     (unsigned long)pthread_self()};
+static void push_event(ModelObject *m, const prof_event *pe) {
     pthread_mutex_lock(&m->lock);
     if (m->nev == m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 1024;
@@ -670,8 +671,60 @@ static void on_event(const rt_exec_event *e, void *user) {
             m->cap = cap;
         }
     }
-    if (m->nev < m->cap) m->ev[m->nev++] = pe;
+    if (m->nev < m->cap) m->ev[m->nev++] = *pe;
     pthread_mutex_unlock(&m->lock);
+}
+
+static void on_event(const rt_exec_event *e, void *user) {
+    prof_event pe = {e->kind, e->name, e->span && e->span->n ? e->span->locs[0].source : NULL, now_ns(), e->ns,
+                     (unsigned long)pthread_self(), 0, 0, NULL, NULL, NULL};
+    push_event(user, &pe);
+}
+
+/* The models that profile; the primitive profiler is process-wide, so each primitive goes to
+ * the models that have its region. */
+#define MAX_PROFILING 64
+static pthread_mutex_t profiling_lock = PTHREAD_MUTEX_INITIALIZER;
+static ModelObject *profiling[MAX_PROFILING];
+static uint32_t nprofiling;
+
+static bool has_region(const graft_model *gm, const char *region) {
+    for (uint32_t i = 0; i < graft_model_num_regions(gm); i++) {
+        const char *name = NULL, *kind, *layers;
+        graft_model_region(gm, i, &name, &kind, &layers);
+        if (name && strcmp(name, region) == 0) return true;
+    }
+    return false;
+}
+
+static void on_prim(const graft_prim_event *e, void *user) {
+    (void)user;
+    prof_event pe = {"prim", e->region, NULL, now_ns(), e->ns, (unsigned long)pthread_self(),
+                     e->index, e->nlayers, e->kind, e->impl, e->layers};
+    pthread_mutex_lock(&profiling_lock);
+    for (uint32_t i = 0; i < nprofiling; i++)
+        if (has_region(profiling[i]->gm, e->region)) push_event(profiling[i], &pe);
+    pthread_mutex_unlock(&profiling_lock);
+}
+
+/* Adds or removes m from the profiling models; the primitive profiler is on while any is. */
+static bool set_profiling(ModelObject *m, bool on) {
+    bool ok = true;
+    pthread_mutex_lock(&profiling_lock);
+    uint32_t at = nprofiling;
+    for (uint32_t i = 0; i < nprofiling; i++)
+        if (profiling[i] == m) at = i;
+    if (on && at == nprofiling) {
+        ok = nprofiling < MAX_PROFILING;
+        if (ok) profiling[nprofiling++] = m;
+    } else if (!on && at < nprofiling) {
+        profiling[at] = profiling[--nprofiling];
+    }
+    graft_set_primitive_profiler(nprofiling ? on_prim : NULL, NULL);
+    pthread_mutex_unlock(&profiling_lock);
+    graft_model_set_profiler(m->gm, on && ok ? on_event : NULL, on && ok ? m : NULL);
+    m->profiling = on && ok;
+    return ok;
 }
 
 static PyObject *model_wrap(graft_model *gm) {
@@ -689,6 +742,7 @@ static PyObject *model_wrap(graft_model *gm) {
 }
 
 static void model_dealloc(ModelObject *self) {
+    if (self->profiling) set_profiling(self, false);
     graft_model_free(self->gm);
     free(self->ev);
     pthread_mutex_destroy(&self->lock);
@@ -828,22 +882,43 @@ static PyObject *model_signature(ModelObject *self, PyObject *noargs) {
 static PyObject *model_set_profiling(ModelObject *self, PyObject *arg) {
     int on = PyObject_IsTrue(arg);
     if (on < 0) return NULL;
-    graft_model_set_profiler(self->gm, on ? on_event : NULL, on ? self : NULL);
-    self->profiling = on;
+    if (!set_profiling(self, on)) return PyErr_Format(PyExc_RuntimeError, "more than %d sessions profile at once", MAX_PROFILING);
     Py_RETURN_NONE;
 }
 
-/* take_profile() -> [(kind, name, layer or None, start_us, dur_us, tid)], emptying the buffer */
+/* take_profile() -> [(kind, name, layers or None, start_us, dur_us, tid, primitive or None)],
+ * emptying the buffer; primitive: (index, kind, impl) of a oneDNN primitive, whose layers are
+ * the frontend layers of its nodes, comma-separated. */
 static PyObject *model_take_profile(ModelObject *self, PyObject *noargs) {
     (void)noargs;
     pthread_mutex_lock(&self->lock);
     PyObject *list = PyList_New((Py_ssize_t)self->nev);
     for (size_t i = 0; list && i < self->nev; i++) {
         const prof_event *e = &self->ev[i];
-        PyObject *t = Py_BuildValue("(sszddk)", e->kind ? e->kind : "", e->name ? e->name : "", e->layer,
-                                    (double)(e->end_ns - e->ns) / 1e3, (double)e->ns / 1e3, e->tid);
-        if (!t) Py_CLEAR(list);
-        else PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+        PyObject *layers = NULL, *prim = NULL;
+        if (e->pkind) {
+            layers = PyUnicode_FromString("");
+            for (uint32_t k = 0; layers && k < e->nlayers; k++) {
+                PyObject *next = PyUnicode_FromFormat("%U%s%s", layers, k ? "," : "", e->layers[k]);
+                Py_SETREF(layers, next);
+            }
+            prim = Py_BuildValue("(Iss)", e->index, e->pkind, e->impl ? e->impl : "");
+        } else {
+            layers = e->layer ? PyUnicode_FromString(e->layer) : (Py_INCREF(Py_None), Py_None);
+            prim = (Py_INCREF(Py_None), Py_None);
+        }
+        PyObject *t = layers && prim ? Py_BuildValue("(ssNddkN)", e->kind ? e->kind : "", e->name ? e->name : "", layers,
+                                                     (double)(e->end_ns - e->ns) / 1e3, (double)e->ns / 1e3, e->tid, prim)
+                                     : NULL;
+        if (!t) {
+            if (!layers || !prim) {
+                Py_XDECREF(layers);
+                Py_XDECREF(prim);
+            }
+            Py_CLEAR(list);
+        } else {
+            PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+        }
     }
     self->nev = 0;
     pthread_mutex_unlock(&self->lock);

@@ -142,6 +142,11 @@ def test_profile_chrome_trace(cls_model):
         trace = json.load(open(path))
         assert trace and all(e["ph"] == "X" and e["dur"] >= 0 for e in trace)
         assert any(e["args"]["kind"] == "extern" and e["args"]["layers"] for e in trace)
+        prims = [e for e in trace if e["cat"] == "Primitive"]
+        assert prims and any("convolution" in e["name"] and "p2o.Conv" in e["args"]["layers"] for e in prims)
+        # the primitives run inside the region's extern event
+        ext = [e for e in trace if e["args"]["kind"] == "extern"]
+        assert sum(e["dur"] for e in prims) <= sum(e["dur"] for e in ext) * 1.01 + 1
     finally:
         os.remove(path)
 
