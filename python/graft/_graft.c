@@ -368,6 +368,14 @@ static PyObject *list_of_value(rt_value *v, PyArrayObject *const *ins, uint32_t 
         else PyList_SET_ITEM(list, i, a);
     }
     rt_value_clear(v);
+    /* a result tensor someone else still holds (a constant of the model, returned as is) is
+     * viewed read-only: writing to it would change the model */
+    for (uint32_t i = 0; list && i < n; i++) {
+        PyArrayObject *a = (PyArrayObject *)PyList_GET_ITEM(list, i);
+        PyObject *base = PyArray_BASE(a);
+        if (base && Py_TYPE(base) == &TensorRefType && ((TensorRefObject *)base)->t->obj.refcount > 1)
+            PyArray_CLEARFLAGS(a, NPY_ARRAY_WRITEABLE);
+    }
     return list;
 }
 

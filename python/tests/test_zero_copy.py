@@ -52,3 +52,25 @@ def test_outputs_view_graft_memory_and_export_dlpack():
     assert ptr(c) == ptr(a)
     del b
     np.testing.assert_array_equal(a, np.full((1, 16), 2.0, np.float32))
+
+
+CONST_OUT = """
+@I.ir_module
+class Module:
+    @R.function
+    def main(x: R.Tensor((1, 4), dtype="float32")):
+        with R.dataflow():
+            a = R.nn.relu(x)
+            R.output(a)
+        return (a, R.const(2.5, "float32"))
+"""
+
+
+def test_constant_output_is_read_only():
+    """An output that is one of the model's constants is viewed, not copied, but read-only:
+    writing to it would change the model for the next run."""
+    sess = graft.InferenceSession(graft.parse(CONST_OUT), optimize=False)
+    a, c = sess.run(None, {"x": np.ones((1, 4), np.float32)})
+    assert a.flags.writeable
+    assert c.shape == () and c == np.float32(2.5)
+    assert not c.flags.writeable
