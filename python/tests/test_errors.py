@@ -59,3 +59,39 @@ def test_bad_artifact(tmp_path):
     with pytest.raises(graft.GraftError) as e:
         graft.InferenceSession(str(bad))
     assert str(bad) in str(e.value)
+
+
+def _pb(field, value):
+    """One protobuf field: bytes/str as length-delimited, int as varint."""
+    def varint(n):
+        out = b""
+        while True:
+            b, n = n & 0x7F, n >> 7
+            out += bytes([b | (0x80 if n else 0)])
+            if not n:
+                return out
+    if isinstance(value, int):
+        return varint(field << 3) + varint(value)
+    data = value.encode() if isinstance(value, str) else value
+    return varint(field << 3 | 2) + varint(len(data)) + data
+
+
+def _value_info(name):
+    dim = _pb(1, _pb(1, 4))                                   # TensorShapeProto.dim {dim_value: 4}
+    tensor = _pb(1, 1) + _pb(2, dim)                          # elem_type FLOAT, shape
+    return _pb(1, name) + _pb(2, _pb(1, tensor))              # ValueInfoProto {name, type {tensor_type}}
+
+
+def test_unsupported_op_names_layer_and_op(tmp_path):
+    """An ONNX node graft cannot import: the error names the file, the node (layer) and its op."""
+    node = _pb(1, "x") + _pb(2, "y") + _pb(3, "bad_node") + _pb(4, "NoSuchOp")
+    graph = _pb(1, node) + _pb(2, "g") + _pb(11, _value_info("x")) + _pb(12, _value_info("y"))
+    model = _pb(1, 7) + _pb(7, graph) + _pb(8, _pb(2, 13))
+    path = tmp_path / "unsupported.onnx"
+    path.write_bytes(model)
+    with pytest.raises(graft.GraftError) as e:
+        graft.import_onnx(str(path))
+    msg = str(e.value)
+    assert e.value.status == "GR_ERR_UNSUPPORTED"
+    assert str(path) in msg and "bad_node" in msg and "NoSuchOp" in msg
+    assert e.value.layer == "bad_node" and e.value.op == "NoSuchOp"
