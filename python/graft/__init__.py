@@ -323,7 +323,6 @@ class InferenceSession:
         self._in_dtypes = [a.dtype for a in self._inputs]
         self._profile_prefix = profile_file_prefix
         self._profile_start = time.time()
-        self._profiling = False
         if profile:
             self.start_profiling()
 
@@ -382,7 +381,7 @@ class InferenceSession:
 
     def start_profiling(self) -> None:
         self._model.set_profiling(True)
-        self._profiling = True
+        self._profile_start = time.time()
         self._model.take_profile()
 
     def end_profiling(self) -> str:
@@ -391,7 +390,6 @@ class InferenceSession:
         for each oneDNN primitive with its region, index, implementation and layers); returns
         its path."""
         self._model.set_profiling(False)
-        self._profiling = False
         events = self._model.take_profile()
         regions = {n: layers for n, _, layers in self._model.regions()}
         stamp = time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(self._profile_start))
@@ -490,10 +488,11 @@ class DiffResult:
         return f"<graft.DiffResult {self.summary}>"
 
 
-def _random_inputs(mod: IRModule, seed: int = 0) -> List[np.ndarray]:
+def _random_arrays(args: Sequence[NodeArg], seed: int = 0) -> List[np.ndarray]:
+    """Seeded inputs for these NodeArgs: uniform in [-1, 1) for floats, 0..9 for integers."""
     rng = np.random.default_rng(seed)
     out = []
-    for a in mod.get_inputs():
+    for a in args:
         if any(not isinstance(d, int) for d in a.shape):
             raise ValueError(f"input '{a.name}' has dims {a.shape}: give shapes= or inputs=")
         dt = a.dtype or np.dtype(np.float32)
@@ -506,7 +505,7 @@ def _random_inputs(mod: IRModule, seed: int = 0) -> List[np.ndarray]:
 
 def _ordered_inputs(mod: IRModule, inputs: Optional[Mapping[str, Any]], onnx_names: Optional[List[str]]) -> List[np.ndarray]:
     if inputs is None:
-        return _random_inputs(mod)
+        return _random_arrays(mod.get_inputs())
     ins = mod.get_inputs()
     index = {a.name: i for i, a in enumerate(ins)}
     for i, n in enumerate(onnx_names or []):

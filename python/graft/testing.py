@@ -31,14 +31,8 @@ class BackendMismatch(AssertionError):
 def _inputs_for(sess: "graft.InferenceSession", inputs: Optional[Mapping[str, Any]], seed: int) -> Dict[str, np.ndarray]:
     if inputs is not None:
         return {k: np.ascontiguousarray(v) for k, v in inputs.items()}
-    rng = np.random.default_rng(seed)
-    out = {}
-    for a in sess.get_inputs():
-        if any(not isinstance(d, int) for d in a.shape):
-            raise ValueError(f"input '{a.name}' has dims {a.shape}: give shapes= or inputs=")
-        dt = a.dtype or np.dtype(np.float32)
-        out[a.name] = rng.uniform(-1, 1, a.shape).astype(dt) if dt.kind == "f" else rng.integers(0, 10, a.shape).astype(dt)
-    return out
+    args = sess.get_inputs()
+    return dict(zip([a.name for a in args], graft._random_arrays(args, seed)))
 
 
 def reference_outputs(model: str, reference: str, inputs: Mapping[str, np.ndarray],
