@@ -253,12 +253,17 @@ clean:
 
 # The Python package (python/graft, docs/python.md): a virtual environment under
 # build/third_party (numpy, pytest, onnxruntime from PyPI; never the system Python) with graft
-# installed from this tree, then its pytest suite. `make wheel` builds a wheel into build/wheel.
+# installed from this tree, then its pytest suite; the files with oneDNN results run a second
+# time capped to AVX2, as the C tests do. `make wheel` builds a wheel into build/wheel.
 PYVENV ?= build/third_party/pyvenv
+PYTEST = $(abspath $(PYVENV))/bin/python -m pytest -q -p no:cacheprovider
+PYTEST_ENV = cd python/tests && GRAFT=$(abspath $(BUILD))/graft
 .PHONY: pytest wheel py-overhead
 pytest: all
 	@GRAFT_WERROR=$(if $(WERROR),1,) sh scripts/python_env.sh $(PYVENV) > /dev/null
-	cd python/tests && GRAFT=$(abspath $(BUILD))/graft $(abspath $(PYVENV))/bin/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(PYTEST_ENV) $(PYTEST) $(PYTEST_ARGS)
+	$(PYTEST_ENV) ONEDNN_MAX_CPU_ISA=AVX2 $(PYTEST) -k 'dnnl or cls or rec or resnet or threads' \
+	    test_api.py test_regression.py test_threads.py $(PYTEST_ARGS)
 
 wheel: all
 	@sh scripts/python_env.sh $(PYVENV) > /dev/null
