@@ -22,7 +22,6 @@ static char *dump(json_t *j) {
 }
 
 char *graft_backends_json(void) {
-    static const char *const TYPES[] = {[BYOC_OPT_BOOL] = "bool", [BYOC_OPT_INT] = "int", [BYOC_OPT_STR] = "string"};
     ir_ctx_t *ctx = ir_ctx_new();
     json_t *all = json_array();
     for (uint32_t i = 0; all && i < byoc_backend_count(); i++) {
@@ -30,7 +29,7 @@ char *graft_backends_json(void) {
         json_t *opts = json_array(), *pats = json_array();
         for (uint32_t k = 0; k < b->noptions; k++) {
             const byoc_option *o = &b->options[k];
-            json_array_append_new(opts, json_pack("{s:s, s:s, s:s, s:s, s:s?}", "name", o->name, "type", TYPES[o->type],
+            json_array_append_new(opts, json_pack("{s:s, s:s, s:s, s:s, s:s?}", "name", o->name, "type", byoc_opt_type_name(o->type),
                                                   "default", o->dflt, "help", o->help, "choices", o->choices));
         }
         const byoc_pattern *ps = NULL;
