@@ -256,3 +256,26 @@ clean:
 .PHONY: check-docs
 check-docs: all
 	bash scripts/check_docs.sh
+
+# The Python package (python/graft, docs/python.md): a virtual environment under
+# build/third_party (numpy, pytest, onnxruntime from PyPI; never the system Python) with graft
+# installed from this tree, then its pytest suite; the files with oneDNN results run a second
+# time capped to AVX2, as the C tests do. `make wheel` builds a wheel into build/wheel.
+PYVENV ?= build/third_party/pyvenv
+PYTEST = $(abspath $(PYVENV))/bin/python -m pytest -q -p no:cacheprovider
+PYTEST_ENV = cd python/tests && GRAFT=$(abspath $(BUILD))/graft
+.PHONY: pytest wheel py-overhead
+pytest: all
+	@GRAFT_WERROR=$(if $(WERROR),1,) sh scripts/python_env.sh $(PYVENV) > /dev/null
+	$(PYTEST_ENV) $(PYTEST) $(PYTEST_ARGS)
+	$(PYTEST_ENV) ONEDNN_MAX_CPU_ISA=AVX2 $(PYTEST) -k 'dnnl or cls or rec or resnet or threads' \
+	    test_api.py test_regression.py test_threads.py $(PYTEST_ARGS)
+
+wheel: all
+	@sh scripts/python_env.sh $(PYVENV) > /dev/null
+	$(PYVENV)/bin/python -m pip wheel --no-build-isolation --no-deps -w $(BUILD)/wheel .
+
+# sess.run's cost over the C API's graft_model_run on a small model (docs/python.md).
+py-overhead:
+	@sh scripts/python_env.sh $(PYVENV) > /dev/null
+	$(PYVENV)/bin/python python/tests/overhead.py

@@ -33,6 +33,9 @@ typedef enum byoc_opt_type {
     BYOC_OPT_STR,                  /* any text (the backend checks it where it reads it) */
 } byoc_opt_type;
 
+/* "bool", "int", "string": the type as `graft backends` and the bindings name it. */
+const char *byoc_opt_type_name(byoc_opt_type t);
+
 /* One option a backend accepts, given as "<backend>.<name>=<value>". */
 typedef struct byoc_option {
     const char *name;

@@ -132,3 +132,8 @@ bool byoc_option_bool(const byoc_options *o, const byoc_backend *b, const char *
 bool byoc_option_given(const byoc_options *o, const byoc_backend *b, const char *name) {
     return find_value(o, b, name) != NULL;
 }
+
+const char *byoc_opt_type_name(byoc_opt_type t) {
+    static const char *const NAMES[] = {[BYOC_OPT_BOOL] = "bool", [BYOC_OPT_INT] = "int", [BYOC_OPT_STR] = "string"};
+    return (size_t)t < sizeof NAMES / sizeof NAMES[0] ? NAMES[t] : "?";
+}

@@ -500,6 +500,7 @@ const char *graft_model_input_name(const graft_model *gm, uint32_t i) {
 const ir_sinfo *graft_model_input_sinfo(const graft_model *gm, uint32_t i) {
     return rt_exec_input_sinfo(gm->px, i);
 }
+const ir_sinfo *graft_model_output_sinfo(const graft_model *gm) { return rt_px_output_sinfo(gm->px); }
 gr_status graft_model_run(graft_model *gm, const rt_value *inputs, uint32_t nin, rt_value *result,
                           gr_diag *diag) {
     return rt_exec_run(gm->px, inputs, nin, result, diag);

@@ -66,6 +66,8 @@ GR_API void graft_model_free(graft_model *gm);
 GR_API uint32_t graft_model_num_inputs(const graft_model *gm);
 GR_API const char *graft_model_input_name(const graft_model *gm, uint32_t i);
 GR_API const ir_sinfo *graft_model_input_sinfo(const graft_model *gm, uint32_t i);
+/* What main returns: a tensor, or a tuple of them. */
+GR_API const ir_sinfo *graft_model_output_sinfo(const graft_model *gm);
 /* Runs main: inputs borrowed, the result (tensor or tuple) owned by the caller.
  *
  * Thread safety: graft_model_run may be called from any number of threads at once on one

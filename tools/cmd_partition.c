@@ -140,8 +140,7 @@ int cmd_backends(int argc, char **argv) {
         if (b->noptions) printf("  options (--backend-opt %s.NAME=VALUE):\n", b->name);
         for (uint32_t k = 0; k < b->noptions; k++) {
             const byoc_option *o = &b->options[k];
-            static const char *TYPES[] = {[BYOC_OPT_BOOL] = "bool", [BYOC_OPT_INT] = "int", [BYOC_OPT_STR] = "string"};
-            printf("    %s.%s (%s%s%s, default %s): %s\n", b->name, o->name, TYPES[o->type], o->choices ? ": " : "",
+            printf("    %s.%s (%s%s%s, default %s): %s\n", b->name, o->name, byoc_opt_type_name(o->type), o->choices ? ": " : "",
                    o->choices ? o->choices : "", *o->dflt ? o->dflt : "none", o->help);
         }
         if (b->get_patterns(ctx, NULL, &ps, &np, &d) != GR_OK) {

@@ -75,6 +75,12 @@ typedef enum onnx_io_kind { ONNX_IO_TENSOR, ONNX_IO_SEQUENCE, ONNX_IO_OPTIONAL, 
 gr_status onnx_model_io_kinds(const char *path, onnx_io_kind *ins, uint32_t *nin, onnx_io_kind *outs,
                               uint32_t *nout, uint32_t max, gr_diag *diag);
 
+/* The names of a model's graph inputs (initializers left out) and outputs, in graph order, as
+ * {"inputs": [...], "outputs": [...]} JSON (a heap string, free()); NULL with diag set when the
+ * file is not a readable ONNX model. The importer keeps the inputs' order (its params) but
+ * sanitizes names; bindings use this to offer the model's own names (ONNX Runtime's). */
+GR_API char *onnx_model_io_names(const char *path, gr_diag *diag);
+
 /* Reads a data file of the ONNX backend test data: a TensorProto (a tensor value), a
  * SequenceProto (a tuple of its items) or an OptionalProto (a tuple of 0 or 1 value), as kind
  * says. *name as for onnx_tensor_load_pb. */

@@ -4,7 +4,8 @@
  * walked here in wire format (field 1 name, 2 elem_type, 3 tensor value(s), 5 sequence
  * value(s), 7 optional value(s)); tensors go through the TensorProto unpacker. Also: the kinds
  * of a model's graph inputs and outputs (tensor, sequence, optional), so a caller knows which
- * reader a data file needs. */
+ * reader a data file needs, and their names (for bindings that feed by ONNX name). */
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,28 +155,54 @@ onnx_io_kind onnx_type_kind(const Onnx__TypeProto *tp) {
     }
 }
 
-gr_status onnx_model_io_kinds(const char *path, onnx_io_kind *ins, uint32_t *nin, onnx_io_kind *outs, uint32_t *nout,
-                              uint32_t max, gr_diag *diag) {
+/* The model of an ONNX file with a graph (free with onnx__model_proto__free_unpacked), NULL with
+ * diag set when it is not one. */
+static Onnx__ModelProto *read_model(const char *path, gr_diag *diag) {
     uint8_t *buf = NULL;
     size_t len = 0;
-    gr_status st = onnx_read_file(path, &buf, &len, diag);
-    if (st != GR_OK) return st;
+    if (onnx_read_file(path, &buf, &len, diag) != GR_OK) return NULL;
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
     free(buf);
     if (!m || !m->graph) {
         if (m) onnx__model_proto__free_unpacked(m, NULL);
         gr_diag_set_file(diag, path);
-        return gr_diag_set(diag, GR_ERR_INVALID, "not a valid ONNX model");
+        gr_diag_set(diag, GR_ERR_INVALID, "not a valid ONNX model");
+        return NULL;
     }
+    return m;
+}
+
+/* A graph input that an initializer gives a value (not one the caller feeds). */
+static bool is_initializer(const Onnx__GraphProto *g, const char *name) {
+    for (size_t j = 0; name && j < g->n_initializer; j++)
+        if (g->initializer[j]->name && !strcmp(name, g->initializer[j]->name)) return true;
+    return false;
+}
+
+gr_status onnx_model_io_kinds(const char *path, onnx_io_kind *ins, uint32_t *nin, onnx_io_kind *outs, uint32_t *nout,
+                              uint32_t max, gr_diag *diag) {
+    Onnx__ModelProto *m = read_model(path, diag);
+    if (!m) return diag ? diag->code : GR_ERR_INVALID;
     const Onnx__GraphProto *g = m->graph;
     *nin = *nout = 0;
-    for (size_t i = 0; i < g->n_input && *nin < max; i++) {
-        bool init = false;
-        for (size_t j = 0; j < g->n_initializer && !init; j++)
-            init = g->input[i]->name && g->initializer[j]->name && !strcmp(g->input[i]->name, g->initializer[j]->name);
-        if (!init) ins[(*nin)++] = onnx_type_kind(g->input[i]->type);
-    }
+    for (size_t i = 0; i < g->n_input && *nin < max; i++)
+        if (!is_initializer(g, g->input[i]->name)) ins[(*nin)++] = onnx_type_kind(g->input[i]->type);
     for (size_t i = 0; i < g->n_output && *nout < max; i++) outs[(*nout)++] = onnx_type_kind(g->output[i]->type);
     onnx__model_proto__free_unpacked(m, NULL);
     return GR_OK;
+}
+
+char *onnx_model_io_names(const char *path, gr_diag *diag) {
+    Onnx__ModelProto *m = read_model(path, diag);
+    if (!m) return NULL;
+    const Onnx__GraphProto *g = m->graph;
+    json_t *ins = json_array(), *outs = json_array();
+    for (size_t i = 0; i < g->n_input; i++)
+        if (!is_initializer(g, g->input[i]->name)) json_array_append_new(ins, json_string(g->input[i]->name ? g->input[i]->name : ""));
+    for (size_t i = 0; i < g->n_output; i++) json_array_append_new(outs, json_string(g->output[i]->name ? g->output[i]->name : ""));
+    onnx__model_proto__free_unpacked(m, NULL);
+    json_t *o = json_pack("{s:o, s:o}", "inputs", ins, "outputs", outs);
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
 }
