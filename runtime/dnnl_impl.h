@@ -35,6 +35,8 @@ typedef struct dn_arg {
     int val;                      /* value id; -2: scratchpad */
     dnnl_memory_desc_t md;        /* how the primitive sees it (may differ from the value's) */
     dnnl_memory_t mem;
+    size_t need;                  /* C code (dn_emit_fn): the bytes it reads or writes from the
+                                     start of the value's memory (0: the whole md) */
 } dn_arg;
 
 /* A primitive of the engine's own C code (dnnl_wino.c): fn(ctx, ptrs) with ptrs[i] the data of
@@ -157,7 +159,9 @@ void *dn_owned_alloc(dn_state *S, size_t bytes);
 gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
                   bool reorder);
 /* Appends a primitive of C code (see dn_fn; at most DN_FN_MAX_ARGS args); ctx is the state's
- * from here on (ctx_free'd with it, also on failure). */
+ * from here on (ctx_free'd with it, also on failure). The code's own contract: each arg's
+ * `need` bytes (its md's size when 0) must fit in the memory of its value, else the primitive
+ * is refused, naming node n. */
 gr_status dn_emit_fn(dn_state *S, const rt_json_node *n, dn_fn fn, void *ctx, void (*ctx_free)(void *), const char *kind,
                      const char *impl, const dn_arg *args, int nargs);
 /* Executes primitive p (a oneDNN primitive or C code). */
