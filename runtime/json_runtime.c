@@ -517,8 +517,11 @@ gr_status rt_json_graph_check_args(const rt_json_graph *g, DLTensor *const *args
         const DLTensor *t = args[i];
         bool ok = t && matches_node(n, o, t);
         /* compact row-major: the engines address every tensor as one dense block */
-        for (int64_t k = t ? t->ndim - 1 : -1, s = 1; ok && t->strides && k >= 0; s *= t->shape[k--])
+        int64_t s = 1;
+        for (int32_t k = ok && t->strides ? t->ndim - 1 : -1; k >= 0 && ok; k--) {
             ok = t->shape[k] == 1 || t->strides[k] == s;
+            s *= t->shape[k];
+        }
         if (!ok)
             return gr_diag_set(d, GR_ERR_INVALID, "json runtime '%s': %s %u ('%s') has the wrong dtype, shape or strides "
                                "(a compact row-major tensor of its declared type)", g->symbol, i < nin ? "input" : "output",
