@@ -7,7 +7,8 @@
  * for a K of 36 (the json_graph fuzz target's finding, fuzz/regress/json_graph/), other
  * handlers read past or gave wrong answers. Each case also runs with its operands made to
  * agree, which both engines must prepare and run: the check refuses the broken graph, not the
- * op. Also: a call's tensors must be compact (a strided view is refused by both engines' run). */
+ * op. Also: a call's tensors must be compact (a strided view is refused by both engines' run),
+ * and a symbolic graph is never prepared itself (only its specializations are). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +214,27 @@ Test(dnnl_contracts, strided_call_tensor_refused) {
         x.strides = dense;
         cr_expect_eq(ENGINES[e]->run(g, state, args, 1, 1, &d), GR_OK, "%s, dense strides: %s", ENGINES[e]->kind, d.msg);
         ENGINES[e]->release(g, state);
+        rt_json_graph_free(g);
+    }
+}
+
+Test(dnnl_contracts, symbolic_graph_not_prepared) {
+    /* a dim named "n": only a specialization to call shapes (rt_json_graph_specialize) has the
+     * static shapes an engine builds from */
+    const char *text = GRAPH(INPUT("x", "[\"n\",3]") "," KERNEL("relax.nn.relu", "[0,0,0]", "{}", "{\"in\":0}", "[\"n\",3]", "r"),
+                             "[1,0,0]", "0", "0,1,2");
+    for (size_t e = 0; e < sizeof ENGINES / sizeof ENGINES[0]; e++) {
+        rt_json_graph *g = NULL;
+        gr_diag d;
+        gr_diag_clear(&d);
+        cr_assert_eq(rt_json_graph_load("contract", text, strlen(text), &g, &d), GR_OK, "%s", d.msg);
+        cr_assert(rt_json_graph_symbolic(g));
+        cr_assert_eq(rt_json_graph_init(g, NULL, 0, &d), GR_OK, "%s", d.msg);
+        void *state = NULL;
+        gr_status st = ENGINES[e]->prepare(g, NULL, &state, &d);
+        cr_expect_eq(st, GR_ERR_INVALID, "%s: %s", ENGINES[e]->kind, d.msg);
+        cr_expect(strstr(d.msg, "symbolic dim"), "%s: %s", ENGINES[e]->kind, d.msg);
+        if (!st) ENGINES[e]->release(g, state);
         rt_json_graph_free(g);
     }
 }
