@@ -173,7 +173,7 @@ static ir_expr *arg_expr(ck *c, json_t *a, int depth) {
     return NULL;
 }
 
-/* The node's layers as a span (the inference's messages name the first). */
+/* The node's first layer as a span: the inference's message names it. */
 static const ir_span *node_span(ir_ctx_t *ctx, const rt_json_node *n) {
     return n->layer && n->layer[0] ? ir_span_named(ctx, n->layer, false) : NULL;
 }
