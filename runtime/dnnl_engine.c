@@ -400,6 +400,8 @@ rt_dnnl_opts rt_dnnl_default_opts(void) {
 }
 
 static gr_status dn_prepare(rt_json_graph *g, const void *opts, void **state, gr_diag *d) {
+    gr_status st = rt_json_graph_check(g, d);
+    if (st) return st;
     rt_dnnl_num_threads();
     dn_state *S = calloc(1, sizeof(*S));
     if (!S) return gr_diag_set(d, GR_ERR_NOMEM, "dnnl: out of memory");
@@ -420,7 +422,6 @@ static gr_status dn_prepare(rt_json_graph *g, const void *opts, void **state, gr
     S->cons = calloc(S->nent + 1, sizeof(*S->cons));
     S->consumed = calloc(nn + 1, sizeof(bool));
     S->row_ptr_of = calloc(nn + 1, sizeof(uint32_t));
-    gr_status st = GR_OK;
     dnnl_status_t ds = dnnl_engine_create(&S->eng, dnnl_cpu, 0);
     if (ds == dnnl_success) ds = dnnl_stream_create(&S->stream, S->eng, dnnl_stream_default_flags);
     if (ds == dnnl_success) ds = dnnl_primitive_attr_create(&S->attr_plain);
@@ -470,33 +471,8 @@ static gr_status dn_prepare(rt_json_graph *g, const void *opts, void **state, gr
 static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, uint32_t nin, uint32_t nout,
                         gr_diag *d) {
     dn_state *S = state;
-    if (nin != rt_json_graph_num_inputs(g) || nout != rt_json_graph_num_heads(g))
-        return gr_diag_set(d, GR_ERR_INVALID, "dnnl region '%s': called with %u inputs and %u outputs, expects %u and %u",
-                           S->symbol, nin, nout, rt_json_graph_num_inputs(g), rt_json_graph_num_heads(g));
-    for (uint32_t i = 0; i < nin + nout; i++) {
-        const rt_json_node *n;
-        uint32_t o = 0;
-        if (i < nin) n = rt_json_graph_node(g, rt_json_graph_input_nid(g, i));
-        else {
-            rt_json_entry h = rt_json_graph_head(g, i - nin);
-            n = rt_json_graph_node(g, h.nid);
-            o = h.index;
-        }
-        const DLTensor *t = args[i];
-        bool ok = t && t->dtype.code == n->dtypes[o].code && t->dtype.bits == n->dtypes[o].bits && t->ndim == n->ndims[o] &&
-                  (!t->strides || t->ndim == 0);
-        for (int32_t k = 0; ok && k < t->ndim; k++) ok = t->shape[k] == n->shapes[o][k];
-        if (ok && t->strides) {
-            int64_t s = 1;
-            for (int32_t k = t->ndim - 1; k >= 0; k--) {
-                ok &= t->shape[k] == 1 || t->strides[k] == s;
-                s *= t->shape[k];
-            }
-        }
-        if (!ok)
-            return gr_diag_set(d, GR_ERR_INVALID, "dnnl region '%s': %s %u has the wrong dtype or shape", S->symbol,
-                               i < nin ? "input" : "output", i < nin ? i : i - nin);
-    }
+    gr_status st = rt_json_graph_check_args(g, args, nin, nout, d);
+    if (st) return st;
     pthread_mutex_lock(&S->lock);
     /* denormals: flush to zero / treat as zero while the region runs (tiny activations in
      * PP-OCR's FPN made oneDNN's kernels ~100x slower); restored afterwards */
@@ -539,8 +515,8 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
     _mm_setcsr(csr);
     pthread_mutex_unlock(&S->lock);
     if (ds != dnnl_success) {
-        gr_status st = gr_diag_set(d, GR_ERR_RUNTIME, "dnnl region '%s': primitive %u failed: %s", S->symbol, p ? p - 1 : 0,
-                                   dnnl_status_str(ds));
+        st = gr_diag_set(d, GR_ERR_RUNTIME, "dnnl region '%s': primitive %u failed: %s", S->symbol, p ? p - 1 : 0,
+                       dnnl_status_str(ds));
         if (p) gr_diag_set_layer(d, S->prims.data[p - 1].layer);
         return st;
     }

@@ -38,6 +38,8 @@ typedef struct dn_arg {
     int val;                      /* value id; -2: scratchpad */
     dnnl_memory_desc_t md;        /* how the primitive sees it (may differ from the value's) */
     dnnl_memory_t mem;
+    size_t need;                  /* C code (dn_emit_fn): the bytes it reads or writes from the
+                                     start of the value's memory (0: the whole md) */
 } dn_arg;
 
 /* A primitive of the engine's own C code (dnnl_wino.c): fn(ctx, ptrs) with ptrs[i] the data of
@@ -159,8 +161,13 @@ int dn_root(const dn_state *S, int v);
 void *dn_owned_alloc(dn_state *S, size_t bytes);
 gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
                   bool reorder);
+/* The contract of C code of ours (GEMV, Winograd), on top of the graph's (rt_json_graph_check):
+ * it reads or writes `bytes` from the start of value v's memory (-2: the scratchpad), which
+ * must hold them; else fails naming node n and `who`. */
+gr_status dn_need(dn_state *S, const rt_json_node *n, int v, size_t bytes, const char *who);
 /* Appends a primitive of C code (see dn_fn; at most DN_FN_MAX_ARGS args); ctx is the state's
- * from here on (ctx_free'd with it, also on failure). */
+ * from here on (ctx_free'd with it, also on failure). Each arg's `need` bytes (its md's size
+ * when 0) are checked with dn_need first. */
 gr_status dn_emit_fn(dn_state *S, const rt_json_node *n, dn_fn fn, void *ctx, void (*ctx_free)(void *), const char *kind,
                      const char *impl, const dn_arg *args, int nargs);
 /* Executes primitive p (a oneDNN primitive or C code). */

@@ -244,6 +244,10 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
     dn_wino q = {0};
     q.m = wino_tile(xs[0], xs[1], os[1], os[2], os[3]);
     if (!q.m) return GR_OK;
+    /* U is made from O x C x 3 x 3 weights read at strides wstr */
+    size_t wlast = (size_t)((os[1] - 1) * wstr[0] + (xs[1] - 1) * wstr[1] + 2 * wstr[2] + 2 * wstr[3]);
+    gr_status st = dn_need(S, n, wv, sizeof(float) * (wlast + 1), "graft_wino");
+    if (st) return st;
     q.N = xs[0], q.C = xs[1], q.H = xs[2], q.W = xs[3], q.O = os[1], q.OH = os[2], q.OW = os[3], q.pt = pad[0], q.pl = pad[1];
     q.tr = (q.OH + q.m - 1) / q.m, q.tc = (q.OW + q.m - 1) / q.m, q.T = q.N * q.tr * q.tc;
     q.Cp = (q.C + 7) / 8 * 8, q.Op = (q.O + 7) / 8 * 8;
@@ -274,7 +278,7 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
     dnnl_memory_desc_init_by_tag(&umd, 3, ud, dnnl_f32, dnnl_abc);
     wino_wctx wc = {p, wstr};
     void *u;
-    gr_status st = dn_const_made(S, n, wv, &umd, make_wino_u, &wc, &u);
+    st = dn_const_made(S, n, wv, &umd, make_wino_u, &wc, &u);
     if (st) {
         dn_wino_free(p);
         return st;

@@ -127,7 +127,7 @@ static gr_status gemv_matmul(dn_state *S, const rt_json_node *n, int av, int bv,
     *done = true;
     dn_arg args[DN_FN_MAX_ARGS];
     int na = 0;
-    args[na++] = (dn_arg){DNNL_ARG_SRC, av, S->vals.data[av].md, NULL};
+    args[na++] = (dn_arg){DNNL_ARG_SRC, av, S->vals.data[av].md, NULL, sizeof(float) * (size_t)(rows * K)};
     int e = dn_chain_out(S, n, steps, k);
     S->pending_out = -1;
     dnnl_memory_desc_t dmd;
@@ -135,7 +135,7 @@ static gr_status gemv_matmul(dn_state *S, const rt_json_node *n, int av, int bv,
     int ov = dn_val_new(S, V_TMP, &dmd);
     args[na++] = (dn_arg){DNNL_ARG_DST, ov, dmd, NULL};
     p->ix_w = na;
-    args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, wv, *w2, NULL};
+    args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, wv, *w2, NULL, sizeof(float) * (size_t)((K - 1) * q.ldw + N)};
     dnnl_dims_t partd = {p->nparts * rows * N};
     dnnl_memory_desc_t partmd;
     dnnl_memory_desc_init_by_tag(&partmd, 1, partd, dnnl_f32, dnnl_a);
@@ -143,7 +143,7 @@ static gr_status gemv_matmul(dn_state *S, const rt_json_node *n, int av, int bv,
     args[na++] = (dn_arg){DNNL_ARG_WORKSPACE, dn_val_new(S, V_TMP, &partmd), partmd, NULL};
     if (biasv >= 0) {
         p->ix_bias = na;
-        args[na++] = (dn_arg){DNNL_ARG_BIAS, biasv, S->vals.data[biasv].md, NULL};
+        args[na++] = (dn_arg){DNNL_ARG_BIAS, biasv, S->vals.data[biasv].md, NULL, sizeof(float) * (size_t)N};
     }
     dn_consume(S, steps, k);
     gr_status st = dn_emit_fn(S, n, dn_gemv_run, p, free, "matmul", "graft_gemv:avx2", args, na);

@@ -192,8 +192,24 @@ gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, 
     return push_prim(S, n, p, args, nargs, reorder);
 }
 
+gr_status dn_need(dn_state *S, const rt_json_node *n, int v, size_t bytes, const char *who) {
+    size_t have = v >= 0 ? dnnl_memory_desc_get_size(&S->vals.data[v].md) : S->scratch_bytes;
+    if (bytes <= have) return GR_OK;
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s would access %zu bytes of an operand of %zu", who, bytes, have);
+    return dn_fail(S, n, dnnl_success, msg);
+}
+
 gr_status dn_emit_fn(dn_state *S, const rt_json_node *n, dn_fn fn, void *ctx, void (*ctx_free)(void *), const char *kind,
                      const char *impl, const dn_arg *args, int nargs) {
+    /* oneDNN checks its primitives' operands; C code of ours reads what it was told to */
+    for (int a = 0; a < nargs; a++) {
+        gr_status st = dn_need(S, n, args[a].val, args[a].need ? args[a].need : dnnl_memory_desc_get_size(&args[a].md), impl);
+        if (st) {
+            ctx_free(ctx);
+            return st;
+        }
+    }
     dn_prim p = {.fn = fn, .ctx = ctx, .ctx_free = ctx_free, .kind = kind, .nargs = nargs};
     p.args = nargs <= DN_FN_MAX_ARGS ? calloc((size_t)nargs + 1, sizeof(dn_arg)) : NULL;
     if (!p.args) {

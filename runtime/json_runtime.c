@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "runtime/json_impl.h"
 #include "runtime/kernels.h"
 #include "runtime/value.h"
 
@@ -499,6 +500,36 @@ static bool matches_node(const rt_json_node *n, uint32_t o, const DLTensor *t) {
     return true;
 }
 
+gr_status rt_json_graph_check_args(const rt_json_graph *g, DLTensor *const *args, uint32_t nin, uint32_t nout,
+                                   gr_diag *d) {
+    if (nin != g->ninputs || nout != g->nheads)
+        return gr_diag_set(d, GR_ERR_INVALID, "json runtime '%s': called with %u inputs and %u outputs, expects %u and %u",
+                           g->symbol, nin, nout, g->ninputs, g->nheads);
+    for (uint32_t i = 0; i < nin + nout; i++) {
+        const rt_json_node *n;
+        uint32_t o = 0;
+        if (i < nin) {
+            n = &g->nodes[g->input_nids[i]];
+        } else {
+            n = &g->nodes[g->heads[i - nin].nid];
+            o = g->heads[i - nin].index;
+        }
+        const DLTensor *t = args[i];
+        bool ok = t && matches_node(n, o, t);
+        /* compact row-major: the engines address every tensor as one dense block */
+        int64_t s = 1;
+        for (int32_t k = ok && t->strides ? t->ndim - 1 : -1; k >= 0 && ok; k--) {
+            ok = t->shape[k] == 1 || t->strides[k] == s;
+            s *= t->shape[k];
+        }
+        if (!ok)
+            return gr_diag_set(d, GR_ERR_INVALID, "json runtime '%s': %s %u ('%s') has the wrong dtype, shape or strides "
+                               "(a compact row-major tensor of its declared type)", g->symbol, i < nin ? "input" : "output",
+                               i < nin ? i : i - nin, n->name);
+    }
+    return GR_OK;
+}
+
 gr_status rt_json_graph_init(rt_json_graph *g, rt_tensor *const *consts, uint32_t n, gr_diag *d) {
     if (g->initialized) return GR_OK;
     if (n != g->nconsts)
@@ -563,27 +594,6 @@ typedef struct ref_state {
     uint32_t nnodes;
 } ref_state;
 
-static bool decode_attr(ir_ctx_t *ctx, json_t *v, uint8_t want, ir_attr *out) {
-    if (json_is_null(v)) *out = ir_attr_none();
-    else if (json_is_boolean(v)) *out = ir_attr_bool(json_is_true(v));
-    else if (json_is_integer(v)) *out = want == IR_ATTR_FLOAT ? ir_attr_float((double)json_integer_value(v)) : ir_attr_int(json_integer_value(v));
-    else if (json_is_real(v)) *out = ir_attr_float(json_real_value(v));
-    else if (json_is_string(v)) {
-        ir_dtype t;
-        if (want == IR_ATTR_DTYPE && ir_dtype_parse(json_string_value(v), &t)) *out = ir_attr_dtype(t);
-        else *out = ir_attr_str(ctx, json_string_value(v));
-    } else if (json_is_array(v)) {
-        size_t n = json_array_size(v);
-        ir_attr *items = ir_alloc(ctx, sizeof(ir_attr) * (n ? n : 1));
-        for (size_t k = 0; k < n; k++)
-            if (!decode_attr(ctx, json_array_get(v, k), IR_ATTR_NONE, &items[k])) return false;
-        *out = ir_attr_array(ctx, (uint32_t)n, items);
-    } else {
-        return false;
-    }
-    return true;
-}
-
 static bool decode_arg(ir_ctx_t *ctx, json_t *a, uint32_t ninputs, ref_arg *out) {
     json_t *v;
     memset(out, 0, sizeof(*out));
@@ -644,10 +654,14 @@ static gr_status ref_prepare(rt_json_graph *g, const void *opts, void **state, g
         free(rs);
         return gr_diag_set(d, GR_ERR_NOMEM, "json runtime '%s': cannot parse the graph", g->symbol);
     }
+    gr_status st = rt_json_graph_check(g, d);
+    if (st) {
+        free(rs);
+        return st;
+    }
     rs->ctx = ir_ctx_new();
     rs->nnodes = g->nnodes;
     rs->nodes = calloc(g->nnodes + 1, sizeof(ref_node));
-    gr_status st = GR_OK;
     for (uint32_t i = 0; i < g->nnodes && !st; i++) {
         rt_json_node *n = &g->nodes[i];
         if (n->kind != RT_JSON_KERNEL) continue;
@@ -659,30 +673,7 @@ static gr_status ref_prepare(rt_json_graph *g, const void *opts, void **state, g
             gr_diag_set_layer(d, n->layer);
             break;
         }
-        json_t *oa = json_object_get(n->attrs, "op_attrs");
-        const char *key;
-        json_t *val;
-        GR_VEC(const char *) keys = {0};
-        GR_VEC(ir_attr) vals = {0};
-        json_object_foreach(oa, key, val) {
-            uint8_t want = IR_ATTR_NONE;
-            for (uint16_t f = 0; f < r->def->nattrs; f++)
-                if (strcmp(r->def->attrs[f].name, key) == 0) want = r->def->attrs[f].kind;
-            ir_attr a;
-            if (!decode_attr(rs->ctx, val, want, &a)) {
-                st = bad(d, g->symbol, "op attribute value");
-                break;
-            }
-            gr_vec_push(&keys, ir_intern(rs->ctx, key));
-            gr_vec_push(&vals, a);
-        }
-        if (!st) {
-            const ir_attrs *given = ir_attrs_new(rs->ctx, keys.len, keys.data, vals.data);
-            st = ir_op_attrs_normalize(rs->ctx, r->def, given, &r->attrs, d);
-            if (st) gr_diag_set_layer(d, n->layer);
-        }
-        gr_vec_free(&keys);
-        gr_vec_free(&vals);
+        st = rt_json__op_attrs(rs->ctx, g, i, n, r->def, &r->attrs, d);
         json_t *args = json_object_get(n->attrs, "args");
         if (!st) {
             if (!json_is_array(args)) {
@@ -743,9 +734,8 @@ static int64_t dl_numel(const DLTensor *t) {
 static gr_status ref_run(rt_json_graph *g, void *state, DLTensor *const *args, uint32_t nin,
                          uint32_t nout, gr_diag *d) {
     ref_state *rs = state;
-    if (nin != g->ninputs || nout != g->nheads)
-        return gr_diag_set(d, GR_ERR_INVALID, "json runtime '%s': called with %u inputs and %u outputs, expects %u and %u",
-                           g->symbol, nin, nout, g->ninputs, g->nheads);
+    gr_status st = rt_json_graph_check_args(g, args, nin, nout, d);
+    if (st) return st;
     uint32_t ne = rt_json_graph_num_entries(g);
     rt_value *entries = calloc(ne + 1, sizeof(rt_value));
     uint32_t *left = malloc(sizeof(uint32_t) * (ne + 1));
@@ -755,15 +745,8 @@ static gr_status ref_run(rt_json_graph *g, void *state, DLTensor *const *args, u
         return gr_diag_set(d, GR_ERR_NOMEM, "json runtime: out of memory");
     }
     memcpy(left, g->consumers, sizeof(uint32_t) * ne);
-    gr_status st = GR_OK;
     for (uint32_t i = 0; i < nin && !st; i++) {
-        rt_json_node *n = &g->nodes[g->input_nids[i]];
         const DLTensor *t = args[i];
-        if (!matches_node(n, 0, t)) {
-            st = gr_diag_set(d, GR_ERR_INVALID, "json runtime '%s': input %u ('%s') has the wrong dtype or shape",
-                             g->symbol, i, n->name);
-            break;
-        }
         rt_tensor *w = rt_tensor_wrap(t->dtype, t->ndim, t->shape, (char *)t->data + t->byte_offset);
         if (!w) st = gr_diag_set(d, GR_ERR_NOMEM, "json runtime: out of memory");
         else entries[g->row_ptr[g->input_nids[i]]] = rt_value_tensor(w);

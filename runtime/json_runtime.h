@@ -154,6 +154,22 @@ typedef struct rt_json_engine {
     size_t opts_size;             /* 0: the engine takes no options */
 } rt_json_engine;
 
+/* ---- Operand contracts ----
+ * What every engine checks once, in its prepare, before it builds a primitive or a kernel of
+ * its own for a graph (so that a graph that breaks them is an error, never a crash or a wrong
+ * answer): every value has a static shape, and every kernel node of an op of the table keeps
+ * its op's contract: the op's struct info inference (ir/op_infer_*.c), run on its arguments
+ * (each input typed as its producer declares it) and its attributes, accepts them (a matmul's
+ * K, a convolution's channels and groups, a binary op's broadcast, a concat's other axes, a
+ * reshape's element count, ...) and gives exactly the outputs the node declares; every input
+ * is one of its arguments. A broken contract is GR_ERR_INVALID naming the graph, the node, its
+ * op and its layers. Nodes of names the op table does not have are left to the engine. */
+gr_status rt_json_graph_check(rt_json_graph *g, gr_diag *diag);
+/* What an engine's run checks of a call's tensors: nin inputs and nout outputs, each of its
+ * node's declared dtype and shape, compact row-major (strides NULL or dense). */
+gr_status rt_json_graph_check_args(const rt_json_graph *g, DLTensor *const *args, uint32_t nin, uint32_t nout,
+                                   gr_diag *diag);
+
 /* ---- Debug taps (graft diff): the intermediates an engine computed ----
  * With a tap set, an engine's run reports every kernel node output it materialized, right
  * after computing it, as a plain row-major tensor: the reference engine each node's output,

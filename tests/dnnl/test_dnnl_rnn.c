@@ -122,7 +122,7 @@ Test(dnnl_rnn, vanilla_rnn) {
 Test(dnnl_rnn, refuses_clip) {
     dt_graph g;
     dt_init(&g, 61);
-    int ins[3] = {dt_input(&g, 3, S3(2, 1, 3)), dt_const(&g, 3, S3(1, 4, 3)), dt_const(&g, 3, S3(1, 4, 1))};
+    int ins[3] = {dt_input(&g, 3, S3(2, 1, 3)), dt_const(&g, 3, S3(1, 4, 3)), dt_const(&g, 3, S3(1, 4, 4))};
     rnn_node(&g, "relax.nn.rnn", "{\"hidden_size\": 4, \"direction\": \"forward\", \"clip\": 1.5}", 3, ins, 2, 2, 1, 1, 4);
     rt_dnnl_stats st;
     gr_diag d = {0};
