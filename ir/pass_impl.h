@@ -3,6 +3,7 @@
 #ifndef GRAFT_IR_PASS_IMPL_H
 #define GRAFT_IR_PASS_IMPL_H
 
+#include "ir/op.h"
 #include "ir/transform.h"
 #include "ir/visit.h"
 
@@ -69,14 +70,14 @@ void pu_merge_span(pu_rewriter *r, int i, const ir_span *span);
  * another block). */
 void pu_alias(pu_rewriter *r, const ir_binding *b, ir_expr *target, const ir_span *extra_span);
 
-/* A call of op `name` (NULL when e is not one). */
-ir_call *pu_op_call(ir_expr *e, const char *name);
+/* e as a call of op `op` (NULL when e is not one). */
+ir_call *pu_op_call(ir_expr *e, ir_op_id op);
 /* A scalar constant (0-d tensor) of dtype with value v, span given. */
 ir_expr *pu_scalar(ir_ctx_t *ctx, ir_dtype dtype, double v, const ir_span *span);
 /* The constant's single value when every element equals it (any shape). */
 bool pu_const_uniform(const ir_expr *e, double *v);
 /* Built op call with normalized attrs (given as key/value arrays, rest defaulted). */
-ir_expr *pu_call(pu_rewriter *r, const char *op, uint32_t nargs, ir_expr *const *args,
+ir_expr *pu_call(pu_rewriter *r, ir_op_id op, uint32_t nargs, ir_expr *const *args,
                  uint32_t nattrs, const char *const *keys, const ir_attr *vals, const ir_span *span);
 
 /* Normalizes an axis into [0, ndim); false when out of range. */

@@ -389,8 +389,8 @@ void pu_alias(pu_rewriter *r, const ir_binding *b, ir_expr *target, const ir_spa
 
 /* ---- small builders ---- */
 
-ir_call *pu_op_call(ir_expr *e, const char *name) {
-    return e && ir_is_op_call(e, name) ? (ir_call *)e : NULL;
+ir_call *pu_op_call(ir_expr *e, ir_op_id op) {
+    return op != IR_OP_NONE && ir_op_id_of(e) == op ? (ir_call *)e : NULL;
 }
 
 ir_expr *pu_scalar(ir_ctx_t *ctx, ir_dtype dtype, double v, const ir_span *span) {
@@ -414,17 +414,9 @@ bool pu_const_uniform(const ir_expr *e, double *v) {
     return true;
 }
 
-ir_expr *pu_call(pu_rewriter *r, const char *op, uint32_t nargs, ir_expr *const *args,
+ir_expr *pu_call(pu_rewriter *r, ir_op_id op, uint32_t nargs, ir_expr *const *args,
                  uint32_t nattrs, const char *const *keys, const ir_attr *vals, const ir_span *span) {
-    const ir_op_def *def = ir_op_def_find(op);
-    if (!def) {
-        gr_diag_set(r->diag, GR_ERR_UNSUPPORTED, "op '%s' is not in the op table", op);
-        return NULL;
-    }
-    const ir_attrs *given = nattrs ? ir_attrs_new(r->ctx, nattrs, keys, vals) : NULL;
-    const ir_attrs *attrs = NULL;
-    if (def->nattrs && ir_op_attrs_normalize(r->ctx, def, given, &attrs, r->diag) != GR_OK) return NULL;
-    return &ir_call_new(r->ctx, &ir_op_get_def(r->ctx, def)->base, nargs, args, attrs, 0, NULL, span)->base;
+    return (ir_expr *)ir_call_op(r->ctx, op, nargs, args, nattrs, keys, vals, span, r->diag);
 }
 
 bool ir__decompose_axis(int64_t axis, int32_t ndim, int32_t *out) {
