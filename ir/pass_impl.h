@@ -63,6 +63,28 @@ int pu_out_index(pu_rewriter *r, const ir_var *var);
  * SequentialSpan each time). */
 void pu_merge_span(pu_rewriter *r, int i, const ir_span *span);
 
+/* A function pass that is one binding rewrite: its ir_pass runs pu_pass_run, which reads
+ * one of these from the pass's user pointer (PU_FUNC_PASS declares the pair). */
+typedef struct pu_pass {
+    bool (*binding)(pu_rewriter *r, const ir_binding *b, ir_expr *value, bool dataflow);
+    bool count_uses;           /* pu_count_uses before the rewrite */
+    bool no_dataflow;          /* rebuild every block as a plain binding block */
+    size_t state_size;         /* zeroed state at r->user for one function (0: none) */
+    /* (optional) fills the state; false leaves the function as it is */
+    bool (*prepare)(pu_rewriter *r, ir_pass_ctx_t *pc, const ir_module *mod, const ir_func *func);
+    void (*release)(void *state);   /* (optional) frees what the state holds */
+    /* (optional) runs on the rewritten function */
+    gr_status (*post)(ir_ctx_t *ctx, ir_func *func, gr_diag *diag);
+    gr_status fail_code;       /* a failed rewrite that left no code in the diag (0: INVALID) */
+} pu_pass;
+
+gr_status pu_pass_run(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod,
+                      const char *name, ir_func *func, ir_func **out, gr_diag *diag);
+#define PU_FUNC_PASS(var, pass_name, level, ...)                                                 \
+    static pu_pass var##_rewrite = {__VA_ARGS__};                                              \
+    const ir_pass var = {.name = pass_name, .kind = IR_PASS_FUNCTION, .opt_level = level,       \
+                         .func_fn = pu_pass_run, .user = &var##_rewrite}
+
 /* Binding b becomes an alias of `target` (a var or leaf): later uses of b's var read target and
  * the binding goes away, its span merged into target's binding when that is in the current
  * block. `var = target` is kept instead when b's var escapes a dataflow block and target does

@@ -110,19 +110,4 @@ keep:
     return true;
 }
 
-static gr_status simplify_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod,
-                             const char *name, ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)self, (void)name;
-    pu_rewriter r;
-    pu_init(&r, mod->ctx, diag);
-    r.binding = simplify_binding;
-    ir_func *nf = pu_rewrite_func(&r, func);
-    pu_finish(&r, pc);
-    if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
-    *out = nf;
-    return GR_OK;
-}
-
-const ir_pass ir_pass_simplify_expr = {
-    .name = "SimplifyExpr", .kind = IR_PASS_FUNCTION, .opt_level = 1, .func_fn = simplify_fn,
-};
+PU_FUNC_PASS(ir_pass_simplify_expr, "SimplifyExpr", 1, .binding = simplify_binding);

@@ -1,6 +1,8 @@
 /* The binding rewriter shared by the generic passes (see ir/pass_impl.h). */
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/sys.h"
 #include "base/tensor.h"
 #include "ir/builder.h"
 #include "ir/op.h"
@@ -385,6 +387,29 @@ void pu_alias(pu_rewriter *r, const ir_binding *b, ir_expr *target, const ir_spa
         gr_map_put(&r->uses, GR_MAP_PTR(target),
                    gr_map_get_or(&r->uses, GR_MAP_PTR(target), 0) + gr_map_get_or(&r->uses, GR_MAP_PTR(b->var), 0));
     if (i >= 0 && sp) pu_merge_span(r, i, sp);
+}
+
+/* ---- the function pass of a binding rewrite ---- */
+
+gr_status pu_pass_run(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod,
+                      const char *name, ir_func *func, ir_func **out, gr_diag *diag) {
+    (void)name;
+    const pu_pass *p = self->user;
+    pu_rewriter r;
+    pu_init(&r, mod->ctx, diag);
+    r.binding = p->binding;
+    r.no_dataflow = p->no_dataflow;
+    r.user = p->state_size ? gr_xcalloc(1, p->state_size) : NULL;
+    if (p->count_uses) pu_count_uses(&r, func);
+    bool rewrite = !p->prepare || p->prepare(&r, pc, mod, func);
+    ir_func *nf = rewrite ? pu_rewrite_func(&r, func) : func;
+    pu_finish(&r, pc);
+    if (p->release) p->release(r.user);
+    free(r.user);
+    if (!nf) return diag && diag->code ? diag->code : p->fail_code ? p->fail_code : GR_ERR_INVALID;
+    gr_status st = p->post ? p->post(mod->ctx, nf, diag) : GR_OK;
+    if (st == GR_OK) *out = nf;
+    return st;
 }
 
 /* ---- small builders ---- */
