@@ -51,19 +51,25 @@ static double numel_of(const ir_sinfo *s) {
     return numel_dims(s);
 }
 
+/* 1 + the output-channel dim of a conv's weight (O of OIHW; of IOHW for the transposed convs);
+ * 0: not a conv. A conv does weight size / output channels multiply-adds per output element. */
+static const uint8_t CONV_OUT_DIM[IR_OP_COUNT] = {
+    [IR_OP_CONV1D] = 1, [IR_OP_CONV2D] = 1, [IR_OP_CONV3D] = 1,
+    [IR_OP_CONV1D_TRANSPOSE] = 2, [IR_OP_CONV2D_TRANSPOSE] = 2, [IR_OP_CONV3D_TRANSPOSE] = 2};
+
 double byoc_call_flops(const ir_call *call) {
     double out = numel_of(call->base.sinfo);
     if (out < 0 || call->callee->kind != IR_OP) return out;
-    const char *name = IR_AS(call->callee, ir_op)->def->name;
+    ir_op_id op = ir_op_id_of(&call->base);
+    int odim = op != IR_OP_NONE ? CONV_OUT_DIM[op] - 1 : -1;
     int64_t w[RT_MAX_NDIM];
-    if (strstr(name, "conv") && call->nargs >= 2 && call->args[1]->sinfo &&
+    if (odim >= 0 && call->nargs >= 2 && call->args[1]->sinfo &&
         call->args[1]->sinfo->kind == IR_SINFO_TENSOR && call->args[1]->sinfo->ndim >= 2 &&
         dims_of(call->args[1]->sinfo, w)) {
         double wn = numel_dims(call->args[1]->sinfo);
-        double per = strstr(name, "transpose") ? wn / (double)(w[1] ? w[1] : 1) : wn / (double)(w[0] ? w[0] : 1);
-        return 2.0 * out * per;
+        return 2.0 * out * (wn / (double)(w[odim] ? w[odim] : 1));
     }
-    if (strcmp(name, "relax.matmul") == 0 && call->nargs >= 1 && call->args[0]->sinfo &&
+    if (op == IR_OP_MATMUL && call->nargs >= 1 && call->args[0]->sinfo &&
         call->args[0]->sinfo->kind == IR_SINFO_TENSOR && call->args[0]->sinfo->ndim >= 1 &&
         dims_of(call->args[0]->sinfo, w))
         return 2.0 * out * (double)w[call->args[0]->sinfo->ndim - 1];

@@ -219,7 +219,7 @@ gr_status byoc_run_codegen_ex(ir_ctx_t *ctx, const ir_module *m, const byoc_opti
     for (uint32_t i = 0; i < m->nfuncs; i++)
         any |= m->funcs[i]->kind == IR_FUNC && ir_attrs_get(IR_AS(m->funcs[i], ir_func)->attrs, BYOC_ATTR_CODEGEN);
     if (!any) return GR_OK;
-    cg_state st = {ctx, m, ir_op_get(ctx, "relax.call_dps_packed"), {0}, {0}, {0}};
+    cg_state st = {ctx, m, ir_op_get_id(ctx, IR_OP_CALL_DPS_PACKED), {0}, {0}, {0}};
     gr_map_init(&st.spans);
     gr_map_init(&st.externs);
     gr_map_init(&st.used);

@@ -117,6 +117,10 @@ ir_op *ir_op_get(ir_ctx_t *ctx, const char *name) {
     return ir_op_get_def(ctx, ir_op_def_find(name));
 }
 
+ir_op *ir_op_get_id(ir_ctx_t *ctx, ir_op_id id) {
+    return ir_op_get_def(ctx, ir_op_def_at((uint32_t)id));
+}
+
 ir_gvar *ir_gvar_new(ir_ctx_t *ctx, const char *name) {
     ir_gvar *g = NEW_EXPR(ctx, ir_gvar, IR_GVAR, NULL);
     g->name = ir_intern(ctx, name);

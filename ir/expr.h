@@ -185,7 +185,8 @@ ir_tgi *ir_tgi_new(ir_ctx_t *ctx, ir_expr *tuple, int32_t index, const ir_span *
 ir_call *ir_call_new(ir_ctx_t *ctx, ir_expr *callee, uint32_t nargs, ir_expr *const *args,
                      const ir_attrs *attrs, uint32_t nsinfo_args,
                      const ir_sinfo *const *sinfo_args, const ir_span *span);
-/* The Op node for an op name ("relax.add" or "R.add"); NULL when no such op. */
+/* The Op node for an op name ("relax.add" or "R.add"); NULL when no such op. Code that knows
+ * the op uses its id: ir_op_get_id (ir/op.h). */
 ir_op *ir_op_get(ir_ctx_t *ctx, const char *name);
 ir_op *ir_op_get_def(ir_ctx_t *ctx, const struct ir_op_def *def);
 ir_gvar *ir_gvar_new(ir_ctx_t *ctx, const char *name);

@@ -67,6 +67,15 @@ gr_status ir_op_attrs_normalize(ir_ctx_t *ctx, const ir_op_def *def, const ir_at
 gr_status ir_op_attrs_normalize_ex(ir_ctx_t *ctx, const ir_op_def *def, const ir_attrs *given,
                                    bool partial, const ir_attrs **out, gr_diag *diag);
 
+/* The Op node of op `id` (IR_OP_CONV2D, ...); NULL for an id outside the table. */
+ir_op *ir_op_get_id(ir_ctx_t *ctx, ir_op_id id);
+/* A call of op `id`, as the importers and passes build them: the nattrs key/value pairs are
+ * checked against the op's schema and the other fields defaulted. No struct info yet. NULL and
+ * diag on an id outside the table or a bad attribute. */
+ir_call *ir_call_op(ir_ctx_t *ctx, ir_op_id id, uint32_t nargs, ir_expr *const *args,
+                    uint32_t nattrs, const char *const *keys, const ir_attr *vals,
+                    const ir_span *span, gr_diag *diag);
+
 /* Struct info of an op call (calls def->infer). */
 /* The inference of the broadcasting arithmetic ops (add, subtract, ...), which the builder
  * memoizes on its operands' struct info. */
@@ -80,7 +89,8 @@ ir_op_id ir_op_def_id(const ir_op_def *d);
 /* The id of the op e calls; IR_OP_NONE when e is not a call of an op. */
 ir_op_id ir_op_id_of(const ir_expr *e);
 
-/* True when e is a call of the op named `name` ("relax.add" or "R.add"). */
+/* True when e is a call of the op named `name` ("relax.add" or "R.add"). Code that knows the
+ * op compares ids instead (ir_op_id_of(e) == IR_OP_ADD): scripts/check_op_names.sh. */
 bool ir_is_op_call(const ir_expr *e, const char *name);
 
 #endif

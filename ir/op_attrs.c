@@ -276,6 +276,20 @@ gr_status ir_op_attrs_normalize(ir_ctx_t *ctx, const ir_op_def *def, const ir_at
     return ir_op_attrs_normalize_ex(ctx, def, given, false, out, diag);
 }
 
+ir_call *ir_call_op(ir_ctx_t *ctx, ir_op_id id, uint32_t nargs, ir_expr *const *args,
+                    uint32_t nattrs, const char *const *keys, const ir_attr *vals,
+                    const ir_span *span, gr_diag *diag) {
+    const ir_op_def *def = ir_op_def_at((uint32_t)id);
+    if (!def) {
+        gr_diag_set(diag, GR_ERR_UNSUPPORTED, "op id %d is not in the op table", (int)id);
+        return NULL;
+    }
+    const ir_attrs *given = nattrs ? ir_attrs_new(ctx, nattrs, keys, vals) : NULL;
+    const ir_attrs *attrs = NULL;
+    if (ir_op_attrs_normalize(ctx, def, given, &attrs, diag) != GR_OK) return NULL;
+    return ir_call_new(ctx, &ir_op_get_def(ctx, def)->base, nargs, args, attrs, 0, NULL, span);
+}
+
 gr_status ir_op_attrs_normalize_ex(ir_ctx_t *ctx, const ir_op_def *def, const ir_attrs *given,
                                    bool partial, const ir_attrs **out, gr_diag *diag) {
     *out = NULL;

@@ -158,8 +158,7 @@ IR__INFER(ir__infer_astype) {
 /* call_dps_packed / call_tir: the result is the out_sinfo (a tuple when several). */
 IR__INFER(ir__infer_call_like) {
     const ir_expr *callee = call->args[0];
-    const ir_op_def *d = ir__call_op(call);
-    bool tir = d && strcmp(d->name, "relax.call_tir") == 0;
+    bool tir = ir_op_id_of(&call->base) == IR_OP_CALL_TIR;
     if (tir ? callee->kind != IR_GVAR : (callee->kind != IR_EXTERN && callee->kind != IR_GVAR))
         return ir__op_err(call, diag, "the callee must be %s",
                           tir ? "a global var" : "an extern func");

@@ -12,10 +12,8 @@
 
 /* gates per op: lstm 4 (i, o, f, c), gru 3 (z, r, h), rnn 1 */
 static int op_gates(const ir_call *call) {
-    const ir_op_def *d = ir__call_op(call);
-    if (!strcmp(d->name, "relax.nn.lstm")) return 4;
-    if (!strcmp(d->name, "relax.nn.gru")) return 3;
-    return 1;
+    ir_op_id op = ir_op_id_of(&call->base);
+    return op == IR_OP_LSTM ? 4 : op == IR_OP_GRU ? 3 : 1;
 }
 
 static bool dim_differs(const ir_prim *a, int64_t want) {

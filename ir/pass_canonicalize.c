@@ -45,20 +45,5 @@ static bool canon_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, b
     return true;
 }
 
-static gr_status canon_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod,
-                          const char *name, ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)self, (void)name;
-    pu_rewriter r;
-    pu_init(&r, mod->ctx, diag);
-    r.binding = canon_binding;
-    pu_count_uses(&r, func);
-    ir_func *nf = pu_rewrite_func(&r, func);
-    pu_finish(&r, pc);
-    if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
-    *out = nf;
-    return GR_OK;
-}
-
-const ir_pass ir_pass_canonicalize_bindings = {
-    .name = "CanonicalizeBindings", .kind = IR_PASS_FUNCTION, .opt_level = 0, .func_fn = canon_fn,
-};
+PU_FUNC_PASS(ir_pass_canonicalize_bindings, "CanonicalizeBindings", 0, .binding = canon_binding,
+             .count_uses = true);

@@ -1,7 +1,6 @@
 /* EliminateCommonSubexpr: inside each dataflow block, a binding whose value equals an earlier
  * one (same callee, same argument nodes, same attrs) becomes an alias of the earlier var. The
  * duplicate's span is merged into the kept binding, so both layers stay traceable. */
-#include <string.h>
 
 #include "ir/op.h"
 #include "ir/pass_impl.h"
@@ -98,26 +97,12 @@ static bool cse_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, boo
     return true;
 }
 
-static gr_status cse_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod, const char *name,
-                        ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)self, (void)name;
-    cse_state s;
-    memset(&s, 0, sizeof(s));
-    gr_map_init(&s.first);
-    pu_rewriter r;
-    pu_init(&r, mod->ctx, diag);
-    r.binding = cse_binding;
-    r.user = &s;
-    ir_func *nf = pu_rewrite_func(&r, func);
-    pu_finish(&r, pc);
-    gr_map_free(&s.first);
-    gr_vec_free(&s.next);
-    gr_vec_free(&s.entries);
-    if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
-    *out = nf;
-    return GR_OK;
+static void cse_release(void *state) {
+    cse_state *s = state;
+    gr_map_free(&s->first);
+    gr_vec_free(&s->next);
+    gr_vec_free(&s->entries);
 }
 
-const ir_pass ir_pass_cse = {
-    .name = "EliminateCommonSubexpr", .kind = IR_PASS_FUNCTION, .opt_level = 1, .func_fn = cse_fn,
-};
+PU_FUNC_PASS(ir_pass_cse, "EliminateCommonSubexpr", 1, .binding = cse_binding,
+             .state_size = sizeof(cse_state), .release = cse_release);

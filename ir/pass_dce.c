@@ -51,26 +51,16 @@ static bool dce_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, boo
     return true;
 }
 
-static gr_status dce_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod, const char *name,
-                        ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)self, (void)name;
-    dce_state s;
-    gr_map_init(&s.dead);
-    s.mod = mod;
-    pu_rewriter r;
-    pu_init(&r, mod->ctx, diag);
-    r.binding = dce_binding;
-    r.user = &s;
-    pu_count_uses(&r, func);
-    mark(&r, &s, func->body);
-    ir_func *nf = s.dead.len ? pu_rewrite_func(&r, func) : func;
-    pu_finish(&r, pc);
-    gr_map_free(&s.dead);
-    if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
-    *out = nf;
-    return GR_OK;
+/* Marks the dead bindings; the rewrite runs only when there are some. */
+static bool dce_prepare(pu_rewriter *r, ir_pass_ctx_t *pc, const ir_module *mod, const ir_func *func) {
+    (void)pc;
+    dce_state *s = r->user;
+    s->mod = mod;
+    mark(r, s, func->body);
+    return s->dead.len != 0;
 }
 
-const ir_pass ir_pass_dce = {
-    .name = "DeadCodeElimination", .kind = IR_PASS_FUNCTION, .opt_level = 1, .func_fn = dce_fn,
-};
+static void dce_release(void *state) { gr_map_free(&((dce_state *)state)->dead); }
+
+PU_FUNC_PASS(ir_pass_dce, "DeadCodeElimination", 1, .binding = dce_binding, .count_uses = true,
+             .state_size = sizeof(dce_state), .prepare = dce_prepare, .release = dce_release);

@@ -14,10 +14,10 @@ static ir_expr *expand(pu_rewriter *r, ir_expr *v, int32_t axis, int32_t ndim) {
     for (int32_t i = 0; i < trail && i < 8; i++) axes[i] = i + 1;
     const char *key = "axis";
     ir_attr val = ir_attr_ints(r->ctx, (uint32_t)trail, axes);
-    return pu_call(r, "relax.expand_dims", 1, &v, 1, &key, &val, NULL);
+    return pu_call(r, IR_OP_EXPAND_DIMS, 1, &v, 1, &key, &val, NULL);
 }
 
-static ir_expr *bin(pu_rewriter *r, const char *op, ir_expr *a, ir_expr *b) {
+static ir_expr *bin(pu_rewriter *r, ir_op_id op, ir_expr *a, ir_expr *b) {
     if (!a || !b) return NULL;
     ir_expr *args[2] = {a, b};
     return pu_call(r, op, 2, args, 0, NULL, NULL, NULL);
@@ -25,7 +25,7 @@ static ir_expr *bin(pu_rewriter *r, const char *op, ir_expr *a, ir_expr *b) {
 
 static bool decompose_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, bool dataflow) {
     (void)dataflow;
-    ir_call *bn = pu_op_call(value, "relax.nn.batch_norm");
+    ir_call *bn = pu_op_call(value, IR_OP_BATCH_NORM);
     const ir_sinfo *xs = bn && bn->nargs == 5 ? bn->args[0]->sinfo : NULL;
     /* A batch_norm nobody reads (FoldBatchNormIntoConv took its place) is left to DCE. */
     bool dead = gr_map_get_or(&r->uses, GR_MAP_PTR(b->var), 0) == 0;
@@ -41,12 +41,12 @@ static bool decompose_binding(pu_rewriter *r, const ir_binding *b, ir_expr *valu
     ir_expr *x = bn->args[0], *gamma = bn->args[1], *beta = bn->args[2], *mean = bn->args[3],
             *var = bn->args[4];
     double eps = ir_attrs_get_float(bn->attrs, "epsilon", 1e-5);
-    ir_expr *e = bin(r, "relax.add", var, pu_scalar(r->ctx, xs->dtype, eps, NULL));
-    ir_expr *std = e ? pu_call(r, "relax.sqrt", 1, &e, 0, NULL, NULL, NULL) : NULL;
-    ir_expr *out = bin(r, "relax.subtract", x, expand(r, mean, axis, xs->ndim));
-    out = bin(r, "relax.divide", out, std ? expand(r, std, axis, xs->ndim) : NULL);
-    if (ir_attrs_get_bool(bn->attrs, "scale", true)) out = bin(r, "relax.multiply", out, expand(r, gamma, axis, xs->ndim));
-    if (ir_attrs_get_bool(bn->attrs, "center", true)) out = bin(r, "relax.add", out, expand(r, beta, axis, xs->ndim));
+    ir_expr *e = bin(r, IR_OP_ADD, var, pu_scalar(r->ctx, xs->dtype, eps, NULL));
+    ir_expr *std = e ? pu_call(r, IR_OP_SQRT, 1, &e, 0, NULL, NULL, NULL) : NULL;
+    ir_expr *out = bin(r, IR_OP_SUBTRACT, x, expand(r, mean, axis, xs->ndim));
+    out = bin(r, IR_OP_DIVIDE, out, std ? expand(r, std, axis, xs->ndim) : NULL);
+    if (ir_attrs_get_bool(bn->attrs, "scale", true)) out = bin(r, IR_OP_MULTIPLY, out, expand(r, gamma, axis, xs->ndim));
+    if (ir_attrs_get_bool(bn->attrs, "center", true)) out = bin(r, IR_OP_ADD, out, expand(r, beta, axis, xs->ndim));
     if (!out) return false;
     ir_expr *inputs[5] = {x, gamma, beta, mean, var};
     out = ir_si_fill(r->ctx, value->span, out, inputs, 5);
@@ -59,20 +59,5 @@ static bool decompose_binding(pu_rewriter *r, const ir_binding *b, ir_expr *valu
     return true;
 }
 
-static gr_status decompose_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod,
-                              const char *name, ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)self, (void)name;
-    pu_rewriter r;
-    pu_init(&r, mod->ctx, diag);
-    r.binding = decompose_binding;
-    pu_count_uses(&r, func);
-    ir_func *nf = pu_rewrite_func(&r, func);
-    pu_finish(&r, pc);
-    if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
-    *out = nf;
-    return GR_OK;
-}
-
-const ir_pass ir_pass_decompose_inference = {
-    .name = "DecomposeOpsForInference", .kind = IR_PASS_FUNCTION, .opt_level = 0, .func_fn = decompose_fn,
-};
+PU_FUNC_PASS(ir_pass_decompose_inference, "DecomposeOpsForInference", 0,
+             .binding = decompose_binding, .count_uses = true);

@@ -21,7 +21,7 @@ static bool str_is(const ir_attrs *a, const char *key, const char *want) {
 /* The conv2d bound to var v, usable for folding (single use, constant 4-d float weight). */
 static ir_call *foldable_conv(pu_rewriter *r, ir_expr *v) {
     if (!ir_is_var(v) || gr_map_get_or(&r->uses, GR_MAP_PTR(v), 0) != 1) return NULL;
-    ir_call *c = pu_op_call(pu_def(r, v), "relax.nn.conv2d");
+    ir_call *c = pu_op_call(pu_def(r, v), IR_OP_CONV2D);
     if (!c || c->nargs != 2 || c->args[1]->kind != IR_CONST) return NULL;
     const rt_tensor *w = ((ir_const *)c->args[1])->data;
     if (w->dl.ndim != 4 || w->dl.dtype.code != kDLFloat) return NULL;
@@ -72,7 +72,7 @@ static bool emit_folded(pu_rewriter *r, const ir_binding *b, ir_call *conv, cons
     ir_expr *nconv =
         &ir_call_new(r->ctx, conv->callee, 2, cargs, conv->attrs, 0, NULL, ir_span_with_output(r->ctx, span, false))->base;
     ir_expr *aargs[2] = {nconv, bc};
-    ir_expr *add = pu_call(r, "relax.add", 2, aargs, 0, NULL, NULL, span);
+    ir_expr *add = pu_call(r, IR_OP_ADD, 2, aargs, 0, NULL, NULL, span);
     return add && pu_emit_nested(r, b->var, add, "lv") != NULL;
 }
 
@@ -86,7 +86,7 @@ static const ir_span *spans_of(ir_ctx_t *ctx, ir_expr *const *es, uint32_t n) {
 static bool try_bn(pu_rewriter *r, const ir_binding *b, ir_expr *value) {
     if (value->kind != IR_TGI || ((ir_tgi *)value)->index != 0) return false;
     ir_expr *bnv = ((ir_tgi *)value)->tuple;
-    ir_call *bn = pu_op_call(pu_def(r, bnv), "relax.nn.batch_norm");
+    ir_call *bn = pu_op_call(pu_def(r, bnv), IR_OP_BATCH_NORM);
     if (!bn || bn->nargs != 5 || ir_attrs_get_int(bn->attrs, "axis", 1) != 1) return false;
     ir_call *conv = foldable_conv(r, bn->args[0]);
     if (!conv) return false;
@@ -114,10 +114,10 @@ static bool try_bn(pu_rewriter *r, const ir_binding *b, ir_expr *value) {
 
 /* y = add(m, B), m = multiply(c, S), c = conv2d(x, W), S and B per-channel constants. */
 static bool try_mul_add(pu_rewriter *r, const ir_binding *b, ir_expr *value) {
-    ir_call *add = pu_op_call(value, "relax.add");
+    ir_call *add = pu_op_call(value, IR_OP_ADD);
     if (!add || add->nargs != 2 || !ir_is_var(add->args[0])) return false;
     if (gr_map_get_or(&r->uses, GR_MAP_PTR(add->args[0]), 0) != 1) return false;
-    ir_call *mul = pu_op_call(pu_def(r, add->args[0]), "relax.multiply");
+    ir_call *mul = pu_op_call(pu_def(r, add->args[0]), IR_OP_MULTIPLY);
     if (!mul || mul->nargs != 2) return false;
     ir_call *conv = foldable_conv(r, mul->args[0]);
     if (!conv) return false;
@@ -159,20 +159,5 @@ static bool fold_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, bo
     return true;
 }
 
-static gr_status fold_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod, const char *name,
-                         ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)self, (void)name;
-    pu_rewriter r;
-    pu_init(&r, mod->ctx, diag);
-    r.binding = fold_binding;
-    pu_count_uses(&r, func);
-    ir_func *nf = pu_rewrite_func(&r, func);
-    pu_finish(&r, pc);
-    if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
-    *out = nf;
-    return GR_OK;
-}
-
-const ir_pass ir_pass_fold_bn_conv = {
-    .name = "FoldBatchNormIntoConv", .kind = IR_PASS_FUNCTION, .opt_level = 2, .func_fn = fold_fn,
-};
+PU_FUNC_PASS(ir_pass_fold_bn_conv, "FoldBatchNormIntoConv", 2, .binding = fold_binding,
+             .count_uses = true);

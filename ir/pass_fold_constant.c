@@ -100,22 +100,12 @@ static bool fold_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, bo
     return true;
 }
 
-static gr_status fold_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod, const char *name,
-                         ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)self, (void)name;
-    pu_rewriter r;
-    pu_init(&r, mod->ctx, diag);
-    fold_state fs = {NULL, NULL};
-    fs.eval = ir_pass_ctx_const_eval(pc, &fs.user);
-    r.binding = fold_binding;
-    r.user = &fs;
-    ir_func *nf = pu_rewrite_func(&r, func);
-    pu_finish(&r, pc);
-    if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
-    *out = nf;
-    return GR_OK;
+static bool fold_prepare(pu_rewriter *r, ir_pass_ctx_t *pc, const ir_module *mod, const ir_func *func) {
+    (void)mod, (void)func;
+    fold_state *fs = r->user;
+    fs->eval = ir_pass_ctx_const_eval(pc, &fs->user);
+    return true;
 }
 
-const ir_pass ir_pass_fold_constant = {
-    .name = "FoldConstant", .kind = IR_PASS_FUNCTION, .opt_level = 0, .func_fn = fold_fn,
-};
+PU_FUNC_PASS(ir_pass_fold_constant, "FoldConstant", 0, .binding = fold_binding,
+             .state_size = sizeof(fold_state), .prepare = fold_prepare);

@@ -11,7 +11,6 @@
  * removes them). Constants are compared with a relative tolerance of 1e-4 (exporters write
  * sqrt(2) and 0.5 as float32). */
 #include <math.h>
-#include <string.h>
 
 #include "ir/dtype.h"
 #include "ir/op.h"
@@ -42,7 +41,7 @@ static void take_call(chain *c, const ir_call *call) {
 static bool close_to(double v, double want) { return fabs(v - want) <= 1e-4 * fabs(want); }
 
 /* The op call bound to var v when v has exactly `uses` uses (0: any), else NULL. */
-static ir_call *def_of(pu_rewriter *r, ir_expr *v, const char *op, int uses) {
+static ir_call *def_of(pu_rewriter *r, ir_expr *v, ir_op_id op, int uses) {
     if (!v || !ir_is_var(v)) return NULL;
     if (uses && gr_map_get_or(&r->uses, GR_MAP_PTR(v), 0) != (uint64_t)uses) return NULL;
     ir_call *c = pu_op_call(pu_def(r, v), op);
@@ -99,7 +98,7 @@ static ir_expr *as_vector(pu_rewriter *r, const ir_expr *k, int64_t C) {
 
 /* y = add(mul(div(d, sqrt(add(mean(pow(d, 2)), eps))), gamma), beta), d = x - mean(x) */
 static bool try_layer_norm(pu_rewriter *r, const ir_binding *b, ir_expr *value) {
-    ir_call *add = pu_op_call(value, "relax.add");
+    ir_call *add = pu_op_call(value, IR_OP_ADD);
     if (!add || add->nargs != 2) return false;
     int32_t nd = rank_of(value);
     if (nd < 1 || !value->sinfo->dims) return false;
@@ -110,31 +109,31 @@ static bool try_layer_norm(pu_rewriter *r, const ir_binding *b, ir_expr *value) 
     ir_call *mul = NULL, *div = NULL;
     ir_expr *beta = NULL, *gamma = NULL;
     for (int i = 0; i < 2 && !mul; i++)
-        if ((mul = def_of(r, add->args[i], "relax.multiply", 1)) && mul->nargs == 2) beta = add->args[1 - i];
+        if ((mul = def_of(r, add->args[i], IR_OP_MULTIPLY, 1)) && mul->nargs == 2) beta = add->args[1 - i];
     if (!mul || !last_axis_const(beta, nd, C)) return false;
     for (int i = 0; i < 2 && !div; i++)
-        if ((div = def_of(r, mul->args[i], "relax.divide", 1)) && div->nargs == 2) gamma = mul->args[1 - i];
+        if ((div = def_of(r, mul->args[i], IR_OP_DIVIDE, 1)) && div->nargs == 2) gamma = mul->args[1 - i];
     if (!div || !last_axis_const(gamma, nd, C)) return false;
     ir_expr *d = div->args[0];
-    ir_call *sq = def_of(r, div->args[1], "relax.sqrt", 1);
-    ir_call *ae = sq ? def_of(r, sq->args[0], "relax.add", 1) : NULL;
+    ir_call *sq = def_of(r, div->args[1], IR_OP_SQRT, 1);
+    ir_call *ae = sq ? def_of(r, sq->args[0], IR_OP_ADD, 1) : NULL;
     double eps, two;
     ir_expr *vv = NULL, *pv = NULL;
     if (!ae || !with_const(ae, &eps, &vv) || eps < 0) return false;
-    ir_call *var = def_of(r, vv, "relax.mean", 1);
+    ir_call *var = def_of(r, vv, IR_OP_MEAN, 1);
     if (!var || !last_axis_mean(var)) return false;
-    ir_call *pw = def_of(r, var->args[0], "relax.power", 1), *sqr = NULL;
+    ir_call *pw = def_of(r, var->args[0], IR_OP_POWER, 1), *sqr = NULL;
     if (pw) {
         if (pw->nargs != 2 || pw->args[0] != d || !pu_const_uniform(pw->args[1], &two) || two != 2.0) return false;
-    } else if (!(sqr = def_of(r, var->args[0], "relax.multiply", 1)) || sqr->nargs != 2 || sqr->args[0] != d ||
+    } else if (!(sqr = def_of(r, var->args[0], IR_OP_MULTIPLY, 1)) || sqr->nargs != 2 || sqr->args[0] != d ||
                sqr->args[1] != d)
         return false;
     /* d is used by the square and the divide (twice by d * d) only */
     if (gr_map_get_or(&r->uses, GR_MAP_PTR(d), 0) != (pw ? 2u : 3u)) return false;
-    ir_call *sub = def_of(r, d, "relax.subtract", 0);
+    ir_call *sub = def_of(r, d, IR_OP_SUBTRACT, 0);
     if (!sub || sub->nargs != 2) return false;
     ir_expr *x = sub->args[0];
-    ir_call *mu = def_of(r, sub->args[1], "relax.mean", 1);
+    ir_call *mu = def_of(r, sub->args[1], IR_OP_MEAN, 1);
     if (!mu || mu->args[0] != x || !last_axis_mean(mu) || rank_of(x) != nd) return false;
     const ir_sinfo *xs = x->sinfo;
     if (!xs || !ir_dtype_eq(xs->dtype, IR_DTYPE_F32) || !ir_dtype_eq(value->sinfo->dtype, IR_DTYPE_F32)) return false;
@@ -156,27 +155,27 @@ static bool try_layer_norm(pu_rewriter *r, const ir_binding *b, ir_expr *value) 
     const char *keys[2] = {"axes", "epsilon"};
     ir_attr vals[2] = {ir_attr_ints(r->ctx, 1, axes), ir_attr_float(eps)};
     ir_expr *args[3] = {x, g, bt};
-    ir_expr *ln = pu_call(r, "relax.nn.layer_norm", 3, args, 2, keys, vals, span);
+    ir_expr *ln = pu_call(r, IR_OP_LAYER_NORM, 3, args, 2, keys, vals, span);
     return ln && (ln = pu_normalize(r, ln)) && pu_push(r, b->var, ln, NULL);
 }
 
 /* y = (x * (erf(x / sqrt2) + 1)) * 0.5 or (x * 0.5) * (erf(x / sqrt2) + 1) */
 static bool try_gelu(pu_rewriter *r, const ir_binding *b, ir_expr *value) {
-    ir_call *outer = pu_op_call(value, "relax.multiply");
+    ir_call *outer = pu_op_call(value, IR_OP_MULTIPLY);
     if (!outer || outer->nargs != 2 || rank_of(value) < 0 || !ir_dtype_eq(value->sinfo->dtype, IR_DTYPE_F32)) return false;
     double k;
     ir_expr *inner_v = NULL, *x = NULL, *one_plus = NULL, *half_v = NULL;
     ir_call *inner = NULL, *half = NULL;
     if (with_const(outer, &k, &inner_v)) {   /* (x * (1 + erf)) * 0.5 */
-        if (!close_to(k, 0.5) || !(inner = def_of(r, inner_v, "relax.multiply", 1)) || inner->nargs != 2) return false;
+        if (!close_to(k, 0.5) || !(inner = def_of(r, inner_v, IR_OP_MULTIPLY, 1)) || inner->nargs != 2) return false;
         for (int i = 0; i < 2 && !x; i++)
-            if (def_of(r, inner->args[i], "relax.add", 1)) {
+            if (def_of(r, inner->args[i], IR_OP_ADD, 1)) {
                 one_plus = inner->args[i];
                 x = inner->args[1 - i];
             }
     } else {                                 /* (x * 0.5) * (1 + erf) */
         for (int i = 0; i < 2 && !x; i++) {
-            half = def_of(r, outer->args[i], "relax.multiply", 1);
+            half = def_of(r, outer->args[i], IR_OP_MULTIPLY, 1);
             if (half && with_const(half, &k, &x) && close_to(k, 0.5)) {
                 half_v = outer->args[i];
                 one_plus = outer->args[1 - i];
@@ -186,13 +185,13 @@ static bool try_gelu(pu_rewriter *r, const ir_binding *b, ir_expr *value) {
         }
     }
     if (!x || !one_plus) return false;
-    ir_call *ap = def_of(r, one_plus, "relax.add", 1);
+    ir_call *ap = def_of(r, one_plus, IR_OP_ADD, 1);
     ir_expr *ev = NULL, *sv = NULL;
     if (!ap || !with_const(ap, &k, &ev) || !close_to(k, 1.0)) return false;
-    ir_call *erf = def_of(r, ev, "relax.erf", 1);
-    ir_call *sc = erf ? def_of(r, erf->args[0], "relax.divide", 1) : NULL;
+    ir_call *erf = def_of(r, ev, IR_OP_ERF, 1);
+    ir_call *sc = erf ? def_of(r, erf->args[0], IR_OP_DIVIDE, 1) : NULL;
     bool by_div = sc != NULL;
-    if (!sc && erf) sc = def_of(r, erf->args[0], "relax.multiply", 1);
+    if (!sc && erf) sc = def_of(r, erf->args[0], IR_OP_MULTIPLY, 1);
     if (!sc || !with_const(sc, &k, &sv) || sv != x) return false;
     if (by_div ? (sc->args[0] != x || !close_to(k, sqrt(2.0))) : !close_to(k, sqrt(0.5))) return false;
     if (rank_of(x) != rank_of(value)) return false;
@@ -204,7 +203,7 @@ static bool try_gelu(pu_rewriter *r, const ir_binding *b, ir_expr *value) {
         if (vars[i]) take(&ch, vars[i]);
     }
     const ir_span *span = ir_si_collapse_nodes(r->ctx, ch.nodes, ch.n);
-    ir_expr *g = pu_call(r, "relax.nn.gelu", 1, &x, 0, NULL, NULL, span);
+    ir_expr *g = pu_call(r, IR_OP_GELU, 1, &x, 0, NULL, NULL, span);
     return g && (g = pu_normalize(r, g)) && pu_push(r, b->var, g, NULL);
 }
 
@@ -219,20 +218,5 @@ static bool fuse_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, bo
     return true;
 }
 
-static gr_status fuse_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod, const char *name,
-                         ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)self, (void)name;
-    pu_rewriter r;
-    pu_init(&r, mod->ctx, diag);
-    r.binding = fuse_binding;
-    pu_count_uses(&r, func);
-    ir_func *nf = pu_rewrite_func(&r, func);
-    pu_finish(&r, pc);
-    if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
-    *out = nf;
-    return GR_OK;
-}
-
-const ir_pass ir_pass_fuse_norm_gelu = {
-    .name = "FuseLayerNormGelu", .kind = IR_PASS_FUNCTION, .opt_level = 1, .func_fn = fuse_fn,
-};
+PU_FUNC_PASS(ir_pass_fuse_norm_gelu, "FuseLayerNormGelu", 1, .binding = fuse_binding,
+             .count_uses = true);

@@ -3,6 +3,7 @@
 #ifndef GRAFT_IR_PASS_IMPL_H
 #define GRAFT_IR_PASS_IMPL_H
 
+#include "ir/op.h"
 #include "ir/transform.h"
 #include "ir/visit.h"
 
@@ -62,6 +63,28 @@ int pu_out_index(pu_rewriter *r, const ir_var *var);
  * SequentialSpan each time). */
 void pu_merge_span(pu_rewriter *r, int i, const ir_span *span);
 
+/* A function pass that is one binding rewrite: its ir_pass runs pu_pass_run, which reads
+ * one of these from the pass's user pointer (PU_FUNC_PASS declares the pair). */
+typedef struct pu_pass {
+    bool (*binding)(pu_rewriter *r, const ir_binding *b, ir_expr *value, bool dataflow);
+    bool count_uses;           /* pu_count_uses before the rewrite */
+    bool no_dataflow;          /* rebuild every block as a plain binding block */
+    size_t state_size;         /* zeroed state at r->user for one function (0: none) */
+    /* (optional) fills the state; false leaves the function as it is */
+    bool (*prepare)(pu_rewriter *r, ir_pass_ctx_t *pc, const ir_module *mod, const ir_func *func);
+    void (*release)(void *state);   /* (optional) frees what the state holds */
+    /* (optional) runs on the rewritten function */
+    gr_status (*post)(ir_ctx_t *ctx, ir_func *func, gr_diag *diag);
+    gr_status fail_code;       /* a failed rewrite that left no code in the diag (0: INVALID) */
+} pu_pass;
+
+gr_status pu_pass_run(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod,
+                      const char *name, ir_func *func, ir_func **out, gr_diag *diag);
+#define PU_FUNC_PASS(var, pass_name, level, ...)                                                 \
+    static pu_pass var##_rewrite = {__VA_ARGS__};                                              \
+    const ir_pass var = {.name = pass_name, .kind = IR_PASS_FUNCTION, .opt_level = level,       \
+                         .func_fn = pu_pass_run, .user = &var##_rewrite}
+
 /* Binding b becomes an alias of `target` (a var or leaf): later uses of b's var read target and
  * the binding goes away, its span merged into target's binding when that is in the current
  * block. `var = target` is kept instead when b's var escapes a dataflow block and target does
@@ -69,14 +92,14 @@ void pu_merge_span(pu_rewriter *r, int i, const ir_span *span);
  * another block). */
 void pu_alias(pu_rewriter *r, const ir_binding *b, ir_expr *target, const ir_span *extra_span);
 
-/* A call of op `name` (NULL when e is not one). */
-ir_call *pu_op_call(ir_expr *e, const char *name);
+/* e as a call of op `op` (NULL when e is not one). */
+ir_call *pu_op_call(ir_expr *e, ir_op_id op);
 /* A scalar constant (0-d tensor) of dtype with value v, span given. */
 ir_expr *pu_scalar(ir_ctx_t *ctx, ir_dtype dtype, double v, const ir_span *span);
 /* The constant's single value when every element equals it (any shape). */
 bool pu_const_uniform(const ir_expr *e, double *v);
 /* Built op call with normalized attrs (given as key/value arrays, rest defaulted). */
-ir_expr *pu_call(pu_rewriter *r, const char *op, uint32_t nargs, ir_expr *const *args,
+ir_expr *pu_call(pu_rewriter *r, ir_op_id op, uint32_t nargs, ir_expr *const *args,
                  uint32_t nattrs, const char *const *keys, const ir_attr *vals, const ir_span *span);
 
 /* Normalizes an axis into [0, ndim); false when out of range. */

@@ -26,20 +26,11 @@ static bool norm_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, bo
     return true;
 }
 
-static gr_status normalize_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod,
-                              const char *name, ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)self, (void)name;
-    pu_rewriter r;
-    pu_init(&r, mod->ctx, diag);
-    r.binding = norm_binding;
-    ir_func *nf = pu_rewrite_func(&r, func);
-    pu_finish(&r, pc);
-    if (!nf) return diag && diag->code ? diag->code : GR_ERR_TYPE;
-    if (!nf->base.sinfo && !ir_normalize(mod->ctx, &nf->base, diag)) return diag ? diag->code : GR_ERR_TYPE;
-    *out = nf;
+/* A function built without struct info gets it once its bindings have theirs. */
+static gr_status norm_post(ir_ctx_t *ctx, ir_func *func, gr_diag *diag) {
+    if (!func->base.sinfo && !ir_normalize(ctx, &func->base, diag)) return diag ? diag->code : GR_ERR_TYPE;
     return GR_OK;
 }
 
-const ir_pass ir_pass_normalize = {
-    .name = "Normalize", .kind = IR_PASS_FUNCTION, .opt_level = 0, .func_fn = normalize_fn,
-};
+PU_FUNC_PASS(ir_pass_normalize, "Normalize", 0, .binding = norm_binding, .post = norm_post,
+             .fail_code = GR_ERR_TYPE);

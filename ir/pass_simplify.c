@@ -3,7 +3,6 @@
  * x's own dtype, multiply by one and add zero -> x. A rewritten node carries the SequentialSpan
  * of everything it replaced (SIBuilder collapse); a node replaced by x has its span merged into
  * x's binding. */
-#include <string.h>
 
 #include "ir/op.h"
 #include "ir/pass_impl.h"
@@ -58,9 +57,10 @@ static bool simplify_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value
     ir_call *c = value->kind == IR_CALL ? (ir_call *)value : NULL;
     if (!c || b->match_sinfo || c->callee->kind != IR_OP) goto keep;
     ir_expr *x = c->nargs ? c->args[0] : NULL;
-    if (ir_is_op_call(value, "relax.reshape") && c->nargs == 2) {
+    ir_op_id op = ir_op_id_of(value);
+    if (op == IR_OP_RESHAPE && c->nargs == 2) {
         if (same_tensor_sinfo(x->sinfo, value->sinfo) && to_input(r, b, c, x)) return true;
-        ir_call *inner = pu_op_call(pu_def(r, x), "relax.reshape");
+        ir_call *inner = pu_op_call(pu_def(r, x), IR_OP_RESHAPE);
         if (inner && inner->nargs == 2) {
             ir_expr *y = inner->args[0];
             const ir_span *sp = chain_span(r, inner, x, c);
@@ -71,9 +71,9 @@ static bool simplify_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value
             pu_push(r, b->var, nc, NULL);
             return true;
         }
-    } else if (ir_is_op_call(value, "relax.permute_dims") && x && x->sinfo &&
+    } else if (op == IR_OP_PERMUTE_DIMS && x && x->sinfo &&
                x->sinfo->kind == IR_SINFO_TENSOR && x->sinfo->ndim > 0 && x->sinfo->ndim <= 8) {
-        ir_call *inner = pu_op_call(pu_def(r, x), "relax.permute_dims");
+        ir_call *inner = pu_op_call(pu_def(r, x), IR_OP_PERMUTE_DIMS);
         const ir_sinfo *ys = inner ? inner->args[0]->sinfo : NULL;
         if (inner && ys && ys->kind == IR_SINFO_TENSOR && ys->ndim == x->sinfo->ndim) {
             int nd = x->sinfo->ndim;
@@ -89,15 +89,15 @@ static bool simplify_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value
             if (ident && to_input_span(r, b, y, sp)) return true;
             const char *key = "axes";
             ir_attr val = ir_attr_ints(r->ctx, (uint32_t)nd, comp);
-            ir_expr *nc = pu_call(r, "relax.permute_dims", 1, &y, 1, &key, &val, sp);
+            ir_expr *nc = pu_call(r, IR_OP_PERMUTE_DIMS, 1, &y, 1, &key, &val, sp);
             if (!nc || !(nc = pu_normalize(r, nc))) return false;
             pu_push(r, b->var, nc, NULL);
             return true;
         }
-    } else if (ir_is_op_call(value, "relax.astype")) {
+    } else if (op == IR_OP_ASTYPE) {
         if (same_tensor_sinfo(x->sinfo, value->sinfo) && to_input(r, b, c, x)) return true;
-    } else if ((ir_is_op_call(value, "relax.multiply") || ir_is_op_call(value, "relax.add")) && c->nargs == 2) {
-        double ident = ir_is_op_call(value, "relax.multiply") ? 1.0 : 0.0, v;
+    } else if ((op == IR_OP_MULTIPLY || op == IR_OP_ADD) && c->nargs == 2) {
+        double ident = op == IR_OP_MULTIPLY ? 1.0 : 0.0, v;
         for (int k = 0; k < 2; k++) {
             ir_expr *other = c->args[1 - k];
             if (pu_const_uniform(c->args[k], &v) && v == ident &&
@@ -110,19 +110,4 @@ keep:
     return true;
 }
 
-static gr_status simplify_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod,
-                             const char *name, ir_func *func, ir_func **out, gr_diag *diag) {
-    (void)self, (void)name;
-    pu_rewriter r;
-    pu_init(&r, mod->ctx, diag);
-    r.binding = simplify_binding;
-    ir_func *nf = pu_rewrite_func(&r, func);
-    pu_finish(&r, pc);
-    if (!nf) return diag && diag->code ? diag->code : GR_ERR_INVALID;
-    *out = nf;
-    return GR_OK;
-}
-
-const ir_pass ir_pass_simplify_expr = {
-    .name = "SimplifyExpr", .kind = IR_PASS_FUNCTION, .opt_level = 1, .func_fn = simplify_fn,
-};
+PU_FUNC_PASS(ir_pass_simplify_expr, "SimplifyExpr", 1, .binding = simplify_binding);

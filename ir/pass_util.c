@@ -1,6 +1,8 @@
 /* The binding rewriter shared by the generic passes (see ir/pass_impl.h). */
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/sys.h"
 #include "base/tensor.h"
 #include "ir/builder.h"
 #include "ir/op.h"
@@ -387,10 +389,33 @@ void pu_alias(pu_rewriter *r, const ir_binding *b, ir_expr *target, const ir_spa
     if (i >= 0 && sp) pu_merge_span(r, i, sp);
 }
 
+/* ---- the function pass of a binding rewrite ---- */
+
+gr_status pu_pass_run(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *mod,
+                      const char *name, ir_func *func, ir_func **out, gr_diag *diag) {
+    (void)name;
+    const pu_pass *p = self->user;
+    pu_rewriter r;
+    pu_init(&r, mod->ctx, diag);
+    r.binding = p->binding;
+    r.no_dataflow = p->no_dataflow;
+    r.user = p->state_size ? gr_xcalloc(1, p->state_size) : NULL;
+    if (p->count_uses) pu_count_uses(&r, func);
+    bool rewrite = !p->prepare || p->prepare(&r, pc, mod, func);
+    ir_func *nf = rewrite ? pu_rewrite_func(&r, func) : func;
+    pu_finish(&r, pc);
+    if (p->release) p->release(r.user);
+    free(r.user);
+    if (!nf) return diag && diag->code ? diag->code : p->fail_code ? p->fail_code : GR_ERR_INVALID;
+    gr_status st = p->post ? p->post(mod->ctx, nf, diag) : GR_OK;
+    if (st == GR_OK) *out = nf;
+    return st;
+}
+
 /* ---- small builders ---- */
 
-ir_call *pu_op_call(ir_expr *e, const char *name) {
-    return e && ir_is_op_call(e, name) ? (ir_call *)e : NULL;
+ir_call *pu_op_call(ir_expr *e, ir_op_id op) {
+    return op != IR_OP_NONE && ir_op_id_of(e) == op ? (ir_call *)e : NULL;
 }
 
 ir_expr *pu_scalar(ir_ctx_t *ctx, ir_dtype dtype, double v, const ir_span *span) {
@@ -414,17 +439,9 @@ bool pu_const_uniform(const ir_expr *e, double *v) {
     return true;
 }
 
-ir_expr *pu_call(pu_rewriter *r, const char *op, uint32_t nargs, ir_expr *const *args,
+ir_expr *pu_call(pu_rewriter *r, ir_op_id op, uint32_t nargs, ir_expr *const *args,
                  uint32_t nattrs, const char *const *keys, const ir_attr *vals, const ir_span *span) {
-    const ir_op_def *def = ir_op_def_find(op);
-    if (!def) {
-        gr_diag_set(r->diag, GR_ERR_UNSUPPORTED, "op '%s' is not in the op table", op);
-        return NULL;
-    }
-    const ir_attrs *given = nattrs ? ir_attrs_new(r->ctx, nattrs, keys, vals) : NULL;
-    const ir_attrs *attrs = NULL;
-    if (def->nattrs && ir_op_attrs_normalize(r->ctx, def, given, &attrs, r->diag) != GR_OK) return NULL;
-    return &ir_call_new(r->ctx, &ir_op_get_def(r->ctx, def)->base, nargs, args, attrs, 0, NULL, span)->base;
+    return (ir_expr *)ir_call_op(r->ctx, op, nargs, args, nattrs, keys, vals, span, r->diag);
 }
 
 bool ir__decompose_axis(int64_t axis, int32_t ndim, int32_t *out) {

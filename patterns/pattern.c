@@ -113,14 +113,14 @@ pat_t *pat_call_dps_packed(ir_ctx_t *ctx, const char *symbol, uint32_t nargs,
                            const pat_t *const *args) {
     if (!pats_ok(nargs, args)) return NULL;
     const pat_t *a[2] = {pat_extern(ctx, symbol), pat_tuple(ctx, nargs, args)};
-    return pat_call_op(ctx, "relax.call_dps_packed", 2, a);
+    return pat_call_op(ctx, ir_op_def_at(IR_OP_CALL_DPS_PACKED)->name, 2, a);
 }
 
 pat_t *pat_call_tir(ir_ctx_t *ctx, const char *gvar_substr, uint32_t nargs,
                     const pat_t *const *args) {
     if (!pats_ok(nargs, args)) return NULL;
     const pat_t *a[2] = {pat_gvar(ctx, gvar_substr), pat_tuple(ctx, nargs, args)};
-    return pat_call_op(ctx, "relax.call_tir", 2, a);
+    return pat_call_op(ctx, ir_op_def_at(IR_OP_CALL_TIR)->name, 2, a);
 }
 
 static pat_t *tuple_new(ir_ctx_t *ctx, pat_kind k, uint32_t n, const pat_t *const *fields) {

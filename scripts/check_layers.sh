@@ -31,16 +31,7 @@ PENDING='
 
 makefile_layers=$(sed -n 's/^LAYERS *= *//p' Makefile)
 
-# The sources: tracked and new files in a git checkout (whatever the build directory), else
-# every .c and .h outside build/.
-sources() {
-    if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-        git ls-files --cached --others --exclude-standard -- '*.c' '*.h'
-    else
-        find . -path ./build -prune -o -path './.*' -prune -o \( -name '*.c' -o -name '*.h' \) -print |
-            sed 's#^\./##'
-    fi
-}
+. scripts/sources.sh
 
 sources | sort -u | while read -r f; do [ -f "$f" ] && echo "$f"; done |
     awk -v levels="$LEVELS" -v generated="$GENERATED" -v pending="$PENDING" \

@@ -398,22 +398,24 @@ int cv_dims(onnx_cv *cv, uint32_t i, const ir_prim **out, int max) {
 
 /* ---- building ---- */
 
-ir_expr *cv_call(onnx_cv *cv, const char *op, uint32_t nargs, ir_expr *const *args,
+ir_expr *cv_call(onnx_cv *cv, ir_op_id op, uint32_t nargs, ir_expr *const *args,
                  const cv_attrs *a) {
     for (uint32_t i = 0; i < nargs; i++)
         if (!args[i]) return NULL;  /* an input already failed (diag set) */
-    ir_op *o = ir_op_get(cv->ctx, op);
-    if (!o) {
-        cv_fail(cv, GR_ERR_UNSUPPORTED, "the op table has no %s", op);
+    if (!ir_op_def_at((uint32_t)op)) {
+        cv_fail(cv, GR_ERR_UNSUPPORTED, "no op of the op table converts %s", cv->node->op_type);
         return NULL;
     }
-    const ir_attrs *given = a && a->n ? ir_attrs_new(cv->ctx, a->n, a->keys, a->vals) : NULL;
-    const ir_attrs *attrs = NULL;
-    if (ir_op_attrs_normalize(cv->ctx, o->def, given, &attrs, cv->imp->diag) != GR_OK) {
-        gr_diag_set_layer(cv->imp->diag, cv->layer);
-        return NULL;
-    }
-    return (ir_expr *)ir_call_new(cv->ctx, (ir_expr *)o, nargs, args, attrs, 0, NULL, cv->span);
+    ir_call *c = ir_call_op(cv->ctx, op, nargs, args, a ? a->n : 0, a ? a->keys : NULL,
+                            a ? a->vals : NULL, cv->span, cv->imp->diag);
+    if (!c) gr_diag_set_layer(cv->imp->diag, cv->layer);
+    return (ir_expr *)c;
+}
+
+ir_op_id cv_map_op(const cv_op_map *m, size_t n, const char *onnx) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(m[i].onnx, onnx)) return m[i].op;
+    return IR_OP_NONE;
 }
 
 ir_expr *cv_emit(onnx_cv *cv, ir_expr *e) {
@@ -427,7 +429,7 @@ ir_expr *cv_emit(onnx_cv *cv, ir_expr *e) {
     return (ir_expr *)v;
 }
 
-ir_expr *cv_op(onnx_cv *cv, const char *op, uint32_t nargs, ir_expr *const *args,
+ir_expr *cv_op(onnx_cv *cv, ir_op_id op, uint32_t nargs, ir_expr *const *args,
                const cv_attrs *a) {
     return cv_emit(cv, cv_call(cv, op, nargs, args, a));
 }

@@ -55,12 +55,12 @@ static ir_expr *stack(onnx_cv *cv, ir_expr **items, uint32_t n, int64_t axis) {
     cv_attrs ex = {0}, at = {0};
     cv_set(&ex, "axis", ir_attr_ints(cv->ctx, 1, &axis));
     for (uint32_t k = 0; k < n; k++)
-        if (!(f[k] = cv_op1(cv, "relax.expand_dims", items[k], &ex))) {
+        if (!(f[k] = cv_op1(cv, IR_OP_EXPAND_DIMS, items[k], &ex))) {
             free(f);
             return NULL;
         }
     cv_set(&at, "axis", ir_attr_int(axis));
-    ir_expr *r = cv_call1(cv, "relax.concat", (ir_expr *)ir_tuple_new(cv->ctx, n, f, cv->span), &at);
+    ir_expr *r = cv_call1(cv, IR_OP_CONCAT, (ir_expr *)ir_tuple_new(cv->ctx, n, f, cv->span), &at);
     free(f);
     return r;
 }
@@ -208,11 +208,11 @@ gr_status onnx_cv_scan(onnx_cv *cv) {
         cv_set(&at, "axis", ir_attr_int(iax[k]));
         int64_t axes[2] = {0, iax[k]};
         cv_set(&sq, "axis", v8 ? ir_attr_ints(cv->ctx, 2, axes) : ir_attr_ints(cv->ctx, 1, &iax[k]));
-        ir_expr *sp = cv_op1(cv, "relax.split", xs[k], &at);
+        ir_expr *sp = cv_op1(cv, IR_OP_SPLIT, xs[k], &at);
         if (!sp) return cv_status(cv);
         for (int64_t t = 0; t < T; t++) {
             int64_t src = idir[k] ? T - 1 - t : t;
-            sl[k][t] = cv_op1(cv, "relax.squeeze", cv_emit(cv, (ir_expr *)ir_tgi_new(cv->ctx, sp, (int32_t)src, cv->span)), &sq);
+            sl[k][t] = cv_op1(cv, IR_OP_SQUEEZE, cv_emit(cv, (ir_expr *)ir_tgi_new(cv->ctx, sp, (int32_t)src, cv->span)), &sq);
             if (!sl[k][t]) return cv_status(cv);
         }
     }
@@ -235,7 +235,7 @@ gr_status onnx_cv_scan(onnx_cv *cv) {
         cv_attrs sq = {0};
         cv_set(&sq, "axis", ir_attr_ints(cv->ctx, 1, &zero));
         ir_expr *s0 = cv_in(cv, first + k);
-        state_v[k] = val_of(s0 ? cv_op1(cv, "relax.squeeze", s0, &sq) : NULL, NULL);
+        state_v[k] = val_of(s0 ? cv_op1(cv, IR_OP_SQUEEZE, s0, &sq) : NULL, NULL);
         if (!state_v[k].expr) st = cv_status(cv);
         state[k] = &state_v[k];
     }
@@ -260,7 +260,7 @@ gr_status onnx_cv_scan(onnx_cv *cv) {
         cv_attrs ex = {0};
         cv_set(&ex, "axis", ir_attr_ints(cv->ctx, 1, &zero));
         ir_expr *e = state[k]->expr ? state[k]->expr : state[k]->known ? (ir_expr *)ir_const_new(cv->ctx, state[k]->known, cv->span) : NULL;
-        st = e ? cv_out(cv, k, cv_call1(cv, "relax.expand_dims", e, &ex)) : cv_fail(cv, GR_ERR_UNSUPPORTED, "a state has no value");
+        st = e ? cv_out(cv, k, cv_call1(cv, IR_OP_EXPAND_DIMS, e, &ex)) : cv_fail(cv, GR_ERR_UNSUPPORTED, "a state has no value");
     }
     for (uint32_t k = 0; !st && k < nso; k++) {
         ir_expr **items = so + k * T;
@@ -280,7 +280,7 @@ gr_status onnx_cv_scan(onnx_cv *cv) {
             int64_t zero = 0;
             cv_attrs ex = {0};
             cv_set(&ex, "axis", ir_attr_ints(cv->ctx, 1, &zero));
-            y = cv_call1(cv, "relax.expand_dims", cv_emit(cv, y), &ex);
+            y = cv_call1(cv, IR_OP_EXPAND_DIMS, cv_emit(cv, y), &ex);
         }
         st = cv_out(cv, nstate + k, y);
     }

@@ -7,48 +7,38 @@
 
 #include "frontend/onnx/onnx_impl.h"
 
-typedef struct op_map {
-    const char *onnx, *relax;
-} op_map;
-
-static const char *lookup(const op_map *m, size_t n, const char *onnx) {
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(m[i].onnx, onnx)) return m[i].relax;
-    return NULL;
-}
-#define LOOKUP(m, op) lookup((m), sizeof(m) / sizeof((m)[0]), (op))
-
 /* ---- elementwise ---- */
 
-static const op_map unary_ops[] = {
-    {"Acos", "relax.acos"},   {"Asin", "relax.asin"},   {"Atan", "relax.atan"},
-    {"Acosh", "relax.acosh"}, {"Asinh", "relax.asinh"}, {"Atanh", "relax.atanh"},
-    {"Tan", "relax.tan"},     {"Sinh", "relax.sinh"},   {"Cosh", "relax.cosh"},
-    {"IsNaN", "relax.isnan"}, {"BitwiseNot", "relax.bitwise_not"},
+static const cv_op_map unary_ops[] = {
+    {"Acos", IR_OP_ACOS},   {"Asin", IR_OP_ASIN},   {"Atan", IR_OP_ATAN},
+    {"Acosh", IR_OP_ACOSH}, {"Asinh", IR_OP_ASINH}, {"Atanh", IR_OP_ATANH},
+    {"Tan", IR_OP_TAN},     {"Sinh", IR_OP_SINH},   {"Cosh", IR_OP_COSH},
+    {"IsNaN", IR_OP_ISNAN}, {"BitwiseNot", IR_OP_BITWISE_NOT},
 };
 
 gr_status onnx_cv_unary_more(onnx_cv *cv) {
-    return cv_out(cv, 0, cv_call1(cv, LOOKUP(unary_ops, cv->node->op_type), cv_in(cv, 0), NULL));
+    return cv_out(cv, 0, cv_call1(cv, CV_MAP_OP(unary_ops, cv->node->op_type), cv_in(cv, 0), NULL));
 }
 
-static const op_map binary_ops[] = {
-    {"Xor", "relax.logical_xor"},         {"BitwiseAnd", "relax.bitwise_and"},
-    {"BitwiseOr", "relax.bitwise_or"},    {"BitwiseXor", "relax.bitwise_xor"},
+static const cv_op_map binary_ops[] = {
+    {"Xor", IR_OP_LOGICAL_XOR},         {"BitwiseAnd", IR_OP_BITWISE_AND},
+    {"BitwiseOr", IR_OP_BITWISE_OR},    {"BitwiseXor", IR_OP_BITWISE_XOR},
 };
 
 /* Xor, Bitwise*, Mod (fmod=1: C fmod / truncated remainder; 0: sign of the divisor), BitShift. */
 gr_status onnx_cv_binary_more(onnx_cv *cv) {
-    const char *t = cv->node->op_type, *op = LOOKUP(binary_ops, t);
+    const char *t = cv->node->op_type;
+    ir_op_id op = CV_MAP_OP(binary_ops, t);
     if (!strcmp(t, "Mod")) {
         bool fm = cv_attr_int(cv, "fmod", 0) != 0;
         if (!fm && ir_dtype_is_float(cv_dtype(cv, 0)))
             return cv_fail(cv, GR_ERR_INVALID, "fmod=0 on floating-point inputs (the spec requires fmod=1)");
-        op = fm ? "relax.mod" : "relax.floor_mod";
+        op = fm ? IR_OP_MOD : IR_OP_FLOOR_MOD;
     } else if (!strcmp(t, "BitShift")) {
         const char *dir = cv_attr_str(cv, "direction", "");
         if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
             return cv_fail(cv, GR_ERR_INVALID, "direction must be LEFT or RIGHT, got \"%s\"", dir);
-        op = !strcmp(dir, "LEFT") ? "relax.left_shift" : "relax.right_shift";
+        op = !strcmp(dir, "LEFT") ? IR_OP_LEFT_SHIFT : IR_OP_RIGHT_SHIFT;
     }
     return cv_out(cv, 0, cv_call2(cv, op, cv_in(cv, 0), cv_in(cv, 1), NULL));
 }
@@ -58,16 +48,16 @@ gr_status onnx_cv_isinf(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     bool pos = cv_attr_int(cv, "detect_positive", 1) != 0, neg = cv_attr_int(cv, "detect_negative", 1) != 0;
-    if (pos && neg) return cv_out(cv, 0, cv_call1(cv, "relax.isinf", x, NULL));
+    if (pos && neg) return cv_out(cv, 0, cv_call1(cv, IR_OP_ISINF, x, NULL));
     if (!pos && !neg) {
         cv_attrs at = {0};
         cv_set(&at, "dtype", ir_attr_dtype(IR_DTYPE_BOOL));
-        return cv_out(cv, 0, cv_call1(cv, "relax.zeros_like", x, &at));
+        return cv_out(cv, 0, cv_call1(cv, IR_OP_ZEROS_LIKE, x, &at));
     }
-    ir_expr *inf = cv_op1(cv, "relax.isinf", x, NULL);
-    ir_expr *sign = cv_op2(cv, pos ? "relax.greater" : "relax.less", x,
+    ir_expr *inf = cv_op1(cv, IR_OP_ISINF, x, NULL);
+    ir_expr *sign = cv_op2(cv, pos ? IR_OP_GREATER : IR_OP_LESS, x,
                            cv_scalar(cv, cv_dtype(cv, 0), 0.0), NULL);
-    return cv_out(cv, 0, cv_call2(cv, "relax.logical_and", inf, sign, NULL));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_LOGICAL_AND, inf, sign, NULL));
 }
 
 /* Celu: max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) */
@@ -77,12 +67,12 @@ gr_status onnx_cv_celu(onnx_cv *cv) {
     ir_dtype dt = cv_dtype(cv, 0);
     double alpha = cv_attr_float(cv, "alpha", 1.0);
     if (alpha == 0) return cv_fail(cv, GR_ERR_INVALID, "alpha must not be 0");
-    ir_expr *pos = cv_op1(cv, "relax.nn.relu", x, NULL);
-    ir_expr *e = cv_op1(cv, "relax.exp", cv_op2(cv, "relax.divide", x, cv_scalar(cv, dt, alpha), NULL), NULL);
-    e = cv_op2(cv, "relax.multiply", cv_op2(cv, "relax.subtract", e, cv_scalar(cv, dt, 1.0), NULL),
+    ir_expr *pos = cv_op1(cv, IR_OP_RELU, x, NULL);
+    ir_expr *e = cv_op1(cv, IR_OP_EXP, cv_op2(cv, IR_OP_DIVIDE, x, cv_scalar(cv, dt, alpha), NULL), NULL);
+    e = cv_op2(cv, IR_OP_MULTIPLY, cv_op2(cv, IR_OP_SUBTRACT, e, cv_scalar(cv, dt, 1.0), NULL),
                cv_scalar(cv, dt, alpha), NULL);
-    ir_expr *negp = cv_op2(cv, "relax.minimum", e, cv_scalar(cv, dt, 0.0), NULL);
-    return cv_out(cv, 0, cv_call2(cv, "relax.add", pos, negp, NULL));
+    ir_expr *negp = cv_op2(cv, IR_OP_MINIMUM, e, cv_scalar(cv, dt, 0.0), NULL);
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_ADD, pos, negp, NULL));
 }
 
 /* Shrink: x < -lambd ? x + bias : x > lambd ? x - bias : 0 */
@@ -91,18 +81,18 @@ gr_status onnx_cv_shrink(onnx_cv *cv) {
     if (!x) return cv_status(cv);
     ir_dtype dt = cv_dtype(cv, 0);
     double l = cv_attr_float(cv, "lambd", 0.5), b = cv_attr_float(cv, "bias", 0.0);
-    ir_expr *lo = cv_op2(cv, "relax.less", x, cv_scalar(cv, dt, -l), NULL);
-    ir_expr *hi = cv_op2(cv, "relax.greater", x, cv_scalar(cv, dt, l), NULL);
-    ir_expr *xp = cv_op2(cv, "relax.add", x, cv_scalar(cv, dt, b), NULL);
-    ir_expr *xm = cv_op2(cv, "relax.subtract", x, cv_scalar(cv, dt, b), NULL);
+    ir_expr *lo = cv_op2(cv, IR_OP_LESS, x, cv_scalar(cv, dt, -l), NULL);
+    ir_expr *hi = cv_op2(cv, IR_OP_GREATER, x, cv_scalar(cv, dt, l), NULL);
+    ir_expr *xp = cv_op2(cv, IR_OP_ADD, x, cv_scalar(cv, dt, b), NULL);
+    ir_expr *xm = cv_op2(cv, IR_OP_SUBTRACT, x, cv_scalar(cv, dt, b), NULL);
     ir_expr *a1[3] = {hi, xm, cv_scalar(cv, dt, 0.0)};
-    ir_expr *inner = cv_emit(cv, cv_call(cv, "relax.where", 3, a1, NULL));
+    ir_expr *inner = cv_emit(cv, cv_call(cv, IR_OP_WHERE, 3, a1, NULL));
     ir_expr *a2[3] = {lo, xp, inner};
-    return cv_out(cv, 0, cv_call(cv, "relax.where", 3, a2, NULL));
+    return cv_out(cv, 0, cv_call(cv, IR_OP_WHERE, 3, a2, NULL));
 }
 
 gr_status onnx_cv_det(onnx_cv *cv) {
-    return cv_out(cv, 0, cv_call1(cv, "relax.linalg.det", cv_in(cv, 0), NULL));
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_DET, cv_in(cv, 0), NULL));
 }
 
 /* ---- selection ---- */
@@ -123,7 +113,7 @@ gr_status onnx_cv_argmax(onnx_cv *cv) {
     int64_t axis;
     if (!cv_axis(cv_attr_int(cv, "axis", 0), cv_rank(cv, 0), &axis))
         return cv_fail(cv, GR_ERR_INVALID, "bad axis or unknown rank");
-    const char *op = !strcmp(cv->node->op_type, "ArgMax") ? "relax.argmax" : "relax.argmin";
+    ir_op_id op = !strcmp(cv->node->op_type, "ArgMax") ? IR_OP_ARGMAX : IR_OP_ARGMIN;
     bool last = cv_attr_int(cv, "select_last_index", 0) != 0;
     cv_attrs at = {0};
     cv_set(&at, "axis", ir_attr_int(axis));
@@ -133,8 +123,8 @@ gr_status onnx_cv_argmax(onnx_cv *cv) {
     if (n < 0) return cv_fail(cv, GR_ERR_UNSUPPORTED, "select_last_index on a dynamic axis");
     cv_attrs fa = {0};
     cv_set(&fa, "axis", ir_attr_int(axis));
-    ir_expr *i = cv_op1(cv, op, cv_op1(cv, "relax.flip", x, &fa), &at);
-    return cv_out(cv, 0, cv_call2(cv, "relax.subtract", cv_scalar(cv, IR_DTYPE_I64, (double)(n - 1)), i, NULL));
+    ir_expr *i = cv_op1(cv, op, cv_op1(cv, IR_OP_FLIP, x, &fa), &at);
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_SUBTRACT, cv_scalar(cv, IR_DTYPE_I64, (double)(n - 1)), i, NULL));
 }
 
 /* TopK(x, K; axis, largest, sorted): values and int64 indices. The result is always sorted
@@ -158,7 +148,7 @@ gr_status onnx_cv_topk(onnx_cv *cv) {
     cv_set(&at, "ret_type", ir_attr_str(cv->ctx, "both"));
     cv_set(&at, "largest", ir_attr_bool(cv_attr_int(cv, "largest", 1) != 0));
     cv_set(&at, "dtype", ir_attr_dtype(IR_DTYPE_I64));
-    ir_expr *t = cv_op1(cv, "relax.topk", x, &at);
+    ir_expr *t = cv_op1(cv, IR_OP_TOPK, x, &at);
     if (!t) return cv_status(cv);
     for (uint32_t i = 0; i < cv->nout && i < 2; i++) cv->out[i] = (ir_expr *)ir_tgi_new(cv->ctx, t, (int32_t)i, cv->span);
     return GR_OK;
@@ -181,24 +171,24 @@ gr_status onnx_cv_hardmax(onnx_cv *cv) {
         int64_t a = 1, b = 1;
         for (int32_t i = 0; i < rank; i++) *(i < axis ? &a : &b) *= shape[i];
         const ir_prim *d2[2] = {ir_prim_int(cv->ctx, a), ir_prim_int(cv->ctx, b)};
-        in = cv_op2(cv, "relax.reshape", x, cv_shape_expr(cv, 2, d2), NULL);
+        in = cv_op2(cv, IR_OP_RESHAPE, x, cv_shape_expr(cv, 2, d2), NULL);
         depth = b;
         oaxis = 1;
     }
     cv_attrs at = {0};
     cv_set(&at, "axis", ir_attr_int(oaxis));
     cv_set(&at, "keepdims", ir_attr_bool(false));
-    ir_expr *am = cv_op1(cv, "relax.argmax", in, &at);
+    ir_expr *am = cv_op1(cv, IR_OP_ARGMAX, in, &at);
     cv_attrs oh = {0};
     cv_set(&oh, "depth", ir_attr_int(depth));
     cv_set(&oh, "axis", ir_attr_int(oaxis));
     ir_expr *args[3] = {am, (ir_expr *)ir_primval_float(cv->ctx, dt, 1.0, cv->span),
                         (ir_expr *)ir_primval_float(cv->ctx, dt, 0.0, cv->span)};
-    ir_expr *y = cv_call(cv, "relax.one_hot", 3, args, &oh);
+    ir_expr *y = cv_call(cv, IR_OP_ONE_HOT, 3, args, &oh);
     if (cv->opset >= 13) return cv_out(cv, 0, y);
     const ir_prim *d[RT_MAX_NDIM];
     for (int32_t i = 0; i < rank; i++) d[i] = ir_prim_int(cv->ctx, shape[i]);
-    return cv_out(cv, 0, cv_call2(cv, "relax.reshape", cv_emit(cv, y), cv_shape_expr(cv, (uint32_t)rank, d), NULL));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_RESHAPE, cv_emit(cv, y), cv_shape_expr(cv, (uint32_t)rank, d), NULL));
 }
 
 /* OneHot(indices, depth, values [off, on]; axis): one_hot of 1/0 as a mask, then where(mask,
@@ -217,23 +207,23 @@ gr_status onnx_cv_one_hot(onnx_cv *cv) {
     if (ir_dtype_is_float(cv_dtype(cv, 0))) {
         cv_attrs at = {0};
         cv_set(&at, "dtype", ir_attr_dtype(IR_DTYPE_I64));
-        ind = cv_op1(cv, "relax.astype", ind, &at);
+        ind = cv_op1(cv, IR_OP_ASTYPE, ind, &at);
     }
     cv_attrs oh = {0};
     cv_set(&oh, "depth", ir_attr_int(depth));
     cv_set(&oh, "axis", ir_attr_int(cv_attr_int(cv, "axis", -1)));
     ir_expr *args[3] = {ind, (ir_expr *)ir_primval_int(cv->ctx, ir_prim_int(cv->ctx, 1), cv->span),
                         (ir_expr *)ir_primval_int(cv->ctx, ir_prim_int(cv->ctx, 0), cv->span)};
-    ir_expr *m = cv_emit(cv, cv_call(cv, "relax.one_hot", 3, args, &oh));
+    ir_expr *m = cv_emit(cv, cv_call(cv, IR_OP_ONE_HOT, 3, args, &oh));
     cv_attrs ab = {0};
     cv_set(&ab, "dtype", ir_attr_dtype(IR_DTYPE_BOOL));
-    m = cv_op1(cv, "relax.astype", m, &ab);
+    m = cv_op1(cv, IR_OP_ASTYPE, m, &ab);
     cv_attrs tk = {0};
     cv_set(&tk, "axis", ir_attr_int(0));
-    ir_expr *off = cv_op2(cv, "relax.take", vals, cv_scalar(cv, IR_DTYPE_I64, 0), &tk);
-    ir_expr *on = cv_op2(cv, "relax.take", vals, cv_scalar(cv, IR_DTYPE_I64, 1), &tk);
+    ir_expr *off = cv_op2(cv, IR_OP_TAKE, vals, cv_scalar(cv, IR_DTYPE_I64, 0), &tk);
+    ir_expr *on = cv_op2(cv, IR_OP_TAKE, vals, cv_scalar(cv, IR_DTYPE_I64, 1), &tk);
     ir_expr *w[3] = {m, on, off};
-    return cv_out(cv, 0, cv_call(cv, "relax.where", 3, w, NULL));
+    return cv_out(cv, 0, cv_call(cv, IR_OP_WHERE, 3, w, NULL));
 }
 
 gr_status onnx_cv_gather_elements(onnx_cv *cv) {
@@ -242,21 +232,22 @@ gr_status onnx_cv_gather_elements(onnx_cv *cv) {
     if (!cv_axis(cv_attr_int(cv, "axis", 0), cv_rank(cv, 0), &axis))
         return cv_fail(cv, GR_ERR_INVALID, "bad axis or unknown rank");
     cv_set(&at, "axis", ir_attr_int(axis));
-    return cv_out(cv, 0, cv_call2(cv, "relax.gather_elements", cv_in(cv, 0), cv_in(cv, 1), &at));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_GATHER_ELEMENTS, cv_in(cv, 0), cv_in(cv, 1), &at));
 }
 
 gr_status onnx_cv_gather_nd(onnx_cv *cv) {
     cv_attrs at = {0};
     cv_set(&at, "batch_dims", ir_attr_int(cv_attr_int(cv, "batch_dims", 0)));
-    return cv_out(cv, 0, cv_call2(cv, "relax.gather_nd", cv_in(cv, 0), cv_in(cv, 1), &at));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_GATHER_ND, cv_in(cv, 0), cv_in(cv, 1), &at));
 }
 
 /* ONNX reduction names -> the kernel's ("none" is "update"). */
 static const char *scatter_reduction(onnx_cv *cv) {
     const char *r = cv_attr_str(cv, "reduction", "none");
-    static const op_map red[] = {{"none", "update"}, {"add", "add"}, {"mul", "mul"},
-                                 {"max", "max"},     {"min", "min"}};
-    const char *k = LOOKUP(red, r);
+    static const char *const red[] = {"update", "add", "mul", "max", "min"};
+    const char *k = !strcmp(r, "none") ? red[0] : NULL;
+    for (size_t i = 1; i < sizeof(red) / sizeof(red[0]) && !k; i++)
+        if (!strcmp(r, red[i])) k = red[i];
     if (!k) cv_fail(cv, GR_ERR_UNSUPPORTED, "reduction \"%s\"", r);
     return k;
 }
@@ -272,7 +263,7 @@ gr_status onnx_cv_scatter_elements(onnx_cv *cv) {
     cv_set(&at, "axis", ir_attr_int(axis));
     cv_set(&at, "reduction", ir_attr_str(cv->ctx, red));
     ir_expr *args[3] = {cv_in(cv, 0), cv_in(cv, 1), cv_in(cv, 2)};
-    return cv_out(cv, 0, cv_call(cv, "relax.scatter_elements", 3, args, &at));
+    return cv_out(cv, 0, cv_call(cv, IR_OP_SCATTER_ELEMENTS, 3, args, &at));
 }
 
 gr_status onnx_cv_scatter_nd(onnx_cv *cv) {
@@ -281,11 +272,11 @@ gr_status onnx_cv_scatter_nd(onnx_cv *cv) {
     cv_attrs at = {0};
     cv_set(&at, "reduction", ir_attr_str(cv->ctx, red));
     ir_expr *args[3] = {cv_in(cv, 0), cv_in(cv, 1), cv_in(cv, 2)};
-    return cv_out(cv, 0, cv_call(cv, "relax.scatter_nd", 3, args, &at));
+    return cv_out(cv, 0, cv_call(cv, IR_OP_SCATTER_ND, 3, args, &at));
 }
 
 gr_status onnx_cv_nonzero(onnx_cv *cv) {
-    return cv_out(cv, 0, cv_call1(cv, "relax.nonzero", cv_in(cv, 0), NULL));
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_NONZERO, cv_in(cv, 0), NULL));
 }
 
 /* Compress(x, condition; axis): take(x, nonzero(condition)[0], axis); no axis: flattened. */
@@ -299,16 +290,16 @@ gr_status onnx_cv_compress(onnx_cv *cv) {
         if (!cv_axis(cv_attr_int(cv, "axis", 0), cv_rank(cv, 0), &axis))
             return cv_fail(cv, GR_ERR_INVALID, "bad axis or unknown rank");
     } else {
-        x = cv_op1(cv, "relax.flatten", x, NULL);
+        x = cv_op1(cv, IR_OP_FLATTEN, x, NULL);
     }
-    ir_expr *nz = cv_op1(cv, "relax.nonzero", cond, NULL);
+    ir_expr *nz = cv_op1(cv, IR_OP_NONZERO, cond, NULL);
     cv_attrs sq = {0};
     int64_t zero = 0;
     cv_set(&sq, "axis", ir_attr_ints(cv->ctx, 1, &zero));
-    ir_expr *idx = cv_op1(cv, "relax.squeeze", nz, &sq);
+    ir_expr *idx = cv_op1(cv, IR_OP_SQUEEZE, nz, &sq);
     cv_attrs tk = {0};
     cv_set(&tk, "axis", ir_attr_int(axis));
-    return cv_out(cv, 0, cv_call2(cv, "relax.take", x, idx, &tk));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_TAKE, x, idx, &tk));
 }
 
 /* Unique(x; sorted, axis): Y, indices, inverse_indices, counts. */
@@ -323,7 +314,7 @@ gr_status onnx_cv_unique(onnx_cv *cv) {
             return cv_fail(cv, GR_ERR_INVALID, "bad axis or unknown rank");
         cv_set(&at, "axis", ir_attr_int(axis));
     }
-    ir_expr *t = cv_op1(cv, "relax.unique", x, &at);
+    ir_expr *t = cv_op1(cv, IR_OP_UNIQUE, x, &at);
     if (!t) return cv_status(cv);
     for (uint32_t i = 0; i < cv->nout && i < 4; i++) cv->out[i] = (ir_expr *)ir_tgi_new(cv->ctx, t, (int32_t)i, cv->span);
     return GR_OK;
@@ -337,7 +328,7 @@ gr_status onnx_cv_trilu(onnx_cv *cv) {
     if (cv_has(cv, 1) && cv_ints(cv, 1, &k, 1) != 1) return cv_fail(cv, GR_ERR_UNSUPPORTED, "k must be a constant");
     cv_attrs at = {0};
     cv_set(&at, "k", ir_attr_int(k));
-    const char *op = cv_attr_int(cv, "upper", 1) ? "relax.triu" : "relax.tril";
+    ir_op_id op = cv_attr_int(cv, "upper", 1) ? IR_OP_TRIU : IR_OP_TRIL;
     return cv_out(cv, 0, cv_call1(cv, op, x, &at));
 }
 
@@ -352,10 +343,10 @@ gr_status onnx_cv_eye_like(onnx_cv *cv) {
         return cv_fail(cv, GR_ERR_UNSUPPORTED, "dtype %lld", (long long)cv_attr_int(cv, "dtype", 0));
     cv_attrs od = {0};
     cv_set(&od, "dtype", ir_attr_dtype(dt));
-    ir_expr *ones = cv_op1(cv, "relax.ones", cv_shape_expr(cv, 2, dims), &od);
+    ir_expr *ones = cv_op1(cv, IR_OP_ONES, cv_shape_expr(cv, 2, dims), &od);
     cv_attrs at = {0};
     cv_set(&at, "k", ir_attr_int(cv_attr_int(cv, "k", 0)));
-    return cv_out(cv, 0, cv_call1(cv, "relax.triu", cv_op1(cv, "relax.tril", ones, &at), &at));
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_TRIU, cv_op1(cv, IR_OP_TRIL, ones, &at), &at));
 }
 
 /* ---- losses ---- */
@@ -369,7 +360,7 @@ static void loss_attrs(onnx_cv *cv, cv_attrs *at) {
 
 static ir_expr *nll_call(onnx_cv *cv, ir_expr *logp, cv_attrs *at) {
     ir_expr *args[3] = {logp, cv_in(cv, 1), cv_has(cv, 2) ? cv_in(cv, 2) : NULL};
-    return cv_call(cv, "relax.nn.nll_loss", cv_has(cv, 2) ? 3 : 2, args, at);
+    return cv_call(cv, IR_OP_NLL_LOSS, cv_has(cv, 2) ? 3 : 2, args, at);
 }
 
 gr_status onnx_cv_nll_loss(onnx_cv *cv) {
@@ -389,7 +380,7 @@ gr_status onnx_cv_softmax_ce(onnx_cv *cv) {
     if (cv_rank(cv, 0) < 2) return cv_fail(cv, GR_ERR_INVALID, "scores must be (N, C, ...)");
     cv_attrs ls = {0};
     cv_set(&ls, "axis", ir_attr_int(1));
-    ir_expr *logp = cv_op1(cv, "relax.nn.log_softmax", x, &ls);
+    ir_expr *logp = cv_op1(cv, IR_OP_LOG_SOFTMAX, x, &ls);
     if (!logp) return cv_status(cv);
     cv_attrs at = {0};
     loss_attrs(cv, &at);

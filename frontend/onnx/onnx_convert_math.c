@@ -4,41 +4,30 @@
 
 #include "frontend/onnx/onnx_impl.h"
 
-typedef struct name_map {
-    const char *onnx, *relax;
-} name_map;
-
-static const char *map_name(const name_map *m, size_t n, const char *onnx) {
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(m[i].onnx, onnx)) return m[i].relax;
-    return NULL;
-}
-#define MAP(m, op) map_name((m), sizeof(m) / sizeof((m)[0]), (op))
-
-static const name_map unary_ops[] = {
-    {"Relu", "relax.nn.relu"}, {"Sigmoid", "relax.sigmoid"}, {"Tanh", "relax.tanh"},
-    {"Erf", "relax.erf"},      {"Sqrt", "relax.sqrt"},       {"Exp", "relax.exp"},
-    {"Log", "relax.log"},      {"Abs", "relax.abs"},         {"Neg", "relax.negative"},
-    {"Floor", "relax.floor"},  {"Ceil", "relax.ceil"},       {"Round", "relax.round"},
-    {"Sin", "relax.sin"},      {"Cos", "relax.cos"},         {"Sign", "relax.sign"},
-    {"Not", "relax.logical_not"},
+static const cv_op_map unary_ops[] = {
+    {"Relu", IR_OP_RELU},   {"Sigmoid", IR_OP_SIGMOID}, {"Tanh", IR_OP_TANH},
+    {"Erf", IR_OP_ERF},     {"Sqrt", IR_OP_SQRT},       {"Exp", IR_OP_EXP},
+    {"Log", IR_OP_LOG},     {"Abs", IR_OP_ABS},         {"Neg", IR_OP_NEGATIVE},
+    {"Floor", IR_OP_FLOOR}, {"Ceil", IR_OP_CEIL},       {"Round", IR_OP_ROUND},
+    {"Sin", IR_OP_SIN},     {"Cos", IR_OP_COS},         {"Sign", IR_OP_SIGN},
+    {"Not", IR_OP_LOGICAL_NOT},
 };
 
 gr_status onnx_cv_unary(onnx_cv *cv) {
-    const char *op = MAP(unary_ops, cv->node->op_type);
+    ir_op_id op = CV_MAP_OP(unary_ops, cv->node->op_type);
     return cv_out(cv, 0, cv_call1(cv, op, cv_in(cv, 0), NULL));
 }
 
 gr_status onnx_cv_gelu(onnx_cv *cv) {
     const char *approx = cv_attr_str(cv, "approximate", "none");
-    const char *op = !strcmp(approx, "tanh") ? "relax.nn.gelu_tanh" : "relax.nn.gelu";
+    ir_op_id op = !strcmp(approx, "tanh") ? IR_OP_GELU_TANH : IR_OP_GELU;
     return cv_out(cv, 0, cv_call1(cv, op, cv_in(cv, 0), NULL));
 }
 
 gr_status onnx_cv_leaky_relu(onnx_cv *cv) {
     cv_attrs a = {0};
     cv_set(&a, "alpha", ir_attr_float(cv_attr_float(cv, "alpha", 0.01)));
-    return cv_out(cv, 0, cv_call1(cv, "relax.nn.leakyrelu", cv_in(cv, 0), &a));
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_LEAKYRELU, cv_in(cv, 0), &a));
 }
 
 /* where(x < 0, x * slope, x): slope broadcasts to x (unidirectionally). */
@@ -55,12 +44,12 @@ gr_status onnx_cv_prelu(onnx_cv *cv) {
         const ir_prim *d[RT_MAX_NDIM];
         d[0] = ss->dims[0];
         for (int32_t i = 1; i < xs->ndim - 1; i++) d[i] = ir_prim_int(cv->ctx, 1);
-        slope = cv_op2(cv, "relax.reshape", slope, cv_shape_expr(cv, (uint32_t)(xs->ndim - 1), d), NULL);
+        slope = cv_op2(cv, IR_OP_RESHAPE, slope, cv_shape_expr(cv, (uint32_t)(xs->ndim - 1), d), NULL);
     }
-    ir_expr *neg = cv_op2(cv, "relax.less", x, cv_scalar(cv, cv_dtype(cv, 0), 0.0), NULL);
-    ir_expr *scaled = cv_op2(cv, "relax.multiply", x, slope, NULL);
+    ir_expr *neg = cv_op2(cv, IR_OP_LESS, x, cv_scalar(cv, cv_dtype(cv, 0), 0.0), NULL);
+    ir_expr *scaled = cv_op2(cv, IR_OP_MULTIPLY, x, slope, NULL);
     ir_expr *args[3] = {neg, scaled, x};
-    return cv_out(cv, 0, cv_call(cv, "relax.where", 3, args, NULL));
+    return cv_out(cv, 0, cv_call(cv, IR_OP_WHERE, 3, args, NULL));
 }
 
 /* Known scalar value of input i (0-D or one element). */
@@ -77,18 +66,18 @@ static ir_expr *clip_call(onnx_cv *cv, ir_expr *x, ir_dtype dt, bool has_lo, dou
     if (has_lo && has_hi && ir_dtype_is_float(dt)) {
         ir_expr *args[3] = {x, (ir_expr *)ir_primval_float(cv->ctx, dt, lo, cv->span),
                             (ir_expr *)ir_primval_float(cv->ctx, dt, hi, cv->span)};
-        return cv_call(cv, "relax.clip", 3, args, NULL);
+        return cv_call(cv, IR_OP_CLIP, 3, args, NULL);
     }
     if (has_lo && has_hi) {
         ir_expr *args[3] = {x, (ir_expr *)ir_primval_int(cv->ctx, ir_prim_int(cv->ctx, (int64_t)lo), cv->span),
                             (ir_expr *)ir_primval_int(cv->ctx, ir_prim_int(cv->ctx, (int64_t)hi), cv->span)};
-        return cv_call(cv, "relax.clip", 3, args, NULL);
+        return cv_call(cv, IR_OP_CLIP, 3, args, NULL);
     }
     ir_expr *e = x;
-    if (has_lo) e = cv_call2(cv, "relax.maximum", e, cv_scalar(cv, dt, lo), NULL);
+    if (has_lo) e = cv_call2(cv, IR_OP_MAXIMUM, e, cv_scalar(cv, dt, lo), NULL);
     if (has_hi) {
         if (e != x) e = cv_emit(cv, e);
-        e = cv_call2(cv, "relax.minimum", e, cv_scalar(cv, dt, hi), NULL);
+        e = cv_call2(cv, IR_OP_MINIMUM, e, cv_scalar(cv, dt, hi), NULL);
     }
     return e;
 }
@@ -112,10 +101,10 @@ gr_status onnx_cv_clip(onnx_cv *cv) {
     }
     /* Bounds computed at run time: tensor maximum/minimum. */
     ir_expr *e = x;
-    if (has_lo) e = cv_call2(cv, "relax.maximum", e, cv_in(cv, 1), NULL);
+    if (has_lo) e = cv_call2(cv, IR_OP_MAXIMUM, e, cv_in(cv, 1), NULL);
     if (has_hi) {
         if (e != x) e = cv_emit(cv, e);
-        e = cv_call2(cv, "relax.minimum", e, cv_in(cv, 2), NULL);
+        e = cv_call2(cv, IR_OP_MINIMUM, e, cv_in(cv, 2), NULL);
     }
     return cv_out(cv, 0, e);
 }
@@ -125,8 +114,8 @@ gr_status onnx_cv_hard_sigmoid(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     ir_dtype dt = cv_dtype(cv, 0);
-    ir_expr *ax = cv_op2(cv, "relax.multiply", x, cv_scalar(cv, dt, cv_attr_float(cv, "alpha", 0.2)), NULL);
-    ir_expr *axb = cv_op2(cv, "relax.add", ax, cv_scalar(cv, dt, cv_attr_float(cv, "beta", 0.5)), NULL);
+    ir_expr *ax = cv_op2(cv, IR_OP_MULTIPLY, x, cv_scalar(cv, dt, cv_attr_float(cv, "alpha", 0.2)), NULL);
+    ir_expr *axb = cv_op2(cv, IR_OP_ADD, ax, cv_scalar(cv, dt, cv_attr_float(cv, "beta", 0.5)), NULL);
     if (!axb) return cv_status(cv);
     return cv_out(cv, 0, clip_call(cv, axb, dt, true, 0.0, true, 1.0));
 }
@@ -136,11 +125,11 @@ gr_status onnx_cv_hard_swish(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     ir_dtype dt = cv_dtype(cv, 0);
-    ir_expr *x3 = cv_op2(cv, "relax.add", x, cv_scalar(cv, dt, 3.0), NULL);
+    ir_expr *x3 = cv_op2(cv, IR_OP_ADD, x, cv_scalar(cv, dt, 3.0), NULL);
     if (!x3) return cv_status(cv);
     ir_expr *c = cv_emit(cv, clip_call(cv, x3, dt, true, 0.0, true, 6.0));
-    ir_expr *d = cv_op2(cv, "relax.divide", c, cv_scalar(cv, dt, 6.0), NULL);
-    return cv_out(cv, 0, cv_call2(cv, "relax.multiply", x, d, NULL));
+    ir_expr *d = cv_op2(cv, IR_OP_DIVIDE, c, cv_scalar(cv, dt, 6.0), NULL);
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_MULTIPLY, x, d, NULL));
 }
 
 /* where(x > 0, x, alpha * (exp(x) - 1)) */
@@ -148,12 +137,12 @@ gr_status onnx_cv_elu(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     ir_dtype dt = cv_dtype(cv, 0);
-    ir_expr *e = cv_op1(cv, "relax.exp", x, NULL);
-    ir_expr *em1 = cv_op2(cv, "relax.subtract", e, cv_scalar(cv, dt, 1.0), NULL);
-    ir_expr *neg = cv_op2(cv, "relax.multiply", em1, cv_scalar(cv, dt, cv_attr_float(cv, "alpha", 1.0)), NULL);
-    ir_expr *pos = cv_op2(cv, "relax.greater", x, cv_scalar(cv, dt, 0.0), NULL);
+    ir_expr *e = cv_op1(cv, IR_OP_EXP, x, NULL);
+    ir_expr *em1 = cv_op2(cv, IR_OP_SUBTRACT, e, cv_scalar(cv, dt, 1.0), NULL);
+    ir_expr *neg = cv_op2(cv, IR_OP_MULTIPLY, em1, cv_scalar(cv, dt, cv_attr_float(cv, "alpha", 1.0)), NULL);
+    ir_expr *pos = cv_op2(cv, IR_OP_GREATER, x, cv_scalar(cv, dt, 0.0), NULL);
     ir_expr *args[3] = {pos, x, neg};
-    return cv_out(cv, 0, cv_call(cv, "relax.where", 3, args, NULL));
+    return cv_out(cv, 0, cv_call(cv, IR_OP_WHERE, 3, args, NULL));
 }
 
 /* log(exp(x) + 1) */
@@ -161,28 +150,28 @@ gr_status onnx_cv_softplus(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     ir_dtype dt = cv_dtype(cv, 0);
-    ir_expr *e = cv_op1(cv, "relax.exp", x, NULL);
-    ir_expr *e1 = cv_op2(cv, "relax.add", e, cv_scalar(cv, dt, 1.0), NULL);
-    return cv_out(cv, 0, cv_call1(cv, "relax.log", e1, NULL));
+    ir_expr *e = cv_op1(cv, IR_OP_EXP, x, NULL);
+    ir_expr *e1 = cv_op2(cv, IR_OP_ADD, e, cv_scalar(cv, dt, 1.0), NULL);
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_LOG, e1, NULL));
 }
 
 gr_status onnx_cv_reciprocal(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
-    return cv_out(cv, 0, cv_call2(cv, "relax.divide", cv_scalar(cv, cv_dtype(cv, 0), 1.0), x, NULL));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_DIVIDE, cv_scalar(cv, cv_dtype(cv, 0), 1.0), x, NULL));
 }
 
-static const name_map binary_ops[] = {
-    {"Add", "relax.add"},         {"Sub", "relax.subtract"}, {"Mul", "relax.multiply"},
-    {"Div", "relax.divide"},      {"Pow", "relax.power"},    {"Equal", "relax.equal"},
-    {"Less", "relax.less"},       {"Greater", "relax.greater"}, {"Max", "relax.maximum"},
-    {"Min", "relax.minimum"},     {"Sum", "relax.add"},      {"Mean", "relax.add"},
-    {"And", "relax.logical_and"}, {"Or", "relax.logical_or"},
-    {"LessOrEqual", "relax.less_equal"}, {"GreaterOrEqual", "relax.greater_equal"},
+static const cv_op_map binary_ops[] = {
+    {"Add", IR_OP_ADD},         {"Sub", IR_OP_SUBTRACT}, {"Mul", IR_OP_MULTIPLY},
+    {"Div", IR_OP_DIVIDE},      {"Pow", IR_OP_POWER},    {"Equal", IR_OP_EQUAL},
+    {"Less", IR_OP_LESS},       {"Greater", IR_OP_GREATER}, {"Max", IR_OP_MAXIMUM},
+    {"Min", IR_OP_MINIMUM},     {"Sum", IR_OP_ADD},      {"Mean", IR_OP_ADD},
+    {"And", IR_OP_LOGICAL_AND}, {"Or", IR_OP_LOGICAL_OR},
+    {"LessOrEqual", IR_OP_LESS_EQUAL}, {"GreaterOrEqual", IR_OP_GREATER_EQUAL},
 };
 
 gr_status onnx_cv_binary(onnx_cv *cv) {
-    const char *op = MAP(binary_ops, cv->node->op_type);
+    ir_op_id op = CV_MAP_OP(binary_ops, cv->node->op_type);
     ir_expr *a = cv_in(cv, 0), *b = cv_in(cv, 1);
     if (!a || !b) return cv_status(cv);
     ir_dtype da = cv_dtype(cv, 0), db = cv_dtype(cv, 1);
@@ -199,21 +188,21 @@ gr_status onnx_cv_binary(onnx_cv *cv) {
         if (nr > rb) {
             const ir_prim *dims[RT_MAX_NDIM];
             for (int32_t i = 0; i < nr; i++) dims[i] = i < rb ? bd[i] : ir_prim_int(cv->ctx, 1);
-            b = cv_op2(cv, "relax.reshape", b, cv_shape_expr(cv, (uint32_t)nr, dims), NULL);
+            b = cv_op2(cv, IR_OP_RESHAPE, b, cv_shape_expr(cv, (uint32_t)nr, dims), NULL);
         }
     }
     /* Pow takes an exponent of another type; Relax wants one dtype. */
     if (!strcmp(cv->node->op_type, "Pow") && !ir_dtype_eq(da, db) && !ir_dtype_is_void(da)) {
         cv_attrs at = {0};
         cv_set(&at, "dtype", ir_attr_dtype(da));
-        b = cv_op1(cv, "relax.astype", b, &at);
+        b = cv_op1(cv, IR_OP_ASTYPE, b, &at);
     }
     return cv_out(cv, 0, cv_call2(cv, op, a, b, NULL));
 }
 
 /* Max, Min, Sum, Mean over any number of inputs: a chain of binary ops (Mean divides). */
 gr_status onnx_cv_variadic(onnx_cv *cv) {
-    const char *op = MAP(binary_ops, cv->node->op_type);
+    ir_op_id op = CV_MAP_OP(binary_ops, cv->node->op_type);
     if (cv->nin == 0) return cv_fail(cv, GR_ERR_INVALID, "no inputs");
     ir_expr *acc = cv_in(cv, 0);
     for (uint32_t i = 1; acc && i < cv->nin; i++) {
@@ -221,25 +210,25 @@ gr_status onnx_cv_variadic(onnx_cv *cv) {
         acc = cv_call2(cv, op, acc, cv_in(cv, i), NULL);
     }
     if (acc && !strcmp(cv->node->op_type, "Mean") && cv->nin > 1)
-        acc = cv_call2(cv, "relax.divide", cv_emit(cv, acc), cv_scalar(cv, cv_dtype(cv, 0), cv->nin),
+        acc = cv_call2(cv, IR_OP_DIVIDE, cv_emit(cv, acc), cv_scalar(cv, cv_dtype(cv, 0), cv->nin),
                        NULL);
     return cv_out(cv, 0, acc);
 }
 
 gr_status onnx_cv_where(onnx_cv *cv) {
     ir_expr *args[3] = {cv_in(cv, 0), cv_in(cv, 1), cv_in(cv, 2)};
-    return cv_out(cv, 0, cv_call(cv, "relax.where", 3, args, NULL));
+    return cv_out(cv, 0, cv_call(cv, IR_OP_WHERE, 3, args, NULL));
 }
 
 gr_status onnx_cv_matmul(onnx_cv *cv) {
-    return cv_out(cv, 0, cv_call2(cv, "relax.matmul", cv_in(cv, 0), cv_in(cv, 1), NULL));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_MATMUL, cv_in(cv, 0), cv_in(cv, 1), NULL));
 }
 
 static ir_expr *transpose2d(onnx_cv *cv, ir_expr *x) {
     cv_attrs a = {0};
     int64_t perm[2] = {1, 0};
     cv_set(&a, "axes", ir_attr_ints(cv->ctx, 2, perm));
-    return cv_op1(cv, "relax.permute_dims", x, &a);
+    return cv_op1(cv, IR_OP_PERMUTE_DIMS, x, &a);
 }
 
 /* Y = alpha * op(A) @ op(B) + beta * C */
@@ -252,12 +241,12 @@ gr_status onnx_cv_gemm(onnx_cv *cv) {
     double alpha = cv_attr_float(cv, "alpha", 1.0), beta = cv_attr_float(cv, "beta", 1.0);
     if (cv_attr_int(cv, "transA", 0)) a = transpose2d(cv, a);
     if (cv_attr_int(cv, "transB", 0)) b = transpose2d(cv, b);
-    ir_expr *y = cv_call2(cv, "relax.matmul", a, b, NULL);
-    if (alpha != 1.0) y = cv_call2(cv, "relax.multiply", cv_emit(cv, y), cv_scalar(cv, dt, alpha), NULL);
+    ir_expr *y = cv_call2(cv, IR_OP_MATMUL, a, b, NULL);
+    if (alpha != 1.0) y = cv_call2(cv, IR_OP_MULTIPLY, cv_emit(cv, y), cv_scalar(cv, dt, alpha), NULL);
     if (cv_has(cv, 2) && beta != 0.0) {
         ir_expr *c = cv_in(cv, 2);
-        if (beta != 1.0) c = cv_op2(cv, "relax.multiply", c, cv_scalar(cv, dt, beta), NULL);
-        y = cv_call2(cv, "relax.add", cv_emit(cv, y), c, NULL);
+        if (beta != 1.0) c = cv_op2(cv, IR_OP_MULTIPLY, c, cv_scalar(cv, dt, beta), NULL);
+        y = cv_call2(cv, IR_OP_ADD, cv_emit(cv, y), c, NULL);
     }
     return cv_out(cv, 0, y);
 }
@@ -265,8 +254,7 @@ gr_status onnx_cv_gemm(onnx_cv *cv) {
 /* Softmax / LogSoftmax. Before opset 13 the input is coerced to 2-D at `axis` (default 1), the
  * op runs on the second dim, and the result takes the input's shape back. */
 gr_status onnx_cv_softmax(onnx_cv *cv) {
-    const char *op = !strcmp(cv->node->op_type, "Softmax") ? "relax.nn.softmax"
-                                                            : "relax.nn.log_softmax";
+    ir_op_id op = !strcmp(cv->node->op_type, "Softmax") ? IR_OP_SOFTMAX : IR_OP_LOG_SOFTMAX;
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     int32_t rank = cv_rank(cv, 0);
@@ -291,21 +279,21 @@ gr_status onnx_cv_softmax(onnx_cv *cv) {
         else inner = ir_prim_mul(cv->ctx, inner, dims[i]);
     }
     const ir_prim *two[2] = {outer, inner};
-    ir_expr *flat = cv_op2(cv, "relax.reshape", x, cv_shape_expr(cv, 2, two), NULL);
+    ir_expr *flat = cv_op2(cv, IR_OP_RESHAPE, x, cv_shape_expr(cv, 2, two), NULL);
     cv_set(&at, "axis", ir_attr_int(-1));
     ir_expr *s = cv_op1(cv, op, flat, &at);
-    return cv_out(cv, 0, cv_call2(cv, "relax.reshape", s, cv_shape_expr(cv, (uint32_t)rank, dims), NULL));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_RESHAPE, s, cv_shape_expr(cv, (uint32_t)rank, dims), NULL));
 }
 
-static const name_map reduce_ops[] = {
-    {"ReduceMean", "relax.mean"}, {"ReduceSum", "relax.sum"},  {"ReduceMax", "relax.max"},
-    {"ReduceMin", "relax.min"},   {"ReduceProd", "relax.prod"}, {"ReduceSumSquare", "relax.sum"},
-    {"ReduceL1", "relax.sum"},    {"ReduceL2", "relax.sum"},    {"ReduceLogSum", "relax.sum"},
-    {"ReduceLogSumExp", "relax.sum"},
+static const cv_op_map reduce_ops[] = {
+    {"ReduceMean", IR_OP_MEAN}, {"ReduceSum", IR_OP_SUM},  {"ReduceMax", IR_OP_MAX},
+    {"ReduceMin", IR_OP_MIN},   {"ReduceProd", IR_OP_PROD}, {"ReduceSumSquare", IR_OP_SUM},
+    {"ReduceL1", IR_OP_SUM},    {"ReduceL2", IR_OP_SUM},    {"ReduceLogSum", IR_OP_SUM},
+    {"ReduceLogSumExp", IR_OP_SUM},
 };
 
 gr_status onnx_cv_reduce(onnx_cv *cv) {
-    const char *op = MAP(reduce_ops, cv->node->op_type);
+    ir_op_id op = CV_MAP_OP(reduce_ops, cv->node->op_type);
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     int32_t rank = cv_rank(cv, 0);
@@ -328,21 +316,22 @@ gr_status onnx_cv_reduce(onnx_cv *cv) {
             return cv_fail(cv, GR_ERR_INVALID, "axis %lld out of range", (long long)axes[i]);
     /* The composite reductions: a map before the sum, a function after it. */
     const char *t = cv->node->op_type;
-    const char *pre = !strcmp(t, "ReduceL1") ? "relax.abs"
-                      : !strcmp(t, "ReduceLogSumExp") ? "relax.exp" : NULL;
+    ir_op_id pre = !strcmp(t, "ReduceL1") ? IR_OP_ABS
+                   : !strcmp(t, "ReduceLogSumExp") ? IR_OP_EXP : IR_OP_NONE;
     bool square = !strcmp(t, "ReduceSumSquare") || !strcmp(t, "ReduceL2");
-    const char *post = !strcmp(t, "ReduceL2") ? "relax.sqrt"
-                       : (!strcmp(t, "ReduceLogSum") || !strcmp(t, "ReduceLogSumExp")) ? "relax.log"
-                                                                                       : NULL;
-    if (n == 0 && cv_attr_int(cv, "noop_with_empty_axes", 0) && !pre && !square && !post)
+    ir_op_id post = !strcmp(t, "ReduceL2") ? IR_OP_SQRT
+                    : (!strcmp(t, "ReduceLogSum") || !strcmp(t, "ReduceLogSumExp")) ? IR_OP_LOG
+                                                                                    : IR_OP_NONE;
+    if (n == 0 && cv_attr_int(cv, "noop_with_empty_axes", 0) && pre == IR_OP_NONE && !square &&
+        post == IR_OP_NONE)
         return cv_out(cv, 0, x);
-    if (pre) x = cv_op1(cv, pre, x, NULL);
-    if (square) x = cv_op2(cv, "relax.multiply", x, x, NULL);
+    if (pre != IR_OP_NONE) x = cv_op1(cv, pre, x, NULL);
+    if (square) x = cv_op2(cv, IR_OP_MULTIPLY, x, x, NULL);
     cv_attrs at = {0};
     cv_set(&at, "axis", n ? ir_attr_ints(cv->ctx, (uint32_t)n, axes) : ir_attr_none());
     cv_set(&at, "keepdims", ir_attr_bool(cv_attr_int(cv, "keepdims", 1) != 0));
     ir_expr *r = cv_call1(cv, op, x, &at);
-    if (post) r = cv_call1(cv, post, cv_emit(cv, r), NULL);
+    if (post != IR_OP_NONE) r = cv_call1(cv, post, cv_emit(cv, r), NULL);
     return cv_out(cv, 0, r);
 }
 
@@ -357,7 +346,7 @@ gr_status onnx_cv_cast(onnx_cv *cv) {
     if (ir_dtype_eq(cv_dtype(cv, 0), to)) return cv_out(cv, 0, x);
     cv_attrs at = {0};
     cv_set(&at, "dtype", ir_attr_dtype(to));
-    return cv_out(cv, 0, cv_call1(cv, "relax.astype", x, &at));
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_ASTYPE, x, &at));
 }
 
 gr_status onnx_cv_identity(onnx_cv *cv) {
@@ -383,7 +372,7 @@ gr_status onnx_cv_dropout(onnx_cv *cv) {
         if (!dims) return cv_fail(cv, GR_ERR_UNSUPPORTED, "a mask for an input of unknown shape");
         cv_attrs at = {0};
         cv_set(&at, "dtype", ir_attr_dtype(IR_DTYPE_BOOL));
-        ir_expr *mask = cv_call2(cv, "relax.full", cv_shape_expr(cv, (uint32_t)cv_rank(cv, 0), dims),
+        ir_expr *mask = cv_call2(cv, IR_OP_FULL, cv_shape_expr(cv, (uint32_t)cv_rank(cv, 0), dims),
                                  cv_scalar(cv, IR_DTYPE_BOOL, 1.0), &at);
         gr_status st = cv_out(cv, 1, mask);
         if (st != GR_OK) return st;
@@ -395,9 +384,9 @@ gr_status onnx_cv_dropout(onnx_cv *cv) {
 gr_status onnx_cv_softsign(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
-    ir_expr *a = cv_op1(cv, "relax.abs", x, NULL);
-    ir_expr *d = cv_op2(cv, "relax.add", a, cv_scalar(cv, cv_dtype(cv, 0), 1.0), NULL);
-    return cv_out(cv, 0, cv_call2(cv, "relax.divide", x, d, NULL));
+    ir_expr *a = cv_op1(cv, IR_OP_ABS, x, NULL);
+    ir_expr *d = cv_op2(cv, IR_OP_ADD, a, cv_scalar(cv, cv_dtype(cv, 0), 1.0), NULL);
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_DIVIDE, x, d, NULL));
 }
 
 /* Selu: gamma * where(x > 0, x, alpha * (exp(x) - 1)); ThresholdedRelu: where(x > alpha, x, 0) */
@@ -406,20 +395,20 @@ gr_status onnx_cv_selu(onnx_cv *cv) {
     if (!x) return cv_status(cv);
     ir_dtype dt = cv_dtype(cv, 0);
     if (!strcmp(cv->node->op_type, "ThresholdedRelu")) {
-        ir_expr *c = cv_op2(cv, "relax.greater", x, cv_scalar(cv, dt, cv_attr_float(cv, "alpha", 1.0)),
+        ir_expr *c = cv_op2(cv, IR_OP_GREATER, x, cv_scalar(cv, dt, cv_attr_float(cv, "alpha", 1.0)),
                             NULL);
         ir_expr *args[3] = {c, x, cv_scalar(cv, dt, 0.0)};
-        return cv_out(cv, 0, cv_call(cv, "relax.where", 3, args, NULL));
+        return cv_out(cv, 0, cv_call(cv, IR_OP_WHERE, 3, args, NULL));
     }
-    ir_expr *e = cv_op1(cv, "relax.exp", x, NULL);
-    ir_expr *em1 = cv_op2(cv, "relax.subtract", e, cv_scalar(cv, dt, 1.0), NULL);
+    ir_expr *e = cv_op1(cv, IR_OP_EXP, x, NULL);
+    ir_expr *em1 = cv_op2(cv, IR_OP_SUBTRACT, e, cv_scalar(cv, dt, 1.0), NULL);
     double alpha = cv_attr_float(cv, "alpha", 1.67326319217681884765625);
     double gamma = cv_attr_float(cv, "gamma", 1.05070102214813232421875);
-    ir_expr *neg = cv_op2(cv, "relax.multiply", em1, cv_scalar(cv, dt, alpha), NULL);
-    ir_expr *pos = cv_op2(cv, "relax.greater", x, cv_scalar(cv, dt, 0.0), NULL);
+    ir_expr *neg = cv_op2(cv, IR_OP_MULTIPLY, em1, cv_scalar(cv, dt, alpha), NULL);
+    ir_expr *pos = cv_op2(cv, IR_OP_GREATER, x, cv_scalar(cv, dt, 0.0), NULL);
     ir_expr *args[3] = {pos, x, neg};
-    ir_expr *w = cv_op(cv, "relax.where", 3, args, NULL);
-    return cv_out(cv, 0, cv_call2(cv, "relax.multiply", w, cv_scalar(cv, dt, gamma), NULL));
+    ir_expr *w = cv_op(cv, IR_OP_WHERE, 3, args, NULL);
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_MULTIPLY, w, cv_scalar(cv, dt, gamma), NULL));
 }
 
 gr_status onnx_cv_cast_like(onnx_cv *cv) {
@@ -430,7 +419,7 @@ gr_status onnx_cv_cast_like(onnx_cv *cv) {
     if (ir_dtype_eq(cv_dtype(cv, 0), to)) return cv_out(cv, 0, x);
     cv_attrs at = {0};
     cv_set(&at, "dtype", ir_attr_dtype(to));
-    return cv_out(cv, 0, cv_call1(cv, "relax.astype", x, &at));
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_ASTYPE, x, &at));
 }
 
 /* CumSum(x, axis; exclusive, reverse): reverse runs on the input flipped along the axis and
@@ -444,11 +433,11 @@ gr_status onnx_cv_cumsum(onnx_cv *cv) {
     bool reverse = cv_attr_int(cv, "reverse", 0) != 0;
     cv_attrs fa = {0};
     cv_set(&fa, "axis", ir_attr_int(axis));
-    if (reverse) x = cv_op1(cv, "relax.flip", x, &fa);
+    if (reverse) x = cv_op1(cv, IR_OP_FLIP, x, &fa);
     cv_attrs at = {0};
     cv_set(&at, "axis", ir_attr_int(axis));
     cv_set(&at, "exclusive", ir_attr_bool(cv_attr_int(cv, "exclusive", 0) != 0));
-    ir_expr *y = cv_call1(cv, "relax.cumsum", x, &at);
+    ir_expr *y = cv_call1(cv, IR_OP_CUMSUM, x, &at);
     if (!reverse) return cv_out(cv, 0, y);
-    return cv_out(cv, 0, cv_call1(cv, "relax.flip", cv_emit(cv, y), &fa));
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_FLIP, cv_emit(cv, y), &fa));
 }

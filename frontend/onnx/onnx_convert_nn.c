@@ -92,7 +92,7 @@ static ir_expr *bias_for(onnx_cv *cv, uint32_t i, int32_t rank) {
         return NULL;
     }
     dims[1] = bs->dims[0];
-    return cv_op2(cv, "relax.reshape", cv_in(cv, i), cv_shape_expr(cv, (uint32_t)rank, dims), NULL);
+    return cv_op2(cv, IR_OP_RESHAPE, cv_in(cv, i), cv_shape_expr(cv, (uint32_t)rank, dims), NULL);
 }
 
 static gr_status conv_common(onnx_cv *cv, bool transpose) {
@@ -117,11 +117,11 @@ static gr_status conv_common(onnx_cv *cv, bool transpose) {
     window w;
     int64_t group = cv_attr_int(cv, "group", 1);
     cv_attrs at = {0};
-    const char *op;
+    ir_op_id op;
     if (!transpose) {
         gr_status st = read_window(cv, nsp, kernel, in, false, &w);
         if (st != GR_OK) return st;
-        static const char *const ops[4] = {"", "relax.nn.conv1d", "relax.nn.conv2d", "relax.nn.conv3d"};
+        static const ir_op_id ops[4] = {IR_OP_NONE, IR_OP_CONV1D, IR_OP_CONV2D, IR_OP_CONV3D};
         op = ops[nsp];
     } else {
         /* Transposed conv: auto_pad / output_shape define pads from the output size. */
@@ -165,8 +165,8 @@ static gr_status conv_common(onnx_cv *cv, bool transpose) {
             }
         }
         cv_set(&at, "output_padding", ir_attr_ints(cv->ctx, (uint32_t)nsp, opad));
-        static const char *const ops[4] = {"", "relax.nn.conv1d_transpose", "relax.nn.conv2d_transpose",
-                                           "relax.nn.conv3d_transpose"};
+        static const ir_op_id ops[4] = {IR_OP_NONE, IR_OP_CONV1D_TRANSPOSE, IR_OP_CONV2D_TRANSPOSE,
+                                        IR_OP_CONV3D_TRANSPOSE};
         op = ops[nsp];
     }
     cv_set(&at, "strides", ir_attr_ints(cv->ctx, (uint32_t)nsp, w.strides));
@@ -176,7 +176,7 @@ static gr_status conv_common(onnx_cv *cv, bool transpose) {
     ir_expr *y = cv_call2(cv, op, x, wgt, &at);
     if (cv_has(cv, 2)) {
         y = cv_emit(cv, y);
-        y = cv_call2(cv, "relax.add", y, bias_for(cv, 2, rank), NULL);
+        y = cv_call2(cv, IR_OP_ADD, y, bias_for(cv, 2, rank), NULL);
     }
     return cv_out(cv, 0, y);
 }
@@ -217,7 +217,7 @@ ir_expr *onnx_conv_call(onnx_cv *cv, ir_expr *x, ir_expr *wgt, uint32_t wi, ir_d
     cv_set(&at, "dilation", ir_attr_ints(cv->ctx, (uint32_t)nsp, w.dil));
     cv_set(&at, "groups", ir_attr_int(cv_attr_int(cv, "group", 1)));
     cv_set(&at, "out_dtype", ir_attr_dtype(out_dtype));
-    return cv_call2(cv, nsp == 1 ? "relax.nn.conv1d" : "relax.nn.conv2d", x, wgt, &at);
+    return cv_call2(cv, nsp == 1 ? IR_OP_CONV1D : IR_OP_CONV2D, x, wgt, &at);
 }
 
 gr_status onnx_cv_conv(onnx_cv *cv) { return conv_common(cv, false); }
@@ -239,21 +239,21 @@ static gr_status batch_norm_training(onnx_cv *cv) {
     cv_attrs rd = {0};
     cv_set(&rd, "axis", ir_attr_ints(cv->ctx, na, axes));
     cv_set(&rd, "keepdims", ir_attr_bool(false));
-    ir_expr *mean = cv_op1(cv, "relax.mean", args[0], &rd), *var = cv_op1(cv, "relax.variance", args[0], &rd);
+    ir_expr *mean = cv_op1(cv, IR_OP_MEAN, args[0], &rd), *var = cv_op1(cv, IR_OP_VARIANCE, args[0], &rd);
     if (!mean || !var) return cv_status(cv);
     ir_expr *bn_args[5] = {args[0], args[1], args[2], mean, var};
     cv_attrs at = {0};
     cv_set(&at, "axis", ir_attr_int(1));
     cv_set(&at, "epsilon", ir_attr_float(cv_attr_float(cv, "epsilon", 1e-5)));
-    ir_expr *bn = cv_emit(cv, cv_call(cv, "relax.nn.batch_norm", 5, bn_args, &at));
+    ir_expr *bn = cv_emit(cv, cv_call(cv, IR_OP_BATCH_NORM, 5, bn_args, &at));
     if (!bn) return cv_status(cv);
     gr_status st = cv_out(cv, 0, (ir_expr *)ir_tgi_new(cv->ctx, bn, 0, cv->span));
     double mom = cv_attr_float(cv, "momentum", 0.9);
     ir_dtype dt = cv_dtype(cv, 3);
     for (uint32_t k = 1; st == GR_OK && k < 3 && k < cv->nout; k++) {
-        ir_expr *old = cv_op2(cv, "relax.multiply", args[2 + k], cv_scalar(cv, dt, mom), NULL);
-        ir_expr *cur = cv_op2(cv, "relax.multiply", k == 1 ? mean : var, cv_scalar(cv, dt, 1.0 - mom), NULL);
-        st = cv_out(cv, k, cv_call2(cv, "relax.add", old, cur, NULL));
+        ir_expr *old = cv_op2(cv, IR_OP_MULTIPLY, args[2 + k], cv_scalar(cv, dt, mom), NULL);
+        ir_expr *cur = cv_op2(cv, IR_OP_MULTIPLY, k == 1 ? mean : var, cv_scalar(cv, dt, 1.0 - mom), NULL);
+        st = cv_out(cv, k, cv_call2(cv, IR_OP_ADD, old, cur, NULL));
     }
     return st;
 }
@@ -270,7 +270,7 @@ gr_status onnx_cv_batch_norm(onnx_cv *cv) {
     cv_attrs at = {0};
     cv_set(&at, "axis", ir_attr_int(1));
     cv_set(&at, "epsilon", ir_attr_float(cv_attr_float(cv, "epsilon", 1e-5)));
-    ir_expr *bn = cv_emit(cv, cv_call(cv, "relax.nn.batch_norm", 5, args, &at));
+    ir_expr *bn = cv_emit(cv, cv_call(cv, IR_OP_BATCH_NORM, 5, args, &at));
     if (!bn) return cv_status(cv);
     return cv_out(cv, 0, (ir_expr *)ir_tgi_new(cv->ctx, bn, 0, cv->span));
 }
@@ -300,7 +300,7 @@ gr_status onnx_cv_layer_norm(onnx_cv *cv) {
     cv_set(&at, "axes", ir_attr_ints(cv->ctx, na, axes));
     cv_set(&at, "epsilon", ir_attr_float(cv_attr_float(cv, "epsilon", 1e-5)));
     ir_expr *args[3] = {x, gamma, beta};
-    gr_status st = cv_out(cv, 0, cv_call(cv, "relax.nn.layer_norm", 3, args, &at));
+    gr_status st = cv_out(cv, 0, cv_call(cv, IR_OP_LAYER_NORM, 3, args, &at));
     /* Optional outputs: Mean and InvStdDev = 1 / sqrt(variance + epsilon), kept dims. */
     bool want_mean = cv->nout > 1 && cv->node->output[1] && *cv->node->output[1];
     bool want_isd = cv->nout > 2 && cv->node->output[2] && *cv->node->output[2];
@@ -308,12 +308,12 @@ gr_status onnx_cv_layer_norm(onnx_cv *cv) {
     cv_attrs rt = {0};
     cv_set(&rt, "axis", ir_attr_ints(cv->ctx, na, axes));
     cv_set(&rt, "keepdims", ir_attr_bool(true));
-    if (want_mean) st = cv_out(cv, 1, cv_call1(cv, "relax.mean", x, &rt));
+    if (want_mean) st = cv_out(cv, 1, cv_call1(cv, IR_OP_MEAN, x, &rt));
     if (st == GR_OK && want_isd) {
-        ir_expr *var = cv_op1(cv, "relax.variance", x, &rt);
-        ir_expr *ve = cv_op2(cv, "relax.add", var,
+        ir_expr *var = cv_op1(cv, IR_OP_VARIANCE, x, &rt);
+        ir_expr *ve = cv_op2(cv, IR_OP_ADD, var,
                              cv_scalar(cv, cv_dtype(cv, 0), cv_attr_float(cv, "epsilon", 1e-5)), NULL);
-        st = cv_out(cv, 2, cv_call1(cv, "relax.rsqrt", ve, NULL));
+        st = cv_out(cv, 2, cv_call1(cv, IR_OP_RSQRT, ve, NULL));
     }
     return st;
 }
@@ -348,7 +348,7 @@ gr_status onnx_cv_pool(onnx_cv *cv) {
         cv_attrs ex = {0};
         int64_t two = 2;
         cv_set(&ex, "axis", ir_attr_ints(cv->ctx, 1, &two));
-        x = cv_op1(cv, "relax.expand_dims", x, &ex);
+        x = cv_op1(cv, IR_OP_EXPAND_DIMS, x, &ex);
     }
     cv_attrs at = {0};
     uint32_t psp = nsp == 3 ? 3 : 2; /* 1-D runs as 2-D */
@@ -359,13 +359,13 @@ gr_status onnx_cv_pool(onnx_cv *cv) {
     cv_set(&at, "ceil_mode", ir_attr_bool(cv_attr_int(cv, "ceil_mode", 0) != 0));
     if (!is_max)
         cv_set(&at, "count_include_pad", ir_attr_bool(cv_attr_int(cv, "count_include_pad", 0) != 0));
-    ir_expr *y = cv_call1(cv, psp == 3 ? (is_max ? "relax.nn.max_pool3d" : "relax.nn.avg_pool3d")
-                                       : (is_max ? "relax.nn.max_pool2d" : "relax.nn.avg_pool2d"), x, &at);
+    ir_expr *y = cv_call1(cv, psp == 3 ? (is_max ? IR_OP_MAX_POOL3D : IR_OP_AVG_POOL3D)
+                                       : (is_max ? IR_OP_MAX_POOL2D : IR_OP_AVG_POOL2D), x, &at);
     if (nsp == 1) {
         cv_attrs sq = {0};
         int64_t two = 2;
         cv_set(&sq, "axis", ir_attr_ints(cv->ctx, 1, &two));
-        y = cv_call1(cv, "relax.squeeze", cv_emit(cv, y), &sq);
+        y = cv_call1(cv, IR_OP_SQUEEZE, cv_emit(cv, y), &sq);
     }
     return cv_out(cv, 0, y);
 }
@@ -380,13 +380,13 @@ gr_status onnx_cv_global_pool(onnx_cv *cv) {
     if (rank == 4 && !is_max) {
         int64_t one[2] = {1, 1};
         cv_set(&at, "output_size", ir_attr_ints(cv->ctx, 2, one));
-        return cv_out(cv, 0, cv_call1(cv, "relax.nn.adaptive_avg_pool2d", x, &at));
+        return cv_out(cv, 0, cv_call1(cv, IR_OP_ADAPTIVE_AVG_POOL2D, x, &at));
     }
     int64_t axes[RT_MAX_NDIM];
     for (int32_t i = 2; i < rank; i++) axes[i - 2] = i;
     cv_set(&at, "axis", ir_attr_ints(cv->ctx, (uint32_t)(rank - 2), axes));
     cv_set(&at, "keepdims", ir_attr_bool(true));
-    return cv_out(cv, 0, cv_call1(cv, is_max ? "relax.max" : "relax.mean", x, &at));
+    return cv_out(cv, 0, cv_call1(cv, is_max ? IR_OP_MAX : IR_OP_MEAN, x, &at));
 }
 
 /* Resize (opset 10, 11, 13+) and Upsample (7-9) to image.resize2d on NCHW input. */
@@ -495,7 +495,7 @@ gr_status onnx_cv_resize(onnx_cv *cv) {
     cv_set(&at, "cubic_alpha", ir_attr_float(cv_attr_float(cv, "cubic_coeff_a", -0.75)));
     cv_set(&at, "cubic_exclude", ir_attr_int(cv_attr_int(cv, "exclude_outside", 0)));
     cv_set(&at, "extrapolation_value", ir_attr_float(cv_attr_float(cv, "extrapolation_value", 0.0)));
-    return cv_out(cv, 0, cv_call2(cv, "relax.image.resize2d", x, cv_shape_expr(cv, 2, out + 2), &at));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_RESIZE2D, x, cv_shape_expr(cv, 2, out + 2), &at));
 }
 
 gr_status onnx_cv_pad(onnx_cv *cv) {
@@ -557,5 +557,5 @@ gr_status onnx_cv_pad(onnx_cv *cv) {
     cv_set(&at, "pad_width", ir_attr_ints(cv->ctx, (uint32_t)(2 * rank), width));
     cv_set(&at, "pad_mode", ir_attr_str(cv->ctx, pm));
     cv_set(&at, "pad_value", ir_attr_float(value));
-    return cv_out(cv, 0, cv_call1(cv, "relax.nn.pad", x, &at));
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_PAD, x, &at));
 }

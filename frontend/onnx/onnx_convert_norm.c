@@ -18,7 +18,7 @@ gr_status onnx_cv_instance_norm(onnx_cv *cv) {
     cv_set(&at, "axes", ir_attr_ints(cv->ctx, (uint32_t)(rank - 2), axes));
     cv_set(&at, "epsilon", ir_attr_float(cv_attr_float(cv, "epsilon", 1e-5)));
     ir_expr *args[3] = {x, s, b};
-    return cv_out(cv, 0, cv_call(cv, "relax.nn.instance_norm", 3, args, &at));
+    return cv_out(cv, 0, cv_call(cv, IR_OP_INSTANCE_NORM, 3, args, &at));
 }
 
 /* ONNX's function body: (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9) over `axes`. */
@@ -36,11 +36,11 @@ gr_status onnx_cv_mvn(onnx_cv *cv) {
     cv_set(&at, "axis", ir_attr_ints(cv->ctx, (uint32_t)n, axes));
     cv_set(&at, "keepdims", ir_attr_bool(true));
     ir_dtype dt = cv_dtype(cv, 0);
-    ir_expr *mean = cv_op1(cv, "relax.mean", x, &at);
-    ir_expr *ex2 = cv_op1(cv, "relax.mean", cv_op2(cv, "relax.multiply", x, x, NULL), &at);
-    ir_expr *var = cv_op2(cv, "relax.subtract", ex2, cv_op2(cv, "relax.multiply", mean, mean, NULL), NULL);
-    ir_expr *den = cv_op2(cv, "relax.add", cv_op1(cv, "relax.sqrt", var, NULL), cv_scalar(cv, dt, 1e-9), NULL);
-    return cv_out(cv, 0, cv_call2(cv, "relax.divide", cv_op2(cv, "relax.subtract", x, mean, NULL), den, NULL));
+    ir_expr *mean = cv_op1(cv, IR_OP_MEAN, x, &at);
+    ir_expr *ex2 = cv_op1(cv, IR_OP_MEAN, cv_op2(cv, IR_OP_MULTIPLY, x, x, NULL), &at);
+    ir_expr *var = cv_op2(cv, IR_OP_SUBTRACT, ex2, cv_op2(cv, IR_OP_MULTIPLY, mean, mean, NULL), NULL);
+    ir_expr *den = cv_op2(cv, IR_OP_ADD, cv_op1(cv, IR_OP_SQRT, var, NULL), cv_scalar(cv, dt, 1e-9), NULL);
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_DIVIDE, cv_op2(cv, IR_OP_SUBTRACT, x, mean, NULL), den, NULL));
 }
 
 /* y = x / (bias + alpha / size * sum of x^2 over the channel window)^beta: the window sum is an
@@ -60,8 +60,8 @@ gr_status onnx_cv_lrn(onnx_cv *cv) {
     const ir_prim *rest = ir_prim_int(cv->ctx, 1);
     for (int32_t i = 2; i < rank; i++) rest = ir_prim_mul(cv->ctx, rest, dims[i]);
     const ir_prim *v4[4] = {dims[0], ir_prim_int(cv->ctx, 1), dims[1], rest};
-    ir_expr *sq = cv_op2(cv, "relax.multiply", x, x, NULL);
-    ir_expr *sq4 = cv_op2(cv, "relax.reshape", sq, cv_shape_expr(cv, 4, v4), NULL);
+    ir_expr *sq = cv_op2(cv, IR_OP_MULTIPLY, x, x, NULL);
+    ir_expr *sq4 = cv_op2(cv, IR_OP_RESHAPE, sq, cv_shape_expr(cv, 4, v4), NULL);
     int64_t pool[2] = {size, 1}, one[2] = {1, 1}, pad[4] = {(size - 1) / 2, 0, size - 1 - (size - 1) / 2, 0};
     cv_attrs at = {0};
     cv_set(&at, "pool_size", ir_attr_ints(cv->ctx, 2, pool));
@@ -69,12 +69,12 @@ gr_status onnx_cv_lrn(onnx_cv *cv) {
     cv_set(&at, "dilation", ir_attr_ints(cv->ctx, 2, one));
     cv_set(&at, "padding", ir_attr_ints(cv->ctx, 4, pad));
     cv_set(&at, "count_include_pad", ir_attr_bool(true));
-    ir_expr *avg = cv_op1(cv, "relax.nn.avg_pool2d", sq4, &at);
-    ir_expr *avgx = cv_op2(cv, "relax.reshape", avg, cv_shape_expr(cv, (uint32_t)rank, dims), NULL);
-    ir_expr *base = cv_op2(cv, "relax.add", cv_op2(cv, "relax.multiply", avgx, cv_scalar(cv, dt, alpha), NULL),
+    ir_expr *avg = cv_op1(cv, IR_OP_AVG_POOL2D, sq4, &at);
+    ir_expr *avgx = cv_op2(cv, IR_OP_RESHAPE, avg, cv_shape_expr(cv, (uint32_t)rank, dims), NULL);
+    ir_expr *base = cv_op2(cv, IR_OP_ADD, cv_op2(cv, IR_OP_MULTIPLY, avgx, cv_scalar(cv, dt, alpha), NULL),
                            cv_scalar(cv, dt, bias), NULL);
-    ir_expr *den = cv_op2(cv, "relax.power", base, cv_scalar(cv, dt, beta), NULL);
-    return cv_out(cv, 0, cv_call2(cv, "relax.divide", x, den, NULL));
+    ir_expr *den = cv_op2(cv, IR_OP_POWER, base, cv_scalar(cv, dt, beta), NULL);
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_DIVIDE, x, den, NULL));
 }
 
 /* DepthToSpace (DCR / CRD) and SpaceToDepth as reshape -> permute_dims -> reshape. */
@@ -124,11 +124,11 @@ gr_status onnx_cv_depth_space(onnx_cv *cv) {
         const ir_prim *o[4] = {N, ir_prim_mul(ctx, C, bb), Hb, Wb};
         memcpy(four, o, sizeof o);
     }
-    ir_expr *r6 = cv_op2(cv, "relax.reshape", x, cv_shape_expr(cv, 6, six), NULL);
+    ir_expr *r6 = cv_op2(cv, IR_OP_RESHAPE, x, cv_shape_expr(cv, 6, six), NULL);
     cv_attrs at = {0};
     cv_set(&at, "axes", ir_attr_ints(ctx, 6, perm));
-    ir_expr *t = cv_op1(cv, "relax.permute_dims", r6, &at);
-    return cv_out(cv, 0, cv_call2(cv, "relax.reshape", t, cv_shape_expr(cv, 4, four), NULL));
+    ir_expr *t = cv_op1(cv, IR_OP_PERMUTE_DIMS, r6, &at);
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_RESHAPE, t, cv_shape_expr(cv, 4, four), NULL));
 }
 
 gr_status onnx_cv_einsum(onnx_cv *cv) {
@@ -148,5 +148,5 @@ gr_status onnx_cv_einsum(onnx_cv *cv) {
     cv_set(&at, "subscripts", ir_attr_str(cv->ctx, sub));
     free(sub);
     ir_expr *tup = (ir_expr *)ir_tuple_new(cv->ctx, cv->nin, f, cv->span);
-    return cv_out(cv, 0, cv_call1(cv, "relax.einsum", tup, &at));
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_EINSUM, tup, &at));
 }

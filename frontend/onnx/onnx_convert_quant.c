@@ -31,7 +31,7 @@ static ir_expr *astype(onnx_cv *cv, ir_expr *x, ir_dtype t) {
     if (x->sinfo && ir_dtype_eq(x->sinfo->dtype, t)) return x;
     cv_attrs at = {0};
     cv_set(&at, "dtype", ir_attr_dtype(t));
-    return cv_op1(cv, "relax.astype", x, &at);
+    return cv_op1(cv, IR_OP_ASTYPE, x, &at);
 }
 
 /* Input i (a scale or zero point) shaped to broadcast against a tensor of `rank` dims: a 1-D
@@ -50,7 +50,7 @@ static ir_expr *per_axis(onnx_cv *cv, uint32_t i, int64_t axis, int32_t rank) {
     const ir_prim *d[RT_MAX_NDIM];
     uint32_t k = 0;
     for (int64_t a = axis; a < rank; a++) d[k++] = ir_prim_int(cv->ctx, a == axis ? n : 1);
-    return cv_op2(cv, "relax.reshape", p, cv_shape_expr(cv, k, d), NULL);
+    return cv_op2(cv, IR_OP_RESHAPE, p, cv_shape_expr(cv, k, d), NULL);
 }
 
 /* clip(round(x) [+ zp], range of t) as t; x is float32. */
@@ -60,15 +60,15 @@ static ir_expr *saturate(onnx_cv *cv, ir_expr *x, ir_expr *zp, ir_dtype t) {
         cv_fail(cv, GR_ERR_UNSUPPORTED, "quantized type %s", ir_dtype_name(t) ? ir_dtype_name(t) : "?");
         return NULL;
     }
-    ir_expr *r = cv_op1(cv, "relax.round", x, NULL);
-    if (zp) r = cv_op2(cv, "relax.add", r, astype(cv, zp, IR_DTYPE_F32), NULL);
+    ir_expr *r = cv_op1(cv, IR_OP_ROUND, x, NULL);
+    if (zp) r = cv_op2(cv, IR_OP_ADD, r, astype(cv, zp, IR_DTYPE_F32), NULL);
     ir_expr *args[3] = {r, (ir_expr *)ir_primval_float(cv->ctx, IR_DTYPE_F32, lo, cv->span),
                         (ir_expr *)ir_primval_float(cv->ctx, IR_DTYPE_F32, hi, cv->span)};
-    ir_expr *c = cv_emit(cv, cv_call(cv, "relax.clip", 3, args, NULL));
+    ir_expr *c = cv_emit(cv, cv_call(cv, IR_OP_CLIP, 3, args, NULL));
     if (!c) return NULL;
     cv_attrs at = {0};
     cv_set(&at, "dtype", ir_attr_dtype(t));
-    return cv_call1(cv, "relax.astype", c, &at);
+    return cv_call1(cv, IR_OP_ASTYPE, c, &at);
 }
 
 /* The axis of a per-axis scale (input 1); a per-tensor scale ignores it (the default 1 need
@@ -96,7 +96,7 @@ gr_status onnx_cv_quantize(onnx_cv *cv) {
     ir_expr *zp = cv_has(cv, 2) ? per_axis(cv, 2, axis, rank) : NULL;
     if (!x || !s || (cv_has(cv, 2) && !zp)) return cv_status(cv);
     ir_dtype t = cv_has(cv, 2) ? cv_dtype(cv, 2) : IR_DTYPE_U8;
-    return cv_out(cv, 0, saturate(cv, cv_op2(cv, "relax.divide", x, s, NULL), zp, t));
+    return cv_out(cv, 0, saturate(cv, cv_op2(cv, IR_OP_DIVIDE, x, s, NULL), zp, t));
 }
 
 /* y = (x - zero_point) * scale, in float32. */
@@ -109,9 +109,9 @@ gr_status onnx_cv_dequantize(onnx_cv *cv) {
     if (!x || !s) return cv_status(cv);
     if (cv_has(cv, 2)) {
         ir_expr *zp = per_axis(cv, 2, axis, rank);
-        x = cv_op2(cv, "relax.subtract", x, astype(cv, zp, IR_DTYPE_F32), NULL);
+        x = cv_op2(cv, IR_OP_SUBTRACT, x, astype(cv, zp, IR_DTYPE_F32), NULL);
     }
-    return cv_out(cv, 0, cv_call2(cv, "relax.multiply", x, astype(cv, s, IR_DTYPE_F32), NULL));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_MULTIPLY, x, astype(cv, s, IR_DTYPE_F32), NULL));
 }
 
 /* y_scale = (max(0, max x) - min(0, min x)) / 255, y_zero_point = saturate(round(-min(0, min x)
@@ -121,14 +121,14 @@ gr_status onnx_cv_dynamic_quantize(onnx_cv *cv) {
     if (!x) return cv_status(cv);
     if (!ir_dtype_eq(cv_dtype(cv, 0), IR_DTYPE_F32)) return cv_fail(cv, GR_ERR_INVALID, "input must be float32");
     ir_expr *zero = cv_scalar(cv, IR_DTYPE_F32, 0.0);
-    ir_expr *mx = cv_op2(cv, "relax.maximum", cv_op1(cv, "relax.max", x, NULL), zero, NULL);
-    ir_expr *mn = cv_op2(cv, "relax.minimum", cv_op1(cv, "relax.min", x, NULL), zero, NULL);
-    ir_expr *scale = cv_op2(cv, "relax.divide", cv_op2(cv, "relax.subtract", mx, mn, NULL),
+    ir_expr *mx = cv_op2(cv, IR_OP_MAXIMUM, cv_op1(cv, IR_OP_MAX, x, NULL), zero, NULL);
+    ir_expr *mn = cv_op2(cv, IR_OP_MINIMUM, cv_op1(cv, IR_OP_MIN, x, NULL), zero, NULL);
+    ir_expr *scale = cv_op2(cv, IR_OP_DIVIDE, cv_op2(cv, IR_OP_SUBTRACT, mx, mn, NULL),
                             cv_scalar(cv, IR_DTYPE_F32, 255.0), NULL);
-    ir_expr *zpf = cv_op2(cv, "relax.divide", cv_op1(cv, "relax.negative", mn, NULL), scale, NULL);
+    ir_expr *zpf = cv_op2(cv, IR_OP_DIVIDE, cv_op1(cv, IR_OP_NEGATIVE, mn, NULL), scale, NULL);
     ir_expr *zp = cv_emit(cv, saturate(cv, zpf, NULL, IR_DTYPE_U8));
     if (!zp) return cv_status(cv);
-    gr_status st = cv_out(cv, 0, saturate(cv, cv_op2(cv, "relax.divide", x, scale, NULL), zp, IR_DTYPE_U8));
+    gr_status st = cv_out(cv, 0, saturate(cv, cv_op2(cv, IR_OP_DIVIDE, x, scale, NULL), zp, IR_DTYPE_U8));
     if (st == GR_OK && cv->nout > 1) cv->out[1] = scale;
     if (st == GR_OK && cv->nout > 2) cv->out[2] = zp;
     return st;
@@ -144,16 +144,16 @@ static ir_expr *int_operand(onnx_cv *cv, uint32_t i, uint32_t zi, bool is_a) {
     int64_t n;
     if (is_a && zs && zs->ndim == 1 && zs->dims && ir_prim_is_int(zs->dims[0], &n) && n > 1) {
         const ir_prim *d[2] = {ir_prim_int(cv->ctx, n), ir_prim_int(cv->ctx, 1)};
-        zp = cv_op2(cv, "relax.reshape", zp, cv_shape_expr(cv, 2, d), NULL);
+        zp = cv_op2(cv, IR_OP_RESHAPE, zp, cv_shape_expr(cv, 2, d), NULL);
     }
-    return cv_op2(cv, "relax.subtract", x, zp, NULL);
+    return cv_op2(cv, IR_OP_SUBTRACT, x, zp, NULL);
 }
 
 /* (A - a_zero_point) @ (B - b_zero_point) in int32. */
 gr_status onnx_cv_matmul_integer(onnx_cv *cv) {
     ir_expr *a = int_operand(cv, 0, 2, true), *b = int_operand(cv, 1, 3, false);
     if (!a || !b) return cv_status(cv);
-    return cv_out(cv, 0, cv_call2(cv, "relax.matmul", a, b, NULL));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_MATMUL, a, b, NULL));
 }
 
 /* y = saturate(round((a - a_zp) @ (b - b_zp) * (a_scale * b_scale / y_scale)) + y_zp): the
@@ -161,11 +161,11 @@ gr_status onnx_cv_matmul_integer(onnx_cv *cv) {
 gr_status onnx_cv_qlinear_matmul(onnx_cv *cv) {
     ir_expr *a = int_operand(cv, 0, 2, true), *b = int_operand(cv, 3, 5, false);
     if (!a || !b) return cv_status(cv);
-    ir_expr *acc = astype(cv, cv_op2(cv, "relax.matmul", a, b, NULL), IR_DTYPE_F32);
-    ir_expr *m = cv_op2(cv, "relax.multiply", astype(cv, cv_in(cv, 1), IR_DTYPE_F32),
+    ir_expr *acc = astype(cv, cv_op2(cv, IR_OP_MATMUL, a, b, NULL), IR_DTYPE_F32);
+    ir_expr *m = cv_op2(cv, IR_OP_MULTIPLY, astype(cv, cv_in(cv, 1), IR_DTYPE_F32),
                         astype(cv, cv_in(cv, 4), IR_DTYPE_F32), NULL);
-    m = cv_op2(cv, "relax.divide", m, astype(cv, cv_in(cv, 6), IR_DTYPE_F32), NULL);
-    ir_expr *y = cv_op2(cv, "relax.multiply", acc, m, NULL);
+    m = cv_op2(cv, IR_OP_DIVIDE, m, astype(cv, cv_in(cv, 6), IR_DTYPE_F32), NULL);
+    ir_expr *y = cv_op2(cv, IR_OP_MULTIPLY, acc, m, NULL);
     if (!y) return cv_status(cv);
     return cv_out(cv, 0, saturate(cv, y, cv_has(cv, 7) ? cv_in(cv, 7) : NULL, cv_dtype(cv, 7)));
 }
@@ -176,7 +176,7 @@ static ir_expr *int_conv_operand(onnx_cv *cv, uint32_t i, uint32_t zi, int32_t r
     ir_expr *x = astype(cv, cv_in(cv, i), IR_DTYPE_I32);
     if (!x || !cv_has(cv, zi)) return x;
     ir_expr *zp = astype(cv, per_axis(cv, zi, 0, rank), IR_DTYPE_I32);
-    return cv_op2(cv, "relax.subtract", x, zp, NULL);
+    return cv_op2(cv, IR_OP_SUBTRACT, x, zp, NULL);
 }
 
 /* ConvInteger: conv(x - x_zero_point, w - w_zero_point) in int32 (exact; padding with the
@@ -197,11 +197,11 @@ gr_status onnx_cv_qlinear_conv(onnx_cv *cv) {
     if (!x || !w) return cv_status(cv);
     ir_expr *acc = cv_emit(cv, onnx_conv_call(cv, x, w, 3, IR_DTYPE_I32));
     if (!acc) return cv_status(cv);
-    if (cv_has(cv, 8)) acc = cv_op2(cv, "relax.add", acc, astype(cv, per_axis(cv, 8, 1, rank), IR_DTYPE_I32), NULL);
-    ir_expr *m = cv_op2(cv, "relax.multiply", astype(cv, cv_in(cv, 1), IR_DTYPE_F32),
+    if (cv_has(cv, 8)) acc = cv_op2(cv, IR_OP_ADD, acc, astype(cv, per_axis(cv, 8, 1, rank), IR_DTYPE_I32), NULL);
+    ir_expr *m = cv_op2(cv, IR_OP_MULTIPLY, astype(cv, cv_in(cv, 1), IR_DTYPE_F32),
                         astype(cv, per_axis(cv, 4, 1, rank), IR_DTYPE_F32), NULL);
-    m = cv_op2(cv, "relax.divide", m, astype(cv, cv_in(cv, 6), IR_DTYPE_F32), NULL);
-    ir_expr *y = cv_op2(cv, "relax.multiply", astype(cv, acc, IR_DTYPE_F32), m, NULL);
+    m = cv_op2(cv, IR_OP_DIVIDE, m, astype(cv, cv_in(cv, 6), IR_DTYPE_F32), NULL);
+    ir_expr *y = cv_op2(cv, IR_OP_MULTIPLY, astype(cv, acc, IR_DTYPE_F32), m, NULL);
     if (!y) return cv_status(cv);
     return cv_out(cv, 0, saturate(cv, y, cv_has(cv, 7) ? cv_in(cv, 7) : NULL, cv_dtype(cv, 7)));
 }

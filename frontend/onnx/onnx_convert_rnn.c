@@ -99,7 +99,7 @@ gr_status onnx_cv_rnn(onnx_cv *cv) {
         cv_set(&at, "activation_alpha", float_list(cv, "activation_alpha"));
         cv_set(&at, "activation_beta", float_list(cv, "activation_beta"));
     }
-    const char *op = lstm ? "relax.nn.lstm" : gru ? "relax.nn.gru" : "relax.nn.rnn";
+    ir_op_id op = lstm ? IR_OP_LSTM : gru ? IR_OP_GRU : IR_OP_RNN;
     ir_expr *r = cv_emit(cv, cv_call(cv, op, last + 1, args, &at));
     if (!r) return cv_status(cv);
     uint32_t nres = lstm ? 3 : 2;
@@ -114,5 +114,5 @@ gr_status onnx_cv_reverse_sequence(onnx_cv *cv) {
     cv_attrs at = {0};
     cv_set(&at, "batch_axis", ir_attr_int(cv_attr_int(cv, "batch_axis", 1)));
     cv_set(&at, "time_axis", ir_attr_int(cv_attr_int(cv, "time_axis", 0)));
-    return cv_out(cv, 0, cv_call2(cv, "relax.reverse_sequence", x, l, &at));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_REVERSE_SEQUENCE, x, l, &at));
 }

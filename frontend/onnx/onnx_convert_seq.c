@@ -119,11 +119,11 @@ gr_status onnx_cv_concat_from_seq(onnx_cv *cv) {
         cv_attrs ex = {0};
         cv_set(&ex, "axis", ir_attr_ints(cv->ctx, 1, &axis));
         for (int k = 0; k < n; k++)
-            if (!(f[k] = cv_op1(cv, "relax.expand_dims", items[k], &ex))) return cv_status(cv);
+            if (!(f[k] = cv_op1(cv, IR_OP_EXPAND_DIMS, items[k], &ex))) return cv_status(cv);
     }
     cv_attrs at = {0};
     cv_set(&at, "axis", ir_attr_int(axis));
-    return cv_out(cv, 0, cv_call1(cv, "relax.concat", (ir_expr *)ir_tuple_new(cv->ctx, (uint32_t)n, f, cv->span), &at));
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_CONCAT, (ir_expr *)ir_tuple_new(cv->ctx, (uint32_t)n, f, cv->span), &at));
 }
 
 gr_status onnx_cv_split_to_seq(onnx_cv *cv) {
@@ -164,14 +164,14 @@ gr_status onnx_cv_split_to_seq(onnx_cv *cv) {
     cv_attrs at = {0};
     cv_set(&at, "indices_or_sections", ir_attr_ints(cv->ctx, (uint32_t)(ns - 1), idx));
     cv_set(&at, "axis", ir_attr_int(axis));
-    ir_expr *sp = cv_emit(cv, cv_call1(cv, "relax.split", x, &at));
+    ir_expr *sp = cv_emit(cv, cv_call1(cv, IR_OP_SPLIT, x, &at));
     if (!sp) return cv_status(cv);
     ir_expr **items = IR_NEW_ARRAY(cv->ctx, ir_expr *, (size_t)ns);
     cv_attrs sq = {0};
     cv_set(&sq, "axis", ir_attr_ints(cv->ctx, 1, &axis));
     for (int i = 0; i < ns; i++) {
         items[i] = (ir_expr *)ir_tgi_new(cv->ctx, sp, i, cv->span);
-        if (squeeze && !(items[i] = cv_op1(cv, "relax.squeeze", cv_emit(cv, items[i]), &sq))) return cv_status(cv);
+        if (squeeze && !(items[i] = cv_op1(cv, IR_OP_SQUEEZE, cv_emit(cv, items[i]), &sq))) return cv_status(cv);
     }
     return seq_out(cv, (uint32_t)ns, items);
 }

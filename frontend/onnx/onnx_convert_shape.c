@@ -80,7 +80,7 @@ gr_status onnx_cv_constant_of_shape(onnx_cv *cv) {
     rt_tensor_release(s);
     cv_attrs at = {0};
     cv_set(&at, "dtype", ir_attr_dtype(dt));
-    return cv_out(cv, 0, cv_call2(cv, "relax.full", cv_shape_expr(cv, (uint32_t)n, dims), fill, &at));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_FULL, cv_shape_expr(cv, (uint32_t)n, dims), fill, &at));
 }
 
 /* ---- Shape (always folded when the rank is known) ---- */
@@ -136,7 +136,7 @@ gr_status onnx_cv_gather(onnx_cv *cv) {
     }
     cv_attrs at = {0};
     cv_set(&at, "axis", ir_attr_int(axis));
-    return cv_out(cv, 0, cv_call2(cv, "relax.take", x, idx, &at));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_TAKE, x, idx, &at));
 }
 
 /* ---- Concat ---- */
@@ -163,7 +163,7 @@ gr_status onnx_cv_concat(onnx_cv *cv) {
     free(fields);
     cv_attrs at = {0};
     cv_set(&at, "axis", ir_attr_int(axis));
-    return cv_out(cv, 0, cv_call1(cv, "relax.concat", tup, &at));
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_CONCAT, tup, &at));
 }
 
 /* ---- Split ---- */
@@ -214,7 +214,7 @@ gr_status onnx_cv_split(onnx_cv *cv) {
         }
     }
     cv_set(&at, "axis", ir_attr_int(axis));
-    ir_expr *sp = cv_emit(cv, cv_call1(cv, "relax.split", x, &at));
+    ir_expr *sp = cv_emit(cv, cv_call1(cv, IR_OP_SPLIT, x, &at));
     if (!sp) return cv_status(cv);
     for (uint32_t i = 0; i < nout; i++)
         cv->out[i] = (ir_expr *)ir_tgi_new(cv->ctx, sp, (int32_t)i, cv->span);
@@ -322,7 +322,7 @@ gr_status onnx_cv_slice(onnx_cv *cv) {
                         (ir_expr *)ir_tuple_new(cv->ctx, (uint32_t)n, fb, cv->span),
                         (ir_expr *)ir_tuple_new(cv->ctx, (uint32_t)n, fe, cv->span),
                         (ir_expr *)ir_tuple_new(cv->ctx, (uint32_t)n, fs, cv->span)};
-    return cv_out(cv, 0, cv_call(cv, "relax.strided_slice", 5, args, NULL));
+    return cv_out(cv, 0, cv_call(cv, IR_OP_STRIDED_SLICE, 5, args, NULL));
 }
 
 /* ---- Reshape, Flatten, Squeeze, Unsqueeze: output dims ---- */
@@ -489,7 +489,7 @@ gr_status onnx_cv_reshape(onnx_cv *cv) {
     const ir_prim *out[RT_MAX_NDIM];
     int n = onnx_reshape_dims(cv, dims, cv_rank(cv, 0), out);
     if (n < 0) return cv_status(cv);
-    return cv_out(cv, 0, cv_call2(cv, "relax.reshape", x, cv_shape_expr(cv, (uint32_t)n, out), NULL));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_RESHAPE, x, cv_shape_expr(cv, (uint32_t)n, out), NULL));
 }
 
 gr_status onnx_cv_flatten(onnx_cv *cv) { return onnx_cv_reshape(cv); }
@@ -508,7 +508,7 @@ gr_status onnx_cv_squeeze(onnx_cv *cv) {
     for (int i = 0; i < na; i++) cv_axis(axes[i], rank, &axes[i]);
     cv_attrs at = {0};
     cv_set(&at, "axis", na > 0 ? ir_attr_ints(cv->ctx, (uint32_t)na, axes) : ir_attr_none());
-    return cv_out(cv, 0, cv_call1(cv, "relax.squeeze", x, &at));
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_SQUEEZE, x, &at));
 }
 
 gr_status onnx_cv_unsqueeze(onnx_cv *cv) {
@@ -532,7 +532,7 @@ gr_status onnx_cv_unsqueeze(onnx_cv *cv) {
         }
     cv_attrs at = {0};
     cv_set(&at, "axis", ir_attr_ints(cv->ctx, (uint32_t)na, axes));
-    return cv_out(cv, 0, cv_call1(cv, "relax.expand_dims", x, &at));
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_EXPAND_DIMS, x, &at));
 }
 
 gr_status onnx_cv_transpose(onnx_cv *cv) {
@@ -550,7 +550,7 @@ gr_status onnx_cv_transpose(onnx_cv *cv) {
     if (rank >= 0 && n != rank) return cv_fail(cv, GR_ERR_INVALID, "perm has %d values for rank %d", n, (int)rank);
     cv_attrs at = {0};
     cv_set(&at, "axes", ir_attr_ints(cv->ctx, (uint32_t)n, perm));
-    return cv_out(cv, 0, cv_call1(cv, "relax.permute_dims", x, &at));
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_PERMUTE_DIMS, x, &at));
 }
 
 /* Expand: bidirectional broadcast of the input against the shape. */
@@ -578,7 +578,7 @@ gr_status onnx_cv_expand(onnx_cv *cv) {
             return cv_fail(cv, GR_ERR_INVALID, "cannot expand dim %lld to %lld", (long long)va, (long long)vb);
         else out[i] = b;
     }
-    return cv_out(cv, 0, cv_call2(cv, "relax.broadcast_to", x, cv_shape_expr(cv, (uint32_t)orank, out), NULL));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_BROADCAST_TO, x, cv_shape_expr(cv, (uint32_t)orank, out), NULL));
 }
 
 gr_status onnx_cv_tile(onnx_cv *cv) {
@@ -594,7 +594,7 @@ gr_status onnx_cv_tile(onnx_cv *cv) {
             return cv_fail(cv, GR_ERR_INVALID, "repeat %lld out of range", (long long)reps[i]);
     cv_attrs at = {0};
     cv_set(&at, "repeats", ir_attr_ints(cv->ctx, (uint32_t)n, reps));
-    return cv_out(cv, 0, cv_call1(cv, "relax.tile", x, &at));
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_TILE, x, &at));
 }
 
 /* Range with a start, limit or delta computed at run time (the folder takes known ones):
@@ -607,5 +607,5 @@ gr_status onnx_cv_range(onnx_cv *cv) {
     }
     cv_attrs at = {0};
     cv_set(&at, "dtype", ir_attr_dtype(cv_dtype(cv, 0)));
-    return cv_out(cv, 0, cv_call(cv, "relax.arange", 3, args, &at));
+    return cv_out(cv, 0, cv_call(cv, IR_OP_ARANGE, 3, args, &at));
 }

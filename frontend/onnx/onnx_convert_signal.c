@@ -114,7 +114,7 @@ gr_status onnx_cv_dft(onnx_cv *cv) {
     cv_set(&at, "inverse", ir_attr_bool(inverse));
     cv_set(&at, "onesided", ir_attr_bool(onesided));
     cv_set(&at, "dft_length", ir_attr_int(len));
-    return cv_out(cv, 0, cv_call1(cv, "relax.dft", x, &at));
+    return cv_out(cv, 0, cv_call1(cv, IR_OP_DFT, x, &at));
 }
 
 /* STFT: frame_step (and frame_length when given) known at import; the window a tensor. */
@@ -142,5 +142,5 @@ gr_status onnx_cv_stft(onnx_cv *cv) {
     cv_set(&at, "frame_length", ir_attr_int(fl));
     cv_set(&at, "onesided", ir_attr_bool(cv_attr_int(cv, "onesided", 1) != 0));
     ir_expr *args[2] = {x, win};
-    return cv_out(cv, 0, cv_call(cv, "relax.stft", win ? 2 : 1, args, &at));
+    return cv_out(cv, 0, cv_call(cv, IR_OP_STFT, win ? 2 : 1, args, &at));
 }

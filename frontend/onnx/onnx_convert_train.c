@@ -8,20 +8,20 @@
 
 #include "frontend/onnx/onnx_impl.h"
 
-static ir_expr *f_mul(onnx_cv *cv, ir_expr *a, ir_expr *b) { return cv_op2(cv, "relax.multiply", a, b, NULL); }
-static ir_expr *f_add(onnx_cv *cv, ir_expr *a, ir_expr *b) { return cv_op2(cv, "relax.add", a, b, NULL); }
-static ir_expr *f_sub(onnx_cv *cv, ir_expr *a, ir_expr *b) { return cv_op2(cv, "relax.subtract", a, b, NULL); }
-static ir_expr *f_div(onnx_cv *cv, ir_expr *a, ir_expr *b) { return cv_op2(cv, "relax.divide", a, b, NULL); }
+static ir_expr *f_mul(onnx_cv *cv, ir_expr *a, ir_expr *b) { return cv_op2(cv, IR_OP_MULTIPLY, a, b, NULL); }
+static ir_expr *f_add(onnx_cv *cv, ir_expr *a, ir_expr *b) { return cv_op2(cv, IR_OP_ADD, a, b, NULL); }
+static ir_expr *f_sub(onnx_cv *cv, ir_expr *a, ir_expr *b) { return cv_op2(cv, IR_OP_SUBTRACT, a, b, NULL); }
+static ir_expr *f_div(onnx_cv *cv, ir_expr *a, ir_expr *b) { return cv_op2(cv, IR_OP_DIVIDE, a, b, NULL); }
 
 static ir_expr *f_cast(onnx_cv *cv, ir_expr *a, ir_dtype dt) {
     cv_attrs at = {0};
     cv_set(&at, "dtype", ir_attr_dtype(dt));
-    return cv_op1(cv, "relax.astype", a, &at);
+    return cv_op1(cv, IR_OP_ASTYPE, a, &at);
 }
 
 static ir_expr *f_where(onnx_cv *cv, ir_expr *c, ir_expr *a, ir_expr *b) {
     ir_expr *args[3] = {c, a, b};
-    return cv_op(cv, "relax.where", 3, args, NULL);
+    return cv_op(cv, IR_OP_WHERE, 3, args, NULL);
 }
 
 /* norm_coefficient * X + G */
@@ -64,8 +64,8 @@ gr_status onnx_cv_adagrad(onnx_cv *cv) {
         ir_expr *rx = ir_dtype_eq(dt, rt) ? r : f_cast(cv, r, dt);
         g = g_reg(cv, x, g, dt);
         ir_expr *hn = f_add(cv, h, f_mul(cv, g, g));
-        ir_expr *ha = f_add(cv, cv_op1(cv, "relax.sqrt", hn, NULL), cv_scalar(cv, dt, eps));
-        ir_expr *xn = cv_call2(cv, "relax.subtract", x, f_div(cv, f_mul(cv, rx, g), ha), NULL);
+        ir_expr *ha = f_add(cv, cv_op1(cv, IR_OP_SQRT, hn, NULL), cv_scalar(cv, dt, eps));
+        ir_expr *xn = cv_call2(cv, IR_OP_SUBTRACT, x, f_div(cv, f_mul(cv, rx, g), ha), NULL);
         gr_status st = cv_out(cv, (uint32_t)k, xn);
         if (st == GR_OK) st = cv_out(cv, (uint32_t)(n + k), hn);
         if (st != GR_OK) return st;
@@ -85,7 +85,7 @@ gr_status onnx_cv_momentum(onnx_cv *cv) {
     double alpha = cv_attr_float(cv, "alpha", 0.0), beta = cv_attr_float(cv, "beta", 0.0);
     ir_expr *r = cv_in(cv, 0), *t = cv_in(cv, 1);
     if (!r || !t) return cv_status(cv);
-    ir_expr *pos = cv_op2(cv, "relax.greater", t, cv_scalar(cv, cv_dtype(cv, 1), 0.0), NULL);
+    ir_expr *pos = cv_op2(cv, IR_OP_GREATER, t, cv_scalar(cv, cv_dtype(cv, 1), 0.0), NULL);
     for (int k = 0; k < n; k++) {
         ir_expr *x = cv_in(cv, 2 + k), *g = cv_in(cv, 2 + n + k), *v = cv_in(cv, 2 + 2 * n + k);
         if (!x || !g || !v || !pos) return cv_status(cv);
@@ -95,7 +95,7 @@ gr_status onnx_cv_momentum(onnx_cv *cv) {
         g = g_reg(cv, x, g, dt);
         ir_expr *vn = f_add(cv, f_mul(cv, cv_scalar(cv, dt, alpha), v), f_mul(cv, b, g));
         ir_expr *step = nesterov ? f_add(cv, g, f_mul(cv, cv_scalar(cv, dt, alpha), vn)) : vn;
-        ir_expr *xn = cv_call2(cv, "relax.subtract", x, f_mul(cv, rx, step), NULL);
+        ir_expr *xn = cv_call2(cv, IR_OP_SUBTRACT, x, f_mul(cv, rx, step), NULL);
         gr_status st = cv_out(cv, (uint32_t)k, xn);
         if (st == GR_OK) st = cv_out(cv, (uint32_t)(n + k), vn);
         if (st != GR_OK) return st;
@@ -116,11 +116,11 @@ gr_status onnx_cv_adam(onnx_cv *cv) {
     /* in float64: alpha^T and beta^T of a large T lose nothing to float32 rounding */
     ir_dtype f64 = IR_DTYPE_F64;
     ir_expr *tf = f_cast(cv, t, f64);
-    ir_expr *at = cv_op2(cv, "relax.power", cv_scalar(cv, f64, alpha), tf, NULL);
-    ir_expr *bt = cv_op2(cv, "relax.power", cv_scalar(cv, f64, beta), tf, NULL);
-    ir_expr *num = cv_op1(cv, "relax.sqrt", f_sub(cv, cv_scalar(cv, f64, 1.0), bt), NULL);
+    ir_expr *at = cv_op2(cv, IR_OP_POWER, cv_scalar(cv, f64, alpha), tf, NULL);
+    ir_expr *bt = cv_op2(cv, IR_OP_POWER, cv_scalar(cv, f64, beta), tf, NULL);
+    ir_expr *num = cv_op1(cv, IR_OP_SQRT, f_sub(cv, cv_scalar(cv, f64, 1.0), bt), NULL);
     ir_expr *adj = f_div(cv, f_mul(cv, f_cast(cv, r, f64), num), f_sub(cv, cv_scalar(cv, f64, 1.0), at));
-    ir_expr *pos = cv_op2(cv, "relax.greater", t, cv_scalar(cv, cv_dtype(cv, 1), 0.0), NULL);
+    ir_expr *pos = cv_op2(cv, IR_OP_GREATER, t, cv_scalar(cv, cv_dtype(cv, 1), 0.0), NULL);
     ir_expr *radj = f_where(cv, pos, adj, f_cast(cv, r, f64));
     (void)rt;
     for (int k = 0; k < n; k++) {
@@ -133,9 +133,9 @@ gr_status onnx_cv_adam(onnx_cv *cv) {
         ir_expr *vn = f_add(cv, f_mul(cv, cv_scalar(cv, dt, alpha), v), f_mul(cv, cv_scalar(cv, dt, 1.0 - alpha), g));
         ir_expr *hn = f_add(cv, f_mul(cv, cv_scalar(cv, dt, beta), h),
                             f_mul(cv, cv_scalar(cv, dt, 1.0 - beta), f_mul(cv, g, g)));
-        ir_expr *hs = f_add(cv, cv_op1(cv, "relax.sqrt", hn, NULL), cv_scalar(cv, dt, eps));
+        ir_expr *hs = f_add(cv, cv_op1(cv, IR_OP_SQRT, hn, NULL), cv_scalar(cv, dt, eps));
         ir_expr *xn = f_sub(cv, x, f_mul(cv, rx, f_div(cv, vn, hs)));
-        ir_expr *xf = ncp == 0.0 ? xn : cv_call2(cv, "relax.multiply", xn, cv_scalar(cv, dt, 1.0 - ncp), NULL);
+        ir_expr *xf = ncp == 0.0 ? xn : cv_call2(cv, IR_OP_MULTIPLY, xn, cv_scalar(cv, dt, 1.0 - ncp), NULL);
         gr_status st = cv_out(cv, (uint32_t)k, xf);
         if (st == GR_OK) st = cv_out(cv, (uint32_t)(n + k), vn);
         if (st == GR_OK) st = cv_out(cv, (uint32_t)(2 * n + k), hn);

@@ -23,7 +23,7 @@ gr_status onnx_cv_nms(onnx_cv *cv) {
     while (n > 2 && args[n - 1]->kind == IR_CONST && rt_tensor_numel(((ir_const *)args[n - 1])->data) == 0) n--;
     cv_attrs at = {0};
     cv_set(&at, "center_point_box", ir_attr_int(cv_attr_int(cv, "center_point_box", 0)));
-    return cv_out(cv, 0, cv_call(cv, "relax.vision.non_max_suppression", n, args, &at));
+    return cv_out(cv, 0, cv_call(cv, IR_OP_NMS, n, args, &at));
 }
 
 /* rois (R, 4) and batch_indices (R,) become TVM's (R, 5) rois with the index in column 0 */
@@ -36,11 +36,11 @@ gr_status onnx_cv_roi_align(onnx_cv *cv) {
     int64_t one = 1;
     cv_set(&ex, "axis", ir_attr_ints(cv->ctx, 1, &one));
     cv_set(&ty, "dtype", ir_attr_dtype(dt));
-    ir_expr *col = cv_op1(cv, "relax.astype", cv_op1(cv, "relax.expand_dims", bi, &ex), &ty);
+    ir_expr *col = cv_op1(cv, IR_OP_ASTYPE, cv_op1(cv, IR_OP_EXPAND_DIMS, bi, &ex), &ty);
     ir_expr *f[2] = {col, rois};
     if (!col) return cv_status(cv);
     cv_set(&ca, "axis", ir_attr_int(1));
-    ir_expr *r5 = cv_op1(cv, "relax.concat", (ir_expr *)ir_tuple_new(cv->ctx, 2, f, cv->span), &ca);
+    ir_expr *r5 = cv_op1(cv, IR_OP_CONCAT, (ir_expr *)ir_tuple_new(cv->ctx, 2, f, cv->span), &ca);
     const char *ctm = cv->opset >= 16 ? cv_attr_str(cv, "coordinate_transformation_mode", "half_pixel") : "output_half_pixel";
     if (strcmp(ctm, "half_pixel") && strcmp(ctm, "output_half_pixel"))
         return cv_fail(cv, GR_ERR_INVALID, "unknown coordinate_transformation_mode '%s'", ctm);
@@ -55,7 +55,7 @@ gr_status onnx_cv_roi_align(onnx_cv *cv) {
     cv_set(&at, "sample_ratio", ir_attr_int(cv_attr_int(cv, "sampling_ratio", 0)));
     cv_set(&at, "aligned", ir_attr_bool(!strcmp(ctm, "half_pixel")));
     cv_set(&at, "mode", ir_attr_str(cv->ctx, mode));
-    return cv_out(cv, 0, cv_call2(cv, "relax.vision.roi_align", x, r5, &at));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_ROI_ALIGN, x, r5, &at));
 }
 
 gr_status onnx_cv_grid_sample(onnx_cv *cv) {
@@ -74,7 +74,7 @@ gr_status onnx_cv_grid_sample(onnx_cv *cv) {
     cv_set(&at, "layout", ir_attr_str(cv->ctx, "NCHW"));
     cv_set(&at, "padding_mode", ir_attr_str(cv->ctx, pm));
     cv_set(&at, "align_corners", ir_attr_bool(cv_attr_int(cv, "align_corners", 0) != 0));
-    return cv_out(cv, 0, cv_call2(cv, "relax.image.grid_sample", x, g, &at));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_GRID_SAMPLE, x, g, &at));
 }
 
 gr_status onnx_cv_max_unpool(onnx_cv *cv) {
@@ -102,7 +102,7 @@ gr_status onnx_cv_max_unpool(onnx_cv *cv) {
     cv_attrs at = {0};
     cv_set(&at, "output_size", ir_attr_ints(cv->ctx, 2, os));
     if (dflt[0] != os[0] || dflt[1] != os[1]) cv_set(&at, "index_size", ir_attr_ints(cv->ctx, 2, dflt));
-    return cv_out(cv, 0, cv_call2(cv, "relax.nn.max_unpool2d", x, ix, &at));
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_MAX_UNPOOL2D, x, ix, &at));
 }
 
 /* MaxPool with both outputs on 4-D input: R.nn.max_pool2d_with_indices (pads / strides /
@@ -118,7 +118,7 @@ gr_status onnx_cv_pool_indices(onnx_cv *cv, const int64_t *kernel, const int64_t
     cv_set(&at, "padding", ir_attr_ints(cv->ctx, 4, pads));
     cv_set(&at, "ceil_mode", ir_attr_bool(cv_attr_int(cv, "ceil_mode", 0) != 0));
     cv_set(&at, "storage_order", ir_attr_int(cv_attr_int(cv, "storage_order", 0)));
-    ir_expr *r = cv_emit(cv, cv_call1(cv, "relax.nn.max_pool2d_with_indices", x, &at));
+    ir_expr *r = cv_emit(cv, cv_call1(cv, IR_OP_MAX_POOL2D_INDICES, x, &at));
     if (!r) return cv_status(cv);
     for (uint32_t i = 0; i < 2 && i < cv->nout; i++) cv->out[i] = (ir_expr *)ir_tgi_new(cv->ctx, r, (int32_t)i, cv->span);
     return GR_OK;

@@ -4,6 +4,7 @@
 #define GRAFT_FRONTEND_ONNX_IMPL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "frontend/onnx/onnx_import.h"
@@ -203,31 +204,39 @@ static inline void cv_set(cv_attrs *a, const char *key, ir_attr v) {
     }
 }
 
-/* Builds an op call with the node's span (not emitted). `op` is "relax.x"; attrs may be NULL.
- * NULL + diag on error (also when an arg is NULL: an input already failed). */
-ir_expr *cv_call(onnx_cv *cv, const char *op, uint32_t nargs, ir_expr *const *args,
+/* Builds a call of op `op` (IR_OP_ADD, ...) with the node's span (not emitted); attrs may be
+ * NULL. NULL + diag on error (also when an arg is NULL: an input already failed). */
+ir_expr *cv_call(onnx_cv *cv, ir_op_id op, uint32_t nargs, ir_expr *const *args,
                  const cv_attrs *attrs);
 /* Emits e with the node's span (an intermediate value); NULL + diag on error. */
 ir_expr *cv_emit(onnx_cv *cv, ir_expr *e);
 /* cv_call + cv_emit. */
-ir_expr *cv_op(onnx_cv *cv, const char *op, uint32_t nargs, ir_expr *const *args,
+ir_expr *cv_op(onnx_cv *cv, ir_op_id op, uint32_t nargs, ir_expr *const *args,
                const cv_attrs *attrs);
-static inline ir_expr *cv_call1(onnx_cv *cv, const char *op, ir_expr *a, const cv_attrs *at) {
+static inline ir_expr *cv_call1(onnx_cv *cv, ir_op_id op, ir_expr *a, const cv_attrs *at) {
     ir_expr *args[1] = {a};
     return cv_call(cv, op, 1, args, at);
 }
-static inline ir_expr *cv_call2(onnx_cv *cv, const char *op, ir_expr *a, ir_expr *b,
+static inline ir_expr *cv_call2(onnx_cv *cv, ir_op_id op, ir_expr *a, ir_expr *b,
                                 const cv_attrs *at) {
     ir_expr *args[2] = {a, b};
     return cv_call(cv, op, 2, args, at);
 }
-static inline ir_expr *cv_op1(onnx_cv *cv, const char *op, ir_expr *a, const cv_attrs *at) {
+static inline ir_expr *cv_op1(onnx_cv *cv, ir_op_id op, ir_expr *a, const cv_attrs *at) {
     return cv_emit(cv, cv_call1(cv, op, a, at));
 }
-static inline ir_expr *cv_op2(onnx_cv *cv, const char *op, ir_expr *a, ir_expr *b,
+static inline ir_expr *cv_op2(onnx_cv *cv, ir_op_id op, ir_expr *a, ir_expr *b,
                               const cv_attrs *at) {
     return cv_emit(cv, cv_call2(cv, op, a, b, at));
 }
+/* The op an ONNX op type maps to in a table of rows {"Relu", IR_OP_RELU}; IR_OP_NONE when
+ * the table has no row for it. */
+typedef struct cv_op_map {
+    const char *onnx;
+    ir_op_id op;
+} cv_op_map;
+ir_op_id cv_map_op(const cv_op_map *m, size_t n, const char *onnx);
+#define CV_MAP_OP(m, onnx) cv_map_op((m), sizeof(m) / sizeof((m)[0]), (onnx))
 /* A scalar constant of dtype with the node's span. */
 ir_expr *cv_scalar(onnx_cv *cv, ir_dtype dtype, double v);
 /* A shape expression with the node's span. */
