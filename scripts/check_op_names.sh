@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 # Files (or folders, ending in /) where op names are data.
 ALLOWED='
 ir/op_list.h ir/op_table.c
-ir/lexer.c ir/parser.c ir/parser_impl.h ir/printer.c ir/text_impl.h ir/text_util.c
+ir/lexer.c ir/parse ir/print ir/text_impl.h ir/text_util.c
 codegen/json/ runtime/json_ deploy/
 tests/ bench/
 '
