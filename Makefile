@@ -17,7 +17,7 @@ LDLIBS = -lm -lpthread
 
 # The library's folders, bottom layer first; an include may only point down (DESIGN.md's layer
 # picture, checked by scripts/check_layers.sh in `make test`, which also keeps this list in step).
-LAYERS = base ir patterns runtime byoc frontend/onnx codegen/json codegen/llvm codegen/dnnl backends deploy
+LAYERS = base ir ir/ops ir/text ir/transform patterns runtime runtime/kernels runtime/exec runtime/json byoc frontend/onnx backends/json backends/llvm backends/dnnl backends inspect deploy
 LIB_SRC = $(foreach d,$(LAYERS),$(wildcard $(d)/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TOOL_SRC = $(wildcard tools/*.c)
@@ -28,11 +28,11 @@ BENCH_SRC = $(wildcard bench/*.c)
 BENCH_BIN = $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 # Optional libraries join the link once a layer uses them (each stays inside its own folder).
-ifneq ($(wildcard codegen/llvm/*.c),)
+ifneq ($(wildcard backends/llvm/*.c),)
 LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags --libs core executionengine mcjit orcjit native passes 2>/dev/null)
-$(BUILD)/obj/codegen/llvm/%.o: CFLAGS_EXTRA = $(shell $(LLVM_CONFIG) --cflags | sed 's/-std=[^ ]*//')
+$(BUILD)/obj/backends/llvm/%.o: CFLAGS_EXTRA = $(shell $(LLVM_CONFIG) --cflags | sed 's/-std=[^ ]*//')
 endif
-ifneq ($(wildcard codegen/dnnl/*.c runtime/dnnl*.c),)
+ifneq ($(wildcard backends/dnnl/*.c),)
 DNNL_LIBS = -ldnnl
 endif
 ifneq ($(wildcard frontend/onnx/*.c),)

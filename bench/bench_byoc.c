@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "byoc/byoc.h"
-#include "codegen/json/json_codegen.h"
+#include "backends/json/json_codegen.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/builder.h"
 #include "ir/op.h"

@@ -46,10 +46,10 @@
 #include "byoc/byoc.h"
 #include "deploy/graft_model.h"
 #include "frontend/onnx/onnx_import.h"
-#include "ir/transform.h"
-#include "runtime/const_eval.h"
-#include "runtime/dnnl.h"
-#include "runtime/executor.h"
+#include "ir/transform/transform.h"
+#include "runtime/kernels/const_eval.h"
+#include "backends/dnnl/dnnl.h"
+#include "runtime/exec/executor.h"
 #include "runtime/npy.h"
 
 typedef struct model_def {

@@ -15,13 +15,13 @@
 #include <time.h>
 
 #include "bench/bench_util.h"
-#include "codegen/llvm/llvm_host.h"
+#include "backends/llvm/llvm_host.h"
 #include "deploy/graft_model.h"
 #include "frontend/onnx/onnx_import.h"
-#include "ir/transform.h"
-#include "runtime/const_eval.h"
-#include "runtime/executor.h"
-#include "runtime/plan.h"
+#include "ir/transform/transform.h"
+#include "runtime/kernels/const_eval.h"
+#include "runtime/exec/executor.h"
+#include "runtime/exec/plan.h"
 
 static char *env_model(const char *key) {
     const char *v = getenv(key);

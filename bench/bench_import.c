@@ -9,7 +9,7 @@
 
 #include "bench/bench_util.h"
 #include "frontend/onnx/onnx_import.h"
-#include "runtime/executor.h"
+#include "runtime/exec/executor.h"
 #include "runtime/npy.h"
 
 /* Reads KEY=VALUE from models.env. */

@@ -15,8 +15,8 @@
 
 #include "bench/bench_util.h"
 #include "ir/equal.h"
-#include "ir/parser.h"
-#include "ir/printer.h"
+#include "ir/text/parser.h"
+#include "ir/text/printer.h"
 #include "ir/wellformed.h"
 
 enum { STEP_PARSE, STEP_PRINT, STEP_HASH, STEP_WF, NSTEPS };

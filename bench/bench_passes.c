@@ -22,8 +22,8 @@
 #include "bench/bench_util.h"
 #include "ir/builder.h"
 #include "ir/op.h"
-#include "ir/transform.h"
-#include "runtime/const_eval.h"
+#include "ir/transform/transform.h"
+#include "runtime/kernels/const_eval.h"
 
 /* CPU time of this process: the machine is shared, wall time would measure the neighbours. */
 static double now(void) {

@@ -1,5 +1,5 @@
 /* The backend contract: what a backend of BYOC fills in, one struct per backend, each in its
- * own folder (codegen/json/json_backend.c, codegen/dnnl/dnnl_codegen.c). backends/builtin.c
+ * own folder (backends/json/json_backend.c, backends/dnnl/dnnl_codegen.c). backends/builtin.c
  * lists the built-in ones; the registry (byoc/registry.c) starts from that list, and the
  * passes, `graft backends` and the artifact loader find a backend there, by name or by the
  * kind of its runtime modules.

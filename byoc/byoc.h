@@ -103,7 +103,7 @@ typedef struct byoc_partition_opts {
     /* Hand the compiled regions' constants over to their runtime modules: the IR context drops
      * its references to those no function of the output module uses, so each is freed as soon
      * as the runtime no longer reads it (the oneDNN engine keeps its own reordered copies and
-     * lets the originals go while it builds, runtime/json_runtime.h "Constant ownership"), and
+     * lets the originals go while it builds, runtime/json/json_runtime.h "Constant ownership"), and
      * the weights are not held twice. The contract: afterwards the data of those constants
      * must not be read through the IR -- the input module m and every module before it refer
      * to them, and the output module has no const_name_to_constant for them (it carries

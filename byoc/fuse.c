@@ -1,4 +1,4 @@
-/* FuseOpsByPattern (research §2): every accepted match in a dataflow block becomes a private
+/* FuseOpsByPattern: every accepted match in a dataflow block becomes a private
  * composite function {Composite, Primitive} called at the match's place.
  *
  * Patterns are tried in priority order, every binding of a block in order. A match is kept when

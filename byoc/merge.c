@@ -1,4 +1,4 @@
-/* MergeCompositeFunctions (research §3): calls of composites of one backend are grouped into
+/* MergeCompositeFunctions: calls of composites of one backend are grouped into
  * regions, functions {Codegen, global_symbol} whose composites are inlined as local lambdas.
  *
  * Bindings are visited in order (TVM's CompositeGroupsBuilder). A composite call joins the

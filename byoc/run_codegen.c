@@ -1,4 +1,4 @@
-/* RunCodegen (research §4): calls of region functions {Codegen} become
+/* RunCodegen: calls of region functions {Codegen} become
  * R.call_dps_packed(R.ExternFunc(symbol), (args...), out_sinfo=<the call's struct info>); each
  * backend compiles its regions into one runtime module appended to `external_mods`; constants
  * of the regions are named `<symbol>_const_<i>` in `const_name_to_constant` (appended).
@@ -299,7 +299,7 @@ gr_status byoc_run_codegen_ex(ir_ctx_t *ctx, const ir_module *m, const byoc_opti
     }
     /* 4. the constants go to the runtime modules (release_consts), then the modules build what
      * their first call would (oneDNN's primitives and reordered weights: an engine that copies a
-     * constant lets its original go while it builds, see runtime/json_runtime.h) */
+     * constant lets its original go while it builds, see runtime/json/json_runtime.h) */
     if (!rc && release_consts)
         ir_module_set_attr(nm, BYOC_ATTR_CONSTS_RELEASED,
                            ir_attr_int((int64_t)hand_off_consts(ctx, nm, groups.data, groups.len)));

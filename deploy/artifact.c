@@ -8,13 +8,13 @@
 #include <jansson.h>
 
 #include "byoc/byoc.h"
-#include "codegen/llvm/llvm_host.h"
+#include "backends/llvm/llvm_host.h"
 #include "deploy/graft_model.h"
 #include "graft/graft_artifact.pb-c.h"
-#include "ir/parser.h"
-#include "ir/printer.h"
+#include "ir/text/parser.h"
+#include "ir/text/printer.h"
 #include "runtime/module.h"
-#include "runtime/plan.h"
+#include "runtime/exec/plan.h"
 
 #define ART_SEED 0x67726166ull
 

@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #include "ir/expr.h"
-#include "runtime/executor.h"
+#include "runtime/exec/executor.h"
 #include "runtime/value.h"
 
 #define GRAFT_MODEL_FORMAT_VERSION 1
@@ -47,7 +47,7 @@ GR_API gr_status graft_model_build_file(const ir_module *m, const char *path, gr
 
 /* Loads an artifact from a file or a buffer (copied as needed). Errors (GR_ERR_INVALID unless
  * noted): not an artifact / truncated, wrong format version, checksum mismatch, bad module text
- * (GR_ERR_PARSE), memory plan mismatch, a malformed host object (codegen/llvm/elf_check.h:
+ * (GR_ERR_PARSE), memory plan mismatch, a malformed host object (backends/llvm/elf_check.h:
  * checked before LLVM links it), missing host kernel.
  * Trust: an artifact is code, like a shared library. The checksum catches damage, not malice,
  * and the checks make a damaged or hand-edited file an error instead of a crash; load only
@@ -83,7 +83,7 @@ GR_API const ir_sinfo *graft_model_output_sinfo(const graft_model *gm);
  * Not safe concurrently with a run: graft_model_set_profiler and graft_model_free. */
 GR_API gr_status graft_model_run(graft_model *gm, const rt_value *inputs, uint32_t nin, rt_value *result,
                                  gr_diag *diag);
-/* One event per instruction (runtime/plan.h kinds); NULL turns profiling off. Set it while no
+/* One event per instruction (runtime/exec/plan.h kinds); NULL turns profiling off. Set it while no
  * run is in flight; with runs on several threads, fn is called from each of them. */
 GR_API void graft_model_set_profiler(graft_model *gm, rt_exec_profile_fn fn, void *user);
 

@@ -6,14 +6,14 @@
 
 #include "base/map.h"
 #include "byoc/byoc.h"
-#include "byoc/inspect.h"
+#include "inspect/inspect.h"
 #include "deploy/toolkit.h"
 #include "ir/span.h"
-#include "ir/transform.h"
+#include "ir/transform/transform.h"
 #include "ir/visit.h"
 #include "ir/wellformed.h"
 #include "patterns/pattern_text.h"
-#include "runtime/dnnl.h"
+#include "backends/dnnl/dnnl.h"
 
 static char *dump(json_t *j) {
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;

@@ -1,4 +1,4 @@
-/* libFuzzer target: the JSON graph loader (runtime/json_runtime.h) with both engines. A graph
+/* libFuzzer target: the JSON graph loader (runtime/json/json_runtime.h) with both engines. A graph
  * that loads gets constants of its declared types, is initialized, prepared and called once on
  * the reference engine and once on oneDNN, with inputs and outputs of the declared shapes. */
 #include <stdio.h>
@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "fuzz/fuzz_util.h"
-#include "runtime/dnnl.h"
-#include "runtime/json_runtime.h"
+#include "backends/dnnl/dnnl.h"
+#include "runtime/json/json_runtime.h"
 
 /* Outputs get CANARY bytes of a known pattern past their end: a write beyond a head (oneDNN's
  * kernels are not instrumented, so ASan would only see the heap damage much later) aborts. */

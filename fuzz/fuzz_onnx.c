@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "frontend/onnx/onnx_import.h"
-#include "ir/printer.h"
+#include "ir/text/printer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

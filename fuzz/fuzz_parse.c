@@ -1,8 +1,8 @@
-/* libFuzzer target: the text-format parser (ir/parser.h), then the printer on what parsed. */
+/* libFuzzer target: the text-format parser (ir/text/parser.h), then the printer on what parsed. */
 #include <stdlib.h>
 
-#include "ir/parser.h"
-#include "ir/printer.h"
+#include "ir/text/parser.h"
+#include "ir/text/printer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -16,7 +16,7 @@
 
 #include "byoc/byoc.h"
 #include "deploy/graft_model.h"
-#include "ir/parser.h"
+#include "ir/text/parser.h"
 #include "patterns/pattern_text.h"
 #include "runtime/module.h"
 #include "runtime/npy.h"

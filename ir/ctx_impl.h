@@ -46,7 +46,7 @@ struct ir_ctx {
     GR_VEC(gr_object *) owned;/* references released in ir_ctx_free */
     GR_VEC(void *) adopted;   /* heap blocks freed in ir_ctx_free (ir__ctx_adopt) */
     struct ir_op **ops;       /* one Op node per op-table row, made on demand */
-    struct ir_op_dflt *op_dflt; /* per op-table row: parsed attr defaults (ir/op_attrs.c) */
+    struct ir_op_dflt *op_dflt; /* per op-table row: parsed attr defaults (ir/ops/op_attrs.c) */
     /* Last binary-arithmetic inference (ir/builder.c): arg struct infos -> result. */
     const struct ir_sinfo *bin_memo_a, *bin_memo_b, *bin_memo_r;
 };

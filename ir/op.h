@@ -1,5 +1,5 @@
 /* The op table: one row per op drives its name, attribute schema (with defaults), struct info
- * inference and printing. Rows live in ir/op_table.c; shape inference in ir/op_infer_*.c. */
+ * inference and printing. Rows live in ir/ops/op_table.c; shape inference in ir/ops/op_infer_*.c. */
 #ifndef GRAFT_IR_OP_H
 #define GRAFT_IR_OP_H
 

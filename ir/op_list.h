@@ -1,6 +1,6 @@
 /* The op list: one row per op (an X-macro). It drives the op id enum (ir/op.h) and, in
- * ir/op_table.c, the names, attribute schemas, inference and printing. The last columns name
- * ir/op_table.c's schemas and ir/op_impl.h's inference functions; other users expand only the
+ * ir/ops/op_table.c, the names, attribute schemas, inference and printing. The last columns name
+ * ir/ops/op_table.c's schemas and ir/ops/op_impl.h's inference functions; other users expand only the
  * id and the name. */
 #ifndef GRAFT_IR_OP_LIST_H
 #define GRAFT_IR_OP_LIST_H
@@ -136,7 +136,7 @@
     X(FULL, "full", 2, 2, IR_OPF_CREATION, ATTRS(A_dtype_void), ir__infer_full)             \
     X(ARANGE, "arange", 3, 3, IR_OPF_CREATION, ATTRS(A_dtype_i64), ir__infer_arange)        \
     X(SHAPE_OF, "shape_of", 1, 1, 0, NOATTRS, ir__infer_shape_of)                           \
-    /* ONNX coverage (ops2) */                                                             \
+    /* ONNX coverage */                                                             \
     X(LSTM, "nn.lstm", 3, 8, 0, ATTRS(A_rnn), ir__infer_rnn)                                \
     X(GRU, "nn.gru", 3, 6, 0, ATTRS(A_rnn), ir__infer_rnn)                                  \
     X(RNN, "nn.rnn", 3, 6, 0, ATTRS(A_rnn), ir__infer_rnn)                                  \
@@ -156,7 +156,7 @@
     X(MAX_UNPOOL2D, "nn.max_unpool2d", 2, 2, 0, ATTRS(A_max_unpool2d), ir__infer_max_unpool2d) \
     X(DFT, "dft", 1, 1, 0, ATTRS(A_dft), ir__infer_dft)                                     \
     X(STFT, "stft", 1, 2, 0, ATTRS(A_stft), ir__infer_stft)                                 \
-    /* ONNX coverage (ops1) */                                                             \
+    /* ONNX coverage */                                                             \
     X(MOD, "mod", 2, 2, BC, NOATTRS, ir__infer_binary_arith)                                \
     X(FLOOR_MOD, "floor_mod", 2, 2, BC, NOATTRS, ir__infer_binary_arith)                    \
     X(BITWISE_AND, "bitwise_and", 2, 2, BC, NOATTRS, ir__infer_binary_int)                  \

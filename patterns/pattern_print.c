@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "ir/op.h"
-#include "ir/printer.h"
+#include "ir/text/printer.h"
 #include "patterns/pattern_text.h"
 
 typedef struct printer {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "ir/op.h"
-#include "ir/parser.h"
+#include "ir/text/parser.h"
 
 /* ---- table ---- */
 

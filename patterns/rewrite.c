@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "ir/builder.h"
-#include "ir/si_builder.h"
-#include "ir/transform.h"
+#include "ir/transform/si_builder.h"
+#include "ir/transform/transform.h"
 #include "ir/visit.h"
 
 enum { PAT_MAX_ROUNDS = 64 };

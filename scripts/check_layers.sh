@@ -14,11 +14,17 @@ cd "$(dirname "$0")/.."
 LEVELS='
 base
 ir
+ir/ops
+ir/text
+ir/transform
 patterns runtime
+runtime/kernels
+runtime/exec runtime/json
 byoc frontend/onnx
-codegen/json codegen/llvm
-codegen/dnnl
-backends deploy
+backends/json backends/llvm
+backends/dnnl
+backends inspect
+deploy
 tools tests bench fuzz examples
 python/graft
 '

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "ir/parser.h"
-#include "ir/transform.h"
+#include "ir/text/parser.h"
+#include "ir/transform/transform.h"
 #include "ir/wellformed.h"
 #include "runtime/npy.h"
 

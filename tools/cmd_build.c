@@ -10,7 +10,7 @@
 
 #include "byoc/byoc.h"
 #include "deploy/graft_model.h"
-#include "ir/transform.h"
+#include "ir/transform/transform.h"
 #include "runtime/npy.h"
 #include "tools/cli.h"
 #include "tools/profile.h"

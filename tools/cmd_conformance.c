@@ -34,7 +34,7 @@
 #include "byoc/byoc.h"
 #include "deploy/graft_model.h"
 #include "frontend/onnx/onnx_import.h"
-#include "runtime/executor.h"
+#include "runtime/exec/executor.h"
 #include "tools/cli.h"
 
 /* The ONNX backend tests compare with rtol 1e-3; atol 1e-5 absorbs float32 rounding of results

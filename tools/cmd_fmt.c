@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ir/printer.h"
+#include "ir/text/printer.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
 

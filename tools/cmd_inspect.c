@@ -1,10 +1,10 @@
-/* graft diff, graft trace --backend and graft explore: inspecting a partition (byoc/inspect.h). */
+/* graft diff, graft trace --backend and graft explore: inspecting a partition (inspect/inspect.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "byoc/inspect.h"
-#include "runtime/executor.h"
+#include "inspect/inspect.h"
+#include "runtime/exec/executor.h"
 #include "runtime/npy.h"
 #include "tools/cli.h"
 #include "tools/cmd_inspect.h"

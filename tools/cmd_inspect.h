@@ -11,7 +11,7 @@ int cmd_explore(int argc, char **argv);
 /* graft trace with --backend: the layer through partitioning to what runs it. */
 int cmd_trace_backend(int argc, char **argv);
 
-/* Writes the self-contained explorer page of a model document (byoc/inspect.h) to path: the
+/* Writes the self-contained explorer page of a model document (inspect/inspect.h) to path: the
  * graph laid out by Graphviz's dot (libgvc) as inline SVG, the document as inline JSON, the
  * page's script and style inline. False (message printed) when it cannot. */
 bool explore_write_html(json_t *doc, const char *path);

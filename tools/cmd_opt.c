@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/printer.h"
-#include "ir/transform.h"
+#include "ir/text/printer.h"
+#include "ir/transform/transform.h"
 #include "ir/var_map.h"
 #include "tools/cli.h"
 #include "tools/cmd_inspect.h"

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "byoc/byoc.h"
-#include "ir/printer.h"
+#include "ir/text/printer.h"
 #include "ir/wellformed.h"
 #include "patterns/pattern_text.h"
 #include "tools/cli.h"

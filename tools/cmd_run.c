@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "byoc/byoc.h"
-#include "runtime/executor.h"
+#include "runtime/exec/executor.h"
 #include "runtime/npy.h"
 #include "tools/cli.h"
 #include "tools/cmd_build.h"

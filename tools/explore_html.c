@@ -2,7 +2,7 @@
  * out here by Graphviz's dot (libgvc, plugins linked in, no config file read) and embedded as
  * SVG (one element per block of layers); the model document goes in as inline JSON; the page's script and style come from
  * tools/explore_page.html, compiled in (build/gen/explore_page.h). Nothing is fetched. A layer
- * folded into another (byoc/inspect.h) and the weights are no nodes: the page shows them in the
+ * folded into another (inspect/inspect.h) and the weights are no nodes: the page shows them in the
  * details of the layer that computes or reads them. */
 #include <graphviz/gvc.h>
 #include <graphviz/gvplugin.h>

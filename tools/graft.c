@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/const_eval.h"
+#include "runtime/kernels/const_eval.h"
 #include "tools/cli.h"
 #include "tools/cmd_build.h"
 #include "tools/cmd_inspect.h"

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/dnnl.h"
-#include "runtime/json_runtime.h"
+#include "backends/dnnl/dnnl.h"
+#include "runtime/json/json_runtime.h"
 #include "tools/cli.h"
 
 void prof_init(prof_state *ps, const graft_model *gm) {

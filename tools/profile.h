@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "deploy/graft_model.h"
-#include "runtime/executor.h"
+#include "runtime/exec/executor.h"
 
 typedef struct prof_row {
     const char *kind, *name, *layers;

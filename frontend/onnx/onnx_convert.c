@@ -104,7 +104,7 @@ static const onnx_op_entry op_table[] = {
     {"Expand", 8, INT16_MAX, onnx_cv_expand, NULL},
     {"Tile", 6, INT16_MAX, onnx_cv_tile, NULL},
     {"Range", 11, INT16_MAX, onnx_cv_range, onnx_fold_range},
-    /* ONNX coverage (ops2) */
+    /* ONNX coverage */
     {"LSTM", 7, INT16_MAX, onnx_cv_rnn, NULL},
     {"GRU", 7, INT16_MAX, onnx_cv_rnn, NULL},
     {"RNN", 7, INT16_MAX, onnx_cv_rnn, NULL},
@@ -140,7 +140,7 @@ static const onnx_op_entry op_table[] = {
     {"If", ANY, onnx_cv_if, NULL},
     {"Loop", ANY, onnx_cv_loop, NULL},
     {"Scan", 8, INT16_MAX, onnx_cv_scan, NULL},
-    /* ONNX coverage (ops1): onnx_convert_index.c, onnx_convert_quant.c */
+    /* ONNX coverage: onnx_convert_index.c, onnx_convert_quant.c */
     {"Acos", 7, INT16_MAX, onnx_cv_unary_more, NULL},
     {"Asin", 7, INT16_MAX, onnx_cv_unary_more, NULL},
     {"Atan", 7, INT16_MAX, onnx_cv_unary_more, NULL},
@@ -192,7 +192,7 @@ static const onnx_op_entry op_table[] = {
 };
 #undef ANY
 
-/* ONNX coverage (ops1): standard ops that stay out on purpose, with the reason the importer
+/* ONNX coverage: standard ops that stay out on purpose, with the reason the importer
  * gives. */
 static const struct {
     const char *op_type, *reason;

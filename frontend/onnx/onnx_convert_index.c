@@ -1,4 +1,4 @@
-/* Converters added for ONNX coverage (ops1): index and selection ops (ArgMax/ArgMin, TopK,
+/* Converters added for ONNX coverage: index and selection ops (ArgMax/ArgMin, TopK,
  * Hardmax, OneHot, Gather/Scatter families, NonZero, Compress, Unique, Trilu, EyeLike), the
  * losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), integer/boolean/bitwise binary
  * ops, more unary math (trigonometric, hyperbolic, IsNaN, IsInf, Celu, Shrink) and Det. */

@@ -181,7 +181,7 @@ static gr_status conv_common(onnx_cv *cv, bool transpose) {
     return cv_out(cv, 0, y);
 }
 
-/* ONNX coverage (ops1): a forward conv of x and wgt (already prepared by ConvInteger or
+/* ONNX coverage: a forward conv of x and wgt (already prepared by ConvInteger or
  * QLinearConv) with the node's window attributes; the data is input 0, the weight input wi. */
 ir_expr *onnx_conv_call(onnx_cv *cv, ir_expr *x, ir_expr *wgt, uint32_t wi, ir_dtype out_dtype) {
     int32_t rank = cv_rank(cv, 0);

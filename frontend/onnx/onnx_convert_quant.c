@@ -1,4 +1,4 @@
-/* Converters of the quantization ops (ONNX coverage, ops1), as float computations on the host
+/* Converters of the quantization ops (ONNX coverage), as float computations on the host
  * that follow the spec's formulas: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
  * MatMulInteger (exact, in int32) and QLinearMatMul. Rounding is half to even (relax.round),
  * saturation a clip to the output type's range; scales and zero points may be per tensor or,

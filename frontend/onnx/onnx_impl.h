@@ -267,13 +267,13 @@ const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i);
     X(pad)                                                                                    \
     X(constant) X(constant_of_shape) X(shape) X(gather) X(concat) X(split) X(slice)           \
     X(reshape) X(flatten) X(transpose) X(squeeze) X(unsqueeze) X(expand) X(tile) X(range)       \
-    /* ONNX coverage (ops2) */                                                                \
+    /* ONNX coverage */                                                                \
     X(rnn) X(reverse_sequence) X(instance_norm) X(mvn) X(lrn) X(depth_space) X(einsum)        \
     X(window) X(mel) X(nms) X(roi_align) X(grid_sample) X(max_unpool) X(dft) X(stft)         \
     X(seq_construct) X(seq_empty) X(seq_at) X(seq_insert) X(seq_erase) X(seq_length)          \
     X(concat_from_seq) X(split_to_seq) X(if) X(loop) X(scan) X(optional) X(opt_has) X(opt_get)     \
     X(seq_map)
-/* ONNX coverage (ops1): onnx_convert_index.c, onnx_convert_quant.c */
+/* ONNX coverage: onnx_convert_index.c, onnx_convert_quant.c */
 #define ONNX_CONVERTERS_OPS1(X)                                                               \
     X(unary_more) X(binary_more) X(isinf) X(celu) X(shrink) X(det) X(argmax) X(topk)         \
     X(hardmax) X(one_hot) X(gather_elements) X(gather_nd) X(scatter_elements) X(scatter_nd)  \
@@ -303,7 +303,7 @@ int onnx_reshape_dims(onnx_cv *cv, const ir_prim *const *in, int32_t rank, const
 #define ONNX_FOLDERS(X)                                                                       \
     X(generic) X(cast) X(identity) X(constant_of_shape) X(shape) X(size) X(gather) X(concat) X(slice) \
     X(reshape) X(range)                                                                       \
-    /* ONNX coverage (ops2) */                                                                \
+    /* ONNX coverage */                                                                \
     X(window) X(mel) X(seq_length) X(opt_has)
 #define ONNX_DECLARE_FOLD(n) int onnx_fold_##n(onnx_cv *cv);
 ONNX_FOLDERS(ONNX_DECLARE_FOLD)

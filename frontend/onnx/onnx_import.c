@@ -413,7 +413,7 @@ static gr_status convert_nodes(onnx_importer *imp, const Onnx__GraphProto *g, bo
     return st;
 }
 
-/* ---- subgraphs inlined at import (ONNX coverage, ops2) ---- */
+/* ---- subgraphs inlined at import (ONNX coverage) ---- */
 
 gr_status onnx_subgraph_inline(onnx_importer *imp, const Onnx__GraphProto *g, const onnx_val *const *ins, uint32_t nin,
                                onnx_val **outs) {

@@ -36,7 +36,7 @@ bool onnx_dtype_from_elem(int32_t elem, ir_dtype *out) {
     return true;
 }
 
-/* ONNX coverage (ops1): names of the element types graft does not take, for messages. */
+/* ONNX coverage: names of the element types graft does not take, for messages. */
 const char *onnx_elem_unsupported_name(int32_t elem) {
     switch (elem) {
     case 8: return "string: string tensors are not supported";

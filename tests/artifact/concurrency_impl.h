@@ -16,7 +16,7 @@
 #include "base/compare.h"
 #include "byoc/byoc.h"
 #include "deploy/graft_model.h"
-#include "ir/parser.h"
+#include "ir/text/parser.h"
 
 #define NTHREADS 4
 #define NINPUTS 3     /* distinct inputs per thread */

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 
 #include "graft/graft_artifact.pb-c.h"
-#include "ir/parser.h"
-#include "runtime/executor.h"
+#include "ir/text/parser.h"
+#include "runtime/exec/executor.h"
 #include "deploy/graft_model.h"
 #include "tests/compare_util.h"
 
@@ -146,8 +146,8 @@ Test(artifact, missing_file_is_an_error) {
 }
 
 #include "byoc/byoc.h"
-#include "runtime/plan.h"
-#include "codegen/llvm/llvm_host.h"
+#include "runtime/exec/plan.h"
+#include "backends/llvm/llvm_host.h"
 
 /* BYOC regions (json backend) become R.call_dps_packed into external_mods: the planned executor
  * runs them, and the artifact carries the module blob and its constants. */
@@ -299,7 +299,7 @@ Test(artifact, dnnl_regions_load_on_onednn) {
 /* ---- PP-OCR through the compiled host path ---- */
 
 #include "frontend/onnx/onnx_import.h"
-#include "ir/transform.h"
+#include "ir/transform/transform.h"
 
 
 /* import (+ the default pipeline when opt, as graft build) -> artifact -> load -> run, against

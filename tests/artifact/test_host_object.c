@@ -10,10 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "codegen/llvm/elf_check.h"
+#include "backends/llvm/elf_check.h"
 #include "deploy/graft_model.h"
 #include "graft/graft_artifact.pb-c.h"
-#include "ir/parser.h"
+#include "ir/text/parser.h"
 
 static const char *k_mod =
     "@I.ir_module\n"

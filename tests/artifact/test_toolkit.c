@@ -10,7 +10,7 @@
 
 #include "deploy/toolkit.h"
 #include "frontend/onnx/onnx_import.h"
-#include "ir/parser.h"
+#include "ir/text/parser.h"
 
 #define MODEL "tests/golden/inspect/conv_host_conv.relax"
 #define ONNX_ADD "/usr/share/libonnx-testdata/data/node/test_add/model.onnx"

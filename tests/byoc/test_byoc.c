@@ -14,15 +14,15 @@
 #include <sys/stat.h>
 
 #include "byoc/byoc.h"
-#include "codegen/json/json_codegen.h"
+#include "backends/json/json_codegen.h"
 #include "frontend/onnx/onnx_import.h"
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/transform.h"
+#include "ir/text/parser.h"
+#include "ir/text/printer.h"
+#include "ir/transform/transform.h"
 #include "ir/wellformed.h"
 #include "patterns/pattern_text.h"
-#include "runtime/executor.h"
-#include "runtime/json_runtime.h"
+#include "runtime/exec/executor.h"
+#include "runtime/json/json_runtime.h"
 #include "tests/compare_util.h"
 
 #define GOLDEN "tests/golden/byoc/"

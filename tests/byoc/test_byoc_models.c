@@ -11,9 +11,9 @@
 
 #include "byoc/byoc.h"
 #include "frontend/onnx/onnx_import.h"
-#include "ir/transform.h"
+#include "ir/transform/transform.h"
 #include "ir/wellformed.h"
-#include "runtime/executor.h"
+#include "runtime/exec/executor.h"
 #include "tests/compare_util.h"
 
 static bool model_path(const char *key, char *out, size_t n) {

@@ -1,4 +1,4 @@
-/* byoc/inspect.h: the layer index of a partition and layer-by-layer diffs. A perturbation of
+/* inspect/inspect.h: the layer index of a partition and layer-by-layer diffs. A perturbation of
  * one layer's output (the hook insp_diff_opts.perturb: it changes what that op computed, in
  * place, and the run goes on with it) must be reported at exactly that layer, first, for an op
  * inside a dnnl region, an op inside a json region and a host op; layers folded into a
@@ -7,8 +7,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "byoc/inspect.h"
-#include "ir/parser.h"
+#include "inspect/inspect.h"
+#include "ir/text/parser.h"
 
 #define MODEL "tests/golden/inspect/conv_host_conv.relax"
 

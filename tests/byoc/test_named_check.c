@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "byoc/byoc.h"
-#include "ir/parser.h"
+#include "ir/text/parser.h"
 #include "patterns/pattern_text.h"
 
 #define NC_PATTERNS(check)                                                                                           \

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "byoc/byoc.h"
-#include "ir/parser.h"
+#include "ir/text/parser.h"
 
 #define T44 "R.Tensor((1, 4, 4, 4), dtype=\"float32\")"
 #define NM_TEXT(div)                                                                                                  \

@@ -21,8 +21,8 @@
 
 #include "byoc/byoc.h"
 #include "ir/equal.h"
-#include "ir/parser.h"
-#include "ir/printer.h"
+#include "ir/text/parser.h"
+#include "ir/text/printer.h"
 #include "ir/wellformed.h"
 #include "patterns/pattern_text.h"
 

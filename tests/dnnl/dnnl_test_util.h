@@ -1,4 +1,4 @@
-/* Helpers for the oneDNN engine tests: small JSON graphs (the codegen/json format) built by
+/* Helpers for the oneDNN engine tests: small JSON graphs (the backends/json format) built by
  * hand, run once with the reference engine and once with the oneDNN engine, compared.
  *
  * Tolerance: |dnnl - ref| <= DT_ATOL + DT_RTOL * |ref|, fp32. oneDNN sums convolutions and
@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "base/tensor.h"
-#include "runtime/dnnl.h"
-#include "runtime/json_runtime.h"
+#include "backends/dnnl/dnnl.h"
+#include "runtime/json/json_runtime.h"
 #include "runtime/module.h"
 #include "tests/compare_util.h"
 
@@ -169,7 +169,7 @@ static inline int dt_op(dt_graph *g, const char *op, const char *attrs, int nin,
 }
 
 /* Marks nodes[0..n) as one fused composite `name` built from node `anchor`, as the dnnl codegen
- * annotates them (runtime/dnnl.h "Composites"); posts: the "post" array as JSON text. */
+ * annotates them (backends/dnnl/dnnl.h "Composites"); posts: the "post" array as JSON text. */
 static inline void dt_composite(dt_graph *g, const char *name, int anchor, int n, const int *nodes, const char *posts) {
     json_error_t err;
     json_t *ann = json_object(), *ns = json_array(), *p = json_loads(posts, 0, &err);

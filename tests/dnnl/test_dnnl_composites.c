@@ -13,12 +13,12 @@
 
 #include "base/tensor.h"
 #include "byoc/byoc.h"
-#include "codegen/dnnl/dnnl_codegen.h"
-#include "codegen/dnnl/dnnl_impl.h"
-#include "ir/parser.h"
-#include "ir/transform.h"
-#include "runtime/dnnl.h"
-#include "runtime/executor.h"
+#include "backends/dnnl/dnnl_codegen.h"
+#include "backends/dnnl/dnnl_pattern_impl.h"
+#include "ir/text/parser.h"
+#include "ir/transform/transform.h"
+#include "backends/dnnl/dnnl.h"
+#include "runtime/exec/executor.h"
 #include "tests/compare_util.h"
 
 #define CT_RTOL 1e-4

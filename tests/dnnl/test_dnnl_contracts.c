@@ -1,4 +1,4 @@
-/* Operand contracts (rt_json_graph_check, runtime/json_contract.c): a JSON graph whose node's
+/* Operand contracts (rt_json_graph_check, runtime/json/json_contract.c): a JSON graph whose node's
  * operands disagree with each other (a matmul's K, a convolution's channels or groups, a
  * binary op's broadcast, a concat's other axes, a reshape's element count, a pooling window
  * larger than its input) is refused when an engine prepares it, on the reference engine and on
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/dnnl.h"
-#include "runtime/json_runtime.h"
+#include "backends/dnnl/dnnl.h"
+#include "runtime/json/json_runtime.h"
 
 static const rt_json_engine *const ENGINES[] = {&rt_json_reference_engine, &rt_dnnl_engine};
 

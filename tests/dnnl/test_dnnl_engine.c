@@ -659,7 +659,7 @@ Test(dnnl_engine, channel_shuffle_unit) {
     dt_free(&g);
 }
 
-/* The oneDNN team is pinned one thread per CPU (runtime/dnnl_threads.c): after a region ran,
+/* The oneDNN team is pinned one thread per CPU (backends/dnnl/dnnl_threads.c): after a region ran,
  * the calling thread has its own CPU mask back, and with two or more CPUs some worker of the
  * team is pinned to a single CPU. */
 static int single_cpu_threads(void) {
@@ -737,7 +737,7 @@ Test(dnnl_engine, transpose_weights_option) {
     cr_expect_eq(n_on, n_off, "a narrowing product is not transposed");
 }
 
-/* Constant ownership (runtime/json_runtime.h): a graph owned by a module is prepared once, and
+/* Constant ownership (runtime/json/json_runtime.h): a graph owned by a module is prepared once, and
  * the engine lets go of every constant it made its own copy of (the convolution's reordered
  * weights) while it keeps a reference to each constant its primitives read in place. Here the
  * test holds the only other reference: a released constant is back to one reference, a held

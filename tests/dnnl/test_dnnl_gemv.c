@@ -1,4 +1,4 @@
-/* The oneDNN engine's own product for one row (runtime/dnnl_gemv.c): matmuls with constant
+/* The oneDNN engine's own product for one row (backends/dnnl/dnnl_gemv.c): matmuls with constant
  * weights, K x N (read in place) or N x K read transposed ("dense": the engine's K x N copy),
  * and one row (all batch elements' rows), against the reference host kernels, over a table
  * of shapes: a classifier head (1280 x 1000), K and N not multiples of 8 or 16 (masked

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "byoc/byoc.h"
-#include "ir/parser.h"
-#include "runtime/dnnl.h"
-#include "runtime/executor.h"
+#include "ir/text/parser.h"
+#include "backends/dnnl/dnnl.h"
+#include "runtime/exec/executor.h"
 #include "tests/compare_util.h"
 #include "deploy/graft_model.h"
 

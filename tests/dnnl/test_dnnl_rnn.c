@@ -1,5 +1,5 @@
-/* Recurrent layers on oneDNN (runtime/dnnl_rnn.c) against the reference kernels
- * (runtime/kernels_rnn.c): LSTM (peepholes, initial states, every direction), GRU with and
+/* Recurrent layers on oneDNN (backends/dnnl/dnnl_rnn.c) against the reference kernels
+ * (runtime/kernels/kernels_rnn.c): LSTM (peepholes, initial states, every direction), GRU with and
  * without linear_before_reset, vanilla RNN; every output (Y, Y_h, Y_c) compared with
  * dnnl_test_util.h's tolerance (1e-4 absolute + 1e-4 relative: T <= 9 steps of H <= 24 sums).
  * Then the two exported models of scripts/fetch_rnn_models.sh (an LSTM tagger and a GRU
@@ -14,8 +14,8 @@
 
 #include "byoc/byoc.h"
 #include "frontend/onnx/onnx_import.h"
-#include "ir/transform.h"
-#include "runtime/executor.h"
+#include "ir/transform/transform.h"
+#include "runtime/exec/executor.h"
 #include "runtime/npy.h"
 #include "tests/dnnl/dnnl_test_util.h"
 

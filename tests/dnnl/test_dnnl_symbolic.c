@@ -22,12 +22,12 @@
 #include "deploy/graft_model.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/op.h"
-#include "ir/parser.h"
-#include "ir/transform.h"
-#include "runtime/dnnl.h"
-#include "runtime/executor.h"
+#include "ir/text/parser.h"
+#include "ir/transform/transform.h"
+#include "backends/dnnl/dnnl.h"
+#include "runtime/exec/executor.h"
 #include "runtime/npy.h"
-#include "runtime/plan.h"
+#include "runtime/exec/plan.h"
 #include "tests/compare_util.h"
 
 #define SYM_ATOL_OF_MAX 1e-4

@@ -1,5 +1,5 @@
-/* 3-D convolutions and pools on oneDNN (runtime/dnnl_vol.c) against the reference kernels
- * (runtime/kernels_conv3d.c), with dnnl_test_util.h's tolerance (1e-4 absolute + 1e-4
+/* 3-D convolutions and pools on oneDNN (backends/dnnl/dnnl_vol.c) against the reference kernels
+ * (runtime/kernels/kernels_conv3d.c), with dnnl_test_util.h's tolerance (1e-4 absolute + 1e-4
  * relative: <= 3 * 27 * 8 products per output of values ~0.5); a following bias add and relu
  * must fold into the primitive as post-ops. DepthToSpace (reshape -> permute_dims -> reshape)
  * must land in dnnl whole, as one reorder. */

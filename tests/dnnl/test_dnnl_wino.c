@@ -1,4 +1,4 @@
-/* The oneDNN engine's own Winograd convolution (runtime/dnnl_wino.c), used for 3x3 stride-1
+/* The oneDNN engine's own Winograd convolution (backends/dnnl/dnnl_wino.c), used for 3x3 stride-1
  * convolutions where oneDNN has no Winograd (below avx512_core), against the reference host
  * kernels, over a table of shapes: sizes that are not multiples of the tile, channels that are
  * not multiples of 8, asymmetric padding, batch 2, several passes (tile ranges that split an

@@ -21,9 +21,9 @@
 #include "deploy/graft_model.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/op.h"
-#include "ir/transform.h"
-#include "runtime/dnnl.h"
-#include "runtime/executor.h"
+#include "ir/transform/transform.h"
+#include "backends/dnnl/dnnl.h"
+#include "runtime/exec/executor.h"
 #include "runtime/npy.h"
 #include "tests/compare_util.h"
 

@@ -2,7 +2,7 @@
  * matches the dtype and static shape each model declares for its outputs. */
 #include <criterion/criterion.h>
 
-#include "ir/printer.h"
+#include "ir/text/printer.h"
 #include "tests/frontend/onnx_test_util.h"
 
 /* Which inputs of test_data_set_0 become constants: shape-like inputs (Reshape's shape,

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/tensor.h"
-#include "runtime/executor.h"
+#include "runtime/exec/executor.h"
 #include "tests/frontend/onnx_test_util.h"
 
 #define I64 ONNX__TENSOR_PROTO__DATA_TYPE__INT64

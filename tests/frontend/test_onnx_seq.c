@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "frontend/onnx/onnx_import.h"
-#include "runtime/executor.h"
+#include "runtime/exec/executor.h"
 
 #define NODE "/usr/share/libonnx-testdata/data/node/"
 

@@ -6,7 +6,7 @@
 
 #include "base/compare.h"
 #include "frontend/onnx/onnx_import.h"
-#include "runtime/executor.h"
+#include "runtime/exec/executor.h"
 
 #define ADAM "/usr/share/libonnx-testdata/data/node/test_adam/"
 

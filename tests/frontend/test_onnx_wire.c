@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ir/printer.h"
+#include "ir/text/printer.h"
 #include "tests/frontend/onnx_test_util.h"
 #include "tests/models_env.h"
 

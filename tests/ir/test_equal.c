@@ -7,7 +7,7 @@
 #include "ir/builder.h"
 #include "ir/equal.h"
 #include "ir/op.h"
-#include "tests/ir/h3_util.h"
+#include "tests/ir/ir_build_util.h"
 
 static ir_ctx_t *ctx;
 static gr_diag diag;

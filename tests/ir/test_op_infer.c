@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "ir/op.h"
-#include "ir/parser.h"
+#include "ir/text/parser.h"
 
 static ir_ctx_t *ctx;
 static gr_diag diag;
@@ -983,7 +983,7 @@ Test(op_infer, nhwc_layouts) {
     ir_ctx_free(c);
 }
 
-/* ---- ONNX coverage (ops2): recurrent, volumetric, vision, spectral ---- */
+/* ---- ONNX coverage: recurrent, volumetric, vision, spectral ---- */
 
 Test(op_infer, recurrent_layers) {
     /* lstm: (Y (T, D, N, H), Y_h, Y_c); layout 1 puts the batch first */

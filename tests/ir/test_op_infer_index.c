@@ -1,4 +1,4 @@
-/* Struct info inference of the ops added for ONNX coverage (ir/op_infer_index.c): integer
+/* Struct info inference of the ops added for ONNX coverage (ir/ops/op_infer_index.c): integer
  * binary ops, topk, nonzero, unique, nn.nll_loss, linalg.det. */
 #include <criterion/criterion.h>
 #include <stdarg.h>

@@ -10,8 +10,8 @@
 #include "ir/builder.h"
 #include "ir/equal.h"
 #include "ir/op.h"
-#include "ir/parser.h"
-#include "ir/printer.h"
+#include "ir/text/parser.h"
+#include "ir/text/printer.h"
 
 static char *read_text(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");

@@ -5,7 +5,7 @@
 #include "ir/builder.h"
 #include "ir/op.h"
 #include "ir/visit.h"
-#include "tests/ir/h3_util.h"
+#include "tests/ir/ir_build_util.h"
 
 static ir_ctx_t *ctx;
 static gr_diag diag;

@@ -10,11 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "codegen/llvm/llvm_host.h"
+#include "backends/llvm/llvm_host.h"
 #include "deploy/graft_model.h"
-#include "ir/parser.h"
-#include "runtime/executor.h"
-#include "runtime/plan.h"
+#include "ir/text/parser.h"
+#include "runtime/exec/executor.h"
+#include "runtime/exec/plan.h"
 #include "tests/compare_util.h"
 
 static uint32_t rng(uint32_t *s) {

@@ -4,10 +4,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "codegen/llvm/llvm_host.h"
-#include "ir/parser.h"
-#include "runtime/executor.h"
-#include "runtime/plan.h"
+#include "backends/llvm/llvm_host.h"
+#include "ir/text/parser.h"
+#include "runtime/exec/executor.h"
+#include "runtime/exec/plan.h"
 #include "tests/compare_util.h"
 
 static const char *k_mod =

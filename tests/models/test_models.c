@@ -11,7 +11,7 @@
 
 #include "frontend/onnx/onnx_import.h"
 #include "ir/visit.h"
-#include "runtime/executor.h"
+#include "runtime/exec/executor.h"
 #include "runtime/npy.h"
 #include "tests/compare_util.h"
 

@@ -31,9 +31,9 @@
 #include "base/compare.h"
 #include "byoc/byoc.h"
 #include "frontend/onnx/onnx_import.h"
-#include "ir/transform.h"
+#include "ir/transform/transform.h"
 #include "onnx/onnx.pb-c.h"
-#include "runtime/executor.h"
+#include "runtime/exec/executor.h"
 #include "runtime/npy.h"
 
 #define QDQ_DIR "build/third_party/qdq"

@@ -7,8 +7,8 @@
 
 #include "ir/builder.h"
 #include "ir/op.h"
-#include "ir/parser.h"
-#include "ir/printer.h"
+#include "ir/text/parser.h"
+#include "ir/text/printer.h"
 #include "ir/wellformed.h"
 #include "patterns/match.h"
 #include "patterns/rewrite.h"

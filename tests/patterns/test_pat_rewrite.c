@@ -4,7 +4,7 @@
 #include "pat_test_util.h"
 
 #include "base/tensor.h"
-#include "ir/op_impl.h"
+#include "ir/ops/op_impl.h"
 
 static ir_expr *mk_call(ir_ctx_t *ctx, const char *op, uint32_t nargs, ir_expr *const *args,
                         uint32_t nattrs, const char *const *keys, const ir_attr *vals) {

@@ -13,7 +13,7 @@
 #include "ir/attrs.h"
 #include "ir/op.h"
 #include "ir/span.h"
-#include "runtime/kernels.h"
+#include "runtime/kernels/kernels.h"
 #include "runtime/value.h"
 #include "tests/compare_util.h"
 

@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "tests/runtime/h5_util.h"
+#include "tests/runtime/exec_test_util.h"
 
 static ir_ctx_t *ctx;
 static ir_module *mod;

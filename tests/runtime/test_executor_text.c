@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir/parser.h"
-#include "tests/runtime/h5_util.h"
+#include "ir/text/parser.h"
+#include "tests/runtime/exec_test_util.h"
 
 static ir_ctx_t *ctx;
 static ir_module *mod;

@@ -1,7 +1,7 @@
 /* Reference kernels: registry coverage, elementwise/broadcast ops, activations, where, astype,
  * softmax and normalizations. Float tolerances: rtol 1e-5 / atol 1e-6 unless stated. */
 #include "kernels_test_util.h"
-#include "runtime/kernels_impl.h"
+#include "runtime/kernels/kernels_impl.h"
 
 TestSuite(kernels, .init = kt_setup, .fini = kt_teardown);
 

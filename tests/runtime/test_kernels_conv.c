@@ -3,7 +3,7 @@
 #include <time.h>
 
 #include "kernels_test_util.h"
-#include "runtime/kernels_impl.h"
+#include "runtime/kernels/kernels_impl.h"
 
 TestSuite(kernels_conv, .init = kt_setup, .fini = kt_teardown);
 

@@ -1,4 +1,4 @@
-/* Reference kernels added for ONNX coverage (runtime/kernels_index.c): unique (sorted, in
+/* Reference kernels added for ONNX coverage (runtime/kernels/kernels_index.c): unique (sorted, in
  * order of first occurrence, along an axis) and linalg.det (pivoting, singular, batched),
  * against hand-computed results (the ONNX Unique examples). */
 #include "kernels_test_util.h"

@@ -1,14 +1,14 @@
-/* FoldConstant evaluates through the pass context's evaluator (ir/transform.h), which the
- * runtime installs (runtime/const_eval.h): the IR never includes the runtime. Without an
+/* FoldConstant evaluates through the pass context's evaluator (ir/transform/transform.h), which the
+ * runtime installs (runtime/kernels/const_eval.h): the IR never includes the runtime. Without an
  * evaluator no call folds (the `if` on a constant still inlines); with the runtime's, the same
  * module folds to the kernel's values; a caller's own evaluator sees every foldable call. */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/transform.h"
-#include "runtime/const_eval.h"
+#include "ir/text/parser.h"
+#include "ir/text/printer.h"
+#include "ir/transform/transform.h"
+#include "runtime/kernels/const_eval.h"
 
 static const char *k_text =
     "@I.ir_module\n"

@@ -4,9 +4,9 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/transform.h"
+#include "ir/text/parser.h"
+#include "ir/text/printer.h"
+#include "ir/transform/transform.h"
 
 Test(fold_shape_args, full_and_reshape_fold) {
     static const char *text =

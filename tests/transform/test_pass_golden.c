@@ -10,10 +10,10 @@
 
 #include "base/tensor.h"
 #include "ir/equal.h"
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/transform.h"
-#include "runtime/executor.h"
+#include "ir/text/parser.h"
+#include "ir/text/printer.h"
+#include "ir/transform/transform.h"
+#include "runtime/exec/executor.h"
 #include "runtime/value.h"
 
 #define GOLDEN_DIR "tests/golden/passes/"

@@ -5,8 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ir/si_builder.h"
-#include "ir/transform.h"
+#include "ir/transform/si_builder.h"
+#include "ir/transform/transform.h"
 
 static ir_ctx_t *ctx;
 static gr_diag diag;

@@ -9,8 +9,8 @@
 
 #include "base/tensor.h"
 #include "frontend/onnx/onnx_import.h"
-#include "ir/transform.h"
-#include "runtime/executor.h"
+#include "ir/transform/transform.h"
+#include "runtime/exec/executor.h"
 
 #define NODE_DIR "/usr/share/libonnx-testdata/data/node"
 

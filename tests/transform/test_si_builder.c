@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "base/tensor.h"
-#include "ir/si_builder.h"
-#include "ir/transform.h"
+#include "ir/transform/si_builder.h"
+#include "ir/transform/transform.h"
 
 static ir_ctx_t *ctx;
 static void setup(void) { ctx = ir_ctx_new(); }

@@ -7,9 +7,9 @@
 
 #include "byoc/byoc.h"
 #include "ir/equal.h"
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/transform.h"
+#include "ir/text/parser.h"
+#include "ir/text/printer.h"
+#include "ir/transform/transform.h"
 
 #define CASE "tests/golden/tir_call_before_def.relax"
 

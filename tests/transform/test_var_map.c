@@ -3,9 +3,9 @@
 #include <string.h>
 
 #include "ir/equal.h"
-#include "ir/parser.h"
-#include "ir/printer.h"
-#include "ir/transform.h"
+#include "ir/text/parser.h"
+#include "ir/text/printer.h"
+#include "ir/transform/transform.h"
 #include "ir/var_map.h"
 
 static ir_ctx_t *ctx;

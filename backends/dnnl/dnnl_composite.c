@@ -1,0 +1,251 @@
+/* Fused composites of the oneDNN engine (see dnnl.h): their names, and the primitive with its
+ * post-ops built from a composite's name and the codegen's annotation. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/dnnl/dnnl_impl.h"
+
+/* ------------------------------------------------------------------- names ---- */
+
+static const struct {
+    const char *name;
+    ir_op_id op;
+} ANCHORS[RT_DNNL_NANCHORS] = {
+    [RT_DNNL_CONV1D] = {"conv1d", IR_OP_CONV1D},
+    [RT_DNNL_CONV2D] = {"conv2d", IR_OP_CONV2D},
+    [RT_DNNL_CONV2D_TRANSPOSE] = {"conv2d_transpose", IR_OP_CONV2D_TRANSPOSE},
+    [RT_DNNL_MATMUL] = {"matmul", IR_OP_MATMUL},
+    [RT_DNNL_DENSE] = {"dense", IR_OP_MATMUL},
+};
+
+/* name, eltwise post-ops taken, oneDNN algorithm and default alpha / beta (eltwise posts) */
+static const struct {
+    const char *name;
+    int nelt;
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+} POSTS[RT_DNNL_NPOSTS] = {
+    [RT_DNNL_BIAS] = {"bias", 0, dnnl_binary_add, 0.f, 0.f},
+    [RT_DNNL_AFFINE] = {"affine", 0, dnnl_binary_mul, 0.f, 0.f},
+    [RT_DNNL_RELU] = {"relu", 1, dnnl_eltwise_relu, 0.f, 0.f},
+    [RT_DNNL_LEAKY_RELU] = {"leaky_relu", 1, dnnl_eltwise_relu, 0.01f, 0.f},
+    [RT_DNNL_RELU6] = {"relu6", 1, dnnl_eltwise_clip_v2, 0.f, 6.f},
+    [RT_DNNL_CLIP] = {"clip", 1, dnnl_eltwise_clip_v2, 0.f, 0.f},
+    [RT_DNNL_HARDSIGMOID] = {"hardsigmoid", 2, dnnl_eltwise_linear, 0.2f, 0.5f},
+    [RT_DNNL_HARDSWISH] = {"hardswish", 1, dnnl_eltwise_hardswish, 0.f, 0.f},
+    [RT_DNNL_SIGMOID] = {"sigmoid", 1, dnnl_eltwise_logistic, 0.f, 0.f},
+    [RT_DNNL_SWISH] = {"swish", 1, dnnl_eltwise_swish, 1.f, 0.f},
+    [RT_DNNL_GELU] = {"gelu", 1, dnnl_eltwise_gelu_erf, 0.f, 0.f},
+    [RT_DNNL_GELU_TANH] = {"gelu_tanh", 1, dnnl_eltwise_gelu_tanh, 0.f, 0.f},
+    [RT_DNNL_TANH] = {"tanh", 1, dnnl_eltwise_tanh, 0.f, 0.f},
+    [RT_DNNL_ELU] = {"elu", 1, dnnl_eltwise_elu, 1.f, 0.f},
+    [RT_DNNL_ADD] = {"add", 0, dnnl_binary_add, 0.f, 0.f},
+    [RT_DNNL_MUL] = {"mul", 0, dnnl_binary_mul, 0.f, 0.f},
+};
+
+const char *rt_dnnl_anchor_name(rt_dnnl_anchor a) { return a < RT_DNNL_NANCHORS ? ANCHORS[a].name : "?"; }
+ir_op_id rt_dnnl_anchor_op(rt_dnnl_anchor a) { return a < RT_DNNL_NANCHORS ? ANCHORS[a].op : IR_OP_NONE; }
+const char *rt_dnnl_post_name(rt_dnnl_post p) { return p < RT_DNNL_NPOSTS ? POSTS[p].name : "?"; }
+int rt_dnnl_post_eltwise(rt_dnnl_post p) { return p < RT_DNNL_NPOSTS ? POSTS[p].nelt : 0; }
+
+/* Length of the longest name of `names` (stride `stride` bytes apart) that s starts with as a
+ * whole word (followed by '_' or the end); *which gets its index. */
+static size_t word_at(const char *s, const char *const *first, size_t stride, int count, int *which) {
+    size_t best = 0;
+    for (int i = 0; i < count; i++) {
+        const char *nm = *(const char *const *)((const char *)first + stride * (size_t)i);
+        size_t l = strlen(nm);
+        if (l > best && !strncmp(s, nm, l) && (s[l] == '_' || s[l] == 0)) {
+            best = l;
+            *which = i;
+        }
+    }
+    return best;
+}
+
+bool rt_dnnl_composite_parse(const char *name, rt_dnnl_composite *out) {
+    memset(out, 0, sizeof(*out));
+    if (!name || strncmp(name, "dnnl.", 5)) return false;
+    const char *s = name + 5;
+    int a = -1;
+    size_t l = word_at(s, &ANCHORS[0].name, sizeof(ANCHORS[0]), RT_DNNL_NANCHORS, &a);
+    if (!l) return false;
+    out->anchor = (rt_dnnl_anchor)a;
+    s += l;
+    while (*s == '_') {
+        s++;
+        int p = -1;
+        l = word_at(s, &POSTS[0].name, sizeof(POSTS[0]), RT_DNNL_NPOSTS, &p);
+        if (!l || out->npost == RT_DNNL_MAX_POST) return false;
+        out->post[out->npost++] = (rt_dnnl_post)p;
+        s += l;
+    }
+    /* a bare anchor ("dnnl.conv2d") is the single-op pattern */
+    return *s == 0 && (out->npost > 0 || out->anchor == RT_DNNL_DENSE);
+}
+
+char *rt_dnnl_composite_name(const rt_dnnl_composite *c, char *buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "dnnl.%s", rt_dnnl_anchor_name(c->anchor));
+    for (int i = 0; i < c->npost && k < n; i++) k += (size_t)snprintf(buf + k, n - k, "_%s", rt_dnnl_post_name(c->post[i]));
+    return buf;
+}
+
+/* ------------------------------------------------------------------ engine ---- */
+
+json_t *dn_composite_annotation(const rt_json_node *n) { return json_object_get(n->attrs, "dnnl"); }
+
+/* [nid, index] -> entry id, -1 when malformed */
+static int ann_entry(dn_state *S, json_t *e) {
+    json_t *a = json_array_get(e, 0), *b = json_array_get(e, 1);
+    if (!json_is_integer(a) || !json_is_integer(b)) return -1;
+    json_int_t nid = json_integer_value(a), idx = json_integer_value(b);
+    if (nid < 0 || (uint32_t)nid >= rt_json_graph_num_nodes(S->g)) return -1;
+    if (idx < 0 || (uint32_t)idx >= rt_json_graph_node(S->g, (uint32_t)nid)->noutputs) return -1;
+    return (int)rt_json_graph_entry_id(S->g, (rt_json_entry){(uint32_t)nid, (uint32_t)idx});
+}
+
+static float ann_float(json_t *p, const char *key, float dflt) {
+    json_t *v = json_object_get(p, key);
+    return json_is_number(v) ? (float)json_number_value(v) : dflt;
+}
+
+gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step *st, int *out) {
+    int used;
+    return dn_elem_prim(S, n, st, v, NULL, 0, 0, false, out, &used);
+}
+
+/* An affine step's binary op, named in the annotation without "relax." ("add"). */
+static dnnl_alg_kind_t affine_alg(const char *op) {
+    ir_op_id id = ir_op_id_find(op);
+    bool ok = id == IR_OP_ADD || id == IR_OP_SUBTRACT || id == IR_OP_MULTIPLY || id == IR_OP_DIVIDE;
+    return ok ? dn_binary_alg(id, NULL) : dnnl_alg_kind_undef;
+}
+
+static gr_status bad(dn_state *S, const rt_json_node *n, const char *what) {
+    return dn_fail(S, n, dnnl_success, what);
+}
+
+/* The post-op steps of the annotation. */
+static gr_status steps_of(dn_state *S, const rt_json_node *n, const rt_dnnl_composite *c, json_t *posts, dn_step *steps,
+                          int *k) {
+    *k = 0;
+    for (int i = 0; i < c->npost; i++) {
+        json_t *p = json_array_get(posts, (size_t)i);
+        int out = ann_entry(S, json_object_get(p, "out"));
+        if (out < 0) return bad(S, n, "composite annotation: post-op without an output");
+        rt_dnnl_post t = c->post[i];
+        dn_step st = {0};
+        st.out = out;
+        st.alg = POSTS[t].alg;
+        if (t == RT_DNNL_BIAS || t == RT_DNNL_ADD || t == RT_DNNL_MUL) {
+            st.kind = STEP_BINARY;
+            st.src1 = ann_entry(S, json_object_get(p, "src"));
+            if (st.src1 < 0 || S->ent_val[st.src1] < 0) return bad(S, n, "composite annotation: post-op operand has no value");
+        } else if (t == RT_DNNL_AFFINE) {
+            json_t *sub = json_object_get(p, "steps");
+            size_t ns = json_array_size(sub);
+            if (!ns || *k + (int)ns > DN_MAX_STEPS) return bad(S, n, "composite annotation: bad affine steps");
+            for (size_t j = 0; j < ns; j++) {
+                json_t *q = json_array_get(sub, j);
+                const char *op = json_string_value(json_object_get(q, "op"));
+                dn_step a = {0};
+                a.out = ann_entry(S, json_object_get(q, "out"));
+                if (op && !strcmp(op, "linear")) {
+                    a.kind = STEP_ELTWISE;
+                    a.alg = dnnl_eltwise_linear;
+                    a.alpha = ann_float(q, "alpha", 1.f);
+                    a.beta = ann_float(q, "beta", 0.f);
+                } else {
+                    a.kind = STEP_BINARY;
+                    a.alg = affine_alg(op ? op : "");
+                    a.src1 = ann_entry(S, json_object_get(q, "src"));
+                    if (a.alg == dnnl_alg_kind_undef || a.src1 < 0 || S->ent_val[a.src1] < 0)
+                        return bad(S, n, "composite annotation: bad affine step");
+                }
+                if (a.out < 0) return bad(S, n, "composite annotation: affine step without an output");
+                steps[(*k)++] = a;
+            }
+            continue;
+        } else {
+            st.kind = STEP_ELTWISE;
+            st.alpha = ann_float(p, "alpha", POSTS[t].alpha);
+            st.beta = ann_float(p, "beta", POSTS[t].beta);
+            if (t == RT_DNNL_HARDSIGMOID) {
+                /* linear (a * x + b) into "mid", then clip to [0, 1] */
+                int mid = ann_entry(S, json_object_get(p, "mid"));
+                if (mid < 0 || *k + 2 > DN_MAX_STEPS) return bad(S, n, "composite annotation: hardsigmoid without its linear part");
+                st.out = mid;
+                steps[(*k)++] = st;
+                st.alg = dnnl_eltwise_clip_v2;
+                st.alpha = 0.f;
+                st.beta = 1.f;
+                st.out = out;
+            }
+        }
+        if (*k >= DN_MAX_STEPS) return bad(S, n, "composite annotation: too many post-ops");
+        steps[(*k)++] = st;
+    }
+    /* a linear after a linear (an affine's scale and shift) is one post-op */
+    int m = 0;
+    for (int i = 0; i < *k; i++) {
+        dn_step *p = m ? &steps[m - 1] : NULL, *q = &steps[i];
+        if (p && p->kind == STEP_ELTWISE && q->kind == STEP_ELTWISE && p->alg == dnnl_eltwise_linear &&
+            q->alg == dnnl_eltwise_linear) {
+            p->beta = q->alpha * p->beta + q->beta;
+            p->alpha *= q->alpha;
+            p->out = q->out;
+            continue;
+        }
+        steps[m++] = *q;
+    }
+    *k = m;
+    return GR_OK;
+}
+
+gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
+    const char *name = json_string_value(json_object_get(ann, "composite"));
+    rt_dnnl_composite c;
+    if (!rt_dnnl_composite_parse(name, &c)) return bad(S, first, "composite annotation: unknown composite name");
+    json_t *posts = json_object_get(ann, "post"), *nodes = json_object_get(ann, "nodes");
+    json_t *an = json_object_get(ann, "anchor");
+    if (json_array_size(posts) != (size_t)c.npost || !json_is_integer(an) || json_integer_value(an) < 0 ||
+        (uint32_t)json_integer_value(an) >= rt_json_graph_num_nodes(S->g) || !json_array_size(nodes))
+        return bad(S, first, "composite annotation does not match its name");
+    const rt_json_node *anchor = rt_json_graph_node(S->g, (uint32_t)json_integer_value(an));
+    if (anchor->kind != RT_JSON_KERNEL || anchor->op != rt_dnnl_anchor_op(c.anchor))
+        return bad(S, first, "composite annotation: the anchor is not the composite's primitive");
+    dn_step steps[DN_MAX_STEPS];
+    int k = 0;
+    gr_status st = steps_of(S, first, &c, posts, steps, &k);
+    if (st) return st;
+    dn_comp comp = {steps, k, -1};
+    if (c.anchor == RT_DNNL_DENSE) {
+        comp.b = ann_entry(S, json_object_get(ann, "weight"));
+        if (comp.b < 0) return bad(S, first, "composite annotation: dense without its weights");
+    }
+    if ((st = dn_node(S, anchor, &comp))) return st;
+    /* post-ops oneDNN did not take in the primitive (it rejected them, or they would have
+     * pushed it onto its reference kernels) run as their own primitives, in order */
+    int last = -1;
+    for (int i = k - 1; i >= 0 && last < 0; i--)
+        if (S->ent_val[steps[i].out] >= 0) last = i;
+    int cur = last >= 0 ? steps[last].out : (int)rt_json_graph_entry_id(S->g, (rt_json_entry){(uint32_t)(anchor - S->node0), 0});
+    if (S->ent_val[cur] < 0) return bad(S, anchor, "composite produced no value");
+    for (int i = last + 1; i < k; i++) {
+        int v;
+        if ((st = dn_emit_step(S, anchor, S->ent_val[cur], &steps[i], &v))) return st;
+        S->ent_val[steps[i].out] = v;
+        cur = steps[i].out;
+    }
+    size_t i;
+    json_t *x;
+    json_array_foreach(nodes, i, x) {
+        json_int_t nid = json_integer_value(x);
+        if (nid < 0 || (uint32_t)nid >= rt_json_graph_num_nodes(S->g)) return bad(S, first, "composite annotation: bad node id");
+        if (!S->consumed[nid] && rt_json_graph_node(S->g, (uint32_t)nid) != anchor) S->stats.nfused_nodes++;
+        S->consumed[nid] = true;
+    }
+    S->stats.ncomposites++;
+    return GR_OK;
+}

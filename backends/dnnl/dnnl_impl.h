@@ -1,0 +1,317 @@
+/* Internal state of the oneDNN engine, shared by its files, each calling only those below it:
+ * dnnl_engine.c (the driver: plan, prepare, run) over dnnl_composite.c and the op table
+ * (dnnl_ops.c, handlers in dnnl_op_*.c, dnnl_rnn.c, dnnl_vol.c), which sit over dnnl_postops.c
+ * (post-op chains), dnnl_node.c (node queries) and dnnl_prim.c (values, primitives, reorders,
+ * constants). */
+#ifndef GRAFT_BACKENDS_DNNL_DNNL_IMPL_H
+#define GRAFT_BACKENDS_DNNL_DNNL_IMPL_H
+
+#include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+
+#include "ir/ctx.h"
+#include "backends/dnnl/dnnl.h"
+
+/* Value kinds: region input / output (bound per run), constant (the graph's constant data: a
+ * constant still read after prepare, by a primitive or a debug tap, is retained by the state,
+ * see dn_state.held; the others may be released by the graph, see rt_json_graph_release_const),
+ * owned (engine-owned, e.g. reordered weights), temporary (in the planned arena). */
+enum { V_IN, V_OUT, V_CONST, V_OWNED, V_TMP };
+
+typedef struct dn_val {
+    int kind;
+    int ext;                      /* input / head index for V_IN / V_OUT */
+    dnnl_memory_desc_t md;
+    void *ptr;                    /* V_CONST / V_OWNED data */
+    int alias;                    /* >= 0: shares the memory of that value (reshape) */
+    bool inplace;                 /* an alias a primitive writes over its base's data (a residual
+                                     accumulated in place): a value of its own for the debug taps */
+    int copy_of;                  /* value + 1 this one is a reordered copy of (cache) */
+    int first, last;              /* primitive indices of first and last use */
+    size_t off;                   /* arena offset (V_TMP roots) */
+} dn_val;
+
+typedef struct dn_arg {
+    int arg;                      /* DNNL_ARG_* */
+    int val;                      /* value id; -2: scratchpad */
+    dnnl_memory_desc_t md;        /* how the primitive sees it (may differ from the value's) */
+    dnnl_memory_t mem;
+    size_t need;                  /* C code (dn_emit_fn): the bytes it reads or writes from the
+                                     start of the value's memory (0: the whole md) */
+} dn_arg;
+
+/* A primitive of the engine's own C code (dnnl_wino.c): fn(ctx, ptrs) with ptrs[i] the data of
+ * args[i]; it runs on the calling thread and starts its own parallel regions. */
+#define DN_FN_MAX_ARGS 8
+typedef dnnl_status_t (*dn_fn)(void *ctx, void *const *ptrs);
+
+typedef struct dn_prim {
+    dnnl_primitive_t prim;        /* NULL: fn */
+    dn_fn fn;
+    void *ctx;                    /* fn's, freed with the state by ctx_free */
+    void (*ctx_free)(void *ctx);
+    int nargs;
+    dn_arg *args;
+    dnnl_exec_arg_t *exec;
+    const char *layer;
+    char impl[40];                /* oneDNN's implementation name ("jit:avx2", "ref:any", ...) */
+    const char *kind;             /* "convolution", "reorder", ... */
+    const char *ref_why;          /* an impl on ref: why no faster one was found (static text) */
+    GR_VEC(const rt_json_node *) nodes;   /* the kernel nodes it computes (node first) */
+    GR_VEC(const char *) layers;          /* their span sources, distinct (after build) */
+} dn_prim;
+
+typedef struct dn_ext {
+    dnnl_memory_t mem;
+    bool is_input;
+    int index;
+} dn_ext;
+
+typedef struct dn_entry {
+    const rt_json_node *node;
+    uint32_t index;
+} dn_entry;
+
+enum { STEP_ELTWISE, STEP_BINARY };
+
+/* One post-op: the nodes it folds and the entry it produces. */
+typedef struct dn_step {
+    int kind;
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+    int src1;                     /* binary: entry of the other operand */
+    int nnodes;
+    const rt_json_node *nodes[8];
+    int out;
+} dn_step;
+
+#define DN_MAX_STEPS 8
+
+/* The fused composite whose anchor a handler builds (dn_composite): its post-op steps and, for
+ * "dense", the entry of the weights read transposed (else -1). */
+typedef struct dn_comp {
+    const dn_step *steps;
+    int k;
+    int b;
+} dn_comp;
+
+/* dnnl_threads.c: the calling thread's team, pinned for the length of a region run (see there) */
+typedef struct rt_dnnl_pin {
+    bool on;
+    cpu_set_t saved; /* the caller's own mask, restored at the end */
+} rt_dnnl_pin;
+void rt_dnnl_pin_begin(rt_dnnl_pin *p);
+void rt_dnnl_pin_end(rt_dnnl_pin *p);
+/* Runs the calling thread's following primitives on itself alone (on) or on the team again. */
+void rt_dnnl_team_single(bool on);
+/* Runs fn(ctx, ithr, nthr) on every thread of oneDNN's OpenMP team (the calling thread alone
+ * when libgomp is not there). */
+void rt_dnnl_parallel(void (*fn)(void *ctx, int ithr, int nthr), void *ctx);
+
+typedef struct dn_state {
+    rt_json_graph *g;
+    rt_dnnl_opts opts;
+    const char *symbol;
+    gr_diag *diag;
+    dnnl_engine_t eng;
+    dnnl_stream_t stream;
+    dnnl_primitive_attr_t attr_plain;   /* user scratchpad, no post-ops */
+    pthread_mutex_t lock;
+    const rt_json_node *node0;
+    uint32_t building;            /* node the build loop is at (a composite's first): the nodes
+                                     before it are built */
+    uint32_t nent;
+    int *ent_val;                 /* entry -> value (-1: none yet / not float32) */
+    dn_entry *ent_node;
+    bool *is_head;
+    GR_VEC(const rt_json_node *) *cons;   /* entry -> distinct kernel consumers */
+    bool *consumed;               /* node folded into an earlier primitive */
+    uint32_t *row_ptr_of;         /* node -> first entry */
+    GR_VEC(dn_val) vals;
+    GR_VEC(dn_prim) prims;
+    GR_VEC(dn_ext) exts;
+    GR_VEC(void *) owned;
+    GR_VEC(rt_tensor *) held;     /* graph constants read after prepare (one reference each) */
+    struct dn_cst *csts;          /* while building: the graph's constants (dnnl_engine.c) */
+    size_t untrimmed;             /* bytes of constants released since the heap was last trimmed */
+    size_t scratch_bytes;
+    void *arena, *scratch;
+    rt_dnnl_stats stats;
+    int pending_sum;              /* entry the sum post-op of the attrs being built adds */
+    bool small;                   /* every tensor is small: run single-threaded */
+    bool ftz;                     /* flush denormals while running (dnnl.denormals=1: keep) */
+    bool sum_ok;                  /* the caller handles pending_sum (finish) */
+    int pending_out;              /* entry a folded bias add produced (see take_bias) */
+    GR_VEC(const rt_json_node *) pend;    /* nodes folded into the next primitive emitted */
+    const char *ref_why;          /* why the next primitive may stay on ref (see dn_emit) */
+    struct dn_tap_plan *tap;      /* dnnl_debug.c: where each entry can be read (first tapped run) */
+} dn_state;
+
+const char *dnnl_status_str(dnnl_status_t s);
+gr_status dn_fail(dn_state *S, const rt_json_node *n, dnnl_status_t ds, const char *what);
+void dn_plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims);
+void dn_plain_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md);
+void dn_plain_expand(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int nd);
+bool dn_is_plain(const dnnl_memory_desc_t *md);
+int dn_val_new(dn_state *S, int kind, const dnnl_memory_desc_t *md);
+int dn_alias_new(dn_state *S, int base, const dnnl_memory_desc_t *md);
+int dn_root(const dn_state *S, int v);
+void *dn_owned_alloc(dn_state *S, size_t bytes);
+gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
+                  bool reorder);
+/* The contract of C code of ours (GEMV, Winograd), on top of the graph's (rt_json_graph_check):
+ * it reads or writes `bytes` from the start of value v's memory (-2: the scratchpad), which
+ * must hold them; else fails naming node n and `who`. */
+gr_status dn_need(dn_state *S, const rt_json_node *n, int v, size_t bytes, const char *who);
+/* Appends a primitive of C code (see dn_fn; at most DN_FN_MAX_ARGS args); ctx is the state's
+ * from here on (ctx_free'd with it, also on failure). Each arg's `need` bytes (its md's size
+ * when 0) are checked with dn_need first. */
+gr_status dn_emit_fn(dn_state *S, const rt_json_node *n, dn_fn fn, void *ctx, void (*ctx_free)(void *), const char *kind,
+                     const char *impl, const dn_arg *args, int nargs);
+/* Executes primitive p (a oneDNN primitive or C code). */
+dnnl_status_t dn_exec(dn_state *S, const dn_prim *p);
+/* The layout of `like` (same tag: blocked nChw8c / nChw16c, channels-last, plain) for dims
+ * `dims`; false when like's layout is none of the tags tried. */
+bool dn_md_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *like, int nd, const int64_t *dims);
+/* Channels-last md (acb, acdb, acdeb; plain below 3 dims) of dims of md. */
+void dn_channels_last(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md);
+/* oneDNN's implementation name of pd; true when it is a reference kernel. */
+bool dn_pd_is_ref(const_dnnl_primitive_desc_t pd);
+/* *pd on brdgmm_dw: replaced by the same op's jit_dw descriptor (desc, attr) with the same src
+ * and dst layouts, when oneDNN has one (see dnnl.dw_jit). */
+void dn_pd_prefer_jit_dw(const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr, dnnl_engine_t eng,
+                         dnnl_primitive_desc_t *pd);
+gr_status dn_as(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *want, int *out);
+/* Makes dst (md dmd) from constant src (md smd); ctx: its own. */
+typedef gr_status (*dn_make_fn)(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, const void *src,
+                                const dnnl_memory_desc_t *dmd, void *dst, void *ctx);
+/* Constant value v (graph constant or engine-owned) made into a buffer of md dmd by make, once
+ * for every specialization of a symbolic graph (the shared cache, keyed by make, v's data and
+ * both mds), else engine-owned; counted in the weight bytes. */
+gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *dmd, dn_make_fn make,
+                        void *ctx, void **out);
+/* v in the plain layout: v itself, a view of v's buffer when its layout has the bytes of
+ * plain row-major, else a reorder (dn_as). */
+gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out);
+/* Constant data of `bytes` at p read in place: its whole 2 MiB pieces onto transparent huge
+ * pages (a hint, see dnnl_engine.c) */
+void dn_hugepages(const void *p, size_t bytes);
+/* Appends pd's src and weights, values xv and wv each in the layout pd wants (a reorder when
+ * it is not theirs), to args; destroys pd when that fails. */
+gr_status dn_src_weights(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, int xv, int wv, dn_arg *args,
+                         int *na);
+
+/* The entry of n's first output. */
+static inline int dn_out_entry(const dn_state *S, const rt_json_node *n) { return (int)S->row_ptr_of[n - S->node0]; }
+int dn_in_entry(dn_state *S, const rt_json_node *n, uint32_t k);
+int dn_arg_entry(dn_state *S, const rt_json_node *n, uint32_t k);
+bool dn_arg_num(const rt_json_node *n, uint32_t k, double *v);
+/* The oneDNN binary algorithm of a binary op (IR_OP_ADD; undef for others) and whether it
+ * commutes. */
+/* The engine's columns of backends/dnnl/dnnl_op_table.h for an op id, NULL when it is not in the table. */
+typedef struct dn_op_row {
+    bool in_table;
+    int kind;                     /* DN_K_* */
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+} dn_op_row;
+const dn_op_row *dn_op_row_of(int op);
+dnnl_alg_kind_t dn_binary_alg(ir_op_id op, bool *commutes);
+uint32_t dn_nargs(const rt_json_node *n);
+json_t *dn_attr(const rt_json_node *n, const char *key);
+int64_t dn_attr_int(const rt_json_node *n, const char *key, int64_t dflt);
+double dn_attr_float(const rt_json_node *n, const char *key, double dflt);
+bool dn_attr_bool(const rt_json_node *n, const char *key, bool dflt);
+const char *dn_attr_str(const rt_json_node *n, const char *key, const char *dflt);
+int dn_attr_ints(const rt_json_node *n, const char *key, int64_t *out, int max);
+bool dn_entry_f32(dn_state *S, int e);
+int dn_entry_ndim(dn_state *S, int e);
+const int64_t *dn_entry_shape(dn_state *S, int e);
+bool dn_scalar_const(dn_state *S, int e, float *v);
+
+bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step *ps);
+int dn_collect_chain(dn_state *S, int e, dn_step *steps, int max);
+gr_status dn_step_src1(dn_state *S, const rt_json_node *n, const dn_step *st, int nd, int *val,
+                       dnnl_memory_desc_t *md);
+gr_status dn_make_attr(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int nd,
+                       dnnl_primitive_attr_t *attr, dn_arg *args, int *nargs);
+void dn_consume(dn_state *S, const dn_step *steps, int k);
+
+/* dnnl_ops.c: builds the primitive(s) of kernel node n (and the nodes it folds); comp: n is
+ * the anchor of that fused composite (else NULL). */
+gr_status dn_node(dn_state *S, const rt_json_node *n, const dn_comp *comp);
+
+/* dnnl_composite.c: a fused composite from its annotation (see dnnl.h) on its first node. */
+json_t *dn_composite_annotation(const rt_json_node *n);
+bool dn_in_composite(const rt_json_node *n);
+gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann);
+/* One step as its own primitive on value v (post-ops oneDNN would not fuse). */
+gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step *st, int *out);
+/* dnnl_ops.c: the eltwise / binary primitive of step `first` on value xv with the post-op steps
+ * [kmin, k) it takes (*kused), in the first layouts that get a jit kernel; consume: fold the
+ * steps taken (else only first's node is recorded as computed). *out: the output value. */
+gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first, int xv, const dn_step *steps, int k,
+                       int kmin, bool consume, int *out, int *kused);
+
+/* An op graft's own kernels apply to their results after the bias (dnnl_avx2_impl.h). */
+enum { DN_VOP_SUM, DN_VOP_RELU, DN_VOP_LINEAR, DN_VOP_CLIP, DN_VOP_HARDSWISH };
+typedef struct dn_vop {
+    int kind;
+    float alpha, beta;            /* relu: slope; linear: y = alpha x + beta; clip: [alpha, beta];
+                                     sum: adds a residual tensor of the result's shape */
+} dn_vop;
+#define DN_VOP_MAX 4
+
+/* dnnl_wino.c: Winograd F(m x m, 3x3) on nChw8c src / dst (AVX2 + FMA only; see there). */
+typedef struct dn_wino {
+    int m;                        /* output tile m x m: 2 or 4 */
+    int64_t N, C, H, W, O, OH, OW, pt, pl; /* pt, pl: top and left padding */
+    int64_t tr, tc, T;            /* tile rows and columns of an image; T = N tr tc */
+    int64_t Cp, Op;               /* C, O rounded up to 8 */
+    int64_t chunk;                /* tiles per pass: V and M hold one pass's */
+    const float *bias;            /* Op floats (padding 0), or NULL */
+    int nops;
+    dn_vop ops[DN_VOP_MAX];      /* after the bias, in order */
+    /* the batched matmul V [a*a][chunk][Cp] x U [a*a][Cp][Op] -> M of a pass ([1]: of the last
+     * pass, when it has fewer tiles), its memories V, U, M, scratchpad (handles set per pass) */
+    dnnl_stream_t stream;
+    dnnl_primitive_t mm[2];
+    dnnl_memory_t mem[2][4];
+    int ix_res, ix_v, ix_m, ix_scratch; /* their index in the primitive's args (-1: none) */
+} dn_wino;
+/* U [a*a][Cp][Op] (padding 0) of weights w read at strides wstr (O, I, kh, kw). */
+void dn_wino_weights(const dn_wino *p, const float *w, const int64_t *wstr, float *u);
+/* dn_fn: ptrs[0] src, ptrs[1] dst (nChw8c), the others at p's ix_*. */
+dnnl_status_t dn_wino_run(void *ctx, void *const *ptrs);
+void dn_wino_free(void *ctx);
+
+/* dnnl_gemv.c: y[M][N] = x[M][K] . W[K][N] (+ bias, + eltwise ops) for few rows, W read in
+ * place (AVX2 + FMA only; see there). */
+typedef struct dn_gemv {
+    int64_t M, K, N;
+    int64_t ldw;                  /* W: row-major K x N, rows ldw floats apart */
+    int ix_w;                     /* index of W in the primitive's args */
+    int ix_part, nparts;          /* index of the workspace of nparts partial results (M x N
+                                     floats each; nparts: the team's size) */
+    int ix_bias;                  /* index of the bias (N floats) in the primitive's args, or -1 */
+    int nops;
+    dn_vop ops[DN_VOP_MAX];      /* after the bias, in order (no sum) */
+} dn_gemv;
+/* dn_fn: ptrs[0] x, ptrs[1] y (plain row-major), the others at p's ix_*; ctx freed by free */
+dnnl_status_t dn_gemv_run(void *ctx, void *const *ptrs);
+
+/* dnnl_rnn.c: relax.nn.lstm / gru / rnn as one oneDNN RNN primitive. */
+gr_status dn_rnn(dn_state *S, const rt_json_node *n);
+/* dnnl_vol.c: relax.nn.conv3d / conv3d_transpose and max_pool3d / avg_pool3d. */
+gr_status dn_conv3d(dn_state *S, const rt_json_node *n);
+gr_status dn_pool3d(dn_state *S, const rt_json_node *n);
+
+/* dnnl_debug.c: a run that reports intermediates to the graph's tap (rt_json_graph_set_tap):
+ * executes the primitives one by one, copying out each value after the primitive that wrote
+ * it. S->lock held, external memories bound. */
+dnnl_status_t dn_debug_run(dn_state *S, rt_json_tap_fn tap, void *user, uint32_t *failed);
+void dn_debug_free(dn_state *S);
+
+#endif

@@ -1,0 +1,573 @@
+/* The oneDNN engine's convolutions (1-D, 2-D, transposed, grouped and depthwise): oneDNN's
+ * primitives, the stem that reads its input in place, pixel-shuffle deconvolutions, and graft's
+ * own AVX2 Winograd F(2,3) kernel where it beats oneDNN's (dnnl_wino.c). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/dnnl/dnnl_ops_impl.h"
+
+/* ---------------------------------------------------------------- conv ---- */
+
+/* A 2-D transposed convolution whose kernel equals its stride (no padding, no overlap), as in
+ * FPN upsampling: a 1x1 convolution to O*kh*kw channels, then a reorder that interleaves them
+ * into the output pixels. oneDNN 2.6's own deconvolution kernels take hundreds of ms on such
+ * shapes. Bias and per-channel affine ops fold first; eltwise post-ops commute with the
+ * interleave and stay fused. */
+static gr_status op_deconv_pixel(dn_state *S, const rt_json_node *n, const dn_comp *comp, int x, int xv, int w,
+                                 int wv, int64_t kh, int64_t kw) {
+    const int64_t *xs = dn_entry_shape(S, x), *os = n->shapes[0];
+    int64_t N = xs[0], I = xs[1], H = xs[2], W = xs[3], O = os[1], K = kh * kw, OK = O * K;
+    dn_step steps[DN_MAX_STEPS];
+    dnnl_memory_desc_t ignore;
+    int k = dn_chain_of(S, n, comp, steps, true, 4, os, &ignore);
+    int bv = -1;
+    dn_take_affine(S, steps, &k, O, S->ent_node[w].node->kind == RT_JSON_CONST, &wv, &bv, true, I, O, K, 1);
+    for (int i = 0; i < k; i++)
+        if (steps[i].kind != STEP_ELTWISE) k = i;
+    const float *wsrc = S->vals.data[dn_root(S, wv)].ptr;
+    float *w2 = dn_owned_alloc(S, sizeof(float) * (size_t)(OK * I)), *b2 = dn_owned_alloc(S, sizeof(float) * (size_t)OK);
+    if (!w2 || !b2) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    const float *bsrc = bv >= 0 ? S->vals.data[dn_root(S, bv)].ptr : NULL;
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t q = 0; q < K; q++) {
+            for (int64_t c = 0; c < I; c++) w2[(o * K + q) * I + c] = wsrc[(c * O + o) * K + q];
+            b2[o * K + q] = bsrc ? bsrc[o] : 0.f;
+        }
+    dnnl_dims_t wd = {OK, I, 1, 1}, xd = {N, I, H, W}, td = {N, OK, H, W}, one = {1, 1}, zero = {0, 0}, bd = {OK};
+    dnnl_memory_desc_t wuser, wany, xany, tmd, bmd;
+    dnnl_memory_desc_init_by_tag(&wuser, 4, wd, dnnl_f32, dnnl_abcd);
+    dnnl_memory_desc_init_by_tag(&wany, 4, wd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&xany, 4, xd, dnnl_f32, dnnl_format_tag_any);
+    /* channels-last everywhere: oneDNN's brgemm 1x1 kernels, and the layout the region's other
+     * convolutions use */
+    dnnl_memory_desc_init_by_tag(&tmd, 4, td, dnnl_f32, dnnl_acdb);
+    dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_a);
+    int wval = dn_val_new(S, V_OWNED, &wuser), bval = dn_val_new(S, V_OWNED, &bmd);
+    S->vals.data[wval].ptr = w2;
+    S->vals.data[bval].ptr = b2;
+    /* src `any` (oneDNN's choice), else channels-last like dst: the AVX2 jit kernels want src
+     * and dst in one layout, and a mixed pair left only ref */
+    dnnl_memory_desc_t xcl;
+    dnnl_memory_desc_init_by_tag(&xcl, 4, xd, dnnl_f32, dnnl_acdb);
+    const dnnl_memory_desc_t *alt_x[2] = {&xany, &xcl};
+    dnnl_convolution_desc_t desc;
+    dnnl_status_t ds = dnnl_success;
+    dn_arg args[4 + DN_MAX_STEPS];
+    int na = 0, used = 0;
+    dnnl_primitive_desc_t pd = NULL;
+    gr_status st = GR_OK;
+    for (int a = 0; a < 2 && !pd && !st; a++) {
+        ds = dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, alt_x[a],
+                                                        &wany, &bmd, &tmd, one, zero, zero, zero);
+        if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid convolution");
+        if (a == 1) S->ref_why = "no jit 1x1 convolution for the transposed convolution's shapes";
+        ds = dn_try_create(S, n, &desc, 4, steps, k, 0, a == 0, &pd, &used, args, &na, &st);
+        if (ds != dnnl_success) pd = NULL;
+    }
+    if (st) return st;
+    if (!pd) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    if ((st = dn_src_weights(S, n, pd, xv, wval, args, &na))) return st;
+    args[na++] = (dn_arg){DNNL_ARG_BIAS, bval, bmd, NULL};
+    int tv = dn_val_new(S, V_TMP, &tmd);
+    args[na++] = (dn_arg){DNNL_ARG_DST, tv, tmd, NULL};
+    dn_consume(S, steps, used);
+    st = dn_emit(S, n, pd, args, na, false);
+    if (st) return st;
+    /* interleave: tmp [N][H][W][O][kh][kw] -> out [N][H][kh][W][kw][O] (both channels-last),
+     * as 6-D views with dims (N, O, H, kh, W, kw) */
+    int64_t OH = os[2], OW = os[3];
+    dnnl_dims_t vd = {N, O, H, kh, W, kw}, vs = {H * W * OK, K, W * OK, kw, OK, 1};
+    dnnl_dims_t us = {OH * OW * O, 1, kh * OW * O, OW * O, kw * O, O}, od = {N, O, OH, OW};
+    dnnl_memory_desc_t view, out6, omd;
+    dnnl_memory_desc_init_by_strides(&view, 6, vd, dnnl_f32, vs);
+    dnnl_memory_desc_init_by_strides(&out6, 6, vd, dnnl_f32, us);
+    dnnl_memory_desc_init_by_tag(&omd, 4, od, dnnl_f32, dnnl_acdb);
+    dnnl_primitive_desc_t rpd;
+    ds = dnnl_reorder_primitive_desc_create(&rpd, &view, S->eng, &out6, S->eng, S->attr_plain);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "cannot interleave the transposed convolution");
+    int ov = dn_val_new(S, V_TMP, &omd);
+    dn_arg ra[2] = {{DNNL_ARG_FROM, tv, view, NULL}, {DNNL_ARG_TO, ov, out6, NULL}};
+    st = dn_emit(S, n, rpd, ra, 2, true);
+    if (st) return st;
+    int e = dn_chain_out(S, n, steps, used);
+    S->pending_out = -1;
+    S->ent_val[e] = ov;
+    return GR_OK;
+}
+
+/* ------------------------------------------------------------ winograd ---- */
+
+/* graft's own AVX2 kernels (dnnl_avx2_impl.h) may run: oneDNN's ISA is at least avx2 (it
+ * honours ONEDNN_MAX_CPU_ISA) and the CPU has AVX2 and FMA (the code's target). */
+bool dn_avx2_kernels_ok(void) {
+    static int ok = -1; /* the CPU and ONEDNN_MAX_CPU_ISA do not change within a process */
+    if (ok < 0) {
+        __builtin_cpu_init();
+        ok = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 && __builtin_cpu_supports("avx2") &&
+             __builtin_cpu_supports("fma");
+    }
+    return ok;
+}
+
+/* Our Winograd (dnnl_wino.c) runs where oneDNN has none: ISAs below avx512_core. */
+static bool wino_isa_ok(void) {
+    return dn_avx2_kernels_ok() && (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core;
+}
+
+/* A convolution Winograd F(m x m, 3x3) computes (graft's or oneDNN's): 3x3 weights (ws: O, I,
+ * kh, kw), stride 1, no dilation, one group. */
+static bool wino_shape(const int64_t *ws, const int64_t *strides, const int64_t *dil, int64_t G) {
+    return G == 1 && ws[2] == 3 && ws[3] == 3 && strides[0] == 1 && strides[1] == 1 && dil[0] == 1 && dil[1] == 1;
+}
+
+/* oneDNN's Winograd from this many channels in and out (measured at batch 1, square maps
+ * 20-160, 2 threads: 0.34-0.83 of brgconv's time from 24 up, up to 2.1x more below 16) */
+#define ONEDNN_WINO_MIN_CH 24
+
+/* The output tile for a 3x3 stride-1 convolution of batch N (0: oneDNN's direct kernel).
+ * The batched matmul streams the transformed weights (a*a*C*O floats) once for few tiles, so
+ * the choice goes by weight bytes per tile. Measured under ONEDNN_MAX_CPU_ISA=AVX2 on the EPYC
+ * (2 threads; two convs + relu / residual, ms, direct / F(2x2) / F(4x4)):
+ *   C-O @HxW       direct   F2     F4         C-O @HxW       direct   F2     F4
+ *   16-16 @112     2.19    1.00   0.52        112-224 @14    3.14    1.28   1.09
+ *   32-32 @112     5.34    2.65   1.89        256-256 @14    5.20    2.37   2.56
+ *   64-64 @56      3.95    1.77   0.92        160-320 @7     1.65    0.87   2.02
+ *   192-192 @28    6.00    2.52   1.56        512-512 @7     5.65    4.50   7.79
+ * F(4x4) wins wherever it has tiles enough; it stores 36/9 of the weights (F(2x2) 16/9, oneDNN's
+ * direct copy 9/9), which matters for the peak memory (googlenet under AVX2: every 3x3 in F(4x4)
+ * put it 4 MiB above ONNX Runtime's). So F(4x4) up to 96 KiB of transformed weights per tile
+ * (128-192 @28: 72 KiB), F(2x2) up to 128 KiB (256-256 @14: 85 KiB), else direct (160-320 @7:
+ * 205 KiB per tile in F(2x2), 2x faster for 3.3 MiB more per conv; 512-512 @7: 1 MiB, 20%
+ * faster for 7.4 MiB more). Below 16 channels the 8-lane blocks are mostly padding: not
+ * measured, left to oneDNN. */
+static int wino_tile(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW) {
+    if (C < 16 || O < 16) return 0;
+    double cp = (double)((C + 7) / 8 * 8), op = (double)((O + 7) / 8 * 8);
+    double t4 = (double)(N * ((OH + 3) / 4) * ((OW + 3) / 4)), t2 = (double)(N * ((OH + 1) / 2) * ((OW + 1) / 2));
+    if (36 * cp * op * 4 / t4 <= 96 * 1024) return 4;
+    if (16 * cp * op * 4 / t2 <= 128 * 1024) return 2;
+    return 0;
+}
+
+/* The eltwise step st as an op of graft's own kernels (dnnl_avx2_impl.h), or false. */
+bool dn_eltwise_vop(const dn_step *st, dn_vop *op) {
+    static const struct {
+        dnnl_alg_kind_t alg;
+        int kind;
+    } MAP[] = {{dnnl_eltwise_relu, DN_VOP_RELU},
+               {dnnl_eltwise_linear, DN_VOP_LINEAR},
+               {dnnl_eltwise_clip, DN_VOP_CLIP},
+               {dnnl_eltwise_clip_v2, DN_VOP_CLIP},
+               {dnnl_eltwise_hardswish, DN_VOP_HARDSWISH}};
+    if (st->kind != STEP_ELTWISE) return false;
+    for (size_t i = 0; i < sizeof MAP / sizeof MAP[0]; i++)
+        if (MAP[i].alg == st->alg) {
+            *op = (dn_vop){MAP[i].kind, st->alpha, st->beta};
+            return true;
+        }
+    return false;
+}
+
+/* The post-op steps the output transform applies (eltwise ops and one residual add of a full
+ * tensor), from the first, until one it does not. */
+static int wino_ops(dn_state *S, const dn_step *steps, int k, dn_wino *p, int *res_entry) {
+    int used = 0;
+    *res_entry = -1;
+    for (; used < k && used < DN_VOP_MAX; used++) {
+        const dn_step *st = &steps[used];
+        dn_vop op = {DN_VOP_SUM, 0.f, 0.f};
+        if (!dn_eltwise_vop(st, &op)) {
+            if (st->kind != STEP_BINARY || st->alg != dnnl_binary_add || *res_entry >= 0 || S->ent_val[st->src1] < 0 ||
+                dn_entry_ndim(S, st->src1) != 4 ||
+                memcmp(dn_entry_shape(S, st->src1), dn_entry_shape(S, st->out), 4 * sizeof(int64_t)))
+                break;
+            *res_entry = st->src1;
+        }
+        p->ops[p->nops++] = op;
+    }
+    return used;
+}
+
+/* The batched matmul of a pass of `tiles` tiles: primitive and its memories (V, U, M,
+ * scratchpad; handles of V, M and the scratchpad set when it runs, U's once made). False: no
+ * jit one. */
+static bool wino_matmul(dn_state *S, dn_wino *p, int k, int64_t tiles) {
+    int64_t aa = (p->m + 2) * (p->m + 2);
+    dnnl_dims_t vd = {aa, tiles, p->Cp}, ud = {aa, p->Cp, p->Op}, md = {aa, tiles, p->Op};
+    dnnl_memory_desc_t vmd, umd, mmd;
+    dnnl_memory_desc_init_by_tag(&vmd, 3, vd, dnnl_f32, dnnl_abc);
+    dnnl_memory_desc_init_by_tag(&umd, 3, ud, dnnl_f32, dnnl_abc);
+    dnnl_memory_desc_init_by_tag(&mmd, 3, md, dnnl_f32, dnnl_abc);
+    dnnl_matmul_desc_t desc;
+    dnnl_primitive_desc_t pd;
+    if (dnnl_matmul_desc_init(&desc, &vmd, &umd, NULL, &mmd) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &desc, S->attr_plain, S->eng, NULL) != dnnl_success)
+        return false;
+    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t sz = sp ? dnnl_memory_desc_get_size(sp) : 0;
+    if (sz > S->scratch_bytes) S->scratch_bytes = sz;
+    bool ok = !dn_pd_is_ref(pd) && dnnl_primitive_create(&p->mm[k], pd) == dnnl_success &&
+              dnnl_memory_create(&p->mem[k][0], &vmd, S->eng, DNNL_MEMORY_NONE) == dnnl_success &&
+              dnnl_memory_create(&p->mem[k][1], &umd, S->eng, DNNL_MEMORY_NONE) == dnnl_success &&
+              dnnl_memory_create(&p->mem[k][2], &mmd, S->eng, DNNL_MEMORY_NONE) == dnnl_success &&
+              (!sz || dnnl_memory_create(&p->mem[k][3], sp, S->eng, DNNL_MEMORY_NONE) == dnnl_success);
+    dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+
+/* Tiles per pass: V and M of a pass within 2 MiB (the L2 and a share of L3), so the transforms and
+ * the matmul work from cache: PP-OCR det's 96 -> 24 channel convs at 160x160 (V of 22 MiB in
+ * one pass) took 5.3 ms, slower than direct (5.0 ms). */
+#define WINO_PASS_BYTES (2 << 20)
+
+/* dn_const_made's maker of U */
+typedef struct wino_wctx {
+    const dn_wino *p;
+    const int64_t *wstr;
+} wino_wctx;
+
+static gr_status make_wino_u(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, const void *src,
+                             const dnnl_memory_desc_t *dmd, void *dst, void *ctx) {
+    (void)S, (void)n, (void)dmd;
+    const wino_wctx *c = ctx;
+    dn_wino_weights(c->p, (const float *)src + smd->offset0, c->wstr, dst);
+    return GR_OK;
+}
+
+/* Conv n (3x3, stride 1, dilation 1, one group, NCHW / OIHW, constant weights wv read at
+ * strides wstr; bias bv or -1; post-op steps) as one primitive of ours (dn_wino_run). *done
+ * false: not taken (nothing emitted), the caller goes on with oneDNN. */
+static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, const int64_t *wstr, int bv,
+                           const dn_step *steps, int k, const int64_t *xs, const int64_t *os, const int64_t *pad, bool *done) {
+    *done = false;
+    dn_wino q = {0};
+    q.m = wino_tile(xs[0], xs[1], os[1], os[2], os[3]);
+    if (!q.m) return GR_OK;
+    /* U is made from O x C x 3 x 3 weights read at strides wstr */
+    size_t wlast = (size_t)((os[1] - 1) * wstr[0] + (xs[1] - 1) * wstr[1] + 2 * wstr[2] + 2 * wstr[3]);
+    gr_status st = dn_need(S, n, wv, sizeof(float) * (wlast + 1), "graft_wino");
+    if (st) return st;
+    q.N = xs[0], q.C = xs[1], q.H = xs[2], q.W = xs[3], q.O = os[1], q.OH = os[2], q.OW = os[3], q.pt = pad[0], q.pl = pad[1];
+    q.tr = (q.OH + q.m - 1) / q.m, q.tc = (q.OW + q.m - 1) / q.m, q.T = q.N * q.tr * q.tc;
+    q.Cp = (q.C + 7) / 8 * 8, q.Op = (q.O + 7) / 8 * 8;
+    int64_t aa = (q.m + 2) * (q.m + 2), per_tile = aa * (q.Cp + q.Op) * (int64_t)sizeof(float);
+    int64_t passes = (q.T * per_tile + WINO_PASS_BYTES - 1) / WINO_PASS_BYTES;
+    /* at least 32 tiles a pass (many channels): the matmul's rows */
+    if (passes > 1 && q.T / passes < 32) passes = q.T / 32 > 1 ? q.T / 32 : 1;
+    q.chunk = (q.T + passes - 1) / passes;
+    int res = -1, used = wino_ops(S, steps, k, &q, &res);
+    dn_wino *p = calloc(1, sizeof *p);
+    float *bias = bv >= 0 ? dn_owned_alloc(S, sizeof(float) * (size_t)q.Op) : NULL;
+    if (!p || (bv >= 0 && !bias)) {
+        free(p);
+        return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    }
+    *p = q;
+    p->stream = S->stream;
+    int64_t last = q.T - (q.T - 1) / q.chunk * q.chunk; /* tiles of the last pass */
+    /* the matmuls first: nothing is emitted unless oneDNN has jit ones */
+    if (!wino_matmul(S, p, 0, q.chunk) || (last != q.chunk && !wino_matmul(S, p, 1, last))) {
+        dn_wino_free(p);
+        return GR_OK;
+    }
+    *done = true;
+    /* U: made once for every shape of a symbolic graph, like oneDNN's reordered weights */
+    dnnl_dims_t ud = {aa, q.Cp, q.Op};
+    dnnl_memory_desc_t umd;
+    dnnl_memory_desc_init_by_tag(&umd, 3, ud, dnnl_f32, dnnl_abc);
+    wino_wctx wc = {p, wstr};
+    void *u;
+    st = dn_const_made(S, n, wv, &umd, make_wino_u, &wc, &u);
+    if (st) {
+        dn_wino_free(p);
+        return st;
+    }
+    for (int i = 0; i < 2; i++)
+        if (p->mem[i][1]) dnnl_memory_set_data_handle(p->mem[i][1], u);
+    if (bias) {
+        memset(bias, 0, sizeof(float) * (size_t)q.Op);
+        memcpy(bias, S->vals.data[dn_root(S, bv)].ptr, sizeof(float) * (size_t)q.O);
+        p->bias = bias;
+    }
+    dnnl_dims_t xd = {q.N, q.C, q.H, q.W}, od = {q.N, q.O, q.OH, q.OW}, vd = {aa, q.chunk, q.Cp}, md = {aa, q.chunk, q.Op};
+    dnnl_memory_desc_t xmd, omd, vmd, mmd;
+    dnnl_memory_desc_init_by_tag(&xmd, 4, xd, dnnl_f32, dnnl_aBcd8b);
+    dnnl_memory_desc_init_by_tag(&omd, 4, od, dnnl_f32, dnnl_aBcd8b);
+    dnnl_memory_desc_init_by_tag(&vmd, 3, vd, dnnl_f32, dnnl_abc);
+    dnnl_memory_desc_init_by_tag(&mmd, 3, md, dnnl_f32, dnnl_abc);
+    int sx, rv = -1;
+    st = dn_as(S, n, xv, &xmd, &sx);
+    if (!st && res >= 0) st = dn_as(S, n, S->ent_val[res], &omd, &rv);
+    if (st) {
+        dn_wino_free(p);
+        return st;
+    }
+    int e = dn_chain_out(S, n, steps, used);
+    S->pending_out = -1;
+    int ov = dn_val_new(S, V_TMP, &omd);
+    dn_arg args[DN_FN_MAX_ARGS];
+    int na = 0;
+    args[na++] = (dn_arg){DNNL_ARG_SRC, sx, xmd, NULL};
+    args[na++] = (dn_arg){DNNL_ARG_DST, ov, omd, NULL};
+    p->ix_res = res >= 0 ? na : -1;
+    if (res >= 0) args[na++] = (dn_arg){DNNL_ARG_SRC_1, rv, omd, NULL};
+    p->ix_v = na;
+    args[na++] = (dn_arg){DNNL_ARG_WORKSPACE, dn_val_new(S, V_TMP, &vmd), vmd, NULL};
+    p->ix_m = na;
+    args[na++] = (dn_arg){DNNL_ARG_WORKSPACE, dn_val_new(S, V_TMP, &mmd), mmd, NULL};
+    p->ix_scratch = p->mem[0][3] || p->mem[1][3] ? na : -1;
+    if (p->ix_scratch >= 0) {
+        /* the engine's scratchpad, which has room for both matmuls' */
+        dnnl_memory_desc_t smd;
+        dnnl_dims_t sd = {(dnnl_dim_t)S->scratch_bytes};
+        dnnl_memory_desc_init_by_tag(&smd, 1, sd, dnnl_u8, dnnl_a);
+        args[na++] = (dn_arg){DNNL_ARG_SCRATCHPAD, -2, smd, NULL};
+    }
+    dn_consume(S, steps, used);
+    char impl[40];
+    snprintf(impl, sizeof impl, "graft_wino_%dx3:avx2", q.m);
+    if ((st = dn_emit_fn(S, n, dn_wino_run, p, dn_wino_free, "convolution", impl, args, na))) return st;
+    S->ent_val[e] = ov;
+    return GR_OK;
+}
+
+/* Node c is a convolution oneDNN runs with its Winograd kernel, on blocked layouts (op_conv's
+ * conditions, read from c before it is built): avx512_core (below it graft's own), NCHW /
+ * OIHW, constant weights, wino_shape, ONEDNN_WINO_MIN_CH channels in and out. */
+static bool onednn_winograd(dn_state *S, const rt_json_node *c) {
+    if (c->op != IR_OP_CONV2D || !S->opts.winograd || rt_dnnl_channel_block() != 16 || wino_isa_ok()) return false;
+    int w = dn_arg_entry(S, c, 1);
+    if (w < 0 || S->ent_node[w].node->kind != RT_JSON_CONST || dn_entry_ndim(S, w) != 4) return false;
+    const int64_t *ws = dn_entry_shape(S, w);
+    int64_t st[2] = {1, 1}, dl[2] = {1, 1};
+    if (dn_attr_ints(c, "strides", st, 2) == 1) st[1] = st[0];
+    if (dn_attr_ints(c, "dilation", dl, 2) == 1) dl[1] = dl[0];
+    return wino_shape(ws, st, dl, dn_attr_int(c, "groups", 1)) && ws[0] >= ONEDNN_WINO_MIN_CH &&
+           ws[1] >= ONEDNN_WINO_MIN_CH && !strcmp(dn_attr_str(c, "data_layout", "NCHW"), "NCHW") &&
+           !strcmp(dn_attr_str(c, "kernel_layout", "OIHW"), "OIHW");
+}
+
+/* A CNN's stem: a convolution of few channels (<= 4) of a plain region input, whose result
+ * (e, after its post-ops) only a pooling reads, whose result in turn only convolutions oneDNN
+ * runs with Winograd read, directly or as their residual (ResNet). oneDNN's jit kernels have a
+ * first-convolution path reading such a source in place (plain NCHW src, blocked dst); with
+ * every layout `any` avx512_core picks brgconv on channels-last instead, after a reorder of the
+ * input, and the pooled map is reordered again into the blocked layout Winograd wants. Read in
+ * place, the stem writes the blocked layout, the pooling keeps it and Winograd reads it: both
+ * reorders gone (resnet18, ~0.06 ms a run). Elsewhere the reorder only moves: into a
+ * channels-last convolution after the stem (mnasnet1_0: first-convolution path + reorder of
+ * the 32x112x112 map 0.28 ms, reorder of the input + brgconv 0.22) or after the pooling
+ * (googlenet: the pooled 64x56x56 map is larger than the 3x224x224 input; 0.03-0.2 ms slower),
+ * so no. On avx2 oneDNN reads plain sources in place on its own. */
+static bool stem_in_place(dn_state *S, int xv, int e, bool deconv, bool perm, int64_t G, int64_t I) {
+    if (deconv || perm || G != 1 || I > 4 || S->opts.no_layout_plan || S->is_head[e] || S->cons[e].len != 1) return false;
+    const rt_json_node *p = S->cons[e].data[0];
+    if ((p->op != IR_OP_MAX_POOL2D && p->op != IR_OP_AVG_POOL2D) || S->vals.data[dn_root(S, xv)].kind != V_IN ||
+        !dn_is_plain(&S->vals.data[xv].md))
+        return false;
+    int pe = dn_out_entry(S, p), nwino = 0;
+    if (S->is_head[pe]) return false;
+    for (uint32_t i = 0; i < S->cons[pe].len; i++) {
+        const rt_json_node *c = S->cons[pe].data[i];
+        if (onednn_winograd(S, c)) {
+            nwino++;
+            continue;
+        }
+        /* or the residual add of a fused composite anchored at such a convolution (its sum
+         * post-op reads the residual in the convolution's dst layout) */
+        json_t *grp = json_object_get(c->attrs, "dnnl_group");
+        if (c->op != IR_OP_ADD || !json_is_integer(grp) || json_integer_value(grp) < 0 ||
+            (uint32_t)json_integer_value(grp) >= rt_json_graph_num_nodes(S->g) ||
+            !onednn_winograd(S, rt_json_graph_node(S->g, (uint32_t)json_integer_value(grp))))
+            return false;
+    }
+    return nwino > 0;
+}
+
+static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp, bool deconv, int sd) {
+    int x = dn_arg_entry(S, n, 0), w = dn_arg_entry(S, n, 1), xv = -1, wv = -1;
+    gr_status st = dn_need_val(S, n, x, &xv);
+    if (!st) st = dn_need_val(S, n, w, &wv);
+    if (st) return st;
+    const char *cx = sd == 1 ? "NCW" : "NCHW", *ck = deconv ? (sd == 1 ? "IOW" : "IOHW") : (sd == 1 ? "OIW" : "OIHW");
+    const char *dl = dn_attr_str(n, "data_layout", cx), *kl = dn_attr_str(n, "kernel_layout", ck);
+    const char *ol = dn_attr_str(n, "out_layout", dl);
+    int nd = 2 + sd;
+    if (dn_entry_ndim(S, x) != nd || dn_entry_ndim(S, w) != nd || n->ndims[0] != nd) return dn_fail(S, n, dnnl_success, "rank");
+    /* other layouts (NHWC, OHWI, HWIO, ...): the primitive's canonical axes over dn_strided views
+     * of the tensors as they are; oneDNN's md carries the permutation */
+    dnnl_dims_t xs, xstr, ws, wcs, os, ostr;
+    if (strcmp(ol, dl) || !dn_layout_view(dl, cx, dn_entry_shape(S, x), xs, xstr) ||
+        !dn_layout_view(kl, ck, dn_entry_shape(S, w), ws, wcs) || !dn_layout_view(dl, cx, n->shapes[0], os, ostr))
+        return dn_fail(S, n, dnnl_success, "layouts that are not permutations of NCHW / OIHW (IOHW), or out_layout other than data_layout");
+    bool perm = strcmp(dl, cx) || strcmp(kl, ck);
+    int64_t G = dn_attr_int(n, "groups", 1);
+    int64_t strides[2] = {1, 1}, dil[2] = {1, 1}, pad[4] = {0, 0, 0, 0}, opad[2] = {0, 0};
+    int c;
+    if ((c = dn_attr_ints(n, "strides", strides, 2)) == 1) strides[1] = strides[0];
+    if ((c = dn_attr_ints(n, "dilation", dil, 2)) == 1) dil[1] = dil[0];
+    if ((c = dn_attr_ints(n, "output_padding", opad, 2)) == 1) opad[1] = opad[0];
+    c = dn_attr_ints(n, "padding", pad, 4);
+    if (c == 1) pad[1] = pad[2] = pad[3] = pad[0];
+    else if (c == sd) {
+        for (int i = 0; i < sd; i++) pad[sd + i] = pad[i];
+    }
+    dnnl_dims_t s, d, pl, pr, wd, wstr;
+    for (int i = 0; i < sd; i++) {
+        s[i] = strides[i];
+        d[i] = dil[i] - 1;
+        pl[i] = pad[i];
+        pr[i] = pad[sd + i] - (deconv ? opad[i] : 0);
+    }
+    int64_t O = os[1], I = xs[1], K = 1;
+    for (int i = 0; i < sd; i++) K *= ws[2 + i];
+    if (G <= 0 || O % G || I % G) return dn_fail(S, n, dnnl_success, "groups do not divide the channels");
+    /* weights as oneDNN sees them: ([G,] O/G, I/G, k...) over the tensor's own memory */
+    int wnd = 0;
+    int64_t og = O / G, ig = I / G;
+    if (G > 1) {
+        wd[wnd] = G;
+        wstr[wnd++] = (deconv ? ig : og) * wcs[0];
+    }
+    wd[wnd] = og;
+    wstr[wnd++] = wcs[deconv ? 1 : 0];
+    wd[wnd] = ig;
+    wstr[wnd++] = wcs[deconv ? 0 : 1];
+    for (int i = 0; i < sd; i++) {
+        wd[wnd + i] = ws[2 + i];
+        wstr[wnd + i] = wcs[2 + i];
+    }
+    wnd += sd;
+    if (!perm && deconv && sd == 2 && G == 1 && strides[0] == ws[2] && strides[1] == ws[3] && !pad[0] && !pad[1] && !pad[2] &&
+        !pad[3] && !opad[0] && !opad[1] && dil[0] == 1 && dil[1] == 1 && S->ent_node[w].node->kind == RT_JSON_CONST &&
+        !S->opts.no_pixel_deconv)
+        return op_deconv_pixel(S, n, comp, x, xv, w, wv, ws[2], ws[3]);
+    dnnl_memory_desc_t wuser, wany, xany, dst;
+    dnnl_memory_desc_init_by_strides(&wuser, wnd, wd, dnnl_f32, wstr);
+    dnnl_memory_desc_init_by_tag(&wany, wnd, wd, dnnl_f32, dnnl_format_tag_any);
+    dnnl_dims_t xd;
+    for (int i = 0; i < nd; i++) xd[i] = xs[i];
+    dnnl_memory_desc_init_by_tag(&xany, nd, xd, dnnl_f32, dnnl_format_tag_any);
+    dn_step steps[DN_MAX_STEPS];
+    int k = dn_chain_of(S, n, comp, steps, true, nd, os, &dst);
+    /* permuted: src and dst as the dn_strided views of the tensors */
+    if (perm) {
+        dnnl_dims_t od;
+        for (int i = 0; i < nd; i++) od[i] = os[i];
+        if ((st = dn_layout_in(S, n, &xv, nd, xs, xstr))) return st;
+        xany = S->vals.data[xv].md;
+        dnnl_memory_desc_init_by_strides(&dst, nd, od, dnnl_f32, ostr);
+    }
+    dnnl_memory_desc_t operm = dst;
+    /* oneDNN 2.6's blocked jit deconvolution is very slow for small-channel 2x2/2 upsampling
+     * (hundreds of ms on PP-OCR det); channels-last picks its brgemm/gemm kernels */
+    if (!perm && deconv && sd == 2 && S->opts.deconv_tag != RT_DNNL_DECONV_ANY) {
+        dnnl_format_tag_t tag = S->opts.deconv_tag == RT_DNNL_DECONV_NCHW ? dnnl_abcd : dnnl_acdb;
+        dnnl_dims_t od;
+        for (int i = 0; i < nd; i++) od[i] = os[i];
+        dnnl_memory_desc_init_by_tag(&xany, nd, xd, dnnl_f32, tag);
+        if (!S->is_head[dn_chain_out(S, n, steps, k)]) dnnl_memory_desc_init_by_tag(&dst, nd, od, dnnl_f32, tag);
+    }
+    int bv = -1;
+    /* permuted: a bias folds (scales would need the weights' own layout), eltwise post-ops
+     * fuse; binary post-ops see the node's shapes, not the primitive's, and run after */
+    dn_take_affine(S, steps, &k, O, !perm && S->ent_node[w].node->kind == RT_JSON_CONST, &wv, &bv, deconv, ig, og, K,
+                perm ? (int)(strchr(dl, 'C') - dl) : 1);
+    for (int i = 0; perm && i < k; i++)
+        if (steps[i].kind != STEP_ELTWISE) k = i;
+    /* Winograd: 3x3, stride 1, dilation 1, one group, canonical layouts, constant weights (they are
+     * transformed once) */
+    bool wino3x3 = S->opts.winograd && !deconv && !perm && sd == 2 && wino_shape(ws, strides, dil, G) &&
+                   S->ent_node[w].node->kind == RT_JSON_CONST;
+    if (wino3x3 && wino_isa_ok()) {
+        bool done;
+        if ((st = wino_conv(S, n, xv, wv, wstr, bv, steps, k, xs, os, pad, &done)) || done) return st;
+    }
+    dnnl_memory_desc_t bmd;
+    dnnl_dims_t bd = {O};
+    dnnl_memory_desc_init_by_strides(&bmd, 1, bd, dnnl_f32, NULL);
+    dnnl_status_t ds = dnnl_unimplemented;
+    union {
+        dnnl_convolution_desc_t c;
+        dnnl_deconvolution_desc_t d;
+    } desc;
+    /* layouts to try, first to last, until one gets a jit kernel: the planned ones (oneDNN's
+     * choice), all `any` (a fixed dst / src can leave only ref), channels-last src and dst
+     * (the jit kernels want src == dst layouts, weights `any`) */
+    dnnl_memory_desc_t alt_x[5], alt_d[5], odany;
+    int nalt = 0;
+    dnnl_dims_t odims;
+    for (int i = 0; i < nd; i++) odims[i] = os[i];
+    dnnl_memory_desc_init_by_tag(&odany, nd, odims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_t xa;
+    dnnl_memory_desc_init_by_tag(&xa, nd, xd, dnnl_f32, dnnl_format_tag_any);
+    /* planned for the consumers too: channels-last src and dst first when a consumer permutes
+     * the result to NHWC (the permute is then a view) or src already is channels-last (such a
+     * view, an earlier convolution's choice, a slice of its channels), so neither side needs a
+     * reorder, or only a copy of contiguous runs */
+    int fe = dn_chain_out(S, n, steps, k);
+    if (!perm && !S->opts.no_layout_plan && dst.format_kind == dnnl_format_kind_any &&
+        (dn_wants_channels_last(S, fe) || dn_cl_order(&S->vals.data[xv].md))) {
+        dn_channels_last(&alt_x[nalt], &xa);
+        dn_channels_last(&alt_d[nalt++], &odany);
+    }
+    if (dst.format_kind == dnnl_format_kind_any && stem_in_place(S, xv, fe, deconv, perm, G, I)) {
+        alt_x[nalt] = S->vals.data[xv].md;
+        alt_d[nalt++] = dst;
+    }
+    alt_x[nalt] = xany;
+    alt_d[nalt++] = dst;
+    if (!dnnl_memory_desc_equal(&xa, &xany) || !dnnl_memory_desc_equal(&odany, &dst)) {
+        alt_x[nalt] = xa;
+        alt_d[nalt++] = odany;
+    }
+    dn_channels_last(&alt_x[nalt], &xa);
+    dn_channels_last(&alt_d[nalt], &odany);
+    nalt++;
+    dn_arg args[4 + DN_MAX_STEPS];
+    int na = 0, used = 0;
+    dnnl_primitive_desc_t pd = NULL;
+    /* oneDNN's Winograd first, where it has it (avx512_core), with every post-op fused, in the
+     * planned layouts or all `any`; then the direct algorithm in each layout */
+    bool wino = wino3x3 && I >= ONEDNN_WINO_MIN_CH && O >= ONEDNN_WINO_MIN_CH;
+    int first = wino ? -2 : 0;
+    S->sum_ok = true;
+    for (int a = first; a < nalt && !pd; a++) {
+        int l = a < 0 ? a + 2 : a;
+        if (a < 0 && l >= nalt - 1) continue;
+        dnnl_alg_kind_t alg = a < 0 ? dnnl_convolution_winograd : deconv ? dnnl_deconvolution_direct : dnnl_convolution_direct;
+        if (deconv)
+            ds = dnnl_dilated_deconvolution_forward_desc_init(&desc.d, dnnl_forward_inference, alg, &alt_x[l], &wany,
+                                                              bv >= 0 ? &bmd : NULL, &alt_d[l], s, d, pl, pr);
+        else
+            ds = dnnl_dilated_convolution_forward_desc_init(&desc.c, dnnl_forward_inference, alg, &alt_x[l], &wany,
+                                                            bv >= 0 ? &bmd : NULL, &alt_d[l], s, d, pl, pr);
+        if (ds != dnnl_success) {
+            S->sum_ok = false;
+            return dn_fail(S, n, ds, "invalid convolution");
+        }
+        /* the last layouts keep the best oneDNN has, ref included */
+        bool last = a == nalt - 1;
+        if (last) S->ref_why = "no jit convolution for these shapes / groups in any layout tried (oneDNN's choice, all any, "
+                               "channels-last)";
+        ds = dn_try_create(S, n, &desc, nd, steps, k, a < 0 ? k : 0, !last, &pd, &used, args, &na, &st);
+        if (st || ds != dnnl_success) pd = NULL;
+        if (st) break;
+    }
+    S->sum_ok = false;
+    if (st) return st;
+    if (!pd) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
+    /* the fixed args go after the post-op sources; order does not matter to oneDNN */
+    if ((st = dn_src_weights(S, n, pd, xv, dn_alias_new(S, wv, &wuser), args, &na))) return st;
+    if (bv >= 0) args[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL};
+    int oe = dn_chain_out(S, n, steps, used);
+    st = dn_finish(S, n, pd, args, na, steps, used, NULL);
+    return st || !perm ? st : dn_layout_out(S, n, oe, &operm);
+}
+
+gr_status dn_op_conv1d(dn_state *S, const rt_json_node *n, const dn_comp *comp) { return op_conv(S, n, comp, false, 1); }
+gr_status dn_op_conv2d(dn_state *S, const rt_json_node *n, const dn_comp *comp) { return op_conv(S, n, comp, false, 2); }
+gr_status dn_op_deconv1d(dn_state *S, const rt_json_node *n, const dn_comp *comp) { return op_conv(S, n, comp, true, 1); }
+gr_status dn_op_deconv2d(dn_state *S, const rt_json_node *n, const dn_comp *comp) { return op_conv(S, n, comp, true, 2); }

@@ -1,0 +1,450 @@
+/* The oneDNN engine's data-movement ops: concat (and channel shuffles), resize, reductions
+ * (global pooling in the producer's layout), reshape, permute and strided slices as views or
+ * reorders. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/dnnl/dnnl_ops_impl.h"
+
+/* ---------------------------------------------------------------- concat ---- */
+
+/* The sole kernel consumer of entry e when it is op `op` reading e as its first argument. */
+static const rt_json_node *sole_op(dn_state *S, int e, ir_op_id op) {
+    if (e < 0 || S->is_head[e] || S->cons[e].len != 1) return NULL;
+    const rt_json_node *c = S->cons[e].data[0];
+    return c->op == op && dn_arg_entry(S, c, 0) == e ? c : NULL;
+}
+
+/* ShuffleNet's channel shuffle: concat over axis 1 of g sources of c channels, reshape to
+ * (N, g, c, ...), permute_dims swapping axes 1 and 2, reshape to (N, g*c, ...). Output channel
+ * j*g + k is channel j of source k, so each source is reordered once, from its own layout,
+ * straight into its interleaved channels of the plain output: g reorders of one source each
+ * instead of a reorder to a common layout, the concat, the permute's reorder (3 passes over
+ * the whole tensor). */
+static bool try_shuffle(dn_state *S, const rt_json_node *n, uint32_t cnt, const dn_arg *src, int64_t axis,
+                        gr_status *st) {
+    int nd = n->ndims[0];
+    if (axis != 1 || cnt < 2 || nd < 3 || nd + 1 > DNNL_MAX_NDIMS) return false;
+    const dnnl_memory_desc_t m0c = S->vals.data[src[0].val].md, *m0 = &m0c;   /* vals grows below */
+    for (uint32_t i = 1; i < cnt; i++)
+        for (int d = 0; d < nd; d++)
+            if (S->vals.data[src[i].val].md.dims[d] != m0->dims[d]) return false;
+    int64_t c = m0->dims[1];
+    const rt_json_node *r1 = sole_op(S, dn_out_entry(S, n), IR_OP_RESHAPE);
+    const rt_json_node *p = r1 ? sole_op(S, dn_out_entry(S, r1), IR_OP_PERMUTE_DIMS) : NULL;
+    const rt_json_node *r2 = p ? sole_op(S, dn_out_entry(S, p), IR_OP_RESHAPE) : NULL;
+    if (!r2 || r1->ndims[0] != nd + 1 || p->ndims[0] != nd + 1 || r2->ndims[0] != nd) return false;
+    if (r1->shapes[0][0] != m0->dims[0] || r1->shapes[0][1] != (int64_t)cnt || r1->shapes[0][2] != c) return false;
+    for (int d = 2; d < nd; d++)
+        if (r1->shapes[0][d + 1] != m0->dims[d]) return false;
+    int64_t axes[DNNL_MAX_NDIMS];
+    if (dn_attr_ints(p, "axes", axes, DNNL_MAX_NDIMS) != nd + 1 || axes[0] != 0 || axes[1] != 2 || axes[2] != 1) return false;
+    for (int d = 3; d <= nd; d++)
+        if (axes[d] != d) return false;
+    for (int d = 0; d < nd; d++)
+        if (r2->shapes[0][d] != n->shapes[0][d]) return false;
+    /* the output plain, or channels-last when the first source is (the interleaving is then
+     * a copy of single channels within each position, not a transposition, and the next
+     * unit's slices are channels-last views) */
+    dnnl_memory_desc_t omd;
+    dn_plain_md(&omd, nd, n->shapes[0]);
+    if (!S->opts.no_layout_plan && !S->is_head[dn_out_entry(S, r2)] && dn_cl_order(m0)) dn_channels_last(&omd, &omd);
+    int v = dn_val_new(S, V_TMP, &omd);
+    for (uint32_t k = 0; k < cnt; k++) {
+        /* source k's channels j at output channels j*cnt + k */
+        dnnl_dims_t vs;
+        for (int d = 0; d < nd; d++) vs[d] = omd.format_desc.blocking.strides[d];
+        vs[1] *= (int64_t)cnt;
+        dnnl_memory_desc_t view;
+        dnnl_memory_desc_init_by_strides(&view, nd, m0->dims, dnnl_f32, vs);
+        view.offset0 = (int64_t)k * omd.format_desc.blocking.strides[1];
+        const dnnl_memory_desc_t smd0 = S->vals.data[src[k].val].md, *smd = &smd0;
+        dnnl_primitive_desc_t pd;
+        dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, smd, S->eng, &view, S->eng, S->attr_plain);
+        if (ds != dnnl_success) {
+            *st = dn_fail(S, n, ds, "oneDNN rejects the channel-shuffle reorder");
+            return true;
+        }
+        dn_arg a[2] = {{DNNL_ARG_FROM, src[k].val, *smd, NULL}, {DNNL_ARG_TO, v, view, NULL}};
+        const rt_json_node *folded[3] = {r1, p, r2};
+        for (int f = 0; f < 3; f++) gr_vec_push(&S->pend, folded[f]);
+        *st = dn_emit(S, n, pd, a, 2, false);
+        if (*st) return true;
+    }
+    const rt_json_node *folded[3] = {r1, p, r2};
+    for (int f = 0; f < 3; f++) {
+        if (!S->consumed[folded[f] - S->node0]) S->stats.nfused_nodes++;
+        S->consumed[folded[f] - S->node0] = true;
+    }
+    S->ent_val[dn_out_entry(S, r2)] = v;
+    *st = GR_OK;
+    return true;
+}
+
+gr_status dn_op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    json_t *a0 = json_array_get(json_object_get(n->attrs, "args"), 0);
+    json_t *tup = a0 ? json_object_get(a0, "tuple") : NULL;
+    uint32_t cnt = tup ? (uint32_t)json_array_size(tup) : n->ninputs;
+    if (cnt == 0 || cnt > 64) return dn_fail(S, n, dnnl_success, "concat arity");
+    dnnl_memory_desc_t mds[64];
+    dn_arg args[66];
+    int nd = n->ndims[0];
+    for (uint32_t i = 0; i < cnt; i++) {
+        int e;
+        if (tup) {
+            json_t *in = json_object_get(json_array_get(tup, i), "in");
+            e = json_is_integer(in) ? dn_in_entry(S, n, (uint32_t)json_integer_value(in)) : -1;
+        } else {
+            e = dn_in_entry(S, n, i);
+        }
+        int v = -1;
+        gr_status st = dn_need_val(S, n, e, &v);
+        if (st) return st;
+        if (S->vals.data[v].md.ndims != nd) return dn_fail(S, n, dnnl_success, "rank");
+        mds[i] = S->vals.data[v].md;
+        args[i] = (dn_arg){DNNL_ARG_MULTIPLE_SRC + (int)i, v, mds[i], NULL};
+    }
+    int64_t axis = dn_attr_int(n, "axis", 0);
+    if (axis < 0) axis += nd;
+    gr_status sst;
+    if (try_shuffle(S, n, cnt, args, axis, &sst)) return sst;
+    /* the sources as they are; oneDNN's jit concat wants them in one layout (ref:any for mixed
+     * layouts or channel blocks cut by the axis): then all in the first one's layout,
+     * channels-last, plain */
+    dnnl_memory_desc_t (*alt)[64] = malloc(sizeof(*alt) * 4);
+    if (!alt) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    int nalt = 0;
+    memcpy(alt[nalt++], mds, sizeof(mds[0]) * cnt);
+    bool ok1 = true, ok2 = true, plain = true;
+    for (uint32_t i = 0; i < cnt; i++) {
+        ok1 &= dn_md_like(&alt[nalt][i], &mds[0], nd, mds[i].dims);
+        dn_channels_last(&alt[nalt + 1][i], &mds[i]);
+        ok2 &= nd >= 3 && nd <= 5;
+        dn_plain_like(&alt[nalt + 2][i], &mds[i]);
+        plain &= dn_is_plain(&mds[i]);
+    }
+    int base = nalt;
+    if (ok1) nalt++;
+    if (ok2) memcpy(alt[nalt++], alt[base + 1], sizeof(mds[0]) * cnt);
+    if (!plain) memcpy(alt[nalt++], alt[base + 2], sizeof(mds[0]) * cnt);
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = dnnl_success;
+    int pick = 0;
+    for (int t = 0; t <= nalt && !pd; t++) {
+        int a = t < nalt ? t : 0;
+        if (t == nalt) S->ref_why = "no jit concat for these layouts (tried the sources' own, the first one's, channels-last, plain)";
+        ds = dnnl_concat_primitive_desc_create(&pd, NULL, (int)cnt, (int)axis, alt[a], S->attr_plain, S->eng);
+        if (ds != dnnl_success) {
+            pd = NULL;
+            if (t == nalt) break;
+            continue;
+        }
+        if (t < nalt && dn_pd_is_ref(pd)) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = NULL;
+            continue;
+        }
+        pick = a;
+    }
+    if (!pd) {
+        free(alt);
+        return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    }
+    if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
+    for (uint32_t i = 0; i < cnt; i++) {
+        int v;
+        gr_status st = dn_as(S, n, args[i].val, &alt[pick][i], &v);
+        if (st) {
+            free(alt);
+            dnnl_primitive_desc_destroy(pd);
+            return st;
+        }
+        args[i] = (dn_arg){DNNL_ARG_MULTIPLE_SRC + (int)i, v, alt[pick][i], NULL};
+    }
+    free(alt);
+    return dn_finish(S, n, pd, args, (int)cnt, NULL, 0, NULL);
+}
+
+/* --------------------------------------------------------------- resize ---- */
+
+static dnnl_status_t resample_init(void *desc, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst,
+                                   const void *ctx) {
+    return dnnl_resampling_forward_desc_init(desc, dnnl_forward_inference, *(const dnnl_alg_kind_t *)ctx, NULL, src, dst);
+}
+
+gr_status dn_op_resize(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = dn_need_val(S, n, x, &xv);
+    if (st) return st;
+    if (strcmp(dn_attr_str(n, "layout", "NCHW"), "NCHW")) return dn_fail(S, n, dnnl_success, "layout");
+    const char *method = dn_attr_str(n, "method", "linear");
+    const char *ctm = dn_attr_str(n, "coordinate_transformation_mode", "half_pixel");
+    const char *rnd = dn_attr_str(n, "rounding_method", "round");
+    const int64_t *xs = dn_entry_shape(S, x), *os = n->shapes[0];
+    dnnl_alg_kind_t alg;
+    if (!strcmp(method, "linear")) {
+        if (strcmp(ctm, "half_pixel") && !(strcmp(ctm, "pytorch_half_pixel") == 0 && os[2] > 1 && os[3] > 1))
+            return dn_fail(S, n, dnnl_success, "linear resize supports half_pixel coordinates only");
+        alg = dnnl_resampling_linear;
+    } else if (!strcmp(method, "nearest_neighbor") || !strcmp(method, "nearest")) {
+        /* integer up-scaling: every coordinate mode / rounding agrees with oneDNN's */
+        bool integer = os[2] % xs[2] == 0 && os[3] % xs[3] == 0;
+        bool ok_mode = (!strcmp(ctm, "asymmetric") && (!strcmp(rnd, "floor") || !strcmp(rnd, ""))) ||
+                       (!strcmp(ctm, "half_pixel") && (!strcmp(rnd, "round_prefer_ceil") || !strcmp(rnd, "round")||
+                                                      !strcmp(rnd, "round_prefer_floor")));
+        if (!integer || !ok_mode) return dn_fail(S, n, dnnl_success, "nearest resize supports integer up-scaling only");
+        alg = dnnl_resampling_nearest;
+    } else {
+        return dn_fail(S, n, dnnl_success, "resize method not supported");
+    }
+    dn_step steps[DN_MAX_STEPS];
+    dnnl_memory_desc_t dst;
+    int k = dn_chain_of(S, n, NULL, steps, true, 4, os, &dst);
+    dnnl_resampling_desc_t desc;
+    dn_arg args[4 + DN_MAX_STEPS];
+    int na = 0, used;
+    dnnl_primitive_desc_t pd;
+    st = dn_single_src_create(S, n, xv, &dst, 4, os, resample_init, &alg, &desc, steps, k,
+                           "no jit resampling for these shapes in any layout tried (src's, dst any, channels-last)", &pd,
+                           &used, args, &na);
+    if (st) return st;
+    return dn_finish(S, n, pd, args, na, steps, used, NULL);
+}
+
+/* --------------------------------------------------------------- reduce ---- */
+
+/* A mean or max over every spatial axis of an (N, C, spatial...) tensor in a blocked or
+ * channels-last layout (global average pooling as ONNX ReduceMean over H, W imports): a
+ * pooling primitive with the whole map as its window reads the source in its producer's layout.
+ * oneDNN 2.6's reductions have jit kernels for plain sources only (blocked: ref), so the other
+ * way is a reorder of the whole map first (mnasnet1_0's 1280x7x7 head on avx512_core: reorder
+ * 47 us + reduction 10 us in the model, the pooling alone 3 us). The result keeps the
+ * pooling's layout; without keepdims, the (N, C) output is a plain view of it where the bytes
+ * agree (dn_plain: one image, or C a multiple of the channel block), else a copy of N x C
+ * values. *done false: no jit pooling, the caller reduces a plain copy. */
+static gr_status global_pool(dn_state *S, const rt_json_node *n, int xv, const int64_t *kd, bool *done) {
+    *done = false;
+    const dnnl_memory_desc_t xmd = S->vals.data[xv].md;
+    int nd = xmd.ndims, sd = nd - 2;
+    dnnl_alg_kind_t alg = dn_op_row_of(n->op)->alg == dnnl_reduction_mean ? dnnl_pooling_avg_exclude_padding
+                          : dn_op_row_of(n->op)->alg == dnnl_reduction_max ? dnnl_pooling_max
+                                                                  : dnnl_alg_kind_undef;
+    if (S->opts.no_layout_plan || alg == dnnl_alg_kind_undef || sd < 1 || sd > 3 || dn_is_plain(&xmd)) return GR_OK;
+    for (int i = 0; i < nd; i++)
+        if (kd[i] != (i < 2 ? xmd.dims[i] : 1)) return GR_OK;
+    bool keep = n->ndims[0] == nd;
+    dn_step steps[DN_MAX_STEPS];
+    dnnl_memory_desc_t dst;
+    int k = dn_chain_of(S, n, NULL, steps, keep, nd, kd, &dst);
+    dnnl_dims_t win, zero, od;
+    for (int i = 0; i < sd; i++) {
+        win[i] = xmd.dims[2 + i];
+        zero[i] = 0;
+    }
+    for (int i = 0; i < nd; i++) od[i] = kd[i];
+    /* dst `any`: the jit kernels want it in src's layout (a plain dst leaves ref); a region
+     * output is copied out at the end */
+    dnnl_memory_desc_init_by_tag(&dst, nd, od, dnnl_f32, dnnl_format_tag_any);
+    dnnl_pooling_v2_desc_t desc;
+    dnnl_status_t ds = dnnl_pooling_v2_forward_desc_init(&desc, dnnl_forward_inference, alg, &xmd, &dst, win, win, zero,
+                                                          zero, zero);
+    if (ds != dnnl_success) return GR_OK;
+    dn_arg args[4 + DN_MAX_STEPS];
+    int na = 0, used;
+    dnnl_primitive_desc_t pd;
+    gr_status st;
+    S->sum_ok = true;
+    ds = dn_try_create(S, n, &desc, nd, steps, k, 0, true, &pd, &used, args, &na, &st);
+    S->sum_ok = false;
+    if (st || ds != dnnl_success) return st;
+    *done = true;
+    args[na++] = (dn_arg){DNNL_ARG_SRC, xv, xmd, NULL};
+    int e = dn_chain_out(S, n, steps, used);
+    if ((st = dn_finish(S, n, pd, args, na, steps, used, NULL)) || keep) return st;
+    int pv;
+    if ((st = dn_plain(S, n, S->ent_val[e], &pv))) return st;
+    dnnl_memory_desc_t omd;
+    dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
+    S->ent_val[e] = dn_alias_new(S, pv, &omd);
+    return GR_OK;
+}
+
+gr_status dn_op_reduce(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = dn_need_val(S, n, x, &xv);
+    if (st) return st;
+    int nd = S->vals.data[xv].md.ndims;
+    int64_t axes[DNNL_MAX_NDIMS];
+    int na = dn_attr_ints(n, "axis", axes, DNNL_MAX_NDIMS);
+    int64_t kd[DNNL_MAX_NDIMS];
+    for (int i = 0; i < nd; i++) kd[i] = na < 0 ? 1 : S->vals.data[xv].md.dims[i];
+    for (int i = 0; i < na; i++) {
+        int64_t a = axes[i] < 0 ? axes[i] + nd : axes[i];
+        if (a < 0 || a >= nd) return dn_fail(S, n, dnnl_success, "axis out of range");
+        kd[a] = 1;
+    }
+    bool done;
+    if ((st = global_pool(S, n, xv, kd, &done)) || done) return st;
+    if ((st = dn_plain(S, n, xv, &xv))) return st;
+    dnnl_alg_kind_t alg = dn_op_row_of(n->op)->alg;
+    const dnnl_memory_desc_t xmd_copy = S->vals.data[xv].md, *xmd = &xmd_copy;
+    dnnl_memory_desc_t kmd, omd;
+    dn_plain_md(&kmd, nd, kd);
+    dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
+    if (dnnl_memory_desc_get_size(&kmd) != dnnl_memory_desc_get_size(&omd)) return dn_fail(S, n, dnnl_success, "shape");
+    dn_step steps[DN_MAX_STEPS];
+    dnnl_memory_desc_t ignore;
+    /* post-ops only when the output keeps the rank (same dims for the chain) */
+    int k = dn_chain_of(S, n, NULL, steps, n->ndims[0] == nd, nd, kd, &ignore);
+    dnnl_reduction_desc_t desc;
+    dnnl_status_t ds = dnnl_reduction_desc_init(&desc, alg, xmd, &kmd, 0.f, 0.f);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid reduction");
+    dn_arg args[4 + DN_MAX_STEPS];
+    int nargs = 0, used;
+    dnnl_primitive_desc_t pd;
+    st = dn_fuse_create_min(S, n, &desc, nd, steps, k, 0, &pd, &used, args, &nargs);
+    if (st) return st;
+    args[nargs++] = (dn_arg){DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL};
+    int v = dn_val_new(S, V_TMP, &omd);
+    args[nargs++] = (dn_arg){DNNL_ARG_DST, v, kmd, NULL};
+    dn_consume(S, steps, used);
+    st = dn_emit(S, n, pd, args, nargs, false);
+    if (st) return st;
+    S->ent_val[dn_chain_out(S, n, steps, used)] = v;
+    return GR_OK;
+}
+
+/* ------------------------------------------------------------ layout ops ---- */
+
+/* reshape / flatten / squeeze / expand_dims: the plain data viewed with the new dims. */
+gr_status dn_op_reshape(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = dn_need_val(S, n, x, &xv);
+    if (!st) st = dn_plain(S, n, xv, &xv);
+    if (st) return st;
+    dnnl_memory_desc_t omd;
+    dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
+    if (dnnl_memory_desc_get_size(&omd) != dnnl_memory_desc_get_size(&S->vals.data[xv].md))
+        return dn_fail(S, n, dnnl_success, "reshape changes the size");
+    S->ent_val[dn_out_entry(S, n)] = dn_alias_new(S, xv, &omd);
+    return GR_OK;
+}
+
+/* A permute is a view of its input, without a copy, when the input's layout permuted is the
+ * plain output (channels-last NCHW read as NHWC), or when it is the channels-last layout of
+ * the output (plain NHWC read as NCHW) and the output is not a region output: its consumers
+ * then read it channels-last, or reorder it as this permute would have. Otherwise a reorder
+ * of the plain input into the plain output. */
+gr_status dn_op_permute(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = dn_need_val(S, n, x, &xv);
+    if (st) return st;
+    int nd = S->vals.data[xv].md.ndims, e = dn_out_entry(S, n);
+    int perm[DNNL_MAX_NDIMS];
+    if (!dn_permute_perm(n, nd, perm)) return dn_fail(S, n, dnnl_success, "axes");
+    dnnl_memory_desc_t pmd, omd, cl;
+    dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
+    dn_channels_last(&cl, &omd);
+    if (!S->opts.no_layout_plan && dnnl_memory_desc_permute_axes(&pmd, &S->vals.data[xv].md, perm) == dnnl_success &&
+        (dnnl_memory_desc_equal(&pmd, &omd) || (!S->is_head[e] && nd >= 3 && dnnl_memory_desc_equal(&pmd, &cl)))) {
+        S->ent_val[e] = dn_alias_new(S, xv, &pmd);
+        S->stats.nviews++;
+        return GR_OK;
+    }
+    if ((st = dn_plain(S, n, xv, &xv))) return st;
+    dnnl_status_t ds = dnnl_memory_desc_permute_axes(&pmd, &S->vals.data[xv].md, perm);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid permutation");
+    dnnl_primitive_desc_t pd;
+    ds = dnnl_reorder_primitive_desc_create(&pd, &pmd, S->eng, &omd, S->eng, S->attr_plain);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the reorder");
+    int v = dn_val_new(S, V_TMP, &omd);
+    dn_arg args[2] = {{DNNL_ARG_FROM, xv, pmd, NULL}, {DNNL_ARG_TO, v, omd, NULL}};
+    st = dn_emit(S, n, pd, args, 2, true);
+    if (!st) S->ent_val[e] = v;
+    return st;
+}
+
+/* strided_slice (positive steps): a reorder from a dn_strided view of the input. */
+static int tuple_ints(const rt_json_node *n, uint32_t k, int64_t *out, int max) {
+    json_t *t = json_object_get(json_array_get(json_object_get(n->attrs, "args"), k), "tuple");
+    int c = (int)json_array_size(t);
+    if (!t || c > max) return -1;
+    for (int i = 0; i < c; i++) {
+        json_t *v = json_object_get(json_array_get(t, (size_t)i), "int");
+        if (!json_is_integer(v)) return -1;
+        out[i] = json_integer_value(v);
+    }
+    return c;
+}
+
+/* A slice can stay a dn_strided view of its input when every consumer reads its sources through
+ * a reorder of its own: convolutions (into the layout their kernel picks) and concats
+ * (ShuffleNet's split halves: into the concat's or the shuffle's layout). */
+static bool slice_as_view(dn_state *S, int e) {
+    if (S->is_head[e] || S->cons[e].len == 0) return false;
+    for (uint32_t i = 0; i < S->cons[e].len; i++) {
+        const rt_json_node *c = S->cons[e].data[i];
+        if (c->op == IR_OP_CONV2D ? dn_arg_entry(S, c, 0) != e : c->op != IR_OP_CONCAT) return false;
+    }
+    return true;
+}
+
+gr_status dn_op_strided_slice(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = dn_need_val(S, n, x, &xv);
+    /* a slice of a dn_strided layout (plain, channels-last) is a view of it; blocked goes plain */
+    if (!st && (!dn_strided(&S->vals.data[xv].md) || S->opts.no_layout_plan)) st = dn_plain(S, n, xv, &xv);
+    if (st) return st;
+    const dnnl_memory_desc_t xmd = S->vals.data[xv].md;
+    int nd = xmd.ndims;
+    int64_t axes[DNNL_MAX_NDIMS], beg[DNNL_MAX_NDIMS], end[DNNL_MAX_NDIMS], stp[DNNL_MAX_NDIMS];
+    int na = tuple_ints(n, 1, axes, DNNL_MAX_NDIMS), nb = tuple_ints(n, 2, beg, DNNL_MAX_NDIMS),
+        ne = tuple_ints(n, 3, end, DNNL_MAX_NDIMS), ns = dn_nargs(n) > 4 ? tuple_ints(n, 4, stp, DNNL_MAX_NDIMS) : na;
+    if (dn_nargs(n) <= 4)
+        for (int i = 0; i < na; i++) stp[i] = 1;
+    if (na < 0 || nb != na || ne != na || ns != na || n->ndims[0] != nd)
+        return dn_fail(S, n, dnnl_success, "strided_slice needs constant axes / begin / end / strides");
+    int64_t start[DNNL_MAX_NDIMS] = {0}, step[DNNL_MAX_NDIMS], xstr[DNNL_MAX_NDIMS];
+    for (int i = 0; i < nd; i++) step[i] = 1;
+    for (int i = 0; i < na; i++) {
+        int64_t a = axes[i] < 0 ? axes[i] + nd : axes[i], dim;
+        if (a < 0 || a >= nd || stp[i] <= 0) return dn_fail(S, n, dnnl_success, "strided_slice with a bad axis or a step <= 0");
+        dim = xmd.dims[a];
+        int64_t b = beg[i] < 0 ? beg[i] + dim : beg[i];
+        start[a] = b < 0 ? 0 : b > dim ? dim : b;
+        step[a] = stp[i];
+    }
+    int64_t off = xmd.offset0;
+    for (int i = 0; i < nd; i++) xstr[i] = xmd.format_desc.blocking.strides[i];
+    dnnl_dims_t vd, vs;
+    for (int i = 0; i < nd; i++) {
+        vd[i] = n->shapes[0][i];
+        vs[i] = xstr[i] * step[i];
+        off += start[i] * xstr[i];
+        if (vd[i] && start[i] + (vd[i] - 1) * step[i] >= xmd.dims[i]) return dn_fail(S, n, dnnl_success, "strided_slice out of bounds");
+    }
+    dnnl_memory_desc_t view, omd;
+    dnnl_memory_desc_init_by_strides(&view, nd, vd, dnnl_f32, vs);
+    view.offset0 = off;
+    if (slice_as_view(S, dn_out_entry(S, n))) {
+        /* no copy: the consumers reorder from the view into their own layouts anyway */
+        S->ent_val[dn_out_entry(S, n)] = dn_alias_new(S, xv, &view);
+        return GR_OK;
+    }
+    dn_plain_md(&omd, nd, n->shapes[0]);
+    dnnl_primitive_desc_t pd;
+    dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, &view, S->eng, &omd, S->eng, S->attr_plain);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the strided_slice reorder");
+    int v = dn_val_new(S, V_TMP, &omd);
+    dn_arg args[2] = {{DNNL_ARG_FROM, xv, view, NULL}, {DNNL_ARG_TO, v, omd, NULL}};
+    st = dn_emit(S, n, pd, args, 2, true);
+    if (!st) S->ent_val[dn_out_entry(S, n)] = v;
+    return st;
+}

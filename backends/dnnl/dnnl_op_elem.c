@@ -1,0 +1,452 @@
+/* The oneDNN engine's pooling, eltwise and binary ops, softmax and the normalizations. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/dnnl/dnnl_ops_impl.h"
+
+gr_status dn_single_src_create(dn_state *S, const rt_json_node *n, int xv, const dnnl_memory_desc_t *dst, int nd,
+                                   const int64_t *os, src_desc_fn init, const void *ctx, void *desc, const dn_step *steps,
+                                   int k, const char *why, dnnl_primitive_desc_t *pd, int *used, dn_arg *args,
+                                   int *na) {
+    dnnl_memory_desc_t ax[3], ad[3], xcl;
+    dnnl_dims_t od;
+    for (int i = 0; i < nd; i++) od[i] = os[i];
+    int nalt = 0;
+    ax[nalt] = S->vals.data[xv].md;
+    ad[nalt++] = *dst;
+    dnnl_memory_desc_init_by_tag(&ad[nalt], nd, od, dnnl_f32, dnnl_format_tag_any);
+    if (!dnnl_memory_desc_equal(&ad[nalt], dst)) ax[nalt++] = ax[0];
+    dn_channels_last(&xcl, &ax[0]);
+    if (!dnnl_memory_desc_equal(&xcl, &ax[0])) {
+        dnnl_memory_desc_t op;
+        dn_plain_md(&op, nd, os);
+        ax[nalt] = xcl;
+        dn_channels_last(&ad[nalt], &op);
+        nalt++;
+    }
+    dnnl_status_t ds = dnnl_success;
+    gr_status st = GR_OK;
+    int pick = -1, base = *na;
+    *pd = NULL;
+    S->sum_ok = true;
+    for (int t = 0; t <= nalt && !*pd && !st; t++) {
+        int a = t < nalt ? t : 0;
+        if ((ds = init(desc, &ax[a], &ad[a], ctx)) != dnnl_success) break;
+        if (t == nalt) S->ref_why = why;
+        *na = base;
+        ds = dn_try_create(S, n, desc, nd, steps, k, 0, t < nalt, pd, used, args, na, &st);
+        if (ds != dnnl_success) *pd = NULL;
+        else pick = a;
+    }
+    S->sum_ok = false;
+    if (st) return st;
+    if (!*pd) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    if (!dn_pd_is_ref(*pd)) S->ref_why = NULL;
+    int xin;
+    if ((st = dn_as(S, n, xv, &ax[pick], &xin))) {
+        dnnl_primitive_desc_destroy(*pd);
+        return st;
+    }
+    args[(*na)++] = (dn_arg){DNNL_ARG_SRC, xin, ax[pick], NULL};
+    return GR_OK;
+}
+
+/* ---------------------------------------------------------------- pooling ---- */
+
+typedef struct pool_ctx {
+    dnnl_alg_kind_t alg;
+    const int64_t *s, *kk, *d, *pl, *pr;
+} pool_ctx;
+
+static dnnl_status_t pool_init(void *desc, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *dst, const void *ctx) {
+    const pool_ctx *c = ctx;
+    return dnnl_pooling_v2_forward_desc_init(desc, dnnl_forward_inference, c->alg, src, dst, c->s, c->kk, c->d, c->pl, c->pr);
+}
+
+gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = dn_need_val(S, n, x, &xv);
+    if (st) return st;
+    bool is_max = n->op == IR_OP_MAX_POOL1D || n->op == IR_OP_MAX_POOL2D || n->op == IR_OP_ADAPTIVE_MAX_POOL2D;
+    bool adaptive = n->op == IR_OP_ADAPTIVE_AVG_POOL1D || n->op == IR_OP_ADAPTIVE_AVG_POOL2D || n->op == IR_OP_ADAPTIVE_MAX_POOL2D;
+    int nd = dn_entry_ndim(S, x), sd = nd - 2;
+    if (sd < 1 || sd > 2) return dn_fail(S, n, dnnl_success, "rank");
+    const char *cx = sd == 1 ? "NCW" : "NCHW", *lay = dn_attr_str(n, "layout", cx);
+    /* NHWC (any permutation): canonical axes over dn_strided views, as for convolutions */
+    dnnl_dims_t xs, xstr, os, ostr;
+    if (n->ndims[0] != nd || strcmp(dn_attr_str(n, "out_layout", lay), lay) ||
+        !dn_layout_view(lay, cx, dn_entry_shape(S, x), xs, xstr) || !dn_layout_view(lay, cx, n->shapes[0], os, ostr))
+        return dn_fail(S, n, dnnl_success, "layouts that are not permutations of NCHW, or out_layout other than layout");
+    bool perm = strcmp(lay, cx) != 0;
+    dnnl_dims_t kk, s, d, pl, pr;
+    if (adaptive) {
+        for (int i = 0; i < sd; i++) {
+            if (os[2 + i] <= 0 || xs[2 + i] % os[2 + i])
+                return dn_fail(S, n, dnnl_success, "adaptive pooling with uneven windows is not supported");
+            kk[i] = s[i] = xs[2 + i] / os[2 + i];
+            d[i] = pl[i] = pr[i] = 0;
+        }
+    } else {
+        int64_t ps[2] = {1, 1}, st2[2] = {1, 1}, dl[2] = {1, 1}, pad[4] = {0, 0, 0, 0};
+        int c;
+        if ((c = dn_attr_ints(n, "pool_size", ps, 2)) == 1) ps[1] = ps[0];
+        if ((c = dn_attr_ints(n, "strides", st2, 2)) == 1) st2[1] = st2[0];
+        if ((c = dn_attr_ints(n, "dilation", dl, 2)) == 1) dl[1] = dl[0];
+        c = dn_attr_ints(n, "padding", pad, 4);
+        if (c == 1) pad[1] = pad[2] = pad[3] = pad[0];
+        else if (c == sd)
+            for (int i = 0; i < sd; i++) pad[sd + i] = pad[i];
+        for (int i = 0; i < sd; i++) {
+            kk[i] = ps[i];
+            s[i] = st2[i];
+            d[i] = dl[i] - 1;
+            pl[i] = pad[i];
+            /* ceil_mode: the output size decides the right padding */
+            pr[i] = (os[2 + i] - 1) * s[i] + (kk[i] - 1) * dl[i] + 1 - xs[2 + i] - pl[i];
+            if (pr[i] < 0) pr[i] = 0;
+        }
+        if (!is_max && dn_attr_bool(n, "ceil_mode", false) && dn_attr_bool(n, "count_include_pad", false))
+            return dn_fail(S, n, dnnl_success, "avg pooling with ceil_mode and count_include_pad is not supported");
+    }
+    dnnl_alg_kind_t alg = is_max ? dnnl_pooling_max
+                          : (!adaptive && dn_attr_bool(n, "count_include_pad", false)) ? dnnl_pooling_avg_include_padding
+                                                                                       : dnnl_pooling_avg_exclude_padding;
+    dn_step steps[DN_MAX_STEPS];
+    dnnl_memory_desc_t dst;
+    int k = dn_chain_of(S, n, NULL, steps, true, nd, os, &dst);
+    /* permuted: dn_strided views, and only eltwise post-ops (binary ones see the node's shapes) */
+    if (perm) {
+        dnnl_dims_t od;
+        for (int i = 0; i < nd; i++) od[i] = os[i];
+        if ((st = dn_layout_in(S, n, &xv, nd, xs, xstr))) return st;
+        dnnl_memory_desc_init_by_strides(&dst, nd, od, dnnl_f32, ostr);
+        for (int i = 0; i < k; i++)
+            if (steps[i].kind != STEP_ELTWISE) k = i;
+    }
+    dnnl_memory_desc_t operm = dst;
+    dnnl_pooling_v2_desc_t desc;
+    pool_ctx pc = {alg, s, kk, d, pl, pr};
+    dn_arg args[4 + DN_MAX_STEPS];
+    int na = 0, used;
+    dnnl_primitive_desc_t pd;
+    st = dn_single_src_create(S, n, xv, &dst, nd, os, pool_init, &pc, &desc, steps, k,
+                           "no jit pooling for these shapes in any layout tried (src's, dst any, channels-last)", &pd, &used,
+                           args, &na);
+    if (st) return st;
+    int oe = dn_chain_out(S, n, steps, used);
+    st = dn_finish(S, n, pd, args, na, steps, used, NULL);
+    return st || !perm ? st : dn_layout_out(S, n, oe, &operm);
+}
+
+/* ------------------------------------------------------- eltwise / binary ---- */
+
+/* A unary node, a binary node with a scalar constant, an x * f(x) form, or a binary node of
+ * two tensors (one may broadcast): one eltwise or binary primitive, plus post-ops. */
+gr_status dn_op_elemwise(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    dn_step first, steps[DN_MAX_STEPS + 1];
+    int x = -1, npre = 0;
+    for (uint32_t k = 0; k < 2 && x < 0; k++) {
+        int e = dn_arg_entry(S, n, k);
+        if (e >= 0 && S->ent_val[e] >= 0 && dn_match_step(S, e, n, false, &first)) x = e;
+    }
+    if (x < 0 && (n->op == IR_OP_SUBTRACT || n->op == IR_OP_DIVIDE)) {
+        /* y - x = -(x - y); y / x = x^-1 * y, for a broadcast y */
+        int a0 = dn_arg_entry(S, n, 0), a1 = dn_arg_entry(S, n, 1);
+        int oe = dn_out_entry(S, n);
+        if (a0 >= 0 && a1 >= 0 && S->ent_val[a0] >= 0 && S->ent_val[a1] >= 0 && dn_entry_ndim(S, a1) == n->ndims[0] &&
+            !memcmp(dn_entry_shape(S, a1), n->shapes[0], sizeof(int64_t) * (size_t)n->ndims[0])) {
+            memset(&first, 0, sizeof first);
+            first.nnodes = 1;
+            first.nodes[0] = n;
+            first.out = oe;
+            dn_step pre = first;
+            pre.nnodes = 0;
+            if (n->op == IR_OP_SUBTRACT) {
+                first.kind = STEP_BINARY;
+                first.alg = dnnl_binary_sub;
+                first.src1 = a0;
+                pre.kind = STEP_ELTWISE;
+                pre.alg = dnnl_eltwise_linear;
+                pre.alpha = -1.f;
+            } else {
+                first.kind = STEP_ELTWISE;
+                first.alg = dnnl_eltwise_pow;
+                first.alpha = 1.f;
+                first.beta = -1.f;
+                pre.kind = STEP_BINARY;
+                pre.alg = dnnl_binary_mul;
+                pre.src1 = a0;
+            }
+            steps[npre++] = pre;
+            x = a1;
+        }
+    }
+    if (x < 0) {
+        /* x op x (a square as x * x): one binary primitive reading x twice */
+        dnnl_alg_kind_t alg = dn_binary_alg(n->op, NULL);
+        int a0 = dn_arg_entry(S, n, 0);
+        if (alg != dnnl_alg_kind_undef && a0 >= 0 && a0 == dn_arg_entry(S, n, 1) && S->ent_val[a0] >= 0) {
+            memset(&first, 0, sizeof first);
+            first.kind = STEP_BINARY;
+            first.alg = alg;
+            first.src1 = a0;
+            first.nnodes = 1;
+            first.nodes[0] = n;
+            first.out = dn_out_entry(S, n);
+            x = a0;
+        }
+    }
+    if (x < 0) return dn_fail(S, n, dnnl_success, "unsupported operands (both broadcast)");
+    int xv = S->ent_val[x];
+    int nd = S->vals.data[xv].md.ndims;
+    const rt_json_node *last = first.nodes[first.nnodes - 1];
+    dnnl_memory_desc_t ignore;
+    int k = npre + dn_chain_of(S, last, NULL, steps + npre, true, nd, n->shapes[0], &ignore);
+    dn_consume(S, &first, 1);
+    S->stats.npostops--;          /* the first step is the primitive itself */
+    S->stats.nfused_nodes -= (uint32_t)first.nnodes > 0 ? 1 : 0;
+    int v, used;
+    gr_status st = dn_elem_prim(S, n, &first, xv, steps, k, npre, true, &v, &used);
+    if (st) return st;
+    S->ent_val[used > npre ? steps[used - 1].out : first.out] = v;
+    return GR_OK;
+}
+
+/* Operand value v of a binary as md `want` (nd dims): a lower-rank operand is viewed plain with
+ * leading 1s first. */
+static gr_status src1_as(dn_state *S, const rt_json_node *n, int v, int nd, const dnnl_memory_desc_t *want, int *out) {
+    if (S->vals.data[v].md.ndims != nd) {
+        gr_status st = dn_plain(S, n, v, &v);
+        if (st) return st;
+        dnnl_memory_desc_t pe;
+        dn_plain_expand(&pe, &S->vals.data[v].md, nd);
+        v = dn_alias_new(S, v, &pe);
+    }
+    return dn_as(S, n, v, want, out);
+}
+
+/* dims of value v expanded with leading 1s to nd */
+static void dims_expand(dn_state *S, int v, int nd, int64_t *out) {
+    const dnnl_memory_desc_t *md = &S->vals.data[v].md;
+    int pad = nd - md->ndims;
+    for (int i = 0; i < nd; i++) out[i] = i < pad ? 1 : md->dims[i - pad];
+}
+
+gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first, int xv, const dn_step *steps, int k,
+                       int kmin, bool consume, int *out, int *kused) {
+    int nd = S->vals.data[xv].md.ndims;
+    bool bin = first->kind == STEP_BINARY;
+    int v1 = bin ? S->ent_val[first->src1] : -1;
+    int64_t d1[DNNL_MAX_NDIMS];
+    bool full1 = false;
+    if (bin) {
+        if (S->vals.data[v1].md.ndims > nd) return dn_fail(S, n, dnnl_success, "operand of higher rank than the output");
+        dims_expand(S, v1, nd, d1);
+        full1 = S->vals.data[v1].md.ndims == nd && !memcmp(d1, S->vals.data[xv].md.dims, sizeof(int64_t) * (size_t)nd);
+    }
+    /* layouts to try until one gets a jit kernel (oneDNN 2.6: jit binary wants a broadcast
+     * operand blocked like src0 -- 8 channels on AVX2, 16 on AVX-512 -- and jit eltwise rejects
+     * zero-padded blocks for ops with f(0) != 0):
+     *   0: x as it is, the other operand plain (as it is when full-size);
+     *   1: the other operand in x's layout;
+     *   2: both channels-last (x reordered) */
+    dnnl_memory_desc_t ax[5], a1[5];
+    int nalt = 0;
+    ax[0] = S->vals.data[xv].md;
+    if (bin) {
+        if (full1) a1[0] = S->vals.data[v1].md;
+        else dn_plain_md(&a1[0], nd, d1);
+    }
+    nalt = 1;
+    if (bin && dn_md_like(&a1[nalt], &ax[0], nd, d1) && !dnnl_memory_desc_equal(&a1[nalt], &a1[0])) ax[nalt++] = ax[0];
+    dnnl_memory_desc_t cl;
+    dn_channels_last(&cl, &ax[0]);
+    if (!dnnl_memory_desc_equal(&cl, &ax[0]) && !dn_is_plain(&ax[0])) {
+        ax[nalt] = cl;
+        if (bin && !dn_md_like(&a1[nalt], &cl, nd, d1)) a1[nalt] = a1[0];
+        nalt++;
+    }
+    /*   3: both plain (a broadcast over channels, [N,1,H,W] as layer norms over channels
+     *      have it, is jit only for plain src0) */
+    if (!dn_is_plain(&ax[0])) {
+        dn_plain_like(&ax[nalt], &ax[0]);
+        if (bin) dn_plain_md(&a1[nalt], nd, d1);
+        nalt++;
+    }
+    /*   4: a broadcast along the last axis only (x - mean(x, -1) of a decomposed layer norm),
+     *      which no jit kernel takes: plain x and operand seen with the last axis moved to
+     *      axis 1 (x then reads as channels-last, the operand as a per-position one); only
+     *      eltwise post-ops then. axv / a1v: the values' layouts, ax / a1 what the primitive
+     *      sees. */
+    dnnl_memory_desc_t axv[5], a1v[5];
+    for (int a = 0; a < nalt; a++) {
+        axv[a] = ax[a];
+        if (bin) a1v[a] = a1[a];
+    }
+    int palt = -1, kperm = kmin;
+    const int64_t *xd = S->vals.data[xv].md.dims;
+    bool pre_elt = true;
+    for (int i = 0; i < kmin; i++) pre_elt &= steps[i].kind == STEP_ELTWISE;
+    if (bin && !full1 && nd >= 3 && d1[nd - 1] == 1 && xd[nd - 1] > 1 && pre_elt) {
+        int perm[DNNL_MAX_NDIMS];
+        perm[0] = 0;
+        perm[nd - 1] = 1;
+        for (int i = 1; i < nd - 1; i++) perm[i] = i + 1;
+        dn_plain_like(&axv[nalt], &S->vals.data[xv].md);
+        dn_plain_md(&a1v[nalt], nd, d1);
+        if (dnnl_memory_desc_permute_axes(&ax[nalt], &axv[nalt], perm) == dnnl_success &&
+            dnnl_memory_desc_permute_axes(&a1[nalt], &a1v[nalt], perm) == dnnl_success) {
+            palt = nalt++;
+            while (kperm < k && steps[kperm].kind == STEP_ELTWISE) kperm++;
+        }
+    }
+    union {
+        dnnl_eltwise_desc_t e;
+        dnnl_binary_desc_t b;
+    } desc;
+    dnnl_status_t ds = dnnl_success;
+    dn_arg args[4 + DN_MAX_STEPS];
+    int na = 0, used = 0, pick = -1;
+    dnnl_primitive_desc_t pd = NULL;
+    gr_status st = GR_OK;
+    /* each layout wanting a jit kernel, then the first one taking what oneDNN has */
+    for (int t = 0; t <= nalt && !pd && !st; t++) {
+        int a = t < nalt ? t : 0;
+        if (bin) ds = dnnl_binary_desc_init(&desc.b, first->alg, &ax[a], &a1[a], &ax[a]);
+        else ds = dnnl_eltwise_forward_desc_init(&desc.e, dnnl_forward_inference, first->alg, &ax[a], first->alpha, first->beta);
+        if (ds != dnnl_success && a == 0) return dn_fail(S, n, ds, "invalid elementwise op");
+        if (ds != dnnl_success) continue;
+        na = bin ? 1 : 0;
+        if (t == nalt)
+            S->ref_why = bin ? "no jit binary for these layouts / broadcast (tried the operand plain, in src0's layout, "
+                               "channels-last, all plain)"
+                             : "no jit eltwise for this layout / algorithm (tried src's layout, channels-last, plain)";
+        ds = dn_try_create(S, n, &desc, nd, steps, a == palt ? kperm : k, kmin, t < nalt, &pd, &used, args, &na, &st);
+        if (ds != dnnl_success) pd = NULL;
+        else pick = a;
+    }
+    if (st) return st;
+    if (!pd) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
+    int xin = xv, v1in = v1;
+    st = dn_as(S, n, xv, &axv[pick], &xin);
+    if (!st && bin) st = src1_as(S, n, v1, nd, &a1v[pick], &v1in);
+    if (st) {
+        dnnl_primitive_desc_destroy(pd);
+        return st;
+    }
+    if (bin) args[0] = (dn_arg){DNNL_ARG_SRC_1, v1in, a1[pick], NULL};
+    args[na++] = (dn_arg){DNNL_ARG_SRC, xin, ax[pick], NULL};
+    dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    /* the permuted view writes x's plain layout */
+    int v = dn_val_new(S, V_TMP, pick == palt ? &axv[pick] : &dmd);
+    args[na++] = (dn_arg){DNNL_ARG_DST, v, dmd, NULL};
+    if (consume) dn_consume(S, steps, used);
+    else if (first->out >= 0) gr_vec_push(&S->pend, S->ent_node[first->out].node);
+    st = dn_emit(S, n, pd, args, na, false);
+    if (st) return st;
+    *out = v;
+    *kused = used;
+    return GR_OK;
+}
+
+/* ---------------------------------------------------------------- softmax ---- */
+
+gr_status dn_op_softmax(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = dn_need_val(S, n, x, &xv);
+    if (!st) st = dn_plain(S, n, xv, &xv);
+    if (st) return st;
+    int nd = S->vals.data[xv].md.ndims;
+    int64_t axis = dn_attr_int(n, "axis", -1);
+    if (axis < 0) axis += nd;
+    if (axis < 0 || axis >= nd) return dn_fail(S, n, dnnl_success, "axis out of range");
+    dnnl_softmax_v2_desc_t desc;
+    dnnl_memory_desc_t dst = S->vals.data[xv].md;
+    dnnl_status_t ds = dnnl_softmax_v2_forward_desc_init(&desc, dnnl_forward_inference,
+                                                         n->op == IR_OP_LOG_SOFTMAX ? dnnl_softmax_log : dnnl_softmax_accurate,
+                                                         &S->vals.data[xv].md, &dst, (int)axis);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid softmax");
+    dnnl_primitive_desc_t pd;
+    ds = dnnl_primitive_desc_create(&pd, &desc, S->attr_plain, S->eng, NULL);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    dn_arg args[2] = {{DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL}};
+    return dn_finish(S, n, pd, args, 1, NULL, 0, NULL);
+}
+
+/* --------------------------------------------------------- normalization ---- */
+
+gr_status dn_op_layer_norm(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    int x = dn_arg_entry(S, n, 0), gmm = dn_arg_entry(S, n, 1), bet = dn_arg_entry(S, n, 2), xv = -1, gv = -1, bv = -1;
+    gr_status st = dn_need_val(S, n, x, &xv);
+    if (!st) st = dn_need_val(S, n, gmm, &gv);
+    if (!st) st = dn_need_val(S, n, bet, &bv);
+    if (!st) st = dn_plain(S, n, xv, &xv);
+    if (!st) st = dn_plain(S, n, gv, &gv);
+    if (!st) st = dn_plain(S, n, bv, &bv);
+    if (st) return st;
+    int nd = S->vals.data[xv].md.ndims;
+    int64_t axes[8];
+    int na = dn_attr_ints(n, "axes", axes, 8);
+    if (na != 1 || (axes[0] != -1 && axes[0] != nd - 1))
+        return dn_fail(S, n, dnnl_success, "layer_norm over axes other than the last one is not supported");
+    int64_t C = S->vals.data[xv].md.dims[nd - 1];
+    if (dnnl_memory_desc_get_size(&S->vals.data[gv].md) != (size_t)C * 4 || dnnl_memory_desc_get_size(&S->vals.data[bv].md) != (size_t)C * 4)
+        return dn_fail(S, n, dnnl_success, "gamma/beta sizes");
+    unsigned flags = (dn_attr_bool(n, "scale", true) ? dnnl_use_scale : 0) | (dn_attr_bool(n, "center", true) ? dnnl_use_shift : 0);
+    dnnl_layer_normalization_desc_t desc;
+    dnnl_status_t ds = dnnl_layer_normalization_forward_desc_init(&desc, dnnl_forward_inference, &S->vals.data[xv].md, NULL,
+                                                                  (float)dn_attr_float(n, "epsilon", 1e-5), flags);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid layer_norm");
+    dnnl_primitive_desc_t pd;
+    ds = dnnl_primitive_desc_create(&pd, &desc, S->attr_plain, S->eng, NULL);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    dnnl_memory_desc_t cmd;
+    dnnl_dims_t cd = {C};
+    dnnl_memory_desc_init_by_strides(&cmd, 1, cd, dnnl_f32, NULL);
+    dn_arg args[5] = {{DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL}};
+    int k = 1;
+    if (flags & dnnl_use_scale) args[k++] = (dn_arg){DNNL_ARG_SCALE, gv, cmd, NULL};
+    if (flags & dnnl_use_shift) args[k++] = (dn_arg){DNNL_ARG_SHIFT, bv, cmd, NULL};
+    dnnl_memory_desc_t xcopy = S->vals.data[xv].md;
+    return dn_finish(S, n, pd, args, k, NULL, 0, &xcopy);
+}
+
+gr_status dn_op_batch_norm(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    int v[5];
+    for (uint32_t i = 0; i < 5; i++) {
+        gr_status st = dn_need_val(S, n, dn_arg_entry(S, n, i), &v[i]);
+        if (st) return st;
+        if (i && (st = dn_plain(S, n, v[i], &v[i]))) return st;
+    }
+    int row = dn_out_entry(S, n);
+    for (uint32_t o = 1; o < n->noutputs; o++)
+        if (S->cons[row + o].len || S->is_head[row + o])
+            return dn_fail(S, n, dnnl_success, "batch_norm statistics outputs are not supported");
+    if (dn_attr_int(n, "axis", 1) != 1) return dn_fail(S, n, dnnl_success, "batch_norm on an axis other than 1");
+    const dnnl_memory_desc_t xmd_copy = S->vals.data[v[0]].md, *xmd = &xmd_copy;
+    int64_t C = xmd->dims[1];
+    unsigned flags = dnnl_use_global_stats | (dn_attr_bool(n, "scale", true) ? dnnl_use_scale : 0) |
+                     (dn_attr_bool(n, "center", true) ? dnnl_use_shift : 0);
+    dnnl_batch_normalization_desc_t desc;
+    dnnl_status_t ds = dnnl_batch_normalization_forward_desc_init(&desc, dnnl_forward_inference, xmd,
+                                                                  (float)dn_attr_float(n, "epsilon", 1e-5), flags);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid batch_norm");
+    dnnl_primitive_desc_t pd;
+    ds = dnnl_primitive_desc_create(&pd, &desc, S->attr_plain, S->eng, NULL);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    dnnl_memory_desc_t cmd;
+    dnnl_dims_t cd = {C};
+    dnnl_memory_desc_init_by_strides(&cmd, 1, cd, dnnl_f32, NULL);
+    dn_arg args[6] = {{DNNL_ARG_SRC, v[0], *xmd, NULL}, {DNNL_ARG_MEAN, v[3], cmd, NULL}, {DNNL_ARG_VARIANCE, v[4], cmd, NULL}};
+    int k = 3;
+    if (flags & dnnl_use_scale) args[k++] = (dn_arg){DNNL_ARG_SCALE, v[1], cmd, NULL};
+    if (flags & dnnl_use_shift) args[k++] = (dn_arg){DNNL_ARG_SHIFT, v[2], cmd, NULL};
+    return dn_finish(S, n, pd, args, k, NULL, 0, xmd);
+}

@@ -1,0 +1,309 @@
+/* The oneDNN engine's matmul: batched, broadcast and transposed operands, rows collapsed into
+ * one GEMM, and graft's own GEMV for one-row products with constant weights (dnnl_gemv.c). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/dnnl/dnnl_ops_impl.h"
+
+/* ---------------------------------------------------------------- matmul ---- */
+
+/* Plain md of weights w (dims ws, rank wn) read transposed in its last two axes, expanded to
+ * rank nd with leading 1s. */
+static void transposed_md(dnnl_memory_desc_t *md, int nd, int wn, const dnnl_dims_t ws) {
+    dnnl_dims_t d, str;
+    int pad = nd - wn;
+    int64_t acc = 1;
+    for (int i = wn - 1; i >= 0; i--) {
+        str[pad + i] = acc;
+        d[pad + i] = ws[i];
+        acc *= ws[i];
+    }
+    for (int i = 0; i < pad; i++) {
+        d[i] = 1;
+        str[i] = acc;
+    }
+    int64_t t = d[nd - 1];
+    d[nd - 1] = d[nd - 2];
+    d[nd - 2] = t;
+    t = str[nd - 1];
+    str[nd - 1] = str[nd - 2];
+    str[nd - 2] = t;
+    dnnl_memory_desc_init_by_strides(md, nd, d, dnnl_f32, str);
+}
+
+/* Rows of a matmul whose weights have batch dims of 1: the whole batch is one GEMM of
+ * batch * M rows. oneDNN 2.6 runs one GEMM per batch element otherwise, a GEMV each when M = 1
+ * (torch's sequence-first projections, 128x1x256 . 256x768: 2-4 ms instead of 0.2-0.5 ms).
+ * Returns the row count, 0 when the product does not collapse: weights with a batch, a single
+ * batch element, or a binary post-op operand that varies along the batch or rows but is not
+ * the full result. */
+static int64_t collapse_rows(dn_state *S, int nd, const dnnl_memory_desc_t *amd, const dnnl_memory_desc_t *bmd,
+                             const dn_step *steps, int k, const int64_t *os) {
+    int64_t rows = 1;
+    for (int i = 0; i < nd - 2; i++) {
+        if (bmd->dims[i] != 1) return 0;
+        rows *= amd->dims[i];
+    }
+    if (rows == 1) return 0;
+    for (int i = 0; i < k; i++) {
+        if (steps[i].kind != STEP_BINARY) continue;
+        int cn = dn_entry_ndim(S, steps[i].src1);
+        const int64_t *cs = dn_entry_shape(S, steps[i].src1);
+        bool full = cn == nd && !memcmp(cs, os, sizeof(int64_t) * (size_t)nd), row = true;
+        for (int j = 0; j < cn - 1; j++) row &= cs[j] == 1;
+        if (!full && !row) return 0;
+    }
+    return rows * amd->dims[nd - 2];
+}
+
+static bool gemm_impl(const_dnnl_primitive_desc_t pd) {
+    const char *impl = NULL;
+    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+           !strncmp(impl, "gemm", 4);
+}
+
+/* ---- graft's own product for few rows (dnnl_gemv.c) ----
+ * Its AVX2 code runs at every ISA from avx2 on (dn_avx2_kernels_ok: the product is bound by
+ * memory, not by the width of the multiply-adds). */
+
+/* One row only. Measured per primitive on the EPYC (2 threads, 1280 x 1000 weights, median us
+ * of 60; cold: 96 MiB read between runs, as the rest of a model does; warm: weights in L3),
+ * ours / oneDNN's matmul (brg:avx512_core native, gemm:jit at AVX2, weights `any`):
+ *   rows              1               2               4
+ *   cold     163 / 243 / 165  159 / 237 / 275  324 / 176 / 327
+ *   warm      51 /  31 /  35  101 /  34 /  61  258 /  52 /  71
+ * In a model the head's weights come from DRAM: mnasnet1_0's 1 x 1280 . 1280 x 1000 (graft run
+ * --repeat 60 --profile, medians of 3 processes) 0.095-0.102 ms native (brg 0.147-0.181),
+ * 0.120-0.139 at AVX2 (gemm:jit 0.165-0.176). From two rows on the kernel's partial results
+ * (loaded and stored per row of W and of x) bound it. */
+#define GEMV_MAX_ROWS 1
+
+/* The eltwise steps the kernel applies: all k of them, or false */
+static bool gemv_ops(const dn_step *steps, int k, dn_gemv *p) {
+    if (k > DN_VOP_MAX) return false;
+    for (int i = 0; i < k; i++)
+        if (!dn_eltwise_vop(&steps[i], &p->ops[p->nops++])) return false;
+    return true;
+}
+
+/* Matmul n with constant weights bv (K x N, or N x K read transposed: tr), rows x K plain
+ * source av, bias biasv or -1 and eltwise steps, as one primitive of ours (dn_gemv_run) when
+ * it has few rows. K x N weights are read in place; transposed ones are reordered into the
+ * engine's own K x N copy first (oneDNN would reorder them too). *done false: not taken
+ * (nothing emitted), the caller goes on with oneDNN. */
+static gr_status gemv_matmul(dn_state *S, const rt_json_node *n, int av, int bv, bool tr, int biasv, const dn_step *steps,
+                             int k, int64_t rows, int64_t K, int64_t N, bool *done) {
+    *done = false;
+    const dnnl_memory_desc_t *wmd = &S->vals.data[bv].md;
+    if (!S->opts.gemv || rows > GEMV_MAX_ROWS || !dn_avx2_kernels_ok() || wmd->format_kind != dnnl_blocked ||
+        wmd->format_desc.blocking.inner_nblks || wmd->data_type != dnnl_f32 || S->vals.data[av].md.offset0 ||
+        (biasv >= 0 && (S->vals.data[biasv].md.offset0 || !dn_is_plain(&S->vals.data[biasv].md))))
+        return GR_OK;
+    dn_gemv q = {.M = rows, .K = K, .N = N, .ix_bias = -1};
+    if (!gemv_ops(steps, k, &q)) return GR_OK;
+    /* W as a K x N row-major value: bv itself, else (transposed) a copy */
+    int wv = bv;
+    const int64_t *wstr = wmd->format_desc.blocking.strides;
+    if (tr ? wmd->ndims != 2 || !dn_is_plain(wmd) : wmd->offset0 || wstr[wmd->ndims - 1] != 1) return GR_OK;
+    if (tr) {
+        dnnl_memory_desc_t view, plain;
+        dnnl_dims_t d2 = {K, N};
+        transposed_md(&view, 2, 2, wmd->dims);
+        dnnl_memory_desc_init_by_tag(&plain, 2, d2, dnnl_f32, dnnl_ab);
+        gr_status st = dn_as(S, n, dn_alias_new(S, bv, &view), &plain, &wv);
+        if (st) return st;
+    } else {
+        /* its whole 2 MiB pieces onto huge pages: read once a run, after the rest of the model
+         * evicted them and their page translations */
+        dn_hugepages((const char *)S->vals.data[dn_root(S, bv)].ptr, (size_t)(K * wstr[wmd->ndims - 2]) * sizeof(float));
+    }
+    const dnnl_memory_desc_t *w2 = &S->vals.data[wv].md;
+    q.ldw = w2->format_desc.blocking.strides[w2->ndims - 2];
+    q.nparts = rt_dnnl_num_threads();
+    dn_gemv *p = malloc(sizeof *p);
+    if (!p) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    *p = q;
+    *done = true;
+    dn_arg args[DN_FN_MAX_ARGS];
+    int na = 0;
+    args[na++] = (dn_arg){DNNL_ARG_SRC, av, S->vals.data[av].md, NULL, sizeof(float) * (size_t)(rows * K)};
+    int e = dn_chain_out(S, n, steps, k);
+    S->pending_out = -1;
+    dnnl_memory_desc_t dmd;
+    dn_plain_md(&dmd, n->ndims[0], n->shapes[0]);
+    int ov = dn_val_new(S, V_TMP, &dmd);
+    args[na++] = (dn_arg){DNNL_ARG_DST, ov, dmd, NULL};
+    p->ix_w = na;
+    args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, wv, *w2, NULL, sizeof(float) * (size_t)((K - 1) * q.ldw + N)};
+    dnnl_dims_t partd = {p->nparts * rows * N};
+    dnnl_memory_desc_t partmd;
+    dnnl_memory_desc_init_by_tag(&partmd, 1, partd, dnnl_f32, dnnl_a);
+    p->ix_part = na;
+    args[na++] = (dn_arg){DNNL_ARG_WORKSPACE, dn_val_new(S, V_TMP, &partmd), partmd, NULL};
+    if (biasv >= 0) {
+        p->ix_bias = na;
+        args[na++] = (dn_arg){DNNL_ARG_BIAS, biasv, S->vals.data[biasv].md, NULL, sizeof(float) * (size_t)N};
+    }
+    dn_consume(S, steps, k);
+    gr_status st = dn_emit_fn(S, n, dn_gemv_run, p, free, "matmul", "graft_gemv:avx2", args, na);
+    if (!st) S->ent_val[e] = ov;
+    return st;
+}
+
+gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    int a = dn_arg_entry(S, n, 0), b = dn_arg_entry(S, n, 1), av = -1, bv = -1;
+    /* "dense": the weights are permute_dims(w) of the last two axes; w is read transposed */
+    bool tr = comp && comp->b >= 0;
+    if (tr) b = comp->b;
+    gr_status st = dn_need_val(S, n, a, &av);
+    if (!st) st = dn_need_val(S, n, b, &bv);
+    if (st) return st;
+    int nd = n->ndims[0];
+    if (dn_entry_ndim(S, a) < 2 || dn_entry_ndim(S, b) < 2 || nd > 6)
+        return dn_fail(S, n, dnnl_success, "matmul of 1-D operands is not supported");
+    st = dn_plain(S, n, av, &av);
+    if (st) return st;
+    bool bconst = S->ent_node[b].node->kind == RT_JSON_CONST;
+    if (!bconst && (st = dn_plain(S, n, bv, &bv))) return st;
+    dnnl_memory_desc_t amd, bmd, bany, dst, biasmd;
+    dn_plain_expand(&amd, &S->vals.data[av].md, nd);
+    if (tr) transposed_md(&bmd, nd, S->vals.data[bv].md.ndims, S->vals.data[bv].md.dims);
+    else dn_plain_expand(&bmd, &S->vals.data[bv].md, nd);
+    bany = bmd;
+    if (bconst) dnnl_memory_desc_init_by_tag(&bany, nd, bmd.dims, dnnl_f32, dnnl_format_tag_any);
+    dn_plain_md(&dst, nd, n->shapes[0]);
+    dn_step steps[DN_MAX_STEPS];
+    dnnl_memory_desc_t ignore;
+    int k = dn_chain_of(S, n, comp, steps, true, nd, n->shapes[0], &ignore);
+    int biasv = -1;
+    int64_t N = n->shapes[0][nd - 1];
+    bool bias = dn_take_bias(S, steps, &k, nd - 1, nd, N, &biasv);
+    /* collapsed: the primitive sees 2-D views of src, dst and the post-op operands (the entries
+     * of those are swapped for views until the primitive is emitted); the result is a view
+     * with the result's shape */
+    int64_t rows = collapse_rows(S, nd, &amd, &bmd, steps, k, n->shapes[0]);
+    if (bconst) {
+        /* few rows (all batch elements' over weights without a batch): graft's own product */
+        int64_t grows = amd.dims[nd - 2];
+        bool wbatch = false;
+        for (int i = 0; i < nd - 2; i++) {
+            wbatch |= bmd.dims[i] != 1;
+            grows *= amd.dims[i];
+        }
+        bool done = false;
+        if (!wbatch && (st = gemv_matmul(S, n, av, bv, tr, bias ? biasv : -1, steps, k, grows, amd.dims[nd - 1], N, &done)))
+            return st;
+        if (done) return GR_OK;
+    }
+    int pnd = rows ? 2 : nd, saved_e[DN_MAX_STEPS], saved_v[DN_MAX_STEPS], nsaved = 0;
+    dnnl_memory_desc_t dst_nd = dst;
+    if (rows) {
+        int64_t a2[2] = {rows, amd.dims[nd - 1]}, d2[2] = {rows, N}, b2[2] = {bmd.dims[nd - 2], N};
+        dn_plain_md(&amd, 2, a2);
+        dn_plain_md(&dst, 2, d2);
+        if (tr) transposed_md(&bmd, 2, S->vals.data[bv].md.ndims, S->vals.data[bv].md.dims);
+        else dn_plain_md(&bmd, 2, b2);
+        bany = bmd;
+        if (bconst) dnnl_memory_desc_init_by_tag(&bany, 2, bmd.dims, dnnl_f32, dnnl_format_tag_any);
+        for (int i = 0; i < k && !st; i++) {
+            if (steps[i].kind != STEP_BINARY) continue;
+            int e = steps[i].src1, v = S->ent_val[e];
+            int cn = dn_entry_ndim(S, e);
+            int64_t c2[2] = {cn == nd ? rows : 1, cn ? dn_entry_shape(S, e)[cn - 1] : 1};
+            dnnl_memory_desc_t vmd;
+            dn_plain_md(&vmd, 2, c2);
+            if (!(st = dn_plain(S, n, v, &v))) {
+                saved_e[nsaved] = e;
+                saved_v[nsaved++] = S->ent_val[e];
+                S->ent_val[e] = dn_alias_new(S, v, &vmd);
+            }
+        }
+    }
+    if (bias) dn_plain_expand(&biasmd, &S->vals.data[biasv].md, pnd);
+    dnnl_matmul_desc_t desc;
+    dnnl_status_t ds = dnnl_matmul_desc_init(&desc, &amd, &bany, biasv >= 0 ? &biasmd : NULL, &dst);
+    if (!st && ds != dnnl_success) st = dn_fail(S, n, ds, "invalid matmul");
+    dn_arg args[4 + DN_MAX_STEPS];
+    int na = 0, used = 0;
+    dnnl_primitive_desc_t pd;
+    /* constant weights in their own layout first: no reordered copy of them (convnext_tiny:
+     * 114 MB less), and oneDNN 2.6's brgemm / gemm read plain weights as fast; `any` when
+     * that takes fewer post-ops or lands on ref. Transposed weights always get `any`. */
+    bool placed = false;
+    dnnl_matmul_desc_t pdesc;
+    if (!st && bconst && !tr &&
+        dnnl_matmul_desc_init(&pdesc, &amd, &bmd, biasv >= 0 ? &biasmd : NULL, &dst) == dnnl_success) {
+        if (dn_fuse_create(S, n, &pdesc, pnd, steps, k, &pd, &used, args, &na) == GR_OK) {
+            const char *impl = NULL;
+            placed = used == k && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+                     impl && strncmp(impl, "ref", 3);
+            if (!placed) dnnl_primitive_desc_destroy(pd);
+        } else if (S->diag) {
+            gr_diag_clear(S->diag);
+        }
+        if (!placed) na = used = 0;
+    }
+    /* dnnl.transpose_weights (default on): oneDNN 2.6's gemm:jit (the matmul on AVX2, where
+     * brgemm needs AVX-512) reads plain K x N weights slower than transposed ones when the
+     * product widens (N > K) and has few rows; measured per primitive at AVX2, min of 20 runs:
+     * convnext_tiny's 4x expansions at 49 rows 2.5 -> 1.5 ms, at 196 rows 1.62 -> 1.33 ms,
+     * bert_encoder's (96 rows, 384 -> 1536) 0.77 -> 0.72 ms; from 784 rows on both are alike.
+     * Square and narrowing products (384 -> 384, 1536 -> 384 at 96 rows; convnext's 4x
+     * reductions) and single rows (GEMV) are 10-20% slower transposed, so they keep the
+     * plain weights. The transposed copy is the engine's own: the original is released
+     * after prepare (runtime/json/json_runtime.h "Constant ownership"), so it costs no memory. */
+    int64_t mrows = dst.dims[pnd - 2], kdim = amd.dims[pnd - 1], ncols = dst.dims[pnd - 1];
+    if (!st && placed && S->opts.transpose_weights && pnd <= 4 && mrows >= 16 && mrows < 512 && ncols > kdim &&
+        gemm_impl(pd)) {
+        static const dnnl_format_tag_t TR[5] = {0, 0, dnnl_ba, dnnl_acb, dnnl_abdc};
+        dnnl_memory_desc_t btr;
+        dnnl_primitive_desc_t tpd;
+        int tused = 0, tna = 0;
+        dn_arg targs[4 + DN_MAX_STEPS];
+        if (dnnl_memory_desc_init_by_tag(&btr, pnd, bmd.dims, dnnl_f32, TR[pnd]) == dnnl_success &&
+            dnnl_matmul_desc_init(&pdesc, &amd, &btr, biasv >= 0 ? &biasmd : NULL, &dst) == dnnl_success &&
+            dn_fuse_create(S, n, &pdesc, pnd, steps, k, &tpd, &tused, targs, &tna) == GR_OK) {
+            if (tused == k && gemm_impl(tpd)) {
+                dnnl_primitive_desc_destroy(pd);
+                pd = tpd;
+                used = tused;
+                na = tna;
+                memcpy(args, targs, sizeof(dn_arg) * (size_t)tna);
+            } else {
+                dnnl_primitive_desc_destroy(tpd);
+            }
+        } else if (S->diag) {
+            gr_diag_clear(S->diag);
+        }
+    }
+    if (!st && !placed) st = dn_fuse_create(S, n, &desc, pnd, steps, k, &pd, &used, args, &na);
+    if (st) {
+        while (nsaved--) S->ent_val[saved_e[nsaved]] = saved_v[nsaved];
+        return st;
+    }
+    int bin = bv;
+    if (bconst) {
+        int view = dn_alias_new(S, bv, &bmd);
+        st = dn_as(S, n, view, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &bin);
+        if (st) {
+            dnnl_primitive_desc_destroy(pd);
+            while (nsaved--) S->ent_val[saved_e[nsaved]] = saved_v[nsaved];
+            return st;
+        }
+    }
+    args[na++] = (dn_arg){DNNL_ARG_SRC, av, amd, NULL};
+    args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, bin, bconst ? S->vals.data[bin].md : bmd, NULL};
+    if (biasv >= 0) {
+        args[na++] = (dn_arg){DNNL_ARG_BIAS, biasv, biasmd, NULL};
+    }
+    int e = dn_chain_out(S, n, steps, used);
+    st = dn_finish(S, n, pd, args, na, steps, used, &dst);
+    while (nsaved--) S->ent_val[saved_e[nsaved]] = saved_v[nsaved];
+    if (!st && rows) {
+        S->ent_val[e] = dn_alias_new(S, S->ent_val[e], &dst_nd);
+        S->stats.ncollapsed++;
+    }
+    return st;
+}
+

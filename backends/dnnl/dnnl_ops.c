@@ -1,0 +1,41 @@
+/* The oneDNN engine's op table: a node goes to its handler by op id (backends/dnnl/dnnl_op_table.h's
+ * handler column); the handlers are in dnnl_op_*.c, the recurrent and volumetric ones in
+ * dnnl_rnn.c and dnnl_vol.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/dnnl/dnnl_ops_impl.h"
+
+/* ---------------------------------------------------------------- table ---- */
+
+typedef gr_status (*op_fn)(dn_state *S, const rt_json_node *n, const dn_comp *comp);
+
+/* the handlers of the other files */
+static gr_status op_rnn(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    return dn_rnn(S, n);
+}
+
+static gr_status op_conv3d(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    return dn_conv3d(S, n);
+}
+
+static gr_status op_pool3d(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    return dn_pool3d(S, n);
+}
+
+/* backends/dnnl/dnnl_op_table.h's handlers by op id (NULL: not a oneDNN op) */
+static const op_fn HANDLER[IR_OP_COUNT] = {
+#define X(op, kind, check, handler, alg, alpha, beta) [IR_OP_##op] = handler,
+    DNNL_OPS(X)
+#undef X
+};
+
+gr_status dn_node(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    op_fn fn = n->op >= 0 && n->op < IR_OP_COUNT ? HANDLER[n->op] : NULL;
+    if (!fn) return dn_fail(S, n, dnnl_success, "not an op of the oneDNN backend");
+    return fn(S, n, comp);
+}

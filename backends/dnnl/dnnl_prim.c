@@ -1,0 +1,535 @@
+/* The oneDNN engine's primitives and values (see dnnl.h): errors, memory descriptors, values
+ * and aliases, primitives emitted in order with their layers, reorders, constants reordered once
+ * and shared (weights cache, huge pages), and the process-wide tallies of what was prepared. */
+#include <immintrin.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include "backends/dnnl/dnnl_impl.h"
+
+/* process-wide tallies of the primitives prepared (rt_dnnl_totals) */
+static atomic_uint_fast64_t g_nprims, g_nref;
+static pthread_mutex_t g_ref_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_last_ref[512];
+
+gr_status dn_fail(dn_state *S, const rt_json_node *n, dnnl_status_t ds, const char *what) {
+    return gr_fail(S->diag, GR_ERR_UNSUPPORTED, n ? n->layer : NULL, n ? n->name : NULL,
+                   "dnnl region '%s': %s%s%s (layer '%s'): %s%s%s", S->symbol, what, n ? " for " : "",
+                   n ? n->name : "", n && n->layer ? n->layer : "", ds == dnnl_success ? "" : "oneDNN: ",
+                   ds == dnnl_success ? "" : dnnl_status_str(ds), "");
+}
+
+const char *dnnl_status_str(dnnl_status_t s) {
+    switch (s) {
+    case dnnl_success: return "success";
+    case dnnl_out_of_memory: return "out of memory";
+    case dnnl_invalid_arguments: return "invalid arguments";
+    case dnnl_unimplemented: return "no implementation for these shapes/attributes";
+    case dnnl_iterator_ends: return "iterator ends";
+    case dnnl_runtime_error: return "runtime error";
+    case dnnl_not_required: return "not required";
+    default: return "error";
+    }
+}
+
+void dn_plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims) {
+    dnnl_dims_t d;
+    for (int i = 0; i < nd; i++) d[i] = dims[i];
+    if (nd == 0) {
+        nd = 1;
+        d[0] = 1;
+    }
+    dnnl_memory_desc_init_by_strides(md, nd, d, dnnl_f32, NULL);
+}
+
+/* Same dims, plain row-major. */
+void dn_plain_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md) {
+    dnnl_memory_desc_init_by_strides(out, md->ndims, md->dims, dnnl_f32, NULL);
+}
+
+bool dn_is_plain(const dnnl_memory_desc_t *md) {
+    dnnl_memory_desc_t p;
+    dn_plain_like(&p, md);
+    return dnnl_memory_desc_equal(&p, md);
+}
+
+bool dn_pd_is_ref(const_dnnl_primitive_desc_t pd) {
+    const char *impl = NULL;
+    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+           !strncmp(impl, "ref", 3);
+}
+
+/* oneDNN 2.6 on avx512_core lists brdgmm_dw before jit_dw for depthwise convolutions, but
+ * jit_dw runs them in 0.53-0.82 of brdgmm_dw's time (batch 1, channels-last, 2 threads: 3x3 /
+ * 5x5, stride 1 / 2, maps 7-320, 16-1152 channels; 7x7 0.92-0.97). Swapped only for a jit_dw
+ * descriptor with the same src and dst layouts, so nothing around it changes. */
+void dn_pd_prefer_jit_dw(const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr, dnnl_engine_t eng,
+                         dnnl_primitive_desc_t *pd) {
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
+        strncmp(impl, "brdgmm_dw", 9))
+        return;
+    dnnl_primitive_desc_iterator_t it;
+    if (dnnl_primitive_desc_iterator_create(&it, desc, attr, eng, NULL) != dnnl_success) return;
+    const dnnl_memory_desc_t *src = dnnl_primitive_desc_query_md(*pd, dnnl_query_src_md, 0),
+                             *dst = dnnl_primitive_desc_query_md(*pd, dnnl_query_dst_md, 0);
+    do {
+        dnnl_primitive_desc_t c = dnnl_primitive_desc_iterator_fetch(it);
+        if (!c) break;
+        const char *ci = NULL;
+        if (dnnl_primitive_desc_query(c, dnnl_query_impl_info_str, 0, &ci) == dnnl_success && ci &&
+            !strncmp(ci, "jit_dw:", 7) &&
+            dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(c, dnnl_query_src_md, 0), src) &&
+            dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(c, dnnl_query_dst_md, 0), dst)) {
+            dnnl_primitive_desc_destroy(*pd);
+            *pd = c;
+            break;
+        }
+        dnnl_primitive_desc_destroy(c);
+    } while (dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+    dnnl_primitive_desc_iterator_destroy(it);
+}
+
+/* Activation layouts by rank: plain, channels-last, 8- and 16-channel blocks. */
+static const dnnl_format_tag_t LIKE_TAGS[][4] = {
+    [3] = {dnnl_abc, dnnl_acb, dnnl_aBc8b, dnnl_aBc16b},
+    [4] = {dnnl_abcd, dnnl_acdb, dnnl_aBcd8b, dnnl_aBcd16b},
+    [5] = {dnnl_abcde, dnnl_acdeb, dnnl_aBcde8b, dnnl_aBcde16b},
+};
+
+bool dn_md_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *like, int nd, const int64_t *dims) {
+    if (like->ndims != nd || nd < 3 || nd > 5) {
+        if (!dn_is_plain(like)) return false;
+        dn_plain_md(out, nd, dims);
+        return true;
+    }
+    dnnl_dims_t d;
+    for (int i = 0; i < nd; i++) d[i] = dims[i];
+    for (int t = 0; t < 4; t++) {
+        dnnl_memory_desc_t m;
+        if (dnnl_memory_desc_init_by_tag(&m, nd, like->dims, dnnl_f32, LIKE_TAGS[nd][t]) != dnnl_success ||
+            !dnnl_memory_desc_equal(&m, like))
+            continue;
+        return dnnl_memory_desc_init_by_tag(out, nd, d, dnnl_f32, LIKE_TAGS[nd][t]) == dnnl_success;
+    }
+    return false;
+}
+
+void dn_channels_last(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md) {
+    if (md->ndims < 3 || md->ndims > 5) dn_plain_like(out, md);
+    else dnnl_memory_desc_init_by_tag(out, md->ndims, md->dims, dnnl_f32, LIKE_TAGS[md->ndims][1]);
+}
+
+/* Plain md of dims expanded with leading 1s to nd. */
+void dn_plain_expand(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int nd) {
+    int64_t d[DNNL_MAX_NDIMS];
+    int pad = nd - md->ndims;
+    for (int i = 0; i < nd; i++) d[i] = i < pad ? 1 : md->dims[i - pad];
+    dn_plain_md(out, nd, d);
+}
+
+int dn_val_new(dn_state *S, int kind, const dnnl_memory_desc_t *md) {
+    dn_val v = {0};
+    v.kind = kind;
+    v.md = *md;
+    v.alias = -1;
+    v.ext = -1;
+    v.first = v.last = -1;
+    gr_vec_push(&S->vals, v);
+    return (int)S->vals.len - 1;
+}
+
+int dn_root(const dn_state *S, int v) {
+    while (S->vals.data[v].alias >= 0) v = S->vals.data[v].alias;
+    return v;
+}
+
+int dn_alias_new(dn_state *S, int base, const dnnl_memory_desc_t *md) {
+    int v = dn_val_new(S, S->vals.data[dn_root(S, base)].kind == V_TMP ? V_TMP : S->vals.data[dn_root(S, base)].kind, md);
+    S->vals.data[v].alias = base;
+    return v;
+}
+
+static gr_status push_prim(dn_state *S, const rt_json_node *n, dn_prim p, const dn_arg *args, int nargs, bool reorder);
+
+/* Appends a primitive; args are copied. */
+gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
+                  bool reorder) {
+    dn_prim p = {0};
+    dnnl_status_t ds = dnnl_primitive_create(&p.prim, pd);
+    if (ds != dnnl_success) {
+        dnnl_primitive_desc_destroy(pd);
+        return dn_fail(S, n, ds, "cannot create primitive");
+    }
+    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t sz = sp ? dnnl_memory_desc_get_size(sp) : 0;
+    if (sz > S->scratch_bytes) S->scratch_bytes = sz;
+    p.nargs = nargs + (sz ? 1 : 0);
+    p.args = calloc((size_t)p.nargs + 1, sizeof(dn_arg));
+    memcpy(p.args, args, sizeof(dn_arg) * (size_t)nargs);
+    if (sz) {
+        p.args[nargs].arg = DNNL_ARG_SCRATCHPAD;
+        p.args[nargs].val = -2;
+        p.args[nargs].md = *sp;
+    }
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl) impl = "?";
+    snprintf(p.impl, sizeof p.impl, "%s", impl);
+    dnnl_primitive_kind_t pk = dnnl_undefined_primitive;
+    dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &pk);
+    p.kind = dnnl_prim_kind2str(pk);
+    dnnl_primitive_desc_destroy(pd);
+    return push_prim(S, n, p, args, nargs, reorder);
+}
+
+gr_status dn_need(dn_state *S, const rt_json_node *n, int v, size_t bytes, const char *who) {
+    size_t have = v >= 0 ? dnnl_memory_desc_get_size(&S->vals.data[v].md) : S->scratch_bytes;
+    if (bytes <= have) return GR_OK;
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s would access %zu bytes of an operand of %zu", who, bytes, have);
+    return dn_fail(S, n, dnnl_success, msg);
+}
+
+gr_status dn_emit_fn(dn_state *S, const rt_json_node *n, dn_fn fn, void *ctx, void (*ctx_free)(void *), const char *kind,
+                     const char *impl, const dn_arg *args, int nargs) {
+    /* oneDNN checks its primitives' operands; C code of ours reads what it was told to */
+    for (int a = 0; a < nargs; a++) {
+        gr_status st = dn_need(S, n, args[a].val, args[a].need ? args[a].need : dnnl_memory_desc_get_size(&args[a].md), impl);
+        if (st) {
+            ctx_free(ctx);
+            return st;
+        }
+    }
+    dn_prim p = {.fn = fn, .ctx = ctx, .ctx_free = ctx_free, .kind = kind, .nargs = nargs};
+    p.args = nargs <= DN_FN_MAX_ARGS ? calloc((size_t)nargs + 1, sizeof(dn_arg)) : NULL;
+    if (!p.args) {
+        ctx_free(ctx);
+        return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    }
+    memcpy(p.args, args, sizeof(dn_arg) * (size_t)nargs);
+    snprintf(p.impl, sizeof p.impl, "%s", impl);
+    return push_prim(S, n, p, args, nargs, false);
+}
+
+dnnl_status_t dn_exec(dn_state *S, const dn_prim *p) {
+    if (p->prim) return dnnl_primitive_execute(p->prim, S->stream, p->nargs, p->exec);
+    void *ptrs[DN_FN_MAX_ARGS] = {0};
+    for (int a = 0; a < p->nargs; a++) dnnl_memory_get_data_handle(p->args[a].mem, &ptrs[a]);
+    return p->fn(p->ctx, ptrs);
+}
+
+static gr_status push_prim(dn_state *S, const rt_json_node *n, dn_prim p, const dn_arg *args, int nargs, bool reorder) {
+    p.layer = n ? n->layer : "";
+    if (n) gr_vec_push(&p.nodes, n);
+    /* the nodes folded into this primitive (a reorder only serves its consumer n) */
+    if (!reorder) {
+        for (uint32_t i = 0; i < S->pend.len; i++)
+            if (S->pend.data[i] != n) gr_vec_push(&p.nodes, S->pend.data[i]);
+        S->pend.len = 0;
+    }
+    atomic_fetch_add(&g_nprims, 1);
+    if (!strncmp(p.impl, "ref", 3)) {
+        p.ref_why = S->ref_why ? S->ref_why : "oneDNN has no other implementation of this primitive for these shapes";
+        S->stats.nref++;
+        atomic_fetch_add(&g_nref, 1);
+        pthread_mutex_lock(&g_ref_lock);
+        snprintf(g_last_ref, sizeof g_last_ref, "region '%s', layer '%s': %s %s: %s", S->symbol, p.layer, p.kind, p.impl,
+                 p.ref_why);
+        pthread_mutex_unlock(&g_ref_lock);
+    }
+    S->ref_why = NULL;
+    int idx = (int)S->prims.len;
+    for (int a = 0; a < nargs; a++) {
+        int v = args[a].val;
+        if (v < 0) continue;
+        dn_val *dv = &S->vals.data[v];
+        if (dv->first < 0) dv->first = idx;
+        dv->last = idx;
+    }
+    gr_vec_push(&S->prims, p);
+    if (reorder) S->stats.nreorders++;
+    return GR_OK;
+}
+
+/* Runs one reorder now (constants at prepare). */
+static gr_status run_reorder_now(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, void *src,
+                                 const dnnl_memory_desc_t *dmd, void *dst) {
+    dnnl_primitive_desc_t pd;
+    dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, smd, S->eng, dmd, S->eng, NULL);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "cannot reorder constant");
+    dnnl_primitive_t p;
+    ds = dnnl_primitive_create(&p, pd);
+    dnnl_primitive_desc_destroy(pd);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "cannot reorder constant");
+    dnnl_memory_t ms, md;
+    dnnl_memory_create(&ms, smd, S->eng, src);
+    dnnl_memory_create(&md, dmd, S->eng, dst);
+    dnnl_exec_arg_t ea[2] = {{DNNL_ARG_FROM, ms}, {DNNL_ARG_TO, md}};
+    ds = dnnl_primitive_execute(p, S->stream, 2, ea);
+    if (ds == dnnl_success) ds = dnnl_stream_wait(S->stream);
+    dnnl_memory_destroy(ms);
+    dnnl_memory_destroy(md);
+    dnnl_primitive_destroy(p);
+    return ds == dnnl_success ? GR_OK : dn_fail(S, n, ds, "cannot reorder constant");
+}
+
+/* Constants reordered into oneDNN's layouts, shared by every specialization of one symbolic
+ * graph (rt_json_graph_shared): a region run at a new shape reuses its weights. Keyed by both
+ * layouts and the source: a graph constant by its data (owned by the graph), an engine-made one
+ * (weights with a batch norm folded in, made again at each prepare) by its bytes (two 64-bit
+ * hashes and the size). */
+typedef struct dn_wentry {
+    dn_make_fn make;              /* what made buf from src (run_reorder_now's wrapper: a reorder) */
+    const void *src;
+    uint64_t h1, h2;
+    dnnl_memory_desc_t smd, dmd;
+    void *buf;
+} dn_wentry;
+typedef struct dn_wcache {
+    pthread_mutex_t lock;
+    GR_VEC(dn_wentry) e;
+} dn_wcache;
+
+static _Atomic uint64_t g_wshared_made, g_wshared_reused;
+
+void rt_dnnl_shared_weights(uint64_t *made, uint64_t *reused) {
+    if (made) *made = atomic_load(&g_wshared_made);
+    if (reused) *reused = atomic_load(&g_wshared_reused);
+}
+
+static void *wcache_new(void) {
+    dn_wcache *w = calloc(1, sizeof *w);
+    if (w) pthread_mutex_init(&w->lock, NULL);
+    return w;
+}
+
+static void wcache_free(void *p) {
+    dn_wcache *w = p;
+    if (!w) return;
+    for (uint32_t i = 0; i < w->e.len; i++) free(w->e.data[i].buf);
+    gr_vec_free(&w->e);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+}
+
+/* Memory for constants the engine makes (reordered or folded weights). From 2 MiB on it starts
+ * on a 2 MiB boundary and its whole 2 MiB pieces are asked for on transparent huge pages (the
+ * rest stays on 4 KiB pages: no memory is added): weights are streamed once a run, after the
+ * rest of the model has evicted them and their page translations, and a page walk every 4 KiB
+ * cost a matrix-vector product (mnasnet1_0's 1280 x 1000 head, weights packed by the engine
+ * then) a third of its time (0.15 -> 0.11 ms). */
+#define DN_HUGE (2u << 20)
+static void *weights_alloc(size_t bytes) {
+    size_t sz = (bytes + 63) / 64 * 64;
+    if (sz < DN_HUGE) return aligned_alloc(64, sz ? sz : 64);
+    void *p;
+    if (posix_memalign(&p, DN_HUGE, sz)) return NULL;
+    madvise(p, sz / DN_HUGE * DN_HUGE, MADV_HUGEPAGE); /* only a hint: ignored where THP is off */
+    return p;
+}
+
+/* The whole 2 MiB pieces of constant data read in place (a graph constant) moved onto huge
+ * pages now (MADV_COLLAPSE, Linux 6.1 on; the data stays, one piece at a time is copied, so at
+ * most 2 MiB more for a moment), for the reason above. A hint: nothing happens where the kernel
+ * has no transparent huge pages or refuses. */
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+void dn_hugepages(const void *p, size_t bytes) {
+    uintptr_t lo = ((uintptr_t)p + DN_HUGE - 1) / DN_HUGE * DN_HUGE, hi = ((uintptr_t)p + bytes) / DN_HUGE * DN_HUGE;
+    if (hi <= lo) return;
+    madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+    madvise((void *)lo, hi - lo, MADV_COLLAPSE);
+}
+
+static gr_status make_reorder(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, const void *src,
+                              const dnnl_memory_desc_t *dmd, void *dst, void *ctx) {
+    (void)ctx;
+    return run_reorder_now(S, n, smd, (void *)src, dmd, dst);
+}
+
+/* Constant src (md smd) made into dmd by make (ctx: its own): from the shared cache, or made
+ * now into it. */
+static gr_status shared_make(dn_state *S, dn_wcache *w, const rt_json_node *n, const dnnl_memory_desc_t *smd,
+                             const void *src, bool by_content, const dnnl_memory_desc_t *dmd, dn_make_fn make, void *ctx,
+                             void **out) {
+    uint64_t h1 = 0, h2 = 0;
+    if (by_content) {
+        size_t nb = dnnl_memory_desc_get_size(smd);
+        h1 = gr_hash_bytes(src, nb, 0x9e3779b97f4a7c15ull) ^ nb;
+        h2 = gr_hash_bytes(src, nb, 0xc2b2ae3d27d4eb4full);
+    }
+    const void *key = by_content ? NULL : src;
+    pthread_mutex_lock(&w->lock);
+    for (uint32_t i = 0; i < w->e.len; i++) {
+        dn_wentry *e = &w->e.data[i];
+        if (e->make == make && e->src == key && e->h1 == h1 && e->h2 == h2 && dnnl_memory_desc_equal(&e->smd, smd) &&
+            dnnl_memory_desc_equal(&e->dmd, dmd)) {
+            *out = e->buf;
+            pthread_mutex_unlock(&w->lock);
+            atomic_fetch_add(&g_wshared_reused, 1);
+            return GR_OK;
+        }
+    }
+    void *buf = weights_alloc(dnnl_memory_desc_get_size(dmd));
+    gr_status st = buf ? make(S, n, smd, src, dmd, buf, ctx) : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    if (!st) {
+        dn_wentry e = {make, key, h1, h2, *smd, *dmd, buf};
+        gr_vec_push(&w->e, e);
+        *out = buf;
+        atomic_fetch_add(&g_wshared_made, 1);
+    } else {
+        free(buf);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return st;
+}
+
+gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *dmd, dn_make_fn make,
+                        void *ctx, void **out) {
+    int r = dn_root(S, v);
+    const dnnl_memory_desc_t *smd = &S->vals.data[v].md;
+    const void *src = S->vals.data[r].ptr;
+    dn_wcache *wc = rt_json_graph_shared(S->g, wcache_new, wcache_free);
+    gr_status st;
+    *out = NULL;
+    if (wc) {
+        st = shared_make(S, wc, n, smd, src, S->vals.data[r].kind == V_OWNED, dmd, make, ctx, out);
+    } else {
+        *out = dn_owned_alloc(S, dnnl_memory_desc_get_size(dmd));
+        st = *out ? make(S, n, smd, src, dmd, *out, ctx) : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    }
+    if (!st) S->stats.weight_bytes += dnnl_memory_desc_get_size(dmd);
+    return st;
+}
+
+void *dn_owned_alloc(dn_state *S, size_t bytes) {
+    void *p = weights_alloc(bytes);
+    if (p) gr_vec_push(&S->owned, p);
+    return p;
+}
+
+/* The value `v` in layout `want`: v itself, a cached copy, a constant reordered now, or a new
+ * reorder primitive. */
+gr_status dn_as(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *want, int *out) {
+    const dn_val *dv = &S->vals.data[v];
+    if (dnnl_memory_desc_equal(&dv->md, want)) {
+        *out = v;
+        return GR_OK;
+    }
+    for (uint32_t i = 0; i < S->vals.len; i++)
+        if (S->vals.data[i].copy_of == v + 1 && dnnl_memory_desc_equal(&S->vals.data[i].md, want)) {
+            *out = (int)i;
+            return GR_OK;
+        }
+    int r = dn_root(S, v);
+    if (S->vals.data[r].kind == V_CONST || S->vals.data[r].kind == V_OWNED) {
+        /* a constant of a specialization: reordered once for every shape */
+        void *dst;
+        gr_status st = dn_const_made(S, n, v, want, make_reorder, NULL, &dst);
+        if (st) return st;
+        int nv = dn_val_new(S, V_OWNED, want);
+        S->vals.data[nv].ptr = dst;
+        S->vals.data[nv].copy_of = v + 1;
+        *out = nv;
+        return GR_OK;
+    }
+    dnnl_primitive_desc_t pd;
+    dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, &S->vals.data[v].md, S->eng, want, S->eng, S->attr_plain);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "cannot reorder");
+    int nv = dn_val_new(S, V_TMP, want);
+    S->vals.data[nv].copy_of = v + 1;
+    dn_arg a[2] = {{DNNL_ARG_FROM, v, S->vals.data[v].md, NULL}, {DNNL_ARG_TO, nv, *want, NULL}};
+    gr_status st = dn_emit(S, n, pd, a, 2, true);
+    if (st) return st;
+    *out = nv;
+    return GR_OK;
+}
+
+gr_status dn_src_weights(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, int xv, int wv, dn_arg *args,
+                         int *na) {
+    int xin, win;
+    gr_status st = dn_as(S, n, xv, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), &xin);
+    if (!st) st = dn_as(S, n, wv, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
+    if (st) {
+        dnnl_primitive_desc_destroy(pd);
+        return st;
+    }
+    args[(*na)++] = (dn_arg){DNNL_ARG_SRC, xin, S->vals.data[xin].md, NULL};
+    args[(*na)++] = (dn_arg){DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL};
+    return GR_OK;
+}
+
+/* Every element of md sits where the plain row-major layout of its dims puts it: a blocked or
+ * permuted layout whose blocked / permuted dims are 1 or do not change the order (a 1x1 map in
+ * nChw16c with one image, or with a multiple of 16 channels; channels-last with H = W = 1). A
+ * plain view of its buffer then reads the same data, without a copy. */
+static bool dn_plain_bytes(const dnnl_memory_desc_t *md) {
+    if (md->format_kind != dnnl_blocked || md->offset0) return false;
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    if (b->inner_nblks > 1) return false;
+    int bd = b->inner_nblks ? b->inner_idxs[0] : -1;
+    int64_t bs = b->inner_nblks ? b->inner_blks[0] : 1, want = 1;
+    for (int i = md->ndims - 1; i >= 0; i--) {
+        int64_t d = md->dims[i];
+        /* the blocked dim: (i / bs) * stride + i % bs == i * want for every i < d */
+        if (i == bd && d > 1 && (want != 1 || (d > bs && b->strides[i] != bs))) return false;
+        if (i != bd && d > 1 && b->strides[i] != want) return false;
+        want *= d;
+    }
+    return true;
+}
+
+gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out) {
+    dnnl_memory_desc_t p;
+    dn_plain_like(&p, &S->vals.data[v].md);
+    if (!S->opts.no_layout_plan && !dnnl_memory_desc_equal(&p, &S->vals.data[v].md) && dn_plain_bytes(&S->vals.data[v].md)) {
+        *out = dn_alias_new(S, v, &p);
+        return GR_OK;
+    }
+    return dn_as(S, n, v, &p, out);
+}
+
+void rt_dnnl_totals(uint64_t *nprims, uint64_t *nref, char *last_ref, size_t n) {
+    if (nprims) *nprims = atomic_load(&g_nprims);
+    if (nref) *nref = atomic_load(&g_nref);
+    if (last_ref && n) {
+        pthread_mutex_lock(&g_ref_lock);
+        snprintf(last_ref, n, "%s", g_last_ref);
+        pthread_mutex_unlock(&g_ref_lock);
+    }
+}
+
+const char *rt_dnnl_isa(void) {
+    static const struct { dnnl_cpu_isa_t isa; const char *name; } ISAS[] = {
+        {dnnl_cpu_isa_sse41, "sse41"},
+        {dnnl_cpu_isa_avx, "avx"},
+        {dnnl_cpu_isa_avx2, "avx2"},
+        {dnnl_cpu_isa_avx512_mic, "avx512_mic"},
+        {dnnl_cpu_isa_avx512_mic_4ops, "avx512_mic_4ops"},
+        {dnnl_cpu_isa_avx512_core, "avx512_core"},
+        {dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"},
+        {dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"},
+        {dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"},
+        {dnnl_cpu_isa_avx2_vnni, "avx2_vnni"},
+    };
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    for (size_t i = 0; i < sizeof(ISAS) / sizeof(ISAS[0]); i++)
+        if (ISAS[i].isa == isa) return ISAS[i].name;
+    return "any";
+}
+
+int rt_dnnl_channel_block(void) {
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? 16 : 8;
+}

@@ -1,0 +1,19 @@
+/* The runtime's constant evaluator for FoldConstant (ir_const_eval_fn, ir/transform/transform.h): runs an
+ * op call whose arguments are all known on the reference kernels. The IR cannot include the
+ * runtime, so the runtime hands the pass this function. */
+#ifndef GRAFT_RUNTIME_KERNELS_CONST_EVAL_H
+#define GRAFT_RUNTIME_KERNELS_CONST_EVAL_H
+
+#include "base/tensor.h"
+#include "ir/expr.h"
+
+/* The value of `call` as a new tensor, or NULL to leave it for run time: an op without a
+ * reference kernel, an argument that is not a constant, a static shape, a scalar or a string, a
+ * result that is not one tensor, or a kernel error (the run reports it). `user` is unused. */
+rt_tensor *rt_const_eval(void *user, const ir_call *call);
+/* Makes rt_const_eval the evaluator of every new pass context (ir_const_eval_set_default).
+ * Runs by itself when this file is linked in (the shared library, and a static program that
+ * calls anything here); a program may call it again, e.g. after installing another. */
+void rt_const_eval_install(void);
+
+#endif
