@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "ir/printer.h"
-#include "runtime/dnnl.h"
+#include "runtime/module.h"
 #include "runtime/executor.h"
 #include "runtime/json_runtime.h"
 
@@ -590,9 +590,10 @@ static void prof_cb(const rt_exec_event *ev, void *user) {
     }
 }
 
-/* oneDNN's per-primitive profile (rt_dnnl_set_profiler): one entry per primitive of the timed
+/* The regions' per-primitive profile (rt_module_set_profiler: the backends with primitives,
+ * oneDNN): one entry per primitive of the timed
  * run in the document's "primitives", and its index in each of its layers' "prims". */
-static void prim_cb(const rt_dnnl_prim_event *ev, void *user) {
+static void prim_cb(const rt_prim_event *ev, void *user) {
     insp_model *im = user;
     json_t *prims = json_object_get(im->doc, "primitives");
     json_t *o = json_pack("{s:s, s:i, s:s, s:s, s:f}", "region", ev->region, "index", (int)ev->index, "kind",
@@ -652,9 +653,9 @@ gr_status insp_observe(insp_model *im, const rt_value *inputs, uint32_t nin, boo
     if (!st) {
         json_object_set_new(im->doc, "primitives", json_array());
         rt_exec_set_profiler(x, prof_cb, &pa);
-        rt_dnnl_set_profiler(prim_cb, im);
+        rt_module_set_profilers(im->part, prim_cb, im);
         st = rt_exec_run(x, inputs, nin, &res, diag);
-        rt_dnnl_set_profiler(NULL, NULL);
+        rt_module_set_profilers(im->part, NULL, NULL);
     }
     rt_value_clear(&res);
     rt_exec_free(x);

@@ -5,7 +5,7 @@
  * host op is left, convolutions and matmuls run as fused composites, at least 95% of the
  * convolution / matmul FLOPs are in dnnl regions, no primitive runs on oneDNN's reference
  * kernels (whatever the ISA: make test runs these again under ONEDNN_MAX_CPU_ISA=AVX2), and every
- * primitive's layers (rt_dnnl_set_profiler) are layers of the ONNX model (its nodes by name, or
+ * primitive's layers (rt_module_set_profiler) are layers of the ONNX model (its nodes by name, or
  * "<op_type>_<output>" when unnamed, as the importer names them; initializers / inputs). Skipped when the model cache is absent. */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -102,7 +102,7 @@ static void collect_names(model_names *mn, const char *path) {
 }
 
 /* every primitive computes layers of the model, and none runs on a reference kernel */
-static void on_prim(const rt_dnnl_prim_event *ev, void *user) {
+static void on_prim(const rt_prim_event *ev, void *user) {
     model_names *mn = user;
     mn->nevents++;
     if (!ev->info->nlayers) mn->nbare++;
@@ -166,9 +166,9 @@ static void check_model(const char *name, const char *key, int64_t h, int64_t w,
     /* profiled: each primitive with its implementation and layers */
     model_names mn;
     collect_names(&mn, path);
-    rt_dnnl_set_profiler(on_prim, &mn);
+    cr_assert_gt(rt_module_set_profilers(part, on_prim, &mn), 0);
     gr_status rs = rt_exec_run(x, &arg, 1, &res, &d);
-    rt_dnnl_set_profiler(NULL, NULL);
+    rt_module_set_profilers(part, NULL, NULL);
     cr_assert_eq(rs, GR_OK, "%s", d.msg);
     uint64_t nprims, nref;
     char last[512];
