@@ -241,6 +241,7 @@ static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
     snprintf(out_path, sizeof out_path, "%s/%s/output_0.npy", refs, md->name);
     int rc = 1;
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx); /* FoldConstant folds on the reference kernels */
     gr_diag d;
     gr_diag_clear(&d);
     ir_module *m = NULL, *opt = NULL, *part = NULL;
@@ -439,7 +440,6 @@ static void print_rounds(double rr[][2][MAX_ROUNDS], int rounds) {
 }
 
 int main(int argc, char **argv) {
-    rt_const_eval_install();  /* FoldConstant folds on the reference kernels */
     int runs = 20, warmup = 3, nisa = 0, pause_ms = 50, rounds = 1;
     byoc_options *options = byoc_options_new();
     /* GRAFT_NUM_THREADS: the models' dnnl.threads (a --backend-opt after it wins) */

@@ -1,6 +1,6 @@
 /* FoldConstant: an op call whose arguments are all known (constants, static shapes, scalars)
- * is evaluated by the pass context's evaluator (ir_const_eval_fn, ir/transform.h: the runtime
- * installs one on its reference kernels) and replaced by the resulting constant; an `if` whose
+ * is evaluated by the evaluator the pass context or the module's IR context gives
+ * (ir_const_eval_fn, ir/transform.h: the runtime has one on its reference kernels) and replaced by the resulting constant; an `if` whose
  * condition is a constant becomes the branch it takes. The new constant carries the
  * SequentialSpan of the folded call and of the constants it consumed; the taken branch carries
  * SequentialSpan(branch, if) (seed 001's FoldConstant example). */
@@ -11,7 +11,7 @@
 
 enum { FOLD_MAX_ELEMS = 1 << 24 };  /* do not materialize huge constants */
 
-/* The evaluator of the running pass context. */
+/* The evaluator of this run (ir_pass_ctx_const_eval). */
 typedef struct fold_state {
     ir_const_eval_fn eval;
     void *user;
@@ -106,7 +106,7 @@ static gr_status fold_fn(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module
     pu_rewriter r;
     pu_init(&r, mod->ctx, diag);
     fold_state fs = {NULL, NULL};
-    fs.eval = ir_pass_ctx_const_eval(pc, &fs.user);
+    fs.eval = ir_pass_ctx_const_eval(pc, mod->ctx, &fs.user);
     r.binding = fold_binding;
     r.user = &fs;
     ir_func *nf = pu_rewrite_func(&r, func);

@@ -17,7 +17,7 @@ int cmd_build(int argc, char **argv) {
     static cli_load_opts lo;
     memset(&lo, 0, sizeof lo);
     const char *input = NULL, *output = NULL, *v;
-    const char *backends[8];
+    const char *backends[CLI_MAX_BACKENDS];
     uint32_t nbackends = 0;
     bool opt = true;
     cli_fuse_args fa = {0};
@@ -32,20 +32,14 @@ int cmd_build(int argc, char **argv) {
         } else if (cli_opt(argc, argv, &i, "--input-shape", &v, &missing)) {
             if (missing || !cli_add_input_shape(&lo, v))
                 return cli_usage_error("build", "--input-shape takes NAME=DIMxDIM...");
-        } else if (cli_opt(argc, argv, &i, "--backend", &v, &missing)) {
-            if (missing || !byoc_backend_find(v) || nbackends == 8)
-                return cli_usage_error("build", "--backend needs a registered backend (see graft backends)");
-            backends[nbackends++] = v;
+        } else if ((fr = cli_backend_arg(argc, argv, &i, backends, &nbackends, "build")) != 0) {
+            if (fr < 0) return CLI_USAGE;
         } else if ((fr = cli_fuse_arg(argc, argv, &i, &fa, "build")) != 0) {
             if (fr < 0) return CLI_USAGE;
         } else if ((fr = cli_backend_opt_arg(argc, argv, &i, "build")) >= 0) {
             if (fr) return fr;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage_error("build", "unknown option '%s'", argv[i]);
-        } else if (!input) {
-            input = argv[i];
-        } else {
-            return cli_usage_error("build", "more than one input ('%s')", argv[i]);
+        } else if ((fr = cli_input_arg(argv[i], &input, "build")) != CLI_OK) {
+            return fr;
         }
     }
     if (!input) return cli_usage_error("build", "no input model");

@@ -16,7 +16,6 @@
 #include "tools/profile.h"
 
 #define MAX_INPUTS 64
-#define MAX_BACKENDS 8
 
 typedef struct input_spec {
     char name[256];
@@ -93,7 +92,7 @@ static void rn_profile(runner *r, prof_state *ps) {
 
 int cmd_run(int argc, char **argv) {
     static cli_load_opts lo;
-    const char *backends[MAX_BACKENDS];
+    const char *backends[CLI_MAX_BACKENDS];
     uint32_t nbackends = 0;
     static input_spec specs[MAX_INPUTS];
     static onnx_input_seq seqs[MAX_INPUTS];
@@ -124,12 +123,8 @@ int cmd_run(int argc, char **argv) {
             repeat = missing ? -1 : strtol(v, &end, 10);
             if (missing || *end || repeat < 1 || repeat > 100000)
                 return cli_usage_error("run", "--repeat takes a count from 1 to 100000");
-        } else if (cli_opt(argc, argv, &i, "--backend", &v, &missing)) {
-            if (missing || nbackends == MAX_BACKENDS)
-                return cli_usage_error("run", "--backend takes a backend name (see graft backends)");
-            if (!byoc_backend_find(v))
-                return cli_usage_error("run", "unknown backend '%s' (see graft backends)", v);
-            backends[nbackends++] = v;
+        } else if ((br = cli_backend_arg(argc, argv, &i, backends, &nbackends, "run")) != 0) {
+            if (br < 0) return CLI_USAGE;
         } else if ((br = cli_backend_opt_arg(argc, argv, &i, "run")) >= 0) {
             if (br) return br;
         } else if (cli_opt(argc, argv, &i, "--profile-json", &json, &missing)) {
@@ -138,12 +133,8 @@ int cmd_run(int argc, char **argv) {
             profile = true;
         } else if (strcmp(argv[i], "--no-opt") == 0) {
             lo.optimize = false;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage_error("run", "unknown option '%s'", argv[i]);
-        } else if (!input) {
-            input = argv[i];
-        } else {
-            return cli_usage_error("run", "more than one input ('%s')", argv[i]);
+        } else if ((br = cli_input_arg(argv[i], &input, "run")) != CLI_OK) {
+            return br;
         }
     }
     if (!input) return cli_usage_error("run", "no input model");

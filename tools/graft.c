@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/const_eval.h"
 #include "tools/cli.h"
 #include "tools/cmd_build.h"
 #include "tools/cmd_inspect.h"
@@ -86,7 +85,6 @@ static void print_help(FILE *out) {
 }
 
 int main(int argc, char **argv) {
-    rt_const_eval_install();  /* FoldConstant folds on the reference kernels */
     /* the environment is read here, in the tool, and handed to the library as options */
     if (cli_backend_options_from_env()) return CLI_ERR;
     if (argc < 2) {

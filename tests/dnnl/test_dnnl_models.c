@@ -19,6 +19,7 @@
 #include "frontend/onnx/onnx_import.h"
 #include "ir/op.h"
 #include "ir/transform.h"
+#include "runtime/const_eval.h"
 #include "runtime/dnnl.h"
 #include "runtime/executor.h"
 #include "runtime/npy.h"
@@ -131,6 +132,7 @@ static void check_model(const char *name, const char *key, int64_t h, int64_t w,
     }
     fclose(probe);
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     gr_diag d = {0};
     onnx_input_shape sh = {"x", 4, {1, 3, h, w}};
     onnx_import_opts io = {&sh, 1, NULL, 0, false};

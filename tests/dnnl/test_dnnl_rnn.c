@@ -15,6 +15,7 @@
 #include "byoc/byoc.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform.h"
+#include "runtime/const_eval.h"
 #include "runtime/executor.h"
 #include "runtime/npy.h"
 #include "tests/dnnl/dnnl_test_util.h"
@@ -177,6 +178,7 @@ static void check_model(const char *name, const char *op, int nlayers) {
     }
     fclose(probe);
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     gr_diag d = {0};
     ir_module *m = NULL, *opt = NULL, *part = NULL;
     onnx_import_opts io = {0};

@@ -22,6 +22,7 @@
 #include "frontend/onnx/onnx_import.h"
 #include "ir/op.h"
 #include "ir/transform.h"
+#include "runtime/const_eval.h"
 #include "runtime/dnnl.h"
 #include "runtime/executor.h"
 #include "runtime/npy.h"
@@ -66,6 +67,7 @@ static void check_zoo(const char *name, int min_fused) {
     cr_assert_eq(rt_npy_load(in_path, &input, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(rt_npy_load(out_path, &ref, &d), GR_OK, "%s", d.msg);
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     onnx_input_shape sh = {"x", input->dl.ndim, {0}};
     memcpy(sh.dims, input->shape, sizeof(int64_t) * (size_t)input->dl.ndim);
     onnx_import_opts io = {&sh, 1, NULL, 0, false};

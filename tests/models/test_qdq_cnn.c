@@ -23,6 +23,7 @@
 #include "byoc/byoc.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform.h"
+#include "runtime/const_eval.h"
 #include "runtime/executor.h"
 #include "runtime/npy.h"
 
@@ -43,6 +44,7 @@ static void run_qdq(bool dnnl) {
     if (!exists(QDQ_MODEL) || !exists(QDQ_REFS "/output_0.npy"))
         cr_skip("%s or its ORT outputs are absent: run scripts/fetch_models.sh", QDQ_MODEL);
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     gr_diag d = {0};
     ir_module *m = NULL, *opt = NULL, *run = NULL;
     cr_assert_eq(onnx_import_file(ctx, QDQ_MODEL, NULL, &m, &d), GR_OK, "%s", d.msg);

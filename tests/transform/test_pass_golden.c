@@ -13,6 +13,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/transform.h"
+#include "runtime/const_eval.h"
 #include "runtime/executor.h"
 #include "runtime/value.h"
 
@@ -22,6 +23,7 @@ static ir_ctx_t *ctx;
 static gr_diag diag;
 static void setup(void) {
     ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     gr_diag_clear(&diag);
 }
 static void teardown(void) { ir_ctx_free(ctx); }
