@@ -10,9 +10,9 @@
 #include <time.h>
 
 #include "ir/printer.h"
-#include "runtime/module.h"
 #include "runtime/executor.h"
 #include "runtime/json_runtime.h"
+#include "runtime/module.h"
 
 struct insp_model {
     ir_ctx_t *ctx;
@@ -590,9 +590,9 @@ static void prof_cb(const rt_exec_event *ev, void *user) {
     }
 }
 
-/* The regions' per-primitive profile (rt_module_set_profiler: the backends with primitives,
- * oneDNN): one entry per primitive of the timed
- * run in the document's "primitives", and its index in each of its layers' "prims". */
+/* The regions' per-primitive profile (rt_module_set_profiler: backends with primitives, such
+ * as oneDNN): one entry per primitive of the timed run in the document's "primitives", and its
+ * index in each of its layers' "prims". */
 static void prim_cb(const rt_prim_event *ev, void *user) {
     insp_model *im = user;
     json_t *prims = json_object_get(im->doc, "primitives");

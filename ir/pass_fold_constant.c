@@ -1,7 +1,8 @@
 /* FoldConstant: an op call whose arguments are all known (constants, static shapes, scalars)
  * is evaluated by the evaluator the pass context or the module's IR context gives
- * (ir_const_eval_fn, ir/transform.h: the runtime has one on its reference kernels) and replaced by the resulting constant; an `if` whose
- * condition is a constant becomes the branch it takes. The new constant carries the
+ * (ir_const_eval_fn, ir/transform.h: the runtime has one on its reference kernels) and
+ * replaced by the resulting constant; an `if` whose condition is a constant becomes the branch
+ * it takes. The new constant carries the
  * SequentialSpan of the folded call and of the constants it consumed; the taken branch carries
  * SequentialSpan(branch, if) (seed 001's FoldConstant example). */
 #include "base/tensor.h"

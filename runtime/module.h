@@ -15,9 +15,10 @@
 
 typedef struct rt_module rt_module;
 
-/* ---- Per-primitive profiling: a module whose engine runs a region as a list of primitives
- * (oneDNN) can report each one with its time; the layer above (inspection, `graft profile`)
- * reads these without knowing the backend. ---- */
+/* ---- Per-primitive profiling ----
+ * A module whose engine runs a region as a list of primitives (oneDNN) can report each one
+ * with its time; the layers above (inspection, `graft run --profile`) read these without
+ * knowing the backend. */
 typedef struct rt_prim_info {
     const char *kind;             /* "convolution", "binary", "reorder", ... */
     const char *impl;             /* the backend's implementation: "jit:avx2", "brgconv:avx512_core", "ref:any" */
