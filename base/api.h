@@ -2,7 +2,7 @@
  * -fvisibility=hidden, so everything else (every layer's internal helpers, the oneDNN and JSON
  * engines, the codegens) stays inside it. The public API is the set of declarations that carry
  * GR_API: compile (ir/ctx.h, ir/parser.h, ir/printer.h, frontend/onnx/onnx_import.h, ir/transform.h,
- * byoc/byoc.h, byoc/backend.h's options), build and run an artifact (deploy/graft_model.h) and
+ * runtime/const_eval.h, byoc/byoc.h, byoc/backend.h's options), build and run an artifact (deploy/graft_model.h) and
  * the types around them (base/status.h, ir/sinfo.h, base/tensor.h, runtime/value.h,
  * runtime/npy.h).
  * scripts/check_exports.sh, run by `make test`, reads the GR_API declarations from the headers

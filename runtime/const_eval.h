@@ -4,6 +4,7 @@
 #ifndef GRAFT_RUNTIME_CONST_EVAL_H
 #define GRAFT_RUNTIME_CONST_EVAL_H
 
+#include "base/api.h"
 #include "base/tensor.h"
 #include "ir/expr.h"
 
@@ -11,7 +12,8 @@
  * reference kernel, an argument that is not a constant, a static shape, a scalar or a string, a
  * result that is not one tensor, or a kernel error (the run reports it). `user` is unused. */
 rt_tensor *rt_const_eval(void *user, const ir_call *call);
-/* Makes rt_const_eval FoldConstant's evaluator for the modules of ctx (ir_ctx_set_const_eval). */
-void rt_const_eval_attach(ir_ctx_t *ctx);
+/* Makes rt_const_eval FoldConstant's evaluator for the modules of ctx (ir_ctx_set_const_eval):
+ * without it (or another evaluator) the default pipeline folds no op call. */
+GR_API void rt_const_eval_attach(ir_ctx_t *ctx);
 
 #endif
