@@ -239,6 +239,7 @@ static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
     snprintf(out_path, sizeof out_path, "%s/%s/output_0.npy", refs, md->name);
     int rc = 1;
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx); /* FoldConstant folds on the reference kernels */
     gr_diag d;
     gr_diag_clear(&d);
     ir_module *m = NULL, *opt = NULL, *part = NULL;
@@ -316,7 +317,8 @@ static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
         }
     }
     rt_value_clear(&res);
-    int threads = rt_dnnl_num_threads();
+    rt_dnnl_opts topts = {.threads = byoc_option_int(bo->options, byoc_backend_find("dnnl"), "threads")};
+    int threads = rt_dnnl_threads(&topts);
     /* Two ONNX Runtime sessions, each in its own process, and ORT's figures are those of the
      * faster one: on this 2-vCPU VM a session's latency is bimodal from one process to the next
      * (PP-OCR det 52 or 92 ms at 2 threads, whatever its spinning or affinity options), and
@@ -436,12 +438,15 @@ static void print_rounds(double rr[][2][MAX_ROUNDS], int rounds) {
 }
 
 int main(int argc, char **argv) {
-    rt_const_eval_install();  /* FoldConstant folds on the reference kernels */
-    const char *nt = getenv("GRAFT_NUM_THREADS");
-    rt_dnnl_thread_opts topts = {nt ? atoi(nt) : 0, true};
-    rt_dnnl_set_thread_options(&topts);
     int runs = 20, warmup = 3, nisa = 0, pause_ms = 50, rounds = 1;
     byoc_options *options = byoc_options_new();
+    /* GRAFT_NUM_THREADS: the models' dnnl.threads (a --backend-opt after it wins) */
+    const char *nt = getenv("GRAFT_NUM_THREADS");
+    char nt_opt[64];
+    snprintf(nt_opt, sizeof nt_opt, "dnnl.threads=%d", nt ? atoi(nt) : 0);
+    gr_diag nt_d;
+    gr_diag_clear(&nt_d);
+    byoc_options_set(options, nt_opt, &nt_d);
     bool report = false, artifact = false, pick[NMODELS] = {false}, any = false;
     const char *isas[2];
     for (int i = 1; i < argc; i++) {

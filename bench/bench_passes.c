@@ -129,6 +129,7 @@ typedef struct run_result {
 static run_result run_once(uint32_t units, bool spans, bool si) {
     run_result r = {0};
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx); /* FoldConstant folds on the reference kernels */
     ir_module *m = build_model(ctx, units, spans);
     r.model_bytes = ir_ctx_arena_bytes(ctx);
     ir_pass_ctx_t *pc = ir_pass_ctx_new();
@@ -158,7 +159,6 @@ static run_result run_once(uint32_t units, bool spans, bool si) {
 }
 
 int main(int argc, char **argv) {
-    rt_const_eval_install();  /* FoldConstant folds on the reference kernels */
     long target = argc > 1 ? atol(argv[1]) : 100000;
     int runs = argc > 2 ? atoi(argv[2]) : 5;
     if (target < 11 || runs < 1 || runs > 100) {

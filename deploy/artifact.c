@@ -508,6 +508,9 @@ gr_status graft_model_run(graft_model *gm, const rt_value *inputs, uint32_t nin,
 void graft_model_set_profiler(graft_model *gm, rt_exec_profile_fn fn, void *user) {
     rt_exec_set_profiler(gm->px, fn, user);
 }
+void graft_model_set_prim_profiler(graft_model *gm, rt_prim_profile_fn fn, void *user) {
+    rt_module_set_profilers(gm->m, fn, user);
+}
 void graft_model_get_info(const graft_model *gm, graft_model_info *o) {
     memset(o, 0, sizeof *o);
     rt_px_stats ps;

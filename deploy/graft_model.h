@@ -33,6 +33,7 @@
 
 #include "ir/expr.h"
 #include "runtime/exec/executor.h"
+#include "runtime/module.h"
 #include "runtime/value.h"
 
 #define GRAFT_MODEL_FORMAT_VERSION 1
@@ -86,6 +87,9 @@ GR_API gr_status graft_model_run(graft_model *gm, const rt_value *inputs, uint32
 /* One event per instruction (runtime/exec/plan.h kinds); NULL turns profiling off. Set it while no
  * run is in flight; with runs on several threads, fn is called from each of them. */
 GR_API void graft_model_set_profiler(graft_model *gm, rt_exec_profile_fn fn, void *user);
+/* Per primitive inside the model's regions, for the backends that have primitives (oneDNN):
+ * this model's only; NULL turns it off. Set it as graft_model_set_profiler. */
+GR_API void graft_model_set_prim_profiler(graft_model *gm, rt_prim_profile_fn fn, void *user);
 
 typedef struct graft_model_info {
     size_t arena_bytes, intermediate_bytes, host_object_bytes;

@@ -196,19 +196,3 @@ gr_status graft_module_inspect(ir_ctx_t *ctx, const ir_module *m, const char *co
     insp_model_free(im);
     return st;
 }
-
-/* the one primitive profiler (the engine's hook is process-wide too) */
-static graft_prim_profile_fn prim_fn;
-static void *prim_user;
-
-static void on_prim(const rt_dnnl_prim_event *ev, void *user) {
-    (void)user;
-    graft_prim_event e = {ev->region, ev->index, ev->info->kind, ev->info->impl, ev->info->nlayers, ev->info->layers, ev->ns};
-    prim_fn(&e, prim_user);
-}
-
-void graft_set_primitive_profiler(graft_prim_profile_fn fn, void *user) {
-    prim_fn = fn;
-    prim_user = user;
-    rt_dnnl_set_profiler(fn ? on_prim : NULL, NULL);
-}

@@ -81,20 +81,4 @@ GR_API gr_status graft_module_inspect(ir_ctx_t *ctx, const ir_module *m, const c
                                       const rt_value *inputs, uint32_t nin, char **diff, char **doc,
                                       gr_diag *diag);
 
-/* One run of a oneDNN primitive, reported by the primitive profiler. */
-typedef struct graft_prim_event {
-    const char *region;           /* the region's symbol */
-    uint32_t index;               /* the primitive's place in the region */
-    const char *kind, *impl;      /* "convolution", oneDNN's implementation "brgconv:avx512_core" */
-    uint32_t nlayers;             /* the frontend layers of the nodes it computes */
-    const char *const *layers;
-    uint64_t ns;
-} graft_prim_event;
-typedef void (*graft_prim_profile_fn)(const graft_prim_event *ev, void *user);
-/* Per-primitive profiling of oneDNN regions (what graft run --profile shows), process-wide:
- * while fn is set, every oneDNN region of every model runs its primitives one at a time and
- * reports each with its time, from the thread that runs it; NULL turns it off. The strings
- * live as long as the model whose region ran. Set it while no run is in flight. */
-GR_API void graft_set_primitive_profiler(graft_prim_profile_fn fn, void *user);
-
 #endif

@@ -14,6 +14,7 @@
 #include "backends/dnnl/dnnl.h"
 #include "runtime/exec/executor.h"
 #include "runtime/json/json_runtime.h"
+#include "runtime/module.h"
 
 struct insp_model {
     ir_ctx_t *ctx;
@@ -574,9 +575,10 @@ static void prof_cb(const rt_exec_event *ev, void *user) {
     }
 }
 
-/* oneDNN's per-primitive profile (rt_dnnl_set_profiler): one entry per primitive of the timed
- * run in the document's "primitives", and its index in each of its layers' "prims". */
-static void prim_cb(const rt_dnnl_prim_event *ev, void *user) {
+/* The regions' per-primitive profile (rt_module_set_profiler: backends with primitives, such
+ * as oneDNN): one entry per primitive of the timed run in the document's "primitives", and its
+ * index in each of its layers' "prims". */
+static void prim_cb(const rt_prim_event *ev, void *user) {
     insp_model *im = user;
     json_t *prims = json_object_get(im->doc, "primitives");
     json_t *o = json_pack("{s:s, s:i, s:s, s:s, s:f}", "region", ev->region, "index", (int)ev->index, "kind",
@@ -636,9 +638,9 @@ gr_status insp_observe(insp_model *im, const rt_value *inputs, uint32_t nin, boo
     if (!st) {
         json_object_set_new(im->doc, "primitives", json_array());
         rt_exec_set_profiler(x, prof_cb, &pa);
-        rt_dnnl_set_profiler(prim_cb, im);
+        rt_module_set_profilers(im->part, prim_cb, im);
         st = rt_exec_run(x, inputs, nin, &res, diag);
-        rt_dnnl_set_profiler(NULL, NULL);
+        rt_module_set_profilers(im->part, NULL, NULL);
     }
     rt_value_clear(&res);
     rt_exec_free(x);

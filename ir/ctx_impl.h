@@ -27,6 +27,9 @@ typedef struct ir_hc_table {
 
 enum { IR_HC_STRINGS, IR_HC_SPANS, IR_HC_OTHER, IR_HC_NTABLES };
 
+struct ir_call;
+struct rt_tensor;
+
 struct ir_ctx {
     ir_chunk *chunks;         /* current chunk first */
     size_t arena_bytes;
@@ -49,6 +52,9 @@ struct ir_ctx {
     struct ir_op_dflt *op_dflt; /* per op-table row: parsed attr defaults (ir/ops/op_attrs.c) */
     /* Last binary-arithmetic inference (ir/builder.c): arg struct infos -> result. */
     const struct ir_sinfo *bin_memo_a, *bin_memo_b, *bin_memo_r;
+    /* FoldConstant's evaluator for modules of this context (ir_ctx_set_const_eval) */
+    struct rt_tensor *(*const_eval)(void *user, const struct ir_call *call);
+    void *const_eval_user;
 };
 
 /* A hint that about arena_bytes more arena is coming (a parser knows from its line count): the

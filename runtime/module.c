@@ -46,6 +46,12 @@ gr_status rt_module_call(rt_module *m, const char *symbol, DLTensor *const *args
     return m->iface->call(m, symbol, args, nin, nout, diag);
 }
 
+bool rt_module_set_profiler(rt_module *m, rt_prim_profile_fn fn, void *user) {
+    if (!m || !m->iface || m->iface->api_version != RT_MODULE_API_VERSION || !m->iface->set_profiler) return false;
+    m->iface->set_profiler(m, fn, user);
+    return true;
+}
+
 static const ir_attr *external_mods(const ir_module *m) {
     const ir_attr *a = ir_attrs_get(m->attrs, "external_mods");
     return a && a->kind == IR_ATTR_ARRAY ? a : NULL;
@@ -60,6 +66,12 @@ rt_module *rt_module_at(const ir_module *m, uint32_t i) {
     const ir_attr *a = external_mods(m);
     if (!a || i >= a->u.arr.n || a->u.arr.items[i].kind != IR_ATTR_OBJ) return NULL;
     return rt_module_from_object(a->u.arr.items[i].u.obj);
+}
+
+uint32_t rt_module_set_profilers(const ir_module *m, rt_prim_profile_fn fn, void *user) {
+    uint32_t n = rt_module_count(m), took = 0;
+    for (uint32_t i = 0; i < n; i++) took += rt_module_set_profiler(rt_module_at(m, i), fn, user);
+    return took;
 }
 
 rt_module *rt_module_find_function(const ir_module *m, const char *symbol) {

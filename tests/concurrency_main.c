@@ -1,6 +1,7 @@
 /* `make tsan`: the concurrency checks of tests/artifact/concurrency_impl.h as a plain program
  * (Criterion's runner aborts at start under ThreadSanitizer: its inheritable arena cannot be
- * mapped, Criterion issue #274). Prints one line per artifact kind and a closing count. */
+ * mapped, Criterion issue #274). Prints one line per artifact kind, one for two oneDNN models
+ * with their own thread counts, and a closing count. */
 #include "tests/artifact/concurrency_impl.h"
 
 int main(void) {
@@ -14,6 +15,10 @@ int main(void) {
                    bad ? err : "");
             bad ? fail++ : pass++;
         }
+    char err[512];
+    int bad = conc_check_teams(err, sizeof err);
+    printf("concurrency dnnl teams of 1 and 3 threads: %s%s\n", bad ? "FAILED: " : "ok", bad ? err : "");
+    bad ? fail++ : pass++;
     printf("concurrency: %d passed, %d failed\n", pass, fail);
     return fail != 0;
 }

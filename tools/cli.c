@@ -12,6 +12,7 @@
 #include "ir/text/parser.h"
 #include "ir/transform/transform.h"
 #include "ir/wellformed.h"
+#include "runtime/kernels/const_eval.h"
 #include "runtime/npy.h"
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
@@ -86,6 +87,7 @@ bool cli_add_input_shape(cli_load_opts *o, const char *spec) {
 
 gr_status cli_load_model(ir_ctx_t *ctx, const char *path, const cli_load_opts *opts,
                          ir_module **out, gr_diag *diag) {
+    rt_const_eval_attach(ctx); /* FoldConstant folds on the reference kernels */
     gr_status st;
     if (cli_ends_with(path, ".onnx")) {
         onnx_import_opts o = {0};
@@ -269,6 +271,29 @@ int cli_backend_options_from_env(void) {
         snprintf(who, sizeof who, "graft: %s", ENV_OPTIONS[i].var);
         if (set_backend_opt(who, a)) return CLI_ERR;
     }
+    return CLI_OK;
+}
+
+int cli_backend_arg(int argc, char **argv, int *i, const char **names, uint32_t *n, const char *cmd) {
+    const char *v;
+    bool missing = false;
+    if (!cli_opt(argc, argv, i, "--backend", &v, &missing)) return 0;
+    if (missing || *n == CLI_MAX_BACKENDS) {
+        cli_usage_error(cmd, "--backend takes a backend name, at most %d (see graft backends)", CLI_MAX_BACKENDS);
+        return -1;
+    }
+    if (!byoc_backend_find(v)) {
+        cli_usage_error(cmd, "unknown backend '%s' (see graft backends)", v);
+        return -1;
+    }
+    names[(*n)++] = v;
+    return 1;
+}
+
+int cli_input_arg(const char *arg, const char **input, const char *cmd) {
+    if (arg[0] == '-' && arg[1]) return cli_usage_error(cmd, "unknown option '%s'", arg);
+    if (*input) return cli_usage_error(cmd, "more than one input ('%s')", arg);
+    *input = arg;
     return CLI_OK;
 }
 

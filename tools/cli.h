@@ -73,6 +73,14 @@ const byoc_options *cli_backend_options(void);
 int cli_backend_opt_arg(int argc, char **argv, int *i, const char *cmd);
 #define CLI_BACKEND_OPT_USAGE "[--backend-opt BACKEND.NAME=VALUE]..."
 
+/* --backend NAME, a registered backend (at most CLI_MAX_BACKENDS, into names[*n]): 1 taken
+ * (*i advanced), 0 not this option, -1 a usage error (printed for `cmd`). */
+#define CLI_MAX_BACKENDS 8
+int cli_backend_arg(int argc, char **argv, int *i, const char **names, uint32_t *n, const char *cmd);
+/* The last case of a command's argument loop: arg is an unknown option, the input (into
+ * *input), or a second input. CLI_OK, or the usage status (printed for `cmd`). */
+int cli_input_arg(const char *arg, const char **input, const char *cmd);
+
 /* Monotonic clock in milliseconds. */
 double cli_now_ms(void);
 /* A deterministic input for `--input NAME=random`: uniform in [-1, 1) for floats, 0..9 for

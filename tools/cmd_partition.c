@@ -40,12 +40,8 @@ int cmd_partition(int argc, char **argv) {
             if (fr) return fr;
         } else if (strcmp(argv[i], "--no-opt") == 0) {
             lo.optimize = false;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage_error("partition", "unknown option '%s'", argv[i]);
-        } else if (!input) {
-            input = argv[i];
-        } else {
-            return cli_usage_error("partition", "more than one input ('%s')", argv[i]);
+        } else if ((fr = cli_input_arg(argv[i], &input, "partition")) != CLI_OK) {
+            return fr;
         }
     }
     if (!input) return cli_usage_error("partition", "no input model");

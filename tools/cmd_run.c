@@ -1,4 +1,5 @@
-/* graft run: run a model on the reference path, write outputs as .npy, time repeated runs. */
+/* graft run: run a model (imported and compiled here, or a built .graft artifact through the
+ * loader, with no compiler in the loop), write outputs as .npy, time repeated runs, profile. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,14 +9,13 @@
 
 #include "byoc/byoc.h"
 #include "runtime/exec/executor.h"
+#include "deploy/graft_model.h"
 #include "runtime/npy.h"
 #include "tools/cli.h"
-#include "tools/cmd_build.h"
 #include "tools/commands.h"
 #include "tools/profile.h"
 
 #define MAX_INPUTS 64
-#define MAX_BACKENDS 8
 
 typedef struct input_spec {
     char name[256];
@@ -55,12 +55,44 @@ static gr_status load_list(input_spec *sp, onnx_input_seq *q, gr_diag *d) {
     return GR_OK;
 }
 
+/* What runs: a loaded artifact, or a model compiled here (and its runtime modules). */
+typedef struct runner {
+    graft_model *gm;
+    rt_exec_t *x;
+    const ir_module *m;
+} runner;
+
+static uint32_t rn_num_inputs(const runner *r) {
+    return r->gm ? graft_model_num_inputs(r->gm) : rt_exec_num_inputs(r->x);
+}
+static const char *rn_input_name(const runner *r, uint32_t i) {
+    return r->gm ? graft_model_input_name(r->gm, i) : rt_exec_input_name(r->x, i);
+}
+static const ir_sinfo *rn_input_sinfo(const runner *r, uint32_t i) {
+    return r->gm ? graft_model_input_sinfo(r->gm, i) : rt_exec_input_sinfo(r->x, i);
+}
+static gr_status rn_run(runner *r, const rt_value *args, uint32_t n, rt_value *out, gr_diag *d) {
+    return r->gm ? graft_model_run(r->gm, args, n, out, d) : rt_exec_run(r->x, args, n, out, d);
+}
+
+/* Profiling on (ps) or off (NULL): the executor's events, each primitive of this model's
+ * regions, and region prepares. */
+static void rn_profile(runner *r, prof_state *ps) {
+    rt_exec_profile_fn ev = ps ? prof_on_event : NULL;
+    rt_prim_profile_fn prim = ps ? prof_on_prim : NULL;
+    if (r->gm) {
+        graft_model_set_profiler(r->gm, ev, ps);
+        graft_model_set_prim_profiler(r->gm, prim, ps);
+    } else if (r->x) {
+        rt_exec_set_profiler(r->x, ev, ps);
+        rt_module_set_profilers(r->m, prim, ps);
+    }
+    prof_prepare_observer(ps);
+}
+
 int cmd_run(int argc, char **argv) {
-    /* A built artifact runs through the loader, with no compiler in the loop. */
-    for (int i = 0; i < argc; i++)
-        if (argv[i][0] != '-' && cli_ends_with(argv[i], ".graft")) return cmd_run_artifact(argc, argv);
     static cli_load_opts lo;
-    const char *backends[MAX_BACKENDS];
+    const char *backends[CLI_MAX_BACKENDS];
     uint32_t nbackends = 0;
     static input_spec specs[MAX_INPUTS];
     static onnx_input_seq seqs[MAX_INPUTS];
@@ -91,12 +123,8 @@ int cmd_run(int argc, char **argv) {
             repeat = missing ? -1 : strtol(v, &end, 10);
             if (missing || *end || repeat < 1 || repeat > 100000)
                 return cli_usage_error("run", "--repeat takes a count from 1 to 100000");
-        } else if (cli_opt(argc, argv, &i, "--backend", &v, &missing)) {
-            if (missing || nbackends == MAX_BACKENDS)
-                return cli_usage_error("run", "--backend takes a backend name (see graft backends)");
-            if (!byoc_backend_find(v))
-                return cli_usage_error("run", "unknown backend '%s' (see graft backends)", v);
-            backends[nbackends++] = v;
+        } else if ((br = cli_backend_arg(argc, argv, &i, backends, &nbackends, "run")) != 0) {
+            if (br < 0) return CLI_USAGE;
         } else if ((br = cli_backend_opt_arg(argc, argv, &i, "run")) >= 0) {
             if (br) return br;
         } else if (cli_opt(argc, argv, &i, "--profile-json", &json, &missing)) {
@@ -105,20 +133,21 @@ int cmd_run(int argc, char **argv) {
             profile = true;
         } else if (strcmp(argv[i], "--no-opt") == 0) {
             lo.optimize = false;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage_error("run", "unknown option '%s'", argv[i]);
-        } else if (!input) {
-            input = argv[i];
-        } else {
-            return cli_usage_error("run", "more than one input ('%s')", argv[i]);
+        } else if ((br = cli_input_arg(argv[i], &input, "run")) != CLI_OK) {
+            return br;
         }
     }
     if (!input) return cli_usage_error("run", "no input model");
+    /* an artifact was partitioned and optimized when it was built */
+    bool artifact = cli_ends_with(input, ".graft");
+    if (artifact && (nbackends || !lo.optimize))
+        return cli_usage_error("run", "%s for a .graft model: it was chosen when the model was built",
+                               nbackends ? "--backend" : "--no-opt");
 
     int rc = CLI_ERR;
-    ir_ctx_t *ctx = ir_ctx_new();
+    ir_ctx_t *ctx = NULL;
     ir_module *m = NULL;
-    rt_exec_t *x = NULL;
+    runner rn = {0};
     rt_value args[MAX_INPUTS];
     uint32_t nargs = 0;
     rt_value result = {0};
@@ -139,27 +168,37 @@ int cmd_run(int argc, char **argv) {
         }
     }
     lo.seqs = seqs;
-    if (cli_load_model(ctx, input, &lo, &m, &d) != GR_OK ||
-        (nbackends && byoc_partition(ctx, m, backends, nbackends, &po, &m, &d) != GR_OK) ||
-        rt_exec_new(m, "main", &x, &d) != GR_OK) {
-        rc = cli_fail(&d, input);
-        goto done;
+    if (artifact) {
+        if (graft_model_load_opts(input, cli_backend_options(), &rn.gm, &d) != GR_OK) {
+            rc = cli_fail(&d, input);
+            goto done;
+        }
+        prof_init(&ps, rn.gm);
+    } else {
+        ctx = ir_ctx_new();
+        if (cli_load_model(ctx, input, &lo, &m, &d) != GR_OK ||
+            (nbackends && byoc_partition(ctx, m, backends, nbackends, &po, &m, &d) != GR_OK) ||
+            rt_exec_new(m, "main", &rn.x, &d) != GR_OK) {
+            rc = cli_fail(&d, input);
+            goto done;
+        }
+        rn.m = m;
     }
-    uint32_t nin = rt_exec_num_inputs(x);
+    uint32_t nin = rn_num_inputs(&rn);
     if (nin > MAX_INPUTS) {
         fprintf(stderr, "error: %s: too many inputs (%u)\n", input, nin);
         goto done;
     }
     for (uint32_t s = 0; s < nspecs; s++) {
         bool found = false;
-        for (uint32_t i = 0; i < nin; i++) found |= strcmp(rt_exec_input_name(x, i), specs[s].name) == 0;
+        for (uint32_t i = 0; i < nin; i++) found |= strcmp(rn_input_name(&rn, i), specs[s].name) == 0;
         if (!found) {
             fprintf(stderr, "error: %s: the model has no input '%s'\n", input, specs[s].name);
             goto done;
         }
     }
     for (uint32_t i = 0; i < nin; i++) {
-        const char *name = rt_exec_input_name(x, i), *src = "random";
+        const char *name = rn_input_name(&rn, i), *src = "random";
         const input_spec *list = NULL;
         for (uint32_t s = 0; s < nspecs; s++)
             if (strcmp(specs[s].name, name) == 0) src = specs[s].source, list = is_list(src) ? &specs[s] : NULL;
@@ -168,32 +207,28 @@ int cmd_run(int argc, char **argv) {
             continue;
         }
         rt_tensor *t = NULL;
-        gr_status st = strcmp(src, "random") == 0
-                           ? cli_random_input(name, rt_exec_input_sinfo(x, i), NULL, i + 1, &t, &d)
+        bool rnd = strcmp(src, "random") == 0;
+        /* an artifact's symbolic dims take their random size from --input-shape */
+        gr_status st = rnd ? cli_random_input(name, rn_input_sinfo(&rn, i), artifact ? &lo : NULL, i + 1, &t, &d)
                            : rt_npy_load(src, &t, &d);
         if (st != GR_OK) {
-            rc = cli_fail(&d, strcmp(src, "random") == 0 ? input : src);
+            rc = cli_fail(&d, rnd ? input : src);
             goto done;
         }
         args[nargs++] = rt_value_tensor(t);
     }
     if (json && !prof_open_trace(&ps, json)) goto done;
-    /* as for artifacts: with --repeat the first run is a warm-up, out of the profile */
+    /* With --repeat the first run is a warm-up and stays out of the profile: it pays the first
+     * touch of every fresh output page (tens of ms on a VM), which would swamp the means. */
     bool prof_on = profile || json;
-    if (prof_on && repeat == 0) {
-        rt_exec_set_profiler(x, prof_on_event, &ps);
-        prof_dnnl(&ps);
-    }
-    if (rt_exec_run(x, args, nargs, &result, &d) != GR_OK) {
+    if (prof_on && repeat == 0) rn_profile(&rn, &ps);
+    if (rn_run(&rn, args, nargs, &result, &d) != GR_OK) {
         rc = cli_fail(&d, input);
         goto done;
     }
     if (out_dir && cli_write_outputs(&result, out_dir, &d) != CLI_OK) goto done;
     uint32_t profiled = repeat ? 0 : 1;
-    if (prof_on && repeat > 0) {
-        rt_exec_set_profiler(x, prof_on_event, &ps);
-        prof_dnnl(&ps);
-    }
+    if (prof_on && repeat > 0) rn_profile(&rn, &ps);
     if (repeat > 0) {
         times = malloc(sizeof(double) * (size_t)repeat);
         if (!times) goto done;
@@ -201,7 +236,7 @@ int cmd_run(int argc, char **argv) {
             ps.run = (uint32_t)r + 1;
             rt_value again = {0};
             double t0 = cli_now_ms();
-            gr_status st = rt_exec_run(x, args, nargs, &again, &d);
+            gr_status st = rn_run(&rn, args, nargs, &again, &d);
             times[r] = cli_now_ms() - t0;
             rt_value_clear(&again);
             if (st != GR_OK) {
@@ -211,12 +246,12 @@ int cmd_run(int argc, char **argv) {
         }
         cli_print_latency(times, repeat);
     }
-    prof_dnnl(NULL);
+    rn_profile(&rn, NULL);
     if (profile) prof_print(&ps, profiled);
     rc = CLI_OK;
 done:
     free(times);
-    prof_dnnl(NULL);
+    rn_profile(&rn, NULL);
     if (!prof_finish(&ps)) rc = CLI_ERR;
     rt_value_clear(&result);
     for (uint32_t i = 0; i < nargs; i++) rt_value_clear(&args[i]);
@@ -224,7 +259,8 @@ done:
         rt_value_clear(&specs[s].seq);
         free(specs[s].shapes);
     }
-    rt_exec_free(x);
+    rt_exec_free(rn.x);
+    graft_model_free(rn.gm);
     ir_ctx_free(ctx);
     return rc;
 }

@@ -87,7 +87,6 @@ static void print_help(FILE *out) {
 }
 
 int main(int argc, char **argv) {
-    rt_const_eval_install();  /* FoldConstant folds on the reference kernels */
     /* the environment is read here, in the tool, and handed to the library as options */
     if (cli_backend_options_from_env()) return CLI_ERR;
     if (argc < 2) {

@@ -104,8 +104,8 @@ void prof_on_event(const rt_exec_event *ev, void *user) {
     }
 }
 
-/* One oneDNN primitive: a row per (region, index), under its region's row. */
-static void on_prim(const rt_dnnl_prim_event *ev, void *user) {
+/* One primitive (oneDNN): a row per (region, index), under its region's row. */
+void prof_on_prim(const rt_prim_event *ev, void *user) {
     prof_state *ps = user;
     prof_row *row = NULL;
     for (uint32_t i = 0; i < ps->prims.len && !row; i++)
@@ -163,8 +163,7 @@ static void on_prepare(const char *symbol, const char *engine, uint64_t ns, void
     prof_on_event(&ev, ps);
 }
 
-void prof_dnnl(prof_state *ps) {
-    rt_dnnl_set_profiler(ps ? on_prim : NULL, ps);
+void prof_prepare_observer(prof_state *ps) {
     rt_json_set_prepare_observer(ps ? on_prepare : NULL, ps);
 }
 

@@ -1,5 +1,5 @@
 /* graft run --profile / --profile-json: aggregates the executor's events (reference ops, host
- * kernels, extern regions) and, inside oneDNN regions, each primitive's (rt_dnnl_set_profiler)
+ * kernels, extern regions) and, inside oneDNN regions, each primitive's (rt_module_set_profiler)
  * into a text table and a Chrome trace. Used by graft run on models and on .graft artifacts. */
 #ifndef GRAFT_TOOLS_PROFILE_H
 #define GRAFT_TOOLS_PROFILE_H
@@ -39,11 +39,12 @@ void prof_init(prof_state *ps, const graft_model *gm);
 bool prof_open_trace(prof_state *ps, const char *json);
 /* rt_exec_profile_fn */
 void prof_on_event(const rt_exec_event *ev, void *user);
-/* Turns the per-primitive profile of oneDNN regions, and the rows of first-run costs, on (ps)
- * or off (NULL): "prep" rows time a BYOC region's engine prepare (oneDNN primitives created
- * for a new set of input shapes), taken out of the region's "extern" row; "plan" rows the
- * executor's memory plan for new input shapes. */
-void prof_dnnl(prof_state *ps);
+/* rt_prim_profile_fn: one row per primitive of a region (set it on the model's modules) */
+void prof_on_prim(const rt_prim_event *ev, void *user);
+/* Turns the rows of first-run costs on (ps) or off (NULL): "prep" rows time a BYOC region's
+ * engine prepare (oneDNN primitives created for a new set of input shapes), taken out of the
+ * region's "extern" row; "plan" rows the executor's memory plan for new input shapes. */
+void prof_prepare_observer(prof_state *ps);
 void prof_print(prof_state *ps, uint32_t runs);
 /* Closes the trace and frees; false when the trace could not be written. */
 bool prof_finish(prof_state *ps);

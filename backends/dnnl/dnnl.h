@@ -46,8 +46,10 @@
  * run: binds the caller's input and output buffers and executes the primitive list on one
  * stream (serialized per graph).
  *
- * Threads: oneDNN's OpenMP team (rt_dnnl_set_thread_options: size, default every CPU the
- * process may use; pinned one per CPU by default, see dnnl_threads.c for why).
+ * Threads: oneDNN's OpenMP team, the region's own (rt_dnnl_opts threads: size, default every
+ * CPU the process may use; pinned one per CPU unless no_bind, see dnnl_threads.c for why). Set
+ * on the calling thread for the length of each prepare and run, so regions of models with
+ * different counts run each with its own, in one process.
  * A primitive that oneDNN rejects fails prepare with an error naming the region (symbol),
  * the node's op and its frontend layer. */
 #ifndef GRAFT_BACKENDS_DNNL_DNNL_H
@@ -86,6 +88,11 @@ typedef struct rt_dnnl_opts {
                                      picks brdgmm_dw (avx512_core; default on) */
     int64_t small_kb;             /* regions whose tensors are all below this many KiB run
                                      single-threaded; 0: never */
+    int64_t threads;              /* oneDNN's team for this model's regions; 0: every CPU the
+                                     process may use */
+    bool no_bind;                 /* leave the team unpinned (default: one thread per CPU, for
+                                     the workers for good, the caller while it runs a region;
+                                     skipped with more threads than CPUs) */
     rt_dnnl_deconv_tag deconv_tag;
 } rt_dnnl_opts;
 #define RT_DNNL_SMALL_KB_DEFAULT 256
@@ -110,31 +117,16 @@ typedef struct rt_dnnl_stats {
     size_t released_bytes;        /* graph constants it released after making its own copies
                                      (a disposable graph, rt_json_graph_consts_disposable) */
     uint32_t nref;                /* primitives left on oneDNN's reference kernels ("ref:any") */
+    int threads;                  /* its team (1 for a small region: see rt_dnnl_opts small_kb) */
 } rt_dnnl_stats;
 void rt_dnnl_get_stats(const void *state, rt_dnnl_stats *out);
 
-/* One primitive of a prepared region, in execution order. */
-typedef struct rt_dnnl_prim_info {
-    const char *kind;             /* "convolution", "binary", "reorder", ... */
-    const char *impl;             /* oneDNN's implementation: "jit:avx2", "brgconv:avx512_core", "ref:any" */
-    const char *ref_reason;       /* impl on ref: why no faster one was found; else NULL */
-    uint32_t nlayers;             /* frontend layers (spans) of the nodes it computes */
-    const char *const *layers;
-} rt_dnnl_prim_info;
+/* One primitive of a prepared region, in execution order. A profiler set on the region's
+ * module (rt_module_set_profiler, runtime/module.h) gets each with its time and team. */
+typedef rt_prim_info rt_dnnl_prim_info;
 uint32_t rt_dnnl_num_prims(const void *state);
 /* false when i is out of range; the strings live as long as the state */
 bool rt_dnnl_prim(const void *state, uint32_t i, rt_dnnl_prim_info *out);
-
-/* Per-primitive profiling, process-wide: while fn is set, every region runs its primitives one
- * at a time (waiting for each) and reports each with its time; fn NULL turns it off. */
-typedef struct rt_dnnl_prim_event {
-    const char *region;           /* the region's symbol */
-    uint32_t index;               /* primitive index in the region */
-    const rt_dnnl_prim_info *info;
-    uint64_t ns;
-} rt_dnnl_prim_event;
-typedef void (*rt_dnnl_profile_fn)(const rt_dnnl_prim_event *ev, void *user);
-void rt_dnnl_set_profiler(rt_dnnl_profile_fn fn, void *user);
 
 /* Process-wide: primitives prepared so far, how many of them on reference kernels, and the
  * last of those ("region 'r', layer 'L': binary ref:any: why") into buf. */
@@ -149,21 +141,11 @@ void rt_dnnl_shared_weights(uint64_t *made, uint64_t *reused);
 const char *rt_dnnl_isa(void);
 int rt_dnnl_channel_block(void);
 
-/* oneDNN's thread team. threads 0 means every CPU the process may use. bind pins the team of
- * each thread that runs a region one thread per CPU, as OMP_PROC_BIND=true does: the workers
- * for good, the calling thread while it runs a region. It is skipped when there are more
- * threads than CPUs.
- * rt_dnnl_set_thread_options must come before the first region is prepared; later calls
- * change nothing. */
-typedef struct rt_dnnl_thread_opts {
-    int threads;
-    bool bind;
-} rt_dnnl_thread_opts;
-void rt_dnnl_set_thread_options(const rt_dnnl_thread_opts *o);
-const rt_dnnl_thread_opts *rt_dnnl_thread_options(void);
-
-/* Threads oneDNN uses; fixes the team on first call. */
-int rt_dnnl_num_threads(void);
+/* The team a region with options o prepares and runs on (o NULL: the defaults). */
+int rt_dnnl_threads(const rt_dnnl_opts *o);
+/* The team oneDNN's next primitive on the calling thread gets (OpenMP's omp_get_max_threads;
+ * 1 without OpenMP): inside a run, the running region's. */
+int rt_dnnl_team_threads(void);
 
 /* ---- Composites ----
  * A fused composite is named "dnnl.<anchor>[_<post>]...", e.g. "dnnl.conv2d_bias_hardswish_add":

@@ -208,9 +208,9 @@ static gr_status build_graph(ir_ctx_t *ctx, const byoc_region *r, bool debug, rt
 #define DNNL_STR(x) DNNL_STR_(x)
 
 static const byoc_option DNNL_OPTIONS[] = {
-    {"threads", BYOC_OPT_INT, "0", "oneDNN's threads, 0: every CPU the process may use (process-wide: "
-     "the first region prepared fixes it)", NULL},
-    {"bind", BYOC_OPT_BOOL, "1", "pin oneDNN's threads one per CPU (process-wide, like threads)", NULL},
+    {"threads", BYOC_OPT_INT, "0", "oneDNN's threads for this model's regions, 0: every CPU the process may use",
+     NULL},
+    {"bind", BYOC_OPT_BOOL, "1", "pin this model's oneDNN threads one per CPU while its regions run", NULL},
     {"disable", BYOC_OPT_STR, "", "patterns kept off the backend, comma-separated: names without \"dnnl.\" "
      "(nn.conv2d or conv2d, conv2d_bias_relu), or \"composites\" for every fused composite", NULL},
     {"debug", BYOC_OPT_BOOL, "0", "print each region's primitives, arena plan and the composites run op by op "
@@ -237,7 +237,7 @@ static const byoc_option DNNL_OPTIONS[] = {
      "single-threaded; 0: never", NULL},
 };
 
-/* The engine's options from the backend's, and the thread team's when they were given. */
+/* The engine's options from the backend's. */
 static rt_dnnl_opts engine_opts(const byoc_options *o) {
     const byoc_backend *b = &byoc_dnnl_backend;
     static const struct { const char *name; rt_dnnl_deconv_tag tag; } TAGS[] = {
@@ -255,16 +255,12 @@ static rt_dnnl_opts engine_opts(const byoc_options *o) {
         .gemv = byoc_option_bool(o, b, "gemv"),
         .dw_jit = byoc_option_bool(o, b, "dw_jit"),
         .small_kb = byoc_option_int(o, b, "small_kb"),
+        .threads = byoc_option_int(o, b, "threads"),
+        .no_bind = !byoc_option_bool(o, b, "bind"),
     };
     const char *tag = byoc_option_str(o, b, "deconv_tag");
     for (size_t i = 0; i < sizeof TAGS / sizeof TAGS[0]; i++)
         if (strcmp(tag, TAGS[i].name) == 0) r.deconv_tag = TAGS[i].tag;
-    if (byoc_option_given(o, b, "threads") || byoc_option_given(o, b, "bind")) {
-        rt_dnnl_thread_opts t = *rt_dnnl_thread_options();
-        if (byoc_option_given(o, b, "threads")) t.threads = (int)byoc_option_int(o, b, "threads");
-        if (byoc_option_given(o, b, "bind")) t.bind = byoc_option_bool(o, b, "bind");
-        rt_dnnl_set_thread_options(&t);
-    }
     return r;
 }
 

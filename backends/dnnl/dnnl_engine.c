@@ -20,14 +20,6 @@
 #include "backends/dnnl/dnnl_impl.h"
 #include "backends/dnnl/dnnl_op_table.h"
 
-static _Atomic(rt_dnnl_profile_fn) g_prof_fn;
-static void *_Atomic g_prof_user;
-
-void rt_dnnl_set_profiler(rt_dnnl_profile_fn fn, void *user) {
-    atomic_store(&g_prof_user, user);
-    atomic_store(&g_prof_fn, fn);
-}
-
 static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -402,11 +394,11 @@ rt_dnnl_opts rt_dnnl_default_opts(void) {
 static gr_status dn_prepare(rt_json_graph *g, const void *opts, void **state, gr_diag *d) {
     gr_status st = rt_json_graph_check(g, d);
     if (st) return st;
-    rt_dnnl_num_threads();
     dn_state *S = calloc(1, sizeof(*S));
     if (!S) return gr_diag_set(d, GR_ERR_NOMEM, "dnnl: out of memory");
     pthread_mutex_init(&S->lock, NULL);
     S->opts = opts ? *(const rt_dnnl_opts *)opts : rt_dnnl_default_opts();
+    S->threads = rt_dnnl_threads(&S->opts);
     S->g = g;
     S->diag = d;
     S->symbol = rt_json_graph_symbol(g);
@@ -442,9 +434,12 @@ static gr_status dn_prepare(rt_json_graph *g, const void *opts, void **state, gr
         }
     }
     S->small = lim > 0 && biggest < lim;
-    if (S->small) rt_dnnl_team_single(true);
+    S->stats.threads = S->small ? 1 : S->threads;
+    /* oneDNN sizes a primitive's work split for the team it sees when creating it */
+    rt_dnnl_team team;
+    rt_dnnl_team_begin(&team, S->threads, S->small, false);
     if (!st) st = build(S);
-    if (S->small) rt_dnnl_team_single(false);
+    rt_dnnl_team_end(&team);
     if (S->opts.dump) fprintf(stderr, "%s\n", rt_json_graph_text(g));
     if (!st && S->opts.debug) {
         fprintf(stderr, "dnnl region '%s': %u primitives (%u reorders, %u on ref), %u permutes as views, %u composites, %u post-ops, "
@@ -487,13 +482,11 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
     uint32_t p = 0;
     /* a region of small tensors runs on the calling thread: its parallel regions would cost
      * more than its primitives (and stall on a busy machine) */
-    if (S->small) rt_dnnl_team_single(true);
-    rt_dnnl_pin pin;
-    rt_dnnl_pin_begin(&pin);
-    void *tap_user;
+    rt_dnnl_team team;
+    rt_dnnl_team_begin(&team, S->threads, S->small, !S->opts.no_bind);
+    void *tap_user, *prof_user;
     rt_json_tap_fn tap = rt_json_graph_tap(g, &tap_user);
-    rt_dnnl_profile_fn prof = atomic_load(&g_prof_fn);
-    void *prof_user = atomic_load(&g_prof_user);
+    rt_prim_profile_fn prof = rt_json_graph_profiler(g, &prof_user);
     if (tap) {
         ds = dn_debug_run(S, tap, tap_user, &p);
     } else {
@@ -504,14 +497,13 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
                 uint64_t ns = now_ns() - t0;
                 rt_dnnl_prim_info info;
                 rt_dnnl_prim(S, p, &info);
-                rt_dnnl_prim_event ev = {S->symbol, p, &info, ns};
+                rt_prim_event ev = {S->symbol, p, &info, ns, rt_dnnl_team_threads()};
                 prof(&ev, prof_user);
             }
         }
     }
     if (ds == dnnl_success) ds = dnnl_stream_wait(S->stream);
-    rt_dnnl_pin_end(&pin);
-    if (S->small) rt_dnnl_team_single(false);
+    rt_dnnl_team_end(&team);
     _mm_setcsr(csr);
     pthread_mutex_unlock(&S->lock);
     if (ds != dnnl_success) {

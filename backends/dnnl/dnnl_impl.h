@@ -97,15 +97,16 @@ typedef struct dn_comp {
     int b;
 } dn_comp;
 
-/* dnnl_threads.c: the calling thread's team, pinned for the length of a region run (see there) */
-typedef struct rt_dnnl_pin {
-    bool on;
-    cpu_set_t saved; /* the caller's own mask, restored at the end */
-} rt_dnnl_pin;
-void rt_dnnl_pin_begin(rt_dnnl_pin *p);
-void rt_dnnl_pin_end(rt_dnnl_pin *p);
-/* Runs the calling thread's following primitives on itself alone (on) or on the team again. */
-void rt_dnnl_team_single(bool on);
+/* dnnl_threads.c: the calling thread's OpenMP team for the length of a region's prepare or
+ * run: `threads` (its model's dnnl.threads), or the caller alone when single; with bind, the
+ * team pinned one thread per CPU (see there). end puts the caller's own setting back. */
+typedef struct rt_dnnl_team {
+    int saved_n;      /* the caller's team size, restored at the end (0: nothing to restore) */
+    bool pinned;
+    cpu_set_t saved_mask; /* the caller's own mask, restored at the end */
+} rt_dnnl_team;
+void rt_dnnl_team_begin(rt_dnnl_team *t, int threads, bool single, bool bind);
+void rt_dnnl_team_end(rt_dnnl_team *t);
 /* Runs fn(ctx, ithr, nthr) on every thread of oneDNN's OpenMP team (the calling thread alone
  * when libgomp is not there). */
 void rt_dnnl_parallel(void (*fn)(void *ctx, int ithr, int nthr), void *ctx);
@@ -141,6 +142,7 @@ typedef struct dn_state {
     rt_dnnl_stats stats;
     int pending_sum;              /* entry the sum post-op of the attrs being built adds */
     bool small;                   /* every tensor is small: run single-threaded */
+    int threads;                  /* its team (opts.threads, 0 resolved): built and run with */
     bool ftz;                     /* flush denormals while running (dnnl.denormals=1: keep) */
     bool sum_ok;                  /* the caller handles pending_sum (finish) */
     int pending_out;              /* entry a folded bias add produced (see take_bias) */

@@ -120,7 +120,7 @@ static gr_status gemv_matmul(dn_state *S, const rt_json_node *n, int av, int bv,
     }
     const dnnl_memory_desc_t *w2 = &S->vals.data[wv].md;
     q.ldw = w2->format_desc.blocking.strides[w2->ndims - 2];
-    q.nparts = rt_dnnl_num_threads();
+    q.nparts = S->threads;
     dn_gemv *p = malloc(sizeof *p);
     if (!p) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     *p = q;

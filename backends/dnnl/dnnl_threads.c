@@ -8,7 +8,12 @@
  * Pinning thread k of the team to the k-th allowed CPU keeps them apart, as
  * OMP_PROC_BIND=true would, but it must be done from inside the team since libgomp reads
  * that variable only when it loads. The workers stay pinned; the calling thread only while
- * it runs a region. We reach libgomp through dlsym so as not to link it. */
+ * it runs a region. We reach libgomp through dlsym so as not to link it.
+ *
+ * The team size is each region's own (its model's dnnl.threads): OpenMP's nthreads-var is a
+ * per-thread setting, which oneDNN reads when it creates a primitive and when it runs one, so
+ * a region sets it on the calling thread around its prepare and its run and puts the caller's
+ * back afterwards. Two models with different counts can so share a process, and a thread. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
@@ -20,22 +25,31 @@
 #include "backends/dnnl/dnnl.h"
 #include "backends/dnnl/dnnl_impl.h"
 
-static int g_threads;
-static bool g_bind;
+/* What the process has: set once, read by every region. */
 static int g_cpus[CPU_SETSIZE]; /* the CPUs this process may use, in order */
 static int g_ncpus;
+static int g_default;           /* threads when a model asks for 0: every CPU it may use */
 static void (*g_set_n)(int);
+static int (*g_get_max)(void);
 static void (*g_gomp_parallel)(void (*)(void *), void *, unsigned, unsigned);
 static int (*g_thread_num)(void);
 static int (*g_team_size)(void);
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static _Thread_local bool tl_pinned;
-static rt_dnnl_thread_opts g_opts = {0, true};
+/* workers of the calling thread's libgomp team pinned so far (libgomp keeps one team per
+ * calling thread and reuses its workers in order) */
+static _Thread_local int tl_pinned;
 
-void rt_dnnl_set_thread_options(const rt_dnnl_thread_opts *o) { g_opts = *o; }
-const rt_dnnl_thread_opts *rt_dnnl_thread_options(void) { return &g_opts; }
+/* a bound on what a model may ask for: libgomp would try to start them all */
+enum { RT_DNNL_MAX_THREADS = 1024 };
 
 static void *sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
+
+/* ISO C has no object -> function pointer conversion */
+#define LOAD(fp, name)                                                                                                 \
+    do {                                                                                                               \
+        void *p_ = sym(name);                                                                                          \
+        memcpy(&(fp), &p_, sizeof(fp));                                                                                \
+    } while (0)
 
 static void threads_init(void) {
     cpu_set_t set;
@@ -44,23 +58,23 @@ static void threads_init(void) {
         for (int c = 0; c < CPU_SETSIZE; c++)
             if (CPU_ISSET(c, &set)) g_cpus[g_ncpus++] = c;
     long n = g_ncpus > 0 ? g_ncpus : sysconf(_SC_NPROCESSORS_ONLN);
-    const rt_dnnl_thread_opts *o = rt_dnnl_thread_options();
-    if (o->threads > 0) n = o->threads;
-    g_threads = n > 0 ? (int)n : 1;
-    void *set_threads = sym("omp_set_num_threads"), *par = sym("GOMP_parallel"), *num = sym("omp_get_thread_num");
-    memcpy(&g_set_n, &set_threads, sizeof g_set_n); /* ISO C has no object -> function pointer conversion */
-    if (g_set_n) g_set_n(g_threads);
-    memcpy(&g_gomp_parallel, &par, sizeof par);
-    memcpy(&g_thread_num, &num, sizeof num);
-    void *size = sym("omp_get_num_threads");
-    memcpy(&g_team_size, &size, sizeof size);
-    /* more threads than CPUs would pile two on one CPU for good: leave those to the scheduler */
-    g_bind = o->bind && g_set_n && g_gomp_parallel && g_thread_num && g_threads > 1 && g_threads <= g_ncpus;
+    g_default = n > 0 ? (int)n : 1;
+    LOAD(g_set_n, "omp_set_num_threads");
+    LOAD(g_get_max, "omp_get_max_threads");
+    LOAD(g_gomp_parallel, "GOMP_parallel");
+    LOAD(g_thread_num, "omp_get_thread_num");
+    LOAD(g_team_size, "omp_get_num_threads");
 }
 
-int rt_dnnl_num_threads(void) {
+int rt_dnnl_threads(const rt_dnnl_opts *o) {
     pthread_once(&g_once, threads_init);
-    return g_threads;
+    if (!o || o->threads <= 0) return g_default;
+    return o->threads < RT_DNNL_MAX_THREADS ? (int)o->threads : RT_DNNL_MAX_THREADS;
+}
+
+int rt_dnnl_team_threads(void) {
+    pthread_once(&g_once, threads_init);
+    return g_get_max ? g_get_max() : 1;
 }
 
 static void pin_cpu(int k) {
@@ -76,27 +90,27 @@ static void pin_worker(void *unused) {
     if (k > 0) pin_cpu(k);
 }
 
-void rt_dnnl_pin_begin(rt_dnnl_pin *p) {
-    p->on = false;
-    rt_dnnl_num_threads();
-    if (!g_bind) return;
-    /* libgomp keeps one team per calling thread and reuses its workers: pin them once */
-    if (!tl_pinned) g_gomp_parallel(pin_worker, NULL, (unsigned)g_threads, 0);
-    tl_pinned = true;
-    /* the caller is the team's thread 0; its own mask comes back at rt_dnnl_pin_end, so what
+void rt_dnnl_team_begin(rt_dnnl_team *t, int threads, bool single, bool bind) {
+    pthread_once(&g_once, threads_init);
+    t->pinned = false;
+    t->saved_n = 0;
+    int want = single ? 1 : threads;
+    /* the fast path: a thread that keeps running regions of one model sets nothing */
+    if (g_set_n && g_get_max && (t->saved_n = g_get_max()) != want) g_set_n(want);
+    /* more threads than CPUs would pile two on one CPU for good: leave those to the scheduler */
+    if (!bind || !g_set_n || !g_gomp_parallel || !g_thread_num || threads < 2 || threads > g_ncpus) return;
+    if (tl_pinned < threads) g_gomp_parallel(pin_worker, NULL, (unsigned)threads, 0);
+    if (tl_pinned < threads) tl_pinned = threads;
+    /* the caller is the team's thread 0; its own mask comes back at rt_dnnl_team_end, so what
      * it does (or forks) outside a run is not confined */
-    if (pthread_getaffinity_np(pthread_self(), sizeof p->saved, &p->saved)) return;
+    if (pthread_getaffinity_np(pthread_self(), sizeof t->saved_mask, &t->saved_mask)) return;
     pin_cpu(0);
-    p->on = true;
+    t->pinned = true;
 }
 
-void rt_dnnl_pin_end(rt_dnnl_pin *p) {
-    if (p->on) pthread_setaffinity_np(pthread_self(), sizeof p->saved, &p->saved);
-}
-
-void rt_dnnl_team_single(bool on) {
-    rt_dnnl_num_threads();
-    if (g_set_n && g_threads > 1) g_set_n(on ? 1 : g_threads);
+void rt_dnnl_team_end(rt_dnnl_team *t) {
+    if (t->pinned) pthread_setaffinity_np(pthread_self(), sizeof t->saved_mask, &t->saved_mask);
+    if (t->saved_n > 0 && g_get_max() != t->saved_n) g_set_n(t->saved_n);
 }
 
 typedef struct par_job {
@@ -110,12 +124,13 @@ static void par_body(void *arg) {
 }
 
 void rt_dnnl_parallel(void (*fn)(void *ctx, int ithr, int nthr), void *ctx) {
-    rt_dnnl_num_threads();
+    pthread_once(&g_once, threads_init);
     if (!g_gomp_parallel || !g_thread_num || !g_team_size) {
         fn(ctx, 0, 1);
         return;
     }
     par_job j = {fn, ctx};
-    /* 0 threads: the team size oneDNN's primitives get (rt_dnnl_team_single included) */
+    /* 0 threads: the calling thread's team size, the one oneDNN's primitives get (set by
+     * rt_dnnl_team_begin) */
     g_gomp_parallel(par_body, &j, 0, 0);
 }

@@ -1,7 +1,8 @@
 /* FoldConstant: an op call whose arguments are all known (constants, static shapes, scalars)
- * is evaluated by the pass context's evaluator (ir_const_eval_fn, ir/transform/transform.h: the runtime
- * installs one on its reference kernels) and replaced by the resulting constant; an `if` whose
- * condition is a constant becomes the branch it takes. The new constant carries the
+ * is evaluated by the evaluator the pass context or the module's IR context gives
+ * (ir_const_eval_fn, ir/transform/transform.h: the runtime has one on its reference kernels) and
+ * replaced by the resulting constant; an `if` whose condition is a constant becomes the branch
+ * it takes. The new constant carries the
  * SequentialSpan of the folded call and of the constants it consumed; the taken branch carries
  * SequentialSpan(branch, if) (seed 001's FoldConstant example). */
 #include "base/tensor.h"
@@ -11,7 +12,7 @@
 
 enum { FOLD_MAX_ELEMS = 1 << 24 };  /* do not materialize huge constants */
 
-/* The evaluator of the running pass context. */
+/* The evaluator of this run (ir_pass_ctx_const_eval). */
 typedef struct fold_state {
     ir_const_eval_fn eval;
     void *user;
@@ -101,9 +102,9 @@ static bool fold_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, bo
 }
 
 static bool fold_prepare(pu_rewriter *r, ir_pass_ctx_t *pc, const ir_module *mod, const ir_func *func) {
-    (void)mod, (void)func;
+    (void)func;
     fold_state *fs = r->user;
-    fs->eval = ir_pass_ctx_const_eval(pc, &fs->user);
+    fs->eval = ir_pass_ctx_const_eval(pc, mod->ctx, &fs->user);
     return true;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ir/transform/transform_impl.h"
+#include "ir/ctx_impl.h"
 #include "ir/var_map.h"
 
 /* ---- Config options (process-global declarations) ---- */
@@ -38,22 +39,24 @@ static void config_builtin(void) {
 
 /* ---- Pass context ---- */
 
-static ir_const_eval_fn g_const_eval;
-static void *g_const_eval_user;
-
-void ir_const_eval_set_default(ir_const_eval_fn fn, void *user) {
-    g_const_eval = fn;
-    g_const_eval_user = user;
+void ir_ctx_set_const_eval(ir_ctx_t *ctx, ir_const_eval_fn fn, void *user) {
+    ctx->const_eval = fn;
+    ctx->const_eval_user = user;
 }
 
 void ir_pass_ctx_set_const_eval(ir_pass_ctx_t *pc, ir_const_eval_fn fn, void *user) {
+    pc->const_eval_set = true;
     pc->const_eval = fn;
     pc->const_eval_user = user;
 }
 
-ir_const_eval_fn ir_pass_ctx_const_eval(const ir_pass_ctx_t *pc, void **user) {
-    if (user) *user = pc->const_eval_user;
-    return pc->const_eval;
+ir_const_eval_fn ir_pass_ctx_const_eval(const ir_pass_ctx_t *pc, const ir_ctx_t *ctx, void **user) {
+    ir_const_eval_fn fn = NULL;
+    void *u = NULL;
+    if (pc && pc->const_eval_set) fn = pc->const_eval, u = pc->const_eval_user;
+    else if (ctx) fn = ctx->const_eval, u = ctx->const_eval_user;
+    if (user) *user = u;
+    return fn;
 }
 
 ir_pass_ctx_t *ir_pass_ctx_new(void) {
@@ -62,8 +65,6 @@ ir_pass_ctx_t *ir_pass_ctx_new(void) {
     pc->opt_level = 2;
     pc->si_enabled = true;
     gr_map_init(&pc->var_notes);
-    pc->const_eval = g_const_eval;
-    pc->const_eval_user = g_const_eval_user;
     return pc;
 }
 

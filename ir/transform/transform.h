@@ -123,17 +123,20 @@ const char *ir_pass_ctx_config_str(const ir_pass_ctx_t *pc, const char *key);
  * op call whose arguments are all known through an evaluator the caller installs. It returns the
  * call's value as a new tensor (FoldConstant takes the reference), or NULL to leave the call for
  * run time (no kernel for the op, or an error the run will report). The runtime's evaluator on
- * the reference kernels is rt_const_eval (runtime/kernels/const_eval.h); linking it in installs it as
- * the default. Without an evaluator FoldConstant folds no call (it still takes the branch of an
- * `if` on a constant). */
+ * the reference kernels is rt_const_eval (runtime/kernels/const_eval.h). The evaluator is a setting of
+ * an IR context (the modules built in it) or of one pass context (its runs, overriding the
+ * module's): nothing process-wide, so two contexts in one program may fold differently.
+ * Without an evaluator FoldConstant folds no call (it still takes the branch of an `if` on a
+ * constant). */
 typedef rt_tensor *(*ir_const_eval_fn)(void *user, const ir_call *call);
-/* The evaluator new pass contexts start with (process-global: set during start-up, not
- * concurrently, as the registry). */
-void ir_const_eval_set_default(ir_const_eval_fn fn, void *user);
-/* This context's evaluator; fn NULL: none. */
+/* The evaluator of ctx's modules (fn NULL: none, as a new context starts). */
+void ir_ctx_set_const_eval(ir_ctx_t *ctx, ir_const_eval_fn fn, void *user);
+/* This pass context's evaluator, which wins over the module's; fn NULL: none, even where the
+ * module's context has one. */
 void ir_pass_ctx_set_const_eval(ir_pass_ctx_t *pc, ir_const_eval_fn fn, void *user);
-/* This context's evaluator (NULL: none) and its user pointer (*user, when user is not NULL). */
-ir_const_eval_fn ir_pass_ctx_const_eval(const ir_pass_ctx_t *pc, void **user);
+/* The evaluator FoldConstant uses under pc (may be NULL) for modules of ctx: pc's own when it
+ * was set, else ctx's (NULL: none), and its user pointer (*user, when user is not NULL). */
+ir_const_eval_fn ir_pass_ctx_const_eval(const ir_pass_ctx_t *pc, const ir_ctx_t *ctx, void **user);
 
 /* The context of the innermost ir_pass_run on this thread, or NULL outside of passes. */
 ir_pass_ctx_t *ir_pass_ctx_current(void);

@@ -24,7 +24,8 @@ struct ir_pass_ctx {
     GR_VEC(config_entry) config;
     GR_VEC(ir_instrument *) instruments;
     gr_map var_notes;             /* old var -> replacement, recorded by the running function pass */
-    ir_const_eval_fn const_eval;  /* FoldConstant's evaluator (NULL: none) and its user pointer */
+    bool const_eval_set;          /* FoldConstant's evaluator given here (else the module ctx's) */
+    ir_const_eval_fn const_eval;  /* ... (NULL: none) and its user pointer */
     void *const_eval_user;
 };
 

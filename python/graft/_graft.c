@@ -34,6 +34,7 @@
 /* explore_write_html: tools/explore_html.c is compiled into this module (the page's layout
  * needs Graphviz, which the library does not link) */
 #include "tools/cmd_inspect.h"
+#include "runtime/kernels/const_eval.h"
 
 #define MAX_IO 64
 
@@ -151,6 +152,7 @@ static CtxObject *ctx_new(void) {
     CtxObject *c = PyObject_New(CtxObject, &CtxType);
     if (!c) return NULL;
     c->ctx = ir_ctx_new();
+    rt_const_eval_attach(c->ctx); /* graft.optimize folds constants on the reference kernels */
     pthread_mutex_init(&c->lock, NULL);
     return c;
 }
@@ -691,48 +693,19 @@ static void on_event(const rt_exec_event *e, void *user) {
 
 /* The models that profile; the primitive profiler is process-wide, so each primitive goes to
  * the models that have its region. */
-#define MAX_PROFILING 64
-static pthread_mutex_t profiling_lock = PTHREAD_MUTEX_INITIALIZER;
-static ModelObject *profiling[MAX_PROFILING];
-static uint32_t nprofiling;
-
-static bool has_region(const graft_model *gm, const char *region) {
-    for (uint32_t i = 0; i < graft_model_num_regions(gm); i++) {
-        const char *name = NULL, *kind, *layers;
-        graft_model_region(gm, i, &name, &kind, &layers);
-        if (name && strcmp(name, region) == 0) return true;
-    }
-    return false;
-}
-
-static void on_prim(const graft_prim_event *e, void *user) {
-    (void)user;
+/* Each model's primitive profiler reports its own regions' primitives (per model, so two
+ * sessions profile independently). */
+static void on_prim(const rt_prim_event *e, void *user) {
     prof_event pe = {"prim", e->region, NULL, now_ns(), e->ns, (unsigned long)pthread_self(),
-                     e->index, e->nlayers, e->kind, e->impl, e->layers};
-    pthread_mutex_lock(&profiling_lock);
-    for (uint32_t i = 0; i < nprofiling; i++)
-        if (has_region(profiling[i]->gm, e->region)) push_event(profiling[i], &pe);
-    pthread_mutex_unlock(&profiling_lock);
+                     e->index, e->info->nlayers, e->info->kind, e->info->impl, e->info->layers};
+    push_event((ModelObject *)user, &pe);
 }
 
-/* Adds or removes m from the profiling models; the primitive profiler is on while any is. */
 static bool set_profiling(ModelObject *m, bool on) {
-    bool ok = true;
-    pthread_mutex_lock(&profiling_lock);
-    uint32_t at = nprofiling;
-    for (uint32_t i = 0; i < nprofiling; i++)
-        if (profiling[i] == m) at = i;
-    if (on && at == nprofiling) {
-        ok = nprofiling < MAX_PROFILING;
-        if (ok) profiling[nprofiling++] = m;
-    } else if (!on && at < nprofiling) {
-        profiling[at] = profiling[--nprofiling];
-    }
-    graft_set_primitive_profiler(nprofiling ? on_prim : NULL, NULL);
-    pthread_mutex_unlock(&profiling_lock);
-    graft_model_set_profiler(m->gm, on && ok ? on_event : NULL, on && ok ? m : NULL);
-    m->profiling = on && ok;
-    return ok;
+    graft_model_set_prim_profiler(m->gm, on ? on_prim : NULL, on ? m : NULL);
+    graft_model_set_profiler(m->gm, on ? on_event : NULL, on ? m : NULL);
+    m->profiling = on;
+    return true;
 }
 
 static PyObject *model_wrap(graft_model *gm) {

@@ -49,6 +49,8 @@ struct rt_json_graph {
     struct rt_json_build *build;
     rt_json_tap_fn tap;           /* debug tap (rt_json_graph_set_tap) */
     void *tap_user;
+    rt_prim_profile_fn prof;      /* per-primitive profiler (rt_json_graph_set_profiler) */
+    void *prof_user;
 };
 
 typedef struct rt_json_build {
@@ -1021,7 +1023,13 @@ static void jm_destroy(rt_module *m) {
     free(jm);
 }
 
-static const rt_module_i JSON_MODULE_I = {RT_MODULE_API_VERSION, "json", jm_call, jm_has, jm_serialize, jm_destroy};
+static void jm_set_profiler(rt_module *m, rt_prim_profile_fn fn, void *user) {
+    json_mod *jm = m->context;
+    for (uint32_t i = 0; i < jm->n; i++) rt_json_graph_set_profiler(jm->graphs[i], fn, user);
+}
+
+static const rt_module_i JSON_MODULE_I = {RT_MODULE_API_VERSION, "json",     jm_call,        jm_has,
+                                          jm_serialize,          jm_destroy, jm_set_profiler};
 
 rt_module *rt_json_module_new(const char *name, const rt_json_engine *eng, const void *opts,
                               rt_json_graph *const *graphs, uint32_t n) {
@@ -1050,6 +1058,17 @@ void rt_json_graph_set_tap(rt_json_graph *g, rt_json_tap_fn fn, void *user) {
 rt_json_tap_fn rt_json_graph_tap(const rt_json_graph *g, void **user) {
     if (user) *user = g->tap_user;
     return g->tap;
+}
+
+void rt_json_graph_set_profiler(rt_json_graph *g, rt_prim_profile_fn fn, void *user) {
+    g->prof = fn;
+    g->prof_user = user;
+}
+
+rt_prim_profile_fn rt_json_graph_profiler(const rt_json_graph *g, void **user) {
+    const rt_json_graph *o = g->root ? g->root : g; /* a specialization reports as its symbolic graph */
+    if (user) *user = o->prof_user;
+    return o->prof;
 }
 
 uint32_t rt_json_module_set_taps(const struct ir_module *m, rt_json_tap_fn fn, void *user) {

@@ -190,6 +190,10 @@ typedef bool (*rt_json_tap_fn)(const rt_json_tap_point *p, rt_tensor *value, voi
 /* fn NULL turns the tap off. Taps slow a run down; they are for debugging. */
 void rt_json_graph_set_tap(rt_json_graph *g, rt_json_tap_fn fn, void *user);
 rt_json_tap_fn rt_json_graph_tap(const rt_json_graph *g, void **user);
+/* The graph's per-primitive profiler (rt_module_i set_profiler; a specialization reads its
+ * symbolic graph's): an engine that runs primitives reports each to it. fn NULL: off. */
+void rt_json_graph_set_profiler(rt_json_graph *g, rt_prim_profile_fn fn, void *user);
+rt_prim_profile_fn rt_json_graph_profiler(const rt_json_graph *g, void **user);
 /* Sets (or clears) the tap on every graph of every JSON-runtime module in m's external_mods;
  * returns the number of graphs. */
 struct ir_module;

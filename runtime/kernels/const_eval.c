@@ -72,8 +72,4 @@ rt_tensor *rt_const_eval(void *user, const ir_call *c) {
     return res;
 }
 
-void rt_const_eval_install(void) { ir_const_eval_set_default(rt_const_eval, NULL); }
-
-/* The runtime is linked in: constants fold on its kernels by default, as before the IR stopped
- * including the runtime (the shared library always has this file, so its users see no change). */
-__attribute__((constructor)) static void const_eval_auto_install(void) { rt_const_eval_install(); }
+void rt_const_eval_attach(ir_ctx_t *ctx) { ir_ctx_set_const_eval(ctx, rt_const_eval, NULL); }

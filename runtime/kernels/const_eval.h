@@ -4,6 +4,7 @@
 #ifndef GRAFT_RUNTIME_KERNELS_CONST_EVAL_H
 #define GRAFT_RUNTIME_KERNELS_CONST_EVAL_H
 
+#include "base/api.h"
 #include "base/tensor.h"
 #include "ir/expr.h"
 
@@ -11,9 +12,8 @@
  * reference kernel, an argument that is not a constant, a static shape, a scalar or a string, a
  * result that is not one tensor, or a kernel error (the run reports it). `user` is unused. */
 rt_tensor *rt_const_eval(void *user, const ir_call *call);
-/* Makes rt_const_eval the evaluator of every new pass context (ir_const_eval_set_default).
- * Runs by itself when this file is linked in (the shared library, and a static program that
- * calls anything here); a program may call it again, e.g. after installing another. */
-void rt_const_eval_install(void);
+/* Makes rt_const_eval FoldConstant's evaluator for the modules of ctx (ir_ctx_set_const_eval):
+ * without it (or another evaluator) the default pipeline folds no op call. */
+GR_API void rt_const_eval_attach(ir_ctx_t *ctx);
 
 #endif

@@ -9,6 +9,7 @@
 #define GRAFT_TESTS_CONCURRENCY_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,96 @@ static int conc_check_mode(const char *backend, bool sym, char *err, size_t cap)
             for (int i = 0; i < 3; i++) rt_value_clear(&jobs[t].in[k][i]);
         }
     graft_model_free(gm);
+    return bad;
+}
+
+/* ---- Two oneDNN models with their own thread counts, run at once ----
+ * Models A (dnnl.threads=1) and B (dnnl.threads=3), each run from 2 threads at once: every
+ * primitive of A reports a team of 1, every one of B a team of 3 (their own profilers; the
+ * counters are atomic since a model's runs report from each of its threads). */
+typedef struct conc_team {
+    graft_model *gm;
+    int want;
+    _Atomic int events, wrong;
+    rt_value in[3];
+    _Atomic int failed_runs;
+} conc_team;
+
+static void conc_team_prim(const rt_prim_event *ev, void *user) {
+    conc_team *t = user;
+    atomic_fetch_add(&t->events, 1);
+    if (ev->threads != t->want) atomic_fetch_add(&t->wrong, 1);
+}
+
+static void *conc_team_worker(void *arg) {
+    conc_team *t = arg;
+    for (int r = 0; r < NRUNS; r++) {
+        rt_value out = {0};
+        gr_diag d;
+        gr_diag_clear(&d);
+        if (graft_model_run(t->gm, t->in, 3, &out, &d) != GR_OK) atomic_fetch_add(&t->failed_runs, 1);
+        rt_value_clear(&out);
+    }
+    return NULL;
+}
+
+static int conc_check_teams(char *err, size_t cap) {
+    err[0] = 0;
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *m = NULL, *part = NULL;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    gr_diag d;
+    gr_diag_clear(&d);
+    const char *be = "dnnl";
+    if (ir_parse_module(ctx, "t.relax", conc_mod, strlen(conc_mod), &m, &d) != GR_OK ||
+        byoc_partition_for_backends(ctx, m, &be, 1, &part, &d) != GR_OK || graft_model_build(part, &buf, &len, &d) != GR_OK) {
+        snprintf(err, cap, "teams: build: %.200s", d.msg);
+        ir_ctx_free(ctx);
+        return -1;
+    }
+    ir_ctx_free(ctx);
+    static conc_team teams[2];
+    static const int want[2] = {1, 3};
+    int64_t sx[4] = {1, 3, 16, 16}, sw[4] = {8, 3, 3, 3}, sb[4] = {1, 8, 1, 1};
+    int bad = 0;
+    for (int k = 0; k < 2; k++) {
+        conc_team *t = &teams[k];
+        memset(t, 0, sizeof *t);
+        t->want = want[k];
+        byoc_options *o = byoc_options_new();
+        char a[64];
+        snprintf(a, sizeof a, "dnnl.threads=%d", want[k]);
+        if (byoc_options_set(o, a, &d) || byoc_options_set(o, "dnnl.small_kb=0", &d) ||
+            graft_model_load_buffer_opts(buf, len, o, &t->gm, &d) != GR_OK) {
+            snprintf(err, cap, "teams: load: %.200s", d.msg);
+            bad = -1;
+        }
+        byoc_options_free(o);
+        if (t->gm) graft_model_set_prim_profiler(t->gm, conc_team_prim, t);
+        t->in[0] = rt_value_tensor(conc_rand(4, sx, 1));
+        t->in[1] = rt_value_tensor(conc_rand(4, sw, 2));
+        t->in[2] = rt_value_tensor(conc_rand(4, sb, 3));
+    }
+    free(buf);
+    if (!bad) {
+        pthread_t th[4];
+        for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, conc_team_worker, &teams[i % 2]);
+        for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+        for (int k = 0; k < 2 && !bad; k++) {
+            conc_team *t = &teams[k];
+            int ev = atomic_load(&t->events), wrong = atomic_load(&t->wrong), failed = atomic_load(&t->failed_runs);
+            if (failed || wrong || ev < 2 * NRUNS) {
+                snprintf(err, cap, "teams: model with dnnl.threads=%d: %d runs failed, %d of %d primitives on another team",
+                         t->want, failed, wrong, ev);
+                bad = failed + wrong + (ev < 2 * NRUNS);
+            }
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 3; i++) rt_value_clear(&teams[k].in[i]);
+        graft_model_free(teams[k].gm);
+    }
     return bad;
 }
 

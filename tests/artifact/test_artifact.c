@@ -1,5 +1,6 @@
 /* graft_model artifacts: build -> load -> run gives the reference executor's outputs; damaged,
  * truncated or wrong-version files are clear errors. */
+#include "runtime/kernels/const_eval.h"
 #include "tests/models_env.h"
 #include <criterion/criterion.h>
 #include <math.h>
@@ -42,6 +43,7 @@ static rt_tensor *rand_tensor(int32_t nd, const int64_t *shape, uint32_t seed) {
 
 static void build(uint8_t **buf, size_t *len, rt_value *in, rt_value *ref) {
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     ir_module *m = NULL;
     gr_diag d;
     gr_diag_clear(&d);
@@ -153,6 +155,7 @@ Test(artifact, missing_file_is_an_error) {
  * runs them, and the artifact carries the module blob and its constants. */
 Test(artifact, external_modules_round_trip) {
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     ir_module *m = NULL, *part = NULL;
     gr_diag d;
     gr_diag_clear(&d);
@@ -259,6 +262,7 @@ Test(artifact, foreign_cpu_features_are_refused) {
  * the engine is the blob's own kind), not onto the reference kernels. */
 Test(artifact, dnnl_regions_load_on_onednn) {
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     ir_module *m = NULL, *part = NULL;
     gr_diag d;
     gr_diag_clear(&d);
@@ -313,6 +317,7 @@ static void ppocr(const char *key, int64_t h, int64_t w, bool opt) {
         cr_skip("%s: model cache absent (scripts/fetch_models.sh)", key);
     }
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     gr_diag d;
     gr_diag_clear(&d);
     onnx_input_shape sh = {"x", 4, {1, 3, h, w}};
@@ -368,6 +373,7 @@ Test(artifact, extern_results_live_in_the_arena) {
         "            R.output(lv3)\n"
         "        return lv3\n";
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     ir_module *m = NULL, *part = NULL;
     gr_diag d;
     gr_diag_clear(&d);

@@ -24,3 +24,10 @@ static void check_sym(const char *backend) {
 Test(concurrency, symbolic_host_artifact_at_mixed_batches, .timeout = 300) { check_sym(NULL); }
 Test(concurrency, symbolic_dnnl_artifact_at_mixed_batches, .timeout = 300) { check_sym("dnnl"); }
 Test(concurrency, symbolic_json_artifact_at_mixed_batches, .timeout = 300) { check_sym("json"); }
+
+/* Two oneDNN models with dnnl.threads 1 and 3, each run from 2 threads at once: each keeps its own team. */
+Test(concurrency, dnnl_models_keep_their_own_threads, .timeout = 300) {
+    char err[512];
+    int bad = conc_check_teams(err, sizeof err);
+    cr_assert_eq(bad, 0, "%s", err);
+}

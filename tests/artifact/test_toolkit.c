@@ -196,10 +196,11 @@ typedef struct prims {
     bool conv1;
 } prims;
 
-static void on_prim(const graft_prim_event *e, void *user) {
+static void on_prim(const rt_prim_event *e, void *user) {
     prims *p = user;
     p->n++;
-    for (uint32_t i = 0; i < e->nlayers; i++) p->conv1 |= strcmp(e->layers[i], "conv1") == 0 && e->kind && e->impl;
+    for (uint32_t i = 0; i < e->info->nlayers; i++)
+        p->conv1 |= strcmp(e->info->layers[i], "conv1") == 0 && e->info->kind && e->info->impl;
 }
 
 Test(toolkit, primitive_profiler_reports_layers) {
@@ -222,9 +223,9 @@ Test(toolkit, primitive_profiler_reports_layers) {
     uint32_t n;
     inputs_for(m, in, &n);
     prims p = {0};
-    graft_set_primitive_profiler(on_prim, &p);
+    graft_model_set_prim_profiler(gm, on_prim, &p);
     cr_expect_eq(graft_model_run(gm, in, n, &out, &d), GR_OK, "%s", d.msg);
-    graft_set_primitive_profiler(NULL, NULL);
+    graft_model_set_prim_profiler(gm, NULL, NULL);
     cr_expect(p.n >= 2 && p.conv1, "%d primitives, conv1 among their layers: %d", p.n, p.conv1);
     int seen = p.n;
     rt_value_clear(&out);

@@ -5,7 +5,7 @@
  * host op is left, convolutions and matmuls run as fused composites, at least 95% of the
  * convolution / matmul FLOPs are in dnnl regions, no primitive runs on oneDNN's reference
  * kernels (whatever the ISA: make test runs these again under ONEDNN_MAX_CPU_ISA=AVX2), and every
- * primitive's layers (rt_dnnl_set_profiler) are layers of the ONNX model (its nodes by name, or
+ * primitive's layers (rt_module_set_profiler) are layers of the ONNX model (its nodes by name, or
  * "<op_type>_<output>" when unnamed, as the importer names them; initializers / inputs). Skipped when the model cache is absent. */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -21,6 +21,7 @@
 #include "ir/transform/transform.h"
 #include "backends/dnnl/dnnl.h"
 #include "runtime/exec/executor.h"
+#include "runtime/kernels/const_eval.h"
 #include "runtime/npy.h"
 #include "tests/compare_util.h"
 
@@ -103,7 +104,7 @@ static void collect_names(model_names *mn, const char *path) {
 }
 
 /* every primitive computes layers of the model, and none runs on a reference kernel */
-static void on_prim(const rt_dnnl_prim_event *ev, void *user) {
+static void on_prim(const rt_prim_event *ev, void *user) {
     model_names *mn = user;
     mn->nevents++;
     if (!ev->info->nlayers) mn->nbare++;
@@ -132,6 +133,7 @@ static void check_model(const char *name, const char *key, int64_t h, int64_t w,
     }
     fclose(probe);
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     gr_diag d = {0};
     onnx_input_shape sh = {"x", 4, {1, 3, h, w}};
     onnx_import_opts io = {&sh, 1, NULL, 0, false};
@@ -167,9 +169,9 @@ static void check_model(const char *name, const char *key, int64_t h, int64_t w,
     /* profiled: each primitive with its implementation and layers */
     model_names mn;
     collect_names(&mn, path);
-    rt_dnnl_set_profiler(on_prim, &mn);
+    cr_assert_gt(rt_module_set_profilers(part, on_prim, &mn), 0);
     gr_status rs = rt_exec_run(x, &arg, 1, &res, &d);
-    rt_dnnl_set_profiler(NULL, NULL);
+    rt_module_set_profilers(part, NULL, NULL);
     cr_assert_eq(rs, GR_OK, "%s", d.msg);
     uint64_t nprims, nref;
     char last[512];

@@ -1,10 +1,12 @@
 /* The dnnl backend's options reach what they steer: dnnl.disable its pattern table (the op
- * stays on the host and the partition report says why), dnnl.threads / dnnl.bind the thread
- * team's options, and the engine options a region loaded from an artifact
+ * stays on the host and the partition report says why), dnnl.threads each model's own thread
+ * team (two models in one process), the profiler each model's own, and the engine options a region loaded from an artifact
  * (graft_model_load_buffer_opts): dnnl.no_fuse makes the conv + relu composite two primitives
  * instead of one, with the same outputs (within 1e-5 of the reference executor). */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <math.h>
 #include <string.h>
 
@@ -96,19 +98,133 @@ Test(dnnl_options, disable_of_no_pattern_is_an_error) {
     fx_free(&f);
 }
 
-/* The team is fixed by the first region; the options still land where the team reads them. */
-Test(dnnl_options, threads_and_bind_reach_the_team) {
-    int n = rt_dnnl_num_threads();
+/* OpenMP's team size for the calling thread (what oneDNN's next primitive gets), read from
+ * libgomp itself; 0 when oneDNN does not run on OpenMP. */
+static int omp_team(void) {
+    int (*fn)(void) = NULL;
+    void *p = dlsym(RTLD_DEFAULT, "omp_get_max_threads");
+    memcpy(&fn, &p, sizeof fn);
+    return fn ? fn() : 0;
+}
+
+/* What one model's primitives saw, from its own profiler. */
+typedef struct team_probe {
+    int nprims, lo, hi;           /* events, and the least and most team sizes they reported */
+    int omp_lo, omp_hi;           /* the same read from OpenMP inside the run */
+} team_probe;
+
+static void probe_prim(const rt_prim_event *ev, void *user) {
+    team_probe *p = user;
+    int omp = omp_team();
+    if (!p->nprims++) p->lo = p->hi = ev->threads, p->omp_lo = p->omp_hi = omp;
+    p->lo = ev->threads < p->lo ? ev->threads : p->lo;
+    p->hi = ev->threads > p->hi ? ev->threads : p->hi;
+    p->omp_lo = omp < p->omp_lo ? omp : p->omp_lo;
+    p->omp_hi = omp > p->omp_hi ? omp : p->omp_hi;
+}
+
+typedef struct team_model {
     fixture f;
-    fx_init(&f);
+    rt_exec_t *x;
+    team_probe probe;
+    rt_value in[2];
+    int runs;
+    gr_status st;
+} team_model;
+
+static rt_tensor *ramp(int32_t nd, const int64_t *shape, float scale);
+
+/* k_mod partitioned for dnnl with dnnl.threads=threads (never "small": the team runs it), its
+ * profiler counting into tm->probe */
+static void team_model_init(team_model *tm, int threads) {
+    memset(tm, 0, sizeof *tm);
+    fx_init(&tm->f);
     char a[64];
-    snprintf(a, sizeof a, "dnnl.threads=%d", n);
-    set(&f, a);
-    set(&f, "dnnl.bind=0");
-    json_decref(partition(&f));
-    cr_expect_eq(rt_dnnl_thread_options()->threads, n);
-    cr_expect_not(rt_dnnl_thread_options()->bind);
-    fx_free(&f);
+    snprintf(a, sizeof a, "dnnl.threads=%d", threads);
+    set(&tm->f, a);
+    set(&tm->f, "dnnl.small_kb=0");
+    json_decref(partition(&tm->f));
+    cr_assert_eq(rt_exec_new(tm->f.part, "main", &tm->x, &tm->f.d), GR_OK, "%s", tm->f.d.msg);
+    cr_assert_eq(rt_module_set_profilers(tm->f.part, probe_prim, &tm->probe), 1);
+    int64_t xs[4] = {1, 3, 10, 10}, ws[4] = {8, 3, 3, 3};
+    tm->in[0] = rt_value_tensor(ramp(4, xs, 0.1f));
+    tm->in[1] = rt_value_tensor(ramp(4, ws, 0.05f));
+}
+
+static void *team_model_run(void *arg) {
+    team_model *tm = arg;
+    for (int r = 0; r < tm->runs && !tm->st; r++) {
+        rt_value out = {0};
+        gr_diag d;
+        gr_diag_clear(&d);
+        tm->st = rt_exec_run(tm->x, tm->in, 2, &out, &d);
+        rt_value_clear(&out);
+    }
+    return NULL;
+}
+
+static void team_model_free(team_model *tm) {
+    rt_value_clear(&tm->in[0]);
+    rt_value_clear(&tm->in[1]);
+    rt_exec_free(tm->x);
+    fx_free(&tm->f);
+}
+
+/* Two models in one process with dnnl.threads 1 and 3 (neither this machine's default when
+ * it has 2 CPUs): each region is built for its own team (stats) and each primitive of each
+ * run reports it, as OpenMP itself says inside the run (the team oneDNN's primitives get):
+ * one model after the other on one thread, then both at once on two threads. The caller's
+ * own OpenMP setting is back after a run. */
+Test(dnnl_options, two_models_run_each_on_its_own_threads) {
+    if (!omp_team()) cr_skip_test("oneDNN does not run on OpenMP here");
+    static const int counts[2] = {1, 3};
+    team_model tm[2];
+    for (int k = 0; k < 2; k++) team_model_init(&tm[k], counts[k]);
+    for (int k = 0; k < 2; k++) {
+        rt_dnnl_stats s;
+        rt_dnnl_get_stats(rt_json_module_state(rt_module_at(tm[k].f.part, 0), 0), &s);
+        cr_expect_eq(s.threads, counts[k], "model %d: built for %d threads", k, s.threads);
+    }
+    int before = omp_team();
+    for (int k = 0; k < 2; k++) {
+        tm[k].runs = 2;
+        team_model_run(&tm[k]);
+        cr_assert_eq(tm[k].st, GR_OK);
+        cr_expect_eq(omp_team(), before, "the caller's team size is back after model %d", k);
+    }
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++) {
+        tm[k].runs = 20;
+        pthread_create(&th[k], NULL, team_model_run, &tm[k]);
+    }
+    for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
+    for (int k = 0; k < 2; k++) {
+        team_probe *p = &tm[k].probe;
+        cr_assert_eq(tm[k].st, GR_OK);
+        cr_expect_geq(p->nprims, 22, "model %d: %d primitive events", k, p->nprims);
+        cr_expect(p->lo == counts[k] && p->hi == counts[k], "model %d: teams %d..%d, asked %d", k, p->lo, p->hi,
+                  counts[k]);
+        cr_expect(p->omp_lo == counts[k] && p->omp_hi == counts[k], "model %d: OpenMP teams %d..%d, asked %d", k,
+                  p->omp_lo, p->omp_hi, counts[k]);
+    }
+    for (int k = 0; k < 2; k++) team_model_free(&tm[k]);
+}
+
+/* The profiler is the model's: one model's primitives never reach another's. */
+Test(dnnl_options, profiler_is_per_model) {
+    team_model tm[2];
+    for (int k = 0; k < 2; k++) team_model_init(&tm[k], 1);
+    rt_module_set_profilers(tm[1].f.part, NULL, NULL);
+    tm[0].runs = tm[1].runs = 1;
+    team_model_run(&tm[1]);
+    cr_expect_eq(tm[0].probe.nprims, 0);
+    cr_expect_eq(tm[1].probe.nprims, 0, "profiler turned off");
+    team_model_run(&tm[0]);
+    cr_assert_eq(tm[0].st, GR_OK);
+    cr_assert_eq(tm[1].st, GR_OK);
+    cr_expect_gt(tm[0].probe.nprims, 0);
+    cr_expect_eq(tm[1].probe.nprims, 0);
+    for (int k = 0; k < 2; k++) team_model_free(&tm[k]);
 }
 
 static rt_tensor *ramp(int32_t nd, const int64_t *shape, float scale) {

@@ -16,6 +16,7 @@
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform/transform.h"
 #include "runtime/exec/executor.h"
+#include "runtime/kernels/const_eval.h"
 #include "runtime/npy.h"
 #include "tests/dnnl/dnnl_test_util.h"
 
@@ -152,7 +153,7 @@ typedef struct impls {
     char last_other[160];
 } impls;
 
-static void on_prim(const rt_dnnl_prim_event *ev, void *user) {
+static void on_prim(const rt_prim_event *ev, void *user) {
     impls *m = user;
     bool ref = !strncmp(ev->info->impl, "ref", 3);
     if (!strcmp(ev->info->kind, "rnn")) {
@@ -177,6 +178,7 @@ static void check_model(const char *name, const char *op, int nlayers) {
     }
     fclose(probe);
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     gr_diag d = {0};
     ir_module *m = NULL, *opt = NULL, *part = NULL;
     onnx_import_opts io = {0};
@@ -194,9 +196,9 @@ static void check_model(const char *name, const char *op, int nlayers) {
     cr_assert_eq(rt_exec_new(part, "main", &x, &d), GR_OK, "%s", d.msg);
     rt_value arg = rt_value_tensor(input), res = {0};
     impls im = {0};
-    rt_dnnl_set_profiler(on_prim, &im);
+    cr_assert_gt(rt_module_set_profilers(part, on_prim, &im), 0);
     gr_status rs = rt_exec_run(x, &arg, 1, &res, &d);
-    rt_dnnl_set_profiler(NULL, NULL);
+    rt_module_set_profilers(part, NULL, NULL);
     cr_assert_eq(rs, GR_OK, "%s", d.msg);
     /* every recurrent layer is one oneDNN RNN primitive; nothing else on a reference kernel; the
      * LSTM on brgemm where oneDNN has it (AVX-512). oneDNN 2.6's only GRU kernel is its

@@ -9,6 +9,7 @@
  * Tolerance: PP-OCR's outputs are probabilities in [0, 1]: |got - ORT| <= 1e-4 + 1e-3 * |ORT|, as
  * tests/dnnl/test_dnnl_models.c; the zoo model's logits: 1e-4 * max|ORT| + 1e-3 * |ORT|, as
  * tests/dnnl/test_dnnl_zoo.c. */
+#include "runtime/kernels/const_eval.h"
 #include "tests/models_env.h"
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -59,6 +60,7 @@ static ir_module *import_symbolic(ir_ctx_t *ctx, const char *path) {
  * the FLOPs share of the partition report in *share. */
 static graft_model *build_symbolic(const char *path, const char *backend, double *share) {
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     gr_diag d = {0};
     ir_module *opt = import_symbolic(ctx, path), *part = opt;
     *share = 0;
@@ -197,6 +199,7 @@ Test(dnnl_symbolic, dynamic_batch_zoo_model, .timeout = 300) {
 Test(dnnl_symbolic, ppocr_rec_released_consts_new_widths, .timeout = 300) {
     char *path = need("GRAFT_MODEL_REC", "rec_w320");
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     gr_diag d = {0};
     ir_module *opt = import_symbolic(ctx, path), *part = NULL;
     byoc_partition_opts po = {0};
@@ -267,6 +270,7 @@ static const char k_json_mod[] =
 
 Test(dnnl_symbolic, json_backend_symbolic_region) {
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     gr_diag d = {0};
     ir_module *m = NULL, *part = NULL;
     cr_assert_eq(ir_parse_module(ctx, "t.relax", k_json_mod, strlen(k_json_mod), &m, &d), GR_OK, "%s", d.msg);

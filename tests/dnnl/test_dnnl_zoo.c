@@ -24,6 +24,7 @@
 #include "ir/transform/transform.h"
 #include "backends/dnnl/dnnl.h"
 #include "runtime/exec/executor.h"
+#include "runtime/kernels/const_eval.h"
 #include "runtime/npy.h"
 #include "tests/compare_util.h"
 
@@ -67,6 +68,7 @@ static void check_zoo(const char *name, int min_fused) {
     cr_assert_eq(rt_npy_load(in_path, &input, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(rt_npy_load(out_path, &ref, &d), GR_OK, "%s", d.msg);
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     onnx_input_shape sh = {"x", input->dl.ndim, {0}};
     memcpy(sh.dims, input->shape, sizeof(int64_t) * (size_t)input->dl.ndim);
     onnx_import_opts io = {&sh, 1, NULL, 0, false};

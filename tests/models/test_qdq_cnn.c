@@ -34,6 +34,7 @@
 #include "ir/transform/transform.h"
 #include "onnx/onnx.pb-c.h"
 #include "runtime/exec/executor.h"
+#include "runtime/kernels/const_eval.h"
 #include "runtime/npy.h"
 
 #define QDQ_DIR "build/third_party/qdq"
@@ -140,6 +141,7 @@ static void run_qdq(bool dnnl) {
     if (!exists(QDQ_MODEL) || !exists(QDQ_REFS "/output_0.npy"))
         cr_skip("%s or its ORT outputs are absent: run scripts/fetch_models.sh", QDQ_MODEL);
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     gr_diag d = {0};
     ir_module *m = NULL, *opt = NULL, *run = NULL;
     import_with_pre(ctx, &m);

@@ -1,7 +1,8 @@
-/* FoldConstant evaluates through the pass context's evaluator (ir/transform/transform.h), which the
- * runtime installs (runtime/kernels/const_eval.h): the IR never includes the runtime. Without an
- * evaluator no call folds (the `if` on a constant still inlines); with the runtime's, the same
- * module folds to the kernel's values; a caller's own evaluator sees every foldable call. */
+/* FoldConstant evaluates through the evaluator of the module's IR context or of the pass
+ * context (ir/transform/transform.h); the runtime has one (runtime/kernels/const_eval.h): the IR never includes
+ * the runtime, and nothing is process-wide. Without an evaluator no call folds (the `if` on a
+ * constant still inlines); with the runtime's, the same module folds to the kernel's values; a
+ * caller's own evaluator sees every foldable call; two contexts in one process keep their own. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -30,31 +31,6 @@ static char *fold(ir_ctx_t *ctx, ir_pass_ctx_t *pc) {
     return ir_print_module_str(out2, NULL);
 }
 
-Test(const_eval, runtime_evaluator_is_the_default) {
-    ir_ctx_t *ctx = ir_ctx_new();
-    ir_pass_ctx_t *pc = ir_pass_ctx_new();
-    void *user = &user;
-    cr_assert_eq(ir_pass_ctx_const_eval(pc, &user), rt_const_eval);
-    cr_expect_null(user);
-    char *s = fold(ctx, NULL);
-    cr_expect(strstr(s, "R.full") == NULL && strstr(s, "R.multiply") == NULL, "%s", s);
-    cr_expect(strstr(s, "R.add(x, metadata[\"relax.expr.Constant\"][0])") != NULL, "%s", s);
-    free(s);
-    ir_pass_ctx_free(pc);
-    ir_ctx_free(ctx);
-}
-
-Test(const_eval, no_evaluator_folds_no_call) {
-    ir_ctx_t *ctx = ir_ctx_new();
-    ir_pass_ctx_t *pc = ir_pass_ctx_new();
-    ir_pass_ctx_set_const_eval(pc, NULL, NULL);
-    char *s = fold(ctx, pc);
-    cr_expect(strstr(s, "R.full(") != NULL && strstr(s, "R.multiply(lv,") != NULL, "%s", s);
-    free(s);
-    ir_pass_ctx_free(pc);
-    ir_ctx_free(ctx);
-}
-
 /* Counts the calls it is asked about and folds none. */
 static rt_tensor *count_calls(void *user, const ir_call *call) {
     (void)call;
@@ -62,8 +38,77 @@ static rt_tensor *count_calls(void *user, const ir_call *call) {
     return NULL;
 }
 
+/* R.full and R.multiply left as they were */
+static bool unfolded(const char *s) { return strstr(s, "R.full(") != NULL && strstr(s, "R.multiply(lv,") != NULL; }
+
+static bool folded(const char *s) {
+    return strstr(s, "R.full") == NULL && strstr(s, "R.multiply") == NULL &&
+           strstr(s, "R.add(x, metadata[\"relax.expr.Constant\"][0])") != NULL;
+}
+
+Test(const_eval, a_new_context_has_no_evaluator) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_pass_ctx_t *pc = ir_pass_ctx_new();
+    void *user = &user;
+    cr_expect_null(ir_pass_ctx_const_eval(pc, ctx, &user));
+    cr_expect_null(user);
+    char *s = fold(ctx, NULL);
+    cr_expect(unfolded(s), "%s", s);
+    free(s);
+    ir_pass_ctx_free(pc);
+    ir_ctx_free(ctx);
+}
+
+Test(const_eval, runtime_evaluator_of_the_context) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
+    ir_pass_ctx_t *pc = ir_pass_ctx_new();
+    void *user = &user;
+    cr_assert_eq(ir_pass_ctx_const_eval(pc, ctx, &user), rt_const_eval);
+    cr_expect_null(user);
+    char *s = fold(ctx, NULL);
+    cr_expect(folded(s), "%s", s);
+    free(s);
+    ir_pass_ctx_free(pc);
+    ir_ctx_free(ctx);
+}
+
+/* Two IR contexts, one with the runtime's evaluator and one with a caller's that folds
+ * nothing, interleaved under one pass context that gives none: each module folds by its own
+ * context's. */
+Test(const_eval, two_contexts_keep_their_own) {
+    ir_ctx_t *a = ir_ctx_new(), *b = ir_ctx_new();
+    ir_pass_ctx_t *pc = ir_pass_ctx_new();
+    int calls = 0;
+    rt_const_eval_attach(a);
+    ir_ctx_set_const_eval(b, count_calls, &calls);
+    char *sb = fold(b, pc), *sa = fold(a, pc), *sb2 = fold(b, pc);
+    cr_expect(folded(sa), "%s", sa);
+    cr_expect(unfolded(sb) && strcmp(sb, sb2) == 0, "%s", sb);
+    cr_expect_eq(calls, 2, "the caller's evaluator asked once per run of its context");
+    free(sa);
+    free(sb);
+    free(sb2);
+    ir_pass_ctx_free(pc);
+    ir_ctx_free(a);
+    ir_ctx_free(b);
+}
+
+Test(const_eval, no_evaluator_folds_no_call) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
+    ir_pass_ctx_t *pc = ir_pass_ctx_new();
+    ir_pass_ctx_set_const_eval(pc, NULL, NULL); /* none here, although the module's context has one */
+    char *s = fold(ctx, pc);
+    cr_expect(unfolded(s), "%s", s);
+    free(s);
+    ir_pass_ctx_free(pc);
+    ir_ctx_free(ctx);
+}
+
 Test(const_eval, caller_evaluator_sees_each_foldable_call) {
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     ir_pass_ctx_t *pc = ir_pass_ctx_new();
     int calls = 0;
     ir_pass_ctx_set_const_eval(pc, count_calls, &calls);

@@ -7,6 +7,7 @@
 #include "ir/text/parser.h"
 #include "ir/text/printer.h"
 #include "ir/transform/transform.h"
+#include "runtime/kernels/const_eval.h"
 
 Test(fold_shape_args, full_and_reshape_fold) {
     static const char *text =
@@ -21,6 +22,7 @@ Test(fold_shape_args, full_and_reshape_fold) {
         "            R.output(gv)\n"
         "        return gv\n";
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     gr_diag d = {0};
     ir_module *m = NULL, *out = NULL, *out2 = NULL;
     cr_assert_eq(ir_parse_module(ctx, "t.relax", text, strlen(text), &m, &d), GR_OK, "%s", d.msg);

@@ -14,6 +14,7 @@
 #include "ir/text/printer.h"
 #include "ir/transform/transform.h"
 #include "runtime/exec/executor.h"
+#include "runtime/kernels/const_eval.h"
 #include "runtime/value.h"
 
 #define GOLDEN_DIR "tests/golden/passes/"
@@ -22,6 +23,7 @@ static ir_ctx_t *ctx;
 static gr_diag diag;
 static void setup(void) {
     ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     gr_diag_clear(&diag);
 }
 static void teardown(void) { ir_ctx_free(ctx); }

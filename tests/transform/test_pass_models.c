@@ -11,6 +11,7 @@
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform/transform.h"
 #include "runtime/exec/executor.h"
+#include "runtime/kernels/const_eval.h"
 
 #define NODE_DIR "/usr/share/libonnx-testdata/data/node"
 
@@ -42,6 +43,7 @@ Test(pass_models, onnx_node_models_lose_no_layer, .timeout = 120) {
         struct stat st;
         if (stat(path, &st) != 0) continue;
         ir_ctx_t *ctx = ir_ctx_new();
+        rt_const_eval_attach(ctx);
         gr_diag diag;
         gr_diag_clear(&diag);
         ir_module *m = NULL;
@@ -128,6 +130,7 @@ static void ppocr(const char *key, int64_t h, int64_t w, bool numeric) {
     if (!models_env(key, path, sizeof(path)) || stat(path, &st) != 0)
         cr_skip("model cache absent (%s): run scripts/fetch_models.sh", key);
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     gr_diag diag;
     gr_diag_clear(&diag);
     onnx_input_shape shape = {.name = "x", .ndim = 4, .dims = {1, 3, h, w}};

@@ -5,9 +5,10 @@
 #include "base/tensor.h"
 #include "ir/transform/si_builder.h"
 #include "ir/transform/transform.h"
+#include "runtime/kernels/const_eval.h"
 
 static ir_ctx_t *ctx;
-static void setup(void) { ctx = ir_ctx_new(); }
+static void setup(void) { ctx = ir_ctx_new(); rt_const_eval_attach(ctx); }
 static void teardown(void) { ir_ctx_free(ctx); }
 TestSuite(si_builder, .init = setup, .fini = teardown);
 
@@ -191,6 +192,7 @@ Test(si_builder, lost_layers) {
     cr_assert_eq(n, 0, "the collapse keeps relu1's output mark");
     /* Modules from different contexts compare by name. */
     ir_ctx_t *c2 = ir_ctx_new();
+    rt_const_eval_attach(c2);
     int64_t shape[1] = {4};
     ir_var *x2 = ir_var_new(c2, "x", ir_sinfo_tensor_static(c2, IR_DTYPE_F32, 1, shape), ir_span_named(c2, "input", false));
     ir_expr *a2 = &ir_call_new(c2, &ir_op_get(c2, "relax.exp")->base, 1, (ir_expr *[]){&x2->base}, NULL, 0, NULL,

@@ -10,6 +10,7 @@
 #include "ir/text/parser.h"
 #include "ir/text/printer.h"
 #include "ir/transform/transform.h"
+#include "runtime/kernels/const_eval.h"
 
 #define CASE "tests/golden/tir_call_before_def.relax"
 
@@ -46,6 +47,7 @@ static void assert_unchanged(const ir_module *a, const ir_module *b, const char 
 
 Test(tir_calls, call_typed_as_empty_tuple) {
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     ir_module *m = parse_case(ctx);
     const ir_func *main_fn = ir_module_func(m, "main");
     cr_assert_not_null(main_fn);
@@ -60,6 +62,7 @@ Test(tir_calls, call_typed_as_empty_tuple) {
 
 Test(tir_calls, default_pipeline_keeps_the_impure_call) {
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     ir_module *m = parse_case(ctx), *out = NULL;
     ir_pass_ctx_t *pc = ir_pass_ctx_new();
     gr_diag d;
@@ -74,6 +77,7 @@ Test(tir_calls, default_pipeline_keeps_the_impure_call) {
 
 Test(tir_calls, run_codegen_returns_the_module_unchanged) {
     ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     ir_module *m = parse_case(ctx), *out = NULL;
     const char *backends[] = {"dnnl", "json"};
     byoc_partition_opts o = {0};

@@ -7,11 +7,13 @@
 #include "ir/text/printer.h"
 #include "ir/transform/transform.h"
 #include "ir/var_map.h"
+#include "runtime/kernels/const_eval.h"
 
 static ir_ctx_t *ctx;
 static gr_diag diag;
 static void setup(void) {
     ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
     gr_diag_clear(&diag);
 }
 static void teardown(void) { ir_ctx_free(ctx); }
