@@ -250,3 +250,16 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+
+# Serving with Triton Inference Server (docs/serving.md): the graft backend, built as Triton
+# lays out a backend (backends/graft/libtriton_graft.so with the libraries it needs beside it),
+# and its tests against the tritonserver that scripts/triton_env.sh installs from PyPI.
+TRITON_BACKEND = $(BUILD)/triton/graft/libtriton_graft.so
+.PHONY: triton-backend triton-test triton-bench
+triton-backend: $(TRITON_BACKEND)
+$(TRITON_BACKEND): serve/triton/graft_backend.c serve/triton/triton_api.h $(BUILD)/libgraft.so
+	@mkdir -p $(dir $@)
+	cp $(BUILD)/libgraft.so $(dir $@)libgraft.so
+	$(CC) $(CFLAGS_BASE) -Wpedantic $(CFLAGS) -shared -o $@ $< -L$(dir $@) -lgraft -ljansson \
+	    -Wl,-rpath,'$$ORIGIN'
+-include $(BUILD)/triton/graft/libtriton_graft.d
