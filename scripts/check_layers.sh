@@ -18,7 +18,7 @@ byoc frontend/onnx
 codegen/json codegen/llvm
 codegen/dnnl
 backends deploy
-tools tests bench fuzz examples
+tools tests bench fuzz examples serve
 '
 # Headers generated into $(BUILD)/gen, by the folder of their source.
 GENERATED='graft=deploy onnx=frontend/onnx'

@@ -37,13 +37,13 @@ def triton_env():
 
 def config_text(name, max_batch=None, dynamic_batching=True, instances=1, params=None,
                 queue_delay_us=None):
-    """config.pbtxt of a graft model. Inputs and outputs are left out: the backend fills them
-    in from the artifact. max_batch None: the backend's default when the artifact has a
-    symbolic batch dim; 0 turns batching off."""
+    """config.pbtxt of a graft model. Inputs, outputs and (max_batch None) max_batch_size are
+    left out: the backend fills them in from the artifact, with dynamic batching when the
+    artifact has a symbolic batch dim. dynamic_batching False: each request runs alone."""
     lines = [f'name: "{name}"', 'backend: "graft"']
     if max_batch is not None:
         lines.append(f"max_batch_size: {max_batch}")
-    if dynamic_batching and max_batch != 0:
+    if dynamic_batching:
         delay = f" max_queue_delay_microseconds: {queue_delay_us}" if queue_delay_us else ""
         lines.append("dynamic_batching {" + delay + " }")
     lines.append(f"instance_group [ {{ count: {instances} kind: KIND_CPU }} ]")
@@ -157,8 +157,8 @@ def main():
     ap.add_argument("model", help="MODEL.graft, a folder of *.graft files or a Triton model repository")
     ap.add_argument("--port", type=int, default=8000, help="HTTP port; gRPC on N+1, metrics on N+2")
     ap.add_argument("--name", help="the model's name (one MODEL.graft; default: the file's name)")
-    ap.add_argument("--max-batch", type=int, help="max_batch_size (default: the backend's, 0: no batching)")
-    ap.add_argument("--no-dynamic-batching", action="store_true")
+    ap.add_argument("--max-batch", type=int, help="max_batch_size (default: the backend's, 4)")
+    ap.add_argument("--no-dynamic-batching", action="store_true", help="run each request alone")
     ap.add_argument("--instances", type=int, default=2, help="model instances (share one loaded artifact)")
     ap.add_argument("--backend-opt", action="append", default=[], metavar="BACKEND.NAME=VALUE",
                     help="a graft backend option, e.g. dnnl.threads=1")
