@@ -263,3 +263,16 @@ $(TRITON_BACKEND): serve/triton/graft_backend.c serve/triton/triton_api.h $(BUIL
 	$(CC) $(CFLAGS_BASE) -Wpedantic $(CFLAGS) -shared -o $@ $< -L$(dir $@) -lgraft -ljansson \
 	    -Wl,-rpath,'$$ORIGIN'
 -include $(BUILD)/triton/graft/libtriton_graft.d
+
+# The tests start tritonserver on 127.0.0.1 (free ports), check answers against `graft run` and
+# stop it; a bounded load check with small counts. triton-bench is the full load table.
+TRITON_VENV ?= build/third_party/tritonvenv
+TRITON_TEST_REQUESTS ?= 32
+triton-test: all $(TRITON_BACKEND)
+	@sh scripts/triton_env.sh $(TRITON_VENV) > /dev/null
+	timeout 1200 $(TRITON_VENV)/bin/python tests/triton/test_triton.py --build $(BUILD) \
+	    --requests $(TRITON_TEST_REQUESTS)
+
+triton-bench: all $(TRITON_BACKEND)
+	@sh scripts/triton_env.sh $(TRITON_VENV) > /dev/null
+	$(TRITON_VENV)/bin/python scripts/triton_load.py --graft $(BUILD)/graft --build $(BUILD)

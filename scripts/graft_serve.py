@@ -69,6 +69,7 @@ def model_names(repo):
 
 
 def backend_dir(build="build"):
+    """BUILD/triton, Triton's --backend-directory (BUILD relative to the repository root)."""
     d = os.path.join(ROOT, build, "triton")
     if not os.path.isfile(os.path.join(d, "graft", "libtriton_graft.so")):
         raise SystemExit(f"graft_serve: {d}/graft/libtriton_graft.so is missing: run `make triton-backend`")

@@ -98,8 +98,9 @@ def table(port, model, x, ref, levels, requests):
     rows = []
     for dyn in (True, False):
         name = model + ("_dyn" if dyn else "_single")
-        run_load(port, name, x, ref, 2, 4)  # warm-up: the first runs create oneDNN primitives
         for c in levels:
+            # warm-up: the first run of each batch size creates its oneDNN primitives
+            run_load(port, name, x, ref, c, 2 * c)
             rows.append((dyn, c) + run_load(port, name, x, ref, c, max(requests, c)))
     return rows
 
@@ -125,8 +126,12 @@ def main():
     ap.add_argument("--concurrency", default="1,4,16")
     ap.add_argument("--max-batch", type=int, default=16)
     ap.add_argument("--instances", type=int, default=2)
-    ap.add_argument("--graft", default=os.path.join(graft_serve.ROOT, "build", "graft"))
+    ap.add_argument("--build", default=os.path.join(graft_serve.ROOT, "build"),
+                    help="the build folder (graft, triton/graft/libtriton_graft.so)")
+    ap.add_argument("--graft", help="the graft CLI (default: BUILD/graft)")
     a = ap.parse_args()
+    a.build = os.path.abspath(a.build)
+    graft = a.graft or os.path.join(a.build, "graft")
     env = dict(line.split("=", 1) for line in open(os.path.join(graft_serve.ROOT, "build/third_party/models.env"))
                if "=" in line and not line.startswith("#"))
     onnx = env[f"GRAFT_MODEL_{a.model.upper()}"].strip()
@@ -134,16 +139,16 @@ def main():
     tmp = tempfile.mkdtemp(prefix="graft_load_")
     try:
         art = os.path.join(tmp, a.model + ".graft")
-        subprocess.run([a.graft, "build", onnx, "--backend", "dnnl", "-o", art], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([graft, "build", onnx, "--backend", "dnnl", "-o", art], check=True, stdout=subprocess.DEVNULL)
         x = np.random.default_rng(0).random(shape, dtype=np.float32)
         np.save(os.path.join(tmp, "x.npy"), x)
-        subprocess.run([a.graft, "run", art, "--input", f"x={tmp}/x.npy", "--output-dir", tmp], check=True,
+        subprocess.run([graft, "run", art, "--input", f"x={tmp}/x.npy", "--output-dir", tmp], check=True,
                        stdout=subprocess.DEVNULL)
         ref = np.load(os.path.join(tmp, "output_0.npy"))
         levels = [int(c) for c in a.concurrency.split(",")]
         repo = os.path.join(tmp, "models")
         names = add_models(repo, a.model, art, a.max_batch, a.instances)
-        srv = graft_serve.Server(repo, graft_serve.free_port_base())
+        srv = graft_serve.Server(repo, graft_serve.free_port_base(), build=a.build)
         try:
             if not srv.wait_ready(names):
                 raise SystemExit(f"triton_load: {', '.join(names)} did not become ready")

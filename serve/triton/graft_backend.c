@@ -269,7 +269,8 @@ static TRITONSERVER_Error *read_options(const gt_model *m, json_t *cfg, byoc_opt
     return NULL;
 }
 
-/* A config message as JSON: the model's (backend NULL) or the backend's. */
+/* A config message as JSON: the model's (backend NULL; ours to delete) or the backend's (the
+ * server's). */
 static TRITONSERVER_Error *get_config(TRITONBACKEND_Model *model, TRITONBACKEND_Backend *backend, json_t **cfg) {
     TRITONSERVER_Message *msg;
     GT_TRY(backend ? TRITONBACKEND_BackendConfig(backend, &msg) : TRITONBACKEND_ModelConfig(model, 1, &msg));
@@ -278,7 +279,7 @@ static TRITONSERVER_Error *get_config(TRITONBACKEND_Model *model, TRITONBACKEND_
     TRITONSERVER_Error *e = TRITONSERVER_MessageSerializeToJson(msg, &buf, &len);
     json_error_t je;
     *cfg = e ? NULL : json_loadb(buf, len, 0, &je);
-    gt_log(TRITONSERVER_MessageDelete(msg), "model config");
+    if (!backend) gt_log(TRITONSERVER_MessageDelete(msg), "model config");
     if (!e && !*cfg) e = gt_err(TRITONSERVER_ERROR_INTERNAL, "graft: a config is not JSON: %s", je.text);
     return e;
 }
@@ -379,8 +380,8 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
 TRITONSERVER_Error *TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model *model) {
     void *state;
     GT_TRY(TRITONBACKEND_ModelState(model, &state));
-    gt_model *m = state;
-    graft_model_free(m->gm);
+    gt_model *m = state;  /* NULL: the server finalizes a model whose initialize failed too */
+    if (m) graft_model_free(m->gm);
     free(m);
     return NULL;
 }

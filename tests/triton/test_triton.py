@@ -89,7 +89,7 @@ def setup(env, build, tmp):
     env.good = ["cls", "rec", "resnet18", "mobilenet"] + env.load_models
     env.log_path = os.path.join(tmp, "server.log")
     env.log = open(env.log_path, "w")
-    env.srv = graft_serve.Server(repo, graft_serve.free_port_base(), build=os.path.relpath(build, ROOT), log=env.log)
+    env.srv = graft_serve.Server(repo, graft_serve.free_port_base(), build=build, log=env.log)
     env.port = env.srv.port
     if not env.srv.wait_ready(env.good, timeout=300):
         raise RuntimeError("the server or its models did not become ready; log: " + open(env.log_path).read()[-3000:])
