@@ -91,6 +91,19 @@ static TRITONSERVER_Error *gt_err(TRITONSERVER_Error_Code code, const char *fmt,
     return TRITONSERVER_ErrorNew(code, msg);
 }
 
+/* An error about model m: "graft: model 'NAME': ...". */
+static TRITONSERVER_Error *gt_merr(const gt_model *m, TRITONSERVER_Error_Code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static TRITONSERVER_Error *gt_merr(const gt_model *m, TRITONSERVER_Error_Code code, const char *fmt, ...) {
+    char msg[3072];
+    int n = snprintf(msg, sizeof msg, "graft: model '%s': ", m->name);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    va_end(ap);
+    return TRITONSERVER_ErrorNew(code, msg);
+}
+
 /* graft's diagnostic in gr_diag_print's words: "FILE: layer 'L' (op O): message". */
 static TRITONSERVER_Error *gt_diag_err(TRITONSERVER_Error_Code code, const char *what, const gr_diag *d) {
     char where[600] = "";
@@ -132,13 +145,13 @@ static uint64_t now_ns(void) {
 static TRITONSERVER_Error *sig_of(const gt_model *m, const char *kind, const char *name, const ir_sinfo *s,
                                   gt_sig *out) {
     if (!s || s->kind != IR_SINFO_TENSOR || s->ndim < 0 || (s->ndim > 0 && !s->dims) || s->ndim > RT_MAX_NDIM)
-        return gt_err(TRITONSERVER_ERROR_UNSUPPORTED, "graft: model '%s': %s '%s' is not a tensor of known rank",
-                      m->name, kind, name);
+        return gt_merr(m, TRITONSERVER_ERROR_UNSUPPORTED, "%s '%s' is not a tensor of known rank",
+                      kind, name);
     out->name = name;
     out->dtype = dtype_of_graft(s->dtype);
     if (!out->dtype)
-        return gt_err(TRITONSERVER_ERROR_UNSUPPORTED, "graft: model '%s': %s '%s' has a dtype Triton has no type for",
-                      m->name, kind, name);
+        return gt_merr(m, TRITONSERVER_ERROR_UNSUPPORTED, "%s '%s' has a dtype Triton has no type for",
+                      kind, name);
     out->ndim = s->ndim;
     for (int32_t k = 0; k < s->ndim; k++) out->dims[k] = s->dims[k]->kind == IR_PRIM_INT ? s->dims[k]->value : -1;
     return NULL;
@@ -154,8 +167,8 @@ static TRITONSERVER_Error *read_signature(gt_model *m) {
     m->nin = graft_model_num_inputs(m->gm);
     m->nout = graft_model_num_outputs(m->gm);
     if (m->nin > GT_MAX_IO || m->nout > GT_MAX_IO || m->nout == 0)
-        return gt_err(TRITONSERVER_ERROR_UNSUPPORTED, "graft: model '%s': %u inputs and %u outputs (at most %d each)",
-                      m->name, m->nin, m->nout, GT_MAX_IO);
+        return gt_merr(m, TRITONSERVER_ERROR_UNSUPPORTED, "%u inputs and %u outputs (at most %d each)",
+                      m->nin, m->nout, GT_MAX_IO);
     const ir_prim *var = NULL;
     m->batchable = true;
     for (uint32_t i = 0; i < m->nin; i++) {
@@ -231,22 +244,23 @@ static TRITONSERVER_Error *check_ios(const gt_model *m, json_t *list, const gt_s
         const char *dt = json_string_value(json_object_get(e, "data_type"));
         const gt_sig *s = name ? find_sig(sigs, n, name) : NULL;
         if (!s)
-            return gt_err(TRITONSERVER_ERROR_INVALID_ARG, "graft: model '%s': config.pbtxt's %s '%s' is not one of model.graft's",
-                          m->name, kind, name ? name : "");
+            return gt_merr(m, TRITONSERVER_ERROR_INVALID_ARG, "config.pbtxt's %s '%s' is not one of model.graft's",
+                          kind, name ? name : "");
         if (!dt || strcmp(dt, s->dtype->config) != 0)
-            return gt_err(TRITONSERVER_ERROR_INVALID_ARG, "graft: model '%s': %s '%s' is %s in model.graft, %s in config.pbtxt",
-                          m->name, kind, name, s->dtype->config, dt ? dt : "missing");
+            return gt_merr(m, TRITONSERVER_ERROR_INVALID_ARG, "%s '%s' is %s in model.graft, %s in config.pbtxt",
+                          kind, name, s->dtype->config, dt ? dt : "missing");
         json_t *dims = json_object_get(e, "dims");
         int32_t off = m->max_batch > 0 ? 1 : 0;
         bool ok = (int64_t)json_array_size(dims) == s->ndim - off;
         for (int32_t k = 0; ok && k + off < s->ndim; k++) {
             int64_t v;
-            ok = json_int(json_array_get(dims, (size_t)k), &v) && (s->dims[k + off] < 0 || v == -1 || v == s->dims[k + off]);
+            int64_t want = s->dims[k + off];
+            ok = json_int(json_array_get(dims, (size_t)k), &v) && (want < 0 || v == -1 || v == want);
         }
         if (!ok)
-            return gt_err(TRITONSERVER_ERROR_INVALID_ARG,
-                          "graft: model '%s': %s '%s': config.pbtxt's dims do not match model.graft's (%d dims%s, -1 symbolic)",
-                          m->name, kind, name, s->ndim - off, off ? " after the batch dim" : "");
+            return gt_merr(m, TRITONSERVER_ERROR_INVALID_ARG,
+                          "%s '%s': config.pbtxt's dims do not match model.graft's (%d dims%s, -1 symbolic)",
+                          kind, name, s->ndim - off, off ? " after the batch dim" : "");
     }
     return NULL;
 }
@@ -302,7 +316,8 @@ TRITONSERVER_Error *TRITONBACKEND_Initialize(TRITONBACKEND_Backend *backend) {
     uint32_t major, minor;
     GT_TRY(TRITONBACKEND_ApiVersion(&major, &minor));
     if (major != TRITONBACKEND_API_VERSION_MAJOR || minor < TRITONBACKEND_API_VERSION_MINOR)
-        return gt_err(TRITONSERVER_ERROR_UNSUPPORTED, "graft: the server's backend API is %u.%u; the graft backend needs %d.%d or a later 1.x",
+        return gt_err(TRITONSERVER_ERROR_UNSUPPORTED,
+                      "graft: the server's backend API is %u.%u; the graft backend needs %d.%d or a later 1.x",
                       major, minor, TRITONBACKEND_API_VERSION_MAJOR, TRITONBACKEND_API_VERSION_MINOR);
     return NULL;
 }
@@ -316,12 +331,13 @@ static TRITONSERVER_Error *model_init(TRITONBACKEND_Model *model, gt_model *m, j
     GT_TRY(TRITONBACKEND_ModelVersion(model, &version));
     GT_TRY(TRITONBACKEND_ModelRepository(model, &at, &repo));
     if (at != TRITONBACKEND_ARTIFACT_FILESYSTEM)
-        return gt_err(TRITONSERVER_ERROR_UNSUPPORTED, "graft: model '%s': the repository is not a file system", m->name);
+        return gt_merr(m, TRITONSERVER_ERROR_UNSUPPORTED, "the repository is not a file system");
     GT_TRY(get_config(model, NULL, cfgp));
     json_t *cfg = *cfgp;
     const char *file = json_string_value(json_object_get(cfg, "default_model_filename"));
     char path[4096];
-    snprintf(path, sizeof path, "%s/%llu/%s", repo, (unsigned long long)version, file && file[0] ? file : "model.graft");
+    if (!file || !file[0]) file = "model.graft";
+    snprintf(path, sizeof path, "%s/%llu/%s", repo, (unsigned long long)version, file);
 
     byoc_options *opts = byoc_options_new();
     TRITONSERVER_Error *e = read_options(m, cfg, opts);
@@ -350,10 +366,10 @@ static TRITONSERVER_Error *model_init(TRITONBACKEND_Model *model, gt_model *m, j
     }
     if (!json_int(json_object_get(cfg, "max_batch_size"), &m->max_batch)) m->max_batch = 0;
     if (m->max_batch > 0 && !m->batchable)
-        return gt_err(TRITONSERVER_ERROR_INVALID_ARG,
-                      "graft: model '%s': max_batch_size is %lld but model.graft has no symbolic batch dim shared by "
+        return gt_merr(m, TRITONSERVER_ERROR_INVALID_ARG,
+                      "max_batch_size is %lld but model.graft has no symbolic batch dim shared by "
                       "its inputs and outputs (build it without --input-shape on the batch, or set max_batch_size 0)",
-                      m->name, (long long)m->max_batch);
+                      (long long)m->max_batch);
     GT_TRY(check_ios(m, json_object_get(cfg, "input"), m->in, m->nin, "input"));
     GT_TRY(check_ios(m, json_object_get(cfg, "output"), m->out, m->nout, "output"));
     char msg[4500];
@@ -391,7 +407,8 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
     TRITONSERVER_InstanceGroupKind kind;
     GT_TRY(TRITONBACKEND_ModelInstanceKind(instance, &kind));
     if (kind != TRITONSERVER_INSTANCEGROUPKIND_CPU)
-        return gt_err(TRITONSERVER_ERROR_UNSUPPORTED, "graft: instances run on the CPU: use instance_group { kind: KIND_CPU }");
+        return gt_err(TRITONSERVER_ERROR_UNSUPPORTED,
+                      "graft: instances run on the CPU: use instance_group { kind: KIND_CPU }");
     return NULL;
 }
 
@@ -421,7 +438,7 @@ static TRITONSERVER_Error *read_input(const gt_model *m, gt_req *r, uint32_t i) 
     TRITONSERVER_Error *e = TRITONBACKEND_RequestInput(r->req, s->name, &in);
     TRITONSERVER_ErrorDelete(e);
     if (e || !in)
-        return gt_err(TRITONSERVER_ERROR_INVALID_ARG, "graft: model '%s': the request has no input '%s'", m->name, s->name);
+        return gt_merr(m, TRITONSERVER_ERROR_INVALID_ARG, "the request has no input '%s'", s->name);
     TRITONSERVER_DataType dt;
     const int64_t *shape;
     uint32_t ndim, nbuf;
@@ -429,8 +446,8 @@ static TRITONSERVER_Error *read_input(const gt_model *m, gt_req *r, uint32_t i) 
     GT_TRY(TRITONBACKEND_InputProperties(in, NULL, &dt, &shape, &ndim, &bytes, &nbuf));
     const gt_dtype *t = dtype_of_triton(dt);
     if (t != s->dtype)
-        return gt_err(TRITONSERVER_ERROR_INVALID_ARG, "graft: model '%s': input '%s' is %s, the request's %s",
-                      m->name, s->name, s->dtype->config, t ? t->config : "of another type");
+        return gt_merr(m, TRITONSERVER_ERROR_INVALID_ARG, "input '%s' is %s, the request's %s",
+                      s->name, s->dtype->config, t ? t->config : "of another type");
     bool ok = (int32_t)ndim == s->ndim;
     uint64_t numel = 1;
     for (uint32_t k = 0; ok && k < ndim; k++) {
@@ -439,14 +456,14 @@ static TRITONSERVER_Error *read_input(const gt_model *m, gt_req *r, uint32_t i) 
         r->shape[i][k] = shape[k];
     }
     if (!ok || numel * dtype_bytes(t) != bytes)
-        return gt_err(TRITONSERVER_ERROR_INVALID_ARG, "graft: model '%s': input '%s' has a shape the model does not take",
-                      m->name, s->name);
+        return gt_merr(m, TRITONSERVER_ERROR_INVALID_ARG, "input '%s' has a shape the model does not take",
+                      s->name);
     r->ndim[i] = s->ndim;
     r->bytes[i] = bytes;
     int64_t b = m->max_batch > 0 ? shape[0] : 1;
     if (i > 0 && b != r->batch)
-        return gt_err(TRITONSERVER_ERROR_INVALID_ARG, "graft: model '%s': inputs '%s' and '%s' have different batch sizes",
-                      m->name, m->in[0].name, s->name);
+        return gt_merr(m, TRITONSERVER_ERROR_INVALID_ARG, "inputs '%s' and '%s' have different batch sizes",
+                      m->in[0].name, s->name);
     r->batch = b;
     uint8_t *dst = NULL;
     uint64_t off = 0;
@@ -457,8 +474,8 @@ static TRITONSERVER_Error *read_input(const gt_model *m, gt_req *r, uint32_t i) 
         int64_t mid = 0;
         GT_TRY(TRITONBACKEND_InputBuffer(in, k, &p, &len, &mt, &mid));
         if (mt == TRITONSERVER_MEMORY_GPU || off + len > bytes)
-            return gt_err(TRITONSERVER_ERROR_INVALID_ARG, "graft: model '%s': input '%s': a buffer on a GPU or past its size",
-                          m->name, s->name);
+            return gt_merr(m, TRITONSERVER_ERROR_INVALID_ARG, "input '%s': a buffer on a GPU or past its size",
+                          s->name);
         if (nbuf == 1) {
             r->data[i] = p;
             break;
@@ -490,7 +507,7 @@ static TRITONSERVER_Error *gather(const gt_model *m, gt_req *r, uint32_t n, int6
         /* the run reads its inputs only */
         rt_tensor *t = n == 1 ? rt_tensor_wrap(dt, r[0].ndim[i], shape, (void *)(uintptr_t)r[0].data[i])
                               : rt_tensor_new(dt, r[0].ndim[i], shape);
-        if (!t) return gt_err(TRITONSERVER_ERROR_INTERNAL, "graft: model '%s': out of memory for input '%s'", m->name, m->in[i].name);
+        if (!t) return gt_merr(m, TRITONSERVER_ERROR_INTERNAL, "out of memory for input '%s'", m->in[i].name);
         in[i] = rt_value_tensor(t);
         uint8_t *dst = rt_tensor_data(t);
         for (uint32_t k = 0; n > 1 && k < n; k++) {
@@ -502,7 +519,8 @@ static TRITONSERVER_Error *gather(const gt_model *m, gt_req *r, uint32_t n, int6
 }
 
 /* Output o of the batch for request r, rows [row, row + r->batch). */
-static TRITONSERVER_Error *scatter_one(const gt_model *m, gt_req *r, const gt_sig *s, const rt_tensor *t, int64_t row) {
+static TRITONSERVER_Error *scatter_one(const gt_model *m, gt_req *r, const gt_sig *s, const rt_tensor *t,
+                                       int64_t row) {
     int64_t shape[RT_MAX_NDIM];
     memcpy(shape, t->shape, sizeof shape);
     size_t bytes = rt_tensor_nbytes(t), off = 0;
@@ -519,7 +537,7 @@ static TRITONSERVER_Error *scatter_one(const gt_model *m, gt_req *r, const gt_si
     int64_t mid = 0;
     GT_TRY(TRITONBACKEND_OutputBuffer(out, &buf, bytes, &mt, &mid));
     if (mt == TRITONSERVER_MEMORY_GPU)
-        return gt_err(TRITONSERVER_ERROR_UNSUPPORTED, "graft: model '%s': an output buffer on a GPU", m->name);
+        return gt_merr(m, TRITONSERVER_ERROR_UNSUPPORTED, "an output buffer on a GPU");
     memcpy(buf, (const uint8_t *)rt_tensor_data(t) + off, bytes);
     return NULL;
 }
@@ -528,13 +546,14 @@ static TRITONSERVER_Error *scatter(const gt_model *m, gt_req *r, uint32_t n, int
     uint32_t nres = res->kind == RT_VAL_TUPLE ? res->u.tuple.n : 1;
     const rt_value *items = res->kind == RT_VAL_TUPLE ? res->u.tuple.items : res;
     if (nres != m->nout)
-        return gt_err(TRITONSERVER_ERROR_INTERNAL, "graft: model '%s': the run gave %u outputs, the artifact names %u",
-                      m->name, nres, m->nout);
+        return gt_merr(m, TRITONSERVER_ERROR_INTERNAL, "the run gave %u outputs, the artifact names %u",
+                      nres, m->nout);
     for (uint32_t o = 0; o < m->nout; o++) {
         const rt_tensor *t = items[o].kind == RT_VAL_TENSOR ? items[o].u.t : NULL;
-        if (!t || dtype_of_graft(t->dl.dtype) != m->out[o].dtype || (m->max_batch > 0 && (t->dl.ndim < 1 || t->shape[0] != batch)))
-            return gt_err(TRITONSERVER_ERROR_INTERNAL, "graft: model '%s': output '%s' is not the %s tensor of the batch's rows",
-                          m->name, m->out[o].name, m->out[o].dtype->config);
+        bool rows = m->max_batch == 0 || (t && t->dl.ndim >= 1 && t->shape[0] == batch);
+        if (!t || dtype_of_graft(t->dl.dtype) != m->out[o].dtype || !rows)
+            return gt_merr(m, TRITONSERVER_ERROR_INTERNAL, "output '%s' is not the %s tensor of the batch's rows",
+                          m->out[o].name, m->out[o].dtype->config);
     }
     int64_t row = 0;
     for (uint32_t k = 0; k < n; row += r[k].batch, k++) {
@@ -543,8 +562,9 @@ static TRITONSERVER_Error *scatter(const gt_model *m, gt_req *r, uint32_t n, int
         for (uint32_t q = 0; q < nreq && !r[k].err; q++) {
             const char *name;
             const gt_sig *s = NULL;
-            if (!(r[k].err = TRITONBACKEND_RequestOutputName(r[k].req, q, &name)) && !(s = find_sig(m->out, m->nout, name)))
-                r[k].err = gt_err(TRITONSERVER_ERROR_INVALID_ARG, "graft: model '%s' has no output '%s'", m->name, name);
+            r[k].err = TRITONBACKEND_RequestOutputName(r[k].req, q, &name);
+            if (!r[k].err && !(s = find_sig(m->out, m->nout, name)))
+                r[k].err = gt_merr(m, TRITONSERVER_ERROR_INVALID_ARG, "no output '%s'", name);
             if (!r[k].err) r[k].err = scatter_one(m, &r[k], s, items[s - m->out].u.t, row);
         }
     }
@@ -552,7 +572,8 @@ static TRITONSERVER_Error *scatter(const gt_model *m, gt_req *r, uint32_t n, int
 }
 
 /* Runs requests r[0..n) as one batch and fills their responses (or their errors). */
-static void run_batch(const gt_model *m, TRITONBACKEND_ModelInstance *inst, gt_req *r, uint32_t n, uint64_t exec_start) {
+static void run_batch(const gt_model *m, TRITONBACKEND_ModelInstance *inst, gt_req *r, uint32_t n,
+                      uint64_t exec_start) {
     int64_t batch = 0;
     for (uint32_t k = 0; k < n; k++) batch += r[k].batch;
     rt_value in[GT_MAX_IO] = {{0}}, res = {0};
@@ -568,7 +589,7 @@ static void run_batch(const gt_model *m, TRITONBACKEND_ModelInstance *inst, gt_r
     uint64_t compute_end = now_ns();
     if (!e) e = scatter(m, r, n, batch, &res);
     for (uint32_t k = 0; k < n; k++)
-        if (e && !r[k].err) r[k].err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INTERNAL, TRITONSERVER_ErrorMessage(e));
+        if (e && !r[k].err) r[k].err = TRITONSERVER_ErrorNew(TRITONSERVER_ErrorCode(e), TRITONSERVER_ErrorMessage(e));
     TRITONSERVER_ErrorDelete(e);
     rt_value_clear(&res);
     for (uint32_t i = 0; i < m->nin; i++) rt_value_clear(&in[i]);
@@ -604,9 +625,11 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
             ngood++;
             continue;
         }
-        if (q->resp) gt_log(TRITONBACKEND_ResponseSend(q->resp, TRITONSERVER_RESPONSE_COMPLETE_FINAL, q->err), "send");
+        if (q->resp)
+            gt_log(TRITONBACKEND_ResponseSend(q->resp, TRITONSERVER_RESPONSE_COMPLETE_FINAL, q->err), "send");
         uint64_t t = now_ns();
-        gt_log(TRITONBACKEND_ModelInstanceReportStatistics(instance, q->req, false, exec_start, t, t, t), "statistics");
+        gt_log(TRITONBACKEND_ModelInstanceReportStatistics(instance, q->req, false, exec_start, t, t, t),
+               "statistics");
         TRITONSERVER_ErrorDelete(q->err);
         for (uint32_t i = 0; i < m->nin; i++) free(q->copy[i]);
         gt_log(TRITONBACKEND_RequestRelease(q->req, TRITONSERVER_REQUEST_RELEASE_ALL), "release");
