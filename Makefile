@@ -275,4 +275,4 @@ triton-test: all $(TRITON_BACKEND)
 
 triton-bench: all $(TRITON_BACKEND)
 	@sh scripts/triton_env.sh $(TRITON_VENV) > /dev/null
-	$(TRITON_VENV)/bin/python scripts/triton_load.py --graft $(BUILD)/graft --build $(BUILD)
+	$(TRITON_VENV)/bin/python scripts/triton_load.py --build $(BUILD)

@@ -14,6 +14,7 @@ Also a module: the tests and the load bench lay out, start and stop servers thro
 Standard library only.
 """
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -107,15 +108,28 @@ class Server:
         except (urllib.error.URLError, OSError):
             return None
 
+    def index(self):
+        """The repository index: {model name: {"state": ..., "reason": ...}}; {} when down."""
+        req = urllib.request.Request(self.url("/v2/repository/index"), data=b"{}", method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=2) as r:
+                return {m["name"]: m for m in json.load(r)}
+        except (urllib.error.URLError, OSError, ValueError):
+            return {}
+
     def wait_ready(self, models, timeout=120):
-        """Waits until the server is live and each model is ready; False on timeout or exit."""
+        """Waits until the server is live and each model is ready; False on timeout, on exit or
+        as soon as one of them failed to load."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.proc.poll() is not None:
                 return False
-            if self.status("/v2/health/live") == 200 and all(
-                    self.status(f"/v2/models/{m}/ready") == 200 for m in models):
-                return True
+            if self.status("/v2/health/live") == 200:
+                if all(self.status(f"/v2/models/{m}/ready") == 200 for m in models):
+                    return True
+                index = self.index()
+                if any(index.get(m, {}).get("state") == "UNAVAILABLE" for m in models):
+                    return False
             time.sleep(0.25)
         return False
 
@@ -188,9 +202,11 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         if not srv.wait_ready(names, a.timeout):
-            ready = [m for m in names if srv.status(f"/v2/models/{m}/ready") == 200]
-            print(f"graft_serve: not ready within {a.timeout:g} s (ready: {', '.join(ready) or 'none'}); "
-                  "see the server's log above", file=sys.stderr)
+            index = srv.index()
+            for m in names:
+                st = index.get(m, {})
+                print(f"graft_serve: {m}: {st.get('state', 'not loaded')} {st.get('reason', '')}", file=sys.stderr)
+            print(f"graft_serve: not every model is ready (waited at most {a.timeout:g} s)", file=sys.stderr)
             return 1
         print(f"graft_serve: serving {', '.join(names)} from {repo}\n"
               f"  HTTP  http://127.0.0.1:{a.port}/v2/models/{names[0]}/infer\n"

@@ -15,6 +15,7 @@ throughput at concurrency 1. Run with the venv's python (scripts/triton_env.sh).
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -130,6 +131,7 @@ def main():
                     help="the build folder (graft, triton/graft/libtriton_graft.so)")
     ap.add_argument("--graft", help="the graft CLI (default: BUILD/graft)")
     a = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # unwinds through finally: the server stops
     a.build = os.path.abspath(a.build)
     graft = a.graft or os.path.join(a.build, "graft")
     env = dict(line.split("=", 1) for line in open(os.path.join(graft_serve.ROOT, "build/third_party/models.env"))
