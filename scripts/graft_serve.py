@@ -133,11 +133,12 @@ class Server:
             time.sleep(0.25)
         return False
 
-    def stop(self):
+    def stop(self, timeout=60):
+        """SIGTERM (Triton finishes its requests in flight), SIGKILL after timeout seconds."""
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
-                self.proc.wait(timeout=30)
+                self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()

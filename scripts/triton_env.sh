@@ -11,10 +11,11 @@ set -eu
 cd "$(dirname "$0")/.."
 venv=${1:-build/third_party/tritonvenv}
 py=$venv/bin/python
-if ! "$py" -c 'import pytriton, tritonclient.http, tritonclient.grpc, numpy' 2>/dev/null; then
+# (the check runs without a caller's LD_PRELOAD, e.g. a sanitizer runtime meant for the server)
+if ! env -u LD_PRELOAD "$py" -c 'import pytriton, tritonclient.http, tritonclient.grpc, numpy' 2>/dev/null; then
     mkdir -p "$(dirname "$venv")"
-    python3 -m venv "$venv" >&2
-    "$py" -m pip install -q --disable-pip-version-check nvidia-pytriton 'tritonclient[http,grpc]' numpy >&2
+    env -u LD_PRELOAD python3 -m venv --clear "$venv" >&2
+    env -u LD_PRELOAD "$py" -m pip install -q --disable-pip-version-check nvidia-pytriton 'tritonclient[http,grpc]' numpy >&2
 fi
 site=$("$py" -c 'import os, pytriton; print(os.path.dirname(os.path.dirname(os.path.abspath(pytriton.__file__))))')
 server=$site/pytriton/tritonserver/bin/tritonserver

@@ -266,11 +266,16 @@ def main():
         traceback.print_exc()
     finally:
         if env.srv:
-            env.srv.stop()
+            # an open client connection would hold up the server's exit
+            for c in (getattr(env, "http", None), getattr(env, "grpc", None)):
+                if c:
+                    c.close()
+            rc = env.srv.stop()
             ports = [env.port + k for k in range(3)]
-            if not all(closed(p) for p in ports):
+            if rc != 0 or not all(closed(p) for p in ports):
                 failed += 1
-                print(f"[FAIL] triton::stopped: a port of {ports} is still listening", flush=True)
+                print(f"[FAIL] triton::stopped: exit status {rc}, ports {ports} closed: "
+                      f"{[closed(p) for p in ports]}", flush=True)
             else:
                 passed += 1
                 print("[PASS] triton::stopped", flush=True)
