@@ -38,6 +38,12 @@ def close(a, b):
         float(np.max(np.abs(a - b))) <= TOL * max(1.0, float(np.max(np.abs(b))))
 
 
+def models_env():
+    """build/third_party/models.env (scripts/fetch_models.sh) as a dict."""
+    with open(os.path.join(graft_serve.ROOT, "build", "third_party", "models.env")) as f:
+        return dict(line.strip().split("=", 1) for line in f if "=" in line and not line.startswith("#"))
+
+
 def run_load(port, model, x, ref, concurrency, requests, out="output_0"):
     """Sends `requests` requests of input x from `concurrency` threads; returns
     (throughput/s, p50 ms, p99 ms, bad answers)."""
@@ -134,9 +140,7 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # unwinds through finally: the server stops
     a.build = os.path.abspath(a.build)
     graft = a.graft or os.path.join(a.build, "graft")
-    env = dict(line.split("=", 1) for line in open(os.path.join(graft_serve.ROOT, "build/third_party/models.env"))
-               if "=" in line and not line.startswith("#"))
-    onnx = env[f"GRAFT_MODEL_{a.model.upper()}"].strip()
+    onnx = models_env()[f"GRAFT_MODEL_{a.model.upper()}"]
     shape = {"rec": (1, 3, 48, 320), "cls": (1, 3, 48, 192)}[a.model]
     tmp = tempfile.mkdtemp(prefix="graft_load_")
     try:

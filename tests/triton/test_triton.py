@@ -34,7 +34,7 @@ import graft_serve  # noqa: E402
 import triton_load  # noqa: E402
 from triton_load import close  # noqa: E402  (the tolerance, stated there)
 
-# name: (source, input shape of the requests, graft build arguments)
+# name: (the ONNX model: a models.env variable or a path in build/third_party, the requests' shape)
 MODELS = {
     "cls": ("GRAFT_MODEL_CLS", (1, 3, 48, 192)),
     "rec": ("GRAFT_MODEL_REC", (1, 3, 48, 320)),
@@ -48,13 +48,14 @@ class Env:
 
 
 def sh(*args):
-    subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    r = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
 
 
 def setup(env, build, tmp):
     third = os.path.join(ROOT, "build", "third_party")
-    menv = dict(line.strip().split("=", 1) for line in open(os.path.join(third, "models.env"))
-                if "=" in line and not line.startswith("#"))
+    menv = triton_load.models_env()
     graft = os.path.join(build, "graft")
     env.inputs, env.refs, env.arts = {}, {}, {}
     rng = np.random.default_rng(30)
