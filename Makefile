@@ -279,3 +279,29 @@ wheel: all
 py-overhead:
 	@sh scripts/python_env.sh $(PYVENV) > /dev/null
 	$(PYVENV)/bin/python python/tests/overhead.py
+
+# Serving with Triton Inference Server (docs/serving.md): the graft backend, built as Triton
+# lays out a backend (backends/graft/libtriton_graft.so with the libraries it needs beside it),
+# and its tests against the tritonserver that scripts/triton_env.sh installs from PyPI.
+TRITON_BACKEND = $(BUILD)/triton/graft/libtriton_graft.so
+.PHONY: triton-backend triton-test triton-bench
+triton-backend: $(TRITON_BACKEND)
+$(TRITON_BACKEND): serve/triton/graft_backend.c serve/triton/triton_api.h $(BUILD)/libgraft.so
+	@mkdir -p $(dir $@)
+	cp $(BUILD)/libgraft.so $(dir $@)libgraft.so
+	$(CC) $(CFLAGS_BASE) -Wpedantic $(CFLAGS) -shared -o $@ $< -L$(dir $@) -lgraft -ljansson \
+	    -Wl,-rpath,'$$ORIGIN'
+-include $(BUILD)/triton/graft/libtriton_graft.d
+
+# The tests start tritonserver on 127.0.0.1 (free ports), check answers against `graft run` and
+# stop it; a bounded load check with small counts. triton-bench is the full load table.
+TRITON_VENV ?= build/third_party/tritonvenv
+TRITON_TEST_REQUESTS ?= 32
+triton-test: all $(TRITON_BACKEND)
+	@sh scripts/triton_env.sh $(TRITON_VENV) > /dev/null
+	timeout 1200 $(TRITON_VENV)/bin/python tests/triton/test_triton.py --build $(BUILD) \
+	    --requests $(TRITON_TEST_REQUESTS)
+
+triton-bench: all $(TRITON_BACKEND)
+	@sh scripts/triton_env.sh $(TRITON_VENV) > /dev/null
+	$(TRITON_VENV)/bin/python scripts/triton_load.py --build $(BUILD)

@@ -34,6 +34,8 @@ struct graft_model {
     gm_region *regions;
     uint32_t next;                 /* external modules: name and the engine they loaded on */
     char **ext_name, **ext_engine;
+    uint32_t nout;                 /* the stored output signatures' names */
+    char **out_name;
 };
 
 static uint64_t now_ns(void) {
@@ -416,6 +418,10 @@ gr_status graft_model_load_buffer_opts(const uint8_t *buf, size_t len, const byo
         goto done;
     }
     gm->cpu = gr_xstrdup(body->host_cpu ? body->host_cpu : "");
+    gm->nout = (uint32_t)body->n_outputs;
+    gm->out_name = gr_xcalloc(gm->nout + 1, sizeof(char *));
+    for (uint32_t i = 0; i < gm->nout; i++)
+        gm->out_name[i] = gr_xstrdup(body->outputs[i]->name ? body->outputs[i]->name : "");
     gm->nregions = (uint32_t)body->n_spans;
     gm->regions = gr_xcalloc(gm->nregions + 1, sizeof(gm_region));
     for (uint32_t i = 0; i < gm->nregions; i++) {
@@ -489,6 +495,8 @@ void graft_model_free(graft_model *gm) {
     }
     free(gm->ext_name);
     free(gm->ext_engine);
+    for (uint32_t i = 0; i < gm->nout; i++) free(gm->out_name[i]);
+    free(gm->out_name);
     free(gm->cpu);
     free(gm);
 }
@@ -500,7 +508,13 @@ const char *graft_model_input_name(const graft_model *gm, uint32_t i) {
 const ir_sinfo *graft_model_input_sinfo(const graft_model *gm, uint32_t i) {
     return rt_exec_input_sinfo(gm->px, i);
 }
-const ir_sinfo *graft_model_output_sinfo(const graft_model *gm) { return rt_px_output_sinfo(gm->px); }
+uint32_t graft_model_num_outputs(const graft_model *gm) { return gm->nout; }
+const char *graft_model_output_name(const graft_model *gm, uint32_t i) { return gm->out_name[i]; }
+const ir_sinfo *graft_model_output_sinfo(const graft_model *gm, uint32_t i) {
+    const ir_sinfo *s = rt_px_output_sinfo(gm->px);
+    if (s && s->kind == IR_SINFO_TUPLE) return i < s->n ? s->fields[i] : NULL;
+    return i == 0 ? s : NULL;
+}
 gr_status graft_model_run(graft_model *gm, const rt_value *inputs, uint32_t nin, rt_value *result,
                           gr_diag *diag) {
     return rt_exec_run(gm->px, inputs, nin, result, diag);

@@ -67,8 +67,12 @@ GR_API void graft_model_free(graft_model *gm);
 GR_API uint32_t graft_model_num_inputs(const graft_model *gm);
 GR_API const char *graft_model_input_name(const graft_model *gm, uint32_t i);
 GR_API const ir_sinfo *graft_model_input_sinfo(const graft_model *gm, uint32_t i);
-/* What main returns: a tensor, or a tuple of them. */
-GR_API const ir_sinfo *graft_model_output_sinfo(const graft_model *gm);
+/* The outputs as stored in the artifact: output_0, output_1, ... (the names `graft run
+ * --output-dir` writes), one per field of a tuple result, else one. A symbolic dim is the same
+ * ir_prim var as the input dim it follows (e.g. the batch). */
+GR_API uint32_t graft_model_num_outputs(const graft_model *gm);
+GR_API const char *graft_model_output_name(const graft_model *gm, uint32_t i);
+GR_API const ir_sinfo *graft_model_output_sinfo(const graft_model *gm, uint32_t i);
 /* Runs main: inputs borrowed, the result (tensor or tuple) owned by the caller.
  *
  * Thread safety: graft_model_run may be called from any number of threads at once on one

@@ -125,7 +125,10 @@ char *graft_model_signature_json(const graft_model *gm) {
     json_t *ins = json_array();
     for (uint32_t i = 0; i < graft_model_num_inputs(gm); i++)
         json_array_append_new(ins, tensor_sig(graft_model_input_name(gm, i), graft_model_input_sinfo(gm, i)));
-    return dump(json_pack("{s:o, s:o}", "inputs", ins, "outputs", outputs_sig(graft_model_output_sinfo(gm))));
+    json_t *outs = json_array();
+    for (uint32_t i = 0; i < graft_model_num_outputs(gm); i++)
+        json_array_append_new(outs, tensor_sig(graft_model_output_name(gm, i), graft_model_output_sinfo(gm, i)));
+    return dump(json_pack("{s:o, s:o}", "inputs", ins, "outputs", outs));
 }
 
 gr_status graft_module_optimize(const ir_module *m, const char *passes, int opt_level, ir_module **out,

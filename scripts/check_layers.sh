@@ -25,7 +25,7 @@ backends/json backends/llvm
 backends/dnnl
 backends inspect
 deploy
-tools tests bench fuzz examples
+tools tests bench fuzz examples serve
 python/graft
 '
 # Headers generated into $(BUILD)/gen, by the folder of their source.

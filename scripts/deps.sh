@@ -6,7 +6,7 @@ PKGS=(build-essential pkg-config libdnnl-dev llvm-14-dev libprotobuf-c-dev proto
       clang libclang-rt-14-dev     # clang build, fuzzing
       python3-torch python3-torchvision   # the model zoo, the recurrent test models
       python3-onnx                        # the QDQ test model (scripts/make_qdq_cnn.py)
-      python3-venv python3-dev            # the Python package: its test venv (make pytest), headers
+      python3-venv python3-dev            # the Python package (make pytest) and tritonserver (scripts/triton_env.sh): venvs; headers
       libgraphviz-dev chromium)           # graft explore's graph layout, its browser test
 missing=()
 for p in "${PKGS[@]}"; do

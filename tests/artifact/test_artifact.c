@@ -72,6 +72,17 @@ Test(artifact, build_load_run_matches_reference) {
     gr_diag_clear(&d);
     cr_assert_eq(graft_model_load_buffer(buf, len, &gm, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(graft_model_num_inputs(gm), 3);
+    cr_assert_eq(graft_model_num_outputs(gm), 2);
+    for (uint32_t k = 0; k < 2; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "output_%u", k);
+        cr_assert_str_eq(graft_model_output_name(gm, k), name);
+        int64_t shape[4];
+        const ir_sinfo *s = graft_model_output_sinfo(gm, k);
+        cr_assert(s && s->kind == IR_SINFO_TENSOR && s->ndim == 4 && ir_sinfo_static_shape(s, shape));
+        cr_assert(shape[0] == 1 && shape[1] == 8 && shape[2] == 14 && shape[3] == 14);
+    }
+    cr_assert_null(graft_model_output_sinfo(gm, 2));
     cr_assert_eq(graft_model_run(gm, in, 3, &got, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(got.kind, RT_VAL_TUPLE);
     for (uint32_t k = 0; k < 2; k++)
