@@ -212,7 +212,7 @@ asan: deps models
 	@$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 \
 	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	    build/asan/graft build/asan/tests/run_tests
-	bash scripts/asan_test.sh build/asan
+	bash scripts/asan_test.sh build/asan '$(TEST_FILTER)'
 
 # The concurrency checks (one loaded model run from 4 threads) under ThreadSanitizer, as a plain
 # program (Criterion's runner does not start under TSan).
