@@ -173,10 +173,10 @@ $(filter $(BUILD)/obj/deploy/artifact% $(BUILD)/obj/tests/artifact/% $(BUILD)/ob
 endif
 
 # Tests run from the repository root (they read tests/golden/...). GRAFT tells them where the
-# CLI is. Criterion's closing line counts the passes and failures; it exits 0 when tests skip, so
-# each run writes a TAP report and scripts/check_skips.sh names the skips (with CI=true, a skip
-# that tests/skips_allowed.txt does not list for that run fails). TEST_FILTER picks tests by suite/test
-# globs (default all).
+# CLI is. Criterion's closing line counts the passes and failures; it exits 0 when tests skip,
+# so each run writes a TAP report in which scripts/check_skips.sh names the skips (with CI=true,
+# a skip that tests/skips_allowed.txt does not list for that run fails). TEST_FILTER picks tests
+# by suite/test globs (default all).
 # AVX2_TESTS, every suite that runs oneDNN or graft's own AVX2 kernels, run a second time capped
 # to AVX2 (oneDNN reads ONEDNN_MAX_CPU_ISA once per process; the CLI the tests start inherits it):
 # its kernels, layouts and post-ops differ from AVX-512's, and CI may get either CPU.

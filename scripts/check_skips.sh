@@ -33,7 +33,7 @@ listed() {
                    sub(/^[ \t]*[^ \t]+[ \t]+[^ \t]+[ \t]+/, ""); print; exit } }' "$list"
 }
 
-# A listed test must exist and carry a reason: a typo would otherwise allow nothing unseen.
+# Each listed test must exist and carry a reason: a misspelt name would silently allow nothing.
 if [ -f "$list" ]; then
   bad=$(awk '/^[ \t]*(#|$)/ { next } NF < 3 { print FILENAME ":" FNR ": want `suite/test RUNS reason`" }' "$list")
   while read -r name _; do
