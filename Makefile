@@ -173,24 +173,41 @@ $(filter $(BUILD)/obj/deploy/artifact% $(BUILD)/obj/tests/artifact/% $(BUILD)/ob
 endif
 
 # Tests run from the repository root (they read tests/golden/...). GRAFT tells them where the
-# CLI is. Criterion's closing line counts the passes and failures.
-# The oneDNN tests run a second time capped to AVX2 (oneDNN reads ONEDNN_MAX_CPU_ISA once per
-# process): its kernels, layouts and post-ops differ from AVX-512's, and CI may get either CPU.
+# CLI is. Criterion's closing line counts the passes and failures; it exits 0 when tests skip,
+# so each run writes a TAP report in which scripts/check_skips.sh names the skips (with CI=true,
+# a skip that tests/skips_allowed.txt does not list for that run fails). TEST_FILTER picks tests
+# by suite/test globs (default all).
+# AVX2_TESTS, every suite that runs oneDNN or graft's own AVX2 kernels, run a second time capped
+# to AVX2 (oneDNN reads ONEDNN_MAX_CPU_ISA once per process; the CLI the tests start inherits it):
+# its kernels, layouts and post-ops differ from AVX-512's, and CI may get either CPU.
 # When Apache TVM is installed (make tvm-oracle), TVM runs the TVM-suite cases first and the
 # tests compare graft's partitions with its fresh results too (tests/byoc/test_tvm_suite.c).
-DNNL_AVX2_FILTER ?= dnnl*/*
+TEST_FILTER ?= *
+AVX2_TESTS ?= dnnl*/* conformance/backend_dnnl artifact/* concurrency/*dnnl* inspect/* qdq_cnn/* \
+              inspect_cli/*_diff_dnnl profile/* backend_opt_cli/* toolkit/*
+space := $(subst ,, )
+test_filter = --filter '@($(subst $(space),|,$(strip $(1))))'
 TVM_PY = build/third_party/tvm
 test: deps models
 	@sh scripts/check_layers.sh
+	@sh scripts/check_tree.sh
+	@sh scripts/check_op_names.sh
 	@$(MAKE) --no-print-directory all $(BUILD)/tests/run_tests
 	@rm -rf $(BUILD)/tvm_suite
 	@if [ -f $(TVM_PY)/.installed-0.27.0 ]; then \
-	    PYTHONPATH=$(TVM_PY) python3 tests/tvm_suite/oracle.py $(BUILD)/tvm_suite --graft $(BUILD)/graft | tail -1 && \
-	    echo "tvm oracle: TVM 0.27's results in $(BUILD)/tvm_suite"; fi
+	    PYTHONPATH=$(TVM_PY) python3 tests/tvm_suite/oracle.py $(BUILD)/tvm_suite --graft $(BUILD)/graft \
+	        > $(BUILD)/tvm_oracle.log 2>&1 || { tail -30 $(BUILD)/tvm_oracle.log; echo "tvm oracle failed"; exit 1; }; \
+	    tail -1 $(BUILD)/tvm_oracle.log; echo "tvm oracle: TVM 0.27's results in $(BUILD)/tvm_suite"; fi
 	GRAFT=$(BUILD)/graft GRAFT_TVM_SUITE=$$([ -f $(BUILD)/tvm_suite/cases.txt ] && echo $(BUILD)/tvm_suite) \
-	    $(BUILD)/tests/run_tests $(TEST_ARGS)
-	ONEDNN_MAX_CPU_ISA=AVX2 GRAFT=$(BUILD)/graft $(BUILD)/tests/run_tests --filter '$(DNNL_AVX2_FILTER)'
+	    $(BUILD)/tests/run_tests --tap=$(BUILD)/tests/unit.tap $(call test_filter,$(TEST_FILTER)) $(TEST_ARGS)
+	@bash scripts/check_skips.sh $(BUILD)/tests/unit.tap unit '$(TEST_FILTER)'
+	ONEDNN_MAX_CPU_ISA=AVX2 GRAFT=$(BUILD)/graft $(BUILD)/tests/run_tests --tap=$(BUILD)/tests/avx2.tap \
+	    $(call test_filter,$(AVX2_TESTS))
+	@bash scripts/check_skips.sh $(BUILD)/tests/avx2.tap avx2 '$(AVX2_TESTS)'
 	@sh scripts/check_exports.sh $(BUILD)
+	@bash scripts/check_docs.sh
+	@$(MAKE) --no-print-directory pytest
+	@$(MAKE) --no-print-directory triton-test
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_TEST_SECONDS)
 
 tvm-oracle:
@@ -200,7 +217,7 @@ asan: deps models
 	@$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 \
 	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	    build/asan/graft build/asan/tests/run_tests
-	bash scripts/asan_test.sh build/asan
+	bash scripts/asan_test.sh build/asan '$(TEST_FILTER)'
 
 # The concurrency checks (one loaded model run from 4 threads) under ThreadSanitizer, as a plain
 # program (Criterion's runner does not start under TSan).

@@ -114,12 +114,18 @@ fi
 
 # The QDQ-quantized CNN (tests/models/test_qdq_cnn.c): built with Debian's python3-onnx from a
 # fixed seed, then ORT's outputs for it. Rebuilt when the script is newer than the model.
+# Without python3-onnx this fails: the test would otherwise skip for want of the model.
 QDQ="$THIRD/qdq"
-if [ "$want_refs" != no ] && /usr/bin/python3 -c 'import onnx' 2>/dev/null; then
+PY=/usr/bin/python3   # Debian's interpreter: python3-onnx belongs to it
+if [ "$want_refs" != no ]; then
+  if ! "$PY" -c 'import onnx' 2>/dev/null; then
+    echo "fetch_models: $PY cannot import onnx (python3-onnx), needed for the QDQ test model; run scripts/deps.sh (make deps)" >&2
+    exit 1
+  fi
   mkdir -p "$QDQ"
   if [ ! -f "$QDQ/qdq_cnn.onnx" ] || [ "$ROOT/scripts/make_qdq_cnn.py" -nt "$QDQ/qdq_cnn.onnx" ] ||
      [ "$want_refs" = force ] || [ ! -f "$QDQ/refs/qdq_cnn/output_1.npy" ]; then
-    /usr/bin/python3 "$ROOT/scripts/make_qdq_cnn.py" "$QDQ/qdq_cnn.onnx"
+    "$PY" "$ROOT/scripts/make_qdq_cnn.py" "$QDQ/qdq_cnn.onnx"
     node "$ROOT/scripts/ort_reference.js" --env "$ENV_FILE" --onnx "$QDQ/qdq_cnn.onnx" --shape 1x3x32x32 \
       --name qdq_cnn --out "$QDQ/refs" >&2
   fi

@@ -13,7 +13,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${GRAFT_SYMBOLIC:-$ROOT/build/third_party/symbolic}"
 ENV_FILE="$ROOT/build/third_party/models.env"
-PY=/usr/bin/python3
+PY=/usr/bin/python3   # Debian's interpreter: python3-torch belongs to it
 
 force=no
 for a in "$@"; do
@@ -29,6 +29,10 @@ source "$ENV_FILE"
 mkdir -p "$OUT/refs"
 
 if [ ! -f "$OUT/resnet18_dynbatch.onnx" ]; then
+  if ! "$PY" -c 'import torch, torchvision' 2>/dev/null; then
+    echo "fetch_symbolic: $PY cannot import torch / torchvision; run scripts/deps.sh (make deps)" >&2
+    exit 1
+  fi
   "$PY" -W ignore - "$ROOT/scripts" "$OUT/resnet18_dynbatch.onnx" <<'PYEOF'
 import sys
 sys.path.insert(0, sys.argv[1])
