@@ -20,7 +20,7 @@ LDLIBS = -lm -lpthread
 LAYERS = base ir ir/ops ir/text ir/transform patterns runtime runtime/kernels runtime/exec runtime/json byoc frontend/onnx backends/json backends/llvm backends/dnnl backends inspect deploy
 LIB_SRC = $(foreach d,$(LAYERS),$(wildcard $(d)/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
-TOOL_SRC = $(wildcard tools/*.c)
+TOOL_SRC = $(wildcard tools/*.c tools/*/*.c)
 TOOL_OBJ = $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC = $(wildcard tests/*/*.c)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/obj/%.o)

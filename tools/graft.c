@@ -9,7 +9,7 @@
 #include "tools/cmd_opt.h"
 #include "tools/cmd_partition.h"
 #include "tools/commands.h"
-#include "tools/conformance.h"
+#include "tools/conformance/conformance.h"
 
 typedef struct command {
     const char *name;

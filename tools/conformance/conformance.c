@@ -10,7 +10,7 @@
  * axes, scales, pads, ... parameters never used as tensors) are exactly those inputs bound from
  * each data set's tensors and the model imported again per data set (see run_test); the JSON
  * "reason" of such a test names the bound inputs. Data inputs always stay params. */
-#include "tools/conformance.h"
+#include "tools/conformance/conformance.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1086,7 +1086,7 @@ int cmd_conformance(int argc, char **argv) {
         } else if (single && !slash) {
             snprintf(tmp, sizeof(tmp), ".");
         }
-        snprintf(labels[d], sizeof(labels[d]), "%s", slash ? slash + 1 : tmp);
+        snprintf(labels[d], sizeof(labels[d]), "%.*s", (int)sizeof(labels[d]) - 1, slash ? slash + 1 : tmp);
         dirnames[d] = labels[d];
         if (!collect(o.dirs[d], d, o.filter, &tests)) {
             fprintf(stderr, "error: %s: cannot read the test directory: %s%s\n", o.dirs[d],

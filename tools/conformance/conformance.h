@@ -1,8 +1,9 @@
-/* graft conformance: runs the ONNX backend test data (libonnx-testdata) through the importer and
- * the reference executor, one forked child per test, and reports pass / fail / unsupported /
- * crash / timeout / skipped per test and per directory (text table and JSON). */
-#ifndef GRAFT_TOOLS_CONFORMANCE_H
-#define GRAFT_TOOLS_CONFORMANCE_H
+/* graft conformance, a test harness kept out of the CLI's core: runs the ONNX backend test data
+ * (libonnx-testdata) through the importer and the reference executor, one forked child per
+ * test, and reports pass / fail / unsupported / crash / timeout / skipped per test and per
+ * directory (text table and JSON). */
+#ifndef GRAFT_TOOLS_CONFORMANCE_CONFORMANCE_H
+#define GRAFT_TOOLS_CONFORMANCE_CONFORMANCE_H
 
 /* graft conformance [DIR...] [--json OUT] [--filter SUBSTR] [--jobs N] [--timeout SEC] [-v]
  *                   [--no-fork]
