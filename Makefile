@@ -262,6 +262,7 @@ demo: deps models
 bench: deps models
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	bash scripts/bench.sh $(BUILD)
+	@$(MAKE) --no-print-directory triton-bench
 
 clean:
 	rm -rf $(BUILD)
