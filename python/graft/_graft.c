@@ -701,11 +701,10 @@ static void on_prim(const rt_prim_event *e, void *user) {
     push_event((ModelObject *)user, &pe);
 }
 
-static bool set_profiling(ModelObject *m, bool on) {
+static void set_profiling(ModelObject *m, bool on) {
     graft_model_set_prim_profiler(m->gm, on ? on_prim : NULL, on ? m : NULL);
     graft_model_set_profiler(m->gm, on ? on_event : NULL, on ? m : NULL);
     m->profiling = on;
-    return true;
 }
 
 static PyObject *model_wrap(graft_model *gm) {
@@ -863,7 +862,7 @@ static PyObject *model_signature(ModelObject *self, PyObject *noargs) {
 static PyObject *model_set_profiling(ModelObject *self, PyObject *arg) {
     int on = PyObject_IsTrue(arg);
     if (on < 0) return NULL;
-    if (!set_profiling(self, on)) return PyErr_Format(PyExc_RuntimeError, "more than %d sessions profile at once", MAX_PROFILING);
+    set_profiling(self, on);
     Py_RETURN_NONE;
 }
 
