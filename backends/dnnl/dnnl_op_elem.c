@@ -6,9 +6,9 @@
 #include "backends/dnnl/dnnl_ops_impl.h"
 
 gr_status dn_single_src_create(dn_state *S, const rt_json_node *n, int xv, const dnnl_memory_desc_t *dst, int nd,
-                                   const int64_t *os, src_desc_fn init, const void *ctx, void *desc, const dn_step *steps,
-                                   int k, const char *why, dnnl_primitive_desc_t *pd, int *used, dn_arg *args,
-                                   int *na) {
+                               const int64_t *os, src_desc_fn init, const void *ctx, void *desc, const dn_step *steps,
+                               int k, const char *why, dnnl_primitive_desc_t *pd, int *used, dn_arg *args,
+                               int *na) {
     dnnl_memory_desc_t ax[3], ad[3], xcl;
     dnnl_dims_t od;
     for (int i = 0; i < nd; i++) od[i] = os[i];

@@ -34,8 +34,8 @@ gr_status dn_need_val(dn_state *S, const rt_json_node *n, int e, int *v) {
  * returns dnnl_unimplemented then, with *err GR_OK. args/nargs: the fixed args; binary
  * post-op sources are appended. */
 dnnl_status_t dn_try_create(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t desc, int nd,
-                                const dn_step *steps, int nsteps, int kmin, bool need_jit, dnnl_primitive_desc_t *pd,
-                                int *kused, dn_arg *args, int *nargs, gr_status *err) {
+                            const dn_step *steps, int nsteps, int kmin, bool need_jit, dnnl_primitive_desc_t *pd,
+                            int *kused, dn_arg *args, int *nargs, gr_status *err) {
     dnnl_status_t ds = dnnl_unimplemented;
     *err = GR_OK;
     for (int k = nsteps; k >= kmin; k--) {
@@ -61,8 +61,8 @@ dnnl_status_t dn_try_create(dn_state *S, const rt_json_node *n, const_dnnl_op_de
 }
 
 gr_status dn_fuse_create_min(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t desc, int nd,
-                                 const dn_step *steps, int nsteps, int kmin, dnnl_primitive_desc_t *pd, int *kused,
-                                 dn_arg *args, int *nargs) {
+                             const dn_step *steps, int nsteps, int kmin, dnnl_primitive_desc_t *pd, int *kused,
+                             dn_arg *args, int *nargs) {
     gr_status err;
     dnnl_status_t ds = dn_try_create(S, n, desc, nd, steps, nsteps, kmin, false, pd, kused, args, nargs, &err);
     if (err) return err;
@@ -71,8 +71,8 @@ gr_status dn_fuse_create_min(dn_state *S, const rt_json_node *n, const_dnnl_op_d
 
 /* For primitives emitted through dn_finish(), which preloads a sum post-op's residual. */
 gr_status dn_fuse_create(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t desc, int nd,
-                             const dn_step *steps, int nsteps, dnnl_primitive_desc_t *pd, int *kused, dn_arg *args,
-                             int *nargs) {
+                         const dn_step *steps, int nsteps, dnnl_primitive_desc_t *pd, int *kused, dn_arg *args,
+                         int *nargs) {
     S->sum_ok = true;
     gr_status st = dn_fuse_create_min(S, n, desc, nd, steps, nsteps, 0, pd, kused, args, nargs);
     S->sum_ok = false;
@@ -109,7 +109,7 @@ static bool overwritable(dn_state *S, const rt_json_node *n, const dn_step *step
  * after this primitive (a reorder into dst's layout made just for it, or a last use), else a
  * copy. */
 gr_status dn_finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, dn_arg *args, int nargs,
-                        const dn_step *steps, int k, const dnnl_memory_desc_t *dst_override) {
+                    const dn_step *steps, int k, const dnnl_memory_desc_t *dst_override) {
     /* a copy: dst_override may point into the value array, which grows below */
     dnnl_memory_desc_t dmd = *(dst_override ? dst_override : dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0));
     int e = dn_chain_out(S, n, steps, k);
@@ -152,7 +152,7 @@ gr_status dn_finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd
 /* The chain after n's output, and the dst md to ask for: plain when the chain ends in a
  * region output, else `any`. */
 int dn_chain_of(dn_state *S, const rt_json_node *n, const dn_comp *comp, dn_step *steps, bool fuse, int nd,
-                    const int64_t *dims, dnnl_memory_desc_t *dst) {
+                const int64_t *dims, dnnl_memory_desc_t *dst) {
     int k = 0, last = dn_out_entry(S, n);
     bool nofuse = S->opts.no_fuse;
     if (comp) {
@@ -223,7 +223,7 @@ bool dn_take_bias(dn_state *S, dn_step *steps, int *k, int axis, int nd, int64_t
  * y = conv(x, w) * scale + shift, scale per output channel into w, shift into the bias.
  * axis: the channel axis of the result as the graph has it (1, or 3 for NHWC). */
 void dn_take_affine(dn_state *S, dn_step *steps, int *k, int64_t O, bool wconst, int *wv, int *bias_val,
-                        bool deconv, int64_t ig, int64_t og, int64_t K, int axis) {
+                    bool deconv, int64_t ig, int64_t og, int64_t K, int axis) {
     int nb = 0;
     float *scale = dn_owned_alloc(S, sizeof(float) * (size_t)O), *shift = dn_owned_alloc(S, sizeof(float) * (size_t)O);
     if (!scale || !shift) return;

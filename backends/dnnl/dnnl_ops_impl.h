@@ -14,21 +14,21 @@ typedef dnnl_status_t (*src_desc_fn)(void *desc, const dnnl_memory_desc_t *src, 
 int dn_chain_out(dn_state *S, const rt_json_node *n, const dn_step *steps, int k);
 gr_status dn_need_val(dn_state *S, const rt_json_node *n, int e, int *v);
 dnnl_status_t dn_try_create(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t desc, int nd,
-                                const dn_step *steps, int nsteps, int kmin, bool need_jit, dnnl_primitive_desc_t *pd,
-                                int *kused, dn_arg *args, int *nargs, gr_status *err);
+                            const dn_step *steps, int nsteps, int kmin, bool need_jit, dnnl_primitive_desc_t *pd,
+                            int *kused, dn_arg *args, int *nargs, gr_status *err);
 gr_status dn_fuse_create_min(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t desc, int nd,
-                                 const dn_step *steps, int nsteps, int kmin, dnnl_primitive_desc_t *pd, int *kused,
-                                 dn_arg *args, int *nargs);
+                             const dn_step *steps, int nsteps, int kmin, dnnl_primitive_desc_t *pd, int *kused,
+                             dn_arg *args, int *nargs);
 gr_status dn_fuse_create(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t desc, int nd,
-                             const dn_step *steps, int nsteps, dnnl_primitive_desc_t *pd, int *kused, dn_arg *args,
-                             int *nargs);
+                         const dn_step *steps, int nsteps, dnnl_primitive_desc_t *pd, int *kused, dn_arg *args,
+                         int *nargs);
 gr_status dn_finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, dn_arg *args, int nargs,
-                        const dn_step *steps, int k, const dnnl_memory_desc_t *dst_override);
+                    const dn_step *steps, int k, const dnnl_memory_desc_t *dst_override);
 int dn_chain_of(dn_state *S, const rt_json_node *n, const dn_comp *comp, dn_step *steps, bool fuse, int nd,
-                    const int64_t *dims, dnnl_memory_desc_t *dst);
+                const int64_t *dims, dnnl_memory_desc_t *dst);
 bool dn_take_bias(dn_state *S, dn_step *steps, int *k, int axis, int nd, int64_t C, int *bias_val);
 void dn_take_affine(dn_state *S, dn_step *steps, int *k, int64_t O, bool wconst, int *wv, int *bias_val,
-                        bool deconv, int64_t ig, int64_t og, int64_t K, int axis);
+                    bool deconv, int64_t ig, int64_t og, int64_t K, int axis);
 bool dn_layout_view(const char *lay, const char *canon, const int64_t *shape, int64_t *dims, int64_t *str);
 bool dn_permute_perm(const rt_json_node *p, int nd, int *perm);
 bool dn_wants_channels_last(dn_state *S, int e);
@@ -47,9 +47,9 @@ gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp);
  * as planned), (dst any), (src and dst channels-last) that gets a jit kernel, else the first
  * one. init builds the op desc for a src / dst pair. */
 gr_status dn_single_src_create(dn_state *S, const rt_json_node *n, int xv, const dnnl_memory_desc_t *dst, int nd,
-                                   const int64_t *os, src_desc_fn init, const void *ctx, void *desc, const dn_step *steps,
-                                   int k, const char *why, dnnl_primitive_desc_t *pd, int *used, dn_arg *args,
-                                   int *na);
+                               const int64_t *os, src_desc_fn init, const void *ctx, void *desc, const dn_step *steps,
+                               int k, const char *why, dnnl_primitive_desc_t *pd, int *used, dn_arg *args,
+                               int *na);
 gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_elemwise(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_softmax(dn_state *S, const rt_json_node *n, const dn_comp *comp);

@@ -216,7 +216,7 @@ const ir_sinfo *ps_sinfo_list(parser *p, char close, uint32_t *n);
 ir_expr *ps_parse_expr(parser *p);
 bool ps_parse_attr(parser *p, ir_attr *out);
 ir_func *ps_parse_def(parser *p, bool module_level, bool is_private, fsig *sig,
-                          span_fields *sf_out, ir_tok *name_out);
+                      span_fields *sf_out, ir_tok *name_out);
 const ir_sinfo *ps_annotation(parser *p);
 bool ps_parse_header(parser *p, ir_tok *name_tok, param_vec *params, const ir_sinfo **ret);
 

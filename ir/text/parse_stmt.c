@@ -427,7 +427,7 @@ static int cmp_str_ptr(const void *a, const void *b) {
 }
 
 ir_func *ps_parse_def(parser *p, bool module_level, bool is_private, fsig *sig,
-                          span_fields *sf_out, ir_tok *name_out) {
+                      span_fields *sf_out, ir_tok *name_out) {
     ir_tok at = *peek(p, 0);
     if (!ps_enter(p, &at)) return NULL;
     ir_func *result = NULL;

@@ -456,7 +456,7 @@ void rt_x_splan_unref(shape_plan *sp) {
 
 /* The plan for the frame's symbol values: buffer sizes evaluated, offsets packed. */
 gr_status rt_x_splan_make(const rt_exec_t *x, const rt_frame *f, const int64_t *key,
-                            shape_plan **out, gr_diag *d) {
+                          shape_plan **out, gr_diag *d) {
     const rt_plan *p = x->entry;
     shape_plan *sp = gr_xcalloc(1, sizeof *sp);
     sp->key = gr_xcalloc(x->nkey + 1, sizeof(int64_t));
@@ -750,7 +750,7 @@ static gr_status run_seq(rt_run *x, rt_plan *p, rt_frame *f, const rt_seq *s,
 }
 
 gr_status rt_x_run_plan(rt_run *x, rt_plan *p, const rt_value *args, uint32_t nargs,
-                          bool top, rt_value *result, gr_diag *d) {
+                        bool top, rt_value *result, gr_diag *d) {
     if (nargs != p->nparams)
         return gr_diag_set(d, GR_ERR_INVALID, "function '%s' takes %u inputs, got %u", p->name,
                            p->nparams, nargs);

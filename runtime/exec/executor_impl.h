@@ -251,10 +251,10 @@ rt_plan *rt_x_compile_func(rt_exec_t *x, const ir_func *fn, const char *name);
 void rt_x_fuse_done(rt_exec_t *x);
 rt_frame *rt_x_frame_get(rt_exec_t *x, rt_plan *p);
 gr_status rt_x_run_plan(rt_run *x, rt_plan *p, const rt_value *args, uint32_t nargs,
-                          bool top, rt_value *result, gr_diag *d);
+                        bool top, rt_value *result, gr_diag *d);
 void rt_x_splan_free(shape_plan *sp);
 void rt_x_splan_unref(shape_plan *sp);
 gr_status rt_x_splan_make(const rt_exec_t *x, const rt_frame *f, const int64_t *key,
-                            shape_plan **out, gr_diag *d);
+                          shape_plan **out, gr_diag *d);
 
 #endif
