@@ -1,6 +1,14 @@
-/* libFuzzer target: the JSON graph loader (runtime/json_runtime.h) with both engines. A graph
- * that loads gets constants of its declared types, is initialized, prepared and called once on
- * the reference engine and once on oneDNN, with inputs and outputs of the declared shapes. */
+/* libFuzzer target: the JSON graph loader (runtime/json_runtime.h) with both engines, compared.
+ * A graph that loads gets constants and inputs of its declared types, filled with values
+ * derived from the input bytes (fuzz_fill), and is initialized, prepared and called once on the
+ * reference engine. When that runs it (a graph whose operands disagree fails there; only graphs
+ * it runs are worth comparing), it runs on oneDNN with the default options, and again with
+ * graft's own kernels and the option-picked oneDNN ones off (winograd, gemv, dw_jit) when a
+ * primitive of the first run was one of those (OPTION_PRIMS). Every oneDNN run that succeeds
+ * must agree with the reference on every output (TOLERANCE below); a mismatch aborts naming the
+ * output's node and op. Output buffers carry canaries. oneDNN reads its ISA cap once per
+ * process, so the other ISA is a second run of this target (scripts/fuzz.sh json_graph_avx2). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +20,29 @@
 /* Outputs get CANARY bytes of a known pattern past their end: a write beyond a head (oneDNN's
  * kernels are not instrumented, so ASan would only see the heap damage much later) aborts. */
 #define CANARY 256
+
+/* TOLERANCE. Float outputs agree when |dnnl - ref| <= ATOL_OF_MAX * max|ref| + RTOL * |ref| +
+ * ABS_FLOOR, max over the output tensor; integers and bools must be equal (16-bit floats,
+ * which neither engine computes in, are not compared).
+ * Inputs and constants lie in [-1, 1] and tensors hold at most FUZZ_MAX_NUMEL elements, so a
+ * convolution or matmul sums at most a few thousand products: fp32 in another accumulation
+ * order (blocked, split over threads) differs by about sqrt(K) * 2^-24 of the largest partial
+ * sums, ~1e-5. Winograd F(4x4, 3x3) scales that by its transforms' coefficients (up to 5 and
+ * 8), relative to the largest outputs rather than to each one (tests/dnnl/test_dnnl_wino.c:
+ * 1e-4 of the max for one convolution); a fuzzed region chains several such ops and oneDNN's
+ * exp / tanh / erf approximations, hence 1e-3 of the max and of the value. ABS_FLOOR covers
+ * denormals, which oneDNN flushes to zero while it runs and the reference does not.
+ * Non-finite values: a NaN or Inf where the reference is finite, or a finite value where it is
+ * not, is a mismatch. Which non-finite value is not compared: they come from an overflow or a
+ * division by zero, where the sign of a zero (clip's, relu's, a product's) decides +Inf or -Inf,
+ * and then Inf - Inf or NaN; implementations differ there without either being wrong. */
+#define ATOL_OF_MAX 1e-3
+#define RTOL 1e-3
+#define ABS_FLOOR 1e-30
+
+/* The options a oneDNN run is compared under: the defaults, and graft's own kernels and the
+ * option-picked oneDNN kernels off (only when the first run used one of them). */
+static const char *const OPTION_PRIMS[] = {"graft_", "wino", "jit_dw"};
 
 static bool canary_intact(rt_tensor *t) {
     const uint8_t *p = (const uint8_t *)rt_tensor_data(t) + rt_tensor_nbytes(t);
@@ -29,64 +60,290 @@ static rt_tensor *with_canary(const rt_tensor *t, uint8_t **buf) {
     return rt_tensor_wrap(t->dl.dtype, t->dl.ndim, t->shape, *buf);
 }
 
-/* Tensor for output o of node nid as declared, NULL when it cannot (or should not) be made. */
-static rt_tensor *declared(rt_json_graph *g, uint32_t nid, uint32_t o) {
+/* Tensor k's seed: its own stream (splitmix streams of nearby seeds would be shifted copies). */
+#define TENSOR_SEED(seed, k) ((seed) ^ (((uint64_t)(k) + 1) * 0xD1B54A32D192ED03u))
+
+/* Tensor for output o of node nid as declared, values from seed (fuzz_fill), float32 ones
+ * times 1 +- jitter; NULL when it cannot (or should not) be made. */
+static rt_tensor *declared(rt_json_graph *g, uint32_t nid, uint32_t o, uint64_t seed, double jitter) {
     const rt_json_node *n = rt_json_graph_node(g, nid);
     if (!n || o >= n->noutputs) return NULL;
-    return fuzz_tensor(n->dtypes[o], n->ndims[o], n->shapes[o]);
+    rt_tensor *t = fuzz_tensor(n->dtypes[o], n->ndims[o], n->shapes[o]);
+    if (!t) return NULL;
+    fuzz_fill(t, seed);
+    DLDataType dt = t->dl.dtype;
+    float *f = rt_tensor_data(t);
+    for (size_t i = 0, k = (size_t)rt_tensor_numel(t); jitter && dt.code == kDLFloat && dt.bits == 32 && i < k; i++)
+        f[i] *= (float)(1 + ((i * 2654435761u >> 7) & 1 ? jitter : -jitter));
+    return t;
 }
 
-static void run_engine(const uint8_t *data, size_t size, const rt_json_engine *eng) {
+/* What one engine run leaves: its outputs (NULL when it did not run to the end) and whether a
+ * primitive was one that the options pick. */
+typedef struct run_result {
+    bool ran;
+    bool comparable;              /* no value the annotation stands for (annotation_stands_for_values) */
+    bool option_prims;
+    uint32_t nh;
+    rt_tensor **outs;
+} run_result;
+
+static void result_free(run_result *r) {
+    for (uint32_t h = 0; r->outs && h < r->nh; h++) rt_tensor_release(r->outs[h]);
+    free(r->outs);
+    *r = (run_result){0};
+}
+
+static bool uses_option_prims(const void *state) {
+    rt_dnnl_prim_info pi;
+    for (uint32_t p = 0; rt_dnnl_prim(state, p, &pi); p++)
+        for (size_t k = 0; k < sizeof OPTION_PRIMS / sizeof *OPTION_PRIMS; k++)
+            if (pi.impl && strstr(pi.impl, OPTION_PRIMS[k])) return true;
+    return false;
+}
+
+static bool annotation_stands_for_values(rt_json_graph *g);
+
+/* Runs the graph in data on eng with options opts, inputs and constants from seed (each float
+ * times 1 +- jitter when jitter is not 0). */
+static run_result run_engine(const uint8_t *data, size_t size, uint64_t seed, double jitter,
+                             const rt_json_engine *eng, const void *opts) {
+    run_result r = {0};
     rt_json_graph *g = NULL;
     gr_diag d;
     gr_diag_clear(&d);
-    if (rt_json_graph_load("fuzz", (const char *)data, size, &g, &d) != GR_OK) return;
+    if (rt_json_graph_load("fuzz", (const char *)data, size, &g, &d) != GR_OK) return r;
+    r.comparable = !annotation_stands_for_values(g);
     uint32_t nc = rt_json_graph_num_consts(g), ni = rt_json_graph_num_inputs(g), nh = rt_json_graph_num_heads(g);
     uint32_t nn = rt_json_graph_num_nodes(g);
     rt_tensor **consts = calloc(nc + 1, sizeof(rt_tensor *));
     rt_tensor **io = calloc(ni + nh + 1, sizeof(rt_tensor *));
     DLTensor **args = calloc(ni + nh + 1, sizeof(DLTensor *));
     uint8_t **bufs = calloc(nh + 1, sizeof(uint8_t *));
-    bool ok = true;
-    /* constants are the const nodes in node order (rt_json_graph_const_name order) */
+    bool ok = consts && io && args && bufs;
+    /* constants are the const nodes in node order (rt_json_graph_const_name order); tensor k
+     * (constants, then inputs) gets the same values on every engine */
     for (uint32_t nid = 0, c = 0; nid < nn && ok; nid++) {
         const rt_json_node *n = rt_json_graph_node(g, nid);
         if (n->kind != RT_JSON_CONST) continue;
-        ok = c < nc && (consts[c++] = declared(g, nid, 0)) != NULL;
+        ok = c < nc && (consts[c] = declared(g, nid, 0, TENSOR_SEED(seed, c), jitter)) != NULL;
+        c++;
     }
     if (ok && rt_json_graph_init(g, consts, nc, &d) == GR_OK) {
-        for (uint32_t i = 0; i < ni && ok; i++) ok = (io[i] = declared(g, rt_json_graph_input_nid(g, i), 0)) != NULL;
+        for (uint32_t i = 0; i < ni && ok; i++)
+            ok = (io[i] = declared(g, rt_json_graph_input_nid(g, i), 0, TENSOR_SEED(seed, nc + i), jitter)) != NULL;
         for (uint32_t h = 0; h < nh && ok; h++) {
             rt_json_entry e = rt_json_graph_head(g, h);
-            rt_tensor *t = declared(g, e.nid, e.index);
+            rt_tensor *t = declared(g, e.nid, e.index, 0, 0);
             ok = t && (io[ni + h] = with_canary(t, &bufs[h])) != NULL;
             rt_tensor_release(t);
         }
         void *state = NULL;
-        if (ok && eng->prepare(g, NULL, &state, &d) == GR_OK) {
+        if (ok && eng->prepare(g, opts, &state, &d) == GR_OK) {
             for (uint32_t k = 0; k < ni + nh; k++) args[k] = &io[k]->dl;
-            eng->run(g, state, args, ni, nh, &d);
+            r.ran = eng->run(g, state, args, ni, nh, &d) == GR_OK;
             for (uint32_t h = 0; h < nh; h++)
                 if (!canary_intact(io[ni + h])) {
                     fprintf(stderr, "fuzz_json_graph: engine %s wrote past the end of output %u\n", eng->kind, h);
                     abort();
                 }
+            if (eng == &rt_dnnl_engine) r.option_prims = uses_option_prims(state);
             if (eng->release) eng->release(g, state);
         }
+        if (r.ran) {
+            r.nh = nh;
+            r.outs = calloc(nh + 1, sizeof(rt_tensor *));
+            for (uint32_t h = 0; h < nh && r.outs; h++) {
+                rt_tensor *t = io[ni + h];
+                r.outs[h] = rt_tensor_new(t->dl.dtype, t->dl.ndim, t->shape);
+                if (!r.outs[h]) break;
+                memcpy(rt_tensor_data(r.outs[h]), rt_tensor_data(t), rt_tensor_nbytes(t));
+            }
+            if (!r.outs || (nh && !r.outs[nh - 1])) result_free(&r);
+        }
     }
-    for (uint32_t k = 0; k < ni + nh; k++) rt_tensor_release(io[k]);
-    for (uint32_t h = 0; h < nh; h++) free(bufs[h]);
+    for (uint32_t k = 0; io && k < ni + nh; k++) rt_tensor_release(io[k]);
+    for (uint32_t h = 0; bufs && h < nh; h++) free(bufs[h]);
     free(bufs);
-    for (uint32_t c = 0; c < nc; c++) rt_tensor_release(consts[c]);
+    for (uint32_t c = 0; consts && c < nc; c++) rt_tensor_release(consts[c]);
     free(args);
     free(io);
     free(consts);
     rt_json_graph_free(g);
+    return r;
+}
+
+/* Marks the node of each [nid, index] entry found anywhere in v. */
+static void mark_entries(json_t *v, bool *ref, uint32_t nn) {
+    if (json_is_array(v) && json_array_size(v) == 2 && json_is_integer(json_array_get(v, 0)) &&
+        json_is_integer(json_array_get(v, 1))) {
+        json_int_t nid = json_integer_value(json_array_get(v, 0));
+        if (nid >= 0 && nid < (json_int_t)nn) ref[nid] = true;
+        return;
+    }
+    size_t i;
+    const char *key;
+    json_t *x;
+    if (json_is_array(v)) json_array_foreach(v, i, x) mark_entries(x, ref, nn);
+    if (json_is_object(v)) json_object_foreach(v, key, x) mark_entries(x, ref, nn);
+}
+
+/* Whether scalar x is the post's alpha or beta. */
+static bool post_param(json_t *post, double x) {
+    json_t *a = json_object_get(post, "alpha"), *b = json_object_get(post, "beta");
+    return (json_is_number(a) && (float)json_number_value(a) == (float)x) ||
+           (json_is_number(b) && (float)json_number_value(b) == (float)x);
+}
+
+/* Whether every scalar of node n (float args, real op_attrs) is the post's alpha or beta. */
+static bool post_params_agree(const rt_json_node *n, json_t *post) {
+    size_t i;
+    const char *key;
+    json_t *x;
+    json_array_foreach(json_object_get(n->attrs, "args"), i, x) {
+        json_t *f = json_object_get(x, "float");
+        if (json_is_number(f) && !post_param(post, json_number_value(f))) return false;
+    }
+    json_object_foreach(json_object_get(n->attrs, "op_attrs"), key, x)
+        if (json_is_real(x) && !post_param(post, json_real_value(x))) return false;
+    return true;
+}
+
+/* Whether a fused composite's annotation stands for values the engine does not read from the
+ * graph: a constant read by a node the composite folds but named by no operand of the
+ * annotation (hardswish's 3 and 6, a hard-sigmoid's slope: values the codegen matched), or a
+ * scalar of a post's node (clip's bounds, leaky relu's slope) other than the post's alpha and
+ * beta. The engine computes what the annotation says; a fuzzed graph where the two differ
+ * makes the reference compute another function, so such graphs are run but not compared. */
+static bool annotation_stands_for_values(rt_json_graph *g) {
+    uint32_t nn = rt_json_graph_num_nodes(g);
+    bool *folded = calloc(nn + 1, 1), *named = calloc(nn + 1, 1), stands = !folded || !named;
+    for (uint32_t nid = 0; nid < nn && !stands; nid++) {
+        const rt_json_node *n = rt_json_graph_node(g, nid);
+        json_t *ann = n->attrs ? json_object_get(n->attrs, "dnnl") : NULL, *x;
+        if (!json_is_object(ann)) continue;
+        json_t *anchor = json_object_get(ann, "anchor");
+        const char *key;
+        size_t i;
+        json_array_foreach(json_object_get(ann, "nodes"), i, x) {
+            json_int_t m = json_integer_value(x);
+            if (json_is_integer(x) && m >= 0 && m < (json_int_t)nn && !json_equal(x, anchor)) folded[m] = true;
+        }
+        json_object_foreach(ann, key, x) if (strcmp(key, "nodes") && strcmp(key, "anchor")) mark_entries(x, named, nn);
+        json_array_foreach(json_object_get(ann, "post"), i, x) {
+            json_t *out = json_array_get(json_object_get(x, "out"), 0);
+            json_int_t o = json_integer_value(out);
+            if (json_is_integer(out) && o >= 0 && o < (json_int_t)nn &&
+                !post_params_agree(rt_json_graph_node(g, (uint32_t)o), x))
+                stands = true;
+        }
+    }
+    for (uint32_t nid = 0; nid < nn && !stands; nid++) {
+        const rt_json_node *n = rt_json_graph_node(g, nid);
+        if (!folded[nid] || n->kind != RT_JSON_KERNEL) continue;
+        for (uint32_t k = 0; k < n->ninputs; k++) {
+            uint32_t src = n->inputs[k].nid;
+            if (src < nn && rt_json_graph_node(g, src)->kind == RT_JSON_CONST && !named[src]) stands = true;
+        }
+    }
+    free(folded);
+    free(named);
+    return stands;
+}
+
+static double as_double(const rt_tensor *t, size_t i) {
+    const uint8_t *p = (const uint8_t *)rt_tensor_data(t) + i * ((t->dl.dtype.bits + 7) / 8);
+    if (t->dl.dtype.bits == 64) {
+        double v;
+        memcpy(&v, p, 8);
+        return v;
+    }
+    float v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Largest finite |value| of a float tensor (0 for other dtypes). */
+static double max_abs(const rt_tensor *t) {
+    DLDataType dt = t->dl.dtype;
+    if (dt.code != kDLFloat || (dt.bits != 32 && dt.bits != 64)) return 0;
+    double m = 0;
+    for (size_t i = 0, n = (size_t)rt_tensor_numel(t); i < n; i++) {
+        double a = fabs(as_double(t, i));
+        if (isfinite(a) && a > m) m = a;
+    }
+    return m;
+}
+
+/* Whether element i of got agrees with ref's (TOLERANCE; max_ref: max_abs(ref)). */
+static bool elem_agrees(const rt_tensor *ref, const rt_tensor *got, size_t i, double max_ref) {
+    DLDataType dt = ref->dl.dtype;
+    size_t eb = (dt.bits + 7) / 8;
+    /* 16-bit floats (neither engine computes in them; a cast's output) are not compared */
+    if ((dt.code == kDLFloat || dt.code == kDLBfloat) && dt.bits != 32 && dt.bits != 64) return true;
+    if (dt.code != kDLFloat)
+        return !memcmp((const uint8_t *)rt_tensor_data(ref) + i * eb, (const uint8_t *)rt_tensor_data(got) + i * eb, eb);
+    double a = as_double(ref, i), b = as_double(got, i);
+    if (!isfinite(a)) return !isfinite(b);
+    return isfinite(b) && fabs(a - b) <= ATOL_OF_MAX * max_ref + RTOL * fabs(a) + ABS_FLOOR;
+}
+
+/* Every output of got agrees with ref's, element by element, or the run aborts. An element that
+ * disagrees is excused only when the reference itself moves that far when the inputs and
+ * constants move by JITTER (relative): the graph is ill-conditioned there (a division by a
+ * value near zero, a comparison at a near-tie), so any other fp32 summation order may move it
+ * as much. That second reference run (jittered) is made once, on the first disagreement. */
+#define JITTER 0x1p-20
+static void compare(const uint8_t *data, size_t size, uint64_t seed, const run_result *ref, run_result *jittered,
+                    const run_result *got, const char *variant) {
+    for (uint32_t h = 0; h < ref->nh; h++) {
+        const rt_tensor *r = ref->outs[h], *o = got->outs[h];
+        double max_ref = max_abs(r);
+        for (size_t i = 0, ne = (size_t)rt_tensor_numel(r); i < ne; i++) {
+            if (elem_agrees(r, o, i, max_ref)) continue;
+            if (!jittered->ran) *jittered = run_engine(data, size, seed, JITTER, &rt_json_reference_engine, NULL);
+            if (jittered->ran && !elem_agrees(r, jittered->outs[h], i, max_ref)) continue;
+            rt_json_graph *g = NULL;
+            gr_diag d;
+            gr_diag_clear(&d);
+            const char *op = "?";
+            rt_json_entry e = {0};
+            if (rt_json_graph_load("fuzz", (const char *)data, size, &g, &d) == GR_OK) {
+                e = rt_json_graph_head(g, h);
+                const rt_json_node *n = rt_json_graph_node(g, e.nid);
+                if (n && n->name) op = n->name;
+            }
+            bool fl = r->dl.dtype.code == kDLFloat;
+            fprintf(stderr,
+                    "fuzz_json_graph: oneDNN (%s, %s) disagrees with the reference engine on output %u (node %u "
+                    "'%s', output %u), element %zu: reference %.9g, oneDNN %.9g (tolerance %g of max %g + %g "
+                    "relative)\n",
+                    variant, rt_dnnl_isa(), h, e.nid, op, e.index, i, fl ? as_double(r, i) : 0.0,
+                    fl ? as_double(o, i) : 0.0, ATOL_OF_MAX, max_ref, RTOL);
+            rt_json_graph_free(g);
+            abort();
+        }
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    run_engine(data, size, &rt_json_reference_engine);
-    run_engine(data, size, &rt_dnnl_engine);
+    uint64_t seed = fuzz_seed(data, size);
+    run_result ref = run_engine(data, size, seed, 0, &rt_json_reference_engine, NULL), jittered = {0};
+    if (ref.ran) {
+        rt_dnnl_opts on = rt_dnnl_default_opts(), off = on;
+        off.winograd = off.gemv = off.dw_jit = false;
+        run_result dn = run_engine(data, size, seed, 0, &rt_dnnl_engine, &on);
+        if (dn.ran && ref.comparable) compare(data, size, seed, &ref, &jittered, &dn, "default options");
+        if (dn.option_prims) {
+            run_result dn_off = run_engine(data, size, seed, 0, &rt_dnnl_engine, &off);
+            if (dn_off.ran && ref.comparable)
+                compare(data, size, seed, &ref, &jittered, &dn_off, "winograd, gemv, dw_jit off");
+            result_free(&dn_off);
+        }
+        result_free(&dn);
+    }
+    result_free(&jittered);
+    result_free(&ref);
     return 0;
 }
