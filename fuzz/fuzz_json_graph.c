@@ -196,7 +196,23 @@ static bool post_param(json_t *post, double x) {
            (json_is_number(b) && (float)json_number_value(b) == (float)x);
 }
 
-/* Whether every scalar of node n (float args, real op_attrs) is the post's alpha or beta. */
+/* Whether x is one of node n's scalars (float args, real op_attrs). */
+static bool node_scalar(const rt_json_node *n, double x) {
+    size_t i;
+    const char *key;
+    json_t *v;
+    json_array_foreach(json_object_get(n->attrs, "args"), i, v) {
+        json_t *f = json_object_get(v, "float");
+        if (json_is_number(f) && (float)json_number_value(f) == (float)x) return true;
+    }
+    json_object_foreach(json_object_get(n->attrs, "op_attrs"), key, v)
+        if (json_is_real(v) && (float)json_real_value(v) == (float)x) return true;
+    return false;
+}
+
+/* Whether a post and its node n hold the same scalars: each of n's is the post's alpha or beta,
+ * and each nonzero alpha or beta is one of n's (a relu's 0, a clip's bounds, a leaky relu's
+ * slope). */
 static bool post_params_agree(const rt_json_node *n, json_t *post) {
     size_t i;
     const char *key;
@@ -207,30 +223,72 @@ static bool post_params_agree(const rt_json_node *n, json_t *post) {
     }
     json_object_foreach(json_object_get(n->attrs, "op_attrs"), key, x)
         if (json_is_real(x) && !post_param(post, json_real_value(x))) return false;
+    static const char *const params[] = {"alpha", "beta"};
+    for (size_t k = 0; k < 2; k++) {
+        json_t *v = json_object_get(post, params[k]);
+        if (json_is_number(v) && json_number_value(v) != 0 && !node_scalar(n, json_number_value(v))) return false;
+    }
     return true;
 }
 
+/* Marks in read the nodes whose outputs kernel node n reads: those its args name ({"in": k}),
+ * all its inputs when it has no args. */
+static void mark_reads(const rt_json_node *n, bool *read, uint32_t nn) {
+    json_t *args = n->attrs ? json_object_get(n->attrs, "args") : NULL, *x;
+    size_t i;
+    for (uint32_t k = 0; !json_is_array(args) && k < n->ninputs; k++)
+        if (n->inputs[k].nid < nn) read[n->inputs[k].nid] = true;
+    json_array_foreach(args, i, x) {
+        json_int_t k = json_integer_value(json_object_get(x, "in"));
+        if (json_is_integer(json_object_get(x, "in")) && k >= 0 && k < (json_int_t)n->ninputs &&
+            n->inputs[k].nid < nn)
+            read[n->inputs[k].nid] = true;
+    }
+}
+
 /* Whether a fused composite's annotation stands for values the engine does not read from the
- * graph: a constant read by a node the composite folds but named by no operand of the
- * annotation (hardswish's 3 and 6, a hard-sigmoid's slope: values the codegen matched), or a
- * scalar of a post's node (clip's bounds, leaky relu's slope) other than the post's alpha and
- * beta. The engine computes what the annotation says; a fuzzed graph where the two differ
- * makes the reference compute another function, so such graphs are run but not compared. */
+ * graph, or names operands the graph's nodes do not read. The engine computes what the
+ * annotation says (codegen/dnnl matched the values); a fuzzed graph where the two differ makes
+ * the reference compute another function, so such graphs are run but not compared:
+ *   - a node the composite folds reads a value from outside the composite that the annotation
+ *     does not name (hardswish's 3 and 6, a hard-sigmoid's slope: constants it stands for; or
+ *     an operand the graph changed);
+ *   - the annotation names an operand that no node of the composite reads;
+ *   - a post's alpha and beta are not its node's scalars (post_params_agree; a swish's implied
+ *     alpha of 1 too). */
 static bool annotation_stands_for_values(rt_json_graph *g) {
     uint32_t nn = rt_json_graph_num_nodes(g);
-    bool *folded = calloc(nn + 1, 1), *named = calloc(nn + 1, 1), stands = !folded || !named;
+    bool *in_comp = calloc(nn + 1, 1), *named = calloc(nn + 1, 1), *read = calloc(nn + 1, 1), *own = calloc(nn + 1, 1);
+    bool stands = !in_comp || !named || !read || !own;
     for (uint32_t nid = 0; nid < nn && !stands; nid++) {
         const rt_json_node *n = rt_json_graph_node(g, nid);
         json_t *ann = n->attrs ? json_object_get(n->attrs, "dnnl") : NULL, *x;
         if (!json_is_object(ann)) continue;
+        memset(in_comp, 0, nn);
+        memset(named, 0, nn);
+        memset(read, 0, nn);
         json_t *anchor = json_object_get(ann, "anchor");
         const char *key;
         size_t i;
         json_array_foreach(json_object_get(ann, "nodes"), i, x) {
             json_int_t m = json_integer_value(x);
-            if (json_is_integer(x) && m >= 0 && m < (json_int_t)nn && !json_equal(x, anchor)) folded[m] = true;
+            if (json_is_integer(x) && m >= 0 && m < (json_int_t)nn) in_comp[m] = true;
         }
         json_object_foreach(ann, key, x) if (strcmp(key, "nodes") && strcmp(key, "anchor")) mark_entries(x, named, nn);
+        for (uint32_t m = 0; m < nn; m++) {
+            const rt_json_node *f = rt_json_graph_node(g, m);
+            if (!in_comp[m] || f->kind != RT_JSON_KERNEL) continue;
+            memset(own, 0, nn);
+            mark_reads(f, own, nn);
+            bool folded = json_integer_value(anchor) != (json_int_t)m;
+            for (uint32_t src = 0; src < nn; src++) {
+                if (!own[src]) continue;
+                read[src] = true;
+                if (folded && !in_comp[src] && !named[src]) stands = true;
+            }
+        }
+        for (uint32_t src = 0; src < nn; src++)
+            if (named[src] && !in_comp[src] && !read[src]) stands = true;
         json_array_foreach(json_object_get(ann, "post"), i, x) {
             json_t *out = json_array_get(json_object_get(x, "out"), 0);
             json_int_t o = json_integer_value(out);
@@ -239,16 +297,10 @@ static bool annotation_stands_for_values(rt_json_graph *g) {
                 stands = true;
         }
     }
-    for (uint32_t nid = 0; nid < nn && !stands; nid++) {
-        const rt_json_node *n = rt_json_graph_node(g, nid);
-        if (!folded[nid] || n->kind != RT_JSON_KERNEL) continue;
-        for (uint32_t k = 0; k < n->ninputs; k++) {
-            uint32_t src = n->inputs[k].nid;
-            if (src < nn && rt_json_graph_node(g, src)->kind == RT_JSON_CONST && !named[src]) stands = true;
-        }
-    }
-    free(folded);
+    free(in_comp);
     free(named);
+    free(read);
+    free(own);
     return stands;
 }
 
@@ -282,8 +334,8 @@ static bool elem_agrees(const rt_tensor *ref, const rt_tensor *got, size_t i, do
     size_t eb = (dt.bits + 7) / 8;
     /* 16-bit floats (neither engine computes in them; a cast's output) are not compared */
     if ((dt.code == kDLFloat || dt.code == kDLBfloat) && dt.bits != 32 && dt.bits != 64) return true;
-    if (dt.code != kDLFloat)
-        return !memcmp((const uint8_t *)rt_tensor_data(ref) + i * eb, (const uint8_t *)rt_tensor_data(got) + i * eb, eb);
+    const uint8_t *pr = rt_tensor_data(ref), *pg = rt_tensor_data(got);
+    if (dt.code != kDLFloat) return !memcmp(pr + i * eb, pg + i * eb, eb);
     double a = as_double(ref, i), b = as_double(got, i);
     if (!isfinite(a)) return !isfinite(b);
     return isfinite(b) && fabs(a - b) <= ATOL_OF_MAX * max_ref + RTOL * fabs(a) + ABS_FLOOR;
