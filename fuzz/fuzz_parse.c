@@ -1,7 +1,6 @@
 /* libFuzzer target: the text-format parser (ir/parser.h) and the printer (ir/printer.h). A module
  * that parses is printed; the print must parse again and print byte-identical (abort naming the
  * first difference otherwise). */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
