@@ -246,6 +246,23 @@ static void mark_reads(const rt_json_node *n, bool *read, uint32_t nn) {
     }
 }
 
+/* Whether composite node from reads target, directly or through other nodes of the composite
+ * (in_comp); seen: scratch, cleared by the caller. */
+static bool depends_on(rt_json_graph *g, uint32_t from, uint32_t target, const bool *in_comp, bool *seen, bool *own,
+                       uint32_t nn) {
+    if (from == target) return true;
+    if (seen[from] || !in_comp[from]) return false;
+    seen[from] = true;
+    memset(own, 0, nn);
+    mark_reads(rt_json_graph_node(g, from), own, nn);
+    uint32_t srcs[RT_MAX_NDIM * 4], ns = 0;
+    for (uint32_t src = 0; src < nn && ns < sizeof srcs / sizeof *srcs; src++)
+        if (own[src] && in_comp[src]) srcs[ns++] = src;
+    for (uint32_t k = 0; k < ns; k++)
+        if (depends_on(g, srcs[k], target, in_comp, seen, own, nn)) return true;
+    return false;
+}
+
 /* Whether a fused composite's annotation stands for values the engine does not read from the
  * graph, or names operands the graph's nodes do not read. The engine computes what the
  * annotation says (codegen/dnnl matched the values); a fuzzed graph where the two differ makes
@@ -255,7 +272,9 @@ static void mark_reads(const rt_json_node *n, bool *read, uint32_t nn) {
  *     an operand the graph changed);
  *   - the annotation names an operand that no node of the composite reads;
  *   - a post's alpha and beta are not its node's scalars (post_params_agree; a swish's implied
- *     alpha of 1 too). */
+ *     alpha of 1 too);
+ *   - a post's node does not read the previous post's (or the anchor), through the composite;
+ *   - the composite's name lists other posts than its annotation. */
 static bool annotation_stands_for_values(rt_json_graph *g) {
     uint32_t nn = rt_json_graph_num_nodes(g);
     bool *in_comp = calloc(nn + 1, 1), *named = calloc(nn + 1, 1), *read = calloc(nn + 1, 1), *own = calloc(nn + 1, 1);
@@ -289,12 +308,24 @@ static bool annotation_stands_for_values(rt_json_graph *g) {
         }
         for (uint32_t src = 0; src < nn; src++)
             if (named[src] && !in_comp[src] && !read[src]) stands = true;
-        json_array_foreach(json_object_get(ann, "post"), i, x) {
+        rt_dnnl_composite c = {0};
+        json_t *posts = json_object_get(ann, "post");
+        if (!rt_dnnl_composite_parse(json_string_value(json_object_get(ann, "composite")), &c) ||
+            json_array_size(posts) != (size_t)c.npost)
+            stands = true;
+        json_int_t prev = json_integer_value(anchor);
+        json_array_foreach(posts, i, x) {
+            const char *kind = json_string_value(json_object_get(x, "post"));
+            if (i >= (size_t)c.npost || !kind || strcmp(kind, rt_dnnl_post_name(c.post[i]))) stands = true;
             json_t *out = json_array_get(json_object_get(x, "out"), 0);
             json_int_t o = json_integer_value(out);
-            if (json_is_integer(out) && o >= 0 && o < (json_int_t)nn &&
-                !post_params_agree(rt_json_graph_node(g, (uint32_t)o), x))
+            if (!json_is_integer(out) || o < 0 || o >= (json_int_t)nn) continue;
+            if (!post_params_agree(rt_json_graph_node(g, (uint32_t)o), x)) stands = true;
+            memset(read, 0, nn);
+            if (prev >= 0 && prev < (json_int_t)nn &&
+                !depends_on(g, (uint32_t)o, (uint32_t)prev, in_comp, read, own, nn))
                 stands = true;
+            prev = o;
         }
     }
     free(in_comp);
