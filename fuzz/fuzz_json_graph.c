@@ -189,24 +189,28 @@ static void mark_entries(json_t *v, bool *ref, uint32_t nn) {
     if (json_is_object(v)) json_object_foreach(v, key, x) mark_entries(x, ref, nn);
 }
 
-/* Whether scalar x is the post's alpha or beta. */
-static bool post_param(json_t *post, double x) {
-    json_t *a = json_object_get(post, "alpha"), *b = json_object_get(post, "beta");
-    return (json_is_number(a) && (float)json_number_value(a) == (float)x) ||
-           (json_is_number(b) && (float)json_number_value(b) == (float)x);
-}
-
-/* Whether x is one of node n's scalars (float args, real op_attrs). */
-static bool node_scalar(const rt_json_node *n, double x) {
+/* Node n's scalars (float args, real op_attrs) into out; more than max: -1. */
+static int node_scalars(const rt_json_node *n, double *out, int max) {
+    int k = 0;
     size_t i;
     const char *key;
     json_t *v;
     json_array_foreach(json_object_get(n->attrs, "args"), i, v) {
         json_t *f = json_object_get(v, "float");
-        if (json_is_number(f) && (float)json_number_value(f) == (float)x) return true;
+        if (json_is_number(f) && k < max) out[k++] = json_number_value(f);
+        else if (json_is_number(f)) return -1;
     }
-    json_object_foreach(json_object_get(n->attrs, "op_attrs"), key, v)
-        if (json_is_real(v) && (float)json_real_value(v) == (float)x) return true;
+    json_object_foreach(json_object_get(n->attrs, "op_attrs"), key, v) {
+        if (json_is_real(v) && k < max) out[k++] = json_real_value(v);
+        else if (json_is_real(v)) return -1;
+    }
+    return k;
+}
+
+/* Whether float(x) is one of the n values of xs. */
+static bool among(double x, const double *xs, int n) {
+    for (int i = 0; i < n; i++)
+        if ((float)xs[i] == (float)x) return true;
     return false;
 }
 
@@ -214,20 +218,16 @@ static bool node_scalar(const rt_json_node *n, double x) {
  * and each nonzero alpha or beta is one of n's (a relu's 0, a clip's bounds, a leaky relu's
  * slope). */
 static bool post_params_agree(const rt_json_node *n, json_t *post) {
-    size_t i;
-    const char *key;
-    json_t *x;
-    json_array_foreach(json_object_get(n->attrs, "args"), i, x) {
-        json_t *f = json_object_get(x, "float");
-        if (json_is_number(f) && !post_param(post, json_number_value(f))) return false;
-    }
-    json_object_foreach(json_object_get(n->attrs, "op_attrs"), key, x)
-        if (json_is_real(x) && !post_param(post, json_real_value(x))) return false;
-    static const char *const params[] = {"alpha", "beta"};
-    for (size_t k = 0; k < 2; k++) {
-        json_t *v = json_object_get(post, params[k]);
-        if (json_is_number(v) && json_number_value(v) != 0 && !node_scalar(n, json_number_value(v))) return false;
-    }
+    double sc[16], ab[2];
+    int nsc = node_scalars(n, sc, 16), nab = 0;
+    json_t *a = json_object_get(post, "alpha"), *b = json_object_get(post, "beta");
+    if (json_is_number(a)) ab[nab++] = json_number_value(a);
+    if (json_is_number(b)) ab[nab++] = json_number_value(b);
+    if (nsc < 0) return false;
+    for (int k = 0; k < nsc; k++)
+        if (!among(sc[k], ab, nab)) return false;
+    for (int k = 0; k < nab; k++)
+        if (ab[k] != 0 && !among(ab[k], sc, nsc)) return false;
     return true;
 }
 
