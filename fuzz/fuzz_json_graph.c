@@ -87,6 +87,7 @@ static rt_tensor *declared(rt_json_graph *g, uint32_t nid, uint32_t o, uint64_t 
 typedef struct run_result {
     bool ran;
     bool comparable;              /* no value the annotation stands for (annotation_stands_for_values) */
+    bool invalid;                 /* a post writes outside its composite (not run on oneDNN) */
     bool option_prims;
     uint32_t nh;
     rt_tensor **outs;
@@ -106,7 +107,7 @@ static bool uses_option_prims(const void *state) {
     return false;
 }
 
-static bool annotation_stands_for_values(rt_json_graph *g);
+static bool annotation_stands_for_values(rt_json_graph *g, bool *invalid);
 
 /* Runs the graph in data on eng with options opts, inputs and constants from seed (each float
  * times 1 +- jitter when jitter is not 0). */
@@ -117,7 +118,7 @@ static run_result run_engine(const uint8_t *data, size_t size, uint64_t seed, do
     gr_diag d;
     gr_diag_clear(&d);
     if (rt_json_graph_load("fuzz", (const char *)data, size, &g, &d) != GR_OK) return r;
-    r.comparable = !annotation_stands_for_values(g);
+    r.comparable = !annotation_stands_for_values(g, &r.invalid);
     uint32_t nc = rt_json_graph_num_consts(g), ni = rt_json_graph_num_inputs(g), nh = rt_json_graph_num_heads(g);
     uint32_t nn = rt_json_graph_num_nodes(g);
     rt_tensor **consts = calloc(nc + 1, sizeof(rt_tensor *));
@@ -277,12 +278,16 @@ static bool depends_on(rt_json_graph *g, uint32_t from, uint32_t target, const b
  *   - a post's alpha and beta are not its node's scalars (post_params_agree; a swish's implied
  *     alpha of 1 too);
  *   - a post's node does not read the previous post's (or the anchor), through the composite;
- *   - the composite's name lists other posts than its annotation. */
-static bool annotation_stands_for_values(rt_json_graph *g) {
+ *   - the composite's name lists other posts than its annotation.
+ * *invalid: a post's output is no node of the composite. oneDNN wrote such a post's result
+ * into that entry, even a region input's (past the output's end when it is the output); the
+ * engine's operand checks are to reject it, until then such graphs are not run on oneDNN. */
+static bool annotation_stands_for_values(rt_json_graph *g, bool *invalid) {
     uint32_t nn = rt_json_graph_num_nodes(g);
     bool *in_comp = calloc(nn + 1, 1), *named = calloc(nn + 1, 1), *read = calloc(nn + 1, 1), *own = calloc(nn + 1, 1);
     bool stands = !in_comp || !named || !read || !own;
-    for (uint32_t nid = 0; nid < nn && !stands; nid++) {
+    /* every composite is looked at: one that only stands for values does not hide an invalid one */
+    for (uint32_t nid = 0; nid < nn && in_comp && named && read && own && !*invalid; nid++) {
         const rt_json_node *n = rt_json_graph_node(g, nid);
         json_t *ann = n->attrs ? json_object_get(n->attrs, "dnnl") : NULL, *x;
         if (!json_is_object(ann)) continue;
@@ -320,9 +325,10 @@ static bool annotation_stands_for_values(rt_json_graph *g) {
         json_array_foreach(posts, i, x) {
             const char *kind = json_string_value(json_object_get(x, "post"));
             if (i >= (size_t)c.npost || !kind || strcmp(kind, rt_dnnl_post_name(c.post[i]))) stands = true;
-            json_t *out = json_array_get(json_object_get(x, "out"), 0);
-            json_int_t o = json_integer_value(out);
+            json_t *out = json_array_get(json_object_get(x, "out"), 0), *mid = json_object_get(x, "mid");
+            json_int_t o = json_integer_value(out), mi = json_integer_value(json_array_get(mid, 0));
             if (!json_is_integer(out) || o < 0 || o >= (json_int_t)nn) continue;
+            if (!in_comp[o] || (mid && (mi < 0 || mi >= (json_int_t)nn || !in_comp[mi]))) *invalid = stands = true;
             if (!post_params_agree(rt_json_graph_node(g, (uint32_t)o), x)) stands = true;
             memset(read, 0, nn);
             if (prev >= 0 && prev < (json_int_t)nn &&
@@ -424,7 +430,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint64_t seed = fuzz_seed(data, size);
     run_result ref = run_engine(data, size, seed, 0, &rt_json_reference_engine, NULL);
     jittered_ref jit = {0};
-    if (ref.ran) {
+    if (ref.ran && !ref.invalid) {
         rt_dnnl_opts on = rt_dnnl_default_opts(), off = on;
         off.winograd = off.gemv = off.dw_jit = false;
         run_result dn = run_engine(data, size, seed, 0, &rt_dnnl_engine, &on);
