@@ -277,7 +277,8 @@ static bool depends_on(rt_json_graph *g, uint32_t from, uint32_t target, const b
  *   - the annotation names an operand that no node of the composite reads;
  *   - a post's alpha and beta are not its node's scalars (post_params_agree; a swish's implied
  *     alpha of 1 too);
- *   - a post's node does not read the previous post's (or the anchor), through the composite;
+ *   - a post's node is the previous post's (or the anchor), or does not read it through the
+ *     composite;
  *   - the composite's name lists other posts than its annotation.
  * *invalid: a post's output is no node of the composite. oneDNN wrote such a post's result
  * into that entry, even a region input's (past the output's end when it is the output); the
@@ -331,8 +332,8 @@ static bool annotation_stands_for_values(rt_json_graph *g, bool *invalid) {
             if (!in_comp[o] || (mid && (mi < 0 || mi >= (json_int_t)nn || !in_comp[mi]))) *invalid = stands = true;
             if (!post_params_agree(rt_json_graph_node(g, (uint32_t)o), x)) stands = true;
             memset(read, 0, nn);
-            if (prev >= 0 && prev < (json_int_t)nn &&
-                !depends_on(g, (uint32_t)o, (uint32_t)prev, in_comp, read, own, nn))
+            if (o == prev || (prev >= 0 && prev < (json_int_t)nn &&
+                              !depends_on(g, (uint32_t)o, (uint32_t)prev, in_comp, read, own, nn)))
                 stands = true;
             prev = o;
         }
