@@ -235,6 +235,30 @@ static bool post_params_agree(const rt_json_node *n, json_t *post) {
     return true;
 }
 
+/* The ops a post's node may be, for the posts that are one op (the others read constants the
+ * annotation does not name, which annotation_stands_for_values catches). */
+static const struct {
+    const char *post, *ops[2];
+} POST_OPS[] = {
+    {"bias", {"relax.add"}},          {"add", {"relax.add"}},
+    {"mul", {"relax.multiply"}},      {"relu", {"relax.nn.relu"}},
+    {"leaky_relu", {"relax.nn.leakyrelu"}}, {"relu6", {"relax.nn.relu6", "relax.clip"}},
+    {"clip", {"relax.clip"}},         {"sigmoid", {"relax.sigmoid"}},
+    {"tanh", {"relax.tanh"}},         {"gelu", {"relax.nn.gelu"}},
+    {"swish", {"relax.nn.silu"}},
+};
+
+/* Whether node n's op may be the post named kind. */
+static bool post_op_ok(const char *kind, const rt_json_node *n) {
+    for (size_t i = 0; i < sizeof POST_OPS / sizeof *POST_OPS; i++) {
+        if (strcmp(kind, POST_OPS[i].post)) continue;
+        for (size_t k = 0; k < 2; k++)
+            if (POST_OPS[i].ops[k] && n->name && !strcmp(n->name, POST_OPS[i].ops[k])) return true;
+        return false;
+    }
+    return true;
+}
+
 /* Marks in read the nodes whose outputs kernel node n reads: those its args name ({"in": k}),
  * all its inputs when it has no args. */
 static void mark_reads(const rt_json_node *n, bool *read, uint32_t nn) {
@@ -276,7 +300,7 @@ static bool depends_on(rt_json_graph *g, uint32_t from, uint32_t target, const b
  *     an operand the graph changed);
  *   - the annotation names an operand that no node of the composite reads;
  *   - a post's alpha and beta are not its node's scalars (post_params_agree; a swish's implied
- *     alpha of 1 too);
+ *     alpha of 1 too), or its node is another op (POST_OPS);
  *   - a post's node is the previous post's (or the anchor), or does not read it through the
  *     composite;
  *   - the composite's name lists other posts than its annotation.
@@ -330,7 +354,8 @@ static bool annotation_stands_for_values(rt_json_graph *g, bool *invalid) {
             json_int_t o = json_integer_value(out), mi = json_integer_value(json_array_get(mid, 0));
             if (!json_is_integer(out) || o < 0 || o >= (json_int_t)nn) continue;
             if (!in_comp[o] || (mid && (mi < 0 || mi >= (json_int_t)nn || !in_comp[mi]))) *invalid = stands = true;
-            if (!post_params_agree(rt_json_graph_node(g, (uint32_t)o), x)) stands = true;
+            const rt_json_node *on = rt_json_graph_node(g, (uint32_t)o);
+            if (!post_params_agree(on, x) || (kind && !post_op_ok(kind, on))) stands = true;
             memset(read, 0, nn);
             if (o == prev || (prev >= 0 && prev < (json_int_t)nn &&
                               !depends_on(g, (uint32_t)o, (uint32_t)prev, in_comp, read, own, nn)))
