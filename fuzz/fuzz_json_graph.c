@@ -304,7 +304,7 @@ static bool depends_on(rt_json_graph *g, uint32_t from, uint32_t target, const b
  *   - a post's node is the previous post's (or the anchor), or does not read it through the
  *     composite;
  *   - the composite's name lists other posts than its annotation.
- * *invalid: a post's output is no node of the composite. oneDNN wrote such a post's result
+ * *invalid: a post's output is no kernel node of the composite. oneDNN wrote such a post's result
  * into that entry, even a region input's (past the output's end when it is the output); the
  * engine's operand checks are to reject it, until then such graphs are not run on oneDNN. */
 static bool annotation_stands_for_values(rt_json_graph *g, bool *invalid) {
@@ -353,7 +353,10 @@ static bool annotation_stands_for_values(rt_json_graph *g, bool *invalid) {
             json_t *out = json_array_get(json_object_get(x, "out"), 0), *mid = json_object_get(x, "mid");
             json_int_t o = json_integer_value(out), mi = json_integer_value(json_array_get(mid, 0));
             if (!json_is_integer(out) || o < 0 || o >= (json_int_t)nn) continue;
-            if (!in_comp[o] || (mid && (mi < 0 || mi >= (json_int_t)nn || !in_comp[mi]))) *invalid = stands = true;
+            bool mid_ok = !mid || (mi >= 0 && mi < (json_int_t)nn && in_comp[mi] &&
+                                   rt_json_graph_node(g, (uint32_t)mi)->kind == RT_JSON_KERNEL);
+            if (!in_comp[o] || rt_json_graph_node(g, (uint32_t)o)->kind != RT_JSON_KERNEL || !mid_ok)
+                *invalid = stands = true;
             const rt_json_node *on = rt_json_graph_node(g, (uint32_t)o);
             if (!post_params_agree(on, x) || (kind && !post_op_ok(kind, on))) stands = true;
             memset(read, 0, nn);
