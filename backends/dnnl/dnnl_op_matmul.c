@@ -118,8 +118,9 @@ static gr_status gemv_matmul(dn_state *S, const rt_json_node *n, int av, int bv,
          * evicted them and their page translations */
         dn_hugepages((const char *)S->vals.data[dn_root(S, bv)].ptr, (size_t)(K * wstr[wmd->ndims - 2]) * sizeof(float));
     }
-    const dnnl_memory_desc_t *w2 = &S->vals.data[wv].md;
-    q.ldw = w2->format_desc.blocking.strides[w2->ndims - 2];
+    /* a copy: dn_val_new below may move S->vals */
+    const dnnl_memory_desc_t w2 = S->vals.data[wv].md;
+    q.ldw = w2.format_desc.blocking.strides[w2.ndims - 2];
     q.nparts = S->threads;
     dn_gemv *p = malloc(sizeof *p);
     if (!p) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
@@ -135,7 +136,7 @@ static gr_status gemv_matmul(dn_state *S, const rt_json_node *n, int av, int bv,
     int ov = dn_val_new(S, V_TMP, &dmd);
     args[na++] = (dn_arg){DNNL_ARG_DST, ov, dmd, NULL};
     p->ix_w = na;
-    args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, wv, *w2, NULL, sizeof(float) * (size_t)((K - 1) * q.ldw + N)};
+    args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, wv, w2, NULL, sizeof(float) * (size_t)((K - 1) * q.ldw + N)};
     dnnl_dims_t partd = {p->nparts * rows * N};
     dnnl_memory_desc_t partmd;
     dnnl_memory_desc_init_by_tag(&partmd, 1, partd, dnnl_f32, dnnl_a);

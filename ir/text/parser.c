@@ -242,6 +242,21 @@ static bool extract_tir(parser *p) {
             ok = false;
             break;
         }
+        /* the text is kept as a C string: a NUL would cut it (and the print) short */
+        char *nul = memchr(bstart, 0, (size_t)(last - bstart));
+        if (nul) {
+            ir_tok at = {0};
+            char *bol = bstart;
+            at.line = line;
+            for (char *r = bstart; r < nul; r++)
+                if (*r == '\n') at.line++, bol = r + 1;
+            at.col = (int)(nul - bol) + 1;
+            at.s = nul;
+            at.len = 1;
+            ps_perr(p, &at, GR_ERR_PARSE, "NUL character in a TIR function (@T.prim_func)");
+            ok = false;
+            break;
+        }
         tb.len = 0;
         for (char *r = bstart; r < last;) {
             char *re = memchr(r, '\n', (size_t)(last - r));

@@ -138,6 +138,26 @@ Test(patterns_text, print_api_patterns_and_unsupported) {
     ir_ctx_free(ctx);
 }
 
+/* An empty table prints a class body that reads back (an empty table) and prints the same. */
+Test(patterns_text, empty_table_round_trip) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag d;
+    gr_diag_clear(&d);
+    pat_table *t = pat_table_new();
+    char *text = pat_print_table_str(t, &d);
+    cr_assert_not_null(text, "%s", d.msg);
+    pat_table *t2 = NULL;
+    cr_assert_eq(pat_table_read(ctx, "printed", text, strlen(text), &t2, &d), GR_OK, "%s\n%s", d.msg, text);
+    cr_assert_eq(t2->n, 0);
+    char *text2 = pat_print_table_str(t2, &d);
+    cr_assert_str_eq(text, text2);
+    free(text);
+    free(text2);
+    pat_table_free(t);
+    pat_table_free(t2);
+    ir_ctx_free(ctx);
+}
+
 Test(patterns_text, errors) {
     ir_ctx_t *ctx = ir_ctx_new();
     gr_diag d;
