@@ -203,6 +203,46 @@ static gr_status steps_of(dn_state *S, const rt_json_node *n, const rt_dnnl_comp
     return GR_OK;
 }
 
+/* The annotation names what the nodes compute; a graph from a file may say otherwise. Every
+ * node it lists is a kernel node of the graph, and every step writes the output of one of them
+ * other than the anchor, each once: the engine stores a step's result in that entry's value,
+ * which for a region input or head would be memory of the caller's of another size. */
+/* The node whose outputs hold entry e (nn when none). */
+static uint32_t entry_node(dn_state *S, int e, uint32_t nn) {
+    for (uint32_t nid = 0; nid < nn; nid++) {
+        uint32_t lo = rt_json_graph_entry_id(S->g, (rt_json_entry){nid, 0});
+        if ((uint32_t)e >= lo && (uint32_t)e < lo + rt_json_graph_node(S->g, nid)->noutputs) return nid;
+    }
+    return nn;
+}
+
+static gr_status steps_agree(dn_state *S, const rt_json_node *first, const rt_json_node *anchor, json_t *nodes,
+                             const dn_step *steps, int k) {
+    uint32_t nn = rt_json_graph_num_nodes(S->g);
+    bool *listed = calloc(nn + 1, sizeof(bool));
+    if (!listed) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    gr_status st = GR_OK;
+    size_t i;
+    json_t *x;
+    json_array_foreach(nodes, i, x) {
+        json_int_t nid = json_is_integer(x) ? json_integer_value(x) : -1;
+        if (nid < 0 || (uint32_t)nid >= nn || rt_json_graph_node(S->g, (uint32_t)nid)->kind != RT_JSON_KERNEL) {
+            st = bad(S, first, "composite annotation: a listed node is not a kernel node of the graph");
+            break;
+        }
+        listed[nid] = true;
+    }
+    for (int a = 0; !st && a < k; a++) {
+        uint32_t nid = entry_node(S, steps[a].out, nn);
+        if (nid >= nn || !listed[nid] || rt_json_graph_node(S->g, nid) == anchor)
+            st = bad(S, first, "composite annotation: a post-op's output is not one of the composite's own nodes");
+        for (int b = 0; !st && b < a; b++)
+            if (steps[b].out == steps[a].out) st = bad(S, first, "composite annotation: two post-ops write one output");
+    }
+    free(listed);
+    return st;
+}
+
 gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
     const char *name = json_string_value(json_object_get(ann, "composite"));
     rt_dnnl_composite c;
@@ -219,6 +259,7 @@ gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
     int k = 0;
     gr_status st = steps_of(S, first, &c, posts, steps, &k);
     if (st) return st;
+    if ((st = steps_agree(S, first, anchor, nodes, steps, k))) return st;
     dn_comp comp = {steps, k, -1};
     if (c.anchor == RT_DNNL_DENSE) {
         comp.b = ann_entry(S, json_object_get(ann, "weight"));

@@ -238,3 +238,26 @@ Test(dnnl_contracts, symbolic_graph_not_prepared) {
         rt_json_graph_free(g);
     }
 }
+
+/* A composite annotation is part of the graph, so it is checked too: a post-op whose output is
+ * a region input, or an input the annotation lists among its nodes, made oneDNN write the
+ * post's result into the caller's input (past the end of the output buffer when sizes differ,
+ * found by the json_graph fuzz target). Now prepare refuses the annotation. */
+static void expect_annotation_refused(const char *file) {
+    FILE *f = fopen(file, "rb");
+    cr_assert_not_null(f, "%s", file);
+    char *text = calloc(1, 1 << 16);
+    size_t n = fread(text, 1, (1 << 16) - 1, f);
+    fclose(f);
+    cr_assert(n > 0);
+    gr_diag d;
+    gr_status st = prepare_and_run(text, &rt_dnnl_engine, &d);
+    cr_expect_neq(st, GR_OK, "%s: oneDNN ran a composite whose post-op writes outside it", file);
+    cr_expect(strstr(d.msg, "composite annotation"), "%s: %s", file, d.msg);
+    free(text);
+}
+
+Test(dnnl_contracts, post_op_output_outside_the_composite) {
+    expect_annotation_refused("fuzz/regress/json_graph/post_out_is_region_input.json");
+    expect_annotation_refused("fuzz/regress/json_graph/post_out_is_listed_input.json");
+}
