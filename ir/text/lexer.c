@@ -235,9 +235,14 @@ again:
     if (c == '"' || c == '\'') {
         const char *q = p + 1;
         while (q < lx->end && *q != c) {
-            if (*q == '\n') break;
-            if (*q == '\\' && q + 1 < lx->end && q[1] != '\n') q++;
+            if (*q == '\n' || *q == '\0') break;
+            if (*q == '\\' && q + 1 < lx->end && q[1] != '\n' && q[1] != '\0') q++;
             q++;
+        }
+        if (q < lx->end && *q == '\0') {
+            /* strings are kept as C strings: a NUL would cut one short (and its print) */
+            err(lx, t, q, "NUL character in a string");
+            return;
         }
         if (q >= lx->end || *q != c) {
             err(lx, t, p, "unterminated string");
