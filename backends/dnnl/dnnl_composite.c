@@ -171,6 +171,7 @@ static gr_status steps_of(dn_state *S, const rt_json_node *n, const rt_dnnl_comp
             st.kind = STEP_ELTWISE;
             st.alpha = ann_float(p, "alpha", POSTS[t].alpha);
             st.beta = ann_float(p, "beta", POSTS[t].beta);
+            if (st.alg == dnnl_eltwise_clip_v2 && st.alpha > st.beta) st.alpha = st.beta; /* as ONNX's clip */
             if (t == RT_DNNL_HARDSIGMOID) {
                 /* linear (a * x + b) into "mid", then clip to [0, 1] */
                 int mid = ann_entry(S, json_object_get(p, "mid"));

@@ -32,7 +32,8 @@ static bool unary_of(const rt_json_node *n, dnnl_alg_kind_t *alg, float *alpha, 
     if (n->op == IR_OP_CLIP) {
         double lo, hi;
         if (!dn_arg_num(n, 1, &lo) || !dn_arg_num(n, 2, &hi)) return false;
-        *alpha = (float)lo;
+        /* max everywhere when min > max (ONNX's min(max(x, min), max)) */
+        *alpha = (float)(lo < hi ? lo : hi);
         *beta = (float)hi;
     }
     return true;

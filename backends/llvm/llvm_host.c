@@ -171,7 +171,9 @@ static LLVMValueRef e_relu6(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_nod
     return clamp(b, a[0], fc(h, 0), fc(h, 6));
 }
 static LLVMValueRef e_clip(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
-    return clamp(b, a[0], fc(h, (float)n->scalars[1]), fc(h, (float)n->scalars[2]));
+    /* max everywhere when min > max (ONNX's min(max(x, min), max)) */
+    double lo = n->scalars[1] < n->scalars[2] ? n->scalars[1] : n->scalars[2];
+    return clamp(b, a[0], fc(h, (float)lo), fc(h, (float)n->scalars[2]));
 }
 static LLVMValueRef e_leaky(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     LLVMValueRef al = fc(h, (float)ir_attrs_get_float(n->attrs, "alpha", 0.01));

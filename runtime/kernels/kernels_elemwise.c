@@ -414,6 +414,8 @@ static gr_status k_clip(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
             p[i - 1] = ir_attrs_get_float(c->attrs, i == 1 ? "min" : "max", p[i - 1]);
         }
     }
+    /* min(max(x, min), max) as ONNX and numpy define it: max everywhere when min > max */
+    if (p[0] > p[1]) p[0] = p[1];
     return run_unary(c, &UN_DEFS[UN_clip], p, out, d);
 }
 
