@@ -74,6 +74,142 @@ def architectures():
                 x = layer(x)
             return x
 
+    class GPT2Block(nn.Module):
+        """A GPT-2 block as Hugging Face writes it: pre-norm, one fused QKV projection split in
+        three, the causal mask sliced from a registered lower-triangular buffer and applied with
+        where(), tanh GELU written out."""
+
+        def __init__(self, hidden, heads, max_pos):
+            super().__init__()
+            self.heads = heads
+            self.dh = hidden // heads
+            self.ln_1 = nn.LayerNorm(hidden, eps=1e-5)
+            self.c_attn = nn.Linear(hidden, 3 * hidden)
+            self.c_proj = nn.Linear(hidden, hidden)
+            self.ln_2 = nn.LayerNorm(hidden, eps=1e-5)
+            self.c_fc = nn.Linear(hidden, 4 * hidden)
+            self.mlp_proj = nn.Linear(4 * hidden, hidden)
+            self.register_buffer('bias', torch.tril(torch.ones(max_pos, max_pos, dtype=torch.bool)).view(1, 1, max_pos, max_pos))
+
+        def split(self, t):
+            b, s, _ = t.shape
+            return t.view(b, s, self.heads, self.dh).permute(0, 2, 1, 3)
+
+        def forward(self, x):
+            b, s, h = x.shape
+            q, k, v = self.c_attn(self.ln_1(x)).split(h, dim=2)
+            q, k, v = self.split(q), self.split(k), self.split(v)
+            w = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.dh)
+            causal = self.bias[:, :, :s, :s]
+            w = torch.where(causal, w, torch.tensor(torch.finfo(w.dtype).min, dtype=w.dtype))
+            a = torch.matmul(torch.softmax(w, dim=-1), v).permute(0, 2, 1, 3).reshape(b, s, h)
+            x = x + self.c_proj(a)
+            f = self.c_fc(self.ln_2(x))
+            f = 0.5 * f * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (f + 0.044715 * torch.pow(f, 3.0))))
+            return x + self.mlp_proj(f)
+
+    class GPT2(nn.Module):
+        """GPT-2-style decoder over float embeddings x: [1, seq, hidden], seq dynamic up to
+        max_pos; learned positions sliced to seq."""
+
+        def __init__(self, layers=4, hidden=256, heads=4, max_pos=256):
+            super().__init__()
+            self.wpe = nn.Parameter(torch.randn(max_pos, hidden) * 0.02)
+            self.blocks = nn.ModuleList([GPT2Block(hidden, heads, max_pos) for _ in range(layers)])
+            self.ln_f = nn.LayerNorm(hidden, eps=1e-5)
+
+        def forward(self, x):
+            x = x + self.wpe[:x.shape[1]]
+            for blk in self.blocks:
+                x = blk(x)
+            return self.ln_f(x)
+
+    class TorchEncoder(nn.Module):
+        """nn.TransformerEncoder as torch writes it; batch-first runs with a key padding mask
+        (the last quarter of the positions padded)."""
+
+        def __init__(self, batch_first, norm_first, activation, layers=4, hidden=256, heads=4, ffn=1024, seq=0):
+            super().__init__()
+            layer = nn.TransformerEncoderLayer(hidden, heads, ffn, dropout=0.0, activation=activation,
+                                               batch_first=batch_first, norm_first=norm_first)
+            self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+            for p in self.enc.parameters():  # the layers are copies of one: give each its own weights
+                if p.dim() > 1:
+                    nn.init.xavier_uniform_(p)
+            self.register_buffer('pad', torch.arange(seq).unsqueeze(0) >= seq - seq // 4 if seq else None)
+
+        def forward(self, x):
+            # torch's fused inference kernels (no ONNX export) run only without grad
+            with torch.enable_grad():
+                return self.enc(x, src_key_padding_mask=self.pad)
+
+    class ConvModule(nn.Module):
+        """Conformer's convolution module over [b, t, d]: pointwise conv, GLU, depthwise conv,
+        batch norm, SiLU, pointwise conv."""
+
+        def __init__(self, d, k=15):
+            super().__init__()
+            self.norm = nn.LayerNorm(d)
+            self.pw1 = nn.Conv1d(d, 2 * d, 1)
+            self.dw = nn.Conv1d(d, d, k, padding=k // 2, groups=d)
+            self.bn = nn.BatchNorm1d(d)
+            self.pw2 = nn.Conv1d(d, d, 1)
+
+        def forward(self, x):
+            y = self.norm(x).transpose(1, 2)
+            y = nn.functional.glu(self.pw1(y), dim=1)
+            y = self.pw2(nn.functional.silu(self.bn(self.dw(y))))
+            return x + y.transpose(1, 2)
+
+    class AudioBlock(nn.Module):
+        """Pre-norm attention (nn.MultiheadAttention, batch-first), a conformer convolution
+        module, a GELU feed-forward."""
+
+        def __init__(self, d, heads, ffn):
+            super().__init__()
+            self.attn_norm = nn.LayerNorm(d)
+            self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+            self.conv = ConvModule(d)
+            self.ffn_norm = nn.LayerNorm(d)
+            self.ffn = nn.Sequential(nn.Linear(d, ffn), nn.GELU(), nn.Linear(ffn, d))
+
+        def forward(self, x):
+            h = self.attn_norm(x)
+            with torch.enable_grad():  # as TorchEncoder
+                x = x + self.attn(h, h, h, need_weights=False)[0]
+            x = self.conv(x)
+            return x + self.ffn(self.ffn_norm(x))
+
+    class AudioEncoder(nn.Module):
+        """Whisper-like encoder over log-mel frames x: [1, mels, frames]: two 1-D convolutions
+        with GELU (the second strided), sinusoidal positions, conformer-style blocks."""
+
+        def __init__(self, mels=80, frames=400, d=256, heads=4, ffn=1024, layers=4):
+            super().__init__()
+            self.conv1 = nn.Conv1d(mels, d, 3, padding=1)
+            self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
+            t = (frames + 1) // 2
+            inv = torch.exp(-math.log(10000.0) * torch.arange(d // 2) / (d // 2 - 1))
+            ang = torch.arange(t).unsqueeze(1) * inv.unsqueeze(0)
+            self.register_buffer('pos', torch.cat([torch.sin(ang), torch.cos(ang)], dim=1))
+            self.blocks = nn.ModuleList([AudioBlock(d, heads, ffn) for _ in range(layers)])
+            self.ln_post = nn.LayerNorm(d)
+
+        def forward(self, x):
+            x = nn.functional.gelu(self.conv1(x))
+            x = nn.functional.gelu(self.conv2(x)).transpose(1, 2) + self.pos
+            for blk in self.blocks:
+                x = blk(x)
+            return self.ln_post(x)
+
+    def deit_tiny():
+        from torchvision.models.vision_transformer import VisionTransformer
+        return VisionTransformer(image_size=224, patch_size=16, num_layers=12, num_heads=3, hidden_dim=192,
+                                 mlp_dim=768)
+
+    def encoder(**kw):
+        return lambda: TorchEncoder(**kw)
+
     def tv(name, **kw):
         def make():
             import torchvision.models as m
@@ -89,6 +225,11 @@ def architectures():
         'convnext_tiny': tv('convnext_tiny'),
         'googlenet': tv('googlenet', aux_logits=False, init_weights=True),
         'bert_encoder': BertEncoder,
+        'deit_tiny': deit_tiny,
+        'gpt2_small': GPT2,
+        'encoder_prenorm_gelu': encoder(batch_first=True, norm_first=True, activation='gelu', seq=128),
+        'encoder_seqfirst': encoder(batch_first=False, norm_first=False, activation='relu'),
+        'audio_encoder': AudioEncoder,
     }
 
 
@@ -104,6 +245,15 @@ ZOO = {
     'convnext_tiny': IMAGE,
     'googlenet': IMAGE,
     'bert_encoder': (1, 96, 384),
+    'deit_tiny': IMAGE,
+    'gpt2_small': (1, 64, 256),
+    'encoder_prenorm_gelu': (1, 128, 256),
+    'encoder_seqfirst': (64, 2, 256),
+    'audio_encoder': (1, 80, 400),
+}
+# name -> the input's dynamic axes ({axis: name}); the output gets the same ones
+DYNAMIC = {
+    'gpt2_small': {1: 'seq'},
 }
 
 
@@ -137,10 +287,11 @@ def export(name, path, seed, arch, dynamic_batch=False):
     randomize_stats(model, torch.Generator().manual_seed(seed + 1))
     x = torch.randn(shape, generator=torch.Generator().manual_seed(seed + 2))
     tmp = path + '.tmp'
+    axes = {0: 'batch'} if dynamic_batch else DYNAMIC.get(name)
     with torch.no_grad():
         torch.onnx.export(model, (x,), tmp, input_names=['x'], output_names=['y'], opset_version=13,
                           do_constant_folding=True,
-                          dynamic_axes={'x': {0: 'batch'}, 'y': {0: 'batch'}} if dynamic_batch else None)
+                          dynamic_axes={'x': axes, 'y': axes} if axes else None)
     os.replace(tmp, path)
 
 
