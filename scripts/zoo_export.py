@@ -204,8 +204,9 @@ def architectures():
 
     def deit_tiny():
         from torchvision.models.vision_transformer import VisionTransformer
-        return VisionTransformer(image_size=224, patch_size=16, num_layers=12, num_heads=3, hidden_dim=192,
-                                 mlp_dim=768)
+        m = VisionTransformer(image_size=224, patch_size=16, num_layers=12, num_heads=3, hidden_dim=192, mlp_dim=768)
+        nn.init.xavier_uniform_(m.heads.head.weight)  # torchvision zeroes it: the output would not depend on x
+        return m
 
     def encoder(**kw):
         return lambda: TorchEncoder(**kw)

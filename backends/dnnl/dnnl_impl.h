@@ -157,6 +157,8 @@ void dn_plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims);
 void dn_plain_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md);
 void dn_plain_expand(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int nd);
 bool dn_is_plain(const dnnl_memory_desc_t *md);
+/* md rewritten as the plain layout when its memory is laid out as that one */
+void dn_md_canon(dnnl_memory_desc_t *md);
 int dn_val_new(dn_state *S, int kind, const dnnl_memory_desc_t *md);
 int dn_alias_new(dn_state *S, int base, const dnnl_memory_desc_t *md);
 int dn_root(const dn_state *S, int v);

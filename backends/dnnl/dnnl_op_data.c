@@ -135,7 +135,13 @@ gr_status dn_op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
     for (int t = 0; t <= nalt && !pd; t++) {
         int a = t < nalt ? t : 0;
         if (t == nalt) S->ref_why = "no jit concat for these layouts (tried the sources' own, the first one's, channels-last, plain)";
-        ds = dnnl_concat_primitive_desc_create(&pd, NULL, (int)cnt, (int)axis, alt[a], S->attr_plain, S->eng);
+        /* plain sources get a plain destination named: left to oneDNN, it derives one from the
+         * first source's strides, which a size-1 dim leaves ambiguous, and takes ref:any */
+        bool allp = true;
+        for (uint32_t i = 0; i < cnt; i++) allp &= dn_is_plain(&alt[a][i]);
+        dnnl_memory_desc_t dplain;
+        dn_plain_md(&dplain, n->ndims[0], n->shapes[0]);
+        ds = dnnl_concat_primitive_desc_create(&pd, allp ? &dplain : NULL, (int)cnt, (int)axis, alt[a], S->attr_plain, S->eng);
         if (ds != dnnl_success) {
             pd = NULL;
             if (t == nalt) break;
@@ -351,8 +357,9 @@ gr_status dn_op_permute(dn_state *S, const rt_json_node *n, const dn_comp *comp)
     dnnl_memory_desc_t pmd, omd, cl;
     dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
     dn_channels_last(&cl, &omd);
-    if (!S->opts.no_layout_plan && dnnl_memory_desc_permute_axes(&pmd, &S->vals.data[xv].md, perm) == dnnl_success &&
-        (dnnl_memory_desc_equal(&pmd, &omd) || (!S->is_head[e] && nd >= 3 && dnnl_memory_desc_equal(&pmd, &cl)))) {
+    bool view = !S->opts.no_layout_plan && dnnl_memory_desc_permute_axes(&pmd, &S->vals.data[xv].md, perm) == dnnl_success;
+    if (view) dn_md_canon(&pmd);
+    if (view && (dnnl_memory_desc_equal(&pmd, &omd) || (!S->is_head[e] && nd >= 3 && dnnl_memory_desc_equal(&pmd, &cl)))) {
         S->ent_val[e] = dn_alias_new(S, xv, &pmd);
         S->stats.nviews++;
         return GR_OK;

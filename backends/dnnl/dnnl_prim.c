@@ -63,6 +63,23 @@ bool dn_is_plain(const dnnl_memory_desc_t *md) {
     return dnnl_memory_desc_equal(&p, md);
 }
 
+/* A strided md whose dims other than the 1s are row-major dense is the plain layout: the stride
+ * of a size-1 dim addresses nothing, but oneDNN's kernels compare strides (a [1, S, C] view of a
+ * permuted [S, 1, C] reads as "bac" and gets binary ref:any). */
+void dn_md_canon(dnnl_memory_desc_t *md) {
+    if (md->format_kind != dnnl_blocked || md->format_desc.blocking.inner_nblks || md->extra.flags || md->ndims < 1)
+        return;
+    int64_t want = 1;
+    for (int i = md->ndims - 1; i >= 0; i--) {
+        if (md->dims[i] < 1 || md->padded_dims[i] != md->dims[i] || md->padded_offsets[i]) return;
+        if (md->dims[i] == 1) continue;
+        if (md->format_desc.blocking.strides[i] != want) return;
+        want *= md->dims[i];
+    }
+    dnnl_dim_t off = md->offset0;
+    if (dnnl_memory_desc_init_by_strides(md, md->ndims, md->dims, md->data_type, NULL) == dnnl_success) md->offset0 = off;
+}
+
 bool dn_pd_is_ref(const_dnnl_primitive_desc_t pd) {
     const char *impl = NULL;
     return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
@@ -142,6 +159,7 @@ int dn_val_new(dn_state *S, int kind, const dnnl_memory_desc_t *md) {
     dn_val v = {0};
     v.kind = kind;
     v.md = *md;
+    dn_md_canon(&v.md);
     v.alias = -1;
     v.ext = -1;
     v.first = v.last = -1;
@@ -423,12 +441,14 @@ void *dn_owned_alloc(dn_state *S, size_t bytes) {
  * reorder primitive. */
 gr_status dn_as(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *want, int *out) {
     const dn_val *dv = &S->vals.data[v];
-    if (dnnl_memory_desc_equal(&dv->md, want)) {
+    dnnl_memory_desc_t cw = *want; /* the values' mds are canonical (dn_val_new) */
+    dn_md_canon(&cw);
+    if (dnnl_memory_desc_equal(&dv->md, &cw)) {
         *out = v;
         return GR_OK;
     }
     for (uint32_t i = 0; i < S->vals.len; i++)
-        if (S->vals.data[i].copy_of == v + 1 && dnnl_memory_desc_equal(&S->vals.data[i].md, want)) {
+        if (S->vals.data[i].copy_of == v + 1 && dnnl_memory_desc_equal(&S->vals.data[i].md, &cw)) {
             *out = (int)i;
             return GR_OK;
         }

@@ -114,6 +114,22 @@ gr_status onnx_cv_gather(onnx_cv *cv) {
     rt_tensor *ki = cv_known(cv, 1);
     const ir_prim *const *dims = cv_dims_or_cast(cv, 0, &x);
     int64_t dim;
+    if (ki && ki->dl.ndim == 0 && dims && ir_prim_is_int(dims[axis], &dim)) {
+        /* One constant index (ViT's class token x[:, 0]): a slice of one and a squeeze, which
+         * backends read as a view of x; take is a gather. */
+        int64_t i = onnx_tensor_get_i64(ki, 0);
+        if (i < -dim || i >= dim) return cv_fail(cv, GR_ERR_INVALID, "index out of range");
+        if (i < 0) i += dim;
+        const int64_t part[4] = {axis, i, i + 1, 1};
+        ir_expr *args[5] = {x};
+        for (int k = 0; k < 4; k++) {
+            ir_expr *f = (ir_expr *)ir_primval_int(cv->ctx, ir_prim_int(cv->ctx, part[k]), cv->span);
+            args[1 + k] = (ir_expr *)ir_tuple_new(cv->ctx, 1, &f, cv->span);
+        }
+        cv_attrs sq = {0};
+        cv_set(&sq, "axis", ir_attr_ints(cv->ctx, 1, &axis));
+        return cv_out(cv, 0, cv_call1(cv, IR_OP_SQUEEZE, cv_emit(cv, cv_call(cv, IR_OP_STRIDED_SLICE, 5, args, NULL)), &sq));
+    }
     if (ki && dims && ir_prim_is_int(dims[axis], &dim)) {
         /* Constant indices: normalize negative ones (take does not wrap). */
         bool neg = false;
