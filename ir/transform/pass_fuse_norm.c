@@ -4,6 +4,7 @@
  *   y = d / sqrt(v + eps) * gamma + beta               -> layer_norm(x, gamma, beta, [-1], eps)
  *   (x * (erf(x / sqrt2 | x * (1/sqrt2)) + 1)) * 0.5
  *   | (x * 0.5) * (erf(...) + 1)                        -> nn.gelu(x)
+ *   the same with tanh(sqrt(2/pi) * (x + 0.044715 * x^3))  -> nn.gelu_tanh(x)
  * gamma / beta are constants over the last axis (or scalars); the intermediates have no other
  * use. Backends then see the op they have a kernel for (oneDNN's layer normalization, GELU as a
  * matmul post-op) instead of 9 and 5 elementwise ops. The fused call carries the
@@ -159,7 +160,37 @@ static bool try_layer_norm(pu_rewriter *r, const ir_binding *b, ir_expr *value) 
     return ln && (ln = pu_normalize(r, ln)) && pu_push(r, b->var, ln, NULL);
 }
 
-/* y = (x * (erf(x / sqrt2) + 1)) * 0.5 or (x * 0.5) * (erf(x / sqrt2) + 1) */
+/* The tanh form (GPT-2's, torch's approximate="tanh") after try_gelu found the outer products
+ * and the `+ 1` (ap, its result one_plus) of t = ev = tanh(sqrt(2/pi) * (x + 0.044715 * x^3)). */
+static bool try_gelu_tanh(pu_rewriter *r, const ir_binding *b, ir_expr *x, ir_expr *ev, ir_call *ap,
+                          ir_expr *one_plus, ir_call *mid, ir_expr *mid_v, ir_call *outer) {
+    double k;
+    ir_expr *sv = NULL, *cv = NULL, *pv = NULL;
+    ir_call *th = def_of(r, ev, IR_OP_TANH, 1);
+    ir_call *sc = th ? def_of(r, th->args[0], IR_OP_MULTIPLY, 1) : NULL;
+    if (!sc || !with_const(sc, &k, &sv) || !close_to(k, sqrt(2.0 / M_PI))) return false;
+    ir_call *sum = def_of(r, sv, IR_OP_ADD, 1);
+    if (!sum || sum->nargs != 2) return false;
+    for (int i = 0; i < 2 && !cv; i++)
+        if (sum->args[i] == x) cv = sum->args[1 - i];
+    ir_call *cm = def_of(r, cv, IR_OP_MULTIPLY, 1);
+    if (!cm || !with_const(cm, &k, &pv) || !close_to(k, 0.044715)) return false;
+    ir_call *cube = def_of(r, pv, IR_OP_POWER, 1);
+    if (!cube || cube->nargs != 2 || cube->args[0] != x || !pu_const_uniform(cube->args[1], &k) || k != 3.0) return false;
+    if (rank_of(x) != rank_of(&outer->base)) return false;
+    chain ch = {0};
+    const ir_call *calls[] = {cube, cm, sum, sc, th, ap, mid, outer};
+    const ir_expr *vars[] = {pv, cv, sv, th->args[0], ev, one_plus, mid_v, NULL};
+    for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+        take_call(&ch, calls[i]);
+        if (vars[i]) take(&ch, vars[i]);
+    }
+    const ir_span *span = ir_si_collapse_nodes(r->ctx, ch.nodes, ch.n);
+    ir_expr *g = pu_call(r, IR_OP_GELU_TANH, 1, &x, 0, NULL, NULL, span);
+    return g && (g = pu_normalize(r, g)) && pu_push(r, b->var, g, NULL);
+}
+
+/* y = (x * (erf(x / sqrt2) + 1)) * 0.5 or (x * 0.5) * (erf(x / sqrt2) + 1), or the tanh form */
 static bool try_gelu(pu_rewriter *r, const ir_binding *b, ir_expr *value) {
     ir_call *outer = pu_op_call(value, IR_OP_MULTIPLY);
     if (!outer || outer->nargs != 2 || rank_of(value) < 0 || !ir_dtype_eq(value->sinfo->dtype, IR_DTYPE_F32)) return false;
@@ -189,7 +220,8 @@ static bool try_gelu(pu_rewriter *r, const ir_binding *b, ir_expr *value) {
     ir_expr *ev = NULL, *sv = NULL;
     if (!ap || !with_const(ap, &k, &ev) || !close_to(k, 1.0)) return false;
     ir_call *erf = def_of(r, ev, IR_OP_ERF, 1);
-    ir_call *sc = erf ? def_of(r, erf->args[0], IR_OP_DIVIDE, 1) : NULL;
+    if (!erf) return try_gelu_tanh(r, b, x, ev, ap, one_plus, half ? half : inner, half ? half_v : inner_v, outer);
+    ir_call *sc = def_of(r, erf->args[0], IR_OP_DIVIDE, 1);
     bool by_div = sc != NULL;
     if (!sc && erf) sc = def_of(r, erf->args[0], IR_OP_MULTIPLY, 1);
     if (!sc || !with_const(sc, &k, &sv) || sv != x) return false;

@@ -156,3 +156,11 @@ Test(dnnl_zoo, mnasnet1_0, .timeout = 120) { check_zoo("mnasnet1_0", 53); }
 Test(dnnl_zoo, convnext_tiny, .timeout = 240) { check_zoo("convnext_tiny", 59); }
 Test(dnnl_zoo, googlenet, .timeout = 120) { check_zoo("googlenet", 58); }
 Test(dnnl_zoo, bert_encoder, .timeout = 120) { check_zoo("bert_encoder", 36); }
+/* transformers beyond the BERT encoder: ViT (DeiT-tiny), a GPT-2-style decoder (causal mask,
+ * tanh GELU), nn.TransformerEncoder batch-first pre-norm with a padding mask and
+ * sequence-first post-norm, a conformer-like audio encoder (1-D convolutions + attention) */
+Test(dnnl_zoo, deit_tiny, .timeout = 120) { check_zoo("deit_tiny", 999); }
+Test(dnnl_zoo, gpt2_small, .timeout = 120) { check_zoo("gpt2_small", 999); }
+Test(dnnl_zoo, encoder_prenorm_gelu, .timeout = 120) { check_zoo("encoder_prenorm_gelu", 999); }
+Test(dnnl_zoo, encoder_seqfirst, .timeout = 120) { check_zoo("encoder_seqfirst", 999); }
+Test(dnnl_zoo, audio_encoder, .timeout = 120) { check_zoo("audio_encoder", 999); }
