@@ -402,6 +402,40 @@ static bool slice_as_view(dn_state *S, int e) {
     return true;
 }
 
+/* Entry e of n: the view of value xv (a dn_strided layout) with dims vd, from start by step per
+ * axis; kept as a view when its consumers reorder anyway, else copied plain by a reorder. */
+static gr_status slice_emit(dn_state *S, const rt_json_node *n, int xv, int e, const int64_t *vd, const int64_t *start,
+                            const int64_t *step) {
+    const dnnl_memory_desc_t xmd = S->vals.data[xv].md;
+    int nd = xmd.ndims;
+    int64_t off = xmd.offset0;
+    dnnl_dims_t d, vs;
+    for (int i = 0; i < nd; i++) {
+        int64_t xs = xmd.format_desc.blocking.strides[i];
+        d[i] = vd[i];
+        vs[i] = xs * step[i];
+        off += start[i] * xs;
+        if (vd[i] && start[i] + (vd[i] - 1) * step[i] >= xmd.dims[i]) return dn_fail(S, n, dnnl_success, "slice out of bounds");
+    }
+    dnnl_memory_desc_t view, omd;
+    dnnl_memory_desc_init_by_strides(&view, nd, d, dnnl_f32, vs);
+    view.offset0 = off;
+    if (slice_as_view(S, e)) {
+        /* no copy: the consumers reorder from the view into their own layouts anyway */
+        S->ent_val[e] = dn_alias_new(S, xv, &view);
+        return GR_OK;
+    }
+    dn_plain_md(&omd, nd, vd);
+    dnnl_primitive_desc_t pd;
+    dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, &view, S->eng, &omd, S->eng, S->attr_plain);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the slice reorder");
+    int v = dn_val_new(S, V_TMP, &omd);
+    dn_arg args[2] = {{DNNL_ARG_FROM, xv, view, NULL}, {DNNL_ARG_TO, v, omd, NULL}};
+    gr_status st = dn_emit(S, n, pd, args, 2, true);
+    if (!st) S->ent_val[e] = v;
+    return st;
+}
+
 gr_status dn_op_strided_slice(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
@@ -418,7 +452,7 @@ gr_status dn_op_strided_slice(dn_state *S, const rt_json_node *n, const dn_comp 
         for (int i = 0; i < na; i++) stp[i] = 1;
     if (na < 0 || nb != na || ne != na || ns != na || n->ndims[0] != nd)
         return dn_fail(S, n, dnnl_success, "strided_slice needs constant axes / begin / end / strides");
-    int64_t start[DNNL_MAX_NDIMS] = {0}, step[DNNL_MAX_NDIMS], xstr[DNNL_MAX_NDIMS];
+    int64_t start[DNNL_MAX_NDIMS] = {0}, step[DNNL_MAX_NDIMS];
     for (int i = 0; i < nd; i++) step[i] = 1;
     for (int i = 0; i < na; i++) {
         int64_t a = axes[i] < 0 ? axes[i] + nd : axes[i], dim;
@@ -428,30 +462,30 @@ gr_status dn_op_strided_slice(dn_state *S, const rt_json_node *n, const dn_comp 
         start[a] = b < 0 ? 0 : b > dim ? dim : b;
         step[a] = stp[i];
     }
-    int64_t off = xmd.offset0;
-    for (int i = 0; i < nd; i++) xstr[i] = xmd.format_desc.blocking.strides[i];
-    dnnl_dims_t vd, vs;
-    for (int i = 0; i < nd; i++) {
-        vd[i] = n->shapes[0][i];
-        vs[i] = xstr[i] * step[i];
-        off += start[i] * xstr[i];
-        if (vd[i] && start[i] + (vd[i] - 1) * step[i] >= xmd.dims[i]) return dn_fail(S, n, dnnl_success, "strided_slice out of bounds");
+    return slice_emit(S, n, xv, dn_out_entry(S, n), n->shapes[0], start, step);
+}
+
+/* split: each piece a slice along the axis, the pieces' sizes read from the output shapes */
+gr_status dn_op_split(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = dn_need_val(S, n, x, &xv);
+    if (!st && (!dn_strided(&S->vals.data[xv].md) || S->opts.no_layout_plan)) st = dn_plain(S, n, xv, &xv);
+    if (st) return st;
+    int nd = S->vals.data[xv].md.ndims;
+    int64_t axis = dn_attr_int(n, "axis", 0), at = 0, start[DNNL_MAX_NDIMS] = {0}, step[DNNL_MAX_NDIMS];
+    if (axis < 0) axis += nd;
+    if (axis < 0 || axis >= nd) return dn_fail(S, n, dnnl_success, "split axis out of range");
+    for (int i = 0; i < nd; i++) step[i] = 1;
+    int row = dn_out_entry(S, n);
+    for (uint32_t o = 0; o < n->noutputs && !st; o++) {
+        if (n->ndims[o] != nd) return dn_fail(S, n, dnnl_success, "split output rank");
+        start[axis] = at;
+        at += n->shapes[o][axis];
+        /* pieces nothing reads need no copy */
+        if (S->cons[row + (int)o].len || S->is_head[row + (int)o])
+            st = slice_emit(S, n, xv, row + (int)o, n->shapes[o], start, step);
     }
-    dnnl_memory_desc_t view, omd;
-    dnnl_memory_desc_init_by_strides(&view, nd, vd, dnnl_f32, vs);
-    view.offset0 = off;
-    if (slice_as_view(S, dn_out_entry(S, n))) {
-        /* no copy: the consumers reorder from the view into their own layouts anyway */
-        S->ent_val[dn_out_entry(S, n)] = dn_alias_new(S, xv, &view);
-        return GR_OK;
-    }
-    dn_plain_md(&omd, nd, n->shapes[0]);
-    dnnl_primitive_desc_t pd;
-    dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, &view, S->eng, &omd, S->eng, S->attr_plain);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the strided_slice reorder");
-    int v = dn_val_new(S, V_TMP, &omd);
-    dn_arg args[2] = {{DNNL_ARG_FROM, xv, view, NULL}, {DNNL_ARG_TO, v, omd, NULL}};
-    st = dn_emit(S, n, pd, args, 2, true);
-    if (!st) S->ent_val[dn_out_entry(S, n)] = v;
+    if (!st && at != S->vals.data[xv].md.dims[axis]) return dn_fail(S, n, dnnl_success, "split pieces do not add up");
     return st;
 }

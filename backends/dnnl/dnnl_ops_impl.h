@@ -61,5 +61,6 @@ gr_status dn_op_reduce(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_reshape(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_permute(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_strided_slice(dn_state *S, const rt_json_node *n, const dn_comp *comp);
+gr_status dn_op_split(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 
 #endif

@@ -51,7 +51,8 @@ static double dense_flops(const ir_module *m, int *ncalls) {
     return t;
 }
 
-static void check_zoo(const char *name, int min_fused) {
+/* host_ok: ops the dnnl patterns do not take, left on the host by design */
+static void check_zoo_host(const char *name, int min_fused, size_t host_ok) {
     const char *zoo = getenv("GRAFT_ZOO") ? getenv("GRAFT_ZOO") : "build/third_party/zoo";
     char path[4096], in_path[4200], out_path[4200];
     snprintf(path, sizeof path, "%s/%s.onnx", zoo, name);
@@ -114,8 +115,8 @@ static void check_zoo(const char *name, int min_fused) {
         fused += !strncmp(cn, "dnnl.conv", 9) || !strncmp(cn, "dnnl.matmul_", 12) || !strncmp(cn, "dnnl.dense", 10);
     }
     /* every op of the zoo runs on dnnl (layer norms and erf GELUs included, FuseLayerNormGelu) */
-    cr_expect_eq(json_array_size(json_object_get(rep, "host")), 0, "%s: %zu host ops left", name,
-                 json_array_size(json_object_get(rep, "host")));
+    cr_expect_eq(json_array_size(json_object_get(rep, "host")), host_ok, "%s: %zu host ops left, expected %zu", name,
+                 json_array_size(json_object_get(rep, "host")), host_ok);
     json_decref(rep);
     int ndense = 0, nhost = 0;
     double total = dense_flops(opt, &ndense), host = dense_flops(part, &nhost);
@@ -148,6 +149,8 @@ static void check_zoo(const char *name, int min_fused) {
     ir_ctx_free(ctx);
 }
 
+static void check_zoo(const char *name, int min_fused) { check_zoo_host(name, min_fused, 0); }
+
 Test(dnnl_zoo, resnet18, .timeout = 120) { check_zoo("resnet18", 21); }
 Test(dnnl_zoo, mobilenet_v3_large, .timeout = 120) { check_zoo("mobilenet_v3_large", 64); }
 Test(dnnl_zoo, regnet_y_400mf, .timeout = 120) { check_zoo("regnet_y_400mf", 86); }
@@ -159,8 +162,10 @@ Test(dnnl_zoo, bert_encoder, .timeout = 120) { check_zoo("bert_encoder", 36); }
 /* transformers beyond the BERT encoder: ViT (DeiT-tiny), a GPT-2-style decoder (causal mask,
  * tanh GELU), nn.TransformerEncoder batch-first pre-norm with a padding mask and
  * sequence-first post-norm, a conformer-like audio encoder (1-D convolutions + attention) */
-Test(dnnl_zoo, deit_tiny, .timeout = 120) { check_zoo("deit_tiny", 999); }
-Test(dnnl_zoo, gpt2_small, .timeout = 120) { check_zoo("gpt2_small", 999); }
-Test(dnnl_zoo, encoder_prenorm_gelu, .timeout = 120) { check_zoo("encoder_prenorm_gelu", 999); }
-Test(dnnl_zoo, encoder_seqfirst, .timeout = 120) { check_zoo("encoder_seqfirst", 999); }
-Test(dnnl_zoo, audio_encoder, .timeout = 120) { check_zoo("audio_encoder", 999); }
+Test(dnnl_zoo, deit_tiny, .timeout = 120) { check_zoo("deit_tiny", 38); }
+/* the causal mask's where(mask, scores, min) per layer stays on the host: oneDNN 2.x has no
+ * select, and x * m + a differs from it where scores are infinite */
+Test(dnnl_zoo, gpt2_small, .timeout = 120) { check_zoo_host("gpt2_small", 16, 4); }
+Test(dnnl_zoo, encoder_prenorm_gelu, .timeout = 120) { check_zoo("encoder_prenorm_gelu", 16); }
+Test(dnnl_zoo, encoder_seqfirst, .timeout = 120) { check_zoo("encoder_seqfirst", 12); }
+Test(dnnl_zoo, audio_encoder, .timeout = 120) { check_zoo("audio_encoder", 26); }
