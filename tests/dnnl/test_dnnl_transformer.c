@@ -1,0 +1,200 @@
+/* Transformer blocks on the dnnl backend, op by op as exporters write them: each module (params
+ * starting with w / b bound as constants) goes through the default pipeline (FuseLayerNormGelu)
+ * and the dnnl partition, must leave nothing on the host, take the expected composites, match
+ * the reference executor within |d - r| <= 1e-4 + 1e-4 |r| (fp32; the layer norms and
+ * softmaxes sum <= 256 terms, oneDNN's erf / tanh / exp are within a few ulp), and run no
+ * primitive on oneDNN's reference kernels (make test runs this suite under
+ * ONEDNN_MAX_CPU_ISA=AVX2 too). */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/dnnl/dnnl.h"
+#include "byoc/byoc.h"
+#include "ir/text/parser.h"
+#include "ir/transform/transform.h"
+#include "runtime/exec/executor.h"
+#include "tests/compare_util.h"
+
+#define TT_ATOL 1e-4
+#define TT_RTOL 1e-4
+
+static float tt_rand(uint32_t *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static rt_tensor *rand_tensor(const ir_sinfo *s, uint32_t *seed) {
+    int64_t shape[RT_MAX_NDIM];
+    cr_assert(ir_sinfo_static_shape(s, shape));
+    rt_tensor *t = rt_tensor_new(s->dtype, s->ndim, shape);
+    float *p = rt_tensor_data(t);
+    for (int64_t k = 0; k < rt_tensor_numel(t); k++) p[k] = tt_rand(seed);
+    return t;
+}
+
+static void run_main(const ir_module *m, uint32_t seed, rt_value *out) {
+    rt_exec_t *x = NULL;
+    gr_diag d = {0};
+    cr_assert_eq(rt_exec_new(m, "main", &x, &d), GR_OK, "%s", d.msg);
+    uint32_t n = rt_exec_num_inputs(x);
+    rt_value in[8];
+    cr_assert_leq(n, 8);
+    for (uint32_t i = 0; i < n; i++) in[i] = rt_value_tensor(rand_tensor(rt_exec_input_sinfo(x, i), &seed));
+    cr_assert_eq(rt_exec_run(x, in, n, out, &d), GR_OK, "%s", d.msg);
+    for (uint32_t i = 0; i < n; i++) rt_value_clear(&in[i]);
+    rt_exec_free(x);
+}
+
+/* `want`: composite names, each expected at least once ("" for none) */
+static void tt_case(const char *text, const char *const *want, uint32_t seed) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag d = {0};
+    ir_module *m = NULL, *bound = NULL, *opt = NULL, *part = NULL;
+    cr_assert_eq(ir_parse_module(ctx, "case", text, strlen(text), &m, &d), GR_OK, "%s\n%s", d.msg, text);
+    const ir_func *f = ir_module_func(m, "main");
+    const char *names[8];
+    rt_tensor *ts[8];
+    uint32_t n = 0, s = seed;
+    for (uint32_t i = 0; i < f->nparams && n < 8; i++)
+        if (strchr("wb", f->params[i]->name[0])) {
+            names[n] = f->params[i]->name;
+            ts[n++] = rand_tensor(f->params[i]->base.sinfo, &s);
+        }
+    ir_pass *bp = ir_pass_bind_params_new("main", n, names, ts);
+    cr_assert_eq(ir_pass_run(bp, NULL, m, &bound, &d), GR_OK, "%s", d.msg);
+    ir_pass_free(bp);
+    for (uint32_t i = 0; i < n; i++) rt_tensor_release(ts[i]);
+    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, bound, &opt, &d), GR_OK, "%s", d.msg);
+    byoc_notes notes;
+    byoc_notes_init(&notes);
+    byoc_partition_opts po = {0};
+    po.notes = &notes;
+    const char *be[1] = {"dnnl"};
+    cr_assert_eq(byoc_partition(ctx, opt, be, 1, &po, &part, &d), GR_OK, "%s", d.msg);
+    json_t *rep = byoc_report_json(ctx, po.after_merge, be, 1, &notes);
+    char got[1024] = " ";
+    size_t i, j;
+    json_t *g, *c;
+    json_array_foreach(json_object_get(rep, "regions"), i, g) json_array_foreach(json_object_get(g, "composites"), j, c) {
+        strncat(got, json_string_value(json_object_get(c, "name")), sizeof got - strlen(got) - 2);
+        strncat(got, " ", sizeof got - strlen(got) - 1);
+    }
+    cr_expect_eq(json_array_size(json_object_get(rep, "host")), 0, "ops left on the host; composites:%s", got);
+    for (const char *const *w = want; *w; w++) {
+        char key[128];
+        snprintf(key, sizeof key, " %s ", *w);
+        cr_expect(strstr(got, key) != NULL, "want %s, got%s", *w, got);
+    }
+    json_decref(rep);
+    rt_value a = {0}, b = {0};
+    run_main(bound, seed, &a);
+    run_main(part, seed, &b);
+    cr_assert_eq(a.kind, RT_VAL_TENSOR);
+    cr_assert_eq(b.kind, RT_VAL_TENSOR);
+    tc_expect_tensor(b.u.t, a.u.t, (gr_cmp_opts){.atol = TT_ATOL, .rtol = TT_RTOL}, "dnnl against the reference");
+    rt_value_clear(&a);
+    rt_value_clear(&b);
+    uint64_t np = 0, nref = 0;
+    char last[256] = "";
+    rt_dnnl_totals(&np, &nref, last, sizeof last);
+    cr_expect_gt(np, 0);
+    cr_expect_eq(nref, 0, "%lu of %lu primitives on ref (ISA %s): %s", (unsigned long)nref, (unsigned long)np,
+                 rt_dnnl_isa(), last);
+    byoc_notes_free(&notes);
+    ir_ctx_free(ctx);
+}
+
+#define HDR "@I.ir_module\nclass Module:\n    @R.function\n"
+#define F32(shape) "R.Tensor(" shape ", dtype=\"float32\")"
+#define END "            R.output(gv)\n        return gv\n"
+#define WANT(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* nn.MultiheadAttention's output [S, 1, C] permuted to batch-first and added to the residual:
+ * the permuted view's size-1 dim once made the add binary ref:any */
+Test(dnnl_transformer, residual_add_of_a_permuted_view) {
+    tt_case(HDR "    def main(x: " F32("(40, 1, 48)") ", r: " F32("(1, 40, 48)") ", w: " F32("(48, 48)") "):\n"
+                "        with R.dataflow():\n"
+                "            lv = R.matmul(x, w)\n"
+                "            lv1 = R.permute_dims(lv, axes=[1, 0, 2])\n"
+                "            gv = R.add(lv1, r)\n" END,
+            WANT("dnnl.add"), 1);
+}
+
+/* the bias of a projection and an additive attention mask broadcast over heads and queries */
+Test(dnnl_transformer, broadcast_adds_3d_4d) {
+    tt_case(HDR "    def main(x: " F32("(1, 24, 32)") ", b: " F32("(32,)") ", s: " F32("(1, 4, 24, 24)")
+                ", m: " F32("(1, 1, 1, 24)") "):\n"
+                "        with R.dataflow():\n"
+                "            lv = R.add(x, b)\n"
+                "            lv1 = R.add(s, m)\n"
+                "            lv2 = R.nn.softmax(lv1, axis=-1)\n"
+                "            lv3 = R.reshape(lv2, R.shape([1, 96, 24]))\n"
+                "            gv = R.matmul(lv3, lv)\n" END,
+            WANT("dnnl.nn.softmax"), 2);
+}
+
+/* the opset-13 layer norm (ReduceMean / Sub / Pow / ReduceMean / Add / Sqrt / Div / Mul / Add)
+ * becomes oneDNN's layer normalization */
+Test(dnnl_transformer, decomposed_layer_norm) {
+    tt_case(HDR "    def main(x: " F32("(2, 17, 64)") ", w: " F32("(64,)") ", b: " F32("(64,)") "):\n"
+                "        with R.dataflow():\n"
+                "            lv = R.mean(x, axis=[2], keepdims=True)\n"
+                "            lv1 = R.subtract(x, lv)\n"
+                "            lv2 = R.power(lv1, R.const(2.0, \"float32\"))\n"
+                "            lv3 = R.mean(lv2, axis=[2], keepdims=True)\n"
+                "            lv4 = R.add(lv3, R.const(1e-5, \"float32\"))\n"
+                "            lv5 = R.sqrt(lv4)\n"
+                "            lv6 = R.divide(lv1, lv5)\n"
+                "            lv7 = R.multiply(lv6, w)\n"
+                "            gv = R.add(lv7, b)\n" END,
+            WANT("dnnl.nn.layer_norm"), 3);
+}
+
+/* GPT-2's feed-forward: the tanh GELU written out becomes a post-op of the projection */
+Test(dnnl_transformer, tanh_gelu_post_op) {
+    tt_case(HDR "    def main(x: " F32("(1, 16, 32)") ", w: " F32("(32, 64)") ", b: " F32("(64,)") "):\n"
+                "        with R.dataflow():\n"
+                "            f0 = R.matmul(x, w)\n"
+                "            f = R.add(f0, b)\n"
+                "            h = R.multiply(f, R.const(0.5, \"float32\"))\n"
+                "            p = R.power(f, R.const(3.0, \"float32\"))\n"
+                "            q = R.multiply(p, R.const(0.044715, \"float32\"))\n"
+                "            s = R.add(f, q)\n"
+                "            t = R.multiply(s, R.const(0.7978845608, \"float32\"))\n"
+                "            u = R.tanh(t)\n"
+                "            v = R.add(u, R.const(1.0, \"float32\"))\n"
+                "            gv = R.multiply(h, v)\n" END,
+            WANT("dnnl.matmul_bias_gelu_tanh"), 4);
+}
+
+/* a fused QKV projection split in three (GPT-2), per-head reshapes, QK^T, softmax, V */
+Test(dnnl_transformer, split_qkv_attention) {
+    tt_case(HDR "    def main(x: " F32("(1, 12, 32)") ", w: " F32("(32, 96)") "):\n"
+                "        with R.dataflow():\n"
+                "            lv = R.matmul(x, w)\n"
+                "            sp = R.split(lv, indices_or_sections=[32, 64], axis=2)\n"
+                "            q = sp[0]\n"
+                "            k = sp[1]\n"
+                "            v = sp[2]\n"
+                "            q1 = R.permute_dims(R.reshape(q, R.shape([1, 12, 4, 8])), axes=[0, 2, 1, 3])\n"
+                "            k1 = R.permute_dims(R.reshape(k, R.shape([1, 12, 4, 8])), axes=[0, 2, 3, 1])\n"
+                "            v1 = R.permute_dims(R.reshape(v, R.shape([1, 12, 4, 8])), axes=[0, 2, 1, 3])\n"
+                "            sc = R.matmul(q1, k1)\n"
+                "            pr = R.nn.softmax(sc, axis=-1)\n"
+                "            gv = R.matmul(pr, v1)\n" END,
+            WANT("dnnl.split", "dnnl.nn.softmax"), 5);
+}
+
+/* ViT's class token: a [1, 1, C] constant concatenated before the [1, S, C] patches (a
+ * channels-last view of the patch embedding) */
+Test(dnnl_transformer, class_token_concat) {
+    tt_case(HDR "    def main(x: " F32("(1, 16, 5, 5)") ", w: " F32("(1, 1, 16)") ", b: " F32("(1, 26, 16)") "):\n"
+                "        with R.dataflow():\n"
+                "            lv = R.reshape(x, R.shape([1, 16, 25]))\n"
+                "            lv1 = R.permute_dims(lv, axes=[0, 2, 1])\n"
+                "            lv2 = R.concat((w, lv1), axis=1)\n"
+                "            gv = R.add(lv2, b)\n" END,
+            WANT("dnnl.concat"), 6);
+}
