@@ -68,6 +68,11 @@ static const model_def MODELS[] = {
     {"convnext_tiny", NULL},
     {"googlenet", NULL},
     {"bert_encoder", NULL},
+    {"deit_tiny", NULL},
+    {"gpt2_small", NULL},
+    {"encoder_prenorm_gelu", NULL},
+    {"encoder_seqfirst", NULL},
+    {"audio_encoder", NULL},
 };
 #define NMODELS ((int)(sizeof(MODELS) / sizeof(MODELS[0])))
 
