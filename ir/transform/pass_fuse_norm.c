@@ -223,7 +223,7 @@ static bool try_gelu(pu_rewriter *r, const ir_binding *b, ir_expr *value) {
     if (!erf) return try_gelu_tanh(r, b, x, ev, ap, one_plus, half ? half : inner, half ? half_v : inner_v, outer);
     ir_call *sc = def_of(r, erf->args[0], IR_OP_DIVIDE, 1);
     bool by_div = sc != NULL;
-    if (!sc && erf) sc = def_of(r, erf->args[0], IR_OP_MULTIPLY, 1);
+    if (!sc) sc = def_of(r, erf->args[0], IR_OP_MULTIPLY, 1);
     if (!sc || !with_const(sc, &k, &sv) || sv != x) return false;
     if (by_div ? (sc->args[0] != x || !close_to(k, sqrt(2.0))) : !close_to(k, sqrt(0.5))) return false;
     if (rank_of(x) != rank_of(value)) return false;
