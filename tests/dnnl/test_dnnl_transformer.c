@@ -198,3 +198,16 @@ Test(dnnl_transformer, class_token_concat) {
                 "            gv = R.add(lv2, b)\n" END,
             WANT("dnnl.concat"), 6);
 }
+
+/* split's pieces: one nothing reads (no copy), one a convolution reads (a view), one an add
+ * reads (a jit reorder) */
+Test(dnnl_transformer, split_unused_view_and_copied_pieces) {
+    tt_case(HDR "    def main(x: " F32("(1, 10, 6, 6)") ", w: " F32("(4, 4, 3, 3)") "):\n"
+                "        with R.dataflow():\n"
+                "            sp = R.split(x, indices_or_sections=[2, 6], axis=1)\n"
+                "            a = sp[1]\n"
+                "            b = sp[2]\n"
+                "            c = R.nn.conv2d(a, w, padding=[1, 1, 1, 1])\n"
+                "            gv = R.add(c, b)\n" END,
+            WANT("dnnl.split"), 7);
+}
