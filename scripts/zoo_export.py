@@ -274,7 +274,7 @@ def randomize_stats(model, gen):
                 mod.weight.copy_(torch.rand(mod.weight.shape, generator=gen) + 0.5)
                 mod.bias.copy_(torch.randn(mod.bias.shape, generator=gen) * 0.1)
         for name, p in model.named_parameters():
-            if name.endswith('.bias') and not torch.count_nonzero(p):
+            if name.endswith('bias') and not torch.count_nonzero(p):  # also MultiheadAttention's in_proj_bias
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
             if name.endswith('layer_scale'):
                 p.copy_(torch.rand(p.shape, generator=gen) * 0.5 + 0.25)
