@@ -75,6 +75,18 @@ static gr_status rn_run(runner *r, const rt_value *args, uint32_t n, rt_value *o
     return r->gm ? graft_model_run(r->gm, args, n, out, d) : rt_exec_run(r->x, args, n, out, d);
 }
 
+/* graft run --profile on an artifact: where start-up went, phase by phase, then the first run
+ * (which pays the first touch of the activations). */
+static void print_load(const char *path, const graft_model *gm, double first_ms) {
+    graft_model_info in;
+    graft_model_get_info(gm, &in);
+    fprintf(stderr, "load %s (%.1f MB, constants %.1f MB mapped): %.1f ms:", path, (double)in.file_bytes / 1e6,
+            (double)in.const_bytes / 1e6, (double)in.load_ns / 1e6);
+    for (uint32_t i = 0; i < GRAFT_MODEL_NPHASES; i++)
+        fprintf(stderr, "%s %s %.1f ms", i ? "," : "", graft_model_phase_name(i), (double)in.phase_ns[i] / 1e6);
+    fprintf(stderr, "; first run %.1f ms\n", first_ms);
+}
+
 /* Profiling on (ps) or off (NULL): the executor's events, each primitive of this model's
  * regions, and region prepares. */
 static void rn_profile(runner *r, prof_state *ps) {
@@ -222,10 +234,12 @@ int cmd_run(int argc, char **argv) {
      * touch of every fresh output page (tens of ms on a VM), which would swamp the means. */
     bool prof_on = profile || json;
     if (prof_on && repeat == 0) rn_profile(&rn, &ps);
+    double first0 = cli_now_ms();
     if (rn_run(&rn, args, nargs, &result, &d) != GR_OK) {
         rc = cli_fail(&d, input);
         goto done;
     }
+    if (profile && rn.gm) print_load(input, rn.gm, cli_now_ms() - first0);
     if (out_dir && cli_write_outputs(&result, out_dir, &d) != CLI_OK) goto done;
     uint32_t profiled = repeat ? 0 : 1;
     if (prof_on && repeat > 0) rn_profile(&rn, &ps);
