@@ -156,19 +156,16 @@ static uint64_t hash_head(const uint8_t *buf, const gr_art_header *h) {
     return gr_hash_bytes(buf + GR_ART_HEADER, h->data_off - GR_ART_HEADER, gr_hash_bytes(buf, 40, GR_ART_SEED));
 }
 
-/* The data section's part of the chain; with m, each verified chunk's pages are let go (the
- * constants are read again, where a backend reads them). */
-static uint64_t hash_data(const uint8_t *data, uint64_t len, uint64_t hsh, const art_map *m) {
+static uint64_t hash_data(const uint8_t *data, uint64_t len, uint64_t hsh) {
     for (uint64_t off = 0; off < len; off += GR_ART_CHUNK) {
         size_t n = len - off < GR_ART_CHUNK ? (size_t)(len - off) : GR_ART_CHUNK;
         hsh = gr_hash_bytes(data + off, n, hsh);
-        if (m) map_drop(m, data + off, n);
     }
     return hsh;
 }
 
 uint64_t gr_art_checksum(const uint8_t *buf, const gr_art_header *h) {
-    return hash_data(buf + h->data_off, h->data_len, hash_head(buf, h), NULL);
+    return hash_data(buf + h->data_off, h->data_len, hash_head(buf, h));
 }
 
 void gr_art_reseal(uint8_t *buf, size_t len) {
@@ -651,9 +648,9 @@ static gr_status load_map(art_map *map, uint64_t t0, const byoc_options *opts, g
                          (unsigned long long)(h.data_off + h.data_len));
         goto done;
     }
-    /* every byte is read once, in place; the constants' pages are let go again as they are
-     * verified (a backend reads them again when it prepares) */
-    if (hash_data(buf + h.data_off, h.data_len, hash_head(buf, &h), map) != h.checksum) {
+    /* every byte is read once, in place: the pages stay (the file's, shared with the page
+     * cache) until a backend that copied a constant lets its original go */
+    if (gr_art_checksum(buf, &h) != h.checksum) {
         st = gr_diag_set(diag, GR_ERR_INVALID, "artifact checksum mismatch (the file is damaged)");
         goto done;
     }

@@ -163,7 +163,7 @@ int cmd_run(int argc, char **argv) {
     rt_value args[MAX_INPUTS];
     uint32_t nargs = 0;
     rt_value result = {0};
-    double *times = NULL;
+    double *times = NULL, compile_ms[2] = {0, 0};
     gr_diag d;
     gr_diag_clear(&d);
     prof_state ps;
@@ -188,12 +188,15 @@ int cmd_run(int argc, char **argv) {
         prof_init(&ps, rn.gm);
     } else {
         ctx = ir_ctx_new();
-        if (cli_load_model(ctx, input, &lo, &m, &d) != GR_OK ||
+        double c0 = cli_now_ms(), c1 = 0;
+        if (cli_load_model(ctx, input, &lo, &m, &d) != GR_OK || (c1 = cli_now_ms(), false) ||
             (nbackends && byoc_partition(ctx, m, backends, nbackends, &po, &m, &d) != GR_OK) ||
             rt_exec_new(m, "main", &rn.x, &d) != GR_OK) {
             rc = cli_fail(&d, input);
             goto done;
         }
+        compile_ms[0] = c1 - c0;
+        compile_ms[1] = cli_now_ms() - c1;
         rn.m = m;
     }
     uint32_t nin = rn_num_inputs(&rn);
@@ -240,6 +243,9 @@ int cmd_run(int argc, char **argv) {
         goto done;
     }
     if (profile && rn.gm) print_load(input, rn.gm, cli_now_ms() - first0);
+    else if (profile)
+        fprintf(stderr, "compile %s: import %.1f ms, partition + prepare + plan %.1f ms; first run %.1f ms\n", input,
+                compile_ms[0], compile_ms[1], cli_now_ms() - first0);
     if (out_dir && cli_write_outputs(&result, out_dir, &d) != CLI_OK) goto done;
     uint32_t profiled = repeat ? 0 : 1;
     if (prof_on && repeat > 0) rn_profile(&rn, &ps);
