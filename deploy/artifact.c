@@ -20,6 +20,7 @@
 #include "graft/graft_artifact.pb-c.h"
 #include "ir/text/parser.h"
 #include "ir/text/printer.h"
+#include "runtime/json/json_runtime.h"
 #include "runtime/module.h"
 #include "runtime/exec/plan.h"
 
@@ -156,16 +157,20 @@ static uint64_t hash_head(const uint8_t *buf, const gr_art_header *h) {
     return gr_hash_bytes(buf + GR_ART_HEADER, h->data_off - GR_ART_HEADER, gr_hash_bytes(buf, 40, GR_ART_SEED));
 }
 
-static uint64_t hash_data(const uint8_t *data, uint64_t len, uint64_t hsh) {
+/* The data section's part of the chain; with m, each verified chunk's pages are let go: the
+ * section holds the weights twice when it has prepacked forms, and a model reads one of them
+ * (it faults in again where it is read). */
+static uint64_t hash_data(const uint8_t *data, uint64_t len, uint64_t hsh, const art_map *m) {
     for (uint64_t off = 0; off < len; off += GR_ART_CHUNK) {
         size_t n = len - off < GR_ART_CHUNK ? (size_t)(len - off) : GR_ART_CHUNK;
         hsh = gr_hash_bytes(data + off, n, hsh);
+        if (m) map_drop(m, data + off, n);
     }
     return hsh;
 }
 
 uint64_t gr_art_checksum(const uint8_t *buf, const gr_art_header *h) {
-    return hash_data(buf + h->data_off, h->data_len, hash_head(buf, h));
+    return hash_data(buf + h->data_off, h->data_len, hash_head(buf, h), NULL);
 }
 
 void gr_art_reseal(uint8_t *buf, size_t len) {
@@ -266,11 +271,57 @@ static void free_sig(Graft__TensorSig *t) {
 /* ---- external modules: blobs by kind, constants by name ---- */
 
 /* The constants to stream into the data section, in body order. */
+typedef struct art_const {
+    const void *data;
+    size_t bytes;
+    char *name;                    /* heap (a pack's), else NULL */
+    int64_t *shape;
+} art_const;
 typedef struct art_consts {
     uint32_t n;
-    const rt_tensor **t;
+    art_const *c;
     uint64_t data_len;
 } art_consts;
+
+static Graft__NamedTensor *add_const(Graft__ArtifactBody *body, art_consts *out, const char *name, const char *dtype,
+                                     int32_t ndim, int64_t *shape, const void *data, size_t bytes) {
+    Graft__NamedTensor *nt = gr_xcalloc(1, sizeof *nt);
+    graft__named_tensor__init(nt);
+    nt->name = (char *)name;
+    nt->dtype = (char *)dtype;
+    nt->n_shape = (size_t)ndim;
+    nt->shape = shape;
+    nt->has_offset = 1;
+    nt->offset = out->data_len;
+    out->data_len = align_up(out->data_len + bytes, GR_ART_ALIGN);
+    out->c = gr_xrealloc(out->c, sizeof *out->c * (out->n + 1));
+    out->c[out->n++] = (art_const){data, bytes, NULL, NULL};
+    body->consts = gr_xrealloc(body->consts, sizeof(void *) * (body->n_consts + 1));
+    body->consts[body->n_consts++] = nt;
+    return nt;
+}
+
+/* The prepacked constants of the modules' graphs (json_runtime.h): one uint8 constant each,
+ * named as the module blob lists them. */
+static void add_packs(const ir_module *m, Graft__ArtifactBody *body, art_consts *out) {
+    for (uint32_t i = 0; i < rt_module_count(m); i++) {
+        rt_json_graph *g;
+        for (uint32_t j = 0; (g = rt_json_module_graph(rt_module_at(m, i), j)); j++) {
+            const void *data;
+            size_t bytes;
+            for (uint32_t k = 0; rt_json_graph_pack_at(g, k, &data, &bytes); k++) {
+                char name[512];
+                rt_json_graph_pack_name(g, k, name, sizeof name);
+                int64_t *shape = gr_xmalloc(sizeof *shape);
+                *shape = (int64_t)bytes;
+                char *nm = gr_xstrdup(name);
+                add_const(body, out, nm, "uint8", 1, shape, data, bytes);
+                out->c[out->n - 1].name = nm;
+                out->c[out->n - 1].shape = shape;
+            }
+        }
+    }
+}
 
 static gr_status add_externals(const ir_module *m, Graft__ArtifactBody *body, art_consts *out, gr_diag *diag) {
     uint32_t n = rt_module_count(m);
@@ -293,30 +344,25 @@ static gr_status add_externals(const ir_module *m, Graft__ArtifactBody *body, ar
     }
     const ir_attr *cm = ir_attrs_get(m->attrs, "const_name_to_constant");
     uint32_t nc = cm && cm->kind == IR_ATTR_MAP ? cm->u.arr.n : 0;
-    body->consts = gr_xcalloc(nc + 1, sizeof(void *));
-    out->t = gr_xcalloc(nc + 1, sizeof(rt_tensor *));
-    uint64_t off = 0;
     for (uint32_t i = 0; i < nc; i++) {
         const ir_attr *k = &cm->u.arr.items[2 * i], *v = &cm->u.arr.items[2 * i + 1];
         if (k->kind != IR_ATTR_STR || v->kind != IR_ATTR_EXPR || !v->u.expr ||
             v->u.expr->kind != IR_CONST)
             continue;
         rt_tensor *t = ((ir_const *)v->u.expr)->data;
-        Graft__NamedTensor *nt = gr_xcalloc(1, sizeof *nt);
-        graft__named_tensor__init(nt);
-        nt->name = (char *)k->u.s;
         const char *dt = ir_dtype_name(t->dl.dtype);
-        nt->dtype = (char *)(dt ? dt : "");
-        nt->n_shape = (size_t)t->dl.ndim;
-        nt->shape = t->dl.shape;
-        nt->has_offset = 1;
-        nt->offset = off;
-        off = align_up(off + rt_tensor_nbytes(t), GR_ART_ALIGN);
-        out->t[out->n++] = t;
-        body->consts[body->n_consts++] = nt;
+        add_const(body, out, k->u.s, dt ? dt : "", t->dl.ndim, t->dl.shape, rt_tensor_data(t), rt_tensor_nbytes(t));
     }
-    out->data_len = off;
+    add_packs(m, body, out);
     return GR_OK;
+}
+
+static void free_consts(art_consts *cs) {
+    for (uint32_t i = 0; i < cs->n; i++) {
+        free(cs->c[i].name);
+        free(cs->c[i].shape);
+    }
+    free(cs->c);
 }
 
 static void free_externals(Graft__ArtifactBody *body) {
@@ -442,7 +488,7 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
     art_consts cs = {0};
     if ((st = add_externals(m, &body, &cs, diag))) {
         free_externals(&body);
-        free(cs.t);
+        free_consts(&cs);
         goto out;
     }
     {
@@ -532,8 +578,8 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
     s->chunk = gr_xmalloc(GR_ART_CHUNK);
     uint64_t at = 0;
     for (uint32_t i = 0; i < cs.n; i++) {
-        size_t nb = rt_tensor_nbytes(cs.t[i]);
-        sink_data(s, rt_tensor_data(cs.t[i]), nb);
+        size_t nb = cs.c[i].bytes;
+        sink_data(s, cs.c[i].data, nb);
         uint64_t next = align_up(at + nb, GR_ART_ALIGN);
         sink_data(s, NULL, (size_t)(next - at - nb));
         at = next;
@@ -543,7 +589,7 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
         sink_raw(s, s->chunk, s->fill);
     }
     free(s->chunk);
-    free(cs.t);
+    free_consts(&cs);
     hd.checksum = s->hash;
     gr_art_header_write(hb, &hd);
     if (s->f && !s->err) s->err = fseek(s->f, 0, SEEK_SET) != 0 || fwrite(hb, 1, sizeof hb, s->f) != sizeof hb;
@@ -564,18 +610,32 @@ gr_status graft_model_build(const ir_module *m, uint8_t **buf, size_t *len, gr_d
     return st;
 }
 
+/* Written beside path and renamed over it: a process that has the old file mapped keeps its
+ * bytes (a file truncated under a mapping faults its readers, as a shared library would). */
 gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *diag) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return gr_diag_set(diag, GR_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+    size_t pl = strlen(path);
+    char *tmp = gr_xmalloc(pl + 16);
+    snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        gr_status st = gr_diag_set(diag, GR_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            remove(tmp);
+        }
+        free(tmp);
+        return st;
+    }
     art_sink s = {.f = f};
     gr_status st = write_artifact(m, &s, diag);
     bool ok = !s.err;
+    ok &= fchmod(fd, 0644) == 0;
     ok &= fclose(f) == 0;
-    if (st) remove(path);
-    if (!st && !ok) {
-        remove(path);
-        st = gr_diag_set(diag, GR_ERR_IO, "%s: write failed", path);
-    }
+    if (!st && !ok) st = gr_diag_set(diag, GR_ERR_IO, "%s: write failed", path);
+    if (!st && rename(tmp, path) != 0) st = gr_diag_set(diag, GR_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    if (st) remove(tmp);
+    free(tmp);
     return st;
 }
 
@@ -648,9 +708,8 @@ static gr_status load_map(art_map *map, uint64_t t0, const byoc_options *opts, g
                          (unsigned long long)(h.data_off + h.data_len));
         goto done;
     }
-    /* every byte is read once, in place: the pages stay (the file's, shared with the page
-     * cache) until a backend that copied a constant lets its original go */
-    if (gr_art_checksum(buf, &h) != h.checksum) {
+    /* every byte is read once, in place */
+    if (hash_data(buf + h.data_off, h.data_len, hash_head(buf, &h), map) != h.checksum) {
         st = gr_diag_set(diag, GR_ERR_INVALID, "artifact checksum mismatch (the file is damaged)");
         goto done;
     }
@@ -844,6 +903,16 @@ void graft_model_get_info(const graft_model *gm, graft_model_info *o) {
     memcpy(o->phase_ns, gm->phase_ns, sizeof o->phase_ns);
     o->const_bytes = gm->const_bytes;
     o->file_bytes = gm->map ? gm->map->len : 0;
+    for (uint32_t i = 0; i < rt_module_count(gm->m); i++) {
+        rt_json_graph *g;
+        for (uint32_t j = 0; (g = rt_json_module_graph(rt_module_at(gm->m, i), j)); j++) {
+            uint32_t p, u, r;
+            rt_json_graph_pack_counts(g, &p, &u, &r);
+            o->npacked += p;
+            o->npacked_used += u;
+            o->nrepacked += r;
+        }
+    }
     o->host_cpu = gm->cpu;
 }
 uint32_t graft_model_num_regions(const graft_model *gm) { return gm->nregions; }

@@ -126,6 +126,10 @@ typedef struct graft_model_info {
     uint64_t phase_ns[GRAFT_MODEL_NPHASES];
     size_t file_bytes;             /* the artifact's size */
     size_t const_bytes;            /* the external modules' constants, read in place from the file */
+    /* Prepacked weights (a backend's own layout of a constant, stored at build for the build
+     * host's CPU and library): how many the artifact has, how many were used in place, and how
+     * many weights were laid out again here because they were made for another CPU. */
+    uint32_t npacked, npacked_used, nrepacked;
 } graft_model_info;
 GR_API void graft_model_get_info(const graft_model *gm, graft_model_info *out);
 /* The span table: region i's name, kind and layers ("a,b,c"; static storage of gm). */

@@ -1,9 +1,10 @@
 #!/bin/sh
 # Start-up of one process that loads a model and runs it once (docs/artifacts.md, issue 28):
 # `graft run MODEL.onnx --backend dnnl` (import, partition, prepare, 1 run) against
-# `graft run MODEL.graft` (the artifact of the same), and `graft build` itself: wall time and
-# peak RSS from /usr/bin/time, each the best of REPEAT runs (peak RSS barely moves between
-# runs; wall time does on a shared machine: read it with the load average printed).
+# `graft run MODEL.graft` (the artifact of the same), and `graft build` itself: wall time, CPU
+# time (user + system) and peak RSS from /usr/bin/time, the run with the least wall time of
+# REPEAT. Peak RSS barely moves between runs; wall time does on a shared machine (read it with
+# the load average printed), CPU time much less.
 #
 #   sh scripts/bench_load.sh MODEL.onnx [NAME=1x3x224x224]
 #   GRAFT=/path/to/graft REPEAT=3 OUT=/tmp/dir sh scripts/bench_load.sh ...
@@ -16,17 +17,17 @@ out=${OUT:-$(mktemp -d)}
 art=$out/$(basename "$model" .onnx).graft
 shape_arg=${shape:+--input-shape $shape}
 
-# best wall time and its peak RSS (MB) over $repeat runs of "$@"
+# the best wall time, with its CPU time and peak RSS (MB), over $repeat runs of "$@"
 measure() {
     best=""
     i=0
     while [ "$i" -lt "$repeat" ]; do
-        /usr/bin/time -f '%e %M' -o "$out/time" "$@" >/dev/null 2>"$out/log" || { cat "$out/log" >&2; exit 1; }
+        /usr/bin/time -f '%e %U %S %M' -o "$out/time" "$@" >/dev/null 2>"$out/log" || { cat "$out/log" >&2; exit 1; }
         r=$(cat "$out/time")
-        best=$(printf '%s\n%s\n' "$best" "$r" | awk 'NF == 2' | sort -n | head -1)
+        best=$(printf '%s\n%s\n' "$best" "$r" | awk 'NF == 4' | sort -n | head -1)
         i=$((i + 1))
     done
-    echo "$best" | awk '{ printf "%6.2f s  %6.0f MB", $1, $2 / 1024 }'
+    echo "$best" | awk '{ printf "%6.2f s wall  %6.2f s cpu  %6.0f MB", $1, $2 + $3, $4 / 1024 }'
 }
 
 weights=$(stat -c %s "$model")

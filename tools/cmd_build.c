@@ -74,6 +74,9 @@ int cmd_build(int argc, char **argv) {
             rc = cli_fail(&d, input);
         } else {
             double t2 = cli_now_ms();
+            /* the model and its prepared regions go before the check load: not held twice */
+            ir_ctx_free(ctx);
+            ctx = NULL;
             graft_model *gm = NULL;
             if (graft_model_load_opts(output, cli_backend_options(), &gm, &d) != GR_OK) {
                 rc = cli_fail(&d, output);

@@ -84,7 +84,9 @@ static void print_load(const char *path, const graft_model *gm, double first_ms)
             (double)in.const_bytes / 1e6, (double)in.load_ns / 1e6);
     for (uint32_t i = 0; i < GRAFT_MODEL_NPHASES; i++)
         fprintf(stderr, "%s %s %.1f ms", i ? "," : "", graft_model_phase_name(i), (double)in.phase_ns[i] / 1e6);
-    fprintf(stderr, "; first run %.1f ms\n", first_ms);
+    fprintf(stderr, "; first run %.1f ms", first_ms);
+    if (in.npacked) fprintf(stderr, "; prepacked weights: %u used in place, %u laid out again", in.npacked_used, in.nrepacked);
+    fputc('\n', stderr);
 }
 
 /* Profiling on (ps) or off (NULL): the executor's events, each primitive of this model's
@@ -186,6 +188,11 @@ int cmd_run(int argc, char **argv) {
             goto done;
         }
         prof_init(&ps, rn.gm);
+        graft_model_info in;
+        graft_model_get_info(rn.gm, &in);
+        if (in.nrepacked)
+            fprintf(stderr, "note: %s: %u weights laid out again at load: the artifact's prepacked forms were made "
+                    "for another CPU or oneDNN (rebuild it here to skip this)\n", input, in.nrepacked);
     } else {
         ctx = ir_ctx_new();
         double c0 = cli_now_ms(), c1 = 0;
