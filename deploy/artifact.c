@@ -96,7 +96,7 @@ struct graft_model {
     rt_px *px;
     art_map *map;
     uint64_t load_ns;
-    uint64_t phase_ns[GRAFT_MODEL_NPHASES];
+    uint64_t phase_ns[GRAFT_MODEL_NPHASES], phase_cpu_ns[GRAFT_MODEL_NPHASES];
     size_t const_bytes;
     size_t obj_len;
     char *cpu;
@@ -157,13 +157,30 @@ static uint64_t hash_head(const uint8_t *buf, const gr_art_header *h) {
     return gr_hash_bytes(buf + GR_ART_HEADER, h->data_off - GR_ART_HEADER, gr_hash_bytes(buf, 40, GR_ART_SEED));
 }
 
+/* One piece of the data section: four FNV-1a lanes over interleaved 8-byte words (one chain's
+ * multiply latency bounds gr_hash_bytes to a few GB/s; four independent ones run at memory
+ * speed), then the tail and the lanes folded into the chain. */
+static uint64_t hash_chunk(const uint8_t *p, size_t n, uint64_t seed) {
+    uint64_t h[4] = {seed ^ 1, seed ^ 2, seed ^ 3, seed ^ 4};
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; k++) {
+            uint64_t w;
+            memcpy(&w, p + i + 8 * k, 8);
+            h[k] = (h[k] ^ w) * 0x100000001b3ull;
+        }
+    uint64_t r = gr_hash_bytes(p + i, n - i, seed);
+    for (int k = 0; k < 4; k++) r = gr_hash_mix(r, h[k]);
+    return r;
+}
+
 /* The data section's part of the chain; with m, each verified chunk's pages are let go: the
  * section holds the weights twice when it has prepacked forms, and a model reads one of them
  * (it faults in again where it is read). */
 static uint64_t hash_data(const uint8_t *data, uint64_t len, uint64_t hsh, const art_map *m) {
     for (uint64_t off = 0; off < len; off += GR_ART_CHUNK) {
         size_t n = len - off < GR_ART_CHUNK ? (size_t)(len - off) : GR_ART_CHUNK;
-        hsh = gr_hash_bytes(data + off, n, hsh);
+        hsh = hash_chunk(data + off, n, hsh);
         if (m) map_drop(m, data + off, n);
     }
     return hsh;
@@ -226,7 +243,7 @@ static void sink_raw(art_sink *s, const void *p, size_t n) {
 static void sink_data(art_sink *s, const uint8_t *p, size_t n) {
     while (n) {
         if (p && s->fill == 0 && n >= GR_ART_CHUNK) {
-            s->hash = gr_hash_bytes(p, GR_ART_CHUNK, s->hash);
+            s->hash = hash_chunk(p, GR_ART_CHUNK, s->hash);
             sink_raw(s, p, GR_ART_CHUNK);
             p += GR_ART_CHUNK;
             n -= GR_ART_CHUNK;
@@ -239,7 +256,7 @@ static void sink_data(art_sink *s, const uint8_t *p, size_t n) {
         p = p ? p + k : NULL;
         n -= k;
         if (s->fill == GR_ART_CHUNK) {
-            s->hash = gr_hash_bytes(s->chunk, s->fill, s->hash);
+            s->hash = hash_chunk(s->chunk, s->fill, s->hash);
             sink_raw(s, s->chunk, s->fill);
             s->fill = 0;
         }
@@ -585,7 +602,7 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
         at = next;
     }
     if (s->fill) {
-        s->hash = gr_hash_bytes(s->chunk, s->fill, s->hash);
+        s->hash = hash_chunk(s->chunk, s->fill, s->hash);
         sink_raw(s, s->chunk, s->fill);
     }
     free(s->chunk);
@@ -679,15 +696,24 @@ static gr_status not_v2(const uint8_t *buf, size_t len, gr_diag *diag) {
     return st;
 }
 
-#define PHASE(gm, i, t) ((gm)->phase_ns[i] += now_ns() - (t), (t) = now_ns())
+static uint64_t cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Ends phase i begun at wall time t and CPU time c (both restarted). */
+#define PHASE(gm, i, t, c)                                                                                         \
+    ((gm)->phase_ns[i] += now_ns() - (t), (gm)->phase_cpu_ns[i] += cpu_ns() - (c), (t) = now_ns(), (c) = cpu_ns())
 
 /* Loads from map (one reference taken over by the model). */
-static gr_status load_map(art_map *map, uint64_t t0, const byoc_options *opts, graft_model **out, gr_diag *diag) {
+static gr_status load_map(art_map *map, uint64_t t0, uint64_t c0, const byoc_options *opts, graft_model **out,
+                          gr_diag *diag) {
     *out = NULL;
     graft_model *gm = gr_xcalloc(1, sizeof *gm);
     gm->map = map;
-    gm->phase_ns[0] = now_ns() - t0;
-    uint64_t t = now_ns();
+    uint64_t t = t0, c = c0;
+    PHASE(gm, GRAFT_MODEL_PHASE_MAP, t, c);
     const uint8_t *buf = map->base;
     size_t len = map->len;
     gr_art_header h;
@@ -713,7 +739,7 @@ static gr_status load_map(art_map *map, uint64_t t0, const byoc_options *opts, g
         st = gr_diag_set(diag, GR_ERR_INVALID, "artifact checksum mismatch (the file is damaged)");
         goto done;
     }
-    PHASE(gm, GRAFT_MODEL_PHASE_VERIFY, t);
+    PHASE(gm, GRAFT_MODEL_PHASE_VERIFY, t, c);
     body = graft__artifact_body__unpack(NULL, h.body_len, buf + GR_ART_HEADER);
     if (!body) {
         st = gr_diag_set(diag, GR_ERR_INVALID, "artifact body does not decode");
@@ -726,13 +752,13 @@ static gr_status load_map(art_map *map, uint64_t t0, const byoc_options *opts, g
     }
     if ((st = ir_parse_module(gm->ctx, "<artifact>", body->module_text, strlen(body->module_text), &gm->m, diag)))
         goto done;
-    PHASE(gm, GRAFT_MODEL_PHASE_DECODE, t);
+    PHASE(gm, GRAFT_MODEL_PHASE_DECODE, t, c);
     if ((st = load_externals(gm, body, map->base + h.data_off, h.data_len, opts, diag))) goto done;
-    PHASE(gm, GRAFT_MODEL_PHASE_MODULES, t);
+    PHASE(gm, GRAFT_MODEL_PHASE_MODULES, t, c);
     gm->obj_len = body->has_host_object ? body->host_object.len : 0;
     if ((st = gr_llvm_host_load(body->host_object.data, gm->obj_len, &gm->host, diag))) goto done;
     if (gm->obj_len && (st = check_cpu(body->host_cpu, gr_llvm_host_cpu(gm->host), diag))) goto done;
-    PHASE(gm, GRAFT_MODEL_PHASE_LINK, t);
+    PHASE(gm, GRAFT_MODEL_PHASE_LINK, t, c);
     if ((st = rt_px_new(gm->m, "main", gr_llvm_host_lowering(gm->host), &gm->px, diag))) goto done;
     rt_px_stats ps;
     rt_px_get_stats(gm->px, &ps);
@@ -749,7 +775,7 @@ static gr_status load_map(art_map *map, uint64_t t0, const byoc_options *opts, g
                          ps.arena_bytes, (unsigned long long)body->arena_bytes);
         goto done;
     }
-    PHASE(gm, GRAFT_MODEL_PHASE_DECODE, t);
+    PHASE(gm, GRAFT_MODEL_PHASE_DECODE, t, c);
     gm->cpu = gr_xstrdup(body->host_cpu ? body->host_cpu : "");
     gm->nout = (uint32_t)body->n_outputs;
     gm->out_name = gr_xcalloc(gm->nout + 1, sizeof(char *));
@@ -773,7 +799,7 @@ static gr_status load_map(art_map *map, uint64_t t0, const byoc_options *opts, g
      * first run, so that the load profile shows what start-up costs */
     for (uint32_t i = 0; i < gm->next && !st; i++)
         if (gm->ext_ld[i]->prepare) st = gm->ext_ld[i]->prepare(gm->ext_mod[i], diag);
-    PHASE(gm, GRAFT_MODEL_PHASE_PREPARE, t);
+    PHASE(gm, GRAFT_MODEL_PHASE_PREPARE, t, c);
     gm->load_ns = now_ns() - t0;
 done:
     if (body) graft__artifact_body__free_unpacked(body, NULL);
@@ -788,7 +814,7 @@ done:
 gr_status graft_model_load_buffer_opts(const uint8_t *buf, size_t len, const byoc_options *opts, graft_model **out,
                                        gr_diag *diag) {
     *out = NULL;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = now_ns(), c0 = cpu_ns();
     /* the caller keeps its buffer: one aligned copy the constants point into */
     art_map *m = gr_xcalloc(1, sizeof *m);
     m->refs = 1;
@@ -799,7 +825,7 @@ gr_status graft_model_load_buffer_opts(const uint8_t *buf, size_t len, const byo
         return gr_diag_set(diag, GR_ERR_NOMEM, "artifact: out of memory for %zu bytes", len);
     }
     if (len) memcpy(m->base, buf, len);
-    return load_map(m, t0, opts, out, diag);
+    return load_map(m, t0, c0, opts, out, diag);
 }
 
 gr_status graft_model_load(const char *path, graft_model **out, gr_diag *diag) {
@@ -808,7 +834,7 @@ gr_status graft_model_load(const char *path, graft_model **out, gr_diag *diag) {
 
 gr_status graft_model_load_opts(const char *path, const byoc_options *opts, graft_model **out, gr_diag *diag) {
     *out = NULL;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = now_ns(), c0 = cpu_ns();
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return gr_diag_set(diag, GR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
@@ -832,7 +858,7 @@ gr_status graft_model_load_opts(const char *path, const byoc_options *opts, graf
     m->base = p;
     m->len = (size_t)sb.st_size;
     m->mapped = true;
-    gr_status st = load_map(m, t0, opts, out, diag);
+    gr_status st = load_map(m, t0, c0, opts, out, diag);
     if (st) gr_diag_set_file(diag, path);
     return st;
 }
@@ -901,6 +927,7 @@ void graft_model_get_info(const graft_model *gm, graft_model_info *o) {
     o->nplanned = ps.nplanned;
     o->load_ns = gm->load_ns;
     memcpy(o->phase_ns, gm->phase_ns, sizeof o->phase_ns);
+    memcpy(o->phase_cpu_ns, gm->phase_cpu_ns, sizeof o->phase_cpu_ns);
     o->const_bytes = gm->const_bytes;
     o->file_bytes = gm->map ? gm->map->len : 0;
     for (uint32_t i = 0; i < rt_module_count(gm->m); i++) {

@@ -7,9 +7,10 @@
  *   [data offset, + data)   the constants section: page-aligned, each constant 64-aligned at
  *                           its NamedTensor.offset, zero padding between them
  *
- * The checksum chains gr_hash_bytes over the header's first 40 bytes, the body, then the data
- * section in GR_ART_CHUNK pieces, so that a writer hashes as it streams and a loader verifies
- * the mapped section one piece at a time (and lets each piece's pages go). */
+ * The checksum chains gr_hash_bytes over the header's first 40 bytes, the body with its
+ * padding, then the data section in GR_ART_CHUNK pieces (each hashed in four interleaved lanes,
+ * artifact.c), so that a writer hashes as it streams and a loader verifies the mapped section one
+ * piece at a time (and lets each piece's pages go). */
 #ifndef GRAFT_DEPLOY_ARTIFACT_IMPL_H
 #define GRAFT_DEPLOY_ARTIFACT_IMPL_H
 

@@ -124,6 +124,7 @@ typedef struct graft_model_info {
     uint64_t load_ns;              /* the whole load: the sum of phase_ns */
     const char *host_cpu;
     uint64_t phase_ns[GRAFT_MODEL_NPHASES];
+    uint64_t phase_cpu_ns[GRAFT_MODEL_NPHASES]; /* the process's CPU time in each (all its threads) */
     size_t file_bytes;             /* the artifact's size */
     size_t const_bytes;            /* the external modules' constants, read in place from the file */
     /* Prepacked weights (a backend's own layout of a constant, stored at build for the build

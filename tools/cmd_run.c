@@ -83,7 +83,8 @@ static void print_load(const char *path, const graft_model *gm, double first_ms)
     fprintf(stderr, "load %s (%.1f MB, constants %.1f MB mapped): %.1f ms:", path, (double)in.file_bytes / 1e6,
             (double)in.const_bytes / 1e6, (double)in.load_ns / 1e6);
     for (uint32_t i = 0; i < GRAFT_MODEL_NPHASES; i++)
-        fprintf(stderr, "%s %s %.1f ms", i ? "," : "", graft_model_phase_name(i), (double)in.phase_ns[i] / 1e6);
+        fprintf(stderr, "%s %s %.1f ms (cpu %.1f)", i ? "," : "", graft_model_phase_name(i), (double)in.phase_ns[i] / 1e6,
+                (double)in.phase_cpu_ns[i] / 1e6);
     fprintf(stderr, "; first run %.1f ms", first_ms);
     if (in.npacked) fprintf(stderr, "; prepacked weights: %u used in place, %u laid out again", in.npacked_used, in.nrepacked);
     fputc('\n', stderr);
