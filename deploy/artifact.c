@@ -442,11 +442,16 @@ static gr_status load_externals(graft_model *gm, const Graft__ArtifactBody *body
             st = gr_diag_set(diag, GR_ERR_INVALID, "artifact constant %zu is malformed", i);
             break;
         }
-        for (size_t k = 0; k < nt->n_shape; k++) shape[k] = nt->shape[k];
-        rt_tensor *t = nt->offset <= data_len ? map_tensor_new(gm->map, dt, (int32_t)nt->n_shape, shape, data + nt->offset)
-                                              : NULL;
-        if (!t || rt_tensor_nbytes(t) > data_len - nt->offset) {
-            rt_tensor_release(t);
+        /* the size its shape says, without overflow, inside the section */
+        uint64_t nb = (uint64_t)(dt.bits < 8 ? 1 : dt.bits / 8u) * (dt.lanes ? dt.lanes : 1u);
+        bool fits = nt->offset <= data_len;
+        for (size_t k = 0; k < nt->n_shape; k++) {
+            shape[k] = nt->shape[k];
+            fits &= shape[k] >= 0 && !__builtin_mul_overflow(nb, (uint64_t)shape[k], &nb);
+        }
+        fits = fits && nb <= data_len - nt->offset;
+        rt_tensor *t = fits ? map_tensor_new(gm->map, dt, (int32_t)nt->n_shape, shape, data + nt->offset) : NULL;
+        if (!t) {
             st = gr_diag_set(diag, GR_ERR_INVALID, "artifact constant '%s': its shape runs past the constants section",
                              nt->name);
             break;

@@ -105,7 +105,8 @@ GR_API void graft_model_set_prim_profiler(graft_model *gm, rt_prim_profile_fn fn
  * verify (header, version, checksum: every byte read once, in place), decode (the body, the
  * module text, the instruction list and its check against the stored memory plan), modules
  * (the external modules, their constants pointing into the mapped file), link (the host
- * object, with LLVM's ORC linker), prepare (the backends build their primitives and lay out their weights). */
+ * object, with LLVM's ORC linker), prepare (the backends build their primitives and lay out
+ * their weights, or take the artifact's prepacked ones). */
 enum {
     GRAFT_MODEL_PHASE_MAP,
     GRAFT_MODEL_PHASE_VERIFY,
