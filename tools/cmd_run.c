@@ -202,9 +202,10 @@ int cmd_run(int argc, char **argv) {
                     "for another CPU or oneDNN (rebuild it here to skip this)\n", input, in.nrepacked);
     } else {
         ctx = ir_ctx_new();
-        double c0 = cli_now_ms(), c1 = 0, u0 = cpu_ms(), u1 = 0;
-        if (cli_load_model(ctx, input, &lo, &m, &d) != GR_OK || (c1 = cli_now_ms(), u1 = cpu_ms(), false) ||
-            (nbackends && byoc_partition(ctx, m, backends, nbackends, &po, &m, &d) != GR_OK) ||
+        double c0 = cli_now_ms(), u0 = cpu_ms();
+        gr_status st = cli_load_model(ctx, input, &lo, &m, &d);
+        double c1 = cli_now_ms(), u1 = cpu_ms();
+        if (st != GR_OK || (nbackends && byoc_partition(ctx, m, backends, nbackends, &po, &m, &d) != GR_OK) ||
             rt_exec_new(m, "main", &rn.x, &d) != GR_OK) {
             rc = cli_fail(&d, input);
             goto done;
