@@ -135,6 +135,7 @@ bool gr_art_header_read(const uint8_t *buf, size_t len, gr_art_header *h) {
     h->data_off = rd64(buf + 24);
     h->data_len = rd64(buf + 32);
     h->checksum = rd64(buf + 40);
+    memcpy(&h->flags, buf + 48, 4);
     return hl == GR_ART_HEADER && h->body_len <= UINT64_MAX / 4 && h->data_len <= UINT64_MAX / 4 &&
            h->data_off <= UINT64_MAX / 4 && h->data_off >= GR_ART_HEADER + h->body_len && h->data_off % GR_ART_PAGE == 0;
 }
@@ -149,12 +150,17 @@ void gr_art_header_write(uint8_t out[GR_ART_HEADER], const gr_art_header *h) {
     memcpy(out + 24, &h->data_off, 8);
     memcpy(out + 32, &h->data_len, 8);
     memcpy(out + 40, &h->checksum, 8);
+    memcpy(out + 48, &h->flags, 4);
 }
 
-/* The chain up to the data section: the header's first 40 bytes (all but the checksum), then
- * the body and its padding. */
+/* The header but its checksum (bytes 40..47). */
+static uint64_t hash_header(const uint8_t *buf) {
+    return gr_hash_bytes(buf + 48, GR_ART_HEADER - 48, gr_hash_bytes(buf, 40, GR_ART_SEED));
+}
+
+/* The chain up to the data section: the header, then the body and its padding. */
 static uint64_t hash_head(const uint8_t *buf, const gr_art_header *h) {
-    return gr_hash_bytes(buf + GR_ART_HEADER, h->data_off - GR_ART_HEADER, gr_hash_bytes(buf, 40, GR_ART_SEED));
+    return gr_hash_bytes(buf + GR_ART_HEADER, h->data_off - GR_ART_HEADER, hash_header(buf));
 }
 
 /* One piece of the data section: four FNV-1a lanes over interleaved 8-byte words (one chain's
@@ -174,9 +180,9 @@ static uint64_t hash_chunk(const uint8_t *p, size_t n, uint64_t seed) {
     return r;
 }
 
-/* The data section's part of the chain; with m, each verified chunk's pages are let go: the
- * section holds the weights twice when it has prepacked forms, and a model reads one of them
- * (it faults in again where it is read). */
+/* The data section's part of the chain; with m, each verified chunk's pages are let go (a
+ * section with prepacked weights holds them twice, and a model reads one form: the pages it
+ * reads fault in again; without, they stay for the first run). */
 static uint64_t hash_data(const uint8_t *data, uint64_t len, uint64_t hsh, const art_map *m) {
     for (uint64_t off = 0; off < len; off += GR_ART_CHUNK) {
         size_t n = len - off < GR_ART_CHUNK ? (size_t)(len - off) : GR_ART_CHUNK;
@@ -298,6 +304,7 @@ typedef struct art_consts {
     uint32_t n;
     art_const *c;
     uint64_t data_len;
+    bool packed;                   /* some are prepacked weights */
 } art_consts;
 
 static Graft__NamedTensor *add_const(Graft__ArtifactBody *body, art_consts *out, const char *name, const char *dtype,
@@ -335,6 +342,7 @@ static void add_packs(const ir_module *m, Graft__ArtifactBody *body, art_consts 
                 add_const(body, out, nm, "uint8", 1, shape, data, bytes);
                 out->c[out->n - 1].name = nm;
                 out->c[out->n - 1].shape = shape;
+                out->packed = true;
             }
         }
     }
@@ -590,12 +598,12 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
     free(body.spans);
     free_externals(&body);
 
-    gr_art_header hd = {GRAFT_MODEL_FORMAT_VERSION, blen, data_off, cs.data_len, 0};
+    gr_art_header hd = {GRAFT_MODEL_FORMAT_VERSION, blen, data_off, cs.data_len, 0, cs.packed ? GR_ART_PACKED : 0};
     uint8_t hb[GR_ART_HEADER];
     gr_art_header_write(hb, &hd);
     sink_raw(s, hb, sizeof hb);
     sink_raw(s, bbuf, data_off - GR_ART_HEADER);
-    s->hash = gr_hash_bytes(bbuf, data_off - GR_ART_HEADER, gr_hash_bytes(hb, 40, GR_ART_SEED));
+    s->hash = gr_hash_bytes(bbuf, data_off - GR_ART_HEADER, hash_header(hb));
     free(bbuf);
     s->chunk = gr_xmalloc(GR_ART_CHUNK);
     uint64_t at = 0;
@@ -740,7 +748,7 @@ static gr_status load_map(art_map *map, uint64_t t0, uint64_t c0, const byoc_opt
         goto done;
     }
     /* every byte is read once, in place */
-    if (hash_data(buf + h.data_off, h.data_len, hash_head(buf, &h), map) != h.checksum) {
+    if (hash_data(buf + h.data_off, h.data_len, hash_head(buf, &h), h.flags & GR_ART_PACKED ? map : NULL) != h.checksum) {
         st = gr_diag_set(diag, GR_ERR_INVALID, "artifact checksum mismatch (the file is damaged)");
         goto done;
     }

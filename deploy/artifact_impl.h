@@ -1,13 +1,13 @@
 /* The artifact file (format version 2), for the loader, its tests and its fuzz target.
  *
  *   [0, 64)                 header: "GRAFTART", u32 version, u32 header bytes (64), u64 body
- *                           bytes, u64 data offset, u64 data bytes, u64 checksum, 16 zero bytes
- *                           (little-endian)
+ *                           bytes, u64 data offset, u64 data bytes, u64 checksum, u32 flags,
+ *                           12 zero bytes (little-endian)
  *   [64, 64 + body)         ArtifactBody (deploy/graft_artifact.proto), weights not included
  *   [data offset, + data)   the constants section: page-aligned, each constant 64-aligned at
  *                           its NamedTensor.offset, zero padding between them
  *
- * The checksum chains gr_hash_bytes over the header's first 40 bytes, the body with its
+ * The checksum chains gr_hash_bytes over the header (all but the checksum), the body with its
  * padding, then the data section in GR_ART_CHUNK pieces (each hashed in four interleaved lanes,
  * artifact.c), so that a writer hashes as it streams and a loader verifies the mapped section one
  * piece at a time (and lets each piece's pages go). */
@@ -25,9 +25,14 @@
 #define GR_ART_CHUNK ((size_t)1 << 20)
 #define GR_ART_SEED 0x67726166ull
 
+/* flags: the data section holds prepacked weights too (so a loader lets the pages it verified
+ * go: a model reads only one of the two forms) */
+#define GR_ART_PACKED 1u
+
 typedef struct gr_art_header {
     uint32_t version;
     uint64_t body_len, data_off, data_len, checksum;
+    uint32_t flags;
 } gr_art_header;
 
 /* Reads the header of buf (len bytes); false when it is not one (magic, sizes in bounds of a
