@@ -355,6 +355,19 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
 
 /* ---------------------------------------------------------------- softmax ---- */
 
+/* md's dims, dense, with `axis` innermost and the other axes in their order */
+static void axis_innermost(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int axis) {
+    dnnl_dims_t str;
+    int64_t s = md->dims[axis];
+    str[axis] = 1;
+    for (int i = md->ndims - 1; i >= 0; i--)
+        if (i != axis) {
+            str[i] = s;
+            s *= md->dims[i];
+        }
+    dnnl_memory_desc_init_by_strides(out, md->ndims, md->dims, dnnl_f32, str);
+}
+
 gr_status dn_op_softmax(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
@@ -365,15 +378,37 @@ gr_status dn_op_softmax(dn_state *S, const rt_json_node *n, const dn_comp *comp)
     int64_t axis = dn_attr_int(n, "axis", -1);
     if (axis < 0) axis += nd;
     if (axis < 0 || axis >= nd) return dn_fail(S, n, dnnl_success, "axis out of range");
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds;
+    if (S->vals.data[xv].md.dims[axis] == 1) { /* over one value: 1 (log: 0) everywhere, an eltwise (jit) */
+        dnnl_eltwise_desc_t ed;
+        ds = dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, dnnl_eltwise_linear, &S->vals.data[xv].md, 0.f,
+                                            n->op == IR_OP_LOG_SOFTMAX ? 0.f : 1.f);
+        if (ds == dnnl_success) ds = dnnl_primitive_desc_create(&pd, &ed, S->attr_plain, S->eng, NULL);
+        if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+        dn_arg args[2] = {{DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL}};
+        return dn_finish(S, n, pd, args, 1, NULL, 0, NULL);
+    }
     dnnl_softmax_v2_desc_t desc;
-    dnnl_memory_desc_t dst = S->vals.data[xv].md;
-    dnnl_status_t ds = dnnl_softmax_v2_forward_desc_init(&desc, dnnl_forward_inference,
-                                                         n->op == IR_OP_LOG_SOFTMAX ? dnnl_softmax_log : dnnl_softmax_accurate,
-                                                         &S->vals.data[xv].md, &dst, (int)axis);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid softmax");
-    dnnl_primitive_desc_t pd;
-    ds = dnnl_primitive_desc_create(&pd, &desc, S->attr_plain, S->eng, NULL);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) { /* oneDNN's jit softmax wants its axis at stride 1: on ref, a copy with the axis innermost */
+            dnnl_memory_desc_t inner;
+            axis_innermost(&inner, &S->vals.data[xv].md, (int)axis);
+            if (dnnl_memory_desc_equal(&inner, &S->vals.data[xv].md)) break;
+            dnnl_primitive_desc_destroy(pd);
+            pd = NULL;
+            st = dn_as(S, n, xv, &inner, &xv);
+            if (st) return st;
+        }
+        dnnl_memory_desc_t dst = S->vals.data[xv].md;
+        ds = dnnl_softmax_v2_forward_desc_init(&desc, dnnl_forward_inference,
+                                               n->op == IR_OP_LOG_SOFTMAX ? dnnl_softmax_log : dnnl_softmax_accurate,
+                                               &S->vals.data[xv].md, &dst, (int)axis);
+        if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid softmax");
+        ds = dnnl_primitive_desc_create(&pd, &desc, S->attr_plain, S->eng, NULL);
+        if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+        if (!dn_pd_is_ref(pd)) break;
+    }
     dn_arg args[2] = {{DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL}};
     return dn_finish(S, n, pd, args, 1, NULL, 0, NULL);
 }
