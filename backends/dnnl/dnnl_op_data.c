@@ -291,15 +291,45 @@ gr_status dn_op_reduce(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
     if ((st = global_pool(S, n, xv, kd, &done)) || done) return st;
     if ((st = dn_plain(S, n, xv, &xv))) return st;
     dnnl_alg_kind_t alg = dn_op_row_of(n->op)->alg;
-    const dnnl_memory_desc_t xmd_copy = S->vals.data[xv].md, *xmd = &xmd_copy;
     dnnl_memory_desc_t kmd, omd;
     dn_plain_md(&kmd, nd, kd);
     dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
     if (dnnl_memory_desc_get_size(&kmd) != dnnl_memory_desc_get_size(&omd)) return dn_fail(S, n, dnnl_success, "shape");
+    /* oneDNN's jit reduction reduces the innermost dims only; its descriptor wants some dim
+     * reduced. Reduced dims of size > 1: */
+    int perm[DNNL_MAX_NDIMS], np = 0, nr = 0;
+    for (int i = 0; i < nd; i++)
+        if (kd[i] == S->vals.data[xv].md.dims[i]) perm[np++] = i;
+    for (int i = 0; i < nd; i++)
+        if (kd[i] != S->vals.data[xv].md.dims[i]) perm[np + nr++] = i;
+    if (!nr) { /* over single values: the input itself */
+        S->ent_val[dn_out_entry(S, n)] = dn_alias_new(S, xv, &omd);
+        return GR_OK;
+    }
+    bool inner = true;
+    for (int j = 0; j < nd; j++) inner &= (j < nd - nr) == (kd[j] == S->vals.data[xv].md.dims[j]);
+    if (!inner) { /* a copy with the kept dims first, the reduced ones innermost (the result's bytes are the same) */
+        dnnl_memory_desc_t view, dense;
+        dnnl_dims_t pd_dims, pd_str, pk;
+        const dnnl_memory_desc_t *xm = &S->vals.data[xv].md;
+        for (int j = 0; j < nd; j++) {
+            pd_dims[j] = xm->dims[perm[j]];
+            pd_str[j] = xm->format_desc.blocking.strides[perm[j]];
+            pk[j] = kd[perm[j]];
+        }
+        dnnl_memory_desc_init_by_strides(&view, nd, pd_dims, dnnl_f32, pd_str);
+        dn_plain_md(&dense, nd, pd_dims);
+        if ((st = dn_as(S, n, dn_alias_new(S, xv, &view), &dense, &xv))) return st;
+        /* the view itself when it has dense bytes: named by dense strides (a unit dim's stride
+         * takes oneDNN's jit kernel off its plain path) */
+        if (memcmp(&S->vals.data[xv].md, &dense, sizeof dense)) xv = dn_alias_new(S, xv, &dense);
+        dn_plain_md(&kmd, nd, pk);
+    }
+    const dnnl_memory_desc_t xmd_copy = S->vals.data[xv].md, *xmd = &xmd_copy;
     dn_step steps[DN_MAX_STEPS];
     dnnl_memory_desc_t ignore;
-    /* post-ops only when the output keeps the rank (same dims for the chain) */
-    int k = dn_chain_of(S, n, NULL, steps, n->ndims[0] == nd, nd, kd, &ignore);
+    /* post-ops only when the output keeps the rank and its dims' order (same dims for the chain) */
+    int k = dn_chain_of(S, n, NULL, steps, n->ndims[0] == nd && inner, nd, kd, &ignore);
     dnnl_reduction_desc_t desc;
     dnnl_status_t ds = dnnl_reduction_desc_init(&desc, alg, xmd, &kmd, 0.f, 0.f);
     if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid reduction");

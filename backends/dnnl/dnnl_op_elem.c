@@ -205,6 +205,13 @@ gr_status dn_op_elemwise(dn_state *S, const rt_json_node *n, const dn_comp *comp
     const rt_json_node *last = first.nodes[first.nnodes - 1];
     dnnl_memory_desc_t ignore;
     int k = npre + dn_chain_of(S, last, NULL, steps + npre, true, nd, n->shapes[0], &ignore);
+    /* the rewrite's pre step counts toward oneDNN 2.6's limits on eltwise post-ops (two, one
+     * linear: dn_collect_chain) */
+    for (int i = 0, nelt = 0, nlin = 0; i < k; i++)
+        if (steps[i].kind == STEP_ELTWISE && (++nelt > 2 || (steps[i].alg == dnnl_eltwise_linear && nlin++ > 0))) {
+            k = i;
+            break;
+        }
     dn_consume(S, &first, 1);
     S->stats.npostops--;          /* the first step is the primitive itself */
     S->stats.nfused_nodes -= (uint32_t)first.nnodes > 0 ? 1 : 0;
@@ -253,7 +260,7 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
      *   0: x as it is, the other operand plain (as it is when full-size);
      *   1: the other operand in x's layout;
      *   2: both channels-last (x reordered) */
-    dnnl_memory_desc_t ax[5], a1[5];
+    dnnl_memory_desc_t ax[6], a1[6];
     int nalt = 0;
     ax[0] = S->vals.data[xv].md;
     if (bin) {
@@ -281,7 +288,7 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
      *      axis 1 (x then reads as channels-last, the operand as a per-position one); only
      *      eltwise post-ops then. axv / a1v: the values' layouts, ax / a1 what the primitive
      *      sees. */
-    dnnl_memory_desc_t axv[5], a1v[5];
+    dnnl_memory_desc_t axv[6], a1v[6];
     for (int a = 0; a < nalt; a++) {
         axv[a] = ax[a];
         if (bin) a1v[a] = a1[a];
@@ -302,6 +309,31 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
             palt = nalt++;
             while (kperm < k && steps[kperm].kind == STEP_ELTWISE) kperm++;
         }
+    }
+    /*   5: any other broadcast, as a 2-D (M, K) binary with a (1, K) operand, which jit kernels
+     *      take (per channel of plain data): x copied with the operand's non-broadcast axes
+     *      innermost (no copy when they are already), the operand read as it is (its values
+     *      vary along those axes only, in their order); eltwise post-ops only. */
+    int galt = -1;
+    if (bin && !full1 && pre_elt && nd >= 2) {
+        int perm[DNNL_MAX_NDIMS], np = 0;
+        int64_t M = 1, K = 1;
+        for (int i = 0; i < nd; i++)
+            if (d1[i] == 1) M *= xd[i], perm[np++] = i;
+        for (int i = 0; i < nd; i++)
+            if (d1[i] != 1) K *= xd[i], perm[np++] = i;
+        dnnl_memory_desc_t pdense;
+        dnnl_dims_t pdims, str;
+        for (int j = 0; j < nd; j++) pdims[j] = xd[perm[j]];
+        dn_plain_md(&pdense, nd, pdims);
+        for (int j = 0; j < nd; j++) str[perm[j]] = pdense.format_desc.blocking.strides[j];
+        dnnl_memory_desc_init_by_strides(&axv[nalt], nd, xd, dnnl_f32, str);
+        dn_plain_md(&a1v[nalt], nd, d1);
+        dn_plain_md(&ax[nalt], 2, (int64_t[]){M, K});
+        dn_plain_md(&a1[nalt], 2, (int64_t[]){1, K});
+        galt = nalt++;
+        if (kperm == kmin)
+            while (kperm < k && steps[kperm].kind == STEP_ELTWISE) kperm++;
     }
     union {
         dnnl_eltwise_desc_t e;
@@ -324,7 +356,8 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
             S->ref_why = bin ? "no jit binary for these layouts / broadcast (tried the operand plain, in src0's layout, "
                                "channels-last, all plain)"
                              : "no jit eltwise for this layout / algorithm (tried src's layout, channels-last, plain)";
-        ds = dn_try_create(S, n, &desc, nd, steps, a == palt ? kperm : k, kmin, t < nalt, &pd, &used, args, &na, &st);
+        ds = dn_try_create(S, n, &desc, a == galt ? 2 : nd, steps, a == palt || a == galt ? kperm : k, kmin, t < nalt, &pd,
+                           &used, args, &na, &st);
         if (ds != dnnl_success) pd = NULL;
         else pick = a;
     }
@@ -341,8 +374,8 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
     if (bin) args[0] = (dn_arg){DNNL_ARG_SRC_1, v1in, a1[pick], NULL};
     args[na++] = (dn_arg){DNNL_ARG_SRC, xin, ax[pick], NULL};
     dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    /* the permuted view writes x's plain layout */
-    int v = dn_val_new(S, V_TMP, pick == palt ? &axv[pick] : &dmd);
+    /* the permuted (2-D) view writes x's layout of that alternative */
+    int v = dn_val_new(S, V_TMP, pick == palt || pick == galt ? &axv[pick] : &dmd);
     args[na++] = (dn_arg){DNNL_ARG_DST, v, dmd, NULL};
     if (consume) dn_consume(S, steps, used);
     else if (first->out >= 0) gr_vec_push(&S->pend, S->ent_node[first->out].node);

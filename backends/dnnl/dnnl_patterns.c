@@ -163,6 +163,9 @@ static const char *chk_pool(const ir_call *c, ir_ctx_t *ctx) {
     const char *r = layout_ok(c, ctx, "layout", nd == 3 ? "NCW" : "NCHW");
     const char *lay = ir_attrs_get_str(c->attrs, "layout"), *ol = ir_attrs_get_str(c->attrs, "out_layout");
     if (!r && ol && lay && strcmp(ol, lay)) r = "out_layout other than layout";
+    if (!r && ir_op_id_of(&c->base) != IR_OP_MAX_POOL2D && ir_op_id_of(&c->base) != IR_OP_MAX_POOL1D &&
+        ir_attrs_get_bool(c->attrs, "ceil_mode", false) && ir_attrs_get_bool(c->attrs, "count_include_pad", false))
+        r = "avg pooling with ceil_mode and count_include_pad (oneDNN would count the implicit right padding too)";
     return r;
 }
 
@@ -184,6 +187,7 @@ static const char *chk_layer_norm(const ir_call *c, ir_ctx_t *ctx) {
     int n = ir_attrs_get_ints(c->attrs, "axes", axes, 8);
     int32_t nd = 0;
     f32_static(c->args[0]->sinfo, NULL, &nd);
+    if (nd < 2) return "layer_norm of a 1-D tensor (oneDNN normalizes rows of 2-D and up)";
     return n == 1 && (axes[0] == -1 || axes[0] == nd - 1) ? NULL : "layer_norm over axes other than the last";
 }
 
