@@ -82,6 +82,34 @@ static bool try_shuffle(dn_state *S, const rt_json_node *n, uint32_t cnt, const 
     return true;
 }
 
+/* Concatenation of plain tensors along `axis` is one along axis 1 of their 2-D views (rows: the
+ * product of the dims before it; one row: along axis 0 of the columns), which oneDNN's simple
+ * concat takes where the N-D one falls to ref:any (unit dims around the axis). The sources of
+ * args become plain views; NULL (st GR_OK) when that is ref too. */
+static dnnl_primitive_desc_t concat_2d(dn_state *S, const rt_json_node *n, uint32_t cnt, int axis, dn_arg *args, gr_status *st) {
+    dnnl_memory_desc_t v2[64];
+    int vals[64];
+    int64_t rows = 1;
+    for (int d = 0; d < axis; d++) rows *= n->shapes[0][d];
+    *st = GR_OK;
+    for (uint32_t i = 0; i < cnt; i++) {
+        if ((*st = dn_plain(S, n, args[i].val, &vals[i]))) return NULL;
+        const dnnl_memory_desc_t *md = &S->vals.data[vals[i]].md;
+        int64_t cols = 1;
+        for (int d = axis; d < md->ndims; d++) cols *= md->dims[d];
+        dn_plain_md(&v2[i], 2, rows > 1 ? (int64_t[]){rows, cols} : (int64_t[]){cols, 1});
+    }
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_concat_primitive_desc_create(&pd, NULL, (int)cnt, rows > 1, v2, S->attr_plain, S->eng) != dnnl_success) return NULL;
+    if (dn_pd_is_ref(pd)) {
+        dnnl_primitive_desc_destroy(pd);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < cnt; i++)
+        args[i] = (dn_arg){DNNL_ARG_MULTIPLE_SRC + (int)i, dn_alias_new(S, vals[i], &v2[i]), v2[i], NULL};
+    return pd;
+}
+
 gr_status dn_op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     json_t *a0 = json_array_get(json_object_get(n->attrs, "args"), 0);
@@ -151,6 +179,19 @@ gr_status dn_op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
     if (!pd) {
         free(alt);
         return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    }
+    if (dn_pd_is_ref(pd)) {
+        gr_status st2;
+        dnnl_primitive_desc_t pd2 = concat_2d(S, n, cnt, (int)axis, args, &st2);
+        if (pd2 || st2) {
+            free(alt);
+            dnnl_primitive_desc_destroy(pd);
+            if (st2) return st2;
+            S->ref_why = NULL;
+            dnnl_memory_desc_t dmd;
+            dn_plain_md(&dmd, nd, n->shapes[0]);
+            return dn_finish(S, n, pd2, args, (int)cnt, NULL, 0, &dmd);
+        }
     }
     if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
     for (uint32_t i = 0; i < cnt; i++) {
@@ -425,13 +466,9 @@ static bool slice_as_view(dn_state *S, int e) {
     return true;
 }
 
-gr_status dn_op_strided_slice(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
-    (void)comp;
-    int x = dn_arg_entry(S, n, 0), xv = -1;
-    gr_status st = dn_need_val(S, n, x, &xv);
-    /* a slice of a dn_strided layout (plain, channels-last) is a view of it; blocked goes plain */
-    if (!st && (!dn_strided(&S->vals.data[xv].md) || S->opts.no_layout_plan)) st = dn_plain(S, n, xv, &xv);
-    if (st) return st;
+/* n's slice of value xv (dn_strided); *rejected: oneDNN rejects the reorder of that view. */
+static gr_status slice_of(dn_state *S, const rt_json_node *n, int xv, bool *rejected) {
+    gr_status st;
     const dnnl_memory_desc_t xmd = S->vals.data[xv].md;
     int nd = xmd.ndims;
     int64_t axes[DNNL_MAX_NDIMS], beg[DNNL_MAX_NDIMS], end[DNNL_MAX_NDIMS], stp[DNNL_MAX_NDIMS];
@@ -471,10 +508,25 @@ gr_status dn_op_strided_slice(dn_state *S, const rt_json_node *n, const dn_comp 
     dn_plain_md(&omd, nd, n->shapes[0]);
     dnnl_primitive_desc_t pd;
     dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, &view, S->eng, &omd, S->eng, S->attr_plain);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the strided_slice reorder");
+    if ((*rejected = ds != dnnl_success)) return GR_OK;
     int v = dn_val_new(S, V_TMP, &omd);
     dn_arg args[2] = {{DNNL_ARG_FROM, xv, view, NULL}, {DNNL_ARG_TO, v, omd, NULL}};
     st = dn_emit(S, n, pd, args, 2, true);
     if (!st) S->ent_val[dn_out_entry(S, n)] = v;
+    return st;
+}
+
+gr_status dn_op_strided_slice(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = dn_need_val(S, n, x, &xv);
+    /* a slice of a dn_strided layout (plain, channels-last) is a view of it; blocked goes plain */
+    if (!st && (!dn_strided(&S->vals.data[xv].md) || S->opts.no_layout_plan)) st = dn_plain(S, n, xv, &xv);
+    bool rejected = false;
+    if (!st) st = slice_of(S, n, xv, &rejected);
+    /* oneDNN's reorder rejects views whose strides interleave (a channels-last slice of every
+     * other channel): the slice of a plain copy */
+    if (!st && rejected && !dn_is_plain(&S->vals.data[xv].md) && !(st = dn_plain(S, n, xv, &xv))) st = slice_of(S, n, xv, &rejected);
+    if (!st && rejected) st = dn_fail(S, n, dnnl_invalid_arguments, "oneDNN rejects the strided_slice reorder");
     return st;
 }

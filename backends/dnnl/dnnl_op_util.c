@@ -33,6 +33,12 @@ gr_status dn_need_val(dn_state *S, const rt_json_node *n, int e, int *v) {
  * kernel even without post-ops is a failure too (the caller has other layouts to try);
  * returns dnnl_unimplemented then, with *err GR_OK. args/nargs: the fixed args; binary
  * post-op sources are appended. */
+static bool c_kernel(const_dnnl_primitive_desc_t pd) {
+    const char *impl = NULL;
+    return dn_pd_is_ref(pd) || (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+                                !strncmp(impl, "simple", 6));
+}
+
 dnnl_status_t dn_try_create(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t desc, int nd,
                             const dn_step *steps, int nsteps, int kmin, bool need_jit, dnnl_primitive_desc_t *pd,
                             int *kused, dn_arg *args, int *nargs, gr_status *err) {
@@ -45,8 +51,9 @@ dnnl_status_t dn_try_create(dn_state *S, const rt_json_node *n, const_dnnl_op_de
         ds = dnnl_primitive_desc_create(pd, desc, attr, S->eng, NULL);
         if (ds == dnnl_success && S->opts.dw_jit) dn_pd_prefer_jit_dw(desc, attr, S->eng, pd);
         dnnl_primitive_attr_destroy(attr);
-        /* post-ops that push oneDNN onto its reference kernels cost more than they save */
-        if (ds == dnnl_success && (k > kmin || need_jit) && dn_pd_is_ref(*pd)) {
+        /* post-ops that push oneDNN onto its reference kernels cost more than they save; onto
+         * its plain C++ ones too (simple_nchw pooling with a sum post-op: wrong results, 2.6) */
+        if (ds == dnnl_success && ((k > kmin && c_kernel(*pd)) || (need_jit && dn_pd_is_ref(*pd)))) {
             dnnl_primitive_desc_destroy(*pd);
             ds = dnnl_unimplemented;
             continue;
