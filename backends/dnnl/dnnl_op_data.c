@@ -110,6 +110,47 @@ static dnnl_primitive_desc_t concat_2d(dn_state *S, const rt_json_node *n, uint3
     return pd;
 }
 
+/* The concatenation as one reorder per source into its slice of the plain result (a view of it),
+ * when none of those is on ref; *done false otherwise. */
+static gr_status concat_copies(dn_state *S, const rt_json_node *n, uint32_t cnt, int axis, const dn_arg *args, bool *done) {
+    int nd = n->ndims[0];
+    dnnl_memory_desc_t omd, views[64];
+    dnnl_primitive_desc_t pds[64];
+    dn_plain_md(&omd, nd, n->shapes[0]);
+    int64_t off = 0;
+    uint32_t made = 0;
+    *done = false;
+    for (; made < cnt; made++) {
+        const dnnl_memory_desc_t *md = &S->vals.data[args[made].val].md;
+        dnnl_memory_desc_init_by_strides(&views[made], nd, md->dims, dnnl_f32, omd.format_desc.blocking.strides);
+        views[made].offset0 = off * omd.format_desc.blocking.strides[axis];
+        off += md->dims[axis];
+        if (dnnl_reorder_primitive_desc_create(&pds[made], md, S->eng, &views[made], S->eng, S->attr_plain) != dnnl_success) break;
+        if (dn_pd_is_ref(pds[made])) {
+            dnnl_primitive_desc_destroy(pds[made]);
+            break;
+        }
+    }
+    if (made < cnt) {
+        while (made) dnnl_primitive_desc_destroy(pds[--made]);
+        return GR_OK;
+    }
+    int v = dn_val_new(S, V_TMP, &omd);
+    gr_status st = GR_OK;
+    for (uint32_t i = 0; i < cnt; i++) {
+        if (st) {
+            dnnl_primitive_desc_destroy(pds[i]);
+            continue;
+        }
+        dn_arg a[2] = {{DNNL_ARG_FROM, args[i].val, S->vals.data[args[i].val].md, NULL},
+                       {DNNL_ARG_TO, dn_alias_new(S, v, &views[i]), views[i], NULL}};
+        st = dn_emit(S, n, pds[i], a, 2, false);
+    }
+    if (!st) S->ent_val[dn_out_entry(S, n)] = v;
+    *done = !st;
+    return st;
+}
+
 gr_status dn_op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     json_t *a0 = json_array_get(json_object_get(n->attrs, "args"), 0);
@@ -183,7 +224,15 @@ gr_status dn_op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
     if (dn_pd_is_ref(pd)) {
         gr_status st2;
         dnnl_primitive_desc_t pd2 = concat_2d(S, n, cnt, (int)axis, args, &st2);
-        if (pd2 || st2) {
+        bool copied = false;
+        if (!pd2 && !st2) st2 = concat_copies(S, n, cnt, (int)axis, args, &copied);
+        if (copied || st2) {
+            free(alt);
+            dnnl_primitive_desc_destroy(pd);
+            S->ref_why = NULL;
+            return st2;
+        }
+        if (pd2) {
             free(alt);
             dnnl_primitive_desc_destroy(pd);
             if (st2) return st2;

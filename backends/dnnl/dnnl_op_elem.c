@@ -9,7 +9,7 @@ gr_status dn_single_src_create(dn_state *S, const rt_json_node *n, int xv, const
                                const int64_t *os, src_desc_fn init, const void *ctx, void *desc, const dn_step *steps,
                                int k, const char *why, dnnl_primitive_desc_t *pd, int *used, dn_arg *args,
                                int *na) {
-    dnnl_memory_desc_t ax[3], ad[3], xcl;
+    dnnl_memory_desc_t ax[4], ad[4], xcl;
     dnnl_dims_t od;
     for (int i = 0; i < nd; i++) od[i] = os[i];
     int nalt = 0;
@@ -24,6 +24,10 @@ gr_status dn_single_src_create(dn_state *S, const rt_json_node *n, int xv, const
         ax[nalt] = xcl;
         dn_channels_last(&ad[nalt], &op);
         nalt++;
+    }
+    if (!dn_is_plain(&ax[0])) { /* a permuted view: plain src, dst `any` */
+        dn_plain_like(&ax[nalt], &ax[0]);
+        dnnl_memory_desc_init_by_tag(&ad[nalt++], nd, od, dnnl_f32, dnnl_format_tag_any);
     }
     dnnl_status_t ds = dnnl_success;
     gr_status st = GR_OK;
