@@ -48,20 +48,6 @@ static void chain(dn_state *S, const rt_json_node *n, vol_chain *c) {
     dnnl_memory_desc_init_by_tag(&c->dst, 5, d, dnnl_f32, dnnl_format_tag_any);
 }
 
-/* oneDNN 2.6's jit pooling reads a full-size binary post-op operand in dst's layout, whatever
- * its own (random region-graph finding: max_pool3d + maximum with a plain tensor, blocked dst,
- * wrong values): such a post-op only when the layouts agree. */
-static bool src1_in_dst_layout(dn_state *S, const_dnnl_primitive_desc_t pd, const dn_step *steps, int k) {
-    const dnnl_memory_desc_t *dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    for (int i = 0; i < k; i++) {
-        if (steps[i].kind != STEP_BINARY) continue;
-        const dnnl_memory_desc_t *md = &S->vals.data[S->ent_val[steps[i].src1]].md;
-        bool full = md->ndims == dst->ndims && !memcmp(md->dims, dst->dims, sizeof(int64_t) * (size_t)md->ndims);
-        if (full && !dnnl_memory_desc_equal(md, dst)) return false;
-    }
-    return true;
-}
-
 /* The primitive with the longest prefix of the chain oneDNN accepts as post-ops without a
  * reference kernel; binary post-op sources appended to args. */
 static gr_status create(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t desc, vol_chain *c,
@@ -77,7 +63,7 @@ static gr_status create(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t
         const char *impl = NULL;
         if (ds == dnnl_success && k > 0 &&
             ((dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl && !strncmp(impl, "ref", 3)) ||
-             !src1_in_dst_layout(S, *pd, c->steps, k))) {
+             !dn_src1_in_dst_layout(S, *pd, c->steps, k))) {
             dnnl_primitive_desc_destroy(*pd);
             continue;
         }
