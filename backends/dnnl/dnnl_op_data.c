@@ -235,7 +235,6 @@ gr_status dn_op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
         if (pd2) {
             free(alt);
             dnnl_primitive_desc_destroy(pd);
-            if (st2) return st2;
             S->ref_why = NULL;
             dnnl_memory_desc_t dmd;
             dn_plain_md(&dmd, nd, n->shapes[0]);

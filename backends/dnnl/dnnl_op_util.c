@@ -39,10 +39,15 @@ gr_status dn_need_val(dn_state *S, const rt_json_node *n, int e, int *v) {
  * with a plain operand; a depthwise conv1d + a (W) operand: blocked dst, wrong values). */
 bool dn_src1_in_dst_layout(dn_state *S, const_dnnl_primitive_desc_t pd, const dn_step *steps, int k) {
     const dnnl_memory_desc_t *dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    bool sum = S->sum_ok; /* the first full-size add is the sum post-op (dn_make_attr): its operand goes to dst's layout */
     for (int i = 0; i < k; i++) {
         if (steps[i].kind != STEP_BINARY || S->ent_val[steps[i].src1] < 0) continue;
         const dnnl_memory_desc_t *md = &S->vals.data[S->ent_val[steps[i].src1]].md;
         bool full = md->ndims == dst->ndims && !memcmp(md->dims, dst->dims, sizeof(int64_t) * (size_t)md->ndims);
+        if (full && sum && steps[i].alg == dnnl_binary_add) {
+            sum = false;
+            continue;
+        }
         if (full && !dnnl_memory_desc_equal(md, dst)) return false;
         /* the operand's dims aligned to dst's trailing ones: other than 1 on the channel axis only? */
         bool chan = true;
