@@ -23,11 +23,12 @@
  *     ISA: make test runs the suite again under ONEDNN_MAX_CPU_ISA=AVX2);
  *   - an op of the dnnl op table left on the host carries the reason its check gave in the
  *     partition report (never the bare "no pattern matched").
- * A seed that once failed stays in REGRESS, run first. GRAFT_GEN_SEED=S GRAFT_GEN_COUNT=N run
+ * A graph that once failed stays in tests/golden/dnnl_gen (dnnl_gen/regressions). GRAFT_GEN_SEED=S GRAFT_GEN_COUNT=N run
  * seeds S.. S+N-1 instead of the fixed budget (longer searches); GRAFT_GEN_PRINT=1 prints each
  * graph; GRAFT_GEN_OPT=dnnl.NAME=VALUE sets one backend option (dnnl.debug=1 lists the primitives);
  * GRAFT_GEN_FILE=F.relax runs that module instead (a reduced finding). */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -55,27 +56,9 @@
  * about 20 ms a graph) */
 #define GEN_PER_BATCH 75
 
-/* seeds that once failed, kept as regressions: what each found */
-static const uint32_t REGRESS[] = {
-    1006, /* softmax over an outer axis: softmax_v2 ref:any */
-    1012, /* avg pooling + fused residual sum on simple_nchw: wrong values */
-    1019, /* concat along a unit-padded axis: concat ref:any */
-    1050, /* layer_norm of a 1-D tensor: the partition failed */
-    1059, /* matmul with rows collapsed + a (1, 1, N) post-op operand read past its end */
-    1061, /* avg pooling with ceil_mode and count_include_pad: the partition failed */
-    1076, /* mean over unit axes only: the partition failed */
-    1231, /* strided_slice of every other channel of a channels-last value: the partition failed */
-    1258, /* divide by a per-batch operand (2, 1, 1, 1): binary ref:any */
-    1284, /* maximum of a permuted view and a broadcast operand: binary ref:any */
-    1303, /* mean over axes followed by a unit axis: reduction ref:any */
-    1345, /* y - x rewritten -(x - y) + abs + add + pow: three eltwise post-ops, NaN */
-    1482, /* max_pool3d + maximum with a plain full-size operand, blocked dst: wrong values */
-    1724, /* avg pooling of a permuted view: pooling ref:any */
-    1907, /* concat along the last axis of (7, 1), (7, 3), (7, 4): concat ref:any */
-    2319, /* depthwise conv1d + a (W) broadcast post-op, blocked dst: wrong values */
-    2578, /* gemm convolution + multiply with a plain full-size operand, blocked dst: wrong values */
-    2763, /* x[..., ::2] of rows of 3 (an interleaved view): the partition failed */
-};
+/* graphs that once failed, kept as regressions: tests/golden/dnnl_gen/seed_<seed>.relax, each
+ * with what it found on its first line (saved, so a change of the generator keeps them) */
+#define REGRESS_DIR "tests/golden/dnnl_gen"
 
 /* ------------------------------------------------------------------ generator ---- */
 
@@ -300,10 +283,10 @@ static int g_posts(gen *g, int y, int ca) {
     if (g_p(g, 60)) y = g_act(g, y);
     if (g_p(g, 45)) {
         int kind = (int)g_u(g, 5), r = g_bshape(g, nd, s, ca, kind, o);
-        int other = kind == 0 && g_p(g, 30) ? g_data(g, nd) : g_param(g, kind == 0 || kind == 2 ? 'x' : 'c', r, o);
-        if (g->v[other].nd != nd || memcmp(g->v[other].s, s, sizeof(int64_t) * (size_t)nd)) {
-            if (kind == 0) other = g_param(g, 'x', r, o);
-        }
+        /* an earlier value of the shape (a residual), else a new operand */
+        int other = kind == 0 && g_p(g, 30) ? g_data(g, nd) : -1;
+        if (other < 0 || g->v[other].nd != nd || memcmp(g->v[other].s, s, sizeof(int64_t) * (size_t)nd))
+            other = g_param(g, kind == 0 || kind == 2 ? 'x' : 'c', r, o);
         bool mul = g_p(g, 30);
         g_note(g, mul ? "residual_mul" : "residual_add");
         y = g_p(g, 70) ? g_emit(g, nd, s, "R.%s(%s, %s)", mul ? "multiply" : "add", N(g, y), N(g, other))
@@ -446,8 +429,6 @@ static int g_matmul(gen *g) {
     }
     os[nb] = M;
     os[nb + 1] = Nn;
-    const char *an;
-    char at[160];
     if (a < 0 && g_p(g, 25)) { /* a transposed view feeding the matmul */
         int64_t ts[RT_MAX_NDIM];
         memcpy(ts, as, sizeof ts);
@@ -465,7 +446,6 @@ static int g_matmul(gen *g) {
     } else if (a < 0) {
         a = g_param(g, 'x', ra, as);
     }
-    an = N(g, a);
     /* b: a constant, an input, or a transposed view of either (dense when 2-D constant) */
     int kind = (int)g_u(g, 4);
     char bt[160];
@@ -486,11 +466,10 @@ static int g_matmul(gen *g) {
     } else {
         snprintf(bt, sizeof bt, "%s", N(g, g_param(g, kind ? 'x' : 'w', rb, bs)));
     }
-    snprintf(at, sizeof at, "%s", an);
     char note[32];
     snprintf(note, sizeof note, "matmul%dx%d", ra, rb);
     g_note(g, note);
-    int y = g_emit(g, nb + 2, os, "R.matmul(%s, %s)", at, bt);
+    int y = g_emit(g, nb + 2, os, "R.matmul(%s, %s)", N(g, a), bt);
     return g_posts(g, y, nb + 1);
 }
 
@@ -937,19 +916,24 @@ static void compare_values(const rt_value *want, const rt_value *got, uint32_t s
     *bad |= r.bad != 0;
 }
 
-/* One graph: build, partition, run both ways, check. True when it passed. */
-static bool gen_case(uint32_t seed, gen_tally *t) {
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    char *text = calloc(1, 1 << 16);
+    cr_assert_not_null(text);
+    size_t nr = fread(text, 1, (1 << 16) - 1, f);
+    fclose(f);
+    text[nr] = 0;
+    return text;
+}
+
+/* One graph: seed's, or the module in file (its params named as the generator's; seed then
+ * draws the values), built, partitioned, run both ways, checked. True when it passed. */
+static bool gen_case(uint32_t seed, const char *file, gen_tally *t) {
     char ops[512];
     char *text = NULL;
-    const char *file = getenv("GRAFT_GEN_FILE");
-    if (file && *file) { /* a graph of one's own (a reduced finding), its params named as the generator's */
-        FILE *f = fopen(file, "rb");
-        cr_assert_not_null(f, "GRAFT_GEN_FILE %s", file);
-        text = calloc(1, 1 << 16);
-        cr_assert_not_null(text);
-        size_t nr = fread(text, 1, (1 << 16) - 1, f);
-        fclose(f);
-        text[nr] = 0;
+    if (file) {
+        text = read_text(file);
         snprintf(ops, sizeof ops, "%s", file);
     } else text = g_build(seed, ops, sizeof ops);
     if (!text) return true;
@@ -1036,7 +1020,8 @@ static void gen_run(uint32_t batch) {
         count = c && *c ? (uint32_t)strtoul(c, NULL, 10) : 1;
     }
     gen_tally t = {0};
-    for (uint32_t k = 0; k < count; k++) gen_case(first + k, &t);
+    const char *file = getenv("GRAFT_GEN_FILE"); /* a reduced finding */
+    for (uint32_t k = 0; k < count; k++) gen_case(first + k, file && *file ? file : NULL, &t);
     /* the graphs must reach oneDNN: a backend that took nothing would pass the rest */
     cr_expect_geq(t.prims, t.graphs, "seeds %u..%u: %u primitives for %u graphs", first, first + count - 1, t.prims, t.graphs);
     cr_log_info("dnnl_gen seeds %u..%u (ISA %s): %u graphs, %u primitives, %u on ref, %u host ops, %u failed", first,
@@ -1044,8 +1029,19 @@ static void gen_run(uint32_t batch) {
 }
 
 Test(dnnl_gen, regressions, .timeout = 120) {
+    DIR *d = opendir(REGRESS_DIR);
+    cr_assert_not_null(d, "%s", REGRESS_DIR);
     gen_tally t = {0};
-    for (size_t i = 0; i < sizeof REGRESS / sizeof REGRESS[0]; i++) gen_case(REGRESS[i], &t);
+    struct dirent *e;
+    unsigned seed;
+    while ((e = readdir(d)))
+        if (sscanf(e->d_name, "seed_%u.relax", &seed) == 1) {
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", REGRESS_DIR, e->d_name);
+            gen_case(seed, path, &t);
+        }
+    closedir(d);
+    cr_expect_geq(t.graphs, 18, "%u graphs in %s", t.graphs, REGRESS_DIR);
 }
 
 Test(dnnl_gen, batch0, .timeout = 120) { gen_run(0); }
