@@ -23,10 +23,10 @@
  *     ISA: make test runs the suite again under ONEDNN_MAX_CPU_ISA=AVX2);
  *   - an op of the dnnl op table left on the host carries the reason its check gave in the
  *     partition report (never the bare "no pattern matched").
- * A graph that once failed stays in tests/golden/dnnl_gen (dnnl_gen/regressions). GRAFT_GEN_SEED=S GRAFT_GEN_COUNT=N run
- * seeds S.. S+N-1 instead of the fixed budget (longer searches); GRAFT_GEN_PRINT=1 prints each
- * graph; GRAFT_GEN_OPT=dnnl.NAME=VALUE sets one backend option (dnnl.debug=1 lists the primitives);
- * GRAFT_GEN_FILE=F.relax runs that module instead (a reduced finding). */
+ * A graph that once failed stays in tests/golden/dnnl_gen (dnnl_gen/regressions). Searches and
+ * reductions: GRAFT_GEN_SEED=S GRAFT_GEN_COUNT=N run seeds S..S+N-1 instead of the fixed budget;
+ * GRAFT_GEN_PRINT=1 prints each graph; GRAFT_GEN_OPT=dnnl.NAME=VALUE sets one backend option
+ * (dnnl.debug=1 lists the primitives); GRAFT_GEN_FILE=F.relax runs that module instead. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <jansson.h>
