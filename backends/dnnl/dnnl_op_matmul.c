@@ -9,12 +9,12 @@
 /* ---------------------------------------------------------------- matmul ---- */
 
 /* Plain md of weights w (dims ws, rank wn) read transposed in its last two axes, expanded to
- * rank nd with leading 1s. */
+ * rank nd with leading 1s (or its leading unit dims dropped when nd is less: rows collapsed). */
 static void transposed_md(dnnl_memory_desc_t *md, int nd, int wn, const dnnl_dims_t ws) {
     dnnl_dims_t d, str;
     int pad = nd - wn;
     int64_t acc = 1;
-    for (int i = wn - 1; i >= 0; i--) {
+    for (int i = wn - 1; i >= 0 && pad + i >= 0; i--) {
         str[pad + i] = acc;
         d[pad + i] = ws[i];
         acc *= ws[i];
