@@ -220,7 +220,20 @@ gr_status dn_op_elemwise(dn_state *S, const rt_json_node *n, const dn_comp *comp
     S->stats.npostops--;          /* the first step is the primitive itself */
     S->stats.nfused_nodes -= (uint32_t)first.nnodes > 0 ? 1 : 0;
     int v, used;
-    gr_status st = dn_elem_prim(S, n, &first, xv, steps, k, npre, true, &v, &used);
+    gr_status st;
+    if (npre && steps[0].kind == STEP_BINARY) {
+        /* y / x: oneDNN 2.6's jit eltwise takes no binary post-op, so x^-1 is a primitive of its
+         * own and x^-1 * y the binary one, with the chain */
+        dn_step inv = first;
+        inv.out = -1;
+        if ((st = dn_elem_prim(S, n, &inv, xv, NULL, 0, 0, false, &xv, &used))) return st;
+        first = steps[0];
+        first.nnodes = 1;
+        first.nodes[0] = n;
+        memmove(steps, steps + 1, sizeof(dn_step) * (size_t)--k);
+        npre = 0;
+    }
+    st = dn_elem_prim(S, n, &first, xv, steps, k, npre, true, &v, &used);
     if (st) return st;
     S->ent_val[used > npre ? steps[used - 1].out : first.out] = v;
     return GR_OK;
