@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 
 # Bottom to top.
 LEVELS='
+include
 base
 ir
 ir/ops
