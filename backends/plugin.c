@@ -228,6 +228,16 @@ static const char *n_attr_str(const graft_region *r, uint32_t nid, uint32_t k, c
     return json_string_value(json_object_get(n_op_obj(r, nid, k, NULL), attr));
 }
 
+static int n_arg_num(const graft_region *r, uint32_t nid, uint32_t i, double *val) {
+    rt_json_node *n = rnode(r, nid);
+    json_t *a = n && n->kind == RT_JSON_KERNEL ? json_array_get(json_object_get(n->attrs, "args"), i) : NULL;
+    json_t *x = json_object_get(a, "float");
+    if (!x) x = json_object_get(a, "int");
+    if (!json_is_number(x)) return -1;
+    *val = json_number_value(x);
+    return 0;
+}
+
 /* ---- match views: a pattern check's context ---- */
 
 struct graft_match {
@@ -302,7 +312,7 @@ static const graft_host_api HOST_API = {
     GRAFT_PLUGIN_ABI_MAJOR, GRAFT_PLUGIN_ABI_MINOR, host_set_error, host_option,
     r_symbol, r_num_nodes, r_num_inputs, r_input, r_num_outputs, r_output,
     n_kind, n_name, n_layer, n_num_inputs, n_input, n_num_outputs, n_dtype, n_ndim, n_shape, n_const_data,
-    n_num_ops, n_op, n_attr_ints, n_attr_float, n_attr_str,
+    n_num_ops, n_op, n_attr_ints, n_attr_float, n_attr_str, n_arg_num,
     m_op, m_num_args, m_arg_dtype, m_arg_ndim, m_arg_dim, m_arg_const, m_ndim, m_dim, m_attr_ints, m_attr_str,
 };
 
@@ -311,6 +321,7 @@ static const graft_host_api HOST_API = {
 typedef struct plugin_state {
     const plugin_backend *pb;
     void *state;
+    pthread_mutex_t lock;          /* the plugin runs a state from one thread at a time */
 } plugin_state;
 
 static gr_status eng_prepare(rt_json_graph *g, const void *opts, void **state, gr_diag *diag) {
@@ -336,6 +347,7 @@ static gr_status eng_prepare(rt_json_graph *g, const void *opts, void **state, g
     plugin_state *s = gr_xcalloc(1, sizeof(*s));
     s->pb = pb;
     s->state = ps;
+    pthread_mutex_init(&s->lock, NULL);
     *state = s;
     return GR_OK;
 }
@@ -353,7 +365,10 @@ static gr_status eng_run(rt_json_graph *g, void *state, DLTensor *const *args, u
     for (uint32_t i = 0; i < nin; i++) ins[i] = args[i]->data;
     for (uint32_t i = 0; i < nout; i++) outs[i] = args[nin + i]->data;
     graft_plugin_error err = {{0}};
-    if (s->pb->p->run(s->state, ins, nin, outs, nout, &err))
+    pthread_mutex_lock(&s->lock);
+    int rc = s->pb->p->run(s->state, ins, nin, outs, nout, &err);
+    pthread_mutex_unlock(&s->lock);
+    if (rc)
         return gr_diag_set(diag, GR_ERR_RUNTIME, "%s plugin: region %s: %s", s->pb->p->name, rt_json_graph_symbol(g),
                            err.msg[0] ? err.msg : "run failed");
     return GR_OK;
@@ -364,6 +379,7 @@ static void eng_release(rt_json_graph *g, void *state) {
     plugin_state *s = state;
     if (!s) return;
     if (s->pb->p->release) s->pb->p->release(s->state);
+    pthread_mutex_destroy(&s->lock);
     free(s);
 }
 

@@ -115,6 +115,9 @@ typedef struct graft_host_api {
     int (*node_attr_float)(const graft_region *r, uint32_t nid, uint32_t k, const char *attr, double *val);
     /* A string attribute ("NCHW"), NULL when absent. */
     const char *(*node_attr_str)(const graft_region *r, uint32_t nid, uint32_t k, const char *attr);
+    /* PER_OP mode: call argument i of the node's op when it is a number (clip's min and max):
+     * 0 and *val, -1 otherwise (a tensor argument, or absent). */
+    int (*node_arg_num)(const graft_region *r, uint32_t nid, uint32_t i, double *val);
 
     /* ---- a pattern match (checks) ---- */
     /* The op of a binding ("relax.nn.conv2d"), NULL when the name binds no op call. */
