@@ -220,7 +220,7 @@ endif
 # tests compare graft's partitions with its fresh results too (tests/byoc/test_tvm_suite.c).
 TEST_FILTER ?= *
 AVX2_TESTS ?= dnnl*/* conformance/backend_dnnl artifact/* concurrency/*dnnl* inspect/* qdq_cnn/* \
-              inspect_cli/*_diff_dnnl profile/* backend_opt_cli/* toolkit/*
+              inspect_cli/*_diff_dnnl profile/* backend_opt_cli/* toolkit/* xnnpack/mixed*
 space := $(subst ,, )
 test_filter = --filter '@($(subst $(space),|,$(strip $(1))))'
 TVM_PY = build/third_party/tvm
