@@ -111,9 +111,11 @@ Libs: -L$${libdir} -lgraft
 Libs.private: -L$(shell $(LLVM_CONFIG) --libdir 2>/dev/null) $(PC_PRIVATE)
 endef
 export GRAFT_PC
-$(BUILD)/graft.pc: Makefile
+# Rewritten when PREFIX changes (`make install PREFIX=...` after a plain `make`).
+$(BUILD)/graft.pc: Makefile FORCE
 	@mkdir -p $(dir $@)
-	{ printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\n' '$(PREFIX)'; echo "$$GRAFT_PC"; } > $@
+	@{ printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\n' '$(PREFIX)'; echo "$$GRAFT_PC"; } > $@.new
+	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
 $(BUILD)/graft-uninstalled.pc: Makefile
 	@mkdir -p $(dir $@)
 	{ printf 'libdir=%s\nincludedir=%s\n\n' '$(abspath $(BUILD))' '$(CURDIR)/include'; echo "$$GRAFT_PC"; } > $@
