@@ -338,7 +338,8 @@ py-overhead:
 	$(PYVENV)/bin/python python/tests/overhead.py
 
 # Serving with Triton Inference Server (docs/serving.md): the graft backend, built as Triton
-# lays out a backend (backends/graft/libtriton_graft.so with the libraries it needs beside it),
+# lays out a backend (backends/graft/libtriton_graft.so with the libraries it needs beside it)
+# against the public headers alone (include/graft, as the plugins),
 # and its tests against the tritonserver that scripts/triton_env.sh installs from PyPI.
 TRITON_BACKEND = $(BUILD)/triton/graft/libtriton_graft.so
 .PHONY: triton-backend triton-test triton-bench
@@ -346,7 +347,7 @@ triton-backend: $(TRITON_BACKEND)
 $(TRITON_BACKEND): serve/triton/graft_backend.c serve/triton/triton_api.h $(BUILD)/libgraft.so
 	@mkdir -p $(dir $@)
 	cp $(BUILD)/libgraft.so $(dir $@)libgraft.so
-	$(CC) $(CFLAGS_BASE) -Wpedantic $(CFLAGS) -shared -o $@ $< -L$(dir $@) -lgraft -ljansson \
+	$(CC) $(PLUGIN_CFLAGS) -MMD -MP $(CFLAGS) -shared -o $@ $< -L$(dir $@) -lgraft -ljansson \
 	    -Wl,-rpath,'$$ORIGIN'
 -include $(BUILD)/triton/graft/libtriton_graft.d
 

@@ -27,7 +27,8 @@ static const struct {
     {GRAFT_FLOAT32, {kDLFloat, 32, 1}}, {GRAFT_FLOAT64, {kDLFloat, 64, 1}}, {GRAFT_FLOAT16, {kDLFloat, 16, 1}},
     {GRAFT_BFLOAT16, {kDLBfloat, 16, 1}}, {GRAFT_INT8, {kDLInt, 8, 1}},    {GRAFT_UINT8, {kDLUInt, 8, 1}},
     {GRAFT_INT16, {kDLInt, 16, 1}},     {GRAFT_INT32, {kDLInt, 32, 1}},    {GRAFT_INT64, {kDLInt, 64, 1}},
-    {GRAFT_BOOL, {kDLUInt, 1, 1}},
+    {GRAFT_BOOL, {kDLUInt, 1, 1}},      {GRAFT_UINT16, {kDLUInt, 16, 1}},  {GRAFT_UINT32, {kDLUInt, 32, 1}},
+    {GRAFT_UINT64, {kDLUInt, 64, 1}},
 };
 #define NDTYPES (sizeof DTYPES / sizeof DTYPES[0])
 
@@ -108,6 +109,7 @@ static const char *host_option(const graft_plugin_options *o, const char *name) 
 struct graft_region {
     rt_json_graph *g;
     uint32_t *const_index;         /* node id -> constant index (UINT32_MAX: not a constant) */
+    int observed;                  /* compiled for graft diff's taps */
 };
 
 static rt_json_node *rnode(const graft_region *r, uint32_t nid) {
@@ -115,6 +117,7 @@ static rt_json_node *rnode(const graft_region *r, uint32_t nid) {
 }
 
 static const char *r_symbol(const graft_region *r) { return rt_json_graph_symbol(r->g); }
+static int r_observed(const graft_region *r) { return r->observed; }
 static uint32_t r_num_nodes(const graft_region *r) { return rt_json_graph_num_nodes(r->g); }
 static uint32_t r_num_inputs(const graft_region *r) { return rt_json_graph_num_inputs(r->g); }
 static uint32_t r_input(const graft_region *r, uint32_t i) {
@@ -314,6 +317,7 @@ static const graft_host_api HOST_API = {
     n_kind, n_name, n_layer, n_num_inputs, n_input, n_num_outputs, n_dtype, n_ndim, n_shape, n_const_data,
     n_num_ops, n_op, n_attr_ints, n_attr_float, n_attr_str, n_arg_num,
     m_op, m_num_args, m_arg_dtype, m_arg_ndim, m_arg_dim, m_arg_const, m_ndim, m_dim, m_attr_ints, m_attr_str,
+    r_observed,
 };
 
 /* ---- the engine: compile per static graph, run per call ---- */
@@ -321,16 +325,22 @@ static const graft_host_api HOST_API = {
 typedef struct plugin_state {
     const plugin_backend *pb;
     void *state;
+    void *observed;                /* compiled with region_observed on a tap's first run */
+    graft_plugin_options opts;
     pthread_mutex_t lock;          /* the plugin runs a state from one thread at a time */
 } plugin_state;
 
-static gr_status eng_prepare(rt_json_graph *g, const void *opts, void **state, gr_diag *diag) {
-    const graft_plugin_options *o = opts;
-    const plugin_backend *pb = o->pb;
-    gr_status st = rt_json_graph_check(g, diag);
-    if (st) return st;
+/* The plugin's read_value when its struct has it (ABI 1.1). */
+static int (*read_value_of(const graft_plugin *p))(void *, uint32_t, void *) {
+    return p->abi_minor >= 1 && p->struct_size >= offsetof(graft_plugin, read_value) + sizeof(p->read_value)
+               ? p->read_value
+               : NULL;
+}
+
+static gr_status plugin_compile(const plugin_backend *pb, rt_json_graph *g, const graft_plugin_options *o, int observed,
+                                void **out, gr_diag *diag) {
     uint32_t nn = rt_json_graph_num_nodes(g);
-    graft_region r = {g, gr_xcalloc(nn + 1, sizeof(uint32_t))};
+    graft_region r = {g, gr_xcalloc(nn + 1, sizeof(uint32_t)), observed};
     for (uint32_t i = 0; i < nn; i++) {
         r.const_index[i] = UINT32_MAX;
         rt_json_node *n = rt_json_graph_node(g, i);
@@ -338,18 +348,47 @@ static gr_status eng_prepare(rt_json_graph *g, const void *opts, void **state, g
             if (strcmp(rt_json_graph_const_name(g, c), n->name) == 0) r.const_index[i] = c;
     }
     graft_plugin_error err = {{0}};
-    void *ps = NULL;
-    int rc = pb->p->compile(&HOST_API, &r, o, &ps, &err);
+    int rc = pb->p->compile(&HOST_API, &r, o, out, &err);
     free(r.const_index);
     if (rc)
         return gr_diag_set(diag, GR_ERR_UNSUPPORTED, "%s plugin: region %s: %s", pb->p->name, rt_json_graph_symbol(g),
                            err.msg[0] ? err.msg : "compile failed");
+    return GR_OK;
+}
+
+static gr_status eng_prepare(rt_json_graph *g, const void *opts, void **state, gr_diag *diag) {
+    const graft_plugin_options *o = opts;
+    gr_status st = rt_json_graph_check(g, diag);
+    void *ps = NULL;
+    if (!st) st = plugin_compile(o->pb, g, o, 0, &ps, diag);
+    if (st) return st;
     plugin_state *s = gr_xcalloc(1, sizeof(*s));
-    s->pb = pb;
+    s->pb = o->pb;
     s->state = ps;
+    s->opts = *o;
     pthread_mutex_init(&s->lock, NULL);
     *state = s;
     return GR_OK;
+}
+
+/* A run under graft diff's tap: the observed state runs, then each op node's output is read
+ * back from the plugin and handed to the tap (a tap's change to it is not written back). */
+static int run_observed(plugin_state *s, rt_json_graph *g, rt_json_tap_fn tap, void *user, const void *const *ins,
+                        uint32_t nin, void *const *outs, uint32_t nout, graft_plugin_error *err, gr_diag *diag) {
+    int (*read)(void *, uint32_t, void *) = read_value_of(s->pb->p);
+    if (!s->observed && plugin_compile(s->pb, g, &s->opts, 1, &s->observed, diag)) return -1;
+    int rc = s->pb->p->run(s->observed, ins, nin, outs, nout, err);
+    for (uint32_t nid = 0; !rc && nid < rt_json_graph_num_nodes(g); nid++) {
+        const rt_json_node *n = rt_json_graph_node(g, nid);
+        if (n->kind != RT_JSON_KERNEL || n->noutputs != 1) continue;
+        rt_tensor *v = rt_tensor_new(n->dtypes[0], n->ndims[0], n->shapes[0]);
+        bool got = v && read(s->observed, nid, rt_tensor_data(v)) == 0;
+        rt_json_tap_point tp = {rt_json_graph_symbol(g), n, nid, 0, -1, s->pb->p->name, NULL,
+                                got ? NULL : "another operator of the plugin"};
+        tap(&tp, got ? v : NULL, user);
+        rt_tensor_release(v);
+    }
+    return rc;
 }
 
 static gr_status eng_run(rt_json_graph *g, void *state, DLTensor *const *args, uint32_t nin, uint32_t nout,
@@ -365,9 +404,13 @@ static gr_status eng_run(rt_json_graph *g, void *state, DLTensor *const *args, u
     for (uint32_t i = 0; i < nin; i++) ins[i] = args[i]->data;
     for (uint32_t i = 0; i < nout; i++) outs[i] = args[nin + i]->data;
     graft_plugin_error err = {{0}};
+    void *tap_user = NULL;
+    rt_json_tap_fn tap = rt_json_graph_tap(g, &tap_user);
     pthread_mutex_lock(&s->lock);
-    int rc = s->pb->p->run(s->state, ins, nin, outs, nout, &err);
+    int rc = tap && read_value_of(s->pb->p) ? run_observed(s, g, tap, tap_user, ins, nin, outs, nout, &err, diag)
+                                            : s->pb->p->run(s->state, ins, nin, outs, nout, &err);
     pthread_mutex_unlock(&s->lock);
+    if (rc < 0) return diag ? diag->code : GR_ERR_UNSUPPORTED;
     if (rc)
         return gr_diag_set(diag, GR_ERR_RUNTIME, "%s plugin: region %s: %s", s->pb->p->name, rt_json_graph_symbol(g),
                            err.msg[0] ? err.msg : "run failed");
@@ -379,6 +422,7 @@ static void eng_release(rt_json_graph *g, void *state) {
     plugin_state *s = state;
     if (!s) return;
     if (s->pb->p->release) s->pb->p->release(s->state);
+    if (s->pb->p->release && s->observed) s->pb->p->release(s->observed);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }

@@ -29,7 +29,8 @@ const char *graft_version(void) { return GRAFT_RELEASE; }
 
 struct graft_error {
     graft_status status;
-    char msg[sizeof(((gr_diag *)0)->msg)];
+    char msg[sizeof(((gr_diag *)0)->msg) + 640];
+    char file[sizeof(((gr_diag *)0)->file)], layer[sizeof(((gr_diag *)0)->layer)], op[sizeof(((gr_diag *)0)->op)];
 };
 
 static graft_status fail(graft_error **err, graft_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -46,13 +47,31 @@ static graft_status fail(graft_error **err, graft_status st, const char *fmt, ..
     return st;
 }
 
-/* gr_status and graft_status share their codes (base/status.h); an ill-formed module is invalid input. */
+/* gr_status and graft_status share their codes (base/status.h); an ill-formed module is
+ * invalid input. The message in gr_diag_print's words. */
 static graft_status fail_diag(graft_error **err, const gr_diag *d) {
     graft_status st = d->code == GR_ERR_WELLFORMED ? GRAFT_ERR_INVALID : (graft_status)d->code;
-    return fail(err, st ? st : GRAFT_ERR_RUNTIME, "%s", d->msg[0] ? d->msg : gr_status_str(d->code));
+    if (!st) st = GRAFT_ERR_RUNTIME;
+    if (!err) return st;
+    size_t fl = strlen(d->file);
+    bool named = fl && strncmp(d->msg, d->file, fl) == 0 && d->msg[fl] == ':';
+    char where[640] = "";
+    int n = d->file[0] && !named ? snprintf(where, sizeof where, "%s: ", d->file) : 0;
+    if (d->layer[0] && n >= 0 && (size_t)n < sizeof where)
+        n += snprintf(where + n, sizeof where - (size_t)n, "layer '%s' ", d->layer);
+    if (d->op[0] && n >= 0 && (size_t)n < sizeof where) n += snprintf(where + n, sizeof where - (size_t)n, "(op %s) ", d->op);
+    if ((d->layer[0] || d->op[0]) && n >= 0 && (size_t)n < sizeof where) snprintf(where + n, sizeof where - (size_t)n, ": ");
+    fail(err, st, "%s%s", where, d->msg[0] ? d->msg : gr_status_str(d->code));
+    snprintf((*err)->file, sizeof (*err)->file, "%s", d->file);
+    snprintf((*err)->layer, sizeof (*err)->layer, "%s", d->layer);
+    snprintf((*err)->op, sizeof (*err)->op, "%s", d->op);
+    return st;
 }
 
 const char *graft_error_message(const graft_error *e) { return e ? e->msg : ""; }
+const char *graft_error_file(const graft_error *e) { return e ? e->file : ""; }
+const char *graft_error_layer(const graft_error *e) { return e ? e->layer : ""; }
+const char *graft_error_op(const graft_error *e) { return e ? e->op : ""; }
 graft_status graft_error_status(const graft_error *e) { return e ? e->status : GRAFT_OK; }
 void graft_error_free(graft_error *e) { free(e); }
 
@@ -287,7 +306,9 @@ static graft_status session_from(const char *path, const void *buf, size_t len, 
 graft_status graft_session_load(const char *path, const graft_session_options *o, graft_session **out,
                                 graft_error **err) {
     if (!path || !out) return fail(err, GRAFT_ERR_INVALID, "graft_session_load: no path");
-    const char *format = ends_with(path, ".onnx") ? "onnx" : ends_with(path, ".graft") ? "graft" : "relax";
+    const char *format = ends_with(path, ".onnx")                              ? "onnx"
+                         : ends_with(path, ".relax") || ends_with(path, ".py") ? "relax"
+                                                                               : "graft";
     return session_from(path, NULL, 0, format, o, out, err);
 }
 
@@ -347,6 +368,19 @@ static int64_t sinfo_dim(const ir_sinfo *si, int axis) {
     if (!si || !si->dims || axis < 0 || axis >= si->ndim || !ir_prim_is_int(si->dims[axis], &v)) return -1;
     return v;
 }
+static const char *sinfo_dim_symbol(const graft_session *s, const ir_sinfo *si, int axis) {
+    si = tensor_sinfo(si);
+    if (!si || !si->dims || axis < 0 || axis >= si->ndim || ir_prim_is_int(si->dims[axis], NULL)) return NULL;
+    (void)s;
+    return si->dims[axis]->kind == IR_PRIM_VAR ? si->dims[axis]->name : NULL;
+}
+const char *graft_session_input_dim_symbol(const graft_session *s, uint32_t i, int axis) {
+    return sinfo_dim_symbol(s, graft_model_input_sinfo(s->gm, i), axis);
+}
+const char *graft_session_output_dim_symbol(const graft_session *s, uint32_t i, int axis) {
+    return sinfo_dim_symbol(s, graft_model_output_sinfo(s->gm, i), axis);
+}
+
 graft_dtype graft_session_input_dtype(const graft_session *s, uint32_t i) {
     return sinfo_dtype(graft_model_input_sinfo(s->gm, i));
 }

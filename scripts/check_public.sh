@@ -1,8 +1,9 @@
 #!/bin/sh
 # Checks that the public headers (include/graft: graft.h, backend_plugin.h) are all a program or
 # a backend plugin needs, and all that is installed:
-#   - examples/load_and_run.c and the backend plugins (plugins/*, the test plugin) compile with
-#     the Cflags of graft-uninstalled.pc alone (-I include, not the tree's root);
+#   - examples/load_and_run.c, the Triton backend (serve/triton) and the backend plugins
+#     (plugins/*, the test plugin) compile with the Cflags of graft-uninstalled.pc alone
+#     (-I include, not the tree's root);
 #   - `make install` into a temporary prefix installs exactly include/graft/*.h, and
 #     `pkg-config --cflags graft` names only that folder;
 #   - the guide's sample plugin (examples/plugin/hello_plugin.c, docs/writing-a-backend.md),
@@ -15,12 +16,13 @@ root=$(pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc=${CC:-cc}
-flags="-std=c11 -Wall -Wextra -Wpedantic -Werror"
+flags="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Wpedantic -Werror"
 
 inc=$(pkg-config --with-path="$build" --cflags graft-uninstalled)
 [ "$(echo $inc)" = "-I$root/include" ] ||
     { echo "check_public: graft-uninstalled.pc gives '$inc', not -I$root/include alone" >&2; exit 1; }
-for f in examples/load_and_run.c plugins/*/*.c tests/plugin/testplugin/testplugin.c examples/plugin/*.c; do
+for f in examples/load_and_run.c serve/triton/graft_backend.c plugins/*/*.c tests/plugin/testplugin/testplugin.c \
+         examples/plugin/*.c; do
     [ -f "$f" ] || continue
     $cc $flags $inc -fPIC -c "$f" -o "$tmp/obj.o" ||
         { echo "check_public: $f does not build against include/graft alone" >&2; exit 1; }

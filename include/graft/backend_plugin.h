@@ -135,6 +135,11 @@ typedef struct graft_host_api {
     /* Attributes of the binding's op call, as node_attr_*. */
     int (*match_attr_ints)(const graft_match *m, const char *binding, const char *attr, int64_t *vals, int cap);
     const char *(*match_attr_str)(const graft_match *m, const char *binding, const char *attr);
+
+    /* ---- ABI 1.1 ---- */
+    /* True when graft compiles the region to observe it (graft diff, graft explore): the state
+     * must keep every op node's output readable by read_value after a run. */
+    int (*region_observed)(const graft_region *r);
 } graft_host_api;
 
 /* ---- What a plugin hands graft ---- */
@@ -195,6 +200,11 @@ typedef struct graft_plugin {
     /* A pattern file shipped with the plugin, read from the plugin library's folder after
      * pattern_text (NULL: none). */
     const char *pattern_file;
+    /* Optional, for a state compiled with region_observed: copies op node nid's output as the
+     * last run computed it into out (dense row-major, the node's dtype and shape as graft
+     * declares them); 0 on success, non-zero when the node has no output of its own (fused
+     * into another op). graft diff compares these with the reference, layer by layer. */
+    int (*read_value)(void *state, uint32_t nid, void *out);
 } graft_plugin;
 
 /* The entry point a plugin library defines:

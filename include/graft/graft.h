@@ -62,7 +62,12 @@ typedef enum graft_status {
 } graft_status;
 
 typedef struct graft_error graft_error;
+/* The whole message: "FILE: layer 'L' (op O) : what went wrong", the parts known. */
 GRAFT_API const char *graft_error_message(const graft_error *e);
+/* Its parts: the input file, the frontend layer and the op ("" when unknown). */
+GRAFT_API const char *graft_error_file(const graft_error *e);
+GRAFT_API const char *graft_error_layer(const graft_error *e);
+GRAFT_API const char *graft_error_op(const graft_error *e);
 GRAFT_API graft_status graft_error_status(const graft_error *e);
 GRAFT_API void graft_error_free(graft_error *e);
 
@@ -80,6 +85,9 @@ typedef enum graft_dtype {
     GRAFT_INT32,
     GRAFT_INT64,
     GRAFT_BOOL,
+    GRAFT_UINT16,
+    GRAFT_UINT32,
+    GRAFT_UINT64,
 } graft_dtype;
 /* "float32", ...; NULL for GRAFT_DTYPE_UNKNOWN. */
 GRAFT_API const char *graft_dtype_name(graft_dtype t);
@@ -136,7 +144,7 @@ GRAFT_API graft_status graft_session_options_set_input_shape(graft_session_optio
 GRAFT_API void graft_session_options_set_optimize(graft_session_options *o, int on);
 
 typedef struct graft_session graft_session;
-/* Loads `path`: an ONNX model (.onnx), Relax text (.relax, .py) or a built artifact (.graft),
+/* Loads `path`: an ONNX model (.onnx), Relax text (.relax, .py) or a built artifact (any other name),
  * and compiles it for the options' backends (o NULL: every op on the host). An artifact keeps
  * the backends it was built with; the options' backend options still apply to its regions. */
 GRAFT_API graft_status graft_session_load(const char *path, const graft_session_options *o, graft_session **out,
@@ -160,6 +168,10 @@ GRAFT_API int graft_session_input_ndim(const graft_session *s, uint32_t i);
 GRAFT_API int64_t graft_session_input_dim(const graft_session *s, uint32_t i, int axis);
 GRAFT_API int graft_session_output_ndim(const graft_session *s, uint32_t i);
 GRAFT_API int64_t graft_session_output_dim(const graft_session *s, uint32_t i, int axis);
+/* A dim that is a symbolic var: its name ("n"); NULL for a static or unknown dim or an
+ * expression. One name is one var (an input's batch and the output's that follows it). */
+GRAFT_API const char *graft_session_input_dim_symbol(const graft_session *s, uint32_t i, int axis);
+GRAFT_API const char *graft_session_output_dim_symbol(const graft_session *s, uint32_t i, int axis);
 
 /* Runs the model: inputs borrowed, in order; outputs[i] (nout of them, as many as
  * graft_session_num_outputs) new tensors the caller releases. Safe to call from several

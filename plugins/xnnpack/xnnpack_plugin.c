@@ -200,14 +200,18 @@ typedef struct io {
     bool nhwc;                     /* 4-D: converted at the boundary through scratch */
     int64_t shape[4];              /* NCHW */
     float *scratch;
+    size_t bytes;
 } io;
 
 typedef struct region {
     const graft_host_api *api;     /* for run's errors */
     xnn_runtime_t rt;
     pthreadpool_t pool;
-    uint32_t nin, nout;
+    uint32_t nin, nout, nobs;
     io *in, *out;
+    io *obs;                       /* observed (graft diff): every other op's output, external too */
+    uint32_t *obs_node, *out_node; /* their nodes, and the region outputs' */
+    void *const *last_out;         /* the last run's output buffers (read_value of an output) */
     struct xnn_external_value *ext;
     void **keep;                   /* constant data the subgraph points at */
     uint32_t nkeep;
@@ -223,6 +227,7 @@ typedef struct builder {
     uint32_t *uses;                /* node -> number of kernel inputs reading it */
     int *out_index;                /* node -> region output index, -1 */
     bool *folded;                  /* kernel node folded into its producer (bias add) */
+    bool observed;                 /* every op's output readable: no folding, all external */
 } builder;
 
 static void *keep(builder *b, size_t bytes) {
@@ -264,6 +269,8 @@ static int xdims(const builder *b, uint32_t nid, size_t *dims) {
 }
 
 /* The value of node nid's output (defined with its producer, or a region input). */
+static int io_init(const graft_host_api *api, const graft_region *r, uint32_t nid, uint32_t ext, io *p);
+
 static int define_out(builder *b, uint32_t nid, uint32_t *id) {
     size_t dims[MAXD];
     int nd = xdims(b, nid, dims);
@@ -271,6 +278,15 @@ static int define_out(builder *b, uint32_t nid, uint32_t *id) {
     if (b->out_index[nid] >= 0) {
         ext = b->R->nin + (uint32_t)b->out_index[nid];
         flags = XNN_VALUE_FLAG_EXTERNAL_OUTPUT;
+    } else if (b->observed) {
+        region *R = b->R;
+        ext = R->nin + R->nout + R->nobs;
+        flags = XNN_VALUE_FLAG_EXTERNAL_OUTPUT;
+        R->obs_node[R->nobs] = nid;
+        if (io_init(b->api, b->r, nid, ext, &R->obs[R->nobs])) return fail_node(b, nid, "observed value", xnn_status_out_of_memory);
+        io *o = &R->obs[R->nobs];
+        if (!o->nhwc) o->scratch = malloc(o->bytes + 1);
+        R->nobs++;
     }
     enum xnn_status s = xnn_define_tensor_value(b->sg, xnn_datatype_fp32, (size_t)nd, dims, NULL, ext, flags, id);
     if (s) return fail_node(b, nid, "output value", s);
@@ -324,7 +340,7 @@ static int operand(builder *b, uint32_t nid, uint32_t i, int rank, uint32_t *id)
 /* The bias of a convolution / dense output: its only user is an add of a constant with one
  * value per output channel (and none elsewhere). Returns the add's node, or UINT32_MAX. */
 static uint32_t bias_add(builder *b, uint32_t nid, int64_t channels, const float **bias) {
-    if (b->uses[nid] != 1 || b->out_index[nid] >= 0) return UINT32_MAX;
+    if (b->observed || b->uses[nid] != 1 || b->out_index[nid] >= 0) return UINT32_MAX;
     uint32_t n = b->api->region_num_nodes(b->r);
     int rank = b->api->node_ndim(b->r, nid, 0);
     for (uint32_t u = nid + 1; u < n; u++) {
@@ -560,6 +576,8 @@ static void region_free(region *R) {
     if (R->pool) pool_put(R->pool);
     for (uint32_t i = 0; i < R->nin; i++) free(R->in[i].scratch);
     for (uint32_t i = 0; i < R->nout; i++) free(R->out[i].scratch);
+    for (uint32_t i = 0; i < R->nobs; i++) free(R->obs[i].scratch);
+    free(R->obs), free(R->obs_node), free(R->out_node);
     for (uint32_t i = 0; i < R->nkeep; i++) free(R->keep[i]);
     free(R->in), free(R->out), free(R->ext), free(R->keep), free(R);
 }
@@ -569,6 +587,7 @@ static void release(void *state) { region_free(state); }
 static int io_init(const graft_host_api *api, const graft_region *r, uint32_t nid, uint32_t ext, io *p) {
     p->ext = ext;
     p->nhwc = api->node_ndim(r, nid, 0) == 4;
+    p->bytes = numel(api->node_shape(r, nid, 0), api->node_ndim(r, nid, 0)) * sizeof(float);
     if (!p->nhwc) return 0;
     memcpy(p->shape, api->node_shape(r, nid, 0), sizeof p->shape);
     p->scratch = malloc(numel(p->shape, 4) * sizeof(float) + 1);
@@ -588,13 +607,17 @@ static int compile(const graft_host_api *api, const graft_region *r, const graft
     region *R = calloc(1, sizeof(*R));
     R->api = api;
     builder b = {api, r, NULL, R, err, calloc(n + 1, sizeof(uint32_t)), calloc(n + 1, sizeof(uint32_t)),
-                 calloc(n + 1, sizeof(int)), calloc(n + 1, sizeof(bool))};
+                 calloc(n + 1, sizeof(int)), calloc(n + 1, sizeof(bool)),
+                 api->abi_minor >= 1 && api->region_observed(r)};
     int rc = 0;
     R->nin = api->region_num_inputs(r);
     R->nout = api->region_num_outputs(r);
     R->in = calloc(R->nin + 1, sizeof(io));
     R->out = calloc(R->nout + 1, sizeof(io));
-    R->ext = calloc(R->nin + R->nout + 1, sizeof(struct xnn_external_value));
+    R->ext = calloc(R->nin + R->nout + n + 1, sizeof(struct xnn_external_value));
+    R->obs = calloc(n + 1, sizeof(io));
+    R->obs_node = calloc(n + 1, sizeof(uint32_t));
+    R->out_node = calloc(R->nout + 1, sizeof(uint32_t));
     for (uint32_t i = 0; i < n; i++) {
         b.val[i] = XNN_INVALID_VALUE_ID;
         b.out_index[i] = -1;
@@ -613,10 +636,11 @@ static int compile(const graft_host_api *api, const graft_region *r, const graft
             rc = 1;
         } else {
             b.out_index[nid] = (int)i;
+            R->out_node[i] = nid;
             rc = io_init(api, r, nid, R->nin + i, &R->out[i]);
         }
     }
-    if (!rc && xnn_create_subgraph(R->nin + R->nout, 0, &b.sg) != xnn_status_success) {
+    if (!rc && xnn_create_subgraph(R->nin + R->nout + (b.observed ? n : 0), 0, &b.sg) != xnn_status_success) {
         api->set_error(err, "xnn_create_subgraph failed");
         rc = 1;
     }
@@ -680,7 +704,9 @@ static int run(void *state, const void *const *inputs, uint32_t nin, void *const
     }
     for (uint32_t i = 0; i < nout; i++)
         R->ext[nin + i] = (struct xnn_external_value){R->out[i].ext, R->out[i].nhwc ? R->out[i].scratch : outputs[i]};
-    enum xnn_status s = xnn_setup_runtime(R->rt, nin + nout, R->ext);
+    for (uint32_t i = 0; i < R->nobs; i++) R->ext[nin + nout + i] = (struct xnn_external_value){R->obs[i].ext, R->obs[i].scratch};
+    R->last_out = outputs;
+    enum xnn_status s = xnn_setup_runtime(R->rt, nin + nout + R->nobs, R->ext);
     if (!s) s = xnn_invoke_runtime(R->rt);
     if (s) {
         R->api->set_error(err, "XNNPACK runtime: %s", xs(s));
@@ -689,6 +715,24 @@ static int run(void *state, const void *const *inputs, uint32_t nin, void *const
     for (uint32_t i = 0; i < nout; i++)
         if (R->out[i].nhwc) nhwc_to_nchw(R->out[i].scratch, outputs[i], R->out[i].shape);
     return 0;
+}
+
+/* graft diff: an op's output in NCHW as the last run of an observed state left it. */
+static int read_value(void *state, uint32_t nid, void *out) {
+    region *R = state;
+    for (uint32_t i = 0; i < R->nout; i++)
+        if (R->out_node[i] == nid && R->last_out) {
+            memcpy(out, R->last_out[i], R->out[i].bytes); /* NCHW already */
+            return 0;
+        }
+    for (uint32_t i = 0; i < R->nobs; i++)
+        if (R->obs_node[i] == nid) {
+            const io *p = &R->obs[i];
+            if (p->nhwc) nhwc_to_nchw(p->scratch, out, p->shape);
+            else memcpy(out, p->scratch, p->bytes);
+            return 0;
+        }
+    return 1;
 }
 
 static const graft_plugin_option OPTIONS[] = {
@@ -712,6 +756,7 @@ static const graft_plugin PLUGIN = {
     .run = run,
     .release = release,
     .pattern_file = "xnnpack_patterns.relax",
+    .read_value = read_value,
 };
 
 GRAFT_PLUGIN_EXPORT const graft_plugin *graft_backend_plugin(void) { return &PLUGIN; }

@@ -168,3 +168,17 @@ Test(xnnpack, artifact_needs_the_plugin) {
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_expect_eq(system(cmd), 0);
 }
+
+/* graft diff sees inside an xnnpack region: every layer's output read back from the plugin
+ * (compiled to observe: every op's value external, no bias folding) and compared. */
+Test(xnnpack, diff_sees_inside_regions) {
+    model_ref m = find_model("resnet18");
+    static char out[1 << 18];
+    char cmd[4 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "%s diff %s --backend-lib %s --backend xnnpack --input x=%s/input_0.npy", graft(), m.model,
+             xnnpack_plugin(), m.refs);
+    cr_assert_eq(sh(out, sizeof out, cmd), 0, "%s", out);
+    cr_expect(!strstr(out, "missing"), "a layer inside the region was not observed:\n%s", out);
+    cr_expect(strstr(out, "/layer4/layer4.1/conv2/Conv        ok"), "%s", out);
+    cr_expect(strstr(out, "every observable layer is within tolerance"), "%s", out);
+}
