@@ -645,7 +645,7 @@ static int compile(const graft_host_api *api, const graft_region *r, const graft
         rc = 1;
     }
     for (uint32_t i = 0; i < R->nin && !rc; i++) {
-        uint32_t nid = api->region_input(r, i), id;
+        uint32_t nid = api->region_input(r, i), id = XNN_INVALID_VALUE_ID;
         size_t dims[MAXD];
         int nd = xdims(&b, nid, dims);
         rc = io_init(api, r, nid, i, &R->in[i]) ||
