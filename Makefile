@@ -255,7 +255,7 @@ tvm-oracle:
 asan: deps models
 	@$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 \
 	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	    build/asan/graft build/asan/tests/run_tests
+	    build/asan/graft build/asan/tests/run_tests plugins
 	bash scripts/asan_test.sh build/asan '$(TEST_FILTER)'
 
 # The concurrency checks (one loaded model run from 4 threads) under ThreadSanitizer, as a plain
