@@ -128,9 +128,9 @@ static void free_externals(Graft__ArtifactBody *body) {
 
 /* Every JSON-graph module has the interface kind "json"; the engine that runs it (reference,
  * oneDNN, ...) is the blob's own "kind". Without this, a dnnl region would load onto the
- * reference engine: same outputs, several times slower. */
-/* A region module made by a backend plugin (kind "plugin:<name>", backends/plugin.h) names
- * the plugin and its version in *plugin ("" for other kinds), for the error when it is not loaded. */
+ * reference engine: same outputs, several times slower. A module made by a backend plugin
+ * (kind "plugin:<name>", backends/plugin.h) names the plugin and its version in *plugin ("" for
+ * other kinds), for the error when that plugin is not loaded. */
 static const byoc_backend *find_loader(const Graft__ExternalModule *e, char *plugin, size_t cap) {
     const char *kind = e->kind;
     json_t *root = NULL;

@@ -1,6 +1,7 @@
 /* Shared helpers of the graft command line. */
 #include "tools/cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,8 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-
-#include <dirent.h>
 
 #include "backends/plugin.h"
 #include "ir/text/parser.h"

@@ -74,7 +74,6 @@ int cli_backend_options_from_env(void);
 int cli_backend_libs(int argc, char **argv);
 /* True when argv[*i] is --backend-lib PATH (loaded already): taken, *i advanced. */
 bool cli_backend_lib_arg(int argc, char **argv, int *i);
-#define CLI_BACKEND_LIB_USAGE "[--backend-lib PLUGIN.so].."
 const byoc_options *cli_backend_options(void);
 /* -1: argv[*i] is not --backend-opt; else it was taken (*i advanced) and this is CLI_OK, CLI_ERR
  * (an unknown option or bad value: printed naming it) or CLI_USAGE (no value). */
