@@ -286,6 +286,17 @@ static int m_arg_const(const graft_match *m, const char *binding, uint32_t i) {
     const ir_call *c = m_call(m, binding);
     return c && i < c->nargs && c->args[i]->kind == IR_CONST;
 }
+static int m_arg_num(const graft_match *m, const char *binding, uint32_t i, double *val) {
+    const ir_call *c = m_call(m, binding);
+    const ir_expr *a = c && i < c->nargs ? c->args[i] : NULL;
+    if (!a || a->kind != IR_PRIMVAL) return -1;
+    const ir_primval *pv = IR_AS(a, ir_primval);
+    int64_t iv;
+    if (!pv->value) *val = pv->fvalue;
+    else if (ir_prim_is_int(pv->value, &iv)) *val = (double)iv;
+    else return -1;
+    return 0;
+}
 static const ir_sinfo *m_sinfo(const graft_match *m, const char *binding) {
     const ir_call *c = m_call(m, binding);
     const ir_sinfo *s = c ? c->base.sinfo : NULL;
@@ -316,7 +327,7 @@ static const graft_host_api HOST_API = {
     r_symbol, r_num_nodes, r_num_inputs, r_input, r_num_outputs, r_output,
     n_kind, n_name, n_layer, n_num_inputs, n_input, n_num_outputs, n_dtype, n_ndim, n_shape, n_const_data,
     n_num_ops, n_op, n_attr_ints, n_attr_float, n_attr_str, n_arg_num,
-    m_op, m_num_args, m_arg_dtype, m_arg_ndim, m_arg_dim, m_arg_const, m_ndim, m_dim, m_attr_ints, m_attr_str,
+    m_op, m_num_args, m_arg_dtype, m_arg_ndim, m_arg_dim, m_arg_const, m_ndim, m_dim, m_arg_num, m_attr_ints, m_attr_str,
     r_observed,
 };
 

@@ -132,6 +132,8 @@ typedef struct graft_host_api {
     /* The binding's result rank and dims, as for the arguments. */
     int (*match_ndim)(const graft_match *m, const char *binding);
     int64_t (*match_dim)(const graft_match *m, const char *binding, int axis);
+    /* Argument i of the binding when it is a number (clip's min and max): 0 and *val, -1 else. */
+    int (*match_arg_num)(const graft_match *m, const char *binding, uint32_t i, double *val);
     /* Attributes of the binding's op call, as node_attr_*. */
     int (*match_attr_ints)(const graft_match *m, const char *binding, const char *attr, int64_t *vals, int cap);
     const char *(*match_attr_str)(const graft_match *m, const char *binding, const char *attr);

@@ -115,6 +115,15 @@ static int check_unary(const graft_host_api *api, const graft_match *m, const ch
     return nd < 0 || nd > MAXD ? reject(reason, "rank unknown or above 6") : 0;
 }
 
+/* ONNX's clip with min above max gives max everywhere; XNNPACK's clamp wants min < max. */
+static int check_clip(const graft_host_api *api, const graft_match *m, const char **reason) {
+    double lo, hi;
+    if (api->match_arg_num(m, NULL, 1, &lo) || api->match_arg_num(m, NULL, 2, &hi))
+        return reject(reason, "clip bounds that are not constant numbers");
+    if (!(lo < hi)) return reject(reason, "clip with min not below max (XNNPACK's clamp needs min < max)");
+    return check_unary(api, m, reason);
+}
+
 static int check_softmax(const graft_host_api *api, const graft_match *m, const char **reason) {
     int nd = api->match_ndim(m, NULL);
     int64_t ax;
@@ -151,7 +160,7 @@ static const graft_plugin_check CHECKS[] = {
     {"xnnpack.multiply", check_binary},     {"xnnpack.divide", check_binary},
     {"xnnpack.maximum", check_binary},      {"xnnpack.minimum", check_binary},
     {"xnnpack.relu", check_unary},          {"xnnpack.relu6", check_unary},
-    {"xnnpack.clip", check_unary},          {"xnnpack.sigmoid", check_unary},
+    {"xnnpack.clip", check_clip},          {"xnnpack.sigmoid", check_unary},
     {"xnnpack.leakyrelu", check_unary},     {"xnnpack.abs", check_unary},
     {"xnnpack.negative", check_unary},      {"xnnpack.floor", check_unary},
     {"xnnpack.ceil", check_unary},          {"xnnpack.square", check_unary},

@@ -182,3 +182,32 @@ Test(xnnpack, diff_sees_inside_regions) {
     cr_expect(strstr(out, "/layer4/layer4.1/conv2/Conv        ok"), "%s", out);
     cr_expect(strstr(out, "every observable layer is within tolerance"), "%s", out);
 }
+
+/* ONNX's clip with min above max is max everywhere; XNNPACK's clamp cannot say it, so the check
+ * leaves it to the host with the reason, and the model still runs like the host. */
+Test(xnnpack, clip_with_min_above_max_stays_on_the_host) {
+    static const char M[] = "@I.ir_module\nclass Module:\n    @R.function\n"
+                            "    def main(x: R.Tensor((2, 3), dtype=\"float32\")):\n        with R.dataflow():\n"
+                            "            a = R.clip(x, R.prim_value(T.float32(2.0)), R.prim_value(T.float32(1.0)))\n"
+                            "            gv = R.sigmoid(a)\n            R.output(gv)\n        return gv\n";
+    char dir[] = "/tmp/graft_xnn_XXXXXX", cmd[4 * PATH_MAX];
+    static char out[1 << 16];
+    cr_assert(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "%s/m.relax", dir);
+    FILE *f = fopen(cmd, "w");
+    cr_assert(f);
+    fputs(M, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s partition %s/m.relax --backend-lib %s --backend xnnpack --report text", graft(), dir,
+             xnnpack_plugin());
+    cr_assert_eq(sh(out, sizeof out, cmd), 0, "%s", out);
+    cr_expect(strstr(out, "check rejected xnnpack.clip: clip with min not below max"), "%s", out);
+    cr_expect(strstr(out, "relax.sigmoid                offloaded 1, host 0"), "%s", out);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s run m.relax --backend-lib %s --backend xnnpack --input x=random --output-dir x && %s run m.relax "
+             "--input x=random --output-dir h && %s compare x/output_0.npy h/output_0.npy --atol 1e-6 --rtol 1e-6",
+             dir, graft(), xnnpack_plugin(), graft(), graft());
+    cr_expect_eq(sh(out, sizeof out, cmd), 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
