@@ -179,8 +179,9 @@ GRAFT_API const char *graft_session_output_dim_symbol(const graft_session *s, ui
 GRAFT_API graft_status graft_session_run(graft_session *s, graft_tensor *const *inputs, uint32_t nin,
                                          graft_tensor **outputs, uint32_t nout, graft_error **err);
 
-/* The regions the model's backends took: their symbols and the backend ("dnnl", a plugin's
- * name, "host" for host kernels) and the frontend layers inside ("a,b,c"). */
+/* The model's steps with the frontend layers each computes ("a,b,c"): kind "extern" for a region
+ * a backend took (its name is the region's symbol, "fused_..._<backend>"), "host" for a fused
+ * host kernel, "op" for a host op, "call" for a function call. */
 GRAFT_API uint32_t graft_session_num_regions(const graft_session *s);
 GRAFT_API const char *graft_session_region_name(const graft_session *s, uint32_t i);
 GRAFT_API const char *graft_session_region_kind(const graft_session *s, uint32_t i);
