@@ -63,6 +63,8 @@ static const ir_prim **arena_dims(onnx_cv *cv, const ir_prim *const *src, int n)
 typedef enum ew_code {
     EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_POW, EW_MAX, EW_MIN, EW_EQ, EW_LT, EW_GT,
     EW_NEG, EW_ABS, EW_RELU, EW_SQRT, EW_RECIP, EW_WHERE, EW_FLOOR, EW_CEIL, EW_NOT,
+    EW_MOD,  /* Mod, fmod=0: the remainder takes the divisor's sign (Python's %) */
+    EW_FMOD, /* Mod, fmod=1: the dividend's sign (C's fmod) */
 } ew_code;
 
 static const struct {
@@ -74,6 +76,7 @@ static const struct {
     {"Equal", EW_EQ},  {"Less", EW_LT},  {"Greater", EW_GT}, {"Neg", EW_NEG},
     {"Abs", EW_ABS},   {"Relu", EW_RELU}, {"Sqrt", EW_SQRT}, {"Reciprocal", EW_RECIP},
     {"Where", EW_WHERE}, {"Floor", EW_FLOOR}, {"Ceil", EW_CEIL}, {"Not", EW_NOT},
+    {"Mod", EW_MOD},
 };
 
 static bool ew_find(const char *op, ew_code *code) {
@@ -101,6 +104,12 @@ static bool ew_int(ew_code c, int64_t a, int64_t b, int64_t *r) {
     case EW_DIV:
         if (b == 0 || (a == INT64_MIN && b == -1)) return false;
         *r = a / b;
+        return true;
+    case EW_MOD:
+    case EW_FMOD:
+        if (b == 0) return false;
+        *r = b == -1 ? 0 : a % b;
+        if (c == EW_MOD && *r != 0 && (*r < 0) != (b < 0)) *r += b;
         return true;
     case EW_MAX: *r = a > b ? a : b; return true;
     case EW_MIN: *r = a < b ? a : b; return true;
@@ -136,7 +145,8 @@ static double ew_float(ew_code c, double a, double b) {
     case EW_FLOOR: return floor(a);
     case EW_CEIL: return ceil(a);
     case EW_NOT: return a == 0;
-    default: return 0;
+    case EW_FMOD: return fmod(a, b);
+    default: return NAN;
     }
 }
 
@@ -293,6 +303,12 @@ static int fold_ew_sym(onnx_cv *cv, ew_code code) {
             if (!iy || vy <= 0 || !is_intlike(val_dtype(cv, 0))) return 0;
             r[k] = ir_prim_floordiv(ctx, x, y);
             break;
+        case EW_MOD:
+            /* A dim is never negative, so fmod=1 and fmod=0 agree on a positive divisor. */
+        case EW_FMOD:
+            if (!iy || vy <= 0 || !is_intlike(val_dtype(cv, 0))) return 0;
+            r[k] = ir_prim_floormod(ctx, x, y);
+            break;
         case EW_FLOOR:
         case EW_CEIL:
             r[k] = x;  /* sym values are whole numbers */
@@ -323,6 +339,8 @@ static int fold_ew_sym(onnx_cv *cv, ew_code code) {
 int onnx_fold_generic(onnx_cv *cv) {
     ew_code code;
     if (!ew_find(cv->node->op_type, &code)) return 0;
+    if (code == EW_MOD && cv_attr_int(cv, "fmod", 0)) code = EW_FMOD;
+    else if (code == EW_MOD && !is_intlike(val_dtype(cv, 0))) return 0;  /* the converter refuses it */
     if (all_known(cv)) return fold_ew_known(cv, code);
     return fold_ew_sym(cv, code);
 }
@@ -657,5 +675,46 @@ int onnx_fold_reshape(onnx_cv *cv) {
     if (!t) return 0;
     memcpy(t->dl.data, x->dl.data, rt_tensor_nbytes(x));
     cv_set_known(cv, 0, t);
+    return 1;
+}
+
+/* Transpose of a known tensor (torch's pads come reversed through a [-1, 2] reshape and a
+ * transpose). */
+int onnx_fold_transpose(onnx_cv *cv) {
+    rt_tensor *x = cv_known(cv, 0);
+    if (!x || rt_tensor_numel(x) > FOLD_MAX_MOVE) return 0;
+    int32_t rank = x->dl.ndim;
+    int64_t perm[RT_MAX_NDIM];
+    int n = cv_attr_ints(cv, "perm", perm, RT_MAX_NDIM);
+    if (n < 0) {
+        n = rank;
+        for (int32_t d = 0; d < rank; d++) perm[d] = rank - 1 - d;
+    }
+    if (n != rank) return 0;  /* the converter reports it */
+    int64_t shape[RT_MAX_NDIM], stride[RT_MAX_NDIM], s = 1;
+    bool seen[RT_MAX_NDIM] = {false};
+    for (int32_t d = rank - 1; d >= 0; d--) {
+        stride[d] = s;
+        s *= x->shape[d];
+    }
+    for (int32_t d = 0; d < rank; d++) {
+        if (perm[d] < 0 || perm[d] >= rank || seen[perm[d]]) return 0;
+        seen[perm[d]] = true;
+        shape[d] = x->shape[perm[d]];
+    }
+    rt_tensor *out = rt_tensor_new(x->dl.dtype, rank, shape);
+    if (!out) return 0;
+    size_t eb = elem_bytes(x);
+    int64_t idx[RT_MAX_NDIM] = {0}, total = rt_tensor_numel(x);
+    for (int64_t o = 0; o < total; o++) {
+        int64_t src = 0;
+        for (int32_t d = 0; d < rank; d++) src += idx[d] * stride[perm[d]];
+        memcpy((char *)out->dl.data + (size_t)o * eb, (char *)x->dl.data + (size_t)src * eb, eb);
+        for (int32_t d = rank - 1; d >= 0; d--) {
+            if (++idx[d] < shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+    cv_set_known(cv, 0, out);
     return 1;
 }

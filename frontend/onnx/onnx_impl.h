@@ -302,7 +302,7 @@ int onnx_reshape_dims(onnx_cv *cv, const ir_prim *const *in, int32_t rank, const
 /* ---- folders (onnx_fold.c): evaluate cheap nodes on known inputs at import ---- */
 #define ONNX_FOLDERS(X)                                                                       \
     X(generic) X(cast) X(identity) X(constant_of_shape) X(shape) X(size) X(gather) X(concat) X(slice) \
-    X(reshape) X(range)                                                                       \
+    X(reshape) X(range) X(transpose)                                                          \
     /* ONNX coverage */                                                                \
     X(window) X(mel) X(seq_length) X(opt_has)
 #define ONNX_DECLARE_FOLD(n) int onnx_fold_##n(onnx_cv *cv);
