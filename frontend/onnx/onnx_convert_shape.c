@@ -241,10 +241,8 @@ int onnx_slice_params(onnx_cv *cv, int32_t rank, const ir_prim *const *dims, int
         n = cv_ints(cv, 1, st, RT_MAX_NDIM);
         ne = cv_ints(cv, 2, en, RT_MAX_NDIM);
         /* Starts / ends computed from symbolic dims (H // 2): taken as in range. */
-        if (n < 0 && cv_dims(cv, 1, sym_st, RT_MAX_NDIM) >= 0) n = cv_dims(cv, 1, sym_st, RT_MAX_NDIM);
-        else if (n >= 0) sym_st[0] = NULL;
-        if (ne < 0 && cv_dims(cv, 2, sym_en, RT_MAX_NDIM) >= 0) ne = cv_dims(cv, 2, sym_en, RT_MAX_NDIM);
-        else if (ne >= 0) sym_en[0] = NULL;
+        if (n < 0) n = cv_dims(cv, 1, sym_st, RT_MAX_NDIM);
+        if (ne < 0) ne = cv_dims(cv, 2, sym_en, RT_MAX_NDIM);
         if (cv_has(cv, 3) && (na = cv_ints(cv, 3, ax, RT_MAX_NDIM)) < 0) n = -1;
         if (cv_has(cv, 4) && (nsp = cv_ints(cv, 4, sp, RT_MAX_NDIM)) < 0) n = -1;
         if (n < 0 || ne < 0) {
@@ -659,9 +657,9 @@ gr_status onnx_cv_range(onnx_cv *cv) {
         /* A bound from symbolic dims (Range(0, W)): prim values, so the length is the
          * expression ceil((limit - start) / delta) and one build serves every W. */
         const ir_prim *p[1];
-        int64_t v;
         rt_tensor *k = cv_known(cv, i);
-        if (k && rt_tensor_numel(k) == 1 && k->dl.ndim == 0 && rt_tensor_get_f64(k, 0) == (double)(v = onnx_tensor_get_i64(k, 0)))
+        int64_t v = k && k->dl.ndim == 0 ? onnx_tensor_get_i64(k, 0) : 0;
+        if (k && k->dl.ndim == 0 && rt_tensor_get_f64(k, 0) == (double)v)
             p[0] = ir_prim_int(cv->ctx, v);
         else if (!(cv_has(cv, i) && cv->in[i]->sym && cv->in[i]->sym_ndim == 0 && cv_dims(cv, i, p, 1) == 1))
             return cv_fail(cv, GR_ERR_UNSUPPORTED, "a symbolic bound needs whole-number scalar start, limit and delta");
