@@ -160,10 +160,35 @@ gr_status onnx_cv_concat(onnx_cv *cv) {
         return cv_fail(cv, GR_ERR_INVALID, "axis out of range");
     }
     ir_expr *tup = (ir_expr *)ir_tuple_new(cv->ctx, n, fields, cv->span);
-    free(fields);
     cv_attrs at = {0};
     cv_set(&at, "axis", ir_attr_int(axis));
-    return cv_out(cv, 0, cv_call1(cv, IR_OP_CONCAT, tup, &at));
+    ir_expr *c = cv_call1(cv, IR_OP_CONCAT, tup, &at);
+    /* Dims that inference cannot prove equal (Swin's patch merging: (h + h % 2 + 2) // 2 and
+     * (h + h % 2 + 1) // 2 rows of the even / odd halves): ONNX requires them equal, so the
+     * result takes the first input's, checked at run time by a match_cast. */
+    const ir_sinfo *f0 = n && c ? fields[0]->sinfo : NULL;
+    bool all_dims = f0 && f0->kind == IR_SINFO_TENSOR && f0->ndim > 0 && f0->dims && axis >= 0 && axis < f0->ndim;
+    bool differ = false;
+    const ir_prim *dims[RT_MAX_NDIM];
+    if (all_dims) {
+        memcpy(dims, f0->dims, sizeof(*dims) * (size_t)f0->ndim);
+        dims[axis] = ir_prim_int(cv->ctx, 0);
+    }
+    for (uint32_t i = 0; all_dims && i < n; i++) {
+        const ir_sinfo *fi = fields[i]->sinfo;
+        all_dims = fi && fi->kind == IR_SINFO_TENSOR && fi->ndim == f0->ndim && fi->dims;
+        for (int32_t d = 0; all_dims && d < f0->ndim; d++) differ |= d != axis && fi->dims[d] != f0->dims[d];
+        if (all_dims) dims[axis] = ir_prim_add(cv->ctx, dims[axis], fi->dims[axis]);
+    }
+    if (all_dims && differ) {
+        ir_expr *e = cv_emit(cv, c);
+        free(fields);
+        if (!e) return cv_status(cv);
+        ir_var *v = ir_bb_emit_match_cast(cv->imp->bb, e, ir_sinfo_tensor(cv->ctx, f0->dtype, f0->ndim, dims), NULL);
+        return v ? cv_out(cv, 0, (ir_expr *)v) : cv_status(cv);
+    }
+    free(fields);
+    return cv_out(cv, 0, c);
 }
 
 /* ---- Split ---- */
@@ -342,8 +367,10 @@ gr_status onnx_cv_slice(onnx_cv *cv) {
                         (ir_expr *)ir_tuple_new(cv->ctx, (uint32_t)n, fs, cv->span)};
     cv_attrs at = {0};
     for (int i = 0; i < n; i++)
-        if (!ir_prim_is_int(b[i], NULL) || !ir_prim_is_int(e[i], NULL)) {
-            /* symbolic bounds are taken as in range (onnx_slice_params): their extent is end - begin */
+        if (!ir_prim_is_int(b[i], NULL) || !ir_prim_is_int(e[i], NULL) || !ir_prim_is_int(dims[axes[i]], NULL)) {
+            /* symbolic bounds, or bounds on a symbolic dim, are taken as in range
+             * (onnx_slice_params): the extent is end - begin (Swin's roll: x[:, :3] of a
+             * symbolic H) */
             cv_set(&at, "assume_inbound", ir_attr_bool(true));
             break;
         }

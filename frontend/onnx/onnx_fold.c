@@ -300,14 +300,15 @@ static int fold_ew_sym(onnx_cv *cv, ew_code code) {
         case EW_NEG: r[k] = ir_prim_sub(ctx, ir_prim_int(ctx, 0), x); break;
         case EW_DIV:
             /* Shape arithmetic is on non-negative dims: integer truncation is floor. A float
-             * quotient of a symbolic dim is not a whole number in general. */
-            if (!iy || vy <= 0 || !is_intlike(val_dtype(cv, 0))) return 0;
+             * quotient of a symbolic dim is not a whole number in general. A symbolic divisor
+             * (Swin's batch * windows / windows) is a dim or a product of dims: positive. */
+            if ((iy && vy <= 0) || !is_intlike(val_dtype(cv, 0))) return 0;
             r[k] = ir_prim_floordiv(ctx, x, y);
             break;
         case EW_MOD:
             /* A dim is never negative, so fmod=1 and fmod=0 agree on a positive divisor. */
         case EW_FMOD:
-            if (!iy || vy <= 0 || !is_intlike(val_dtype(cv, 0))) return 0;
+            if ((iy && vy <= 0) || !is_intlike(val_dtype(cv, 0))) return 0;
             r[k] = ir_prim_floormod(ctx, x, y);
             break;
         case EW_FLOOR:

@@ -382,10 +382,12 @@ IR__INFER(ir__infer_strided_slice) {
         if (k4 && strides[i] == 0) return ir__op_err(call, diag, "strides must be non-zero");
     }
     const ir_prim *dims[IR__MAX_DIMS];
-    if (x->dims && k4 && (!k2 || !k3) && ir__attr_bool(call, "assume_inbound") &&
+    bool sym_axis = false;
+    for (int i = 0; x->dims && i < na; i++) sym_axis |= !ir_prim_is_int(x->dims[norm[i]], NULL);
+    if (x->dims && k4 && (!k2 || !k3 || sym_axis) && ir__attr_bool(call, "assume_inbound") &&
         call->args[2]->kind == IR_TUPLE && call->args[3]->kind == IR_TUPLE) {
-        /* Symbolic begin / end (shape arithmetic of symbolic dims), in range as the attr
-         * promises: ceil((end - begin) / stride) elements along a forward stride. */
+        /* Symbolic begin / end (shape arithmetic of symbolic dims) or a symbolic axis, in range
+         * as the attr promises: ceil((end - begin) / stride) elements along a forward stride. */
         const ir_tuple *tb = (const ir_tuple *)call->args[2], *te = (const ir_tuple *)call->args[3];
         for (int32_t d = 0; d < x->ndim; d++) dims[d] = x->dims[d];
         for (int i = 0; i < na; i++) {
