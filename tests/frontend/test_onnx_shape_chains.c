@@ -1,6 +1,7 @@
 /* Shape computations feeding each consumer: Shape -> Gather -> arithmetic (Mod, Sub, Div, Mul,
  * Cast, Unsqueeze) -> Concat (and torch's reversed-pads reshape / slice / transpose) into Pad,
- * Reshape, Slice, Expand, Range, Tile, ConstantOfShape and Resize sizes.
+ * Reshape, Slice, Expand, Range, Tile, ConstantOfShape and Resize sizes; and Swin's roll and
+ * patch merging (slices of a symbolic axis, concatenated).
  * - static (--input-shape): the chain folds at import: main holds only the consumer's own ops,
  *   with static dims;
  * - symbolic (H, W left free): the import keeps the dims as expressions, and the one module runs
@@ -191,6 +192,38 @@ static tm *m_resize(void) {
     return t;
 }
 
+/* Swin's roll along H: concat(x[:, :, 3:], x[:, :, :3]), constant bounds on a symbolic axis */
+static tm *m_roll(void) {
+    tm *t = chain_start();
+    int64_t three = 3, zero = 0, big = INT64_MAX, two = 2;
+    i64_init(t, "s3", 1, 1, &three);
+    i64_init(t, "s0", 1, 1, &zero);
+    i64_init(t, "end", 1, 1, &big);
+    i64_init(t, "axes", 1, 1, &two);
+    tm_node(t, "Slice", "tail", "x,s3,end,axes", "a");
+    tm_node(t, "Slice", "head", "x,s0,s3,axes", "b");
+    tm_attr_int(t, tm_node(t, "Concat", "roll", "a,b", "y"), "axis", 2);
+    tm_output(t, "y");
+    return t;
+}
+
+/* Swin's patch merging along H: even and odd rows side by side (x[:, :, 0::2], x[:, :, 1::2]
+ * on the channel axis), whose row counts inference cannot prove equal for a symbolic H */
+static tm *m_merge(void) {
+    tm *t = chain_start();
+    int64_t zero = 0, one = 1, two = 2, big = INT64_MAX;
+    i64_init(t, "s0", 1, 1, &zero);
+    i64_init(t, "s1", 1, 1, &one);
+    i64_init(t, "end", 1, 1, &big);
+    i64_init(t, "axes", 1, 1, &two);
+    i64_init(t, "step", 1, 1, &two);
+    tm_node(t, "Slice", "even", "x,s0,end,axes,step", "a");
+    tm_node(t, "Slice", "odd", "x,s1,end,axes,step", "b");
+    tm_attr_int(t, tm_node(t, "Concat", "merge", "a,b", "y"), "axis", 1);
+    tm_output(t, "y");
+    return t;
+}
+
 typedef struct chain {
     const char *name;
     tm *(*make)(void);
@@ -206,6 +239,8 @@ static void sh_same(int64_t h, int64_t w, int32_t *nd, int64_t *o) { *nd = 4, o[
 static void sh_half(int64_t h, int64_t w, int32_t *nd, int64_t *o) { *nd = 4, o[0] = 1, o[1] = 3, o[2] = h / 2, o[3] = w; }
 static void sh_double(int64_t h, int64_t w, int32_t *nd, int64_t *o) { *nd = 4, o[0] = 1, o[1] = 3, o[2] = 2 * h, o[3] = 2 * w; }
 
+static void sh_merge(int64_t h, int64_t w, int32_t *nd, int64_t *o) { *nd = 4, o[0] = 1, o[1] = 6, o[2] = h / 2, o[3] = w; }
+
 static const chain CHAINS[] = {
     {"pad", m_pad, {"relax.nn.pad"}, sh_pad},
     {"reshape", m_reshape, {"relax.reshape"}, sh_reshape},
@@ -215,6 +250,8 @@ static const chain CHAINS[] = {
     {"tile", m_tile, {"relax.tile", "relax.multiply"}, sh_same},
     {"cos", m_cos, {"relax.strided_slice", "relax.add"}, sh_half},
     {"resize", m_resize, {"image.resize2d", "relax.image.resize2d"}, sh_double},
+    {"roll", m_roll, {"relax.strided_slice", "relax.concat"}, sh_same},
+    {"merge", m_merge, {"relax.strided_slice", "relax.concat"}, sh_merge},
 };
 
 static ir_module *import(const chain *c, ir_ctx_t *ctx, int64_t h, int64_t w) {
@@ -314,6 +351,8 @@ CHAIN_TESTS(4, range)
 CHAIN_TESTS(5, tile)
 CHAIN_TESTS(6, cos)
 CHAIN_TESTS(7, resize)
+CHAIN_TESTS(8, roll)
+CHAIN_TESTS(9, merge)
 
 /* A symbolic Pad in a mode whose widths relax cannot take as expressions: the error names the
  * layer and the op. */
