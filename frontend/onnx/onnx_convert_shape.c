@@ -167,7 +167,8 @@ gr_status onnx_cv_concat(onnx_cv *cv) {
      * (h + h % 2 + 1) // 2 rows of the even / odd halves): ONNX requires them equal, so the
      * result takes the first input's, checked at run time by a match_cast. */
     const ir_sinfo *f0 = n && c ? fields[0]->sinfo : NULL;
-    bool all_dims = f0 && f0->kind == IR_SINFO_TENSOR && f0->ndim > 0 && f0->dims && axis >= 0 && axis < f0->ndim;
+    bool all_dims = f0 && f0->kind == IR_SINFO_TENSOR && f0->ndim > 0 && f0->ndim <= RT_MAX_NDIM && f0->dims &&
+                    axis >= 0 && axis < f0->ndim;
     bool differ = false;
     const ir_prim *dims[RT_MAX_NDIM];
     if (all_dims) {
@@ -177,7 +178,10 @@ gr_status onnx_cv_concat(onnx_cv *cv) {
     for (uint32_t i = 0; all_dims && i < n; i++) {
         const ir_sinfo *fi = fields[i]->sinfo;
         all_dims = fi && fi->kind == IR_SINFO_TENSOR && fi->ndim == f0->ndim && fi->dims;
-        for (int32_t d = 0; all_dims && d < f0->ndim; d++) differ |= d != axis && fi->dims[d] != f0->dims[d];
+        /* (two different ints are an invalid model: inference reports it) */
+        for (int32_t d = 0; all_dims && d < f0->ndim; d++)
+            differ |= d != axis && fi->dims[d] != f0->dims[d] &&
+                      !(ir_prim_is_int(fi->dims[d], NULL) && ir_prim_is_int(f0->dims[d], NULL));
         if (all_dims) dims[axis] = ir_prim_add(cv->ctx, dims[axis], fi->dims[axis]);
     }
     if (all_dims && differ) {
