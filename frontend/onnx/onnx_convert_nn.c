@@ -498,6 +498,15 @@ gr_status onnx_cv_resize(onnx_cv *cv) {
     return cv_out(cv, 0, cv_call2(cv, IR_OP_RESIZE2D, x, cv_shape_expr(cv, 2, out + 2), &at));
 }
 
+/* Pad's constant_value input (opset 11), 0 when absent. */
+static gr_status pad_value(onnx_cv *cv, double *value) {
+    if (!cv_has(cv, 2)) return GR_OK;
+    rt_tensor *v = cv_known(cv, 2);
+    if (!v || rt_tensor_numel(v) != 1) return cv_fail(cv, GR_ERR_UNSUPPORTED, "constant_value must be a constant");
+    *value = rt_tensor_get_f64(v, 0);
+    return GR_OK;
+}
+
 /* A constant-mode Pad whose widths are symbolic (Swin's (7 - W % 7) % 7 of a symbolic W):
  * relax's pad takes int widths, so each padded axis becomes a concat of fills of the pad value
  * before and after. The widths are expressions of dims, taken as non-negative. */
@@ -509,11 +518,8 @@ static gr_status pad_symbolic(onnx_cv *cv, ir_expr *x, int32_t rank) {
         return cv_fail(cv, GR_ERR_UNSUPPORTED, "symbolic pads in mode '%s' (only constant mode takes them)", mode);
     if (n != 2 * rank) return cv_fail(cv, GR_ERR_INVALID, "%d pads for a rank-%d input", n, (int)rank);
     double value = 0.0;
-    if (cv_has(cv, 2)) {
-        rt_tensor *v = cv_known(cv, 2);
-        if (!v || rt_tensor_numel(v) != 1) return cv_fail(cv, GR_ERR_UNSUPPORTED, "constant_value must be a constant");
-        value = rt_tensor_get_f64(v, 0);
-    }
+    gr_status st = pad_value(cv, &value);
+    if (st) return st;
     for (int i = 0; i < n; i++) {
         int64_t v;
         if (ir_prim_is_int(w[i], &v) && v < 0) return cv_fail(cv, GR_ERR_UNSUPPORTED, "negative pads");
@@ -578,12 +584,8 @@ gr_status onnx_cv_pad(onnx_cv *cv) {
         n = cv_ints(cv, 1, pads, 2 * RT_MAX_NDIM);
         if (n < 0 && cv_has(cv, 1) && cv->in[1]->sym && !cv_has(cv, 3)) return pad_symbolic(cv, x, rank);
         if (n < 0) return cv_fail(cv, GR_ERR_UNSUPPORTED, "pads must be a constant");
-        if (cv_has(cv, 2)) {
-            rt_tensor *v = cv_known(cv, 2);
-            if (!v || rt_tensor_numel(v) != 1)
-                return cv_fail(cv, GR_ERR_UNSUPPORTED, "constant_value must be a constant");
-            value = rt_tensor_get_f64(v, 0);
-        }
+        gr_status st = pad_value(cv, &value);
+        if (st) return st;
     }
     /* opset 18: pads cover only `axes`. */
     int64_t full[2 * RT_MAX_NDIM] = {0};
