@@ -72,6 +72,7 @@ static const model_def MODELS[] = {
     {"convnext_tiny", NULL},
     {"googlenet", NULL},
     {"bert_encoder", NULL},
+    {"swin_t", NULL},
 };
 #define NMODELS ((int)(sizeof(MODELS) / sizeof(MODELS[0])))
 

@@ -89,6 +89,7 @@ def architectures():
         'convnext_tiny': tv('convnext_tiny'),
         'googlenet': tv('googlenet', aux_logits=False, init_weights=True),
         'bert_encoder': BertEncoder,
+        'swin_t': tv('swin_t'),
     }
 
 
@@ -104,6 +105,7 @@ ZOO = {
     'convnext_tiny': IMAGE,
     'googlenet': IMAGE,
     'bert_encoder': (1, 96, 384),
+    'swin_t': IMAGE,
 }
 
 

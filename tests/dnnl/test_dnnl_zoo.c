@@ -156,3 +156,5 @@ Test(dnnl_zoo, mnasnet1_0, .timeout = 120) { check_zoo("mnasnet1_0", 53); }
 Test(dnnl_zoo, convnext_tiny, .timeout = 240) { check_zoo("convnext_tiny", 59); }
 Test(dnnl_zoo, googlenet, .timeout = 120) { check_zoo("googlenet", 58); }
 Test(dnnl_zoo, bert_encoder, .timeout = 120) { check_zoo("bert_encoder", 36); }
+/* window pads, roll and the shifted-window mask from shape arithmetic folded at import */
+Test(dnnl_zoo, swin_t, .timeout = 240) { check_zoo("swin_t", 62); }
