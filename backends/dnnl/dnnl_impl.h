@@ -1,6 +1,6 @@
 /* Internal state of the oneDNN engine, shared by its files, each calling only those below it:
  * dnnl_engine.c (the driver: plan, prepare, run) over dnnl_composite.c and the op table
- * (dnnl_ops.c, handlers in dnnl_op_*.c, dnnl_rnn.c, dnnl_vol.c), which sit over dnnl_postops.c
+ * (dnnl_ops.c, handlers in dnnl_op_*.c, dnnl_rnn.c), which sit over dnnl_postops.c
  * (post-op chains), dnnl_node.c (node queries) and dnnl_prim.c (values, primitives, reorders,
  * constants). */
 #ifndef GRAFT_BACKENDS_DNNL_DNNL_IMPL_H
@@ -306,9 +306,6 @@ dnnl_status_t dn_gemv_run(void *ctx, void *const *ptrs);
 
 /* dnnl_rnn.c: relax.nn.lstm / gru / rnn as one oneDNN RNN primitive. */
 gr_status dn_rnn(dn_state *S, const rt_json_node *n);
-/* dnnl_vol.c: relax.nn.conv3d / conv3d_transpose and max_pool3d / avg_pool3d. */
-gr_status dn_conv3d(dn_state *S, const rt_json_node *n);
-gr_status dn_pool3d(dn_state *S, const rt_json_node *n);
 
 /* dnnl_debug.c: a run that reports intermediates to the graph's tap (rt_json_graph_set_tap):
  * executes the primitives one by one, copying out each value after the primitive that wrote

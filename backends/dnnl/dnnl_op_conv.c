@@ -390,7 +390,10 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     gr_status st = dn_need_val(S, n, x, &xv);
     if (!st) st = dn_need_val(S, n, w, &wv);
     if (st) return st;
-    const char *cx = sd == 1 ? "NCW" : "NCHW", *ck = deconv ? (sd == 1 ? "IOW" : "IOHW") : (sd == 1 ? "OIW" : "OIHW");
+    /* canonical data / weight layouts by spatial rank (1-3) */
+    static const char *const CX[3] = {"NCW", "NCHW", "NCDHW"}, *const CO[3] = {"OIW", "OIHW", "OIDHW"},
+                             *const CI[3] = {"IOW", "IOHW", "IODHW"};
+    const char *cx = CX[sd - 1], *ck = deconv ? CI[sd - 1] : CO[sd - 1];
     const char *dl = dn_attr_str(n, "data_layout", cx), *kl = dn_attr_str(n, "kernel_layout", ck);
     const char *ol = dn_attr_str(n, "out_layout", dl);
     int nd = 2 + sd;
@@ -403,16 +406,16 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
         return dn_fail(S, n, dnnl_success, "layouts that are not permutations of NCHW / OIHW (IOHW), or out_layout other than data_layout");
     bool perm = strcmp(dl, cx) || strcmp(kl, ck);
     int64_t G = dn_attr_int(n, "groups", 1);
-    int64_t strides[2] = {1, 1}, dil[2] = {1, 1}, pad[4] = {0, 0, 0, 0}, opad[2] = {0, 0};
-    int c;
-    if ((c = dn_attr_ints(n, "strides", strides, 2)) == 1) strides[1] = strides[0];
-    if ((c = dn_attr_ints(n, "dilation", dil, 2)) == 1) dil[1] = dil[0];
-    if ((c = dn_attr_ints(n, "output_padding", opad, 2)) == 1) opad[1] = opad[0];
-    c = dn_attr_ints(n, "padding", pad, 4);
-    if (c == 1) pad[1] = pad[2] = pad[3] = pad[0];
-    else if (c == sd) {
-        for (int i = 0; i < sd; i++) pad[sd + i] = pad[i];
-    }
+    int64_t strides[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pad[6] = {0}, opad[3] = {0, 0, 0};
+    /* one value for every spatial axis, or one each (padding: begins then ends, or one each) */
+    int64_t *per_axis[3] = {strides, dil, opad};
+    static const char *const keys[3] = {"strides", "dilation", "output_padding"};
+    for (int a = 0; a < 3; a++)
+        if (dn_attr_ints(n, keys[a], per_axis[a], sd) == 1)
+            for (int i = 1; i < sd; i++) per_axis[a][i] = per_axis[a][0];
+    int c = dn_attr_ints(n, "padding", pad, 2 * sd);
+    if (c == 1 || c == sd)
+        for (int i = 2 * sd - 1; i >= 0; i--) pad[i] = pad[c == 1 ? 0 : i % sd];
     dnnl_dims_t s, d, pl, pr, wd, wstr;
     for (int i = 0; i < sd; i++) {
         s[i] = strides[i];
@@ -451,6 +454,10 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     dnnl_memory_desc_init_by_tag(&xany, nd, xd, dnnl_f32, dnnl_format_tag_any);
     dn_step steps[DN_MAX_STEPS];
     int k = dn_chain_of(S, n, comp, steps, true, nd, os, &dst);
+    /* 3-D: oneDNN's kernels for a plain NCDHW dst are gemm ones, several times slower than a
+     * blocked one and the reorder of a region output to plain at the end */
+    if (sd == 3) dnnl_memory_desc_init_by_tag(&dst, nd, (dnnl_dims_t){os[0], os[1], os[2], os[3], os[4]}, dnnl_f32,
+                                              dnnl_format_tag_any);
     /* permuted: src and dst as the dn_strided views of the tensors */
     if (perm) {
         dnnl_dims_t od;
@@ -571,3 +578,6 @@ gr_status dn_op_conv1d(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
 gr_status dn_op_conv2d(dn_state *S, const rt_json_node *n, const dn_comp *comp) { return op_conv(S, n, comp, false, 2); }
 gr_status dn_op_deconv1d(dn_state *S, const rt_json_node *n, const dn_comp *comp) { return op_conv(S, n, comp, true, 1); }
 gr_status dn_op_deconv2d(dn_state *S, const rt_json_node *n, const dn_comp *comp) { return op_conv(S, n, comp, true, 2); }
+gr_status dn_op_conv3d(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    return op_conv(S, n, comp, n->op == IR_OP_CONV3D_TRANSPOSE, 3);
+}

@@ -42,6 +42,8 @@ gr_status dn_op_conv1d(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_conv2d(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_deconv1d(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_deconv2d(dn_state *S, const rt_json_node *n, const dn_comp *comp);
+/* relax.nn.conv3d and conv3d_transpose, as the 1-D and 2-D ones */
+gr_status dn_op_conv3d(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 /* A primitive of one source value xv (pooling, resampling): the first of (src as it is, dst
  * as planned), (dst any), (src and dst channels-last) that gets a jit kernel, else the first
