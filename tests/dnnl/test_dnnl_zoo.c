@@ -156,3 +156,8 @@ Test(dnnl_zoo, mnasnet1_0, .timeout = 120) { check_zoo("mnasnet1_0", 53); }
 Test(dnnl_zoo, convnext_tiny, .timeout = 240) { check_zoo("convnext_tiny", 59); }
 Test(dnnl_zoo, googlenet, .timeout = 120) { check_zoo("googlenet", 58); }
 Test(dnnl_zoo, bert_encoder, .timeout = 120) { check_zoo("bert_encoder", 36); }
+Test(dnnl_zoo, densenet121, .timeout = 120) { check_zoo("densenet121", 60); }
+/* 3-D convolutions are no fused composites (dnnl_vol_patterns.c): their post-ops fold from the
+ * chain; the classifier's dense is the one composite */
+Test(dnnl_zoo, r3d_18, .timeout = 120) { check_zoo("r3d_18", 1); }
+Test(dnnl_zoo, lraspp_mobilenet_v3_large, .timeout = 120) { check_zoo("lraspp_mobilenet_v3_large", 66); }
