@@ -502,7 +502,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     /* layouts to try, first to last, until one gets a jit kernel: the planned ones (oneDNN's
      * choice), all `any` (a fixed dst / src can leave only ref), channels-last src and dst
      * (the jit kernels want src == dst layouts, weights `any`) */
-    dnnl_memory_desc_t alt_x[5], alt_d[5], odany;
+    dnnl_memory_desc_t alt_x[6], alt_d[6], odany;
     int nalt = 0;
     dnnl_dims_t odims;
     for (int i = 0; i < nd; i++) odims[i] = os[i];
@@ -514,6 +514,8 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
      * view, an earlier convolution's choice, a slice of its channels), so neither side needs a
      * reorder, or only a copy of contiguous runs */
     int fe = dn_chain_out(S, n, steps, k);
+    /* a concat source: its slot's layout first (dn_finish writes it there) */
+    if (!perm && dst.format_kind == dnnl_format_kind_any && dn_slot_md(S, fe, &alt_d[nalt])) alt_x[nalt++] = xa;
     if (!perm && !S->opts.no_layout_plan && dst.format_kind == dnnl_format_kind_any &&
         (dn_wants_channels_last(S, fe) || dn_cl_order(&S->vals.data[xv].md))) {
         dn_channels_last(&alt_x[nalt], &xa);

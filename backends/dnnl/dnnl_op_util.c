@@ -140,6 +140,9 @@ gr_status dn_finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd
             return st;
         }
     }
+    /* a concat source in its slot's layout: written there */
+    dnnl_memory_desc_t smd;
+    if (v < 0 && dn_slot_md(S, e, &smd) && dnnl_memory_desc_equal(&smd, &dmd)) v = dn_slot_val(S, e);
     if (v < 0) v = dn_val_new(S, V_TMP, &dmd);
     args[nargs++] = (dn_arg){DNNL_ARG_DST, v, dmd, NULL};
     dn_consume(S, steps, k);
