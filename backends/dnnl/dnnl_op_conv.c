@@ -305,7 +305,9 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
     }
     int e = dn_chain_out(S, n, steps, used);
     S->pending_out = -1;
-    int ov = dn_val_new(S, V_TMP, &omd);
+    /* a concat source in nChw8c: written into its slot */
+    dnnl_memory_desc_t slot;
+    int ov = dn_slot_md(S, e, &slot) && dnnl_memory_desc_equal(&slot, &omd) ? dn_slot_val(S, e) : dn_val_new(S, V_TMP, &omd);
     dn_arg args[DN_FN_MAX_ARGS];
     int na = 0;
     args[na++] = (dn_arg){DNNL_ARG_SRC, sx, xmd, NULL};

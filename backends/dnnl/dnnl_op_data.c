@@ -182,13 +182,15 @@ void dn_concat_plan(dn_state *S) {
     }
 }
 
-bool dn_slot_md(dn_state *S, int e, dnnl_memory_desc_t *md) {
-    if (e < 0 || S->slot_root[e] < 0) return false;
+/* Entry e's dims in the blocked layout of the plan. */
+static bool block_md(dn_state *S, int e, dnnl_memory_desc_t *md) {
     int nd = dn_entry_ndim(S, e);
     dnnl_dims_t d;
     for (int i = 0; i < nd; i++) d[i] = dn_entry_shape(S, e)[i];
     return dnnl_memory_desc_init_by_tag(md, nd, d, dnnl_f32, slot_tag(nd)) == dnnl_success;
 }
+
+bool dn_slot_md(dn_state *S, int e, dnnl_memory_desc_t *md) { return e >= 0 && S->slot_root[e] >= 0 && block_md(S, e, md); }
 
 int dn_slot_val(dn_state *S, int e) {
     int r = S->slot_root[e];
@@ -223,7 +225,7 @@ static gr_status concat_in_place(dn_state *S, const rt_json_node *n) {
         gr_status st = dn_need_val(S, n, src[k], &v);
         if (st) return st;
         dnnl_memory_desc_t md;
-        dn_slot_md(S, src[k], &md);
+        if (!block_md(S, src[k], &md)) return dn_fail(S, n, dnnl_success, "concat plan");
         size_t here = o;
         o += (size_t)dn_entry_shape(S, src[k])[1] * per_ch;
         if (dn_root(S, v) == buf && val_boff(S, v) == here && dnnl_memory_desc_equal(&S->vals.data[v].md, &md)) {
