@@ -387,6 +387,19 @@ static bool stem_in_place(dn_state *S, int xv, int e, bool deconv, bool perm, in
     return nwino > 0;
 }
 
+/* Entry e goes on in the ISA's blocked layout: into a concat slot, or only to convolutions
+ * oneDNN runs with Winograd (DenseNet's 1x1 -> 3x3 bottleneck, between concats). A
+ * convolution reading a blocked source then writes blocked too: on avx512_core `any` picks
+ * channels-last brgconv, a reorder on either side. */
+static bool goes_blocked(dn_state *S, int e) {
+    dnnl_memory_desc_t md;
+    if (dn_slot_md(S, e, &md)) return true;
+    if (S->is_head[e] || S->cons[e].len == 0) return false;
+    for (uint32_t i = 0; i < S->cons[e].len; i++)
+        if (dn_arg_entry(S, S->cons[e].data[i], 0) != e || !onednn_winograd(S, S->cons[e].data[i])) return false;
+    return true;
+}
+
 static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp, bool deconv, int sd) {
     int x = dn_arg_entry(S, n, 0), w = dn_arg_entry(S, n, 1), xv = -1, wv = -1;
     gr_status st = dn_need_val(S, n, x, &xv);
@@ -504,7 +517,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     /* layouts to try, first to last, until one gets a jit kernel: the planned ones (oneDNN's
      * choice), all `any` (a fixed dst / src can leave only ref), channels-last src and dst
      * (the jit kernels want src == dst layouts, weights `any`) */
-    dnnl_memory_desc_t alt_x[6], alt_d[6], odany;
+    dnnl_memory_desc_t alt_x[7], alt_d[7], odany;
     int nalt = 0;
     dnnl_dims_t odims;
     for (int i = 0; i < nd; i++) odims[i] = os[i];
@@ -516,8 +529,15 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
      * view, an earlier convolution's choice, a slice of its channels), so neither side needs a
      * reorder, or only a copy of contiguous runs */
     int fe = dn_chain_out(S, n, steps, k);
-    /* a concat source: its slot's layout first (dn_finish writes it there) */
+    /* a concat source: its slot's layout first (dn_finish writes it there); a blocked source
+     * going on blocked: both as they are */
     if (!perm && dst.format_kind == dnnl_format_kind_any && dn_slot_md(S, fe, &alt_d[nalt])) alt_x[nalt++] = xa;
+    const dnnl_memory_desc_t *xmd = &S->vals.data[xv].md;
+    if (!perm && !S->opts.no_layout_plan && dst.format_kind == dnnl_format_kind_any && G == 1 && goes_blocked(S, fe) &&
+        dn_md_like(&alt_d[nalt], xmd, nd, os) && !dn_is_plain(xmd) && !dn_cl_order(xmd)) {
+        alt_x[nalt] = *xmd;
+        if (nalt == 0 || !dnnl_memory_desc_equal(&alt_d[nalt], &alt_d[0])) nalt++;
+    }
     if (!perm && !S->opts.no_layout_plan && dst.format_kind == dnnl_format_kind_any &&
         (dn_wants_channels_last(S, fe) || dn_cl_order(&S->vals.data[xv].md))) {
         dn_channels_last(&alt_x[nalt], &xa);
