@@ -99,8 +99,7 @@ static gr_status plan_memory(dn_state *S) {
 }
 
 static void *val_ptr(dn_state *S, int v) {
-    size_t boff = 0;
-    for (int a = v; S->vals.data[a].alias >= 0; a = S->vals.data[a].alias) boff += S->vals.data[a].boff;
+    size_t boff = dn_val_boff(S, v);
     int r = dn_root(S, v);
     dn_val *dv = &S->vals.data[r];
     /* no arena (nothing intermediate): never offset a NULL pointer */

@@ -167,6 +167,8 @@ bool dn_is_plain(const dnnl_memory_desc_t *md);
 int dn_val_new(dn_state *S, int kind, const dnnl_memory_desc_t *md);
 int dn_alias_new(dn_state *S, int base, const dnnl_memory_desc_t *md);
 int dn_root(const dn_state *S, int v);
+/* Where value v's bytes start in its root's: the sum of boff along its aliases. */
+size_t dn_val_boff(const dn_state *S, int v);
 void *dn_owned_alloc(dn_state *S, size_t bytes);
 gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
                   bool reorder);

@@ -205,13 +205,6 @@ int dn_slot_val(dn_state *S, int e) {
     return v;
 }
 
-/* The value's bytes start this far into its root's. */
-static size_t val_boff(dn_state *S, int v) {
-    size_t b = 0;
-    for (; S->vals.data[v].alias >= 0; v = S->vals.data[v].alias) b += S->vals.data[v].boff;
-    return b;
-}
-
 /* A planned concat: each source not in its slot yet copied there, the output a view. */
 static gr_status concat_in_place(dn_state *S, const rt_json_node *n) {
     int src[64], out = dn_out_entry(S, n);
@@ -228,7 +221,7 @@ static gr_status concat_in_place(dn_state *S, const rt_json_node *n) {
         if (!block_md(S, src[k], &md)) return dn_fail(S, n, dnnl_success, "concat plan");
         size_t here = o;
         o += (size_t)dn_entry_shape(S, src[k])[1] * per_ch;
-        if (dn_root(S, v) == buf && val_boff(S, v) == here && dnnl_memory_desc_equal(&S->vals.data[v].md, &md)) {
+        if (dn_root(S, v) == buf && dn_val_boff(S, v) == here && dnnl_memory_desc_equal(&S->vals.data[v].md, &md)) {
             S->stats.nslots++;
             continue;
         }
