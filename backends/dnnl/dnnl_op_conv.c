@@ -387,16 +387,30 @@ static bool stem_in_place(dn_state *S, int xv, int e, bool deconv, bool perm, in
     return nwino > 0;
 }
 
-/* Entry e goes on in the ISA's blocked layout: into a concat slot, or only to convolutions
- * oneDNN runs with Winograd (DenseNet's 1x1 -> 3x3 bottleneck, between concats). A
- * convolution reading a blocked source then writes blocked too: on avx512_core `any` picks
- * channels-last brgconv, a reorder on either side. */
+/* Convolution c's result, after the nodes of its fused composite, goes into a concat slot. */
+static bool into_slot(dn_state *S, const rt_json_node *c) {
+    int e = dn_out_entry(S, c);
+    dnnl_memory_desc_t md;
+    for (int hop = 0; hop < DN_MAX_STEPS && !dn_slot_md(S, e, &md); hop++) {
+        json_t *g = S->cons[e].len == 1 ? json_object_get(S->cons[e].data[0]->attrs, "dnnl_group") : NULL;
+        if (S->is_head[e] || !json_is_integer(g) || json_integer_value(g) != (json_int_t)(c - S->node0)) return false;
+        e = dn_out_entry(S, S->cons[e].data[0]);
+    }
+    return dn_slot_md(S, e, &md);
+}
+
+/* Entry e goes on in the ISA's blocked layout towards a concat: into its slot, or only to
+ * convolutions oneDNN runs with Winograd that write theirs (DenseNet's 1x1 -> 3x3
+ * bottlenecks). A convolution reading a blocked source then writes blocked too: on
+ * avx512_core `any` picks channels-last brgconv, a reorder on either side. */
 static bool goes_blocked(dn_state *S, int e) {
     dnnl_memory_desc_t md;
     if (dn_slot_md(S, e, &md)) return true;
     if (S->is_head[e] || S->cons[e].len == 0) return false;
-    for (uint32_t i = 0; i < S->cons[e].len; i++)
-        if (dn_arg_entry(S, S->cons[e].data[i], 0) != e || !onednn_winograd(S, S->cons[e].data[i])) return false;
+    for (uint32_t i = 0; i < S->cons[e].len; i++) {
+        const rt_json_node *c = S->cons[e].data[i];
+        if (dn_arg_entry(S, c, 0) != e || !onednn_winograd(S, c) || !into_slot(S, c)) return false;
+    }
     return true;
 }
 
