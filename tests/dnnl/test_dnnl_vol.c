@@ -87,6 +87,28 @@ Test(dnnl_vol, residual_block_on_jit) {
     dt_free(&g);
 }
 
+/* A pool after a 3-D convolution reads the convolution's blocked / channels-last layout as it
+ * is: the only reorders are the region input's and output's. */
+Test(dnnl_vol, pool_after_conv_keeps_layout) {
+    dt_graph g;
+    dt_init(&g, 32);
+    int x = dt_input(&g, 5, S(1, 16, 4, 8, 8)), w = dt_const(&g, 5, S(16, 16, 3, 3, 3));
+    int y = dt_op(&g, "relax.nn.conv3d", "{\"padding\": [1, 1, 1, 1, 1, 1]}", 2, IN(x, w), NULL, 5, S(1, 16, 4, 8, 8), NULL);
+    y = dt_op(&g, "relax.nn.relu", NULL, 1, IN(y), NULL, 5, S(1, 16, 4, 8, 8), NULL);
+    for (int i = 0; i < 2; i++)
+        y = dt_op(&g, i ? "relax.nn.avg_pool3d" : "relax.nn.max_pool3d", "{\"pool_size\": [2, 2, 2], \"strides\": [2, 2, 2]}",
+                  1, IN(y), NULL, 5, i ? S(1, 16, 1, 2, 2) : S(1, 16, 2, 4, 4), NULL);
+    dt_head(&g, y);
+    dt_prepared p;
+    rt_dnnl_stats st;
+    dt_prepare_no_ref(&g, &p, &st);
+    cr_expect_eq(jit_convs(&p), 1);
+    cr_expect_leq(st.nreorders, 2, "%u reorders", st.nreorders);
+    dt_release(&p);
+    dt_check(&g);
+    dt_free(&g);
+}
+
 static void pool_case(uint32_t seed, const char *op, const int64_t *in, const char *attrs, const int64_t *out) {
     dt_graph g;
     dt_init(&g, seed);
