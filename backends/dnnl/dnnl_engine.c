@@ -98,6 +98,14 @@ static gr_status plan_memory(dn_state *S) {
     return GR_OK;
 }
 
+/* Some value of root r starts past its start (a concat slot): r cannot be a caller's buffer,
+ * whose handle is bound at run time without the offsets. */
+static bool parts_at_offsets(dn_state *S, int r) {
+    for (uint32_t v = 0; v < S->vals.len; v++)
+        if (dn_root(S, (int)v) == r && dn_val_boff(S, (int)v)) return true;
+    return false;
+}
+
 static void *val_ptr(dn_state *S, int v) {
     size_t boff = dn_val_boff(S, v);
     int r = dn_root(S, v);
@@ -361,7 +369,8 @@ static gr_status build(dn_state *S) {
          * matmul rows): that buffer is the output */
         dn_val *rv = &S->vals.data[dn_root(S, v)];
         if (dv->alias >= 0 && rv->kind == V_TMP && rv->alias < 0 && rv->first >= 0 && dn_is_plain(&dv->md) &&
-            !dv->md.offset0 && !rv->md.offset0 && dnnl_memory_desc_get_size(&dv->md) == dnnl_memory_desc_get_size(&rv->md)) {
+            !dv->md.offset0 && !rv->md.offset0 && dnnl_memory_desc_get_size(&dv->md) == dnnl_memory_desc_get_size(&rv->md) &&
+            !parts_at_offsets(S, dn_root(S, v))) {
             rv->kind = V_OUT;
             rv->ext = (int)h;
             continue;
