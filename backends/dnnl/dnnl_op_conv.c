@@ -436,15 +436,10 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     bool perm = strcmp(dl, cx) || strcmp(kl, ck);
     int64_t G = dn_attr_int(n, "groups", 1);
     int64_t strides[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pad[6] = {0}, opad[3] = {0, 0, 0};
-    /* one value for every spatial axis, or one each (padding: begins then ends, or one each) */
-    int64_t *per_axis[3] = {strides, dil, opad};
-    static const char *const keys[3] = {"strides", "dilation", "output_padding"};
-    for (int a = 0; a < 3; a++)
-        if (dn_attr_ints(n, keys[a], per_axis[a], sd) == 1)
-            for (int i = 1; i < sd; i++) per_axis[a][i] = per_axis[a][0];
-    int c = dn_attr_ints(n, "padding", pad, 2 * sd);
-    if (c == 1 || c == sd)
-        for (int i = 2 * sd - 1; i >= 0; i--) pad[i] = pad[c == 1 ? 0 : i % sd];
+    dn_attr_axes(n, "strides", strides, sd);
+    dn_attr_axes(n, "dilation", dil, sd);
+    dn_attr_axes(n, "output_padding", opad, sd);
+    dn_attr_pads(n, pad, sd);
     dnnl_dims_t s, d, pl, pr, wd, wstr;
     for (int i = 0; i < sd; i++) {
         s[i] = strides[i];

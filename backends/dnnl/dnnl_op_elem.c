@@ -92,15 +92,10 @@ gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
         }
     } else {
         int64_t ps[3] = {1, 1, 1}, st2[3] = {1, 1, 1}, dl[3] = {1, 1, 1}, pad[6] = {0};
-        /* one value for every spatial axis, or one each (padding: begins then ends, or one each) */
-        int64_t *per_axis[3] = {ps, st2, dl};
-        static const char *const keys[3] = {"pool_size", "strides", "dilation"};
-        for (int a = 0; a < 3; a++)
-            if (dn_attr_ints(n, keys[a], per_axis[a], sd) == 1)
-                for (int i = 1; i < sd; i++) per_axis[a][i] = per_axis[a][0];
-        int c = dn_attr_ints(n, "padding", pad, 2 * sd);
-        if (c == 1 || c == sd)
-            for (int i = 2 * sd - 1; i >= 0; i--) pad[i] = pad[c == 1 ? 0 : i % sd];
+        dn_attr_axes(n, "pool_size", ps, sd);
+        dn_attr_axes(n, "strides", st2, sd);
+        dn_attr_axes(n, "dilation", dl, sd);
+        dn_attr_pads(n, pad, sd);
         for (int i = 0; i < sd; i++) {
             kk[i] = ps[i];
             s[i] = st2[i];

@@ -290,6 +290,19 @@ void dn_take_affine(dn_state *S, dn_step *steps, int *k, int64_t O, bool wconst,
     *k -= nb;
 }
 
+/* ------------------------------------------------------ window attributes ---- */
+
+void dn_attr_axes(const rt_json_node *n, const char *key, int64_t *v, int sd) {
+    if (dn_attr_ints(n, key, v, sd) == 1)
+        for (int i = 1; i < sd; i++) v[i] = v[0];
+}
+
+void dn_attr_pads(const rt_json_node *n, int64_t *pad, int sd) {
+    int c = dn_attr_ints(n, "padding", pad, 2 * sd);
+    if (c == 1 || c == sd)
+        for (int i = 2 * sd - 1; i >= 0; i--) pad[i] = pad[c == 1 ? 0 : i % sd];
+}
+
 /* ------------------------------------------------------- layout letters ---- */
 
 /* A plain tensor of shape `shape` in layout `lay` (NHWC, OHWI, ...) read in the axis order of
