@@ -401,15 +401,17 @@ static bool into_slot(dn_state *S, const rt_json_node *c) {
 
 /* Entry e goes on in the ISA's blocked layout towards a concat: into its slot, or only to
  * convolutions oneDNN runs with Winograd that write theirs (DenseNet's 1x1 -> 3x3
- * bottlenecks). A convolution reading a blocked source then writes blocked too: on
- * avx512_core `any` picks channels-last brgconv, a reorder on either side. */
+ * bottlenecks) or pools that do (the pool keeps its source's layout: DenseNet's transitions).
+ * A convolution reading a blocked source then writes blocked too: on avx512_core `any` picks
+ * channels-last brgconv, a reorder on either side. */
 static bool goes_blocked(dn_state *S, int e) {
     dnnl_memory_desc_t md;
     if (dn_slot_md(S, e, &md)) return true;
     if (S->is_head[e] || S->cons[e].len == 0) return false;
     for (uint32_t i = 0; i < S->cons[e].len; i++) {
         const rt_json_node *c = S->cons[e].data[i];
-        if (dn_arg_entry(S, c, 0) != e || !onednn_winograd(S, c) || !into_slot(S, c)) return false;
+        bool pool = (c->op == IR_OP_MAX_POOL2D || c->op == IR_OP_AVG_POOL2D) && dn_slot_md(S, dn_out_entry(S, c), &md);
+        if (dn_arg_entry(S, c, 0) != e || !(pool || (onednn_winograd(S, c) && into_slot(S, c)))) return false;
     }
     return true;
 }
