@@ -73,6 +73,9 @@ static const model_def MODELS[] = {
     {"googlenet", NULL},
     {"bert_encoder", NULL},
     {"swin_t", NULL},
+    {"densenet121", NULL},
+    {"r3d_18", NULL},
+    {"lraspp_mobilenet_v3_large", NULL},
 };
 #define NMODELS ((int)(sizeof(MODELS) / sizeof(MODELS[0])))
 

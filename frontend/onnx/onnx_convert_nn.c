@@ -615,6 +615,10 @@ gr_status onnx_cv_pad(onnx_cv *cv) {
         width[2 * i] = full[i];
         width[2 * i + 1] = full[i + rank];
     }
+    /* no padding in any mode is the input itself (torch writes one before avg pools) */
+    bool none = true;
+    for (int32_t i = 0; i < 2 * rank; i++) none &= width[i] == 0;
+    if (none) return cv_out(cv, 0, x);
     const char *pm;
     if (!strcmp(mode, "constant")) pm = "constant";
     else if (!strcmp(mode, "reflect")) pm = "reflect";
