@@ -15,6 +15,7 @@
 
 #include "byoc/byoc.h"
 #include "backends/llvm/llvm_host.h"
+#include "backends/plugin.h"
 #include "deploy/artifact_impl.h"
 #include "deploy/graft_model.h"
 #include "graft/graft_artifact.pb-c.h"
@@ -406,14 +407,22 @@ static void free_externals(Graft__ArtifactBody *body) {
 
 /* Every JSON-graph module has the interface kind "json"; the engine that runs it (reference,
  * oneDNN, ...) is the blob's own "kind". Without this, a dnnl region would load onto the
- * reference engine: same outputs, several times slower. */
-static const byoc_backend *find_loader(const Graft__ExternalModule *e) {
+ * reference engine: same outputs, several times slower. A module made by a backend plugin
+ * (kind "plugin:<name>", backends/plugin.h) names the plugin and its version in *plugin ("" for
+ * other kinds), for the error when that plugin is not loaded. */
+static const byoc_backend *find_loader(const Graft__ExternalModule *e, char *plugin, size_t cap) {
     const char *kind = e->kind;
     json_t *root = NULL;
+    plugin[0] = '\0';
     if (kind && strcmp(kind, "json") == 0 && e->blob.len) {
         root = json_loadb((const char *)e->blob.data, e->blob.len, 0, NULL);
         const char *inner = json_string_value(json_object_get(root, "kind"));
         if (inner) kind = inner;
+    }
+    size_t np = strlen(BYOC_PLUGIN_KIND_PREFIX);
+    if (kind && strncmp(kind, BYOC_PLUGIN_KIND_PREFIX, np) == 0) {
+        const char *v = json_string_value(json_object_get(root, "engine_version"));
+        snprintf(plugin, cap, "'%s' version %s", kind + np, v ? v : "(unknown)");
     }
     const byoc_backend *b = byoc_backend_for_kind(kind);
     json_decref(root);
@@ -470,7 +479,15 @@ static gr_status load_externals(graft_model *gm, const Graft__ArtifactBody *body
     }
     for (size_t i = 0; i < body->n_external && !st; i++) {
         const Graft__ExternalModule *e = body->external[i];
-        const byoc_backend *ld = find_loader(e);
+        char plugin[256];
+        const byoc_backend *ld = find_loader(e, plugin, sizeof plugin);
+        if (!ld && plugin[0]) {
+            st = gr_diag_set(diag, GR_ERR_UNSUPPORTED,
+                             "artifact module '%s' was made by backend plugin %s, which is not loaded: load it "
+                             "(graft --backend-lib PATH/libgraft_<name>.so, GRAFT_BACKEND_PATH, graft_backend_load)",
+                             e->name ? e->name : "", plugin);
+            break;
+        }
         if (!ld) {
             st = gr_diag_set(diag, GR_ERR_UNSUPPORTED,
                              "artifact module '%s' has kind '%s', which this runtime cannot load",

@@ -117,6 +117,7 @@ typedef struct rt_dnnl_stats {
     size_t released_bytes;        /* graph constants it released after making its own copies
                                      (a disposable graph, rt_json_graph_consts_disposable) */
     uint32_t nref;                /* primitives left on oneDNN's reference kernels ("ref:any") */
+    uint32_t nslots;              /* concat sources their producer wrote in place (no copy) */
     int threads;                  /* its team (1 for a small region: see rt_dnnl_opts small_kb) */
 } rt_dnnl_stats;
 void rt_dnnl_get_stats(const void *state, rt_dnnl_stats *out);

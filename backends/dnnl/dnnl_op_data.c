@@ -151,23 +151,173 @@ static gr_status concat_copies(dn_state *S, const rt_json_node *n, uint32_t cnt,
     return st;
 }
 
-gr_status dn_op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
-    (void)comp;
+/* The concat's source count (0 when bad) and the entry of source i (-1 when bad). */
+static uint32_t concat_count(const rt_json_node *n) {
     json_t *a0 = json_array_get(json_object_get(n->attrs, "args"), 0);
     json_t *tup = a0 ? json_object_get(a0, "tuple") : NULL;
     uint32_t cnt = tup ? (uint32_t)json_array_size(tup) : n->ninputs;
-    if (cnt == 0 || cnt > 64) return dn_fail(S, n, dnnl_success, "concat arity");
+    return cnt <= 64 ? cnt : 0;
+}
+
+static int concat_src(dn_state *S, const rt_json_node *n, uint32_t i) {
+    json_t *a0 = json_array_get(json_object_get(n->attrs, "args"), 0);
+    json_t *tup = a0 ? json_object_get(a0, "tuple") : NULL;
+    if (!tup) return dn_in_entry(S, n, i);
+    json_t *in = json_object_get(json_array_get(tup, i), "in");
+    return json_is_integer(in) ? dn_in_entry(S, n, (uint32_t)json_integer_value(in)) : -1;
+}
+
+/* Concats in place. A channel concat of one image (N = 1, axis 1) in a blocked layout whose
+ * channel block divides every source's channels has each source's bytes as one contiguous run
+ * of the output: the sources' own layout, at an offset. Its producers write there (dn_finish,
+ * the convolutions asking for that layout first) and the concat copies only what is not there
+ * already: region inputs, constants, heads, sources a layout or another concat put elsewhere,
+ * a source given twice. Planned from the last concat back, so that a concat of a prefix of a
+ * larger one's sources (DenseNet's) is a view of that one's buffer and copies nothing. */
+
+/* Block tag of the ISA's blocked activation layout for nd dims. */
+static dnnl_format_tag_t slot_tag(int nd) {
+    static const dnnl_format_tag_t T8[6] = {[3] = dnnl_aBc8b, [4] = dnnl_aBcd8b, [5] = dnnl_aBcde8b},
+                                   T16[6] = {[3] = dnnl_aBc16b, [4] = dnnl_aBcd16b, [5] = dnnl_aBcde16b};
+    return rt_dnnl_channel_block() == 16 ? T16[nd] : T8[nd];
+}
+
+/* Bytes per channel of entry e (N = 1) and whether its channels fit whole blocks. */
+static bool slot_shape(dn_state *S, int e, int nd, const int64_t *like, size_t *per_ch, int64_t *ch) {
+    if (e < 0 || dn_entry_ndim(S, e) != nd) return false;
+    const int64_t *s = dn_entry_shape(S, e);
+    size_t b = sizeof(float);
+    for (int d = 2; d < nd; d++) {
+        if (s[d] != like[d]) return false;
+        b *= (size_t)s[d];
+    }
+    *per_ch = b;
+    *ch = s[1];
+    return s[0] == 1 && s[1] > 0 && s[1] % rt_dnnl_channel_block() == 0;
+}
+
+/* A concat the plan may put in place: its sources' entries (count in *cnt). */
+static bool slot_concat(dn_state *S, const rt_json_node *n, int *src, uint32_t *cnt, size_t *per_ch) {
+    int nd = n->ndims[0];
+    int64_t axis = dn_attr_int(n, "axis", 0), ch;
+    if (axis < 0) axis += nd;
+    *cnt = concat_count(n);
+    if (n->kind != RT_JSON_KERNEL || n->op != IR_OP_CONCAT || nd < 3 || nd > 5 || axis != 1 || *cnt == 0) return false;
+    /* ShuffleNet's channel shuffle interleaves the sources instead (try_shuffle) */
+    int out = dn_out_entry(S, n);
+    if (S->cons[out].len == 1 && S->cons[out].data[0]->op == IR_OP_RESHAPE) return false;
+    int64_t total = 0;
+    for (uint32_t i = 0; i < *cnt; i++) {
+        src[i] = concat_src(S, n, i);
+        if (!slot_shape(S, src[i], nd, n->shapes[0], per_ch, &ch)) return false;
+        total += ch;
+    }
+    return total == n->shapes[0][1];
+}
+
+void dn_concat_plan(dn_state *S) {
+    if (S->opts.no_layout_plan) return;
+    int src[64];
+    for (uint32_t i = rt_json_graph_num_nodes(S->g); i-- > 0;) {
+        const rt_json_node *n = rt_json_graph_node(S->g, i);
+        uint32_t cnt;
+        size_t per_ch;
+        if (!slot_concat(S, n, src, &cnt, &per_ch)) continue;
+        int out = dn_out_entry(S, n);
+        /* unplaced: a view where its sources already lie in order in another buffer, else a
+         * buffer of its own */
+        if (S->slot_root[out] < 0) {
+            int r = S->slot_root[src[0]];
+            size_t off = S->slot_off[src[0]], o = 0;
+            bool view = r >= 0;
+            for (uint32_t k = 0; k < cnt && view; k++) {
+                view = S->slot_root[src[k]] == r && S->slot_off[src[k]] == off + o;
+                o += (size_t)dn_entry_shape(S, src[k])[1] * per_ch;
+            }
+            S->slot_root[out] = view ? r : out;
+            S->slot_off[out] = view ? off : 0;
+        }
+        size_t o = S->slot_off[out];
+        for (uint32_t k = 0; k < cnt; k++) {
+            int e = src[k];
+            bool twice = false;
+            for (uint32_t q = 0; q < k; q++) twice |= src[q] == e;
+            if (S->slot_root[e] < 0 && !twice && !S->is_head[e] && S->ent_node[e].node->kind == RT_JSON_KERNEL) {
+                S->slot_root[e] = S->slot_root[out];
+                S->slot_off[e] = o;
+            }
+            o += (size_t)dn_entry_shape(S, e)[1] * per_ch;
+        }
+    }
+}
+
+/* Entry e's dims in the blocked layout of the plan. */
+static bool block_md(dn_state *S, int e, dnnl_memory_desc_t *md) {
+    int nd = dn_entry_ndim(S, e);
+    dnnl_dims_t d;
+    for (int i = 0; i < nd; i++) d[i] = dn_entry_shape(S, e)[i];
+    return dnnl_memory_desc_init_by_tag(md, nd, d, dnnl_f32, slot_tag(nd)) == dnnl_success;
+}
+
+bool dn_slot_md(dn_state *S, int e, dnnl_memory_desc_t *md) { return e >= 0 && S->slot_root[e] >= 0 && block_md(S, e, md); }
+
+int dn_slot_val(dn_state *S, int e) {
+    int r = S->slot_root[e];
+    dnnl_memory_desc_t md;
+    if (S->slot_buf[r] < 0) {
+        dn_slot_md(S, r, &md);
+        S->slot_buf[r] = dn_val_new(S, V_TMP, &md);
+    }
+    dn_slot_md(S, e, &md);
+    int v = dn_alias_new(S, S->slot_buf[r], &md);
+    S->vals.data[v].boff = S->slot_off[e];
+    return v;
+}
+
+/* A planned concat: each source not in its slot yet copied there, the output a view. */
+static gr_status concat_in_place(dn_state *S, const rt_json_node *n) {
+    int src[64], out = dn_out_entry(S, n);
+    uint32_t cnt;
+    size_t per_ch;
+    if (!slot_concat(S, n, src, &cnt, &per_ch)) return dn_fail(S, n, dnnl_success, "concat plan");
+    int ov = dn_slot_val(S, out), buf = dn_root(S, ov);
+    size_t o = S->slot_off[out];
+    for (uint32_t k = 0; k < cnt; k++) {
+        int v = -1;
+        gr_status st = dn_need_val(S, n, src[k], &v);
+        if (st) return st;
+        dnnl_memory_desc_t md;
+        if (!block_md(S, src[k], &md)) return dn_fail(S, n, dnnl_success, "concat plan");
+        size_t here = o;
+        o += (size_t)dn_entry_shape(S, src[k])[1] * per_ch;
+        if (dn_root(S, v) == buf && dn_val_boff(S, v) == here && dnnl_memory_desc_equal(&S->vals.data[v].md, &md)) {
+            S->stats.nslots++;
+            continue;
+        }
+        int sv = dn_alias_new(S, buf, &md);
+        S->vals.data[sv].boff = here;
+        dnnl_primitive_desc_t pd;
+        dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, &S->vals.data[v].md, S->eng, &md, S->eng, S->attr_plain);
+        if (ds != dnnl_success) return dn_fail(S, n, ds, "cannot copy a concat source into its slot");
+        dn_arg a[2] = {{DNNL_ARG_FROM, v, S->vals.data[v].md, NULL}, {DNNL_ARG_TO, sv, md, NULL}};
+        if ((st = dn_emit(S, n, pd, a, 2, true))) return st;
+        /* a concat planned in the same buffer later finds it there */
+        if (S->slot_root[src[k]] == S->slot_root[out] && S->slot_off[src[k]] == here) S->ent_val[src[k]] = sv;
+    }
+    S->ent_val[out] = ov;
+    return GR_OK;
+}
+
+gr_status dn_op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    uint32_t cnt = concat_count(n);
+    if (cnt == 0) return dn_fail(S, n, dnnl_success, "concat arity");
+    if (S->slot_root[dn_out_entry(S, n)] >= 0) return concat_in_place(S, n);
     dnnl_memory_desc_t mds[64];
     dn_arg args[66];
     int nd = n->ndims[0];
     for (uint32_t i = 0; i < cnt; i++) {
-        int e;
-        if (tup) {
-            json_t *in = json_object_get(json_array_get(tup, i), "in");
-            e = json_is_integer(in) ? dn_in_entry(S, n, (uint32_t)json_integer_value(in)) : -1;
-        } else {
-            e = dn_in_entry(S, n, i);
-        }
+        int e = concat_src(S, n, i);
         int v = -1;
         gr_status st = dn_need_val(S, n, e, &v);
         if (st) return st;

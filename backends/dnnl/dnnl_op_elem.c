@@ -73,11 +73,13 @@ gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = dn_need_val(S, n, x, &xv);
     if (st) return st;
-    bool is_max = n->op == IR_OP_MAX_POOL1D || n->op == IR_OP_MAX_POOL2D || n->op == IR_OP_ADAPTIVE_MAX_POOL2D;
+    bool is_max = n->op == IR_OP_MAX_POOL1D || n->op == IR_OP_MAX_POOL2D || n->op == IR_OP_MAX_POOL3D ||
+                  n->op == IR_OP_ADAPTIVE_MAX_POOL2D;
     bool adaptive = n->op == IR_OP_ADAPTIVE_AVG_POOL1D || n->op == IR_OP_ADAPTIVE_AVG_POOL2D || n->op == IR_OP_ADAPTIVE_MAX_POOL2D;
     int nd = dn_entry_ndim(S, x), sd = nd - 2;
-    if (sd < 1 || sd > 2) return dn_fail(S, n, dnnl_success, "rank");
-    const char *cx = sd == 1 ? "NCW" : "NCHW", *lay = dn_attr_str(n, "layout", cx);
+    static const char *const CX[3] = {"NCW", "NCHW", "NCDHW"};
+    if (sd < 1 || sd > 3) return dn_fail(S, n, dnnl_success, "rank");
+    const char *cx = CX[sd - 1], *lay = dn_attr_str(n, "layout", cx);
     /* NHWC (any permutation): canonical axes over dn_strided views, as for convolutions */
     dnnl_dims_t xs, xstr, os, ostr;
     if (n->ndims[0] != nd || strcmp(dn_attr_str(n, "out_layout", lay), lay) ||
@@ -93,15 +95,11 @@ gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
             d[i] = pl[i] = pr[i] = 0;
         }
     } else {
-        int64_t ps[2] = {1, 1}, st2[2] = {1, 1}, dl[2] = {1, 1}, pad[4] = {0, 0, 0, 0};
-        int c;
-        if ((c = dn_attr_ints(n, "pool_size", ps, 2)) == 1) ps[1] = ps[0];
-        if ((c = dn_attr_ints(n, "strides", st2, 2)) == 1) st2[1] = st2[0];
-        if ((c = dn_attr_ints(n, "dilation", dl, 2)) == 1) dl[1] = dl[0];
-        c = dn_attr_ints(n, "padding", pad, 4);
-        if (c == 1) pad[1] = pad[2] = pad[3] = pad[0];
-        else if (c == sd)
-            for (int i = 0; i < sd; i++) pad[sd + i] = pad[i];
+        int64_t ps[3] = {1, 1, 1}, st2[3] = {1, 1, 1}, dl[3] = {1, 1, 1}, pad[6] = {0};
+        dn_attr_axes(n, "pool_size", ps, sd);
+        dn_attr_axes(n, "strides", st2, sd);
+        dn_attr_axes(n, "dilation", dl, sd);
+        dn_attr_pads(n, pad, sd);
         for (int i = 0; i < sd; i++) {
             kk[i] = ps[i];
             s[i] = st2[i];

@@ -172,6 +172,9 @@ gr_status dn_finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd
             return st;
         }
     }
+    /* a concat source in its slot's layout: written there */
+    dnnl_memory_desc_t smd;
+    if (v < 0 && dn_slot_md(S, e, &smd) && dnnl_memory_desc_equal(&smd, &dmd)) v = dn_slot_val(S, e);
     if (v < 0) v = dn_val_new(S, V_TMP, &dmd);
     args[nargs++] = (dn_arg){DNNL_ARG_DST, v, dmd, NULL};
     dn_consume(S, steps, k);
@@ -317,6 +320,19 @@ void dn_take_affine(dn_state *S, dn_step *steps, int *k, int64_t O, bool wconst,
     dn_consume(S, steps, nb);
     memmove(steps, steps + nb, sizeof(dn_step) * (size_t)(*k - nb));
     *k -= nb;
+}
+
+/* ------------------------------------------------------ window attributes ---- */
+
+void dn_attr_axes(const rt_json_node *n, const char *key, int64_t *v, int sd) {
+    if (dn_attr_ints(n, key, v, sd) == 1)
+        for (int i = 1; i < sd; i++) v[i] = v[0];
+}
+
+void dn_attr_pads(const rt_json_node *n, int64_t *pad, int sd) {
+    int c = dn_attr_ints(n, "padding", pad, 2 * sd);
+    if (c == 1 || c == sd)
+        for (int i = 2 * sd - 1; i >= 0; i--) pad[i] = pad[c == 1 ? 0 : i % sd];
 }
 
 /* ------------------------------------------------------- layout letters ---- */

@@ -172,6 +172,12 @@ int dn_root(const dn_state *S, int v) {
     return v;
 }
 
+size_t dn_val_boff(const dn_state *S, int v) {
+    size_t b = 0;
+    for (; S->vals.data[v].alias >= 0; v = S->vals.data[v].alias) b += S->vals.data[v].boff;
+    return b;
+}
+
 int dn_alias_new(dn_state *S, int base, const dnnl_memory_desc_t *md) {
     int v = dn_val_new(S, S->vals.data[dn_root(S, base)].kind == V_TMP ? V_TMP : S->vals.data[dn_root(S, base)].kind, md);
     S->vals.data[v].alias = base;

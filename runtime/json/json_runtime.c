@@ -1045,6 +1045,7 @@ static gr_status jm_serialize(rt_module *m, uint8_t **buf, size_t *len, gr_diag 
     json_mod *jm = m->context;
     json_t *root = json_object(), *gs = json_array();
     json_object_set_new(root, "kind", json_string(jm->eng->kind));
+    if (jm->eng->version) json_object_set_new(root, "engine_version", json_string(jm->eng->version));
     for (uint32_t i = 0; i < jm->n; i++) {
         json_t *o = json_object(), *cs = json_array();
         json_object_set_new(o, "symbol", json_string(jm->graphs[i]->symbol));

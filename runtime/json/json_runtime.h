@@ -173,6 +173,9 @@ typedef struct rt_json_engine {
                      uint32_t nout, gr_diag *diag);
     void (*release)(rt_json_graph *g, void *state);
     size_t opts_size;             /* 0: the engine takes no options */
+    /* Optional: the version of what made the engine (a backend plugin's), written into the
+     * module blob as "engine_version" so that a loader can check it. */
+    const char *version;
 } rt_json_engine;
 
 /* ---- Operand contracts ----
