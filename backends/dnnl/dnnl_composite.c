@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backends/dnnl/dnnl_impl.h"
+#include "backends/dnnl/dnnl_q_impl.h"
 
 /* ------------------------------------------------------------------- names ---- */
 
@@ -246,6 +247,7 @@ static gr_status steps_agree(dn_state *S, const rt_json_node *first, const rt_js
 
 gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
     const char *name = json_string_value(json_object_get(ann, "composite"));
+    if (dnnl_q_kind_of(name) != DNNL_Q_NONE) return dn_q_composite(S, first, ann);
     rt_dnnl_composite c;
     if (!rt_dnnl_composite_parse(name, &c)) return bad(S, first, "composite annotation: unknown composite name");
     json_t *posts = json_object_get(ann, "post"), *nodes = json_object_get(ann, "nodes");

@@ -249,6 +249,8 @@ gr_status dn_node(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 json_t *dn_composite_annotation(const rt_json_node *n);
 bool dn_in_composite(const rt_json_node *n);
 gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann);
+/* dnnl_op_quant.c: a quantized composite (backends/dnnl/dnnl_q_impl.h) from its nodes. */
+gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann);
 /* One step as its own primitive on value v (post-ops oneDNN would not fuse). */
 gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step *st, int *out);
 /* dnnl_ops.c: the eltwise / binary primitive of step `first` on value xv with the post-op steps

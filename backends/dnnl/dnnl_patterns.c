@@ -912,7 +912,9 @@ gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_options *opts, const byoc_patt
     comp_entry *comps = malloc(sizeof(comp_entry) * MAX_COMPOSITES);
     if (!comps) return gr_diag_set(diag, GR_ERR_NOMEM, "dnnl patterns: out of memory");
     uint32_t nc = all_composites(comps), nops = sizeof(OPS) / sizeof(OPS[0]), k = 0;
-    byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nc + nops + 1);
+    byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nc + nops + dnnl_q_npatterns() + 1);
+    /* quantized composites first: they hold more ops than any float one */
+    k = dnnl_q_patterns(ctx, pats);
     /* composites sharing a prefix share its pattern nodes (the table is a trie): interned
      * prefix name -> pattern */
     gr_map built;

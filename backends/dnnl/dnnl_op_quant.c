@@ -1,0 +1,327 @@
+/* The oneDNN engine's quantized composites (backends/dnnl/dnnl_q_impl.h), read from their
+ * nodes: the codegen's annotation lists them in binding order,
+ *     divide, round, [add], clip, astype, astype, [subtract], multiply    (quantize, dequantize)
+ *     [conv2d | matmul, [add], [relu | clip]]
+ * Quantizing is a oneDNN reorder of float32 into u8 / s8 with the scale 1 / s and the zero
+ * point: oneDNN rounds half to even (the CPU's default rounding, as ONNX's) and saturates to
+ * the type, as QuantizeLinear; it multiplies by 1 / s where ONNX divides by s, which differs
+ * only by an ulp, so only at a rounding tie (the tests count those). Dequantizing is the
+ * reverse reorder (src zero point, scale s). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/dnnl/dnnl_ops_impl.h"
+#include "backends/dnnl/dnnl_q_impl.h"
+
+typedef struct q_nodes {
+    const rt_json_node *div, *zp, *clip, *qcast, *dqzp, *mul, *anchor, *bias, *act, *last;
+    float s, zpv, dq_s, dq_zpv;
+    dnnl_data_type_t qt;          /* dnnl_u8 or dnnl_s8 */
+} q_nodes;
+
+static gr_status bad(dn_state *S, const rt_json_node *n, const char *what) { return dn_fail(S, n, dnnl_success, what); }
+
+/* The scalar constant operand of binary node n (the second, or either when `either`). */
+static bool scalar_arg(dn_state *S, const rt_json_node *n, bool either, float *v) {
+    return dn_scalar_const(S, dn_arg_entry(S, n, 1), v) || (either && dn_scalar_const(S, dn_arg_entry(S, n, 0), v));
+}
+
+/* The nodes of the annotation, by their ops in binding order (see the header comment). */
+static gr_status read_nodes(dn_state *S, const rt_json_node *first, json_t *ids, dnnl_q_kind kind, q_nodes *q) {
+    memset(q, 0, sizeof *q);
+    const rt_json_node *ns[16];
+    size_t cnt = json_array_size(ids), i = 0;
+    uint32_t nn = rt_json_graph_num_nodes(S->g);
+    if (cnt < 6 || cnt > 16) return bad(S, first, "quantized composite annotation: wrong number of nodes");
+    for (size_t k = 0; k < cnt; k++) {
+        json_t *x = json_array_get(ids, k);
+        json_int_t id = json_is_integer(x) ? json_integer_value(x) : -1;
+        if (id < 0 || (uint32_t)id >= nn || rt_json_graph_node(S->g, (uint32_t)id)->kind != RT_JSON_KERNEL)
+            return bad(S, first, "quantized composite annotation: a listed node is not a kernel node of the graph");
+        ns[k] = rt_json_graph_node(S->g, (uint32_t)id);
+    }
+#define TAKE(field, id) (i < cnt && ns[i]->op == IR_OP_##id ? (q->field = ns[i++]) : NULL)
+    const rt_json_node *rnd = NULL, *dqcast = NULL;
+    bool ok = TAKE(div, DIVIDE) && (rnd = i < cnt && ns[i]->op == IR_OP_ROUND ? ns[i++] : NULL);
+    if (ok) TAKE(zp, ADD);
+    ok = ok && TAKE(clip, CLIP) && TAKE(qcast, ASTYPE) && (dqcast = i < cnt && ns[i]->op == IR_OP_ASTYPE ? ns[i++] : NULL);
+    if (ok) TAKE(dqzp, SUBTRACT);
+    ok = ok && TAKE(mul, MULTIPLY);
+    if (ok && kind == DNNL_Q_CONV2D) ok = TAKE(anchor, CONV2D) != NULL;
+    if (ok && kind == DNNL_Q_MATMUL) ok = TAKE(anchor, MATMUL) != NULL;
+    if (ok && q->anchor) {
+        TAKE(bias, ADD);
+        if (!TAKE(act, RELU)) TAKE(act, CLIP);
+    }
+#undef TAKE
+    if (!ok || i != cnt) return bad(S, first, "quantized composite annotation does not match its nodes");
+    q->last = ns[cnt - 1];
+    DLDataType t = q->qcast->dtypes[0];
+    q->qt = t.code == kDLUInt && t.bits == 8 ? dnnl_u8 : t.code == kDLInt && t.bits == 8 ? dnnl_s8 : dnnl_data_type_undef;
+    double lo, hi;
+    if (q->qt == dnnl_data_type_undef || !dn_arg_num(q->clip, 1, &lo) || !dn_arg_num(q->clip, 2, &hi) ||
+        lo != (q->qt == dnnl_u8 ? 0 : -128) || hi != (q->qt == dnnl_u8 ? 255 : 127))
+        return bad(S, q->clip, "quantize to a type other than uint8 / int8, or saturating to another range");
+    if (!scalar_arg(S, q->div, false, &q->s) || !scalar_arg(S, q->mul, true, &q->dq_s) || !(q->s > 0.f) || !(q->dq_s > 0.f))
+        return bad(S, q->div, "quantization scales are not positive scalar constants");
+    if ((q->zp && !scalar_arg(S, q->zp, true, &q->zpv)) || (q->dqzp && !scalar_arg(S, q->dqzp, false, &q->dq_zpv)) ||
+        q->zpv != nearbyintf(q->zpv) || q->dq_zpv != nearbyintf(q->dq_zpv) || q->zpv < lo || q->zpv > hi || q->dq_zpv < lo ||
+        q->dq_zpv > hi)
+        return bad(S, q->div, "zero points are not whole scalar constants in the type's range");
+    if (q->anchor && (q->s != q->dq_s || q->zpv != q->dq_zpv))
+        return bad(S, q->div, "the dequantize's scale / zero point differ from the quantize's");
+    return GR_OK;
+}
+
+/* An attr with a user scratchpad (the engine's one arena), output scales and a zero point. */
+static dnnl_status_t make_attr(dnnl_primitive_attr_t *a, dnnl_dim_t nsc, int mask, const float *sc, int zp_arg, int32_t zp) {
+    dnnl_status_t ds = dnnl_primitive_attr_create(a);
+    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_scratchpad_mode(*a, dnnl_scratchpad_mode_user);
+    if (ds == dnnl_success && nsc) ds = dnnl_primitive_attr_set_output_scales(*a, nsc, mask, sc);
+    if (ds == dnnl_success && zp) ds = dnnl_primitive_attr_set_zero_points(*a, zp_arg, 1, 0, &zp);
+    return ds;
+}
+
+/* Reorder of value v into md `to` with scale and zero point (zp_arg: DNNL_ARG_SRC when
+ * dequantizing, DNNL_ARG_DST when quantizing); *out: the new value. own: a primitive of the
+ * composite's own (it takes the nodes folded so far), else a reorder serving the next one. */
+static gr_status scaled_reorder(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *to, float scale,
+                                int zp_arg, int32_t zp, bool own, int *out) {
+    dnnl_primitive_attr_t a = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = make_attr(&a, 1, 0, &scale, zp_arg, zp);
+    if (ds == dnnl_success) ds = dnnl_reorder_primitive_desc_create(&pd, &S->vals.data[v].md, S->eng, to, S->eng, a);
+    dnnl_primitive_attr_destroy(a);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, zp_arg == DNNL_ARG_DST ? "cannot quantize" : "cannot dequantize");
+    if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
+    else S->ref_why = "oneDNN has no jit reorder with scales / zero points for these layouts";
+    int nv = dn_val_new(S, V_TMP, to);
+    dn_arg args[2] = {{DNNL_ARG_FROM, v, S->vals.data[v].md, NULL}, {DNNL_ARG_TO, nv, *to, NULL}};
+    gr_status st = dn_emit(S, n, pd, args, 2, !own);
+    *out = nv;
+    return st;
+}
+
+/* A quantize -> dequantize pair alone: two reorders (f32 -> u8 / s8 -> f32) in the input's layout. */
+static gr_status build_qdq(dn_state *S, const q_nodes *q) {
+    int xv;
+    gr_status st = dn_need_val(S, q->div, dn_arg_entry(S, q->div, 0), &xv);
+    if (st) return st;
+    dnnl_memory_desc_t md = S->vals.data[xv].md, qmd;
+    /* the levels plain (one byte each), then back into x's layout */
+    if (dnnl_memory_desc_init_by_strides(&qmd, md.ndims, md.dims, q->qt, NULL) != dnnl_success)
+        return bad(S, q->div, "cannot describe the quantized tensor");
+    int qv, ov;
+    if ((st = scaled_reorder(S, q->div, xv, &qmd, (float)(1.0 / q->s), DNNL_ARG_DST, (int32_t)q->zpv, true, &qv))) return st;
+    if ((st = scaled_reorder(S, q->mul, qv, &md, q->dq_s, DNNL_ARG_SRC, (int32_t)q->dq_zpv, true, &ov))) return st;
+    S->ent_val[dn_out_entry(S, q->last)] = ov;
+    return GR_OK;
+}
+
+/* The data of constant entry e (float32) with n elements, or NULL. */
+static const float *const_data(dn_state *S, int e, int64_t n) {
+    if (e < 0 || S->ent_node[e].node->kind != RT_JSON_CONST || !dn_entry_f32(S, e) || S->ent_val[e] < 0) return NULL;
+    int v = S->ent_val[e], r = dn_root(S, v);
+    if (dnnl_memory_desc_get_size(&S->vals.data[v].md) != (size_t)n * sizeof(float) || !dn_is_plain(&S->vals.data[v].md))
+        return NULL;
+    return S->vals.data[r].ptr;
+}
+
+/* A new engine-owned constant value of md with data (copied). */
+static int owned_val(dn_state *S, const dnnl_memory_desc_t *md, const void *data) {
+    size_t b = dnnl_memory_desc_get_size(md);
+    void *p = dn_owned_alloc(S, b);
+    if (!p) return -1;
+    memcpy(p, data, b);
+    S->stats.weight_bytes += b;
+    int v = dn_val_new(S, V_OWNED, md);
+    S->vals.data[v].ptr = p;
+    return v;
+}
+
+typedef struct q_anchor {
+    int64_t C;                    /* output channels / columns */
+    int64_t outer, inner;         /* the weights as [outer][C][inner] */
+    int wnd;
+    dnnl_dims_t wdims;            /* the weights as oneDNN sees them */
+} q_anchor;
+
+/* convolution descriptor and its weights' shape */
+static gr_status conv_desc(dn_state *S, const q_nodes *q, const dnnl_memory_desc_t *x, const dnnl_memory_desc_t *b,
+                           dnnl_data_type_t bt, dnnl_convolution_desc_t *d, q_anchor *qa) {
+    const rt_json_node *n = q->anchor;
+    int we = dn_arg_entry(S, n, 1), xe = dn_arg_entry(S, n, 0);
+    if (we < 0 || xe < 0 || dn_entry_ndim(S, we) != 4 || dn_entry_ndim(S, xe) != 4 || n->ndims[0] != 4)
+        return bad(S, n, "quantized convolution of other than 4-D tensors");
+    const int64_t *ws = dn_entry_shape(S, we), *xs = dn_entry_shape(S, xe), *os = n->shapes[0];
+    int64_t G = dn_attr_int(n, "groups", 1), strides[2] = {1, 1}, dil[2] = {1, 1}, pad[4] = {0, 0, 0, 0};
+    if (dn_attr_ints(n, "strides", strides, 2) == 1) strides[1] = strides[0];
+    if (dn_attr_ints(n, "dilation", dil, 2) == 1) dil[1] = dil[0];
+    int c = dn_attr_ints(n, "padding", pad, 4);
+    if (c == 1) pad[1] = pad[2] = pad[3] = pad[0];
+    else if (c == 2) {
+        pad[2] = pad[0];
+        pad[3] = pad[1];
+    }
+    int64_t O = ws[0], I = xs[1];
+    if (G <= 0 || O % G || I % G || ws[1] * G != I) return bad(S, n, "groups do not divide the channels");
+    qa->C = O;
+    qa->outer = 1;
+    qa->inner = ws[1] * ws[2] * ws[3];
+    qa->wnd = 0;
+    if (G > 1) qa->wdims[qa->wnd++] = G;
+    qa->wdims[qa->wnd++] = O / G;
+    for (int i = 1; i < 4; i++) qa->wdims[qa->wnd++] = ws[i];
+    dnnl_memory_desc_t wany, dany;
+    dnnl_memory_desc_init_by_tag(&wany, qa->wnd, qa->wdims, dnnl_s8, dnnl_format_tag_any);
+    dnnl_dims_t od = {os[0], os[1], os[2], os[3]}, s = {strides[0], strides[1]}, dl = {dil[0] - 1, dil[1] - 1};
+    dnnl_dims_t pl = {pad[0], pad[1]}, pr = {pad[2], pad[3]};
+    dnnl_memory_desc_init_by_tag(&dany, 4, od, dnnl_f32, dnnl_format_tag_any);
+    (void)bt;
+    dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(d, dnnl_forward_inference, dnnl_convolution_direct, x, &wany,
+                                                                  b, &dany, s, dl, pl, pr);
+    return ds == dnnl_success ? GR_OK : dn_fail(S, n, ds, "invalid quantized convolution");
+}
+
+/* quantize -> dequantize -> convolution / matmul (+ bias, + activation): one int8 primitive
+ * after the reorder that quantizes its source */
+static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
+    const rt_json_node *n = q->anchor;
+    int xv;
+    gr_status st = dn_need_val(S, q->div, dn_arg_entry(S, q->div, 0), &xv);
+    if (st) return st;
+    int we = dn_arg_entry(S, n, 1);
+    q_anchor qa = {0};
+    dnnl_memory_desc_t xany, bmd;
+    int nd = kind == DNNL_Q_CONV2D ? 4 : 2;
+    const int64_t *xs = dn_entry_shape(S, dn_arg_entry(S, n, 0));
+    dnnl_dims_t xd;
+    for (int i = 0; i < nd; i++) xd[i] = xs[i];
+    if (dn_entry_ndim(S, dn_arg_entry(S, n, 0)) != nd) return bad(S, n, "quantized operand of an unexpected rank");
+    dnnl_memory_desc_init_by_tag(&xany, nd, xd, q->qt, dnnl_format_tag_any);
+    union {
+        dnnl_convolution_desc_t c;
+        dnnl_matmul_desc_t m;
+    } desc;
+    if (kind == DNNL_Q_CONV2D) {
+        dnnl_dims_t bd = {n->shapes[0][1]};
+        dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_a);
+        if ((st = conv_desc(S, q, &xany, q->bias ? &bmd : NULL, dnnl_f32, &desc.c, &qa))) return st;
+    } else {
+        if (dn_entry_ndim(S, we) != 2 || n->ndims[0] != 2) return bad(S, n, "quantized matmul of other than 2-D operands");
+        const int64_t *ws = dn_entry_shape(S, we);
+        qa = (q_anchor){ws[1], ws[0], 1, 2, {ws[0], ws[1]}};
+        dnnl_dims_t bd = {1, ws[1]}, od = {n->shapes[0][0], n->shapes[0][1]};
+        dnnl_memory_desc_t wany, dany;
+        dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_f32, dnnl_ab);
+        dnnl_memory_desc_init_by_tag(&wany, 2, qa.wdims, dnnl_s8, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&dany, 2, od, dnnl_f32, dnnl_format_tag_any);
+        dnnl_status_t ds = dnnl_matmul_desc_init(&desc.m, &xany, &wany, q->bias ? &bmd : NULL, &dany);
+        if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid quantized matmul");
+    }
+    /* the weights' levels and scales, once */
+    int64_t nw = qa.outer * qa.C * qa.inner;
+    const float *w = const_data(S, we, nw);
+    if (!w) return bad(S, n, "quantized weights are not a plain float32 constant");
+    int8_t *lv = malloc((size_t)nw + 1);
+    float *ws = malloc(sizeof(float) * (size_t)qa.C * 3 + 1), *osc = ws + qa.C, *bacc = osc + qa.C;
+    bool per_tensor;
+    if (!lv || !ws) {
+        free(lv);
+        free(ws);
+        return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    }
+    if (!dnnl_q_weights(w, qa.outer, qa.C, qa.inner, lv, ws, &per_tensor)) {
+        free(lv);
+        free(ws);
+        return bad(S, n, "weights are not symmetric int8 levels times a per-tensor or per-channel scale");
+    }
+    /* requantization: the s32 sum (plus the bias in its units) times s * ws[c] */
+    for (int64_t c = 0; c < qa.C; c++) osc[c] = (float)((double)q->s * ws[c]);
+    const float *b = NULL;
+    if (q->bias) {
+        int be = dn_arg_entry(S, q->bias, 0) == dn_out_entry(S, n) ? dn_arg_entry(S, q->bias, 1) : dn_arg_entry(S, q->bias, 0);
+        b = const_data(S, be, qa.C);
+        if (!b) {
+            free(lv);
+            free(ws);
+            return bad(S, q->bias, "bias is not a float32 constant of one value per output channel");
+        }
+        for (int64_t c = 0; c < qa.C; c++) bacc[c] = (float)((double)b[c] / osc[c]);
+    }
+    dnnl_memory_desc_t wuser;
+    dnnl_memory_desc_init_by_strides(&wuser, qa.wnd, qa.wdims, dnnl_s8, NULL);
+    int wq = owned_val(S, &wuser, lv), bv = q->bias ? owned_val(S, &bmd, bacc) : -1;
+    free(lv);
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_status_t ds = make_attr(&attr, per_tensor ? 1 : qa.C, per_tensor ? 0 : 2, osc, DNNL_ARG_SRC, (int32_t)q->zpv);
+    float srcs = (float)(1.0 / q->s);
+    free(ws);
+    if (wq < 0 || (q->bias && bv < 0)) {
+        dnnl_primitive_attr_destroy(attr);
+        return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    }
+    if (ds == dnnl_success && q->act) {
+        dnnl_post_ops_t po;
+        double lo = 0, hi = 0;
+        bool clip = q->act->op == IR_OP_CLIP;
+        if (clip && (!dn_arg_num(q->act, 1, &lo) || !dn_arg_num(q->act, 2, &hi))) {
+            dnnl_primitive_attr_destroy(attr);
+            return bad(S, q->act, "clip bounds are not constants");
+        }
+        ds = dnnl_post_ops_create(&po);
+        if (ds == dnnl_success)
+            ds = dnnl_post_ops_append_eltwise(po, 1.f, clip ? dnnl_eltwise_clip_v2 : dnnl_eltwise_relu, (float)lo, (float)hi);
+        if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
+        dnnl_post_ops_destroy(po);
+    }
+    dnnl_primitive_desc_t pd = NULL;
+    if (ds == dnnl_success) ds = dnnl_primitive_desc_create(&pd, &desc, attr, S->eng, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the int8 primitive");
+    S->ref_why = dn_pd_is_ref(pd) ? "oneDNN has no jit int8 kernel for these shapes" : NULL;
+    /* the source quantized into the layout the primitive wants */
+    dnnl_memory_desc_t smd = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    const char *why = S->ref_why;
+    int qv, win;
+    st = scaled_reorder(S, q->div, xv, &smd, srcs, DNNL_ARG_DST, (int32_t)q->zpv, false, &qv);
+    if (!st) st = dn_as(S, n, wq, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
+    if (st) {
+        dnnl_primitive_desc_destroy(pd);
+        return st;
+    }
+    S->ref_why = why;
+    dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    int ov = dn_val_new(S, V_TMP, &dmd);
+    dn_arg args[4];
+    int na = 0;
+    args[na++] = (dn_arg){DNNL_ARG_SRC, qv, smd, NULL};
+    args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL};
+    if (bv >= 0) args[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL};
+    args[na++] = (dn_arg){DNNL_ARG_DST, ov, dmd, NULL};
+    if ((st = dn_emit(S, n, pd, args, na, false))) return st;
+    S->ent_val[dn_out_entry(S, q->last)] = ov;
+    S->stats.npostops += (q->bias ? 1u : 0u) + (q->act ? 1u : 0u);
+    return GR_OK;
+}
+
+gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
+    dnnl_q_kind kind = dnnl_q_kind_of(json_string_value(json_object_get(ann, "composite")));
+    json_t *ids = json_object_get(ann, "nodes");
+    q_nodes q;
+    gr_status st = read_nodes(S, first, ids, kind, &q);
+    if (st) return st;
+    /* the nodes this composite computes, for the profile's layers (the anchor's primitive) */
+    size_t i;
+    json_t *x;
+    json_array_foreach(ids, i, x) {
+        const rt_json_node *nd = rt_json_graph_node(S->g, (uint32_t)json_integer_value(x));
+        if (nd != first && nd != q.anchor) S->stats.nfused_nodes++;
+        S->consumed[nd - S->node0] = true;
+        if (nd != q.anchor && nd != q.div) gr_vec_push(&S->pend, nd);
+    }
+    st = kind == DNNL_Q_QDQ ? build_qdq(S, &q) : build_anchor(S, &q, kind);
+    if (!st) S->stats.ncomposites++;
+    return st;
+}
