@@ -103,15 +103,23 @@ static gr_status scaled_reorder(dn_state *S, const rt_json_node *n, int v, const
     return st;
 }
 
+/* A dense tensor of md's dims in md's layout (md may be a view: a strided slice, an offset
+ * into a larger buffer), plain when that layout is none dn_md_like knows, of type dt. The
+ * levels keep their source's layout: oneDNN 2.6's reorder of channels-last float32 into plain
+ * u8 with a zero point writes wrong values (every other pair of layouts is right). */
+static void dense_like(const dnnl_memory_desc_t *md, dnnl_data_type_t dt, dnnl_memory_desc_t *out) {
+    if (!dn_md_like(out, md, md->ndims, md->dims)) dn_plain_like(out, md);
+    out->data_type = dt;    /* strides count elements: a dense layout stays one */
+}
+
 /* A quantize -> dequantize pair alone: two reorders (f32 -> u8 / s8 -> f32) in the input's layout. */
 static gr_status build_qdq(dn_state *S, const q_nodes *q) {
     int xv;
     gr_status st = dn_need_val(S, q->div, dn_arg_entry(S, q->div, 0), &xv);
     if (st) return st;
-    dnnl_memory_desc_t md = S->vals.data[xv].md, qmd;
-    /* the levels plain (one byte each), then back into x's layout */
-    if (dnnl_memory_desc_init_by_strides(&qmd, md.ndims, md.dims, q->qt, NULL) != dnnl_success)
-        return bad(S, q->div, "cannot describe the quantized tensor");
+    dnnl_memory_desc_t md, qmd;
+    dense_like(&S->vals.data[xv].md, dnnl_f32, &md);
+    dense_like(&S->vals.data[xv].md, q->qt, &qmd);
     int qv, ov;
     if ((st = scaled_reorder(S, q->div, xv, &qmd, (float)(1.0 / q->s), DNNL_ARG_DST, (int32_t)q->zpv, true, &qv))) return st;
     if ((st = scaled_reorder(S, q->mul, qv, &md, q->dq_s, DNNL_ARG_SRC, (int32_t)q->dq_zpv, true, &ov))) return st;
@@ -147,9 +155,20 @@ typedef struct q_anchor {
     dnnl_dims_t wdims;            /* the weights as oneDNN sees them */
 } q_anchor;
 
-/* convolution descriptor and its weights' shape */
-static gr_status conv_desc(dn_state *S, const q_nodes *q, const dnnl_memory_desc_t *x, const dnnl_memory_desc_t *b,
-                           dnnl_data_type_t bt, dnnl_convolution_desc_t *d, q_anchor *qa) {
+/* oneDNN's int8 kernels sum u8 x s8 products exactly only with VNNI (or AMX): below it,
+ * pairs of products meet in a saturating 16-bit add (vpmaddubsw), which ORT-quantized
+ * weights (up to 127 levels) overflow. There the composite runs in float32 on the same
+ * levels: the source quantized and dequantized by two reorders, the weights as they are. */
+static bool exact_int8(void) {
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return isa == dnnl_cpu_isa_avx512_core_vnni || isa == dnnl_cpu_isa_avx512_core_bf16 ||
+           isa == dnnl_cpu_isa_avx512_core_amx || isa == dnnl_cpu_isa_avx2_vnni;
+}
+
+/* convolution descriptor (src x, weights of type wt, bias b, float32 dst) and the weights'
+ * shape */
+static gr_status conv_desc(dn_state *S, const q_nodes *q, const dnnl_memory_desc_t *x, dnnl_data_type_t wt,
+                           const dnnl_memory_desc_t *b, dnnl_convolution_desc_t *d, q_anchor *qa) {
     const rt_json_node *n = q->anchor;
     int we = dn_arg_entry(S, n, 1), xe = dn_arg_entry(S, n, 0);
     if (we < 0 || xe < 0 || dn_entry_ndim(S, we) != 4 || dn_entry_ndim(S, xe) != 4 || n->ndims[0] != 4)
@@ -174,32 +193,66 @@ static gr_status conv_desc(dn_state *S, const q_nodes *q, const dnnl_memory_desc
     qa->wdims[qa->wnd++] = O / G;
     for (int i = 1; i < 4; i++) qa->wdims[qa->wnd++] = ws[i];
     dnnl_memory_desc_t wany, dany;
-    dnnl_memory_desc_init_by_tag(&wany, qa->wnd, qa->wdims, dnnl_s8, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&wany, qa->wnd, qa->wdims, wt, dnnl_format_tag_any);
     dnnl_dims_t od = {os[0], os[1], os[2], os[3]}, s = {strides[0], strides[1]}, dl = {dil[0] - 1, dil[1] - 1};
     dnnl_dims_t pl = {pad[0], pad[1]}, pr = {pad[2], pad[3]};
     dnnl_memory_desc_init_by_tag(&dany, 4, od, dnnl_f32, dnnl_format_tag_any);
-    (void)bt;
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(d, dnnl_forward_inference, dnnl_convolution_direct, x, &wany,
                                                                   b, &dany, s, dl, pl, pr);
     return ds == dnnl_success ? GR_OK : dn_fail(S, n, ds, "invalid quantized convolution");
 }
 
+/* The weights' levels and scales (int8), the output scales s * ws[c] and the bias: in the
+ * accumulator's units (int8: the s32 sum plus the bias, times the output scale) or as it is. */
+typedef struct q_consts {
+    int8_t *lv;
+    float *ws, *osc, *bias;
+    bool per_tensor;
+} q_consts;
+
+static void consts_free(q_consts *k) {
+    free(k->lv);
+    free(k->ws);
+}
+
+static gr_status read_consts(dn_state *S, const q_nodes *q, const q_anchor *qa, const float *w, bool i8, q_consts *k) {
+    const rt_json_node *n = q->anchor;
+    int64_t nw = qa->outer * qa->C * qa->inner;
+    k->lv = malloc((size_t)nw + 1);
+    k->ws = malloc(sizeof(float) * (size_t)qa->C * 3 + 1);
+    if (!k->lv || !k->ws) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    k->osc = k->ws + qa->C;
+    k->bias = k->osc + qa->C;
+    if (!dnnl_q_weights(w, qa->outer, qa->C, qa->inner, k->lv, k->ws, &k->per_tensor))
+        return bad(S, n, "weights are not symmetric int8 levels times a per-tensor or per-channel scale");
+    for (int64_t c = 0; c < qa->C; c++) k->osc[c] = (float)((double)q->s * k->ws[c]);
+    if (!q->bias) return GR_OK;
+    int be = dn_arg_entry(S, q->bias, 0) == dn_out_entry(S, n) ? dn_arg_entry(S, q->bias, 1) : dn_arg_entry(S, q->bias, 0);
+    const float *b = const_data(S, be, qa->C);
+    if (!b) return bad(S, q->bias, "bias is not a float32 constant of one value per output channel");
+    for (int64_t c = 0; c < qa->C; c++) k->bias[c] = i8 ? (float)((double)b[c] / k->osc[c]) : b[c];
+    return GR_OK;
+}
+
 /* quantize -> dequantize -> convolution / matmul (+ bias, + activation): one int8 primitive
- * after the reorder that quantizes its source */
+ * after the reorder that quantizes its source (float32 where int8 would saturate, see
+ * exact_int8) */
 static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
     const rt_json_node *n = q->anchor;
     int xv;
     gr_status st = dn_need_val(S, q->div, dn_arg_entry(S, q->div, 0), &xv);
     if (st) return st;
+    bool i8 = exact_int8();
+    dnnl_data_type_t st_ = i8 ? q->qt : dnnl_f32, wt = i8 ? dnnl_s8 : dnnl_f32;
     int we = dn_arg_entry(S, n, 1);
     q_anchor qa = {0};
     dnnl_memory_desc_t xany, bmd;
     int nd = kind == DNNL_Q_CONV2D ? 4 : 2;
+    if (dn_entry_ndim(S, dn_arg_entry(S, n, 0)) != nd) return bad(S, n, "quantized operand of an unexpected rank");
     const int64_t *xs = dn_entry_shape(S, dn_arg_entry(S, n, 0));
     dnnl_dims_t xd;
     for (int i = 0; i < nd; i++) xd[i] = xs[i];
-    if (dn_entry_ndim(S, dn_arg_entry(S, n, 0)) != nd) return bad(S, n, "quantized operand of an unexpected rank");
-    dnnl_memory_desc_init_by_tag(&xany, nd, xd, q->qt, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&xany, nd, xd, st_, dnnl_format_tag_any);
     union {
         dnnl_convolution_desc_t c;
         dnnl_matmul_desc_t m;
@@ -207,7 +260,7 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
     if (kind == DNNL_Q_CONV2D) {
         dnnl_dims_t bd = {n->shapes[0][1]};
         dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_a);
-        if ((st = conv_desc(S, q, &xany, q->bias ? &bmd : NULL, dnnl_f32, &desc.c, &qa))) return st;
+        if ((st = conv_desc(S, q, &xany, wt, q->bias ? &bmd : NULL, &desc.c, &qa))) return st;
     } else {
         if (dn_entry_ndim(S, we) != 2 || n->ndims[0] != 2) return bad(S, n, "quantized matmul of other than 2-D operands");
         const int64_t *ws = dn_entry_shape(S, we);
@@ -215,50 +268,27 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
         dnnl_dims_t bd = {1, ws[1]}, od = {n->shapes[0][0], n->shapes[0][1]};
         dnnl_memory_desc_t wany, dany;
         dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_f32, dnnl_ab);
-        dnnl_memory_desc_init_by_tag(&wany, 2, qa.wdims, dnnl_s8, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&wany, 2, qa.wdims, wt, dnnl_format_tag_any);
         dnnl_memory_desc_init_by_tag(&dany, 2, od, dnnl_f32, dnnl_format_tag_any);
         dnnl_status_t ds = dnnl_matmul_desc_init(&desc.m, &xany, &wany, q->bias ? &bmd : NULL, &dany);
         if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid quantized matmul");
     }
-    /* the weights' levels and scales, once */
-    int64_t nw = qa.outer * qa.C * qa.inner;
-    const float *w = const_data(S, we, nw);
+    const float *w = const_data(S, we, qa.outer * qa.C * qa.inner);
     if (!w) return bad(S, n, "quantized weights are not a plain float32 constant");
-    int8_t *lv = malloc((size_t)nw + 1);
-    float *ws = malloc(sizeof(float) * (size_t)qa.C * 3 + 1), *osc = ws + qa.C, *bacc = osc + qa.C;
-    bool per_tensor;
-    if (!lv || !ws) {
-        free(lv);
-        free(ws);
-        return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
-    }
-    if (!dnnl_q_weights(w, qa.outer, qa.C, qa.inner, lv, ws, &per_tensor)) {
-        free(lv);
-        free(ws);
-        return bad(S, n, "weights are not symmetric int8 levels times a per-tensor or per-channel scale");
-    }
-    /* requantization: the s32 sum (plus the bias in its units) times s * ws[c] */
-    for (int64_t c = 0; c < qa.C; c++) osc[c] = (float)((double)q->s * ws[c]);
-    const float *b = NULL;
-    if (q->bias) {
-        int be = dn_arg_entry(S, q->bias, 0) == dn_out_entry(S, n) ? dn_arg_entry(S, q->bias, 1) : dn_arg_entry(S, q->bias, 0);
-        b = const_data(S, be, qa.C);
-        if (!b) {
-            free(lv);
-            free(ws);
-            return bad(S, q->bias, "bias is not a float32 constant of one value per output channel");
-        }
-        for (int64_t c = 0; c < qa.C; c++) bacc[c] = (float)((double)b[c] / osc[c]);
+    q_consts k = {0};
+    if ((st = read_consts(S, q, &qa, w, i8, &k))) {
+        consts_free(&k);
+        return st;
     }
     dnnl_memory_desc_t wuser;
-    dnnl_memory_desc_init_by_strides(&wuser, qa.wnd, qa.wdims, dnnl_s8, NULL);
-    int wq = owned_val(S, &wuser, lv), bv = q->bias ? owned_val(S, &bmd, bacc) : -1;
-    free(lv);
+    dnnl_memory_desc_init_by_strides(&wuser, qa.wnd, qa.wdims, wt, NULL);
+    int wsrc = i8 ? owned_val(S, &wuser, k.lv) : dn_alias_new(S, S->ent_val[we], &wuser);
+    int bv = q->bias ? owned_val(S, &bmd, k.bias) : -1;
     dnnl_primitive_attr_t attr = NULL;
-    dnnl_status_t ds = make_attr(&attr, per_tensor ? 1 : qa.C, per_tensor ? 0 : 2, osc, DNNL_ARG_SRC, (int32_t)q->zpv);
-    float srcs = (float)(1.0 / q->s);
-    free(ws);
-    if (wq < 0 || (q->bias && bv < 0)) {
+    dnnl_status_t ds = i8 ? make_attr(&attr, k.per_tensor ? 1 : qa.C, k.per_tensor ? 0 : 2, k.osc, DNNL_ARG_SRC, (int32_t)q->zpv)
+                          : make_attr(&attr, 0, 0, NULL, 0, 0);
+    consts_free(&k);
+    if (wsrc < 0 || (q->bias && bv < 0)) {
         dnnl_primitive_attr_destroy(attr);
         return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     }
@@ -279,14 +309,21 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
     dnnl_primitive_desc_t pd = NULL;
     if (ds == dnnl_success) ds = dnnl_primitive_desc_create(&pd, &desc, attr, S->eng, NULL);
     dnnl_primitive_attr_destroy(attr);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the int8 primitive");
-    S->ref_why = dn_pd_is_ref(pd) ? "oneDNN has no jit int8 kernel for these shapes" : NULL;
-    /* the source quantized into the layout the primitive wants */
-    dnnl_memory_desc_t smd = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-    const char *why = S->ref_why;
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the quantized primitive");
+    const char *why = dn_pd_is_ref(pd) ? "oneDNN has no jit kernel for this quantized convolution / matmul" : NULL;
+    /* the source quantized into the layout the primitive wants (int8), or quantized and
+     * dequantized into it (float32) */
+    dnnl_memory_desc_t smd = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), lmd;
+    float srcs = (float)(1.0 / q->s);
     int qv, win;
-    st = scaled_reorder(S, q->div, xv, &smd, srcs, DNNL_ARG_DST, (int32_t)q->zpv, false, &qv);
-    if (!st) st = dn_as(S, n, wq, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
+    if (i8) {
+        st = scaled_reorder(S, q->div, xv, &smd, srcs, DNNL_ARG_DST, (int32_t)q->zpv, false, &qv);
+    } else {
+        dense_like(&S->vals.data[xv].md, q->qt, &lmd);
+        st = scaled_reorder(S, q->div, xv, &lmd, srcs, DNNL_ARG_DST, (int32_t)q->zpv, false, &qv);
+        if (!st) st = scaled_reorder(S, q->mul, qv, &smd, q->s, DNNL_ARG_SRC, (int32_t)q->zpv, false, &qv);
+    }
+    if (!st) st = dn_as(S, n, wsrc, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
     if (st) {
         dnnl_primitive_desc_destroy(pd);
         return st;
