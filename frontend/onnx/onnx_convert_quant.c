@@ -72,12 +72,15 @@ static ir_expr *saturate(onnx_cv *cv, ir_expr *x, ir_expr *zp, ir_dtype t) {
 }
 
 /* The axis of a per-axis scale (input 1); a per-tensor scale ignores it (the default 1 need
- * not exist then). */
+ * not exist then), and so does a 1-D scale of one element (ORT's quantizer writes those for
+ * per-tensor int32 biases, whose rank 1 has no axis 1; ONNX Runtime broadcasts them). */
 static bool quant_axis(onnx_cv *cv, int64_t *axis) {
     int32_t rank = cv_rank(cv, 0);
     const ir_sinfo *s = cv_sinfo(cv, 1);
+    int64_t n;
     *axis = 0;
     if (s && s->ndim == 0) return true;
+    if (s && s->ndim == 1 && s->dims && ir_prim_is_int(s->dims[0], &n) && n == 1) return true;
     if (!cv_axis(cv_attr_int(cv, "axis", 1), rank, axis)) {
         cv_fail(cv, GR_ERR_INVALID, "bad axis or unknown rank for a per-axis scale");
         return false;
