@@ -268,7 +268,10 @@ gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
         comp.b = ann_entry(S, json_object_get(ann, "weight"));
         if (comp.b < 0) return bad(S, first, "composite annotation: dense without its weights");
     }
-    if ((st = dn_node(S, anchor, &comp))) return st;
+    int qused = 0;
+    bool qdone = false;
+    if ((st = dn_q_levels_conv(S, anchor, steps, k, &qused, &qdone))) return st;
+    if (!qdone && (st = dn_node(S, anchor, &comp))) return st;
     /* post-ops oneDNN did not take in the primitive (it rejected them, or they would have
      * pushed it onto its reference kernels) run as their own primitives, in order */
     int last = -1;

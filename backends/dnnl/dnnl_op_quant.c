@@ -124,6 +124,8 @@ static gr_status build_qdq(dn_state *S, const q_nodes *q) {
     if ((st = scaled_reorder(S, q->div, xv, &qmd, (float)(1.0 / q->s), DNNL_ARG_DST, (int32_t)q->zpv, true, &qv))) return st;
     if ((st = scaled_reorder(S, q->mul, qv, &md, q->dq_s, DNNL_ARG_SRC, (int32_t)q->dq_zpv, true, &ov))) return st;
     S->ent_val[dn_out_entry(S, q->last)] = ov;
+    /* a convolution reading ov may read the levels instead (dn_q_levels_conv) */
+    gr_vec_push(&S->qlevels, ((dn_qlevels){ov, qv, q->dq_s, (int32_t)q->dq_zpv, q->qt}));
     return GR_OK;
 }
 
@@ -167,9 +169,8 @@ static bool exact_int8(void) {
 
 /* convolution descriptor (src x, weights of type wt, bias b, float32 dst) and the weights'
  * shape */
-static gr_status conv_desc(dn_state *S, const q_nodes *q, const dnnl_memory_desc_t *x, dnnl_data_type_t wt,
+static gr_status conv_desc(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *x, dnnl_data_type_t wt,
                            const dnnl_memory_desc_t *b, dnnl_convolution_desc_t *d, q_anchor *qa) {
-    const rt_json_node *n = q->anchor;
     int we = dn_arg_entry(S, n, 1), xe = dn_arg_entry(S, n, 0);
     if (we < 0 || xe < 0 || dn_entry_ndim(S, we) != 4 || dn_entry_ndim(S, xe) != 4 || n->ndims[0] != 4)
         return bad(S, n, "quantized convolution of other than 4-D tensors");
@@ -202,7 +203,26 @@ static gr_status conv_desc(dn_state *S, const q_nodes *q, const dnnl_memory_desc
     return ds == dnnl_success ? GR_OK : dn_fail(S, n, ds, "invalid quantized convolution");
 }
 
-/* The weights' levels and scales (int8), the output scales s * ws[c] and the bias: in the
+/* One int8 convolution / matmul to build: its source (float32 to quantize, or the levels a
+ * quantize -> dequantize pair made), the quantization of that source, the bias and the
+ * eltwise post-ops. */
+typedef struct q_job {
+    const rt_json_node *n;        /* the convolution / matmul */
+    dnnl_q_kind kind;
+    int xv;
+    bool levels;                  /* xv holds the levels (u8 / s8), not float32 */
+    const rt_json_node *qnode, *dqnode; /* the nodes the quantize / dequantize reorders name */
+    float s;
+    int32_t zp;
+    dnnl_data_type_t qt;
+    const float *bias;            /* one per output channel, or NULL */
+    int npost;
+    dnnl_alg_kind_t alg[DN_MAX_STEPS];
+    float alpha[DN_MAX_STEPS], beta[DN_MAX_STEPS];
+    int out;                      /* the entry its result is */
+} q_job;
+
+/* The weights' levels and scales, the output scales s * ws[c] and the bias: in the
  * accumulator's units (int8: the s32 sum plus the bias, times the output scale) or as it is. */
 typedef struct q_consts {
     int8_t *lv;
@@ -215,8 +235,7 @@ static void consts_free(q_consts *k) {
     free(k->ws);
 }
 
-static gr_status read_consts(dn_state *S, const q_nodes *q, const q_anchor *qa, const float *w, bool i8, q_consts *k) {
-    const rt_json_node *n = q->anchor;
+static gr_status read_consts(dn_state *S, const q_job *j, const q_anchor *qa, const float *w, bool i8, q_consts *k) {
     int64_t nw = qa->outer * qa->C * qa->inner;
     k->lv = malloc((size_t)nw + 1);
     k->ws = malloc(sizeof(float) * (size_t)qa->C * 3 + 1);
@@ -224,43 +243,38 @@ static gr_status read_consts(dn_state *S, const q_nodes *q, const q_anchor *qa, 
     k->osc = k->ws + qa->C;
     k->bias = k->osc + qa->C;
     if (!dnnl_q_weights(w, qa->outer, qa->C, qa->inner, k->lv, k->ws, &k->per_tensor))
-        return bad(S, n, "weights are not symmetric int8 levels times a per-tensor or per-channel scale");
-    for (int64_t c = 0; c < qa->C; c++) k->osc[c] = (float)((double)q->s * k->ws[c]);
-    if (!q->bias) return GR_OK;
-    int be = dn_arg_entry(S, q->bias, 0) == dn_out_entry(S, n) ? dn_arg_entry(S, q->bias, 1) : dn_arg_entry(S, q->bias, 0);
-    const float *b = const_data(S, be, qa->C);
-    if (!b) return bad(S, q->bias, "bias is not a float32 constant of one value per output channel");
-    for (int64_t c = 0; c < qa->C; c++) k->bias[c] = i8 ? (float)((double)b[c] / k->osc[c]) : b[c];
+        return bad(S, j->n, "weights are not symmetric int8 levels times a per-tensor or per-channel scale");
+    for (int64_t c = 0; c < qa->C; c++) k->osc[c] = (float)((double)j->s * k->ws[c]);
+    for (int64_t c = 0; j->bias && c < qa->C; c++) k->bias[c] = i8 ? (float)((double)j->bias[c] / k->osc[c]) : j->bias[c];
     return GR_OK;
 }
 
-/* quantize -> dequantize -> convolution / matmul (+ bias, + activation): one int8 primitive
- * after the reorder that quantizes its source (float32 where int8 would saturate, see
- * exact_int8) */
-static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
-    const rt_json_node *n = q->anchor;
-    int xv;
-    gr_status st = dn_need_val(S, q->div, dn_arg_entry(S, q->div, 0), &xv);
-    if (st) return st;
+/* The convolution / matmul of job j (+ bias, + eltwise posts): one int8 primitive after the
+ * reorder that quantizes its source (float32 where int8 would saturate, see exact_int8: the
+ * source quantized and dequantized by two reorders, the weights as they are). */
+static gr_status build_int8(dn_state *S, const q_job *j) {
+    const rt_json_node *n = j->n;
+    gr_status st;
     bool i8 = exact_int8();
-    dnnl_data_type_t st_ = i8 ? q->qt : dnnl_f32, wt = i8 ? dnnl_s8 : dnnl_f32;
+    if (j->levels && !i8) return bad(S, n, "int8 source without VNNI");
+    dnnl_data_type_t xt = i8 ? j->qt : dnnl_f32, wt = i8 ? dnnl_s8 : dnnl_f32;
     int we = dn_arg_entry(S, n, 1);
     q_anchor qa = {0};
     dnnl_memory_desc_t xany, bmd;
-    int nd = kind == DNNL_Q_CONV2D ? 4 : 2;
+    int nd = j->kind == DNNL_Q_CONV2D ? 4 : 2;
     if (dn_entry_ndim(S, dn_arg_entry(S, n, 0)) != nd) return bad(S, n, "quantized operand of an unexpected rank");
     const int64_t *xs = dn_entry_shape(S, dn_arg_entry(S, n, 0));
     dnnl_dims_t xd;
     for (int i = 0; i < nd; i++) xd[i] = xs[i];
-    dnnl_memory_desc_init_by_tag(&xany, nd, xd, st_, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&xany, nd, xd, xt, dnnl_format_tag_any);
     union {
         dnnl_convolution_desc_t c;
         dnnl_matmul_desc_t m;
     } desc;
-    if (kind == DNNL_Q_CONV2D) {
+    if (j->kind == DNNL_Q_CONV2D) {
         dnnl_dims_t bd = {n->shapes[0][1]};
         dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_a);
-        if ((st = conv_desc(S, q, &xany, wt, q->bias ? &bmd : NULL, &desc.c, &qa))) return st;
+        if ((st = conv_desc(S, n, &xany, wt, j->bias ? &bmd : NULL, &desc.c, &qa))) return st;
     } else {
         if (dn_entry_ndim(S, we) != 2 || n->ndims[0] != 2) return bad(S, n, "quantized matmul of other than 2-D operands");
         const int64_t *ws = dn_entry_shape(S, we);
@@ -270,39 +284,33 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
         dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_f32, dnnl_ab);
         dnnl_memory_desc_init_by_tag(&wany, 2, qa.wdims, wt, dnnl_format_tag_any);
         dnnl_memory_desc_init_by_tag(&dany, 2, od, dnnl_f32, dnnl_format_tag_any);
-        dnnl_status_t ds = dnnl_matmul_desc_init(&desc.m, &xany, &wany, q->bias ? &bmd : NULL, &dany);
+        dnnl_status_t ds = dnnl_matmul_desc_init(&desc.m, &xany, &wany, j->bias ? &bmd : NULL, &dany);
         if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid quantized matmul");
     }
     const float *w = const_data(S, we, qa.outer * qa.C * qa.inner);
     if (!w) return bad(S, n, "quantized weights are not a plain float32 constant");
     q_consts k = {0};
-    if ((st = read_consts(S, q, &qa, w, i8, &k))) {
+    if ((st = read_consts(S, j, &qa, w, i8, &k))) {
         consts_free(&k);
         return st;
     }
     dnnl_memory_desc_t wuser;
     dnnl_memory_desc_init_by_strides(&wuser, qa.wnd, qa.wdims, wt, NULL);
     int wsrc = i8 ? owned_val(S, &wuser, k.lv) : dn_alias_new(S, S->ent_val[we], &wuser);
-    int bv = q->bias ? owned_val(S, &bmd, k.bias) : -1;
+    int bv = j->bias ? owned_val(S, &bmd, k.bias) : -1;
     dnnl_primitive_attr_t attr = NULL;
-    dnnl_status_t ds = i8 ? make_attr(&attr, k.per_tensor ? 1 : qa.C, k.per_tensor ? 0 : 2, k.osc, DNNL_ARG_SRC, (int32_t)q->zpv)
+    dnnl_status_t ds = i8 ? make_attr(&attr, k.per_tensor ? 1 : qa.C, k.per_tensor ? 0 : 2, k.osc, DNNL_ARG_SRC, j->zp)
                           : make_attr(&attr, 0, 0, NULL, 0, 0);
     consts_free(&k);
-    if (wsrc < 0 || (q->bias && bv < 0)) {
+    if (wsrc < 0 || (j->bias && bv < 0)) {
         dnnl_primitive_attr_destroy(attr);
         return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     }
-    if (ds == dnnl_success && q->act) {
+    if (ds == dnnl_success && j->npost) {
         dnnl_post_ops_t po;
-        double lo = 0, hi = 0;
-        bool clip = q->act->op == IR_OP_CLIP;
-        if (clip && (!dn_arg_num(q->act, 1, &lo) || !dn_arg_num(q->act, 2, &hi))) {
-            dnnl_primitive_attr_destroy(attr);
-            return bad(S, q->act, "clip bounds are not constants");
-        }
         ds = dnnl_post_ops_create(&po);
-        if (ds == dnnl_success)
-            ds = dnnl_post_ops_append_eltwise(po, 1.f, clip ? dnnl_eltwise_clip_v2 : dnnl_eltwise_relu, (float)lo, (float)hi);
+        for (int i = 0; i < j->npost && ds == dnnl_success; i++)
+            ds = dnnl_post_ops_append_eltwise(po, 1.f, j->alg[i], j->alpha[i], j->beta[i]);
         if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
         dnnl_post_ops_destroy(po);
     }
@@ -311,17 +319,19 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
     dnnl_primitive_attr_destroy(attr);
     if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the quantized primitive");
     const char *why = dn_pd_is_ref(pd) ? "oneDNN has no jit kernel for this quantized convolution / matmul" : NULL;
-    /* the source quantized into the layout the primitive wants (int8), or quantized and
-     * dequantized into it (float32) */
+    /* the source (quantized) into the layout the primitive wants */
     dnnl_memory_desc_t smd = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), lmd;
-    float srcs = (float)(1.0 / q->s);
-    int qv, win;
-    if (i8) {
-        st = scaled_reorder(S, q->div, xv, &smd, srcs, DNNL_ARG_DST, (int32_t)q->zpv, false, &qv);
+    float srcs = (float)(1.0 / j->s);
+    int qv = j->xv, win;
+    st = GR_OK;
+    if (j->levels) {
+        st = dn_as(S, n, j->xv, &smd, &qv);
+    } else if (i8) {
+        st = scaled_reorder(S, j->qnode, j->xv, &smd, srcs, DNNL_ARG_DST, j->zp, false, &qv);
     } else {
-        dense_like(&S->vals.data[xv].md, q->qt, &lmd);
-        st = scaled_reorder(S, q->div, xv, &lmd, srcs, DNNL_ARG_DST, (int32_t)q->zpv, false, &qv);
-        if (!st) st = scaled_reorder(S, q->mul, qv, &smd, q->s, DNNL_ARG_SRC, (int32_t)q->zpv, false, &qv);
+        dense_like(&S->vals.data[j->xv].md, j->qt, &lmd);
+        st = scaled_reorder(S, j->qnode, j->xv, &lmd, srcs, DNNL_ARG_DST, j->zp, false, &qv);
+        if (!st) st = scaled_reorder(S, j->dqnode, qv, &smd, j->s, DNNL_ARG_SRC, j->zp, false, &qv);
     }
     if (!st) st = dn_as(S, n, wsrc, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
     if (st) {
@@ -338,9 +348,79 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
     if (bv >= 0) args[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL};
     args[na++] = (dn_arg){DNNL_ARG_DST, ov, dmd, NULL};
     if ((st = dn_emit(S, n, pd, args, na, false))) return st;
-    S->ent_val[dn_out_entry(S, q->last)] = ov;
+    S->ent_val[j->out] = ov;
+    S->stats.nint8 += i8;
+    return GR_OK;
+}
+
+/* quantize -> dequantize -> convolution / matmul (+ bias, + activation) of a composite */
+static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
+    q_job j = {.n = q->anchor, .kind = kind, .qnode = q->div, .dqnode = q->mul, .s = q->s, .zp = (int32_t)q->zpv, .qt = q->qt,
+               .out = dn_out_entry(S, q->last)};
+    gr_status st = dn_need_val(S, q->div, dn_arg_entry(S, q->div, 0), &j.xv);
+    if (st) return st;
+    if (q->bias) {
+        int be = dn_arg_entry(S, q->bias, 0) == dn_out_entry(S, q->anchor) ? dn_arg_entry(S, q->bias, 1)
+                                                                             : dn_arg_entry(S, q->bias, 0);
+        int64_t C = q->anchor->shapes[0][1];
+        if (!(j.bias = const_data(S, be, C))) return bad(S, q->bias, "bias is not a float32 constant of one value per output channel");
+    }
+    if (q->act) {
+        double lo = 0, hi = 0;
+        bool clip = q->act->op == IR_OP_CLIP;
+        if (clip && (!dn_arg_num(q->act, 1, &lo) || !dn_arg_num(q->act, 2, &hi))) return bad(S, q->act, "clip bounds are not constants");
+        j.alg[0] = clip ? dnnl_eltwise_clip_v2 : dnnl_eltwise_relu;
+        j.alpha[0] = (float)lo;
+        j.beta[0] = (float)hi;
+        j.npost = 1;
+    }
+    if ((st = build_int8(S, &j))) return st;
     S->stats.npostops += (q->bias ? 1u : 0u) + (q->act ? 1u : 0u);
     return GR_OK;
+}
+
+/* A fused float32 convolution composite whose source is the result of a quantize ->
+ * dequantize pair (dnnl.qdq) that others read too (a residual block's input, so no qconv2d
+ * composite could hold the pair): with VNNI, int8 on the pair's levels, taking a leading
+ * per-channel bias and the relu / clip posts after it; the caller runs the posts left. */
+gr_status dn_q_levels_conv(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
+    *done = false;
+    *used = 0;
+    int xe = dn_arg_entry(S, n, 0), we = dn_arg_entry(S, n, 1);
+    if (n->op != IR_OP_CONV2D || !exact_int8() || xe < 0 || we < 0 || S->ent_val[xe] < 0 || n->ndims[0] != 4 ||
+        strcmp(dn_attr_str(n, "data_layout", "NCHW"), "NCHW") || strcmp(dn_attr_str(n, "kernel_layout", "OIHW"), "OIHW") ||
+        strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW") || dn_entry_ndim(S, we) != 4)
+        return GR_OK;
+    const dn_qlevels *lv = NULL;
+    for (uint32_t i = 0; i < S->qlevels.len && !lv; i++)
+        if (S->qlevels.data[i].val == S->ent_val[xe]) lv = &S->qlevels.data[i];
+    const int64_t *ws = dn_entry_shape(S, we);
+    int64_t C = ws[0], per = ws[1] * ws[2] * ws[3];
+    const float *w = lv ? const_data(S, we, C * per) : NULL;
+    float *sc = w ? malloc(sizeof(float) * (size_t)C) : NULL;
+    bool pt, grid = sc && dnnl_q_weights(w, 1, C, per, NULL, sc, &pt);
+    free(sc);
+    if (!grid) return GR_OK;
+    q_job j = {.n = n, .kind = DNNL_Q_CONV2D, .xv = lv->levels, .levels = true, .s = lv->s, .zp = lv->zp, .qt = lv->qt};
+    int u = 0;
+    if (u < k && steps[u].kind == STEP_BINARY && steps[u].alg == dnnl_binary_add && steps[u].src1 >= 0) {
+        const int64_t *bs = dn_entry_shape(S, steps[u].src1);
+        int bn = dn_entry_ndim(S, steps[u].src1);
+        /* (C, 1, 1) or (1, C, 1, 1): one value per output channel */
+        if (bn >= 3 && bn <= 4 && bs[bn - 1] == 1 && bs[bn - 2] == 1 && (j.bias = const_data(S, steps[u].src1, C))) u++;
+    }
+    for (; u < k && steps[u].kind == STEP_ELTWISE && j.npost < DN_MAX_STEPS; u++) {
+        if (steps[u].alg != dnnl_eltwise_relu && steps[u].alg != dnnl_eltwise_clip_v2) break;
+        j.alg[j.npost] = steps[u].alg;
+        j.alpha[j.npost] = steps[u].alpha;
+        j.beta[j.npost++] = steps[u].beta;
+    }
+    j.out = u ? steps[u - 1].out : dn_out_entry(S, n);
+    dn_consume(S, steps, u);
+    gr_status st = build_int8(S, &j);
+    *used = u;
+    *done = st == GR_OK;
+    return st;
 }
 
 gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
