@@ -83,11 +83,12 @@ static dnnl_status_t make_attr(dnnl_primitive_attr_t *a, dnnl_dim_t nsc, int mas
     return ds;
 }
 
-/* Reorder of value v into md `to` with scale and zero point (zp_arg: DNNL_ARG_SRC when
- * dequantizing, DNNL_ARG_DST when quantizing); *out: the new value. own: a primitive of the
- * composite's own (it takes the nodes folded so far), else a reorder serving the next one. */
-static gr_status scaled_reorder(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *to, float scale,
-                                int zp_arg, int32_t zp, bool own, int *out) {
+static void dense_like(const dnnl_memory_desc_t *md, dnnl_data_type_t dt, dnnl_memory_desc_t *out);
+
+/* One reorder of value v into md `to` with scale and zero point (zp_arg: DNNL_ARG_SRC or
+ * DNNL_ARG_DST); *out: the new value. */
+static gr_status reorder1(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *to, float scale, int zp_arg,
+                          int32_t zp, bool own, int *out) {
     dnnl_primitive_attr_t a = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t ds = make_attr(&a, 1, 0, &scale, zp_arg, zp);
@@ -103,13 +104,34 @@ static gr_status scaled_reorder(dn_state *S, const rt_json_node *n, int v, const
     return st;
 }
 
+/* Reorder of value v into md `to` with scale and zero point (zp_arg: DNNL_ARG_SRC when
+ * dequantizing, DNNL_ARG_DST when quantizing); *out: the new value. own: a primitive of the
+ * composite's own (it takes the nodes folded so far), else a reorder serving the next one.
+ * oneDNN quantizes as round(x * scale + zp), ONNX as round(x / s) + zp: the same for an even
+ * zero point, but a tie goes to the other neighbour with an odd one (half to even is not
+ * shift-invariant by odd amounts). So an odd zero point is added after rounding, exactly, in
+ * a second reorder from int32. */
+static gr_status scaled_reorder(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *to, float scale,
+                                int zp_arg, int32_t zp, bool own, int *out) {
+    if (zp_arg != DNNL_ARG_DST || !(zp & 1)) return reorder1(S, n, v, to, scale, zp_arg, zp, own, out);
+    dnnl_memory_desc_t imd;
+    dense_like(to, dnnl_s32, &imd);
+    int iv;
+    gr_status st = reorder1(S, n, v, &imd, scale, zp_arg, 0, false, &iv);
+    return st ? st : reorder1(S, n, iv, to, 1.f, zp_arg, zp, own, out);
+}
+
 /* A dense tensor of md's dims in md's layout (md may be a view: a strided slice, an offset
  * into a larger buffer), plain when that layout is none dn_md_like knows, of type dt. The
  * levels keep their source's layout: oneDNN 2.6's reorder of channels-last float32 into plain
  * u8 with a zero point writes wrong values (every other pair of layouts is right). */
 static void dense_like(const dnnl_memory_desc_t *md, dnnl_data_type_t dt, dnnl_memory_desc_t *out) {
-    if (!dn_md_like(out, md, md->ndims, md->dims)) dn_plain_like(out, md);
-    out->data_type = dt;    /* strides count elements: a dense layout stays one */
+    /* dn_md_like knows float32 layouts; strides count elements, so a layout is one whatever
+     * the type */
+    dnnl_memory_desc_t f = *md;
+    f.data_type = dnnl_f32;
+    if (!dn_md_like(out, &f, f.ndims, f.dims)) dn_plain_like(out, &f);
+    out->data_type = dt;
 }
 
 /* A quantize -> dequantize pair alone: two reorders (f32 -> u8 / s8 -> f32) in the input's layout. */
