@@ -56,6 +56,13 @@ static gr_status read_nodes(dn_state *S, const rt_json_node *first, json_t *ids,
     }
 #undef TAKE
     if (!ok || i != cnt) return bad(S, first, "quantized composite annotation does not match its nodes");
+    /* a chain: each node reads the one before it (a graph from a file may wire them otherwise) */
+    for (size_t k = 1; k < cnt; k++) {
+        int prev = dn_out_entry(S, ns[k - 1]);
+        bool reads = false;
+        for (uint32_t a = 0; a < dn_nargs(ns[k]) && !reads; a++) reads = dn_arg_entry(S, ns[k], a) == prev;
+        if (!reads) return bad(S, ns[k], "quantized composite annotation: its nodes are not a chain");
+    }
     q->last = ns[cnt - 1];
     DLDataType t = q->qcast->dtypes[0];
     q->qt = t.code == kDLUInt && t.bits == 8 ? dnnl_u8 : t.code == kDLInt && t.bits == 8 ? dnnl_s8 : dnnl_data_type_undef;
@@ -280,12 +287,13 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
     bool i8 = exact_int8();
     if (j->levels && !i8) return bad(S, n, "int8 source without VNNI");
     dnnl_data_type_t xt = i8 ? j->qt : dnnl_f32, wt = i8 ? dnnl_s8 : dnnl_f32;
-    int we = dn_arg_entry(S, n, 1);
+    int we = dn_arg_entry(S, n, 1), xe = dn_arg_entry(S, n, 0);
     q_anchor qa = {0};
     dnnl_memory_desc_t xany, bmd;
     int nd = j->kind == DNNL_Q_CONV2D ? 4 : 2;
-    if (dn_entry_ndim(S, dn_arg_entry(S, n, 0)) != nd) return bad(S, n, "quantized operand of an unexpected rank");
-    const int64_t *xs = dn_entry_shape(S, dn_arg_entry(S, n, 0));
+    if (xe < 0 || we < 0 || dn_entry_ndim(S, xe) != nd || n->ndims[0] != nd)
+        return bad(S, n, "quantized operand of an unexpected rank");
+    const int64_t *xs = dn_entry_shape(S, xe);
     dnnl_dims_t xd;
     for (int i = 0; i < nd; i++) xd[i] = xs[i];
     dnnl_memory_desc_init_by_tag(&xany, nd, xd, xt, dnnl_format_tag_any);
