@@ -193,22 +193,26 @@ gr_status onnx_cv_conv_integer(onnx_cv *cv) {
     return cv_out(cv, 0, onnx_conv_call(cv, x, w, 1, IR_DTYPE_I32));
 }
 
-/* QLinearConv: acc = conv(x - x_zp, w - w_zp) + B in int32 (B quantized at x_scale *
- * w_scale), y = saturate(round(acc * x_scale * w_scale / y_scale) + y_zp); w_scale may be
- * per output channel. */
+static ir_expr *dq_input(onnx_cv *cv, uint32_t xi, uint32_t si, uint32_t zi, int64_t axis);
+static gr_status q_output(onnx_cv *cv, ir_expr *y, uint32_t si, uint32_t zi);
+
+/* QLinearConv: y = quantize(conv(dequantize(x), dequantize(w)) + B * x_scale * w_scale) with
+ * y_scale, y_zero_point (w_scale, w_zero_point and B per output channel): the form ONNX
+ * Runtime's QDQ models have, so the constant weights fold and a backend's quantized
+ * composites take it as they take QDQ (the spec's int32 sum, requantized by x_scale *
+ * w_scale / y_scale, equals it up to float rounding: a tie may land on the other side). */
 gr_status onnx_cv_qlinear_conv(onnx_cv *cv) {
     int32_t rank = cv_rank(cv, 0);
-    ir_expr *x = int_conv_operand(cv, 0, 2, rank), *w = int_conv_operand(cv, 3, 5, rank);
+    ir_expr *x = dq_input(cv, 0, 1, 2, 1), *w = dq_input(cv, 3, 4, 5, 0);
     if (!x || !w) return cv_status(cv);
-    ir_expr *acc = cv_emit(cv, onnx_conv_call(cv, x, w, 3, IR_DTYPE_I32));
-    if (!acc) return cv_status(cv);
-    if (cv_has(cv, 8)) acc = cv_op2(cv, IR_OP_ADD, acc, astype(cv, per_axis(cv, 8, 1, rank), IR_DTYPE_I32), NULL);
-    ir_expr *m = cv_op2(cv, IR_OP_MULTIPLY, astype(cv, cv_in(cv, 1), IR_DTYPE_F32),
-                        astype(cv, per_axis(cv, 4, 1, rank), IR_DTYPE_F32), NULL);
-    m = cv_op2(cv, IR_OP_DIVIDE, m, astype(cv, cv_in(cv, 6), IR_DTYPE_F32), NULL);
-    ir_expr *y = cv_op2(cv, IR_OP_MULTIPLY, astype(cv, acc, IR_DTYPE_F32), m, NULL);
+    ir_expr *y = cv_emit(cv, onnx_conv_call(cv, x, w, 3, IR_DTYPE_F32));
     if (!y) return cv_status(cv);
-    return cv_out(cv, 0, saturate(cv, y, cv_has(cv, 7) ? cv_in(cv, 7) : NULL, cv_dtype(cv, 7)));
+    if (cv_has(cv, 8)) {
+        ir_expr *sc = cv_op2(cv, IR_OP_MULTIPLY, astype(cv, cv_in(cv, 1), IR_DTYPE_F32),
+                             astype(cv, per_axis(cv, 4, 1, rank), IR_DTYPE_F32), NULL);
+        y = cv_op2(cv, IR_OP_ADD, y, cv_op2(cv, IR_OP_MULTIPLY, astype(cv, per_axis(cv, 8, 1, rank), IR_DTYPE_F32), sc, NULL), NULL);
+    }
+    return q_output(cv, y, 6, 7);
 }
 
 /* ---- com.microsoft QOperator ops: dequantize -> float op -> quantize ---- */
