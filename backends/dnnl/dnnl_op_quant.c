@@ -141,8 +141,9 @@ static void dense_like(const dnnl_memory_desc_t *md, dnnl_data_type_t dt, dnnl_m
     out->data_type = dt;
 }
 
-/* A quantize -> dequantize pair alone: two reorders (f32 -> u8 / s8 -> f32) in the input's layout. */
-static gr_status build_qdq(dn_state *S, const q_nodes *q) {
+/* A quantize -> dequantize pair: two reorders (f32 -> u8 / s8 -> f32) in the input's layout,
+ * the result into entry out. */
+static gr_status build_qdq(dn_state *S, const q_nodes *q, int out) {
     int xv;
     gr_status st = dn_need_val(S, q->div, dn_arg_entry(S, q->div, 0), &xv);
     if (st) return st;
@@ -152,7 +153,7 @@ static gr_status build_qdq(dn_state *S, const q_nodes *q) {
     int qv, ov;
     if ((st = scaled_reorder(S, q->div, xv, &qmd, (float)(1.0 / q->s), DNNL_ARG_DST, (int32_t)q->zpv, true, &qv))) return st;
     if ((st = scaled_reorder(S, q->mul, qv, &md, q->dq_s, DNNL_ARG_SRC, (int32_t)q->dq_zpv, true, &ov))) return st;
-    S->ent_val[dn_out_entry(S, q->last)] = ov;
+    S->ent_val[out] = ov;
     /* a convolution reading ov may read the levels instead (dn_q_levels_conv) */
     gr_vec_push(&S->qlevels, ((dn_qlevels){ov, qv, q->dq_s, (int32_t)q->dq_zpv, q->qt}));
     return GR_OK;
@@ -188,8 +189,8 @@ typedef struct q_anchor {
 
 /* oneDNN's int8 kernels sum u8 x s8 products exactly only with VNNI (or AMX): below it,
  * pairs of products meet in a saturating 16-bit add (vpmaddubsw), which ORT-quantized
- * weights (up to 127 levels) overflow. There the composite runs in float32 on the same
- * levels: the source quantized and dequantized by two reorders, the weights as they are. */
+ * weights (up to 127 levels) overflow. There a composite runs in float32 on the same levels
+ * (build_float). */
 static bool exact_int8(void) {
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     return isa == dnnl_cpu_isa_avx512_core_vnni || isa == dnnl_cpu_isa_avx512_core_bf16 ||
@@ -240,7 +241,7 @@ typedef struct q_job {
     dnnl_q_kind kind;
     int xv;
     bool levels;                  /* xv holds the levels (u8 / s8), not float32 */
-    const rt_json_node *qnode, *dqnode; /* the nodes the quantize / dequantize reorders name */
+    const rt_json_node *qnode;    /* the node the quantize reorder names */
     float s;
     int32_t zp;
     dnnl_data_type_t qt;
@@ -251,8 +252,8 @@ typedef struct q_job {
     int out;                      /* the entry its result is */
 } q_job;
 
-/* The weights' levels and scales, the output scales s * ws[c] and the bias: in the
- * accumulator's units (int8: the s32 sum plus the bias, times the output scale) or as it is. */
+/* The weights' levels and scales, the output scales s * ws[c] and the bias in the
+ * accumulator's units (oneDNN 2.6: the s32 sum plus the bias, times the output scale). */
 typedef struct q_consts {
     int8_t *lv;
     float *ws, *osc, *bias;
@@ -264,7 +265,7 @@ static void consts_free(q_consts *k) {
     free(k->ws);
 }
 
-static gr_status read_consts(dn_state *S, const q_job *j, const q_anchor *qa, const float *w, bool i8, q_consts *k) {
+static gr_status read_consts(dn_state *S, const q_job *j, const q_anchor *qa, const float *w, q_consts *k) {
     int64_t nw = qa->outer * qa->C * qa->inner;
     k->lv = malloc((size_t)nw + 1);
     k->ws = malloc(sizeof(float) * (size_t)qa->C * 3 + 1);
@@ -274,19 +275,16 @@ static gr_status read_consts(dn_state *S, const q_job *j, const q_anchor *qa, co
     if (!dnnl_q_weights(w, qa->outer, qa->C, qa->inner, k->lv, k->ws, &k->per_tensor))
         return bad(S, j->n, "weights are not symmetric int8 levels times a per-tensor or per-channel scale");
     for (int64_t c = 0; c < qa->C; c++) k->osc[c] = (float)((double)j->s * k->ws[c]);
-    for (int64_t c = 0; j->bias && c < qa->C; c++) k->bias[c] = i8 ? (float)((double)j->bias[c] / k->osc[c]) : j->bias[c];
+    for (int64_t c = 0; j->bias && c < qa->C; c++) k->bias[c] = (float)((double)j->bias[c] / k->osc[c]);
     return GR_OK;
 }
 
 /* The convolution / matmul of job j (+ bias, + eltwise posts): one int8 primitive after the
- * reorder that quantizes its source (float32 where int8 would saturate, see exact_int8: the
- * source quantized and dequantized by two reorders, the weights as they are). */
+ * reorder that quantizes its source (CPUs with VNNI / AMX, see exact_int8). */
 static gr_status build_int8(dn_state *S, const q_job *j) {
     const rt_json_node *n = j->n;
     gr_status st;
-    bool i8 = exact_int8();
-    if (j->levels && !i8) return bad(S, n, "int8 source without VNNI");
-    dnnl_data_type_t xt = i8 ? j->qt : dnnl_f32, wt = i8 ? dnnl_s8 : dnnl_f32;
+    dnnl_data_type_t xt = j->qt, wt = dnnl_s8;
     int we = dn_arg_entry(S, n, 1), xe = dn_arg_entry(S, n, 0);
     q_anchor qa = {0};
     dnnl_memory_desc_t xany, bmd;
@@ -320,17 +318,16 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
     const float *w = const_data(S, we, qa.outer * qa.C * qa.inner);
     if (!w) return bad(S, n, "quantized weights are not a plain float32 constant");
     q_consts k = {0};
-    if ((st = read_consts(S, j, &qa, w, i8, &k))) {
+    if ((st = read_consts(S, j, &qa, w, &k))) {
         consts_free(&k);
         return st;
     }
     dnnl_memory_desc_t wuser;
     dnnl_memory_desc_init_by_strides(&wuser, qa.wnd, qa.wdims, wt, NULL);
-    int wsrc = i8 ? owned_val(S, &wuser, k.lv) : dn_alias_new(S, S->ent_val[we], &wuser);
+    int wsrc = owned_val(S, &wuser, k.lv);
     int bv = j->bias ? owned_val(S, &bmd, k.bias) : -1;
     dnnl_primitive_attr_t attr = NULL;
-    dnnl_status_t ds = i8 ? make_attr(&attr, k.per_tensor ? 1 : qa.C, k.per_tensor ? 0 : 2, k.osc, DNNL_ARG_SRC, j->zp)
-                          : make_attr(&attr, 0, 0, NULL, 0, 0);
+    dnnl_status_t ds = make_attr(&attr, k.per_tensor ? 1 : qa.C, k.per_tensor ? 0 : 2, k.osc, DNNL_ARG_SRC, j->zp);
     consts_free(&k);
     if (wsrc < 0 || (j->bias && bv < 0)) {
         dnnl_primitive_attr_destroy(attr);
@@ -350,19 +347,10 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
     if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the quantized primitive");
     const char *why = dn_pd_is_ref(pd) ? "oneDNN has no jit kernel for this quantized convolution / matmul" : NULL;
     /* the source (quantized) into the layout the primitive wants */
-    dnnl_memory_desc_t smd = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), lmd;
-    float srcs = (float)(1.0 / j->s);
+    dnnl_memory_desc_t smd = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     int qv = j->xv, win;
-    st = GR_OK;
-    if (j->levels) {
-        st = dn_as(S, n, j->xv, &smd, &qv);
-    } else if (i8) {
-        st = scaled_reorder(S, j->qnode, j->xv, &smd, srcs, DNNL_ARG_DST, j->zp, false, &qv);
-    } else {
-        dense_like(&S->vals.data[j->xv].md, j->qt, &lmd);
-        st = scaled_reorder(S, j->qnode, j->xv, &lmd, srcs, DNNL_ARG_DST, j->zp, false, &qv);
-        if (!st) st = scaled_reorder(S, j->dqnode, qv, &smd, j->s, DNNL_ARG_SRC, j->zp, false, &qv);
-    }
+    st = j->levels ? dn_as(S, n, j->xv, &smd, &qv)
+                   : scaled_reorder(S, j->qnode, j->xv, &smd, (float)(1.0 / j->s), DNNL_ARG_DST, j->zp, false, &qv);
     if (!st) st = dn_as(S, n, wsrc, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
     if (st) {
         dnnl_primitive_desc_destroy(pd);
@@ -379,13 +367,13 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
     args[na++] = (dn_arg){DNNL_ARG_DST, ov, dmd, NULL};
     if ((st = dn_emit(S, n, pd, args, na, false))) return st;
     S->ent_val[j->out] = ov;
-    S->stats.nint8 += i8;
+    S->stats.nint8++;
     return GR_OK;
 }
 
 /* quantize -> dequantize -> convolution / matmul (+ bias, + activation) of a composite */
 static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
-    q_job j = {.n = q->anchor, .kind = kind, .qnode = q->div, .dqnode = q->mul, .s = q->s, .zp = (int32_t)q->zpv, .qt = q->qt,
+    q_job j = {.n = q->anchor, .kind = kind, .qnode = q->div, .s = q->s, .zp = (int32_t)q->zpv, .qt = q->qt,
                .out = dn_out_entry(S, q->last)};
     gr_status st = dn_need_val(S, q->div, dn_arg_entry(S, q->div, 0), &j.xv);
     if (st) return st;
@@ -453,6 +441,41 @@ gr_status dn_q_levels_conv(dn_state *S, const rt_json_node *n, const dn_step *st
     return st;
 }
 
+/* Without VNNI / AMX (exact_int8): the pair as two reorders, then the convolution / matmul
+ * with its bias and activation as the engine's float32 composites build it (its layouts,
+ * Winograd, ...), the posts it did not take as their own primitives. */
+static gr_status build_float(dn_state *S, const q_nodes *q) {
+    gr_status st = build_qdq(S, q, dn_out_entry(S, q->mul));
+    if (st) return st;
+    dn_step steps[2];
+    int k = 0;
+    if (q->bias) {
+        int be = dn_arg_entry(S, q->bias, 0) == dn_out_entry(S, q->anchor) ? dn_arg_entry(S, q->bias, 1)
+                                                                             : dn_arg_entry(S, q->bias, 0);
+        steps[k++] = (dn_step){.kind = STEP_BINARY, .alg = dnnl_binary_add, .src1 = be, .out = dn_out_entry(S, q->bias)};
+    }
+    if (q->act) {
+        double lo = 0, hi = 0;
+        bool clip = q->act->op == IR_OP_CLIP;
+        if (clip && (!dn_arg_num(q->act, 1, &lo) || !dn_arg_num(q->act, 2, &hi))) return bad(S, q->act, "clip bounds are not constants");
+        steps[k++] = (dn_step){.kind = STEP_ELTWISE, .alg = clip ? dnnl_eltwise_clip_v2 : dnnl_eltwise_relu, .alpha = (float)lo,
+                               .beta = (float)hi, .src1 = -1, .out = dn_out_entry(S, q->act)};
+    }
+    dn_comp comp = {steps, k, -1};
+    if ((st = dn_node(S, q->anchor, &comp))) return st;
+    int last = -1;
+    for (int i = k - 1; i >= 0 && last < 0; i--)
+        if (S->ent_val[steps[i].out] >= 0) last = i;
+    int cur = last >= 0 ? steps[last].out : dn_out_entry(S, q->anchor);
+    if (S->ent_val[cur] < 0) return bad(S, q->anchor, "composite produced no value");
+    for (int i = last + 1; i < k && !st; i++) {
+        int v;
+        if (!(st = dn_emit_step(S, q->anchor, S->ent_val[cur], &steps[i], &v))) S->ent_val[steps[i].out] = v;
+        cur = steps[i].out;
+    }
+    return st;
+}
+
 gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
     dnnl_q_kind kind = dnnl_q_kind_of(json_string_value(json_object_get(ann, "composite")));
     json_t *ids = json_object_get(ann, "nodes");
@@ -468,7 +491,7 @@ gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
         S->consumed[nd - S->node0] = true;
         if (nd != q.anchor && nd != q.div) gr_vec_push(&S->pend, nd);
     }
-    st = kind == DNNL_Q_QDQ ? build_qdq(S, &q) : build_anchor(S, &q, kind);
+    st = kind == DNNL_Q_QDQ ? build_qdq(S, &q, dn_out_entry(S, q.last)) : exact_int8() ? build_anchor(S, &q, kind) : build_float(S, &q);
     if (!st) S->stats.ncomposites++;
     return st;
 }

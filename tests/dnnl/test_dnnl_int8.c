@@ -16,9 +16,10 @@
  * other neighbour, and a flipped level feeds every later layer. So an output value may be off
  * by one step, on at most INT8_MAX_OFF of them, by two on at most INT8_MAX_OFF2, never more;
  * the top-1 class is ORT's. Measured (2026-11-28, dnnl, AVX-512 with AMX / AVX2), values one
- * step off of 1000: resnet18 per-channel 229 / 231, per-tensor 223 / 262 (and 0 / 1 two steps
- * off); mobilenet_v3_large per-channel 111 / 181, per-tensor 133 / 147; none two steps off
- * otherwise. The host path (float32 quantize / dequantize) is alike (resnet18 per-channel 247).
+ * step off of 1000: resnet18 per-channel 229 / 237, per-tensor 223 / 256, QOperator 240 / 237;
+ * mobilenet_v3_large per-channel 111 / 181, per-tensor 133 / 147, QOperator 110 / 182; none
+ * two steps off. The host path (float32 quantize / dequantize) is alike (resnet18
+ * per-channel 247).
  * Skipped when the models are absent.
  *
  * Also, on small modules: QuantizeLinear -> DequantizeLinear as oneDNN runs it (dnnl.qdq)
