@@ -261,6 +261,7 @@ demo: deps models
 
 bench: deps models
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
+	@sh scripts/openvino_env.sh > /dev/null
 	bash scripts/bench.sh $(BUILD)
 	@$(MAKE) --no-print-directory triton-bench
 

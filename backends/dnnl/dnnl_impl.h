@@ -247,6 +247,10 @@ bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step
 int dn_collect_chain(dn_state *S, int e, dn_step *steps, int max);
 gr_status dn_step_src1(dn_state *S, const rt_json_node *n, const dn_step *st, int nd, int *val,
                        dnnl_memory_desc_t *md);
+/* False when a binary operand among the first k steps is one oneDNN 2.6's jit post-ops read
+ * wrong with pd's dst: full-size in another layout, or broadcast other than per channel or as a
+ * scalar with a blocked dst (dnnl_op_util.c). */
+bool dn_src1_in_dst_layout(dn_state *S, const_dnnl_primitive_desc_t pd, const dn_step *steps, int k);
 gr_status dn_make_attr(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int nd,
                        dnnl_primitive_attr_t *attr, dn_arg *args, int *nargs);
 void dn_consume(dn_state *S, const dn_step *steps, int k);

@@ -61,8 +61,9 @@ static gr_status create(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t
         ds = dnnl_primitive_desc_create(pd, desc, attr, S->eng, NULL);
         dnnl_primitive_attr_destroy(attr);
         const char *impl = NULL;
-        if (ds == dnnl_success && k > 0 && dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
-            impl && !strncmp(impl, "ref", 3)) {
+        if (ds == dnnl_success && k > 0 &&
+            ((dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl && !strncmp(impl, "ref", 3)) ||
+             !dn_src1_in_dst_layout(S, *pd, c->steps, k))) {
             dnnl_primitive_desc_destroy(*pd);
             continue;
         }
