@@ -6,8 +6,8 @@
  * Models: PP-OCR det / rec / cls (build/third_party/models.env, scripts/fetch_models.sh) and the
  * zoo (build/third_party/zoo or GRAFT_ZOO, scripts/fetch_zoo.sh; the input shape is that of the
  * saved reference input), and int8 variants of two of them from ORT's quantizer, the QDQ model as
- * it is (build/third_party/int8 or GRAFT_INT8, scripts/fetch_int8_zoo.sh). One table per ISA: `native` is oneDNN's choice on this CPU, `avx2`
- * caps oneDNN with ONEDNN_MAX_CPU_ISA=AVX2 (set in each model's child before oneDNN starts);
+ * it is (build/third_party/int8 or GRAFT_INT8, scripts/fetch_int8_zoo.sh). One table per ISA:
+ * `native` is oneDNN's choice on this CPU, `avx2` caps oneDNN with ONEDNN_MAX_CPU_ISA=AVX2 (set in each model's child before oneDNN starts);
  * default both (only native when ONEDNN_MAX_CPU_ISA is already set). ONNX Runtime has no such
  * cap: its side runs at the CPU's own ISA in both tables. Each table ends with the geometric
  * mean of the ratios.
