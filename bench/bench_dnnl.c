@@ -5,8 +5,9 @@
  *
  * Models: PP-OCR det / rec / cls (build/third_party/models.env, scripts/fetch_models.sh) and the
  * zoo (build/third_party/zoo or GRAFT_ZOO, scripts/fetch_zoo.sh; the input shape is that of the
- * saved reference input). One table per ISA: `native` is oneDNN's choice on this CPU, `avx2`
- * caps oneDNN with ONEDNN_MAX_CPU_ISA=AVX2 (set in each model's child before oneDNN starts);
+ * saved reference input), and int8 variants of two of them from ORT's quantizer, the QDQ model as
+ * it is (build/third_party/int8 or GRAFT_INT8, scripts/fetch_int8_zoo.sh). One table per ISA:
+ * `native` is oneDNN's choice on this CPU, `avx2` caps oneDNN with ONEDNN_MAX_CPU_ISA=AVX2 (set in each model's child before oneDNN starts);
  * default both (only native when ONEDNN_MAX_CPU_ISA is already set). ONNX Runtime has no such
  * cap: its side runs at the CPU's own ISA in both tables. Each table ends with the geometric
  * mean of the ratios.
@@ -58,6 +59,8 @@
 
 typedef struct model_def {
     const char *name, *env_key; /* env_key NULL: a zoo model */
+    bool int8;                  /* an int8 model from ORT's quantizer, in build/third_party/int8
+                                   or GRAFT_INT8 (scripts/fetch_int8_zoo.sh) */
 } model_def;
 
 static const model_def MODELS[] = {
@@ -81,6 +84,8 @@ static const model_def MODELS[] = {
     {"encoder_prenorm_gelu", NULL},
     {"encoder_seqfirst", NULL},
     {"audio_encoder", NULL},
+    {"resnet18_qdq_pc", NULL, true},
+    {"mobilenet_v3_large_qdq_pc", NULL, true},
 };
 #define NMODELS ((int)(sizeof(MODELS) / sizeof(MODELS[0])))
 
@@ -255,6 +260,12 @@ static bool model_paths(const model_def *md, char **path, char **refs) {
     if (md->env_key) {
         *path = env_value(md->env_key);
         *refs = env_value("GRAFT_REFS");
+    } else if (md->int8) {
+        const char *dir = getenv("GRAFT_INT8") ? getenv("GRAFT_INT8") : "build/third_party/int8";
+        *path = malloc(strlen(dir) + strlen(md->name) + 8);
+        *refs = malloc(strlen(dir) + 8);
+        if (*path) sprintf(*path, "%s/%s.onnx", dir, md->name);
+        if (*refs) sprintf(*refs, "%s/refs", dir);
     } else {
         const char *zoo = getenv("GRAFT_ZOO") ? getenv("GRAFT_ZOO") : "build/third_party/zoo";
         *path = malloc(strlen(zoo) + strlen(md->name) + 8);

@@ -156,6 +156,7 @@ static void dn_release(rt_json_graph *g, void *state) {
         gr_vec_free(&pr->layers);
     }
     gr_vec_free(&S->pend);
+    gr_vec_free(&S->qlevels);
     gr_vec_free(&S->prims);
     gr_vec_free(&S->vals);
     gr_vec_free(&S->exts);

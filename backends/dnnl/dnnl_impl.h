@@ -91,6 +91,15 @@ typedef struct dn_step {
 
 #define DN_MAX_STEPS 8
 
+/* A float32 value a quantize -> dequantize pair wrote (dnnl_op_quant.c), and the levels it
+ * dequantized: val = s * (levels - zp). */
+typedef struct dn_qlevels {
+    int val, levels;
+    float s;
+    int32_t zp;
+    dnnl_data_type_t qt;
+} dn_qlevels;
+
 /* The fused composite whose anchor a handler builds (dn_composite): its post-op steps and, for
  * "dense", the entry of the weights read transposed (else -1). */
 typedef struct dn_comp {
@@ -156,6 +165,7 @@ typedef struct dn_state {
     int *slot_root;
     size_t *slot_off;
     int *slot_buf;
+    GR_VEC(dn_qlevels) qlevels;   /* values quantize -> dequantize pairs wrote */
 } dn_state;
 
 const char *dnnl_status_str(dnnl_status_t s);
@@ -272,6 +282,12 @@ int dn_slot_val(dn_state *S, int e);
 json_t *dn_composite_annotation(const rt_json_node *n);
 bool dn_in_composite(const rt_json_node *n);
 gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann);
+/* dnnl_op_quant.c: a quantized composite (backends/dnnl/dnnl_q_impl.h) from its nodes. */
+gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann);
+/* A fused float32 convolution n with post-op steps whose source a quantize -> dequantize pair
+ * wrote, as int8 on its levels (CPUs with VNNI / AMX, weights on an int8 grid): *done, and
+ * *used steps taken (consumed); else nothing built. */
+gr_status dn_q_levels_conv(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done);
 /* One step as its own primitive on value v (post-ops oneDNN would not fuse). */
 gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step *st, int *out);
 /* dnnl_ops.c: the eltwise / binary primitive of step `first` on value xv with the post-op steps

@@ -22,6 +22,7 @@
 #include "base/tensor.h"
 #include "backends/dnnl/dnnl_codegen.h"
 #include "backends/dnnl/dnnl_pattern_impl.h"
+#include "backends/dnnl/dnnl_q_impl.h"
 #include "ir/dtype.h"
 #include "ir/op.h"
 #include "ir/sinfo.h"
@@ -900,10 +901,10 @@ static bool disabled_check(const pat_check_ctx *pc, const char **reason, void *u
 }
 
 /* item names pattern "dnnl.<p>": as p, as "relax.<p>" (an op's name), or without an op's
- * "nn." ("conv2d" for "nn.conv2d"); "composites" names every fused composite */
+ * "nn." ("conv2d" for "nn.conv2d"); "composites" names every fused composite, the quantized ones too */
 static bool names_pattern(const char *item, size_t l, const byoc_pattern *bp) {
     const char *p = bp->name + 5;
-    if (l == 10 && strncmp(item, "composites", l) == 0) return bp->check == comp_check;
+    if (l == 10 && strncmp(item, "composites", l) == 0) return bp->check == comp_check || dnnl_q_kind_of(bp->name) != DNNL_Q_NONE;
     if (strlen(p) == l && strncmp(p, item, l) == 0) return true;
     if (l > 6 && strncmp(item, "relax.", 6) == 0 && strlen(p) == l - 6 && strncmp(p, item + 6, l - 6) == 0) return true;
     return strncmp(p, "nn.", 3) == 0 && strlen(p + 3) == l && strncmp(p + 3, item, l) == 0;
@@ -940,7 +941,9 @@ gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_options *opts, const byoc_patt
     comp_entry *comps = malloc(sizeof(comp_entry) * MAX_COMPOSITES);
     if (!comps) return gr_diag_set(diag, GR_ERR_NOMEM, "dnnl patterns: out of memory");
     uint32_t nc = all_composites(comps), nops = sizeof(OPS) / sizeof(OPS[0]), k = 0;
-    byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nc + nops + 1);
+    byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nc + nops + dnnl_q_npatterns() + 1);
+    /* quantized composites first: they hold more ops than any float one */
+    k = dnnl_q_patterns(ctx, pats);
     /* composites sharing a prefix share its pattern nodes (the table is a trie): interned
      * prefix name -> pattern */
     gr_map built;

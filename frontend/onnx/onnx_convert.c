@@ -225,12 +225,29 @@ static const onnx_op_entry training_table[] = {
     {"Adam", 1, INT16_MAX, onnx_cv_adam, NULL},
 };
 
+/* com.microsoft (opset 1 of that domain): the QOperator ops of ONNX Runtime's quantizer that
+ * have no standard form, as float computations between dequantize and quantize
+ * (onnx_convert_quant.c). */
+static const onnx_op_entry microsoft_table[] = {
+    {"QLinearAdd", 1, INT16_MAX, onnx_cv_qlinear_add, NULL},
+    {"QLinearMul", 1, INT16_MAX, onnx_cv_qlinear_mul, NULL},
+    {"QLinearGlobalAveragePool", 1, INT16_MAX, onnx_cv_qlinear_global_avg_pool, NULL},
+    {"QGemm", 1, INT16_MAX, onnx_cv_qgemm, NULL},
+};
+
 const onnx_op_entry *onnx_op_find_node(const Onnx__NodeProto *n, int64_t opset) {
     const char *dom = n->domain ? n->domain : "";
     if (!*dom || !strcmp(dom, "ai.onnx")) return onnx_op_find(n->op_type, opset);
-    if (strcmp(dom, "ai.onnx.preview.training") || !n->op_type) return NULL;
-    for (size_t i = 0; i < sizeof(training_table) / sizeof(training_table[0]); i++)
-        if (!strcmp(training_table[i].op_type, n->op_type)) return &training_table[i];
+    if (!n->op_type) return NULL;
+    static const struct {
+        const char *domain;
+        const onnx_op_entry *ops;
+        size_t n;
+    } DOMAINS[] = {{"ai.onnx.preview.training", training_table, sizeof training_table / sizeof training_table[0]},
+                   {"com.microsoft", microsoft_table, sizeof microsoft_table / sizeof microsoft_table[0]}};
+    for (size_t d = 0; d < sizeof DOMAINS / sizeof DOMAINS[0]; d++)
+        for (size_t i = 0; !strcmp(dom, DOMAINS[d].domain) && i < DOMAINS[d].n; i++)
+            if (!strcmp(DOMAINS[d].ops[i].op_type, n->op_type)) return &DOMAINS[d].ops[i];
     return NULL;
 }
 

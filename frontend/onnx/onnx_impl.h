@@ -92,7 +92,8 @@ typedef struct onnx_op_entry {
 
 /* onnx_convert.c: the table. */
 const onnx_op_entry *onnx_op_find(const char *op_type, int64_t opset);
-/* The entry of a node, by its domain (default, or ai.onnx.preview.training's optimizers). */
+/* The entry of a node, by its domain (default, ai.onnx.preview.training's optimizers, or
+ * com.microsoft's quantized ops). */
 const onnx_op_entry *onnx_op_find_node(const Onnx__NodeProto *n, int64_t opset);
 /* Why a standard op stays unsupported on purpose (strings, random numbers, training), or NULL. */
 const char *onnx_op_unsupported_reason(const char *op_type);
@@ -283,6 +284,8 @@ const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i);
     X(nonzero) X(compress) X(unique) X(trilu) X(eye_like) X(nll_loss) X(softmax_ce)          \
     X(quantize) X(dequantize) X(dynamic_quantize) X(matmul_integer) X(qlinear_matmul)        \
     X(conv_integer) X(qlinear_conv)                                                           \
+    /* com.microsoft's QOperator ops ONNX Runtime's quantizer writes (onnx_convert_quant.c) */  \
+    X(qlinear_add) X(qlinear_mul) X(qlinear_global_avg_pool) X(qgemm)                         \
     /* ai.onnx.preview.training optimizers (onnx_convert_train.c) */                           \
     X(adagrad) X(momentum) X(adam)
 /* A forward conv of prepared x and weight with the node's window attrs (weight: input wi). */
