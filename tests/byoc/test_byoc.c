@@ -24,21 +24,10 @@
 #include "runtime/exec/executor.h"
 #include "runtime/json/json_runtime.h"
 #include "tests/compare_util.h"
+#include "tests/test_util.h"
 
 #define GOLDEN "tests/golden/byoc/"
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
-}
 
 static ir_module *parse(ir_ctx_t *ctx, const char *path) {
     gr_diag d;
@@ -90,7 +79,7 @@ static void check_golden(const ir_module *m, const char *name) {
         fputs(got, f);
         fclose(f);
     }
-    char *want = read_text(path);
+    char *want = tu_read_file(path, NULL);
     cr_assert(want, "missing golden %s", path);
     cr_expect_str_eq(got, want, "%s differs from the golden file", name);
     free(want);
