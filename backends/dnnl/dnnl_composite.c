@@ -264,7 +264,7 @@ static gr_status steps_agree(dn_state *S, const rt_json_node *first, const rt_js
         for (int b = 0; !st && b < a; b++)
             if (steps[b].out == steps[a].out) st = bad(S, first, "composite annotation: two post-ops write one output");
     }
-    covered[anchor - S->node0] = true;
+    if (!st) covered[anchor - S->node0] = true;
     int cur = dn_out_entry(S, anchor);
     for (int a = 0; !st && a < k; a++) {
         if (!dn_step_proved(S, cur, &steps[a], listed, covered))
