@@ -7,9 +7,10 @@
  * primitive of the first run was one of those (OPTION_PRIMS). Every oneDNN run that succeeds
  * must agree with the reference on every output (TOLERANCE below); a mismatch aborts naming the
  * output's node and op. A graph with fused composite annotations is compared like any other:
- * the engine proves each annotation against the nodes it names at prepare, or refuses the graph
- * (backends/dnnl/dnnl_composite.c). Output buffers carry canaries. oneDNN reads its ISA cap once per
- * process, so the other ISA is a second run of this target (scripts/fuzz.sh json_graph_avx2). */
+ * the engine proves each annotation against the nodes it names at prepare, or refuses the
+ * graph (backends/dnnl/dnnl_composite.c). Output buffers carry canaries. oneDNN reads its ISA
+ * cap once per process, so the other ISA is a second run of this target (scripts/fuzz.sh
+ * json_graph_avx2). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
