@@ -528,6 +528,51 @@ Test(byoc_json_runtime, bad_graphs) {
     rt_tensor_release(b);
 }
 
+/* The prepare observer is per module: two modules over the same graph, the observer on one;
+ * only that one's prepare is reported (it was process-wide: a profiler of one model saw every
+ * model's prepares). */
+typedef struct prep_seen {
+    int n;
+    char symbol[16], engine[16];
+} prep_seen;
+
+static void on_prep(const char *symbol, const char *engine, uint64_t ns, void *user) {
+    prep_seen *p = user;
+    (void)ns;
+    p->n++;
+    snprintf(p->symbol, sizeof p->symbol, "%s", symbol);
+    snprintf(p->engine, sizeof p->engine, "%s", engine);
+}
+
+Test(byoc_json_runtime, prepare_observer_per_module) {
+    const char *text = "{\"nodes\": [{\"op\": \"input\", \"name\": \"x\", \"attrs\": {\"shape\": [[2]], \"dtype\": [\"float32\"]}},"
+                       "{\"op\": \"kernel\", \"name\": \"relax.nn.relu\", \"inputs\": [[0, 0, 0]], \"attrs\": {\"shape\": [[2]], "
+                       "\"dtype\": [\"float32\"], \"args\": [{\"in\": 0}]}}], \"heads\": [[1, 0, 0]], \"arg_nodes\": [0], "
+                       "\"node_row_ptr\": [0, 1, 2]}";
+    rt_module *m[2];
+    prep_seen seen[2] = {{0}};
+    gr_diag d;
+    gr_diag_clear(&d);
+    for (int i = 0; i < 2; i++) {
+        rt_json_graph *g = NULL;
+        cr_assert_eq(rt_json_graph_load("s", text, strlen(text), &g, &d), GR_OK, "%s", d.msg);
+        cr_assert_eq(rt_json_graph_init(g, NULL, 0, &d), GR_OK, "%s", d.msg);
+        m[i] = rt_json_module_new("json", NULL, NULL, &g, 1);
+    }
+    cr_assert(rt_json_module_set_prepare_observer(m[0], on_prep, &seen[0]));
+    int64_t sh[1] = {2};
+    rt_tensor *a = rt_tensor_new(IR_DTYPE_F32, 1, sh), *b = rt_tensor_new(IR_DTYPE_F32, 1, sh);
+    DLTensor *args[2] = {&a->dl, &b->dl};
+    for (int i = 0; i < 2; i++) cr_assert_eq(rt_module_call(m[i], "s", args, 1, 1, &d), GR_OK, "%s", d.msg);
+    cr_expect_eq(seen[0].n, 1, "the observed module's prepare: %d reports", seen[0].n);
+    cr_expect_str_eq(seen[0].symbol, "s");
+    cr_expect_str_eq(seen[0].engine, rt_json_reference_engine.kind);
+    cr_expect_eq(seen[1].n, 0);
+    for (int i = 0; i < 2; i++) rt_module_release(m[i]);
+    rt_tensor_release(a);
+    rt_tensor_release(b);
+}
+
 /* ------------------------------------------------------------------- report ---- */
 
 Test(byoc_report, keys_coverage_flops) {
