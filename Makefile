@@ -17,7 +17,7 @@ LDLIBS = -lm -lpthread
 
 # The library's folders, bottom layer first; an include may only point down (DESIGN.md's layer
 # picture, checked by scripts/check_layers.sh in `make test`, which also keeps this list in step).
-LAYERS = base ir ir/ops ir/text ir/transform patterns runtime runtime/kernels runtime/exec runtime/json byoc frontend/onnx backends/json backends/llvm backends/dnnl backends inspect deploy
+LAYERS = include base ir ir/ops ir/text ir/transform patterns runtime runtime/kernels runtime/exec runtime/json byoc frontend/onnx backends/json backends/llvm backends/dnnl backends inspect deploy
 LIB_SRC = $(foreach d,$(LAYERS),$(wildcard $(d)/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TOOL_SRC = $(wildcard tools/*.c tools/*/*.c)
@@ -61,7 +61,7 @@ endif
 EXT_LIBS = $(LLVM_LIBS) $(DNNL_LIBS) $(PROTOC_LIBS) $(JSON_LIBS)
 
 .PHONY: all deps models test asan tsan fuzz fuzz-build fuzz-bins tvm-oracle demo bench clean install
-all: $(BUILD)/graft $(BUILD)/libgraft.a $(BUILD)/libgraft.so $(BUILD)/graft.pc $(BUILD)/graft-uninstalled.pc
+all: $(BUILD)/graft $(BUILD)/libgraft.a $(BUILD)/libgraft.so $(BUILD)/graft.pc $(BUILD)/graft-uninstalled.pc plugins
 
 deps:
 	@bash scripts/deps.sh
@@ -97,33 +97,71 @@ $(BUILD)/libgraft.so: $(LIB_OBJ) scripts/libgraft.map
 
 # pkg-config: graft.pc describes the installed library (`make install PREFIX=...`);
 # graft-uninstalled.pc the one in this tree (`pkg-config --with-path=build graft-uninstalled`).
-# The headers keep their layer folders (#include "deploy/graft_model.h"). The public API is the
-# GR_API functions (base/api.h); the other libraries are private (libgraft.a needs them too).
+# Their Cflags name one folder, the one holding graft/ of the public headers (include/graft:
+# graft.h, backend_plugin.h), the only headers installed. The other libraries are private
+# (libgraft.a needs them too).
 PREFIX ?= /usr/local
 PC_PRIVATE = $(filter -l%,$(EXT_LIBS)) $(LDLIBS)
 define GRAFT_PC
 Name: graft
-Description: graft: import ONNX or Relax text, offload regions to oneDNN / JSON, build and run deployable models
+Description: graft: import ONNX or Relax text, offload regions to oneDNN / JSON / backend plugins, build and run deployable models
 Version: 0.1.0
 Cflags: -I$${includedir}
 Libs: -L$${libdir} -lgraft
 Libs.private: -L$(shell $(LLVM_CONFIG) --libdir 2>/dev/null) $(PC_PRIVATE)
 endef
 export GRAFT_PC
-$(BUILD)/graft.pc: Makefile
+# Rewritten when PREFIX changes (`make install PREFIX=...` after a plain `make`).
+$(BUILD)/graft.pc: Makefile FORCE
 	@mkdir -p $(dir $@)
-	{ printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include/graft\n\n' '$(PREFIX)'; echo "$$GRAFT_PC"; } > $@
+	@{ printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\n' '$(PREFIX)'; echo "$$GRAFT_PC"; } > $@.new
+	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
 $(BUILD)/graft-uninstalled.pc: Makefile
 	@mkdir -p $(dir $@)
-	{ printf 'libdir=%s\nincludedir=%s\n\n' '$(abspath $(BUILD))' '$(CURDIR)'; echo "$$GRAFT_PC"; } > $@
+	{ printf 'libdir=%s\nincludedir=%s\n\n' '$(abspath $(BUILD))' '$(CURDIR)/include'; echo "$$GRAFT_PC"; } > $@
 
+PUBLIC_HEADERS = $(wildcard include/graft/*.h)
 install: $(BUILD)/libgraft.a $(BUILD)/libgraft.so $(BUILD)/graft.pc
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/graft
 	install -m 644 $(BUILD)/libgraft.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libgraft.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(BUILD)/graft.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-	for h in $(foreach d,$(LAYERS),$(wildcard $(d)/*.h)); do \
-	    install -D -m 644 $$h $(DESTDIR)$(PREFIX)/include/graft/$$h; done
+	install -m 644 $(PUBLIC_HEADERS) $(DESTDIR)$(PREFIX)/include/graft/
+
+# Backend plugins (include/graft/backend_plugin.h), each built as its own shared library
+# against the public headers alone (-Iinclude, never the tree's root): the test plugin of
+# tests/plugin and plugins/<name>/ (plugins/<name>/plugin.mk adds its libraries).
+PLUGIN_CFLAGS = -std=c11 -D_GNU_SOURCE -g $(OPT) -Wall -Wextra -Wpedantic $(if $(WERROR),-Werror,) -fPIC \
+                -fvisibility=hidden $(SAN) -Iinclude
+PLUGINS = $(patsubst plugins/%/,%,$(dir $(wildcard plugins/*/*.c)))
+PLUGIN_LIBS = $(foreach p,$(sort $(PLUGINS)),$(BUILD)/plugins/libgraft_$(p).so)
+-include $(wildcard plugins/*/plugin.mk)
+.SECONDEXPANSION:
+$(BUILD)/plugins/libgraft_%.so: $(PUBLIC_HEADERS) $$(wildcard plugins/$$*/*.c plugins/$$*/*.h plugins/$$*/*.relax)
+	@mkdir -p $(dir $@)
+	$(CC) $(PLUGIN_CFLAGS) -shared -o $@ $(wildcard plugins/$*/*.c) $(PLUGIN_LDLIBS_$*)
+	$(if $(wildcard plugins/$*/*.relax),cp $(wildcard plugins/$*/*.relax) $(dir $@))
+# The test plugin (tests/plugin/testplugin) in the variants its tests load, one folder each
+# (its pattern file beside it): base; abi2, built for another plugin ABI major (refused);
+# abi10, a plugin of ABI 1.0 (loads); next, another major version of the plugin itself.
+TESTPLUGIN_FLAGS_base =
+TESTPLUGIN_FLAGS_abi2 = -DTESTPLUGIN_ABI_MAJOR=2
+TESTPLUGIN_FLAGS_abi10 = -DTESTPLUGIN_ABI_1_0
+TESTPLUGIN_FLAGS_next = -DTESTPLUGIN_VERSION='"2.0.0"'
+TEST_PLUGINS = $(patsubst %,$(BUILD)/tests/plugins/%/libgraft_testplugin.so,base abi2 abi10 next)
+$(BUILD)/tests/plugins/%/libgraft_testplugin.so: tests/plugin/testplugin/testplugin.c \
+        tests/plugin/testplugin/testplugin_patterns.relax $(PUBLIC_HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(PLUGIN_CFLAGS) $(TESTPLUGIN_FLAGS_$*) -shared -o $@ $<
+	cp tests/plugin/testplugin/testplugin_patterns.relax $(dir $@)
+.PHONY: plugins check-public
+plugins: $(PLUGIN_LIBS) $(TEST_PLUGINS)
+
+# The public headers are enough: the examples, serve/triton and the plugins build with the
+# Cflags of graft-uninstalled.pc alone, and the guide's sample plugin out of tree with
+# `pkg-config graft` (scripts/check_public.sh).
+check-public: all plugins
+	sh scripts/check_public.sh $(BUILD)
 
 $(BUILD)/graft: $(TOOL_OBJ) $(BUILD)/libgraft.a
 	$(CC) $(SAN) -o $@ $(TOOL_OBJ) $(BUILD)/libgraft.a $(EXT_LIBS) $(GVC_LIBS) $(LDLIBS)
@@ -156,10 +194,10 @@ $(BUILD)/obj/gen/onnx/onnx.pb-c.o: $(ONNX_GEN)/onnx.pb-c.c $(BUILD)/code_flags
 $(filter $(BUILD)/obj/frontend/onnx/% $(BUILD)/obj/tests/frontend/%,$(LIB_OBJ) $(TEST_OBJ)): | $(ONNX_GEN)/onnx.pb-c.h
 endif
 
-# The loader API example (deploy/graft_model.h).
+# The public API example (include/graft/graft.h).
 $(BUILD)/examples/load_and_run: examples/load_and_run.c $(BUILD)/libgraft.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(BUILD)/libgraft.a $(EXT_LIBS) $(LDLIBS)
+	$(CC) -std=c11 -g $(OPT) -Wall -Wextra -Iinclude $(CFLAGS) -o $@ $< $(BUILD)/libgraft.a $(EXT_LIBS) $(LDLIBS)
 
 ifdef ART_GEN
 $(ART_GEN)/graft_artifact.pb-c.c $(ART_GEN)/graft_artifact.pb-c.h &: deploy/graft_artifact.proto
@@ -184,7 +222,7 @@ endif
 # tests compare graft's partitions with its fresh results too (tests/byoc/test_tvm_suite.c).
 TEST_FILTER ?= *
 AVX2_TESTS ?= dnnl*/* conformance/backend_dnnl artifact/* concurrency/*dnnl* inspect/* qdq_cnn/* \
-              inspect_cli/*_diff_dnnl profile/* backend_opt_cli/* toolkit/*
+              inspect_cli/*_diff_dnnl profile/* backend_opt_cli/* toolkit/* xnnpack/mixed*
 space := $(subst ,, )
 test_filter = --filter '@($(subst $(space),|,$(strip $(1))))'
 TVM_PY = build/third_party/tvm
@@ -205,6 +243,7 @@ test: deps models
 	    $(call test_filter,$(AVX2_TESTS))
 	@bash scripts/check_skips.sh $(BUILD)/tests/avx2.tap avx2 '$(AVX2_TESTS)'
 	@sh scripts/check_exports.sh $(BUILD)
+	@sh scripts/check_public.sh $(BUILD)
 	@bash scripts/check_docs.sh
 	@$(MAKE) --no-print-directory pytest
 	@$(MAKE) --no-print-directory triton-test
@@ -216,7 +255,7 @@ tvm-oracle:
 asan: deps models
 	@$(MAKE) --no-print-directory BUILD=build/asan OPT=-O1 \
 	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	    build/asan/graft build/asan/tests/run_tests
+	    build/asan/graft build/asan/tests/run_tests plugins
 	bash scripts/asan_test.sh build/asan '$(TEST_FILTER)'
 
 # The concurrency checks (one loaded model run from 4 threads) under ThreadSanitizer, as a plain
@@ -261,6 +300,7 @@ demo: deps models
 
 bench: deps models
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
+	@sh scripts/openvino_env.sh > /dev/null
 	bash scripts/bench.sh $(BUILD)
 	@$(MAKE) --no-print-directory triton-bench
 
@@ -299,7 +339,8 @@ py-overhead:
 	$(PYVENV)/bin/python python/tests/overhead.py
 
 # Serving with Triton Inference Server (docs/serving.md): the graft backend, built as Triton
-# lays out a backend (backends/graft/libtriton_graft.so with the libraries it needs beside it),
+# lays out a backend (backends/graft/libtriton_graft.so with the libraries it needs beside it)
+# against the public headers alone (include/graft, as the plugins),
 # and its tests against the tritonserver that scripts/triton_env.sh installs from PyPI.
 TRITON_BACKEND = $(BUILD)/triton/graft/libtriton_graft.so
 .PHONY: triton-backend triton-test triton-bench
@@ -307,7 +348,7 @@ triton-backend: $(TRITON_BACKEND)
 $(TRITON_BACKEND): serve/triton/graft_backend.c serve/triton/triton_api.h $(BUILD)/libgraft.so
 	@mkdir -p $(dir $@)
 	cp $(BUILD)/libgraft.so $(dir $@)libgraft.so
-	$(CC) $(CFLAGS_BASE) -Wpedantic $(CFLAGS) -shared -o $@ $< -L$(dir $@) -lgraft -ljansson \
+	$(CC) $(PLUGIN_CFLAGS) -MMD -MP $(CFLAGS) -shared -o $@ $< -L$(dir $@) -lgraft -ljansson \
 	    -Wl,-rpath,'$$ORIGIN'
 -include $(BUILD)/triton/graft/libtriton_graft.d
 

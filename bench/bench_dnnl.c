@@ -1,12 +1,13 @@
-/* graft with oneDNN vs ONNX Runtime on the PP-OCR models and the model zoo, side by side.
+/* graft with oneDNN vs ONNX Runtime and OpenVINO on the PP-OCR models and the model zoo, side by side.
  *
  *   build/bench/bench_dnnl [--runs N] [--warmup N] [--pause-ms N] [--model NAME]...
  *                          [--isa native|avx2]... [--report] [--artifact]
  *
  * Models: PP-OCR det / rec / cls (build/third_party/models.env, scripts/fetch_models.sh) and the
  * zoo (build/third_party/zoo or GRAFT_ZOO, scripts/fetch_zoo.sh; the input shape is that of the
- * saved reference input). One table per ISA: `native` is oneDNN's choice on this CPU, `avx2`
- * caps oneDNN with ONEDNN_MAX_CPU_ISA=AVX2 (set in each model's child before oneDNN starts);
+ * saved reference input), and int8 variants of two of them from ORT's quantizer, the QDQ model as
+ * it is (build/third_party/int8 or GRAFT_INT8, scripts/fetch_int8_zoo.sh). One table per ISA:
+ * `native` is oneDNN's choice on this CPU, `avx2` caps oneDNN with ONEDNN_MAX_CPU_ISA=AVX2 (set in each model's child before oneDNN starts);
  * default both (only native when ONEDNN_MAX_CPU_ISA is already set). ONNX Runtime has no such
  * cap: its side runs at the CPU's own ISA in both tables. Each table ends with the geometric
  * mean of the ratios.
@@ -14,12 +15,16 @@
  * Per model (in its own child process, so peak memory is per model): import with the fixed
  * input shape, default pipeline, partition for `dnnl` (the rest on the host), check the output
  * against ONNX Runtime's reference output for the same input (build/third_party/refs), then
- * alternate graft and two ORT sessions in processes of their own (scripts/bench_dnnl_ort.js, a
- * server on a pipe; ORT's figures are the faster session's) for N rounds after the warm-up:
+ * alternate graft, two ORT sessions and OpenVINO in processes of their own (scripts/bench_dnnl_ort.js
+ * and scripts/bench_dnnl_ov.py, servers on a pipe; ORT's figures are the faster session's;
+ * OpenVINO's CPU plugin with PERFORMANCE_HINT=LATENCY and f32 inference precision, from the venv of
+ * scripts/openvino_env.sh, or GRAFT_OV_PYTHON; without it the OpenVINO columns are "-") for N
+ * rounds after the warm-up:
  * each side, --pause-ms (default 50) after the previous one's, runs twice, an "idle" run and a
  * "warm" one right after it. Prints the medians of both, the peak memory above each process's
- * baseline, the latency ratios and the share of conv/matmul FLOPs offloaded. Threads: the same
- * count for both (GRAFT_NUM_THREADS, default all cores). Models come from
+ * baseline, the latency ratios (to ORT, to OpenVINO and to the faster of the two) and the share
+ * of conv/matmul FLOPs offloaded; OpenVINO's output is checked against the reference as graft's
+ * is. Threads: the same count for every engine (GRAFT_NUM_THREADS, default all cores). Models come from
  * build/third_party/models.env (scripts/fetch_models.sh).
  *
  * The order of the sides rotates every round (see the loop). --artifact adds the deployable path: the same partitioned module through graft_model_build
@@ -54,6 +59,8 @@
 
 typedef struct model_def {
     const char *name, *env_key; /* env_key NULL: a zoo model */
+    bool int8;                  /* an int8 model from ORT's quantizer, in build/third_party/int8
+                                   or GRAFT_INT8 (scripts/fetch_int8_zoo.sh) */
 } model_def;
 
 static const model_def MODELS[] = {
@@ -68,6 +75,12 @@ static const model_def MODELS[] = {
     {"convnext_tiny", NULL},
     {"googlenet", NULL},
     {"bert_encoder", NULL},
+    {"swin_t", NULL},
+    {"densenet121", NULL},
+    {"r3d_18", NULL},
+    {"lraspp_mobilenet_v3_large", NULL},
+    {"resnet18_qdq_pc", NULL, true},
+    {"mobilenet_v3_large_qdq_pc", NULL, true},
 };
 #define NMODELS ((int)(sizeof(MODELS) / sizeof(MODELS[0])))
 
@@ -144,31 +157,71 @@ typedef struct ort_proc {
     FILE *to, *from;
 } ort_proc;
 
-static int ort_start(ort_proc *p, const char *onnx, const rt_tensor *x, int threads, const char *input) {
+/* Starts a peer's server (argv[0] found on PATH) on a pipe and waits for its "ready" line;
+ * what follows "ready" on it (OpenVINO's max |difference| from the reference) goes to *extra. */
+static int peer_start(ort_proc *p, char *const argv[], double *extra) {
     int in[2], out[2];
     if (pipe(in) || pipe(out)) return -1;
-    char sh[128], th[16];
-    int at = 0;
-    for (int i = 0; i < x->dl.ndim; i++)
-        at += snprintf(sh + at, sizeof sh - (size_t)at, "%s%ld", i ? "x" : "", (long)x->shape[i]);
-    snprintf(th, sizeof th, "%d", threads);
+    fflush(stdout); /* before the fork: the child would print it again */
     p->pid = fork();
     if (p->pid == 0) {
         dup2(in[0], 0);
         dup2(out[1], 1);
         close(in[1]);
         close(out[0]);
-        execlp("node", "node", "scripts/bench_dnnl_ort.js", "--onnx", onnx, "--shape", sh, "--threads", th, "--input",
-               input, (char *)NULL);
+        execvp(argv[0], argv);
         _exit(127);
     }
     close(in[0]);
     close(out[1]);
     p->to = fdopen(in[1], "w");
     p->from = fdopen(out[0], "r");
-    char line[64];
-    if (!fgets(line, sizeof line, p->from) || strncmp(line, "ready", 5)) return -1;
+    char line[128];
+    if (!fgets(line, sizeof line, p->from) || strncmp(line, "ready", 5)) {
+        fclose(p->to);
+        fclose(p->from);
+        waitpid(p->pid, NULL, 0);
+        return -1;
+    }
+    if (extra) *extra = line[5] == ' ' ? strtod(line + 6, NULL) : NAN;
     return 0;
+}
+
+static void shape_arg(const rt_tensor *x, char *sh, size_t n) {
+    int at = 0;
+    sh[0] = 0;
+    for (int i = 0; i < x->dl.ndim && (size_t)at < n; i++)
+        at += snprintf(sh + at, n - (size_t)at, "%s%ld", i ? "x" : "", (long)x->shape[i]);
+}
+
+static int ort_start(ort_proc *p, const char *onnx, const rt_tensor *x, int threads, const char *input) {
+    char sh[128], th[16];
+    shape_arg(x, sh, sizeof sh);
+    snprintf(th, sizeof th, "%d", threads);
+    char *argv[] = {"node", "scripts/bench_dnnl_ort.js", "--onnx", (char *)onnx, "--shape", sh, "--threads", th, "--input",
+                    (char *)input, NULL};
+    return peer_start(p, argv, NULL);
+}
+
+/* The Python of scripts/openvino_env.sh's venv (GRAFT_OV_PYTHON wins), NULL when absent. */
+static const char *ov_python(void) {
+    const char *e = getenv("GRAFT_OV_PYTHON");
+    if (e && *e) return e;
+    static const char *venv = "build/third_party/ovvenv/bin/python";
+    return access(venv, X_OK) == 0 ? venv : NULL;
+}
+
+/* OpenVINO's server; *maxabs: its output's max |difference| from ref (INFINITY: NaN / shape). */
+static int ov_start(ort_proc *p, const char *onnx, const rt_tensor *x, int threads, const char *input, const char *ref,
+                    double *maxabs) {
+    const char *py = ov_python();
+    if (!py) return -1;
+    char sh[128], th[16];
+    shape_arg(x, sh, sizeof sh);
+    snprintf(th, sizeof th, "%d", threads);
+    char *argv[] = {(char *)py, "scripts/bench_dnnl_ov.py", "--onnx", (char *)onnx, "--shape", sh, "--threads", th,
+                    "--input", (char *)input, "--ref", (char *)ref, NULL};
+    return peer_start(p, argv, maxabs);
 }
 
 static double ort_cmd(ort_proc *p, const char *cmd) {
@@ -202,6 +255,12 @@ static bool model_paths(const model_def *md, char **path, char **refs) {
     if (md->env_key) {
         *path = env_value(md->env_key);
         *refs = env_value("GRAFT_REFS");
+    } else if (md->int8) {
+        const char *dir = getenv("GRAFT_INT8") ? getenv("GRAFT_INT8") : "build/third_party/int8";
+        *path = malloc(strlen(dir) + strlen(md->name) + 8);
+        *refs = malloc(strlen(dir) + 8);
+        if (*path) sprintf(*path, "%s/%s.onnx", dir, md->name);
+        if (*refs) sprintf(*refs, "%s/refs", dir);
     } else {
         const char *zoo = getenv("GRAFT_ZOO") ? getenv("GRAFT_ZOO") : "build/third_party/zoo";
         *path = malloc(strlen(zoo) + strlen(md->name) + 8);
@@ -214,14 +273,18 @@ static bool model_paths(const model_def *md, char **path, char **refs) {
 
 #define MAX_ROUNDS 15
 
+/* the ratios of graft's warm medians to ORT's, OpenVINO's and the faster peer's; idle to ORT's */
+enum { R_ORT, R_IDLE, R_OV, R_BEST, NRATIO };
+static const char *const RATIO_NAME[NRATIO] = {"/ort", "idle/ort", "/ov", "/best"};
+
 typedef struct bench_opts {
     const byoc_options *options;  /* --backend-opt */
     int runs, warmup, pause_ms;
     bool report, artifact;
 } bench_opts;
 
-/* Writes the ratios of graft's medians to ORT's, warm to ratio[0] and idle to ratio[1] (the
- * parent's geomeans). */
+/* Writes the ratios of graft's medians to the peers' to ratio[R_*] (the parent's geomeans; NAN
+ * where OpenVINO did not run). */
 static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
     int runs = bo->runs, warmup = bo->warmup;
     bool report = bo->report, artifact = bo->artifact;
@@ -323,8 +386,8 @@ static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
      * faster one: on this 2-vCPU VM a session's latency is bimodal from one process to the next
      * (PP-OCR det 52 or 92 ms at 2 threads, whatever its spinning or affinity options), and
      * graft should not win by ORT's bad luck. */
-    enum { GRAFT, ARTIFACT, ORT_A, ORT_B, NSIDES };
-    ort_proc op[2];
+    enum { GRAFT, ARTIFACT, ORT_A, ORT_B, OV, NSIDES };
+    ort_proc op[3];
     for (int o = 0; o < 2 && !st; o++)
         if (ort_start(&op[o], path, input, threads, in_path)) {
             fprintf(stderr, "bench_dnnl: cannot start the ONNX Runtime side (node scripts/bench_dnnl_ort.js)\n");
@@ -332,6 +395,11 @@ static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
             rt_value_clear(&arg);
             goto done;
         }
+    double ov_abs = NAN;
+    bool ov = ov_start(&op[2], path, input, threads, in_path, out_path, &ov_abs) == 0;
+    if (!ov)
+        fprintf(stderr, "bench_dnnl: %s: no OpenVINO side (%s)\n", md->name,
+                ov_python() ? "scripts/bench_dnnl_ov.py failed" : "run scripts/openvino_env.sh");
     /* t[side][0][r]: the side's first run after the pause ("idle"), t[side][1][r]: the run right
      * after it ("warm") */
     double *t[NSIDES][2];
@@ -345,7 +413,7 @@ static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
     for (int r = -warmup; r < runs && !st; r++) {
         for (int k = 0; k < NSIDES && !st; k++) {
             int which = ((r + warmup) + k) % NSIDES;
-            if (which == ARTIFACT && !gm) continue;
+            if ((which == ARTIFACT && !gm) || (which == OV && !ov)) continue;
             if (bo->pause_ms > 0) usleep((useconds_t)bo->pause_ms * 1000);
             for (int w = 0; w < 2 && !st; w++) {
                 double a = bench_now_ms(), ms;
@@ -366,8 +434,8 @@ static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
             free(t[k][w]);
         }
     int best = med[ORT_B][1] < med[ORT_A][1];
-    long ort_kb = (long)ort_cmd(&op[best], "mem");
-    for (int o = 0; o < 2; o++) ort_stop(&op[o]);
+    long ort_kb = (long)ort_cmd(&op[best], "mem"), ov_kb = ov ? (long)ort_cmd(&op[2], "mem") : -1;
+    for (int o = 0; o < (ov ? 3 : 2); o++) ort_stop(&op[o]);
     rt_value_clear(&arg);
     if (st) {
         fprintf(stderr, "bench_dnnl: %s: run: %s\n", md->name, d.msg);
@@ -375,13 +443,23 @@ static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
     }
     long graft_kb = status_kb("VmHWM") - base_kb;
     double mg = med[GRAFT][1], mo = med[ORT_A + best][1], ma = med[ARTIFACT][1];
-    double ig = med[GRAFT][0], idle_ort = med[ORT_A + best][0];
-    ratio[0] = mg / mo;
-    ratio[1] = ig / idle_ort;
-    printf("%-18s %-16s %7d %10.2f %10.2f %7.3f %10.2f %10.2f %7.3f %11.1f %11.1f %8.1f%% %10.2e %7.1fs", md->name,
-           isa_name(dnnl_get_effective_cpu_isa()), threads, mg, mo, mg / mo, ig, idle_ort, ratio[1],
-           (double)graft_kb / 1024.0, (double)ort_kb / 1024.0, total > 0 ? 100.0 * (total - host) / total : 0.0,
-           max_abs, t_build / 1e3);
+    double ig = med[GRAFT][0], idle_ort = med[ORT_A + best][0], mv = ov ? med[OV][1] : NAN;
+    ratio[R_ORT] = mg / mo;
+    ratio[R_IDLE] = ig / idle_ort;
+    ratio[R_OV] = mg / mv;
+    ratio[R_BEST] = mg / (ov && mv < mo ? mv : mo);
+    char ov_ms[16] = "-", ov_r[16] = "-", ov_mib[16] = "-", ov_err[16] = "-";
+    if (ov) {
+        snprintf(ov_ms, sizeof ov_ms, "%.2f", mv);
+        snprintf(ov_r, sizeof ov_r, "%.3f", ratio[R_OV]);
+        snprintf(ov_mib, sizeof ov_mib, "%.1f", (double)ov_kb / 1024.0);
+        snprintf(ov_err, sizeof ov_err, "%.2e", ov_abs);
+    }
+    printf("%-18s %-16s %7d %10.2f %10.2f %10s %7.3f %7s %7.3f %10.2f %10.2f %8.3f %11.1f %11.1f %11s %8.1f%% %10.2e "
+           "%10s %7.1fs",
+           md->name, isa_name(dnnl_get_effective_cpu_isa()), threads, mg, mo, ov_ms, ratio[R_ORT], ov_r, ratio[R_BEST], ig,
+           idle_ort, ratio[R_IDLE], (double)graft_kb / 1024.0, (double)ort_kb / 1024.0, ov_mib,
+           total > 0 ? 100.0 * (total - host) / total : 0.0, max_abs, ov_err, t_build / 1e3);
     if (gm) {
         graft_model_info info;
         graft_model_get_info(gm, &info);
@@ -403,38 +481,64 @@ done:
     return rc;
 }
 
-/* Over the rounds (each model in a fresh process per round): per model the median ratio, warm
- * and idle, with the range; the geomean of the medians. A VM's slow periods and a process's
- * bimodal latency move one round's ratio; the median of several is the figure to quote. */
-static void print_rounds(double rr[][2][MAX_ROUNDS], int rounds) {
-    printf("medians over %d rounds (each round every model in fresh processes)\n", rounds);
-    printf("%-18s %7s %17s %7s %17s\n", "model", "ratio", "range", "idle", "range");
-    double logsum[2] = {0, 0};
-    int n = 0;
+/* Over the rounds (each model in a fresh process per round): per model the median of each
+ * ratio with its range; the geomean of the medians. A VM's slow periods and a process's bimodal
+ * latency move one round's ratio; the median of several is the figure to quote. */
+static void print_rounds(double rr[][NRATIO][MAX_ROUNDS], int rounds) {
+    printf("medians over %d rounds (each round every model in fresh processes)\n%-18s", rounds, "model");
+    for (int w = 0; w < NRATIO; w++) printf(" %8s %17s", RATIO_NAME[w], "range");
+    printf("\n");
+    double logsum[NRATIO] = {0};
+    int n[NRATIO] = {0};
     for (int k = 0; k < NMODELS; k++) {
-        double med[2], lo[2], hi[2];
-        bool ok = true;
-        for (int w = 0; w < 2 && ok; w++) {
+        if (!(rr[k][R_ORT][0] > 0)) continue;
+        printf("%-18s", MODELS[k].name);
+        for (int w = 0; w < NRATIO; w++) {
             double v[MAX_ROUNDS];
             int m = 0;
             for (int r = 0; r < rounds; r++)
                 if (rr[k][w][r] > 0) v[m++] = rr[k][w][r];
-            if (m < rounds) ok = false;
-            else {
-                med[w] = bench_median(v, m); /* sorts v */
-                lo[w] = v[0];
-                hi[w] = v[m - 1];
+            if (m < rounds) {
+                printf(" %8s %17s", "-", "");
+                continue;
             }
+            double med = bench_median(v, m); /* sorts v */
+            printf(" %8.3f %8.3f-%-8.3f", med, v[0], v[m - 1]);
+            logsum[w] += log(med);
+            n[w]++;
         }
-        if (!ok) continue;
-        printf("%-18s %7.3f %8.3f-%-8.3f %7.3f %8.3f-%-8.3f\n", MODELS[k].name, med[0], lo[0], hi[0], med[1], lo[1],
-               hi[1]);
-        logsum[0] += log(med[0]);
-        logsum[1] += log(med[1]);
-        n++;
+        printf("\n");
     }
-    if (n) printf("%-18s %7.3f %17s %7.3f   (%d models)\n", "geomean", exp(logsum[0] / n), "", exp(logsum[1] / n), n);
+    if (n[R_ORT]) {
+        printf("%-18s", "geomean");
+        for (int w = 0; w < NRATIO; w++)
+            if (n[w]) printf(" %8.3f %17s", exp(logsum[w] / n[w]), "");
+            else printf(" %8s %17s", "-", "");
+        printf("   (%d models)\n", n[R_ORT]);
+    }
     fflush(stdout);
+}
+
+/* oneDNN's effective ISA in a child (capped at AVX2 or not): the parent never starts oneDNN, whose
+ * ISA, once read, its forked children would inherit. */
+static void child_isa(bool avx2, char *out, size_t n) {
+    int fd[2];
+    snprintf(out, n, "?");
+    if (pipe(fd)) return;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        if (avx2) setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+        const char *name = isa_name(dnnl_get_effective_cpu_isa());
+        ssize_t w = write(fd[1], name, strlen(name));
+        _exit(w < 0);
+    }
+    close(fd[1]);
+    ssize_t k = pid > 0 ? read(fd[0], out, n - 1) : -1;
+    if (k > 0) out[k] = 0;
+    close(fd[0]);
+    if (pid > 0) waitpid(pid, NULL, 0);
 }
 
 int main(int argc, char **argv) {
@@ -503,33 +607,33 @@ int main(int argc, char **argv) {
         }
     if (ci) fclose(ci);
     /* per model, the ratio its child measured (NAN: failed or skipped) */
-    double *ratios = mmap(NULL, sizeof(double) * 2 * NMODELS, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    double *ratios = mmap(NULL, sizeof(double) * NRATIO * NMODELS, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (ratios == MAP_FAILED) return 1;
     int rc = 0;
     for (int t = 0; t < nisa; t++) {
         bool avx2 = !strcmp(isas[t], "avx2");
-        printf("%sgraft (oneDNN backend) vs ONNX Runtime on %s; oneDNN ISA %s; alternating runs, medians of %d after %d "
-               "warm-up, %d ms apart\n",
-               t ? "\n" : "", cpu, avx2 ? "capped at AVX2 (ONEDNN_MAX_CPU_ISA=AVX2)" : "native", runs, warmup,
-               pause_ms);
-        printf("%-18s %-16s %7s %10s %10s %7s %10s %10s %7s %11s %11s %9s %10s %8s", "model", "isa", "threads",
-               "graft_ms", "ort_ms", "ratio", "idle_graft", "idle_ort", "ratio", "graft_MiB", "ort_MiB", "dense_dnnl",
-               "maxabs_ort", "build");
+        char isa[64];
+        child_isa(avx2, isa, sizeof isa);
+        printf("%sgraft (oneDNN backend) vs ONNX Runtime and OpenVINO on %s; oneDNN ISA %s%s; alternating runs, medians "
+               "of %d after %d warm-up, %d ms apart\n",
+               t ? "\n" : "", cpu, isa, avx2 ? " (capped: ONEDNN_MAX_CPU_ISA=AVX2)" : " (native)", runs, warmup, pause_ms);
+        printf("%-18s %-16s %7s %10s %10s %10s %7s %7s %7s %10s %10s %8s %11s %11s %11s %9s %10s %10s %8s", "model", "isa",
+               "threads", "graft_ms", "ort_ms", "ov_ms", "/ort", "/ov", "/best", "idle_graft", "idle_ort", "idle/ort",
+               "graft_MiB", "ort_MiB", "ov_MiB", "dense_dnnl", "maxabs_ort", "maxabs_ov", "build");
         if (artifact)
             printf(" %10s %9s %10s %10s %10s %s", "artifact_ms", "art_ratio", "art_maxabs", "art_build", "art_load",
                    "extern/host/ref");
         printf("\n");
         fflush(stdout);
-        /* per model and round, the warm and idle ratios (NAN: failed or skipped) */
-        double rr[NMODELS][2][MAX_ROUNDS];
+        /* per model and round, the ratios (NAN: failed or skipped) */
+        double rr[NMODELS][NRATIO][MAX_ROUNDS];
         for (int r = 0; r < rounds; r++) {
-            double logsum[2] = {0, 0};
-            int nratio = 0;
+            double logsum[NRATIO] = {0};
+            int nratio[NRATIO] = {0};
             if (r) printf("(round %d of %d)\n", r + 1, rounds);
             fflush(stdout); /* before the fork: the child would print it again */
             for (int k = 0; k < NMODELS; k++) {
-                ratios[2 * k] = ratios[2 * k + 1] = NAN;
-                rr[k][0][r] = rr[k][1][r] = NAN;
+                for (int w = 0; w < NRATIO; w++) ratios[NRATIO * k + w] = rr[k][w][r] = NAN;
                 if (any && !pick[k]) continue;
                 char *path = NULL, *refs = NULL;
                 bool have = model_paths(&MODELS[k], &path, &refs);
@@ -540,27 +644,35 @@ int main(int argc, char **argv) {
                 if (pid == 0) {
                     if (avx2) setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1); /* before the child's first oneDNN call */
                     bench_opts bo = {options, runs, warmup, pause_ms, report, artifact};
-                    _exit(run_model(&MODELS[k], &bo, &ratios[2 * k]));
+                    _exit(run_model(&MODELS[k], &bo, &ratios[NRATIO * k]));
                 }
                 int ws = 0;
                 waitpid(pid, &ws, 0);
                 if (!WIFEXITED(ws) || WEXITSTATUS(ws)) rc = 1;
-                else if (ratios[2 * k] > 0 && ratios[2 * k + 1] > 0) {
-                    rr[k][0][r] = ratios[2 * k];
-                    rr[k][1][r] = ratios[2 * k + 1];
-                    logsum[0] += log(ratios[2 * k]);
-                    logsum[1] += log(ratios[2 * k + 1]);
-                    nratio++;
-                }
+                else if (ratios[NRATIO * k + R_ORT] > 0 && ratios[NRATIO * k + R_IDLE] > 0)
+                    for (int w = 0; w < NRATIO; w++) {
+                        double v = ratios[NRATIO * k + w];
+                        rr[k][w][r] = v;
+                        if (v > 0) {
+                            logsum[w] += log(v);
+                            nratio[w]++;
+                        }
+                    }
             }
-            if (nratio)
-                printf("%-18s %-16s %7s %10s %10s %7.3f %10s %10s %7.3f   (%d models)\n", "geomean", "", "", "", "",
-                       exp(logsum[0] / nratio), "", "", exp(logsum[1] / nratio), nratio);
+            char g[NRATIO][16];
+            for (int w = 0; w < NRATIO; w++) {
+                if (nratio[w]) snprintf(g[w], sizeof g[w], "%.3f", exp(logsum[w] / nratio[w]));
+                else snprintf(g[w], sizeof g[w], "-");
+            }
+            if (nratio[R_ORT])
+                printf("%-18s %-16s %7s %10s %10s %10s %7s %7s %7s %10s %10s %8s   (%d models; /ov, /best over %d)\n",
+                       "geomean", "", "", "", "", "", g[R_ORT], g[R_OV], g[R_BEST], "", "", g[R_IDLE], nratio[R_ORT],
+                       nratio[R_OV]);
             fflush(stdout);
         }
         if (rounds > 1) print_rounds(rr, rounds);
     }
-    munmap(ratios, sizeof(double) * 2 * NMODELS);
+    munmap(ratios, sizeof(double) * NRATIO * NMODELS);
     byoc_options_free(options);
     return rc;
 }

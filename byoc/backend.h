@@ -113,6 +113,10 @@ typedef struct byoc_backend {
      * primitives), so that rejections surface at compile time. RunCodegen calls it after the
      * region constants were handed over (byoc_partition_opts.release_consts). */
     gr_status (*prepare)(rt_module *mod, gr_diag *diag);
+    /* A backend loaded from a plugin library (backends/plugin.h): its version and file;
+     * NULL for a built-in one. */
+    const char *version;
+    const char *path;
 } byoc_backend;
 
 #endif

@@ -7,6 +7,10 @@
  * CPU, the memory plan (arena size and every planned buffer), the input and output signatures
  * and the span table (each host kernel / extern region -> its frontend layers).
  *
+ * The weights are not in the body: they follow it in a constants section, each 64-byte
+ * aligned, and graft_model_load maps the file (read-only, private) so that constants are read
+ * in place; only what a backend lays out anew (oneDNN's blocked weights) is copied, and the
+ * original pages are handed back once it has (deploy/artifact_impl.h has the layout).
  * Loading parses the text, re-derives the flat instruction list and checks it reproduces the
  * stored memory plan, and links the object file in-process with LLVM ORC's LLJIT (relocation and
  * symbol resolution only: no IR, no optimization, no code generation at load time).
@@ -36,7 +40,9 @@
 #include "runtime/module.h"
 #include "runtime/value.h"
 
-#define GRAFT_MODEL_FORMAT_VERSION 1
+/* 2: a header, the body and a page-aligned constants section mapped at load (1: one protobuf
+ * message with the weights inside, read and copied; refused with "rebuild it"). */
+#define GRAFT_MODEL_FORMAT_VERSION 2
 
 typedef struct graft_model graft_model;
 
@@ -101,11 +107,37 @@ GR_API void graft_model_set_prepare_observer(graft_model *gm,
                                              void (*fn)(const char *symbol, const char *engine, uint64_t ns, void *user),
                                              void *user);
 
+/* Where loading goes, in order: map (open and map the file, or copy a caller's buffer),
+ * verify (header, version, checksum: every byte read once, in place), decode (the body, the
+ * module text, the instruction list and its check against the stored memory plan), modules
+ * (the external modules, their constants pointing into the mapped file), link (the host
+ * object, with LLVM's ORC linker), prepare (the backends build their primitives and lay out
+ * their weights, or take the artifact's prepacked ones). */
+enum {
+    GRAFT_MODEL_PHASE_MAP,
+    GRAFT_MODEL_PHASE_VERIFY,
+    GRAFT_MODEL_PHASE_DECODE,
+    GRAFT_MODEL_PHASE_MODULES,
+    GRAFT_MODEL_PHASE_LINK,
+    GRAFT_MODEL_PHASE_PREPARE,
+    GRAFT_MODEL_NPHASES
+};
+/* "map", "verify", ...; NULL past the end. */
+GR_API const char *graft_model_phase_name(uint32_t i);
+
 typedef struct graft_model_info {
     size_t arena_bytes, intermediate_bytes, host_object_bytes;
     uint32_t nhost, nkernel, nextern, nfused_ops, nplanned;
-    uint64_t load_ns;              /* parse + plan + link */
+    uint64_t load_ns;              /* the whole load: the sum of phase_ns */
     const char *host_cpu;
+    uint64_t phase_ns[GRAFT_MODEL_NPHASES];
+    uint64_t phase_cpu_ns[GRAFT_MODEL_NPHASES]; /* the process's CPU time in each (all its threads) */
+    size_t file_bytes;             /* the artifact's size */
+    size_t const_bytes;            /* the external modules' constants, read in place from the file */
+    /* Prepacked weights (a backend's own layout of a constant, stored at build for the build
+     * host's CPU and library): how many the artifact has, how many were used in place, and how
+     * many weights were laid out again here because they were made for another CPU. */
+    uint32_t npacked, npacked_used, nrepacked;
 } graft_model_info;
 GR_API void graft_model_get_info(const graft_model *gm, graft_model_info *out);
 /* The span table: region i's name, kind and layers ("a,b,c"; static storage of gm). */

@@ -44,9 +44,10 @@ char *graft_backends_json(void) {
             break;
         }
         for (uint32_t k = 0; k < np; k++) json_array_append_new(pats, json_string(ps[k].name));
-        json_array_append_new(all, json_pack("{s:s, s:s, s:s?, s:o, s:o}", "name", b->name, "description",
+        json_array_append_new(all, json_pack("{s:s, s:s, s:s?, s:o, s:o, s:s?, s:s?}", "name", b->name, "description",
                                              b->description ? b->description : "", "runtime_kind", b->runtime_kind,
-                                             "options", opts, "patterns", pats));
+                                             "options", opts, "patterns", pats, "version", b->version, "path",
+                                             b->path));
     }
     ir_ctx_free(ctx);
     return dump(all);

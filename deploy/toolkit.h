@@ -26,8 +26,9 @@
 #include "runtime/value.h"
 
 /* [{"name", "description", "runtime_kind", "options": [{"name", "type": "bool"|"int"|"string",
- *   "default", "help", "choices"}], "patterns": ["dnnl.conv2d_bias_relu", ...]}] (priority
- * order), one entry per registered backend. NULL when a backend's pattern table fails. */
+ *   "default", "help", "choices"}], "patterns": ["dnnl.conv2d_bias_relu", ...], "version",
+ *   "path"}] (priority order; version and path: a backend plugin's, absent for a built-in one),
+ * one entry per registered backend. NULL when a backend's pattern table fails. */
 GR_API char *graft_backends_json(void);
 
 /* The frontend layers the spans of m's functions name, in binding order, each once: a JSON

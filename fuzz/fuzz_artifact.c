@@ -1,7 +1,7 @@
 /* libFuzzer target: the artifact loader (deploy/graft_model.h), host-object validation
  * included, and a run of what loads.
  *
- * The checksum is recomputed over the fuzzed body (as a hand editor would), so mutations reach
+ * The checksum is recomputed over the fuzzed file (as a hand editor would), so mutations reach
  * the body's decoder, the module text, the plan check, the external modules and the ELF check
  * instead of stopping at "checksum mismatch".
  *
@@ -16,11 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deploy/artifact_impl.h"
 #include "deploy/graft_model.h"
 #include "fuzz/fuzz_util.h"
 #include "graft/graft_artifact.pb-c.h"
-
-#define ART_SEED 0x67726166ull  /* deploy/artifact.c */
 #define MAX_KNOWN 256
 
 static uint64_t known[MAX_KNOWN];  /* hash(host object) ^ rot(hash(module text)) of the seeds */
@@ -38,12 +37,11 @@ static void learn(const char *path) {
     static uint8_t buf[16 << 20];
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
-    Graft__Artifact *a = graft__artifact__unpack(NULL, n, buf);
-    if (!a) return;
-    Graft__ArtifactBody *b = graft__artifact_body__unpack(NULL, a->body.len, a->body.data);
+    gr_art_header h;
+    if (!gr_art_header_read(buf, n, &h) || GR_ART_HEADER + h.body_len > n) return;
+    Graft__ArtifactBody *b = graft__artifact_body__unpack(NULL, h.body_len, buf + GR_ART_HEADER);
     if (b && nknown < MAX_KNOWN) known[nknown++] = pair_hash(b);
     if (b) graft__artifact_body__free_unpacked(b, NULL);
-    graft__artifact__free_unpacked(a, NULL);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -96,20 +94,18 @@ static void run(graft_model *gm) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    Graft__Artifact *a = graft__artifact__unpack(NULL, size, data);
-    if (!a) return 0;
-    a->checksum = gr_hash_bytes(a->body.data, a->body.len, ART_SEED);
-    size_t len = graft__artifact__get_packed_size(a);
-    uint8_t *buf = malloc(len ? len : 1);
-    graft__artifact__pack(a, buf);
-    Graft__ArtifactBody *b = graft__artifact_body__unpack(NULL, a->body.len, a->body.data);
+    gr_art_header h;
+    if (!gr_art_header_read(data, size, &h) || h.data_off + h.data_len > size) return 0;
+    uint8_t *buf = malloc(size);
+    memcpy(buf, data, size);
+    gr_art_reseal(buf, size);
+    Graft__ArtifactBody *b = graft__artifact_body__unpack(NULL, h.body_len, buf + GR_ART_HEADER);
     graft_model *gm = NULL;
     gr_diag d;
     gr_diag_clear(&d);
-    if (graft_model_load_buffer(buf, len, &gm, &d) == GR_OK && b && may_run(b)) run(gm);
+    if (graft_model_load_buffer(buf, size, &gm, &d) == GR_OK && b && may_run(b)) run(gm);
     graft_model_free(gm);
     if (b) graft__artifact_body__free_unpacked(b, NULL);
-    graft__artifact__free_unpacked(a, NULL);
     free(buf);
     return 0;
 }

@@ -365,6 +365,8 @@ const ir_prim *ir_prim_floordiv(ir_ctx_t *ctx, const ir_prim *a, const ir_prim *
         if (quot != ir_prim_int(ctx, 0)) return ir_prim_add(ctx, quot, ir_prim_floordiv(ctx, rest, b));
     } else if (ir_prim_is_int(a, NULL) && a->value == 0) {
         return a;
+    } else if (a == b) {
+        return ir_prim_int(ctx, 1);  /* a symbolic divisor is a dim or a product of dims: never 0 */
     }
     return binary_atom(ctx, IR_PRIM_FLOORDIV, a, b);
 }
@@ -381,6 +383,8 @@ const ir_prim *ir_prim_floormod(ir_ctx_t *ctx, const ir_prim *a, const ir_prim *
         if (quot != ir_prim_int(ctx, 0)) return ir_prim_floormod(ctx, rest, b);
     } else if (ir_prim_is_int(a, NULL) && a->value == 0) {
         return a;
+    } else if (a == b) {
+        return ir_prim_int(ctx, 0);
     }
     return binary_atom(ctx, IR_PRIM_FLOORMOD, a, b);
 }

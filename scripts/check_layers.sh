@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 
 # Bottom to top.
 LEVELS='
+include
 base
 ir
 ir/ops
@@ -25,7 +26,7 @@ backends/json backends/llvm
 backends/dnnl
 backends inspect
 deploy
-tools tests bench fuzz examples serve
+tools tests bench fuzz examples serve plugins
 python/graft
 '
 # Headers generated into $(BUILD)/gen, by the folder of their source.

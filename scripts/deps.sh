@@ -7,7 +7,8 @@ PKGS=(build-essential pkg-config libdnnl-dev llvm-14-dev libprotobuf-c-dev proto
       python3-torch python3-torchvision   # the model zoo, the recurrent test models
       python3-onnx                        # the QDQ test model (scripts/make_qdq_cnn.py)
       python3-venv python3-dev            # the Python package (make pytest) and tritonserver (scripts/triton_env.sh): venvs; headers
-      libgraphviz-dev chromium)           # graft explore's graph layout, its browser test
+      libgraphviz-dev chromium            # graft explore's graph layout, its browser test
+      libxnnpack-dev libpthreadpool-dev)  # the xnnpack backend plugin (plugins/xnnpack)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")

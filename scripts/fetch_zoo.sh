@@ -46,3 +46,5 @@ mkdir -p "$ZOO/refs"
   fi
 done
 echo "fetch_zoo: $ZOO ($(du -sh "$ZOO" | cut -f1))" >&2
+# int8 variants of some of these from ONNX Runtime's quantizer (tests/dnnl/test_dnnl_int8.c)
+bash "$ROOT/scripts/fetch_int8_zoo.sh"

@@ -80,6 +80,27 @@ def architectures():
             return getattr(m, name)(weights=None, **kw)
         return make
 
+    def video(name):
+        def make():
+            import torchvision.models.video as m
+            return getattr(m, name)(weights=None)
+        return make
+
+    def seg(name):
+        """A segmentation net with its dilated backbone (its output: the 'out' map only)."""
+        class Out(nn.Module):
+            def __init__(self, net):
+                super().__init__()
+                self.net = net
+
+            def forward(self, x):
+                return self.net(x)['out']
+
+        def make():
+            import torchvision.models.segmentation as m
+            return Out(getattr(m, name)(weights=None, weights_backbone=None))
+        return make
+
     return {
         'resnet18': tv('resnet18'),
         'mobilenet_v3_large': tv('mobilenet_v3_large'),
@@ -89,6 +110,10 @@ def architectures():
         'convnext_tiny': tv('convnext_tiny'),
         'googlenet': tv('googlenet', aux_logits=False, init_weights=True),
         'bert_encoder': BertEncoder,
+        'swin_t': tv('swin_t'),
+        'densenet121': tv('densenet121'),
+        'r3d_18': video('r3d_18'),
+        'lraspp_mobilenet_v3_large': seg('lraspp_mobilenet_v3_large'),
     }
 
 
@@ -104,6 +129,10 @@ ZOO = {
     'convnext_tiny': IMAGE,
     'googlenet': IMAGE,
     'bert_encoder': (1, 96, 384),
+    'swin_t': IMAGE,
+    'densenet121': IMAGE,
+    'r3d_18': (1, 3, 8, 112, 112),
+    'lraspp_mobilenet_v3_large': (1, 3, 256, 256),
 }
 
 

@@ -1,6 +1,7 @@
 /* Shared helpers of the graft command line. */
 #include "tools/cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "backends/plugin.h"
 #include "ir/text/parser.h"
 #include "ir/transform/transform.h"
 #include "ir/wellformed.h"
@@ -274,9 +276,63 @@ int cli_backend_options_from_env(void) {
     return CLI_OK;
 }
 
+static int load_plugin(const char *who, const char *path) {
+    gr_diag d;
+    gr_diag_clear(&d);
+    if (byoc_plugin_load(path, NULL, &d) == GR_OK) return CLI_OK;
+    fprintf(stderr, "%s: %s\n", who, d.msg);
+    return CLI_ERR;
+}
+
+/* Every libgraft_*.so of dir, in name order. */
+static void load_plugin_dir(const char *dir) {
+    struct dirent **names = NULL;
+    int n = scandir(dir, &names, NULL, alphasort);
+    for (int k = 0; k < n; k++) {
+        const char *f = names[k]->d_name;
+        if (strncmp(f, "libgraft_", 9) == 0 && cli_ends_with(f, ".so")) {
+            char path[4096];
+            if (snprintf(path, sizeof path, "%s/%s", dir, f) < (int)sizeof path)
+                load_plugin("graft: warning: GRAFT_BACKEND_PATH", path);
+        }
+        free(names[k]);
+    }
+    free(names);
+}
+
+int cli_backend_libs(int argc, char **argv) {
+    const char *env = getenv("GRAFT_BACKEND_PATH");
+    for (const char *p = env; p && *p;) {
+        const char *colon = strchr(p, ':');
+        size_t len = colon ? (size_t)(colon - p) : strlen(p);
+        char dir[4096];
+        if (len && len < sizeof dir) {
+            memcpy(dir, p, len);
+            dir[len] = '\0';
+            load_plugin_dir(dir);
+        }
+        p += len + (colon != NULL);
+    }
+    for (int i = 0; i < argc; i++) {
+        const char *v;
+        bool missing = false;
+        if (!cli_opt(argc, argv, &i, "--backend-lib", &v, &missing)) continue;
+        if (missing) return cli_usage_error(argv[0], "--backend-lib takes a plugin library (PATH.so)");
+        if (load_plugin("graft", v)) return CLI_ERR;
+    }
+    return CLI_OK;
+}
+
+bool cli_backend_lib_arg(int argc, char **argv, int *i) {
+    const char *v;
+    bool missing = false;
+    return cli_opt(argc, argv, i, "--backend-lib", &v, &missing);
+}
+
 int cli_backend_arg(int argc, char **argv, int *i, const char **names, uint32_t *n, const char *cmd) {
     const char *v;
     bool missing = false;
+    if (cli_backend_lib_arg(argc, argv, i)) return 1;
     if (!cli_opt(argc, argv, i, "--backend", &v, &missing)) return 0;
     if (missing || *n == CLI_MAX_BACKENDS) {
         cli_usage_error(cmd, "--backend takes a backend name, at most %d (see graft backends)", CLI_MAX_BACKENDS);

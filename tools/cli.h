@@ -67,6 +67,13 @@ struct byoc_fuse_opts cli_fuse_opts(const cli_fuse_args *fa);
  * ...) into options, then each --backend-opt of the command sets one; every command hands them
  * to the library. An error is printed; returns CLI_OK or CLI_ERR. */
 int cli_backend_options_from_env(void);
+/* Backend plugins (include/graft/backend_plugin.h), loaded before the command runs: every
+ * libgraft_*.so in the folders of GRAFT_BACKEND_PATH (':'-separated; one that fails to load is
+ * a warning), then each --backend-lib PATH of argv (one that fails is an error, printed).
+ * Returns CLI_OK or CLI_ERR. */
+int cli_backend_libs(int argc, char **argv);
+/* True when argv[*i] is --backend-lib PATH (loaded already): taken, *i advanced. */
+bool cli_backend_lib_arg(int argc, char **argv, int *i);
 const byoc_options *cli_backend_options(void);
 /* -1: argv[*i] is not --backend-opt; else it was taken (*i advanced) and this is CLI_OK, CLI_ERR
  * (an unknown option or bad value: printed naming it) or CLI_USAGE (no value). */
@@ -74,7 +81,8 @@ int cli_backend_opt_arg(int argc, char **argv, int *i, const char *cmd);
 #define CLI_BACKEND_OPT_USAGE "[--backend-opt BACKEND.NAME=VALUE]..."
 
 /* --backend NAME, a registered backend (at most CLI_MAX_BACKENDS, into names[*n]): 1 taken
- * (*i advanced), 0 not this option, -1 a usage error (printed for `cmd`). */
+ * (*i advanced), 0 not this option, -1 a usage error (printed for `cmd`). It also takes
+ * --backend-lib PATH, which cli_backend_libs loaded before the command ran. */
 #define CLI_MAX_BACKENDS 8
 int cli_backend_arg(int argc, char **argv, int *i, const char **names, uint32_t *n, const char *cmd);
 /* The last case of a command's argument loop: arg is an unknown option, the input (into

@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <stdio.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -74,6 +77,13 @@ int cmd_build(int argc, char **argv) {
             rc = cli_fail(&d, input);
         } else {
             double t2 = cli_now_ms();
+            /* the model and its prepared regions go before the check load (which reads the
+             * whole file): not held twice, their pages handed back */
+            ir_ctx_free(ctx);
+            ctx = NULL;
+#ifdef __GLIBC__
+            malloc_trim(0);
+#endif
             graft_model *gm = NULL;
             if (graft_model_load_opts(output, cli_backend_options(), &gm, &d) != GR_OK) {
                 rc = cli_fail(&d, output);

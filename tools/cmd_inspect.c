@@ -68,6 +68,8 @@ static int parse(const char *cmd, const char *allowed, int argc, char **argv, in
             a->lo.optimize = false;
         } else if ((br = cli_backend_opt_arg(argc, argv, &i, cmd)) >= 0) {
             if (br) return br;
+        } else if (cli_backend_lib_arg(argc, argv, &i)) {
+            /* loaded before the command ran */
         } else if (cli_opt(argc, argv, &i, "--backend", &v, &missing)) {
             if (missing || a->nbackends == MAX_BACKENDS) return cli_usage_error(cmd, "--backend takes a backend name");
             if (!byoc_backend_find(v)) return cli_usage_error(cmd, "unknown backend '%s' (see graft backends)", v);

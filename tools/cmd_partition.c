@@ -28,6 +28,8 @@ int cmd_partition(int argc, char **argv) {
             cli_opt(argc, argv, &i, "--report", &report, &missing) ||
             cli_opt(argc, argv, &i, "--stop-after", &stop, &missing)) {
             if (missing) return cli_usage_error("partition", "%s needs a value", argv[i]);
+        } else if (cli_backend_lib_arg(argc, argv, &i)) {
+            /* loaded before the command ran */
         } else if (cli_opt(argc, argv, &i, "--backend", &v, &missing)) {
             if (missing || nnames == MAX_BACKENDS) return cli_usage_error("partition", "--backend needs a name");
             names[nnames++] = v;
@@ -122,8 +124,8 @@ done:
 }
 
 int cmd_backends(int argc, char **argv) {
-    (void)argv;
-    if (argc > 0) return cli_usage_error("backends", "takes no arguments");
+    for (int i = 0; i < argc; i++)
+        if (!cli_backend_lib_arg(argc, argv, &i)) return cli_usage_error("backends", "takes only --backend-lib PATH");
     ir_ctx_t *ctx = ir_ctx_new();
     for (uint32_t i = 0; i < byoc_backend_count(); i++) {
         const byoc_backend *b = byoc_backend_at(i);
@@ -133,6 +135,8 @@ int cmd_backends(int argc, char **argv) {
         gr_diag_clear(&d);
         printf("%s: %s\n  codegen: %s, runtime: %s\n", b->name, b->description ? b->description : "",
                b->compile ? "yes" : "no", b->runtime_kind ? b->runtime_kind : "-");
+        if (b->path) printf("  plugin: version %s, %s\n", b->version, b->path);
+        else printf("  built in\n");
         if (b->noptions) printf("  options (--backend-opt %s.NAME=VALUE):\n", b->name);
         for (uint32_t k = 0; k < b->noptions; k++) {
             const byoc_option *o = &b->options[k];

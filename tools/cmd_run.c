@@ -76,6 +76,27 @@ static gr_status rn_run(runner *r, const rt_value *args, uint32_t n, rt_value *o
     return r->gm ? graft_model_run(r->gm, args, n, out, d) : rt_exec_run(r->x, args, n, out, d);
 }
 
+static double cpu_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* graft run --profile on an artifact: where start-up went, phase by phase, then the first run
+ * (which pays the first touch of the activations). */
+static void print_load(const char *path, const graft_model *gm, double first_ms, double first_cpu) {
+    graft_model_info in;
+    graft_model_get_info(gm, &in);
+    fprintf(stderr, "load %s (%.1f MB, constants %.1f MB mapped): %.1f ms:", path, (double)in.file_bytes / 1e6,
+            (double)in.const_bytes / 1e6, (double)in.load_ns / 1e6);
+    for (uint32_t i = 0; i < GRAFT_MODEL_NPHASES; i++)
+        fprintf(stderr, "%s %s %.1f ms (cpu %.1f)", i ? "," : "", graft_model_phase_name(i), (double)in.phase_ns[i] / 1e6,
+                (double)in.phase_cpu_ns[i] / 1e6);
+    fprintf(stderr, "; first run %.1f ms (cpu %.1f)", first_ms, first_cpu);
+    if (in.npacked) fprintf(stderr, "; prepacked weights: %u used in place, %u laid out again", in.npacked_used, in.nrepacked);
+    fputc('\n', stderr);
+}
+
 /* Profiling on (ps) or off (NULL): the executor's events, each primitive of this model's
  * regions, and region prepares. */
 static void rn_profile(runner *r, prof_state *ps) {
@@ -154,7 +175,7 @@ int cmd_run(int argc, char **argv) {
     rt_value args[MAX_INPUTS];
     uint32_t nargs = 0;
     rt_value result = {0};
-    double *times = NULL;
+    double *times = NULL, compile_ms[4] = {0, 0, 0, 0}; /* import, the rest: wall, cpu */
     gr_diag d;
     gr_diag_clear(&d);
     prof_state ps;
@@ -177,14 +198,25 @@ int cmd_run(int argc, char **argv) {
             goto done;
         }
         prof_init(&ps, rn.gm);
+        graft_model_info in;
+        graft_model_get_info(rn.gm, &in);
+        if (in.nrepacked)
+            fprintf(stderr, "note: %s: %u weights laid out again at load: the artifact's prepacked forms were made "
+                    "for another CPU or oneDNN (rebuild it here to skip this)\n", input, in.nrepacked);
     } else {
         ctx = ir_ctx_new();
-        if (cli_load_model(ctx, input, &lo, &m, &d) != GR_OK ||
-            (nbackends && byoc_partition(ctx, m, backends, nbackends, &po, &m, &d) != GR_OK) ||
+        double c0 = cli_now_ms(), u0 = cpu_ms();
+        gr_status st = cli_load_model(ctx, input, &lo, &m, &d);
+        double c1 = cli_now_ms(), u1 = cpu_ms();
+        if (st != GR_OK || (nbackends && byoc_partition(ctx, m, backends, nbackends, &po, &m, &d) != GR_OK) ||
             rt_exec_new(m, "main", &rn.x, &d) != GR_OK) {
             rc = cli_fail(&d, input);
             goto done;
         }
+        compile_ms[0] = c1 - c0;
+        compile_ms[1] = cli_now_ms() - c1;
+        compile_ms[2] = u1 - u0;
+        compile_ms[3] = cpu_ms() - u1;
         rn.m = m;
     }
     uint32_t nin = rn_num_inputs(&rn);
@@ -225,10 +257,15 @@ int cmd_run(int argc, char **argv) {
      * touch of every fresh output page (tens of ms on a VM), which would swamp the means. */
     bool prof_on = profile || json;
     if (prof_on && repeat == 0) rn_profile(&rn, &ps);
+    double first0 = cli_now_ms(), firstc = cpu_ms();
     if (rn_run(&rn, args, nargs, &result, &d) != GR_OK) {
         rc = cli_fail(&d, input);
         goto done;
     }
+    if (profile && rn.gm) print_load(input, rn.gm, cli_now_ms() - first0, cpu_ms() - firstc);
+    else if (profile)
+        fprintf(stderr, "compile %s: import %.1f ms (cpu %.1f), partition + prepare + plan %.1f ms (cpu %.1f); first run %.1f ms (cpu %.1f)\n",
+                input, compile_ms[0], compile_ms[2], compile_ms[1], compile_ms[3], cli_now_ms() - first0, cpu_ms() - firstc);
     if (out_dir && cli_write_outputs(&result, out_dir, &d) != CLI_OK) goto done;
     uint32_t profiled = repeat ? 0 : 1;
     if (prof_on && repeat > 0) rn_profile(&rn, &ps);

@@ -23,17 +23,17 @@ static const command COMMANDS[] = {
     {"import", cmd_import, "import MODEL.onnx [--input-shape NAME=1x3x224x224]... [--no-spans] "
                            "[-o OUT.relax]\n      import an ONNX model and print its IRModule"},
     {"partition", cmd_partition,
-     "partition INPUT [--backend NAME]... [--patterns FILE.relax] [--stop-after fuse|merge|codegen]\n"
+     "partition INPUT [--backend NAME]... [--backend-lib PLUGIN.so]... [--patterns FILE.relax] [--stop-after fuse|merge|codegen]\n"
      "      [--report text|json] [--input-shape NAME=DIMS]... [--no-opt] [-o OUT.relax]\n"
      "      [--annotate-codegen] [--no-bind-constants] [--entry FUNC]... [--backend-opt BACKEND.NAME=VALUE]...\n"
      "      offload regions to backends; report what went where and why"},
-    {"run", cmd_run, "run INPUT [--backend NAME]... [--input NAME=FILE.npy|random]... "
+    {"run", cmd_run, "run INPUT [--backend NAME]... [--backend-lib PLUGIN.so]... [--input NAME=FILE.npy|random]... "
                      "[--input-shape NAME=DIMS]...\n"
                      "      [--output-dir DIR] [--repeat N] [--profile] [--profile-json FILE] [--no-opt]\n"
                      "      [--backend-opt BACKEND.NAME=VALUE]...\n"
                      "      run a model (.onnx, .relax or a built .graft artifact); no --backend: "
                      "all on the host"},
-    {"build", cmd_build, "build INPUT [--backend NAME]... [--input-shape NAME=DIMS]... [--no-opt] -o MODEL.graft\n"
+    {"build", cmd_build, "build INPUT [--backend NAME]... [--backend-lib PLUGIN.so]... [--input-shape NAME=DIMS]... [--no-opt] -o MODEL.graft\n"
                          "      [--annotate-codegen] [--no-bind-constants] [--entry FUNC]... "
                          "[--backend-opt BACKEND.NAME=VALUE]...\n"
                          "      compile to one deployable artifact (the default pass pipeline first;\n"
@@ -41,7 +41,7 @@ static const command COMMANDS[] = {
     {"compare", cmd_compare, "compare ACTUAL.npy REFERENCE.npy [--rtol R] [--atol A]\n"
                              "      max abs/rel error; exit 1 when |a-b| > atol + rtol*|b| anywhere (NaN never\n"
                              "      matches, an infinity only the same infinity)"},
-    {"backends", cmd_backends, "backends\n      list backends, their options (--backend-opt), their patterns in "
+    {"backends", cmd_backends, "backends [--backend-lib PLUGIN.so]...\n      list backends (built-in and plugins, with versions), their options (--backend-opt), their patterns in "
                                "priority order, and their codegens"},
     {"opt", cmd_opt, "opt INPUT [--passes a,b,c] [--opt-level N] [--disable NAME]... "
                      "[--config KEY=VALUE]...\n"
@@ -50,26 +50,26 @@ static const command COMMANDS[] = {
     {"trace", cmd_trace, "trace INPUT --layer NAME [opt's pipeline options]\n"
                          "      print every expression whose span names that layer, after the "
                          "pipeline\n"
-                         "  graft trace INPUT --layer NAME --backend NAME [--input NAME=FILE.npy|random]... "
+                         "  graft trace INPUT --layer NAME --backend NAME [--backend-lib PLUGIN.so]... [--input NAME=FILE.npy|random]... "
                          "[--input-shape NAME=DIMS]... [--no-opt]\n"
                          "      [--backend-opt BACKEND.NAME=VALUE]...\n"
                          "      follow the layer through FuseOps, Merge and RunCodegen to its composite, "
                          "region and\n"
                          "      primitive(s), or to the host op and the reason it stayed there"},
-    {"diff", cmd_diff, "diff INPUT --backend NAME [--against reference|BACKEND] [--input NAME=FILE.npy|random]...\n"
+    {"diff", cmd_diff, "diff INPUT --backend NAME [--backend-lib PLUGIN.so]... [--against reference|BACKEND] [--input NAME=FILE.npy|random]...\n"
                        "      [--input-shape NAME=DIMS]... [--rtol R] [--atol A|Ax] [--json OUT] [--no-opt]\n"
                        "      [--backend-opt BACKEND.NAME=VALUE]...\n"
                        "      run both paths on the same inputs and compare every frontend layer's output "
                        "(layers\n"
                        "      inside offloaded regions too); exit 1 when a layer is out of tolerance"},
-    {"explore", cmd_explore, "explore INPUT --backend NAME [--profile] [--diff] [--against ...] "
+    {"explore", cmd_explore, "explore INPUT --backend NAME [--backend-lib ...] [--profile] [--diff] [--against ...] "
                              "[--input ...] [--input-shape ...] [--no-opt] [--backend-opt ...] -o REPORT.html\n"
                              "      one self-contained HTML page: the graph by layer coloured by region, "
                              "host ops and\n"
                              "      why, near misses, search; per layer its IR, placement, primitives, "
                              "time, error"},
     {"conformance", cmd_conformance,
-     "conformance [DIR...] [--backend NAME]... [--host llvm] [--json OUT] [--filter SUBSTR] [--jobs N]\n"
+     "conformance [DIR...] [--backend NAME]... [--backend-lib PLUGIN.so]... [--host llvm] [--json OUT] [--filter SUBSTR] [--jobs N]\n"
      "            [--timeout SEC] [-v]\n"
      "      run the ONNX backend test data (on the reference path; partitioned for the backends;\n"
      "      --host llvm: through graft build -> load -> run)"},
@@ -83,6 +83,8 @@ static void print_help(FILE *out) {
     fprintf(out, "\noptions:\n  --help      this help\n  --version   print the version\n"
                  "\nenvironment: GRAFT_NUM_THREADS, GRAFT_DNNL_DEBUG, ... set the dnnl backend's options\n"
                  "  (see graft backends) unless --backend-opt sets them\n"
+                 "  GRAFT_BACKEND_PATH: folders (':'-separated) whose libgraft_*.so backend plugins are loaded\n"
+                 "  at start (as --backend-lib PATH, which every command taking --backend accepts)\n"
                  "\nexit status: 0 success, 1 error in the input, 2 usage error\n");
 }
 
@@ -109,7 +111,8 @@ int main(int argc, char **argv) {
                     return CLI_OK;
                 }
             }
-            return COMMANDS[i].run(argc - 2, argv + 2);
+            int rc = cli_backend_libs(argc - 1, argv + 1);
+            return rc ? rc : COMMANDS[i].run(argc - 2, argv + 2);
         }
     }
     fprintf(stderr, "graft: unknown command '%s'\n\n", argv[1]);

@@ -108,6 +108,8 @@ typedef struct rt_dnnl_stats {
     uint32_t nfused_nodes;        /* kernel nodes folded into another node's primitive */
     uint32_t ncomposites;         /* fused composites built from their annotation */
     uint32_t ncollapsed;          /* batched matmuls with shared weights run as one 2-D GEMM */
+    uint32_t nint8;               /* convolutions / matmuls run on int8 levels (quantized
+                                     composites, backends/dnnl/dnnl_q_impl.h) */
     size_t arena_bytes;           /* planned intermediate memory */
     size_t naive_bytes;           /* sum of all intermediate sizes (no reuse) */
     size_t scratch_bytes;
@@ -117,6 +119,7 @@ typedef struct rt_dnnl_stats {
     size_t released_bytes;        /* graph constants it released after making its own copies
                                      (a disposable graph, rt_json_graph_consts_disposable) */
     uint32_t nref;                /* primitives left on oneDNN's reference kernels ("ref:any") */
+    uint32_t nslots;              /* concat sources their producer wrote in place (no copy) */
     int threads;                  /* its team (1 for a small region: see rt_dnnl_opts small_kb) */
 } rt_dnnl_stats;
 void rt_dnnl_get_stats(const void *state, rt_dnnl_stats *out);

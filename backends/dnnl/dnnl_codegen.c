@@ -14,6 +14,7 @@
 
 #include "backends/dnnl/dnnl_codegen.h"
 #include "backends/dnnl/dnnl_pattern_impl.h"
+#include "backends/dnnl/dnnl_q_impl.h"
 #include "backends/json/json_codegen.h"
 #include "ir/op.h"
 #include "backends/dnnl/dnnl.h"
@@ -136,7 +137,8 @@ static gr_status annotate(ir_ctx_t *ctx, const byoc_region *r, json_t *doc, bool
             pos += nb;
             const char *name = ir_attrs_get_str(f->attrs, BYOC_ATTR_COMPOSITE);
             rt_dnnl_composite spec;
-            if (!rt_dnnl_composite_parse(name, &spec)) continue;
+            bool quant = dnnl_q_kind_of(name) != DNNL_Q_NONE;
+            if (!quant && !rt_dnnl_composite_parse(name, &spec)) continue;
             if (nb > DC_MAX_BINDS) {
                 st = gr_diag_set(diag, GR_ERR_UNSUPPORTED, "dnnl codegen '%s': composite %s too large", r->symbol, name);
                 break;
@@ -148,6 +150,18 @@ static gr_status annotate(ir_ctx_t *ctx, const byoc_region *r, json_t *doc, bool
                                      r->symbol, name, nids[k]);
             }
             if (st) break;
+            if (quant) { /* the engine reads a quantized composite from its nodes */
+                json_t *ann = json_object(), *ns = json_array();
+                json_object_set_new(ann, "composite", json_string(name));
+                for (uint32_t k = 0; k < nb; k++) {
+                    json_array_append_new(ns, json_integer(nids[k]));
+                    json_object_set_new(json_object_get(json_array_get(nodes, (size_t)nids[k]), "attrs"), "dnnl_group",
+                                        json_integer(nids[0]));
+                }
+                json_object_set_new(ann, "nodes", ns);
+                json_object_set_new(json_object_get(json_array_get(nodes, (size_t)nids[0]), "attrs"), "dnnl", ann);
+                continue;
+            }
             dc_comp c;
             const char *why = dc_analyze_func(ctx, &spec, f, bs, nb, &c);
             if (why) {

@@ -6,6 +6,7 @@
 
 #include "backends/dnnl/dnnl_impl.h"
 #include "backends/dnnl/dnnl_ops_impl.h"
+#include "backends/dnnl/dnnl_q_impl.h"
 
 /* ------------------------------------------------------------------- names ---- */
 
@@ -285,6 +286,7 @@ static gr_status steps_agree(dn_state *S, const rt_json_node *first, const rt_js
 
 gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
     const char *name = json_string_value(json_object_get(ann, "composite"));
+    if (dnnl_q_kind_of(name) != DNNL_Q_NONE) return dn_q_composite(S, first, ann);
     rt_dnnl_composite c;
     if (!rt_dnnl_composite_parse(name, &c)) return bad(S, first, "composite annotation: unknown composite name");
     json_t *posts = json_object_get(ann, "post"), *nodes = json_object_get(ann, "nodes");
@@ -307,7 +309,10 @@ gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
     if ((st = steps_agree(S, first, anchor, nodes, comp.b, steps, k))) return st;
     merge_linears(steps, &k);
     comp.k = k;
-    if ((st = dn_node(S, anchor, &comp))) return st;
+    int qused = 0;
+    bool qdone = false;
+    if ((st = dn_q_levels_conv(S, anchor, steps, k, &qused, &qdone))) return st;
+    if (!qdone && (st = dn_node(S, anchor, &comp))) return st;
     /* post-ops oneDNN did not take in the primitive (it rejected them, or they would have
      * pushed it onto its reference kernels) run as their own primitives, in order */
     int last = -1;

@@ -127,7 +127,8 @@ static void *entry_data(dn_state *S, int e, int p) {
             if (writes(pr->args[a].arg) && pr->args[a].val >= 0 && tap_root(S, pr->args[a].val) == r) {
                 void *h = NULL;
                 dnnl_memory_get_data_handle(pr->args[a].mem, &h);
-                return h;
+                /* the writer may fill another part of the buffer (a concat slot) */
+                return h ? (char *)h - dn_val_boff(S, pr->args[a].val) + dn_val_boff(S, S->ent_val[e]) : NULL;
             }
         return NULL;
     }

@@ -98,12 +98,21 @@ static gr_status plan_memory(dn_state *S) {
     return GR_OK;
 }
 
+/* Some value of root r starts past its start (a concat slot): r cannot be a caller's buffer,
+ * whose handle is bound at run time without the offsets. */
+static bool parts_at_offsets(dn_state *S, int r) {
+    for (uint32_t v = 0; v < S->vals.len; v++)
+        if (dn_root(S, (int)v) == r && dn_val_boff(S, (int)v)) return true;
+    return false;
+}
+
 static void *val_ptr(dn_state *S, int v) {
+    size_t boff = dn_val_boff(S, v);
     int r = dn_root(S, v);
     dn_val *dv = &S->vals.data[r];
     /* no arena (nothing intermediate): never offset a NULL pointer */
-    if (dv->kind == V_TMP) return S->arena ? (char *)S->arena + dv->off : NULL;
-    return dv->ptr;
+    if (dv->kind == V_TMP) return S->arena ? (char *)S->arena + dv->off + boff : NULL;
+    return dv->ptr ? (char *)dv->ptr + boff : NULL;
 }
 
 static gr_status make_memories(dn_state *S) {
@@ -147,6 +156,7 @@ static void dn_release(rt_json_graph *g, void *state) {
         gr_vec_free(&pr->layers);
     }
     gr_vec_free(&S->pend);
+    gr_vec_free(&S->qlevels);
     gr_vec_free(&S->prims);
     gr_vec_free(&S->vals);
     gr_vec_free(&S->exts);
@@ -160,6 +170,9 @@ static void dn_release(rt_json_graph *g, void *state) {
         free(S->cons);
     }
     free(S->ent_val);
+    free(S->slot_root);
+    free(S->slot_off);
+    free(S->slot_buf);
     free(S->ent_node);
     free(S->is_head);
     free(S->consumed);
@@ -303,6 +316,7 @@ static gr_status build(dn_state *S) {
             if (nid > cs[c].next) cs[c].next = nid;
         }
     for (uint32_t h = 0; h < rt_json_graph_num_heads(g); h++) S->is_head[rt_json_graph_entry_id(g, rt_json_graph_head(g, h))] = true;
+    dn_concat_plan(S);
     for (uint32_t i = 0; i < nn && !st; i++) {
         rt_json_node *n = rt_json_graph_node(g, i);
         if (n->kind == RT_JSON_KERNEL && !S->consumed[i]) {
@@ -356,7 +370,8 @@ static gr_status build(dn_state *S) {
          * matmul rows): that buffer is the output */
         dn_val *rv = &S->vals.data[dn_root(S, v)];
         if (dv->alias >= 0 && rv->kind == V_TMP && rv->alias < 0 && rv->first >= 0 && dn_is_plain(&dv->md) &&
-            !dv->md.offset0 && !rv->md.offset0 && dnnl_memory_desc_get_size(&dv->md) == dnnl_memory_desc_get_size(&rv->md)) {
+            !dv->md.offset0 && !rv->md.offset0 && dnnl_memory_desc_get_size(&dv->md) == dnnl_memory_desc_get_size(&rv->md) &&
+            !parts_at_offsets(S, dn_root(S, v))) {
             rv->kind = V_OUT;
             rv->ext = (int)h;
             continue;
@@ -408,7 +423,14 @@ static gr_status dn_prepare(rt_json_graph *g, const void *opts, void **state, gr
     S->nent = rt_json_graph_num_entries(g);
     S->node0 = rt_json_graph_node(g, 0);
     S->ent_val = malloc(sizeof(int) * (S->nent + 1));
-    for (uint32_t e = 0; e <= S->nent; e++) S->ent_val[e] = -1;
+    S->slot_root = malloc(sizeof(int) * (S->nent + 1));
+    S->slot_buf = malloc(sizeof(int) * (S->nent + 1));
+    S->slot_off = calloc(S->nent + 1, sizeof(size_t));
+    if (!S->ent_val || !S->slot_root || !S->slot_buf || !S->slot_off) {
+        dn_release(g, S);
+        return gr_diag_set(d, GR_ERR_NOMEM, "dnnl: out of memory");
+    }
+    for (uint32_t e = 0; e <= S->nent; e++) S->ent_val[e] = S->slot_root[e] = S->slot_buf[e] = -1;
     S->ent_node = calloc(S->nent + 1, sizeof(dn_entry));
     S->is_head = calloc(S->nent + 1, sizeof(bool));
     S->cons = calloc(S->nent + 1, sizeof(*S->cons));

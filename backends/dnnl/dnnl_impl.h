@@ -1,6 +1,6 @@
 /* Internal state of the oneDNN engine, shared by its files, each calling only those below it:
  * dnnl_engine.c (the driver: plan, prepare, run) over dnnl_composite.c and the op table
- * (dnnl_ops.c, handlers in dnnl_op_*.c, dnnl_rnn.c, dnnl_vol.c), which sit over dnnl_postops.c
+ * (dnnl_ops.c, handlers in dnnl_op_*.c, dnnl_rnn.c), which sit over dnnl_postops.c
  * (post-op chains), dnnl_node.c (node queries) and dnnl_prim.c (values, primitives, reorders,
  * constants). */
 #ifndef GRAFT_BACKENDS_DNNL_DNNL_IMPL_H
@@ -26,6 +26,8 @@ typedef struct dn_val {
     dnnl_memory_desc_t md;
     void *ptr;                    /* V_CONST / V_OWNED data */
     int alias;                    /* >= 0: shares the memory of that value (reshape) */
+    size_t boff;                  /* an alias: its bytes start this far into its base's (a
+                                     concat source written into its slot of the output) */
     bool inplace;                 /* an alias a primitive writes over its base's data (a residual
                                      accumulated in place): a value of its own for the debug taps */
     int copy_of;                  /* value + 1 this one is a reordered copy of (cache) */
@@ -89,6 +91,15 @@ typedef struct dn_step {
 
 #define DN_MAX_STEPS 8
 
+/* A float32 value a quantize -> dequantize pair wrote (dnnl_op_quant.c), and the levels it
+ * dequantized: val = s * (levels - zp). */
+typedef struct dn_qlevels {
+    int val, levels;
+    float s;
+    int32_t zp;
+    dnnl_data_type_t qt;
+} dn_qlevels;
+
 /* The fused composite whose anchor a handler builds (dn_composite): its post-op steps and, for
  * "dense", the entry of the weights read transposed (else -1). */
 typedef struct dn_comp {
@@ -149,6 +160,12 @@ typedef struct dn_state {
     GR_VEC(const rt_json_node *) pend;    /* nodes folded into the next primitive emitted */
     const char *ref_why;          /* why the next primitive may stay on ref (see dn_emit) */
     struct dn_tap_plan *tap;      /* dnnl_debug.c: where each entry can be read (first tapped run) */
+    /* concats in place (dnnl_op_data.c): entry -> the entry of the concat whose output buffer
+     * holds it (-1: none) and its byte offset there; a buffer's entry -> its value once made */
+    int *slot_root;
+    size_t *slot_off;
+    int *slot_buf;
+    GR_VEC(dn_qlevels) qlevels;   /* values quantize -> dequantize pairs wrote */
 } dn_state;
 
 const char *dnnl_status_str(dnnl_status_t s);
@@ -160,6 +177,8 @@ bool dn_is_plain(const dnnl_memory_desc_t *md);
 int dn_val_new(dn_state *S, int kind, const dnnl_memory_desc_t *md);
 int dn_alias_new(dn_state *S, int base, const dnnl_memory_desc_t *md);
 int dn_root(const dn_state *S, int v);
+/* Where value v's bytes start in its root's: the sum of boff along its aliases. */
+size_t dn_val_boff(const dn_state *S, int v);
 void *dn_owned_alloc(dn_state *S, size_t bytes);
 gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
                   bool reorder);
@@ -238,6 +257,10 @@ bool dn_step_proved(dn_state *S, int e, const dn_step *want, const bool *listed,
 int dn_collect_chain(dn_state *S, int e, dn_step *steps, int max);
 gr_status dn_step_src1(dn_state *S, const rt_json_node *n, const dn_step *st, int nd, int *val,
                        dnnl_memory_desc_t *md);
+/* False when a binary operand among the first k steps is one oneDNN 2.6's jit post-ops read
+ * wrong with pd's dst: full-size in another layout, or broadcast other than per channel or as a
+ * scalar with a blocked dst (dnnl_op_util.c). */
+bool dn_src1_in_dst_layout(dn_state *S, const_dnnl_primitive_desc_t pd, const dn_step *steps, int k);
 gr_status dn_make_attr(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int nd,
                        dnnl_primitive_attr_t *attr, dn_arg *args, int *nargs);
 void dn_consume(dn_state *S, const dn_step *steps, int k);
@@ -245,11 +268,25 @@ void dn_consume(dn_state *S, const dn_step *steps, int k);
 /* dnnl_ops.c: builds the primitive(s) of kernel node n (and the nodes it folds); comp: n is
  * the anchor of that fused composite (else NULL). */
 gr_status dn_node(dn_state *S, const rt_json_node *n, const dn_comp *comp);
+/* Before the build: which entries are written straight into their slot of a concat's output
+ * buffer (channel concats of one image in the ISA's blocked layout), and which concats are
+ * views of a larger one's buffer (DenseNet's growing concats). */
+void dn_concat_plan(dn_state *S);
+/* The md entry e has in its concat slot (true), or false when e has none. */
+bool dn_slot_md(dn_state *S, int e, dnnl_memory_desc_t *md);
+/* A value for entry e in its slot (dn_slot_md true), viewing the concat's buffer. */
+int dn_slot_val(dn_state *S, int e);
 
 /* dnnl_composite.c: a fused composite from its annotation (see dnnl.h) on its first node. */
 json_t *dn_composite_annotation(const rt_json_node *n);
 bool dn_in_composite(const rt_json_node *n);
 gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann);
+/* dnnl_op_quant.c: a quantized composite (backends/dnnl/dnnl_q_impl.h) from its nodes. */
+gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann);
+/* A fused float32 convolution n with post-op steps whose source a quantize -> dequantize pair
+ * wrote, as int8 on its levels (CPUs with VNNI / AMX, weights on an int8 grid): *done, and
+ * *used steps taken (consumed); else nothing built. */
+gr_status dn_q_levels_conv(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done);
 /* One step as its own primitive on value v (post-ops oneDNN would not fuse). */
 gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step *st, int *out);
 /* dnnl_ops.c: the eltwise / binary primitive of step `first` on value xv with the post-op steps
@@ -307,9 +344,6 @@ dnnl_status_t dn_gemv_run(void *ctx, void *const *ptrs);
 
 /* dnnl_rnn.c: relax.nn.lstm / gru / rnn as one oneDNN RNN primitive. */
 gr_status dn_rnn(dn_state *S, const rt_json_node *n);
-/* dnnl_vol.c: relax.nn.conv3d / conv3d_transpose and max_pool3d / avg_pool3d. */
-gr_status dn_conv3d(dn_state *S, const rt_json_node *n);
-gr_status dn_pool3d(dn_state *S, const rt_json_node *n);
 
 /* dnnl_debug.c: a run that reports intermediates to the graph's tap (rt_json_graph_set_tap):
  * executes the primitives one by one, copying out each value after the primitive that wrote

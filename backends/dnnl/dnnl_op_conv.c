@@ -305,7 +305,9 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
     }
     int e = dn_chain_out(S, n, steps, used);
     S->pending_out = -1;
-    int ov = dn_val_new(S, V_TMP, &omd);
+    /* a concat source in nChw8c: written into its slot */
+    dnnl_memory_desc_t slot;
+    int ov = dn_slot_md(S, e, &slot) && dnnl_memory_desc_equal(&slot, &omd) ? dn_slot_val(S, e) : dn_val_new(S, V_TMP, &omd);
     dn_arg args[DN_FN_MAX_ARGS];
     int na = 0;
     args[na++] = (dn_arg){DNNL_ARG_SRC, sx, xmd, NULL};
@@ -385,12 +387,44 @@ static bool stem_in_place(dn_state *S, int xv, int e, bool deconv, bool perm, in
     return nwino > 0;
 }
 
+/* Convolution c's result, after the nodes of its fused composite, goes into a concat slot. */
+static bool into_slot(dn_state *S, const rt_json_node *c) {
+    int e = dn_out_entry(S, c);
+    dnnl_memory_desc_t md;
+    for (int hop = 0; hop < DN_MAX_STEPS && !dn_slot_md(S, e, &md); hop++) {
+        json_t *g = S->cons[e].len == 1 ? json_object_get(S->cons[e].data[0]->attrs, "dnnl_group") : NULL;
+        if (S->is_head[e] || !json_is_integer(g) || json_integer_value(g) != (json_int_t)(c - S->node0)) return false;
+        e = dn_out_entry(S, S->cons[e].data[0]);
+    }
+    return dn_slot_md(S, e, &md);
+}
+
+/* Entry e goes on in the ISA's blocked layout towards a concat: into its slot, or only to
+ * convolutions oneDNN runs with Winograd that write theirs (DenseNet's 1x1 -> 3x3
+ * bottlenecks) or pools that do (the pool keeps its source's layout: DenseNet's transitions).
+ * A convolution reading a blocked source then writes blocked too: on avx512_core `any` picks
+ * channels-last brgconv, a reorder on either side. */
+static bool goes_blocked(dn_state *S, int e) {
+    dnnl_memory_desc_t md;
+    if (dn_slot_md(S, e, &md)) return true;
+    if (S->is_head[e] || S->cons[e].len == 0) return false;
+    for (uint32_t i = 0; i < S->cons[e].len; i++) {
+        const rt_json_node *c = S->cons[e].data[i];
+        bool pool = (c->op == IR_OP_MAX_POOL2D || c->op == IR_OP_AVG_POOL2D) && dn_slot_md(S, dn_out_entry(S, c), &md);
+        if (dn_arg_entry(S, c, 0) != e || !(pool || (onednn_winograd(S, c) && into_slot(S, c)))) return false;
+    }
+    return true;
+}
+
 static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp, bool deconv, int sd) {
     int x = dn_arg_entry(S, n, 0), w = dn_arg_entry(S, n, 1), xv = -1, wv = -1;
     gr_status st = dn_need_val(S, n, x, &xv);
     if (!st) st = dn_need_val(S, n, w, &wv);
     if (st) return st;
-    const char *cx = sd == 1 ? "NCW" : "NCHW", *ck = deconv ? (sd == 1 ? "IOW" : "IOHW") : (sd == 1 ? "OIW" : "OIHW");
+    /* canonical data / weight layouts by spatial rank (1-3) */
+    static const char *const CX[3] = {"NCW", "NCHW", "NCDHW"}, *const CO[3] = {"OIW", "OIHW", "OIDHW"},
+                             *const CI[3] = {"IOW", "IOHW", "IODHW"};
+    const char *cx = CX[sd - 1], *ck = deconv ? CI[sd - 1] : CO[sd - 1];
     const char *dl = dn_attr_str(n, "data_layout", cx), *kl = dn_attr_str(n, "kernel_layout", ck);
     const char *ol = dn_attr_str(n, "out_layout", dl);
     int nd = 2 + sd;
@@ -403,16 +437,11 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
         return dn_fail(S, n, dnnl_success, "layouts that are not permutations of NCHW / OIHW (IOHW), or out_layout other than data_layout");
     bool perm = strcmp(dl, cx) || strcmp(kl, ck);
     int64_t G = dn_attr_int(n, "groups", 1);
-    int64_t strides[2] = {1, 1}, dil[2] = {1, 1}, pad[4] = {0, 0, 0, 0}, opad[2] = {0, 0};
-    int c;
-    if ((c = dn_attr_ints(n, "strides", strides, 2)) == 1) strides[1] = strides[0];
-    if ((c = dn_attr_ints(n, "dilation", dil, 2)) == 1) dil[1] = dil[0];
-    if ((c = dn_attr_ints(n, "output_padding", opad, 2)) == 1) opad[1] = opad[0];
-    c = dn_attr_ints(n, "padding", pad, 4);
-    if (c == 1) pad[1] = pad[2] = pad[3] = pad[0];
-    else if (c == sd) {
-        for (int i = 0; i < sd; i++) pad[sd + i] = pad[i];
-    }
+    int64_t strides[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, pad[6] = {0}, opad[3] = {0, 0, 0};
+    dn_attr_axes(n, "strides", strides, sd);
+    dn_attr_axes(n, "dilation", dil, sd);
+    dn_attr_axes(n, "output_padding", opad, sd);
+    dn_attr_pads(n, pad, sd);
     dnnl_dims_t s, d, pl, pr, wd, wstr;
     for (int i = 0; i < sd; i++) {
         s[i] = strides[i];
@@ -451,6 +480,10 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     dnnl_memory_desc_init_by_tag(&xany, nd, xd, dnnl_f32, dnnl_format_tag_any);
     dn_step steps[DN_MAX_STEPS];
     int k = dn_chain_of(S, n, comp, steps, true, nd, os, &dst);
+    /* 3-D: oneDNN's kernels for a plain NCDHW dst are gemm ones, several times slower than a
+     * blocked one and the reorder of a region output to plain at the end */
+    if (sd == 3) dnnl_memory_desc_init_by_tag(&dst, nd, (dnnl_dims_t){os[0], os[1], os[2], os[3], os[4]}, dnnl_f32,
+                                              dnnl_format_tag_any);
     /* permuted: src and dst as the dn_strided views of the tensors */
     if (perm) {
         dnnl_dims_t od;
@@ -495,7 +528,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     /* layouts to try, first to last, until one gets a jit kernel: the planned ones (oneDNN's
      * choice), all `any` (a fixed dst / src can leave only ref), channels-last src and dst
      * (the jit kernels want src == dst layouts, weights `any`) */
-    dnnl_memory_desc_t alt_x[5], alt_d[5], odany;
+    dnnl_memory_desc_t alt_x[7], alt_d[7], odany;
     int nalt = 0;
     dnnl_dims_t odims;
     for (int i = 0; i < nd; i++) odims[i] = os[i];
@@ -507,6 +540,15 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
      * view, an earlier convolution's choice, a slice of its channels), so neither side needs a
      * reorder, or only a copy of contiguous runs */
     int fe = dn_chain_out(S, n, steps, k);
+    /* a concat source: its slot's layout first (dn_finish writes it there); a blocked source
+     * going on blocked: both as they are */
+    if (!perm && dst.format_kind == dnnl_format_kind_any && dn_slot_md(S, fe, &alt_d[nalt])) alt_x[nalt++] = xa;
+    const dnnl_memory_desc_t *xmd = &S->vals.data[xv].md;
+    if (!perm && !S->opts.no_layout_plan && dst.format_kind == dnnl_format_kind_any && G == 1 && goes_blocked(S, fe) &&
+        dn_md_like(&alt_d[nalt], xmd, nd, os) && !dn_is_plain(xmd) && !dn_cl_order(xmd)) {
+        alt_x[nalt] = *xmd;
+        if (nalt == 0 || !dnnl_memory_desc_equal(&alt_d[nalt], &alt_d[0])) nalt++;
+    }
     if (!perm && !S->opts.no_layout_plan && dst.format_kind == dnnl_format_kind_any &&
         (dn_wants_channels_last(S, fe) || dn_cl_order(&S->vals.data[xv].md))) {
         dn_channels_last(&alt_x[nalt], &xa);
@@ -571,3 +613,6 @@ gr_status dn_op_conv1d(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
 gr_status dn_op_conv2d(dn_state *S, const rt_json_node *n, const dn_comp *comp) { return op_conv(S, n, comp, false, 2); }
 gr_status dn_op_deconv1d(dn_state *S, const rt_json_node *n, const dn_comp *comp) { return op_conv(S, n, comp, true, 1); }
 gr_status dn_op_deconv2d(dn_state *S, const rt_json_node *n, const dn_comp *comp) { return op_conv(S, n, comp, true, 2); }
+gr_status dn_op_conv3d(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    return op_conv(S, n, comp, n->op == IR_OP_CONV3D_TRANSPOSE, 3);
+}

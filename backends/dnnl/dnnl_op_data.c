@@ -82,23 +82,242 @@ static bool try_shuffle(dn_state *S, const rt_json_node *n, uint32_t cnt, const 
     return true;
 }
 
-gr_status dn_op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
-    (void)comp;
+/* Concatenation of plain tensors along `axis` is one along axis 1 of their 2-D views (rows: the
+ * product of the dims before it; one row: along axis 0 of the columns), which oneDNN's simple
+ * concat takes where the N-D one falls to ref:any (unit dims around the axis). The sources of
+ * args become plain views; NULL (st GR_OK) when that is ref too. */
+static dnnl_primitive_desc_t concat_2d(dn_state *S, const rt_json_node *n, uint32_t cnt, int axis, dn_arg *args, gr_status *st) {
+    dnnl_memory_desc_t v2[64];
+    int vals[64];
+    int64_t rows = 1;
+    for (int d = 0; d < axis; d++) rows *= n->shapes[0][d];
+    *st = GR_OK;
+    for (uint32_t i = 0; i < cnt; i++) {
+        if ((*st = dn_plain(S, n, args[i].val, &vals[i]))) return NULL;
+        const dnnl_memory_desc_t *md = &S->vals.data[vals[i]].md;
+        int64_t cols = 1;
+        for (int d = axis; d < md->ndims; d++) cols *= md->dims[d];
+        dn_plain_md(&v2[i], 2, rows > 1 ? (int64_t[]){rows, cols} : (int64_t[]){cols, 1});
+    }
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_concat_primitive_desc_create(&pd, NULL, (int)cnt, rows > 1, v2, S->attr_plain, S->eng) != dnnl_success) return NULL;
+    if (dn_pd_is_ref(pd)) {
+        dnnl_primitive_desc_destroy(pd);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < cnt; i++)
+        args[i] = (dn_arg){DNNL_ARG_MULTIPLE_SRC + (int)i, dn_alias_new(S, vals[i], &v2[i]), v2[i], NULL};
+    return pd;
+}
+
+/* The concatenation as one reorder per source into its slice of the plain result (a view of it),
+ * when none of those is on ref; *done false otherwise. */
+static gr_status concat_copies(dn_state *S, const rt_json_node *n, uint32_t cnt, int axis, const dn_arg *args, bool *done) {
+    int nd = n->ndims[0];
+    dnnl_memory_desc_t omd, views[64];
+    dnnl_primitive_desc_t pds[64];
+    dn_plain_md(&omd, nd, n->shapes[0]);
+    int64_t off = 0;
+    uint32_t made = 0;
+    *done = false;
+    for (; made < cnt; made++) {
+        const dnnl_memory_desc_t *md = &S->vals.data[args[made].val].md;
+        dnnl_memory_desc_init_by_strides(&views[made], nd, md->dims, dnnl_f32, omd.format_desc.blocking.strides);
+        views[made].offset0 = off * omd.format_desc.blocking.strides[axis];
+        off += md->dims[axis];
+        if (dnnl_reorder_primitive_desc_create(&pds[made], md, S->eng, &views[made], S->eng, S->attr_plain) != dnnl_success) break;
+        if (dn_pd_is_ref(pds[made])) {
+            dnnl_primitive_desc_destroy(pds[made]);
+            break;
+        }
+    }
+    if (made < cnt) {
+        while (made) dnnl_primitive_desc_destroy(pds[--made]);
+        return GR_OK;
+    }
+    int v = dn_val_new(S, V_TMP, &omd);
+    gr_status st = GR_OK;
+    for (uint32_t i = 0; i < cnt; i++) {
+        if (st) {
+            dnnl_primitive_desc_destroy(pds[i]);
+            continue;
+        }
+        dn_arg a[2] = {{DNNL_ARG_FROM, args[i].val, S->vals.data[args[i].val].md, NULL},
+                       {DNNL_ARG_TO, dn_alias_new(S, v, &views[i]), views[i], NULL}};
+        st = dn_emit(S, n, pds[i], a, 2, false);
+    }
+    if (!st) S->ent_val[dn_out_entry(S, n)] = v;
+    *done = !st;
+    return st;
+}
+
+/* The concat's source count (0 when bad) and the entry of source i (-1 when bad). */
+static uint32_t concat_count(const rt_json_node *n) {
     json_t *a0 = json_array_get(json_object_get(n->attrs, "args"), 0);
     json_t *tup = a0 ? json_object_get(a0, "tuple") : NULL;
     uint32_t cnt = tup ? (uint32_t)json_array_size(tup) : n->ninputs;
-    if (cnt == 0 || cnt > 64) return dn_fail(S, n, dnnl_success, "concat arity");
+    return cnt <= 64 ? cnt : 0;
+}
+
+static int concat_src(dn_state *S, const rt_json_node *n, uint32_t i) {
+    json_t *a0 = json_array_get(json_object_get(n->attrs, "args"), 0);
+    json_t *tup = a0 ? json_object_get(a0, "tuple") : NULL;
+    if (!tup) return dn_in_entry(S, n, i);
+    json_t *in = json_object_get(json_array_get(tup, i), "in");
+    return json_is_integer(in) ? dn_in_entry(S, n, (uint32_t)json_integer_value(in)) : -1;
+}
+
+/* Concats in place. A channel concat of one image (N = 1, axis 1) in a blocked layout whose
+ * channel block divides every source's channels has each source's bytes as one contiguous run
+ * of the output: the sources' own layout, at an offset. Its producers write there (dn_finish,
+ * the convolutions asking for that layout first) and the concat copies only what is not there
+ * already: region inputs, constants, heads, sources a layout or another concat put elsewhere,
+ * a source given twice. Planned from the last concat back, so that a concat of a prefix of a
+ * larger one's sources (DenseNet's) is a view of that one's buffer and copies nothing. */
+
+/* Block tag of the ISA's blocked activation layout for nd dims. */
+static dnnl_format_tag_t slot_tag(int nd) {
+    static const dnnl_format_tag_t T8[6] = {[3] = dnnl_aBc8b, [4] = dnnl_aBcd8b, [5] = dnnl_aBcde8b},
+                                   T16[6] = {[3] = dnnl_aBc16b, [4] = dnnl_aBcd16b, [5] = dnnl_aBcde16b};
+    return rt_dnnl_channel_block() == 16 ? T16[nd] : T8[nd];
+}
+
+/* Bytes per channel of entry e (N = 1) and whether its channels fit whole blocks. */
+static bool slot_shape(dn_state *S, int e, int nd, const int64_t *like, size_t *per_ch, int64_t *ch) {
+    if (e < 0 || dn_entry_ndim(S, e) != nd) return false;
+    const int64_t *s = dn_entry_shape(S, e);
+    size_t b = sizeof(float);
+    for (int d = 2; d < nd; d++) {
+        if (s[d] != like[d]) return false;
+        b *= (size_t)s[d];
+    }
+    *per_ch = b;
+    *ch = s[1];
+    return s[0] == 1 && s[1] > 0 && s[1] % rt_dnnl_channel_block() == 0;
+}
+
+/* A concat the plan may put in place: its sources' entries (count in *cnt). */
+static bool slot_concat(dn_state *S, const rt_json_node *n, int *src, uint32_t *cnt, size_t *per_ch) {
+    int nd = n->ndims[0];
+    int64_t axis = dn_attr_int(n, "axis", 0), ch;
+    if (axis < 0) axis += nd;
+    *cnt = concat_count(n);
+    if (n->kind != RT_JSON_KERNEL || n->op != IR_OP_CONCAT || nd < 3 || nd > 5 || axis != 1 || *cnt == 0) return false;
+    /* ShuffleNet's channel shuffle interleaves the sources instead (try_shuffle) */
+    int out = dn_out_entry(S, n);
+    if (S->cons[out].len == 1 && S->cons[out].data[0]->op == IR_OP_RESHAPE) return false;
+    int64_t total = 0;
+    for (uint32_t i = 0; i < *cnt; i++) {
+        src[i] = concat_src(S, n, i);
+        if (!slot_shape(S, src[i], nd, n->shapes[0], per_ch, &ch)) return false;
+        total += ch;
+    }
+    return total == n->shapes[0][1];
+}
+
+void dn_concat_plan(dn_state *S) {
+    if (S->opts.no_layout_plan) return;
+    int src[64];
+    for (uint32_t i = rt_json_graph_num_nodes(S->g); i-- > 0;) {
+        const rt_json_node *n = rt_json_graph_node(S->g, i);
+        uint32_t cnt;
+        size_t per_ch;
+        if (!slot_concat(S, n, src, &cnt, &per_ch)) continue;
+        int out = dn_out_entry(S, n);
+        /* unplaced: a view where its sources already lie in order in another buffer, else a
+         * buffer of its own */
+        if (S->slot_root[out] < 0) {
+            int r = S->slot_root[src[0]];
+            size_t off = S->slot_off[src[0]], o = 0;
+            bool view = r >= 0;
+            for (uint32_t k = 0; k < cnt && view; k++) {
+                view = S->slot_root[src[k]] == r && S->slot_off[src[k]] == off + o;
+                o += (size_t)dn_entry_shape(S, src[k])[1] * per_ch;
+            }
+            S->slot_root[out] = view ? r : out;
+            S->slot_off[out] = view ? off : 0;
+        }
+        size_t o = S->slot_off[out];
+        for (uint32_t k = 0; k < cnt; k++) {
+            int e = src[k];
+            bool twice = false;
+            for (uint32_t q = 0; q < k; q++) twice |= src[q] == e;
+            if (S->slot_root[e] < 0 && !twice && !S->is_head[e] && S->ent_node[e].node->kind == RT_JSON_KERNEL) {
+                S->slot_root[e] = S->slot_root[out];
+                S->slot_off[e] = o;
+            }
+            o += (size_t)dn_entry_shape(S, e)[1] * per_ch;
+        }
+    }
+}
+
+/* Entry e's dims in the blocked layout of the plan. */
+static bool block_md(dn_state *S, int e, dnnl_memory_desc_t *md) {
+    int nd = dn_entry_ndim(S, e);
+    dnnl_dims_t d;
+    for (int i = 0; i < nd; i++) d[i] = dn_entry_shape(S, e)[i];
+    return dnnl_memory_desc_init_by_tag(md, nd, d, dnnl_f32, slot_tag(nd)) == dnnl_success;
+}
+
+bool dn_slot_md(dn_state *S, int e, dnnl_memory_desc_t *md) { return e >= 0 && S->slot_root[e] >= 0 && block_md(S, e, md); }
+
+int dn_slot_val(dn_state *S, int e) {
+    int r = S->slot_root[e];
+    dnnl_memory_desc_t md;
+    if (S->slot_buf[r] < 0) {
+        dn_slot_md(S, r, &md);
+        S->slot_buf[r] = dn_val_new(S, V_TMP, &md);
+    }
+    dn_slot_md(S, e, &md);
+    int v = dn_alias_new(S, S->slot_buf[r], &md);
+    S->vals.data[v].boff = S->slot_off[e];
+    return v;
+}
+
+/* A planned concat: each source not in its slot yet copied there, the output a view. */
+static gr_status concat_in_place(dn_state *S, const rt_json_node *n) {
+    int src[64], out = dn_out_entry(S, n);
+    uint32_t cnt;
+    size_t per_ch;
+    if (!slot_concat(S, n, src, &cnt, &per_ch)) return dn_fail(S, n, dnnl_success, "concat plan");
+    int ov = dn_slot_val(S, out), buf = dn_root(S, ov);
+    size_t o = S->slot_off[out];
+    for (uint32_t k = 0; k < cnt; k++) {
+        int v = -1;
+        gr_status st = dn_need_val(S, n, src[k], &v);
+        if (st) return st;
+        dnnl_memory_desc_t md;
+        if (!block_md(S, src[k], &md)) return dn_fail(S, n, dnnl_success, "concat plan");
+        size_t here = o;
+        o += (size_t)dn_entry_shape(S, src[k])[1] * per_ch;
+        if (dn_root(S, v) == buf && dn_val_boff(S, v) == here && dnnl_memory_desc_equal(&S->vals.data[v].md, &md)) {
+            S->stats.nslots++;
+            continue;
+        }
+        int sv = dn_alias_new(S, buf, &md);
+        S->vals.data[sv].boff = here;
+        dnnl_primitive_desc_t pd;
+        dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, &S->vals.data[v].md, S->eng, &md, S->eng, S->attr_plain);
+        if (ds != dnnl_success) return dn_fail(S, n, ds, "cannot copy a concat source into its slot");
+        dn_arg a[2] = {{DNNL_ARG_FROM, v, S->vals.data[v].md, NULL}, {DNNL_ARG_TO, sv, md, NULL}};
+        if ((st = dn_emit(S, n, pd, a, 2, true))) return st;
+        /* a concat planned in the same buffer later finds it there */
+        if (S->slot_root[src[k]] == S->slot_root[out] && S->slot_off[src[k]] == here) S->ent_val[src[k]] = sv;
+    }
+    S->ent_val[out] = ov;
+    return GR_OK;
+}
+
+gr_status dn_op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    uint32_t cnt = concat_count(n);
+    if (cnt == 0) return dn_fail(S, n, dnnl_success, "concat arity");
+    if (S->slot_root[dn_out_entry(S, n)] >= 0) return concat_in_place(S, n);
     dnnl_memory_desc_t mds[64];
     dn_arg args[66];
     int nd = n->ndims[0];
     for (uint32_t i = 0; i < cnt; i++) {
-        int e;
-        if (tup) {
-            json_t *in = json_object_get(json_array_get(tup, i), "in");
-            e = json_is_integer(in) ? dn_in_entry(S, n, (uint32_t)json_integer_value(in)) : -1;
-        } else {
-            e = dn_in_entry(S, n, i);
-        }
+        int e = concat_src(S, n, i);
         int v = -1;
         gr_status st = dn_need_val(S, n, e, &v);
         if (st) return st;
@@ -151,6 +370,26 @@ gr_status dn_op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
     if (!pd) {
         free(alt);
         return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    }
+    if (dn_pd_is_ref(pd)) {
+        gr_status st2;
+        dnnl_primitive_desc_t pd2 = concat_2d(S, n, cnt, (int)axis, args, &st2);
+        bool copied = false;
+        if (!pd2 && !st2) st2 = concat_copies(S, n, cnt, (int)axis, args, &copied);
+        if (copied || st2) {
+            free(alt);
+            dnnl_primitive_desc_destroy(pd);
+            S->ref_why = NULL;
+            return st2;
+        }
+        if (pd2) {
+            free(alt);
+            dnnl_primitive_desc_destroy(pd);
+            S->ref_why = NULL;
+            dnnl_memory_desc_t dmd;
+            dn_plain_md(&dmd, nd, n->shapes[0]);
+            return dn_finish(S, n, pd2, args, (int)cnt, NULL, 0, &dmd);
+        }
     }
     if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
     for (uint32_t i = 0; i < cnt; i++) {
@@ -291,15 +530,45 @@ gr_status dn_op_reduce(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
     if ((st = global_pool(S, n, xv, kd, &done)) || done) return st;
     if ((st = dn_plain(S, n, xv, &xv))) return st;
     dnnl_alg_kind_t alg = dn_op_row_of(n->op)->alg;
-    const dnnl_memory_desc_t xmd_copy = S->vals.data[xv].md, *xmd = &xmd_copy;
     dnnl_memory_desc_t kmd, omd;
     dn_plain_md(&kmd, nd, kd);
     dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
     if (dnnl_memory_desc_get_size(&kmd) != dnnl_memory_desc_get_size(&omd)) return dn_fail(S, n, dnnl_success, "shape");
+    /* oneDNN's jit reduction reduces the innermost dims only; its descriptor wants some dim
+     * reduced. Reduced dims of size > 1: */
+    int perm[DNNL_MAX_NDIMS], np = 0, nr = 0;
+    for (int i = 0; i < nd; i++)
+        if (kd[i] == S->vals.data[xv].md.dims[i]) perm[np++] = i;
+    for (int i = 0; i < nd; i++)
+        if (kd[i] != S->vals.data[xv].md.dims[i]) perm[np + nr++] = i;
+    if (!nr) { /* over single values: the input itself */
+        S->ent_val[dn_out_entry(S, n)] = dn_alias_new(S, xv, &omd);
+        return GR_OK;
+    }
+    bool inner = true;
+    for (int j = 0; j < nd; j++) inner &= (j < nd - nr) == (kd[j] == S->vals.data[xv].md.dims[j]);
+    if (!inner) { /* a copy with the kept dims first, the reduced ones innermost (the result's bytes are the same) */
+        dnnl_memory_desc_t view, dense;
+        dnnl_dims_t pd_dims, pd_str, pk;
+        const dnnl_memory_desc_t *xm = &S->vals.data[xv].md;
+        for (int j = 0; j < nd; j++) {
+            pd_dims[j] = xm->dims[perm[j]];
+            pd_str[j] = xm->format_desc.blocking.strides[perm[j]];
+            pk[j] = kd[perm[j]];
+        }
+        dnnl_memory_desc_init_by_strides(&view, nd, pd_dims, dnnl_f32, pd_str);
+        dn_plain_md(&dense, nd, pd_dims);
+        if ((st = dn_as(S, n, dn_alias_new(S, xv, &view), &dense, &xv))) return st;
+        /* the view itself when it has dense bytes: named by dense strides (a unit dim's stride
+         * takes oneDNN's jit kernel off its plain path) */
+        if (memcmp(&S->vals.data[xv].md, &dense, sizeof dense)) xv = dn_alias_new(S, xv, &dense);
+        dn_plain_md(&kmd, nd, pk);
+    }
+    const dnnl_memory_desc_t xmd_copy = S->vals.data[xv].md, *xmd = &xmd_copy;
     dn_step steps[DN_MAX_STEPS];
     dnnl_memory_desc_t ignore;
-    /* post-ops only when the output keeps the rank (same dims for the chain) */
-    int k = dn_chain_of(S, n, NULL, steps, n->ndims[0] == nd, nd, kd, &ignore);
+    /* post-ops only when the output keeps the rank and its dims' order (same dims for the chain) */
+    int k = dn_chain_of(S, n, NULL, steps, n->ndims[0] == nd && inner, nd, kd, &ignore);
     dnnl_reduction_desc_t desc;
     dnnl_status_t ds = dnnl_reduction_desc_init(&desc, alg, xmd, &kmd, 0.f, 0.f);
     if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid reduction");
@@ -395,13 +664,9 @@ static bool slice_as_view(dn_state *S, int e) {
     return true;
 }
 
-gr_status dn_op_strided_slice(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
-    (void)comp;
-    int x = dn_arg_entry(S, n, 0), xv = -1;
-    gr_status st = dn_need_val(S, n, x, &xv);
-    /* a slice of a dn_strided layout (plain, channels-last) is a view of it; blocked goes plain */
-    if (!st && (!dn_strided(&S->vals.data[xv].md) || S->opts.no_layout_plan)) st = dn_plain(S, n, xv, &xv);
-    if (st) return st;
+/* n's slice of value xv (dn_strided); *rejected: oneDNN rejects the reorder of that view. */
+static gr_status slice_of(dn_state *S, const rt_json_node *n, int xv, bool *rejected) {
+    gr_status st;
     const dnnl_memory_desc_t xmd = S->vals.data[xv].md;
     int nd = xmd.ndims;
     int64_t axes[DNNL_MAX_NDIMS], beg[DNNL_MAX_NDIMS], end[DNNL_MAX_NDIMS], stp[DNNL_MAX_NDIMS];
@@ -441,10 +706,25 @@ gr_status dn_op_strided_slice(dn_state *S, const rt_json_node *n, const dn_comp 
     dn_plain_md(&omd, nd, n->shapes[0]);
     dnnl_primitive_desc_t pd;
     dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, &view, S->eng, &omd, S->eng, S->attr_plain);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the strided_slice reorder");
+    if ((*rejected = ds != dnnl_success)) return GR_OK;
     int v = dn_val_new(S, V_TMP, &omd);
     dn_arg args[2] = {{DNNL_ARG_FROM, xv, view, NULL}, {DNNL_ARG_TO, v, omd, NULL}};
     st = dn_emit(S, n, pd, args, 2, true);
     if (!st) S->ent_val[dn_out_entry(S, n)] = v;
+    return st;
+}
+
+gr_status dn_op_strided_slice(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    int x = dn_arg_entry(S, n, 0), xv = -1;
+    gr_status st = dn_need_val(S, n, x, &xv);
+    /* a slice of a dn_strided layout (plain, channels-last) is a view of it; blocked goes plain */
+    if (!st && (!dn_strided(&S->vals.data[xv].md) || S->opts.no_layout_plan)) st = dn_plain(S, n, xv, &xv);
+    bool rejected = false;
+    if (!st) st = slice_of(S, n, xv, &rejected);
+    /* oneDNN's reorder rejects views whose strides interleave (a channels-last slice of every
+     * other channel): the slice of a plain copy */
+    if (!st && rejected && !dn_is_plain(&S->vals.data[xv].md) && !(st = dn_plain(S, n, xv, &xv))) st = slice_of(S, n, xv, &rejected);
+    if (!st && rejected) st = dn_fail(S, n, dnnl_invalid_arguments, "oneDNN rejects the strided_slice reorder");
     return st;
 }

@@ -9,7 +9,7 @@ gr_status dn_single_src_create(dn_state *S, const rt_json_node *n, int xv, const
                                const int64_t *os, src_desc_fn init, const void *ctx, void *desc, const dn_step *steps,
                                int k, const char *why, dnnl_primitive_desc_t *pd, int *used, dn_arg *args,
                                int *na) {
-    dnnl_memory_desc_t ax[3], ad[3], xcl;
+    dnnl_memory_desc_t ax[4], ad[4], xcl;
     dnnl_dims_t od;
     for (int i = 0; i < nd; i++) od[i] = os[i];
     int nalt = 0;
@@ -24,6 +24,10 @@ gr_status dn_single_src_create(dn_state *S, const rt_json_node *n, int xv, const
         ax[nalt] = xcl;
         dn_channels_last(&ad[nalt], &op);
         nalt++;
+    }
+    if (!dn_is_plain(&ax[0])) { /* a permuted view: plain src, dst `any` */
+        dn_plain_like(&ax[nalt], &ax[0]);
+        dnnl_memory_desc_init_by_tag(&ad[nalt++], nd, od, dnnl_f32, dnnl_format_tag_any);
     }
     dnnl_status_t ds = dnnl_success;
     gr_status st = GR_OK;
@@ -69,11 +73,13 @@ gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = dn_need_val(S, n, x, &xv);
     if (st) return st;
-    bool is_max = n->op == IR_OP_MAX_POOL1D || n->op == IR_OP_MAX_POOL2D || n->op == IR_OP_ADAPTIVE_MAX_POOL2D;
+    bool is_max = n->op == IR_OP_MAX_POOL1D || n->op == IR_OP_MAX_POOL2D || n->op == IR_OP_MAX_POOL3D ||
+                  n->op == IR_OP_ADAPTIVE_MAX_POOL2D;
     bool adaptive = n->op == IR_OP_ADAPTIVE_AVG_POOL1D || n->op == IR_OP_ADAPTIVE_AVG_POOL2D || n->op == IR_OP_ADAPTIVE_MAX_POOL2D;
     int nd = dn_entry_ndim(S, x), sd = nd - 2;
-    if (sd < 1 || sd > 2) return dn_fail(S, n, dnnl_success, "rank");
-    const char *cx = sd == 1 ? "NCW" : "NCHW", *lay = dn_attr_str(n, "layout", cx);
+    static const char *const CX[3] = {"NCW", "NCHW", "NCDHW"};
+    if (sd < 1 || sd > 3) return dn_fail(S, n, dnnl_success, "rank");
+    const char *cx = CX[sd - 1], *lay = dn_attr_str(n, "layout", cx);
     /* NHWC (any permutation): canonical axes over dn_strided views, as for convolutions */
     dnnl_dims_t xs, xstr, os, ostr;
     if (n->ndims[0] != nd || strcmp(dn_attr_str(n, "out_layout", lay), lay) ||
@@ -89,15 +95,11 @@ gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
             d[i] = pl[i] = pr[i] = 0;
         }
     } else {
-        int64_t ps[2] = {1, 1}, st2[2] = {1, 1}, dl[2] = {1, 1}, pad[4] = {0, 0, 0, 0};
-        int c;
-        if ((c = dn_attr_ints(n, "pool_size", ps, 2)) == 1) ps[1] = ps[0];
-        if ((c = dn_attr_ints(n, "strides", st2, 2)) == 1) st2[1] = st2[0];
-        if ((c = dn_attr_ints(n, "dilation", dl, 2)) == 1) dl[1] = dl[0];
-        c = dn_attr_ints(n, "padding", pad, 4);
-        if (c == 1) pad[1] = pad[2] = pad[3] = pad[0];
-        else if (c == sd)
-            for (int i = 0; i < sd; i++) pad[sd + i] = pad[i];
+        int64_t ps[3] = {1, 1, 1}, st2[3] = {1, 1, 1}, dl[3] = {1, 1, 1}, pad[6] = {0};
+        dn_attr_axes(n, "pool_size", ps, sd);
+        dn_attr_axes(n, "strides", st2, sd);
+        dn_attr_axes(n, "dilation", dl, sd);
+        dn_attr_pads(n, pad, sd);
         for (int i = 0; i < sd; i++) {
             kk[i] = ps[i];
             s[i] = st2[i];
@@ -205,11 +207,31 @@ gr_status dn_op_elemwise(dn_state *S, const rt_json_node *n, const dn_comp *comp
     const rt_json_node *last = first.nodes[first.nnodes - 1];
     dnnl_memory_desc_t ignore;
     int k = npre + dn_chain_of(S, last, NULL, steps + npre, true, nd, n->shapes[0], &ignore);
+    /* the rewrite's pre step counts toward oneDNN 2.6's limits on eltwise post-ops (two, one
+     * linear: dn_collect_chain) */
+    for (int i = 0, nelt = 0, nlin = 0; i < k; i++)
+        if (steps[i].kind == STEP_ELTWISE && (++nelt > 2 || (steps[i].alg == dnnl_eltwise_linear && nlin++ > 0))) {
+            k = i;
+            break;
+        }
     dn_consume(S, &first, 1);
     S->stats.npostops--;          /* the first step is the primitive itself */
     S->stats.nfused_nodes -= (uint32_t)first.nnodes > 0 ? 1 : 0;
     int v, used;
-    gr_status st = dn_elem_prim(S, n, &first, xv, steps, k, npre, true, &v, &used);
+    gr_status st;
+    if (npre && steps[0].kind == STEP_BINARY) {
+        /* y / x: oneDNN 2.6's jit eltwise takes no binary post-op, so x^-1 is a primitive of its
+         * own and x^-1 * y the binary one, with the chain */
+        dn_step inv = first;
+        inv.out = -1;
+        if ((st = dn_elem_prim(S, n, &inv, xv, NULL, 0, 0, false, &xv, &used))) return st;
+        first = steps[0];
+        first.nnodes = 1;
+        first.nodes[0] = n;
+        memmove(steps, steps + 1, sizeof(dn_step) * (size_t)--k);
+        npre = 0;
+    }
+    st = dn_elem_prim(S, n, &first, xv, steps, k, npre, true, &v, &used);
     if (st) return st;
     S->ent_val[used > npre ? steps[used - 1].out : first.out] = v;
     return GR_OK;
@@ -253,7 +275,7 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
      *   0: x as it is, the other operand plain (as it is when full-size);
      *   1: the other operand in x's layout;
      *   2: both channels-last (x reordered) */
-    dnnl_memory_desc_t ax[5], a1[5];
+    dnnl_memory_desc_t ax[6], a1[6];
     int nalt = 0;
     ax[0] = S->vals.data[xv].md;
     if (bin) {
@@ -281,7 +303,7 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
      *      axis 1 (x then reads as channels-last, the operand as a per-position one); only
      *      eltwise post-ops then. axv / a1v: the values' layouts, ax / a1 what the primitive
      *      sees. */
-    dnnl_memory_desc_t axv[5], a1v[5];
+    dnnl_memory_desc_t axv[6], a1v[6];
     for (int a = 0; a < nalt; a++) {
         axv[a] = ax[a];
         if (bin) a1v[a] = a1[a];
@@ -302,6 +324,31 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
             palt = nalt++;
             while (kperm < k && steps[kperm].kind == STEP_ELTWISE) kperm++;
         }
+    }
+    /*   5: any other broadcast, as a 2-D (M, K) binary with a (1, K) operand, which jit kernels
+     *      take (per channel of plain data): x copied with the operand's non-broadcast axes
+     *      innermost (no copy when they are already), the operand read as it is (its values
+     *      vary along those axes only, in their order); eltwise post-ops only. */
+    int galt = -1;
+    if (bin && !full1 && pre_elt && nd >= 2) {
+        int perm[DNNL_MAX_NDIMS], np = 0;
+        int64_t M = 1, K = 1;
+        for (int i = 0; i < nd; i++)
+            if (d1[i] == 1) M *= xd[i], perm[np++] = i;
+        for (int i = 0; i < nd; i++)
+            if (d1[i] != 1) K *= xd[i], perm[np++] = i;
+        dnnl_memory_desc_t pdense;
+        dnnl_dims_t pdims, str;
+        for (int j = 0; j < nd; j++) pdims[j] = xd[perm[j]];
+        dn_plain_md(&pdense, nd, pdims);
+        for (int j = 0; j < nd; j++) str[perm[j]] = pdense.format_desc.blocking.strides[j];
+        dnnl_memory_desc_init_by_strides(&axv[nalt], nd, xd, dnnl_f32, str);
+        dn_plain_md(&a1v[nalt], nd, d1);
+        dn_plain_md(&ax[nalt], 2, (int64_t[]){M, K});
+        dn_plain_md(&a1[nalt], 2, (int64_t[]){1, K});
+        galt = nalt++;
+        if (kperm == kmin)
+            while (kperm < k && steps[kperm].kind == STEP_ELTWISE) kperm++;
     }
     union {
         dnnl_eltwise_desc_t e;
@@ -324,7 +371,8 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
             S->ref_why = bin ? "no jit binary for these layouts / broadcast (tried the operand plain, in src0's layout, "
                                "channels-last, all plain)"
                              : "no jit eltwise for this layout / algorithm (tried src's layout, channels-last, plain)";
-        ds = dn_try_create(S, n, &desc, nd, steps, a == palt ? kperm : k, kmin, t < nalt, &pd, &used, args, &na, &st);
+        ds = dn_try_create(S, n, &desc, a == galt ? 2 : nd, steps, a == palt || a == galt ? kperm : k, kmin, t < nalt, &pd,
+                           &used, args, &na, &st);
         if (ds != dnnl_success) pd = NULL;
         else pick = a;
     }
@@ -341,8 +389,8 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
     if (bin) args[0] = (dn_arg){DNNL_ARG_SRC_1, v1in, a1[pick], NULL};
     args[na++] = (dn_arg){DNNL_ARG_SRC, xin, ax[pick], NULL};
     dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    /* the permuted view writes x's plain layout */
-    int v = dn_val_new(S, V_TMP, pick == palt ? &axv[pick] : &dmd);
+    /* the permuted (2-D) view writes x's layout of that alternative */
+    int v = dn_val_new(S, V_TMP, pick == palt || pick == galt ? &axv[pick] : &dmd);
     args[na++] = (dn_arg){DNNL_ARG_DST, v, dmd, NULL};
     if (consume) dn_consume(S, steps, used);
     else if (first->out >= 0) gr_vec_push(&S->pend, S->ent_node[first->out].node);
@@ -355,6 +403,19 @@ gr_status dn_elem_prim(dn_state *S, const rt_json_node *n, const dn_step *first,
 
 /* ---------------------------------------------------------------- softmax ---- */
 
+/* md's dims, dense, with `axis` innermost and the other axes in their order */
+static void axis_innermost(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int axis) {
+    dnnl_dims_t str;
+    int64_t s = md->dims[axis];
+    str[axis] = 1;
+    for (int i = md->ndims - 1; i >= 0; i--)
+        if (i != axis) {
+            str[i] = s;
+            s *= md->dims[i];
+        }
+    dnnl_memory_desc_init_by_strides(out, md->ndims, md->dims, dnnl_f32, str);
+}
+
 gr_status dn_op_softmax(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
@@ -365,15 +426,37 @@ gr_status dn_op_softmax(dn_state *S, const rt_json_node *n, const dn_comp *comp)
     int64_t axis = dn_attr_int(n, "axis", -1);
     if (axis < 0) axis += nd;
     if (axis < 0 || axis >= nd) return dn_fail(S, n, dnnl_success, "axis out of range");
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds;
+    if (S->vals.data[xv].md.dims[axis] == 1) { /* over one value: 1 (log: 0) everywhere, an eltwise (jit) */
+        dnnl_eltwise_desc_t ed;
+        ds = dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, dnnl_eltwise_linear, &S->vals.data[xv].md, 0.f,
+                                            n->op == IR_OP_LOG_SOFTMAX ? 0.f : 1.f);
+        if (ds == dnnl_success) ds = dnnl_primitive_desc_create(&pd, &ed, S->attr_plain, S->eng, NULL);
+        if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+        dn_arg args[2] = {{DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL}};
+        return dn_finish(S, n, pd, args, 1, NULL, 0, NULL);
+    }
     dnnl_softmax_v2_desc_t desc;
-    dnnl_memory_desc_t dst = S->vals.data[xv].md;
-    dnnl_status_t ds = dnnl_softmax_v2_forward_desc_init(&desc, dnnl_forward_inference,
-                                                         n->op == IR_OP_LOG_SOFTMAX ? dnnl_softmax_log : dnnl_softmax_accurate,
-                                                         &S->vals.data[xv].md, &dst, (int)axis);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid softmax");
-    dnnl_primitive_desc_t pd;
-    ds = dnnl_primitive_desc_create(&pd, &desc, S->attr_plain, S->eng, NULL);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) { /* oneDNN's jit softmax wants its axis at stride 1: on ref, a copy with the axis innermost */
+            dnnl_memory_desc_t inner;
+            axis_innermost(&inner, &S->vals.data[xv].md, (int)axis);
+            if (dnnl_memory_desc_equal(&inner, &S->vals.data[xv].md)) break;
+            dnnl_primitive_desc_destroy(pd);
+            pd = NULL;
+            st = dn_as(S, n, xv, &inner, &xv);
+            if (st) return st;
+        }
+        dnnl_memory_desc_t dst = S->vals.data[xv].md;
+        ds = dnnl_softmax_v2_forward_desc_init(&desc, dnnl_forward_inference,
+                                               n->op == IR_OP_LOG_SOFTMAX ? dnnl_softmax_log : dnnl_softmax_accurate,
+                                               &S->vals.data[xv].md, &dst, (int)axis);
+        if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid softmax");
+        ds = dnnl_primitive_desc_create(&pd, &desc, S->attr_plain, S->eng, NULL);
+        if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
+        if (!dn_pd_is_ref(pd)) break;
+    }
     dn_arg args[2] = {{DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL}};
     return dn_finish(S, n, pd, args, 1, NULL, 0, NULL);
 }

@@ -9,12 +9,12 @@
 /* ---------------------------------------------------------------- matmul ---- */
 
 /* Plain md of weights w (dims ws, rank wn) read transposed in its last two axes, expanded to
- * rank nd with leading 1s. */
+ * rank nd with leading 1s (or its leading unit dims dropped when nd is less: rows collapsed). */
 static void transposed_md(dnnl_memory_desc_t *md, int nd, int wn, const dnnl_dims_t ws) {
     dnnl_dims_t d, str;
     int pad = nd - wn;
     int64_t acc = 1;
-    for (int i = wn - 1; i >= 0; i--) {
+    for (int i = wn - 1; i >= 0 && pad + i >= 0; i--) {
         str[pad + i] = acc;
         d[pad + i] = ws[i];
         acc *= ws[i];
@@ -211,7 +211,9 @@ gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
             if (steps[i].kind != STEP_BINARY) continue;
             int e = steps[i].src1, v = S->ent_val[e];
             int cn = dn_entry_ndim(S, e);
-            int64_t c2[2] = {cn == nd ? rows : 1, cn ? dn_entry_shape(S, e)[cn - 1] : 1};
+            /* a full result's rows, else one row (collapse_rows: leading 1s, whatever its rank) */
+            bool full = cn == nd && !memcmp(dn_entry_shape(S, e), n->shapes[0], sizeof(int64_t) * (size_t)nd);
+            int64_t c2[2] = {full ? rows : 1, cn ? dn_entry_shape(S, e)[cn - 1] : 1};
             dnnl_memory_desc_t vmd;
             dn_plain_md(&vmd, 2, c2);
             if (!(st = dn_plain(S, n, v, &v))) {

@@ -80,10 +80,10 @@ enum { DN_K_ANCHOR, DN_K_PRIM, DN_K_ELT, DN_K_BIN, DN_K_RED, DN_K_OWN };
     X(LSTM, DN_K_OWN, dnnl_rnn_check, op_rnn, dnnl_alg_kind_undef, 0.f, 0.f)                         \
     X(GRU, DN_K_OWN, dnnl_rnn_check, op_rnn, dnnl_alg_kind_undef, 0.f, 0.f)                          \
     X(RNN, DN_K_OWN, dnnl_rnn_check, op_rnn, dnnl_alg_kind_undef, 0.f, 0.f)                          \
-    /* volumetric ops (dnnl_vol.c, backends/dnnl/dnnl_vol_patterns.c) */                              \
-    X(CONV3D, DN_K_OWN, dnnl_vol_check, op_conv3d, dnnl_alg_kind_undef, 0.f, 0.f)                    \
-    X(CONV3D_TRANSPOSE, DN_K_OWN, dnnl_vol_check, op_conv3d, dnnl_alg_kind_undef, 0.f, 0.f)          \
-    X(MAX_POOL3D, DN_K_OWN, dnnl_vol_check, op_pool3d, dnnl_alg_kind_undef, 0.f, 0.f)                \
-    X(AVG_POOL3D, DN_K_OWN, dnnl_vol_check, op_pool3d, dnnl_alg_kind_undef, 0.f, 0.f)
+    /* volumetric ops (dnnl_op_conv.c, dnnl_op_elem.c; backends/dnnl/dnnl_vol_patterns.c) */         \
+    X(CONV3D, DN_K_OWN, dnnl_vol_check, dn_op_conv3d, dnnl_alg_kind_undef, 0.f, 0.f)                 \
+    X(CONV3D_TRANSPOSE, DN_K_OWN, dnnl_vol_check, dn_op_conv3d, dnnl_alg_kind_undef, 0.f, 0.f)       \
+    X(MAX_POOL3D, DN_K_OWN, dnnl_vol_check, dn_op_pool, dnnl_alg_kind_undef, 0.f, 0.f)               \
+    X(AVG_POOL3D, DN_K_OWN, dnnl_vol_check, dn_op_pool, dnnl_alg_kind_undef, 0.f, 0.f)
 
 #endif

@@ -33,6 +33,36 @@ gr_status dn_need_val(dn_state *S, const rt_json_node *n, int e, int *v) {
  * kernel even without post-ops is a failure too (the caller has other layouts to try);
  * returns dnnl_unimplemented then, with *err GR_OK. args/nargs: the fixed args; binary
  * post-op sources are appended. */
+/* oneDNN 2.6's jit post-op injectors read a full-size binary operand in dst's layout, whatever
+ * its own, and a broadcast one other than a scalar or per channel right only for plain dst
+ * (random region-graph findings: max_pool3d + maximum, a gemm convolution + multiply, each
+ * with a plain operand; a depthwise conv1d + a (W) operand: blocked dst, wrong values). */
+bool dn_src1_in_dst_layout(dn_state *S, const_dnnl_primitive_desc_t pd, const dn_step *steps, int k) {
+    const dnnl_memory_desc_t *dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    bool sum = S->sum_ok; /* the first full-size add is the sum post-op (dn_make_attr): its operand goes to dst's layout */
+    for (int i = 0; i < k; i++) {
+        if (steps[i].kind != STEP_BINARY || S->ent_val[steps[i].src1] < 0) continue;
+        const dnnl_memory_desc_t *md = &S->vals.data[S->ent_val[steps[i].src1]].md;
+        bool full = md->ndims == dst->ndims && !memcmp(md->dims, dst->dims, sizeof(int64_t) * (size_t)md->ndims);
+        if (full && sum && steps[i].alg == dnnl_binary_add) {
+            sum = false;
+            continue;
+        }
+        if (full && !dnnl_memory_desc_equal(md, dst)) return false;
+        /* the operand's dims aligned to dst's trailing ones: other than 1 on the channel axis only? */
+        bool chan = true;
+        for (int d = 0; d < md->ndims; d++) chan &= md->dims[d] == 1 || dst->ndims - md->ndims + d == 1;
+        if (!full && !chan && !dn_is_plain(dst)) return false;
+    }
+    return true;
+}
+
+static bool c_kernel(const_dnnl_primitive_desc_t pd) {
+    const char *impl = NULL;
+    return dn_pd_is_ref(pd) || (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+                                !strncmp(impl, "simple", 6));
+}
+
 dnnl_status_t dn_try_create(dn_state *S, const rt_json_node *n, const_dnnl_op_desc_t desc, int nd,
                             const dn_step *steps, int nsteps, int kmin, bool need_jit, dnnl_primitive_desc_t *pd,
                             int *kused, dn_arg *args, int *nargs, gr_status *err) {
@@ -45,8 +75,10 @@ dnnl_status_t dn_try_create(dn_state *S, const rt_json_node *n, const_dnnl_op_de
         ds = dnnl_primitive_desc_create(pd, desc, attr, S->eng, NULL);
         if (ds == dnnl_success && S->opts.dw_jit) dn_pd_prefer_jit_dw(desc, attr, S->eng, pd);
         dnnl_primitive_attr_destroy(attr);
-        /* post-ops that push oneDNN onto its reference kernels cost more than they save */
-        if (ds == dnnl_success && (k > kmin || need_jit) && dn_pd_is_ref(*pd)) {
+        /* post-ops that push oneDNN onto its reference kernels cost more than they save; onto
+         * its plain C++ ones too (simple_nchw pooling with a sum post-op: wrong results, 2.6) */
+        if (ds == dnnl_success &&
+            ((k > kmin && (c_kernel(*pd) || !dn_src1_in_dst_layout(S, *pd, steps, k))) || (need_jit && dn_pd_is_ref(*pd)))) {
             dnnl_primitive_desc_destroy(*pd);
             ds = dnnl_unimplemented;
             continue;
@@ -140,6 +172,9 @@ gr_status dn_finish(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd
             return st;
         }
     }
+    /* a concat source in its slot's layout: written there */
+    dnnl_memory_desc_t smd;
+    if (v < 0 && dn_slot_md(S, e, &smd) && dnnl_memory_desc_equal(&smd, &dmd)) v = dn_slot_val(S, e);
     if (v < 0) v = dn_val_new(S, V_TMP, &dmd);
     args[nargs++] = (dn_arg){DNNL_ARG_DST, v, dmd, NULL};
     dn_consume(S, steps, k);
@@ -285,6 +320,19 @@ void dn_take_affine(dn_state *S, dn_step *steps, int *k, int64_t O, bool wconst,
     dn_consume(S, steps, nb);
     memmove(steps, steps + nb, sizeof(dn_step) * (size_t)(*k - nb));
     *k -= nb;
+}
+
+/* ------------------------------------------------------ window attributes ---- */
+
+void dn_attr_axes(const rt_json_node *n, const char *key, int64_t *v, int sd) {
+    if (dn_attr_ints(n, key, v, sd) == 1)
+        for (int i = 1; i < sd; i++) v[i] = v[0];
+}
+
+void dn_attr_pads(const rt_json_node *n, int64_t *pad, int sd) {
+    int c = dn_attr_ints(n, "padding", pad, 2 * sd);
+    if (c == 1 || c == sd)
+        for (int i = 2 * sd - 1; i >= 0; i--) pad[i] = pad[c == 1 ? 0 : i % sd];
 }
 
 /* ------------------------------------------------------- layout letters ---- */

@@ -1,6 +1,5 @@
 /* The oneDNN engine's op table: a node goes to its handler by op id (backends/dnnl/dnnl_op_table.h's
- * handler column); the handlers are in dnnl_op_*.c, the recurrent and volumetric ones in
- * dnnl_rnn.c and dnnl_vol.c. */
+ * handler column); the handlers are in dnnl_op_*.c, the recurrent ones in dnnl_rnn.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,16 +14,6 @@ typedef gr_status (*op_fn)(dn_state *S, const rt_json_node *n, const dn_comp *co
 static gr_status op_rnn(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     return dn_rnn(S, n);
-}
-
-static gr_status op_conv3d(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
-    (void)comp;
-    return dn_conv3d(S, n);
-}
-
-static gr_status op_pool3d(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
-    (void)comp;
-    return dn_pool3d(S, n);
 }
 
 /* backends/dnnl/dnnl_op_table.h's handlers by op id (NULL: not a oneDNN op) */

@@ -42,6 +42,13 @@ gr_status dn_op_conv1d(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_conv2d(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_deconv1d(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_deconv2d(dn_state *S, const rt_json_node *n, const dn_comp *comp);
+/* Window attribute `key` of sd spatial axes into v (defaults kept): one value for every axis,
+ * or one each. */
+void dn_attr_axes(const rt_json_node *n, const char *key, int64_t *v, int sd);
+/* "padding" into pad (2 * sd: begins then ends): one value, one per axis (both ends) or all. */
+void dn_attr_pads(const rt_json_node *n, int64_t *pad, int sd);
+/* relax.nn.conv3d and conv3d_transpose, as the 1-D and 2-D ones */
+gr_status dn_op_conv3d(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 /* A primitive of one source value xv (pooling, resampling): the first of (src as it is, dst
  * as planned), (dst any), (src and dst channels-last) that gets a jit kernel, else the first

@@ -59,4 +59,9 @@ gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_options *opts, const byoc_patt
 const char *dnnl_rnn_check(const ir_call *c, ir_ctx_t *ctx);
 const char *dnnl_vol_check(const ir_call *c, ir_ctx_t *ctx);
 
+/* dnnl_q_patterns.c: the quantized composites (backends/dnnl/dnnl_q_impl.h) into out (room for
+ * dnnl_q_npatterns()), in priority order; returns how many. */
+uint32_t dnnl_q_patterns(ir_ctx_t *ctx, byoc_pattern *out);
+uint32_t dnnl_q_npatterns(void);
+
 #endif

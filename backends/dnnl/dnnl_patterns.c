@@ -22,6 +22,7 @@
 #include "base/tensor.h"
 #include "backends/dnnl/dnnl_codegen.h"
 #include "backends/dnnl/dnnl_pattern_impl.h"
+#include "backends/dnnl/dnnl_q_impl.h"
 #include "ir/dtype.h"
 #include "ir/op.h"
 #include "ir/sinfo.h"
@@ -163,6 +164,9 @@ static const char *chk_pool(const ir_call *c, ir_ctx_t *ctx) {
     const char *r = layout_ok(c, ctx, "layout", nd == 3 ? "NCW" : "NCHW");
     const char *lay = ir_attrs_get_str(c->attrs, "layout"), *ol = ir_attrs_get_str(c->attrs, "out_layout");
     if (!r && ol && lay && strcmp(ol, lay)) r = "out_layout other than layout";
+    if (!r && ir_op_id_of(&c->base) != IR_OP_MAX_POOL2D && ir_op_id_of(&c->base) != IR_OP_MAX_POOL1D &&
+        ir_attrs_get_bool(c->attrs, "ceil_mode", false) && ir_attrs_get_bool(c->attrs, "count_include_pad", false))
+        r = "avg pooling with ceil_mode and count_include_pad (oneDNN would count the implicit right padding too)";
     return r;
 }
 
@@ -184,6 +188,7 @@ static const char *chk_layer_norm(const ir_call *c, ir_ctx_t *ctx) {
     int n = ir_attrs_get_ints(c->attrs, "axes", axes, 8);
     int32_t nd = 0;
     f32_static(c->args[0]->sinfo, NULL, &nd);
+    if (nd < 2) return "layer_norm of a 1-D tensor (oneDNN normalizes rows of 2-D and up)";
     return n == 1 && (axes[0] == -1 || axes[0] == nd - 1) ? NULL : "layer_norm over axes other than the last";
 }
 
@@ -253,6 +258,30 @@ static const char *chk_strided_slice(const ir_call *c, ir_ctx_t *ctx) {
             if (i == 4 && v <= 0) return "strided_slice with a negative step";
         }
     }
+    /* the slice is a strided view of the plain input; oneDNN's reorder rejects views whose
+     * dims interleave (each dim's extent, step x size, must stay within the stride of the next
+     * larger one: x[..., ::2] of rows of 3 picks 0 and 2, and the next row starts at 3) */
+    int64_t xs[RT_MAX_NDIM], os[RT_MAX_NDIM], vs[RT_MAX_NDIM], ps = 1;
+    int32_t xn, on;
+    if (!f32_static(c->args[0]->sinfo, xs, &xn) || !f32_static(c->base.sinfo, os, &on) || xn != on) return NULL;
+    for (int32_t i = xn - 1; i >= 0; i--) {
+        vs[i] = ps;
+        ps *= xs[i];
+    }
+    if (c->nargs > 4) {
+        const ir_tuple *ax = IR_AS(c->args[1], ir_tuple), *st = IR_AS(c->args[4], ir_tuple);
+        for (uint32_t k = 0; k < ax->n && k < st->n; k++) {
+            int64_t a, v;
+            ir_prim_is_int(IR_AS(ax->fields[k], ir_primval)->value, &a);
+            ir_prim_is_int(IR_AS(st->fields[k], ir_primval)->value, &v);
+            if (a < 0) a += xn;
+            if (a >= 0 && a < xn) vs[a] *= v;
+        }
+    }
+    for (int32_t i = 0; i < xn; i++)
+        for (int32_t j = 0; j < xn; j++)
+            if (i != j && os[i] > 1 && os[j] > 1 && vs[i] <= vs[j] && vs[i] * os[i] > vs[j])
+                return "strided_slice whose view interleaves its dims (a step past the end of a row)";
     return NULL;
 }
 
@@ -872,10 +901,10 @@ static bool disabled_check(const pat_check_ctx *pc, const char **reason, void *u
 }
 
 /* item names pattern "dnnl.<p>": as p, as "relax.<p>" (an op's name), or without an op's
- * "nn." ("conv2d" for "nn.conv2d"); "composites" names every fused composite */
+ * "nn." ("conv2d" for "nn.conv2d"); "composites" names every fused composite, the quantized ones too */
 static bool names_pattern(const char *item, size_t l, const byoc_pattern *bp) {
     const char *p = bp->name + 5;
-    if (l == 10 && strncmp(item, "composites", l) == 0) return bp->check == comp_check;
+    if (l == 10 && strncmp(item, "composites", l) == 0) return bp->check == comp_check || dnnl_q_kind_of(bp->name) != DNNL_Q_NONE;
     if (strlen(p) == l && strncmp(p, item, l) == 0) return true;
     if (l > 6 && strncmp(item, "relax.", 6) == 0 && strlen(p) == l - 6 && strncmp(p, item + 6, l - 6) == 0) return true;
     return strncmp(p, "nn.", 3) == 0 && strlen(p + 3) == l && strncmp(p + 3, item, l) == 0;
@@ -912,7 +941,9 @@ gr_status dnnl_patterns(ir_ctx_t *ctx, const byoc_options *opts, const byoc_patt
     comp_entry *comps = malloc(sizeof(comp_entry) * MAX_COMPOSITES);
     if (!comps) return gr_diag_set(diag, GR_ERR_NOMEM, "dnnl patterns: out of memory");
     uint32_t nc = all_composites(comps), nops = sizeof(OPS) / sizeof(OPS[0]), k = 0;
-    byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nc + nops + 1);
+    byoc_pattern *pats = IR_NEW_ARRAY(ctx, byoc_pattern, nc + nops + dnnl_q_npatterns() + 1);
+    /* quantized composites first: they hold more ops than any float one */
+    k = dnnl_q_patterns(ctx, pats);
     /* composites sharing a prefix share its pattern nodes (the table is a trie): interned
      * prefix name -> pattern */
     gr_map built;

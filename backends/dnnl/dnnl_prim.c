@@ -154,6 +154,12 @@ int dn_root(const dn_state *S, int v) {
     return v;
 }
 
+size_t dn_val_boff(const dn_state *S, int v) {
+    size_t b = 0;
+    for (; S->vals.data[v].alias >= 0; v = S->vals.data[v].alias) b += S->vals.data[v].boff;
+    return b;
+}
+
 int dn_alias_new(dn_state *S, int base, const dnnl_memory_desc_t *md) {
     int v = dn_val_new(S, S->vals.data[dn_root(S, base)].kind == V_TMP ? V_TMP : S->vals.data[dn_root(S, base)].kind, md);
     S->vals.data[v].alias = base;
@@ -395,6 +401,22 @@ static gr_status shared_make(dn_state *S, dn_wcache *w, const rt_json_node *n, c
     return st;
 }
 
+/* The key of a graph constant reordered into dmd (packs, json_runtime.h): what makes the same
+ * bytes again: the oneDNN version, the ISA it runs on, the node, the constant and both
+ * layouts. False for what is not a plain reorder of one graph constant (folded weights are
+ * made again at load). */
+static bool pack_key(dn_state *S, const rt_json_node *n, const void *src, const dnnl_memory_desc_t *smd,
+                     const dnnl_memory_desc_t *dmd, char *key, size_t len) {
+    uint32_t c = 0, nc = rt_json_graph_num_consts(S->g);
+    while (c < nc && !(rt_json_graph_const(S->g, c) && rt_tensor_data(rt_json_graph_const(S->g, c)) == src)) c++;
+    if (c == nc) return false;
+    const dnnl_version_t *ver = dnnl_version();
+    snprintf(key, len, "dnnl %d.%d.%d %s isa %x node %u const %u from %016llx to %016llx", ver->major, ver->minor,
+             ver->patch, ver->hash ? ver->hash : "", (unsigned)dnnl_get_effective_cpu_isa(), (unsigned)(n - S->node0), c,
+             (unsigned long long)gr_hash_bytes(smd, sizeof *smd, 1), (unsigned long long)gr_hash_bytes(dmd, sizeof *dmd, 2));
+    return true;
+}
+
 gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *dmd, dn_make_fn make,
                         void *ctx, void **out) {
     int r = dn_root(S, v);
@@ -403,13 +425,24 @@ gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_me
     dn_wcache *wc = rt_json_graph_shared(S->g, wcache_new, wcache_free);
     gr_status st;
     *out = NULL;
+    /* a static graph's reordered weights: an artifact's stored form when it has this key */
+    char key[256];
+    bool packable = !wc && make == make_reorder && S->vals.data[r].kind == V_CONST &&
+                    pack_key(S, n, src, smd, dmd, key, sizeof key);
+    size_t bytes = dnnl_memory_desc_get_size(dmd);
+    const void *packed = packable ? rt_json_graph_pack_find(S->g, key, bytes) : NULL;
+    if (packed) {
+        *out = (void *)packed;  /* read only, as every weight */
+        return GR_OK;
+    }
     if (wc) {
         st = shared_make(S, wc, n, smd, src, S->vals.data[r].kind == V_OWNED, dmd, make, ctx, out);
     } else {
         *out = dn_owned_alloc(S, dnnl_memory_desc_get_size(dmd));
         st = *out ? make(S, n, smd, src, dmd, *out, ctx) : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     }
-    if (!st) S->stats.weight_bytes += dnnl_memory_desc_get_size(dmd);
+    if (!st) S->stats.weight_bytes += bytes;
+    if (!st && packable) rt_json_graph_pack_record(S->g, key, *out, bytes);
     return st;
 }
 

@@ -1,6 +1,6 @@
 /* The dnnl backend's check for the volumetric ops (rows of backends/dnnl/dnnl_op_table.h): R.nn.conv3d, R.nn.conv3d_transpose,
  * R.nn.max_pool3d, R.nn.avg_pool3d -> one oneDNN (de)convolution / pooling primitive each
- * (backends/dnnl/dnnl_vol.c). The check requires float32 tensors of static shape, NCDHW data and
+ * (backends/dnnl/dnnl_op_conv.c, dnnl_op_elem.c). The check requires float32 tensors of static shape, NCDHW data and
  * OIDHW / IODHW weights, and no average pooling that counts padding in ceil mode (oneDNN
  * would count the implicit right padding too). */
 #include <string.h>

@@ -8,10 +8,12 @@
 #include "backends/json/json_codegen.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "base/sys.h"
 #include "ir/idtab_impl.h"
 #include "ir/op.h"
 #include "runtime/json/json_runtime.h"
@@ -331,9 +333,17 @@ static void dim_text(jw *w, const ir_prim *d) {
         jw_int(w, v);
         return;
     }
-    char buf[256];
-    ir_prim_snprint(d, buf, sizeof buf);
-    jw_str(w, buf);
+    char stack[256];
+    int n = ir_prim_snprint(d, stack, sizeof stack);
+    if (n < (int)sizeof stack) {
+        jw_str(w, stack);
+        return;
+    }
+    /* a long expression (Swin's window dims after three patch merges) is written whole */
+    char *heap = gr_xmalloc((size_t)n + 1);
+    ir_prim_snprint(d, heap, (size_t)n + 1);
+    jw_str(w, heap);
+    free(heap);
 }
 
 /* per output of a tensor or a tuple of tensors: shape text, dtype text, typed; -1 when not

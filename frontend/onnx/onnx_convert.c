@@ -98,7 +98,7 @@ static const onnx_op_entry op_table[] = {
     {"Slice", ANY, onnx_cv_slice, onnx_fold_slice},
     {"Reshape", 5, INT16_MAX, onnx_cv_reshape, onnx_fold_reshape},
     {"Flatten", ANY, onnx_cv_flatten, onnx_fold_reshape},
-    {"Transpose", ANY, onnx_cv_transpose, NULL},
+    {"Transpose", ANY, onnx_cv_transpose, onnx_fold_transpose},
     {"Squeeze", ANY, onnx_cv_squeeze, onnx_fold_reshape},
     {"Unsqueeze", ANY, onnx_cv_unsqueeze, onnx_fold_reshape},
     {"Expand", 8, INT16_MAX, onnx_cv_expand, NULL},
@@ -157,7 +157,7 @@ static const onnx_op_entry op_table[] = {
     {"Shrink", 9, INT16_MAX, onnx_cv_shrink, NULL},
     {"Det", 11, INT16_MAX, onnx_cv_det, NULL},
     {"Xor", 7, INT16_MAX, onnx_cv_binary_more, NULL},
-    {"Mod", 10, INT16_MAX, onnx_cv_binary_more, NULL},
+    {"Mod", 10, INT16_MAX, onnx_cv_binary_more, onnx_fold_generic},
     {"BitShift", 11, INT16_MAX, onnx_cv_binary_more, NULL},
     {"BitwiseAnd", 18, INT16_MAX, onnx_cv_binary_more, NULL},
     {"BitwiseOr", 18, INT16_MAX, onnx_cv_binary_more, NULL},
@@ -225,12 +225,29 @@ static const onnx_op_entry training_table[] = {
     {"Adam", 1, INT16_MAX, onnx_cv_adam, NULL},
 };
 
+/* com.microsoft (opset 1 of that domain): the QOperator ops of ONNX Runtime's quantizer that
+ * have no standard form, as float computations between dequantize and quantize
+ * (onnx_convert_quant.c). */
+static const onnx_op_entry microsoft_table[] = {
+    {"QLinearAdd", 1, INT16_MAX, onnx_cv_qlinear_add, NULL},
+    {"QLinearMul", 1, INT16_MAX, onnx_cv_qlinear_mul, NULL},
+    {"QLinearGlobalAveragePool", 1, INT16_MAX, onnx_cv_qlinear_global_avg_pool, NULL},
+    {"QGemm", 1, INT16_MAX, onnx_cv_qgemm, NULL},
+};
+
 const onnx_op_entry *onnx_op_find_node(const Onnx__NodeProto *n, int64_t opset) {
     const char *dom = n->domain ? n->domain : "";
     if (!*dom || !strcmp(dom, "ai.onnx")) return onnx_op_find(n->op_type, opset);
-    if (strcmp(dom, "ai.onnx.preview.training") || !n->op_type) return NULL;
-    for (size_t i = 0; i < sizeof(training_table) / sizeof(training_table[0]); i++)
-        if (!strcmp(training_table[i].op_type, n->op_type)) return &training_table[i];
+    if (!n->op_type) return NULL;
+    static const struct {
+        const char *domain;
+        const onnx_op_entry *ops;
+        size_t n;
+    } DOMAINS[] = {{"ai.onnx.preview.training", training_table, sizeof training_table / sizeof training_table[0]},
+                   {"com.microsoft", microsoft_table, sizeof microsoft_table / sizeof microsoft_table[0]}};
+    for (size_t d = 0; d < sizeof DOMAINS / sizeof DOMAINS[0]; d++)
+        for (size_t i = 0; !strcmp(dom, DOMAINS[d].domain) && i < DOMAINS[d].n; i++)
+            if (!strcmp(DOMAINS[d].ops[i].op_type, n->op_type)) return &DOMAINS[d].ops[i];
     return NULL;
 }
 
@@ -346,10 +363,7 @@ const ir_sinfo *cv_sinfo(onnx_cv *cv, uint32_t i) {
         const rt_tensor *t = v->known;
         return ir_sinfo_tensor_static(cv->ctx, t->dl.dtype, t->dl.ndim, t->shape);
     }
-    if (v->sym) {
-        int64_t n = v->nsym;
-        return ir_sinfo_tensor_static(cv->ctx, v->sym_dtype, v->sym_scalar ? 0 : 1, &n);
-    }
+    if (v->sym) return ir_sinfo_tensor_static(cv->ctx, v->sym_dtype, v->sym_ndim, v->sym_shape);
     return NULL;
 }
 
@@ -374,6 +388,7 @@ int cv_ints(const onnx_cv *cv, uint32_t i, int64_t *out, int max) {
     }
     if (cv_has(cv, i) && cv->in[i]->sym) {
         const onnx_val *v = cv->in[i];
+        if (v->sym_ndim > 1) return -1;
         for (int32_t k = 0; k < v->nsym; k++)
             if (!ir_prim_is_int(v->sym[k], k < max ? &out[k] : NULL)) return -1;
         return v->nsym;
@@ -384,6 +399,7 @@ int cv_ints(const onnx_cv *cv, uint32_t i, int64_t *out, int max) {
 int cv_dims(onnx_cv *cv, uint32_t i, const ir_prim **out, int max) {
     if (cv_has(cv, i) && cv->in[i]->sym) {
         const onnx_val *v = cv->in[i];
+        if (v->sym_ndim > 1) return -1;
         for (int32_t k = 0; k < v->nsym && k < max; k++) out[k] = v->sym[k];
         return v->nsym;
     }
@@ -494,13 +510,21 @@ void cv_set_known(onnx_cv *cv, uint32_t i, rt_tensor *t) {
 
 void cv_set_sym(onnx_cv *cv, uint32_t i, const ir_prim **dims, int32_t n, bool scalar,
                 ir_dtype dtype) {
-    if (i >= cv->nout) return;
+    int64_t len = n;
+    cv_set_sym_nd(cv, i, dims, scalar ? 0 : 1, &len, dtype);
+}
+
+void cv_set_sym_nd(onnx_cv *cv, uint32_t i, const ir_prim **dims, int32_t ndim, const int64_t *shape,
+                   ir_dtype dtype) {
+    if (i >= cv->nout || ndim > RT_MAX_NDIM) return;
+    int64_t numel = 1;
+    for (int32_t d = 0; d < ndim; d++) numel *= shape[d];
+    int32_t n = (int32_t)numel;
     bool all_int = true;
     for (int32_t k = 0; k < n && all_int; k++) all_int = ir_prim_is_int(dims[k], NULL);
     if (all_int) {
         /* Every dim is known: an ordinary known tensor. */
-        int64_t len = n;
-        rt_tensor *t = rt_tensor_new(dtype, scalar ? 0 : 1, &len);
+        rt_tensor *t = rt_tensor_new(dtype, ndim, shape);
         if (!t) return;
         for (int32_t k = 0; k < n; k++) {
             int64_t v = 0;
@@ -512,6 +536,7 @@ void cv_set_sym(onnx_cv *cv, uint32_t i, const ir_prim **dims, int32_t n, bool s
     }
     cv->out_sym[i] = dims;
     cv->out_nsym[i] = n;
-    cv->out_sym_scalar[i] = scalar;
+    cv->out_sym_ndim[i] = ndim;
+    memcpy(cv->out_sym_shape[i], shape, sizeof(int64_t) * (size_t)ndim);
     cv->out_sym_dtype[i] = dtype;
 }

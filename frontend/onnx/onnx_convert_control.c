@@ -22,7 +22,7 @@ static gr_status out_from(onnx_cv *cv, uint32_t i, const onnx_val *v) {
         return GR_OK;
     }
     if (v->sym) {
-        cv_set_sym(cv, i, v->sym, v->nsym, v->sym_scalar, v->sym_dtype);
+        cv_set_sym_nd(cv, i, v->sym, v->sym_ndim, v->sym_shape, v->sym_dtype);
         return GR_OK;
     }
     if (!v->expr) return cv_fail(cv, GR_ERR_UNSUPPORTED, "a subgraph output has no value");

@@ -498,6 +498,76 @@ gr_status onnx_cv_resize(onnx_cv *cv) {
     return cv_out(cv, 0, cv_call2(cv, IR_OP_RESIZE2D, x, cv_shape_expr(cv, 2, out + 2), &at));
 }
 
+/* Pad's constant_value input (opset 11), 0 when absent. */
+static gr_status pad_value(onnx_cv *cv, double *value) {
+    if (!cv_has(cv, 2)) return GR_OK;
+    rt_tensor *v = cv_known(cv, 2);
+    if (!v || rt_tensor_numel(v) != 1) return cv_fail(cv, GR_ERR_UNSUPPORTED, "constant_value must be a constant");
+    *value = rt_tensor_get_f64(v, 0);
+    return GR_OK;
+}
+
+/* A constant-mode Pad whose widths are symbolic (Swin's (7 - W % 7) % 7 of a symbolic W):
+ * relax's pad takes int widths, so each padded axis becomes a concat of fills of the pad value
+ * before and after. The widths are expressions of dims, taken as non-negative. */
+static gr_status pad_symbolic(onnx_cv *cv, ir_expr *x, int32_t rank) {
+    const ir_prim *w[2 * RT_MAX_NDIM];
+    int n = cv_dims(cv, 1, w, 2 * RT_MAX_NDIM);
+    const char *mode = cv_attr_str(cv, "mode", "constant");
+    if (strcmp(mode, "constant"))
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "symbolic pads in mode '%s' (only constant mode takes them)", mode);
+    if (n != 2 * rank) return cv_fail(cv, GR_ERR_INVALID, "%d pads for a rank-%d input", n, (int)rank);
+    double value = 0.0;
+    gr_status st = pad_value(cv, &value);
+    if (st) return st;
+    for (int i = 0; i < n; i++) {
+        int64_t v;
+        if (ir_prim_is_int(w[i], &v) && v < 0) return cv_fail(cv, GR_ERR_UNSUPPORTED, "negative pads");
+    }
+    const ir_prim *const *dims0 = cv_dims_or_cast(cv, 0, &x);
+    if (!dims0) return cv_fail(cv, GR_ERR_UNSUPPORTED, "input dims unknown");
+    const ir_prim *dims[RT_MAX_NDIM];
+    memcpy(dims, dims0, sizeof(*dims) * (size_t)rank);
+    ir_dtype dt = cv_dtype(cv, 0);
+    ir_expr *fill = cv_scalar(cv, dt, value);
+    cv_attrs fa = {0};
+    cv_set(&fa, "dtype", ir_attr_dtype(dt));
+    bool zero[2 * RT_MAX_NDIM];
+    int32_t last = -1;
+    for (int i = 0; i < n; i++) {
+        int64_t v;
+        zero[i] = ir_prim_is_int(w[i], &v) && v == 0;
+        if (!zero[i]) last = i % rank;
+    }
+    ir_expr *cur = x;
+    for (int32_t a = 0; a <= last; a++) {
+        bool zb = zero[a], ze = zero[a + rank];
+        if (zb && ze) continue;
+        ir_expr *parts[3];
+        uint32_t np = 0;
+        const ir_prim *side[RT_MAX_NDIM];
+        memcpy(side, dims, sizeof(*dims) * (size_t)rank);
+        if (!zb) {
+            side[a] = w[a];
+            parts[np++] = cv_op2(cv, IR_OP_FULL, cv_shape_expr(cv, (uint32_t)rank, side), fill, &fa);
+        }
+        parts[np++] = cur;
+        if (!ze) {
+            side[a] = w[a + rank];
+            parts[np++] = cv_op2(cv, IR_OP_FULL, cv_shape_expr(cv, (uint32_t)rank, side), fill, &fa);
+        }
+        for (uint32_t k = 0; k < np; k++)
+            if (!parts[k]) return cv_status(cv);
+        cv_attrs ca = {0};
+        cv_set(&ca, "axis", ir_attr_int(a));
+        ir_expr *cat = cv_call1(cv, IR_OP_CONCAT, (ir_expr *)ir_tuple_new(cv->ctx, np, parts, cv->span), &ca);
+        dims[a] = ir_prim_add(cv->ctx, ir_prim_add(cv->ctx, w[a], dims[a]), w[a + rank]);
+        cur = a == last ? cat : cv_emit(cv, cat);
+        if (!cur) return cv_status(cv);
+    }
+    return cv_out(cv, 0, cur);
+}
+
 gr_status onnx_cv_pad(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
@@ -512,13 +582,10 @@ gr_status onnx_cv_pad(onnx_cv *cv) {
         value = cv_attr_float(cv, "value", 0.0);
     } else {
         n = cv_ints(cv, 1, pads, 2 * RT_MAX_NDIM);
+        if (n < 0 && cv_has(cv, 1) && cv->in[1]->sym && !cv_has(cv, 3)) return pad_symbolic(cv, x, rank);
         if (n < 0) return cv_fail(cv, GR_ERR_UNSUPPORTED, "pads must be a constant");
-        if (cv_has(cv, 2)) {
-            rt_tensor *v = cv_known(cv, 2);
-            if (!v || rt_tensor_numel(v) != 1)
-                return cv_fail(cv, GR_ERR_UNSUPPORTED, "constant_value must be a constant");
-            value = rt_tensor_get_f64(v, 0);
-        }
+        gr_status st = pad_value(cv, &value);
+        if (st) return st;
     }
     /* opset 18: pads cover only `axes`. */
     int64_t full[2 * RT_MAX_NDIM] = {0};
@@ -548,6 +615,10 @@ gr_status onnx_cv_pad(onnx_cv *cv) {
         width[2 * i] = full[i];
         width[2 * i + 1] = full[i + rank];
     }
+    /* no padding in any mode is the input itself (torch writes one before avg pools) */
+    bool none = true;
+    for (int32_t i = 0; i < 2 * rank; i++) none &= width[i] == 0;
+    if (none) return cv_out(cv, 0, x);
     const char *pm;
     if (!strcmp(mode, "constant")) pm = "constant";
     else if (!strcmp(mode, "reflect")) pm = "reflect";

@@ -160,10 +160,39 @@ gr_status onnx_cv_concat(onnx_cv *cv) {
         return cv_fail(cv, GR_ERR_INVALID, "axis out of range");
     }
     ir_expr *tup = (ir_expr *)ir_tuple_new(cv->ctx, n, fields, cv->span);
-    free(fields);
     cv_attrs at = {0};
     cv_set(&at, "axis", ir_attr_int(axis));
-    return cv_out(cv, 0, cv_call1(cv, IR_OP_CONCAT, tup, &at));
+    ir_expr *c = cv_call1(cv, IR_OP_CONCAT, tup, &at);
+    /* Dims that inference cannot prove equal (Swin's patch merging: (h + h % 2 + 2) // 2 and
+     * (h + h % 2 + 1) // 2 rows of the even / odd halves): ONNX requires them equal, so the
+     * result takes the first input's, checked at run time by a match_cast. */
+    const ir_sinfo *f0 = n && c ? fields[0]->sinfo : NULL;
+    bool all_dims = f0 && f0->kind == IR_SINFO_TENSOR && f0->ndim > 0 && f0->ndim <= RT_MAX_NDIM && f0->dims &&
+                    axis >= 0 && axis < f0->ndim;
+    bool differ = false;
+    const ir_prim *dims[RT_MAX_NDIM];
+    if (all_dims) {
+        memcpy(dims, f0->dims, sizeof(*dims) * (size_t)f0->ndim);
+        dims[axis] = ir_prim_int(cv->ctx, 0);
+    }
+    for (uint32_t i = 0; all_dims && i < n; i++) {
+        const ir_sinfo *fi = fields[i]->sinfo;
+        all_dims = fi && fi->kind == IR_SINFO_TENSOR && fi->ndim == f0->ndim && fi->dims;
+        /* (two different ints are an invalid model: inference reports it) */
+        for (int32_t d = 0; all_dims && d < f0->ndim; d++)
+            differ |= d != axis && fi->dims[d] != f0->dims[d] &&
+                      !(ir_prim_is_int(fi->dims[d], NULL) && ir_prim_is_int(f0->dims[d], NULL));
+        if (all_dims) dims[axis] = ir_prim_add(cv->ctx, dims[axis], fi->dims[axis]);
+    }
+    if (all_dims && differ) {
+        ir_expr *e = cv_emit(cv, c);
+        free(fields);
+        if (!e) return cv_status(cv);
+        ir_var *v = ir_bb_emit_match_cast(cv->imp->bb, e, ir_sinfo_tensor(cv->ctx, f0->dtype, f0->ndim, dims), NULL);
+        return v ? cv_out(cv, 0, (ir_expr *)v) : cv_status(cv);
+    }
+    free(fields);
+    return cv_out(cv, 0, c);
 }
 
 /* ---- Split ---- */
@@ -231,6 +260,7 @@ int onnx_slice_params(onnx_cv *cv, int32_t rank, const ir_prim *const *dims, int
                       const ir_prim **begin, const ir_prim **end, int64_t *steps) {
     ir_ctx_t *ctx = cv->ctx;
     int64_t st[RT_MAX_NDIM], en[RT_MAX_NDIM], ax[RT_MAX_NDIM], sp[RT_MAX_NDIM];
+    const ir_prim *sym_st[RT_MAX_NDIM] = {NULL}, *sym_en[RT_MAX_NDIM] = {NULL};
     int n, ne, na = -1, nsp = -1;
     if (cv->opset < 10) {
         n = cv_attr_ints(cv, "starts", st, RT_MAX_NDIM);
@@ -239,6 +269,9 @@ int onnx_slice_params(onnx_cv *cv, int32_t rank, const ir_prim *const *dims, int
     } else {
         n = cv_ints(cv, 1, st, RT_MAX_NDIM);
         ne = cv_ints(cv, 2, en, RT_MAX_NDIM);
+        /* Starts / ends computed from symbolic dims (H // 2): taken as in range. */
+        if (n < 0) n = cv_dims(cv, 1, sym_st, RT_MAX_NDIM);
+        if (ne < 0) ne = cv_dims(cv, 2, sym_en, RT_MAX_NDIM);
         if (cv_has(cv, 3) && (na = cv_ints(cv, 3, ax, RT_MAX_NDIM)) < 0) n = -1;
         if (cv_has(cv, 4) && (nsp = cv_ints(cv, 4, sp, RT_MAX_NDIM)) < 0) n = -1;
         if (n < 0 || ne < 0) {
@@ -264,6 +297,20 @@ int onnx_slice_params(onnx_cv *cv, int32_t rank, const ir_prim *const *dims, int
         axes[i] = a;
         steps[i] = step;
         int64_t d;
+        if (sym_st[0] || sym_en[0]) {
+            /* Symbolic starts or ends (each element an int or an expression of dims, which is
+             * never negative): used as they are, forward only. */
+            int64_t v;
+            const ir_prim *bs = sym_st[0] ? sym_st[i] : ir_prim_int(ctx, st[i]);
+            const ir_prim *es = sym_en[0] ? sym_en[i] : ir_prim_int(ctx, en[i]);
+            if (step < 0 || (ir_prim_is_int(bs, &v) && v < 0) || (ir_prim_is_int(es, &v) && v < 0)) {
+                cv_fail(cv, GR_ERR_UNSUPPORTED, "symbolic starts/ends need a positive step and non-negative indices");
+                return -1;
+            }
+            begin[i] = bs;
+            end[i] = ir_prim_is_int(es, &v) && v >= INT32_MAX ? dims[a] : es;
+            continue;
+        }
         if (ir_prim_is_int(dims[a], &d)) {
             /* A step longer than the dim takes one element either way; clamping keeps the
              * count arithmetic in range. */
@@ -322,7 +369,16 @@ gr_status onnx_cv_slice(onnx_cv *cv) {
                         (ir_expr *)ir_tuple_new(cv->ctx, (uint32_t)n, fb, cv->span),
                         (ir_expr *)ir_tuple_new(cv->ctx, (uint32_t)n, fe, cv->span),
                         (ir_expr *)ir_tuple_new(cv->ctx, (uint32_t)n, fs, cv->span)};
-    return cv_out(cv, 0, cv_call(cv, IR_OP_STRIDED_SLICE, 5, args, NULL));
+    cv_attrs at = {0};
+    for (int i = 0; i < n; i++)
+        if (!ir_prim_is_int(b[i], NULL) || !ir_prim_is_int(e[i], NULL) || !ir_prim_is_int(dims[axes[i]], NULL)) {
+            /* symbolic bounds, or bounds on a symbolic dim, are taken as in range
+             * (onnx_slice_params): the extent is end - begin (Swin's roll: x[:, :3] of a
+             * symbolic H) */
+            cv_set(&at, "assume_inbound", ir_attr_bool(true));
+            break;
+        }
+    return cv_out(cv, 0, cv_call(cv, IR_OP_STRIDED_SLICE, 5, args, &at));
 }
 
 /* ---- Reshape, Flatten, Squeeze, Unsqueeze: output dims ---- */
@@ -581,11 +637,36 @@ gr_status onnx_cv_expand(onnx_cv *cv) {
     return cv_out(cv, 0, cv_call2(cv, IR_OP_BROADCAST_TO, x, cv_shape_expr(cv, (uint32_t)orank, out), NULL));
 }
 
+/* Tile by symbolic repeats (relax's tile takes ints): each axis d of x split into (1, d),
+ * broadcast to (r, d) and merged back into r * d. */
+static gr_status tile_symbolic(onnx_cv *cv, ir_expr *x) {
+    const ir_prim *r[RT_MAX_NDIM];
+    int32_t rank = cv_rank(cv, 0);
+    int n = cv_dims(cv, 1, r, RT_MAX_NDIM);
+    const ir_prim *const *dims = cv_dims_or_cast(cv, 0, &x);
+    if (!dims) return cv_fail(cv, GR_ERR_UNSUPPORTED, "input dims unknown");
+    if (n != rank || 2 * rank > RT_MAX_NDIM)
+        return cv_fail(cv, GR_ERR_UNSUPPORTED, "%d symbolic repeats for rank %d (at most %d)", n, (int)rank,
+                       RT_MAX_NDIM / 2);
+    const ir_prim *split[RT_MAX_NDIM], *wide[RT_MAX_NDIM], *out[RT_MAX_NDIM];
+    for (int32_t d = 0; d < rank; d++) {
+        split[2 * d] = ir_prim_int(cv->ctx, 1);
+        split[2 * d + 1] = wide[2 * d + 1] = dims[d];
+        wide[2 * d] = r[d];
+        out[d] = ir_prim_mul(cv->ctx, r[d], dims[d]);
+    }
+    ir_expr *s = cv_op2(cv, IR_OP_RESHAPE, x, cv_shape_expr(cv, (uint32_t)(2 * rank), split), NULL);
+    ir_expr *b = s ? cv_op2(cv, IR_OP_BROADCAST_TO, s, cv_shape_expr(cv, (uint32_t)(2 * rank), wide), NULL) : NULL;
+    if (!b) return cv_status(cv);
+    return cv_out(cv, 0, cv_call2(cv, IR_OP_RESHAPE, b, cv_shape_expr(cv, (uint32_t)rank, out), NULL));
+}
+
 gr_status onnx_cv_tile(onnx_cv *cv) {
     ir_expr *x = cv_in(cv, 0);
     if (!x) return cv_status(cv);
     int64_t reps[RT_MAX_NDIM];
     int n = cv_ints(cv, 1, reps, RT_MAX_NDIM);
+    if (n < 0 && cv_has(cv, 1) && cv->in[1]->sym) return tile_symbolic(cv, x);
     if (n < 0 || n > RT_MAX_NDIM) return cv_fail(cv, GR_ERR_UNSUPPORTED, "repeats must be a constant");
     if (cv_rank(cv, 0) >= 0 && n != cv_rank(cv, 0))
         return cv_fail(cv, GR_ERR_INVALID, "%d repeats for rank %d", n, (int)cv_rank(cv, 0));
@@ -601,7 +682,23 @@ gr_status onnx_cv_tile(onnx_cv *cv) {
  * arange of the 0-d tensors, of run-time length. */
 gr_status onnx_cv_range(onnx_cv *cv) {
     ir_expr *args[3];
-    for (uint32_t i = 0; i < 3; i++) {
+    bool sym = false;
+    for (uint32_t i = 0; i < 3; i++) sym |= cv_has(cv, i) && cv->in[i]->sym;
+    for (uint32_t i = 0; sym && i < 3; i++) {
+        /* A bound from symbolic dims (Range(0, W)): prim values, so the length is the
+         * expression ceil((limit - start) / delta) and one build serves every W. */
+        const ir_prim *p[1];
+        rt_tensor *k = cv_known(cv, i);
+        int64_t v = k && k->dl.ndim == 0 ? onnx_tensor_get_i64(k, 0) : 0;
+        if (k && k->dl.ndim == 0 && rt_tensor_get_f64(k, 0) == (double)v)
+            p[0] = ir_prim_int(cv->ctx, v);
+        else if (!(cv_has(cv, i) && cv->in[i]->sym && cv->in[i]->sym_ndim == 0 && cv_dims(cv, i, p, 1) == 1))
+            return cv_fail(cv, GR_ERR_UNSUPPORTED, "a symbolic bound needs whole-number scalar start, limit and delta");
+        if (i == 2 && !(ir_prim_is_int(p[0], &v) && v > 0))
+            return cv_fail(cv, GR_ERR_UNSUPPORTED, "a symbolic bound needs a positive constant delta");
+        args[i] = (ir_expr *)ir_primval_int(cv->ctx, p[0], cv->span);
+    }
+    for (uint32_t i = 0; !sym && i < 3; i++) {
         if (!(args[i] = cv_in(cv, i))) return cv_status(cv);
         if (cv_rank(cv, i) != 0) return cv_fail(cv, GR_ERR_INVALID, "input %u must be a scalar", i);
     }

@@ -18,8 +18,9 @@
 
 /* One ONNX tensor name's value during import. `expr` is the Relax value (a var or constant);
  * `known` is its value when it can be computed at import (initializers, Constant nodes, folded
- * shape subgraphs); `sym` is a 0-D/1-D int64 value whose elements are known symbolic dims
- * (Shape of a tensor with dynamic dims). A known value gets an expr lazily, when an op needs it
+ * shape subgraphs); `sym` is a small int tensor (row-major, shape sym_shape[0..sym_ndim)) whose
+ * elements are known symbolic dims (Shape of a tensor with dynamic dims, and what shape arithmetic
+ * makes of it: torch reverses pads through a [-1, 2] reshape and a transpose). A known value gets an expr lazily, when an op needs it
  * as a tensor (onnx_val_expr). */
 typedef struct onnx_val {
     const char *name;           /* interned ONNX name */
@@ -27,7 +28,8 @@ typedef struct onnx_val {
     rt_tensor *known;           /* one reference owned by the importer */
     const ir_prim **sym;        /* arena array of nsym dims; NULL when none */
     int32_t nsym;
-    bool sym_scalar;            /* sym is 0-D (nsym == 1) */
+    int32_t sym_ndim;           /* 0: a scalar (nsym == 1) */
+    int64_t sym_shape[RT_MAX_NDIM];
     ir_dtype sym_dtype;         /* the ONNX dtype of a sym value (its values are whole numbers) */
     const ir_span *span;        /* span of a lazily made constant */
     /* Spans of the nodes folded into this value that no binding carries (seed 001): set for a
@@ -70,7 +72,8 @@ typedef struct onnx_cv {
     rt_tensor **out_known;      /* fold results (reference owned by the slot) */
     const ir_prim ***out_sym;   /* fold results: symbolic int vectors */
     int32_t *out_nsym;
-    bool *out_sym_scalar;
+    int32_t *out_sym_ndim;
+    int64_t (*out_sym_shape)[RT_MAX_NDIM];
     ir_dtype *out_sym_dtype;
 } onnx_cv;
 
@@ -89,7 +92,8 @@ typedef struct onnx_op_entry {
 
 /* onnx_convert.c: the table. */
 const onnx_op_entry *onnx_op_find(const char *op_type, int64_t opset);
-/* The entry of a node, by its domain (default, or ai.onnx.preview.training's optimizers). */
+/* The entry of a node, by its domain (default, ai.onnx.preview.training's optimizers, or
+ * com.microsoft's quantized ops). */
 const onnx_op_entry *onnx_op_find_node(const Onnx__NodeProto *n, int64_t opset);
 /* Why a standard op stays unsupported on purpose (strings, random numbers, training), or NULL. */
 const char *onnx_op_unsupported_reason(const char *op_type);
@@ -280,6 +284,8 @@ const ir_prim *const *cv_prim_dims(onnx_cv *cv, uint32_t i);
     X(nonzero) X(compress) X(unique) X(trilu) X(eye_like) X(nll_loss) X(softmax_ce)          \
     X(quantize) X(dequantize) X(dynamic_quantize) X(matmul_integer) X(qlinear_matmul)        \
     X(conv_integer) X(qlinear_conv)                                                           \
+    /* com.microsoft's QOperator ops ONNX Runtime's quantizer writes (onnx_convert_quant.c) */  \
+    X(qlinear_add) X(qlinear_mul) X(qlinear_global_avg_pool) X(qgemm)                         \
     /* ai.onnx.preview.training optimizers (onnx_convert_train.c) */                           \
     X(adagrad) X(momentum) X(adam)
 /* A forward conv of prepared x and weight with the node's window attrs (weight: input wi). */
@@ -302,7 +308,7 @@ int onnx_reshape_dims(onnx_cv *cv, const ir_prim *const *in, int32_t rank, const
 /* ---- folders (onnx_fold.c): evaluate cheap nodes on known inputs at import ---- */
 #define ONNX_FOLDERS(X)                                                                       \
     X(generic) X(cast) X(identity) X(constant_of_shape) X(shape) X(size) X(gather) X(concat) X(slice) \
-    X(reshape) X(range)                                                                       \
+    X(reshape) X(range) X(transpose)                                                          \
     /* ONNX coverage */                                                                \
     X(window) X(mel) X(seq_length) X(opt_has)
 #define ONNX_DECLARE_FOLD(n) int onnx_fold_##n(onnx_cv *cv);
@@ -325,5 +331,8 @@ void cv_set_known(onnx_cv *cv, uint32_t i, rt_tensor *t);
 /* Output i of a folded node: a symbolic int vector (arena array). */
 void cv_set_sym(onnx_cv *cv, uint32_t i, const ir_prim **dims, int32_t n, bool scalar,
                 ir_dtype dtype);
+/* The same, of any shape (ndim dims in shape; their product elements in dims). */
+void cv_set_sym_nd(onnx_cv *cv, uint32_t i, const ir_prim **dims, int32_t ndim, const int64_t *shape,
+                   ir_dtype dtype);
 
 #endif

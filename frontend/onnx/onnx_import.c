@@ -293,7 +293,8 @@ static gr_status convert_node(onnx_importer *imp, const Onnx__NodeProto *n) {
     cv.out_known = gr_xcalloc(no, sizeof(*cv.out_known));
     cv.out_sym = gr_xcalloc(no, sizeof(*cv.out_sym));
     cv.out_nsym = gr_xcalloc(no, sizeof(*cv.out_nsym));
-    cv.out_sym_scalar = gr_xcalloc(no, sizeof(*cv.out_sym_scalar));
+    cv.out_sym_ndim = gr_xcalloc(no, sizeof(*cv.out_sym_ndim));
+    cv.out_sym_shape = gr_xcalloc(no, sizeof(*cv.out_sym_shape));
     cv.out_sym_dtype = gr_xcalloc(no, sizeof(*cv.out_sym_dtype));
 
     gr_status st = GR_OK;
@@ -320,7 +321,8 @@ static gr_status convert_node(onnx_importer *imp, const Onnx__NodeProto *n) {
         } else if (cv.out_sym[i]) {
             v->sym = cv.out_sym[i];
             v->nsym = cv.out_nsym[i];
-            v->sym_scalar = cv.out_sym_scalar[i];
+            v->sym_ndim = cv.out_sym_ndim[i];
+            memcpy(v->sym_shape, cv.out_sym_shape[i], sizeof(v->sym_shape));
             v->sym_dtype = cv.out_sym_dtype[i];
             v->span = v->folded = cv.out_span;
         } else if (cv.out[i]) {
@@ -346,7 +348,8 @@ static gr_status convert_node(onnx_importer *imp, const Onnx__NodeProto *n) {
     free(cv.out_known);
     free(cv.out_sym);
     free(cv.out_nsym);
-    free(cv.out_sym_scalar);
+    free(cv.out_sym_ndim);
+    free(cv.out_sym_shape);
     free(cv.out_sym_dtype);
     if (st != GR_OK) {
         if (!imp->diag->code) gr_diag_set(imp->diag, st, "conversion failed");
@@ -437,7 +440,8 @@ gr_status onnx_subgraph_inline(onnx_importer *imp, const Onnx__GraphProto *g, co
         v->known = src->known ? rt_tensor_retain(src->known) : NULL;
         v->sym = src->sym;
         v->nsym = src->nsym;
-        v->sym_scalar = src->sym_scalar;
+        v->sym_ndim = src->sym_ndim;
+        memcpy(v->sym_shape, src->sym_shape, sizeof(v->sym_shape));
         v->sym_dtype = src->sym_dtype;
         v->span = src->span;
         v->folded = src->folded;

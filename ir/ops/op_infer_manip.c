@@ -381,8 +381,25 @@ IR__INFER(ir__infer_strided_slice) {
         seen[norm[i]] = true;
         if (k4 && strides[i] == 0) return ir__op_err(call, diag, "strides must be non-zero");
     }
-    if (!x->dims || !k2 || !k3 || !k4) return ir_sinfo_tensor(ctx, x->dtype, x->ndim, NULL);
     const ir_prim *dims[IR__MAX_DIMS];
+    bool sym_axis = false;
+    for (int i = 0; x->dims && i < na; i++) sym_axis |= !ir_prim_is_int(x->dims[norm[i]], NULL);
+    if (x->dims && k4 && (!k2 || !k3 || sym_axis) && ir__attr_bool(call, "assume_inbound") &&
+        call->args[2]->kind == IR_TUPLE && call->args[3]->kind == IR_TUPLE) {
+        /* Symbolic begin / end (shape arithmetic of symbolic dims) or a symbolic axis, in range
+         * as the attr promises: ceil((end - begin) / stride) elements along a forward stride. */
+        const ir_tuple *tb = (const ir_tuple *)call->args[2], *te = (const ir_tuple *)call->args[3];
+        for (int32_t d = 0; d < x->ndim; d++) dims[d] = x->dims[d];
+        for (int i = 0; i < na; i++) {
+            const ir_prim *b, *e;
+            if (strides[i] <= 0 || !ir__prim_arg(tb->fields[i], &b) || !ir__prim_arg(te->fields[i], &e))
+                return ir_sinfo_tensor(ctx, x->dtype, x->ndim, NULL);
+            dims[norm[i]] = ir_prim_floordiv(ctx, ir_prim_add(ctx, ir_prim_sub(ctx, e, b), pint(ctx, strides[i] - 1)),
+                                             pint(ctx, strides[i]));
+        }
+        return ir_sinfo_tensor(ctx, x->dtype, x->ndim, dims);
+    }
+    if (!x->dims || !k2 || !k3 || !k4) return ir_sinfo_tensor(ctx, x->dtype, x->ndim, NULL);
     for (int32_t d = 0; d < x->ndim; d++) dims[d] = x->dims[d];
     for (int i = 0; i < na; i++) {
         int64_t L;

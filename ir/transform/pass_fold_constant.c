@@ -1,10 +1,13 @@
 /* FoldConstant: an op call whose arguments are all known (constants, static shapes, scalars)
- * is evaluated by the evaluator the pass context or the module's IR context gives
+ * (or tuples of constants) is evaluated by the evaluator the pass context or the module's IR context gives
  * (ir_const_eval_fn, ir/transform/transform.h: the runtime has one on its reference kernels) and
  * replaced by the resulting constant; an `if` whose condition is a constant becomes the branch
  * it takes. The new constant carries the
  * SequentialSpan of the folded call and of the constants it consumed; the taken branch carries
  * SequentialSpan(branch, if) (seed 001's FoldConstant example). */
+#include <stdlib.h>
+
+#include "base/sys.h"
 #include "base/tensor.h"
 #include "ir/op.h"
 #include "ir/transform/pass_impl.h"
@@ -18,6 +21,15 @@ typedef struct fold_state {
     void *user;
 } fold_state;
 
+/* A tuple of constants (concat's operands) is known like a constant. */
+static bool const_tuple(const ir_expr *e) {
+    if (e->kind != IR_TUPLE) return false;
+    const ir_tuple *t = (const ir_tuple *)e;
+    for (uint32_t i = 0; i < t->n; i++)
+        if (t->fields[i]->kind != IR_CONST) return false;
+    return t->n > 0;
+}
+
 static bool foldable(const ir_call *c) {
     if (c->callee->kind != IR_OP) return false;
     const ir_op_def *def = ((const ir_op *)c->callee)->def;
@@ -28,6 +40,10 @@ static bool foldable(const ir_call *c) {
     bool has_tensor = false;
     for (uint32_t i = 0; i < c->nargs; i++) {
         ir_expr_kind k = (ir_expr_kind)c->args[i]->kind;
+        if (const_tuple(c->args[i])) {
+            has_tensor = true;
+            continue;
+        }
         if (k != IR_CONST && k != IR_SHAPE && k != IR_PRIMVAL && k != IR_STR) return false;
         has_tensor |= k == IR_CONST;
     }
@@ -41,12 +57,21 @@ static ir_expr *fold_call(pu_rewriter *r, const ir_binding *b, ir_call *c) {
     if (c->nargs > 16) return NULL;
     rt_tensor *t = fs->eval(fs->user, c);
     if (!t) return NULL;
-    const ir_span *parts[2 + 16];
+    uint32_t np = 2;
+    for (uint32_t i = 0; i < c->nargs; i++)
+        np += 1 + (c->args[i]->kind == IR_TUPLE ? ((const ir_tuple *)c->args[i])->n : 0);
+    const ir_span **parts = gr_xcalloc(np, sizeof(*parts));
     uint32_t k = 0;
     parts[k++] = c->base.span;
     parts[k++] = b->var->base.span;
-    for (uint32_t i = 0; i < c->nargs; i++) parts[k++] = c->args[i]->span;
+    for (uint32_t i = 0; i < c->nargs; i++) {
+        parts[k++] = c->args[i]->span;
+        if (c->args[i]->kind != IR_TUPLE) continue;
+        const ir_tuple *tu = (const ir_tuple *)c->args[i];
+        for (uint32_t j = 0; j < tu->n; j++) parts[k++] = tu->fields[j]->span;
+    }
     const ir_span *sp = ir_si_enabled() ? ir_span_seq(r->ctx, parts, k) : c->base.span;
+    free(parts);
     ir_const *cst = ir_const_new(r->ctx, t, sp);
     rt_tensor_release(t);
     if (cst->base.sinfo == c->base.sinfo || ir_sinfo_is_base_of(b->var->base.sinfo, cst->base.sinfo))

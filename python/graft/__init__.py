@@ -65,7 +65,17 @@ class Backend(str):
                                       o["choices"].split("|") if o.get("choices") else None)
                         for o in info.get("options", [])]
         self.patterns = list(info.get("patterns", []))
+        self.version = info.get("version")
+        self.path = info.get("path")
         return self
+
+
+def load_backend(path: PathLike) -> None:
+    """Loads a backend plugin library (``build/plugins/libgraft_xnnpack.so``; writing one:
+    docs/writing-a-backend.md) for the whole process: its name then works as a backend
+    everywhere. A plugin built for another major version of graft's plugin ABI is refused
+    with a :class:`GraftError` saying so."""
+    _graft.load_backend(os.fspath(path))
 
 
 def backends() -> List[Backend]:

@@ -33,7 +33,10 @@ class Backend(str):
     runtime_kind: Optional[str]
     options: List[BackendOption]
     patterns: List[str]
+    version: Optional[str]
+    path: Optional[str]
 
+def load_backend(path: PathLike) -> None: ...
 def backends() -> List[Backend]: ...
 
 class NodeArg:

@@ -24,6 +24,7 @@
 #include "byoc/backend.h"
 #include "deploy/graft_model.h"
 #include "deploy/toolkit.h"
+#include "include/graft/graft.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/ctx.h"
 #include "ir/text/parser.h"
@@ -983,6 +984,20 @@ static PyObject *py_backends_json(PyObject *self, PyObject *noargs) {
     return take_str(graft_backends_json(), "backends");
 }
 
+static PyObject *py_load_backend(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
+    graft_error *err = NULL;
+    graft_status st;
+    Py_BEGIN_ALLOW_THREADS st = graft_backend_load(path, &err);
+    Py_END_ALLOW_THREADS
+    if (st == GRAFT_OK) Py_RETURN_NONE;
+    PyErr_SetString(GraftError, graft_error_message(err));
+    graft_error_free(err);
+    return NULL;
+}
+
 static PyObject *py_onnx_io_names(PyObject *self, PyObject *args) {
     (void)self;
     const char *path;
@@ -1016,6 +1031,7 @@ static PyMethodDef functions[] = {
     {"parse", py_parse, METH_VARARGS, "parse(text, name) -> Module"},
     {"load_module", py_load_module, METH_VARARGS, "load_module(path) -> Module"},
     {"backends_json", py_backends_json, METH_NOARGS, "the registered backends (JSON)"},
+    {"load_backend", py_load_backend, METH_VARARGS, "load_backend(path): load a backend plugin library"},
     {"onnx_io_names", py_onnx_io_names, METH_VARARGS, "onnx_io_names(path) -> JSON {inputs, outputs}"},
     {"write_explore_html", py_write_explore_html, METH_VARARGS, "write_explore_html(document_json, path)"},
     {NULL, NULL, 0, NULL},

@@ -185,3 +185,19 @@ def test_session_symbolic_rec_any_width(rec):
         (y,) = sess.run(None, {"x": x})
         (ref,) = ort_run(rec, {"x": x})
         np.testing.assert_allclose(y, ref, rtol=RTOL, atol=ATOL)
+
+
+def test_load_backend_plugin():
+    """A backend plugin loads from Python as from the CLI (--backend-lib) and lists with its
+    version; one built for another plugin ABI major is refused."""
+    build = os.path.dirname(os.environ["GRAFT"])
+    plugin = os.path.join(build, "plugins", "libgraft_xnnpack.so")
+    if not os.path.exists(plugin):
+        pytest.skip(f"{plugin} is not built (make plugins)")
+    graft.load_backend(plugin)
+    xnn = next(b for b in graft.backends() if b == "xnnpack")
+    assert xnn.version == "0.1.0" and xnn.path.endswith("libgraft_xnnpack.so")
+    assert "xnnpack.conv2d" in xnn.patterns
+    assert all(b.path is None for b in graft.backends() if b in ("json", "dnnl"))
+    with pytest.raises(graft.GraftError, match="another major version"):
+        graft.load_backend(os.path.join(build, "tests", "plugins", "abi2", "libgraft_testplugin.so"))

@@ -51,7 +51,16 @@ struct rt_json_graph {
     void *tap_user;
     rt_prim_profile_fn prof;      /* per-primitive profiler (rt_json_graph_set_profiler) */
     void *prof_user;
+    struct rt_json_pack *packs;   /* prepacked constants (rt_json_graph_pack_*) */
+    uint32_t npacks, nprovided, nused, nremade;
 };
+
+typedef struct rt_json_pack {
+    char *key;
+    const void *data;
+    size_t bytes;
+    rt_tensor *t;                 /* provided: the stored form (data points into it) */
+} rt_json_pack;
 
 typedef struct rt_json_build {
     GR_VEC(rt_json_node) nodes;
@@ -426,6 +435,11 @@ void rt_json_graph_free(rt_json_graph *g) {
     }
     for (uint32_t i = 0; i < g->nconsts && g->consts; i++) rt_tensor_release(g->consts[i]);
     free(g->consts);
+    for (uint32_t i = 0; i < g->npacks; i++) {
+        free(g->packs[i].key);
+        rt_tensor_release(g->packs[i].t);
+    }
+    free(g->packs);
     free(g->consumers);
     free(g->nodes);
     free(g->row_ptr);
@@ -538,6 +552,57 @@ gr_status rt_json_graph_init(rt_json_graph *g, rt_tensor *const *consts, uint32_
     for (uint32_t i = 0; i < n; i++) g->consts[i] = rt_tensor_retain(consts[i]);
     g->initialized = true;
     return GR_OK;
+}
+
+/* ------------------------------------------------------------- prepacked constants ---- */
+
+static void pack_add(rt_json_graph *g, const char *key, const void *data, size_t bytes, rt_tensor *t) {
+    rt_json_pack *p = realloc(g->packs, sizeof *p * (g->npacks + 1));
+    char *k = strdup(key);
+    if (!p || !k) {  /* a pack is an optimization: without memory, the engine makes it again */
+        if (p) g->packs = p;
+        free(k);
+        rt_tensor_release(t);
+        return;
+    }
+    g->packs = p;
+    g->packs[g->npacks++] = (rt_json_pack){k, data, bytes, t};
+}
+
+void rt_json_graph_pack_record(rt_json_graph *g, const char *key, const void *data, size_t bytes) {
+    pack_add(g, key, data, bytes, NULL);
+}
+
+void rt_json_graph_pack_provide(rt_json_graph *g, const char *key, rt_tensor *t) {
+    pack_add(g, key, rt_tensor_data(t), rt_tensor_nbytes(t), rt_tensor_retain(t));
+    g->nprovided++;
+}
+
+const void *rt_json_graph_pack_find(rt_json_graph *g, const char *key, size_t bytes) {
+    for (uint32_t i = 0; i < g->npacks; i++)
+        if (g->packs[i].t && g->packs[i].bytes == bytes && strcmp(g->packs[i].key, key) == 0) {
+            g->nused++;
+            return g->packs[i].data;
+        }
+    if (g->nprovided) g->nremade++;
+    return NULL;
+}
+
+const char *rt_json_graph_pack_at(const rt_json_graph *g, uint32_t i, const void **data, size_t *bytes) {
+    if (i >= g->npacks) return NULL;
+    if (data) *data = g->packs[i].data;
+    if (bytes) *bytes = g->packs[i].bytes;
+    return g->packs[i].key;
+}
+
+void rt_json_graph_pack_counts(const rt_json_graph *g, uint32_t *provided, uint32_t *used, uint32_t *remade) {
+    if (provided) *provided = g->nprovided;
+    if (used) *used = g->nused;
+    if (remade) *remade = g->nremade;
+}
+
+void rt_json_graph_pack_name(const rt_json_graph *g, uint32_t i, char *buf, size_t n) {
+    snprintf(buf, n, "%s_pack_%u", g->symbol, i);
 }
 
 void rt_json_graph_set_consts_disposable(rt_json_graph *g) { g->consts_disposable = !g->symbolic && !g->root; }
@@ -973,6 +1038,7 @@ static gr_status jm_serialize(rt_module *m, uint8_t **buf, size_t *len, gr_diag 
     json_mod *jm = m->context;
     json_t *root = json_object(), *gs = json_array();
     json_object_set_new(root, "kind", json_string(jm->eng->kind));
+    if (jm->eng->version) json_object_set_new(root, "engine_version", json_string(jm->eng->version));
     for (uint32_t i = 0; i < jm->n; i++) {
         json_t *o = json_object(), *cs = json_array();
         json_object_set_new(o, "symbol", json_string(jm->graphs[i]->symbol));
@@ -985,6 +1051,13 @@ static gr_status jm_serialize(rt_module *m, uint8_t **buf, size_t *len, gr_diag 
         for (uint32_t c = 0; c < jm->graphs[i]->nconsts; c++)
             json_array_append_new(cs, json_string(rt_json_graph_const_name(jm->graphs[i], c)));
         json_object_set_new(o, "consts", cs);
+        json_t *ps = json_array();
+        for (uint32_t k = 0; k < jm->graphs[i]->npacks; k++) {
+            char name[512];
+            rt_json_graph_pack_name(jm->graphs[i], k, name, sizeof name);
+            json_array_append_new(ps, json_pack("{s:s, s:s}", "key", jm->graphs[i]->packs[k].key, "const", name));
+        }
+        json_object_set_new(o, "packs", ps);
         json_array_append_new(gs, o);
     }
     json_object_set_new(root, "graphs", gs);
@@ -1140,6 +1213,14 @@ gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engi
         }
         if (!st) st = rt_json_graph_init(graphs[i], ts, nc, d);
         free(ts);
+        size_t k;
+        json_t *pk;
+        json_array_foreach(json_object_get(o, "packs"), k, pk) {
+            const char *key = json_string_value(json_object_get(pk, "key"));
+            const char *cn = json_string_value(json_object_get(pk, "const"));
+            rt_tensor *t = key && cn && consts && !st ? consts(cn, user) : NULL;
+            if (t) rt_json_graph_pack_provide(graphs[i], key, t);
+        }
     }
     json_decref(root);
     if (st) {

@@ -119,6 +119,27 @@ size_t rt_json_graph_release_const(rt_json_graph *g, uint32_t i);
 /* Bytes of the constants the graph still references. */
 size_t rt_json_graph_const_bytes(const rt_json_graph *g);
 
+/* ---- Prepacked constants (artifacts) ----
+ * What an engine made from a static graph's constants at prepare (oneDNN: weights reordered
+ * into its blocked layouts), each under a key saying what it is valid for (library version,
+ * ISA, node, layouts). An artifact stores them beside the constants; loaded, the engine finds
+ * each by its key and reads it in place instead of making it again, and one it does not find
+ * (another CPU) it makes as before. Each graph keeps its own list. */
+/* Build side: the engine records data it owns (valid while its state lives). */
+void rt_json_graph_pack_record(rt_json_graph *g, const char *key, const void *data, size_t bytes);
+/* Load side: t (retained) is the stored form under key. */
+void rt_json_graph_pack_provide(rt_json_graph *g, const char *key, rt_tensor *t);
+/* The provided form under key when it has `bytes` bytes (counted as used), else NULL (counted
+ * as made again when the graph was given any). */
+const void *rt_json_graph_pack_find(rt_json_graph *g, const char *key, size_t bytes);
+/* Recorded or provided entry i: its key, data and size; NULL past the end. */
+const char *rt_json_graph_pack_at(const rt_json_graph *g, uint32_t i, const void **data, size_t *bytes);
+/* Of the provided entries: how many were used, and how many weights the engine made anew
+ * although the graph was given prepacked ones. */
+void rt_json_graph_pack_counts(const rt_json_graph *g, uint32_t *provided, uint32_t *used, uint32_t *remade);
+/* The constant name an artifact stores graph g's entry i under. */
+void rt_json_graph_pack_name(const rt_json_graph *g, uint32_t i, char *buf, size_t n);
+
 /* True when some dim of the graph is symbolic (an expression string in its document, e.g.
  * "n" or "(w - 1) // 2 + 1"). A module runs such a graph through a static copy per distinct
  * set of call shapes (rt_json_graph_specialize), prepared by its engine and cached (at most 8
@@ -156,6 +177,9 @@ typedef struct rt_json_engine {
                      uint32_t nout, gr_diag *diag);
     void (*release)(rt_json_graph *g, void *state);
     size_t opts_size;             /* 0: the engine takes no options */
+    /* Optional: the version of what made the engine (a backend plugin's), written into the
+     * module blob as "engine_version" so that a loader can check it. */
+    const char *version;
 } rt_json_engine;
 
 /* ---- Operand contracts ----
@@ -219,8 +243,9 @@ void *rt_json_module_state(rt_module *m, uint32_t i);
 /* Graph i of a module made by rt_json_module_new / load (borrowed), NULL past the end or for
  * another kind of module. */
 rt_json_graph *rt_json_module_graph(rt_module *m, uint32_t i);
-/* Module blob: {"kind", "graphs": [{"symbol", "graph", "consts": [names]}]} (constants travel
- * separately, as TVM's ConstLoaderModule does); load resolves them by name and inits. */
+/* Module blob: {"kind", "graphs": [{"symbol", "graph", "consts": [names], "packs": [{"key",
+ * "const"}]}]} (constants travel separately, as TVM's ConstLoaderModule does); load resolves
+ * them by name and inits; a pack whose constant is not provided is left out. */
 gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engine *eng, const void *opts,
                               rt_tensor *(*consts)(const char *name, void *user), void *user,
                               rt_module **out, gr_diag *diag);

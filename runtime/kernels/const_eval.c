@@ -41,6 +41,16 @@ static bool known_value(const ir_expr *e, rt_value *out) {
         out->kind = RT_VAL_STR;
         out->u.s = ((const ir_str *)e)->value;
         return true;
+    case IR_TUPLE: {
+        const ir_tuple *t = (const ir_tuple *)e;
+        *out = rt_value_tuple(t->n);
+        for (uint32_t i = 0; i < t->n; i++)
+            if (!known_value(t->fields[i], &out->u.tuple.items[i])) {
+                rt_value_clear(out);
+                return false;
+            }
+        return true;
+    }
     default: return false;
     }
 }

@@ -2,9 +2,10 @@
  * Triton's ONNX Runtime and OpenVINO backends serve their models.
  *
  * A model repository entry is MODEL/config.pbtxt (backend: "graft") and MODEL/1/model.graft.
- *   - One graft_model_load per model, in TRITONBACKEND_ModelInitialize; every instance of the
- *     model runs that one loaded artifact (graft_model_run is thread-safe), so N instances cost
- *     one copy of the weights and compiled code.
+ *   - One graft_session_load per model, in TRITONBACKEND_ModelInitialize; every instance of the
+ *     model runs that one loaded artifact (graft_session_run is thread-safe), so N instances cost
+ *     one copy of the weights and compiled code. Built against graft's public API alone
+ *     (include/graft/graft.h).
  *   - The config may leave out inputs, outputs and max_batch_size: the backend fills them in
  *     from the artifact's signature (auto-complete). Dim 0 of every input and output being one
  *     symbolic var (`graft build` without --input-shape of an ONNX model with a dynamic batch)
@@ -25,33 +26,34 @@
 
 #include <jansson.h>
 
-#include "byoc/backend.h"
-#include "deploy/graft_model.h"
-#include "serve/triton/triton_api.h"
+#include <graft/graft.h>
+
+#include "triton_api.h"
 
 #define GT_MAX_IO 16
+#define GT_MAX_NDIM 8
 
 /* graft's element types and Triton's, one row each. */
 typedef struct gt_dtype {
-    uint8_t code, bits;
+    graft_dtype graft;
     TRITONSERVER_DataType triton;
     const char *config;            /* config.pbtxt's data_type */
 } gt_dtype;
 
 static const gt_dtype DTYPES[] = {
-    {kDLFloat, 32, TRITONSERVER_TYPE_FP32, "TYPE_FP32"}, {kDLFloat, 16, TRITONSERVER_TYPE_FP16, "TYPE_FP16"},
-    {kDLFloat, 64, TRITONSERVER_TYPE_FP64, "TYPE_FP64"}, {kDLBfloat, 16, TRITONSERVER_TYPE_BF16, "TYPE_BF16"},
-    {kDLInt, 8, TRITONSERVER_TYPE_INT8, "TYPE_INT8"},    {kDLInt, 16, TRITONSERVER_TYPE_INT16, "TYPE_INT16"},
-    {kDLInt, 32, TRITONSERVER_TYPE_INT32, "TYPE_INT32"}, {kDLInt, 64, TRITONSERVER_TYPE_INT64, "TYPE_INT64"},
-    {kDLUInt, 8, TRITONSERVER_TYPE_UINT8, "TYPE_UINT8"}, {kDLUInt, 16, TRITONSERVER_TYPE_UINT16, "TYPE_UINT16"},
-    {kDLUInt, 32, TRITONSERVER_TYPE_UINT32, "TYPE_UINT32"}, {kDLUInt, 64, TRITONSERVER_TYPE_UINT64, "TYPE_UINT64"},
-    {kDLUInt, 1, TRITONSERVER_TYPE_BOOL, "TYPE_BOOL"},
+    {GRAFT_FLOAT32, TRITONSERVER_TYPE_FP32, "TYPE_FP32"}, {GRAFT_FLOAT16, TRITONSERVER_TYPE_FP16, "TYPE_FP16"},
+    {GRAFT_FLOAT64, TRITONSERVER_TYPE_FP64, "TYPE_FP64"}, {GRAFT_BFLOAT16, TRITONSERVER_TYPE_BF16, "TYPE_BF16"},
+    {GRAFT_INT8, TRITONSERVER_TYPE_INT8, "TYPE_INT8"},    {GRAFT_INT16, TRITONSERVER_TYPE_INT16, "TYPE_INT16"},
+    {GRAFT_INT32, TRITONSERVER_TYPE_INT32, "TYPE_INT32"}, {GRAFT_INT64, TRITONSERVER_TYPE_INT64, "TYPE_INT64"},
+    {GRAFT_UINT8, TRITONSERVER_TYPE_UINT8, "TYPE_UINT8"}, {GRAFT_UINT16, TRITONSERVER_TYPE_UINT16, "TYPE_UINT16"},
+    {GRAFT_UINT32, TRITONSERVER_TYPE_UINT32, "TYPE_UINT32"}, {GRAFT_UINT64, TRITONSERVER_TYPE_UINT64, "TYPE_UINT64"},
+    {GRAFT_BOOL, TRITONSERVER_TYPE_BOOL, "TYPE_BOOL"},
 };
 #define NDTYPES (sizeof DTYPES / sizeof DTYPES[0])
 
-static const gt_dtype *dtype_of_graft(DLDataType t) {
+static const gt_dtype *dtype_of_graft(graft_dtype t) {
     for (size_t i = 0; i < NDTYPES; i++)
-        if (DTYPES[i].code == t.code && DTYPES[i].bits == t.bits && t.lanes == 1) return &DTYPES[i];
+        if (DTYPES[i].graft == t) return &DTYPES[i];
     return NULL;
 }
 
@@ -61,18 +63,18 @@ static const gt_dtype *dtype_of_triton(TRITONSERVER_DataType t) {
     return NULL;
 }
 
-static size_t dtype_bytes(const gt_dtype *t) { return t->bits < 8 ? 1 : t->bits / 8u; }
+static size_t dtype_bytes(const gt_dtype *t) { return graft_dtype_size(t->graft); }
 
 /* An input or output of the artifact. */
 typedef struct gt_sig {
     const char *name;              /* the artifact's */
     const gt_dtype *dtype;
     int32_t ndim;
-    int64_t dims[RT_MAX_NDIM];     /* -1: symbolic */
+    int64_t dims[GT_MAX_NDIM];     /* -1: symbolic */
 } gt_sig;
 
 typedef struct gt_model {
-    graft_model *gm;
+    graft_session *gs;
     char name[256];
     uint32_t nin, nout;
     gt_sig in[GT_MAX_IO], out[GT_MAX_IO];
@@ -104,19 +106,11 @@ static TRITONSERVER_Error *gt_merr(const gt_model *m, TRITONSERVER_Error_Code co
     return TRITONSERVER_ErrorNew(code, msg);
 }
 
-/* graft's diagnostic in gr_diag_print's words: "FILE: layer 'L' (op O): message". */
-static TRITONSERVER_Error *gt_diag_err(TRITONSERVER_Error_Code code, const char *what, const gr_diag *d) {
-    char where[600] = "";
-    size_t fl = strlen(d->file);
-    bool named = fl && strncmp(d->msg, d->file, fl) == 0 && d->msg[fl] == ':';
-    int n = d->file[0] && !named ? snprintf(where, sizeof where, "%s: ", d->file) : 0;
-    if (d->layer[0] && n >= 0 && (size_t)n < sizeof where)
-        n += snprintf(where + n, sizeof where - (size_t)n, "layer '%s' ", d->layer);
-    if (d->op[0] && n >= 0 && (size_t)n < sizeof where)
-        n += snprintf(where + n, sizeof where - (size_t)n, "(op %s) ", d->op);
-    if ((d->layer[0] || d->op[0]) && n >= 0 && (size_t)n < sizeof where)
-        snprintf(where + n, sizeof where - (size_t)n, ": ");
-    return gt_err(code, "graft: %s: %s%s", what, where, d->msg[0] ? d->msg : gr_status_str(d->code));
+/* graft's error in its own words ("FILE: layer 'L' (op O): message"); frees it. */
+static TRITONSERVER_Error *gt_graft_err(TRITONSERVER_Error_Code code, const char *what, graft_error *ge) {
+    TRITONSERVER_Error *e = gt_err(code, "graft: %s: %s", what, graft_error_message(ge));
+    graft_error_free(ge);
+    return e;
 }
 
 /* Logs and drops an error of a call whose failure leaves nothing else to do. */
@@ -142,44 +136,46 @@ static uint64_t now_ns(void) {
 
 /* ---- The artifact's signature ---- */
 
-static TRITONSERVER_Error *sig_of(const gt_model *m, const char *kind, const char *name, const ir_sinfo *s,
-                                  gt_sig *out) {
-    if (!s || s->kind != IR_SINFO_TENSOR || s->ndim < 0 || (s->ndim > 0 && !s->dims) || s->ndim > RT_MAX_NDIM)
-        return gt_merr(m, TRITONSERVER_ERROR_UNSUPPORTED, "%s '%s' is not a tensor of known rank",
-                      kind, name);
-    out->name = name;
-    out->dtype = dtype_of_graft(s->dtype);
+/* Input (output false) or output i of the artifact. */
+static TRITONSERVER_Error *sig_of(const gt_model *m, bool output, uint32_t i, gt_sig *out) {
+    const graft_session *gs = m->gs;
+    const char *kind = output ? "output" : "input";
+    out->name = output ? graft_session_output_name(gs, i) : graft_session_input_name(gs, i);
+    int nd = output ? graft_session_output_ndim(gs, i) : graft_session_input_ndim(gs, i);
+    if (nd < 0 || nd > GT_MAX_NDIM)
+        return gt_merr(m, TRITONSERVER_ERROR_UNSUPPORTED, "%s '%s' is not a tensor of known rank", kind, out->name);
+    out->dtype = dtype_of_graft(output ? graft_session_output_dtype(gs, i) : graft_session_input_dtype(gs, i));
     if (!out->dtype)
-        return gt_merr(m, TRITONSERVER_ERROR_UNSUPPORTED, "%s '%s' has a dtype Triton has no type for",
-                      kind, name);
-    out->ndim = s->ndim;
-    for (int32_t k = 0; k < s->ndim; k++) out->dims[k] = s->dims[k]->kind == IR_PRIM_INT ? s->dims[k]->value : -1;
+        return gt_merr(m, TRITONSERVER_ERROR_UNSUPPORTED, "%s '%s' has a dtype Triton has no type for", kind,
+                      out->name);
+    out->ndim = nd;
+    for (int k = 0; k < nd; k++)
+        out->dims[k] = output ? graft_session_output_dim(gs, i, k) : graft_session_input_dim(gs, i, k);
     return NULL;
 }
 
-static bool batch_var(const ir_sinfo *s, const ir_prim **var) {
-    if (!s || s->kind != IR_SINFO_TENSOR || s->ndim < 1 || !s->dims || s->dims[0]->kind != IR_PRIM_VAR) return false;
-    if (!*var) *var = s->dims[0];
-    return *var == s->dims[0];
+/* Dim 0 is the symbolic var *var (the first one seen sets it). */
+static bool batch_var(const char *dim0, const char **var) {
+    if (!dim0) return false;
+    if (!*var) *var = dim0;
+    return strcmp(*var, dim0) == 0;
 }
 
 static TRITONSERVER_Error *read_signature(gt_model *m) {
-    m->nin = graft_model_num_inputs(m->gm);
-    m->nout = graft_model_num_outputs(m->gm);
+    m->nin = graft_session_num_inputs(m->gs);
+    m->nout = graft_session_num_outputs(m->gs);
     if (m->nin > GT_MAX_IO || m->nout > GT_MAX_IO || m->nout == 0)
         return gt_merr(m, TRITONSERVER_ERROR_UNSUPPORTED, "%u inputs and %u outputs (at most %d each)",
                       m->nin, m->nout, GT_MAX_IO);
-    const ir_prim *var = NULL;
+    const char *var = NULL;
     m->batchable = true;
     for (uint32_t i = 0; i < m->nin; i++) {
-        const ir_sinfo *s = graft_model_input_sinfo(m->gm, i);
-        GT_TRY(sig_of(m, "input", graft_model_input_name(m->gm, i), s, &m->in[i]));
-        m->batchable &= batch_var(s, &var);
+        GT_TRY(sig_of(m, false, i, &m->in[i]));
+        m->batchable &= batch_var(graft_session_input_dim_symbol(m->gs, i, 0), &var);
     }
     for (uint32_t i = 0; i < m->nout; i++) {
-        const ir_sinfo *s = graft_model_output_sinfo(m->gm, i);
-        GT_TRY(sig_of(m, "output", graft_model_output_name(m->gm, i), s, &m->out[i]));
-        m->batchable &= batch_var(s, &var);
+        GT_TRY(sig_of(m, true, i, &m->out[i]));
+        m->batchable &= batch_var(graft_session_output_dim_symbol(m->gs, i, 0), &var);
     }
     return NULL;
 }
@@ -265,19 +261,18 @@ static TRITONSERVER_Error *check_ios(const gt_model *m, json_t *list, const gt_s
     return NULL;
 }
 
-static TRITONSERVER_Error *read_options(const gt_model *m, json_t *cfg, byoc_options *opts) {
+static TRITONSERVER_Error *read_options(const gt_model *m, json_t *cfg, graft_session_options *opts) {
     const char *key;
     json_t *v;
     json_object_foreach(json_object_get(cfg, "parameters"), key, v) {
         const char *val = json_string_value(json_object_get(v, "string_value"));
         char a[512];
         snprintf(a, sizeof a, "%s=%s", key, val ? val : "");
-        gr_diag d;
-        gr_diag_clear(&d);
-        if (byoc_options_set(opts, a, &d) != GR_OK) {
+        graft_error *ge = NULL;
+        if (graft_session_options_set(opts, a, &ge) != GRAFT_OK) {
             char what[300];
             snprintf(what, sizeof what, "model '%s': parameter '%s'", m->name, key);
-            return gt_diag_err(TRITONSERVER_ERROR_INVALID_ARG, what, &d);
+            return gt_graft_err(TRITONSERVER_ERROR_INVALID_ARG, what, ge);
         }
     }
     return NULL;
@@ -339,16 +334,16 @@ static TRITONSERVER_Error *model_init(TRITONBACKEND_Model *model, gt_model *m, j
     if (!file || !file[0]) file = "model.graft";
     snprintf(path, sizeof path, "%s/%llu/%s", repo, (unsigned long long)version, file);
 
-    byoc_options *opts = byoc_options_new();
+    graft_session_options *opts = graft_session_options_new();
     TRITONSERVER_Error *e = read_options(m, cfg, opts);
-    gr_diag d;
-    gr_diag_clear(&d);
-    if (!e && graft_model_load_opts(path, opts, &m->gm, &d) != GR_OK) {
+    graft_error *ge = NULL;
+    if (!e && graft_session_load(path, opts, &m->gs, &ge) != GRAFT_OK) {
         char what[4400];
-        snprintf(what, sizeof what, "model '%s'%s%s", m->name, d.file[0] ? "" : ": ", d.file[0] ? "" : path);
-        e = gt_diag_err(TRITONSERVER_ERROR_INVALID_ARG, what, &d);
+        bool named = graft_error_file(ge)[0];
+        snprintf(what, sizeof what, "model '%s'%s%s", m->name, named ? "" : ": ", named ? "" : path);
+        e = gt_graft_err(TRITONSERVER_ERROR_INVALID_ARG, what, ge);
     }
-    byoc_options_free(opts);
+    graft_session_options_free(opts);
     if (e) return e;
     GT_TRY(read_signature(m));
 
@@ -387,7 +382,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model *model) {
     json_decref(cfg);
     if (!e) e = TRITONBACKEND_ModelSetState(model, m);
     if (e) {
-        graft_model_free(m->gm);
+        graft_session_free(m->gs);
         free(m);
     }
     return e;
@@ -397,7 +392,7 @@ TRITONSERVER_Error *TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model *model) {
     void *state;
     GT_TRY(TRITONBACKEND_ModelState(model, &state));
     gt_model *m = state;  /* NULL: the server finalizes a model whose initialize failed too */
-    if (m) graft_model_free(m->gm);
+    if (m) graft_session_free(m->gs);
     free(m);
     return NULL;
 }
@@ -428,7 +423,7 @@ typedef struct gt_req {
     const void *data[GT_MAX_IO];
     void *copy[GT_MAX_IO];         /* owned contiguous copies of inputs given in several buffers */
     int32_t ndim[GT_MAX_IO];
-    int64_t shape[GT_MAX_IO][RT_MAX_NDIM];
+    int64_t shape[GT_MAX_IO][GT_MAX_NDIM];
     size_t bytes[GT_MAX_IO];
 } gt_req;
 
@@ -498,18 +493,18 @@ static bool same_item_shape(const gt_model *m, const gt_req *a, const gt_req *b)
 
 /* The inputs of requests r[0..n) as one batch: the request's own buffers when n is 1, else
  * copies concatenated along dim 0. */
-static TRITONSERVER_Error *gather(const gt_model *m, gt_req *r, uint32_t n, int64_t batch, rt_value *in) {
+static TRITONSERVER_Error *gather(const gt_model *m, gt_req *r, uint32_t n, int64_t batch, graft_tensor **in) {
     for (uint32_t i = 0; i < m->nin; i++) {
-        int64_t shape[RT_MAX_NDIM];
+        int64_t shape[GT_MAX_NDIM];
         memcpy(shape, r[0].shape[i], sizeof shape);
         if (m->max_batch > 0) shape[0] = batch;
-        DLDataType dt = {m->in[i].dtype->code, m->in[i].dtype->bits, 1};
+        graft_dtype dt = m->in[i].dtype->graft;
         /* the run reads its inputs only */
-        rt_tensor *t = n == 1 ? rt_tensor_wrap(dt, r[0].ndim[i], shape, (void *)(uintptr_t)r[0].data[i])
-                              : rt_tensor_new(dt, r[0].ndim[i], shape);
+        graft_tensor *t = n == 1 ? graft_tensor_wrap(dt, r[0].ndim[i], shape, (void *)(uintptr_t)r[0].data[i])
+                                 : graft_tensor_new(dt, r[0].ndim[i], shape);
         if (!t) return gt_merr(m, TRITONSERVER_ERROR_INTERNAL, "out of memory for input '%s'", m->in[i].name);
-        in[i] = rt_value_tensor(t);
-        uint8_t *dst = rt_tensor_data(t);
+        in[i] = t;
+        uint8_t *dst = graft_tensor_data(t);
         for (uint32_t k = 0; n > 1 && k < n; k++) {
             memcpy(dst, r[k].data[i], r[k].bytes[i]);
             dst += r[k].bytes[i];
@@ -519,39 +514,35 @@ static TRITONSERVER_Error *gather(const gt_model *m, gt_req *r, uint32_t n, int6
 }
 
 /* Output o of the batch for request r, rows [row, row + r->batch). */
-static TRITONSERVER_Error *scatter_one(const gt_model *m, gt_req *r, const gt_sig *s, const rt_tensor *t,
+static TRITONSERVER_Error *scatter_one(const gt_model *m, gt_req *r, const gt_sig *s, graft_tensor *t,
                                        int64_t row) {
-    int64_t shape[RT_MAX_NDIM];
-    memcpy(shape, t->shape, sizeof shape);
-    size_t bytes = rt_tensor_nbytes(t), off = 0;
+    int64_t shape[GT_MAX_NDIM];
+    int nd = graft_tensor_ndim(t);
+    for (int k = 0; k < nd; k++) shape[k] = graft_tensor_dim(t, k);
+    size_t bytes = graft_tensor_nbytes(t), off = 0;
     if (m->max_batch > 0) {
-        size_t per_row = t->shape[0] ? bytes / (size_t)t->shape[0] : 0;
+        size_t per_row = shape[0] ? bytes / (size_t)shape[0] : 0;
         shape[0] = r->batch;
         off = per_row * (size_t)row;
         bytes = per_row * (size_t)r->batch;
     }
     TRITONBACKEND_Output *out;
-    GT_TRY(TRITONBACKEND_ResponseOutput(r->resp, &out, s->name, s->dtype->triton, shape, (uint32_t)t->dl.ndim));
+    GT_TRY(TRITONBACKEND_ResponseOutput(r->resp, &out, s->name, s->dtype->triton, shape, (uint32_t)nd));
     void *buf;
     TRITONSERVER_MemoryType mt = TRITONSERVER_MEMORY_CPU;
     int64_t mid = 0;
     GT_TRY(TRITONBACKEND_OutputBuffer(out, &buf, bytes, &mt, &mid));
     if (mt == TRITONSERVER_MEMORY_GPU)
         return gt_merr(m, TRITONSERVER_ERROR_UNSUPPORTED, "an output buffer on a GPU");
-    memcpy(buf, (const uint8_t *)rt_tensor_data(t) + off, bytes);
+    memcpy(buf, (const uint8_t *)graft_tensor_data(t) + off, bytes);
     return NULL;
 }
 
-static TRITONSERVER_Error *scatter(const gt_model *m, gt_req *r, uint32_t n, int64_t batch, const rt_value *res) {
-    uint32_t nres = res->kind == RT_VAL_TUPLE ? res->u.tuple.n : 1;
-    const rt_value *items = res->kind == RT_VAL_TUPLE ? res->u.tuple.items : res;
-    if (nres != m->nout)
-        return gt_merr(m, TRITONSERVER_ERROR_INTERNAL, "the run gave %u outputs, the artifact names %u",
-                      nres, m->nout);
+static TRITONSERVER_Error *scatter(const gt_model *m, gt_req *r, uint32_t n, int64_t batch, graft_tensor **items) {
     for (uint32_t o = 0; o < m->nout; o++) {
-        const rt_tensor *t = items[o].kind == RT_VAL_TENSOR ? items[o].u.t : NULL;
-        bool rows = m->max_batch == 0 || (t && t->dl.ndim >= 1 && t->shape[0] == batch);
-        if (!t || dtype_of_graft(t->dl.dtype) != m->out[o].dtype || !rows)
+        graft_tensor *t = items[o];
+        bool rows = m->max_batch == 0 || (t && graft_tensor_ndim(t) >= 1 && graft_tensor_dim(t, 0) == batch);
+        if (!t || dtype_of_graft(graft_tensor_dtype(t)) != m->out[o].dtype || !rows)
             return gt_merr(m, TRITONSERVER_ERROR_INTERNAL, "output '%s' is not the %s tensor of the batch's rows",
                           m->out[o].name, m->out[o].dtype->config);
     }
@@ -565,7 +556,7 @@ static TRITONSERVER_Error *scatter(const gt_model *m, gt_req *r, uint32_t n, int
             r[k].err = TRITONBACKEND_RequestOutputName(r[k].req, q, &name);
             if (!r[k].err && !(s = find_sig(m->out, m->nout, name)))
                 r[k].err = gt_merr(m, TRITONSERVER_ERROR_INVALID_ARG, "no output '%s'", name);
-            if (!r[k].err) r[k].err = scatter_one(m, &r[k], s, items[s - m->out].u.t, row);
+            if (!r[k].err) r[k].err = scatter_one(m, &r[k], s, items[s - m->out], row);
         }
     }
     return NULL;
@@ -576,23 +567,22 @@ static void run_batch(const gt_model *m, TRITONBACKEND_ModelInstance *inst, gt_r
                       uint64_t exec_start) {
     int64_t batch = 0;
     for (uint32_t k = 0; k < n; k++) batch += r[k].batch;
-    rt_value in[GT_MAX_IO] = {{0}}, res = {0};
+    graft_tensor *in[GT_MAX_IO] = {0}, *res[GT_MAX_IO] = {0};
     uint64_t compute_start = now_ns();
     TRITONSERVER_Error *e = gather(m, r, n, batch, in);
-    gr_diag d;
-    gr_diag_clear(&d);
-    if (!e && graft_model_run(m->gm, in, m->nin, &res, &d) != GR_OK) {
+    graft_error *ge = NULL;
+    if (!e && graft_session_run(m->gs, in, m->nin, res, m->nout, &ge) != GRAFT_OK) {
         char what[300];
         snprintf(what, sizeof what, "model '%s'", m->name);
-        e = gt_diag_err(TRITONSERVER_ERROR_INVALID_ARG, what, &d);
+        e = gt_graft_err(TRITONSERVER_ERROR_INVALID_ARG, what, ge);
     }
     uint64_t compute_end = now_ns();
-    if (!e) e = scatter(m, r, n, batch, &res);
+    if (!e) e = scatter(m, r, n, batch, res);
     for (uint32_t k = 0; k < n; k++)
         if (e && !r[k].err) r[k].err = TRITONSERVER_ErrorNew(TRITONSERVER_ErrorCode(e), TRITONSERVER_ErrorMessage(e));
     TRITONSERVER_ErrorDelete(e);
-    rt_value_clear(&res);
-    for (uint32_t i = 0; i < m->nin; i++) rt_value_clear(&in[i]);
+    for (uint32_t i = 0; i < m->nout; i++) graft_tensor_release(res[i]);
+    for (uint32_t i = 0; i < m->nin; i++) graft_tensor_release(in[i]);
     uint64_t exec_end = now_ns();
     for (uint32_t k = 0; k < n; k++)
         gt_log(TRITONBACKEND_ModelInstanceReportStatistics(inst, r[k].req, !r[k].err, exec_start, compute_start,

@@ -12,6 +12,7 @@
 
 #include "backends/llvm/elf_check.h"
 #include "deploy/graft_model.h"
+#include "deploy/artifact_impl.h"
 #include "graft/graft_artifact.pb-c.h"
 #include "ir/text/parser.h"
 
@@ -29,6 +30,8 @@ static const char *k_mod =
 
 /* The artifact of k_mod, unpacked: its body and the host object inside it. */
 typedef struct art {
+    uint8_t *file;
+    size_t file_len;
     Graft__ArtifactBody *body;
     uint8_t *obj;
     size_t len;
@@ -44,17 +47,17 @@ static art make_art(void) {
     size_t len;
     cr_assert_eq(graft_model_build(m, &buf, &len, &d), GR_OK, "%s", d.msg);
     ir_ctx_free(ctx);
-    Graft__Artifact *a = graft__artifact__unpack(NULL, len, buf);
-    cr_assert_not_null(a);
+    gr_art_header h;
+    cr_assert(gr_art_header_read(buf, len, &h));
     art r;
-    r.body = graft__artifact_body__unpack(NULL, a->body.len, a->body.data);
+    r.file = buf;
+    r.file_len = len;
+    r.body = graft__artifact_body__unpack(NULL, h.body_len, buf + GR_ART_HEADER);
     cr_assert_not_null(r.body);
     cr_assert_gt(r.body->host_object.len, 0, "the model has host code");
     r.len = r.body->host_object.len;
     r.obj = malloc(r.len);
     memcpy(r.obj, r.body->host_object.data, r.len);
-    graft__artifact__free_unpacked(a, NULL);
-    free(buf);
     return r;
 }
 
@@ -67,15 +70,7 @@ static uint8_t *pack_with(const art *a, const uint8_t *obj, size_t len, size_t *
     uint8_t *bb = malloc(bl);
     graft__artifact_body__pack(a->body, bb);
     a->body->host_object = keep;
-    Graft__Artifact na;
-    graft__artifact__init(&na);
-    na.format_version = GRAFT_MODEL_FORMAT_VERSION;
-    na.checksum = gr_hash_bytes(bb, bl, 0x67726166ull);
-    na.body.data = bb;
-    na.body.len = bl;
-    *out_len = graft__artifact__get_packed_size(&na);
-    uint8_t *nb = malloc(*out_len);
-    graft__artifact__pack(&na, nb);
+    uint8_t *nb = gr_art_with_body(a->file, a->file_len, bb, bl, out_len);
     free(bb);
     return nb;
 }
@@ -95,6 +90,7 @@ static gr_status load_with(const art *a, const uint8_t *obj, size_t len, gr_diag
 static void free_art(art *a) {
     graft__artifact_body__free_unpacked(a->body, NULL);
     free(a->obj);
+    free(a->file);
 }
 
 static Elf64_Shdr *shdr(uint8_t *obj, uint32_t i) {

@@ -1,8 +1,11 @@
-/* 3-D convolutions and pools on oneDNN (backends/dnnl/dnnl_vol.c) against the reference kernels
- * (runtime/kernels/kernels_conv3d.c), with dnnl_test_util.h's tolerance (1e-4 absolute + 1e-4
- * relative: <= 3 * 27 * 8 products per output of values ~0.5); a following bias add and relu
- * must fold into the primitive as post-ops. DepthToSpace (reshape -> permute_dims -> reshape)
- * must land in dnnl whole, as one reorder. */
+/* 3-D convolutions and pools on oneDNN (backends/dnnl/dnnl_op_conv.c, dnnl_op_elem.c) against
+ * the reference kernels (runtime/kernels/kernels_conv3d.c), with dnnl_test_util.h's tolerance
+ * (1e-4 absolute + 1e-4 relative: <= 3 * 27 * 8 products per output of values ~0.5); a
+ * following bias add and relu must fold into the primitive as post-ops, and no primitive may
+ * be on oneDNN's reference kernels. A video-net residual block (conv3d, bias, relu, conv3d,
+ * bias, residual add, relu) must run its convolutions on the blocked / channels-last jit
+ * kernels as 2-D ones do, neither on gemm nor on ref, with every post-op fused.
+ * DepthToSpace (reshape -> permute_dims -> reshape) must land in dnnl whole, as one reorder. */
 #include "byoc/byoc.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/op.h"
@@ -25,8 +28,7 @@ static void conv_case(uint32_t seed, bool deconv, int64_t C, int64_t O, int64_t 
     }
     dt_head(&g, y);
     rt_dnnl_stats st;
-    gr_diag d = {0};
-    cr_assert_eq(dt_stats(&g, &st, &d), GR_OK, "%s", d.msg);
+    dt_stats_no_ref(&g, &st);
     if (bias_relu) cr_expect_eq(st.npostops, 2, "bias add and relu fold into the convolution (%u post-ops)", st.npostops);
     dt_check(&g);
     dt_free(&g);
@@ -47,12 +49,74 @@ Test(dnnl_vol, conv3d_transpose) {
               "{\"strides\": [2, 2, 2], \"output_padding\": [1, 0, 1], \"groups\": 2}", S(5, 6, 7), true);
 }
 
+/* The primitives of p that are convolutions: none on gemm or ref. */
+static int jit_convs(dt_prepared *p) {
+    int nconv = 0;
+    for (uint32_t i = 0; i < rt_dnnl_num_prims(p->state); i++) {
+        rt_dnnl_prim_info pi;
+        cr_assert(rt_dnnl_prim(p->state, i, &pi));
+        if (strcmp(pi.kind, "convolution")) continue;
+        nconv++;
+        cr_expect(!strstr(pi.impl, "gemm") && strncmp(pi.impl, "ref", 3), "convolution %u on %s (ISA %s)", i, pi.impl,
+                  rt_dnnl_isa());
+    }
+    return nconv;
+}
+
+Test(dnnl_vol, residual_block_on_jit) {
+    static const int64_t C = 32;
+    dt_graph g;
+    dt_init(&g, 31);
+    const int64_t *os = S(1, C, 4, 10, 10);
+    int x = dt_input(&g, 5, os), y = x;
+    for (int i = 0; i < 2; i++) {
+        int w = dt_const(&g, 5, S(C, C, 3, 3, 3)), b = dt_const(&g, 5, S(1, C, 1, 1, 1));
+        y = dt_op(&g, "relax.nn.conv3d", "{\"padding\": [1, 1, 1, 1, 1, 1]}", 2, IN(y, w), NULL, 5, os, NULL);
+        y = dt_op(&g, "relax.add", NULL, 2, IN(y, b), NULL, 5, os, NULL);
+        if (i) y = dt_op(&g, "relax.add", NULL, 2, IN(y, x), NULL, 5, os, NULL);
+        y = dt_op(&g, "relax.nn.relu", NULL, 1, IN(y), NULL, 5, os, NULL);
+    }
+    dt_head(&g, y);
+    dt_prepared p;
+    rt_dnnl_stats st;
+    dt_prepare_no_ref(&g, &p, &st);
+    cr_expect_eq(jit_convs(&p), 2);
+    cr_expect_eq(st.npostops, 5, "bias, relu, bias, residual add, relu fused (%u post-ops)", st.npostops);
+    dt_release(&p);
+    dt_check(&g);
+    dt_free(&g);
+}
+
+/* A pool after a 3-D convolution reads the convolution's blocked / channels-last layout as it
+ * is: the only reorders are the region input's and output's. */
+Test(dnnl_vol, pool_after_conv_keeps_layout) {
+    dt_graph g;
+    dt_init(&g, 32);
+    int x = dt_input(&g, 5, S(1, 16, 4, 8, 8)), w = dt_const(&g, 5, S(16, 16, 3, 3, 3));
+    int y = dt_op(&g, "relax.nn.conv3d", "{\"padding\": [1, 1, 1, 1, 1, 1]}", 2, IN(x, w), NULL, 5, S(1, 16, 4, 8, 8), NULL);
+    y = dt_op(&g, "relax.nn.relu", NULL, 1, IN(y), NULL, 5, S(1, 16, 4, 8, 8), NULL);
+    for (int i = 0; i < 2; i++)
+        y = dt_op(&g, i ? "relax.nn.avg_pool3d" : "relax.nn.max_pool3d", "{\"pool_size\": [2, 2, 2], \"strides\": [2, 2, 2]}",
+                  1, IN(y), NULL, 5, i ? S(1, 16, 1, 2, 2) : S(1, 16, 2, 4, 4), NULL);
+    dt_head(&g, y);
+    dt_prepared p;
+    rt_dnnl_stats st;
+    dt_prepare_no_ref(&g, &p, &st);
+    cr_expect_eq(jit_convs(&p), 1);
+    cr_expect_leq(st.nreorders, 2, "%u reorders", st.nreorders);
+    dt_release(&p);
+    dt_check(&g);
+    dt_free(&g);
+}
+
 static void pool_case(uint32_t seed, const char *op, const int64_t *in, const char *attrs, const int64_t *out) {
     dt_graph g;
     dt_init(&g, seed);
     int x = dt_input(&g, 5, S(2, 5, in[0], in[1], in[2]));
     int y = dt_op(&g, op, attrs, 1, IN(x), NULL, 5, S(2, 5, out[0], out[1], out[2]), NULL);
     dt_head(&g, y);
+    rt_dnnl_stats st;
+    dt_stats_no_ref(&g, &st);
     dt_check(&g);
     dt_free(&g);
 }

@@ -196,3 +196,12 @@ Test(prim, many_constants_are_cheap) {
     for (int i = 0; i < 200000; i++) cr_assert_eq(I(i % 64), I(i % 64));
     cr_assert_lt(ir_ctx_arena_bytes(ctx) - before, (size_t)64 * 1024);
 }
+
+/* A symbolic divisor is a dim or a product of dims (never 0): x // x is 1, x % x is 0 (Swin's
+ * batch * windows / windows). */
+Test(prim, an_expression_divided_by_itself) {
+    const ir_prim *w = mul(fdiv(add(n, I(6)), I(7)), fdiv(add(m, I(6)), I(7)));
+    cr_expect_eq(fdiv(w, w), I(1), "%s", str(fdiv(w, w)));
+    cr_expect_eq(fmod_(w, w), I(0), "%s", str(fmod_(w, w)));
+    cr_expect_neq(fdiv(n, m), I(1));
+}

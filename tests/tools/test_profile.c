@@ -17,7 +17,9 @@
 #include "ir/dtype.h"
 #include "runtime/npy.h"
 
+#include "tests/compare_util.h"
 #include "tests/graft_cli.h"
+#include "tests/models_env.h"
 #include "tests/test_util.h"
 
 static char tmpdir[64];
@@ -316,4 +318,58 @@ Test(profile, artifact_random_input_of_a_given_shape) {
     rt_tensor_release(t);
     cr_assert_eq(run("run d.graft --input w=w.npy --input-shape x=5x4x16x16"), 1);
     cr_assert(strstr(slurp("err"), "input 'x': dim 1 is 4, expected 3"), "%s", slurp("err"));
+}
+
+/* The load phases of an artifact, and the same artifact on another ISA: built here (AVX-512
+ * where the host has it), its prepacked weights used in place here; run again with oneDNN
+ * limited to AVX2, the weights are laid out again (said on stderr) when the build's ISA was
+ * another, and the outputs agree within float32 rounding of a different summation order
+ * (|a - b| <= 1e-5 + 1e-4 |b|). */
+static rt_tensor *load_out(const char *dir) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s/output_0.npy", tmpdir, dir);
+    rt_tensor *t = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(rt_npy_load(path, &t, &d), GR_OK, "%s", d.msg);
+    return t;
+}
+
+Test(profile, artifact_load_phases_and_another_isa, .timeout = 120) {
+    char *cls = model_path("GRAFT_MODEL_CLS");
+    if (!cls) cr_skip("GRAFT_MODEL_CLS: no model (run scripts/fetch_models.sh)");
+    char args[4096];
+    snprintf(args, sizeof args, "build '%s' --input-shape x=1x3x48x192 --backend dnnl -o c.graft", cls);
+    free(cls);
+    setenv("ONEDNN_MAX_CPU_ISA", "ALL", 1); /* as built by default, whatever this test runs under */
+    cr_assert_eq(run(args), 0, "%s", slurp("err"));
+    cr_assert_eq(run("run c.graft --input x=random --output-dir native --profile"), 0, "%s", slurp("err"));
+    const char *err = slurp("err");
+    static const char *const phases[] = {"map ", "verify ", "decode ", "modules ", "link ", "prepare ", "first run "};
+    cr_assert(strstr(err, "load c.graft ("), "%s", err);
+    for (size_t i = 0; i < sizeof phases / sizeof phases[0]; i++) cr_assert(strstr(err, phases[i]), "no %s:\n%s", phases[i], err);
+    unsigned used = 0, again = 99;
+    const char *pk = strstr(err, "prepacked weights: ");
+    cr_assert(pk && sscanf(pk, "prepacked weights: %u used in place, %u laid out again", &used, &again) == 2, "%s", err);
+    cr_assert(used > 0 && again == 0, "built here, every prepacked weight is used in place:\n%s", err);
+    cr_assert(!strstr(err, "note: "), "%s", err);
+    bool wider = strstr(err, "avx512") != NULL; /* the build ran on more than AVX2 */
+    setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
+    int rc = run("run c.graft --input x=random --output-dir avx2 --profile");
+    unsetenv("ONEDNN_MAX_CPU_ISA");
+    err = slurp("err");
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert(!strstr(err, "avx512"), "oneDNN was limited to AVX2:\n%s", err);
+    pk = strstr(err, "prepacked weights: ");
+    cr_assert(pk && sscanf(pk, "prepacked weights: %u used in place, %u laid out again", &used, &again) == 2, "%s", err);
+    if (wider) {
+        cr_assert(used == 0 && again > 0, "made for AVX-512, laid out again for AVX2:\n%s", err);
+        cr_assert(strstr(err, "note: c.graft: ") && strstr(err, "weights laid out again at load"), "%s", err);
+    } else {
+        cr_assert(again == 0, "built on AVX2, used in place:\n%s", err);
+    }
+    rt_tensor *a = load_out("avx2"), *b = load_out("native");
+    tc_expect_tensor(a, b, (gr_cmp_opts){.atol = 1e-5, .rtol = 1e-4}, "AVX2 run of the artifact built here");
+    rt_tensor_release(a);
+    rt_tensor_release(b);
 }

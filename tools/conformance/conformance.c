@@ -1027,6 +1027,8 @@ static int parse_args(int argc, char **argv, conf_opts *o) {
         } else if (cli_opt(argc, argv, &i, "--host", &g_host, &missing)) {
             if (missing || strcmp(g_host, "llvm") != 0)
                 return cli_usage_error("conformance", "--host takes llvm");
+        } else if (cli_backend_lib_arg(argc, argv, &i)) {
+            /* loaded before the command ran */
         } else if (cli_opt(argc, argv, &i, "--backend", &g_backend, &missing)) {
             if (missing || !byoc_backend_find(g_backend))
                 return cli_usage_error("conformance", "--backend needs a registered backend (see graft backends)");

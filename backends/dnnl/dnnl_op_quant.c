@@ -1,0 +1,497 @@
+/* The oneDNN engine's quantized composites (backends/dnnl/dnnl_q_impl.h), read from their
+ * nodes: the codegen's annotation lists them in binding order,
+ *     divide, round, [add], clip, astype, astype, [subtract], multiply    (quantize, dequantize)
+ *     [conv2d | matmul, [add], [relu | clip]]
+ * Quantizing is a oneDNN reorder of float32 into u8 / s8 with the scale 1 / s and the zero
+ * point: oneDNN rounds half to even (the CPU's default rounding, as ONNX's) and saturates to
+ * the type, as QuantizeLinear; it multiplies by 1 / s where ONNX divides by s, which differs
+ * only by an ulp, so only at a rounding tie (the tests count those). Dequantizing is the
+ * reverse reorder (src zero point, scale s). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/dnnl/dnnl_ops_impl.h"
+#include "backends/dnnl/dnnl_q_impl.h"
+
+typedef struct q_nodes {
+    const rt_json_node *div, *zp, *clip, *qcast, *dqzp, *mul, *anchor, *bias, *act, *last;
+    float s, zpv, dq_s, dq_zpv;
+    dnnl_data_type_t qt;          /* dnnl_u8 or dnnl_s8 */
+} q_nodes;
+
+static gr_status bad(dn_state *S, const rt_json_node *n, const char *what) { return dn_fail(S, n, dnnl_success, what); }
+
+/* The scalar constant operand of binary node n (the second, or either when `either`). */
+static bool scalar_arg(dn_state *S, const rt_json_node *n, bool either, float *v) {
+    return dn_scalar_const(S, dn_arg_entry(S, n, 1), v) || (either && dn_scalar_const(S, dn_arg_entry(S, n, 0), v));
+}
+
+/* The nodes of the annotation, by their ops in binding order (see the header comment). */
+static gr_status read_nodes(dn_state *S, const rt_json_node *first, json_t *ids, dnnl_q_kind kind, q_nodes *q) {
+    memset(q, 0, sizeof *q);
+    const rt_json_node *ns[16];
+    size_t cnt = json_array_size(ids), i = 0;
+    uint32_t nn = rt_json_graph_num_nodes(S->g);
+    if (cnt < 6 || cnt > 16) return bad(S, first, "quantized composite annotation: wrong number of nodes");
+    for (size_t k = 0; k < cnt; k++) {
+        json_t *x = json_array_get(ids, k);
+        json_int_t id = json_is_integer(x) ? json_integer_value(x) : -1;
+        if (id < 0 || (uint32_t)id >= nn || rt_json_graph_node(S->g, (uint32_t)id)->kind != RT_JSON_KERNEL)
+            return bad(S, first, "quantized composite annotation: a listed node is not a kernel node of the graph");
+        ns[k] = rt_json_graph_node(S->g, (uint32_t)id);
+    }
+#define TAKE(field, id) (i < cnt && ns[i]->op == IR_OP_##id ? (q->field = ns[i++]) : NULL)
+    const rt_json_node *rnd = NULL, *dqcast = NULL;
+    bool ok = TAKE(div, DIVIDE) && (rnd = i < cnt && ns[i]->op == IR_OP_ROUND ? ns[i++] : NULL);
+    if (ok) TAKE(zp, ADD);
+    ok = ok && TAKE(clip, CLIP) && TAKE(qcast, ASTYPE) && (dqcast = i < cnt && ns[i]->op == IR_OP_ASTYPE ? ns[i++] : NULL);
+    if (ok) TAKE(dqzp, SUBTRACT);
+    ok = ok && TAKE(mul, MULTIPLY);
+    if (ok && kind == DNNL_Q_CONV2D) ok = TAKE(anchor, CONV2D) != NULL;
+    if (ok && kind == DNNL_Q_MATMUL) ok = TAKE(anchor, MATMUL) != NULL;
+    if (ok && q->anchor) {
+        TAKE(bias, ADD);
+        if (!TAKE(act, RELU)) TAKE(act, CLIP);
+    }
+#undef TAKE
+    if (!ok || i != cnt) return bad(S, first, "quantized composite annotation does not match its nodes");
+    /* a chain: each node reads the one before it (a graph from a file may wire them otherwise) */
+    for (size_t k = 1; k < cnt; k++) {
+        int prev = dn_out_entry(S, ns[k - 1]);
+        bool reads = false;
+        for (uint32_t a = 0; a < dn_nargs(ns[k]) && !reads; a++) reads = dn_arg_entry(S, ns[k], a) == prev;
+        if (!reads) return bad(S, ns[k], "quantized composite annotation: its nodes are not a chain");
+    }
+    q->last = ns[cnt - 1];
+    DLDataType t = q->qcast->dtypes[0];
+    q->qt = t.code == kDLUInt && t.bits == 8 ? dnnl_u8 : t.code == kDLInt && t.bits == 8 ? dnnl_s8 : dnnl_data_type_undef;
+    double lo, hi;
+    if (q->qt == dnnl_data_type_undef || !dn_arg_num(q->clip, 1, &lo) || !dn_arg_num(q->clip, 2, &hi) ||
+        lo != (q->qt == dnnl_u8 ? 0 : -128) || hi != (q->qt == dnnl_u8 ? 255 : 127))
+        return bad(S, q->clip, "quantize to a type other than uint8 / int8, or saturating to another range");
+    if (!scalar_arg(S, q->div, false, &q->s) || !scalar_arg(S, q->mul, true, &q->dq_s) || !(q->s > 0.f) || !(q->dq_s > 0.f))
+        return bad(S, q->div, "quantization scales are not positive scalar constants");
+    if ((q->zp && !scalar_arg(S, q->zp, true, &q->zpv)) || (q->dqzp && !scalar_arg(S, q->dqzp, false, &q->dq_zpv)) ||
+        q->zpv != nearbyintf(q->zpv) || q->dq_zpv != nearbyintf(q->dq_zpv) || q->zpv < lo || q->zpv > hi || q->dq_zpv < lo ||
+        q->dq_zpv > hi)
+        return bad(S, q->div, "zero points are not whole scalar constants in the type's range");
+    if (q->anchor && (q->s != q->dq_s || q->zpv != q->dq_zpv))
+        return bad(S, q->div, "the dequantize's scale / zero point differ from the quantize's");
+    return GR_OK;
+}
+
+/* An attr with a user scratchpad (the engine's one arena), output scales and a zero point. */
+static dnnl_status_t make_attr(dnnl_primitive_attr_t *a, dnnl_dim_t nsc, int mask, const float *sc, int zp_arg, int32_t zp) {
+    dnnl_status_t ds = dnnl_primitive_attr_create(a);
+    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_scratchpad_mode(*a, dnnl_scratchpad_mode_user);
+    if (ds == dnnl_success && nsc) ds = dnnl_primitive_attr_set_output_scales(*a, nsc, mask, sc);
+    if (ds == dnnl_success && zp) ds = dnnl_primitive_attr_set_zero_points(*a, zp_arg, 1, 0, &zp);
+    return ds;
+}
+
+static void dense_like(const dnnl_memory_desc_t *md, dnnl_data_type_t dt, dnnl_memory_desc_t *out);
+
+/* One reorder of value v into md `to` with scale and zero point (zp_arg: DNNL_ARG_SRC or
+ * DNNL_ARG_DST); *out: the new value. */
+static gr_status reorder1(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *to, float scale, int zp_arg,
+                          int32_t zp, bool own, int *out) {
+    dnnl_primitive_attr_t a = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = make_attr(&a, 1, 0, &scale, zp_arg, zp);
+    if (ds == dnnl_success) ds = dnnl_reorder_primitive_desc_create(&pd, &S->vals.data[v].md, S->eng, to, S->eng, a);
+    dnnl_primitive_attr_destroy(a);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, zp_arg == DNNL_ARG_DST ? "cannot quantize" : "cannot dequantize");
+    if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
+    else S->ref_why = "oneDNN has no jit reorder with scales / zero points for these layouts";
+    int nv = dn_val_new(S, V_TMP, to);
+    dn_arg args[2] = {{DNNL_ARG_FROM, v, S->vals.data[v].md, NULL}, {DNNL_ARG_TO, nv, *to, NULL}};
+    gr_status st = dn_emit(S, n, pd, args, 2, !own);
+    *out = nv;
+    return st;
+}
+
+/* Reorder of value v into md `to` with scale and zero point (zp_arg: DNNL_ARG_SRC when
+ * dequantizing, DNNL_ARG_DST when quantizing); *out: the new value. own: a primitive of the
+ * composite's own (it takes the nodes folded so far), else a reorder serving the next one.
+ * oneDNN quantizes as round(x * scale + zp), ONNX as round(x / s) + zp: the same for an even
+ * zero point, but a tie goes to the other neighbour with an odd one (half to even is not
+ * shift-invariant by odd amounts). So an odd zero point is added after rounding, exactly, in
+ * a second reorder from int32. */
+static gr_status scaled_reorder(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *to, float scale,
+                                int zp_arg, int32_t zp, bool own, int *out) {
+    if (zp_arg != DNNL_ARG_DST || !(zp & 1)) return reorder1(S, n, v, to, scale, zp_arg, zp, own, out);
+    dnnl_memory_desc_t imd;
+    dense_like(to, dnnl_s32, &imd);
+    int iv;
+    gr_status st = reorder1(S, n, v, &imd, scale, zp_arg, 0, false, &iv);
+    return st ? st : reorder1(S, n, iv, to, 1.f, zp_arg, zp, own, out);
+}
+
+/* A dense tensor of md's dims in md's layout (md may be a view: a strided slice, an offset
+ * into a larger buffer), plain when that layout is none dn_md_like knows, of type dt. The
+ * levels keep their source's layout: oneDNN 2.6's reorder of channels-last float32 into plain
+ * u8 with a zero point writes wrong values (every other pair of layouts is right). */
+static void dense_like(const dnnl_memory_desc_t *md, dnnl_data_type_t dt, dnnl_memory_desc_t *out) {
+    /* dn_md_like knows float32 layouts; strides count elements, so a layout is one whatever
+     * the type */
+    dnnl_memory_desc_t f = *md;
+    f.data_type = dnnl_f32;
+    if (!dn_md_like(out, &f, f.ndims, f.dims)) dn_plain_like(out, &f);
+    out->data_type = dt;
+}
+
+/* A quantize -> dequantize pair: two reorders (f32 -> u8 / s8 -> f32) in the input's layout,
+ * the result into entry out. */
+static gr_status build_qdq(dn_state *S, const q_nodes *q, int out) {
+    int xv;
+    gr_status st = dn_need_val(S, q->div, dn_arg_entry(S, q->div, 0), &xv);
+    if (st) return st;
+    dnnl_memory_desc_t md, qmd;
+    dense_like(&S->vals.data[xv].md, dnnl_f32, &md);
+    dense_like(&S->vals.data[xv].md, q->qt, &qmd);
+    int qv, ov;
+    if ((st = scaled_reorder(S, q->div, xv, &qmd, (float)(1.0 / q->s), DNNL_ARG_DST, (int32_t)q->zpv, true, &qv))) return st;
+    if ((st = scaled_reorder(S, q->mul, qv, &md, q->dq_s, DNNL_ARG_SRC, (int32_t)q->dq_zpv, true, &ov))) return st;
+    S->ent_val[out] = ov;
+    /* a convolution reading ov may read the levels instead (dn_q_levels_conv) */
+    gr_vec_push(&S->qlevels, ((dn_qlevels){ov, qv, q->dq_s, (int32_t)q->dq_zpv, q->qt}));
+    return GR_OK;
+}
+
+/* The data of constant entry e (float32) with n elements, or NULL. */
+static const float *const_data(dn_state *S, int e, int64_t n) {
+    if (e < 0 || S->ent_node[e].node->kind != RT_JSON_CONST || !dn_entry_f32(S, e) || S->ent_val[e] < 0) return NULL;
+    int v = S->ent_val[e], r = dn_root(S, v);
+    if (dnnl_memory_desc_get_size(&S->vals.data[v].md) != (size_t)n * sizeof(float) || !dn_is_plain(&S->vals.data[v].md))
+        return NULL;
+    return S->vals.data[r].ptr;
+}
+
+/* A new engine-owned constant value of md with data (copied). */
+static int owned_val(dn_state *S, const dnnl_memory_desc_t *md, const void *data) {
+    size_t b = dnnl_memory_desc_get_size(md);
+    void *p = dn_owned_alloc(S, b);
+    if (!p) return -1;
+    memcpy(p, data, b);
+    S->stats.weight_bytes += b;
+    int v = dn_val_new(S, V_OWNED, md);
+    S->vals.data[v].ptr = p;
+    return v;
+}
+
+typedef struct q_anchor {
+    int64_t C;                    /* output channels / columns */
+    int64_t outer, inner;         /* the weights as [outer][C][inner] */
+    int wnd;
+    dnnl_dims_t wdims;            /* the weights as oneDNN sees them */
+} q_anchor;
+
+/* oneDNN's int8 kernels sum u8 x s8 products exactly only with VNNI (or AMX): below it,
+ * pairs of products meet in a saturating 16-bit add (vpmaddubsw), which ORT-quantized
+ * weights (up to 127 levels) overflow. There a composite runs in float32 on the same levels
+ * (build_float). */
+static bool exact_int8(void) {
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return isa == dnnl_cpu_isa_avx512_core_vnni || isa == dnnl_cpu_isa_avx512_core_bf16 ||
+           isa == dnnl_cpu_isa_avx512_core_amx || isa == dnnl_cpu_isa_avx2_vnni;
+}
+
+/* convolution descriptor (src x, weights of type wt, bias b, float32 dst) and the weights'
+ * shape */
+static gr_status conv_desc(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *x, dnnl_data_type_t wt,
+                           const dnnl_memory_desc_t *b, dnnl_convolution_desc_t *d, q_anchor *qa) {
+    int we = dn_arg_entry(S, n, 1), xe = dn_arg_entry(S, n, 0);
+    if (we < 0 || xe < 0 || dn_entry_ndim(S, we) != 4 || dn_entry_ndim(S, xe) != 4 || n->ndims[0] != 4)
+        return bad(S, n, "quantized convolution of other than 4-D tensors");
+    const int64_t *ws = dn_entry_shape(S, we), *xs = dn_entry_shape(S, xe), *os = n->shapes[0];
+    int64_t G = dn_attr_int(n, "groups", 1), strides[2] = {1, 1}, dil[2] = {1, 1}, pad[4] = {0, 0, 0, 0};
+    if (dn_attr_ints(n, "strides", strides, 2) == 1) strides[1] = strides[0];
+    if (dn_attr_ints(n, "dilation", dil, 2) == 1) dil[1] = dil[0];
+    int c = dn_attr_ints(n, "padding", pad, 4);
+    if (c == 1) pad[1] = pad[2] = pad[3] = pad[0];
+    else if (c == 2) {
+        pad[2] = pad[0];
+        pad[3] = pad[1];
+    }
+    int64_t O = ws[0], I = xs[1];
+    if (G <= 0 || O % G || I % G || ws[1] * G != I) return bad(S, n, "groups do not divide the channels");
+    qa->C = O;
+    qa->outer = 1;
+    qa->inner = ws[1] * ws[2] * ws[3];
+    qa->wnd = 0;
+    if (G > 1) qa->wdims[qa->wnd++] = G;
+    qa->wdims[qa->wnd++] = O / G;
+    for (int i = 1; i < 4; i++) qa->wdims[qa->wnd++] = ws[i];
+    dnnl_memory_desc_t wany, dany;
+    dnnl_memory_desc_init_by_tag(&wany, qa->wnd, qa->wdims, wt, dnnl_format_tag_any);
+    dnnl_dims_t od = {os[0], os[1], os[2], os[3]}, s = {strides[0], strides[1]}, dl = {dil[0] - 1, dil[1] - 1};
+    dnnl_dims_t pl = {pad[0], pad[1]}, pr = {pad[2], pad[3]};
+    dnnl_memory_desc_init_by_tag(&dany, 4, od, dnnl_f32, dnnl_format_tag_any);
+    dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(d, dnnl_forward_inference, dnnl_convolution_direct, x, &wany,
+                                                                  b, &dany, s, dl, pl, pr);
+    return ds == dnnl_success ? GR_OK : dn_fail(S, n, ds, "invalid quantized convolution");
+}
+
+/* One int8 convolution / matmul to build: its source (float32 to quantize, or the levels a
+ * quantize -> dequantize pair made), the quantization of that source, the bias and the
+ * eltwise post-ops. */
+typedef struct q_job {
+    const rt_json_node *n;        /* the convolution / matmul */
+    dnnl_q_kind kind;
+    int xv;
+    bool levels;                  /* xv holds the levels (u8 / s8), not float32 */
+    const rt_json_node *qnode;    /* the node the quantize reorder names */
+    float s;
+    int32_t zp;
+    dnnl_data_type_t qt;
+    const float *bias;            /* one per output channel, or NULL */
+    int npost;
+    dnnl_alg_kind_t alg[DN_MAX_STEPS];
+    float alpha[DN_MAX_STEPS], beta[DN_MAX_STEPS];
+    int out;                      /* the entry its result is */
+} q_job;
+
+/* The weights' levels and scales, the output scales s * ws[c] and the bias in the
+ * accumulator's units (oneDNN 2.6: the s32 sum plus the bias, times the output scale). */
+typedef struct q_consts {
+    int8_t *lv;
+    float *ws, *osc, *bias;
+    bool per_tensor;
+} q_consts;
+
+static void consts_free(q_consts *k) {
+    free(k->lv);
+    free(k->ws);
+}
+
+static gr_status read_consts(dn_state *S, const q_job *j, const q_anchor *qa, const float *w, q_consts *k) {
+    int64_t nw = qa->outer * qa->C * qa->inner;
+    k->lv = malloc((size_t)nw + 1);
+    k->ws = malloc(sizeof(float) * (size_t)qa->C * 3 + 1);
+    if (!k->lv || !k->ws) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    k->osc = k->ws + qa->C;
+    k->bias = k->osc + qa->C;
+    if (!dnnl_q_weights(w, qa->outer, qa->C, qa->inner, k->lv, k->ws, &k->per_tensor))
+        return bad(S, j->n, "weights are not symmetric int8 levels times a per-tensor or per-channel scale");
+    for (int64_t c = 0; c < qa->C; c++) k->osc[c] = (float)((double)j->s * k->ws[c]);
+    for (int64_t c = 0; j->bias && c < qa->C; c++) k->bias[c] = (float)((double)j->bias[c] / k->osc[c]);
+    return GR_OK;
+}
+
+/* The convolution / matmul of job j (+ bias, + eltwise posts): one int8 primitive after the
+ * reorder that quantizes its source (CPUs with VNNI / AMX, see exact_int8). */
+static gr_status build_int8(dn_state *S, const q_job *j) {
+    const rt_json_node *n = j->n;
+    gr_status st;
+    dnnl_data_type_t xt = j->qt, wt = dnnl_s8;
+    int we = dn_arg_entry(S, n, 1), xe = dn_arg_entry(S, n, 0);
+    q_anchor qa = {0};
+    dnnl_memory_desc_t xany, bmd;
+    int nd = j->kind == DNNL_Q_CONV2D ? 4 : 2;
+    if (xe < 0 || we < 0 || dn_entry_ndim(S, xe) != nd || n->ndims[0] != nd)
+        return bad(S, n, "quantized operand of an unexpected rank");
+    const int64_t *xs = dn_entry_shape(S, xe);
+    dnnl_dims_t xd;
+    for (int i = 0; i < nd; i++) xd[i] = xs[i];
+    dnnl_memory_desc_init_by_tag(&xany, nd, xd, xt, dnnl_format_tag_any);
+    union {
+        dnnl_convolution_desc_t c;
+        dnnl_matmul_desc_t m;
+    } desc;
+    if (j->kind == DNNL_Q_CONV2D) {
+        dnnl_dims_t bd = {n->shapes[0][1]};
+        dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_a);
+        if ((st = conv_desc(S, n, &xany, wt, j->bias ? &bmd : NULL, &desc.c, &qa))) return st;
+    } else {
+        if (dn_entry_ndim(S, we) != 2 || n->ndims[0] != 2) return bad(S, n, "quantized matmul of other than 2-D operands");
+        const int64_t *ws = dn_entry_shape(S, we);
+        qa = (q_anchor){ws[1], ws[0], 1, 2, {ws[0], ws[1]}};
+        dnnl_dims_t bd = {1, ws[1]}, od = {n->shapes[0][0], n->shapes[0][1]};
+        dnnl_memory_desc_t wany, dany;
+        dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_f32, dnnl_ab);
+        dnnl_memory_desc_init_by_tag(&wany, 2, qa.wdims, wt, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&dany, 2, od, dnnl_f32, dnnl_format_tag_any);
+        dnnl_status_t ds = dnnl_matmul_desc_init(&desc.m, &xany, &wany, j->bias ? &bmd : NULL, &dany);
+        if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid quantized matmul");
+    }
+    const float *w = const_data(S, we, qa.outer * qa.C * qa.inner);
+    if (!w) return bad(S, n, "quantized weights are not a plain float32 constant");
+    q_consts k = {0};
+    if ((st = read_consts(S, j, &qa, w, &k))) {
+        consts_free(&k);
+        return st;
+    }
+    dnnl_memory_desc_t wuser;
+    dnnl_memory_desc_init_by_strides(&wuser, qa.wnd, qa.wdims, wt, NULL);
+    int wsrc = owned_val(S, &wuser, k.lv);
+    int bv = j->bias ? owned_val(S, &bmd, k.bias) : -1;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_status_t ds = make_attr(&attr, k.per_tensor ? 1 : qa.C, k.per_tensor ? 0 : 2, k.osc, DNNL_ARG_SRC, j->zp);
+    consts_free(&k);
+    if (wsrc < 0 || (j->bias && bv < 0)) {
+        dnnl_primitive_attr_destroy(attr);
+        return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    }
+    if (ds == dnnl_success && j->npost) {
+        dnnl_post_ops_t po;
+        ds = dnnl_post_ops_create(&po);
+        for (int i = 0; i < j->npost && ds == dnnl_success; i++)
+            ds = dnnl_post_ops_append_eltwise(po, 1.f, j->alg[i], j->alpha[i], j->beta[i]);
+        if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
+        dnnl_post_ops_destroy(po);
+    }
+    dnnl_primitive_desc_t pd = NULL;
+    if (ds == dnnl_success) ds = dnnl_primitive_desc_create(&pd, &desc, attr, S->eng, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the quantized primitive");
+    const char *why = dn_pd_is_ref(pd) ? "oneDNN has no jit kernel for this quantized convolution / matmul" : NULL;
+    /* the source (quantized) into the layout the primitive wants */
+    dnnl_memory_desc_t smd = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    int qv = j->xv, win;
+    st = j->levels ? dn_as(S, n, j->xv, &smd, &qv)
+                   : scaled_reorder(S, j->qnode, j->xv, &smd, (float)(1.0 / j->s), DNNL_ARG_DST, j->zp, false, &qv);
+    if (!st) st = dn_as(S, n, wsrc, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
+    if (st) {
+        dnnl_primitive_desc_destroy(pd);
+        return st;
+    }
+    S->ref_why = why;
+    dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    int ov = dn_val_new(S, V_TMP, &dmd);
+    dn_arg args[4];
+    int na = 0;
+    args[na++] = (dn_arg){DNNL_ARG_SRC, qv, smd, NULL};
+    args[na++] = (dn_arg){DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL};
+    if (bv >= 0) args[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL};
+    args[na++] = (dn_arg){DNNL_ARG_DST, ov, dmd, NULL};
+    if ((st = dn_emit(S, n, pd, args, na, false))) return st;
+    S->ent_val[j->out] = ov;
+    S->stats.nint8++;
+    return GR_OK;
+}
+
+/* quantize -> dequantize -> convolution / matmul (+ bias, + activation) of a composite */
+static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
+    q_job j = {.n = q->anchor, .kind = kind, .qnode = q->div, .s = q->s, .zp = (int32_t)q->zpv, .qt = q->qt,
+               .out = dn_out_entry(S, q->last)};
+    gr_status st = dn_need_val(S, q->div, dn_arg_entry(S, q->div, 0), &j.xv);
+    if (st) return st;
+    if (q->bias) {
+        int be = dn_arg_entry(S, q->bias, 0) == dn_out_entry(S, q->anchor) ? dn_arg_entry(S, q->bias, 1)
+                                                                             : dn_arg_entry(S, q->bias, 0);
+        int64_t C = q->anchor->shapes[0][1];
+        if (!(j.bias = const_data(S, be, C))) return bad(S, q->bias, "bias is not a float32 constant of one value per output channel");
+    }
+    if (q->act) {
+        double lo = 0, hi = 0;
+        bool clip = q->act->op == IR_OP_CLIP;
+        if (clip && (!dn_arg_num(q->act, 1, &lo) || !dn_arg_num(q->act, 2, &hi))) return bad(S, q->act, "clip bounds are not constants");
+        j.alg[0] = clip ? dnnl_eltwise_clip_v2 : dnnl_eltwise_relu;
+        j.alpha[0] = (float)lo;
+        j.beta[0] = (float)hi;
+        j.npost = 1;
+    }
+    if ((st = build_int8(S, &j))) return st;
+    S->stats.npostops += (q->bias ? 1u : 0u) + (q->act ? 1u : 0u);
+    return GR_OK;
+}
+
+/* A fused float32 convolution composite whose source is the result of a quantize ->
+ * dequantize pair (dnnl.qdq) that others read too (a residual block's input, so no qconv2d
+ * composite could hold the pair): with VNNI, int8 on the pair's levels, taking a leading
+ * per-channel bias and the relu / clip posts after it; the caller runs the posts left. */
+gr_status dn_q_levels_conv(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
+    *done = false;
+    *used = 0;
+    int xe = dn_arg_entry(S, n, 0), we = dn_arg_entry(S, n, 1);
+    if (n->op != IR_OP_CONV2D || !exact_int8() || xe < 0 || we < 0 || S->ent_val[xe] < 0 || n->ndims[0] != 4 ||
+        strcmp(dn_attr_str(n, "data_layout", "NCHW"), "NCHW") || strcmp(dn_attr_str(n, "kernel_layout", "OIHW"), "OIHW") ||
+        strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW") || dn_entry_ndim(S, we) != 4)
+        return GR_OK;
+    const dn_qlevels *lv = NULL;
+    for (uint32_t i = 0; i < S->qlevels.len && !lv; i++)
+        if (S->qlevels.data[i].val == S->ent_val[xe]) lv = &S->qlevels.data[i];
+    const int64_t *ws = dn_entry_shape(S, we);
+    int64_t C = ws[0], per = ws[1] * ws[2] * ws[3];
+    const float *w = lv ? const_data(S, we, C * per) : NULL;
+    float *sc = w ? malloc(sizeof(float) * (size_t)C) : NULL;
+    bool pt, grid = sc && dnnl_q_weights(w, 1, C, per, NULL, sc, &pt);
+    free(sc);
+    if (!grid) return GR_OK;
+    q_job j = {.n = n, .kind = DNNL_Q_CONV2D, .xv = lv->levels, .levels = true, .s = lv->s, .zp = lv->zp, .qt = lv->qt};
+    int u = 0;
+    if (u < k && steps[u].kind == STEP_BINARY && steps[u].alg == dnnl_binary_add && steps[u].src1 >= 0) {
+        const int64_t *bs = dn_entry_shape(S, steps[u].src1);
+        int bn = dn_entry_ndim(S, steps[u].src1);
+        /* (C, 1, 1) or (1, C, 1, 1): one value per output channel */
+        if (bn >= 3 && bn <= 4 && bs[bn - 1] == 1 && bs[bn - 2] == 1 && (j.bias = const_data(S, steps[u].src1, C))) u++;
+    }
+    for (; u < k && steps[u].kind == STEP_ELTWISE && j.npost < DN_MAX_STEPS; u++) {
+        if (steps[u].alg != dnnl_eltwise_relu && steps[u].alg != dnnl_eltwise_clip_v2) break;
+        j.alg[j.npost] = steps[u].alg;
+        j.alpha[j.npost] = steps[u].alpha;
+        j.beta[j.npost++] = steps[u].beta;
+    }
+    j.out = u ? steps[u - 1].out : dn_out_entry(S, n);
+    dn_consume(S, steps, u);
+    gr_status st = build_int8(S, &j);
+    *used = u;
+    *done = st == GR_OK;
+    return st;
+}
+
+/* Without VNNI / AMX (exact_int8): the pair as two reorders, then the convolution / matmul
+ * with its bias and activation as the engine's float32 composites build it (its layouts,
+ * Winograd, ...), the posts it did not take as their own primitives. */
+static gr_status build_float(dn_state *S, const q_nodes *q) {
+    gr_status st = build_qdq(S, q, dn_out_entry(S, q->mul));
+    if (st) return st;
+    dn_step steps[2];
+    int k = 0;
+    if (q->bias) {
+        int be = dn_arg_entry(S, q->bias, 0) == dn_out_entry(S, q->anchor) ? dn_arg_entry(S, q->bias, 1)
+                                                                             : dn_arg_entry(S, q->bias, 0);
+        steps[k++] = (dn_step){.kind = STEP_BINARY, .alg = dnnl_binary_add, .src1 = be, .out = dn_out_entry(S, q->bias)};
+    }
+    if (q->act) {
+        double lo = 0, hi = 0;
+        bool clip = q->act->op == IR_OP_CLIP;
+        if (clip && (!dn_arg_num(q->act, 1, &lo) || !dn_arg_num(q->act, 2, &hi))) return bad(S, q->act, "clip bounds are not constants");
+        steps[k++] = (dn_step){.kind = STEP_ELTWISE, .alg = clip ? dnnl_eltwise_clip_v2 : dnnl_eltwise_relu, .alpha = (float)lo,
+                               .beta = (float)hi, .src1 = -1, .out = dn_out_entry(S, q->act)};
+    }
+    dn_comp comp = {steps, k, -1};
+    if ((st = dn_node(S, q->anchor, &comp))) return st;
+    int last = -1;
+    for (int i = k - 1; i >= 0 && last < 0; i--)
+        if (S->ent_val[steps[i].out] >= 0) last = i;
+    int cur = last >= 0 ? steps[last].out : dn_out_entry(S, q->anchor);
+    if (S->ent_val[cur] < 0) return bad(S, q->anchor, "composite produced no value");
+    for (int i = last + 1; i < k && !st; i++) {
+        int v;
+        if (!(st = dn_emit_step(S, q->anchor, S->ent_val[cur], &steps[i], &v))) S->ent_val[steps[i].out] = v;
+        cur = steps[i].out;
+    }
+    return st;
+}
+
+gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
+    dnnl_q_kind kind = dnnl_q_kind_of(json_string_value(json_object_get(ann, "composite")));
+    json_t *ids = json_object_get(ann, "nodes");
+    q_nodes q;
+    gr_status st = read_nodes(S, first, ids, kind, &q);
+    if (st) return st;
+    /* the nodes this composite computes, for the profile's layers (the anchor's primitive) */
+    size_t i;
+    json_t *x;
+    json_array_foreach(ids, i, x) {
+        const rt_json_node *nd = rt_json_graph_node(S->g, (uint32_t)json_integer_value(x));
+        if (nd != first && nd != q.anchor) S->stats.nfused_nodes++;
+        S->consumed[nd - S->node0] = true;
+        if (nd != q.anchor && nd != q.div) gr_vec_push(&S->pend, nd);
+    }
+    st = kind == DNNL_Q_QDQ ? build_qdq(S, &q, dn_out_entry(S, q.last)) : exact_int8() ? build_anchor(S, &q, kind) : build_float(S, &q);
+    if (!st) S->stats.ncomposites++;
+    return st;
+}

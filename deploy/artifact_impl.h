@@ -1,0 +1,50 @@
+/* The artifact file (format version 2), for the loader, its tests and its fuzz target.
+ *
+ *   [0, 64)                 header: "GRAFTART", u32 version, u32 header bytes (64), u64 body
+ *                           bytes, u64 data offset, u64 data bytes, u64 checksum, u32 flags,
+ *                           12 zero bytes (little-endian)
+ *   [64, 64 + body)         ArtifactBody (deploy/graft_artifact.proto), weights not included
+ *   [data offset, + data)   the constants section: page-aligned, each constant 64-aligned at
+ *                           its NamedTensor.offset, zero padding between them
+ *
+ * The checksum chains gr_hash_bytes over the header (all but the checksum), the body with its
+ * padding, then the data section in GR_ART_CHUNK pieces (each hashed in four interleaved lanes,
+ * artifact.c), so that a writer hashes as it streams and a loader verifies the mapped section one
+ * piece at a time (and lets each piece's pages go). */
+#ifndef GRAFT_DEPLOY_ARTIFACT_IMPL_H
+#define GRAFT_DEPLOY_ARTIFACT_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GR_ART_MAGIC "GRAFTART"
+#define GR_ART_HEADER 64u
+#define GR_ART_PAGE 4096u
+#define GR_ART_ALIGN 64u
+#define GR_ART_CHUNK ((size_t)1 << 20)
+#define GR_ART_SEED 0x67726166ull
+
+/* flags: the data section holds prepacked weights too (so a loader lets the pages it verified
+ * go: a model reads only one of the two forms) */
+#define GR_ART_PACKED 1u
+
+typedef struct gr_art_header {
+    uint32_t version;
+    uint64_t body_len, data_off, data_len, checksum;
+    uint32_t flags;
+} gr_art_header;
+
+/* Reads the header of buf (len bytes); false when it is not one (magic, sizes in bounds of a
+ * 64-bit file; the file's length is not checked here). */
+bool gr_art_header_read(const uint8_t *buf, size_t len, gr_art_header *h);
+void gr_art_header_write(uint8_t out[GR_ART_HEADER], const gr_art_header *h);
+/* The checksum of a complete file whose header is h (reads every data byte once). */
+uint64_t gr_art_checksum(const uint8_t *buf, const gr_art_header *h);
+/* A copy of the file buf (len bytes, header valid) with `body` as its body and the checksum
+ * recomputed (heap, *out_len bytes): tests and the fuzz target edit bodies with it. */
+uint8_t *gr_art_with_body(const uint8_t *buf, size_t len, const uint8_t *body, size_t blen, size_t *out_len);
+/* The checksum of buf (a complete file) recomputed in place. */
+void gr_art_reseal(uint8_t *buf, size_t len);
+
+#endif

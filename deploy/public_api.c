@@ -1,0 +1,454 @@
+/* The public API (include/graft/graft.h) over the internal layers: a session is a built
+ * artifact (deploy/graft_model.h) loaded in memory; from ONNX or Relax text it is imported,
+ * optimized, partitioned for the options' backends and built first, as `graft build` does. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/plugin.h"
+#include "base/sys.h"
+#include "byoc/byoc.h"
+#include "deploy/graft_model.h"
+#include "frontend/onnx/onnx_import.h"
+#include "include/graft/graft.h"
+#include "ir/ctx.h"
+#include "ir/prim.h"
+#include "ir/sinfo.h"
+#include "ir/wellformed.h"
+#include "ir/text/parser.h"
+#include "ir/transform/transform.h"
+#include "runtime/kernels/const_eval.h"
+
+#define GRAFT_RELEASE "0.1.0"
+
+uint32_t graft_api_version(void) { return GRAFT_API_VERSION; }
+const char *graft_version(void) { return GRAFT_RELEASE; }
+
+/* ---- errors ---- */
+
+struct graft_error {
+    graft_status status;
+    char msg[sizeof(((gr_diag *)0)->msg) + 640];
+    char file[sizeof(((gr_diag *)0)->file)], layer[sizeof(((gr_diag *)0)->layer)], op[sizeof(((gr_diag *)0)->op)];
+};
+
+static graft_status fail(graft_error **err, graft_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static graft_status fail(graft_error **err, graft_status st, const char *fmt, ...) {
+    if (err) {
+        graft_error *e = gr_xcalloc(1, sizeof(*e));
+        e->status = st;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        va_end(ap);
+        *err = e;
+    }
+    return st;
+}
+
+/* gr_status and graft_status share their codes (base/status.h); an ill-formed module is
+ * invalid input. The message in gr_diag_print's words. */
+static graft_status fail_diag(graft_error **err, const gr_diag *d) {
+    graft_status st = d->code == GR_ERR_WELLFORMED ? GRAFT_ERR_INVALID : (graft_status)d->code;
+    if (!st) st = GRAFT_ERR_RUNTIME;
+    if (!err) return st;
+    size_t fl = strlen(d->file);
+    bool named = fl && strncmp(d->msg, d->file, fl) == 0 && d->msg[fl] == ':';
+    char where[640] = "";
+    int n = d->file[0] && !named ? snprintf(where, sizeof where, "%s: ", d->file) : 0;
+    if (d->layer[0] && n >= 0 && (size_t)n < sizeof where)
+        n += snprintf(where + n, sizeof where - (size_t)n, "layer '%s' ", d->layer);
+    if (d->op[0] && n >= 0 && (size_t)n < sizeof where) n += snprintf(where + n, sizeof where - (size_t)n, "(op %s) ", d->op);
+    if ((d->layer[0] || d->op[0]) && n >= 0 && (size_t)n < sizeof where) snprintf(where + n, sizeof where - (size_t)n, ": ");
+    fail(err, st, "%s%s", where, d->msg[0] ? d->msg : gr_status_str(d->code));
+    snprintf((*err)->file, sizeof (*err)->file, "%s", d->file);
+    snprintf((*err)->layer, sizeof (*err)->layer, "%s", d->layer);
+    snprintf((*err)->op, sizeof (*err)->op, "%s", d->op);
+    return st;
+}
+
+const char *graft_error_message(const graft_error *e) { return e ? e->msg : ""; }
+const char *graft_error_file(const graft_error *e) { return e ? e->file : ""; }
+const char *graft_error_layer(const graft_error *e) { return e ? e->layer : ""; }
+const char *graft_error_op(const graft_error *e) { return e ? e->op : ""; }
+graft_status graft_error_status(const graft_error *e) { return e ? e->status : GRAFT_OK; }
+void graft_error_free(graft_error *e) { free(e); }
+
+/* ---- tensors ---- */
+
+#define T(t) ((rt_tensor *)(t))
+#define CT(t) ((const rt_tensor *)(t))
+
+const char *graft_dtype_name(graft_dtype t) {
+    DLDataType dl;
+    return byoc_plugin_dl_dtype(t, &dl) ? ir_dtype_name(dl) : NULL;
+}
+
+size_t graft_dtype_size(graft_dtype t) {
+    DLDataType dl;
+    return byoc_plugin_dl_dtype(t, &dl) ? ir_dtype_bytes(dl) : 0;
+}
+
+graft_tensor *graft_tensor_new(graft_dtype dtype, int ndim, const int64_t *shape) {
+    DLDataType dl;
+    if (!byoc_plugin_dl_dtype(dtype, &dl) || ndim < 0 || ndim > RT_MAX_NDIM || (ndim && !shape)) return NULL;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0) return NULL;
+    return (graft_tensor *)rt_tensor_new(dl, ndim, shape);
+}
+
+graft_tensor *graft_tensor_wrap(graft_dtype dtype, int ndim, const int64_t *shape, void *data) {
+    DLDataType dl;
+    if (!byoc_plugin_dl_dtype(dtype, &dl) || ndim < 0 || ndim > RT_MAX_NDIM || (ndim && !shape)) return NULL;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0) return NULL;
+    return (graft_tensor *)rt_tensor_wrap(dl, ndim, shape, data);
+}
+
+graft_tensor *graft_tensor_retain(graft_tensor *t) { return t ? (graft_tensor *)rt_tensor_retain(T(t)) : NULL; }
+void graft_tensor_release(graft_tensor *t) { rt_tensor_release(T(t)); }
+graft_dtype graft_tensor_dtype(const graft_tensor *t) { return byoc_plugin_dtype(CT(t)->dl.dtype); }
+int graft_tensor_ndim(const graft_tensor *t) { return CT(t)->dl.ndim; }
+int64_t graft_tensor_dim(const graft_tensor *t, int axis) {
+    return axis >= 0 && axis < CT(t)->dl.ndim ? CT(t)->shape[axis] : -1;
+}
+size_t graft_tensor_numel(const graft_tensor *t) { return (size_t)rt_tensor_numel(CT(t)); }
+size_t graft_tensor_nbytes(const graft_tensor *t) { return rt_tensor_nbytes(CT(t)); }
+void *graft_tensor_data(graft_tensor *t) { return rt_tensor_data(T(t)); }
+
+/* ---- backends ---- */
+
+graft_status graft_backend_load(const char *path, graft_error **err) {
+    gr_diag d;
+    gr_diag_clear(&d);
+    if (!path) return fail(err, GRAFT_ERR_INVALID, "graft_backend_load: no path");
+    return byoc_plugin_load(path, NULL, &d) ? fail_diag(err, &d) : GRAFT_OK;
+}
+
+uint32_t graft_backend_count(void) { return byoc_backend_count(); }
+const char *graft_backend_name(uint32_t i) {
+    const byoc_backend *b = byoc_backend_at(i);
+    return b ? b->name : NULL;
+}
+const char *graft_backend_version(uint32_t i) {
+    const byoc_backend *b = byoc_backend_at(i);
+    return b ? (b->version ? b->version : GRAFT_RELEASE) : NULL;
+}
+const char *graft_backend_path(uint32_t i) {
+    const byoc_backend *b = byoc_backend_at(i);
+    return b ? b->path : NULL;
+}
+
+/* ---- session options ---- */
+
+#define MAX_SESSION_BACKENDS 8
+#define MAX_SESSION_SHAPES 16
+
+struct graft_session_options {
+    const char *backends[MAX_SESSION_BACKENDS];
+    uint32_t nbackends;
+    byoc_options *opts;
+    onnx_input_shape shapes[MAX_SESSION_SHAPES];
+    char shape_names[MAX_SESSION_SHAPES][256];
+    uint32_t nshapes;
+    int no_optimize;
+};
+
+graft_session_options *graft_session_options_new(void) {
+    graft_session_options *o = gr_xcalloc(1, sizeof(*o));
+    o->opts = byoc_options_new();
+    return o;
+}
+
+void graft_session_options_free(graft_session_options *o) {
+    if (!o) return;
+    byoc_options_free(o->opts);
+    free(o);
+}
+
+graft_status graft_session_options_add_backend(graft_session_options *o, const char *name, graft_error **err) {
+    const byoc_backend *b = name ? byoc_backend_find(name) : NULL;
+    if (!b)
+        return fail(err, GRAFT_ERR_NOT_FOUND, "unknown backend '%s' (load a plugin first: graft_backend_load)",
+                    name ? name : "");
+    for (uint32_t i = 0; i < o->nbackends; i++)
+        if (o->backends[i] == b->name) return GRAFT_OK;
+    if (o->nbackends == MAX_SESSION_BACKENDS)
+        return fail(err, GRAFT_ERR_INVALID, "more than %d backends", MAX_SESSION_BACKENDS);
+    o->backends[o->nbackends++] = b->name;
+    return GRAFT_OK;
+}
+
+graft_status graft_session_options_set(graft_session_options *o, const char *assignment, graft_error **err) {
+    gr_diag d;
+    gr_diag_clear(&d);
+    if (!assignment) return fail(err, GRAFT_ERR_INVALID, "no option");
+    return byoc_options_set(o->opts, assignment, &d) ? fail_diag(err, &d) : GRAFT_OK;
+}
+
+graft_status graft_session_options_set_threads(graft_session_options *o, int threads, graft_error **err) {
+    if (threads < 0) return fail(err, GRAFT_ERR_INVALID, "threads must be >= 0, not %d", threads);
+    for (uint32_t i = 0; i < byoc_backend_count(); i++) {
+        const byoc_backend *b = byoc_backend_at(i);
+        for (uint32_t k = 0; k < b->noptions; k++) {
+            if (strcmp(b->options[k].name, "threads") != 0) continue;
+            char a[128];
+            snprintf(a, sizeof a, "%s.threads=%d", b->name, threads);
+            graft_status st = graft_session_options_set(o, a, err);
+            if (st) return st;
+        }
+    }
+    return GRAFT_OK;
+}
+
+graft_status graft_session_options_set_input_shape(graft_session_options *o, const char *input, int ndim,
+                                                   const int64_t *dims, graft_error **err) {
+    if (!input || strlen(input) >= sizeof o->shape_names[0] || ndim <= 0 || ndim > RT_MAX_NDIM || !dims)
+        return fail(err, GRAFT_ERR_INVALID, "input shape: a name and 1..%d dims", RT_MAX_NDIM);
+    if (o->nshapes == MAX_SESSION_SHAPES) return fail(err, GRAFT_ERR_INVALID, "more than %d input shapes", MAX_SESSION_SHAPES);
+    onnx_input_shape *s = &o->shapes[o->nshapes];
+    memset(s, 0, sizeof(*s));
+    snprintf(o->shape_names[o->nshapes], sizeof o->shape_names[0], "%s", input);
+    s->name = o->shape_names[o->nshapes];
+    s->ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] <= 0) return fail(err, GRAFT_ERR_INVALID, "input shape of '%s': dim %d is %lld", input, i,
+                                      (long long)dims[i]);
+        s->dims[i] = dims[i];
+    }
+    o->nshapes++;
+    return GRAFT_OK;
+}
+
+void graft_session_options_set_optimize(graft_session_options *o, int on) { o->no_optimize = !on; }
+
+/* ---- sessions ---- */
+
+struct graft_session {
+    graft_model *gm;
+    /* what graft_session_save writes: the artifact's bytes, or the file it was loaded from */
+    uint8_t *art;
+    size_t art_len;
+    char *path;
+    graft_profile_fn prof;
+    void *prof_user;
+};
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Imports, optimizes, partitions and builds a model into an artifact buffer. */
+static gr_status compile_source(const char *path, const void *buf, size_t len, bool onnx,
+                                const graft_session_options *o, uint8_t **art, size_t *art_len, gr_diag *d) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
+    ir_module *m = NULL, *part = NULL;
+    gr_status st;
+    if (onnx) {
+        onnx_import_opts io = {0};
+        if (o) io.shapes = o->shapes, io.nshapes = o->nshapes;
+        st = buf ? onnx_import_buffer(ctx, "model.onnx", buf, len, &io, &m, d) : onnx_import_file(ctx, path, &io, &m, d);
+    } else {
+        st = buf ? ir_parse_module(ctx, "model.relax", buf, len, &m, d) : ir_parse_file(ctx, path, &m, d);
+    }
+    if (!st) st = ir_wellformed_check(m, d);
+    if (!st && !(o && o->no_optimize)) st = ir_pass_run(ir_pass_default_pipeline(), NULL, m, &m, d);
+    if (!st && o && o->nbackends) {
+        byoc_partition_opts po = {0};
+        po.options = o->opts;
+        st = byoc_partition(ctx, m, o->backends, o->nbackends, &po, &part, d);
+        if (!st) m = part;
+    }
+    if (!st) st = graft_model_build(m, art, art_len, d);
+    ir_ctx_free(ctx);
+    return st;
+}
+
+static graft_status session_from(const char *path, const void *buf, size_t len, const char *format,
+                                 const graft_session_options *o, graft_session **out, graft_error **err) {
+    *out = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    gr_status st;
+    graft_model *gm = NULL;
+    const byoc_options *bo = o ? o->opts : NULL;
+    uint8_t *art = NULL;
+    size_t art_len = 0;
+    if (!strcmp(format, "graft")) {
+        if (buf) {
+            art = gr_xmalloc(len + 1);
+            memcpy(art, buf, len);
+            art_len = len;
+        }
+        st = buf ? graft_model_load_buffer_opts(buf, len, bo, &gm, &d) : graft_model_load_opts(path, bo, &gm, &d);
+    } else if (!strcmp(format, "onnx") || !strcmp(format, "relax")) {
+        st = compile_source(path, buf, len, !strcmp(format, "onnx"), o, &art, &art_len, &d);
+        if (!st) st = graft_model_load_buffer_opts(art, art_len, bo, &gm, &d);
+    } else {
+        return fail(err, GRAFT_ERR_INVALID, "unknown model format '%s' (onnx, relax or graft)", format);
+    }
+    if (st) {
+        free(art);
+        return fail_diag(err, &d);
+    }
+    graft_session *s = gr_xcalloc(1, sizeof(*s));
+    s->gm = gm;
+    s->art = art;
+    s->art_len = art_len;
+    s->path = art ? NULL : gr_xstrdup(path);
+    *out = s;
+    return GRAFT_OK;
+}
+
+graft_status graft_session_load(const char *path, const graft_session_options *o, graft_session **out,
+                                graft_error **err) {
+    if (!path || !out) return fail(err, GRAFT_ERR_INVALID, "graft_session_load: no path");
+    const char *format = ends_with(path, ".onnx")                              ? "onnx"
+                         : ends_with(path, ".relax") || ends_with(path, ".py") ? "relax"
+                                                                               : "graft";
+    return session_from(path, NULL, 0, format, o, out, err);
+}
+
+graft_status graft_session_load_buffer(const void *buf, size_t len, const char *format, const graft_session_options *o,
+                                       graft_session **out, graft_error **err) {
+    if (!buf || !format || !out) return fail(err, GRAFT_ERR_INVALID, "graft_session_load_buffer: no buffer or format");
+    return session_from(NULL, buf, len, format, o, out, err);
+}
+
+void graft_session_free(graft_session *s) {
+    if (!s) return;
+    graft_model_free(s->gm);
+    free(s->art);
+    free(s->path);
+    free(s);
+}
+
+graft_status graft_session_save(graft_session *s, const char *path, graft_error **err) {
+    if (!path) return fail(err, GRAFT_ERR_INVALID, "graft_session_save: no path");
+    uint8_t *buf = s->art;
+    size_t len = s->art_len;
+    if (!buf) {
+        FILE *in = fopen(s->path, "rb");
+        if (!in) return fail(err, GRAFT_ERR_IO, "%s: cannot open", s->path);
+        size_t cap = 0, n;
+        do {
+            if (len == cap) buf = gr_xrealloc(buf, cap = cap ? 2 * cap : 1 << 20);
+            n = fread(buf + len, 1, cap - len, in);
+            len += n;
+        } while (n > 0);
+        fclose(in);
+    }
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(buf, 1, len, f) == len;
+    if (f && fclose(f)) ok = false;
+    if (buf != s->art) free(buf);
+    return ok ? GRAFT_OK : fail(err, GRAFT_ERR_IO, "%s: cannot write", path);
+}
+
+uint32_t graft_session_num_inputs(const graft_session *s) { return graft_model_num_inputs(s->gm); }
+uint32_t graft_session_num_outputs(const graft_session *s) { return graft_model_num_outputs(s->gm); }
+const char *graft_session_input_name(const graft_session *s, uint32_t i) { return graft_model_input_name(s->gm, i); }
+const char *graft_session_output_name(const graft_session *s, uint32_t i) { return graft_model_output_name(s->gm, i); }
+
+static const ir_sinfo *tensor_sinfo(const ir_sinfo *si) { return si && si->kind == IR_SINFO_TENSOR ? si : NULL; }
+static graft_dtype sinfo_dtype(const ir_sinfo *si) {
+    si = tensor_sinfo(si);
+    return si ? byoc_plugin_dtype(si->dtype) : GRAFT_DTYPE_UNKNOWN;
+}
+static int sinfo_ndim(const ir_sinfo *si) {
+    si = tensor_sinfo(si);
+    return si ? si->ndim : -1;
+}
+static int64_t sinfo_dim(const ir_sinfo *si, int axis) {
+    si = tensor_sinfo(si);
+    int64_t v;
+    if (!si || !si->dims || axis < 0 || axis >= si->ndim || !ir_prim_is_int(si->dims[axis], &v)) return -1;
+    return v;
+}
+static const char *sinfo_dim_symbol(const graft_session *s, const ir_sinfo *si, int axis) {
+    si = tensor_sinfo(si);
+    if (!si || !si->dims || axis < 0 || axis >= si->ndim || ir_prim_is_int(si->dims[axis], NULL)) return NULL;
+    (void)s;
+    return si->dims[axis]->kind == IR_PRIM_VAR ? si->dims[axis]->name : NULL;
+}
+const char *graft_session_input_dim_symbol(const graft_session *s, uint32_t i, int axis) {
+    return sinfo_dim_symbol(s, graft_model_input_sinfo(s->gm, i), axis);
+}
+const char *graft_session_output_dim_symbol(const graft_session *s, uint32_t i, int axis) {
+    return sinfo_dim_symbol(s, graft_model_output_sinfo(s->gm, i), axis);
+}
+
+graft_dtype graft_session_input_dtype(const graft_session *s, uint32_t i) {
+    return sinfo_dtype(graft_model_input_sinfo(s->gm, i));
+}
+graft_dtype graft_session_output_dtype(const graft_session *s, uint32_t i) {
+    return sinfo_dtype(graft_model_output_sinfo(s->gm, i));
+}
+int graft_session_input_ndim(const graft_session *s, uint32_t i) { return sinfo_ndim(graft_model_input_sinfo(s->gm, i)); }
+int64_t graft_session_input_dim(const graft_session *s, uint32_t i, int axis) {
+    return sinfo_dim(graft_model_input_sinfo(s->gm, i), axis);
+}
+int graft_session_output_ndim(const graft_session *s, uint32_t i) { return sinfo_ndim(graft_model_output_sinfo(s->gm, i)); }
+int64_t graft_session_output_dim(const graft_session *s, uint32_t i, int axis) {
+    return sinfo_dim(graft_model_output_sinfo(s->gm, i), axis);
+}
+
+graft_status graft_session_run(graft_session *s, graft_tensor *const *inputs, uint32_t nin, graft_tensor **outputs,
+                               uint32_t nout, graft_error **err) {
+    uint32_t want_in = graft_model_num_inputs(s->gm), want_out = graft_model_num_outputs(s->gm);
+    if (nin != want_in || nout != want_out)
+        return fail(err, GRAFT_ERR_INVALID, "graft_session_run: the model takes %u inputs and gives %u outputs, not %u and %u",
+                    want_in, want_out, nin, nout);
+    rt_value *ins = gr_xcalloc(nin + 1, sizeof(*ins));
+    for (uint32_t i = 0; i < nin; i++) {
+        if (!inputs[i]) {
+            free(ins);
+            return fail(err, GRAFT_ERR_INVALID, "graft_session_run: input %u ('%s') is NULL", i,
+                        graft_model_input_name(s->gm, i));
+        }
+        ins[i] = rt_value_tensor(T(inputs[i])); /* borrowed: not cleared */
+    }
+    rt_value res = {0};
+    gr_diag d;
+    gr_diag_clear(&d);
+    gr_status st = graft_model_run(s->gm, ins, nin, &res, &d);
+    free(ins);
+    if (st) return fail_diag(err, &d);
+    bool tup = res.kind == RT_VAL_TUPLE;
+    for (uint32_t i = 0; i < nout; i++) {
+        const rt_value *v = tup ? (i < res.u.tuple.n ? &res.u.tuple.items[i] : NULL) : &res;
+        outputs[i] = v && v->kind == RT_VAL_TENSOR ? (graft_tensor *)rt_tensor_retain(v->u.t) : NULL;
+    }
+    rt_value_clear(&res);
+    for (uint32_t i = 0; i < nout; i++)
+        if (!outputs[i]) {
+            for (uint32_t k = 0; k < nout; k++) graft_tensor_release(outputs[k]), outputs[k] = NULL;
+            return fail(err, GRAFT_ERR_UNSUPPORTED, "graft_session_run: output %u is not a tensor", i);
+        }
+    return GRAFT_OK;
+}
+
+uint32_t graft_session_num_regions(const graft_session *s) { return graft_model_num_regions(s->gm); }
+static const char *region_field(const graft_session *s, uint32_t i, int which) {
+    const char *f[3] = {NULL, NULL, NULL};
+    if (i >= graft_model_num_regions(s->gm)) return NULL;
+    graft_model_region(s->gm, i, &f[0], &f[1], &f[2]);
+    return f[which];
+}
+const char *graft_session_region_name(const graft_session *s, uint32_t i) { return region_field(s, i, 0); }
+const char *graft_session_region_kind(const graft_session *s, uint32_t i) { return region_field(s, i, 1); }
+const char *graft_session_region_layers(const graft_session *s, uint32_t i) { return region_field(s, i, 2); }
+
+static void profile_event(const rt_exec_event *ev, void *user) {
+    graft_session *s = user;
+    if (s->prof) s->prof(ev->kind, ev->name, ev->ns, s->prof_user);
+}
+
+void graft_session_set_profiler(graft_session *s, graft_profile_fn fn, void *user) {
+    s->prof = fn;
+    s->prof_user = user;
+    graft_model_set_profiler(s->gm, fn ? profile_event : NULL, fn ? s : NULL);
+}

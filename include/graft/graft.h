@@ -1,0 +1,199 @@
+/* graft's public C API: the only header a program (and a backend plugin, graft/backend_plugin.h)
+ * builds against. `pkg-config --cflags graft` points at the folder above this one, so a program
+ * writes #include <graft/graft.h> and links with `pkg-config --libs graft`.
+ *
+ * Everything is an opaque handle with accessor functions; no struct of graft's IR crosses this
+ * line, so the library's internals can change without breaking a program built against it.
+ * Compatibility: GRAFT_API_VERSION_MAJOR changes when a function's meaning or a handle's
+ * contract changes; a minor release only adds. graft_api_version() is the library's own, to
+ * compare with the macros a program was built with.
+ *
+ *     graft_session_options *o = graft_session_options_new();
+ *     graft_session_options_add_backend(o, "dnnl");
+ *     graft_session *s;
+ *     graft_error *err = NULL;
+ *     if (graft_session_load("model.onnx", o, &s, &err)) { fputs(graft_error_message(err), stderr); ... }
+ *     graft_tensor *out[1];
+ *     graft_session_run(s, inputs, 1, out, 1, &err);
+ *
+ * Errors: a function that can fail returns 0 on success, else a negative graft_status, and
+ * when err is not NULL stores a graft_error (message naming the file, the layer and the op)
+ * that the caller frees with graft_error_free. */
+#ifndef GRAFT_PUBLIC_GRAFT_H
+#define GRAFT_PUBLIC_GRAFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What libgraft.so exports (the same visibility as its internal GR_API). */
+#ifndef GRAFT_API
+#if defined(__GNUC__) || defined(__clang__)
+#define GRAFT_API __attribute__((visibility("default")))
+#else
+#define GRAFT_API
+#endif
+#endif
+
+#define GRAFT_API_VERSION_MAJOR 1
+#define GRAFT_API_VERSION_MINOR 0
+#define GRAFT_API_VERSION ((GRAFT_API_VERSION_MAJOR << 16) | GRAFT_API_VERSION_MINOR)
+
+/* The library's API version, (major << 16) | minor. */
+GRAFT_API uint32_t graft_api_version(void);
+/* The library's release ("0.1.0"). */
+GRAFT_API const char *graft_version(void);
+
+/* ---- Errors ---- */
+
+typedef enum graft_status {
+    GRAFT_OK = 0,
+    GRAFT_ERR_PARSE = -1,
+    GRAFT_ERR_TYPE = -2,
+    GRAFT_ERR_INVALID = -3,
+    GRAFT_ERR_UNSUPPORTED = -4,
+    GRAFT_ERR_IO = -5,
+    GRAFT_ERR_NOMEM = -6,
+    GRAFT_ERR_RUNTIME = -7,
+    GRAFT_ERR_NOT_FOUND = -8,
+} graft_status;
+
+typedef struct graft_error graft_error;
+/* The whole message: "FILE: layer 'L' (op O) : what went wrong", the parts known. */
+GRAFT_API const char *graft_error_message(const graft_error *e);
+/* Its parts: the input file, the frontend layer and the op ("" when unknown). */
+GRAFT_API const char *graft_error_file(const graft_error *e);
+GRAFT_API const char *graft_error_layer(const graft_error *e);
+GRAFT_API const char *graft_error_op(const graft_error *e);
+GRAFT_API graft_status graft_error_status(const graft_error *e);
+GRAFT_API void graft_error_free(graft_error *e);
+
+/* ---- Tensors ---- */
+
+typedef enum graft_dtype {
+    GRAFT_DTYPE_UNKNOWN = 0,
+    GRAFT_FLOAT32,
+    GRAFT_FLOAT64,
+    GRAFT_FLOAT16,
+    GRAFT_BFLOAT16,
+    GRAFT_INT8,
+    GRAFT_UINT8,
+    GRAFT_INT16,
+    GRAFT_INT32,
+    GRAFT_INT64,
+    GRAFT_BOOL,
+    GRAFT_UINT16,
+    GRAFT_UINT32,
+    GRAFT_UINT64,
+} graft_dtype;
+/* "float32", ...; NULL for GRAFT_DTYPE_UNKNOWN. */
+GRAFT_API const char *graft_dtype_name(graft_dtype t);
+GRAFT_API size_t graft_dtype_size(graft_dtype t);
+
+/* A dense row-major tensor, reference counted. */
+typedef struct graft_tensor graft_tensor;
+/* A new zero-filled tensor (refcount 1); NULL on a bad dtype/rank or no memory. */
+GRAFT_API graft_tensor *graft_tensor_new(graft_dtype dtype, int ndim, const int64_t *shape);
+/* A tensor over the caller's memory (not copied, not freed: it must outlive the tensor). */
+GRAFT_API graft_tensor *graft_tensor_wrap(graft_dtype dtype, int ndim, const int64_t *shape, void *data);
+GRAFT_API graft_tensor *graft_tensor_retain(graft_tensor *t);
+GRAFT_API void graft_tensor_release(graft_tensor *t);
+GRAFT_API graft_dtype graft_tensor_dtype(const graft_tensor *t);
+GRAFT_API int graft_tensor_ndim(const graft_tensor *t);
+GRAFT_API int64_t graft_tensor_dim(const graft_tensor *t, int axis);
+GRAFT_API size_t graft_tensor_numel(const graft_tensor *t);
+GRAFT_API size_t graft_tensor_nbytes(const graft_tensor *t);
+GRAFT_API void *graft_tensor_data(graft_tensor *t);
+
+/* ---- Backends ---- */
+
+/* Loads a backend plugin (graft/backend_plugin.h) from a shared library and registers it for
+ * the whole process; loading the same name again is a no-op. A plugin built for another
+ * major version of the plugin ABI, or a newer minor one, is refused with a message. */
+GRAFT_API graft_status graft_backend_load(const char *path, graft_error **err);
+/* The registered backends: built-in ones first, then the plugins in load order. */
+GRAFT_API uint32_t graft_backend_count(void);
+GRAFT_API const char *graft_backend_name(uint32_t i);
+/* The plugin's version ("0.1.0"); for a built-in backend, graft's own. */
+GRAFT_API const char *graft_backend_version(uint32_t i);
+/* The plugin's file; NULL for a built-in backend. */
+GRAFT_API const char *graft_backend_path(uint32_t i);
+
+/* ---- Sessions: a model loaded and compiled, ready to run ---- */
+
+typedef struct graft_session_options graft_session_options;
+GRAFT_API graft_session_options *graft_session_options_new(void);
+GRAFT_API void graft_session_options_free(graft_session_options *o);
+/* Offload to this backend (a built-in one or a loaded plugin); in priority order: the first
+ * added wins where several could take an op. No backend: every op on the host. */
+GRAFT_API graft_status graft_session_options_add_backend(graft_session_options *o, const char *name,
+                                                         graft_error **err);
+/* A backend option, "dnnl.threads=2" (graft backends lists them). */
+GRAFT_API graft_status graft_session_options_set(graft_session_options *o, const char *assignment,
+                                                 graft_error **err);
+/* Threads of every backend that has a "threads" option (0: the backend's default). */
+GRAFT_API graft_status graft_session_options_set_threads(graft_session_options *o, int threads, graft_error **err);
+/* The shape of an ONNX model's input whose dims the model leaves open ("x", 4, {1,3,224,224}),
+ * fixed before compiling. */
+GRAFT_API graft_status graft_session_options_set_input_shape(graft_session_options *o, const char *input, int ndim,
+                                                             const int64_t *dims, graft_error **err);
+/* Skip the default optimization passes (on by default). */
+GRAFT_API void graft_session_options_set_optimize(graft_session_options *o, int on);
+
+typedef struct graft_session graft_session;
+/* Loads `path`: an ONNX model (.onnx), Relax text (.relax, .py) or a built artifact (any other name),
+ * and compiles it for the options' backends (o NULL: every op on the host). An artifact keeps
+ * the backends it was built with; the options' backend options still apply to its regions. */
+GRAFT_API graft_status graft_session_load(const char *path, const graft_session_options *o, graft_session **out,
+                                          graft_error **err);
+/* The same from bytes in memory: format "onnx", "relax" or "graft". */
+GRAFT_API graft_status graft_session_load_buffer(const void *buf, size_t len, const char *format,
+                                                 const graft_session_options *o, graft_session **out,
+                                                 graft_error **err);
+GRAFT_API void graft_session_free(graft_session *s);
+/* Writes the compiled session as an artifact (.graft) that graft_session_load reads back. */
+GRAFT_API graft_status graft_session_save(graft_session *s, const char *path, graft_error **err);
+
+GRAFT_API uint32_t graft_session_num_inputs(const graft_session *s);
+GRAFT_API uint32_t graft_session_num_outputs(const graft_session *s);
+GRAFT_API const char *graft_session_input_name(const graft_session *s, uint32_t i);
+GRAFT_API const char *graft_session_output_name(const graft_session *s, uint32_t i);
+GRAFT_API graft_dtype graft_session_input_dtype(const graft_session *s, uint32_t i);
+GRAFT_API graft_dtype graft_session_output_dtype(const graft_session *s, uint32_t i);
+/* Rank (-1: unknown) and dim `axis` (-1: symbolic, fixed by the run's inputs). */
+GRAFT_API int graft_session_input_ndim(const graft_session *s, uint32_t i);
+GRAFT_API int64_t graft_session_input_dim(const graft_session *s, uint32_t i, int axis);
+GRAFT_API int graft_session_output_ndim(const graft_session *s, uint32_t i);
+GRAFT_API int64_t graft_session_output_dim(const graft_session *s, uint32_t i, int axis);
+/* A dim that is a symbolic var: its name ("n"); NULL for a static or unknown dim or an
+ * expression. One name is one var (an input's batch and the output's that follows it). */
+GRAFT_API const char *graft_session_input_dim_symbol(const graft_session *s, uint32_t i, int axis);
+GRAFT_API const char *graft_session_output_dim_symbol(const graft_session *s, uint32_t i, int axis);
+
+/* Runs the model: inputs borrowed, in order; outputs[i] (nout of them, as many as
+ * graft_session_num_outputs) new tensors the caller releases. Safe to call from several
+ * threads at once on one session. */
+GRAFT_API graft_status graft_session_run(graft_session *s, graft_tensor *const *inputs, uint32_t nin,
+                                         graft_tensor **outputs, uint32_t nout, graft_error **err);
+
+/* The model's steps with the frontend layers each computes ("a,b,c"): kind "extern" for a region
+ * a backend took (its name is the region's symbol, "fused_..._<backend>"), "host" for a fused
+ * host kernel, "op" for a host op, "call" for a function call. */
+GRAFT_API uint32_t graft_session_num_regions(const graft_session *s);
+GRAFT_API const char *graft_session_region_name(const graft_session *s, uint32_t i);
+GRAFT_API const char *graft_session_region_kind(const graft_session *s, uint32_t i);
+GRAFT_API const char *graft_session_region_layers(const graft_session *s, uint32_t i);
+
+/* Profiling: one call per step of a run (kind "op", "extern" for a backend region, "call");
+ * name the op or the region's symbol. fn NULL turns it off; set it while no run is in flight. */
+typedef void (*graft_profile_fn)(const char *kind, const char *name, uint64_t ns, void *user);
+GRAFT_API void graft_session_set_profiler(graft_session *s, graft_profile_fn fn, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
