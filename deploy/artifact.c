@@ -23,6 +23,7 @@
 #include "ir/text/printer.h"
 #include "runtime/json/json_runtime.h"
 #include "runtime/module.h"
+#include "runtime/json/json_runtime.h"
 #include "runtime/exec/plan.h"
 
 typedef struct gm_region {
@@ -942,6 +943,9 @@ void graft_model_set_profiler(graft_model *gm, rt_exec_profile_fn fn, void *user
 }
 void graft_model_set_prim_profiler(graft_model *gm, rt_prim_profile_fn fn, void *user) {
     rt_module_set_profilers(gm->m, fn, user);
+}
+void graft_model_set_prepare_observer(graft_model *gm, rt_json_prepare_fn fn, void *user) {
+    rt_json_set_prepare_observers(gm->m, fn, user);
 }
 void graft_model_get_info(const graft_model *gm, graft_model_info *o) {
     memset(o, 0, sizeof *o);

@@ -100,6 +100,12 @@ GR_API void graft_model_set_profiler(graft_model *gm, rt_exec_profile_fn fn, voi
 /* Per primitive inside the model's regions, for the backends that have primitives (oneDNN):
  * this model's only; NULL turns it off. Set it as graft_model_set_profiler. */
 GR_API void graft_model_set_prim_profiler(graft_model *gm, rt_prim_profile_fn fn, void *user);
+/* Per engine prepare of the model's regions (symbol, engine kind, time: what a first run, or a
+ * first run at new shapes, pays): this model's only; NULL turns it off. Set it as
+ * graft_model_set_profiler. */
+GR_API void graft_model_set_prepare_observer(graft_model *gm,
+                                             void (*fn)(const char *symbol, const char *engine, uint64_t ns, void *user),
+                                             void *user);
 
 /* Where loading goes, in order: map (open and map the file, or copy a caller's buffer),
  * verify (header, version, checksum: every byte read once, in place), decode (the body, the

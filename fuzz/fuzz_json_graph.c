@@ -6,8 +6,11 @@
  * graft's own kernels and the option-picked oneDNN ones off (winograd, gemv, dw_jit) when a
  * primitive of the first run was one of those (OPTION_PRIMS). Every oneDNN run that succeeds
  * must agree with the reference on every output (TOLERANCE below); a mismatch aborts naming the
- * output's node and op. Output buffers carry canaries. oneDNN reads its ISA cap once per
- * process, so the other ISA is a second run of this target (scripts/fuzz.sh json_graph_avx2). */
+ * output's node and op. A graph with fused composite annotations is compared like any other:
+ * the engine proves each annotation against the nodes it names at prepare, or refuses the
+ * graph (backends/dnnl/dnnl_composite.c). Output buffers carry canaries. oneDNN reads its ISA
+ * cap once per process, so the other ISA is a second run of this target (scripts/fuzz.sh
+ * json_graph_avx2). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,8 +89,6 @@ static rt_tensor *declared(rt_json_graph *g, uint32_t nid, uint32_t o, uint64_t 
  * primitive was one that the options pick. */
 typedef struct run_result {
     bool ran;
-    bool comparable;              /* no value the annotation stands for (annotation_stands_for_values) */
-    bool invalid;                 /* a post writes outside its composite (not run on oneDNN) */
     bool option_prims;
     uint32_t nh;
     rt_tensor **outs;
@@ -107,8 +108,6 @@ static bool uses_option_prims(const void *state) {
     return false;
 }
 
-static bool annotation_stands_for_values(rt_json_graph *g, bool *invalid);
-
 /* Runs the graph in data on eng with options opts, inputs and constants from seed (each float
  * times 1 +- jitter when jitter is not 0). */
 static run_result run_engine(const uint8_t *data, size_t size, uint64_t seed, double jitter,
@@ -118,7 +117,6 @@ static run_result run_engine(const uint8_t *data, size_t size, uint64_t seed, do
     gr_diag d;
     gr_diag_clear(&d);
     if (rt_json_graph_load("fuzz", (const char *)data, size, &g, &d) != GR_OK) return r;
-    r.comparable = !annotation_stands_for_values(g, &r.invalid);
     uint32_t nc = rt_json_graph_num_consts(g), ni = rt_json_graph_num_inputs(g), nh = rt_json_graph_num_heads(g);
     uint32_t nn = rt_json_graph_num_nodes(g);
     rt_tensor **consts = calloc(nc + 1, sizeof(rt_tensor *));
@@ -176,201 +174,6 @@ static run_result run_engine(const uint8_t *data, size_t size, uint64_t seed, do
     free(consts);
     rt_json_graph_free(g);
     return r;
-}
-
-/* Marks the node of each [nid, index] entry found anywhere in v. */
-static void mark_entries(json_t *v, bool *ref, uint32_t nn) {
-    if (json_is_array(v) && json_array_size(v) == 2 && json_is_integer(json_array_get(v, 0)) &&
-        json_is_integer(json_array_get(v, 1))) {
-        json_int_t nid = json_integer_value(json_array_get(v, 0));
-        if (nid >= 0 && nid < (json_int_t)nn) ref[nid] = true;
-        return;
-    }
-    size_t i;
-    const char *key;
-    json_t *x;
-    if (json_is_array(v)) json_array_foreach(v, i, x) mark_entries(x, ref, nn);
-    if (json_is_object(v)) json_object_foreach(v, key, x) mark_entries(x, ref, nn);
-}
-
-/* Node n's scalars (float args, real op_attrs) into out; more than max: -1. */
-static int node_scalars(const rt_json_node *n, double *out, int max) {
-    int k = 0;
-    size_t i;
-    const char *key;
-    json_t *v;
-    json_array_foreach(json_object_get(n->attrs, "args"), i, v) {
-        json_t *f = json_object_get(v, "float");
-        if (json_is_number(f) && k < max) out[k++] = json_number_value(f);
-        else if (json_is_number(f)) return -1;
-    }
-    json_object_foreach(json_object_get(n->attrs, "op_attrs"), key, v) {
-        if (json_is_real(v) && k < max) out[k++] = json_real_value(v);
-        else if (json_is_real(v)) return -1;
-    }
-    return k;
-}
-
-/* Whether float(x) is one of the n values of xs. */
-static bool among(double x, const double *xs, int n) {
-    for (int i = 0; i < n; i++)
-        if ((float)xs[i] == (float)x) return true;
-    return false;
-}
-
-/* Whether a post and its node n hold the same scalars: each of n's is the post's alpha or beta,
- * and each nonzero alpha or beta is one of n's (a relu's 0, a clip's bounds, a leaky relu's
- * slope). */
-static bool post_params_agree(const rt_json_node *n, json_t *post) {
-    double sc[16], ab[2];
-    int nsc = node_scalars(n, sc, 16), nab = 0;
-    json_t *a = json_object_get(post, "alpha"), *b = json_object_get(post, "beta");
-    if (json_is_number(a)) ab[nab++] = json_number_value(a);
-    if (json_is_number(b)) ab[nab++] = json_number_value(b);
-    if (nsc < 0) return false;
-    for (int k = 0; k < nsc; k++)
-        if (!among(sc[k], ab, nab)) return false;
-    for (int k = 0; k < nab; k++)
-        if (ab[k] != 0 && !among(ab[k], sc, nsc)) return false;
-    return true;
-}
-
-/* The ops a post's node may be, for the posts that are one op (the others read constants the
- * annotation does not name, which annotation_stands_for_values catches). */
-static const struct {
-    const char *post, *ops[2];
-} POST_OPS[] = {
-    {"bias", {"relax.add"}},          {"add", {"relax.add"}},
-    {"mul", {"relax.multiply"}},      {"relu", {"relax.nn.relu"}},
-    {"leaky_relu", {"relax.nn.leakyrelu"}}, {"relu6", {"relax.nn.relu6", "relax.clip"}},
-    {"clip", {"relax.clip"}},         {"sigmoid", {"relax.sigmoid"}},
-    {"tanh", {"relax.tanh"}},         {"gelu", {"relax.nn.gelu"}},
-    {"swish", {"relax.nn.silu"}},
-};
-
-/* Whether node n's op may be the post named kind. */
-static bool post_op_ok(const char *kind, const rt_json_node *n) {
-    for (size_t i = 0; i < sizeof POST_OPS / sizeof *POST_OPS; i++) {
-        if (strcmp(kind, POST_OPS[i].post)) continue;
-        for (size_t k = 0; k < 2; k++)
-            if (POST_OPS[i].ops[k] && n->name && !strcmp(n->name, POST_OPS[i].ops[k])) return true;
-        return false;
-    }
-    return true;
-}
-
-/* Marks in read the nodes whose outputs kernel node n reads: those its args name ({"in": k}),
- * all its inputs when it has no args. */
-static void mark_reads(const rt_json_node *n, bool *read, uint32_t nn) {
-    json_t *args = n->attrs ? json_object_get(n->attrs, "args") : NULL, *x;
-    size_t i;
-    for (uint32_t k = 0; !json_is_array(args) && k < n->ninputs; k++)
-        if (n->inputs[k].nid < nn) read[n->inputs[k].nid] = true;
-    json_array_foreach(args, i, x) {
-        json_int_t k = json_integer_value(json_object_get(x, "in"));
-        if (json_is_integer(json_object_get(x, "in")) && k >= 0 && k < (json_int_t)n->ninputs &&
-            n->inputs[k].nid < nn)
-            read[n->inputs[k].nid] = true;
-    }
-}
-
-/* Whether composite node from reads target, directly or through other nodes of the composite
- * (in_comp); seen: scratch, cleared by the caller. */
-static bool depends_on(rt_json_graph *g, uint32_t from, uint32_t target, const bool *in_comp, bool *seen, bool *own,
-                       uint32_t nn) {
-    if (from == target) return true;
-    if (seen[from] || !in_comp[from]) return false;
-    seen[from] = true;
-    memset(own, 0, nn);
-    mark_reads(rt_json_graph_node(g, from), own, nn);
-    uint32_t srcs[RT_MAX_NDIM * 4], ns = 0;
-    for (uint32_t src = 0; src < nn && ns < sizeof srcs / sizeof *srcs; src++)
-        if (own[src] && in_comp[src]) srcs[ns++] = src;
-    for (uint32_t k = 0; k < ns; k++)
-        if (depends_on(g, srcs[k], target, in_comp, seen, own, nn)) return true;
-    return false;
-}
-
-/* Whether a fused composite's annotation stands for values the engine does not read from the
- * graph, or names operands the graph's nodes do not read. The engine computes what the
- * annotation says (backends/dnnl matched the values); a fuzzed graph where the two differ makes
- * the reference compute another function, so such graphs are run but not compared:
- *   - a node the composite folds reads a value from outside the composite that the annotation
- *     does not name (hardswish's 3 and 6, a hard-sigmoid's slope: constants it stands for; or
- *     an operand the graph changed);
- *   - the annotation names an operand that no node of the composite reads;
- *   - a post's alpha and beta are not its node's scalars (post_params_agree; a swish's implied
- *     alpha of 1 too), or its node is another op (POST_OPS);
- *   - a post's node is the previous post's (or the anchor), or does not read it through the
- *     composite;
- *   - the composite's name lists other posts than its annotation.
- * *invalid: a post's output is no kernel node of the composite. oneDNN wrote such a post's result
- * into that entry, even a region input's (past the output's end when it is the output); the
- * engine's operand checks are to reject it, until then such graphs are not run on oneDNN. */
-static bool annotation_stands_for_values(rt_json_graph *g, bool *invalid) {
-    uint32_t nn = rt_json_graph_num_nodes(g);
-    bool *in_comp = calloc(nn + 1, 1), *named = calloc(nn + 1, 1), *read = calloc(nn + 1, 1), *own = calloc(nn + 1, 1);
-    bool stands = !in_comp || !named || !read || !own;
-    /* every composite is looked at: one that only stands for values does not hide an invalid one */
-    for (uint32_t nid = 0; nid < nn && in_comp && named && read && own && !*invalid; nid++) {
-        const rt_json_node *n = rt_json_graph_node(g, nid);
-        json_t *ann = n->attrs ? json_object_get(n->attrs, "dnnl") : NULL, *x;
-        if (!json_is_object(ann)) continue;
-        memset(in_comp, 0, nn);
-        memset(named, 0, nn);
-        memset(read, 0, nn);
-        json_t *anchor = json_object_get(ann, "anchor");
-        const char *key;
-        size_t i;
-        json_array_foreach(json_object_get(ann, "nodes"), i, x) {
-            json_int_t m = json_integer_value(x);
-            if (json_is_integer(x) && m >= 0 && m < (json_int_t)nn) in_comp[m] = true;
-        }
-        json_object_foreach(ann, key, x) if (strcmp(key, "nodes") && strcmp(key, "anchor")) mark_entries(x, named, nn);
-        for (uint32_t m = 0; m < nn; m++) {
-            const rt_json_node *f = rt_json_graph_node(g, m);
-            if (!in_comp[m] || f->kind != RT_JSON_KERNEL) continue;
-            memset(own, 0, nn);
-            mark_reads(f, own, nn);
-            bool folded = json_integer_value(anchor) != (json_int_t)m;
-            for (uint32_t src = 0; src < nn; src++) {
-                if (!own[src]) continue;
-                read[src] = true;
-                if (folded && !in_comp[src] && !named[src]) stands = true;
-            }
-        }
-        for (uint32_t src = 0; src < nn; src++)
-            if (named[src] && !in_comp[src] && !read[src]) stands = true;
-        rt_dnnl_composite c = {0};
-        json_t *posts = json_object_get(ann, "post");
-        if (!rt_dnnl_composite_parse(json_string_value(json_object_get(ann, "composite")), &c) ||
-            json_array_size(posts) != (size_t)c.npost)
-            stands = true;
-        json_int_t prev = json_integer_value(anchor);
-        json_array_foreach(posts, i, x) {
-            const char *kind = json_string_value(json_object_get(x, "post"));
-            if (i >= (size_t)c.npost || !kind || strcmp(kind, rt_dnnl_post_name(c.post[i]))) stands = true;
-            json_t *out = json_array_get(json_object_get(x, "out"), 0), *mid = json_object_get(x, "mid");
-            json_int_t o = json_integer_value(out), mi = json_integer_value(json_array_get(mid, 0));
-            if (!json_is_integer(out) || o < 0 || o >= (json_int_t)nn) continue;
-            bool mid_ok = !mid || (mi >= 0 && mi < (json_int_t)nn && in_comp[mi] &&
-                                   rt_json_graph_node(g, (uint32_t)mi)->kind == RT_JSON_KERNEL);
-            if (!in_comp[o] || rt_json_graph_node(g, (uint32_t)o)->kind != RT_JSON_KERNEL || !mid_ok)
-                *invalid = stands = true;
-            const rt_json_node *on = rt_json_graph_node(g, (uint32_t)o);
-            if (!post_params_agree(on, x) || (kind && !post_op_ok(kind, on))) stands = true;
-            memset(read, 0, nn);
-            if (o == prev || (prev >= 0 && prev < (json_int_t)nn &&
-                              !depends_on(g, (uint32_t)o, (uint32_t)prev, in_comp, read, own, nn)))
-                stands = true;
-            prev = o;
-        }
-    }
-    free(in_comp);
-    free(named);
-    free(read);
-    free(own);
-    return stands;
 }
 
 static double as_double(const rt_tensor *t, size_t i) {
@@ -493,15 +296,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint64_t seed = fuzz_seed(data, size);
     run_result ref = run_engine(data, size, seed, 0, &rt_json_reference_engine, NULL);
     jittered_ref jit = {.finite = -1};
-    if (ref.ran && !ref.invalid) {
+    if (ref.ran) {
         rt_dnnl_opts on = rt_dnnl_default_opts(), off = on;
         off.winograd = off.gemv = off.dw_jit = false;
         run_result dn = run_engine(data, size, seed, 0, &rt_dnnl_engine, &on);
-        if (dn.ran && ref.comparable) compare(data, size, seed, &ref, &jit, &dn, "default options");
+        if (dn.ran) compare(data, size, seed, &ref, &jit, &dn, "default options");
         if (dn.option_prims) {
             run_result dn_off = run_engine(data, size, seed, 0, &rt_dnnl_engine, &off);
-            if (dn_off.ran && ref.comparable)
-                compare(data, size, seed, &ref, &jit, &dn_off, "winograd, gemv, dw_jit off");
+            if (dn_off.ran) compare(data, size, seed, &ref, &jit, &dn_off, "winograd, gemv, dw_jit off");
             result_free(&dn_off);
         }
         result_free(&dn);

@@ -10,6 +10,7 @@
 #include "byoc/byoc.h"
 #include "runtime/exec/executor.h"
 #include "deploy/graft_model.h"
+#include "runtime/json/json_runtime.h"
 #include "runtime/npy.h"
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -101,14 +102,16 @@ static void print_load(const char *path, const graft_model *gm, double first_ms,
 static void rn_profile(runner *r, prof_state *ps) {
     rt_exec_profile_fn ev = ps ? prof_on_event : NULL;
     rt_prim_profile_fn prim = ps ? prof_on_prim : NULL;
+    rt_json_prepare_fn prep = ps ? prof_on_prepare : NULL;
     if (r->gm) {
         graft_model_set_profiler(r->gm, ev, ps);
         graft_model_set_prim_profiler(r->gm, prim, ps);
+        graft_model_set_prepare_observer(r->gm, prep, ps);
     } else if (r->x) {
         rt_exec_set_profiler(r->x, ev, ps);
         rt_module_set_profilers(r->m, prim, ps);
+        rt_json_set_prepare_observers(r->m, prep, ps);
     }
-    prof_prepare_observer(ps);
 }
 
 int cmd_run(int argc, char **argv) {

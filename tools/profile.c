@@ -147,8 +147,7 @@ void prof_on_prim(const rt_prim_event *ev, void *user) {
     }
 }
 
-/* A region's engine prepare: the first call, or the first at new input shapes. */
-static void on_prepare(const char *symbol, const char *engine, uint64_t ns, void *user) {
+void prof_on_prepare(const char *symbol, const char *engine, uint64_t ns, void *user) {
     prof_state *ps = user;
     (void)engine;
     ps->pending_prep += ns;
@@ -161,10 +160,6 @@ static void on_prepare(const char *symbol, const char *engine, uint64_t ns, void
     }
     rt_exec_event ev = {"prep", name, "", NULL, ns};
     prof_on_event(&ev, ps);
-}
-
-void prof_prepare_observer(prof_state *ps) {
-    rt_json_set_prepare_observer(ps ? on_prepare : NULL, ps);
 }
 
 static int cmp_row(const void *a, const void *b) {

@@ -41,10 +41,10 @@ bool prof_open_trace(prof_state *ps, const char *json);
 void prof_on_event(const rt_exec_event *ev, void *user);
 /* rt_prim_profile_fn: one row per primitive of a region (set it on the model's modules) */
 void prof_on_prim(const rt_prim_event *ev, void *user);
-/* Turns the rows of first-run costs on (ps) or off (NULL): "prep" rows time a BYOC region's
- * engine prepare (oneDNN primitives created for a new set of input shapes), taken out of the
- * region's "extern" row; "plan" rows the executor's memory plan for new input shapes. */
-void prof_prepare_observer(prof_state *ps);
+/* rt_json_prepare_fn (set it on the model's modules): "prep" rows time a BYOC region's engine
+ * prepare (oneDNN primitives created for a new set of input shapes), taken out of the region's
+ * "extern" row ("plan" rows, the executor's memory plan for new input shapes, come as events). */
+void prof_on_prepare(const char *symbol, const char *engine, uint64_t ns, void *user);
 void prof_print(prof_state *ps, uint32_t runs);
 /* Closes the trace and frees; false when the trace could not be written. */
 bool prof_finish(prof_state *ps);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backends/dnnl/dnnl_impl.h"
+#include "backends/dnnl/dnnl_ops_impl.h"
 #include "backends/dnnl/dnnl_q_impl.h"
 
 /* ------------------------------------------------------------------- names ---- */
@@ -188,7 +189,11 @@ static gr_status steps_of(dn_state *S, const rt_json_node *n, const rt_dnnl_comp
         if (*k >= DN_MAX_STEPS) return bad(S, n, "composite annotation: too many post-ops");
         steps[(*k)++] = st;
     }
-    /* a linear after a linear (an affine's scale and shift) is one post-op */
+    return GR_OK;
+}
+
+/* A linear step after a linear one (an affine's scale and shift) is one post-op. */
+static void merge_linears(dn_step *steps, int *k) {
     int m = 0;
     for (int i = 0; i < *k; i++) {
         dn_step *p = m ? &steps[m - 1] : NULL, *q = &steps[i];
@@ -202,13 +207,8 @@ static gr_status steps_of(dn_state *S, const rt_json_node *n, const rt_dnnl_comp
         steps[m++] = *q;
     }
     *k = m;
-    return GR_OK;
 }
 
-/* The annotation names what the nodes compute; a graph from a file may say otherwise. Every
- * node it lists is a kernel node of the graph, and every step writes the output of one of them
- * other than the anchor, each once: the engine stores a step's result in that entry's value,
- * which for a region input or head would be memory of the caller's of another size. */
 /* The node whose outputs hold entry e (nn when none). */
 static uint32_t entry_node(dn_state *S, int e, uint32_t nn) {
     for (uint32_t nid = 0; nid < nn; nid++) {
@@ -218,15 +218,39 @@ static uint32_t entry_node(dn_state *S, int e, uint32_t nn) {
     return nn;
 }
 
-static gr_status steps_agree(dn_state *S, const rt_json_node *first, const rt_json_node *anchor, json_t *nodes,
+/* Dense's weights: the anchor's second operand is a listed permute_dims of the annotated
+ * weight entry w that swaps its last two axes (the engine reads w transposed instead). */
+static bool dense_weight_ok(dn_state *S, const rt_json_node *anchor, int w, const bool *listed, bool *covered) {
+    int b = dn_arg_entry(S, anchor, 1);
+    const rt_json_node *p = b >= 0 ? S->ent_node[b].node : NULL;
+    int nd = p ? dn_entry_ndim(S, b) : 0, perm[DNNL_MAX_NDIMS];
+    if (!p || p->kind != RT_JSON_KERNEL || p->op != IR_OP_PERMUTE_DIMS || !listed[p - S->node0] ||
+        dn_arg_entry(S, p, 0) != w || nd < 2 || nd > DNNL_MAX_NDIMS || !dn_permute_perm(p, nd, perm))
+        return false;
+    for (int i = 0; i < nd; i++)
+        if (perm[i] != (i < nd - 2 ? i : 2 * nd - 3 - i)) return false;
+    covered[p - S->node0] = true;
+    return true;
+}
+
+/* The annotation names what the nodes compute; a graph from a file may say otherwise, and the
+ * engine builds what the annotation says. So every node it lists is a kernel node of the
+ * graph, and every step writes the output of one of them other than the anchor, each once
+ * (the engine stores a step's result in that entry's value, which for a region input or head
+ * would be memory of the caller's of another size); each step, from the anchor's output on, is
+ * what its nodes compute: their ops, constants (a relu's slope, clip bounds, a hard-sigmoid's
+ * slope and offset, hardswish's 3 and 6), operands and shapes, as the engine's own post-op
+ * matchers find them (dn_step_proved); and each listed node is the anchor, dense's weight
+ * permutation or a node of a step. steps: before linear steps are merged. */
+static gr_status steps_agree(dn_state *S, const rt_json_node *first, const rt_json_node *anchor, json_t *nodes, int weight,
                              const dn_step *steps, int k) {
     uint32_t nn = rt_json_graph_num_nodes(S->g);
-    bool *listed = calloc(nn + 1, sizeof(bool));
-    if (!listed) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
-    gr_status st = GR_OK;
+    bool *listed = calloc(nn + 1, sizeof(bool)), *covered = calloc(nn + 1, sizeof(bool));
+    gr_status st = listed && covered ? GR_OK : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     size_t i;
     json_t *x;
     json_array_foreach(nodes, i, x) {
+        if (st) break;
         json_int_t nid = json_is_integer(x) ? json_integer_value(x) : -1;
         if (nid < 0 || (uint32_t)nid >= nn || rt_json_graph_node(S->g, (uint32_t)nid)->kind != RT_JSON_KERNEL) {
             st = bad(S, first, "composite annotation: a listed node is not a kernel node of the graph");
@@ -241,7 +265,22 @@ static gr_status steps_agree(dn_state *S, const rt_json_node *first, const rt_js
         for (int b = 0; !st && b < a; b++)
             if (steps[b].out == steps[a].out) st = bad(S, first, "composite annotation: two post-ops write one output");
     }
+    if (!st) covered[anchor - S->node0] = true;
+    int cur = dn_out_entry(S, anchor);
+    for (int a = 0; !st && a < k; a++) {
+        if (!dn_step_proved(S, cur, &steps[a], listed, covered))
+            st = bad(S, S->ent_node[steps[a].out].node,
+                     "composite annotation: a post-op is not what its nodes compute (its op, constants, operand or shape "
+                     "differ)");
+        cur = steps[a].out;
+    }
+    if (!st && weight >= 0 && !dense_weight_ok(S, anchor, weight, listed, covered))
+        st = bad(S, anchor, "composite annotation: dense's weights are not the transposed operand of its matmul");
+    for (uint32_t nid = 0; !st && nid < nn; nid++)
+        if (listed[nid] && !covered[nid])
+            st = bad(S, rt_json_graph_node(S->g, nid), "composite annotation: a listed node is in none of its post-ops");
     free(listed);
+    free(covered);
     return st;
 }
 
@@ -262,12 +301,14 @@ gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
     int k = 0;
     gr_status st = steps_of(S, first, &c, posts, steps, &k);
     if (st) return st;
-    if ((st = steps_agree(S, first, anchor, nodes, steps, k))) return st;
     dn_comp comp = {steps, k, -1};
     if (c.anchor == RT_DNNL_DENSE) {
         comp.b = ann_entry(S, json_object_get(ann, "weight"));
         if (comp.b < 0) return bad(S, first, "composite annotation: dense without its weights");
     }
+    if ((st = steps_agree(S, first, anchor, nodes, comp.b, steps, k))) return st;
+    merge_linears(steps, &k);
+    comp.k = k;
     int qused = 0;
     bool qdone = false;
     if ((st = dn_q_levels_conv(S, anchor, steps, k, &qused, &qdone))) return st;

@@ -255,6 +255,7 @@ const int64_t *dn_entry_shape(dn_state *S, int e);
 bool dn_scalar_const(dn_state *S, int e, float *v);
 
 bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step *ps);
+bool dn_step_proved(dn_state *S, int e, const dn_step *want, const bool *listed, bool *covered);
 int dn_collect_chain(dn_state *S, int e, dn_step *steps, int max);
 gr_status dn_step_src1(dn_state *S, const rt_json_node *n, const dn_step *st, int nd, int *val,
                        dnnl_memory_desc_t *md);

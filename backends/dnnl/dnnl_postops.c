@@ -113,8 +113,11 @@ static bool sole_consumer(dn_state *S, int e, const rt_json_node **out) {
 static bool near(float a, float b) { return fabsf(a - b) <= 1e-5f * fmaxf(1.f, fabsf(b)); }
 
 static bool hswish_ok(float lo, float hi, float A, float B, float C) {
-    /* x * clip(x*A + B, lo, hi) * C == hardswish(x) == x * clip(x/6 + 1/2, 0, 1) */
-    return near(lo, 0.f) && near((hi - lo) * C, 1.f) && near(A * C, 1.f / 6.f) && near(B * C, 0.5f);
+    /* x * clip(x*A + B, lo, hi) * C == hardswish(x) == x * clip(x/6 + 1/2, 0, 1) when C > 0
+     * (C moves into the clip: clip(x*A*C + B*C, lo*C, hi*C)); crossed bounds (lo > hi, with
+     * C < 0 the products below still hold) make the clip hi everywhere, another function */
+    return lo < hi && C > 0.f && near(lo, 0.f) && near((hi - lo) * C, 1.f) && near(A * C, 1.f / 6.f) &&
+           near(B * C, 0.5f);
 }
 
 /* The multiply x * y where y is entry `y` and x is e, as y's sole consumer. */
@@ -137,7 +140,7 @@ static const rt_json_node *match_xfx(dn_state *S, int e, const rt_json_node *n, 
     dnnl_alg_kind_t a1;
     float al, be;
     if (is_op(n, IR_OP_SIGMOID)) {
-        if (!(m = mul_with(S, dn_out_entry(S, n), e))) return NULL;
+        if (dn_arg_entry(S, n, 0) != e || !(m = mul_with(S, dn_out_entry(S, n), e))) return NULL;
         chain[k++] = m;
         *alg = dnnl_eltwise_swish;
         *alpha = 1.f;
@@ -193,20 +196,47 @@ dnnl_alg_kind_t dn_binary_alg(ir_op_id op, bool *commutes) {
     return alg;
 }
 
-/* One post-op step on entry e at consumer n. excl: e must be used only by the step. */
-bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step *ps) {
+static bool same_shape(dn_state *S, int a, int b) {
+    int nd = dn_entry_ndim(S, a);
+    return nd == dn_entry_ndim(S, b) && !memcmp(dn_entry_shape(S, a), dn_entry_shape(S, b), sizeof(int64_t) * (size_t)nd);
+}
+
+/* Binary node n of e and a tensor operand that broadcasts to e (e's shape is n's): a binary
+ * post-op. */
+static bool binary_step(dn_state *S, int e, const rt_json_node *n, dn_step *ps) {
+    if (!is_binary(n) || !same_shape(S, e, dn_out_entry(S, n))) return false;
+    bool first;
+    int o = other_operand(S, n, e, &first);
+    if (o < 0 || !dn_entry_f32(S, o) || S->ent_val[o] < 0) return false;
+    bool comm;
+    dnnl_alg_kind_t alg = dn_binary_alg(n->op, &comm);
+    if (alg == dnnl_alg_kind_undef || (!first && !comm)) return false;
+    int nd = dn_entry_ndim(S, e), ond = dn_entry_ndim(S, o);
+    if (ond > nd) return false;
+    const int64_t *os = dn_entry_shape(S, o), *es = dn_entry_shape(S, e);
+    for (int k = 0; k < ond; k++)
+        if (os[k] != 1 && os[k] != es[nd - ond + k]) return false;
+    ps->kind = STEP_BINARY;
+    ps->alg = alg;
+    ps->src1 = o;
+    ps->nnodes = 1;
+    ps->nodes[0] = n;
+    ps->out = dn_out_entry(S, n);
+    return true;
+}
+
+/* One post-op step on entry e at consumer n, whatever composite n is in. excl: e must be used
+ * only by the step. Every form keeps e's shape: a post-op writes the primitive's dst. */
+static bool match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step *ps) {
     memset(ps, 0, sizeof(*ps));
-    /* nodes of fused composites are built by their composite only */
-    if (n->kind != RT_JSON_KERNEL || n->noutputs != 1 || dn_in_composite(n)) return false;
+    if (n->kind != RT_JSON_KERNEL || n->noutputs != 1) return false;
     int oe = dn_out_entry(S, n);
     if (!dn_entry_f32(S, oe)) return false;
     const rt_json_node *chain[8];
     int nchain = 0;
     const rt_json_node *last = match_xfx(S, e, n, &ps->alg, &ps->alpha, chain, &nchain);
     if (last) {
-        if (excl && (S->is_head[e] || S->cons[e].len != 2)) return false;
-        for (int i = 0; i < nchain; i++)
-            if (dn_in_composite(chain[i])) return false;
+        if ((excl && (S->is_head[e] || S->cons[e].len != 2)) || !same_shape(S, e, dn_out_entry(S, last))) return false;
         ps->kind = STEP_ELTWISE;
         ps->nnodes = nchain;
         memcpy(ps->nodes, chain, sizeof(chain[0]) * (size_t)nchain);
@@ -218,9 +248,7 @@ bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step
     ps->nodes[0] = n;
     ps->out = oe;
     /* same shape in and out (no broadcast growth of e) */
-    int nd = dn_entry_ndim(S, e);
-    if (nd != dn_entry_ndim(S, oe) || memcmp(dn_entry_shape(S, e), dn_entry_shape(S, oe), sizeof(int64_t) * (size_t)nd))
-        return false;
+    if (!same_shape(S, e, oe)) return false;
     if (dn_arg_entry(S, n, 0) == e && unary_of(n, &ps->alg, &ps->alpha, &ps->beta)) {
         ps->kind = STEP_ELTWISE;
         return true;
@@ -229,22 +257,127 @@ bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step
         ps->kind = STEP_ELTWISE;
         return true;
     }
-    if (!is_binary(n)) return false;
-    bool first;
-    int o = other_operand(S, n, e, &first);
-    if (o < 0 || !dn_entry_f32(S, o) || S->ent_val[o] < 0) return false;
-    bool comm;
-    dnnl_alg_kind_t alg = dn_binary_alg(n->op, &comm);
-    if (alg == dnnl_alg_kind_undef || (!first && !comm)) return false;
-    int ond = dn_entry_ndim(S, o);
-    if (ond > nd) return false;
-    const int64_t *os = dn_entry_shape(S, o), *es = dn_entry_shape(S, e);
-    for (int k = 0; k < ond; k++)
-        if (os[k] != 1 && os[k] != es[nd - ond + k]) return false;
-    ps->kind = STEP_BINARY;
-    ps->alg = alg;
-    ps->src1 = o;
+    return binary_step(S, e, n, ps);
+}
+
+bool dn_match_step(dn_state *S, int e, const rt_json_node *n, bool excl, dn_step *ps) {
+    /* nodes of fused composites are built by their composite only */
+    if (!match_step(S, e, n, excl, ps)) return false;
+    for (int i = 0; i < ps->nnodes; i++)
+        if (dn_in_composite(ps->nodes[i])) return false;
     return true;
+}
+
+/* Whether oneDNN's eltwise algorithm alg reads alpha / beta (oneDNN 2.6). */
+static bool alg_reads(dnnl_alg_kind_t alg, bool beta) {
+    switch (alg) {
+    case dnnl_eltwise_relu:
+    case dnnl_eltwise_swish:
+    case dnnl_eltwise_elu: return !beta;
+    case dnnl_eltwise_clip_v2:
+    case dnnl_eltwise_linear:
+    case dnnl_eltwise_pow: return true;
+    default: return false;
+    }
+}
+
+static bool same_step(const dn_step *a, const dn_step *b) {
+    if (a->kind != b->kind || a->alg != b->alg || a->out != b->out) return false;
+    if (a->kind == STEP_BINARY) return a->src1 == b->src1;
+    return (!alg_reads(a->alg, false) || near(a->alpha, b->alpha)) && (!alg_reads(a->alg, true) || near(a->beta, b->beta));
+}
+
+/* ELU as the exporters write it: where(x > 0, x, (exp(x) - 1) * alpha), n being one of its
+ * nodes that read x; alpha out. The where node, or NULL. */
+static const rt_json_node *match_elu(dn_state *S, int e, const rt_json_node *n, float *alpha, const rt_json_node **chain,
+                                     int *nchain) {
+    if (S->is_head[e] || S->cons[e].len != 3) return NULL;
+    const rt_json_node *ex = NULL, *gt = NULL, *wh = NULL, *sb, *mu, *w1, *w2;
+    for (uint32_t c = 0; c < 3; c++) {
+        const rt_json_node *k = S->cons[e].data[c];
+        if (is_op(k, IR_OP_EXP) && dn_arg_entry(S, k, 0) == e) ex = k;
+        if (is_op(k, IR_OP_GREATER)) gt = k;
+        if (is_op(k, IR_OP_WHERE)) wh = k;
+    }
+    if (!ex || !gt || !wh || (n != ex && n != gt && n != wh)) return NULL;
+    int xe = dn_out_entry(S, ex), ge = dn_out_entry(S, gt);
+    float zero, one, a;
+    bool first;
+    /* x > 0; exp(x) - 1; that times a scalar; where(x > 0, x, ...) the sole reader of both */
+    if (dn_arg_entry(S, gt, 0) != e || !dn_scalar_const(S, dn_arg_entry(S, gt, 1), &zero) || zero != 0.f ||
+        !sole_consumer(S, xe, &sb) || !is_op(sb, IR_OP_SUBTRACT) || dn_arg_entry(S, sb, 0) != xe ||
+        !dn_scalar_const(S, dn_arg_entry(S, sb, 1), &one) || one != 1.f || !sole_consumer(S, dn_out_entry(S, sb), &mu) ||
+        !is_op(mu, IR_OP_MULTIPLY) || !dn_scalar_const(S, other_operand(S, mu, dn_out_entry(S, sb), &first), &a) ||
+        !sole_consumer(S, ge, &w1) || !sole_consumer(S, dn_out_entry(S, mu), &w2) || w1 != wh || w2 != wh ||
+        dn_arg_entry(S, wh, 0) != ge || dn_arg_entry(S, wh, 1) != e || dn_arg_entry(S, wh, 2) != dn_out_entry(S, mu))
+        return NULL;
+    *alpha = a;
+    const rt_json_node *nodes[5] = {gt, ex, sb, mu, wh};
+    memcpy(chain, nodes, sizeof nodes);
+    *nchain = 5;
+    return wh;
+}
+
+/* Whether the nodes after entry e compute the annotated step want (a composite's post-op, or
+ * one step of it): a step the matchers find from e at a node that `listed` marks (by index),
+ * with want's algorithm, parameters, operand and output; a linear step may span a run of
+ * linear nodes (a hard-sigmoid's slope and offset). The nodes proved are marked in covered. */
+bool dn_step_proved(dn_state *S, int e, const dn_step *want, const bool *listed, bool *covered) {
+    const rt_json_node *last = want->out >= 0 ? S->ent_node[want->out].node : NULL;
+    if (!last || !dn_entry_f32(S, want->out)) return false;
+    dn_step got;
+    if (want->kind == STEP_BINARY) {
+        if (!listed[last - S->node0] || !binary_step(S, e, last, &got) || !same_step(&got, want)) return false;
+        covered[last - S->node0] = true;
+        return true;
+    }
+    if (want->alg == dnnl_eltwise_elu) {
+        const rt_json_node *chain[8];
+        int nc = 0;
+        memset(&got, 0, sizeof got);
+        got.kind = STEP_ELTWISE;
+        got.alg = dnnl_eltwise_elu;
+        for (uint32_t c = 0; c < S->cons[e].len && !got.nnodes; c++) {
+            const rt_json_node *w = match_elu(S, e, S->cons[e].data[c], &got.alpha, chain, &nc);
+            if (!w || !same_shape(S, e, dn_out_entry(S, w))) continue;
+            got.out = dn_out_entry(S, w);
+            got.nnodes = nc;
+            memcpy(got.nodes, chain, sizeof(chain[0]) * (size_t)nc);
+        }
+        for (int i = 0; i < got.nnodes; i++)
+            if (!listed[got.nodes[i] - S->node0]) return false;
+        if (!got.nnodes || !same_step(&got, want)) return false;
+        for (int i = 0; i < got.nnodes; i++) covered[got.nodes[i] - S->node0] = true;
+        return true;
+    }
+    /* linear runs are composed as dn_collect_chain does (x * a + b, then * a2 + b2) */
+    dn_step acc = {0};
+    for (int hop = 0; hop < 8; hop++) {
+        bool found = false;
+        for (uint32_t c = 0; c < S->cons[e].len && !found; c++) {
+            const rt_json_node *k = S->cons[e].data[c];
+            if (!listed[k - S->node0] || !match_step(S, e, k, false, &got) || got.kind != STEP_ELTWISE) continue;
+            bool ok = true;
+            for (int i = 0; i < got.nnodes; i++) ok &= listed[got.nodes[i] - S->node0];
+            if (!ok) continue;
+            if (hop) {
+                if (got.alg != dnnl_eltwise_linear || acc.alg != dnnl_eltwise_linear) continue;
+                got.beta = got.alpha * acc.beta + got.beta;
+                got.alpha *= acc.alpha;
+            }
+            if (same_step(&got, want) || (got.alg == dnnl_eltwise_linear && want->alg == dnnl_eltwise_linear)) {
+                found = true;
+                for (int i = 0; i < got.nnodes; i++) covered[got.nodes[i] - S->node0] = true;
+                acc = got;
+            }
+        }
+        if (!found) return false;
+        if (acc.out == want->out) return same_step(&acc, want);
+        /* only a linear step continues, through nodes no one else reads */
+        if (S->is_head[acc.out] || S->cons[acc.out].len != 1) return false;
+        e = acc.out;
+    }
+    return false;
 }
 
 /* The longest chain of exclusive post-op steps after entry e (at most max). */

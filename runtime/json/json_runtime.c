@@ -501,14 +501,6 @@ void *rt_json_graph_shared(rt_json_graph *g, void *(*make)(void), void (*fr)(voi
 }
 rt_tensor *rt_json_graph_const(const rt_json_graph *g, uint32_t i) { return i < g->nconsts ? g->consts[i] : NULL; }
 
-/* Profile hook: one call per engine prepare (what a first run at a new shape pays). */
-static _Atomic(rt_json_prepare_fn) g_prep_fn;
-static _Atomic(void *) g_prep_user;
-void rt_json_set_prepare_observer(rt_json_prepare_fn fn, void *user) {
-    atomic_store(&g_prep_user, user);
-    atomic_store(&g_prep_fn, fn);
-}
-
 static bool matches_node(const rt_json_node *n, uint32_t o, const DLTensor *t) {
     if (t->dtype.code != n->dtypes[o].code || t->dtype.bits != n->dtypes[o].bits || t->ndim != n->ndims[o]) return false;
     for (int32_t k = 0; k < t->ndim; k++)
@@ -908,6 +900,8 @@ typedef struct json_mod {
     rt_json_graph **graphs;
     void **states;
     bool *prepared;
+    rt_json_prepare_fn prep_fn;   /* rt_json_module_set_prepare_observer */
+    void *prep_user;
     jm_spec **specs;              /* per graph: its specializations */
     uint32_t *nspecs;
     uint64_t tick;
@@ -923,8 +917,7 @@ static uint64_t jm_now_ns(void) {
 static gr_status jm_prepare(json_mod *jm, rt_json_graph *g, void **state, gr_diag *d) {
     uint64_t t0 = jm_now_ns();
     gr_status st = jm->eng->prepare(g, jm->opts, state, d);
-    rt_json_prepare_fn fn = atomic_load(&g_prep_fn);
-    if (fn && !st) fn(g->symbol, jm->eng->kind, jm_now_ns() - t0, atomic_load(&g_prep_user));
+    if (jm->prep_fn && !st) jm->prep_fn(g->symbol, jm->eng->kind, jm_now_ns() - t0, jm->prep_user);
     return st;
 }
 
@@ -1121,6 +1114,20 @@ rt_module *rt_json_module_new(const char *name, const rt_json_engine *eng, const
     memcpy(jm->graphs, graphs, sizeof(*graphs) * n);
     pthread_mutex_init(&jm->lock, NULL);
     return rt_module_new(&JSON_MODULE_I, jm, name);
+}
+
+bool rt_json_module_set_prepare_observer(rt_module *m, rt_json_prepare_fn fn, void *user) {
+    if (!m || m->iface != &JSON_MODULE_I) return false;
+    json_mod *jm = m->context;
+    jm->prep_fn = fn;
+    jm->prep_user = user;
+    return true;
+}
+
+uint32_t rt_json_set_prepare_observers(const struct ir_module *m, rt_json_prepare_fn fn, void *user) {
+    uint32_t n = rt_module_count(m), took = 0;
+    for (uint32_t i = 0; i < n; i++) took += rt_json_module_set_prepare_observer(rt_module_at(m, i), fn, user);
+    return took;
 }
 
 void rt_json_graph_set_tap(rt_json_graph *g, rt_json_tap_fn fn, void *user) {

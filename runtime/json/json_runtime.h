@@ -158,10 +158,14 @@ gr_status rt_json_graph_specialize(rt_json_graph *g, DLTensor *const *args, uint
  * own contents. rt_json_graph_specialize sets the link (set_root). */
 void *rt_json_graph_shared(rt_json_graph *g, void *(*make)(void), void (*fr)(void *));
 void rt_json_graph_set_root(rt_json_graph *g, rt_json_graph *root);
-/* Observer of engine prepares (graph symbol, engine kind, time): what a first call, or a first
- * call at new shapes, pays before running. NULL turns it off. */
+/* Observer of a json module's engine prepares (graph symbol, engine kind, time): what a first
+ * call, or a first call at new shapes, pays before running. Per module: it sees m's prepares
+ * only; NULL turns it off; set it while no call of m is in flight. False when m is no json
+ * module. */
 typedef void (*rt_json_prepare_fn)(const char *symbol, const char *engine, uint64_t ns, void *user);
-void rt_json_set_prepare_observer(rt_json_prepare_fn fn, void *user);
+bool rt_json_module_set_prepare_observer(rt_module *m, rt_json_prepare_fn fn, void *user);
+/* The same on every json module of ir module m's external_mods; returns how many took it. */
+uint32_t rt_json_set_prepare_observers(const struct ir_module *m, rt_json_prepare_fn fn, void *user);
 
 /* An engine: prepare runs once per graph (after init), run per call. opts: the engine's own
  * options struct (opts_size bytes, e.g. rt_dnnl_opts; a module keeps a copy), NULL for its

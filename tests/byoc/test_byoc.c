@@ -24,21 +24,10 @@
 #include "runtime/exec/executor.h"
 #include "runtime/json/json_runtime.h"
 #include "tests/compare_util.h"
+#include "tests/test_util.h"
 
 #define GOLDEN "tests/golden/byoc/"
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
-}
 
 static ir_module *parse(ir_ctx_t *ctx, const char *path) {
     gr_diag d;
@@ -90,7 +79,7 @@ static void check_golden(const ir_module *m, const char *name) {
         fputs(got, f);
         fclose(f);
     }
-    char *want = read_text(path);
+    char *want = tu_read_file(path, NULL);
     cr_assert(want, "missing golden %s", path);
     cr_expect_str_eq(got, want, "%s differs from the golden file", name);
     free(want);
@@ -535,6 +524,51 @@ Test(byoc_json_runtime, bad_graphs) {
     cr_expect_eq(rt_module_call(m, "s", args, 1, 1, &d), GR_ERR_UNSUPPORTED);
     cr_expect(strstr(d.msg, "relax.nope"), "%s", d.msg);
     rt_module_release(m);
+    rt_tensor_release(a);
+    rt_tensor_release(b);
+}
+
+/* The prepare observer is per module: two modules over the same graph, the observer on one;
+ * only that one's prepare is reported (it was process-wide: a profiler of one model saw every
+ * model's prepares). */
+typedef struct prep_seen {
+    int n;
+    char symbol[16], engine[16];
+} prep_seen;
+
+static void on_prep(const char *symbol, const char *engine, uint64_t ns, void *user) {
+    prep_seen *p = user;
+    (void)ns;
+    p->n++;
+    snprintf(p->symbol, sizeof p->symbol, "%s", symbol);
+    snprintf(p->engine, sizeof p->engine, "%s", engine);
+}
+
+Test(byoc_json_runtime, prepare_observer_per_module) {
+    const char *text = "{\"nodes\": [{\"op\": \"input\", \"name\": \"x\", \"attrs\": {\"shape\": [[2]], \"dtype\": [\"float32\"]}},"
+                       "{\"op\": \"kernel\", \"name\": \"relax.nn.relu\", \"inputs\": [[0, 0, 0]], \"attrs\": {\"shape\": [[2]], "
+                       "\"dtype\": [\"float32\"], \"args\": [{\"in\": 0}]}}], \"heads\": [[1, 0, 0]], \"arg_nodes\": [0], "
+                       "\"node_row_ptr\": [0, 1, 2]}";
+    rt_module *m[2];
+    prep_seen seen[2] = {{0}};
+    gr_diag d;
+    gr_diag_clear(&d);
+    for (int i = 0; i < 2; i++) {
+        rt_json_graph *g = NULL;
+        cr_assert_eq(rt_json_graph_load("s", text, strlen(text), &g, &d), GR_OK, "%s", d.msg);
+        cr_assert_eq(rt_json_graph_init(g, NULL, 0, &d), GR_OK, "%s", d.msg);
+        m[i] = rt_json_module_new("json", NULL, NULL, &g, 1);
+    }
+    cr_assert(rt_json_module_set_prepare_observer(m[0], on_prep, &seen[0]));
+    int64_t sh[1] = {2};
+    rt_tensor *a = rt_tensor_new(IR_DTYPE_F32, 1, sh), *b = rt_tensor_new(IR_DTYPE_F32, 1, sh);
+    DLTensor *args[2] = {&a->dl, &b->dl};
+    for (int i = 0; i < 2; i++) cr_assert_eq(rt_module_call(m[i], "s", args, 1, 1, &d), GR_OK, "%s", d.msg);
+    cr_expect_eq(seen[0].n, 1, "the observed module's prepare: %d reports", seen[0].n);
+    cr_expect_str_eq(seen[0].symbol, "s");
+    cr_expect_str_eq(seen[0].engine, rt_json_reference_engine.kind);
+    cr_expect_eq(seen[1].n, 0);
+    for (int i = 0; i < 2; i++) rt_module_release(m[i]);
     rt_tensor_release(a);
     rt_tensor_release(b);
 }

@@ -25,21 +25,10 @@
 #include "ir/text/printer.h"
 #include "ir/wellformed.h"
 #include "patterns/pattern_text.h"
+#include "tests/test_util.h"
 
 #define SUITE "tests/golden/tvm_suite/"
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = 0;
-    fclose(f);
-    return s;
-}
 
 static ir_module *parse_path(ir_ctx_t *ctx, const char *path, gr_diag *d) {
     ir_module *m = NULL;
@@ -116,7 +105,7 @@ static ir_module *run_case(ir_ctx_t *ctx, const tcase *c, ir_module *in, gr_diag
 static uint32_t read_cases(const char *dir, tcase **out) {
     char path[512];
     snprintf(path, sizeof path, "%scases.txt", dir);
-    char *text = slurp(path);
+    char *text = tu_read_file(path, NULL);
     cr_assert_not_null(text, "missing %s", path);
     uint32_t n = 0, cap = 64;
     tcase *cs = calloc(cap, sizeof(*cs));

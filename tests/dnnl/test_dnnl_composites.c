@@ -20,6 +20,7 @@
 #include "backends/dnnl/dnnl.h"
 #include "runtime/exec/executor.h"
 #include "tests/compare_util.h"
+#include "tests/test_util.h"
 
 #define CT_RTOL 1e-4
 #define CT_ATOL 1e-4
@@ -550,14 +551,11 @@ Test(dnnl_composites, strided_slice) {
 /* tests/golden/byoc/dnnl_lcnet_block.relax: a PP-LCNet block takes five fused composites,
  * keeps every frontend layer, and computes what the reference does */
 Test(dnnl_composites, golden_lcnet_block) {
-    FILE *f = fopen("tests/golden/byoc/dnnl_lcnet_block.relax", "rb");
-    cr_assert(f, "run from the repository root");
-    char text[16384];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = 0;
+    char *text = tu_read_file("tests/golden/byoc/dnnl_lcnet_block.relax", NULL);
+    cr_assert(text, "run from the repository root");
     ct t;
     ct_load(&t, text, 99);
+    free(text);
     static const char *const want[] = {"dnnl.conv2d_bias_affine_hardswish_affine", "dnnl.conv2d_bias_hardswish",
                                        "dnnl.conv2d_bias_relu", "dnnl.conv2d_bias_affine_clip", "dnnl.conv2d_bias_add"};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
@@ -574,14 +572,11 @@ Test(dnnl_composites, golden_lcnet_block) {
  * pointwise HWIO) offloads entirely, keeps every frontend layer, computes what the reference
  * does, with no primitive on ref */
 Test(dnnl_composites, golden_nhwc_block) {
-    FILE *f = fopen("tests/golden/byoc/dnnl_nhwc_block.relax", "rb");
-    cr_assert(f, "run from the repository root");
-    char text[8192];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = 0;
+    char *text = tu_read_file("tests/golden/byoc/dnnl_nhwc_block.relax", NULL);
+    cr_assert(text, "run from the repository root");
     ct t;
     ct_load(&t, text, 98);
+    free(text);
     static const char *const want[] = {"dnnl.conv2d_bias_clip", "dnnl.conv2d_bias_relu", "dnnl.conv2d_bias"};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
         cr_expect_eq(ct_count(&t, want[i]), 1, "want %s, got %s", want[i], ct_names(&t));

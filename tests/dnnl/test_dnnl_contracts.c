@@ -16,6 +16,7 @@
 
 #include "backends/dnnl/dnnl.h"
 #include "runtime/json/json_runtime.h"
+#include "tests/test_util.h"
 
 static const rt_json_engine *const ENGINES[] = {&rt_json_reference_engine, &rt_dnnl_engine};
 
@@ -107,12 +108,8 @@ static void expect_case(const char *what, const char *fmt, const char *good_v, c
 Test(dnnl_contracts, gemv_k_mismatch_regression) {
     /* the fuzzer's input: matmul of a (1, 36) softmax with a (35, 16) constant */
     const char *path = "fuzz/regress/json_graph/gemv_k_mismatch.json";
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "%s", path);
-    char *bad = calloc(1, 8192);
-    size_t n = fread(bad, 1, 8191, f);
-    fclose(f);
-    cr_assert(n > 0 && n < 8191);
+    char *bad = tu_read_file(path, NULL);
+    cr_assert(bad && *bad, "%s", path);
     char *good = strdup(bad), *w = strstr(good, "[[35,16]]");
     cr_assert(w);
     w[3] = '6'; /* (36, 16): K agrees */
@@ -244,15 +241,11 @@ Test(dnnl_contracts, symbolic_graph_not_prepared) {
  * post's result into the caller's input (past the end of the output buffer when sizes differ,
  * found by the json_graph fuzz target). Now prepare refuses the annotation. */
 static void expect_annotation_refused(const char *file) {
-    FILE *f = fopen(file, "rb");
-    cr_assert_not_null(f, "%s", file);
-    char *text = calloc(1, 1 << 16);
-    size_t n = fread(text, 1, (1 << 16) - 1, f);
-    fclose(f);
-    cr_assert(n > 0);
+    char *text = tu_read_file(file, NULL);
+    cr_assert(text && *text, "%s", file);
     gr_diag d;
     gr_status st = prepare_and_run(text, &rt_dnnl_engine, &d);
-    cr_expect_neq(st, GR_OK, "%s: oneDNN ran a composite whose post-op writes outside it", file);
+    cr_expect_neq(st, GR_OK, "%s: oneDNN ran a composite whose annotation does not hold", file);
     cr_expect(strstr(d.msg, "composite annotation"), "%s: %s", file, d.msg);
     free(text);
 }
@@ -260,4 +253,19 @@ static void expect_annotation_refused(const char *file) {
 Test(dnnl_contracts, post_op_output_outside_the_composite) {
     expect_annotation_refused("fuzz/regress/json_graph/post_out_is_region_input.json");
     expect_annotation_refused("fuzz/regress/json_graph/post_out_is_listed_input.json");
+}
+
+/* The engine builds a composite from its annotation, so every value the annotation gives must be
+ * what the nodes it names compute: the op of a post-op's node, its constants (a relu's slope, a
+ * clip's bounds), its operand, and that it reads the previous step. Each of these graphs ran on
+ * oneDNN as the annotation said while the reference computed the nodes (the json_graph fuzz
+ * target had to skip annotated graphs); now prepare refuses them, naming the node. */
+Test(dnnl_contracts, annotation_disagrees_with_its_nodes) {
+    static const char *const FILES[] = {
+        "fuzz/regress/json_graph/annotation_clip_bound_differs.json",
+        "fuzz/regress/json_graph/annotation_post_op_differs.json",
+        "fuzz/regress/json_graph/annotation_post_skips_previous.json",
+        "fuzz/regress/json_graph/annotation_relu_alpha_differs.json",
+    };
+    for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; i++) expect_annotation_refused(FILES[i]);
 }

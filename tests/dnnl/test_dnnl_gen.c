@@ -47,6 +47,7 @@
 #include "runtime/exec/executor.h"
 #include "runtime/kernels/const_eval.h"
 #include "tests/compare_util.h"
+#include "tests/test_util.h"
 
 #define GEN_ATOL 1e-4
 #define GEN_ATOL_SCALE 1e-5
@@ -917,13 +918,8 @@ static void compare_values(const rt_value *want, const rt_value *got, uint32_t s
 }
 
 static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    char *text = calloc(1, 1 << 16);
-    cr_assert_not_null(text);
-    size_t nr = fread(text, 1, (1 << 16) - 1, f);
-    fclose(f);
-    text[nr] = 0;
+    char *text = tu_read_file(path, NULL);
+    cr_assert_not_null(text, "%s", path);
     return text;
 }
 

@@ -24,6 +24,7 @@
 #include "runtime/kernels/const_eval.h"
 #include "runtime/npy.h"
 #include "tests/compare_util.h"
+#include "tests/test_util.h"
 
 #define MODEL_ATOL 1e-4
 #define MODEL_RTOL 1e-3
@@ -76,15 +77,10 @@ typedef struct model_names {
 
 static void collect_names(model_names *mn, const char *path) {
     memset(mn, 0, sizeof *mn);
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc((size_t)len);
-    cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
-    mn->mp = onnx__model_proto__unpack(NULL, (size_t)len, buf);
+    size_t len = 0;
+    uint8_t *buf = (uint8_t *)tu_read_file(path, &len);
+    cr_assert_not_null(buf, "%s", path);
+    mn->mp = onnx__model_proto__unpack(NULL, len, buf);
     free(buf);
     cr_assert_not_null(mn->mp);
     const Onnx__GraphProto *g = mn->mp->graph;

@@ -10,6 +10,7 @@
 #include "frontend/onnx/onnx_impl.h"
 #include "ir/op.h"
 #include "onnx/onnx.pb-c.h"
+#include "tests/test_util.h"
 
 #define ONNX_NODE_DIR "/usr/share/libonnx-testdata/data/node"
 #define ONNX_DATA_DIR "/usr/share/libonnx-testdata/data"
@@ -257,12 +258,11 @@ static inline bool t_layer_seen(ir_module *m, const char *layer, bool want_outpu
 /* ---- declared outputs of a model file ---- */
 
 static inline Onnx__ModelProto *t_load_model(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    static uint8_t buf[1 << 22];
-    size_t n = fread(buf, 1, sizeof(buf), f);
-    fclose(f);
-    return onnx__model_proto__unpack(NULL, n, buf);
+    size_t n = 0;
+    uint8_t *buf = (uint8_t *)tu_read_file(path, &n);
+    Onnx__ModelProto *mp = buf ? onnx__model_proto__unpack(NULL, n, buf) : NULL;
+    free(buf);
+    return mp;
 }
 
 #endif

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "tests/frontend/onnx_test_util.h"
+#include "tests/test_util.h"
 
 enum { F32 = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, I64 = ONNX__TENSOR_PROTO__DATA_TYPE__INT64 };
 
@@ -442,15 +443,8 @@ Test(onnx_import, shape_subgraph_on_constants_folds) {
 /* ---- errors ---- */
 
 static uint8_t *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)n);
-    cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
+    uint8_t *b = (uint8_t *)tu_read_file(path, len);
+    cr_assert_not_null(b, "%s", path);
     return b;
 }
 

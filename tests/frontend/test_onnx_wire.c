@@ -10,20 +10,10 @@
 #include "ir/text/printer.h"
 #include "tests/frontend/onnx_test_util.h"
 #include "tests/models_env.h"
+#include "tests/test_util.h"
 
 enum { F32 = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT };
 
-static uint8_t *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(n > 0 ? (size_t)n : 1);
-    *len = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    return b;
-}
 
 static uint8_t *pack(const Onnx__ModelProto *m, size_t *len) {
     *len = onnx__model_proto__get_packed_size(m);
@@ -105,7 +95,7 @@ Test(onnx_wire, split_unpack_equals_protobuf_c_on_real_models) {
         size_t nk = sizeof(keys) / sizeof(keys[0]);
         char *path = i < nk ? model_path(keys[i]) : strdup(files[i - nk]);
         size_t len = 0;
-        uint8_t *b = path ? read_all(path, &len) : NULL;
+        uint8_t *b = path ? (uint8_t *)tu_read_file(path, &len) : NULL;
         if (b) {
             onnx_wire_layout lay;
             cr_expect(onnx_wire_split(b, len, &lay), "%s: the walker refused a valid model", path);
@@ -215,7 +205,7 @@ Test(onnx_wire, non_minimal_keys_and_lengths_split_like_protobuf_c) {
 Test(onnx_wire, file_and_buffer_imports_print_the_same) {
     char *path = model_path("GRAFT_MODEL_DET");
     size_t len = 0;
-    uint8_t *b = path ? read_all(path, &len) : NULL;
+    uint8_t *b = path ? (uint8_t *)tu_read_file(path, &len) : NULL;
     if (!b) {
         free(path);
         cr_skip_test("PP-OCR det not cached (scripts/fetch_models.sh)");

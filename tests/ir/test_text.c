@@ -12,20 +12,8 @@
 #include "ir/op.h"
 #include "ir/text/parser.h"
 #include "ir/text/printer.h"
+#include "tests/test_util.h"
 
-static char *read_text(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    fclose(f);
-    s[got] = 0;
-    if (len) *len = got;
-    return s;
-}
 
 typedef struct names {
     char **v;
@@ -71,8 +59,8 @@ Test(text, golden_round_trip) {
     cr_assert_geq(files.n, 30, "expected >= 30 golden files, found %d", files.n);
     int spans = 0, consts = 0;
     for (int i = 0; i < files.n; i++) {
-        size_t len;
-        char *text = read_text(files.v[i], &len);
+        size_t len = 0;
+        char *text = tu_read_file(files.v[i], &len);
         cr_assert_not_null(text);
         ir_ctx_t *ctx = ir_ctx_new();
         ir_module *m = NULL, *m2 = NULL;
@@ -117,7 +105,7 @@ Test(text, tvm_printed_inputs) {
                   "%s vs %s: %s", files.v[i], canon, why);
         /* and it prints as the canonical file */
         char *printed = ir_print_module_str(a, NULL);
-        char *ctext = read_text(canon, NULL);
+        char *ctext = tu_read_file(canon, NULL);
         cr_expect_str_eq(printed, ctext, "%s does not print as %s", files.v[i], canon);
         free(printed);
         free(ctext);
@@ -132,7 +120,7 @@ Test(text, malformed_inputs) {
     for (int i = 0; i < files.n; i++) {
         char errpath[512];
         snprintf(errpath, sizeof(errpath), "%.*s.err", (int)(strlen(files.v[i]) - 6), files.v[i]);
-        char *want = read_text(errpath, NULL);
+        char *want = tu_read_file(errpath, NULL);
         cr_assert_not_null(want, "missing %s", errpath);
         char *nl = strchr(want, '\n');
         cr_assert_not_null(nl);
@@ -166,7 +154,7 @@ Test(text, malformed_inputs) {
         cr_expect_eq(l3[sp + 1], 0);
         cr_expect_eq((int)sp, d.col - 1, "%s: caret at %zu, col %d", files.v[i], sp, d.col);
         /* the source line shown is line d.line of the file */
-        char *src = read_text(files.v[i], NULL);
+        char *src = tu_read_file(files.v[i], NULL);
         const char *ls = src;
         for (int k = 1; k < d.line && ls; k++) {
             ls = strchr(ls, '\n');
@@ -188,8 +176,9 @@ Test(text, fuzz_no_crash) {
     uint32_t seed = 12345;
     int parsed = 0, failed = 0;
     for (int i = 0; i < files.n; i++) {
-        size_t len;
-        char *text = read_text(files.v[i], &len);
+        size_t len = 0;
+        char *text = tu_read_file(files.v[i], &len);
+        cr_assert_not_null(text, "%s", files.v[i]);
         char *buf = malloc(len + 1);
         for (int k = 0; k < 40; k++) {
             size_t cut = len;
@@ -321,7 +310,7 @@ Test(text, dataflow_vars_and_outputs) {
 }
 
 Test(text, print_options_and_missing_metadata) {
-    char *text = read_text("tests/golden/spans_const.relax", NULL);
+    char *text = tu_read_file("tests/golden/spans_const.relax", NULL);
     cr_assert_not_null(text);
     ir_ctx_t *ctx = ir_ctx_new();
     ir_module *m, *m2;

@@ -14,6 +14,7 @@
 #include "runtime/exec/executor.h"
 #include "runtime/npy.h"
 #include "tests/compare_util.h"
+#include "tests/test_util.h"
 
 /* Tolerances against ORT. ORT (optimization level "all") folds BatchNorm into the conv weights
  * and fuses activations, and MLAS sums convolutions in another order than the reference
@@ -126,14 +127,9 @@ static char *pb_str(const pb_buf *f) {
  * documented stand-in "<op_type>_<first output>" (op_type 4, output 2). */
 static bool read_node_names(const char *path, node_names *out) {
     memset(out, 0, sizeof(*out));
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *data = malloc(size > 0 ? (size_t)size : 1);
-    bool ok = data && size > 0 && fread(data, 1, (size_t)size, f) == (size_t)size;
-    fclose(f);
+    size_t size = 0;
+    uint8_t *data = (uint8_t *)tu_read_file(path, &size);
+    bool ok = data && size > 0;
     pb_buf model = {data, data + (ok ? size : 0)}, field;
     uint32_t num;
     while (ok && model.p < model.end) {

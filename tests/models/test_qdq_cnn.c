@@ -35,6 +35,7 @@
 #include "runtime/exec/executor.h"
 #include "runtime/kernels/const_eval.h"
 #include "runtime/npy.h"
+#include "tests/test_util.h"
 
 #define QDQ_DIR "build/third_party/qdq"
 #define QDQ_MODEL QDQ_DIR "/qdq_cnn.onnx"
@@ -60,15 +61,10 @@ static bool exists(const char *p) {
 
 /* The model with the pre-rounding tensors (OUTS[].pre) as extra graph outputs. */
 static void import_with_pre(ir_ctx_t *ctx, ir_module **m) {
-    FILE *f = fopen(QDQ_MODEL, "rb");
-    cr_assert_not_null(f);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc((size_t)len);
-    cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, (size_t)len, buf);
+    size_t len = 0;
+    uint8_t *buf = (uint8_t *)tu_read_file(QDQ_MODEL, &len);
+    cr_assert_not_null(buf, "%s", QDQ_MODEL);
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, buf);
     free(buf);
     cr_assert_not_null(mp);
     Onnx__GraphProto *g = mp->graph;

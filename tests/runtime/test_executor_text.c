@@ -7,6 +7,7 @@
 
 #include "ir/text/parser.h"
 #include "tests/runtime/exec_test_util.h"
+#include "tests/test_util.h"
 
 static ir_ctx_t *ctx;
 static ir_module *mod;
@@ -217,23 +218,11 @@ Test(executor_text, recursive_function) {
     rt_exec_free(x);
 }
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    *len = fread(buf, 1, (size_t)n, f);
-    buf[*len] = '\0';
-    fclose(f);
-    return buf;
-}
 
 /* The bundled demo (conv2d, add, relu, mean, reshape, softmax) runs end to end. */
 Test(executor_text, bundled_demo_runs) {
     size_t len;
-    char *text = read_file("examples/demo.relax", &len);
+    char *text = tu_read_file("examples/demo.relax", &len);
     cr_assert_not_null(text, "run from the repository root");
     gr_status st = ir_parse_module(ctx, "examples/demo.relax", text, len, &mod, &diag);
     free(text);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tests/graft_cli.h"
+#include "tests/test_util.h"
 
 static const char *k_mod =
     "@I.ir_module\n"
@@ -49,10 +50,7 @@ static char out[65536], err[65536];
 static void slurp(const char *name, char *buf, size_t cap) {
     char path[128];
     snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
-    buf[n] = 0;
-    if (f) fclose(f);
+    tu_read_into(path, buf, cap);
 }
 
 /* Runs `env graft args` in tmpdir (env: "" or "VAR=value"); stdout / stderr into out / err.

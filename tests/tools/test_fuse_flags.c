@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "tests/graft_cli.h"
+#include "tests/test_util.h"
 
 static char tmpdir[64], root[PATH_MAX];
 static void setup(void) {
@@ -31,10 +32,7 @@ static char out[1 << 16], err[8192];
 static void slurp(const char *name, char *buf, size_t size) {
     char path[128];
     snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
-    buf[n] = 0;
-    if (f) fclose(f);
+    tu_read_into(path, buf, size);
 }
 
 /* graft ARGS (paths relative to the repository root); stdout in out, stderr in err */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tests/graft_cli.h"
+#include "tests/test_util.h"
 
 #define SMALL "tests/golden/inspect/conv_host_conv.relax"
 
@@ -53,11 +54,7 @@ static char *slurp(const char *name) {
     static char buf[8 << 20];
     char path[256];
     snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) return strcpy(buf, "");
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = 0;
-    fclose(f);
+    tu_read_into(path, buf, sizeof buf);
     return buf;
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "tests/graft_cli.h"
+#include "tests/test_util.h"
 
 static char tmpdir[64];
 static void setup(void) {
@@ -34,10 +35,7 @@ static int run(const char *args) {
     int st = system(cmd);
     char path[128];
     snprintf(path, sizeof path, "%s/err", tmpdir);
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(err, 1, sizeof err - 1, f) : 0;
-    err[n] = 0;
-    if (f) fclose(f);
+    tu_read_into(path, err, sizeof err);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 

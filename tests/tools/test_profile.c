@@ -20,6 +20,7 @@
 #include "tests/compare_util.h"
 #include "tests/graft_cli.h"
 #include "tests/models_env.h"
+#include "tests/test_util.h"
 
 static char tmpdir[64];
 static void setup(void) {
@@ -61,13 +62,8 @@ static int run(const char *args) {
 static char *slurp(const char *name) {
     char path[256];
     snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
     static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
+    return tu_read_into(path, buf, sizeof buf);
 }
 
 static void write_model(void) {

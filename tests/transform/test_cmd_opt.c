@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "tests/graft_cli.h"
+#include "tests/test_util.h"
 
 #define BEFORE "tests/golden/passes/fold_bn.before.relax"
 
@@ -34,13 +35,8 @@ static int run(const char *args) {
 static char *slurp(const char *name) {
     char path[256];
     snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
     static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
+    return tu_read_into(path, buf, sizeof buf);
 }
 
 Test(cmd_opt, runs_passes_dumps_and_times) {

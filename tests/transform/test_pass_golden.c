@@ -16,6 +16,7 @@
 #include "runtime/exec/executor.h"
 #include "runtime/kernels/const_eval.h"
 #include "runtime/value.h"
+#include "tests/test_util.h"
 
 #define GOLDEN_DIR "tests/golden/passes/"
 
@@ -29,18 +30,6 @@ static void setup(void) {
 static void teardown(void) { ir_ctx_free(ctx); }
 TestSuite(pass_golden, .init = setup, .fini = teardown);
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    buf[got] = 0;
-    fclose(f);
-    return buf;
-}
 
 static ir_module *parse(const char *path) {
     ir_module *m = NULL;
@@ -68,7 +57,7 @@ static ir_module *check_golden(const char *name, const ir_pass *pass, ir_module 
         fputs(text, f);
         fclose(f);
     }
-    char *want = read_text(path);
+    char *want = tu_read_file(path, NULL);
     cr_assert_not_null(want, "missing %s", path);
     cr_assert_str_eq(text, want, "%s differs from the printed result:\n%s", path, text);
     /* The golden file parses back to the same module, spans included. */
@@ -180,7 +169,7 @@ Test(pass_golden, normalize) {
     ir_module *m = ir_module_new(ctx);
     ir_module_set_func(m, "main", &f->base);
     char *text = ir_print_module_str(m, NULL);
-    char *want = read_text(GOLDEN_DIR "normalize.before.relax");
+    char *want = tu_read_file(GOLDEN_DIR "normalize.before.relax", NULL);
     cr_assert_not_null(want);
     cr_assert_str_eq(text, want, "the nested input prints as normalize.before.relax:\n%s", text);
     free(text);

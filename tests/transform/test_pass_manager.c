@@ -7,6 +7,7 @@
 
 #include "ir/transform/si_builder.h"
 #include "ir/transform/transform.h"
+#include "tests/test_util.h"
 
 static ir_ctx_t *ctx;
 static gr_diag diag;
@@ -264,12 +265,10 @@ Test(pass_manager, dump_ir_writes_numbered_files) {
     cr_assert_eq(stat(p0, &st), 0, "%s missing", p0);
     cr_assert_eq(stat(p1, &st), 0, "%s missing", p1);
     cr_assert(st.st_size > 0);
-    FILE *f = fopen(p1, "r");
-    char text[4096] = {0};
-    size_t n = fread(text, 1, sizeof(text) - 1, f);
-    fclose(f);
-    cr_assert(n > 0);
+    char *text = tu_read_file(p1, NULL);
+    cr_assert(text && *text, "%s", p1);
     cr_assert(strstr(text, "TB_1"), "the dump after TB shows TB's function:\n%s", text);
+    free(text);
     unlink(p0);
     unlink(p1);
     rmdir(sub);

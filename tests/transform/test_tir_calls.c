@@ -11,26 +11,15 @@
 #include "ir/text/printer.h"
 #include "ir/transform/transform.h"
 #include "runtime/kernels/const_eval.h"
+#include "tests/test_util.h"
 
 #define CASE "tests/golden/tir_call_before_def.relax"
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = 0;
-    fclose(f);
-    *len = (size_t)n;
-    return s;
-}
 
 static ir_module *parse_case(ir_ctx_t *ctx) {
     size_t len;
-    char *text = slurp(CASE, &len);
+    char *text = tu_read_file(CASE, &len);
+    cr_assert_not_null(text, "%s", CASE);
     gr_diag d;
     gr_diag_clear(&d);
     ir_module *m = NULL;
