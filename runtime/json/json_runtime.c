@@ -1,4 +1,5 @@
-/* The JSON runtime base and its reference engine (see json_runtime.h). */
+/* The JSON runtime base: loading, building, prepacked constants and the module (see
+ * json_runtime.h); the reference engine is json_ref_engine.c. */
 #include "runtime/json/json_runtime.h"
 
 #include <pthread.h>
@@ -13,70 +14,10 @@
 #include "runtime/kernels/kernels.h"
 #include "runtime/value.h"
 
-struct rt_json_graph {
-    char *symbol;
-    char *text;
-    size_t text_len;
-    json_t *doc;                  /* NULL until needed when built from text (rt_json_graph_finish) */
-    atomic_bool doc_ready;        /* every node's attrs points into doc */
-    pthread_mutex_t doc_lock;
-    uint32_t nnodes;
-    rt_json_node *nodes;
-    uint32_t *row_ptr;            /* nnodes + 1 */
-    uint32_t ninputs;
-    uint32_t *input_nids;
-    uint32_t nheads;
-    rt_json_entry *heads;
-    uint32_t nconsts;
-    uint32_t *const_nids;
-    rt_tensor **consts;           /* NULL once released (rt_json_graph_release_const) */
-    bool initialized;
-    bool consts_disposable;       /* its engine may release constants it made copies of */
-    bool symbolic;                /* some dim is an expression (specialized per call shapes) */
-    /* a symbolic graph: what its engine shares between the specializations */
-    pthread_mutex_t shared_lock;
-    void *shared;
-    void (*shared_free)(void *);
-    struct rt_json_graph *root;   /* a specialization: the symbolic graph it came from */
-    uint32_t *consumers;          /* per entry: kernel uses + heads */
-    /* one block per kind for all nodes (node arrays point into them) */
-    rt_json_entry *in_pool;       /* node inputs */
-    DLDataType *dt_pool;          /* per entry */
-    int32_t *nd_pool;
-    int64_t (*sh_pool)[RT_MAX_NDIM];
-    char *str_pool;               /* names and layers of built graphs */
-    /* while building (rt_json_graph_begin .. finish) */
-    struct rt_json_build *build;
-    rt_json_tap_fn tap;           /* debug tap (rt_json_graph_set_tap) */
-    void *tap_user;
-    rt_prim_profile_fn prof;      /* per-primitive profiler (rt_json_graph_set_profiler) */
-    void *prof_user;
-    struct rt_json_pack *packs;   /* prepacked constants (rt_json_graph_pack_*) */
-    uint32_t npacks, nprovided, nused, nremade;
-};
-
-typedef struct rt_json_pack {
-    char *key;
-    const void *data;
-    size_t bytes;
-    rt_tensor *t;                 /* provided: the stored form (data points into it) */
-} rt_json_pack;
-
-typedef struct rt_json_build {
-    GR_VEC(rt_json_node) nodes;
-    GR_VEC(uint32_t) rows;        /* row_ptr */
-    GR_VEC(uint32_t) in_off, name_off, layer_off;
-    GR_VEC(rt_json_entry) ins;
-    GR_VEC(DLDataType) dts;
-    GR_VEC(int32_t) nds;
-    GR_VEC(int64_t) shs;          /* RT_MAX_NDIM per entry */
-    GR_VEC(char) strs;
-    GR_VEC(rt_json_entry) heads;
-} rt_json_build;
 
 /* ------------------------------------------------------------------------- loading ---- */
 
-static gr_status bad(gr_diag *d, const char *sym, const char *what) {
+gr_status rt_json__bad(gr_diag *d, const char *sym, const char *what) {
     return gr_diag_set(d, GR_ERR_INVALID, "json runtime '%s': malformed graph: %s", sym, what);
 }
 
@@ -103,12 +44,12 @@ static gr_status read_node_types(rt_json_graph *g, rt_json_node *n, gr_diag *d) 
     json_t *shape = json_object_get(n->attrs, "shape"), *dtype = json_object_get(n->attrs, "dtype");
     if (!json_is_array(shape) || !json_is_array(dtype) || json_array_size(shape) != n->noutputs ||
         json_array_size(dtype) != n->noutputs)
-        return bad(d, g->symbol, "node without shape/dtype per output");
+        return rt_json__bad(d, g->symbol, "node without shape/dtype per output");
     for (uint32_t o = 0; o < n->noutputs; o++) {
         json_t *s = json_array_get(shape, o), *t = json_array_get(dtype, o);
         if (!json_is_array(s) || json_array_size(s) > RT_MAX_NDIM || !json_is_string(t) ||
             !ir_dtype_parse(json_string_value(t), &n->dtypes[o]))
-            return bad(d, g->symbol, "bad shape or dtype");
+            return rt_json__bad(d, g->symbol, "bad shape or dtype");
         n->ndims[o] = (int32_t)json_array_size(s);
         for (int32_t k = 0; k < n->ndims[o]; k++) {
             json_t *v = json_array_get(s, (size_t)k);
@@ -117,7 +58,7 @@ static gr_status read_node_types(rt_json_graph *g, rt_json_node *n, gr_diag *d) 
                 g->symbolic = true;
                 continue;
             }
-            if (!json_is_integer(v) || json_integer_value(v) < 0) return bad(d, g->symbol, "bad shape dim");
+            if (!json_is_integer(v) || json_integer_value(v) < 0) return rt_json__bad(d, g->symbol, "bad shape dim");
             n->shapes[o][k] = json_integer_value(v);
         }
     }
@@ -170,7 +111,7 @@ gr_status rt_json_graph_load_doc(const char *symbol, json_t *doc, rt_json_graph 
     json_t *rows = json_object_get(doc, "node_row_ptr"), *argn = json_object_get(doc, "arg_nodes");
     if (!json_is_array(nodes) || !json_is_array(heads) || !json_is_array(rows) || !json_is_array(argn) ||
         json_array_size(rows) != json_array_size(nodes) + 1) {
-        st = bad(d, symbol, "missing nodes / heads / node_row_ptr / arg_nodes");
+        st = rt_json__bad(d, symbol, "missing nodes / heads / node_row_ptr / arg_nodes");
         goto fail;
     }
     g->nnodes = (uint32_t)json_array_size(nodes);
@@ -184,7 +125,7 @@ gr_status rt_json_graph_load_doc(const char *symbol, json_t *doc, rt_json_graph 
         json_t *r = json_array_get(rows, i);
         if (!json_is_integer(r) || json_integer_value(r) < 0 || json_integer_value(r) > (json_int_t)UINT32_MAX / 2 ||
             (i && json_integer_value(r) < (json_int_t)g->row_ptr[i - 1])) {
-            st = bad(d, symbol, "node_row_ptr");
+            st = rt_json__bad(d, symbol, "node_row_ptr");
             goto fail;
         }
         g->row_ptr[i] = (uint32_t)json_integer_value(r);
@@ -208,13 +149,13 @@ gr_status rt_json_graph_load_doc(const char *symbol, json_t *doc, rt_json_graph 
         rt_json_node *n = &g->nodes[i];
         json_t *op = json_object_get(jn, "op"), *name = json_object_get(jn, "name");
         if (!json_is_string(op) || !json_is_string(name)) {
-            st = bad(d, symbol, "node without op/name");
+            st = rt_json__bad(d, symbol, "node without op/name");
             break;
         }
         const char *ops = json_string_value(op);
         n->kind = strcmp(ops, "input") == 0 ? RT_JSON_INPUT : strcmp(ops, "const") == 0 ? RT_JSON_CONST : RT_JSON_KERNEL;
         if (n->kind == RT_JSON_KERNEL && strcmp(ops, "kernel") != 0) {
-            st = bad(d, symbol, "unknown node op");
+            st = rt_json__bad(d, symbol, "unknown node op");
             break;
         }
         n->name = json_string_value(name);
@@ -231,11 +172,11 @@ gr_status rt_json_graph_load_doc(const char *symbol, json_t *doc, rt_json_graph 
         for (uint32_t k = 0; k < n->ninputs; k++) {
             if (!read_entry(json_array_get(ins, k), &n->inputs[k]) || n->inputs[k].nid >= i ||
                 n->inputs[k].index >= g->nodes[n->inputs[k].nid].noutputs) {
-                st = bad(d, symbol, "node input refers to a later node or a missing output");
+                st = rt_json__bad(d, symbol, "node input refers to a later node or a missing output");
                 break;
             }
         }
-        if (!st && !json_is_object(n->attrs)) st = bad(d, symbol, "node without attrs");
+        if (!st && !json_is_object(n->attrs)) st = rt_json__bad(d, symbol, "node without attrs");
         if (!st) st = read_node_types(g, n, d);
     }
     if (st) goto fail;
@@ -244,7 +185,7 @@ gr_status rt_json_graph_load_doc(const char *symbol, json_t *doc, rt_json_graph 
     for (uint32_t h = 0; h < g->nheads; h++)
         if (!read_entry(json_array_get(heads, h), &g->heads[h]) || g->heads[h].nid >= g->nnodes ||
             g->heads[h].index >= g->nodes[g->heads[h].nid].noutputs) {
-            st = bad(d, symbol, "heads");
+            st = rt_json__bad(d, symbol, "heads");
             goto fail;
         }
     if ((st = graph_index(g, d))) goto fail;
@@ -382,11 +323,11 @@ gr_status rt_json_graph_finish(rt_json_graph *g, char *text, size_t len, gr_diag
         n->layer = &g->str_pool[b->layer_off.data[i]];
         for (uint32_t k = 0; k < n->ninputs; k++)
             if (n->inputs[k].nid >= i || n->inputs[k].index >= g->nodes[n->inputs[k].nid].noutputs)
-                st = bad(d, g->symbol, "node input refers to a later node or a missing output");
+                st = rt_json__bad(d, g->symbol, "node input refers to a later node or a missing output");
     }
     for (uint32_t h = 0; h < g->nheads && !st; h++)
         if (g->heads[h].nid >= g->nnodes || g->heads[h].index >= g->nodes[g->heads[h].nid].noutputs)
-            st = bad(d, g->symbol, "heads");
+            st = rt_json__bad(d, g->symbol, "heads");
     gr_vec_free(&b->in_off);
     gr_vec_free(&b->name_off);
     gr_vec_free(&b->layer_off);
@@ -398,7 +339,7 @@ gr_status rt_json_graph_finish(rt_json_graph *g, char *text, size_t len, gr_diag
 }
 
 /* Parses the text of a built graph the first time a node's attrs are needed (thread-safe). */
-static bool graph_doc(rt_json_graph *g) {
+bool rt_json__graph_doc(rt_json_graph *g) {
     if (atomic_load(&g->doc_ready)) return true;
     pthread_mutex_lock(&g->doc_lock);
     if (!atomic_load(&g->doc_ready) && g->text) {
@@ -474,7 +415,7 @@ const char *rt_json_graph_text(rt_json_graph *g) {
 uint32_t rt_json_graph_num_nodes(const rt_json_graph *g) { return g->nnodes; }
 rt_json_node *rt_json_graph_node(rt_json_graph *g, uint32_t nid) {
     if (nid >= g->nnodes) return NULL;
-    graph_doc(g);
+    rt_json__graph_doc(g);
     return &g->nodes[nid];
 }
 uint32_t rt_json_graph_num_inputs(const rt_json_graph *g) { return g->ninputs; }
@@ -501,7 +442,7 @@ void *rt_json_graph_shared(rt_json_graph *g, void *(*make)(void), void (*fr)(voi
 }
 rt_tensor *rt_json_graph_const(const rt_json_graph *g, uint32_t i) { return i < g->nconsts ? g->consts[i] : NULL; }
 
-static bool matches_node(const rt_json_node *n, uint32_t o, const DLTensor *t) {
+bool rt_json__matches_node(const rt_json_node *n, uint32_t o, const DLTensor *t) {
     if (t->dtype.code != n->dtypes[o].code || t->dtype.bits != n->dtypes[o].bits || t->ndim != n->ndims[o]) return false;
     for (int32_t k = 0; k < t->ndim; k++)
         if (t->shape[k] != n->shapes[o][k]) return false;
@@ -523,7 +464,7 @@ gr_status rt_json_graph_check_args(const rt_json_graph *g, DLTensor *const *args
             o = g->heads[i - nin].index;
         }
         const DLTensor *t = args[i];
-        bool ok = t && matches_node(n, o, t);
+        bool ok = t && rt_json__matches_node(n, o, t);
         /* compact row-major: the engines address every tensor as one dense block */
         int64_t s = 1;
         for (int32_t k = ok && t->strides ? t->ndim - 1 : -1; k >= 0 && ok; k--) {
@@ -545,7 +486,7 @@ gr_status rt_json_graph_init(rt_json_graph *g, rt_tensor *const *consts, uint32_
                            g->symbol, n, g->nconsts);
     for (uint32_t i = 0; i < n; i++) {
         const rt_json_node *nd = &g->nodes[g->const_nids[i]];
-        if (!consts[i] || !matches_node(nd, 0, &consts[i]->dl))
+        if (!consts[i] || !rt_json__matches_node(nd, 0, &consts[i]->dl))
             return gr_diag_set(d, GR_ERR_INVALID, "json runtime '%s': constant '%s' has the wrong dtype or shape",
                                g->symbol, nd->name);
     }
@@ -623,257 +564,6 @@ size_t rt_json_graph_const_bytes(const rt_json_graph *g) {
         if (g->consts[i]) nb += rt_tensor_nbytes(g->consts[i]);
     return nb;
 }
-
-/* -------------------------------------------------------------- reference engine ---- */
-
-typedef enum ref_arg_kind { RA_IN, RA_SHAPE, RA_INT, RA_FLOAT, RA_STR, RA_TUPLE, RA_NONE } ref_arg_kind;
-
-typedef struct ref_arg ref_arg;
-struct ref_arg {
-    ref_arg_kind kind;
-    uint32_t in;
-    int32_t n;
-    int64_t dims[RT_MAX_NDIM];
-    int64_t i;
-    double f;
-    const char *s;
-    ref_arg *items;
-};
-
-typedef struct ref_node {
-    const ir_op_def *def;
-    const ir_attrs *attrs;
-    uint32_t nargs;
-    ref_arg *args;
-} ref_node;
-
-typedef struct ref_state {
-    ir_ctx_t *ctx;                /* attrs and strings */
-    ref_node *nodes;
-    uint32_t nnodes;
-} ref_state;
-
-static bool decode_arg(ir_ctx_t *ctx, json_t *a, uint32_t ninputs, ref_arg *out) {
-    json_t *v;
-    memset(out, 0, sizeof(*out));
-    if ((v = json_object_get(a, "in"))) {
-        out->kind = RA_IN;
-        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= ninputs) return false;
-        out->in = (uint32_t)json_integer_value(v);
-    } else if ((v = json_object_get(a, "shape"))) {
-        out->kind = RA_SHAPE;
-        if (!json_is_array(v) || json_array_size(v) > RT_MAX_NDIM) return false;
-        out->n = (int32_t)json_array_size(v);
-        for (int32_t k = 0; k < out->n; k++) {
-            json_t *x = json_array_get(v, (size_t)k);
-            if (!json_is_integer(x)) return false;
-            out->dims[k] = json_integer_value(x);
-        }
-    } else if ((v = json_object_get(a, "int"))) {
-        out->kind = RA_INT;
-        if (!json_is_integer(v)) return false;
-        out->i = json_integer_value(v);
-    } else if ((v = json_object_get(a, "float"))) {
-        out->kind = RA_FLOAT;
-        if (!json_is_number(v)) return false;
-        out->f = json_number_value(v);
-    } else if ((v = json_object_get(a, "str"))) {
-        out->kind = RA_STR;
-        if (!json_is_string(v)) return false;
-        out->s = ir_intern(ctx, json_string_value(v));
-    } else if ((v = json_object_get(a, "tuple"))) {
-        out->kind = RA_TUPLE;
-        if (!json_is_array(v)) return false;
-        out->n = (int32_t)json_array_size(v);
-        out->items = ir_alloc(ctx, sizeof(ref_arg) * (size_t)(out->n ? out->n : 1));
-        for (int32_t k = 0; k < out->n; k++)
-            if (!decode_arg(ctx, json_array_get(v, (size_t)k), ninputs, &out->items[k])) return false;
-    } else if (json_object_get(a, "none")) {
-        out->kind = RA_NONE;
-    } else {
-        return false;
-    }
-    return true;
-}
-
-static void ref_release(rt_json_graph *g, void *state) {
-    (void)g;
-    ref_state *rs = state;
-    if (!rs) return;
-    if (rs->ctx) ir_ctx_free(rs->ctx);
-    free(rs->nodes);
-    free(rs);
-}
-
-static gr_status ref_prepare(rt_json_graph *g, const void *opts, void **state, gr_diag *d) {
-    (void)opts;
-    ref_state *rs = calloc(1, sizeof(*rs));
-    if (!rs) return gr_diag_set(d, GR_ERR_NOMEM, "json runtime: out of memory");
-    if (!graph_doc(g)) {
-        free(rs);
-        return gr_diag_set(d, GR_ERR_NOMEM, "json runtime '%s': cannot parse the graph", g->symbol);
-    }
-    gr_status st = rt_json_graph_check(g, d);
-    if (st) {
-        free(rs);
-        return st;
-    }
-    rs->ctx = ir_ctx_new();
-    rs->nnodes = g->nnodes;
-    rs->nodes = calloc(g->nnodes + 1, sizeof(ref_node));
-    for (uint32_t i = 0; i < g->nnodes && !st; i++) {
-        rt_json_node *n = &g->nodes[i];
-        if (n->kind != RT_JSON_KERNEL) continue;
-        ref_node *r = &rs->nodes[i];
-        r->def = ir_op_def_at((uint32_t)n->op);
-        if (!r->def || !rt_kernel_find(r->def)) {
-            st = gr_diag_set(d, GR_ERR_UNSUPPORTED, "json runtime '%s': node %u: no reference kernel for '%s'",
-                             g->symbol, i, n->name);
-            gr_diag_set_layer(d, n->layer);
-            break;
-        }
-        st = rt_json__op_attrs(rs->ctx, g, i, n, r->def, &r->attrs, d);
-        json_t *args = json_object_get(n->attrs, "args");
-        if (!st) {
-            if (!json_is_array(args)) {
-                st = bad(d, g->symbol, "kernel node without args");
-                break;
-            }
-            r->nargs = (uint32_t)json_array_size(args);
-            r->args = ir_alloc(rs->ctx, sizeof(ref_arg) * (r->nargs ? r->nargs : 1));
-            for (uint32_t k = 0; k < r->nargs && !st; k++)
-                if (!decode_arg(rs->ctx, json_array_get(args, k), n->ninputs, &r->args[k])) st = bad(d, g->symbol, "kernel arg");
-        }
-    }
-    if (st) {
-        ref_release(g, rs);
-        return st;
-    }
-    *state = rs;
-    return GR_OK;
-}
-
-static rt_value make_arg(const ref_arg *a, const rt_json_graph *g, const rt_json_node *n, rt_value *entries) {
-    rt_value v = {0};
-    switch (a->kind) {
-    case RA_IN:
-        return rt_value_copy(&entries[rt_json_graph_entry_id(g, n->inputs[a->in])]);
-    case RA_SHAPE:
-        v.kind = RT_VAL_SHAPE;
-        v.u.shape.ndim = a->n;
-        memcpy(v.u.shape.dims, a->dims, sizeof(int64_t) * (size_t)a->n);
-        return v;
-    case RA_INT:
-        v.kind = RT_VAL_INT;
-        v.u.i = a->i;
-        return v;
-    case RA_FLOAT:
-        v.kind = RT_VAL_FLOAT;
-        v.u.f = a->f;
-        return v;
-    case RA_STR:
-        v.kind = RT_VAL_STR;
-        v.u.s = a->s;
-        return v;
-    case RA_TUPLE:
-        v = rt_value_tuple((uint32_t)a->n);
-        for (int32_t k = 0; k < a->n; k++) v.u.tuple.items[k] = make_arg(&a->items[k], g, n, entries);
-        return v;
-    default:
-        return v;
-    }
-}
-
-static int64_t dl_numel(const DLTensor *t) {
-    int64_t k = 1;
-    for (int32_t q = 0; q < t->ndim; q++) k *= t->shape[q];
-    return k;
-}
-
-static gr_status ref_run(rt_json_graph *g, void *state, DLTensor *const *args, uint32_t nin,
-                         uint32_t nout, gr_diag *d) {
-    ref_state *rs = state;
-    gr_status st = rt_json_graph_check_args(g, args, nin, nout, d);
-    if (st) return st;
-    uint32_t ne = rt_json_graph_num_entries(g);
-    rt_value *entries = calloc(ne + 1, sizeof(rt_value));
-    uint32_t *left = malloc(sizeof(uint32_t) * (ne + 1));
-    if (!entries || !left) {
-        free(entries);
-        free(left);
-        return gr_diag_set(d, GR_ERR_NOMEM, "json runtime: out of memory");
-    }
-    memcpy(left, g->consumers, sizeof(uint32_t) * ne);
-    for (uint32_t i = 0; i < nin && !st; i++) {
-        const DLTensor *t = args[i];
-        rt_tensor *w = rt_tensor_wrap(t->dtype, t->ndim, t->shape, (char *)t->data + t->byte_offset);
-        if (!w) st = gr_diag_set(d, GR_ERR_NOMEM, "json runtime: out of memory");
-        else entries[g->row_ptr[g->input_nids[i]]] = rt_value_tensor(w);
-    }
-    for (uint32_t c = 0; c < g->nconsts && !st; c++)
-        entries[g->row_ptr[g->const_nids[c]]] = rt_value_tensor(rt_tensor_retain(g->consts[c]));
-    for (uint32_t i = 0; i < g->nnodes && !st; i++) {
-        rt_json_node *n = &g->nodes[i];
-        if (n->kind != RT_JSON_KERNEL) continue;
-        ref_node *r = &rs->nodes[i];
-        rt_value *av = calloc(r->nargs + 1, sizeof(rt_value));
-        for (uint32_t k = 0; k < r->nargs; k++) av[k] = make_arg(&r->args[k], g, n, entries);
-        rt_kernel_call kc = {r->def, r->attrs, av, r->nargs, NULL, NULL};
-        rt_value res = {0};
-        st = rt_kernel_run(&kc, &res, d);
-        for (uint32_t k = 0; k < r->nargs; k++) rt_value_clear(&av[k]);
-        free(av);
-        if (st) {
-            gr_diag_set_layer(d, n->layer);
-            break;
-        }
-        uint32_t row = g->row_ptr[i];
-        if (n->noutputs == 1 && res.kind == RT_VAL_TENSOR) {
-            entries[row] = res;
-        } else if (res.kind == RT_VAL_TUPLE && res.u.tuple.n == n->noutputs) {
-            for (uint32_t o = 0; o < n->noutputs; o++) entries[row + o] = rt_value_copy(&res.u.tuple.items[o]);
-            rt_value_clear(&res);
-        } else {
-            rt_value_clear(&res);
-            st = gr_diag_set(d, GR_ERR_RUNTIME, "json runtime '%s': node %u (%s) returned an unexpected value",
-                             g->symbol, i, n->name);
-            gr_diag_set_layer(d, n->layer);
-            break;
-        }
-        for (uint32_t o = 0; o < n->noutputs && !st; o++) {
-            const rt_value *ev = &entries[row + o];
-            if (ev->kind != RT_VAL_TENSOR || !matches_node(n, o, &ev->u.t->dl)) {
-                st = gr_diag_set(d, GR_ERR_RUNTIME, "json runtime '%s': node %u (%s) output %u does not match its declared shape/dtype",
-                                 g->symbol, i, n->name, o);
-                gr_diag_set_layer(d, n->layer);
-            }
-        }
-        for (uint32_t o = 0; o < n->noutputs && !st && g->tap; o++) {
-            rt_json_tap_point tp = {g->symbol, n, i, o, -1, NULL, NULL, NULL};
-            g->tap(&tp, entries[row + o].u.t, g->tap_user);  /* in place: nothing to write back */
-        }
-        for (uint32_t k = 0; k < n->ninputs; k++) {
-            uint32_t e = rt_json_graph_entry_id(g, n->inputs[k]);
-            if (left[e] && --left[e] == 0) rt_value_clear(&entries[e]);
-        }
-    }
-    for (uint32_t h = 0; h < g->nheads && !st; h++) {
-        const rt_value *ev = &entries[rt_json_graph_entry_id(g, g->heads[h])];
-        DLTensor *o = args[nin + h];
-        if (ev->kind != RT_VAL_TENSOR || ev->u.t->dl.dtype.code != o->dtype.code || ev->u.t->dl.dtype.bits != o->dtype.bits ||
-            rt_tensor_numel(ev->u.t) != dl_numel(o)) {
-            st = gr_diag_set(d, GR_ERR_INVALID, "json runtime '%s': output %u has the wrong dtype or size", g->symbol, h);
-            break;
-        }
-        memcpy((char *)o->data + o->byte_offset, rt_tensor_data(ev->u.t), rt_tensor_nbytes(ev->u.t));
-    }
-    for (uint32_t e = 0; e < ne; e++) rt_value_clear(&entries[e]);
-    free(entries);
-    free(left);
-    return st;
-}
-
-const rt_json_engine rt_json_reference_engine = {"json", ref_prepare, ref_run, ref_release, 0};
 
 /* --------------------------------------------------------------------------- module ---- */
 
