@@ -1,6 +1,7 @@
 /* The public API (include/graft/graft.h) over the internal layers: a session is a built
  * artifact (deploy/graft_model.h) loaded in memory; from ONNX or Relax text it is imported,
  * optimized, partitioned for the options' backends and built first, as `graft build` does. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "base/sys.h"
 #include "byoc/byoc.h"
 #include "deploy/graft_model.h"
+#include "deploy/toolkit.h"
 #include "frontend/onnx/onnx_import.h"
 #include "include/graft/graft.h"
 #include "ir/ctx.h"
@@ -17,6 +19,7 @@
 #include "ir/sinfo.h"
 #include "ir/wellformed.h"
 #include "ir/text/parser.h"
+#include "ir/text/printer.h"
 #include "ir/transform/transform.h"
 #include "runtime/kernels/const_eval.h"
 
@@ -29,6 +32,7 @@ const char *graft_version(void) { return GRAFT_RELEASE; }
 
 struct graft_error {
     graft_status status;
+    int line, col;
     char msg[sizeof(((gr_diag *)0)->msg) + 640];
     char file[sizeof(((gr_diag *)0)->file)], layer[sizeof(((gr_diag *)0)->layer)], op[sizeof(((gr_diag *)0)->op)];
 };
@@ -65,6 +69,8 @@ static graft_status fail_diag(graft_error **err, const gr_diag *d) {
     snprintf((*err)->file, sizeof (*err)->file, "%s", d->file);
     snprintf((*err)->layer, sizeof (*err)->layer, "%s", d->layer);
     snprintf((*err)->op, sizeof (*err)->op, "%s", d->op);
+    (*err)->line = d->line;
+    (*err)->col = d->col;
     return st;
 }
 
@@ -73,6 +79,8 @@ const char *graft_error_file(const graft_error *e) { return e ? e->file : ""; }
 const char *graft_error_layer(const graft_error *e) { return e ? e->layer : ""; }
 const char *graft_error_op(const graft_error *e) { return e ? e->op : ""; }
 graft_status graft_error_status(const graft_error *e) { return e ? e->status : GRAFT_OK; }
+int graft_error_line(const graft_error *e) { return e ? e->line : 0; }
+int graft_error_col(const graft_error *e) { return e ? e->col : 0; }
 void graft_error_free(graft_error *e) { free(e); }
 
 /* ---- tensors ---- */
@@ -153,6 +161,7 @@ struct graft_session_options {
     char shape_names[MAX_SESSION_SHAPES][256];
     uint32_t nshapes;
     int no_optimize;
+    int no_spans;
 };
 
 graft_session_options *graft_session_options_new(void) {
@@ -222,6 +231,7 @@ graft_status graft_session_options_set_input_shape(graft_session_options *o, con
 }
 
 void graft_session_options_set_optimize(graft_session_options *o, int on) { o->no_optimize = !on; }
+void graft_session_options_set_spans(graft_session_options *o, int on) { o->no_spans = !on; }
 
 /* ---- sessions ---- */
 
@@ -249,7 +259,7 @@ static gr_status compile_source(const char *path, const void *buf, size_t len, b
     gr_status st;
     if (onnx) {
         onnx_import_opts io = {0};
-        if (o) io.shapes = o->shapes, io.nshapes = o->nshapes;
+        if (o) io.shapes = o->shapes, io.nshapes = o->nshapes, io.no_spans = o->no_spans;
         st = buf ? onnx_import_buffer(ctx, "model.onnx", buf, len, &io, &m, d) : onnx_import_file(ctx, path, &io, &m, d);
     } else {
         st = buf ? ir_parse_module(ctx, "model.relax", buf, len, &m, d) : ir_parse_file(ctx, path, &m, d);
@@ -451,4 +461,189 @@ void graft_session_set_profiler(graft_session *s, graft_profile_fn fn, void *use
     s->prof = fn;
     s->prof_user = user;
     graft_model_set_profiler(s->gm, fn ? profile_event : NULL, fn ? s : NULL);
+}
+
+/* ---- IR modules ---- */
+
+/* An IR context shared by the modules derived from one import; the lock serializes the calls
+ * that build in it or walk it. */
+typedef struct irctx {
+    ir_ctx_t *ctx;
+    pthread_mutex_t lock;
+    uint32_t refs; /* under lock */
+} irctx;
+
+struct graft_irmodule {
+    irctx *c;
+    ir_module *m;
+};
+
+void graft_string_free(char *s) { free(s); }
+
+static graft_irmodule *irmodule_new(irctx *c, ir_module *m) {
+    graft_irmodule *g = gr_xcalloc(1, sizeof(*g));
+    g->c = c;
+    g->m = m;
+    c->refs++;
+    return g;
+}
+
+static void irctx_release(irctx *c) {
+    pthread_mutex_lock(&c->lock);
+    bool last = --c->refs == 0;
+    pthread_mutex_unlock(&c->lock);
+    if (!last) return;
+    ir_ctx_free(c->ctx);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+void graft_irmodule_free(graft_irmodule *m) {
+    if (!m) return;
+    irctx_release(m->c);
+    free(m);
+}
+
+static graft_status irmodule_import(const char *path, const void *buf, size_t len, const char *format, const char *name,
+                                    const graft_session_options *o, graft_irmodule **out, graft_error **err) {
+    *out = NULL;
+    bool onnx = !strcmp(format, "onnx");
+    if (!onnx && strcmp(format, "relax") != 0)
+        return fail(err, GRAFT_ERR_INVALID, "unknown module format '%s' (onnx or relax)", format);
+    irctx *c = gr_xcalloc(1, sizeof(*c));
+    c->ctx = ir_ctx_new();
+    rt_const_eval_attach(c->ctx); /* optimize folds constants on the reference kernels */
+    pthread_mutex_init(&c->lock, NULL);
+    ir_module *m = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    gr_status st;
+    if (onnx) {
+        onnx_import_opts io = {0};
+        if (o) io.shapes = o->shapes, io.nshapes = o->nshapes, io.no_spans = o->no_spans;
+        st = buf ? onnx_import_buffer(c->ctx, name ? name : "model.onnx", buf, len, &io, &m, &d)
+                 : onnx_import_file(c->ctx, path, &io, &m, &d);
+    } else {
+        st = buf ? ir_parse_module(c->ctx, name ? name : "model.relax", buf, len, &m, &d)
+                 : ir_parse_file(c->ctx, path, &m, &d);
+    }
+    if (!st) st = ir_wellformed_check(m, &d);
+    if (st) {
+        if (!d.file[0] && path) gr_diag_set_file(&d, path);
+        c->refs = 1;
+        irctx_release(c);
+        return fail_diag(err, &d);
+    }
+    *out = irmodule_new(c, m);
+    return GRAFT_OK;
+}
+
+graft_status graft_irmodule_load(const char *path, const graft_session_options *o, graft_irmodule **out,
+                                 graft_error **err) {
+    if (!path || !out) return fail(err, GRAFT_ERR_INVALID, "graft_irmodule_load: no path");
+    return irmodule_import(path, NULL, 0, ends_with(path, ".onnx") ? "onnx" : "relax", NULL, o, out, err);
+}
+
+graft_status graft_irmodule_load_buffer(const void *buf, size_t len, const char *format, const char *name,
+                                        const graft_session_options *o, graft_irmodule **out, graft_error **err) {
+    if (!buf || !format || !out) return fail(err, GRAFT_ERR_INVALID, "graft_irmodule_load_buffer: no buffer or format");
+    return irmodule_import(NULL, buf, len, format, name, o, out, err);
+}
+
+/* Runs `stmt` with m's context locked. */
+#define LOCKED(g, stmt)                      \
+    do {                                     \
+        pthread_mutex_lock(&(g)->c->lock);   \
+        stmt;                                \
+        pthread_mutex_unlock(&(g)->c->lock); \
+    } while (0)
+
+char *graft_irmodule_text(const graft_irmodule *m, int spans, int metadata) {
+    ir_print_opts po = {.no_spans = !spans, .no_metadata = !metadata};
+    char *s;
+    LOCKED(m, s = ir_print_module_str(m->m, &po));
+    return s;
+}
+
+char *graft_irmodule_layers_json(const graft_irmodule *m) {
+    char *s;
+    LOCKED(m, s = graft_module_layers_json(m->m));
+    return s;
+}
+
+char *graft_irmodule_signature_json(const graft_irmodule *m) {
+    char *s;
+    LOCKED(m, s = graft_module_signature_json(m->m));
+    return s;
+}
+
+/* A derived module in m's context, or the error. Under m's lock (refs). */
+static graft_status irmodule_derived(const graft_irmodule *m, gr_status st, ir_module *res, const gr_diag *d,
+                                     graft_irmodule **out, graft_error **err) {
+    if (st) return fail_diag(err, d);
+    *out = irmodule_new(m->c, res);
+    return GRAFT_OK;
+}
+
+graft_status graft_irmodule_optimize(const graft_irmodule *m, const char *passes, int opt_level, graft_irmodule **out,
+                                     graft_error **err) {
+    if (!m || !out) return fail(err, GRAFT_ERR_INVALID, "graft_irmodule_optimize: no module");
+    *out = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    ir_module *res = NULL;
+    graft_status st;
+    LOCKED(m, {
+        gr_status gs = graft_module_optimize(m->m, passes, opt_level, &res, &d);
+        st = irmodule_derived(m, gs, res, &d, out, err);
+    });
+    return st;
+}
+
+graft_status graft_irmodule_partition(const graft_irmodule *m, const graft_session_options *o, const char *patterns,
+                                      graft_irmodule **out, char **report, graft_error **err) {
+    if (!m || !out) return fail(err, GRAFT_ERR_INVALID, "graft_irmodule_partition: no module");
+    *out = NULL;
+    if (report) *report = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    ir_module *res = NULL;
+    graft_status st;
+    LOCKED(m, {
+        gr_status gs = graft_module_partition(m->c->ctx, m->m, o ? o->backends : NULL, o ? o->nbackends : 0, patterns,
+                                              o ? o->opts : NULL, &res, report, &d);
+        st = irmodule_derived(m, gs, res, &d, out, err);
+    });
+    return st;
+}
+
+graft_status graft_session_from_irmodule(const graft_irmodule *m, const graft_session_options *o, graft_session **out,
+                                         graft_error **err) {
+    if (!m || !out) return fail(err, GRAFT_ERR_INVALID, "graft_session_from_irmodule: no module");
+    *out = NULL;
+    uint8_t *art = NULL;
+    size_t len = 0;
+    gr_diag d;
+    gr_diag_clear(&d);
+    gr_status st;
+    LOCKED(m, st = graft_model_build(m->m, &art, &len, &d));
+    if (st) return fail_diag(err, &d);
+    graft_status gs = session_from(NULL, art, len, "graft", o, out, err);
+    free(art); /* session_from keeps its own copy for graft_session_save */
+    return gs;
+}
+
+char *graft_onnx_io_names_json(const char *path, graft_error **err) {
+    if (!path) {
+        fail(err, GRAFT_ERR_INVALID, "graft_onnx_io_names_json: no path");
+        return NULL;
+    }
+    gr_diag d;
+    gr_diag_clear(&d);
+    char *s = onnx_model_io_names(path, &d);
+    if (!s) {
+        if (!d.file[0]) gr_diag_set_file(&d, path);
+        fail_diag(err, &d);
+    }
+    return s;
 }

@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 #define GRAFT_API_VERSION_MAJOR 1
-#define GRAFT_API_VERSION_MINOR 0
+#define GRAFT_API_VERSION_MINOR 1
 #define GRAFT_API_VERSION ((GRAFT_API_VERSION_MAJOR << 16) | GRAFT_API_VERSION_MINOR)
 
 /* The library's API version, (major << 16) | minor. */
@@ -69,6 +69,9 @@ GRAFT_API const char *graft_error_file(const graft_error *e);
 GRAFT_API const char *graft_error_layer(const graft_error *e);
 GRAFT_API const char *graft_error_op(const graft_error *e);
 GRAFT_API graft_status graft_error_status(const graft_error *e);
+/* The line and column in the input file (1-based; 0 when unknown). Since 1.1. */
+GRAFT_API int graft_error_line(const graft_error *e);
+GRAFT_API int graft_error_col(const graft_error *e);
 GRAFT_API void graft_error_free(graft_error *e);
 
 /* ---- Tensors ---- */
@@ -142,6 +145,8 @@ GRAFT_API graft_status graft_session_options_set_input_shape(graft_session_optio
                                                              const int64_t *dims, graft_error **err);
 /* Skip the default optimization passes (on by default). */
 GRAFT_API void graft_session_options_set_optimize(graft_session_options *o, int on);
+/* Keep the ONNX importer's spans (the frontend layer of every op; on by default). Since 1.1. */
+GRAFT_API void graft_session_options_set_spans(graft_session_options *o, int on);
 
 typedef struct graft_session graft_session;
 /* Loads `path`: an ONNX model (.onnx), Relax text (.relax, .py) or a built artifact (any other name),
@@ -191,6 +196,51 @@ GRAFT_API const char *graft_session_region_layers(const graft_session *s, uint32
  * name the op or the region's symbol. fn NULL turns it off; set it while no run is in flight. */
 typedef void (*graft_profile_fn)(const char *kind, const char *name, uint64_t ns, void *user);
 GRAFT_API void graft_session_set_profiler(graft_session *s, graft_profile_fn fn, void *user);
+
+/* ---- IR modules: a model imported but not compiled (since 1.1) ----
+ *
+ * What a binding or a tool needs before compiling: the TVMScript text, the optimized and the
+ * partitioned module with its report. The modules derived from one (optimize, partition)
+ * share its IR context, which stays alive until the last of them is freed; calls on the
+ * modules of one context are serialized, so several threads may hold them. Every char *
+ * result is a heap string the caller frees with graft_string_free. */
+
+typedef struct graft_irmodule graft_irmodule;
+GRAFT_API void graft_string_free(char *s);
+/* Imports `path`: an ONNX model (.onnx; o's input shapes fix its open dims) or Relax text
+ * (any other name). o may be NULL. */
+GRAFT_API graft_status graft_irmodule_load(const char *path, const graft_session_options *o, graft_irmodule **out,
+                                           graft_error **err);
+/* The same from bytes in memory: format "onnx" or "relax"; name names the input in errors and
+ * spans (NULL: "model.onnx" / "model.relax"). */
+GRAFT_API graft_status graft_irmodule_load_buffer(const void *buf, size_t len, const char *format, const char *name,
+                                                  const graft_session_options *o, graft_irmodule **out,
+                                                  graft_error **err);
+/* Frees m; its context goes with the last module in it. */
+GRAFT_API void graft_irmodule_free(graft_irmodule *m);
+/* The TVMScript text (spans, metadata: 0 leaves them out); NULL on no memory. */
+GRAFT_API char *graft_irmodule_text(const graft_irmodule *m, int spans, int metadata);
+/* JSON: the frontend layers its spans name (["conv1", ...]); main's signature ({"inputs":
+ * [{"name", "shape", "dtype"}], "outputs": [...]}, NULL when there is no main). */
+GRAFT_API char *graft_irmodule_layers_json(const graft_irmodule *m);
+GRAFT_API char *graft_irmodule_signature_json(const graft_irmodule *m);
+/* Runs passes: NULL the default pipeline, else comma-separated pass names; opt_level < 0: the
+ * default. *out: a new module in m's context. */
+GRAFT_API graft_status graft_irmodule_optimize(const graft_irmodule *m, const char *passes, int opt_level,
+                                               graft_irmodule **out, graft_error **err);
+/* Partitions m for o's backends with o's backend options (graft partition); patterns, when not
+ * NULL, a pattern file whose patterns go ahead of the backends'. *out: a new module in m's
+ * context; *report (may be NULL): the partition report as JSON (graft partition --report json). */
+GRAFT_API graft_status graft_irmodule_partition(const graft_irmodule *m, const graft_session_options *o,
+                                                const char *patterns, graft_irmodule **out, char **report,
+                                                graft_error **err);
+/* Builds m as it stands (no pass, no partitioning: do them first) into a session that o's
+ * backend options apply to; m stays the caller's. */
+GRAFT_API graft_status graft_session_from_irmodule(const graft_irmodule *m, const graft_session_options *o,
+                                                   graft_session **out, graft_error **err);
+/* An ONNX model's graph inputs and outputs without importing it: {"inputs": [...], "outputs":
+ * [...]} (names, in order); NULL on error. */
+GRAFT_API char *graft_onnx_io_names_json(const char *path, graft_error **err);
 
 #ifdef __cplusplus
 }

@@ -144,6 +144,76 @@ static graft_tensor *run_model(const char *backend, const char *option) {
     return out;
 }
 
+/* The IR module API: imported, printed, optimized, partitioned (its report), then built into a
+ * session that computes what graft_session_load_buffer's does; derived modules outlive the
+ * one they came from (the shared context is freed with the last). */
+Test(public_api, an_irmodule_is_printed_partitioned_and_built) {
+    graft_error *err = NULL;
+    graft_irmodule *m = NULL, *opt = NULL, *part = NULL;
+    cr_assert_eq(graft_irmodule_load_buffer(MODEL, strlen(MODEL), "relax", "m.relax", NULL, &m, &err), GRAFT_OK, "%s",
+                 graft_error_message(err));
+    char *text = graft_irmodule_text(m, 0, 1), *sig = graft_irmodule_signature_json(m);
+    cr_expect(strstr(text, "R.nn.softmax") && strstr(text, "def main"), "%s", text);
+    cr_expect(strstr(sig, "\"x\"") && strstr(sig, "float32"), "%s", sig);
+    graft_string_free(text);
+    graft_string_free(sig);
+    cr_assert_eq(graft_irmodule_optimize(m, NULL, -1, &opt, &err), GRAFT_OK, "%s", graft_error_message(err));
+    graft_session_options *o = graft_session_options_new();
+    cr_assert_eq(graft_session_options_add_backend(o, "dnnl", &err), GRAFT_OK);
+    char *report = NULL;
+    cr_assert_eq(graft_irmodule_partition(opt, o, NULL, &part, &report, &err), GRAFT_OK, "%s", graft_error_message(err));
+    graft_irmodule_free(m);
+    graft_irmodule_free(opt);
+    cr_expect(report && report[0] == '{' && strstr(report, "dnnl"), "%s", report ? report : "(null)");
+    graft_string_free(report);
+    text = graft_irmodule_text(part, 0, 0);
+    cr_expect(strstr(text, "dnnl"), "the partitioned module calls no dnnl region:\n%s", text);
+    graft_string_free(text);
+    graft_session *s = NULL;
+    cr_assert_eq(graft_session_from_irmodule(part, o, &s, &err), GRAFT_OK, "%s", graft_error_message(err));
+    graft_irmodule_free(part);
+    uint32_t externs = 0;
+    for (uint32_t i = 0; i < graft_session_num_regions(s); i++)
+        externs += strcmp(graft_session_region_kind(s, i), "extern") == 0;
+    cr_expect_gt(externs, 0);
+    int64_t shape[2] = {2, 3};
+    graft_tensor *in[2] = {graft_tensor_new(GRAFT_FLOAT32, 2, shape), graft_tensor_new(GRAFT_FLOAT32, 2, shape)};
+    for (int i = 0; i < 6; i++) {
+        ((float *)graft_tensor_data(in[0]))[i] = (float)(i - 2) * 0.75f;
+        ((float *)graft_tensor_data(in[1]))[i] = (float)(3 - i) * 0.5f;
+    }
+    graft_tensor *out = NULL, *host = run_model(NULL, NULL);
+    cr_assert_eq(graft_session_run(s, in, 2, &out, 1, &err), GRAFT_OK, "%s", graft_error_message(err));
+    tc_expect_tensor((const rt_tensor *)out, (const rt_tensor *)host, (gr_cmp_opts){.atol = 1e-5, .rtol = 1e-5},
+                     "the partitioned irmodule against the host");
+    graft_tensor_release(in[0]);
+    graft_tensor_release(in[1]);
+    graft_tensor_release(out);
+    graft_tensor_release(host);
+    graft_session_free(s);
+    graft_session_options_free(o);
+}
+
+Test(public_api, a_bad_irmodule_is_an_error_naming_the_file) {
+    graft_error *err = NULL;
+    graft_irmodule *m = NULL;
+    const char bad[] = "@I.ir_module\nclass Module:\n    @R.function\n    def main(x: R.Tensor((2,), \"float32\")):\n"
+                       "        return R.no_such_op(x)\n";
+    cr_assert_neq(graft_irmodule_load_buffer(bad, strlen(bad), "relax", "bad.relax", NULL, &m, &err), GRAFT_OK);
+    cr_assert_null(m);
+    cr_expect(strstr(graft_error_message(err), "bad.relax"), "%s", graft_error_message(err));
+    cr_expect_eq(graft_error_line(err), 5, "%s: line %d", graft_error_message(err), graft_error_line(err));
+    graft_error_free(err);
+    err = NULL;
+    cr_expect_null(graft_onnx_io_names_json("/nonexistent/m.onnx", &err));
+    cr_expect(strstr(graft_error_message(err), "/nonexistent/m.onnx"), "%s", graft_error_message(err));
+    graft_error_free(err);
+    err = NULL;
+    cr_expect_eq(graft_irmodule_load("/nonexistent/m.onnx", NULL, &m, &err), GRAFT_ERR_IO);
+    cr_expect(strstr(graft_error_message(err), "/nonexistent/m.onnx"), "%s", graft_error_message(err));
+    graft_error_free(err);
+}
+
 Test(plugin, loads_lists_and_runs_like_the_host) {
     graft_error *err = NULL;
     cr_assert_eq(graft_backend_load(test_plugin("base"), &err), GRAFT_OK, "%s", graft_error_message(err));
