@@ -40,7 +40,8 @@ class MakeBuildExt(build_ext):
 ext = Extension(
     "graft._graft",
     sources=["python/graft/_graft.c", "tools/explore_html.c"],
-    include_dirs=[ROOT, os.path.join(BUILD, "gen"), numpy.get_include()],
+    # _graft.c includes only graft/graft.h (include/); ROOT and gen are for tools/explore_html.c
+    include_dirs=[os.path.join(ROOT, "include"), ROOT, os.path.join(BUILD, "gen"), numpy.get_include()],
     library_dirs=[BUILD, GVC_PLUGINS],
     libraries=["graft", "jansson", "gvc", "cgraph", "cdt", "gvplugin_dot_layout", "gvplugin_core"],
     runtime_library_dirs=["$ORIGIN", GVC_PLUGINS],

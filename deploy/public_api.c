@@ -33,6 +33,7 @@ const char *graft_version(void) { return GRAFT_RELEASE; }
 struct graft_error {
     graft_status status;
     int line, col;
+    char detail[sizeof(((gr_diag *)0)->msg) + 640];
     char msg[sizeof(((gr_diag *)0)->msg) + 640];
     char file[sizeof(((gr_diag *)0)->file)], layer[sizeof(((gr_diag *)0)->layer)], op[sizeof(((gr_diag *)0)->op)];
 };
@@ -46,6 +47,7 @@ static graft_status fail(graft_error **err, graft_status st, const char *fmt, ..
         va_start(ap, fmt);
         vsnprintf(e->msg, sizeof e->msg, fmt, ap);
         va_end(ap);
+        snprintf(e->detail, sizeof e->detail, "%s", e->msg);
         *err = e;
     }
     return st;
@@ -70,6 +72,7 @@ static graft_status fail_diag(graft_error **err, const gr_diag *d) {
     snprintf((*err)->layer, sizeof (*err)->layer, "%s", d->layer);
     snprintf((*err)->op, sizeof (*err)->op, "%s", d->op);
     (*err)->line = d->line;
+    snprintf((*err)->detail, sizeof (*err)->detail, "%s", d->msg);
     (*err)->col = d->col;
     return st;
 }
@@ -81,6 +84,7 @@ const char *graft_error_op(const graft_error *e) { return e ? e->op : ""; }
 graft_status graft_error_status(const graft_error *e) { return e ? e->status : GRAFT_OK; }
 int graft_error_line(const graft_error *e) { return e ? e->line : 0; }
 int graft_error_col(const graft_error *e) { return e ? e->col : 0; }
+const char *graft_error_detail(const graft_error *e) { return e ? e->detail : ""; }
 void graft_error_free(graft_error *e) { free(e); }
 
 /* ---- tensors ---- */
@@ -124,6 +128,7 @@ int64_t graft_tensor_dim(const graft_tensor *t, int axis) {
 size_t graft_tensor_numel(const graft_tensor *t) { return (size_t)rt_tensor_numel(CT(t)); }
 size_t graft_tensor_nbytes(const graft_tensor *t) { return rt_tensor_nbytes(CT(t)); }
 void *graft_tensor_data(graft_tensor *t) { return rt_tensor_data(T(t)); }
+int graft_tensor_is_shared(const graft_tensor *t) { return CT(t)->obj.refcount > 1; }
 
 /* ---- backends ---- */
 
@@ -243,6 +248,8 @@ struct graft_session {
     char *path;
     graft_profile_fn prof;
     void *prof_user;
+    graft_profile_event_fn ev;
+    void *ev_user;
 };
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -463,6 +470,30 @@ void graft_session_set_profiler(graft_session *s, graft_profile_fn fn, void *use
     graft_model_set_profiler(s->gm, fn ? profile_event : NULL, fn ? s : NULL);
 }
 
+static void step_event(const rt_exec_event *ev, void *user) {
+    graft_session *s = user;
+    graft_profile_event e = {ev->kind, ev->name, ev->span && ev->span->n ? ev->span->locs[0].source : NULL, ev->ns,
+                             0, NULL, NULL, 0, NULL};
+    s->ev(&e, s->ev_user);
+}
+
+static void prim_event(const rt_prim_event *ev, void *user) {
+    graft_session *s = user;
+    graft_profile_event e = {"prim", ev->region, NULL, ev->ns, ev->index, ev->info->kind, ev->info->impl,
+                             ev->info->nlayers, ev->info->layers};
+    s->ev(&e, s->ev_user);
+}
+
+void graft_session_set_event_profiler(graft_session *s, graft_profile_event_fn fn, int primitives, void *user) {
+    s->ev = fn;
+    s->ev_user = user;
+    graft_model_set_profiler(s->gm, fn ? step_event : NULL, fn ? s : NULL);
+    graft_model_set_prim_profiler(s->gm, fn && primitives ? prim_event : NULL, fn && primitives ? s : NULL);
+}
+
+char *graft_session_signature_json(const graft_session *s) { return graft_model_signature_json(s->gm); }
+char *graft_session_info_json(const graft_session *s) { return graft_model_info_json(s->gm); }
+
 /* ---- IR modules ---- */
 
 /* An IR context shared by the modules derived from one import; the lock serializes the calls
@@ -527,7 +558,6 @@ static graft_status irmodule_import(const char *path, const void *buf, size_t le
         st = buf ? ir_parse_module(c->ctx, name ? name : "model.relax", buf, len, &m, &d)
                  : ir_parse_file(c->ctx, path, &m, &d);
     }
-    if (!st) st = ir_wellformed_check(m, &d);
     if (st) {
         if (!d.file[0] && path) gr_diag_set_file(&d, path);
         c->refs = 1;
@@ -538,10 +568,11 @@ static graft_status irmodule_import(const char *path, const void *buf, size_t le
     return GRAFT_OK;
 }
 
-graft_status graft_irmodule_load(const char *path, const graft_session_options *o, graft_irmodule **out,
-                                 graft_error **err) {
+graft_status graft_irmodule_load(const char *path, const char *format, const graft_session_options *o,
+                                 graft_irmodule **out, graft_error **err) {
     if (!path || !out) return fail(err, GRAFT_ERR_INVALID, "graft_irmodule_load: no path");
-    return irmodule_import(path, NULL, 0, ends_with(path, ".onnx") ? "onnx" : "relax", NULL, o, out, err);
+    if (!format) format = ends_with(path, ".onnx") ? "onnx" : "relax";
+    return irmodule_import(path, NULL, 0, format, NULL, o, out, err);
 }
 
 graft_status graft_irmodule_load_buffer(const void *buf, size_t len, const char *format, const char *name,
@@ -646,4 +677,41 @@ char *graft_onnx_io_names_json(const char *path, graft_error **err) {
         fail_diag(err, &d);
     }
     return s;
+}
+
+/* The toolkit's perturbation over graft_tensor (the same object). */
+typedef struct {
+    graft_inspect_perturb_fn fn;
+    void *user;
+} perturb_thunk;
+
+static bool perturb_call(const char *layer, rt_tensor *t, void *user) {
+    const perturb_thunk *p = user;
+    return p->fn(layer, (graft_tensor *)t, p->user) != 0;
+}
+
+graft_status graft_irmodule_inspect(const graft_irmodule *m, const graft_session_options *o, unsigned flags,
+                                    const char *against, double rtol, double atol, double atol_scale,
+                                    graft_tensor *const *inputs, uint32_t nin, graft_inspect_perturb_fn perturb,
+                                    void *perturb_user, char **diff, char **doc, graft_error **err) {
+    if (diff) *diff = NULL;
+    if (doc) *doc = NULL;
+    if (!m || (nin && !inputs)) return fail(err, GRAFT_ERR_INVALID, "graft_irmodule_inspect: no module or inputs");
+    perturb_thunk pt = {perturb, perturb_user};
+    graft_inspect_opts io = {
+        .observe = flags & GRAFT_INSPECT_OBSERVE, .profile = flags & GRAFT_INSPECT_PROFILE,
+        .diff = flags & GRAFT_INSPECT_DIFF,       .rtol = rtol,
+        .atol = atol,                             .atol_scale = atol_scale,
+        .against = against,                       .perturb = perturb ? perturb_call : NULL,
+        .perturb_user = &pt,
+    };
+    rt_value *ins = gr_xcalloc(nin + 1, sizeof(*ins));
+    for (uint32_t i = 0; i < nin; i++) ins[i] = rt_value_tensor(T(inputs[i])); /* borrowed: not cleared */
+    gr_diag d;
+    gr_diag_clear(&d);
+    gr_status st;
+    LOCKED(m, st = graft_module_inspect(m->c->ctx, m->m, o ? o->backends : NULL, o ? o->nbackends : 0,
+                                        o ? o->opts : NULL, &io, ins, nin, io.diff ? diff : NULL, doc, &d));
+    free(ins);
+    return st ? fail_diag(err, &d) : GRAFT_OK;
 }

@@ -132,6 +132,24 @@ char *graft_model_signature_json(const graft_model *gm) {
     return dump(json_pack("{s:o, s:o}", "inputs", ins, "outputs", outs));
 }
 
+char *graft_model_info_json(const graft_model *gm) {
+    graft_model_info mi;
+    graft_model_get_info(gm, &mi);
+    json_t *ext = json_array();
+    for (uint32_t i = 0; i < graft_model_num_externals(gm); i++) {
+        const char *name = "", *engine = "";
+        graft_model_external(gm, i, &name, &engine);
+        json_array_append_new(ext, json_pack("[s, s]", name ? name : "", engine ? engine : ""));
+    }
+    return dump(json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:s, s:o}", "arena_bytes",
+                          (json_int_t)mi.arena_bytes, "intermediate_bytes", (json_int_t)mi.intermediate_bytes,
+                          "host_object_bytes", (json_int_t)mi.host_object_bytes, "host_kernels", (json_int_t)mi.nhost,
+                          "kernels", (json_int_t)mi.nkernel, "externs", (json_int_t)mi.nextern, "fused_ops",
+                          (json_int_t)mi.nfused_ops, "planned", (json_int_t)mi.nplanned, "load_ms",
+                          (double)mi.load_ns / 1e6, "host_cpu", mi.host_cpu ? mi.host_cpu : "", "external_modules",
+                          ext));
+}
+
 gr_status graft_module_optimize(const ir_module *m, const char *passes, int opt_level, ir_module **out,
                                 gr_diag *diag) {
     ir_pass *seq = NULL;

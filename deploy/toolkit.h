@@ -41,6 +41,10 @@ GR_API char *graft_module_layers_json(const ir_module *m);
  * is a tuple gives one entry per field ("output_<i>", as the artifact names them). */
 GR_API char *graft_module_signature_json(const ir_module *m);
 GR_API char *graft_model_signature_json(const graft_model *gm);
+/* The plan's summary: {"arena_bytes", "intermediate_bytes", "host_object_bytes", "host_kernels",
+ * "kernels", "externs", "fused_ops", "planned", "load_ms", "host_cpu", "external_modules":
+ * [[name, engine], ...]} (graft_session_info_json). */
+char *graft_model_info_json(const graft_model *gm);
 
 /* Runs passes over m: passes NULL, the default pipeline; else a comma-separated list of
  * registered pass names ("Normalize,DeadCodeElimination"), unknown names GR_ERR_NOT_FOUND

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Checks that the public headers (include/graft: graft.h, backend_plugin.h) are all a program or
 # a backend plugin needs, and all that is installed:
-#   - examples/load_and_run.c, the Triton backend (serve/triton) and the backend plugins
-#     (plugins/*, the test plugin) compile with the Cflags of graft-uninstalled.pc alone
+#   - examples/load_and_run.c, the Triton backend (serve/triton), the backend plugins
+#     (plugins/*, the test plugin) and the Python extension (python/graft/_graft.c, with
+#     Python's and numpy's headers) compile with the Cflags of graft-uninstalled.pc alone
 #     (-I include, not the tree's root);
 #   - `make install` into a temporary prefix installs exactly include/graft/*.h, and
 #     `pkg-config --cflags graft` names only that folder;
@@ -27,6 +28,24 @@ for f in examples/load_and_run.c serve/triton/graft_backend.c plugins/*/*.c test
     $cc $flags $inc -fPIC -c "$f" -o "$tmp/obj.o" ||
         { echo "check_public: $f does not build against include/graft alone" >&2; exit 1; }
 done
+
+# The Python extension too: include/graft plus Python's and numpy's headers (and jansson, a
+# system header), with setup.py's warnings (numpy's headers are not -Wpedantic clean).
+py=
+for p in ${PYTHON:-} "$build/third_party/pyvenv/bin/python" python3; do
+    command -v "$p" > /dev/null 2>&1 && "$p" -c 'import numpy' 2> /dev/null && { py=$p; break; }
+done
+if [ -n "$py" ]; then
+    pyinc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+    npinc=$("$py" -c 'import numpy; print(numpy.get_include())')
+    $cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno-cast-function-type $inc \
+        -I"$pyinc" -I"$npinc" -fPIC -c python/graft/_graft.c -o "$tmp/obj.o" ||
+        { echo "check_public: python/graft/_graft.c does not build against include/graft alone" >&2; exit 1; }
+    pynote="python/graft/_graft.c,"
+else
+    echo "check_public: no Python with numpy (PYTHON=...): python/graft/_graft.c not checked" >&2
+    pynote=
+fi
 
 prefix=$tmp/prefix
 make --no-print-directory -s install BUILD="$build" PREFIX="$prefix" > "$tmp/install.log" 2>&1 ||
@@ -54,5 +73,5 @@ model=$root/examples/plugin/hello_model.relax
     "$g" compare plugin/output_0.npy host/output_0.npy --atol 1e-6 --rtol 1e-6 > /dev/null &&
     ./load_and_run "$model" > /dev/null) ||
     { echo "check_public: the out-of-tree sample plugin or load_and_run failed" >&2; exit 1; }
-echo "check_public: the examples and plugins build against include/graft alone; make install installs" \
+echo "check_public: the examples, ${pynote:+$pynote }and plugins build against include/graft alone; make install installs" \
      "only it; the sample plugin builds out of tree with pkg-config graft and runs like the host"

@@ -72,6 +72,8 @@ GRAFT_API graft_status graft_error_status(const graft_error *e);
 /* The line and column in the input file (1-based; 0 when unknown). Since 1.1. */
 GRAFT_API int graft_error_line(const graft_error *e);
 GRAFT_API int graft_error_col(const graft_error *e);
+/* graft's own message, without the file, layer and op in front. Since 1.1. */
+GRAFT_API const char *graft_error_detail(const graft_error *e);
 GRAFT_API void graft_error_free(graft_error *e);
 
 /* ---- Tensors ---- */
@@ -96,6 +98,9 @@ typedef enum graft_dtype {
 GRAFT_API const char *graft_dtype_name(graft_dtype t);
 GRAFT_API size_t graft_dtype_size(graft_dtype t);
 
+/* The most dims a tensor has. Since 1.1. */
+#define GRAFT_MAX_NDIM 8
+
 /* A dense row-major tensor, reference counted. */
 typedef struct graft_tensor graft_tensor;
 /* A new zero-filled tensor (refcount 1); NULL on a bad dtype/rank or no memory. */
@@ -110,6 +115,9 @@ GRAFT_API int64_t graft_tensor_dim(const graft_tensor *t, int axis);
 GRAFT_API size_t graft_tensor_numel(const graft_tensor *t);
 GRAFT_API size_t graft_tensor_nbytes(const graft_tensor *t);
 GRAFT_API void *graft_tensor_data(graft_tensor *t);
+/* Nonzero when someone else holds t too (a constant of the model that a run returned as is):
+ * writing to its data would change the model. Since 1.1. */
+GRAFT_API int graft_tensor_is_shared(const graft_tensor *t);
 
 /* ---- Backends ---- */
 
@@ -124,6 +132,10 @@ GRAFT_API const char *graft_backend_name(uint32_t i);
 GRAFT_API const char *graft_backend_version(uint32_t i);
 /* The plugin's file; NULL for a built-in backend. */
 GRAFT_API const char *graft_backend_path(uint32_t i);
+/* Every registered backend as JSON (graft backends): [{"name", "description", "runtime_kind",
+ * "options": [{"name", "type", "default", "help", "choices"}], "patterns", "version", "path"}];
+ * a heap string (graft_string_free), NULL when a backend's pattern table fails. Since 1.1. */
+GRAFT_API char *graft_backends_json(void);
 
 /* ---- Sessions: a model loaded and compiled, ready to run ---- */
 
@@ -197,6 +209,35 @@ GRAFT_API const char *graft_session_region_layers(const graft_session *s, uint32
 typedef void (*graft_profile_fn)(const char *kind, const char *name, uint64_t ns, void *user);
 GRAFT_API void graft_session_set_profiler(graft_session *s, graft_profile_fn fn, void *user);
 
+/* One step of a run as graft_session_set_event_profiler reports it (since 1.1). The library
+ * allocates it, so a minor release may add fields at its end. Strings live as long as the
+ * session. */
+typedef struct graft_profile_event {
+    const char *kind;    /* "op", "extern", "call"; "prim" for a backend's primitive */
+    const char *name;    /* the op or the region's symbol (of a primitive: its region's) */
+    const char *layer;   /* the first frontend layer of the step; NULL when unknown or a primitive */
+    uint64_t ns;
+    /* kind "prim": its index in the region, its kind ("convolution") and implementation
+     * ("brgconv:avx512_core"), the frontend layers of the nodes it computes */
+    uint32_t prim_index;
+    const char *prim_kind, *prim_impl;
+    uint32_t nlayers;
+    const char *const *layers;
+} graft_profile_event;
+typedef void (*graft_profile_event_fn)(const graft_profile_event *e, void *user);
+/* graft_session_set_profiler with the step's layer (it replaces that one's function);
+ * primitives nonzero also reports every primitive inside the session's backend regions that
+ * have them (oneDNN). fn NULL turns both off; set it while no run is in flight. */
+GRAFT_API void graft_session_set_event_profiler(graft_session *s, graft_profile_event_fn fn, int primitives,
+                                                void *user);
+/* JSON (heap strings, graft_string_free): the inputs and outputs {"inputs": [{"name", "shape",
+ * "dtype"}], "outputs": [...]} (a symbolic dim is its name, an unknown one null); the plan's
+ * summary {"arena_bytes", "intermediate_bytes", "host_object_bytes", "host_kernels",
+ * "kernels", "externs", "fused_ops", "planned", "load_ms", "host_cpu", "external_modules":
+ * [[name, engine], ...]}. Since 1.1. */
+GRAFT_API char *graft_session_signature_json(const graft_session *s);
+GRAFT_API char *graft_session_info_json(const graft_session *s);
+
 /* ---- IR modules: a model imported but not compiled (since 1.1) ----
  *
  * What a binding or a tool needs before compiling: the TVMScript text, the optimized and the
@@ -207,10 +248,10 @@ GRAFT_API void graft_session_set_profiler(graft_session *s, graft_profile_fn fn,
 
 typedef struct graft_irmodule graft_irmodule;
 GRAFT_API void graft_string_free(char *s);
-/* Imports `path`: an ONNX model (.onnx; o's input shapes fix its open dims) or Relax text
- * (any other name). o may be NULL. */
-GRAFT_API graft_status graft_irmodule_load(const char *path, const graft_session_options *o, graft_irmodule **out,
-                                           graft_error **err);
+/* Imports `path` as format "onnx" (o's input shapes fix its open dims; o's spans setting) or
+ * "relax"; format NULL: by the name (.onnx ONNX, else Relax text). o may be NULL. */
+GRAFT_API graft_status graft_irmodule_load(const char *path, const char *format, const graft_session_options *o,
+                                           graft_irmodule **out, graft_error **err);
 /* The same from bytes in memory: format "onnx" or "relax"; name names the input in errors and
  * spans (NULL: "model.onnx" / "model.relax"). */
 GRAFT_API graft_status graft_irmodule_load_buffer(const void *buf, size_t len, const char *format, const char *name,
@@ -241,6 +282,24 @@ GRAFT_API graft_status graft_session_from_irmodule(const graft_irmodule *m, cons
 /* An ONNX model's graph inputs and outputs without importing it: {"inputs": [...], "outputs":
  * [...]} (names, in order); NULL on error. */
 GRAFT_API char *graft_onnx_io_names_json(const char *path, graft_error **err);
+
+/* graft diff / graft explore on m: partitions it for o's backends and, as flags ask, runs it on
+ * `inputs` (main's params, in order; borrowed) observing every layer (OBSERVE), timing it
+ * (PROFILE), and comparing every layer's output with the `against` path (DIFF; NULL or
+ * "reference": m on the host, else a backend): out of tolerance when |a - b| > atol +
+ * atol_scale * max|B| + rtol * |b|. *diff (DIFF; may be NULL): the per-layer rows as JSON;
+ * *doc (may be NULL): the explorer's model document. perturb (NULL: none), a test's fault
+ * injection, sees each observed output of the backend path and may change its data in place
+ * (then returns nonzero). */
+#define GRAFT_INSPECT_OBSERVE 1u
+#define GRAFT_INSPECT_PROFILE 2u
+#define GRAFT_INSPECT_DIFF 4u
+typedef int (*graft_inspect_perturb_fn)(const char *layer, graft_tensor *t, void *user);
+GRAFT_API graft_status graft_irmodule_inspect(const graft_irmodule *m, const graft_session_options *o, unsigned flags,
+                                              const char *against, double rtol, double atol, double atol_scale,
+                                              graft_tensor *const *inputs, uint32_t nin,
+                                              graft_inspect_perturb_fn perturb, void *perturb_user, char **diff,
+                                              char **doc, graft_error **err);
 
 #ifdef __cplusplus
 }

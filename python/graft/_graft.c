@@ -1,19 +1,21 @@
-/* graft._graft: the CPython extension over libgraft's public API (GR_API functions only). The
- * Python layer (graft/__init__.py) gives it the ONNX Runtime / TVM shaped names; this file
- * owns the C objects, releases the GIL around every call into graft, and moves tensors between
- * numpy and graft without copies where the memory allows.
+/* graft._graft: the CPython extension over libgraft's public API (include/graft/graft.h, the
+ * only graft header it includes). The Python layer (graft/__init__.py) gives it the ONNX
+ * Runtime / TVM shaped names; this file owns the C objects, releases the GIL around every call
+ * into graft, and moves tensors between numpy and graft without copies where the memory
+ * allows.
  *
  * Objects:
- *   Module   an IRModule and the IR context it lives in (a Ctx, shared by the modules derived
- *            from it; calls into one context take its lock, so threads never share an arena);
- *   Model    a loaded artifact (deploy/graft_model.h): thread-safe runs, optional profiling.
- * Errors are graft.GraftError with the diagnostic's message, status, file, layer and op. */
+ *   Module   a graft_irmodule (the modules derived from one share its IR context; graft
+ *            serializes the calls into one context, so threads never share an arena);
+ *   Model    a graft_session over a built artifact: thread-safe runs, optional profiling.
+ * Errors are graft.GraftError with the error's message, status, file, layer, op, line, col. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,55 +23,71 @@
 
 #include <jansson.h>
 
-#include "byoc/backend.h"
-#include "deploy/graft_model.h"
-#include "deploy/toolkit.h"
-#include "include/graft/graft.h"
-#include "frontend/onnx/onnx_import.h"
-#include "ir/ctx.h"
-#include "ir/text/parser.h"
-#include "ir/text/printer.h"
-#include "ir/sinfo.h"
-#include "ir/span.h"
-#include "runtime/value.h"
-/* explore_write_html: tools/explore_html.c is compiled into this module (the page's layout
- * needs Graphviz, which the library does not link) */
-#include "tools/cmd_inspect.h"
-#include "runtime/kernels/const_eval.h"
+#include <graft/graft.h>
+
+/* tools/explore_html.c is compiled into this module (the page's layout needs Graphviz, which
+ * the library does not link); its one entry point. */
+bool explore_write_html(json_t *doc, const char *path);
 
 #define MAX_IO 64
+#define MAX_NDIM 8
 
 static PyObject *GraftError;
 
 /* ---- errors ---- */
 
-/* Raises GraftError from a diagnostic; `file` names the input when the diag has none. */
-static PyObject *raise_diag(const gr_diag *d, const char *file) {
-    const char *f = d->file[0] ? d->file : file ? file : "";
-    /* gr_diag_print's wording: "<file>: layer '<layer>' (op <op>) : <message>" */
+/* graft_status as the Python layer names it (graft.GraftError.status). */
+static const struct {
+    graft_status st;
+    const char *name;
+} STATUS_NAMES[] = {
+    {GRAFT_OK, "GR_OK"},
+    {GRAFT_ERR_PARSE, "GR_ERR_PARSE"},
+    {GRAFT_ERR_TYPE, "GR_ERR_TYPE"},
+    {GRAFT_ERR_INVALID, "GR_ERR_INVALID"},
+    {GRAFT_ERR_UNSUPPORTED, "GR_ERR_UNSUPPORTED"},
+    {GRAFT_ERR_IO, "GR_ERR_IO"},
+    {GRAFT_ERR_NOMEM, "GR_ERR_NOMEM"},
+    {GRAFT_ERR_RUNTIME, "GR_ERR_RUNTIME"},
+    {GRAFT_ERR_NOT_FOUND, "GR_ERR_NOT_FOUND"},
+};
+
+static const char *status_name(graft_status st) {
+    for (size_t i = 0; i < sizeof STATUS_NAMES / sizeof STATUS_NAMES[0]; i++)
+        if (STATUS_NAMES[i].st == st) return STATUS_NAMES[i].name;
+    return "GR_UNKNOWN";
+}
+
+/* Raises GraftError from a graft error (and frees it); `file` names the input when the error
+ * has none. */
+static PyObject *raise_error(graft_error *e, const char *file) {
+    const char *ef = graft_error_file(e), *f = ef[0] ? ef : file ? file : "";
+    const char *m = graft_error_message(e);
     size_t fl = strlen(f);
-    bool named = fl && strncmp(d->msg, f, fl) == 0 && d->msg[fl] == ':';
-    char msg[3072];
-    snprintf(msg, sizeof msg, "%s%s%s%s%s%s%s%s%s", *f && !named ? f : "", *f && !named ? ": " : "",
-             d->layer[0] ? "layer '" : "", d->layer, d->layer[0] ? "' " : "", d->op[0] ? "(op " : "", d->op,
-             d->op[0] ? ") " : "", d->layer[0] || d->op[0] ? ": " : "");
-    size_t k = strlen(msg);
-    snprintf(msg + k, sizeof msg - k, "%s", d->msg[0] ? d->msg : gr_status_str(d->code));
-    PyObject *exc = PyObject_CallFunction(GraftError, "s", msg);
-    if (!exc) return NULL;
+    bool named = !fl || (strncmp(m, f, fl) == 0 && m[fl] == ':');
+    PyObject *exc = PyObject_CallFunction(GraftError, "s", m);
+    if (exc && !named) {
+        Py_DECREF(exc);
+        exc = PyObject_CallFunction(GraftError, "N", PyUnicode_FromFormat("%s: %s", f, m));
+    }
+    if (!exc) {
+        graft_error_free(e);
+        return NULL;
+    }
     const struct {
         const char *name;
         PyObject *value;
     } attrs[] = {
-        {"status", PyUnicode_FromString(gr_status_name(d->code))}, {"file", PyUnicode_FromString(f)},
-        {"layer", PyUnicode_FromString(d->layer)}, {"op", PyUnicode_FromString(d->op)},
-        {"line", PyLong_FromLong(d->line)}, {"col", PyLong_FromLong(d->col)},
-        {"detail", PyUnicode_FromString(d->msg)},
+        {"status", PyUnicode_FromString(status_name(graft_error_status(e)))}, {"file", PyUnicode_FromString(f)},
+        {"layer", PyUnicode_FromString(graft_error_layer(e))}, {"op", PyUnicode_FromString(graft_error_op(e))},
+        {"line", PyLong_FromLong(graft_error_line(e))}, {"col", PyLong_FromLong(graft_error_col(e))},
+        {"detail", PyUnicode_FromString(graft_error_detail(e))},
     };
     for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
         if (attrs[i].value) PyObject_SetAttrString(exc, attrs[i].name, attrs[i].value);
         Py_XDECREF(attrs[i].value);
     }
+    graft_error_free(e);
     PyErr_SetObject(GraftError, exc);
     Py_DECREF(exc);
     return NULL;
@@ -79,153 +97,100 @@ static PyObject *raise_diag(const gr_diag *d, const char *file) {
 static PyObject *take_str(char *s, const char *what) {
     if (!s) return PyErr_Format(GraftError, "%s: graft returned nothing", what);
     PyObject *r = PyUnicode_FromString(s);
-    free(s);
+    graft_string_free(s);
     return r;
 }
 
-/* ---- backend options: ["dnnl.threads=2", ...] -> byoc_options ---- */
+/* ---- options: backends and ["dnnl.threads=2", ...] -> graft_session_options ---- */
 
-static int make_options(PyObject *list, byoc_options **out) {
+/* backends: a list of str or None; options: a list of "backend.name=value" or None. */
+static int make_options(PyObject *backends, PyObject *list, graft_session_options **out) {
+    graft_session_options *o = graft_session_options_new();
+    graft_error *err = NULL;
     *out = NULL;
-    if (list == Py_None || !list) return 0;
-    PyObject *seq = PySequence_Fast(list, "options must be a list of 'backend.name=value' strings");
-    if (!seq) return -1;
-    byoc_options *o = byoc_options_new();
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-        const char *a = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
-        gr_diag d;
-        gr_diag_clear(&d);
-        if (!a || byoc_options_set(o, a, &d) != GR_OK) {
-            Py_DECREF(seq);
-            byoc_options_free(o);
-            if (a) raise_diag(&d, NULL);
+    if (backends && backends != Py_None) {
+        if (!PyList_Check(backends)) {
+            graft_session_options_free(o);
+            PyErr_SetString(PyExc_TypeError, "backends must be a list of str");
             return -1;
         }
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(backends); i++) {
+            const char *b = PyUnicode_AsUTF8(PyList_GET_ITEM(backends, i));
+            if (!b || graft_session_options_add_backend(o, b, &err) != GRAFT_OK) {
+                graft_session_options_free(o);
+                if (b) raise_error(err, NULL);
+                return -1;
+            }
+        }
     }
-    Py_DECREF(seq);
+    if (list && list != Py_None) {
+        PyObject *seq = PySequence_Fast(list, "options must be a list of 'backend.name=value' strings");
+        if (!seq) {
+            graft_session_options_free(o);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            const char *a = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
+            if (!a || graft_session_options_set(o, a, &err) != GRAFT_OK) {
+                Py_DECREF(seq);
+                graft_session_options_free(o);
+                if (a) raise_error(err, NULL);
+                return -1;
+            }
+        }
+        Py_DECREF(seq);
+    }
     *out = o;
     return 0;
 }
-
-/* A list of str -> C strings borrowed from the list (which the caller keeps alive). */
-static int str_array(PyObject *seq, const char **out, uint32_t *n, const char *what) {
-    *n = 0;
-    if (seq == Py_None) return 0;
-    if (!PyList_Check(seq)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a list of str", what);
-        return -1;
-    }
-    if (PyList_GET_SIZE(seq) > MAX_IO) {
-        PyErr_Format(PyExc_ValueError, "too many %s", what);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq); i++) {
-        const char *s = PyUnicode_AsUTF8(PyList_GET_ITEM(seq, i));
-        if (!s) return -1;
-        out[(*n)++] = s;
-    }
-    return 0;
-}
-
-/* ---- Ctx: an IR context shared by the modules made in it ---- */
-
-typedef struct {
-    PyObject_HEAD
-    ir_ctx_t *ctx;
-    pthread_mutex_t lock;
-} CtxObject;
-
-static void ctx_dealloc(CtxObject *self) {
-    ir_ctx_free(self->ctx);
-    pthread_mutex_destroy(&self->lock);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyTypeObject CtxType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "graft._graft.Ctx",
-    .tp_basicsize = sizeof(CtxObject),
-    .tp_dealloc = (destructor)ctx_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "An IR context (arena) shared by the modules built in it.",
-};
-
-static CtxObject *ctx_new(void) {
-    CtxObject *c = PyObject_New(CtxObject, &CtxType);
-    if (!c) return NULL;
-    c->ctx = ir_ctx_new();
-    rt_const_eval_attach(c->ctx); /* graft.optimize folds constants on the reference kernels */
-    pthread_mutex_init(&c->lock, NULL);
-    return c;
-}
-
-/* Runs `stmt` with the GIL released and the context locked. */
-#define WITH_CTX(c, stmt)                      \
-    do {                                       \
-        Py_BEGIN_ALLOW_THREADS                 \
-        pthread_mutex_lock(&(c)->lock);        \
-        stmt;                                  \
-        pthread_mutex_unlock(&(c)->lock);      \
-        Py_END_ALLOW_THREADS                   \
-    } while (0)
 
 /* ---- Module ---- */
 
 typedef struct {
     PyObject_HEAD
-    CtxObject *ctx;
-    ir_module *m;
+    graft_irmodule *m;
 } ModuleObject;
 
 static PyTypeObject ModuleType;
 
-static PyObject *module_wrap(CtxObject *c, ir_module *m) {
+static PyObject *module_wrap(graft_irmodule *m) {
     ModuleObject *o = PyObject_New(ModuleObject, &ModuleType);
-    if (!o) return NULL;
-    Py_INCREF(c);
-    o->ctx = c;
+    if (!o) {
+        graft_irmodule_free(m);
+        return NULL;
+    }
     o->m = m;
     return (PyObject *)o;
 }
 
 static void module_dealloc(ModuleObject *self) {
-    Py_XDECREF(self->ctx);
+    graft_irmodule_free(self->m);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyObject *module_text(ModuleObject *self, PyObject *args) {
     int spans = 1, metadata = 1;
     if (!PyArg_ParseTuple(args, "|pp", &spans, &metadata)) return NULL;
-    char *buf = NULL;
-    size_t len = 0;
-    ir_print_opts po = {.no_spans = !spans, .no_metadata = !metadata};
-    bool ok = false;
-    WITH_CTX(self->ctx, {
-        FILE *f = open_memstream(&buf, &len);
-        if (f) {
-            ir_print_module(self->m, f, &po);
-            ok = fclose(f) == 0;
-        }
-    });
-    if (!ok) {
-        free(buf);
-        return PyErr_NoMemory();
-    }
-    PyObject *r = PyUnicode_FromStringAndSize(buf, (Py_ssize_t)len);
-    free(buf);
-    return r;
+    char *s;
+    Py_BEGIN_ALLOW_THREADS s = graft_irmodule_text(self->m, spans, metadata);
+    Py_END_ALLOW_THREADS
+    if (!s) return PyErr_NoMemory();
+    return take_str(s, "text");
 }
 
 static PyObject *module_layers(ModuleObject *self, PyObject *noargs) {
     (void)noargs;
-    char *s = NULL;
-    WITH_CTX(self->ctx, s = graft_module_layers_json(self->m));
+    char *s;
+    Py_BEGIN_ALLOW_THREADS s = graft_irmodule_layers_json(self->m);
+    Py_END_ALLOW_THREADS
     return take_str(s, "layers");
 }
 
 static PyObject *module_signature(ModuleObject *self, PyObject *noargs) {
     (void)noargs;
-    char *s = NULL;
-    WITH_CTX(self->ctx, s = graft_module_signature_json(self->m));
+    char *s;
+    Py_BEGIN_ALLOW_THREADS s = graft_irmodule_signature_json(self->m);
+    Py_END_ALLOW_THREADS
     if (!s) return PyErr_Format(GraftError, "the module has no function 'main'");
     return take_str(s, "signature");
 }
@@ -234,32 +199,30 @@ static PyObject *module_optimize(ModuleObject *self, PyObject *args) {
     const char *passes = NULL;
     int level = -1;
     if (!PyArg_ParseTuple(args, "|zi", &passes, &level)) return NULL;
-    ir_module *out = NULL;
-    gr_diag d;
-    gr_diag_clear(&d);
-    gr_status st;
-    WITH_CTX(self->ctx, st = graft_module_optimize(self->m, passes, level, &out, &d));
-    if (st != GR_OK) return raise_diag(&d, NULL);
-    return module_wrap(self->ctx, out);
+    graft_irmodule *out = NULL;
+    graft_error *err = NULL;
+    graft_status st;
+    Py_BEGIN_ALLOW_THREADS st = graft_irmodule_optimize(self->m, passes, level, &out, &err);
+    Py_END_ALLOW_THREADS
+    if (st != GRAFT_OK) return raise_error(err, NULL);
+    return module_wrap(out);
 }
 
 static PyObject *module_partition(ModuleObject *self, PyObject *args) {
     PyObject *backends, *options;
     const char *patterns = NULL;
     if (!PyArg_ParseTuple(args, "OzO", &backends, &patterns, &options)) return NULL;
-    const char *names[MAX_IO];
-    uint32_t n;
-    byoc_options *o;
-    if (str_array(backends, names, &n, "backends") || make_options(options, &o)) return NULL;
-    ir_module *out = NULL;
+    graft_session_options *o;
+    if (make_options(backends, options, &o)) return NULL;
+    graft_irmodule *out = NULL;
     char *report = NULL;
-    gr_diag d;
-    gr_diag_clear(&d);
-    gr_status st;
-    WITH_CTX(self->ctx, st = graft_module_partition(self->ctx->ctx, self->m, names, n, patterns, o, &out, &report, &d));
-    byoc_options_free(o);
-    if (st != GR_OK) return raise_diag(&d, NULL);
-    PyObject *mod = module_wrap(self->ctx, out), *rep = take_str(report, "report");
+    graft_error *err = NULL;
+    graft_status st;
+    Py_BEGIN_ALLOW_THREADS st = graft_irmodule_partition(self->m, o, patterns, &out, &report, &err);
+    Py_END_ALLOW_THREADS
+    graft_session_options_free(o);
+    if (st != GRAFT_OK) return raise_error(err, NULL);
+    PyObject *mod = module_wrap(out), *rep = take_str(report, "report");
     if (!mod || !rep) {
         Py_XDECREF(mod);
         Py_XDECREF(rep);
@@ -268,42 +231,39 @@ static PyObject *module_partition(ModuleObject *self, PyObject *args) {
     return Py_BuildValue("(NN)", mod, rep);
 }
 
-/* ---- tensors: numpy <-> rt_tensor ---- */
+/* ---- tensors: numpy <-> graft_tensor ---- */
 
 static const struct {
     int npy;
-    DLDataType dl;
+    graft_dtype dt;
 } DTYPES[] = {
-    {NPY_FLOAT32, {kDLFloat, 32, 1}}, {NPY_FLOAT64, {kDLFloat, 64, 1}}, {NPY_FLOAT16, {kDLFloat, 16, 1}},
-    {NPY_INT64, {kDLInt, 64, 1}},     {NPY_INT32, {kDLInt, 32, 1}},     {NPY_INT16, {kDLInt, 16, 1}},
-    {NPY_INT8, {kDLInt, 8, 1}},       {NPY_UINT8, {kDLUInt, 8, 1}},     {NPY_UINT16, {kDLUInt, 16, 1}},
-    {NPY_UINT32, {kDLUInt, 32, 1}},   {NPY_UINT64, {kDLUInt, 64, 1}},   {NPY_BOOL, {kDLUInt, 1, 1}},
+    {NPY_FLOAT32, GRAFT_FLOAT32}, {NPY_FLOAT64, GRAFT_FLOAT64}, {NPY_FLOAT16, GRAFT_FLOAT16},
+    {NPY_INT64, GRAFT_INT64},     {NPY_INT32, GRAFT_INT32},     {NPY_INT16, GRAFT_INT16},
+    {NPY_INT8, GRAFT_INT8},       {NPY_UINT8, GRAFT_UINT8},     {NPY_UINT16, GRAFT_UINT16},
+    {NPY_UINT32, GRAFT_UINT32},   {NPY_UINT64, GRAFT_UINT64},   {NPY_BOOL, GRAFT_BOOL},
 };
 #define NDTYPES (sizeof DTYPES / sizeof DTYPES[0])
 
-static int npy_of_dl(DLDataType t) {
+static int npy_of_dtype(graft_dtype t) {
     for (size_t i = 0; i < NDTYPES; i++)
-        if (DTYPES[i].dl.code == t.code && DTYPES[i].dl.bits == t.bits && DTYPES[i].dl.lanes == t.lanes) return DTYPES[i].npy;
+        if (DTYPES[i].dt == t) return DTYPES[i].npy;
     return -1;
 }
 
-static int dl_of_npy(int npy, DLDataType *out) {
+static graft_dtype dtype_of_npy(int npy) {
     for (size_t i = 0; i < NDTYPES; i++)
-        if (DTYPES[i].npy == npy) {
-            *out = DTYPES[i].dl;
-            return 0;
-        }
-    return -1;
+        if (DTYPES[i].npy == npy) return DTYPES[i].dt;
+    return GRAFT_DTYPE_UNKNOWN;
 }
 
-/* Owns one rt_tensor reference; the base object of the numpy arrays that view its data. */
+/* Owns one graft_tensor reference; the base object of the numpy arrays that view its data. */
 typedef struct {
     PyObject_HEAD
-    rt_tensor *t;
+    graft_tensor *t;
 } TensorRefObject;
 
 static void tensorref_dealloc(TensorRefObject *self) {
-    rt_tensor_release(self->t);
+    graft_tensor_release(self->t);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -315,106 +275,97 @@ static PyTypeObject TensorRefType = {
     .tp_doc = "Keeps a graft tensor alive while numpy arrays view its memory.",
 };
 
+static int tensor_dims(const graft_tensor *t, npy_intp *dims) {
+    int nd = graft_tensor_ndim(t);
+    for (int k = 0; k < nd; k++) dims[k] = (npy_intp)graft_tensor_dim(t, k);
+    return nd;
+}
+
 /* A numpy array over t's data (takes the reference): no copy, unless the data lies inside one
  * of the caller's input buffers (an output that is an input), which the array must not
- * outlive. */
-static PyObject *array_of_tensor(rt_tensor *t, PyArrayObject *const *ins, uint32_t nin) {
-    int npy = npy_of_dl(t->dl.dtype);
+ * outlive. A tensor someone else still holds (a constant of the model, returned as is) is
+ * viewed read-only: writing to it would change the model. */
+static PyObject *array_of_tensor(graft_tensor *t, PyArrayObject *const *ins, uint32_t nin) {
+    int npy = npy_of_dtype(graft_tensor_dtype(t));
     if (npy < 0) {
-        rt_tensor_release(t);
-        return PyErr_Format(GraftError, "an output of dtype code %d bits %d has no numpy type", t->dl.dtype.code,
-                            t->dl.dtype.bits);
+        PyErr_Format(GraftError, "an output of dtype %s has no numpy type",
+                     graft_dtype_name(graft_tensor_dtype(t)) ? graft_dtype_name(graft_tensor_dtype(t)) : "unknown");
+        graft_tensor_release(t);
+        return NULL;
     }
-    npy_intp dims[RT_MAX_NDIM];
-    for (int32_t k = 0; k < t->dl.ndim; k++) dims[k] = (npy_intp)t->dl.shape[k];
-    char *data = rt_tensor_data(t);
+    npy_intp dims[GRAFT_MAX_NDIM];
+    int nd = tensor_dims(t, dims);
+    char *data = graft_tensor_data(t);
     bool borrowed = false;
     for (uint32_t i = 0; i < nin && data; i++) {
         char *lo = PyArray_DATA(ins[i]);
         borrowed |= data >= lo && data < lo + PyArray_NBYTES(ins[i]);
     }
     if (borrowed || !data) {
-        PyObject *a = PyArray_SimpleNew(t->dl.ndim, dims, npy);
-        if (a && data) memcpy(PyArray_DATA((PyArrayObject *)a), data, rt_tensor_nbytes(t));
-        rt_tensor_release(t);
+        PyObject *a = PyArray_SimpleNew(nd, dims, npy);
+        if (a && data) memcpy(PyArray_DATA((PyArrayObject *)a), data, graft_tensor_nbytes(t));
+        graft_tensor_release(t);
         return a;
     }
     TensorRefObject *ref = PyObject_New(TensorRefObject, &TensorRefType);
     if (!ref) {
-        rt_tensor_release(t);
+        graft_tensor_release(t);
         return NULL;
     }
     ref->t = t;
-    PyObject *a = PyArray_New(&PyArray_Type, t->dl.ndim, dims, npy, NULL, data, 0, NPY_ARRAY_CARRAY, NULL);
+    PyObject *a = PyArray_New(&PyArray_Type, nd, dims, npy, NULL, data, 0, NPY_ARRAY_CARRAY, NULL);
     if (!a || PyArray_SetBaseObject((PyArrayObject *)a, (PyObject *)ref) < 0) {
         Py_XDECREF(a);
         Py_DECREF(ref);
         return NULL;
     }
+    if (graft_tensor_is_shared(t)) PyArray_CLEARFLAGS((PyArrayObject *)a, NPY_ARRAY_WRITEABLE);
     return a;
 }
 
-/* The result of a run as a list of arrays (a tuple gives one per field). Takes the value. */
-static PyObject *list_of_value(rt_value *v, PyArrayObject *const *ins, uint32_t nin) {
-    bool tup = v->kind == RT_VAL_TUPLE;
-    uint32_t n = tup ? v->u.tuple.n : 1;
+/* The outputs of a run as a list of arrays. Takes the tensors. */
+static PyObject *list_of_outputs(graft_tensor **outs, uint32_t n, PyArrayObject *const *ins, uint32_t nin) {
     PyObject *list = PyList_New(n);
-    for (uint32_t i = 0; list && i < n; i++) {
-        rt_value *x = tup ? &v->u.tuple.items[i] : v;
-        if (x->kind != RT_VAL_TENSOR) {
-            Py_CLEAR(list);
-            PyErr_Format(GraftError, "output %u is not a tensor (value kind %d)", i, x->kind);
-            break;
-        }
-        PyObject *a = array_of_tensor(rt_tensor_retain(x->u.t), ins, nin);
+    for (uint32_t i = 0; i < n; i++) {
+        PyObject *a = list ? array_of_tensor(outs[i], ins, nin) : (graft_tensor_release(outs[i]), NULL);
         if (!a) Py_CLEAR(list);
         else PyList_SET_ITEM(list, i, a);
-    }
-    rt_value_clear(v);
-    /* a result tensor someone else still holds (a constant of the model, returned as is) is
-     * viewed read-only: writing to it would change the model */
-    for (uint32_t i = 0; list && i < n; i++) {
-        PyArrayObject *a = (PyArrayObject *)PyList_GET_ITEM(list, i);
-        PyObject *base = PyArray_BASE(a);
-        if (base && Py_TYPE(base) == &TensorRefType && ((TensorRefObject *)base)->t->obj.refcount > 1)
-            PyArray_CLEARFLAGS(a, NPY_ARRAY_WRITEABLE);
     }
     return list;
 }
 
 /* Input i as a tensor over the array's memory. The array must be a numpy array of the dtype
- * graft expects; a non-contiguous or misaligned one is copied (*arr replaced). */
-static int tensor_of_array(PyObject *obj, const ir_sinfo *s, uint32_t i, PyArrayObject **arr, rt_tensor **out) {
+ * graft expects (want: GRAFT_DTYPE_UNKNOWN, no check); a non-contiguous or misaligned one is
+ * copied (*arr replaced). */
+static int tensor_of_array(PyObject *obj, graft_dtype want, uint32_t i, PyArrayObject **arr, graft_tensor **out) {
     if (!PyArray_Check(obj)) {
         PyErr_Format(PyExc_TypeError, "input %u is not a numpy array (convert it with numpy.asarray)", i);
         return -1;
     }
     PyArrayObject *a = (PyArrayObject *)obj;
-    if (s && s->kind == IR_SINFO_TENSOR && s->dtype.bits) {
-        int want = npy_of_dl(s->dtype);
-        if (want >= 0 && PyArray_TYPE(a) != want) {
-            PyArray_Descr *d = PyArray_DescrFromType(want);
-            PyErr_Format(PyExc_TypeError, "input %u: expected dtype %S, got %S", i, (PyObject *)d,
-                         (PyObject *)PyArray_DESCR(a));
-            Py_XDECREF(d);
-            return -1;
-        }
+    int want_npy = npy_of_dtype(want);
+    if (want_npy >= 0 && PyArray_TYPE(a) != want_npy) {
+        PyArray_Descr *d = PyArray_DescrFromType(want_npy);
+        PyErr_Format(PyExc_TypeError, "input %u: expected dtype %S, got %S", i, (PyObject *)d,
+                     (PyObject *)PyArray_DESCR(a));
+        Py_XDECREF(d);
+        return -1;
     }
-    DLDataType dt;
-    if (dl_of_npy(PyArray_TYPE(a), &dt) < 0) {
+    graft_dtype dt = dtype_of_npy(PyArray_TYPE(a));
+    if (dt == GRAFT_DTYPE_UNKNOWN) {
         PyErr_Format(PyExc_TypeError, "input %u: numpy dtype %S has no graft type", i, (PyObject *)PyArray_DESCR(a));
         return -1;
     }
-    if (PyArray_NDIM(a) > RT_MAX_NDIM) {
-        PyErr_Format(PyExc_ValueError, "input %u has %d dims (graft takes up to %d)", i, PyArray_NDIM(a), RT_MAX_NDIM);
+    if (PyArray_NDIM(a) > GRAFT_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "input %u has %d dims (graft takes up to %d)", i, PyArray_NDIM(a), GRAFT_MAX_NDIM);
         return -1;
     }
     if (!PyArray_ISCARRAY_RO(a)) a = (PyArrayObject *)PyArray_FromAny(obj, NULL, 0, 0, NPY_ARRAY_CARRAY_RO, NULL);
     else Py_INCREF(a);
     if (!a) return -1;
-    int64_t shape[RT_MAX_NDIM];
+    int64_t shape[GRAFT_MAX_NDIM];
     for (int k = 0; k < PyArray_NDIM(a); k++) shape[k] = (int64_t)PyArray_DIM(a, k);
-    *out = rt_tensor_wrap(dt, PyArray_NDIM(a), shape, PyArray_DATA(a));
+    *out = graft_tensor_wrap(dt, PyArray_NDIM(a), shape, PyArray_DATA(a));
     *arr = a;
     if (!*out) {
         Py_CLEAR(*arr);
@@ -425,40 +376,38 @@ static int tensor_of_array(PyObject *obj, const ir_sinfo *s, uint32_t i, PyArray
 }
 
 typedef struct {
-    rt_value v[MAX_IO];
+    graft_tensor *t[MAX_IO];
     PyArrayObject *arr[MAX_IO];
     uint32_t n;
 } inputs;
 
 static void inputs_clear(inputs *in) {
     for (uint32_t i = 0; i < in->n; i++) {
-        rt_value_clear(&in->v[i]);
+        graft_tensor_release(in->t[i]);
         Py_XDECREF(in->arr[i]);
     }
     in->n = 0;
 }
 
-/* want: the number of inputs (UINT32_MAX: any, up to MAX_IO); sinfo NULL or giving NULL: no
- * check of the dtype. */
-static int inputs_take(inputs *in, PyObject *list, uint32_t want, const ir_sinfo *(*sinfo)(const void *, uint32_t),
-                       const void *user) {
+/* s NULL: any number of inputs (up to MAX_IO), no dtype check; else s's inputs. */
+static int inputs_take(inputs *in, PyObject *list, const graft_session *s) {
     in->n = 0;
     if (!PyList_Check(list) && !PyTuple_Check(list)) {
         PyErr_SetString(PyExc_TypeError, "inputs must be a list of numpy arrays");
         return -1;
     }
     Py_ssize_t n = PySequence_Fast_GET_SIZE(list);
+    uint32_t want = s ? graft_session_num_inputs(s) : UINT32_MAX;
     if ((want != UINT32_MAX && (uint32_t)n != want) || n > MAX_IO) {
         PyErr_Format(PyExc_ValueError, "the model takes %u inputs, %zd given", want, n);
         return -1;
     }
     for (uint32_t i = 0; i < (uint32_t)n; i++) {
-        rt_tensor *t;
-        if (tensor_of_array(PySequence_Fast_GET_ITEM(list, i), sinfo ? sinfo(user, i) : NULL, i, &in->arr[i], &t) < 0) {
+        graft_dtype dt = s ? graft_session_input_dtype(s, i) : GRAFT_DTYPE_UNKNOWN;
+        if (tensor_of_array(PySequence_Fast_GET_ITEM(list, i), dt, i, &in->arr[i], &in->t[i]) < 0) {
             inputs_clear(in);
             return -1;
         }
-        in->v[i] = rt_value_tensor(t);
         in->n++;
     }
     return 0;
@@ -472,15 +421,15 @@ typedef struct {
 } perturb_ctx;
 
 /* Hands each observed output to the Python callable as a writable array over its data. */
-static bool perturb_call(const char *layer, rt_tensor *t, void *user) {
+static int perturb_call(const char *layer, graft_tensor *t, void *user) {
     perturb_ctx *p = user;
     PyGILState_STATE g = PyGILState_Ensure();
-    bool changed = false;
-    int npy = npy_of_dl(t->dl.dtype);
+    int changed = 0;
+    int npy = npy_of_dtype(graft_tensor_dtype(t));
     if (npy >= 0 && !p->failed) {
-        npy_intp dims[RT_MAX_NDIM];
-        for (int32_t k = 0; k < t->dl.ndim; k++) dims[k] = (npy_intp)t->dl.shape[k];
-        PyObject *a = PyArray_New(&PyArray_Type, t->dl.ndim, dims, npy, NULL, rt_tensor_data(t), 0, NPY_ARRAY_CARRAY, NULL);
+        npy_intp dims[GRAFT_MAX_NDIM];
+        int nd = tensor_dims(t, dims);
+        PyObject *a = PyArray_New(&PyArray_Type, nd, dims, npy, NULL, graft_tensor_data(t), 0, NPY_ARRAY_CARRAY, NULL);
         PyObject *r = a ? PyObject_CallFunction(p->fn, "sO", layer, a) : NULL;
         if (!r) p->failed = true;
         else changed = PyObject_IsTrue(r) == 1;
@@ -496,42 +445,38 @@ static PyObject *module_inspect(ModuleObject *self, PyObject *args, PyObject *kw
                              "atol_scale", "against", "perturb", NULL};
     PyObject *backends, *options, *list, *perturb = Py_None;
     int observe = 0, profile = 0, diff = 0;
-    graft_inspect_opts o = {0};
+    double rtol = 0, atol = 0, atol_scale = 0;
+    const char *against = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|pppdddzO", kwlist, &backends, &options, &list, &observe, &profile,
-                                     &diff, &o.rtol, &o.atol, &o.atol_scale, &o.against, &perturb))
+                                     &diff, &rtol, &atol, &atol_scale, &against, &perturb))
         return NULL;
-    o.observe = observe;
-    o.profile = profile;
-    o.diff = diff;
-    const char *names[MAX_IO];
-    uint32_t n;
-    byoc_options *opts;
-    if (str_array(backends, names, &n, "backends") || make_options(options, &opts)) return NULL;
+    unsigned flags = (observe ? GRAFT_INSPECT_OBSERVE : 0) | (profile ? GRAFT_INSPECT_PROFILE : 0) |
+                     (diff ? GRAFT_INSPECT_DIFF : 0);
+    graft_session_options *opts;
+    if (make_options(backends, options, &opts)) return NULL;
     inputs in = {.n = 0};
     /* the run checks the inputs against main's params */
-    if (list != Py_None && inputs_take(&in, list, UINT32_MAX, NULL, NULL) < 0) {
-        byoc_options_free(opts);
+    if (list != Py_None && inputs_take(&in, list, NULL) < 0) {
+        graft_session_options_free(opts);
         return NULL;
     }
     perturb_ctx pc = {perturb, false};
-    if (perturb != Py_None) {
-        o.perturb = perturb_call;
-        o.perturb_user = &pc;
-    }
     char *dj = NULL, *doc = NULL;
-    gr_diag d;
-    gr_diag_clear(&d);
-    gr_status st;
-    WITH_CTX(self->ctx, st = graft_module_inspect(self->ctx->ctx, self->m, names, n, opts, &o, in.v, in.n,
-                                                  diff ? &dj : NULL, &doc, &d));
+    graft_error *err = NULL;
+    graft_status st;
+    Py_BEGIN_ALLOW_THREADS st = graft_irmodule_inspect(self->m, opts, flags, against, rtol, atol, atol_scale, in.t, in.n,
+                                                       perturb != Py_None ? perturb_call : NULL, &pc,
+                                                       diff ? &dj : NULL, &doc, &err);
+    Py_END_ALLOW_THREADS
     inputs_clear(&in);
-    byoc_options_free(opts);
+    graft_session_options_free(opts);
     if (pc.failed) {
-        free(dj);
-        free(doc);
+        graft_string_free(dj);
+        graft_string_free(doc);
+        graft_error_free(err);
         return NULL; /* the perturbation's exception */
     }
-    if (st != GR_OK) return raise_diag(&d, NULL);
+    if (st != GRAFT_OK) return raise_error(err, NULL);
     PyObject *a = dj ? take_str(dj, "diff") : (Py_INCREF(Py_None), Py_None), *b = take_str(doc, "document");
     if (!a || !b) {
         Py_XDECREF(a);
@@ -573,40 +518,48 @@ static PyObject *py_import_onnx(PyObject *self, PyObject *args) {
     PyObject *shapes;
     int no_spans = 0;
     if (!PyArg_ParseTuple(args, "sO|p", &path, &shapes, &no_spans)) return NULL;
-    onnx_input_shape sh[MAX_IO];
-    uint32_t ns = 0;
+    graft_session_options *o = graft_session_options_new();
+    graft_session_options_set_spans(o, !no_spans);
+    graft_error *err = NULL;
     if (shapes != Py_None) {
-        if (!PyDict_Check(shapes)) return PyErr_Format(PyExc_TypeError, "shapes must be a dict {name: [dims]}");
+        if (!PyDict_Check(shapes)) {
+            graft_session_options_free(o);
+            return PyErr_Format(PyExc_TypeError, "shapes must be a dict {name: [dims]}");
+        }
         PyObject *k, *v;
         Py_ssize_t pos = 0;
         while (PyDict_Next(shapes, &pos, &k, &v)) {
-            if (ns == MAX_IO) return PyErr_Format(PyExc_ValueError, "too many shapes");
-            sh[ns].name = PyUnicode_AsUTF8(k);
-            PyObject *seq = sh[ns].name ? PySequence_Fast(v, "a shape is a list of ints") : NULL;
-            if (!seq) return NULL;
-            Py_ssize_t nd = PySequence_Fast_GET_SIZE(seq);
-            if (nd > RT_MAX_NDIM) {
-                Py_DECREF(seq);
-                return PyErr_Format(PyExc_ValueError, "shape of '%s' has more than %d dims", sh[ns].name, RT_MAX_NDIM);
+            const char *name = PyUnicode_AsUTF8(k);
+            PyObject *seq = name ? PySequence_Fast(v, "a shape is a list of ints") : NULL;
+            if (!seq) {
+                graft_session_options_free(o);
+                return NULL;
             }
-            sh[ns].ndim = (int32_t)nd;
-            for (Py_ssize_t j = 0; j < nd; j++) sh[ns].dims[j] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, j));
+            Py_ssize_t nd = PySequence_Fast_GET_SIZE(seq);
+            if (nd > GRAFT_MAX_NDIM) {
+                Py_DECREF(seq);
+                graft_session_options_free(o);
+                return PyErr_Format(PyExc_ValueError, "shape of '%s' has more than %d dims", name, GRAFT_MAX_NDIM);
+            }
+            int64_t dims[GRAFT_MAX_NDIM];
+            for (Py_ssize_t j = 0; j < nd; j++) dims[j] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, j));
             Py_DECREF(seq);
-            if (PyErr_Occurred()) return NULL;
-            ns++;
+            if (PyErr_Occurred()) {
+                graft_session_options_free(o);
+                return NULL;
+            }
+            if (graft_session_options_set_input_shape(o, name, (int)nd, dims, &err) != GRAFT_OK) {
+                graft_session_options_free(o);
+                return raise_error(err, path);
+            }
         }
     }
-    onnx_import_opts o = {.shapes = sh, .nshapes = ns, .no_spans = no_spans};
-    CtxObject *c = ctx_new();
-    if (!c) return NULL;
-    ir_module *m = NULL;
-    gr_diag d;
-    gr_diag_clear(&d);
-    gr_status st;
-    WITH_CTX(c, st = onnx_import_file(c->ctx, path, &o, &m, &d));
-    PyObject *r = st == GR_OK ? module_wrap(c, m) : raise_diag(&d, path);
-    Py_DECREF(c);
-    return r;
+    graft_irmodule *m = NULL;
+    graft_status st;
+    Py_BEGIN_ALLOW_THREADS st = graft_irmodule_load(path, "onnx", o, &m, &err);
+    Py_END_ALLOW_THREADS
+    graft_session_options_free(o);
+    return st == GRAFT_OK ? module_wrap(m) : raise_error(err, path);
 }
 
 static PyObject *py_parse(PyObject *self, PyObject *args) {
@@ -614,38 +567,30 @@ static PyObject *py_parse(PyObject *self, PyObject *args) {
     const char *text, *name;
     Py_ssize_t len;
     if (!PyArg_ParseTuple(args, "s#s", &text, &len, &name)) return NULL;
-    CtxObject *c = ctx_new();
-    if (!c) return NULL;
-    ir_module *m = NULL;
-    gr_diag d;
-    gr_diag_clear(&d);
-    gr_status st;
-    WITH_CTX(c, st = ir_parse_module(c->ctx, name, text, (size_t)len, &m, &d));
-    PyObject *r = st == GR_OK ? module_wrap(c, m) : raise_diag(&d, name);
-    Py_DECREF(c);
-    return r;
+    graft_irmodule *m = NULL;
+    graft_error *err = NULL;
+    graft_status st;
+    Py_BEGIN_ALLOW_THREADS st = graft_irmodule_load_buffer(text, (size_t)len, "relax", name, NULL, &m, &err);
+    Py_END_ALLOW_THREADS
+    return st == GRAFT_OK ? module_wrap(m) : raise_error(err, name);
 }
 
 static PyObject *py_load_module(PyObject *self, PyObject *args) {
     (void)self;
     const char *path;
     if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
-    CtxObject *c = ctx_new();
-    if (!c) return NULL;
-    ir_module *m = NULL;
-    gr_diag d;
-    gr_diag_clear(&d);
-    gr_status st;
-    WITH_CTX(c, st = ir_parse_file(c->ctx, path, &m, &d));
-    PyObject *r = st == GR_OK ? module_wrap(c, m) : raise_diag(&d, path);
-    Py_DECREF(c);
-    return r;
+    graft_irmodule *m = NULL;
+    graft_error *err = NULL;
+    graft_status st;
+    Py_BEGIN_ALLOW_THREADS st = graft_irmodule_load(path, "relax", NULL, &m, &err);
+    Py_END_ALLOW_THREADS
+    return st == GRAFT_OK ? module_wrap(m) : raise_error(err, path);
 }
 
 /* ---- Model: a loaded artifact ---- */
 
 typedef struct prof_event {
-    const char *kind, *name;       /* static or the model's strings */
+    const char *kind, *name;       /* static or the session's strings */
     const char *layer;             /* first span source, or NULL */
     uint64_t end_ns, ns;
     unsigned long tid;
@@ -657,7 +602,7 @@ typedef struct prof_event {
 
 typedef struct {
     PyObject_HEAD
-    graft_model *gm;
+    graft_session *s;
     pthread_mutex_t lock;          /* the profile's events (runs may be concurrent) */
     prof_event *ev;
     size_t nev, cap;
@@ -686,35 +631,27 @@ static void push_event(ModelObject *m, const prof_event *pe) {
     pthread_mutex_unlock(&m->lock);
 }
 
-static void on_event(const rt_exec_event *e, void *user) {
-    prof_event pe = {e->kind, e->name, e->span && e->span->n ? e->span->locs[0].source : NULL, now_ns(), e->ns,
-                     (unsigned long)pthread_self(), 0, 0, NULL, NULL, NULL};
+/* Each step and each primitive of this session's runs (per session, so two sessions profile
+ * independently). */
+static void on_event(const graft_profile_event *e, void *user) {
+    bool prim = strcmp(e->kind, "prim") == 0;
+    prof_event pe = {e->kind, e->name, e->layer, now_ns(), e->ns, (unsigned long)pthread_self(),
+                     e->prim_index, e->nlayers, prim ? e->prim_kind : NULL, e->prim_impl, e->layers};
     push_event(user, &pe);
 }
 
-/* The models that profile; the primitive profiler is process-wide, so each primitive goes to
- * the models that have its region. */
-/* Each model's primitive profiler reports its own regions' primitives (per model, so two
- * sessions profile independently). */
-static void on_prim(const rt_prim_event *e, void *user) {
-    prof_event pe = {"prim", e->region, NULL, now_ns(), e->ns, (unsigned long)pthread_self(),
-                     e->index, e->info->nlayers, e->info->kind, e->info->impl, e->info->layers};
-    push_event((ModelObject *)user, &pe);
-}
-
 static void set_profiling(ModelObject *m, bool on) {
-    graft_model_set_prim_profiler(m->gm, on ? on_prim : NULL, on ? m : NULL);
-    graft_model_set_profiler(m->gm, on ? on_event : NULL, on ? m : NULL);
+    graft_session_set_event_profiler(m->s, on ? on_event : NULL, 1, on ? m : NULL);
     m->profiling = on;
 }
 
-static PyObject *model_wrap(graft_model *gm) {
+static PyObject *model_wrap(graft_session *s) {
     ModelObject *o = PyObject_New(ModelObject, &ModelType);
     if (!o) {
-        graft_model_free(gm);
+        graft_session_free(s);
         return NULL;
     }
-    o->gm = gm;
+    o->s = s;
     pthread_mutex_init(&o->lock, NULL);
     o->ev = NULL;
     o->nev = o->cap = 0;
@@ -724,94 +661,82 @@ static PyObject *model_wrap(graft_model *gm) {
 
 static void model_dealloc(ModelObject *self) {
     if (self->profiling) set_profiling(self, false);
-    graft_model_free(self->gm);
+    graft_session_free(self->s);
     free(self->ev);
     pthread_mutex_destroy(&self->lock);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Model.load(path_or_bytes, options) */
+/* Model.load(path_or_bytes, options): a built artifact. */
 static PyObject *model_load(PyObject *cls, PyObject *args) {
     (void)cls;
     PyObject *src, *options;
     if (!PyArg_ParseTuple(args, "OO", &src, &options)) return NULL;
-    byoc_options *o;
-    if (make_options(options, &o)) return NULL;
-    graft_model *gm = NULL;
-    gr_diag d;
-    gr_diag_clear(&d);
-    gr_status st;
     const char *path = NULL;
-    if (PyBytes_Check(src)) {
-        const uint8_t *buf = (const uint8_t *)PyBytes_AS_STRING(src);
+    if (!PyBytes_Check(src) && !(path = PyUnicode_AsUTF8(src))) return NULL;
+    graft_session_options *o;
+    if (make_options(NULL, options, &o)) return NULL;
+    graft_session *s = NULL;
+    graft_error *err = NULL;
+    graft_status st;
+    if (!path) {
+        const void *buf = PyBytes_AS_STRING(src);
         size_t len = (size_t)PyBytes_GET_SIZE(src);
-        Py_BEGIN_ALLOW_THREADS st = graft_model_load_buffer_opts(buf, len, o, &gm, &d);
+        Py_BEGIN_ALLOW_THREADS st = graft_session_load_buffer(buf, len, "graft", o, &s, &err);
         Py_END_ALLOW_THREADS
     } else {
-        path = PyUnicode_AsUTF8(src);
-        if (!path) {
-            byoc_options_free(o);
-            return NULL;
-        }
-        Py_BEGIN_ALLOW_THREADS st = graft_model_load_opts(path, o, &gm, &d);
+        Py_BEGIN_ALLOW_THREADS st = graft_session_load(path, o, &s, &err);
         Py_END_ALLOW_THREADS
     }
-    byoc_options_free(o);
-    if (st != GR_OK) return raise_diag(&d, path);
-    return model_wrap(gm);
+    graft_session_options_free(o);
+    if (st != GRAFT_OK) return raise_error(err, path);
+    return model_wrap(s);
 }
 
-/* Model.from_module(module, options): builds the artifact in memory and loads it. */
+/* Model.from_module(module, options, path=None): builds the artifact in memory (written to
+ * path when given) and loads it. */
 static PyObject *model_from_module(PyObject *cls, PyObject *args) {
     (void)cls;
     ModuleObject *mod;
     PyObject *options;
     const char *path = NULL;
     if (!PyArg_ParseTuple(args, "O!O|z", &ModuleType, &mod, &options, &path)) return NULL;
-    byoc_options *o;
-    if (make_options(options, &o)) return NULL;
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    graft_model *gm = NULL;
-    gr_diag d;
-    gr_diag_clear(&d);
-    gr_status st;
-    WITH_CTX(mod->ctx, st = graft_model_build(mod->m, &buf, &len, &d));
-    if (st == GR_OK && path) {
-        Py_BEGIN_ALLOW_THREADS
-        FILE *f = fopen(path, "wb");
-        bool ok = f && fwrite(buf, 1, len, f) == len;
-        if (f && fclose(f) != 0) ok = false;
-        if (!ok) {
-            snprintf(d.msg, sizeof d.msg, "cannot write the artifact");
-            snprintf(d.file, sizeof d.file, "%s", path);
-            d.code = st = GR_ERR_IO;
-        }
-        Py_END_ALLOW_THREADS
+    graft_session_options *o;
+    if (make_options(NULL, options, &o)) return NULL;
+    graft_session *s = NULL;
+    graft_error *err = NULL;
+    graft_status st;
+    Py_BEGIN_ALLOW_THREADS st = graft_session_from_irmodule(mod->m, o, &s, &err);
+    if (st == GRAFT_OK && path) st = graft_session_save(s, path, &err);
+    Py_END_ALLOW_THREADS
+    graft_session_options_free(o);
+    if (st != GRAFT_OK) {
+        graft_session_free(s);
+        return raise_error(err, path);
     }
-    if (st == GR_OK) {
-        Py_BEGIN_ALLOW_THREADS st = graft_model_load_buffer_opts(buf, len, o, &gm, &d);
-        Py_END_ALLOW_THREADS
-    }
-    free(buf);
-    byoc_options_free(o);
-    if (st != GR_OK) return raise_diag(&d, path);
-    return model_wrap(gm);
+    return model_wrap(s);
 }
 
-static const ir_sinfo *model_input_sinfo(const void *gm, uint32_t i) { return graft_model_input_sinfo(gm, i); }
+/* One run; outputs (as many as the session has) on success. */
+static graft_status run_once(graft_session *s, const inputs *in, graft_tensor **outs, graft_error **err) {
+    return graft_session_run(s, in->t, in->n, outs, graft_session_num_outputs(s), err);
+}
 
 /* run(inputs) -> [arrays]: inputs in the model's order, numpy arrays of its dtypes. */
 static PyObject *model_run(ModelObject *self, PyObject *list) {
     inputs in;
-    if (inputs_take(&in, list, graft_model_num_inputs(self->gm), model_input_sinfo, self->gm) < 0) return NULL;
-    rt_value result = {0};
-    gr_diag d;
-    gr_diag_clear(&d);
-    gr_status st;
-    Py_BEGIN_ALLOW_THREADS st = graft_model_run(self->gm, in.v, in.n, &result, &d);
+    if (inputs_take(&in, list, self->s) < 0) return NULL;
+    uint32_t nout = graft_session_num_outputs(self->s);
+    if (nout > MAX_IO) {
+        inputs_clear(&in);
+        return PyErr_Format(GraftError, "the model has %u outputs (up to %d)", nout, MAX_IO);
+    }
+    graft_tensor *outs[MAX_IO];
+    graft_error *err = NULL;
+    graft_status st;
+    Py_BEGIN_ALLOW_THREADS st = run_once(self->s, &in, outs, &err);
     Py_END_ALLOW_THREADS
-    PyObject *r = st == GR_OK ? list_of_value(&result, in.arr, in.n) : raise_diag(&d, NULL);
+    PyObject *r = st == GRAFT_OK ? list_of_outputs(outs, nout, in.arr, in.n) : raise_error(err, NULL);
     inputs_clear(&in);
     return r;
 }
@@ -821,29 +746,30 @@ static int cmp_u64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* time_c_run(inputs, n) -> median ns of graft_model_run over n runs on these inputs, called
+/* time_c_run(inputs, n) -> median ns of graft_session_run over n runs on these inputs, called
  * from C with no Python in the loop (the C API's cost, to measure what run adds). */
 static PyObject *model_time_c_run(ModelObject *self, PyObject *args) {
     PyObject *list;
     Py_ssize_t n;
     if (!PyArg_ParseTuple(args, "On", &list, &n)) return NULL;
     if (n < 1) return PyErr_Format(PyExc_ValueError, "n must be >= 1");
+    uint32_t nout = graft_session_num_outputs(self->s);
+    if (nout > MAX_IO) return PyErr_Format(GraftError, "the model has %u outputs (up to %d)", nout, MAX_IO);
     inputs in;
-    if (inputs_take(&in, list, graft_model_num_inputs(self->gm), model_input_sinfo, self->gm) < 0) return NULL;
+    if (inputs_take(&in, list, self->s) < 0) return NULL;
     uint64_t *t = malloc((size_t)n * sizeof *t);
     if (!t) {
         inputs_clear(&in);
         return PyErr_NoMemory();
     }
-    gr_diag d;
-    gr_diag_clear(&d);
-    gr_status st = GR_OK;
+    graft_error *err = NULL;
+    graft_status st = GRAFT_OK;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n && st == GR_OK; i++) {
-        rt_value r = {0};
+    for (Py_ssize_t i = 0; i < n && st == GRAFT_OK; i++) {
+        graft_tensor *outs[MAX_IO];
         uint64_t t0 = now_ns();
-        st = graft_model_run(self->gm, in.v, in.n, &r, &d);
-        rt_value_clear(&r);
+        st = run_once(self->s, &in, outs, &err);
+        for (uint32_t k = 0; st == GRAFT_OK && k < nout; k++) graft_tensor_release(outs[k]);
         t[i] = now_ns() - t0;
     }
     Py_END_ALLOW_THREADS
@@ -851,13 +777,13 @@ static PyObject *model_time_c_run(ModelObject *self, PyObject *args) {
     qsort(t, (size_t)n, sizeof *t, cmp_u64);
     uint64_t med = t[n / 2];
     free(t);
-    if (st != GR_OK) return raise_diag(&d, NULL);
+    if (st != GRAFT_OK) return raise_error(err, NULL);
     return PyLong_FromUnsignedLongLong(med);
 }
 
 static PyObject *model_signature(ModelObject *self, PyObject *noargs) {
     (void)noargs;
-    return take_str(graft_model_signature_json(self->gm), "signature");
+    return take_str(graft_session_signature_json(self->s), "signature");
 }
 
 static PyObject *model_set_profiling(ModelObject *self, PyObject *arg) {
@@ -909,11 +835,11 @@ static PyObject *model_take_profile(ModelObject *self, PyObject *noargs) {
 /* regions() -> [(name, kind, "layer,layer")] from the artifact's span table */
 static PyObject *model_regions(ModelObject *self, PyObject *noargs) {
     (void)noargs;
-    uint32_t n = graft_model_num_regions(self->gm);
+    uint32_t n = graft_session_num_regions(self->s);
     PyObject *list = PyList_New(n);
     for (uint32_t i = 0; list && i < n; i++) {
-        const char *name = "", *kind = "", *layers = "";
-        graft_model_region(self->gm, i, &name, &kind, &layers);
+        const char *name = graft_session_region_name(self->s, i), *kind = graft_session_region_kind(self->s, i),
+                   *layers = graft_session_region_layers(self->s, i);
         PyObject *t = Py_BuildValue("(sss)", name ? name : "", kind ? kind : "", layers ? layers : "");
         if (!t) Py_CLEAR(list);
         else PyList_SET_ITEM(list, i, t);
@@ -921,22 +847,42 @@ static PyObject *model_regions(ModelObject *self, PyObject *noargs) {
     return list;
 }
 
+/* info() -> the plan summary as a dict; external_modules a list of (name, engine). */
 static PyObject *model_info(ModelObject *self, PyObject *noargs) {
     (void)noargs;
-    graft_model_info mi;
-    graft_model_get_info(self->gm, &mi);
-    PyObject *ext = PyList_New(graft_model_num_externals(self->gm));
-    for (uint32_t i = 0; ext && i < graft_model_num_externals(self->gm); i++) {
-        const char *name = "", *engine = "";
-        graft_model_external(self->gm, i, &name, &engine);
-        PyList_SET_ITEM(ext, i, Py_BuildValue("(ss)", name ? name : "", engine ? engine : ""));
+    char *s = graft_session_info_json(self->s);
+    json_t *j = s ? json_loads(s, 0, NULL) : NULL;
+    graft_string_free(s);
+    if (!j) return PyErr_Format(GraftError, "info: graft returned nothing");
+    PyObject *d = PyDict_New();
+    const char *key;
+    json_t *v;
+    json_object_foreach(j, key, v) {
+        PyObject *x = NULL;
+        if (json_is_integer(v)) {
+            x = PyLong_FromLongLong(json_integer_value(v));
+        } else if (json_is_real(v)) {
+            x = PyFloat_FromDouble(json_real_value(v));
+        } else if (json_is_string(v)) {
+            x = PyUnicode_FromString(json_string_value(v));
+        } else if (json_is_array(v)) {
+            x = PyList_New((Py_ssize_t)json_array_size(v));
+            size_t k;
+            json_t *e;
+            json_array_foreach(v, k, e) {
+                if (!x) break;
+                const char *name = json_string_value(json_array_get(e, 0)), *engine = json_string_value(json_array_get(e, 1));
+                PyObject *t = Py_BuildValue("(ss)", name ? name : "", engine ? engine : "");
+                if (!t) Py_CLEAR(x);
+                else PyList_SET_ITEM(x, (Py_ssize_t)k, t);
+            }
+        }
+        if (!x || !d || PyDict_SetItemString(d, key, x) < 0) Py_CLEAR(d);
+        Py_XDECREF(x);
+        if (!d) break;
     }
-    if (!ext) return NULL;
-    return Py_BuildValue("{s:n, s:n, s:n, s:I, s:I, s:I, s:I, s:I, s:d, s:s, s:N}", "arena_bytes", (Py_ssize_t)mi.arena_bytes,
-                         "intermediate_bytes", (Py_ssize_t)mi.intermediate_bytes, "host_object_bytes",
-                         (Py_ssize_t)mi.host_object_bytes, "host_kernels", mi.nhost, "kernels", mi.nkernel, "externs",
-                         mi.nextern, "fused_ops", mi.nfused_ops, "planned", mi.nplanned, "load_ms",
-                         (double)mi.load_ns / 1e6, "host_cpu", mi.host_cpu ? mi.host_cpu : "", "external_modules", ext);
+    json_decref(j);
+    return d;
 }
 
 static PyMethodDef model_methods[] = {
@@ -946,7 +892,7 @@ static PyMethodDef model_methods[] = {
     {"run", (PyCFunction)model_run, METH_O, "run([arrays]) -> [arrays]"},
     {"signature_json", (PyCFunction)model_signature, METH_NOARGS, "inputs and outputs (JSON)"},
     {"time_c_run", (PyCFunction)model_time_c_run, METH_VARARGS,
-     "time_c_run([arrays], n) -> median ns of graft_model_run called from C"},
+     "time_c_run([arrays], n) -> median ns of graft_session_run called from C"},
     {"set_profiling", (PyCFunction)model_set_profiling, METH_O, "turn the per-instruction profile on or off"},
     {"take_profile", (PyCFunction)model_take_profile, METH_NOARGS, "the profile's events so far (and clear them)"},
     {"regions", (PyCFunction)model_regions, METH_NOARGS, "the span table: (name, kind, layers)"},
@@ -970,10 +916,10 @@ static PyTypeObject ModelType = {
 static PyObject *py_input_data_ptr(PyObject *self, PyObject *obj) {
     (void)self;
     PyArrayObject *a;
-    rt_tensor *t;
-    if (tensor_of_array(obj, NULL, 0, &a, &t) < 0) return NULL;
-    PyObject *r = PyLong_FromVoidPtr(rt_tensor_data(t));
-    rt_tensor_release(t);
+    graft_tensor *t;
+    if (tensor_of_array(obj, GRAFT_DTYPE_UNKNOWN, 0, &a, &t) < 0) return NULL;
+    PyObject *r = PyLong_FromVoidPtr(graft_tensor_data(t));
+    graft_tensor_release(t);
     Py_DECREF(a);
     return r;
 }
@@ -1002,12 +948,11 @@ static PyObject *py_onnx_io_names(PyObject *self, PyObject *args) {
     (void)self;
     const char *path;
     if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
-    gr_diag d;
-    gr_diag_clear(&d);
+    graft_error *err = NULL;
     char *s;
-    Py_BEGIN_ALLOW_THREADS s = onnx_model_io_names(path, &d);
+    Py_BEGIN_ALLOW_THREADS s = graft_onnx_io_names_json(path, &err);
     Py_END_ALLOW_THREADS
-    return s ? take_str(s, "io names") : raise_diag(&d, path);
+    return s ? take_str(s, "io names") : raise_error(err, path);
 }
 
 static PyObject *py_write_explore_html(PyObject *self, PyObject *args) {
@@ -1045,7 +990,7 @@ static struct PyModuleDef moddef = {
 PyMODINIT_FUNC PyInit__graft(void);
 PyMODINIT_FUNC PyInit__graft(void) {
     import_array();
-    PyTypeObject *types[] = {&CtxType, &ModuleType, &ModelType, &TensorRefType};
+    PyTypeObject *types[] = {&ModuleType, &ModelType, &TensorRefType};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyType_Ready(types[i]) < 0) return NULL;
     PyObject *m = PyModule_Create(&moddef);

@@ -209,7 +209,7 @@ Test(public_api, a_bad_irmodule_is_an_error_naming_the_file) {
     cr_expect(strstr(graft_error_message(err), "/nonexistent/m.onnx"), "%s", graft_error_message(err));
     graft_error_free(err);
     err = NULL;
-    cr_expect_eq(graft_irmodule_load("/nonexistent/m.onnx", NULL, &m, &err), GRAFT_ERR_IO);
+    cr_expect_eq(graft_irmodule_load("/nonexistent/m.onnx", NULL, NULL, &m, &err), GRAFT_ERR_IO);
     cr_expect(strstr(graft_error_message(err), "/nonexistent/m.onnx"), "%s", graft_error_message(err));
     graft_error_free(err);
 }
