@@ -194,6 +194,85 @@ Test(public_api, an_irmodule_is_printed_partitioned_and_built) {
     graft_session_options_free(o);
 }
 
+static void count_event(const graft_profile_event *e, void *user) {
+    uint32_t *n = user;
+    n[strcmp(e->kind, "prim") == 0]++;
+    if (strcmp(e->kind, "prim") == 0) cr_expect(e->prim_kind && e->prim_impl, "a primitive of %s without kind", e->name);
+}
+
+static int perturb_first(const char *layer, graft_tensor *t, void *user) {
+    (void)layer;
+    ++*(uint32_t *)user;
+    if (graft_tensor_dtype(t) != GRAFT_FLOAT32 || !graft_tensor_numel(t)) return 0;
+    ((float *)graft_tensor_data(t))[0] += 100.0f;
+    return 1;
+}
+
+/* MODEL's first ops with frontend layers (what graft diff compares layer by layer). */
+static const char LAYERED[] = "@I.ir_module\n"
+                              "class Module:\n"
+                              "    @R.function\n"
+                              "    def main(x: R.Tensor((2, 3), dtype=\"float32\"), y: R.Tensor((2, 3), dtype=\"float32\")):\n"
+                              "        with R.dataflow():\n"
+                              "            a = R.add(x, y)  # span: \"add1\"!\n"
+                              "            b = R.nn.relu(a)  # span: \"relu1\"!\n"
+                              "            gv = R.nn.softmax(b, axis=-1)  # span: \"softmax1\"!\n"
+                              "            R.output(gv)\n"
+                              "        return gv\n";
+
+/* A session's event profiler (steps and oneDNN primitives), its JSON summaries, and graft diff
+ * through the IR module API, where a perturbation of the backend path shows as a divergence. */
+Test(public_api, a_session_profiles_primitives_and_an_irmodule_is_diffed) {
+    graft_error *err = NULL;
+    graft_irmodule *m = NULL;
+    cr_assert_eq(graft_irmodule_load_buffer(LAYERED, strlen(LAYERED), "relax", NULL, NULL, &m, &err), GRAFT_OK, "%s",
+                 graft_error_message(err));
+    graft_session_options *o = graft_session_options_new();
+    cr_assert_eq(graft_session_options_add_backend(o, "dnnl", &err), GRAFT_OK);
+    graft_session *s = NULL;
+    cr_assert_eq(graft_session_load_buffer(MODEL, strlen(MODEL), "relax", o, &s, &err), GRAFT_OK);
+    char *sig = graft_session_signature_json(s), *info = graft_session_info_json(s);
+    cr_expect(strstr(sig, "\"y\"") && strstr(sig, "float32"), "%s", sig);
+    cr_expect(strstr(info, "\"external_modules\"") && strstr(info, "dnnl"), "%s", info);
+    graft_string_free(sig);
+    graft_string_free(info);
+    uint32_t n[2] = {0, 0};
+    graft_session_set_event_profiler(s, count_event, 1, n);
+    int64_t shape[2] = {2, 3};
+    graft_tensor *in[2] = {graft_tensor_new(GRAFT_FLOAT32, 2, shape), graft_tensor_new(GRAFT_FLOAT32, 2, shape)};
+    for (int i = 0; i < 6; i++) {
+        ((float *)graft_tensor_data(in[0]))[i] = (float)(i - 2) * 0.75f;
+        ((float *)graft_tensor_data(in[1]))[i] = (float)(3 - i) * 0.5f;
+    }
+    graft_tensor *out = NULL;
+    cr_assert_eq(graft_session_run(s, in, 2, &out, 1, &err), GRAFT_OK, "%s", graft_error_message(err));
+    cr_expect_gt(n[0], 0, "no step reported");
+    cr_expect_gt(n[1], 0, "no oneDNN primitive reported");
+    cr_expect_not(graft_tensor_is_shared(out));
+    graft_tensor_release(out);
+    graft_session_free(s);
+
+    char *diff = NULL, *doc = NULL;
+    cr_assert_eq(graft_irmodule_inspect(m, o, GRAFT_INSPECT_DIFF, NULL, 1e-5, 1e-5, 0, in, 2, NULL, NULL, &diff, &doc,
+                                        &err),
+                 GRAFT_OK, "%s", graft_error_message(err));
+    cr_expect(diff && strstr(diff, "\"first_divergence\":null"), "%s", diff ? diff : "(null)");
+    cr_expect(doc && doc[0] == '{');
+    graft_string_free(diff);
+    graft_string_free(doc);
+    uint32_t seen = 0;
+    cr_assert_eq(graft_irmodule_inspect(m, o, GRAFT_INSPECT_DIFF, NULL, 1e-5, 1e-5, 0, in, 2, perturb_first, &seen, &diff,
+                                        NULL, &err),
+                 GRAFT_OK, "%s", graft_error_message(err));
+    cr_expect_gt(seen, 0);
+    cr_expect(diff && !strstr(diff, "\"first_divergence\":null"), "%s", diff ? diff : "(null)");
+    graft_string_free(diff);
+    graft_tensor_release(in[0]);
+    graft_tensor_release(in[1]);
+    graft_irmodule_free(m);
+    graft_session_options_free(o);
+}
+
 Test(public_api, a_bad_irmodule_is_an_error_naming_the_file) {
     graft_error *err = NULL;
     graft_irmodule *m = NULL;
