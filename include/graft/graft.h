@@ -46,6 +46,8 @@ extern "C" {
 GRAFT_API uint32_t graft_api_version(void);
 /* The library's release ("0.1.0"). */
 GRAFT_API const char *graft_version(void);
+/* Frees a string the library returned (the JSON and text results). Since 1.1. */
+GRAFT_API void graft_string_free(char *s);
 
 /* ---- Errors ---- */
 
@@ -231,7 +233,7 @@ typedef void (*graft_profile_event_fn)(const graft_profile_event *e, void *user)
 GRAFT_API void graft_session_set_event_profiler(graft_session *s, graft_profile_event_fn fn, int primitives,
                                                 void *user);
 /* JSON (heap strings, graft_string_free): the inputs and outputs {"inputs": [{"name", "shape",
- * "dtype"}], "outputs": [...]} (a symbolic dim is its name, an unknown one null); the plan's
+ * "dtype"}], "outputs": [...]} (a symbolic dim is its expression as text, an unknown one null); the plan's
  * summary {"arena_bytes", "intermediate_bytes", "host_object_bytes", "host_kernels",
  * "kernels", "externs", "fused_ops", "planned", "load_ms", "host_cpu", "external_modules":
  * [[name, engine], ...]}. Since 1.1. */
@@ -247,7 +249,6 @@ GRAFT_API char *graft_session_info_json(const graft_session *s);
  * result is a heap string the caller frees with graft_string_free. */
 
 typedef struct graft_irmodule graft_irmodule;
-GRAFT_API void graft_string_free(char *s);
 /* Imports `path` as format "onnx" (o's input shapes fix its open dims; o's spans setting) or
  * "relax"; format NULL: by the name (.onnx ONNX, else Relax text). o may be NULL. */
 GRAFT_API graft_status graft_irmodule_load(const char *path, const char *format, const graft_session_options *o,
