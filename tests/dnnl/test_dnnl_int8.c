@@ -44,6 +44,7 @@
 #include "runtime/json/json_runtime.h"
 #include "runtime/kernels/const_eval.h"
 #include "runtime/npy.h"
+#include "tests/cached_model.h"
 
 #define INT8_MAX_OFF 0.30   /* share of values one step off */
 #define INT8_MAX_OFF2 0.01  /* share two steps off */
@@ -75,20 +76,10 @@ static int64_t argmax(const rt_tensor *t) {
 
 static void check_int8(const char *name, int min_int8, int min_int8_prims) {
     const char *dir = getenv("GRAFT_INT8") ? getenv("GRAFT_INT8") : "build/third_party/int8";
-    char path[4096], in_path[4200], out_path[4200];
-    snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
-    snprintf(in_path, sizeof in_path, "%s/refs/%s/input_0.npy", dir, name);
-    snprintf(out_path, sizeof out_path, "%s/refs/%s/output_0.npy", dir, name);
-    FILE *probe = fopen(out_path, "rb");
-    if (!probe) {
-        cr_skip_test("%s: no int8 models (scripts/fetch_int8_zoo.sh)", name);
-        return;
-    }
-    fclose(probe);
-    gr_diag d = {0};
+    char path[4096];
     rt_tensor *input = NULL, *ref = NULL;
-    cr_assert_eq(rt_npy_load(in_path, &input, &d), GR_OK, "%s", d.msg);
-    cr_assert_eq(rt_npy_load(out_path, &ref, &d), GR_OK, "%s", d.msg);
+    if (!cached_model_load(dir, name, "scripts/fetch_int8_zoo.sh", path, sizeof path, &input, &ref)) return;
+    gr_diag d = {0};
     ir_ctx_t *ctx = ir_ctx_new();
     rt_const_eval_attach(ctx);
     ir_module *m = NULL, *opt = NULL, *part = NULL;

@@ -26,6 +26,7 @@
 #include "runtime/exec/executor.h"
 #include "runtime/kernels/const_eval.h"
 #include "runtime/npy.h"
+#include "tests/cached_model.h"
 #include "tests/compare_util.h"
 
 #define ZOO_ATOL_OF_MAX 1e-4
@@ -58,20 +59,10 @@ static const char *const CONCAT_IN_PLACE[] = {"densenet121", "googlenet"};
 /* host_ok: ops the dnnl patterns do not take, left on the host by design */
 static void check_zoo_host(const char *name, int min_fused, size_t host_ok) {
     const char *zoo = getenv("GRAFT_ZOO") ? getenv("GRAFT_ZOO") : "build/third_party/zoo";
-    char path[4096], in_path[4200], out_path[4200];
-    snprintf(path, sizeof path, "%s/%s.onnx", zoo, name);
-    snprintf(in_path, sizeof in_path, "%s/refs/%s/input_0.npy", zoo, name);
-    snprintf(out_path, sizeof out_path, "%s/refs/%s/output_0.npy", zoo, name);
-    FILE *probe = fopen(out_path, "rb");
-    if (!probe) {
-        cr_skip_test("%s: no zoo cache (scripts/fetch_zoo.sh)", name);
-        return;
-    }
-    fclose(probe);
-    gr_diag d = {0};
+    char path[4096];
     rt_tensor *input = NULL, *ref = NULL;
-    cr_assert_eq(rt_npy_load(in_path, &input, &d), GR_OK, "%s", d.msg);
-    cr_assert_eq(rt_npy_load(out_path, &ref, &d), GR_OK, "%s", d.msg);
+    if (!cached_model_load(zoo, name, "scripts/fetch_zoo.sh", path, sizeof path, &input, &ref)) return;
+    gr_diag d = {0};
     ir_ctx_t *ctx = ir_ctx_new();
     rt_const_eval_attach(ctx);
     onnx_input_shape sh = {"x", input->dl.ndim, {0}};
