@@ -19,10 +19,10 @@ static bool all_known(const onnx_cv *cv) {
 
 static bool is_intlike(ir_dtype t) { return t.code == kDLInt || t.code == kDLUInt; }
 
-/* The dtype of input i's known or sym value. */
+/* The dtype of input i's known or sym value; void when the input is absent. */
 static ir_dtype val_dtype(const onnx_cv *cv, uint32_t i) {
-    const onnx_val *v = cv->in[i];
-    return v->sym ? v->sym_dtype : v->known ? v->known->dl.dtype : IR_DTYPE_VOID;
+    const onnx_val *v = cv_has(cv, i) ? cv->in[i] : NULL;
+    return !v ? IR_DTYPE_VOID : v->sym ? v->sym_dtype : v->known ? v->known->dl.dtype : IR_DTYPE_VOID;
 }
 
 /* Input i as a small vector of whole numbers (dims): a sym value, or a known tensor of rank <= 1
