@@ -40,6 +40,18 @@ typedef struct dt_graph {
     const rt_dnnl_opts *opts; /* the oneDNN engine's options (NULL: defaults) */
 } dt_graph;
 
+/* No oneDNN primitive created since rt_dnnl_totals was last reset is on its reference kernels
+ * (whatever the ISA: make test reruns these under ONEDNN_MAX_CPU_ISA=AVX2); with need_some, at
+ * least one primitive was created. what names the case in the message. */
+static inline void dt_expect_no_ref(const char *what, bool need_some) {
+    uint64_t np = 0, nref = 0;
+    char last[512] = "";
+    rt_dnnl_totals(&np, &nref, last, sizeof last);
+    if (need_some) cr_expect_gt(np, 0, "%s: no oneDNN primitive", what);
+    cr_expect_eq(nref, 0, "%s (ISA %s): %lu of %lu primitives on ref; last: %s", what, rt_dnnl_isa(),
+                 (unsigned long)nref, (unsigned long)np, last);
+}
+
 static inline float dt_rand(dt_graph *g) {
     g->seed = g->seed * 1664525u + 1013904223u;
     return (float)((g->seed >> 8) & 0xffff) / 32768.0f - 1.0f;

@@ -20,6 +20,7 @@
 #include "backends/dnnl/dnnl.h"
 #include "runtime/exec/executor.h"
 #include "tests/compare_util.h"
+#include "tests/dnnl/dnnl_test_util.h"
 #include "tests/test_util.h"
 
 #define CT_RTOL 1e-4
@@ -589,10 +590,7 @@ Test(dnnl_composites, golden_nhwc_block) {
     free((void *)lost);
     ct_check(&t);
     ct_free(&t);
-    uint64_t np = 0, nref = 0;
-    char last[256] = "";
-    rt_dnnl_totals(&np, &nref, last, sizeof last);
-    cr_expect_eq(nref, 0, "%lu primitives on ref (ISA %s): %s", (unsigned long)nref, rt_dnnl_isa(), last);
+    dt_expect_no_ref("conv2d sweep", false);
 }
 
 /* ------------------------------------------------------- random conv2d sweep ---- */
@@ -710,11 +708,7 @@ Test(dnnl_composites, divide_broadcast_numerator) {
  * native ISA and under ONEDNN_MAX_CPU_ISA=AVX2. */
 static void ct_case_noref(const char *text, const char *want, uint32_t seed) {
     ct_case(text, want, seed);
-    uint64_t np = 0, nref = 0;
-    char last[256] = "";
-    rt_dnnl_totals(&np, &nref, last, sizeof last);
-    cr_expect_gt(np, 0);
-    cr_expect_eq(nref, 0, "%lu primitives on ref (ISA %s): %s", (unsigned long)nref, rt_dnnl_isa(), last);
+    dt_expect_no_ref(want, true);
 }
 
 /* random shapes: NHWC data with OHWI or HWIO weights, plain, depthwise and grouped, + bias
