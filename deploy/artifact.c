@@ -19,11 +19,9 @@
 #include "deploy/artifact_impl.h"
 #include "deploy/graft_model.h"
 #include "graft/graft_artifact.pb-c.h"
-#include "ir/text/parser.h"
 #include "ir/text/printer.h"
 #include "runtime/json/json_runtime.h"
 #include "runtime/module.h"
-#include "runtime/json/json_runtime.h"
 #include "runtime/exec/plan.h"
 
 typedef struct gm_region {
@@ -309,8 +307,9 @@ typedef struct art_consts {
     bool packed;                   /* some are prepacked weights */
 } art_consts;
 
-static Graft__NamedTensor *add_const(Graft__ArtifactBody *body, art_consts *out, const char *name, const char *dtype,
-                                     int32_t ndim, int64_t *shape, const void *data, size_t bytes) {
+/* A constant to stream: its NamedTensor goes to the body's consts, or to its host_consts. */
+static Graft__NamedTensor *add_const(Graft__ArtifactBody *body, art_consts *out, bool host, const char *name,
+                                     const char *dtype, int32_t ndim, int64_t *shape, const void *data, size_t bytes) {
     Graft__NamedTensor *nt = gr_xcalloc(1, sizeof *nt);
     graft__named_tensor__init(nt);
     nt->name = (char *)name;
@@ -322,9 +321,17 @@ static Graft__NamedTensor *add_const(Graft__ArtifactBody *body, art_consts *out,
     out->data_len = align_up(out->data_len + bytes, GR_ART_ALIGN);
     out->c = gr_xrealloc(out->c, sizeof *out->c * (out->n + 1));
     out->c[out->n++] = (art_const){data, bytes, NULL, NULL};
-    body->consts = gr_xrealloc(body->consts, sizeof(void *) * (body->n_consts + 1));
-    body->consts[body->n_consts++] = nt;
+    Graft__NamedTensor ***list = host ? &body->host_consts : &body->consts;
+    size_t *n = host ? &body->n_host_consts : &body->n_consts;
+    *list = gr_xrealloc(*list, sizeof(void *) * (*n + 1));
+    (*list)[(*n)++] = nt;
     return nt;
+}
+
+/* A tensor's bytes, streamed as a constant. */
+static void add_tensor(Graft__ArtifactBody *body, art_consts *out, bool host, const char *name, rt_tensor *t) {
+    const char *dt = ir_dtype_name(t->dl.dtype);
+    add_const(body, out, host, name, dt ? dt : "", t->dl.ndim, t->dl.shape, rt_tensor_data(t), rt_tensor_nbytes(t));
 }
 
 /* The prepacked constants of the modules' graphs (json_runtime.h): one uint8 constant each,
@@ -341,7 +348,7 @@ static void add_packs(const ir_module *m, Graft__ArtifactBody *body, art_consts 
                 int64_t *shape = gr_xmalloc(sizeof *shape);
                 *shape = (int64_t)bytes;
                 char *nm = gr_xstrdup(name);
-                add_const(body, out, nm, "uint8", 1, shape, data, bytes);
+                add_const(body, out, false, nm, "uint8", 1, shape, data, bytes);
                 out->c[out->n - 1].name = nm;
                 out->c[out->n - 1].shape = shape;
                 out->packed = true;
@@ -376,9 +383,7 @@ static gr_status add_externals(const ir_module *m, Graft__ArtifactBody *body, ar
         if (k->kind != IR_ATTR_STR || v->kind != IR_ATTR_EXPR || !v->u.expr ||
             v->u.expr->kind != IR_CONST)
             continue;
-        rt_tensor *t = ((ir_const *)v->u.expr)->data;
-        const char *dt = ir_dtype_name(t->dl.dtype);
-        add_const(body, out, k->u.s, dt ? dt : "", t->dl.ndim, t->dl.shape, rt_tensor_data(t), rt_tensor_nbytes(t));
+        add_tensor(body, out, false, k->u.s, ((ir_const *)v->u.expr)->data);
     }
     add_packs(m, body, out);
     return GR_OK;
@@ -404,6 +409,10 @@ static void free_externals(Graft__ArtifactBody *body) {
     free(body->consts);
     body->consts = NULL;
     body->n_consts = 0;
+    for (size_t i = 0; i < body->n_host_consts; i++) free(body->host_consts[i]);
+    free(body->host_consts);
+    body->host_consts = NULL;
+    body->n_host_consts = 0;
 }
 
 /* Every JSON-graph module has the interface kind "json"; the engine that runs it (reference,
@@ -444,39 +453,56 @@ static rt_tensor *find_const(const char *name, void *user) {
     return NULL;
 }
 
-/* The constants as tensors over the mapped data section (data, data_len bytes). */
+/* Tensors over the mapped data section (data, data_len bytes) for n NamedTensors; on an error
+ * the ones made are released. */
+static gr_status map_consts(graft_model *gm, Graft__NamedTensor *const *nts, size_t n, uint8_t *data,
+                            uint64_t data_len, rt_tensor **out, gr_diag *diag) {
+    for (size_t i = 0; i < n; i++) {
+        const Graft__NamedTensor *nt = nts[i];
+        ir_dtype dt;
+        int64_t shape[RT_MAX_NDIM];
+        rt_tensor *t = NULL;
+        if (nt->name && nt->dtype && ir_dtype_parse(nt->dtype, &dt) && nt->n_shape <= RT_MAX_NDIM && nt->has_offset &&
+            nt->offset % GR_ART_ALIGN == 0) {
+            /* the size its shape says, without overflow, inside the section */
+            uint64_t nb = (uint64_t)(dt.bits < 8 ? 1 : dt.bits / 8u) * (dt.lanes ? dt.lanes : 1u);
+            bool fits = nt->offset <= data_len;
+            for (size_t k = 0; k < nt->n_shape; k++) {
+                shape[k] = nt->shape[k];
+                fits &= shape[k] >= 0 && !__builtin_mul_overflow(nb, (uint64_t)shape[k], &nb);
+            }
+            fits = fits && nb <= data_len - nt->offset;
+            t = fits ? map_tensor_new(gm->map, dt, (int32_t)nt->n_shape, shape, data + nt->offset) : NULL;
+            if (!t) {
+                gr_diag_set(diag, GR_ERR_INVALID, "artifact constant '%s': its shape runs past the constants section",
+                            nt->name);
+            }
+        } else {
+            gr_diag_set(diag, GR_ERR_INVALID, "artifact constant %zu is malformed", i);
+        }
+        if (!t) {
+            while (i--) {
+                rt_tensor_release(out[i]);
+                out[i] = NULL;
+            }
+            return GR_ERR_INVALID;
+        }
+        gm->const_bytes += rt_tensor_nbytes(t);
+        out[i] = t;
+    }
+    return GR_OK;
+}
+
+/* The external modules, their constants as tensors over the mapped data section. */
 static gr_status load_externals(graft_model *gm, const Graft__ArtifactBody *body, uint8_t *data, uint64_t data_len,
                                 const byoc_options *opts, gr_diag *diag) {
     const_table ct = {gm->ctx, 0, NULL, NULL};
-    gr_status st = GR_OK;
     ct.names = gr_xcalloc(body->n_consts + 1, sizeof(char *));
     ct.tensors = gr_xcalloc(body->n_consts + 1, sizeof(rt_tensor *));
-    for (size_t i = 0; i < body->n_consts && !st; i++) {
-        const Graft__NamedTensor *nt = body->consts[i];
-        ir_dtype dt;
-        int64_t shape[RT_MAX_NDIM];
-        if (!nt->name || !nt->dtype || !ir_dtype_parse(nt->dtype, &dt) || nt->n_shape > RT_MAX_NDIM ||
-            !nt->has_offset || nt->offset % GR_ART_ALIGN) {
-            st = gr_diag_set(diag, GR_ERR_INVALID, "artifact constant %zu is malformed", i);
-            break;
-        }
-        /* the size its shape says, without overflow, inside the section */
-        uint64_t nb = (uint64_t)(dt.bits < 8 ? 1 : dt.bits / 8u) * (dt.lanes ? dt.lanes : 1u);
-        bool fits = nt->offset <= data_len;
-        for (size_t k = 0; k < nt->n_shape; k++) {
-            shape[k] = nt->shape[k];
-            fits &= shape[k] >= 0 && !__builtin_mul_overflow(nb, (uint64_t)shape[k], &nb);
-        }
-        fits = fits && nb <= data_len - nt->offset;
-        rt_tensor *t = fits ? map_tensor_new(gm->map, dt, (int32_t)nt->n_shape, shape, data + nt->offset) : NULL;
-        if (!t) {
-            st = gr_diag_set(diag, GR_ERR_INVALID, "artifact constant '%s': its shape runs past the constants section",
-                             nt->name);
-            break;
-        }
-        gm->const_bytes += rt_tensor_nbytes(t);
-        ct.names[ct.n] = ir_intern(gm->ctx, nt->name);
-        ct.tensors[ct.n++] = t;
+    gr_status st = map_consts(gm, body->consts, body->n_consts, data, data_len, ct.tensors, diag);
+    if (!st) {
+        ct.n = (uint32_t)body->n_consts;
+        for (uint32_t i = 0; i < ct.n; i++) ct.names[i] = ir_intern(gm->ctx, body->consts[i]->name);
     }
     for (size_t i = 0; i < body->n_external && !st; i++) {
         const Graft__ExternalModule *e = body->external[i];
@@ -526,6 +552,7 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
     gr_llvm_host *h = NULL;
     rt_px *x = NULL;
     char *text = NULL;
+    uint8_t *bin = NULL;
     gr_status st = gr_llvm_host_new(&h, diag);
     if (!st) st = rt_px_new(m, "main", gr_llvm_host_lowering(h), &x, diag);
     if (st) goto out;
@@ -540,11 +567,23 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
         goto out;
     }
     {
-        /* the text holds the IR only: runtime modules and their constants travel beside it */
+        /* the module holds the IR only: runtime modules and their constants travel beside it;
+         * the loader reads the binary form, the text is there for inspection */
         ir_module *mc = ir_module_copy(m);
         mc->attrs = ir_attrs_remove(m->ctx, ir_attrs_remove(m->ctx, m->attrs, "external_mods"),
                                     "const_name_to_constant");
         text = ir_print_module_str(mc, NULL);
+        rt_tensor **hc = NULL;
+        uint32_t nh = 0;
+        if ((st = gr_art_ir_encode(mc, &bin, &body.module_bin.len, &hc, &nh, diag))) {
+            free_externals(&body);
+            free_consts(&cs);
+            goto out;
+        }
+        body.has_module_bin = 1;
+        body.module_bin.data = bin;
+        for (uint32_t i = 0; i < nh; i++) add_tensor(&body, &cs, true, "", hc[i]);
+        free(hc);
     }
     body.module_text = text;
     size_t olen = 0;
@@ -644,6 +683,7 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
     else if (!s->f) memcpy(s->mem, hb, sizeof hb);
 out:
     free(text);
+    free(bin);
     rt_exec_free(x);
     gr_llvm_host_free(h);
     return st;
@@ -777,12 +817,23 @@ static gr_status load_map(art_map *map, uint64_t t0, uint64_t c0, const byoc_opt
         goto done;
     }
     gm->ctx = ir_ctx_new();
-    if (!body->module_text) {
+    if (!body->has_module_bin) {
         st = gr_diag_set(diag, GR_ERR_INVALID, "artifact has no module");
         goto done;
     }
-    if ((st = ir_parse_module(gm->ctx, "<artifact>", body->module_text, strlen(body->module_text), &gm->m, diag)))
-        goto done;
+    {
+        /* the module as the build had it, its constants read in place: no text is parsed */
+        uint8_t *data = map->base + h.data_off;
+        rt_tensor **hc = gr_xcalloc(body->n_host_consts + 1, sizeof *hc);
+        st = map_consts(gm, body->host_consts, body->n_host_consts, data, h.data_len, hc, diag);
+        if (!st)
+            st = gr_art_ir_decode(gm->ctx, body->module_bin.data, body->module_bin.len, hc, (uint32_t)body->n_host_consts,
+                                  &gm->m, diag);
+        for (size_t i = 0; i < body->n_host_consts; i++)
+            if (hc[i]) rt_tensor_release(hc[i]);
+        free(hc);
+        if (st) goto done;
+    }
     PHASE(gm, GRAFT_MODEL_PHASE_DECODE, t, c);
     if ((st = load_externals(gm, body, map->base + h.data_off, h.data_len, opts, diag))) goto done;
     PHASE(gm, GRAFT_MODEL_PHASE_MODULES, t, c);
@@ -790,7 +841,19 @@ static gr_status load_map(art_map *map, uint64_t t0, uint64_t c0, const byoc_opt
     if ((st = gr_llvm_host_load(body->host_object.data, gm->obj_len, &gm->host, diag))) goto done;
     if (gm->obj_len && (st = check_cpu(body->host_cpu, gr_llvm_host_cpu(gm->host), diag))) goto done;
     PHASE(gm, GRAFT_MODEL_PHASE_LINK, t, c);
-    if ((st = rt_px_new(gm->m, "main", gr_llvm_host_lowering(gm->host), &gm->px, diag))) goto done;
+    {
+        /* the build's memory plan, taken as it is (checked to fit) rather than planned again */
+        size_t *off = gr_xcalloc(2 * body->n_plan + 1, sizeof(size_t));
+        for (size_t i = 0; i < body->n_plan; i++) {
+            off[i] = (size_t)body->plan[i]->offset;
+            off[body->n_plan + i] = (size_t)body->plan[i]->size;
+        }
+        rt_px_stored_plan sp = {(uint32_t)body->n_plan, off, off + body->n_plan, (size_t)body->arena_bytes};
+        st = rt_px_new_stored(gm->m, "main", gr_llvm_host_lowering(gm->host), body->n_plan <= UINT32_MAX ? &sp : NULL,
+                              &gm->px, diag);
+        free(off);
+        if (st) goto done;
+    }
     rt_px_stats ps;
     rt_px_get_stats(gm->px, &ps);
     bool same = ps.arena_bytes == body->arena_bytes && ps.nplanned == body->n_plan;

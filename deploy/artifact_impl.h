@@ -1,4 +1,4 @@
-/* The artifact file (format version 2), for the loader, its tests and its fuzz target.
+/* The artifact file (format version 3), for the loader, its tests and its fuzz target.
  *
  *   [0, 64)                 header: "GRAFTART", u32 version, u32 header bytes (64), u64 body
  *                           bytes, u64 data offset, u64 data bytes, u64 checksum, u32 flags,
@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "ir/expr.h"
 
 #define GR_ART_MAGIC "GRAFTART"
 #define GR_ART_HEADER 64u
@@ -46,5 +48,14 @@ uint64_t gr_art_checksum(const uint8_t *buf, const gr_art_header *h);
 uint8_t *gr_art_with_body(const uint8_t *buf, size_t len, const uint8_t *body, size_t blen, size_t *out_len);
 /* The checksum of buf (a complete file) recomputed in place. */
 void gr_art_reseal(uint8_t *buf, size_t len);
+
+/* The module in binary (artifact_ir.c): what the body's module_bin holds. Encoding lists the
+ * module's constants (tensors borrowed from m, *consts heap) in the order the stream names them
+ * by index; decoding takes them in that order (each gets a reference of its own) and builds the
+ * module in ctx. A stream that does not decode is GR_ERR_INVALID naming the byte. */
+gr_status gr_art_ir_encode(const ir_module *m, uint8_t **out, size_t *len, struct rt_tensor ***consts,
+                           uint32_t *nconsts, gr_diag *diag);
+gr_status gr_art_ir_decode(ir_ctx_t *ctx, const uint8_t *p, size_t len, struct rt_tensor *const *consts,
+                           uint32_t nconsts, ir_module **out, gr_diag *diag);
 
 #endif

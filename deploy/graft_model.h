@@ -40,9 +40,10 @@
 #include "runtime/module.h"
 #include "runtime/value.h"
 
-/* 2: a header, the body and a page-aligned constants section mapped at load (1: one protobuf
- * message with the weights inside, read and copied; refused with "rebuild it"). */
-#define GRAFT_MODEL_FORMAT_VERSION 2
+/* 3: a header, the body and a page-aligned constants section mapped at load; the module in
+ * binary, read without parsing text (2: the module as text only; 1: one protobuf message with
+ * the weights inside; both refused with "rebuild it"). */
+#define GRAFT_MODEL_FORMAT_VERSION 3
 
 typedef struct graft_model graft_model;
 

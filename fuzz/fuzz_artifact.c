@@ -2,15 +2,16 @@
  * included, and a run of what loads.
  *
  * The checksum is recomputed over the fuzzed file (as a hand editor would), so mutations reach
- * the body's decoder, the module text, the plan check, the external modules and the ELF check
- * instead of stopping at "checksum mismatch".
+ * the body's decoder, the binary module (deploy/artifact_ir.c), the plan check, the external
+ * modules and the ELF check instead of stopping at "checksum mismatch".
  *
- * An artifact is code (README: trust model): a loaded model whose host object or module text
- * was changed may execute changed machine code, or code compiled for other shapes, which no
- * loader can rule out. So a model is run only when it has no host code, or when its host object
- * and module text are both byte-identical to those of a seed artifact (GRAFT_FUZZ_KNOWN: a
- * directory of the seed .graft files; scripts/fuzz.sh sets it). Everything else (constants,
- * external modules and their graphs, plan, signatures, spans) may be mutated and still runs. */
+ * An artifact is code (README: trust model): a loaded model whose host object or module was
+ * changed may execute changed machine code, or code compiled for other shapes, which no loader
+ * can rule out. So a model is run only when it has no host code, or when its host object and
+ * binary module (what loads; the text is not read) are both byte-identical to those of a seed
+ * artifact (GRAFT_FUZZ_KNOWN: a directory of the seed .graft files; scripts/fuzz.sh sets it).
+ * Everything else (constants, external modules and their graphs, plan, signatures, spans) may
+ * be mutated and still runs. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,13 +23,12 @@
 #include "graft/graft_artifact.pb-c.h"
 #define MAX_KNOWN 256
 
-static uint64_t known[MAX_KNOWN];  /* hash(host object) ^ rot(hash(module text)) of the seeds */
+static uint64_t known[MAX_KNOWN];  /* hash(host object) ^ 31 * hash(module) of the seeds */
 static uint32_t nknown;
 
 static uint64_t pair_hash(const Graft__ArtifactBody *b) {
-    const char *t = b->module_text ? b->module_text : "";
     uint64_t h = gr_hash_bytes(b->host_object.data, b->has_host_object ? b->host_object.len : 0, 1);
-    return h ^ (gr_hash_bytes(t, strlen(t), 2) * 31);
+    return h ^ (gr_hash_bytes(b->module_bin.data, b->has_module_bin ? b->module_bin.len : 0, 2) * 31);
 }
 
 static void learn(const char *path) {

@@ -456,7 +456,7 @@ void rt_x_splan_unref(shape_plan *sp) {
 
 /* The plan for the frame's symbol values: buffer sizes evaluated, offsets packed. */
 gr_status rt_x_splan_make(const rt_exec_t *x, const rt_frame *f, const int64_t *key,
-                          shape_plan **out, gr_diag *d) {
+                          const rt_px_stored_plan *given, shape_plan **out, gr_diag *d) {
     const rt_plan *p = x->entry;
     shape_plan *sp = gr_xcalloc(1, sizeof *sp);
     sp->key = gr_xcalloc(x->nkey + 1, sizeof(int64_t));
@@ -483,7 +483,23 @@ gr_status rt_x_splan_make(const rt_exec_t *x, const rt_frame *f, const int64_t *
         bs[b] = mb->start;
         be[b] = mb->end;
     }
-    if (!st) sp->arena = rt_plan_memory(x->nbuf, sp->size, bs, be, sp->off);
+    if (!st && given) {
+        /* the build's plan: it must be one for these buffers and lie inside its arena (whether
+         * it shares storage well was the build's business) */
+        bool ok = given->n == x->nbuf;
+        for (uint32_t b = 0; ok && b < x->nbuf; b++)
+            ok = given->size[b] == sp->size[b] && given->off[b] % 64 == 0 && given->off[b] <= given->arena &&
+                 given->arena - given->off[b] >= ((sp->size[b] + 63) & ~(size_t)63);
+        if (ok) {
+            memcpy(sp->off, given->off, sizeof(size_t) * x->nbuf);
+            sp->arena = given->arena;
+        } else {
+            st = gr_diag_set(d, GR_ERR_INVALID, "the stored memory plan does not fit the function's %u buffers",
+                             x->nbuf);
+        }
+    } else if (!st) {
+        sp->arena = rt_plan_memory(x->nbuf, sp->size, bs, be, sp->off);
+    }
     free(bs);
     free(be);
     if (st) {
@@ -514,7 +530,7 @@ static gr_status frame_plan(rt_run *r, rt_frame *f, gr_diag *d) {
     gr_status st = GR_OK;
     if (!sp) {
         uint64_t t0 = now_ns();
-        st = rt_x_splan_make(x, f, k, &sp, d);
+        st = rt_x_splan_make(x, f, k, NULL, &sp, d);
         if (!st) {
             pthread_mutex_lock(&x->lock);
             sp->refs = 1;

@@ -37,8 +37,8 @@ static void free_seq(rt_seq *s) {
     gr_vec_free(&s->free_end);
 }
 
-gr_status rt_px_new(const ir_module *m, const char *func, const rt_host_lowering *host,
-                    rt_px **out, gr_diag *diag) {
+gr_status rt_px_new_stored(const ir_module *m, const char *func, const rt_host_lowering *host,
+                           const rt_px_stored_plan *plan, rt_px **out, gr_diag *diag) {
     *out = NULL;
     ir_func *fn = ir_module_func(m, func);
     if (!fn || fn->base.kind != IR_FUNC)
@@ -76,7 +76,7 @@ gr_status rt_px_new(const ir_module *m, const char *func, const rt_host_lowering
     bool stat = true;
     for (uint32_t b = 0; !st && b < x->nbuf; b++) stat &= x->bufs[b].static_bytes != SIZE_MAX;
     if (!st && x->nbuf && stat) {
-        st = rt_x_splan_make(x, NULL, NULL, &x->static_plan, diag);
+        st = rt_x_splan_make(x, NULL, NULL, plan, &x->static_plan, diag);
         /* one arena up front: an arena that cannot be had fails here, not at the first run */
         if (!st) {
             rt_frame *f = rt_x_frame_get(x, x->entry);
@@ -95,6 +95,11 @@ gr_status rt_px_new(const ir_module *m, const char *func, const rt_host_lowering
     }
     *out = x;
     return GR_OK;
+}
+
+gr_status rt_px_new(const ir_module *m, const char *func, const rt_host_lowering *host,
+                    rt_px **out, gr_diag *diag) {
+    return rt_px_new_stored(m, func, host, NULL, out, diag);
 }
 
 gr_status rt_exec_new(const ir_module *m, const char *func, rt_exec_t **out, gr_diag *diag) {

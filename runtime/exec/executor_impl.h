@@ -254,7 +254,7 @@ gr_status rt_x_run_plan(rt_run *x, rt_plan *p, const rt_value *args, uint32_t na
                         bool top, rt_value *result, gr_diag *d);
 void rt_x_splan_free(shape_plan *sp);
 void rt_x_splan_unref(shape_plan *sp);
-gr_status rt_x_splan_make(const rt_exec_t *x, const rt_frame *f, const int64_t *key,
+gr_status rt_x_splan_make(const rt_exec_t *x, const rt_frame *f, const int64_t *key, const rt_px_stored_plan *given,
                           shape_plan **out, gr_diag *d);
 
 #endif

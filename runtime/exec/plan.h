@@ -126,6 +126,18 @@ typedef struct rt_exec rt_px;
  * and the lowering must outlive the executor. */
 gr_status rt_px_new(const ir_module *m, const char *func, const rt_host_lowering *host,
                     rt_px **out, gr_diag *diag);
+/* A memory plan made before (an artifact's): offsets and sizes of the n planned buffers of a
+ * static plan, and its arena. */
+typedef struct rt_px_stored_plan {
+    uint32_t n;
+    const size_t *off, *size;
+    size_t arena;
+} rt_px_stored_plan;
+/* rt_px_new taking the static plan as given instead of planning again (plan NULL: plans); a
+ * plan that does not fit the function's buffers (count, sizes, inside its arena) is
+ * GR_ERR_INVALID. A function whose buffer sizes are symbolic plans per input shapes anyway. */
+gr_status rt_px_new_stored(const ir_module *m, const char *func, const rt_host_lowering *host,
+                           const rt_px_stored_plan *plan, rt_px **out, gr_diag *diag);
 /* rt_px is an rt_exec_t: free it, query its inputs, run it and profile it with the rt_exec_*
  * functions (runtime/exec/executor.h). Runs are safe from several threads at once on one rt_px: every
  * run writes only its own execution state (slot values, arena, scratch), taken from a pool in x
