@@ -166,18 +166,24 @@ static uint64_t hash_head(const uint8_t *buf, const gr_art_header *h) {
 /* One piece of the data section: four FNV-1a lanes over interleaved 8-byte words (one chain's
  * multiply latency bounds gr_hash_bytes to a few GB/s; four independent ones run at memory
  * speed), then the tail and the lanes folded into the chain. */
+static inline uint64_t lane(uint64_t h, const uint8_t *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return (h ^ w) * 0x100000001b3ull;
+}
+
 static uint64_t hash_chunk(const uint8_t *p, size_t n, uint64_t seed) {
-    uint64_t h[4] = {seed ^ 1, seed ^ 2, seed ^ 3, seed ^ 4};
+    /* the lanes in locals: kept in an array, they went through memory on every word */
+    uint64_t h0 = seed ^ 1, h1 = seed ^ 2, h2 = seed ^ 3, h3 = seed ^ 4;
     size_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int k = 0; k < 4; k++) {
-            uint64_t w;
-            memcpy(&w, p + i + 8 * k, 8);
-            h[k] = (h[k] ^ w) * 0x100000001b3ull;
-        }
+    for (; i + 32 <= n; i += 32) {
+        h0 = lane(h0, p + i);
+        h1 = lane(h1, p + i + 8);
+        h2 = lane(h2, p + i + 16);
+        h3 = lane(h3, p + i + 24);
+    }
     uint64_t r = gr_hash_bytes(p + i, n - i, seed);
-    for (int k = 0; k < 4; k++) r = gr_hash_mix(r, h[k]);
-    return r;
+    return gr_hash_mix(gr_hash_mix(gr_hash_mix(gr_hash_mix(r, h0), h1), h2), h3);
 }
 
 /* The data section's part of the chain; with m, each verified chunk's pages are let go (a

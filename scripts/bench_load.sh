@@ -9,7 +9,10 @@
 # wall time of REPEAT. Peak RSS barely moves between runs; wall time does on a shared machine
 # (read it with the load average printed), CPU time much less. A peer whose Python is missing
 # is left out (ORT_PY: a python with onnxruntime, default build/third_party/pyvenv; OV_PY: one
-# with openvino, scripts/openvino_env.sh makes build/third_party/ovvenv).
+# with openvino, scripts/openvino_env.sh makes build/third_party/ovvenv). THREADS=N runs every
+# side with N threads (graft's dnnl.threads, ORT's thread pools, OpenVINO's
+# INFERENCE_NUM_THREADS): on a busy machine an OpenMP team's threads spin at each barrier while
+# a sibling waits for a CPU, which CPU time then counts, so THREADS=1 measures the work alone.
 #
 #   sh scripts/bench_load.sh MODEL.onnx [NAME=1x3x224x224]
 #   GRAFT=/path/to/graft REPEAT=3 OUT=/tmp/dir sh scripts/bench_load.sh ...
@@ -24,6 +27,9 @@ repeat=${REPEAT:-3}
 out=${OUT:-$(mktemp -d)}
 art=$out/$(basename "$model" .onnx).graft
 shape_arg=${shape:+--input-shape $shape}
+threads=${THREADS:-}
+opt_arg=${threads:+--backend-opt dnnl.threads=$threads}
+export THREADS="$threads"
 
 # the best wall time, with its CPU time and peak RSS (MB), over $repeat runs of "$@" (and what
 # that run printed as load_ms=..., a peer's own timing)
@@ -41,13 +47,14 @@ measure() {
 }
 
 weights=$(stat -c %s "$model")
-printf '%s (%.0f MB file), %s, load average %s\n' "$model" "$(echo "$weights" | awk '{ print $1 / 1e6 }')" \
-    "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%s (%.0f MB file), %s, %s threads, load average %s\n' "$model" "$(echo "$weights" | awk '{ print $1 / 1e6 }')" \
+    "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" "${threads:-default}" "$(cut -d' ' -f1-3 /proc/loadavg)"
 # shellcheck disable=SC2086
-printf '  %-44s %s\n' "graft run MODEL.onnx --backend dnnl" "$(measure "$graft" run "$model" --backend dnnl $shape_arg)"
+printf '  %-44s %s\n' "graft run MODEL.onnx --backend dnnl" "$(measure "$graft" run "$model" --backend dnnl $shape_arg $opt_arg)"
 # shellcheck disable=SC2086
-printf '  %-44s %s\n' "graft build --backend dnnl" "$(measure "$graft" build "$model" --backend dnnl $shape_arg -o "$art")"
-printf '  %-44s %s\n' "graft run MODEL.graft" "$(measure "$graft" run "$art")"
+printf '  %-44s %s\n' "graft build --backend dnnl" "$(measure "$graft" build "$model" --backend dnnl $shape_arg $opt_arg -o "$art")"
+# shellcheck disable=SC2086
+printf '  %-44s %s\n' "graft run MODEL.graft" "$(measure "$graft" run "$art" $opt_arg)"
 # shellcheck disable=SC2086
 if [ -x "$ort_py" ]; then
     printf '  %-44s %s\n' "ONNX Runtime session + 1 run" "$(measure "$ort_py" "$peer" ort "$model" $shape)"
@@ -59,4 +66,5 @@ if [ -x "$ov_py" ]; then
     # shellcheck disable=SC2086
     printf '  %-44s %s\n' "OpenVINO compile + 1 run, from its cache" "$(measure "$ov_py" "$peer" ov "$model" "$out/ovcache" $shape)"
 fi
-"$graft" run "$art" --profile 2>&1 | grep '^load ' | sed 's/^/  /' || true
+# shellcheck disable=SC2086
+"$graft" run "$art" $opt_arg --profile 2>&1 | grep '^load ' | sed 's/^/  /' || true

@@ -8,7 +8,10 @@ run_cpu_ms=<cpu>`, measured inside the process, so that the interpreter's own st
     python bench_load_peer.py ov MODEL.onnx CACHE_DIR [NAME=1x3x224x224 ...]
 
 Run it with the venv that has the runtime: build/third_party/pyvenv (onnxruntime) or the one
-scripts/openvino_env.sh makes (openvino)."""
+scripts/openvino_env.sh makes (openvino). THREADS=N (environment) caps the runtime's threads
+(ORT's intra- and inter-op pools, OpenVINO's INFERENCE_NUM_THREADS). OpenVINO is asked for
+float32 inference, as graft and ORT run it."""
+import os
 import sys
 import time
 
@@ -35,12 +38,16 @@ def zeros(shape, dtype, given):
 def main():
     kind, model = sys.argv[1], sys.argv[2]
     rest = sys.argv[3:]
+    threads = int(os.environ.get("THREADS", "0") or 0)
     if kind == "ort":
         import onnxruntime as ort
 
         given = shapes_from(rest)
         w0, c0 = clocks()
-        sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        so = ort.SessionOptions()
+        if threads:
+            so.intra_op_num_threads = so.inter_op_num_threads = threads
+        sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
         w1, c1 = clocks()
         types = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(int32)": np.int32,
                  "tensor(bool)": np.bool_}
@@ -55,7 +62,11 @@ def main():
         w0, c0 = clocks()
         core = ov.Core()
         core.set_property({"CACHE_DIR": cache})
-        compiled = core.compile_model(model, "CPU")
+        # float32 like the others (on a CPU with AMX or AVX512-BF16 its default is bfloat16)
+        cfg = {"INFERENCE_PRECISION_HINT": "f32"}
+        if threads:
+            cfg["INFERENCE_NUM_THREADS"] = threads
+        compiled = core.compile_model(model, "CPU", cfg)
         w1, c1 = clocks()
         feeds = {}
         for p in compiled.inputs:
