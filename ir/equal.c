@@ -627,6 +627,21 @@ static uint64_t hvar_def(hs *h, const ir_var *v) {
     return gr_hash_mix(x, hsinfo(h, v->base.sinfo));
 }
 
+/* A constant's bytes, for bucketing only (equality compares them all): a large one by its head,
+ * its tail and 64 words between, so that hashing a partitioned model's composites and regions
+ * (byoc fuse and merge) does not read every weight of the model twice. */
+static uint64_t hdata(const uint8_t *p, size_t n) {
+    enum { EDGE = 2048, WORDS = 64 };
+    if (n <= 2 * EDGE + 8 * WORDS) return gr_hash_bytes(p, n, 0x77);
+    uint64_t x = gr_hash_mix(gr_hash_bytes(p, EDGE, 0x77), gr_hash_bytes(p + n - EDGE, EDGE, 0x78));
+    for (size_t k = 1; k < WORDS; k++) {
+        uint64_t w;
+        memcpy(&w, p + (n - 8) / WORDS * k, 8);
+        x = gr_hash_mix(x, w);
+    }
+    return gr_hash_mix(x, n);
+}
+
 static uint64_t hexpr(hs *h, const ir_expr *e) {
     if (!e) return 0x55;
     uint64_t x = gr_hash_mix(0x400, e->kind);
@@ -641,7 +656,7 @@ static uint64_t hexpr(hs *h, const ir_expr *e) {
         const rt_tensor *t = ((const ir_const *)e)->data;
         x = gr_hash_mix(x, ((uint64_t)t->dl.dtype.code << 24) | ((uint64_t)t->dl.dtype.bits << 16) | t->dl.dtype.lanes);
         for (int i = 0; i < t->dl.ndim; i++) x = gr_hash_mix(x, (uint64_t)t->dl.shape[i]);
-        return gr_hash_mix(x, gr_hash_bytes(rt_tensor_data(t), rt_tensor_nbytes(t), 0x77));
+        return gr_hash_mix(x, hdata(rt_tensor_data(t), rt_tensor_nbytes(t)));
     }
     case IR_TUPLE: {
         const ir_tuple *t = (const ir_tuple *)e;
