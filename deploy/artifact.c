@@ -363,6 +363,8 @@ static void add_packs(const ir_module *m, Graft__ArtifactBody *body, art_consts 
     }
 }
 
+static void set_engine(Graft__ExternalModule *e);
+
 static gr_status add_externals(const ir_module *m, Graft__ArtifactBody *body, art_consts *out, gr_diag *diag) {
     uint32_t n = rt_module_count(m);
     body->external = gr_xcalloc(n + 1, sizeof(void *));
@@ -381,6 +383,7 @@ static gr_status add_externals(const ir_module *m, Graft__ArtifactBody *body, ar
         e->has_blob = 1;
         gr_status st = mod->iface->serialize(mod, &e->blob.data, &e->blob.len, diag);
         if (st) return st;
+        set_engine(e);
     }
     const ir_attr *cm = ir_attrs_get(m->attrs, "const_name_to_constant");
     uint32_t nc = cm && cm->kind == IR_ATTR_MAP ? cm->u.arr.n : 0;
@@ -406,6 +409,8 @@ static void free_consts(art_consts *cs) {
 static void free_externals(Graft__ArtifactBody *body) {
     for (size_t i = 0; i < body->n_external; i++) {
         free(body->external[i]->blob.data);
+        free(body->external[i]->engine);
+        free(body->external[i]->engine_version);
         free(body->external[i]);
     }
     free(body->external);
@@ -422,27 +427,28 @@ static void free_externals(Graft__ArtifactBody *body) {
 }
 
 /* Every JSON-graph module has the interface kind "json"; the engine that runs it (reference,
- * oneDNN, ...) is the blob's own "kind". Without this, a dnnl region would load onto the
- * reference engine: same outputs, several times slower. A module made by a backend plugin
- * (kind "plugin:<name>", backends/plugin.h) names the plugin and its version in *plugin ("" for
- * other kinds), for the error when that plugin is not loaded. */
+ * oneDNN, ...) is the blob's own "kind", which the build copies beside the blob (engine), so
+ * that loading parses the graph once, in its module's loader. Without it, a dnnl region would
+ * load onto the reference engine: same outputs, several times slower. A module made by a
+ * backend plugin (kind "plugin:<name>", backends/plugin.h) names the plugin and its version in
+ * *plugin ("" for other kinds), for the error when that plugin is not loaded. */
 static const byoc_backend *find_loader(const Graft__ExternalModule *e, char *plugin, size_t cap) {
-    const char *kind = e->kind;
-    json_t *root = NULL;
+    const char *kind = e->engine && *e->engine ? e->engine : e->kind;
     plugin[0] = '\0';
-    if (kind && strcmp(kind, "json") == 0 && e->blob.len) {
-        root = json_loadb((const char *)e->blob.data, e->blob.len, 0, NULL);
-        const char *inner = json_string_value(json_object_get(root, "kind"));
-        if (inner) kind = inner;
-    }
     size_t np = strlen(BYOC_PLUGIN_KIND_PREFIX);
-    if (kind && strncmp(kind, BYOC_PLUGIN_KIND_PREFIX, np) == 0) {
-        const char *v = json_string_value(json_object_get(root, "engine_version"));
-        snprintf(plugin, cap, "'%s' version %s", kind + np, v ? v : "(unknown)");
-    }
-    const byoc_backend *b = byoc_backend_for_kind(kind);
+    if (kind && strncmp(kind, BYOC_PLUGIN_KIND_PREFIX, np) == 0)
+        snprintf(plugin, cap, "'%s' version %s", kind + np, e->engine_version ? e->engine_version : "(unknown)");
+    return byoc_backend_for_kind(kind);
+}
+
+/* What find_loader reads, from a "json" blob at build time. */
+static void set_engine(Graft__ExternalModule *e) {
+    json_t *root = strcmp(e->kind, "json") == 0 ? json_loadb((const char *)e->blob.data, e->blob.len, 0, NULL) : NULL;
+    const char *k = json_string_value(json_object_get(root, "kind"));
+    const char *v = json_string_value(json_object_get(root, "engine_version"));
+    e->engine = k ? gr_xstrdup(k) : NULL;
+    e->engine_version = v ? gr_xstrdup(v) : NULL;
     json_decref(root);
-    return b;
 }
 
 typedef struct const_table {
