@@ -533,6 +533,12 @@ static gr_status load_externals(graft_model *gm, const Graft__ArtifactBody *body
                              e->name ? e->name : "", e->kind ? e->kind : "");
             break;
         }
+        if (ld->runtime_kind && strcmp(ld->runtime_kind, "json") == 0 && !(e->engine && *e->engine)) {
+            /* not the reference engine in its place: same outputs, many times slower */
+            st = gr_diag_set(diag, GR_ERR_INVALID, "artifact module '%s' does not name its engine (rebuild it with this graft)",
+                             e->name ? e->name : "");
+            break;
+        }
         rt_module *mod = NULL;
         st = ld->load(e->blob.data, e->blob.len, find_const, &ct, opts, &mod, diag);
         if (st) break;

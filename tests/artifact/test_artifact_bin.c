@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "byoc/byoc.h"
 #include "deploy/artifact_impl.h"
 #include "deploy/graft_model.h"
 #include "graft/graft_artifact.pb-c.h"
@@ -181,5 +182,50 @@ Test(artifact_bin, loader_reads_the_binary_module_not_the_text) {
     graft__artifact_body__free_unpacked(b, NULL);
     rt_value_clear(&in);
     rt_value_clear(&ref);
+    free(buf);
+}
+
+/* A json module's engine is stored beside its blob (loading parses the blob once); one whose
+ * engine is missing is refused, not run on the reference engine in its place. */
+Test(artifact_bin, json_modules_name_their_engine) {
+    static const char *k_conv =
+        "@I.ir_module\n"
+        "class Module:\n"
+        "    @R.function\n"
+        "    def main(x: R.Tensor((1, 3, 8, 8), dtype=\"float32\"), w: R.Tensor((4, 3, 3, 3), dtype=\"float32\")) -> R.Tensor((1, 4, 6, 6), dtype=\"float32\"):\n"
+        "        with R.dataflow():\n"
+        "            lv: R.Tensor((1, 4, 6, 6), dtype=\"float32\") = R.nn.conv2d(x, w)\n"
+        "            gv: R.Tensor((1, 4, 6, 6), dtype=\"float32\") = R.nn.relu(lv)\n"
+        "            R.output(gv)\n"
+        "        return gv\n";
+    ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
+    ir_module *m = NULL, *part = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(ir_parse_module(ctx, "c.relax", k_conv, strlen(k_conv), &m, &d), GR_OK, "%s", d.msg);
+    const char *be = "json";
+    cr_assert_eq(byoc_partition_for_backends(ctx, m, &be, 1, &part, &d), GR_OK, "%s", d.msg);
+    uint8_t *buf;
+    size_t len;
+    cr_assert_eq(graft_model_build(part, &buf, &len, &d), GR_OK, "%s", d.msg);
+    ir_ctx_free(ctx);
+    Graft__ArtifactBody *b = body_of(buf, len);
+    cr_assert_eq(b->n_external, 1);
+    cr_assert(b->external[0]->engine && !strcmp(b->external[0]->engine, "json"), "%s",
+              b->external[0]->engine ? b->external[0]->engine : "(none)");
+    graft_model *gm;
+    cr_assert_eq(graft_model_load_buffer(buf, len, &gm, &d), GR_OK, "%s", d.msg);
+    graft_model_free(gm);
+    char *eng = b->external[0]->engine;
+    b->external[0]->engine = NULL;
+    size_t n2;
+    uint8_t *b2 = with_body(buf, len, b, &n2);
+    b->external[0]->engine = eng;
+    gr_diag_clear(&d);
+    cr_assert_neq(graft_model_load_buffer(b2, n2, &gm, &d), GR_OK);
+    cr_assert(strstr(d.msg, "does not name its engine"), "%s", d.msg);
+    free(b2);
+    graft__artifact_body__free_unpacked(b, NULL);
     free(buf);
 }
