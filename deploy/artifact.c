@@ -363,7 +363,15 @@ static void add_packs(const ir_module *m, Graft__ArtifactBody *body, art_consts 
     }
 }
 
-static void set_engine(Graft__ExternalModule *e);
+/* What find_loader (below) reads, from a "json" blob at build time. */
+static void set_engine(Graft__ExternalModule *e) {
+    json_t *root = strcmp(e->kind, "json") == 0 ? json_loadb((const char *)e->blob.data, e->blob.len, 0, NULL) : NULL;
+    const char *k = json_string_value(json_object_get(root, "kind"));
+    const char *v = json_string_value(json_object_get(root, "engine_version"));
+    e->engine = k ? gr_xstrdup(k) : NULL;
+    e->engine_version = v ? gr_xstrdup(v) : NULL;
+    json_decref(root);
+}
 
 static gr_status add_externals(const ir_module *m, Graft__ArtifactBody *body, art_consts *out, gr_diag *diag) {
     uint32_t n = rt_module_count(m);
@@ -441,16 +449,6 @@ static const byoc_backend *find_loader(const Graft__ExternalModule *e, char *plu
     return byoc_backend_for_kind(kind);
 }
 
-/* What find_loader reads, from a "json" blob at build time. */
-static void set_engine(Graft__ExternalModule *e) {
-    json_t *root = strcmp(e->kind, "json") == 0 ? json_loadb((const char *)e->blob.data, e->blob.len, 0, NULL) : NULL;
-    const char *k = json_string_value(json_object_get(root, "kind"));
-    const char *v = json_string_value(json_object_get(root, "engine_version"));
-    e->engine = k ? gr_xstrdup(k) : NULL;
-    e->engine_version = v ? gr_xstrdup(v) : NULL;
-    json_decref(root);
-}
-
 typedef struct const_table {
     ir_ctx_t *ctx;
     uint32_t n;
@@ -465,42 +463,43 @@ static rt_tensor *find_const(const char *name, void *user) {
     return NULL;
 }
 
-/* Tensors over the mapped data section (data, data_len bytes) for n NamedTensors; on an error
- * the ones made are released. */
+/* Constant i (nt) as a tensor over the mapped data section (data, data_len bytes), or NULL and
+ * diag when it is malformed or does not lie inside the section. */
+static rt_tensor *map_const(graft_model *gm, const Graft__NamedTensor *nt, size_t i, uint8_t *data, uint64_t data_len,
+                            gr_diag *diag) {
+    ir_dtype dt;
+    int64_t shape[RT_MAX_NDIM];
+    if (!nt->name || !nt->dtype || !ir_dtype_parse(nt->dtype, &dt) || nt->n_shape > RT_MAX_NDIM || !nt->has_offset ||
+        nt->offset % GR_ART_ALIGN) {
+        gr_diag_set(diag, GR_ERR_INVALID, "artifact constant %zu is malformed", i);
+        return NULL;
+    }
+    /* the size its shape says, without overflow, inside the section */
+    uint64_t nb = (uint64_t)(dt.bits < 8 ? 1 : dt.bits / 8u) * (dt.lanes ? dt.lanes : 1u);
+    bool fits = nt->offset <= data_len;
+    for (size_t k = 0; k < nt->n_shape; k++) {
+        shape[k] = nt->shape[k];
+        fits &= shape[k] >= 0 && !__builtin_mul_overflow(nb, (uint64_t)shape[k], &nb);
+    }
+    fits = fits && nb <= data_len - nt->offset;
+    rt_tensor *t = fits ? map_tensor_new(gm->map, dt, (int32_t)nt->n_shape, shape, data + nt->offset) : NULL;
+    if (!t)
+        gr_diag_set(diag, GR_ERR_INVALID, "artifact constant '%s': its shape runs past the constants section", nt->name);
+    return t;
+}
+
+/* map_const for n constants into out; on an error the ones made are released (out NULLed). */
 static gr_status map_consts(graft_model *gm, Graft__NamedTensor *const *nts, size_t n, uint8_t *data,
                             uint64_t data_len, rt_tensor **out, gr_diag *diag) {
     for (size_t i = 0; i < n; i++) {
-        const Graft__NamedTensor *nt = nts[i];
-        ir_dtype dt;
-        int64_t shape[RT_MAX_NDIM];
-        rt_tensor *t = NULL;
-        if (nt->name && nt->dtype && ir_dtype_parse(nt->dtype, &dt) && nt->n_shape <= RT_MAX_NDIM && nt->has_offset &&
-            nt->offset % GR_ART_ALIGN == 0) {
-            /* the size its shape says, without overflow, inside the section */
-            uint64_t nb = (uint64_t)(dt.bits < 8 ? 1 : dt.bits / 8u) * (dt.lanes ? dt.lanes : 1u);
-            bool fits = nt->offset <= data_len;
-            for (size_t k = 0; k < nt->n_shape; k++) {
-                shape[k] = nt->shape[k];
-                fits &= shape[k] >= 0 && !__builtin_mul_overflow(nb, (uint64_t)shape[k], &nb);
-            }
-            fits = fits && nb <= data_len - nt->offset;
-            t = fits ? map_tensor_new(gm->map, dt, (int32_t)nt->n_shape, shape, data + nt->offset) : NULL;
-            if (!t) {
-                gr_diag_set(diag, GR_ERR_INVALID, "artifact constant '%s': its shape runs past the constants section",
-                            nt->name);
-            }
-        } else {
-            gr_diag_set(diag, GR_ERR_INVALID, "artifact constant %zu is malformed", i);
-        }
-        if (!t) {
+        if (!(out[i] = map_const(gm, nts[i], i, data, data_len, diag))) {
             while (i--) {
                 rt_tensor_release(out[i]);
                 out[i] = NULL;
             }
             return GR_ERR_INVALID;
         }
-        gm->const_bytes += rt_tensor_nbytes(t);
-        out[i] = t;
+        gm->const_bytes += rt_tensor_nbytes(out[i]);
     }
     return GR_OK;
 }
