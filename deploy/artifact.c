@@ -866,8 +866,7 @@ static gr_status load_map(art_map *map, uint64_t t0, uint64_t c0, const byoc_opt
             off[body->n_plan + i] = (size_t)body->plan[i]->size;
         }
         rt_px_stored_plan sp = {(uint32_t)body->n_plan, off, off + body->n_plan, (size_t)body->arena_bytes};
-        st = rt_px_new_stored(gm->m, "main", gr_llvm_host_lowering(gm->host), body->n_plan <= UINT32_MAX ? &sp : NULL,
-                              &gm->px, diag);
+        st = rt_px_new_stored(gm->m, "main", gr_llvm_host_lowering(gm->host), &sp, &gm->px, diag);
         free(off);
         if (st) goto done;
     }
