@@ -66,7 +66,7 @@ static double max_abs(graft_tensor *a, graft_tensor *b) {
     return m;
 }
 
-/* One run's profile: time per step name (a region's symbol, a host op's kind), extern or not. */
+/* One run's profile: time per step name (a region's symbol, a host op), extern or not. */
 #define MAX_STEPS 512
 typedef struct prof_step {
     char name[96];
@@ -84,7 +84,7 @@ static void on_step(const char *kind, const char *name, uint64_t ns, void *user)
     bool ext = !strcmp(kind, "extern");
     p->all_ns += (double)ns;
     if (ext) p->ext_ns += (double)ns;
-    const char *key = ext ? name : kind;
+    const char *key = name;
     uint32_t i = 0;
     while (i < p->n && strcmp(p->step[i].name, key)) i++;
     if (i == p->n && p->n < MAX_STEPS) snprintf(p->step[p->n++].name, sizeof p->step[0].name, "%s", key);
