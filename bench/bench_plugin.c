@@ -13,7 +13,7 @@
  * conversions are inside the regions. Threads: the same count everywhere (default 1).
  *
  * Where xnnpack's time goes, per model: a "where" line from graft's profiler (the share in
- * xnnpack regions, the largest region, the host ops left between them by kind), and the
+ * xnnpack regions, the largest region, the host ops left between them by op), and the
  * plugin's own lines on stderr when its session ends (option xnnpack.profile: per region, its
  * NCHW <-> NHWC conversions and the XNNPACK run, per run). */
 #include <math.h>
@@ -84,10 +84,9 @@ static void on_step(const char *kind, const char *name, uint64_t ns, void *user)
     bool ext = !strcmp(kind, "extern");
     p->all_ns += (double)ns;
     if (ext) p->ext_ns += (double)ns;
-    const char *key = name;
     uint32_t i = 0;
-    while (i < p->n && strcmp(p->step[i].name, key)) i++;
-    if (i == p->n && p->n < MAX_STEPS) snprintf(p->step[p->n++].name, sizeof p->step[0].name, "%s", key);
+    while (i < p->n && strncmp(p->step[i].name, name, sizeof p->step[i].name - 1)) i++; /* names cut as stored */
+    if (i == p->n && p->n < MAX_STEPS) snprintf(p->step[p->n++].name, sizeof p->step[0].name, "%s", name);
     if (i < p->n) {
         p->step[i].ns += (double)ns;
         p->step[i].ext = ext;

@@ -674,7 +674,8 @@ static uint32_t hardswish_of(const builder *b, uint32_t mul) {
         uint32_t a = api->node_input(b->r, c, 0, NULL);
         if (!inner(b, a, "relax.add")) continue;
         for (uint32_t j = 0; j < 2; j++)
-            if (api->node_input(b->r, a, j, NULL) == x && const_is(b, api->node_input(b->r, a, 1 - j, NULL), 3.0f) &&
+            if (api->node_input(b->r, a, j, NULL) == x && api->node_kind(b->r, x) != GRAFT_NODE_CONST &&
+                const_is(b, api->node_input(b->r, a, 1 - j, NULL), 3.0f) &&
                 api->node_ndim(b->r, x, 0) == api->node_ndim(b->r, mul, 0))
                 return x;
     }
@@ -697,8 +698,8 @@ static int op_node(builder *b, uint32_t nid) {
         }
     if (b->hswish[nid] != UINT32_MAX) {
         uint32_t src = b->hswish[nid];
-        if (b->val[src] == XNN_INVALID_VALUE_ID || define_out(b, nid, &out))
-            return b->val[src] == XNN_INVALID_VALUE_ID ? fail_node(b, nid, "hardswish input", xnn_status_invalid_state) : 1;
+        if (b->val[src] == XNN_INVALID_VALUE_ID) return fail_node(b, nid, "hardswish input", xnn_status_invalid_state);
+        if (define_out(b, nid, &out)) return 1;
         s = xnn_define_hardswish(b->sg, b->val[src], out, 0);
         return s ? fail_node(b, nid, "hardswish", s) : 0;
     }
