@@ -428,7 +428,8 @@ static void patch_envelope(const char *to, size_t at, int delta) {
 
 /* ABI 1.2: the plugin's own form of each region (serialize) is stored in the artifact and
  * loaded (deserialize) instead of compiling; a plugin of ABI 1.1 (no hooks) compiles the same
- * artifact; an envelope cut short or altered is refused naming the region and the plugin. */
+ * artifact, and makes artifacts that the 1.2 one compiles; an envelope cut short or altered is
+ * refused naming the region and the plugin. */
 Test(plugin, artifacts_store_the_plugins_own_form, .init = in_tmpdir, .fini = rm_tmpdir) {
     char out[16384];
     const char *base = test_plugin("base"), *abi11 = test_plugin("abi11");
@@ -448,6 +449,15 @@ Test(plugin, artifacts_store_the_plugins_own_form, .init = in_tmpdir, .fini = rm
     cr_assert_eq(rc, 0, "%s", out);
     cr_expect(strstr(out, "prepacked weights: 0 used in place"), "an ABI 1.1 plugin cannot use it:\n%s", out);
     cr_expect_eq(sh(out, sizeof out, "%s compare old/output_0.npy host/output_0.npy --atol 1e-6 --rtol 1e-6", graft()), 0,
+                 "%s", out);
+    /* made by the ABI 1.1 plugin (no stored form), loaded by the 1.2 one: compiled */
+    cr_assert_eq(sh(out, sizeof out, "%s build m.relax --backend testplugin --backend-lib %s -o old.graft", graft(), abi11),
+                 0, "%s", out);
+    rc = sh(out, sizeof out, "%s run old.graft --backend-lib %s --input x=random --input y=random --output-dir new "
+            "--profile", graft(), base);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_expect(!strstr(out, "prepacked weights"), "an ABI 1.1 plugin stored a form:\n%s", out);
+    cr_expect_eq(sh(out, sizeof out, "%s compare new/output_0.npy host/output_0.npy --atol 1e-6 --rtol 1e-6", graft()), 0,
                  "%s", out);
     /* a payload byte changed: the checksum; the length raised: truncated */
     patch_envelope("altered.graft", 128 + 9, 1);
