@@ -449,29 +449,23 @@ static gr_status plugin_compile(const plugin_backend *pb, rt_json_graph *g, cons
     return GR_OK;
 }
 
+/* The index of the plugin's stored form among g's packs (provided by an artifact, or
+ * recorded), -1 when none; key: its key. */
+static int blob_index(const plugin_backend *pb, const rt_json_graph *g, char key[96]) {
+    snprintf(key, 96, BLOB_KEY_FMT, pb->p->name);
+    const char *k;
+    for (uint32_t i = 0; (k = rt_json_graph_pack_at(g, i, NULL, NULL)); i++)
+        if (strcmp(k, key) == 0) return (int)i;
+    return -1;
+}
+
 /* The envelope provided for g (an artifact's), NULL when none; counted as used. */
 static const uint8_t *provided_blob(const plugin_backend *pb, rt_json_graph *g, size_t *len) {
     char key[96];
-    snprintf(key, sizeof key, BLOB_KEY_FMT, pb->p->name);
-    const void *data;
-    size_t bytes;
-    const char *k;
-    for (uint32_t i = 0; (k = rt_json_graph_pack_at(g, i, &data, &bytes)); i++)
-        if (strcmp(k, key) == 0) {
-            *len = bytes;
-            return rt_json_graph_pack_find(g, key, bytes);
-        }
-    return NULL;
-}
-
-/* Whether g lists a stored form of the plugin (provided by an artifact, or recorded). */
-static bool has_blob(const plugin_backend *pb, const rt_json_graph *g) {
-    char key[96];
-    snprintf(key, sizeof key, BLOB_KEY_FMT, pb->p->name);
-    const char *k;
-    for (uint32_t i = 0; (k = rt_json_graph_pack_at(g, i, NULL, NULL)); i++)
-        if (strcmp(k, key) == 0) return true;
-    return false;
+    int i = blob_index(pb, g, key);
+    if (i < 0) return NULL;
+    rt_json_graph_pack_at(g, (uint32_t)i, NULL, len);
+    return rt_json_graph_pack_find(g, key, *len);
 }
 
 static gr_status eng_prepare(rt_json_graph *g, const void *opts, void **state, gr_diag *diag) {
@@ -556,7 +550,8 @@ static void eng_release(rt_json_graph *g, void *state) {
 static gr_status eng_record_packs(rt_json_graph *g, void *state, gr_diag *diag) {
     plugin_state *s = state;
     const graft_plugin *p = s->pb->p;
-    if (!has_blob_hooks(p) || has_blob(s->pb, g)) return GR_OK;
+    char key[96];
+    if (!has_blob_hooks(p) || blob_index(s->pb, g, key) >= 0) return GR_OK;
     graft_plugin_error err = {{0}};
     size_t len = 0;
     int rc = p->serialize(s->state, NULL, 0, &len, &err);
@@ -578,8 +573,6 @@ static gr_status eng_record_packs(rt_json_graph *g, void *state, gr_diag *diag) 
     snprintf((char *)env + BLOB_NAME_AT, 64, "%s", p->name);
     snprintf((char *)env + BLOB_VERSION_AT, 32, "%s", p->version);
     s->blob = env;
-    char key[96];
-    snprintf(key, sizeof key, BLOB_KEY_FMT, p->name);
     rt_json_graph_pack_record(g, key, env, BLOB_HEADER + len);
     return GR_OK;
 }
