@@ -33,15 +33,16 @@ def status_kb(key):
 
 def int8_layers(compiled):
     """(convolution / matmul layers of the compiled model, those of them on int8)"""
+    def text(info, key):  # an rt_info value (OVAny) as text
+        v = info[key] if key in set(info.keys()) else ""
+        return v.astype(str) if hasattr(v, "astype") else str(v)
+
     n = q = 0
     for op in compiled.get_runtime_model().get_ordered_ops():
         info = op.get_rt_info()
-        keys = set(info.keys())
-        kind = str(info["layerType"]) if "layerType" in keys else ""
-        if kind in ("Convolution", "FullyConnected", "MatMul", "GroupConvolution"):
+        if text(info, "layerType") in ("Convolution", "FullyConnected", "MatMul", "GroupConvolution"):
             n += 1
-            prec = str(info["runtimePrecision"]).lower() if "runtimePrecision" in keys else ""
-            q += prec in ("i8", "u8")
+            q += text(info, "runtimePrecision").lower() in ("i8", "u8")
     return n, q
 
 
