@@ -505,6 +505,23 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
     return GR_OK;
 }
 
+/* The levels float32 entry e is a dequantize of (*out, val unused): a value a quantize ->
+ * dequantize pair, a dequantize or a cast of levels wrote (qlevels), or the float ops after a
+ * cast that dequantize it (qdeq, see note_float_dequant). */
+static bool levels_of(dn_state *S, int e, dn_qlevels *out) {
+    for (uint32_t i = 0; e >= 0 && i < S->qlevels.len; i++)
+        if (S->qlevels.data[i].val == S->ent_val[e]) {
+            *out = S->qlevels.data[i];
+            return true;
+        }
+    for (uint32_t i = 0; e >= 0 && i < S->qdeq.len; i++)
+        if (S->qdeq.data[i].val == e) {
+            *out = S->qdeq.data[i];
+            return true;
+        }
+    return false;
+}
+
 /* A fused float32 convolution composite whose source is the result of a quantize ->
  * dequantize pair (dnnl.qdq) that others read too (a residual block's input, so no qconv2d
  * composite could hold the pair): with VNNI, int8 on the pair's levels, taking a leading
@@ -517,9 +534,8 @@ gr_status dn_q_levels_conv(dn_state *S, const rt_json_node *n, const dn_step *st
         strcmp(dn_attr_str(n, "data_layout", "NCHW"), "NCHW") || strcmp(dn_attr_str(n, "kernel_layout", "OIHW"), "OIHW") ||
         strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW") || dn_entry_ndim(S, we) != 4)
         return GR_OK;
-    const dn_qlevels *lv = NULL;
-    for (uint32_t i = 0; i < S->qlevels.len && !lv; i++)
-        if (S->qlevels.data[i].val == S->ent_val[xe]) lv = &S->qlevels.data[i];
+    dn_qlevels lvs;
+    const dn_qlevels *lv = levels_of(S, xe, &lvs) ? &lvs : NULL;
     const int64_t *ws = dn_entry_shape(S, we);
     int64_t C = ws[0], per = ws[1] * ws[2] * ws[3];
     const float *w = lv ? const_data(S, we, C * per) : NULL;
@@ -601,6 +617,27 @@ static gr_status build_quant(dn_state *S, const q_nodes *q) {
     }
     S->ent_val[dn_out_entry(S, q->last)] = qv;
     return GR_OK;
+}
+
+/* The consumers of cast entry ce (levels lv) that dequantize it as float ops, multiply(
+ * subtract(cast, zp), s) with scalar constants (a QOperator model's dequantize whose cast
+ * another dequantize shares): their result is noted with the levels, scale and zero point
+ * (qdeq), so a convolution reading it reads the levels (dn_q_levels_conv). Read now: the
+ * constants may be released once those ops are built. */
+static void note_float_dequant(dn_state *S, int ce, int lv, dnnl_data_type_t qt) {
+    double lo = qt == dnnl_u8 ? 0 : -128, hi = qt == dnnl_u8 ? 255 : 127;
+    for (uint32_t i = 0; i < S->cons[ce].len; i++) {
+        const rt_json_node *sub = S->cons[ce].data[i];
+        float zp, s;
+        if (sub->op != IR_OP_SUBTRACT || dn_nargs(sub) != 2 || dn_arg_entry(S, sub, 0) != ce || !scalar_arg(S, sub, false, &zp) ||
+            zp != nearbyintf(zp) || zp < lo || zp > hi)
+            continue;
+        int se = dn_out_entry(S, sub);
+        if (S->cons[se].len != 1 || S->is_head[se]) continue;
+        const rt_json_node *m = S->cons[se].data[0];
+        if (m->op != IR_OP_MULTIPLY || dn_nargs(m) != 2 || !scalar_arg(S, m, true, &s) || !(s > 0.f)) continue;
+        gr_vec_push(&S->qdeq, ((dn_qlevels){dn_out_entry(S, m), lv, s, (int32_t)zp, qt}));
+    }
 }
 
 /* A dequantize alone (or the cast alone: scale 1, zero point 0): one reorder of the levels
@@ -718,6 +755,7 @@ gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
     case DNNL_Q_CAST:
         q.dq_s = 1.f;
         st = build_dequant(S, &q);
+        if (!st) note_float_dequant(S, dn_out_entry(S, q.last), S->ent_val[dn_arg_entry(S, q.dqcast, 0)], q.qt);
         break;
     case DNNL_Q_MAXPOOL: st = build_maxpool(S, &q); break;
     case DNNL_Q_RESHAPE: st = build_reshape(S, &q); break;

@@ -9,7 +9,9 @@
  * composites (dnnl.qconv2d*, dnnl.qmatmul*) the patterns take today, and with VNNI / AMX every
  * convolution and matmul on int8 (those after a pair a residual shares too), each writing the
  * next layer's u8 levels itself (in these models every int8 result is read by a quantize
- * alone: ORT's quantizer puts one after each convolution and matmul); no primitive on oneDNN's
+ * alone: ORT's quantizer puts one after each convolution and matmul; the QOperator models'
+ * QGemm runs float32 as a dense with transposed weights, so they have one int8 matmul fewer,
+ * resnet18: 20 convolutions + 1 matmul, mobilenet_v3_large: 62 + 2); no primitive on oneDNN's
  * reference kernels (make test runs this under ONEDNN_MAX_CPU_ISA=AVX2 too); the outputs.
  *
  * Tolerance, in steps of the output's quantization grid (its DequantizeLinear scale, read from
@@ -164,8 +166,8 @@ static void check_int8(const char *name, int min_int8, int min_int8_prims, int m
 
 Test(dnnl_int8, resnet18_qdq_per_channel, .timeout = 240) { check_int8("resnet18_qdq_pc", 10, 21, 21); }
 Test(dnnl_int8, resnet18_qdq_per_tensor, .timeout = 240) { check_int8("resnet18_qdq_pt", 10, 21, 21); }
-Test(dnnl_int8, resnet18_qoperator, .timeout = 240) { check_int8("resnet18_qop", 9, 9, 9); }
-Test(dnnl_int8, mobilenet_v3_large_qoperator, .timeout = 240) { check_int8("mobilenet_v3_large_qop", 53, 53, 53); }
+Test(dnnl_int8, resnet18_qoperator, .timeout = 240) { check_int8("resnet18_qop", 9, 20, 20); }
+Test(dnnl_int8, mobilenet_v3_large_qoperator, .timeout = 240) { check_int8("mobilenet_v3_large_qop", 53, 63, 63); }
 Test(dnnl_int8, mobilenet_v3_large_qdq_per_channel, .timeout = 240) { check_int8("mobilenet_v3_large_qdq_pc", 54, 64, 64); }
 Test(dnnl_int8, mobilenet_v3_large_qdq_per_tensor, .timeout = 240) { check_int8("mobilenet_v3_large_qdq_pt", 54, 64, 64); }
 
