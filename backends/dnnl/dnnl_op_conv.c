@@ -574,6 +574,19 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
      * planned layouts or all `any`; then the direct algorithm in each layout */
     bool wino = wino3x3 && I >= ONEDNN_WINO_MIN_CH && O >= ONEDNN_WINO_MIN_CH;
     int first = wino ? -2 : 0;
+    /* dnnl.precision=bf16: bfloat16 src and weights (oneDNN has no bf16 Winograd: direct), dst
+     * too where every reader takes it; float32 again when oneDNN has only ref for it */
+    bool bf16 = !deconv && !perm && dn_bf16_node(S, n);
+    bool bf16_dst = bf16 && dn_bf16_entry(S, fe);
+    for (int l = 0; bf16 && l < nalt; l++) {
+        dn_md_dt(&alt_x[l], dnnl_bf16);
+        if (bf16_dst) dn_md_dt(&alt_d[l], dnnl_bf16);
+    }
+    if (bf16) {
+        dn_md_dt(&wany, dnnl_bf16);
+        first = 0;
+    }
+again:
     S->sum_ok = true;
     for (int a = first; a < nalt && !pd; a++) {
         int l = a < 0 ? a + 2 : a;
@@ -599,6 +612,19 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     }
     S->sum_ok = false;
     if (st) return st;
+    if (bf16 && (!pd || dn_pd_is_ref(pd))) {
+        if (pd) dnnl_primitive_desc_destroy(pd);
+        pd = NULL;
+        na = used = 0;
+        bf16 = false;
+        for (int l = 0; l < nalt; l++) {
+            dn_md_dt(&alt_x[l], dnnl_f32);
+            dn_md_dt(&alt_d[l], dnnl_f32);
+        }
+        dn_md_dt(&wany, dnnl_f32);
+        first = wino ? -2 : 0;
+        goto again;
+    }
     if (!pd) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
     if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
     /* the fixed args go after the post-op sources; order does not matter to oneDNN */
@@ -606,6 +632,7 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     if (bv >= 0) args[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL};
     int oe = dn_chain_out(S, n, steps, used);
     st = dn_finish(S, n, pd, args, na, steps, used, NULL);
+    if (!st && bf16_dst) st = dn_bf16_settle(S, n, oe);
     return st || !perm ? st : dn_layout_out(S, n, oe, &operm);
 }
 
