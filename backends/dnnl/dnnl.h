@@ -150,7 +150,7 @@ const char *rt_dnnl_isa(void);
 int rt_dnnl_channel_block(void);
 
 /* ---- bf16 (rt_dnnl_opts bf16) ----
- * Convolutions (not transposed, canonical layouts) and matmuls with constant weights (not the
+ * Convolutions (not transposed nor depthwise, canonical layouts) and matmuls with constant weights (not the
  * one-row products graft's GEMV takes) compute in bfloat16 with float32 accumulation: their
  * weights are converted once at prepare (the shared cache and an artifact's prepacked weights
  * are keyed by the memory descriptor, data type included), their source is converted where it

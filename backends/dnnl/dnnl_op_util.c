@@ -452,8 +452,11 @@ bool dn_bf16_node(dn_state *S, const rt_json_node *n) {
     int w = dn_arg_entry(S, n, 1);
     if (w < 0) return false;
     const rt_json_node *wn = S->ent_node[w].node;
+    /* not depthwise: oneDNN's bf16 jit_dw ran convnext_tiny's 7x7 ones in 2.1-2.4x the time
+     * of its f32 one (no AMX there; they are bound by memory) */
     if (n->op == IR_OP_CONV1D || n->op == IR_OP_CONV2D || n->op == IR_OP_CONV3D)
-        return wn->kind == RT_JSON_CONST && canonical_conv(n);
+        return wn->kind == RT_JSON_CONST && canonical_conv(n) &&
+               !(dn_attr_int(n, "groups", 1) > 1 && dn_entry_ndim(S, w) > 1 && dn_entry_shape(S, w)[1] == 1);
     if (n->op != IR_OP_MATMUL) return false;
     /* dense: the weights are a permute_dims of a constant */
     if (wn->kind == RT_JSON_KERNEL && wn->op == IR_OP_PERMUTE_DIMS) {
