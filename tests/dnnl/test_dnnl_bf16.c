@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "byoc/byoc.h"
+#include "deploy/graft_model.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform/transform.h"
 #include "runtime/exec/executor.h"
@@ -183,6 +184,60 @@ Test(dnnl_bf16, zoo_resnet18, .timeout = 120) { check_zoo_bf16("resnet18"); }
 Test(dnnl_bf16, zoo_mobilenet_v3_large, .timeout = 120) { check_zoo_bf16("mobilenet_v3_large"); }
 Test(dnnl_bf16, zoo_bert_encoder, .timeout = 120) { check_zoo_bf16("bert_encoder"); }
 Test(dnnl_bf16, zoo_deit_tiny, .timeout = 120) { check_zoo_bf16("deit_tiny"); }
+
+/* An artifact built with bf16 keeps bf16 prepacked weights keyed by their memory descriptor
+ * (data type included): loaded with bf16 it uses them as they are, loaded without the option it
+ * lays float32 ones out again (and computes float32); under AVX2 both are float32 packs. */
+Test(dnnl_bf16, artifact_packs_keyed_by_data_type, .timeout = 120) {
+    const char *zoo = getenv("GRAFT_ZOO") ? getenv("GRAFT_ZOO") : "build/third_party/zoo";
+    char path[4096];
+    rt_tensor *input = NULL, *ref = NULL;
+    if (!cached_model_load(zoo, "resnet18", "scripts/fetch_zoo.sh", path, sizeof path, &input, &ref)) return;
+    gr_diag d = {0};
+    ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
+    onnx_input_shape sh = {"x", input->dl.ndim, {0}};
+    memcpy(sh.dims, input->shape, sizeof(int64_t) * (size_t)input->dl.ndim);
+    onnx_import_opts io = {&sh, 1, NULL, 0, false};
+    ir_module *m = NULL, *opt = NULL, *part = NULL;
+    cr_assert_eq(onnx_import_file(ctx, path, &io, &m, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
+    byoc_options *bf = byoc_options_new(), *f32 = byoc_options_new();
+    cr_assert_eq(byoc_options_set(bf, "dnnl.precision=bf16", &d), GR_OK, "%s", d.msg);
+    byoc_partition_opts po = {0};
+    po.options = bf;
+    const char *be[1] = {"dnnl"};
+    cr_assert_eq(byoc_partition(ctx, opt, be, 1, &po, &part, &d), GR_OK, "%s", d.msg);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    cr_assert_eq(graft_model_build(part, &buf, &len, &d), GR_OK, "%s", d.msg);
+    bool native = rt_dnnl_bf16_isa();
+    const byoc_options *loads[2] = {bf, f32};
+    for (int l = 0; l < 2; l++) {
+        graft_model *gm = NULL;
+        cr_assert_eq(graft_model_load_buffer_opts(buf, len, loads[l], &gm, &d), GR_OK, "%s", d.msg);
+        graft_model_info in;
+        graft_model_get_info(gm, &in);
+        cr_expect_gt(in.npacked, 0, "no prepacked weights in the artifact");
+        bool other = native && l == 1; /* bf16 packs, float32 wanted */
+        cr_expect_eq(in.nrepacked > 0, other, "load %s on %s: %u of %u packs laid out again", l ? "f32" : "bf16",
+                     rt_dnnl_isa(), in.nrepacked, in.npacked);
+        rt_value arg = rt_value_tensor(rt_tensor_retain(input)), res = {0};
+        cr_assert_eq(graft_model_run(gm, &arg, 1, &res, &d), GR_OK, "%s", d.msg);
+        gr_cmp_opts tol = native && l == 0 ? (gr_cmp_opts){.atol_scale = ZOO_BF16_ATOL_OF_MAX}
+                                           : (gr_cmp_opts){.atol_scale = 1e-4, .rtol = 1e-3};
+        tc_expect_tensor(res.u.t, ref, tol, "artifact loaded %s (ISA %s) against ORT", l ? "f32" : "bf16", rt_dnnl_isa());
+        rt_value_clear(&res);
+        rt_value_clear(&arg);
+        graft_model_free(gm);
+    }
+    free(buf);
+    rt_tensor_release(input);
+    rt_tensor_release(ref);
+    byoc_options_free(bf);
+    byoc_options_free(f32);
+    ir_ctx_free(ctx);
+}
 
 /* graft run with the option: one warning line on stderr where it falls back, none natively. */
 Test(dnnl_bf16, cli_says_when_it_falls_back) {
