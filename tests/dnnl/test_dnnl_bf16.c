@@ -182,6 +182,10 @@ static void check_zoo_bf16(const char *name) {
 
 Test(dnnl_bf16, zoo_resnet18, .timeout = 120) { check_zoo_bf16("resnet18"); }
 Test(dnnl_bf16, zoo_mobilenet_v3_large, .timeout = 120) { check_zoo_bf16("mobilenet_v3_large"); }
+/* depthwise convolutions (kept float32) between bf16 ones, dense layers */
+Test(dnnl_bf16, zoo_convnext_tiny, .timeout = 240) { check_zoo_bf16("convnext_tiny"); }
+/* inception branches whose results concat in place (the bf16 convolutions write no slot) */
+Test(dnnl_bf16, zoo_googlenet, .timeout = 120) { check_zoo_bf16("googlenet"); }
 Test(dnnl_bf16, zoo_bert_encoder, .timeout = 120) { check_zoo_bf16("bert_encoder"); }
 Test(dnnl_bf16, zoo_deit_tiny, .timeout = 120) { check_zoo_bf16("deit_tiny"); }
 
