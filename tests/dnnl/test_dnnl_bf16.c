@@ -124,28 +124,43 @@ Test(dnnl_bf16, matmuls) {
     dt_free(&g);
 }
 
-/* The option through the backend's options, on zoo models, against ONNX Runtime's float32. */
-static void check_zoo_bf16(const char *name) {
+/* Zoo model `name` imported with its reference input's shape, default pipeline, partitioned
+ * for dnnl with dnnl.precision=bf16 in *bf (new; release: the weights handed to the runtime,
+ * as graft run does). NULL (test skipped) when the zoo cache lacks it. */
+static ir_module *zoo_bf16(ir_ctx_t *ctx, const char *name, bool release, byoc_options **bf, rt_tensor **input,
+                           rt_tensor **ref) {
     const char *zoo = getenv("GRAFT_ZOO") ? getenv("GRAFT_ZOO") : "build/third_party/zoo";
     char path[4096];
-    rt_tensor *input = NULL, *ref = NULL;
-    if (!cached_model_load(zoo, name, "scripts/fetch_zoo.sh", path, sizeof path, &input, &ref)) return;
+    if (!cached_model_load(zoo, name, "scripts/fetch_zoo.sh", path, sizeof path, input, ref)) return NULL;
     gr_diag d = {0};
-    ir_ctx_t *ctx = ir_ctx_new();
     rt_const_eval_attach(ctx);
-    onnx_input_shape sh = {"x", input->dl.ndim, {0}};
-    memcpy(sh.dims, input->shape, sizeof(int64_t) * (size_t)input->dl.ndim);
+    onnx_input_shape sh = {"x", (*input)->dl.ndim, {0}};
+    memcpy(sh.dims, (*input)->shape, sizeof(int64_t) * (size_t)(*input)->dl.ndim);
     onnx_import_opts io = {&sh, 1, NULL, 0, false};
     ir_module *m = NULL, *opt = NULL, *part = NULL;
     cr_assert_eq(onnx_import_file(ctx, path, &io, &m, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
-    byoc_options *bo = byoc_options_new();
-    cr_assert_eq(byoc_options_set(bo, "dnnl.precision=bf16", &d), GR_OK, "%s", d.msg);
+    *bf = byoc_options_new();
+    cr_assert_eq(byoc_options_set(*bf, "dnnl.precision=bf16", &d), GR_OK, "%s", d.msg);
     byoc_partition_opts po = {0};
-    po.options = bo;
-    po.release_consts = true;
+    po.options = *bf;
+    po.release_consts = release;
     const char *be[1] = {"dnnl"};
     cr_assert_eq(byoc_partition(ctx, opt, be, 1, &po, &part, &d), GR_OK, "%s", d.msg);
+    return part;
+}
+
+/* The option through the backend's options, on zoo models, against ONNX Runtime's float32. */
+static void check_zoo_bf16(const char *name) {
+    rt_tensor *input = NULL, *ref = NULL;
+    byoc_options *bo = NULL;
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *part = zoo_bf16(ctx, name, true, &bo, &input, &ref);
+    if (!part) {
+        ir_ctx_free(ctx);
+        return;
+    }
+    gr_diag d = {0};
     uint32_t nbf16 = 0, nfallback = 0;
     for (uint32_t k = 0; k < rt_module_count(part); k++) {
         rt_json_graph *gr;
@@ -193,25 +208,17 @@ Test(dnnl_bf16, zoo_deit_tiny, .timeout = 120) { check_zoo_bf16("deit_tiny"); }
  * (data type included): loaded with bf16 it uses them as they are, loaded without the option it
  * lays float32 ones out again (and computes float32); under AVX2 both are float32 packs. */
 Test(dnnl_bf16, artifact_packs_keyed_by_data_type, .timeout = 120) {
-    const char *zoo = getenv("GRAFT_ZOO") ? getenv("GRAFT_ZOO") : "build/third_party/zoo";
-    char path[4096];
     rt_tensor *input = NULL, *ref = NULL;
-    if (!cached_model_load(zoo, "resnet18", "scripts/fetch_zoo.sh", path, sizeof path, &input, &ref)) return;
-    gr_diag d = {0};
+    byoc_options *bf = NULL, *f32 = byoc_options_new();
     ir_ctx_t *ctx = ir_ctx_new();
-    rt_const_eval_attach(ctx);
-    onnx_input_shape sh = {"x", input->dl.ndim, {0}};
-    memcpy(sh.dims, input->shape, sizeof(int64_t) * (size_t)input->dl.ndim);
-    onnx_import_opts io = {&sh, 1, NULL, 0, false};
-    ir_module *m = NULL, *opt = NULL, *part = NULL;
-    cr_assert_eq(onnx_import_file(ctx, path, &io, &m, &d), GR_OK, "%s", d.msg);
-    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
-    byoc_options *bf = byoc_options_new(), *f32 = byoc_options_new();
-    cr_assert_eq(byoc_options_set(bf, "dnnl.precision=bf16", &d), GR_OK, "%s", d.msg);
-    byoc_partition_opts po = {0};
-    po.options = bf;
-    const char *be[1] = {"dnnl"};
-    cr_assert_eq(byoc_partition(ctx, opt, be, 1, &po, &part, &d), GR_OK, "%s", d.msg);
+    /* the constants stay with the module: the artifact holds them */
+    ir_module *part = zoo_bf16(ctx, "resnet18", false, &bf, &input, &ref);
+    if (!part) {
+        byoc_options_free(f32);
+        ir_ctx_free(ctx);
+        return;
+    }
+    gr_diag d = {0};
     uint8_t *buf = NULL;
     size_t len = 0;
     cr_assert_eq(graft_model_build(part, &buf, &len, &d), GR_OK, "%s", d.msg);
