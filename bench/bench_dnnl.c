@@ -491,6 +491,7 @@ int main(int argc, char **argv) {
     gr_diag_clear(&nt_d);
     byoc_options_set(options, nt_opt, &nt_d);
     bool report = false, artifact = false, pick[NMODELS] = {false}, any = false;
+    char opt_text[512] = "";
     const char *isas[2];
     for (int i = 1; i < argc; i++) {
         bool ok = true;
@@ -503,6 +504,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--backend-opt") && i + 1 < argc) {
             gr_diag d;
             gr_diag_clear(&d);
+            /* named in the header: rows with dnnl.precision=bf16 are bf16 rows */
+            size_t used = strlen(opt_text);
+            snprintf(opt_text + used, sizeof opt_text - used, "%s%s", used ? " " : "; options ", argv[i + 1]);
             if (byoc_options_set(options, argv[++i], &d)) {
                 fprintf(stderr, "bench_dnnl: --backend-opt: %s\n", d.msg);
                 byoc_options_free(options);
@@ -554,8 +558,9 @@ int main(int argc, char **argv) {
         char isa[64];
         child_isa(avx2, isa, sizeof isa);
         printf("%sgraft (oneDNN backend) vs ONNX Runtime and OpenVINO on %s; oneDNN ISA %s%s; alternating runs, medians "
-               "of %d after %d warm-up, %d ms apart\n",
-               t ? "\n" : "", cpu, isa, avx2 ? " (capped: ONEDNN_MAX_CPU_ISA=AVX2)" : " (native)", runs, warmup, pause_ms);
+               "of %d after %d warm-up, %d ms apart%s\n",
+               t ? "\n" : "", cpu, isa, avx2 ? " (capped: ONEDNN_MAX_CPU_ISA=AVX2)" : " (native)", runs, warmup, pause_ms,
+               opt_text);
         printf("%-18s %-16s %7s %10s %10s %10s %7s %7s %7s %10s %10s %8s %11s %11s %11s %9s %10s %10s %8s", "model", "isa",
                "threads", "graft_ms", "ort_ms", "ov_ms", "/ort", "/ov", "/best", "idle_graft", "idle_ort", "idle/ort",
                "graft_MiB", "ort_MiB", "ov_MiB", "dense_dnnl", "maxabs_ort", "maxabs_ov", "build");

@@ -675,12 +675,12 @@ gr_status insp_diff(insp_model *im, const insp_diff_opts *o, const rt_value *inp
     *out = NULL;
     uint32_t n = im->names.len;
     const char *against = o->against && strcmp(o->against, "reference") != 0 ? o->against : NULL;
-    const ir_module *am = im->m;
+    const ir_module *am = o->against_module ? o->against_module : im->m;
     if (against) {
         ir_module *p = NULL;
         byoc_partition_opts po = {0};
         po.options = im->options;
-        gr_status st = byoc_partition(im->ctx, im->m, &against, 1, &po, &p, diag);
+        gr_status st = byoc_partition(im->ctx, am, &against, 1, &po, &p, diag);
         if (st) return st;
         am = p;
     }
@@ -702,6 +702,7 @@ gr_status insp_diff(insp_model *im, const insp_diff_opts *o, const rt_value *inp
     if (!st) {
         doc = json_object();
         json_object_set_new(doc, "against", json_string(against ? against : "reference"));
+        json_object_set_new(doc, "against_module", json_boolean(o->against_module != NULL));
         json_object_set_new(doc, "rtol", json_real(o->rtol));
         json_object_set_new(doc, "atol", json_real(o->atol));
         json_object_set_new(doc, "atol_scale", json_real(o->atol_scale));

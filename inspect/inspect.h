@@ -69,6 +69,10 @@ typedef struct insp_diff_opts {
     const char *against;          /* NULL or "reference": the input module on the host; else a backend */
     insp_perturb_fn perturb;      /* NULL: none */
     void *perturb_user;
+    const ir_module *against_module; /* NULL: the input module; else another model run instead
+                                     (on the host, or partitioned for `against`), its layers
+                                     matched by name: the float32 model a quantized one was made
+                                     from (same ctx, same inputs) */
 } insp_diff_opts;
 
 /* Runs the against-path and the partitioned module on the same inputs and compares every

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "backends/dnnl/dnnl.h"
+#include "backends/dnnl/dnnl_codegen.h"
 #include "backends/plugin.h"
 #include "ir/text/parser.h"
 #include "ir/transform/transform.h"
@@ -229,11 +231,23 @@ const byoc_options *cli_backend_options(void) {
 }
 
 /* prefix: "graft run" or "graft: GRAFT_NUM_THREADS" */
+/* dnnl.precision=bf16 where oneDNN has no bf16 kernels runs float32: said once, on stderr */
+static void precision_note(void) {
+    static bool said;
+    const char *why = rt_dnnl_bf16_missing();
+    if (said || !why || strcmp(byoc_option_str(g_backend_opts, &byoc_dnnl_backend, "precision"), "bf16")) return;
+    said = true;
+    fprintf(stderr, "graft: warning: dnnl.precision=bf16: %s\n", why);
+}
+
 static int set_backend_opt(const char *prefix, const char *assignment) {
     gr_diag d;
     gr_diag_clear(&d);
     cli_backend_options();
-    if (byoc_options_set(g_backend_opts, assignment, &d) == GR_OK) return CLI_OK;
+    if (byoc_options_set(g_backend_opts, assignment, &d) == GR_OK) {
+        precision_note();
+        return CLI_OK;
+    }
     fprintf(stderr, "%s: %s\n", prefix, d.msg);
     return CLI_ERR;
 }

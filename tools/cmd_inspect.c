@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frontend/onnx/onnx_import.h"
 #include "inspect/inspect.h"
 #include "runtime/exec/executor.h"
 #include "runtime/npy.h"
@@ -13,7 +14,7 @@
 #define MAX_BACKENDS 8
 
 typedef struct insp_args {
-    const char *input, *against, *json_out, *out, *layer;
+    const char *input, *against, *against_model, *json_out, *out, *layer;
     const char *backends[MAX_BACKENDS];
     uint32_t nbackends;
     struct {
@@ -89,6 +90,7 @@ static int parse(const char *cmd, const char *allowed, int argc, char **argv, in
             if (missing || !parse_atol(v, a))
                 return cli_usage_error(cmd, "--atol takes a number >= 0, or Nx: N times each layer's largest magnitude");
         } else if (cli_opt(argc, argv, &i, "--against", &a->against, &missing) ||
+                   cli_opt(argc, argv, &i, "--against-model", &a->against_model, &missing) ||
                    cli_opt(argc, argv, &i, "--json", &a->json_out, &missing) ||
                    cli_opt(argc, argv, &i, "--layer", &a->layer, &missing) ||
                    cli_opt(argc, argv, &i, "-o", &a->out, &missing)) {
@@ -109,7 +111,8 @@ static int parse(const char *cmd, const char *allowed, int argc, char **argv, in
     if (!a->nbackends) return cli_usage_error(cmd, "--backend NAME is required (see graft backends)");
     if (a->against && strcmp(a->against, "reference") != 0) {
         if (!byoc_backend_find(a->against)) return cli_usage_error(cmd, "unknown backend '%s' for --against", a->against);
-        for (uint32_t i = 0; i < a->nbackends; i++)
+        /* the same backend on another model (--against-model) is no self-comparison */
+        for (uint32_t i = 0; i < a->nbackends && !a->against_model; i++)
             if (strcmp(a->backends[i], a->against) == 0)
                 return cli_usage_error(cmd, "--against %s compares a backend with itself", a->against);
     }
@@ -215,10 +218,50 @@ static bool write_json(json_t *doc, const char *path) {
     return true;
 }
 
+/* A QDQ model's scales and zero points by layer (onnx_model_qparams), NULL for other inputs. */
+static json_t *quant_params(const char *input) {
+    if (!cli_ends_with(input, ".onnx")) return NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    char *text = onnx_model_qparams(input, &d);
+    json_t *qp = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    if (qp && !json_object_size(qp)) {
+        json_decref(qp);
+        qp = NULL;
+    }
+    return qp;
+}
+
+/* "      input 0: uint8 scale 0.0187 zp 128 | input 1: int8 scale 0.0021..0.0093 (64 channels) zp 0" */
+static void print_qparams(json_t *lq) {
+    size_t i;
+    json_t *q;
+    printf("%7s", "");
+    json_array_foreach(lq, i, q) {
+        printf("%s%s: %s", i ? " | " : "", jstr(q, "role"), jstr(q, "type"));
+        json_t *ch = json_object_get(q, "channels");
+        if (json_object_get(q, "scale")) printf(" scale %.4g", json_number_value(json_object_get(q, "scale")));
+        else if (json_object_get(q, "scale_min"))
+            printf(" scale %.4g..%.4g (%lld channels)", json_number_value(json_object_get(q, "scale_min")),
+                   json_number_value(json_object_get(q, "scale_max")), (long long)json_integer_value(ch));
+        if (json_object_get(q, "zero_point")) printf(" zp %lld", (long long)json_integer_value(json_object_get(q, "zero_point")));
+        else if (json_object_get(q, "zero_point_min")) {
+            long long lo = json_integer_value(json_object_get(q, "zero_point_min")),
+                      hi = json_integer_value(json_object_get(q, "zero_point_max"));
+            if (lo == hi) printf(" zp %lld", lo);
+            else printf(" zp %lld..%lld", lo, hi);
+        } else {
+            printf(" zp 0");
+        }
+    }
+    printf("\n");
+}
+
 int cmd_diff(int argc, char **argv) {
     static insp_args a;
     memset(&a, 0, sizeof(a));
-    int rc = parse("diff", "--against --rtol --atol --json --no-opt", argc, argv, &a);
+    int rc = parse("diff", "--against --against-model --rtol --atol --json --no-opt", argc, argv, &a);
     if (rc != CLI_OK) return rc;
     session s;
     if ((rc = open_session(&a, &s, true)) != CLI_OK) {
@@ -228,18 +271,30 @@ int cmd_diff(int argc, char **argv) {
     gr_diag d;
     gr_diag_clear(&d);
     json_t *doc = NULL;
-    insp_diff_opts o = {a.rtol, a.atol, a.atol_scale, a.against, NULL, NULL};
+    insp_diff_opts o = {.rtol = a.rtol, .atol = a.atol, .atol_scale = a.atol_scale, .against = a.against};
+    /* the float32 model a quantized one was made from: loaded as INPUT was, layers by name */
+    ir_module *fm = NULL;
+    if (a.against_model && cli_load_model(s.ctx, a.against_model, &a.lo, &fm, &d) != GR_OK) {
+        rc = cli_fail(&d, a.against_model);
+        close_session(&s);
+        return rc;
+    }
+    o.against_module = fm;
     if (insp_diff(s.im, &o, s.args, s.nargs, &doc, &d) != GR_OK) {
         rc = cli_fail(&d, a.input);
         close_session(&s);
         return rc;
     }
+    json_t *qp = quant_params(a.input);
     json_t *sum = json_object_get(doc, "summary");
     char atol[64];
     if (a.atol_scale > 0) snprintf(atol, sizeof atol, "%g + %g x max|ref| per layer", a.atol, a.atol_scale);
     else snprintf(atol, sizeof atol, "%g", a.atol);
+    char against[4200];
+    if (a.against_model) snprintf(against, sizeof against, "%s (%s)", a.against_model, jstr(doc, "against"));
+    else snprintf(against, sizeof against, "%s", jstr(doc, "against"));
     printf("graft diff: %s vs %s on %s, rtol %g atol %s: %lld layers, %lld ok, %lld diverging, %lld unobservable, %lld other\n",
-           a.backends[0], jstr(doc, "against"), a.input, a.rtol, atol, json_integer_value(json_object_get(sum, "layers")),
+           a.backends[0], against, a.input, a.rtol, atol, json_integer_value(json_object_get(sum, "layers")),
            json_integer_value(json_object_get(sum, "ok")), json_integer_value(json_object_get(sum, "diverging")),
            json_integer_value(json_object_get(sum, "unobservable")), json_integer_value(json_object_get(sum, "other")));
     json_t *regions = json_object_get(insp_model_json(s.im), "regions");
@@ -261,6 +316,11 @@ int cmd_diff(int argc, char **argv) {
                    json_real_value(json_object_get(r, "max_abs")), json_real_value(json_object_get(r, "max_rel")), cnt, where);
         else
             printf("%5zu  %-34s %-12s %10s %10s %14s  %s\n", i, jstr(r, "name"), jstr(r, "status"), "-", "-", "", where);
+        json_t *lq = json_object_get(qp, jstr(r, "name"));
+        if (lq) {
+            json_object_set(r, "qparams", lq);
+            print_qparams(lq);
+        }
     }
     json_t *first = json_object_get(doc, "first_divergence");
     if (json_is_object(first)) {
@@ -278,6 +338,7 @@ int cmd_diff(int argc, char **argv) {
         printf("every observable layer is within tolerance\n");
     }
     if (a.json_out && !write_json(doc, a.json_out)) rc = CLI_ERR;
+    json_decref(qp);
     json_decref(doc);
     close_session(&s);
     return rc;
@@ -378,7 +439,7 @@ int cmd_explore(int argc, char **argv) {
     if (run) st = insp_observe(s.im, s.args, s.nargs, a.profile, &d);
     if (!st && a.diff) {
         json_t *doc = NULL;
-        insp_diff_opts o = {a.rtol, a.atol, a.atol_scale, a.against, NULL, NULL};
+        insp_diff_opts o = {.rtol = a.rtol, .atol = a.atol, .atol_scale = a.atol_scale, .against = a.against};
         st = insp_diff(s.im, &o, s.args, s.nargs, &doc, &d);
         if (!st) {
             json_object_set(insp_model_json(s.im), "diff", json_object_get(doc, "first_divergence"));

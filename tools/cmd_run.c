@@ -202,7 +202,7 @@ int cmd_run(int argc, char **argv) {
         graft_model_get_info(rn.gm, &in);
         if (in.nrepacked)
             fprintf(stderr, "note: %s: %u weights laid out again at load: the artifact's prepacked forms were made "
-                    "for another CPU or oneDNN (rebuild it here to skip this)\n", input, in.nrepacked);
+                    "for another CPU, oneDNN or dnnl.precision (rebuild it here, or load it with its options, to skip this)\n", input, in.nrepacked);
     } else {
         ctx = ir_ctx_new();
         double c0 = cli_now_ms(), u0 = cpu_ms();

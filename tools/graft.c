@@ -57,11 +57,13 @@ static const command COMMANDS[] = {
                          "region and\n"
                          "      primitive(s), or to the host op and the reason it stayed there"},
     {"diff", cmd_diff, "diff INPUT --backend NAME [--backend-lib PLUGIN.so]... [--against reference|BACKEND] [--input NAME=FILE.npy|random]...\n"
-                       "      [--input-shape NAME=DIMS]... [--rtol R] [--atol A|Ax] [--json OUT] [--no-opt]\n"
+                       "      [--against-model FLOAT.onnx] [--input-shape NAME=DIMS]... [--rtol R] [--atol A|Ax] [--json OUT] [--no-opt]\n"
                        "      [--backend-opt BACKEND.NAME=VALUE]...\n"
                        "      run both paths on the same inputs and compare every frontend layer's output "
                        "(layers\n"
-                       "      inside offloaded regions too); exit 1 when a layer is out of tolerance"},
+                       "      inside offloaded regions too); exit 1 when a layer is out of tolerance. --against-model: the\n"
+                       "      other path runs that model (the float32 model a quantized INPUT was made from), layers matched\n"
+                       "      by name; a QDQ INPUT's layers show their scales and zero points"},
     {"explore", cmd_explore, "explore INPUT --backend NAME [--backend-lib ...] [--profile] [--diff] [--against ...] "
                              "[--input ...] [--input-shape ...] [--no-opt] [--backend-opt ...] -o REPORT.html\n"
                              "      one self-contained HTML page: the graph by layer coloured by region, "

@@ -86,6 +86,9 @@ typedef struct rt_dnnl_opts {
                                      kernel (dnnl_gemv.c) where the CPU has AVX2 + FMA (default on) */
     bool dw_jit;                  /* depthwise convolutions on oneDNN's jit_dw kernel where it
                                      picks brdgmm_dw (avx512_core; default on) */
+    bool bf16;                    /* dnnl.precision=bf16: convolutions and matmuls with constant
+                                     weights compute in bfloat16 where oneDNN's ISA has it
+                                     (rt_dnnl_bf16_isa), float32 elsewhere (see "bf16" below) */
     int64_t small_kb;             /* regions whose tensors are all below this many KiB run
                                      single-threaded; 0: never */
     int64_t threads;              /* oneDNN's team for this model's regions; 0: every CPU the
@@ -123,6 +126,8 @@ typedef struct rt_dnnl_stats {
     uint32_t nref;                /* primitives left on oneDNN's reference kernels ("ref:any") */
     uint32_t nslots;              /* concat sources their producer wrote in place (no copy) */
     int threads;                  /* its team (1 for a small region: see rt_dnnl_opts small_kb) */
+    uint32_t nbf16;               /* convolutions / matmuls computing in bfloat16 */
+    bool bf16_fallback;           /* bf16 asked for, but oneDNN's ISA has none: all float32 */
 } rt_dnnl_stats;
 void rt_dnnl_get_stats(const void *state, rt_dnnl_stats *out);
 
@@ -145,6 +150,22 @@ void rt_dnnl_shared_weights(uint64_t *made, uint64_t *reused);
  * AVX2, 16 from AVX-512). */
 const char *rt_dnnl_isa(void);
 int rt_dnnl_channel_block(void);
+
+/* ---- bf16 (rt_dnnl_opts bf16) ----
+ * Convolutions (not transposed nor depthwise, canonical layouts) and matmuls with constant weights (not the
+ * one-row products graft's GEMV takes) compute in bfloat16 with float32 accumulation: their
+ * weights are converted once at prepare (the shared cache and an artifact's prepacked weights
+ * are keyed by the memory descriptor, data type included), their source is converted where it
+ * arrives in float32, and their result stays in bfloat16 only when every reader is such a
+ * primitive that reads it as its source (conv -> conv, dense -> dense: no conversion between
+ * them); else they write float32, so every other primitive, region output and concat sees
+ * float32 as before. Bias, post-ops and accumulation are float32 inside oneDNN's kernels.
+ * Such primitives show "/bf16" after their implementation name (rt_dnnl_prim). */
+/* oneDNN's ISA in this process has bfloat16 kernels: avx512_core_bf16 or AMX (ONEDNN_MAX_CPU_ISA
+ * caps it: AVX2 has none). */
+bool rt_dnnl_bf16_isa(void);
+/* NULL when dnnl.precision=bf16 runs in bfloat16 here; else why it runs float32 (one line). */
+const char *rt_dnnl_bf16_missing(void);
 
 /* The team a region with options o prepares and runs on (o NULL: the defaults). */
 int rt_dnnl_threads(const rt_dnnl_opts *o);

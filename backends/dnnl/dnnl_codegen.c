@@ -247,6 +247,9 @@ static const byoc_option DNNL_OPTIONS[] = {
      "kernel, the weights read in place (CPUs with AVX2 + FMA); 0: oneDNN's matmul", NULL},
     {"dw_jit", BYOC_OPT_BOOL, "1", "run depthwise convolutions on oneDNN's jit_dw kernel where it picks "
      "brdgmm_dw (avx512_core): 0.53-0.82 of its time standalone; 0: oneDNN's choice", NULL},
+    {"precision", BYOC_OPT_STR, "f32", "bf16: convolutions and matmuls with constant weights in bfloat16 (weights "
+     "converted once, float32 accumulation, float32 at the other ops), where oneDNN has AVX512_BF16 or AMX kernels; "
+     "float32 elsewhere, with a warning", "f32|bf16"},
     {"small_kb", BYOC_OPT_INT, DNNL_STR(RT_DNNL_SMALL_KB_DEFAULT), "regions whose tensors are all smaller than this many KiB run "
      "single-threaded; 0: never", NULL},
 };
@@ -268,6 +271,7 @@ static rt_dnnl_opts engine_opts(const byoc_options *o) {
         .winograd = byoc_option_bool(o, b, "winograd"),
         .gemv = byoc_option_bool(o, b, "gemv"),
         .dw_jit = byoc_option_bool(o, b, "dw_jit"),
+        .bf16 = !strcmp(byoc_option_str(o, b, "precision"), "bf16"),
         .small_kb = byoc_option_int(o, b, "small_kb"),
         .threads = byoc_option_int(o, b, "threads"),
         .no_bind = !byoc_option_bool(o, b, "bind"),

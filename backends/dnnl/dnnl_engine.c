@@ -19,6 +19,7 @@
 #include "backends/dnnl/dnnl.h"
 #include "backends/dnnl/dnnl_impl.h"
 #include "backends/dnnl/dnnl_op_table.h"
+#include "backends/dnnl/dnnl_ops_impl.h"
 #include "backends/dnnl/dnnl_q_impl.h"
 
 static uint64_t now_ns(void) {
@@ -359,7 +360,10 @@ static gr_status build(dn_state *S) {
         uint32_t o = S->ent_node[e].index;
         const dnnl_memory_desc_t *md = &S->vals.data[v].md;
         int32_t nd = n->ndims[o];
-        bool ok = val_type(n->dtypes[o]) != dnnl_data_type_undef && md->data_type == val_type(n->dtypes[o]);
+        /* a float32 entry may hold bf16 between bf16 layers (dnnl.h "bf16") */
+        dnnl_data_type_t want = val_type(n->dtypes[o]);
+        bool ok = want != dnnl_data_type_undef &&
+                  (md->data_type == want || (want == dnnl_f32 && md->data_type == dnnl_bf16 && dn_bf16_entry(S, (int)e)));
         ok = ok && (nd == 0 ? md->ndims == 1 && md->dims[0] == 1 : md->ndims == nd);
         for (int32_t k = 0; ok && k < nd; k++) ok = md->dims[k] == n->shapes[o][k];
         if (!ok) {
@@ -430,6 +434,8 @@ static gr_status dn_prepare(rt_json_graph *g, const void *opts, void **state, gr
     pthread_mutex_init(&S->lock, NULL);
     S->opts = opts ? *(const rt_dnnl_opts *)opts : rt_dnnl_default_opts();
     S->threads = rt_dnnl_threads(&S->opts);
+    S->bf16 = S->opts.bf16 && rt_dnnl_bf16_isa();
+    S->stats.bf16_fallback = S->opts.bf16 && !S->bf16;
     S->g = g;
     S->diag = d;
     S->symbol = rt_json_graph_symbol(g);

@@ -156,6 +156,7 @@ typedef struct dn_state {
     int threads;                  /* its team (opts.threads, 0 resolved): built and run with */
     bool ftz;                     /* flush denormals while running (dnnl.denormals=1: keep) */
     bool sum_ok;                  /* the caller handles pending_sum (finish) */
+    bool bf16;                    /* opts.bf16 on a CPU with bfloat16 kernels (dnnl.h "bf16") */
     int pending_out;              /* entry a folded bias add produced (see take_bias) */
     GR_VEC(const rt_json_node *) pend;    /* nodes folded into the next primitive emitted */
     const char *ref_why;          /* why the next primitive may stay on ref (see dn_emit) */
@@ -219,8 +220,10 @@ typedef gr_status (*dn_make_fn)(dn_state *S, const rt_json_node *n, const dnnl_m
  * both mds), else engine-owned; counted in the weight bytes. */
 gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *dmd, dn_make_fn make,
                         void *ctx, void **out);
-/* v in the plain layout: v itself, a view of v's buffer when its layout has the bytes of
- * plain row-major, else a reorder (dn_as). */
+/* md with data type dt: a plain, blocked or `any` md (strides count elements, not bytes). */
+void dn_md_dt(dnnl_memory_desc_t *md, dnnl_data_type_t dt);
+/* v in the plain layout of its data type: v itself, a view of v's buffer when its layout has
+ * the bytes of plain row-major, else a reorder (dn_as). */
 gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out);
 /* Constant data of `bytes` at p read in place: its whole 2 MiB pieces onto transparent huge
  * pages (a hint, see dnnl_engine.c) */

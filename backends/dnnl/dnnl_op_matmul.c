@@ -97,6 +97,7 @@ static gr_status gemv_matmul(dn_state *S, const rt_json_node *n, int av, int bv,
     *done = false;
     const dnnl_memory_desc_t *wmd = &S->vals.data[bv].md;
     if (!S->opts.gemv || rows > GEMV_MAX_ROWS || !dn_avx2_kernels_ok() || wmd->format_kind != dnnl_blocked ||
+        S->vals.data[av].md.data_type != dnnl_f32 ||
         wmd->format_desc.blocking.inner_nblks || wmd->data_type != dnnl_f32 || S->vals.data[av].md.offset0 ||
         (biasv >= 0 && (S->vals.data[biasv].md.offset0 || !dn_is_plain(&S->vals.data[biasv].md))))
         return GR_OK;
@@ -197,16 +198,31 @@ gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
             return st;
         if (done) return GR_OK;
     }
+    /* dnnl.precision=bf16: src, weights (`any`, converted once) and, where every reader takes
+     * it, dst in bfloat16; the float32 weights are not read in place then */
+    bool bf16 = bconst && dn_bf16_node(S, n);
+    bool bf16_dst = bf16 && dn_bf16_entry(S, dn_chain_out(S, n, steps, k));
+    dnnl_data_type_t sdt = bf16 ? dnnl_bf16 : dnnl_f32, ddt = bf16_dst ? dnnl_bf16 : dnnl_f32;
+    if (S->vals.data[av].md.data_type != sdt) {
+        dnnl_memory_desc_t want = S->vals.data[av].md;
+        dn_md_dt(&want, sdt);
+        if ((st = dn_as(S, n, av, &want, &av))) return st;
+    }
+    dn_md_dt(&amd, sdt);
+    dn_md_dt(&dst, ddt);
+    if (bf16) dn_md_dt(&bany, dnnl_bf16);
     int pnd = rows ? 2 : nd, saved_e[DN_MAX_STEPS], saved_v[DN_MAX_STEPS], nsaved = 0;
     dnnl_memory_desc_t dst_nd = dst;
     if (rows) {
         int64_t a2[2] = {rows, amd.dims[nd - 1]}, d2[2] = {rows, N}, b2[2] = {bmd.dims[nd - 2], N};
         dn_plain_md(&amd, 2, a2);
         dn_plain_md(&dst, 2, d2);
+        dn_md_dt(&amd, sdt);
+        dn_md_dt(&dst, ddt);
         if (tr) transposed_md(&bmd, 2, S->vals.data[bv].md.ndims, S->vals.data[bv].md.dims);
         else dn_plain_md(&bmd, 2, b2);
         bany = bmd;
-        if (bconst) dnnl_memory_desc_init_by_tag(&bany, 2, bmd.dims, dnnl_f32, dnnl_format_tag_any);
+        if (bconst) dnnl_memory_desc_init_by_tag(&bany, 2, bmd.dims, sdt, dnnl_format_tag_any);
         for (int i = 0; i < k && !st; i++) {
             if (steps[i].kind != STEP_BINARY) continue;
             int e = steps[i].src1, v = S->ent_val[e];
@@ -235,7 +251,7 @@ gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
      * that takes fewer post-ops or lands on ref. Transposed weights always get `any`. */
     bool placed = false;
     dnnl_matmul_desc_t pdesc;
-    if (!st && bconst && !tr &&
+    if (!st && bconst && !tr && !bf16 &&
         dnnl_matmul_desc_init(&pdesc, &amd, &bmd, biasv >= 0 ? &biasmd : NULL, &dst) == dnnl_success) {
         if (dn_fuse_create(S, n, &pdesc, pnd, steps, k, &pd, &used, args, &na) == GR_OK) {
             const char *impl = NULL;
@@ -281,6 +297,15 @@ gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
         }
     }
     if (!st && !placed) st = dn_fuse_create(S, n, &desc, pnd, steps, k, &pd, &used, args, &na);
+    if (!st && bf16 && dn_pd_is_ref(pd)) {
+        /* no bf16 kernel but ref: float32 as without the option */
+        dnnl_primitive_desc_destroy(pd);
+        while (nsaved--) S->ent_val[saved_e[nsaved]] = saved_v[nsaved];
+        S->bf16 = false;
+        st = dn_op_matmul(S, n, comp);
+        S->bf16 = true;
+        return st;
+    }
     if (st) {
         while (nsaved--) S->ent_val[saved_e[nsaved]] = saved_v[nsaved];
         return st;
@@ -307,6 +332,7 @@ gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
         S->ent_val[e] = dn_alias_new(S, S->ent_val[e], &dst_nd);
         S->stats.ncollapsed++;
     }
+    if (!st && bf16_dst) st = dn_bf16_settle(S, n, e);
     return st;
 }
 

@@ -432,3 +432,61 @@ gr_status dn_layout_out(dn_state *S, const rt_json_node *n, int e, const dnnl_me
     S->ent_val[e] = dn_alias_new(S, v, &md);
     return GR_OK;
 }
+
+/* ------------------------------------------------------------------- bf16 ---- */
+
+/* The canonical layouts (op_conv reads others through strided views, kept float32). */
+static bool canonical_conv(const rt_json_node *n) {
+    static const char *const DL[] = {"NCW", "NCHW", "NCDHW"}, *const KL[] = {"OIW", "OIHW", "OIDHW"};
+    const char *dl = dn_attr_str(n, "data_layout", NULL), *kl = dn_attr_str(n, "kernel_layout", NULL);
+    bool dok = !dl, kok = !kl;
+    for (int i = 0; i < 3; i++) {
+        dok |= dl && !strcmp(dl, DL[i]);
+        kok |= kl && !strcmp(kl, KL[i]);
+    }
+    return dok && kok;
+}
+
+bool dn_bf16_node(dn_state *S, const rt_json_node *n) {
+    if (!S->bf16 || n->kind != RT_JSON_KERNEL) return false;
+    int w = dn_arg_entry(S, n, 1);
+    if (w < 0) return false;
+    const rt_json_node *wn = S->ent_node[w].node;
+    /* not depthwise: oneDNN's bf16 jit_dw ran convnext_tiny's 7x7 ones in 2.1-2.4x the time
+     * of its f32 one (no AMX there; they are bound by memory) */
+    if (n->op == IR_OP_CONV1D || n->op == IR_OP_CONV2D || n->op == IR_OP_CONV3D)
+        return wn->kind == RT_JSON_CONST && canonical_conv(n) &&
+               !(dn_attr_int(n, "groups", 1) > 1 && dn_entry_ndim(S, w) > 1 && dn_entry_shape(S, w)[1] == 1);
+    if (n->op != IR_OP_MATMUL) return false;
+    /* dense: the weights are a permute_dims of a constant */
+    if (wn->kind == RT_JSON_KERNEL && wn->op == IR_OP_PERMUTE_DIMS) {
+        int c = dn_arg_entry(S, wn, 0);
+        wn = c >= 0 ? S->ent_node[c].node : NULL;
+    }
+    int a = dn_arg_entry(S, n, 0);
+    if (!wn || wn->kind != RT_JSON_CONST || a < 0 || dn_entry_ndim(S, a) < 2) return false;
+    /* one row: graft's GEMV reads the float32 weights in place, bound by memory (dnnl_op_matmul.c) */
+    int64_t rows = 1;
+    for (int i = 0; i < dn_entry_ndim(S, a) - 1; i++) rows *= dn_entry_shape(S, a)[i];
+    return rows > 1 || !S->opts.gemv || !dn_avx2_kernels_ok();
+}
+
+bool dn_bf16_entry(dn_state *S, int e) {
+    dnnl_memory_desc_t md;
+    if (!S->bf16 || e < 0 || S->is_head[e] || !S->cons[e].len || dn_slot_md(S, e, &md)) return false;
+    for (uint32_t i = 0; i < S->cons[e].len; i++) {
+        const rt_json_node *c = S->cons[e].data[i];
+        if (!dn_bf16_node(S, c) || dn_arg_entry(S, c, 0) != e) return false;
+        for (uint32_t k = 1; k < dn_nargs(c); k++)
+            if (dn_arg_entry(S, c, k) == e) return false;
+    }
+    return true;
+}
+
+gr_status dn_bf16_settle(dn_state *S, const rt_json_node *n, int e) {
+    int v = S->ent_val[e];
+    if (v < 0 || S->vals.data[v].md.data_type != dnnl_bf16 || dn_bf16_entry(S, e)) return GR_OK;
+    dnnl_memory_desc_t f = S->vals.data[v].md;
+    dn_md_dt(&f, dnnl_f32);
+    return dn_as(S, n, v, &f, &S->ent_val[e]);
+}

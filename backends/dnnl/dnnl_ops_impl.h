@@ -37,6 +37,15 @@ bool dn_cl_order(const dnnl_memory_desc_t *md);
 gr_status dn_layout_in(dn_state *S, const rt_json_node *n, int *xv, int nd, const dnnl_dims_t dims, const dnnl_dims_t str);
 gr_status dn_layout_out(dn_state *S, const rt_json_node *n, int e, const dnnl_memory_desc_t *want);
 bool dn_avx2_kernels_ok(void);
+/* ---- bf16 (dnnl.h "bf16"; dnnl_op_util.c) ----
+ * Node n computes in bfloat16: a convolution or matmul with constant weights, as dnnl.h says. */
+bool dn_bf16_node(dn_state *S, const rt_json_node *n);
+/* Entry e may be held in bfloat16: no region output nor concat slot, and every reader is a
+ * dn_bf16_node reading it as its source only. */
+bool dn_bf16_entry(dn_state *S, int e);
+/* Entry e's value converted to float32 (same layout) when it is bfloat16 but may not be (its
+ * primitive did not take every post-op: the rest run as their own float32 primitives). */
+gr_status dn_bf16_settle(dn_state *S, const rt_json_node *n, int e);
 bool dn_eltwise_vop(const dn_step *st, dn_vop *op);
 gr_status dn_op_conv1d(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_conv2d(dn_state *S, const rt_json_node *n, const dn_comp *comp);

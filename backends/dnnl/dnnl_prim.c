@@ -208,10 +208,14 @@ gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, 
     }
     const char *impl = NULL;
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl) impl = "?";
-    snprintf(p.impl, sizeof p.impl, "%s", impl);
     dnnl_primitive_kind_t pk = dnnl_undefined_primitive;
     dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &pk);
     p.kind = dnnl_prim_kind2str(pk);
+    /* bf16 compute shows in the profile: oneDNN's implementation names do not say it */
+    const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    bool bf16 = (pk == dnnl_convolution || pk == dnnl_matmul) && wmd && wmd->data_type == dnnl_bf16;
+    snprintf(p.impl, sizeof p.impl, "%s%s", impl, bf16 ? "/bf16" : "");
+    if (bf16) S->stats.nbf16++;
     dnnl_primitive_desc_destroy(pd);
     return push_prim(S, n, p, args, nargs, reorder);
 }
@@ -546,6 +550,7 @@ static bool dn_plain_bytes(const dnnl_memory_desc_t *md) {
 gr_status dn_plain(dn_state *S, const rt_json_node *n, int v, int *out) {
     dnnl_memory_desc_t p;
     dn_plain_like(&p, &S->vals.data[v].md);
+    dn_md_dt(&p, S->vals.data[v].md.data_type);
     if (!S->opts.no_layout_plan && !dnnl_memory_desc_equal(&p, &S->vals.data[v].md) && dn_plain_bytes(&S->vals.data[v].md)) {
         *out = dn_alias_new(S, v, &p);
         return GR_OK;
@@ -580,6 +585,20 @@ const char *rt_dnnl_isa(void) {
     for (size_t i = 0; i < sizeof(ISAS) / sizeof(ISAS[0]); i++)
         if (ISAS[i].isa == isa) return ISAS[i].name;
     return "any";
+}
+
+void dn_md_dt(dnnl_memory_desc_t *md, dnnl_data_type_t dt) { md->data_type = dt; }
+
+bool rt_dnnl_bf16_isa(void) {
+    return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+}
+
+const char *rt_dnnl_bf16_missing(void) {
+    static char why[160];
+    if (rt_dnnl_bf16_isa()) return NULL;
+    snprintf(why, sizeof why, "oneDNN's ISA here (%s) has neither AVX512_BF16 nor AMX: the dnnl regions run in float32",
+             rt_dnnl_isa());
+    return why;
 }
 
 int rt_dnnl_channel_block(void) {

@@ -81,6 +81,14 @@ gr_status onnx_model_io_kinds(const char *path, onnx_io_kind *ins, uint32_t *nin
  * sanitizes names; bindings use this to offer the model's own names (ONNX Runtime's). */
 GR_API char *onnx_model_io_names(const char *path, gr_diag *diag);
 
+/* The quantization parameters around each layer of a QDQ model (graft diff), as JSON (a heap
+ * string, free()): {"LAYER": [{"role": "self" (a Q/DQ layer's own) | "input K" (read through a
+ * DequantizeLinear) | "output K" (written into a QuantizeLinear), "by": its op, "tensor", "scale"
+ * (per tensor) or "scale_min", "scale_max", "channels" (per axis), "zero_point" likewise,
+ * "type" ("uint8", "int8", ...)}...]}; {} for a model without them. LAYER is the importer's
+ * layer name. NULL with diag set when the file is not a readable ONNX model. */
+char *onnx_model_qparams(const char *path, gr_diag *diag);
+
 /* Reads a data file of the ONNX backend test data: a TensorProto (a tensor value), a
  * SequenceProto (a tuple of its items) or an OptionalProto (a tuple of 0 or 1 value), as kind
  * says. *name as for onnx_tensor_load_pb. */

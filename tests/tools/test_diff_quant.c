@@ -1,0 +1,147 @@
+/* graft diff on quantized (QDQ) models through the CLI binary: each layer's scales and zero
+ * points as the ONNX graph writes them (build/third_party/qdq/qdq_cnn.onnx, made by
+ * scripts/make_qdq_cnn.py with known parameters), and --against-model: an int8 zoo model's
+ * layers against the float32 zoo model it was quantized from (scripts/make_int8_zoo.py),
+ * matched by name. Skipped when the caches are absent. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/graft_cli.h"
+#include "tests/test_util.h"
+
+#define QDQ_CNN "build/third_party/qdq/qdq_cnn.onnx"
+#define INT8_RESNET "build/third_party/int8/resnet18_qdq_pt.onnx"
+#define F32_RESNET "build/third_party/zoo/resnet18.onnx"
+
+static char tmpdir[64];
+
+static void setup(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/graft_diffq_XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+}
+static void teardown(void) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+TestSuite(diff_quant, .init = setup, .fini = teardown);
+
+/* Runs `graft ARGS` in the repository root, stdout to tmpdir/out, stderr to tmpdir/err. */
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...) {
+    char args[4096], cmd[PATH_MAX + 8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "'%s' %s > '%s/out' 2> '%s/err'", graft(), args, tmpdir, tmpdir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *name) {
+    static char buf[8 << 20];
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    tu_read_into(path, buf, sizeof buf);
+    return buf;
+}
+
+static bool have(const char *path) { return access(path, R_OK) == 0; }
+
+static json_t *layer(json_t *doc, const char *name) {
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(doc, "layers"), i, r) if (!strcmp(json_string_value(json_object_get(r, "name")), name)) return r;
+    return NULL;
+}
+
+/* The qparams entry of layer l with role `role`. */
+static json_t *qp_role(json_t *l, const char *role) {
+    size_t i;
+    json_t *q;
+    json_array_foreach(json_object_get(l, "qparams"), i, q) if (!strcmp(json_string_value(json_object_get(q, "role")), role)) return q;
+    return NULL;
+}
+
+static double num(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
+
+/* make_qdq_cnn.py's parameters: input uint8 at 2/255 around 128, conv1's int8 weights with 8
+ * per-channel scales, its relu re-quantized uint8 at 4/255 around 0; the logits int8 at 1/64. */
+Test(diff_quant, qdq_layers_show_their_scales) {
+    if (!have(QDQ_CNN)) cr_skip_test("%s missing (scripts/fetch_models.sh)", QDQ_CNN);
+    int rc = run("diff " QDQ_CNN " --backend dnnl --json %s/d.json", tmpdir);
+    cr_assert(rc == 0 || rc == 1, "exit %d: %s", rc, slurp("err"));
+    char path[128];
+    snprintf(path, sizeof path, "%s/d.json", tmpdir);
+    json_t *doc = json_load_file(path, 0, NULL);
+    cr_assert_not_null(doc, "%s", slurp("err"));
+    json_t *conv1 = layer(doc, "conv1");
+    cr_assert_not_null(conv1, "no layer conv1");
+    json_t *x = qp_role(conv1, "input 0"), *w = qp_role(conv1, "input 1");
+    cr_assert(x && w, "conv1 lacks its input / weight parameters");
+    cr_expect_str_eq(json_string_value(json_object_get(x, "type")), "uint8");
+    cr_expect_float_eq(num(x, "scale"), 2.0 / 255, 1e-9);
+    cr_expect_eq(json_integer_value(json_object_get(x, "zero_point")), 128);
+    cr_expect_str_eq(json_string_value(json_object_get(w, "type")), "int8");
+    cr_expect_eq(json_integer_value(json_object_get(w, "channels")), 8);
+    cr_expect(num(w, "scale_min") > 0 && num(w, "scale_min") < num(w, "scale_max"), "per-channel weight scales");
+    json_t *relu = qp_role(layer(doc, "conv1_relu"), "output 0");
+    cr_assert_not_null(relu, "conv1_relu lacks its output's parameters");
+    cr_expect_float_eq(num(relu, "scale"), 4.0 / 255, 1e-9);
+    json_t *out = qp_role(layer(doc, "out_Q"), "self");
+    cr_assert_not_null(out, "out_Q lacks its own parameters");
+    cr_expect_str_eq(json_string_value(json_object_get(out, "type")), "int8");
+    cr_expect_float_eq(num(out, "scale"), 1.0 / 64, 1e-12);
+    const char *text = slurp("out");
+    cr_expect(strstr(text, "input 0: uint8 scale 0.007843 zp 128"), "%s", text);
+    cr_expect(strstr(text, "input 1: int8 scale ") && strstr(text, "(8 channels) zp 0"), "%s", text);
+    json_decref(doc);
+}
+
+/* Against the float32 model: every quantized convolution / gemm finds its float32 counterpart
+ * by name; the first one compared (the stem: input and weights rounded to 8 bits, 2^-8 of their
+ * ranges) is within 5% of its magnitude but not equal, and no compared layer is non-finite. */
+Test(diff_quant, against_the_float_model, .timeout = 180) {
+    if (!have(INT8_RESNET) || !have(F32_RESNET)) cr_skip_test("int8 / float32 resnet18 not cached");
+    /* the float32 model on the host: every layer of it observable (no post-op folds) */
+    int rc = run("diff " INT8_RESNET " --backend dnnl --against-model " F32_RESNET " --rtol 0 --atol 0.05x --json %s/d.json",
+                 tmpdir);
+    cr_assert(rc == 0 || rc == 1, "exit %d: %s", rc, slurp("err"));
+    char path[128];
+    snprintf(path, sizeof path, "%s/d.json", tmpdir);
+    json_t *doc = json_load_file(path, 0, NULL);
+    cr_assert_not_null(doc, "%s", slurp("err"));
+    cr_expect(json_is_true(json_object_get(doc, "against_module")));
+    /* every layer with quantized weights (a conv / gemm of both models, by name) found its
+     * float32 counterpart: compared, or unobservable on the int8 side (fused into its int8
+     * composite), never without one */
+    size_t i, compared = 0, with_q = 0;
+    json_t *r, *stem = NULL;
+    json_array_foreach(json_object_get(doc, "layers"), i, r) {
+        const char *name = json_string_value(json_object_get(r, "name")), *st = json_string_value(json_object_get(r, "status"));
+        if (json_object_get(r, "max_abs")) {
+            compared++;
+            cr_expect(isfinite(num(r, "max_abs")), "%s: non-finite", name);
+        }
+        if (!qp_role(r, "input 1")) continue;
+        with_q++;
+        cr_expect(!strcmp(st, "ok") || !strcmp(st, "diverges") || !strcmp(st, "unobservable"),
+                  "%s: %s against the float32 model", name, st);
+        if (!stem && json_object_get(r, "max_abs")) stem = r;
+    }
+    cr_expect_geq(with_q, 21, "%zu layers with quantized weights (resnet18: 20 convolutions + fc)", with_q);
+    cr_assert_not_null(stem, "no compared layer with quantized weights (%zu compared)\n%s", compared, slurp("out"));
+    cr_expect_leq(num(stem, "max_abs"), 0.05 * num(stem, "max_ref"), "%s: %g of max %g",
+                  json_string_value(json_object_get(stem, "name")), num(stem, "max_abs"), num(stem, "max_ref"));
+    cr_expect_gt(num(stem, "max_abs"), 0, "the int8 stem equals float32 bit for bit");
+    json_decref(doc);
+}
