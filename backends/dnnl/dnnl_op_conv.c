@@ -759,7 +759,10 @@ static gr_status conv_build(dn_state *S, const rt_json_node *n, const dn_comp *c
     if (!pd) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
     if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
     /* the fixed args go after the post-op sources; order does not matter to oneDNN */
+    /* the reorders into its layouts come first: the reason stays the convolution's */
+    const char *why = S->ref_why;
     if ((st = dn_src_weights(S, n, pd, xv, dn_alias_new(S, wv, &wuser), args, &na))) return st;
+    S->ref_why = why;
     if (bv >= 0) args[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL};
     int oe = dn_chain_out(S, n, steps, used);
     st = dn_finish(S, n, pd, args, na, steps, used, NULL);
