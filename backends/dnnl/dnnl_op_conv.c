@@ -531,12 +531,10 @@ static gr_status conv_pad_explicit(dn_state *S, const rt_json_node *n, int nd, c
     *bytes = dnnl_memory_desc_get_size(&pmd);
     dn_arg za = {DNNL_ARG_DST, pv, pmd, NULL, *bytes};
     dn_arg ra[2] = {{DNNL_ARG_FROM, *xv, *xmd, NULL, 0}, {DNNL_ARG_TO, pv, sub, NULL, 0}};
-    int psum = S->pending_sum;
     if ((st = dn_emit_fn(S, n, zero_fill, bytes, free, "fill", "graft_zero", &za, 1)) || (st = dn_emit(S, n, rpd, ra, 2, true))) {
         dnnl_primitive_desc_destroy(p2);
         return st;
     }
-    S->pending_sum = psum;
     dnnl_primitive_desc_destroy(*pd);
     *pd = p2;
     memcpy(args, a2, sizeof(dn_arg) * (size_t)na2);
@@ -758,8 +756,8 @@ static gr_status conv_build(dn_state *S, const rt_json_node *n, const dn_comp *c
     if (st) return st;
     if (!pd) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
     if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
-    /* the fixed args go after the post-op sources; order does not matter to oneDNN */
-    /* the reorders into its layouts come first: the reason stays the convolution's */
+    /* the fixed args go after the post-op sources; order does not matter to oneDNN. The
+     * reorders into its layouts come first: the reason to stay on ref stays the convolution's */
     const char *why = S->ref_why;
     if ((st = dn_src_weights(S, n, pd, xv, dn_alias_new(S, wv, &wuser), args, &na))) return st;
     S->ref_why = why;
