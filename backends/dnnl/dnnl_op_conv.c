@@ -462,10 +462,11 @@ static gr_status unsq_entry(dn_state *S, const rt_json_node *n, int e, conv_view
     return GR_OK;
 }
 
-/* Some output's window lies wholly in the padding (a 1x1 kernel padded by 2). oneDNN 2.6's
- * brgconv writes such outputs wrong when it adds both a bias and a sum post-op (random
- * region-graph seed 3552: a 1x1x1 conv3d padded in depth, its bias, a residual add); the add
- * is then a binary post-op. s, d, pl: oneDNN's strides, dilations - 1, left padding. */
+/* Some output's window lies wholly in the padding (a 1x1 kernel padded by 2). oneDNN 2.6
+ * writes such outputs wrong when it adds a bias and then a binary or sum post-op (random
+ * region-graph seeds 3552: brgconv, a 1x1x1 conv3d padded in depth, its bias, a residual add;
+ * 10468: gemm:jit, bias, clip, a multiply along W); those post-ops then run on their own.
+ * s, d, pl: oneDNN's strides, dilations - 1, left padding. */
 static bool pad_only_outputs(int sd, const int64_t *xs, const int64_t *ws, const int64_t *os, const dnnl_dims_t s,
                              const dnnl_dims_t d, const dnnl_dims_t pl) {
     for (int i = 0; i < sd; i++) {
@@ -660,6 +661,8 @@ static gr_status conv_build(dn_state *S, const rt_json_node *n, const dn_comp *c
                 perm ? (int)(strchr(dl, 'C') - dl) : 1);
     for (int i = 0; perm && i < k; i++)
         if (steps[i].kind != STEP_ELTWISE) k = i;
+    for (int i = 0; bv >= 0 && pad_only_outputs(sd, xs, ws, os, s, d, pl) && i < k; i++)
+        if (steps[i].kind != STEP_ELTWISE) k = i;
     for (int i = 0; unsq && i < k; i++)
         if (steps[i].kind == STEP_BINARY && (st = unsq_entry(S, n, steps[i].src1, cv))) return st;
     /* Winograd: 3x3, stride 1, dilation 1, one group, canonical layouts, constant weights (they are
@@ -727,7 +730,7 @@ static gr_status conv_build(dn_state *S, const rt_json_node *n, const dn_comp *c
      * planned layouts or all `any`; then the direct algorithm in each layout */
     bool wino = wino3x3 && I >= ONEDNN_WINO_MIN_CH && O >= ONEDNN_WINO_MIN_CH;
     int first = wino ? -2 : 0;
-    S->sum_ok = bv < 0 || !pad_only_outputs(sd, xs, ws, os, s, d, pl);
+    S->sum_ok = true;
     for (int a = first; a < nalt && !pd; a++) {
         int l = a < 0 ? a + 2 : a;
         if (a < 0 && l >= nalt - 1) continue;
