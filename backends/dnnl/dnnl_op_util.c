@@ -53,10 +53,6 @@ bool dn_src1_in_dst_layout(dn_state *S, const_dnnl_primitive_desc_t pd, const dn
         bool chan = true;
         for (int d = 0; d < md->ndims; d++) chan &= md->dims[d] == 1 || dst->ndims - md->ndims + d == 1;
         if (!full && !chan && !dn_is_plain(dst)) return false;
-        /* nor one that varies along the batch only in part (a (N, 1, 1, 1) operand on a gemm
-         * convolution of batch 2: the second image's values wrong; random region-graph seed
-         * 12053) */
-        if (!full && md->ndims == dst->ndims && md->dims[0] > 1) return false;
     }
     return true;
 }
