@@ -181,6 +181,10 @@ void dn_plain_expand(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int 
 bool dn_is_plain(const dnnl_memory_desc_t *md);
 /* md rewritten as the plain layout when its memory is laid out as that one */
 void dn_md_canon(dnnl_memory_desc_t *md);
+/* md with a dim of 1 inserted at / removed from axis, over the same memory (false: oneDNN
+ * cannot express it) */
+bool dn_md_unsqueeze(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int axis);
+bool dn_md_squeeze(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int axis);
 int dn_val_new(dn_state *S, int kind, const dnnl_memory_desc_t *md);
 int dn_alias_new(dn_state *S, int base, const dnnl_memory_desc_t *md);
 int dn_root(const dn_state *S, int v);

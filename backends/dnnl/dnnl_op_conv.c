@@ -416,7 +416,147 @@ static bool goes_blocked(dn_state *S, int e) {
     return true;
 }
 
-static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp, bool deconv, int sd) {
+/* A depthwise 1-D convolution runs as a 2-D one of height 1: oneDNN 2.6 has jit depthwise
+ * kernels (jit_dw, brdgmm_dw) for 2-D only and runs 1-D ones on gemm:jit. */
+static bool conv1d_as_2d(int sd, bool deconv, int64_t G, int64_t I) { return sd == 1 && !deconv && G > 1 && G == I; }
+
+/* The entries a 1-D convolution seen as 2-D swaps for views with a dim of 1 at axis 2 (its
+ * input, its post-ops' binary operands) while its primitive is built; op_conv puts them back. */
+typedef struct conv_views {
+    int e[DN_MAX_STEPS + 1], v[DN_MAX_STEPS + 1], n;
+} conv_views;
+
+/* Insert v at index at of a[0..len-1] */
+static void ins_at(int64_t *a, int len, int at, int64_t v) {
+    memmove(a + at + 1, a + at, sizeof(int64_t) * (size_t)(len - at));
+    a[at] = v;
+}
+
+/* Value v seen with a dim of 1 at axis 2: a view of its memory, else of a plain copy. Rank
+ * below 3 (a broadcast operand): plain, with leading 1s to rank 3 first. */
+static gr_status unsq_view(dn_state *S, const rt_json_node *n, int v, int *out) {
+    dnnl_memory_desc_t md;
+    if (S->vals.data[v].md.ndims == 3 && dn_md_unsqueeze(&md, &S->vals.data[v].md, 2)) {
+        *out = dn_alias_new(S, v, &md);
+        return GR_OK;
+    }
+    gr_status st = dn_plain(S, n, v, &v);
+    if (st) return st;
+    dnnl_memory_desc_t p3;
+    dn_plain_expand(&p3, &S->vals.data[v].md, 3);
+    if (!dn_md_unsqueeze(&md, &p3, 2)) return dn_fail(S, n, dnnl_success, "cannot view a 1-D operand as 2-D");
+    *out = dn_alias_new(S, v, &md);
+    return GR_OK;
+}
+
+/* Swaps entry e's value for its 2-D view, remembering the original in cv. */
+static gr_status unsq_entry(dn_state *S, const rt_json_node *n, int e, conv_views *cv) {
+    for (int i = 0; i < cv->n; i++)
+        if (cv->e[i] == e) return GR_OK;
+    int v;
+    gr_status st = unsq_view(S, n, S->ent_val[e], &v);
+    if (st) return st;
+    cv->e[cv->n] = e;
+    cv->v[cv->n++] = S->ent_val[e];
+    S->ent_val[e] = v;
+    return GR_OK;
+}
+
+/* Some output's window lies wholly in the padding (a 1x1 kernel padded by 2). oneDNN 2.6
+ * writes such outputs wrong when it adds a bias and then a binary or sum post-op (random
+ * region-graph seeds 3552: brgconv, a 1x1x1 conv3d padded in depth, its bias, a residual add;
+ * 10468: gemm:jit, bias, clip, a multiply along W); those post-ops then run on their own.
+ * s, d, pl: oneDNN's strides, dilations - 1, left padding. */
+static bool pad_only_outputs(int sd, const int64_t *xs, const int64_t *ws, const int64_t *os, const dnnl_dims_t s,
+                             const dnnl_dims_t d, const dnnl_dims_t pl) {
+    for (int i = 0; i < sd; i++) {
+        int64_t ext = (ws[2 + i] - 1) * (d[i] + 1) + 1, last = (os[2 + i] - 1) * s[i] - pl[i];
+        if (pl[i] >= ext || last >= xs[2 + i]) return true;
+    }
+    return false;
+}
+
+/* Entry e, a binary operand for a result of entry out's shape, varies along the batch but is
+ * not the full result: oneDNN 2.6's convolutions read such a post-op operand wrong (a gemm:jit
+ * conv2d of batch 2 times a (2, 1, 1, 1) operand: the second image's values; random
+ * region-graph seeds 12053, 12276), so it runs on its own. */
+static bool batch_in_part(dn_state *S, int e, int out) {
+    int nd = dn_entry_ndim(S, e);
+    const int64_t *es = dn_entry_shape(S, e), *os = dn_entry_shape(S, out);
+    return nd == dn_entry_ndim(S, out) && nd > 0 && es[0] > 1 && memcmp(es, os, sizeof(int64_t) * (size_t)nd);
+}
+
+/* dn_emit_fn's zero fill of a padded copy (ctx: its bytes) */
+static dnnl_status_t zero_fill(void *ctx, void *const *ptrs) {
+    memset(ptrs[0], 0, *(const size_t *)ctx);
+    return dnnl_success;
+}
+
+/* oneDNN 2.6 has neither a jit nor a gemm kernel for some convolutions padded by as much as
+ * their input is wide (AVX2: a 5x5 kernel padded by 4 on a width of 3, random region-graph seed
+ * 4688), and has one for the same convolution unpadded. So when only ref is left: the input
+ * copied into the middle of a zeroed buffer of the padded size, plain, and the convolution run
+ * without padding. On success *pd (ref) is replaced, with its args, *used and *xv (the padded
+ * copy, zeroed and filled each run); else nothing changes. */
+static gr_status conv_pad_explicit(dn_state *S, const rt_json_node *n, int nd, const dnnl_memory_desc_t *wany,
+                                   const dnnl_memory_desc_t *bmd, const dnnl_memory_desc_t *dst, const dnnl_dims_t s,
+                                   const dnnl_dims_t d, const dnnl_dims_t pl, const dnnl_dims_t pr, const dn_step *steps,
+                                   int k, int *xv, dnnl_primitive_desc_t *pd, int *used, dn_arg *args, int *na) {
+    const dnnl_memory_desc_t *xmd = &S->vals.data[*xv].md;
+    dnnl_dims_t pdims, off = {0}, zero = {0};
+    bool padded = false;
+    for (int i = 0; i < nd; i++) {
+        int64_t a = i < 2 ? 0 : pl[i - 2], b = i < 2 ? 0 : pr[i - 2];
+        if (a < 0 || b < 0) return GR_OK;
+        padded |= a || b;
+        pdims[i] = xmd->dims[i] + a + b;
+        off[i] = a;
+    }
+    if (!padded) return GR_OK;
+    dnnl_memory_desc_t pmd, sub;
+    dn_plain_md(&pmd, nd, pdims);
+    dnnl_convolution_desc_t desc;
+    if (dnnl_memory_desc_init_submemory(&sub, &pmd, xmd->dims, off) != dnnl_success ||
+        dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &pmd, wany, bmd,
+                                                   dst, s, d, zero, zero) != dnnl_success)
+        return GR_OK;
+    dn_arg a2[4 + DN_MAX_STEPS];
+    int na2 = 0, used2 = 0, sum = S->pending_sum;
+    dnnl_primitive_desc_t p2 = NULL;
+    gr_status st = GR_OK;
+    if (dn_try_create(S, n, &desc, nd, steps, k, 0, true, &p2, &used2, a2, &na2, &st) != dnnl_success || st) {
+        S->pending_sum = sum; /* the ref primitive's, kept */
+        return st;
+    }
+    dnnl_primitive_desc_t rpd;
+    dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&rpd, xmd, S->eng, &sub, S->eng, S->attr_plain);
+    size_t *bytes = malloc(sizeof *bytes);
+    if (ds != dnnl_success || !bytes) {
+        free(bytes);
+        if (ds == dnnl_success) dnnl_primitive_desc_destroy(rpd);
+        dnnl_primitive_desc_destroy(p2);
+        S->pending_sum = sum;
+        return ds == dnnl_success ? gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory") : GR_OK;
+    }
+    int pv = dn_val_new(S, V_TMP, &pmd);
+    *bytes = dnnl_memory_desc_get_size(&pmd);
+    dn_arg za = {DNNL_ARG_DST, pv, pmd, NULL, *bytes};
+    dn_arg ra[2] = {{DNNL_ARG_FROM, *xv, *xmd, NULL, 0}, {DNNL_ARG_TO, pv, sub, NULL, 0}};
+    if ((st = dn_emit_fn(S, n, zero_fill, bytes, free, "fill", "graft_zero", &za, 1)) || (st = dn_emit(S, n, rpd, ra, 2, true))) {
+        dnnl_primitive_desc_destroy(p2);
+        return st;
+    }
+    dnnl_primitive_desc_destroy(*pd);
+    *pd = p2;
+    memcpy(args, a2, sizeof(dn_arg) * (size_t)na2);
+    *na = na2;
+    *used = used2;
+    *xv = pv;
+    return GR_OK;
+}
+
+static gr_status conv_build(dn_state *S, const rt_json_node *n, const dn_comp *comp, bool deconv, int sd,
+                            conv_views *cv) {
     int x = dn_arg_entry(S, n, 0), w = dn_arg_entry(S, n, 1), xv = -1, wv = -1;
     gr_status st = dn_need_val(S, n, x, &xv);
     if (!st) st = dn_need_val(S, n, w, &wv);
@@ -442,6 +582,28 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     dn_attr_axes(n, "dilation", dil, sd);
     dn_attr_axes(n, "output_padding", opad, sd);
     dn_attr_pads(n, pad, sd);
+    /* seen as 2-D: every array gets the height axis (size 1) before the width */
+    int unsq = conv1d_as_2d(sd, deconv, G, xs[1]) ? 2 : 0;
+    dnnl_memory_desc_t operm1d = {0};
+    if (unsq) {
+        if (perm) dnnl_memory_desc_init_by_strides(&operm1d, nd, os, dnnl_f32, ostr);
+        ins_at(xs, 3, 2, 1);
+        ins_at(xstr, 3, 2, xstr[2] * xs[3]);
+        ins_at(os, 3, 2, 1);
+        ins_at(ostr, 3, 2, ostr[2] * os[3]);
+        ins_at(ws, 3, 2, 1);
+        ins_at(wcs, 3, 2, wcs[2] * ws[3]);
+        strides[1] = strides[0], strides[0] = 1;
+        dil[1] = dil[0], dil[0] = 1;
+        opad[1] = opad[0], opad[0] = 0;
+        pad[3] = pad[1], pad[1] = pad[0], pad[0] = pad[2] = 0;
+        sd = 2, nd = 4;
+        if (!perm) {
+            int v;
+            if ((st = unsq_view(S, n, xv, &v))) return st;
+            xv = v;
+        }
+    }
     dnnl_dims_t s, d, pl, pr, wd, wstr;
     for (int i = 0; i < sd; i++) {
         s[i] = strides[i];
@@ -509,6 +671,12 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
                 perm ? (int)(strchr(dl, 'C') - dl) : 1);
     for (int i = 0; perm && i < k; i++)
         if (steps[i].kind != STEP_ELTWISE) k = i;
+    for (int i = 0; bv >= 0 && pad_only_outputs(sd, xs, ws, os, s, d, pl) && i < k; i++)
+        if (steps[i].kind != STEP_ELTWISE) k = i;
+    for (int i = 0; i < k; i++)
+        if (steps[i].kind == STEP_BINARY && batch_in_part(S, steps[i].src1, steps[i].out)) k = i;
+    for (int i = 0; unsq && i < k; i++)
+        if (steps[i].kind == STEP_BINARY && (st = unsq_entry(S, n, steps[i].src1, cv))) return st;
     /* Winograd: 3x3, stride 1, dilation 1, one group, canonical layouts, constant weights (they are
      * transformed once) */
     bool wino3x3 = S->opts.winograd && !deconv && !perm && sd == 2 && wino_shape(ws, strides, dil, G) &&
@@ -549,7 +717,8 @@ static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp
     bool bf16_dst = bf16 && dn_bf16_entry(S, fe);
     /* a concat source: its slot's layout first (dn_finish writes it there); a blocked source
      * going on blocked: both as they are */
-    if (!perm && !bf16 && dst.format_kind == dnnl_format_kind_any && dn_slot_md(S, fe, &alt_d[nalt])) alt_x[nalt++] = xa;
+    if (!perm && !bf16 && !unsq && dst.format_kind == dnnl_format_kind_any && dn_slot_md(S, fe, &alt_d[nalt]))
+        alt_x[nalt++] = xa;
     const dnnl_memory_desc_t *xmd = &S->vals.data[xv].md;
     if (!perm && !bf16 && !S->opts.no_layout_plan && dst.format_kind == dnnl_format_kind_any && G == 1 && goes_blocked(S, fe) &&
         dn_md_like(&alt_d[nalt], xmd, nd, os) && !dn_is_plain(xmd) && !dn_cl_order(xmd)) {
@@ -613,6 +782,8 @@ again:
         if (st || ds != dnnl_success) pd = NULL;
         if (st) break;
     }
+    if (!st && pd && dn_pd_is_ref(pd) && !deconv && !perm)
+        st = conv_pad_explicit(S, n, nd, &wany, bv >= 0 ? &bmd : NULL, &dst, s, d, pl, pr, steps, k, &xv, &pd, &used, args, &na);
     S->sum_ok = false;
     if (st) return st;
     if (bf16 && (!pd || dn_pd_is_ref(pd))) {
@@ -630,13 +801,30 @@ again:
     }
     if (!pd) return dn_fail(S, n, ds, "oneDNN rejects the primitive");
     if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
-    /* the fixed args go after the post-op sources; order does not matter to oneDNN */
+    /* the fixed args go after the post-op sources; order does not matter to oneDNN. The
+     * reorders into its layouts come first: the reason to stay on ref stays the convolution's */
+    const char *why = S->ref_why;
     if ((st = dn_src_weights(S, n, pd, xv, dn_alias_new(S, wv, &wuser), args, &na))) return st;
+    S->ref_why = why;
     if (bv >= 0) args[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL};
     int oe = dn_chain_out(S, n, steps, used);
     st = dn_finish(S, n, pd, args, na, steps, used, NULL);
     if (!st && bf16_dst) st = dn_bf16_settle(S, n, oe);
+    if (!st && unsq) { /* the result as the node's 1-D tensor */
+        dnnl_memory_desc_t md;
+        if (!dn_md_squeeze(&md, &S->vals.data[S->ent_val[oe]].md, unsq))
+            return dn_fail(S, n, dnnl_success, "cannot view a 2-D result as 1-D");
+        S->ent_val[oe] = dn_alias_new(S, S->ent_val[oe], &md);
+        if (perm) operm = operm1d;
+    }
     return st || !perm ? st : dn_layout_out(S, n, oe, &operm);
+}
+
+static gr_status op_conv(dn_state *S, const rt_json_node *n, const dn_comp *comp, bool deconv, int sd) {
+    conv_views cv = {.n = 0};
+    gr_status st = conv_build(S, n, comp, deconv, sd, &cv);
+    while (cv.n--) S->ent_val[cv.e[cv.n]] = cv.v[cv.n];
+    return st;
 }
 
 gr_status dn_op_conv1d(dn_state *S, const rt_json_node *n, const dn_comp *comp) { return op_conv(S, n, comp, false, 1); }

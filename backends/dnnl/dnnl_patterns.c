@@ -243,7 +243,9 @@ static const char *chk_concat(const ir_call *c, ir_ctx_t *ctx) {
     return t->n > 0 && t->n <= 64 ? NULL : "concat arity";
 }
 
-/* constant axes / begin / end / strides, strides > 0 (a strided view of the input) */
+/* constant axes and strides, strides > 0 (a strided view of the input); begin and end
+ * integers, constant or symbolic (a window crop x[:, :h, :w] of a symbolic size: the JSON graph
+ * writes the expression, evaluated when the graph is specialized to a call's shapes) */
 static const char *chk_strided_slice(const ir_call *c, ir_ctx_t *ctx) {
     (void)ctx;
     if (c->nargs < 4) return "strided_slice without axes / begin / end";
@@ -251,10 +253,11 @@ static const char *chk_strided_slice(const ir_call *c, ir_ctx_t *ctx) {
         if (c->args[i]->kind != IR_TUPLE) return "strided_slice bounds are not constant tuples";
         const ir_tuple *t = IR_AS(c->args[i], ir_tuple);
         for (uint32_t k = 0; k < t->n; k++) {
-            int64_t v;
-            if (t->fields[k]->kind != IR_PRIMVAL || !IR_AS(t->fields[k], ir_primval)->value ||
-                !ir_prim_is_int(IR_AS(t->fields[k], ir_primval)->value, &v))
-                return "strided_slice bounds are not constant integers";
+            int64_t v = 1;
+            const ir_primval *pv = t->fields[k]->kind == IR_PRIMVAL ? IR_AS(t->fields[k], ir_primval) : NULL;
+            bool bound = i == 2 || i == 3;
+            if (!pv || !pv->value || (!ir_prim_is_int(pv->value, &v) && !bound))
+                return bound ? "strided_slice bounds are not integers" : "strided_slice axes or steps are not constant integers";
             if (i == 4 && v <= 0) return "strided_slice with a negative step";
         }
     }
@@ -275,9 +278,15 @@ static const char *chk_strided_slice(const ir_call *c, ir_ctx_t *ctx) {
             ir_prim_is_int(IR_AS(ax->fields[k], ir_primval)->value, &a);
             ir_prim_is_int(IR_AS(st->fields[k], ir_primval)->value, &v);
             if (a < 0) a += xn;
-            if (a >= 0 && a < xn) vs[a] *= v;
+            if (a >= 0 && a < xn) {
+                vs[a] *= v;
+                /* a slice spans at most its input (symbolic dims read as unrelated stand-ins) */
+                if (v > 0 && os[a] > (xs[a] + v - 1) / v) os[a] = (xs[a] + v - 1) / v;
+            }
         }
     }
+    for (int32_t i = 0; i < xn; i++)
+        if (os[i] > xs[i]) os[i] = xs[i];
     for (int32_t i = 0; i < xn; i++)
         for (int32_t j = 0; j < xn; j++)
             if (i != j && os[i] > 1 && os[j] > 1 && vs[i] <= vs[j] && vs[i] * os[i] > vs[j])

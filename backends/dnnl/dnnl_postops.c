@@ -383,6 +383,7 @@ bool dn_step_proved(dn_state *S, int e, const dn_step *want, const bool *listed,
 /* The longest chain of exclusive post-op steps after entry e (at most max). */
 int dn_collect_chain(dn_state *S, int e, dn_step *steps, int max) {
     int k = 0, nelt = 0, nlin = 0;
+    bool elt_bin = false; /* an eltwise step, then a binary one */
     while (k < max) {
         if (S->is_head[e]) break;
         bool ok = false;
@@ -400,6 +401,11 @@ int dn_collect_chain(dn_state *S, int e, dn_step *steps, int max) {
          * one linear per chain unless the new one merges into the previous */
         bool lin = steps[k].kind == STEP_ELTWISE && steps[k].alg == dnnl_eltwise_linear;
         if (lin && !merges && nlin++ > 0) break;
+        /* and an eltwise post-op on each side of a binary one (seen: relu, per-channel add,
+         * leaky relu on a 3-D convolution, random region-graph seed 6963: outputs 0 where the
+         * leaky slope was due); the fused composites' grammar never has that shape either */
+        if (steps[k].kind == STEP_ELTWISE && !merges && elt_bin) break;
+        elt_bin |= steps[k].kind == STEP_BINARY && nelt > 0;
         e = steps[k].out;
         /* linear after linear: one post-op */
         if (k && steps[k].kind == STEP_ELTWISE && steps[k - 1].kind == STEP_ELTWISE && steps[k].alg == dnnl_eltwise_linear &&

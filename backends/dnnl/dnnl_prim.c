@@ -147,6 +147,24 @@ void dn_channels_last(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md) {
     else dnnl_memory_desc_init_by_tag(out, md->ndims, md->dims, dnnl_f32, LIKE_TAGS[md->ndims][1]);
 }
 
+/* md with a dim of 1 inserted at / removed from axis: the same memory, seen with one more or
+ * one less dim (oneDNN's reshape; false when it refuses). */
+bool dn_md_unsqueeze(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int axis) {
+    dnnl_dims_t d;
+    int nd = md->ndims + 1;
+    if (axis < 0 || axis >= nd || nd > DNNL_MAX_NDIMS) return false;
+    for (int i = 0; i < nd; i++) d[i] = i < axis ? md->dims[i] : i == axis ? 1 : md->dims[i - 1];
+    return dnnl_memory_desc_reshape(out, md, nd, d) == dnnl_success;
+}
+
+bool dn_md_squeeze(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int axis) {
+    dnnl_dims_t d;
+    int nd = md->ndims - 1;
+    if (axis < 0 || axis > nd || nd < 1 || md->dims[axis] != 1) return false;
+    for (int i = 0; i < nd; i++) d[i] = md->dims[i < axis ? i : i + 1];
+    return dnnl_memory_desc_reshape(out, md, nd, d) == dnnl_success;
+}
+
 /* Plain md of dims expanded with leading 1s to nd. */
 void dn_plain_expand(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int nd) {
     int64_t d[DNNL_MAX_NDIMS];

@@ -531,10 +531,9 @@ static void arg_text(cg *c, uint32_t li, ir_expr *a, const ir_span *sp) {
         bool first = true;
         jw_ch(w, '{');
         if (p->value) {
-            int64_t v = 0;
-            if (!ir_prim_is_int(p->value, &v)) fail(c, sp, "symbolic prim value argument", NULL);
+            /* a symbolic one as its expression, evaluated when the graph is specialized */
             JW_KEY(w, &first, "int");
-            jw_int(w, v);
+            dim_text(w, p->value);
         } else {
             size_t mark = w->len;
             JW_KEY(w, &first, "float");

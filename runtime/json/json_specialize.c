@@ -4,8 +4,8 @@
  * A symbolic dim is written by backends/json as its expression in the text format: a var ("n"),
  * or integers and vars under + - * // % and parentheses. The vars are bound from the dims of
  * the call's tensors that are a plain var, or solved from a computed one; every other dim is
- * evaluated and checked. The copy has the same document with every "shape" array's strings
- * replaced by their values. */
+ * evaluated and checked. The copy has the same document with every "shape" array's strings,
+ * and every symbolic integer argument's, replaced by their values. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,11 +229,18 @@ static gr_status check_arg(const char *sym, json_t *shape, const DLTensor *t, co
     return GR_OK;
 }
 
-/* Replaces the strings of every "shape" array under v by their values. */
+/* Replaces the strings of every "shape" array under v, and symbolic integer arguments
+ * ({"int": "h // 4"}, any sign), by their values. */
 static bool subst(json_t *v, const sym_env *env, bool in_shape) {
     if (json_is_object(v)) {
         const char *k;
         json_t *c;
+        json_t *iv = json_object_get(v, "int");
+        if (json_is_string(iv)) {
+            int64_t x;
+            if (!sym_eval(json_string_value(iv), env, &x)) return false;
+            json_object_set_new(v, "int", json_integer(x));
+        }
         json_object_foreach(v, k, c) if (!subst(c, env, strcmp(k, "shape") == 0)) return false;
         return true;
     }

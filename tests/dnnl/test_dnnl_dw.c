@@ -128,3 +128,44 @@ Test(dnnl_dw, shapes_against_reference, .timeout = 120) {
         dt_free(&g);
     }
 }
+
+/* A depthwise 1-D convolution (a conformer's 15-tap one, a strided 3-tap one) between two 1x1
+ * ones, with bias + relu fused, runs as a 2-D one of height 1 on a depthwise kernel (jit_dw,
+ * brdgmm_dw) where oneDNN has one, not gemm:jit, matching the reference. */
+Test(dnnl_dw, conv1d_on_a_depthwise_kernel, .timeout = 120) {
+    static const struct {
+        int64_t N, C, W, K, S;
+    } C1[] = {{1, 64, 50, 15, 1}, {2, 20, 33, 3, 2}};
+    for (size_t i = 0; i < sizeof C1 / sizeof C1[0]; i++) {
+        int64_t N = C1[i].N, C = C1[i].C, W = C1[i].W, K = C1[i].K, S = C1[i].S, P = K / 2, OW = (W + 2 * P - K) / S + 1;
+        dt_graph g;
+        dt_init(&g, 400 + (uint32_t)i);
+        char a1[300], ad[300], posts[200];
+        snprintf(a1, sizeof a1, "{\"strides\":[1],\"padding\":[0,0],\"dilation\":[1],\"groups\":1,\"data_layout\":\"NCW\","
+                                "\"kernel_layout\":\"OIW\",\"out_layout\":\"NCW\",\"out_dtype\":\"void\"}");
+        snprintf(ad, sizeof ad,
+                 "{\"strides\":[%ld],\"padding\":[%ld,%ld],\"dilation\":[1],\"groups\":%ld,\"data_layout\":\"NCW\","
+                 "\"kernel_layout\":\"OIW\",\"out_layout\":\"NCW\",\"out_dtype\":\"void\"}",
+                 (long)S, (long)P, (long)P, (long)C);
+        int x = dt_input(&g, 3, S3(N, C, W));
+        int e = dt_op(&g, "relax.nn.conv1d", a1, 2, IN(x, dt_const(&g, 3, S3(C, C, 1))), NULL, 3, S3(N, C, W), "expand");
+        int cv = dt_op(&g, "relax.nn.conv1d", ad, 2, IN(e, dt_const(&g, 3, S3(C, 1, K))), NULL, 3, S3(N, C, OW), "dw");
+        int b = dt_const(&g, 3, S3(1, C, 1));
+        int a = dt_op(&g, "relax.add", NULL, 2, IN(cv, b), NULL, 3, S3(N, C, OW), "bias");
+        int h = dt_op(&g, "relax.nn.relu", NULL, 1, IN(a), NULL, 3, S3(N, C, OW), "relu");
+        snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]}]", a, b, h);
+        dt_composite(&g, "dnnl.conv1d_bias_relu", cv, 3, IN(cv, a, h), posts);
+        dt_head(&g, dt_op(&g, "relax.nn.conv1d", a1, 2, IN(h, dt_const(&g, 3, S3(C, C, 1))), NULL, 3, S3(N, C, OW), "project"));
+        dt_check(&g);
+        char impl[64] = "";
+        conv_impl(&g, NULL, impl, sizeof impl);
+        /* oneDNN 2.6's AVX2 jit_dw does not take the 15-tap one (gemm:jit, as the 1-D form) */
+        bool dw_kernel = C1[i].K <= 3 || !strncmp(rt_dnnl_isa(), "avx512", 6);
+        cr_expect(!dw_kernel || strstr(impl, "dw") != NULL, "case %zu (ISA %s): the depthwise conv1d runs on %s", i,
+                  rt_dnnl_isa(), impl);
+        cr_expect(strncmp(impl, "ref", 3), "case %zu (ISA %s): %s", i, rt_dnnl_isa(), impl);
+        fprintf(stderr, "dnnl_dw conv1d case %zu (%ld ch, w %ld, k%ld s%ld, ISA %s): %s\n", i, (long)C, (long)W, (long)K, (long)S,
+                rt_dnnl_isa(), impl);
+        dt_free(&g);
+    }
+}

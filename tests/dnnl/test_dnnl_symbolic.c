@@ -304,3 +304,56 @@ Test(dnnl_symbolic, json_backend_symbolic_region) {
     rt_exec_free(got);
     ir_ctx_free(ctx);
 }
+
+/* Swin's roll with a symbolic height: slices whose bounds are expressions of h (h - 3) stay in
+ * the dnnl region (the JSON graph writes them, its specialization evaluates them), at two
+ * sizes, exactly the reference executor's values. */
+static const char k_roll_mod[] =
+    "@I.ir_module\n"
+    "class Module:\n"
+    "    @R.function\n"
+    "    def main(x: R.Tensor((1, \"h\", 8), dtype=\"float32\")):\n"
+    "        h = T.int64()\n"
+    "        with R.dataflow():\n"
+    "            a: R.Tensor((1, h, 8), dtype=\"float32\") = R.nn.relu(x)\n"
+    "            b: R.Tensor((1, 3, 8), dtype=\"float32\") = R.strided_slice(a, (R.prim_value(1),), (R.prim_value(h - 3),), "
+    "(R.prim_value(h),), (R.prim_value(1),), assume_inbound=True)\n"
+    "            c: R.Tensor((1, h - 3, 8), dtype=\"float32\") = R.strided_slice(a, (R.prim_value(1),), (R.prim_value(0),), "
+    "(R.prim_value(h - 3),), (R.prim_value(1),), assume_inbound=True)\n"
+    "            gv: R.Tensor((1, h, 8), dtype=\"float32\") = R.concat((b, c), axis=1)\n"
+    "            R.output(gv)\n"
+    "        return gv\n";
+
+Test(dnnl_symbolic, slices_with_symbolic_bounds) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
+    gr_diag d = {0};
+    ir_module *m = NULL, *part = NULL;
+    cr_assert_eq(ir_parse_module(ctx, "t.relax", k_roll_mod, strlen(k_roll_mod), &m, &d), GR_OK, "%s", d.msg);
+    byoc_partition_opts po = {0};
+    const char *be[1] = {"dnnl"};
+    cr_assert_eq(byoc_partition(ctx, m, be, 1, &po, &part, &d), GR_OK, "%s", d.msg);
+    rt_exec_t *ref = NULL, *got = NULL;
+    cr_assert_eq(rt_exec_new(m, "main", &ref, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_exec_new(part, "main", &got, &d), GR_OK, "%s", d.msg);
+    rt_px_stats ps;
+    rt_px_get_stats(got, &ps);
+    cr_assert_eq(ps.nextern, 1, "%u extern calls", ps.nextern);
+    cr_assert_eq(ps.nkernel, 0, "%u ops left on the host", ps.nkernel);
+    for (int64_t h = 5; h <= 12; h += 7) {
+        rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 3, (int64_t[]){1, h, 8});
+        for (int64_t i = 0; i < h * 8; i++) rt_tensor_set_f64(x, i, (double)((i * 7) % 11) - 5.0);
+        rt_value in[1] = {rt_value_tensor(x)}, a = {0}, b = {0};
+        cr_assert_eq(rt_exec_run(ref, in, 1, &a, &d), GR_OK, "%s", d.msg);
+        cr_assert_eq(rt_exec_run(got, in, 1, &b, &d), GR_OK, "h=%lld: %s", (long long)h, d.msg);
+        cr_assert(rt_tensor_same_shape(a.u.t, b.u.t));
+        for (int64_t i = 0; i < rt_tensor_numel(a.u.t); i++)
+            cr_assert_eq(rt_tensor_get_f64(a.u.t, i), rt_tensor_get_f64(b.u.t, i), "h=%lld, element %lld", (long long)h, (long long)i);
+        rt_value_clear(&a);
+        rt_value_clear(&b);
+        rt_value_clear(&in[0]);
+    }
+    rt_exec_free(ref);
+    rt_exec_free(got);
+    ir_ctx_free(ctx);
+}
