@@ -265,6 +265,13 @@ static void const_settle(dn_state *S, dn_cst *cs, uint32_t c, uint32_t i, bool f
 #endif
 }
 
+rt_tensor *dn_const_tensor(dn_state *S, int e) {
+    uint32_t nc = rt_json_graph_num_consts(S->g);
+    for (uint32_t c = 0; S->csts && c < nc; c++)
+        if (S->csts[c].ent == e) return rt_json_graph_const(S->g, c);
+    return NULL;
+}
+
 static gr_status build(dn_state *S) {
     rt_json_graph *g = S->g;
     uint32_t nn = rt_json_graph_num_nodes(g);

@@ -77,6 +77,8 @@ enum { DN_K_ANCHOR, DN_K_PRIM, DN_K_ELT, DN_K_BIN, DN_K_RED, DN_K_OWN };
     X(PERMUTE_DIMS, DN_K_PRIM, chk_none, dn_op_permute, dnnl_alg_kind_undef, 0.f, 0.f)                  \
     X(STRIDED_SLICE, DN_K_PRIM, chk_strided_slice, dn_op_strided_slice, dnnl_alg_kind_undef, 0.f, 0.f)  \
     X(SPLIT, DN_K_PRIM, chk_none, dn_op_split, dnnl_alg_kind_undef, 0.f, 0.f)                           \
+    /* where with a constant condition (its condition is no float32 tensor: checked alone) */      \
+    X(WHERE, DN_K_OWN, chk_where, dn_op_where, dnnl_alg_kind_undef, 0.f, 0.f)                         \
     /* recurrent layers (dnnl_rnn.c, backends/dnnl/dnnl_rnn_patterns.c) */                            \
     X(LSTM, DN_K_OWN, dnnl_rnn_check, op_rnn, dnnl_alg_kind_undef, 0.f, 0.f)                         \
     X(GRU, DN_K_OWN, dnnl_rnn_check, op_rnn, dnnl_alg_kind_undef, 0.f, 0.f)                          \
