@@ -610,11 +610,20 @@ gr_status dn_op_reshape(dn_state *S, const rt_json_node *n, const dn_comp *comp)
     return GR_OK;
 }
 
+/* Entry e is read by matmuls only, which take any strides (dn_op_matmul: attention's per-head
+ * Q, K^T and V, permuted views of the projections, read in place) */
+static bool matmuls_only(dn_state *S, int e) {
+    if (S->is_head[e] || !S->cons[e].len) return false;
+    for (uint32_t i = 0; i < S->cons[e].len; i++)
+        if (S->cons[e].data[i]->op != IR_OP_MATMUL) return false;
+    return true;
+}
+
 /* A permute is a view of its input, without a copy, when the input's layout permuted is the
  * plain output (channels-last NCHW read as NHWC), or when it is the channels-last layout of
  * the output (plain NHWC read as NCHW) and the output is not a region output: its consumers
- * then read it channels-last, or reorder it as this permute would have. Otherwise a reorder
- * of the plain input into the plain output. */
+ * then read it channels-last, or reorder it as this permute would have; or when matmuls alone
+ * read it. Otherwise a reorder of the plain input into the plain output. */
 gr_status dn_op_permute(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
@@ -628,7 +637,8 @@ gr_status dn_op_permute(dn_state *S, const rt_json_node *n, const dn_comp *comp)
     dn_channels_last(&cl, &omd);
     bool view = !S->opts.no_layout_plan && dnnl_memory_desc_permute_axes(&pmd, &S->vals.data[xv].md, perm) == dnnl_success;
     if (view) dn_md_canon(&pmd);
-    if (view && (dnnl_memory_desc_equal(&pmd, &omd) || (!S->is_head[e] && nd >= 3 && dnnl_memory_desc_equal(&pmd, &cl)))) {
+    if (view && (dnnl_memory_desc_equal(&pmd, &omd) || (!S->is_head[e] && nd >= 3 && dnnl_memory_desc_equal(&pmd, &cl)) ||
+                 matmuls_only(S, e))) {
         S->ent_val[e] = dn_alias_new(S, xv, &pmd);
         S->stats.nviews++;
         return GR_OK;
