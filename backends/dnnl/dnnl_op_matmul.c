@@ -214,7 +214,9 @@ static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp,
     int k = dn_chain_of(S, n, comp, steps, true, nd, n->shapes[0], &ignore);
     int biasv = -1;
     int64_t N = n->shapes[0][nd - 1];
-    bool bias = dn_take_bias(S, steps, &k, nd - 1, nd, N, &biasv);
+    /* (a product of activations outside a composite takes no bias: nothing is consumed
+     * before the retry on plain copies below; a constant add is a binary post-op then) */
+    bool bias = (comp || bconst) && dn_take_bias(S, steps, &k, nd - 1, nd, N, &biasv);
     /* collapsed: the primitive sees 2-D views of src, dst and the post-op operands (the entries
      * of those are swapped for views until the primitive is emitted); the result is a view
      * with the result's shape */
