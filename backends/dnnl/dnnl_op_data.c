@@ -611,11 +611,18 @@ gr_status dn_op_reshape(dn_state *S, const rt_json_node *n, const dn_comp *comp)
 }
 
 /* Entry e is read by matmuls only, which take any strides (dn_op_matmul: attention's per-head
- * Q, K^T and V, permuted views of the projections, read in place) */
-static bool matmuls_only(dn_state *S, int e) {
+ * Q, K^T and V, permuted views of the projections, read in place), or (scaled: once) by a
+ * scaling by a constant whose result matmuls alone read (torch's q / sqrt(d) before QK^T: the
+ * eltwise keeps the view's layout) */
+static bool matmuls_only(dn_state *S, int e, bool scaled) {
     if (S->is_head[e] || !S->cons[e].len) return false;
-    for (uint32_t i = 0; i < S->cons[e].len; i++)
-        if (S->cons[e].data[i]->op != IR_OP_MATMUL) return false;
+    float c;
+    for (uint32_t i = 0; i < S->cons[e].len; i++) {
+        const rt_json_node *k = S->cons[e].data[i];
+        bool scale = !scaled && (k->op == IR_OP_MULTIPLY || k->op == IR_OP_DIVIDE) && dn_arg_entry(S, k, 0) == e &&
+                     dn_scalar_const(S, dn_arg_entry(S, k, 1), &c) && !dn_in_composite(k);
+        if (k->op != IR_OP_MATMUL && !(scale && matmuls_only(S, dn_out_entry(S, k), true))) return false;
+    }
     return true;
 }
 
@@ -638,7 +645,7 @@ gr_status dn_op_permute(dn_state *S, const rt_json_node *n, const dn_comp *comp)
     bool view = !S->opts.no_layout_plan && dnnl_memory_desc_permute_axes(&pmd, &S->vals.data[xv].md, perm) == dnnl_success;
     if (view) dn_md_canon(&pmd);
     if (view && (dnnl_memory_desc_equal(&pmd, &omd) || (!S->is_head[e] && nd >= 3 && dnnl_memory_desc_equal(&pmd, &cl)) ||
-                 matmuls_only(S, e))) {
+                 matmuls_only(S, e, false))) {
         S->ent_val[e] = dn_alias_new(S, xv, &pmd);
         S->stats.nviews++;
         return GR_OK;
