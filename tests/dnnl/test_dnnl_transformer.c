@@ -17,6 +17,7 @@
 #include "ir/transform/transform.h"
 #include "runtime/exec/executor.h"
 #include "runtime/kernels/const_eval.h"
+#include "runtime/module.h"
 #include "tests/compare_util.h"
 #include "tests/dnnl/dnnl_test_util.h"
 
@@ -105,14 +106,32 @@ static void tt_partition(ir_ctx_t *ctx, const char *text, const char *const *wan
     *part_out = part;
 }
 
-/* `want`: composite names, each expected at least once ("" for none) */
-static void tt_case(const char *text, const char *const *want, uint32_t seed) {
+/* reorder primitives in part's prepared dnnl regions */
+static uint32_t tt_reorders(const ir_module *part) {
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < rt_module_count(part); k++) {
+        const void *state;
+        for (uint32_t q = 0; (state = rt_json_module_state(rt_module_at(part, k), q)); q++)
+            for (uint32_t p = 0; p < rt_dnnl_num_prims(state); p++) {
+                rt_dnnl_prim_info pi;
+                n += rt_dnnl_prim(state, p, &pi) && !strcmp(pi.kind, "reorder");
+            }
+    }
+    return n;
+}
+
+/* `want`: composite names, each expected at least once ("" for none); at most max_reorders
+ * reorder primitives (-1: any number) */
+static void tt_case_reorders(const char *text, const char *const *want, uint32_t seed, int max_reorders) {
     ir_ctx_t *ctx = ir_ctx_new();
     ir_module *bound = NULL, *part = NULL;
     tt_partition(ctx, text, want, seed, &bound, &part);
     rt_value a = {0}, b = {0};
     run_main(bound, seed, NULL, 0, &a);
     run_main(part, seed, NULL, 0, &b);
+    if (max_reorders >= 0)
+        cr_expect_leq(tt_reorders(part), (uint32_t)max_reorders, "%u reorders, expected <= %d", tt_reorders(part),
+                      max_reorders);
     cr_assert_eq(a.kind, RT_VAL_TENSOR);
     cr_assert_eq(b.kind, RT_VAL_TENSOR);
     tc_expect_tensor(b.u.t, a.u.t, (gr_cmp_opts){.atol = TT_ATOL, .rtol = TT_RTOL}, "dnnl against the reference");
@@ -121,6 +140,8 @@ static void tt_case(const char *text, const char *const *want, uint32_t seed) {
     dt_expect_no_ref("transformer block", true);
     ir_ctx_free(ctx);
 }
+
+static void tt_case(const char *text, const char *const *want, uint32_t seed) { tt_case_reorders(text, want, seed, -1); }
 
 #define HDR "@I.ir_module\nclass Module:\n    @R.function\n"
 #define F32(shape) "R.Tensor(" shape ", dtype=\"float32\")"
@@ -291,4 +312,44 @@ Test(dnnl_transformer, where_exact_on_infinities) {
     rt_value_clear(&b);
     dt_expect_no_ref("where", true);
     ir_ctx_free(ctx);
+}
+
+/* BERT's attention with a padding mask: per-head Q, K^T and V are strided views of the
+ * projections, QK^T takes the scale and the mask add as post-ops, PV writes the heads merged
+ * back ([1, H, S, D] read as [1, S, H, D]): no copy anywhere */
+Test(dnnl_transformer, bert_attention_heads_in_place) {
+    tt_case_reorders(HDR "    def main(x: " F32("(1, 12, 32)") ", m: " F32("(1, 1, 1, 12)") ", wq: " F32("(32, 32)")
+                     ", wk: " F32("(32, 32)") ", wv: " F32("(32, 32)") ", wo: " F32("(32, 32)") ", bq: " F32("(32,)") "):\n"
+                     "        with R.dataflow():\n"
+                     "            q = R.add(R.matmul(x, wq), bq)\n"
+                     "            k = R.matmul(x, wk)\n"
+                     "            v = R.matmul(x, wv)\n"
+                     "            q1 = R.permute_dims(R.reshape(q, R.shape([1, 12, 4, 8])), axes=[0, 2, 1, 3])\n"
+                     "            k1 = R.permute_dims(R.reshape(k, R.shape([1, 12, 4, 8])), axes=[0, 2, 3, 1])\n"
+                     "            v1 = R.permute_dims(R.reshape(v, R.shape([1, 12, 4, 8])), axes=[0, 2, 1, 3])\n"
+                     "            sc = R.divide(R.matmul(q1, k1), R.const(2.8284271, \"float32\"))\n"
+                     "            pr = R.nn.softmax(R.add(sc, m), axis=-1)\n"
+                     "            ctx = R.permute_dims(R.matmul(pr, v1), axes=[0, 2, 1, 3])\n"
+                     "            gv = R.matmul(R.reshape(ctx, R.shape([1, 12, 32])), wo)\n" END,
+                     WANT("dnnl.nn.softmax"), 11, 0);
+}
+
+/* torch's sequence-first nn.MultiheadAttention: the fused in-projection sliced in three
+ * (copies: a slice reshaped across batch and heads is no strided view), q scaled before QK^T
+ * (the scaling keeps the permuted view's layout), heads merged back before the out-projection */
+Test(dnnl_transformer, seqfirst_mha_scaled_q) {
+    tt_case_reorders(HDR "    def main(x: " F32("(12, 2, 32)") ", w: " F32("(32, 96)") ", b: " F32("(96,)") ", wo: " F32("(32, 32)") "):\n"
+                     "        with R.dataflow():\n"
+                     "            p = R.add(R.matmul(x, w), b)\n"
+                     "            q = R.strided_slice(p, (R.prim_value(2),), (R.prim_value(0),), (R.prim_value(32),))\n"
+                     "            k = R.strided_slice(p, (R.prim_value(2),), (R.prim_value(32),), (R.prim_value(64),))\n"
+                     "            v = R.strided_slice(p, (R.prim_value(2),), (R.prim_value(64),), (R.prim_value(96),))\n"
+                     "            q1 = R.permute_dims(R.reshape(q, R.shape([12, 8, 8])), axes=[1, 0, 2])\n"
+                     "            k1 = R.permute_dims(R.reshape(k, R.shape([12, 8, 8])), axes=[1, 2, 0])\n"
+                     "            v1 = R.permute_dims(R.reshape(v, R.shape([12, 8, 8])), axes=[1, 0, 2])\n"
+                     "            q2 = R.divide(q1, R.const(2.8284271, \"float32\"))\n"
+                     "            pr = R.nn.softmax(R.matmul(q2, k1), axis=-1)\n"
+                     "            ctx = R.permute_dims(R.matmul(pr, v1), axes=[1, 0, 2])\n"
+                     "            gv = R.matmul(R.reshape(ctx, R.shape([24, 32])), wo)\n" END,
+                     WANT("dnnl.nn.softmax"), 12, 3);
 }
