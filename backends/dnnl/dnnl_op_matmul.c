@@ -57,10 +57,11 @@ static int64_t collapse_rows(dn_state *S, int nd, const dnnl_memory_desc_t *amd,
     return rows * amd->dims[nd - 2];
 }
 
-static bool gemm_impl(const_dnnl_primitive_desc_t pd) {
+/* pd's implementation name starts with `what` */
+static bool impl_is(const_dnnl_primitive_desc_t pd, const char *what) {
     const char *impl = NULL;
     return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
-           !strncmp(impl, "gemm", 4);
+           !strncmp(impl, what, strlen(what));
 }
 
 /* ---- graft's own product for few rows (dnnl_gemv.c) ----
@@ -175,6 +176,32 @@ static bool permuted_dst(dn_state *S, const rt_json_node *n, int nd, dnnl_memory
     dnnl_memory_desc_t pom;
     dn_plain_md(&pom, nd, p->shapes[0]);
     return dnnl_memory_desc_permute_axes(dst, &pom, inv) == dnnl_success;
+}
+
+/* pd, reading views, is not on brgemm while the product of plain copies would be: torch's
+ * 3-D heads ([B*H, S, D] views with the batch inside the rows) get gemm:jit (encoder_seqfirst,
+ * 1 thread, min per primitive: attention 0.28 ms with copies, 0.33 on views), BERT's 4-D ones
+ * keep brgemm. Where gemm:jit is all there is (AVX2) views win (bert_encoder's attention
+ * 1.19-1.21 -> 1.07-1.08 ms, encoder_seqfirst's 0.44-0.45 -> 0.42). */
+static bool views_lose_brgemm(dn_state *S, const rt_json_node *n, const_dnnl_primitive_desc_t pd,
+                              const dnnl_memory_desc_t *amd, const dnnl_memory_desc_t *bmd, const dn_step *steps, int k) {
+    if (impl_is(pd, "brg")) return false;
+    dnnl_memory_desc_t pa, pb, pdst;
+    dnnl_matmul_desc_t desc;
+    dnnl_primitive_desc_t ppd;
+    dn_arg args[4 + DN_MAX_STEPS];
+    int used = 0, na = 0, nd = amd->ndims;
+    dn_plain_like(&pa, amd);
+    dn_plain_like(&pb, bmd);
+    dn_plain_md(&pdst, nd, n->shapes[0]);
+    if (dnnl_matmul_desc_init(&desc, &pa, &pb, NULL, &pdst) != dnnl_success ||
+        dn_fuse_create(S, n, &desc, nd, steps, k, &ppd, &used, args, &na) != GR_OK) {
+        if (S->diag) gr_diag_clear(S->diag);
+        return false;
+    }
+    bool brg = impl_is(ppd, "brg");
+    dnnl_primitive_desc_destroy(ppd);
+    return brg;
 }
 
 static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp, bool views);
@@ -296,7 +323,7 @@ static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp,
      * after prepare (runtime/json/json_runtime.h "Constant ownership"), so it costs no memory. */
     int64_t mrows = dst.dims[pnd - 2], kdim = amd.dims[pnd - 1], ncols = dst.dims[pnd - 1];
     if (!st && placed && S->opts.transpose_weights && pnd <= 4 && mrows >= 16 && mrows < 512 && ncols > kdim &&
-        gemm_impl(pd)) {
+        impl_is(pd, "gemm")) {
         static const dnnl_format_tag_t TR[5] = {0, 0, dnnl_ba, dnnl_acb, dnnl_abdc};
         dnnl_memory_desc_t btr;
         dnnl_primitive_desc_t tpd;
@@ -305,7 +332,7 @@ static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp,
         if (dnnl_memory_desc_init_by_tag(&btr, pnd, bmd.dims, dnnl_f32, TR[pnd]) == dnnl_success &&
             dnnl_matmul_desc_init(&pdesc, &amd, &btr, biasv >= 0 ? &biasmd : NULL, &dst) == dnnl_success &&
             dn_fuse_create(S, n, &pdesc, pnd, steps, k, &tpd, &tused, targs, &tna) == GR_OK) {
-            if (tused == k && gemm_impl(tpd)) {
+            if (tused == k && impl_is(tpd, "gemm")) {
                 dnnl_primitive_desc_destroy(pd);
                 pd = tpd;
                 used = tused;
@@ -319,8 +346,9 @@ static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp,
         }
     }
     if (!st && !placed) st = dn_fuse_create(S, n, &desc, pnd, steps, k, &pd, &used, args, &na);
-    if ((aview || bview || dview) && (st || dn_pd_is_ref(pd))) {
-        /* oneDNN rejects these strides or has no jit kernel for them: plain copies */
+    if ((aview || bview || dview) && (st || dn_pd_is_ref(pd) || views_lose_brgemm(S, n, pd, &amd, &bmd, steps, k))) {
+        /* oneDNN rejects these strides or has no jit kernel for them, or they cost the
+         * product its brgemm kernel: plain copies */
         if (st && S->diag) gr_diag_clear(S->diag);
         if (!st) dnnl_primitive_desc_destroy(pd);
         return matmul(S, n, comp, false);

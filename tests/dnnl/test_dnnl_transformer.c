@@ -334,22 +334,43 @@ Test(dnnl_transformer, bert_attention_heads_in_place) {
                      WANT("dnnl.nn.softmax"), 11, 0);
 }
 
-/* torch's sequence-first nn.MultiheadAttention: the fused in-projection sliced in three
- * (copies: a slice reshaped across batch and heads is no strided view), q scaled before QK^T
- * (the scaling keeps the permuted view's layout), heads merged back before the out-projection */
-Test(dnnl_transformer, seqfirst_mha_scaled_q) {
-    tt_case_reorders(HDR "    def main(x: " F32("(12, 2, 32)") ", w: " F32("(32, 96)") ", b: " F32("(96,)") ", wo: " F32("(32, 32)") "):\n"
+/* a fused in-projection sliced in three (copies: a slice reshaped is no strided view), q scaled
+ * before QK^T (the scaling keeps the permuted view's layout), heads merged back before the
+ * out-projection: only the three slices copied. (torch's nn.MultiheadAttention writes 3-D heads,
+ * [B * H, S, D]: on such views oneDNN picks gemm:jit over brgemm, so those are copied where
+ * brgemm runs, dn_op_matmul) */
+Test(dnnl_transformer, fused_qkv_scaled_q) {
+    tt_case_reorders(HDR "    def main(x: " F32("(1, 12, 32)") ", w: " F32("(32, 96)") ", b: " F32("(96,)") ", wo: " F32("(32, 32)") "):\n"
                      "        with R.dataflow():\n"
                      "            p = R.add(R.matmul(x, w), b)\n"
                      "            q = R.strided_slice(p, (R.prim_value(2),), (R.prim_value(0),), (R.prim_value(32),))\n"
                      "            k = R.strided_slice(p, (R.prim_value(2),), (R.prim_value(32),), (R.prim_value(64),))\n"
                      "            v = R.strided_slice(p, (R.prim_value(2),), (R.prim_value(64),), (R.prim_value(96),))\n"
-                     "            q1 = R.permute_dims(R.reshape(q, R.shape([12, 8, 8])), axes=[1, 0, 2])\n"
-                     "            k1 = R.permute_dims(R.reshape(k, R.shape([12, 8, 8])), axes=[1, 2, 0])\n"
-                     "            v1 = R.permute_dims(R.reshape(v, R.shape([12, 8, 8])), axes=[1, 0, 2])\n"
+                     "            q1 = R.permute_dims(R.reshape(q, R.shape([1, 12, 4, 8])), axes=[0, 2, 1, 3])\n"
+                     "            k1 = R.permute_dims(R.reshape(k, R.shape([1, 12, 4, 8])), axes=[0, 2, 3, 1])\n"
+                     "            v1 = R.permute_dims(R.reshape(v, R.shape([1, 12, 4, 8])), axes=[0, 2, 1, 3])\n"
                      "            q2 = R.divide(q1, R.const(2.8284271, \"float32\"))\n"
                      "            pr = R.nn.softmax(R.matmul(q2, k1), axis=-1)\n"
-                     "            ctx = R.permute_dims(R.matmul(pr, v1), axes=[1, 0, 2])\n"
-                     "            gv = R.matmul(R.reshape(ctx, R.shape([24, 32])), wo)\n" END,
+                     "            ctx = R.permute_dims(R.matmul(pr, v1), axes=[0, 2, 1, 3])\n"
+                     "            gv = R.matmul(R.reshape(ctx, R.shape([1, 12, 32])), wo)\n" END,
                      WANT("dnnl.nn.softmax"), 12, 3);
+}
+
+/* torch's sequence-first nn.MultiheadAttention, its 3-D heads: on dnnl, no ref, whichever of
+ * views and copies its kernels take */
+Test(dnnl_transformer, seqfirst_mha_3d_heads) {
+    tt_case(HDR "    def main(x: " F32("(12, 2, 32)") ", w: " F32("(32, 96)") ", b: " F32("(96,)") ", wo: " F32("(32, 32)") "):\n"
+                "        with R.dataflow():\n"
+                "            p = R.add(R.matmul(x, w), b)\n"
+                "            q = R.strided_slice(p, (R.prim_value(2),), (R.prim_value(0),), (R.prim_value(32),))\n"
+                "            k = R.strided_slice(p, (R.prim_value(2),), (R.prim_value(32),), (R.prim_value(64),))\n"
+                "            v = R.strided_slice(p, (R.prim_value(2),), (R.prim_value(64),), (R.prim_value(96),))\n"
+                "            q1 = R.permute_dims(R.reshape(q, R.shape([12, 8, 8])), axes=[1, 0, 2])\n"
+                "            k1 = R.permute_dims(R.reshape(k, R.shape([12, 8, 8])), axes=[1, 2, 0])\n"
+                "            v1 = R.permute_dims(R.reshape(v, R.shape([12, 8, 8])), axes=[1, 0, 2])\n"
+                "            q2 = R.divide(q1, R.const(2.8284271, \"float32\"))\n"
+                "            pr = R.nn.softmax(R.matmul(q2, k1), axis=-1)\n"
+                "            ctx = R.permute_dims(R.matmul(pr, v1), axes=[1, 0, 2])\n"
+                "            gv = R.matmul(R.reshape(ctx, R.shape([24, 32])), wo)\n" END,
+            WANT("dnnl.nn.softmax"), 13);
 }
