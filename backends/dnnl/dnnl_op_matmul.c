@@ -204,12 +204,17 @@ static bool views_lose_brgemm(dn_state *S, const rt_json_node *n, const_dnnl_pri
     return brg;
 }
 
-static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp, bool views);
+/* which views a matmul may use: operands read in place, a permuted dst */
+enum { VIEW_SRC = 1, VIEW_DST = 2 };
 
-gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) { return matmul(S, n, comp, true); }
+static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp, int views);
 
-/* views: operands read as permuted views and a permuted dst where they come (else plain) */
-static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp, bool views) {
+gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    return matmul(S, n, comp, VIEW_SRC | VIEW_DST);
+}
+
+/* views: VIEW_* taken where they come (else plain operands and dst) */
+static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp, int views) {
     int a = dn_arg_entry(S, n, 0), b = dn_arg_entry(S, n, 1), av = -1, bv = -1;
     /* "dense": the weights are permute_dims(w) of the last two axes; w is read transposed */
     bool tr = comp && comp->b >= 0;
@@ -222,9 +227,9 @@ static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp,
         return dn_fail(S, n, dnnl_success, "matmul of 1-D operands is not supported");
     bool bconst = S->ent_node[b].node->kind == RT_JSON_CONST;
     /* views outside fused composites only: nothing is consumed before the retry below */
-    views &= !comp;
-    bool aview = views && in_place_view(&S->vals.data[av].md, nd);
-    bool bview = views && !bconst && in_place_view(&S->vals.data[bv].md, nd);
+    if (comp) views = 0;
+    bool aview = (views & VIEW_SRC) && in_place_view(&S->vals.data[av].md, nd);
+    bool bview = (views & VIEW_SRC) && !bconst && in_place_view(&S->vals.data[bv].md, nd);
     if (!aview && (st = dn_plain(S, n, av, &av))) return st;
     if (!bconst && !bview && (st = dn_plain(S, n, bv, &bv))) return st;
     dnnl_memory_desc_t amd, bmd, bany, dst, biasmd;
@@ -248,7 +253,7 @@ static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp,
      * of those are swapped for views until the primitive is emitted); the result is a view
      * with the result's shape */
     int64_t rows = aview || bview ? 0 : collapse_rows(S, nd, &amd, &bmd, steps, k, n->shapes[0]);
-    bool dview = views && !bconst && !k && !bias && permuted_dst(S, n, nd, &dst);
+    bool dview = (views & VIEW_DST) && !bconst && !k && !bias && permuted_dst(S, n, nd, &dst);
     if (bconst) {
         /* few rows (all batch elements' over weights without a batch): graft's own product */
         int64_t grows = amd.dims[nd - 2];
@@ -348,10 +353,10 @@ static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp,
     if (!st && !placed) st = dn_fuse_create(S, n, &desc, pnd, steps, k, &pd, &used, args, &na);
     if ((aview || bview || dview) && (st || dn_pd_is_ref(pd) || views_lose_brgemm(S, n, pd, &amd, &bmd, steps, k))) {
         /* oneDNN rejects these strides or has no jit kernel for them, or they cost the
-         * product its brgemm kernel: plain copies */
+         * product its brgemm kernel: plain copies of the operands, then a plain dst too */
         if (st && S->diag) gr_diag_clear(S->diag);
         if (!st) dnnl_primitive_desc_destroy(pd);
-        return matmul(S, n, comp, false);
+        return matmul(S, n, comp, aview || bview ? views & ~VIEW_SRC : 0);
     }
     if (st) {
         while (nsaved--) S->ent_val[saved_e[nsaved]] = saved_v[nsaved];
