@@ -178,13 +178,30 @@ static bool permuted_dst(dn_state *S, const rt_json_node *n, int nd, dnnl_memory
     return dnnl_memory_desc_permute_axes(dst, &pom, inv) == dnnl_success;
 }
 
-/* pd, reading views, is not on brgemm while the product of plain copies would be: torch's
- * 3-D heads ([B*H, S, D] views with the batch inside the rows) get gemm:jit (encoder_seqfirst,
- * 1 thread, min per primitive: attention 0.28 ms with copies, 0.33 on views), BERT's 4-D ones
- * keep brgemm. Where gemm:jit is all there is (AVX2) views win (bert_encoder's attention
- * 1.19-1.21 -> 1.07-1.08 ms, encoder_seqfirst's 0.44-0.45 -> 0.42). */
+/* md (3-D) with a leading unit dim */
+static void lead_unit(dnnl_memory_desc_t *md) {
+    dnnl_dims_t d = {1}, str;
+    const int64_t *s = md->format_desc.blocking.strides;
+    str[0] = s[0] * md->dims[0];
+    for (int i = 0; i < md->ndims; i++) {
+        d[i + 1] = md->dims[i];
+        str[i + 1] = s[i];
+        if (s[i] * md->dims[i] > str[0]) str[0] = s[i] * md->dims[i];
+    }
+    int64_t off = md->offset0;
+    dnnl_memory_desc_init_by_strides(md, md->ndims + 1, d, dnnl_f32, str);
+    md->offset0 = off;
+}
+
+/* pd, reading views, is not on brgemm while the product of plain copies would be (views
+ * brgemm does not take: GPT-2's q, k, v pieces of its fused projection, rows 3 H D apart). On
+ * gemm:jit views lost where copies kept brgemm (torch's 3-D heads before lead_unit,
+ * encoder_seqfirst, 1 thread, min per primitive: attention 0.28 ms with copies, 0.33 on views);
+ * where gemm:jit is all there is (AVX2) views win (bert_encoder's attention 1.19-1.21 ->
+ * 1.07-1.08 ms, encoder_seqfirst's 0.44-0.45 -> 0.42). */
 static bool views_lose_brgemm(dn_state *S, const rt_json_node *n, const_dnnl_primitive_desc_t pd,
-                              const dnnl_memory_desc_t *amd, const dnnl_memory_desc_t *bmd, const dn_step *steps, int k) {
+                              const dnnl_memory_desc_t *amd, const dnnl_memory_desc_t *bmd, const dnnl_memory_desc_t *dst,
+                              const dn_step *steps, int k) {
     if (impl_is(pd, "brg")) return false;
     dnnl_memory_desc_t pa, pb, pdst;
     dnnl_matmul_desc_t desc;
@@ -193,7 +210,7 @@ static bool views_lose_brgemm(dn_state *S, const rt_json_node *n, const_dnnl_pri
     int used = 0, na = 0, nd = amd->ndims;
     dn_plain_like(&pa, amd);
     dn_plain_like(&pb, bmd);
-    dn_plain_md(&pdst, nd, n->shapes[0]);
+    dn_plain_like(&pdst, dst);
     if (dnnl_matmul_desc_init(&desc, &pa, &pb, NULL, &pdst) != dnnl_success ||
         dn_fuse_create(S, n, &desc, nd, steps, k, &ppd, &used, args, &na) != GR_OK) {
         if (S->diag) gr_diag_clear(S->diag);
@@ -293,6 +310,15 @@ static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp,
             }
         }
     }
+    /* 3-D views seen as 4-D with a leading unit dim: oneDNN 2.6's brgemm takes strided
+     * [1, B*H, S, D] (acbd-like) operands and dst, not the same strides in 3-D (gemm:jit) */
+    if ((aview || bview || dview) && nd == 3) {
+        lead_unit(&amd);
+        lead_unit(&bmd);
+        lead_unit(&dst);
+        bany = bmd;
+        pnd = 4;
+    }
     if (bias) dn_plain_expand(&biasmd, &S->vals.data[biasv].md, pnd);
     dnnl_matmul_desc_t desc;
     dnnl_status_t ds = dnnl_matmul_desc_init(&desc, &amd, &bany, biasv >= 0 ? &biasmd : NULL, &dst);
@@ -351,7 +377,7 @@ static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp,
         }
     }
     if (!st && !placed) st = dn_fuse_create(S, n, &desc, pnd, steps, k, &pd, &used, args, &na);
-    if ((aview || bview || dview) && (st || dn_pd_is_ref(pd) || views_lose_brgemm(S, n, pd, &amd, &bmd, steps, k))) {
+    if ((aview || bview || dview) && (st || dn_pd_is_ref(pd) || views_lose_brgemm(S, n, pd, &amd, &bmd, &dst, steps, k))) {
         /* oneDNN rejects these strides or has no jit kernel for them, or they cost the
          * product its brgemm kernel: plain copies of the operands, then a plain dst too */
         if (st && S->diag) gr_diag_clear(S->diag);
@@ -380,10 +406,8 @@ static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp,
     int e = dn_chain_out(S, n, steps, used);
     st = dn_finish(S, n, pd, args, na, steps, used, &dst);
     while (nsaved--) S->ent_val[saved_e[nsaved]] = saved_v[nsaved];
-    if (!st && rows) {
-        S->ent_val[e] = dn_alias_new(S, S->ent_val[e], &dst_nd);
-        S->stats.ncollapsed++;
-    }
+    if (!st && (rows || pnd != nd)) S->ent_val[e] = dn_alias_new(S, S->ent_val[e], &dst_nd);
+    if (!st && rows) S->stats.ncollapsed++;
     return st;
 }
 
