@@ -13,8 +13,8 @@
  *                           its attrs, clip's bounds from its args)
  *              DN_K_BIN     binary: algorithm (undef: only as an eltwise with a scalar operand)
  *              DN_K_RED     reduction: algorithm
- *              DN_K_OWN     checked by its own pattern file alone (dnnl_rnn/vol_patterns.c),
- *                           without the common float32 checks of single ops
+ *              DN_K_OWN     checked by its own check alone (dnnl_rnn/vol_patterns.c, where's
+ *                           chk_where), without the common float32 checks of single ops
  *   check      the codegen's check (backends/dnnl/dnnl_patterns.c, chk_*)
  *   handler    the engine's builder (backends/dnnl/dnnl_op_*.c, dn_op_*)
  *   algorithm  dnnl_alg_kind_t, with its alpha and beta */
