@@ -143,12 +143,14 @@ $(BUILD)/plugins/libgraft_%.so: $(PUBLIC_HEADERS) $$(wildcard plugins/$$*/*.c pl
 	$(if $(wildcard plugins/$*/*.relax),cp $(wildcard plugins/$*/*.relax) $(dir $@))
 # The test plugin (tests/plugin/testplugin) in the variants its tests load, one folder each
 # (its pattern file beside it): base; abi2, built for another plugin ABI major (refused);
-# abi10, a plugin of ABI 1.0 (loads); next, another major version of the plugin itself.
+# abi10, a plugin of ABI 1.0 (loads); abi11, one of ABI 1.1 (no stored forms: compiles an
+# artifact's regions); next, another major version of the plugin itself.
 TESTPLUGIN_FLAGS_base =
 TESTPLUGIN_FLAGS_abi2 = -DTESTPLUGIN_ABI_MAJOR=2
 TESTPLUGIN_FLAGS_abi10 = -DTESTPLUGIN_ABI_1_0
 TESTPLUGIN_FLAGS_next = -DTESTPLUGIN_VERSION='"2.0.0"'
-TEST_PLUGINS = $(patsubst %,$(BUILD)/tests/plugins/%/libgraft_testplugin.so,base abi2 abi10 next)
+TESTPLUGIN_FLAGS_abi11 = -DTESTPLUGIN_ABI_1_1
+TEST_PLUGINS = $(patsubst %,$(BUILD)/tests/plugins/%/libgraft_testplugin.so,base abi2 abi10 abi11 next)
 $(BUILD)/tests/plugins/%/libgraft_testplugin.so: tests/plugin/testplugin/testplugin.c \
         tests/plugin/testplugin/testplugin_patterns.relax $(PUBLIC_HEADERS)
 	@mkdir -p $(dir $@)

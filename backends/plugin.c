@@ -12,6 +12,7 @@
 
 #include "backends/json/json_codegen.h"
 #include "backends/plugin.h"
+#include "base/map.h"
 #include "base/sys.h"
 #include "byoc/byoc.h"
 #include "ir/ctx.h"
@@ -307,6 +308,15 @@ static int m_ndim(const graft_match *m, const char *binding) {
     return s ? s->ndim : -1;
 }
 static int64_t m_dim(const graft_match *m, const char *binding, int axis) { return sinfo_dim(m_sinfo(m, binding), axis); }
+static int m_arg_fields(const graft_match *m, const char *binding, uint32_t i) {
+    const ir_call *c = m_call(m, binding);
+    const ir_sinfo *s = c && i < c->nargs ? c->args[i]->sinfo : NULL;
+    return s && s->kind == IR_SINFO_TUPLE ? (int)s->n : -1;
+}
+static graft_dtype m_dtype(const graft_match *m, const char *binding) {
+    const ir_sinfo *s = m_sinfo(m, binding);
+    return s ? byoc_plugin_dtype(s->dtype) : GRAFT_DTYPE_UNKNOWN;
+}
 static int m_attr_ints(const graft_match *m, const char *binding, const char *attr, int64_t *vals, int cap) {
     const ir_call *c = m_call(m, binding);
     const ir_attr *a = c && c->attrs ? ir_attrs_get(c->attrs, attr) : NULL;
@@ -328,7 +338,7 @@ static const graft_host_api HOST_API = {
     n_kind, n_name, n_layer, n_num_inputs, n_input, n_num_outputs, n_dtype, n_ndim, n_shape, n_const_data,
     n_num_ops, n_op, n_attr_ints, n_attr_float, n_attr_str, n_arg_num,
     m_op, m_num_args, m_arg_dtype, m_arg_ndim, m_arg_dim, m_arg_const, m_ndim, m_dim, m_arg_num, m_attr_ints, m_attr_str,
-    r_observed,
+    r_observed, m_dtype, m_arg_fields,
 };
 
 /* ---- the engine: compile per static graph, run per call ---- */
@@ -339,7 +349,75 @@ typedef struct plugin_state {
     void *observed;                /* compiled with region_observed on a tap's first run */
     graft_plugin_options opts;
     pthread_mutex_t lock;          /* the plugin runs a state from one thread at a time */
+    uint8_t *blob;                 /* the stored form's envelope, made when an artifact is written */
 } plugin_state;
+
+/* The plugin's serialize / deserialize when its struct has them (ABI 1.2). */
+static bool has_blob_hooks(const graft_plugin *p) {
+    return p->abi_minor >= 2 && p->struct_size >= offsetof(graft_plugin, deserialize) + sizeof(p->deserialize) &&
+           p->serialize && p->deserialize;
+}
+
+/* ---- a plugin's stored form in an artifact: an envelope around what serialize wrote ----
+ *   [0, 8) "GRPLUGIN", u32 envelope version, u32 header bytes, u64 payload bytes, u64 payload
+ *   checksum (gr_hash_bytes), plugin name (64 bytes, NUL-padded), plugin version (32), payload
+ * stored as one prepacked constant of the region's graph under BLOB_KEY. */
+#define BLOB_MAGIC "GRPLUGIN"
+#define BLOB_VERSION 1u
+#define BLOB_HEADER 128u
+#define BLOB_NAME_AT 32u
+#define BLOB_VERSION_AT 96u
+#define BLOB_SEED 0x706c7567ull
+#define BLOB_KEY_FMT "plugin:%s:blob"
+
+static uint64_t rd64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+static uint32_t rd32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* The payload of a provided envelope, NULL with diag set when it is not one of this plugin's
+ * that is whole and unaltered; *made_by: the version that wrote it. */
+static const uint8_t *blob_open(const plugin_backend *pb, const rt_json_graph *g, const uint8_t *env, size_t len,
+                                size_t *plen, char made_by[33], gr_diag *diag) {
+    const char *name = pb->p->name, *sym = rt_json_graph_symbol(g);
+    if (len < BLOB_HEADER || memcmp(env, BLOB_MAGIC, 8) != 0 || rd32(env + 8) != BLOB_VERSION ||
+        rd32(env + 12) != BLOB_HEADER) {
+        gr_diag_set(diag, GR_ERR_INVALID, "artifact region %s: the %s plugin's stored form is not one (%zu bytes, no "
+                    "envelope header): the artifact is damaged; rebuild it", sym, name, len);
+        return NULL;
+    }
+    char stored[65];
+    memcpy(stored, env + BLOB_NAME_AT, 64);
+    stored[64] = '\0';
+    memcpy(made_by, env + BLOB_VERSION_AT, 32);
+    made_by[32] = '\0';
+    uint64_t want = rd64(env + 16);
+    if (strcmp(stored, name) != 0) {
+        gr_diag_set(diag, GR_ERR_INVALID, "artifact region %s: the stored form was made by plugin '%s', not %s", sym,
+                    stored, name);
+        return NULL;
+    }
+    if (want != len - BLOB_HEADER) {
+        gr_diag_set(diag, GR_ERR_INVALID, "artifact region %s: the %s plugin's stored form (made by %s %s) is %s: "
+                    "%zu bytes where its header says %llu; rebuild the artifact", sym, name, name, made_by,
+                    want > len - BLOB_HEADER ? "truncated" : "longer than written", len - BLOB_HEADER,
+                    (unsigned long long)want);
+        return NULL;
+    }
+    if (gr_hash_bytes(env + BLOB_HEADER, len - BLOB_HEADER, BLOB_SEED) != rd64(env + 24)) {
+        gr_diag_set(diag, GR_ERR_INVALID, "artifact region %s: the %s plugin's stored form (made by %s %s) fails its "
+                    "checksum: it was altered; rebuild the artifact", sym, name, name, made_by);
+        return NULL;
+    }
+    *plen = len - BLOB_HEADER;
+    return env + BLOB_HEADER;
+}
 
 /* The plugin's read_value when its struct has it (ABI 1.1). */
 static int (*read_value_of(const graft_plugin *p))(void *, uint32_t, void *) {
@@ -348,8 +426,10 @@ static int (*read_value_of(const graft_plugin *p))(void *, uint32_t, void *) {
                : NULL;
 }
 
+/* Compiles g into *out (observed: for graft diff's taps); with a stored form (blob, ABI 1.2),
+ * the plugin's deserialize builds it from that instead. */
 static gr_status plugin_compile(const plugin_backend *pb, rt_json_graph *g, const graft_plugin_options *o, int observed,
-                                void **out, gr_diag *diag) {
+                                const uint8_t *blob, size_t blob_len, const char *made_by, void **out, gr_diag *diag) {
     uint32_t nn = rt_json_graph_num_nodes(g);
     graft_region r = {g, gr_xcalloc(nn + 1, sizeof(uint32_t)), observed};
     for (uint32_t i = 0; i < nn; i++) {
@@ -359,19 +439,45 @@ static gr_status plugin_compile(const plugin_backend *pb, rt_json_graph *g, cons
             if (strcmp(rt_json_graph_const_name(g, c), n->name) == 0) r.const_index[i] = c;
     }
     graft_plugin_error err = {{0}};
-    int rc = pb->p->compile(&HOST_API, &r, o, out, &err);
+    int rc = blob ? pb->p->deserialize(&HOST_API, &r, o, blob, blob_len, made_by, out, &err)
+                  : pb->p->compile(&HOST_API, &r, o, out, &err);
     free(r.const_index);
     if (rc)
-        return gr_diag_set(diag, GR_ERR_UNSUPPORTED, "%s plugin: region %s: %s", pb->p->name, rt_json_graph_symbol(g),
-                           err.msg[0] ? err.msg : "compile failed");
+        return gr_diag_set(diag, GR_ERR_UNSUPPORTED, "%s plugin: region %s: %s%s", pb->p->name, rt_json_graph_symbol(g),
+                           blob ? "its stored form does not load: " : "",
+                           err.msg[0] ? err.msg : blob ? "deserialize failed" : "compile failed");
     return GR_OK;
+}
+
+/* The index of the plugin's stored form among g's packs (provided by an artifact, or
+ * recorded), -1 when none; key: its key. */
+static int blob_index(const plugin_backend *pb, const rt_json_graph *g, char key[96]) {
+    snprintf(key, 96, BLOB_KEY_FMT, pb->p->name);
+    const char *k;
+    for (uint32_t i = 0; (k = rt_json_graph_pack_at(g, i, NULL, NULL)); i++)
+        if (strcmp(k, key) == 0) return (int)i;
+    return -1;
+}
+
+/* The envelope provided for g (an artifact's), NULL when none; counted as used. */
+static const uint8_t *provided_blob(const plugin_backend *pb, rt_json_graph *g, size_t *len) {
+    char key[96];
+    int i = blob_index(pb, g, key);
+    if (i < 0) return NULL;
+    rt_json_graph_pack_at(g, (uint32_t)i, NULL, len);
+    return rt_json_graph_pack_find(g, key, *len);
 }
 
 static gr_status eng_prepare(rt_json_graph *g, const void *opts, void **state, gr_diag *diag) {
     const graft_plugin_options *o = opts;
     gr_status st = rt_json_graph_check(g, diag);
     void *ps = NULL;
-    if (!st) st = plugin_compile(o->pb, g, o, 0, &ps, diag);
+    size_t env_len = 0, blob_len = 0;
+    /* an artifact's stored form; a plugin without the hooks (an older minor) compiles */
+    const uint8_t *env = !st && has_blob_hooks(o->pb->p) ? provided_blob(o->pb, g, &env_len) : NULL, *blob = NULL;
+    char made_by[33] = "";
+    if (env && !(blob = blob_open(o->pb, g, env, env_len, &blob_len, made_by, diag))) st = diag ? diag->code : GR_ERR_INVALID;
+    if (!st) st = plugin_compile(o->pb, g, o, 0, blob, blob_len, made_by, &ps, diag);
     if (st) return st;
     plugin_state *s = gr_xcalloc(1, sizeof(*s));
     s->pb = o->pb;
@@ -387,7 +493,7 @@ static gr_status eng_prepare(rt_json_graph *g, const void *opts, void **state, g
 static int run_observed(plugin_state *s, rt_json_graph *g, rt_json_tap_fn tap, void *user, const void *const *ins,
                         uint32_t nin, void *const *outs, uint32_t nout, graft_plugin_error *err, gr_diag *diag) {
     int (*read)(void *, uint32_t, void *) = read_value_of(s->pb->p);
-    if (!s->observed && plugin_compile(s->pb, g, &s->opts, 1, &s->observed, diag)) return -1;
+    if (!s->observed && plugin_compile(s->pb, g, &s->opts, 1, NULL, 0, NULL, &s->observed, diag)) return -1;
     int rc = s->pb->p->run(s->observed, ins, nin, outs, nout, err);
     for (uint32_t nid = 0; !rc && nid < rt_json_graph_num_nodes(g); nid++) {
         const rt_json_node *n = rt_json_graph_node(g, nid);
@@ -435,7 +541,40 @@ static void eng_release(rt_json_graph *g, void *state) {
     if (s->pb->p->release) s->pb->p->release(s->state);
     if (s->pb->p->release && s->observed) s->pb->p->release(s->observed);
     pthread_mutex_destroy(&s->lock);
+    free(s->blob);
     free(s);
+}
+
+/* An artifact is being written: the plugin's stored form of the state, in its envelope, as
+ * the graph's pack (once; not when the graph came with one). */
+static gr_status eng_record_packs(rt_json_graph *g, void *state, gr_diag *diag) {
+    plugin_state *s = state;
+    const graft_plugin *p = s->pb->p;
+    char key[96];
+    if (!has_blob_hooks(p) || blob_index(s->pb, g, key) >= 0) return GR_OK;
+    graft_plugin_error err = {{0}};
+    size_t len = 0;
+    int rc = p->serialize(s->state, NULL, 0, &len, &err);
+    if (!rc && len == 0) return GR_OK;
+    uint8_t *env = rc ? NULL : gr_xcalloc(1, BLOB_HEADER + len);
+    size_t got = len;
+    if (!env || p->serialize(s->state, env + BLOB_HEADER, len, &got, &err) || got != len) {
+        free(env);
+        return gr_diag_set(diag, GR_ERR_RUNTIME, "%s plugin: region %s: serialize: %s", p->name, rt_json_graph_symbol(g),
+                           err.msg[0] ? err.msg : "it wrote another size than it asked for");
+    }
+    uint32_t ver = BLOB_VERSION, hdr = BLOB_HEADER;
+    uint64_t n = len, sum = gr_hash_bytes(env + BLOB_HEADER, len, BLOB_SEED);
+    memcpy(env, BLOB_MAGIC, 8);
+    memcpy(env + 8, &ver, 4);
+    memcpy(env + 12, &hdr, 4);
+    memcpy(env + 16, &n, 8);
+    memcpy(env + 24, &sum, 8);
+    snprintf((char *)env + BLOB_NAME_AT, 64, "%s", p->name);
+    snprintf((char *)env + BLOB_VERSION_AT, 32, "%s", p->version);
+    s->blob = env;
+    rt_json_graph_pack_record(g, key, env, BLOB_HEADER + len);
+    return GR_OK;
 }
 
 static graft_plugin_options options_of(const plugin_backend *pb, const byoc_options *o) {
@@ -650,6 +789,10 @@ static gr_status check_plugin(const char *path, const graft_plugin *p, gr_diag *
                            p->name, p->version ? p->version : "");
     if (!p->compile || !p->run)
         return gr_diag_set(diag, GR_ERR_INVALID, "backend plugin %s (%s): no compile or run function", path, p->name);
+    if (p->abi_minor >= 2 && p->struct_size >= offsetof(graft_plugin, deserialize) + sizeof(p->deserialize) &&
+        !p->serialize != !p->deserialize)
+        return gr_diag_set(diag, GR_ERR_INVALID, "backend plugin %s (%s): serialize and deserialize come together (one "
+                           "of them is NULL)", path, p->name);
     if (p->noptions > MAX_PLUGIN_OPTIONS)
         return gr_diag_set(diag, GR_ERR_INVALID, "backend plugin %s (%s): more than %d options", path, p->name,
                            MAX_PLUGIN_OPTIONS);
@@ -719,7 +862,8 @@ gr_status byoc_plugin_load(const char *path, const byoc_backend **out, gr_diag *
     pb->b.noptions = p->noptions;
     pb->b.prepare = pb_prepare;
     pb->b.version = p->version;
-    pb->eng = (rt_json_engine){pb->kind, eng_prepare, eng_run, eng_release, sizeof(graft_plugin_options), p->version};
+    pb->eng = (rt_json_engine){pb->kind,  eng_prepare,      eng_run, eng_release, sizeof(graft_plugin_options),
+                               p->version, eng_record_packs};
     g_plugins[slot] = pb;
     g_nplugins++;
     byoc_backend_register(&pb->b);

@@ -157,57 +157,6 @@ static double dense_flops(const ir_module *m) {
     return t;
 }
 
-typedef struct ort_proc {
-    pid_t pid;
-    FILE *to, *from;
-} ort_proc;
-
-/* Starts a peer's server (argv[0] found on PATH) on a pipe and waits for its "ready" line;
- * what follows "ready" on it (OpenVINO's max |difference| from the reference) goes to *extra. */
-static int peer_start(ort_proc *p, char *const argv[], double *extra) {
-    int in[2], out[2];
-    if (pipe(in) || pipe(out)) return -1;
-    fflush(stdout); /* before the fork: the child would print it again */
-    p->pid = fork();
-    if (p->pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[1]);
-        close(out[0]);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    p->to = fdopen(in[1], "w");
-    p->from = fdopen(out[0], "r");
-    char line[128];
-    if (!fgets(line, sizeof line, p->from) || strncmp(line, "ready", 5)) {
-        fclose(p->to);
-        fclose(p->from);
-        waitpid(p->pid, NULL, 0);
-        return -1;
-    }
-    if (extra) *extra = line[5] == ' ' ? strtod(line + 6, NULL) : NAN;
-    return 0;
-}
-
-static void shape_arg(const rt_tensor *x, char *sh, size_t n) {
-    int at = 0;
-    sh[0] = 0;
-    for (int i = 0; i < x->dl.ndim && (size_t)at < n; i++)
-        at += snprintf(sh + at, n - (size_t)at, "%s%ld", i ? "x" : "", (long)x->shape[i]);
-}
-
-static int ort_start(ort_proc *p, const char *onnx, const rt_tensor *x, int threads, const char *input) {
-    char sh[128], th[16];
-    shape_arg(x, sh, sizeof sh);
-    snprintf(th, sizeof th, "%d", threads);
-    char *argv[] = {"node", "scripts/bench_dnnl_ort.js", "--onnx", (char *)onnx, "--shape", sh, "--threads", th, "--input",
-                    (char *)input, NULL};
-    return peer_start(p, argv, NULL);
-}
-
 /* The Python of scripts/openvino_env.sh's venv (GRAFT_OV_PYTHON wins), NULL when absent. */
 static const char *ov_python(void) {
     const char *e = getenv("GRAFT_OV_PYTHON");
@@ -217,32 +166,16 @@ static const char *ov_python(void) {
 }
 
 /* OpenVINO's server; *maxabs: its output's max |difference| from ref (INFINITY: NaN / shape). */
-static int ov_start(ort_proc *p, const char *onnx, const rt_tensor *x, int threads, const char *input, const char *ref,
+static int ov_start(bench_peer *p, const char *onnx, const rt_tensor *x, int threads, const char *input, const char *ref,
                     double *maxabs) {
     const char *py = ov_python();
     if (!py) return -1;
     char sh[128], th[16];
-    shape_arg(x, sh, sizeof sh);
+    bench_shape_arg(x->shape, x->dl.ndim, sh, sizeof sh);
     snprintf(th, sizeof th, "%d", threads);
     char *argv[] = {(char *)py, "scripts/bench_dnnl_ov.py", "--onnx", (char *)onnx, "--shape", sh, "--threads", th,
                     "--input", (char *)input, "--ref", (char *)ref, NULL};
-    return peer_start(p, argv, maxabs);
-}
-
-static double ort_cmd(ort_proc *p, const char *cmd) {
-    char line[64];
-    fprintf(p->to, "%s\n", cmd);
-    fflush(p->to);
-    if (!fgets(line, sizeof line, p->from)) return -1;
-    return atof(line);
-}
-
-static void ort_stop(ort_proc *p) {
-    fprintf(p->to, "quit\n");
-    fflush(p->to);
-    fclose(p->to);
-    fclose(p->from);
-    waitpid(p->pid, NULL, 0);
+    return bench_peer_start(p, argv, maxabs);
 }
 
 static double max_abs_diff(const rt_value *res, const rt_tensor *ref) {
@@ -392,11 +325,11 @@ static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
      * (PP-OCR det 52 or 92 ms at 2 threads, whatever its spinning or affinity options), and
      * graft should not win by ORT's bad luck. */
     enum { GRAFT, ARTIFACT, ORT_A, ORT_B, OV, NSIDES };
-    ort_proc op[3];
+    bench_peer op[3];
     for (int o = 0; o < 2 && !st; o++)
-        if (ort_start(&op[o], path, input, threads, in_path)) {
+        if (bench_ort_start(&op[o], path, input->shape, input->dl.ndim, threads, in_path)) {
             fprintf(stderr, "bench_dnnl: cannot start the ONNX Runtime side (node scripts/bench_dnnl_ort.js)\n");
-            if (o) ort_stop(&op[0]);
+            if (o) bench_peer_stop(&op[0]);
             rt_value_clear(&arg);
             goto done;
         }
@@ -422,7 +355,7 @@ static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
             if (bo->pause_ms > 0) usleep((useconds_t)bo->pause_ms * 1000);
             for (int w = 0; w < 2 && !st; w++) {
                 double a = bench_now_ms(), ms;
-                if (which >= ORT_A) ms = ort_cmd(&op[which - ORT_A], "run");
+                if (which >= ORT_A) ms = bench_peer_cmd(&op[which - ORT_A], "run");
                 else {
                     st = which == GRAFT ? rt_exec_run(x, &arg, 1, &res, &d) : graft_model_run(gm, &arg, 1, &res, &d);
                     ms = bench_now_ms() - a;
@@ -439,8 +372,8 @@ static int run_model(const model_def *md, const bench_opts *bo, double *ratio) {
             free(t[k][w]);
         }
     int best = med[ORT_B][1] < med[ORT_A][1];
-    long ort_kb = (long)ort_cmd(&op[best], "mem"), ov_kb = ov ? (long)ort_cmd(&op[2], "mem") : -1;
-    for (int o = 0; o < (ov ? 3 : 2); o++) ort_stop(&op[o]);
+    long ort_kb = (long)bench_peer_cmd(&op[best], "mem"), ov_kb = ov ? (long)bench_peer_cmd(&op[2], "mem") : -1;
+    for (int o = 0; o < (ov ? 3 : 2); o++) bench_peer_stop(&op[o]);
     rt_value_clear(&arg);
     if (st) {
         fprintf(stderr, "bench_dnnl: %s: run: %s\n", md->name, d.msg);

@@ -10,92 +10,33 @@
  * each, the order rotating), medians in ms. ORT runs in a process of its own
  * (scripts/bench_dnnl_ort.js, as bench_dnnl). "in regions" is the share of xnnpack's run spent
  * inside its regions (the rest: host ops left out of them); the boundary's NCHW <-> NHWC
- * conversions are inside the regions. Threads: the same count everywhere (default 1). */
+ * conversions are inside the regions. Threads: the same count everywhere (default 1).
+ *
+ * Where xnnpack's time goes, per model: a "where" line from graft's profiler (the share in
+ * xnnpack regions, the largest region, the host ops left between them by op), and the
+ * plugin's own lines on stderr when its session ends (option xnnpack.profile: per region, its
+ * NCHW <-> NHWC conversions and the XNNPACK run, per run). */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_util.h"
 #include "include/graft/graft.h"
 #include "runtime/npy.h"
 
 #define MAX_MODELS 16
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* ---- ONNX Runtime in a child (scripts/bench_dnnl_ort.js) ---- */
-
-typedef struct ort_proc {
-    pid_t pid;
-    FILE *to, *from;
-} ort_proc;
-
-static int ort_start(ort_proc *p, const char *onnx, const graft_tensor *x, int threads, const char *input) {
-    int in[2], out[2];
-    if (pipe(in) || pipe(out)) return -1;
-    char sh[128], th[16];
-    int at = 0;
-    for (int i = 0; i < graft_tensor_ndim(x); i++)
-        at += snprintf(sh + at, sizeof sh - (size_t)at, "%s%lld", i ? "x" : "", (long long)graft_tensor_dim(x, i));
-    snprintf(th, sizeof th, "%d", threads);
-    p->pid = fork();
-    if (p->pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[1]);
-        close(out[0]);
-        execlp("node", "node", "scripts/bench_dnnl_ort.js", "--onnx", onnx, "--shape", sh, "--threads", th, "--input",
-               input, (char *)NULL);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    p->to = fdopen(in[1], "w");
-    p->from = fdopen(out[0], "r");
-    char line[64];
-    return fgets(line, sizeof line, p->from) && !strncmp(line, "ready", 5) ? 0 : -1;
-}
-
-static double ort_run(ort_proc *p) {
-    char line[64];
-    fprintf(p->to, "run\n");
-    fflush(p->to);
-    return fgets(line, sizeof line, p->from) ? atof(line) : -1;
-}
-
-static void ort_stop(ort_proc *p) {
-    fprintf(p->to, "quit\n");
-    fflush(p->to);
-    fclose(p->to);
-    fclose(p->from);
-    waitpid(p->pid, NULL, 0);
-}
-
 /* ---- graft sessions ---- */
 
-static graft_session *session(const char *onnx, const char *backend, int threads) {
+static graft_session *session(const char *onnx, const char *backend, const char *option, int threads) {
     graft_error *err = NULL;
     graft_session_options *o = graft_session_options_new();
     graft_session *s = NULL;
     if (graft_session_options_add_backend(o, backend, &err) || graft_session_options_set_threads(o, threads, &err) ||
-        graft_session_load(onnx, o, &s, &err)) {
+        (option && graft_session_options_set(o, option, &err)) || graft_session_load(onnx, o, &s, &err)) {
         fprintf(stderr, "bench_plugin: %s on %s: %s\n", onnx, backend, graft_error_message(err));
         graft_error_free(err);
     }
@@ -104,14 +45,14 @@ static graft_session *session(const char *onnx, const char *backend, int threads
 }
 
 static double run_ms(graft_session *s, graft_tensor *x, graft_tensor **out) {
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     graft_error *err = NULL;
     if (graft_session_run(s, &x, 1, out, 1, &err)) {
         fprintf(stderr, "bench_plugin: %s\n", graft_error_message(err));
         graft_error_free(err);
         return -1;
     }
-    return now_ms() - t0;
+    return bench_now_ms() - t0;
 }
 
 static double max_abs(graft_tensor *a, graft_tensor *b) {
@@ -125,15 +66,53 @@ static double max_abs(graft_tensor *a, graft_tensor *b) {
     return m;
 }
 
+/* One run's profile: time per step name (a region's symbol, a host op), extern or not. */
+#define MAX_STEPS 512
+typedef struct prof_step {
+    char name[96];
+    double ns;
+    bool ext;
+} prof_step;
 typedef struct prof_sum {
     double ext_ns, all_ns;
+    uint32_t n;
+    prof_step step[MAX_STEPS];
 } prof_sum;
 
 static void on_step(const char *kind, const char *name, uint64_t ns, void *user) {
     prof_sum *p = user;
-    (void)name;
+    bool ext = !strcmp(kind, "extern");
     p->all_ns += (double)ns;
-    if (!strcmp(kind, "extern")) p->ext_ns += (double)ns;
+    if (ext) p->ext_ns += (double)ns;
+    uint32_t i = 0;
+    while (i < p->n && strncmp(p->step[i].name, name, sizeof p->step[i].name - 1)) i++; /* names cut as stored */
+    if (i == p->n && p->n < MAX_STEPS) snprintf(p->step[p->n++].name, sizeof p->step[0].name, "%s", name);
+    if (i < p->n) {
+        p->step[i].ns += (double)ns;
+        p->step[i].ext = ext;
+    }
+}
+
+static int by_ns(const void *a, const void *b) {
+    double x = ((const prof_step *)a)->ns, y = ((const prof_step *)b)->ns;
+    return (x < y) - (x > y);
+}
+
+/* "where": the share in regions (how many, the largest), then the host steps, largest first. */
+static void print_where(prof_sum *p) {
+    qsort(p->step, p->n, sizeof p->step[0], by_ns);
+    uint32_t nreg = 0, top = UINT32_MAX;
+    for (uint32_t i = 0; i < p->n; i++)
+        if (p->step[i].ext && !nreg++) top = i;
+    double all = p->all_ns > 0 ? p->all_ns : 1;
+    printf("  where: %u regions %.0f%%", nreg, 100 * p->ext_ns / all);
+    if (top != UINT32_MAX) printf(" (largest %s %.0f%%)", p->step[top].name, 100 * p->step[top].ns / all);
+    printf(", host %.0f%%", 100 * (p->all_ns - p->ext_ns) / all);
+    for (uint32_t i = 0, shown = 0; i < p->n && shown < 5; i++)
+        if (!p->step[i].ext) {
+            printf("%s %s %.1f%%", shown++ ? "," : ":", p->step[i].name, 100 * p->step[i].ns / all);
+        }
+    printf("\n");
 }
 
 static graft_tensor *npy(const char *path) {
@@ -204,9 +183,13 @@ int main(int argc, char **argv) {
             continue;
         }
         graft_tensor *x = npy(in_path), *want = npy(out_path);
-        graft_session *sd = session(onnx, "dnnl", threads), *sx = session(onnx, "xnnpack", threads);
-        ort_proc ort = {0};
-        bool have_ort = ort_start(&ort, onnx, x, threads, in_path) == 0;
+        graft_session *sd = session(onnx, "dnnl", NULL, threads),
+                      *sx = session(onnx, "xnnpack", "xnnpack.profile=1", threads);
+        bench_peer ort = {0};
+        int64_t dims[8];
+        int nd = x ? graft_tensor_ndim(x) : 0;
+        for (int k = 0; k < nd && k < 8; k++) dims[k] = graft_tensor_dim(x, k);
+        bool have_ort = x && bench_ort_start(&ort, onnx, dims, nd < 8 ? nd : 8, threads, in_path) == 0;
         if (!x || !want || !sd || !sx) {
             printf("%-20s (failed)\n", models[mi]);
             continue;
@@ -217,7 +200,7 @@ int main(int argc, char **argv) {
         out = NULL;
         run_ms(sd, x, &out); /* warm-up */
         graft_tensor_release(out);
-        if (have_ort) ort_run(&ort);
+        if (have_ort) bench_peer_cmd(&ort, "run");
         double *td = calloc((size_t)runs, sizeof(double)), *tx = calloc((size_t)runs, sizeof(double)),
                *to = calloc((size_t)runs, sizeof(double));
         for (int r = 0; r < runs; r++)
@@ -226,21 +209,23 @@ int main(int argc, char **argv) {
                 out = NULL;
                 if (side == 0) td[r] = run_ms(sd, x, &out);
                 if (side == 1) tx[r] = run_ms(sx, x, &out);
-                if (side == 2) to[r] = have_ort ? ort_run(&ort) : NAN;
+                if (side == 2) to[r] = have_ort ? bench_peer_cmd(&ort, "run") : NAN;
                 graft_tensor_release(out);
             }
-        prof_sum ps = {0, 0};
+        static prof_sum ps;
+        memset(&ps, 0, sizeof ps);
         graft_session_set_profiler(sx, on_step, &ps);
         out = NULL;
         run_ms(sx, x, &out);
         graft_tensor_release(out);
         graft_session_set_profiler(sx, NULL, NULL);
-        double md = median(td, runs), mx = median(tx, runs), mo = have_ort ? median(to, runs) : NAN;
+        double md = bench_median(td, runs), mx = bench_median(tx, runs), mo = have_ort ? bench_median(to, runs) : NAN;
         printf("%-20s %9.2f %9.2f %9.2f %9.2f %9.2f %11.2e %10.0f%%\n", models[mi], md, mx, mo, mx / md, mx / mo, xerr,
                ps.all_ns > 0 ? 100 * ps.ext_ns / ps.all_ns : 0.0);
+        print_where(&ps);
         fflush(stdout);
         free(td), free(tx), free(to);
-        if (have_ort) ort_stop(&ort);
+        if (have_ort) bench_peer_stop(&ort);
         graft_session_free(sd);
         graft_session_free(sx);
         graft_tensor_release(x);

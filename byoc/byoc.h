@@ -25,6 +25,7 @@
 
 #include <stdio.h>
 
+#include "base/vec.h"
 #include "byoc/backend.h"
 #include "ir/expr.h"
 #include "patterns/match.h"
@@ -53,10 +54,31 @@ typedef struct byoc_fuse_opts {
     const char *const *entry;
 } byoc_fuse_opts;
 
-/* Per-binding notes the partition report reads (why an op stayed on the host). Keyed by the
- * binding var (GR_MAP_PTR) -> interned reason string. May be NULL everywhere. */
+/* Why one backend's patterns did not take a binding (a chain per binding var, one entry per
+ * backend): its check rejected the match, the match would have closed a cycle, or a pattern of
+ * another backend ahead of it in priority had claimed the binding first. A backend with no
+ * entry had no pattern that matched there. */
+typedef struct byoc_why_not {
+    struct byoc_why_not *next;
+    const char *backend;           /* interned */
+    const char *why;               /* interned */
+} byoc_why_not;
+
+/* An op binding FuseOpsByPattern saw and the composite pattern that took it (NULL: none). */
+typedef struct byoc_layer_note {
+    const ir_var *var;
+    const char *op;
+    const char *layer;             /* its frontend layer, NULL when unknown */
+    const char *taken;
+} byoc_layer_note;
+
+/* Per-binding notes the partition report reads (why an op stayed on the host; for a partition
+ * over several backends, which took each op and why each other did not). Keyed by the binding
+ * var (GR_MAP_PTR). May be NULL everywhere. */
 typedef struct byoc_notes {
-    gr_map reason;                 /* var -> const char * */
+    gr_map reason;                 /* var -> const char *: the first note */
+    gr_map why_not;                /* var -> byoc_why_not * (heap, freed by byoc_notes_free) */
+    GR_VEC(byoc_layer_note) layers;  /* the op bindings of the fused blocks, in block order */
 } byoc_notes;
 void byoc_notes_init(byoc_notes *n);
 void byoc_notes_free(byoc_notes *n);

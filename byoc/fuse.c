@@ -57,6 +57,18 @@ static void note(fuse_state *st, const ir_var *v, const char *reason) {
         gr_map_put(&st->notes->reason, GR_MAP_PTR(v), GR_MAP_PTR(ir_intern(st->ctx, reason)));
 }
 
+/* Why backend `backend` did not take binding v (the first reason per backend stays). */
+static void note_backend(fuse_state *st, const ir_var *v, const char *backend, const char *why) {
+    if (!st->notes || !v || !backend) return;
+    uint64_t h = 0;
+    gr_map_get(&st->notes->why_not, GR_MAP_PTR(v), &h);
+    for (const byoc_why_not *w = (const byoc_why_not *)(uintptr_t)h; w; w = w->next)
+        if (strcmp(w->backend, backend) == 0) return;
+    byoc_why_not *w = gr_xmalloc(sizeof *w);
+    *w = (byoc_why_not){(byoc_why_not *)(uintptr_t)h, ir_intern(st->ctx, backend), ir_intern(st->ctx, why)};
+    gr_map_put(&st->notes->why_not, GR_MAP_PTR(v), GR_MAP_PTR(w));
+}
+
 /* Is there a path from the match (in_s) back into it through other bindings? Returns the
  * binding the path re-enters from (its index + 1), or 0. Plain bindings after the root cannot
  * lead back (the block is in order); composites are followed as one node. */
@@ -134,35 +146,56 @@ static bool accept_match(const pat_match_result *m, void *user) {
     const ir_binding *rb = &st->blk->bindings[root];
     for (uint32_t k = 0; k < ns; k++) st->in_s[S[k]] = 1;
     bool ok = true;
+    int32_t claimed = -1;          /* a group of an earlier pattern holding a member */
     for (uint32_t k = 0; k < ns && ok; k++) {
         int32_t g = st->grp[S[k]];
         if (g < 0) continue;
         fgroup *G = &st->groups.data[g];
         if (G->pat != (int32_t)st->cur) {
             ok = false;
+            claimed = g;
             break;
         }
         for (uint32_t j = 0; j < G->n && ok; j++) ok = st->in_s[st->members.data[G->off + j]];
     }
     const byoc_pattern *bp = &st->pats[st->cur];
+    const char *mine = st->notes ? byoc_backend_of(st->ctx, bp->name) : NULL;
+    pat_check_ctx c = {st->ctx, bp->pattern, m->root, m->root_var, m, st->info};
+    char buf[512];
+    if (claimed >= 0 && mine) {
+        /* for the report: another backend's pattern was first; would this one's check take it? */
+        const char *theirs = st->pats[st->groups.data[claimed].pat].name, *reason = NULL;
+        if (strcmp(byoc_backend_of(st->ctx, theirs), mine) != 0) {
+            if (bp->check && !bp->check(&c, &reason, bp->check_user)) {
+                snprintf(buf, sizeof buf, "check rejected %s: %s", bp->name, reason ? reason : "(no reason)");
+                note_backend(st, rb->var, mine, buf);
+            }
+            snprintf(buf, sizeof buf, "%s claimed it first (pattern %s, ahead of %s in priority)",
+                     byoc_backend_of(st->ctx, theirs), theirs, bp->name);
+            for (uint32_t k = 0; k < ns; k++) {
+                int32_t g = st->grp[S[k]];
+                if (g >= 0 && strcmp(byoc_backend_of(st->ctx, st->pats[st->groups.data[g].pat].name), mine) != 0)
+                    note_backend(st, st->blk->bindings[S[k]].var, mine, buf);
+            }
+        }
+    }
     if (ok && bp->check) {
-        pat_check_ctx c = {st->ctx, bp->pattern, m->root, m->root_var, m, st->info};
         const char *reason = NULL;
         if (!bp->check(&c, &reason, bp->check_user)) {
             ok = false;
-            char buf[512];
             snprintf(buf, sizeof buf, "check rejected %s: %s", bp->name, reason ? reason : "(no reason)");
             note(st, rb->var, buf);
+            note_backend(st, rb->var, mine, buf);
         }
     }
     if (ok) {
         uint32_t via = find_cycle(st, S, ns, root);
         if (via) {
             ok = false;
-            char buf[512];
             snprintf(buf, sizeof buf, "%s would create a cycle through %s", bp->name,
                      binding_desc(st->ctx, &st->blk->bindings[via - 1]));
             note(st, rb->var, buf);
+            note_backend(st, rb->var, mine, buf);
         }
     }
     if (ok) {
@@ -444,7 +477,12 @@ static gr_status fuse_block(void *user, const ir_block *blk, const ir_block **ou
             const ir_binding *b = &blk->bindings[i];
             if (b->value->kind != IR_CALL || b->match_sinfo) continue;
             int32_t g = st->grp[i];
-            if (g >= 0 && st->groups.data[g].pat != (int32_t)st->cur) continue;
+            /* a binding an earlier pattern took: skipped, but with notes a pattern of another
+             * backend still tries it, so that the report can say why that backend did not get it */
+            if (g >= 0 && st->groups.data[g].pat != (int32_t)st->cur &&
+                !(st->notes && strcmp(byoc_backend_of(st->ctx, st->pats[st->groups.data[g].pat].name),
+                                      byoc_backend_of(st->ctx, st->pats[st->cur].name)) != 0))
+                continue;
             pat_match_each(p, &b->var->base, st->info, &res, accept_match, st);
         }
     }
@@ -495,8 +533,22 @@ static gr_status fuse_block(void *user, const ir_block *blk, const ir_block **ou
         G->dead = true;
         const uint32_t *mem = st->members.data + G->off;
         note(st, blk->bindings[mem[G->n - 1]].var, "dropped: the composites around it would form a cycle");
+        for (uint32_t k = 0; k < G->n && st->notes; k++)
+            note_backend(st, blk->bindings[mem[k]].var, byoc_backend_of(st->ctx, st->pats[G->pat].name),
+                         "dropped: the composites around it would form a cycle");
         for (uint32_t k = 0; k < G->n; k++) st->grp[mem[k]] = -1;
         free(ginv);
+    }
+    for (uint32_t i = 0; i < blk->n && st->notes && !rc; i++) {
+        const ir_expr *v = blk->bindings[i].value;
+        if (v->kind != IR_CALL || IR_AS(v, ir_call)->callee->kind != IR_OP) continue;
+        const ir_op_def *def = IR_AS(IR_AS(v, ir_call)->callee, ir_op)->def;
+        if (def->flags & IR_OPF_CALL_LIKE) continue;
+        int32_t g = st->grp[i];
+        const ir_span *sp = v->span ? v->span : blk->bindings[i].var->base.span;
+        byoc_layer_note ln = {blk->bindings[i].var, def->name, sp ? ir_span_layer(sp) : NULL,
+                              g >= 0 ? st->pats[st->groups.data[g].pat].name : NULL};
+        gr_vec_push(&st->notes->layers, ln);
     }
     st->members.len = 0;
     free(st->grp);
@@ -570,5 +622,19 @@ gr_status byoc_fuse_ops_by_pattern(ir_ctx_t *ctx, const ir_module *m, const byoc
     return GR_OK;
 }
 
-void byoc_notes_init(byoc_notes *n) { gr_map_init(&n->reason); }
-void byoc_notes_free(byoc_notes *n) { gr_map_free(&n->reason); }
+void byoc_notes_init(byoc_notes *n) {
+    gr_map_init(&n->reason);
+    gr_map_init(&n->why_not);
+    memset(&n->layers, 0, sizeof n->layers);
+}
+
+void byoc_notes_free(byoc_notes *n) {
+    gr_map_free(&n->reason);
+    for (uint32_t k = 0; k < n->why_not.cap; k++)
+        for (byoc_why_not *w = (byoc_why_not *)(uintptr_t)(n->why_not.keys[k] ? n->why_not.vals[k] : 0), *nx; w; w = nx) {
+            nx = w->next;
+            free(w);
+        }
+    gr_map_free(&n->why_not);
+    gr_vec_free(&n->layers);
+}

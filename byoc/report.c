@@ -342,6 +342,32 @@ static void near_misses(rep_state *r) {
     gr_vec_free(&vars);
 }
 
+/* ---- a partition over several backends: per op, the backend that took it and why each other
+ * listed backend did not ---- */
+
+static json_t *layers_json(ir_ctx_t *ctx, const char *const *names, uint32_t n, const byoc_notes *notes) {
+    json_t *out = json_array();
+    for (uint32_t i = 0; i < notes->layers.len; i++) {
+        const byoc_layer_note *ln = &notes->layers.data[i];
+        const char *taker = ln->taken ? byoc_backend_of(ctx, ln->taken) : NULL;
+        json_t *others = json_array();
+        uint64_t h = 0;
+        gr_map_get(&notes->why_not, GR_MAP_PTR(ln->var), &h);
+        for (uint32_t k = 0; k < n; k++) {
+            if (taker && strcmp(taker, names[k]) == 0) continue;
+            const char *why = NULL;
+            for (const byoc_why_not *w = (const byoc_why_not *)(uintptr_t)h; w && !why; w = w->next)
+                if (strcmp(w->backend, names[k]) == 0) why = w->why;
+            json_array_append_new(others, json_pack("{s:s,s:s}", "backend", names[k], "reason",
+                                                    why ? why : ir_internf(ctx, "no %s pattern matched", names[k])));
+        }
+        json_array_append_new(out, json_pack("{s:s,s:s,s:s,s:s?,s:s?,s:o}", "var", ln->var->name, "op", ln->op, "layer",
+                                             ln->layer ? ln->layer : "-", "backend", taker, "composite", ln->taken,
+                                             "not_taken", others));
+    }
+    return out;
+}
+
 json_t *byoc_report_json(ir_ctx_t *ctx, const ir_module *part, const char *const *names, uint32_t n,
                          const byoc_notes *notes) {
     rep_state r = {ctx, part, names, n, notes, json_array(), json_array(), json_object(), 0, 0, 0, 0, {0}, {0}, {0}};
@@ -365,7 +391,9 @@ json_t *byoc_report_json(ir_ctx_t *ctx, const ir_module *part, const char *const
                             r.nodes_off, "share", r.nodes_total > 0 ? r.nodes_off / r.nodes_total : 0.0, "by_op",
                             r.by_op, "flops", "total", r.flops_total, "offloaded", r.flops_off, "share",
                             r.flops_total > 0 ? r.flops_off / r.flops_total : 0.0);
-    return json_pack("{s:o,s:o,s:o}", "regions", r.regions, "host", r.host, "coverage", cov);
+    json_t *rep = json_pack("{s:o,s:o,s:o}", "regions", r.regions, "host", r.host, "coverage", cov);
+    if (n >= 2 && notes && notes->layers.len) json_object_set_new(rep, "layers", layers_json(ctx, names, n, notes));
+    return rep;
 }
 
 void byoc_report_print(const json_t *report, FILE *out) {
@@ -404,6 +432,21 @@ void byoc_report_print(const json_t *report, FILE *out) {
                     json_array_size(nl) ? json_string_value(json_array_get(nl, 0)) : "-",
                     json_string_value(json_object_get(x, "composite")), json_string_value(json_object_get(x, "reason")));
         }
+    }
+    json_t *lays = json_object_get(rep, "layers");
+    if (lays) fprintf(out, "ops by backend: %zu (the backend that took each; why each other did not)\n", json_array_size(lays));
+    json_array_foreach(lays, i, v) {
+        const char *be = json_string_value(json_object_get(v, "backend"));
+        fprintf(out, "  %s = %s (layer %s): %s", json_string_value(json_object_get(v, "var")),
+                json_string_value(json_object_get(v, "op")), json_string_value(json_object_get(v, "layer")),
+                be ? be : "host");
+        if (be) fprintf(out, " (%s)", json_string_value(json_object_get(v, "composite")));
+        size_t k;
+        json_t *x;
+        json_array_foreach(json_object_get(v, "not_taken"), k, x)
+            fprintf(out, "; %s: %s", json_string_value(json_object_get(x, "backend")),
+                    json_string_value(json_object_get(x, "reason")));
+        fprintf(out, "\n");
     }
     fprintf(out, "host ops: %zu\n", json_array_size(host));
     json_array_foreach(host, i, v) {

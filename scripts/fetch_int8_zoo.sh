@@ -25,10 +25,6 @@ for a in "$@"; do
   esac
 done
 
-if [ ! -f "$VENV/.deps-1" ]; then
-  [ -x "$VENV/bin/python" ] || /usr/bin/python3 -m venv "$VENV" >&2
-  "$VENV/bin/python" -m pip install -q "numpy>=1.22" "onnxruntime>=1.17" "onnx>=1.16" >&2
-  touch "$VENV/.deps-1"
-fi
-"$VENV/bin/python" -W ignore "$ROOT/scripts/make_int8_zoo.py" --zoo "$ZOO" --out "$OUT" ${args[@]+"${args[@]}"}
+py=$(sh "$ROOT/scripts/venv.sh" "$VENV" "numpy>=1.22" "onnxruntime>=1.17" "onnx>=1.16")
+"$py" -W ignore "$ROOT/scripts/make_int8_zoo.py" --zoo "$ZOO" --out "$OUT" ${args[@]+"${args[@]}"}
 echo "fetch_int8_zoo: $OUT ($(du -sh "$OUT" | cut -f1))" >&2

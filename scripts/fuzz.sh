@@ -10,6 +10,7 @@
 # oneDNN reads its ISA cap once per process, so a target that runs oneDNN runs once natively and
 # once under ONEDNN_MAX_CPU_ISA=AVX2: TARGET_native and TARGET_avx2 (each with its own corpus,
 # findings and log; same seeds and regression inputs), and plain TARGET means both.
+# FUZZ_RUNS=N also stops each target after N executions (for campaigns counted in executions).
 #     scripts/fuzz.sh BUILD SECONDS TARGET...
 set -uo pipefail
 BUILD=$1 SECS=$2
@@ -78,7 +79,8 @@ for r in "${runs[@]}"; do
       continue
     fi
   fi
-  "${isa[@]}" "$bin" -max_total_time="$SECS" -timeout=60 -rss_limit_mb=4096 -max_len=1048576 \
+  start=$SECONDS
+  "${isa[@]}" "$bin" -max_total_time="$SECS" ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} -timeout=60 -rss_limit_mb=4096 -max_len=1048576 \
     -print_final_stats=1 -artifact_prefix="$findings/$r-" "$corpus/$r" "$seeds/$t" \
     $([ -d "fuzz/regress/$t" ] && echo "fuzz/regress/$t") >"$log" 2>&1
   rc=$?
@@ -86,7 +88,7 @@ for r in "${runs[@]}"; do
   files=$(find "$corpus/$r" -type f | wc -l)
   if [ "$rc" -eq 0 ]; then
     pass=$((pass + 1))
-    echo "fuzz $r: ok, ${#fixed[@]} inputs replayed, ${execs:-?} executions in ${SECS} s, corpus $files files"
+    echo "fuzz $r: ok, ${#fixed[@]} inputs replayed, ${execs:-?} executions in $((SECONDS - start)) s, corpus $files files"
   else
     fail=$((fail + 1))
     echo "fuzz $r: FAILED (exit $rc) after ${execs:-?} executions; log $log:"

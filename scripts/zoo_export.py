@@ -318,10 +318,17 @@ def export(name, path, seed, arch, dynamic_batch=False):
     x = torch.randn(shape, generator=torch.Generator().manual_seed(seed + 2))
     tmp = path + '.tmp'
     axes = {0: 'batch'} if dynamic_batch else DYNAMIC.get(name)
-    with torch.no_grad():
-        torch.onnx.export(model, (x,), tmp, input_names=['x'], output_names=['y'], opset_version=13,
-                          do_constant_folding=True,
-                          dynamic_axes={'x': axes, 'y': axes} if axes else None)
+    # torchvision's swin calls F.dropout(p=0.0) without training=, which exports a training-mode
+    # Dropout that OpenVINO refuses; in eval mode every dropout is the identity
+    dropout = torch.nn.functional.dropout
+    torch.nn.functional.dropout = lambda t, p=0.5, training=False, inplace=False: dropout(t, p, False, inplace)
+    try:
+        with torch.no_grad():
+            torch.onnx.export(model, (x,), tmp, input_names=['x'], output_names=['y'], opset_version=13,
+                              do_constant_folding=True,
+                              dynamic_axes={'x': axes, 'y': axes} if axes else None)
+    finally:
+        torch.nn.functional.dropout = dropout
     os.replace(tmp, path)
 
 

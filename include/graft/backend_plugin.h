@@ -15,9 +15,14 @@
  *
  * Artifacts: a region's graph (with its constants) is what an artifact stores, together with
  * the plugin's name and version; loading one calls the plugin's `compile` again on that graph,
- * so the graph is the serialized form of the plugin's runtime module and `compile` its loader. An
- * artifact whose plugin is not loaded, or was made by another major version of it, is refused
- * with a message naming the plugin and both versions.
+ * so the graph is the serialized form of the plugin's runtime module and `compile` its loader.
+ * A plugin of ABI 1.2 may also store its own prepared form of a compiled region (packed
+ * weights, a program): `serialize` writes it when an artifact is built, graft stores it beside
+ * the graph in a checked envelope (plugin name and version, length, checksum), and loading calls
+ * `deserialize` on it instead of `compile`. A plugin without these hooks (NULL, or built for
+ * an older minor) is compiled from the graph as before. An artifact whose plugin is not loaded,
+ * or was made by another major version of it, is refused with a message naming the plugin and
+ * both versions; a stored form that is truncated or altered is refused naming the region.
  *
  * Versioning: graft loads a plugin whose abi_major equals GRAFT_PLUGIN_ABI_MAJOR and whose
  * abi_minor is at most graft's own; minor versions only add fields at the end of the structs
@@ -35,7 +40,7 @@ extern "C" {
 #endif
 
 #define GRAFT_PLUGIN_ABI_MAJOR 1
-#define GRAFT_PLUGIN_ABI_MINOR 1
+#define GRAFT_PLUGIN_ABI_MINOR 2
 /* The entry point's name, for dlsym. */
 #define GRAFT_PLUGIN_ENTRY "graft_backend_plugin"
 
@@ -142,6 +147,13 @@ typedef struct graft_host_api {
     /* True when graft compiles the region to observe it (graft diff, graft explore): the state
      * must keep every op node's output readable by read_value after a run. */
     int (*region_observed)(const graft_region *r);
+
+    /* ---- ABI 1.2 ---- */
+    /* The dtype of the binding's result (GRAFT_DTYPE_UNKNOWN: not a tensor), e.g. a concat's,
+     * whose argument is a tuple. */
+    graft_dtype (*match_dtype)(const graft_match *m, const char *binding);
+    /* Argument i's number of fields when it is a tuple (a concat's), -1 otherwise. */
+    int (*match_arg_fields)(const graft_match *m, const char *binding, uint32_t i);
 } graft_host_api;
 
 /* ---- What a plugin hands graft ---- */
@@ -207,6 +219,23 @@ typedef struct graft_plugin {
      * declares them); 0 on success, non-zero when the node has no output of its own (fused
      * into another op). graft diff compares these with the reference, layer by layer. */
     int (*read_value)(void *state, uint32_t nid, void *out);
+
+    /* ---- ABI 1.2 ---- */
+    /* Optional, both or neither: the plugin's own prepared form of a compiled state, stored in
+     * an artifact so that loading it skips the work compile does. serialize writes the form of
+     * `state` into buf when cap is at least its size and sets *len to its size either way
+     * (graft asks with buf NULL, then with a buffer of *len bytes); *len 0: nothing to store
+     * (the artifact recompiles this region at load). Non-zero with err set fails the build.
+     * Called only while an artifact is written, never on a run's path. */
+    int (*serialize)(void *state, void *buf, size_t cap, size_t *len, graft_plugin_error *err);
+    /* Builds a state from data (len bytes, exactly as serialize wrote them; graft checked the
+     * envelope's length and checksum) for region r, the same graph compile was given (its
+     * shapes, names and constants); made_by: the version of the plugin that wrote it (same
+     * major). data stays valid while the state lives (it may be read in place, as mapped
+     * weights). 0 and *state as compile; non-zero with err set: the artifact does not load (a
+     * form the plugin cannot read is an error, not a silent recompile). */
+    int (*deserialize)(const graft_host_api *api, const graft_region *r, const graft_plugin_options *o,
+                       const void *data, size_t len, const char *made_by, void **state, graft_plugin_error *err);
 } graft_plugin;
 
 /* The entry point a plugin library defines:

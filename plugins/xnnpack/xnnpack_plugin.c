@@ -6,8 +6,15 @@
  * (conv 2-D, grouped and depthwise included; fully connected; max / average / global average
  * pooling; add, subtract, multiply, divide, maximum, minimum with numpy broadcasting; clamp,
  * relu, relu6, sigmoid, leaky relu, abs, negate, floor, ceiling, square, square root; softmax;
- * reshape). XNNPACK's own subgraph optimizer fuses clamps into their producers; this file
- * folds a constant channel bias added to a convolution or a fully connected layer into it.
+ * reshape; bilinear resize; concat, written as zero pads and adds since this XNNPACK has no
+ * concatenate node). XNNPACK's own subgraph optimizer fuses clamps into their producers; this
+ * file folds a constant channel bias added to a convolution or a fully connected layer into
+ * it, and ONNX's HardSwish (imported as x * clip(x + 3, 0, 6) / 6) into one hardswish node.
+ *
+ * Not mapped, for want of a node in this XNNPACK: transpose (so a channel shuffle's reshape and
+ * transpose stay on the host), slicing and split. No stored form (ABI 1.2 serialize): this
+ * XNNPACK packs weights inside xnn_create_runtime and offers no way to read them back, so an
+ * artifact's region recompiles from its graph at load.
  *
  * Layout: every 4-D value inside a region is NHWC (XNNPACK's layout); the region's 4-D inputs
  * and outputs are NCHW as graft gives and takes them, converted at the region's boundary in
@@ -25,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <pthreadpool.h>
 #include <xnnpack.h>
@@ -152,6 +160,52 @@ static int check_reshape(const graft_host_api *api, const graft_match *m, const 
     return 0;
 }
 
+/* A concat of float32 values of rank 1..6, of at most MAX_CONCAT inputs (XNNPACK of 2022 has no
+ * concatenate node: the plugin writes it as zero pads and adds, a pass over the output per
+ * input, see op_concat; DenseNet's concats of dozens are cheaper on the host). */
+#define MAX_CONCAT 4
+static int check_concat(const graft_host_api *api, const graft_match *m, const char **reason) {
+    int nd = api->match_ndim(m, NULL);
+    if (nd < 1 || nd > MAXD) return reject(reason, "rank unknown or above 6");
+    if (api->abi_minor < 2 || api->match_dtype(m, NULL) != GRAFT_FLOAT32) return reject(reason, "not float32");
+    int k = api->match_arg_fields(m, NULL, 0);
+    if (k < 1 || k > MAX_CONCAT)
+        return reject(reason, "a concat of more than 4 inputs (written as a zero pad and an add per input: XNNPACK "
+                              "of 2022 has no concatenate node)");
+    return 0;
+}
+
+/* ONNX's coordinate modes XNNPACK's bilinear resize has (flags): half_pixel (XNNPACK's default,
+ * half-pixel centers), align_corners, asymmetric (TensorFlow's legacy mode); pytorch_half_pixel
+ * is half_pixel for an output dim above 1. */
+static const struct {
+    const char *mode;
+    uint32_t flags;
+    bool needs_dims_above_1;
+} RESIZE_MODES[] = {{"half_pixel", 0, false},
+                    {"pytorch_half_pixel", 0, true},
+                    {"align_corners", XNN_FLAG_ALIGN_CORNERS, false},
+                    {"asymmetric", XNN_FLAG_TENSORFLOW_LEGACY_MODE, false}};
+
+static int resize_mode(const char *mode) {
+    for (size_t k = 0; mode && k < sizeof RESIZE_MODES / sizeof RESIZE_MODES[0]; k++)
+        if (strcmp(mode, RESIZE_MODES[k].mode) == 0) return (int)k;
+    return -1;
+}
+
+static int check_resize(const graft_host_api *api, const graft_match *m, const char **reason) {
+    int64_t sc[2];
+    if (!str_is(api->match_attr_str(m, NULL, "layout"), "NCHW")) return reject(reason, "layout other than NCHW");
+    if (!str_is(api->match_attr_str(m, NULL, "method"), "linear")) return reject(reason, "a method other than linear");
+    int k = resize_mode(api->match_attr_str(m, NULL, "coordinate_transformation_mode"));
+    if (k < 0) return reject(reason, "a coordinate mode XNNPACK's bilinear resize does not have");
+    if (RESIZE_MODES[k].needs_dims_above_1 && (api->match_dim(m, NULL, 2) <= 1 || api->match_dim(m, NULL, 3) <= 1))
+        return reject(reason, "pytorch_half_pixel to an output dim of 1");
+    if (api->match_attr_ints(m, NULL, "scales", sc, 2) >= 0)
+        return reject(reason, "explicit fractional scales (XNNPACK scales by input / output size)");
+    return 0;
+}
+
 static const graft_plugin_check CHECKS[] = {
     {"xnnpack.conv2d", check_conv},         {"xnnpack.dense", check_dense},
     {"xnnpack.max_pool2d", check_max_pool}, {"xnnpack.avg_pool2d", check_avg_pool},
@@ -165,7 +219,8 @@ static const graft_plugin_check CHECKS[] = {
     {"xnnpack.negative", check_unary},      {"xnnpack.floor", check_unary},
     {"xnnpack.ceil", check_unary},          {"xnnpack.square", check_unary},
     {"xnnpack.sqrt", check_unary},          {"xnnpack.softmax", check_softmax},
-    {"xnnpack.reshape", check_reshape},
+    {"xnnpack.reshape", check_reshape},     {"xnnpack.concat", check_concat},
+    {"xnnpack.resize2d", check_resize},
 };
 
 /* ---- thread pools, shared per thread count ---- */
@@ -224,7 +279,15 @@ typedef struct region {
     struct xnn_external_value *ext;
     void **keep;                   /* constant data the subgraph points at */
     uint32_t nkeep;
+    char *profile;                 /* option profile: the region's symbol, else NULL */
+    uint64_t runs, ns[3];          /* with profile: NCHW->NHWC, XNNPACK, NHWC->NCHW */
 } region;
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 typedef struct builder {
     const graft_host_api *api;
@@ -235,7 +298,9 @@ typedef struct builder {
     uint32_t *val;                 /* node -> value id (XNN_INVALID_VALUE_ID: none yet) */
     uint32_t *uses;                /* node -> number of kernel inputs reading it */
     int *out_index;                /* node -> region output index, -1 */
-    bool *folded;                  /* kernel node folded into its producer (bias add) */
+    bool *folded;                  /* kernel node folded into its producer (bias add) or into a
+                                      hardswish */
+    uint32_t *hswish;              /* multiply node -> x of the hardswish it ends, UINT32_MAX */
     bool observed;                 /* every op's output readable: no folding, all external */
 } builder;
 
@@ -528,6 +593,95 @@ static int op_clamp(builder *b, uint32_t nid, float lo, float hi) {
     return s ? fail_node(b, nid, "clamp", s) : 0;
 }
 
+/* XNNPACK's axis of a node's axis (4-D values are NHWC). */
+static size_t xaxis(int rank, int64_t axis) {
+    static const size_t NCHW_TO_NHWC[4] = {0, 3, 1, 2};
+    if (axis < 0) axis += rank;
+    return rank == 4 ? NCHW_TO_NHWC[axis] : (size_t)axis;
+}
+
+/* concat without a concatenate node (XNNPACK of 2022 has none, and no copy into a slice):
+ * each input zero-padded along the axis to the output's extent at its offset, and the padded
+ * values added up. x + 0 is x for every float (a -0 becomes +0), so the result is exact; it
+ * costs a pass over the output per input, the price of keeping the region whole instead of
+ * leaving concat to the host between two regions with their layout conversions. */
+static int op_concat(builder *b, uint32_t nid) {
+    const graft_host_api *api = b->api;
+    int rank = api->node_ndim(b->r, nid, 0);
+    int64_t axis = 0;
+    api->node_attr_ints(b->r, nid, 0, "axis", &axis, 1);
+    if (axis < -rank || axis >= rank) return fail_node(b, nid, "concat axis", xnn_status_invalid_parameter);
+    size_t a = xaxis(rank, axis), dims[MAXD], total, at = 0;
+    xdims(b, nid, dims);
+    total = dims[a];
+    uint32_t k = api->node_num_inputs(b->r, nid), out, acc = XNN_INVALID_VALUE_ID;
+    if (define_out(b, nid, &out)) return 1;
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t x, padded = out;
+        size_t xd[MAXD], pre[MAXD] = {0}, post[MAXD] = {0};
+        if (operand(b, nid, i, rank, &x)) return 1;
+        xdims(b, api->node_input(b->r, nid, i, NULL), xd);
+        pre[a] = at;
+        post[a] = total - at - xd[a];
+        at += xd[a];
+        /* the last input's pad goes straight to the output when it is the only one */
+        if (k > 1 && xnn_define_tensor_value(b->sg, xnn_datatype_fp32, (size_t)rank, dims, NULL, XNN_INVALID_VALUE_ID, 0,
+                                             &padded))
+            return fail_node(b, nid, "concat value", xnn_status_invalid_parameter);
+        enum xnn_status s = xnn_define_static_constant_pad(b->sg, pre, post, 0.0f, x, padded, 0);
+        if (!s && i > 0) {
+            uint32_t sum = out;
+            if (i + 1 < k && xnn_define_tensor_value(b->sg, xnn_datatype_fp32, (size_t)rank, dims, NULL,
+                                                     XNN_INVALID_VALUE_ID, 0, &sum))
+                return fail_node(b, nid, "concat value", xnn_status_invalid_parameter);
+            s = xnn_define_add2(b->sg, -INFINITY, INFINITY, acc, padded, sum, 0);
+            padded = sum;
+        }
+        if (s) return fail_node(b, nid, "concat (pad and add)", s);
+        acc = padded;
+    }
+    return at == total ? 0 : fail_node(b, nid, "concat extents", xnn_status_invalid_parameter);
+}
+
+/* A constant node holding one float equal to v. */
+static bool const_is(const builder *b, uint32_t nid, float v) {
+    if (b->api->node_kind(b->r, nid) != GRAFT_NODE_CONST) return false;
+    const int64_t *s = b->api->node_shape(b->r, nid, 0);
+    const float *d = b->api->node_const_data(b->r, nid);
+    return d && numel(s, b->api->node_ndim(b->r, nid, 0)) == 1 && d[0] == v;
+}
+
+/* An op node used only by `user` and not an output (so it can be folded into it). */
+static bool inner(const builder *b, uint32_t nid, const char *op) {
+    return b->api->node_kind(b->r, nid) == GRAFT_NODE_KERNEL && b->uses[nid] == 1 && b->out_index[nid] < 0 &&
+           str_is(b->api->node_op(b->r, nid, 0), op);
+}
+
+/* ONNX's HardSwish as the importer writes it, x * (clip(x + 3, 0, 6) / 6): the multiply's
+ * node becomes one XNNPACK hardswish of x and the three others are folded (not when observed:
+ * graft diff reads each). Returns x's node, or UINT32_MAX. */
+static uint32_t hardswish_of(const builder *b, uint32_t mul) {
+    const graft_host_api *api = b->api;
+    if (b->observed || !str_is(api->node_op(b->r, mul, 0), "relax.multiply")) return UINT32_MAX;
+    for (uint32_t i = 0; i < 2; i++) {
+        uint32_t x = api->node_input(b->r, mul, i, NULL), d = api->node_input(b->r, mul, 1 - i, NULL);
+        if (!inner(b, d, "relax.divide") || !const_is(b, api->node_input(b->r, d, 1, NULL), 6.0f)) continue;
+        uint32_t c = api->node_input(b->r, d, 0, NULL);
+        double lo, hi;
+        if (!inner(b, c, "relax.clip") || api->node_arg_num(b->r, c, 1, &lo) || api->node_arg_num(b->r, c, 2, &hi) ||
+            lo != 0.0 || hi != 6.0)
+            continue;
+        uint32_t a = api->node_input(b->r, c, 0, NULL);
+        if (!inner(b, a, "relax.add")) continue;
+        for (uint32_t j = 0; j < 2; j++)
+            if (api->node_input(b->r, a, j, NULL) == x && api->node_kind(b->r, x) != GRAFT_NODE_CONST &&
+                const_is(b, api->node_input(b->r, a, 1 - j, NULL), 3.0f) &&
+                api->node_ndim(b->r, x, 0) == api->node_ndim(b->r, mul, 0))
+                return x;
+    }
+    return UINT32_MAX;
+}
+
 static int op_node(builder *b, uint32_t nid) {
     const graft_host_api *api = b->api;
     const char *op = api->node_op(b->r, nid, 0);
@@ -542,6 +696,22 @@ static int op_node(builder *b, uint32_t nid) {
             s = UNARY[k].fn(b->sg, x, out, 0);
             return s ? fail_node(b, nid, "unary", s) : 0;
         }
+    if (b->hswish[nid] != UINT32_MAX) {
+        uint32_t src = b->hswish[nid];
+        if (b->val[src] == XNN_INVALID_VALUE_ID) return fail_node(b, nid, "hardswish input", xnn_status_invalid_state);
+        if (define_out(b, nid, &out)) return 1;
+        s = xnn_define_hardswish(b->sg, b->val[src], out, 0);
+        return s ? fail_node(b, nid, "hardswish", s) : 0;
+    }
+    if (str_is(op, "relax.concat")) return op_concat(b, nid);
+    if (str_is(op, "relax.image.resize2d")) {
+        int k = resize_mode(api->node_attr_str(b->r, nid, 0, "coordinate_transformation_mode"));
+        const int64_t *os = api->node_shape(b->r, nid, 0);
+        if (k < 0) return fail_node(b, nid, "resize mode", xnn_status_unsupported_parameter);
+        if (operand(b, nid, 0, 4, &x) || define_out(b, nid, &out)) return 1;
+        s = xnn_define_static_resize_bilinear_2d(b->sg, (size_t)os[2], (size_t)os[3], x, out, RESIZE_MODES[k].flags);
+        return s ? fail_node(b, nid, "bilinear resize", s) : 0;
+    }
     if (str_is(op, "relax.nn.conv2d")) return op_conv(b, nid);
     if (str_is(op, "relax.matmul")) return op_dense(b, nid);
     if (str_is(op, "relax.nn.max_pool2d")) return op_pool(b, nid, true);
@@ -581,6 +751,12 @@ static int op_node(builder *b, uint32_t nid) {
 
 static void region_free(region *R) {
     if (!R) return;
+    if (R->profile && R->runs)
+        fprintf(stderr, "xnnpack profile: %s: %llu runs, per run %.3f ms: NCHW->NHWC %.3f, XNNPACK %.3f, NHWC->NCHW %.3f\n",
+                R->profile, (unsigned long long)R->runs, (double)(R->ns[0] + R->ns[1] + R->ns[2]) / 1e6 / (double)R->runs,
+                (double)R->ns[0] / 1e6 / (double)R->runs, (double)R->ns[1] / 1e6 / (double)R->runs,
+                (double)R->ns[2] / 1e6 / (double)R->runs);
+    free(R->profile);
     if (R->rt) xnn_delete_runtime(R->rt);
     if (R->pool) pool_put(R->pool);
     for (uint32_t i = 0; i < R->nin; i++) free(R->in[i].scratch);
@@ -616,7 +792,7 @@ static int compile(const graft_host_api *api, const graft_region *r, const graft
     region *R = calloc(1, sizeof(*R));
     R->api = api;
     builder b = {api, r, NULL, R, err, calloc(n + 1, sizeof(uint32_t)), calloc(n + 1, sizeof(uint32_t)),
-                 calloc(n + 1, sizeof(int)), calloc(n + 1, sizeof(bool)),
+                 calloc(n + 1, sizeof(int)), calloc(n + 1, sizeof(bool)), calloc(n + 1, sizeof(uint32_t)),
                  api->abi_minor >= 1 && api->region_observed(r)};
     int rc = 0;
     R->nin = api->region_num_inputs(r);
@@ -662,8 +838,23 @@ static int compile(const graft_host_api *api, const graft_region *r, const graft
         b.val[nid] = id;
         if (rc) api->set_error(err, "input %u (%s): cannot define it", i, api->node_name(r, nid));
     }
+    for (uint32_t nid = 0; nid < n; nid++) b.hswish[nid] = UINT32_MAX;
+    for (uint32_t nid = 0; nid < n && !rc; nid++) {
+        uint32_t x = hardswish_of(&b, nid);
+        if (x == UINT32_MAX) continue;
+        b.hswish[nid] = x;
+        uint32_t d = api->node_input(r, nid, api->node_input(r, nid, 0, NULL) == x ? 1 : 0, NULL);
+        uint32_t c = api->node_input(r, d, 0, NULL);
+        b.folded[d] = b.folded[c] = b.folded[api->node_input(r, c, 0, NULL)] = true;
+    }
     for (uint32_t nid = 0; nid < n && !rc; nid++)
         if (api->node_kind(r, nid) == GRAFT_NODE_KERNEL && !b.folded[nid]) rc = op_node(&b, nid);
+    const char *prof = api->option(o, "profile");
+    if (!rc && (str_is(prof, "1") || str_is(prof, "true")) && !b.observed) {
+        const char *sym = api->region_symbol(r);
+        R->profile = malloc(strlen(sym) + 1);
+        if (R->profile) strcpy(R->profile, sym);
+    }
     if (!rc) {
         const char *t = api->option(o, "threads");
         R->pool = pool_get(t ? (size_t)strtoul(t, NULL, 10) : 0);
@@ -674,7 +865,7 @@ static int compile(const graft_host_api *api, const graft_region *r, const graft
         }
     }
     if (b.sg) xnn_delete_subgraph(b.sg);
-    free(b.val), free(b.uses), free(b.out_index), free(b.folded);
+    free(b.val), free(b.uses), free(b.out_index), free(b.folded), free(b.hswish);
     if (rc) {
         region_free(R);
         return 1;
@@ -706,6 +897,7 @@ static int run(void *state, const void *const *inputs, uint32_t nin, void *const
         R->api->set_error(err, "called with %u inputs and %u outputs, compiled for %u and %u", nin, nout, R->nin, R->nout);
         return 1;
     }
+    uint64_t t0 = R->profile ? now_ns() : 0, t1 = 0, t2 = 0;
     for (uint32_t i = 0; i < nin; i++) {
         io *p = &R->in[i];
         if (p->nhwc) nchw_to_nhwc(inputs[i], p->scratch, p->shape);
@@ -715,14 +907,20 @@ static int run(void *state, const void *const *inputs, uint32_t nin, void *const
         R->ext[nin + i] = (struct xnn_external_value){R->out[i].ext, R->out[i].nhwc ? R->out[i].scratch : outputs[i]};
     for (uint32_t i = 0; i < R->nobs; i++) R->ext[nin + nout + i] = (struct xnn_external_value){R->obs[i].ext, R->obs[i].scratch};
     R->last_out = outputs;
+    if (R->profile) t1 = now_ns();
     enum xnn_status s = xnn_setup_runtime(R->rt, nin + nout + R->nobs, R->ext);
     if (!s) s = xnn_invoke_runtime(R->rt);
     if (s) {
         R->api->set_error(err, "XNNPACK runtime: %s", xs(s));
         return 1;
     }
+    if (R->profile) t2 = now_ns();
     for (uint32_t i = 0; i < nout; i++)
         if (R->out[i].nhwc) nhwc_to_nchw(R->out[i].scratch, outputs[i], R->out[i].shape);
+    if (R->profile) {
+        R->runs++;
+        R->ns[0] += t1 - t0, R->ns[1] += t2 - t1, R->ns[2] += now_ns() - t2;
+    }
     return 0;
 }
 
@@ -746,6 +944,8 @@ static int read_value(void *state, uint32_t nid, void *out) {
 
 static const graft_plugin_option OPTIONS[] = {
     {"threads", GRAFT_OPTION_INT, "0", "threads of the XNNPACK thread pool (0: one per core)", NULL},
+    {"profile", GRAFT_OPTION_BOOL, "0",
+     "time each region's layout conversions and XNNPACK run; one line per region to stderr when it is freed", NULL},
 };
 
 static const graft_plugin PLUGIN = {
@@ -755,7 +955,7 @@ static const graft_plugin PLUGIN = {
     .name = "xnnpack",
     .version = "0.1.0",
     .description = "XNNPACK (2022-02) subgraphs: conv2d (grouped, depthwise), dense, pools, elementwise, clamp, "
-                   "sigmoid, softmax, reshape; NHWC inside a region",
+                   "sigmoid, hardswish, softmax, reshape, concat, bilinear resize; NHWC inside a region",
     .options = OPTIONS,
     .noptions = sizeof OPTIONS / sizeof OPTIONS[0],
     .checks = CHECKS,

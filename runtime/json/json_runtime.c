@@ -730,6 +730,12 @@ static gr_status jm_serialize(rt_module *m, uint8_t **buf, size_t *len, gr_diag 
     json_object_set_new(root, "kind", json_string(jm->eng->kind));
     if (jm->eng->version) json_object_set_new(root, "engine_version", json_string(jm->eng->version));
     for (uint32_t i = 0; i < jm->n; i++) {
+        gr_status st = jm->prepared[i] && jm->eng->record_packs ? jm->eng->record_packs(jm->graphs[i], jm->states[i], d)
+                                                                 : GR_OK;
+        if (st) {
+            json_decref(root);
+            return st;
+        }
         json_t *o = json_object(), *cs = json_array();
         json_object_set_new(o, "symbol", json_string(jm->graphs[i]->symbol));
         const char *text = rt_json_graph_text(jm->graphs[i]);

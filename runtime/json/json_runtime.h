@@ -180,6 +180,10 @@ typedef struct rt_json_engine {
     /* Optional: the version of what made the engine (a backend plugin's), written into the
      * module blob as "engine_version" so that a loader can check it. */
     const char *version;
+    /* Optional: records the stored forms (rt_json_graph_pack_record) of a prepared static
+     * graph that the engine only makes for an artifact (a copy it would not keep otherwise);
+     * the module's serialize calls it before listing the graph's packs. */
+    gr_status (*record_packs)(rt_json_graph *g, void *state, gr_diag *diag);
 } rt_json_engine;
 
 /* ---- Operand contracts ----

@@ -13,6 +13,7 @@
 
 #include "backends/plugin.h"
 #include "byoc/byoc.h"
+#include "deploy/artifact_impl.h"
 #include "include/graft/graft.h"
 #include "tests/compare_util.h"
 #include "tests/graft_cli.h"
@@ -399,4 +400,73 @@ Test(plugin, artifacts_record_the_plugin_and_its_version, .init = in_tmpdir, .fi
     cr_assert_eq(rc, 0, "%s", out);
     rc = sh(out, sizeof out, "%s compare art/output_0.npy host/output_0.npy --atol 1e-6 --rtol 1e-6", graft());
     cr_expect_eq(rc, 0, "%s", out);
+}
+
+/* Patches the artifact m.graft into `to`: at the first plugin envelope ("GRPLUGIN"), adds
+ * `delta` to the byte at `at` bytes from its start, then reseals the file's checksum (so that
+ * the artifact's own check passes and the envelope's must catch it). */
+static void patch_envelope(const char *to, size_t at, int delta) {
+    FILE *f = fopen("m.graft", "rb");
+    cr_assert(f);
+    fseek(f, 0, SEEK_END);
+    size_t len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc(len);
+    cr_assert_eq(fread(buf, 1, len, f), len);
+    fclose(f);
+    uint8_t *env = memmem(buf, len, "GRPLUGIN", 8);
+    cr_assert(env, "no plugin envelope in the artifact");
+    cr_assert_lt((size_t)(env - buf) + at, len);
+    env[at] = (uint8_t)(env[at] + delta);
+    gr_art_reseal(buf, len);
+    f = fopen(to, "wb");
+    cr_assert(f);
+    cr_assert_eq(fwrite(buf, 1, len, f), len);
+    fclose(f);
+    free(buf);
+}
+
+/* ABI 1.2: the plugin's own form of each region (serialize) is stored in the artifact and
+ * loaded (deserialize) instead of compiling; a plugin of ABI 1.1 (no hooks) compiles the same
+ * artifact, and makes artifacts that the 1.2 one compiles; an envelope cut short or altered is
+ * refused naming the region and the plugin. */
+Test(plugin, artifacts_store_the_plugins_own_form, .init = in_tmpdir, .fini = rm_tmpdir) {
+    char out[16384];
+    const char *base = test_plugin("base"), *abi11 = test_plugin("abi11");
+    cr_assert_eq(sh(out, sizeof out, "%s build m.relax --backend testplugin --backend-lib %s -o m.graft", graft(), base),
+                 0, "%s", out);
+    cr_assert_eq(sh(out, sizeof out, "%s run m.relax --input x=random --input y=random --output-dir host", graft()), 0,
+                 "%s", out);
+    int rc = sh(out, sizeof out, "%s run m.graft --backend-lib %s --input x=random --input y=random --output-dir art "
+                "--profile", graft(), base);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "prepacked weights: 1 used in place, 0 laid out again"), "the stored form was not used:\n%s",
+              out);
+    cr_expect_eq(sh(out, sizeof out, "%s compare art/output_0.npy host/output_0.npy --atol 1e-6 --rtol 1e-6", graft()), 0,
+                 "%s", out);
+    rc = sh(out, sizeof out, "%s run m.graft --backend-lib %s --input x=random --input y=random --output-dir old "
+            "--profile", graft(), abi11);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "prepacked weights: 0 used in place"), "an ABI 1.1 plugin cannot use it:\n%s", out);
+    cr_expect_eq(sh(out, sizeof out, "%s compare old/output_0.npy host/output_0.npy --atol 1e-6 --rtol 1e-6", graft()), 0,
+                 "%s", out);
+    /* made by the ABI 1.1 plugin (no stored form), loaded by the 1.2 one: compiled */
+    cr_assert_eq(sh(out, sizeof out, "%s build m.relax --backend testplugin --backend-lib %s -o old.graft", graft(), abi11),
+                 0, "%s", out);
+    rc = sh(out, sizeof out, "%s run old.graft --backend-lib %s --input x=random --input y=random --output-dir new "
+            "--profile", graft(), base);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_expect(!strstr(out, "prepacked weights"), "an ABI 1.1 plugin stored a form:\n%s", out);
+    cr_expect_eq(sh(out, sizeof out, "%s compare new/output_0.npy host/output_0.npy --atol 1e-6 --rtol 1e-6", graft()), 0,
+                 "%s", out);
+    /* a payload byte changed: the checksum; the length raised: truncated */
+    patch_envelope("altered.graft", 128 + 9, 1);
+    rc = sh(out, sizeof out, "%s run altered.graft --backend-lib %s --input x=random --input y=random", graft(), base);
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect(strstr(out, "the testplugin plugin's stored form (made by testplugin 1.2.0) fails its checksum"), "%s", out);
+    cr_expect(strstr(out, "artifact region "), "%s", out);
+    patch_envelope("cut.graft", 16, 4);
+    rc = sh(out, sizeof out, "%s run cut.graft --backend-lib %s --input x=random --input y=random", graft(), base);
+    cr_expect_eq(rc, 1, "%s", out);
+    cr_expect(strstr(out, "stored form (made by testplugin 1.2.0) is truncated"), "%s", out);
 }

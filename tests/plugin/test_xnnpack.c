@@ -68,10 +68,9 @@ static rt_tensor *npy(const char *dir, const char *file) {
     return t;
 }
 
-/* Runs the model on xnnpack (backends, in priority order) with its reference input and checks
- * the output against ORT's; returns how many regions each backend got. */
-static void check_model(const char *name, const char *const *backends, uint32_t nb) {
-    model_ref m = find_model(name);
+/* The session of a model for backends in priority order; patterns (NULL: none), a pattern file
+ * ahead of the backends' (graft_irmodule_partition). */
+static graft_session *load_session(const char *model, const char *const *backends, uint32_t nb, const char *patterns) {
     graft_error *err = NULL;
     cr_assert_eq(graft_backend_load(xnnpack_plugin(), &err), GRAFT_OK, "%s", graft_error_message(err));
     graft_session_options *o = graft_session_options_new();
@@ -79,24 +78,53 @@ static void check_model(const char *name, const char *const *backends, uint32_t 
         cr_assert_eq(graft_session_options_add_backend(o, backends[i], &err), GRAFT_OK, "%s", graft_error_message(err));
     cr_assert_eq(graft_session_options_set_threads(o, 2, &err), GRAFT_OK, "%s", graft_error_message(err));
     graft_session *s = NULL;
-    cr_assert_eq(graft_session_load(m.model, o, &s, &err), GRAFT_OK, "%s: %s", name, graft_error_message(err));
-    uint32_t on_xnn = 0;
-    for (uint32_t r = 0; r < graft_session_num_regions(s); r++) {
-        const char *rn = graft_session_region_name(s, r);
-        size_t len = strlen(rn);
-        on_xnn += len > 8 && strcmp(rn + len - 8, "_xnnpack") == 0;
+    if (!patterns) {
+        cr_assert_eq(graft_session_load(model, o, &s, &err), GRAFT_OK, "%s: %s", model, graft_error_message(err));
+    } else {
+        graft_irmodule *m = NULL, *opt = NULL, *part = NULL;
+        cr_assert_eq(graft_irmodule_load(model, NULL, o, &m, &err), GRAFT_OK, "%s", graft_error_message(err));
+        cr_assert_eq(graft_irmodule_optimize(m, NULL, -1, &opt, &err), GRAFT_OK, "%s", graft_error_message(err));
+        cr_assert_eq(graft_irmodule_partition(opt, o, patterns, &part, NULL, &err), GRAFT_OK, "%s",
+                     graft_error_message(err));
+        cr_assert_eq(graft_session_from_irmodule(part, o, &s, &err), GRAFT_OK, "%s", graft_error_message(err));
+        graft_irmodule_free(part);
+        graft_irmodule_free(opt);
+        graft_irmodule_free(m);
     }
-    cr_expect_gt(on_xnn, 0, "%s: no region went to xnnpack", name);
+    graft_session_options_free(o);
+    return s;
+}
+
+static bool region_of(graft_session *s, uint32_t r, const char *backend) {
+    const char *rn = graft_session_region_name(s, r);
+    size_t len = strlen(rn), bl = strlen(backend);
+    return len > bl + 1 && rn[len - bl - 1] == '_' && strcmp(rn + len - bl, backend) == 0;
+}
+
+/* Runs the model on the backends (in priority order; patterns: as load_session) with its
+ * reference input and checks the output against ORT's; every backend listed must get a region. */
+static void check_model_with(const char *name, const char *const *backends, uint32_t nb, const char *patterns) {
+    model_ref m = find_model(name);
+    graft_error *err = NULL;
+    graft_session *s = load_session(m.model, backends, nb, patterns);
+    for (uint32_t b = 0; b < nb; b++) {
+        uint32_t got = 0;
+        for (uint32_t r = 0; r < graft_session_num_regions(s); r++) got += region_of(s, r, backends[b]);
+        cr_expect_gt(got, 0, "%s: no region went to %s", name, backends[b]);
+    }
     rt_tensor *in = npy(m.refs, "input_0.npy"), *want = npy(m.refs, "output_0.npy");
     graft_tensor *gin = (graft_tensor *)in, *out = NULL;
     cr_assert_eq(graft_session_run(s, &gin, 1, &out, 1, &err), GRAFT_OK, "%s: %s", name, graft_error_message(err));
     tc_expect_tensor((const rt_tensor *)out, want, (gr_cmp_opts){.atol = XNN_ATOL, .rtol = XNN_RTOL},
-                     "%s on xnnpack against ONNX Runtime", name);
+                     "%s on %s%s against ONNX Runtime", name, backends[0], nb > 1 ? " and others" : "");
     graft_tensor_release(out);
     rt_tensor_release(in);
     rt_tensor_release(want);
     graft_session_free(s);
-    graft_session_options_free(o);
+}
+
+static void check_model(const char *name, const char *const *backends, uint32_t nb) {
+    check_model_with(name, backends, nb, NULL);
 }
 
 static const char *const XNN[] = {"xnnpack"};
@@ -106,11 +134,22 @@ Test(xnnpack, resnet18_matches_ort) { check_model("resnet18", XNN, 1); }
 Test(xnnpack, mobilenet_v3_large_matches_ort) { check_model("mobilenet_v3_large", XNN, 1); }
 Test(xnnpack, shufflenet_v2_matches_ort) { check_model("shufflenet_v2_x1_0", XNN, 1); }
 Test(xnnpack, regnet_y_400mf_matches_ort) { check_model("regnet_y_400mf", XNN, 1); }
+Test(xnnpack, googlenet_matches_ort) { check_model("googlenet", XNN, 1); }
 
 /* xnnpack first: it takes the convolutions, dnnl what xnnpack's checks refuse (a reshape of a
  * 4-D value with spatial dims, a softmax over a non-innermost axis, transposes, means). */
 static const char *const XNN_DNNL[] = {"xnnpack", "dnnl"};
 Test(xnnpack, mixed_with_dnnl_matches_ort) { check_model("rec", XNN_DNNL, 2); }
+Test(xnnpack, mixed_cnn_xnnpack_first_matches_ort) { check_model("shufflenet_v2_x1_0", XNN_DNNL, 2); }
+
+/* dnnl listed first takes every op it can, unless a pattern file puts xnnpack's convolution
+ * ahead (TVM's pattern priority over several BYOC targets; examples/plugin/
+ * prefer_xnnpack_conv.relax): then xnnpack gets the convolutions and dnnl the rest, regions
+ * alternating. */
+static const char *const DNNL_XNN[] = {"dnnl", "xnnpack"};
+Test(xnnpack, mixed_cnn_by_pattern_priority_matches_ort) {
+    check_model_with("mobilenet_v3_large", DNNL_XNN, 2, "examples/plugin/prefer_xnnpack_conv.relax");
+}
 
 static int sh(char *out, size_t cap, const char *cmd) {
     char full[8192];
@@ -125,12 +164,24 @@ static int sh(char *out, size_t cap, const char *cmd) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* The report names the backend of each region and, for the ops of a region of a
- * lower-priority backend, why the higher one did not take them. By priority: dnnl first
- * takes everything of rec. */
+/* A line of out holding both a and b. */
+static bool line_with(const char *out, const char *a, const char *b) {
+    for (const char *p = strstr(out, a); p; p = strstr(p + 1, a)) {
+        const char *start = p, *end = strchr(p, '\n');
+        while (start > out && start[-1] != '\n') start--;
+        const char *q = strstr(start, b);
+        if (q && (!end || q < end)) return true;
+    }
+    return false;
+}
+
+/* The report of a partition over two backends names, for every op, the backend that took it
+ * and why the other did not: its check's reason, or the other claimed it first by priority.
+ * xnnpack first takes the convolutions of rec, dnnl what xnnpack's checks refuse; dnnl first
+ * takes everything. */
 Test(xnnpack, mixed_partition_report_says_who_took_what_and_why) {
     model_ref m = find_model("rec");
-    static char out[1 << 20];
+    static char out[1 << 21];
     char cmd[4 * PATH_MAX];
     snprintf(cmd, sizeof cmd, "%s partition %s --backend-lib %s --backend xnnpack --backend dnnl --report text", graft(),
              m.model, xnnpack_plugin());
@@ -141,11 +192,22 @@ Test(xnnpack, mixed_partition_report_says_who_took_what_and_why) {
                           "innermost in NHWC"),
               "no reason for the softmax");
     cr_expect(strstr(out, "coverage: 432/432 ops offloaded"), "not everything offloaded");
+    cr_expect(strstr(out, "ops by backend: 432"), "no per-op lines");
+    cr_expect(line_with(out, "(layer p2o.Softmax.0): dnnl (dnnl.",
+                        "; xnnpack: check rejected xnnpack.softmax: softmax over an axis that is not innermost"),
+              "the softmax's line does not say why xnnpack refused it");
+    cr_expect(line_with(out, "= relax.nn.conv2d (layer ", ": xnnpack (xnnpack.conv2d); dnnl: xnnpack claimed it first "
+                                                        "(pattern xnnpack.conv2d, ahead of dnnl."),
+              "no convolution line with xnnpack ahead of dnnl");
     snprintf(cmd, sizeof cmd, "%s partition %s --backend-lib %s --backend dnnl --backend xnnpack --report text", graft(),
              m.model, xnnpack_plugin());
     cr_assert_eq(sh(out, sizeof out, cmd), 0, "%s", out);
     cr_expect(strstr(out, "regions: 1\n") && strstr(out, "_dnnl [dnnl]") && !strstr(out, "[xnnpack]"),
               "dnnl first should take all of rec");
+    cr_expect(line_with(out, "= relax.nn.conv2d (layer ", "; xnnpack: dnnl claimed it first (pattern dnnl."),
+              "no convolution line saying dnnl claimed it first");
+    cr_expect(line_with(out, "(layer p2o.Softmax.0): dnnl (dnnl.", "; xnnpack: check rejected xnnpack.softmax"),
+              "with dnnl first the softmax's line still gives xnnpack's own reason");
 }
 
 /* An artifact with xnnpack regions runs with the plugin and fails clearly without it. */

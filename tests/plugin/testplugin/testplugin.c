@@ -5,6 +5,8 @@
  *   TESTPLUGIN_ABI_MAJOR=2        another major version of the plugin ABI: refused;
  *   TESTPLUGIN_ABI_1_0            a plugin of ABI 1.0, whose struct ends before pattern_file:
  *                                 loads, and its patterns come from pattern_text alone;
+ *   TESTPLUGIN_ABI_1_1            a plugin of ABI 1.1, without serialize / deserialize: loads
+ *                                 an artifact whose regions carry a stored form by compiling;
  *   TESTPLUGIN_VERSION="2.0.0"    the same plugin, another major version of it: artifacts made
  *                                 with 1.x are refused. */
 #include <stddef.h>
@@ -69,25 +71,39 @@ typedef struct state {
     step *steps;
     uint32_t *in, *out;
     int scale;
+    unsigned char *kinds;          /* per node: 0 input, 1 const, 2 kernel */
 } state;
+
+static state *state_new(uint32_t n) {
+    state *s = calloc(1, sizeof(*s));
+    s->nvals = n;
+    s->vals = calloc(n + 1, sizeof(float *));
+    s->owned = calloc(n + 1, 1);
+    s->kinds = calloc(n + 1, 1);
+    s->numel = calloc(n + 1, sizeof(size_t));
+    s->steps = calloc(n + 1, sizeof(step));
+    return s;
+}
 
 static void release(void *p) {
     state *s = p;
     if (!s) return;
     for (uint32_t i = 0; i < s->nvals; i++)
         if (s->owned[i]) free(s->vals[i]);
-    free(s->vals), free(s->owned), free(s->numel), free(s->steps), free(s->in), free(s->out), free(s);
+    free(s->vals), free(s->owned), free(s->kinds), free(s->numel), free(s->steps), free(s->in), free(s->out), free(s);
+}
+
+static size_t node_numel(const graft_host_api *api, const graft_region *r, uint32_t nid) {
+    size_t numel = 1;
+    const int64_t *shape = api->node_shape(r, nid, 0);
+    for (int k = 0; shape && k < api->node_ndim(r, nid, 0); k++) numel *= (size_t)shape[k];
+    return numel;
 }
 
 static int compile(const graft_host_api *api, const graft_region *r, const graft_plugin_options *o, void **out,
                    graft_plugin_error *err) {
     uint32_t n = api->region_num_nodes(r);
-    state *s = calloc(1, sizeof(*s));
-    s->nvals = n;
-    s->vals = calloc(n, sizeof(float *));
-    s->owned = calloc(n, 1);
-    s->numel = calloc(n, sizeof(size_t));
-    s->steps = calloc(n, sizeof(step));
+    state *s = state_new(n);
     s->scale = atoi(api->option(o, "scale"));
     for (uint32_t nid = 0; nid < n; nid++) {
         if (api->node_num_outputs(r, nid) != 1 || api->node_dtype(r, nid, 0) != GRAFT_FLOAT32) {
@@ -96,14 +112,13 @@ static int compile(const graft_host_api *api, const graft_region *r, const graft
             release(s);
             return 1;
         }
-        size_t numel = 1;
-        const int64_t *shape = api->node_shape(r, nid, 0);
-        for (int k = 0; k < api->node_ndim(r, nid, 0); k++) numel *= (size_t)shape[k];
+        size_t numel = node_numel(api, r, nid);
         s->numel[nid] = numel;
         graft_node_kind kind = api->node_kind(r, nid);
         if (kind == GRAFT_NODE_INPUT) continue;
         s->vals[nid] = malloc(numel * sizeof(float) + 1);
         s->owned[nid] = 1;
+        s->kinds[nid] = kind == GRAFT_NODE_CONST ? 1 : 2;
         if (kind == GRAFT_NODE_CONST) {
             memcpy(s->vals[nid], api->node_const_data(r, nid), numel * sizeof(float));
             continue;
@@ -153,19 +168,131 @@ static int run(void *p, const void *const *inputs, uint32_t nin, void *const *ou
     return 0;
 }
 
+#if !defined(TESTPLUGIN_ABI_1_0) && !defined(TESTPLUGIN_ABI_1_1)
+/* ---- the stored form (ABI 1.2): the compiled program, its constants' data included ----
+ *   "TPSTATE1", u32 nvals nsteps nin nout, i32 scale, per value: u8 kind (0 input, 1 const,
+ *   2 kernel) and u64 numel, per step 4 u32, u32 in[nin], out[nout], then each constant's
+ *   floats. deserialize checks every index and size against the region it is given. */
+#define TP_MAGIC "TPSTATE1"
+
+typedef struct wbuf {
+    unsigned char *p;
+    size_t at, cap;
+} wbuf;
+
+static void put(wbuf *w, const void *x, size_t n) {
+    if (w->p && w->at + n <= w->cap) memcpy(w->p + w->at, x, n);
+    w->at += n;
+}
+
+static int serialize(void *p, void *buf, size_t cap, size_t *len, graft_plugin_error *err) {
+    state *s = p;
+    (void)err;
+    wbuf w = {buf, 0, cap};
+    uint32_t hdr[4] = {s->nvals, s->nsteps, s->nin, s->nout};
+    int32_t scale = s->scale;
+    put(&w, TP_MAGIC, 8);
+    put(&w, hdr, sizeof hdr);
+    put(&w, &scale, 4);
+    for (uint32_t i = 0; i < s->nvals; i++) {
+        unsigned char kind = !s->owned[i] ? 0 : s->kinds[i];
+        uint64_t numel = s->numel[i];
+        put(&w, &kind, 1);
+        put(&w, &numel, 8);
+    }
+    for (uint32_t k = 0; k < s->nsteps; k++) {
+        uint32_t st[4] = {(uint32_t)s->steps[k].op, s->steps[k].out, s->steps[k].a, s->steps[k].b};
+        put(&w, st, sizeof st);
+    }
+    put(&w, s->in, sizeof(uint32_t) * s->nin);
+    put(&w, s->out, sizeof(uint32_t) * s->nout);
+    for (uint32_t i = 0; i < s->nvals; i++)
+        if (s->owned[i] && s->kinds[i] == 1) put(&w, s->vals[i], s->numel[i] * sizeof(float));
+    *len = w.at;
+    return 0;
+}
+
+typedef struct rbuf {
+    const unsigned char *p;
+    size_t at, len;
+} rbuf;
+
+static int get(rbuf *r, void *x, size_t n) {
+    if (n > r->len - r->at) return 1;
+    memcpy(x, r->p + r->at, n);
+    r->at += n;
+    return 0;
+}
+
+static int deserialize(const graft_host_api *api, const graft_region *r, const graft_plugin_options *o,
+                       const void *data, size_t len, const char *made_by, void **out, graft_plugin_error *err) {
+    (void)o;
+    rbuf b = {data, 0, len};
+    char magic[8];
+    uint32_t hdr[4];
+    int32_t scale;
+    if (get(&b, magic, 8) || memcmp(magic, TP_MAGIC, 8) || get(&b, hdr, sizeof hdr) || get(&b, &scale, 4) ||
+        hdr[0] != api->region_num_nodes(r) || hdr[1] > hdr[0] || hdr[2] != api->region_num_inputs(r) ||
+        hdr[3] != api->region_num_outputs(r)) {
+        api->set_error(err, "stored form of testplugin %s does not fit region %s", made_by, api->region_symbol(r));
+        return 1;
+    }
+    state *s = state_new(hdr[0]);
+    s->nsteps = hdr[1], s->nin = hdr[2], s->nout = hdr[3], s->scale = scale;
+    s->in = calloc(s->nin + 1, sizeof(uint32_t));
+    s->out = calloc(s->nout + 1, sizeof(uint32_t));
+    int bad = 0;
+    for (uint32_t i = 0; i < s->nvals && !bad; i++) {
+        unsigned char kind;
+        uint64_t numel;
+        bad = get(&b, &kind, 1) || get(&b, &numel, 8) || kind > 2 || numel != node_numel(api, r, i);
+        if (bad) break;
+        s->numel[i] = (size_t)numel;
+        s->kinds[i] = kind;
+        if (kind == 0) continue;
+        s->vals[i] = malloc(s->numel[i] * sizeof(float) + 1);
+        s->owned[i] = 1;
+    }
+    for (uint32_t k = 0; k < s->nsteps && !bad; k++) {
+        uint32_t st[4];
+        bad = get(&b, st, sizeof st) || st[0] > OP_MUL || st[1] >= s->nvals || st[2] >= s->nvals || st[3] >= s->nvals ||
+              s->kinds[st[1]] != 2;
+        if (!bad) s->steps[k] = (step){(int)st[0], st[1], st[2], st[3]};
+    }
+    bad = bad || get(&b, s->in, sizeof(uint32_t) * s->nin) || get(&b, s->out, sizeof(uint32_t) * s->nout);
+    for (uint32_t i = 0; i < s->nin && !bad; i++) bad = s->in[i] >= s->nvals || s->kinds[s->in[i]] != 0;
+    for (uint32_t i = 0; i < s->nout && !bad; i++) bad = s->out[i] >= s->nvals;
+    for (uint32_t i = 0; i < s->nvals && !bad; i++)
+        if (s->kinds[i] == 1) bad = get(&b, s->vals[i], s->numel[i] * sizeof(float));
+    if (bad || b.at != len) {
+        api->set_error(err, "stored form of testplugin %s is malformed", made_by);
+        release(s);
+        return 1;
+    }
+    *out = s;
+    return 0;
+}
+#endif
+
 static const graft_plugin_option OPTIONS[] = {
     {"scale", GRAFT_OPTION_INT, "1", "multiplies relu's output (tests that options reach the plugin)", NULL},
 };
 
 static const graft_plugin PLUGIN = {
     .abi_major = TESTPLUGIN_ABI_MAJOR,
-#ifdef TESTPLUGIN_ABI_1_0
+#if defined(TESTPLUGIN_ABI_1_0)
     .abi_minor = 0,
     .struct_size = offsetof(graft_plugin, pattern_file),
+#elif defined(TESTPLUGIN_ABI_1_1)
+    .abi_minor = 1,
+    .struct_size = offsetof(graft_plugin, serialize),
+    .pattern_file = "testplugin_patterns.relax",
 #else
     .abi_minor = GRAFT_PLUGIN_ABI_MINOR,
     .struct_size = sizeof(graft_plugin),
     .pattern_file = "testplugin_patterns.relax",
+    .serialize = serialize,
+    .deserialize = deserialize,
 #endif
     .name = "testplugin",
     .version = TESTPLUGIN_VERSION,
