@@ -6,7 +6,7 @@
  * Models: PP-OCR det / rec / cls (build/third_party/models.env, scripts/fetch_models.sh) and the
  * zoo (build/third_party/zoo or GRAFT_ZOO, scripts/fetch_zoo.sh; the input shape is that of the
  * saved reference input), and int8 variants of two of them from ORT's quantizer, the QDQ model as
- * it is (build/third_party/int8 or GRAFT_INT8, scripts/fetch_int8_zoo.sh). One table per ISA:
+ * it is, and resnet18 in ORT's QOperator form too (build/third_party/int8 or GRAFT_INT8, scripts/fetch_int8_zoo.sh). One table per ISA:
  * `native` is oneDNN's choice on this CPU, `avx2` caps oneDNN with ONEDNN_MAX_CPU_ISA=AVX2 (set in each model's child before oneDNN starts);
  * default both (only native when ONEDNN_MAX_CPU_ISA is already set). ONNX Runtime has no such
  * cap: its side runs at the CPU's own ISA in both tables. Each table ends with the geometric
@@ -86,6 +86,7 @@ static const model_def MODELS[] = {
     {"audio_encoder", NULL},
     {"resnet18_qdq_pc", NULL, true},
     {"mobilenet_v3_large_qdq_pc", NULL, true},
+    {"resnet18_qop", NULL, true},
 };
 #define NMODELS ((int)(sizeof(MODELS) / sizeof(MODELS[0])))
 

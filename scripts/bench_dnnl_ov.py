@@ -12,7 +12,9 @@ The baseline is the resident size after openvino is imported and before the mode
 the memory figure counts the model, its compiled form and its runs only. Compiled for the CPU
 plugin with PERFORMANCE_HINT=LATENCY, INFERENCE_PRECISION_HINT=f32 (no bf16 / fp16 on CPUs that
 have them: every engine computes in f32) and INFERENCE_NUM_THREADS N. The venv comes from
-scripts/openvino_env.sh.
+scripts/openvino_env.sh. stderr gets one line saying how many of the compiled model's
+convolutions / matmuls run on int8 (their runtime precision): a QDQ model runs on OpenVINO's
+int8 kernels, as it does on ONNX Runtime's, and the line shows it.
 """
 import argparse
 import re
@@ -27,6 +29,21 @@ def status_kb(key):
     with open("/proc/self/status") as f:
         m = re.search(r"^%s:\s+(\d+) kB" % key, f.read(), re.M)
     return int(m.group(1)) if m else 0
+
+
+def int8_layers(compiled):
+    """(convolution / matmul layers of the compiled model, those of them on int8)"""
+    def text(info, key):  # an rt_info value (OVAny) as text
+        v = info[key] if key in set(info.keys()) else ""
+        return v.astype(str) if hasattr(v, "astype") else str(v)
+
+    n = q = 0
+    for op in compiled.get_runtime_model().get_ordered_ops():
+        info = op.get_rt_info()
+        if text(info, "layerType") in ("Convolution", "FullyConnected", "MatMul", "GroupConvolution"):
+            n += 1
+            q += text(info, "runtimePrecision").lower() in ("i8", "u8")
+    return n, q
 
 
 def main():
@@ -51,6 +68,8 @@ def main():
         "INFERENCE_PRECISION_HINT": "f32",
         "INFERENCE_NUM_THREADS": str(a.threads),
     })
+    n, q = int8_layers(compiled)
+    sys.stderr.write("bench_dnnl_ov: %s: %d of %d convolution / matmul layers on int8\n" % (a.onnx, q, n))
     req = compiled.create_infer_request()
     req.set_input_tensor(0, ov.Tensor(np.ascontiguousarray(x)))
     req.infer()

@@ -110,6 +110,8 @@ typedef struct rt_dnnl_stats {
     uint32_t ncollapsed;          /* batched matmuls with shared weights run as one 2-D GEMM */
     uint32_t nint8;               /* convolutions / matmuls run on int8 levels (quantized
                                      composites, backends/dnnl/dnnl_q_impl.h) */
+    uint32_t nint8_dst;           /* of which write the next quantize's levels (u8 / s8), not
+                                     float32 */
     size_t arena_bytes;           /* planned intermediate memory */
     size_t naive_bytes;           /* sum of all intermediate sizes (no reuse) */
     size_t scratch_bytes;

@@ -318,8 +318,12 @@ gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
     int last = -1;
     for (int i = k - 1; i >= 0 && last < 0; i--)
         if (S->ent_val[steps[i].out] >= 0) last = i;
+    /* int8 with every step taken: its result may be only the levels of the quantize that reads
+     * it (no float value, dnnl_op_quant.c) */
+    bool levels_only = qdone && qused == k;
+    if (levels_only) last = k - 1;
     int cur = last >= 0 ? steps[last].out : (int)rt_json_graph_entry_id(S->g, (rt_json_entry){(uint32_t)(anchor - S->node0), 0});
-    if (S->ent_val[cur] < 0) return bad(S, anchor, "composite produced no value");
+    if (!levels_only && S->ent_val[cur] < 0) return bad(S, anchor, "composite produced no value");
     for (int i = last + 1; i < k; i++) {
         int v;
         if ((st = dn_emit_step(S, anchor, S->ent_val[cur], &steps[i], &v))) return st;

@@ -97,6 +97,7 @@ static dn_tap_plan *plan_taps(dn_state *S) {
 static dnnl_status_t copy_plain(dn_state *S, const dnnl_memory_desc_t *md, void *data, void *plain, bool to_plain) {
     dnnl_memory_desc_t pm;
     dn_plain_like(&pm, md);
+    pm.data_type = md->data_type; /* the tap's tensor has the entry's type (uint8 / int8 levels too) */
     const dnnl_memory_desc_t *smd = to_plain ? md : &pm, *dmd = to_plain ? &pm : md;
     dnnl_primitive_desc_t pd;
     dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, smd, S->eng, dmd, S->eng, NULL);

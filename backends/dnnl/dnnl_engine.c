@@ -19,6 +19,7 @@
 #include "backends/dnnl/dnnl.h"
 #include "backends/dnnl/dnnl_impl.h"
 #include "backends/dnnl/dnnl_op_table.h"
+#include "backends/dnnl/dnnl_q_impl.h"
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -157,6 +158,8 @@ static void dn_release(rt_json_graph *g, void *state) {
     }
     gr_vec_free(&S->pend);
     gr_vec_free(&S->qlevels);
+    gr_vec_free(&S->qents);
+    gr_vec_free(&S->qdeq);
     gr_vec_free(&S->prims);
     gr_vec_free(&S->vals);
     gr_vec_free(&S->exts);
@@ -272,6 +275,15 @@ rt_tensor *dn_const_tensor(dn_state *S, int e) {
     return NULL;
 }
 
+/* The oneDNN type of a tensor the engine holds: float32, and the uint8 / int8 levels of the
+ * quantized composites (backends/dnnl/dnnl_q_impl.h); undef for others. */
+static dnnl_data_type_t val_type(DLDataType t) {
+    if (t.lanes != 1) return dnnl_data_type_undef;
+    if (t.code == kDLFloat && t.bits == 32) return dnnl_f32;
+    if (t.code == kDLUInt && t.bits == 8) return dnnl_u8;
+    return t.code == kDLInt && t.bits == 8 ? dnnl_s8 : dnnl_data_type_undef;
+}
+
 static gr_status build(dn_state *S) {
     rt_json_graph *g = S->g;
     uint32_t nn = rt_json_graph_num_nodes(g);
@@ -298,11 +310,12 @@ static gr_status build(dn_state *S) {
         dnnl_memory_desc_t md;
         dn_plain_md(&md, n->ndims[0], n->shapes[0]);
         if (n->kind == RT_JSON_INPUT) {
+            if (val_type(t) != dnnl_data_type_undef) md.data_type = val_type(t);
             int v = dn_val_new(S, V_IN, &md);
             S->vals.data[v].ext = -1;
             for (uint32_t k = 0; k < rt_json_graph_num_inputs(g); k++)
                 if (rt_json_graph_input_nid(g, k) == i) S->vals.data[v].ext = (int)k;
-            S->ent_val[row] = t.code == kDLFloat && t.bits == 32 ? v : -1;
+            S->ent_val[row] = val_type(t) != dnnl_data_type_undef ? v : -1;
         } else {
             rt_tensor *c = rt_json_graph_const(g, ci);
             if (!c)
@@ -327,10 +340,12 @@ static gr_status build(dn_state *S) {
     for (uint32_t i = 0; i < nn && !st; i++) {
         rt_json_node *n = rt_json_graph_node(g, i);
         if (n->kind == RT_JSON_KERNEL && !S->consumed[i]) {
-            for (uint32_t o = 0; o < n->noutputs && !st; o++)
+            json_t *ann = dn_composite_annotation(n);
+            /* quantized composites check their own types (uint8 / int8 levels) */
+            bool quant = ann && dnnl_q_kind_of(json_string_value(json_object_get(ann, "composite"))) != DNNL_Q_NONE;
+            for (uint32_t o = 0; o < n->noutputs && !st && !quant; o++)
                 if (!(n->dtypes[o].code == kDLFloat && n->dtypes[o].bits == 32))
                     st = dn_fail(S, n, dnnl_success, "only float32 tensors are supported");
-            json_t *ann = st ? NULL : dn_composite_annotation(n);
             S->building = i;
             if (!st) st = ann ? dn_composite(S, n, ann) : dn_node(S, n, NULL);
         }
@@ -351,7 +366,7 @@ static gr_status build(dn_state *S) {
         uint32_t o = S->ent_node[e].index;
         const dnnl_memory_desc_t *md = &S->vals.data[v].md;
         int32_t nd = n->ndims[o];
-        bool ok = n->dtypes[o].code == kDLFloat && n->dtypes[o].bits == 32 && md->data_type == dnnl_f32;
+        bool ok = val_type(n->dtypes[o]) != dnnl_data_type_undef && md->data_type == val_type(n->dtypes[o]);
         ok = ok && (nd == 0 ? md->ndims == 1 && md->dims[0] == 1 : md->ndims == nd);
         for (int32_t k = 0; ok && k < nd; k++) ok = md->dims[k] == n->shapes[o][k];
         if (!ok) {
@@ -385,6 +400,7 @@ static gr_status build(dn_state *S) {
         }
         dnnl_memory_desc_t pm;
         dn_plain_md(&pm, n->ndims[S->ent_node[e].index], n->shapes[S->ent_node[e].index]);
+        pm.data_type = src.data_type;
         int ov = dn_val_new(S, V_OUT, &pm);
         S->vals.data[ov].ext = (int)h;
         if (src.ndims != pm.ndims) {

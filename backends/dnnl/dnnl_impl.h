@@ -166,6 +166,10 @@ typedef struct dn_state {
     size_t *slot_off;
     int *slot_buf;
     GR_VEC(dn_qlevels) qlevels;   /* values quantize -> dequantize pairs wrote */
+    GR_VEC(dn_qlevels) qents;     /* entries an int8 primitive wrote as the levels of the quantize
+                                     that reads them (val: the entry; it has no float value) */
+    GR_VEC(dn_qlevels) qdeq;      /* entries multiply(subtract(cast of levels, zp), s) computes:
+                                     the levels they dequantize (val: the entry) */
 } dn_state;
 
 const char *dnnl_status_str(dnnl_status_t s);

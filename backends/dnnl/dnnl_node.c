@@ -87,7 +87,8 @@ bool dn_scalar_const(dn_state *S, int e, float *v) {
     int val = S->ent_val[e];
     if (val < 0) return false;
     const dnnl_memory_desc_t *md = &S->vals.data[val].md;
-    if (dnnl_memory_desc_get_size(md) != sizeof(float)) return false;
+    /* ptr NULL: released once its consumers were built (const_settle) */
+    if (dnnl_memory_desc_get_size(md) != sizeof(float) || !S->vals.data[val].ptr) return false;
     *v = *(const float *)S->vals.data[val].ptr;
     return true;
 }

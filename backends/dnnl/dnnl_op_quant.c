@@ -15,7 +15,7 @@
 #include "backends/dnnl/dnnl_q_impl.h"
 
 typedef struct q_nodes {
-    const rt_json_node *div, *zp, *clip, *qcast, *dqzp, *mul, *anchor, *bias, *act, *last;
+    const rt_json_node *div, *zp, *clip, *qcast, *dqcast, *dqzp, *mul, *anchor, *bias, *act, *last;
     float s, zpv, dq_s, dq_zpv;
     dnnl_data_type_t qt;          /* dnnl_u8 or dnnl_s8 */
 } q_nodes;
@@ -27,13 +27,17 @@ static bool scalar_arg(dn_state *S, const rt_json_node *n, bool either, float *v
     return dn_scalar_const(S, dn_arg_entry(S, n, 1), v) || (either && dn_scalar_const(S, dn_arg_entry(S, n, 0), v));
 }
 
+static dnnl_data_type_t q_dt(DLDataType t) {
+    return t.code == kDLUInt && t.bits == 8 ? dnnl_u8 : t.code == kDLInt && t.bits == 8 ? dnnl_s8 : dnnl_data_type_undef;
+}
+
 /* The nodes of the annotation, by their ops in binding order (see the header comment). */
 static gr_status read_nodes(dn_state *S, const rt_json_node *first, json_t *ids, dnnl_q_kind kind, q_nodes *q) {
     memset(q, 0, sizeof *q);
     const rt_json_node *ns[16];
     size_t cnt = json_array_size(ids), i = 0;
     uint32_t nn = rt_json_graph_num_nodes(S->g);
-    if (cnt < 6 || cnt > 16) return bad(S, first, "quantized composite annotation: wrong number of nodes");
+    if (cnt < 1 || cnt > 16) return bad(S, first, "quantized composite annotation: wrong number of nodes");
     for (size_t k = 0; k < cnt; k++) {
         json_t *x = json_array_get(ids, k);
         json_int_t id = json_is_integer(x) ? json_integer_value(x) : -1;
@@ -42,15 +46,25 @@ static gr_status read_nodes(dn_state *S, const rt_json_node *first, json_t *ids,
         ns[k] = rt_json_graph_node(S->g, (uint32_t)id);
     }
 #define TAKE(field, id) (i < cnt && ns[i]->op == IR_OP_##id ? (q->field = ns[i++]) : NULL)
-    const rt_json_node *rnd = NULL, *dqcast = NULL;
-    bool ok = TAKE(div, DIVIDE) && (rnd = i < cnt && ns[i]->op == IR_OP_ROUND ? ns[i++] : NULL);
-    if (ok) TAKE(zp, ADD);
-    ok = ok && TAKE(clip, CLIP) && TAKE(qcast, ASTYPE) && (dqcast = i < cnt && ns[i]->op == IR_OP_ASTYPE ? ns[i++] : NULL);
-    if (ok) TAKE(dqzp, SUBTRACT);
-    ok = ok && TAKE(mul, MULTIPLY);
+    const rt_json_node *rnd = NULL;
+    bool quant = kind != DNNL_Q_DEQUANT, dequant = kind != DNNL_Q_QUANT, ok = true;
+    if (kind == DNNL_Q_MAXPOOL) ok = TAKE(anchor, MAX_POOL2D) != NULL;
+    if (kind == DNNL_Q_RESHAPE) ok = TAKE(anchor, RESHAPE) != NULL;
+    if (kind == DNNL_Q_CAST) ok = TAKE(dqcast, ASTYPE) != NULL;
+    if (kind == DNNL_Q_MAXPOOL || kind == DNNL_Q_RESHAPE || kind == DNNL_Q_CAST) quant = dequant = false;
+    if (quant) {
+        ok = TAKE(div, DIVIDE) && (rnd = i < cnt && ns[i]->op == IR_OP_ROUND ? ns[i++] : NULL);
+        if (ok) TAKE(zp, ADD);
+        ok = ok && TAKE(clip, CLIP) && TAKE(qcast, ASTYPE);
+    }
+    if (ok && dequant) {
+        ok = TAKE(dqcast, ASTYPE);
+        if (ok) TAKE(dqzp, SUBTRACT);
+        ok = ok && TAKE(mul, MULTIPLY);
+    }
     if (ok && kind == DNNL_Q_CONV2D) ok = TAKE(anchor, CONV2D) != NULL;
     if (ok && kind == DNNL_Q_MATMUL) ok = TAKE(anchor, MATMUL) != NULL;
-    if (ok && q->anchor) {
+    if (ok && (kind == DNNL_Q_CONV2D || kind == DNNL_Q_MATMUL)) {
         TAKE(bias, ADD);
         if (!TAKE(act, RELU)) TAKE(act, CLIP);
     }
@@ -64,19 +78,26 @@ static gr_status read_nodes(dn_state *S, const rt_json_node *first, json_t *ids,
         if (!reads) return bad(S, ns[k], "quantized composite annotation: its nodes are not a chain");
     }
     q->last = ns[cnt - 1];
-    DLDataType t = q->qcast->dtypes[0];
-    q->qt = t.code == kDLUInt && t.bits == 8 ? dnnl_u8 : t.code == kDLInt && t.bits == 8 ? dnnl_s8 : dnnl_data_type_undef;
-    double lo, hi;
-    if (q->qt == dnnl_data_type_undef || !dn_arg_num(q->clip, 1, &lo) || !dn_arg_num(q->clip, 2, &hi) ||
-        lo != (q->qt == dnnl_u8 ? 0 : -128) || hi != (q->qt == dnnl_u8 ? 255 : 127))
-        return bad(S, q->clip, "quantize to a type other than uint8 / int8, or saturating to another range");
-    if (!scalar_arg(S, q->div, false, &q->s) || !scalar_arg(S, q->mul, true, &q->dq_s) || !(q->s > 0.f) || !(q->dq_s > 0.f))
-        return bad(S, q->div, "quantization scales are not positive scalar constants");
+    /* the levels' type: the quantize's result, else the source of the dequantize / op */
+    const rt_json_node *src = quant ? NULL : q->dqcast ? q->dqcast : q->anchor;
+    int se = src ? dn_arg_entry(S, src, 0) : -1;
+    if (quant) q->qt = q_dt(q->qcast->dtypes[0]);
+    else if (se >= 0) q->qt = q_dt(S->ent_node[se].node->dtypes[S->ent_node[se].index]);
+    if (q->qt == dnnl_data_type_undef) return bad(S, first, "quantized type other than uint8 / int8");
+    if (q->anchor && !quant && q_dt(q->anchor->dtypes[0]) != q->qt) return bad(S, q->anchor, "result of another type than its levels");
+    if (kind == DNNL_Q_CAST && !(q->dqcast->dtypes[0].code == kDLFloat && q->dqcast->dtypes[0].bits == 32))
+        return bad(S, q->dqcast, "cast of levels to a type other than float32");
+    double lo = q->qt == dnnl_u8 ? 0 : -128, hi = q->qt == dnnl_u8 ? 255 : 127, clo, chi;
+    if (quant && (!dn_arg_num(q->clip, 1, &clo) || !dn_arg_num(q->clip, 2, &chi) || clo != lo || chi != hi))
+        return bad(S, q->clip, "quantize saturating to a range other than its type's");
+    if ((quant && (!scalar_arg(S, q->div, false, &q->s) || !(q->s > 0.f))) ||
+        (dequant && (!scalar_arg(S, q->mul, true, &q->dq_s) || !(q->dq_s > 0.f))))
+        return bad(S, first, "quantization scales are not positive scalar constants");
     if ((q->zp && !scalar_arg(S, q->zp, true, &q->zpv)) || (q->dqzp && !scalar_arg(S, q->dqzp, false, &q->dq_zpv)) ||
         q->zpv != nearbyintf(q->zpv) || q->dq_zpv != nearbyintf(q->dq_zpv) || q->zpv < lo || q->zpv > hi || q->dq_zpv < lo ||
         q->dq_zpv > hi)
-        return bad(S, q->div, "zero points are not whole scalar constants in the type's range");
-    if (q->anchor && (q->s != q->dq_s || q->zpv != q->dq_zpv))
+        return bad(S, first, "zero points are not whole scalar constants in the type's range");
+    if (quant && dequant && q->anchor && (q->s != q->dq_s || q->zpv != q->dq_zpv))
         return bad(S, q->div, "the dequantize's scale / zero point differ from the quantize's");
     return GR_OK;
 }
@@ -141,17 +162,25 @@ static void dense_like(const dnnl_memory_desc_t *md, dnnl_data_type_t dt, dnnl_m
     out->data_type = dt;
 }
 
+static const dn_qlevels *qent_of(const dn_state *S, int e);
+
 /* A quantize -> dequantize pair: two reorders (f32 -> u8 / s8 -> f32) in the input's layout,
- * the result into entry out. */
+ * the first left out when an int8 primitive wrote the levels (qent_of); the result into entry
+ * out. */
 static gr_status build_qdq(dn_state *S, const q_nodes *q, int out) {
-    int xv;
-    gr_status st = dn_need_val(S, q->div, dn_arg_entry(S, q->div, 0), &xv);
+    int xe = dn_arg_entry(S, q->div, 0), xv = -1, qv, ov;
+    const dn_qlevels *in = qent_of(S, xe);
+    gr_status st = in ? GR_OK : dn_need_val(S, q->div, xe, &xv);
     if (st) return st;
     dnnl_memory_desc_t md, qmd;
-    dense_like(&S->vals.data[xv].md, dnnl_f32, &md);
-    dense_like(&S->vals.data[xv].md, q->qt, &qmd);
-    int qv, ov;
-    if ((st = scaled_reorder(S, q->div, xv, &qmd, (float)(1.0 / q->s), DNNL_ARG_DST, (int32_t)q->zpv, true, &qv))) return st;
+    if (in) {
+        qv = in->levels;
+        gr_vec_push(&S->pend, q->div);
+    } else {
+        dense_like(&S->vals.data[xv].md, q->qt, &qmd);
+        if ((st = scaled_reorder(S, q->div, xv, &qmd, (float)(1.0 / q->s), DNNL_ARG_DST, (int32_t)q->zpv, true, &qv))) return st;
+    }
+    dense_like(&S->vals.data[qv].md, dnnl_f32, &md);
     if ((st = scaled_reorder(S, q->mul, qv, &md, q->dq_s, DNNL_ARG_SRC, (int32_t)q->dq_zpv, true, &ov))) return st;
     S->ent_val[out] = ov;
     /* a convolution reading ov may read the levels instead (dn_q_levels_conv) */
@@ -197,10 +226,10 @@ static bool exact_int8(void) {
            isa == dnnl_cpu_isa_avx512_core_amx || isa == dnnl_cpu_isa_avx2_vnni;
 }
 
-/* convolution descriptor (src x, weights of type wt, bias b, float32 dst) and the weights'
+/* convolution descriptor (src x, weights of type wt, bias b, dst of type dt) and the weights'
  * shape */
 static gr_status conv_desc(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *x, dnnl_data_type_t wt,
-                           const dnnl_memory_desc_t *b, dnnl_convolution_desc_t *d, q_anchor *qa) {
+                           const dnnl_memory_desc_t *b, dnnl_data_type_t dt, dnnl_convolution_desc_t *d, q_anchor *qa) {
     int we = dn_arg_entry(S, n, 1), xe = dn_arg_entry(S, n, 0);
     if (we < 0 || xe < 0 || dn_entry_ndim(S, we) != 4 || dn_entry_ndim(S, xe) != 4 || n->ndims[0] != 4)
         return bad(S, n, "quantized convolution of other than 4-D tensors");
@@ -227,7 +256,7 @@ static gr_status conv_desc(dn_state *S, const rt_json_node *n, const dnnl_memory
     dnnl_memory_desc_init_by_tag(&wany, qa->wnd, qa->wdims, wt, dnnl_format_tag_any);
     dnnl_dims_t od = {os[0], os[1], os[2], os[3]}, s = {strides[0], strides[1]}, dl = {dil[0] - 1, dil[1] - 1};
     dnnl_dims_t pl = {pad[0], pad[1]}, pr = {pad[2], pad[3]};
-    dnnl_memory_desc_init_by_tag(&dany, 4, od, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&dany, 4, od, dt, dnnl_format_tag_any);
     dnnl_status_t ds = dnnl_dilated_convolution_forward_desc_init(d, dnnl_forward_inference, dnnl_convolution_direct, x, &wany,
                                                                   b, &dany, s, dl, pl, pr);
     return ds == dnnl_success ? GR_OK : dn_fail(S, n, ds, "invalid quantized convolution");
@@ -257,6 +286,7 @@ typedef struct q_job {
 typedef struct q_consts {
     int8_t *lv;
     float *ws, *osc, *bias;
+    float *rsc;                   /* osc / s of the quantize the result goes to (requant_of) */
     bool per_tensor;
 } q_consts;
 
@@ -268,10 +298,11 @@ static void consts_free(q_consts *k) {
 static gr_status read_consts(dn_state *S, const q_job *j, const q_anchor *qa, const float *w, q_consts *k) {
     int64_t nw = qa->outer * qa->C * qa->inner;
     k->lv = malloc((size_t)nw + 1);
-    k->ws = malloc(sizeof(float) * (size_t)qa->C * 3 + 1);
+    k->ws = malloc(sizeof(float) * (size_t)qa->C * 4 + 1);
     if (!k->lv || !k->ws) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     k->osc = k->ws + qa->C;
     k->bias = k->osc + qa->C;
+    k->rsc = k->bias + qa->C;
     if (!dnnl_q_weights(w, qa->outer, qa->C, qa->inner, k->lv, k->ws, &k->per_tensor))
         return bad(S, j->n, "weights are not symmetric int8 levels times a per-tensor or per-channel scale");
     for (int64_t c = 0; c < qa->C; c++) k->osc[c] = (float)((double)j->s * k->ws[c]);
@@ -279,42 +310,111 @@ static gr_status read_consts(dn_state *S, const q_job *j, const q_anchor *qa, co
     return GR_OK;
 }
 
-/* The convolution / matmul of job j (+ bias, + eltwise posts): one int8 primitive after the
- * reorder that quantizes its source (CPUs with VNNI / AMX, see exact_int8). */
-static gr_status build_int8(dn_state *S, const q_job *j) {
+typedef union q_desc {
+    dnnl_convolution_desc_t c;
+    dnnl_matmul_desc_t m;
+} q_desc;
+
+/* The convolution / matmul descriptor of job j with a dst of type dt, the weights' shape and
+ * the bias md. */
+static gr_status int8_desc(dn_state *S, const q_job *j, dnnl_data_type_t dt, q_desc *desc, q_anchor *qa,
+                           dnnl_memory_desc_t *bmd) {
     const rt_json_node *n = j->n;
-    gr_status st;
-    dnnl_data_type_t xt = j->qt, wt = dnnl_s8;
     int we = dn_arg_entry(S, n, 1), xe = dn_arg_entry(S, n, 0);
-    q_anchor qa = {0};
-    dnnl_memory_desc_t xany, bmd;
     int nd = j->kind == DNNL_Q_CONV2D ? 4 : 2;
     if (xe < 0 || we < 0 || dn_entry_ndim(S, xe) != nd || n->ndims[0] != nd)
         return bad(S, n, "quantized operand of an unexpected rank");
     const int64_t *xs = dn_entry_shape(S, xe);
     dnnl_dims_t xd;
     for (int i = 0; i < nd; i++) xd[i] = xs[i];
-    dnnl_memory_desc_init_by_tag(&xany, nd, xd, xt, dnnl_format_tag_any);
-    union {
-        dnnl_convolution_desc_t c;
-        dnnl_matmul_desc_t m;
-    } desc;
+    dnnl_memory_desc_t xany;
+    dnnl_memory_desc_init_by_tag(&xany, nd, xd, j->qt, dnnl_format_tag_any);
     if (j->kind == DNNL_Q_CONV2D) {
         dnnl_dims_t bd = {n->shapes[0][1]};
-        dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_a);
-        if ((st = conv_desc(S, n, &xany, wt, j->bias ? &bmd : NULL, &desc.c, &qa))) return st;
-    } else {
-        if (dn_entry_ndim(S, we) != 2 || n->ndims[0] != 2) return bad(S, n, "quantized matmul of other than 2-D operands");
-        const int64_t *ws = dn_entry_shape(S, we);
-        qa = (q_anchor){ws[1], ws[0], 1, 2, {ws[0], ws[1]}};
-        dnnl_dims_t bd = {1, ws[1]}, od = {n->shapes[0][0], n->shapes[0][1]};
-        dnnl_memory_desc_t wany, dany;
-        dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_f32, dnnl_ab);
-        dnnl_memory_desc_init_by_tag(&wany, 2, qa.wdims, wt, dnnl_format_tag_any);
-        dnnl_memory_desc_init_by_tag(&dany, 2, od, dnnl_f32, dnnl_format_tag_any);
-        dnnl_status_t ds = dnnl_matmul_desc_init(&desc.m, &xany, &wany, j->bias ? &bmd : NULL, &dany);
-        if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid quantized matmul");
+        dnnl_memory_desc_init_by_tag(bmd, 1, bd, dnnl_f32, dnnl_a);
+        return conv_desc(S, n, &xany, dnnl_s8, j->bias ? bmd : NULL, dt, &desc->c, qa);
     }
+    if (dn_entry_ndim(S, we) != 2 || n->ndims[0] != 2) return bad(S, n, "quantized matmul of other than 2-D operands");
+    const int64_t *ws = dn_entry_shape(S, we);
+    *qa = (q_anchor){ws[1], ws[0], 1, 2, {ws[0], ws[1]}};
+    dnnl_dims_t bd = {1, ws[1]}, od = {n->shapes[0][0], n->shapes[0][1]};
+    dnnl_memory_desc_t wany, dany;
+    dnnl_memory_desc_init_by_tag(bmd, 2, bd, dnnl_f32, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&wany, 2, qa->wdims, dnnl_s8, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&dany, 2, od, dt, dnnl_format_tag_any);
+    dnnl_status_t ds = dnnl_matmul_desc_init(&desc->m, &xany, &wany, j->bias ? bmd : NULL, &dany);
+    return ds == dnnl_success ? GR_OK : dn_fail(S, n, ds, "invalid quantized matmul");
+}
+
+/* The quantize that alone reads entry e when it starts a quantized composite (its divide):
+ * its nodes into *q. An int8 primitive that computes e writes that quantize's levels instead
+ * of e (requantization folded into its output scales and dst zero point), and the composite
+ * reads them (qent_of). */
+static bool requant_of(dn_state *S, int e, q_nodes *q) {
+    if (e < 0 || S->is_head[e] || S->slot_root[e] >= 0 || S->cons[e].len != 1) return false;
+    const rt_json_node *c = S->cons[e].data[0];
+    json_t *ann = dn_composite_annotation(c);
+    dnnl_q_kind kind = dnnl_q_kind_of(json_string_value(json_object_get(ann, "composite")));
+    if (kind == DNNL_Q_NONE || c->op != IR_OP_DIVIDE || dn_arg_entry(S, c, 0) != e) return false;
+    /* a composite read_nodes rejects fails with its message when it is built */
+    gr_diag quiet = {0}, *keep = S->diag;
+    S->diag = &quiet;
+    gr_status st = read_nodes(S, c, json_object_get(ann, "nodes"), kind, q);
+    S->diag = keep;
+    return st == GR_OK && q->div == c;
+}
+
+/* The levels an int8 primitive wrote for entry e (requant_of), or NULL. */
+static const dn_qlevels *qent_of(const dn_state *S, int e) {
+    for (uint32_t i = 0; i < S->qents.len; i++)
+        if (S->qents.data[i].val == e) return &S->qents.data[i];
+    return NULL;
+}
+
+/* The primitive descriptor of job j (NULL when oneDNN has none): float32 dst, or with rq the
+ * levels of quantize rq (scales osc / s, rq's zero point, clip bounds in its units). */
+static gr_status int8_pd(dn_state *S, const q_job *j, const q_consts *k, const q_nodes *rq, dnnl_primitive_desc_t *pd,
+                         dnnl_status_t *dsp) {
+    q_desc desc;
+    q_anchor qa = {0};
+    dnnl_memory_desc_t bmd;
+    *pd = NULL;
+    gr_status st = int8_desc(S, j, rq ? rq->qt : dnnl_f32, &desc, &qa, &bmd);
+    if (st) return st;
+    dnnl_primitive_attr_t attr = NULL;
+    float d = rq ? rq->s : 1.f;
+    dnnl_status_t ds = make_attr(&attr, k->per_tensor ? 1 : qa.C, k->per_tensor ? 0 : 2, rq ? k->rsc : k->osc, DNNL_ARG_SRC, j->zp);
+    int32_t dzp = rq ? (int32_t)rq->zpv : 0;
+    if (ds == dnnl_success && dzp) ds = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_DST, 1, 0, &dzp);
+    if (ds == dnnl_success && j->npost) {
+        dnnl_post_ops_t po;
+        ds = dnnl_post_ops_create(&po);
+        for (int i = 0; i < j->npost && ds == dnnl_success; i++) {
+            bool clip = j->alg[i] == dnnl_eltwise_clip_v2;
+            ds = dnnl_post_ops_append_eltwise(po, 1.f, j->alg[i], clip ? j->alpha[i] / d : j->alpha[i], clip ? j->beta[i] / d : j->beta[i]);
+        }
+        if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
+        dnnl_post_ops_destroy(po);
+    }
+    if (ds == dnnl_success) ds = dnnl_primitive_desc_create(pd, &desc, attr, S->eng, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success) *pd = NULL;
+    *dsp = ds;
+    return GR_OK;
+}
+
+/* The convolution / matmul of job j (+ bias, + eltwise posts): one int8 primitive after the
+ * reorder that quantizes its source (CPUs with VNNI / AMX, see exact_int8). Its result is
+ * float32, or the levels of the quantize that alone reads it (requant_of) when oneDNN has a
+ * jit kernel for that. */
+static gr_status build_int8(dn_state *S, const q_job *j) {
+    const rt_json_node *n = j->n;
+    int we = dn_arg_entry(S, n, 1);
+    q_desc desc;
+    q_anchor qa = {0};
+    dnnl_memory_desc_t bmd;
+    gr_status st = int8_desc(S, j, dnnl_f32, &desc, &qa, &bmd);
+    if (st) return st;
     const float *w = const_data(S, we, qa.outer * qa.C * qa.inner);
     if (!w) return bad(S, n, "quantized weights are not a plain float32 constant");
     q_consts k = {0};
@@ -323,28 +423,24 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
         return st;
     }
     dnnl_memory_desc_t wuser;
-    dnnl_memory_desc_init_by_strides(&wuser, qa.wnd, qa.wdims, wt, NULL);
+    dnnl_memory_desc_init_by_strides(&wuser, qa.wnd, qa.wdims, dnnl_s8, NULL);
     int wsrc = owned_val(S, &wuser, k.lv);
     int bv = j->bias ? owned_val(S, &bmd, k.bias) : -1;
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_status_t ds = make_attr(&attr, k.per_tensor ? 1 : qa.C, k.per_tensor ? 0 : 2, k.osc, DNNL_ARG_SRC, j->zp);
-    consts_free(&k);
-    if (wsrc < 0 || (j->bias && bv < 0)) {
-        dnnl_primitive_attr_destroy(attr);
-        return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
-    }
-    if (ds == dnnl_success && j->npost) {
-        dnnl_post_ops_t po;
-        ds = dnnl_post_ops_create(&po);
-        for (int i = 0; i < j->npost && ds == dnnl_success; i++)
-            ds = dnnl_post_ops_append_eltwise(po, 1.f, j->alg[i], j->alpha[i], j->beta[i]);
-        if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
-        dnnl_post_ops_destroy(po);
-    }
+    q_nodes rq;
+    bool fold = requant_of(S, j->out, &rq);
+    for (int64_t c = 0; fold && c < qa.C; c++) k.rsc[c] = (float)((double)k.osc[c] / rq.s);
     dnnl_primitive_desc_t pd = NULL;
-    if (ds == dnnl_success) ds = dnnl_primitive_desc_create(&pd, &desc, attr, S->eng, NULL);
-    dnnl_primitive_attr_destroy(attr);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the quantized primitive");
+    dnnl_status_t ds = dnnl_success;
+    if (wsrc < 0 || (j->bias && bv < 0)) st = gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    if (!st && fold && !(st = int8_pd(S, j, &k, &rq, &pd, &ds)) && pd && dn_pd_is_ref(pd)) {
+        dnnl_primitive_desc_destroy(pd);
+        pd = NULL;
+    }
+    fold = pd != NULL;
+    if (!st && !pd) st = int8_pd(S, j, &k, NULL, &pd, &ds);
+    consts_free(&k);
+    if (st) return st;
+    if (!pd) return dn_fail(S, n, ds, "oneDNN rejects the quantized primitive");
     const char *why = dn_pd_is_ref(pd) ? "oneDNN has no jit kernel for this quantized convolution / matmul" : NULL;
     /* the source (quantized) into the layout the primitive wants */
     dnnl_memory_desc_t smd = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
@@ -366,7 +462,12 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
     if (bv >= 0) args[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL};
     args[na++] = (dn_arg){DNNL_ARG_DST, ov, dmd, NULL};
     if ((st = dn_emit(S, n, pd, args, na, false))) return st;
-    S->ent_val[j->out] = ov;
+    if (fold) {
+        gr_vec_push(&S->qents, ((dn_qlevels){j->out, ov, rq.s, (int32_t)rq.zpv, rq.qt}));
+        S->stats.nint8_dst++;
+    } else {
+        S->ent_val[j->out] = ov;
+    }
     S->stats.nint8++;
     return GR_OK;
 }
@@ -375,8 +476,15 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
 static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
     q_job j = {.n = q->anchor, .kind = kind, .qnode = q->div, .s = q->s, .zp = (int32_t)q->zpv, .qt = q->qt,
                .out = dn_out_entry(S, q->last)};
-    gr_status st = dn_need_val(S, q->div, dn_arg_entry(S, q->div, 0), &j.xv);
+    int xe = dn_arg_entry(S, q->div, 0);
+    const dn_qlevels *in = qent_of(S, xe);
+    gr_status st = in ? GR_OK : dn_need_val(S, q->div, xe, &j.xv);
     if (st) return st;
+    if (in) {
+        j.xv = in->levels;
+        j.levels = true;
+        gr_vec_push(&S->pend, q->div);
+    }
     if (q->bias) {
         int be = dn_arg_entry(S, q->bias, 0) == dn_out_entry(S, q->anchor) ? dn_arg_entry(S, q->bias, 1)
                                                                              : dn_arg_entry(S, q->bias, 0);
@@ -397,6 +505,23 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
     return GR_OK;
 }
 
+/* The levels float32 entry e is a dequantize of (*out, val unused): a value a quantize ->
+ * dequantize pair, a dequantize or a cast of levels wrote (qlevels), or the float ops after a
+ * cast that dequantize it (qdeq, see note_float_dequant). */
+static bool levels_of(dn_state *S, int e, dn_qlevels *out) {
+    for (uint32_t i = 0; e >= 0 && i < S->qlevels.len; i++)
+        if (S->qlevels.data[i].val == S->ent_val[e]) {
+            *out = S->qlevels.data[i];
+            return true;
+        }
+    for (uint32_t i = 0; e >= 0 && i < S->qdeq.len; i++)
+        if (S->qdeq.data[i].val == e) {
+            *out = S->qdeq.data[i];
+            return true;
+        }
+    return false;
+}
+
 /* A fused float32 convolution composite whose source is the result of a quantize ->
  * dequantize pair (dnnl.qdq) that others read too (a residual block's input, so no qconv2d
  * composite could hold the pair): with VNNI, int8 on the pair's levels, taking a leading
@@ -409,9 +534,8 @@ gr_status dn_q_levels_conv(dn_state *S, const rt_json_node *n, const dn_step *st
         strcmp(dn_attr_str(n, "data_layout", "NCHW"), "NCHW") || strcmp(dn_attr_str(n, "kernel_layout", "OIHW"), "OIHW") ||
         strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW") || dn_entry_ndim(S, we) != 4)
         return GR_OK;
-    const dn_qlevels *lv = NULL;
-    for (uint32_t i = 0; i < S->qlevels.len && !lv; i++)
-        if (S->qlevels.data[i].val == S->ent_val[xe]) lv = &S->qlevels.data[i];
+    dn_qlevels lvs;
+    const dn_qlevels *lv = levels_of(S, xe, &lvs) ? &lvs : NULL;
     const int64_t *ws = dn_entry_shape(S, we);
     int64_t C = ws[0], per = ws[1] * ws[2] * ws[3];
     const float *w = lv ? const_data(S, we, C * per) : NULL;
@@ -476,6 +600,138 @@ static gr_status build_float(dn_state *S, const q_nodes *q) {
     return st;
 }
 
+/* A quantize alone (its levels read by several ops): one reorder into the levels, none when
+ * an int8 primitive wrote them (qent_of). */
+static gr_status build_quant(dn_state *S, const q_nodes *q) {
+    int xe = dn_arg_entry(S, q->div, 0), xv, qv;
+    const dn_qlevels *in = qent_of(S, xe);
+    if (in) {
+        qv = in->levels;
+    } else {
+        gr_status st = dn_need_val(S, q->div, xe, &xv);
+        dnnl_memory_desc_t qmd;
+        if (st) return st;
+        dense_like(&S->vals.data[xv].md, q->qt, &qmd);
+        if ((st = scaled_reorder(S, q->div, xv, &qmd, (float)(1.0 / q->s), DNNL_ARG_DST, (int32_t)q->zpv, true, &qv)))
+            return st;
+    }
+    S->ent_val[dn_out_entry(S, q->last)] = qv;
+    return GR_OK;
+}
+
+/* The consumers of cast entry ce (levels lv) that dequantize it as float ops, multiply(
+ * subtract(cast, zp), s) with scalar constants (a QOperator model's dequantize whose cast
+ * another dequantize shares): their result is noted with the levels, scale and zero point
+ * (qdeq), so a convolution reading it reads the levels (dn_q_levels_conv). Read now: the
+ * constants may be released once those ops are built. */
+static void note_float_dequant(dn_state *S, int ce, int lv, dnnl_data_type_t qt) {
+    double lo = qt == dnnl_u8 ? 0 : -128, hi = qt == dnnl_u8 ? 255 : 127;
+    for (uint32_t i = 0; i < S->cons[ce].len; i++) {
+        const rt_json_node *sub = S->cons[ce].data[i];
+        float zp, s;
+        if (sub->op != IR_OP_SUBTRACT || dn_nargs(sub) != 2 || dn_arg_entry(S, sub, 0) != ce || !scalar_arg(S, sub, false, &zp) ||
+            zp != nearbyintf(zp) || zp < lo || zp > hi)
+            continue;
+        int se = dn_out_entry(S, sub);
+        if (S->cons[se].len != 1 || S->is_head[se]) continue;
+        const rt_json_node *m = S->cons[se].data[0];
+        if (m->op != IR_OP_MULTIPLY || dn_nargs(m) != 2 || !scalar_arg(S, m, true, &s) || !(s > 0.f)) continue;
+        gr_vec_push(&S->qdeq, ((dn_qlevels){dn_out_entry(S, m), lv, s, (int32_t)zp, qt}));
+    }
+}
+
+/* A dequantize alone (or the cast alone: scale 1, zero point 0): one reorder of the levels
+ * into float32; a convolution reading the result reads the levels (dn_q_levels_conv). */
+static gr_status build_dequant(dn_state *S, const q_nodes *q) {
+    int xv, ov;
+    gr_status st = dn_need_val(S, q->dqcast, dn_arg_entry(S, q->dqcast, 0), &xv);
+    if (st) return st;
+    dnnl_memory_desc_t md;
+    dense_like(&S->vals.data[xv].md, dnnl_f32, &md);
+    if ((st = scaled_reorder(S, q->last, xv, &md, q->dq_s, DNNL_ARG_SRC, (int32_t)q->dq_zpv, true, &ov))) return st;
+    S->ent_val[dn_out_entry(S, q->last)] = ov;
+    gr_vec_push(&S->qlevels, ((dn_qlevels){ov, xv, q->dq_s, (int32_t)q->dq_zpv, q->qt}));
+    return GR_OK;
+}
+
+/* Max pooling of levels (NCHW, as the pattern checked): the pooling primitive on u8 / s8. */
+static gr_status build_maxpool(dn_state *S, const q_nodes *q) {
+    const rt_json_node *n = q->anchor;
+    int x = dn_arg_entry(S, n, 0), xv;
+    gr_status st = dn_need_val(S, n, x, &xv);
+    if (st) return st;
+    if (dn_entry_ndim(S, x) != 4 || n->ndims[0] != 4) return bad(S, n, "max pooling of other than 4-D levels");
+    const int64_t *xs = dn_entry_shape(S, x), *os = n->shapes[0];
+    int64_t ps[2] = {1, 1}, str[2] = {1, 1}, dl[2] = {1, 1}, pad[4] = {0};
+    dn_attr_axes(n, "pool_size", ps, 2);
+    dn_attr_axes(n, "strides", str, 2);
+    dn_attr_axes(n, "dilation", dl, 2);
+    dn_attr_pads(n, pad, 2);
+    dnnl_dims_t kk, s, d, pl, pr, od = {os[0], os[1], os[2], os[3]};
+    for (int i = 0; i < 2; i++) {
+        kk[i] = ps[i];
+        s[i] = str[i];
+        d[i] = dl[i] - 1;
+        pl[i] = pad[i];
+        /* ceil_mode: the output size decides the right padding */
+        pr[i] = (os[2 + i] - 1) * s[i] + (kk[i] - 1) * dl[i] + 1 - xs[2 + i] - pl[i];
+        if (pr[i] < 0) pr[i] = 0;
+    }
+    dnnl_memory_desc_t dany, src[2];
+    dnnl_memory_desc_init_by_tag(&dany, 4, od, q->qt, dnnl_format_tag_any);
+    /* the levels' own layout, else channels-last (oneDNN's only jit int8 pooling below AVX-512) */
+    src[0] = S->vals.data[xv].md;
+    dn_channels_last(&src[1], &src[0]);
+    src[1].data_type = q->qt;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = dnnl_success;
+    for (int t = 0; t < 2; t++) {
+        dnnl_pooling_v2_desc_t desc;
+        dnnl_primitive_desc_t p = NULL;
+        ds = dnnl_pooling_v2_forward_desc_init(&desc, dnnl_forward_inference, dnnl_pooling_max, &src[t], &dany, s, kk, d, pl, pr);
+        if (ds == dnnl_success) ds = dnnl_primitive_desc_create(&p, &desc, S->attr_plain, S->eng, NULL);
+        if (ds != dnnl_success) continue;
+        if (pd && dn_pd_is_ref(p)) {
+            dnnl_primitive_desc_destroy(p);
+            continue;
+        }
+        if (pd) dnnl_primitive_desc_destroy(pd);
+        pd = p;
+        if (!dn_pd_is_ref(pd)) break;
+    }
+    if (!pd) return dn_fail(S, n, ds, "cannot pool the levels");
+    const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    if (!dnnl_memory_desc_equal(want, &S->vals.data[xv].md) && (st = dn_as(S, n, xv, want, &xv))) {
+        dnnl_primitive_desc_destroy(pd);
+        return st;
+    }
+    S->ref_why = dn_pd_is_ref(pd) ? "oneDNN has no jit max pooling of these levels in any layout tried (theirs, channels-last)" : NULL;
+    dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    int ov = dn_val_new(S, V_TMP, &dmd);
+    dn_arg args[2] = {{DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL}, {DNNL_ARG_DST, ov, dmd, NULL}};
+    if ((st = dn_emit(S, n, pd, args, 2, false))) return st;
+    S->ent_val[dn_out_entry(S, n)] = ov;
+    return GR_OK;
+}
+
+/* Reshape of levels: a view of them in the plain layout (a reorder into it first when they
+ * are in another). */
+static gr_status build_reshape(dn_state *S, const q_nodes *q) {
+    const rt_json_node *n = q->anchor;
+    int x = dn_arg_entry(S, n, 0), xv;
+    gr_status st = dn_need_val(S, n, x, &xv);
+    if (st) return st;
+    const dnnl_memory_desc_t *xmd = &S->vals.data[xv].md;
+    dnnl_memory_desc_t p, omd;
+    dnnl_memory_desc_init_by_strides(&p, xmd->ndims, xmd->dims, xmd->data_type, NULL);
+    if (!dnnl_memory_desc_equal(&p, xmd) && (st = dn_as(S, n, xv, &p, &xv))) return st;
+    dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
+    omd.data_type = q->qt;
+    if (dnnl_memory_desc_get_size(&omd) != dnnl_memory_desc_get_size(&p)) return bad(S, n, "reshape changes the size");
+    S->ent_val[dn_out_entry(S, n)] = dn_alias_new(S, xv, &omd);
+    return GR_OK;
+}
+
 gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
     dnnl_q_kind kind = dnnl_q_kind_of(json_string_value(json_object_get(ann, "composite")));
     json_t *ids = json_object_get(ann, "nodes");
@@ -491,7 +747,22 @@ gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
         S->consumed[nd - S->node0] = true;
         if (nd != q.anchor && nd != q.div) gr_vec_push(&S->pend, nd);
     }
-    st = kind == DNNL_Q_QDQ ? build_qdq(S, &q, dn_out_entry(S, q.last)) : exact_int8() ? build_anchor(S, &q, kind) : build_float(S, &q);
+    uint32_t nprims = S->prims.len;
+    switch (kind) {
+    case DNNL_Q_QDQ: st = build_qdq(S, &q, dn_out_entry(S, q.last)); break;
+    case DNNL_Q_QUANT: st = build_quant(S, &q); break;
+    case DNNL_Q_DEQUANT: st = build_dequant(S, &q); break;
+    case DNNL_Q_CAST:
+        q.dq_s = 1.f;
+        st = build_dequant(S, &q);
+        if (!st) note_float_dequant(S, dn_out_entry(S, q.last), S->ent_val[dn_arg_entry(S, q.dqcast, 0)], q.qt);
+        break;
+    case DNNL_Q_MAXPOOL: st = build_maxpool(S, &q); break;
+    case DNNL_Q_RESHAPE: st = build_reshape(S, &q); break;
+    default: st = exact_int8() ? build_anchor(S, &q, kind) : build_float(S, &q);
+    }
+    /* a view or levels another primitive wrote: no primitive of its own takes the nodes */
+    if (S->prims.len == nprims) S->pend.len = 0;
     if (!st) S->stats.ncomposites++;
     return st;
 }

@@ -16,7 +16,18 @@
  *                            primitive accumulates in s32 and writes float32 with the scales
  *                            src_scale * weight_scale[c] as oneDNN output scales (per tensor or
  *                            per output channel), the bias in the accumulator's units and the
- *                            activation as a post-op. */
+ *                            activation as a post-op; its result is the levels of the
+ *                            quantize that alone reads it when there is one (requantization in
+ *                            the output scales and dst zero point), else float32
+ *   dnnl.q_quantize, dnnl.q_dequantize
+ *                            a quantize or a dequantize alone (a QOperator model's uint8 tensor
+ *                            that several ops read): one reorder each; a convolution reading a
+ *                            dequantize's result reads its levels
+ *   dnnl.q_cast               the cast of levels to float32 alone (ops after it that are no
+ *                            dequantize of it run as float ops): one reorder
+ *   dnnl.qmax_pool2d, dnnl.qreshape
+ *                            max pooling and reshape of uint8 / int8 levels (exact: the scale and
+ *                            zero point pass through), in int8 */
 #ifndef GRAFT_BACKENDS_DNNL_DNNL_Q_IMPL_H
 #define GRAFT_BACKENDS_DNNL_DNNL_Q_IMPL_H
 
@@ -25,7 +36,17 @@
 
 /* The composite names start with this; dnnl_q_kind gives which one. */
 #define DNNL_Q_PREFIX "dnnl.q"
-typedef enum dnnl_q_kind { DNNL_Q_NONE, DNNL_Q_QDQ, DNNL_Q_CONV2D, DNNL_Q_MATMUL } dnnl_q_kind;
+typedef enum dnnl_q_kind {
+    DNNL_Q_NONE,
+    DNNL_Q_QDQ,
+    DNNL_Q_CONV2D,
+    DNNL_Q_MATMUL,
+    DNNL_Q_QUANT,
+    DNNL_Q_DEQUANT,
+    DNNL_Q_MAXPOOL,
+    DNNL_Q_RESHAPE,
+    DNNL_Q_CAST
+} dnnl_q_kind;
 dnnl_q_kind dnnl_q_kind_of(const char *composite);
 
 /* Weights w viewed as [outer][C][inner] (OIHW: 1, O, I*H*W; matmul K x N: K, N, 1) as

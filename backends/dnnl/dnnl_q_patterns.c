@@ -5,7 +5,10 @@
  * grid or out of the type's range, a clip other than the type's range, a quantize whose
  * dequantize has other parameters (before a convolution / matmul), weights that are not
  * symmetric int8 levels times a per-tensor or per-channel scale (weight zero points), a bias
- * that is not per output channel, layouts other than NCHW / OIHW, matmuls of more than 2-D. */
+ * that is not per output channel, layouts other than NCHW / OIHW, matmuls of more than 2-D.
+ * A quantize or dequantize that no pair holds (a QOperator model's uint8 tensor read by several
+ * ops), and max pooling / reshape of uint8 / int8 levels, get composites of their own, so that
+ * such a tensor stays on oneDNN as levels. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +46,11 @@ static const q_spec SPECS[] = {
     {"dnnl.qmatmul_clip", DNNL_Q_MATMUL, false, IR_OP_CLIP},
     {"dnnl.qmatmul", DNNL_Q_MATMUL, false, IR_OP_NONE},
     {"dnnl.qdq", DNNL_Q_QDQ, false, IR_OP_NONE},
+    {"dnnl.q_quantize", DNNL_Q_QUANT, false, IR_OP_NONE},
+    {"dnnl.q_dequantize", DNNL_Q_DEQUANT, false, IR_OP_NONE},
+    {"dnnl.q_cast", DNNL_Q_CAST, false, IR_OP_NONE},
+    {"dnnl.qmax_pool2d", DNNL_Q_MAXPOOL, false, IR_OP_NONE},
+    {"dnnl.qreshape", DNNL_Q_RESHAPE, false, IR_OP_NONE},
 };
 #define NSPECS (sizeof SPECS / sizeof SPECS[0])
 
@@ -113,21 +121,39 @@ bool dnnl_q_weights(const float *w, int64_t outer, int64_t C, int64_t inner, int
 
 static pat_t *named(ir_ctx_t *ctx, pat_t *p, const char *name) { return pat_name(ctx, p, name); }
 
-/* QuantizeLinear -> DequantizeLinear of x, its parts named "q.*" / "dq.*". */
-static pat_t *qdq_pat(ir_ctx_t *ctx, const pat_t *x) {
+/* QuantizeLinear of x, its parts named "q.*". */
+static pat_t *q_pat(ir_ctx_t *ctx, const pat_t *x) {
     pat_t *div = named(ctx, pat_call2(ctx, OPN(DIVIDE), x, pat_const(ctx)), "q.div");
     pat_t *rnd = named(ctx, pat_call1(ctx, OPN(ROUND), div), "q.round");
     pat_t *zp = pat_optional(ctx, rnd, named(ctx, pat_call2(ctx, OPN(ADD), rnd, pat_const(ctx)), "q.zp"));
     const pat_t *ca[3] = {zp, pat_wildcard(ctx), pat_wildcard(ctx)};
     pat_t *clip = named(ctx, pat_call_op(ctx, OPN(CLIP), 3, ca), "q.clip");
-    pat_t *qc = named(ctx, pat_call1(ctx, OPN(ASTYPE), clip), "q.cast");
-    pat_t *dc = named(ctx, pat_call1(ctx, OPN(ASTYPE), qc), "dq.cast");
+    return named(ctx, pat_call1(ctx, OPN(ASTYPE), clip), "q.cast");
+}
+
+/* DequantizeLinear of x, its parts named "dq.*". */
+static pat_t *dq_pat(ir_ctx_t *ctx, const pat_t *x) {
+    pat_t *dc = named(ctx, pat_call1(ctx, OPN(ASTYPE), x), "dq.cast");
     pat_t *dz = pat_optional(ctx, dc, named(ctx, pat_call2(ctx, OPN(SUBTRACT), dc, pat_const(ctx)), "dq.zp"));
     return named(ctx, pat_call2(ctx, OPN(MULTIPLY), dz, pat_const(ctx)), "dq.mul");
 }
 
+/* Any uint8 / int8 tensor (levels). */
+static pat_t *levels_pat(ir_ctx_t *ctx) {
+    pat_t *w = pat_wildcard(ctx);
+    return pat_or(ctx, pat_has_dtype(ctx, w, IR_DTYPE_U8), pat_has_dtype(ctx, w, IR_DTYPE_I8));
+}
+
 static const pat_t *spec_pat(ir_ctx_t *ctx, const q_spec *sp) {
-    pat_t *p = qdq_pat(ctx, pat_wildcard(ctx));
+    switch (sp->kind) {
+    case DNNL_Q_QUANT: return q_pat(ctx, pat_wildcard(ctx));
+    case DNNL_Q_DEQUANT: return dq_pat(ctx, levels_pat(ctx));
+    case DNNL_Q_CAST: return named(ctx, pat_call1(ctx, OPN(ASTYPE), levels_pat(ctx)), "dq.cast");
+    case DNNL_Q_MAXPOOL: return named(ctx, pat_call1(ctx, OPN(MAX_POOL2D), levels_pat(ctx)), "anchor");
+    case DNNL_Q_RESHAPE: return named(ctx, pat_call2(ctx, OPN(RESHAPE), levels_pat(ctx), pat_wildcard(ctx)), "anchor");
+    default: break;
+    }
+    pat_t *p = dq_pat(ctx, q_pat(ctx, pat_wildcard(ctx)));
     if (sp->kind == DNNL_Q_QDQ) return p;
     ir_op_id a = sp->kind == DNNL_Q_CONV2D ? IR_OP_CONV2D : IR_OP_MATMUL;
     p = named(ctx, pat_call2(ctx, ir_op_def_at((uint32_t)a)->name, p, pat_const(ctx)), "anchor");
@@ -185,26 +211,71 @@ typedef struct q_params {
     double s, zp, lo, hi, dq_s, dq_zp;
 } q_params;
 
-static const char *qdq_read(const pat_match_result *m, q_params *p) {
+/* lo, hi of u8 / s8 sinfo s; false for other types */
+static bool q_type(const ir_sinfo *s, double *lo, double *hi) {
+    bool u8 = s && s->kind == IR_SINFO_TENSOR && ir_dtype_eq(s->dtype, IR_DTYPE_U8);
+    bool s8 = s && s->kind == IR_SINFO_TENSOR && ir_dtype_eq(s->dtype, IR_DTYPE_I8);
+    *lo = u8 ? 0 : -128;
+    *hi = u8 ? 255 : 127;
+    return u8 || s8;
+}
+
+/* The quantize's scale, zero point and range (s, zp, lo, hi). */
+static const char *q_read(const pat_match_result *m, q_params *p) {
     const ir_call *div = part(m, "q.div"), *zp = part(m, "q.zp"), *clip = part(m, "q.clip"), *qc = part(m, "q.cast");
-    const ir_call *dc = part(m, "dq.cast"), *dz = part(m, "dq.zp"), *mul = part(m, "dq.mul");
-    *p = (q_params){0};
-    if (!div || !clip || !qc || !dc || !mul) return "not a quantize -> dequantize pair";
+    if (!div || !clip || !qc) return "not a quantize";
     if (!f32_tensor(div->args[0]->sinfo)) return "quantized input is not float32";
-    if (!const_operand(div, false, &p->s) || !const_operand(mul, true, &p->dq_s) || !(p->s > 0) || !(p->dq_s > 0) ||
-        !isfinite(p->s) || !isfinite(p->dq_s))
+    if (!const_operand(div, false, &p->s) || !(p->s > 0) || !isfinite(p->s))
         return "quantization scales are not positive scalar constants (per-axis activation scales)";
-    if ((zp && !const_operand(zp, true, &p->zp)) || (dz && !const_operand(dz, false, &p->dq_zp)) || !whole(p->zp) ||
-        !whole(p->dq_zp))
-        return "zero points are not whole scalar constants";
-    const ir_sinfo *qs = qc->base.sinfo;
-    bool u8 = qs && ir_dtype_eq(qs->dtype, IR_DTYPE_U8), s8 = qs && ir_dtype_eq(qs->dtype, IR_DTYPE_I8);
-    if (!u8 && !s8) return "quantized type other than uint8 / int8";
-    if (!f32_tensor(dc->base.sinfo)) return "dequantized type other than float32";
-    if (clip->nargs != 3 || !prim_num(clip->args[1], &p->lo) || !prim_num(clip->args[2], &p->hi) ||
-        p->lo != (u8 ? 0 : -128) || p->hi != (u8 ? 255 : 127))
+    if ((zp && !const_operand(zp, true, &p->zp)) || !whole(p->zp)) return "zero points are not whole scalar constants";
+    double lo, hi;
+    if (!q_type(qc->base.sinfo, &lo, &hi)) return "quantized type other than uint8 / int8";
+    if (clip->nargs != 3 || !prim_num(clip->args[1], &p->lo) || !prim_num(clip->args[2], &p->hi) || p->lo != lo || p->hi != hi)
         return "quantize saturates to a range other than its type's";
-    if (p->zp < p->lo || p->zp > p->hi || p->dq_zp < p->lo || p->dq_zp > p->hi) return "zero point out of the type's range";
+    if (p->zp < p->lo || p->zp > p->hi) return "zero point out of the type's range";
+    return NULL;
+}
+
+/* The dequantize's scale and zero point (dq_s, dq_zp) of a u8 / s8 source. */
+static const char *dq_read(const pat_match_result *m, q_params *p) {
+    const ir_call *dc = part(m, "dq.cast"), *dz = part(m, "dq.zp"), *mul = part(m, "dq.mul");
+    double lo, hi;
+    if (!dc || !mul) return "not a dequantize";
+    if (!q_type(dc->args[0]->sinfo, &lo, &hi)) return "dequantized type other than uint8 / int8";
+    if (!f32_tensor(dc->base.sinfo)) return "dequantized to a type other than float32";
+    if (!const_operand(mul, true, &p->dq_s) || !(p->dq_s > 0) || !isfinite(p->dq_s))
+        return "quantization scales are not positive scalar constants (per-axis activation scales)";
+    if ((dz && !const_operand(dz, false, &p->dq_zp)) || !whole(p->dq_zp)) return "zero points are not whole scalar constants";
+    if (p->dq_zp < lo || p->dq_zp > hi) return "zero point out of the type's range";
+    return NULL;
+}
+
+static const char *qdq_read(const pat_match_result *m, q_params *p) {
+    *p = (q_params){0};
+    const char *r = q_read(m, p);
+    return r ? r : dq_read(m, p);
+}
+
+static const char *layout_is(const ir_call *c, const char *key, const char *want);
+
+/* max_pool2d / reshape of u8 / s8 levels into levels of the same type: exact, the scale and
+ * zero point pass through. */
+static const char *levels_op_ok(const q_spec *sp, const pat_match_result *m) {
+    const ir_call *a = part(m, "anchor");
+    double lo, hi;
+    if (!a || !q_type(a->args[0]->sinfo, &lo, &hi) || !a->base.sinfo || !ir_dtype_eq(a->base.sinfo->dtype, a->args[0]->sinfo->dtype))
+        return "not uint8 / int8 levels in and out";
+    const ir_sinfo *x = a->args[0]->sinfo, *y = a->base.sinfo;
+    for (int32_t i = 0; i < x->ndim && x->dims; i++)
+        if (!ir_prim_is_int(x->dims[i], &(int64_t){0})) return "levels of symbolic shape";
+    for (int32_t i = 0; i < y->ndim && y->dims; i++)
+        if (!ir_prim_is_int(y->dims[i], &(int64_t){0})) return "levels of symbolic shape";
+    if (x->ndim < 0 || y->ndim < 0 || !x->dims || !y->dims) return "levels of unknown rank";
+    if (sp->kind == DNNL_Q_MAXPOOL) {
+        if (x->ndim != 4) return "max pooling of other than 4-D levels";
+        const char *r = layout_is(a, "layout", "NCHW");
+        return r ? r : layout_is(a, "out_layout", "NCHW");
+    }
     return NULL;
 }
 
@@ -280,9 +351,22 @@ static const char *anchor_ok(const q_spec *sp, const pat_match_result *m, const 
 static bool q_check(const pat_check_ctx *pc, const char **reason, void *user) {
     const q_spec *sp = user;
     if (!pat_check_no_leaking_intermediates(pc, reason, NULL)) return false;
-    q_params p;
-    const char *r = qdq_read(pc->match, &p);
-    if (!r && sp->kind != DNNL_Q_QDQ) r = anchor_ok(sp, pc->match, &p);
+    q_params p = {0};
+    const char *r;
+    switch (sp->kind) {
+    case DNNL_Q_QUANT: r = q_read(pc->match, &p); break;
+    case DNNL_Q_DEQUANT: r = dq_read(pc->match, &p); break;
+    case DNNL_Q_CAST: {
+        const ir_call *dc = part(pc->match, "dq.cast");
+        r = dc && f32_tensor(dc->base.sinfo) ? NULL : "cast to a type other than float32";
+        break;
+    }
+    case DNNL_Q_MAXPOOL:
+    case DNNL_Q_RESHAPE: r = levels_op_ok(sp, pc->match); break;
+    default:
+        r = qdq_read(pc->match, &p);
+        if (!r && sp->kind != DNNL_Q_QDQ) r = anchor_ok(sp, pc->match, &p);
+    }
     if (r) *reason = r;
     return r == NULL;
 }
