@@ -269,6 +269,13 @@ static void const_settle(dn_state *S, dn_cst *cs, uint32_t c, uint32_t i, bool f
 #endif
 }
 
+rt_tensor *dn_const_tensor(dn_state *S, int e) {
+    uint32_t nc = rt_json_graph_num_consts(S->g);
+    for (uint32_t c = 0; S->csts && c < nc; c++)
+        if (S->csts[c].ent == e) return rt_json_graph_const(S->g, c);
+    return NULL;
+}
+
 /* The oneDNN type of a tensor the engine holds: float32, and the uint8 / int8 levels of the
  * quantized composites (backends/dnnl/dnnl_q_impl.h); undef for others. */
 static dnnl_data_type_t val_type(DLDataType t) {

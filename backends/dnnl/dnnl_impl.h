@@ -237,6 +237,9 @@ void dn_hugepages(const void *p, size_t bytes);
 gr_status dn_src_weights(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, int xv, int wv, dn_arg *args,
                          int *na);
 
+/* dnnl_engine.c: while building, the graph's constant that entry e is (any dtype), or NULL. */
+rt_tensor *dn_const_tensor(dn_state *S, int e);
+
 /* The entry of n's first output. */
 static inline int dn_out_entry(const dn_state *S, const rt_json_node *n) { return (int)S->row_ptr_of[n - S->node0]; }
 int dn_in_entry(dn_state *S, const rt_json_node *n, uint32_t k);

@@ -595,11 +595,65 @@ gr_status dn_op_reduce(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
 
 /* ------------------------------------------------------------ layout ops ---- */
 
-/* reshape / flatten / squeeze / expand_dims: the plain data viewed with the new dims. */
+/* The strided md of dims nd / ns viewing strided md x's elements in row-major order, when
+ * strides can say it (numpy's no-copy reshape: each run of x's dims that merges or splits into
+ * a run of new ones must be contiguous in itself); false otherwise. */
+static bool strided_reshape(const dnnl_memory_desc_t *x, int nd, const int64_t *ns, dnnl_memory_desc_t *out) {
+    int64_t od[DNNL_MAX_NDIMS], os[DNNL_MAX_NDIMS], str[DNNL_MAX_NDIMS];
+    int on = 0;
+    for (int i = 0; i < x->ndims; i++) {
+        if (x->dims[i] == 0) return false;
+        if (x->dims[i] == 1) continue;
+        od[on] = x->dims[i];
+        os[on++] = x->format_desc.blocking.strides[i];
+    }
+    for (int j = 0; j < nd; j++) str[j] = 1;
+    int oi = 0, ni = 0;
+    while (ni < nd && oi < on) {
+        int oj = oi + 1, nj = ni + 1;
+        int64_t np = ns[ni], op = od[oi];
+        while (np != op) {
+            if (np < op) {
+                if (nj >= nd) return false;
+                np *= ns[nj++];
+            } else {
+                if (oj >= on) return false;
+                op *= od[oj++];
+            }
+        }
+        for (int k = oi; k < oj - 1; k++)
+            if (os[k] != od[k + 1] * os[k + 1]) return false;
+        str[nj - 1] = os[oj - 1];
+        for (int k = nj - 1; k > ni; k--) str[k - 1] = str[k] * ns[k];
+        ni = nj;
+        oi = oj;
+    }
+    if (oi < on) return false;
+    for (int j = ni; j < nd; j++)
+        if (ns[j] != 1) return false;
+    dnnl_dims_t d, s2;
+    for (int j = 0; j < nd; j++) {
+        d[j] = ns[j];
+        s2[j] = str[j];
+    }
+    if (dnnl_memory_desc_init_by_strides(out, nd, d, dnnl_f32, s2) != dnnl_success) return false;
+    out->offset0 = x->offset0;
+    return true;
+}
+
+/* reshape / flatten / squeeze / expand_dims: the plain data viewed with the new dims; a
+ * strided view (a slice, a split piece) viewed with strides where they can say it (GPT-2's
+ * q, k, v pieces split into heads), else copied plain first. */
 gr_status dn_op_reshape(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = dn_need_val(S, n, x, &xv);
+    dnnl_memory_desc_t view;
+    if (!st && !S->opts.no_layout_plan && dn_strided(&S->vals.data[xv].md) && !dn_is_plain(&S->vals.data[xv].md) &&
+        strided_reshape(&S->vals.data[xv].md, n->ndims[0], n->shapes[0], &view)) {
+        S->ent_val[dn_out_entry(S, n)] = dn_alias_new(S, xv, &view);
+        return GR_OK;
+    }
     if (!st) st = dn_plain(S, n, xv, &xv);
     if (st) return st;
     dnnl_memory_desc_t omd;
@@ -610,11 +664,34 @@ gr_status dn_op_reshape(dn_state *S, const rt_json_node *n, const dn_comp *comp)
     return GR_OK;
 }
 
+/* md's elements fill its bytes (no slice of a larger buffer) */
+static bool dense(const dnnl_memory_desc_t *md) {
+    int64_t n = 1;
+    for (int i = 0; i < md->ndims; i++) n *= md->dims[i];
+    return dnnl_memory_desc_get_size(md) == (size_t)n * sizeof(float);
+}
+
+/* Entry e is read by matmuls only, which take any strides (dn_op_matmul: attention's per-head
+ * Q, K^T and V, permuted views of the projections, read in place), or, unless no_scale, by a
+ * scaling by a constant whose result matmuls alone read (torch's q / sqrt(d) before QK^T: the
+ * eltwise keeps a dense view's layout; a slice it would copy) */
+static bool matmuls_only(dn_state *S, int e, bool no_scale) {
+    if (S->is_head[e] || !S->cons[e].len) return false;
+    float c;
+    for (uint32_t i = 0; i < S->cons[e].len; i++) {
+        const rt_json_node *k = S->cons[e].data[i];
+        bool scale = !no_scale && (k->op == IR_OP_MULTIPLY || k->op == IR_OP_DIVIDE) && dn_arg_entry(S, k, 0) == e &&
+                     dn_scalar_const(S, dn_arg_entry(S, k, 1), &c) && !dn_in_composite(k);
+        if (k->op != IR_OP_MATMUL && !(scale && matmuls_only(S, dn_out_entry(S, k), true))) return false;
+    }
+    return true;
+}
+
 /* A permute is a view of its input, without a copy, when the input's layout permuted is the
  * plain output (channels-last NCHW read as NHWC), or when it is the channels-last layout of
  * the output (plain NHWC read as NCHW) and the output is not a region output: its consumers
- * then read it channels-last, or reorder it as this permute would have. Otherwise a reorder
- * of the plain input into the plain output. */
+ * then read it channels-last, or reorder it as this permute would have; or when matmuls alone
+ * read it. Otherwise a reorder of the plain input into the plain output. */
 gr_status dn_op_permute(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
@@ -628,12 +705,14 @@ gr_status dn_op_permute(dn_state *S, const rt_json_node *n, const dn_comp *comp)
     dn_channels_last(&cl, &omd);
     bool view = !S->opts.no_layout_plan && dnnl_memory_desc_permute_axes(&pmd, &S->vals.data[xv].md, perm) == dnnl_success;
     if (view) dn_md_canon(&pmd);
-    if (view && (dnnl_memory_desc_equal(&pmd, &omd) || (!S->is_head[e] && nd >= 3 && dnnl_memory_desc_equal(&pmd, &cl)))) {
+    if (view && (dnnl_memory_desc_equal(&pmd, &omd) || (!S->is_head[e] && nd >= 3 && dnnl_memory_desc_equal(&pmd, &cl)) ||
+                 matmuls_only(S, e, !dense(&S->vals.data[xv].md)))) {
         S->ent_val[e] = dn_alias_new(S, xv, &pmd);
         S->stats.nviews++;
         return GR_OK;
     }
-    if ((st = dn_plain(S, n, xv, &xv))) return st;
+    /* (a strided view is reordered from directly) */
+    if (!dn_strided(&S->vals.data[xv].md) && (st = dn_plain(S, n, xv, &xv))) return st;
     dnnl_status_t ds = dnnl_memory_desc_permute_axes(&pmd, &S->vals.data[xv].md, perm);
     if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid permutation");
     dnnl_primitive_desc_t pd;
@@ -661,12 +740,14 @@ static int tuple_ints(const rt_json_node *n, uint32_t k, int64_t *out, int max) 
 
 /* A slice can stay a dn_strided view of its input when every consumer reads its sources through
  * a reorder of its own: convolutions (into the layout their kernel picks) and concats
- * (ShuffleNet's split halves: into the concat's or the shuffle's layout). */
+ * (ShuffleNet's split halves: into the concat's or the shuffle's layout); or reshapes, which
+ * view it with strides or copy it (dn_op_reshape). */
 static bool slice_as_view(dn_state *S, int e) {
     if (S->is_head[e] || S->cons[e].len == 0) return false;
     for (uint32_t i = 0; i < S->cons[e].len; i++) {
         const rt_json_node *c = S->cons[e].data[i];
-        if (c->op == IR_OP_CONV2D ? dn_arg_entry(S, c, 0) != e : c->op != IR_OP_CONCAT) return false;
+        if (c->op == IR_OP_CONV2D ? dn_arg_entry(S, c, 0) != e : c->op != IR_OP_CONCAT && c->op != IR_OP_RESHAPE)
+            return false;
     }
     return true;
 }

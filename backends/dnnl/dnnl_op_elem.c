@@ -461,6 +461,85 @@ gr_status dn_op_softmax(dn_state *S, const rt_json_node *n, const dn_comp *comp)
     return dn_finish(S, n, pd, args, 1, NULL, 0, NULL);
 }
 
+/* ----------------------------------------------------------------- where ---- */
+
+/* where(c, x, y) with a constant condition c and a one-element constant y (chk_where; GPT-2's
+ * causal mask where(tril, scores, finfo.min)): oneDNN 2.6 has no select, so it is
+ * max(min(x, A), B), with A = c ? +inf : y and B = c ? -inf : y in c's shape (for
+ * where(c, y, x) the other way round), one binary primitive with a binary post-op. Exact
+ * for every x that is not NaN, infinities and -0 included (an additive mask is not: inf + -inf,
+ * and x + finfo.min rounds); a NaN x where x is taken comes out +inf (oneDNN's min, as x86's
+ * minps, returns its second operand when one is NaN), where y is taken y. */
+gr_status dn_op_where(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    (void)comp;
+    int c = dn_arg_entry(S, n, 0), a = dn_arg_entry(S, n, 1), b = dn_arg_entry(S, n, 2), xv = -1;
+    float y;
+    bool take_x = dn_scalar_const(S, b, &y);   /* where(c, x, y): x where c holds */
+    if (!take_x && !dn_scalar_const(S, a, &y)) return dn_fail(S, n, dnnl_success, "where with no one-element constant branch");
+    rt_tensor *ct = c >= 0 ? dn_const_tensor(S, c) : NULL;
+    int nd = n->ndims[0], cn = c >= 0 ? dn_entry_ndim(S, c) : -1;
+    if (!ct || cn > nd) return dn_fail(S, n, dnnl_success, "where whose condition is not a constant");
+    gr_status st = dn_need_val(S, n, take_x ? a : b, &xv);
+    if (!st) st = dn_plain(S, n, xv, &xv);
+    if (st) return st;
+    /* A and B in c's shape when it broadcasts along leading axes only, else in the result's;
+     * the primitive sees x as [M, K] and them as [1, K] (jit kernels take that broadcast, not
+     * [1, 1, S, S] over [1, H, S, S]) */
+    const int64_t *xd = S->vals.data[xv].md.dims, *cs = dn_entry_shape(S, c);
+    int p = 0;
+    while (p < nd && (p < nd - cn || cs[p - (nd - cn)] == 1)) p++;
+    for (int i = p; i < nd; i++)
+        if (i < nd - cn || cs[i - (nd - cn)] != xd[i]) p = 0;
+    int64_t M = 1, K = 1;
+    for (int i = 0; i < nd; i++) *(i < p ? &M : &K) *= xd[i];
+    float *lo = dn_owned_alloc(S, sizeof(float) * (size_t)K), *hi = dn_owned_alloc(S, sizeof(float) * (size_t)K);
+    if (!lo || !hi) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    for (int64_t i = 0; i < K; i++) {
+        /* element i of the result's last nd - p axes, read in c (broadcast) */
+        int64_t ci = 0, rem = i, cstride = 1;
+        for (int d = nd - 1; d >= p; d--) {
+            int64_t xi = rem % xd[d], cdim = d < nd - cn ? 1 : cs[d - (nd - cn)];
+            rem /= xd[d];
+            if (cdim != 1) ci += xi * cstride;
+            cstride *= cdim;
+        }
+        bool keep = (rt_tensor_get_f64(ct, ci) != 0) == take_x;
+        lo[i] = keep ? INFINITY : y;
+        hi[i] = keep ? -INFINITY : y;
+    }
+    dnnl_memory_desc_t md1, x2, xmd = S->vals.data[xv].md;
+    dn_plain_md(&md1, 2, (int64_t[]){1, K});
+    dn_plain_md(&x2, 2, (int64_t[]){M, K});
+    int av = dn_val_new(S, V_OWNED, &md1), bv = dn_val_new(S, V_OWNED, &md1);
+    S->vals.data[av].ptr = lo;
+    S->vals.data[bv].ptr = hi;
+    dnnl_binary_desc_t desc;
+    dnnl_status_t ds = dnnl_binary_desc_init(&desc, dnnl_binary_min, &x2, &md1, &x2);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "invalid where");
+    dn_arg args[4];
+    int na = 0;
+    dnnl_primitive_attr_t attr;
+    if ((st = dn_make_attr(S, n, NULL, 0, 2, &attr, args, &na))) return st;
+    dnnl_post_ops_t po;
+    dnnl_post_ops_create(&po);
+    dnnl_post_ops_append_binary(po, dnnl_binary_max, &md1);
+    dnnl_primitive_attr_set_post_ops(attr, po);
+    dnnl_post_ops_destroy(po);
+    dnnl_primitive_desc_t pd;
+    S->ref_why = "no jit binary for the where's [M, K] and [1, K] operands";
+    ds = dnnl_primitive_desc_create(&pd, &desc, attr, S->eng, NULL);
+    dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "oneDNN rejects the where's binary primitive");
+    if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
+    args[na++] = (dn_arg){DNNL_ARG_SRC_0, xv, x2, NULL};
+    args[na++] = (dn_arg){DNNL_ARG_SRC_1, av, md1, NULL};
+    args[na++] = (dn_arg){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, bv, md1, NULL};
+    if ((st = dn_finish(S, n, pd, args, na, NULL, 0, &x2))) return st;
+    int e = dn_out_entry(S, n);
+    S->ent_val[e] = dn_alias_new(S, S->ent_val[e], &xmd);
+    return GR_OK;
+}
+
 /* --------------------------------------------------------- normalization ---- */
 
 gr_status dn_op_layer_norm(dn_state *S, const rt_json_node *n, const dn_comp *comp) {

@@ -57,10 +57,11 @@ static int64_t collapse_rows(dn_state *S, int nd, const dnnl_memory_desc_t *amd,
     return rows * amd->dims[nd - 2];
 }
 
-static bool gemm_impl(const_dnnl_primitive_desc_t pd) {
+/* pd's implementation name starts with `what` */
+static bool impl_is(const_dnnl_primitive_desc_t pd, const char *what) {
     const char *impl = NULL;
     return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
-           !strncmp(impl, "gemm", 4);
+           !strncmp(impl, what, strlen(what));
 }
 
 /* ---- graft's own product for few rows (dnnl_gemv.c) ----
@@ -153,7 +154,85 @@ static gr_status gemv_matmul(dn_state *S, const rt_json_node *n, int av, int bv,
     return st;
 }
 
+/* A non-plain dn_strided view of the product's rank (a permute that matmuls alone read, see
+ * dn_op_permute): read in place. oneDNN 2.6's brgemm and gemm:jit take any strides, so the
+ * per-head transposes of attention are no copies. bert_encoder, 1 thread, min per primitive
+ * over 30 runs: its 12 attention matmuls and 24 transposes 0.67-0.69 ms, the 12 matmuls on
+ * views 0.57-0.58 (QK^T slower on views, 0.29 -> 0.36, the copies gone; K^T alone copied:
+ * 0.58-0.62, as good, so no exception for it). */
+static bool in_place_view(const dnnl_memory_desc_t *md, int nd) {
+    return nd >= 3 && md->ndims == nd && dn_strided(md) && !dn_is_plain(md);
+}
+
+/* The dst of matmul n (without post-ops, not a region output) whose sole consumer is a permute:
+ * in the layout that makes the permute's plain output a view of it (attention's heads merged
+ * back, [B, H, S, D] -> [B, S, H, D]), else false. */
+static bool permuted_dst(dn_state *S, const rt_json_node *n, int nd, dnnl_memory_desc_t *dst) {
+    int e = dn_out_entry(S, n), perm[DNNL_MAX_NDIMS], inv[DNNL_MAX_NDIMS];
+    const rt_json_node *p = S->cons[e].len == 1 ? S->cons[e].data[0] : NULL;
+    if (S->opts.no_layout_plan || S->is_head[e] || !p || p->op != IR_OP_PERMUTE_DIMS || dn_in_composite(p) ||
+        p->ndims[0] != nd || !dn_permute_perm(p, nd, perm))
+        return false;
+    for (int i = 0; i < nd; i++) inv[perm[i]] = i;
+    dnnl_memory_desc_t pom;
+    dn_plain_md(&pom, nd, p->shapes[0]);
+    return dnnl_memory_desc_permute_axes(dst, &pom, inv) == dnnl_success;
+}
+
+/* md (3-D) with a leading unit dim */
+static void lead_unit(dnnl_memory_desc_t *md) {
+    dnnl_dims_t d = {1}, str;
+    const int64_t *s = md->format_desc.blocking.strides;
+    str[0] = s[0] * md->dims[0];
+    for (int i = 0; i < md->ndims; i++) {
+        d[i + 1] = md->dims[i];
+        str[i + 1] = s[i];
+        if (s[i] * md->dims[i] > str[0]) str[0] = s[i] * md->dims[i];
+    }
+    int64_t off = md->offset0;
+    dnnl_memory_desc_init_by_strides(md, md->ndims + 1, d, dnnl_f32, str);
+    md->offset0 = off;
+}
+
+/* pd, reading views, is not on brgemm while the product of plain copies would be (views
+ * brgemm does not take: GPT-2's q, k, v pieces of its fused projection, rows 3 H D apart). On
+ * gemm:jit views lost where copies kept brgemm (torch's 3-D heads before lead_unit,
+ * encoder_seqfirst, 1 thread, min per primitive: attention 0.28 ms with copies, 0.33 on views);
+ * where gemm:jit is all there is (AVX2) views win (bert_encoder's attention 1.19-1.21 ->
+ * 1.07-1.08 ms, encoder_seqfirst's 0.44-0.45 -> 0.42). */
+static bool views_lose_brgemm(dn_state *S, const rt_json_node *n, const_dnnl_primitive_desc_t pd,
+                              const dnnl_memory_desc_t *amd, const dnnl_memory_desc_t *bmd, const dnnl_memory_desc_t *dst,
+                              const dn_step *steps, int k) {
+    if (impl_is(pd, "brg")) return false;
+    dnnl_memory_desc_t pa, pb, pdst;
+    dnnl_matmul_desc_t desc;
+    dnnl_primitive_desc_t ppd;
+    dn_arg args[4 + DN_MAX_STEPS];
+    int used = 0, na = 0, nd = amd->ndims;
+    dn_plain_like(&pa, amd);
+    dn_plain_like(&pb, bmd);
+    dn_plain_like(&pdst, dst);
+    if (dnnl_matmul_desc_init(&desc, &pa, &pb, NULL, &pdst) != dnnl_success ||
+        dn_fuse_create(S, n, &desc, nd, steps, k, &ppd, &used, args, &na) != GR_OK) {
+        if (S->diag) gr_diag_clear(S->diag);
+        return false;
+    }
+    bool brg = impl_is(ppd, "brg");
+    dnnl_primitive_desc_destroy(ppd);
+    return brg;
+}
+
+/* which views a matmul may use: operands read in place, a permuted dst */
+enum { VIEW_SRC = 1, VIEW_DST = 2 };
+
+static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp, int views);
+
 gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
+    return matmul(S, n, comp, VIEW_SRC | VIEW_DST);
+}
+
+/* views: VIEW_* taken where they come (else plain operands and dst) */
+static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp, int views) {
     int a = dn_arg_entry(S, n, 0), b = dn_arg_entry(S, n, 1), av = -1, bv = -1;
     /* "dense": the weights are permute_dims(w) of the last two axes; w is read transposed */
     bool tr = comp && comp->b >= 0;
@@ -164,13 +243,18 @@ gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
     int nd = n->ndims[0];
     if (dn_entry_ndim(S, a) < 2 || dn_entry_ndim(S, b) < 2 || nd > 6)
         return dn_fail(S, n, dnnl_success, "matmul of 1-D operands is not supported");
-    st = dn_plain(S, n, av, &av);
-    if (st) return st;
     bool bconst = S->ent_node[b].node->kind == RT_JSON_CONST;
-    if (!bconst && (st = dn_plain(S, n, bv, &bv))) return st;
+    /* views outside fused composites only: nothing is consumed before the retry below */
+    if (comp) views = 0;
+    bool aview = (views & VIEW_SRC) && in_place_view(&S->vals.data[av].md, nd);
+    bool bview = (views & VIEW_SRC) && !bconst && in_place_view(&S->vals.data[bv].md, nd);
+    if (!aview && (st = dn_plain(S, n, av, &av))) return st;
+    if (!bconst && !bview && (st = dn_plain(S, n, bv, &bv))) return st;
     dnnl_memory_desc_t amd, bmd, bany, dst, biasmd;
-    dn_plain_expand(&amd, &S->vals.data[av].md, nd);
+    if (aview) amd = S->vals.data[av].md;
+    else dn_plain_expand(&amd, &S->vals.data[av].md, nd);
     if (tr) transposed_md(&bmd, nd, S->vals.data[bv].md.ndims, S->vals.data[bv].md.dims);
+    else if (bview) bmd = S->vals.data[bv].md;
     else dn_plain_expand(&bmd, &S->vals.data[bv].md, nd);
     bany = bmd;
     if (bconst) dnnl_memory_desc_init_by_tag(&bany, nd, bmd.dims, dnnl_f32, dnnl_format_tag_any);
@@ -180,11 +264,14 @@ gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
     int k = dn_chain_of(S, n, comp, steps, true, nd, n->shapes[0], &ignore);
     int biasv = -1;
     int64_t N = n->shapes[0][nd - 1];
-    bool bias = dn_take_bias(S, steps, &k, nd - 1, nd, N, &biasv);
+    /* (a product of activations outside a composite takes no bias: nothing is consumed
+     * before the retry on plain copies below; a constant add is a binary post-op then) */
+    bool bias = (comp || bconst) && dn_take_bias(S, steps, &k, nd - 1, nd, N, &biasv);
     /* collapsed: the primitive sees 2-D views of src, dst and the post-op operands (the entries
      * of those are swapped for views until the primitive is emitted); the result is a view
      * with the result's shape */
-    int64_t rows = collapse_rows(S, nd, &amd, &bmd, steps, k, n->shapes[0]);
+    int64_t rows = aview || bview ? 0 : collapse_rows(S, nd, &amd, &bmd, steps, k, n->shapes[0]);
+    bool dview = (views & VIEW_DST) && !bconst && !k && !bias && permuted_dst(S, n, nd, &dst);
     if (bconst) {
         /* few rows (all batch elements' over weights without a batch): graft's own product */
         int64_t grows = amd.dims[nd - 2];
@@ -239,6 +326,15 @@ gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
             }
         }
     }
+    /* 3-D views seen as 4-D with a leading unit dim: oneDNN 2.6's brgemm takes strided
+     * [1, B*H, S, D] (acbd-like) operands and dst, not the same strides in 3-D (gemm:jit) */
+    if ((aview || bview || dview) && nd == 3) {
+        lead_unit(&amd);
+        lead_unit(&bmd);
+        lead_unit(&dst);
+        bany = bmd;
+        pnd = 4;
+    }
     if (bias) dn_plain_expand(&biasmd, &S->vals.data[biasv].md, pnd);
     dnnl_matmul_desc_t desc;
     dnnl_status_t ds = dnnl_matmul_desc_init(&desc, &amd, &bany, biasv >= 0 ? &biasmd : NULL, &dst);
@@ -274,7 +370,7 @@ gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
      * after prepare (runtime/json/json_runtime.h "Constant ownership"), so it costs no memory. */
     int64_t mrows = dst.dims[pnd - 2], kdim = amd.dims[pnd - 1], ncols = dst.dims[pnd - 1];
     if (!st && placed && S->opts.transpose_weights && pnd <= 4 && mrows >= 16 && mrows < 512 && ncols > kdim &&
-        gemm_impl(pd)) {
+        impl_is(pd, "gemm")) {
         static const dnnl_format_tag_t TR[5] = {0, 0, dnnl_ba, dnnl_acb, dnnl_abdc};
         dnnl_memory_desc_t btr;
         dnnl_primitive_desc_t tpd;
@@ -283,7 +379,7 @@ gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
         if (dnnl_memory_desc_init_by_tag(&btr, pnd, bmd.dims, dnnl_f32, TR[pnd]) == dnnl_success &&
             dnnl_matmul_desc_init(&pdesc, &amd, &btr, biasv >= 0 ? &biasmd : NULL, &dst) == dnnl_success &&
             dn_fuse_create(S, n, &pdesc, pnd, steps, k, &tpd, &tused, targs, &tna) == GR_OK) {
-            if (tused == k && gemm_impl(tpd)) {
+            if (tused == k && impl_is(tpd, "gemm")) {
                 dnnl_primitive_desc_destroy(pd);
                 pd = tpd;
                 used = tused;
@@ -302,9 +398,16 @@ gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
         dnnl_primitive_desc_destroy(pd);
         while (nsaved--) S->ent_val[saved_e[nsaved]] = saved_v[nsaved];
         S->bf16 = false;
-        st = dn_op_matmul(S, n, comp);
+        st = matmul(S, n, comp, views);
         S->bf16 = true;
         return st;
+    }
+    if ((aview || bview || dview) && (st || dn_pd_is_ref(pd) || views_lose_brgemm(S, n, pd, &amd, &bmd, &dst, steps, k))) {
+        /* oneDNN rejects these strides or has no jit kernel for them, or they cost the
+         * product its brgemm kernel: plain copies of the operands, then a plain dst too */
+        if (st && S->diag) gr_diag_clear(S->diag);
+        if (!st) dnnl_primitive_desc_destroy(pd);
+        return matmul(S, n, comp, aview || bview ? views & ~VIEW_SRC : 0);
     }
     if (st) {
         while (nsaved--) S->ent_val[saved_e[nsaved]] = saved_v[nsaved];
@@ -328,10 +431,8 @@ gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
     int e = dn_chain_out(S, n, steps, used);
     st = dn_finish(S, n, pd, args, na, steps, used, &dst);
     while (nsaved--) S->ent_val[saved_e[nsaved]] = saved_v[nsaved];
-    if (!st && rows) {
-        S->ent_val[e] = dn_alias_new(S, S->ent_val[e], &dst_nd);
-        S->stats.ncollapsed++;
-    }
+    if (!st && (rows || pnd != nd)) S->ent_val[e] = dn_alias_new(S, S->ent_val[e], &dst_nd);
+    if (!st && rows) S->stats.ncollapsed++;
     if (!st && bf16_dst) st = dn_bf16_settle(S, n, e);
     return st;
 }

@@ -13,8 +13,8 @@
  *                           its attrs, clip's bounds from its args)
  *              DN_K_BIN     binary: algorithm (undef: only as an eltwise with a scalar operand)
  *              DN_K_RED     reduction: algorithm
- *              DN_K_OWN     checked by its own pattern file alone (dnnl_rnn/vol_patterns.c),
- *                           without the common float32 checks of single ops
+ *              DN_K_OWN     checked by its own check alone (dnnl_rnn/vol_patterns.c, where's
+ *                           chk_where), without the common float32 checks of single ops
  *   check      the codegen's check (backends/dnnl/dnnl_patterns.c, chk_*)
  *   handler    the engine's builder (backends/dnnl/dnnl_op_*.c, dn_op_*)
  *   algorithm  dnnl_alg_kind_t, with its alpha and beta */
@@ -77,6 +77,8 @@ enum { DN_K_ANCHOR, DN_K_PRIM, DN_K_ELT, DN_K_BIN, DN_K_RED, DN_K_OWN };
     X(PERMUTE_DIMS, DN_K_PRIM, chk_none, dn_op_permute, dnnl_alg_kind_undef, 0.f, 0.f)                  \
     X(STRIDED_SLICE, DN_K_PRIM, chk_strided_slice, dn_op_strided_slice, dnnl_alg_kind_undef, 0.f, 0.f)  \
     X(SPLIT, DN_K_PRIM, chk_none, dn_op_split, dnnl_alg_kind_undef, 0.f, 0.f)                           \
+    /* where with a constant condition (its condition is no float32 tensor: checked alone) */      \
+    X(WHERE, DN_K_OWN, chk_where, dn_op_where, dnnl_alg_kind_undef, 0.f, 0.f)                         \
     /* recurrent layers (dnnl_rnn.c, backends/dnnl/dnnl_rnn_patterns.c) */                            \
     X(LSTM, DN_K_OWN, dnnl_rnn_check, op_rnn, dnnl_alg_kind_undef, 0.f, 0.f)                         \
     X(GRU, DN_K_OWN, dnnl_rnn_check, op_rnn, dnnl_alg_kind_undef, 0.f, 0.f)                          \

@@ -15,6 +15,12 @@ static bool is_anchor(const rt_json_node *n) {
     return r && r->kind == DN_K_ANCHOR;
 }
 
+/* A matmul whose weights are no constant */
+static bool activation_product(dn_state *S, const rt_json_node *n) {
+    int b = n->op == IR_OP_MATMUL ? dn_arg_entry(S, n, 1) : -1;
+    return b >= 0 && S->ent_node[b].node->kind != RT_JSON_CONST;
+}
+
 /* The entry n's primitive produces with its first k post-op steps: the last step's, a folded
  * bias add's (pending_out), else n's own output. */
 int dn_chain_out(dn_state *S, const rt_json_node *n, const dn_step *steps, int k) {
@@ -196,9 +202,11 @@ int dn_chain_of(dn_state *S, const rt_json_node *n, const dn_comp *comp, dn_step
         k = nofuse ? 0 : comp->k;
         memcpy(steps, comp->steps, sizeof(dn_step) * (size_t)k);
         if (comp->k) last = comp->steps[comp->k - 1].out;
-    } else if (fuse && !nofuse && !is_anchor(n)) {
+    } else if (fuse && !nofuse && (!is_anchor(n) || activation_product(S, n))) {
         /* convolutions and matmuls get post-ops from their composite only; chains of single
-         * ops after other primitives (pool -> relu, resize -> add) still fold */
+         * ops after other primitives (pool -> relu, resize -> add) still fold, and after a
+         * product of two activations (attention's QK^T: its scale and mask), which no
+         * composite takes */
         k = dn_collect_chain(S, dn_out_entry(S, n), steps, DN_MAX_STEPS);
         if (k) last = steps[k - 1].out;
     }

@@ -69,6 +69,7 @@ gr_status dn_single_src_create(dn_state *S, const rt_json_node *n, int xv, const
 gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_elemwise(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_softmax(dn_state *S, const rt_json_node *n, const dn_comp *comp);
+gr_status dn_op_where(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_layer_norm(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_batch_norm(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp);

@@ -294,6 +294,30 @@ static const char *chk_strided_slice(const ir_call *c, ir_ctx_t *ctx) {
     return NULL;
 }
 
+/* where(c, x, y) as the engine builds it (dn_op_where): a constant condition c that broadcasts
+ * to the result, one branch a one-element float32 constant, the other a float32 tensor of the
+ * result's shape (GPT-2's causal mask: where(tril, scores, finfo.min)) */
+static const char *chk_where(const ir_call *c, ir_ctx_t *ctx) {
+    (void)ctx;
+    if (c->nargs != 3) return "where without three arguments";
+    const ir_expr *cond = c->args[0];
+    int64_t cs[RT_MAX_NDIM], os[RT_MAX_NDIM];
+    int32_t cn, on;
+    if (!f32_static(c->base.sinfo, os, &on)) return "result is not a float32 tensor of known rank";
+    const ir_sinfo *ci = cond->sinfo;
+    if (cond->kind != IR_CONST || !ci || ci->kind != IR_SINFO_TENSOR || ci->ndim < 0 || ci->ndim > on)
+        return "where whose condition is not a constant (a select oneDNN 2.6 does not have)";
+    cn = ci->ndim;
+    for (int32_t i = 0; i < cn; i++)
+        if (!ir_prim_is_int(ci->dims[i], &cs[i]) || (cs[i] != 1 && cs[i] != os[on - cn + i]))
+            return "where whose condition does not broadcast to the result";
+    int k = scalar_expr(c->args[2]) ? 1 : scalar_expr(c->args[1]) ? 2 : 0;
+    if (!k) return "where with no one-element constant branch";
+    if (!is_tensor_leaf(c->args[k]) || !same_shape(c->args[k]->sinfo, c->base.sinfo))
+        return "where whose tensor branch is not a float32 tensor of the result's shape";
+    return NULL;
+}
+
 typedef struct dnnl_op_entry {
     ir_op_id op;
     int kind;                     /* DN_K_* (backends/dnnl/dnnl_op_table.h) */

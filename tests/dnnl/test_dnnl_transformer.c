@@ -6,6 +6,7 @@
  * primitive on oneDNN's reference kernels (make test runs this suite under
  * ONEDNN_MAX_CPU_ISA=AVX2 too). */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,8 @@
 #include "ir/text/parser.h"
 #include "ir/transform/transform.h"
 #include "runtime/exec/executor.h"
+#include "runtime/kernels/const_eval.h"
+#include "runtime/module.h"
 #include "tests/compare_util.h"
 #include "tests/dnnl/dnnl_test_util.h"
 
@@ -35,24 +38,33 @@ static rt_tensor *rand_tensor(const ir_sinfo *s, uint32_t *seed) {
     return t;
 }
 
-static void run_main(const ir_module *m, uint32_t seed, rt_value *out) {
+/* main's inputs random from seed, or, with `fill` (nfill values), fill repeated */
+static void run_main(const ir_module *m, uint32_t seed, const float *fill, int nfill, rt_value *out) {
     rt_exec_t *x = NULL;
     gr_diag d = {0};
     cr_assert_eq(rt_exec_new(m, "main", &x, &d), GR_OK, "%s", d.msg);
     uint32_t n = rt_exec_num_inputs(x);
     rt_value in[8];
     cr_assert_leq(n, 8);
-    for (uint32_t i = 0; i < n; i++) in[i] = rt_value_tensor(rand_tensor(rt_exec_input_sinfo(x, i), &seed));
+    for (uint32_t i = 0; i < n; i++) {
+        rt_tensor *t = rand_tensor(rt_exec_input_sinfo(x, i), &seed);
+        float *p = rt_tensor_data(t);
+        for (int64_t k = 0; fill && k < rt_tensor_numel(t); k++) p[k] = fill[k % nfill];
+        in[i] = rt_value_tensor(t);
+    }
     cr_assert_eq(rt_exec_run(x, in, n, out, &d), GR_OK, "%s", d.msg);
     for (uint32_t i = 0; i < n; i++) rt_value_clear(&in[i]);
     rt_exec_free(x);
 }
 
-/* `want`: composite names, each expected at least once ("" for none) */
-static void tt_case(const char *text, const char *const *want, uint32_t seed) {
-    ir_ctx_t *ctx = ir_ctx_new();
+/* text with its w / b params bound as random constants (*bound) and partitioned for dnnl
+ * (*part), which must leave nothing on the host and take each composite of `want` at least
+ * once; both live in ctx */
+static void tt_partition(ir_ctx_t *ctx, const char *text, const char *const *want, uint32_t seed, ir_module **bound_out,
+                         ir_module **part_out) {
     gr_diag d = {0};
     ir_module *m = NULL, *bound = NULL, *opt = NULL, *part = NULL;
+    rt_const_eval_attach(ctx); /* FoldConstant evaluates calls on constants (a mask from w > 0) */
     cr_assert_eq(ir_parse_module(ctx, "case", text, strlen(text), &m, &d), GR_OK, "%s\n%s", d.msg, text);
     const ir_func *f = ir_module_func(m, "main");
     const char *names[8];
@@ -89,18 +101,47 @@ static void tt_case(const char *text, const char *const *want, uint32_t seed) {
         cr_expect(strstr(got, key) != NULL, "want %s, got%s", *w, got);
     }
     json_decref(rep);
+    byoc_notes_free(&notes);
+    *bound_out = bound;
+    *part_out = part;
+}
+
+/* reorder primitives in part's prepared dnnl regions */
+static uint32_t tt_reorders(const ir_module *part) {
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < rt_module_count(part); k++) {
+        const void *state;
+        for (uint32_t q = 0; (state = rt_json_module_state(rt_module_at(part, k), q)); q++)
+            for (uint32_t p = 0; p < rt_dnnl_num_prims(state); p++) {
+                rt_dnnl_prim_info pi;
+                n += rt_dnnl_prim(state, p, &pi) && !strcmp(pi.kind, "reorder");
+            }
+    }
+    return n;
+}
+
+/* `want`: composite names, each expected at least once ("" for none); at most max_reorders
+ * reorder primitives (-1: any number) */
+static void tt_case_reorders(const char *text, const char *const *want, uint32_t seed, int max_reorders) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *bound = NULL, *part = NULL;
+    tt_partition(ctx, text, want, seed, &bound, &part);
     rt_value a = {0}, b = {0};
-    run_main(bound, seed, &a);
-    run_main(part, seed, &b);
+    run_main(bound, seed, NULL, 0, &a);
+    run_main(part, seed, NULL, 0, &b);
+    if (max_reorders >= 0)
+        cr_expect_leq(tt_reorders(part), (uint32_t)max_reorders, "%u reorders, expected <= %d", tt_reorders(part),
+                      max_reorders);
     cr_assert_eq(a.kind, RT_VAL_TENSOR);
     cr_assert_eq(b.kind, RT_VAL_TENSOR);
     tc_expect_tensor(b.u.t, a.u.t, (gr_cmp_opts){.atol = TT_ATOL, .rtol = TT_RTOL}, "dnnl against the reference");
     rt_value_clear(&a);
     rt_value_clear(&b);
     dt_expect_no_ref("transformer block", true);
-    byoc_notes_free(&notes);
     ir_ctx_free(ctx);
 }
+
+static void tt_case(const char *text, const char *const *want, uint32_t seed) { tt_case_reorders(text, want, seed, -1); }
 
 #define HDR "@I.ir_module\nclass Module:\n    @R.function\n"
 #define F32(shape) "R.Tensor(" shape ", dtype=\"float32\")"
@@ -206,4 +247,130 @@ Test(dnnl_transformer, split_unused_view_and_copied_pieces) {
                 "            c = R.nn.conv2d(a, w, padding=[1, 1, 1, 1])\n"
                 "            gv = R.add(c, b)\n" END,
             WANT("dnnl.split"), 7);
+}
+
+/* GPT-2's causal attention: scores scaled, where(mask, scores, finfo.min) with a constant mask
+ * (here a random one, folded from w > 0), softmax, V */
+Test(dnnl_transformer, causal_where_attention) {
+    tt_case(HDR "    def main(x: " F32("(1, 12, 32)") ", w: " F32("(32, 96)") ", wm: " F32("(1, 1, 12, 12)") "):\n"
+                "        with R.dataflow():\n"
+                "            lv = R.matmul(x, w)\n"
+                "            sp = R.split(lv, indices_or_sections=[32, 64], axis=2)\n"
+                "            q = sp[0]\n"
+                "            k = sp[1]\n"
+                "            v = sp[2]\n"
+                "            q1 = R.permute_dims(R.reshape(q, R.shape([1, 12, 4, 8])), axes=[0, 2, 1, 3])\n"
+                "            k1 = R.permute_dims(R.reshape(k, R.shape([1, 12, 4, 8])), axes=[0, 2, 3, 1])\n"
+                "            v1 = R.permute_dims(R.reshape(v, R.shape([1, 12, 4, 8])), axes=[0, 2, 1, 3])\n"
+                "            sc = R.divide(R.matmul(q1, k1), R.const(2.8284271, \"float32\"))\n"
+                "            c = R.greater(wm, R.const(0.0, \"float32\"))\n"
+                "            ms = R.where(c, sc, R.const(-3.4028234663852886e+38, \"float32\"))\n"
+                "            pr = R.nn.softmax(ms, axis=-1)\n"
+                "            gv = R.matmul(pr, v1)\n" END,
+            WANT("dnnl.where", "dnnl.nn.softmax"), 8);
+}
+
+/* the constant on the true side and a mask broadcast along the last axis (no leading-axes
+ * broadcast: the min / max operands in the result's shape) */
+Test(dnnl_transformer, where_constant_first_inner_broadcast) {
+    tt_case(HDR "    def main(x: " F32("(2, 3, 5, 7)") ", wm: " F32("(3, 5, 1)") "):\n"
+                "        with R.dataflow():\n"
+                "            c = R.less(wm, R.const(0.0, \"float32\"))\n"
+                "            gv = R.where(c, R.const(-1e4, \"float32\"), x)\n" END,
+            WANT("dnnl.where"), 9);
+}
+
+/* where(c, x, finfo.min) is exact on infinities, -0 and the largest finite values (an additive
+ * mask is not: inf + -inf is NaN, x + finfo.min rounds): the same bits as the reference, but
+ * for a NaN x where x is taken, which comes out +inf (dn_op_where says why; masked NaNs give
+ * finfo.min). Denormals stay out: the engine flushes them while it runs (dnnl.denormals). */
+Test(dnnl_transformer, where_exact_on_infinities) {
+    ir_ctx_t *ctx = ir_ctx_new();
+    ir_module *bound = NULL, *part = NULL;
+    tt_partition(ctx,
+                 HDR "    def main(x: " F32("(1, 2, 3, 8)") ", wm: " F32("(1, 1, 3, 8)") "):\n"
+                     "        with R.dataflow():\n"
+                     "            c = R.greater(wm, R.const(0.0, \"float32\"))\n"
+                     "            gv = R.where(c, x, R.const(-3.4028234663852886e+38, \"float32\"))\n" END,
+                 WANT("dnnl.where"), 10, &bound, &part);
+    static const float SPECIAL[] = {INFINITY, -INFINITY, -0.0f, 0.0f, 3.4e38f, -3.4e38f, 1.5f, -2.5f, NAN};
+    int ns = (int)(sizeof SPECIAL / sizeof SPECIAL[0]);
+    rt_value a = {0}, b = {0};
+    run_main(bound, 10, SPECIAL, ns, &a);
+    run_main(part, 10, SPECIAL, ns, &b);
+    cr_assert_eq(rt_tensor_numel(a.u.t), rt_tensor_numel(b.u.t));
+    const uint32_t *pa = rt_tensor_data(a.u.t), *pb = rt_tensor_data(b.u.t);
+    int64_t kept = 0;
+    for (int64_t k = 0; k < rt_tensor_numel(a.u.t); k++) {
+        uint32_t want = isnan(((const float *)rt_tensor_data(a.u.t))[k]) ? 0x7f800000u : pa[k];
+        cr_expect_eq(pb[k], want, "element %lld: dnnl %08x, reference %08x", (long long)k, pb[k], pa[k]);
+        kept += pa[k] != 0xff7fffffu;
+    }
+    /* both branches taken, infinities among the kept values */
+    cr_expect(kept > 0 && kept < rt_tensor_numel(a.u.t), "kept %lld of %lld", (long long)kept, (long long)rt_tensor_numel(a.u.t));
+    rt_value_clear(&a);
+    rt_value_clear(&b);
+    dt_expect_no_ref("where", true);
+    ir_ctx_free(ctx);
+}
+
+/* BERT's attention with a padding mask: per-head Q, K^T and V are strided views of the
+ * projections, QK^T takes the scale and the mask add as post-ops, PV writes the heads merged
+ * back ([1, H, S, D] read as [1, S, H, D]): no copy anywhere */
+Test(dnnl_transformer, bert_attention_heads_in_place) {
+    tt_case_reorders(HDR "    def main(x: " F32("(1, 12, 32)") ", m: " F32("(1, 1, 1, 12)") ", wq: " F32("(32, 32)")
+                     ", wk: " F32("(32, 32)") ", wv: " F32("(32, 32)") ", wo: " F32("(32, 32)") ", bq: " F32("(32,)") "):\n"
+                     "        with R.dataflow():\n"
+                     "            q = R.add(R.matmul(x, wq), bq)\n"
+                     "            k = R.matmul(x, wk)\n"
+                     "            v = R.matmul(x, wv)\n"
+                     "            q1 = R.permute_dims(R.reshape(q, R.shape([1, 12, 4, 8])), axes=[0, 2, 1, 3])\n"
+                     "            k1 = R.permute_dims(R.reshape(k, R.shape([1, 12, 4, 8])), axes=[0, 2, 3, 1])\n"
+                     "            v1 = R.permute_dims(R.reshape(v, R.shape([1, 12, 4, 8])), axes=[0, 2, 1, 3])\n"
+                     "            sc = R.divide(R.matmul(q1, k1), R.const(2.8284271, \"float32\"))\n"
+                     "            pr = R.nn.softmax(R.add(sc, m), axis=-1)\n"
+                     "            ctx = R.permute_dims(R.matmul(pr, v1), axes=[0, 2, 1, 3])\n"
+                     "            gv = R.matmul(R.reshape(ctx, R.shape([1, 12, 32])), wo)\n" END,
+                     WANT("dnnl.nn.softmax"), 11, 0);
+}
+
+/* a fused in-projection sliced in three (copies: a slice reshaped is no strided view), q scaled
+ * before QK^T (the scaling keeps the permuted view's layout), heads merged back before the
+ * out-projection: only the three slices copied. (torch's nn.MultiheadAttention writes 3-D heads,
+ * [B * H, S, D]: on such views oneDNN picks gemm:jit over brgemm, so those are copied where
+ * brgemm runs, dn_op_matmul) */
+Test(dnnl_transformer, fused_qkv_scaled_q) {
+    tt_case_reorders(HDR "    def main(x: " F32("(1, 12, 32)") ", w: " F32("(32, 96)") ", b: " F32("(96,)") ", wo: " F32("(32, 32)") "):\n"
+                     "        with R.dataflow():\n"
+                     "            p = R.add(R.matmul(x, w), b)\n"
+                     "            q = R.strided_slice(p, (R.prim_value(2),), (R.prim_value(0),), (R.prim_value(32),))\n"
+                     "            k = R.strided_slice(p, (R.prim_value(2),), (R.prim_value(32),), (R.prim_value(64),))\n"
+                     "            v = R.strided_slice(p, (R.prim_value(2),), (R.prim_value(64),), (R.prim_value(96),))\n"
+                     "            q1 = R.permute_dims(R.reshape(q, R.shape([1, 12, 4, 8])), axes=[0, 2, 1, 3])\n"
+                     "            k1 = R.permute_dims(R.reshape(k, R.shape([1, 12, 4, 8])), axes=[0, 2, 3, 1])\n"
+                     "            v1 = R.permute_dims(R.reshape(v, R.shape([1, 12, 4, 8])), axes=[0, 2, 1, 3])\n"
+                     "            q2 = R.divide(q1, R.const(2.8284271, \"float32\"))\n"
+                     "            pr = R.nn.softmax(R.matmul(q2, k1), axis=-1)\n"
+                     "            ctx = R.permute_dims(R.matmul(pr, v1), axes=[0, 2, 1, 3])\n"
+                     "            gv = R.matmul(R.reshape(ctx, R.shape([1, 12, 32])), wo)\n" END,
+                     WANT("dnnl.nn.softmax"), 12, 3);
+}
+
+/* torch's sequence-first nn.MultiheadAttention, its 3-D heads: on dnnl, no ref, whichever of
+ * views and copies its kernels take */
+Test(dnnl_transformer, seqfirst_mha_3d_heads) {
+    tt_case(HDR "    def main(x: " F32("(12, 2, 32)") ", w: " F32("(32, 96)") ", b: " F32("(96,)") ", wo: " F32("(32, 32)") "):\n"
+                "        with R.dataflow():\n"
+                "            p = R.add(R.matmul(x, w), b)\n"
+                "            q = R.strided_slice(p, (R.prim_value(2),), (R.prim_value(0),), (R.prim_value(32),))\n"
+                "            k = R.strided_slice(p, (R.prim_value(2),), (R.prim_value(32),), (R.prim_value(64),))\n"
+                "            v = R.strided_slice(p, (R.prim_value(2),), (R.prim_value(64),), (R.prim_value(96),))\n"
+                "            q1 = R.permute_dims(R.reshape(q, R.shape([12, 8, 8])), axes=[1, 0, 2])\n"
+                "            k1 = R.permute_dims(R.reshape(k, R.shape([12, 8, 8])), axes=[1, 2, 0])\n"
+                "            v1 = R.permute_dims(R.reshape(v, R.shape([12, 8, 8])), axes=[1, 0, 2])\n"
+                "            q2 = R.divide(q1, R.const(2.8284271, \"float32\"))\n"
+                "            pr = R.nn.softmax(R.matmul(q2, k1), axis=-1)\n"
+                "            ctx = R.permute_dims(R.matmul(pr, v1), axes=[1, 0, 2])\n"
+                "            gv = R.matmul(R.reshape(ctx, R.shape([24, 32])), wo)\n" END,
+            WANT("dnnl.nn.softmax"), 13);
 }
