@@ -451,8 +451,12 @@ static bool get_u32(dec *d, uint32_t *v, uint64_t max) {
 
 /* A count of items of at least one byte each: never more than the bytes left. */
 static bool get_n(dec *d, uint32_t *n) {
-    uint64_t left = (uint64_t)(d->end - d->p);
-    return get_u32(d, n, left < UINT32_MAX ? left : UINT32_MAX);
+    uint64_t u;
+    if (!get_u(d, &u)) return false;
+    /* the bytes left after the count itself */
+    if (u > (uint64_t)(d->end - d->p) || u > UINT32_MAX) return bad(d, "a count is larger than the bytes left");
+    *n = (uint32_t)u;
+    return true;
 }
 
 static bool get_i32(dec *d, int32_t *v) {

@@ -130,9 +130,15 @@ gr_status rt_json_graph_load_doc(const char *symbol, json_t *doc, rt_json_graph 
         }
         g->row_ptr[i] = (uint32_t)json_integer_value(r);
     }
+    /* each node's outputs are its declared shapes: row_ptr agrees before it sizes anything */
     size_t nin = 0, nent = g->row_ptr[g->nnodes];
     for (uint32_t i = 0; i < g->nnodes; i++) {
-        json_t *ins = json_object_get(json_array_get(nodes, i), "inputs");
+        json_t *jn = json_array_get(nodes, i), *ins = json_object_get(jn, "inputs");
+        json_t *shape = json_object_get(json_object_get(jn, "attrs"), "shape");
+        if (g->row_ptr[i + 1] - g->row_ptr[i] != json_array_size(shape)) {
+            st = rt_json__bad(d, symbol, "node_row_ptr disagrees with the nodes' output shapes");
+            goto fail;
+        }
         nin += json_is_array(ins) ? json_array_size(ins) : 0;
     }
     g->in_pool = calloc(nin + 1, sizeof(rt_json_entry));
