@@ -125,6 +125,9 @@ void onnx_tensor_set_i64(rt_tensor *t, int64_t i, int64_t v);
 
 /* Whole file into a heap buffer (caller frees). */
 gr_status onnx_read_file(const char *path, uint8_t **buf, size_t *len, gr_diag *diag);
+/* The model of an ONNX file with a graph (free with onnx__model_proto__free_unpacked), NULL with
+ * diag set when it is not one. */
+Onnx__ModelProto *onnx_read_model(const char *path, gr_diag *diag);
 /* A model file's bytes: a read-only mapping of a regular file, else (a pipe, ...) read into the
  * heap. */
 typedef struct {

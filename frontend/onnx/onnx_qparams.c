@@ -85,17 +85,8 @@ static void add(json_t *doc, const char *layer, const char *role, const Onnx__Gr
 }
 
 char *onnx_model_qparams(const char *path, gr_diag *diag) {
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    if (onnx_read_file(path, &buf, &len, diag) != GR_OK) return NULL;
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
-    free(buf);
-    if (!m || !m->graph) {
-        if (m) onnx__model_proto__free_unpacked(m, NULL);
-        gr_diag_set_file(diag, path);
-        gr_diag_set(diag, GR_ERR_INVALID, "not a valid ONNX model");
-        return NULL;
-    }
+    Onnx__ModelProto *m = onnx_read_model(path, diag);
+    if (!m) return NULL;
     const Onnx__GraphProto *g = m->graph;
     char *dir = onnx_dirname(path);
     json_t *doc = json_object();

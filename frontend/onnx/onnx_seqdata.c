@@ -155,22 +155,6 @@ onnx_io_kind onnx_type_kind(const Onnx__TypeProto *tp) {
     }
 }
 
-/* The model of an ONNX file with a graph (free with onnx__model_proto__free_unpacked), NULL with
- * diag set when it is not one. */
-static Onnx__ModelProto *read_model(const char *path, gr_diag *diag) {
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    if (onnx_read_file(path, &buf, &len, diag) != GR_OK) return NULL;
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
-    free(buf);
-    if (!m || !m->graph) {
-        if (m) onnx__model_proto__free_unpacked(m, NULL);
-        gr_diag_set_file(diag, path);
-        gr_diag_set(diag, GR_ERR_INVALID, "not a valid ONNX model");
-        return NULL;
-    }
-    return m;
-}
 
 /* A graph input that an initializer gives a value (not one the caller feeds). */
 static bool is_initializer(const Onnx__GraphProto *g, const char *name) {
@@ -181,7 +165,7 @@ static bool is_initializer(const Onnx__GraphProto *g, const char *name) {
 
 gr_status onnx_model_io_kinds(const char *path, onnx_io_kind *ins, uint32_t *nin, onnx_io_kind *outs, uint32_t *nout,
                               uint32_t max, gr_diag *diag) {
-    Onnx__ModelProto *m = read_model(path, diag);
+    Onnx__ModelProto *m = onnx_read_model(path, diag);
     if (!m) return diag ? diag->code : GR_ERR_INVALID;
     const Onnx__GraphProto *g = m->graph;
     *nin = *nout = 0;
@@ -193,7 +177,7 @@ gr_status onnx_model_io_kinds(const char *path, onnx_io_kind *ins, uint32_t *nin
 }
 
 char *onnx_model_io_names(const char *path, gr_diag *diag) {
-    Onnx__ModelProto *m = read_model(path, diag);
+    Onnx__ModelProto *m = onnx_read_model(path, diag);
     if (!m) return NULL;
     const Onnx__GraphProto *g = m->graph;
     json_t *ins = json_array(), *outs = json_array();

@@ -404,6 +404,21 @@ gr_status onnx_read_file(const char *path, uint8_t **buf, size_t *len, gr_diag *
     return read_file(path, buf, len, diag);
 }
 
+Onnx__ModelProto *onnx_read_model(const char *path, gr_diag *diag) {
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (read_file(path, &buf, &len, diag) != GR_OK) return NULL;
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    free(buf);
+    if (!m || !m->graph) {
+        if (m) onnx__model_proto__free_unpacked(m, NULL);
+        gr_diag_set_file(diag, path);
+        gr_diag_set(diag, GR_ERR_INVALID, "not a valid ONNX model");
+        return NULL;
+    }
+    return m;
+}
+
 char *onnx_dirname(const char *path) {
     const char *slash = path ? strrchr(path, '/') : NULL;
     if (!slash) return gr_xstrdup(".");
