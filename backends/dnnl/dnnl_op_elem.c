@@ -68,6 +68,24 @@ static dnnl_status_t pool_init(void *desc, const dnnl_memory_desc_t *src, const 
     return dnnl_pooling_v2_forward_desc_init(desc, dnnl_forward_inference, c->alg, src, dst, c->s, c->kk, c->d, c->pl, c->pr);
 }
 
+void dn_pool_window(const rt_json_node *n, int sd, const int64_t *xs, const int64_t *os, dnnl_dims_t kk, dnnl_dims_t s,
+                    dnnl_dims_t d, dnnl_dims_t pl, dnnl_dims_t pr) {
+    int64_t ps[3] = {1, 1, 1}, st[3] = {1, 1, 1}, dl[3] = {1, 1, 1}, pad[6] = {0};
+    dn_attr_axes(n, "pool_size", ps, sd);
+    dn_attr_axes(n, "strides", st, sd);
+    dn_attr_axes(n, "dilation", dl, sd);
+    dn_attr_pads(n, pad, sd);
+    for (int i = 0; i < sd; i++) {
+        kk[i] = ps[i];
+        s[i] = st[i];
+        d[i] = dl[i] - 1;
+        pl[i] = pad[i];
+        /* ceil_mode: the output size decides the right padding */
+        pr[i] = (os[2 + i] - 1) * s[i] + (kk[i] - 1) * dl[i] + 1 - xs[2 + i] - pl[i];
+        if (pr[i] < 0) pr[i] = 0;
+    }
+}
+
 gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
@@ -95,20 +113,7 @@ gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
             d[i] = pl[i] = pr[i] = 0;
         }
     } else {
-        int64_t ps[3] = {1, 1, 1}, st2[3] = {1, 1, 1}, dl[3] = {1, 1, 1}, pad[6] = {0};
-        dn_attr_axes(n, "pool_size", ps, sd);
-        dn_attr_axes(n, "strides", st2, sd);
-        dn_attr_axes(n, "dilation", dl, sd);
-        dn_attr_pads(n, pad, sd);
-        for (int i = 0; i < sd; i++) {
-            kk[i] = ps[i];
-            s[i] = st2[i];
-            d[i] = dl[i] - 1;
-            pl[i] = pad[i];
-            /* ceil_mode: the output size decides the right padding */
-            pr[i] = (os[2 + i] - 1) * s[i] + (kk[i] - 1) * dl[i] + 1 - xs[2 + i] - pl[i];
-            if (pr[i] < 0) pr[i] = 0;
-        }
+        dn_pool_window(n, sd, xs, os, kk, s, d, pl, pr);
         if (!is_max && dn_attr_bool(n, "ceil_mode", false) && dn_attr_bool(n, "count_include_pad", false))
             return dn_fail(S, n, dnnl_success, "avg pooling with ceil_mode and count_include_pad is not supported");
     }

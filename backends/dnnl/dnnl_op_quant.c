@@ -662,21 +662,8 @@ static gr_status build_maxpool(dn_state *S, const q_nodes *q) {
     if (st) return st;
     if (dn_entry_ndim(S, x) != 4 || n->ndims[0] != 4) return bad(S, n, "max pooling of other than 4-D levels");
     const int64_t *xs = dn_entry_shape(S, x), *os = n->shapes[0];
-    int64_t ps[2] = {1, 1}, str[2] = {1, 1}, dl[2] = {1, 1}, pad[4] = {0};
-    dn_attr_axes(n, "pool_size", ps, 2);
-    dn_attr_axes(n, "strides", str, 2);
-    dn_attr_axes(n, "dilation", dl, 2);
-    dn_attr_pads(n, pad, 2);
     dnnl_dims_t kk, s, d, pl, pr, od = {os[0], os[1], os[2], os[3]};
-    for (int i = 0; i < 2; i++) {
-        kk[i] = ps[i];
-        s[i] = str[i];
-        d[i] = dl[i] - 1;
-        pl[i] = pad[i];
-        /* ceil_mode: the output size decides the right padding */
-        pr[i] = (os[2 + i] - 1) * s[i] + (kk[i] - 1) * dl[i] + 1 - xs[2 + i] - pl[i];
-        if (pr[i] < 0) pr[i] = 0;
-    }
+    dn_pool_window(n, 2, xs, os, kk, s, d, pl, pr);
     dnnl_memory_desc_t dany, src[2];
     dnnl_memory_desc_init_by_tag(&dany, 4, od, q->qt, dnnl_format_tag_any);
     /* the levels' own layout, else channels-last (oneDNN's only jit int8 pooling below AVX-512) */

@@ -56,6 +56,11 @@ gr_status dn_op_deconv2d(dn_state *S, const rt_json_node *n, const dn_comp *comp
 void dn_attr_axes(const rt_json_node *n, const char *key, int64_t *v, int sd);
 /* "padding" into pad (2 * sd: begins then ends): one value, one per axis (both ends) or all. */
 void dn_attr_pads(const rt_json_node *n, int64_t *pad, int sd);
+/* A pooling node's window over sd spatial axes (NC then spatial shapes xs -> os): size, stride,
+ * dilation (oneDNN's, from 0) and padding; the right padding follows from the output size
+ * (ceil_mode). */
+void dn_pool_window(const rt_json_node *n, int sd, const int64_t *xs, const int64_t *os, dnnl_dims_t kk, dnnl_dims_t s,
+                    dnnl_dims_t d, dnnl_dims_t pl, dnnl_dims_t pr);
 /* relax.nn.conv3d and conv3d_transpose, as the 1-D and 2-D ones */
 gr_status dn_op_conv3d(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp);
