@@ -687,11 +687,40 @@ static bool matmuls_only(dn_state *S, int e, bool no_scale) {
     return true;
 }
 
+/* Ops reading a dn_strided view of their source as it is: matmuls (dn_op_matmul reads it in
+ * place, or copies it plain as a reorder before it would have), slices and splits (a reorder
+ * from the view, or a view again); reshapes and permutes pass the view on to their own
+ * readers (dn_op_reshape views it with strides or copies it plain). */
+static const struct {
+    ir_op_id op;
+    bool passes;
+} STRIDED_READERS[] = {
+    {IR_OP_MATMUL, false},  {IR_OP_STRIDED_SLICE, false}, {IR_OP_SPLIT, false},       {IR_OP_RESHAPE, true},
+    {IR_OP_SQUEEZE, true}, {IR_OP_EXPAND_DIMS, true},     {IR_OP_PERMUTE_DIMS, true},
+};
+
+/* Entry e (not a region output) is read only by STRIDED_READERS, through at most `depth` more
+ * reshapes / permutes: a permute or slice producing it can be a view, no copy (Swin's and
+ * timm's q, k, v: the fused projection reshaped, permuted and sliced per piece, each piece
+ * copied once by its own slice or read in place by its matmul, not the whole permuted first). */
+static bool strided_readers(dn_state *S, int e, int depth) {
+    if (S->is_head[e] || !S->cons[e].len || depth < 0) return false;
+    for (uint32_t i = 0; i < S->cons[e].len; i++) {
+        const rt_json_node *c = S->cons[e].data[i];
+        size_t t = 0, nt = sizeof STRIDED_READERS / sizeof STRIDED_READERS[0];
+        while (t < nt && STRIDED_READERS[t].op != c->op) t++;
+        if (t == nt || (c->op != IR_OP_MATMUL && dn_in_composite(c)) ||
+            (STRIDED_READERS[t].passes && !strided_readers(S, dn_out_entry(S, c), depth - 1)))
+            return false;
+    }
+    return true;
+}
+
 /* A permute is a view of its input, without a copy, when the input's layout permuted is the
  * plain output (channels-last NCHW read as NHWC), or when it is the channels-last layout of
  * the output (plain NHWC read as NCHW) and the output is not a region output: its consumers
  * then read it channels-last, or reorder it as this permute would have; or when matmuls alone
- * read it. Otherwise a reorder of the plain input into the plain output. */
+ * read it, or strided_readers. Otherwise a reorder of the plain input into the plain output. */
 gr_status dn_op_permute(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
@@ -706,7 +735,7 @@ gr_status dn_op_permute(dn_state *S, const rt_json_node *n, const dn_comp *comp)
     bool view = !S->opts.no_layout_plan && dnnl_memory_desc_permute_axes(&pmd, &S->vals.data[xv].md, perm) == dnnl_success;
     if (view) dn_md_canon(&pmd);
     if (view && (dnnl_memory_desc_equal(&pmd, &omd) || (!S->is_head[e] && nd >= 3 && dnnl_memory_desc_equal(&pmd, &cl)) ||
-                 matmuls_only(S, e, !dense(&S->vals.data[xv].md)))) {
+                 matmuls_only(S, e, !dense(&S->vals.data[xv].md)) || strided_readers(S, e, 4))) {
         S->ent_val[e] = dn_alias_new(S, xv, &pmd);
         S->stats.nviews++;
         return GR_OK;
@@ -741,9 +770,10 @@ static int tuple_ints(const rt_json_node *n, uint32_t k, int64_t *out, int max) 
 /* A slice can stay a dn_strided view of its input when every consumer reads its sources through
  * a reorder of its own: convolutions (into the layout their kernel picks) and concats
  * (ShuffleNet's split halves: into the concat's or the shuffle's layout); or reshapes, which
- * view it with strides or copy it (dn_op_reshape). */
+ * view it with strides or copy it (dn_op_reshape); or strided_readers. */
 static bool slice_as_view(dn_state *S, int e) {
     if (S->is_head[e] || S->cons[e].len == 0) return false;
+    if (!S->opts.no_layout_plan && strided_readers(S, e, 4)) return true;
     for (uint32_t i = 0; i < S->cons[e].len; i++) {
         const rt_json_node *c = S->cons[e].data[i];
         if (c->op == IR_OP_CONV2D ? dn_arg_entry(S, c, 0) != e : c->op != IR_OP_CONCAT && c->op != IR_OP_RESHAPE)
