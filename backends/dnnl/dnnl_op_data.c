@@ -790,7 +790,7 @@ static gr_status slice_emit(dn_state *S, const rt_json_node *n, int xv, int e, c
     const dnnl_memory_desc_t xmd = S->vals.data[xv].md;
     int nd = xmd.ndims;
     int64_t off = xmd.offset0;
-    dnnl_dims_t d, vs;
+    dnnl_dims_t d = {0}, vs = {0};
     for (int i = 0; i < nd; i++) {
         int64_t xs = xmd.format_desc.blocking.strides[i];
         d[i] = vd[i];
@@ -801,6 +801,13 @@ static gr_status slice_emit(dn_state *S, const rt_json_node *n, int xv, int e, c
     dnnl_memory_desc_t view, omd;
     dnnl_memory_desc_init_by_strides(&view, nd, d, dnnl_f32, vs);
     view.offset0 = off;
+    bool whole = off == xmd.offset0;
+    for (int i = 0; i < nd; i++) whole &= vd[i] == xmd.dims[i] && (step[i] == 1 || vd[i] == 1);
+    if (whole && !S->is_head[e]) {
+        /* the whole input (Swin's unpadding when there was no padding): the input itself */
+        S->ent_val[e] = dn_alias_new(S, xv, &xmd);
+        return GR_OK;
+    }
     if (slice_as_view(S, e)) {
         /* no copy: the consumers reorder from the view into their own layouts anyway */
         S->ent_val[e] = dn_alias_new(S, xv, &view);
