@@ -161,6 +161,7 @@ static void dn_release(rt_json_graph *g, void *state) {
     gr_vec_free(&S->qlevels);
     gr_vec_free(&S->qents);
     gr_vec_free(&S->qdeq);
+    gr_vec_free(&S->scaled);
     gr_vec_free(&S->prims);
     gr_vec_free(&S->vals);
     gr_vec_free(&S->exts);

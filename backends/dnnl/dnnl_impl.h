@@ -100,6 +100,13 @@ typedef struct dn_qlevels {
     dnnl_data_type_t qt;
 } dn_qlevels;
 
+/* An entry a scaling by a constant computes (x * s, x / c) that no primitive writes: the one
+ * matmul reading it reads x (value val) and scales its product by s (dn_fold_scale). */
+typedef struct dn_scaled {
+    int ent, val;
+    float s;
+} dn_scaled;
+
 /* The fused composite whose anchor a handler builds (dn_composite): its post-op steps and, for
  * "dense", the entry of the weights read transposed (else -1). */
 typedef struct dn_comp {
@@ -169,6 +176,8 @@ typedef struct dn_state {
     GR_VEC(dn_qlevels) qlevels;   /* values quantize -> dequantize pairs wrote */
     GR_VEC(dn_qlevels) qents;     /* entries an int8 primitive wrote as the levels of the quantize
                                      that reads them (val: the entry; it has no float value) */
+    GR_VEC(dn_scaled) scaled;     /* scalings a matmul applies (dn_fold_scale) */
+    float out_scale;              /* output scale of the primitive being made (0: none) */
     GR_VEC(dn_qlevels) qdeq;      /* entries multiply(subtract(cast of levels, zp), s) computes:
                                      the levels they dequantize (val: the entry) */
 } dn_state;

@@ -153,6 +153,7 @@ gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
  * two tensors (one may broadcast): one eltwise or binary primitive, plus post-ops. */
 gr_status dn_op_elemwise(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
+    if (dn_fold_scale(S, n)) return GR_OK;
     dn_step first, steps[DN_MAX_STEPS + 1];
     int x = -1, npre = 0;
     for (uint32_t k = 0; k < 2 && x < 0; k++) {

@@ -222,13 +222,61 @@ static bool views_lose_brgemm(dn_state *S, const rt_json_node *n, const_dnnl_pri
     return brg;
 }
 
+/* A matmul of activations: its weights no constant, nor a permute of one (the weights a "dense"
+ * composite reads transposed), so never graft's GEMV */
+static bool activations_product(dn_state *S, const rt_json_node *c) {
+    int b = c->op == IR_OP_MATMUL ? dn_arg_entry(S, c, 1) : -1;
+    if (b < 0) return false;
+    const rt_json_node *w = S->ent_node[b].node;
+    if (w->kind == RT_JSON_KERNEL && w->op == IR_OP_PERMUTE_DIMS && dn_arg_entry(S, w, 0) >= 0)
+        w = S->ent_node[dn_arg_entry(S, w, 0)].node;
+    return w->kind != RT_JSON_CONST;
+}
+
+/* The scaling stays out of a primitive of its own: (s x) W = s (x W), an output scale of the
+ * product's primitive, applied before its post-ops (a mask added after). */
+bool dn_fold_scale(dn_state *S, const rt_json_node *n) {
+    if ((n->op != IR_OP_MULTIPLY && n->op != IR_OP_DIVIDE) || n->noutputs != 1 || S->opts.no_fuse || dn_in_composite(n))
+        return false;
+    int e = dn_out_entry(S, n), x = dn_arg_entry(S, n, 0), ce = dn_arg_entry(S, n, 1);
+    float c;
+    if (n->op == IR_OP_MULTIPLY && !dn_scalar_const(S, ce, &c)) {
+        ce = x;
+        x = dn_arg_entry(S, n, 1);
+    }
+    if (!dn_scalar_const(S, ce, &c) || !isfinite(c) || c == 0.f || x < 0 || S->ent_val[x] < 0 ||
+        S->vals.data[S->ent_val[x]].md.data_type != dnnl_f32 || S->is_head[e] || S->cons[e].len != 1 ||
+        !activations_product(S, S->cons[e].data[0]) || dn_entry_ndim(S, x) != n->ndims[0] ||
+        memcmp(dn_entry_shape(S, x), n->shapes[0], sizeof(int64_t) * (size_t)n->ndims[0]))
+        return false;
+    float s = n->op == IR_OP_DIVIDE ? 1.f / c : c;
+    if (!isfinite(s)) return false;
+    gr_vec_push(&S->scaled, ((dn_scaled){e, S->ent_val[x], s}));
+    gr_vec_push(&S->pend, n);
+    S->stats.nfused_nodes++;
+    return true;
+}
+
+/* Value of matmul operand e: the unscaled one of a folded scaling (its factor into *scale) */
+static gr_status operand_val(dn_state *S, const rt_json_node *n, int e, int *v, float *scale) {
+    for (uint32_t i = 0; i < S->scaled.len; i++)
+        if (S->scaled.data[i].ent == e) {
+            *v = S->scaled.data[i].val;
+            *scale *= S->scaled.data[i].s;
+            return GR_OK;
+        }
+    return dn_need_val(S, n, e, v);
+}
+
 /* which views a matmul may use: operands read in place, a permuted dst */
 enum { VIEW_SRC = 1, VIEW_DST = 2 };
 
 static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp, int views);
 
 gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
-    return matmul(S, n, comp, VIEW_SRC | VIEW_DST);
+    gr_status st = matmul(S, n, comp, VIEW_SRC | VIEW_DST);
+    S->out_scale = 0.f;
+    return st;
 }
 
 /* views: VIEW_* taken where they come (else plain operands and dst) */
@@ -237,9 +285,11 @@ static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp,
     /* "dense": the weights are permute_dims(w) of the last two axes; w is read transposed */
     bool tr = comp && comp->b >= 0;
     if (tr) b = comp->b;
-    gr_status st = dn_need_val(S, n, a, &av);
-    if (!st) st = dn_need_val(S, n, b, &bv);
+    float scale = 1.f;
+    gr_status st = operand_val(S, n, a, &av, &scale);
+    if (!st) st = operand_val(S, n, b, &bv, &scale);
     if (st) return st;
+    S->out_scale = scale != 1.f ? scale : 0.f;
     int nd = n->ndims[0];
     if (dn_entry_ndim(S, a) < 2 || dn_entry_ndim(S, b) < 2 || nd > 6)
         return dn_fail(S, n, dnnl_success, "matmul of 1-D operands is not supported");

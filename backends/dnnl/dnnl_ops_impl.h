@@ -64,6 +64,9 @@ void dn_pool_window(const rt_json_node *n, int sd, const int64_t *xs, const int6
 /* relax.nn.conv3d and conv3d_transpose, as the 1-D and 2-D ones */
 gr_status dn_op_conv3d(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp);
+/* n scales by a constant a value one matmul of activations alone reads: nothing emitted, the
+ * matmul scales its product instead (torch's q / sqrt(d) before QK^T) */
+bool dn_fold_scale(dn_state *S, const rt_json_node *n);
 /* A primitive of one source value xv (pooling, resampling): the first of (src as it is, dst
  * as planned), (dst any), (src and dst channels-last) that gets a jit kernel, else the first
  * one. init builds the op desc for a src / dst pair. */

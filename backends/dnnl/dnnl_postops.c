@@ -457,6 +457,7 @@ gr_status dn_make_attr(dn_state *S, const rt_json_node *n, const dn_step *steps,
     dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
     S->pending_sum = -1;
     S->ftz = !S->opts.denormals;
+    if (S->out_scale != 0.f) dnnl_primitive_attr_set_output_scales(*attr, 1, 0, &S->out_scale);
     if (!k) return GR_OK;
     dnnl_post_ops_t po;
     dnnl_post_ops_create(&po);

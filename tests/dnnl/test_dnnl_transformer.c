@@ -106,23 +106,25 @@ static void tt_partition(ir_ctx_t *ctx, const char *text, const char *const *wan
     *part_out = part;
 }
 
-/* reorder primitives in part's prepared dnnl regions */
-static uint32_t tt_reorders(const ir_module *part) {
+/* primitives of `kind` in part's prepared dnnl regions */
+static uint32_t tt_prims(const ir_module *part, const char *kind) {
     uint32_t n = 0;
     for (uint32_t k = 0; k < rt_module_count(part); k++) {
         const void *state;
         for (uint32_t q = 0; (state = rt_json_module_state(rt_module_at(part, k), q)); q++)
             for (uint32_t p = 0; p < rt_dnnl_num_prims(state); p++) {
                 rt_dnnl_prim_info pi;
-                n += rt_dnnl_prim(state, p, &pi) && !strcmp(pi.kind, "reorder");
+                n += rt_dnnl_prim(state, p, &pi) && !strcmp(pi.kind, kind);
             }
     }
     return n;
 }
 
+static uint32_t tt_reorders(const ir_module *part) { return tt_prims(part, "reorder"); }
+
 /* `want`: composite names, each expected at least once ("" for none); at most max_reorders
- * reorder primitives (-1: any number) */
-static void tt_case_reorders(const char *text, const char *const *want, uint32_t seed, int max_reorders) {
+ * reorder primitives (-1: any number) and max_eltwise eltwise ones (-1: any number) */
+static void tt_case_prims(const char *text, const char *const *want, uint32_t seed, int max_reorders, int max_eltwise) {
     ir_ctx_t *ctx = ir_ctx_new();
     ir_module *bound = NULL, *part = NULL;
     tt_partition(ctx, text, want, seed, &bound, &part);
@@ -132,6 +134,9 @@ static void tt_case_reorders(const char *text, const char *const *want, uint32_t
     if (max_reorders >= 0)
         cr_expect_leq(tt_reorders(part), (uint32_t)max_reorders, "%u reorders, expected <= %d", tt_reorders(part),
                       max_reorders);
+    if (max_eltwise >= 0)
+        cr_expect_leq(tt_prims(part, "eltwise"), (uint32_t)max_eltwise, "%u eltwise primitives, expected <= %d",
+                      tt_prims(part, "eltwise"), max_eltwise);
     cr_assert_eq(a.kind, RT_VAL_TENSOR);
     cr_assert_eq(b.kind, RT_VAL_TENSOR);
     tc_expect_tensor(b.u.t, a.u.t, (gr_cmp_opts){.atol = TT_ATOL, .rtol = TT_RTOL}, "dnnl against the reference");
@@ -139,6 +144,10 @@ static void tt_case_reorders(const char *text, const char *const *want, uint32_t
     rt_value_clear(&b);
     dt_expect_no_ref("transformer block", true);
     ir_ctx_free(ctx);
+}
+
+static void tt_case_reorders(const char *text, const char *const *want, uint32_t seed, int max_reorders) {
+    tt_case_prims(text, want, seed, max_reorders, -1);
 }
 
 static void tt_case(const char *text, const char *const *want, uint32_t seed) { tt_case_reorders(text, want, seed, -1); }
@@ -373,4 +382,39 @@ Test(dnnl_transformer, seqfirst_mha_3d_heads) {
                 "            ctx = R.permute_dims(R.matmul(pr, v1), axes=[1, 0, 2])\n"
                 "            gv = R.matmul(R.reshape(ctx, R.shape([24, 32])), wo)\n" END,
             WANT("dnnl.nn.softmax"), 13);
+}
+
+/* Swin's and timm's attention: the fused projection reshaped and permuted to [3, B, H, S, D],
+ * each piece sliced off and squeezed; q scaled, a relative-position bias added to QK^T. The
+ * permute and the slices are views (each piece copied at most once, by its slice or for its
+ * matmul), the scaling an output scale of QK^T's primitive (no eltwise one), the bias added
+ * after it. */
+Test(dnnl_transformer, swin_qkv_pieces_of_a_permute) {
+#define PIECE(name, i, j)                                                                                           \
+    "            " name " = R.squeeze(R.strided_slice(t, (R.prim_value(0),), (R.prim_value(" #i "),), (R.prim_value(" #j \
+    "),)), axis=[0])\n"
+    tt_case_prims(HDR "    def main(x: " F32("(4, 12, 32)") ", w: " F32("(32, 96)") ", b: " F32("(96,)") ", rb: " F32("(1, 4, 12, 12)")
+                  ", wo: " F32("(32, 32)") "):\n"
+                  "        with R.dataflow():\n"
+                  "            p = R.add(R.matmul(x, w), b)\n"
+                  "            t = R.permute_dims(R.reshape(p, R.shape([4, 12, 3, 4, 8])), axes=[2, 0, 3, 1, 4])\n"
+                  PIECE("q", 0, 1) PIECE("k", 1, 2) PIECE("v", 2, 3)
+                  "            q2 = R.multiply(q, R.const(0.35355339, \"float32\"))\n"
+                  "            sc = R.add(R.matmul(q2, R.permute_dims(k, axes=[0, 1, 3, 2])), rb)\n"
+                  "            pr = R.nn.softmax(sc, axis=-1)\n"
+                  "            ctx = R.permute_dims(R.matmul(pr, v), axes=[0, 2, 1, 3])\n"
+                  "            gv = R.matmul(R.reshape(ctx, R.shape([4, 12, 32])), wo)\n" END,
+                  WANT("dnnl.nn.softmax"), 14, 3, 0);
+#undef PIECE
+}
+
+/* a slice of the whole tensor (Swin's unpadding when nothing was padded) is no copy */
+Test(dnnl_transformer, whole_slice_is_no_copy) {
+    tt_case_reorders(HDR "    def main(x: " F32("(1, 8, 8, 16)") ", w: " F32("(16, 16)") ", r: " F32("(1, 8, 8, 16)") "):\n"
+                     "        with R.dataflow():\n"
+                     "            lv = R.matmul(x, w)\n"
+                     "            lv1 = R.strided_slice(lv, (R.prim_value(1), R.prim_value(2)), (R.prim_value(0), R.prim_value(0)), "
+                     "(R.prim_value(8), R.prim_value(8)))\n"
+                     "            gv = R.add(lv1, r)\n" END,
+                     WANT("dnnl.strided_slice"), 15, 0);
 }
