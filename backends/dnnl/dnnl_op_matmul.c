@@ -251,6 +251,9 @@ bool dn_fold_scale(dn_state *S, const rt_json_node *n) {
         !activations_product(S, S->cons[e].data[0]) || dn_entry_ndim(S, x) != n->ndims[0] ||
         memcmp(dn_entry_shape(S, x), n->shapes[0], sizeof(int64_t) * (size_t)n->ndims[0]))
         return false;
+    /* (a float dequantize of levels stays: int8 readers take its levels, dn_q_levels_conv) */
+    for (uint32_t i = 0; i < S->qdeq.len; i++)
+        if (S->qdeq.data[i].val == e) return false;
     float s = n->op == IR_OP_DIVIDE ? 1.f / c : c;
     if (!isfinite(s)) return false;
     gr_vec_push(&S->scaled, ((dn_scaled){e, S->ent_val[x], s}));
