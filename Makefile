@@ -224,7 +224,7 @@ endif
 # tests compare graft's partitions with its fresh results too (tests/byoc/test_tvm_suite.c).
 TEST_FILTER ?= *
 AVX2_TESTS ?= dnnl*/* conformance/backend_dnnl artifact/* concurrency/*dnnl* inspect/* qdq_cnn/* \
-              inspect_cli/*_diff_dnnl profile/* backend_opt_cli/* toolkit/* xnnpack/mixed*
+              inspect_cli/*_diff_dnnl profile/* backend_opt_cli/* toolkit/* xnnpack/mixed* diff_quant/against_ort*
 space := $(subst ,, )
 test_filter = --filter '@($(subst $(space),|,$(strip $(1))))'
 TVM_PY = build/third_party/tvm
