@@ -13,9 +13,9 @@ wire level, so the onnx package is not needed. Inputs not given are seeded unifo
 --tensors ort (the default) keeps what ORT runs: an output that a fusion removes cannot be a
 graph output, so exposing it would stop ORT fusing DequantizeLinear -> op -> QuantizeLinear into
 its integer kernels. It adds the outputs of QuantizeLinear nodes (the u8/s8 levels ORT's integer
-kernels write) and of every node that feeds no QuantizeLinear and is no DequantizeLinear; a
-DequantizeLinear of an added tensor is listed with that tensor's file ("levels_of"), to be read
-as levels at its scale. --tensors all adds every node output (ORT then runs the QDQ graph in
+kernels write) and of every node that feeds no QuantizeLinear and is no DequantizeLinear. A
+DequantizeLinear of an added tensor, and a node whose output a QuantizeLinear quantizes, are
+listed with that tensor's file ("levels_of"): their values as levels at that scale. --tensors all adds every node output (ORT then runs the QDQ graph in
 float32 between the quantize and dequantize steps).
 """
 import argparse
@@ -130,21 +130,30 @@ def graph_of(model):
 # ---- which tensors ----
 
 def pick(nodes, mode):
-    """[(node, output index, tensor)] to expose, and {dq node name: its input tensor} for the
-    DequantizeLinear nodes read as levels of an exposed tensor."""
-    feeds_q = {n["inputs"][0] for n in nodes if n["op"] == "QuantizeLinear" and n["inputs"]}
+    """[(node, output index, tensor)] to expose, and {node name: exposed tensor} for the nodes
+    read as levels of another node's output: a DequantizeLinear of an exposed tensor, and a
+    node whose output a QuantizeLinear quantizes (its value as ORT's fused kernel stores it)."""
+    quantized = {}
+    for n in nodes:
+        if n["op"] == "QuantizeLinear" and n["inputs"] and n["outputs"]:
+            quantized.setdefault(n["inputs"][0], n["outputs"][0])
     chosen, levels = [], {}
     for n in nodes:
         for k, t in enumerate(n["outputs"]):
             if not t:
                 continue
-            if mode == "all" or n["op"] == "QuantizeLinear" or (n["op"] != "DequantizeLinear" and t not in feeds_q):
+            if mode == "all" or n["op"] == "QuantizeLinear" or (n["op"] != "DequantizeLinear" and t not in quantized):
                 chosen.append((n, k, t))
     exposed = {t for _, _, t in chosen}
     if mode == "ort":
         for n in nodes:
+            if not n["outputs"]:
+                continue
+            key = n["name"] or n["outputs"][0]
             if n["op"] == "DequantizeLinear" and n["inputs"] and n["inputs"][0] in exposed:
-                levels[n["name"] or n["outputs"][0]] = n["inputs"][0]
+                levels[key] = n["inputs"][0]
+            elif n["op"] != "DequantizeLinear" and quantized.get(n["outputs"][0]) in exposed:
+                levels[key] = quantized[n["outputs"][0]]
     return chosen, levels
 
 
@@ -215,10 +224,11 @@ def main():
         np.save(os.path.join(a.out, fn), np.ascontiguousarray(x))
         index["values"].append({"node": n["name"], "op": n["op"], "output": idx, "tensor": t, "file": fn,
                                 "dtype": str(x.dtype), "shape": list(x.shape)})
-    for dq, t in levels.items():
+    ops = {n["name"] or n["outputs"][0]: n["op"] for n in nodes if n["outputs"]}
+    for node, t in levels.items():
         if t in files:
-            index["values"].append({"node": dq, "op": "DequantizeLinear", "output": 0, "tensor": t,
-                                    "file": files[t], "levels_of": t})
+            index["values"].append({"node": node, "op": ops[node], "output": 0, "tensor": t, "file": files[t],
+                                    "levels_of": t})
     with open(os.path.join(a.out, "index.json"), "w") as f:
         json.dump(index, f, indent=1)
     print(f"ort_dump: {len(index['values'])} tensors of {a.model} in {a.out}", file=sys.stderr)

@@ -198,7 +198,8 @@ static json_t *diff_ort(const char *model, const char *dir, const char *tol, int
 /* Each model's layers are matched with ORT's tensors by node name (at least min_compared of
  * them compared, every error finite, in steps of the layer's scale where it has one). Then one
  * value of ORT's tensor for a layer within tolerance before the first divergence (the last
- * such) is moved by 5 levels (or far, in float): the diff must name exactly that layer first. */
+ * such) is moved by 5 levels (or far, in float): the diff must name first exactly the first
+ * layer compared with that tensor. */
 static void against_ort(const char *model, const char *dumps, const char *tol, size_t min_compared, bool quantized) {
     char src[256];
     snprintf(src, sizeof src, DUMPS "%s/index.json", dumps);
@@ -226,17 +227,22 @@ static void against_ort(const char *model, const char *dumps, const char *tol, s
     }
     cr_expect_geq(compared, min_compared, "%zu layers compared with ORT's tensors\n%s", compared, slurp("out"));
     cr_assert_not_null(pick, "no layer within tolerance before the first divergence\n%s", slurp("out"));
-    char name[512];
-    snprintf(name, sizeof name, "%s", json_string_value(json_object_get(pick, "name")));
-    json_decref(doc);
-
-    char ipath[256];
+    char ipath[256], name[512] = "", file[64];
     snprintf(ipath, sizeof ipath, "%s/index.json", dir);
     json_t *index = json_load_file(ipath, 0, NULL);
-    json_t *e = dump_entry(index, name);
-    cr_assert_not_null(e, "no tensor of %s in %s", name, ipath);
-    perturb_file(dir, json_string_value(json_object_get(e, "file")), 5);
+    json_t *e = dump_entry(index, json_string_value(json_object_get(pick, "name")));
+    cr_assert_not_null(e, "no tensor of %s in %s", json_string_value(json_object_get(pick, "name")), ipath);
+    snprintf(file, sizeof file, "%s", json_string_value(json_object_get(e, "file")));
+    /* the tensor is also the reference of other layers (a DequantizeLinear of it, the op its
+     * QuantizeLinear quantizes): the first of them compared is the one to name */
+    json_array_foreach(json_object_get(doc, "layers"), i, r) {
+        json_t *le = dump_entry(index, json_string_value(json_object_get(r, "name")));
+        if (!*name && json_object_get(r, "max_abs") && le && !strcmp(json_string_value(json_object_get(le, "file")), file))
+            snprintf(name, sizeof name, "%s", json_string_value(json_object_get(r, "name")));
+    }
+    perturb_file(dir, file, 5);
     json_decref(index);
+    json_decref(doc);
     doc = diff_ort(model, dir, tol, &rc);
     cr_expect_eq(rc, 1, "the perturbed tensor went unnoticed\n%s", slurp("out"));
     first = json_object_get(doc, "first_divergence");
