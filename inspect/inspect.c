@@ -491,16 +491,16 @@ static rt_tensor *dequantize(const rt_tensor *t, double scale, int64_t zp) {
     return f;
 }
 
-/* A float value compared with levels, saturated as quantizing it to them would (a Relu that the
- * quantizer left to the zero point's saturation). New reference. */
-static rt_tensor *saturate(const rt_tensor *t, const rt_tensor *levels, double scale, int64_t zp) {
+/* A float value compared with levels, quantized to them as the QuantizeLinear after it would
+ * (round half to even, saturate: a Relu the quantizer left to the zero point), back in float32.
+ * New reference. */
+static rt_tensor *requantize(const rt_tensor *t, const rt_tensor *levels, double scale, int64_t zp) {
     double lo = levels->dl.dtype.code == kDLUInt ? 0 : -128, hi = levels->dl.dtype.code == kDLUInt ? 255 : 127;
-    lo = (lo - (double)zp) * scale;
-    hi = (hi - (double)zp) * scale;
-    rt_tensor *f = rt_tensor_new(t->dl.dtype, t->dl.ndim, t->dl.shape);
-    for (int64_t i = 0, n = f ? rt_tensor_numel(t) : 0; i < n; i++) {
-        double v = rt_tensor_get_f64(t, i);
-        rt_tensor_set_f64(f, i, v < lo ? lo : v > hi ? hi : v); /* NaN stays NaN */
+    rt_tensor *f = rt_tensor_new((DLDataType){kDLFloat, 32, 1}, t->dl.ndim, t->dl.shape);
+    float *o = f ? rt_tensor_data(f) : NULL;
+    for (int64_t i = 0, n = o ? rt_tensor_numel(t) : 0; i < n; i++) {
+        double q = nearbyint(rt_tensor_get_f64(t, i) / scale) + (double)zp;
+        o[i] = (float)(((q < lo ? lo : q > hi ? hi : q) - (double)zp) * scale); /* NaN stays NaN */
     }
     return f;
 }
@@ -510,12 +510,12 @@ static rt_tensor *saturate(const rt_tensor *t, const rt_tensor *levels, double s
  * layer's largest magnitude: float32 sums taken in another order differ by ulps of their
  * largest terms, not of each result) + atol_steps * its quantization step; a NaN on either path
  * diverges. A layer with a step compares u8/s8 levels as the values they stand for, and a float
- * value with levels saturated to their range. */
+ * value with levels as those levels. */
 static void compare(const rt_tensor *got, const rt_tensor *want, const obs *ob, int L, json_t *r) {
     double step = ob->step ? ob->step[L] : 0;
     rt_tensor *gq = NULL, *wq = NULL;
     if (step > 0 && is_levels(want) && !is_levels(got) && got->dl.dtype.code == kDLFloat)
-        got = gq = saturate(got, want, step, ob->zero_point[L]);
+        got = gq = requantize(got, want, step, ob->zero_point[L]);
     else if (step > 0 && is_levels(got))
         got = gq = dequantize(got, step, ob->zero_point[L]);
     if (step > 0 && is_levels(want)) want = wq = dequantize(want, step, ob->zero_point[L]);
