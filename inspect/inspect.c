@@ -714,6 +714,28 @@ gr_status insp_observe(insp_model *im, const rt_value *inputs, uint32_t nin, boo
 
 /* --------------------------------------------------------------------- diff ---- */
 
+/* Each layer's quantization step from its own scale (a Q/DQ layer) or its output's: per tensor
+ * only (a per-channel step has no one value). */
+static void steps_of(insp_model *im, const json_t *qp, double *step, int64_t *zp) {
+    const char *layer;
+    json_t *lq;
+    json_object_foreach((json_t *)qp, layer, lq) {
+        int L = insp_model_find(im, layer);
+        json_t *pick = NULL, *q;
+        size_t i;
+        json_array_foreach(lq, i, q) {
+            const char *role = json_string_value(json_object_get(q, "role"));
+            if (!role || !json_object_get(q, "scale")) continue;
+            if (strcmp(role, "self") == 0) pick = q;
+            else if (!pick && strcmp(role, "output 0") == 0) pick = q;
+        }
+        double s = json_number_value(json_object_get(pick, "scale"));
+        if (L < 0 || !(s > 0)) continue;
+        step[L] = s;
+        zp[L] = json_integer_value(json_object_get(pick, "zero_point"));
+    }
+}
+
 gr_status insp_diff(insp_model *im, const insp_diff_opts *o, const rt_value *inputs, uint32_t nin, json_t **out,
                     gr_diag *diag) {
     *out = NULL;
@@ -748,13 +770,7 @@ gr_status insp_diff(insp_model *im, const insp_diff_opts *o, const rt_value *inp
     b.atol_steps = o->atol_steps;
     b.step = calloc(n + 1, sizeof(double));
     b.zero_point = calloc(n + 1, sizeof(int64_t));
-    for (uint32_t i = 0; i < o->nqsteps; i++) {
-        int L = insp_model_find(im, o->qsteps[i].layer);
-        if (L >= 0 && o->qsteps[i].scale > 0) {
-            b.step[L] = o->qsteps[i].scale;
-            b.zero_point[L] = o->qsteps[i].zero_point;
-        }
-    }
+    steps_of(im, o->qparams, b.step, b.zero_point);
     b.perturb = o->perturb;
     b.perturb_user = o->perturb_user;
     b.res = calloc(n + 1, sizeof(json_t *));

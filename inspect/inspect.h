@@ -68,13 +68,6 @@ typedef struct insp_layer_value {
     const rt_tensor *value;       /* borrowed */
 } insp_layer_value;
 
-/* One layer's quantization step: the per-tensor scale and zero point of its output. */
-typedef struct insp_qstep {
-    const char *layer;
-    double scale;                 /* > 0 */
-    int64_t zero_point;
-} insp_qstep;
-
 typedef struct insp_diff_opts {
     /* a value is out of tolerance (base/compare.h; a NaN always is) when |a - b| > atol +
      * atol_scale * max|B| + rtol * |b|, b from the against-path, max|B| the largest magnitude
@@ -90,11 +83,12 @@ typedef struct insp_diff_opts {
     const insp_layer_value *against_values; /* nagainst_values > 0: no against-path runs; these
                                      are the reference (a layer without one is "not computed") */
     uint32_t nagainst_values;
-    /* layers with a step: an 8-bit integer output of either path is compared as its value,
-     * (q - zero_point) * scale; the error is also given in steps ("step", "max_steps"); and
-     * atol_steps steps are added to the layer's atol */
-    const insp_qstep *qsteps;
-    uint32_t nqsteps;
+    /* NULL or a QDQ model's quantization parameters by layer (onnx_model_qparams' document):
+     * a layer with a per-tensor scale (its own, a Q/DQ layer's, else its output's) compares an
+     * 8-bit integer output of either path as its value, (q - zero_point) * scale, and a float
+     * value with levels as those levels; gives its error also in steps ("step", "max_steps");
+     * and adds atol_steps steps to its atol */
+    const json_t *qparams;
     double atol_steps;
 } insp_diff_opts;
 

@@ -318,29 +318,6 @@ static gr_status dumps_load(const char *dir, insp_args *a, dumps *dd, char *bad,
     return GR_OK;
 }
 
-/* Each layer's quantization step, from its own scale (a Q/DQ layer) or its output's: per
- * tensor only (a per-channel step has no one value). */
-typedef GR_VEC(insp_qstep) qstep_vec;
-
-static void qsteps_of(json_t *qp, qstep_vec *out) {
-    const char *layer;
-    json_t *lq;
-    json_object_foreach(qp, layer, lq) {
-        json_t *pick = NULL, *q;
-        size_t i;
-        json_array_foreach(lq, i, q) {
-            const char *role = jstr(q, "role");
-            if (!json_object_get(q, "scale")) continue;
-            if (strcmp(role, "self") == 0) pick = q;
-            else if (!pick && strcmp(role, "output 0") == 0) pick = q;
-        }
-        if (!pick) continue;
-        insp_qstep st = {layer, json_number_value(json_object_get(pick, "scale")),
-                         json_integer_value(json_object_get(pick, "zero_point"))};
-        gr_vec_push(out, st);
-    }
-}
-
 int cmd_diff(int argc, char **argv) {
     static insp_args a;
     static dumps dd;
@@ -364,18 +341,15 @@ int cmd_diff(int argc, char **argv) {
     }
     json_t *doc = NULL;
     json_t *qp = quant_params(a.input);
-    qstep_vec qsteps = {0};
-    qsteps_of(qp, &qsteps);
     insp_diff_opts o = {.rtol = a.rtol, .atol = a.atol, .atol_scale = a.atol_scale, .against = a.against,
                         .against_values = dd.vals.data, .nagainst_values = dd.vals.len,
-                        .qsteps = qsteps.data, .nqsteps = qsteps.len, .atol_steps = a.atol_steps};
+                        .qparams = qp, .atol_steps = a.atol_steps};
     /* the float32 model a quantized one was made from: loaded as INPUT was, layers by name */
     ir_module *fm = NULL;
     const char *failed = NULL;
     if (a.against_model && cli_load_model(s.ctx, a.against_model, &a.lo, &fm, &d) != GR_OK) failed = a.against_model;
     o.against_module = fm;
     if (!failed && insp_diff(s.im, &o, s.args, s.nargs, &doc, &d) != GR_OK) failed = a.input;
-    gr_vec_free(&qsteps);
     if (failed) {
         rc = cli_fail(&d, failed);
         json_decref(qp);
