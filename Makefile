@@ -329,7 +329,7 @@ pytest: all
 	@GRAFT_WERROR=$(if $(WERROR),1,) sh scripts/python_env.sh $(PYVENV) > /dev/null
 	$(PYTEST_ENV) $(PYTEST) $(PYTEST_ARGS)
 	$(PYTEST_ENV) ONEDNN_MAX_CPU_ISA=AVX2 $(PYTEST) -k 'dnnl or cls or rec or resnet or threads' \
-	    test_api.py test_regression.py test_threads.py $(PYTEST_ARGS)
+	    test_api.py test_regression.py test_threads.py test_diff_ort.py $(PYTEST_ARGS)
 
 wheel: all
 	@sh scripts/python_env.sh $(PYVENV) > /dev/null
