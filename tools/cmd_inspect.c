@@ -3,11 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
 #include "frontend/onnx/onnx_import.h"
 #include "inspect/inspect.h"
 #include "runtime/exec/executor.h"
 #include "runtime/npy.h"
-#include "base/vec.h"
 #include "tools/cli.h"
 #include "tools/cmd_inspect.h"
 
@@ -303,7 +303,10 @@ static gr_status dumps_load(const char *dir, insp_args *a, dumps *dd, char *bad,
     json_array_foreach(vals, i, e) {
         const char *node = json_string_value(json_object_get(e, "node")), *tensor = json_string_value(json_object_get(e, "tensor")),
                    *file = json_string_value(json_object_get(e, "file"));
-        if (!tensor || !file) return gr_diag_set(d, GR_ERR_INVALID, "value %zu: needs a tensor and a file", i);
+        if (!tensor || !file) {
+            snprintf(bad, nbad, "%s/index.json", dir);
+            return gr_diag_set(d, GR_ERR_INVALID, "value %zu: needs a tensor and a file", i);
+        }
         rt_tensor *t = NULL;
         snprintf(bad, nbad, "%s/%s", dir, file);
         gr_status st = rt_npy_load(bad, &t, d);
