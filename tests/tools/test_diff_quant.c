@@ -265,3 +265,20 @@ Test(diff_quant, against_ort_mobilenet_v3_qdq, .timeout = 240) {
 Test(diff_quant, against_ort_resnet18_f32, .timeout = 240) {
     against_ort(F32_RESNET, "resnet18_f32", "", 20, false);
 }
+
+/* A dump directory that is not one, or a missing tensor file: exit 1 naming the file; with
+ * --against: a usage error. */
+Test(diff_quant, against_dumps_bad_input) {
+    if (!have(QDQ_CNN)) cr_skip_test("%s missing (scripts/fetch_models.sh)", QDQ_CNN);
+    cr_expect_eq(run("diff " QDQ_CNN " --backend dnnl --against-dumps %s/none", tmpdir), 1);
+    cr_expect(strstr(slurp("err"), "none/index.json"), "%s", slurp("err"));
+    char path[128];
+    snprintf(path, sizeof path, "%s/index.json", tmpdir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("{\"inputs\": [], \"values\": [{\"node\": \"conv1\", \"output\": 0, \"tensor\": \"t\", \"file\": \"gone.npy\"}]}", f);
+    fclose(f);
+    cr_expect_eq(run("diff " QDQ_CNN " --backend dnnl --against-dumps %s", tmpdir), 1);
+    cr_expect(strstr(slurp("err"), "gone.npy"), "%s", slurp("err"));
+    cr_expect_eq(run("diff " QDQ_CNN " --backend dnnl --against-dumps %s --against json", tmpdir), 2);
+}
