@@ -153,12 +153,12 @@ static void perturb_file(const char *dir, const char *file, int levels) {
 
 /* graft diff MODEL --against-dumps DIR (a copy of the cached dumps) with TOL; the JSON report. */
 static json_t *diff_ort(const char *model, const char *dir, const char *tol, int *rc) {
-    *rc = run("diff %s --backend dnnl --against-dumps %s %s --json %s/d.json", model, dir, tol, tmpdir);
-    cr_assert(*rc == 0 || *rc == 1, "exit %d: %s", *rc, slurp("err"));
+    *rc = cli_run("diff %s --backend dnnl --against-dumps %s %s --json %s/d.json", model, dir, tol, cli_dir());
+    cr_assert(*rc == 0 || *rc == 1, "exit %d: %s", *rc, cli_err());
     char path[128];
-    snprintf(path, sizeof path, "%s/d.json", tmpdir);
+    snprintf(path, sizeof path, "%s/d.json", cli_dir());
     json_t *doc = json_load_file(path, 0, NULL);
-    cr_assert_not_null(doc, "%s", slurp("err"));
+    cr_assert_not_null(doc, "%s", cli_err());
     return doc;
 }
 
@@ -172,7 +172,7 @@ static void against_ort(const char *model, const char *dumps, const char *tol, s
     snprintf(src, sizeof src, DUMPS "%s/index.json", dumps);
     if (!have(model) || !have(src)) cr_skip_test("%s or %s missing (scripts/fetch_int8_zoo.sh)", model, src);
     char dir[128], cmd[512];
-    snprintf(dir, sizeof dir, "%s/dumps", tmpdir);
+    snprintf(dir, sizeof dir, "%s/dumps", cli_dir());
     snprintf(cmd, sizeof cmd, "cp -r '" DUMPS "%s' '%s'", dumps, dir);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     int rc;
@@ -192,8 +192,8 @@ static void against_ort(const char *model, const char *dumps, const char *tol, s
             break;
         if (!strcmp(json_string_value(json_object_get(r, "status")), "ok")) pick = r;
     }
-    cr_expect_geq(compared, min_compared, "%zu layers compared with ORT's tensors\n%s", compared, slurp("out"));
-    cr_assert_not_null(pick, "no layer within tolerance before the first divergence\n%s", slurp("out"));
+    cr_expect_geq(compared, min_compared, "%zu layers compared with ORT's tensors\n%s", compared, cli_out());
+    cr_assert_not_null(pick, "no layer within tolerance before the first divergence\n%s", cli_out());
     char ipath[256], name[512] = "", file[64];
     snprintf(ipath, sizeof ipath, "%s/index.json", dir);
     json_t *index = json_load_file(ipath, 0, NULL);
@@ -211,10 +211,10 @@ static void against_ort(const char *model, const char *dumps, const char *tol, s
     json_decref(index);
     json_decref(doc);
     doc = diff_ort(model, dir, tol, &rc);
-    cr_expect_eq(rc, 1, "the perturbed tensor went unnoticed\n%s", slurp("out"));
+    cr_expect_eq(rc, 1, "the perturbed tensor went unnoticed\n%s", cli_out());
     first = json_object_get(doc, "first_divergence");
-    cr_assert(json_is_object(first), "no first divergence\n%s", slurp("out"));
-    cr_expect_str_eq(json_string_value(json_object_get(first, "name")), name, "%s", slurp("out"));
+    cr_assert(json_is_object(first), "no first divergence\n%s", cli_out());
+    cr_expect_str_eq(json_string_value(json_object_get(first, "name")), name, "%s", cli_out());
     cr_expect_geq(json_integer_value(json_object_get(first, "bad")), 1);
     if (quantized) cr_expect_geq(num(first, "max_steps"), 4, "5 levels moved, at most 1 step of difference before");
     json_decref(doc);
@@ -237,15 +237,10 @@ Test(diff_quant, against_ort_resnet18_f32, .timeout = 240) {
  * --against: a usage error. */
 Test(diff_quant, against_dumps_bad_input) {
     if (!have(QDQ_CNN)) cr_skip_test("%s missing (scripts/fetch_models.sh)", QDQ_CNN);
-    cr_expect_eq(run("diff " QDQ_CNN " --backend dnnl --against-dumps %s/none", tmpdir), 1);
-    cr_expect(strstr(slurp("err"), "none/index.json"), "%s", slurp("err"));
-    char path[128];
-    snprintf(path, sizeof path, "%s/index.json", tmpdir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs("{\"inputs\": [], \"values\": [{\"node\": \"conv1\", \"output\": 0, \"tensor\": \"t\", \"file\": \"gone.npy\"}]}", f);
-    fclose(f);
-    cr_expect_eq(run("diff " QDQ_CNN " --backend dnnl --against-dumps %s", tmpdir), 1);
-    cr_expect(strstr(slurp("err"), "gone.npy"), "%s", slurp("err"));
-    cr_expect_eq(run("diff " QDQ_CNN " --backend dnnl --against-dumps %s --against json", tmpdir), 2);
+    cr_expect_eq(cli_run("diff " QDQ_CNN " --backend dnnl --against-dumps %s/none", cli_dir()), 1);
+    cr_expect(strstr(cli_err(), "none/index.json"), "%s", cli_err());
+    cli_write("index.json", "{\"inputs\": [], \"values\": [{\"node\": \"conv1\", \"output\": 0, \"tensor\": \"t\", \"file\": \"gone.npy\"}]}");
+    cr_expect_eq(cli_run("diff " QDQ_CNN " --backend dnnl --against-dumps %s", cli_dir()), 1);
+    cr_expect(strstr(cli_err(), "gone.npy"), "%s", cli_err());
+    cr_expect_eq(cli_run("diff " QDQ_CNN " --backend dnnl --against-dumps %s --against json", cli_dir()), 2);
 }
