@@ -71,13 +71,13 @@ static LLVMValueRef e_pow(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node 
 static LLVMValueRef e_max(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)h, (void)n;
     LLVMValueRef c = gr_llvm.LLVMBuildOr(b, gr_llvm.LLVMBuildFCmp(b, LLVMRealOGT, a[0], a[1], ""),
-                                 gr_llvm.LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], ""), "");
+                                         gr_llvm.LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], ""), "");
     return gr_llvm.LLVMBuildSelect(b, c, a[0], a[1], "");
 }
 static LLVMValueRef e_min(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)h, (void)n;
     LLVMValueRef c = gr_llvm.LLVMBuildOr(b, gr_llvm.LLVMBuildFCmp(b, LLVMRealOLT, a[0], a[1], ""),
-                                 gr_llvm.LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], ""), "");
+                                         gr_llvm.LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], ""), "");
     return gr_llvm.LLVMBuildSelect(b, c, a[0], a[1], "");
 }
 #define UNARY_CALL(fname, sym)                                                                  \
@@ -105,10 +105,11 @@ static LLVMValueRef vexp(LLVMBuilderRef b, gr_llvm_host *h, LLVMValueRef x) {
     LLVMValueRef ni = gr_llvm.LLVMBuildFPToSI(b, n, i32, "");
     LLVMValueRef n1 = gr_llvm.LLVMBuildAShr(b, ni, gr_llvm.LLVMConstInt(i32, 1, 0), "");
     LLVMValueRef n2 = gr_llvm.LLVMBuildSub(b, ni, n1, "");
+    LLVMValueRef bias = gr_llvm.LLVMConstInt(i32, 127, 0), sh = gr_llvm.LLVMConstInt(i32, 23, 0);
     LLVMValueRef s1 = gr_llvm.LLVMBuildBitCast(
-        b, gr_llvm.LLVMBuildShl(b, gr_llvm.LLVMBuildAdd(b, n1, gr_llvm.LLVMConstInt(i32, 127, 0), ""), gr_llvm.LLVMConstInt(i32, 23, 0), ""), f32t(h), "");
+        b, gr_llvm.LLVMBuildShl(b, gr_llvm.LLVMBuildAdd(b, n1, bias, ""), sh, ""), f32t(h), "");
     LLVMValueRef s2 = gr_llvm.LLVMBuildBitCast(
-        b, gr_llvm.LLVMBuildShl(b, gr_llvm.LLVMBuildAdd(b, n2, gr_llvm.LLVMConstInt(i32, 127, 0), ""), gr_llvm.LLVMConstInt(i32, 23, 0), ""), f32t(h), "");
+        b, gr_llvm.LLVMBuildShl(b, gr_llvm.LLVMBuildAdd(b, n2, bias, ""), sh, ""), f32t(h), "");
     LLVMValueRef res = gr_llvm.LLVMBuildFMul(b, gr_llvm.LLVMBuildFMul(b, p, s1, ""), s2, "");
     return gr_llvm.LLVMBuildSelect(b, gr_llvm.LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, res, "");
 }
@@ -202,7 +203,8 @@ static LLVMValueRef e_floor_mod(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse
     LLVMValueRef nz = gr_llvm.LLVMBuildFCmp(b, LLVMRealONE, r, fc(h, 0), "");
     LLVMValueRef diff = gr_llvm.LLVMBuildXor(b, gr_llvm.LLVMBuildFCmp(b, LLVMRealOLT, r, fc(h, 0), ""),
                                      gr_llvm.LLVMBuildFCmp(b, LLVMRealOLT, a[1], fc(h, 0), ""), "");
-    return gr_llvm.LLVMBuildSelect(b, gr_llvm.LLVMBuildAnd(b, nz, diff, ""), gr_llvm.LLVMBuildFAdd(b, r, a[1], ""), r, "");
+    return gr_llvm.LLVMBuildSelect(b, gr_llvm.LLVMBuildAnd(b, nz, diff, ""), gr_llvm.LLVMBuildFAdd(b, r, a[1], ""),
+                                   r, "");
 }
 
 typedef struct low_row {
@@ -516,7 +518,8 @@ static void emit_tail_step(gen *G, LLVMValueRef *a, LLVMValueRef p) {
     /* softmax / log_softmax, numerically stable: max, then sum of exp(v - max), then scale */
     if (G->pass == 0) {
         LLVMValueRef m = gr_llvm.LLVMBuildLoad2(b, f32t(h), G->facc, "");
-        gr_llvm.LLVMBuildStore(b, gr_llvm.LLVMBuildSelect(b, gr_llvm.LLVMBuildFCmp(b, LLVMRealOGT, v, m, ""), v, m, ""), G->facc);
+        LLVMValueRef gt = gr_llvm.LLVMBuildFCmp(b, LLVMRealOGT, v, m, "");
+        gr_llvm.LLVMBuildStore(b, gr_llvm.LLVMBuildSelect(b, gt, v, m, ""), G->facc);
     } else if (G->pass == 1) {
         LLVMValueRef e = vexp(b, h, gr_llvm.LLVMBuildFSub(b, v, G->mx, ""));
         acc_add(G, e);
@@ -606,8 +609,10 @@ static void emit_tail(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
         G->sum_pass = false;
         double eps = ir_attrs_get_float(G->g->nodes[G->g->nnodes - 1].attrs, "epsilon", 1e-5);
         LLVMValueRef var = gr_llvm.LLVMBuildFDiv(b, gr_llvm.LLVMBuildLoad2(b, f64t(h), G->acc, ""), n, "");
-        LLVMValueRef sd = call_d(b, h, "llvm.sqrt.f64", gr_llvm.LLVMBuildFAdd(b, var, gr_llvm.LLVMConstReal(f64t(h), eps), ""));
-        G->scale = gr_llvm.LLVMBuildFPTrunc(b, gr_llvm.LLVMBuildFDiv(b, gr_llvm.LLVMConstReal(f64t(h), 1.0), sd, ""), f32t(h), "");
+        LLVMValueRef sd =
+            call_d(b, h, "llvm.sqrt.f64", gr_llvm.LLVMBuildFAdd(b, var, gr_llvm.LLVMConstReal(f64t(h), eps), ""));
+        G->scale = gr_llvm.LLVMBuildFPTrunc(b, gr_llvm.LLVMBuildFDiv(b, gr_llvm.LLVMConstReal(f64t(h), 1.0), sd, ""),
+                                            f32t(h), "");
         G->mx = gr_llvm.LLVMBuildFPTrunc(b, G->mean, f32t(h), "");
         G->pass = 2;
         emit_loop(G, lvl, ioff, ooff);
@@ -624,7 +629,8 @@ static void emit_tail(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
         G->sum_pass = false;
         LLVMValueRef sum = gr_llvm.LLVMBuildLoad2(b, f64t(h), G->acc, "");
         if (L->tail == RT_TAIL_SOFTMAX) {
-            G->scale = gr_llvm.LLVMBuildFPTrunc(b, gr_llvm.LLVMBuildFDiv(b, gr_llvm.LLVMConstReal(f64t(h), 1.0), sum, ""), f32t(h), "");
+            G->scale = gr_llvm.LLVMBuildFPTrunc(
+                b, gr_llvm.LLVMBuildFDiv(b, gr_llvm.LLVMConstReal(f64t(h), 1.0), sum, ""), f32t(h), "");
         } else {
             G->scale = gr_llvm.LLVMBuildFPTrunc(b, call_d(b, h, "llvm.log.f64", sum), f32t(h), "");
         }
@@ -657,7 +663,8 @@ static void allow_reorder(gr_llvm_host *h, LLVMValueRef br) {
     LLVMMetadataRef ops[2] = {tmp, gr_llvm.LLVMMDNodeInContext2(c, kv, 2)};
     LLVMMetadataRef id = gr_llvm.LLVMMDNodeInContext2(c, ops, 2);
     gr_llvm.LLVMMetadataReplaceAllUsesWith(tmp, id); /* the loop id refers to itself */
-    gr_llvm.LLVMSetMetadata(br, gr_llvm.LLVMGetMDKindIDInContext(c, "llvm.loop", strlen("llvm.loop")), gr_llvm.LLVMMetadataAsValue(c, id));
+    gr_llvm.LLVMSetMetadata(br, gr_llvm.LLVMGetMDKindIDInContext(c, "llvm.loop", strlen("llvm.loop")),
+                            gr_llvm.LLVMMetadataAsValue(c, id));
 }
 
 /* The stride of tensor t (0 output, 1 + k input k) at level lvl of a dyn nest: the guessed
@@ -702,7 +709,8 @@ static void emit_loop(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
         LLVMValueRef sv = L->dyn ? dyn_stride(G, k + 1, lvl) : gr_llvm.LLVMConstInt(i64t(h), (unsigned long long)s, 0);
         sub[k] = !L->dyn && s == 0 ? ioff[k] : gr_llvm.LLVMBuildAdd(b, ioff[k], gr_llvm.LLVMBuildMul(b, i, sv, ""), "");
     }
-    LLVMValueRef ost = L->dyn ? dyn_stride(G, 0, lvl) : gr_llvm.LLVMConstInt(i64t(h), (unsigned long long)L->ost[lvl], 0);
+    LLVMValueRef ost =
+        L->dyn ? dyn_stride(G, 0, lvl) : gr_llvm.LLVMConstInt(i64t(h), (unsigned long long)L->ost[lvl], 0);
     LLVMValueRef o = gr_llvm.LLVMBuildAdd(b, ooff, gr_llvm.LLVMBuildMul(b, i, ost, ""), "");
     emit_loop(G, lvl + 1, sub, o);
     free(sub);
@@ -803,8 +811,8 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
                 int32_t lvl = part ? L.nd - 1 : L.nkept - 1;
                 if (G.guess[t * 2 + (uint32_t)part] < 0 || lvl < 0 || (part == 1 && L.nkept == L.nd)) continue;
                 G.fast = false;
-                LLVMValueRef eq = gr_llvm.LLVMBuildICmp(b, LLVMIntEQ, dyn_stride(&G, t, lvl),
-                                                gr_llvm.LLVMConstInt(i64t(h), (unsigned long long)G.guess[t * 2 + (uint32_t)part], 0), "");
+                LLVMValueRef want = gr_llvm.LLVMConstInt(i64t(h), (unsigned long long)G.guess[t * 2 + (uint32_t)part], 0);
+                LLVMValueRef eq = gr_llvm.LLVMBuildICmp(b, LLVMIntEQ, dyn_stride(&G, t, lvl), want, "");
                 ok = gr_llvm.LLVMBuildAnd(b, ok, eq, "");
             }
         LLVMBasicBlockRef fastb = gr_llvm.LLVMAppendBasicBlockInContext(h->lctx, body, "fast");
@@ -875,7 +883,7 @@ static gr_status make_jit(gr_llvm_host *h, gr_diag *diag) {
     if (e) return err_to_diag(e, diag, "create LLJIT");
     LLVMOrcDefinitionGeneratorRef gen_ref;
     e = gr_llvm.LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen_ref, gr_llvm.LLVMOrcLLJITGetGlobalPrefix(h->jit),
-                                                             NULL, NULL);
+                                                                     NULL, NULL);
     if (e) return err_to_diag(e, diag, "process symbols");
     gr_llvm.LLVMOrcJITDylibAddGenerator(gr_llvm.LLVMOrcLLJITGetMainJITDylib(h->jit), gen_ref);
     return GR_OK;
