@@ -526,6 +526,16 @@ void rt_json_graph_pack_record(rt_json_graph *g, const char *key, const void *da
 
 bool rt_json_graph_pack_streamed(const rt_json_graph *g) { return g->pack_sink != NULL; }
 
+/* The entries a stream left (no data): a new stream records them again. */
+static void pack_drop_streamed(rt_json_graph *g) {
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < g->npacks; i++) {
+        if (!g->packs[i].data && !g->packs[i].t) free(g->packs[i].key);
+        else g->packs[k++] = g->packs[i];
+    }
+    g->npacks = k;
+}
+
 void rt_json_graph_pack_provide(rt_json_graph *g, const char *key, rt_tensor *t) {
     pack_add(g, key, rt_tensor_data(t), rt_tensor_nbytes(t), rt_tensor_retain(t));
     g->nprovided++;
@@ -888,6 +898,7 @@ gr_status rt_json_module_stream_packs(rt_module *m, rt_json_pack_sink fn, void *
         rt_json_graph *g = jm->graphs[i];
         if (jm->prepared[i] || !g->initialized || g->symbolic) continue;
         void *state = NULL;
+        pack_drop_streamed(g);
         g->pack_sink = fn;
         g->pack_sink_user = user;
         st = jm_prepare(jm, g, &state, d);
