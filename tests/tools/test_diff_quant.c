@@ -7,11 +7,9 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/graft_cli.h"
@@ -21,39 +19,8 @@
 #define INT8_RESNET "build/third_party/int8/resnet18_qdq_pt.onnx"
 #define F32_RESNET "build/third_party/zoo/resnet18.onnx"
 
-static char tmpdir[64];
-
-static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/graft_diffq_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmpdir));
-}
-static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-}
-TestSuite(diff_quant, .init = setup, .fini = teardown);
-
-/* Runs `graft ARGS` in the repository root, stdout to tmpdir/out, stderr to tmpdir/err. */
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...) {
-    char args[4096], cmd[PATH_MAX + 8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "'%s' %s > '%s/out' 2> '%s/err'", graft(), args, tmpdir, tmpdir);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static char *slurp(const char *name) {
-    static char buf[8 << 20];
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    tu_read_into(path, buf, sizeof buf);
-    return buf;
-}
+static void setup(void) { cli_mkdtemp("diffq"); }
+TestSuite(diff_quant, .init = setup, .fini = cli_rmdir);
 
 static bool have(const char *path) { return access(path, R_OK) == 0; }
 
@@ -78,12 +45,12 @@ static double num(json_t *o, const char *k) { return json_number_value(json_obje
  * per-channel scales, its relu re-quantized uint8 at 4/255 around 0; the logits int8 at 1/64. */
 Test(diff_quant, qdq_layers_show_their_scales) {
     if (!have(QDQ_CNN)) cr_skip_test("%s missing (scripts/fetch_models.sh)", QDQ_CNN);
-    int rc = run("diff " QDQ_CNN " --backend dnnl --json %s/d.json", tmpdir);
-    cr_assert(rc == 0 || rc == 1, "exit %d: %s", rc, slurp("err"));
+    int rc = cli_run("diff " QDQ_CNN " --backend dnnl --json %s/d.json", cli_dir());
+    cr_assert(rc == 0 || rc == 1, "exit %d: %s", rc, cli_err());
     char path[128];
-    snprintf(path, sizeof path, "%s/d.json", tmpdir);
+    snprintf(path, sizeof path, "%s/d.json", cli_dir());
     json_t *doc = json_load_file(path, 0, NULL);
-    cr_assert_not_null(doc, "%s", slurp("err"));
+    cr_assert_not_null(doc, "%s", cli_err());
     json_t *conv1 = layer(doc, "conv1");
     cr_assert_not_null(conv1, "no layer conv1");
     json_t *x = qp_role(conv1, "input 0"), *w = qp_role(conv1, "input 1");
@@ -101,7 +68,7 @@ Test(diff_quant, qdq_layers_show_their_scales) {
     cr_assert_not_null(out, "out_Q lacks its own parameters");
     cr_expect_str_eq(json_string_value(json_object_get(out, "type")), "int8");
     cr_expect_float_eq(num(out, "scale"), 1.0 / 64, 1e-12);
-    const char *text = slurp("out");
+    const char *text = cli_out();
     cr_expect(strstr(text, "input 0: uint8 scale 0.007843 zp 128"), "%s", text);
     cr_expect(strstr(text, "input 1: int8 scale ") && strstr(text, "(8 channels) zp 0"), "%s", text);
     json_decref(doc);
@@ -113,13 +80,13 @@ Test(diff_quant, qdq_layers_show_their_scales) {
 Test(diff_quant, against_the_float_model, .timeout = 180) {
     if (!have(INT8_RESNET) || !have(F32_RESNET)) cr_skip_test("int8 / float32 resnet18 not cached");
     /* the float32 model on the host: every layer of it observable (no post-op folds) */
-    int rc = run("diff " INT8_RESNET " --backend dnnl --against-model " F32_RESNET " --rtol 0 --atol 0.05x --json %s/d.json",
-                 tmpdir);
-    cr_assert(rc == 0 || rc == 1, "exit %d: %s", rc, slurp("err"));
+    int rc = cli_run("diff " INT8_RESNET " --backend dnnl --against-model " F32_RESNET " --rtol 0 --atol 0.05x --json %s/d.json",
+                 cli_dir());
+    cr_assert(rc == 0 || rc == 1, "exit %d: %s", rc, cli_err());
     char path[128];
-    snprintf(path, sizeof path, "%s/d.json", tmpdir);
+    snprintf(path, sizeof path, "%s/d.json", cli_dir());
     json_t *doc = json_load_file(path, 0, NULL);
-    cr_assert_not_null(doc, "%s", slurp("err"));
+    cr_assert_not_null(doc, "%s", cli_err());
     cr_expect(json_is_true(json_object_get(doc, "against_module")));
     /* every layer with quantized weights (a conv / gemm of both models, by name) found its
      * float32 counterpart: compared, or unobservable on the int8 side (fused into its int8
@@ -139,7 +106,7 @@ Test(diff_quant, against_the_float_model, .timeout = 180) {
         if (!stem && json_object_get(r, "max_abs")) stem = r;
     }
     cr_expect_geq(with_q, 21, "%zu layers with quantized weights (resnet18: 20 convolutions + fc)", with_q);
-    cr_assert_not_null(stem, "no compared layer with quantized weights (%zu compared)\n%s", compared, slurp("out"));
+    cr_assert_not_null(stem, "no compared layer with quantized weights (%zu compared)\n%s", compared, cli_out());
     cr_expect_leq(num(stem, "max_abs"), 0.05 * num(stem, "max_ref"), "%s: %g of max %g",
                   json_string_value(json_object_get(stem, "name")), num(stem, "max_abs"), num(stem, "max_ref"));
     cr_expect_gt(num(stem, "max_abs"), 0, "the int8 stem equals float32 bit for bit");
