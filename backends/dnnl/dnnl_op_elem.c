@@ -86,6 +86,46 @@ void dn_pool_window(const rt_json_node *n, int sd, const int64_t *xs, const int6
     }
 }
 
+/* 2-D max pooling whose every window holds an input, by graft's own kernel (dnnl_pool.c) in
+ * nChw8c (its result in a concat slot when it has one): below avx512_core for a source already
+ * in that layout (oneDNN's jit:avx2 kernel is several times slower), and dilated pools at any
+ * ISA, reordered there (oneDNN 2.6 has only ref:any for them from avx512_core on). *done
+ * false: not taken, nothing emitted. */
+static gr_status own_max_pool(dn_state *S, const rt_json_node *n, int xv, const int64_t *xs, const int64_t *os,
+                              const int64_t *kk, const int64_t *s, const int64_t *d, const int64_t *pl, bool *done) {
+    *done = false;
+    int oe = dn_out_entry(S, n);
+    dnnl_memory_desc_t xmd, omd, slot;
+    dnnl_dims_t xd = {xs[0], xs[1], xs[2], xs[3]}, od = {os[0], os[1], os[2], os[3]};
+    dnnl_memory_desc_init_by_tag(&xmd, 4, xd, dnnl_f32, dnnl_aBcd8b);
+    dnnl_memory_desc_init_by_tag(&omd, 4, od, dnnl_f32, dnnl_aBcd8b);
+    bool blocked8 = dnnl_memory_desc_equal(&S->vals.data[xv].md, &xmd), dilated = d[0] || d[1];
+    if (!dn_avx2_kernels_ok() || S->is_head[oe] ||
+        !(dilated || (blocked8 && (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core)))
+        return GR_OK;
+    for (int a = 0; a < 2; a++)
+        for (int64_t o = 0; o < os[2 + a]; o++) {
+            bool any = false;
+            for (int64_t t = 0; t < kk[a] && !any; t++) {
+                int64_t i = o * s[a] - pl[a] + t * (d[a] + 1);
+                any = i >= 0 && i < xs[2 + a];
+            }
+            if (!any) return GR_OK;
+        }
+    gr_status st = blocked8 ? GR_OK : dn_as(S, n, xv, &xmd, &xv);
+    if (st) return st;
+    dn_pool *p = malloc(sizeof *p);
+    if (!p) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    *p = (dn_pool){.N = xs[0], .Cb = (xs[1] + 7) / 8, .H = xs[2], .W = xs[3], .OH = os[2], .OW = os[3], .kh = kk[0],
+                   .kw = kk[1], .sh = s[0], .sw = s[1], .dh = d[0] + 1, .dw = d[1] + 1, .pt = pl[0], .pl = pl[1]};
+    int ov = dn_slot_md(S, oe, &slot) && dnnl_memory_desc_equal(&slot, &omd) ? dn_slot_val(S, oe) : dn_val_new(S, V_TMP, &omd);
+    dn_arg args[2] = {{DNNL_ARG_SRC, xv, xmd, NULL}, {DNNL_ARG_DST, ov, omd, NULL}};
+    *done = true;
+    st = dn_emit_fn(S, n, dn_pool_run, p, free, "pooling", "graft_pool:avx2", args, 2);
+    if (!st) S->ent_val[oe] = ov;
+    return st;
+}
+
 gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
@@ -116,6 +156,10 @@ gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
         dn_pool_window(n, sd, xs, os, kk, s, d, pl, pr);
         if (!is_max && dn_attr_bool(n, "ceil_mode", false) && dn_attr_bool(n, "count_include_pad", false))
             return dn_fail(S, n, dnnl_success, "avg pooling with ceil_mode and count_include_pad is not supported");
+    }
+    if (is_max && sd == 2 && !perm) {
+        bool done;
+        if ((st = own_max_pool(S, n, xv, xs, os, kk, s, d, pl, &done)) || done) return st;
     }
     dnnl_alg_kind_t alg = is_max ? dnnl_pooling_max
                           : (!adaptive && dn_attr_bool(n, "count_include_pad", false)) ? dnnl_pooling_avg_include_padding
