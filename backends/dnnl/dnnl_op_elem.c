@@ -193,12 +193,10 @@ gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
 
 /* ------------------------------------------------------- eltwise / binary ---- */
 
-/* A unary node, a binary node with a scalar constant, an x * f(x) form, or a binary node of
- * two tensors (one may broadcast): one eltwise or binary primitive, plus post-ops. */
 /* ------------------------------------------------------- affine runs ---- */
 
-/* Constant entry e of float32 data as an operand along one axis of an nd-dim result of x's dims
- * xd: C values along axis *axis (C = xd[*axis]; -1: one value, any axis). False when it varies
+/* The data of constant entry e (float32) as an operand of a result of x's dims xd (nd dims):
+ * values along axis *axis only, as many as xd[*axis] (*axis -1: one value). NULL when it varies
  * along more than one axis or broadcasts x. */
 static const float *axis_const(dn_state *S, int e, int nd, const int64_t *xd, int *axis) {
     if (e < 0 || S->ent_node[e].node->kind != RT_JSON_CONST || S->ent_val[e] < 0 || !dn_entry_f32(S, e)) return NULL;
@@ -318,6 +316,8 @@ static void affine_unbind(dn_state *S, const affine_fold *f) {
     for (int i = 0; i < f->n; i++) S->ent_val[f->e[i]] = f->saved[i];
 }
 
+/* A unary node, a binary node with a scalar constant, an x * f(x) form, or a binary node of
+ * two tensors (one may broadcast): one eltwise or binary primitive, plus post-ops. */
 gr_status dn_op_elemwise(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     dn_step first, steps[DN_MAX_STEPS + 1];
