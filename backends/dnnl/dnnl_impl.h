@@ -367,6 +367,15 @@ typedef struct dn_gemv {
 /* dn_fn: ptrs[0] x, ptrs[1] y (plain row-major), the others at p's ix_*; ctx freed by free */
 dnnl_status_t dn_gemv_run(void *ctx, void *const *ptrs);
 
+/* dnnl_pool.c: 2-D max pooling on nChw8c src / dst (AVX2 only; see there). Every output's
+ * window holds at least one input. */
+typedef struct dn_pool {
+    int64_t N, Cb, H, W, OH, OW;  /* Cb: blocks of 8 channels */
+    int64_t kh, kw, sh, sw, dh, dw, pt, pl; /* dh, dw: dilation (1: none); pt, pl: top and left padding */
+} dn_pool;
+/* dn_fn: ptrs[0] src, ptrs[1] dst */
+dnnl_status_t dn_pool_run(void *ctx, void *const *ptrs);
+
 /* dnnl_rnn.c: relax.nn.lstm / gru / rnn as one oneDNN RNN primitive. */
 gr_status dn_rnn(dn_state *S, const rt_json_node *n);
 

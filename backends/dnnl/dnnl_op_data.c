@@ -312,7 +312,13 @@ gr_status dn_op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
     (void)comp;
     uint32_t cnt = concat_count(n);
     if (cnt == 0) return dn_fail(S, n, dnnl_success, "concat arity");
-    if (S->slot_root[dn_out_entry(S, n)] >= 0) return concat_in_place(S, n);
+    /* a concat with a slot in a later one's buffer but whose own sources fit no blocks (a value
+     * concatenated with itself, its channels cut by the block) builds as any producer: dn_finish
+     * writes its slot when the layouts agree, else the later concat copies it there */
+    int src[64];
+    uint32_t planned;
+    size_t per_ch;
+    if (S->slot_root[dn_out_entry(S, n)] >= 0 && slot_concat(S, n, src, &planned, &per_ch)) return concat_in_place(S, n);
     dnnl_memory_desc_t mds[64];
     dn_arg args[66];
     int nd = n->ndims[0];

@@ -86,6 +86,46 @@ void dn_pool_window(const rt_json_node *n, int sd, const int64_t *xs, const int6
     }
 }
 
+/* 2-D max pooling whose every window holds an input, by graft's own kernel (dnnl_pool.c) in
+ * nChw8c (its result in a concat slot when it has one): below avx512_core for a source already
+ * in that layout (oneDNN's jit:avx2 kernel is several times slower), and dilated pools at any
+ * ISA, reordered there (oneDNN 2.6 has only ref:any for them from avx512_core on). *done
+ * false: not taken, nothing emitted. */
+static gr_status own_max_pool(dn_state *S, const rt_json_node *n, int xv, const int64_t *xs, const int64_t *os,
+                              const int64_t *kk, const int64_t *s, const int64_t *d, const int64_t *pl, bool *done) {
+    *done = false;
+    int oe = dn_out_entry(S, n);
+    dnnl_memory_desc_t xmd, omd, slot;
+    dnnl_dims_t xd = {xs[0], xs[1], xs[2], xs[3]}, od = {os[0], os[1], os[2], os[3]};
+    dnnl_memory_desc_init_by_tag(&xmd, 4, xd, dnnl_f32, dnnl_aBcd8b);
+    dnnl_memory_desc_init_by_tag(&omd, 4, od, dnnl_f32, dnnl_aBcd8b);
+    bool blocked8 = dnnl_memory_desc_equal(&S->vals.data[xv].md, &xmd), dilated = d[0] || d[1];
+    if (!dn_avx2_kernels_ok() || S->is_head[oe] ||
+        !(dilated || (blocked8 && (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core)))
+        return GR_OK;
+    for (int a = 0; a < 2; a++)
+        for (int64_t o = 0; o < os[2 + a]; o++) {
+            bool any = false;
+            for (int64_t t = 0; t < kk[a] && !any; t++) {
+                int64_t i = o * s[a] - pl[a] + t * (d[a] + 1);
+                any = i >= 0 && i < xs[2 + a];
+            }
+            if (!any) return GR_OK;
+        }
+    gr_status st = blocked8 ? GR_OK : dn_as(S, n, xv, &xmd, &xv);
+    if (st) return st;
+    dn_pool *p = malloc(sizeof *p);
+    if (!p) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    *p = (dn_pool){.N = xs[0], .Cb = (xs[1] + 7) / 8, .H = xs[2], .W = xs[3], .OH = os[2], .OW = os[3], .kh = kk[0],
+                   .kw = kk[1], .sh = s[0], .sw = s[1], .dh = d[0] + 1, .dw = d[1] + 1, .pt = pl[0], .pl = pl[1]};
+    int ov = dn_slot_md(S, oe, &slot) && dnnl_memory_desc_equal(&slot, &omd) ? dn_slot_val(S, oe) : dn_val_new(S, V_TMP, &omd);
+    dn_arg args[2] = {{DNNL_ARG_SRC, xv, xmd, NULL}, {DNNL_ARG_DST, ov, omd, NULL}};
+    *done = true;
+    st = dn_emit_fn(S, n, dn_pool_run, p, free, "pooling", "graft_pool:avx2", args, 2);
+    if (!st) S->ent_val[oe] = ov;
+    return st;
+}
+
 gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
@@ -116,6 +156,10 @@ gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
         dn_pool_window(n, sd, xs, os, kk, s, d, pl, pr);
         if (!is_max && dn_attr_bool(n, "ceil_mode", false) && dn_attr_bool(n, "count_include_pad", false))
             return dn_fail(S, n, dnnl_success, "avg pooling with ceil_mode and count_include_pad is not supported");
+    }
+    if (is_max && sd == 2 && !perm) {
+        bool done;
+        if ((st = own_max_pool(S, n, xv, xs, os, kk, s, d, pl, &done)) || done) return st;
     }
     dnnl_alg_kind_t alg = is_max ? dnnl_pooling_max
                           : (!adaptive && dn_attr_bool(n, "count_include_pad", false)) ? dnnl_pooling_avg_include_padding
@@ -148,6 +192,129 @@ gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
 }
 
 /* ------------------------------------------------------- eltwise / binary ---- */
+
+/* ------------------------------------------------------- affine runs ---- */
+
+/* The data of constant entry e (float32) as an operand of a result of x's dims xd (nd dims):
+ * values along axis *axis only, as many as xd[*axis] (*axis -1: one value). NULL when it varies
+ * along more than one axis or broadcasts x. */
+static const float *axis_const(dn_state *S, int e, int nd, const int64_t *xd, int *axis) {
+    if (e < 0 || S->ent_node[e].node->kind != RT_JSON_CONST || S->ent_val[e] < 0 || !dn_entry_f32(S, e)) return NULL;
+    int cnd = dn_entry_ndim(S, e), v = S->ent_val[e];
+    const int64_t *cs = dn_entry_shape(S, e);
+    if (cnd > nd || !dn_is_plain(&S->vals.data[v].md) || !S->vals.data[dn_root(S, v)].ptr) return NULL;
+    *axis = -1;
+    for (int i = 0; i < cnd; i++) {
+        if (cs[i] == 1) continue;
+        if (*axis >= 0 || cs[i] != xd[nd - cnd + i]) return NULL;
+        *axis = nd - cnd + i;
+    }
+    return (const float *)((const char *)S->vals.data[dn_root(S, v)].ptr + dn_val_boff(S, v));
+}
+
+/* The entries an affine run's folded operands are bound to while its primitive is built. */
+typedef struct affine_fold {
+    int n, e[2], saved[2];
+} affine_fold;
+
+/* A run of constant add / subtract / multiply / divide by values along one axis (or one value)
+ * and scalar linears at the head of a binary op's chain -- a batch norm left after a concat or
+ * a pool, (x - mean) / sqrt(var + eps) * gamma + beta, DenseNet's norm1 -- folds into x * scale
+ * + shift: one multiply with an add post-op (or one of them) instead of a post-op per constant,
+ * and no division. The two results are bound to two of the run's operand entries for the build
+ * (dn_elem_prim reads operands by entry; affine_unbind puts the graph's values back). Only
+ * divisors that are finite and not 0, so that no inf - inf appears where the graph has none. */
+static gr_status affine_fold_run(dn_state *S, int xv, dn_step *first, dn_step *steps, int *k, affine_fold *f) {
+    f->n = 0;
+    int nd = S->vals.data[xv].md.ndims, axis = -1, len = 0, nodes = 0;
+    const int64_t *xd = S->vals.data[xv].md.dims;
+    const float *cv[DN_MAX_STEPS + 1];
+    int cax[DN_MAX_STEPS + 1];
+    bool div = false;
+    for (; len <= *k; len++) {
+        const dn_step *st = len ? &steps[len - 1] : first;
+        if (nodes + st->nnodes > 8 || st->out < 0 || dn_entry_ndim(S, st->out) != nd ||
+            memcmp(dn_entry_shape(S, st->out), xd, sizeof(int64_t) * (size_t)nd))
+            break;
+        cv[len] = NULL;
+        if (st->kind == STEP_ELTWISE) {
+            if (!len || st->alg != dnnl_eltwise_linear) break;
+        } else {
+            bool d = st->alg == dnnl_binary_div;
+            if (st->alg != dnnl_binary_add && st->alg != dnnl_binary_sub && st->alg != dnnl_binary_mul && !d) break;
+            if (!(cv[len] = axis_const(S, st->src1, nd, xd, &cax[len])) || (cax[len] >= 0 && axis >= 0 && cax[len] != axis)) break;
+            bool ok = true;
+            for (int64_t j = 0; d && j < (cax[len] >= 0 ? xd[cax[len]] : 1); j++) ok &= isfinite(cv[len][j]) && cv[len][j] != 0.f;
+            if (!ok) break;
+            if (cax[len] >= 0) axis = cax[len];
+            div |= d;
+        }
+        nodes += st->nnodes;
+    }
+    if (axis < 0 || len < 2) return GR_OK;
+    int64_t C = xd[axis];
+    float *scale = dn_owned_alloc(S, sizeof(float) * (size_t)C), *shift = dn_owned_alloc(S, sizeof(float) * (size_t)C);
+    if (!scale || !shift) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    bool scaled = false, shifted = false, finite = true;
+    for (int64_t j = 0; j < C; j++) {
+        float a = 1.f, b = 0.f;
+        for (int i = 0; i < len; i++) {
+            const dn_step *st = i ? &steps[i - 1] : first;
+            float c = cv[i] ? cv[i][cax[i] >= 0 ? j : 0] : 0.f;
+            if (st->kind == STEP_ELTWISE) a *= st->alpha, b = b * st->alpha + st->beta;
+            else if (st->alg == dnnl_binary_add) b += c;
+            else if (st->alg == dnnl_binary_sub) b -= c;
+            else if (st->alg == dnnl_binary_mul) a *= c, b *= c;
+            else a /= c, b /= c;
+        }
+        scale[j] = a;
+        shift[j] = b;
+        finite &= isfinite(a) && isfinite(b);
+        scaled |= a != 1.f;
+        shifted |= b != 0.f;
+    }
+    int nfold = scaled && shifted ? 2 : 1;
+    if (!finite || (nfold >= len && !div)) return GR_OK;
+    /* the entries of two distinct operands along the axis take the results */
+    for (int i = 0; i < len && f->n < nfold; i++) {
+        const dn_step *st = i ? &steps[i - 1] : first;
+        if (cv[i] && cax[i] == axis && (f->n == 0 || st->src1 != f->e[0])) f->e[f->n++] = st->src1;
+    }
+    if (f->n < nfold) {
+        f->n = 0;
+        return GR_OK;
+    }
+    dn_step out[2] = {*first, *first};
+    out[0].kind = out[1].kind = STEP_BINARY;
+    out[0].alg = scaled ? dnnl_binary_mul : dnnl_binary_add;
+    out[1].alg = dnnl_binary_add;
+    out[0].nnodes = out[1].nnodes = 0;
+    for (int i = 0; i < len; i++) {
+        const dn_step *st = i ? &steps[i - 1] : first;
+        dn_step *to = &out[nfold == 2 && i == len - 1];
+        for (int q = 0; q < st->nnodes; q++) to->nodes[to->nnodes++] = st->nodes[q];
+        to->out = st->out;
+    }
+    for (int i = 0; i < nfold; i++) {
+        dnnl_memory_desc_t md;
+        int e = f->e[i];
+        dn_plain_md(&md, dn_entry_ndim(S, e), dn_entry_shape(S, e));
+        int v = dn_val_new(S, V_OWNED, &md);
+        S->vals.data[v].ptr = out[i].alg == dnnl_binary_mul ? scale : shift;
+        f->saved[i] = S->ent_val[e];
+        S->ent_val[e] = v;
+        out[i].src1 = e;
+    }
+    *first = out[0];
+    memmove(steps + (nfold - 1), steps + (len - 1), sizeof(dn_step) * (size_t)(*k - (len - 1)));
+    if (nfold == 2) steps[0] = out[1];
+    *k += nfold - len;
+    return GR_OK;
+}
+
+static void affine_unbind(dn_state *S, const affine_fold *f) {
+    for (int i = 0; i < f->n; i++) S->ent_val[f->e[i]] = f->saved[i];
+}
 
 /* A unary node, a binary node with a scalar constant, an x * f(x) form, or a binary node of
  * two tensors (one may broadcast): one eltwise or binary primitive, plus post-ops. */
@@ -220,11 +387,13 @@ gr_status dn_op_elemwise(dn_state *S, const rt_json_node *n, const dn_comp *comp
             k = i;
             break;
         }
+    affine_fold af = {.n = 0};
+    gr_status st = npre ? GR_OK : affine_fold_run(S, xv, &first, steps, &k, &af);
+    if (st) return st;
     dn_consume(S, &first, 1);
     S->stats.npostops--;          /* the first step is the primitive itself */
     S->stats.nfused_nodes -= (uint32_t)first.nnodes > 0 ? 1 : 0;
     int v, used;
-    gr_status st;
     if (npre && steps[0].kind == STEP_BINARY) {
         /* y / x: oneDNN 2.6's jit eltwise takes no binary post-op, so x^-1 is a primitive of its
          * own and x^-1 * y the binary one, with the chain */
@@ -237,7 +406,9 @@ gr_status dn_op_elemwise(dn_state *S, const rt_json_node *n, const dn_comp *comp
         memmove(steps, steps + 1, sizeof(dn_step) * (size_t)--k);
         npre = 0;
     }
-    st = dn_elem_prim(S, n, &first, xv, steps, k, npre, true, &v, &used);
+    /* a folded shift is no optional post-op: its nodes hold the whole run's */
+    st = dn_elem_prim(S, n, &first, xv, steps, k, af.n == 2 ? 1 : npre, true, &v, &used);
+    affine_unbind(S, &af);
     if (st) return st;
     S->ent_val[used > npre ? steps[used - 1].out : first.out] = v;
     return GR_OK;

@@ -18,7 +18,9 @@
  *   - every output matches within |dnnl - host| <= GEN_ATOL + GEN_ATOL_SCALE * max|host|
  *     + GEN_RTOL * |host| (fp32; oneDNN's blocked sums and its exp / erf / tanh approximations,
  *     as tests/dnnl/dnnl_test_util.h argues; the scale term covers sums of a few hundred products
- *     whose result cancels to near 0); NaN / Inf never match;
+ *     whose result cancels to near 0); a NaN matches only a NaN of the host's (drawn values that
+ *     overflow, then inf - inf: IEEE's answer, which dnnl must give too), an infinity only the
+ *     same infinity;
  *   - no primitive that ran is on oneDNN's reference kernels (rt_prim_info.impl "ref...", at this
  *     ISA: make test runs the suite again under ONEDNN_MAX_CPU_ISA=AVX2);
  *   - an op of the dnnl op table left on the host carries the reason its check gave in the
@@ -912,7 +914,7 @@ static void compare_values(const rt_value *want, const rt_value *got, uint32_t s
         return;
     }
     cr_assert_eq(want->kind, RT_VAL_TENSOR);
-    gr_cmp_result r = tc_expect_tensor(got->u.t, want->u.t, (gr_cmp_opts){.atol = GEN_ATOL, .atol_scale = GEN_ATOL_SCALE, .rtol = GEN_RTOL},
+    gr_cmp_result r = tc_expect_tensor(got->u.t, want->u.t, (gr_cmp_opts){.atol = GEN_ATOL, .atol_scale = GEN_ATOL_SCALE, .rtol = GEN_RTOL, .nan_expected = true},
                                        "seed %u (%s, ISA %s): dnnl against the host", seed, ops, rt_dnnl_isa());
     *bad |= r.bad != 0;
 }

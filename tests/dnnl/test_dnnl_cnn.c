@@ -1,0 +1,85 @@
+/* CNN paths of the oneDNN engine beyond the zoo's shapes: a batch norm left after a concat or a
+ * pool (a run of per-channel constant subtract / divide / multiply / add) folded into one
+ * multiply and one add (backends/dnnl/dnnl_op_elem.c), and graft's own max pooling on nChw8c
+ * below avx512_core (backends/dnnl/dnnl_pool.c). Checked against the reference engine with
+ * dnnl_test_util.h's tolerance (1e-4 absolute + 1e-4 relative), at whatever ISA the process
+ * runs (make test: native and ONEDNN_MAX_CPU_ISA=AVX2). */
+#include <string.h>
+
+#include "tests/dnnl/dnnl_test_util.h"
+
+/* op(a, b) of shape os */
+static int bin(dt_graph *g, const char *op, int a, int b, const int64_t *os) { return dt_op(g, op, NULL, 2, IN(a, b), NULL, 4, os, op); }
+
+/* (x - mean) / sd * gamma + beta, relu: the binary primitive takes one multiply and an add and
+ * a relu as post-ops, not four constants' post-ops and the relu. */
+Test(dnnl_cnn, batch_norm_run_folds) {
+    dt_graph g;
+    dt_init(&g, 3);
+    const int64_t *os = S4(1, 20, 9, 11);
+    int x = dt_input(&g, 4, os);
+    int a = bin(&g, "relax.subtract", x, dt_const(&g, 4, S4(1, 20, 1, 1)), os);
+    a = bin(&g, "relax.divide", a, dt_const_r(&g, 3, S3(20, 1, 1), 0.25f, 1.f), os);
+    a = bin(&g, "relax.multiply", a, dt_const(&g, 4, S4(1, 20, 1, 1)), os);
+    a = bin(&g, "relax.add", a, dt_const(&g, 3, S3(20, 1, 1)), os);
+    dt_head(&g, dt_op(&g, "relax.nn.relu", NULL, 1, IN(a), NULL, 4, os, "relu"));
+    rt_dnnl_stats st;
+    dt_stats_no_ref(&g, &st);
+    cr_expect_eq(st.nprims, 1, "%u primitives", st.nprims);
+    cr_expect_eq(st.npostops, 2, "post-ops: the shift and the relu (%u)", st.npostops);
+    dt_check(&g);
+    dt_free(&g);
+}
+
+/* A divisor of 0 leaves the run as it is (x * inf + shift would be inf - inf where the graph's
+ * (x - m) / 0 is an infinity). */
+Test(dnnl_cnn, zero_divisor_does_not_fold) {
+    dt_graph g;
+    dt_init(&g, 4);
+    const int64_t *os = S4(1, 8, 5, 5);
+    int x = dt_input(&g, 4, os);
+    int z = dt_const_r(&g, 4, S4(1, 8, 1, 1), 0.f, 0.f);
+    int a = bin(&g, "relax.subtract", x, dt_const(&g, 4, S4(1, 8, 1, 1)), os);
+    a = bin(&g, "relax.divide", a, z, os);
+    dt_head(&g, bin(&g, "relax.add", a, dt_const(&g, 4, S4(1, 8, 1, 1)), os));
+    rt_dnnl_stats st;
+    dt_stats_no_ref(&g, &st);
+    cr_expect_eq(st.npostops, 2, "the divide and the add stay post-ops (%u)", st.npostops);
+    dt_free(&g);
+}
+
+/* Max pools of a convolution's blocked result (20 channels: a block half padding): 3x3 / 2 in
+ * ceil mode, 3x3 / 1 padded, 2x2 dilated by 2; graft's kernel runs them below avx512_core, and
+ * the dilated one at every ISA (oneDNN 2.6's avx512_core pooling is ref:any for it). */
+Test(dnnl_cnn, max_pool_blocked) {
+    static const char *const attrs[3] = {
+        "{\"pool_size\":[3,3],\"strides\":[2,2],\"padding\":[0,0,0,0],\"ceil_mode\":true}",
+        "{\"pool_size\":[3,3],\"strides\":[1,1],\"padding\":[1,1,1,1]}",
+        "{\"pool_size\":[2,2],\"strides\":[1,1],\"dilation\":[2,2],\"padding\":[1,0,1,0]}"};
+    static const int64_t oh[3][2] = {{6, 6}, {13, 12}, {13, 10}};
+    for (int c = 0; c < 3; c++) {
+        dt_graph g;
+        dt_init(&g, 5 + (uint32_t)c);
+        int x = dt_input(&g, 4, S4(1, 16, 13, 12));
+        int w = dt_const(&g, 4, S4(20, 16, 3, 3));
+        int cv = dt_op(&g, "relax.nn.conv2d", "{\"padding\":[1,1,1,1]}", 2, IN(x, w), NULL, 4, S4(1, 20, 13, 12), NULL);
+        int r = dt_conv_bias_act(&g, cv, 20, S4(1, 20, 13, 12), false, "relu");
+        const int64_t *ps = S4(1, 20, oh[c][0], oh[c][1]);
+        int p = dt_op(&g, "relax.nn.max_pool2d", attrs[c], 1, IN(r), NULL, 4, ps, "pool");
+        int w2 = dt_const(&g, 4, S4(8, 20, 1, 1));
+        dt_head(&g, dt_op(&g, "relax.nn.conv2d", NULL, 2, IN(p, w2), NULL, 4, S4(1, 8, oh[c][0], oh[c][1]), "conv1x1"));
+        dt_prepared pr;
+        rt_dnnl_stats st;
+        dt_prepare_no_ref(&g, &pr, &st);
+        bool own = false;
+        for (uint32_t i = 0; i < rt_dnnl_num_prims(pr.state); i++) {
+            rt_dnnl_prim_info pi;
+            cr_assert(rt_dnnl_prim(pr.state, i, &pi));
+            own |= !strcmp(pi.impl, "graft_pool:avx2");
+        }
+        dt_release(&pr);
+        cr_expect_eq(own, c == 2 || !strcmp(rt_dnnl_isa(), "avx2"), "case %d: graft's max pool at ISA %s", c, rt_dnnl_isa());
+        dt_check(&g);
+        dt_free(&g);
+    }
+}
