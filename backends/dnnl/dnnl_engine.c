@@ -285,6 +285,61 @@ static dnnl_data_type_t val_type(DLDataType t) {
     return t.code == kDLInt && t.bits == 8 ? dnnl_s8 : dnnl_data_type_undef;
 }
 
+/* Reorders whose result no primitive reads go, and the reorders that only fed them: a
+ * dequantize into float32 whose consumers all read its levels instead (dnnl_op_quant.c). Then
+ * the values' first and last uses anew. */
+static void prune_reorders(dn_state *S) {
+    uint32_t np = S->prims.len, nv = S->vals.len;
+    int *uses = calloc(nv + 1, sizeof(int));
+    bool *dead = calloc(np + 1, sizeof(bool));
+    if (!uses || !dead) {
+        free(uses);
+        free(dead);
+        return; /* nothing pruned: every primitive still runs */
+    }
+    for (uint32_t p = 0; p < np; p++)
+        for (int a = 0; a < S->prims.data[p].nargs; a++)
+            if (S->prims.data[p].args[a].val >= 0) uses[dn_root(S, S->prims.data[p].args[a].val)]++;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (uint32_t p = np; p-- > 0;) {
+            dn_prim *pr = &S->prims.data[p];
+            if (dead[p] || !pr->prim || strcmp(pr->kind, "reorder")) continue;
+            int to = -1;
+            for (int a = 0; a < pr->nargs; a++)
+                if (pr->args[a].arg == DNNL_ARG_TO && pr->args[a].val >= 0) to = dn_root(S, pr->args[a].val);
+            if (to < 0 || S->vals.data[to].kind != V_TMP || uses[to] != 1) continue;
+            dead[p] = changed = true;
+            for (int a = 0; a < pr->nargs; a++)
+                if (pr->args[a].val >= 0) uses[dn_root(S, pr->args[a].val)]--;
+        }
+    }
+    uint32_t k = 0;
+    for (uint32_t p = 0; p < np; p++) {
+        dn_prim *pr = &S->prims.data[p];
+        if (!dead[p]) {
+            S->prims.data[k++] = *pr;
+            continue;
+        }
+        dnnl_primitive_destroy(pr->prim);
+        free(pr->args);
+        gr_vec_free(&pr->nodes);
+        gr_vec_free(&pr->layers);
+        S->stats.nreorders--;
+    }
+    S->prims.len = k;
+    for (uint32_t v = 0; v < nv; v++) S->vals.data[v].first = S->vals.data[v].last = -1;
+    for (uint32_t p = 0; p < k; p++)
+        for (int a = 0; a < S->prims.data[p].nargs; a++) {
+            int v = S->prims.data[p].args[a].val;
+            if (v < 0) continue;
+            if (S->vals.data[v].first < 0) S->vals.data[v].first = (int)p;
+            S->vals.data[v].last = (int)p;
+        }
+    free(uses);
+    free(dead);
+}
+
 static gr_status build(dn_state *S) {
     rt_json_graph *g = S->g;
     uint32_t nn = rt_json_graph_num_nodes(g);
@@ -418,6 +473,7 @@ static gr_status build(dn_state *S) {
         if (st) return st;
     }
     for (uint32_t c = 0; c < nc; c++) const_settle(S, cs, c, nn, true);
+    prune_reorders(S);
     S->stats.nprims = S->prims.len;
     for (uint32_t p = 0; p < S->prims.len; p++) prim_layers(&S->prims.data[p]);
     st = plan_memory(S);

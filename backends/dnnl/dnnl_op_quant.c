@@ -163,6 +163,7 @@ static void dense_like(const dnnl_memory_desc_t *md, dnnl_data_type_t dt, dnnl_m
 }
 
 static const dn_qlevels *qent_of(const dn_state *S, int e);
+static gr_status pool_levels(dn_state *S, const rt_json_node *n, int xv, dnnl_data_type_t qt, int *out);
 
 /* A quantize -> dequantize pair: two reorders (f32 -> u8 / s8 -> f32) in the input's layout,
  * the first left out when an int8 primitive wrote the levels (qent_of); the result into entry
@@ -183,7 +184,7 @@ static gr_status build_qdq(dn_state *S, const q_nodes *q, int out) {
     dense_like(&S->vals.data[qv].md, dnnl_f32, &md);
     if ((st = scaled_reorder(S, q->mul, qv, &md, q->dq_s, DNNL_ARG_SRC, (int32_t)q->dq_zpv, true, &ov))) return st;
     S->ent_val[out] = ov;
-    /* a convolution reading ov may read the levels instead (dn_q_levels_conv) */
+    /* a convolution reading ov may read the levels instead (dn_q_levels_op) */
     gr_vec_push(&S->qlevels, ((dn_qlevels){ov, qv, q->dq_s, (int32_t)q->dq_zpv, q->qt}));
     return GR_OK;
 }
@@ -526,9 +527,7 @@ static bool levels_of(dn_state *S, int e, dn_qlevels *out) {
  * dequantize pair (dnnl.qdq) that others read too (a residual block's input, so no qconv2d
  * composite could hold the pair): with VNNI, int8 on the pair's levels, taking a leading
  * per-channel bias and the relu / clip posts after it; the caller runs the posts left. */
-gr_status dn_q_levels_conv(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
-    *done = false;
-    *used = 0;
+static gr_status levels_conv(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
     int xe = dn_arg_entry(S, n, 0), we = dn_arg_entry(S, n, 1);
     if (n->op != IR_OP_CONV2D || !exact_int8() || xe < 0 || we < 0 || S->ent_val[xe] < 0 || n->ndims[0] != 4 ||
         strcmp(dn_attr_str(n, "data_layout", "NCHW"), "NCHW") || strcmp(dn_attr_str(n, "kernel_layout", "OIHW"), "OIHW") ||
@@ -563,6 +562,104 @@ gr_status dn_q_levels_conv(dn_state *S, const rt_json_node *n, const dn_step *st
     *used = u;
     *done = st == GR_OK;
     return st;
+}
+
+/* A residual add of two dequantized levels (quantize -> dequantize pairs, or int8 results),
+ * with relu / clip after it, whose result a quantize alone reads: one int8 binary primitive
+ * writing that quantize's levels, as QLinearAdd. With the sources' scales sa, sb as oneDNN's
+ * input scales sa / s, sb / s and their zero points za, zb as one shift c:
+ *     q = round(sa / s * a + sb / s * b - c + z),  c = (sa za + sb zb) / s
+ * and the activation a clip in those units (oneDNN 2.6 miscomputes three eltwise post-ops,
+ * dnnl_postops.c: a linear and a clip here). Exact up to float32 rounding, as ORT's float
+ * requantization (a tie may land on the other neighbour). */
+static gr_status levels_add(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
+    int ae = dn_arg_entry(S, n, 0), be = dn_arg_entry(S, n, 1), nd = n->ndims[0];
+    dn_qlevels la, lb;
+    if (dn_nargs(n) != 2 || !levels_of(S, ae, &la) || !levels_of(S, be, &lb) || dn_entry_ndim(S, ae) != nd ||
+        dn_entry_ndim(S, be) != nd || memcmp(dn_entry_shape(S, ae), n->shapes[0], sizeof(int64_t) * (size_t)nd) ||
+        memcmp(dn_entry_shape(S, be), n->shapes[0], sizeof(int64_t) * (size_t)nd))
+        return GR_OK;
+    int u = 0;
+    double lo = -INFINITY, hi = INFINITY;
+    if (k && steps[0].kind == STEP_ELTWISE && (steps[0].alg == dnnl_eltwise_relu || steps[0].alg == dnnl_eltwise_clip_v2)) {
+        bool relu = steps[0].alg == dnnl_eltwise_relu;
+        if (relu && steps[0].alpha != 0.f) return GR_OK; /* leaky */
+        lo = relu ? 0 : steps[0].alpha;
+        hi = relu ? INFINITY : steps[0].beta;
+        u = 1;
+    }
+    q_nodes rq;
+    if (!requant_of(S, u ? steps[u - 1].out : dn_out_entry(S, n), &rq)) return GR_OK;
+    double qlo = rq.qt == dnnl_u8 ? 0 : -128, qhi = rq.qt == dnnl_u8 ? 255 : 127, s = rq.s;
+    float sa = (float)(la.s / s), sb = (float)(lb.s / s);
+    float shift = (float)(rq.zpv - ((double)la.s * la.zp + (double)lb.s * lb.zp) / s);
+    dnnl_memory_desc_t amd = S->vals.data[la.levels].md, bmd, dmd;
+    dense_like(&amd, lb.qt, &bmd);
+    dense_like(&amd, rq.qt, &dmd);
+    dnnl_binary_desc_t desc;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = dnnl_binary_desc_init(&desc, dnnl_binary_add, &amd, &bmd, &dmd);
+    if (ds == dnnl_success) ds = make_attr(&attr, 0, 0, NULL, 0, 0);
+    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_scales(attr, DNNL_ARG_SRC_0, 1, 0, &sa);
+    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_scales(attr, DNNL_ARG_SRC_1, 1, 0, &sb);
+    if (ds == dnnl_success) ds = dnnl_post_ops_create(&po);
+    if (ds == dnnl_success && shift != 0.f) ds = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, 1.f, shift);
+    /* the clip in the levels' units, within the type's range (the saturation clips there too) */
+    if (ds == dnnl_success && u)
+        ds = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_clip_v2, (float)fmax(lo / s + rq.zpv, qlo),
+                                          (float)fmin(hi / s + rq.zpv, qhi));
+    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
+    if (ds == dnnl_success) ds = dnnl_primitive_desc_create(&pd, &desc, attr, S->eng, NULL);
+    dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success || dn_pd_is_ref(pd)) {
+        /* the float32 path (its reorders, add and quantize) instead */
+        if (ds == dnnl_success) dnnl_primitive_desc_destroy(pd);
+        return GR_OK;
+    }
+    int bv = lb.levels;
+    gr_status st = dnnl_memory_desc_equal(&S->vals.data[bv].md, &bmd) ? GR_OK : dn_as(S, n, bv, &bmd, &bv);
+    if (st) {
+        dnnl_primitive_desc_destroy(pd);
+        return st;
+    }
+    dn_consume(S, steps, u);
+    int ov = dn_val_new(S, V_TMP, &dmd);
+    dn_arg args[3] = {{DNNL_ARG_SRC_0, la.levels, amd, NULL}, {DNNL_ARG_SRC_1, bv, bmd, NULL}, {DNNL_ARG_DST, ov, dmd, NULL}};
+    if ((st = dn_emit(S, n, pd, args, 3, false))) return st;
+    gr_vec_push(&S->qents, ((dn_qlevels){u ? steps[u - 1].out : dn_out_entry(S, n), ov, rq.s, (int32_t)rq.zpv, rq.qt}));
+    *used = u;
+    *done = true;
+    return GR_OK;
+}
+
+/* Max pooling (NCHW) of dequantized levels whose result a quantize with the same scale and
+ * zero point alone reads: pooling of the levels, which are that quantize's (max commutes with
+ * the increasing dequantize; the quantize gives back each level). */
+static gr_status levels_pool(dn_state *S, const rt_json_node *n, int k, bool *done) {
+    int xe = dn_arg_entry(S, n, 0), ov;
+    dn_qlevels lv;
+    q_nodes rq;
+    if (k || !levels_of(S, xe, &lv) || !requant_of(S, dn_out_entry(S, n), &rq) || rq.s != lv.s || (int32_t)rq.zpv != lv.zp ||
+        rq.qt != lv.qt || dn_entry_ndim(S, xe) != 4 || strcmp(dn_attr_str(n, "layout", "NCHW"), "NCHW") ||
+        strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW"))
+        return GR_OK;
+    gr_status st = pool_levels(S, n, lv.levels, lv.qt, &ov);
+    if (st) return st;
+    gr_vec_push(&S->qents, ((dn_qlevels){dn_out_entry(S, n), ov, rq.s, (int32_t)rq.zpv, rq.qt}));
+    *done = true;
+    return GR_OK;
+}
+
+gr_status dn_q_levels_op(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
+    *done = false;
+    *used = 0;
+    if (n->op == IR_OP_CONV2D) return levels_conv(S, n, steps, k, used, done);
+    if (n->op == IR_OP_ADD) return levels_add(S, n, steps, k, used, done);
+    if (n->op == IR_OP_MAX_POOL2D) return levels_pool(S, n, k, done);
+    return GR_OK;
 }
 
 /* Without VNNI / AMX (exact_int8): the pair as two reorders, then the convolution / matmul
@@ -622,7 +719,7 @@ static gr_status build_quant(dn_state *S, const q_nodes *q) {
 /* The consumers of cast entry ce (levels lv) that dequantize it as float ops, multiply(
  * subtract(cast, zp), s) with scalar constants (a QOperator model's dequantize whose cast
  * another dequantize shares): their result is noted with the levels, scale and zero point
- * (qdeq), so a convolution reading it reads the levels (dn_q_levels_conv). Read now: the
+ * (qdeq), so a convolution reading it reads the levels (dn_q_levels_op). Read now: the
  * constants may be released once those ops are built. */
 static void note_float_dequant(dn_state *S, int ce, int lv, dnnl_data_type_t qt) {
     double lo = qt == dnnl_u8 ? 0 : -128, hi = qt == dnnl_u8 ? 255 : 127;
@@ -641,7 +738,7 @@ static void note_float_dequant(dn_state *S, int ce, int lv, dnnl_data_type_t qt)
 }
 
 /* A dequantize alone (or the cast alone: scale 1, zero point 0): one reorder of the levels
- * into float32; a convolution reading the result reads the levels (dn_q_levels_conv). */
+ * into float32; a convolution reading the result reads the levels (dn_q_levels_op). */
 static gr_status build_dequant(dn_state *S, const q_nodes *q) {
     int xv, ov;
     gr_status st = dn_need_val(S, q->dqcast, dn_arg_entry(S, q->dqcast, 0), &xv);
@@ -654,22 +751,21 @@ static gr_status build_dequant(dn_state *S, const q_nodes *q) {
     return GR_OK;
 }
 
-/* Max pooling of levels (NCHW, as the pattern checked): the pooling primitive on u8 / s8. */
-static gr_status build_maxpool(dn_state *S, const q_nodes *q) {
-    const rt_json_node *n = q->anchor;
-    int x = dn_arg_entry(S, n, 0), xv;
-    gr_status st = dn_need_val(S, n, x, &xv);
-    if (st) return st;
+/* Max pooling (NCHW) node n of levels xv of type qt: the pooling primitive on u8 / s8; *out
+ * the pooled levels. */
+static gr_status pool_levels(dn_state *S, const rt_json_node *n, int xv, dnnl_data_type_t qt, int *out) {
+    int x = dn_arg_entry(S, n, 0);
+    gr_status st;
     if (dn_entry_ndim(S, x) != 4 || n->ndims[0] != 4) return bad(S, n, "max pooling of other than 4-D levels");
     const int64_t *xs = dn_entry_shape(S, x), *os = n->shapes[0];
     dnnl_dims_t kk, s, d, pl, pr, od = {os[0], os[1], os[2], os[3]};
     dn_pool_window(n, 2, xs, os, kk, s, d, pl, pr);
     dnnl_memory_desc_t dany, src[2];
-    dnnl_memory_desc_init_by_tag(&dany, 4, od, q->qt, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&dany, 4, od, qt, dnnl_format_tag_any);
     /* the levels' own layout, else channels-last (oneDNN's only jit int8 pooling below AVX-512) */
     src[0] = S->vals.data[xv].md;
     dn_channels_last(&src[1], &src[0]);
-    src[1].data_type = q->qt;
+    src[1].data_type = qt;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t ds = dnnl_success;
     for (int t = 0; t < 2; t++) {
@@ -696,9 +792,17 @@ static gr_status build_maxpool(dn_state *S, const q_nodes *q) {
     dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     int ov = dn_val_new(S, V_TMP, &dmd);
     dn_arg args[2] = {{DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL}, {DNNL_ARG_DST, ov, dmd, NULL}};
-    if ((st = dn_emit(S, n, pd, args, 2, false))) return st;
-    S->ent_val[dn_out_entry(S, n)] = ov;
-    return GR_OK;
+    *out = ov;
+    return dn_emit(S, n, pd, args, 2, false);
+}
+
+/* Max pooling of levels (a QOperator model's uint8 tensor, as the pattern checked). */
+static gr_status build_maxpool(dn_state *S, const q_nodes *q) {
+    int xv, ov;
+    gr_status st = dn_need_val(S, q->anchor, dn_arg_entry(S, q->anchor, 0), &xv);
+    if (!st) st = pool_levels(S, q->anchor, xv, q->qt, &ov);
+    if (!st) S->ent_val[dn_out_entry(S, q->anchor)] = ov;
+    return st;
 }
 
 /* Reshape of levels: a view of them in the plain layout (a reorder into it first when they
