@@ -251,7 +251,9 @@ static void const_settle(dn_state *S, dn_cst *cs, uint32_t c, uint32_t i, bool f
     rt_tensor *t = rt_json_graph_const(S->g, c);
     if (!t) return;
     if (held) S->stats.const_bytes += rt_tensor_nbytes(t);
-    if (!rt_json_graph_consts_disposable(S->g)) return;
+    /* scalars stay: releasing them saves nothing, and a later table of quantized levels
+     * evaluates the float ops that read them (dnnl_op_quant.c) */
+    if (!rt_json_graph_consts_disposable(S->g) || rt_tensor_numel(t) <= 1) return;
     if (held) gr_vec_push(&S->held, rt_tensor_retain(t));
     else
         for (uint32_t v = 0; v < S->vals.len && k->val >= 0; v++)
@@ -285,9 +287,10 @@ static dnnl_data_type_t val_type(DLDataType t) {
     return t.code == kDLInt && t.bits == 8 ? dnnl_s8 : dnnl_data_type_undef;
 }
 
-/* Reorders whose result no primitive reads go, and the reorders that only fed them: a
- * dequantize into float32 whose consumers all read its levels instead (dnnl_op_quant.c). Then
- * the values' first and last uses anew. */
+/* Reorders, eltwise and binary primitives whose result no primitive reads go, and those that
+ * only fed them: a dequantize into float32 whose consumers all read its levels instead, float
+ * ops a table of levels replaced (dnnl_op_quant.c). Then the values' first and last uses
+ * anew. */
 static void prune_reorders(dn_state *S) {
     uint32_t np = S->prims.len, nv = S->vals.len;
     int *uses = calloc(nv + 1, sizeof(int));
@@ -304,11 +307,14 @@ static void prune_reorders(dn_state *S) {
         changed = false;
         for (uint32_t p = np; p-- > 0;) {
             dn_prim *pr = &S->prims.data[p];
-            if (dead[p] || !pr->prim || strcmp(pr->kind, "reorder")) continue;
-            int to = -1;
+            if (dead[p] || (strcmp(pr->kind, "reorder") && strcmp(pr->kind, "eltwise") && strcmp(pr->kind, "binary")))
+                continue;
+            int to = -1, own = 0;
             for (int a = 0; a < pr->nargs; a++)
-                if (pr->args[a].arg == DNNL_ARG_TO && pr->args[a].val >= 0) to = dn_root(S, pr->args[a].val);
-            if (to < 0 || S->vals.data[to].kind != V_TMP || uses[to] != 1) continue;
+                if ((pr->args[a].arg == DNNL_ARG_TO || pr->args[a].arg == DNNL_ARG_DST) && pr->args[a].val >= 0)
+                    to = dn_root(S, pr->args[a].val);
+            for (int a = 0; a < pr->nargs && to >= 0; a++) own += pr->args[a].val >= 0 && dn_root(S, pr->args[a].val) == to;
+            if (to < 0 || S->vals.data[to].kind != V_TMP || uses[to] != own) continue;
             dead[p] = changed = true;
             for (int a = 0; a < pr->nargs; a++)
                 if (pr->args[a].val >= 0) uses[dn_root(S, pr->args[a].val)]--;
@@ -321,11 +327,12 @@ static void prune_reorders(dn_state *S) {
             S->prims.data[k++] = *pr;
             continue;
         }
-        dnnl_primitive_destroy(pr->prim);
+        if (pr->prim) dnnl_primitive_destroy(pr->prim);
+        if (pr->ctx) pr->ctx_free(pr->ctx);
         free(pr->args);
         gr_vec_free(&pr->nodes);
         gr_vec_free(&pr->layers);
-        S->stats.nreorders--;
+        S->stats.nreorders -= !strcmp(pr->kind, "reorder");
     }
     S->prims.len = k;
     for (uint32_t v = 0; v < nv; v++) S->vals.data[v].first = S->vals.data[v].last = -1;

@@ -490,3 +490,51 @@ Test(dnnl_int8, qdq_max_pool_pools_the_levels) {
     rt_tensor_release(x);
     ir_ctx_free(ctx);
 }
+
+/* Hard-swish as ORT's quantizer writes it (MobileNetV3): DQ(a) * DQ(Q(hardsigmoid(DQ(a)))),
+ * quantized. Each result level is a function of a's level alone, so it runs as one table
+ * lookup per element ("lut:c"), the float ops pruned; the table holds the float32 ops as the
+ * host computes them, so the values are the host path's exactly. */
+Test(dnnl_int8, hard_swish_of_levels_is_one_table_lookup) {
+    static const char *text = "@I.ir_module\n"
+                              "class Module:\n"
+                              "    @R.function\n"
+                              "    def main(x: R.Tensor((1, 8, 8, 8), dtype=\"float32\")):\n"
+                              "        with R.dataflow():\n" QDQ_OF("x", "a", "0.05", "64.0", "uint8", "0.0", "255.0")
+                              "            m = R.multiply(a, R.const(0.16666667, \"float32\"))\n"
+                              "            p = R.add(m, R.const(0.5, \"float32\"))\n"
+                              "            c = R.clip(p, R.prim_value(T.float32(0.0)), R.prim_value(T.float32(1.0)))\n"
+                                  QDQ_OF("c", "h", "0.003921569", "0.0", "uint8", "0.0", "255.0")
+                              "            s = R.multiply(a, h)\n" QDQ_OF("s", "y", "0.0371", "11.0", "uint8", "0.0", "255.0")
+                              "            R.output(y)\n"
+                              "        return y\n";
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag d = {0};
+    ir_module *m = NULL;
+    cr_assert_eq(ir_parse_module(ctx, "case", text, strlen(text), &m, &d), GR_OK, "%s", d.msg);
+    char *rep = NULL;
+    ir_module *part = partition(ctx, text, &rep);
+    cr_expect(strstr(rep, "\"host\":[]") != NULL, "ops left on the host: %s", rep);
+    free(rep);
+    int64_t shape[4] = {1, 8, 8, 8};
+    rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 4, shape);
+    float *xp = rt_tensor_data(x);
+    for (int i = 0; i < 512; i++) xp[i] = (float)(-4.0 + 17.0 * fmod(i * 0.6180339887, 1.0)) + 0.0125f;
+    rt_tensor *got = run_module(part, x), *want = run_module(m, x);
+    int nre, nelt, nbin;
+    const char *impl = count_prims(part, "eltwise", &nre, &nelt);
+    count_prims(part, "binary", &nre, &nbin);
+    cr_expect(nelt == 1 && nbin == 0 && impl && !strcmp(impl, "lut:c"), "%d eltwise primitives (the last %s), %d binary; expected one lut:c",
+              nelt, impl ? impl : "none", nbin);
+    cr_assert_eq(rt_tensor_numel(got), rt_tensor_numel(want));
+    int bad = 0;
+    for (int64_t i = 0; i < rt_tensor_numel(want); i++) {
+        double g = rt_tensor_get_f64(got, i), w = rt_tensor_get_f64(want, i);
+        if (!(g == w) && bad++ < 5) cr_expect_fail("value %lld: %g, host %g", (long long)i, g, w);
+    }
+    cr_expect_eq(bad, 0, "%d values differ from the host path's", bad);
+    rt_tensor_release(got);
+    rt_tensor_release(want);
+    rt_tensor_release(x);
+    ir_ctx_free(ctx);
+}
