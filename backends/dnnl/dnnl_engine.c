@@ -250,10 +250,11 @@ static void const_settle(dn_state *S, dn_cst *cs, uint32_t c, uint32_t i, bool f
         held = S->vals.data[v].first >= 0 && dn_root(S, (int)v) == k->val;
     rt_tensor *t = rt_json_graph_const(S->g, c);
     if (!t) return;
-    if (held) S->stats.const_bytes += rt_tensor_nbytes(t);
-    /* scalars stay: releasing them saves nothing, and a later table of quantized levels
+    /* scalars are held: releasing them saves nothing, and a later table of quantized levels
      * evaluates the float ops that read them (dnnl_op_quant.c) */
-    if (!rt_json_graph_consts_disposable(S->g) || rt_tensor_numel(t) <= 1) return;
+    held = held || rt_tensor_numel(t) <= 1;
+    if (held) S->stats.const_bytes += rt_tensor_nbytes(t);
+    if (!rt_json_graph_consts_disposable(S->g)) return;
     if (held) gr_vec_push(&S->held, rt_tensor_retain(t));
     else
         for (uint32_t v = 0; v < S->vals.len && k->val >= 0; v++)

@@ -633,6 +633,7 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
                .out = dn_out_entry(S, q->last)};
     int xe = dn_arg_entry(S, q->div, 0);
     const dn_qlevels *in = qent_of(S, xe);
+    if (!in) in = lut_levels(S, q, xe);
     gr_status st = in ? GR_OK : dn_need_val(S, q->div, xe, &j.xv);
     if (st) return st;
     if (in) {
@@ -807,12 +808,71 @@ static gr_status levels_pool(dn_state *S, const rt_json_node *n, int k, bool *do
     return GR_OK;
 }
 
+/* Global average pooling (NCHW, to 1 x 1) of dequantized levels whose result a quantize alone
+ * reads (SE blocks): int8 average pooling of the levels with the requantization as a linear
+ * post-op, q = round(si / so * mean + zo - si zi / so), writing that quantize's levels. */
+static gr_status levels_avgpool(dn_state *S, const rt_json_node *n, int k, bool *done) {
+    int xe = dn_arg_entry(S, n, 0);
+    dn_qlevels lv;
+    q_nodes rq;
+    if (k || !levels_of(S, xe, &lv) || !requant_of(S, dn_out_entry(S, n), &rq) || dn_entry_ndim(S, xe) != 4 || n->ndims[0] != 4 ||
+        n->shapes[0][2] != 1 || n->shapes[0][3] != 1 || strcmp(dn_attr_str(n, "layout", "NCHW"), "NCHW") ||
+        strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW"))
+        return GR_OK;
+    const int64_t *xs = dn_entry_shape(S, xe), *os = n->shapes[0];
+    dnnl_dims_t kk = {xs[2], xs[3]}, st1 = {1, 1}, zero = {0, 0}, od = {os[0], os[1], 1, 1};
+    dnnl_memory_desc_t dany, src[2];
+    dnnl_memory_desc_init_by_tag(&dany, 4, od, rq.qt, dnnl_format_tag_any);
+    /* the levels' own layout, else channels-last (oneDNN's jit int8 pooling) */
+    src[0] = S->vals.data[lv.levels].md;
+    dn_channels_last(&src[1], &src[0]);
+    src[1].data_type = lv.qt;
+    float a = (float)((double)lv.s / rq.s), b = (float)(rq.zpv - (double)lv.s * lv.zp / rq.s);
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = make_attr(&attr, 0, 0, NULL, 0, 0);
+    if (ds == dnnl_success) ds = dnnl_post_ops_create(&po);
+    if (ds == dnnl_success) ds = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, a, b);
+    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
+    int t = 0;
+    for (; t < 2 && ds == dnnl_success && !pd; t++) {
+        dnnl_pooling_v2_desc_t desc;
+        if (dnnl_pooling_v2_forward_desc_init(&desc, dnnl_forward_inference, dnnl_pooling_avg_exclude_padding, &src[t], &dany, st1, kk,
+                                              zero, zero, zero) != dnnl_success ||
+            dnnl_primitive_desc_create(&pd, &desc, attr, S->eng, NULL) != dnnl_success)
+            pd = NULL;
+        else if (dn_pd_is_ref(pd)) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = NULL;
+        }
+    }
+    dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    if (!pd) return GR_OK; /* the float32 path */
+    int xv = lv.levels;
+    gr_status st = t == 1 ? GR_OK : dn_as(S, n, xv, &src[1], &xv);
+    if (st) {
+        dnnl_primitive_desc_destroy(pd);
+        return st;
+    }
+    dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    int ov = dn_val_new(S, V_TMP, &dmd);
+    dn_arg args[2] = {{DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL, 0}, {DNNL_ARG_DST, ov, dmd, NULL, 0}};
+    st = dn_emit(S, n, pd, args, 2, false);
+    if (st) return st;
+    gr_vec_push(&S->qents, ((dn_qlevels){dn_out_entry(S, n), ov, rq.s, (int32_t)rq.zpv, rq.qt}));
+    *done = true;
+    return GR_OK;
+}
+
 gr_status dn_q_levels_op(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
     *done = false;
     *used = 0;
     if (n->op == IR_OP_CONV2D) return levels_conv(S, n, steps, k, used, done);
     if (n->op == IR_OP_ADD) return levels_add(S, n, steps, k, used, done);
     if (n->op == IR_OP_MAX_POOL2D) return levels_pool(S, n, k, done);
+    if (n->op == IR_OP_ADAPTIVE_AVG_POOL2D) return levels_avgpool(S, n, k, done);
     return GR_OK;
 }
 

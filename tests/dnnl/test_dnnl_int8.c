@@ -538,3 +538,51 @@ Test(dnnl_int8, hard_swish_of_levels_is_one_table_lookup) {
     rt_tensor_release(x);
     ir_ctx_free(ctx);
 }
+
+/* Global average pooling between a dequantize and a quantize of another scale and zero point
+ * (a QDQ SE block): oneDNN's int8 average pooling of the levels ("jit_int:<isa>") with the
+ * requantization as a linear post-op, from AVX-512 (oneDNN 2.6 has no jit int8 pooling with
+ * post-ops below it: there the float32 path). Against the ONNX spec computed in double: equal within
+ * float32 error, or one step off at a rounding tie (within TIE_EPS steps of a half). */
+Test(dnnl_int8, qdq_global_average_pool_pools_the_levels) {
+    static const char *text = "@I.ir_module\n"
+                              "class Module:\n"
+                              "    @R.function\n"
+                              "    def main(x: R.Tensor((1, 8, 8, 8), dtype=\"float32\")):\n"
+                              "        with R.dataflow():\n" QDQ_OF("x", "a", "0.05", "4.0", "uint8", "0.0", "255.0")
+                              "            p = R.nn.adaptive_avg_pool2d(a, output_size=[1, 1], layout=\"NCHW\", out_layout=\"NCHW\")\n"
+                                  QDQ_OF("p", "y", "0.0173", "9.0", "uint8", "0.0", "255.0")
+                              "            R.output(y)\n"
+                              "        return y\n";
+    const double TIE_EPS = 1e-4, FTOL = 1e-5;
+    ir_ctx_t *ctx = ir_ctx_new();
+    char *rep = NULL;
+    ir_module *part = partition(ctx, text, &rep);
+    cr_expect(strstr(rep, "\"host\":[]") != NULL, "ops left on the host: %s", rep);
+    free(rep);
+    int64_t shape[4] = {1, 8, 8, 8};
+    rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 4, shape);
+    float *xp = rt_tensor_data(x);
+    for (int i = 0; i < 512; i++) xp[i] = (float)(-1.0 + 5.0 * fmod(i * 0.6180339887, 1.0)) + 0.0125f;
+    rt_tensor *got = run_module(part, x);
+    int nre, npool;
+    const char *impl = count_prims(part, "pooling_v2", &nre, &npool);
+    if (strstr(rt_dnnl_isa(), "avx512"))
+        cr_expect(npool == 1 && impl && !strncmp(impl, "jit_int", 7), "%d pooling primitives, the last %s; expected one of oneDNN's int8 kernels",
+                  npool, impl ? impl : "none");
+    cr_assert_eq(rt_tensor_numel(got), 8);
+    int bad = 0;
+    for (int c = 0; c < 8; c++) {
+        double sum = 0;
+        for (int i = 0; i < 64; i++) sum += (q_level(xp[c * 64 + i], 0.05, 4, 0, 255) - 4) * 0.05;
+        double mean = sum / 64, v = mean / 0.0173, want = (q_level(mean, 0.0173, 9, 0, 255) - 9) * 0.0173;
+        double g = rt_tensor_get_f64(got, c);
+        bool tie = fabs(v - floor(v) - 0.5) <= TIE_EPS;
+        if (fabs(g - want) <= FTOL || (tie && fabs(fabs(g - want) - 0.0173) <= FTOL)) continue;
+        if (bad++ < 5) cr_expect_fail("channel %d: %.9g, ONNX %.9g (%.6f steps)", c, g, want, v);
+    }
+    cr_expect_eq(bad, 0, "%d channels off the spec where no tie allows it", bad);
+    rt_tensor_release(got);
+    rt_tensor_release(x);
+    ir_ctx_free(ctx);
+}
