@@ -364,6 +364,22 @@ static int owned_val(dn_state *S, const dnnl_memory_desc_t *md, const void *data
     return v;
 }
 
+/* Frees owned value v's data once its reordered copy `copy`, an engine-owned buffer of its
+ * own, holds the weights (no primitive reads v; a copy from a cache shared by a symbolic
+ * graph's specializations keeps v: the cache may key on it). */
+static void drop_owned(dn_state *S, int v, int copy) {
+    void *p = S->vals.data[v].ptr, *c = S->vals.data[copy].ptr;
+    bool own_copy = false;
+    for (uint32_t i = 0; i < S->owned.len; i++) own_copy |= c && S->owned.data[i] == c;
+    for (uint32_t i = 0; own_copy && i < S->owned.len; i++)
+        if (S->owned.data[i] == p) {
+            free(p);
+            S->owned.data[i] = NULL;
+            S->vals.data[v].ptr = NULL;
+            S->stats.weight_bytes -= dnnl_memory_desc_get_size(&S->vals.data[v].md);
+        }
+}
+
 typedef struct q_anchor {
     int64_t C;                    /* output channels / columns */
     int64_t outer, inner;         /* the weights as [outer][C][inner] */
@@ -603,6 +619,7 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
     st = j->levels ? dn_as(S, n, j->xv, &smd, &qv)
                    : scaled_reorder(S, j->qnode, j->xv, &smd, (float)(1.0 / j->s), DNNL_ARG_DST, j->zp, false, &qv);
     if (!st) st = dn_as(S, n, wsrc, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
+    if (!st && win != wsrc) drop_owned(S, wsrc, win);
     if (st) {
         dnnl_primitive_desc_destroy(pd);
         return st;
