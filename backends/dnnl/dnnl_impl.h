@@ -300,8 +300,8 @@ gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann);
 /* dnnl_op_quant.c: a quantized composite (backends/dnnl/dnnl_q_impl.h) from its nodes. */
 gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann);
 /* A fused float32 composite n with post-op steps whose sources quantize -> dequantize pairs
- * (or int8 results) wrote, on their levels: a convolution as int8 (CPUs with VNNI / AMX,
- * weights on an int8 grid), a residual add or a max pooling whose result a quantize alone
+ * (or int8 results) wrote, on their levels: a convolution as int8 (CPUs with VNNI / AMX, or
+ * weights that fit in 7 bits with a u8 source; weights on an int8 grid), a residual add or a max pooling whose result a quantize alone
  * reads as an int8 primitive writing its levels; *done, and *used steps taken (consumed);
  * else nothing built. */
 gr_status dn_q_levels_op(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done);

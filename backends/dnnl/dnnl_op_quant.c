@@ -387,14 +387,36 @@ typedef struct q_anchor {
     dnnl_dims_t wdims;            /* the weights as oneDNN sees them */
 } q_anchor;
 
-/* oneDNN's int8 kernels sum u8 x s8 products exactly only with VNNI (or AMX): below it,
- * pairs of products meet in a saturating 16-bit add (vpmaddubsw), which ORT-quantized
- * weights (up to 127 levels) overflow. There a composite runs in float32 on the same levels
- * (build_float). */
+/* oneDNN's int8 kernels sum u8 x s8 products exactly with VNNI (or AMX): below it, pairs of
+ * products meet in a saturating 16-bit add (vpmaddubsw), which ORT-quantized weights (up to
+ * 127 levels) overflow. There a composite runs in float32 on the same levels (build_float),
+ * unless its weights fit in 7 bits (int8_exact_for). */
 static bool exact_int8(void) {
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     return isa == dnnl_cpu_isa_avx512_core_vnni || isa == dnnl_cpu_isa_avx512_core_bf16 ||
            isa == dnnl_cpu_isa_avx512_core_amx || isa == dnnl_cpu_isa_avx2_vnni;
+}
+
+/* Whether anchor n (convolution / matmul with constant weights on an int8 grid) sums exactly
+ * on int8 with a source of type qt: always with VNNI / AMX; below it when the source is u8 and
+ * every weight level is within [-63, 63] (ORT's quantizer with reduce_range: 255 * 63 * 2 <
+ * 32768, so vpmaddubsw's 16-bit pair sums cannot saturate; an s8 source is shifted to u8 by
+ * oneDNN with its weights halved, which rounds). */
+static bool int8_exact_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t qt) {
+    if (exact_int8()) return true;
+    int we = dn_arg_entry(S, n, 1), nd = we >= 0 ? dn_entry_ndim(S, we) : 0;
+    if (qt != dnnl_u8 || (nd != 4 && nd != 2)) return false;
+    const int64_t *ws = dn_entry_shape(S, we);
+    /* the weights as [outer][C][inner]: OIHW (1, O, I*H*W), matmul K x N (K, N, 1) */
+    int64_t outer = nd == 4 ? 1 : ws[0], C = nd == 4 ? ws[0] : ws[1], inner = nd == 4 ? ws[1] * ws[2] * ws[3] : 1;
+    const float *w = const_data(S, we, outer * C * inner);
+    int8_t *q = w ? malloc((size_t)(outer * C * inner)) : NULL;
+    float *sc = q ? malloc(sizeof(float) * (size_t)C) : NULL;
+    bool pt, ok = sc && dnnl_q_weights(w, outer, C, inner, q, sc, &pt);
+    for (int64_t i = 0; ok && i < outer * C * inner; i++) ok = q[i] >= -63 && q[i] <= 63;
+    free(q);
+    free(sc);
+    return ok;
 }
 
 /* convolution descriptor (src x, weights of type wt, bias b, dst of type dt) and the weights'
@@ -697,16 +719,17 @@ static bool levels_of(dn_state *S, int e, dn_qlevels *out) {
 
 /* A fused float32 convolution composite whose source is the result of a quantize ->
  * dequantize pair (dnnl.qdq) that others read too (a residual block's input, so no qconv2d
- * composite could hold the pair): with VNNI, int8 on the pair's levels, taking a leading
+ * composite could hold the pair): where int8 sums exactly (int8_exact_for), int8 on the
+ * pair's levels, taking a leading
  * per-channel bias and the relu / clip posts after it; the caller runs the posts left. */
 static gr_status levels_conv(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
     int xe = dn_arg_entry(S, n, 0), we = dn_arg_entry(S, n, 1);
-    if (n->op != IR_OP_CONV2D || !exact_int8() || xe < 0 || we < 0 || S->ent_val[xe] < 0 || n->ndims[0] != 4 ||
+    if (n->op != IR_OP_CONV2D || xe < 0 || we < 0 || S->ent_val[xe] < 0 || n->ndims[0] != 4 ||
         strcmp(dn_attr_str(n, "data_layout", "NCHW"), "NCHW") || strcmp(dn_attr_str(n, "kernel_layout", "OIHW"), "OIHW") ||
         strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW") || dn_entry_ndim(S, we) != 4)
         return GR_OK;
     dn_qlevels lvs;
-    const dn_qlevels *lv = levels_of(S, xe, &lvs) ? &lvs : NULL;
+    const dn_qlevels *lv = levels_of(S, xe, &lvs) && int8_exact_for(S, n, lvs.qt) ? &lvs : NULL;
     const int64_t *ws = dn_entry_shape(S, we);
     int64_t C = ws[0], per = ws[1] * ws[2] * ws[3];
     const float *w = lv ? const_data(S, we, C * per) : NULL;
@@ -1082,7 +1105,7 @@ gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
         break;
     case DNNL_Q_MAXPOOL: st = build_maxpool(S, &q); break;
     case DNNL_Q_RESHAPE: st = build_reshape(S, &q); break;
-    default: st = exact_int8() ? build_anchor(S, &q, kind) : build_float(S, &q);
+    default: st = int8_exact_for(S, q.anchor, q.qt) ? build_anchor(S, &q, kind) : build_float(S, &q);
     }
     /* a view or levels another primitive wrote: no primitive of its own takes the nodes */
     if (S->prims.len == nprims) S->pend.len = 0;

@@ -586,3 +586,81 @@ Test(dnnl_int8, qdq_global_average_pool_pools_the_levels) {
     rt_tensor_release(x);
     ir_ctx_free(ctx);
 }
+
+/* A quantized convolution whose weights fit in 7 bits (levels within [-63, 63], as ORT's
+ * quantizer writes them with reduce_range; here at twice the levels' scale too, which the
+ * grid search would read as 8-bit even levels): int8 at every ISA, below VNNI too, since the
+ * 16-bit pair sums of u8 x s8 products cannot saturate. Against the host path: equal within
+ * float32 error, or one output step off where the host's pre-rounding value is within TIE_EPS
+ * steps of a tie (oneDNN requantizes an exact int32 sum, the host a float32 sum). */
+#define CONV7_TEXT(OUT)                                                                                                \
+    "@I.ir_module\n"                                                                                                   \
+    "class Module:\n"                                                                                                  \
+    "    @R.function\n"                                                                                                \
+    "    def main(x: R.Tensor((1, 8, 8, 8), dtype=\"float32\"), w: R.Tensor((16, 8, 3, 3), dtype=\"float32\")):\n"     \
+    "        with R.dataflow():\n" QDQ_OF("x", "a", "0.05", "4.0", "uint8", "0.0", "255.0")                            \
+    "            c = R.nn.conv2d(a, w, padding=[1, 1, 1, 1])\n" QDQ_OF("c", "y", "0.25", "128.0", "uint8", "0.0", "255.0") \
+    "            R.output(" OUT ")\n"                                                                                  \
+    "        return " OUT "\n"
+
+static ir_module *bind_w7(ir_ctx_t *ctx, const char *text) {
+    gr_diag d = {0};
+    ir_module *m = NULL, *bound = NULL;
+    cr_assert_eq(ir_parse_module(ctx, "case", text, strlen(text), &m, &d), GR_OK, "%s", d.msg);
+    int64_t ws[4] = {16, 8, 3, 3};
+    rt_tensor *w = rt_tensor_new(IR_DTYPE_F32, 4, ws);
+    float *wp = rt_tensor_data(w);
+    for (int i = 0; i < 16 * 72; i++) wp[i] = (float)((i * 37) % 127 - 63) * 0.01f; /* levels -63 .. 63 */
+    const char *names[1] = {"w"};
+    ir_pass *bp = ir_pass_bind_params_new("main", 1, names, &w);
+    cr_assert_eq(ir_pass_run(bp, NULL, m, &bound, &d), GR_OK, "%s", d.msg);
+    ir_pass_free(bp);
+    rt_tensor_release(w);
+    return bound;
+}
+
+Test(dnnl_int8, seven_bit_weights_run_int8_at_every_isa) {
+    const double TIE_EPS = 1e-4, FTOL = 1e-5, STEP = 0.25;
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag d = {0};
+    ir_module *host = bind_w7(ctx, CONV7_TEXT("y")), *pre = bind_w7(ctx, CONV7_TEXT("c")), *part = NULL;
+    byoc_notes notes;
+    byoc_notes_init(&notes);
+    byoc_partition_opts po = {.notes = &notes};
+    const char *be[1] = {"dnnl"};
+    cr_assert_eq(byoc_partition(ctx, host, be, 1, &po, &part, &d), GR_OK, "%s", d.msg);
+    byoc_notes_free(&notes);
+    int64_t shape[4] = {1, 8, 8, 8};
+    rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 4, shape);
+    float *xp = rt_tensor_data(x);
+    for (int i = 0; i < 512; i++) xp[i] = (float)(-1.0 + 12.0 * fmod(i * 0.6180339887, 1.0)) + 0.0125f;
+    rt_tensor *got = run_module(part, x), *want = run_module(host, x), *pv = run_module(pre, x);
+    uint32_t nint8 = 0;
+    for (uint32_t k = 0; k < rt_module_count(part); k++)
+        for (uint32_t q = 0; rt_json_module_graph(rt_module_at(part, k), q); q++) {
+            rt_dnnl_stats rs;
+            rt_dnnl_get_stats(rt_json_module_state(rt_module_at(part, k), q), &rs);
+            nint8 += rs.nint8;
+        }
+    cr_expect_eq(nint8, 1, "ISA %s: %u int8 convolutions, expected 1", rt_dnnl_isa(), nint8);
+    int nre, nconv;
+    const char *impl = count_prims(part, "convolution", &nre, &nconv);
+    cr_expect(nconv == 1 && impl && strncmp(impl, "ref", 3), "the convolution on %s; expected a jit kernel", impl ? impl : "none");
+    cr_assert_eq(rt_tensor_numel(got), 1024);
+    int bad = 0, off = 0;
+    for (int i = 0; i < 1024; i++) {
+        double g = rt_tensor_get_f64(got, i), w = rt_tensor_get_f64(want, i), v = rt_tensor_get_f64(pv, i) / STEP;
+        bool tie = fabs(v - floor(v) - 0.5) <= TIE_EPS;
+        if (fabs(g - w) <= FTOL) continue;
+        off++;
+        if (tie && fabs(fabs(g - w) - STEP) <= FTOL) continue;
+        if (bad++ < 5) cr_expect_fail("value %d: %.9g, host %.9g (%.6f steps)", i, g, w, v);
+    }
+    fprintf(stderr, "7-bit weights (ISA %s): %d of 1024 values off the host's\n", rt_dnnl_isa(), off);
+    cr_expect_eq(bad, 0, "%d values off the host's where no tie allows it", bad);
+    rt_tensor_release(got);
+    rt_tensor_release(want);
+    rt_tensor_release(pv);
+    rt_tensor_release(x);
+    ir_ctx_free(ctx);
+}
