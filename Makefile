@@ -224,7 +224,7 @@ endif
 # tests compare graft's partitions with its fresh results too (tests/byoc/test_tvm_suite.c).
 TEST_FILTER ?= *
 AVX2_TESTS ?= dnnl*/* conformance/backend_dnnl artifact/* concurrency/*dnnl* inspect/* qdq_cnn/* \
-              inspect_cli/*_diff_dnnl profile/* backend_opt_cli/* toolkit/* xnnpack/mixed*
+              inspect_cli/*_diff_dnnl profile/* backend_opt_cli/* toolkit/* xnnpack/mixed* diff_quant/against_ort*
 space := $(subst ,, )
 test_filter = --filter '@($(subst $(space),|,$(strip $(1))))'
 TVM_PY = build/third_party/tvm
@@ -329,7 +329,7 @@ pytest: all
 	@GRAFT_WERROR=$(if $(WERROR),1,) sh scripts/python_env.sh $(PYVENV) > /dev/null
 	$(PYTEST_ENV) $(PYTEST) $(PYTEST_ARGS)
 	$(PYTEST_ENV) ONEDNN_MAX_CPU_ISA=AVX2 $(PYTEST) -k 'dnnl or cls or rec or resnet or threads' \
-	    test_api.py test_regression.py test_threads.py $(PYTEST_ARGS)
+	    test_api.py test_regression.py test_threads.py test_diff_ort.py $(PYTEST_ARGS)
 
 wheel: all
 	@sh scripts/python_env.sh $(PYVENV) > /dev/null

@@ -715,3 +715,28 @@ graft_status graft_irmodule_inspect(const graft_irmodule *m, const graft_session
     free(ins);
     return st ? fail_diag(err, &d) : GRAFT_OK;
 }
+
+graft_status graft_irmodule_diff_values(const graft_irmodule *m, const graft_session_options *o, double rtol,
+                                        double atol, double atol_scale, double atol_steps, const char *qparams_onnx,
+                                        graft_tensor *const *inputs, uint32_t nin, const char *const *ref_layers,
+                                        graft_tensor *const *refs, uint32_t nrefs, char **diff, char **doc,
+                                        graft_error **err) {
+    if (diff) *diff = NULL;
+    if (doc) *doc = NULL;
+    if (!m || (nin && !inputs) || (nrefs && (!ref_layers || !refs)))
+        return fail(err, GRAFT_ERR_INVALID, "graft_irmodule_diff_values: no module, inputs or references");
+    for (uint32_t i = 0; i < nrefs; i++)
+        if (!ref_layers[i] || !refs[i]) return fail(err, GRAFT_ERR_INVALID, "graft_irmodule_diff_values: reference %u is NULL", i);
+    graft_inspect_opts io = {.diff = true, .rtol = rtol, .atol = atol, .atol_scale = atol_scale, .ref_layers = ref_layers,
+                             .refs = (rt_tensor *const *)refs, .nrefs = nrefs, .qparams_onnx = qparams_onnx,
+                             .atol_steps = atol_steps};
+    rt_value *ins = gr_xcalloc(nin + 1, sizeof(*ins));
+    for (uint32_t i = 0; i < nin; i++) ins[i] = rt_value_tensor(T(inputs[i])); /* borrowed: not cleared */
+    gr_diag d;
+    gr_diag_clear(&d);
+    gr_status st;
+    LOCKED(m, st = graft_module_inspect(m->c->ctx, m->m, o ? o->backends : NULL, o ? o->nbackends : 0,
+                                        o ? o->opts : NULL, &io, ins, nin, diff, doc, &d));
+    free(ins);
+    return st ? fail_diag(err, &d) : GRAFT_OK;
+}

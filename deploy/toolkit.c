@@ -6,6 +6,7 @@
 
 #include "base/map.h"
 #include "byoc/byoc.h"
+#include "frontend/onnx/onnx_import.h"
 #include "inspect/inspect.h"
 #include "deploy/toolkit.h"
 #include "ir/span.h"
@@ -202,8 +203,21 @@ gr_status graft_module_inspect(ir_ctx_t *ctx, const ir_module *m, const char *co
     if (doc) *doc = NULL;
     gr_status st = insp_model_build(ctx, m, backends, n, options, &im, diag);
     if (st == GR_OK && (o->observe || o->profile)) st = insp_observe(im, inputs, nin, o->profile, diag);
+    json_t *qp = NULL;
+    insp_layer_value *refs = gr_xcalloc(o->nrefs + 1, sizeof(*refs));
+    for (uint32_t i = 0; i < o->nrefs; i++) refs[i] = (insp_layer_value){o->ref_layers[i], o->refs[i]};
+    if (st == GR_OK && o->diff && o->qparams_onnx) {
+        char *text = onnx_model_qparams(o->qparams_onnx, diag);
+        qp = text ? json_loads(text, 0, NULL) : NULL;
+        free(text);
+        if (!qp) st = diag->code ? diag->code : gr_diag_set(diag, GR_ERR_INVALID, "%s: no quantization parameters", o->qparams_onnx);
+    }
     if (st == GR_OK && o->diff) {
         insp_diff_opts io = {o->rtol, o->atol, o->atol_scale, o->against, o->perturb, o->perturb_user};
+        io.against_values = refs;
+        io.nagainst_values = o->nrefs;
+        io.qparams = qp;
+        io.atol_steps = o->atol_steps;
         st = insp_diff(im, &io, inputs, nin, &dj, diag);
         if (st == GR_OK) {
             /* what graft explore --diff adds to its page */
@@ -214,6 +228,8 @@ gr_status graft_module_inspect(ir_ctx_t *ctx, const ir_module *m, const char *co
     }
     if (st == GR_OK && diff && dj) *diff = dump(json_incref(dj));
     if (st == GR_OK && doc) *doc = json_dumps(insp_model_json(im), JSON_COMPACT);
+    free(refs);
+    json_decref(qp);
     json_decref(dj);
     insp_model_free(im);
     return st;

@@ -75,6 +75,15 @@ typedef struct graft_inspect_opts {
     const char *against;          /* NULL or "reference": m on the host; else a backend */
     graft_perturb_fn perturb;     /* NULL: none */
     void *perturb_user;
+    /* nrefs > 0: no against-path runs; layer ref_layers[i]'s reference is refs[i] (borrowed:
+     * ONNX Runtime's intermediate tensors, graft diff --against-dumps) */
+    const char *const *ref_layers;
+    rt_tensor *const *refs;
+    uint32_t nrefs;
+    /* NULL or the QDQ ONNX model m was imported from: its layers' scales give their steps
+     * (insp_diff_opts.qparams), atol_steps of them added to each one's atol */
+    const char *qparams_onnx;
+    double atol_steps;
 } graft_inspect_opts;
 
 /* graft diff / graft explore: partitions m's main for the backends and, as o asks, observes

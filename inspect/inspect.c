@@ -428,7 +428,9 @@ typedef struct obs {
     bool *seen;                   /* per layer, this run */
     rt_tensor **vals;             /* OBS_COLLECT: per layer */
     json_t **res;                 /* OBS_COMPARE: per layer result object */
-    double rtol, atol, atol_scale;
+    double rtol, atol, atol_scale, atol_steps;
+    double *step;                 /* per layer: its quantization step, 0 when none */
+    int64_t *zero_point;
     insp_perturb_fn perturb;
     void *perturb_user;
     GR_VEC(gtab) graphs;
@@ -476,26 +478,68 @@ static void free_tables(obs *ob) {
     gr_vec_free(&ob->graphs);
 }
 
-/* max abs / rel error and the count out of tolerance of got against want (base/compare.h): |a -
- * b| > atol + rtol * |b|, atol = atol_abs + atol_scale * max |b| (the layer's largest magnitude:
- * float32 sums taken in another order differ by ulps of their largest terms, not of each
- * result); a NaN on either path diverges */
-static void compare(const rt_tensor *got, const rt_tensor *want, const obs *ob, json_t *r) {
-    bool same = got->dl.dtype.code == want->dl.dtype.code && got->dl.dtype.bits == want->dl.dtype.bits &&
+static bool is_levels(const rt_tensor *t) {
+    return (t->dl.dtype.code == kDLInt || t->dl.dtype.code == kDLUInt) && t->dl.dtype.bits == 8;
+}
+
+/* u8/s8 levels as the values they stand for, (q - zp) * scale, in float32. New reference. */
+static rt_tensor *dequantize(const rt_tensor *t, double scale, int64_t zp) {
+    rt_tensor *f = rt_tensor_new((DLDataType){kDLFloat, 32, 1}, t->dl.ndim, t->dl.shape);
+    float *o = f ? rt_tensor_data(f) : NULL;
+    for (int64_t i = 0, n = o ? rt_tensor_numel(t) : 0; i < n; i++)
+        o[i] = (float)((rt_tensor_get_f64(t, i) - (double)zp) * scale);
+    return f;
+}
+
+/* A float value compared with levels, quantized to them as the QuantizeLinear after it would
+ * (round half to even, saturate: a Relu the quantizer left to the zero point), back in float32.
+ * New reference. */
+static rt_tensor *requantize(const rt_tensor *t, const rt_tensor *levels, double scale, int64_t zp) {
+    double lo = levels->dl.dtype.code == kDLUInt ? 0 : -128, hi = levels->dl.dtype.code == kDLUInt ? 255 : 127;
+    rt_tensor *f = rt_tensor_new((DLDataType){kDLFloat, 32, 1}, t->dl.ndim, t->dl.shape);
+    float *o = f ? rt_tensor_data(f) : NULL;
+    for (int64_t i = 0, n = o ? rt_tensor_numel(t) : 0; i < n; i++) {
+        double q = nearbyint(rt_tensor_get_f64(t, i) / scale) + (double)zp;
+        o[i] = (float)(((q < lo ? lo : q > hi ? hi : q) - (double)zp) * scale); /* NaN stays NaN */
+    }
+    return f;
+}
+
+/* max abs / rel error and the count out of tolerance of layer L's got against want
+ * (base/compare.h): |a - b| > atol + rtol * |b|, atol = atol_abs + atol_scale * max |b| (the
+ * layer's largest magnitude: float32 sums taken in another order differ by ulps of their
+ * largest terms, not of each result) + atol_steps * its quantization step; a NaN on either path
+ * diverges. A layer with a step compares u8/s8 levels as the values they stand for, and a float
+ * value with levels as those levels. */
+static void compare(const rt_tensor *got, const rt_tensor *want, const obs *ob, int L, json_t *r) {
+    double step = ob->step ? ob->step[L] : 0;
+    rt_tensor *gq = NULL, *wq = NULL;
+    if (step > 0 && is_levels(want) && !is_levels(got) && got->dl.dtype.code == kDLFloat)
+        got = gq = requantize(got, want, step, ob->zero_point[L]);
+    else if (step > 0 && is_levels(got))
+        got = gq = dequantize(got, step, ob->zero_point[L]);
+    if (step > 0 && is_levels(want)) want = wq = dequantize(want, step, ob->zero_point[L]);
+    bool same = got && want && got->dl.dtype.code == want->dl.dtype.code && got->dl.dtype.bits == want->dl.dtype.bits &&
                 rt_tensor_same_shape(got, want);
     if (!same) {
         json_object_set_new(r, "status", json_string("mismatch"));
-        return;
+    } else {
+        gr_cmp_opts o = {.atol = ob->atol + ob->atol_steps * step, .atol_scale = ob->atol_scale, .rtol = ob->rtol};
+        gr_cmp_result e;
+        bool ok = gr_cmp_tensor(got, want, &o, &e);
+        json_object_set_new(r, "status", json_string(ok ? "ok" : "diverges"));
+        json_object_set_new(r, "max_abs", json_real(isinf(e.max_abs) ? 1e308 : e.max_abs));
+        json_object_set_new(r, "max_rel", json_real(isinf(e.max_rel) ? 1e308 : e.max_rel));
+        json_object_set_new(r, "max_ref", json_real(e.max_ref));
+        json_object_set_new(r, "bad", json_integer(e.bad));
+        json_object_set_new(r, "numel", json_integer(e.numel));
+        if (step > 0) {
+            json_object_set_new(r, "step", json_real(step));
+            json_object_set_new(r, "max_steps", json_real(isinf(e.max_abs) ? 1e308 : e.max_abs / step));
+        }
     }
-    gr_cmp_opts o = {.atol = ob->atol, .atol_scale = ob->atol_scale, .rtol = ob->rtol};
-    gr_cmp_result e;
-    bool ok = gr_cmp_tensor(got, want, &o, &e);
-    json_object_set_new(r, "status", json_string(ok ? "ok" : "diverges"));
-    json_object_set_new(r, "max_abs", json_real(isinf(e.max_abs) ? 1e308 : e.max_abs));
-    json_object_set_new(r, "max_rel", json_real(isinf(e.max_rel) ? 1e308 : e.max_rel));
-    json_object_set_new(r, "max_ref", json_real(e.max_ref));
-    json_object_set_new(r, "bad", json_integer(e.bad));
-    json_object_set_new(r, "numel", json_integer(e.numel));
+    if (gq) rt_tensor_release(gq);
+    if (wq) rt_tensor_release(wq);
 }
 
 /* One observed output of layer L (value NULL: unobservable). info: what computed it. */
@@ -519,7 +563,7 @@ static bool observe(obs *ob, int L, rt_tensor *value, json_t *info) {
     }
     if (ob->mode == OBS_COMPARE) {
         if (!value) json_object_set_new(ob->res[L], "status", json_string("unobservable"));
-        else if (ob->vals[L]) compare(value, ob->vals[L], ob, ob->res[L]);
+        else if (ob->vals[L]) compare(value, ob->vals[L], ob, L, ob->res[L]);
         else json_object_set_new(ob->res[L], "status", json_string("missing"));
         json_object_set_new(ob->res[L], "observed", json_true());
     }
@@ -670,6 +714,28 @@ gr_status insp_observe(insp_model *im, const rt_value *inputs, uint32_t nin, boo
 
 /* --------------------------------------------------------------------- diff ---- */
 
+/* Each layer's quantization step from its own scale (a Q/DQ layer) or its output's: per tensor
+ * only (a per-channel step has no one value). */
+static void steps_of(insp_model *im, const json_t *qp, double *step, int64_t *zp) {
+    const char *layer;
+    json_t *lq;
+    json_object_foreach((json_t *)qp, layer, lq) {
+        int L = insp_model_find(im, layer);
+        json_t *pick = NULL, *q;
+        size_t i;
+        json_array_foreach(lq, i, q) {
+            const char *role = json_string_value(json_object_get(q, "role"));
+            if (!role || !json_object_get(q, "scale")) continue;
+            if (strcmp(role, "self") == 0) pick = q;
+            else if (!pick && strcmp(role, "output 0") == 0) pick = q;
+        }
+        double s = json_number_value(json_object_get(pick, "scale"));
+        if (L < 0 || !(s > 0)) continue;
+        step[L] = s;
+        zp[L] = json_integer_value(json_object_get(pick, "zero_point"));
+    }
+}
+
 gr_status insp_diff(insp_model *im, const insp_diff_opts *o, const rt_value *inputs, uint32_t nin, json_t **out,
                     gr_diag *diag) {
     *out = NULL;
@@ -687,12 +753,24 @@ gr_status insp_diff(insp_model *im, const insp_diff_opts *o, const rt_value *inp
     obs a, b;
     obs_init(&a, im, OBS_COLLECT);
     a.vals = calloc(n + 1, sizeof(rt_tensor *));
-    gr_status st = run_path(&a, am, inputs, nin, diag);
+    gr_status st = GR_OK;
+    if (o->nagainst_values) {
+        for (uint32_t i = 0; i < o->nagainst_values; i++) {
+            int L = insp_model_find(im, o->against_values[i].layer);
+            if (L >= 0 && !a.vals[L]) a.vals[L] = rt_tensor_retain((rt_tensor *)o->against_values[i].value);
+        }
+    } else {
+        st = run_path(&a, am, inputs, nin, diag);
+    }
     obs_init(&b, im, OBS_COMPARE);
     b.vals = a.vals;
     b.rtol = o->rtol;
     b.atol = o->atol;
     b.atol_scale = o->atol_scale;
+    b.atol_steps = o->atol_steps;
+    b.step = calloc(n + 1, sizeof(double));
+    b.zero_point = calloc(n + 1, sizeof(int64_t));
+    steps_of(im, o->qparams, b.step, b.zero_point);
     b.perturb = o->perturb;
     b.perturb_user = o->perturb_user;
     b.res = calloc(n + 1, sizeof(json_t *));
@@ -701,11 +779,12 @@ gr_status insp_diff(insp_model *im, const insp_diff_opts *o, const rt_value *inp
     json_t *doc = NULL;
     if (!st) {
         doc = json_object();
-        json_object_set_new(doc, "against", json_string(against ? against : "reference"));
+        json_object_set_new(doc, "against", json_string(o->nagainst_values ? "values" : against ? against : "reference"));
         json_object_set_new(doc, "against_module", json_boolean(o->against_module != NULL));
         json_object_set_new(doc, "rtol", json_real(o->rtol));
         json_object_set_new(doc, "atol", json_real(o->atol));
         json_object_set_new(doc, "atol_scale", json_real(o->atol_scale));
+        json_object_set_new(doc, "atol_steps", json_real(o->atol_steps));
         json_t *arr = json_array(), *first = json_null();
         uint32_t nok = 0, nbad = 0, nunobs = 0, nmiss = 0;
         for (uint32_t L = 0; L < n; L++) {
@@ -734,6 +813,7 @@ gr_status insp_diff(insp_model *im, const insp_diff_opts *o, const rt_value *inp
                 json_object_set(d, "max_abs", json_object_get(r, "max_abs"));
                 json_object_set(d, "max_rel", json_object_get(r, "max_rel"));
                 json_object_set(d, "bad", json_object_get(r, "bad"));
+                if (json_object_get(r, "max_steps")) json_object_set(d, "max_steps", json_object_get(r, "max_steps"));
             }
             json_object_set_new(lo, "diff", d);
             /* what computed it also goes to the model document */
@@ -755,6 +835,8 @@ gr_status insp_diff(insp_model *im, const insp_diff_opts *o, const rt_value *inp
     free(a.vals);
     free(a.seen);
     free(b.seen);
+    free(b.step);
+    free(b.zero_point);
     free(b.res);
     *out = doc;
     return st;

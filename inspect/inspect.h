@@ -61,6 +61,13 @@ typedef bool (*insp_perturb_fn)(const char *layer, rt_tensor *value, void *user)
  * engine's per-primitive profile) with each layer's "prims" (indices into it). */
 gr_status insp_observe(insp_model *im, const rt_value *inputs, uint32_t nin, bool profile, gr_diag *diag);
 
+/* One layer's reference value from outside graft (ONNX Runtime's intermediate tensors,
+ * scripts/ort_dump.py), by layer name. */
+typedef struct insp_layer_value {
+    const char *layer;
+    const rt_tensor *value;       /* borrowed */
+} insp_layer_value;
+
 typedef struct insp_diff_opts {
     /* a value is out of tolerance (base/compare.h; a NaN always is) when |a - b| > atol +
      * atol_scale * max|B| + rtol * |b|, b from the against-path, max|B| the largest magnitude
@@ -73,6 +80,16 @@ typedef struct insp_diff_opts {
                                      (on the host, or partitioned for `against`), its layers
                                      matched by name: the float32 model a quantized one was made
                                      from (same ctx, same inputs) */
+    const insp_layer_value *against_values; /* nagainst_values > 0: no against-path runs; these
+                                     are the reference (a layer without one is "not computed") */
+    uint32_t nagainst_values;
+    /* NULL or a QDQ model's quantization parameters by layer (onnx_model_qparams' document):
+     * a layer with a per-tensor scale (its own, a Q/DQ layer's, else its output's) compares an
+     * 8-bit integer output of either path as its value, (q - zero_point) * scale, and a float
+     * value with levels as those levels; gives its error also in steps ("step", "max_steps");
+     * and adds atol_steps steps to its atol */
+    const json_t *qparams;
+    double atol_steps;
 } insp_diff_opts;
 
 /* Runs the against-path and the partitioned module on the same inputs and compares every

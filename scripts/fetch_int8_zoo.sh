@@ -27,4 +27,16 @@ done
 
 py=$(sh "$ROOT/scripts/venv.sh" "$VENV" "numpy>=1.22" "onnxruntime>=1.17" "onnx>=1.16")
 "$py" -W ignore "$ROOT/scripts/make_int8_zoo.py" --zoo "$ZOO" --out "$OUT" ${args[@]+"${args[@]}"}
+# ORT's intermediate tensors for graft diff --against-dumps (tests/tools/test_diff_quant.c):
+# two QDQ models as ORT runs them, and the float32 resnet18 with every node output, each on the
+# int8 reference input.
+for spec in resnet18_qdq_pc:int8:ort mobilenet_v3_large_qdq_pc:int8:ort resnet18:zoo:all; do
+  IFS=: read -r name from tensors <<< "$spec"
+  model="$OUT/$name.onnx" dumps="$OUT/dumps/$name"
+  [ "$from" = zoo ] && model="$ZOO/$name.onnx" && dumps="$OUT/dumps/${name}_f32"
+  [ -f "$dumps/index.json" ] && [ "${args[0]:-}" != --force ] && continue
+  rm -rf "$dumps"
+  "$py" "$ROOT/scripts/ort_dump.py" "$model" --out "$dumps" --tensors "$tensors" \
+    --input "x=$OUT/refs/${name%_qdq_pc}_qdq_pc/input_0.npy"
+done
 echo "fetch_int8_zoo: $OUT ($(du -sh "$OUT" | cut -f1))" >&2

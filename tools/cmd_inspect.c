@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
 #include "frontend/onnx/onnx_import.h"
 #include "inspect/inspect.h"
 #include "runtime/exec/executor.h"
@@ -14,7 +15,7 @@
 #define MAX_BACKENDS 8
 
 typedef struct insp_args {
-    const char *input, *against, *against_model, *json_out, *out, *layer;
+    const char *input, *against, *against_model, *against_dumps, *json_out, *out, *layer;
     const char *backends[MAX_BACKENDS];
     uint32_t nbackends;
     struct {
@@ -22,7 +23,7 @@ typedef struct insp_args {
         const char *source;
     } specs[MAX_INPUTS];
     uint32_t nspecs;
-    double rtol, atol, atol_scale;
+    double rtol, atol, atol_scale, atol_steps;
     bool profile, diff;
     cli_load_opts lo;
 } insp_args;
@@ -89,7 +90,11 @@ static int parse(const char *cmd, const char *allowed, int argc, char **argv, in
         } else if (cli_opt(argc, argv, &i, "--atol", &v, &missing)) {
             if (missing || !parse_atol(v, a))
                 return cli_usage_error(cmd, "--atol takes a number >= 0, or Nx: N times each layer's largest magnitude");
+        } else if (cli_opt(argc, argv, &i, "--atol-steps", &v, &missing)) {
+            if (missing || !parse_tol(v, &a->atol_steps))
+                return cli_usage_error(cmd, "--atol-steps takes a number >= 0 (quantization steps of each layer)");
         } else if (cli_opt(argc, argv, &i, "--against", &a->against, &missing) ||
+                   cli_opt(argc, argv, &i, "--against-dumps", &a->against_dumps, &missing) ||
                    cli_opt(argc, argv, &i, "--against-model", &a->against_model, &missing) ||
                    cli_opt(argc, argv, &i, "--json", &a->json_out, &missing) ||
                    cli_opt(argc, argv, &i, "--layer", &a->layer, &missing) ||
@@ -109,6 +114,8 @@ static int parse(const char *cmd, const char *allowed, int argc, char **argv, in
     }
     if (!a->input) return cli_usage_error(cmd, "no input model");
     if (!a->nbackends) return cli_usage_error(cmd, "--backend NAME is required (see graft backends)");
+    if (a->against_dumps && (a->against || a->against_model))
+        return cli_usage_error(cmd, "--against-dumps DIR is the reference: it takes no --against or --against-model");
     if (a->against && strcmp(a->against, "reference") != 0) {
         if (!byoc_backend_find(a->against)) return cli_usage_error(cmd, "unknown backend '%s' for --against", a->against);
         /* the same backend on another model (--against-model) is no self-comparison */
@@ -258,40 +265,109 @@ static void print_qparams(json_t *lq) {
     printf("\n");
 }
 
+/* ONNX Runtime's intermediate tensors (scripts/ort_dump.py): DIR/index.json names, per tensor,
+ * its file and the node that writes it; a node's first output is that layer's value, any
+ * output also the layer named as the tensor. */
+typedef struct dumps {
+    json_t *index;
+    GR_VEC(insp_layer_value) vals;
+    char inputs[MAX_INPUTS][4096];  /* the files of the inputs ORT ran on */
+} dumps;
+
+static void dumps_free(dumps *dd) {
+    for (uint32_t i = 0; i < dd->vals.len; i++) rt_tensor_release((rt_tensor *)dd->vals.data[i].value);
+    gr_vec_free(&dd->vals);
+    json_decref(dd->index);
+}
+
+static gr_status dumps_load(const char *dir, insp_args *a, dumps *dd, char *bad, size_t nbad, gr_diag *d) {
+    snprintf(bad, nbad, "%s/index.json", dir);
+    json_error_t je;
+    dd->index = json_load_file(bad, 0, &je);
+    json_t *vals = json_object_get(dd->index, "values"), *ins = json_object_get(dd->index, "inputs"), *e;
+    if (!json_is_array(vals) || !json_is_array(ins))
+        return gr_diag_set(d, GR_ERR_INVALID, "not an index of scripts/ort_dump.py (%s)", dd->index ? "no values / inputs" : je.text);
+    size_t i;
+    /* ORT's inputs, unless --input gives them */
+    json_array_foreach(ins, i, e) {
+        const char *name = json_string_value(json_object_get(e, "name")), *file = json_string_value(json_object_get(e, "file"));
+        if (!name || !file || strlen(name) >= sizeof a->specs[0].name || i >= MAX_INPUTS)
+            return gr_diag_set(d, GR_ERR_INVALID, "input %zu: needs a name and a file", i);
+        bool given = false;
+        for (uint32_t k = 0; k < a->nspecs; k++) given |= strcmp(a->specs[k].name, name) == 0;
+        if (given || a->nspecs == MAX_INPUTS) continue;
+        snprintf(dd->inputs[i], sizeof dd->inputs[i], "%s/%s", dir, file);
+        snprintf(a->specs[a->nspecs].name, sizeof a->specs[0].name, "%s", name);
+        a->specs[a->nspecs++].source = dd->inputs[i];
+    }
+    json_array_foreach(vals, i, e) {
+        const char *node = json_string_value(json_object_get(e, "node")), *tensor = json_string_value(json_object_get(e, "tensor")),
+                   *file = json_string_value(json_object_get(e, "file"));
+        if (!tensor || !file) {
+            snprintf(bad, nbad, "%s/index.json", dir);
+            return gr_diag_set(d, GR_ERR_INVALID, "value %zu: needs a tensor and a file", i);
+        }
+        rt_tensor *t = NULL;
+        snprintf(bad, nbad, "%s/%s", dir, file);
+        gr_status st = rt_npy_load(bad, &t, d);
+        if (st) return st;
+        if (node && *node && json_integer_value(json_object_get(e, "output")) == 0) {
+            insp_layer_value v = {node, rt_tensor_retain(t)};
+            gr_vec_push(&dd->vals, v);
+        }
+        insp_layer_value v = {tensor, t};
+        gr_vec_push(&dd->vals, v);
+    }
+    return GR_OK;
+}
+
 int cmd_diff(int argc, char **argv) {
     static insp_args a;
+    static dumps dd;
     memset(&a, 0, sizeof(a));
-    int rc = parse("diff", "--against --against-model --rtol --atol --json --no-opt", argc, argv, &a);
+    memset(&dd, 0, sizeof(dd));
+    int rc = parse("diff", "--against --against-model --against-dumps --rtol --atol --atol-steps --json --no-opt", argc, argv, &a);
     if (rc != CLI_OK) return rc;
+    gr_diag d;
+    gr_diag_clear(&d);
+    char bad[4200];
+    if (a.against_dumps && dumps_load(a.against_dumps, &a, &dd, bad, sizeof bad, &d) != GR_OK) {
+        rc = cli_fail(&d, bad);
+        dumps_free(&dd);
+        return rc;
+    }
     session s;
     if ((rc = open_session(&a, &s, true)) != CLI_OK) {
         close_session(&s);
+        dumps_free(&dd);
         return rc;
     }
-    gr_diag d;
-    gr_diag_clear(&d);
     json_t *doc = NULL;
-    insp_diff_opts o = {.rtol = a.rtol, .atol = a.atol, .atol_scale = a.atol_scale, .against = a.against};
+    json_t *qp = quant_params(a.input);
+    insp_diff_opts o = {.rtol = a.rtol, .atol = a.atol, .atol_scale = a.atol_scale, .against = a.against,
+                        .against_values = dd.vals.data, .nagainst_values = dd.vals.len,
+                        .qparams = qp, .atol_steps = a.atol_steps};
     /* the float32 model a quantized one was made from: loaded as INPUT was, layers by name */
     ir_module *fm = NULL;
-    if (a.against_model && cli_load_model(s.ctx, a.against_model, &a.lo, &fm, &d) != GR_OK) {
-        rc = cli_fail(&d, a.against_model);
-        close_session(&s);
-        return rc;
-    }
+    const char *failed = NULL;
+    if (a.against_model && cli_load_model(s.ctx, a.against_model, &a.lo, &fm, &d) != GR_OK) failed = a.against_model;
     o.against_module = fm;
-    if (insp_diff(s.im, &o, s.args, s.nargs, &doc, &d) != GR_OK) {
-        rc = cli_fail(&d, a.input);
+    if (!failed && insp_diff(s.im, &o, s.args, s.nargs, &doc, &d) != GR_OK) failed = a.input;
+    if (failed) {
+        rc = cli_fail(&d, failed);
+        json_decref(qp);
         close_session(&s);
+        dumps_free(&dd);
         return rc;
     }
-    json_t *qp = quant_params(a.input);
     json_t *sum = json_object_get(doc, "summary");
-    char atol[64];
-    if (a.atol_scale > 0) snprintf(atol, sizeof atol, "%g + %g x max|ref| per layer", a.atol, a.atol_scale);
-    else snprintf(atol, sizeof atol, "%g", a.atol);
+    char atol[128];
+    int k = a.atol_scale > 0 ? snprintf(atol, sizeof atol, "%g + %g x max|ref| per layer", a.atol, a.atol_scale)
+                             : snprintf(atol, sizeof atol, "%g", a.atol);
+    if (a.atol_steps > 0) snprintf(atol + k, sizeof atol - (size_t)k, " + %g quantization steps", a.atol_steps);
     char against[4200];
     if (a.against_model) snprintf(against, sizeof against, "%s (%s)", a.against_model, jstr(doc, "against"));
+    else if (a.against_dumps) snprintf(against, sizeof against, "the tensors in %s (%s)", a.against_dumps, jstr(dd.index, "model"));
     else snprintf(against, sizeof against, "%s", jstr(doc, "against"));
     printf("graft diff: %s vs %s on %s, rtol %g atol %s: %lld layers, %lld ok, %lld diverging, %lld unobservable, %lld other\n",
            a.backends[0], against, a.input, a.rtol, atol, json_integer_value(json_object_get(sum, "layers")),
@@ -301,7 +377,9 @@ int cmd_diff(int argc, char **argv) {
     size_t ri;
     json_t *rj;
     json_array_foreach(regions, ri, rj) printf("region %zu: %s (backend %s)\n", ri, jstr(rj, "symbol"), jstr(rj, "backend"));
-    printf("%5s  %-34s %-12s %10s %10s %14s  %s\n", "order", "layer", "status", "max_abs", "max_rel", "bad/values", "computed by");
+    /* a quantized model's errors also in steps of each layer's scale */
+    printf("%5s  %-34s %-12s %10s %10s %s%14s  %s\n", "order", "layer", "status", "max_abs", "max_rel", qp ? "     steps" : "",
+           "bad/values", "computed by");
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(doc, "layers"), i, r) {
@@ -311,11 +389,14 @@ int cmd_diff(int argc, char **argv) {
         if (json_object_get(r, "numel"))
             snprintf(cnt, sizeof cnt, "%lld/%lld", json_integer_value(json_object_get(r, "bad")),
                      json_integer_value(json_object_get(r, "numel")));
+        char steps[32] = "";
+        if (qp && json_object_get(r, "max_steps")) snprintf(steps, sizeof steps, " %9.3g", json_real_value(json_object_get(r, "max_steps")));
+        else if (qp) snprintf(steps, sizeof steps, " %9s", "-");
         if (json_object_get(r, "max_abs"))
-            printf("%5zu  %-34s %-12s %10.3g %10.3g %14s  %s\n", i, jstr(r, "name"), jstr(r, "status"),
-                   json_real_value(json_object_get(r, "max_abs")), json_real_value(json_object_get(r, "max_rel")), cnt, where);
+            printf("%5zu  %-34s %-12s %10.3g %10.3g%s %14s  %s\n", i, jstr(r, "name"), jstr(r, "status"),
+                   json_real_value(json_object_get(r, "max_abs")), json_real_value(json_object_get(r, "max_rel")), steps, cnt, where);
         else
-            printf("%5zu  %-34s %-12s %10s %10s %14s  %s\n", i, jstr(r, "name"), jstr(r, "status"), "-", "-", "", where);
+            printf("%5zu  %-34s %-12s %10s %10s%s %14s  %s\n", i, jstr(r, "name"), jstr(r, "status"), "-", "-", steps, "", where);
         json_t *lq = json_object_get(qp, jstr(r, "name"));
         if (lq) {
             json_object_set(r, "qparams", lq);
@@ -332,6 +413,8 @@ int cmd_diff(int argc, char **argv) {
             printf(": max abs %.3g, max rel %.3g, %lld of %lld values out of tolerance", json_real_value(json_object_get(first, "max_abs")),
                    json_real_value(json_object_get(first, "max_rel")), json_integer_value(json_object_get(first, "bad")),
                    json_integer_value(json_object_get(first, "numel")));
+        if (json_object_get(first, "max_steps"))
+            printf(", %.3g steps of %.4g", json_real_value(json_object_get(first, "max_steps")), json_real_value(json_object_get(first, "step")));
         printf("\n");
         rc = CLI_ERR;
     } else {
@@ -341,6 +424,7 @@ int cmd_diff(int argc, char **argv) {
     json_decref(qp);
     json_decref(doc);
     close_session(&s);
+    dumps_free(&dd);
     return rc;
 }
 

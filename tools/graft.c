@@ -57,13 +57,15 @@ static const command COMMANDS[] = {
                          "region and\n"
                          "      primitive(s), or to the host op and the reason it stayed there"},
     {"diff", cmd_diff, "diff INPUT --backend NAME [--backend-lib PLUGIN.so]... [--against reference|BACKEND] [--input NAME=FILE.npy|random]...\n"
-                       "      [--against-model FLOAT.onnx] [--input-shape NAME=DIMS]... [--rtol R] [--atol A|Ax] [--json OUT] [--no-opt]\n"
+                       "      [--against-model FLOAT.onnx | --against-dumps DIR] [--input-shape NAME=DIMS]... [--rtol R] [--atol A|Ax]\n"
+                       "      [--atol-steps N] [--json OUT] [--no-opt]\n"
                        "      [--backend-opt BACKEND.NAME=VALUE]...\n"
                        "      run both paths on the same inputs and compare every frontend layer's output "
                        "(layers\n"
                        "      inside offloaded regions too); exit 1 when a layer is out of tolerance. --against-model: the\n"
                        "      other path runs that model (the float32 model a quantized INPUT was made from), layers matched\n"
-                       "      by name; a QDQ INPUT's layers show their scales and zero points"},
+                       "      by name; --against-dumps: ONNX Runtime's intermediate tensors (scripts/ort_dump.py), by node\n"
+                       "      name; a QDQ INPUT's layers show their scales and zero points, errors in quantization steps"},
     {"explore", cmd_explore, "explore INPUT --backend NAME [--backend-lib ...] [--profile] [--diff] [--against ...] "
                              "[--input ...] [--input-shape ...] [--no-opt] [--backend-opt ...] -o REPORT.html\n"
                              "      one self-contained HTML page: the graph by layer coloured by region, "

@@ -301,6 +301,17 @@ GRAFT_API graft_status graft_irmodule_inspect(const graft_irmodule *m, const gra
                                               graft_tensor *const *inputs, uint32_t nin,
                                               graft_inspect_perturb_fn perturb, void *perturb_user, char **diff,
                                               char **doc, graft_error **err);
+/* graft diff --against-dumps on m: as graft_irmodule_inspect's DIFF (*diff, *doc as there), but
+ * no against-path runs:
+ * layer ref_layers[i]'s reference is refs[i] (borrowed; ONNX Runtime's intermediate tensors, say).
+ * When qparams_onnx names the QDQ ONNX model m was imported from, a layer with a per-tensor
+ * scale compares u8/s8 levels as the values they stand for, gives its error also in steps of
+ * that scale ("max_steps") and adds atol_steps of them to its atol. */
+GRAFT_API graft_status graft_irmodule_diff_values(const graft_irmodule *m, const graft_session_options *o, double rtol,
+                                                  double atol, double atol_scale, double atol_steps,
+                                                  const char *qparams_onnx, graft_tensor *const *inputs, uint32_t nin,
+                                                  const char *const *ref_layers, graft_tensor *const *refs,
+                                                  uint32_t nrefs, char **diff, char **doc, graft_error **err);
 
 #ifdef __cplusplus
 }

@@ -473,13 +473,16 @@ class DiffResult:
 
     def table(self, limit: Optional[int] = None) -> str:
         """The layer table of ``graft diff``."""
-        lines = [f"{'order':>5}  {'layer':<34} {'status':<12} {'max_abs':>10} {'max_rel':>10} {'bad/values':>14}  computed by"]
+        steps = any("max_steps" in r for r in self.rows)  # a quantized model: errors in steps too
+        lines = [f"{'order':>5}  {'layer':<34} {'status':<12} {'max_abs':>10} {'max_rel':>10}"
+                 f"{'     steps' if steps else ''} {'bad/values':>14}  computed by"]
         rows = self.rows if limit is None else self.rows[:limit]
         for i, r in enumerate(rows):
             cnt = f"{r.get('bad')}/{r.get('numel')}" if "numel" in r else ""
             ma = f"{r['max_abs']:10.3g}" if "max_abs" in r else f"{'-':>10}"
             mr = f"{r['max_rel']:10.3g}" if "max_rel" in r else f"{'-':>10}"
-            lines.append(f"{i:5}  {r.get('name', ''):<34} {r.get('status', ''):<12} {ma} {mr} {cnt:>14}  {self.where(r)}")
+            st = (f" {r['max_steps']:9.3g}" if "max_steps" in r else f" {'-':>9}") if steps else ""
+            lines.append(f"{i:5}  {r.get('name', ''):<34} {r.get('status', ''):<12} {ma} {mr}{st} {cnt:>14}  {self.where(r)}")
         if limit is not None and len(self.rows) > limit:
             lines.append(f"  ... {len(self.rows) - limit} more layers")
         return "\n".join(lines)
@@ -492,6 +495,8 @@ class DiffResult:
         if "max_abs" in f:
             text += (f": max abs {f['max_abs']:.3g}, max rel {f['max_rel']:.3g}, "
                      f"{f.get('bad')} of {f.get('numel')} values out of tolerance")
+        if "max_steps" in f:
+            text += f", {f['max_steps']:.3g} steps of {f['step']:.4g}"
         return text
 
     def __repr__(self) -> str:
@@ -546,16 +551,41 @@ def _inspect(model: Union[PathLike, IRModule], backend: Union[str, Sequence[str]
 def diff(model: Union[PathLike, IRModule], backend: Union[str, Sequence[str]] = "dnnl", against: str = "reference",
          inputs: Optional[Mapping[str, Any]] = None, rtol: float = 1e-3, atol: float = 0.0,
          atol_scale: float = 1e-5, shapes: Optional[Mapping[str, Sequence[int]]] = None, options: Options = None,
-         optimize: bool = True, perturb: Any = None) -> DiffResult:
+         optimize: bool = True, perturb: Any = None, atol_steps: float = 0.0, ort_tensors: str = "ort") -> DiffResult:
     """``graft diff``: runs the backend path and the ``against`` path ("reference": the model on
     the host, or another backend) on the same inputs (random when None) and compares every
     frontend layer's output, layers inside offloaded regions too. A value is out of tolerance
     when ``|a - b| > atol + atol_scale * max|B| + rtol * |b|``. ``perturb(layer, array) -> bool``
-    may change a backend-path output in place (fault injection for tests)."""
+    may change a backend-path output in place (fault injection for tests).
+
+    ``against="onnxruntime"`` (an ONNX model) compares each layer with ONNX Runtime's value of it
+    (``graft diff --against-dumps``): ORT runs the model with its node outputs exposed
+    (``ort_tensors``: "ort" keeps its QDQ fusions, "all" exposes every node output), layers
+    matched by node name. A QDQ model's layers compare u8/s8 levels at their scale, give the
+    error in steps of it (row "max_steps") and add ``atol_steps`` steps to their atol."""
+    if against == "onnxruntime":
+        return _diff_onnxruntime(model, backend, inputs, rtol, atol, atol_scale, atol_steps, shapes, options,
+                                 optimize, ort_tensors)
     d, document = _inspect(model, backend, inputs=inputs, shapes=shapes, options=options, optimize_first=optimize,
                            diff=True, rtol=rtol, atol=atol, atol_scale=atol_scale,
                            against=None if against == "reference" else against, perturb=perturb)
     return DiffResult(d or {}, document)
+
+
+def _diff_onnxruntime(model, backend, inputs, rtol, atol, atol_scale, atol_steps, shapes, options, optimize_first,
+                      ort_tensors) -> DiffResult:
+    mod = _as_module(model, shapes)
+    if not (mod.source and mod.source.endswith(".onnx")):
+        raise ValueError('against="onnxruntime" needs an ONNX model (a path, or a module imported from one)')
+    from . import _ort
+    onnx_names = json.loads(_graft.onnx_io_names(mod.source))["inputs"]
+    if optimize_first:
+        mod = optimize(mod)
+    args = _ordered_inputs(mod, inputs, onnx_names)
+    _, entries = _ort.run(mod.source, dict(zip(onnx_names, args)), tensors=ort_tensors)
+    d, doc = mod._h.diff_values(_backend_list(backend), _option_list(options), args, _ort.layer_values(entries),
+                                rtol, atol, atol_scale, atol_steps, mod.source)
+    return DiffResult(json.loads(d), json.loads(doc))
 
 
 def explore(model: Union[PathLike, IRModule], backend: Union[str, Sequence[str]] = "dnnl",

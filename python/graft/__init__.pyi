@@ -115,7 +115,8 @@ class DiffResult:
 def diff(model: Union[PathLike, IRModule], backend: Union[str, Sequence[str]] = ..., against: str = ...,
          inputs: Optional[Mapping[str, Any]] = ..., rtol: float = ..., atol: float = ..., atol_scale: float = ...,
          shapes: Shapes = ..., options: Options = ..., optimize: bool = ...,
-         perturb: Optional[Callable[[str, np.ndarray], bool]] = ...) -> DiffResult: ...
+         perturb: Optional[Callable[[str, np.ndarray], bool]] = ..., atol_steps: float = ...,
+         ort_tensors: str = ...) -> DiffResult: ...
 def explore(model: Union[PathLike, IRModule], backend: Union[str, Sequence[str]] = ..., output: PathLike = ...,
             profile: bool = ..., diff: bool = ..., against: str = ..., inputs: Optional[Mapping[str, Any]] = ...,
             rtol: float = ..., atol: float = ..., atol_scale: float = ..., shapes: Shapes = ..., options: Options = ...,

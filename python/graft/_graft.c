@@ -486,6 +486,69 @@ static PyObject *module_inspect(ModuleObject *self, PyObject *args, PyObject *kw
     return Py_BuildValue("(NN)", a, b);
 }
 
+/* diff_values(backends, options, inputs, refs: {layer: array}, rtol, atol, atol_scale, atol_steps,
+ * qparams_onnx): graft diff against given per-layer values (graft_irmodule_diff_values). */
+static PyObject *module_diff_values(ModuleObject *self, PyObject *args) {
+    PyObject *backends, *options, *list, *refs;
+    double rtol, atol, atol_scale, atol_steps;
+    const char *qparams_onnx = NULL;
+    if (!PyArg_ParseTuple(args, "OOOO!dddd|z", &backends, &options, &list, &PyDict_Type, &refs, &rtol, &atol,
+                          &atol_scale, &atol_steps, &qparams_onnx))
+        return NULL;
+    Py_ssize_t nr = PyDict_Size(refs);
+    const char **names = PyMem_Calloc((size_t)nr + 1, sizeof(char *));
+    graft_tensor **ts = PyMem_Calloc((size_t)nr + 1, sizeof(graft_tensor *));
+    PyArrayObject **arrs = PyMem_Calloc((size_t)nr + 1, sizeof(PyArrayObject *));
+    graft_session_options *opts = NULL;
+    inputs in = {.n = 0};
+    PyObject *key, *val, *result = NULL;
+    Py_ssize_t pos = 0;
+    uint32_t k = 0;
+    bool ok = names && ts && arrs;
+    while (ok && PyDict_Next(refs, &pos, &key, &val)) {
+        names[k] = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        if (!names[k]) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "reference keys must be layer names (str)");
+            ok = false;
+        } else if (tensor_of_array(val, GRAFT_DTYPE_UNKNOWN, k, &arrs[k], &ts[k]) < 0) {
+            ok = false;
+        } else {
+            k++;
+        }
+    }
+    ok = ok && !make_options(backends, options, &opts) && !(list != Py_None && inputs_take(&in, list, NULL) < 0);
+    if (ok) {
+        char *dj = NULL, *doc = NULL;
+        graft_error *err = NULL;
+        graft_status st;
+        Py_BEGIN_ALLOW_THREADS st = graft_irmodule_diff_values(self->m, opts, rtol, atol, atol_scale, atol_steps,
+                                                               qparams_onnx, in.t, in.n, names, ts, k, &dj, &doc, &err);
+        Py_END_ALLOW_THREADS
+        if (st != GRAFT_OK) {
+            raise_error(err, NULL);
+        } else {
+            PyObject *a = take_str(dj, "diff"), *b = take_str(doc, "document");
+            if (a && b) result = Py_BuildValue("(NN)", a, b);
+            else {
+                Py_XDECREF(a);
+                Py_XDECREF(b);
+            }
+        }
+    } else if (!PyErr_Occurred()) {
+        PyErr_NoMemory();
+    }
+    for (uint32_t i = 0; i < k; i++) {
+        graft_tensor_release(ts[i]);
+        Py_XDECREF(arrs[i]);
+    }
+    inputs_clear(&in);
+    if (opts) graft_session_options_free(opts);
+    PyMem_Free(names);
+    PyMem_Free(ts);
+    PyMem_Free(arrs);
+    return result;
+}
+
 static PyObject *model_from_module(PyObject *cls, PyObject *args);
 
 static PyMethodDef module_methods[] = {
@@ -498,6 +561,9 @@ static PyMethodDef module_methods[] = {
     {"inspect", (PyCFunction)module_inspect, METH_VARARGS | METH_KEYWORDS,
      "inspect(backends, options, inputs, observe, profile, diff, rtol, atol, atol_scale, against, perturb) -> "
      "(diff JSON or None, document JSON)"},
+    {"diff_values", (PyCFunction)module_diff_values, METH_VARARGS,
+     "diff_values(backends, options, inputs, refs, rtol, atol, atol_scale, atol_steps, qparams_onnx=None) -> "
+     "(diff JSON, document JSON)"},
     {NULL, NULL, 0, NULL},
 };
 

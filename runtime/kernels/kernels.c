@@ -66,6 +66,17 @@ gr_status rt_kernel_run(const rt_kernel_call *call, rt_value *out, gr_diag *diag
 
 /* ---- errors ---- */
 
+gr_status rt_kout_as(const rt_kernel_call *c, rt_tensor *o, ir_dtype dt, rt_value *out, gr_diag *d) {
+    if (!rt_dt_eq(o->dl.dtype, dt)) {
+        rt_tensor *conv = rt_tensor_cast(o, dt);
+        rt_tensor_release(o);
+        if (!conv) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
+        o = conv;
+    }
+    *out = rt_value_tensor(o);
+    return GR_OK;
+}
+
 gr_status rt_kerr(const rt_kernel_call *c, gr_diag *d, gr_status code, const char *fmt, ...) {
     if (!d) return code;
     char msg[1536];

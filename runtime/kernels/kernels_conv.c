@@ -238,15 +238,7 @@ static gr_status conv_int(const rt_kernel_call *c, const conv_geom *g, const rt_
                     Y[((n * g->O + oc) * g->OH + oh) * g->OW + ow] = acc;
                 }
     ir_dtype odt = rt_attr_dtype(c->attrs, "out_dtype", x->dl.dtype);
-    if (!rt_dt_eq(odt, i64)) {
-        rt_tensor *conv = rt_tensor_cast(o, odt);
-        rt_tensor_release(o);
-        if (!(o = conv)) {
-            st = rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-    }
-    *out = rt_value_tensor(o);
+    st = rt_kout_as(c, o, odt, out, d);
     o = NULL;
 done:
     rt_tensor_release(cx);
@@ -312,16 +304,7 @@ static gr_status conv_canon(const rt_kernel_call *c, const rt_tensor *x, const r
         goto done;
     }
     ir_dtype odt = rt_attr_dtype(c->attrs, "out_dtype", x->dl.dtype);
-    if (!rt_dt_eq(odt, f32)) {
-        rt_tensor *conv = rt_tensor_cast(o, odt);
-        rt_tensor_release(o);
-        o = conv;
-        if (!o) {
-            st = rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-    }
-    *out = rt_value_tensor(o);
+    st = rt_kout_as(c, o, odt, out, d);
     o = NULL;
 done:
     rt_tensor_release(cx);

@@ -129,14 +129,7 @@ static gr_status run_conv3d(const rt_kernel_call *c, rt_value *out, gr_diag *d, 
     rt_tensor_release(cx);
     rt_tensor_release(cw);
     ir_dtype odt = rt_attr_dtype(c->attrs, "out_dtype", x->dl.dtype);
-    if (!rt_dt_eq(odt, f32)) {
-        rt_tensor *cv = rt_tensor_cast(o, odt);
-        rt_tensor_release(o);
-        if (!cv) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
-        o = cv;
-    }
-    *out = rt_value_tensor(o);
-    return GR_OK;
+    return rt_kout_as(c, o, odt, out, d);
 }
 
 /* Output length along one dim (ONNX / PyTorch: in ceil mode a window must start inside the
@@ -211,14 +204,7 @@ static gr_status run_pool3d(const rt_kernel_call *c, rt_value *out, gr_diag *d, 
                 }
     }
     rt_tensor_release(cx);
-    if (!rt_dt_eq(x->dl.dtype, f32)) {
-        rt_tensor *cv = rt_tensor_cast(o, x->dl.dtype);
-        rt_tensor_release(o);
-        if (!cv) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
-        o = cv;
-    }
-    *out = rt_value_tensor(o);
-    return GR_OK;
+    return rt_kout_as(c, o, x->dl.dtype, out, d);
 }
 
 static gr_status k_conv3d(const rt_kernel_call *c, rt_value *o, gr_diag *d) { return run_conv3d(c, o, d, false); }

@@ -217,16 +217,7 @@ static gr_status k_binary(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
         goto done;
     }
     rt_bcast_run(&plan, bin_row_cb, &x);
-    if (!rt_dt_eq(o->dl.dtype, odt)) {
-        rt_tensor *conv = rt_tensor_cast(o, odt);
-        rt_tensor_release(o);
-        o = conv;
-        if (!o) {
-            st = rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-    }
-    *out = rt_value_tensor(o);
+    st = rt_kout_as(c, o, odt, out, d);
     o = NULL;
 done:
     rt_tensor_release(ca);
@@ -374,14 +365,7 @@ static gr_status run_unary(const rt_kernel_call *c, const un_def *u, const doubl
     }
     (rt_dt_eq(cdt, DT_F32) ? u->f32 : u->f64)(cx->dl.data, o->dl.data, rt_tensor_numel(x), p);
     rt_tensor_release(cx);
-    if (!rt_dt_eq(cdt, dt)) {
-        rt_tensor *conv = rt_tensor_cast(o, dt);
-        rt_tensor_release(o);
-        if (!conv) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
-        o = conv;
-    }
-    *out = rt_value_tensor(o);
-    return GR_OK;
+    return rt_kout_as(c, o, dt, out, d);
 }
 
 static gr_status k_unary(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
@@ -499,16 +483,7 @@ static gr_status k_prelu(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
             float *yr = yp + (a * C + ch) * inner;
             for (int64_t i = 0; i < inner; i++) yr[i] = xr[i] > 0 ? xr[i] : s * xr[i];
         }
-    if (!rt_dt_eq(x->dl.dtype, DT_F32)) {
-        rt_tensor *conv = rt_tensor_cast(o, x->dl.dtype);
-        rt_tensor_release(o);
-        o = conv;
-        if (!o) {
-            st = rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-    }
-    *out = rt_value_tensor(o);
+    st = rt_kout_as(c, o, x->dl.dtype, out, d);
     o = NULL;
 done:
     rt_tensor_release(cx);

@@ -257,14 +257,7 @@ static gr_status k_matmul(const rt_kernel_call *c, rt_value *out, gr_diag *d) {
     }
     rt_tensor_release(ca);
     rt_tensor_release(cb);
-    if (!rt_dt_eq(o->dl.dtype, odt)) {
-        rt_tensor *conv = rt_tensor_cast(o, odt);
-        rt_tensor_release(o);
-        if (!conv) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
-        o = conv;
-    }
-    *out = rt_value_tensor(o);
-    return GR_OK;
+    return rt_kout_as(c, o, odt, out, d);
 }
 
 const rt_kernel_entry rt_kernels_gemm[] = {

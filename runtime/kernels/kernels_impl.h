@@ -48,6 +48,10 @@ const char *rt_shape_str(const rt_tensor *t, char *buf, size_t n);
 const char *rt_dims_str(int ndim, const int64_t *dims, char *buf, size_t n);
 #define RT_DIMS_STR(nd, d) rt_dims_str((nd), (d), (char[96]){0}, 96)
 
+/* Hands O (owned) to *OUT as dtype DT, converted when its dtype differs (the kernels compute in
+ * a wider type than some outputs); O is released on failure. */
+gr_status rt_kout_as(const rt_kernel_call *c, rt_tensor *o, ir_dtype dt, rt_value *out, gr_diag *d);
+
 /* ---- arguments ---- */
 /* Checks nargs is in [lo, hi]. */
 gr_status rt_check_nargs(const rt_kernel_call *c, uint32_t lo, uint32_t hi, gr_diag *d);

@@ -20,19 +20,6 @@ static gr_status float_arg(const rt_kernel_call *c, uint32_t i, rt_tensor **t, g
     return *t ? GR_OK : rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
 }
 
-/* Converts a float32 result back to dtype `dt` and stores it in *out. */
-static gr_status finish(const rt_kernel_call *c, rt_tensor *o, DLDataType dt, rt_value *out,
-                        gr_diag *d) {
-    if (!rt_dt_eq(dt, F32)) {
-        rt_tensor *conv = rt_tensor_cast(o, dt);
-        rt_tensor_release(o);
-        if (!conv) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
-        o = conv;
-    }
-    *out = rt_value_tensor(o);
-    return GR_OK;
-}
-
 /* ---- softmax ---- */
 
 static gr_status run_softmax(const rt_kernel_call *c, rt_value *out, gr_diag *d, bool log_) {
@@ -73,7 +60,7 @@ static gr_status run_softmax(const rt_kernel_call *c, rt_value *out, gr_diag *d,
             }
         }
     rt_tensor_release(x);
-    return finish(c, o, dt, out, d);
+    return rt_kout_as(c, o, dt, out, d);
 fail:
     rt_tensor_release(x);
     return st;
@@ -122,7 +109,7 @@ static gr_status k_batch_norm(const rt_kernel_call *c, rt_value *out, gr_diag *d
         }
     rt_value res = rt_value_tuple(3);
     DLDataType dt = c->args[0].u.t->dl.dtype;
-    if ((st = finish(c, o, dt, &res.u.tuple.items[0], d))) {
+    if ((st = rt_kout_as(c, o, dt, &res.u.tuple.items[0], d))) {
         o = NULL;
         rt_value_clear(&res);
         goto done;
@@ -207,7 +194,7 @@ static gr_status run_lnorm(const rt_kernel_call *c, rt_value *out, gr_diag *d, b
             yr[i] = v;
         }
     }
-    st = finish(c, o, c->args[0].u.t->dl.dtype, out, d);
+    st = rt_kout_as(c, o, c->args[0].u.t->dl.dtype, out, d);
     o = NULL;
 done:
     rt_tensor_release(x);
@@ -272,7 +259,7 @@ static gr_status run_gnorm(const rt_kernel_call *c, rt_value *out, gr_diag *d, b
                 for (int64_t i = 0; i < S; i++) yr[ch * S + i] = (xr[ch * S + i] - mu) * s + sh;
             }
         }
-    st = finish(c, o, c->args[0].u.t->dl.dtype, out, d);
+    st = rt_kout_as(c, o, c->args[0].u.t->dl.dtype, out, d);
     o = NULL;
 done:
     rt_tensor_release(x);

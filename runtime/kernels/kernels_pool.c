@@ -110,14 +110,7 @@ static gr_status run_pool(const rt_kernel_call *c, const rt_tensor *x, rt_value 
     }
     pool2d(&g, cx->dl.data, o->dl.data, is_max);
     rt_tensor_release(cx);
-    if (!rt_dt_eq(x->dl.dtype, f32)) {
-        rt_tensor *conv = rt_tensor_cast(o, x->dl.dtype);
-        rt_tensor_release(o);
-        if (!conv) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
-        o = conv;
-    }
-    *out = rt_value_tensor(o);
-    return GR_OK;
+    return rt_kout_as(c, o, x->dl.dtype, out, d);
 }
 
 static gr_status run_adaptive(const rt_kernel_call *c, const rt_tensor *x, rt_value *out,
@@ -163,14 +156,7 @@ static gr_status run_adaptive(const rt_kernel_call *c, const rt_tensor *x, rt_va
             }
         }
     rt_tensor_release(cx);
-    if (!rt_dt_eq(x->dl.dtype, f32)) {
-        rt_tensor *conv = rt_tensor_cast(o, x->dl.dtype);
-        rt_tensor_release(o);
-        if (!conv) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
-        o = conv;
-    }
-    *out = rt_value_tensor(o);
-    return GR_OK;
+    return rt_kout_as(c, o, x->dl.dtype, out, d);
 }
 
 /* Runs a pool on NC[H]W; other reorderings of the layout letters (NHWC, ...) run through

@@ -217,14 +217,7 @@ static gr_status k_resize2d(const rt_kernel_call *c, rt_value *out, gr_diag *d) 
     taps_free(&tx);
     rt_tensor_release(cx);
     ir_dtype odt = rt_attr_dtype(c->attrs, "out_dtype", x->dl.dtype);
-    if (!rt_dt_eq(odt, f32)) {
-        rt_tensor *conv = rt_tensor_cast(o, odt);
-        rt_tensor_release(o);
-        if (!conv) return rt_kerr(c, d, GR_ERR_NOMEM, "out of memory");
-        o = conv;
-    }
-    *out = rt_value_tensor(o);
-    return GR_OK;
+    return rt_kout_as(c, o, odt, out, d);
 }
 
 const rt_kernel_entry rt_kernels_resize[] = {

@@ -5,12 +5,10 @@
  * the options. */
 #include <criterion/criterion.h>
 #include <limits.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/graft_cli.h"
@@ -27,42 +25,23 @@ static const char *k_mod =
     "            R.output(gv)\n"
     "        return gv\n";
 
-static char tmpdir[64];
 static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/graft_bopt_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmpdir));
-    char path[128];
-    snprintf(path, sizeof path, "%s/m.relax", tmpdir);
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    fputs(k_mod, f);
-    fclose(f);
+    cli_mkdtemp("bopt");
+    cli_write("m.relax", k_mod);
 }
-static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-}
-TestSuite(backend_opt_cli, .init = setup, .fini = teardown);
+TestSuite(backend_opt_cli, .init = setup, .fini = cli_rmdir);
 
-static char out[65536], err[65536];
+static const char *out = "", *err = "";
 
-static void slurp(const char *name, char *buf, size_t cap) {
-    char path[128];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    tu_read_into(path, buf, cap);
-}
-
-/* Runs `env graft args` in tmpdir (env: "" or "VAR=value"); stdout / stderr into out / err.
- * Returns the exit status. */
+/* Runs `env graft args` in the scratch directory (env: "" or "VAR=value", without the GRAFT_*
+ * variables this test sets itself); stdout / stderr into out / err. Returns the exit status. */
 static int run(const char *env, const char *args) {
-    char cmd[PATH_MAX + 1024];
-    snprintf(cmd, sizeof cmd, "cd '%s' && env -u GRAFT_DNNL_DEBUG -u GRAFT_NUM_THREADS %s '%s' %s > out 2> err", tmpdir,
-             env, graft(), args);
-    int st = system(cmd);
-    slurp("out", out, sizeof out);
-    slurp("err", err, sizeof err);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char e[256];
+    snprintf(e, sizeof e, "-u GRAFT_DNNL_DEBUG -u GRAFT_NUM_THREADS %s", env);
+    int rc = cli_run_in(cli_dir(), e, "%s", args);
+    out = cli_out();
+    err = cli_err();
+    return rc;
 }
 
 Test(backend_opt_cli, unknown_option_and_bad_value_exit_1) {

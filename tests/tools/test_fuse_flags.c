@@ -3,46 +3,26 @@
  * graft binary, like test_messages.c. */
 #include <criterion/criterion.h>
 #include <limits.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/graft_cli.h"
 #include "tests/test_util.h"
 
-static char tmpdir[64], root[PATH_MAX];
-static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/graft_fuse_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmpdir));
-    cr_assert_not_null(getcwd(root, sizeof root));
-}
-static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-}
-TestSuite(fuse_flags, .init = setup, .fini = teardown);
+static void setup(void) { cli_mkdtemp("fuse"); }
+TestSuite(fuse_flags, .init = setup, .fini = cli_rmdir);
 
-static char out[1 << 16], err[8192];
-
-static void slurp(const char *name, char *buf, size_t size) {
-    char path[128];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    tu_read_into(path, buf, size);
-}
+static const char *out = "", *err = "";
 
 /* graft ARGS (paths relative to the repository root); stdout in out, stderr in err */
 static int run(const char *args) {
-    char cmd[PATH_MAX * 2 + 1024];
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s > '%s/out' 2> '%s/err'", root, graft(), args, tmpdir, tmpdir);
-    int st = system(cmd);
-    slurp("out", out, sizeof out);
-    slurp("err", err, sizeof err);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    int rc = cli_run("%s", args);
+    out = cli_out();
+    err = cli_err();
+    return rc;
 }
 
 #define SUITE "tests/golden/tvm_suite/"

@@ -3,54 +3,30 @@
  * and an empty .onnx file says it is empty. Each exits with status 1. */
 #include <criterion/criterion.h>
 #include <limits.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/graft_cli.h"
 #include "tests/test_util.h"
 
-static char tmpdir[64];
-static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/graft_msg_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmpdir));
-}
-static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-}
-TestSuite(messages, .init = setup, .fini = teardown);
+static void setup(void) { cli_mkdtemp("msg"); }
+TestSuite(messages, .init = setup, .fini = cli_rmdir);
 
-static char err[8192];
+static const char *err = "";
 
-/* Runs graft with args in tmpdir; stderr into err. Returns the exit status. */
+/* graft ARGS in the scratch directory; its stderr in err */
 static int run(const char *args) {
-    char cmd[PATH_MAX + 1024];
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s > out 2> err", tmpdir, graft(), args);
-    int st = system(cmd);
-    char path[128];
-    snprintf(path, sizeof path, "%s/err", tmpdir);
-    tu_read_into(path, err, sizeof err);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void touch(const char *name, const char *text) {
-    char path[128];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
+    int rc = cli_run_here("%s", args);
+    err = cli_err();
+    return rc;
 }
 
 static void mkdir_in(const char *name) {
     char path[128];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    snprintf(path, sizeof path, "%s/%s", cli_dir(), name);
     cr_assert_eq(mkdir(path, 0755), 0);
 }
 
@@ -65,7 +41,7 @@ Test(messages, path_is_printed_once) {
     cr_assert_eq(run("run missing.graft"), 1, "%s", err);
     named_once("missing.graft");
     cr_assert(strstr(err, "cannot open"), "%s", err);
-    touch("bad.relax", "garbage\n");
+    cli_write("bad.relax", "garbage\n");
     cr_assert_eq(run("fmt bad.relax"), 1, "%s", err);
     named_once("bad.relax");
     cr_assert(strstr(err, "error: bad.relax:1:1:"), "%s", err);
@@ -77,7 +53,7 @@ Test(messages, a_directory_is_not_a_file) {
         {"m.graft", "run m.graft"},         {"x.npy", "run ok.relax --input x=x.npy"},
         {"p.relax", "partition ok.relax --patterns p.relax"},
     };
-    touch("ok.relax", "@I.ir_module\nclass Module:\n    @R.function\n"
+    cli_write("ok.relax", "@I.ir_module\nclass Module:\n    @R.function\n"
                       "    def main(x: R.Tensor((2,), dtype=\"float32\")) -> R.Tensor((2,), dtype=\"float32\"):\n"
                       "        return x\n");
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
@@ -89,7 +65,7 @@ Test(messages, a_directory_is_not_a_file) {
 }
 
 Test(messages, an_empty_onnx_file_says_empty) {
-    touch("empty.onnx", "");
+    cli_write("empty.onnx", "");
     cr_assert_eq(run("import empty.onnx"), 1, "%s", err);
     cr_assert(strstr(err, "empty file"), "%s", err);
     cr_assert_null(strstr(err, "no graph"), "%s", err);
@@ -106,7 +82,7 @@ static void save_vec(const char *name, int64_t n, int64_t first) {
     rt_tensor *t = rt_tensor_new(IR_DTYPE_I64, 1, &n);
     for (int64_t i = 0; i < n; i++) rt_tensor_set_f64(t, i, (double)(first + i));
     char path[128];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    snprintf(path, sizeof path, "%s/%s", cli_dir(), name);
     gr_diag d;
     gr_diag_clear(&d);
     cr_assert_eq(rt_npy_save(path, t, &d), GR_OK);
@@ -125,7 +101,7 @@ Test(messages, a_sequence_input_is_a_list_of_npy_files) {
     gr_diag d;
     gr_diag_clear(&d);
     char path[128];
-    snprintf(path, sizeof path, "%s/o/output_2.npy", tmpdir);
+    snprintf(path, sizeof path, "%s/o/output_2.npy", cli_dir());
     cr_assert_eq(rt_npy_load(path, &t, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(rt_tensor_numel(t), 3);
     cr_assert_eq(rt_tensor_get_f64(t, 2), 12.0);

@@ -5,12 +5,10 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <limits.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/tensor.h"
@@ -22,17 +20,8 @@
 #include "tests/models_env.h"
 #include "tests/test_util.h"
 
-static char tmpdir[64];
-static void setup(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/graft_profile_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmpdir));
-}
-static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
-}
-TestSuite(profile, .init = setup, .fini = teardown);
+static void setup(void) { cli_mkdtemp("profile"); }
+TestSuite(profile, .init = setup, .fini = cli_rmdir);
 
 /* conv (a reference kernel), {add, relu} and {sigmoid, multiply, softmax} (host kernels; the
  * softmax ends the second group): each op with layer names in its span. */
@@ -52,28 +41,7 @@ static const char *k_model =
     "            R.output(gv)\n"
     "        return gv\n";
 
-static int run(const char *args) {
-    char cmd[PATH_MAX + 4096];
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s > out 2> err", tmpdir, graft(), args);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static char *slurp(const char *name) {
-    char path[256];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    static char buf[1 << 16];
-    return tu_read_into(path, buf, sizeof buf);
-}
-
-static void write_model(void) {
-    char path[256];
-    snprintf(path, sizeof path, "%s/m.relax", tmpdir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(k_model, f);
-    fclose(f);
-}
+static void write_model(void) { cli_write("m.relax", k_model); }
 
 /* The profile line (after the header) whose kind and region match; NULL when none. Columns:
  * ms/run (mean), median, %, kind, region, layers. */
@@ -96,9 +64,9 @@ static bool find_line(const char *text, const char *kind, const char *region_pre
 
 Test(profile, text_lines_name_regions_and_layers) {
     write_model();
-    cr_assert_eq(run("build m.relax -o m.graft"), 0, "%s", slurp("err"));
-    cr_assert_eq(run("run m.graft --profile --repeat 2"), 0, "%s", slurp("err"));
-    const char *err = slurp("err");
+    cr_assert_eq(cli_run_here("build m.relax -o m.graft"), 0, "%s", cli_err());
+    cr_assert_eq(cli_run_here("run m.graft --profile --repeat 2"), 0, "%s", cli_err());
+    const char *err = cli_err();
     cr_assert(strstr(err, "profile (2 runs,"), "the warm-up run is not profiled:\n%s", err);
     double ms = -1;
     cr_assert(find_line(err, "op", "R.nn.conv2d", "conv1", &ms), "conv line with its layer:\n%s", err);
@@ -113,18 +81,18 @@ Test(profile, text_lines_name_regions_and_layers) {
 /* With a BYOC backend, the extern region's line carries its layers from the span table. */
 Test(profile, extern_regions_carry_their_layers) {
     write_model();
-    cr_assert_eq(run("build m.relax --backend json -o m.graft"), 0, "%s", slurp("err"));
-    cr_assert_eq(run("run m.graft --profile"), 0, "%s", slurp("err"));
-    const char *err = slurp("err");
+    cr_assert_eq(cli_run_here("build m.relax --backend json -o m.graft"), 0, "%s", cli_err());
+    cr_assert_eq(cli_run_here("run m.graft --profile"), 0, "%s", cli_err());
+    const char *err = cli_err();
     cr_assert(find_line(err, "extern", "", "conv1", NULL), "extern region with conv1:\n%s", err);
 }
 
 Test(profile, chrome_trace_has_complete_events_with_layers) {
     write_model();
-    cr_assert_eq(run("build m.relax -o m.graft"), 0, "%s", slurp("err"));
-    cr_assert_eq(run("run m.graft --profile-json trace.json --repeat 2"), 0, "%s", slurp("err"));
+    cr_assert_eq(cli_run_here("build m.relax -o m.graft"), 0, "%s", cli_err());
+    cr_assert_eq(cli_run_here("run m.graft --profile-json trace.json --repeat 2"), 0, "%s", cli_err());
     char path[256];
-    snprintf(path, sizeof path, "%s/trace.json", tmpdir);
+    snprintf(path, sizeof path, "%s/trace.json", cli_dir());
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
     cr_assert_not_null(root, "trace.json does not parse: %s (line %d)", je.text, je.line);
@@ -170,13 +138,13 @@ Test(profile, chrome_trace_has_complete_events_with_layers) {
 
 Test(profile, bad_uses_are_clear_errors) {
     write_model();
-    cr_assert_neq(run("run m.relax --profile-json /nonexistent_dir/t.json"), 0);
-    cr_assert(strstr(slurp("err"), "/nonexistent_dir/t.json"), "%s", slurp("err"));
-    cr_assert_neq(run("run m.relax --profile-json"), 0);
-    cr_assert_eq(run("build m.relax -o m.graft"), 0, "%s", slurp("err"));
-    cr_assert_neq(run("run m.graft --profile-json /nonexistent_dir/t.json"), 0);
-    cr_assert(strstr(slurp("err"), "/nonexistent_dir/t.json"), "%s", slurp("err"));
-    cr_assert_neq(run("run m.graft --profile-json"), 0);
+    cr_assert_neq(cli_run_here("run m.relax --profile-json /nonexistent_dir/t.json"), 0);
+    cr_assert(strstr(cli_err(), "/nonexistent_dir/t.json"), "%s", cli_err());
+    cr_assert_neq(cli_run_here("run m.relax --profile-json"), 0);
+    cr_assert_eq(cli_run_here("build m.relax -o m.graft"), 0, "%s", cli_err());
+    cr_assert_neq(cli_run_here("run m.graft --profile-json /nonexistent_dir/t.json"), 0);
+    cr_assert(strstr(cli_err(), "/nonexistent_dir/t.json"), "%s", cli_err());
+    cr_assert_neq(cli_run_here("run m.graft --profile-json"), 0);
 }
 
 /* graft run MODEL --backend dnnl --profile: under its region's line, each oneDNN primitive with
@@ -212,10 +180,10 @@ static void check_prim_lines(const char *err) {
 
 Test(profile, dnnl_primitives_with_impl_and_layers) {
     write_model();
-    cr_assert_eq(run("run m.relax --backend dnnl --profile --repeat 2 --profile-json trace.json"), 0, "%s", slurp("err"));
-    check_prim_lines(slurp("err"));
+    cr_assert_eq(cli_run_here("run m.relax --backend dnnl --profile --repeat 2 --profile-json trace.json"), 0, "%s", cli_err());
+    check_prim_lines(cli_err());
     char path[256];
-    snprintf(path, sizeof path, "%s/trace.json", tmpdir);
+    snprintf(path, sizeof path, "%s/trace.json", cli_dir());
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
     cr_assert_not_null(root, "trace.json does not parse: %s (line %d)", je.text, je.line);
@@ -237,9 +205,9 @@ Test(profile, dnnl_primitives_with_impl_and_layers) {
     cr_assert_gt(prims, 0);
     cr_assert_eq(regions, 2, "one region event per profiled run");
     json_decref(root);
-    cr_assert_eq(run("build m.relax --backend dnnl -o m.graft"), 0, "%s", slurp("err"));
-    cr_assert_eq(run("run m.graft --profile"), 0, "%s", slurp("err"));
-    check_prim_lines(slurp("err"));
+    cr_assert_eq(cli_run_here("build m.relax --backend dnnl -o m.graft"), 0, "%s", cli_err());
+    cr_assert_eq(cli_run_here("run m.graft --profile"), 0, "%s", cli_err());
+    check_prim_lines(cli_err());
 }
 
 /* A model with a symbolic batch: built once, run at two sizes. The first run at each new size
@@ -260,11 +228,7 @@ static const char *k_sym_model =
 
 static void write_sym_inputs(void) {
     char path[256];
-    snprintf(path, sizeof path, "%s/m.relax", tmpdir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(k_sym_model, f);
-    fclose(f);
+    cli_write("m.relax", k_sym_model);
     static const int64_t ns[2] = {1, 3};
     for (int i = 0; i < 2; i++) {
         rt_tensor *t = rt_tensor_new(IR_DTYPE_F32, 4, (int64_t[]){ns[i], 3, 16, 16});
@@ -272,9 +236,9 @@ static void write_sym_inputs(void) {
         rt_tensor *w = rt_tensor_new(IR_DTYPE_F32, 4, (int64_t[]){8, 3, 3, 3});
         for (int64_t k = 0; k < rt_tensor_numel(w); k++) rt_tensor_set_f64(w, k, (double)(k % 5) * 0.1 - 0.2);
         gr_diag d = {0};
-        snprintf(path, sizeof path, "%s/x%d.npy", tmpdir, i);
+        snprintf(path, sizeof path, "%s/x%d.npy", cli_dir(), i);
         cr_assert_eq(rt_npy_save(path, t, &d), GR_OK, "%s", d.msg);
-        snprintf(path, sizeof path, "%s/w.npy", tmpdir);
+        snprintf(path, sizeof path, "%s/w.npy", cli_dir());
         cr_assert_eq(rt_npy_save(path, w, &d), GR_OK, "%s", d.msg);
         rt_tensor_release(t);
         rt_tensor_release(w);
@@ -283,41 +247,41 @@ static void write_sym_inputs(void) {
 
 Test(profile, first_run_costs_at_new_shapes) {
     write_sym_inputs();
-    cr_assert_eq(run("build m.relax -o m.graft"), 0, "%s", slurp("err"));
+    cr_assert_eq(cli_run_here("build m.relax -o m.graft"), 0, "%s", cli_err());
     for (int i = 0; i < 2; i++) {
         char args[256];
         snprintf(args, sizeof args, "run m.graft --input x=x%d.npy --input w=w.npy --profile", i);
-        cr_assert_eq(run(args), 0, "%s", slurp("err"));
-        cr_assert(find_line(slurp("err"), "plan", "memory", NULL, NULL), "memory plan row:\n%s", slurp("err"));
+        cr_assert_eq(cli_run_here("%s", args), 0, "%s", cli_err());
+        cr_assert(find_line(cli_err(), "plan", "memory", NULL, NULL), "memory plan row:\n%s", cli_err());
     }
-    cr_assert_eq(run("build m.relax --backend dnnl -o d.graft"), 0, "%s", slurp("err"));
-    cr_assert_eq(run("run d.graft --input x=x1.npy --input w=w.npy --profile"), 0, "%s", slurp("err"));
-    const char *err = slurp("err");
+    cr_assert_eq(cli_run_here("build m.relax --backend dnnl -o d.graft"), 0, "%s", cli_err());
+    cr_assert_eq(cli_run_here("run d.graft --input x=x1.npy --input w=w.npy --profile"), 0, "%s", cli_err());
+    const char *err = cli_err();
     cr_assert(find_line(err, "prep", "", NULL, NULL), "region prepare row:\n%s", err);
     cr_assert(find_line(err, "extern", "", NULL, NULL), "the region's run keeps its row:\n%s", err);
     /* warm runs at one size: no first-run rows */
-    cr_assert_eq(run("run d.graft --input x=x1.npy --input w=w.npy --profile --repeat 2"), 0, "%s", slurp("err"));
-    cr_assert(!find_line(slurp("err"), "prep", "", NULL, NULL), "prepare on a warm run:\n%s", slurp("err"));
+    cr_assert_eq(cli_run_here("run d.graft --input x=x1.npy --input w=w.npy --profile --repeat 2"), 0, "%s", cli_err());
+    cr_assert(!find_line(cli_err(), "prep", "", NULL, NULL), "prepare on a warm run:\n%s", cli_err());
 }
 
 /* A symbolic artifact runs on random inputs of the shape --input-shape gives; a shape that
  * breaks the signature is an error naming the input and the dim. */
 Test(profile, artifact_random_input_of_a_given_shape) {
     write_sym_inputs();
-    cr_assert_eq(run("build m.relax --backend dnnl -o d.graft"), 0, "%s", slurp("err"));
-    cr_assert_eq(run("run d.graft --input w=w.npy"), 1);
-    cr_assert(strstr(slurp("err"), "--input-shape x=DIMS"), "%s", slurp("err"));
-    cr_assert_eq(run("run d.graft --input w=w.npy --input-shape x=5x3x16x16 --output-dir o"), 0, "%s", slurp("err"));
+    cr_assert_eq(cli_run_here("build m.relax --backend dnnl -o d.graft"), 0, "%s", cli_err());
+    cr_assert_eq(cli_run_here("run d.graft --input w=w.npy"), 1);
+    cr_assert(strstr(cli_err(), "--input-shape x=DIMS"), "%s", cli_err());
+    cr_assert_eq(cli_run_here("run d.graft --input w=w.npy --input-shape x=5x3x16x16 --output-dir o"), 0, "%s", cli_err());
     char path[256];
-    snprintf(path, sizeof path, "%s/o/output_0.npy", tmpdir);
+    snprintf(path, sizeof path, "%s/o/output_0.npy", cli_dir());
     rt_tensor *t = NULL;
     gr_diag d = {0};
     cr_assert_eq(rt_npy_load(path, &t, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(t->dl.ndim, 3);
     cr_assert_eq(t->shape[0], 5);
     rt_tensor_release(t);
-    cr_assert_eq(run("run d.graft --input w=w.npy --input-shape x=5x4x16x16"), 1);
-    cr_assert(strstr(slurp("err"), "input 'x': dim 1 is 4, expected 3"), "%s", slurp("err"));
+    cr_assert_eq(cli_run_here("run d.graft --input w=w.npy --input-shape x=5x4x16x16"), 1);
+    cr_assert(strstr(cli_err(), "input 'x': dim 1 is 4, expected 3"), "%s", cli_err());
 }
 
 /* The load phases of an artifact, and the same artifact on another ISA: built here (AVX-512
@@ -327,7 +291,7 @@ Test(profile, artifact_random_input_of_a_given_shape) {
  * (|a - b| <= 1e-5 + 1e-4 |b|). */
 static rt_tensor *load_out(const char *dir) {
     char path[256];
-    snprintf(path, sizeof path, "%s/%s/output_0.npy", tmpdir, dir);
+    snprintf(path, sizeof path, "%s/%s/output_0.npy", cli_dir(), dir);
     rt_tensor *t = NULL;
     gr_diag d;
     gr_diag_clear(&d);
@@ -342,9 +306,9 @@ Test(profile, artifact_load_phases_and_another_isa, .timeout = 120) {
     snprintf(args, sizeof args, "build '%s' --input-shape x=1x3x48x192 --backend dnnl -o c.graft", cls);
     free(cls);
     setenv("ONEDNN_MAX_CPU_ISA", "ALL", 1); /* as built by default, whatever this test runs under */
-    cr_assert_eq(run(args), 0, "%s", slurp("err"));
-    cr_assert_eq(run("run c.graft --input x=random --output-dir native --profile"), 0, "%s", slurp("err"));
-    const char *err = slurp("err");
+    cr_assert_eq(cli_run_here("%s", args), 0, "%s", cli_err());
+    cr_assert_eq(cli_run_here("run c.graft --input x=random --output-dir native --profile"), 0, "%s", cli_err());
+    const char *err = cli_err();
     static const char *const phases[] = {"map ", "verify ", "decode ", "modules ", "link ", "prepare ", "first run "};
     cr_assert(strstr(err, "load c.graft ("), "%s", err);
     for (size_t i = 0; i < sizeof phases / sizeof phases[0]; i++) cr_assert(strstr(err, phases[i]), "no %s:\n%s", phases[i], err);
@@ -355,9 +319,9 @@ Test(profile, artifact_load_phases_and_another_isa, .timeout = 120) {
     cr_assert(!strstr(err, "note: "), "%s", err);
     bool wider = strstr(err, "avx512") != NULL; /* the build ran on more than AVX2 */
     setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1);
-    int rc = run("run c.graft --input x=random --output-dir avx2 --profile");
+    int rc = cli_run_here("run c.graft --input x=random --output-dir avx2 --profile");
     unsetenv("ONEDNN_MAX_CPU_ISA");
-    err = slurp("err");
+    err = cli_err();
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert(!strstr(err, "avx512"), "oneDNN was limited to AVX2:\n%s", err);
     pk = strstr(err, "prepacked weights: ");
