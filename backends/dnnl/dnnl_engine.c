@@ -288,19 +288,15 @@ static dnnl_data_type_t val_type(DLDataType t) {
     return t.code == kDLInt && t.bits == 8 ? dnnl_s8 : dnnl_data_type_undef;
 }
 
-/* Reorders, eltwise and binary primitives whose result no primitive reads go, and those that
- * only fed them: a dequantize into float32 whose consumers all read its levels instead, float
- * ops a table of levels replaced (dnnl_op_quant.c). Then the values' first and last uses
- * anew. */
-static void prune_reorders(dn_state *S) {
+/* Reorders, eltwise, binary and pooling primitives whose result no primitive reads are pruned, and
+ * those that only fed them: a dequantize into float32 whose consumers all read its levels
+ * instead, float ops a table of levels replaced (dnnl_op_quant.c). A plain run skips them; a
+ * tapped run (graft diff) runs them, so their values stay observable, and the memory plan
+ * keeps their values. */
+static void prune(dn_state *S) {
     uint32_t np = S->prims.len, nv = S->vals.len;
     int *uses = calloc(nv + 1, sizeof(int));
-    bool *dead = calloc(np + 1, sizeof(bool));
-    if (!uses || !dead) {
-        free(uses);
-        free(dead);
-        return; /* nothing pruned: every primitive still runs */
-    }
+    if (!uses) return; /* nothing pruned: every primitive runs */
     for (uint32_t p = 0; p < np; p++)
         for (int a = 0; a < S->prims.data[p].nargs; a++)
             if (S->prims.data[p].args[a].val >= 0) uses[dn_root(S, S->prims.data[p].args[a].val)]++;
@@ -308,7 +304,8 @@ static void prune_reorders(dn_state *S) {
         changed = false;
         for (uint32_t p = np; p-- > 0;) {
             dn_prim *pr = &S->prims.data[p];
-            if (dead[p] || (strcmp(pr->kind, "reorder") && strcmp(pr->kind, "eltwise") && strcmp(pr->kind, "binary")))
+            if (pr->pruned || (strcmp(pr->kind, "reorder") && strcmp(pr->kind, "eltwise") && strcmp(pr->kind, "binary") &&
+                               strcmp(pr->kind, "pooling_v2")))
                 continue;
             int to = -1, own = 0;
             for (int a = 0; a < pr->nargs; a++)
@@ -316,36 +313,20 @@ static void prune_reorders(dn_state *S) {
                     to = dn_root(S, pr->args[a].val);
             for (int a = 0; a < pr->nargs && to >= 0; a++) own += pr->args[a].val >= 0 && dn_root(S, pr->args[a].val) == to;
             if (to < 0 || S->vals.data[to].kind != V_TMP || uses[to] != own) continue;
-            dead[p] = changed = true;
+            pr->pruned = changed = true;
+            S->stats.nreorders -= !strcmp(pr->kind, "reorder");
             for (int a = 0; a < pr->nargs; a++)
                 if (pr->args[a].val >= 0) uses[dn_root(S, pr->args[a].val)]--;
         }
     }
-    uint32_t k = 0;
-    for (uint32_t p = 0; p < np; p++) {
-        dn_prim *pr = &S->prims.data[p];
-        if (!dead[p]) {
-            S->prims.data[k++] = *pr;
-            continue;
-        }
-        if (pr->prim) dnnl_primitive_destroy(pr->prim);
-        if (pr->ctx) pr->ctx_free(pr->ctx);
-        free(pr->args);
-        gr_vec_free(&pr->nodes);
-        gr_vec_free(&pr->layers);
-        S->stats.nreorders -= !strcmp(pr->kind, "reorder");
-    }
-    S->prims.len = k;
-    for (uint32_t v = 0; v < nv; v++) S->vals.data[v].first = S->vals.data[v].last = -1;
-    for (uint32_t p = 0; p < k; p++)
-        for (int a = 0; a < S->prims.data[p].nargs; a++) {
-            int v = S->prims.data[p].args[a].val;
-            if (v < 0) continue;
-            if (S->vals.data[v].first < 0) S->vals.data[v].first = (int)p;
-            S->vals.data[v].last = (int)p;
-        }
     free(uses);
-    free(dead);
+}
+
+/* The primitive of index i among those a plain run executes (rt_dnnl_prim's numbering). */
+static const dn_prim *live_prim(const dn_state *S, uint32_t i) {
+    for (uint32_t p = 0; p < S->prims.len; p++)
+        if (!S->prims.data[p].pruned && i-- == 0) return &S->prims.data[p];
+    return NULL;
 }
 
 static gr_status build(dn_state *S) {
@@ -481,8 +462,9 @@ static gr_status build(dn_state *S) {
         if (st) return st;
     }
     for (uint32_t c = 0; c < nc; c++) const_settle(S, cs, c, nn, true);
-    prune_reorders(S);
-    S->stats.nprims = S->prims.len;
+    prune(S);
+    S->stats.nprims = 0;
+    for (uint32_t p = 0; p < S->prims.len; p++) S->stats.nprims += !S->prims.data[p].pruned;
     for (uint32_t p = 0; p < S->prims.len; p++) prim_layers(&S->prims.data[p]);
     st = plan_memory(S);
     if (!st) st = make_memories(S);
@@ -605,16 +587,18 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
     if (tap) {
         ds = dn_debug_run(S, tap, tap_user, &p);
     } else {
-        for (; p < S->prims.len && ds == dnnl_success; p++) {
+        for (uint32_t li = 0; p < S->prims.len && ds == dnnl_success; p++) {
+            if (S->prims.data[p].pruned) continue;
             uint64_t t0 = prof ? now_ns() : 0;
             ds = dn_exec(S, &S->prims.data[p]);
             if (prof && ds == dnnl_success && (ds = dnnl_stream_wait(S->stream)) == dnnl_success) {
                 uint64_t ns = now_ns() - t0;
                 rt_dnnl_prim_info info;
-                rt_dnnl_prim(S, p, &info);
-                rt_prim_event ev = {S->symbol, p, &info, ns, rt_dnnl_team_threads()};
+                rt_dnnl_prim(S, li, &info);
+                rt_prim_event ev = {S->symbol, li, &info, ns, rt_dnnl_team_threads()};
                 prof(&ev, prof_user);
             }
+            li++;
         }
     }
     if (ds == dnnl_success) ds = dnnl_stream_wait(S->stream);
@@ -636,12 +620,12 @@ void rt_dnnl_get_stats(const void *state, rt_dnnl_stats *out) {
     else memset(out, 0, sizeof(*out));
 }
 
-uint32_t rt_dnnl_num_prims(const void *state) { return state ? ((const dn_state *)state)->prims.len : 0; }
+uint32_t rt_dnnl_num_prims(const void *state) { return state ? ((const dn_state *)state)->stats.nprims : 0; }
 
 bool rt_dnnl_prim(const void *state, uint32_t i, rt_dnnl_prim_info *out) {
     const dn_state *S = state;
-    if (!S || i >= S->prims.len) return false;
-    const dn_prim *p = &S->prims.data[i];
+    const dn_prim *p = S ? live_prim(S, i) : NULL;
+    if (!p) return false;
     out->kind = p->kind;
     out->impl = p->impl;
     out->ref_reason = p->ref_why;

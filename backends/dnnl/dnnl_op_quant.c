@@ -823,8 +823,9 @@ static gr_status levels_add(dn_state *S, const rt_json_node *n, const dn_step *s
     dn_consume(S, steps, u);
     int ov = dn_val_new(S, V_TMP, &dmd);
     dn_arg args[3] = {{DNNL_ARG_SRC_0, la.levels, amd, NULL}, {DNNL_ARG_SRC_1, bv, bmd, NULL}, {DNNL_ARG_DST, ov, dmd, NULL}};
+    int oe = u ? steps[u - 1].out : dn_out_entry(S, n);
     if ((st = dn_emit(S, n, pd, args, 3, false))) return st;
-    gr_vec_push(&S->qents, ((dn_qlevels){u ? steps[u - 1].out : dn_out_entry(S, n), ov, rq.s, (int32_t)rq.zpv, rq.qt}));
+    gr_vec_push(&S->qents, ((dn_qlevels){oe, ov, rq.s, (int32_t)rq.zpv, rq.qt}));
     *used = u;
     *done = true;
     return GR_OK;
@@ -841,9 +842,10 @@ static gr_status levels_pool(dn_state *S, const rt_json_node *n, int k, bool *do
         rq.qt != lv.qt || dn_entry_ndim(S, xe) != 4 || strcmp(dn_attr_str(n, "layout", "NCHW"), "NCHW") ||
         strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW"))
         return GR_OK;
+    int oe = dn_out_entry(S, n);
     gr_status st = pool_levels(S, n, lv.levels, lv.qt, &ov);
     if (st) return st;
-    gr_vec_push(&S->qents, ((dn_qlevels){dn_out_entry(S, n), ov, rq.s, (int32_t)rq.zpv, rq.qt}));
+    gr_vec_push(&S->qents, ((dn_qlevels){oe, ov, rq.s, (int32_t)rq.zpv, rq.qt}));
     *done = true;
     return GR_OK;
 }
@@ -899,9 +901,9 @@ static gr_status levels_avgpool(dn_state *S, const rt_json_node *n, int k, bool 
     dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     int ov = dn_val_new(S, V_TMP, &dmd);
     dn_arg args[2] = {{DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL, 0}, {DNNL_ARG_DST, ov, dmd, NULL, 0}};
-    st = dn_emit(S, n, pd, args, 2, false);
-    if (st) return st;
-    gr_vec_push(&S->qents, ((dn_qlevels){dn_out_entry(S, n), ov, rq.s, (int32_t)rq.zpv, rq.qt}));
+    int oe = dn_out_entry(S, n);
+    if ((st = dn_emit(S, n, pd, args, 2, false))) return st;
+    gr_vec_push(&S->qents, ((dn_qlevels){oe, ov, rq.s, (int32_t)rq.zpv, rq.qt}));
     *done = true;
     return GR_OK;
 }

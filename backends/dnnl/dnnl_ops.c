@@ -31,7 +31,9 @@ gr_status dn_node(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
         int used;
         bool done;
         gr_status st = dn_q_levels_op(S, n, NULL, 0, &used, &done);
-        if (st || done) return st;
+        if (st) return st;
+        /* done: the float op too, which only a tapped run computes (nothing reads it: pruned,
+         * dnnl_engine.c), so graft diff observes n's float result */
     }
     return fn(S, n, comp);
 }
