@@ -28,9 +28,12 @@ BENCH_SRC = $(wildcard bench/*.c)
 BENCH_BIN = $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 # Optional libraries join the link once a layer uses them (each stays inside its own folder).
+# libLLVM is not linked: host code loads it when first needed (backends/llvm/llvm_api_impl.h), so
+# only its headers and its folder (a last place to look for it) are used here.
 ifneq ($(wildcard backends/llvm/*.c),)
-LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags --libs core executionengine mcjit orcjit native passes 2>/dev/null)
-$(BUILD)/obj/backends/llvm/%.o: CFLAGS_EXTRA = $(shell $(LLVM_CONFIG) --cflags | sed 's/-std=[^ ]*//')
+LLVM_LIBS = -ldl
+$(BUILD)/obj/backends/llvm/%.o: CFLAGS_EXTRA = $(shell $(LLVM_CONFIG) --cflags | sed 's/-std=[^ ]*//') \
+    -DGR_LLVM_LIBDIR='"$(shell $(LLVM_CONFIG) --libdir)"'
 endif
 ifneq ($(wildcard backends/dnnl/*.c),)
 DNNL_LIBS = -ldnnl
@@ -108,7 +111,7 @@ Description: graft: import ONNX or Relax text, offload regions to oneDNN / JSON 
 Version: 0.1.0
 Cflags: -I$${includedir}
 Libs: -L$${libdir} -lgraft
-Libs.private: -L$(shell $(LLVM_CONFIG) --libdir 2>/dev/null) $(PC_PRIVATE)
+Libs.private: $(PC_PRIVATE)
 endef
 export GRAFT_PC
 # Rewritten when PREFIX changes (`make install PREFIX=...` after a plain `make`).

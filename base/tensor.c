@@ -48,6 +48,12 @@ rt_tensor *rt_tensor_wrap(DLDataType dtype, int32_t ndim, const int64_t *shape, 
     return t;
 }
 
+rt_tensor *rt_tensor_adopt(DLDataType dtype, int32_t ndim, const int64_t *shape, void *data) {
+    rt_tensor *t = tensor_header(dtype, ndim, shape);
+    if (t) t->dl.data = t->owner = data;
+    return t;
+}
+
 rt_tensor *rt_tensor_retain(rt_tensor *t) {
     if (t) gr_object_retain(&t->obj);
     return t;

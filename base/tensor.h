@@ -27,6 +27,9 @@ typedef struct rt_tensor {
 GR_API rt_tensor *rt_tensor_new(DLDataType dtype, int32_t ndim, const int64_t *shape);
 /* A tensor that borrows `data` (not freed by the tensor). */
 GR_API rt_tensor *rt_tensor_wrap(DLDataType dtype, int32_t ndim, const int64_t *shape, void *data);
+/* A tensor that takes `data` (64-byte aligned, from the malloc family; freed with the tensor);
+ * NULL, and data still the caller's, when the header cannot be made. */
+rt_tensor *rt_tensor_adopt(DLDataType dtype, int32_t ndim, const int64_t *shape, void *data);
 GR_API rt_tensor *rt_tensor_retain(rt_tensor *t);
 GR_API void rt_tensor_release(rt_tensor *t);
 

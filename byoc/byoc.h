@@ -91,9 +91,9 @@ gr_status byoc_merge_composite_functions(ir_ctx_t *ctx, const ir_module *m, byoc
 /* options: the backends' option values, handed to each codegen; NULL: the defaults. */
 gr_status byoc_run_codegen(ir_ctx_t *ctx, const ir_module *m, const byoc_options *options,
                            ir_module **out, gr_diag *diag);
-/* Same; release_consts: see byoc_partition_opts. */
+/* Same; release_consts, defer_prepare: see byoc_partition_opts. */
 gr_status byoc_run_codegen_ex(ir_ctx_t *ctx, const ir_module *m, const byoc_options *options, bool release_consts,
-                              ir_module **out, gr_diag *diag);
+                              bool defer_prepare, ir_module **out, gr_diag *diag);
 /* Module attribute of a partition made with release_consts: the bytes of region constants the
  * context handed to the runtime modules (the module has no const_name_to_constant for them). */
 #define BYOC_ATTR_CONSTS_RELEASED "graft.consts_released"
@@ -134,6 +134,10 @@ typedef struct byoc_partition_opts {
      * partition fails, the constants handed over may be gone too: do not fall back to running
      * the input module then. */
     bool release_consts;
+    /* The runtime modules are not prepared here (oneDNN: primitives and reordered weights) but
+     * by their first call, or by an artifact build that writes each reordered weight as it is
+     * made (graft_model_build_file): for a process that only builds. */
+    bool defer_prepare;
     /* after the run: the module after each stage (NULL when not reached) */
     ir_module *after_fuse, *after_merge;
 } byoc_partition_opts;

@@ -104,7 +104,7 @@ gr_status byoc_partition(ir_ctx_t *ctx, const ir_module *m, const char *const *n
         *out = cur;
         return GR_OK;
     }
-    if ((st = byoc_run_codegen_ex(ctx, cur, opts->options, opts->release_consts, &next, diag))) return st;
+    if ((st = byoc_run_codegen_ex(ctx, cur, opts->options, opts->release_consts, opts->defer_prepare, &next, diag))) return st;
     *out = next;
     return GR_OK;
 }

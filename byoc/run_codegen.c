@@ -209,11 +209,11 @@ static size_t hand_off_consts(ir_ctx_t *ctx, const ir_module *nm, const backend_
 
 gr_status byoc_run_codegen(ir_ctx_t *ctx, const ir_module *m, const byoc_options *options,
                            ir_module **out, gr_diag *diag) {
-    return byoc_run_codegen_ex(ctx, m, options, false, out, diag);
+    return byoc_run_codegen_ex(ctx, m, options, false, false, out, diag);
 }
 
 gr_status byoc_run_codegen_ex(ir_ctx_t *ctx, const ir_module *m, const byoc_options *options, bool release_consts,
-                              ir_module **out, gr_diag *diag) {
+                              bool defer_prepare, ir_module **out, gr_diag *diag) {
     *out = (ir_module *)m;
     bool any = false;
     for (uint32_t i = 0; i < m->nfuncs; i++)
@@ -303,7 +303,7 @@ gr_status byoc_run_codegen_ex(ir_ctx_t *ctx, const ir_module *m, const byoc_opti
     if (!rc && release_consts)
         ir_module_set_attr(nm, BYOC_ATTR_CONSTS_RELEASED,
                            ir_attr_int((int64_t)hand_off_consts(ctx, nm, groups.data, groups.len)));
-    for (uint32_t gi = 0; gi < groups.len && !rc; gi++) {
+    for (uint32_t gi = 0; gi < groups.len && !rc && !defer_prepare; gi++) {
         const byoc_backend *b = byoc_backend_find(groups.data[gi].backend);
         if (b && b->prepare) rc = b->prepare(mods[gi], diag);
     }

@@ -234,7 +234,15 @@ typedef struct art_sink {
     uint8_t *chunk;                /* the data section's unhashed tail (< GR_ART_CHUNK bytes) */
     size_t fill;
     uint64_t hash;
+    FILE *spill;                   /* a file build: the packs, written as their engine makes them */
 } art_sink;
+
+/* A pack as its engine makes it (rt_json_module_stream_packs): to the spill file, copied into
+ * the data section after the body is known. */
+static void spill_pack(void *user, const void *data, size_t bytes) {
+    art_sink *s = user;
+    if (!s->err && bytes) s->err = fwrite(data, 1, bytes, s->spill) != bytes;
+}
 
 static void sink_raw(art_sink *s, const void *p, size_t n) {
     if (s->err || !n) return;
@@ -305,12 +313,15 @@ typedef struct art_const {
     size_t bytes;
     char *name;                    /* heap (a pack's), else NULL */
     int64_t *shape;
+    bool spilled;                  /* a streamed pack: its bytes are in the spill file at spill_at */
+    uint64_t spill_at;
 } art_const;
 typedef struct art_consts {
     uint32_t n;
     art_const *c;
     uint64_t data_len;
     bool packed;                   /* some are prepacked weights */
+    uint64_t spill_len;            /* of the streamed packs listed so far */
 } art_consts;
 
 /* A constant to stream: its NamedTensor goes to the body's consts, or to its host_consts. */
@@ -326,7 +337,7 @@ static Graft__NamedTensor *add_const(Graft__ArtifactBody *body, art_consts *out,
     nt->offset = out->data_len;
     out->data_len = align_up(out->data_len + bytes, GR_ART_ALIGN);
     out->c = gr_xrealloc(out->c, sizeof *out->c * (out->n + 1));
-    out->c[out->n++] = (art_const){data, bytes, NULL, NULL};
+    out->c[out->n++] = (art_const){data, bytes, NULL, NULL, false, 0};
     Graft__NamedTensor ***list = host ? &body->host_consts : &body->consts;
     size_t *n = host ? &body->n_host_consts : &body->n_consts;
     *list = gr_xrealloc(*list, sizeof(void *) * (*n + 1));
@@ -355,8 +366,14 @@ static void add_packs(const ir_module *m, Graft__ArtifactBody *body, art_consts 
                 *shape = (int64_t)bytes;
                 char *nm = gr_xstrdup(name);
                 add_const(body, out, false, nm, "uint8", 1, shape, data, bytes);
-                out->c[out->n - 1].name = nm;
-                out->c[out->n - 1].shape = shape;
+                art_const *c = &out->c[out->n - 1];
+                c->name = nm;
+                c->shape = shape;
+                if (!data && bytes) {  /* streamed: spilled in this order */
+                    c->spilled = true;
+                    c->spill_at = out->spill_len;
+                    out->spill_len += bytes;
+                }
                 out->packed = true;
             }
         }
@@ -559,6 +576,20 @@ static gr_status load_externals(graft_model *gm, const Graft__ArtifactBody *body
     return st;
 }
 
+/* n bytes of the spill file from offset at into the data section, through buf (GR_ART_CHUNK). */
+static void copy_spilled(art_sink *s, uint64_t at, size_t n, uint8_t *buf) {
+    if (s->err || fseeko(s->spill, (off_t)at, SEEK_SET) != 0) {
+        s->err = true;
+        return;
+    }
+    while (n && !s->err) {
+        size_t k = n < GR_ART_CHUNK ? n : GR_ART_CHUNK;
+        s->err = fread(buf, 1, k, s->spill) != k;
+        if (!s->err) sink_data(s, buf, k);
+        n -= k;
+    }
+}
+
 /* Writes the artifact of m to s: header, body, then every constant straight from its tensor
  * (no serialized copy of the weights is ever held), then the header again with the checksum
  * (a file is rewound; a buffer patched). */
@@ -570,7 +601,11 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
     rt_px *x = NULL;
     char *text = NULL;
     uint8_t *bin = NULL;
-    gr_status st = gr_llvm_host_new(&h, diag);
+    gr_status st = GR_OK;
+    for (uint32_t i = 0; s->spill && i < rt_module_count(m) && !st; i++)
+        st = rt_json_module_stream_packs(rt_module_at(m, i), spill_pack, s, diag);
+    if (!st && s->err) st = gr_diag_set(diag, GR_ERR_IO, "graft build: cannot write the prepacked weights");
+    if (!st) st = gr_llvm_host_new(&h, diag);
     if (!st) st = rt_px_new(m, "main", gr_llvm_host_lowering(h), &x, diag);
     if (st) goto out;
     rt_px_stats ps;
@@ -681,9 +716,11 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
     free(bbuf);
     s->chunk = gr_xmalloc(GR_ART_CHUNK);
     uint64_t at = 0;
+    uint8_t *buf = cs.spill_len ? gr_xmalloc(GR_ART_CHUNK) : NULL;
     for (uint32_t i = 0; i < cs.n; i++) {
         size_t nb = cs.c[i].bytes;
-        sink_data(s, cs.c[i].data, nb);
+        if (cs.c[i].spilled) copy_spilled(s, cs.c[i].spill_at, nb, buf);
+        else sink_data(s, cs.c[i].data, nb);
         uint64_t next = align_up(at + nb, GR_ART_ALIGN);
         sink_data(s, NULL, (size_t)(next - at - nb));
         at = next;
@@ -692,6 +729,7 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
         s->hash = hash_chunk(s->chunk, s->fill, s->hash);
         sink_raw(s, s->chunk, s->fill);
     }
+    free(buf);
     free(s->chunk);
     free_consts(&cs);
     hd.checksum = s->hash;
@@ -732,8 +770,18 @@ gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *
         free(tmp);
         return st;
     }
-    art_sink s = {.f = f};
+    /* the spill file lies beside the artifact (the same file system; /tmp may be memory) and
+     * has no name from the start */
+    char *sp = gr_xmalloc(pl + 16);
+    snprintf(sp, pl + 16, "%s.packs.XXXXXX", path);
+    int sfd = mkstemp(sp);
+    if (sfd >= 0) unlink(sp);
+    free(sp);
+    FILE *spill = sfd >= 0 ? fdopen(sfd, "w+b") : tmpfile();
+    if (!spill && sfd >= 0) close(sfd);
+    art_sink s = {.f = f, .spill = spill};
     gr_status st = write_artifact(m, &s, diag);
+    if (spill) fclose(spill);
     bool ok = !s.err;
     ok &= fchmod(fd, 0644) == 0;
     ok &= fclose(f) == 0;

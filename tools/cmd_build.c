@@ -68,6 +68,7 @@ int cmd_build(int argc, char **argv) {
     byoc_partition_opts po = {0};
     po.fuse = &fo;
     po.options = cli_backend_options();
+    po.defer_prepare = true; /* the build prepares each region as it writes it */
     if (st || (nbackends && byoc_partition(ctx, m, backends, nbackends, &po, &part, &d) != GR_OK)) {
         rc = cli_fail(&d, input);
     } else {

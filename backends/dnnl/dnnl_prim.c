@@ -483,6 +483,11 @@ gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_me
     }
     if (!st) S->stats.weight_bytes += bytes;
     if (!st && packable) rt_json_graph_pack_record(S->g, key, *out, bytes);
+    if (!st && packable && rt_json_graph_pack_streamed(S->g)) {
+        /* an artifact build took the bytes: this state is released, never run, so the copy
+         * goes now and the build holds one reordered weight at a time */
+        free(S->owned.data[--S->owned.len]);
+    }
     return st;
 }
 

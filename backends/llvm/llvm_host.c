@@ -2,17 +2,9 @@
  * (backends/llvm/llvm_host.h). */
 #include "backends/llvm/llvm_host.h"
 #include "backends/llvm/elf_check.h"
+#include "backends/llvm/llvm_api_impl.h"
 
-#include <llvm-c/Core.h>
-#include <llvm-c/DebugInfo.h>
-#include <llvm-c/Error.h>
-#include <llvm-c/LLJIT.h>
-#include <llvm-c/Orc.h>
-#include <llvm-c/Target.h>
-#include <llvm-c/TargetMachine.h>
-#include <llvm-c/Transforms/PassBuilder.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,17 +31,17 @@ struct gr_llvm_host {
 typedef LLVMValueRef (*emit_fn)(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *nd,
                                 LLVMValueRef *a);
 
-static LLVMTypeRef f32t(gr_llvm_host *h) { return LLVMFloatTypeInContext(h->lctx); }
-static LLVMValueRef fc(gr_llvm_host *h, double v) { return LLVMConstReal(f32t(h), v); }
+static LLVMTypeRef f32t(gr_llvm_host *h) { return gr_llvm.LLVMFloatTypeInContext(h->lctx); }
+static LLVMValueRef fc(gr_llvm_host *h, double v) { return gr_llvm.LLVMConstReal(f32t(h), v); }
 
 /* A float(float...) function: an LLVM intrinsic ("llvm.exp.f32") or a libm symbol ("tanhf"). */
 static LLVMValueRef call_f(LLVMBuilderRef b, gr_llvm_host *h, const char *name, unsigned n,
                            LLVMValueRef *args) {
     LLVMTypeRef ps[2] = {f32t(h), f32t(h)};
-    LLVMTypeRef ft = LLVMFunctionType(f32t(h), ps, n, 0);
-    LLVMValueRef f = LLVMGetNamedFunction(h->mod, name);
-    if (!f) f = LLVMAddFunction(h->mod, name, ft);
-    return LLVMBuildCall2(b, ft, f, args, n, "");
+    LLVMTypeRef ft = gr_llvm.LLVMFunctionType(f32t(h), ps, n, 0);
+    LLVMValueRef f = gr_llvm.LLVMGetNamedFunction(h->mod, name);
+    if (!f) f = gr_llvm.LLVMAddFunction(h->mod, name, ft);
+    return gr_llvm.LLVMBuildCall2(b, ft, f, args, n, "");
 }
 static LLVMValueRef call1(LLVMBuilderRef b, gr_llvm_host *h, const char *name, LLVMValueRef a) {
     return call_f(b, h, name, 1, &a);
@@ -57,19 +49,19 @@ static LLVMValueRef call1(LLVMBuilderRef b, gr_llvm_host *h, const char *name, L
 
 static LLVMValueRef e_add(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)h, (void)n;
-    return LLVMBuildFAdd(b, a[0], a[1], "");
+    return gr_llvm.LLVMBuildFAdd(b, a[0], a[1], "");
 }
 static LLVMValueRef e_sub(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)h, (void)n;
-    return LLVMBuildFSub(b, a[0], a[1], "");
+    return gr_llvm.LLVMBuildFSub(b, a[0], a[1], "");
 }
 static LLVMValueRef e_mul(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)h, (void)n;
-    return LLVMBuildFMul(b, a[0], a[1], "");
+    return gr_llvm.LLVMBuildFMul(b, a[0], a[1], "");
 }
 static LLVMValueRef e_div(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)h, (void)n;
-    return LLVMBuildFDiv(b, a[0], a[1], "");
+    return gr_llvm.LLVMBuildFDiv(b, a[0], a[1], "");
 }
 static LLVMValueRef e_pow(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)n;
@@ -78,15 +70,15 @@ static LLVMValueRef e_pow(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node 
 /* (a > b || a != a) ? a : b, as the reference kernel (NaN in a wins). */
 static LLVMValueRef e_max(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)h, (void)n;
-    LLVMValueRef c = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealOGT, a[0], a[1], ""),
-                                 LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], ""), "");
-    return LLVMBuildSelect(b, c, a[0], a[1], "");
+    LLVMValueRef c = gr_llvm.LLVMBuildOr(b, gr_llvm.LLVMBuildFCmp(b, LLVMRealOGT, a[0], a[1], ""),
+                                         gr_llvm.LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], ""), "");
+    return gr_llvm.LLVMBuildSelect(b, c, a[0], a[1], "");
 }
 static LLVMValueRef e_min(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)h, (void)n;
-    LLVMValueRef c = LLVMBuildOr(b, LLVMBuildFCmp(b, LLVMRealOLT, a[0], a[1], ""),
-                                 LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], ""), "");
-    return LLVMBuildSelect(b, c, a[0], a[1], "");
+    LLVMValueRef c = gr_llvm.LLVMBuildOr(b, gr_llvm.LLVMBuildFCmp(b, LLVMRealOLT, a[0], a[1], ""),
+                                         gr_llvm.LLVMBuildFCmp(b, LLVMRealUNO, a[0], a[0], ""), "");
+    return gr_llvm.LLVMBuildSelect(b, c, a[0], a[1], "");
 }
 #define UNARY_CALL(fname, sym)                                                                  \
     static LLVMValueRef fname(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n,        \
@@ -100,25 +92,26 @@ static LLVMValueRef e_min(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node 
  * built in the exponent bits as two factors 2^(n/2) 2^(n - n/2) so results near overflow and
  * in the denormal range scale correctly. Within 2 ulp of expf; inf, -inf and NaN as expf. */
 static LLVMValueRef vexp(LLVMBuilderRef b, gr_llvm_host *h, LLVMValueRef x) {
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(h->lctx);
+    LLVMTypeRef i32 = gr_llvm.LLVMInt32TypeInContext(h->lctx);
     LLVMValueRef hi = fc(h, 89.0), lo = fc(h, -104.0); /* beyond: inf / 0 anyway */
-    LLVMValueRef xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUGT, x, hi, ""), hi, x, "");
-    xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, xc, lo, ""), lo, xc, "");
-    LLVMValueRef n = call1(b, h, "llvm.rint.f32", LLVMBuildFMul(b, xc, fc(h, 1.44269504088896341), ""));
-    LLVMValueRef r = LLVMBuildFSub(b, xc, LLVMBuildFMul(b, n, fc(h, 0.693145751953125), ""), "");
-    r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, fc(h, 1.42860682030941723212e-6), ""), "");
+    LLVMValueRef xc = gr_llvm.LLVMBuildSelect(b, gr_llvm.LLVMBuildFCmp(b, LLVMRealUGT, x, hi, ""), hi, x, "");
+    xc = gr_llvm.LLVMBuildSelect(b, gr_llvm.LLVMBuildFCmp(b, LLVMRealOLT, xc, lo, ""), lo, xc, "");
+    LLVMValueRef n = call1(b, h, "llvm.rint.f32", gr_llvm.LLVMBuildFMul(b, xc, fc(h, 1.44269504088896341), ""));
+    LLVMValueRef r = gr_llvm.LLVMBuildFSub(b, xc, gr_llvm.LLVMBuildFMul(b, n, fc(h, 0.693145751953125), ""), "");
+    r = gr_llvm.LLVMBuildFSub(b, r, gr_llvm.LLVMBuildFMul(b, n, fc(h, 1.42860682030941723212e-6), ""), "");
     static const double c[] = {1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0};
     LLVMValueRef p = fc(h, c[0]);
-    for (int k = 1; k < 8; k++) p = LLVMBuildFAdd(b, LLVMBuildFMul(b, p, r, ""), fc(h, c[k]), "");
-    LLVMValueRef ni = LLVMBuildFPToSI(b, n, i32, "");
-    LLVMValueRef n1 = LLVMBuildAShr(b, ni, LLVMConstInt(i32, 1, 0), "");
-    LLVMValueRef n2 = LLVMBuildSub(b, ni, n1, "");
-    LLVMValueRef s1 = LLVMBuildBitCast(
-        b, LLVMBuildShl(b, LLVMBuildAdd(b, n1, LLVMConstInt(i32, 127, 0), ""), LLVMConstInt(i32, 23, 0), ""), f32t(h), "");
-    LLVMValueRef s2 = LLVMBuildBitCast(
-        b, LLVMBuildShl(b, LLVMBuildAdd(b, n2, LLVMConstInt(i32, 127, 0), ""), LLVMConstInt(i32, 23, 0), ""), f32t(h), "");
-    LLVMValueRef res = LLVMBuildFMul(b, LLVMBuildFMul(b, p, s1, ""), s2, "");
-    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, res, "");
+    for (int k = 1; k < 8; k++) p = gr_llvm.LLVMBuildFAdd(b, gr_llvm.LLVMBuildFMul(b, p, r, ""), fc(h, c[k]), "");
+    LLVMValueRef ni = gr_llvm.LLVMBuildFPToSI(b, n, i32, "");
+    LLVMValueRef n1 = gr_llvm.LLVMBuildAShr(b, ni, gr_llvm.LLVMConstInt(i32, 1, 0), "");
+    LLVMValueRef n2 = gr_llvm.LLVMBuildSub(b, ni, n1, "");
+    LLVMValueRef bias = gr_llvm.LLVMConstInt(i32, 127, 0), sh = gr_llvm.LLVMConstInt(i32, 23, 0);
+    LLVMValueRef s1 = gr_llvm.LLVMBuildBitCast(
+        b, gr_llvm.LLVMBuildShl(b, gr_llvm.LLVMBuildAdd(b, n1, bias, ""), sh, ""), f32t(h), "");
+    LLVMValueRef s2 = gr_llvm.LLVMBuildBitCast(
+        b, gr_llvm.LLVMBuildShl(b, gr_llvm.LLVMBuildAdd(b, n2, bias, ""), sh, ""), f32t(h), "");
+    LLVMValueRef res = gr_llvm.LLVMBuildFMul(b, gr_llvm.LLVMBuildFMul(b, p, s1, ""), s2, "");
+    return gr_llvm.LLVMBuildSelect(b, gr_llvm.LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, res, "");
 }
 static LLVMValueRef e_exp(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)n;
@@ -135,19 +128,19 @@ UNARY_CALL(e_tanh, "tanhf")
 UNARY_CALL(e_erf, "erff")
 static LLVMValueRef e_rsqrt(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)n;
-    return LLVMBuildFDiv(b, fc(h, 1.0), call1(b, h, "llvm.sqrt.f32", a[0]), "");
+    return gr_llvm.LLVMBuildFDiv(b, fc(h, 1.0), call1(b, h, "llvm.sqrt.f32", a[0]), "");
 }
 static LLVMValueRef e_neg(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)h, (void)n;
-    return LLVMBuildFNeg(b, a[0], "");
+    return gr_llvm.LLVMBuildFNeg(b, a[0], "");
 }
 static LLVMValueRef e_square(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)h, (void)n;
-    return LLVMBuildFMul(b, a[0], a[0], "");
+    return gr_llvm.LLVMBuildFMul(b, a[0], a[0], "");
 }
 static LLVMValueRef sigmoid(LLVMBuilderRef b, gr_llvm_host *h, LLVMValueRef x) {
-    LLVMValueRef e = vexp(b, h, LLVMBuildFNeg(b, x, ""));
-    return LLVMBuildFDiv(b, fc(h, 1.0), LLVMBuildFAdd(b, fc(h, 1.0), e, ""), "");
+    LLVMValueRef e = vexp(b, h, gr_llvm.LLVMBuildFNeg(b, x, ""));
+    return gr_llvm.LLVMBuildFDiv(b, fc(h, 1.0), gr_llvm.LLVMBuildFAdd(b, fc(h, 1.0), e, ""), "");
 }
 static LLVMValueRef e_sigmoid(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)n;
@@ -155,16 +148,16 @@ static LLVMValueRef e_sigmoid(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_n
 }
 static LLVMValueRef e_silu(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)n;
-    return LLVMBuildFMul(b, a[0], sigmoid(b, h, a[0]), "");
+    return gr_llvm.LLVMBuildFMul(b, a[0], sigmoid(b, h, a[0]), "");
 }
 static LLVMValueRef e_relu(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)n;
-    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, a[0], fc(h, 0), ""), a[0], fc(h, 0), "");
+    return gr_llvm.LLVMBuildSelect(b, gr_llvm.LLVMBuildFCmp(b, LLVMRealOGT, a[0], fc(h, 0), ""), a[0], fc(h, 0), "");
 }
 /* a < lo ? lo : a > hi ? hi : a */
 static LLVMValueRef clamp(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef lo, LLVMValueRef hi) {
-    LLVMValueRef up = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, hi, ""), hi, x, "");
-    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, lo, ""), lo, up, "");
+    LLVMValueRef up = gr_llvm.LLVMBuildSelect(b, gr_llvm.LLVMBuildFCmp(b, LLVMRealOGT, x, hi, ""), hi, x, "");
+    return gr_llvm.LLVMBuildSelect(b, gr_llvm.LLVMBuildFCmp(b, LLVMRealOLT, x, lo, ""), lo, up, "");
 }
 static LLVMValueRef e_relu6(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)n;
@@ -177,14 +170,14 @@ static LLVMValueRef e_clip(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node
 }
 static LLVMValueRef e_leaky(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     LLVMValueRef al = fc(h, (float)ir_attrs_get_float(n->attrs, "alpha", 0.01));
-    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, a[0], fc(h, 0), ""), a[0],
-                           LLVMBuildFMul(b, al, a[0], ""), "");
+    return gr_llvm.LLVMBuildSelect(b, gr_llvm.LLVMBuildFCmp(b, LLVMRealOGT, a[0], fc(h, 0), ""), a[0],
+                           gr_llvm.LLVMBuildFMul(b, al, a[0], ""), "");
 }
 static LLVMValueRef e_gelu(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)n;
-    LLVMValueRef e = call1(b, h, "erff", LLVMBuildFMul(b, a[0], fc(h, 0.70710678118654752f), ""));
-    return LLVMBuildFMul(b, LLVMBuildFMul(b, fc(h, 0.5), a[0], ""),
-                         LLVMBuildFAdd(b, fc(h, 1.0), e, ""), "");
+    LLVMValueRef e = call1(b, h, "erff", gr_llvm.LLVMBuildFMul(b, a[0], fc(h, 0.70710678118654752f), ""));
+    return gr_llvm.LLVMBuildFMul(b, gr_llvm.LLVMBuildFMul(b, fc(h, 0.5), a[0], ""),
+                         gr_llvm.LLVMBuildFAdd(b, fc(h, 1.0), e, ""), "");
 }
 
 /* ONNX coverage: more unary math through libm, rounding, C and floor remainders */
@@ -202,15 +195,16 @@ UNARY_CALL(e_trunc, "llvm.trunc.f32")
 /* mod: C fmod (frem); floor_mod: the remainder takes the divisor's sign */
 static LLVMValueRef e_mod(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)h, (void)n;
-    return LLVMBuildFRem(b, a[0], a[1], "");
+    return gr_llvm.LLVMBuildFRem(b, a[0], a[1], "");
 }
 static LLVMValueRef e_floor_mod(LLVMBuilderRef b, gr_llvm_host *h, const rt_fuse_node *n, LLVMValueRef *a) {
     (void)n;
-    LLVMValueRef r = LLVMBuildFRem(b, a[0], a[1], "");
-    LLVMValueRef nz = LLVMBuildFCmp(b, LLVMRealONE, r, fc(h, 0), "");
-    LLVMValueRef diff = LLVMBuildXor(b, LLVMBuildFCmp(b, LLVMRealOLT, r, fc(h, 0), ""),
-                                     LLVMBuildFCmp(b, LLVMRealOLT, a[1], fc(h, 0), ""), "");
-    return LLVMBuildSelect(b, LLVMBuildAnd(b, nz, diff, ""), LLVMBuildFAdd(b, r, a[1], ""), r, "");
+    LLVMValueRef r = gr_llvm.LLVMBuildFRem(b, a[0], a[1], "");
+    LLVMValueRef nz = gr_llvm.LLVMBuildFCmp(b, LLVMRealONE, r, fc(h, 0), "");
+    LLVMValueRef diff = gr_llvm.LLVMBuildXor(b, gr_llvm.LLVMBuildFCmp(b, LLVMRealOLT, r, fc(h, 0), ""),
+                                     gr_llvm.LLVMBuildFCmp(b, LLVMRealOLT, a[1], fc(h, 0), ""), "");
+    return gr_llvm.LLVMBuildSelect(b, gr_llvm.LLVMBuildAnd(b, nz, diff, ""), gr_llvm.LLVMBuildFAdd(b, r, a[1], ""),
+                                   r, "");
 }
 
 typedef struct low_row {
@@ -452,24 +446,24 @@ typedef struct gen {
     bool fast;               /* dyn: emitting the nest that assumes the guessed strides */
 } gen;
 
-static LLVMTypeRef i64t(gr_llvm_host *h) { return LLVMInt64TypeInContext(h->lctx); }
+static LLVMTypeRef i64t(gr_llvm_host *h) { return gr_llvm.LLVMInt64TypeInContext(h->lctx); }
 
-static LLVMTypeRef f64t(gr_llvm_host *h) { return LLVMDoubleTypeInContext(h->lctx); }
+static LLVMTypeRef f64t(gr_llvm_host *h) { return gr_llvm.LLVMDoubleTypeInContext(h->lctx); }
 
 /* A double(double) intrinsic ("llvm.log.f64"). */
 static LLVMValueRef call_d(LLVMBuilderRef b, gr_llvm_host *h, const char *name, LLVMValueRef x) {
     LLVMTypeRef dt = f64t(h);
-    LLVMTypeRef ft = LLVMFunctionType(dt, &dt, 1, 0);
-    LLVMValueRef f = LLVMGetNamedFunction(h->mod, name);
-    if (!f) f = LLVMAddFunction(h->mod, name, ft);
-    return LLVMBuildCall2(b, ft, f, &x, 1, "");
+    LLVMTypeRef ft = gr_llvm.LLVMFunctionType(dt, &dt, 1, 0);
+    LLVMValueRef f = gr_llvm.LLVMGetNamedFunction(h->mod, name);
+    if (!f) f = gr_llvm.LLVMAddFunction(h->mod, name, ft);
+    return gr_llvm.LLVMBuildCall2(b, ft, f, &x, 1, "");
 }
 
 /* acc += (double)v */
 static void acc_add(gen *G, LLVMValueRef v) {
     LLVMBuilderRef b = G->b;
-    LLVMValueRef cur = LLVMBuildLoad2(b, f64t(G->h), G->acc, "");
-    LLVMBuildStore(b, LLVMBuildFAdd(b, cur, LLVMBuildFPExt(b, v, f64t(G->h), ""), ""), G->acc);
+    LLVMValueRef cur = gr_llvm.LLVMBuildLoad2(b, f64t(G->h), G->acc, "");
+    gr_llvm.LLVMBuildStore(b, gr_llvm.LLVMBuildFAdd(b, cur, gr_llvm.LLVMBuildFPExt(b, v, f64t(G->h), ""), ""), G->acc);
 }
 
 /* layer_norm / rms_norm, as the reference kernel: mean and variance in double (two passes),
@@ -480,16 +474,16 @@ static void emit_norm_step(gen *G, LLVMValueRef *a, LLVMValueRef p) {
     if (G->pass == 0) {
         acc_add(G, a[0]);
     } else if (G->pass == 1) {
-        LLVMValueRef d = LLVMBuildFSub(b, LLVMBuildFPExt(b, a[0], f64t(h), ""), G->mean, "");
-        LLVMValueRef cur = LLVMBuildLoad2(b, f64t(h), G->acc, "");
-        LLVMBuildStore(b, LLVMBuildFAdd(b, cur, LLVMBuildFMul(b, d, d, ""), ""), G->acc);
+        LLVMValueRef d = gr_llvm.LLVMBuildFSub(b, gr_llvm.LLVMBuildFPExt(b, a[0], f64t(h), ""), G->mean, "");
+        LLVMValueRef cur = gr_llvm.LLVMBuildLoad2(b, f64t(h), G->acc, "");
+        gr_llvm.LLVMBuildStore(b, gr_llvm.LLVMBuildFAdd(b, cur, gr_llvm.LLVMBuildFMul(b, d, d, ""), ""), G->acc);
     } else {
         const rt_fuse_node *nd = &G->g->nodes[G->g->nnodes - 1];
-        LLVMValueRef v = LLVMBuildFMul(b, LLVMBuildFSub(b, a[0], G->mx, ""), G->scale, "");
+        LLVMValueRef v = gr_llvm.LLVMBuildFMul(b, gr_llvm.LLVMBuildFSub(b, a[0], G->mx, ""), G->scale, "");
         bool ln = G->L->tail == RT_TAIL_LAYER_NORM;
-        if (!ln || ir_attrs_get_bool(nd->attrs, "scale", true)) v = LLVMBuildFMul(b, v, a[1], "");
-        if (ln && ir_attrs_get_bool(nd->attrs, "center", true)) v = LLVMBuildFAdd(b, v, a[2], "");
-        LLVMBuildStore(b, v, p);
+        if (!ln || ir_attrs_get_bool(nd->attrs, "scale", true)) v = gr_llvm.LLVMBuildFMul(b, v, a[1], "");
+        if (ln && ir_attrs_get_bool(nd->attrs, "center", true)) v = gr_llvm.LLVMBuildFAdd(b, v, a[2], "");
+        gr_llvm.LLVMBuildStore(b, v, p);
     }
 }
 
@@ -511,11 +505,11 @@ static void emit_tail_step(gen *G, LLVMValueRef *a, LLVMValueRef p) {
     case RT_TAIL_MAX:
     case RT_TAIL_MIN: {
         /* v wins when beyond the accumulator or NaN (a NaN sticks), as the reference kernel */
-        LLVMValueRef m = LLVMBuildLoad2(b, f32t(h), G->facc, "");
-        LLVMValueRef c = LLVMBuildOr(
-            b, LLVMBuildFCmp(b, G->L->tail == RT_TAIL_MAX ? LLVMRealOGT : LLVMRealOLT, v, m, ""),
-            LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), "");
-        LLVMBuildStore(b, LLVMBuildSelect(b, c, v, m, ""), G->facc);
+        LLVMValueRef m = gr_llvm.LLVMBuildLoad2(b, f32t(h), G->facc, "");
+        LLVMValueRef c = gr_llvm.LLVMBuildOr(
+            b, gr_llvm.LLVMBuildFCmp(b, G->L->tail == RT_TAIL_MAX ? LLVMRealOGT : LLVMRealOLT, v, m, ""),
+            gr_llvm.LLVMBuildFCmp(b, LLVMRealUNO, v, v, ""), "");
+        gr_llvm.LLVMBuildStore(b, gr_llvm.LLVMBuildSelect(b, c, v, m, ""), G->facc);
         return;
     }
     default:
@@ -523,16 +517,17 @@ static void emit_tail_step(gen *G, LLVMValueRef *a, LLVMValueRef p) {
     }
     /* softmax / log_softmax, numerically stable: max, then sum of exp(v - max), then scale */
     if (G->pass == 0) {
-        LLVMValueRef m = LLVMBuildLoad2(b, f32t(h), G->facc, "");
-        LLVMBuildStore(b, LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, m, ""), v, m, ""), G->facc);
+        LLVMValueRef m = gr_llvm.LLVMBuildLoad2(b, f32t(h), G->facc, "");
+        LLVMValueRef gt = gr_llvm.LLVMBuildFCmp(b, LLVMRealOGT, v, m, "");
+        gr_llvm.LLVMBuildStore(b, gr_llvm.LLVMBuildSelect(b, gt, v, m, ""), G->facc);
     } else if (G->pass == 1) {
-        LLVMValueRef e = vexp(b, h, LLVMBuildFSub(b, v, G->mx, ""));
+        LLVMValueRef e = vexp(b, h, gr_llvm.LLVMBuildFSub(b, v, G->mx, ""));
         acc_add(G, e);
-        if (G->L->tail == RT_TAIL_SOFTMAX) LLVMBuildStore(b, e, p);
+        if (G->L->tail == RT_TAIL_SOFTMAX) gr_llvm.LLVMBuildStore(b, e, p);
     } else if (G->L->tail == RT_TAIL_SOFTMAX) {
-        LLVMBuildStore(b, LLVMBuildFMul(b, LLVMBuildLoad2(b, f32t(h), p, ""), G->scale, ""), p);
+        gr_llvm.LLVMBuildStore(b, gr_llvm.LLVMBuildFMul(b, gr_llvm.LLVMBuildLoad2(b, f32t(h), p, ""), G->scale, ""), p);
     } else {
-        LLVMBuildStore(b, LLVMBuildFSub(b, LLVMBuildFSub(b, v, G->mx, ""), G->scale, ""), p);
+        gr_llvm.LLVMBuildStore(b, gr_llvm.LLVMBuildFSub(b, gr_llvm.LLVMBuildFSub(b, v, G->mx, ""), G->scale, ""), p);
     }
 }
 
@@ -540,7 +535,7 @@ static void emit_body(gen *G, LLVMValueRef *ioff, LLVMValueRef ooff) {
     LLVMBuilderRef b = G->b;
     gr_llvm_host *h = G->h;
     const rt_fuse_group *g = G->g;
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(b, f32t(h), G->out, &ooff, 1, "");
+    LLVMValueRef p = gr_llvm.LLVMBuildInBoundsGEP2(b, f32t(h), G->out, &ooff, 1, "");
     if (G->L->tail == RT_TAIL_SOFTMAX && G->pass == 2) { /* scales the stored exps */
         emit_tail_step(G, NULL, p);
         return;
@@ -557,8 +552,8 @@ static void emit_body(gen *G, LLVMValueRef *ioff, LLVMValueRef ooff) {
                 a[k] = G->vals[-r - 1];
             } else {
                 if (!loaded[r]) {
-                    LLVMValueRef ip = LLVMBuildInBoundsGEP2(b, f32t(h), G->in[r], &ioff[r], 1, "");
-                    loaded[r] = LLVMBuildLoad2(b, f32t(h), ip, "");
+                    LLVMValueRef ip = gr_llvm.LLVMBuildInBoundsGEP2(b, f32t(h), G->in[r], &ioff[r], 1, "");
+                    loaded[r] = gr_llvm.LLVMBuildLoad2(b, f32t(h), ip, "");
                 }
                 a[k] = loaded[r];
             }
@@ -570,7 +565,7 @@ static void emit_body(gen *G, LLVMValueRef *ioff, LLVMValueRef ooff) {
         }
         G->vals[n] = find_emit(nd->op)(b, h, nd, a);
     }
-    LLVMBuildStore(b, G->vals[g->nnodes - 1], p);
+    gr_llvm.LLVMBuildStore(b, G->vals[g->nnodes - 1], p);
     free(loaded);
 }
 
@@ -584,57 +579,60 @@ static void emit_tail(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
     const loop_nest *L = G->L;
     G->in_tail = true;
     if (L->tail == RT_TAIL_SUM || L->tail == RT_TAIL_MEAN) {
-        LLVMBuildStore(b, LLVMConstReal(f64t(h), 0.0), G->acc);
+        gr_llvm.LLVMBuildStore(b, gr_llvm.LLVMConstReal(f64t(h), 0.0), G->acc);
         G->sum_pass = true;
         emit_loop(G, lvl, ioff, ooff);
         G->sum_pass = false;
-        LLVMValueRef v = LLVMBuildLoad2(b, f64t(h), G->acc, "");
-        if (L->tail == RT_TAIL_MEAN) v = LLVMBuildFDiv(b, v, LLVMConstReal(f64t(h), L->count), "");
-        LLVMBuildStore(b, LLVMBuildFPTrunc(b, v, f32t(h), ""),
-                       LLVMBuildInBoundsGEP2(b, f32t(h), G->out, &ooff, 1, ""));
+        LLVMValueRef v = gr_llvm.LLVMBuildLoad2(b, f64t(h), G->acc, "");
+        if (L->tail == RT_TAIL_MEAN) v = gr_llvm.LLVMBuildFDiv(b, v, gr_llvm.LLVMConstReal(f64t(h), L->count), "");
+        gr_llvm.LLVMBuildStore(b, gr_llvm.LLVMBuildFPTrunc(b, v, f32t(h), ""),
+                       gr_llvm.LLVMBuildInBoundsGEP2(b, f32t(h), G->out, &ooff, 1, ""));
     } else if (L->tail == RT_TAIL_MAX || L->tail == RT_TAIL_MIN) {
-        LLVMBuildStore(b, fc(h, L->tail == RT_TAIL_MAX ? -HUGE_VAL : HUGE_VAL), G->facc);
+        gr_llvm.LLVMBuildStore(b, fc(h, L->tail == RT_TAIL_MAX ? -HUGE_VAL : HUGE_VAL), G->facc);
         emit_loop(G, lvl, ioff, ooff);
-        LLVMBuildStore(b, LLVMBuildLoad2(b, f32t(h), G->facc, ""),
-                       LLVMBuildInBoundsGEP2(b, f32t(h), G->out, &ooff, 1, ""));
+        gr_llvm.LLVMBuildStore(b, gr_llvm.LLVMBuildLoad2(b, f32t(h), G->facc, ""),
+                       gr_llvm.LLVMBuildInBoundsGEP2(b, f32t(h), G->out, &ooff, 1, ""));
     } else if (L->tail == RT_TAIL_LAYER_NORM || L->tail == RT_TAIL_RMS_NORM) {
-        LLVMValueRef n = LLVMConstReal(f64t(h), L->count);
-        G->mean = LLVMConstReal(f64t(h), 0.0);
+        LLVMValueRef n = gr_llvm.LLVMConstReal(f64t(h), L->count);
+        G->mean = gr_llvm.LLVMConstReal(f64t(h), 0.0);
         if (L->tail == RT_TAIL_LAYER_NORM) {
-            LLVMBuildStore(b, LLVMConstReal(f64t(h), 0.0), G->acc);
+            gr_llvm.LLVMBuildStore(b, gr_llvm.LLVMConstReal(f64t(h), 0.0), G->acc);
             G->pass = 0;
             G->sum_pass = true;
             emit_loop(G, lvl, ioff, ooff);
-            G->mean = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64t(h), G->acc, ""), n, "");
+            G->mean = gr_llvm.LLVMBuildFDiv(b, gr_llvm.LLVMBuildLoad2(b, f64t(h), G->acc, ""), n, "");
         }
-        LLVMBuildStore(b, LLVMConstReal(f64t(h), 0.0), G->acc);
+        gr_llvm.LLVMBuildStore(b, gr_llvm.LLVMConstReal(f64t(h), 0.0), G->acc);
         G->pass = 1;
         G->sum_pass = true;
         emit_loop(G, lvl, ioff, ooff);
         G->sum_pass = false;
         double eps = ir_attrs_get_float(G->g->nodes[G->g->nnodes - 1].attrs, "epsilon", 1e-5);
-        LLVMValueRef var = LLVMBuildFDiv(b, LLVMBuildLoad2(b, f64t(h), G->acc, ""), n, "");
-        LLVMValueRef sd = call_d(b, h, "llvm.sqrt.f64", LLVMBuildFAdd(b, var, LLVMConstReal(f64t(h), eps), ""));
-        G->scale = LLVMBuildFPTrunc(b, LLVMBuildFDiv(b, LLVMConstReal(f64t(h), 1.0), sd, ""), f32t(h), "");
-        G->mx = LLVMBuildFPTrunc(b, G->mean, f32t(h), "");
+        LLVMValueRef var = gr_llvm.LLVMBuildFDiv(b, gr_llvm.LLVMBuildLoad2(b, f64t(h), G->acc, ""), n, "");
+        LLVMValueRef sd =
+            call_d(b, h, "llvm.sqrt.f64", gr_llvm.LLVMBuildFAdd(b, var, gr_llvm.LLVMConstReal(f64t(h), eps), ""));
+        G->scale = gr_llvm.LLVMBuildFPTrunc(b, gr_llvm.LLVMBuildFDiv(b, gr_llvm.LLVMConstReal(f64t(h), 1.0), sd, ""),
+                                            f32t(h), "");
+        G->mx = gr_llvm.LLVMBuildFPTrunc(b, G->mean, f32t(h), "");
         G->pass = 2;
         emit_loop(G, lvl, ioff, ooff);
         G->pass = 0;
     } else {
-        LLVMBuildStore(b, fc(h, -HUGE_VAL), G->facc);
+        gr_llvm.LLVMBuildStore(b, fc(h, -HUGE_VAL), G->facc);
         G->pass = 0;
         emit_loop(G, lvl, ioff, ooff);
-        G->mx = LLVMBuildLoad2(b, f32t(h), G->facc, "");
-        LLVMBuildStore(b, LLVMConstReal(f64t(h), 0.0), G->acc);
+        G->mx = gr_llvm.LLVMBuildLoad2(b, f32t(h), G->facc, "");
+        gr_llvm.LLVMBuildStore(b, gr_llvm.LLVMConstReal(f64t(h), 0.0), G->acc);
         G->pass = 1;
         G->sum_pass = true;
         emit_loop(G, lvl, ioff, ooff);
         G->sum_pass = false;
-        LLVMValueRef sum = LLVMBuildLoad2(b, f64t(h), G->acc, "");
+        LLVMValueRef sum = gr_llvm.LLVMBuildLoad2(b, f64t(h), G->acc, "");
         if (L->tail == RT_TAIL_SOFTMAX) {
-            G->scale = LLVMBuildFPTrunc(b, LLVMBuildFDiv(b, LLVMConstReal(f64t(h), 1.0), sum, ""), f32t(h), "");
+            G->scale = gr_llvm.LLVMBuildFPTrunc(
+                b, gr_llvm.LLVMBuildFDiv(b, gr_llvm.LLVMConstReal(f64t(h), 1.0), sum, ""), f32t(h), "");
         } else {
-            G->scale = LLVMBuildFPTrunc(b, call_d(b, h, "llvm.log.f64", sum), f32t(h), "");
+            G->scale = gr_llvm.LLVMBuildFPTrunc(b, call_d(b, h, "llvm.log.f64", sum), f32t(h), "");
         }
         G->pass = 2;
         emit_loop(G, lvl, ioff, ooff);
@@ -659,13 +657,14 @@ static bool unit_stride(const gen *G, int32_t lvl) {
 static void allow_reorder(gr_llvm_host *h, LLVMValueRef br) {
     LLVMContextRef c = h->lctx;
     LLVMMetadataRef kv[2] = {
-        LLVMMDStringInContext2(c, "llvm.loop.vectorize.enable", strlen("llvm.loop.vectorize.enable")),
-        LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(c), 1, 0))};
-    LLVMMetadataRef tmp = LLVMTemporaryMDNode(c, NULL, 0);
-    LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(c, kv, 2)};
-    LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, 2);
-    LLVMMetadataReplaceAllUsesWith(tmp, id); /* the loop id refers to itself */
-    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c, "llvm.loop", strlen("llvm.loop")), LLVMMetadataAsValue(c, id));
+        gr_llvm.LLVMMDStringInContext2(c, "llvm.loop.vectorize.enable", strlen("llvm.loop.vectorize.enable")),
+        gr_llvm.LLVMValueAsMetadata(gr_llvm.LLVMConstInt(gr_llvm.LLVMInt1TypeInContext(c), 1, 0))};
+    LLVMMetadataRef tmp = gr_llvm.LLVMTemporaryMDNode(c, NULL, 0);
+    LLVMMetadataRef ops[2] = {tmp, gr_llvm.LLVMMDNodeInContext2(c, kv, 2)};
+    LLVMMetadataRef id = gr_llvm.LLVMMDNodeInContext2(c, ops, 2);
+    gr_llvm.LLVMMetadataReplaceAllUsesWith(tmp, id); /* the loop id refers to itself */
+    gr_llvm.LLVMSetMetadata(br, gr_llvm.LLVMGetMDKindIDInContext(c, "llvm.loop", strlen("llvm.loop")),
+                            gr_llvm.LLVMMetadataAsValue(c, id));
 }
 
 /* The stride of tensor t (0 output, 1 + k input k) at level lvl of a dyn nest: the guessed
@@ -674,14 +673,14 @@ static LLVMValueRef dyn_stride(const gen *G, uint32_t t, int32_t lvl) {
     const loop_nest *L = G->L;
     int part = lvl == L->nd - 1 ? (L->nkept < L->nd ? 1 : 0) : lvl == L->nkept - 1 ? 0 : -1;
     if (G->fast && part >= 0 && G->guess[t * 2 + (uint32_t)part] >= 0)
-        return LLVMConstInt(i64t(G->h), (unsigned long long)G->guess[t * 2 + (uint32_t)part], 0);
+        return gr_llvm.LLVMConstInt(i64t(G->h), (unsigned long long)G->guess[t * 2 + (uint32_t)part], 0);
     return t == 0 ? G->dost[lvl] : G->dist[(t - 1) * RT_MAX_NDIM + lvl];
 }
 
 /* args[i] of a dyn group's args buffer. */
 static LLVMValueRef load_arg(LLVMBuilderRef b, gr_llvm_host *h, LLVMValueRef args, int64_t i) {
-    LLVMValueRef idx = LLVMConstInt(i64t(h), (unsigned long long)i, 0);
-    return LLVMBuildLoad2(b, i64t(h), LLVMBuildInBoundsGEP2(b, i64t(h), args, &idx, 1, ""), "");
+    LLVMValueRef idx = gr_llvm.LLVMConstInt(i64t(h), (unsigned long long)i, 0);
+    return gr_llvm.LLVMBuildLoad2(b, i64t(h), gr_llvm.LLVMBuildInBoundsGEP2(b, i64t(h), args, &idx, 1, ""), "");
 }
 
 /* Loop `lvl` of the nest; offsets so far in ioff (per input) and ooff. */
@@ -698,39 +697,42 @@ static void emit_loop(gen *G, int32_t lvl, LLVMValueRef *ioff, LLVMValueRef ooff
     gr_llvm_host *h = G->h;
     LLVMBuilderRef b = G->b;
     uint32_t nin = G->g->nin;
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
-    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(h->lctx, G->fn, "loop");
-    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(h->lctx, G->fn, "exit");
-    LLVMBuildBr(b, loop);
-    LLVMPositionBuilderAtEnd(b, loop);
-    LLVMValueRef i = LLVMBuildPhi(b, i64t(h), "i");
+    LLVMBasicBlockRef pre = gr_llvm.LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef loop = gr_llvm.LLVMAppendBasicBlockInContext(h->lctx, G->fn, "loop");
+    LLVMBasicBlockRef exit = gr_llvm.LLVMAppendBasicBlockInContext(h->lctx, G->fn, "exit");
+    gr_llvm.LLVMBuildBr(b, loop);
+    gr_llvm.LLVMPositionBuilderAtEnd(b, loop);
+    LLVMValueRef i = gr_llvm.LLVMBuildPhi(b, i64t(h), "i");
     LLVMValueRef *sub = gr_xcalloc(nin ? nin : 1, sizeof(LLVMValueRef));
     for (uint32_t k = 0; k < nin; k++) {
         int64_t s = L->ist[k * RT_MAX_NDIM + lvl];
-        LLVMValueRef sv = L->dyn ? dyn_stride(G, k + 1, lvl) : LLVMConstInt(i64t(h), (unsigned long long)s, 0);
-        sub[k] = !L->dyn && s == 0 ? ioff[k] : LLVMBuildAdd(b, ioff[k], LLVMBuildMul(b, i, sv, ""), "");
+        LLVMValueRef sv = L->dyn ? dyn_stride(G, k + 1, lvl) : gr_llvm.LLVMConstInt(i64t(h), (unsigned long long)s, 0);
+        sub[k] = !L->dyn && s == 0 ? ioff[k] : gr_llvm.LLVMBuildAdd(b, ioff[k], gr_llvm.LLVMBuildMul(b, i, sv, ""), "");
     }
-    LLVMValueRef ost = L->dyn ? dyn_stride(G, 0, lvl) : LLVMConstInt(i64t(h), (unsigned long long)L->ost[lvl], 0);
-    LLVMValueRef o = LLVMBuildAdd(b, ooff, LLVMBuildMul(b, i, ost, ""), "");
+    LLVMValueRef ost =
+        L->dyn ? dyn_stride(G, 0, lvl) : gr_llvm.LLVMConstInt(i64t(h), (unsigned long long)L->ost[lvl], 0);
+    LLVMValueRef o = gr_llvm.LLVMBuildAdd(b, ooff, gr_llvm.LLVMBuildMul(b, i, ost, ""), "");
     emit_loop(G, lvl + 1, sub, o);
     free(sub);
-    LLVMValueRef next = LLVMBuildAdd(b, i, LLVMConstInt(i64t(h), 1, 0), "");
-    LLVMValueRef ext = L->dyn ? G->dext[lvl] : LLVMConstInt(i64t(h), (unsigned long long)L->ext[lvl], 0);
-    LLVMValueRef done = LLVMBuildICmp(b, LLVMIntEQ, next, ext, "");
-    LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
-    LLVMValueRef br = LLVMBuildCondBr(b, done, exit, loop);
+    LLVMValueRef next = gr_llvm.LLVMBuildAdd(b, i, gr_llvm.LLVMConstInt(i64t(h), 1, 0), "");
+    LLVMValueRef ext = L->dyn ? G->dext[lvl] : gr_llvm.LLVMConstInt(i64t(h), (unsigned long long)L->ext[lvl], 0);
+    LLVMValueRef done = gr_llvm.LLVMBuildICmp(b, LLVMIntEQ, next, ext, "");
+    LLVMBasicBlockRef latch = gr_llvm.LLVMGetInsertBlock(b);
+    LLVMValueRef br = gr_llvm.LLVMBuildCondBr(b, done, exit, loop);
     if (G->in_tail && G->sum_pass && !G->libm && lvl == L->nd - 1 && unit_stride(G, lvl)) allow_reorder(h, br);
-    LLVMValueRef zero = LLVMConstInt(i64t(h), 0, 0);
-    LLVMAddIncoming(i, &zero, &pre, 1);
-    LLVMAddIncoming(i, &next, &latch, 1);
-    LLVMPositionBuilderAtEnd(b, exit);
+    LLVMValueRef zero = gr_llvm.LLVMConstInt(i64t(h), 0, 0);
+    gr_llvm.LLVMAddIncoming(i, &zero, &pre, 1);
+    gr_llvm.LLVMAddIncoming(i, &next, &latch, 1);
+    gr_llvm.LLVMPositionBuilderAtEnd(b, exit);
 }
 
-static unsigned attr_kind(const char *name) { return LLVMGetEnumAttributeKindForName(name, strlen(name)); }
+static unsigned attr_kind(const char *name) { return gr_llvm.LLVMGetEnumAttributeKindForName(name, strlen(name)); }
 
 /* body(float *noalias out, const float *noalias in0, ...) internal, always inlined into the
  * exported wrapper(void **bufs): the inlined noalias scopes tell the vectorizer that the output
  * overlaps no input (the memory plan guarantees it). */
+static gr_status make_module(gr_llvm_host *h, gr_diag *diag);
+
 static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
     gr_llvm_host *h = self;
     if (h->link_mode) return GR_OK;
@@ -740,51 +742,53 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
         if (!find_emit(g->nodes[n].op))
             return gr_diag_set(diag, GR_ERR_UNSUPPORTED, "llvm host: no lowering for %s",
                                g->nodes[n].op->text_name);
-    LLVMTypeRef fp = LLVMPointerType(f32t(h), 0);
-    LLVMTypeRef ip = LLVMPointerType(i64t(h), 0);
+    gr_status mst = make_module(h, diag);
+    if (mst) return mst;
+    LLVMTypeRef fp = gr_llvm.LLVMPointerType(f32t(h), 0);
+    LLVMTypeRef ip = gr_llvm.LLVMPointerType(i64t(h), 0);
     uint32_t np = g->nin + 1 + (g->dyn ? 1 : 0); /* dyn: the args buffer last */
     LLVMTypeRef *pts = gr_xcalloc(np, sizeof(LLVMTypeRef));
     for (uint32_t k = 0; k < np; k++) pts[k] = k == g->nin + 1 ? ip : fp;
-    LLVMTypeRef voidt = LLVMVoidTypeInContext(h->lctx);
-    LLVMTypeRef bt = LLVMFunctionType(voidt, pts, np, 0);
+    LLVMTypeRef voidt = gr_llvm.LLVMVoidTypeInContext(h->lctx);
+    LLVMTypeRef bt = gr_llvm.LLVMFunctionType(voidt, pts, np, 0);
     char bname[512];
     snprintf(bname, sizeof bname, "%s.body", g->name);
-    LLVMValueRef body = LLVMAddFunction(h->mod, bname, bt);
-    LLVMSetLinkage(body, LLVMInternalLinkage);
-    LLVMAddAttributeAtIndex(body, LLVMAttributeFunctionIndex,
-                            LLVMCreateEnumAttribute(h->lctx, attr_kind("alwaysinline"), 0));
-    LLVMAddAttributeAtIndex(body, LLVMAttributeFunctionIndex,
-                            LLVMCreateEnumAttribute(h->lctx, attr_kind("nounwind"), 0));
+    LLVMValueRef body = gr_llvm.LLVMAddFunction(h->mod, bname, bt);
+    gr_llvm.LLVMSetLinkage(body, LLVMInternalLinkage);
+    gr_llvm.LLVMAddAttributeAtIndex(body, LLVMAttributeFunctionIndex,
+                            gr_llvm.LLVMCreateEnumAttribute(h->lctx, attr_kind("alwaysinline"), 0));
+    gr_llvm.LLVMAddAttributeAtIndex(body, LLVMAttributeFunctionIndex,
+                            gr_llvm.LLVMCreateEnumAttribute(h->lctx, attr_kind("nounwind"), 0));
     for (uint32_t k = 0; k < np; k++)
-        LLVMAddAttributeAtIndex(body, k + 1, LLVMCreateEnumAttribute(h->lctx, attr_kind("noalias"), 0));
+        gr_llvm.LLVMAddAttributeAtIndex(body, k + 1, gr_llvm.LLVMCreateEnumAttribute(h->lctx, attr_kind("noalias"), 0));
 
     loop_nest L;
     memset(&L, 0, sizeof L);
     if (g->dyn) plan_dyn_loops(g, &L);
     else if (g->tail != RT_TAIL_NONE) plan_reduce_loops(g, &L);
     else plan_loops(g, &L);
-    LLVMBuilderRef b = LLVMCreateBuilderInContext(h->lctx);
-    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(h->lctx, body, "entry"));
-    gen G = {.h = h, .b = b, .fn = body, .g = g, .L = &L, .out = LLVMGetParam(body, 0)};
+    LLVMBuilderRef b = gr_llvm.LLVMCreateBuilderInContext(h->lctx);
+    gr_llvm.LLVMPositionBuilderAtEnd(b, gr_llvm.LLVMAppendBasicBlockInContext(h->lctx, body, "entry"));
+    gen G = {.h = h, .b = b, .fn = body, .g = g, .L = &L, .out = gr_llvm.LLVMGetParam(body, 0)};
     G.in = gr_xcalloc(g->nin ? g->nin : 1, sizeof(LLVMValueRef));
     G.vals = gr_xcalloc(g->nnodes, sizeof(LLVMValueRef));
     LLVMValueRef *ioff = gr_xcalloc(g->nin ? g->nin : 1, sizeof(LLVMValueRef));
     for (uint32_t k = 0; k < g->nin; k++) {
-        G.in[k] = LLVMGetParam(body, k + 1);
-        ioff[k] = LLVMConstInt(i64t(h), 0, 0);
+        G.in[k] = gr_llvm.LLVMGetParam(body, k + 1);
+        ioff[k] = gr_llvm.LLVMConstInt(i64t(h), 0, 0);
     }
     for (uint32_t n = 0; n < g->nnodes; n++) {
         const low_row *r = find_row(g->nodes[n].op);
         G.libm |= r && r->libm;
     }
     if (L.tail != RT_TAIL_NONE) {
-        G.acc = LLVMBuildAlloca(b, f64t(h), "acc");
-        G.facc = LLVMBuildAlloca(b, f32t(h), "facc");
+        G.acc = gr_llvm.LLVMBuildAlloca(b, f64t(h), "acc");
+        G.facc = gr_llvm.LLVMBuildAlloca(b, f32t(h), "facc");
     }
     G.dist = gr_xcalloc((size_t)(g->nin ? g->nin : 1) * RT_MAX_NDIM, sizeof(LLVMValueRef));
     int64_t numel = 1;
     if (L.dyn) { /* the args buffer (runtime/exec/plan.h, RT_FUSE_DYN_ARGS); the caller skips empty nests */
-        LLVMValueRef args = LLVMGetParam(body, np - 1);
+        LLVMValueRef args = gr_llvm.LLVMGetParam(body, np - 1);
         int32_t R = L.nd;
         for (int32_t l = 0; l < R; l++) {
             G.dext[l] = load_arg(b, h, args, l);
@@ -801,55 +805,55 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
          * and the general one */
         G.guess = gr_xcalloc((size_t)(g->nin + 1) * 2, sizeof(int8_t));
         guess_strides(g, &L, G.guess);
-        LLVMValueRef ok = LLVMConstInt(LLVMInt1TypeInContext(h->lctx), 1, 0);
+        LLVMValueRef ok = gr_llvm.LLVMConstInt(gr_llvm.LLVMInt1TypeInContext(h->lctx), 1, 0);
         for (uint32_t t = 0; t <= g->nin; t++)
             for (int part = 0; part < 2; part++) {
                 int32_t lvl = part ? L.nd - 1 : L.nkept - 1;
                 if (G.guess[t * 2 + (uint32_t)part] < 0 || lvl < 0 || (part == 1 && L.nkept == L.nd)) continue;
                 G.fast = false;
-                LLVMValueRef eq = LLVMBuildICmp(b, LLVMIntEQ, dyn_stride(&G, t, lvl),
-                                                LLVMConstInt(i64t(h), (unsigned long long)G.guess[t * 2 + (uint32_t)part], 0), "");
-                ok = LLVMBuildAnd(b, ok, eq, "");
+                LLVMValueRef want = gr_llvm.LLVMConstInt(i64t(h), (unsigned long long)G.guess[t * 2 + (uint32_t)part], 0);
+                LLVMValueRef eq = gr_llvm.LLVMBuildICmp(b, LLVMIntEQ, dyn_stride(&G, t, lvl), want, "");
+                ok = gr_llvm.LLVMBuildAnd(b, ok, eq, "");
             }
-        LLVMBasicBlockRef fastb = LLVMAppendBasicBlockInContext(h->lctx, body, "fast");
-        LLVMBasicBlockRef slowb = LLVMAppendBasicBlockInContext(h->lctx, body, "general");
-        LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(h->lctx, body, "done");
-        LLVMBuildCondBr(b, ok, fastb, slowb);
-        LLVMPositionBuilderAtEnd(b, fastb);
+        LLVMBasicBlockRef fastb = gr_llvm.LLVMAppendBasicBlockInContext(h->lctx, body, "fast");
+        LLVMBasicBlockRef slowb = gr_llvm.LLVMAppendBasicBlockInContext(h->lctx, body, "general");
+        LLVMBasicBlockRef done = gr_llvm.LLVMAppendBasicBlockInContext(h->lctx, body, "done");
+        gr_llvm.LLVMBuildCondBr(b, ok, fastb, slowb);
+        gr_llvm.LLVMPositionBuilderAtEnd(b, fastb);
         G.fast = true;
-        emit_loop(&G, 0, ioff, LLVMConstInt(i64t(h), 0, 0));
-        LLVMBuildBr(b, done);
-        LLVMPositionBuilderAtEnd(b, slowb);
+        emit_loop(&G, 0, ioff, gr_llvm.LLVMConstInt(i64t(h), 0, 0));
+        gr_llvm.LLVMBuildBr(b, done);
+        gr_llvm.LLVMPositionBuilderAtEnd(b, slowb);
         G.fast = false;
-        emit_loop(&G, 0, ioff, LLVMConstInt(i64t(h), 0, 0));
-        LLVMBuildBr(b, done);
-        LLVMPositionBuilderAtEnd(b, done);
+        emit_loop(&G, 0, ioff, gr_llvm.LLVMConstInt(i64t(h), 0, 0));
+        gr_llvm.LLVMBuildBr(b, done);
+        gr_llvm.LLVMPositionBuilderAtEnd(b, done);
         free(G.guess);
     } else if (numel > 0) {
-        emit_loop(&G, 0, ioff, LLVMConstInt(i64t(h), 0, 0));
+        emit_loop(&G, 0, ioff, gr_llvm.LLVMConstInt(i64t(h), 0, 0));
     }
-    LLVMBuildRetVoid(b);
+    gr_llvm.LLVMBuildRetVoid(b);
 
     /* wrapper(void **bufs) */
-    LLVMTypeRef pp = LLVMPointerType(fp, 0);
-    LLVMTypeRef wt = LLVMFunctionType(voidt, &pp, 1, 0);
-    LLVMValueRef w = LLVMAddFunction(h->mod, g->name, wt);
-    LLVMAddAttributeAtIndex(w, LLVMAttributeFunctionIndex,
-                            LLVMCreateEnumAttribute(h->lctx, attr_kind("nounwind"), 0));
-    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(h->lctx, w, "entry"));
+    LLVMTypeRef pp = gr_llvm.LLVMPointerType(fp, 0);
+    LLVMTypeRef wt = gr_llvm.LLVMFunctionType(voidt, &pp, 1, 0);
+    LLVMValueRef w = gr_llvm.LLVMAddFunction(h->mod, g->name, wt);
+    gr_llvm.LLVMAddAttributeAtIndex(w, LLVMAttributeFunctionIndex,
+                            gr_llvm.LLVMCreateEnumAttribute(h->lctx, attr_kind("nounwind"), 0));
+    gr_llvm.LLVMPositionBuilderAtEnd(b, gr_llvm.LLVMAppendBasicBlockInContext(h->lctx, w, "entry"));
     LLVMValueRef *args = gr_xcalloc(np, sizeof(LLVMValueRef));
-    LLVMValueRef bufs = LLVMGetParam(w, 0);
+    LLVMValueRef bufs = gr_llvm.LLVMGetParam(w, 0);
     for (uint32_t k = 0; k < np; k++) {
         /* bufs[0..nin-1] inputs, bufs[nin] output, bufs[nin + 1] the args of a dyn group; body
          * takes the output first */
-        LLVMValueRef idx = LLVMConstInt(i64t(h), k, 0);
-        LLVMValueRef p = LLVMBuildLoad2(b, fp, LLVMBuildInBoundsGEP2(b, fp, bufs, &idx, 1, ""), "");
-        if (k == g->nin + 1) p = LLVMBuildBitCast(b, p, ip, "");
+        LLVMValueRef idx = gr_llvm.LLVMConstInt(i64t(h), k, 0);
+        LLVMValueRef p = gr_llvm.LLVMBuildLoad2(b, fp, gr_llvm.LLVMBuildInBoundsGEP2(b, fp, bufs, &idx, 1, ""), "");
+        if (k == g->nin + 1) p = gr_llvm.LLVMBuildBitCast(b, p, ip, "");
         args[k == g->nin ? 0 : k <= g->nin ? k + 1 : k] = p;
     }
-    LLVMBuildCall2(b, bt, body, args, np, "");
-    LLVMBuildRetVoid(b);
-    LLVMDisposeBuilder(b);
+    gr_llvm.LLVMBuildCall2(b, bt, body, args, np, "");
+    gr_llvm.LLVMBuildRetVoid(b);
+    gr_llvm.LLVMDisposeBuilder(b);
     free(args);
     free(pts);
     free(G.in);
@@ -862,32 +866,26 @@ static gr_status add_group(void *self, const rt_fuse_group *g, gr_diag *diag) {
 
 /* ---------------- target, JIT ---------------- */
 
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static void llvm_init(void) {
-    LLVMInitializeNativeTarget();
-    LLVMInitializeNativeAsmPrinter();
-}
-
 static gr_status err_to_diag(LLVMErrorRef e, gr_diag *diag, const char *what) {
-    char *msg = LLVMGetErrorMessage(e);
+    char *msg = gr_llvm.LLVMGetErrorMessage(e);
     gr_status st = gr_diag_set(diag, GR_ERR_RUNTIME, "llvm host: %s: %s", what, msg);
-    LLVMDisposeErrorMessage(msg);
+    gr_llvm.LLVMDisposeErrorMessage(msg);
     return st;
 }
 
 static gr_status make_jit(gr_llvm_host *h, gr_diag *diag) {
     LLVMOrcJITTargetMachineBuilderRef jtmb;
-    LLVMErrorRef e = LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
+    LLVMErrorRef e = gr_llvm.LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
     if (e) return err_to_diag(e, diag, "detect host");
-    LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
-    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(jb, jtmb);
-    e = LLVMOrcCreateLLJIT(&h->jit, jb);
+    LLVMOrcLLJITBuilderRef jb = gr_llvm.LLVMOrcCreateLLJITBuilder();
+    gr_llvm.LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(jb, jtmb);
+    e = gr_llvm.LLVMOrcCreateLLJIT(&h->jit, jb);
     if (e) return err_to_diag(e, diag, "create LLJIT");
     LLVMOrcDefinitionGeneratorRef gen_ref;
-    e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen_ref, LLVMOrcLLJITGetGlobalPrefix(h->jit),
-                                                             NULL, NULL);
+    e = gr_llvm.LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen_ref, gr_llvm.LLVMOrcLLJITGetGlobalPrefix(h->jit),
+                                                                     NULL, NULL);
     if (e) return err_to_diag(e, diag, "process symbols");
-    LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(h->jit), gen_ref);
+    gr_llvm.LLVMOrcJITDylibAddGenerator(gr_llvm.LLVMOrcLLJITGetMainJITDylib(h->jit), gen_ref);
     return GR_OK;
 }
 
@@ -895,9 +893,9 @@ static gr_status link_object(gr_llvm_host *h, gr_diag *diag) {
     if (!h->obj_len) return GR_OK;
     gr_status st = make_jit(h, diag);
     if (st) return st;
-    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)h->obj, h->obj_len,
+    LLVMMemoryBufferRef mb = gr_llvm.LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)h->obj, h->obj_len,
                                                                        "graft_host.o");
-    LLVMErrorRef e = LLVMOrcLLJITAddObjectFile(h->jit, LLVMOrcLLJITGetMainJITDylib(h->jit), mb);
+    LLVMErrorRef e = gr_llvm.LLVMOrcLLJITAddObjectFile(h->jit, gr_llvm.LLVMOrcLLJITGetMainJITDylib(h->jit), mb);
     if (e) return err_to_diag(e, diag, "link object file");
     return GR_OK;
 }
@@ -914,22 +912,22 @@ static gr_status finalize(void *self, gr_diag *diag) {
     h->finalized = true;
     uint64_t t0 = now_ns();
     gr_status st = GR_OK;
-    if (!h->link_mode && LLVMGetFirstFunction(h->mod)) {
+    if (!h->link_mode && h->mod && gr_llvm.LLVMGetFirstFunction(h->mod)) {
         char *err = NULL;
-        LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-        LLVMErrorRef e = LLVMRunPasses(h->mod, "default<O3>", h->tm, po);
-        LLVMDisposePassBuilderOptions(po);
+        LLVMPassBuilderOptionsRef po = gr_llvm.LLVMCreatePassBuilderOptions();
+        LLVMErrorRef e = gr_llvm.LLVMRunPasses(h->mod, "default<O3>", h->tm, po);
+        gr_llvm.LLVMDisposePassBuilderOptions(po);
         if (e) return err_to_diag(e, diag, "optimize");
         LLVMMemoryBufferRef mb = NULL;
-        if (LLVMTargetMachineEmitToMemoryBuffer(h->tm, h->mod, LLVMObjectFile, &err, &mb)) {
+        if (gr_llvm.LLVMTargetMachineEmitToMemoryBuffer(h->tm, h->mod, LLVMObjectFile, &err, &mb)) {
             st = gr_diag_set(diag, GR_ERR_RUNTIME, "llvm host: emit object: %s", err ? err : "?");
-            LLVMDisposeMessage(err);
+            gr_llvm.LLVMDisposeMessage(err);
             return st;
         }
-        h->obj_len = LLVMGetBufferSize(mb);
+        h->obj_len = gr_llvm.LLVMGetBufferSize(mb);
         h->obj = gr_xmalloc(h->obj_len ? h->obj_len : 1);
-        memcpy(h->obj, LLVMGetBufferStart(mb), h->obj_len);
-        LLVMDisposeMemoryBuffer(mb);
+        memcpy(h->obj, gr_llvm.LLVMGetBufferStart(mb), h->obj_len);
+        gr_llvm.LLVMDisposeMemoryBuffer(mb);
     }
     st = link_object(h, diag);
     h->compile_ns = now_ns() - t0;
@@ -940,9 +938,9 @@ static rt_host_fn lookup(void *self, const char *name) {
     gr_llvm_host *h = self;
     if (!h->jit) return NULL;
     LLVMOrcExecutorAddress addr = 0;
-    LLVMErrorRef e = LLVMOrcLLJITLookup(h->jit, &addr, name);
+    LLVMErrorRef e = gr_llvm.LLVMOrcLLJITLookup(h->jit, &addr, name);
     if (e) {
-        LLVMConsumeError(e);
+        gr_llvm.LLVMConsumeError(e);
         return NULL;
     }
     rt_host_fn fn;
@@ -957,43 +955,57 @@ static bool can_lower(void *self, const ir_call *call) {
 }
 
 static gr_llvm_host *host_alloc(void) {
-    pthread_once(&init_once, llvm_init);
     gr_llvm_host *h = gr_xcalloc(1, sizeof *h);
     h->iface = (rt_host_lowering){h, can_lower, add_group, finalize, lookup};
-    char *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
-    snprintf(h->cpu, sizeof h->cpu, "%s %s", cpu, feat);
-    LLVMDisposeMessage(cpu);
-    LLVMDisposeMessage(feat);
     return h;
 }
 
-gr_status gr_llvm_host_new(gr_llvm_host **out, gr_diag *diag) {
-    *out = NULL;
-    gr_llvm_host *h = host_alloc();
-    h->lctx = LLVMContextCreate();
-    h->mod = LLVMModuleCreateWithNameInContext("graft_host", h->lctx);
-    char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+/* Loads LLVM and records the host CPU: only once host code is compiled or linked, so a model
+ * without any never maps libLLVM (llvm_api_impl.h). */
+static gr_status host_cpu(gr_llvm_host *h, gr_diag *diag) {
+    if (h->cpu[0]) return GR_OK;
+    gr_status st = gr_llvm_load(diag);
+    if (st) return st;
+    char *cpu = gr_llvm.LLVMGetHostCPUName(), *feat = gr_llvm.LLVMGetHostCPUFeatures();
+    snprintf(h->cpu, sizeof h->cpu, "%s %s", cpu, feat);
+    gr_llvm.LLVMDisposeMessage(cpu);
+    gr_llvm.LLVMDisposeMessage(feat);
+    return GR_OK;
+}
+
+/* Compile mode's module and target machine, made by the first group. */
+static gr_status make_module(gr_llvm_host *h, gr_diag *diag) {
+    if (h->mod) return GR_OK;
+    gr_status st = host_cpu(h, diag);
+    if (st) return st;
+    char *triple = gr_llvm.LLVMGetDefaultTargetTriple(), *err = NULL;
     LLVMTargetRef target;
-    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
-        gr_status st = gr_diag_set(diag, GR_ERR_RUNTIME, "llvm host: target %s: %s", triple, err);
-        LLVMDisposeMessage(err);
-        LLVMDisposeMessage(triple);
-        gr_llvm_host_free(h);
+    if (gr_llvm.LLVMGetTargetFromTriple(triple, &target, &err)) {
+        st = gr_diag_set(diag, GR_ERR_RUNTIME, "llvm host: target %s: %s", triple, err);
+        gr_llvm.LLVMDisposeMessage(err);
+        gr_llvm.LLVMDisposeMessage(triple);
         return st;
     }
-    char *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
-    h->tm = LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive,
-                                    LLVMRelocPIC, LLVMCodeModelDefault);
-    LLVMDisposeMessage(cpu);
-    LLVMDisposeMessage(feat);
-    LLVMSetTarget(h->mod, triple);
-    LLVMDisposeMessage(triple);
-    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(h->tm);
-    char *dl = LLVMCopyStringRepOfTargetData(td);
-    LLVMSetDataLayout(h->mod, dl);
-    LLVMDisposeMessage(dl);
-    LLVMDisposeTargetData(td);
-    *out = h;
+    h->lctx = gr_llvm.LLVMContextCreate();
+    h->mod = gr_llvm.LLVMModuleCreateWithNameInContext("graft_host", h->lctx);
+    char *cpu = gr_llvm.LLVMGetHostCPUName(), *feat = gr_llvm.LLVMGetHostCPUFeatures();
+    h->tm = gr_llvm.LLVMCreateTargetMachine(target, triple, cpu, feat, LLVMCodeGenLevelAggressive,
+                                            LLVMRelocPIC, LLVMCodeModelDefault);
+    gr_llvm.LLVMDisposeMessage(cpu);
+    gr_llvm.LLVMDisposeMessage(feat);
+    gr_llvm.LLVMSetTarget(h->mod, triple);
+    gr_llvm.LLVMDisposeMessage(triple);
+    LLVMTargetDataRef td = gr_llvm.LLVMCreateTargetDataLayout(h->tm);
+    char *dl = gr_llvm.LLVMCopyStringRepOfTargetData(td);
+    gr_llvm.LLVMSetDataLayout(h->mod, dl);
+    gr_llvm.LLVMDisposeMessage(dl);
+    gr_llvm.LLVMDisposeTargetData(td);
+    return GR_OK;
+}
+
+gr_status gr_llvm_host_new(gr_llvm_host **out, gr_diag *diag) {
+    (void)diag;
+    *out = host_alloc();
     return GR_OK;
 }
 
@@ -1006,6 +1018,13 @@ gr_status gr_llvm_host_load(const uint8_t *obj, size_t len, gr_llvm_host **out, 
     }
     gr_llvm_host *h = host_alloc();
     h->link_mode = true;
+    if (len) {
+        gr_status st = host_cpu(h, diag);
+        if (st) {
+            free(h);
+            return st;
+        }
+    }
     h->obj_len = len;
     h->obj = gr_xmalloc(len ? len : 1);
     if (len) memcpy(h->obj, obj, len);
@@ -1015,10 +1034,10 @@ gr_status gr_llvm_host_load(const uint8_t *obj, size_t len, gr_llvm_host **out, 
 
 void gr_llvm_host_free(gr_llvm_host *h) {
     if (!h) return;
-    if (h->jit) LLVMOrcDisposeLLJIT(h->jit);
-    if (h->mod) LLVMDisposeModule(h->mod);
-    if (h->tm) LLVMDisposeTargetMachine(h->tm);
-    if (h->lctx) LLVMContextDispose(h->lctx);
+    if (h->jit) gr_llvm.LLVMOrcDisposeLLJIT(h->jit);
+    if (h->mod) gr_llvm.LLVMDisposeModule(h->mod);
+    if (h->tm) gr_llvm.LLVMDisposeTargetMachine(h->tm);
+    if (h->lctx) gr_llvm.LLVMContextDispose(h->lctx);
     free(h->obj);
     free(h);
 }

@@ -10,8 +10,10 @@
  *
  * Link mode (artifacts): the same object file is handed to LLJIT as is. LLJIT then only links
  * (relocations, symbol resolution of libm calls against the process): no IR, no optimization,
- * no code generation at load. LLVM's libraries are still in the process (the ORC linker lives
- * there); the object is tied to the CPU recorded with it (gr_llvm_host_cpu).
+ * no code generation at load. The object is tied to the CPU recorded with it (gr_llvm_host_cpu).
+ *
+ * libLLVM is loaded by the first group compiled or the first object linked (llvm_api_impl.h):
+ * a model without host code never maps it, and its host CPU string is then "".
  *
  *     gr_llvm_host *h;  gr_llvm_host_new(&h, &d);
  *     rt_px_new(m, "main", gr_llvm_host_lowering(h), &x, &d);   // groups compiled + linked

@@ -117,6 +117,11 @@ const char *onnx_elem_unsupported_name(int32_t elem);
  * NULL). `what` names the tensor in messages. */
 gr_status onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *dir, const char *file,
                                  rt_tensor **out, gr_diag *diag);
+/* The same, taking tp's raw_data as the tensor's data when it is 64-byte aligned (the wire
+ * unpack's allocator makes large bytes fields so; tp has no raw_data afterwards): an
+ * initializer's bytes are copied once, by protobuf-c, instead of twice. */
+gr_status onnx_tensor_take_proto(Onnx__TensorProto *tp, const char *dir, const char *file, rt_tensor **out,
+                                 gr_diag *diag);
 /* Exact int64 read of element i of an integer or bool tensor (floats are truncated, saturating). */
 int64_t onnx_tensor_get_i64(const rt_tensor *t, int64_t i);
 /* Stores v into element i, converting like a C cast but saturating instead of undefined. */

@@ -572,7 +572,7 @@ static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_
         if (!tp->name || !*tp->name)
             return gr_diag_set(imp->diag, GR_ERR_INVALID, "initializer %zu has no name", i);
         rt_tensor *t = NULL;
-        st = onnx_tensor_from_proto(tp, imp->dir, imp->file, &t, imp->diag);
+        st = onnx_tensor_take_proto(g->initializer[i], imp->dir, imp->file, &t, imp->diag);
         if (st != GR_OK) {
             gr_diag_set_layer(imp->diag, tp->name);
             return st;
@@ -580,8 +580,9 @@ static gr_status import_graph(onnx_importer *imp, const Onnx__GraphProto *g, ir_
         onnx_val *v = val_new(imp, tp->name);
         v->known = t;
         v->span = imp_span(imp, tp->name, false);
-        /* the tensor has the bytes now: the model's copy goes, so the import holds about one
-         * copy of the weights at a time, not two (nothing reads an initializer's data again) */
+        /* the tensor has the bytes now (taken, or copied when unaligned): the model's copy goes,
+         * so the import holds about one copy of the weights at a time, not two (nothing reads an
+         * initializer's data again) */
         drop_raw_data(g->initializer[i]);
     }
 

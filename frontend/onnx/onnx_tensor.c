@@ -234,8 +234,9 @@ static void fill_from_i32(rt_tensor *t, const int32_t *v, int64_t n) {
     }
 }
 
-gr_status onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *dir, const char *file,
-                                 rt_tensor **out, gr_diag *diag) {
+/* adopt: tp's raw_data, aligned, to become the tensor's data (NULL: copy). */
+static gr_status tensor_from_proto(const Onnx__TensorProto *tp, const char *dir, const char *file, void *adopt,
+                                   rt_tensor **out, gr_diag *diag) {
     *out = NULL;
     const char *tname = tp->name && *tp->name ? tp->name : "<unnamed>";
     ir_dtype dt;
@@ -273,7 +274,9 @@ gr_status onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *dir, c
         gr_status est = check_external(tp, dir, file, nbytes, tname, diag);
         if (est != GR_OK) return est;
     }
-    rt_tensor *t = rt_tensor_new(dt, (int32_t)tp->n_dims, tp->dims);
+    if (external || !tp->has_raw_data || !nbytes) adopt = NULL;
+    rt_tensor *t = adopt ? rt_tensor_adopt(dt, (int32_t)tp->n_dims, tp->dims, adopt)
+                         : rt_tensor_new(dt, (int32_t)tp->n_dims, tp->dims);
     if (!t)
         return gr_diag_set(diag, GR_ERR_NOMEM, "%s: tensor '%s': out of memory", file, tname);
     gr_status st = GR_OK;
@@ -281,7 +284,7 @@ gr_status onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *dir, c
     if (external) {
         st = load_external(tp, dir, file, t, tname, diag);
     } else if (tp->has_raw_data) {
-        if (nbytes) memcpy(rt_tensor_data(t), tp->raw_data.data, nbytes);
+        if (nbytes && !adopt) memcpy(rt_tensor_data(t), tp->raw_data.data, nbytes);
     } else if (dt.code == kDLFloat && dt.bits == 32) {
         have = (int64_t)tp->n_float_data;
         if (have == numel && numel) memcpy(rt_tensor_data(t), tp->float_data, nbytes);
@@ -312,6 +315,23 @@ gr_status onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *dir, c
     }
     *out = t;
     return GR_OK;
+}
+
+gr_status onnx_tensor_from_proto(const Onnx__TensorProto *tp, const char *dir, const char *file,
+                                 rt_tensor **out, gr_diag *diag) {
+    return tensor_from_proto(tp, dir, file, NULL, out, diag);
+}
+
+gr_status onnx_tensor_take_proto(Onnx__TensorProto *tp, const char *dir, const char *file, rt_tensor **out,
+                                 gr_diag *diag) {
+    void *raw = tp->has_raw_data && ((uintptr_t)tp->raw_data.data & 63) == 0 ? tp->raw_data.data : NULL;
+    gr_status st = tensor_from_proto(tp, dir, file, raw, out, diag);
+    if (!st && raw && rt_tensor_data(*out) == raw) {
+        tp->raw_data.data = NULL;
+        tp->raw_data.len = 0;
+        tp->has_raw_data = 0;
+    }
+    return st;
 }
 
 /* Reads the rest of f into a heap buffer (f stays open). */

@@ -179,6 +179,19 @@ static uint8_t *strip(const uint8_t *buf, size_t len, const onnx_wire_layout *la
     return out;
 }
 
+/* protobuf-c's allocations of the split parts: a large one (an initializer's raw_data) 64-byte
+ * aligned, as a tensor's data, so the importer takes it instead of copying it again
+ * (onnx_tensor_take_proto). All come from the malloc family: free_unpacked's free() fits. */
+static void *part_alloc(void *u, size_t n) {
+    (void)u;
+    return n >= 4096 ? aligned_alloc(64, (n + 63) / 64 * 64) : malloc(n);
+}
+static void part_free(void *u, void *p) {
+    (void)u;
+    free(p);
+}
+static ProtobufCAllocator PART_ALLOC = {part_alloc, part_free, NULL};
+
 Onnx__ModelProto *onnx_wire_unpack_model(const uint8_t *buf, size_t len, onnx_wire_release release,
                                          void *arg) {
     onnx_wire_layout lay;
@@ -200,7 +213,7 @@ Onnx__ModelProto *onnx_wire_unpack_model(const uint8_t *buf, size_t len, onnx_wi
     }
     for (size_t i = 0; i < lay.nparts; i++) {
         const onnx_wire_part *pt = &lay.parts[i];
-        ProtobufCMessage *msg = protobuf_c_message_unpack(SPLIT[pt->kind].desc, NULL, pt->len, buf + pt->off);
+        ProtobufCMessage *msg = protobuf_c_message_unpack(SPLIT[pt->kind].desc, &PART_ALLOC, pt->len, buf + pt->off);
         if (!msg) goto fail;
         size_t *count = (size_t *)((char *)g + SPLIT[pt->kind].count);
         (*(void ***)((char *)g + SPLIT[pt->kind].arr))[(*count)++] = msg;

@@ -50,6 +50,8 @@ struct rt_json_graph {
     void *prof_user;
     struct rt_json_pack *packs;   /* prepacked constants (rt_json_graph_pack_*) */
     uint32_t npacks, nprovided, nused, nremade;
+    rt_json_pack_sink pack_sink;  /* set while rt_json_module_stream_packs prepares the graph */
+    void *pack_sink_user;
 };
 
 typedef struct rt_json_pack {

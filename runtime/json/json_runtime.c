@@ -517,7 +517,23 @@ static void pack_add(rt_json_graph *g, const char *key, const void *data, size_t
 }
 
 void rt_json_graph_pack_record(rt_json_graph *g, const char *key, const void *data, size_t bytes) {
+    if (g->pack_sink) {
+        g->pack_sink(g->pack_sink_user, data, bytes);
+        data = NULL;
+    }
     pack_add(g, key, data, bytes, NULL);
+}
+
+bool rt_json_graph_pack_streamed(const rt_json_graph *g) { return g->pack_sink != NULL; }
+
+/* The entries a stream left (no data): a new stream records them again. */
+static void pack_drop_streamed(rt_json_graph *g) {
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < g->npacks; i++) {
+        if (!g->packs[i].data && !g->packs[i].t) free(g->packs[i].key);
+        else g->packs[k++] = g->packs[i];
+    }
+    g->npacks = k;
 }
 
 void rt_json_graph_pack_provide(rt_json_graph *g, const char *key, rt_tensor *t) {
@@ -869,6 +885,28 @@ gr_status rt_json_module_prepare(rt_module *m, gr_diag *d) {
     pthread_mutex_lock(&jm->lock);
     for (uint32_t i = 0; i < jm->n && !st; i++)
         if (jm->graphs[i]->initialized && !jm->graphs[i]->symbolic) st = jm_prepare_static(jm, i, d);
+    pthread_mutex_unlock(&jm->lock);
+    return st;
+}
+
+gr_status rt_json_module_stream_packs(rt_module *m, rt_json_pack_sink fn, void *user, gr_diag *d) {
+    if (!m || m->iface != &JSON_MODULE_I) return GR_OK;
+    json_mod *jm = m->context;
+    gr_status st = GR_OK;
+    pthread_mutex_lock(&jm->lock);
+    for (uint32_t i = 0; i < jm->n && !st; i++) {
+        rt_json_graph *g = jm->graphs[i];
+        if (jm->prepared[i] || !g->initialized || g->symbolic) continue;
+        void *state = NULL;
+        pack_drop_streamed(g);
+        g->pack_sink = fn;
+        g->pack_sink_user = user;
+        st = jm_prepare(jm, g, &state, d);
+        if (!st && jm->eng->record_packs) st = jm->eng->record_packs(g, state, d);
+        if (state && jm->eng->release) jm->eng->release(g, state);
+        g->pack_sink = NULL;
+        g->pack_sink_user = NULL;
+    }
     pthread_mutex_unlock(&jm->lock);
     return st;
 }

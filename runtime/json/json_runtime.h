@@ -139,6 +139,12 @@ const char *rt_json_graph_pack_at(const rt_json_graph *g, uint32_t i, const void
 void rt_json_graph_pack_counts(const rt_json_graph *g, uint32_t *provided, uint32_t *used, uint32_t *remade);
 /* The constant name an artifact stores graph g's entry i under. */
 void rt_json_graph_pack_name(const rt_json_graph *g, uint32_t i, char *buf, size_t n);
+/* Streamed packs (an artifact build): while a sink is set, each recorded pack goes to it as it is
+ * made and the list keeps its key and size only (rt_json_graph_pack_at gives data NULL); the
+ * engine frees its own copy at once (rt_json_graph_pack_streamed), so a state prepared so is
+ * released, never run. */
+typedef void (*rt_json_pack_sink)(void *user, const void *data, size_t bytes);
+bool rt_json_graph_pack_streamed(const rt_json_graph *g);
 
 /* True when some dim of the graph is symbolic (an expression string in its document, e.g.
  * "n" or "(w - 1) // 2 + 1"). A module runs such a graph through a static copy per distinct
@@ -242,6 +248,11 @@ rt_module *rt_json_module_new(const char *name, const rt_json_engine *eng, const
  * call would (codegens call it so that an engine's rejection surfaces at compile time); the
  * module's graphs are disposable (see "Constant ownership"). GR_OK for another kind of module. */
 gr_status rt_json_module_prepare(rt_module *m, gr_diag *d);
+/* For an artifact: prepares each static graph of m that is not prepared yet with fn as its pack
+ * sink (the packs go to fn one by one, in graph then record order), then releases that state:
+ * the prepacked weights are written as they are made instead of being held all at once. The
+ * graphs stay unprepared (a call prepares them as usual). GR_OK when m is no json module. */
+gr_status rt_json_module_stream_packs(rt_module *m, rt_json_pack_sink fn, void *user, gr_diag *d);
 /* The engine state of static graph i once prepared (borrowed), else NULL. */
 void *rt_json_module_state(rt_module *m, uint32_t i);
 /* Graph i of a module made by rt_json_module_new / load (borrowed), NULL past the end or for
