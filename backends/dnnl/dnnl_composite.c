@@ -311,7 +311,7 @@ gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
     comp.k = k;
     int qused = 0;
     bool qdone = false;
-    if ((st = dn_q_levels_conv(S, anchor, steps, k, &qused, &qdone))) return st;
+    if ((st = dn_q_levels_op(S, anchor, steps, k, &qused, &qdone))) return st;
     if (!qdone && (st = dn_node(S, anchor, &comp))) return st;
     /* post-ops oneDNN did not take in the primitive (it rejected them, or they would have
      * pushed it onto its reference kernels) run as their own primitives, in order */

@@ -251,6 +251,9 @@ static void const_settle(dn_state *S, dn_cst *cs, uint32_t c, uint32_t i, bool f
         held = S->vals.data[v].first >= 0 && dn_root(S, (int)v) == k->val;
     rt_tensor *t = rt_json_graph_const(S->g, c);
     if (!t) return;
+    /* scalars are held: releasing them saves nothing, and a later table of quantized levels
+     * evaluates the float ops that read them (dnnl_op_quant.c) */
+    held = held || rt_tensor_numel(t) <= 1;
     if (held) S->stats.const_bytes += rt_tensor_nbytes(t);
     if (!rt_json_graph_consts_disposable(S->g)) return;
     if (held) gr_vec_push(&S->held, rt_tensor_retain(t));
@@ -284,6 +287,47 @@ static dnnl_data_type_t val_type(DLDataType t) {
     if (t.code == kDLFloat && t.bits == 32) return dnnl_f32;
     if (t.code == kDLUInt && t.bits == 8) return dnnl_u8;
     return t.code == kDLInt && t.bits == 8 ? dnnl_s8 : dnnl_data_type_undef;
+}
+
+/* Reorders, eltwise, binary and pooling primitives whose result no primitive reads are pruned, and
+ * those that only fed them: a dequantize into float32 whose consumers all read its levels
+ * instead, float ops a table of levels replaced (dnnl_op_quant.c). A plain run skips them; a
+ * tapped run (graft diff) runs them, so their values stay observable, and the memory plan
+ * keeps their values. */
+static void prune(dn_state *S) {
+    uint32_t np = S->prims.len, nv = S->vals.len;
+    int *uses = calloc(nv + 1, sizeof(int));
+    if (!uses) return; /* nothing pruned: every primitive runs */
+    for (uint32_t p = 0; p < np; p++)
+        for (int a = 0; a < S->prims.data[p].nargs; a++)
+            if (S->prims.data[p].args[a].val >= 0) uses[dn_root(S, S->prims.data[p].args[a].val)]++;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (uint32_t p = np; p-- > 0;) {
+            dn_prim *pr = &S->prims.data[p];
+            if (pr->pruned || (strcmp(pr->kind, "reorder") && strcmp(pr->kind, "eltwise") && strcmp(pr->kind, "binary") &&
+                               strcmp(pr->kind, "pooling_v2")))
+                continue;
+            int to = -1, own = 0;
+            for (int a = 0; a < pr->nargs; a++)
+                if ((pr->args[a].arg == DNNL_ARG_TO || pr->args[a].arg == DNNL_ARG_DST) && pr->args[a].val >= 0)
+                    to = dn_root(S, pr->args[a].val);
+            for (int a = 0; a < pr->nargs && to >= 0; a++) own += pr->args[a].val >= 0 && dn_root(S, pr->args[a].val) == to;
+            if (to < 0 || S->vals.data[to].kind != V_TMP || uses[to] != own) continue;
+            pr->pruned = changed = true;
+            S->stats.nreorders -= !strcmp(pr->kind, "reorder");
+            for (int a = 0; a < pr->nargs; a++)
+                if (pr->args[a].val >= 0) uses[dn_root(S, pr->args[a].val)]--;
+        }
+    }
+    free(uses);
+}
+
+/* The primitive of index i among those a plain run executes (rt_dnnl_prim's numbering). */
+static const dn_prim *live_prim(const dn_state *S, uint32_t i) {
+    for (uint32_t p = 0; p < S->prims.len; p++)
+        if (!S->prims.data[p].pruned && i-- == 0) return &S->prims.data[p];
+    return NULL;
 }
 
 static gr_status build(dn_state *S) {
@@ -419,7 +463,9 @@ static gr_status build(dn_state *S) {
         if (st) return st;
     }
     for (uint32_t c = 0; c < nc; c++) const_settle(S, cs, c, nn, true);
-    S->stats.nprims = S->prims.len;
+    prune(S);
+    S->stats.nprims = 0;
+    for (uint32_t p = 0; p < S->prims.len; p++) S->stats.nprims += !S->prims.data[p].pruned;
     for (uint32_t p = 0; p < S->prims.len; p++) prim_layers(&S->prims.data[p]);
     st = plan_memory(S);
     if (!st) st = make_memories(S);
@@ -542,16 +588,18 @@ static gr_status dn_run(rt_json_graph *g, void *state, DLTensor *const *args, ui
     if (tap) {
         ds = dn_debug_run(S, tap, tap_user, &p);
     } else {
-        for (; p < S->prims.len && ds == dnnl_success; p++) {
+        for (uint32_t li = 0; p < S->prims.len && ds == dnnl_success; p++) {
+            if (S->prims.data[p].pruned) continue;
             uint64_t t0 = prof ? now_ns() : 0;
             ds = dn_exec(S, &S->prims.data[p]);
             if (prof && ds == dnnl_success && (ds = dnnl_stream_wait(S->stream)) == dnnl_success) {
                 uint64_t ns = now_ns() - t0;
                 rt_dnnl_prim_info info;
-                rt_dnnl_prim(S, p, &info);
-                rt_prim_event ev = {S->symbol, p, &info, ns, rt_dnnl_team_threads()};
+                rt_dnnl_prim(S, li, &info);
+                rt_prim_event ev = {S->symbol, li, &info, ns, rt_dnnl_team_threads()};
                 prof(&ev, prof_user);
             }
+            li++;
         }
     }
     if (ds == dnnl_success) ds = dnnl_stream_wait(S->stream);
@@ -573,12 +621,12 @@ void rt_dnnl_get_stats(const void *state, rt_dnnl_stats *out) {
     else memset(out, 0, sizeof(*out));
 }
 
-uint32_t rt_dnnl_num_prims(const void *state) { return state ? ((const dn_state *)state)->prims.len : 0; }
+uint32_t rt_dnnl_num_prims(const void *state) { return state ? ((const dn_state *)state)->stats.nprims : 0; }
 
 bool rt_dnnl_prim(const void *state, uint32_t i, rt_dnnl_prim_info *out) {
     const dn_state *S = state;
-    if (!S || i >= S->prims.len) return false;
-    const dn_prim *p = &S->prims.data[i];
+    const dn_prim *p = S ? live_prim(S, i) : NULL;
+    if (!p) return false;
     out->kind = p->kind;
     out->impl = p->impl;
     out->ref_reason = p->ref_why;

@@ -61,6 +61,8 @@ typedef struct dn_prim {
     char impl[40];                /* oneDNN's implementation name ("jit:avx2", "ref:any", ...) */
     const char *kind;             /* "convolution", "reorder", ... */
     const char *ref_why;          /* an impl on ref: why no faster one was found (static text) */
+    bool pruned;                  /* nothing a plain run reads: skipped there, run by a tapped run
+                                     (its values observable, dnnl_debug.c) */
     GR_VEC(const rt_json_node *) nodes;   /* the kernel nodes it computes (node first) */
     GR_VEC(const char *) layers;          /* their span sources, distinct (after build) */
 } dn_prim;
@@ -308,10 +310,12 @@ bool dn_in_composite(const rt_json_node *n);
 gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann);
 /* dnnl_op_quant.c: a quantized composite (backends/dnnl/dnnl_q_impl.h) from its nodes. */
 gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann);
-/* A fused float32 convolution n with post-op steps whose source a quantize -> dequantize pair
- * wrote, as int8 on its levels (CPUs with VNNI / AMX, weights on an int8 grid): *done, and
- * *used steps taken (consumed); else nothing built. */
-gr_status dn_q_levels_conv(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done);
+/* A fused float32 composite n with post-op steps whose sources quantize -> dequantize pairs
+ * (or int8 results) wrote, on their levels: a convolution as int8 (CPUs with VNNI / AMX, or
+ * weights that fit in 7 bits with a u8 source; weights on an int8 grid), a residual add or a max pooling whose result a quantize alone
+ * reads as an int8 primitive writing its levels; *done, and *used steps taken (consumed);
+ * else nothing built. */
+gr_status dn_q_levels_op(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done);
 /* One step as its own primitive on value v (post-ops oneDNN would not fuse). */
 gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step *st, int *out);
 /* dnnl_ops.c: the eltwise / binary primitive of step `first` on value xv with the post-op steps

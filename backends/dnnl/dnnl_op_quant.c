@@ -163,6 +163,160 @@ static void dense_like(const dnnl_memory_desc_t *md, dnnl_data_type_t dt, dnnl_m
 }
 
 static const dn_qlevels *qent_of(const dn_state *S, int e);
+static gr_status pool_levels(dn_state *S, const rt_json_node *n, int xv, dnnl_data_type_t qt, int *out);
+static bool levels_of(dn_state *S, int e, dn_qlevels *out);
+
+/* ---- element-wise float32 ops between one tensor's levels and a quantize: a table ----
+ * A quantize whose input is computed element by element from one dequantized tensor (float
+ * ops with scalar constants, quantize -> dequantize pairs among them: MobileNetV3's
+ * hard-swish, DQ(a) * DQ(Q(hardsigmoid(DQ(a))))) maps each of the 256 levels of that tensor to
+ * one level: a table of the float32 ops as the host computes them, one lookup per element
+ * instead of the float primitives (pruned once nothing reads them). */
+
+#define LUT_MAX_NODES 48
+
+typedef struct lut_walk {
+    dn_state *S;
+    int leaf_levels;              /* the levels value the leaf entries dequantize */
+    int visits;
+} lut_walk;
+
+/* The float32 value of entry e for leaf level l (as a float32 level), as the host's kernels
+ * compute it; false when e is not such a function of the leaf. */
+static bool lut_eval(lut_walk *w, int e, float l, float *out) {
+    dn_state *S = w->S;
+    dn_qlevels lv;
+    if (e < 0 || ++w->visits > LUT_MAX_NODES * 256) return false;
+    if (levels_of(S, e, &lv) && lv.levels == w->leaf_levels) {
+        *out = (l - (float)lv.zp) * lv.s;
+        return true;
+    }
+    if (dn_scalar_const(S, e, out)) return true;
+    const rt_json_node *n = S->ent_node[e].node;
+    if (!n || n->kind != RT_JSON_KERNEL || n->noutputs != 1 || S->is_head[e]) return false;
+    float a = 0, b = 0;
+    uint32_t na = dn_nargs(n);
+    bool clip = n->op == IR_OP_CLIP;
+    if (na < 1 || !lut_eval(w, dn_arg_entry(S, n, 0), l, &a)) return false;
+    if (na >= 2 && !clip && !lut_eval(w, dn_arg_entry(S, n, 1), l, &b)) return false;
+    double lo, hi;
+    switch (n->op) {
+    case IR_OP_ADD: *out = a + b; return na == 2;
+    case IR_OP_SUBTRACT: *out = a - b; return na == 2;
+    case IR_OP_MULTIPLY: *out = a * b; return na == 2;
+    case IR_OP_DIVIDE: *out = a / b; return na == 2;
+    case IR_OP_MAXIMUM: *out = fmaxf(a, b); return na == 2;
+    case IR_OP_MINIMUM: *out = fminf(a, b); return na == 2;
+    case IR_OP_ROUND: *out = nearbyintf(a); return na == 1;
+    case IR_OP_RELU: *out = a > 0.f ? a : 0.f; return na == 1;
+    case IR_OP_CLIP:
+        if (!dn_arg_num(n, 1, &lo) || !dn_arg_num(n, 2, &hi)) return false;
+        *out = fminf(fmaxf(a, (float)lo), (float)hi);
+        return true;
+    case IR_OP_ASTYPE: {
+        /* float32, or uint8 / int8 of a whole value in the type's range (a quantize's cast) */
+        dnnl_data_type_t t = q_dt(n->dtypes[0]);
+        bool f32 = n->dtypes[0].code == kDLFloat && n->dtypes[0].bits == 32;
+        double tlo = t == dnnl_u8 ? 0 : -128, thi = t == dnnl_u8 ? 255 : 127;
+        *out = a;
+        return f32 || (t != dnnl_data_type_undef && a == nearbyintf(a) && a >= tlo && a <= thi);
+    }
+    default: return false;
+    }
+}
+
+/* Entries below e (depth first, operands in order) that dequantize levels, up to max into
+ * out, visiting at most *budget nodes. */
+static void find_leaves(dn_state *S, int e, int *out, int *n, int max, int *budget) {
+    dn_qlevels lv;
+    if (e < 0 || *n >= max || --*budget < 0) return;
+    if (levels_of(S, e, &lv)) {
+        for (int i = 0; i < *n; i++)
+            if (out[i] == e) return;
+        out[(*n)++] = e;
+    }
+    const rt_json_node *nd = S->ent_node[e].node;
+    if (!nd || nd->kind != RT_JSON_KERNEL) return;
+    for (uint32_t k = 0; k < dn_nargs(nd); k++) find_leaves(S, dn_arg_entry(S, nd, k), out, n, max, budget);
+}
+
+typedef struct lut_ctx {
+    float f[256];                 /* the quantize's input per level (while building) */
+    uint8_t table[256];
+    size_t n;
+    const uint8_t *src;
+    uint8_t *dst;
+} lut_ctx;
+
+static void lut_part(void *ctx, int ithr, int nthr) {
+    lut_ctx *c = ctx;
+    size_t per = (c->n + (size_t)nthr - 1) / (size_t)nthr, b = per * (size_t)ithr, e = b + per < c->n ? b + per : c->n;
+    for (size_t i = b; i < e; i++) c->dst[i] = c->table[c->src[i]];
+}
+
+static dnnl_status_t lut_run(void *ctx, void *const *ptrs) {
+    lut_ctx *c = ctx;
+    c->src = ptrs[0];
+    c->dst = ptrs[1];
+    rt_dnnl_parallel(lut_part, c);
+    return dnnl_success;
+}
+
+/* The levels of quantize q's input entry xe through a table of the levels xe is an element-wise
+ * function of (see above), or NULL (nothing built). */
+static const dn_qlevels *lut_levels(dn_state *S, const q_nodes *q, int xe) {
+    const rt_json_node *top = xe >= 0 && dn_entry_f32(S, xe) ? S->ent_node[xe].node : NULL;
+    if (!top || top->kind != RT_JSON_KERNEL || levels_of(S, xe, &(dn_qlevels){0})) return NULL;
+    lut_ctx *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    /* the leaf: the levels of a dequantized tensor among the first found depth first from
+     * top's operands (a pair's dequantize inside is a leaf candidate, not the only one) */
+    dn_qlevels lv;
+    bool ok = false;
+    int leaves[4], nleaves = 0, budget = LUT_MAX_NODES;
+    find_leaves(S, xe, leaves, &nleaves, 4, &budget);
+    for (int k = 0; k < nleaves && !ok; k++) {
+        int e = leaves[k];
+        levels_of(S, e, &lv);
+        int nd = dn_entry_ndim(S, e);
+        if (nd != dn_entry_ndim(S, xe) || memcmp(dn_entry_shape(S, e), dn_entry_shape(S, xe), sizeof(int64_t) * (size_t)nd))
+            continue;
+        lut_walk w = {S, lv.levels, 0};
+        int base = lv.qt == dnnl_u8 ? 0 : -128;
+        ok = true;
+        for (int i = 0; i < 256 && ok; i++) ok = lut_eval(&w, xe, (float)(base + i), &c->f[i]);
+    }
+    if (!ok) {
+        free(c);
+        return NULL;
+    }
+    double lo = q->qt == dnnl_u8 ? 0 : -128, hi = q->qt == dnnl_u8 ? 255 : 127;
+    for (int i = 0; i < 256; i++) {
+        float x = c->f[i];
+        /* the quantize, as the host computes it */
+        float r = nearbyintf(x / q->s) + q->zpv;
+        r = r < lo ? (float)lo : r > hi ? (float)hi : r; /* NaN: the clip's fmin / fmax give lo */
+        if (r != r) r = (float)lo;
+        int8_t s8 = (int8_t)r;
+        c->table[i] = q->qt == dnnl_u8 ? (uint8_t)r : (uint8_t)s8;
+    }
+    const dnnl_memory_desc_t *smd = &S->vals.data[lv.levels].md;
+    dnnl_memory_desc_t dmd;
+    dense_like(smd, q->qt, &dmd);
+    c->n = dnnl_memory_desc_get_size(smd);
+    if (dnnl_memory_desc_get_size(&dmd) != c->n || smd->offset0) {
+        free(c);
+        return NULL;
+    }
+    int ov = dn_val_new(S, V_TMP, &dmd);
+    dn_arg args[2] = {{DNNL_ARG_SRC, lv.levels, *smd, NULL, 0}, {DNNL_ARG_DST, ov, dmd, NULL, 0}};
+    if (dn_emit_fn(S, q->div, lut_run, c, free, "eltwise", "lut:c", args, 2)) {
+        gr_diag_clear(S->diag);
+        return NULL;
+    }
+    gr_vec_push(&S->qents, ((dn_qlevels){xe, ov, q->s, (int32_t)q->zpv, q->qt}));
+    return &S->qents.data[S->qents.len - 1];
+}
 
 /* A quantize -> dequantize pair: two reorders (f32 -> u8 / s8 -> f32) in the input's layout,
  * the first left out when an int8 primitive wrote the levels (qent_of); the result into entry
@@ -170,6 +324,7 @@ static const dn_qlevels *qent_of(const dn_state *S, int e);
 static gr_status build_qdq(dn_state *S, const q_nodes *q, int out) {
     int xe = dn_arg_entry(S, q->div, 0), xv = -1, qv, ov;
     const dn_qlevels *in = qent_of(S, xe);
+    if (!in) in = lut_levels(S, q, xe);
     gr_status st = in ? GR_OK : dn_need_val(S, q->div, xe, &xv);
     if (st) return st;
     dnnl_memory_desc_t md, qmd;
@@ -183,7 +338,7 @@ static gr_status build_qdq(dn_state *S, const q_nodes *q, int out) {
     dense_like(&S->vals.data[qv].md, dnnl_f32, &md);
     if ((st = scaled_reorder(S, q->mul, qv, &md, q->dq_s, DNNL_ARG_SRC, (int32_t)q->dq_zpv, true, &ov))) return st;
     S->ent_val[out] = ov;
-    /* a convolution reading ov may read the levels instead (dn_q_levels_conv) */
+    /* a convolution reading ov may read the levels instead (dn_q_levels_op) */
     gr_vec_push(&S->qlevels, ((dn_qlevels){ov, qv, q->dq_s, (int32_t)q->dq_zpv, q->qt}));
     return GR_OK;
 }
@@ -209,6 +364,22 @@ static int owned_val(dn_state *S, const dnnl_memory_desc_t *md, const void *data
     return v;
 }
 
+/* Frees owned value v's data once its reordered copy `copy`, an engine-owned buffer of its
+ * own, holds the weights (no primitive reads v; a copy from a cache shared by a symbolic
+ * graph's specializations keeps v: the cache may key on it). */
+static void drop_owned(dn_state *S, int v, int copy) {
+    void *p = S->vals.data[v].ptr, *c = S->vals.data[copy].ptr;
+    bool own_copy = false;
+    for (uint32_t i = 0; i < S->owned.len; i++) own_copy |= c && S->owned.data[i] == c;
+    for (uint32_t i = 0; own_copy && i < S->owned.len; i++)
+        if (S->owned.data[i] == p) {
+            free(p);
+            S->owned.data[i] = NULL;
+            S->vals.data[v].ptr = NULL;
+            S->stats.weight_bytes -= dnnl_memory_desc_get_size(&S->vals.data[v].md);
+        }
+}
+
 typedef struct q_anchor {
     int64_t C;                    /* output channels / columns */
     int64_t outer, inner;         /* the weights as [outer][C][inner] */
@@ -216,14 +387,36 @@ typedef struct q_anchor {
     dnnl_dims_t wdims;            /* the weights as oneDNN sees them */
 } q_anchor;
 
-/* oneDNN's int8 kernels sum u8 x s8 products exactly only with VNNI (or AMX): below it,
- * pairs of products meet in a saturating 16-bit add (vpmaddubsw), which ORT-quantized
- * weights (up to 127 levels) overflow. There a composite runs in float32 on the same levels
- * (build_float). */
+/* oneDNN's int8 kernels sum u8 x s8 products exactly with VNNI (or AMX): below it, pairs of
+ * products meet in a saturating 16-bit add (vpmaddubsw), which ORT-quantized weights (up to
+ * 127 levels) overflow. There a composite runs in float32 on the same levels (build_float),
+ * unless its weights fit in 7 bits (int8_exact_for). */
 static bool exact_int8(void) {
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     return isa == dnnl_cpu_isa_avx512_core_vnni || isa == dnnl_cpu_isa_avx512_core_bf16 ||
            isa == dnnl_cpu_isa_avx512_core_amx || isa == dnnl_cpu_isa_avx2_vnni;
+}
+
+/* Whether anchor n (convolution / matmul with constant weights on an int8 grid) sums exactly
+ * on int8 with a source of type qt: always with VNNI / AMX; below it when the source is u8 and
+ * every weight level is within [-63, 63] (ORT's quantizer with reduce_range: 255 * 63 * 2 <
+ * 32768, so vpmaddubsw's 16-bit pair sums cannot saturate; an s8 source is shifted to u8 by
+ * oneDNN with its weights halved, which rounds). */
+static bool int8_exact_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t qt) {
+    if (exact_int8()) return true;
+    int we = dn_arg_entry(S, n, 1), nd = we >= 0 ? dn_entry_ndim(S, we) : 0;
+    if (qt != dnnl_u8 || (nd != 4 && nd != 2)) return false;
+    const int64_t *ws = dn_entry_shape(S, we);
+    /* the weights as [outer][C][inner]: OIHW (1, O, I*H*W), matmul K x N (K, N, 1) */
+    int64_t outer = nd == 4 ? 1 : ws[0], C = nd == 4 ? ws[0] : ws[1], inner = nd == 4 ? ws[1] * ws[2] * ws[3] : 1;
+    const float *w = const_data(S, we, outer * C * inner);
+    int8_t *q = w ? malloc((size_t)(outer * C * inner)) : NULL;
+    float *sc = q ? malloc(sizeof(float) * (size_t)C) : NULL;
+    bool pt, ok = sc && dnnl_q_weights(w, outer, C, inner, q, sc, &pt);
+    for (int64_t i = 0; ok && i < outer * C * inner; i++) ok = q[i] >= -63 && q[i] <= 63;
+    free(q);
+    free(sc);
+    return ok;
 }
 
 /* convolution descriptor (src x, weights of type wt, bias b, dst of type dt) and the weights'
@@ -448,6 +641,7 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
     st = j->levels ? dn_as(S, n, j->xv, &smd, &qv)
                    : scaled_reorder(S, j->qnode, j->xv, &smd, (float)(1.0 / j->s), DNNL_ARG_DST, j->zp, false, &qv);
     if (!st) st = dn_as(S, n, wsrc, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
+    if (!st && win != wsrc) drop_owned(S, wsrc, win);
     if (st) {
         dnnl_primitive_desc_destroy(pd);
         return st;
@@ -478,6 +672,7 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
                .out = dn_out_entry(S, q->last)};
     int xe = dn_arg_entry(S, q->div, 0);
     const dn_qlevels *in = qent_of(S, xe);
+    if (!in) in = lut_levels(S, q, xe);
     gr_status st = in ? GR_OK : dn_need_val(S, q->div, xe, &j.xv);
     if (st) return st;
     if (in) {
@@ -524,18 +719,17 @@ static bool levels_of(dn_state *S, int e, dn_qlevels *out) {
 
 /* A fused float32 convolution composite whose source is the result of a quantize ->
  * dequantize pair (dnnl.qdq) that others read too (a residual block's input, so no qconv2d
- * composite could hold the pair): with VNNI, int8 on the pair's levels, taking a leading
+ * composite could hold the pair): where int8 sums exactly (int8_exact_for), int8 on the
+ * pair's levels, taking a leading
  * per-channel bias and the relu / clip posts after it; the caller runs the posts left. */
-gr_status dn_q_levels_conv(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
-    *done = false;
-    *used = 0;
+static gr_status levels_conv(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
     int xe = dn_arg_entry(S, n, 0), we = dn_arg_entry(S, n, 1);
-    if (n->op != IR_OP_CONV2D || !exact_int8() || xe < 0 || we < 0 || S->ent_val[xe] < 0 || n->ndims[0] != 4 ||
+    if (n->op != IR_OP_CONV2D || xe < 0 || we < 0 || S->ent_val[xe] < 0 || n->ndims[0] != 4 ||
         strcmp(dn_attr_str(n, "data_layout", "NCHW"), "NCHW") || strcmp(dn_attr_str(n, "kernel_layout", "OIHW"), "OIHW") ||
         strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW") || dn_entry_ndim(S, we) != 4)
         return GR_OK;
     dn_qlevels lvs;
-    const dn_qlevels *lv = levels_of(S, xe, &lvs) ? &lvs : NULL;
+    const dn_qlevels *lv = levels_of(S, xe, &lvs) && int8_exact_for(S, n, lvs.qt) ? &lvs : NULL;
     const int64_t *ws = dn_entry_shape(S, we);
     int64_t C = ws[0], per = ws[1] * ws[2] * ws[3];
     const float *w = lv ? const_data(S, we, C * per) : NULL;
@@ -563,6 +757,165 @@ gr_status dn_q_levels_conv(dn_state *S, const rt_json_node *n, const dn_step *st
     *used = u;
     *done = st == GR_OK;
     return st;
+}
+
+/* A residual add of two dequantized levels (quantize -> dequantize pairs, or int8 results),
+ * with relu / clip after it, whose result a quantize alone reads: one int8 binary primitive
+ * writing that quantize's levels, as QLinearAdd. With the sources' scales sa, sb as oneDNN's
+ * input scales sa / s, sb / s and their zero points za, zb as one shift c:
+ *     q = round(sa / s * a + sb / s * b - c + z),  c = (sa za + sb zb) / s
+ * and the activation a clip in those units (oneDNN 2.6 miscomputes three eltwise post-ops,
+ * dnnl_postops.c: a linear and a clip here). Exact up to float32 rounding, as ORT's float
+ * requantization (a tie may land on the other neighbour). */
+static gr_status levels_add(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
+    int ae = dn_arg_entry(S, n, 0), be = dn_arg_entry(S, n, 1), nd = n->ndims[0];
+    dn_qlevels la, lb;
+    if (dn_nargs(n) != 2 || !levels_of(S, ae, &la) || !levels_of(S, be, &lb) || dn_entry_ndim(S, ae) != nd ||
+        dn_entry_ndim(S, be) != nd || memcmp(dn_entry_shape(S, ae), n->shapes[0], sizeof(int64_t) * (size_t)nd) ||
+        memcmp(dn_entry_shape(S, be), n->shapes[0], sizeof(int64_t) * (size_t)nd))
+        return GR_OK;
+    int u = 0;
+    double lo = -INFINITY, hi = INFINITY;
+    if (k && steps[0].kind == STEP_ELTWISE && (steps[0].alg == dnnl_eltwise_relu || steps[0].alg == dnnl_eltwise_clip_v2)) {
+        bool relu = steps[0].alg == dnnl_eltwise_relu;
+        if (relu && steps[0].alpha != 0.f) return GR_OK; /* leaky */
+        lo = relu ? 0 : steps[0].alpha;
+        hi = relu ? INFINITY : steps[0].beta;
+        u = 1;
+    }
+    q_nodes rq;
+    if (!requant_of(S, u ? steps[u - 1].out : dn_out_entry(S, n), &rq)) return GR_OK;
+    double qlo = rq.qt == dnnl_u8 ? 0 : -128, qhi = rq.qt == dnnl_u8 ? 255 : 127, s = rq.s;
+    float sa = (float)(la.s / s), sb = (float)(lb.s / s);
+    float shift = (float)(rq.zpv - ((double)la.s * la.zp + (double)lb.s * lb.zp) / s);
+    dnnl_memory_desc_t amd = S->vals.data[la.levels].md, bmd, dmd;
+    dense_like(&amd, lb.qt, &bmd);
+    dense_like(&amd, rq.qt, &dmd);
+    dnnl_binary_desc_t desc;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = dnnl_binary_desc_init(&desc, dnnl_binary_add, &amd, &bmd, &dmd);
+    if (ds == dnnl_success) ds = make_attr(&attr, 0, 0, NULL, 0, 0);
+    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_scales(attr, DNNL_ARG_SRC_0, 1, 0, &sa);
+    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_scales(attr, DNNL_ARG_SRC_1, 1, 0, &sb);
+    if (ds == dnnl_success) ds = dnnl_post_ops_create(&po);
+    if (ds == dnnl_success && shift != 0.f) ds = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, 1.f, shift);
+    /* the clip in the levels' units, within the type's range (the saturation clips there too) */
+    if (ds == dnnl_success && u)
+        ds = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_clip_v2, (float)fmax(lo / s + rq.zpv, qlo),
+                                          (float)fmin(hi / s + rq.zpv, qhi));
+    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
+    if (ds == dnnl_success) ds = dnnl_primitive_desc_create(&pd, &desc, attr, S->eng, NULL);
+    dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    if (ds != dnnl_success || dn_pd_is_ref(pd)) {
+        /* the float32 path (its reorders, add and quantize) instead */
+        if (ds == dnnl_success) dnnl_primitive_desc_destroy(pd);
+        return GR_OK;
+    }
+    int bv = lb.levels;
+    gr_status st = dnnl_memory_desc_equal(&S->vals.data[bv].md, &bmd) ? GR_OK : dn_as(S, n, bv, &bmd, &bv);
+    if (st) {
+        dnnl_primitive_desc_destroy(pd);
+        return st;
+    }
+    dn_consume(S, steps, u);
+    int ov = dn_val_new(S, V_TMP, &dmd);
+    dn_arg args[3] = {{DNNL_ARG_SRC_0, la.levels, amd, NULL}, {DNNL_ARG_SRC_1, bv, bmd, NULL}, {DNNL_ARG_DST, ov, dmd, NULL}};
+    int oe = u ? steps[u - 1].out : dn_out_entry(S, n);
+    if ((st = dn_emit(S, n, pd, args, 3, false))) return st;
+    gr_vec_push(&S->qents, ((dn_qlevels){oe, ov, rq.s, (int32_t)rq.zpv, rq.qt}));
+    *used = u;
+    *done = true;
+    return GR_OK;
+}
+
+/* Max pooling (NCHW) of dequantized levels whose result a quantize with the same scale and
+ * zero point alone reads: pooling of the levels, which are that quantize's (max commutes with
+ * the increasing dequantize; the quantize gives back each level). */
+static gr_status levels_pool(dn_state *S, const rt_json_node *n, int k, bool *done) {
+    int xe = dn_arg_entry(S, n, 0), ov;
+    dn_qlevels lv;
+    q_nodes rq;
+    if (k || !levels_of(S, xe, &lv) || !requant_of(S, dn_out_entry(S, n), &rq) || rq.s != lv.s || (int32_t)rq.zpv != lv.zp ||
+        rq.qt != lv.qt || dn_entry_ndim(S, xe) != 4 || strcmp(dn_attr_str(n, "layout", "NCHW"), "NCHW") ||
+        strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW"))
+        return GR_OK;
+    int oe = dn_out_entry(S, n);
+    gr_status st = pool_levels(S, n, lv.levels, lv.qt, &ov);
+    if (st) return st;
+    gr_vec_push(&S->qents, ((dn_qlevels){oe, ov, rq.s, (int32_t)rq.zpv, rq.qt}));
+    *done = true;
+    return GR_OK;
+}
+
+/* Global average pooling (NCHW, to 1 x 1) of dequantized levels whose result a quantize alone
+ * reads (SE blocks): int8 average pooling of the levels with the requantization as a linear
+ * post-op, q = round(si / so * mean + zo - si zi / so), writing that quantize's levels. */
+static gr_status levels_avgpool(dn_state *S, const rt_json_node *n, int k, bool *done) {
+    int xe = dn_arg_entry(S, n, 0);
+    dn_qlevels lv;
+    q_nodes rq;
+    if (k || !levels_of(S, xe, &lv) || !requant_of(S, dn_out_entry(S, n), &rq) || dn_entry_ndim(S, xe) != 4 || n->ndims[0] != 4 ||
+        n->shapes[0][2] != 1 || n->shapes[0][3] != 1 || strcmp(dn_attr_str(n, "layout", "NCHW"), "NCHW") ||
+        strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW"))
+        return GR_OK;
+    const int64_t *xs = dn_entry_shape(S, xe), *os = n->shapes[0];
+    dnnl_dims_t kk = {xs[2], xs[3]}, st1 = {1, 1}, zero = {0, 0}, od = {os[0], os[1], 1, 1};
+    dnnl_memory_desc_t dany, src[2];
+    dnnl_memory_desc_init_by_tag(&dany, 4, od, rq.qt, dnnl_format_tag_any);
+    /* the levels' own layout, else channels-last (oneDNN's jit int8 pooling) */
+    src[0] = S->vals.data[lv.levels].md;
+    dn_channels_last(&src[1], &src[0]);
+    src[1].data_type = lv.qt;
+    float a = (float)((double)lv.s / rq.s), b = (float)(rq.zpv - (double)lv.s * lv.zp / rq.s);
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t ds = make_attr(&attr, 0, 0, NULL, 0, 0);
+    if (ds == dnnl_success) ds = dnnl_post_ops_create(&po);
+    if (ds == dnnl_success) ds = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, a, b);
+    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
+    int t = 0;
+    for (; t < 2 && ds == dnnl_success && !pd; t++) {
+        dnnl_pooling_v2_desc_t desc;
+        if (dnnl_pooling_v2_forward_desc_init(&desc, dnnl_forward_inference, dnnl_pooling_avg_exclude_padding, &src[t], &dany, st1, kk,
+                                              zero, zero, zero) != dnnl_success ||
+            dnnl_primitive_desc_create(&pd, &desc, attr, S->eng, NULL) != dnnl_success)
+            pd = NULL;
+        else if (dn_pd_is_ref(pd)) {
+            dnnl_primitive_desc_destroy(pd);
+            pd = NULL;
+        }
+    }
+    dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    if (!pd) return GR_OK; /* the float32 path */
+    int xv = lv.levels;
+    gr_status st = t == 1 ? GR_OK : dn_as(S, n, xv, &src[1], &xv);
+    if (st) {
+        dnnl_primitive_desc_destroy(pd);
+        return st;
+    }
+    dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    int ov = dn_val_new(S, V_TMP, &dmd);
+    dn_arg args[2] = {{DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL, 0}, {DNNL_ARG_DST, ov, dmd, NULL, 0}};
+    int oe = dn_out_entry(S, n);
+    if ((st = dn_emit(S, n, pd, args, 2, false))) return st;
+    gr_vec_push(&S->qents, ((dn_qlevels){oe, ov, rq.s, (int32_t)rq.zpv, rq.qt}));
+    *done = true;
+    return GR_OK;
+}
+
+gr_status dn_q_levels_op(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
+    *done = false;
+    *used = 0;
+    if (n->op == IR_OP_CONV2D) return levels_conv(S, n, steps, k, used, done);
+    if (n->op == IR_OP_ADD) return levels_add(S, n, steps, k, used, done);
+    if (n->op == IR_OP_MAX_POOL2D) return levels_pool(S, n, k, done);
+    if (n->op == IR_OP_ADAPTIVE_AVG_POOL2D) return levels_avgpool(S, n, k, done);
+    return GR_OK;
 }
 
 /* Without VNNI / AMX (exact_int8): the pair as two reorders, then the convolution / matmul
@@ -605,6 +958,7 @@ static gr_status build_float(dn_state *S, const q_nodes *q) {
 static gr_status build_quant(dn_state *S, const q_nodes *q) {
     int xe = dn_arg_entry(S, q->div, 0), xv, qv;
     const dn_qlevels *in = qent_of(S, xe);
+    if (!in) in = lut_levels(S, q, xe);
     if (in) {
         qv = in->levels;
     } else {
@@ -622,7 +976,7 @@ static gr_status build_quant(dn_state *S, const q_nodes *q) {
 /* The consumers of cast entry ce (levels lv) that dequantize it as float ops, multiply(
  * subtract(cast, zp), s) with scalar constants (a QOperator model's dequantize whose cast
  * another dequantize shares): their result is noted with the levels, scale and zero point
- * (qdeq), so a convolution reading it reads the levels (dn_q_levels_conv). Read now: the
+ * (qdeq), so a convolution reading it reads the levels (dn_q_levels_op). Read now: the
  * constants may be released once those ops are built. */
 static void note_float_dequant(dn_state *S, int ce, int lv, dnnl_data_type_t qt) {
     double lo = qt == dnnl_u8 ? 0 : -128, hi = qt == dnnl_u8 ? 255 : 127;
@@ -641,7 +995,7 @@ static void note_float_dequant(dn_state *S, int ce, int lv, dnnl_data_type_t qt)
 }
 
 /* A dequantize alone (or the cast alone: scale 1, zero point 0): one reorder of the levels
- * into float32; a convolution reading the result reads the levels (dn_q_levels_conv). */
+ * into float32; a convolution reading the result reads the levels (dn_q_levels_op). */
 static gr_status build_dequant(dn_state *S, const q_nodes *q) {
     int xv, ov;
     gr_status st = dn_need_val(S, q->dqcast, dn_arg_entry(S, q->dqcast, 0), &xv);
@@ -654,22 +1008,21 @@ static gr_status build_dequant(dn_state *S, const q_nodes *q) {
     return GR_OK;
 }
 
-/* Max pooling of levels (NCHW, as the pattern checked): the pooling primitive on u8 / s8. */
-static gr_status build_maxpool(dn_state *S, const q_nodes *q) {
-    const rt_json_node *n = q->anchor;
-    int x = dn_arg_entry(S, n, 0), xv;
-    gr_status st = dn_need_val(S, n, x, &xv);
-    if (st) return st;
+/* Max pooling (NCHW) node n of levels xv of type qt: the pooling primitive on u8 / s8; *out
+ * the pooled levels. */
+static gr_status pool_levels(dn_state *S, const rt_json_node *n, int xv, dnnl_data_type_t qt, int *out) {
+    int x = dn_arg_entry(S, n, 0);
+    gr_status st;
     if (dn_entry_ndim(S, x) != 4 || n->ndims[0] != 4) return bad(S, n, "max pooling of other than 4-D levels");
     const int64_t *xs = dn_entry_shape(S, x), *os = n->shapes[0];
     dnnl_dims_t kk, s, d, pl, pr, od = {os[0], os[1], os[2], os[3]};
     dn_pool_window(n, 2, xs, os, kk, s, d, pl, pr);
     dnnl_memory_desc_t dany, src[2];
-    dnnl_memory_desc_init_by_tag(&dany, 4, od, q->qt, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(&dany, 4, od, qt, dnnl_format_tag_any);
     /* the levels' own layout, else channels-last (oneDNN's only jit int8 pooling below AVX-512) */
     src[0] = S->vals.data[xv].md;
     dn_channels_last(&src[1], &src[0]);
-    src[1].data_type = q->qt;
+    src[1].data_type = qt;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t ds = dnnl_success;
     for (int t = 0; t < 2; t++) {
@@ -696,9 +1049,17 @@ static gr_status build_maxpool(dn_state *S, const q_nodes *q) {
     dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     int ov = dn_val_new(S, V_TMP, &dmd);
     dn_arg args[2] = {{DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL}, {DNNL_ARG_DST, ov, dmd, NULL}};
-    if ((st = dn_emit(S, n, pd, args, 2, false))) return st;
-    S->ent_val[dn_out_entry(S, n)] = ov;
-    return GR_OK;
+    *out = ov;
+    return dn_emit(S, n, pd, args, 2, false);
+}
+
+/* Max pooling of levels (a QOperator model's uint8 tensor, as the pattern checked). */
+static gr_status build_maxpool(dn_state *S, const q_nodes *q) {
+    int xv, ov;
+    gr_status st = dn_need_val(S, q->anchor, dn_arg_entry(S, q->anchor, 0), &xv);
+    if (!st) st = pool_levels(S, q->anchor, xv, q->qt, &ov);
+    if (!st) S->ent_val[dn_out_entry(S, q->anchor)] = ov;
+    return st;
 }
 
 /* Reshape of levels: a view of them in the plain layout (a reorder into it first when they
@@ -746,7 +1107,7 @@ gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
         break;
     case DNNL_Q_MAXPOOL: st = build_maxpool(S, &q); break;
     case DNNL_Q_RESHAPE: st = build_reshape(S, &q); break;
-    default: st = exact_int8() ? build_anchor(S, &q, kind) : build_float(S, &q);
+    default: st = int8_exact_for(S, q.anchor, q.qt) ? build_anchor(S, &q, kind) : build_float(S, &q);
     }
     /* a view or levels another primitive wrote: no primitive of its own takes the nodes */
     if (S->prims.len == nprims) S->pend.len = 0;

@@ -52,7 +52,7 @@ dnnl_q_kind dnnl_q_kind_of(const char *composite);
 /* Weights w viewed as [outer][C][inner] (OIHW: 1, O, I*H*W; matmul K x N: K, N, 1) as
  * level * scale[c] with levels in [-127, 127]: the levels into q (may be NULL) and one scale
  * per c into scale. A scale for the whole tensor is tried first (*per_tensor then true), then
- * one per c. false when w is not on such a grid (a weight zero point other than 0 shifts it
+ * one per c; with q, the fewest levels (halved, their scale doubled, while all are even). false when w is not on such a grid (a weight zero point other than 0 shifts it
  * off, asymmetric ranges need more than 8 bits). */
 bool dnnl_q_weights(const float *w, int64_t outer, int64_t C, int64_t inner, int8_t *q, float *scale, bool *per_tensor);
 

@@ -105,6 +105,24 @@ static float grid_scale(const float *w, int64_t outer, int64_t C, int64_t inner,
     return 0.f;
 }
 
+/* Channels [c0, c1) of levels q whose levels are all even: halved, their scale doubled (the
+ * same products), until one is odd: the fewest levels (7-bit weights stay 7-bit, see
+ * dnnl_op_quant.c's int8_exact_for). */
+static void fewest_levels(int8_t *q, int64_t outer, int64_t C, int64_t inner, int64_t c0, int64_t c1, float *scale) {
+    for (int pass = 0; pass < 7; pass++) {
+        bool even = true, nonzero = false;
+        for (int64_t o = 0; o < outer && even; o++)
+            for (int64_t i = (o * C + c0) * inner; i < (o * C + c1) * inner && even; i++) {
+                even = !(q[i] & 1);
+                nonzero |= q[i] != 0;
+            }
+        if (!even || !nonzero) return;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t i = (o * C + c0) * inner; i < (o * C + c1) * inner; i++) q[i] = (int8_t)(q[i] / 2);
+        for (int64_t c = c0; c < c1; c++) scale[c] *= 2.f;
+    }
+}
+
 bool dnnl_q_weights(const float *w, int64_t outer, int64_t C, int64_t inner, int8_t *q, float *scale, bool *per_tensor) {
     float s = grid_scale(w, outer, C, inner, 0, C);
     *per_tensor = s > 0.f;
@@ -113,7 +131,9 @@ bool dnnl_q_weights(const float *w, int64_t outer, int64_t C, int64_t inner, int
         if (sc <= 0.f) return false;
         scale[c] = sc;
         if (q && !on_grid(w, outer, C, inner, c, c + 1, sc, q)) return false;
+        if (q && !*per_tensor) fewest_levels(q, outer, C, inner, c, c + 1, scale);
     }
+    if (q && *per_tensor) fewest_levels(q, outer, C, inner, 0, C, scale);
     return true;
 }
 

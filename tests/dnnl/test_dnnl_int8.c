@@ -356,3 +356,311 @@ Test(dnnl_int8, shared_uint8_levels_stay_on_dnnl) {
     rt_tensor_release(x);
     ir_ctx_free(ctx);
 }
+
+/* The reorders and the primitives of kind `kind` of a partitioned module's dnnl regions, and
+ * the implementation of the last of those (or NULL). */
+static const char *count_prims(ir_module *part, const char *kind, int *nreorder, int *nkind) {
+    const char *impl = NULL;
+    *nreorder = *nkind = 0;
+    for (uint32_t k = 0; k < rt_module_count(part); k++)
+        for (uint32_t q = 0; rt_json_module_graph(rt_module_at(part, k), q); q++) {
+            const void *st = rt_json_module_state(rt_module_at(part, k), q);
+            rt_dnnl_prim_info info;
+            for (uint32_t i = 0; rt_dnnl_prim(st, i, &info); i++) {
+                *nreorder += !strcmp(info.kind, "reorder");
+                if (!strcmp(info.kind, kind)) {
+                    ++*nkind;
+                    impl = info.impl;
+                }
+            }
+        }
+    return impl;
+}
+
+#define QDQ_OF(X, Y, S, Z, T, LO, HI)                                                               \
+    "            " Y "_d = R.divide(" X ", R.const(" S ", \"float32\"))\n"                          \
+    "            " Y "_r = R.round(" Y "_d)\n"                                                      \
+    "            " Y "_z = R.add(" Y "_r, R.const(" Z ", \"float32\"))\n"                           \
+    "            " Y "_c = R.clip(" Y "_z, R.prim_value(T.float32(" LO ")), R.prim_value(T.float32(" HI ")))\n" \
+    "            " Y "_q = R.astype(" Y "_c, dtype=\"" T "\")\n"                                   \
+    "            " Y "_f = R.astype(" Y "_q, dtype=\"float32\")\n"                                 \
+    "            " Y "_s = R.subtract(" Y "_f, R.const(" Z ", \"float32\"))\n"                      \
+    "            " Y " = R.multiply(" Y "_s, R.const(" S ", \"float32\"))\n"
+
+/* level of x at scale s, zero point zp in [lo, hi], as ONNX's QuantizeLinear (in double) */
+static double q_level(double x, double s, double zp, double lo, double hi) {
+    double q = nearbyint(x / s) + zp;
+    return q < lo ? lo : q > hi ? hi : q;
+}
+
+/* A residual add of two dequantized levels (uint8 and int8, other scales and zero points)
+ * that a quantize reads: one int8 binary on the levels writing the quantize's (QLinearAdd),
+ * the dequantizes into float32 gone: three reorders (the two quantizes and the output's
+ * dequantize) where the float32 path has six. Checked against the ONNX spec computed in
+ * double: equal within float32 error, or one output step off at a rounding tie of the sum
+ * (within TIE_EPS steps of a half: oneDNN sums scaled levels in float32, the spec divides the
+ * float sum). Inputs whose own quantization is within 1e-3 of a tie are left out (the float32
+ * x / s and oneDNN's x * (1 / s) may round them apart). */
+Test(dnnl_int8, residual_add_of_levels_runs_in_int8) {
+    static const char *text = "@I.ir_module\n"
+                              "class Module:\n"
+                              "    @R.function\n"
+                              "    def main(x: R.Tensor((1, 8, 8, 8), dtype=\"float32\")):\n"
+                              "        with R.dataflow():\n" QDQ_OF("x", "a", "0.05", "4.0", "uint8", "0.0", "255.0")
+                                  QDQ_OF("x", "b", "0.03", "-6.0", "int8", "-128.0", "127.0")
+                              "            s = R.add(a, b)\n" QDQ_OF("s", "y", "0.0731", "7.0", "uint8", "0.0", "255.0")
+                              "            R.output(y)\n"
+                              "        return y\n";
+    const double TIE_EPS = 1e-4, FTOL = 1e-5;
+    ir_ctx_t *ctx = ir_ctx_new();
+    char *rep = NULL;
+    ir_module *part = partition(ctx, text, &rep);
+    cr_expect(strstr(rep, "\"host\":[]") != NULL, "ops left on the host: %s", rep);
+    free(rep);
+    int64_t shape[4] = {1, 8, 8, 8};
+    rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 4, shape);
+    float *xp = rt_tensor_data(x);
+    for (int i = 0; i < 512; i++) xp[i] = (float)(-4.0 + 17.0 * fmod(i * 0.6180339887, 1.0)); /* both ends of both ranges */
+    rt_tensor *got = run_module(part, x);
+    int nre, nbin;
+    count_prims(part, "binary", &nre, &nbin);
+    cr_expect(nre == 3 && nbin == 1, "%d reorders and %d binary primitives; expected 3 and 1", nre, nbin);
+    int bad = 0, ties = 0, off = 0, used = 0;
+    for (int i = 0; i < 512; i++) {
+        double va = (double)xp[i] / 0.05, vb = (double)xp[i] / 0.03;
+        if (fabs(va - floor(va) - 0.5) < 1e-3 || fabs(vb - floor(vb) - 0.5) < 1e-3) continue;
+        used++;
+        double a = (q_level(xp[i], 0.05, 4, 0, 255) - 4) * 0.05, b = (q_level(xp[i], 0.03, -6, -128, 127) + 6) * 0.03;
+        double v = (a + b) / 0.0731, want = (q_level(a + b, 0.0731, 7, 0, 255) - 7) * 0.0731, g = rt_tensor_get_f64(got, i);
+        bool tie = fabs(v - floor(v) - 0.5) <= TIE_EPS;
+        ties += tie;
+        if (fabs(g - want) <= FTOL) continue;
+        off++;
+        if (tie && fabs(fabs(g - want) - 0.0731) <= FTOL) continue;
+        if (bad++ < 5) cr_expect_fail("x %.9g: %.9g, ONNX %.9g (%.6f steps)", (double)xp[i], g, want, v);
+    }
+    fprintf(stderr, "residual add of levels: %d of %d values off the spec, %d ties\n", off, used, ties);
+    cr_expect_geq(used, 400, "only %d of 512 inputs away from quantization ties", used);
+    cr_expect_eq(bad, 0, "%d values off the spec where no tie allows it", bad);
+    rt_tensor_release(got);
+    rt_tensor_release(x);
+    ir_ctx_free(ctx);
+}
+
+/* Max pooling between a dequantize and a quantize of the same scale and zero point (QDQ
+ * MaxPool): pooling of the uint8 levels (oneDNN's int8 pooling, "jit_int:<isa>"; its float32
+ * pooling is "jit:<isa>"), exact, so the values are the host path's. */
+Test(dnnl_int8, qdq_max_pool_pools_the_levels) {
+    static const char *text =
+        "@I.ir_module\n"
+        "class Module:\n"
+        "    @R.function\n"
+        "    def main(x: R.Tensor((1, 8, 8, 8), dtype=\"float32\")):\n"
+        "        with R.dataflow():\n" QDQ_OF("x", "a", "0.05", "4.0", "uint8", "0.0", "255.0")
+        "            p = R.nn.max_pool2d(a, pool_size=[3, 3], strides=[2, 2], dilation=[1, 1], padding=[1, 1, 1, 1], "
+        "ceil_mode=False, count_include_pad=False, layout=\"NCHW\", out_layout=\"NCHW\")\n" QDQ_OF("p", "y", "0.05", "4.0", "uint8", "0.0", "255.0")
+        "            R.output(y)\n"
+        "        return y\n";
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag d = {0};
+    ir_module *m = NULL;
+    cr_assert_eq(ir_parse_module(ctx, "case", text, strlen(text), &m, &d), GR_OK, "%s", d.msg);
+    char *rep = NULL;
+    ir_module *part = partition(ctx, text, &rep);
+    cr_expect(strstr(rep, "\"host\":[]") != NULL, "ops left on the host: %s", rep);
+    free(rep);
+    int64_t shape[4] = {1, 8, 8, 8};
+    rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 4, shape);
+    float *xp = rt_tensor_data(x);
+    for (int i = 0; i < 512; i++) xp[i] = (float)(-4.0 + 17.0 * fmod(i * 0.6180339887, 1.0)) + 0.0125f;
+    rt_tensor *got = run_module(part, x), *want = run_module(m, x);
+    int nre, npool;
+    const char *impl = count_prims(part, "pooling_v2", &nre, &npool);
+    cr_expect(npool == 1 && impl && !strncmp(impl, "jit_int", 7), "%d pooling primitives, the last %s; expected one of oneDNN's int8 kernels",
+              npool, impl ? impl : "none");
+    cr_assert_eq(rt_tensor_numel(got), rt_tensor_numel(want));
+    int bad = 0;
+    for (int64_t i = 0; i < rt_tensor_numel(want); i++) {
+        double g = rt_tensor_get_f64(got, i), w = rt_tensor_get_f64(want, i);
+        if (!(g == w) && bad++ < 5) cr_expect_fail("value %lld: %g, host %g", (long long)i, g, w);
+    }
+    cr_expect_eq(bad, 0, "%d values differ from the host path's", bad);
+    rt_tensor_release(got);
+    rt_tensor_release(want);
+    rt_tensor_release(x);
+    ir_ctx_free(ctx);
+}
+
+/* Hard-swish as ORT's quantizer writes it (MobileNetV3): DQ(a) * DQ(Q(hardsigmoid(DQ(a)))),
+ * quantized. Each result level is a function of a's level alone, so it runs as one table
+ * lookup per element ("lut:c"), the float ops pruned; the table holds the float32 ops as the
+ * host computes them, so the values are the host path's exactly. */
+Test(dnnl_int8, hard_swish_of_levels_is_one_table_lookup) {
+    static const char *text = "@I.ir_module\n"
+                              "class Module:\n"
+                              "    @R.function\n"
+                              "    def main(x: R.Tensor((1, 8, 8, 8), dtype=\"float32\")):\n"
+                              "        with R.dataflow():\n" QDQ_OF("x", "a", "0.05", "64.0", "uint8", "0.0", "255.0")
+                              "            m = R.multiply(a, R.const(0.16666667, \"float32\"))\n"
+                              "            p = R.add(m, R.const(0.5, \"float32\"))\n"
+                              "            c = R.clip(p, R.prim_value(T.float32(0.0)), R.prim_value(T.float32(1.0)))\n"
+                                  QDQ_OF("c", "h", "0.003921569", "0.0", "uint8", "0.0", "255.0")
+                              "            s = R.multiply(a, h)\n" QDQ_OF("s", "y", "0.0371", "11.0", "uint8", "0.0", "255.0")
+                              "            R.output(y)\n"
+                              "        return y\n";
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag d = {0};
+    ir_module *m = NULL;
+    cr_assert_eq(ir_parse_module(ctx, "case", text, strlen(text), &m, &d), GR_OK, "%s", d.msg);
+    char *rep = NULL;
+    ir_module *part = partition(ctx, text, &rep);
+    cr_expect(strstr(rep, "\"host\":[]") != NULL, "ops left on the host: %s", rep);
+    free(rep);
+    int64_t shape[4] = {1, 8, 8, 8};
+    rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 4, shape);
+    float *xp = rt_tensor_data(x);
+    for (int i = 0; i < 512; i++) xp[i] = (float)(-4.0 + 17.0 * fmod(i * 0.6180339887, 1.0)) + 0.0125f;
+    rt_tensor *got = run_module(part, x), *want = run_module(m, x);
+    int nre, nelt, nbin;
+    const char *impl = count_prims(part, "eltwise", &nre, &nelt);
+    count_prims(part, "binary", &nre, &nbin);
+    cr_expect(nelt == 1 && nbin == 0 && impl && !strcmp(impl, "lut:c"), "%d eltwise primitives (the last %s), %d binary; expected one lut:c",
+              nelt, impl ? impl : "none", nbin);
+    cr_assert_eq(rt_tensor_numel(got), rt_tensor_numel(want));
+    int bad = 0;
+    for (int64_t i = 0; i < rt_tensor_numel(want); i++) {
+        double g = rt_tensor_get_f64(got, i), w = rt_tensor_get_f64(want, i);
+        if (!(g == w) && bad++ < 5) cr_expect_fail("value %lld: %g, host %g", (long long)i, g, w);
+    }
+    cr_expect_eq(bad, 0, "%d values differ from the host path's", bad);
+    rt_tensor_release(got);
+    rt_tensor_release(want);
+    rt_tensor_release(x);
+    ir_ctx_free(ctx);
+}
+
+/* Global average pooling between a dequantize and a quantize of another scale and zero point
+ * (a QDQ SE block): oneDNN's int8 average pooling of the levels ("jit_int:<isa>") with the
+ * requantization as a linear post-op, from AVX-512 (oneDNN 2.6 has no jit int8 pooling with
+ * post-ops below it: there the float32 path). Against the ONNX spec computed in double: equal within
+ * float32 error, or one step off at a rounding tie (within TIE_EPS steps of a half). */
+Test(dnnl_int8, qdq_global_average_pool_pools_the_levels) {
+    static const char *text = "@I.ir_module\n"
+                              "class Module:\n"
+                              "    @R.function\n"
+                              "    def main(x: R.Tensor((1, 8, 8, 8), dtype=\"float32\")):\n"
+                              "        with R.dataflow():\n" QDQ_OF("x", "a", "0.05", "4.0", "uint8", "0.0", "255.0")
+                              "            p = R.nn.adaptive_avg_pool2d(a, output_size=[1, 1], layout=\"NCHW\", out_layout=\"NCHW\")\n"
+                                  QDQ_OF("p", "y", "0.0173", "9.0", "uint8", "0.0", "255.0")
+                              "            R.output(y)\n"
+                              "        return y\n";
+    const double TIE_EPS = 1e-4, FTOL = 1e-5;
+    ir_ctx_t *ctx = ir_ctx_new();
+    char *rep = NULL;
+    ir_module *part = partition(ctx, text, &rep);
+    cr_expect(strstr(rep, "\"host\":[]") != NULL, "ops left on the host: %s", rep);
+    free(rep);
+    int64_t shape[4] = {1, 8, 8, 8};
+    rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 4, shape);
+    float *xp = rt_tensor_data(x);
+    for (int i = 0; i < 512; i++) xp[i] = (float)(-1.0 + 5.0 * fmod(i * 0.6180339887, 1.0)) + 0.0125f;
+    rt_tensor *got = run_module(part, x);
+    int nre, npool;
+    const char *impl = count_prims(part, "pooling_v2", &nre, &npool);
+    if (strstr(rt_dnnl_isa(), "avx512"))
+        cr_expect(npool == 1 && impl && !strncmp(impl, "jit_int", 7), "%d pooling primitives, the last %s; expected one of oneDNN's int8 kernels",
+                  npool, impl ? impl : "none");
+    cr_assert_eq(rt_tensor_numel(got), 8);
+    int bad = 0;
+    for (int c = 0; c < 8; c++) {
+        double sum = 0;
+        for (int i = 0; i < 64; i++) sum += (q_level(xp[c * 64 + i], 0.05, 4, 0, 255) - 4) * 0.05;
+        double mean = sum / 64, v = mean / 0.0173, want = (q_level(mean, 0.0173, 9, 0, 255) - 9) * 0.0173;
+        double g = rt_tensor_get_f64(got, c);
+        bool tie = fabs(v - floor(v) - 0.5) <= TIE_EPS;
+        if (fabs(g - want) <= FTOL || (tie && fabs(fabs(g - want) - 0.0173) <= FTOL)) continue;
+        if (bad++ < 5) cr_expect_fail("channel %d: %.9g, ONNX %.9g (%.6f steps)", c, g, want, v);
+    }
+    cr_expect_eq(bad, 0, "%d channels off the spec where no tie allows it", bad);
+    rt_tensor_release(got);
+    rt_tensor_release(x);
+    ir_ctx_free(ctx);
+}
+
+/* A quantized convolution whose weights fit in 7 bits (levels within [-63, 63], as ORT's
+ * quantizer writes them with reduce_range; here at twice the levels' scale too, which the
+ * grid search would read as 8-bit even levels): int8 at every ISA, below VNNI too, since the
+ * 16-bit pair sums of u8 x s8 products cannot saturate. Against the host path: equal within
+ * float32 error, or one output step off where the host's pre-rounding value is within TIE_EPS
+ * steps of a tie (oneDNN requantizes an exact int32 sum, the host a float32 sum). */
+#define CONV7_TEXT(OUT)                                                                                                \
+    "@I.ir_module\n"                                                                                                   \
+    "class Module:\n"                                                                                                  \
+    "    @R.function\n"                                                                                                \
+    "    def main(x: R.Tensor((1, 8, 8, 8), dtype=\"float32\"), w: R.Tensor((16, 8, 3, 3), dtype=\"float32\")):\n"     \
+    "        with R.dataflow():\n" QDQ_OF("x", "a", "0.05", "4.0", "uint8", "0.0", "255.0")                            \
+    "            c = R.nn.conv2d(a, w, padding=[1, 1, 1, 1])\n" QDQ_OF("c", "y", "0.25", "128.0", "uint8", "0.0", "255.0") \
+    "            R.output(" OUT ")\n"                                                                                  \
+    "        return " OUT "\n"
+
+static ir_module *bind_w7(ir_ctx_t *ctx, const char *text) {
+    gr_diag d = {0};
+    ir_module *m = NULL, *bound = NULL;
+    cr_assert_eq(ir_parse_module(ctx, "case", text, strlen(text), &m, &d), GR_OK, "%s", d.msg);
+    int64_t ws[4] = {16, 8, 3, 3};
+    rt_tensor *w = rt_tensor_new(IR_DTYPE_F32, 4, ws);
+    float *wp = rt_tensor_data(w);
+    for (int i = 0; i < 16 * 72; i++) wp[i] = (float)((i * 37) % 127 - 63) * 0.01f; /* levels -63 .. 63 */
+    const char *names[1] = {"w"};
+    ir_pass *bp = ir_pass_bind_params_new("main", 1, names, &w);
+    cr_assert_eq(ir_pass_run(bp, NULL, m, &bound, &d), GR_OK, "%s", d.msg);
+    ir_pass_free(bp);
+    rt_tensor_release(w);
+    return bound;
+}
+
+Test(dnnl_int8, seven_bit_weights_run_int8_at_every_isa) {
+    const double TIE_EPS = 1e-4, FTOL = 1e-5, STEP = 0.25;
+    ir_ctx_t *ctx = ir_ctx_new();
+    gr_diag d = {0};
+    ir_module *host = bind_w7(ctx, CONV7_TEXT("y")), *pre = bind_w7(ctx, CONV7_TEXT("c")), *part = NULL;
+    byoc_notes notes;
+    byoc_notes_init(&notes);
+    byoc_partition_opts po = {.notes = &notes};
+    const char *be[1] = {"dnnl"};
+    cr_assert_eq(byoc_partition(ctx, host, be, 1, &po, &part, &d), GR_OK, "%s", d.msg);
+    byoc_notes_free(&notes);
+    int64_t shape[4] = {1, 8, 8, 8};
+    rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 4, shape);
+    float *xp = rt_tensor_data(x);
+    for (int i = 0; i < 512; i++) xp[i] = (float)(-1.0 + 12.0 * fmod(i * 0.6180339887, 1.0)) + 0.0125f;
+    rt_tensor *got = run_module(part, x), *want = run_module(host, x), *pv = run_module(pre, x);
+    uint32_t nint8 = 0;
+    for (uint32_t k = 0; k < rt_module_count(part); k++)
+        for (uint32_t q = 0; rt_json_module_graph(rt_module_at(part, k), q); q++) {
+            rt_dnnl_stats rs;
+            rt_dnnl_get_stats(rt_json_module_state(rt_module_at(part, k), q), &rs);
+            nint8 += rs.nint8;
+        }
+    cr_expect_eq(nint8, 1, "ISA %s: %u int8 convolutions, expected 1", rt_dnnl_isa(), nint8);
+    int nre, nconv;
+    const char *impl = count_prims(part, "convolution", &nre, &nconv);
+    cr_expect(nconv == 1 && impl && strncmp(impl, "ref", 3), "the convolution on %s; expected a jit kernel", impl ? impl : "none");
+    cr_assert_eq(rt_tensor_numel(got), 1024);
+    int bad = 0, off = 0;
+    for (int i = 0; i < 1024; i++) {
+        double g = rt_tensor_get_f64(got, i), w = rt_tensor_get_f64(want, i), v = rt_tensor_get_f64(pv, i) / STEP;
+        bool tie = fabs(v - floor(v) - 0.5) <= TIE_EPS;
+        if (fabs(g - w) <= FTOL) continue;
+        off++;
+        if (tie && fabs(fabs(g - w) - STEP) <= FTOL) continue;
+        if (bad++ < 5) cr_expect_fail("value %d: %.9g, host %.9g (%.6f steps)", i, g, w, v);
+    }
+    fprintf(stderr, "7-bit weights (ISA %s): %d of 1024 values off the host's\n", rt_dnnl_isa(), off);
+    cr_expect_eq(bad, 0, "%d values off the host's where no tie allows it", bad);
+    rt_tensor_release(got);
+    rt_tensor_release(want);
+    rt_tensor_release(pv);
+    rt_tensor_release(x);
+    ir_ctx_free(ctx);
+}
