@@ -690,6 +690,20 @@ static bool perturb_call(const char *layer, rt_tensor *t, void *user) {
     return p->fn(layer, (graft_tensor *)t, p->user) != 0;
 }
 
+/* graft_module_inspect on module m under its lock, the inputs borrowed */
+static graft_status inspect_run(const graft_irmodule *m, const graft_session_options *o, const graft_inspect_opts *io,
+                                graft_tensor *const *inputs, uint32_t nin, char **diff, char **doc, graft_error **err) {
+    rt_value *ins = gr_xcalloc(nin + 1, sizeof(*ins));
+    for (uint32_t i = 0; i < nin; i++) ins[i] = rt_value_tensor(T(inputs[i])); /* borrowed: not cleared */
+    gr_diag d;
+    gr_diag_clear(&d);
+    gr_status st;
+    LOCKED(m, st = graft_module_inspect(m->c->ctx, m->m, o ? o->backends : NULL, o ? o->nbackends : 0,
+                                        o ? o->opts : NULL, io, ins, nin, diff, doc, &d));
+    free(ins);
+    return st ? fail_diag(err, &d) : GRAFT_OK;
+}
+
 graft_status graft_irmodule_inspect(const graft_irmodule *m, const graft_session_options *o, unsigned flags,
                                     const char *against, double rtol, double atol, double atol_scale,
                                     graft_tensor *const *inputs, uint32_t nin, graft_inspect_perturb_fn perturb,
@@ -705,15 +719,7 @@ graft_status graft_irmodule_inspect(const graft_irmodule *m, const graft_session
         .against = against,                       .perturb = perturb ? perturb_call : NULL,
         .perturb_user = &pt,
     };
-    rt_value *ins = gr_xcalloc(nin + 1, sizeof(*ins));
-    for (uint32_t i = 0; i < nin; i++) ins[i] = rt_value_tensor(T(inputs[i])); /* borrowed: not cleared */
-    gr_diag d;
-    gr_diag_clear(&d);
-    gr_status st;
-    LOCKED(m, st = graft_module_inspect(m->c->ctx, m->m, o ? o->backends : NULL, o ? o->nbackends : 0,
-                                        o ? o->opts : NULL, &io, ins, nin, io.diff ? diff : NULL, doc, &d));
-    free(ins);
-    return st ? fail_diag(err, &d) : GRAFT_OK;
+    return inspect_run(m, o, &io, inputs, nin, io.diff ? diff : NULL, doc, err);
 }
 
 graft_status graft_irmodule_diff_values(const graft_irmodule *m, const graft_session_options *o, double rtol,
@@ -730,13 +736,5 @@ graft_status graft_irmodule_diff_values(const graft_irmodule *m, const graft_ses
     graft_inspect_opts io = {.diff = true, .rtol = rtol, .atol = atol, .atol_scale = atol_scale, .ref_layers = ref_layers,
                              .refs = (rt_tensor *const *)refs, .nrefs = nrefs, .qparams_onnx = qparams_onnx,
                              .atol_steps = atol_steps};
-    rt_value *ins = gr_xcalloc(nin + 1, sizeof(*ins));
-    for (uint32_t i = 0; i < nin; i++) ins[i] = rt_value_tensor(T(inputs[i])); /* borrowed: not cleared */
-    gr_diag d;
-    gr_diag_clear(&d);
-    gr_status st;
-    LOCKED(m, st = graft_module_inspect(m->c->ctx, m->m, o ? o->backends : NULL, o ? o->nbackends : 0,
-                                        o ? o->opts : NULL, &io, ins, nin, diff, doc, &d));
-    free(ins);
-    return st ? fail_diag(err, &d) : GRAFT_OK;
+    return inspect_run(m, o, &io, inputs, nin, diff, doc, err);
 }

@@ -219,6 +219,27 @@ static ir_module *partition(ir_ctx_t *ctx, const char *text, char **rep) {
     return part;
 }
 
+/* x (1, 8, 8, 8): lo + span * frac(i * golden ratio) + nudge, spread over the range without
+ * repeats (a nudge keeps values off the quantization grid's ties) */
+static rt_tensor *spread_input(double lo, double span, double nudge) {
+    rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 4, (int64_t[]){1, 8, 8, 8});
+    float *xp = rt_tensor_data(x);
+    for (int i = 0; i < 512; i++) xp[i] = (float)(lo + span * fmod(i * 0.6180339887, 1.0)) + (float)nudge;
+    return x;
+}
+
+/* How many values of got differ from want's (a NaN equals nothing); the first five are
+ * reported. */
+static int unequal_values(const rt_tensor *got, const rt_tensor *want) {
+    cr_assert_eq(rt_tensor_numel(got), rt_tensor_numel(want));
+    int bad = 0;
+    for (int64_t i = 0; i < rt_tensor_numel(want); i++) {
+        double g = rt_tensor_get_f64(got, i), w = rt_tensor_get_f64(want, i);
+        if (!(g == w) && bad++ < 5) cr_expect_fail("value %lld: %g, host %g", (long long)i, g, w);
+    }
+    return bad;
+}
+
 static void check_rounding(const char *text, double lo, double hi, double zp) {
     ir_ctx_t *ctx = ir_ctx_new();
     char *rep = NULL;
@@ -344,12 +365,7 @@ Test(dnnl_int8, shared_uint8_levels_stay_on_dnnl) {
     for (int i = 0; i < 64; i++) xp[i] = (float)(9 * ((i * 37) % 64) - 100) * 0.25f; /* ties, both ends of the range */
     rt_tensor *got = run_module(part, x), *want_t = run_module(m, x);
     cr_assert_eq(rt_tensor_numel(got), 80);
-    cr_assert_eq(rt_tensor_numel(want_t), 80);
-    int bad = 0;
-    for (int i = 0; i < 80; i++) {
-        double g = rt_tensor_get_f64(got, i), w = rt_tensor_get_f64(want_t, i);
-        if (!(g == w) && bad++ < 5) cr_expect_fail("value %d: %g, host %g", i, g, w);
-    }
+    int bad = unequal_values(got, want_t);
     cr_expect_eq(bad, 0, "%d of 80 values differ from the host path's", bad);
     rt_tensor_release(got);
     rt_tensor_release(want_t);
@@ -417,10 +433,8 @@ Test(dnnl_int8, residual_add_of_levels_runs_in_int8) {
     ir_module *part = partition(ctx, text, &rep);
     cr_expect(strstr(rep, "\"host\":[]") != NULL, "ops left on the host: %s", rep);
     free(rep);
-    int64_t shape[4] = {1, 8, 8, 8};
-    rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 4, shape);
-    float *xp = rt_tensor_data(x);
-    for (int i = 0; i < 512; i++) xp[i] = (float)(-4.0 + 17.0 * fmod(i * 0.6180339887, 1.0)); /* both ends of both ranges */
+    rt_tensor *x = spread_input(-4.0, 17.0, 0); /* both ends of both ranges */
+    const float *xp = rt_tensor_data(x);
     rt_tensor *got = run_module(part, x);
     int nre, nbin;
     count_prims(part, "binary", &nre, &nbin);
@@ -469,21 +483,13 @@ Test(dnnl_int8, qdq_max_pool_pools_the_levels) {
     ir_module *part = partition(ctx, text, &rep);
     cr_expect(strstr(rep, "\"host\":[]") != NULL, "ops left on the host: %s", rep);
     free(rep);
-    int64_t shape[4] = {1, 8, 8, 8};
-    rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 4, shape);
-    float *xp = rt_tensor_data(x);
-    for (int i = 0; i < 512; i++) xp[i] = (float)(-4.0 + 17.0 * fmod(i * 0.6180339887, 1.0)) + 0.0125f;
+    rt_tensor *x = spread_input(-4.0, 17.0, 0.0125);
     rt_tensor *got = run_module(part, x), *want = run_module(m, x);
     int nre, npool;
     const char *impl = count_prims(part, "pooling_v2", &nre, &npool);
     cr_expect(npool == 1 && impl && !strncmp(impl, "jit_int", 7), "%d pooling primitives, the last %s; expected one of oneDNN's int8 kernels",
               npool, impl ? impl : "none");
-    cr_assert_eq(rt_tensor_numel(got), rt_tensor_numel(want));
-    int bad = 0;
-    for (int64_t i = 0; i < rt_tensor_numel(want); i++) {
-        double g = rt_tensor_get_f64(got, i), w = rt_tensor_get_f64(want, i);
-        if (!(g == w) && bad++ < 5) cr_expect_fail("value %lld: %g, host %g", (long long)i, g, w);
-    }
+    int bad = unequal_values(got, want);
     cr_expect_eq(bad, 0, "%d values differ from the host path's", bad);
     rt_tensor_release(got);
     rt_tensor_release(want);
@@ -516,22 +522,14 @@ Test(dnnl_int8, hard_swish_of_levels_is_one_table_lookup) {
     ir_module *part = partition(ctx, text, &rep);
     cr_expect(strstr(rep, "\"host\":[]") != NULL, "ops left on the host: %s", rep);
     free(rep);
-    int64_t shape[4] = {1, 8, 8, 8};
-    rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 4, shape);
-    float *xp = rt_tensor_data(x);
-    for (int i = 0; i < 512; i++) xp[i] = (float)(-4.0 + 17.0 * fmod(i * 0.6180339887, 1.0)) + 0.0125f;
+    rt_tensor *x = spread_input(-4.0, 17.0, 0.0125);
     rt_tensor *got = run_module(part, x), *want = run_module(m, x);
     int nre, nelt, nbin;
     const char *impl = count_prims(part, "eltwise", &nre, &nelt);
     count_prims(part, "binary", &nre, &nbin);
     cr_expect(nelt == 1 && nbin == 0 && impl && !strcmp(impl, "lut:c"), "%d eltwise primitives (the last %s), %d binary; expected one lut:c",
               nelt, impl ? impl : "none", nbin);
-    cr_assert_eq(rt_tensor_numel(got), rt_tensor_numel(want));
-    int bad = 0;
-    for (int64_t i = 0; i < rt_tensor_numel(want); i++) {
-        double g = rt_tensor_get_f64(got, i), w = rt_tensor_get_f64(want, i);
-        if (!(g == w) && bad++ < 5) cr_expect_fail("value %lld: %g, host %g", (long long)i, g, w);
-    }
+    int bad = unequal_values(got, want);
     cr_expect_eq(bad, 0, "%d values differ from the host path's", bad);
     rt_tensor_release(got);
     rt_tensor_release(want);
@@ -560,10 +558,8 @@ Test(dnnl_int8, qdq_global_average_pool_pools_the_levels) {
     ir_module *part = partition(ctx, text, &rep);
     cr_expect(strstr(rep, "\"host\":[]") != NULL, "ops left on the host: %s", rep);
     free(rep);
-    int64_t shape[4] = {1, 8, 8, 8};
-    rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 4, shape);
-    float *xp = rt_tensor_data(x);
-    for (int i = 0; i < 512; i++) xp[i] = (float)(-1.0 + 5.0 * fmod(i * 0.6180339887, 1.0)) + 0.0125f;
+    rt_tensor *x = spread_input(-1.0, 5.0, 0.0125);
+    const float *xp = rt_tensor_data(x);
     rt_tensor *got = run_module(part, x);
     int nre, npool;
     const char *impl = count_prims(part, "pooling_v2", &nre, &npool);
@@ -630,10 +626,7 @@ Test(dnnl_int8, seven_bit_weights_run_int8_at_every_isa) {
     const char *be[1] = {"dnnl"};
     cr_assert_eq(byoc_partition(ctx, host, be, 1, &po, &part, &d), GR_OK, "%s", d.msg);
     byoc_notes_free(&notes);
-    int64_t shape[4] = {1, 8, 8, 8};
-    rt_tensor *x = rt_tensor_new(IR_DTYPE_F32, 4, shape);
-    float *xp = rt_tensor_data(x);
-    for (int i = 0; i < 512; i++) xp[i] = (float)(-1.0 + 12.0 * fmod(i * 0.6180339887, 1.0)) + 0.0125f;
+    rt_tensor *x = spread_input(-1.0, 12.0, 0.0125);
     rt_tensor *got = run_module(part, x), *want = run_module(host, x), *pv = run_module(pre, x);
     uint32_t nint8 = 0;
     for (uint32_t k = 0; k < rt_module_count(part); k++)
