@@ -770,6 +770,10 @@ gr_status rt_x_run_plan(rt_run *x, rt_plan *p, const rt_value *args, uint32_t na
     if (nargs != p->nparams)
         return gr_diag_set(d, GR_ERR_INVALID, "function '%s' takes %u inputs, got %u", p->name,
                            p->nparams, nargs);
+    if (x->depth >= RT_MAX_CALL_DEPTH)
+        return gr_diag_set(d, GR_ERR_RUNTIME, "function '%s': calls nested deeper than %d (a recursion that does not end?)",
+                           p->name, RT_MAX_CALL_DEPTH);
+    x->depth++;
     rt_frame *f = rt_x_frame_get(x->x, p);
     gr_status st = GR_OK;
     for (int phase = 0; phase < 2 && !st; phase++) {
@@ -786,6 +790,7 @@ gr_status rt_x_run_plan(rt_run *x, rt_plan *p, const rt_value *args, uint32_t na
         st = run_seq(x, p, f, p->body, result, d);
     }
     frame_put(x, p, f);
+    x->depth--;
     return st;
 }
 

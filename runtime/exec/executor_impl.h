@@ -182,10 +182,15 @@ struct shape_plan {
 
 #define SHAPE_PLAN_CACHE 16
 
+/* Nested calls one run may make: each is a C stack frame, so a recursion that does not end
+ * must stop with an error before the thread's stack does. */
+#define RT_MAX_CALL_DEPTH 256
+
 /* What one run writes beside its frames. */
 typedef struct rt_run {
     struct rt_exec *x;
     uint32_t live, peak;
+    uint32_t depth;             /* nested function calls, at most RT_MAX_CALL_DEPTH */
     rt_exec_profile_fn prof;
     void *prof_user;
 } rt_run;

@@ -206,18 +206,44 @@ Test(executor_text, recursive_function) {
         "        return r\n");
     int64_t n2 = 2;
     double xv[2] = {1, -3};
-    for (int k = 0; k < 6; k += 5) {
+    static const int ks[3] = {0, 5, 250}; /* 250 nested calls: within the executor's bound */
+    for (int j = 0; j < 3; j++) {
+        int k = ks[j];
         double kv = k;
         rt_value in[2] = {h5_val(IR_DTYPE_F32, 1, &n2, xv), h5_val(IR_DTYPE_I64, 0, NULL, &kv)};
         rt_value out;
         cr_assert_eq(rt_exec_run(x, in, 2, &out, &diag), GR_OK, "%s", diag.msg);
-        cr_assert_float_eq(rt_tensor_get_f64(out.u.t, 1), -3.0 * (1 << k), 1e-6);
+        /* exact in float32: 3 * 2^k, or -inf once it overflows */
+        cr_assert_eq((float)rt_tensor_get_f64(out.u.t, 1), (float)(-3.0 * ldexp(1.0, k)), "k %d", k);
         rt_value_clear(&out);
         clear_all(in, 2);
     }
     rt_exec_free(x);
 }
 
+/* A recursion that does not end stops with an error naming the function before the C stack
+ * runs out (it crashed the process). */
+Test(executor_text, endless_recursion_is_an_error) {
+    rt_exec_t *x = prepare(
+        "@I.ir_module\n"
+        "class Module:\n"
+        "    @R.function\n"
+        "    def f(x: R.Tensor((2,), dtype=\"float32\")) -> R.Tensor((2,), dtype=\"float32\"):\n"
+        "        y = cls.f(x)\n"
+        "        return y\n"
+        "\n"
+        "    @R.function\n"
+        "    def main(x: R.Tensor((2,), dtype=\"float32\")) -> R.Tensor((2,), dtype=\"float32\"):\n"
+        "        y = cls.f(x)\n"
+        "        return y\n");
+    int64_t n2 = 2;
+    double xv[2] = {1, -3};
+    rt_value in = h5_val(IR_DTYPE_F32, 1, &n2, xv), out = {0};
+    cr_assert_eq(rt_exec_run(x, &in, 1, &out, &diag), GR_ERR_RUNTIME, "%s", diag.msg);
+    cr_assert(strstr(diag.msg, "function 'f'") && strstr(diag.msg, "nested deeper than"), "%s", diag.msg);
+    rt_value_clear(&in);
+    rt_exec_free(x);
+}
 
 /* The bundled demo (conv2d, add, relu, mean, reshape, softmax) runs end to end. */
 Test(executor_text, bundled_demo_runs) {
