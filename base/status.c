@@ -74,16 +74,21 @@ void gr_diag_set_op(gr_diag *d, const char *op) {
     if (d) copy_if_empty(d->op, sizeof(d->op), op);
 }
 
-void gr_diag_print(const gr_diag *d) {
-    fputs("error: ", stderr);
+void gr_diag_format(const gr_diag *d, char *buf, size_t n) {
     /* many messages already start with "FILE:" (the reader's own wording): print it once */
     size_t fl = strlen(d->file);
     bool named = fl && strncmp(d->msg, d->file, fl) == 0 && d->msg[fl] == ':';
-    if (d->file[0] && !named) fprintf(stderr, "%s: ", d->file);
-    if (d->layer[0]) fprintf(stderr, "layer '%s' ", d->layer);
-    if (d->op[0]) fprintf(stderr, "(op %s) ", d->op);
-    if (d->layer[0] || d->op[0]) fputs(": ", stderr);
-    fprintf(stderr, "%s\n", d->msg[0] ? d->msg : gr_status_str(d->code));
+    char layer[sizeof d->layer + 16] = "", op[sizeof d->op + 8] = "";
+    if (d->layer[0]) snprintf(layer, sizeof layer, "layer '%s'%s", d->layer, d->op[0] ? " " : "");
+    if (d->op[0]) snprintf(op, sizeof op, "(op %s)", d->op);
+    snprintf(buf, n, "%s%s%s%s%s%s", d->file[0] && !named ? d->file : "", d->file[0] && !named ? ": " : "", layer, op,
+             layer[0] || op[0] ? ": " : "", d->msg[0] ? d->msg : gr_status_str(d->code));
+}
+
+void gr_diag_print(const gr_diag *d) {
+    char text[sizeof d->msg + sizeof d->file + sizeof d->layer + sizeof d->op + 32];
+    gr_diag_format(d, text, sizeof text);
+    fprintf(stderr, "error: %s\n", text);
 }
 
 _Noreturn void gr_abort(const char *file, int line, const char *fmt, ...) {

@@ -73,7 +73,10 @@ gr_status gr_vfail(gr_diag *d, gr_status code, const char *layer, const char *op
  *   machine is an error (exit 1), never a crash.
  * New code follows the same split; nothing returns GR_ERR_NOMEM for a bookkeeping allocation. */
 
-/* Prints "error: <file>: layer '<layer>' (op <op>): <msg>" to stderr. */
+/* "<file>: layer '<layer>' (op <op>): <msg>" (the parts d knows; the file once when the message
+ * already starts with it) into buf, cut to n bytes. */
+void gr_diag_format(const gr_diag *d, char *buf, size_t n);
+/* Prints "error: " and gr_diag_format's text to stderr. */
 GR_API void gr_diag_print(const gr_diag *d);
 
 /* Internal invariant check (programmer error, never user input): prints and aborts. */

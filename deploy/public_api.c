@@ -59,15 +59,9 @@ static graft_status fail_diag(graft_error **err, const gr_diag *d) {
     graft_status st = d->code == GR_ERR_WELLFORMED ? GRAFT_ERR_INVALID : (graft_status)d->code;
     if (!st) st = GRAFT_ERR_RUNTIME;
     if (!err) return st;
-    size_t fl = strlen(d->file);
-    bool named = fl && strncmp(d->msg, d->file, fl) == 0 && d->msg[fl] == ':';
-    char where[640] = "";
-    int n = d->file[0] && !named ? snprintf(where, sizeof where, "%s: ", d->file) : 0;
-    if (d->layer[0] && n >= 0 && (size_t)n < sizeof where)
-        n += snprintf(where + n, sizeof where - (size_t)n, "layer '%s' ", d->layer);
-    if (d->op[0] && n >= 0 && (size_t)n < sizeof where) n += snprintf(where + n, sizeof where - (size_t)n, "(op %s) ", d->op);
-    if ((d->layer[0] || d->op[0]) && n >= 0 && (size_t)n < sizeof where) snprintf(where + n, sizeof where - (size_t)n, ": ");
-    fail(err, st, "%s%s", where, d->msg[0] ? d->msg : gr_status_str(d->code));
+    char text[sizeof d->msg + sizeof d->file + sizeof d->layer + sizeof d->op + 32];
+    gr_diag_format(d, text, sizeof text);
+    fail(err, st, "%s", text);
     snprintf((*err)->file, sizeof (*err)->file, "%s", d->file);
     snprintf((*err)->layer, sizeof (*err)->layer, "%s", d->layer);
     snprintf((*err)->op, sizeof (*err)->op, "%s", d->op);
