@@ -202,11 +202,18 @@ static rt_tensor *run_module(const ir_module *m, rt_tensor *x) {
     return out;
 }
 
+/* The module of TEXT, as the host runs it. */
+static ir_module *parse(ir_ctx_t *ctx, const char *text) {
+    gr_diag d = {0};
+    ir_module *m = NULL;
+    cr_assert_eq(ir_parse_module(ctx, "case", text, strlen(text), &m, &d), GR_OK, "%s\n%s", d.msg, text);
+    return m;
+}
+
 /* The module partitioned for dnnl (its report's JSON into *rep). */
 static ir_module *partition(ir_ctx_t *ctx, const char *text, char **rep) {
     gr_diag d = {0};
-    ir_module *m = NULL, *part = NULL;
-    cr_assert_eq(ir_parse_module(ctx, "case", text, strlen(text), &m, &d), GR_OK, "%s\n%s", d.msg, text);
+    ir_module *m = parse(ctx, text), *part = NULL;
     byoc_notes notes;
     byoc_notes_init(&notes);
     byoc_partition_opts po = {.notes = &notes};
@@ -216,6 +223,15 @@ static ir_module *partition(ir_ctx_t *ctx, const char *text, char **rep) {
     *rep = json_dumps(r, JSON_COMPACT);
     json_decref(r);
     byoc_notes_free(&notes);
+    return part;
+}
+
+/* The module partitioned for dnnl, expecting no op left on the host. */
+static ir_module *partition_all(ir_ctx_t *ctx, const char *text) {
+    char *rep = NULL;
+    ir_module *part = partition(ctx, text, &rep);
+    cr_expect(strstr(rep, "\"host\":[]") != NULL, "ops left on the host: %s", rep);
+    free(rep);
     return part;
 }
 
@@ -350,9 +366,7 @@ Test(dnnl_int8, shared_uint8_levels_stay_on_dnnl) {
         "            R.output(y)\n"
         "        return y\n";
     ir_ctx_t *ctx = ir_ctx_new();
-    gr_diag d = {0};
-    ir_module *m = NULL;
-    cr_assert_eq(ir_parse_module(ctx, "case", text, strlen(text), &m, &d), GR_OK, "%s", d.msg);
+    ir_module *m = parse(ctx, text);
     char *rep = NULL;
     ir_module *part = partition(ctx, text, &rep);
     static const char *const want[] = {"\"dnnl.q_quantize\"", "\"dnnl.qmax_pool2d\"", "\"dnnl.qreshape\"", "\"dnnl.q_dequantize\""};
@@ -429,10 +443,7 @@ Test(dnnl_int8, residual_add_of_levels_runs_in_int8) {
                               "        return y\n";
     const double TIE_EPS = 1e-4, FTOL = 1e-5;
     ir_ctx_t *ctx = ir_ctx_new();
-    char *rep = NULL;
-    ir_module *part = partition(ctx, text, &rep);
-    cr_expect(strstr(rep, "\"host\":[]") != NULL, "ops left on the host: %s", rep);
-    free(rep);
+    ir_module *part = partition_all(ctx, text);
     rt_tensor *x = spread_input(-4.0, 17.0, 0); /* both ends of both ranges */
     const float *xp = rt_tensor_data(x);
     rt_tensor *got = run_module(part, x);
@@ -476,13 +487,8 @@ Test(dnnl_int8, qdq_max_pool_pools_the_levels) {
         "            R.output(y)\n"
         "        return y\n";
     ir_ctx_t *ctx = ir_ctx_new();
-    gr_diag d = {0};
-    ir_module *m = NULL;
-    cr_assert_eq(ir_parse_module(ctx, "case", text, strlen(text), &m, &d), GR_OK, "%s", d.msg);
-    char *rep = NULL;
-    ir_module *part = partition(ctx, text, &rep);
-    cr_expect(strstr(rep, "\"host\":[]") != NULL, "ops left on the host: %s", rep);
-    free(rep);
+    ir_module *m = parse(ctx, text);
+    ir_module *part = partition_all(ctx, text);
     rt_tensor *x = spread_input(-4.0, 17.0, 0.0125);
     rt_tensor *got = run_module(part, x), *want = run_module(m, x);
     int nre, npool;
@@ -515,13 +521,8 @@ Test(dnnl_int8, hard_swish_of_levels_is_one_table_lookup) {
                               "            R.output(y)\n"
                               "        return y\n";
     ir_ctx_t *ctx = ir_ctx_new();
-    gr_diag d = {0};
-    ir_module *m = NULL;
-    cr_assert_eq(ir_parse_module(ctx, "case", text, strlen(text), &m, &d), GR_OK, "%s", d.msg);
-    char *rep = NULL;
-    ir_module *part = partition(ctx, text, &rep);
-    cr_expect(strstr(rep, "\"host\":[]") != NULL, "ops left on the host: %s", rep);
-    free(rep);
+    ir_module *m = parse(ctx, text);
+    ir_module *part = partition_all(ctx, text);
     rt_tensor *x = spread_input(-4.0, 17.0, 0.0125);
     rt_tensor *got = run_module(part, x), *want = run_module(m, x);
     int nre, nelt, nbin;
@@ -554,10 +555,7 @@ Test(dnnl_int8, qdq_global_average_pool_pools_the_levels) {
                               "        return y\n";
     const double TIE_EPS = 1e-4, FTOL = 1e-5;
     ir_ctx_t *ctx = ir_ctx_new();
-    char *rep = NULL;
-    ir_module *part = partition(ctx, text, &rep);
-    cr_expect(strstr(rep, "\"host\":[]") != NULL, "ops left on the host: %s", rep);
-    free(rep);
+    ir_module *part = partition_all(ctx, text);
     rt_tensor *x = spread_input(-1.0, 5.0, 0.0125);
     const float *xp = rt_tensor_data(x);
     rt_tensor *got = run_module(part, x);
