@@ -175,6 +175,14 @@ typedef struct dn_state {
     int *slot_root;
     size_t *slot_off;
     int *slot_buf;
+    /* pixel-shuffle deconvolutions whose interleave their reader (another one) does
+     * (dnnl_op_conv.c): the entry, its 1x1 convolution's value (N, O, H, W * kh * kw) and
+     * kernel */
+    struct {
+        int e, v;
+        int64_t kh, kw;
+    } pix_defer[4];
+    int npix_defer;
     GR_VEC(dn_qlevels) qlevels;   /* values quantize -> dequantize pairs wrote */
     GR_VEC(dn_qlevels) qents;     /* entries an int8 primitive wrote as the levels of the quantize
                                      that reads them (val: the entry; it has no float value) */
