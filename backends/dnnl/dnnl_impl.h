@@ -176,10 +176,10 @@ typedef struct dn_state {
     size_t *slot_off;
     int *slot_buf;
     /* pixel-shuffle deconvolutions whose interleave their reader (another one) does
-     * (dnnl_op_conv.c): the entry, its 1x1 convolution's value (N, O, H, W * kh * kw) and
-     * kernel */
+     * (dnnl_op_conv.c): the entry (its value the 1x1 convolution's result, an image of
+     * (N, O, H, W * kh * kw)) and the kernel */
     struct {
-        int e, v;
+        int e;
         int64_t kh, kw;
     } pix_defer[4];
     int npix_defer;
