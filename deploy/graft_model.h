@@ -40,10 +40,11 @@
 #include "runtime/module.h"
 #include "runtime/value.h"
 
-/* 3: a header, the body and a page-aligned constants section mapped at load; the module in
- * binary, read without parsing text (2: the module as text only; 1: one protobuf message with
- * the weights inside; both refused with "rebuild it"). */
-#define GRAFT_MODEL_FORMAT_VERSION 3
+/* 4: a header, a page-aligned constants section mapped at load, then the body (written last,
+ * so that a build writes each prepacked weight once, at its place); the module in binary, read
+ * without parsing text (3: the body before the constants; 2: the module as text only; 1: one
+ * protobuf message with the weights inside; all refused with "rebuild it"). */
+#define GRAFT_MODEL_FORMAT_VERSION 4
 
 typedef struct graft_model graft_model;
 
