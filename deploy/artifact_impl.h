@@ -55,6 +55,14 @@ uint8_t *gr_art_with_body(const uint8_t *buf, size_t len, const uint8_t *body, s
 /* The checksum of buf (a complete file) recomputed in place. */
 void gr_art_reseal(uint8_t *buf, size_t len);
 
+/* graft_model_load_opts but the checksum, for the file a build has just written and hashed as
+ * it wrote it (graft build's check load): every other check holds; hashing would read every
+ * byte of the file again (R3D-18: 266 MB, a tenth of its build). */
+struct byoc_options;
+struct graft_model;
+gr_status gr_art_load_written(const char *path, const struct byoc_options *opts, struct graft_model **out,
+                              gr_diag *diag);
+
 /* The module in binary (artifact_ir.c): what the body's module_bin holds. Encoding lists the
  * module's constants (tensors borrowed from m, *consts heap) in the order the stream names them
  * by index; decoding takes them in that order (each gets a reference of its own) and builds the
