@@ -702,8 +702,8 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
     uint8_t *bbuf = gr_xmalloc(blen + 1);
     graft__artifact_body__pack(&body, bbuf);
     sink_raw(s, bbuf, blen);
-    gr_art_header hd = {GRAFT_MODEL_FORMAT_VERSION, blen,         GR_ART_PAGE, cs.data_len, 0,
-                        cs.packed ? GR_ART_PACKED : 0, GR_ART_PAGE + cs.data_len};
+    gr_art_header hd = {GRAFT_MODEL_FORMAT_VERSION, blen, GR_ART_PAGE, cs.data_len, 0, cs.packed ? GR_ART_PACKED : 0,
+                        GR_ART_PAGE + cs.data_len};
     uint8_t hb[GR_ART_HEADER];
     gr_art_header_write(hb, &hd);
     hd.checksum = hash_tail(hb, bbuf, blen, s->hash);

@@ -7,7 +7,7 @@
  * CPU, the memory plan (arena size and every planned buffer), the input and output signatures
  * and the span table (each host kernel / extern region -> its frontend layers).
  *
- * The weights are not in the body: they follow it in a constants section, each 64-byte
+ * The weights are not in the body: they precede it in a constants section, each 64-byte
  * aligned, and graft_model_load maps the file (read-only, private) so that constants are read
  * in place; only what a backend lays out anew (oneDNN's blocked weights) is copied, and the
  * original pages are handed back once it has (deploy/artifact_impl.h has the layout).
