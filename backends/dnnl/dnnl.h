@@ -78,7 +78,8 @@ typedef struct rt_dnnl_opts {
     bool no_fuse;                 /* no post-ops: every op its own primitive */
     bool no_pixel_deconv;         /* no 1x1 convolution + interleave for stride == kernel deconvs */
     bool transpose_weights;       /* transposed copies of constant matmul weights where gemm:jit
-                                     runs a widening product with few rows (default on) */
+                                     runs a widening product with few rows on an AMD CPU
+                                     (default on) */
     bool no_layout_plan;          /* each value in its producer's layout, permutes copied (no views) */
     bool winograd;                /* Winograd 3x3 stride-1 convolutions (default on): oneDNN's
                                      where it has it, graft's own below avx512_core */
