@@ -15,6 +15,9 @@
  *     deconvolution kernels were very slow on such shapes);
  *   - a matmul of one row with constant weights (a classifier head) runs on the engine's own
  *     kernel (dnnl_gemv.c, option gemv), its weights read in place, bias and eltwise posts fused;
+ *   - a depthwise 1-D convolution (stride 1, no dilation) oneDNN has only its im2col + GEMM
+ *     kernel for (AVX2: widths above jit_dw's 12) runs on the engine's own (dnnl_dw1d.c), its
+ *     weights copied once, bias and eltwise posts fused;
  *   - convolutions and matmuls outside composites get no post-ops; single ops (pools, resize,
  *     softmax, eltwise, binary, ...) still take the chain of single eltwise / binary ops that
  *     follows them as post-ops (never a node of a fused composite);
