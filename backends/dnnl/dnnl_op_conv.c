@@ -446,7 +446,7 @@ static gr_status make_dw1d_w(dn_state *S, const rt_json_node *n, const dnnl_memo
  * 1, K); bias bv or -1; post-op steps) as one primitive of ours (dn_dw1d_run) where oneDNN has
  * only its GEMM-based kernel for it (dw_jit_kernel). The audio encoder's 256 channels x 200
  * steps, kernel 15, at AVX2 (min of 20 runs per primitive, 1 thread): x64:gemm:jit 0.76-0.80 ms,
- * ours 0.05 (its SiLU then runs on its own). *done false: not taken (nothing emitted). */
+ * ours 0.06 (its SiLU then runs on its own, 0.03). *done false: not taken (nothing emitted). */
 static gr_status dw1d_conv(dn_state *S, const rt_json_node *n, int xv, int wv, const int64_t *wstr, int bv,
                            const dn_step *steps, int k, const int64_t *xs, const int64_t *os, const int64_t *pad,
                            const dnnl_memory_desc_t *wany, const dnnl_dims_t s, const dnnl_dims_t d, const dnnl_dims_t pl,
