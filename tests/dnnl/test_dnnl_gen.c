@@ -516,19 +516,12 @@ static int g_pool(gen *g, int dims) {
         P[i] = g_ri(g, 0, (int)(K[i] / 2));
         P[i + dims] = g_ri(g, 0, (int)(K[i] / 2));
     }
-    /* Ceil mode only where its last window starts inside the input or its left padding: the
-     * IR's shape inference (TVM's) and the host kernel (PyTorch's rule, which drops such a
-     * window) disagree on the others. */
-    for (int pass = 0; pass < 2; pass++) {
-        bool drop = false;
-        for (int i = 0; i < dims; i++) {
-            int64_t in = xs[sp0 + i], span = in + P[i] + P[i + dims] - K[i];
-            int64_t o = (ceil_mode ? (span + S[i] - 1) / S[i] : span / S[i]) + 1;
-            drop |= ceil_mode && (o - 1) * S[i] >= in + P[i];
-            os[sp0 + i] = o;
-        }
-        if (!drop) break;
-        ceil_mode = false;
+    /* ceil mode drops a last window that would start past the input and its left padding */
+    for (int i = 0; i < dims; i++) {
+        int64_t in = xs[sp0 + i], span = in + P[i] + P[i + dims] - K[i];
+        int64_t o = (ceil_mode ? (span + S[i] - 1) / S[i] : span / S[i]) + 1;
+        if (ceil_mode && (o - 1) * S[i] >= in + P[i]) o--;
+        os[sp0 + i] = o;
     }
     char ks[64], st[64], pd[64], note[48];
     g_ints(ks, sizeof ks, dims, K);
