@@ -390,6 +390,11 @@ gr_status dn_op_elemwise(dn_state *S, const rt_json_node *n, const dn_comp *comp
     affine_fold af = {.n = 0};
     gr_status st = npre ? GR_OK : affine_fold_run(S, xv, &first, steps, &k, &af);
     if (st) return st;
+    bool own = false;
+    if (af.n && ((st = dn_own_affine(S, n, &first, xv, steps, k, &own)) || own)) {
+        affine_unbind(S, &af);
+        return st;
+    }
     dn_consume(S, &first, 1);
     S->stats.npostops--;          /* the first step is the primitive itself */
     S->stats.nfused_nodes -= (uint32_t)first.nnodes > 0 ? 1 : 0;

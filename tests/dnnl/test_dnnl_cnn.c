@@ -1,9 +1,9 @@
 /* CNN paths of the oneDNN engine beyond the zoo's shapes: a batch norm left after a concat or a
  * pool (a run of per-channel constant subtract / divide / multiply / add) folded into one
- * multiply and one add (backends/dnnl/dnnl_op_elem.c), and graft's own max pooling on nChw8c
- * below avx512_core (backends/dnnl/dnnl_pool.c). Checked against the reference engine with
- * dnnl_test_util.h's tolerance (1e-4 absolute + 1e-4 relative), at whatever ISA the process
- * runs (make test: native and ONEDNN_MAX_CPU_ISA=AVX2). */
+ * multiply and one add (backends/dnnl/dnnl_op_elem.c), and graft's own max pooling and
+ * per-channel affine on nChw8c below avx512_core (backends/dnnl/dnnl_pool.c, dnnl_affine.c).
+ * Checked against the reference engine with dnnl_test_util.h's tolerance (1e-4 absolute + 1e-4
+ * relative), at whatever ISA the process runs (make test: native and ONEDNN_MAX_CPU_ISA=AVX2). */
 #include <string.h>
 
 #include "tests/dnnl/dnnl_test_util.h"
@@ -79,6 +79,52 @@ Test(dnnl_cnn, max_pool_blocked) {
         }
         dt_release(&pr);
         cr_expect_eq(own, c == 2 || !strcmp(rt_dnnl_isa(), "avx2"), "case %d: graft's max pool at ISA %s", c, rt_dnnl_isa());
+        dt_check(&g);
+        dt_free(&g);
+    }
+}
+
+/* A per-channel affine run on a convolution's blocked result (20 channels: a block half
+ * padding), then an activation, read by a 1x1 convolution: (x - m) / s * g + b, relu; x * a *
+ * b, clip to [0.5, 3] (f(0) != 0: the padding lanes stay 0); x - m + b, leaky relu. graft's
+ * kernel runs them below avx512_core, oneDNN's binary above. */
+Test(dnnl_cnn, affine_blocked) {
+    for (int c = 0; c < 3; c++) {
+        dt_graph g;
+        dt_init(&g, 9 + (uint32_t)c);
+        const int64_t *os = S4(1, 20, 7, 9);
+        int x = dt_input(&g, 4, S4(1, 16, 7, 9));
+        int w = dt_const(&g, 4, S4(20, 16, 3, 3));
+        int cv = dt_op(&g, "relax.nn.conv2d", "{\"padding\":[1,1,1,1]}", 2, IN(x, w), NULL, 4, os, NULL);
+        int a = dt_conv_bias_act(&g, cv, 20, os, false, "relu");
+        if (c == 0) {
+            a = bin(&g, "relax.subtract", a, dt_const(&g, 4, S4(1, 20, 1, 1)), os);
+            a = bin(&g, "relax.divide", a, dt_const_r(&g, 3, S3(20, 1, 1), 0.25f, 1.f), os);
+            a = bin(&g, "relax.multiply", a, dt_const(&g, 4, S4(1, 20, 1, 1)), os);
+            a = bin(&g, "relax.add", a, dt_const(&g, 3, S3(20, 1, 1)), os);
+            a = dt_op(&g, "relax.nn.relu", NULL, 1, IN(a), NULL, 4, os, "act");
+        } else if (c == 1) {
+            a = bin(&g, "relax.multiply", a, dt_const(&g, 4, S4(1, 20, 1, 1)), os);
+            a = bin(&g, "relax.multiply", a, dt_const(&g, 3, S3(20, 1, 1)), os);
+            a = dt_op(&g, "relax.clip", NULL, 1, IN(a), "[{\"float\":0.5},{\"float\":3.0}]", 4, os, "act");
+        } else {
+            a = bin(&g, "relax.subtract", a, dt_const(&g, 4, S4(1, 20, 1, 1)), os);
+            a = bin(&g, "relax.add", a, dt_const(&g, 3, S3(20, 1, 1)), os);
+            a = dt_op(&g, "relax.nn.leakyrelu", "{\"alpha\":0.1}", 1, IN(a), NULL, 4, os, "act");
+        }
+        int w2 = dt_const(&g, 4, S4(8, 20, 1, 1));
+        dt_head(&g, dt_op(&g, "relax.nn.conv2d", NULL, 2, IN(a, w2), NULL, 4, S4(1, 8, 7, 9), "conv1x1"));
+        dt_prepared pr;
+        rt_dnnl_stats st;
+        dt_prepare_no_ref(&g, &pr, &st);
+        bool own = false;
+        for (uint32_t i = 0; i < rt_dnnl_num_prims(pr.state); i++) {
+            rt_dnnl_prim_info pi;
+            cr_assert(rt_dnnl_prim(pr.state, i, &pi));
+            own |= !strcmp(pi.impl, "graft_affine:avx2");
+        }
+        dt_release(&pr);
+        cr_expect_eq(own, !strcmp(rt_dnnl_isa(), "avx2"), "case %d: graft's affine at ISA %s", c, rt_dnnl_isa());
         dt_check(&g);
         dt_free(&g);
     }
