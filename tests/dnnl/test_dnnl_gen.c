@@ -476,6 +476,13 @@ static int g_matmul(gen *g) {
     return g_posts(g, y, nb + 1);
 }
 
+/* A pool's output length (k, s, padding p0 / p1): ceil mode drops a last window that would start
+ * past the input and its left padding, as the IR's shape inference and the kernels do. */
+static int64_t g_pool_out(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, bool ceil_mode) {
+    int64_t span = in + p0 + p1 - k, o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    return ceil_mode && (o - 1) * s >= in + p0 ? o - 1 : o;
+}
+
 /* Pooling with `dims` spatial dims: max / avg, layouts, kernel, stride, padding, ceil mode,
  * count_include_pad; or adaptive (2-D, 1-D), even windows or not. */
 static int g_pool(gen *g, int dims) {
@@ -516,13 +523,7 @@ static int g_pool(gen *g, int dims) {
         P[i] = g_ri(g, 0, (int)(K[i] / 2));
         P[i + dims] = g_ri(g, 0, (int)(K[i] / 2));
     }
-    /* ceil mode drops a last window that would start past the input and its left padding */
-    for (int i = 0; i < dims; i++) {
-        int64_t in = xs[sp0 + i], span = in + P[i] + P[i + dims] - K[i];
-        int64_t o = (ceil_mode ? (span + S[i] - 1) / S[i] : span / S[i]) + 1;
-        if (ceil_mode && (o - 1) * S[i] >= in + P[i]) o--;
-        os[sp0 + i] = o;
-    }
+    for (int i = 0; i < dims; i++) os[sp0 + i] = g_pool_out(xs[sp0 + i], K[i], S[i], P[i], P[i + dims], ceil_mode);
     char ks[64], st[64], pd[64], note[48];
     g_ints(ks, sizeof ks, dims, K);
     g_ints(st, sizeof st, dims, S);
@@ -559,12 +560,7 @@ static int g_conv1x1_pool(gen *g) {
         P[i] = pad ? g_ri(g, 0, (int)(K[i] / 2)) : 0;
         P[i + 2] = pad ? g_ri(g, 0, (int)(K[i] / 2)) : 0;
     }
-    for (int i = 0; i < 2; i++) {
-        int64_t in = ys[2 + i], span = in + P[i] + P[i + 2] - K[i];
-        int64_t o = (ceil_mode ? (span + S[i] - 1) / S[i] : span / S[i]) + 1;
-        if (ceil_mode && (o - 1) * S[i] >= in + P[i]) o--;
-        os[2 + i] = o;
-    }
+    for (int i = 0; i < 2; i++) os[2 + i] = g_pool_out(ys[2 + i], K[i], S[i], P[i], P[i + 2], ceil_mode);
     return g_emit(g, 4, os, "R.nn.avg_pool2d(%s, pool_size=[%lld, %lld], strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld], "
                             "ceil_mode=%s, count_include_pad=%s)",
                   N(g, y), (long long)K[0], (long long)K[1], (long long)S[0], (long long)S[1], (long long)P[0], (long long)P[1],
