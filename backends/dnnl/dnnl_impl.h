@@ -395,10 +395,12 @@ int64_t dn_dw1d_row(const dn_dw1d *p);
 dnnl_status_t dn_dw1d_run(void *ctx, void *const *ptrs);
 
 /* dnnl_pool.c: 2-D max pooling on nChw8c src / dst (AVX2 only; see there). Every output's
- * window holds at least one input. */
+ * window holds at least one input. Average pooling when avg > 0: the window's sum times avg
+ * (every window inside the input). */
 typedef struct dn_pool {
     int64_t N, Cb, H, W, OH, OW;  /* Cb: blocks of 8 channels */
     int64_t kh, kw, sh, sw, dh, dw, pt, pl; /* dh, dw: dilation (1: none); pt, pl: top and left padding */
+    float avg;                    /* 1 / window size, or 0: max */
 } dn_pool;
 /* dn_fn: ptrs[0] src, ptrs[1] dst */
 dnnl_status_t dn_pool_run(void *ctx, void *const *ptrs);

@@ -89,10 +89,12 @@ void dn_pool_window(const rt_json_node *n, int sd, const int64_t *xs, const int6
 /* 2-D max pooling whose every window holds an input, by graft's own kernel (dnnl_pool.c) in
  * nChw8c (its result in a concat slot when it has one): below avx512_core for a source already
  * in that layout (oneDNN's jit:avx2 kernel is several times slower), and dilated pools at any
- * ISA, reordered there (oneDNN 2.6 has only ref:any for them from avx512_core on). *done
- * false: not taken, nothing emitted. */
-static gr_status own_max_pool(dn_state *S, const rt_json_node *n, int xv, const int64_t *xs, const int64_t *os,
-                              const int64_t *kk, const int64_t *s, const int64_t *d, const int64_t *pl, bool *done) {
+ * ISA, reordered there (oneDNN 2.6 has only ref:any for them from avx512_core on). Average
+ * pooling too where no window reaches into padding (every divisor is the window's size:
+ * DenseNet's transitions, 2x2 / 2). *done false: not taken, nothing emitted. */
+static gr_status own_pool(dn_state *S, const rt_json_node *n, int xv, bool is_max, const int64_t *xs, const int64_t *os,
+                          const int64_t *kk, const int64_t *s, const int64_t *d, const int64_t *pl, const int64_t *pr,
+                          bool *done) {
     *done = false;
     int oe = dn_out_entry(S, n);
     dnnl_memory_desc_t xmd, omd, slot;
@@ -100,8 +102,9 @@ static gr_status own_max_pool(dn_state *S, const rt_json_node *n, int xv, const 
     dnnl_memory_desc_init_by_tag(&xmd, 4, xd, dnnl_f32, dnnl_aBcd8b);
     dnnl_memory_desc_init_by_tag(&omd, 4, od, dnnl_f32, dnnl_aBcd8b);
     bool blocked8 = dnnl_memory_desc_equal(&S->vals.data[xv].md, &xmd), dilated = d[0] || d[1];
-    if (!dn_avx2_kernels_ok() || S->is_head[oe] ||
-        !(dilated || (blocked8 && (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core)))
+    bool below512 = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core;
+    if (!dn_avx2_kernels_ok() || S->is_head[oe] || !(dilated || (blocked8 && below512)) ||
+        (!is_max && (pl[0] || pl[1] || pr[0] || pr[1])))
         return GR_OK;
     for (int a = 0; a < 2; a++)
         for (int64_t o = 0; o < os[2 + a]; o++) {
@@ -117,7 +120,8 @@ static gr_status own_max_pool(dn_state *S, const rt_json_node *n, int xv, const 
     dn_pool *p = malloc(sizeof *p);
     if (!p) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     *p = (dn_pool){.N = xs[0], .Cb = (xs[1] + 7) / 8, .H = xs[2], .W = xs[3], .OH = os[2], .OW = os[3], .kh = kk[0],
-                   .kw = kk[1], .sh = s[0], .sw = s[1], .dh = d[0] + 1, .dw = d[1] + 1, .pt = pl[0], .pl = pl[1]};
+                   .kw = kk[1], .sh = s[0], .sw = s[1], .dh = d[0] + 1, .dw = d[1] + 1, .pt = pl[0], .pl = pl[1],
+                   .avg = is_max ? 0.f : 1.f / (float)(kk[0] * kk[1])};
     int ov = dn_slot_md(S, oe, &slot) && dnnl_memory_desc_equal(&slot, &omd) ? dn_slot_val(S, oe) : dn_val_new(S, V_TMP, &omd);
     dn_arg args[2] = {{DNNL_ARG_SRC, xv, xmd, NULL}, {DNNL_ARG_DST, ov, omd, NULL}};
     *done = true;
@@ -157,9 +161,9 @@ gr_status dn_op_pool(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
         if (!is_max && dn_attr_bool(n, "ceil_mode", false) && dn_attr_bool(n, "count_include_pad", false))
             return dn_fail(S, n, dnnl_success, "avg pooling with ceil_mode and count_include_pad is not supported");
     }
-    if (is_max && sd == 2 && !perm) {
+    if (!adaptive && sd == 2 && !perm) {
         bool done;
-        if ((st = own_max_pool(S, n, xv, xs, os, kk, s, d, pl, &done)) || done) return st;
+        if ((st = own_pool(S, n, xv, is_max, xs, os, kk, s, d, pl, pr, &done)) || done) return st;
     }
     dnnl_alg_kind_t alg = is_max ? dnnl_pooling_max
                           : (!adaptive && dn_attr_bool(n, "count_include_pad", false)) ? dnnl_pooling_avg_include_padding
@@ -390,6 +394,11 @@ gr_status dn_op_elemwise(dn_state *S, const rt_json_node *n, const dn_comp *comp
     affine_fold af = {.n = 0};
     gr_status st = npre ? GR_OK : affine_fold_run(S, xv, &first, steps, &k, &af);
     if (st) return st;
+    bool own = false;
+    if (af.n && ((st = dn_own_affine(S, n, &first, xv, steps, k, &own)) || own)) {
+        affine_unbind(S, &af);
+        return st;
+    }
     dn_consume(S, &first, 1);
     S->stats.npostops--;          /* the first step is the primitive itself */
     S->stats.nfused_nodes -= (uint32_t)first.nnodes > 0 ? 1 : 0;

@@ -47,6 +47,11 @@ bool dn_bf16_entry(dn_state *S, int e);
  * primitive did not take every post-op: the rest run as their own float32 primitives). */
 gr_status dn_bf16_settle(dn_state *S, const rt_json_node *n, int e);
 bool dn_eltwise_vop(const dn_step *st, dn_vop *op);
+/* dnnl_affine.c: below avx512_core, a per-channel multiply and / or add (first, then steps[0])
+ * of a value xv in the 8-channel blocked layout, and the eltwise steps after it, as graft's own
+ * kernel: emitted, the steps consumed and *done set; else nothing (oneDNN's binary then). */
+gr_status dn_own_affine(dn_state *S, const rt_json_node *n, const dn_step *first, int xv, const dn_step *steps, int k,
+                        bool *done);
 gr_status dn_op_conv1d(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_conv2d(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 gr_status dn_op_deconv1d(dn_state *S, const rt_json_node *n, const dn_comp *comp);

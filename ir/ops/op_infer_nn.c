@@ -197,6 +197,11 @@ static const ir_sinfo *pool(ir_ctx_t *ctx, const ir_call *call, gr_diag *diag, i
         const ir_prim *num = ir_prim_add(ctx, xd[2 + i], pint(ctx, c));
         const ir_prim *o =
             ir_prim_add(ctx, ir_prim_floordiv(ctx, num, pint(ctx, st[i])), pint(ctx, 1));
+        /* ceil mode drops a last window that would start past the input and its left padding
+         * (ONNX / PyTorch, as the kernels compute it) */
+        if (ceil_mode && o->kind == IR_PRIM_INT && xd[2 + i]->kind == IR_PRIM_INT &&
+            (o->value - 1) * st[i] >= xd[2 + i]->value + pad[i])
+            o = pint(ctx, o->value - 1);
         if (o->kind == IR_PRIM_INT && o->value <= 0)
             return ir__op_err(call, diag, "output size %lld is not positive for %s",
                               (long long)o->value, ir__sinfo_str(x));

@@ -1,9 +1,9 @@
 /* CNN paths of the oneDNN engine beyond the zoo's shapes: a batch norm left after a concat or a
  * pool (a run of per-channel constant subtract / divide / multiply / add) folded into one
- * multiply and one add (backends/dnnl/dnnl_op_elem.c), and graft's own max pooling on nChw8c
- * below avx512_core (backends/dnnl/dnnl_pool.c). Checked against the reference engine with
- * dnnl_test_util.h's tolerance (1e-4 absolute + 1e-4 relative), at whatever ISA the process
- * runs (make test: native and ONEDNN_MAX_CPU_ISA=AVX2). */
+ * multiply and one add (backends/dnnl/dnnl_op_elem.c), and graft's own max pooling and
+ * per-channel affine on nChw8c below avx512_core (backends/dnnl/dnnl_pool.c, dnnl_affine.c).
+ * Checked against the reference engine with dnnl_test_util.h's tolerance (1e-4 absolute + 1e-4
+ * relative), at whatever ISA the process runs (make test: native and ONEDNN_MAX_CPU_ISA=AVX2). */
 #include <string.h>
 
 #include "tests/dnnl/dnnl_test_util.h"
@@ -50,14 +50,22 @@ Test(dnnl_cnn, zero_divisor_does_not_fold) {
 
 /* Max pools of a convolution's blocked result (20 channels: a block half padding): 3x3 / 2 in
  * ceil mode, 3x3 / 1 padded, 2x2 dilated by 2; graft's kernel runs them below avx512_core, and
- * the dilated one at every ISA (oneDNN 2.6's avx512_core pooling is ref:any for it). */
+ * the dilated one at every ISA (oneDNN 2.6's avx512_core pooling is ref:any for it). Average
+ * pools with no window in padding on graft's kernel too: 2x2 / 2 (DenseNet's transitions) below
+ * avx512_core, 3x2 / 1 dilated at every ISA; 3x3 / 2 in ceil mode (its last windows past the
+ * edge) and 3x3 / 1 padded on oneDNN's. */
 Test(dnnl_cnn, max_pool_blocked) {
-    static const char *const attrs[3] = {
+    static const char *const attrs[7] = {
         "{\"pool_size\":[3,3],\"strides\":[2,2],\"padding\":[0,0,0,0],\"ceil_mode\":true}",
         "{\"pool_size\":[3,3],\"strides\":[1,1],\"padding\":[1,1,1,1]}",
-        "{\"pool_size\":[2,2],\"strides\":[1,1],\"dilation\":[2,2],\"padding\":[1,0,1,0]}"};
-    static const int64_t oh[3][2] = {{6, 6}, {13, 12}, {13, 10}};
-    for (int c = 0; c < 3; c++) {
+        "{\"pool_size\":[2,2],\"strides\":[1,1],\"dilation\":[2,2],\"padding\":[1,0,1,0]}",
+        "{\"pool_size\":[2,2],\"strides\":[2,2],\"padding\":[0,0,0,0]}",
+        "{\"pool_size\":[3,2],\"strides\":[1,1],\"dilation\":[2,1],\"padding\":[0,0,0,0]}",
+        "{\"pool_size\":[3,3],\"strides\":[2,2],\"padding\":[0,0,0,0],\"ceil_mode\":true}",
+        "{\"pool_size\":[3,3],\"strides\":[1,1],\"padding\":[1,1,1,1],\"count_include_pad\":true}"};
+    static const int64_t oh[7][2] = {{6, 6}, {13, 12}, {13, 10}, {6, 6}, {9, 11}, {6, 6}, {13, 12}};
+    for (int c = 0; c < 7; c++) {
+        bool avg = c >= 3;
         dt_graph g;
         dt_init(&g, 5 + (uint32_t)c);
         int x = dt_input(&g, 4, S4(1, 16, 13, 12));
@@ -65,7 +73,7 @@ Test(dnnl_cnn, max_pool_blocked) {
         int cv = dt_op(&g, "relax.nn.conv2d", "{\"padding\":[1,1,1,1]}", 2, IN(x, w), NULL, 4, S4(1, 20, 13, 12), NULL);
         int r = dt_conv_bias_act(&g, cv, 20, S4(1, 20, 13, 12), false, "relu");
         const int64_t *ps = S4(1, 20, oh[c][0], oh[c][1]);
-        int p = dt_op(&g, "relax.nn.max_pool2d", attrs[c], 1, IN(r), NULL, 4, ps, "pool");
+        int p = dt_op(&g, avg ? "relax.nn.avg_pool2d" : "relax.nn.max_pool2d", attrs[c], 1, IN(r), NULL, 4, ps, "pool");
         int w2 = dt_const(&g, 4, S4(8, 20, 1, 1));
         dt_head(&g, dt_op(&g, "relax.nn.conv2d", NULL, 2, IN(p, w2), NULL, 4, S4(1, 8, oh[c][0], oh[c][1]), "conv1x1"));
         dt_prepared pr;
@@ -78,7 +86,54 @@ Test(dnnl_cnn, max_pool_blocked) {
             own |= !strcmp(pi.impl, "graft_pool:avx2");
         }
         dt_release(&pr);
-        cr_expect_eq(own, c == 2 || !strcmp(rt_dnnl_isa(), "avx2"), "case %d: graft's max pool at ISA %s", c, rt_dnnl_isa());
+        bool avx2 = !strcmp(rt_dnnl_isa(), "avx2");
+        cr_expect_eq(own, c == 2 || c == 4 || (avx2 && c <= 3), "case %d: graft's pool at ISA %s", c, rt_dnnl_isa());
+        dt_check(&g);
+        dt_free(&g);
+    }
+}
+
+/* A per-channel affine run on a convolution's blocked result (20 channels: a block half
+ * padding), then an activation, read by a 1x1 convolution: (x - m) / s * g + b, relu; x * a *
+ * b, clip to [0.5, 3] (f(0) != 0: the padding lanes stay 0); x - m + b, leaky relu. graft's
+ * kernel runs them below avx512_core, oneDNN's binary above. */
+Test(dnnl_cnn, affine_blocked) {
+    for (int c = 0; c < 3; c++) {
+        dt_graph g;
+        dt_init(&g, 9 + (uint32_t)c);
+        const int64_t *os = S4(1, 20, 7, 9);
+        int x = dt_input(&g, 4, S4(1, 16, 7, 9));
+        int w = dt_const(&g, 4, S4(20, 16, 3, 3));
+        int cv = dt_op(&g, "relax.nn.conv2d", "{\"padding\":[1,1,1,1]}", 2, IN(x, w), NULL, 4, os, NULL);
+        int a = dt_conv_bias_act(&g, cv, 20, os, false, "relu");
+        if (c == 0) {
+            a = bin(&g, "relax.subtract", a, dt_const(&g, 4, S4(1, 20, 1, 1)), os);
+            a = bin(&g, "relax.divide", a, dt_const_r(&g, 3, S3(20, 1, 1), 0.25f, 1.f), os);
+            a = bin(&g, "relax.multiply", a, dt_const(&g, 4, S4(1, 20, 1, 1)), os);
+            a = bin(&g, "relax.add", a, dt_const(&g, 3, S3(20, 1, 1)), os);
+            a = dt_op(&g, "relax.nn.relu", NULL, 1, IN(a), NULL, 4, os, "act");
+        } else if (c == 1) {
+            a = bin(&g, "relax.multiply", a, dt_const(&g, 4, S4(1, 20, 1, 1)), os);
+            a = bin(&g, "relax.multiply", a, dt_const(&g, 3, S3(20, 1, 1)), os);
+            a = dt_op(&g, "relax.clip", NULL, 1, IN(a), "[{\"float\":0.5},{\"float\":3.0}]", 4, os, "act");
+        } else {
+            a = bin(&g, "relax.subtract", a, dt_const(&g, 4, S4(1, 20, 1, 1)), os);
+            a = bin(&g, "relax.add", a, dt_const(&g, 3, S3(20, 1, 1)), os);
+            a = dt_op(&g, "relax.nn.leakyrelu", "{\"alpha\":0.1}", 1, IN(a), NULL, 4, os, "act");
+        }
+        int w2 = dt_const(&g, 4, S4(8, 20, 1, 1));
+        dt_head(&g, dt_op(&g, "relax.nn.conv2d", NULL, 2, IN(a, w2), NULL, 4, S4(1, 8, 7, 9), "conv1x1"));
+        dt_prepared pr;
+        rt_dnnl_stats st;
+        dt_prepare_no_ref(&g, &pr, &st);
+        bool own = false;
+        for (uint32_t i = 0; i < rt_dnnl_num_prims(pr.state); i++) {
+            rt_dnnl_prim_info pi;
+            cr_assert(rt_dnnl_prim(pr.state, i, &pi));
+            own |= !strcmp(pi.impl, "graft_affine:avx2");
+        }
+        dt_release(&pr);
+        cr_expect_eq(own, !strcmp(rt_dnnl_isa(), "avx2"), "case %d: graft's affine at ISA %s", c, rt_dnnl_isa());
         dt_check(&g);
         dt_free(&g);
     }

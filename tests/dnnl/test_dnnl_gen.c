@@ -476,6 +476,13 @@ static int g_matmul(gen *g) {
     return g_posts(g, y, nb + 1);
 }
 
+/* A pool's output length (k, s, padding p0 / p1): ceil mode drops a last window that would start
+ * past the input and its left padding, as the IR's shape inference and the kernels do. */
+static int64_t g_pool_out(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, bool ceil_mode) {
+    int64_t span = in + p0 + p1 - k, o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    return ceil_mode && (o - 1) * s >= in + p0 ? o - 1 : o;
+}
+
 /* Pooling with `dims` spatial dims: max / avg, layouts, kernel, stride, padding, ceil mode,
  * count_include_pad; or adaptive (2-D, 1-D), even windows or not. */
 static int g_pool(gen *g, int dims) {
@@ -516,20 +523,7 @@ static int g_pool(gen *g, int dims) {
         P[i] = g_ri(g, 0, (int)(K[i] / 2));
         P[i + dims] = g_ri(g, 0, (int)(K[i] / 2));
     }
-    /* Ceil mode only where its last window starts inside the input or its left padding: the
-     * IR's shape inference (TVM's) and the host kernel (PyTorch's rule, which drops such a
-     * window) disagree on the others. */
-    for (int pass = 0; pass < 2; pass++) {
-        bool drop = false;
-        for (int i = 0; i < dims; i++) {
-            int64_t in = xs[sp0 + i], span = in + P[i] + P[i + dims] - K[i];
-            int64_t o = (ceil_mode ? (span + S[i] - 1) / S[i] : span / S[i]) + 1;
-            drop |= ceil_mode && (o - 1) * S[i] >= in + P[i];
-            os[sp0 + i] = o;
-        }
-        if (!drop) break;
-        ceil_mode = false;
-    }
+    for (int i = 0; i < dims; i++) os[sp0 + i] = g_pool_out(xs[sp0 + i], K[i], S[i], P[i], P[i + dims], ceil_mode);
     char ks[64], st[64], pd[64], note[48];
     g_ints(ks, sizeof ks, dims, K);
     g_ints(st, sizeof st, dims, S);
@@ -539,6 +533,38 @@ static int g_pool(gen *g, int dims) {
     int y = g_emit(g, nd, os, "R.nn.%s_pool%dd(%s, pool_size=%s, strides=%s, padding=%s, ceil_mode=%s, count_include_pad=%s, layout=\"%s\")",
                    mx ? "max" : "avg", dims, N(g, x), ks, st, pd, ceil_mode ? "True" : "False", cip ? "True" : "False", lay);
     return g_p(g, 30) ? g_act(g, y) : y;
+}
+
+/* A pointwise convolution (any groups, a bias sometimes, an activation before it sometimes)
+ * under an average pool: the default pipeline's PoolBeforeConv1x1 runs the pool first where
+ * the pool shrinks the image (DenseNet's transitions); paddings and ceil mode where it stays. */
+static int g_conv1x1_pool(gen *g) {
+    int x = g_data(g, 4);
+    if (g_p(g, 40)) x = g_act(g, x);
+    const int64_t *xs = g->v[x].s;
+    int64_t C = xs[1], G = C % 2 == 0 && g_p(g, 30) ? 2 : 1, O = G * g_ri(g, 1, 12);
+    int w = g_param(g, 'w', 4, (int64_t[]){O, C / G, 1, 1});
+    int64_t ys[4] = {xs[0], O, xs[2], xs[3]};
+    g_note(g, "conv1x1_avg_pool");
+    int y = g_emit(g, 4, ys, "R.nn.conv2d(%s, %s, groups=%lld)", N(g, x), N(g, w), (long long)G);
+    if (g_p(g, 50)) {
+        int b = g_param(g, 'c', 4, (int64_t[]){1, O, 1, 1});
+        y = g_emit(g, 4, ys, "R.add(%s, %s)", N(g, y), N(g, b));
+    }
+    int64_t K[2], S[2], P[4], os[4] = {ys[0], O, 0, 0};
+    bool pad = g_p(g, 25), ceil_mode = g_p(g, 25), cip = g_p(g, 40);
+    for (int i = 0; i < 2; i++) {
+        K[i] = g_ri(g, 1, 3);
+        if (K[i] > ys[2 + i]) K[i] = ys[2 + i];
+        S[i] = g_ri(g, 1, 3);
+        P[i] = pad ? g_ri(g, 0, (int)(K[i] / 2)) : 0;
+        P[i + 2] = pad ? g_ri(g, 0, (int)(K[i] / 2)) : 0;
+    }
+    for (int i = 0; i < 2; i++) os[2 + i] = g_pool_out(ys[2 + i], K[i], S[i], P[i], P[i + 2], ceil_mode);
+    return g_emit(g, 4, os, "R.nn.avg_pool2d(%s, pool_size=[%lld, %lld], strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld], "
+                            "ceil_mode=%s, count_include_pad=%s)",
+                  N(g, y), (long long)K[0], (long long)K[1], (long long)S[0], (long long)S[1], (long long)P[0], (long long)P[1],
+                  (long long)P[2], (long long)P[3], ceil_mode ? "True" : "False", cip ? "True" : "False");
 }
 
 /* A binary op on x and an operand of a broadcast shape, either order; both sides broadcast
@@ -774,7 +800,7 @@ static const struct {
 } FAMILIES[] = {
     {f_conv2d, 6}, {f_conv1d, 2}, {f_conv3d, 1}, {g_deconv, 1}, {g_matmul, 6}, {f_pool2d, 3}, {f_pool1d, 1},
     {f_pool3d, 1}, {g_binary, 6},  {g_unary, 3},  {g_softmax, 2}, {g_layer_norm, 1}, {g_reduce, 2}, {g_resize, 1},
-    {g_concat, 2}, {g_move, 4},
+    {g_concat, 2}, {g_move, 4}, {g_conv1x1_pool, 1},
 };
 
 /* The module of seed: 2..6 families, the values no op reads are its outputs. */

@@ -138,6 +138,9 @@ Test(pass_golden, dead_code_elimination) { golden("dce", "DeadCodeElimination");
 Test(pass_golden, eliminate_common_subexpr) { golden("cse", "EliminateCommonSubexpr"); }
 Test(pass_golden, decompose_ops_for_inference) { golden_checked("decompose", "DecomposeOpsForInference", NULL); }
 Test(pass_golden, fold_batch_norm_into_conv) { golden_checked("fold_bn", "FoldBatchNormIntoConv", "decomposed"); }
+/* relu -> conv 1x1 -> avg pool and a grouped conv with bias under a ceil-mode pool swap; a 3x3
+ * conv, a bias under a padded pool and a conv read twice stay */
+Test(pass_golden, pool_before_conv1x1) { golden_checked("pool_conv", "PoolBeforeConv1x1", "biased"); }
 Test(pass_golden, simplify_expr) { golden_checked("simplify", "SimplifyExpr", NULL); }
 /* torch-exported layer norms (x ^ 2 and x * x, scalar and [1,1,C] affine) and erf GELUs (both
  * orders) fuse; a GELU with another constant and a norm over another axis stay */
