@@ -327,13 +327,16 @@ static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp,
     int biasv = -1;
     int64_t N = n->shapes[0][nd - 1];
     /* (a product of activations outside a composite takes no bias: nothing is consumed
-     * before the retry on plain copies below; a constant add is a binary post-op then) */
-    bool bias = (comp || bconst) && dn_take_bias(S, steps, &k, nd - 1, nd, N, &biasv);
+     * before the retry on plain copies below; a constant add is a binary post-op then. Nor
+     * does a product with a folded scaling: oneDNN scales the bias with the product, and
+     * s (x W) + b is not s (x W + b); the add stays a post-op, applied after the scale) */
+    bool bias = (comp || bconst) && scale == 1.f && dn_take_bias(S, steps, &k, nd - 1, nd, N, &biasv);
     /* collapsed: the primitive sees 2-D views of src, dst and the post-op operands (the entries
      * of those are swapped for views until the primitive is emitted); the result is a view
      * with the result's shape */
     int64_t rows = aview || bview ? 0 : collapse_rows(S, nd, &amd, &bmd, steps, k, n->shapes[0]);
-    bool dview = (views & VIEW_DST) && !bconst && !k && !bias && permuted_dst(S, n, nd, &dst);
+    /* (not with collapsed rows: the product's dst is then a plain 2-D view) */
+    bool dview = (views & VIEW_DST) && !bconst && !k && !bias && !rows && permuted_dst(S, n, nd, &dst);
     if (bconst) {
         /* few rows (all batch elements' over weights without a batch): graft's own product */
         int64_t grows = amd.dims[nd - 2];
