@@ -311,7 +311,10 @@ gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
     comp.k = k;
     int qused = 0;
     bool qdone = false;
-    if ((st = dn_q_levels_op(S, anchor, steps, k, &qused, &qdone))) return st;
+    /* a subtract / multiply dequantizing a weight kept as its levels: nothing built */
+    bool weight = !k && dn_q_weight_node(S, anchor);
+    if (!weight && (st = dn_q_levels_op(S, anchor, steps, k, &qused, &qdone))) return st;
+    if (weight) qdone = true;
     if (!qdone && (st = dn_node(S, anchor, &comp))) return st;
     /* post-ops oneDNN did not take in the primitive (it rejected them, or they would have
      * pushed it onto its reference kernels) run as their own primitives, in order */
@@ -320,7 +323,7 @@ gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
         if (S->ent_val[steps[i].out] >= 0) last = i;
     /* int8 with every step taken: its result may be only the levels of the quantize that reads
      * it (no float value, dnnl_op_quant.c) */
-    bool levels_only = qdone && qused == k;
+    bool levels_only = (qdone && qused == k) || weight;
     if (levels_only) last = k - 1;
     int cur = last >= 0 ? steps[last].out : (int)rt_json_graph_entry_id(S->g, (rt_json_entry){(uint32_t)(anchor - S->node0), 0});
     if (!levels_only && S->ent_val[cur] < 0) return bad(S, anchor, "composite produced no value");

@@ -102,6 +102,18 @@ typedef struct dn_qlevels {
     dnnl_data_type_t qt;
 } dn_qlevels;
 
+/* A float32 weight the import left as a dequantize of constant levels (dnnl_op_quant.c):
+ * entry ent is (levels - zp[c]) * s[c] with c the index along `axis` (-1: one zero point and
+ * scale for the whole tensor, n = 1). No value computes it: an int8 convolution reads the
+ * levels, a float op the float32 weight made when it is built (dn_q_weight_val). */
+typedef struct dn_qweight {
+    int ent;
+    int levels;                   /* the levels' constant value (s8 / u8) */
+    int axis;
+    int64_t n;
+    float *zp, *s;                /* n each (one allocation, zp first) */
+} dn_qweight;
+
 /* An entry a scaling by a constant computes (x * s, x / c) that no primitive writes: the one
  * matmul reading it reads x (value val) and scales its product by s (dn_fold_scale). */
 typedef struct dn_scaled {
@@ -182,6 +194,7 @@ typedef struct dn_state {
     float out_scale;              /* output scale of the primitive being made (0: none) */
     GR_VEC(dn_qlevels) qdeq;      /* entries multiply(subtract(cast of levels, zp), s) computes:
                                      the levels they dequantize (val: the entry) */
+    GR_VEC(dn_qweight) qweights;  /* weights kept as their levels (dnnl_op_quant.c) */
 } dn_state;
 
 const char *dnnl_status_str(dnnl_status_t s);
@@ -316,6 +329,17 @@ gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann);
  * reads as an int8 primitive writing its levels; *done, and *used steps taken (consumed);
  * else nothing built. */
 gr_status dn_q_levels_op(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done);
+/* Weights kept as their levels (dn_qweight): notes node n (the cast of a constant's levels to
+ * float32, or a subtract / multiply of such a weight by a constant along one axis) when it
+ * dequantizes such a weight, building nothing; false otherwise. */
+bool dn_q_weight_node(dn_state *S, const rt_json_node *n);
+/* The float32 value of weight entry e kept as its levels, made now (-1: e is none, or out
+ * of memory); dn_q_weight_done lets it go again when no primitive reads it (the op that
+ * needed it keeps a reordered copy). */
+int dn_q_weight_val(dn_state *S, int e);
+void dn_q_weight_done(dn_state *S, int e);
+/* The levels' constant value a weight entry kept as its levels dequantizes, else -1. */
+int dn_q_weight_levels(const dn_state *S, int e);
 /* One step as its own primitive on value v (post-ops oneDNN would not fuse). */
 gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step *st, int *out);
 /* dnnl_ops.c: the eltwise / binary primitive of step `first` on value xv with the post-op steps

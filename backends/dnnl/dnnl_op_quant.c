@@ -380,6 +380,158 @@ static void drop_owned(dn_state *S, int v, int copy) {
         }
 }
 
+/* ---- weights kept as their levels (dn_qweight) ----
+ * The import leaves a large quantized weight's DequantizeLinear as ops on its int8 levels
+ * (ir/transform FoldConstant), so no float32 copy of it exists: cast, [subtract the zero
+ * point], multiply by the scale, each per tensor or along one axis. Those nodes build nothing;
+ * an int8 convolution / matmul reads the levels and scales (weight_of), and a float op that
+ * reads the weight (a convolution kept in float32 below VNNI, a dense) gets the float32
+ * weight made once as it is built, dropped again when it keeps a reordered copy. */
+
+static const dn_qweight *qw_of(const dn_state *S, int e) {
+    for (uint32_t i = 0; e >= 0 && i < S->qweights.len; i++)
+        if (S->qweights.data[i].ent == e) return &S->qweights.data[i];
+    return NULL;
+}
+
+int dn_q_weight_levels(const dn_state *S, int e) {
+    const dn_qweight *w = qw_of(S, e);
+    return w ? w->levels : -1;
+}
+
+/* The data of float32 constant entry ce, and the axis of entry e's shape it varies along
+ * (right-aligned broadcasting; -1: one value) with *n values; NULL when it is no constant
+ * broadcasting along one axis at most. */
+static const float *axis_const(dn_state *S, int ce, int e, int *axis, int64_t *n) {
+    if (ce < 0 || S->ent_node[ce].node->kind != RT_JSON_CONST || !dn_entry_f32(S, ce) || S->ent_val[ce] < 0) return NULL;
+    const dn_val *v = &S->vals.data[S->ent_val[ce]];
+    int cn = dn_entry_ndim(S, ce), en = dn_entry_ndim(S, e);
+    const int64_t *cs = dn_entry_shape(S, ce), *es = dn_entry_shape(S, e);
+    if (!v->ptr || v->alias >= 0 || !dn_is_plain(&v->md) || cn > en) return NULL;
+    *axis = -1;
+    *n = 1;
+    for (int i = 0; i < cn; i++) {
+        int a = en - cn + i;
+        if (cs[i] == 1) continue;
+        if (cs[i] != es[a] || *axis >= 0) return NULL;
+        *axis = a;
+        *n = cs[i];
+    }
+    return v->ptr;
+}
+
+/* A new entry noted from w (NULL: the cast, one zero point 0 and scale 1) with constant c
+ * along axis (n values) subtracted (sub) or multiplied. */
+static bool qw_derive(dn_state *S, int ent, int levels, const dn_qweight *w, const float *c, int axis, int64_t n, bool sub) {
+    int wa = w ? w->axis : -1;
+    if (w && wa >= 0 && axis >= 0 && wa != axis) return false;
+    int ax = wa >= 0 ? wa : axis;
+    int64_t nn = ax >= 0 ? (wa >= 0 ? w->n : n) : 1;
+    if (axis >= 0 && n != nn) return false;
+    float *zs = malloc(sizeof(float) * (size_t)nn * 2);
+    if (!zs) return false;
+    for (int64_t i = 0; i < nn; i++) {
+        float zp = w ? w->zp[wa >= 0 ? i : 0] : 0.f, s = w ? w->s[wa >= 0 ? i : 0] : 1.f, k = c ? c[axis >= 0 ? i : 0] : 0.f;
+        zs[i] = zp;
+        zs[nn + i] = s;
+        /* (l - zp) * s - k is (l - zp - k) * s exactly while s is 1: the host's order */
+        if (sub && s != 1.f) {
+            free(zs);
+            return false;
+        }
+        if (sub) zs[i] = zp + k;
+        else if (c) zs[nn + i] = s * k;
+    }
+    gr_vec_push(&S->qweights, ((dn_qweight){ent, levels, ax, nn, zs, zs + nn}));
+    return true;
+}
+
+bool dn_q_weight_node(dn_state *S, const rt_json_node *n) {
+    if (n->kind != RT_JSON_KERNEL || n->noutputs != 1 || !(n->dtypes[0].code == kDLFloat && n->dtypes[0].bits == 32)) return false;
+    int out = dn_out_entry(S, n);
+    if (S->is_head[out] || S->ent_val[out] >= 0 || qw_of(S, out)) return false;
+    if (n->op == IR_OP_ASTYPE && dn_nargs(n) == 1) {
+        int e = dn_arg_entry(S, n, 0), v = e >= 0 ? S->ent_val[e] : -1;
+        if (v < 0 || S->ent_node[e].node->kind != RT_JSON_CONST || q_dt(S->ent_node[e].node->dtypes[0]) == dnnl_data_type_undef ||
+            !S->vals.data[v].ptr)
+            return false;
+        return qw_derive(S, out, v, NULL, NULL, -1, 1, false);
+    }
+    if ((n->op != IR_OP_SUBTRACT && n->op != IR_OP_MULTIPLY) || dn_nargs(n) != 2) return false;
+    bool sub = n->op == IR_OP_SUBTRACT;
+    for (int side = 0; side < (sub ? 1 : 2); side++) {
+        int we = dn_arg_entry(S, n, (uint32_t)side), ce = dn_arg_entry(S, n, (uint32_t)(1 - side)), axis;
+        int64_t cnt;
+        const dn_qweight *w = qw_of(S, we);
+        const float *c = w && S->ent_val[we] < 0 ? axis_const(S, ce, we, &axis, &cnt) : NULL;
+        if (!c || n->ndims[0] != dn_entry_ndim(S, we) ||
+            memcmp(n->shapes[0], dn_entry_shape(S, we), sizeof(int64_t) * (size_t)n->ndims[0]))
+            continue;
+        dn_qweight wc = *w; /* the vector may move */
+        return qw_derive(S, out, wc.levels, &wc, c, axis, cnt, sub);
+    }
+    return false;
+}
+
+int dn_q_weight_val(dn_state *S, int e) {
+    const dn_qweight *w = qw_of(S, e);
+    if (!w || S->ent_val[e] >= 0) return w ? S->ent_val[e] : -1;
+    const dn_val *lv = &S->vals.data[w->levels];
+    const void *src = S->vals.data[dn_root(S, w->levels)].ptr;
+    int nd = dn_entry_ndim(S, e);
+    const int64_t *sh = dn_entry_shape(S, e);
+    int64_t inner = 1, total = 1;
+    for (int i = 0; i < nd; i++) total *= sh[i];
+    for (int i = w->axis + 1; w->axis >= 0 && i < nd; i++) inner *= sh[i];
+    dnnl_memory_desc_t md;
+    dn_plain_md(&md, nd, sh);
+    float *f = src && (int64_t)dnnl_memory_desc_get_size(&lv->md) == total ? dn_owned_alloc(S, sizeof(float) * (size_t)total) : NULL;
+    if (!f) return -1;
+    bool u8 = lv->md.data_type == dnnl_u8;
+    for (int64_t i = 0; i < total; i++) {
+        int64_t c = w->axis >= 0 ? i / inner % w->n : 0;
+        float l = u8 ? (float)((const uint8_t *)src)[i] : (float)((const int8_t *)src)[i];
+        f[i] = (l - w->zp[c]) * w->s[c];
+    }
+    S->stats.weight_bytes += sizeof(float) * (size_t)total;
+    int v = dn_val_new(S, V_OWNED, &md);
+    S->vals.data[v].ptr = f;
+    S->ent_val[e] = v;
+    return v;
+}
+
+void dn_q_weight_done(dn_state *S, int e) {
+    int v = qw_of(S, e) ? S->ent_val[e] : -1;
+    if (v < 0) return;
+    for (uint32_t p = 0; p < S->prims.len; p++)
+        for (int a = 0; a < S->prims.data[p].nargs; a++)
+            if (S->prims.data[p].args[a].val >= 0 && dn_root(S, S->prims.data[p].args[a].val) == v) return;
+    for (uint32_t x = 0; x < S->nent; x++)
+        if ((int)x != e && S->ent_val[x] >= 0 && dn_root(S, S->ent_val[x]) == v) return;
+    for (uint32_t i = 0; i < S->owned.len; i++)
+        if (S->owned.data[i] == S->vals.data[v].ptr) {
+            free(S->owned.data[i]);
+            S->owned.data[i] = NULL;
+        }
+    S->stats.weight_bytes -= dnnl_memory_desc_get_size(&S->vals.data[v].md);
+    S->vals.data[v].ptr = NULL;
+    S->ent_val[e] = -1;
+}
+
+/* Weight entry we kept as s8 levels with one scale, or one per channel along axis cax (C of
+ * them), and no zero point: the levels' value, their scales into ws (may be NULL); else -1. */
+static int qw_int8(dn_state *S, int we, int cax, int64_t C, float *ws, bool *per_tensor) {
+    const dn_qweight *w = qw_of(S, we);
+    if (!w || S->vals.data[w->levels].md.data_type != dnnl_s8 || !S->vals.data[dn_root(S, w->levels)].ptr ||
+        (w->axis >= 0 && (w->axis != cax || w->n != C)))
+        return -1;
+    for (int64_t i = 0; i < w->n; i++)
+        if (w->zp[i] != 0.f || !(w->s[i] > 0.f) || !isfinite(w->s[i])) return -1;
+    *per_tensor = w->axis < 0;
+    for (int64_t c = 0; ws && c < C; c++) ws[c] = w->s[w->axis >= 0 ? c : 0];
+    return w->levels;
+}
+
 typedef struct q_anchor {
     int64_t C;                    /* output channels / columns */
     int64_t outer, inner;         /* the weights as [outer][C][inner] */
@@ -409,10 +561,18 @@ static bool int8_exact_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t 
     const int64_t *ws = dn_entry_shape(S, we);
     /* the weights as [outer][C][inner]: OIHW (1, O, I*H*W), matmul K x N (K, N, 1) */
     int64_t outer = nd == 4 ? 1 : ws[0], C = nd == 4 ? ws[0] : ws[1], inner = nd == 4 ? ws[1] * ws[2] * ws[3] : 1;
+    bool pt;
+    int lvv = qw_int8(S, we, nd == 4 ? 0 : 1, C, NULL, &pt);
+    if (lvv >= 0) {
+        const int8_t *l = S->vals.data[dn_root(S, lvv)].ptr;
+        for (int64_t i = 0; i < outer * C * inner; i++)
+            if (l[i] < -63 || l[i] > 63) return false;
+        return true;
+    }
     const float *w = const_data(S, we, outer * C * inner);
     int8_t *q = w ? malloc((size_t)(outer * C * inner)) : NULL;
     float *sc = q ? malloc(sizeof(float) * (size_t)C) : NULL;
-    bool pt, ok = sc && dnnl_q_weights(w, outer, C, inner, q, sc, &pt);
+    bool ok = sc && dnnl_q_weights(w, outer, C, inner, q, sc, &pt);
     for (int64_t i = 0; ok && i < outer * C * inner; i++) ok = q[i] >= -63 && q[i] <= 63;
     free(q);
     free(sc);
@@ -478,6 +638,7 @@ typedef struct q_job {
  * accumulator's units (oneDNN 2.6: the s32 sum plus the bias, times the output scale). */
 typedef struct q_consts {
     int8_t *lv;
+    int lvv;                      /* >= 0: the levels are this constant value (lv NULL) */
     float *ws, *osc, *bias;
     float *rsc;                   /* osc / s of the quantize the result goes to (requant_of) */
     bool per_tensor;
@@ -488,16 +649,23 @@ static void consts_free(q_consts *k) {
     free(k->ws);
 }
 
-static gr_status read_consts(dn_state *S, const q_job *j, const q_anchor *qa, const float *w, q_consts *k) {
+/* The weights (entry we: kept as levels, else a float32 constant on an int8 grid) as levels
+ * and scales, and the scales and bias derived from them. */
+static gr_status read_consts(dn_state *S, const q_job *j, const q_anchor *qa, int we, q_consts *k) {
     int64_t nw = qa->outer * qa->C * qa->inner;
-    k->lv = malloc((size_t)nw + 1);
     k->ws = malloc(sizeof(float) * (size_t)qa->C * 4 + 1);
-    if (!k->lv || !k->ws) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    if (!k->ws) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     k->osc = k->ws + qa->C;
     k->bias = k->osc + qa->C;
     k->rsc = k->bias + qa->C;
-    if (!dnnl_q_weights(w, qa->outer, qa->C, qa->inner, k->lv, k->ws, &k->per_tensor))
-        return bad(S, j->n, "weights are not symmetric int8 levels times a per-tensor or per-channel scale");
+    k->lvv = qw_int8(S, we, j->kind == DNNL_Q_CONV2D ? 0 : 1, qa->C, k->ws, &k->per_tensor);
+    if (k->lvv < 0) {
+        const float *w = const_data(S, we, nw);
+        if (!w) return bad(S, j->n, "quantized weights are not a plain float32 constant");
+        if (!(k->lv = malloc((size_t)nw + 1))) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+        if (!dnnl_q_weights(w, qa->outer, qa->C, qa->inner, k->lv, k->ws, &k->per_tensor))
+            return bad(S, j->n, "weights are not symmetric int8 levels times a per-tensor or per-channel scale");
+    }
     for (int64_t c = 0; c < qa->C; c++) k->osc[c] = (float)((double)j->s * k->ws[c]);
     for (int64_t c = 0; j->bias && c < qa->C; c++) k->bias[c] = (float)((double)j->bias[c] / k->osc[c]);
     return GR_OK;
@@ -608,16 +776,16 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
     dnnl_memory_desc_t bmd;
     gr_status st = int8_desc(S, j, dnnl_f32, &desc, &qa, &bmd);
     if (st) return st;
-    const float *w = const_data(S, we, qa.outer * qa.C * qa.inner);
-    if (!w) return bad(S, n, "quantized weights are not a plain float32 constant");
     q_consts k = {0};
-    if ((st = read_consts(S, j, &qa, w, &k))) {
+    if ((st = read_consts(S, j, &qa, we, &k))) {
         consts_free(&k);
         return st;
     }
     dnnl_memory_desc_t wuser;
     dnnl_memory_desc_init_by_strides(&wuser, qa.wnd, qa.wdims, dnnl_s8, NULL);
-    int wsrc = owned_val(S, &wuser, k.lv);
+    /* levels kept as such: a view of their constant in the primitive's dims, reordered from
+     * there (the constant is let go once read, dnnl_engine.c's const_settle) */
+    int wsrc = k.lvv >= 0 ? dn_alias_new(S, k.lvv, &wuser) : owned_val(S, &wuser, k.lv);
     int bv = j->bias ? owned_val(S, &bmd, k.bias) : -1;
     q_nodes rq;
     bool fold = requant_of(S, j->out, &rq);
@@ -641,7 +809,7 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
     st = j->levels ? dn_as(S, n, j->xv, &smd, &qv)
                    : scaled_reorder(S, j->qnode, j->xv, &smd, (float)(1.0 / j->s), DNNL_ARG_DST, j->zp, false, &qv);
     if (!st) st = dn_as(S, n, wsrc, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
-    if (!st && win != wsrc) drop_owned(S, wsrc, win);
+    if (!st && win != wsrc && k.lvv < 0) drop_owned(S, wsrc, win);
     if (st) {
         dnnl_primitive_desc_destroy(pd);
         return st;
@@ -732,9 +900,10 @@ static gr_status levels_conv(dn_state *S, const rt_json_node *n, const dn_step *
     const dn_qlevels *lv = levels_of(S, xe, &lvs) && int8_exact_for(S, n, lvs.qt) ? &lvs : NULL;
     const int64_t *ws = dn_entry_shape(S, we);
     int64_t C = ws[0], per = ws[1] * ws[2] * ws[3];
-    const float *w = lv ? const_data(S, we, C * per) : NULL;
+    bool pt, grid = lv && qw_int8(S, we, 0, C, NULL, &pt) >= 0;
+    const float *w = lv && !grid ? const_data(S, we, C * per) : NULL;
     float *sc = w ? malloc(sizeof(float) * (size_t)C) : NULL;
-    bool pt, grid = sc && dnnl_q_weights(w, 1, C, per, NULL, sc, &pt);
+    grid = grid || (sc && dnnl_q_weights(w, 1, C, per, NULL, sc, &pt));
     free(sc);
     if (!grid) return GR_OK;
     q_job j = {.n = n, .kind = DNNL_Q_CONV2D, .xv = lv->levels, .levels = true, .s = lv->s, .zp = lv->zp, .qt = lv->qt};
@@ -1096,7 +1265,13 @@ gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
         if (nd != q.anchor && nd != q.div) gr_vec_push(&S->pend, nd);
     }
     uint32_t nprims = S->prims.len;
+    /* a dequantize of constant levels (a weight): noted, nothing built (dn_qweight) */
+    bool weight = (kind == DNNL_Q_DEQUANT || kind == DNNL_Q_CAST) && dn_q_weight_node(S, q.dqcast);
+    if (weight && kind == DNNL_Q_DEQUANT && ((q.dqzp && !dn_q_weight_node(S, q.dqzp)) || !dn_q_weight_node(S, q.mul)))
+        return bad(S, q.mul, "dequantize of constant levels by other than scalar constants");
+    if (weight) kind = DNNL_Q_NONE;
     switch (kind) {
+    case DNNL_Q_NONE: break;
     case DNNL_Q_QDQ: st = build_qdq(S, &q, dn_out_entry(S, q.last)); break;
     case DNNL_Q_QUANT: st = build_quant(S, &q); break;
     case DNNL_Q_DEQUANT: st = build_dequant(S, &q); break;
