@@ -16,6 +16,9 @@
 
 typedef struct q_nodes {
     const rt_json_node *div, *zp, *clip, *qcast, *dqcast, *dqzp, *mul, *anchor, *bias, *act, *last;
+    const rt_json_node *w[4];     /* the weights' dequantize of constant levels (cast, [subtract],
+                                     multiply, [transpose]), nw of them, listed anywhere */
+    int nw;
     float s, zpv, dq_s, dq_zpv;
     dnnl_data_type_t qt;          /* dnnl_u8 or dnnl_s8 */
 } q_nodes;
@@ -44,6 +47,22 @@ static gr_status read_nodes(dn_state *S, const rt_json_node *first, json_t *ids,
         if (id < 0 || (uint32_t)id >= nn || rt_json_graph_node(S->g, (uint32_t)id)->kind != RT_JSON_KERNEL)
             return bad(S, first, "quantized composite annotation: a listed node is not a kernel node of the graph");
         ns[k] = rt_json_graph_node(S->g, (uint32_t)id);
+    }
+    /* the weights' dequantize (a cast of a constant and the ops on it) out of the chain */
+    for (size_t k = 0; (kind == DNNL_Q_CONV2D || kind == DNNL_Q_MATMUL) && k < cnt;) {
+        const rt_json_node *n = ns[k];
+        int a0 = dn_nargs(n) ? dn_arg_entry(S, n, 0) : -1;
+        bool w = n->op == IR_OP_ASTYPE && a0 >= 0 && S->ent_node[a0].node->kind == RT_JSON_CONST;
+        for (int j = 0; j < q->nw && !w; j++)
+            w = (n->op == IR_OP_SUBTRACT || n->op == IR_OP_MULTIPLY || n->op == IR_OP_PERMUTE_DIMS) && a0 == dn_out_entry(S, q->w[j]);
+        if (!w) {
+            k++;
+            continue;
+        }
+        if (q->nw == 4) return bad(S, first, "quantized composite annotation: weights of more than four nodes");
+        q->w[q->nw++] = n;
+        memmove(&ns[k], &ns[k + 1], sizeof(ns[0]) * (cnt - k - 1));
+        cnt--;
     }
 #define TAKE(field, id) (i < cnt && ns[i]->op == IR_OP_##id ? (q->field = ns[i++]) : NULL)
     const rt_json_node *rnd = NULL;
@@ -457,6 +476,26 @@ bool dn_q_weight_node(dn_state *S, const rt_json_node *n) {
             return false;
         return qw_derive(S, out, v, NULL, NULL, -1, 1, false);
     }
+    if (n->op == IR_OP_PERMUTE_DIMS && dn_nargs(n) == 1) {
+        /* a transposed 2-D weight (a Gemm's B): a view of the levels with swapped strides */
+        int we = dn_arg_entry(S, n, 0);
+        const dn_qweight *w = qw_of(S, we);
+        int64_t ax[2] = {1, 0};
+        int na = dn_attr_ints(n, "axes", ax, 2);
+        if (!w || S->ent_val[we] >= 0 || dn_entry_ndim(S, we) != 2 || n->ndims[0] != 2 || (na > 0 && (na != 2 || ax[0] != 1 || ax[1] != 0)))
+            return false;
+        const dnnl_memory_desc_t *lmd = &S->vals.data[w->levels].md;
+        const dnnl_blocking_desc_t *b = &lmd->format_desc.blocking;
+        if (lmd->format_kind != dnnl_blocked || b->inner_nblks || b->strides[0] != lmd->dims[1] || b->strides[1] != 1) return false;
+        dnnl_dims_t d = {lmd->dims[1], lmd->dims[0]}, st = {1, lmd->dims[1]};
+        dnnl_memory_desc_t tmd;
+        if (dnnl_memory_desc_init_by_strides(&tmd, 2, d, lmd->data_type, st) != dnnl_success) return false;
+        dn_qweight wc = *w;
+        wc.axis = wc.axis >= 0 ? 1 - wc.axis : -1;
+        wc.levels = dn_alias_new(S, w->levels, &tmd);
+        int64_t cnt = wc.axis >= 0 ? wc.n : 1;
+        return qw_derive(S, out, wc.levels, &wc, NULL, wc.axis, cnt, false);
+    }
     if ((n->op != IR_OP_SUBTRACT && n->op != IR_OP_MULTIPLY) || dn_nargs(n) != 2) return false;
     bool sub = n->op == IR_OP_SUBTRACT;
     for (int side = 0; side < (sub ? 1 : 2); side++) {
@@ -488,9 +527,14 @@ int dn_q_weight_val(dn_state *S, int e) {
     float *f = src && (int64_t)dnnl_memory_desc_get_size(&lv->md) == total ? dn_owned_alloc(S, sizeof(float) * (size_t)total) : NULL;
     if (!f) return -1;
     bool u8 = lv->md.data_type == dnnl_u8;
+    const dnnl_dims_t *str = &lv->md.format_desc.blocking.strides; /* a plain or transposed view */
     for (int64_t i = 0; i < total; i++) {
-        int64_t c = w->axis >= 0 ? i / inner % w->n : 0;
-        float l = u8 ? (float)((const uint8_t *)src)[i] : (float)((const int8_t *)src)[i];
+        int64_t c = w->axis >= 0 ? i / inner % w->n : 0, at = 0;
+        for (int64_t d = nd - 1, rem = i; d >= 0; d--) {
+            at += rem % sh[d] * (*str)[d];
+            rem /= sh[d];
+        }
+        float l = u8 ? (float)((const uint8_t *)src)[at] : (float)((const int8_t *)src)[at];
         f[i] = (l - w->zp[c]) * w->s[c];
     }
     S->stats.weight_bytes += sizeof(float) * (size_t)total;
@@ -713,14 +757,18 @@ static gr_status int8_desc(dn_state *S, const q_job *j, dnnl_data_type_t dt, q_d
  * reads them (qent_of). */
 static bool requant_of(dn_state *S, int e, q_nodes *q) {
     if (e < 0 || S->is_head[e] || S->slot_root[e] >= 0 || S->cons[e].len != 1) return false;
-    const rt_json_node *c = S->cons[e].data[0];
-    json_t *ann = dn_composite_annotation(c);
+    const rt_json_node *c = S->cons[e].data[0], *first = c;
+    /* the annotation is on the composite's first node (its weights' cast may come first) */
+    json_t *grp = json_object_get(c->attrs, "dnnl_group");
+    if (json_is_integer(grp) && json_integer_value(grp) >= 0 && (uint32_t)json_integer_value(grp) < rt_json_graph_num_nodes(S->g))
+        first = rt_json_graph_node(S->g, (uint32_t)json_integer_value(grp));
+    json_t *ann = dn_composite_annotation(first);
     dnnl_q_kind kind = dnnl_q_kind_of(json_string_value(json_object_get(ann, "composite")));
     if (kind == DNNL_Q_NONE || c->op != IR_OP_DIVIDE || dn_arg_entry(S, c, 0) != e) return false;
     /* a composite read_nodes rejects fails with its message when it is built */
     gr_diag quiet = {0}, *keep = S->diag;
     S->diag = &quiet;
-    gr_status st = read_nodes(S, c, json_object_get(ann, "nodes"), kind, q);
+    gr_status st = read_nodes(S, first, json_object_get(ann, "nodes"), kind, q);
     S->diag = keep;
     return st == GR_OK && q->div == c;
 }
@@ -785,7 +833,9 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
     dnnl_memory_desc_init_by_strides(&wuser, qa.wnd, qa.wdims, dnnl_s8, NULL);
     /* levels kept as such: a view of their constant in the primitive's dims, reordered from
      * there (the constant is let go once read, dnnl_engine.c's const_settle) */
-    int wsrc = k.lvv >= 0 ? dn_alias_new(S, k.lvv, &wuser) : owned_val(S, &wuser, k.lv);
+    const dnnl_memory_desc_t *lmd = k.lvv >= 0 ? &S->vals.data[k.lvv].md : NULL;
+    bool same = lmd && lmd->ndims == qa.wnd && !memcmp(lmd->dims, qa.wdims, sizeof(int64_t) * (size_t)qa.wnd);
+    int wsrc = same ? k.lvv : k.lvv >= 0 ? dn_alias_new(S, k.lvv, &wuser) : owned_val(S, &wuser, k.lv);
     int bv = j->bias ? owned_val(S, &bmd, k.bias) : -1;
     q_nodes rq;
     bool fold = requant_of(S, j->out, &rq);
@@ -1265,6 +1315,8 @@ gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
         if (nd != q.anchor && nd != q.div) gr_vec_push(&S->pend, nd);
     }
     uint32_t nprims = S->prims.len;
+    for (int k = 0; k < q.nw; k++)
+        if (!dn_q_weight_node(S, q.w[k])) return bad(S, q.w[k], "weights are not a dequantize of constant levels");
     /* a dequantize of constant levels (a weight): noted, nothing built (dn_qweight) */
     bool weight = (kind == DNNL_Q_DEQUANT || kind == DNNL_Q_CAST) && dn_q_weight_node(S, q.dqcast);
     if (weight && kind == DNNL_Q_DEQUANT && ((q.dqzp && !dn_q_weight_node(S, q.dqzp)) || !dn_q_weight_node(S, q.mul)))
