@@ -151,6 +151,7 @@ static void dn_release(rt_json_graph *g, void *state) {
         for (int a = 0; a < pr->nargs; a++)
             if (pr->args[a].mem) dnnl_memory_destroy(pr->args[a].mem);
         if (pr->prim) dnnl_primitive_destroy(pr->prim);
+        if (pr->pd) dnnl_primitive_desc_destroy(pr->pd);
         if (pr->ctx) pr->ctx_free(pr->ctx);
         free(pr->args);
         free(pr->exec);
@@ -471,6 +472,12 @@ static gr_status build(dn_state *S) {
     }
     for (uint32_t c = 0; c < nc; c++) const_settle(S, cs, c, nn, true);
     prune(S);
+    /* the primitives a plain run executes; the pruned ones wait for a tapped run */
+    for (uint32_t p = 0; p < S->prims.len; p++) {
+        dn_prim *pr = &S->prims.data[p];
+        dnnl_status_t ds = pr->pruned ? dnnl_success : dn_prim_make(pr);
+        if (ds != dnnl_success) return dn_fail(S, pr->nodes.len ? pr->nodes.data[0] : NULL, ds, "cannot create primitive");
+    }
     S->stats.nprims = 0;
     for (uint32_t p = 0; p < S->prims.len; p++) S->stats.nprims += !S->prims.data[p].pruned;
     for (uint32_t p = 0; p < S->prims.len; p++) prim_layers(&S->prims.data[p]);

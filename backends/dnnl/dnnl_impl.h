@@ -50,7 +50,9 @@ typedef struct dn_arg {
 typedef dnnl_status_t (*dn_fn)(void *ctx, void *const *ptrs);
 
 typedef struct dn_prim {
-    dnnl_primitive_t prim;        /* NULL: fn */
+    dnnl_primitive_t prim;        /* NULL: fn, or not made yet (pd) */
+    dnnl_primitive_desc_t pd;     /* until the primitive is made: after the build for those a
+                                     plain run executes, on the first tapped run for the pruned */
     dn_fn fn;
     void *ctx;                    /* fn's, freed with the state by ctx_free */
     void (*ctx_free)(void *ctx);
@@ -227,7 +229,10 @@ gr_status dn_need(dn_state *S, const rt_json_node *n, int v, size_t bytes, const
 gr_status dn_emit_fn(dn_state *S, const rt_json_node *n, dn_fn fn, void *ctx, void (*ctx_free)(void *), const char *kind,
                      const char *impl, const dn_arg *args, int nargs);
 /* Executes primitive p (a oneDNN primitive or C code). */
-dnnl_status_t dn_exec(dn_state *S, const dn_prim *p);
+dnnl_status_t dn_exec(dn_state *S, dn_prim *p);
+/* Makes primitive p from its pd (dn_emit defers it: a pruned one is made only when a tapped
+ * run needs it). */
+dnnl_status_t dn_prim_make(dn_prim *p);
 /* The layout of `like` (same tag: blocked nChw8c / nChw16c, channels-last, plain) for dims
  * `dims`; false when like's layout is none of the tags tried. */
 bool dn_md_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *like, int nd, const int64_t *dims);
