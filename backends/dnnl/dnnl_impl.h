@@ -345,6 +345,8 @@ int dn_q_weight_val(dn_state *S, int e);
 void dn_q_weight_done(dn_state *S, int e);
 /* The levels' constant value a weight entry kept as its levels dequantizes, else -1. */
 int dn_q_weight_levels(const dn_state *S, int e);
+/* Entry e is constant: a graph constant, or a weight kept as its levels (made at prepare). */
+bool dn_const_entry(const dn_state *S, int e);
 /* One step as its own primitive on value v (post-ops oneDNN would not fuse). */
 gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step *st, int *out);
 /* dnnl_ops.c: the eltwise / binary primitive of step `first` on value xv with the post-op steps

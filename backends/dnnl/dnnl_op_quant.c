@@ -418,6 +418,10 @@ int dn_q_weight_levels(const dn_state *S, int e) {
     return w ? w->levels : -1;
 }
 
+bool dn_const_entry(const dn_state *S, int e) {
+    return e >= 0 && (S->ent_node[e].node->kind == RT_JSON_CONST || qw_of(S, e));
+}
+
 /* The data of float32 constant entry ce, and the axis of entry e's shape it varies along
  * (right-aligned broadcasting; -1: one value) with *n values; NULL when it is no constant
  * broadcasting along one axis at most. */
