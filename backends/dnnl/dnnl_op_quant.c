@@ -627,6 +627,9 @@ static bool int8_exact_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t 
     return ok;
 }
 
+/* Below VNNI, a convolution of a u8 source whose weights need 8 bits: split (split_pds). */
+static bool split_for(const rt_json_node *n, dnnl_data_type_t qt) { return !exact_int8() && qt == dnnl_u8 && n->op == IR_OP_CONV2D; }
+
 /* convolution descriptor (src x, weights of type wt, bias b, dst of type dt) and the weights'
  * shape */
 static gr_status conv_desc(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *x, dnnl_data_type_t wt,
@@ -680,6 +683,7 @@ typedef struct q_job {
     dnnl_alg_kind_t alg[DN_MAX_STEPS];
     float alpha[DN_MAX_STEPS], beta[DN_MAX_STEPS];
     int out;                      /* the entry its result is */
+    bool split;                   /* below VNNI with 8-bit weights: two convolutions (split_pds) */
 } q_job;
 
 /* The weights' levels and scales, the output scales s * ws[c] and the bias in the
@@ -696,6 +700,8 @@ static void consts_free(q_consts *k) {
     free(k->lv);
     free(k->ws);
 }
+
+static gr_status build_split(dn_state *S, const q_job *j, const q_anchor *qa, q_consts *k);
 
 /* The weights (entry we: kept as levels, else a float32 constant on an int8 grid) as levels
  * and scales, and the scales and bias derived from them. */
@@ -816,6 +822,135 @@ static gr_status int8_pd(dn_state *S, const q_job *j, const q_consts *k, const q
     return GR_OK;
 }
 
+/* Below VNNI a u8 source times 8-bit weights overflows vpmaddubsw's 16-bit pair sums (see
+ * exact_int8). A convolution then runs as two int8 ones on the weights w = 2 hi + lo, hi =
+ * floor(w / 2) in [-64, 63] and lo in {0, 1}, whose pair sums fit (255 * 64 * 2 < 32768): the
+ * first (lo) writes float32, the second (hi, its output scales doubled, the bias halved)
+ * adds onto it (a sum post-op) before the activation. Two int8 copies of the weights instead
+ * of a float32 one. The primitive descriptors (NULL, GR_OK: oneDNN has no jit kernels for
+ * them) into *pa, *pb; the dst layout both share. */
+static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, dnnl_primitive_desc_t *pa, dnnl_primitive_desc_t *pb) {
+    q_desc da, db;
+    q_anchor qa = {0};
+    dnnl_memory_desc_t bmd, bmd2;
+    q_job ja = *j;
+    ja.bias = NULL;
+    ja.npost = 0;
+    *pa = *pb = NULL;
+    gr_status st = int8_desc(S, j, dnnl_f32, &db, &qa, &bmd);
+    if (!st) st = int8_desc(S, &ja, dnnl_f32, &da, &qa, &bmd2);
+    float *two = st ? NULL : malloc(sizeof(float) * (size_t)qa.C);
+    if (st || !two) return st ? st : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    for (int64_t c = 0; c < qa.C; c++) two[c] = 2.f * k->osc[c];
+    dnnl_dim_t nsc = k->per_tensor ? 1 : qa.C;
+    int mask = k->per_tensor ? 0 : 2;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_status_t ds = make_attr(&attr, nsc, mask, two, DNNL_ARG_SRC, j->zp);
+    free(two);
+    if (ds == dnnl_success) ds = dnnl_post_ops_create(&po);
+    if (ds == dnnl_success) ds = dnnl_post_ops_append_sum(po, 1.f);
+    for (int i = 0; i < j->npost && ds == dnnl_success; i++) ds = dnnl_post_ops_append_eltwise(po, 1.f, j->alg[i], j->alpha[i], j->beta[i]);
+    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
+    if (ds == dnnl_success) ds = dnnl_primitive_desc_create(pb, &db, attr, S->eng, NULL);
+    dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    attr = NULL;
+    if (ds == dnnl_success && !dn_pd_is_ref(*pb)) {
+        da.c.dst_desc = *dnnl_primitive_desc_query_md(*pb, dnnl_query_dst_md, 0);
+        ds = make_attr(&attr, nsc, mask, k->osc, DNNL_ARG_SRC, j->zp);
+        if (ds == dnnl_success) ds = dnnl_primitive_desc_create(pa, &da, attr, S->eng, NULL);
+        dnnl_primitive_attr_destroy(attr);
+        if (ds != dnnl_success) *pa = NULL;
+    }
+    /* both jit, reading the source in one layout */
+    if (!*pa || dn_pd_is_ref(*pa) ||
+        !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(*pa, dnnl_query_src_md, 0), dnnl_primitive_desc_query_md(*pb, dnnl_query_src_md, 0)) ||
+        !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(*pa, dnnl_query_dst_md, 0), dnnl_primitive_desc_query_md(*pb, dnnl_query_dst_md, 0))) {
+        if (*pa) dnnl_primitive_desc_destroy(*pa);
+        if (*pb) dnnl_primitive_desc_destroy(*pb);
+        *pa = *pb = NULL;
+    }
+    return GR_OK;
+}
+
+/* Whether job j can run split (split_pds has jit kernels for it). */
+static bool split_ok(dn_state *S, const q_job *j) {
+    int we = dn_arg_entry(S, j->n, 1);
+    q_desc desc;
+    q_anchor qa = {0};
+    dnnl_memory_desc_t bmd;
+    q_consts k = {0};
+    dnnl_primitive_desc_t pa = NULL, pb = NULL;
+    gr_diag quiet = {0}, *keep = S->diag;
+    S->diag = &quiet;
+    bool ok = !int8_desc(S, j, dnnl_f32, &desc, &qa, &bmd) && !read_consts(S, j, &qa, we, &k) && !split_pds(S, j, &k, &pa, &pb) && pa;
+    S->diag = keep;
+    consts_free(&k);
+    if (pa) dnnl_primitive_desc_destroy(pa);
+    if (pb) dnnl_primitive_desc_destroy(pb);
+    return ok;
+}
+
+static gr_status build_split(dn_state *S, const q_job *j, const q_anchor *qa, q_consts *k) {
+    const rt_json_node *n = j->n;
+    dnnl_primitive_desc_t pa, pb;
+    gr_status st = split_pds(S, j, k, &pa, &pb);
+    if (st) return st;
+    if (!pa) return bad(S, n, "oneDNN has no jit int8 convolution for the split weights");
+    int64_t nw = qa->outer * qa->C * qa->inner;
+    const int8_t *w = k->lvv >= 0 ? S->vals.data[dn_root(S, k->lvv)].ptr : k->lv;
+    int8_t *hl = malloc((size_t)nw * 2 + 1);
+    for (int64_t c = 0; hl && c < qa->C; c++) k->bias[c] /= 2.f; /* in the doubled scale's units */
+    for (int64_t i = 0; hl && i < nw; i++) {
+        int hi = w[i] >= 0 ? w[i] / 2 : -((1 - w[i]) / 2); /* floor */
+        hl[i] = (int8_t)hi;
+        hl[nw + i] = (int8_t)(w[i] - 2 * hi);
+    }
+    dnnl_memory_desc_t wuser, bmd = {0};
+    dnnl_memory_desc_init_by_strides(&wuser, qa->wnd, qa->wdims, dnnl_s8, NULL);
+    dnnl_dims_t bd = {qa->C};
+    dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_a);
+    int whi = hl ? owned_val(S, &wuser, hl) : -1, wlo = hl ? owned_val(S, &wuser, hl + nw) : -1;
+    int bv = j->bias ? owned_val(S, &bmd, k->bias) : -1;
+    free(hl);
+    if (whi < 0 || wlo < 0 || (j->bias && bv < 0)) st = gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    dnnl_memory_desc_t smd = *dnnl_primitive_desc_query_md(pb, dnnl_query_src_md, 0);
+    dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pb, dnnl_query_dst_md, 0);
+    int qv = j->xv, wa = -1, wb = -1;
+    if (!st) st = j->levels ? dn_as(S, n, j->xv, &smd, &qv)
+                            : scaled_reorder(S, j->qnode, j->xv, &smd, (float)(1.0 / j->s), DNNL_ARG_DST, j->zp, false, &qv);
+    if (!st) st = dn_as(S, n, wlo, dnnl_primitive_desc_query_md(pa, dnnl_query_weights_md, 0), &wa);
+    if (!st) st = dn_as(S, n, whi, dnnl_primitive_desc_query_md(pb, dnnl_query_weights_md, 0), &wb);
+    if (!st && wa != wlo) drop_owned(S, wlo, wa);
+    if (!st && wb != whi) drop_owned(S, whi, wb);
+    if (st) {
+        dnnl_primitive_desc_destroy(pa);
+        dnnl_primitive_desc_destroy(pb);
+        return st;
+    }
+    int tv = dn_val_new(S, V_TMP, &dmd);
+    dn_arg aa[3] = {{DNNL_ARG_SRC, qv, smd, NULL}, {DNNL_ARG_WEIGHTS, wa, S->vals.data[wa].md, NULL}, {DNNL_ARG_DST, tv, dmd, NULL}};
+    if ((st = dn_emit(S, n, pa, aa, 3, false))) {
+        dnnl_primitive_desc_destroy(pb);
+        return st;
+    }
+    /* the second accumulates into the first's result (a value of its own for the taps) */
+    int ov = dn_alias_new(S, tv, &dmd);
+    S->vals.data[ov].inplace = true;
+    dn_arg ab[4];
+    int na = 0;
+    ab[na++] = (dn_arg){DNNL_ARG_SRC, qv, smd, NULL};
+    ab[na++] = (dn_arg){DNNL_ARG_WEIGHTS, wb, S->vals.data[wb].md, NULL};
+    if (bv >= 0) ab[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL};
+    ab[na++] = (dn_arg){DNNL_ARG_DST, ov, dmd, NULL};
+    if ((st = dn_emit(S, n, pb, ab, na, false))) return st;
+    S->ent_val[j->out] = ov;
+    S->stats.nint8++;
+    S->stats.nint8_split++;
+    return GR_OK;
+}
+
 /* The convolution / matmul of job j (+ bias, + eltwise posts): one int8 primitive after the
  * reorder that quantizes its source (CPUs with VNNI / AMX, see exact_int8). Its result is
  * float32, or the levels of the quantize that alone reads it (requant_of) when oneDNN has a
@@ -830,6 +965,11 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
     if (st) return st;
     q_consts k = {0};
     if ((st = read_consts(S, j, &qa, we, &k))) {
+        consts_free(&k);
+        return st;
+    }
+    if (j->split) {
+        st = build_split(S, j, &qa, &k);
         consts_free(&k);
         return st;
     }
@@ -889,19 +1029,12 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
 }
 
 /* quantize -> dequantize -> convolution / matmul (+ bias, + activation) of a composite */
-static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
+static gr_status build_float(dn_state *S, const q_nodes *q);
+
+static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind, bool split) {
     q_job j = {.n = q->anchor, .kind = kind, .qnode = q->div, .s = q->s, .zp = (int32_t)q->zpv, .qt = q->qt,
-               .out = dn_out_entry(S, q->last)};
-    int xe = dn_arg_entry(S, q->div, 0);
-    const dn_qlevels *in = qent_of(S, xe);
-    if (!in) in = lut_levels(S, q, xe);
-    gr_status st = in ? GR_OK : dn_need_val(S, q->div, xe, &j.xv);
-    if (st) return st;
-    if (in) {
-        j.xv = in->levels;
-        j.levels = true;
-        gr_vec_push(&S->pend, q->div);
-    }
+               .out = dn_out_entry(S, q->last), .split = split};
+    gr_status st;
     if (q->bias) {
         int be = dn_arg_entry(S, q->bias, 0) == dn_out_entry(S, q->anchor) ? dn_arg_entry(S, q->bias, 1)
                                                                              : dn_arg_entry(S, q->bias, 0);
@@ -916,6 +1049,16 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
         j.alpha[0] = (float)lo;
         j.beta[0] = (float)hi;
         j.npost = 1;
+    }
+    if (split && !split_ok(S, &j)) return build_float(S, q);
+    int xe = dn_arg_entry(S, q->div, 0);
+    const dn_qlevels *in = qent_of(S, xe);
+    if (!in) in = lut_levels(S, q, xe);
+    if ((st = in ? GR_OK : dn_need_val(S, q->div, xe, &j.xv))) return st;
+    if (in) {
+        j.xv = in->levels;
+        j.levels = true;
+        gr_vec_push(&S->pend, q->div);
     }
     if ((st = build_int8(S, &j))) return st;
     S->stats.npostops += (q->bias ? 1u : 0u) + (q->act ? 1u : 0u);
@@ -951,7 +1094,8 @@ static gr_status levels_conv(dn_state *S, const rt_json_node *n, const dn_step *
         strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW") || dn_entry_ndim(S, we) != 4)
         return GR_OK;
     dn_qlevels lvs;
-    const dn_qlevels *lv = levels_of(S, xe, &lvs) && int8_exact_for(S, n, lvs.qt) ? &lvs : NULL;
+    bool exact = levels_of(S, xe, &lvs) && int8_exact_for(S, n, lvs.qt);
+    const dn_qlevels *lv = exact || (levels_of(S, xe, &lvs) && split_for(n, lvs.qt)) ? &lvs : NULL;
     const int64_t *ws = dn_entry_shape(S, we);
     int64_t C = ws[0], per = ws[1] * ws[2] * ws[3];
     bool pt, grid = lv && qw_int8(S, we, 0, C, NULL, &pt) >= 0;
@@ -960,7 +1104,7 @@ static gr_status levels_conv(dn_state *S, const rt_json_node *n, const dn_step *
     grid = grid || (sc && dnnl_q_weights(w, 1, C, per, NULL, sc, &pt));
     free(sc);
     if (!grid) return GR_OK;
-    q_job j = {.n = n, .kind = DNNL_Q_CONV2D, .xv = lv->levels, .levels = true, .s = lv->s, .zp = lv->zp, .qt = lv->qt};
+    q_job j = {.n = n, .kind = DNNL_Q_CONV2D, .xv = lv->levels, .levels = true, .s = lv->s, .zp = lv->zp, .qt = lv->qt, .split = !exact};
     int u = 0;
     if (u < k && steps[u].kind == STEP_BINARY && steps[u].alg == dnnl_binary_add && steps[u].src1 >= 0) {
         const int64_t *bs = dn_entry_shape(S, steps[u].src1);
@@ -975,6 +1119,7 @@ static gr_status levels_conv(dn_state *S, const rt_json_node *n, const dn_step *
         j.beta[j.npost++] = steps[u].beta;
     }
     j.out = u ? steps[u - 1].out : dn_out_entry(S, n);
+    if (j.split && !split_ok(S, &j)) return GR_OK;
     dn_consume(S, steps, u);
     gr_status st = build_int8(S, &j);
     *used = u;
@@ -1338,7 +1483,10 @@ gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
         break;
     case DNNL_Q_MAXPOOL: st = build_maxpool(S, &q); break;
     case DNNL_Q_RESHAPE: st = build_reshape(S, &q); break;
-    default: st = int8_exact_for(S, q.anchor, q.qt) ? build_anchor(S, &q, kind) : build_float(S, &q);
+    default: {
+        bool exact = int8_exact_for(S, q.anchor, q.qt);
+        st = exact || split_for(q.anchor, q.qt) ? build_anchor(S, &q, kind, !exact) : build_float(S, &q);
+    }
     }
     /* a view or levels another primitive wrote: no primitive of its own takes the nodes */
     if (S->prims.len == nprims) S->pend.len = 0;
