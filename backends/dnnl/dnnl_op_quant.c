@@ -627,8 +627,11 @@ static bool int8_exact_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t 
     return ok;
 }
 
-/* Below VNNI, a convolution of a u8 source whose weights need 8 bits: split (split_pds). */
-static bool split_for(const rt_json_node *n, dnnl_data_type_t qt) { return !exact_int8() && qt == dnnl_u8 && n->op == IR_OP_CONV2D; }
+/* Below VNNI, a convolution / matmul of a u8 source whose weights need 8 bits: split
+ * (split_pds). */
+static bool split_for(const rt_json_node *n, dnnl_data_type_t qt) {
+    return !exact_int8() && qt == dnnl_u8 && (n->op == IR_OP_CONV2D || n->op == IR_OP_MATMUL);
+}
 
 /* convolution descriptor (src x, weights of type wt, bias b, dst of type dt) and the weights'
  * shape */
@@ -829,15 +832,16 @@ static gr_status int8_pd(dn_state *S, const q_job *j, const q_consts *k, const q
  * adds onto it (a sum post-op) before the activation. Two int8 copies of the weights instead
  * of a float32 one. The primitive descriptors (NULL, GR_OK: oneDNN has no jit kernels for
  * them) into *pa, *pb; the dst layout both share. */
-static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, dnnl_primitive_desc_t *pa, dnnl_primitive_desc_t *pb) {
+static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, dnnl_primitive_desc_t *pa, dnnl_primitive_desc_t *pb,
+                           dnnl_memory_desc_t *bmd) {
     q_desc da, db;
     q_anchor qa = {0};
-    dnnl_memory_desc_t bmd, bmd2;
+    dnnl_memory_desc_t bmd2;
     q_job ja = *j;
     ja.bias = NULL;
     ja.npost = 0;
     *pa = *pb = NULL;
-    gr_status st = int8_desc(S, j, dnnl_f32, &db, &qa, &bmd);
+    gr_status st = int8_desc(S, j, dnnl_f32, &db, &qa, bmd);
     if (!st) st = int8_desc(S, &ja, dnnl_f32, &da, &qa, &bmd2);
     float *two = st ? NULL : malloc(sizeof(float) * (size_t)qa.C);
     if (st || !two) return st ? st : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
@@ -857,7 +861,9 @@ static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, dnnl_
     dnnl_primitive_attr_destroy(attr);
     attr = NULL;
     if (ds == dnnl_success && !dn_pd_is_ref(*pb)) {
-        da.c.dst_desc = *dnnl_primitive_desc_query_md(*pb, dnnl_query_dst_md, 0);
+        const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(*pb, dnnl_query_dst_md, 0);
+        if (j->kind == DNNL_Q_CONV2D) da.c.dst_desc = *dmd;
+        else da.m.dst_desc = *dmd;
         ds = make_attr(&attr, nsc, mask, k->osc, DNNL_ARG_SRC, j->zp);
         if (ds == dnnl_success) ds = dnnl_primitive_desc_create(pa, &da, attr, S->eng, NULL);
         dnnl_primitive_attr_destroy(attr);
@@ -884,7 +890,7 @@ static bool split_ok(dn_state *S, const q_job *j) {
     dnnl_primitive_desc_t pa = NULL, pb = NULL;
     gr_diag quiet = {0}, *keep = S->diag;
     S->diag = &quiet;
-    bool ok = !int8_desc(S, j, dnnl_f32, &desc, &qa, &bmd) && !read_consts(S, j, &qa, we, &k) && !split_pds(S, j, &k, &pa, &pb) && pa;
+    bool ok = !int8_desc(S, j, dnnl_f32, &desc, &qa, &bmd) && !read_consts(S, j, &qa, we, &k) && !split_pds(S, j, &k, &pa, &pb, &bmd) && pa;
     S->diag = keep;
     consts_free(&k);
     if (pa) dnnl_primitive_desc_destroy(pa);
@@ -895,22 +901,31 @@ static bool split_ok(dn_state *S, const q_job *j) {
 static gr_status build_split(dn_state *S, const q_job *j, const q_anchor *qa, q_consts *k) {
     const rt_json_node *n = j->n;
     dnnl_primitive_desc_t pa, pb;
-    gr_status st = split_pds(S, j, k, &pa, &pb);
+    dnnl_memory_desc_t bmd;
+    gr_status st = split_pds(S, j, k, &pa, &pb, &bmd);
     if (st) return st;
-    if (!pa) return bad(S, n, "oneDNN has no jit int8 convolution for the split weights");
+    if (!pa) return bad(S, n, "oneDNN has no jit int8 convolution / matmul for the split weights");
     int64_t nw = qa->outer * qa->C * qa->inner;
-    const int8_t *w = k->lvv >= 0 ? S->vals.data[dn_root(S, k->lvv)].ptr : k->lv;
+    /* the levels in row-major order (kept levels may be a transposed view, a Gemm's B) */
+    const dnnl_memory_desc_t *lmd = k->lvv >= 0 ? &S->vals.data[k->lvv].md : NULL;
+    const int8_t *w = lmd ? S->vals.data[dn_root(S, k->lvv)].ptr : k->lv;
     int8_t *hl = malloc((size_t)nw * 2 + 1);
     for (int64_t c = 0; hl && c < qa->C; c++) k->bias[c] /= 2.f; /* in the doubled scale's units */
     for (int64_t i = 0; hl && i < nw; i++) {
-        int hi = w[i] >= 0 ? w[i] / 2 : -((1 - w[i]) / 2); /* floor */
+        int64_t at = i;
+        if (lmd) {
+            at = 0;
+            for (int64_t d = lmd->ndims - 1, rem = i; d >= 0; d--) {
+                at += rem % lmd->dims[d] * lmd->format_desc.blocking.strides[d];
+                rem /= lmd->dims[d];
+            }
+        }
+        int hi = w[at] >= 0 ? w[at] / 2 : -((1 - w[at]) / 2); /* floor */
         hl[i] = (int8_t)hi;
-        hl[nw + i] = (int8_t)(w[i] - 2 * hi);
+        hl[nw + i] = (int8_t)(w[at] - 2 * hi);
     }
-    dnnl_memory_desc_t wuser, bmd = {0};
+    dnnl_memory_desc_t wuser;
     dnnl_memory_desc_init_by_strides(&wuser, qa->wnd, qa->wdims, dnnl_s8, NULL);
-    dnnl_dims_t bd = {qa->C};
-    dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_a);
     int whi = hl ? owned_val(S, &wuser, hl) : -1, wlo = hl ? owned_val(S, &wuser, hl + nw) : -1;
     int bv = j->bias ? owned_val(S, &bmd, k->bias) : -1;
     free(hl);
