@@ -41,7 +41,7 @@ static bool keeps_levels(const ir_call *c, const ir_op_def *def) {
     if (def->index != IR_OP_ASTYPE || c->nargs != 1 || c->args[0]->kind != IR_CONST) return false;
     const ir_sinfo *in = c->args[0]->sinfo, *out = c->base.sinfo;
     bool i8 = in && in->kind == IR_SINFO_TENSOR && in->dtype.bits == 8 && (in->dtype.code == kDLInt || in->dtype.code == kDLUInt);
-    return i8 && ir_dtype_eq(out->dtype, IR_DTYPE_F32) && ir_sinfo_numel(in) >= KEEP_LEVELS_MIN_ELEMS;
+    return i8 && out && ir_dtype_eq(out->dtype, IR_DTYPE_F32) && ir_sinfo_numel(in) >= KEEP_LEVELS_MIN_ELEMS;
 }
 
 static bool foldable(const ir_call *c) {
