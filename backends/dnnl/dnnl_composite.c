@@ -143,6 +143,8 @@ static gr_status steps_of(dn_state *S, const rt_json_node *n, const rt_dnnl_comp
         if (t == RT_DNNL_BIAS || t == RT_DNNL_ADD || t == RT_DNNL_MUL) {
             st.kind = STEP_BINARY;
             st.src1 = ann_entry(S, json_object_get(p, "src"));
+            /* a weight kept as its levels: its float32 value, made now */
+            if (st.src1 >= 0 && S->ent_val[st.src1] < 0) dn_q_weight_val(S, st.src1);
             if (st.src1 < 0 || S->ent_val[st.src1] < 0) return bad(S, n, "composite annotation: post-op operand has no value");
         } else if (t == RT_DNNL_AFFINE) {
             json_t *sub = json_object_get(p, "steps");
@@ -162,6 +164,7 @@ static gr_status steps_of(dn_state *S, const rt_json_node *n, const rt_dnnl_comp
                     a.kind = STEP_BINARY;
                     a.alg = affine_alg(op ? op : "");
                     a.src1 = ann_entry(S, json_object_get(q, "src"));
+                    if (a.src1 >= 0 && S->ent_val[a.src1] < 0) dn_q_weight_val(S, a.src1);
                     if (a.alg == dnnl_alg_kind_undef || a.src1 < 0 || S->ent_val[a.src1] < 0)
                         return bad(S, n, "composite annotation: bad affine step");
                 }
