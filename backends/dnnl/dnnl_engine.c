@@ -320,7 +320,7 @@ static void prune(dn_state *S) {
             for (int a = 0; a < pr->nargs && to >= 0; a++) own += pr->args[a].val >= 0 && dn_root(S, pr->args[a].val) == to;
             if (to < 0 || S->vals.data[to].kind != V_TMP || uses[to] != own) continue;
             pr->pruned = changed = true;
-            S->stats.nreorders -= !strcmp(pr->kind, "reorder");
+            S->stats.nreorders -= pr->serves; /* a composite's own reorders were not counted */
             for (int a = 0; a < pr->nargs; a++)
                 if (pr->args[a].val >= 0) uses[dn_root(S, pr->args[a].val)]--;
         }

@@ -63,6 +63,7 @@ typedef struct dn_prim {
     char impl[40];                /* oneDNN's implementation name ("jit:avx2", "ref:any", ...) */
     const char *kind;             /* "convolution", "reorder", ... */
     const char *ref_why;          /* an impl on ref: why no faster one was found (static text) */
+    bool serves;                  /* a reorder serving its consumer (counted in stats.nreorders) */
     bool pruned;                  /* nothing a plain run reads: skipped there, run by a tapped run
                                      (its values observable, dnnl_debug.c) */
     GR_VEC(const rt_json_node *) nodes;   /* the kernel nodes it computes (node first) */

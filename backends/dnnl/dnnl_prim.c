@@ -311,6 +311,7 @@ static gr_status push_prim(dn_state *S, const rt_json_node *n, dn_prim p, const 
         if (dv->first < 0) dv->first = idx;
         dv->last = idx;
     }
+    p.serves = reorder;
     gr_vec_push(&S->prims, p);
     if (reorder) S->stats.nreorders++;
     return GR_OK;
