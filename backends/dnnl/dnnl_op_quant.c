@@ -1291,10 +1291,48 @@ static gr_status levels_avgpool(dn_state *S, const rt_json_node *n, int k, bool 
     return GR_OK;
 }
 
+/* A fused float32 2-D matmul composite (a QOperator model's QGemm: a dense) whose source is
+ * dequantized levels and whose weights are kept as int8 levels (a Gemm's B through its
+ * transpose): int8 as levels_conv, with a leading bias of one value per column. */
+static gr_status levels_matmul(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
+    int xe = dn_arg_entry(S, n, 0), we = dn_arg_entry(S, n, 1);
+    dn_qlevels lvs;
+    if (xe < 0 || we < 0 || S->ent_val[xe] < 0 || n->ndims[0] != 2 || dn_entry_ndim(S, xe) != 2 || dn_entry_ndim(S, we) != 2 ||
+        !levels_of(S, xe, &lvs))
+        return GR_OK;
+    const rt_json_node *p = S->ent_node[we].node;
+    if (!qw_of(S, we) && p->kind == RT_JSON_KERNEL && p->op == IR_OP_PERMUTE_DIMS) dn_q_weight_node(S, p);
+    int64_t N = dn_entry_shape(S, we)[1];
+    bool pt, exact = int8_exact_for(S, n, lvs.qt);
+    if ((!exact && !split_for(n, lvs.qt)) || qw_int8(S, we, 1, N, NULL, &pt) < 0) return GR_OK;
+    q_job j = {.n = n, .kind = DNNL_Q_MATMUL, .xv = lvs.levels, .levels = true, .s = lvs.s, .zp = lvs.zp, .qt = lvs.qt, .split = !exact};
+    int u = 0;
+    if (u < k && steps[u].kind == STEP_BINARY && steps[u].alg == dnnl_binary_add && steps[u].src1 >= 0) {
+        const int64_t *bs = dn_entry_shape(S, steps[u].src1);
+        int bn = dn_entry_ndim(S, steps[u].src1);
+        /* (N) or (1, N): one value per column */
+        if ((bn == 1 || (bn == 2 && bs[0] == 1)) && bs[bn - 1] == N && (j.bias = const_data(S, steps[u].src1, N))) u++;
+    }
+    for (; u < k && steps[u].kind == STEP_ELTWISE && j.npost < DN_MAX_STEPS; u++) {
+        if (steps[u].alg != dnnl_eltwise_relu && steps[u].alg != dnnl_eltwise_clip_v2) break;
+        j.alg[j.npost] = steps[u].alg;
+        j.alpha[j.npost] = steps[u].alpha;
+        j.beta[j.npost++] = steps[u].beta;
+    }
+    j.out = u ? steps[u - 1].out : dn_out_entry(S, n);
+    if (j.split && !split_ok(S, &j)) return GR_OK;
+    dn_consume(S, steps, u);
+    gr_status st = build_int8(S, &j);
+    *used = u;
+    *done = st == GR_OK;
+    return st;
+}
+
 gr_status dn_q_levels_op(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
     *done = false;
     *used = 0;
     if (n->op == IR_OP_CONV2D) return levels_conv(S, n, steps, k, used, done);
+    if (n->op == IR_OP_MATMUL) return levels_matmul(S, n, steps, k, used, done);
     if (n->op == IR_OP_ADD) return levels_add(S, n, steps, k, used, done);
     if (n->op == IR_OP_MAX_POOL2D) return levels_pool(S, n, k, done);
     if (n->op == IR_OP_ADAPTIVE_AVG_POOL2D) return levels_avgpool(S, n, k, done);

@@ -169,12 +169,12 @@ static void check_int8(const char *name, int min_int8, int min_int8_prims, int m
     ir_ctx_free(ctx);
 }
 
-Test(dnnl_int8, resnet18_qdq_per_channel, .timeout = 240) { check_int8("resnet18_qdq_pc", 10, 21, 21, 20); }
-Test(dnnl_int8, resnet18_qdq_per_tensor, .timeout = 240) { check_int8("resnet18_qdq_pt", 10, 21, 21, 20); }
-Test(dnnl_int8, resnet18_qoperator, .timeout = 240) { check_int8("resnet18_qop", 9, 20, 20, 20); }
-Test(dnnl_int8, mobilenet_v3_large_qoperator, .timeout = 240) { check_int8("mobilenet_v3_large_qop", 53, 63, 63, 62); }
-Test(dnnl_int8, mobilenet_v3_large_qdq_per_channel, .timeout = 240) { check_int8("mobilenet_v3_large_qdq_pc", 54, 64, 64, 62); }
-Test(dnnl_int8, mobilenet_v3_large_qdq_per_tensor, .timeout = 240) { check_int8("mobilenet_v3_large_qdq_pt", 54, 64, 64, 62); }
+Test(dnnl_int8, resnet18_qdq_per_channel, .timeout = 240) { check_int8("resnet18_qdq_pc", 10, 21, 21, 21); }
+Test(dnnl_int8, resnet18_qdq_per_tensor, .timeout = 240) { check_int8("resnet18_qdq_pt", 10, 21, 21, 21); }
+Test(dnnl_int8, resnet18_qoperator, .timeout = 240) { check_int8("resnet18_qop", 9, 21, 21, 21); }
+Test(dnnl_int8, mobilenet_v3_large_qoperator, .timeout = 240) { check_int8("mobilenet_v3_large_qop", 53, 64, 64, 64); }
+Test(dnnl_int8, mobilenet_v3_large_qdq_per_channel, .timeout = 240) { check_int8("mobilenet_v3_large_qdq_pc", 54, 64, 64, 64); }
+Test(dnnl_int8, mobilenet_v3_large_qdq_per_tensor, .timeout = 240) { check_int8("mobilenet_v3_large_qdq_pt", 54, 64, 64, 64); }
 
 /* x -> quantize (scale S, zero point Z, type T in [LO, HI]) -> dequantize */
 #define QDQ_TEXT(T, LO, HI, Z)                                                                     \
