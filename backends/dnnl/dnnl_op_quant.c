@@ -1097,6 +1097,25 @@ static bool levels_of(dn_state *S, int e, dn_qlevels *out) {
     return false;
 }
 
+/* Job j of a fused float32 composite whose first u steps it took (a bias): the relu / clip
+ * steps after them as its post-ops, then built on int8 (nothing when split_ok says no); the
+ * steps taken are consumed (*used, *done). */
+static gr_status levels_job(dn_state *S, q_job *j, const dn_step *steps, int k, int u, int *used, bool *done) {
+    for (; u < k && steps[u].kind == STEP_ELTWISE && j->npost < DN_MAX_STEPS; u++) {
+        if (steps[u].alg != dnnl_eltwise_relu && steps[u].alg != dnnl_eltwise_clip_v2) break;
+        j->alg[j->npost] = steps[u].alg;
+        j->alpha[j->npost] = steps[u].alpha;
+        j->beta[j->npost++] = steps[u].beta;
+    }
+    j->out = u ? steps[u - 1].out : dn_out_entry(S, j->n);
+    if (j->split && !split_ok(S, j)) return GR_OK;
+    dn_consume(S, steps, u);
+    gr_status st = build_int8(S, j);
+    *used = u;
+    *done = st == GR_OK;
+    return st;
+}
+
 /* A fused float32 convolution composite whose source is the result of a quantize ->
  * dequantize pair (dnnl.qdq) that others read too (a residual block's input, so no qconv2d
  * composite could hold the pair): where int8 sums exactly (int8_exact_for), int8 on the
@@ -1127,19 +1146,7 @@ static gr_status levels_conv(dn_state *S, const rt_json_node *n, const dn_step *
         /* (C, 1, 1) or (1, C, 1, 1): one value per output channel */
         if (bn >= 3 && bn <= 4 && bs[bn - 1] == 1 && bs[bn - 2] == 1 && (j.bias = const_data(S, steps[u].src1, C))) u++;
     }
-    for (; u < k && steps[u].kind == STEP_ELTWISE && j.npost < DN_MAX_STEPS; u++) {
-        if (steps[u].alg != dnnl_eltwise_relu && steps[u].alg != dnnl_eltwise_clip_v2) break;
-        j.alg[j.npost] = steps[u].alg;
-        j.alpha[j.npost] = steps[u].alpha;
-        j.beta[j.npost++] = steps[u].beta;
-    }
-    j.out = u ? steps[u - 1].out : dn_out_entry(S, n);
-    if (j.split && !split_ok(S, &j)) return GR_OK;
-    dn_consume(S, steps, u);
-    gr_status st = build_int8(S, &j);
-    *used = u;
-    *done = st == GR_OK;
-    return st;
+    return levels_job(S, &j, steps, k, u, used, done);
 }
 
 /* A residual add of two dequantized levels (quantize -> dequantize pairs, or int8 results),
@@ -1313,19 +1320,7 @@ static gr_status levels_matmul(dn_state *S, const rt_json_node *n, const dn_step
         /* (N) or (1, N): one value per column */
         if ((bn == 1 || (bn == 2 && bs[0] == 1)) && bs[bn - 1] == N && (j.bias = const_data(S, steps[u].src1, N))) u++;
     }
-    for (; u < k && steps[u].kind == STEP_ELTWISE && j.npost < DN_MAX_STEPS; u++) {
-        if (steps[u].alg != dnnl_eltwise_relu && steps[u].alg != dnnl_eltwise_clip_v2) break;
-        j.alg[j.npost] = steps[u].alg;
-        j.alpha[j.npost] = steps[u].alpha;
-        j.beta[j.npost++] = steps[u].beta;
-    }
-    j.out = u ? steps[u - 1].out : dn_out_entry(S, n);
-    if (j.split && !split_ok(S, &j)) return GR_OK;
-    dn_consume(S, steps, u);
-    gr_status st = build_int8(S, &j);
-    *used = u;
-    *done = st == GR_OK;
-    return st;
+    return levels_job(S, &j, steps, k, u, used, done);
 }
 
 gr_status dn_q_levels_op(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
