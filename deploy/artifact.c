@@ -136,8 +136,12 @@ bool gr_art_header_read(const uint8_t *buf, size_t len, gr_art_header *h) {
     h->data_len = rd64(buf + 32);
     h->checksum = rd64(buf + 40);
     memcpy(&h->flags, buf + 48, 4);
-    return hl == GR_ART_HEADER && h->body_len <= UINT64_MAX / 4 && h->data_len <= UINT64_MAX / 4 &&
-           h->data_off <= UINT64_MAX / 4 && h->data_off >= GR_ART_HEADER + h->body_len && h->data_off % GR_ART_PAGE == 0;
+    h->body_off = rd64(buf + 56);
+    if (hl != GR_ART_HEADER) return false;
+    if (h->version != GRAFT_MODEL_FORMAT_VERSION) return true;
+    return h->body_len <= UINT64_MAX / 4 && h->data_len <= UINT64_MAX / 4 && h->data_off <= UINT64_MAX / 4 &&
+           h->body_off <= UINT64_MAX / 4 && h->data_off >= GR_ART_HEADER && h->data_off % GR_ART_PAGE == 0 &&
+           h->body_off >= h->data_off + h->data_len;
 }
 
 void gr_art_header_write(uint8_t out[GR_ART_HEADER], const gr_art_header *h) {
@@ -151,16 +155,13 @@ void gr_art_header_write(uint8_t out[GR_ART_HEADER], const gr_art_header *h) {
     memcpy(out + 32, &h->data_len, 8);
     memcpy(out + 40, &h->checksum, 8);
     memcpy(out + 48, &h->flags, 4);
+    memcpy(out + 56, &h->body_off, 8);
 }
 
-/* The header but its checksum (bytes 40..47). */
-static uint64_t hash_header(const uint8_t *buf) {
-    return gr_hash_bytes(buf + 48, GR_ART_HEADER - 48, gr_hash_bytes(buf, 40, GR_ART_SEED));
-}
-
-/* The chain up to the data section: the header, then the body and its padding. */
-static uint64_t hash_head(const uint8_t *buf, const gr_art_header *h) {
-    return gr_hash_bytes(buf + GR_ART_HEADER, h->data_off - GR_ART_HEADER, hash_header(buf));
+/* The end of the chain: the body, then the header but its checksum (bytes 40..47). */
+static uint64_t hash_tail(const uint8_t *hdr, const uint8_t *body, size_t blen, uint64_t seed) {
+    uint64_t hsh = gr_hash_bytes(body, blen, seed);
+    return gr_hash_bytes(hdr + 48, GR_ART_HEADER - 48, gr_hash_bytes(hdr, 40, hsh));
 }
 
 /* One piece of the data section: four FNV-1a lanes over interleaved 8-byte words (one chain's
@@ -199,12 +200,13 @@ static uint64_t hash_data(const uint8_t *data, uint64_t len, uint64_t hsh, const
 }
 
 uint64_t gr_art_checksum(const uint8_t *buf, const gr_art_header *h) {
-    return hash_data(buf + h->data_off, h->data_len, hash_head(buf, h), NULL);
+    uint64_t hsh = hash_data(buf + h->data_off, h->data_len, GR_ART_SEED, NULL);
+    return hash_tail(buf, buf + h->body_off, h->body_len, hsh);
 }
 
 void gr_art_reseal(uint8_t *buf, size_t len) {
     gr_art_header h;
-    if (!gr_art_header_read(buf, len, &h) || h.data_off + h.data_len > len) return;
+    if (!gr_art_header_read(buf, len, &h) || h.data_off + h.data_len > len || h.body_off + h.body_len > len) return;
     h.checksum = gr_art_checksum(buf, &h);
     gr_art_header_write(buf, &h);
 }
@@ -212,13 +214,12 @@ void gr_art_reseal(uint8_t *buf, size_t len) {
 uint8_t *gr_art_with_body(const uint8_t *buf, size_t len, const uint8_t *body, size_t blen, size_t *out_len) {
     gr_art_header h;
     if (!gr_art_header_read(buf, len, &h) || h.data_off + h.data_len > len) return NULL;
-    const uint8_t *data = buf + h.data_off;
     h.body_len = blen;
-    h.data_off = align_up(GR_ART_HEADER + blen, GR_ART_PAGE);
-    *out_len = (size_t)(h.data_off + h.data_len);
+    h.body_off = h.data_off + h.data_len;
+    *out_len = (size_t)(h.body_off + blen);
     uint8_t *o = gr_xcalloc(*out_len, 1);
-    memcpy(o + GR_ART_HEADER, body, blen);
-    memcpy(o + h.data_off, data, h.data_len);
+    memcpy(o + h.data_off, buf + h.data_off, h.data_len);
+    memcpy(o + h.body_off, body, blen);
     gr_art_header_write(o, &h);
     gr_art_reseal(o, *out_len);
     return o;
@@ -234,15 +235,8 @@ typedef struct art_sink {
     uint8_t *chunk;                /* the data section's unhashed tail (< GR_ART_CHUNK bytes) */
     size_t fill;
     uint64_t hash;
-    FILE *spill;                   /* a file build: the packs, written as their engine makes them */
+    uint64_t data_at;              /* data-section bytes written */
 } art_sink;
-
-/* A pack as its engine makes it (rt_json_module_stream_packs): to the spill file, copied into
- * the data section after the body is known. */
-static void spill_pack(void *user, const void *data, size_t bytes) {
-    art_sink *s = user;
-    if (!s->err && bytes) s->err = fwrite(data, 1, bytes, s->spill) != bytes;
-}
 
 static void sink_raw(art_sink *s, const void *p, size_t n) {
     if (s->err || !n) return;
@@ -261,6 +255,7 @@ static void sink_raw(art_sink *s, const void *p, size_t n) {
 /* Data-section bytes (p NULL: zeros); whole chunks are hashed and written straight from the
  * caller's memory. */
 static void sink_data(art_sink *s, const uint8_t *p, size_t n) {
+    s->data_at += n;
     while (n) {
         if (p && s->fill == 0 && n >= GR_ART_CHUNK) {
             s->hash = hash_chunk(p, GR_ART_CHUNK, s->hash);
@@ -282,6 +277,16 @@ static void sink_data(art_sink *s, const uint8_t *p, size_t n) {
         }
     }
 }
+
+/* One constant: its bytes, then the zeros to the next one's alignment. */
+static void sink_const(art_sink *s, const void *p, size_t n) {
+    sink_data(s, p, n);
+    sink_data(s, NULL, (size_t)(align_up(n, GR_ART_ALIGN) - n));
+}
+
+/* A prepacked weight as its engine makes it (rt_json_module_stream_packs): written at its
+ * place in the data section at once, and listed there by add_packs. */
+static void stream_pack(void *user, const void *data, size_t bytes) { sink_const(user, data, bytes); }
 
 static Graft__TensorSig *make_sig(const char *name, const ir_sinfo *s) {
     Graft__TensorSig *t = gr_xcalloc(1, sizeof *t);
@@ -307,21 +312,19 @@ static void free_sig(Graft__TensorSig *t) {
 
 /* ---- external modules: blobs by kind, constants by name ---- */
 
-/* The constants to stream into the data section, in body order. */
+/* The constants of the data section, in its order; each is written when its bytes are known
+ * (written counts those that are). */
 typedef struct art_const {
     const void *data;
     size_t bytes;
     char *name;                    /* heap (a pack's), else NULL */
     int64_t *shape;
-    bool spilled;                  /* a streamed pack: its bytes are in the spill file at spill_at */
-    uint64_t spill_at;
 } art_const;
 typedef struct art_consts {
-    uint32_t n;
+    uint32_t n, written;
     art_const *c;
     uint64_t data_len;
     bool packed;                   /* some are prepacked weights */
-    uint64_t spill_len;            /* of the streamed packs listed so far */
 } art_consts;
 
 /* A constant to stream: its NamedTensor goes to the body's consts, or to its host_consts. */
@@ -337,7 +340,7 @@ static Graft__NamedTensor *add_const(Graft__ArtifactBody *body, art_consts *out,
     nt->offset = out->data_len;
     out->data_len = align_up(out->data_len + bytes, GR_ART_ALIGN);
     out->c = gr_xrealloc(out->c, sizeof *out->c * (out->n + 1));
-    out->c[out->n++] = (art_const){data, bytes, NULL, NULL, false, 0};
+    out->c[out->n++] = (art_const){data, bytes, NULL, NULL};
     Graft__NamedTensor ***list = host ? &body->host_consts : &body->consts;
     size_t *n = host ? &body->n_host_consts : &body->n_consts;
     *list = gr_xrealloc(*list, sizeof(void *) * (*n + 1));
@@ -351,33 +354,44 @@ static void add_tensor(Graft__ArtifactBody *body, art_consts *out, bool host, co
     add_const(body, out, host, name, dt ? dt : "", t->dl.ndim, t->dl.shape, rt_tensor_data(t), rt_tensor_nbytes(t));
 }
 
+/* The external modules' constants (const_name_to_constant). */
+static void add_region_consts(const ir_module *m, Graft__ArtifactBody *body, art_consts *out) {
+    const ir_attr *cm = ir_attrs_get(m->attrs, "const_name_to_constant");
+    uint32_t nc = cm && cm->kind == IR_ATTR_MAP ? cm->u.arr.n : 0;
+    for (uint32_t i = 0; i < nc; i++) {
+        const ir_attr *k = &cm->u.arr.items[2 * i], *v = &cm->u.arr.items[2 * i + 1];
+        if (k->kind != IR_ATTR_STR || v->kind != IR_ATTR_EXPR || !v->u.expr ||
+            v->u.expr->kind != IR_CONST)
+            continue;
+        add_tensor(body, out, false, k->u.s, ((ir_const *)v->u.expr)->data);
+    }
+}
+
 /* The prepacked constants of the modules' graphs (json_runtime.h): one uint8 constant each,
- * named as the module blob lists them. */
+ * named as the module blob lists them. The streamed ones (no data: already written by
+ * stream_pack, in this order) come first, at the places they were written; held ones after. */
 static void add_packs(const ir_module *m, Graft__ArtifactBody *body, art_consts *out) {
-    for (uint32_t i = 0; i < rt_module_count(m); i++) {
-        rt_json_graph *g;
-        for (uint32_t j = 0; (g = rt_json_module_graph(rt_module_at(m, i), j)); j++) {
-            const void *data;
-            size_t bytes;
-            for (uint32_t k = 0; rt_json_graph_pack_at(g, k, &data, &bytes); k++) {
-                char name[512];
-                rt_json_graph_pack_name(g, k, name, sizeof name);
-                int64_t *shape = gr_xmalloc(sizeof *shape);
-                *shape = (int64_t)bytes;
-                char *nm = gr_xstrdup(name);
-                add_const(body, out, false, nm, "uint8", 1, shape, data, bytes);
-                art_const *c = &out->c[out->n - 1];
-                c->name = nm;
-                c->shape = shape;
-                if (!data && bytes) {  /* streamed: spilled in this order */
-                    c->spilled = true;
-                    c->spill_at = out->spill_len;
-                    out->spill_len += bytes;
+    for (int held = 0; held < 2; held++)
+        for (uint32_t i = 0; i < rt_module_count(m); i++) {
+            rt_json_graph *g;
+            for (uint32_t j = 0; (g = rt_json_module_graph(rt_module_at(m, i), j)); j++) {
+                const void *data;
+                size_t bytes;
+                for (uint32_t k = 0; rt_json_graph_pack_at(g, k, &data, &bytes); k++) {
+                    if ((data != NULL) != held) continue;
+                    char name[512];
+                    rt_json_graph_pack_name(g, k, name, sizeof name);
+                    int64_t *shape = gr_xmalloc(sizeof *shape);
+                    *shape = (int64_t)bytes;
+                    char *nm = gr_xstrdup(name);
+                    add_const(body, out, false, nm, "uint8", 1, shape, data, bytes);
+                    out->c[out->n - 1].name = nm;
+                    out->c[out->n - 1].shape = shape;
+                    out->packed = true;
+                    if (!held) out->written++;
                 }
-                out->packed = true;
             }
         }
-    }
 }
 
 /* What find_loader (below) reads, from a "json" blob at build time. */
@@ -390,7 +404,7 @@ static void set_engine(Graft__ExternalModule *e) {
     json_decref(root);
 }
 
-static gr_status add_externals(const ir_module *m, Graft__ArtifactBody *body, art_consts *out, gr_diag *diag) {
+static gr_status add_externals(const ir_module *m, Graft__ArtifactBody *body, gr_diag *diag) {
     uint32_t n = rt_module_count(m);
     body->external = gr_xcalloc(n + 1, sizeof(void *));
     for (uint32_t i = 0; i < n; i++) {
@@ -410,16 +424,6 @@ static gr_status add_externals(const ir_module *m, Graft__ArtifactBody *body, ar
         if (st) return st;
         set_engine(e);
     }
-    const ir_attr *cm = ir_attrs_get(m->attrs, "const_name_to_constant");
-    uint32_t nc = cm && cm->kind == IR_ATTR_MAP ? cm->u.arr.n : 0;
-    for (uint32_t i = 0; i < nc; i++) {
-        const ir_attr *k = &cm->u.arr.items[2 * i], *v = &cm->u.arr.items[2 * i + 1];
-        if (k->kind != IR_ATTR_STR || v->kind != IR_ATTR_EXPR || !v->u.expr ||
-            v->u.expr->kind != IR_CONST)
-            continue;
-        add_tensor(body, out, false, k->u.s, ((ir_const *)v->u.expr)->data);
-    }
-    add_packs(m, body, out);
     return GR_OK;
 }
 
@@ -576,23 +580,16 @@ static gr_status load_externals(graft_model *gm, const Graft__ArtifactBody *body
     return st;
 }
 
-/* n bytes of the spill file from offset at into the data section, through buf (GR_ART_CHUNK). */
-static void copy_spilled(art_sink *s, uint64_t at, size_t n, uint8_t *buf) {
-    if (s->err || fseeko(s->spill, (off_t)at, SEEK_SET) != 0) {
-        s->err = true;
-        return;
-    }
-    while (n && !s->err) {
-        size_t k = n < GR_ART_CHUNK ? n : GR_ART_CHUNK;
-        s->err = fread(buf, 1, k, s->spill) != k;
-        if (!s->err) sink_data(s, buf, k);
-        n -= k;
-    }
+/* Writes constants [cs->written, cs->n) of cs to s. */
+static void sink_consts(art_sink *s, art_consts *cs) {
+    for (; cs->written < cs->n; cs->written++) sink_const(s, cs->c[cs->written].data, cs->c[cs->written].bytes);
 }
 
-/* Writes the artifact of m to s: header, body, then every constant straight from its tensor
- * (no serialized copy of the weights is ever held), then the header again with the checksum
- * (a file is rewound; a buffer patched). */
+/* Writes the artifact of m to s: the header's place, then every constant straight from its
+ * tensor (no serialized copy of the weights is ever held): first the ones the module has, then
+ * each prepacked weight as its region is prepared, so it is written once, at its place; then
+ * the body that lists them all, and the header again with the checksum (a file is rewound; a
+ * buffer patched). */
 static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) {
     if (ir_attrs_get(m->attrs, BYOC_ATTR_CONSTS_RELEASED))
         return gr_diag_set(diag, GR_ERR_INVALID, "graft_model_build: the module's region constants were handed to its "
@@ -601,42 +598,54 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
     rt_px *x = NULL;
     char *text = NULL;
     uint8_t *bin = NULL;
-    gr_status st = GR_OK;
-    for (uint32_t i = 0; s->spill && i < rt_module_count(m) && !st; i++)
-        st = rt_json_module_stream_packs(rt_module_at(m, i), spill_pack, s, diag);
-    if (!st && s->err) st = gr_diag_set(diag, GR_ERR_IO, "graft build: cannot write the prepacked weights");
-    if (!st) st = gr_llvm_host_new(&h, diag);
-    if (!st) st = rt_px_new(m, "main", gr_llvm_host_lowering(h), &x, diag);
-    if (st) goto out;
-    rt_px_stats ps;
-    rt_px_get_stats(x, &ps);
     Graft__ArtifactBody body;
     graft__artifact_body__init(&body);
     art_consts cs = {0};
-    if ((st = add_externals(m, &body, &cs, diag))) {
-        free_externals(&body);
-        free_consts(&cs);
-        goto out;
-    }
+    add_region_consts(m, &body, &cs);
+    /* the module holds the IR only: runtime modules and their constants travel beside it; the
+     * loader reads the binary form, the text is there for inspection */
+    ir_module *mc = ir_module_copy(m);
+    mc->attrs = ir_attrs_remove(m->ctx, ir_attrs_remove(m->ctx, m->attrs, "external_mods"), "const_name_to_constant");
+    text = ir_print_module_str(mc, NULL);
+    rt_tensor **hc = NULL;
+    uint32_t nh = 0;
+    gr_status st = gr_art_ir_encode(mc, &bin, &body.module_bin.len, &hc, &nh, diag);
+    body.has_module_bin = 1;
+    body.module_bin.data = bin;
+    for (uint32_t i = 0; !st && i < nh; i++) add_tensor(&body, &cs, true, "", hc[i]);
+    free(hc);
+    if (st) goto out;
+
+    static const uint8_t zeros[GR_ART_PAGE];
+    sink_raw(s, zeros, GR_ART_PAGE); /* the header's place and its padding: data at one page */
+    s->chunk = gr_xmalloc(GR_ART_CHUNK);
+    s->hash = GR_ART_SEED;
+    sink_consts(s, &cs);
+    for (uint32_t i = 0; i < rt_module_count(m) && !st; i++)
+        st = rt_json_module_stream_packs(rt_module_at(m, i), stream_pack, s, diag);
+    if (!st) st = gr_llvm_host_new(&h, diag);
+    if (!st) st = rt_px_new(m, "main", gr_llvm_host_lowering(h), &x, diag);
+    if (!st) st = add_externals(m, &body, diag);
+    if (st) goto out;
+    add_packs(m, &body, &cs);
     {
-        /* the module holds the IR only: runtime modules and their constants travel beside it;
-         * the loader reads the binary form, the text is there for inspection */
-        ir_module *mc = ir_module_copy(m);
-        mc->attrs = ir_attrs_remove(m->ctx, ir_attrs_remove(m->ctx, m->attrs, "external_mods"),
-                                    "const_name_to_constant");
-        text = ir_print_module_str(mc, NULL);
-        rt_tensor **hc = NULL;
-        uint32_t nh = 0;
-        if ((st = gr_art_ir_encode(mc, &bin, &body.module_bin.len, &hc, &nh, diag))) {
-            free_externals(&body);
-            free_consts(&cs);
-            goto out;
-        }
-        body.has_module_bin = 1;
-        body.module_bin.data = bin;
-        for (uint32_t i = 0; i < nh; i++) add_tensor(&body, &cs, true, "", hc[i]);
-        free(hc);
+        /* the streamed packs lie where add_packs listed them */
+        uint64_t listed = 0;
+        for (uint32_t i = 0; i < cs.written; i++) listed = align_up(listed + cs.c[i].bytes, GR_ART_ALIGN);
+        if (listed != s->data_at)
+            st = gr_diag_set(diag, GR_ERR_RUNTIME, "graft build: the prepacked weights streamed (%llu bytes) are not "
+                             "the ones the modules list (%llu)", (unsigned long long)s->data_at, (unsigned long long)listed);
     }
+    if (st) goto out;
+    sink_consts(s, &cs);
+    if (s->fill) {
+        s->hash = hash_chunk(s->chunk, s->fill, s->hash);
+        sink_raw(s, s->chunk, s->fill);
+        s->fill = 0;
+    }
+
+    rt_px_stats ps;
+    rt_px_get_stats(x, &ps);
     body.module_text = text;
     size_t olen = 0;
     const uint8_t *obj = gr_llvm_host_object(h, &olen);
@@ -690,10 +699,19 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
         body.spans[body.n_spans++] = e;
     }
     size_t blen = graft__artifact_body__get_packed_size(&body);
-    /* the body with its padding to the data section's page */
-    uint64_t data_off = align_up(GR_ART_HEADER + blen, GR_ART_PAGE);
-    uint8_t *bbuf = gr_xcalloc(data_off - GR_ART_HEADER, 1);
+    uint8_t *bbuf = gr_xmalloc(blen + 1);
     graft__artifact_body__pack(&body, bbuf);
+    sink_raw(s, bbuf, blen);
+    gr_art_header hd = {GRAFT_MODEL_FORMAT_VERSION, blen, GR_ART_PAGE, cs.data_len, 0, cs.packed ? GR_ART_PACKED : 0,
+                        GR_ART_PAGE + cs.data_len};
+    uint8_t hb[GR_ART_HEADER];
+    gr_art_header_write(hb, &hd);
+    hd.checksum = hash_tail(hb, bbuf, blen, s->hash);
+    free(bbuf);
+    gr_art_header_write(hb, &hd);
+    if (s->f && !s->err) s->err = fseek(s->f, 0, SEEK_SET) != 0 || fwrite(hb, 1, sizeof hb, s->f) != sizeof hb;
+    else if (!s->f && !s->err) memcpy(s->mem, hb, sizeof hb);
+out:
     for (size_t i = 0; i < body.n_plan; i++) free(body.plan[i]);
     free(body.plan);
     for (size_t i = 0; i < body.n_inputs; i++) free_sig(body.inputs[i]);
@@ -706,41 +724,14 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
     }
     free(body.spans);
     free_externals(&body);
-
-    gr_art_header hd = {GRAFT_MODEL_FORMAT_VERSION, blen, data_off, cs.data_len, 0, cs.packed ? GR_ART_PACKED : 0};
-    uint8_t hb[GR_ART_HEADER];
-    gr_art_header_write(hb, &hd);
-    sink_raw(s, hb, sizeof hb);
-    sink_raw(s, bbuf, data_off - GR_ART_HEADER);
-    s->hash = gr_hash_bytes(bbuf, data_off - GR_ART_HEADER, hash_header(hb));
-    free(bbuf);
-    s->chunk = gr_xmalloc(GR_ART_CHUNK);
-    uint64_t at = 0;
-    uint8_t *buf = cs.spill_len ? gr_xmalloc(GR_ART_CHUNK) : NULL;
-    for (uint32_t i = 0; i < cs.n; i++) {
-        size_t nb = cs.c[i].bytes;
-        if (cs.c[i].spilled) copy_spilled(s, cs.c[i].spill_at, nb, buf);
-        else sink_data(s, cs.c[i].data, nb);
-        uint64_t next = align_up(at + nb, GR_ART_ALIGN);
-        sink_data(s, NULL, (size_t)(next - at - nb));
-        at = next;
-    }
-    if (s->fill) {
-        s->hash = hash_chunk(s->chunk, s->fill, s->hash);
-        sink_raw(s, s->chunk, s->fill);
-    }
-    free(buf);
-    free(s->chunk);
     free_consts(&cs);
-    hd.checksum = s->hash;
-    gr_art_header_write(hb, &hd);
-    if (s->f && !s->err) s->err = fseek(s->f, 0, SEEK_SET) != 0 || fwrite(hb, 1, sizeof hb, s->f) != sizeof hb;
-    else if (!s->f) memcpy(s->mem, hb, sizeof hb);
-out:
+    free(s->chunk);
+    s->chunk = NULL;
     free(text);
     free(bin);
     rt_exec_free(x);
     gr_llvm_host_free(h);
+    if (!st && s->err) st = gr_diag_set(diag, GR_ERR_IO, "graft build: write failed");
     return st;
 }
 
@@ -770,18 +761,8 @@ gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *
         free(tmp);
         return st;
     }
-    /* the spill file lies beside the artifact (the same file system; /tmp may be memory) and
-     * has no name from the start */
-    char *sp = gr_xmalloc(pl + 16);
-    snprintf(sp, pl + 16, "%s.packs.XXXXXX", path);
-    int sfd = mkstemp(sp);
-    if (sfd >= 0) unlink(sp);
-    free(sp);
-    FILE *spill = sfd >= 0 ? fdopen(sfd, "w+b") : tmpfile();
-    if (!spill && sfd >= 0) close(sfd);
-    art_sink s = {.f = f, .spill = spill};
+    art_sink s = {.f = f};
     gr_status st = write_artifact(m, &s, diag);
-    if (spill) fclose(spill);
     bool ok = !s.err;
     ok &= fchmod(fd, 0644) == 0;
     ok &= fclose(f) == 0;
@@ -842,9 +823,9 @@ static uint64_t cpu_ns(void) {
 #define PHASE(gm, i, t, c)                                                                                         \
     ((gm)->phase_ns[i] += now_ns() - (t), (gm)->phase_cpu_ns[i] += cpu_ns() - (c), (t) = now_ns(), (c) = cpu_ns())
 
-/* Loads from map (one reference taken over by the model). */
-static gr_status load_map(art_map *map, uint64_t t0, uint64_t c0, const byoc_options *opts, graft_model **out,
-                          gr_diag *diag) {
+/* Loads from map (one reference taken over by the model); verify: the checksum too. */
+static gr_status load_map(art_map *map, uint64_t t0, uint64_t c0, const byoc_options *opts, bool verify,
+                          graft_model **out, gr_diag *diag) {
     *out = NULL;
     graft_model *gm = gr_xcalloc(1, sizeof *gm);
     gm->map = map;
@@ -865,18 +846,20 @@ static gr_status load_map(art_map *map, uint64_t t0, uint64_t c0, const byoc_opt
                          h.version, GRAFT_MODEL_FORMAT_VERSION);
         goto done;
     }
-    if (h.data_off + h.data_len > len) {
+    if (h.body_off + h.body_len > len) { /* the body is last */
         st = gr_diag_set(diag, GR_ERR_INVALID, "artifact truncated: %zu bytes, its header says %llu", len,
-                         (unsigned long long)(h.data_off + h.data_len));
+                         (unsigned long long)(h.body_off + h.body_len));
         goto done;
     }
     /* every byte is read once, in place */
-    if (hash_data(buf + h.data_off, h.data_len, hash_head(buf, &h), h.flags & GR_ART_PACKED ? map : NULL) != h.checksum) {
+    if (verify && hash_tail(buf, buf + h.body_off, h.body_len,
+                            hash_data(buf + h.data_off, h.data_len, GR_ART_SEED, h.flags & GR_ART_PACKED ? map : NULL)) !=
+                      h.checksum) {
         st = gr_diag_set(diag, GR_ERR_INVALID, "artifact checksum mismatch (the file is damaged)");
         goto done;
     }
     PHASE(gm, GRAFT_MODEL_PHASE_VERIFY, t, c);
-    body = graft__artifact_body__unpack(NULL, h.body_len, buf + GR_ART_HEADER);
+    body = graft__artifact_body__unpack(NULL, h.body_len, buf + h.body_off);
     if (!body) {
         st = gr_diag_set(diag, GR_ERR_INVALID, "artifact body does not decode");
         goto done;
@@ -983,14 +966,14 @@ gr_status graft_model_load_buffer_opts(const uint8_t *buf, size_t len, const byo
         return gr_diag_set(diag, GR_ERR_NOMEM, "artifact: out of memory for %zu bytes", len);
     }
     if (len) memcpy(m->base, buf, len);
-    return load_map(m, t0, c0, opts, out, diag);
+    return load_map(m, t0, c0, opts, true, out, diag);
 }
 
 gr_status graft_model_load(const char *path, graft_model **out, gr_diag *diag) {
     return graft_model_load_opts(path, NULL, out, diag);
 }
 
-gr_status graft_model_load_opts(const char *path, const byoc_options *opts, graft_model **out, gr_diag *diag) {
+static gr_status load_file(const char *path, const byoc_options *opts, bool verify, graft_model **out, gr_diag *diag) {
     *out = NULL;
     uint64_t t0 = now_ns(), c0 = cpu_ns();
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -1016,9 +999,17 @@ gr_status graft_model_load_opts(const char *path, const byoc_options *opts, graf
     m->base = p;
     m->len = (size_t)sb.st_size;
     m->mapped = true;
-    gr_status st = load_map(m, t0, c0, opts, out, diag);
+    gr_status st = load_map(m, t0, c0, opts, verify, out, diag);
     if (st) gr_diag_set_file(diag, path);
     return st;
+}
+
+gr_status graft_model_load_opts(const char *path, const byoc_options *opts, graft_model **out, gr_diag *diag) {
+    return load_file(path, opts, true, out, diag);
+}
+
+gr_status gr_art_load_written(const char *path, const byoc_options *opts, graft_model **out, gr_diag *diag) {
+    return load_file(path, opts, false, out, diag);
 }
 
 void graft_model_free(graft_model *gm) {

@@ -1,16 +1,19 @@
-/* The artifact file (format version 3), for the loader, its tests and its fuzz target.
+/* The artifact file (format version 4), for the loader, its tests and its fuzz target.
  *
  *   [0, 64)                 header: "GRAFTART", u32 version, u32 header bytes (64), u64 body
  *                           bytes, u64 data offset, u64 data bytes, u64 checksum, u32 flags,
- *                           12 zero bytes (little-endian)
- *   [64, 64 + body)         ArtifactBody (deploy/graft_artifact.proto), weights not included
+ *                           4 zero bytes, u64 body offset (little-endian)
  *   [data offset, + data)   the constants section: page-aligned, each constant 64-aligned at
  *                           its NamedTensor.offset, zero padding between them
+ *   [body offset, + body)   ArtifactBody (deploy/graft_artifact.proto), weights not included;
+ *                           at or after the constants' end
  *
- * The checksum chains gr_hash_bytes over the header (all but the checksum), the body with its
- * padding, then the data section in GR_ART_CHUNK pieces (each hashed in four interleaved lanes,
- * artifact.c), so that a writer hashes as it streams and a loader verifies the mapped section one
- * piece at a time (and lets each piece's pages go). */
+ * The body follows the constants so that a build writes every constant, prepacked weights
+ * included, once at its place as it is made: the body lists them, so it is known last.
+ * The checksum chains the data section in GR_ART_CHUNK pieces (each hashed in four
+ * interleaved lanes, artifact.c) from GR_ART_SEED, then gr_hash_bytes over the body and the
+ * header (all but the checksum), so that a writer hashes as it streams and a loader verifies
+ * the mapped section one piece at a time (and lets each piece's pages go). */
 #ifndef GRAFT_DEPLOY_ARTIFACT_IMPL_H
 #define GRAFT_DEPLOY_ARTIFACT_IMPL_H
 
@@ -35,10 +38,13 @@ typedef struct gr_art_header {
     uint32_t version;
     uint64_t body_len, data_off, data_len, checksum;
     uint32_t flags;
+    uint64_t body_off;
 } gr_art_header;
 
-/* Reads the header of buf (len bytes); false when it is not one (magic, sizes in bounds of a
- * 64-bit file; the file's length is not checked here). */
+/* Reads the header of buf (len bytes); false when it is not one (magic; for this format
+ * version, sizes in bounds of a 64-bit file, a page-aligned data section after the header and
+ * a body after it; the file's length is not checked here). Another version's header is read
+ * (true) so that its loader names the version. */
 bool gr_art_header_read(const uint8_t *buf, size_t len, gr_art_header *h);
 void gr_art_header_write(uint8_t out[GR_ART_HEADER], const gr_art_header *h);
 /* The checksum of a complete file whose header is h (reads every data byte once). */
@@ -48,6 +54,14 @@ uint64_t gr_art_checksum(const uint8_t *buf, const gr_art_header *h);
 uint8_t *gr_art_with_body(const uint8_t *buf, size_t len, const uint8_t *body, size_t blen, size_t *out_len);
 /* The checksum of buf (a complete file) recomputed in place. */
 void gr_art_reseal(uint8_t *buf, size_t len);
+
+/* graft_model_load_opts but the checksum, for the file a build has just written and hashed as
+ * it wrote it (graft build's check load): every other check holds; hashing would read every
+ * byte of the file again (R3D-18: 266 MB, a tenth of its build). */
+struct byoc_options;
+struct graft_model;
+gr_status gr_art_load_written(const char *path, const struct byoc_options *opts, struct graft_model **out,
+                              gr_diag *diag);
 
 /* The module in binary (artifact_ir.c): what the body's module_bin holds. Encoding lists the
  * module's constants (tensors borrowed from m, *consts heap) in the order the stream names them

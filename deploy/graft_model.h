@@ -7,7 +7,7 @@
  * CPU, the memory plan (arena size and every planned buffer), the input and output signatures
  * and the span table (each host kernel / extern region -> its frontend layers).
  *
- * The weights are not in the body: they follow it in a constants section, each 64-byte
+ * The weights are not in the body: they precede it in a constants section, each 64-byte
  * aligned, and graft_model_load maps the file (read-only, private) so that constants are read
  * in place; only what a backend lays out anew (oneDNN's blocked weights) is copied, and the
  * original pages are handed back once it has (deploy/artifact_impl.h has the layout).
@@ -40,10 +40,11 @@
 #include "runtime/module.h"
 #include "runtime/value.h"
 
-/* 3: a header, the body and a page-aligned constants section mapped at load; the module in
- * binary, read without parsing text (2: the module as text only; 1: one protobuf message with
- * the weights inside; both refused with "rebuild it"). */
-#define GRAFT_MODEL_FORMAT_VERSION 3
+/* 4: a header, a page-aligned constants section mapped at load, then the body (written last,
+ * so that a build writes each prepacked weight once, at its place); the module in binary, read
+ * without parsing text (3: the body before the constants; 2: the module as text only; 1: one
+ * protobuf message with the weights inside; all refused with "rebuild it"). */
+#define GRAFT_MODEL_FORMAT_VERSION 4
 
 typedef struct graft_model graft_model;
 

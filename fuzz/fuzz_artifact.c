@@ -38,8 +38,8 @@ static void learn(const char *path) {
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
     gr_art_header h;
-    if (!gr_art_header_read(buf, n, &h) || GR_ART_HEADER + h.body_len > n) return;
-    Graft__ArtifactBody *b = graft__artifact_body__unpack(NULL, h.body_len, buf + GR_ART_HEADER);
+    if (!gr_art_header_read(buf, n, &h) || h.body_off + h.body_len > n) return;
+    Graft__ArtifactBody *b = graft__artifact_body__unpack(NULL, h.body_len, buf + h.body_off);
     if (b && nknown < MAX_KNOWN) known[nknown++] = pair_hash(b);
     if (b) graft__artifact_body__free_unpacked(b, NULL);
 }
@@ -95,11 +95,11 @@ static void run(graft_model *gm) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gr_art_header h;
-    if (!gr_art_header_read(data, size, &h) || h.data_off + h.data_len > size) return 0;
+    if (!gr_art_header_read(data, size, &h) || h.data_off + h.data_len > size || h.body_off + h.body_len > size) return 0;
     uint8_t *buf = malloc(size);
     memcpy(buf, data, size);
     gr_art_reseal(buf, size);
-    Graft__ArtifactBody *b = graft__artifact_body__unpack(NULL, h.body_len, buf + GR_ART_HEADER);
+    Graft__ArtifactBody *b = graft__artifact_body__unpack(NULL, h.body_len, buf + h.body_off);
     graft_model *gm = NULL;
     gr_diag d;
     gr_diag_clear(&d);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "byoc/byoc.h"
+#include "deploy/artifact_impl.h"
 #include "deploy/graft_model.h"
 #include "ir/transform/transform.h"
 #include "runtime/npy.h"
@@ -86,7 +87,9 @@ int cmd_build(int argc, char **argv) {
             malloc_trim(0);
 #endif
             graft_model *gm = NULL;
-            if (graft_model_load_opts(output, cli_backend_options(), &gm, &d) != GR_OK) {
+            /* the check load: the file decodes, plans, links and prepares (its checksum was
+             * computed as it was written) */
+            if (gr_art_load_written(output, cli_backend_options(), &gm, &d) != GR_OK) {
                 rc = cli_fail(&d, output);
             } else {
                 graft_model_info in;

@@ -156,12 +156,12 @@ Test(artifact, damaged_files_are_clear_errors) {
     size_t n1 = graft__artifact__get_packed_size(&v1);
     uint8_t *b1 = malloc(n1);
     graft__artifact__pack(&v1, b1);
-    expect_error(b1, n1, "version 1, this runtime reads version 3");
+    expect_error(b1, n1, "version 1, this runtime reads version 4");
     free(b1);
-    /* a header that claims more constants than the file has */
+    /* a header that claims more bytes than the file has */
     gr_art_header h;
     cr_assert(gr_art_header_read(buf, len, &h));
-    h.data_len += 4096;
+    h.body_len += 4096;
     uint8_t *b3 = malloc(len);
     memcpy(b3, buf, len);
     gr_art_header_write(b3, &h);
@@ -249,7 +249,7 @@ Test(artifact, foreign_cpu_features_are_refused) {
     build(&buf, &len, NULL, NULL);
     gr_art_header hd;
     cr_assert(gr_art_header_read(buf, len, &hd));
-    Graft__ArtifactBody *b = graft__artifact_body__unpack(NULL, hd.body_len, buf + GR_ART_HEADER);
+    Graft__ArtifactBody *b = graft__artifact_body__unpack(NULL, hd.body_len, buf + hd.body_off);
     cr_assert_not_null(b);
     char *old = b->host_cpu;
     cr_assert(strchr(old, ' '), "host_cpu '%s'", old);
@@ -480,8 +480,9 @@ Test(artifact, file_load_maps_aligned_constants) {
     gr_art_header h;
     cr_assert(gr_art_header_read(buf, len, &h));
     cr_assert_eq(h.data_off % GR_ART_PAGE, 0);
-    cr_assert_eq(h.data_off + h.data_len, len);
-    Graft__ArtifactBody *body = graft__artifact_body__unpack(NULL, h.body_len, buf + GR_ART_HEADER);
+    cr_assert_eq(h.body_off, h.data_off + h.data_len, "the body follows the constants");
+    cr_assert_eq(h.body_off + h.body_len, len);
+    Graft__ArtifactBody *body = graft__artifact_body__unpack(NULL, h.body_len, buf + h.body_off);
     cr_assert_not_null(body);
     cr_assert_eq(body->n_consts, 2, "both weights are the region's constants");
     for (size_t i = 0; i < body->n_consts; i++) {

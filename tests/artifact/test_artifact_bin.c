@@ -78,7 +78,7 @@ static const char *k_host =
 static Graft__ArtifactBody *body_of(const uint8_t *buf, size_t len) {
     gr_art_header h;
     cr_assert(gr_art_header_read(buf, len, &h));
-    Graft__ArtifactBody *b = graft__artifact_body__unpack(NULL, h.body_len, buf + GR_ART_HEADER);
+    Graft__ArtifactBody *b = graft__artifact_body__unpack(NULL, h.body_len, buf + h.body_off);
     cr_assert_not_null(b);
     return b;
 }
@@ -176,7 +176,7 @@ Test(artifact_bin, loader_reads_the_binary_module_not_the_text) {
     gr_art_reseal(v2, len);
     gr_diag_clear(&d);
     cr_assert_neq(graft_model_load_buffer(v2, len, &gm, &d), GR_OK);
-    cr_assert(strstr(d.msg, "version 2, this runtime reads version 3 (rebuild it"), "%s", d.msg);
+    cr_assert(strstr(d.msg, "version 2, this runtime reads version 4 (rebuild it"), "%s", d.msg);
     free(v2);
 
     graft__artifact_body__free_unpacked(b, NULL);

@@ -52,7 +52,7 @@ static art make_art(void) {
     art r;
     r.file = buf;
     r.file_len = len;
-    r.body = graft__artifact_body__unpack(NULL, h.body_len, buf + GR_ART_HEADER);
+    r.body = graft__artifact_body__unpack(NULL, h.body_len, buf + h.body_off);
     cr_assert_not_null(r.body);
     cr_assert_gt(r.body->host_object.len, 0, "the model has host code");
     r.len = r.body->host_object.len;
