@@ -235,7 +235,8 @@ static void const_settle(dn_state *S, dn_cst *cs, uint32_t c, uint32_t i, bool f
     for (uint32_t e = 0; e < S->nent; e++) {
         int v = S->ent_val[e];
         /* a weight kept as these levels: read when its consumers are built */
-        bool levels = k->val >= 0 && v < 0 && dn_q_weight_levels(S, (int)e) == k->val;
+        int lv = v < 0 ? dn_q_weight_levels(S, (int)e) : -1;
+        bool levels = k->val >= 0 && lv >= 0 && dn_root(S, lv) == k->val;
         if ((int)e != k->ent && !levels && (v < 0 || k->val < 0 || dn_root(S, v) != k->val)) continue;
         if ((int)e != k->ent && !levels) held = true;  /* a node output viewing the data: a tap reads it */
         if (S->is_head[e] && !final) {   /* the output reorder reads it: at the end */
