@@ -15,6 +15,9 @@
  *     deconvolution kernels were very slow on such shapes);
  *   - a matmul of one row with constant weights (a classifier head) runs on the engine's own
  *     kernel (dnnl_gemv.c, option gemv), its weights read in place, bias and eltwise posts fused;
+ *   - a depthwise 1-D convolution (stride 1, no dilation) oneDNN has only its im2col + GEMM
+ *     kernel for (AVX2: widths above jit_dw's 12) runs on the engine's own (dnnl_dw1d.c), its
+ *     weights copied once, bias and eltwise posts fused;
  *   - convolutions and matmuls outside composites get no post-ops; single ops (pools, resize,
  *     softmax, eltwise, binary, ...) still take the chain of single eltwise / binary ops that
  *     follows them as post-ops (never a node of a fused composite);
@@ -78,7 +81,8 @@ typedef struct rt_dnnl_opts {
     bool no_fuse;                 /* no post-ops: every op its own primitive */
     bool no_pixel_deconv;         /* no 1x1 convolution + interleave for stride == kernel deconvs */
     bool transpose_weights;       /* transposed copies of constant matmul weights where gemm:jit
-                                     runs a widening product with few rows (default on) */
+                                     runs a widening product with few rows on an AMD CPU
+                                     (default on) */
     bool no_layout_plan;          /* each value in its producer's layout, permutes copied (no views) */
     bool winograd;                /* Winograd 3x3 stride-1 convolutions (default on): oneDNN's
                                      where it has it, graft's own below avx512_core */

@@ -237,7 +237,8 @@ static const byoc_option DNNL_OPTIONS[] = {
      "deconvolutions (default: 1x1 convolution + interleave)", NULL},
     {"deconv_tag", BYOC_OPT_STR, "nhwc", "layout of 2-D transposed convolutions", "nhwc|nchw|any"},
     {"transpose_weights", BYOC_OPT_BOOL, "1", "read constant matmul weights transposed where oneDNN runs gemm:jit "
-     "(AVX2) on a widening product (N > K) of 16 to 511 rows: up to 1.7x faster there; the transposed copy "
+     "(AVX2) on a widening product (N > K) of 16 to 511 rows on an AMD CPU: up to 1.7x faster there (slower on "
+     "Intel's, which keep them in place); the transposed copy "
      "replaces the original after prepare (0: weights read in place)", NULL},
     {"no_layout_plan", BYOC_OPT_BOOL, "0", "each value in the layout its producer picks, every permute a copy "
      "(default: convolutions write channels-last where that makes a permute to NHWC a view, and keep it)", NULL},

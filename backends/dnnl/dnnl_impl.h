@@ -190,6 +190,14 @@ typedef struct dn_state {
     int *slot_root;
     size_t *slot_off;
     int *slot_buf;
+    /* pixel-shuffle deconvolutions whose interleave their reader (another one) does
+     * (dnnl_op_conv.c): the entry (its value the 1x1 convolution's result, an image of
+     * (N, O, H, W * kh * kw)) and the kernel */
+    struct {
+        int e;
+        int64_t kh, kw;
+    } pix_defer[4];
+    int npix_defer;
     GR_VEC(dn_qlevels) qlevels;   /* values quantize -> dequantize pairs wrote */
     GR_VEC(dn_qlevels) qents;     /* entries an int8 primitive wrote as the levels of the quantize
                                      that reads them (val: the entry; it has no float value) */
@@ -402,6 +410,21 @@ typedef struct dn_gemv {
 } dn_gemv;
 /* dn_fn: ptrs[0] x, ptrs[1] y (plain row-major), the others at p's ix_*; ctx freed by free */
 dnnl_status_t dn_gemv_run(void *ctx, void *const *ptrs);
+
+/* dnnl_dw1d.c: depthwise 1-D convolution, stride 1, no dilation, on plain N x C x W data (AVX2
+ * + FMA only; see there). */
+typedef struct dn_dw1d {
+    int64_t N, C, W, OW, K, pl;   /* OW = W + pl + pr - K + 1; pl: left padding */
+    const float *w;               /* C x K, the engine's */
+    const float *bias;            /* C floats, the engine's, or NULL */
+    int nparts;                   /* workspace rows: the team's size */
+    int nops;
+    dn_vop ops[DN_VOP_MAX];      /* after the bias, in order (no sum) */
+} dn_dw1d;
+/* floats of a thread's workspace row: a row of x between its zero padding, rounded up */
+int64_t dn_dw1d_row(const dn_dw1d *p);
+/* dn_fn: ptrs[0] x, ptrs[1] y, ptrs[2] workspace (nparts rows); ctx freed by free */
+dnnl_status_t dn_dw1d_run(void *ctx, void *const *ptrs);
 
 /* dnnl_pool.c: 2-D max pooling on nChw8c src / dst (AVX2 only; see there). Every output's
  * window holds at least one input. */

@@ -9,15 +9,56 @@
 
 /* ---------------------------------------------------------------- conv ---- */
 
+/* Node c is a 2-D transposed convolution conv_build runs as op_deconv_pixel (its conditions,
+ * read from c before it is built): kernel == stride, no padding, no dilation, one group,
+ * canonical layouts, constant weights. */
+static bool pixel_deconv(dn_state *S, const rt_json_node *c) {
+    if (c->op != IR_OP_CONV2D_TRANSPOSE || S->opts.no_pixel_deconv || dn_attr_int(c, "groups", 1) != 1 ||
+        strcmp(dn_attr_str(c, "data_layout", "NCHW"), "NCHW") || strcmp(dn_attr_str(c, "kernel_layout", "IOHW"), "IOHW") ||
+        strcmp(dn_attr_str(c, "out_layout", "NCHW"), "NCHW"))
+        return false;
+    int w = dn_arg_entry(S, c, 1);
+    if (w < 0 || S->ent_node[w].node->kind != RT_JSON_CONST || dn_entry_ndim(S, w) != 4 || c->ndims[0] != 4) return false;
+    const int64_t *ws = dn_entry_shape(S, w);
+    int64_t st[2] = {1, 1}, dl[2] = {1, 1}, pad[4] = {0}, op[2] = {0, 0};
+    dn_attr_axes(c, "strides", st, 2);
+    dn_attr_axes(c, "dilation", dl, 2);
+    dn_attr_axes(c, "output_padding", op, 2);
+    dn_attr_pads(c, pad, 2);
+    return st[0] == ws[2] && st[1] == ws[3] && dl[0] == 1 && dl[1] == 1 && !op[0] && !op[1] && !pad[0] && !pad[1] &&
+           !pad[2] && !pad[3];
+}
+
+/* The index in S->pix_defer of entry e (-1: none). */
+static int pix_deferred(dn_state *S, int e) {
+    for (int i = 0; i < S->npix_defer; i++)
+        if (S->pix_defer[i].e == e) return i;
+    return -1;
+}
+
 /* A 2-D transposed convolution whose kernel equals its stride (no padding, no overlap), as in
  * FPN upsampling: a 1x1 convolution to O*kh*kw channels, then a reorder that interleaves them
  * into the output pixels. oneDNN 2.6's own deconvolution kernels take hundreds of ms on such
  * shapes. Bias and per-channel affine ops fold first; eltwise post-ops commute with the
- * interleave and stay fused. */
+ * interleave and stay fused. When another such convolution alone reads the result (PP-OCR
+ * det's head), the interleave waits: the channels go (kh, kw, O), so the 1x1 result is the
+ * channels-last image (N, O, H, W * kh * kw) that the reader's 1x1 convolution (per pixel, so
+ * blind to the pixel order) reads as it is, and the reader's interleave places both kernels'
+ * pixels: one reorder of the larger map fewer. */
 static gr_status op_deconv_pixel(dn_state *S, const rt_json_node *n, const dn_comp *comp, int x, int xv, int w,
                                  int wv, int64_t kh, int64_t kw) {
     const int64_t *xs = dn_entry_shape(S, x), *os = n->shapes[0];
     int64_t N = xs[0], I = xs[1], H = xs[2], W = xs[3], O = os[1], K = kh * kw, OK = O * K;
+    /* the source's own interleave, deferred to here: (kh0, kw0) pixels per source pixel */
+    int64_t kh0 = 1, kw0 = 1;
+    int di = pix_deferred(S, x);
+    if (di >= 0) {
+        kh0 = S->pix_defer[di].kh, kw0 = S->pix_defer[di].kw;
+        H /= kh0, W /= kw0;
+        /* no float value of the node's shape: a tapped run follows it to this one's */
+        S->ent_val[x] = -1;
+    }
+    int64_t Wx = W * kw0 * kh0; /* the 1x1 convolution's width */
     dn_step steps[DN_MAX_STEPS];
     dnnl_memory_desc_t ignore;
     int k = dn_chain_of(S, n, comp, steps, true, 4, os, &ignore);
@@ -25,16 +66,21 @@ static gr_status op_deconv_pixel(dn_state *S, const rt_json_node *n, const dn_co
     dn_take_affine(S, steps, &k, O, S->ent_node[w].node->kind == RT_JSON_CONST, &wv, &bv, true, I, O, K, 1);
     for (int i = 0; i < k; i++)
         if (steps[i].kind != STEP_ELTWISE) k = i;
+    int fe = dn_chain_out(S, n, steps, k);
+    bool defer = kh0 == 1 && kw0 == 1 && !S->opts.no_layout_plan && !S->is_head[fe] && S->cons[fe].len == 1 &&
+                 S->npix_defer < (int)(sizeof(S->pix_defer) / sizeof(S->pix_defer[0])) &&
+                 dn_arg_entry(S, S->cons[fe].data[0], 0) == fe && pixel_deconv(S, S->cons[fe].data[0]);
     const float *wsrc = S->vals.data[dn_root(S, wv)].ptr;
     float *w2 = dn_owned_alloc(S, sizeof(float) * (size_t)(OK * I)), *b2 = dn_owned_alloc(S, sizeof(float) * (size_t)OK);
     if (!w2 || !b2) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     const float *bsrc = bv >= 0 ? S->vals.data[dn_root(S, bv)].ptr : NULL;
     for (int64_t o = 0; o < O; o++)
         for (int64_t q = 0; q < K; q++) {
-            for (int64_t c = 0; c < I; c++) w2[(o * K + q) * I + c] = wsrc[(c * O + o) * K + q];
-            b2[o * K + q] = bsrc ? bsrc[o] : 0.f;
+            int64_t r = defer ? q * O + o : o * K + q; /* output channel r of the 1x1 convolution */
+            for (int64_t c = 0; c < I; c++) w2[r * I + c] = wsrc[(c * O + o) * K + q];
+            b2[r] = bsrc ? bsrc[o] : 0.f;
         }
-    dnnl_dims_t wd = {OK, I, 1, 1}, xd = {N, I, H, W}, td = {N, OK, H, W}, one = {1, 1}, zero = {0, 0}, bd = {OK};
+    dnnl_dims_t wd = {OK, I, 1, 1}, xd = {N, I, H, Wx}, td = {N, OK, H, Wx}, one = {1, 1}, zero = {0, 0}, bd = {OK};
     dnnl_memory_desc_t wuser, wany, xany, tmd, bmd;
     dnnl_memory_desc_init_by_tag(&wuser, 4, wd, dnnl_f32, dnnl_abcd);
     dnnl_memory_desc_init_by_tag(&wany, 4, wd, dnnl_f32, dnnl_format_tag_any);
@@ -74,24 +120,38 @@ static gr_status op_deconv_pixel(dn_state *S, const rt_json_node *n, const dn_co
     dn_consume(S, steps, used);
     st = dn_emit(S, n, pd, args, na, false);
     if (st) return st;
-    /* interleave: tmp [N][H][W][O][kh][kw] -> out [N][H][kh][W][kw][O] (both channels-last),
-     * as 6-D views with dims (N, O, H, kh, W, kw) */
-    int64_t OH = os[2], OW = os[3];
-    dnnl_dims_t vd = {N, O, H, kh, W, kw}, vs = {H * W * OK, K, W * OK, kw, OK, 1};
-    dnnl_dims_t us = {OH * OW * O, 1, kh * OW * O, OW * O, kw * O, O}, od = {N, O, OH, OW};
-    dnnl_memory_desc_t view, out6, omd;
-    dnnl_memory_desc_init_by_strides(&view, 6, vd, dnnl_f32, vs);
-    dnnl_memory_desc_init_by_strides(&out6, 6, vd, dnnl_f32, us);
-    dnnl_memory_desc_init_by_tag(&omd, 4, od, dnnl_f32, dnnl_acdb);
-    dnnl_primitive_desc_t rpd;
-    ds = dnnl_reorder_primitive_desc_create(&rpd, &view, S->eng, &out6, S->eng, S->attr_plain);
-    if (ds != dnnl_success) return dn_fail(S, n, ds, "cannot interleave the transposed convolution");
-    int ov = dn_val_new(S, V_TMP, &omd);
-    dn_arg ra[2] = {{DNNL_ARG_FROM, tv, view, NULL}, {DNNL_ARG_TO, ov, out6, NULL}};
-    st = dn_emit(S, n, rpd, ra, 2, true);
-    if (st) return st;
     int e = dn_chain_out(S, n, steps, used);
     S->pending_out = -1;
+    if (defer && e == fe) {
+        /* the reader's source: the value (its shape is the image's, not the entry's) */
+        dnnl_dims_t wide = {N, O, H, Wx * K};
+        dnnl_memory_desc_t wmd;
+        dnnl_memory_desc_init_by_tag(&wmd, 4, wide, dnnl_f32, dnnl_acdb);
+        S->pix_defer[S->npix_defer].e = e;
+        S->pix_defer[S->npix_defer].kh = kh;
+        S->pix_defer[S->npix_defer++].kw = kw;
+        S->ent_val[e] = dn_alias_new(S, tv, &wmd);
+        return GR_OK;
+    }
+    /* interleave: tmp [N][H][W][kh0][kw0][O][kh][kw] ([kh][kw][O] when deferral was planned
+     * but oneDNN left the chain short) -> out [N][H][kh0][kh][W][kw0][kw][O] (both
+     * channels-last; kh0 = kw0 = 1 but for a deferred source interleave), as 8-D views with
+     * dims (N, O, H, kh0, kh, W, kw0, kw) */
+    int64_t OH = os[2], OW = os[3];
+    dnnl_dims_t vd = {N, O, H, kh0, kh, W, kw0, kw},
+                vs = {H * Wx * OK, defer ? 1 : K, Wx * OK, kw0 * OK, defer ? kw * O : kw, kh0 * kw0 * OK, OK, defer ? O : 1};
+    dnnl_dims_t us = {OH * OW * O, 1, kh0 * kh * OW * O, kh * OW * O, OW * O, kw0 * kw * O, kw * O, O}, od = {N, O, OH, OW};
+    dnnl_memory_desc_t view, out8, omd;
+    dnnl_memory_desc_init_by_strides(&view, 8, vd, dnnl_f32, vs);
+    dnnl_memory_desc_init_by_strides(&out8, 8, vd, dnnl_f32, us);
+    dnnl_memory_desc_init_by_tag(&omd, 4, od, dnnl_f32, dnnl_acdb);
+    dnnl_primitive_desc_t rpd;
+    ds = dnnl_reorder_primitive_desc_create(&rpd, &view, S->eng, &out8, S->eng, S->attr_plain);
+    if (ds != dnnl_success) return dn_fail(S, n, ds, "cannot interleave the transposed convolution");
+    int ov = dn_val_new(S, V_TMP, &omd);
+    dn_arg ra[2] = {{DNNL_ARG_FROM, tv, view, NULL}, {DNNL_ARG_TO, ov, out8, NULL}};
+    st = dn_emit(S, n, rpd, ra, 2, true);
+    if (st) return st;
     S->ent_val[e] = ov;
     return GR_OK;
 }
@@ -399,6 +459,112 @@ static bool into_slot(dn_state *S, const rt_json_node *c) {
     return dn_slot_md(S, e, &md);
 }
 
+/* ------------------------------------------------- depthwise 1-D (ours) ---- */
+
+/* oneDNN's kernel for the direct convolution (x, w, dst) without post-ops in plain or
+ * channels-last src and dst: a jit one that is no GEMM (its depthwise kernels), else false.
+ * s, d, pl, pr as for its descriptor. */
+static bool dw_jit_kernel(dn_state *S, const int64_t *xd, const int64_t *od, const dnnl_memory_desc_t *w,
+                          const dnnl_dims_t s, const dnnl_dims_t d, const dnnl_dims_t pl, const dnnl_dims_t pr) {
+    static const dnnl_format_tag_t TAGS[] = {dnnl_abcd, dnnl_acdb};
+    for (size_t i = 0; i < sizeof TAGS / sizeof TAGS[0]; i++) {
+        dnnl_memory_desc_t x, y;
+        dnnl_convolution_desc_t c;
+        dnnl_primitive_desc_t pd;
+        dnnl_memory_desc_init_by_tag(&x, 4, xd, dnnl_f32, TAGS[i]);
+        dnnl_memory_desc_init_by_tag(&y, 4, od, dnnl_f32, TAGS[i]);
+        if (dnnl_dilated_convolution_forward_desc_init(&c, dnnl_forward_inference, dnnl_convolution_direct, &x, w, NULL, &y,
+                                                       s, d, pl, pr) != dnnl_success ||
+            dnnl_primitive_desc_create(&pd, &c, S->attr_plain, S->eng, NULL) != dnnl_success)
+            continue;
+        const char *impl = NULL;
+        bool jit = dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+                   !dn_pd_is_ref(pd) && !strstr(impl, "gemm");
+        dnnl_primitive_desc_destroy(pd);
+        if (jit) return true;
+    }
+    return false;
+}
+
+typedef struct dw1d_wctx {
+    int64_t C, K, cs, ks;         /* weight (c, k) at c cs + k ks */
+} dw1d_wctx;
+
+static gr_status make_dw1d_w(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, const void *src,
+                             const dnnl_memory_desc_t *dmd, void *dst, void *ctx) {
+    (void)S, (void)n, (void)dmd;
+    const dw1d_wctx *c = ctx;
+    const float *w = (const float *)src + smd->offset0;
+    float *o = dst;
+    for (int64_t i = 0; i < c->C; i++)
+        for (int64_t k = 0; k < c->K; k++) o[i * c->K + k] = w[i * c->cs + k * c->ks];
+    return GR_OK;
+}
+
+/* Depthwise 1-D conv n (seen as 2-D of height 1: xs, os N x C x 1 x W; one filter per channel,
+ * stride 1, no dilation, canonical layouts, constant weights wv read at strides wstr (G, 1, 1,
+ * 1, K); bias bv or -1; post-op steps) as one primitive of ours (dn_dw1d_run) where oneDNN has
+ * only its GEMM-based kernel for it (dw_jit_kernel). The audio encoder's 256 channels x 200
+ * steps, kernel 15, at AVX2 (min of 20 runs per primitive, 1 thread): x64:gemm:jit 0.76-0.80 ms,
+ * ours 0.06 (its SiLU then runs on its own, 0.03). *done false: not taken (nothing emitted). */
+static gr_status dw1d_conv(dn_state *S, const rt_json_node *n, int xv, int wv, const int64_t *wstr, int bv,
+                           const dn_step *steps, int k, const int64_t *xs, const int64_t *os, const int64_t *pad,
+                           const dnnl_memory_desc_t *wany, const dnnl_dims_t s, const dnnl_dims_t d, const dnnl_dims_t pl,
+                           const dnnl_dims_t pr, bool *done) {
+    *done = false;
+    dnnl_memory_desc_t slot;
+    int e = dn_chain_out(S, n, steps, k);
+    if (!dn_avx2_kernels_ok() || dn_slot_md(S, e, &slot) || dw_jit_kernel(S, xs, os, wany, s, d, pl, pr)) return GR_OK;
+    dn_dw1d q = {.N = xs[0], .C = xs[1], .W = xs[3], .OW = os[3], .K = wany->dims[4], .pl = pad[1], .nparts = S->threads};
+    int used = 0;
+    for (; used < k && used < DN_VOP_MAX && dn_eltwise_vop(&steps[used], &q.ops[q.nops]); used++) q.nops++;
+    size_t wlast = (size_t)((q.C - 1) * wstr[0] + (q.K - 1) * wstr[4]);
+    gr_status st = dn_need(S, n, wv, sizeof(float) * (wlast + 1), "graft_dw1d");
+    if (st) return st;
+    dn_dw1d *p = malloc(sizeof *p);
+    float *bias = bv >= 0 ? dn_owned_alloc(S, sizeof(float) * (size_t)q.C) : NULL;
+    if (!p || (bv >= 0 && !bias)) {
+        free(p);
+        return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    }
+    *done = true;
+    dnnl_memory_desc_t wmd;
+    dnnl_dims_t wd = {q.C, q.K};
+    dnnl_memory_desc_init_by_tag(&wmd, 2, wd, dnnl_f32, dnnl_ab);
+    dw1d_wctx wc = {q.C, q.K, wstr[0], wstr[4]};
+    void *w;
+    if ((st = dn_const_made(S, n, wv, &wmd, make_dw1d_w, &wc, &w))) {
+        free(p);
+        return st;
+    }
+    q.w = w;
+    if (bias) {
+        memcpy(bias, S->vals.data[dn_root(S, bv)].ptr, sizeof(float) * (size_t)q.C);
+        q.bias = bias;
+    }
+    *p = q;
+    dnnl_memory_desc_t xmd, omd, wsmd;
+    dnnl_dims_t xd = {q.N, q.C, 1, q.W}, wsd = {q.nparts * dn_dw1d_row(&q)};
+    dnnl_memory_desc_init_by_tag(&xmd, 4, xd, dnnl_f32, dnnl_abcd);
+    dn_plain_md(&omd, n->ndims[0], n->shapes[0]);
+    dnnl_memory_desc_init_by_tag(&wsmd, 1, wsd, dnnl_f32, dnnl_a);
+    int sx;
+    if ((st = dn_as(S, n, xv, &xmd, &sx))) {
+        free(p);
+        return st;
+    }
+    e = dn_chain_out(S, n, steps, used);
+    S->pending_out = -1;
+    int ov = dn_val_new(S, V_TMP, &omd);
+    dn_arg args[3] = {{DNNL_ARG_SRC, sx, xmd, NULL},
+                      {DNNL_ARG_DST, ov, omd, NULL},
+                      {DNNL_ARG_WORKSPACE, dn_val_new(S, V_TMP, &wsmd), wsmd, NULL}};
+    dn_consume(S, steps, used);
+    if ((st = dn_emit_fn(S, n, dn_dw1d_run, p, free, "convolution", "graft_dw1d:avx2", args, 3))) return st;
+    S->ent_val[e] = ov;
+    return GR_OK;
+}
+
 /* Entry e goes on in the ISA's blocked layout towards a concat: into its slot, or only to
  * convolutions oneDNN runs with Winograd that write theirs (DenseNet's 1x1 -> 3x3
  * bottlenecks) or pools that do (the pool keeps its source's layout: DenseNet's transitions).
@@ -634,6 +800,7 @@ static gr_status conv_build(dn_state *S, const rt_json_node *n, const dn_comp *c
         !pad[3] && !opad[0] && !opad[1] && dil[0] == 1 && dil[1] == 1 && S->ent_node[w].node->kind == RT_JSON_CONST &&
         !S->opts.no_pixel_deconv)
         return op_deconv_pixel(S, n, comp, x, xv, w, wv, ws[2], ws[3]);
+    if (pix_deferred(S, x) >= 0) return dn_fail(S, n, dnnl_success, "source interleave deferred to a reader that cannot do it");
     dnnl_memory_desc_t wuser, wany, xany, dst;
     dnnl_memory_desc_init_by_strides(&wuser, wnd, wd, dnnl_f32, wstr);
     dnnl_memory_desc_init_by_tag(&wany, wnd, wd, dnnl_f32, dnnl_format_tag_any);
@@ -678,6 +845,10 @@ static gr_status conv_build(dn_state *S, const rt_json_node *n, const dn_comp *c
         if (steps[i].kind == STEP_BINARY && batch_in_part(S, steps[i].src1, steps[i].out)) k = i;
     for (int i = 0; unsq && i < k; i++)
         if (steps[i].kind == STEP_BINARY && (st = unsq_entry(S, n, steps[i].src1, cv))) return st;
+    if (unsq && !perm && G == O && strides[1] == 1 && dil[1] == 1 && S->ent_node[w].node->kind == RT_JSON_CONST) {
+        bool done;
+        if ((st = dw1d_conv(S, n, xv, wv, wstr, bv, steps, k, xs, os, pad, &wany, s, d, pl, pr, &done)) || done) return st;
+    }
     /* Winograd: 3x3, stride 1, dilation 1, one group, canonical layouts, constant weights (they are
      * transformed once) */
     bool wino3x3 = S->opts.winograd && !deconv && !perm && sd == 2 && wino_shape(ws, strides, dil, G) && wconst;

@@ -82,6 +82,8 @@ static bool try_shuffle(dn_state *S, const rt_json_node *n, uint32_t cnt, const 
     return true;
 }
 
+static dnnl_format_tag_t block_tag(int nd, int block);
+
 /* Concatenation of plain tensors along `axis` is one along axis 1 of their 2-D views (rows: the
  * product of the dims before it; one row: along axis 0 of the columns), which oneDNN's simple
  * concat takes where the N-D one falls to ref:any (unit dims around the axis). The sources of
@@ -110,22 +112,24 @@ static dnnl_primitive_desc_t concat_2d(dn_state *S, const rt_json_node *n, uint3
     return pd;
 }
 
-/* The concatenation as one reorder per source into its slice of the plain result (a view of it),
- * when none of those is on ref; *done false otherwise. */
-static gr_status concat_copies(dn_state *S, const rt_json_node *n, uint32_t cnt, int axis, const dn_arg *args, bool *done) {
-    int nd = n->ndims[0];
-    dnnl_memory_desc_t omd, views[64];
+/* The concatenation as one reorder per source into its slice of the result (a view of it) in
+ * layout omd (plain, channels-last, or blocked where each source fills whole blocks), when
+ * none of those is on ref; *done false otherwise. */
+static gr_status concat_copies(dn_state *S, const rt_json_node *n, uint32_t cnt, int axis, const dn_arg *args,
+                               const dnnl_memory_desc_t *omd0, bool *done) {
+    dnnl_memory_desc_t omd = *omd0, views[64];
     dnnl_primitive_desc_t pds[64];
-    dn_plain_md(&omd, nd, n->shapes[0]);
     int64_t off = 0;
     uint32_t made = 0;
     *done = false;
     for (; made < cnt; made++) {
         const dnnl_memory_desc_t *md = &S->vals.data[args[made].val].md;
-        dnnl_memory_desc_init_by_strides(&views[made], nd, md->dims, dnnl_f32, omd.format_desc.blocking.strides);
-        views[made].offset0 = off * omd.format_desc.blocking.strides[axis];
+        dnnl_dims_t offs = {0};
+        offs[axis] = off;
         off += md->dims[axis];
-        if (dnnl_reorder_primitive_desc_create(&pds[made], md, S->eng, &views[made], S->eng, S->attr_plain) != dnnl_success) break;
+        if (dnnl_memory_desc_init_submemory(&views[made], &omd, md->dims, offs) != dnnl_success ||
+            dnnl_reorder_primitive_desc_create(&pds[made], md, S->eng, &views[made], S->eng, S->attr_plain) != dnnl_success)
+            break;
         if (dn_pd_is_ref(pds[made])) {
             dnnl_primitive_desc_destroy(pds[made]);
             break;
@@ -175,12 +179,15 @@ static int concat_src(dn_state *S, const rt_json_node *n, uint32_t i) {
  * a source given twice. Planned from the last concat back, so that a concat of a prefix of a
  * larger one's sources (DenseNet's) is a view of that one's buffer and copies nothing. */
 
-/* Block tag of the ISA's blocked activation layout for nd dims. */
-static dnnl_format_tag_t slot_tag(int nd) {
+/* Tag of the channel-blocked activation layout for nd dims (3-5) and a block of 8 or 16. */
+static dnnl_format_tag_t block_tag(int nd, int block) {
     static const dnnl_format_tag_t T8[6] = {[3] = dnnl_aBc8b, [4] = dnnl_aBcd8b, [5] = dnnl_aBcde8b},
                                    T16[6] = {[3] = dnnl_aBc16b, [4] = dnnl_aBcd16b, [5] = dnnl_aBcde16b};
-    return rt_dnnl_channel_block() == 16 ? T16[nd] : T8[nd];
+    return block == 16 ? T16[nd] : T8[nd];
 }
+
+/* Block tag of the ISA's blocked activation layout for nd dims. */
+static dnnl_format_tag_t slot_tag(int nd) { return block_tag(nd, rt_dnnl_channel_block()); }
 
 /* Bytes per channel of entry e (N = 1) and whether its channels fit whole blocks. */
 static bool slot_shape(dn_state *S, int e, int nd, const int64_t *like, size_t *per_ch, int64_t *ch) {
@@ -387,7 +394,9 @@ gr_status dn_op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
         gr_status st2;
         dnnl_primitive_desc_t pd2 = concat_2d(S, n, cnt, (int)axis, args, &st2);
         bool copied = false;
-        if (!pd2 && !st2) st2 = concat_copies(S, n, cnt, (int)axis, args, &copied);
+        dnnl_memory_desc_t pmd;
+        dn_plain_md(&pmd, nd, n->shapes[0]);
+        if (!pd2 && !st2) st2 = concat_copies(S, n, cnt, (int)axis, args, &pmd, &copied);
         if (copied || st2) {
             free(alt);
             dnnl_primitive_desc_destroy(pd);
@@ -404,6 +413,32 @@ gr_status dn_op_concat(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
         }
     }
     if (!dn_pd_is_ref(pd)) S->ref_why = NULL;
+    /* sources to reorder into the concat's layout first: each reordered straight into its
+     * slice of the result instead, when that layout has no blocks (one pass over the data, not
+     * two). Blocked sources whose channels fit 8-blocks, some not the ISA's 16 (PP-OCR det's
+     * upsampled maps, 24 channels each, which went channels-last): into an nChw8c result, each
+     * source one contiguous run of it (a third of the time of a reorder into a channels-last
+     * slice), which its readers reorder as they would the channels-last one */
+    int out = dn_out_entry(S, n);
+    bool moved = false, cut = false, b8 = axis == 1 && nd >= 3 && nd <= 5 && rt_dnnl_channel_block() == 16 && !S->is_head[out];
+    for (uint32_t i = 0; i < cnt; i++) {
+        const dnnl_memory_desc_t *md = &S->vals.data[args[i].val].md;
+        moved |= !dnnl_memory_desc_equal(md, &alt[pick][i]);
+        b8 &= !dn_strided(md) && md->dims[1] % 8 == 0;
+        cut |= md->dims[1] % 16 != 0;
+    }
+    b8 &= cut;
+    dnnl_memory_desc_t cmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), smd;
+    if (b8) dnnl_memory_desc_init_by_tag(&cmd, nd, cmd.dims, dnnl_f32, block_tag(nd, 8));
+    if ((b8 || (moved && dn_strided(&cmd))) && !dn_pd_is_ref(pd) && !dn_slot_md(S, out, &smd)) {
+        bool copied = false;
+        gr_status st = concat_copies(S, n, cnt, (int)axis, args, &cmd, &copied);
+        if (copied || st) {
+            free(alt);
+            dnnl_primitive_desc_destroy(pd);
+            return st;
+        }
+    }
     for (uint32_t i = 0; i < cnt; i++) {
         int v;
         gr_status st = dn_as(S, n, args[i].val, &alt[pick][i], &v);

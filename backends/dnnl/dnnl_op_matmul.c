@@ -156,6 +156,13 @@ static gr_status gemv_matmul(dn_state *S, const rt_json_node *n, int av, int bv,
     return st;
 }
 
+/* gemm:jit reads transposed constant weights of a widening product faster than plain ones:
+ * on AMD CPUs (see dnnl.transpose_weights in matmul) */
+static bool transposed_pays(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd");
+}
+
 /* A non-plain dn_strided view of the product's rank (a permute that matmuls alone read, see
  * dn_op_permute): read in place. oneDNN 2.6's brgemm and gemm:jit take any strides, so the
  * per-head transposes of attention are no copies. bert_encoder, 1 thread, min per primitive
@@ -426,10 +433,15 @@ static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp,
      * Square and narrowing products (384 -> 384, 1536 -> 384 at 96 rows; convnext's 4x
      * reductions) and single rows (GEMV) are 10-20% slower transposed, so they keep the
      * plain weights. The transposed copy is the engine's own: the original is released
-     * after prepare (runtime/json/json_runtime.h "Constant ownership"), so it costs no memory. */
+     * after prepare (runtime/json/json_runtime.h "Constant ownership"), so it costs no memory.
+     * Those figures are an AMD EPYC's; on Intel (Sapphire Rapids, ONEDNN_MAX_CPU_ISA=AVX2) the
+     * transposed weights are the slower ones at every shape (a matmul alone, min of 20 runs, 1
+     * thread, plain -> transposed: 96 x 384 . 384 x 1536 1.04 -> 1.09 ms, with its GELU 1.13
+     * -> 1.21; 197 x 192 . 192 x 768 with its GELU 0.63 -> 0.80; 2 threads, 49 x 768 . 768 x
+     * 3072 1.11 -> 1.20, weights cold 1.26 -> 1.39), so there the weights stay in place. */
     int64_t mrows = dst.dims[pnd - 2], kdim = amd.dims[pnd - 1], ncols = dst.dims[pnd - 1];
     if (!st && placed && S->opts.transpose_weights && pnd <= 4 && mrows >= 16 && mrows < 512 && ncols > kdim &&
-        impl_is(pd, "gemm")) {
+        impl_is(pd, "gemm") && transposed_pays()) {
         static const dnnl_format_tag_t TR[5] = {0, 0, dnnl_ba, dnnl_acb, dnnl_abdc};
         dnnl_memory_desc_t btr;
         dnnl_primitive_desc_t tpd;

@@ -83,3 +83,47 @@ Test(dnnl_cnn, max_pool_blocked) {
         dt_free(&g);
     }
 }
+
+/* A stride == kernel transposed convolution + bias + act as the codegen's fused composite
+ * (layer `layer`): x (C channels, H x W) to O channels, kernel kh x kw. */
+static int pixel_up(dt_graph *g, int x, int64_t C, int64_t O, int64_t H, int64_t W, int64_t kh, int64_t kw,
+                    const char *act, const char *layer) {
+    char attrs[64], posts[160], name[64];
+    snprintf(attrs, sizeof attrs, "{\"strides\":[%lld,%lld]}", (long long)kh, (long long)kw);
+    const int64_t *os = S4(1, O, H * kh, W * kw);
+    int w = dt_const(g, 4, S4(C, O, kh, kw));
+    int c = dt_op(g, "relax.nn.conv2d_transpose", attrs, 2, IN(x, w), NULL, 4, os, layer);
+    int b = dt_const(g, 4, S4(1, O, 1, 1));
+    int a = dt_op(g, "relax.add", NULL, 2, IN(c, b), NULL, 4, os, layer);
+    int h = dt_op(g, !strcmp(act, "relu") ? "relax.nn.relu" : "relax.sigmoid", NULL, 1, IN(a), NULL, 4, os, layer);
+    snprintf(posts, sizeof posts, "[{\"out\":[%d,0],\"src\":[%d,0]},{\"out\":[%d,0]}]", a, b, h);
+    snprintf(name, sizeof name, "dnnl.conv2d_transpose_bias_%s", act);
+    dt_composite(g, name, c, 3, IN(c, a, h), posts);
+    return h;
+}
+
+/* PP-OCR det's head: a pixel-shuffle transposed convolution read only by another. Its
+ * interleave is left to the reader's, which places both kernels' pixels: one reorder fewer
+ * than with dnnl.no_layout_plan (each interleaves on its own), the same results as the
+ * reference engine either way; with a second reader (a region output) nothing is deferred. */
+Test(dnnl_cnn, stacked_pixel_deconvs_interleave_once) {
+    rt_dnnl_opts off = rt_dnnl_default_opts();
+    off.no_layout_plan = true;
+    uint32_t nre[3];
+    for (int k = 0; k < 3; k++) {
+        dt_graph g;
+        dt_init(&g, 31);
+        g.opts = k == 1 ? &off : NULL;
+        int x = dt_input(&g, 4, S4(1, 8, 5, 7));
+        int u1 = pixel_up(&g, x, 8, 6, 5, 7, 2, 2, "relu", "up1");
+        dt_head(&g, pixel_up(&g, u1, 6, 3, 10, 14, 3, 2, "sigmoid", "up2"));
+        if (k == 2) dt_head(&g, u1);
+        dt_check(&g);
+        rt_dnnl_stats st;
+        dt_stats_no_ref(&g, &st);
+        nre[k] = st.nreorders;
+        dt_free(&g);
+    }
+    cr_expect_eq(nre[0] + 1, nre[1], "one interleave fewer: %u vs %u (dnnl.no_layout_plan)", nre[0], nre[1]);
+    cr_expect_geq(nre[2], nre[1], "a second reader: both interleaves (%u vs %u)", nre[2], nre[1]);
+}

@@ -160,7 +160,9 @@ Test(dnnl_concat, source_of_two_concats) {
     dt_free(&g);
 }
 
-/* Channels that cut a block (12 of 8 or 16) and a batch of two: oneDNN's concat, no plan. */
+/* Channels that cut a block (12 of 8 or 16) and a batch of two: no plan; oneDNN's concat, or
+ * where the sources are in another layout than the concat's, each reordered once into its
+ * slice (at most one concat primitive). */
 Test(dnnl_concat, fallbacks_to_the_concat_primitive) {
     for (int t = 0; t < 2; t++) {
         int64_t N = t ? 2 : 1, C = t ? 16 : 12;
@@ -173,8 +175,27 @@ Test(dnnl_concat, fallbacks_to_the_concat_primitive) {
         int ncat;
         counts(&g, &slots, &ncat);
         cr_expect_eq(slots, 0, "%u", slots);
-        cr_expect_eq(ncat, 1, "case %d: %d concat primitives", t, ncat);
+        cr_expect_leq(ncat, 1, "case %d: %d concat primitives", t, ncat);
         dt_check(&g);
         dt_free(&g);
     }
+}
+
+/* Three 24-channel maps from 3x3 convolutions (oneDNN's Winograd on avx512_core: blocked by
+ * 16, which 24 cuts) concatenated for a fourth: no concat primitive, each source copied once
+ * into its run of an nChw8c result (AVX2: blocks of 8, the producers write their slots). */
+Test(dnnl_concat, sources_cut_by_the_block_copied_once) {
+    dt_graph g;
+    dt_init(&g, 11);
+    int x = dt_input(&g, 4, S4(1, 32, 12, 12));
+    int s[3];
+    for (int i = 0; i < 3; i++) s[i] = conv_relu(&g, x, 1, 32, 24, 12, 12);
+    int c = cat(&g, 3, s, (int64_t[]){24, 24, 24}, 1, 12, 12);
+    dt_head(&g, conv_relu(&g, c, 1, 72, 24, 12, 12));
+    uint32_t slots;
+    int ncat;
+    counts(&g, &slots, &ncat);
+    cr_expect_eq(ncat, 0, "%d concat primitives", ncat);
+    dt_check(&g);
+    dt_free(&g);
 }
