@@ -119,6 +119,8 @@ typedef struct rt_dnnl_stats {
                                      composites, backends/dnnl/dnnl_q_impl.h) */
     uint32_t nint8_dst;           /* of which write the next quantize's levels (u8 / s8), not
                                      float32 */
+    uint32_t nint8_split;         /* of which run as two (8-bit weights below VNNI,
+                                     backends/dnnl/dnnl_op_quant.c) */
     size_t arena_bytes;           /* planned intermediate memory */
     size_t naive_bytes;           /* sum of all intermediate sizes (no reuse) */
     size_t scratch_bytes;

@@ -143,6 +143,8 @@ static gr_status steps_of(dn_state *S, const rt_json_node *n, const rt_dnnl_comp
         if (t == RT_DNNL_BIAS || t == RT_DNNL_ADD || t == RT_DNNL_MUL) {
             st.kind = STEP_BINARY;
             st.src1 = ann_entry(S, json_object_get(p, "src"));
+            /* a weight kept as its levels: its float32 value, made now */
+            if (st.src1 >= 0 && S->ent_val[st.src1] < 0) dn_q_weight_val(S, st.src1);
             if (st.src1 < 0 || S->ent_val[st.src1] < 0) return bad(S, n, "composite annotation: post-op operand has no value");
         } else if (t == RT_DNNL_AFFINE) {
             json_t *sub = json_object_get(p, "steps");
@@ -162,6 +164,7 @@ static gr_status steps_of(dn_state *S, const rt_json_node *n, const rt_dnnl_comp
                     a.kind = STEP_BINARY;
                     a.alg = affine_alg(op ? op : "");
                     a.src1 = ann_entry(S, json_object_get(q, "src"));
+                    if (a.src1 >= 0 && S->ent_val[a.src1] < 0) dn_q_weight_val(S, a.src1);
                     if (a.alg == dnnl_alg_kind_undef || a.src1 < 0 || S->ent_val[a.src1] < 0)
                         return bad(S, n, "composite annotation: bad affine step");
                 }
@@ -311,7 +314,10 @@ gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
     comp.k = k;
     int qused = 0;
     bool qdone = false;
-    if ((st = dn_q_levels_op(S, anchor, steps, k, &qused, &qdone))) return st;
+    /* a subtract / multiply dequantizing a weight kept as its levels: nothing built */
+    bool weight = !k && dn_q_weight_node(S, anchor);
+    if (!weight && (st = dn_q_levels_op(S, anchor, steps, k, &qused, &qdone))) return st;
+    if (weight) qdone = true;
     if (!qdone && (st = dn_node(S, anchor, &comp))) return st;
     /* post-ops oneDNN did not take in the primitive (it rejected them, or they would have
      * pushed it onto its reference kernels) run as their own primitives, in order */
@@ -320,7 +326,7 @@ gr_status dn_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
         if (S->ent_val[steps[i].out] >= 0) last = i;
     /* int8 with every step taken: its result may be only the levels of the quantize that reads
      * it (no float value, dnnl_op_quant.c) */
-    bool levels_only = qdone && qused == k;
+    bool levels_only = (qdone && qused == k) || weight;
     if (levels_only) last = k - 1;
     int cur = last >= 0 ? steps[last].out : (int)rt_json_graph_entry_id(S->g, (rt_json_entry){(uint32_t)(anchor - S->node0), 0});
     if (!levels_only && S->ent_val[cur] < 0) return bad(S, anchor, "composite produced no value");

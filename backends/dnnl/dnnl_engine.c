@@ -151,6 +151,7 @@ static void dn_release(rt_json_graph *g, void *state) {
         for (int a = 0; a < pr->nargs; a++)
             if (pr->args[a].mem) dnnl_memory_destroy(pr->args[a].mem);
         if (pr->prim) dnnl_primitive_destroy(pr->prim);
+        if (pr->pd) dnnl_primitive_desc_destroy(pr->pd);
         if (pr->ctx) pr->ctx_free(pr->ctx);
         free(pr->args);
         free(pr->exec);
@@ -161,6 +162,8 @@ static void dn_release(rt_json_graph *g, void *state) {
     gr_vec_free(&S->qlevels);
     gr_vec_free(&S->qents);
     gr_vec_free(&S->qdeq);
+    for (uint32_t i = 0; i < S->qweights.len; i++) free(S->qweights.data[i].zp);
+    gr_vec_free(&S->qweights);
     gr_vec_free(&S->scaled);
     gr_vec_free(&S->prims);
     gr_vec_free(&S->vals);
@@ -231,8 +234,11 @@ static void const_settle(dn_state *S, dn_cst *cs, uint32_t c, uint32_t i, bool f
     bool held = false;
     for (uint32_t e = 0; e < S->nent; e++) {
         int v = S->ent_val[e];
-        if ((int)e != k->ent && (v < 0 || k->val < 0 || dn_root(S, v) != k->val)) continue;
-        if ((int)e != k->ent) held = true;  /* a node output viewing the data: a tap reads it */
+        /* a weight kept as these levels: read when its consumers are built */
+        int lv = v < 0 ? dn_q_weight_levels(S, (int)e) : -1;
+        bool levels = k->val >= 0 && lv >= 0 && dn_root(S, lv) == k->val;
+        if ((int)e != k->ent && !levels && (v < 0 || k->val < 0 || dn_root(S, v) != k->val)) continue;
+        if ((int)e != k->ent && !levels) held = true;  /* a node output viewing the data: a tap reads it */
         if (S->is_head[e] && !final) {   /* the output reorder reads it: at the end */
             k->next = UINT32_MAX;
             return;
@@ -315,7 +321,7 @@ static void prune(dn_state *S) {
             for (int a = 0; a < pr->nargs && to >= 0; a++) own += pr->args[a].val >= 0 && dn_root(S, pr->args[a].val) == to;
             if (to < 0 || S->vals.data[to].kind != V_TMP || uses[to] != own) continue;
             pr->pruned = changed = true;
-            S->stats.nreorders -= !strcmp(pr->kind, "reorder");
+            S->stats.nreorders -= pr->serves; /* a composite's own reorders were not counted */
             for (int a = 0; a < pr->nargs; a++)
                 if (pr->args[a].val >= 0) uses[dn_root(S, pr->args[a].val)]--;
         }
@@ -367,7 +373,9 @@ static gr_status build(dn_state *S) {
             if (!c)
                 return dn_fail(S, n, dnnl_success, "constant released by an earlier prepare of this graph");
             cs[ci] = (dn_cst){(int)row, -1, 0, false};
-            if (c && t.code == kDLFloat && t.bits == 32) {
+            /* float32, and uint8 / int8 levels (weights kept as such, dnnl_op_quant.c) */
+            if (c && val_type(t) != dnnl_data_type_undef) {
+                md.data_type = val_type(t);
                 int v = dn_val_new(S, V_CONST, &md);
                 S->vals.data[v].ptr = rt_tensor_data(c);
                 S->ent_val[row] = v;
@@ -429,6 +437,7 @@ static gr_status build(dn_state *S) {
         uint32_t e = rt_json_graph_entry_id(g, rt_json_graph_head(g, h));
         int v = S->ent_val[e];
         const rt_json_node *n = S->ent_node[e].node;
+        if (v < 0) v = dn_q_weight_val(S, (int)e);
         if (v < 0) return dn_fail(S, n, dnnl_success, "region output has no value");
         dn_val *dv = &S->vals.data[v];
         dnnl_memory_desc_t src = dv->md;
@@ -464,6 +473,12 @@ static gr_status build(dn_state *S) {
     }
     for (uint32_t c = 0; c < nc; c++) const_settle(S, cs, c, nn, true);
     prune(S);
+    /* the primitives a plain run executes; the pruned ones wait for a tapped run */
+    for (uint32_t p = 0; p < S->prims.len; p++) {
+        dn_prim *pr = &S->prims.data[p];
+        dnnl_status_t ds = pr->pruned ? dnnl_success : dn_prim_make(pr);
+        if (ds != dnnl_success) return dn_fail(S, pr->nodes.len ? pr->nodes.data[0] : NULL, ds, "cannot create primitive");
+    }
     S->stats.nprims = 0;
     for (uint32_t p = 0; p < S->prims.len; p++) S->stats.nprims += !S->prims.data[p].pruned;
     for (uint32_t p = 0; p < S->prims.len; p++) prim_layers(&S->prims.data[p]);

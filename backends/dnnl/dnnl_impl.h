@@ -50,7 +50,9 @@ typedef struct dn_arg {
 typedef dnnl_status_t (*dn_fn)(void *ctx, void *const *ptrs);
 
 typedef struct dn_prim {
-    dnnl_primitive_t prim;        /* NULL: fn */
+    dnnl_primitive_t prim;        /* NULL: fn, or not made yet (pd) */
+    dnnl_primitive_desc_t pd;     /* until the primitive is made: after the build for those a
+                                     plain run executes, on the first tapped run for the pruned */
     dn_fn fn;
     void *ctx;                    /* fn's, freed with the state by ctx_free */
     void (*ctx_free)(void *ctx);
@@ -61,6 +63,7 @@ typedef struct dn_prim {
     char impl[40];                /* oneDNN's implementation name ("jit:avx2", "ref:any", ...) */
     const char *kind;             /* "convolution", "reorder", ... */
     const char *ref_why;          /* an impl on ref: why no faster one was found (static text) */
+    bool serves;                  /* a reorder serving its consumer (counted in stats.nreorders) */
     bool pruned;                  /* nothing a plain run reads: skipped there, run by a tapped run
                                      (its values observable, dnnl_debug.c) */
     GR_VEC(const rt_json_node *) nodes;   /* the kernel nodes it computes (node first) */
@@ -101,6 +104,18 @@ typedef struct dn_qlevels {
     int32_t zp;
     dnnl_data_type_t qt;
 } dn_qlevels;
+
+/* A float32 weight the import left as a dequantize of constant levels (dnnl_op_quant.c):
+ * entry ent is (levels - zp[c]) * s[c] with c the index along `axis` (-1: one zero point and
+ * scale for the whole tensor, n = 1). No value computes it: an int8 convolution reads the
+ * levels, a float op the float32 weight made when it is built (dn_q_weight_val). */
+typedef struct dn_qweight {
+    int ent;
+    int levels;                   /* the levels' constant value (s8 / u8) */
+    int axis;
+    int64_t n;
+    float *zp, *s;                /* n each (one allocation, zp first) */
+} dn_qweight;
 
 /* An entry a scaling by a constant computes (x * s, x / c) that no primitive writes: the one
  * matmul reading it reads x (value val) and scales its product by s (dn_fold_scale). */
@@ -190,6 +205,7 @@ typedef struct dn_state {
     float out_scale;              /* output scale of the primitive being made (0: none) */
     GR_VEC(dn_qlevels) qdeq;      /* entries multiply(subtract(cast of levels, zp), s) computes:
                                      the levels they dequantize (val: the entry) */
+    GR_VEC(dn_qweight) qweights;  /* weights kept as their levels (dnnl_op_quant.c) */
 } dn_state;
 
 const char *dnnl_status_str(dnnl_status_t s);
@@ -222,7 +238,10 @@ gr_status dn_need(dn_state *S, const rt_json_node *n, int v, size_t bytes, const
 gr_status dn_emit_fn(dn_state *S, const rt_json_node *n, dn_fn fn, void *ctx, void (*ctx_free)(void *), const char *kind,
                      const char *impl, const dn_arg *args, int nargs);
 /* Executes primitive p (a oneDNN primitive or C code). */
-dnnl_status_t dn_exec(dn_state *S, const dn_prim *p);
+dnnl_status_t dn_exec(dn_state *S, dn_prim *p);
+/* Makes primitive p from its pd (dn_emit defers it: a pruned one is made only when a tapped
+ * run needs it). */
+dnnl_status_t dn_prim_make(dn_prim *p);
 /* The layout of `like` (same tag: blocked nChw8c / nChw16c, channels-last, plain) for dims
  * `dims`; false when like's layout is none of the tags tried. */
 bool dn_md_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *like, int nd, const int64_t *dims);
@@ -324,6 +343,19 @@ gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann);
  * reads as an int8 primitive writing its levels; *done, and *used steps taken (consumed);
  * else nothing built. */
 gr_status dn_q_levels_op(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done);
+/* Weights kept as their levels (dn_qweight): notes node n (the cast of a constant's levels to
+ * float32, or a subtract / multiply of such a weight by a constant along one axis) when it
+ * dequantizes such a weight, building nothing; false otherwise. */
+bool dn_q_weight_node(dn_state *S, const rt_json_node *n);
+/* The float32 value of weight entry e kept as its levels, made now (-1: e is none, or out
+ * of memory); dn_q_weight_done lets it go again when no primitive reads it (the op that
+ * needed it keeps a reordered copy). */
+int dn_q_weight_val(dn_state *S, int e);
+void dn_q_weight_done(dn_state *S, int e);
+/* The levels' constant value a weight entry kept as its levels dequantizes, else -1. */
+int dn_q_weight_levels(const dn_state *S, int e);
+/* Entry e is constant: a graph constant, or a weight kept as its levels (made at prepare). */
+bool dn_const_entry(const dn_state *S, int e);
 /* One step as its own primitive on value v (post-ops oneDNN would not fuse). */
 gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step *st, int *out);
 /* dnnl_ops.c: the eltwise / binary primitive of step `first` on value xv with the post-op steps

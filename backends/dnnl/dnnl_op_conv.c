@@ -400,7 +400,7 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
 static bool onednn_winograd(dn_state *S, const rt_json_node *c) {
     if (c->op != IR_OP_CONV2D || !S->opts.winograd || rt_dnnl_channel_block() != 16 || wino_isa_ok()) return false;
     int w = dn_arg_entry(S, c, 1);
-    if (w < 0 || S->ent_node[w].node->kind != RT_JSON_CONST || dn_entry_ndim(S, w) != 4) return false;
+    if (w < 0 || !dn_const_entry(S, w) || dn_entry_ndim(S, w) != 4) return false;
     const int64_t *ws = dn_entry_shape(S, w);
     int64_t st[2] = {1, 1}, dl[2] = {1, 1};
     if (dn_attr_ints(c, "strides", st, 2) == 1) st[1] = st[0];
@@ -834,7 +834,8 @@ static gr_status conv_build(dn_state *S, const rt_json_node *n, const dn_comp *c
     int bv = -1;
     /* permuted: a bias folds (scales would need the weights' own layout), eltwise post-ops
      * fuse; binary post-ops see the node's shapes, not the primitive's, and run after */
-    dn_take_affine(S, steps, &k, O, !perm && S->ent_node[w].node->kind == RT_JSON_CONST, &wv, &bv, deconv, ig, og, K,
+    bool wconst = dn_const_entry(S, w);
+    dn_take_affine(S, steps, &k, O, !perm && wconst, &wv, &bv, deconv, ig, og, K,
                 perm ? (int)(strchr(dl, 'C') - dl) : 1);
     for (int i = 0; perm && i < k; i++)
         if (steps[i].kind != STEP_ELTWISE) k = i;
@@ -850,8 +851,7 @@ static gr_status conv_build(dn_state *S, const rt_json_node *n, const dn_comp *c
     }
     /* Winograd: 3x3, stride 1, dilation 1, one group, canonical layouts, constant weights (they are
      * transformed once) */
-    bool wino3x3 = S->opts.winograd && !deconv && !perm && sd == 2 && wino_shape(ws, strides, dil, G) &&
-                   S->ent_node[w].node->kind == RT_JSON_CONST;
+    bool wino3x3 = S->opts.winograd && !deconv && !perm && sd == 2 && wino_shape(ws, strides, dil, G) && wconst;
     if (wino3x3 && wino_isa_ok()) {
         bool done;
         if ((st = wino_conv(S, n, xv, wv, wstr, bv, steps, k, xs, os, pad, &done)) || done) return st;

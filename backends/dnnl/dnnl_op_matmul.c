@@ -239,7 +239,7 @@ static bool activations_product(dn_state *S, const rt_json_node *c) {
     const rt_json_node *w = S->ent_node[b].node;
     if (w->kind == RT_JSON_KERNEL && w->op == IR_OP_PERMUTE_DIMS && dn_arg_entry(S, w, 0) >= 0)
         w = S->ent_node[dn_arg_entry(S, w, 0)].node;
-    return w->kind != RT_JSON_CONST;
+    return w->kind != RT_JSON_CONST && !dn_const_entry(S, (int)S->row_ptr_of[w - S->node0]);
 }
 
 /* The scaling stays out of a primitive of its own: (s x) W = s (x W), an output scale of the
@@ -305,7 +305,7 @@ static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp,
     int nd = n->ndims[0];
     if (dn_entry_ndim(S, a) < 2 || dn_entry_ndim(S, b) < 2 || nd > 6)
         return dn_fail(S, n, dnnl_success, "matmul of 1-D operands is not supported");
-    bool bconst = S->ent_node[b].node->kind == RT_JSON_CONST;
+    bool bconst = dn_const_entry(S, b);
     /* views outside fused composites only: nothing is consumed before the retry below */
     if (comp) views = 0;
     bool aview = (views & VIEW_SRC) && in_place_view(&S->vals.data[av].md, nd);

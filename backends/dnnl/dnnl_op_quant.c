@@ -16,6 +16,9 @@
 
 typedef struct q_nodes {
     const rt_json_node *div, *zp, *clip, *qcast, *dqcast, *dqzp, *mul, *anchor, *bias, *act, *last;
+    const rt_json_node *w[4];     /* the weights' dequantize of constant levels (cast, [subtract],
+                                     multiply, [transpose]), nw of them, listed anywhere */
+    int nw;
     float s, zpv, dq_s, dq_zpv;
     dnnl_data_type_t qt;          /* dnnl_u8 or dnnl_s8 */
 } q_nodes;
@@ -44,6 +47,22 @@ static gr_status read_nodes(dn_state *S, const rt_json_node *first, json_t *ids,
         if (id < 0 || (uint32_t)id >= nn || rt_json_graph_node(S->g, (uint32_t)id)->kind != RT_JSON_KERNEL)
             return bad(S, first, "quantized composite annotation: a listed node is not a kernel node of the graph");
         ns[k] = rt_json_graph_node(S->g, (uint32_t)id);
+    }
+    /* the weights' dequantize (a cast of a constant and the ops on it) out of the chain */
+    for (size_t k = 0; (kind == DNNL_Q_CONV2D || kind == DNNL_Q_MATMUL) && k < cnt;) {
+        const rt_json_node *n = ns[k];
+        int a0 = dn_nargs(n) ? dn_arg_entry(S, n, 0) : -1;
+        bool w = n->op == IR_OP_ASTYPE && a0 >= 0 && S->ent_node[a0].node->kind == RT_JSON_CONST;
+        for (int j = 0; j < q->nw && !w; j++)
+            w = (n->op == IR_OP_SUBTRACT || n->op == IR_OP_MULTIPLY || n->op == IR_OP_PERMUTE_DIMS) && a0 == dn_out_entry(S, q->w[j]);
+        if (!w) {
+            k++;
+            continue;
+        }
+        if (q->nw == 4) return bad(S, first, "quantized composite annotation: weights of more than four nodes");
+        q->w[q->nw++] = n;
+        memmove(&ns[k], &ns[k + 1], sizeof(ns[0]) * (cnt - k - 1));
+        cnt--;
     }
 #define TAKE(field, id) (i < cnt && ns[i]->op == IR_OP_##id ? (q->field = ns[i++]) : NULL)
     const rt_json_node *rnd = NULL;
@@ -380,6 +399,187 @@ static void drop_owned(dn_state *S, int v, int copy) {
         }
 }
 
+/* ---- weights kept as their levels (dn_qweight) ----
+ * The import leaves a large quantized weight's DequantizeLinear as ops on its int8 levels
+ * (ir/transform FoldConstant), so no float32 copy of it exists: cast, [subtract the zero
+ * point], multiply by the scale, each per tensor or along one axis. Those nodes build nothing;
+ * an int8 convolution / matmul reads the levels and scales (weight_of), and a float op that
+ * reads the weight (a convolution kept in float32 below VNNI, a dense) gets the float32
+ * weight made once as it is built, dropped again when it keeps a reordered copy. */
+
+static const dn_qweight *qw_of(const dn_state *S, int e) {
+    for (uint32_t i = 0; e >= 0 && i < S->qweights.len; i++)
+        if (S->qweights.data[i].ent == e) return &S->qweights.data[i];
+    return NULL;
+}
+
+int dn_q_weight_levels(const dn_state *S, int e) {
+    const dn_qweight *w = qw_of(S, e);
+    return w ? w->levels : -1;
+}
+
+bool dn_const_entry(const dn_state *S, int e) {
+    return e >= 0 && (S->ent_node[e].node->kind == RT_JSON_CONST || qw_of(S, e));
+}
+
+/* The data of float32 constant entry ce, and the axis of entry e's shape it varies along
+ * (right-aligned broadcasting; -1: one value) with *n values; NULL when it is no constant
+ * broadcasting along one axis at most. */
+static const float *axis_const(dn_state *S, int ce, int e, int *axis, int64_t *n) {
+    if (ce < 0 || S->ent_node[ce].node->kind != RT_JSON_CONST || !dn_entry_f32(S, ce) || S->ent_val[ce] < 0) return NULL;
+    const dn_val *v = &S->vals.data[S->ent_val[ce]];
+    int cn = dn_entry_ndim(S, ce), en = dn_entry_ndim(S, e);
+    const int64_t *cs = dn_entry_shape(S, ce), *es = dn_entry_shape(S, e);
+    if (!v->ptr || v->alias >= 0 || !dn_is_plain(&v->md) || cn > en) return NULL;
+    *axis = -1;
+    *n = 1;
+    for (int i = 0; i < cn; i++) {
+        int a = en - cn + i;
+        if (cs[i] == 1) continue;
+        if (cs[i] != es[a] || *axis >= 0) return NULL;
+        *axis = a;
+        *n = cs[i];
+    }
+    return v->ptr;
+}
+
+/* A new entry noted from w (NULL: the cast, one zero point 0 and scale 1) with constant c
+ * along axis (n values) subtracted (sub) or multiplied. */
+static bool qw_derive(dn_state *S, int ent, int levels, const dn_qweight *w, const float *c, int axis, int64_t n, bool sub) {
+    int wa = w ? w->axis : -1;
+    if (w && wa >= 0 && axis >= 0 && wa != axis) return false;
+    int ax = wa >= 0 ? wa : axis;
+    int64_t nn = ax >= 0 ? (wa >= 0 ? w->n : n) : 1;
+    if (axis >= 0 && n != nn) return false;
+    float *zs = malloc(sizeof(float) * (size_t)nn * 2);
+    if (!zs) return false;
+    for (int64_t i = 0; i < nn; i++) {
+        float zp = w ? w->zp[wa >= 0 ? i : 0] : 0.f, s = w ? w->s[wa >= 0 ? i : 0] : 1.f, k = c ? c[axis >= 0 ? i : 0] : 0.f;
+        zs[i] = zp;
+        zs[nn + i] = s;
+        /* (l - zp) * s - k is (l - zp - k) * s exactly while s is 1: the host's order */
+        if (sub && s != 1.f) {
+            free(zs);
+            return false;
+        }
+        if (sub) zs[i] = zp + k;
+        else if (c) zs[nn + i] = s * k;
+    }
+    gr_vec_push(&S->qweights, ((dn_qweight){ent, levels, ax, nn, zs, zs + nn}));
+    return true;
+}
+
+bool dn_q_weight_node(dn_state *S, const rt_json_node *n) {
+    if (n->kind != RT_JSON_KERNEL || n->noutputs != 1 || !(n->dtypes[0].code == kDLFloat && n->dtypes[0].bits == 32)) return false;
+    int out = dn_out_entry(S, n);
+    if (S->is_head[out] || S->ent_val[out] >= 0 || qw_of(S, out)) return false;
+    if (n->op == IR_OP_ASTYPE && dn_nargs(n) == 1) {
+        int e = dn_arg_entry(S, n, 0), v = e >= 0 ? S->ent_val[e] : -1;
+        if (v < 0 || S->ent_node[e].node->kind != RT_JSON_CONST || q_dt(S->ent_node[e].node->dtypes[0]) == dnnl_data_type_undef ||
+            !S->vals.data[v].ptr)
+            return false;
+        return qw_derive(S, out, v, NULL, NULL, -1, 1, false);
+    }
+    if (n->op == IR_OP_PERMUTE_DIMS && dn_nargs(n) == 1) {
+        /* a transposed 2-D weight (a Gemm's B): a view of the levels with swapped strides */
+        int we = dn_arg_entry(S, n, 0);
+        const dn_qweight *w = qw_of(S, we);
+        int64_t ax[2] = {1, 0};
+        int na = dn_attr_ints(n, "axes", ax, 2);
+        if (!w || S->ent_val[we] >= 0 || dn_entry_ndim(S, we) != 2 || n->ndims[0] != 2 || (na > 0 && (na != 2 || ax[0] != 1 || ax[1] != 0)))
+            return false;
+        const dnnl_memory_desc_t *lmd = &S->vals.data[w->levels].md;
+        const dnnl_blocking_desc_t *b = &lmd->format_desc.blocking;
+        if (lmd->format_kind != dnnl_blocked || b->inner_nblks || b->strides[0] != lmd->dims[1] || b->strides[1] != 1) return false;
+        dnnl_dims_t d = {lmd->dims[1], lmd->dims[0]}, st = {1, lmd->dims[1]};
+        dnnl_memory_desc_t tmd;
+        if (dnnl_memory_desc_init_by_strides(&tmd, 2, d, lmd->data_type, st) != dnnl_success) return false;
+        dn_qweight wc = *w;
+        wc.axis = wc.axis >= 0 ? 1 - wc.axis : -1;
+        wc.levels = dn_alias_new(S, w->levels, &tmd);
+        int64_t cnt = wc.axis >= 0 ? wc.n : 1;
+        return qw_derive(S, out, wc.levels, &wc, NULL, wc.axis, cnt, false);
+    }
+    if ((n->op != IR_OP_SUBTRACT && n->op != IR_OP_MULTIPLY) || dn_nargs(n) != 2) return false;
+    bool sub = n->op == IR_OP_SUBTRACT;
+    for (int side = 0; side < (sub ? 1 : 2); side++) {
+        int we = dn_arg_entry(S, n, (uint32_t)side), ce = dn_arg_entry(S, n, (uint32_t)(1 - side)), axis;
+        int64_t cnt;
+        const dn_qweight *w = qw_of(S, we);
+        const float *c = w && S->ent_val[we] < 0 ? axis_const(S, ce, we, &axis, &cnt) : NULL;
+        if (!c || n->ndims[0] != dn_entry_ndim(S, we) ||
+            memcmp(n->shapes[0], dn_entry_shape(S, we), sizeof(int64_t) * (size_t)n->ndims[0]))
+            continue;
+        dn_qweight wc = *w; /* the vector may move */
+        return qw_derive(S, out, wc.levels, &wc, c, axis, cnt, sub);
+    }
+    return false;
+}
+
+int dn_q_weight_val(dn_state *S, int e) {
+    const dn_qweight *w = qw_of(S, e);
+    if (!w || S->ent_val[e] >= 0) return w ? S->ent_val[e] : -1;
+    const dn_val *lv = &S->vals.data[w->levels];
+    const void *src = S->vals.data[dn_root(S, w->levels)].ptr;
+    int nd = dn_entry_ndim(S, e);
+    const int64_t *sh = dn_entry_shape(S, e);
+    int64_t inner = 1, total = 1;
+    for (int i = 0; i < nd; i++) total *= sh[i];
+    for (int i = w->axis + 1; w->axis >= 0 && i < nd; i++) inner *= sh[i];
+    dnnl_memory_desc_t md;
+    dn_plain_md(&md, nd, sh);
+    float *f = src && (int64_t)dnnl_memory_desc_get_size(&lv->md) == total ? dn_owned_alloc(S, sizeof(float) * (size_t)total) : NULL;
+    if (!f) return -1;
+    bool u8 = lv->md.data_type == dnnl_u8;
+    const dnnl_dims_t *str = &lv->md.format_desc.blocking.strides; /* a plain or transposed view */
+    for (int64_t i = 0; i < total; i++) {
+        int64_t c = w->axis >= 0 ? i / inner % w->n : 0, at = 0;
+        for (int64_t d = nd - 1, rem = i; d >= 0; d--) {
+            at += rem % sh[d] * (*str)[d];
+            rem /= sh[d];
+        }
+        float l = u8 ? (float)((const uint8_t *)src)[at] : (float)((const int8_t *)src)[at];
+        f[i] = (l - w->zp[c]) * w->s[c];
+    }
+    S->stats.weight_bytes += sizeof(float) * (size_t)total;
+    int v = dn_val_new(S, V_OWNED, &md);
+    S->vals.data[v].ptr = f;
+    S->ent_val[e] = v;
+    return v;
+}
+
+void dn_q_weight_done(dn_state *S, int e) {
+    int v = qw_of(S, e) ? S->ent_val[e] : -1;
+    if (v < 0) return;
+    for (uint32_t p = 0; p < S->prims.len; p++)
+        for (int a = 0; a < S->prims.data[p].nargs; a++)
+            if (S->prims.data[p].args[a].val >= 0 && dn_root(S, S->prims.data[p].args[a].val) == v) return;
+    for (uint32_t x = 0; x < S->nent; x++)
+        if ((int)x != e && S->ent_val[x] >= 0 && dn_root(S, S->ent_val[x]) == v) return;
+    for (uint32_t i = 0; i < S->owned.len; i++)
+        if (S->owned.data[i] == S->vals.data[v].ptr) {
+            free(S->owned.data[i]);
+            S->owned.data[i] = NULL;
+        }
+    S->stats.weight_bytes -= dnnl_memory_desc_get_size(&S->vals.data[v].md);
+    S->vals.data[v].ptr = NULL;
+    S->ent_val[e] = -1;
+}
+
+/* Weight entry we kept as s8 levels with one scale, or one per channel along axis cax (C of
+ * them), and no zero point: the levels' value, their scales into ws (may be NULL); else -1. */
+static int qw_int8(dn_state *S, int we, int cax, int64_t C, float *ws, bool *per_tensor) {
+    const dn_qweight *w = qw_of(S, we);
+    if (!w || S->vals.data[w->levels].md.data_type != dnnl_s8 || !S->vals.data[dn_root(S, w->levels)].ptr ||
+        (w->axis >= 0 && (w->axis != cax || w->n != C)))
+        return -1;
+    for (int64_t i = 0; i < w->n; i++)
+        if (w->zp[i] != 0.f || !(w->s[i] > 0.f) || !isfinite(w->s[i])) return -1;
+    *per_tensor = w->axis < 0;
+    for (int64_t c = 0; ws && c < C; c++) ws[c] = w->s[w->axis >= 0 ? c : 0];
+    return w->levels;
+}
+
 typedef struct q_anchor {
     int64_t C;                    /* output channels / columns */
     int64_t outer, inner;         /* the weights as [outer][C][inner] */
@@ -409,14 +609,28 @@ static bool int8_exact_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t 
     const int64_t *ws = dn_entry_shape(S, we);
     /* the weights as [outer][C][inner]: OIHW (1, O, I*H*W), matmul K x N (K, N, 1) */
     int64_t outer = nd == 4 ? 1 : ws[0], C = nd == 4 ? ws[0] : ws[1], inner = nd == 4 ? ws[1] * ws[2] * ws[3] : 1;
+    bool pt;
+    int lvv = qw_int8(S, we, nd == 4 ? 0 : 1, C, NULL, &pt);
+    if (lvv >= 0) {
+        const int8_t *l = S->vals.data[dn_root(S, lvv)].ptr;
+        for (int64_t i = 0; i < outer * C * inner; i++)
+            if (l[i] < -63 || l[i] > 63) return false;
+        return true;
+    }
     const float *w = const_data(S, we, outer * C * inner);
     int8_t *q = w ? malloc((size_t)(outer * C * inner)) : NULL;
     float *sc = q ? malloc(sizeof(float) * (size_t)C) : NULL;
-    bool pt, ok = sc && dnnl_q_weights(w, outer, C, inner, q, sc, &pt);
+    bool ok = sc && dnnl_q_weights(w, outer, C, inner, q, sc, &pt);
     for (int64_t i = 0; ok && i < outer * C * inner; i++) ok = q[i] >= -63 && q[i] <= 63;
     free(q);
     free(sc);
     return ok;
+}
+
+/* Below VNNI, a convolution / matmul of a u8 source whose weights need 8 bits: split
+ * (split_pds). */
+static bool split_for(const rt_json_node *n, dnnl_data_type_t qt) {
+    return !exact_int8() && qt == dnnl_u8 && (n->op == IR_OP_CONV2D || n->op == IR_OP_MATMUL);
 }
 
 /* convolution descriptor (src x, weights of type wt, bias b, dst of type dt) and the weights'
@@ -472,12 +686,14 @@ typedef struct q_job {
     dnnl_alg_kind_t alg[DN_MAX_STEPS];
     float alpha[DN_MAX_STEPS], beta[DN_MAX_STEPS];
     int out;                      /* the entry its result is */
+    bool split;                   /* below VNNI with 8-bit weights: two convolutions (split_pds) */
 } q_job;
 
 /* The weights' levels and scales, the output scales s * ws[c] and the bias in the
  * accumulator's units (oneDNN 2.6: the s32 sum plus the bias, times the output scale). */
 typedef struct q_consts {
     int8_t *lv;
+    int lvv;                      /* >= 0: the levels are this constant value (lv NULL) */
     float *ws, *osc, *bias;
     float *rsc;                   /* osc / s of the quantize the result goes to (requant_of) */
     bool per_tensor;
@@ -488,16 +704,25 @@ static void consts_free(q_consts *k) {
     free(k->ws);
 }
 
-static gr_status read_consts(dn_state *S, const q_job *j, const q_anchor *qa, const float *w, q_consts *k) {
+static gr_status build_split(dn_state *S, const q_job *j, const q_anchor *qa, q_consts *k);
+
+/* The weights (entry we: kept as levels, else a float32 constant on an int8 grid) as levels
+ * and scales, and the scales and bias derived from them. */
+static gr_status read_consts(dn_state *S, const q_job *j, const q_anchor *qa, int we, q_consts *k) {
     int64_t nw = qa->outer * qa->C * qa->inner;
-    k->lv = malloc((size_t)nw + 1);
     k->ws = malloc(sizeof(float) * (size_t)qa->C * 4 + 1);
-    if (!k->lv || !k->ws) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    if (!k->ws) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     k->osc = k->ws + qa->C;
     k->bias = k->osc + qa->C;
     k->rsc = k->bias + qa->C;
-    if (!dnnl_q_weights(w, qa->outer, qa->C, qa->inner, k->lv, k->ws, &k->per_tensor))
-        return bad(S, j->n, "weights are not symmetric int8 levels times a per-tensor or per-channel scale");
+    k->lvv = qw_int8(S, we, j->kind == DNNL_Q_CONV2D ? 0 : 1, qa->C, k->ws, &k->per_tensor);
+    if (k->lvv < 0) {
+        const float *w = const_data(S, we, nw);
+        if (!w) return bad(S, j->n, "quantized weights are not a plain float32 constant");
+        if (!(k->lv = malloc((size_t)nw + 1))) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+        if (!dnnl_q_weights(w, qa->outer, qa->C, qa->inner, k->lv, k->ws, &k->per_tensor))
+            return bad(S, j->n, "weights are not symmetric int8 levels times a per-tensor or per-channel scale");
+    }
     for (int64_t c = 0; c < qa->C; c++) k->osc[c] = (float)((double)j->s * k->ws[c]);
     for (int64_t c = 0; j->bias && c < qa->C; c++) k->bias[c] = (float)((double)j->bias[c] / k->osc[c]);
     return GR_OK;
@@ -545,14 +770,18 @@ static gr_status int8_desc(dn_state *S, const q_job *j, dnnl_data_type_t dt, q_d
  * reads them (qent_of). */
 static bool requant_of(dn_state *S, int e, q_nodes *q) {
     if (e < 0 || S->is_head[e] || S->slot_root[e] >= 0 || S->cons[e].len != 1) return false;
-    const rt_json_node *c = S->cons[e].data[0];
-    json_t *ann = dn_composite_annotation(c);
+    const rt_json_node *c = S->cons[e].data[0], *first = c;
+    /* the annotation is on the composite's first node (its weights' cast may come first) */
+    json_t *grp = json_object_get(c->attrs, "dnnl_group");
+    if (json_is_integer(grp) && json_integer_value(grp) >= 0 && (uint32_t)json_integer_value(grp) < rt_json_graph_num_nodes(S->g))
+        first = rt_json_graph_node(S->g, (uint32_t)json_integer_value(grp));
+    json_t *ann = dn_composite_annotation(first);
     dnnl_q_kind kind = dnnl_q_kind_of(json_string_value(json_object_get(ann, "composite")));
     if (kind == DNNL_Q_NONE || c->op != IR_OP_DIVIDE || dn_arg_entry(S, c, 0) != e) return false;
     /* a composite read_nodes rejects fails with its message when it is built */
     gr_diag quiet = {0}, *keep = S->diag;
     S->diag = &quiet;
-    gr_status st = read_nodes(S, c, json_object_get(ann, "nodes"), kind, q);
+    gr_status st = read_nodes(S, first, json_object_get(ann, "nodes"), kind, q);
     S->diag = keep;
     return st == GR_OK && q->div == c;
 }
@@ -596,6 +825,147 @@ static gr_status int8_pd(dn_state *S, const q_job *j, const q_consts *k, const q
     return GR_OK;
 }
 
+/* Below VNNI a u8 source times 8-bit weights overflows vpmaddubsw's 16-bit pair sums (see
+ * exact_int8). A convolution then runs as two int8 ones on the weights w = 2 hi + lo, hi =
+ * floor(w / 2) in [-64, 63] and lo in {0, 1}, whose pair sums fit (255 * 64 * 2 < 32768): the
+ * first (lo) writes float32, the second (hi, its output scales doubled, the bias halved)
+ * adds onto it (a sum post-op) before the activation. Two int8 copies of the weights instead
+ * of a float32 one. The primitive descriptors (NULL, GR_OK: oneDNN has no jit kernels for
+ * them) into *pa, *pb; the dst layout both share. */
+static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, dnnl_primitive_desc_t *pa, dnnl_primitive_desc_t *pb,
+                           dnnl_memory_desc_t *bmd) {
+    q_desc da, db;
+    q_anchor qa = {0};
+    dnnl_memory_desc_t bmd2;
+    q_job ja = *j;
+    ja.bias = NULL;
+    ja.npost = 0;
+    *pa = *pb = NULL;
+    gr_status st = int8_desc(S, j, dnnl_f32, &db, &qa, bmd);
+    if (!st) st = int8_desc(S, &ja, dnnl_f32, &da, &qa, &bmd2);
+    float *two = st ? NULL : malloc(sizeof(float) * (size_t)qa.C);
+    if (st || !two) return st ? st : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    for (int64_t c = 0; c < qa.C; c++) two[c] = 2.f * k->osc[c];
+    dnnl_dim_t nsc = k->per_tensor ? 1 : qa.C;
+    int mask = k->per_tensor ? 0 : 2;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_status_t ds = make_attr(&attr, nsc, mask, two, DNNL_ARG_SRC, j->zp);
+    free(two);
+    if (ds == dnnl_success) ds = dnnl_post_ops_create(&po);
+    if (ds == dnnl_success) ds = dnnl_post_ops_append_sum(po, 1.f);
+    for (int i = 0; i < j->npost && ds == dnnl_success; i++) ds = dnnl_post_ops_append_eltwise(po, 1.f, j->alg[i], j->alpha[i], j->beta[i]);
+    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
+    if (ds == dnnl_success) ds = dnnl_primitive_desc_create(pb, &db, attr, S->eng, NULL);
+    dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(attr);
+    attr = NULL;
+    if (ds == dnnl_success && !dn_pd_is_ref(*pb)) {
+        const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(*pb, dnnl_query_dst_md, 0);
+        if (j->kind == DNNL_Q_CONV2D) da.c.dst_desc = *dmd;
+        else da.m.dst_desc = *dmd;
+        ds = make_attr(&attr, nsc, mask, k->osc, DNNL_ARG_SRC, j->zp);
+        if (ds == dnnl_success) ds = dnnl_primitive_desc_create(pa, &da, attr, S->eng, NULL);
+        dnnl_primitive_attr_destroy(attr);
+        if (ds != dnnl_success) *pa = NULL;
+    }
+    /* both jit, reading the source in one layout */
+    if (!*pa || dn_pd_is_ref(*pa) ||
+        !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(*pa, dnnl_query_src_md, 0), dnnl_primitive_desc_query_md(*pb, dnnl_query_src_md, 0)) ||
+        !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(*pa, dnnl_query_dst_md, 0), dnnl_primitive_desc_query_md(*pb, dnnl_query_dst_md, 0))) {
+        if (*pa) dnnl_primitive_desc_destroy(*pa);
+        if (*pb) dnnl_primitive_desc_destroy(*pb);
+        *pa = *pb = NULL;
+    }
+    return GR_OK;
+}
+
+/* Whether job j can run split (split_pds has jit kernels for it). */
+static bool split_ok(dn_state *S, const q_job *j) {
+    int we = dn_arg_entry(S, j->n, 1);
+    q_desc desc;
+    q_anchor qa = {0};
+    dnnl_memory_desc_t bmd;
+    q_consts k = {0};
+    dnnl_primitive_desc_t pa = NULL, pb = NULL;
+    gr_diag quiet = {0}, *keep = S->diag;
+    S->diag = &quiet;
+    bool ok = !int8_desc(S, j, dnnl_f32, &desc, &qa, &bmd) && !read_consts(S, j, &qa, we, &k) && !split_pds(S, j, &k, &pa, &pb, &bmd) && pa;
+    S->diag = keep;
+    consts_free(&k);
+    if (pa) dnnl_primitive_desc_destroy(pa);
+    if (pb) dnnl_primitive_desc_destroy(pb);
+    return ok;
+}
+
+static gr_status build_split(dn_state *S, const q_job *j, const q_anchor *qa, q_consts *k) {
+    const rt_json_node *n = j->n;
+    dnnl_primitive_desc_t pa, pb;
+    dnnl_memory_desc_t bmd;
+    gr_status st = split_pds(S, j, k, &pa, &pb, &bmd);
+    if (st) return st;
+    if (!pa) return bad(S, n, "oneDNN has no jit int8 convolution / matmul for the split weights");
+    int64_t nw = qa->outer * qa->C * qa->inner;
+    /* the levels in row-major order (kept levels may be a transposed view, a Gemm's B) */
+    const dnnl_memory_desc_t *lmd = k->lvv >= 0 ? &S->vals.data[k->lvv].md : NULL;
+    const int8_t *w = lmd ? S->vals.data[dn_root(S, k->lvv)].ptr : k->lv;
+    int8_t *hl = malloc((size_t)nw * 2 + 1);
+    for (int64_t c = 0; hl && c < qa->C; c++) k->bias[c] /= 2.f; /* in the doubled scale's units */
+    for (int64_t i = 0; hl && i < nw; i++) {
+        int64_t at = i;
+        if (lmd) {
+            at = 0;
+            for (int64_t d = lmd->ndims - 1, rem = i; d >= 0; d--) {
+                at += rem % lmd->dims[d] * lmd->format_desc.blocking.strides[d];
+                rem /= lmd->dims[d];
+            }
+        }
+        int hi = w[at] >= 0 ? w[at] / 2 : -((1 - w[at]) / 2); /* floor */
+        hl[i] = (int8_t)hi;
+        hl[nw + i] = (int8_t)(w[at] - 2 * hi);
+    }
+    dnnl_memory_desc_t wuser;
+    dnnl_memory_desc_init_by_strides(&wuser, qa->wnd, qa->wdims, dnnl_s8, NULL);
+    int whi = hl ? owned_val(S, &wuser, hl) : -1, wlo = hl ? owned_val(S, &wuser, hl + nw) : -1;
+    int bv = j->bias ? owned_val(S, &bmd, k->bias) : -1;
+    free(hl);
+    if (whi < 0 || wlo < 0 || (j->bias && bv < 0)) st = gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    dnnl_memory_desc_t smd = *dnnl_primitive_desc_query_md(pb, dnnl_query_src_md, 0);
+    dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pb, dnnl_query_dst_md, 0);
+    int qv = j->xv, wa = -1, wb = -1;
+    if (!st) st = j->levels ? dn_as(S, n, j->xv, &smd, &qv)
+                            : scaled_reorder(S, j->qnode, j->xv, &smd, (float)(1.0 / j->s), DNNL_ARG_DST, j->zp, false, &qv);
+    if (!st) st = dn_as(S, n, wlo, dnnl_primitive_desc_query_md(pa, dnnl_query_weights_md, 0), &wa);
+    if (!st) st = dn_as(S, n, whi, dnnl_primitive_desc_query_md(pb, dnnl_query_weights_md, 0), &wb);
+    if (!st && wa != wlo) drop_owned(S, wlo, wa);
+    if (!st && wb != whi) drop_owned(S, whi, wb);
+    if (st) {
+        dnnl_primitive_desc_destroy(pa);
+        dnnl_primitive_desc_destroy(pb);
+        return st;
+    }
+    int tv = dn_val_new(S, V_TMP, &dmd);
+    dn_arg aa[3] = {{DNNL_ARG_SRC, qv, smd, NULL}, {DNNL_ARG_WEIGHTS, wa, S->vals.data[wa].md, NULL}, {DNNL_ARG_DST, tv, dmd, NULL}};
+    if ((st = dn_emit(S, n, pa, aa, 3, false))) {
+        dnnl_primitive_desc_destroy(pb);
+        return st;
+    }
+    /* the second accumulates into the first's result (a value of its own for the taps) */
+    int ov = dn_alias_new(S, tv, &dmd);
+    S->vals.data[ov].inplace = true;
+    dn_arg ab[4];
+    int na = 0;
+    ab[na++] = (dn_arg){DNNL_ARG_SRC, qv, smd, NULL};
+    ab[na++] = (dn_arg){DNNL_ARG_WEIGHTS, wb, S->vals.data[wb].md, NULL};
+    if (bv >= 0) ab[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL};
+    ab[na++] = (dn_arg){DNNL_ARG_DST, ov, dmd, NULL};
+    if ((st = dn_emit(S, n, pb, ab, na, false))) return st;
+    S->ent_val[j->out] = ov;
+    S->stats.nint8++;
+    S->stats.nint8_split++;
+    return GR_OK;
+}
+
 /* The convolution / matmul of job j (+ bias, + eltwise posts): one int8 primitive after the
  * reorder that quantizes its source (CPUs with VNNI / AMX, see exact_int8). Its result is
  * float32, or the levels of the quantize that alone reads it (requant_of) when oneDNN has a
@@ -608,16 +978,23 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
     dnnl_memory_desc_t bmd;
     gr_status st = int8_desc(S, j, dnnl_f32, &desc, &qa, &bmd);
     if (st) return st;
-    const float *w = const_data(S, we, qa.outer * qa.C * qa.inner);
-    if (!w) return bad(S, n, "quantized weights are not a plain float32 constant");
     q_consts k = {0};
-    if ((st = read_consts(S, j, &qa, w, &k))) {
+    if ((st = read_consts(S, j, &qa, we, &k))) {
+        consts_free(&k);
+        return st;
+    }
+    if (j->split) {
+        st = build_split(S, j, &qa, &k);
         consts_free(&k);
         return st;
     }
     dnnl_memory_desc_t wuser;
     dnnl_memory_desc_init_by_strides(&wuser, qa.wnd, qa.wdims, dnnl_s8, NULL);
-    int wsrc = owned_val(S, &wuser, k.lv);
+    /* levels kept as such: a view of their constant in the primitive's dims, reordered from
+     * there (the constant is let go once read, dnnl_engine.c's const_settle) */
+    const dnnl_memory_desc_t *lmd = k.lvv >= 0 ? &S->vals.data[k.lvv].md : NULL;
+    bool same = lmd && lmd->ndims == qa.wnd && !memcmp(lmd->dims, qa.wdims, sizeof(int64_t) * (size_t)qa.wnd);
+    int wsrc = same ? k.lvv : k.lvv >= 0 ? dn_alias_new(S, k.lvv, &wuser) : owned_val(S, &wuser, k.lv);
     int bv = j->bias ? owned_val(S, &bmd, k.bias) : -1;
     q_nodes rq;
     bool fold = requant_of(S, j->out, &rq);
@@ -641,7 +1018,7 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
     st = j->levels ? dn_as(S, n, j->xv, &smd, &qv)
                    : scaled_reorder(S, j->qnode, j->xv, &smd, (float)(1.0 / j->s), DNNL_ARG_DST, j->zp, false, &qv);
     if (!st) st = dn_as(S, n, wsrc, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
-    if (!st && win != wsrc) drop_owned(S, wsrc, win);
+    if (!st && win != wsrc && k.lvv < 0) drop_owned(S, wsrc, win);
     if (st) {
         dnnl_primitive_desc_destroy(pd);
         return st;
@@ -667,19 +1044,12 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
 }
 
 /* quantize -> dequantize -> convolution / matmul (+ bias, + activation) of a composite */
-static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
+static gr_status build_float(dn_state *S, const q_nodes *q);
+
+static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind, bool split) {
     q_job j = {.n = q->anchor, .kind = kind, .qnode = q->div, .s = q->s, .zp = (int32_t)q->zpv, .qt = q->qt,
-               .out = dn_out_entry(S, q->last)};
-    int xe = dn_arg_entry(S, q->div, 0);
-    const dn_qlevels *in = qent_of(S, xe);
-    if (!in) in = lut_levels(S, q, xe);
-    gr_status st = in ? GR_OK : dn_need_val(S, q->div, xe, &j.xv);
-    if (st) return st;
-    if (in) {
-        j.xv = in->levels;
-        j.levels = true;
-        gr_vec_push(&S->pend, q->div);
-    }
+               .out = dn_out_entry(S, q->last), .split = split};
+    gr_status st;
     if (q->bias) {
         int be = dn_arg_entry(S, q->bias, 0) == dn_out_entry(S, q->anchor) ? dn_arg_entry(S, q->bias, 1)
                                                                              : dn_arg_entry(S, q->bias, 0);
@@ -694,6 +1064,16 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind) {
         j.alpha[0] = (float)lo;
         j.beta[0] = (float)hi;
         j.npost = 1;
+    }
+    if (split && !split_ok(S, &j)) return build_float(S, q);
+    int xe = dn_arg_entry(S, q->div, 0);
+    const dn_qlevels *in = qent_of(S, xe);
+    if (!in) in = lut_levels(S, q, xe);
+    if ((st = in ? GR_OK : dn_need_val(S, q->div, xe, &j.xv))) return st;
+    if (in) {
+        j.xv = in->levels;
+        j.levels = true;
+        gr_vec_push(&S->pend, q->div);
     }
     if ((st = build_int8(S, &j))) return st;
     S->stats.npostops += (q->bias ? 1u : 0u) + (q->act ? 1u : 0u);
@@ -717,6 +1097,25 @@ static bool levels_of(dn_state *S, int e, dn_qlevels *out) {
     return false;
 }
 
+/* Job j of a fused float32 composite whose first u steps it took (a bias): the relu / clip
+ * steps after them as its post-ops, then built on int8 (nothing when split_ok says no); the
+ * steps taken are consumed (*used, *done). */
+static gr_status levels_job(dn_state *S, q_job *j, const dn_step *steps, int k, int u, int *used, bool *done) {
+    for (; u < k && steps[u].kind == STEP_ELTWISE && j->npost < DN_MAX_STEPS; u++) {
+        if (steps[u].alg != dnnl_eltwise_relu && steps[u].alg != dnnl_eltwise_clip_v2) break;
+        j->alg[j->npost] = steps[u].alg;
+        j->alpha[j->npost] = steps[u].alpha;
+        j->beta[j->npost++] = steps[u].beta;
+    }
+    j->out = u ? steps[u - 1].out : dn_out_entry(S, j->n);
+    if (j->split && !split_ok(S, j)) return GR_OK;
+    dn_consume(S, steps, u);
+    gr_status st = build_int8(S, j);
+    *used = u;
+    *done = st == GR_OK;
+    return st;
+}
+
 /* A fused float32 convolution composite whose source is the result of a quantize ->
  * dequantize pair (dnnl.qdq) that others read too (a residual block's input, so no qconv2d
  * composite could hold the pair): where int8 sums exactly (int8_exact_for), int8 on the
@@ -729,15 +1128,17 @@ static gr_status levels_conv(dn_state *S, const rt_json_node *n, const dn_step *
         strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW") || dn_entry_ndim(S, we) != 4)
         return GR_OK;
     dn_qlevels lvs;
-    const dn_qlevels *lv = levels_of(S, xe, &lvs) && int8_exact_for(S, n, lvs.qt) ? &lvs : NULL;
+    bool exact = levels_of(S, xe, &lvs) && int8_exact_for(S, n, lvs.qt);
+    const dn_qlevels *lv = exact || (levels_of(S, xe, &lvs) && split_for(n, lvs.qt)) ? &lvs : NULL;
     const int64_t *ws = dn_entry_shape(S, we);
     int64_t C = ws[0], per = ws[1] * ws[2] * ws[3];
-    const float *w = lv ? const_data(S, we, C * per) : NULL;
+    bool pt, grid = lv && qw_int8(S, we, 0, C, NULL, &pt) >= 0;
+    const float *w = lv && !grid ? const_data(S, we, C * per) : NULL;
     float *sc = w ? malloc(sizeof(float) * (size_t)C) : NULL;
-    bool pt, grid = sc && dnnl_q_weights(w, 1, C, per, NULL, sc, &pt);
+    grid = grid || (sc && dnnl_q_weights(w, 1, C, per, NULL, sc, &pt));
     free(sc);
     if (!grid) return GR_OK;
-    q_job j = {.n = n, .kind = DNNL_Q_CONV2D, .xv = lv->levels, .levels = true, .s = lv->s, .zp = lv->zp, .qt = lv->qt};
+    q_job j = {.n = n, .kind = DNNL_Q_CONV2D, .xv = lv->levels, .levels = true, .s = lv->s, .zp = lv->zp, .qt = lv->qt, .split = !exact};
     int u = 0;
     if (u < k && steps[u].kind == STEP_BINARY && steps[u].alg == dnnl_binary_add && steps[u].src1 >= 0) {
         const int64_t *bs = dn_entry_shape(S, steps[u].src1);
@@ -745,18 +1146,7 @@ static gr_status levels_conv(dn_state *S, const rt_json_node *n, const dn_step *
         /* (C, 1, 1) or (1, C, 1, 1): one value per output channel */
         if (bn >= 3 && bn <= 4 && bs[bn - 1] == 1 && bs[bn - 2] == 1 && (j.bias = const_data(S, steps[u].src1, C))) u++;
     }
-    for (; u < k && steps[u].kind == STEP_ELTWISE && j.npost < DN_MAX_STEPS; u++) {
-        if (steps[u].alg != dnnl_eltwise_relu && steps[u].alg != dnnl_eltwise_clip_v2) break;
-        j.alg[j.npost] = steps[u].alg;
-        j.alpha[j.npost] = steps[u].alpha;
-        j.beta[j.npost++] = steps[u].beta;
-    }
-    j.out = u ? steps[u - 1].out : dn_out_entry(S, n);
-    dn_consume(S, steps, u);
-    gr_status st = build_int8(S, &j);
-    *used = u;
-    *done = st == GR_OK;
-    return st;
+    return levels_job(S, &j, steps, k, u, used, done);
 }
 
 /* A residual add of two dequantized levels (quantize -> dequantize pairs, or int8 results),
@@ -908,10 +1298,36 @@ static gr_status levels_avgpool(dn_state *S, const rt_json_node *n, int k, bool 
     return GR_OK;
 }
 
+/* A fused float32 2-D matmul composite (a QOperator model's QGemm: a dense) whose source is
+ * dequantized levels and whose weights are kept as int8 levels (a Gemm's B through its
+ * transpose): int8 as levels_conv, with a leading bias of one value per column. */
+static gr_status levels_matmul(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
+    int xe = dn_arg_entry(S, n, 0), we = dn_arg_entry(S, n, 1);
+    dn_qlevels lvs;
+    if (xe < 0 || we < 0 || S->ent_val[xe] < 0 || n->ndims[0] != 2 || dn_entry_ndim(S, xe) != 2 || dn_entry_ndim(S, we) != 2 ||
+        !levels_of(S, xe, &lvs))
+        return GR_OK;
+    const rt_json_node *p = S->ent_node[we].node;
+    if (!qw_of(S, we) && p->kind == RT_JSON_KERNEL && p->op == IR_OP_PERMUTE_DIMS) dn_q_weight_node(S, p);
+    int64_t N = dn_entry_shape(S, we)[1];
+    bool pt, exact = int8_exact_for(S, n, lvs.qt);
+    if ((!exact && !split_for(n, lvs.qt)) || qw_int8(S, we, 1, N, NULL, &pt) < 0) return GR_OK;
+    q_job j = {.n = n, .kind = DNNL_Q_MATMUL, .xv = lvs.levels, .levels = true, .s = lvs.s, .zp = lvs.zp, .qt = lvs.qt, .split = !exact};
+    int u = 0;
+    if (u < k && steps[u].kind == STEP_BINARY && steps[u].alg == dnnl_binary_add && steps[u].src1 >= 0) {
+        const int64_t *bs = dn_entry_shape(S, steps[u].src1);
+        int bn = dn_entry_ndim(S, steps[u].src1);
+        /* (N) or (1, N): one value per column */
+        if ((bn == 1 || (bn == 2 && bs[0] == 1)) && bs[bn - 1] == N && (j.bias = const_data(S, steps[u].src1, N))) u++;
+    }
+    return levels_job(S, &j, steps, k, u, used, done);
+}
+
 gr_status dn_q_levels_op(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
     *done = false;
     *used = 0;
     if (n->op == IR_OP_CONV2D) return levels_conv(S, n, steps, k, used, done);
+    if (n->op == IR_OP_MATMUL) return levels_matmul(S, n, steps, k, used, done);
     if (n->op == IR_OP_ADD) return levels_add(S, n, steps, k, used, done);
     if (n->op == IR_OP_MAX_POOL2D) return levels_pool(S, n, k, done);
     if (n->op == IR_OP_ADAPTIVE_AVG_POOL2D) return levels_avgpool(S, n, k, done);
@@ -1096,7 +1512,15 @@ gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
         if (nd != q.anchor && nd != q.div) gr_vec_push(&S->pend, nd);
     }
     uint32_t nprims = S->prims.len;
+    for (int k = 0; k < q.nw; k++)
+        if (!dn_q_weight_node(S, q.w[k])) return bad(S, q.w[k], "weights are not a dequantize of constant levels");
+    /* a dequantize of constant levels (a weight): noted, nothing built (dn_qweight) */
+    bool weight = (kind == DNNL_Q_DEQUANT || kind == DNNL_Q_CAST) && dn_q_weight_node(S, q.dqcast);
+    if (weight && kind == DNNL_Q_DEQUANT && ((q.dqzp && !dn_q_weight_node(S, q.dqzp)) || !dn_q_weight_node(S, q.mul)))
+        return bad(S, q.mul, "dequantize of constant levels by other than scalar constants");
+    if (weight) kind = DNNL_Q_NONE;
     switch (kind) {
+    case DNNL_Q_NONE: break;
     case DNNL_Q_QDQ: st = build_qdq(S, &q, dn_out_entry(S, q.last)); break;
     case DNNL_Q_QUANT: st = build_quant(S, &q); break;
     case DNNL_Q_DEQUANT: st = build_dequant(S, &q); break;
@@ -1107,7 +1531,10 @@ gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
         break;
     case DNNL_Q_MAXPOOL: st = build_maxpool(S, &q); break;
     case DNNL_Q_RESHAPE: st = build_reshape(S, &q); break;
-    default: st = int8_exact_for(S, q.anchor, q.qt) ? build_anchor(S, &q, kind) : build_float(S, &q);
+    default: {
+        bool exact = int8_exact_for(S, q.anchor, q.qt);
+        st = exact || split_for(q.anchor, q.qt) ? build_anchor(S, &q, kind, !exact) : build_float(S, &q);
+    }
     }
     /* a view or levels another primitive wrote: no primitive of its own takes the nodes */
     if (S->prims.len == nprims) S->pend.len = 0;

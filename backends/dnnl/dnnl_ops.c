@@ -35,5 +35,18 @@ gr_status dn_node(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
         /* done: the float op too, which only a tapped run computes (nothing reads it: pruned,
          * dnnl_engine.c), so graft diff observes n's float result */
     }
-    return fn(S, n, comp);
+    /* weights kept as their levels: the ops dequantizing them build nothing; an op reading
+     * one gets the float32 weight, made now and let go when it keeps a copy */
+    if ((!comp || !comp->k) && dn_q_weight_node(S, n)) return GR_OK;
+    int made[DN_FN_MAX_ARGS + 1], nmade = 0;
+    for (uint32_t a = 0; a <= dn_nargs(n) && nmade <= DN_FN_MAX_ARGS; a++) {
+        int e = a < dn_nargs(n) ? dn_arg_entry(S, n, a) : comp ? comp->b : -1;
+        if (e >= 0 && S->ent_val[e] < 0 && dn_q_weight_levels(S, e) >= 0) {
+            if (dn_q_weight_val(S, e) < 0) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+            made[nmade++] = e;
+        }
+    }
+    gr_status st = fn(S, n, comp);
+    for (int i = 0; i < nmade; i++) dn_q_weight_done(S, made[i]);
+    return st;
 }

@@ -207,12 +207,9 @@ static gr_status push_prim(dn_state *S, const rt_json_node *n, dn_prim p, const 
 /* Appends a primitive; args are copied. */
 gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
                   bool reorder) {
-    dn_prim p = {0};
-    dnnl_status_t ds = dnnl_primitive_create(&p.prim, pd);
-    if (ds != dnnl_success) {
-        dnnl_primitive_desc_destroy(pd);
-        return dn_fail(S, n, ds, "cannot create primitive");
-    }
+    /* the primitive (its jit code) is made after the build, once it is known that a plain run
+     * executes it (dnnl_engine.c's prune) */
+    dn_prim p = {.pd = pd};
     const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     size_t sz = sp ? dnnl_memory_desc_get_size(sp) : 0;
     if (sz > S->scratch_bytes) S->scratch_bytes = sz;
@@ -234,7 +231,6 @@ gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, 
     bool bf16 = (pk == dnnl_convolution || pk == dnnl_matmul) && wmd && wmd->data_type == dnnl_bf16;
     snprintf(p.impl, sizeof p.impl, "%s%s", impl, bf16 ? "/bf16" : "");
     if (bf16) S->stats.nbf16++;
-    dnnl_primitive_desc_destroy(pd);
     return push_prim(S, n, p, args, nargs, reorder);
 }
 
@@ -267,7 +263,20 @@ gr_status dn_emit_fn(dn_state *S, const rt_json_node *n, dn_fn fn, void *ctx, vo
     return push_prim(S, n, p, args, nargs, false);
 }
 
-dnnl_status_t dn_exec(dn_state *S, const dn_prim *p) {
+dnnl_status_t dn_prim_make(dn_prim *p) {
+    if (p->prim || !p->pd) return dnnl_success;
+    dnnl_status_t ds = dnnl_primitive_create(&p->prim, p->pd);
+    if (ds != dnnl_success) p->prim = NULL;
+    else {
+        dnnl_primitive_desc_destroy(p->pd);
+        p->pd = NULL;
+    }
+    return ds;
+}
+
+dnnl_status_t dn_exec(dn_state *S, dn_prim *p) {
+    dnnl_status_t ds = dn_prim_make(p);
+    if (ds != dnnl_success) return ds;
     if (p->prim) return dnnl_primitive_execute(p->prim, S->stream, p->nargs, p->exec);
     void *ptrs[DN_FN_MAX_ARGS] = {0};
     for (int a = 0; a < p->nargs; a++) dnnl_memory_get_data_handle(p->args[a].mem, &ptrs[a]);
@@ -302,6 +311,7 @@ static gr_status push_prim(dn_state *S, const rt_json_node *n, dn_prim p, const 
         if (dv->first < 0) dv->first = idx;
         dv->last = idx;
     }
+    p.serves = reorder;
     gr_vec_push(&S->prims, p);
     if (reorder) S->stats.nreorders++;
     return GR_OK;

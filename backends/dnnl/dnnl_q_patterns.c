@@ -176,7 +176,15 @@ static const pat_t *spec_pat(ir_ctx_t *ctx, const q_spec *sp) {
     pat_t *p = dq_pat(ctx, q_pat(ctx, pat_wildcard(ctx)));
     if (sp->kind == DNNL_Q_QDQ) return p;
     ir_op_id a = sp->kind == DNNL_Q_CONV2D ? IR_OP_CONV2D : IR_OP_MATMUL;
-    p = named(ctx, pat_call2(ctx, ir_op_def_at((uint32_t)a)->name, p, pat_const(ctx)), "anchor");
+    /* the weights: a float32 constant, or the dequantize of constant levels the import keeps
+     * (ir/transform FoldConstant: large 8-bit constants stay levels) */
+    pat_t *wc = named(ctx, pat_call1(ctx, OPN(ASTYPE), pat_const(ctx)), "w.cast");
+    pat_t *wz = pat_optional(ctx, wc, named(ctx, pat_call2(ctx, OPN(SUBTRACT), wc, pat_const(ctx)), "w.zp"));
+    pat_t *wm = named(ctx, pat_call2(ctx, OPN(MULTIPLY), wz, pat_const(ctx)), "w.mul");
+    /* a Gemm's transposed B: permute_dims of the dequantized (N, K) weight */
+    if (sp->kind == DNNL_Q_MATMUL) wm = pat_optional(ctx, wm, named(ctx, pat_call1(ctx, OPN(PERMUTE_DIMS), wm), "w.t"));
+    pat_t *w = pat_or(ctx, pat_const(ctx), wm);
+    p = named(ctx, pat_call2(ctx, ir_op_def_at((uint32_t)a)->name, p, w), "anchor");
     if (sp->bias) p = named(ctx, pat_call2(ctx, OPN(ADD), p, pat_const(ctx)), "bias");
     if (sp->act == IR_OP_RELU) p = named(ctx, pat_call1(ctx, OPN(RELU), p), "act");
     if (sp->act == IR_OP_CLIP) {
@@ -299,6 +307,34 @@ static const char *levels_op_ok(const q_spec *sp, const pat_match_result *m) {
     return NULL;
 }
 
+/* A float32 constant of one value, or of one along axis `axis` of a tensor of nd dims (n of
+ * them), all of them zero when `zero`, else positive and finite. */
+static bool axis_values(const ir_expr *e, int axis, int nd, int64_t n, bool zero) {
+    const rt_tensor *t = e && e->kind == IR_CONST ? IR_AS(e, ir_const)->data : NULL;
+    if (!t || !f32_tensor(e->sinfo) || t->dl.ndim > nd) return false;
+    for (int i = 0; i < t->dl.ndim; i++)
+        if (t->dl.shape[i] != 1 && (nd - t->dl.ndim + i != axis || t->dl.shape[i] != n)) return false;
+    for (int64_t i = 0; i < rt_tensor_numel(t); i++) {
+        double v = rt_tensor_get_f64(t, i);
+        if (zero ? v != 0 : !(v > 0) || !isfinite(v)) return false;
+    }
+    return true;
+}
+
+/* Weights the import kept as the dequantize of constant levels: int8 levels, no zero point,
+ * one scale or one per channel C along axis `axis`; NULL when they are, else why not (or
+ * "" when the weights are no such dequantize). */
+static const char *levels_weights_ok(const pat_match_result *m, int axis, int nd, int64_t C) {
+    const ir_call *wc = part(m, "w.cast"), *wz = part(m, "w.zp"), *wm = part(m, "w.mul");
+    if (!wc || !wm) return "";
+    if (!wc->args[0]->sinfo || !ir_dtype_eq(wc->args[0]->sinfo->dtype, IR_DTYPE_I8) || !f32_tensor(wc->base.sinfo))
+        return "weights are not int8 levels dequantized to float32";
+    if (wz && !axis_values(wz->args[1], axis, nd, C, true)) return "weights with a zero point other than 0";
+    if (!axis_values(wm->args[1], axis, nd, C, false))
+        return "weight scales are not positive constants per tensor or per output channel";
+    return NULL;
+}
+
 /* O, I, kh, kw of a constant OIHW float32 weight; weights on an int8 grid */
 static const char *weights_ok(const ir_expr *w, int64_t outer, int64_t C, int64_t inner) {
     const rt_tensor *t = w && w->kind == IR_CONST ? IR_AS(w, ir_const)->data : NULL;
@@ -352,13 +388,21 @@ static const char *anchor_ok(const q_spec *sp, const pat_match_result *m, const 
         if (!static_dims(a->args[0]->sinfo, 4, xd) || !static_dims(a->args[1]->sinfo, 4, wd) || !static_dims(a->base.sinfo, 4, od))
             return "convolution of other than 4-D tensors of static shape";
         C = wd[0];
-        if ((r = weights_ok(a->args[1], 1, C, wd[1] * wd[2] * wd[3]))) return r;
+        r = levels_weights_ok(m, 0, 4, C);
+        if (r && (*r || (r = weights_ok(a->args[1], 1, C, wd[1] * wd[2] * wd[3])))) return r;
         if (b && !bias_ok(b, 1, 4, C)) return "bias is not per output channel";
     } else {
         if (!static_dims(a->args[0]->sinfo, 2, xd) || !static_dims(a->args[1]->sinfo, 2, wd) || !static_dims(a->base.sinfo, 2, od))
             return "matmul of other than 2-D operands of static shape";
         C = wd[1];
-        if ((r = weights_ok(a->args[1], wd[0], C, 1))) return r;
+        /* transposed: the scales are along the (N, K) weight's axis 0 */
+        const ir_call *wt = part(m, "w.t");
+        int64_t ax[2];
+        int na = wt && wt->attrs ? ir_attrs_get_ints(wt->attrs, "axes", ax, 2) : 0; /* none: reversed */
+        if (wt && na > 0 && (na != 2 || ax[0] != 1 || ax[1] != 0))
+            return "weights permuted other than transposed";
+        r = levels_weights_ok(m, wt ? 0 : 1, 2, C);
+        if (r && (*r || (r = weights_ok(a->args[1], wd[0], C, 1)))) return r;
         if (b && !bias_ok(b, 1, 2, C)) return "bias is not per output column";
     }
     double lo, hi;

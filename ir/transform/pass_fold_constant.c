@@ -30,9 +30,24 @@ static bool const_tuple(const ir_expr *e) {
     return t->n > 0;
 }
 
+/* The float32 cast of a large 8-bit integer constant (a quantized weight's DequantizeLinear):
+ * left unfolded, so the dequantize stays ops on the int8 levels (the levels and their scales
+ * are what an int8 backend reads, and a backend that needs the float32 weight computes it
+ * once when it prepares) and no float32 copy four times the weight's size is held. Small
+ * ones (zero points, scales) fold. */
+enum { KEEP_LEVELS_MIN_ELEMS = 4096 };
+
+static bool keeps_levels(const ir_call *c, const ir_op_def *def) {
+    if (def->index != IR_OP_ASTYPE || c->nargs != 1 || c->args[0]->kind != IR_CONST) return false;
+    const ir_sinfo *in = c->args[0]->sinfo, *out = c->base.sinfo;
+    bool i8 = in && in->kind == IR_SINFO_TENSOR && in->dtype.bits == 8 && (in->dtype.code == kDLInt || in->dtype.code == kDLUInt);
+    return i8 && out && ir_dtype_eq(out->dtype, IR_DTYPE_F32) && ir_sinfo_numel(in) >= KEEP_LEVELS_MIN_ELEMS;
+}
+
 static bool foldable(const ir_call *c) {
     if (c->callee->kind != IR_OP) return false;
     const ir_op_def *def = ((const ir_op *)c->callee)->def;
+    if (keeps_levels(c, def)) return false;
     if (def->flags & (IR_OPF_IMPURE | IR_OPF_CALL_LIKE)) return false;
     if (!c->base.sinfo || c->base.sinfo->kind != IR_SINFO_TENSOR) return false;
     int64_t n = ir_sinfo_numel(c->base.sinfo);
