@@ -205,7 +205,7 @@ typedef struct dn_state {
     float out_scale;              /* output scale of the primitive being made (0: none) */
     GR_VEC(dn_qlevels) qdeq;      /* entries multiply(subtract(cast of levels, zp), s) computes:
                                      the levels they dequantize (val: the entry) */
-    GR_VEC(dn_qweight) qweights;  /* weights kept as their levels (dnnl_op_quant.c) */
+    GR_VEC(dn_qweight) qweights;  /* weights kept as their levels (dnnl_q_weight.c) */
 } dn_state;
 
 const char *dnnl_status_str(dnnl_status_t s);
@@ -356,6 +356,25 @@ void dn_q_weight_done(dn_state *S, int e);
 int dn_q_weight_levels(const dn_state *S, int e);
 /* Entry e is constant: a graph constant, or a weight kept as its levels (made at prepare). */
 bool dn_const_entry(const dn_state *S, int e);
+/* Weight entry we kept as s8 levels with one scale, or one per channel along axis cax (C of
+ * them), and no zero point: the levels' value, their scales into ws (may be NULL); else -1. */
+int dn_q_weight_int8(dn_state *S, int we, int cax, int64_t C, float *ws, bool *per_tensor);
+/* A new engine-owned constant value of md with data (copied). */
+int dn_q_owned_val(dn_state *S, const dnnl_memory_desc_t *md, const void *data);
+/* Frees owned value v's data once its reordered copy `copy`, an engine-owned buffer of its
+ * own, holds the weights (no primitive reads v; a copy from a cache shared by a symbolic
+ * graph's specializations keeps v: the cache may key on it). */
+void dn_q_drop_owned(dn_state *S, int v, int copy);
+/* dnnl_u8 / dnnl_s8 for an 8-bit integer type, else undef. */
+dnnl_data_type_t dn_q_dt(DLDataType t);
+/* A dense tensor of md's dims in md's layout (plain when none dn_md_like knows), of type dt. */
+void dn_q_dense_like(const dnnl_memory_desc_t *md, dnnl_data_type_t dt, dnnl_memory_desc_t *out);
+/* The levels float32 entry e is a dequantize of (*out; its val unused), else false. */
+bool dn_q_levels_of(dn_state *S, int e, dn_qlevels *out);
+/* dnnl_q_lut.c: the levels of the quantize qn (scale qs, zero point qzp, type qt) of entry xe
+ * through a 256-entry table when xe is an element-wise float32 function of one dequantized
+ * tensor's levels (MobileNetV3's hard-swish), the table's primitive emitted; else NULL. */
+const dn_qlevels *dn_q_lut_levels(dn_state *S, const rt_json_node *qn, float qs, float qzp, dnnl_data_type_t qt, int xe);
 /* One step as its own primitive on value v (post-ops oneDNN would not fuse). */
 gr_status dn_emit_step(dn_state *S, const rt_json_node *n, int v, const dn_step *st, int *out);
 /* dnnl_ops.c: the eltwise / binary primitive of step `first` on value xv with the post-op steps

@@ -30,7 +30,7 @@ static bool scalar_arg(dn_state *S, const rt_json_node *n, bool either, float *v
     return dn_scalar_const(S, dn_arg_entry(S, n, 1), v) || (either && dn_scalar_const(S, dn_arg_entry(S, n, 0), v));
 }
 
-static dnnl_data_type_t q_dt(DLDataType t) {
+dnnl_data_type_t dn_q_dt(DLDataType t) {
     return t.code == kDLUInt && t.bits == 8 ? dnnl_u8 : t.code == kDLInt && t.bits == 8 ? dnnl_s8 : dnnl_data_type_undef;
 }
 
@@ -100,10 +100,10 @@ static gr_status read_nodes(dn_state *S, const rt_json_node *first, json_t *ids,
     /* the levels' type: the quantize's result, else the source of the dequantize / op */
     const rt_json_node *src = quant ? NULL : q->dqcast ? q->dqcast : q->anchor;
     int se = src ? dn_arg_entry(S, src, 0) : -1;
-    if (quant) q->qt = q_dt(q->qcast->dtypes[0]);
-    else if (se >= 0) q->qt = q_dt(S->ent_node[se].node->dtypes[S->ent_node[se].index]);
+    if (quant) q->qt = dn_q_dt(q->qcast->dtypes[0]);
+    else if (se >= 0) q->qt = dn_q_dt(S->ent_node[se].node->dtypes[S->ent_node[se].index]);
     if (q->qt == dnnl_data_type_undef) return bad(S, first, "quantized type other than uint8 / int8");
-    if (q->anchor && !quant && q_dt(q->anchor->dtypes[0]) != q->qt) return bad(S, q->anchor, "result of another type than its levels");
+    if (q->anchor && !quant && dn_q_dt(q->anchor->dtypes[0]) != q->qt) return bad(S, q->anchor, "result of another type than its levels");
     if (kind == DNNL_Q_CAST && !(q->dqcast->dtypes[0].code == kDLFloat && q->dqcast->dtypes[0].bits == 32))
         return bad(S, q->dqcast, "cast of levels to a type other than float32");
     double lo = q->qt == dnnl_u8 ? 0 : -128, hi = q->qt == dnnl_u8 ? 255 : 127, clo, chi;
@@ -130,7 +130,6 @@ static dnnl_status_t make_attr(dnnl_primitive_attr_t *a, dnnl_dim_t nsc, int mas
     return ds;
 }
 
-static void dense_like(const dnnl_memory_desc_t *md, dnnl_data_type_t dt, dnnl_memory_desc_t *out);
 
 /* One reorder of value v into md `to` with scale and zero point (zp_arg: DNNL_ARG_SRC or
  * DNNL_ARG_DST); *out: the new value. */
@@ -162,7 +161,7 @@ static gr_status scaled_reorder(dn_state *S, const rt_json_node *n, int v, const
                                 int zp_arg, int32_t zp, bool own, int *out) {
     if (zp_arg != DNNL_ARG_DST || !(zp & 1)) return reorder1(S, n, v, to, scale, zp_arg, zp, own, out);
     dnnl_memory_desc_t imd;
-    dense_like(to, dnnl_s32, &imd);
+    dn_q_dense_like(to, dnnl_s32, &imd);
     int iv;
     gr_status st = reorder1(S, n, v, &imd, scale, zp_arg, 0, false, &iv);
     return st ? st : reorder1(S, n, iv, to, 1.f, zp_arg, zp, own, out);
@@ -172,7 +171,7 @@ static gr_status scaled_reorder(dn_state *S, const rt_json_node *n, int v, const
  * into a larger buffer), plain when that layout is none dn_md_like knows, of type dt. The
  * levels keep their source's layout: oneDNN 2.6's reorder of channels-last float32 into plain
  * u8 with a zero point writes wrong values (every other pair of layouts is right). */
-static void dense_like(const dnnl_memory_desc_t *md, dnnl_data_type_t dt, dnnl_memory_desc_t *out) {
+void dn_q_dense_like(const dnnl_memory_desc_t *md, dnnl_data_type_t dt, dnnl_memory_desc_t *out) {
     /* dn_md_like knows float32 layouts; strides count elements, so a layout is one whatever
      * the type */
     dnnl_memory_desc_t f = *md;
@@ -183,159 +182,6 @@ static void dense_like(const dnnl_memory_desc_t *md, dnnl_data_type_t dt, dnnl_m
 
 static const dn_qlevels *qent_of(const dn_state *S, int e);
 static gr_status pool_levels(dn_state *S, const rt_json_node *n, int xv, dnnl_data_type_t qt, int *out);
-static bool levels_of(dn_state *S, int e, dn_qlevels *out);
-
-/* ---- element-wise float32 ops between one tensor's levels and a quantize: a table ----
- * A quantize whose input is computed element by element from one dequantized tensor (float
- * ops with scalar constants, quantize -> dequantize pairs among them: MobileNetV3's
- * hard-swish, DQ(a) * DQ(Q(hardsigmoid(DQ(a))))) maps each of the 256 levels of that tensor to
- * one level: a table of the float32 ops as the host computes them, one lookup per element
- * instead of the float primitives (pruned once nothing reads them). */
-
-#define LUT_MAX_NODES 48
-
-typedef struct lut_walk {
-    dn_state *S;
-    int leaf_levels;              /* the levels value the leaf entries dequantize */
-    int visits;
-} lut_walk;
-
-/* The float32 value of entry e for leaf level l (as a float32 level), as the host's kernels
- * compute it; false when e is not such a function of the leaf. */
-static bool lut_eval(lut_walk *w, int e, float l, float *out) {
-    dn_state *S = w->S;
-    dn_qlevels lv;
-    if (e < 0 || ++w->visits > LUT_MAX_NODES * 256) return false;
-    if (levels_of(S, e, &lv) && lv.levels == w->leaf_levels) {
-        *out = (l - (float)lv.zp) * lv.s;
-        return true;
-    }
-    if (dn_scalar_const(S, e, out)) return true;
-    const rt_json_node *n = S->ent_node[e].node;
-    if (!n || n->kind != RT_JSON_KERNEL || n->noutputs != 1 || S->is_head[e]) return false;
-    float a = 0, b = 0;
-    uint32_t na = dn_nargs(n);
-    bool clip = n->op == IR_OP_CLIP;
-    if (na < 1 || !lut_eval(w, dn_arg_entry(S, n, 0), l, &a)) return false;
-    if (na >= 2 && !clip && !lut_eval(w, dn_arg_entry(S, n, 1), l, &b)) return false;
-    double lo, hi;
-    switch (n->op) {
-    case IR_OP_ADD: *out = a + b; return na == 2;
-    case IR_OP_SUBTRACT: *out = a - b; return na == 2;
-    case IR_OP_MULTIPLY: *out = a * b; return na == 2;
-    case IR_OP_DIVIDE: *out = a / b; return na == 2;
-    case IR_OP_MAXIMUM: *out = fmaxf(a, b); return na == 2;
-    case IR_OP_MINIMUM: *out = fminf(a, b); return na == 2;
-    case IR_OP_ROUND: *out = nearbyintf(a); return na == 1;
-    case IR_OP_RELU: *out = a > 0.f ? a : 0.f; return na == 1;
-    case IR_OP_CLIP:
-        if (!dn_arg_num(n, 1, &lo) || !dn_arg_num(n, 2, &hi)) return false;
-        *out = fminf(fmaxf(a, (float)lo), (float)hi);
-        return true;
-    case IR_OP_ASTYPE: {
-        /* float32, or uint8 / int8 of a whole value in the type's range (a quantize's cast) */
-        dnnl_data_type_t t = q_dt(n->dtypes[0]);
-        bool f32 = n->dtypes[0].code == kDLFloat && n->dtypes[0].bits == 32;
-        double tlo = t == dnnl_u8 ? 0 : -128, thi = t == dnnl_u8 ? 255 : 127;
-        *out = a;
-        return f32 || (t != dnnl_data_type_undef && a == nearbyintf(a) && a >= tlo && a <= thi);
-    }
-    default: return false;
-    }
-}
-
-/* Entries below e (depth first, operands in order) that dequantize levels, up to max into
- * out, visiting at most *budget nodes. */
-static void find_leaves(dn_state *S, int e, int *out, int *n, int max, int *budget) {
-    dn_qlevels lv;
-    if (e < 0 || *n >= max || --*budget < 0) return;
-    if (levels_of(S, e, &lv)) {
-        for (int i = 0; i < *n; i++)
-            if (out[i] == e) return;
-        out[(*n)++] = e;
-    }
-    const rt_json_node *nd = S->ent_node[e].node;
-    if (!nd || nd->kind != RT_JSON_KERNEL) return;
-    for (uint32_t k = 0; k < dn_nargs(nd); k++) find_leaves(S, dn_arg_entry(S, nd, k), out, n, max, budget);
-}
-
-typedef struct lut_ctx {
-    float f[256];                 /* the quantize's input per level (while building) */
-    uint8_t table[256];
-    size_t n;
-    const uint8_t *src;
-    uint8_t *dst;
-} lut_ctx;
-
-static void lut_part(void *ctx, int ithr, int nthr) {
-    lut_ctx *c = ctx;
-    size_t per = (c->n + (size_t)nthr - 1) / (size_t)nthr, b = per * (size_t)ithr, e = b + per < c->n ? b + per : c->n;
-    for (size_t i = b; i < e; i++) c->dst[i] = c->table[c->src[i]];
-}
-
-static dnnl_status_t lut_run(void *ctx, void *const *ptrs) {
-    lut_ctx *c = ctx;
-    c->src = ptrs[0];
-    c->dst = ptrs[1];
-    rt_dnnl_parallel(lut_part, c);
-    return dnnl_success;
-}
-
-/* The levels of quantize q's input entry xe through a table of the levels xe is an element-wise
- * function of (see above), or NULL (nothing built). */
-static const dn_qlevels *lut_levels(dn_state *S, const q_nodes *q, int xe) {
-    const rt_json_node *top = xe >= 0 && dn_entry_f32(S, xe) ? S->ent_node[xe].node : NULL;
-    if (!top || top->kind != RT_JSON_KERNEL || levels_of(S, xe, &(dn_qlevels){0})) return NULL;
-    lut_ctx *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
-    /* the leaf: the levels of a dequantized tensor among the first found depth first from
-     * top's operands (a pair's dequantize inside is a leaf candidate, not the only one) */
-    dn_qlevels lv;
-    bool ok = false;
-    int leaves[4], nleaves = 0, budget = LUT_MAX_NODES;
-    find_leaves(S, xe, leaves, &nleaves, 4, &budget);
-    for (int k = 0; k < nleaves && !ok; k++) {
-        int e = leaves[k];
-        levels_of(S, e, &lv);
-        int nd = dn_entry_ndim(S, e);
-        if (nd != dn_entry_ndim(S, xe) || memcmp(dn_entry_shape(S, e), dn_entry_shape(S, xe), sizeof(int64_t) * (size_t)nd))
-            continue;
-        lut_walk w = {S, lv.levels, 0};
-        int base = lv.qt == dnnl_u8 ? 0 : -128;
-        ok = true;
-        for (int i = 0; i < 256 && ok; i++) ok = lut_eval(&w, xe, (float)(base + i), &c->f[i]);
-    }
-    if (!ok) {
-        free(c);
-        return NULL;
-    }
-    double lo = q->qt == dnnl_u8 ? 0 : -128, hi = q->qt == dnnl_u8 ? 255 : 127;
-    for (int i = 0; i < 256; i++) {
-        float x = c->f[i];
-        /* the quantize, as the host computes it */
-        float r = nearbyintf(x / q->s) + q->zpv;
-        r = r < lo ? (float)lo : r > hi ? (float)hi : r; /* NaN: the clip's fmin / fmax give lo */
-        if (r != r) r = (float)lo;
-        int8_t s8 = (int8_t)r;
-        c->table[i] = q->qt == dnnl_u8 ? (uint8_t)r : (uint8_t)s8;
-    }
-    const dnnl_memory_desc_t *smd = &S->vals.data[lv.levels].md;
-    dnnl_memory_desc_t dmd;
-    dense_like(smd, q->qt, &dmd);
-    c->n = dnnl_memory_desc_get_size(smd);
-    if (dnnl_memory_desc_get_size(&dmd) != c->n || smd->offset0) {
-        free(c);
-        return NULL;
-    }
-    int ov = dn_val_new(S, V_TMP, &dmd);
-    dn_arg args[2] = {{DNNL_ARG_SRC, lv.levels, *smd, NULL, 0}, {DNNL_ARG_DST, ov, dmd, NULL, 0}};
-    if (dn_emit_fn(S, q->div, lut_run, c, free, "eltwise", "lut:c", args, 2)) {
-        gr_diag_clear(S->diag);
-        return NULL;
-    }
-    gr_vec_push(&S->qents, ((dn_qlevels){xe, ov, q->s, (int32_t)q->zpv, q->qt}));
-    return &S->qents.data[S->qents.len - 1];
-}
 
 /* A quantize -> dequantize pair: two reorders (f32 -> u8 / s8 -> f32) in the input's layout,
  * the first left out when an int8 primitive wrote the levels (qent_of); the result into entry
@@ -343,7 +189,7 @@ static const dn_qlevels *lut_levels(dn_state *S, const q_nodes *q, int xe) {
 static gr_status build_qdq(dn_state *S, const q_nodes *q, int out) {
     int xe = dn_arg_entry(S, q->div, 0), xv = -1, qv, ov;
     const dn_qlevels *in = qent_of(S, xe);
-    if (!in) in = lut_levels(S, q, xe);
+    if (!in) in = dn_q_lut_levels(S, q->div, q->s, q->zpv, q->qt, xe);
     gr_status st = in ? GR_OK : dn_need_val(S, q->div, xe, &xv);
     if (st) return st;
     dnnl_memory_desc_t md, qmd;
@@ -351,10 +197,10 @@ static gr_status build_qdq(dn_state *S, const q_nodes *q, int out) {
         qv = in->levels;
         gr_vec_push(&S->pend, q->div);
     } else {
-        dense_like(&S->vals.data[xv].md, q->qt, &qmd);
+        dn_q_dense_like(&S->vals.data[xv].md, q->qt, &qmd);
         if ((st = scaled_reorder(S, q->div, xv, &qmd, (float)(1.0 / q->s), DNNL_ARG_DST, (int32_t)q->zpv, true, &qv))) return st;
     }
-    dense_like(&S->vals.data[qv].md, dnnl_f32, &md);
+    dn_q_dense_like(&S->vals.data[qv].md, dnnl_f32, &md);
     if ((st = scaled_reorder(S, q->mul, qv, &md, q->dq_s, DNNL_ARG_SRC, (int32_t)q->dq_zpv, true, &ov))) return st;
     S->ent_val[out] = ov;
     /* a convolution reading ov may read the levels instead (dn_q_levels_op) */
@@ -369,215 +215,6 @@ static const float *const_data(dn_state *S, int e, int64_t n) {
     if (dnnl_memory_desc_get_size(&S->vals.data[v].md) != (size_t)n * sizeof(float) || !dn_is_plain(&S->vals.data[v].md))
         return NULL;
     return S->vals.data[r].ptr;
-}
-
-/* A new engine-owned constant value of md with data (copied). */
-static int owned_val(dn_state *S, const dnnl_memory_desc_t *md, const void *data) {
-    size_t b = dnnl_memory_desc_get_size(md);
-    void *p = dn_owned_alloc(S, b);
-    if (!p) return -1;
-    memcpy(p, data, b);
-    S->stats.weight_bytes += b;
-    int v = dn_val_new(S, V_OWNED, md);
-    S->vals.data[v].ptr = p;
-    return v;
-}
-
-/* Frees owned value v's data once its reordered copy `copy`, an engine-owned buffer of its
- * own, holds the weights (no primitive reads v; a copy from a cache shared by a symbolic
- * graph's specializations keeps v: the cache may key on it). */
-static void drop_owned(dn_state *S, int v, int copy) {
-    void *p = S->vals.data[v].ptr, *c = S->vals.data[copy].ptr;
-    bool own_copy = false;
-    for (uint32_t i = 0; i < S->owned.len; i++) own_copy |= c && S->owned.data[i] == c;
-    for (uint32_t i = 0; own_copy && i < S->owned.len; i++)
-        if (S->owned.data[i] == p) {
-            free(p);
-            S->owned.data[i] = NULL;
-            S->vals.data[v].ptr = NULL;
-            S->stats.weight_bytes -= dnnl_memory_desc_get_size(&S->vals.data[v].md);
-        }
-}
-
-/* ---- weights kept as their levels (dn_qweight) ----
- * The import leaves a large quantized weight's DequantizeLinear as ops on its int8 levels
- * (ir/transform FoldConstant), so no float32 copy of it exists: cast, [subtract the zero
- * point], multiply by the scale, each per tensor or along one axis. Those nodes build nothing;
- * an int8 convolution / matmul reads the levels and scales (weight_of), and a float op that
- * reads the weight (a convolution kept in float32 below VNNI, a dense) gets the float32
- * weight made once as it is built, dropped again when it keeps a reordered copy. */
-
-static const dn_qweight *qw_of(const dn_state *S, int e) {
-    for (uint32_t i = 0; e >= 0 && i < S->qweights.len; i++)
-        if (S->qweights.data[i].ent == e) return &S->qweights.data[i];
-    return NULL;
-}
-
-int dn_q_weight_levels(const dn_state *S, int e) {
-    const dn_qweight *w = qw_of(S, e);
-    return w ? w->levels : -1;
-}
-
-bool dn_const_entry(const dn_state *S, int e) {
-    return e >= 0 && (S->ent_node[e].node->kind == RT_JSON_CONST || qw_of(S, e));
-}
-
-/* The data of float32 constant entry ce, and the axis of entry e's shape it varies along
- * (right-aligned broadcasting; -1: one value) with *n values; NULL when it is no constant
- * broadcasting along one axis at most. */
-static const float *axis_const(dn_state *S, int ce, int e, int *axis, int64_t *n) {
-    if (ce < 0 || S->ent_node[ce].node->kind != RT_JSON_CONST || !dn_entry_f32(S, ce) || S->ent_val[ce] < 0) return NULL;
-    const dn_val *v = &S->vals.data[S->ent_val[ce]];
-    int cn = dn_entry_ndim(S, ce), en = dn_entry_ndim(S, e);
-    const int64_t *cs = dn_entry_shape(S, ce), *es = dn_entry_shape(S, e);
-    if (!v->ptr || v->alias >= 0 || !dn_is_plain(&v->md) || cn > en) return NULL;
-    *axis = -1;
-    *n = 1;
-    for (int i = 0; i < cn; i++) {
-        int a = en - cn + i;
-        if (cs[i] == 1) continue;
-        if (cs[i] != es[a] || *axis >= 0) return NULL;
-        *axis = a;
-        *n = cs[i];
-    }
-    return v->ptr;
-}
-
-/* A new entry noted from w (NULL: the cast, one zero point 0 and scale 1) with constant c
- * along axis (n values) subtracted (sub) or multiplied. */
-static bool qw_derive(dn_state *S, int ent, int levels, const dn_qweight *w, const float *c, int axis, int64_t n, bool sub) {
-    int wa = w ? w->axis : -1;
-    if (w && wa >= 0 && axis >= 0 && wa != axis) return false;
-    int ax = wa >= 0 ? wa : axis;
-    int64_t nn = ax >= 0 ? (wa >= 0 ? w->n : n) : 1;
-    if (axis >= 0 && n != nn) return false;
-    float *zs = malloc(sizeof(float) * (size_t)nn * 2);
-    if (!zs) return false;
-    for (int64_t i = 0; i < nn; i++) {
-        float zp = w ? w->zp[wa >= 0 ? i : 0] : 0.f, s = w ? w->s[wa >= 0 ? i : 0] : 1.f, k = c ? c[axis >= 0 ? i : 0] : 0.f;
-        zs[i] = zp;
-        zs[nn + i] = s;
-        /* (l - zp) * s - k is (l - zp - k) * s exactly while s is 1: the host's order */
-        if (sub && s != 1.f) {
-            free(zs);
-            return false;
-        }
-        if (sub) zs[i] = zp + k;
-        else if (c) zs[nn + i] = s * k;
-    }
-    gr_vec_push(&S->qweights, ((dn_qweight){ent, levels, ax, nn, zs, zs + nn}));
-    return true;
-}
-
-bool dn_q_weight_node(dn_state *S, const rt_json_node *n) {
-    if (n->kind != RT_JSON_KERNEL || n->noutputs != 1 || !(n->dtypes[0].code == kDLFloat && n->dtypes[0].bits == 32)) return false;
-    int out = dn_out_entry(S, n);
-    if (S->is_head[out] || S->ent_val[out] >= 0 || qw_of(S, out)) return false;
-    if (n->op == IR_OP_ASTYPE && dn_nargs(n) == 1) {
-        int e = dn_arg_entry(S, n, 0), v = e >= 0 ? S->ent_val[e] : -1;
-        if (v < 0 || S->ent_node[e].node->kind != RT_JSON_CONST || q_dt(S->ent_node[e].node->dtypes[0]) == dnnl_data_type_undef ||
-            !S->vals.data[v].ptr)
-            return false;
-        return qw_derive(S, out, v, NULL, NULL, -1, 1, false);
-    }
-    if (n->op == IR_OP_PERMUTE_DIMS && dn_nargs(n) == 1) {
-        /* a transposed 2-D weight (a Gemm's B): a view of the levels with swapped strides */
-        int we = dn_arg_entry(S, n, 0);
-        const dn_qweight *w = qw_of(S, we);
-        int64_t ax[2] = {1, 0};
-        int na = dn_attr_ints(n, "axes", ax, 2);
-        if (!w || S->ent_val[we] >= 0 || dn_entry_ndim(S, we) != 2 || n->ndims[0] != 2 || (na > 0 && (na != 2 || ax[0] != 1 || ax[1] != 0)))
-            return false;
-        const dnnl_memory_desc_t *lmd = &S->vals.data[w->levels].md;
-        const dnnl_blocking_desc_t *b = &lmd->format_desc.blocking;
-        if (lmd->format_kind != dnnl_blocked || b->inner_nblks || b->strides[0] != lmd->dims[1] || b->strides[1] != 1) return false;
-        dnnl_dims_t d = {lmd->dims[1], lmd->dims[0]}, st = {1, lmd->dims[1]};
-        dnnl_memory_desc_t tmd;
-        if (dnnl_memory_desc_init_by_strides(&tmd, 2, d, lmd->data_type, st) != dnnl_success) return false;
-        dn_qweight wc = *w;
-        wc.axis = wc.axis >= 0 ? 1 - wc.axis : -1;
-        wc.levels = dn_alias_new(S, w->levels, &tmd);
-        int64_t cnt = wc.axis >= 0 ? wc.n : 1;
-        return qw_derive(S, out, wc.levels, &wc, NULL, wc.axis, cnt, false);
-    }
-    if ((n->op != IR_OP_SUBTRACT && n->op != IR_OP_MULTIPLY) || dn_nargs(n) != 2) return false;
-    bool sub = n->op == IR_OP_SUBTRACT;
-    for (int side = 0; side < (sub ? 1 : 2); side++) {
-        int we = dn_arg_entry(S, n, (uint32_t)side), ce = dn_arg_entry(S, n, (uint32_t)(1 - side)), axis;
-        int64_t cnt;
-        const dn_qweight *w = qw_of(S, we);
-        const float *c = w && S->ent_val[we] < 0 ? axis_const(S, ce, we, &axis, &cnt) : NULL;
-        if (!c || n->ndims[0] != dn_entry_ndim(S, we) ||
-            memcmp(n->shapes[0], dn_entry_shape(S, we), sizeof(int64_t) * (size_t)n->ndims[0]))
-            continue;
-        dn_qweight wc = *w; /* the vector may move */
-        return qw_derive(S, out, wc.levels, &wc, c, axis, cnt, sub);
-    }
-    return false;
-}
-
-int dn_q_weight_val(dn_state *S, int e) {
-    const dn_qweight *w = qw_of(S, e);
-    if (!w || S->ent_val[e] >= 0) return w ? S->ent_val[e] : -1;
-    const dn_val *lv = &S->vals.data[w->levels];
-    const void *src = S->vals.data[dn_root(S, w->levels)].ptr;
-    int nd = dn_entry_ndim(S, e);
-    const int64_t *sh = dn_entry_shape(S, e);
-    int64_t inner = 1, total = 1;
-    for (int i = 0; i < nd; i++) total *= sh[i];
-    for (int i = w->axis + 1; w->axis >= 0 && i < nd; i++) inner *= sh[i];
-    dnnl_memory_desc_t md;
-    dn_plain_md(&md, nd, sh);
-    float *f = src && (int64_t)dnnl_memory_desc_get_size(&lv->md) == total ? dn_owned_alloc(S, sizeof(float) * (size_t)total) : NULL;
-    if (!f) return -1;
-    bool u8 = lv->md.data_type == dnnl_u8;
-    const dnnl_dims_t *str = &lv->md.format_desc.blocking.strides; /* a plain or transposed view */
-    for (int64_t i = 0; i < total; i++) {
-        int64_t c = w->axis >= 0 ? i / inner % w->n : 0, at = 0;
-        for (int64_t d = nd - 1, rem = i; d >= 0; d--) {
-            at += rem % sh[d] * (*str)[d];
-            rem /= sh[d];
-        }
-        float l = u8 ? (float)((const uint8_t *)src)[at] : (float)((const int8_t *)src)[at];
-        f[i] = (l - w->zp[c]) * w->s[c];
-    }
-    S->stats.weight_bytes += sizeof(float) * (size_t)total;
-    int v = dn_val_new(S, V_OWNED, &md);
-    S->vals.data[v].ptr = f;
-    S->ent_val[e] = v;
-    return v;
-}
-
-void dn_q_weight_done(dn_state *S, int e) {
-    int v = qw_of(S, e) ? S->ent_val[e] : -1;
-    if (v < 0) return;
-    for (uint32_t p = 0; p < S->prims.len; p++)
-        for (int a = 0; a < S->prims.data[p].nargs; a++)
-            if (S->prims.data[p].args[a].val >= 0 && dn_root(S, S->prims.data[p].args[a].val) == v) return;
-    for (uint32_t x = 0; x < S->nent; x++)
-        if ((int)x != e && S->ent_val[x] >= 0 && dn_root(S, S->ent_val[x]) == v) return;
-    for (uint32_t i = 0; i < S->owned.len; i++)
-        if (S->owned.data[i] == S->vals.data[v].ptr) {
-            free(S->owned.data[i]);
-            S->owned.data[i] = NULL;
-        }
-    S->stats.weight_bytes -= dnnl_memory_desc_get_size(&S->vals.data[v].md);
-    S->vals.data[v].ptr = NULL;
-    S->ent_val[e] = -1;
-}
-
-/* Weight entry we kept as s8 levels with one scale, or one per channel along axis cax (C of
- * them), and no zero point: the levels' value, their scales into ws (may be NULL); else -1. */
-static int qw_int8(dn_state *S, int we, int cax, int64_t C, float *ws, bool *per_tensor) {
-    const dn_qweight *w = qw_of(S, we);
-    if (!w || S->vals.data[w->levels].md.data_type != dnnl_s8 || !S->vals.data[dn_root(S, w->levels)].ptr ||
-        (w->axis >= 0 && (w->axis != cax || w->n != C)))
-        return -1;
-    for (int64_t i = 0; i < w->n; i++)
-        if (w->zp[i] != 0.f || !(w->s[i] > 0.f) || !isfinite(w->s[i])) return -1;
-    *per_tensor = w->axis < 0;
-    for (int64_t c = 0; ws && c < C; c++) ws[c] = w->s[w->axis >= 0 ? c : 0];
-    return w->levels;
 }
 
 typedef struct q_anchor {
@@ -610,7 +247,7 @@ static bool int8_exact_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t 
     /* the weights as [outer][C][inner]: OIHW (1, O, I*H*W), matmul K x N (K, N, 1) */
     int64_t outer = nd == 4 ? 1 : ws[0], C = nd == 4 ? ws[0] : ws[1], inner = nd == 4 ? ws[1] * ws[2] * ws[3] : 1;
     bool pt;
-    int lvv = qw_int8(S, we, nd == 4 ? 0 : 1, C, NULL, &pt);
+    int lvv = dn_q_weight_int8(S, we, nd == 4 ? 0 : 1, C, NULL, &pt);
     if (lvv >= 0) {
         const int8_t *l = S->vals.data[dn_root(S, lvv)].ptr;
         for (int64_t i = 0; i < outer * C * inner; i++)
@@ -715,7 +352,7 @@ static gr_status read_consts(dn_state *S, const q_job *j, const q_anchor *qa, in
     k->osc = k->ws + qa->C;
     k->bias = k->osc + qa->C;
     k->rsc = k->bias + qa->C;
-    k->lvv = qw_int8(S, we, j->kind == DNNL_Q_CONV2D ? 0 : 1, qa->C, k->ws, &k->per_tensor);
+    k->lvv = dn_q_weight_int8(S, we, j->kind == DNNL_Q_CONV2D ? 0 : 1, qa->C, k->ws, &k->per_tensor);
     if (k->lvv < 0) {
         const float *w = const_data(S, we, nw);
         if (!w) return bad(S, j->n, "quantized weights are not a plain float32 constant");
@@ -926,8 +563,8 @@ static gr_status build_split(dn_state *S, const q_job *j, const q_anchor *qa, q_
     }
     dnnl_memory_desc_t wuser;
     dnnl_memory_desc_init_by_strides(&wuser, qa->wnd, qa->wdims, dnnl_s8, NULL);
-    int whi = hl ? owned_val(S, &wuser, hl) : -1, wlo = hl ? owned_val(S, &wuser, hl + nw) : -1;
-    int bv = j->bias ? owned_val(S, &bmd, k->bias) : -1;
+    int whi = hl ? dn_q_owned_val(S, &wuser, hl) : -1, wlo = hl ? dn_q_owned_val(S, &wuser, hl + nw) : -1;
+    int bv = j->bias ? dn_q_owned_val(S, &bmd, k->bias) : -1;
     free(hl);
     if (whi < 0 || wlo < 0 || (j->bias && bv < 0)) st = gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     dnnl_memory_desc_t smd = *dnnl_primitive_desc_query_md(pb, dnnl_query_src_md, 0);
@@ -937,8 +574,8 @@ static gr_status build_split(dn_state *S, const q_job *j, const q_anchor *qa, q_
                             : scaled_reorder(S, j->qnode, j->xv, &smd, (float)(1.0 / j->s), DNNL_ARG_DST, j->zp, false, &qv);
     if (!st) st = dn_as(S, n, wlo, dnnl_primitive_desc_query_md(pa, dnnl_query_weights_md, 0), &wa);
     if (!st) st = dn_as(S, n, whi, dnnl_primitive_desc_query_md(pb, dnnl_query_weights_md, 0), &wb);
-    if (!st && wa != wlo) drop_owned(S, wlo, wa);
-    if (!st && wb != whi) drop_owned(S, whi, wb);
+    if (!st && wa != wlo) dn_q_drop_owned(S, wlo, wa);
+    if (!st && wb != whi) dn_q_drop_owned(S, whi, wb);
     if (st) {
         dnnl_primitive_desc_destroy(pa);
         dnnl_primitive_desc_destroy(pb);
@@ -994,8 +631,8 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
      * there (the constant is let go once read, dnnl_engine.c's const_settle) */
     const dnnl_memory_desc_t *lmd = k.lvv >= 0 ? &S->vals.data[k.lvv].md : NULL;
     bool same = lmd && lmd->ndims == qa.wnd && !memcmp(lmd->dims, qa.wdims, sizeof(int64_t) * (size_t)qa.wnd);
-    int wsrc = same ? k.lvv : k.lvv >= 0 ? dn_alias_new(S, k.lvv, &wuser) : owned_val(S, &wuser, k.lv);
-    int bv = j->bias ? owned_val(S, &bmd, k.bias) : -1;
+    int wsrc = same ? k.lvv : k.lvv >= 0 ? dn_alias_new(S, k.lvv, &wuser) : dn_q_owned_val(S, &wuser, k.lv);
+    int bv = j->bias ? dn_q_owned_val(S, &bmd, k.bias) : -1;
     q_nodes rq;
     bool fold = requant_of(S, j->out, &rq);
     for (int64_t c = 0; fold && c < qa.C; c++) k.rsc[c] = (float)((double)k.osc[c] / rq.s);
@@ -1018,7 +655,7 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
     st = j->levels ? dn_as(S, n, j->xv, &smd, &qv)
                    : scaled_reorder(S, j->qnode, j->xv, &smd, (float)(1.0 / j->s), DNNL_ARG_DST, j->zp, false, &qv);
     if (!st) st = dn_as(S, n, wsrc, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &win);
-    if (!st && win != wsrc && k.lvv < 0) drop_owned(S, wsrc, win);
+    if (!st && win != wsrc && k.lvv < 0) dn_q_drop_owned(S, wsrc, win);
     if (st) {
         dnnl_primitive_desc_destroy(pd);
         return st;
@@ -1068,7 +705,7 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind, b
     if (split && !split_ok(S, &j)) return build_float(S, q);
     int xe = dn_arg_entry(S, q->div, 0);
     const dn_qlevels *in = qent_of(S, xe);
-    if (!in) in = lut_levels(S, q, xe);
+    if (!in) in = dn_q_lut_levels(S, q->div, q->s, q->zpv, q->qt, xe);
     if ((st = in ? GR_OK : dn_need_val(S, q->div, xe, &j.xv))) return st;
     if (in) {
         j.xv = in->levels;
@@ -1083,7 +720,7 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind, b
 /* The levels float32 entry e is a dequantize of (*out, val unused): a value a quantize ->
  * dequantize pair, a dequantize or a cast of levels wrote (qlevels), or the float ops after a
  * cast that dequantize it (qdeq, see note_float_dequant). */
-static bool levels_of(dn_state *S, int e, dn_qlevels *out) {
+bool dn_q_levels_of(dn_state *S, int e, dn_qlevels *out) {
     for (uint32_t i = 0; e >= 0 && i < S->qlevels.len; i++)
         if (S->qlevels.data[i].val == S->ent_val[e]) {
             *out = S->qlevels.data[i];
@@ -1128,11 +765,11 @@ static gr_status levels_conv(dn_state *S, const rt_json_node *n, const dn_step *
         strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW") || dn_entry_ndim(S, we) != 4)
         return GR_OK;
     dn_qlevels lvs;
-    bool exact = levels_of(S, xe, &lvs) && int8_exact_for(S, n, lvs.qt);
-    const dn_qlevels *lv = exact || (levels_of(S, xe, &lvs) && split_for(n, lvs.qt)) ? &lvs : NULL;
+    bool exact = dn_q_levels_of(S, xe, &lvs) && int8_exact_for(S, n, lvs.qt);
+    const dn_qlevels *lv = exact || (dn_q_levels_of(S, xe, &lvs) && split_for(n, lvs.qt)) ? &lvs : NULL;
     const int64_t *ws = dn_entry_shape(S, we);
     int64_t C = ws[0], per = ws[1] * ws[2] * ws[3];
-    bool pt, grid = lv && qw_int8(S, we, 0, C, NULL, &pt) >= 0;
+    bool pt, grid = lv && dn_q_weight_int8(S, we, 0, C, NULL, &pt) >= 0;
     const float *w = lv && !grid ? const_data(S, we, C * per) : NULL;
     float *sc = w ? malloc(sizeof(float) * (size_t)C) : NULL;
     grid = grid || (sc && dnnl_q_weights(w, 1, C, per, NULL, sc, &pt));
@@ -1160,7 +797,7 @@ static gr_status levels_conv(dn_state *S, const rt_json_node *n, const dn_step *
 static gr_status levels_add(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
     int ae = dn_arg_entry(S, n, 0), be = dn_arg_entry(S, n, 1), nd = n->ndims[0];
     dn_qlevels la, lb;
-    if (dn_nargs(n) != 2 || !levels_of(S, ae, &la) || !levels_of(S, be, &lb) || dn_entry_ndim(S, ae) != nd ||
+    if (dn_nargs(n) != 2 || !dn_q_levels_of(S, ae, &la) || !dn_q_levels_of(S, be, &lb) || dn_entry_ndim(S, ae) != nd ||
         dn_entry_ndim(S, be) != nd || memcmp(dn_entry_shape(S, ae), n->shapes[0], sizeof(int64_t) * (size_t)nd) ||
         memcmp(dn_entry_shape(S, be), n->shapes[0], sizeof(int64_t) * (size_t)nd))
         return GR_OK;
@@ -1179,8 +816,8 @@ static gr_status levels_add(dn_state *S, const rt_json_node *n, const dn_step *s
     float sa = (float)(la.s / s), sb = (float)(lb.s / s);
     float shift = (float)(rq.zpv - ((double)la.s * la.zp + (double)lb.s * lb.zp) / s);
     dnnl_memory_desc_t amd = S->vals.data[la.levels].md, bmd, dmd;
-    dense_like(&amd, lb.qt, &bmd);
-    dense_like(&amd, rq.qt, &dmd);
+    dn_q_dense_like(&amd, lb.qt, &bmd);
+    dn_q_dense_like(&amd, rq.qt, &dmd);
     dnnl_binary_desc_t desc;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
@@ -1228,7 +865,7 @@ static gr_status levels_pool(dn_state *S, const rt_json_node *n, int k, bool *do
     int xe = dn_arg_entry(S, n, 0), ov;
     dn_qlevels lv;
     q_nodes rq;
-    if (k || !levels_of(S, xe, &lv) || !requant_of(S, dn_out_entry(S, n), &rq) || rq.s != lv.s || (int32_t)rq.zpv != lv.zp ||
+    if (k || !dn_q_levels_of(S, xe, &lv) || !requant_of(S, dn_out_entry(S, n), &rq) || rq.s != lv.s || (int32_t)rq.zpv != lv.zp ||
         rq.qt != lv.qt || dn_entry_ndim(S, xe) != 4 || strcmp(dn_attr_str(n, "layout", "NCHW"), "NCHW") ||
         strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW"))
         return GR_OK;
@@ -1247,7 +884,7 @@ static gr_status levels_avgpool(dn_state *S, const rt_json_node *n, int k, bool 
     int xe = dn_arg_entry(S, n, 0);
     dn_qlevels lv;
     q_nodes rq;
-    if (k || !levels_of(S, xe, &lv) || !requant_of(S, dn_out_entry(S, n), &rq) || dn_entry_ndim(S, xe) != 4 || n->ndims[0] != 4 ||
+    if (k || !dn_q_levels_of(S, xe, &lv) || !requant_of(S, dn_out_entry(S, n), &rq) || dn_entry_ndim(S, xe) != 4 || n->ndims[0] != 4 ||
         n->shapes[0][2] != 1 || n->shapes[0][3] != 1 || strcmp(dn_attr_str(n, "layout", "NCHW"), "NCHW") ||
         strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW"))
         return GR_OK;
@@ -1305,13 +942,13 @@ static gr_status levels_matmul(dn_state *S, const rt_json_node *n, const dn_step
     int xe = dn_arg_entry(S, n, 0), we = dn_arg_entry(S, n, 1);
     dn_qlevels lvs;
     if (xe < 0 || we < 0 || S->ent_val[xe] < 0 || n->ndims[0] != 2 || dn_entry_ndim(S, xe) != 2 || dn_entry_ndim(S, we) != 2 ||
-        !levels_of(S, xe, &lvs))
+        !dn_q_levels_of(S, xe, &lvs))
         return GR_OK;
     const rt_json_node *p = S->ent_node[we].node;
-    if (!qw_of(S, we) && p->kind == RT_JSON_KERNEL && p->op == IR_OP_PERMUTE_DIMS) dn_q_weight_node(S, p);
+    if (dn_q_weight_levels(S, we) < 0 && p->kind == RT_JSON_KERNEL && p->op == IR_OP_PERMUTE_DIMS) dn_q_weight_node(S, p);
     int64_t N = dn_entry_shape(S, we)[1];
     bool pt, exact = int8_exact_for(S, n, lvs.qt);
-    if ((!exact && !split_for(n, lvs.qt)) || qw_int8(S, we, 1, N, NULL, &pt) < 0) return GR_OK;
+    if ((!exact && !split_for(n, lvs.qt)) || dn_q_weight_int8(S, we, 1, N, NULL, &pt) < 0) return GR_OK;
     q_job j = {.n = n, .kind = DNNL_Q_MATMUL, .xv = lvs.levels, .levels = true, .s = lvs.s, .zp = lvs.zp, .qt = lvs.qt, .split = !exact};
     int u = 0;
     if (u < k && steps[u].kind == STEP_BINARY && steps[u].alg == dnnl_binary_add && steps[u].src1 >= 0) {
@@ -1374,14 +1011,14 @@ static gr_status build_float(dn_state *S, const q_nodes *q) {
 static gr_status build_quant(dn_state *S, const q_nodes *q) {
     int xe = dn_arg_entry(S, q->div, 0), xv, qv;
     const dn_qlevels *in = qent_of(S, xe);
-    if (!in) in = lut_levels(S, q, xe);
+    if (!in) in = dn_q_lut_levels(S, q->div, q->s, q->zpv, q->qt, xe);
     if (in) {
         qv = in->levels;
     } else {
         gr_status st = dn_need_val(S, q->div, xe, &xv);
         dnnl_memory_desc_t qmd;
         if (st) return st;
-        dense_like(&S->vals.data[xv].md, q->qt, &qmd);
+        dn_q_dense_like(&S->vals.data[xv].md, q->qt, &qmd);
         if ((st = scaled_reorder(S, q->div, xv, &qmd, (float)(1.0 / q->s), DNNL_ARG_DST, (int32_t)q->zpv, true, &qv)))
             return st;
     }
@@ -1417,7 +1054,7 @@ static gr_status build_dequant(dn_state *S, const q_nodes *q) {
     gr_status st = dn_need_val(S, q->dqcast, dn_arg_entry(S, q->dqcast, 0), &xv);
     if (st) return st;
     dnnl_memory_desc_t md;
-    dense_like(&S->vals.data[xv].md, dnnl_f32, &md);
+    dn_q_dense_like(&S->vals.data[xv].md, dnnl_f32, &md);
     if ((st = scaled_reorder(S, q->last, xv, &md, q->dq_s, DNNL_ARG_SRC, (int32_t)q->dq_zpv, true, &ov))) return st;
     S->ent_val[dn_out_entry(S, q->last)] = ov;
     gr_vec_push(&S->qlevels, ((dn_qlevels){ov, xv, q->dq_s, (int32_t)q->dq_zpv, q->qt}));
