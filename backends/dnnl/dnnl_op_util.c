@@ -46,6 +46,14 @@ gr_status dn_need_val(dn_state *S, const rt_json_node *n, int e, int *v) {
 bool dn_src1_in_dst_layout(dn_state *S, const_dnnl_primitive_desc_t pd, const dn_step *steps, int k) {
     const dnnl_memory_desc_t *dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     bool sum = S->sum_ok; /* the first full-size add is the sum post-op (dn_make_attr): its operand goes to dst's layout */
+    /* and a gemm convolution may read an operand that varies along the batch at the wrong
+     * batch's offset (its channels-last path, which it takes for src strides like nwc's, even
+     * where those alias plain ones: a generator finding, seed 13106, conv1d on W = 1, batch
+     * 3, times a [3, 7, 1] tensor) */
+    const char *impl = NULL;
+    const_dnnl_op_desc_t od = NULL;
+    bool gemm = dnnl_primitive_desc_query(pd, dnnl_query_convolution_d, 0, &od) == dnnl_success && od &&
+                dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl && strstr(impl, "gemm");
     for (int i = 0; i < k; i++) {
         if (steps[i].kind != STEP_BINARY || S->ent_val[steps[i].src1] < 0) continue;
         const dnnl_memory_desc_t *md = &S->vals.data[S->ent_val[steps[i].src1]].md;
@@ -54,6 +62,7 @@ bool dn_src1_in_dst_layout(dn_state *S, const_dnnl_primitive_desc_t pd, const dn
             sum = false;
             continue;
         }
+        if (gemm && md->ndims == dst->ndims && md->dims[0] > 1) return false;
         if (full && !dnnl_memory_desc_equal(md, dst)) return false;
         /* the operand's dims aligned to dst's trailing ones: other than 1 on the channel axis only? */
         bool chan = true;
