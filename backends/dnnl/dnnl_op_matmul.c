@@ -170,7 +170,12 @@ static bool transposed_pays(void) {
  * views 0.57-0.58 (QK^T slower on views, 0.29 -> 0.36, the copies gone; K^T alone copied:
  * 0.58-0.62, as good, so no exception for it). */
 static bool in_place_view(const dnnl_memory_desc_t *md, int nd) {
-    return nd >= 3 && md->ndims == nd && dn_strided(md) && !dn_is_plain(md);
+    /* (not one batch element at an offset: oneDNN 2.6's gemm:jit matmul reads a single batch
+     * from the view's start, its offset dropped; generator seed 17839, AVX2: rows 24:30:2 of
+     * the second of two batch elements) */
+    int64_t batch = 1;
+    for (int i = 0; i < nd - 2; i++) batch *= md->dims[i];
+    return nd >= 3 && md->ndims == nd && dn_strided(md) && !dn_is_plain(md) && !(batch == 1 && md->offset0);
 }
 
 /* The dst of matmul n (without post-ops, not a region output) whose sole consumer is a permute:
