@@ -318,6 +318,17 @@ static inline gr_status dt_stats(dt_graph *g, rt_dnnl_stats *out, gr_diag *d) {
     return st;
 }
 
+/* How many of p's primitives run on implementation impl (profile name, e.g. "graft_pool:avx2"). */
+static inline int dt_count_impl(const dt_prepared *p, const char *impl) {
+    int n = 0;
+    for (uint32_t i = 0; i < rt_dnnl_num_prims(p->state); i++) {
+        rt_dnnl_prim_info pi;
+        cr_assert(rt_dnnl_prim(p->state, i, &pi));
+        n += !strcmp(pi.impl, impl);
+    }
+    return n;
+}
+
 /* Primitive i of p's region, expecting it to compute at least one layer and only layers among
  * the graph's (layers[0, nlayers)). */
 static inline rt_dnnl_prim_info dt_prim_in(dt_prepared *p, uint32_t i, const char *const *layers, size_t nlayers) {
