@@ -155,6 +155,18 @@ int dn_q_weight_val(dn_state *S, int e) {
     return v;
 }
 
+/* Frees value v's data when the engine owns it (dn_owned_alloc), uncounting its bytes. */
+static void free_owned(dn_state *S, int v) {
+    for (uint32_t i = 0; i < S->owned.len; i++)
+        if (S->owned.data[i] && S->owned.data[i] == S->vals.data[v].ptr) {
+            free(S->owned.data[i]);
+            S->owned.data[i] = NULL;
+            S->vals.data[v].ptr = NULL;
+            S->stats.weight_bytes -= dnnl_memory_desc_get_size(&S->vals.data[v].md);
+            return;
+        }
+}
+
 void dn_q_weight_done(dn_state *S, int e) {
     int v = qw_of(S, e) ? S->ent_val[e] : -1;
     if (v < 0) return;
@@ -163,13 +175,7 @@ void dn_q_weight_done(dn_state *S, int e) {
             if (S->prims.data[p].args[a].val >= 0 && dn_root(S, S->prims.data[p].args[a].val) == v) return;
     for (uint32_t x = 0; x < S->nent; x++)
         if ((int)x != e && S->ent_val[x] >= 0 && dn_root(S, S->ent_val[x]) == v) return;
-    for (uint32_t i = 0; i < S->owned.len; i++)
-        if (S->owned.data[i] == S->vals.data[v].ptr) {
-            free(S->owned.data[i]);
-            S->owned.data[i] = NULL;
-        }
-    S->stats.weight_bytes -= dnnl_memory_desc_get_size(&S->vals.data[v].md);
-    S->vals.data[v].ptr = NULL;
+    free_owned(S, v);
     S->ent_val[e] = -1;
 }
 
@@ -201,14 +207,8 @@ int dn_q_owned_val(dn_state *S, const dnnl_memory_desc_t *md, const void *data) 
  * own, holds the weights (no primitive reads v; a copy from a cache shared by a symbolic
  * graph's specializations keeps v: the cache may key on it). */
 void dn_q_drop_owned(dn_state *S, int v, int copy) {
-    void *p = S->vals.data[v].ptr, *c = S->vals.data[copy].ptr;
+    void *c = S->vals.data[copy].ptr;
     bool own_copy = false;
     for (uint32_t i = 0; i < S->owned.len; i++) own_copy |= c && S->owned.data[i] == c;
-    for (uint32_t i = 0; own_copy && i < S->owned.len; i++)
-        if (S->owned.data[i] == p) {
-            free(p);
-            S->owned.data[i] = NULL;
-            S->vals.data[v].ptr = NULL;
-            S->stats.weight_bytes -= dnnl_memory_desc_get_size(&S->vals.data[v].md);
-        }
+    if (own_copy) free_owned(S, v);
 }
