@@ -156,6 +156,7 @@ static void dn_release(rt_json_graph *g, void *state) {
         free(pr->args);
         free(pr->exec);
         gr_vec_free(&pr->nodes);
+        for (uint32_t l = 0; l < pr->layers.len; l++) free((char *)pr->layers.data[l]);
         gr_vec_free(&pr->layers);
     }
     gr_vec_free(&S->pend);
@@ -198,11 +199,13 @@ static void add_layer(dn_prim *p, const char *src) {
     if (!src || !*src) return;
     for (uint32_t j = 0; j < p->layers.len; j++)
         if (!strcmp(p->layers.data[j], src)) return;
-    gr_vec_push(&p->layers, src);
+    char *c = strdup(src);
+    if (c) gr_vec_push(&p->layers, c);
 }
 
 /* The distinct span sources of the nodes a primitive computes (span entries are [source,
- * output] pairs or {"source": ...} objects, as the json runtime reads them). */
+ * output] pairs or {"source": ...} objects, as the json runtime reads them), copied: the
+ * graph's document goes once the build has read it (build). */
 static void prim_layers(dn_prim *p) {
     for (uint32_t i = 0; i < p->nodes.len; i++) {
         json_t *sp = json_object_get(p->nodes.data[i]->attrs, "span"), *o;
@@ -473,6 +476,14 @@ static gr_status build(dn_state *S) {
     }
     for (uint32_t c = 0; c < nc; c++) const_settle(S, cs, c, nn, true);
     prune(S);
+    for (uint32_t p = 0; p < S->prims.len; p++) prim_layers(&S->prims.data[p]);
+    /* nothing reads the nodes' attrs from here on (a later prepare parses the text again): the
+     * parsed document, several times the text's size, goes before the primitives' kernels and
+     * the arena take its place */
+    rt_json_graph_drop_doc(g);
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
     /* the primitives a plain run executes; the pruned ones wait for a tapped run */
     for (uint32_t p = 0; p < S->prims.len; p++) {
         dn_prim *pr = &S->prims.data[p];
@@ -481,7 +492,6 @@ static gr_status build(dn_state *S) {
     }
     S->stats.nprims = 0;
     for (uint32_t p = 0; p < S->prims.len; p++) S->stats.nprims += !S->prims.data[p].pruned;
-    for (uint32_t p = 0; p < S->prims.len; p++) prim_layers(&S->prims.data[p]);
     st = plan_memory(S);
     if (!st) st = make_memories(S);
     return st;

@@ -67,7 +67,7 @@ typedef struct dn_prim {
     bool pruned;                  /* nothing a plain run reads: skipped there, run by a tapped run
                                      (its values observable, dnnl_debug.c) */
     GR_VEC(const rt_json_node *) nodes;   /* the kernel nodes it computes (node first) */
-    GR_VEC(const char *) layers;          /* their span sources, distinct (after build) */
+    GR_VEC(const char *) layers;          /* their span sources, distinct, owned (after build) */
 } dn_prim;
 
 typedef struct dn_ext {

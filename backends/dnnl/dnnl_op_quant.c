@@ -7,6 +7,7 @@
  * the type, as QuantizeLinear; it multiplies by 1 / s where ONNX divides by s, which differs
  * only by an ulp, so only at a rounding tie (the tests count those). Dequantizing is the
  * reverse reorder (src zero point, scale s). */
+#include <emmintrin.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -463,12 +464,13 @@ static gr_status int8_pd(dn_state *S, const q_job *j, const q_consts *k, const q
 }
 
 /* Below VNNI a u8 source times 8-bit weights overflows vpmaddubsw's 16-bit pair sums (see
- * exact_int8). A convolution then runs as two int8 ones on the weights w = 2 hi + lo, hi =
- * floor(w / 2) in [-64, 63] and lo in {0, 1}, whose pair sums fit (255 * 64 * 2 < 32768): the
- * first (lo) writes float32, the second (hi, its output scales doubled, the bias halved)
- * adds onto it (a sum post-op) before the activation. Two int8 copies of the weights instead
- * of a float32 one. The primitive descriptors (NULL, GR_OK: oneDNN has no jit kernels for
- * them) into *pa, *pb; the dst layout both share. */
+ * exact_int8). A convolution then runs as two int8 ones on the halves of its source x = 2 h + l,
+ * h = x >> 1 in [0, 127] and l = x & 1 (zero points with zp = 2 zh + zl, so that
+ * x - zp = 2 (h - zh) + (l - zl) and padding stays zero in both), whose pair sums fit
+ * (127 * 128 * 2 < 32768): the first (l) writes float32, the second (h, its output scales
+ * doubled, the bias halved) adds onto it (a sum post-op) before the activation. Both read the
+ * one int8 copy of the weights. The primitive descriptors (NULL, GR_OK: oneDNN has no jit
+ * kernels for them) into *pa, *pb; the layouts both share. */
 static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, dnnl_primitive_desc_t *pa, dnnl_primitive_desc_t *pb,
                            dnnl_memory_desc_t *bmd) {
     q_desc da, db;
@@ -487,7 +489,9 @@ static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, dnnl_
     int mask = k->per_tensor ? 0 : 2;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
-    dnnl_status_t ds = make_attr(&attr, nsc, mask, two, DNNL_ARG_SRC, j->zp);
+    /* both with a zero point or neither: it adds a compensation to the weights' layout */
+    int32_t zl = j->zp ? (j->zp & 1) - 2 : 0, zh = (j->zp - zl) / 2;
+    dnnl_status_t ds = make_attr(&attr, nsc, mask, two, DNNL_ARG_SRC, zh);
     free(two);
     if (ds == dnnl_success) ds = dnnl_post_ops_create(&po);
     if (ds == dnnl_success) ds = dnnl_post_ops_append_sum(po, 1.f);
@@ -501,15 +505,17 @@ static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, dnnl_
         const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(*pb, dnnl_query_dst_md, 0);
         if (j->kind == DNNL_Q_CONV2D) da.c.dst_desc = *dmd;
         else da.m.dst_desc = *dmd;
-        ds = make_attr(&attr, nsc, mask, k->osc, DNNL_ARG_SRC, j->zp);
+        ds = make_attr(&attr, nsc, mask, k->osc, DNNL_ARG_SRC, zl);
         if (ds == dnnl_success) ds = dnnl_primitive_desc_create(pa, &da, attr, S->eng, NULL);
         dnnl_primitive_attr_destroy(attr);
         if (ds != dnnl_success) *pa = NULL;
     }
-    /* both jit, reading the source in one layout */
-    if (!*pa || dn_pd_is_ref(*pa) ||
-        !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(*pa, dnnl_query_src_md, 0), dnnl_primitive_desc_query_md(*pb, dnnl_query_src_md, 0)) ||
-        !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(*pa, dnnl_query_dst_md, 0), dnnl_primitive_desc_query_md(*pb, dnnl_query_dst_md, 0))) {
+    /* both jit, reading the source and the weights in one layout */
+    static const dnnl_query_t same[3] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md};
+    bool ok = *pa && !dn_pd_is_ref(*pa);
+    for (int q = 0; q < 3 && ok; q++)
+        ok = dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(*pa, same[q], 0), dnnl_primitive_desc_query_md(*pb, same[q], 0));
+    if (!ok) {
         if (*pa) dnnl_primitive_desc_destroy(*pa);
         if (*pb) dnnl_primitive_desc_destroy(*pb);
         *pa = *pb = NULL;
@@ -535,54 +541,72 @@ static bool split_ok(dn_state *S, const q_job *j) {
     return ok;
 }
 
+/* dn_emit_fn of split sources: the halves h = x >> 1 and l = x & 1 of every byte of the u8
+ * source (ctx: its bytes, padding included; zeros stay zeros) */
+static dnnl_status_t split_src(void *ctx, void *const *ptrs) {
+    size_t nb = *(const size_t *)ctx, i = 0;
+    const uint8_t *x = ptrs[0];
+    uint8_t *h = ptrs[1], *l = ptrs[2];
+    const __m128i m7 = _mm_set1_epi8(0x7f), m1 = _mm_set1_epi8(1);
+    for (; i + 16 <= nb; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(x + i));
+        _mm_storeu_si128((__m128i *)(h + i), _mm_and_si128(_mm_srli_epi16(v, 1), m7));
+        _mm_storeu_si128((__m128i *)(l + i), _mm_and_si128(v, m1));
+    }
+    for (; i < nb; i++) {
+        h[i] = (uint8_t)(x[i] >> 1);
+        l[i] = (uint8_t)(x[i] & 1);
+    }
+    return dnnl_success;
+}
+
+/* The weights of job j as an int8 value in the primitive's dims: a view of kept levels, or an
+ * engine-owned copy of those recovered from float32 (k->lv). */
+static int weight_levels(dn_state *S, const q_anchor *qa, const q_consts *k) {
+    dnnl_memory_desc_t wuser;
+    dnnl_memory_desc_init_by_strides(&wuser, qa->wnd, qa->wdims, dnnl_s8, NULL);
+    /* levels kept as such: a view of their constant in the primitive's dims, reordered from
+     * there (the constant is let go once read, dnnl_engine.c's const_settle) */
+    const dnnl_memory_desc_t *lmd = k->lvv >= 0 ? &S->vals.data[k->lvv].md : NULL;
+    bool same = lmd && lmd->ndims == qa->wnd && !memcmp(lmd->dims, qa->wdims, sizeof(int64_t) * (size_t)qa->wnd);
+    return same ? k->lvv : k->lvv >= 0 ? dn_alias_new(S, k->lvv, &wuser) : dn_q_owned_val(S, &wuser, k->lv);
+}
+
 static gr_status build_split(dn_state *S, const q_job *j, const q_anchor *qa, q_consts *k) {
     const rt_json_node *n = j->n;
     dnnl_primitive_desc_t pa, pb;
     dnnl_memory_desc_t bmd;
     gr_status st = split_pds(S, j, k, &pa, &pb, &bmd);
     if (st) return st;
-    if (!pa) return bad(S, n, "oneDNN has no jit int8 convolution / matmul for the split weights");
-    int64_t nw = qa->outer * qa->C * qa->inner;
-    /* the levels in row-major order (kept levels may be a transposed view, a Gemm's B) */
-    const dnnl_memory_desc_t *lmd = k->lvv >= 0 ? &S->vals.data[k->lvv].md : NULL;
-    const int8_t *w = lmd ? S->vals.data[dn_root(S, k->lvv)].ptr : k->lv;
-    int8_t *hl = malloc((size_t)nw * 2 + 1);
-    for (int64_t c = 0; hl && c < qa->C; c++) k->bias[c] /= 2.f; /* in the doubled scale's units */
-    for (int64_t i = 0; hl && i < nw; i++) {
-        int64_t at = i;
-        if (lmd) {
-            at = 0;
-            for (int64_t d = lmd->ndims - 1, rem = i; d >= 0; d--) {
-                at += rem % lmd->dims[d] * lmd->format_desc.blocking.strides[d];
-                rem /= lmd->dims[d];
-            }
-        }
-        int hi = w[at] >= 0 ? w[at] / 2 : -((1 - w[at]) / 2); /* floor */
-        hl[i] = (int8_t)hi;
-        hl[nw + i] = (int8_t)(w[at] - 2 * hi);
-    }
-    dnnl_memory_desc_t wuser;
-    dnnl_memory_desc_init_by_strides(&wuser, qa->wnd, qa->wdims, dnnl_s8, NULL);
-    int whi = hl ? dn_q_owned_val(S, &wuser, hl) : -1, wlo = hl ? dn_q_owned_val(S, &wuser, hl + nw) : -1;
-    int bv = j->bias ? dn_q_owned_val(S, &bmd, k->bias) : -1;
-    free(hl);
-    if (whi < 0 || wlo < 0 || (j->bias && bv < 0)) st = gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    if (!pa) return bad(S, n, "oneDNN has no jit int8 convolution / matmul for a split source");
+    for (int64_t c = 0; c < qa->C; c++) k->bias[c] /= 2.f; /* in the doubled scale's units */
+    int wsrc = weight_levels(S, qa, k), bv = j->bias ? dn_q_owned_val(S, &bmd, k->bias) : -1;
+    size_t *nb = malloc(sizeof *nb);
+    if (wsrc < 0 || (j->bias && bv < 0) || !nb) st = gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     dnnl_memory_desc_t smd = *dnnl_primitive_desc_query_md(pb, dnnl_query_src_md, 0);
     dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pb, dnnl_query_dst_md, 0);
-    int qv = j->xv, wa = -1, wb = -1;
+    int qv = j->xv, win = -1;
     if (!st) st = j->levels ? dn_as(S, n, j->xv, &smd, &qv)
                             : scaled_reorder(S, j->qnode, j->xv, &smd, (float)(1.0 / j->s), DNNL_ARG_DST, j->zp, false, &qv);
-    if (!st) st = dn_as(S, n, wlo, dnnl_primitive_desc_query_md(pa, dnnl_query_weights_md, 0), &wa);
-    if (!st) st = dn_as(S, n, whi, dnnl_primitive_desc_query_md(pb, dnnl_query_weights_md, 0), &wb);
-    if (!st && wa != wlo) dn_q_drop_owned(S, wlo, wa);
-    if (!st && wb != whi) dn_q_drop_owned(S, whi, wb);
+    if (!st) st = dn_as(S, n, wsrc, dnnl_primitive_desc_query_md(pb, dnnl_query_weights_md, 0), &win);
+    if (!st && win != wsrc && k->lvv < 0) dn_q_drop_owned(S, wsrc, win);
+    int hv = -1, lv = -1;
+    if (!st) {
+        hv = dn_val_new(S, V_TMP, &smd);
+        lv = dn_val_new(S, V_TMP, &smd);
+        *nb = dnnl_memory_desc_get_size(&smd);
+        dn_arg xa[3] = {{DNNL_ARG_SRC, qv, smd, NULL, 0}, {DNNL_ARG_DST, hv, smd, NULL, 0}, {DNNL_ARG_DST, lv, smd, NULL, 0}};
+        st = dn_emit_fn(S, n, split_src, nb, free, "split", "graft_split", xa, 3);
+        nb = NULL;
+    }
+    free(nb);
     if (st) {
         dnnl_primitive_desc_destroy(pa);
         dnnl_primitive_desc_destroy(pb);
         return st;
     }
     int tv = dn_val_new(S, V_TMP, &dmd);
-    dn_arg aa[3] = {{DNNL_ARG_SRC, qv, smd, NULL}, {DNNL_ARG_WEIGHTS, wa, S->vals.data[wa].md, NULL}, {DNNL_ARG_DST, tv, dmd, NULL}};
+    dn_arg aa[3] = {{DNNL_ARG_SRC, lv, smd, NULL, 0}, {DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL, 0}, {DNNL_ARG_DST, tv, dmd, NULL, 0}};
     if ((st = dn_emit(S, n, pa, aa, 3, false))) {
         dnnl_primitive_desc_destroy(pb);
         return st;
@@ -592,10 +616,10 @@ static gr_status build_split(dn_state *S, const q_job *j, const q_anchor *qa, q_
     S->vals.data[ov].inplace = true;
     dn_arg ab[4];
     int na = 0;
-    ab[na++] = (dn_arg){DNNL_ARG_SRC, qv, smd, NULL};
-    ab[na++] = (dn_arg){DNNL_ARG_WEIGHTS, wb, S->vals.data[wb].md, NULL};
-    if (bv >= 0) ab[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL};
-    ab[na++] = (dn_arg){DNNL_ARG_DST, ov, dmd, NULL};
+    ab[na++] = (dn_arg){DNNL_ARG_SRC, hv, smd, NULL, 0};
+    ab[na++] = (dn_arg){DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL, 0};
+    if (bv >= 0) ab[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL, 0};
+    ab[na++] = (dn_arg){DNNL_ARG_DST, ov, dmd, NULL, 0};
     if ((st = dn_emit(S, n, pb, ab, na, false))) return st;
     S->ent_val[j->out] = ov;
     S->stats.nint8++;
@@ -625,13 +649,7 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
         consts_free(&k);
         return st;
     }
-    dnnl_memory_desc_t wuser;
-    dnnl_memory_desc_init_by_strides(&wuser, qa.wnd, qa.wdims, dnnl_s8, NULL);
-    /* levels kept as such: a view of their constant in the primitive's dims, reordered from
-     * there (the constant is let go once read, dnnl_engine.c's const_settle) */
-    const dnnl_memory_desc_t *lmd = k.lvv >= 0 ? &S->vals.data[k.lvv].md : NULL;
-    bool same = lmd && lmd->ndims == qa.wnd && !memcmp(lmd->dims, qa.wdims, sizeof(int64_t) * (size_t)qa.wnd);
-    int wsrc = same ? k.lvv : k.lvv >= 0 ? dn_alias_new(S, k.lvv, &wuser) : dn_q_owned_val(S, &wuser, k.lv);
+    int wsrc = weight_levels(S, &qa, &k);
     int bv = j->bias ? dn_q_owned_val(S, &bmd, k.bias) : -1;
     q_nodes rq;
     bool fold = requant_of(S, j->out, &rq);

@@ -418,6 +418,16 @@ const char *rt_json_graph_text(rt_json_graph *g) {
     pthread_mutex_unlock(&g->doc_lock);
     return g->text;
 }
+void rt_json_graph_drop_doc(rt_json_graph *g) {
+    pthread_mutex_lock(&g->doc_lock);
+    if (g->text && g->str_pool && g->doc) {
+        atomic_store(&g->doc_ready, false);
+        for (uint32_t i = 0; i < g->nnodes; i++) g->nodes[i].attrs = NULL;
+        json_decref(g->doc);
+        g->doc = NULL;
+    }
+    pthread_mutex_unlock(&g->doc_lock);
+}
 uint32_t rt_json_graph_num_nodes(const rt_json_graph *g) { return g->nnodes; }
 rt_json_node *rt_json_graph_node(rt_json_graph *g, uint32_t nid) {
     if (nid >= g->nnodes) return NULL;
