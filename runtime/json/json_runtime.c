@@ -418,9 +418,33 @@ const char *rt_json_graph_text(rt_json_graph *g) {
     pthread_mutex_unlock(&g->doc_lock);
     return g->text;
 }
+/* The nodes' names and layers copied into the graph's own pool (a graph read from a document
+ * points them into it); false when out of memory. */
+static bool own_strings(rt_json_graph *g) {
+    size_t nb = 1;
+    for (uint32_t i = 0; i < g->nnodes; i++) nb += strlen(g->nodes[i].name) + strlen(g->nodes[i].layer) + 2;
+    char *pool = malloc(nb), *at = pool;
+    if (!pool) return false;
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        const char **str[2] = {&g->nodes[i].name, &g->nodes[i].layer};
+        for (int k = 0; k < 2; k++) {
+            size_t n = strlen(*str[k]) + 1;
+            memcpy(at, *str[k], n);
+            *str[k] = at;
+            at += n;
+        }
+    }
+    g->str_pool = pool;
+    return true;
+}
+
 void rt_json_graph_drop_doc(rt_json_graph *g) {
     pthread_mutex_lock(&g->doc_lock);
-    if (g->text && g->str_pool && g->doc) {
+    if (g->doc && !g->text) {
+        g->text = json_dumps(g->doc, JSON_COMPACT);
+        g->text_len = g->text ? strlen(g->text) : 0;
+    }
+    if (g->doc && g->text && (g->str_pool || own_strings(g))) {
         atomic_store(&g->doc_ready, false);
         for (uint32_t i = 0; i < g->nnodes; i++) g->nodes[i].attrs = NULL;
         json_decref(g->doc);

@@ -82,11 +82,11 @@ void rt_json_graph_free(rt_json_graph *g);
 const char *rt_json_graph_symbol(const rt_json_graph *g);
 /* The graph's JSON text (made on first use; owned by the graph). */
 const char *rt_json_graph_text(rt_json_graph *g);
-/* Frees the parsed document of a built graph (rt_json_graph_finish), which its text gives again:
- * the nodes' attrs are NULL until the next rt_json_graph_node call parses it anew. For an engine
- * done reading attrs once prepared (the document takes several times its text's memory); names,
- * layers, types and inputs stay. Not while another thread reads attrs. No-op for a graph read
- * from a document (its names live in it). */
+/* Frees the graph's parsed document, keeping its text (made now if need be), from which the next
+ * rt_json_graph_node call parses it anew; the nodes' attrs are NULL until then, and their names
+ * and layers move into the graph's own memory (earlier pointers to them dangle). For an engine
+ * done reading attrs once prepared: the document takes several times its text's memory. Not
+ * while another thread reads the nodes. */
 void rt_json_graph_drop_doc(rt_json_graph *g);
 uint32_t rt_json_graph_num_nodes(const rt_json_graph *g);
 rt_json_node *rt_json_graph_node(rt_json_graph *g, uint32_t nid);
