@@ -15,10 +15,11 @@
 
 enum { FOLD_MAX_ELEMS = 1 << 24 };  /* do not materialize huge constants */
 
-/* The evaluator of this run (ir_pass_ctx_const_eval). */
+/* The evaluator of this run (ir_pass_ctx_const_eval); levels: FoldLevels. */
 typedef struct fold_state {
     ir_const_eval_fn eval;
     void *user;
+    bool levels;
 } fold_state;
 
 /* A tuple of constants (concat's operands) is known like a constant. */
@@ -34,7 +35,8 @@ static bool const_tuple(const ir_expr *e) {
  * left unfolded, so the dequantize stays ops on the int8 levels (the levels and their scales
  * are what an int8 backend reads, and a backend that needs the float32 weight computes it
  * once when it prepares) and no float32 copy four times the weight's size is held. Small
- * ones (zero points, scales) fold. */
+ * ones (zero points, scales) fold. FoldLevels folds them too: the executor runs it on what the
+ * host runs (runtime/exec/executor.c). */
 enum { KEEP_LEVELS_MIN_ELEMS = 4096 };
 
 static bool keeps_levels(const ir_call *c, const ir_op_def *def) {
@@ -44,10 +46,10 @@ static bool keeps_levels(const ir_call *c, const ir_op_def *def) {
     return i8 && out && ir_dtype_eq(out->dtype, IR_DTYPE_F32) && ir_sinfo_numel(in) >= KEEP_LEVELS_MIN_ELEMS;
 }
 
-static bool foldable(const ir_call *c) {
+static bool foldable(const fold_state *fs, const ir_call *c) {
     if (c->callee->kind != IR_OP) return false;
     const ir_op_def *def = ((const ir_op *)c->callee)->def;
-    if (keeps_levels(c, def)) return false;
+    if (!fs->levels && keeps_levels(c, def)) return false;
     if (def->flags & (IR_OPF_IMPURE | IR_OPF_CALL_LIKE)) return false;
     if (!c->base.sinfo || c->base.sinfo->kind != IR_SINFO_TENSOR) return false;
     int64_t n = ir_sinfo_numel(c->base.sinfo);
@@ -125,7 +127,7 @@ static bool inline_branch(pu_rewriter *r, const ir_binding *b, ir_if *f) {
 static bool fold_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, bool dataflow) {
     (void)dataflow;
     const fold_state *fs = r->user;
-    if (!b->match_sinfo && fs->eval && value->kind == IR_CALL && foldable((ir_call *)value)) {
+    if (!b->match_sinfo && fs->eval && value->kind == IR_CALL && foldable(fs, (ir_call *)value)) {
         ir_expr *cst = fold_call(r, b, (ir_call *)value);
         if (cst) {
             /* Uses read the constant, which carries the layer's span. */
@@ -150,3 +152,11 @@ static bool fold_prepare(pu_rewriter *r, ir_pass_ctx_t *pc, const ir_module *mod
 
 PU_FUNC_PASS(ir_pass_fold_constant, "FoldConstant", 0, .binding = fold_binding,
              .state_size = sizeof(fold_state), .prepare = fold_prepare);
+
+static bool fold_levels_prepare(pu_rewriter *r, ir_pass_ctx_t *pc, const ir_module *mod, const ir_func *func) {
+    ((fold_state *)r->user)->levels = true;
+    return fold_prepare(r, pc, mod, func);
+}
+
+PU_FUNC_PASS(ir_pass_fold_levels, "FoldLevels", 0, .binding = fold_binding, .state_size = sizeof(fold_state),
+             .prepare = fold_levels_prepare);

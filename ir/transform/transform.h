@@ -194,6 +194,10 @@ extern const ir_pass ir_pass_pool_before_conv1x1;        /* "PoolBeforeConv1x1" 
 extern const ir_pass ir_pass_simplify_expr;              /* "SimplifyExpr" */
 extern const ir_pass ir_pass_fuse_norm_gelu;             /* "FuseLayerNormGelu" */
 extern const ir_pass ir_pass_fold_constant;              /* "FoldConstant" */
+/* "FoldLevels": FoldConstant that also folds what FoldConstant leaves of a large quantized
+ * weight's DequantizeLinear (the float32 cast of its 8-bit levels, and the ops after it), for
+ * the functions the host runs (an int8 backend's regions read the levels themselves). */
+extern const ir_pass ir_pass_fold_levels;
 extern const ir_pass ir_pass_to_non_dataflow;            /* "ToNonDataflow" */
 extern const ir_pass ir_pass_bind_params_attr;           /* "BindParams": from the "params" attr */
 

@@ -22,6 +22,9 @@
 
 #include "runtime/exec/executor_impl.h"
 
+#include "ir/transform/transform.h"
+#include "runtime/kernels/const_eval.h"
+
 
 /* Public API                                                                                */
 /* ======================================================================================== */
@@ -37,9 +40,24 @@ static void free_seq(rt_seq *s) {
     gr_vec_free(&s->free_end);
 }
 
+/* m with what FoldConstant left of its large quantized weights' dequantizes (float32 casts of
+ * int8 levels, kept for an int8 backend's regions) evaluated once, in the functions the host
+ * runs (FoldLevels skips the regions): else every run would dequantize them again. */
+static gr_status fold_levels(const ir_module *m, const ir_module **out, gr_diag *diag) {
+    ir_pass_ctx_t *pc = ir_pass_ctx_new();
+    ir_pass_ctx_set_const_eval(pc, rt_const_eval, NULL);
+    ir_module *fm = NULL;
+    gr_status st = ir_pass_run(&ir_pass_fold_levels, pc, m, &fm, diag);
+    ir_pass_ctx_free(pc);
+    *out = st ? m : fm;
+    return st;
+}
+
 gr_status rt_px_new_stored(const ir_module *m, const char *func, const rt_host_lowering *host,
                            const rt_px_stored_plan *plan, rt_px **out, gr_diag *diag) {
     *out = NULL;
+    gr_status fst = fold_levels(m, &m, diag);
+    if (fst) return fst;
     ir_func *fn = ir_module_func(m, func);
     if (!fn || fn->base.kind != IR_FUNC)
         return gr_diag_set(diag, GR_ERR_NOT_FOUND, "the module has no function '%s'", func);

@@ -43,6 +43,7 @@
 #include "backends/dnnl/dnnl_q_impl.h"
 #include "byoc/byoc.h"
 #include "frontend/onnx/onnx_import.h"
+#include "ir/op.h"
 #include "ir/text/parser.h"
 #include "ir/transform/transform.h"
 #include "runtime/exec/executor.h"
@@ -80,6 +81,32 @@ static int64_t argmax(const rt_tensor *t) {
     return best;
 }
 
+/* out is ORT's ref within the tolerance above (steps of its grid), with ORT's top-1 class. */
+static void expect_like_ort(const char *name, const rt_tensor *out, const rt_tensor *ref) {
+    int64_t n = rt_tensor_numel(ref);
+    cr_assert_eq(rt_tensor_numel(out), n);
+    double step = grid_step(ref), mx = 0;
+    cr_assert(isfinite(step) && step > 0, "%s: ORT's output has no two distinct values", name);
+    for (int64_t k = 0; k < n; k++) mx = fmax(mx, fabs(rt_tensor_get_f64(ref, k)));
+    double tol = INT8_FLOAT_TOL * mx;
+    int64_t off = 0, off2 = 0, worse = 0;
+    for (int64_t k = 0; k < n; k++) {
+        double gv = rt_tensor_get_f64(out, k), rv = rt_tensor_get_f64(ref, k), e = fabs(gv - rv);
+        if (!(e <= tol)) off++; /* NaN counts */
+        if (!(e <= step + tol)) off2++;
+        if (!(e <= 2 * step + tol)) worse++;
+    }
+    fprintf(stderr, "%s: step %.6g, %lld of %lld values off ORT's, %lld by two steps, %lld by more\n", name, step, (long long)off,
+            (long long)n, (long long)off2, (long long)worse);
+    cr_expect_eq(worse, 0, "%s: %lld values more than two steps off ORT's", name, (long long)worse);
+    cr_expect_leq(off, (int64_t)(INT8_MAX_OFF * (double)n), "%s: %lld of %lld values off ORT's", name, (long long)off,
+                  (long long)n);
+    cr_expect_leq(off2, (int64_t)(INT8_MAX_OFF2 * (double)n), "%s: %lld of %lld values two steps off ORT's", name,
+                  (long long)off2, (long long)n);
+    cr_expect_eq(argmax(out), argmax(ref), "%s: top-1 class %lld, ORT's %lld", name, (long long)argmax(out),
+                 (long long)argmax(ref));
+}
+
 static void check_int8(const char *name, int min_int8, int min_int8_prims, int min_int8_dst, int min_split) {
     const char *dir = getenv("GRAFT_INT8") ? getenv("GRAFT_INT8") : "build/third_party/int8";
     char path[4096];
@@ -110,7 +137,7 @@ static void check_int8(const char *name, int min_int8, int min_int8_prims, int m
     json_decref(rep);
     /* with VNNI / AMX every convolution and matmul runs on int8 levels (those after a pair
      * a residual shares too); below it the convolutions (8-bit weights) as two int8 ones on
-     * 7-bit halves of the weights, none whole (saturation, backends/dnnl/dnnl_op_quant.c) */
+     * the halves of their u8 source, none whole (saturation, backends/dnnl/dnnl_op_quant.c) */
     uint32_t nint8 = 0, nint8_dst = 0, nsplit = 0;
     for (uint32_t k = 0; k < rt_module_count(part); k++) {
         rt_json_graph *gr;
@@ -138,28 +165,9 @@ static void check_int8(const char *name, int min_int8, int min_int8_prims, int m
     rt_value arg = rt_value_tensor(input), res = {0};
     cr_assert_eq(rt_exec_run(x, &arg, 1, &res, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(res.kind, RT_VAL_TENSOR);
-    int64_t n = rt_tensor_numel(ref);
-    cr_assert_eq(rt_tensor_numel(res.u.t), n);
-    double step = grid_step(ref), mx = 0;
-    cr_assert(isfinite(step) && step > 0, "%s: ORT's output has no two distinct values", name);
-    for (int64_t k = 0; k < n; k++) mx = fmax(mx, fabs(rt_tensor_get_f64(ref, k)));
-    double tol = INT8_FLOAT_TOL * mx;
-    int64_t off = 0, off2 = 0, worse = 0;
-    for (int64_t k = 0; k < n; k++) {
-        double gv = rt_tensor_get_f64(res.u.t, k), rv = rt_tensor_get_f64(ref, k), e = fabs(gv - rv);
-        if (!(e <= tol)) off++; /* NaN counts */
-        if (!(e <= step + tol)) off2++;
-        if (!(e <= 2 * step + tol)) worse++;
-    }
-    fprintf(stderr, "%s (ISA %s): %d int8 composites, %u int8 primitives (%u writing levels); step %.6g, %lld of %lld values off ORT's, %lld by two steps, %lld by more\n",
-            name, rt_dnnl_isa(), nq, nint8, nint8_dst, step, (long long)off, (long long)n, (long long)off2, (long long)worse);
-    cr_expect_eq(worse, 0, "%s: %lld values more than two steps off ORT's", name, (long long)worse);
-    cr_expect_leq(off, (int64_t)(INT8_MAX_OFF * (double)n), "%s: %lld of %lld values off ORT's", name, (long long)off,
-                  (long long)n);
-    cr_expect_leq(off2, (int64_t)(INT8_MAX_OFF2 * (double)n), "%s: %lld of %lld values two steps off ORT's", name,
-                  (long long)off2, (long long)n);
-    cr_expect_eq(argmax(res.u.t), argmax(ref), "%s: top-1 class %lld, ORT's %lld", name, (long long)argmax(res.u.t),
-                 (long long)argmax(ref));
+    fprintf(stderr, "%s (ISA %s): %d int8 composites, %u int8 primitives (%u writing levels)\n", name, rt_dnnl_isa(), nq, nint8,
+            nint8_dst);
+    expect_like_ort(name, res.u.t, ref);
     dt_expect_no_ref(name, false);
     rt_value_clear(&res);
     rt_value_clear(&arg);
@@ -175,6 +183,61 @@ Test(dnnl_int8, resnet18_qoperator, .timeout = 240) { check_int8("resnet18_qop",
 Test(dnnl_int8, mobilenet_v3_large_qoperator, .timeout = 240) { check_int8("mobilenet_v3_large_qop", 53, 64, 64, 64); }
 Test(dnnl_int8, mobilenet_v3_large_qdq_per_channel, .timeout = 240) { check_int8("mobilenet_v3_large_qdq_pc", 54, 64, 64, 64); }
 Test(dnnl_int8, mobilenet_v3_large_qdq_per_tensor, .timeout = 240) { check_int8("mobilenet_v3_large_qdq_pt", 54, 64, 64, 64); }
+
+/* main's casts (R.astype): all of them, and those of a constant (what FoldConstant leaves of a
+ * large weight's DequantizeLinear: the cast of its int8 levels, for an int8 backend). */
+static void count_casts_in(const ir_module *m, uint32_t *all, uint32_t *of_consts) {
+    const ir_func *f = ir_module_func(m, "main");
+    *all = *of_consts = 0;
+    if (!f || f->body->kind != IR_SEQ) return;
+    const ir_seq *s = IR_AS(f->body, ir_seq);
+    for (uint32_t b = 0; b < s->nblocks; b++)
+        for (uint32_t i = 0; i < s->blocks[b]->n; i++) {
+            const ir_expr *v = s->blocks[b]->bindings[i].value;
+            const ir_call *c = v->kind == IR_CALL ? IR_AS(v, ir_call) : NULL;
+            if (!c || c->callee->kind != IR_OP || ir_op_def_id(IR_AS(c->callee, ir_op)->def) != IR_OP_ASTYPE) continue;
+            (*all)++;
+            *of_consts += c->nargs == 1 && c->args[0]->kind == IR_CONST;
+        }
+}
+
+/* the run's casts (profile events of R.astype) */
+static void count_cast_events(const rt_exec_event *ev, void *user) {
+    *(uint32_t *)user += !strcmp(ev->kind, "op") && ev->name && !strcmp(ev->name, "R.astype");
+}
+
+/* All on the host: the weights' dequantizes the pipeline left on their levels are evaluated once
+ * when the executor is made (FoldLevels, runtime/exec/executor.c), not by every run; the output
+ * is ORT's within the tolerance above. */
+Test(dnnl_int8, host_dequantizes_the_weights_once, .timeout = 240) {
+    const char *name = "mobilenet_v3_large_qdq_pc";
+    const char *dir = getenv("GRAFT_INT8") ? getenv("GRAFT_INT8") : "build/third_party/int8";
+    char path[4096];
+    rt_tensor *input = NULL, *ref = NULL;
+    if (!cached_model_load(dir, name, "scripts/fetch_int8_zoo.sh", path, sizeof path, &input, &ref)) return;
+    gr_diag d = {0};
+    ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
+    ir_module *m = NULL, *opt = NULL;
+    cr_assert_eq(onnx_import_file(ctx, path, NULL, &m, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
+    uint32_t all, of_consts, ran = 0;
+    count_casts_in(opt, &all, &of_consts);
+    cr_assert_gt(of_consts, 0, "%s: the pipeline left no weight on its int8 levels: nothing to check", name);
+    rt_exec_t *x = NULL;
+    cr_assert_eq(rt_exec_new(opt, "main", &x, &d), GR_OK, "%s", d.msg);
+    rt_exec_set_profiler(x, count_cast_events, &ran);
+    rt_value arg = rt_value_tensor(input), res = {0};
+    cr_assert_eq(rt_exec_run(x, &arg, 1, &res, &d), GR_OK, "%s", d.msg);
+    cr_expect_eq(ran, all - of_consts, "%s: %u casts ran; main has %u, %u of them of weight levels", name, ran, all, of_consts);
+    cr_assert_eq(res.kind, RT_VAL_TENSOR);
+    expect_like_ort("mobilenet_v3_large_qdq_pc (host)", res.u.t, ref);
+    rt_value_clear(&res);
+    rt_value_clear(&arg);
+    rt_tensor_release(ref);
+    rt_exec_free(x);
+    ir_ctx_free(ctx);
+}
 
 /* x -> quantize (scale S, zero point Z, type T in [LO, HI]) -> dequantize */
 #define QDQ_TEXT(T, LO, HI, Z)                                                                     \
