@@ -76,7 +76,16 @@ gr_status rt_json_graph_load(const char *symbol, const char *text, size_t len, r
     json_error_t err;
     json_t *doc = json_loadb(text, len, 0, &err);
     if (!doc) return gr_diag_set(d, GR_ERR_INVALID, "json runtime '%s': %s (line %d)", symbol, err.text, err.line);
-    return rt_json_graph_load_doc(symbol, doc, out, d);
+    gr_status st = rt_json_graph_load_doc(symbol, doc, out, d);
+    /* the text kept: an engine that drops the document (rt_json_graph_drop_doc) need not write it again */
+    char *copy = st ? NULL : malloc(len + 1);
+    if (copy) {
+        memcpy(copy, text, len);
+        copy[len] = 0;
+        (*out)->text = copy;
+        (*out)->text_len = len;
+    }
+    return st;
 }
 
 /* input / const node lists, consumer counts: the same for loaded and built graphs */
