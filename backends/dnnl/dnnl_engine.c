@@ -480,8 +480,10 @@ static gr_status build(dn_state *S) {
     /* nothing reads the nodes' attrs from here on (a later prepare parses the text again): the
      * parsed document, several times the text's size, goes before the primitives' kernels and
      * the arena take its place */
-    for (uint32_t p = 0; p < S->prims.len; p++) /* its node's layer (names move), else "" */
-        if (S->prims.data[p].nodes.len && S->prims.data[p].layer == S->prims.data[p].nodes.data[0]->layer) S->prims.data[p].layer = NULL;
+    for (uint32_t p = 0; p < S->prims.len; p++) { /* its node's layer (the names move), else "" */
+        dn_prim *pr = &S->prims.data[p];
+        if (pr->nodes.len && pr->layer == pr->nodes.data[0]->layer) pr->layer = NULL;
+    }
     rt_json_graph_drop_doc(g);
     for (uint32_t p = 0; p < S->prims.len; p++)
         if (!S->prims.data[p].layer) S->prims.data[p].layer = S->prims.data[p].nodes.data[0]->layer;

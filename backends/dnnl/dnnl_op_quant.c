@@ -489,7 +489,8 @@ static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, dnnl_
     int mask = k->per_tensor ? 0 : 2;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
-    /* both with a zero point or neither: it adds a compensation to the weights' layout */
+    /* both with a zero point or neither (it adds a compensation to the weights' layout):
+     * zl in {-2, -1} when zp is not 0 */
     int32_t zl = j->zp ? (j->zp & 1) - 2 : 0, zh = (j->zp - zl) / 2;
     dnnl_status_t ds = make_attr(&attr, nsc, mask, two, DNNL_ARG_SRC, zh);
     free(two);
