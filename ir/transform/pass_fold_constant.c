@@ -7,6 +7,7 @@
  * SequentialSpan(branch, if) (seed 001's FoldConstant example). */
 #include <stdlib.h>
 
+#include "base/map.h"
 #include "base/sys.h"
 #include "base/tensor.h"
 #include "ir/op.h"
@@ -15,11 +16,13 @@
 
 enum { FOLD_MAX_ELEMS = 1 << 24 };  /* do not materialize huge constants */
 
-/* The evaluator of this run (ir_pass_ctx_const_eval); levels: FoldLevels. */
+/* The evaluator of this run (ir_pass_ctx_const_eval); levels: FoldLevels, with the tensors it
+ * made and the var each replaced (0 once let go). */
 typedef struct fold_state {
     ir_const_eval_fn eval;
     void *user;
     bool levels;
+    gr_map made;
 } fold_state;
 
 /* A tuple of constants (concat's operands) is known like a constant. */
@@ -124,11 +127,32 @@ static bool inline_branch(pu_rewriter *r, const ir_binding *b, ir_if *f) {
     return true;
 }
 
+/* FoldLevels: the constants it made that call c read and that nothing else reads (their var
+ * has no use left) are let go, so that a dequantize chain (cast, subtract, multiply) does not
+ * hold a float32 copy of the weights per step until the context goes. */
+static void let_go_spent(pu_rewriter *r, fold_state *fs, const ir_call *c) {
+    for (uint32_t i = 0; i < c->nargs; i++) {
+        if (c->args[i]->kind != IR_CONST) continue;
+        rt_tensor *t = ((const ir_const *)c->args[i])->data;
+        uint64_t v = gr_map_get_or(&fs->made, GR_MAP_PTR(t), 0);
+        if (!v) continue;
+        uint64_t left = gr_map_get_or(&r->uses, v, 0);
+        gr_map_put(&r->uses, v, left ? left - 1 : 0);
+        if (left > 1) continue;
+        gr_map_put(&fs->made, GR_MAP_PTR(t), 0);
+        ir_ctx_disown(r->ctx, &t->obj);
+    }
+}
+
 static bool fold_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, bool dataflow) {
     (void)dataflow;
-    const fold_state *fs = r->user;
+    fold_state *fs = r->user;
     if (!b->match_sinfo && fs->eval && value->kind == IR_CALL && foldable(fs, (ir_call *)value)) {
         ir_expr *cst = fold_call(r, b, (ir_call *)value);
+        if (cst && fs->levels) {
+            let_go_spent(r, fs, (ir_call *)value);
+            gr_map_put(&fs->made, GR_MAP_PTR(((ir_const *)cst)->data), GR_MAP_PTR(b->var));
+        }
         if (cst) {
             /* Uses read the constant, which carries the layer's span. */
             gr_map_put(&r->remap, GR_MAP_PTR(b->var), GR_MAP_PTR(cst));
@@ -154,9 +178,13 @@ PU_FUNC_PASS(ir_pass_fold_constant, "FoldConstant", 0, .binding = fold_binding,
              .state_size = sizeof(fold_state), .prepare = fold_prepare);
 
 static bool fold_levels_prepare(pu_rewriter *r, ir_pass_ctx_t *pc, const ir_module *mod, const ir_func *func) {
-    ((fold_state *)r->user)->levels = true;
+    fold_state *fs = r->user;
+    fs->levels = true;
+    gr_map_init(&fs->made);
     return fold_prepare(r, pc, mod, func);
 }
 
+static void fold_levels_release(void *state) { gr_map_free(&((fold_state *)state)->made); }
+
 PU_FUNC_PASS(ir_pass_fold_levels, "FoldLevels", 0, .binding = fold_binding, .state_size = sizeof(fold_state),
-             .prepare = fold_levels_prepare);
+             .count_uses = true, .prepare = fold_levels_prepare, .release = fold_levels_release);
