@@ -191,6 +191,7 @@ extern const ir_pass ir_pass_cse;                        /* "EliminateCommonSube
 extern const ir_pass ir_pass_decompose_inference;        /* "DecomposeOpsForInference" */
 extern const ir_pass ir_pass_fold_bn_conv;               /* "FoldBatchNormIntoConv" */
 extern const ir_pass ir_pass_pool_before_conv1x1;        /* "PoolBeforeConv1x1" */
+extern const ir_pass ir_pass_merge_siblings;             /* "MergeSiblings" */
 extern const ir_pass ir_pass_simplify_expr;              /* "SimplifyExpr" */
 extern const ir_pass ir_pass_fuse_norm_gelu;             /* "FuseLayerNormGelu" */
 extern const ir_pass ir_pass_fold_constant;              /* "FoldConstant" */
