@@ -35,6 +35,7 @@ static void config_builtin(void) {
     if (done) return;
     done = true;
     ir_config_declare(IR_CONFIG_SI_BUILDER, (ir_config_value){.kind = IR_CONFIG_BOOL, .u.b = true});
+    ir_config_declare(IR_CONFIG_MERGE_SIBLING_MATMULS, (ir_config_value){.kind = IR_CONFIG_BOOL, .u.b = false});
 }
 
 /* ---- Pass context ---- */

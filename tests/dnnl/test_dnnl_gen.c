@@ -571,7 +571,7 @@ static int g_conv1x1_pool(gen *g) {
 
 /* Siblings: 2..4 convolutions (mostly 1x1, groups 1) or matmuls with constant weights reading
  * one input with the same attrs, each with the same epilogue (a bias, an activation) or now and
- * then one of its own, or another stride: the default pipeline's MergeSiblings runs those that
+ * then one of its own, or another stride: the default pipeline's MergeSiblings runs the 1x1 ones that
  * agree as one, and a split hands out the slices (inception branches, q / k / v projections);
  * the slices go on to a concat, out, or to the next family. */
 static int g_siblings(gen *g) {
@@ -1041,7 +1041,12 @@ static bool gen_case(uint32_t seed, const char *file, gen_tally *t) {
         return false;
     }
     bind_consts(ctx, m, seed, &bound);
-    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, bound, &opt, &d), GR_OK, "seed %u: %s\n%s", seed, d.msg, text);
+    /* sibling matmuls merged too (off by default): the backend's slices of them are covered */
+    ir_pass_ctx_t *pc = ir_pass_ctx_new();
+    cr_assert_eq(ir_pass_ctx_set_config(pc, IR_CONFIG_MERGE_SIBLING_MATMULS, (ir_config_value){.kind = IR_CONFIG_BOOL, .u.b = true}, &d),
+                 GR_OK, "%s", d.msg);
+    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), pc, bound, &opt, &d), GR_OK, "seed %u: %s\n%s", seed, d.msg, text);
+    ir_pass_ctx_free(pc);
     char *opt_text = ir_print_module_str(opt, NULL);
     t->merged += strstr(opt_text, "R.split(") != NULL; /* the generator writes no split */
     free(opt_text);
