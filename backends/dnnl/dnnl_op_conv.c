@@ -573,8 +573,9 @@ static gr_status dw1d_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
 static bool goes_blocked(dn_state *S, int e);
 
 /* c splits entry e of one image along its channels (MergeSiblings' merged convolutions): the
- * pieces are views of a blocked e (dn_op_split) when some piece goes on blocked and the others
- * are read only by convolutions, which reorder a piece as they would the whole. */
+ * pieces are views of a blocked e (dn_op_split) when every piece but the last fills whole
+ * blocks, some piece goes on blocked and the others are read only by convolutions, which
+ * reorder a piece as they would the whole. */
 static bool split_goes_blocked(dn_state *S, const rt_json_node *c, int e) {
     int nd = dn_entry_ndim(S, e);
     int64_t axis = dn_attr_int(c, "axis", 0);
@@ -583,6 +584,7 @@ static bool split_goes_blocked(dn_state *S, const rt_json_node *c, int e) {
     bool any = false;
     for (uint32_t o = 0; o < c->noutputs; o++) {
         int p = dn_out_entry(S, c) + (int)o;
+        if (o + 1 < c->noutputs && c->shapes[o][1] % rt_dnnl_channel_block()) return false;   /* a slice off the blocks */
         if (!S->cons[p].len) continue;
         if (goes_blocked(S, p)) {
             any = true;

@@ -27,9 +27,10 @@
  *     2); bert_encoder under AVX2 2.90 -> 3.17-3.25 ms. The config turns them on (the dnnl
  *     generator tests do, for the backend's slices of merged matmuls).
  *
- * Order: the merged op lists the siblings whose width is a multiple of 16 first, so that in a
- * channel-blocked layout (8 or 16 channels a block) every slice but the last starts on a block
- * and is a view of the merged result (backends/dnnl: dn_op_split).
+ * Order: the merged op lists the siblings whose width is a multiple of 16 first, then those of 8,
+ * then at most one other (a group takes no second one), so that in a channel-blocked layout (8
+ * or 16 channels a block) every slice but the last starts on a block and is a view of the merged
+ * result (backends/dnnl: dn_op_split); a slice off the blocks would be a copy.
  *
  * Spans: the merged product and each merged epilogue op carry the SequentialSpan of the ops they
  * replace, without output marks; the split carries every sibling's; each sibling's last var is
@@ -198,15 +199,22 @@ static void plan_block(pu_rewriter *r, sib_state *st, const ir_block *blk) {
     for (uint32_t i = base; i < st->members.len; i++) {
         if (st->members.data[i].group >= 0) continue;
         sib_group g = {.n = 0};
-        for (uint32_t j = i; j < st->members.len && g.n < SIB_MAX_GROUP; j++)
-            if (st->members.data[j].group < 0 && same_kind(&st->members.data[i], &st->members.data[j]))
-                g.members[g.n++] = (int)j;
+        int odd = 0;   /* members whose width is no multiple of 8: one a group, the last slice */
+        for (uint32_t j = i; j < st->members.len && g.n < SIB_MAX_GROUP; j++) {
+            const sib_member *m = &st->members.data[j];
+            if (m->group >= 0 || !same_kind(&st->members.data[i], m) || (m->width % 8 && odd)) continue;
+            odd += m->width % 8 != 0;
+            g.members[g.n++] = (int)j;
+        }
         if (g.n < 2) continue;
-        /* widths that are multiples of 16 first (block-aligned slices), order kept otherwise */
+        /* widths that are multiples of 16 first, then of 8, then the odd one: every slice but
+         * the last starts on a channel block; order kept otherwise */
         int sorted[SIB_MAX_GROUP], k = 0;
-        for (int pass = 0; pass < 2; pass++)
-            for (int j = 0; j < g.n; j++)
-                if ((st->members.data[g.members[j]].width % 16 == 0) == (pass == 0)) sorted[k++] = g.members[j];
+        for (int cls = 0; cls < 3; cls++)
+            for (int j = 0; j < g.n; j++) {
+                int64_t w = st->members.data[g.members[j]].width;
+                if ((w % 16 == 0 ? 0 : w % 8 == 0 ? 1 : 2) == cls) sorted[k++] = g.members[j];
+            }
         memcpy(g.members, sorted, sizeof(sorted[0]) * (size_t)g.n);
         g.first = st->members.data[i].root;
         for (int j = 0; j < g.n; j++) {
@@ -349,7 +357,7 @@ static bool sib_binding(pu_rewriter *r, const ir_binding *b, ir_expr *value, boo
     }
     const sib_member *m = &st->members.data[role >> 8];
     sib_group *g = &st->groups.data[m->group];
-    if (g->first == b && !emit_group(r, st, g, value)) return false;
+    if (g->first->var == b->var && !emit_group(r, st, g, value)) return false;
     int step = (int)(role & 0xff) - 1;   /* -1: the root */
     if (step != m->nsteps - 1) return true;   /* inside the chain: dropped */
     int j = 0;

@@ -1,5 +1,5 @@
-/* MergeSiblings: which siblings merge (same input, attrs, kernel shape, dtypes and epilogue,
- * groups 1, constant weights) and which do not, that a merged module computes what the original
+/* MergeSiblings: which siblings merge (same input, attrs, dtypes and epilogue, 1x1 kernels,
+ * groups 1, constant weights, at most one width off the 8-channel blocks) and which do not, that a merged module computes what the original
  * did (reference executor, same random inputs: within 1e-5, sums of at most 3 x 3 x 24 products
  * of values in [-1, 1] in float32, each output channel summed in the same order), and that every
  * layer of the originals is still named (spans) with its output mark on its slice. */
@@ -163,9 +163,9 @@ Test(pass_merge_siblings, inception_branches_merge) {
 /* q, k, v: three matmuls with biases on one input, a 3-D batch: merged when the config asks,
  * not by default */
 Test(pass_merge_siblings, qkv_projections_merge) {
-    const char *text = HEAD "x: R.Tensor((2, 5, 12), dtype=\"float32\"), wq: R.Tensor((12, 12), dtype=\"float32\"), "
-        "wk: R.Tensor((12, 12), dtype=\"float32\"), wv: R.Tensor((12, 12), dtype=\"float32\"), "
-        "bq: R.Tensor((12,), dtype=\"float32\"), bk: R.Tensor((12,), dtype=\"float32\"), bv: R.Tensor((12,), dtype=\"float32\")):\n"
+    const char *text = HEAD "x: R.Tensor((2, 5, 16), dtype=\"float32\"), wq: R.Tensor((16, 16), dtype=\"float32\"), "
+        "wk: R.Tensor((16, 16), dtype=\"float32\"), wv: R.Tensor((16, 16), dtype=\"float32\"), "
+        "bq: R.Tensor((16,), dtype=\"float32\"), bk: R.Tensor((16,), dtype=\"float32\"), bv: R.Tensor((16,), dtype=\"float32\")):\n"
         "        with R.dataflow():\n"
         "            q = R.matmul(x, wq)  # span: \"q\"\n"
         "            q1 = R.add(q, bq)  # span: \"q\"!\n"
@@ -182,7 +182,7 @@ Test(pass_merge_siblings, qkv_projections_merge) {
     with_matmuls = true;
     char *out = check(text, 1);
     with_matmuls = false;
-    cr_assert(strstr(out, "R.Tensor((2, 5, 36)"), "%s", out);
+    cr_assert(strstr(out, "R.Tensor((2, 5, 48)"), "%s", out);
     cr_assert(strstr(out, "axis=2"), "%s", out);
     free(out);
 }
@@ -192,7 +192,7 @@ Test(pass_merge_siblings, qkv_projections_merge) {
 static void differ(const char *attrs2, const char *w2type, const char *merged_type) {
     char text[2048];
     snprintf(text, sizeof text,
-             HEAD "x: " T4(8, 6, 6) ", w1: " TW(4, 8, 1) ", w2: %s, w3: " TW(8, 8, 1) "):\n"
+             HEAD "x: " T4(8, 6, 6) ", w1: " TW(8, 8, 1) ", w2: %s, w3: " TW(8, 8, 1) "):\n"
              "        with R.dataflow():\n"
              "            a = R.nn.conv2d(x, w1)  # span: \"a\"!\n"
              "            c = R.nn.conv2d(x, w2%s)  # span: \"c\"!\n"
@@ -206,11 +206,26 @@ static void differ(const char *attrs2, const char *w2type, const char *merged_ty
 }
 
 Test(pass_merge_siblings, differing_siblings_stay_apart) {
-    differ("", TW(4, 8, 1), T4(16, 6, 6)); /* control: all three agree */
-    differ(", strides=[2, 2]", TW(4, 8, 1), T4(12, 6, 6));
-    differ(", groups=2", TW(4, 4, 1), T4(12, 6, 6));
-    differ(", dilation=[2, 2]", TW(4, 8, 1), T4(12, 6, 6));
-    differ(", padding=[1, 1, 1, 1]", TW(4, 8, 3), T4(12, 6, 6));
+    differ("", TW(4, 8, 1), T4(20, 6, 6)); /* control: all three agree */
+    differ(", strides=[2, 2]", TW(4, 8, 1), T4(16, 6, 6));
+    differ(", groups=2", TW(4, 4, 1), T4(16, 6, 6));
+    differ(", dilation=[2, 2]", TW(4, 8, 1), T4(16, 6, 6));
+    differ(", padding=[1, 1, 1, 1]", TW(4, 8, 3), T4(16, 6, 6));
+}
+
+/* Widths off the 8-channel blocks: one a group, as its last slice; two such siblings stay apart. */
+Test(pass_merge_siblings, one_odd_width_a_group) {
+    const char *text = HEAD "x: " T4(8, 4, 4) ", w1: " TW(5, 8, 1) ", w2: " TW(6, 8, 1) ", w3: " TW(16, 8, 1) "):\n"
+        "        with R.dataflow():\n"
+        "            a = R.nn.conv2d(x, w1)  # span: \"a\"!\n"
+        "            c = R.nn.conv2d(x, w2)  # span: \"c\"!\n"
+        "            e = R.nn.conv2d(x, w3)  # span: \"e\"!\n"
+        "            R.output(a, c, e)\n"
+        "        return (a, c, e)\n";
+    char *out = check(text, 1);
+    /* e first (16), then a (5); c alone */
+    cr_assert(strstr(out, "R.Tensor((1, 21, 4, 4)") && strstr(out, "indices_or_sections=[16]"), "%s", out);
+    free(out);
 }
 
 /* Non-constant weights, groups > 1 and an op of different dtype never merge. */
@@ -248,8 +263,8 @@ Test(pass_merge_siblings, what_never_merges) {
  * those of the same chain; a chain stops at a value read twice (the conv itself then merges
  * with plain siblings). */
 Test(pass_merge_siblings, epilogues_group_siblings) {
-    char *out = check(HEAD "x: " T4(8, 5, 5) ", w1: " TW(4, 8, 1) ", w2: " TW(5, 8, 1) ", w3: " TW(6, 8, 1) ", w4: " TW(3, 8, 1)
-                      ", w5: " TW(2, 8, 1) ", b1: " TB(4) ", b3: " TB(6) "):\n"
+    char *out = check(HEAD "x: " T4(8, 5, 5) ", w1: " TW(8, 8, 1) ", w2: " TW(5, 8, 1) ", w3: " TW(8, 8, 1) ", w4: " TW(8, 8, 1)
+                      ", w5: " TW(2, 8, 1) ", b1: " TB(8) ", b3: " TB(8) "):\n"
                       "        with R.dataflow():\n"
                       "            a = R.nn.conv2d(x, w1)  # span: \"a\"\n"
                       "            a1 = R.add(a, b1)  # span: \"a\"\n"
@@ -266,7 +281,7 @@ Test(pass_merge_siblings, epilogues_group_siblings) {
                       "            R.output(a2, c1, e2, f2, h)\n"
                       "        return (a2, c1, e2, f2, h)\n",
                       2);
-    /* a with e (bias, relu: 10 channels), f with h (no epilogue: 5 channels); c alone */
-    cr_assert(strstr(out, "R.Tensor((1, 10, 5, 5)") && strstr(out, "R.Tensor((1, 5, 5, 5)"), "%s", out);
+    /* a with e (bias, relu: 16 channels), f with h (no epilogue: 10 channels); c alone */
+    cr_assert(strstr(out, "R.Tensor((1, 16, 5, 5)") && strstr(out, "R.Tensor((1, 10, 5, 5)"), "%s", out);
     free(out);
 }
