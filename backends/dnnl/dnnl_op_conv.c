@@ -584,7 +584,8 @@ static bool split_goes_blocked(dn_state *S, const rt_json_node *c, int e) {
     bool any = false;
     for (uint32_t o = 0; o < c->noutputs; o++) {
         int p = dn_out_entry(S, c) + (int)o;
-        if (o + 1 < c->noutputs && c->shapes[o][1] % rt_dnnl_channel_block()) return false;   /* a slice off the blocks */
+        /* a slice off the blocks, or a region output: dn_op_split's general path, plain */
+        if ((o + 1 < c->noutputs && c->shapes[o][1] % rt_dnnl_channel_block()) || S->is_head[p]) return false;
         if (!S->cons[p].len) continue;
         if (goes_blocked(S, p)) {
             any = true;

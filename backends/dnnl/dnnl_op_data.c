@@ -923,14 +923,17 @@ static bool split_blocked(dn_state *S, const rt_json_node *n, int xv, int64_t ax
     if (!block) return false;
     size_t per_ch = sizeof(float);
     for (int d = 2; d < nd; d++) per_ch *= (size_t)xmd.dims[d];
-    for (uint32_t o = 0; o < n->noutputs; o++)
+    int64_t total = 0;
+    for (uint32_t o = 0; o < n->noutputs; o++) {
         if (n->ndims[o] != nd || S->is_head[row + (int)o] || (o + 1 < n->noutputs && n->shapes[o][1] % block)) return false;
+        total += n->shapes[o][1];
+    }
+    if (total != xmd.dims[1]) return false;
     int64_t at = 0;
     for (uint32_t o = 0; o < n->noutputs; o++) {
         int e = row + (int)o;
         dnnl_memory_desc_t md;
-        if (dnnl_memory_desc_init_by_tag(&md, nd, n->shapes[o], dnnl_f32, block_tag(nd, block)) != dnnl_success) return false;
-        if (S->cons[e].len) {
+        if (S->cons[e].len && dnnl_memory_desc_init_by_tag(&md, nd, n->shapes[o], dnnl_f32, block_tag(nd, block)) == dnnl_success) {
             int v = dn_alias_new(S, xv, &md);
             S->vals.data[v].boff = (size_t)at * per_ch;
             S->ent_val[e] = v;
@@ -938,7 +941,7 @@ static bool split_blocked(dn_state *S, const rt_json_node *n, int xv, int64_t ax
         }
         at += n->shapes[o][1];
     }
-    return at == xmd.dims[1];
+    return true;
 }
 
 /* split: each piece a slice along the axis, the pieces' sizes read from the output shapes; a

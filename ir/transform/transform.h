@@ -93,7 +93,8 @@ typedef struct ir_config_value {
 } ir_config_value;
 
 /* Declares a config option (process-global, like TVM_REGISTER_PASS_CONFIG_OPTION); known:
- * "ir.enable_si_builder" (bool, default true), "ir.merge_sibling_matmuls" (bool, default false). Re-declaring with the same kind is a no-op. */
+ * "ir.enable_si_builder" (bool, default true), "ir.merge_sibling_matmuls" (bool, default
+ * false). Re-declaring with the same kind is a no-op. */
 void ir_config_declare(const char *key, ir_config_value dflt);
 
 /* New context: opt level 2, no passes forced, default config, no instruments. */
