@@ -231,19 +231,19 @@ Test(pass_merge_siblings, one_odd_width_a_group) {
 /* Non-constant weights, groups > 1 and an op of different dtype never merge. */
 Test(pass_merge_siblings, what_never_merges) {
     /* w is an input (x2): not a constant */
-    check(HEAD "x: " T4(8, 6, 6) ", x2: " TW(4, 8, 1) ", w1: " TW(4, 8, 1) "):\n"
+    free(check(HEAD "x: " T4(8, 6, 6) ", x2: " TW(4, 8, 1) ", w1: " TW(4, 8, 1) "):\n"
           "        with R.dataflow():\n"
           "            a = R.nn.conv2d(x, x2)  # span: \"a\"!\n"
           "            c = R.nn.conv2d(x, w1)  # span: \"c\"!\n"
           "            R.output(a, c)\n"
-          "        return (a, c)\n", 0);
+          "        return (a, c)\n", 0));
     /* both grouped */
-    check(HEAD "x: " T4(8, 6, 6) ", w1: " TW(4, 4, 1) ", w2: " TW(6, 4, 1) "):\n"
+    free(check(HEAD "x: " T4(8, 6, 6) ", w1: " TW(4, 4, 1) ", w2: " TW(6, 4, 1) "):\n"
           "        with R.dataflow():\n"
           "            a = R.nn.conv2d(x, w1, groups=2)  # span: \"a\"!\n"
           "            c = R.nn.conv2d(x, w2, groups=2)  # span: \"c\"!\n"
           "            R.output(a, c)\n"
-          "        return (a, c)\n", 0);
+          "        return (a, c)\n", 0));
     /* a product of another dtype (out_dtype) */
     ir_module *m = bound(HEAD "x: R.Tensor((3, 8), dtype=\"float32\"), w1: R.Tensor((8, 4), dtype=\"float32\"), "
                          "w2: R.Tensor((8, 4), dtype=\"float32\")):\n"
