@@ -8,16 +8,22 @@
  * Siblings: conv2d(x, W_i) with the same x, attrs and dtypes, 1x1 kernels, groups 1, NCHW/OIHW,
  * W_i constant; or matmul(x, W_i) with W_i a constant matrix (K, N_i). Each sibling's epilogue is
  * the chain of single-use ops after it: adds of a constant bias that varies along the output
- * channels only, and unary activations. Siblings merge only when their epilogues are the same
+ * channels only, and unary activations. A sibling whose result a concat alone reads stays out
+ * (see below). Siblings merge only when their epilogues are the same
  * sequence (same ops, same attrs); the merged product then carries the merged epilogue (the
  * biases concatenated) and the backends fuse it as before. Siblings whose epilogues differ form
  * separate groups: a per-slice epilogue after the split would split a fused post-op chain.
  *
  * What pays (oneDNN backend, Sapphire Rapids, per-primitive medians of `graft run --profile`):
- *   - googlenet's 27 inception 1x1s as 9: 3.92 -> 3.68 ms at 1 thread, 2.15-2.50 -> 1.99-2.13
- *     at 2, 3.50-3.71 -> 3.21-3.57 under ONEDNN_MAX_CPU_ISA=AVX2; the slices are views of the
- *     blocked result (dn_op_split), only the slice a concat reads is copied into its slot
- *     (+0.05 ms native, +0.11-0.14 AVX2 for the 9 blocks).
+ *   - googlenet's inception 1x1s on the block input: the slices are views of the blocked
+ *     result (dn_op_split). All three merged (27 as 9): 3.92 -> 3.68 ms at 1 thread, 2.15-2.50
+ *     -> 1.99-2.13 at 2, 3.50-3.71 -> 3.21-3.57 under ONEDNN_MAX_CPU_ISA=AVX2, but the first
+ *     branch's slice, which the block's concat reads, is then copied into its slot (+0.05 ms
+ *     native, +0.11-0.14 AVX2 for the 9 blocks). Without that branch (a sibling a concat alone
+ *     reads stays: its conv writes its slot in place), 1 thread, 1x1s and reorders, three
+ *     rounds on a loaded machine: 5.07 / 5.41 / 5.12 ms unmerged, 5.35 / 5.17 / 5.01 all three
+ *     merged, 5.07 / 4.84 / 4.57 the two reductions merged; AVX2 6.50 / 7.69 / 7.19, 7.89 /
+ *     7.13 / 7.42, 7.46 / 6.76 / 7.11.
  *   - Larger kernels are not merged: not measured, and oneDNN picks Winograd per convolution by
  *     its channel counts, which a merge changes.
  *   - Matmuls are off by default: a BERT-like block with separate q / k / v Linear layers
@@ -166,14 +172,18 @@ static bool same_kind(const sib_member *a, const sib_member *b) {
 
 static void plan_block(pu_rewriter *r, sib_state *st, const ir_block *blk) {
     /* var -> 1 + index of the binding of this block reading it (0 when none here) */
-    gr_map user;
+    gr_map user, concat_src;   /* concat_src: vars a concat of this block reads in its tuple */
     gr_map_init(&user);
+    gr_map_init(&concat_src);
     for (uint32_t i = 0; i < blk->n; i++) {
         const ir_expr *v = blk->bindings[i].value;
         if (v->kind != IR_CALL) continue;
         const ir_call *c = (const ir_call *)v;
         for (uint32_t a = 0; a < c->nargs; a++)
             if (ir_is_var(c->args[a])) gr_map_put(&user, GR_MAP_PTR(c->args[a]), i + 1);
+        if (ir_op_id_of(v) == IR_OP_CONCAT && c->nargs == 1 && c->args[0]->kind == IR_TUPLE)
+            for (uint32_t f = 0; f < ((const ir_tuple *)c->args[0])->n; f++)
+                gr_map_put(&concat_src, GR_MAP_PTR(((const ir_tuple *)c->args[0])->fields[f]), 1);
     }
     uint32_t base = st->members.len;
     for (uint32_t i = 0; i < blk->n; i++) {
@@ -194,6 +204,9 @@ static void plan_block(pu_rewriter *r, sib_state *st, const ir_block *blk) {
             if (!bias_of(c, &cur->var->base, nd, axis, m.width) && !unary_step(c, &cur->var->base)) break;
             cur = m.steps[m.nsteps++] = &blk->bindings[u - 1];
         }
+        /* read by a concat alone: its producer writes its slot of the concat in place, where
+         * as a slice it would be copied there */
+        if (gr_map_get_or(&r->uses, GR_MAP_PTR(cur->var), 0) == 1 && gr_map_get(&concat_src, GR_MAP_PTR(cur->var), NULL)) continue;
         gr_vec_push(&st->members, m);
     }
     for (uint32_t i = base; i < st->members.len; i++) {
@@ -227,6 +240,7 @@ static void plan_block(pu_rewriter *r, sib_state *st, const ir_block *blk) {
         gr_vec_push(&st->groups, g);
     }
     gr_map_free(&user);
+    gr_map_free(&concat_src);
 }
 
 static bool sib_prepare(pu_rewriter *r, ir_pass_ctx_t *pc, const ir_module *mod, const ir_func *func) {

@@ -573,7 +573,8 @@ static int g_conv1x1_pool(gen *g) {
  * one input with the same attrs, each with the same epilogue (a bias, an activation) or now and
  * then one of its own, or another stride: the default pipeline's MergeSiblings runs the 1x1 ones that
  * agree as one, and a split hands out the slices (inception branches, q / k / v projections);
- * the slices go on to a concat, out, or to the next family. */
+ * the results go on to a concat (which keeps a result it alone reads out of the merge), out,
+ * or to the next family. */
 static int g_siblings(gen *g) {
     static const char *ACT[] = {"R.nn.relu", "R.sigmoid", "R.nn.gelu"};
     bool mm = g_p(g, 35), bias = g_p(g, 70);
@@ -621,6 +622,9 @@ static int g_siblings(gen *g) {
     bool same = !mm && g_p(g, 50);
     for (int i = 1; i < n && same; i++) same = g->v[ys[i]].s[2] == g->v[ys[0]].s[2] && g->v[ys[i]].s[3] == g->v[ys[0]].s[3];
     if (!same) return ys[n - 1];
+    /* now and then another reader of the first result: then it merges, its slice copied into
+     * the concat's slot */
+    if (g_p(g, 50)) g_emit(g, 4, g->v[ys[0]].s, "R.multiply(%s, %s)", N(g, ys[0]), N(g, ys[0]));
     char fields[256];
     size_t l = 0;
     int64_t cs[RT_MAX_NDIM];

@@ -133,7 +133,8 @@ static char *check(const char *text, int splits) {
 #define TB(c) "R.Tensor((1, " #c ", 1, 1), dtype=\"float32\")"
 
 /* inception: three 1x1 convolutions with bias and relu on the block input, which a pool reads
- * too; the slices go to a concat, a 3x3 convolution and out */
+ * too; their results go to a concat (that one stays: its conv writes the concat's slot), a 3x3
+ * convolution and out */
 Test(pass_merge_siblings, inception_branches_merge) {
     const char *text = HEAD "x: " T4(24, 7, 7) ", w1: " TW(16, 24, 1) ", w2: " TW(8, 24, 1) ", w3: " TW(5, 24, 1)
         ", b1: " TB(16) ", b2: " TB(8) ", b3: " TB(5) ", w4: " TW(6, 8, 3) "):\n"
@@ -153,9 +154,24 @@ Test(pass_merge_siblings, inception_branches_merge) {
         "            R.output(gv, e2)\n"
         "        return (gv, e2)\n";
     char *out = check(text, 1);
-    /* one convolution of 29 channels, the widths that are multiples of 16 first */
-    cr_assert(strstr(out, "R.Tensor((1, 29, 7, 7)"), "%s", out);
-    cr_assert(strstr(out, "indices_or_sections=[16, 24]"), "%s", out);
+    /* one convolution of 13 channels, the multiple of 8 first; b1's alone */
+    cr_assert(strstr(out, "R.Tensor((1, 13, 7, 7)") && strstr(out, "R.Tensor((1, 16, 7, 7)"), "%s", out);
+    cr_assert(strstr(out, "indices_or_sections=[8]"), "%s", out);
+    cr_assert(strstr(out, "\"b2/conv\", \"b3/conv\""), "the merged conv names both layers:\n%s", out);
+    free(out);
+    /* the concat reading b1's result through another op (no epilogue step): b1 merges too, 16
+     * first */
+    char t2[4096];
+    snprintf(t2, sizeof t2, "%s", text);
+    char *at = strstr(t2, "            gv = R.concat((a2, c3, p)");
+    cr_assert_not_null(at);
+    const char *tail = "            a3 = R.multiply(a2, a2)  # span: \"b1/square\"!\n"
+                       "            gv = R.concat((a3, c3, p), axis=1)  # span: \"cat\"!\n"
+                       "            R.output(gv, e2)\n"
+                       "        return (gv, e2)\n";
+    snprintf(at, sizeof t2 - (size_t)(at - t2), "%s", tail);
+    out = check(t2, 1);
+    cr_assert(strstr(out, "R.Tensor((1, 29, 7, 7)") && strstr(out, "indices_or_sections=[16, 24]"), "%s", out);
     cr_assert(strstr(out, "\"b1/conv\", \"b2/conv\", \"b3/conv\""), "the merged conv names every layer:\n%s", out);
     free(out);
 }
