@@ -80,14 +80,6 @@ static const ir_op_id UNARY_STEPS[] = {
     IR_OP_RELU, IR_OP_RELU6, IR_OP_LEAKYRELU, IR_OP_SIGMOID, IR_OP_TANH, IR_OP_GELU, IR_OP_GELU_TANH, IR_OP_SILU,
 };
 
-static bool attrs_equal(const ir_attrs *a, const ir_attrs *b) {
-    if (a == b) return true;
-    if (!a || !b || a->n != b->n) return false;
-    for (uint32_t i = 0; i < a->n; i++)
-        if (a->keys[i] != b->keys[i] || !ir_attr_equal(&a->vals[i], &b->vals[i])) return false;
-    return true;
-}
-
 static bool str_is(const ir_attrs *a, const char *key, const char *want) {
     const char *s = ir_attrs_get_str(a, key);
     return !s || strcmp(s, want) == 0;
@@ -149,7 +141,7 @@ static bool unary_step(const ir_call *c, const ir_expr *v) {
 static bool same_kind(const sib_member *a, const sib_member *b) {
     const ir_call *x = (const ir_call *)a->root->value, *y = (const ir_call *)b->root->value;
     const rt_tensor *wx = const_of(x->args[1]), *wy = const_of(y->args[1]);
-    if (x->callee != y->callee || x->args[0] != y->args[0] || !attrs_equal(x->attrs, y->attrs) ||
+    if (x->callee != y->callee || x->args[0] != y->args[0] || !pu_attrs_equal(x->attrs, y->attrs) ||
         !ir_dtype_eq(wx->dl.dtype, wy->dl.dtype) || !ir_dtype_eq(x->base.sinfo->dtype, y->base.sinfo->dtype) ||
         a->nsteps != b->nsteps)
         return false;
@@ -158,7 +150,7 @@ static bool same_kind(const sib_member *a, const sib_member *b) {
         if (d != od && wx->shape[d] != wy->shape[d]) return false;
     for (int k = 0; k < a->nsteps; k++) {
         const ir_call *s = (const ir_call *)a->steps[k]->value, *t = (const ir_call *)b->steps[k]->value;
-        if (s->callee != t->callee || !attrs_equal(s->attrs, t->attrs)) return false;
+        if (s->callee != t->callee || !pu_attrs_equal(s->attrs, t->attrs)) return false;
         if (ir_op_id_of(&s->base) == IR_OP_ADD) {
             const rt_tensor *bs = const_of(s->args[0]) ? const_of(s->args[0]) : const_of(s->args[1]);
             const rt_tensor *bt = const_of(t->args[0]) ? const_of(t->args[0]) : const_of(t->args[1]);
