@@ -1,7 +1,7 @@
 /* MergeSiblings: 1x1 convolutions (and, with the pass config "ir.merge_sibling_matmuls", matmuls)
  * with constant weights that read the same input with the same attributes run as one with their
  * weights (and bias adds) concatenated along the output channel axis, and a split hands each
- * consumer its slice: GoogLeNet's inception blocks (the 1x1 convolutions of three branches on the
+ * consumer its slice: GoogLeNet's inception blocks (the two reducing 1x1 convolutions on the
  * block input), attention written as separate q / k / v Linear layers. One wide product reads
  * the shared input once and keeps the vector units busier than several narrow ones.
  *
@@ -9,9 +9,9 @@
  * W_i constant; or matmul(x, W_i) with W_i a constant matrix (K, N_i). Each sibling's epilogue is
  * the chain of single-use ops after it: adds of a constant bias that varies along the output
  * channels only, and unary activations. A sibling whose result a concat alone reads stays out
- * (see below). Siblings merge only when their epilogues are the same
- * sequence (same ops, same attrs); the merged product then carries the merged epilogue (the
- * biases concatenated) and the backends fuse it as before. Siblings whose epilogues differ form
+ * (see below). Siblings merge only when their epilogues are the same sequence (same ops, same
+ * attrs); the merged product then carries the merged epilogue (the biases concatenated) and the
+ * backends fuse it as before. Siblings whose epilogues differ form
  * separate groups: a per-slice epilogue after the split would split a fused post-op chain.
  *
  * What pays (oneDNN backend, Sapphire Rapids, per-primitive medians of `graft run --profile`):
