@@ -372,7 +372,7 @@ static void *wcache_new(void) {
 static void wcache_free(void *p) {
     dn_wcache *w = p;
     if (!w) return;
-    for (uint32_t i = 0; i < w->e.len; i++) free(w->e.data[i].buf);
+    for (uint32_t i = 0; i < w->e.len; i++) dn_const_free(w->e.data[i].buf);
     gr_vec_free(&w->e);
     pthread_mutex_destroy(&w->lock);
     free(w);
@@ -385,13 +385,69 @@ static void wcache_free(void *p) {
  * cost a matrix-vector product (mnasnet1_0's 1280 x 1000 head, weights packed by the engine
  * then) a third of its time (0.15 -> 0.11 ms). */
 #define DN_HUGE (2u << 20)
-static void *weights_alloc(size_t bytes) {
+void *dn_huge_alloc(size_t bytes) {
     size_t sz = (bytes + 63) / 64 * 64;
     if (sz < DN_HUGE) return aligned_alloc(64, sz ? sz : 64);
     void *p;
     if (posix_memalign(&p, DN_HUGE, sz)) return NULL;
     madvise(p, sz / DN_HUGE * DN_HUGE, MADV_HUGEPAGE); /* only a hint: ignored where THP is off */
     return p;
+}
+
+/* The smaller constants the engine makes once (reordered weights below 2 MiB: most of a small
+ * CNN's) share chunks of two huge pages, first fit, instead of each its own 4 KiB pages: a run
+ * reads them all, and between runs of a server other work evicts their translations, so a
+ * model of 17 MiB of weights (mnasnet1_0) walked the page tables some 4000 times a run, more
+ * than the TLB holds even back to back. A chunk is freed when its last constant is; what sits
+ * in a chunk is not reused before, so only constants that live as long as their state come
+ * here (not copies freed at prepare). */
+#define DN_CHUNK (2 * DN_HUGE)
+typedef struct wchunk {
+    char *base;
+    size_t used;
+    uint32_t live;
+} wchunk;
+static pthread_mutex_t g_chunk_lock = PTHREAD_MUTEX_INITIALIZER;
+static GR_VEC(wchunk) g_chunks;
+
+static void *const_alloc(size_t bytes) {
+    size_t sz = (bytes + 63) / 64 * 64;
+    if (!sz || sz >= DN_HUGE) return dn_huge_alloc(bytes);
+    void *p = NULL;
+    pthread_mutex_lock(&g_chunk_lock);
+    for (uint32_t i = 0; i < g_chunks.len && !p; i++)
+        if (DN_CHUNK - g_chunks.data[i].used >= sz) {
+            p = g_chunks.data[i].base + g_chunks.data[i].used;
+            g_chunks.data[i].used += sz;
+            g_chunks.data[i].live++;
+        }
+    void *b;
+    if (!p && !posix_memalign(&b, DN_HUGE, DN_CHUNK)) {
+        madvise(b, DN_CHUNK, MADV_HUGEPAGE); /* a hint, as above */
+        wchunk c = {b, sz, 1};
+        gr_vec_push(&g_chunks, c);
+        p = b;
+    }
+    pthread_mutex_unlock(&g_chunk_lock);
+    return p;
+}
+
+void dn_const_free(void *p) {
+    if (!p) return;
+    pthread_mutex_lock(&g_chunk_lock);
+    for (uint32_t i = 0; i < g_chunks.len; i++) {
+        wchunk *c = &g_chunks.data[i];
+        if ((char *)p < c->base || (char *)p >= c->base + DN_CHUNK) continue;
+        if (--c->live == 0) {
+            free(c->base);
+            *c = g_chunks.data[--g_chunks.len];
+            if (!g_chunks.len) gr_vec_free(&g_chunks);
+        }
+        pthread_mutex_unlock(&g_chunk_lock);
+        return;
+    }
+    pthread_mutex_unlock(&g_chunk_lock);
+    free(p);
 }
 
 /* The whole 2 MiB pieces of constant data read in place (a graph constant) moved onto huge
@@ -437,7 +493,7 @@ static gr_status shared_make(dn_state *S, dn_wcache *w, const rt_json_node *n, c
             return GR_OK;
         }
     }
-    void *buf = weights_alloc(dnnl_memory_desc_get_size(dmd));
+    void *buf = const_alloc(dnnl_memory_desc_get_size(dmd));
     gr_status st = buf ? make(S, n, smd, src, dmd, buf, ctx) : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     if (!st) {
         dn_wentry e = {make, key, h1, h2, *smd, *dmd, buf};
@@ -445,7 +501,7 @@ static gr_status shared_make(dn_state *S, dn_wcache *w, const rt_json_node *n, c
         *out = buf;
         atomic_fetch_add(&g_wshared_made, 1);
     } else {
-        free(buf);
+        dn_const_free(buf);
     }
     pthread_mutex_unlock(&w->lock);
     return st;
@@ -488,7 +544,8 @@ gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_me
     if (wc) {
         st = shared_make(S, wc, n, smd, src, S->vals.data[r].kind == V_OWNED, dmd, make, ctx, out);
     } else {
-        *out = dn_owned_alloc(S, dnnl_memory_desc_get_size(dmd));
+        *out = const_alloc(dnnl_memory_desc_get_size(dmd));
+        if (*out) gr_vec_push(&S->owned, *out);
         st = *out ? make(S, n, smd, src, dmd, *out, ctx) : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     }
     if (!st) S->stats.weight_bytes += bytes;
@@ -496,13 +553,13 @@ gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_me
     if (!st && packable && rt_json_graph_pack_streamed(S->g)) {
         /* an artifact build took the bytes: this state is released, never run, so the copy
          * goes now and the build holds one reordered weight at a time */
-        free(S->owned.data[--S->owned.len]);
+        dn_const_free(S->owned.data[--S->owned.len]);
     }
     return st;
 }
 
 void *dn_owned_alloc(dn_state *S, size_t bytes) {
-    void *p = weights_alloc(bytes);
+    void *p = dn_huge_alloc(bytes);
     if (p) gr_vec_push(&S->owned, p);
     return p;
 }
