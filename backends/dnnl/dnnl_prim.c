@@ -396,12 +396,29 @@ void *dn_huge_alloc(size_t bytes) {
 
 /* The smaller constants the engine makes once (reordered weights below 2 MiB: most of a small
  * CNN's) share chunks of two huge pages, first fit, instead of each its own 4 KiB pages: a run
- * reads them all, and between runs of a server other work evicts their translations, so a
- * model of 17 MiB of weights (mnasnet1_0) walked the page tables some 4000 times a run, more
- * than the TLB holds even back to back. A chunk is freed when its last constant is; what sits
- * in a chunk is not reused before, so only constants that live as long as their state come
- * here (not copies freed at prepare). */
+ * reads them all, and mnasnet1_0's 17 MiB on 4 KiB pages are some 4300 translations, more
+ * than the second-level TLB holds even back to back, and evicted by other work between the
+ * runs of a server. A chunk is freed when its last constant is; what sits in a chunk is not
+ * reused before, so only constants that live as long as their state come here (not copies
+ * freed at prepare). */
 #define DN_CHUNK (2 * DN_HUGE)
+/* under AddressSanitizer what a chunk has not handed out stays poisoned, so an overrun of one
+ * constant into the next is still caught */
+#if defined(__SANITIZE_ADDRESS__)
+#define DN_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DN_ASAN 1
+#endif
+#endif
+#ifdef DN_ASAN
+#include <sanitizer/asan_interface.h>
+#define CHUNK_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define CHUNK_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define CHUNK_POISON(p, n) ((void)(p), (void)(n))
+#define CHUNK_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 typedef struct wchunk {
     char *base;
     size_t used;
@@ -424,10 +441,12 @@ static void *const_alloc(size_t bytes) {
     void *b;
     if (!p && !posix_memalign(&b, DN_HUGE, DN_CHUNK)) {
         madvise(b, DN_CHUNK, MADV_HUGEPAGE); /* a hint, as above */
+        CHUNK_POISON(b, DN_CHUNK);
         wchunk c = {b, sz, 1};
         gr_vec_push(&g_chunks, c);
         p = b;
     }
+    if (p) CHUNK_UNPOISON(p, bytes);
     pthread_mutex_unlock(&g_chunk_lock);
     return p;
 }
@@ -439,6 +458,7 @@ void dn_const_free(void *p) {
         wchunk *c = &g_chunks.data[i];
         if ((char *)p < c->base || (char *)p >= c->base + DN_CHUNK) continue;
         if (--c->live == 0) {
+            CHUNK_UNPOISON(c->base, DN_CHUNK);
             free(c->base);
             *c = g_chunks.data[--g_chunks.len];
             if (!g_chunks.len) gr_vec_free(&g_chunks);
