@@ -561,16 +561,18 @@ gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_me
         *out = (void *)packed;  /* read only, as every weight */
         return GR_OK;
     }
+    bool streamed = packable && rt_json_graph_pack_streamed(S->g);
     if (wc) {
         st = shared_make(S, wc, n, smd, src, S->vals.data[r].kind == V_OWNED, dmd, make, ctx, out);
     } else {
-        *out = const_alloc(dnnl_memory_desc_get_size(dmd));
+        /* a copy an artifact build frees at once gets its own memory, not a chunk's */
+        *out = streamed ? dn_huge_alloc(bytes) : const_alloc(bytes);
         if (*out) gr_vec_push(&S->owned, *out);
         st = *out ? make(S, n, smd, src, dmd, *out, ctx) : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     }
     if (!st) S->stats.weight_bytes += bytes;
     if (!st && packable) rt_json_graph_pack_record(S->g, key, *out, bytes);
-    if (!st && packable && rt_json_graph_pack_streamed(S->g)) {
+    if (!st && streamed) {
         /* an artifact build took the bytes: this state is released, never run, so the copy
          * goes now and the build holds one reordered weight at a time */
         dn_const_free(S->owned.data[--S->owned.len]);
