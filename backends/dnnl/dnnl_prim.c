@@ -395,12 +395,12 @@ void *dn_huge_alloc(size_t bytes) {
 }
 
 /* The smaller constants the engine makes once (reordered weights below 2 MiB: most of a small
- * CNN's) share chunks of two huge pages, first fit, instead of each its own 4 KiB pages: a run
- * reads them all, and mnasnet1_0's 17 MiB on 4 KiB pages are some 4300 translations, more
- * than the second-level TLB holds even back to back, and evicted by other work between the
- * runs of a server. A chunk is freed when its last constant is; what sits in a chunk is not
- * reused before, so only constants that live as long as their state come here (not copies
- * freed at prepare). */
+ * CNN's) share 4 MiB chunks, first fit, whose full 2 MiB pieces go onto huge pages, instead of
+ * each its own 4 KiB pages: a run reads them all, and mnasnet1_0's 17 MiB on 4 KiB pages are
+ * some 4300 translations, more than the second-level TLB holds even back to back, and evicted
+ * by other work between the runs of a server. A chunk is freed when its last constant is; what
+ * sits in a chunk is not reused before, so only constants that live as long as their state
+ * come here (not copies freed at prepare). */
 #define DN_CHUNK (2 * DN_HUGE)
 /* under AddressSanitizer what a chunk has not handed out stays poisoned, so an overrun of one
  * constant into the next is still caught */
@@ -430,23 +430,27 @@ static GR_VEC(wchunk) g_chunks;
 static void *const_alloc(size_t bytes) {
     size_t sz = (bytes + 63) / 64 * 64;
     if (!sz || sz >= DN_HUGE) return dn_huge_alloc(bytes);
-    void *p = NULL;
+    wchunk *c = NULL;
     pthread_mutex_lock(&g_chunk_lock);
-    for (uint32_t i = 0; i < g_chunks.len && !p; i++)
-        if (DN_CHUNK - g_chunks.data[i].used >= sz) {
-            p = g_chunks.data[i].base + g_chunks.data[i].used;
-            g_chunks.data[i].used += sz;
-            g_chunks.data[i].live++;
-        }
+    for (uint32_t i = 0; i < g_chunks.len && !c; i++)
+        if (DN_CHUNK - g_chunks.data[i].used >= sz) c = &g_chunks.data[i];
     void *b;
-    if (!p && !posix_memalign(&b, DN_HUGE, DN_CHUNK)) {
-        madvise(b, DN_CHUNK, MADV_HUGEPAGE); /* a hint, as above */
+    if (!c && !posix_memalign(&b, DN_HUGE, DN_CHUNK)) {
         CHUNK_POISON(b, DN_CHUNK);
-        wchunk c = {b, sz, 1};
-        gr_vec_push(&g_chunks, c);
-        p = b;
+        wchunk nc = {b, 0, 0};
+        gr_vec_push(&g_chunks, nc);
+        c = &g_chunks.data[g_chunks.len - 1];
     }
-    if (p) CHUNK_UNPOISON(p, bytes);
+    void *p = NULL;
+    if (c) {
+        p = c->base + c->used;
+        /* a 2 MiB piece goes onto a huge page once it is all handed out: the chunk's last, part
+         * used piece stays on 4 KiB pages, so the chunks add no memory */
+        for (size_t k = c->used / DN_HUGE; k < (c->used + sz) / DN_HUGE; k++) dn_hugepages(c->base + k * DN_HUGE, DN_HUGE);
+        c->used += sz;
+        c->live++;
+        CHUNK_UNPOISON(p, bytes);
+    }
     pthread_mutex_unlock(&g_chunk_lock);
     return p;
 }
