@@ -446,7 +446,8 @@ static void *const_alloc(size_t bytes) {
         p = c->base + c->used;
         /* a 2 MiB piece goes onto a huge page once it is all handed out: the chunk's last, part
          * used piece stays on 4 KiB pages, so the chunks add no memory */
-        for (size_t k = c->used / DN_HUGE; k < (c->used + sz) / DN_HUGE; k++) dn_hugepages(c->base + k * DN_HUGE, DN_HUGE);
+        for (size_t k = c->used / DN_HUGE; k < (c->used + sz) / DN_HUGE; k++)
+            dn_hugepages(c->base + k * DN_HUGE, DN_HUGE);
         c->used += sz;
         c->live++;
         CHUNK_UNPOISON(p, bytes);
