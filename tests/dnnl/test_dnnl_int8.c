@@ -27,6 +27,9 @@
  * per-channel 247).
  * Skipped when the models are absent.
  *
+ * All on the host (no backend), the weights' dequantizes the pipeline leaves on their int8
+ * levels run once, when the executor is made, not in the run (FoldLevels).
+ *
  * Also, on small modules: QuantizeLinear -> DequantizeLinear as oneDNN runs it (dnnl.qdq)
  * rounds half to even and saturates to the type, exactly as the ONNX spec and the host path
  * (values at ties and beyond the range; scales powers of two, so x / s is exact both ways);
@@ -107,11 +110,16 @@ static void expect_like_ort(const char *name, const rt_tensor *out, const rt_ten
                  (long long)argmax(ref));
 }
 
-static void check_int8(const char *name, int min_int8, int min_int8_prims, int min_int8_dst, int min_split) {
+/* The int8 zoo model `name` and ORT's input and output for it; false (skipped) when absent. */
+static bool load_int8(const char *name, char *path, size_t n, rt_tensor **input, rt_tensor **ref) {
     const char *dir = getenv("GRAFT_INT8") ? getenv("GRAFT_INT8") : "build/third_party/int8";
+    return cached_model_load(dir, name, "scripts/fetch_int8_zoo.sh", path, n, input, ref);
+}
+
+static void check_int8(const char *name, int min_int8, int min_int8_prims, int min_int8_dst, int min_split) {
     char path[4096];
     rt_tensor *input = NULL, *ref = NULL;
-    if (!cached_model_load(dir, name, "scripts/fetch_int8_zoo.sh", path, sizeof path, &input, &ref)) return;
+    if (!load_int8(name, path, sizeof path, &input, &ref)) return;
     gr_diag d = {0};
     ir_ctx_t *ctx = ir_ctx_new();
     rt_const_eval_attach(ctx);
@@ -211,10 +219,9 @@ static void count_cast_events(const rt_exec_event *ev, void *user) {
  * is ORT's within the tolerance above. */
 Test(dnnl_int8, host_dequantizes_the_weights_once, .timeout = 240) {
     const char *name = "mobilenet_v3_large_qdq_pc";
-    const char *dir = getenv("GRAFT_INT8") ? getenv("GRAFT_INT8") : "build/third_party/int8";
     char path[4096];
     rt_tensor *input = NULL, *ref = NULL;
-    if (!cached_model_load(dir, name, "scripts/fetch_int8_zoo.sh", path, sizeof path, &input, &ref)) return;
+    if (!load_int8(name, path, sizeof path, &input, &ref)) return;
     gr_diag d = {0};
     ir_ctx_t *ctx = ir_ctx_new();
     rt_const_eval_attach(ctx);
