@@ -354,14 +354,30 @@ static void add_tensor(Graft__ArtifactBody *body, art_consts *out, bool host, co
     add_const(body, out, host, name, dt ? dt : "", t->dl.ndim, t->dl.shape, rt_tensor_data(t), rt_tensor_nbytes(t));
 }
 
-/* The external modules' constants (const_name_to_constant). */
+/* Whether the constant `name` is stored only as a prepacked weight: some graph of m defers it
+ * (json_runtime.h) and none reads it plain. */
+static bool const_deferred(const ir_module *m, const char *name) {
+    bool deferred = false;
+    for (uint32_t i = 0; i < rt_module_count(m); i++) {
+        rt_json_graph *g;
+        for (uint32_t j = 0; (g = rt_json_module_graph(rt_module_at(m, i), j)); j++)
+            for (uint32_t c = 0; c < rt_json_graph_num_consts(g); c++) {
+                if (strcmp(rt_json_graph_const_name(g, c), name) != 0) continue;
+                if (!rt_json_graph_const_deferred(g, c)) return false;
+                deferred = true;
+            }
+    }
+    return deferred;
+}
+
+/* The external modules' constants (const_name_to_constant) but those stored only prepacked. */
 static void add_region_consts(const ir_module *m, Graft__ArtifactBody *body, art_consts *out) {
     const ir_attr *cm = ir_attrs_get(m->attrs, "const_name_to_constant");
     uint32_t nc = cm && cm->kind == IR_ATTR_MAP ? cm->u.arr.n : 0;
     for (uint32_t i = 0; i < nc; i++) {
         const ir_attr *k = &cm->u.arr.items[2 * i], *v = &cm->u.arr.items[2 * i + 1];
         if (k->kind != IR_ATTR_STR || v->kind != IR_ATTR_EXPR || !v->u.expr ||
-            v->u.expr->kind != IR_CONST)
+            v->u.expr->kind != IR_CONST || const_deferred(m, k->u.s))
             continue;
         add_tensor(body, out, false, k->u.s, ((ir_const *)v->u.expr)->data);
     }
@@ -601,26 +617,16 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
     Graft__ArtifactBody body;
     graft__artifact_body__init(&body);
     art_consts cs = {0};
-    add_region_consts(m, &body, &cs);
-    /* the module holds the IR only: runtime modules and their constants travel beside it; the
-     * loader reads the binary form, the text is there for inspection */
-    ir_module *mc = ir_module_copy(m);
-    mc->attrs = ir_attrs_remove(m->ctx, ir_attrs_remove(m->ctx, m->attrs, "external_mods"), "const_name_to_constant");
-    text = ir_print_module_str(mc, NULL);
     rt_tensor **hc = NULL;
     uint32_t nh = 0;
-    gr_status st = gr_art_ir_encode(mc, &bin, &body.module_bin.len, &hc, &nh, diag);
-    body.has_module_bin = 1;
-    body.module_bin.data = bin;
-    for (uint32_t i = 0; !st && i < nh; i++) add_tensor(&body, &cs, true, "", hc[i]);
-    free(hc);
-    if (st) goto out;
-
+    ir_module *mc = NULL;
     static const uint8_t zeros[GR_ART_PAGE];
     sink_raw(s, zeros, GR_ART_PAGE); /* the header's place and its padding: data at one page */
     s->chunk = gr_xmalloc(GR_ART_CHUNK);
     s->hash = GR_ART_SEED;
-    sink_consts(s, &cs);
+    /* the prepacked weights first, each written as its region is prepared: which constants
+     * are stored only prepacked is known once every region is */
+    gr_status st = GR_OK;
     for (uint32_t i = 0; i < rt_module_count(m) && !st; i++)
         st = rt_json_module_stream_packs(rt_module_at(m, i), stream_pack, s, diag);
     if (!st) st = gr_llvm_host_new(&h, diag);
@@ -636,6 +642,18 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
             st = gr_diag_set(diag, GR_ERR_RUNTIME, "graft build: the prepacked weights streamed (%llu bytes) are not "
                              "the ones the modules list (%llu)", (unsigned long long)s->data_at, (unsigned long long)listed);
     }
+    if (st) goto out;
+    add_region_consts(m, &body, &cs);
+    /* the module holds the IR only: runtime modules and their constants travel beside it; the
+     * loader reads the binary form, the text is there for inspection */
+    mc = ir_module_copy(m);
+    mc->attrs = ir_attrs_remove(m->ctx, ir_attrs_remove(m->ctx, m->attrs, "external_mods"), "const_name_to_constant");
+    text = ir_print_module_str(mc, NULL);
+    st = gr_art_ir_encode(mc, &bin, &body.module_bin.len, &hc, &nh, diag);
+    body.has_module_bin = 1;
+    body.module_bin.data = bin;
+    for (uint32_t i = 0; !st && i < nh; i++) add_tensor(&body, &cs, true, "", hc[i]);
+    free(hc);
     if (st) goto out;
     sink_consts(s, &cs);
     if (s->fill) {
@@ -1090,6 +1108,7 @@ void graft_model_get_info(const graft_model *gm, graft_model_info *o) {
             o->npacked += p;
             o->npacked_used += u;
             o->nrepacked += r;
+            o->nunpacked += rt_json_graph_pack_recovered(g);
         }
     }
     o->host_cpu = gm->cpu;

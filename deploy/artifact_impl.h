@@ -1,4 +1,4 @@
-/* The artifact file (format version 4), for the loader, its tests and its fuzz target.
+/* The artifact file (format version 5), for the loader, its tests and its fuzz target.
  *
  *   [0, 64)                 header: "GRAFTART", u32 version, u32 header bytes (64), u64 body
  *                           bytes, u64 data offset, u64 data bytes, u64 checksum, u32 flags,

@@ -170,6 +170,7 @@ static void dn_release(rt_json_graph *g, void *state) {
     gr_vec_free(&S->exts);
     for (uint32_t i = 0; i < S->owned.len; i++) free(S->owned.data[i]);
     gr_vec_free(&S->owned);
+    gr_vec_free(&S->const_uses);
     free(S->csts);
     for (uint32_t i = 0; i < S->held.len; i++) rt_tensor_release(S->held.data[i]);
     gr_vec_free(&S->held);
@@ -223,6 +224,25 @@ typedef struct dn_cst {
     bool done;
 } dn_cst;
 
+/* Whether node nid made of constant c only pure layout changes (at least one). */
+static bool made_only_packs(const dn_state *S, uint32_t c, uint32_t nid) {
+    bool any = false;
+    for (uint32_t u = 0; u < S->const_uses.len; u++) {
+        const dn_const_use *cu = &S->const_uses.data[u];
+        if (cu->c != c || cu->nid != nid) continue;
+        if (!cu->inv) return false;
+        any = true;
+    }
+    return any;
+}
+
+int dn_const_index(const dn_state *S, int root) {
+    uint32_t nc = rt_json_graph_num_consts(S->g);
+    for (uint32_t c = 0; S->csts && c < nc; c++)
+        if (S->csts[c].val == root) return (int)c;
+    return -1;
+}
+
 /* Constant c after node i was built: released (its reference held by the state when a
  * primitive or a tap reads it at run time) once every entry that views its data has had all
  * its consumers built; `final`: the build is over (heads included). Only a disposable graph
@@ -231,7 +251,7 @@ static void const_settle(dn_state *S, dn_cst *cs, uint32_t c, uint32_t i, bool f
     dn_cst *k = &cs[c];
     if (k->done) return;
     uint32_t last = 0;
-    bool held = false;
+    bool held = false, only_packs = true;
     for (uint32_t e = 0; e < S->nent; e++) {
         int v = S->ent_val[e];
         /* a weight kept as these levels: read when its consumers are built */
@@ -243,9 +263,11 @@ static void const_settle(dn_state *S, dn_cst *cs, uint32_t c, uint32_t i, bool f
             k->next = UINT32_MAX;
             return;
         }
+        only_packs &= !S->is_head[e] && !levels;
         for (uint32_t q = 0; q < S->cons[e].len; q++) {
             uint32_t nid = (uint32_t)(S->cons[e].data[q] - S->node0);
             if (nid > last) last = nid;
+            only_packs &= made_only_packs(S, c, nid);
         }
     }
     if (!final && last > i) {
@@ -261,6 +283,9 @@ static void const_settle(dn_state *S, dn_cst *cs, uint32_t c, uint32_t i, bool f
      * evaluates the float ops that read them (dnnl_op_quant.c) */
     held = held || rt_tensor_numel(t) <= 1;
     if (held) S->stats.const_bytes += rt_tensor_nbytes(t);
+    /* read by nothing but the pure reorders of its consumers: an artifact keeps it as one of
+     * those only, and lays it out plain from it where another CPU needs it */
+    if (!held && only_packs) rt_json_graph_defer_const(S->g, c);
     if (!rt_json_graph_consts_disposable(S->g)) return;
     if (held) gr_vec_push(&S->held, rt_tensor_retain(t));
     else
@@ -370,14 +395,16 @@ static gr_status build(dn_state *S) {
             S->ent_val[row] = val_type(t) != dnnl_data_type_undef ? v : -1;
         } else {
             rt_tensor *c = rt_json_graph_const(g, ci);
-            if (!c)
+            /* deferred: an artifact's weight kept only in the layout its packs give it */
+            bool deferred = !c && rt_json_graph_const_deferred(g, ci);
+            if (!c && !deferred)
                 return dn_fail(S, n, dnnl_success, "constant released by an earlier prepare of this graph");
             cs[ci] = (dn_cst){(int)row, -1, 0, false};
             /* float32, and uint8 / int8 levels (weights kept as such, dnnl_op_quant.c) */
-            if (c && val_type(t) != dnnl_data_type_undef) {
+            if ((c || deferred) && val_type(t) != dnnl_data_type_undef) {
                 md.data_type = val_type(t);
                 int v = dn_val_new(S, V_CONST, &md);
-                S->vals.data[v].ptr = rt_tensor_data(c);
+                S->vals.data[v].ptr = c ? rt_tensor_data(c) : NULL;
                 S->ent_val[row] = v;
                 cs[ci].val = v;
             }
@@ -650,4 +677,5 @@ bool rt_dnnl_prim(const void *state, uint32_t i, rt_dnnl_prim_info *out) {
     return true;
 }
 
-const rt_json_engine rt_dnnl_engine = {"dnnl_json", dn_prepare, dn_run, dn_release, sizeof(rt_dnnl_opts)};
+const rt_json_engine rt_dnnl_engine = {"dnnl_json", dn_prepare, dn_run, dn_release, sizeof(rt_dnnl_opts), NULL, NULL,
+                                       dn_pack_current, dn_unpack};

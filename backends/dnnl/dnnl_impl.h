@@ -146,6 +146,13 @@ void rt_dnnl_team_end(rt_dnnl_team *t);
  * when libgomp is not there). */
 void rt_dnnl_parallel(void (*fn)(void *ctx, int ithr, int nthr), void *ctx);
 
+/* Node nid made something of graph constant c (dn_const_made): a pure layout change of it
+ * (inv: a float32 reorder, undone at load for another CPU) or anything else. */
+typedef struct dn_const_use {
+    uint32_t c, nid;
+    bool inv;
+} dn_const_use;
+
 typedef struct dn_state {
     rt_json_graph *g;
     rt_dnnl_opts opts;
@@ -170,6 +177,7 @@ typedef struct dn_state {
     GR_VEC(dn_ext) exts;
     GR_VEC(void *) owned;
     GR_VEC(rt_tensor *) held;     /* graph constants read after prepare (one reference each) */
+    GR_VEC(dn_const_use) const_uses;      /* while building: what each node made of a constant */
     struct dn_cst *csts;          /* while building: the graph's constants (dnnl_engine.c) */
     size_t untrimmed;             /* bytes of constants released since the heap was last trimmed */
     size_t scratch_bytes;
@@ -211,6 +219,13 @@ typedef struct dn_state {
 const char *dnnl_status_str(dnnl_status_t s);
 gr_status dn_fail(dn_state *S, const rt_json_node *n, dnnl_status_t ds, const char *what);
 void dn_plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims);
+/* The index of the graph constant whose value is root (while building), else -1. */
+int dn_const_index(const dn_state *S, int root);
+/* rt_json_engine's pack_current and unpack (dnnl_prim.c): packs keyed by this oneDNN and ISA;
+ * a float32 weight laid out plain again from its reorder. */
+bool dn_pack_current(const char *key, const void *opts);
+gr_status dn_unpack(const char *key, const char *layout, const void *packed, size_t bytes, void *plain,
+                    size_t plain_bytes, gr_diag *diag);
 void dn_plain_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md);
 void dn_plain_expand(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int nd);
 bool dn_is_plain(const dnnl_memory_desc_t *md);

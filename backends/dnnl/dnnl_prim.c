@@ -451,20 +451,114 @@ static gr_status shared_make(dn_state *S, dn_wcache *w, const rt_json_node *n, c
     return st;
 }
 
-/* The key of a graph constant reordered into dmd (packs, json_runtime.h): what makes the same
- * bytes again: the oneDNN version, the ISA it runs on, the node, the constant and both
- * layouts. False for what is not a plain reorder of one graph constant (folded weights are
- * made again at load). */
-static bool pack_key(dn_state *S, const rt_json_node *n, const void *src, const dnnl_memory_desc_t *smd,
-                     const dnnl_memory_desc_t *dmd, char *key, size_t len) {
-    uint32_t c = 0, nc = rt_json_graph_num_consts(S->g);
-    while (c < nc && !(rt_json_graph_const(S->g, c) && rt_tensor_data(rt_json_graph_const(S->g, c)) == src)) c++;
-    if (c == nc) return false;
+/* What a pack key says first: the oneDNN version and the ISA it runs on (a pack is made again
+ * under another of either). */
+static void pack_env(char *buf, size_t len, bool isa) {
     const dnnl_version_t *ver = dnnl_version();
-    snprintf(key, len, "dnnl %d.%d.%d %s isa %x node %u const %u from %016llx to %016llx", ver->major, ver->minor,
-             ver->patch, ver->hash ? ver->hash : "", (unsigned)dnnl_get_effective_cpu_isa(), (unsigned)(n - S->node0), c,
+    int k = snprintf(buf, len, "dnnl %d.%d.%d %s", ver->major, ver->minor, ver->patch, ver->hash ? ver->hash : "");
+    if (isa && k > 0 && (size_t)k < len) snprintf(buf + k, len - (size_t)k, " isa %x", (unsigned)dnnl_get_effective_cpu_isa());
+}
+
+/* The key of graph constant c reordered into dmd (packs, json_runtime.h): what makes the same
+ * bytes again: the oneDNN version, the ISA it runs on, the node, the constant and both
+ * layouts. */
+static void pack_key(dn_state *S, const rt_json_node *n, int c, const dnnl_memory_desc_t *smd,
+                     const dnnl_memory_desc_t *dmd, char *key, size_t len) {
+    char env[128];
+    pack_env(env, sizeof env, true);
+    snprintf(key, len, "%s node %u const %d from %016llx to %016llx", env, (unsigned)(n - S->node0), c,
              (unsigned long long)gr_hash_bytes(smd, sizeof *smd, 1), (unsigned long long)gr_hash_bytes(dmd, sizeof *dmd, 2));
+}
+
+bool dn_pack_current(const char *key, const void *opts) {
+    (void)opts; /* options that change a layout change the key of that weight: prepare finds no pack */
+    char env[128];
+    pack_env(env, sizeof env, true);
+    size_t n = strlen(env);
+    return strncmp(key, env, n) == 0 && key[n] == ' ';
+}
+
+/* A reorder of float32 constant c (bytes of it) from its own plain layout smd into dmd, with
+ * nothing added (no compensation): undone by the reorder back (dn_unpack). */
+static bool pure_layout(dn_state *S, int c, const dnnl_memory_desc_t *smd, const dnnl_memory_desc_t *dmd) {
+    const rt_tensor *t = rt_json_graph_const(S->g, (uint32_t)c);
+    dnnl_memory_desc_t plain;
+    if (!t || smd->data_type != dnnl_f32 || dmd->data_type != dnnl_f32 || dmd->format_kind != dnnl_blocked ||
+        dmd->extra.flags || smd->ndims != dmd->ndims || dmd->offset0)
+        return false;
+    dn_plain_md(&plain, dmd->ndims, dmd->dims);
+    return dnnl_memory_desc_equal(&plain, smd) && dnnl_memory_desc_get_size(smd) == rt_tensor_nbytes(t);
+}
+
+static void hex_encode(char *out, const void *p, size_t n) {
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[((const uint8_t *)p)[i] >> 4];
+        out[2 * i + 1] = digits[((const uint8_t *)p)[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static bool hex_decode(void *out, size_t n, const char *s) {
+    if (strlen(s) != 2 * n) return false;
+    for (size_t i = 0; i < 2 * n; i++) {
+        char ch = s[i];
+        int v = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+        if (v < 0) return false;
+        uint8_t *b = (uint8_t *)out + i / 2;
+        *b = (uint8_t)(i % 2 ? (*b << 4) | v : v);
+    }
     return true;
+}
+
+gr_status dn_unpack(const char *key, const char *layout, const void *packed, size_t bytes, void *plain,
+                    size_t plain_bytes, gr_diag *diag) {
+    char env[128];
+    pack_env(env, sizeof env, false);
+    size_t n = strlen(env);
+    if (strncmp(key, env, n) != 0 || strncmp(key + n, " isa ", 5) != 0) {
+        const char *isa = strstr(key, " isa ");
+        return gr_diag_set(diag, GR_ERR_UNSUPPORTED, "the artifact stores this weight only in the blocked layout of "
+                           "%.*s, and this is %s: rebuild the artifact with this graft", isa ? (int)(isa - key) : 24,
+                           key, env);
+    }
+    /* the layout is the memory descriptor of the same oneDNN version: checked before use */
+    dnnl_memory_desc_t dmd, smd;
+    memset(&dmd, 0, sizeof dmd);
+    bool ok = layout && hex_decode(&dmd, sizeof dmd, layout) && dmd.ndims >= 1 && dmd.ndims <= DNNL_MAX_NDIMS &&
+              dmd.data_type == dnnl_f32 && dmd.format_kind == dnnl_blocked && !dmd.extra.flags && !dmd.offset0 &&
+              dmd.format_desc.blocking.inner_nblks >= 0 && dmd.format_desc.blocking.inner_nblks <= DNNL_MAX_NDIMS;
+    for (int i = 0; ok && i < dmd.ndims; i++)
+        ok = dmd.dims[i] >= 1 && dmd.dims[i] <= ((int64_t)1 << 40) && dmd.padded_dims[i] >= dmd.dims[i] &&
+             dmd.padded_dims[i] <= ((int64_t)1 << 40) && dmd.padded_offsets[i] == 0;
+    if (ok) {
+        dn_plain_md(&smd, dmd.ndims, dmd.dims);
+        ok = dnnl_memory_desc_get_size(&dmd) == bytes && dnnl_memory_desc_get_size(&smd) == plain_bytes;
+    }
+    if (!ok) return gr_diag_set(diag, GR_ERR_INVALID, "its stored layout does not describe its pack (%zu bytes)", bytes);
+    dnnl_engine_t eng = NULL;
+    dnnl_stream_t str = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t p = NULL;
+    dnnl_memory_t ms = NULL, md = NULL;
+    dnnl_status_t ds = dnnl_engine_create(&eng, dnnl_cpu, 0);
+    if (ds == dnnl_success) ds = dnnl_stream_create(&str, eng, dnnl_stream_default_flags);
+    if (ds == dnnl_success) ds = dnnl_reorder_primitive_desc_create(&pd, &dmd, eng, &smd, eng, NULL);
+    if (ds == dnnl_success) ds = dnnl_primitive_create(&p, pd);
+    if (ds == dnnl_success) ds = dnnl_memory_create(&ms, &dmd, eng, (void *)packed);
+    if (ds == dnnl_success) ds = dnnl_memory_create(&md, &smd, eng, plain);
+    if (ds == dnnl_success) {
+        dnnl_exec_arg_t ea[2] = {{DNNL_ARG_FROM, ms}, {DNNL_ARG_TO, md}};
+        ds = dnnl_primitive_execute(p, str, 2, ea);
+    }
+    if (ds == dnnl_success) ds = dnnl_stream_wait(str);
+    dnnl_memory_destroy(ms);
+    dnnl_memory_destroy(md);
+    dnnl_primitive_destroy(p);
+    dnnl_primitive_desc_destroy(pd);
+    if (str) dnnl_stream_destroy(str);
+    if (eng) dnnl_engine_destroy(eng);
+    return ds == dnnl_success ? GR_OK : gr_diag_set(diag, GR_ERR_RUNTIME, "cannot lay it out plain (oneDNN status %d)", (int)ds);
 }
 
 gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *dmd, dn_make_fn make,
@@ -477,13 +571,23 @@ gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_me
     *out = NULL;
     /* a static graph's reordered weights: an artifact's stored form when it has this key */
     char key[256];
-    bool packable = !wc && make == make_reorder && S->vals.data[r].kind == V_CONST &&
-                    pack_key(S, n, src, smd, dmd, key, sizeof key);
+    int c = S->vals.data[r].kind == V_CONST ? dn_const_index(S, r) : -1;
+    bool packable = !wc && make == make_reorder && c >= 0;
+    if (packable) pack_key(S, n, c, smd, dmd, key, sizeof key);
+    bool inv = packable && pure_layout(S, c, smd, dmd);
     size_t bytes = dnnl_memory_desc_get_size(dmd);
     const void *packed = packable ? rt_json_graph_pack_find(S->g, key, bytes) : NULL;
+    if (c >= 0) {
+        dn_const_use u = {(uint32_t)c, (uint32_t)(n - S->node0), inv};
+        gr_vec_push(&S->const_uses, u);
+    }
     if (packed) {
         *out = (void *)packed;  /* read only, as every weight */
         return GR_OK;
+    }
+    if (!src && c >= 0 && rt_json_graph_const_deferred(S->g, (uint32_t)c)) {
+        rt_json_graph_need_plain(S->g);
+        return dn_fail(S, n, dnnl_success, "a weight the artifact stores only prepacked is needed in another layout");
     }
     if (wc) {
         st = shared_make(S, wc, n, smd, src, S->vals.data[r].kind == V_OWNED, dmd, make, ctx, out);
@@ -492,7 +596,14 @@ gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_me
         st = *out ? make(S, n, smd, src, dmd, *out, ctx) : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     }
     if (!st) S->stats.weight_bytes += bytes;
-    if (!st && packable) rt_json_graph_pack_record(S->g, key, *out, bytes);
+    if (!st && packable) {
+        rt_json_graph_pack_record(S->g, key, *out, bytes);
+        if (inv) {
+            char layout[2 * sizeof *dmd + 1];
+            hex_encode(layout, dmd, sizeof *dmd);
+            rt_json_graph_pack_invertible(S->g, (uint32_t)c, layout);
+        }
+    }
     if (!st && packable && rt_json_graph_pack_streamed(S->g)) {
         /* an artifact build took the bytes: this state is released, never run, so the copy
          * goes now and the build holds one reordered weight at a time */

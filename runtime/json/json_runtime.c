@@ -384,9 +384,11 @@ void rt_json_graph_free(rt_json_graph *g) {
     free(g->consts);
     for (uint32_t i = 0; i < g->npacks; i++) {
         free(g->packs[i].key);
+        free(g->packs[i].layout);
         rt_tensor_release(g->packs[i].t);
     }
     free(g->packs);
+    free(g->deferred);
     free(g->consumers);
     free(g->nodes);
     free(g->row_ptr);
@@ -492,11 +494,12 @@ gr_status rt_json_graph_init(rt_json_graph *g, rt_tensor *const *consts, uint32_
                            g->symbol, n, g->nconsts);
     for (uint32_t i = 0; i < n; i++) {
         const rt_json_node *nd = &g->nodes[g->const_nids[i]];
+        if (!consts[i] && rt_json_graph_const_deferred(g, i)) continue;
         if (!consts[i] || !rt_json__matches_node(nd, 0, &consts[i]->dl))
             return gr_diag_set(d, GR_ERR_INVALID, "json runtime '%s': constant '%s' has the wrong dtype or shape",
                                g->symbol, nd->name);
     }
-    for (uint32_t i = 0; i < n; i++) g->consts[i] = rt_tensor_retain(consts[i]);
+    for (uint32_t i = 0; i < n; i++) g->consts[i] = consts[i] ? rt_tensor_retain(consts[i]) : NULL;
     g->initialized = true;
     return GR_OK;
 }
@@ -513,7 +516,7 @@ static void pack_add(rt_json_graph *g, const char *key, const void *data, size_t
         return;
     }
     g->packs = p;
-    g->packs[g->npacks++] = (rt_json_pack){k, data, bytes, t};
+    g->packs[g->npacks++] = (rt_json_pack){k, data, bytes, t, -1, NULL};
 }
 
 void rt_json_graph_pack_record(rt_json_graph *g, const char *key, const void *data, size_t bytes) {
@@ -526,14 +529,44 @@ void rt_json_graph_pack_record(rt_json_graph *g, const char *key, const void *da
 
 bool rt_json_graph_pack_streamed(const rt_json_graph *g) { return g->pack_sink != NULL; }
 
+void rt_json_graph_pack_invertible(rt_json_graph *g, uint32_t c, const char *layout) {
+    if (!g->npacks || c >= g->nconsts) return;
+    for (uint32_t i = 0; i + 1 < g->npacks; i++)
+        if (g->packs[i].plain == (int32_t)c) return; /* one form to undo is enough */
+    rt_json_pack *p = &g->packs[g->npacks - 1];
+    if ((p->layout = strdup(layout))) p->plain = (int32_t)c;
+}
+
+static bool *deferred_flags(rt_json_graph *g) {
+    if (!g->deferred && g->nconsts) g->deferred = calloc(g->nconsts, sizeof(bool));
+    return g->deferred;
+}
+
+void rt_json_graph_defer_const(rt_json_graph *g, uint32_t c) {
+    bool has = false;
+    for (uint32_t i = 0; i < g->npacks; i++) has |= g->packs[i].plain == (int32_t)c;
+    if (has && c < g->nconsts && deferred_flags(g)) g->deferred[c] = true;
+}
+
+bool rt_json_graph_const_deferred(const rt_json_graph *g, uint32_t c) {
+    return g->deferred && c < g->nconsts && g->deferred[c];
+}
+
+void rt_json_graph_need_plain(rt_json_graph *g) { g->need_plain = true; }
+
 /* The entries a stream left (no data): a new stream records them again. */
 static void pack_drop_streamed(rt_json_graph *g) {
     uint32_t k = 0;
     for (uint32_t i = 0; i < g->npacks; i++) {
-        if (!g->packs[i].data && !g->packs[i].t) free(g->packs[i].key);
-        else g->packs[k++] = g->packs[i];
+        if (!g->packs[i].data && !g->packs[i].t) {
+            free(g->packs[i].key);
+            free(g->packs[i].layout);
+        } else {
+            g->packs[k++] = g->packs[i];
+        }
     }
     g->npacks = k;
+    if (g->deferred) memset(g->deferred, 0, g->nconsts * sizeof(bool));
 }
 
 void rt_json_graph_pack_provide(rt_json_graph *g, const char *key, rt_tensor *t) {
@@ -563,6 +596,8 @@ void rt_json_graph_pack_counts(const rt_json_graph *g, uint32_t *provided, uint3
     if (used) *used = g->nused;
     if (remade) *remade = g->nremade;
 }
+
+uint32_t rt_json_graph_pack_recovered(const rt_json_graph *g) { return g->nrecovered; }
 
 void rt_json_graph_pack_name(const rt_json_graph *g, uint32_t i, char *buf, size_t n) {
     snprintf(buf, n, "%s_pack_%u", g->symbol, i);
@@ -719,10 +754,61 @@ static int jm_find(json_mod *jm, const char *symbol) {
 
 /* Prepares static graph i once (under jm->lock). The module owns the graph and never prepares
  * it again, so its engine may drop the constants it made its own copies of. */
+/* The deferred constants of g that are not there (an artifact stored only their packs) laid
+ * out plain again from their packs by the engine (another CPU, ISA or options than the build's:
+ * the engine lays the weights out again from them). */
+static gr_status recover_plain(json_mod *jm, rt_json_graph *g, gr_diag *d) {
+    for (uint32_t k = 0; k < g->npacks; k++) {
+        rt_json_pack *p = &g->packs[k];
+        if (p->plain < 0 || !p->t || !rt_json_graph_const_deferred(g, (uint32_t)p->plain) || g->consts[p->plain]) continue;
+        const rt_json_node *nd = &g->nodes[g->const_nids[p->plain]];
+        if (!jm->eng->unpack)
+            return gr_diag_set(d, GR_ERR_UNSUPPORTED, "json runtime '%s': constant '%s' is stored only in engine %s's "
+                               "layout, and this engine cannot lay it out plain", g->symbol, nd->name, jm->eng->kind);
+        rt_tensor *t = rt_tensor_new(nd->dtypes[0], nd->ndims[0], nd->shapes[0]);
+        if (!t) return gr_diag_set(d, GR_ERR_NOMEM, "json runtime '%s': out of memory", g->symbol);
+        gr_status st = jm->eng->unpack(p->key, p->layout, p->data, p->bytes, rt_tensor_data(t), rt_tensor_nbytes(t), d);
+        if (st) {
+            rt_tensor_release(t);
+            char why[sizeof d->msg];
+            snprintf(why, sizeof why, "%s", d->msg);
+            return gr_diag_set(d, st, "json runtime '%s': constant '%s': %s", g->symbol, nd->name, why);
+        }
+        g->consts[p->plain] = t;
+        g->nrecovered++;
+    }
+    return GR_OK;
+}
+
+/* Whether every deferred constant's pack was made by an engine like this one (same library,
+ * CPU and options), so that prepare finds each stored form it needs in place of the constant. */
+static bool packs_current(const json_mod *jm, const rt_json_graph *g) {
+    for (uint32_t k = 0; k < g->npacks; k++) {
+        const rt_json_pack *p = &g->packs[k];
+        if (p->plain >= 0 && !g->consts[p->plain] && (!jm->eng->pack_current || !jm->eng->pack_current(p->key, jm->opts)))
+            return false;
+    }
+    return true;
+}
+
 static gr_status jm_prepare_static(json_mod *jm, uint32_t i, gr_diag *d) {
     if (jm->prepared[i]) return GR_OK;
-    rt_json_graph_set_consts_disposable(jm->graphs[i]);
-    gr_status st = jm_prepare(jm, jm->graphs[i], &jm->states[i], d);
+    rt_json_graph *g = jm->graphs[i];
+    rt_json_graph_set_consts_disposable(g);
+    gr_status st = g->deferred && !packs_current(jm, g) ? recover_plain(jm, g, d) : GR_OK;
+    g->need_plain = false;
+    if (!st) st = jm_prepare(jm, g, &jm->states[i], d);
+    if (st && g->need_plain) {
+        /* the engine took another way than the build's (another option) and needs a weight
+         * the artifact keeps only prepacked: lay them out plain, prepare again */
+        if (jm->states[i] && jm->eng->release) jm->eng->release(g, jm->states[i]);
+        jm->states[i] = NULL;
+        g->nused = g->nremade = 0;
+        g->need_plain = false;
+        gr_diag_clear(d);
+        st = recover_plain(jm, g, d);
+        if (!st) st = jm_prepare(jm, g, &jm->states[i], d);
+    }
     jm->prepared[i] = st == GR_OK;
     return st;
 }
@@ -773,7 +859,14 @@ static gr_status jm_serialize(rt_module *m, uint8_t **buf, size_t *len, gr_diag 
         for (uint32_t k = 0; k < jm->graphs[i]->npacks; k++) {
             char name[512];
             rt_json_graph_pack_name(jm->graphs[i], k, name, sizeof name);
-            json_array_append_new(ps, json_pack("{s:s, s:s}", "key", jm->graphs[i]->packs[k].key, "const", name));
+            const rt_json_pack *p = &jm->graphs[i]->packs[k];
+            json_t *e = json_pack("{s:s, s:s}", "key", p->key, "const", name);
+            /* the constant is stored only as this pack: the loader lays it out plain from it if needed */
+            if (p->plain >= 0 && rt_json_graph_const_deferred(jm->graphs[i], (uint32_t)p->plain)) {
+                json_object_set_new(e, "plain", json_integer(p->plain));
+                json_object_set_new(e, "layout", json_string(p->layout));
+            }
+            json_array_append_new(ps, e);
         }
         json_object_set_new(o, "packs", ps);
         json_array_append_new(gs, o);
@@ -945,21 +1038,47 @@ gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engi
         if (st) break;
         made++;
         uint32_t nc = rt_json_graph_num_consts(graphs[i]);
+        json_t *pks = json_object_get(o, "packs");
+        size_t k;
+        json_t *pk;
+        /* constants stored only as a pack ("plain": its index): not looked up, laid out plain
+         * from the pack if the engine needs them (recover_plain) */
+        json_array_foreach(pks, k, pk) {
+            json_t *pl = json_object_get(pk, "plain");
+            if (!pl) continue;
+            if (!json_is_integer(pl) || json_integer_value(pl) < 0 || json_integer_value(pl) >= (json_int_t)nc ||
+                !json_is_string(json_object_get(pk, "layout")) || !deferred_flags(graphs[i])) {
+                st = gr_diag_set(d, GR_ERR_INVALID, "json runtime module: graph '%s': pack %zu names no constant to lay out",
+                                 graphs[i]->symbol, k);
+                break;
+            }
+            graphs[i]->deferred[json_integer_value(pl)] = true;
+        }
         rt_tensor **ts = calloc(nc + 1, sizeof(*ts));
         for (uint32_t c = 0; c < nc && !st; c++) {
+            if (rt_json_graph_const_deferred(graphs[i], c)) continue;
             ts[c] = consts ? consts(rt_json_graph_const_name(graphs[i], c), user) : NULL;
             if (!ts[c]) st = gr_diag_set(d, GR_ERR_NOT_FOUND, "json runtime module: constant '%s' not provided",
                                          rt_json_graph_const_name(graphs[i], c));
         }
         if (!st) st = rt_json_graph_init(graphs[i], ts, nc, d);
         free(ts);
-        size_t k;
-        json_t *pk;
-        json_array_foreach(json_object_get(o, "packs"), k, pk) {
+        json_array_foreach(pks, k, pk) {
             const char *key = json_string_value(json_object_get(pk, "key"));
             const char *cn = json_string_value(json_object_get(pk, "const"));
+            json_t *pl = json_object_get(pk, "plain");
             rt_tensor *t = key && cn && consts && !st ? consts(cn, user) : NULL;
-            if (t) rt_json_graph_pack_provide(graphs[i], key, t);
+            if (!t && pl && !st)
+                st = gr_diag_set(d, GR_ERR_NOT_FOUND, "json runtime module: graph '%s': pack '%s' not provided",
+                                 graphs[i]->symbol, cn ? cn : "");
+            if (!t) continue;
+            rt_json_graph_pack_provide(graphs[i], key, t);
+            if (pl) {
+                rt_json_pack *p = &graphs[i]->packs[graphs[i]->npacks - 1];
+                p->layout = strdup(json_string_value(json_object_get(pk, "layout")));
+                p->plain = p->layout && p->t == t ? (int32_t)json_integer_value(pl) : -1;
+                if (p->plain < 0) st = gr_diag_set(d, GR_ERR_NOMEM, "json runtime module: out of memory");
+            }
         }
     }
     json_decref(root);
