@@ -518,9 +518,9 @@ gr_status dn_unpack(const char *key, const char *layout, const void *packed, siz
     size_t n = strlen(env);
     if (strncmp(key, env, n) != 0 || strncmp(key + n, " isa ", 5) != 0) {
         const char *isa = strstr(key, " isa ");
-        return gr_diag_set(diag, GR_ERR_UNSUPPORTED, "the artifact stores this weight only in the blocked layout of "
-                           "%.*s, and this is %s: rebuild the artifact with this graft", isa ? (int)(isa - key) : 24,
-                           key, env);
+        return gr_diag_set(diag, GR_ERR_UNSUPPORTED, "the artifact stores this weight only in a blocked layout of "
+                           "'%.*s', and this runtime has '%s': rebuild the artifact with this graft",
+                           isa ? (int)(isa - key) : 24, key, env);
     }
     /* the layout is the memory descriptor of the same oneDNN version: checked before use */
     dnnl_memory_desc_t dmd, smd;
