@@ -173,18 +173,29 @@ static inline uint64_t lane(uint64_t h, const uint8_t *p) {
     return (h ^ w) * 0x100000001b3ull;
 }
 
-static uint64_t hash_chunk(const uint8_t *p, size_t n, uint64_t seed) {
+/* Lanes h over the whole 32-byte blocks of p (n a multiple of 32). */
+static void hash_lanes(uint64_t h[4], const uint8_t *p, size_t n) {
     /* the lanes in locals: kept in an array, they went through memory on every word */
-    uint64_t h0 = seed ^ 1, h1 = seed ^ 2, h2 = seed ^ 3, h3 = seed ^ 4;
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
+    uint64_t h0 = h[0], h1 = h[1], h2 = h[2], h3 = h[3];
+    for (size_t i = 0; i + 32 <= n; i += 32) {
         h0 = lane(h0, p + i);
         h1 = lane(h1, p + i + 8);
         h2 = lane(h2, p + i + 16);
         h3 = lane(h3, p + i + 24);
     }
-    uint64_t r = gr_hash_bytes(p + i, n - i, seed);
-    return gr_hash_mix(gr_hash_mix(gr_hash_mix(gr_hash_mix(r, h0), h1), h2), h3);
+    h[0] = h0, h[1] = h1, h[2] = h2, h[3] = h3;
+}
+
+static uint64_t hash_fold(const uint64_t h[4], const uint8_t *tail, size_t n, uint64_t seed) {
+    uint64_t r = gr_hash_bytes(tail, n, seed);
+    return gr_hash_mix(gr_hash_mix(gr_hash_mix(gr_hash_mix(r, h[0]), h[1]), h[2]), h[3]);
+}
+
+static uint64_t hash_chunk(const uint8_t *p, size_t n, uint64_t seed) {
+    uint64_t h[4] = {seed ^ 1, seed ^ 2, seed ^ 3, seed ^ 4};
+    size_t whole = n / 32 * 32;
+    hash_lanes(h, p, whole);
+    return hash_fold(h, p + whole, n - whole, seed);
 }
 
 /* The data section's part of the chain; with m, each verified chunk's pages are let go (a
@@ -232,9 +243,11 @@ typedef struct art_sink {
     uint8_t *mem;
     size_t len, cap;
     bool err;
-    uint8_t *chunk;                /* the data section's unhashed tail (< GR_ART_CHUNK bytes) */
-    size_t fill;
-    uint64_t hash;
+    uint64_t hash;                 /* the chain up to the current piece of GR_ART_CHUNK bytes */
+    uint64_t lanes[4];             /* ... the current piece's lanes (hash_chunk, streamed) */
+    size_t at;                     /* its bytes in the lanes (whole 32-byte blocks) */
+    uint8_t part[32];              /* its bytes past them */
+    size_t npart;
     uint64_t data_at;              /* data-section bytes written */
 } art_sink;
 
@@ -252,29 +265,45 @@ static void sink_raw(art_sink *s, const void *p, size_t n) {
     s->len += n;
 }
 
-/* Data-section bytes (p NULL: zeros); whole chunks are hashed and written straight from the
- * caller's memory. */
+/* The current piece's end: folded into the chain as hash_chunk does. */
+static void sink_piece_end(art_sink *s) {
+    if (!s->at && !s->npart) return;
+    s->hash = hash_fold(s->lanes, s->part, s->npart, s->hash);
+    s->at = s->npart = 0;
+}
+
+/* Data-section bytes (p NULL: zeros, fewer than GR_ART_ALIGN), hashed and written straight
+ * from the caller's memory: the chain is the same as hash_chunk over every GR_ART_CHUNK piece,
+ * wherever the constants' edges fall. */
 static void sink_data(art_sink *s, const uint8_t *p, size_t n) {
+    static const uint8_t zeros[GR_ART_ALIGN];
+    if (!p) p = zeros;
     s->data_at += n;
+    sink_raw(s, p, n);
     while (n) {
-        if (p && s->fill == 0 && n >= GR_ART_CHUNK) {
-            s->hash = hash_chunk(p, GR_ART_CHUNK, s->hash);
-            sink_raw(s, p, GR_ART_CHUNK);
-            p += GR_ART_CHUNK;
-            n -= GR_ART_CHUNK;
-            continue;
+        if (!s->at && !s->npart)
+            for (int k = 0; k < 4; k++) s->lanes[k] = s->hash ^ (uint64_t)(k + 1);
+        size_t k = GR_ART_CHUNK - s->at - s->npart < n ? GR_ART_CHUNK - s->at - s->npart : n, used = 0;
+        if (s->npart) {
+            used = 32 - s->npart < k ? 32 - s->npart : k;
+            memcpy(s->part + s->npart, p, used);
+            s->npart += used;
+            if (s->npart == 32) {
+                hash_lanes(s->lanes, s->part, 32);
+                s->at += 32;
+                s->npart = 0;
+            }
         }
-        size_t k = GR_ART_CHUNK - s->fill < n ? GR_ART_CHUNK - s->fill : n;
-        if (p) memcpy(s->chunk + s->fill, p, k);
-        else memset(s->chunk + s->fill, 0, k);
-        s->fill += k;
-        p = p ? p + k : NULL;
+        if (!s->npart) {
+            size_t whole = (k - used) / 32 * 32;
+            hash_lanes(s->lanes, p + used, whole);
+            s->at += whole;
+            memcpy(s->part, p + used + whole, k - used - whole);
+            s->npart = k - used - whole;
+        }
+        p += k;
         n -= k;
-        if (s->fill == GR_ART_CHUNK) {
-            s->hash = hash_chunk(s->chunk, s->fill, s->hash);
-            sink_raw(s, s->chunk, s->fill);
-            s->fill = 0;
-        }
+        if (s->at + s->npart == GR_ART_CHUNK) sink_piece_end(s);
     }
 }
 
@@ -622,7 +651,6 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
     ir_module *mc = NULL;
     static const uint8_t zeros[GR_ART_PAGE];
     sink_raw(s, zeros, GR_ART_PAGE); /* the header's place and its padding: data at one page */
-    s->chunk = gr_xmalloc(GR_ART_CHUNK);
     s->hash = GR_ART_SEED;
     /* the prepacked weights first, each written as its region is prepared: which constants
      * are stored only prepacked is known once every region is */
@@ -656,11 +684,7 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
     free(hc);
     if (st) goto out;
     sink_consts(s, &cs);
-    if (s->fill) {
-        s->hash = hash_chunk(s->chunk, s->fill, s->hash);
-        sink_raw(s, s->chunk, s->fill);
-        s->fill = 0;
-    }
+    sink_piece_end(s);
 
     rt_px_stats ps;
     rt_px_get_stats(x, &ps);
@@ -743,8 +767,6 @@ out:
     free(body.spans);
     free_externals(&body);
     free_consts(&cs);
-    free(s->chunk);
-    s->chunk = NULL;
     free(text);
     free(bin);
     rt_exec_free(x);

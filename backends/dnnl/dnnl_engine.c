@@ -171,6 +171,7 @@ static void dn_release(rt_json_graph *g, void *state) {
     for (uint32_t i = 0; i < S->owned.len; i++) free(S->owned.data[i]);
     gr_vec_free(&S->owned);
     gr_vec_free(&S->const_uses);
+    free(S->pack_buf);
     free(S->csts);
     for (uint32_t i = 0; i < S->held.len; i++) rt_tensor_release(S->held.data[i]);
     gr_vec_free(&S->held);

@@ -178,6 +178,8 @@ typedef struct dn_state {
     GR_VEC(void *) owned;
     GR_VEC(rt_tensor *) held;     /* graph constants read after prepare (one reference each) */
     GR_VEC(dn_const_use) const_uses;      /* while building: what each node made of a constant */
+    void *pack_buf;               /* an artifact build's streamed packs, one at a time (reused) */
+    size_t pack_buf_bytes;
     struct dn_cst *csts;          /* while building: the graph's constants (dnnl_engine.c) */
     size_t untrimmed;             /* bytes of constants released since the heap was last trimmed */
     size_t scratch_bytes;

@@ -589,10 +589,18 @@ gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_me
         rt_json_graph_need_plain(S->g);
         return dn_fail(S, n, dnnl_success, "a weight the artifact stores only prepacked is needed in another layout");
     }
+    /* an artifact build takes the bytes at once and releases this state, never run: its packs
+     * share one buffer, faulted in once (not a fresh one per weight, on huge pages) */
+    bool streamed = packable && rt_json_graph_pack_streamed(S->g);
+    if (streamed && S->pack_buf_bytes < bytes) {
+        free(S->pack_buf);
+        S->pack_buf_bytes = (bytes + 63) / 64 * 64;
+        if (!(S->pack_buf = aligned_alloc(64, S->pack_buf_bytes))) S->pack_buf_bytes = 0;
+    }
     if (wc) {
         st = shared_make(S, wc, n, smd, src, S->vals.data[r].kind == V_OWNED, dmd, make, ctx, out);
     } else {
-        *out = dn_owned_alloc(S, dnnl_memory_desc_get_size(dmd));
+        *out = streamed ? S->pack_buf : dn_owned_alloc(S, dnnl_memory_desc_get_size(dmd));
         st = *out ? make(S, n, smd, src, dmd, *out, ctx) : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     }
     if (!st) S->stats.weight_bytes += bytes;
@@ -603,11 +611,6 @@ gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_me
             hex_encode(layout, dmd, sizeof *dmd);
             rt_json_graph_pack_invertible(S->g, (uint32_t)c, layout);
         }
-    }
-    if (!st && packable && rt_json_graph_pack_streamed(S->g)) {
-        /* an artifact build took the bytes: this state is released, never run, so the copy
-         * goes now and the build holds one reordered weight at a time */
-        free(S->owned.data[--S->owned.len]);
     }
     return st;
 }
