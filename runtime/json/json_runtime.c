@@ -1004,6 +1004,14 @@ gr_status rt_json_module_stream_packs(rt_module *m, rt_json_pack_sink fn, void *
     return st;
 }
 
+bool rt_json_module_engine(rt_module *m, const char **kind, const char **version) {
+    if (!m || m->iface != &JSON_MODULE_I) return false;
+    const json_mod *jm = m->context;
+    *kind = jm->eng->kind;
+    *version = jm->eng->version;
+    return true;
+}
+
 void *rt_json_module_state(rt_module *m, uint32_t i) {
     if (!m || m->iface != &JSON_MODULE_I) return NULL;
     json_mod *jm = m->context;

@@ -274,6 +274,9 @@ gr_status rt_json_module_prepare(rt_module *m, gr_diag *d);
  * the prepacked weights are written as they are made instead of being held all at once. The
  * graphs stay unprepared (a call prepares them as usual). GR_OK when m is no json module. */
 gr_status rt_json_module_stream_packs(rt_module *m, rt_json_pack_sink fn, void *user, gr_diag *d);
+/* The engine of a module made by rt_json_module_new / load: its kind and version (NULL when it
+ * has none), what the blob says as "kind" and "engine_version"; false for another module. */
+bool rt_json_module_engine(rt_module *m, const char **kind, const char **version);
 /* The engine state of static graph i once prepared (borrowed), else NULL. */
 void *rt_json_module_state(rt_module *m, uint32_t i);
 /* Graph i of a module made by rt_json_module_new / load (borrowed), NULL past the end or for
