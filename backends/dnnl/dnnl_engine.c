@@ -400,6 +400,8 @@ static gr_status build(dn_state *S) {
             bool deferred = !c && rt_json_graph_const_deferred(g, ci);
             if (!c && !deferred)
                 return dn_fail(S, n, dnnl_success, "constant released by an earlier prepare of this graph");
+            /* this prepare may end asking for it plain and run again: none is released before */
+            S->keep_consts |= deferred;
             cs[ci] = (dn_cst){(int)row, -1, 0, false};
             /* float32, and uint8 / int8 levels (weights kept as such, dnnl_op_quant.c) */
             if ((c || deferred) && val_type(t) != dnnl_data_type_undef) {
@@ -434,7 +436,7 @@ static gr_status build(dn_state *S) {
         /* weights whose consumers are all built: their originals go now, not at the end, so
          * the originals and the engine's copies of all of them never coexist */
         for (uint32_t c = 0; c < nc && !st; c++)
-            if (!cs[c].done && cs[c].next <= i) const_settle(S, cs, c, i, false);
+            if (!cs[c].done && cs[c].next <= i && !S->keep_consts) const_settle(S, cs, c, i, false);
     }
     if (st) return st;
     /* every value a handler bound must have its node's declared shape and dtype: the region's

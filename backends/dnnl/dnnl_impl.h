@@ -178,6 +178,7 @@ typedef struct dn_state {
     GR_VEC(void *) owned;
     GR_VEC(rt_tensor *) held;     /* graph constants read after prepare (one reference each) */
     GR_VEC(dn_const_use) const_uses;      /* while building: what each node made of a constant */
+    bool keep_consts;             /* some constant is stored only prepacked: release none until the end */
     void *pack_buf;               /* an artifact build's streamed packs, one at a time (reused) */
     size_t pack_buf_bytes;
     struct dn_cst *csts;          /* while building: the graph's constants (dnnl_engine.c) */

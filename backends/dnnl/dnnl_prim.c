@@ -511,6 +511,46 @@ static bool hex_decode(void *out, size_t n, const char *s) {
     return true;
 }
 
+/* Whether md (read from a file) is a dense blocked layout of float32: every inner block a
+ * positive size of a real dim that divides its padded size, and the outer strides the dims'
+ * outer counts laid one after another over the inner block, so that every element lies inside
+ * its size (its bytes). */
+static bool dense_blocked(const dnnl_memory_desc_t *md, size_t bytes) {
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    if (md->ndims < 1 || md->ndims > DNNL_MAX_NDIMS || md->data_type != dnnl_f32 || md->format_kind != dnnl_blocked ||
+        md->extra.flags || md->offset0 || b->inner_nblks < 0 || b->inner_nblks > DNNL_MAX_NDIMS)
+        return false;
+    int64_t blk[DNNL_MAX_NDIMS], outer[DNNL_MAX_NDIMS], inner = 1;
+    for (int d = 0; d < md->ndims; d++) blk[d] = 1;
+    for (int k = 0; k < b->inner_nblks; k++) {
+        if (b->inner_idxs[k] < 0 || b->inner_idxs[k] >= md->ndims || b->inner_blks[k] < 1 || b->inner_blks[k] > 4096)
+            return false;
+        blk[b->inner_idxs[k]] *= b->inner_blks[k];
+        inner *= b->inner_blks[k];
+    }
+    int64_t total = inner;
+    for (int d = 0; d < md->ndims; d++) {
+        if (md->dims[d] < 1 || md->padded_dims[d] < md->dims[d] || md->padded_dims[d] > ((int64_t)1 << 40) ||
+            md->padded_offsets[d] || blk[d] > md->padded_dims[d] || md->padded_dims[d] % blk[d])
+            return false;
+        outer[d] = md->padded_dims[d] / blk[d];
+        if (__builtin_mul_overflow(total, outer[d], &total)) return false;
+    }
+    /* the outer dims by stride (those of count 1 anywhere): each the product of the ones below */
+    bool used[DNNL_MAX_NDIMS] = {false};
+    int64_t want = inner;
+    for (int k = 0; k < md->ndims; k++) {
+        int best = -1;
+        for (int d = 0; d < md->ndims; d++)
+            if (!used[d] && outer[d] > 1 && (best < 0 || b->strides[d] < b->strides[best])) best = d;
+        if (best < 0) break;
+        if (b->strides[best] != want) return false;
+        used[best] = true;
+        want *= outer[best];
+    }
+    return (uint64_t)total * sizeof(float) == bytes;
+}
+
 gr_status dn_unpack(const char *key, const char *layout, const void *packed, size_t bytes, void *plain,
                     size_t plain_bytes, gr_diag *diag) {
     char env[128];
@@ -525,12 +565,7 @@ gr_status dn_unpack(const char *key, const char *layout, const void *packed, siz
     /* the layout is the memory descriptor of the same oneDNN version: checked before use */
     dnnl_memory_desc_t dmd, smd;
     memset(&dmd, 0, sizeof dmd);
-    bool ok = layout && hex_decode(&dmd, sizeof dmd, layout) && dmd.ndims >= 1 && dmd.ndims <= DNNL_MAX_NDIMS &&
-              dmd.data_type == dnnl_f32 && dmd.format_kind == dnnl_blocked && !dmd.extra.flags && !dmd.offset0 &&
-              dmd.format_desc.blocking.inner_nblks >= 0 && dmd.format_desc.blocking.inner_nblks <= DNNL_MAX_NDIMS;
-    for (int i = 0; ok && i < dmd.ndims; i++)
-        ok = dmd.dims[i] >= 1 && dmd.dims[i] <= ((int64_t)1 << 40) && dmd.padded_dims[i] >= dmd.dims[i] &&
-             dmd.padded_dims[i] <= ((int64_t)1 << 40) && dmd.padded_offsets[i] == 0;
+    bool ok = layout && hex_decode(&dmd, sizeof dmd, layout) && dense_blocked(&dmd, bytes);
     if (ok) {
         dn_plain_md(&smd, dmd.ndims, dmd.dims);
         ok = dnnl_memory_desc_get_size(&dmd) == bytes && dnnl_memory_desc_get_size(&smd) == plain_bytes;
