@@ -223,6 +223,7 @@ typedef struct dn_cst {
     int ent, val;
     uint32_t next;
     bool done;
+    bool early;                   /* stored only prepacked for another CPU: plain before its first consumer */
 } dn_cst;
 
 /* Whether node nid made of constant c only pure layout changes (at least one). */
@@ -400,9 +401,11 @@ static gr_status build(dn_state *S) {
             bool deferred = !c && rt_json_graph_const_deferred(g, ci);
             if (!c && !deferred)
                 return dn_fail(S, n, dnnl_success, "constant released by an earlier prepare of this graph");
-            /* this prepare may end asking for it plain and run again: none is released before */
-            S->keep_consts |= deferred;
-            cs[ci] = (dn_cst){(int)row, -1, 0, false};
+            const void *pk;
+            size_t pkb;
+            const char *lay;
+            bool early = deferred && !dn_pack_current(rt_json_graph_deferred_pack(g, ci, &pk, &pkb, &lay));
+            cs[ci] = (dn_cst){(int)row, -1, 0, false, early};
             /* float32, and uint8 / int8 levels (weights kept as such, dnnl_op_quant.c) */
             if ((c || deferred) && val_type(t) != dnnl_data_type_undef) {
                 md.data_type = val_type(t);
@@ -431,12 +434,22 @@ static gr_status build(dn_state *S) {
                 if (!(n->dtypes[o].code == kDLFloat && n->dtypes[o].bits == 32))
                     st = dn_fail(S, n, dnnl_success, "only float32 tensors are supported");
             S->building = i;
+            /* weights this node reads that are stored only in another CPU's layout: plain now,
+             * one consumer at a time, so that they go again as the originals do */
+            for (uint32_t c = 0; c < nc && !st; c++) {
+                if (!cs[c].early || cs[c].val < 0) continue;
+                for (uint32_t q = 0; q < S->cons[cs[c].ent].len && cs[c].early; q++)
+                    if (S->cons[cs[c].ent].data[q] == n) {
+                        cs[c].early = false;
+                        st = dn_const_plain(S, n, c, cs[c].val, true);
+                    }
+            }
             if (!st) st = ann ? dn_composite(S, n, ann) : dn_node(S, n, NULL);
         }
         /* weights whose consumers are all built: their originals go now, not at the end, so
          * the originals and the engine's copies of all of them never coexist */
         for (uint32_t c = 0; c < nc && !st; c++)
-            if (!cs[c].done && cs[c].next <= i && !S->keep_consts) const_settle(S, cs, c, i, false);
+            if (!cs[c].done && cs[c].next <= i) const_settle(S, cs, c, i, false);
     }
     if (st) return st;
     /* every value a handler bound must have its node's declared shape and dtype: the region's
@@ -680,5 +693,4 @@ bool rt_dnnl_prim(const void *state, uint32_t i, rt_dnnl_prim_info *out) {
     return true;
 }
 
-const rt_json_engine rt_dnnl_engine = {"dnnl_json", dn_prepare, dn_run, dn_release, sizeof(rt_dnnl_opts), NULL, NULL,
-                                       dn_pack_current, dn_unpack};
+const rt_json_engine rt_dnnl_engine = {"dnnl_json", dn_prepare, dn_run, dn_release, sizeof(rt_dnnl_opts)};

@@ -178,7 +178,6 @@ typedef struct dn_state {
     GR_VEC(void *) owned;
     GR_VEC(rt_tensor *) held;     /* graph constants read after prepare (one reference each) */
     GR_VEC(dn_const_use) const_uses;      /* while building: what each node made of a constant */
-    bool keep_consts;             /* some constant is stored only prepacked: release none until the end */
     void *pack_buf;               /* an artifact build's streamed packs, one at a time (reused) */
     size_t pack_buf_bytes;
     struct dn_cst *csts;          /* while building: the graph's constants (dnnl_engine.c) */
@@ -224,11 +223,12 @@ gr_status dn_fail(dn_state *S, const rt_json_node *n, dnnl_status_t ds, const ch
 void dn_plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims);
 /* The index of the graph constant whose value is root (while building), else -1. */
 int dn_const_index(const dn_state *S, int root);
-/* rt_json_engine's pack_current and unpack (dnnl_prim.c): packs keyed by this oneDNN and ISA;
- * a float32 weight laid out plain again from its reorder. */
-bool dn_pack_current(const char *key, const void *opts);
-gr_status dn_unpack(const char *key, const char *layout, const void *packed, size_t bytes, void *plain,
-                    size_t plain_bytes, gr_diag *diag);
+/* Whether a pack keyed `key` was made by this oneDNN on this ISA (dnnl_prim.c). */
+bool dn_pack_current(const char *key);
+/* Graph constant c (value root), stored only prepacked, laid out plain from its pack now
+ * (rt_json_graph_deferred_pack; drop_pack: that pack is not read in place here): an error
+ * under another oneDNN ("rebuild") or when its stored layout does not describe its pack. */
+gr_status dn_const_plain(dn_state *S, const rt_json_node *n, uint32_t c, int root, bool drop_pack);
 void dn_plain_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md);
 void dn_plain_expand(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int nd);
 bool dn_is_plain(const dnnl_memory_desc_t *md);

@@ -470,12 +470,11 @@ static void pack_key(dn_state *S, const rt_json_node *n, int c, const dnnl_memor
              (unsigned long long)gr_hash_bytes(smd, sizeof *smd, 1), (unsigned long long)gr_hash_bytes(dmd, sizeof *dmd, 2));
 }
 
-bool dn_pack_current(const char *key, const void *opts) {
-    (void)opts; /* options that change a layout change the key of that weight: prepare finds no pack */
+bool dn_pack_current(const char *key) {
     char env[128];
     pack_env(env, sizeof env, true);
     size_t n = strlen(env);
-    return strncmp(key, env, n) == 0 && key[n] == ' ';
+    return key && strncmp(key, env, n) == 0 && key[n] == ' ';
 }
 
 /* A reorder of float32 constant c (bytes of it) from its own plain layout smd into dmd, with
@@ -551,49 +550,45 @@ static bool dense_blocked(const dnnl_memory_desc_t *md, size_t bytes) {
     return (uint64_t)total * sizeof(float) == bytes;
 }
 
-gr_status dn_unpack(const char *key, const char *layout, const void *packed, size_t bytes, void *plain,
-                    size_t plain_bytes, gr_diag *diag) {
-    char env[128];
+gr_status dn_const_plain(dn_state *S, const rt_json_node *n, uint32_t c, int root, bool drop_pack) {
+    const void *packed = NULL;
+    size_t bytes = 0;
+    const char *layout = NULL, *key = rt_json_graph_deferred_pack(S->g, c, &packed, &bytes, &layout);
+    if (!key) return dn_fail(S, n, dnnl_success, "a weight stored only prepacked has no pack");
+    char env[128], msg[512];
     pack_env(env, sizeof env, false);
-    size_t n = strlen(env);
-    if (strncmp(key, env, n) != 0 || strncmp(key + n, " isa ", 5) != 0) {
+    size_t k = strlen(env);
+    if (strncmp(key, env, k) != 0 || strncmp(key + k, " isa ", 5) != 0) {
         const char *isa = strstr(key, " isa ");
-        return gr_diag_set(diag, GR_ERR_UNSUPPORTED, "the artifact stores this weight only in a blocked layout of "
-                           "'%.*s', and this runtime has '%s': rebuild the artifact with this graft",
-                           isa ? (int)(isa - key) : 24, key, env);
+        snprintf(msg, sizeof msg, "the artifact stores this weight only in a blocked layout of '%.*s', and this runtime "
+                 "has '%s': rebuild the artifact with this graft", isa ? (int)(isa - key) : 24, key, env);
+        return dn_fail(S, n, dnnl_success, msg);
     }
     /* the layout is the memory descriptor of the same oneDNN version: checked before use */
-    dnnl_memory_desc_t dmd, smd;
+    dnnl_memory_desc_t dmd;
+    const dnnl_memory_desc_t *smd = &S->vals.data[root].md;
     memset(&dmd, 0, sizeof dmd);
-    bool ok = layout && hex_decode(&dmd, sizeof dmd, layout) && dense_blocked(&dmd, bytes);
-    if (ok) {
-        dn_plain_md(&smd, dmd.ndims, dmd.dims);
-        ok = dnnl_memory_desc_get_size(&dmd) == bytes && dnnl_memory_desc_get_size(&smd) == plain_bytes;
+    if (!layout || !hex_decode(&dmd, sizeof dmd, layout) || !dense_blocked(&dmd, bytes) || smd->data_type != dnnl_f32) {
+        snprintf(msg, sizeof msg, "its stored layout does not describe its pack (%zu bytes)", bytes);
+        return dn_fail(S, n, dnnl_success, msg);
     }
-    if (!ok) return gr_diag_set(diag, GR_ERR_INVALID, "its stored layout does not describe its pack (%zu bytes)", bytes);
-    dnnl_engine_t eng = NULL;
-    dnnl_stream_t str = NULL;
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_primitive_t p = NULL;
-    dnnl_memory_t ms = NULL, md = NULL;
-    dnnl_status_t ds = dnnl_engine_create(&eng, dnnl_cpu, 0);
-    if (ds == dnnl_success) ds = dnnl_stream_create(&str, eng, dnnl_stream_default_flags);
-    if (ds == dnnl_success) ds = dnnl_reorder_primitive_desc_create(&pd, &dmd, eng, &smd, eng, NULL);
-    if (ds == dnnl_success) ds = dnnl_primitive_create(&p, pd);
-    if (ds == dnnl_success) ds = dnnl_memory_create(&ms, &dmd, eng, (void *)packed);
-    if (ds == dnnl_success) ds = dnnl_memory_create(&md, &smd, eng, plain);
-    if (ds == dnnl_success) {
-        dnnl_exec_arg_t ea[2] = {{DNNL_ARG_FROM, ms}, {DNNL_ARG_TO, md}};
-        ds = dnnl_primitive_execute(p, str, 2, ea);
+    dnnl_memory_desc_t plain;
+    dn_plain_md(&plain, dmd.ndims, dmd.dims);
+    rt_tensor *t = rt_tensor_new((DLDataType){kDLFloat, 32, 1}, smd->ndims, smd->dims);
+    if (!t) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    if (dnnl_memory_desc_get_size(&plain) != rt_tensor_nbytes(t)) {
+        rt_tensor_release(t);
+        snprintf(msg, sizeof msg, "its stored layout does not describe its pack (%zu bytes)", bytes);
+        return dn_fail(S, n, dnnl_success, msg);
     }
-    if (ds == dnnl_success) ds = dnnl_stream_wait(str);
-    dnnl_memory_destroy(ms);
-    dnnl_memory_destroy(md);
-    dnnl_primitive_destroy(p);
-    dnnl_primitive_desc_destroy(pd);
-    if (str) dnnl_stream_destroy(str);
-    if (eng) dnnl_engine_destroy(eng);
-    return ds == dnnl_success ? GR_OK : gr_diag_set(diag, GR_ERR_RUNTIME, "cannot lay it out plain (oneDNN status %d)", (int)ds);
+    gr_status st = run_reorder_now(S, n, &dmd, (void *)packed, &plain, rt_tensor_data(t));
+    if (st) {
+        rt_tensor_release(t);
+        return st;
+    }
+    S->vals.data[root].ptr = rt_tensor_data(t);
+    rt_json_graph_set_plain(S->g, c, t, drop_pack);
+    return GR_OK;
 }
 
 gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *dmd, dn_make_fn make,
@@ -621,8 +616,10 @@ gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_me
         return GR_OK;
     }
     if (!src && c >= 0 && rt_json_graph_const_deferred(S->g, (uint32_t)c)) {
-        rt_json_graph_need_plain(S->g);
-        return dn_fail(S, n, dnnl_success, "a weight the artifact stores only prepacked is needed in another layout");
+        /* stored only prepacked, in a layout this CPU or these options do not take: plain now */
+        st = dn_const_plain(S, n, (uint32_t)c, r, false);
+        if (st) return st;
+        src = S->vals.data[r].ptr;
     }
     /* an artifact build takes the bytes at once and releases this state, never run: its packs
      * share one buffer, faulted in once (not a fresh one per weight, on huge pages) */

@@ -51,7 +51,6 @@ struct rt_json_graph {
     struct rt_json_pack *packs;   /* prepacked constants (rt_json_graph_pack_*) */
     uint32_t npacks, nprovided, nused, nremade;
     bool *deferred;               /* per constant: kept only as a pack (rt_json_graph_defer_const) */
-    bool need_plain;              /* the engine's prepare met a deferred constant it needs plain */
     uint32_t nrecovered;          /* deferred constants laid out plain again at load */
     rt_json_pack_sink pack_sink;  /* set while rt_json_module_stream_packs prepares the graph */
     void *pack_sink_user;

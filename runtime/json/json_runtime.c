@@ -552,7 +552,33 @@ bool rt_json_graph_const_deferred(const rt_json_graph *g, uint32_t c) {
     return g->deferred && c < g->nconsts && g->deferred[c];
 }
 
-void rt_json_graph_need_plain(rt_json_graph *g) { g->need_plain = true; }
+const char *rt_json_graph_deferred_pack(const rt_json_graph *g, uint32_t c, const void **data, size_t *bytes,
+                                        const char **layout) {
+    if (!rt_json_graph_const_deferred(g, c) || g->consts[c]) return NULL;
+    for (uint32_t k = 0; k < g->npacks; k++)
+        if (g->packs[k].plain == (int32_t)c && g->packs[k].t) {
+            *data = g->packs[k].data;
+            *bytes = g->packs[k].bytes;
+            *layout = g->packs[k].layout;
+            return g->packs[k].key;
+        }
+    return NULL;
+}
+
+void rt_json_graph_set_plain(rt_json_graph *g, uint32_t c, rt_tensor *t, bool drop_pack) {
+    if (c >= g->nconsts || g->consts[c]) {
+        rt_tensor_release(t);
+        return;
+    }
+    g->consts[c] = t;
+    g->nrecovered++;
+    for (uint32_t k = 0; k < g->npacks && drop_pack; k++)
+        if (g->packs[k].plain == (int32_t)c && g->packs[k].t) {
+            rt_tensor_release(g->packs[k].t);
+            g->packs[k].t = NULL;
+            g->packs[k].data = NULL;
+        }
+}
 
 /* The entries a stream left (no data): a new stream records them again. */
 static void pack_drop_streamed(rt_json_graph *g) {
@@ -754,61 +780,10 @@ static int jm_find(json_mod *jm, const char *symbol) {
 
 /* Prepares static graph i once (under jm->lock). The module owns the graph and never prepares
  * it again, so its engine may drop the constants it made its own copies of. */
-/* The deferred constants of g that are not there (an artifact stored only their packs) laid
- * out plain again from their packs by the engine (another CPU, ISA or options than the build's:
- * the engine lays the weights out again from them). */
-static gr_status recover_plain(json_mod *jm, rt_json_graph *g, gr_diag *d) {
-    for (uint32_t k = 0; k < g->npacks; k++) {
-        rt_json_pack *p = &g->packs[k];
-        if (p->plain < 0 || !p->t || !rt_json_graph_const_deferred(g, (uint32_t)p->plain) || g->consts[p->plain]) continue;
-        const rt_json_node *nd = &g->nodes[g->const_nids[p->plain]];
-        if (!jm->eng->unpack)
-            return gr_diag_set(d, GR_ERR_UNSUPPORTED, "json runtime '%s': constant '%s' is stored only in engine %s's "
-                               "layout, and this engine cannot lay it out plain", g->symbol, nd->name, jm->eng->kind);
-        rt_tensor *t = rt_tensor_new(nd->dtypes[0], nd->ndims[0], nd->shapes[0]);
-        if (!t) return gr_diag_set(d, GR_ERR_NOMEM, "json runtime '%s': out of memory", g->symbol);
-        gr_status st = jm->eng->unpack(p->key, p->layout, p->data, p->bytes, rt_tensor_data(t), rt_tensor_nbytes(t), d);
-        if (st) {
-            rt_tensor_release(t);
-            char why[sizeof d->msg];
-            snprintf(why, sizeof why, "%s", d->msg);
-            return gr_diag_set(d, st, "json runtime '%s': constant '%s': %s", g->symbol, nd->name, why);
-        }
-        g->consts[p->plain] = t;
-        g->nrecovered++;
-    }
-    return GR_OK;
-}
-
-/* Whether every deferred constant's pack was made by an engine like this one (same library,
- * CPU and options), so that prepare finds each stored form it needs in place of the constant. */
-static bool packs_current(const json_mod *jm, const rt_json_graph *g) {
-    for (uint32_t k = 0; k < g->npacks; k++) {
-        const rt_json_pack *p = &g->packs[k];
-        if (p->plain >= 0 && !g->consts[p->plain] && (!jm->eng->pack_current || !jm->eng->pack_current(p->key, jm->opts)))
-            return false;
-    }
-    return true;
-}
-
 static gr_status jm_prepare_static(json_mod *jm, uint32_t i, gr_diag *d) {
     if (jm->prepared[i]) return GR_OK;
-    rt_json_graph *g = jm->graphs[i];
-    rt_json_graph_set_consts_disposable(g);
-    gr_status st = g->deferred && !packs_current(jm, g) ? recover_plain(jm, g, d) : GR_OK;
-    g->need_plain = false;
-    if (!st) st = jm_prepare(jm, g, &jm->states[i], d);
-    if (st && g->need_plain) {
-        /* the engine took another way than the build's (another option) and needs a weight
-         * the artifact keeps only prepacked: lay them out plain, prepare again */
-        if (jm->states[i] && jm->eng->release) jm->eng->release(g, jm->states[i]);
-        jm->states[i] = NULL;
-        g->nused = g->nremade = 0;
-        g->need_plain = false;
-        gr_diag_clear(d);
-        st = recover_plain(jm, g, d);
-        if (!st) st = jm_prepare(jm, g, &jm->states[i], d);
-    }
+    rt_json_graph_set_consts_disposable(jm->graphs[i]);
+    gr_status st = jm_prepare(jm, jm->graphs[i], &jm->states[i], d);
     jm->prepared[i] = st == GR_OK;
     return st;
 }
@@ -1049,8 +1024,8 @@ gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engi
         json_t *pks = json_object_get(o, "packs");
         size_t k;
         json_t *pk;
-        /* constants stored only as a pack ("plain": its index): not looked up, laid out plain
-         * from the pack if the engine needs them (recover_plain) */
+        /* constants stored only as a pack ("plain": its index): not looked up; the engine
+         * lays them out plain from the pack if it needs them (rt_json_graph_deferred_pack) */
         json_array_foreach(pks, k, pk) {
             json_t *pl = json_object_get(pk, "plain");
             if (!pl) continue;

@@ -146,16 +146,20 @@ void rt_json_graph_pack_name(const rt_json_graph *g, uint32_t i, char *buf, size
 typedef void (*rt_json_pack_sink)(void *user, const void *data, size_t bytes);
 bool rt_json_graph_pack_streamed(const rt_json_graph *g);
 /* Constants kept only as a pack (an artifact leaves their plain form out). Build side: the
- * pack just recorded is a pure layout change of constant c, undone by the engine's unpack from
- * `layout` (its own words); once the engine knows it reads c only through such packs, it defers
- * c, and the module blob lists the first such pack of c with "plain": c and its layout. Load
- * side: a deferred constant is NULL in the graph until its engine needs it plain: prepare lays
- * it out from its pack first when pack_current says the packs were made elsewhere, or after an
- * engine's prepare that met it with rt_json_graph_need_plain (then prepares again). */
+ * pack just recorded is a pure layout change of constant c, undone from `layout` (the engine's
+ * own words); once the engine knows it reads c only through such packs, it defers c, and the
+ * module blob lists the first such pack of c with "plain": c and its layout. Load side: a
+ * deferred constant is NULL in the graph; an engine that needs it plain (its packs were made
+ * for another CPU or options) gets its pack (key, bytes, layout; NULL when c is there or not
+ * deferred), lays it out plain and hands the tensor to the graph (set_plain takes the
+ * reference; the graph releases it as any constant; drop_pack: the pack will not be read in
+ * place either, its reference goes, so a mapped artifact's pages of it go too). */
 void rt_json_graph_pack_invertible(rt_json_graph *g, uint32_t c, const char *layout);
 void rt_json_graph_defer_const(rt_json_graph *g, uint32_t c);
 bool rt_json_graph_const_deferred(const rt_json_graph *g, uint32_t c);
-void rt_json_graph_need_plain(rt_json_graph *g);
+const char *rt_json_graph_deferred_pack(const rt_json_graph *g, uint32_t c, const void **data, size_t *bytes,
+                                        const char **layout);
+void rt_json_graph_set_plain(rt_json_graph *g, uint32_t c, rt_tensor *t, bool drop_pack);
 /* How many deferred constants were laid out plain from their packs at load. */
 uint32_t rt_json_graph_pack_recovered(const rt_json_graph *g);
 
@@ -203,14 +207,6 @@ typedef struct rt_json_engine {
      * graph that the engine only makes for an artifact (a copy it would not keep otherwise);
      * the module's serialize calls it before listing the graph's packs. */
     gr_status (*record_packs)(rt_json_graph *g, void *state, gr_diag *diag);
-    /* Optional: whether a pack keyed `key` is one this engine, with opts, makes here (same
-     * library and CPU); without it, packs are taken as made elsewhere. */
-    bool (*pack_current)(const char *key, const void *opts);
-    /* Optional: the plain form (plain_bytes) of a constant from its pack (key, layout, its
-     * bytes), for deferred constants (rt_json_graph_pack_invertible); an error when the pack
-     * cannot be undone here (another library version). Untrusted input: checks what it reads. */
-    gr_status (*unpack)(const char *key, const char *layout, const void *packed, size_t bytes, void *plain,
-                        size_t plain_bytes, gr_diag *diag);
 } rt_json_engine;
 
 /* ---- Operand contracts ----
