@@ -1024,8 +1024,9 @@ gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engi
         json_t *pks = json_object_get(o, "packs");
         size_t k;
         json_t *pk;
-        /* constants stored only as a pack ("plain": its index): not looked up; the engine
-         * lays them out plain from the pack if it needs them (rt_json_graph_deferred_pack) */
+        /* constants stored only as a pack ("plain": its index): unless given plain all the same,
+         * the engine lays them out plain from the pack if it needs them
+         * (rt_json_graph_deferred_pack) */
         json_array_foreach(pks, k, pk) {
             json_t *pl = json_object_get(pk, "plain");
             if (!pl) continue;
@@ -1039,10 +1040,11 @@ gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engi
         }
         rt_tensor **ts = calloc(nc + 1, sizeof(*ts));
         for (uint32_t c = 0; c < nc && !st; c++) {
-            if (rt_json_graph_const_deferred(graphs[i], c)) continue;
             ts[c] = consts ? consts(rt_json_graph_const_name(graphs[i], c), user) : NULL;
-            if (!ts[c]) st = gr_diag_set(d, GR_ERR_NOT_FOUND, "json runtime module: constant '%s' not provided",
-                                         rt_json_graph_const_name(graphs[i], c));
+            if (ts[c] && rt_json_graph_const_deferred(graphs[i], c)) graphs[i]->deferred[c] = false; /* given plain */
+            if (!ts[c] && !rt_json_graph_const_deferred(graphs[i], c))
+                st = gr_diag_set(d, GR_ERR_NOT_FOUND, "json runtime module: constant '%s' not provided",
+                                 rt_json_graph_const_name(graphs[i], c));
         }
         if (!st) st = rt_json_graph_init(graphs[i], ts, nc, d);
         free(ts);
@@ -1050,6 +1052,7 @@ gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engi
             const char *key = json_string_value(json_object_get(pk, "key"));
             const char *cn = json_string_value(json_object_get(pk, "const"));
             json_t *pl = json_object_get(pk, "plain");
+            if (pl && !rt_json_graph_const_deferred(graphs[i], (uint32_t)json_integer_value(pl))) pl = NULL;
             rt_tensor *t = key && cn && consts && !st ? consts(cn, user) : NULL;
             if (!t && pl && !st)
                 st = gr_diag_set(d, GR_ERR_NOT_FOUND, "json runtime module: graph '%s': pack '%s' not provided",
