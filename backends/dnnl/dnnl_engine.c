@@ -223,8 +223,26 @@ typedef struct dn_cst {
     int ent, val;
     uint32_t next;
     bool done;
-    bool early;                   /* stored only prepacked for another CPU: plain before its first consumer */
+    bool deferred;                /* stored only prepacked, not given plain */
 } dn_cst;
+
+/* Whether every consumer of constant c (entry ent, stored only prepacked) has its pack of c
+ * among the graph's, made by this oneDNN on this CPU (the key names the node and the constant). */
+static bool deferred_served(const dn_state *S, uint32_t c, int ent) {
+    const void *data;
+    size_t bytes;
+    const char *layout, *key = rt_json_graph_deferred_pack(S->g, c, &data, &bytes, &layout);
+    if (!key || !dn_pack_current(key) || !S->cons[ent].len) return false;
+    for (uint32_t q = 0; q < S->cons[ent].len; q++) {
+        char needle[64];
+        snprintf(needle, sizeof needle, " node %u const %u from ", (unsigned)(S->cons[ent].data[q] - S->node0), c);
+        bool found = false;
+        for (uint32_t k = 0; !found && (key = rt_json_graph_pack_at(S->g, k, &data, &bytes)); k++)
+            found = data && strstr(key, needle) && dn_pack_current(key);
+        if (!found) return false;
+    }
+    return true;
+}
 
 /* Whether node nid made of constant c only pure layout changes (at least one). */
 static bool made_only_packs(const dn_state *S, uint32_t c, uint32_t nid) {
@@ -401,11 +419,9 @@ static gr_status build(dn_state *S) {
             bool deferred = !c && rt_json_graph_const_deferred(g, ci);
             if (!c && !deferred)
                 return dn_fail(S, n, dnnl_success, "constant released by an earlier prepare of this graph");
-            const void *pk;
-            size_t pkb;
-            const char *lay;
-            bool early = deferred && !dn_pack_current(rt_json_graph_deferred_pack(g, ci, &pk, &pkb, &lay));
-            cs[ci] = (dn_cst){(int)row, -1, 0, false, early};
+            if (deferred && !(t.code == kDLFloat && t.bits == 32 && t.lanes == 1))
+                return dn_fail(S, n, dnnl_success, "a constant stored only prepacked is not float32");
+            cs[ci] = (dn_cst){(int)row, -1, 0, false, deferred};
             /* float32, and uint8 / int8 levels (weights kept as such, dnnl_op_quant.c) */
             if ((c || deferred) && val_type(t) != dnnl_data_type_undef) {
                 md.data_type = val_type(t);
@@ -422,6 +438,12 @@ static gr_status build(dn_state *S) {
             uint32_t nid = (uint32_t)(S->cons[cs[c].ent].data[q] - S->node0);
             if (nid > cs[c].next) cs[c].next = nid;
         }
+    /* constants stored only prepacked stay so (their packs read in place) where each of their
+     * consumers has its pack made by this oneDNN on this CPU; the others are laid out plain
+     * now, their packs let go, so that no handler meets a weight without its data */
+    for (uint32_t c = 0; c < nc && !st; c++)
+        if (cs[c].deferred && !deferred_served(S, c, cs[c].ent)) st = dn_const_plain(S, NULL, c, cs[c].val, true);
+    if (st) return st;
     for (uint32_t h = 0; h < rt_json_graph_num_heads(g); h++) S->is_head[rt_json_graph_entry_id(g, rt_json_graph_head(g, h))] = true;
     dn_concat_plan(S);
     for (uint32_t i = 0; i < nn && !st; i++) {
@@ -434,16 +456,6 @@ static gr_status build(dn_state *S) {
                 if (!(n->dtypes[o].code == kDLFloat && n->dtypes[o].bits == 32))
                     st = dn_fail(S, n, dnnl_success, "only float32 tensors are supported");
             S->building = i;
-            /* weights this node reads that are stored only in another CPU's layout: plain now,
-             * one consumer at a time, so that they go again as the originals do */
-            for (uint32_t c = 0; c < nc && !st; c++) {
-                if (!cs[c].early || cs[c].val < 0) continue;
-                for (uint32_t q = 0; q < S->cons[cs[c].ent].len && cs[c].early; q++)
-                    if (S->cons[cs[c].ent].data[q] == n) {
-                        cs[c].early = false;
-                        st = dn_const_plain(S, n, c, cs[c].val, true);
-                    }
-            }
             if (!st) st = ann ? dn_composite(S, n, ann) : dn_node(S, n, NULL);
         }
         /* weights whose consumers are all built: their originals go now, not at the end, so
@@ -693,4 +705,5 @@ bool rt_dnnl_prim(const void *state, uint32_t i, rt_dnnl_prim_info *out) {
     return true;
 }
 
-const rt_json_engine rt_dnnl_engine = {"dnnl_json", dn_prepare, dn_run, dn_release, sizeof(rt_dnnl_opts)};
+const rt_json_engine rt_dnnl_engine = {"dnnl_json", dn_prepare, dn_run, dn_release, sizeof(rt_dnnl_opts), NULL, NULL,
+                                       true};

@@ -1030,6 +1030,11 @@ gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engi
         json_array_foreach(pks, k, pk) {
             json_t *pl = json_object_get(pk, "plain");
             if (!pl) continue;
+            if (!(eng && eng->deferred_consts)) {
+                st = gr_diag_set(d, GR_ERR_INVALID, "json runtime module: graph '%s' has constants stored only prepacked, "
+                                 "which engine '%s' does not take", graphs[i]->symbol, eng ? eng->kind : "json");
+                break;
+            }
             if (!json_is_integer(pl) || json_integer_value(pl) < 0 || json_integer_value(pl) >= (json_int_t)nc ||
                 !json_is_string(json_object_get(pk, "layout")) || !deferred_flags(graphs[i])) {
                 st = gr_diag_set(d, GR_ERR_INVALID, "json runtime module: graph '%s': pack %zu names no constant to lay out",
@@ -1059,12 +1064,11 @@ gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engi
                                  graphs[i]->symbol, cn ? cn : "");
             if (!t) continue;
             rt_json_graph_pack_provide(graphs[i], key, t);
-            if (pl) {
-                rt_json_pack *p = &graphs[i]->packs[graphs[i]->npacks - 1];
-                p->layout = strdup(json_string_value(json_object_get(pk, "layout")));
-                p->plain = p->layout && p->t == t ? (int32_t)json_integer_value(pl) : -1;
-                if (p->plain < 0) st = gr_diag_set(d, GR_ERR_NOMEM, "json runtime module: out of memory");
-            }
+            rt_json_pack *p = graphs[i]->npacks ? &graphs[i]->packs[graphs[i]->npacks - 1] : NULL;
+            if (pl && (!p || p->t != t || !(p->layout = strdup(json_string_value(json_object_get(pk, "layout"))))))
+                st = gr_diag_set(d, GR_ERR_NOMEM, "json runtime module: out of memory");
+            else if (pl)
+                p->plain = (int32_t)json_integer_value(pl);
         }
     }
     json_decref(root);

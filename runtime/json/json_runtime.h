@@ -207,6 +207,9 @@ typedef struct rt_json_engine {
      * graph that the engine only makes for an artifact (a copy it would not keep otherwise);
      * the module's serialize calls it before listing the graph's packs. */
     gr_status (*record_packs)(rt_json_graph *g, void *state, gr_diag *diag);
+    /* The engine takes constants stored only as packs (rt_json_graph_deferred_pack); a blob
+     * that has them is refused for another engine. */
+    bool deferred_consts;
 } rt_json_engine;
 
 /* ---- Operand contracts ----
