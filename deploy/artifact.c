@@ -278,7 +278,7 @@ static void sink_data(art_sink *s, const uint8_t *p, size_t n) {
     if (!p) p = zeros;
     /* written in the pieces it is hashed in: one write of a large weight puts it in the page
      * cache as 2 MiB folios, which the loader's mapping then maps whole (R3D-18's graft run
-     * of a fresh artifact peaked at 157 MB instead of 117) */
+     * of a fresh artifact peaked at 157 MB instead of 120) */
     for (size_t w = 0; w < n;) {
         size_t k = GR_ART_CHUNK - (size_t)(s->data_at % GR_ART_CHUNK);
         k = k < n - w ? k : n - w;
@@ -636,10 +636,10 @@ static void sink_consts(art_sink *s, art_consts *cs) {
 }
 
 /* Writes the artifact of m to s: the header's place, then every constant straight from its
- * tensor (no serialized copy of the weights is ever held): first the ones the module has, then
- * each prepacked weight as its region is prepared, so it is written once, at its place; then
- * the body that lists them all, and the header again with the checksum (a file is rewound; a
- * buffer patched). */
+ * tensor (no serialized copy of the weights is ever held): first each prepacked weight as its
+ * region is prepared, so it is written once, at its place, then the module's constants but
+ * those stored only prepacked; then the body that lists them all, and the header again with
+ * the checksum (a file is rewound; a buffer patched). */
 static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) {
     if (ir_attrs_get(m->attrs, BYOC_ATTR_CONSTS_RELEASED))
         return gr_diag_set(diag, GR_ERR_INVALID, "graft_model_build: the module's region constants were handed to its "

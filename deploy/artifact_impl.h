@@ -31,7 +31,8 @@
 #define GR_ART_SEED 0x67726166ull
 
 /* flags: the data section holds prepacked weights too (so a loader lets the pages it verified
- * go: a model reads only one of the two forms) */
+ * go: a model reads a weight's prepacked form or its plain one, and a pack only on the CPU it
+ * was made for) */
 #define GR_ART_PACKED 1u
 
 typedef struct gr_art_header {

@@ -478,7 +478,7 @@ bool dn_pack_current(const char *key) {
 }
 
 /* A reorder of float32 constant c (bytes of it) from its own plain layout smd into dmd, with
- * nothing added (no compensation): undone by the reorder back (dn_unpack). */
+ * nothing added (no compensation): undone by the reorder back (dn_const_plain). */
 static bool pure_layout(dn_state *S, int c, const dnnl_memory_desc_t *smd, const dnnl_memory_desc_t *dmd) {
     const rt_tensor *t = rt_json_graph_const(S->g, (uint32_t)c);
     dnnl_memory_desc_t plain;
