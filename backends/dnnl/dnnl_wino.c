@@ -91,43 +91,54 @@ AVX2_FN static inline void out_tile(int m, const v8 *mm, v8 *o) {
     }
 }
 
-/* G g: 3 taps -> a points (scalar, once per weight at prepare) */
-static void g4(const float *g, int s, float *u, int us) {
-    float g0 = g[0], g1 = g[s], g2 = g[2 * s];
-    u[0] = g0 / 4.f;
-    u[us] = -(g0 + g1 + g2) / 6.f;
-    u[2 * us] = -(g0 - g1 + g2) / 6.f;
-    u[3 * us] = g0 / 24.f + g1 / 12.f + g2 / 6.f;
-    u[4 * us] = g0 / 24.f - g1 / 12.f + g2 / 6.f;
+/* G g: 3 taps -> a points, for 8 output channels at once (once per weight at prepare) */
+AVX2_FN static inline void g4(const v8 *g, int s, v8 *u, int us) {
+    v8 g0 = g[0], g1 = g[s], g2 = g[2 * s], g02 = _mm256_add_ps(g0, g2);
+    v8 q = _mm256_fmadd_ps(_mm256_set1_ps(1.f / 24.f), g0, _mm256_mul_ps(_mm256_set1_ps(1.f / 6.f), g2));
+    v8 h1 = _mm256_mul_ps(_mm256_set1_ps(1.f / 12.f), g1);
+    u[0] = _mm256_mul_ps(_mm256_set1_ps(0.25f), g0);
+    u[us] = _mm256_mul_ps(_mm256_set1_ps(-1.f / 6.f), _mm256_add_ps(g02, g1));
+    u[2 * us] = _mm256_mul_ps(_mm256_set1_ps(-1.f / 6.f), _mm256_sub_ps(g02, g1));
+    u[3 * us] = _mm256_add_ps(q, h1);
+    u[4 * us] = _mm256_sub_ps(q, h1);
     u[5 * us] = g2;
 }
 
-static void g2(const float *g, int s, float *u, int us) {
-    float g0 = g[0], g1 = g[s], g2v = g[2 * s];
+AVX2_FN static inline void g2(const v8 *g, int s, v8 *u, int us) {
+    v8 g0 = g[0], g1 = g[s], g2v = g[2 * s], g02 = _mm256_add_ps(g0, g2v), half = _mm256_set1_ps(0.5f);
     u[0] = g0;
-    u[us] = (g0 + g1 + g2v) / 2.f;
-    u[2 * us] = (g0 - g1 + g2v) / 2.f;
+    u[us] = _mm256_mul_ps(half, _mm256_add_ps(g02, g1));
+    u[2 * us] = _mm256_mul_ps(half, _mm256_sub_ps(g02, g1));
     u[3 * us] = g2v;
 }
 
 /* ---------------------------------------------------------------- weights ---- */
 
-void dn_wino_weights(const dn_wino *p, const float *w, const int64_t *wstr, float *u) {
+/* 8 output channels at a time: each (c, t) then writes 8 consecutive floats of U per point. */
+AVX2_FN void dn_wino_weights(const dn_wino *p, const float *w, const int64_t *wstr, float *u) {
     int a = p->m + 2, aa = a * a;
     int64_t K = p->kd * p->Cp;
     memset(u, 0, sizeof(float) * (size_t)(aa * K * p->Op));
-    /* o innermost: the 36 values of a (c, o) go to rows of U that consecutive o continue */
     for (int t = 0; t < p->kd; t++)
         for (int64_t c = 0; c < p->C; c++)
-            for (int64_t o = 0; o < p->O; o++) {
-                float g[9], tt[6 * 3], r[36];
-                const float *wt = w + o * wstr[0] + c * wstr[1] + t * wstr[2];
+            for (int64_t o0 = 0; o0 < p->O; o0 += 8) {
+                int no = p->O - o0 < 8 ? (int)(p->O - o0) : 8;
+                v8 g[9], tt[6 * 3], r[36];
                 for (int y = 0; y < 3; y++)
-                    for (int x = 0; x < 3; x++) g[y * 3 + x] = wt[y * wstr[3] + x * wstr[4]];
+                    for (int x = 0; x < 3; x++) {
+                        float lane[8] = {0};
+                        const float *wt = w + o0 * wstr[0] + c * wstr[1] + t * wstr[2] + y * wstr[3] + x * wstr[4];
+                        for (int i = 0; i < no; i++) lane[i] = wt[i * wstr[0]];
+                        g[y * 3 + x] = _mm256_loadu_ps(lane);
+                    }
                 /* columns of each kernel row, then the rows: r = G g G^T */
                 for (int y = 0; y < 3; y++) (p->m == 4 ? g4 : g2)(g + y * 3, 1, tt + y, 3);
                 for (int i = 0; i < a; i++) (p->m == 4 ? g4 : g2)(tt + i * 3, 1, r + i, a);
-                for (int xi = 0; xi < aa; xi++) u[((int64_t)xi * K + t * p->Cp + c) * p->Op + o] = r[xi];
+                for (int xi = 0; xi < aa; xi++) {
+                    float *dst = u + ((int64_t)xi * K + t * p->Cp + c) * p->Op + o0;
+                    if (no == 8) _mm256_storeu_ps(dst, r[xi]);
+                    else _mm256_maskstore_ps(dst, dn_lanes(no), r[xi]);
+                }
             }
 }
 
