@@ -15,7 +15,10 @@
  *
  * Which implementation: on an ISA below avx512_core with AVX2 + FMA (ONEDNN_MAX_CPU_ISA=AVX2
  * in `make test`, or an AVX2 machine) the table's tile size is asserted (one primitive
- * graft_wino_4x3:avx2 or graft_wino_2x3:avx2); on AVX-512 none of ours runs. */
+ * graft_wino_4x3:avx2 or graft_wino_2x3:avx2); on AVX-512 none of ours runs. 3x3x3
+ * convolutions (CASES3: odd sizes, channels no multiple of 8, one-sided depth padding, batch 2,
+ * bias / residual / relu, several passes, and those left to oneDNN) run ours at every ISA with
+ * AVX2 + FMA (graft_wino3d_4x3:avx2), in channels-last on AVX-512 and nCdhw8c below. */
 #include "tests/dnnl/dnnl_test_util.h"
 
 #define WINO_ATOL_OF_MAX 1e-4
