@@ -92,8 +92,9 @@ static gr_status plan_memory(dn_state *S) {
     free(first);
     free(last);
     S->stats.arena_bytes = total;
-    S->arena = total ? aligned_alloc(64, total) : NULL;
-    if (S->scratch_bytes) S->scratch = aligned_alloc(64, (S->scratch_bytes + 63) / 64 * 64);
+    /* on huge pages, as the weights: every run goes through the whole arena */
+    S->arena = total ? dn_huge_alloc(total) : NULL;
+    if (S->scratch_bytes) S->scratch = dn_huge_alloc(S->scratch_bytes);
     S->stats.scratch_bytes = S->scratch_bytes;
     if ((total && !S->arena) || (S->scratch_bytes && !S->scratch))
         return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl region '%s': out of memory for %zu bytes", S->symbol, total);
@@ -168,7 +169,7 @@ static void dn_release(rt_json_graph *g, void *state) {
     gr_vec_free(&S->prims);
     gr_vec_free(&S->vals);
     gr_vec_free(&S->exts);
-    for (uint32_t i = 0; i < S->owned.len; i++) free(S->owned.data[i]);
+    for (uint32_t i = 0; i < S->owned.len; i++) dn_const_free(S->owned.data[i]);
     gr_vec_free(&S->owned);
     free(S->csts);
     for (uint32_t i = 0; i < S->held.len; i++) rt_tensor_release(S->held.data[i]);

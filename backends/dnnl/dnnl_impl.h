@@ -226,6 +226,12 @@ int dn_root(const dn_state *S, int v);
 /* Where value v's bytes start in its root's: the sum of boff along its aliases. */
 size_t dn_val_boff(const dn_state *S, int v);
 void *dn_owned_alloc(dn_state *S, size_t bytes);
+/* 64-byte aligned memory; from 2 MiB on, 2 MiB aligned with its whole 2 MiB pieces on
+ * transparent huge pages (a hint; no memory is added). free() frees it. */
+void *dn_huge_alloc(size_t bytes);
+/* Frees what the engine made and owns (S->owned, the shared weights): a constant in a shared
+ * chunk (dnnl_prim.c) or an allocation of its own. */
+void dn_const_free(void *p);
 gr_status dn_emit(dn_state *S, const rt_json_node *n, dnnl_primitive_desc_t pd, const dn_arg *args, int nargs,
                   bool reorder);
 /* The contract of C code of ours (GEMV, Winograd), on top of the graph's (rt_json_graph_check):

@@ -632,6 +632,33 @@ static gr_status dw1d_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
  * bottlenecks) or pools that do (the pool keeps its source's layout: DenseNet's transitions).
  * A convolution reading a blocked source then writes blocked too: on avx512_core `any` picks
  * channels-last brgconv, a reorder on either side. */
+static bool goes_blocked(dn_state *S, int e);
+
+/* c splits entry e of one image along its channels (MergeSiblings' merged convolutions): the
+ * pieces are views of a blocked e (dn_op_split) when every piece but the last fills whole
+ * blocks, some piece goes on blocked and the others are read only by convolutions, which
+ * reorder a piece as they would the whole. */
+static bool split_goes_blocked(dn_state *S, const rt_json_node *c, int e) {
+    int nd = dn_entry_ndim(S, e);
+    int64_t axis = dn_attr_int(c, "axis", 0);
+    if (c->op != IR_OP_SPLIT || nd < 3 || nd > 5 || dn_entry_shape(S, e)[0] != 1 || (axis < 0 ? axis + nd : axis) != 1)
+        return false;
+    bool any = false;
+    for (uint32_t o = 0; o < c->noutputs; o++) {
+        int p = dn_out_entry(S, c) + (int)o;
+        /* a slice off the blocks, or a region output: dn_op_split's general path, plain */
+        if ((o + 1 < c->noutputs && c->shapes[o][1] % rt_dnnl_channel_block()) || S->is_head[p]) return false;
+        if (!S->cons[p].len) continue;
+        if (goes_blocked(S, p)) {
+            any = true;
+            continue;
+        }
+        for (uint32_t i = 0; i < S->cons[p].len; i++)
+            if (S->cons[p].data[i]->op != IR_OP_CONV2D || dn_arg_entry(S, S->cons[p].data[i], 0) != p) return false;
+    }
+    return any;
+}
+
 static bool goes_blocked(dn_state *S, int e) {
     dnnl_memory_desc_t md;
     if (dn_slot_md(S, e, &md)) return true;
@@ -639,7 +666,8 @@ static bool goes_blocked(dn_state *S, int e) {
     for (uint32_t i = 0; i < S->cons[e].len; i++) {
         const rt_json_node *c = S->cons[e].data[i];
         bool pool = (c->op == IR_OP_MAX_POOL2D || c->op == IR_OP_AVG_POOL2D) && dn_slot_md(S, dn_out_entry(S, c), &md);
-        if (dn_arg_entry(S, c, 0) != e || !(pool || (onednn_winograd(S, c) && into_slot(S, c)))) return false;
+        if (dn_arg_entry(S, c, 0) != e || !(pool || (onednn_winograd(S, c) && into_slot(S, c)) || split_goes_blocked(S, c, e)))
+            return false;
     }
     return true;
 }

@@ -904,12 +904,56 @@ gr_status dn_op_strided_slice(dn_state *S, const rt_json_node *n, const dn_comp 
     return st;
 }
 
+/* A channel split of one image (N = 1) in a channel-blocked layout (8 or 16 channels a block)
+ * whose pieces all start on a block: each piece is a run of the input's bytes in the same
+ * layout, a view at an offset without a copy (MergeSiblings' merged convolutions, each branch
+ * reading its slice in the layout its producer wrote). false when it does not apply; pieces
+ * that are region outputs take the general path. */
+static bool split_blocked(dn_state *S, const rt_json_node *n, int xv, int64_t axis) {
+    const dnnl_memory_desc_t xmd = S->vals.data[xv].md;
+    int nd = xmd.ndims, row = dn_out_entry(S, n);
+    if (axis != 1 || nd < 3 || nd > 5 || xmd.dims[0] != 1 || S->opts.no_layout_plan) return false;
+    int block = 0;
+    for (int b = 8; b <= 16 && !block; b += 8) {
+        dnnl_memory_desc_t bmd;
+        if (dnnl_memory_desc_init_by_tag(&bmd, nd, xmd.dims, dnnl_f32, block_tag(nd, b)) == dnnl_success &&
+            dnnl_memory_desc_equal(&bmd, &xmd))
+            block = b;
+    }
+    if (!block) return false;
+    size_t per_ch = sizeof(float);
+    for (int d = 2; d < nd; d++) per_ch *= (size_t)xmd.dims[d];
+    int64_t total = 0;
+    for (uint32_t o = 0; o < n->noutputs; o++) {
+        if (n->ndims[o] != nd || S->is_head[row + (int)o] || (o + 1 < n->noutputs && n->shapes[o][1] % block)) return false;
+        total += n->shapes[o][1];
+    }
+    if (total != xmd.dims[1]) return false;
+    int64_t at = 0;
+    for (uint32_t o = 0; o < n->noutputs; o++) {
+        int e = row + (int)o;
+        dnnl_memory_desc_t md;
+        if (S->cons[e].len && dnnl_memory_desc_init_by_tag(&md, nd, n->shapes[o], dnnl_f32, block_tag(nd, block)) == dnnl_success) {
+            int v = dn_alias_new(S, xv, &md);
+            S->vals.data[v].boff = (size_t)at * per_ch;
+            S->ent_val[e] = v;
+            S->stats.nviews++;
+        }
+        at += n->shapes[o][1];
+    }
+    return true;
+}
+
 /* split: each piece a slice along the axis, the pieces' sizes read from the output shapes; a
  * view oneDNN's reorder rejects is sliced from a plain copy, as strided_slice does */
 gr_status dn_op_split(dn_state *S, const rt_json_node *n, const dn_comp *comp) {
     (void)comp;
     int x = dn_arg_entry(S, n, 0), xv = -1;
     gr_status st = dn_need_val(S, n, x, &xv);
+    if (!st) {
+        int64_t ax = dn_attr_int(n, "axis", 0);
+        if (split_blocked(S, n, xv, ax < 0 ? ax + S->vals.data[xv].md.ndims : ax)) return GR_OK;
+    }
     if (!st && (!dn_strided(&S->vals.data[xv].md) || S->opts.no_layout_plan)) st = dn_plain(S, n, xv, &xv);
     if (st) return st;
     int nd = S->vals.data[xv].md.ndims;

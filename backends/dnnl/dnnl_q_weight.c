@@ -159,7 +159,7 @@ int dn_q_weight_val(dn_state *S, int e) {
 static void free_owned(dn_state *S, int v) {
     for (uint32_t i = 0; i < S->owned.len; i++)
         if (S->owned.data[i] && S->owned.data[i] == S->vals.data[v].ptr) {
-            free(S->owned.data[i]);
+            dn_const_free(S->owned.data[i]);
             S->owned.data[i] = NULL;
             S->vals.data[v].ptr = NULL;
             S->stats.weight_bytes -= dnnl_memory_desc_get_size(&S->vals.data[v].md);

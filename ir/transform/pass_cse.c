@@ -27,14 +27,6 @@ static uint64_t value_hash(const ir_expr *v) {
     return h ? h : 1;
 }
 
-static bool attrs_equal(const ir_attrs *a, const ir_attrs *b) {
-    if (a == b) return true;
-    if (!a || !b || a->n != b->n) return false;
-    for (uint32_t i = 0; i < a->n; i++)
-        if (a->keys[i] != b->keys[i] || !ir_attr_equal(&a->vals[i], &b->vals[i])) return false;
-    return true;
-}
-
 static bool value_equal(const ir_expr *a, const ir_expr *b) {
     if (a->kind != b->kind) return false;
     if (a->kind == IR_CALL) {
@@ -44,7 +36,7 @@ static bool value_equal(const ir_expr *a, const ir_expr *b) {
             if (x->args[i] != y->args[i]) return false;
         for (uint32_t i = 0; i < x->nsinfo_args; i++)
             if (x->sinfo_args[i] != y->sinfo_args[i]) return false;
-        return attrs_equal(x->attrs, y->attrs);
+        return pu_attrs_equal(x->attrs, y->attrs);
     }
     if (a->kind == IR_TUPLE) {
         const ir_tuple *x = (const ir_tuple *)a, *y = (const ir_tuple *)b;

@@ -92,6 +92,8 @@ gr_status pu_pass_run(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *m
  * another block). */
 void pu_alias(pu_rewriter *r, const ir_binding *b, ir_expr *target, const ir_span *extra_span);
 
+/* Same keys in the same order with equal values (normalized attrs of one op). */
+bool pu_attrs_equal(const ir_attrs *a, const ir_attrs *b);
 /* e as a call of op `op` (NULL when e is not one). */
 ir_call *pu_op_call(ir_expr *e, ir_op_id op);
 /* A scalar constant (0-d tensor) of dtype with value v, span given. */

@@ -414,6 +414,14 @@ gr_status pu_pass_run(const ir_pass *self, ir_pass_ctx_t *pc, const ir_module *m
 
 /* ---- small builders ---- */
 
+bool pu_attrs_equal(const ir_attrs *a, const ir_attrs *b) {
+    if (a == b) return true;
+    if (!a || !b || a->n != b->n) return false;
+    for (uint32_t i = 0; i < a->n; i++)
+        if (a->keys[i] != b->keys[i] || !ir_attr_equal(&a->vals[i], &b->vals[i])) return false;
+    return true;
+}
+
 ir_call *pu_op_call(ir_expr *e, ir_op_id op) {
     return op != IR_OP_NONE && ir_op_id_of(e) == op ? (ir_call *)e : NULL;
 }

@@ -35,6 +35,7 @@ static void config_builtin(void) {
     if (done) return;
     done = true;
     ir_config_declare(IR_CONFIG_SI_BUILDER, (ir_config_value){.kind = IR_CONFIG_BOOL, .u.b = true});
+    ir_config_declare(IR_CONFIG_MERGE_SIBLING_MATMULS, (ir_config_value){.kind = IR_CONFIG_BOOL, .u.b = false});
 }
 
 /* ---- Pass context ---- */
@@ -305,7 +306,7 @@ static void registry_builtin(void) {
     static const ir_pass *const builtins[] = {
         &ir_pass_normalize, &ir_pass_canonicalize_bindings, &ir_pass_dce, &ir_pass_cse,
         &ir_pass_decompose_inference, &ir_pass_fold_bn_conv, &ir_pass_simplify_expr, &ir_pass_fuse_norm_gelu,
-        &ir_pass_pool_before_conv1x1,
+        &ir_pass_pool_before_conv1x1, &ir_pass_merge_siblings,
         &ir_pass_to_non_dataflow, &ir_pass_bind_params_attr, &ir_pass_fold_constant,
     };
     for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++)
@@ -347,7 +348,8 @@ const ir_pass *ir_pass_registry_at(uint32_t i) {
 static const ir_pass *const DEFAULT_PASSES[] = {
     &ir_pass_normalize,     &ir_pass_fold_bn_conv, &ir_pass_decompose_inference,
     &ir_pass_fold_constant, &ir_pass_simplify_expr, &ir_pass_fuse_norm_gelu,
-    &ir_pass_pool_before_conv1x1, &ir_pass_cse, &ir_pass_canonicalize_bindings, &ir_pass_dce,
+    &ir_pass_pool_before_conv1x1, &ir_pass_cse, &ir_pass_merge_siblings, &ir_pass_canonicalize_bindings,
+    &ir_pass_dce,
 };
 
 static const ir_pass *const *default_list(uint32_t *n) {

@@ -93,7 +93,8 @@ typedef struct ir_config_value {
 } ir_config_value;
 
 /* Declares a config option (process-global, like TVM_REGISTER_PASS_CONFIG_OPTION); known:
- * "ir.enable_si_builder" (bool, default true). Re-declaring with the same kind is a no-op. */
+ * "ir.enable_si_builder" (bool, default true), "ir.merge_sibling_matmuls" (bool, default
+ * false). Re-declaring with the same kind is a no-op. */
 void ir_config_declare(const char *key, ir_config_value dflt);
 
 /* New context: opt level 2, no passes forced, default config, no instruments. */
@@ -191,6 +192,10 @@ extern const ir_pass ir_pass_cse;                        /* "EliminateCommonSube
 extern const ir_pass ir_pass_decompose_inference;        /* "DecomposeOpsForInference" */
 extern const ir_pass ir_pass_fold_bn_conv;               /* "FoldBatchNormIntoConv" */
 extern const ir_pass ir_pass_pool_before_conv1x1;        /* "PoolBeforeConv1x1" */
+extern const ir_pass ir_pass_merge_siblings;             /* "MergeSiblings" */
+/* Pass config (bool, default false): MergeSiblings merges matmuls too (see pass_merge_siblings.c
+ * for why they are off by default). */
+#define IR_CONFIG_MERGE_SIBLING_MATMULS "ir.merge_sibling_matmuls"
 extern const ir_pass ir_pass_simplify_expr;              /* "SimplifyExpr" */
 extern const ir_pass ir_pass_fuse_norm_gelu;             /* "FuseLayerNormGelu" */
 extern const ir_pass ir_pass_fold_constant;              /* "FoldConstant" */

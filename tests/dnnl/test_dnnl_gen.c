@@ -9,7 +9,8 @@
  * reductions, resize, concat and the data movements (reshape, permute_dims, strided_slice,
  * squeeze / expand_dims) that feed later ops as permuted and strided views, and the fused post-op
  * chains of the composites (bias, relu / clip / hard-swish / gelu / ..., residual add / multiply
- * with broadcast operands, an activation after them). Shapes are odd, have 1s, channel counts
+ * with broadcast operands, an activation after them), and sibling convolutions / matmuls on one
+ * input (merged by the default pipeline, their slices views of the merged result). Shapes are odd, have 1s, channel counts
  * that are no multiple of 8 or 16.
  *
  * Each graph is bound (w / c params to constants, p ones to positive constants, x params stay
@@ -43,6 +44,7 @@
 #include "ir/op.h"
 #include "ir/sinfo.h"
 #include "ir/text/parser.h"
+#include "ir/text/printer.h"
 #include "ir/transform/transform.h"
 #include "backends/dnnl/dnnl.h"
 #include "backends/dnnl/dnnl_op_table.h"
@@ -567,6 +569,74 @@ static int g_conv1x1_pool(gen *g) {
                   (long long)P[2], (long long)P[3], ceil_mode ? "True" : "False", cip ? "True" : "False");
 }
 
+/* Siblings: 2..4 convolutions (mostly 1x1, groups 1) or matmuls with constant weights reading
+ * one input with the same attrs, each with the same epilogue (a bias, an activation) or now and
+ * then one of its own, or another stride: the default pipeline's MergeSiblings runs the 1x1 ones that
+ * agree as one, and a split hands out the slices (inception branches, q / k / v projections);
+ * the results go on to a concat (which keeps a result it alone reads out of the merge), out,
+ * or to the next family. */
+static int g_siblings(gen *g) {
+    static const char *ACT[] = {"R.nn.relu", "R.sigmoid", "R.nn.gelu"};
+    bool mm = g_p(g, 35), bias = g_p(g, 70);
+    int n = g_ri(g, 2, 4), act = g_ri(g, -1, 2), x, nd, ys[4];
+    int64_t s[RT_MAX_NDIM];
+    if (mm) {
+        nd = g_ri(g, 2, 3);
+        x = g_data(g, nd);
+    } else {
+        nd = 4;
+        x = g_data(g, 4);
+    }
+    memcpy(s, g->v[x].s, sizeof s);
+    int64_t k = g_p(g, 75) ? 1 : 3, st = g_p(g, 80) ? 1 : 2;
+    g_note(g, mm ? "sibling_matmuls" : "sibling_convs");
+    for (int i = 0; i < n; i++) {
+        int64_t w = g_p(g, 50) ? 8 * g_ri(g, 1, 4) : g_dim(g), os[RT_MAX_NDIM];
+        memcpy(os, s, sizeof os);
+        int y;
+        if (mm) {
+            os[nd - 1] = w;
+            int wv = g_param(g, 'w', 2, (int64_t[]){s[nd - 1], w});
+            y = g_emit(g, nd, os, "R.matmul(%s, %s)", N(g, x), N(g, wv));
+        } else {
+            int64_t si = g_p(g, 10) ? 3 - st : st; /* now and then a stride of its own */
+            os[1] = w;
+            os[2] = (s[2] + 2 * (k / 2) - k) / si + 1;
+            os[3] = (s[3] + 2 * (k / 2) - k) / si + 1;
+            int wv = g_param(g, 'w', 4, (int64_t[]){w, s[1], k, k});
+            y = g_emit(g, 4, os, "R.nn.conv2d(%s, %s, strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld])", N(g, x), N(g, wv),
+                       (long long)si, (long long)si, (long long)(k / 2), (long long)(k / 2), (long long)(k / 2), (long long)(k / 2));
+        }
+        if (bias) {
+            int64_t o[RT_MAX_NDIM];
+            int r = mm ? 1 : g_bshape(g, nd, os, 1, 1, o);
+            if (mm) o[0] = w;
+            int b = g_param(g, 'c', r, o);
+            y = g_emit(g, nd, os, "R.add(%s, %s)", N(g, y), N(g, b));
+        }
+        int a = g_p(g, 15) ? g_ri(g, -1, 2) : act; /* now and then an epilogue of its own */
+        if (a >= 0) y = g_emit(g, nd, os, "%s(%s)", ACT[a], N(g, y));
+        ys[i] = y;
+    }
+    /* the convolutions' slices into a concat (inception's), when their images agree */
+    bool same = !mm && g_p(g, 50);
+    for (int i = 1; i < n && same; i++) same = g->v[ys[i]].s[2] == g->v[ys[0]].s[2] && g->v[ys[i]].s[3] == g->v[ys[0]].s[3];
+    if (!same) return ys[n - 1];
+    /* now and then another reader of the first result: then it merges, its slice copied into
+     * the concat's slot */
+    if (g_p(g, 50)) g_emit(g, 4, g->v[ys[0]].s, "R.multiply(%s, %s)", N(g, ys[0]), N(g, ys[0]));
+    char fields[256];
+    size_t l = 0;
+    int64_t cs[RT_MAX_NDIM];
+    memcpy(cs, g->v[ys[0]].s, sizeof cs);
+    cs[1] = 0;
+    for (int i = 0; i < n; i++) {
+        g_cat(fields, sizeof fields, &l, "%s%s", i ? ", " : "", N(g, ys[i]));
+        cs[1] += g->v[ys[i]].s[1];
+    }
+    return g_emit(g, 4, cs, "R.concat((%s), axis=1)", fields);
+}
+
 /* A binary op on x and an operand of a broadcast shape, either order; both sides broadcast
  * sometimes (the check rejects that: host, with its reason). */
 static int g_binary(gen *g) {
@@ -820,7 +890,7 @@ static const struct {
 } FAMILIES[] = {
     {f_conv2d, 6}, {f_conv1d, 2}, {f_conv3d, 1}, {g_deconv, 1}, {g_matmul, 6}, {f_pool2d, 3}, {f_pool1d, 1},
     {f_pool3d, 1}, {g_binary, 6},  {g_unary, 3},  {g_softmax, 2}, {g_layer_norm, 1}, {g_reduce, 2}, {g_resize, 1},
-    {g_concat, 2}, {g_move, 4}, {g_conv1x1_pool, 1}, {f_conv3d_wino, 1},
+    {g_concat, 2}, {g_move, 4}, {g_conv1x1_pool, 1}, {g_siblings, 2}, {f_conv3d_wino, 1},
 };
 
 /* The module of seed: 2..6 families, the values no op reads are its outputs. */
@@ -949,7 +1019,7 @@ static void bind_consts(ir_ctx_t *ctx, ir_module *m, uint32_t seed, ir_module **
 }
 
 typedef struct gen_tally {
-    uint32_t graphs, prims, refs, host_ops, failed;
+    uint32_t graphs, prims, refs, host_ops, failed, merged; /* merged: graphs MergeSiblings changed */
 } gen_tally;
 
 static void compare_values(const rt_value *want, const rt_value *got, uint32_t seed, const char *ops, bool *bad) {
@@ -995,7 +1065,15 @@ static bool gen_case(uint32_t seed, const char *file, gen_tally *t) {
         return false;
     }
     bind_consts(ctx, m, seed, &bound);
-    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, bound, &opt, &d), GR_OK, "seed %u: %s\n%s", seed, d.msg, text);
+    /* sibling matmuls merged too (off by default): the backend's slices of them are covered */
+    ir_pass_ctx_t *pc = ir_pass_ctx_new();
+    cr_assert_eq(ir_pass_ctx_set_config(pc, IR_CONFIG_MERGE_SIBLING_MATMULS, (ir_config_value){.kind = IR_CONFIG_BOOL, .u.b = true}, &d),
+                 GR_OK, "%s", d.msg);
+    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), pc, bound, &opt, &d), GR_OK, "seed %u: %s\n%s", seed, d.msg, text);
+    ir_pass_ctx_free(pc);
+    char *opt_text = ir_print_module_str(opt, NULL);
+    t->merged += strstr(opt_text, "R.split(") != NULL; /* the generator writes no split */
+    free(opt_text);
     byoc_notes notes;
     byoc_notes_init(&notes);
     byoc_partition_opts po = {0};
@@ -1068,8 +1146,10 @@ static void gen_run(uint32_t batch) {
     for (uint32_t k = 0; k < count; k++) gen_case(first + k, file && *file ? file : NULL, &t);
     /* the graphs must reach oneDNN: a backend that took nothing would pass the rest */
     cr_expect_geq(t.prims, t.graphs, "seeds %u..%u: %u primitives for %u graphs", first, first + count - 1, t.prims, t.graphs);
-    cr_log_info("dnnl_gen seeds %u..%u (ISA %s): %u graphs, %u primitives, %u on ref, %u host ops, %u failed", first,
-                first + count - 1, rt_dnnl_isa(), t.graphs, t.prims, t.refs, t.host_ops, t.failed);
+    /* and the sibling family must reach MergeSiblings' split views */
+    if (!(s && *s)) cr_expect_gt(t.merged, 0, "seeds %u..%u: no graph with merged siblings", first, first + count - 1);
+    cr_log_info("dnnl_gen seeds %u..%u (ISA %s): %u graphs, %u primitives, %u on ref, %u host ops, %u failed, %u merged", first,
+                first + count - 1, rt_dnnl_isa(), t.graphs, t.prims, t.refs, t.host_ops, t.failed, t.merged);
 }
 
 Test(dnnl_gen, regressions, .timeout = 120) {
