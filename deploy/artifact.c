@@ -11,8 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "byoc/byoc.h"
 #include "backends/llvm/llvm_host.h"
 #include "backends/plugin.h"
@@ -173,18 +171,29 @@ static inline uint64_t lane(uint64_t h, const uint8_t *p) {
     return (h ^ w) * 0x100000001b3ull;
 }
 
-static uint64_t hash_chunk(const uint8_t *p, size_t n, uint64_t seed) {
+/* Lanes h over the whole 32-byte blocks of p (n a multiple of 32). */
+static void hash_lanes(uint64_t h[4], const uint8_t *p, size_t n) {
     /* the lanes in locals: kept in an array, they went through memory on every word */
-    uint64_t h0 = seed ^ 1, h1 = seed ^ 2, h2 = seed ^ 3, h3 = seed ^ 4;
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
+    uint64_t h0 = h[0], h1 = h[1], h2 = h[2], h3 = h[3];
+    for (size_t i = 0; i + 32 <= n; i += 32) {
         h0 = lane(h0, p + i);
         h1 = lane(h1, p + i + 8);
         h2 = lane(h2, p + i + 16);
         h3 = lane(h3, p + i + 24);
     }
-    uint64_t r = gr_hash_bytes(p + i, n - i, seed);
-    return gr_hash_mix(gr_hash_mix(gr_hash_mix(gr_hash_mix(r, h0), h1), h2), h3);
+    h[0] = h0, h[1] = h1, h[2] = h2, h[3] = h3;
+}
+
+static uint64_t hash_fold(const uint64_t h[4], const uint8_t *tail, size_t n, uint64_t seed) {
+    uint64_t r = gr_hash_bytes(tail, n, seed);
+    return gr_hash_mix(gr_hash_mix(gr_hash_mix(gr_hash_mix(r, h[0]), h[1]), h[2]), h[3]);
+}
+
+static uint64_t hash_chunk(const uint8_t *p, size_t n, uint64_t seed) {
+    uint64_t h[4] = {seed ^ 1, seed ^ 2, seed ^ 3, seed ^ 4};
+    size_t whole = n / 32 * 32;
+    hash_lanes(h, p, whole);
+    return hash_fold(h, p + whole, n - whole, seed);
 }
 
 /* The data section's part of the chain; with m, each verified chunk's pages are let go (a
@@ -232,9 +241,11 @@ typedef struct art_sink {
     uint8_t *mem;
     size_t len, cap;
     bool err;
-    uint8_t *chunk;                /* the data section's unhashed tail (< GR_ART_CHUNK bytes) */
-    size_t fill;
-    uint64_t hash;
+    uint64_t hash;                 /* the chain up to the current piece of GR_ART_CHUNK bytes */
+    uint64_t lanes[4];             /* ... the current piece's lanes (hash_chunk, streamed) */
+    size_t at;                     /* its bytes in the lanes (whole 32-byte blocks) */
+    uint8_t part[32];              /* its bytes past them */
+    size_t npart;
     uint64_t data_at;              /* data-section bytes written */
 } art_sink;
 
@@ -252,29 +263,53 @@ static void sink_raw(art_sink *s, const void *p, size_t n) {
     s->len += n;
 }
 
-/* Data-section bytes (p NULL: zeros); whole chunks are hashed and written straight from the
- * caller's memory. */
+/* The current piece's end: folded into the chain as hash_chunk does. */
+static void sink_piece_end(art_sink *s) {
+    if (!s->at && !s->npart) return;
+    s->hash = hash_fold(s->lanes, s->part, s->npart, s->hash);
+    s->at = s->npart = 0;
+}
+
+/* Data-section bytes (p NULL: zeros, fewer than GR_ART_ALIGN), hashed and written straight
+ * from the caller's memory: the chain is the same as hash_chunk over every GR_ART_CHUNK piece,
+ * wherever the constants' edges fall. */
 static void sink_data(art_sink *s, const uint8_t *p, size_t n) {
-    s->data_at += n;
+    static const uint8_t zeros[GR_ART_ALIGN];
+    if (!p) p = zeros;
+    /* written in the pieces it is hashed in: one write of a large weight puts it in the page
+     * cache as 2 MiB folios, which the loader's mapping then maps whole (R3D-18's graft run
+     * of a fresh artifact peaked at 157 MB instead of 120) */
+    for (size_t w = 0; w < n;) {
+        size_t k = GR_ART_CHUNK - (size_t)(s->data_at % GR_ART_CHUNK);
+        k = k < n - w ? k : n - w;
+        sink_raw(s, p + w, k);
+        s->data_at += k;
+        w += k;
+    }
     while (n) {
-        if (p && s->fill == 0 && n >= GR_ART_CHUNK) {
-            s->hash = hash_chunk(p, GR_ART_CHUNK, s->hash);
-            sink_raw(s, p, GR_ART_CHUNK);
-            p += GR_ART_CHUNK;
-            n -= GR_ART_CHUNK;
-            continue;
+        if (!s->at && !s->npart)
+            for (int k = 0; k < 4; k++) s->lanes[k] = s->hash ^ (uint64_t)(k + 1);
+        size_t k = GR_ART_CHUNK - s->at - s->npart < n ? GR_ART_CHUNK - s->at - s->npart : n, used = 0;
+        if (s->npart) {
+            used = 32 - s->npart < k ? 32 - s->npart : k;
+            memcpy(s->part + s->npart, p, used);
+            s->npart += used;
+            if (s->npart == 32) {
+                hash_lanes(s->lanes, s->part, 32);
+                s->at += 32;
+                s->npart = 0;
+            }
         }
-        size_t k = GR_ART_CHUNK - s->fill < n ? GR_ART_CHUNK - s->fill : n;
-        if (p) memcpy(s->chunk + s->fill, p, k);
-        else memset(s->chunk + s->fill, 0, k);
-        s->fill += k;
-        p = p ? p + k : NULL;
+        if (!s->npart) {
+            size_t whole = (k - used) / 32 * 32;
+            hash_lanes(s->lanes, p + used, whole);
+            s->at += whole;
+            memcpy(s->part, p + used + whole, k - used - whole);
+            s->npart = k - used - whole;
+        }
+        p += k;
         n -= k;
-        if (s->fill == GR_ART_CHUNK) {
-            s->hash = hash_chunk(s->chunk, s->fill, s->hash);
-            sink_raw(s, s->chunk, s->fill);
-            s->fill = 0;
-        }
+        if (s->at + s->npart == GR_ART_CHUNK) sink_piece_end(s);
     }
 }
 
@@ -354,14 +389,30 @@ static void add_tensor(Graft__ArtifactBody *body, art_consts *out, bool host, co
     add_const(body, out, host, name, dt ? dt : "", t->dl.ndim, t->dl.shape, rt_tensor_data(t), rt_tensor_nbytes(t));
 }
 
-/* The external modules' constants (const_name_to_constant). */
+/* Whether the constant `name` is stored only as a prepacked weight: some graph of m defers it
+ * (json_runtime.h) and none reads it plain. */
+static bool const_deferred(const ir_module *m, const char *name) {
+    bool deferred = false;
+    for (uint32_t i = 0; i < rt_module_count(m); i++) {
+        rt_json_graph *g;
+        for (uint32_t j = 0; (g = rt_json_module_graph(rt_module_at(m, i), j)); j++)
+            for (uint32_t c = 0; c < rt_json_graph_num_consts(g); c++) {
+                if (strcmp(rt_json_graph_const_name(g, c), name) != 0) continue;
+                if (!rt_json_graph_const_deferred(g, c)) return false;
+                deferred = true;
+            }
+    }
+    return deferred;
+}
+
+/* The external modules' constants (const_name_to_constant) but those stored only prepacked. */
 static void add_region_consts(const ir_module *m, Graft__ArtifactBody *body, art_consts *out) {
     const ir_attr *cm = ir_attrs_get(m->attrs, "const_name_to_constant");
     uint32_t nc = cm && cm->kind == IR_ATTR_MAP ? cm->u.arr.n : 0;
     for (uint32_t i = 0; i < nc; i++) {
         const ir_attr *k = &cm->u.arr.items[2 * i], *v = &cm->u.arr.items[2 * i + 1];
         if (k->kind != IR_ATTR_STR || v->kind != IR_ATTR_EXPR || !v->u.expr ||
-            v->u.expr->kind != IR_CONST)
+            v->u.expr->kind != IR_CONST || const_deferred(m, k->u.s))
             continue;
         add_tensor(body, out, false, k->u.s, ((ir_const *)v->u.expr)->data);
     }
@@ -394,14 +445,13 @@ static void add_packs(const ir_module *m, Graft__ArtifactBody *body, art_consts 
         }
 }
 
-/* What find_loader (below) reads, from a "json" blob at build time. */
-static void set_engine(Graft__ExternalModule *e) {
-    json_t *root = strcmp(e->kind, "json") == 0 ? json_loadb((const char *)e->blob.data, e->blob.len, 0, NULL) : NULL;
-    const char *k = json_string_value(json_object_get(root, "kind"));
-    const char *v = json_string_value(json_object_get(root, "engine_version"));
+/* What find_loader (below) reads: a json module's engine, as its blob names it (asked of the
+ * module rather than parsed again from the blob). */
+static void set_engine(Graft__ExternalModule *e, rt_module *mod) {
+    const char *k = NULL, *v = NULL;
+    if (!rt_json_module_engine(mod, &k, &v)) return;
     e->engine = k ? gr_xstrdup(k) : NULL;
     e->engine_version = v ? gr_xstrdup(v) : NULL;
-    json_decref(root);
 }
 
 static gr_status add_externals(const ir_module *m, Graft__ArtifactBody *body, gr_diag *diag) {
@@ -422,7 +472,7 @@ static gr_status add_externals(const ir_module *m, Graft__ArtifactBody *body, gr
         e->has_blob = 1;
         gr_status st = mod->iface->serialize(mod, &e->blob.data, &e->blob.len, diag);
         if (st) return st;
-        set_engine(e);
+        set_engine(e, mod);
     }
     return GR_OK;
 }
@@ -586,10 +636,10 @@ static void sink_consts(art_sink *s, art_consts *cs) {
 }
 
 /* Writes the artifact of m to s: the header's place, then every constant straight from its
- * tensor (no serialized copy of the weights is ever held): first the ones the module has, then
- * each prepacked weight as its region is prepared, so it is written once, at its place; then
- * the body that lists them all, and the header again with the checksum (a file is rewound; a
- * buffer patched). */
+ * tensor (no serialized copy of the weights is ever held): first each prepacked weight as its
+ * region is prepared, so it is written once, at its place, then the module's constants but
+ * those stored only prepacked; then the body that lists them all, and the header again with
+ * the checksum (a file is rewound; a buffer patched). */
 static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) {
     if (ir_attrs_get(m->attrs, BYOC_ATTR_CONSTS_RELEASED))
         return gr_diag_set(diag, GR_ERR_INVALID, "graft_model_build: the module's region constants were handed to its "
@@ -601,26 +651,15 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
     Graft__ArtifactBody body;
     graft__artifact_body__init(&body);
     art_consts cs = {0};
-    add_region_consts(m, &body, &cs);
-    /* the module holds the IR only: runtime modules and their constants travel beside it; the
-     * loader reads the binary form, the text is there for inspection */
-    ir_module *mc = ir_module_copy(m);
-    mc->attrs = ir_attrs_remove(m->ctx, ir_attrs_remove(m->ctx, m->attrs, "external_mods"), "const_name_to_constant");
-    text = ir_print_module_str(mc, NULL);
     rt_tensor **hc = NULL;
     uint32_t nh = 0;
-    gr_status st = gr_art_ir_encode(mc, &bin, &body.module_bin.len, &hc, &nh, diag);
-    body.has_module_bin = 1;
-    body.module_bin.data = bin;
-    for (uint32_t i = 0; !st && i < nh; i++) add_tensor(&body, &cs, true, "", hc[i]);
-    free(hc);
-    if (st) goto out;
-
+    ir_module *mc = NULL;
     static const uint8_t zeros[GR_ART_PAGE];
     sink_raw(s, zeros, GR_ART_PAGE); /* the header's place and its padding: data at one page */
-    s->chunk = gr_xmalloc(GR_ART_CHUNK);
     s->hash = GR_ART_SEED;
-    sink_consts(s, &cs);
+    /* the prepacked weights first, each written as its region is prepared: which constants
+     * are stored only prepacked is known once every region is */
+    gr_status st = GR_OK;
     for (uint32_t i = 0; i < rt_module_count(m) && !st; i++)
         st = rt_json_module_stream_packs(rt_module_at(m, i), stream_pack, s, diag);
     if (!st) st = gr_llvm_host_new(&h, diag);
@@ -637,12 +676,20 @@ static gr_status write_artifact(const ir_module *m, art_sink *s, gr_diag *diag) 
                              "the ones the modules list (%llu)", (unsigned long long)s->data_at, (unsigned long long)listed);
     }
     if (st) goto out;
+    add_region_consts(m, &body, &cs);
+    /* the module holds the IR only: runtime modules and their constants travel beside it; the
+     * loader reads the binary form, the text is there for inspection */
+    mc = ir_module_copy(m);
+    mc->attrs = ir_attrs_remove(m->ctx, ir_attrs_remove(m->ctx, m->attrs, "external_mods"), "const_name_to_constant");
+    text = ir_print_module_str(mc, NULL);
+    st = gr_art_ir_encode(mc, &bin, &body.module_bin.len, &hc, &nh, diag);
+    body.has_module_bin = 1;
+    body.module_bin.data = bin;
+    for (uint32_t i = 0; !st && i < nh; i++) add_tensor(&body, &cs, true, "", hc[i]);
+    free(hc);
+    if (st) goto out;
     sink_consts(s, &cs);
-    if (s->fill) {
-        s->hash = hash_chunk(s->chunk, s->fill, s->hash);
-        sink_raw(s, s->chunk, s->fill);
-        s->fill = 0;
-    }
+    sink_piece_end(s);
 
     rt_px_stats ps;
     rt_px_get_stats(x, &ps);
@@ -725,8 +772,6 @@ out:
     free(body.spans);
     free_externals(&body);
     free_consts(&cs);
-    free(s->chunk);
-    s->chunk = NULL;
     free(text);
     free(bin);
     rt_exec_free(x);
@@ -1090,6 +1135,7 @@ void graft_model_get_info(const graft_model *gm, graft_model_info *o) {
             o->npacked += p;
             o->npacked_used += u;
             o->nrepacked += r;
+            o->nunpacked += rt_json_graph_pack_recovered(g);
         }
     }
     o->host_cpu = gm->cpu;

@@ -1,4 +1,4 @@
-/* The artifact file (format version 4), for the loader, its tests and its fuzz target.
+/* The artifact file (format version 5), for the loader, its tests and its fuzz target.
  *
  *   [0, 64)                 header: "GRAFTART", u32 version, u32 header bytes (64), u64 body
  *                           bytes, u64 data offset, u64 data bytes, u64 checksum, u32 flags,
@@ -31,7 +31,8 @@
 #define GR_ART_SEED 0x67726166ull
 
 /* flags: the data section holds prepacked weights too (so a loader lets the pages it verified
- * go: a model reads only one of the two forms) */
+ * go: a model reads a weight's prepacked form or its plain one, and a pack only on the CPU it
+ * was made for) */
 #define GR_ART_PACKED 1u
 
 typedef struct gr_art_header {

@@ -40,11 +40,13 @@
 #include "runtime/module.h"
 #include "runtime/value.h"
 
-/* 4: a header, a page-aligned constants section mapped at load, then the body (written last,
- * so that a build writes each prepacked weight once, at its place); the module in binary, read
- * without parsing text (3: the body before the constants; 2: the module as text only; 1: one
- * protobuf message with the weights inside; all refused with "rebuild it"). */
-#define GRAFT_MODEL_FORMAT_VERSION 4
+/* 5: a header, a page-aligned constants section mapped at load, then the body (written last,
+ * so that a build writes each prepacked weight once, at its place); a weight whose prepacked
+ * form is a pure layout change is stored in that form only; the module in binary, read
+ * without parsing text (4: the plain form beside every prepacked one; 3: the body before the
+ * constants; 2: the module as text only; 1: one protobuf message with the weights inside; all
+ * refused with "rebuild it"). */
+#define GRAFT_MODEL_FORMAT_VERSION 5
 
 typedef struct graft_model graft_model;
 
@@ -140,6 +142,9 @@ typedef struct graft_model_info {
      * host's CPU and library): how many the artifact has, how many were used in place, and how
      * many weights were laid out again here because they were made for another CPU. */
     uint32_t npacked, npacked_used, nrepacked;
+    /* Weights the artifact keeps only prepacked (their prepacked form is a pure layout change)
+     * that were laid out plain again here from it, to be laid out for this CPU. */
+    uint32_t nunpacked;
 } graft_model_info;
 GR_API void graft_model_get_info(const graft_model *gm, graft_model_info *out);
 /* The span table: region i's name, kind and layers ("a,b,c"; static storage of gm). */

@@ -93,7 +93,9 @@ static void print_load(const char *path, const graft_model *gm, double first_ms,
         fprintf(stderr, "%s %s %.1f ms (cpu %.1f)", i ? "," : "", graft_model_phase_name(i), (double)in.phase_ns[i] / 1e6,
                 (double)in.phase_cpu_ns[i] / 1e6);
     fprintf(stderr, "; first run %.1f ms (cpu %.1f)", first_ms, first_cpu);
-    if (in.npacked) fprintf(stderr, "; prepacked weights: %u used in place, %u laid out again", in.npacked_used, in.nrepacked);
+    if (in.npacked)
+        fprintf(stderr, "; prepacked weights: %u used in place, %u laid out again (%u from their prepacked form)",
+                in.npacked_used, in.nrepacked, in.nunpacked);
     fputc('\n', stderr);
 }
 

@@ -85,7 +85,8 @@ typedef struct rt_dnnl_opts {
                                      (default on) */
     bool no_layout_plan;          /* each value in its producer's layout, permutes copied (no views) */
     bool winograd;                /* Winograd 3x3 stride-1 convolutions (default on): oneDNN's
-                                     where it has it, graft's own below avx512_core */
+                                     where it has it, graft's own below avx512_core; 3x3x3 ones
+                                     graft's own at every ISA with AVX2 */
     bool gemv;                    /* matmuls of one row with constant weights on graft's own
                                      kernel (dnnl_gemv.c) where the CPU has AVX2 + FMA (default on) */
     bool dw_jit;                  /* depthwise convolutions on oneDNN's jit_dw kernel where it

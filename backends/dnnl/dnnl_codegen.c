@@ -243,7 +243,8 @@ static const byoc_option DNNL_OPTIONS[] = {
     {"no_layout_plan", BYOC_OPT_BOOL, "0", "each value in the layout its producer picks, every permute a copy "
      "(default: convolutions write channels-last where that makes a permute to NHWC a view, and keep it)", NULL},
     {"winograd", BYOC_OPT_BOOL, "1", "run 3x3 stride-1 convolutions with the Winograd algorithm: oneDNN's where "
-     "it has it for the CPU (AVX-512), graft's own below (AVX2) where faster; 0: the direct algorithm only", NULL},
+     "it has it for the CPU (AVX-512), graft's own below (AVX2) where faster, and graft's own for 3x3x3 ones (AVX2 and up); 0: "
+     "the direct algorithm only", NULL},
     {"gemv", BYOC_OPT_BOOL, "1", "run matmuls of one row (a classifier head) with constant weights on graft's own "
      "kernel, the weights read in place (CPUs with AVX2 + FMA); 0: oneDNN's matmul", NULL},
     {"dw_jit", BYOC_OPT_BOOL, "1", "run depthwise convolutions on oneDNN's jit_dw kernel where it picks "

@@ -172,6 +172,8 @@ static void dn_release(rt_json_graph *g, void *state) {
     gr_vec_free(&S->exts);
     for (uint32_t i = 0; i < S->owned.len; i++) dn_const_free(S->owned.data[i]);
     gr_vec_free(&S->owned);
+    gr_vec_free(&S->const_uses);
+    free(S->pack_buf);
     free(S->csts);
     for (uint32_t i = 0; i < S->held.len; i++) rt_tensor_release(S->held.data[i]);
     gr_vec_free(&S->held);
@@ -225,7 +227,45 @@ typedef struct dn_cst {
     int ent, val;
     uint32_t next;
     bool done;
+    bool deferred;                /* stored only prepacked, not given plain */
 } dn_cst;
+
+/* Whether every consumer of constant c (entry ent, stored only prepacked) has its pack of c
+ * among the graph's, made by this oneDNN on this CPU (the key names the node and the constant). */
+static bool deferred_served(const dn_state *S, uint32_t c, int ent) {
+    const void *data;
+    size_t bytes;
+    const char *layout, *key = rt_json_graph_deferred_pack(S->g, c, &data, &bytes, &layout);
+    if (!key || !dn_pack_current(key) || !S->cons[ent].len) return false;
+    for (uint32_t q = 0; q < S->cons[ent].len; q++) {
+        char needle[64];
+        snprintf(needle, sizeof needle, " node %u const %u from ", (unsigned)(S->cons[ent].data[q] - S->node0), c);
+        bool found = false;
+        for (uint32_t k = 0; !found && (key = rt_json_graph_pack_at(S->g, k, &data, &bytes)); k++)
+            found = data && strstr(key, needle) && dn_pack_current(key);
+        if (!found) return false;
+    }
+    return true;
+}
+
+/* Whether node nid made of constant c only pure layout changes (at least one). */
+static bool made_only_packs(const dn_state *S, uint32_t c, uint32_t nid) {
+    bool any = false;
+    for (uint32_t u = 0; u < S->const_uses.len; u++) {
+        const dn_const_use *cu = &S->const_uses.data[u];
+        if (cu->c != c || cu->nid != nid) continue;
+        if (!cu->inv) return false;
+        any = true;
+    }
+    return any;
+}
+
+int dn_const_index(const dn_state *S, int root) {
+    uint32_t nc = rt_json_graph_num_consts(S->g);
+    for (uint32_t c = 0; S->csts && c < nc; c++)
+        if (S->csts[c].val == root) return (int)c;
+    return -1;
+}
 
 /* Constant c after node i was built: released (its reference held by the state when a
  * primitive or a tap reads it at run time) once every entry that views its data has had all
@@ -235,7 +275,7 @@ static void const_settle(dn_state *S, dn_cst *cs, uint32_t c, uint32_t i, bool f
     dn_cst *k = &cs[c];
     if (k->done) return;
     uint32_t last = 0;
-    bool held = false;
+    bool held = false, only_packs = true;
     for (uint32_t e = 0; e < S->nent; e++) {
         int v = S->ent_val[e];
         /* a weight kept as these levels: read when its consumers are built */
@@ -247,9 +287,11 @@ static void const_settle(dn_state *S, dn_cst *cs, uint32_t c, uint32_t i, bool f
             k->next = UINT32_MAX;
             return;
         }
+        only_packs &= !S->is_head[e] && !levels;
         for (uint32_t q = 0; q < S->cons[e].len; q++) {
             uint32_t nid = (uint32_t)(S->cons[e].data[q] - S->node0);
             if (nid > last) last = nid;
+            only_packs &= made_only_packs(S, c, nid);
         }
     }
     if (!final && last > i) {
@@ -265,6 +307,9 @@ static void const_settle(dn_state *S, dn_cst *cs, uint32_t c, uint32_t i, bool f
      * evaluates the float ops that read them (dnnl_op_quant.c) */
     held = held || rt_tensor_numel(t) <= 1;
     if (held) S->stats.const_bytes += rt_tensor_nbytes(t);
+    /* read by nothing but the pure reorders of its consumers: an artifact keeps it as one of
+     * those only, and lays it out plain from it where another CPU needs it */
+    if (!held && only_packs) rt_json_graph_defer_const(S->g, c);
     if (!rt_json_graph_consts_disposable(S->g)) return;
     if (held) gr_vec_push(&S->held, rt_tensor_retain(t));
     else
@@ -374,14 +419,18 @@ static gr_status build(dn_state *S) {
             S->ent_val[row] = val_type(t) != dnnl_data_type_undef ? v : -1;
         } else {
             rt_tensor *c = rt_json_graph_const(g, ci);
-            if (!c)
+            /* deferred: an artifact's weight kept only in the layout its packs give it */
+            bool deferred = !c && rt_json_graph_const_deferred(g, ci);
+            if (!c && !deferred)
                 return dn_fail(S, n, dnnl_success, "constant released by an earlier prepare of this graph");
-            cs[ci] = (dn_cst){(int)row, -1, 0, false};
+            if (deferred && !(t.code == kDLFloat && t.bits == 32 && t.lanes == 1))
+                return dn_fail(S, n, dnnl_success, "a constant stored only prepacked is not float32");
+            cs[ci] = (dn_cst){(int)row, -1, 0, false, deferred};
             /* float32, and uint8 / int8 levels (weights kept as such, dnnl_op_quant.c) */
-            if (c && val_type(t) != dnnl_data_type_undef) {
+            if ((c || deferred) && val_type(t) != dnnl_data_type_undef) {
                 md.data_type = val_type(t);
                 int v = dn_val_new(S, V_CONST, &md);
-                S->vals.data[v].ptr = rt_tensor_data(c);
+                S->vals.data[v].ptr = c ? rt_tensor_data(c) : NULL;
                 S->ent_val[row] = v;
                 cs[ci].val = v;
             }
@@ -393,6 +442,12 @@ static gr_status build(dn_state *S) {
             uint32_t nid = (uint32_t)(S->cons[cs[c].ent].data[q] - S->node0);
             if (nid > cs[c].next) cs[c].next = nid;
         }
+    /* constants stored only prepacked stay so (their packs read in place) where each of their
+     * consumers has its pack made by this oneDNN on this CPU; the others are laid out plain
+     * now, their packs let go, so that no handler meets a weight without its data */
+    for (uint32_t c = 0; c < nc && !st; c++)
+        if (cs[c].deferred && !deferred_served(S, c, cs[c].ent)) st = dn_const_plain(S, NULL, c, cs[c].val, true);
+    if (st) return st;
     for (uint32_t h = 0; h < rt_json_graph_num_heads(g); h++) S->is_head[rt_json_graph_entry_id(g, rt_json_graph_head(g, h))] = true;
     dn_concat_plan(S);
     for (uint32_t i = 0; i < nn && !st; i++) {
@@ -667,4 +722,5 @@ bool rt_dnnl_prim(const void *state, uint32_t i, rt_dnnl_prim_info *out) {
     return true;
 }
 
-const rt_json_engine rt_dnnl_engine = {"dnnl_json", dn_prepare, dn_run, dn_release, sizeof(rt_dnnl_opts)};
+const rt_json_engine rt_dnnl_engine = {"dnnl_json", dn_prepare, dn_run, dn_release, sizeof(rt_dnnl_opts), NULL, NULL,
+                                       true};

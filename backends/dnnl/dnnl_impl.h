@@ -146,6 +146,13 @@ void rt_dnnl_team_end(rt_dnnl_team *t);
  * when libgomp is not there). */
 void rt_dnnl_parallel(void (*fn)(void *ctx, int ithr, int nthr), void *ctx);
 
+/* Node nid made something of graph constant c (dn_const_made): a pure layout change of it
+ * (inv: a float32 reorder, undone at load for another CPU) or anything else. */
+typedef struct dn_const_use {
+    uint32_t c, nid;
+    bool inv;
+} dn_const_use;
+
 typedef struct dn_state {
     rt_json_graph *g;
     rt_dnnl_opts opts;
@@ -170,6 +177,9 @@ typedef struct dn_state {
     GR_VEC(dn_ext) exts;
     GR_VEC(void *) owned;
     GR_VEC(rt_tensor *) held;     /* graph constants read after prepare (one reference each) */
+    GR_VEC(dn_const_use) const_uses;      /* while building: what each node made of a constant */
+    void *pack_buf;               /* an artifact build's streamed packs, one at a time (reused) */
+    size_t pack_buf_bytes;
     struct dn_cst *csts;          /* while building: the graph's constants (dnnl_engine.c) */
     size_t untrimmed;             /* bytes of constants released since the heap was last trimmed */
     size_t scratch_bytes;
@@ -211,6 +221,14 @@ typedef struct dn_state {
 const char *dnnl_status_str(dnnl_status_t s);
 gr_status dn_fail(dn_state *S, const rt_json_node *n, dnnl_status_t ds, const char *what);
 void dn_plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims);
+/* The index of the graph constant whose value is root (while building), else -1. */
+int dn_const_index(const dn_state *S, int root);
+/* Whether a pack keyed `key` was made by this oneDNN on this ISA (dnnl_prim.c). */
+bool dn_pack_current(const char *key);
+/* Graph constant c (value root), stored only prepacked, laid out plain from its pack now
+ * (rt_json_graph_deferred_pack; drop_pack: that pack is not read in place here): an error
+ * under another oneDNN ("rebuild") or when its stored layout does not describe its pack. */
+gr_status dn_const_plain(dn_state *S, const rt_json_node *n, uint32_t c, int root, bool drop_pack);
 void dn_plain_like(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md);
 void dn_plain_expand(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, int nd);
 bool dn_is_plain(const dnnl_memory_desc_t *md);
@@ -398,26 +416,38 @@ typedef struct dn_vop {
 } dn_vop;
 #define DN_VOP_MAX 4
 
-/* dnnl_wino.c: Winograd F(m x m, 3x3) on nChw8c src / dst (AVX2 + FMA only; see there). */
+/* dnnl_wino.c: Winograd F(m x m, 3x3) over the two spatial dims of a 2-D or 3-D convolution
+ * (direct over depth), AVX2 + FMA only; see there. */
+/* Where channel c of pixel (n, d, h, w) of a src / dst is: n n + (c / blk) cb + d d + h h + w w
+ * + c % blk (blocked nC[d]hw8c: blk 8; channels-last: blk 1, cb 1). */
+typedef struct dn_wino_lay {
+    int64_t n, cb, d, h, w;
+    int blk;
+} dn_wino_lay;
 typedef struct dn_wino {
     int m;                        /* output tile m x m: 2 or 4 */
-    int64_t N, C, H, W, O, OH, OW, pt, pl; /* pt, pl: top and left padding */
-    int64_t tr, tc, T;            /* tile rows and columns of an image; T = N tr tc */
-    int64_t Cp, Op;               /* C, O rounded up to 8 */
-    int64_t chunk;                /* tiles per pass: V and M hold one pass's */
+    int kd;                       /* depth taps: 1 (2-D) or 3 */
+    int64_t N, C, D, H, W, O, OD, OH, OW, pf, pt, pl; /* pf, pt, pl: front, top and left padding */
+    int64_t tr, tc, Q;            /* tile rows and columns of an image; Q = N tr tc tile columns
+                                     (each over every depth) */
+    int64_t Cp, Op;               /* C and O rounded up to 8 */
+    int64_t chunk;                /* tile columns per pass: V and M hold one pass's */
+    dn_wino_lay src, dst;         /* dst's also the residual's */
     const float *bias;            /* Op floats (padding 0), or NULL */
     int nops;
     dn_vop ops[DN_VOP_MAX];      /* after the bias, in order */
-    /* the batched matmul V [a*a][chunk][Cp] x U [a*a][Cp][Op] -> M of a pass ([1]: of the last
-     * pass, when it has fewer tiles), its memories V, U, M, scratchpad (handles set per pass) */
+    /* the batched matmul V [a*a][OD P][kd Cp] x U [a*a][kd Cp][Op] -> M [a*a][OD P][Op] of a
+     * pass of P tile columns ([1]: of the last pass, when it has fewer): row od P + j of V holds
+     * the input depths od + t - pf, t < kd, side by side (0 outside the input). Its memories V,
+     * U, M, scratchpad (handles of V, M and the scratchpad set per pass) */
     dnnl_stream_t stream;
     dnnl_primitive_t mm[2];
     dnnl_memory_t mem[2][4];
     int ix_res, ix_v, ix_m, ix_scratch; /* their index in the primitive's args (-1: none) */
 } dn_wino;
-/* U [a*a][Cp][Op] (padding 0) of weights w read at strides wstr (O, I, kh, kw). */
+/* U [a*a][kd][Cp][Op] (padding 0) of weights w read at strides wstr (O, I, kd, kh, kw). */
 void dn_wino_weights(const dn_wino *p, const float *w, const int64_t *wstr, float *u);
-/* dn_fn: ptrs[0] src, ptrs[1] dst (nChw8c), the others at p's ix_*. */
+/* dn_fn: ptrs[0] src, ptrs[1] dst (layouts p->src, p->dst), the others at p's ix_*. */
 dnnl_status_t dn_wino_run(void *ctx, void *const *ptrs);
 void dn_wino_free(void *ctx);
 

@@ -1,6 +1,7 @@
-/* The oneDNN engine's convolutions (1-D, 2-D, transposed, grouped and depthwise): oneDNN's
+/* The oneDNN engine's convolutions (1-D, 2-D, 3-D, transposed, grouped and depthwise): oneDNN's
  * primitives, the stem that reads its input in place, pixel-shuffle deconvolutions, and graft's
- * own AVX2 Winograd F(2,3) kernel where it beats oneDNN's (dnnl_wino.c). */
+ * own AVX2 Winograd kernel (dnnl_wino.c) for 3x3 convolutions where it beats oneDNN's and for
+ * 3x3x3 ones, which oneDNN has none for. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,10 +176,12 @@ static bool wino_isa_ok(void) {
     return dn_avx2_kernels_ok() && (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core;
 }
 
-/* A convolution Winograd F(m x m, 3x3) computes (graft's or oneDNN's): 3x3 weights (ws: O, I,
- * kh, kw), stride 1, no dilation, one group. */
-static bool wino_shape(const int64_t *ws, const int64_t *strides, const int64_t *dil, int64_t G) {
-    return G == 1 && ws[2] == 3 && ws[3] == 3 && strides[0] == 1 && strides[1] == 1 && dil[0] == 1 && dil[1] == 1;
+/* A convolution Winograd F(m x m, 3x3) computes (graft's or oneDNN's): 3x3 (3x3x3) weights (ws: O,
+ * I, [kd,] kh, kw), stride 1, no dilation, one group; sd spatial dims. */
+static bool wino_shape(const int64_t *ws, const int64_t *strides, const int64_t *dil, int64_t G, int sd) {
+    bool ok = G == 1;
+    for (int i = 0; i < sd; i++) ok &= ws[2 + i] == 3 && strides[i] == 1 && dil[i] == 1;
+    return ok;
 }
 
 /* oneDNN's Winograd from this many channels in and out (measured at batch 1, square maps
@@ -210,6 +213,24 @@ static int wino_tile(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW) {
     return 0;
 }
 
+/* The output tile for a 3x3x3 stride-1 convolution of batch N (0: oneDNN's direct kernel), by
+ * transformed weight bytes per tile as wino_tile (U holds 3 depth taps: 108/27 of the weights in
+ * F(4x4), 48/27 in F(2x2)). r3d_18's convs on one CPU pinned (ms, direct / F(2x2) / F(4x4); a
+ * shared machine, so +-20%):
+ *   C-O @DxHxW     KiB/tile(F4)  avx512_core             AVX2
+ *   64-64 @8x56       1.1        28.0 / 28.5 / 20.5      78 / 97 / 66
+ *   128-128 @4x28      36        12.4 / 11.6 /  8.5      40 / 37 / 31
+ *   256-256 @2x14     885         5.1 /  6.9 /  6.0      17 / 20 / 11
+ *   512-512 @1x7     4608         1.9 /  8.5 / 15.0      5.2 / 35 / 48
+ * F(2x2) never wins by much; F(4x4) up to 96 KiB a tile (wino_tile's bound). 256-256 @2x14 under
+ * AVX2 would gain 6 ms a conv for 21 MiB more weights each: past ONNX Runtime's peak memory. */
+static int wino_tile3(int64_t N, int64_t C, int64_t O, int64_t OD, int64_t OH, int64_t OW) {
+    if (C < 16 || O < 16) return 0;
+    double cp = (double)((C + 7) / 8 * 8), op = (double)((O + 7) / 8 * 8);
+    double t4 = (double)(N * OD * ((OH + 3) / 4) * ((OW + 3) / 4));
+    return 3 * 36 * cp * op * 4 / t4 <= 96 * 1024 ? 4 : 0;
+}
+
 /* The eltwise step st as an op of graft's own kernels (dnnl_avx2_impl.h), or false. */
 bool dn_eltwise_vop(const dn_step *st, dn_vop *op) {
     static const struct {
@@ -238,9 +259,10 @@ static int wino_ops(dn_state *S, const dn_step *steps, int k, dn_wino *p, int *r
         const dn_step *st = &steps[used];
         dn_vop op = {DN_VOP_SUM, 0.f, 0.f};
         if (!dn_eltwise_vop(st, &op)) {
+            int nd = dn_entry_ndim(S, st->out);
             if (st->kind != STEP_BINARY || st->alg != dnnl_binary_add || *res_entry >= 0 || S->ent_val[st->src1] < 0 ||
-                dn_entry_ndim(S, st->src1) != 4 ||
-                memcmp(dn_entry_shape(S, st->src1), dn_entry_shape(S, st->out), 4 * sizeof(int64_t)))
+                dn_entry_ndim(S, st->src1) != nd ||
+                memcmp(dn_entry_shape(S, st->src1), dn_entry_shape(S, st->out), (size_t)nd * sizeof(int64_t)))
                 break;
             *res_entry = st->src1;
         }
@@ -249,12 +271,12 @@ static int wino_ops(dn_state *S, const dn_step *steps, int k, dn_wino *p, int *r
     return used;
 }
 
-/* The batched matmul of a pass of `tiles` tiles: primitive and its memories (V, U, M,
- * scratchpad; handles of V, M and the scratchpad set when it runs, U's once made). False: no
- * jit one. */
-static bool wino_matmul(dn_state *S, dn_wino *p, int k, int64_t tiles) {
-    int64_t aa = (p->m + 2) * (p->m + 2);
-    dnnl_dims_t vd = {aa, tiles, p->Cp}, ud = {aa, p->Cp, p->Op}, md = {aa, tiles, p->Op};
+/* The batched matmul of a pass of P tile columns (see dn_wino): primitive and its memories (V,
+ * U, M, scratchpad; handles of V, M and the scratchpad set when it runs, U's once made). False:
+ * no jit one. */
+static bool wino_matmul(dn_state *S, dn_wino *p, int k, int64_t P) {
+    int64_t aa = (p->m + 2) * (p->m + 2), rows = p->OD * P, K = p->kd * p->Cp;
+    dnnl_dims_t vd = {aa, rows, K}, ud = {aa, K, p->Op}, md = {aa, rows, p->Op};
     dnnl_memory_desc_t vmd, umd, mmd;
     dnnl_memory_desc_init_by_tag(&vmd, 3, vd, dnnl_f32, dnnl_abc);
     dnnl_memory_desc_init_by_tag(&umd, 3, ud, dnnl_f32, dnnl_abc);
@@ -295,27 +317,69 @@ static gr_status make_wino_u(dn_state *S, const rt_json_node *n, const dnnl_memo
     return GR_OK;
 }
 
-/* Conv n (3x3, stride 1, dilation 1, one group, NCHW / OIHW, constant weights wv read at
- * strides wstr; bias bv or -1; post-op steps) as one primitive of ours (dn_wino_run). *done
+/* The src / dst layout of graft's Winograd (see dn_wino_lay) of dims (nd = 4 or 5) in the format
+ * of tag: channels-last or blocked by 8. */
+static void wino_lay(dnnl_memory_desc_t *md, dn_wino_lay *l, int nd, const int64_t *dims, dnnl_format_tag_t tag) {
+    dnnl_dims_t d;
+    for (int i = 0; i < nd; i++) d[i] = dims[i];
+    dnnl_memory_desc_init_by_tag(md, nd, d, dnnl_f32, tag);
+    const dnnl_dim_t *st = md->format_desc.blocking.strides;
+    *l = (dn_wino_lay){st[0], st[1], nd == 5 ? st[2] : 0, st[nd - 2], st[nd - 1],
+                       md->format_desc.blocking.inner_nblks ? (int)md->format_desc.blocking.inner_blks[0] : 1};
+}
+
+/* The layout graft's Winograd reads src value xv in (nd dims) and writes dst in: 2-D nChw8c (it
+ * runs below avx512_core only, where the region's convolutions use it); 3-D the source's own when
+ * it is channels-last or nCdhw8c (no reorder on either side), else what oneDNN's 3-D
+ * convolutions pick at the ISA (channels-last on avx512_core, nCdhw8c below). */
+static dnnl_format_tag_t wino_tag(dn_state *S, int xv, int nd) {
+    if (nd == 4) return dnnl_aBcd8b;
+    static const dnnl_format_tag_t TAGS[] = {dnnl_acdeb, dnnl_aBcde8b};
+    const dnnl_memory_desc_t *xmd = &S->vals.data[xv].md;
+    for (size_t i = 0; i < sizeof TAGS / sizeof TAGS[0]; i++) {
+        dnnl_memory_desc_t m;
+        if (xmd->ndims == 5 && dnnl_memory_desc_init_by_tag(&m, 5, xmd->dims, dnnl_f32, TAGS[i]) == dnnl_success &&
+            dnnl_memory_desc_equal(&m, xmd))
+            return TAGS[i];
+    }
+    return rt_dnnl_channel_block() == 16 ? dnnl_acdeb : dnnl_aBcde8b;
+}
+
+/* Conv n (sd = 2: 3x3, sd = 3: 3x3x3; stride 1, dilation 1, one group, NC[D]HW / OI[D]HW,
+ * constant weights wv read at strides wstr; bias bv or -1; post-op steps; pad: sd front / top /
+ * left pads, then the back / bottom / right ones) as one primitive of ours (dn_wino_run). *done
  * false: not taken (nothing emitted), the caller goes on with oneDNN. */
-static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, const int64_t *wstr, int bv,
+static gr_status wino_conv(dn_state *S, const rt_json_node *n, int sd, int xv, int wv, const int64_t *wstr, int bv,
                            const dn_step *steps, int k, const int64_t *xs, const int64_t *os, const int64_t *pad, bool *done) {
     *done = false;
+    bool vol = sd == 3;
     dn_wino q = {0};
-    q.m = wino_tile(xs[0], xs[1], os[1], os[2], os[3]);
+    q.kd = vol ? 3 : 1;
+    q.N = xs[0], q.C = xs[1], q.D = vol ? xs[2] : 1, q.H = xs[sd], q.W = xs[sd + 1];
+    q.O = os[1], q.OD = vol ? os[2] : 1, q.OH = os[sd], q.OW = os[sd + 1];
+    q.pf = vol ? pad[0] : 0, q.pt = pad[sd - 2], q.pl = pad[sd - 1];
+    /* every output depth has an input depth of its own (it transforms each input slice once)
+     * while OD <= D */
+    if (vol && q.OD > q.D) return GR_OK;
+    q.m = vol ? wino_tile3(q.N, q.C, q.O, q.OD, q.OH, q.OW) : wino_tile(q.N, q.C, q.O, q.OH, q.OW);
     if (!q.m) return GR_OK;
-    /* U is made from O x C x 3 x 3 weights read at strides wstr */
-    size_t wlast = (size_t)((os[1] - 1) * wstr[0] + (xs[1] - 1) * wstr[1] + 2 * wstr[2] + 2 * wstr[3]);
+    /* weights (O, I, kd, kh, kw), 2-D ones with one depth tap */
+    int64_t w5[5] = {wstr[0], wstr[1], vol ? wstr[2] : 0, wstr[sd], wstr[sd + 1]};
+    size_t wlast = (size_t)((q.O - 1) * w5[0] + (q.C - 1) * w5[1] + (q.kd - 1) * w5[2] + 2 * w5[3] + 2 * w5[4]);
     gr_status st = dn_need(S, n, wv, sizeof(float) * (wlast + 1), "graft_wino");
     if (st) return st;
-    q.N = xs[0], q.C = xs[1], q.H = xs[2], q.W = xs[3], q.O = os[1], q.OH = os[2], q.OW = os[3], q.pt = pad[0], q.pl = pad[1];
-    q.tr = (q.OH + q.m - 1) / q.m, q.tc = (q.OW + q.m - 1) / q.m, q.T = q.N * q.tr * q.tc;
+    int nd = sd + 2;
+    dnnl_format_tag_t tag = wino_tag(S, xv, nd);
+    dnnl_memory_desc_t xmd, omd;
+    wino_lay(&xmd, &q.src, nd, xs, tag);
+    wino_lay(&omd, &q.dst, nd, os, tag);
+    q.tr = (q.OH + q.m - 1) / q.m, q.tc = (q.OW + q.m - 1) / q.m, q.Q = q.N * q.tr * q.tc;
     q.Cp = (q.C + 7) / 8 * 8, q.Op = (q.O + 7) / 8 * 8;
-    int64_t aa = (q.m + 2) * (q.m + 2), per_tile = aa * (q.Cp + q.Op) * (int64_t)sizeof(float);
-    int64_t passes = (q.T * per_tile + WINO_PASS_BYTES - 1) / WINO_PASS_BYTES;
-    /* at least 32 tiles a pass (many channels): the matmul's rows */
-    if (passes > 1 && q.T / passes < 32) passes = q.T / 32 > 1 ? q.T / 32 : 1;
-    q.chunk = (q.T + passes - 1) / passes;
+    int64_t aa = (q.m + 2) * (q.m + 2), per_col = aa * q.OD * (q.kd * q.Cp + q.Op) * (int64_t)sizeof(float);
+    int64_t passes = (q.Q * per_col + WINO_PASS_BYTES - 1) / WINO_PASS_BYTES;
+    /* at least 32 matmul rows a pass (many channels) */
+    if (passes > 1 && q.OD * q.Q / passes < 32) passes = q.OD * q.Q / 32 > 1 ? q.OD * q.Q / 32 : 1;
+    q.chunk = (q.Q + passes - 1) / passes;
     int res = -1, used = wino_ops(S, steps, k, &q, &res);
     dn_wino *p = calloc(1, sizeof *p);
     float *bias = bv >= 0 ? dn_owned_alloc(S, sizeof(float) * (size_t)q.Op) : NULL;
@@ -325,7 +389,7 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
     }
     *p = q;
     p->stream = S->stream;
-    int64_t last = q.T - (q.T - 1) / q.chunk * q.chunk; /* tiles of the last pass */
+    int64_t last = q.Q - (q.Q - 1) / q.chunk * q.chunk; /* columns of the last pass */
     /* the matmuls first: nothing is emitted unless oneDNN has jit ones */
     if (!wino_matmul(S, p, 0, q.chunk) || (last != q.chunk && !wino_matmul(S, p, 1, last))) {
         dn_wino_free(p);
@@ -333,10 +397,10 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
     }
     *done = true;
     /* U: made once for every shape of a symbolic graph, like oneDNN's reordered weights */
-    dnnl_dims_t ud = {aa, q.Cp, q.Op};
+    dnnl_dims_t ud = {aa, q.kd * q.Cp, q.Op};
     dnnl_memory_desc_t umd;
     dnnl_memory_desc_init_by_tag(&umd, 3, ud, dnnl_f32, dnnl_abc);
-    wino_wctx wc = {p, wstr};
+    wino_wctx wc = {p, w5};
     void *u;
     st = dn_const_made(S, n, wv, &umd, make_wino_u, &wc, &u);
     if (st) {
@@ -350,10 +414,8 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
         memcpy(bias, S->vals.data[dn_root(S, bv)].ptr, sizeof(float) * (size_t)q.O);
         p->bias = bias;
     }
-    dnnl_dims_t xd = {q.N, q.C, q.H, q.W}, od = {q.N, q.O, q.OH, q.OW}, vd = {aa, q.chunk, q.Cp}, md = {aa, q.chunk, q.Op};
-    dnnl_memory_desc_t xmd, omd, vmd, mmd;
-    dnnl_memory_desc_init_by_tag(&xmd, 4, xd, dnnl_f32, dnnl_aBcd8b);
-    dnnl_memory_desc_init_by_tag(&omd, 4, od, dnnl_f32, dnnl_aBcd8b);
+    dnnl_dims_t vd = {aa, q.OD * q.chunk, q.kd * q.Cp}, md = {aa, q.OD * q.chunk, q.Op};
+    dnnl_memory_desc_t vmd, mmd;
     dnnl_memory_desc_init_by_tag(&vmd, 3, vd, dnnl_f32, dnnl_abc);
     dnnl_memory_desc_init_by_tag(&mmd, 3, md, dnnl_f32, dnnl_abc);
     int sx, rv = -1;
@@ -365,7 +427,7 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
     }
     int e = dn_chain_out(S, n, steps, used);
     S->pending_out = -1;
-    /* a concat source in nChw8c: written into its slot */
+    /* a concat source in dst's layout: written into its slot */
     dnnl_memory_desc_t slot;
     int ov = dn_slot_md(S, e, &slot) && dnnl_memory_desc_equal(&slot, &omd) ? dn_slot_val(S, e) : dn_val_new(S, V_TMP, &omd);
     dn_arg args[DN_FN_MAX_ARGS];
@@ -380,15 +442,15 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
     args[na++] = (dn_arg){DNNL_ARG_WORKSPACE, dn_val_new(S, V_TMP, &mmd), mmd, NULL};
     p->ix_scratch = p->mem[0][3] || p->mem[1][3] ? na : -1;
     if (p->ix_scratch >= 0) {
-        /* the engine's scratchpad, which has room for both matmuls' */
+        /* the engine's scratchpad, which has room for every matmul's */
         dnnl_memory_desc_t smd;
-        dnnl_dims_t sd = {(dnnl_dim_t)S->scratch_bytes};
-        dnnl_memory_desc_init_by_tag(&smd, 1, sd, dnnl_u8, dnnl_a);
+        dnnl_dims_t sdims = {(dnnl_dim_t)S->scratch_bytes};
+        dnnl_memory_desc_init_by_tag(&smd, 1, sdims, dnnl_u8, dnnl_a);
         args[na++] = (dn_arg){DNNL_ARG_SCRATCHPAD, -2, smd, NULL};
     }
     dn_consume(S, steps, used);
     char impl[40];
-    snprintf(impl, sizeof impl, "graft_wino_%dx3:avx2", q.m);
+    snprintf(impl, sizeof impl, "graft_wino%s_%dx3:avx2", vol ? "3d" : "", q.m);
     if ((st = dn_emit_fn(S, n, dn_wino_run, p, dn_wino_free, "convolution", impl, args, na))) return st;
     S->ent_val[e] = ov;
     return GR_OK;
@@ -405,7 +467,7 @@ static bool onednn_winograd(dn_state *S, const rt_json_node *c) {
     int64_t st[2] = {1, 1}, dl[2] = {1, 1};
     if (dn_attr_ints(c, "strides", st, 2) == 1) st[1] = st[0];
     if (dn_attr_ints(c, "dilation", dl, 2) == 1) dl[1] = dl[0];
-    return wino_shape(ws, st, dl, dn_attr_int(c, "groups", 1)) && ws[0] >= ONEDNN_WINO_MIN_CH &&
+    return wino_shape(ws, st, dl, dn_attr_int(c, "groups", 1), 2) && ws[0] >= ONEDNN_WINO_MIN_CH &&
            ws[1] >= ONEDNN_WINO_MIN_CH && !strcmp(dn_attr_str(c, "data_layout", "NCHW"), "NCHW") &&
            !strcmp(dn_attr_str(c, "kernel_layout", "OIHW"), "OIHW");
 }
@@ -879,10 +941,12 @@ static gr_status conv_build(dn_state *S, const rt_json_node *n, const dn_comp *c
     }
     /* Winograd: 3x3, stride 1, dilation 1, one group, canonical layouts, constant weights (they are
      * transformed once) */
-    bool wino3x3 = S->opts.winograd && !deconv && !perm && sd == 2 && wino_shape(ws, strides, dil, G) && wconst;
-    if (wino3x3 && wino_isa_ok()) {
+    bool wino3x3 = S->opts.winograd && !deconv && !perm && sd == 2 && wino_shape(ws, strides, dil, G, 2) && wconst;
+    /* 3x3x3: oneDNN has no 3-D Winograd at any ISA, ours runs wherever it can */
+    bool wino3d = S->opts.winograd && !deconv && !perm && sd == 3 && wino_shape(ws, strides, dil, G, 3) && wconst;
+    if ((wino3x3 && wino_isa_ok()) || (wino3d && dn_avx2_kernels_ok())) {
         bool done;
-        if ((st = wino_conv(S, n, xv, wv, wstr, bv, steps, k, xs, os, pad, &done)) || done) return st;
+        if ((st = wino_conv(S, n, sd, xv, wv, wstr, bv, steps, k, xs, os, pad, &done)) || done) return st;
     }
     dnnl_memory_desc_t bmd;
     dnnl_dims_t bd = {O};

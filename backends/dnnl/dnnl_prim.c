@@ -532,20 +532,144 @@ static gr_status shared_make(dn_state *S, dn_wcache *w, const rt_json_node *n, c
     return st;
 }
 
-/* The key of a graph constant reordered into dmd (packs, json_runtime.h): what makes the same
- * bytes again: the oneDNN version, the ISA it runs on, the node, the constant and both
- * layouts. False for what is not a plain reorder of one graph constant (folded weights are
- * made again at load). */
-static bool pack_key(dn_state *S, const rt_json_node *n, const void *src, const dnnl_memory_desc_t *smd,
-                     const dnnl_memory_desc_t *dmd, char *key, size_t len) {
-    uint32_t c = 0, nc = rt_json_graph_num_consts(S->g);
-    while (c < nc && !(rt_json_graph_const(S->g, c) && rt_tensor_data(rt_json_graph_const(S->g, c)) == src)) c++;
-    if (c == nc) return false;
+/* What a pack key says first: the oneDNN version and the ISA it runs on (a pack is made again
+ * under another of either). */
+static void pack_env(char *buf, size_t len, bool isa) {
     const dnnl_version_t *ver = dnnl_version();
-    snprintf(key, len, "dnnl %d.%d.%d %s isa %x node %u const %u from %016llx to %016llx", ver->major, ver->minor,
-             ver->patch, ver->hash ? ver->hash : "", (unsigned)dnnl_get_effective_cpu_isa(), (unsigned)(n - S->node0), c,
+    int k = snprintf(buf, len, "dnnl %d.%d.%d %s", ver->major, ver->minor, ver->patch, ver->hash ? ver->hash : "");
+    if (isa && k > 0 && (size_t)k < len) snprintf(buf + k, len - (size_t)k, " isa %x", (unsigned)dnnl_get_effective_cpu_isa());
+}
+
+/* The key of graph constant c reordered into dmd (packs, json_runtime.h): what makes the same
+ * bytes again: the oneDNN version, the ISA it runs on, the node, the constant and both
+ * layouts. */
+static void pack_key(dn_state *S, const rt_json_node *n, int c, const dnnl_memory_desc_t *smd,
+                     const dnnl_memory_desc_t *dmd, char *key, size_t len) {
+    char env[128];
+    pack_env(env, sizeof env, true);
+    snprintf(key, len, "%s node %u const %d from %016llx to %016llx", env, (unsigned)(n - S->node0), c,
              (unsigned long long)gr_hash_bytes(smd, sizeof *smd, 1), (unsigned long long)gr_hash_bytes(dmd, sizeof *dmd, 2));
+}
+
+bool dn_pack_current(const char *key) {
+    char env[128];
+    pack_env(env, sizeof env, true);
+    size_t n = strlen(env);
+    return key && strncmp(key, env, n) == 0 && key[n] == ' ';
+}
+
+/* A reorder of float32 constant c (bytes of it) from its own plain layout smd into dmd, with
+ * nothing added (no compensation): undone by the reorder back (dn_const_plain). */
+static bool pure_layout(dn_state *S, int c, const dnnl_memory_desc_t *smd, const dnnl_memory_desc_t *dmd) {
+    const rt_tensor *t = rt_json_graph_const(S->g, (uint32_t)c);
+    dnnl_memory_desc_t plain;
+    if (!t || smd->data_type != dnnl_f32 || dmd->data_type != dnnl_f32 || dmd->format_kind != dnnl_blocked ||
+        dmd->extra.flags || smd->ndims != dmd->ndims || dmd->offset0)
+        return false;
+    dn_plain_md(&plain, dmd->ndims, dmd->dims);
+    return dnnl_memory_desc_equal(&plain, smd) && dnnl_memory_desc_get_size(smd) == rt_tensor_nbytes(t);
+}
+
+static void hex_encode(char *out, const void *p, size_t n) {
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[((const uint8_t *)p)[i] >> 4];
+        out[2 * i + 1] = digits[((const uint8_t *)p)[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static bool hex_decode(void *out, size_t n, const char *s) {
+    if (strlen(s) != 2 * n) return false;
+    for (size_t i = 0; i < 2 * n; i++) {
+        char ch = s[i];
+        int v = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+        if (v < 0) return false;
+        uint8_t *b = (uint8_t *)out + i / 2;
+        *b = (uint8_t)(i % 2 ? (*b << 4) | v : v);
+    }
     return true;
+}
+
+/* Whether md (read from a file) is a dense blocked layout of float32: every inner block a
+ * positive size of a real dim that divides its padded size, and the outer strides the dims'
+ * outer counts laid one after another over the inner block, so that every element lies inside
+ * its size (its bytes). */
+static bool dense_blocked(const dnnl_memory_desc_t *md, size_t bytes) {
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    if (md->ndims < 1 || md->ndims > DNNL_MAX_NDIMS || md->data_type != dnnl_f32 || md->format_kind != dnnl_blocked ||
+        md->extra.flags || md->offset0 || b->inner_nblks < 0 || b->inner_nblks > DNNL_MAX_NDIMS)
+        return false;
+    int64_t blk[DNNL_MAX_NDIMS], outer[DNNL_MAX_NDIMS], inner = 1;
+    for (int d = 0; d < md->ndims; d++) blk[d] = 1;
+    for (int k = 0; k < b->inner_nblks; k++) {
+        if (b->inner_idxs[k] < 0 || b->inner_idxs[k] >= md->ndims || b->inner_blks[k] < 1 || b->inner_blks[k] > 4096)
+            return false;
+        blk[b->inner_idxs[k]] *= b->inner_blks[k];
+        inner *= b->inner_blks[k];
+    }
+    int64_t total = inner;
+    for (int d = 0; d < md->ndims; d++) {
+        if (md->dims[d] < 1 || md->padded_dims[d] < md->dims[d] || md->padded_dims[d] > ((int64_t)1 << 40) ||
+            md->padded_offsets[d] || blk[d] > md->padded_dims[d] || md->padded_dims[d] % blk[d])
+            return false;
+        outer[d] = md->padded_dims[d] / blk[d];
+        if (__builtin_mul_overflow(total, outer[d], &total)) return false;
+    }
+    /* the outer dims by stride (those of count 1 anywhere): each the product of the ones below */
+    bool used[DNNL_MAX_NDIMS] = {false};
+    int64_t want = inner;
+    for (int k = 0; k < md->ndims; k++) {
+        int best = -1;
+        for (int d = 0; d < md->ndims; d++)
+            if (!used[d] && outer[d] > 1 && (best < 0 || b->strides[d] < b->strides[best])) best = d;
+        if (best < 0) break;
+        if (b->strides[best] != want) return false;
+        used[best] = true;
+        want *= outer[best];
+    }
+    return (uint64_t)total * sizeof(float) == bytes;
+}
+
+gr_status dn_const_plain(dn_state *S, const rt_json_node *n, uint32_t c, int root, bool drop_pack) {
+    const void *packed = NULL;
+    size_t bytes = 0;
+    const char *layout = NULL, *key = rt_json_graph_deferred_pack(S->g, c, &packed, &bytes, &layout);
+    if (!key) return dn_fail(S, n, dnnl_success, "a weight stored only prepacked has no pack");
+    char env[128], msg[512];
+    pack_env(env, sizeof env, false);
+    size_t k = strlen(env);
+    if (strncmp(key, env, k) != 0 || strncmp(key + k, " isa ", 5) != 0) {
+        const char *isa = strstr(key, " isa ");
+        snprintf(msg, sizeof msg, "the artifact stores this weight only in a blocked layout of '%.*s', and this runtime "
+                 "has '%s': rebuild the artifact with this graft", isa ? (int)(isa - key) : 24, key, env);
+        return dn_fail(S, n, dnnl_success, msg);
+    }
+    /* the layout is the memory descriptor of the same oneDNN version: checked before use */
+    dnnl_memory_desc_t dmd;
+    const dnnl_memory_desc_t *smd = &S->vals.data[root].md;
+    memset(&dmd, 0, sizeof dmd);
+    if (!layout || !hex_decode(&dmd, sizeof dmd, layout) || !dense_blocked(&dmd, bytes) || smd->data_type != dnnl_f32) {
+        snprintf(msg, sizeof msg, "its stored layout does not describe its pack (%zu bytes)", bytes);
+        return dn_fail(S, n, dnnl_success, msg);
+    }
+    dnnl_memory_desc_t plain;
+    dn_plain_md(&plain, dmd.ndims, dmd.dims);
+    rt_tensor *t = rt_tensor_new((DLDataType){kDLFloat, 32, 1}, smd->ndims, smd->dims);
+    if (!t) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    if (dnnl_memory_desc_get_size(&plain) != rt_tensor_nbytes(t)) {
+        rt_tensor_release(t);
+        snprintf(msg, sizeof msg, "its stored layout does not describe its pack (%zu bytes)", bytes);
+        return dn_fail(S, n, dnnl_success, msg);
+    }
+    gr_status st = run_reorder_now(S, n, &dmd, (void *)packed, &plain, rt_tensor_data(t));
+    if (st) {
+        rt_tensor_release(t);
+        return st;
+    }
+    S->vals.data[root].ptr = rt_tensor_data(t);
+    rt_json_graph_set_plain(S->g, c, t, drop_pack);
+    return GR_OK;
 }
 
 gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_memory_desc_t *dmd, dn_make_fn make,
@@ -558,29 +682,49 @@ gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_me
     *out = NULL;
     /* a static graph's reordered weights: an artifact's stored form when it has this key */
     char key[256];
-    bool packable = !wc && make == make_reorder && S->vals.data[r].kind == V_CONST &&
-                    pack_key(S, n, src, smd, dmd, key, sizeof key);
+    int c = S->vals.data[r].kind == V_CONST ? dn_const_index(S, r) : -1;
+    bool packable = !wc && make == make_reorder && c >= 0;
+    if (packable) pack_key(S, n, c, smd, dmd, key, sizeof key);
+    bool inv = packable && pure_layout(S, c, smd, dmd);
     size_t bytes = dnnl_memory_desc_get_size(dmd);
     const void *packed = packable ? rt_json_graph_pack_find(S->g, key, bytes) : NULL;
+    if (c >= 0) {
+        dn_const_use u = {(uint32_t)c, (uint32_t)(n - S->node0), inv};
+        gr_vec_push(&S->const_uses, u);
+    }
     if (packed) {
         *out = (void *)packed;  /* read only, as every weight */
         return GR_OK;
     }
+    if (!src && c >= 0 && rt_json_graph_const_deferred(S->g, (uint32_t)c)) {
+        /* stored only prepacked, in a layout this CPU or these options do not take: plain now */
+        st = dn_const_plain(S, n, (uint32_t)c, r, false);
+        if (st) return st;
+        src = S->vals.data[r].ptr;
+    }
+    /* an artifact build takes the bytes at once and releases this state, never run: its packs
+     * share one buffer of their own, faulted in once (not a chunk's, nor a fresh one per weight) */
     bool streamed = packable && rt_json_graph_pack_streamed(S->g);
+    if (streamed && S->pack_buf_bytes < bytes) {
+        free(S->pack_buf);
+        S->pack_buf_bytes = (bytes + 63) / 64 * 64;
+        if (!(S->pack_buf = aligned_alloc(64, S->pack_buf_bytes))) S->pack_buf_bytes = 0;
+    }
     if (wc) {
         st = shared_make(S, wc, n, smd, src, S->vals.data[r].kind == V_OWNED, dmd, make, ctx, out);
     } else {
-        /* a copy an artifact build frees at once gets its own memory, not a chunk's */
-        *out = streamed ? dn_huge_alloc(bytes) : const_alloc(bytes);
-        if (*out) gr_vec_push(&S->owned, *out);
+        *out = streamed ? S->pack_buf : const_alloc(bytes);
+        if (*out && !streamed) gr_vec_push(&S->owned, *out);
         st = *out ? make(S, n, smd, src, dmd, *out, ctx) : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
     }
     if (!st) S->stats.weight_bytes += bytes;
-    if (!st && packable) rt_json_graph_pack_record(S->g, key, *out, bytes);
-    if (!st && streamed) {
-        /* an artifact build took the bytes: this state is released, never run, so the copy
-         * goes now and the build holds one reordered weight at a time */
-        dn_const_free(S->owned.data[--S->owned.len]);
+    if (!st && packable) {
+        rt_json_graph_pack_record(S->g, key, *out, bytes);
+        if (inv) {
+            char layout[2 * sizeof *dmd + 1];
+            hex_encode(layout, dmd, sizeof *dmd);
+            rt_json_graph_pack_invertible(S->g, (uint32_t)c, layout);
+        }
     }
     return st;
 }

@@ -50,6 +50,8 @@ struct rt_json_graph {
     void *prof_user;
     struct rt_json_pack *packs;   /* prepacked constants (rt_json_graph_pack_*) */
     uint32_t npacks, nprovided, nused, nremade;
+    bool *deferred;               /* per constant: kept only as a pack (rt_json_graph_defer_const) */
+    uint32_t nrecovered;          /* deferred constants laid out plain again at load */
     rt_json_pack_sink pack_sink;  /* set while rt_json_module_stream_packs prepares the graph */
     void *pack_sink_user;
 };
@@ -59,6 +61,8 @@ typedef struct rt_json_pack {
     const void *data;
     size_t bytes;
     rt_tensor *t;                 /* provided: the stored form (data points into it) */
+    int32_t plain;                /* a pure layout change of this constant (index), else -1 */
+    char *layout;                 /* ... and what the engine needs to undo it (heap) */
 } rt_json_pack;
 
 typedef struct rt_json_build {

@@ -393,9 +393,11 @@ void rt_json_graph_free(rt_json_graph *g) {
     free(g->consts);
     for (uint32_t i = 0; i < g->npacks; i++) {
         free(g->packs[i].key);
+        free(g->packs[i].layout);
         rt_tensor_release(g->packs[i].t);
     }
     free(g->packs);
+    free(g->deferred);
     free(g->consumers);
     free(g->nodes);
     free(g->row_ptr);
@@ -535,11 +537,12 @@ gr_status rt_json_graph_init(rt_json_graph *g, rt_tensor *const *consts, uint32_
                            g->symbol, n, g->nconsts);
     for (uint32_t i = 0; i < n; i++) {
         const rt_json_node *nd = &g->nodes[g->const_nids[i]];
+        if (!consts[i] && rt_json_graph_const_deferred(g, i)) continue;
         if (!consts[i] || !rt_json__matches_node(nd, 0, &consts[i]->dl))
             return gr_diag_set(d, GR_ERR_INVALID, "json runtime '%s': constant '%s' has the wrong dtype or shape",
                                g->symbol, nd->name);
     }
-    for (uint32_t i = 0; i < n; i++) g->consts[i] = rt_tensor_retain(consts[i]);
+    for (uint32_t i = 0; i < n; i++) g->consts[i] = consts[i] ? rt_tensor_retain(consts[i]) : NULL;
     g->initialized = true;
     return GR_OK;
 }
@@ -556,7 +559,7 @@ static void pack_add(rt_json_graph *g, const char *key, const void *data, size_t
         return;
     }
     g->packs = p;
-    g->packs[g->npacks++] = (rt_json_pack){k, data, bytes, t};
+    g->packs[g->npacks++] = (rt_json_pack){k, data, bytes, t, -1, NULL};
 }
 
 void rt_json_graph_pack_record(rt_json_graph *g, const char *key, const void *data, size_t bytes) {
@@ -569,14 +572,70 @@ void rt_json_graph_pack_record(rt_json_graph *g, const char *key, const void *da
 
 bool rt_json_graph_pack_streamed(const rt_json_graph *g) { return g->pack_sink != NULL; }
 
+void rt_json_graph_pack_invertible(rt_json_graph *g, uint32_t c, const char *layout) {
+    if (!g->npacks || c >= g->nconsts) return;
+    for (uint32_t i = 0; i + 1 < g->npacks; i++)
+        if (g->packs[i].plain == (int32_t)c) return; /* one form to undo is enough */
+    rt_json_pack *p = &g->packs[g->npacks - 1];
+    if ((p->layout = strdup(layout))) p->plain = (int32_t)c;
+}
+
+static bool *deferred_flags(rt_json_graph *g) {
+    if (!g->deferred && g->nconsts) g->deferred = calloc(g->nconsts, sizeof(bool));
+    return g->deferred;
+}
+
+void rt_json_graph_defer_const(rt_json_graph *g, uint32_t c) {
+    bool has = false;
+    for (uint32_t i = 0; i < g->npacks; i++) has |= g->packs[i].plain == (int32_t)c;
+    if (has && c < g->nconsts && deferred_flags(g)) g->deferred[c] = true;
+}
+
+bool rt_json_graph_const_deferred(const rt_json_graph *g, uint32_t c) {
+    return g->deferred && c < g->nconsts && g->deferred[c];
+}
+
+const char *rt_json_graph_deferred_pack(const rt_json_graph *g, uint32_t c, const void **data, size_t *bytes,
+                                        const char **layout) {
+    if (!rt_json_graph_const_deferred(g, c) || g->consts[c]) return NULL;
+    for (uint32_t k = 0; k < g->npacks; k++)
+        if (g->packs[k].plain == (int32_t)c && g->packs[k].t) {
+            *data = g->packs[k].data;
+            *bytes = g->packs[k].bytes;
+            *layout = g->packs[k].layout;
+            return g->packs[k].key;
+        }
+    return NULL;
+}
+
+void rt_json_graph_set_plain(rt_json_graph *g, uint32_t c, rt_tensor *t, bool drop_pack) {
+    if (c >= g->nconsts || g->consts[c]) {
+        rt_tensor_release(t);
+        return;
+    }
+    g->consts[c] = t;
+    g->nrecovered++;
+    for (uint32_t k = 0; k < g->npacks && drop_pack; k++)
+        if (g->packs[k].plain == (int32_t)c && g->packs[k].t) {
+            rt_tensor_release(g->packs[k].t);
+            g->packs[k].t = NULL;
+            g->packs[k].data = NULL;
+        }
+}
+
 /* The entries a stream left (no data): a new stream records them again. */
 static void pack_drop_streamed(rt_json_graph *g) {
     uint32_t k = 0;
     for (uint32_t i = 0; i < g->npacks; i++) {
-        if (!g->packs[i].data && !g->packs[i].t) free(g->packs[i].key);
-        else g->packs[k++] = g->packs[i];
+        if (!g->packs[i].data && !g->packs[i].t) {
+            free(g->packs[i].key);
+            free(g->packs[i].layout);
+        } else {
+            g->packs[k++] = g->packs[i];
+        }
     }
     g->npacks = k;
+    if (g->deferred) memset(g->deferred, 0, g->nconsts * sizeof(bool));
 }
 
 void rt_json_graph_pack_provide(rt_json_graph *g, const char *key, rt_tensor *t) {
@@ -606,6 +665,8 @@ void rt_json_graph_pack_counts(const rt_json_graph *g, uint32_t *provided, uint3
     if (used) *used = g->nused;
     if (remade) *remade = g->nremade;
 }
+
+uint32_t rt_json_graph_pack_recovered(const rt_json_graph *g) { return g->nrecovered; }
 
 void rt_json_graph_pack_name(const rt_json_graph *g, uint32_t i, char *buf, size_t n) {
     snprintf(buf, n, "%s_pack_%u", g->symbol, i);
@@ -816,7 +877,14 @@ static gr_status jm_serialize(rt_module *m, uint8_t **buf, size_t *len, gr_diag 
         for (uint32_t k = 0; k < jm->graphs[i]->npacks; k++) {
             char name[512];
             rt_json_graph_pack_name(jm->graphs[i], k, name, sizeof name);
-            json_array_append_new(ps, json_pack("{s:s, s:s}", "key", jm->graphs[i]->packs[k].key, "const", name));
+            const rt_json_pack *p = &jm->graphs[i]->packs[k];
+            json_t *e = json_pack("{s:s, s:s}", "key", p->key, "const", name);
+            /* the constant is stored only as this pack: the loader lays it out plain from it if needed */
+            if (p->plain >= 0 && rt_json_graph_const_deferred(jm->graphs[i], (uint32_t)p->plain)) {
+                json_object_set_new(e, "plain", json_integer(p->plain));
+                json_object_set_new(e, "layout", json_string(p->layout));
+            }
+            json_array_append_new(ps, e);
         }
         json_object_set_new(o, "packs", ps);
         json_array_append_new(gs, o);
@@ -954,6 +1022,14 @@ gr_status rt_json_module_stream_packs(rt_module *m, rt_json_pack_sink fn, void *
     return st;
 }
 
+bool rt_json_module_engine(rt_module *m, const char **kind, const char **version) {
+    if (!m || m->iface != &JSON_MODULE_I) return false;
+    const json_mod *jm = m->context;
+    *kind = jm->eng->kind;
+    *version = jm->eng->version;
+    return true;
+}
+
 void *rt_json_module_state(rt_module *m, uint32_t i) {
     if (!m || m->iface != &JSON_MODULE_I) return NULL;
     json_mod *jm = m->context;
@@ -988,21 +1064,54 @@ gr_status rt_json_module_load(const uint8_t *buf, size_t len, const rt_json_engi
         if (st) break;
         made++;
         uint32_t nc = rt_json_graph_num_consts(graphs[i]);
+        json_t *pks = json_object_get(o, "packs");
+        size_t k;
+        json_t *pk;
+        /* constants stored only as a pack ("plain": its index): unless given plain all the same,
+         * the engine lays them out plain from the pack if it needs them
+         * (rt_json_graph_deferred_pack) */
+        json_array_foreach(pks, k, pk) {
+            json_t *pl = json_object_get(pk, "plain");
+            if (!pl) continue;
+            if (!(eng && eng->deferred_consts)) {
+                st = gr_diag_set(d, GR_ERR_INVALID, "json runtime module: graph '%s' has constants stored only prepacked, "
+                                 "which engine '%s' does not take", graphs[i]->symbol, eng ? eng->kind : "json");
+                break;
+            }
+            if (!json_is_integer(pl) || json_integer_value(pl) < 0 || json_integer_value(pl) >= (json_int_t)nc ||
+                !json_is_string(json_object_get(pk, "layout")) || !deferred_flags(graphs[i])) {
+                st = gr_diag_set(d, GR_ERR_INVALID, "json runtime module: graph '%s': pack %zu names no constant to lay out",
+                                 graphs[i]->symbol, k);
+                break;
+            }
+            graphs[i]->deferred[json_integer_value(pl)] = true;
+        }
         rt_tensor **ts = calloc(nc + 1, sizeof(*ts));
         for (uint32_t c = 0; c < nc && !st; c++) {
             ts[c] = consts ? consts(rt_json_graph_const_name(graphs[i], c), user) : NULL;
-            if (!ts[c]) st = gr_diag_set(d, GR_ERR_NOT_FOUND, "json runtime module: constant '%s' not provided",
-                                         rt_json_graph_const_name(graphs[i], c));
+            if (ts[c] && rt_json_graph_const_deferred(graphs[i], c)) graphs[i]->deferred[c] = false; /* given plain */
+            if (!ts[c] && !rt_json_graph_const_deferred(graphs[i], c))
+                st = gr_diag_set(d, GR_ERR_NOT_FOUND, "json runtime module: constant '%s' not provided",
+                                 rt_json_graph_const_name(graphs[i], c));
         }
         if (!st) st = rt_json_graph_init(graphs[i], ts, nc, d);
         free(ts);
-        size_t k;
-        json_t *pk;
-        json_array_foreach(json_object_get(o, "packs"), k, pk) {
+        json_array_foreach(pks, k, pk) {
             const char *key = json_string_value(json_object_get(pk, "key"));
             const char *cn = json_string_value(json_object_get(pk, "const"));
+            json_t *pl = json_object_get(pk, "plain");
+            if (pl && !rt_json_graph_const_deferred(graphs[i], (uint32_t)json_integer_value(pl))) pl = NULL;
             rt_tensor *t = key && cn && consts && !st ? consts(cn, user) : NULL;
-            if (t) rt_json_graph_pack_provide(graphs[i], key, t);
+            if (!t && pl && !st)
+                st = gr_diag_set(d, GR_ERR_NOT_FOUND, "json runtime module: graph '%s': pack '%s' not provided",
+                                 graphs[i]->symbol, cn ? cn : "");
+            if (!t) continue;
+            rt_json_graph_pack_provide(graphs[i], key, t);
+            rt_json_pack *p = graphs[i]->npacks ? &graphs[i]->packs[graphs[i]->npacks - 1] : NULL;
+            if (pl && (!p || p->t != t || !(p->layout = strdup(json_string_value(json_object_get(pk, "layout"))))))
+                st = gr_diag_set(d, GR_ERR_NOMEM, "json runtime module: out of memory");
+            else if (pl)
+                p->plain = (int32_t)json_integer_value(pl);
         }
     }
     json_decref(root);

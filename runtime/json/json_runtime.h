@@ -151,6 +151,23 @@ void rt_json_graph_pack_name(const rt_json_graph *g, uint32_t i, char *buf, size
  * released, never run. */
 typedef void (*rt_json_pack_sink)(void *user, const void *data, size_t bytes);
 bool rt_json_graph_pack_streamed(const rt_json_graph *g);
+/* Constants kept only as a pack (an artifact leaves their plain form out). Build side: the
+ * pack just recorded is a pure layout change of constant c, undone from `layout` (the engine's
+ * own words); once the engine knows it reads c only through such packs, it defers c, and the
+ * module blob lists the first such pack of c with "plain": c and its layout. Load side: a
+ * deferred constant is NULL in the graph; an engine that needs it plain (its packs were made
+ * for another CPU or options) gets its pack (key, bytes, layout; NULL when c is there or not
+ * deferred), lays it out plain and hands the tensor to the graph (set_plain takes the
+ * reference; the graph releases it as any constant; drop_pack: the pack will not be read in
+ * place either, its reference goes, so a mapped artifact's pages of it go too). */
+void rt_json_graph_pack_invertible(rt_json_graph *g, uint32_t c, const char *layout);
+void rt_json_graph_defer_const(rt_json_graph *g, uint32_t c);
+bool rt_json_graph_const_deferred(const rt_json_graph *g, uint32_t c);
+const char *rt_json_graph_deferred_pack(const rt_json_graph *g, uint32_t c, const void **data, size_t *bytes,
+                                        const char **layout);
+void rt_json_graph_set_plain(rt_json_graph *g, uint32_t c, rt_tensor *t, bool drop_pack);
+/* How many deferred constants were laid out plain from their packs at load. */
+uint32_t rt_json_graph_pack_recovered(const rt_json_graph *g);
 
 /* True when some dim of the graph is symbolic (an expression string in its document, e.g.
  * "n" or "(w - 1) // 2 + 1"). A module runs such a graph through a static copy per distinct
@@ -196,6 +213,9 @@ typedef struct rt_json_engine {
      * graph that the engine only makes for an artifact (a copy it would not keep otherwise);
      * the module's serialize calls it before listing the graph's packs. */
     gr_status (*record_packs)(rt_json_graph *g, void *state, gr_diag *diag);
+    /* The engine takes constants stored only as packs (rt_json_graph_deferred_pack); a blob
+     * that has them is refused for another engine. */
+    bool deferred_consts;
 } rt_json_engine;
 
 /* ---- Operand contracts ----
@@ -259,6 +279,9 @@ gr_status rt_json_module_prepare(rt_module *m, gr_diag *d);
  * the prepacked weights are written as they are made instead of being held all at once. The
  * graphs stay unprepared (a call prepares them as usual). GR_OK when m is no json module. */
 gr_status rt_json_module_stream_packs(rt_module *m, rt_json_pack_sink fn, void *user, gr_diag *d);
+/* The engine of a module made by rt_json_module_new / load: its kind and version (NULL when it
+ * has none), what the blob says as "kind" and "engine_version"; false for another module. */
+bool rt_json_module_engine(rt_module *m, const char **kind, const char **version);
 /* The engine state of static graph i once prepared (borrowed), else NULL. */
 void *rt_json_module_state(rt_module *m, uint32_t i);
 /* Graph i of a module made by rt_json_module_new / load (borrowed), NULL past the end or for

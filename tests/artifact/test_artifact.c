@@ -156,7 +156,7 @@ Test(artifact, damaged_files_are_clear_errors) {
     size_t n1 = graft__artifact__get_packed_size(&v1);
     uint8_t *b1 = malloc(n1);
     graft__artifact__pack(&v1, b1);
-    expect_error(b1, n1, "version 1, this runtime reads version 4");
+    expect_error(b1, n1, "version 1, this runtime reads version 5");
     free(b1);
     /* a header that claims more bytes than the file has */
     gr_art_header h;

@@ -176,7 +176,7 @@ Test(artifact_bin, loader_reads_the_binary_module_not_the_text) {
     gr_art_reseal(v2, len);
     gr_diag_clear(&d);
     cr_assert_neq(graft_model_load_buffer(v2, len, &gm, &d), GR_OK);
-    cr_assert(strstr(d.msg, "version 2, this runtime reads version 4 (rebuild it"), "%s", d.msg);
+    cr_assert(strstr(d.msg, "version 2, this runtime reads version 5 (rebuild it"), "%s", d.msg);
     free(v2);
 
     graft__artifact_body__free_unpacked(b, NULL);

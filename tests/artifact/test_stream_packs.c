@@ -1,18 +1,24 @@
 /* A build that prepares its regions as it writes them (byoc_partition_opts.defer_prepare, as
  * `graft build`), each reordered weight streamed to the file as oneDNN makes it, writes the
  * same bytes as the build of a partition prepared beforehand (the weights held in memory), and
- * so does a second build of the same module. */
+ * so does a second build of the same module. Weights stored only prepacked are laid out plain
+ * again where the packs were made for another ISA, and refused under another oneDNN. */
 #include <criterion/criterion.h>
+#include <jansson.h>
+#include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "byoc/byoc.h"
+#include "deploy/artifact_impl.h"
 #include "deploy/graft_model.h"
+#include "graft/graft_artifact.pb-c.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform/transform.h"
 #include "runtime/kernels/const_eval.h"
+#include "tests/compare_util.h"
 #include "tests/models_env.h"
 
 static uint8_t *slurp_file(const char *path, size_t *len) {
@@ -71,4 +77,155 @@ Test(stream_packs, streamed_build_writes_the_prepared_builds_bytes, .timeout = 1
     remove(path);
     free(a);
     ir_ctx_free(ctx);
+}
+
+/* The artifact buf with every oneDNN pack of its dnnl modules edited by edit (its key, and
+ * the layout of a weight stored only prepacked), resealed (heap). */
+typedef void (*pack_edit)(json_t *pack);
+static uint8_t *with_packs_edited(const uint8_t *buf, size_t len, pack_edit edit, size_t *out_len) {
+    gr_art_header h;
+    cr_assert(gr_art_header_read(buf, len, &h));
+    Graft__ArtifactBody *b = graft__artifact_body__unpack(NULL, h.body_len, buf + h.body_off);
+    cr_assert_not_null(b);
+    uint32_t edited = 0;
+    for (size_t i = 0; i < b->n_external; i++) {
+        json_t *root = json_loadb((const char *)b->external[i]->blob.data, b->external[i]->blob.len, 0, NULL);
+        cr_assert_not_null(root);
+        size_t gi, pi;
+        json_t *g, *pk;
+        json_array_foreach(json_object_get(root, "graphs"), gi, g) json_array_foreach(json_object_get(g, "packs"), pi, pk) {
+            edit(pk);
+            edited++;
+        }
+        char *s = json_dumps(root, JSON_COMPACT);
+        json_decref(root);
+        free(b->external[i]->blob.data);
+        b->external[i]->blob.data = (uint8_t *)s;
+        b->external[i]->blob.len = strlen(s);
+    }
+    cr_assert_gt(edited, 0, "no prepacked weights to edit");
+    size_t n = graft__artifact_body__get_packed_size(b);
+    uint8_t *p = malloc(n + 1);
+    graft__artifact_body__pack(b, p);
+    uint8_t *o = gr_art_with_body(buf, len, p, n, out_len);
+    free(p);
+    graft__artifact_body__free_unpacked(b, NULL);
+    cr_assert_not_null(o);
+    return o;
+}
+
+/* "dnnl 2.6.0 <hash> isa 3ff ..." made for ISA bits no CPU reports, or by oneDNN 0.0.1 */
+static void key_replace(json_t *pk, const char *what, const char *with) {
+    const char *key = json_string_value(json_object_get(pk, "key"));
+    const char *at = strstr(key, what);
+    cr_assert_not_null(at, "%s", key);
+    char nk[512];
+    snprintf(nk, sizeof nk, "%.*s%s%s", (int)(at - key), key, with, at + strlen(what));
+    json_object_set_new(pk, "key", json_string(nk));
+}
+static void other_isa(json_t *pk) { key_replace(pk, " isa ", " isa 7e57"); }
+static void other_isa_bad_layout(json_t *pk) {
+    other_isa(pk);
+    if (json_object_get(pk, "layout")) json_object_set_new(pk, "layout", json_string("00ff"));
+}
+/* a layout of the right length whose outermost stride points past the pack */
+static void other_isa_stride_past_the_end(json_t *pk) {
+    other_isa(pk);
+    const char *l = json_string_value(json_object_get(pk, "layout"));
+    if (!l) return;
+    dnnl_memory_desc_t md;
+    cr_assert_eq(strlen(l), 2 * sizeof md);
+    for (size_t i = 0; i < sizeof md; i++) {
+        unsigned v;
+        cr_assert_eq(sscanf(l + 2 * i, "%2x", &v), 1);
+        ((uint8_t *)&md)[i] = (uint8_t)v;
+    }
+    int outer = 0;
+    for (int d = 1; d < md.ndims; d++)
+        if (md.format_desc.blocking.strides[d] > md.format_desc.blocking.strides[outer]) outer = d;
+    md.format_desc.blocking.strides[outer] *= 3;
+    char hex[2 * sizeof md + 1];
+    for (size_t i = 0; i < sizeof md; i++) snprintf(hex + 2 * i, 3, "%02x", ((uint8_t *)&md)[i]);
+    json_object_set_new(pk, "layout", json_string(hex));
+}
+static void other_onednn(json_t *pk) { key_replace(pk, "dnnl ", "dnnl 0.0.1 "); }
+
+static gr_status run_model(const uint8_t *buf, size_t len, rt_value *out, graft_model_info *in, gr_diag *d) {
+    graft_model *gm = NULL;
+    gr_status st = graft_model_load_buffer(buf, len, &gm, d);
+    if (st) return st;
+    graft_model_get_info(gm, in);
+    int64_t sx[4] = {1, 3, 48, 192};
+    rt_tensor *xt = rt_tensor_new(IR_DTYPE_F32, 4, sx);
+    float *xp = rt_tensor_data(xt);
+    for (int64_t i = 0; i < 3 * 48 * 192; i++) xp[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+    rt_value x = rt_value_tensor(xt);
+    st = graft_model_run(gm, &x, 1, out, d);
+    rt_value_clear(&x);
+    graft_model_free(gm);
+    return st;
+}
+
+/* PP-OCR cls's convolution weights are stored only in oneDNN's blocked layouts (the artifact
+ * is smaller than its weights twice over); with the packs' keys made for another ISA, the
+ * loader reorders each back to plain and lays it out again: the outputs agree with the native
+ * load within float32 rounding of another summation order (|a - b| <= 1e-5 + 1e-4 |b|). A
+ * stored layout that does not describe its pack (cut short, a stride past its end) is an error; packs made by another oneDNN
+ * are refused with "rebuild". */
+Test(stream_packs, weights_stored_only_prepacked_are_laid_out_again_elsewhere, .timeout = 120) {
+    char *cls = model_path("GRAFT_MODEL_CLS");
+    if (!cls) cr_skip("GRAFT_MODEL_CLS: no model (run scripts/fetch_models.sh)");
+    ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
+    gr_diag d = {0};
+    onnx_input_shape sh = {"x", 4, {1, 3, 48, 192}};
+    onnx_import_opts io = {&sh, 1, NULL, 0, NULL, 0, false, NULL};
+    ir_module *m = NULL, *opt = NULL, *part = NULL;
+    cr_assert_eq(onnx_import_file(ctx, cls, &io, &m, &d), GR_OK, "%s", d.msg);
+    free(cls);
+    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
+    const char *be[1] = {"dnnl"};
+    byoc_partition_opts po = {.defer_prepare = true};
+    cr_assert_eq(byoc_partition(ctx, opt, be, 1, &po, &part, &d), GR_OK, "%s", d.msg);
+    uint8_t *a = NULL;
+    size_t alen = 0;
+    cr_assert_eq(graft_model_build(part, &a, &alen, &d), GR_OK, "%s", d.msg);
+    ir_ctx_free(ctx);
+
+    rt_value native = {0}, other = {0};
+    graft_model_info in;
+    cr_assert_eq(run_model(a, alen, &native, &in, &d), GR_OK, "%s", d.msg);
+    cr_assert(in.npacked > 0 && in.npacked_used == in.npacked && in.nrepacked == 0 && in.nunpacked == 0,
+              "native: %u packs, %u used, %u laid out again, %u unpacked", in.npacked, in.npacked_used, in.nrepacked,
+              in.nunpacked);
+
+    size_t blen;
+    uint8_t *b = with_packs_edited(a, alen, other_isa, &blen);
+    cr_assert_eq(run_model(b, blen, &other, &in, &d), GR_OK, "%s", d.msg);
+    cr_assert(in.npacked_used == 0 && in.nunpacked > 0 && in.nunpacked <= in.nrepacked,
+              "another ISA: %u used, %u laid out again, %u from their prepacked form", in.npacked_used, in.nrepacked,
+              in.nunpacked);
+    tc_expect_tensor(other.u.t, native.u.t, (gr_cmp_opts){.atol = 1e-5, .rtol = 1e-4}, "laid out from the packs");
+    rt_value_clear(&other);
+    free(b);
+
+    b = with_packs_edited(a, alen, other_isa_bad_layout, &blen);
+    gr_diag_clear(&d);
+    cr_assert_neq(run_model(b, blen, &other, &in, &d), GR_OK);
+    cr_assert(strstr(d.msg, "its stored layout does not describe its pack"), "%s", d.msg);
+    free(b);
+
+    b = with_packs_edited(a, alen, other_isa_stride_past_the_end, &blen);
+    gr_diag_clear(&d);
+    cr_assert_neq(run_model(b, blen, &other, &in, &d), GR_OK);
+    cr_assert(strstr(d.msg, "its stored layout does not describe its pack"), "%s", d.msg);
+    free(b);
+
+    b = with_packs_edited(a, alen, other_onednn, &blen);
+    gr_diag_clear(&d);
+    cr_assert_neq(run_model(b, blen, &other, &in, &d), GR_OK);
+    cr_assert(strstr(d.msg, "dnnl 0.0.1") && strstr(d.msg, "rebuild the artifact"), "%s", d.msg);
+    free(b);
+    rt_value_clear(&native);
+    free(a);
 }

@@ -859,6 +859,26 @@ typedef int (*g_family)(gen *g);
 static int f_conv1d(gen *g) { return g_conv(g, 1); }
 static int f_conv2d(gen *g) { return g_conv(g, 2); }
 static int f_conv3d(gen *g) { return g_conv(g, 3); }
+
+/* 3x3x3 stride-1 convolution of 16..40 channels (graft's 3-D Winograd, dnnl_wino.c, where its
+ * tile rule takes it): padding 0..1 a side, 0..2 in depth (more output depths than input ones:
+ * oneDNN's), batch 1..2, then the posts. */
+static int f_conv3d_wino(gen *g) {
+    int64_t xs[5] = {g_ri(g, 1, 2), g_ri(g, 16, 40), g_ri(g, 1, 5), g_ri(g, 1, 12), g_ri(g, 1, 12)}, P[6], os[5];
+    for (int i = 0; i < 3; i++) {
+        P[i] = g_ri(g, 0, i ? 1 : 2), P[i + 3] = g_ri(g, 0, i ? 1 : 2);
+        if (xs[2 + i] + P[i] + P[i + 3] < 3) P[i] = P[i + 3] = 1 + (xs[2 + i] == 1);
+        os[2 + i] = xs[2 + i] + P[i] + P[i + 3] - 2;
+    }
+    os[0] = xs[0], os[1] = g_ri(g, 16, 40);
+    int x = g_param(g, 'x', 5, xs), w = g_param(g, 'w', 5, (int64_t[]){os[1], xs[1], 3, 3, 3});
+    char pd[64];
+    g_ints(pd, sizeof pd, 6, P);
+    g_note(g, "conv3d_3x3x3");
+    int y = g_emit(g, 5, os, "R.nn.conv3d(%s, %s, strides=[1, 1, 1], padding=%s, dilation=[1, 1, 1], groups=1)", N(g, x),
+                   N(g, w), pd);
+    return g_posts(g, y, 1);
+}
 static int f_pool1d(gen *g) { return g_pool(g, 1); }
 static int f_pool2d(gen *g) { return g_pool(g, 2); }
 static int f_pool3d(gen *g) { return g_pool(g, 3); }
@@ -870,7 +890,7 @@ static const struct {
 } FAMILIES[] = {
     {f_conv2d, 6}, {f_conv1d, 2}, {f_conv3d, 1}, {g_deconv, 1}, {g_matmul, 6}, {f_pool2d, 3}, {f_pool1d, 1},
     {f_pool3d, 1}, {g_binary, 6},  {g_unary, 3},  {g_softmax, 2}, {g_layer_norm, 1}, {g_reduce, 2}, {g_resize, 1},
-    {g_concat, 2}, {g_move, 4}, {g_conv1x1_pool, 1}, {g_siblings, 2},
+    {g_concat, 2}, {g_move, 4}, {g_conv1x1_pool, 1}, {g_siblings, 2}, {f_conv3d_wino, 1},
 };
 
 /* The module of seed: 2..6 families, the values no op reads are its outputs. */

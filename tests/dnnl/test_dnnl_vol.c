@@ -4,7 +4,9 @@
  * following bias add and relu must fold into the primitive as post-ops, and no primitive may
  * be on oneDNN's reference kernels. A video-net residual block (conv3d, bias, relu, conv3d,
  * bias, residual add, relu) must run its convolutions on the blocked / channels-last jit
- * kernels as 2-D ones do, neither on gemm nor on ref, with every post-op fused.
+ * kernels as 2-D ones do, neither on gemm nor on ref, with every post-op fused (with
+ * dnnl.winograd=0: graft's 3-D Winograd, which takes such blocks otherwise, is
+ * test_dnnl_wino.c's).
  * DepthToSpace (reshape -> permute_dims -> reshape) must land in dnnl whole, as one reorder. */
 #include "byoc/byoc.h"
 #include "frontend/onnx/onnx_import.h"
@@ -67,6 +69,9 @@ Test(dnnl_vol, residual_block_on_jit) {
     static const int64_t C = 32;
     dt_graph g;
     dt_init(&g, 31);
+    rt_dnnl_opts o = rt_dnnl_default_opts();
+    o.winograd = false;
+    g.opts = &o;
     const int64_t *os = S(1, C, 4, 10, 10);
     int x = dt_input(&g, 5, os), y = x;
     for (int i = 0; i < 2; i++) {

@@ -15,7 +15,10 @@
  *
  * Which implementation: on an ISA below avx512_core with AVX2 + FMA (ONEDNN_MAX_CPU_ISA=AVX2
  * in `make test`, or an AVX2 machine) the table's tile size is asserted (one primitive
- * graft_wino_4x3:avx2 or graft_wino_2x3:avx2); on AVX-512 none of ours runs. */
+ * graft_wino_4x3:avx2 or graft_wino_2x3:avx2); on AVX-512 none of ours runs. 3x3x3
+ * convolutions (CASES3: odd sizes, channels no multiple of 8, one-sided depth padding, batch 2,
+ * bias / residual / relu, several passes, and those left to oneDNN) run ours at every ISA with
+ * AVX2 + FMA (graft_wino3d_4x3:avx2), in channels-last on AVX-512 and nCdhw8c below. */
 #include "tests/dnnl/dnnl_test_util.h"
 
 #define WINO_ATOL_OF_MAX 1e-4
@@ -153,5 +156,142 @@ Test(dnnl_wino, option_off) {
     int m;
     cr_expect_eq(count_wino(&p, &m), 0);
     dt_release(&p);
+    dt_free(&g);
+}
+
+/* ------------------------------------------------------------------ 3-D ---- */
+
+/* 3x3x3 convolutions: Winograd F(4x4) over H and W, direct over depth, wherever the CPU has
+ * AVX2 + FMA (oneDNN has no 3-D Winograd at any ISA), on the layout oneDNN's convolutions use
+ * at the ISA (channels-last on avx512_core, nCdhw8c below). Same tolerance as the 2-D cases. */
+typedef struct wcase3 {
+    int64_t N, C, D, H, W, O;
+    int64_t pad[6];               /* front, top, left, back, bottom, right */
+    int64_t stride;
+    bool bias_relu, residual;
+    int m;                        /* the tile expected (0: oneDNN's own convolution) */
+} wcase3;
+
+static const wcase3 CASES3[] = {
+    {1, 20, 5, 13, 11, 24, {1, 1, 1, 1, 1, 1}, 1, true, false, 4},
+    {2, 16, 4, 7, 9, 19, {1, 1, 1, 1, 1, 1}, 1, true, true, 4},
+    {1, 33, 3, 16, 14, 17, {0, 0, 0, 0, 0, 0}, 1, false, false, 4},
+    /* depth padded on one side only: output depth 0 reads input depths 0..2, the last two taps
+     * of the last output depth read past the input */
+    {1, 24, 4, 9, 8, 32, {0, 1, 0, 2, 2, 1}, 1, true, true, 4},
+    {2, 16, 3, 6, 5, 16, {2, 0, 1, 0, 1, 1}, 1, false, true, 4},
+    /* 100 tile columns of 147 KiB (V + M over 4 depths): several passes, the last shorter */
+    {1, 64, 4, 40, 40, 64, {1, 1, 1, 1, 1, 1}, 1, true, true, 4},
+    /* more output depths than input ones, stride 2, fewer than 16 channels: oneDNN's */
+    {1, 16, 3, 8, 8, 16, {2, 1, 1, 2, 1, 1}, 1, true, false, 0},
+    {1, 16, 5, 9, 9, 16, {1, 1, 1, 1, 1, 1}, 2, true, false, 0},
+    {1, 8, 4, 9, 9, 16, {1, 1, 1, 1, 1, 1}, 1, true, false, 0},
+};
+
+static void build3(dt_graph *g, const wcase3 *c, uint32_t seed) {
+    dt_init(g, seed);
+    const int64_t *p = c->pad;
+    int64_t OD = out_size(c->D, p[0], p[3], c->stride, 1), OH = out_size(c->H, p[1], p[4], c->stride, 1),
+            OW = out_size(c->W, p[2], p[5], c->stride, 1);
+    const int64_t *os = (const int64_t[]){c->N, c->O, OD, OH, OW};
+    int x = dt_input(g, 5, (const int64_t[]){c->N, c->C, c->D, c->H, c->W});
+    int w = dt_const(g, 5, (const int64_t[]){c->O, c->C, 3, 3, 3});
+    char attrs[200];
+    snprintf(attrs, sizeof attrs, "{\"strides\": [%ld, %ld, %ld], \"padding\": [%ld, %ld, %ld, %ld, %ld, %ld]}", (long)c->stride,
+             (long)c->stride, (long)c->stride, (long)p[0], (long)p[1], (long)p[2], (long)p[3], (long)p[4], (long)p[5]);
+    int y = dt_op(g, "relax.nn.conv3d", attrs, 2, IN(x, w), NULL, 5, os, "conv");
+    if (c->bias_relu) {
+        int b = dt_const(g, 5, (const int64_t[]){1, c->O, 1, 1, 1});
+        y = dt_op(g, "relax.add", NULL, 2, IN(y, b), NULL, 5, os, "bias");
+    }
+    if (c->residual) y = dt_op(g, "relax.add", NULL, 2, IN(y, dt_input(g, 5, os)), NULL, 5, os, "residual");
+    if (c->bias_relu) y = dt_op(g, "relax.nn.relu", NULL, 1, IN(y), NULL, 5, os, "relu");
+    dt_head(g, y);
+}
+
+/* our 3-D Winograd primitives of p, *m their tile */
+static int count_wino3(dt_prepared *p, int *m) {
+    int n = 0;
+    *m = 0;
+    for (uint32_t i = 0; i < rt_dnnl_num_prims(p->state); i++) {
+        rt_dnnl_prim_info pi = dt_prim_in(p, i, LAYERS, sizeof LAYERS / sizeof LAYERS[0]);
+        int tm;
+        if (sscanf(pi.impl, "graft_wino3d_%dx3:avx2", &tm) == 1) {
+            n++;
+            *m = tm;
+            cr_expect_str_eq(pi.kind, "convolution");
+        }
+    }
+    return n;
+}
+
+Test(dnnl_wino, conv3d_against_reference, .timeout = 120) {
+    __builtin_cpu_init();
+    bool ours = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    for (size_t i = 0; i < sizeof CASES3 / sizeof CASES3[0]; i++) {
+        const wcase3 *c = &CASES3[i];
+        dt_graph g;
+        build3(&g, c, 300 + (uint32_t)i);
+        rt_tensor *ref[1] = {0}, *got[1] = {0};
+        gr_diag d = {0};
+        cr_assert_eq(dt_run(&g, &rt_json_reference_engine, ref, &d), GR_OK, "3-D case %zu reference: %s", i, d.msg);
+        cr_assert_eq(dt_run(&g, &rt_dnnl_engine, got, &d), GR_OK, "3-D case %zu dnnl: %s", i, d.msg);
+        gr_cmp_result e = tc_expect_tensor(got[0], ref[0], (gr_cmp_opts){.atol_scale = WINO_ATOL_OF_MAX, .rtol = WINO_RTOL},
+                                           "3-D case %zu: dnnl against the reference", i);
+        dt_prepared p;
+        rt_dnnl_stats st;
+        dt_prepare_no_ref(&g, &p, &st);
+        int m, n = count_wino3(&p, &m);
+        cr_expect_eq(n, ours && c->m ? 1 : 0, "3-D case %zu (ISA %s): %d graft_wino3d primitives", i, rt_dnnl_isa(), n);
+        if (ours && c->m) {
+            cr_expect_eq(m, c->m, "3-D case %zu: F(%dx%d), expected F(%dx%d)", i, m, m, c->m, c->m);
+            /* bias, residual add and relu applied by the output transform */
+            uint32_t posts = (c->bias_relu ? 2u : 0u) + (c->residual ? 1u : 0u);
+            cr_expect_eq(st.npostops, posts, "3-D case %zu: %u post-ops fused, expected %u", i, st.npostops, posts);
+        }
+        fprintf(stderr, "dnnl_wino 3-D case %zu (%ld-%ld @%ldx%ldx%ld, ISA %s): F(%dx%d), max |err| %.3g of max|ref| %.3g\n", i,
+                (long)c->C, (long)c->O, (long)c->D, (long)c->H, (long)c->W, rt_dnnl_isa(), m, m, e.max_abs, e.max_ref);
+        dt_release(&p);
+        rt_tensor_release(ref[0]);
+        rt_tensor_release(got[0]);
+        dt_free(&g);
+    }
+}
+
+/* Two 3-D Winograd convolutions in a row (a video net's residual block): the second reads the
+ * first's result in the layout it wrote, no reorder between them. */
+Test(dnnl_wino, conv3d_block_no_reorder) {
+    static const int64_t C = 32;
+    const int64_t *os = (const int64_t[]){1, C, 4, 10, 10};
+    dt_graph g;
+    dt_init(&g, 41);
+    int x = dt_input(&g, 5, os), y = x;
+    for (int i = 0; i < 2; i++) {
+        int w = dt_const(&g, 5, (const int64_t[]){C, C, 3, 3, 3}), b = dt_const(&g, 5, (const int64_t[]){1, C, 1, 1, 1});
+        y = dt_op(&g, "relax.nn.conv3d", "{\"padding\": [1, 1, 1, 1, 1, 1]}", 2, IN(y, w), NULL, 5, os, "conv");
+        y = dt_op(&g, "relax.add", NULL, 2, IN(y, b), NULL, 5, os, "bias");
+        if (i) y = dt_op(&g, "relax.add", NULL, 2, IN(y, x), NULL, 5, os, "residual");
+        y = dt_op(&g, "relax.nn.relu", NULL, 1, IN(y), NULL, 5, os, "relu");
+    }
+    dt_head(&g, y);
+    dt_prepared p;
+    rt_dnnl_stats st;
+    dt_prepare_no_ref(&g, &p, &st);
+    int m, n = count_wino3(&p, &m);
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        cr_expect_eq(n, 2, "%d graft_wino3d primitives (ISA %s)", n, rt_dnnl_isa());
+        /* the region input into the first conv's layout (once: the residual reuses it) and the
+         * result out of the second's, none between */
+        cr_expect_leq(st.nreorders, 2, "%u reorders (ISA %s)", st.nreorders, rt_dnnl_isa());
+    }
+    dt_release(&p);
+    rt_tensor *ref[1] = {0}, *got[1] = {0};
+    gr_diag d = {0};
+    cr_assert_eq(dt_run(&g, &rt_json_reference_engine, ref, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(dt_run(&g, &rt_dnnl_engine, got, &d), GR_OK, "%s", d.msg);
+    tc_expect_tensor(got[0], ref[0], (gr_cmp_opts){.atol_scale = WINO_ATOL_OF_MAX, .rtol = WINO_RTOL}, "dnnl against the reference");
+    rt_tensor_release(ref[0]);
+    rt_tensor_release(got[0]);
     dt_free(&g);
 }
