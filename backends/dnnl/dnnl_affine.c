@@ -62,10 +62,11 @@ static const float *chan_vec(dn_state *S, int e, int nd, int64_t C) {
     if (e < 0 || S->ent_val[e] < 0) return NULL;
     int v = S->ent_val[e], cnd = dn_entry_ndim(S, e);
     const int64_t *cs = dn_entry_shape(S, e);
-    if (!dn_is_plain(&S->vals.data[v].md) || !S->vals.data[dn_root(S, v)].ptr || cnd > nd || cnd < nd - 1) return NULL;
+    if (!dn_is_plain(&S->vals.data[v].md) || cnd > nd || cnd < nd - 1) return NULL;
     for (int i = 0; i < cnd; i++)
         if (cs[i] != (nd - cnd + i == 1 ? C : 1)) return NULL;
-    return (const float *)((const char *)S->vals.data[dn_root(S, v)].ptr + dn_val_boff(S, v));
+    const char *p = dn_const_data(S, v);
+    return p ? (const float *)(p + dn_val_boff(S, v)) : NULL;
 }
 
 gr_status dn_own_affine(dn_state *S, const rt_json_node *n, const dn_step *first, int xv, const dn_step *steps, int k,

@@ -253,7 +253,7 @@ static bool made_only_packs(const dn_state *S, uint32_t c, uint32_t nid) {
     bool any = false;
     for (uint32_t u = 0; u < S->const_uses.len; u++) {
         const dn_const_use *cu = &S->const_uses.data[u];
-        if (cu->c != c || cu->nid != nid) continue;
+        if (cu->c != c || (cu->nid != nid && !cu->plain)) continue;
         if (!cu->inv) return false;
         any = true;
     }
@@ -326,6 +326,23 @@ static void const_settle(dn_state *S, dn_cst *cs, uint32_t c, uint32_t i, bool f
         S->untrimmed = 0;
     }
 #endif
+}
+
+const void *dn_const_data(dn_state *S, int v) {
+    int r = dn_root(S, v), c = S->vals.data[r].kind == V_CONST ? dn_const_index(S, r) : -1;
+    if (c < 0) return S->vals.data[r].ptr;
+    if (!S->csts[c].done) gr_vec_push(&S->const_uses, ((dn_const_use){(uint32_t)c, S->building, false, true}));
+    /* stored only prepacked and read before its last consumer is built (a build releases it
+     * after that, and its handlers see no data then either) */
+    if (!S->vals.data[r].ptr && S->csts[c].deferred && S->csts[c].next >= S->building &&
+        dn_const_plain(S, rt_json_graph_node(S->g, S->building), (uint32_t)c, r, false))
+        return NULL;
+    return S->vals.data[r].ptr;
+}
+
+gr_status dn_const_missing(dn_state *S, const rt_json_node *n) {
+    if (S->diag && S->diag->code) return S->diag->code;   /* dn_const_plain's own */
+    return dn_fail(S, n, dnnl_success, "a constant it reads has no data");
 }
 
 rt_tensor *dn_const_tensor(dn_state *S, int e) {

@@ -151,6 +151,7 @@ void rt_dnnl_parallel(void (*fn)(void *ctx, int ithr, int nthr), void *ctx);
 typedef struct dn_const_use {
     uint32_t c, nid;
     bool inv;
+    bool plain;   /* a handler read its plain data (dn_const_data): kept plain whoever reads it */
 } dn_const_use;
 
 typedef struct dn_state {
@@ -223,6 +224,13 @@ gr_status dn_fail(dn_state *S, const rt_json_node *n, dnnl_status_t ds, const ch
 void dn_plain_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims);
 /* The index of the graph constant whose value is root (while building), else -1. */
 int dn_const_index(const dn_state *S, int root);
+/* The plain data of value v's root, as every handler reads a constant's bytes (NULL: none, as
+ * a run-time input or a constant released after its consumers). A graph constant read so is
+ * kept plain in an artifact; one stored only prepacked is laid out plain from its pack first
+ * (NULL with the diagnostic set when that fails). */
+const void *dn_const_data(dn_state *S, int v);
+/* The failure of node n whose constant had no data (dn_const_data NULL). */
+gr_status dn_const_missing(dn_state *S, const rt_json_node *n);
 /* Whether a pack keyed `key` was made by this oneDNN on this ISA (dnnl_prim.c). */
 bool dn_pack_current(const char *key);
 /* Graph constant c (value root), stored only prepacked, laid out plain from its pack now

@@ -88,8 +88,9 @@ bool dn_scalar_const(dn_state *S, int e, float *v) {
     if (val < 0) return false;
     const dnnl_memory_desc_t *md = &S->vals.data[val].md;
     /* ptr NULL: released once its consumers were built (const_settle) */
-    if (dnnl_memory_desc_get_size(md) != sizeof(float) || !S->vals.data[val].ptr) return false;
-    *v = *(const float *)S->vals.data[val].ptr;
+    const char *p = dnnl_memory_desc_get_size(md) == sizeof(float) ? dn_const_data(S, val) : NULL;
+    if (!p) return false;
+    *v = *(const float *)(p + dn_val_boff(S, val));
     return true;
 }
 

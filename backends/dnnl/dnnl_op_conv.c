@@ -71,10 +71,10 @@ static gr_status op_deconv_pixel(dn_state *S, const rt_json_node *n, const dn_co
     bool defer = kh0 == 1 && kw0 == 1 && !S->opts.no_layout_plan && !S->is_head[fe] && S->cons[fe].len == 1 &&
                  S->npix_defer < (int)(sizeof(S->pix_defer) / sizeof(S->pix_defer[0])) &&
                  dn_arg_entry(S, S->cons[fe].data[0], 0) == fe && pixel_deconv(S, S->cons[fe].data[0]);
-    const float *wsrc = S->vals.data[dn_root(S, wv)].ptr;
+    const float *wsrc = dn_const_data(S, wv), *bsrc = bv >= 0 ? dn_const_data(S, bv) : NULL;
+    if (!wsrc || (bv >= 0 && !bsrc)) return dn_const_missing(S, n);
     float *w2 = dn_owned_alloc(S, sizeof(float) * (size_t)(OK * I)), *b2 = dn_owned_alloc(S, sizeof(float) * (size_t)OK);
     if (!w2 || !b2) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
-    const float *bsrc = bv >= 0 ? S->vals.data[dn_root(S, bv)].ptr : NULL;
     for (int64_t o = 0; o < O; o++)
         for (int64_t q = 0; q < K; q++) {
             int64_t r = defer ? q * O + o : o * K + q; /* output channel r of the 1x1 convolution */
@@ -411,7 +411,12 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int sd, int xv, i
         if (p->mem[i][1]) dnnl_memory_set_data_handle(p->mem[i][1], u);
     if (bias) {
         memset(bias, 0, sizeof(float) * (size_t)q.Op);
-        memcpy(bias, S->vals.data[dn_root(S, bv)].ptr, sizeof(float) * (size_t)q.O);
+        const float *b = dn_const_data(S, bv);
+        if (!b) {
+            dn_wino_free(p);
+            return dn_const_missing(S, n);
+        }
+        memcpy(bias, b, sizeof(float) * (size_t)q.O);
         p->bias = bias;
     }
     dnnl_dims_t vd = {aa, q.OD * q.chunk, q.kd * q.Cp}, md = {aa, q.OD * q.chunk, q.Op};
@@ -601,7 +606,12 @@ static gr_status dw1d_conv(dn_state *S, const rt_json_node *n, int xv, int wv, c
     }
     q.w = w;
     if (bias) {
-        memcpy(bias, S->vals.data[dn_root(S, bv)].ptr, sizeof(float) * (size_t)q.C);
+        const float *b = dn_const_data(S, bv);
+        if (!b) {
+            free(p);
+            return dn_const_missing(S, n);
+        }
+        memcpy(bias, b, sizeof(float) * (size_t)q.C);
         q.bias = bias;
     }
     *p = q;

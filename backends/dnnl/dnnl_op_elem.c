@@ -206,14 +206,15 @@ static const float *axis_const(dn_state *S, int e, int nd, const int64_t *xd, in
     if (e < 0 || S->ent_node[e].node->kind != RT_JSON_CONST || S->ent_val[e] < 0 || !dn_entry_f32(S, e)) return NULL;
     int cnd = dn_entry_ndim(S, e), v = S->ent_val[e];
     const int64_t *cs = dn_entry_shape(S, e);
-    if (cnd > nd || !dn_is_plain(&S->vals.data[v].md) || !S->vals.data[dn_root(S, v)].ptr) return NULL;
+    if (cnd > nd || !dn_is_plain(&S->vals.data[v].md)) return NULL;
     *axis = -1;
     for (int i = 0; i < cnd; i++) {
         if (cs[i] == 1) continue;
         if (*axis >= 0 || cs[i] != xd[nd - cnd + i]) return NULL;
         *axis = nd - cnd + i;
     }
-    return (const float *)((const char *)S->vals.data[dn_root(S, v)].ptr + dn_val_boff(S, v));
+    const char *p = dn_const_data(S, v);
+    return p ? (const float *)(p + dn_val_boff(S, v)) : NULL;
 }
 
 /* The entries an affine run's folded operands are bound to while its primitive is built. */

@@ -120,7 +120,8 @@ static gr_status gemv_matmul(dn_state *S, const rt_json_node *n, int av, int bv,
     } else {
         /* its whole 2 MiB pieces onto huge pages: read once a run, after the rest of the model
          * evicted them and their page translations */
-        dn_hugepages((const char *)S->vals.data[dn_root(S, bv)].ptr, (size_t)(K * wstr[wmd->ndims - 2]) * sizeof(float));
+        const void *wp = dn_const_data(S, bv);
+        if (wp) dn_hugepages(wp, (size_t)(K * wstr[wmd->ndims - 2]) * sizeof(float));
     }
     /* a copy: dn_val_new below may move S->vals */
     const dnnl_memory_desc_t w2 = S->vals.data[wv].md;

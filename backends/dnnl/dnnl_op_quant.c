@@ -212,10 +212,10 @@ static gr_status build_qdq(dn_state *S, const q_nodes *q, int out) {
 /* The data of constant entry e (float32) with n elements, or NULL. */
 static const float *const_data(dn_state *S, int e, int64_t n) {
     if (e < 0 || S->ent_node[e].node->kind != RT_JSON_CONST || !dn_entry_f32(S, e) || S->ent_val[e] < 0) return NULL;
-    int v = S->ent_val[e], r = dn_root(S, v);
+    int v = S->ent_val[e];
     if (dnnl_memory_desc_get_size(&S->vals.data[v].md) != (size_t)n * sizeof(float) || !dn_is_plain(&S->vals.data[v].md))
         return NULL;
-    return S->vals.data[r].ptr;
+    return dn_const_data(S, v);
 }
 
 typedef struct q_anchor {
@@ -250,7 +250,8 @@ static bool int8_exact_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t 
     bool pt;
     int lvv = dn_q_weight_int8(S, we, nd == 4 ? 0 : 1, C, NULL, &pt);
     if (lvv >= 0) {
-        const int8_t *l = S->vals.data[dn_root(S, lvv)].ptr;
+        const int8_t *l = dn_const_data(S, lvv);
+        if (!l) return false;
         for (int64_t i = 0; i < outer * C * inner; i++)
             if (l[i] < -63 || l[i] > 63) return false;
         return true;

@@ -254,7 +254,8 @@ bool dn_take_bias(dn_state *S, dn_step *steps, int *k, int axis, int nd, int64_t
         if (!sum) return false;
         memset(sum, 0, sizeof(float) * (size_t)C);
         for (int i = 0; i < nb; i++) {
-            const float *c = S->vals.data[dn_root(S, S->ent_val[steps[i].src1])].ptr;
+            const float *c = dn_const_data(S, S->ent_val[steps[i].src1]);
+            if (!c) return false;
             for (int64_t j = 0; j < C; j++) sum[j] += c[j];
         }
         dnnl_memory_desc_t md;
@@ -298,7 +299,8 @@ void dn_take_affine(dn_state *S, dn_step *steps, int *k, int64_t O, bool wconst,
         bool mul = st->alg == dnnl_binary_mul || st->alg == dnnl_binary_div;
         if (mul && !wconst) break;
         if (st->alg != dnnl_binary_add && st->alg != dnnl_binary_sub && !mul) break;
-        const float *c = S->vals.data[dn_root(S, S->ent_val[st->src1])].ptr;
+        const float *c = dn_const_data(S, S->ent_val[st->src1]);
+        if (!c) break;
         for (int64_t j = 0; j < O; j++) {
             if (st->alg == dnnl_binary_add) shift[j] += c[j];
             else if (st->alg == dnnl_binary_sub) shift[j] -= c[j];
@@ -317,8 +319,8 @@ void dn_take_affine(dn_state *S, dn_step *steps, int *k, int64_t O, bool wconst,
         dn_val *w = &S->vals.data[*wv];
         size_t bytes = dnnl_memory_desc_get_size(&w->md);
         int64_t n = (int64_t)(bytes / sizeof(float));
-        const float *src = S->vals.data[dn_root(S, *wv)].ptr;
-        float *dst = dn_owned_alloc(S, bytes);
+        const float *src = dn_const_data(S, *wv);
+        float *dst = src ? dn_owned_alloc(S, bytes) : NULL;
         if (!dst) return;
         for (int64_t f = 0; f < n; f++) {
             int64_t o = deconv ? ((f / (og * K)) / ig) * og + (f / K) % og : f / (ig * K);

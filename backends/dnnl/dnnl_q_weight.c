@@ -37,7 +37,7 @@ static const float *axis_const(dn_state *S, int ce, int e, int *axis, int64_t *n
     const dn_val *v = &S->vals.data[S->ent_val[ce]];
     int cn = dn_entry_ndim(S, ce), en = dn_entry_ndim(S, e);
     const int64_t *cs = dn_entry_shape(S, ce), *es = dn_entry_shape(S, e);
-    if (!v->ptr || v->alias >= 0 || !dn_is_plain(&v->md) || cn > en) return NULL;
+    if (v->alias >= 0 || !dn_is_plain(&v->md) || cn > en) return NULL;
     *axis = -1;
     *n = 1;
     for (int i = 0; i < cn; i++) {
@@ -47,7 +47,7 @@ static const float *axis_const(dn_state *S, int ce, int e, int *axis, int64_t *n
         *axis = a;
         *n = cs[i];
     }
-    return v->ptr;
+    return dn_const_data(S, S->ent_val[ce]);
 }
 
 /* A new entry noted from w (NULL: the cast, one zero point 0 and scale 1) with constant c
@@ -83,7 +83,7 @@ bool dn_q_weight_node(dn_state *S, const rt_json_node *n) {
     if (n->op == IR_OP_ASTYPE && dn_nargs(n) == 1) {
         int e = dn_arg_entry(S, n, 0), v = e >= 0 ? S->ent_val[e] : -1;
         if (v < 0 || S->ent_node[e].node->kind != RT_JSON_CONST || dn_q_dt(S->ent_node[e].node->dtypes[0]) == dnnl_data_type_undef ||
-            !S->vals.data[v].ptr)
+            !dn_const_data(S, v))
             return false;
         return qw_derive(S, out, v, NULL, NULL, -1, 1, false);
     }
@@ -127,7 +127,7 @@ int dn_q_weight_val(dn_state *S, int e) {
     const dn_qweight *w = qw_of(S, e);
     if (!w || S->ent_val[e] >= 0) return w ? S->ent_val[e] : -1;
     const dn_val *lv = &S->vals.data[w->levels];
-    const void *src = S->vals.data[dn_root(S, w->levels)].ptr;
+    const void *src = dn_const_data(S, w->levels);
     int nd = dn_entry_ndim(S, e);
     const int64_t *sh = dn_entry_shape(S, e);
     int64_t inner = 1, total = 1;
@@ -181,7 +181,7 @@ void dn_q_weight_done(dn_state *S, int e) {
 
 int dn_q_weight_int8(dn_state *S, int we, int cax, int64_t C, float *ws, bool *per_tensor) {
     const dn_qweight *w = qw_of(S, we);
-    if (!w || S->vals.data[w->levels].md.data_type != dnnl_s8 || !S->vals.data[dn_root(S, w->levels)].ptr ||
+    if (!w || S->vals.data[w->levels].md.data_type != dnnl_s8 || !dn_const_data(S, w->levels) ||
         (w->axis >= 0 && (w->axis != cax || w->n != C)))
         return -1;
     for (int64_t i = 0; i < w->n; i++)

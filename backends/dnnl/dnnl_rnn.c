@@ -44,7 +44,7 @@ static int opt_entry(dn_state *S, const rt_json_node *n, uint32_t k) {
 
 static const float *const_f32(dn_state *S, int e) {
     int v = e >= 0 ? S->ent_val[e] : -1;
-    return v >= 0 && S->vals.data[dn_root(S, v)].kind == V_CONST ? S->vals.data[dn_root(S, v)].ptr : NULL;
+    return v >= 0 && S->vals.data[dn_root(S, v)].kind == V_CONST ? dn_const_data(S, v) : NULL;
 }
 
 /* A new owned constant value of plain dims filled by the caller. */
