@@ -18,6 +18,7 @@
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform/transform.h"
 #include "runtime/kernels/const_eval.h"
+#include "tests/artifact/pack_edit.h"
 #include "tests/compare_util.h"
 #include "tests/models_env.h"
 
@@ -79,51 +80,15 @@ Test(stream_packs, streamed_build_writes_the_prepared_builds_bytes, .timeout = 1
     ir_ctx_free(ctx);
 }
 
-/* The artifact buf with every oneDNN pack of its dnnl modules edited by edit (its key, and
- * the layout of a weight stored only prepacked), resealed (heap). */
-typedef void (*pack_edit)(json_t *pack);
+/* every pack edited (at least one), resealed */
 static uint8_t *with_packs_edited(const uint8_t *buf, size_t len, pack_edit edit, size_t *out_len) {
-    gr_art_header h;
-    cr_assert(gr_art_header_read(buf, len, &h));
-    Graft__ArtifactBody *b = graft__artifact_body__unpack(NULL, h.body_len, buf + h.body_off);
-    cr_assert_not_null(b);
-    uint32_t edited = 0;
-    for (size_t i = 0; i < b->n_external; i++) {
-        json_t *root = json_loadb((const char *)b->external[i]->blob.data, b->external[i]->blob.len, 0, NULL);
-        cr_assert_not_null(root);
-        size_t gi, pi;
-        json_t *g, *pk;
-        json_array_foreach(json_object_get(root, "graphs"), gi, g) json_array_foreach(json_object_get(g, "packs"), pi, pk) {
-            edit(pk);
-            edited++;
-        }
-        char *s = json_dumps(root, JSON_COMPACT);
-        json_decref(root);
-        free(b->external[i]->blob.data);
-        b->external[i]->blob.data = (uint8_t *)s;
-        b->external[i]->blob.len = strlen(s);
-    }
-    cr_assert_gt(edited, 0, "no prepacked weights to edit");
-    size_t n = graft__artifact_body__get_packed_size(b);
-    uint8_t *p = malloc(n + 1);
-    graft__artifact_body__pack(b, p);
-    uint8_t *o = gr_art_with_body(buf, len, p, n, out_len);
-    free(p);
-    graft__artifact_body__free_unpacked(b, NULL);
-    cr_assert_not_null(o);
+    uint32_t n;
+    uint8_t *o = tu_packs_edited(buf, len, edit, out_len, &n);
+    cr_assert_gt(n, 0, "no prepacked weights to edit");
     return o;
 }
 
-/* "dnnl 2.6.0 <hash> isa 3ff ..." made for ISA bits no CPU reports, or by oneDNN 0.0.1 */
-static void key_replace(json_t *pk, const char *what, const char *with) {
-    const char *key = json_string_value(json_object_get(pk, "key"));
-    const char *at = strstr(key, what);
-    cr_assert_not_null(at, "%s", key);
-    char nk[512];
-    snprintf(nk, sizeof nk, "%.*s%s%s", (int)(at - key), key, with, at + strlen(what));
-    json_object_set_new(pk, "key", json_string(nk));
-}
-static void other_isa(json_t *pk) { key_replace(pk, " isa ", " isa 7e57"); }
+static void other_isa(json_t *pk) { tu_pack_other_isa(pk); }
 static void other_isa_bad_layout(json_t *pk) {
     other_isa(pk);
     if (json_object_get(pk, "layout")) json_object_set_new(pk, "layout", json_string("00ff"));
@@ -148,7 +113,8 @@ static void other_isa_stride_past_the_end(json_t *pk) {
     for (size_t i = 0; i < sizeof md; i++) snprintf(hex + 2 * i, 3, "%02x", ((uint8_t *)&md)[i]);
     json_object_set_new(pk, "layout", json_string(hex));
 }
-static void other_onednn(json_t *pk) { key_replace(pk, "dnnl ", "dnnl 0.0.1 "); }
+/* made by oneDNN 0.0.1: refused */
+static void other_onednn(json_t *pk) { tu_pack_key_replace(pk, "dnnl ", "dnnl 0.0.1 "); }
 
 static gr_status run_model(const uint8_t *buf, size_t len, rt_value *out, graft_model_info *in, gr_diag *d) {
     graft_model *gm = NULL;

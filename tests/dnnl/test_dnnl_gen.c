@@ -25,7 +25,12 @@
  *   - no primitive that ran is on oneDNN's reference kernels (rt_prim_info.impl "ref...", at this
  *     ISA: make test runs the suite again under ONEDNN_MAX_CPU_ISA=AVX2);
  *   - an op of the dnnl op table left on the host carries the reason its check gave in the
- *     partition report (never the bare "no pattern matched").
+ *     partition report (never the bare "no pattern matched");
+ *   - the partition built into an artifact (format 5: weights whose consumers only reorder
+ *     them stored only prepacked), loaded and run gives the in-process run's bits exactly (the
+ *     same kernels on the same weights; a NaN only as the very same NaN), every stored pack used
+ *     in place; and every GEN_OTHER_ISA-th graph also with its packs keyed for another ISA, so
+ *     that the load lays such weights out plain again and reorders them for this CPU.
  * A graph that once failed stays in tests/golden/dnnl_gen (dnnl_gen/regressions). Searches and
  * reductions: GRAFT_GEN_SEED=S GRAFT_GEN_COUNT=N run seeds S..S+N-1 instead of the fixed budget;
  * GRAFT_GEN_PRINT=1 prints each graph; GRAFT_GEN_OPT=dnnl.NAME=VALUE sets one backend option
@@ -48,8 +53,10 @@
 #include "ir/transform/transform.h"
 #include "backends/dnnl/dnnl.h"
 #include "backends/dnnl/dnnl_op_table.h"
+#include "deploy/graft_model.h"
 #include "runtime/exec/executor.h"
 #include "runtime/kernels/const_eval.h"
+#include "tests/artifact/pack_edit.h"
 #include "tests/compare_util.h"
 #include "tests/test_util.h"
 
@@ -60,6 +67,8 @@
 /* the fixed budget of make test: four tests of GEN_PER_BATCH seeds each (seeds 1000-1299,
  * about 20 ms a graph) */
 #define GEN_PER_BATCH 75
+/* every how many graphs the artifact round trip also runs with packs for another ISA */
+#define GEN_OTHER_ISA 4
 
 /* graphs that once failed, kept as regressions: tests/golden/dnnl_gen/seed_<seed>.relax, each
  * with what it found on its first line (saved, so a change of the generator keeps them) */
@@ -939,6 +948,16 @@ static float c_rand(uint32_t *s) {
     return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
 }
 
+/* An input of shape s drawn from *seed (the same for every run of a graph) */
+static rt_value draw_input(const ir_sinfo *s, uint32_t *seed) {
+    int64_t shape[RT_MAX_NDIM];
+    cr_assert(ir_sinfo_static_shape(s, shape));
+    rt_tensor *t = rt_tensor_new(s->dtype, s->ndim, shape);
+    float *p = rt_tensor_data(t);
+    for (int64_t k = 0; k < rt_tensor_numel(t); k++) p[k] = 2.f * c_rand(seed);
+    return rt_value_tensor(t);
+}
+
 static void run_main(const ir_module *m, uint32_t seed, rt_value *out, bool *ok, char *err, size_t nerr) {
     rt_exec_t *x = NULL;
     gr_diag d = {0};
@@ -950,15 +969,7 @@ static void run_main(const ir_module *m, uint32_t seed, rt_value *out, bool *ok,
     uint32_t n = rt_exec_num_inputs(x);
     rt_value in[G_MAXV];
     cr_assert_leq(n, G_MAXV);
-    for (uint32_t i = 0; i < n; i++) {
-        const ir_sinfo *s = rt_exec_input_sinfo(x, i);
-        int64_t shape[RT_MAX_NDIM];
-        cr_assert(ir_sinfo_static_shape(s, shape));
-        rt_tensor *t = rt_tensor_new(s->dtype, s->ndim, shape);
-        float *p = rt_tensor_data(t);
-        for (int64_t k = 0; k < rt_tensor_numel(t); k++) p[k] = 2.f * c_rand(&seed);
-        in[i] = rt_value_tensor(t);
-    }
+    for (uint32_t i = 0; i < n; i++) in[i] = draw_input(rt_exec_input_sinfo(x, i), &seed);
     gr_status st = rt_exec_run(x, in, n, out, &d);
     if (st) snprintf(err, nerr, "%s", d.msg);
     *ok = st == GR_OK;
@@ -1020,6 +1031,7 @@ static void bind_consts(ir_ctx_t *ctx, ir_module *m, uint32_t seed, ir_module **
 
 typedef struct gen_tally {
     uint32_t graphs, prims, refs, host_ops, failed, merged; /* merged: graphs MergeSiblings changed */
+    uint32_t trips, packs, unpacked; /* artifacts loaded, their packs, weights laid out plain again */
 } gen_tally;
 
 static void compare_values(const rt_value *want, const rt_value *got, uint32_t seed, const char *ops, bool *bad) {
@@ -1033,6 +1045,89 @@ static void compare_values(const rt_value *want, const rt_value *got, uint32_t s
     gr_cmp_result r = tc_expect_tensor(got->u.t, want->u.t, (gr_cmp_opts){.atol = GEN_ATOL, .atol_scale = GEN_ATOL_SCALE, .rtol = GEN_RTOL, .nan_expected = true},
                                        "seed %u (%s, ISA %s): dnnl against the host", seed, ops, rt_dnnl_isa());
     *bad |= r.bad != 0;
+}
+
+/* Whether got holds want's bits (one run of the same kernels on the same data). */
+static void same_bits(const rt_value *want, const rt_value *got, uint32_t seed, const char *ops, const char *how, bool *bad) {
+    cr_assert_eq(want->kind, got->kind);
+    if (want->kind == RT_VAL_TUPLE) {
+        cr_assert_eq(want->u.tuple.n, got->u.tuple.n);
+        for (uint32_t i = 0; i < want->u.tuple.n; i++) same_bits(&want->u.tuple.items[i], &got->u.tuple.items[i], seed, ops, how, bad);
+        return;
+    }
+    cr_assert_eq(want->kind, RT_VAL_TENSOR);
+    const rt_tensor *a = want->u.t, *b = got->u.t;
+    size_t nb = rt_tensor_nbytes(a), es = (a->dl.dtype.bits * a->dl.dtype.lanes + 7u) / 8u, at = 0;
+    cr_assert_eq(rt_tensor_nbytes(b), nb, "seed %u (%s): %s: %zu bytes, in process %zu", seed, ops, how, rt_tensor_nbytes(b), nb);
+    const uint8_t *pa = rt_tensor_data(a), *pb = rt_tensor_data(b);
+    while (at < nb && pa[at] == pb[at]) at++;
+    if (at == nb) return;
+    size_t i = at / es;
+    bool f32 = a->dl.dtype.code == kDLFloat && a->dl.dtype.bits == 32;
+    cr_expect_fail("seed %u (%s, ISA %s): %s: element %zu is %.9g, in process %.9g", seed, ops, rt_dnnl_isa(), how, i,
+                   f32 ? ((const float *)pb)[i] : 0., f32 ? ((const float *)pa)[i] : 0.);
+    *bad = true;
+}
+
+/* The artifact buf loaded and run on seed's inputs against the in-process result want; other:
+ * its packs made for another ISA. */
+static void run_artifact(const uint8_t *buf, size_t len, bool other, uint32_t seed, const char *ops, const rt_value *want,
+                         gen_tally *t, bool *bad) {
+    const char *how = other ? "the artifact with packs for another ISA" : "the artifact";
+    graft_model *gm = NULL;
+    gr_diag d = {0};
+    gr_status st = graft_model_load_buffer(buf, len, &gm, &d);
+    cr_expect_eq(st, GR_OK, "seed %u (%s, ISA %s): %s: load: %s", seed, ops, rt_dnnl_isa(), how, d.msg);
+    if (st) {
+        *bad = true;
+        return;
+    }
+    graft_model_info in;
+    graft_model_get_info(gm, &in);
+    /* here: every pack used in place; elsewhere: none, and every weight kept only prepacked
+     * laid out plain again */
+    bool packs_ok = other ? in.npacked_used == 0 && in.nunpacked <= in.nrepacked : in.npacked_used == in.npacked && !in.nrepacked && !in.nunpacked;
+    cr_expect(packs_ok, "seed %u (%s, ISA %s): %s: %u packs, %u used, %u laid out again, %u unpacked", seed, ops, rt_dnnl_isa(), how,
+              in.npacked, in.npacked_used, in.nrepacked, in.nunpacked);
+    *bad |= !packs_ok;
+    t->trips++;
+    t->packs += in.npacked;
+    t->unpacked += in.nunpacked;
+    uint32_t n = graft_model_num_inputs(gm);
+    rt_value x[G_MAXV], got = {0};
+    cr_assert_leq(n, G_MAXV);
+    for (uint32_t i = 0; i < n; i++) x[i] = draw_input(graft_model_input_sinfo(gm, i), &seed);
+    st = graft_model_run(gm, x, n, &got, &d);
+    for (uint32_t i = 0; i < n; i++) rt_value_clear(&x[i]);
+    cr_expect_eq(st, GR_OK, "seed %u (%s, ISA %s): %s: run: %s", seed, ops, rt_dnnl_isa(), how, d.msg);
+    if (st) *bad = true;
+    else same_bits(want, &got, seed, ops, how, bad);
+    rt_value_clear(&got);
+    graft_model_free(gm);
+}
+
+/* part built into an artifact, loaded and run as it is and (other) with its packs made for
+ * another ISA. */
+static void round_trip(const ir_module *part, uint32_t seed, const char *ops, const rt_value *want, bool other, gen_tally *t,
+                       bool *bad) {
+    uint8_t *a = NULL;
+    size_t alen = 0;
+    gr_diag d = {0};
+    gr_status st = graft_model_build(part, &a, &alen, &d);
+    cr_expect_eq(st, GR_OK, "seed %u (%s): artifact build: %s", seed, ops, d.msg);
+    if (st) {
+        *bad = true;
+        return;
+    }
+    /* the input seed as run_main draws it */
+    uint32_t s = seed;
+    run_artifact(a, alen, false, s, ops, want, t, bad);
+    uint32_t nedited = 0;
+    size_t blen = 0;
+    uint8_t *b = other ? tu_packs_edited(a, alen, tu_pack_other_isa, &blen, &nedited) : NULL;
+    if (nedited) run_artifact(b, blen, true, s, ops, want, t, bad);
+    free(b);
+    free(a);
 }
 
 static char *read_text(const char *path) {
@@ -1113,6 +1208,7 @@ static bool gen_case(uint32_t seed, const char *file, gen_tally *t) {
         cr_expect(!ok1 || ok2, "seed %u (%s): the dnnl run failed: %s", seed, ops, e2);
         bad |= ok1 && !ok2;
         if (ok1 && ok2) compare_values(&want, &got, seed, ops, &bad);
+        if (ok2) round_trip(part, seed, ops, &got, seed % GEN_OTHER_ISA == 0, t, &bad);
         cr_expect_eq(rp.nref, 0, "seed %u (%s, ISA %s): %u of %u primitives on ref; first: %s", seed, ops, rt_dnnl_isa(), rp.nref,
                      rp.nprims, rp.first);
         bad |= rp.nref != 0;
@@ -1147,9 +1243,15 @@ static void gen_run(uint32_t batch) {
     /* the graphs must reach oneDNN: a backend that took nothing would pass the rest */
     cr_expect_geq(t.prims, t.graphs, "seeds %u..%u: %u primitives for %u graphs", first, first + count - 1, t.prims, t.graphs);
     /* and the sibling family must reach MergeSiblings' split views */
-    if (!(s && *s)) cr_expect_gt(t.merged, 0, "seeds %u..%u: no graph with merged siblings", first, first + count - 1);
-    cr_log_info("dnnl_gen seeds %u..%u (ISA %s): %u graphs, %u primitives, %u on ref, %u host ops, %u failed, %u merged", first,
-                first + count - 1, rt_dnnl_isa(), t.graphs, t.prims, t.refs, t.host_ops, t.failed, t.merged);
+    /* and the round trips must meet weights stored only prepacked, laid out again for another ISA */
+    if (!(s && *s)) {
+        cr_expect_gt(t.merged, 0, "seeds %u..%u: no graph with merged siblings", first, first + count - 1);
+        cr_expect_gt(t.unpacked, 0, "seeds %u..%u: no weight stored only prepacked laid out again", first, first + count - 1);
+    }
+    cr_log_info("dnnl_gen seeds %u..%u (ISA %s): %u graphs, %u primitives, %u on ref, %u host ops, %u failed, %u merged; "
+                "%u artifact runs, %u packs, %u weights laid out plain again",
+                first, first + count - 1, rt_dnnl_isa(), t.graphs, t.prims, t.refs, t.host_ops, t.failed, t.merged, t.trips,
+                t.packs, t.unpacked);
 }
 
 Test(dnnl_gen, regressions, .timeout = 120) {
