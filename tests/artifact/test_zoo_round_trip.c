@@ -2,7 +2,8 @@
  * weights stored only prepacked where every consumer only reorders them), loaded and run: the
  * in-process run's bits exactly (the same kernels on the same weights), every pack used in
  * place; and with the packs keyed for another ISA (the weights laid out plain again from
- * their prepacked form and reordered for this CPU), the same bits again. */
+ * their prepacked form and reordered for this CPU), the same bits again. The transformer's
+ * matmuls may read their weights in place (no pack: AVX2's GEMV); the CNN must have packs. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ static void run_artifact(const uint8_t *buf, size_t len, const rt_tensor *input,
     graft_model_free(gm);
 }
 
-static void round_trip(const char *name) {
+static void round_trip(const char *name, bool need_packs) {
     const char *zoo = getenv("GRAFT_ZOO") ? getenv("GRAFT_ZOO") : "build/third_party/zoo";
     char path[4096];
     rt_tensor *input = NULL, *ref = NULL;
@@ -66,7 +67,7 @@ static void round_trip(const char *name) {
 
     graft_model_info in;
     run_artifact(a, alen, input, &got, &in);
-    cr_expect(in.npacked > 0 && in.npacked_used == in.npacked && !in.nrepacked && !in.nunpacked,
+    cr_expect((in.npacked > 0 || !need_packs) && in.npacked_used == in.npacked && !in.nrepacked && !in.nunpacked,
               "%s: %u packs, %u used, %u laid out again, %u unpacked", name, in.npacked, in.npacked_used, in.nrepacked, in.nunpacked);
     expect_same_bits(&got, &want, name);
     rt_value_clear(&got);
@@ -74,12 +75,15 @@ static void round_trip(const char *name) {
     size_t blen;
     uint32_t nedited;
     uint8_t *b = tu_packs_edited(a, alen, tu_pack_other_isa, &blen, &nedited);
-    cr_assert_gt(nedited, 0);
-    run_artifact(b, blen, input, &got, &in);
-    cr_expect(in.npacked_used == 0 && in.nunpacked > 0 && in.nunpacked <= in.nrepacked,
-              "%s, packs for another ISA: %u used, %u laid out again, %u unpacked", name, in.npacked_used, in.nrepacked, in.nunpacked);
-    expect_same_bits(&got, &want, name);
-    rt_value_clear(&got);
+    cr_assert(nedited > 0 || !need_packs);
+    if (nedited) {
+        run_artifact(b, blen, input, &got, &in);
+        cr_expect(in.npacked_used == 0 && in.nunpacked > 0 && in.nunpacked <= in.nrepacked,
+                  "%s, packs for another ISA: %u used, %u laid out again, %u unpacked", name, in.npacked_used, in.nrepacked,
+                  in.nunpacked);
+        expect_same_bits(&got, &want, name);
+        rt_value_clear(&got);
+    }
     rt_value_clear(&want);
     free(b);
     free(a);
@@ -88,5 +92,5 @@ static void round_trip(const char *name) {
     ir_ctx_free(ctx);
 }
 
-Test(zoo_round_trip, resnet18, .timeout = 120) { round_trip("resnet18"); }
-Test(zoo_round_trip, encoder_seqfirst, .timeout = 120) { round_trip("encoder_seqfirst"); }
+Test(zoo_round_trip, resnet18, .timeout = 120) { round_trip("resnet18", true); }
+Test(zoo_round_trip, encoder_seqfirst, .timeout = 120) { round_trip("encoder_seqfirst", false); }
