@@ -12,9 +12,7 @@
 #include <unistd.h>
 
 #include "byoc/byoc.h"
-#include "deploy/artifact_impl.h"
 #include "deploy/graft_model.h"
-#include "graft/graft_artifact.pb-c.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/transform/transform.h"
 #include "runtime/kernels/const_eval.h"
