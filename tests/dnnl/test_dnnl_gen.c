@@ -1069,14 +1069,14 @@ static void same_bits(const rt_value *want, const rt_value *got, uint32_t seed, 
     *bad = true;
 }
 
-/* The artifact buf loaded and run on seed's inputs against the in-process result want; other:
- * its packs made for another ISA. */
-static void run_artifact(const uint8_t *buf, size_t len, bool other, uint32_t seed, const char *ops, const rt_value *want,
-                         gen_tally *t, bool *bad) {
+/* The artifact buf loaded with the partition's backend options bo and run on seed's inputs
+ * against the in-process result want; other: its packs made for another ISA. */
+static void run_artifact(const uint8_t *buf, size_t len, const byoc_options *bo, bool other, uint32_t seed, const char *ops,
+                         const rt_value *want, gen_tally *t, bool *bad) {
     const char *how = other ? "the artifact with packs for another ISA" : "the artifact";
     graft_model *gm = NULL;
     gr_diag d = {0};
-    gr_status st = graft_model_load_buffer(buf, len, &gm, &d);
+    gr_status st = graft_model_load_buffer_opts(buf, len, bo, &gm, &d);
     cr_expect_eq(st, GR_OK, "seed %u (%s, ISA %s): %s: load: %s", seed, ops, rt_dnnl_isa(), how, d.msg);
     if (st) {
         *bad = true;
@@ -1108,8 +1108,8 @@ static void run_artifact(const uint8_t *buf, size_t len, bool other, uint32_t se
 
 /* part built into an artifact, loaded and run as it is and (other) with its packs made for
  * another ISA. */
-static void round_trip(const ir_module *part, uint32_t seed, const char *ops, const rt_value *want, bool other, gen_tally *t,
-                       bool *bad) {
+static void round_trip(const ir_module *part, const byoc_options *bo, uint32_t seed, const char *ops, const rt_value *want,
+                       bool other, gen_tally *t, bool *bad) {
     uint8_t *a = NULL;
     size_t alen = 0;
     gr_diag d = {0};
@@ -1121,11 +1121,11 @@ static void round_trip(const ir_module *part, uint32_t seed, const char *ops, co
     }
     /* the input seed as run_main draws it */
     uint32_t s = seed;
-    run_artifact(a, alen, false, s, ops, want, t, bad);
+    run_artifact(a, alen, bo, false, s, ops, want, t, bad);
     uint32_t nedited = 0;
     size_t blen = 0;
     uint8_t *b = other ? tu_packs_edited(a, alen, tu_pack_other_isa, &blen, &nedited) : NULL;
-    if (nedited) run_artifact(b, blen, true, s, ops, want, t, bad);
+    if (nedited) run_artifact(b, blen, bo, true, s, ops, want, t, bad);
     free(b);
     free(a);
 }
@@ -1208,7 +1208,7 @@ static bool gen_case(uint32_t seed, const char *file, gen_tally *t) {
         cr_expect(!ok1 || ok2, "seed %u (%s): the dnnl run failed: %s", seed, ops, e2);
         bad |= ok1 && !ok2;
         if (ok1 && ok2) compare_values(&want, &got, seed, ops, &bad);
-        if (ok2) round_trip(part, seed, ops, &got, seed % GEN_OTHER_ISA == 0, t, &bad);
+        if (ok2) round_trip(part, bo, seed, ops, &got, seed % GEN_OTHER_ISA == 0, t, &bad);
         cr_expect_eq(rp.nref, 0, "seed %u (%s, ISA %s): %u of %u primitives on ref; first: %s", seed, ops, rt_dnnl_isa(), rp.nref,
                      rp.nprims, rp.first);
         bad |= rp.nref != 0;
