@@ -68,6 +68,12 @@ bool dn_src1_in_dst_layout(dn_state *S, const_dnnl_primitive_desc_t pd, const dn
         bool chan = true;
         for (int d = 0; d < md->ndims; d++) chan &= md->dims[d] == 1 || dst->ndims - md->ndims + d == 1;
         if (!chan && ((!full && !dn_is_plain(dst)) || gemm)) return false;
+        /* a per-channel operand of a dst of several images whose spatial dims are all 1 is read
+         * at the wrong channels (generator seed 87108: a binary primitive on (2, 11, 1) with a
+         * (1, 11, 1) divide post-op) */
+        bool point = dst->ndims >= 3 && dst->dims[0] > 1;
+        for (int d = 2; d < dst->ndims; d++) point &= dst->dims[d] == 1;
+        if (point && !full && chan && md->ndims >= dst->ndims - 1 && md->dims[md->ndims - dst->ndims + 1] > 1) return false;
     }
     return true;
 }
