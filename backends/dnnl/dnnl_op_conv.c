@@ -731,7 +731,9 @@ static gr_status unsq_entry(dn_state *S, const rt_json_node *n, int e, conv_view
 /* Some output's window lies wholly in the padding (a 1x1 kernel padded by 2). oneDNN 2.6
  * writes such outputs wrong when it adds a bias and then a binary or sum post-op (random
  * region-graph seeds 3552: brgconv, a 1x1x1 conv3d padded in depth, its bias, a residual add;
- * 10468: gemm:jit, bias, clip, a multiply along W); those post-ops then run on their own.
+ * 10468: gemm:jit, bias, clip, a multiply along W), and its brgconv crashes on a sum beside an
+ * eltwise post-op there, bias or not (96143, 93217: a 1x1 conv2d padded below, tanh, a residual
+ * add); binary and sum post-ops then run on their own.
  * s, d, pl: oneDNN's strides, dilations - 1, left padding. */
 static bool pad_only_outputs(int sd, const int64_t *xs, const int64_t *ws, const int64_t *os, const dnnl_dims_t s,
                              const dnnl_dims_t d, const dnnl_dims_t pl) {
@@ -939,7 +941,7 @@ static gr_status conv_build(dn_state *S, const rt_json_node *n, const dn_comp *c
                 perm ? (int)(strchr(dl, 'C') - dl) : 1);
     for (int i = 0; perm && i < k; i++)
         if (steps[i].kind != STEP_ELTWISE) k = i;
-    for (int i = 0; bv >= 0 && pad_only_outputs(sd, xs, ws, os, s, d, pl) && i < k; i++)
+    for (int i = 0; pad_only_outputs(sd, xs, ws, os, s, d, pl) && i < k; i++)
         if (steps[i].kind != STEP_ELTWISE) k = i;
     for (int i = 0; i < k; i++)
         if (steps[i].kind == STEP_BINARY && batch_in_part(S, steps[i].src1, steps[i].out)) k = i;

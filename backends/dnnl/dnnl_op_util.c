@@ -46,10 +46,11 @@ gr_status dn_need_val(dn_state *S, const rt_json_node *n, int e, int *v) {
 bool dn_src1_in_dst_layout(dn_state *S, const_dnnl_primitive_desc_t pd, const dn_step *steps, int k) {
     const dnnl_memory_desc_t *dst = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     bool sum = S->sum_ok; /* the first full-size add is the sum post-op (dn_make_attr): its operand goes to dst's layout */
-    /* and a gemm convolution of more than one batch element may read an operand other than a
-     * scalar or per-channel one at the wrong element's offset (its channels-last path, which
-     * it takes for strides like nwc's, even where those alias plain ones; generator seeds
-     * 13106: conv1d on W = 1 times a [3, 7, 1] tensor, 18003: conv3d plus a [5, 7, 4] one) */
+    /* and a gemm convolution may read an operand other than a scalar or per-channel one at the
+     * wrong offset (its channels-last path, which it takes for strides like nwc's, even where
+     * those alias plain ones; generator seeds 13106: conv1d on W = 1 times a [3, 7, 1] tensor,
+     * 18003: conv3d plus a [5, 7, 4] one, 80486: one image, one output channel, times a (W)
+     * operand) */
     const char *impl = NULL;
     const_dnnl_op_desc_t od = NULL;
     bool gemm = dnnl_primitive_desc_query(pd, dnnl_query_convolution_d, 0, &od) == dnnl_success && od &&
@@ -66,7 +67,13 @@ bool dn_src1_in_dst_layout(dn_state *S, const_dnnl_primitive_desc_t pd, const dn
         /* the operand's dims aligned to dst's trailing ones: other than 1 on the channel axis only? */
         bool chan = true;
         for (int d = 0; d < md->ndims; d++) chan &= md->dims[d] == 1 || dst->ndims - md->ndims + d == 1;
-        if (!chan && ((!full && !dn_is_plain(dst)) || (gemm && dst->dims[0] > 1))) return false;
+        if (!chan && ((!full && !dn_is_plain(dst)) || gemm)) return false;
+        /* a per-channel operand of a dst of several images whose spatial dims are all 1 is read
+         * at the wrong channels (generator seed 87108: a binary primitive on (2, 11, 1) with a
+         * (1, 11, 1) divide post-op) */
+        bool point = dst->ndims >= 3 && dst->dims[0] > 1;
+        for (int d = 2; d < dst->ndims; d++) point &= dst->dims[d] == 1;
+        if (point && !full && chan && md->ndims >= dst->ndims - 1 && md->dims[md->ndims - dst->ndims + 1] > 1) return false;
     }
     return true;
 }
