@@ -78,24 +78,6 @@ bool dn_src1_in_dst_layout(dn_state *S, const_dnnl_primitive_desc_t pd, const dn
     return true;
 }
 
-/* A binary primitive of two same-shape sources over a result whose spatial dims are all 1,
- * batch above 1, with a binary post-op: oneDNN 2.6's jit:uni kernel gives wrong values there
- * ([2, 32, 1] + [2, 32, 1], then * [1, 32, 1]: 60 of 64 off); the post-op then runs on its own. */
-static bool binary_flat_postop(const_dnnl_primitive_desc_t pd, const dn_step *steps, int k) {
-    dnnl_primitive_kind_t kind;
-    if (dnnl_primitive_desc_query(pd, dnnl_query_primitive_kind, 0, &kind) != dnnl_success || kind != dnnl_binary) return false;
-    const dnnl_memory_desc_t *a = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
-                             *b = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 1);
-    if (!a || !b || a->ndims < 3 || a->ndims != b->ndims || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->ndims) ||
-        a->dims[0] < 2)
-        return false;
-    for (int d = 2; d < a->ndims; d++)
-        if (a->dims[d] != 1) return false;
-    for (int i = 0; i < k; i++)
-        if (steps[i].kind == STEP_BINARY) return true;
-    return false;
-}
-
 static bool c_kernel(const_dnnl_primitive_desc_t pd) {
     const char *impl = NULL;
     return dn_pd_is_ref(pd) || (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
@@ -117,8 +99,7 @@ dnnl_status_t dn_try_create(dn_state *S, const rt_json_node *n, const_dnnl_op_de
         /* post-ops that push oneDNN onto its reference kernels cost more than they save; onto
          * its plain C++ ones too (simple_nchw pooling with a sum post-op: wrong results, 2.6) */
         if (ds == dnnl_success &&
-            ((k > kmin && (c_kernel(*pd) || !dn_src1_in_dst_layout(S, *pd, steps, k) || binary_flat_postop(*pd, steps, k))) ||
-             (need_jit && dn_pd_is_ref(*pd)))) {
+            ((k > kmin && (c_kernel(*pd) || !dn_src1_in_dst_layout(S, *pd, steps, k))) || (need_jit && dn_pd_is_ref(*pd)))) {
             dnnl_primitive_desc_destroy(*pd);
             ds = dnnl_unimplemented;
             continue;
