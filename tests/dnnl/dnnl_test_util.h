@@ -25,6 +25,11 @@
 #define DT_ATOL 1e-4
 #define DT_CMP ((gr_cmp_opts){.atol = DT_ATOL, .rtol = DT_RTOL})
 #define DT_MAX 64
+/* Winograd convolutions (oneDNN's and graft's, dnnl_wino.c): |got - ref| <= DT_WINO_ATOL_OF_MAX *
+ * max|ref| + DT_WINO_RTOL * |ref|, their error being relative to the largest outputs (the F(4x4)
+ * transforms' coefficients reach 5 on the input and 8 on the output); test_dnnl_wino.c argues it */
+#define DT_WINO_ATOL_OF_MAX 1e-4
+#define DT_WINO_RTOL 1e-3
 
 typedef struct dt_graph {
     json_t *nodes, *rows, *heads, *argn;

@@ -19,7 +19,8 @@
  *   - every output matches within |dnnl - host| <= GEN_ATOL + GEN_ATOL_SCALE * max|host|
  *     + GEN_RTOL * |host| (fp32; oneDNN's blocked sums and its exp / erf / tanh approximations,
  *     as tests/dnnl/dnnl_test_util.h argues; the scale term covers sums of a few hundred products
- *     whose result cancels to near 0); a NaN matches only a NaN of the host's (drawn values that
+ *     whose result cancels to near 0; a graph where a Winograd convolution ran takes that
+ *     algorithm's stated tolerance instead, DT_WINO_* of dnnl_test_util.h); a NaN matches only a NaN of the host's (drawn values that
  *     overflow, then inf - inf: IEEE's answer, which dnnl must give too), an infinity only the
  *     same infinity;
  *   - no primitive that ran is on oneDNN's reference kernels (rt_prim_info.impl "ref...", at this
@@ -58,6 +59,7 @@
 #include "runtime/kernels/const_eval.h"
 #include "tests/artifact/pack_edit.h"
 #include "tests/compare_util.h"
+#include "tests/dnnl/dnnl_test_util.h"
 #include "tests/test_util.h"
 
 #define GEN_ATOL 1e-4
@@ -978,13 +980,14 @@ static void run_main(const ir_module *m, uint32_t seed, rt_value *out, bool *ok,
 }
 
 typedef struct ref_probe {
-    uint32_t nprims, nref;
+    uint32_t nprims, nref, nwino;
     char first[512];
 } ref_probe;
 
 static void on_prim(const rt_prim_event *ev, void *user) {
     ref_probe *p = user;
     p->nprims++;
+    p->nwino += strstr(ev->info->impl, "wino") != NULL;
     if (strncmp(ev->info->impl, "ref", 3)) return;
     if (!p->nref++)
         snprintf(p->first, sizeof p->first, "%s %s (%s; layer %s)", ev->info->kind, ev->info->impl,
@@ -1034,16 +1037,23 @@ typedef struct gen_tally {
     uint32_t trips, packs, unpacked; /* artifacts loaded, their packs, weights laid out plain again */
 } gen_tally;
 
-static void compare_values(const rt_value *want, const rt_value *got, uint32_t seed, const char *ops, bool *bad) {
+/* wino: a Winograd convolution ran, whose stated tolerance (DT_WINO_*) then applies */
+static void compare_values(const rt_value *want, const rt_value *got, uint32_t seed, const char *ops, bool wino, bool *bad) {
     cr_assert_eq(want->kind, got->kind);
     if (want->kind == RT_VAL_TUPLE) {
         cr_assert_eq(want->u.tuple.n, got->u.tuple.n);
-        for (uint32_t i = 0; i < want->u.tuple.n; i++) compare_values(&want->u.tuple.items[i], &got->u.tuple.items[i], seed, ops, bad);
+        for (uint32_t i = 0; i < want->u.tuple.n; i++)
+            compare_values(&want->u.tuple.items[i], &got->u.tuple.items[i], seed, ops, wino, bad);
         return;
     }
     cr_assert_eq(want->kind, RT_VAL_TENSOR);
-    gr_cmp_result r = tc_expect_tensor(got->u.t, want->u.t, (gr_cmp_opts){.atol = GEN_ATOL, .atol_scale = GEN_ATOL_SCALE, .rtol = GEN_RTOL, .nan_expected = true},
-                                       "seed %u (%s, ISA %s): dnnl against the host", seed, ops, rt_dnnl_isa());
+    gr_cmp_opts o = {.atol = GEN_ATOL, .atol_scale = GEN_ATOL_SCALE, .rtol = GEN_RTOL, .nan_expected = true};
+    if (wino) {
+        o.atol_scale = DT_WINO_ATOL_OF_MAX;
+        o.rtol = DT_WINO_RTOL;
+    }
+    gr_cmp_result r = tc_expect_tensor(got->u.t, want->u.t, o, "seed %u (%s, ISA %s): dnnl against the host%s", seed, ops,
+                                       rt_dnnl_isa(), wino ? " (Winograd's tolerance)" : "");
     *bad |= r.bad != 0;
 }
 
@@ -1207,7 +1217,7 @@ static bool gen_case(uint32_t seed, const char *file, gen_tally *t) {
         rt_module_set_profilers(part, NULL, NULL);
         cr_expect(!ok1 || ok2, "seed %u (%s): the dnnl run failed: %s", seed, ops, e2);
         bad |= ok1 && !ok2;
-        if (ok1 && ok2) compare_values(&want, &got, seed, ops, &bad);
+        if (ok1 && ok2) compare_values(&want, &got, seed, ops, rp.nwino > 0, &bad);
         if (ok2) round_trip(part, bo, seed, ops, &got, seed % GEN_OTHER_ISA == 0, t, &bad);
         cr_expect_eq(rp.nref, 0, "seed %u (%s, ISA %s): %u of %u primitives on ref; first: %s", seed, ops, rt_dnnl_isa(), rp.nref,
                      rp.nprims, rp.first);

@@ -7,7 +7,7 @@
  * its own primitive), and convolutions it must leave to oneDNN (stride 2, dilation 2, groups,
  * fewer than 16 channels).
  *
- * Tolerance: |wino - ref| <= WINO_ATOL_OF_MAX * max|ref| + WINO_RTOL * |ref|. Winograd sums
+ * Tolerance: |wino - ref| <= DT_WINO_ATOL_OF_MAX * max|ref| + DT_WINO_RTOL * |ref|. Winograd sums
  * each output as transformed products whose magnitudes exceed the result's (the F(4x4)
  * transforms' coefficients reach 5 on the input and 8 on the output), so its rounding error is
  * relative to the largest outputs rather than to each one; it grows with C. The bound is the zoo
@@ -21,8 +21,6 @@
  * AVX2 + FMA (graft_wino3d_4x3:avx2), in channels-last on AVX-512 and nCdhw8c below. */
 #include "tests/dnnl/dnnl_test_util.h"
 
-#define WINO_ATOL_OF_MAX 1e-4
-#define WINO_RTOL 1e-3
 
 enum { P_NONE, P_BIAS_RELU, P_BIAS_ADD_RELU, P_BIAS_SIGMOID, P_MUL_BIAS_LEAKY };
 
@@ -121,7 +119,7 @@ Test(dnnl_wino, shapes_against_reference, .timeout = 120) {
         gr_diag d = {0};
         cr_assert_eq(dt_run(&g, &rt_json_reference_engine, ref, &d), GR_OK, "case %zu reference: %s", i, d.msg);
         cr_assert_eq(dt_run(&g, &rt_dnnl_engine, got, &d), GR_OK, "case %zu dnnl: %s", i, d.msg);
-        gr_cmp_result e = tc_expect_tensor(got[0], ref[0], (gr_cmp_opts){.atol_scale = WINO_ATOL_OF_MAX, .rtol = WINO_RTOL},
+        gr_cmp_result e = tc_expect_tensor(got[0], ref[0], (gr_cmp_opts){.atol_scale = DT_WINO_ATOL_OF_MAX, .rtol = DT_WINO_RTOL},
                                            "case %zu: dnnl against the reference", i);
         dt_prepared p;
         cr_assert_eq(dt_prepare(&g, &p, &d), GR_OK, "%s", d.msg);
@@ -236,7 +234,7 @@ Test(dnnl_wino, conv3d_against_reference, .timeout = 120) {
         gr_diag d = {0};
         cr_assert_eq(dt_run(&g, &rt_json_reference_engine, ref, &d), GR_OK, "3-D case %zu reference: %s", i, d.msg);
         cr_assert_eq(dt_run(&g, &rt_dnnl_engine, got, &d), GR_OK, "3-D case %zu dnnl: %s", i, d.msg);
-        gr_cmp_result e = tc_expect_tensor(got[0], ref[0], (gr_cmp_opts){.atol_scale = WINO_ATOL_OF_MAX, .rtol = WINO_RTOL},
+        gr_cmp_result e = tc_expect_tensor(got[0], ref[0], (gr_cmp_opts){.atol_scale = DT_WINO_ATOL_OF_MAX, .rtol = DT_WINO_RTOL},
                                            "3-D case %zu: dnnl against the reference", i);
         dt_prepared p;
         rt_dnnl_stats st;
@@ -290,7 +288,7 @@ Test(dnnl_wino, conv3d_block_no_reorder) {
     gr_diag d = {0};
     cr_assert_eq(dt_run(&g, &rt_json_reference_engine, ref, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(dt_run(&g, &rt_dnnl_engine, got, &d), GR_OK, "%s", d.msg);
-    tc_expect_tensor(got[0], ref[0], (gr_cmp_opts){.atol_scale = WINO_ATOL_OF_MAX, .rtol = WINO_RTOL}, "dnnl against the reference");
+    tc_expect_tensor(got[0], ref[0], (gr_cmp_opts){.atol_scale = DT_WINO_ATOL_OF_MAX, .rtol = DT_WINO_RTOL}, "dnnl against the reference");
     rt_tensor_release(ref[0]);
     rt_tensor_release(got[0]);
     dt_free(&g);
