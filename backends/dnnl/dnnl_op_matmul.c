@@ -178,6 +178,13 @@ static bool in_place_view(const dnnl_memory_desc_t *md, int nd) {
     return nd >= 3 && md->ndims == nd && dn_strided(md) && !dn_is_plain(md) && !(batch == 1 && md->offset0);
 }
 
+static bool row_major_at_offset(const dnnl_memory_desc_t *md) {
+    const int64_t *st = md->format_desc.blocking.strides;
+    bool rm = md->offset0 != 0;
+    for (int i = 0; i + 1 < md->ndims; i++) rm &= st[i] >= st[i + 1];
+    return rm;
+}
+
 /* The dst of matmul n (without post-ops, not a region output) whose sole consumer is a permute:
  * in the layout that makes the permute's plain output a view of it (attention's heads merged
  * back, [B, H, S, D] -> [B, S, H, D]), else false. */
@@ -481,10 +488,11 @@ static gr_status matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp,
         S->bf16 = true;
         return st;
     }
-    /* oneDNN 2.6's gemm:jit also reads a view at an offset from the wrong place when its outer
-     * batch dim is 1 (generator seed 106362, AVX2: channels 16..39 of a [1, 44, 12, 13] split,
-     * a MergeSiblings slice, times a [1, 1, 13, 3] matrix) */
-    bool gemm_offset = !st && impl_is(pd, "gemm") && ((aview && amd.offset0) || (bview && bmd.offset0));
+    /* oneDNN 2.6's gemm:jit also reads a row-major view at an offset from the wrong place
+     * (generator seed 106362, AVX2: channels 16..39 of a [1, 44, 12, 13] split, a MergeSiblings
+     * slice, times a [1, 1, 13, 3] matrix); permuted ones, attention's heads of a packed q/k/v
+     * projection, it reads right */
+    bool gemm_offset = !st && impl_is(pd, "gemm") && ((aview && row_major_at_offset(&amd)) || (bview && row_major_at_offset(&bmd)));
     if ((aview || bview || dview) &&
         (st || gemm_offset || dn_pd_is_ref(pd) || views_lose_brgemm(S, n, pd, &amd, &bmd, &dst, steps, k))) {
         /* oneDNN rejects these strides or has no jit kernel for them, or they cost the
