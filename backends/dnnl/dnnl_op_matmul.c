@@ -171,12 +171,15 @@ static bool transposed_pays(void) {
  * views 0.57-0.58 (QK^T slower on views, 0.29 -> 0.36, the copies gone; K^T alone copied:
  * 0.58-0.62, as good, so no exception for it). */
 static bool in_place_view(const dnnl_memory_desc_t *md, int nd) {
-    /* (not one batch element at an offset: oneDNN 2.6's gemm:jit matmul reads a single batch
-     * from the view's start, its offset dropped; generator seed 17839, AVX2: rows 24:30:2 of
-     * the second of two batch elements) */
-    int64_t batch = 1;
-    for (int i = 0; i < nd - 2; i++) batch *= md->dims[i];
-    return nd >= 3 && md->ndims == nd && dn_strided(md) && !dn_is_plain(md) && !(batch == 1 && md->offset0);
+    /* (not a row-major view at an offset: oneDNN 2.6's matmuls, gemm:jit and brgemm, read it from
+     * the wrong place; generator seeds 17839, AVX2: rows 24:30:2 of the second of two batch
+     * elements; 106362, AVX2: channels 16..39 of a [1, 44, 12, 13] MergeSiblings split; 110465,
+     * brgemm: channels 8..9 of a [1, 10, 1, 2] result. Permuted ones, attention's heads of a
+     * packed q / k / v projection, they read right) */
+    const int64_t *st = md->format_desc.blocking.strides;
+    bool row_major = true;
+    for (int i = 0; i + 1 < md->ndims; i++) row_major &= st[i] >= st[i + 1];
+    return nd >= 3 && md->ndims == nd && dn_strided(md) && !dn_is_plain(md) && !(row_major && md->offset0);
 }
 
 /* The dst of matmul n (without post-ops, not a region output) whose sole consumer is a permute:
