@@ -227,7 +227,8 @@ endif
 # tests compare graft's partitions with its fresh results too (tests/byoc/test_tvm_suite.c).
 TEST_FILTER ?= *
 AVX2_TESTS ?= dnnl*/* conformance/backend_dnnl artifact/* concurrency/*dnnl* inspect/* qdq_cnn/* \
-              inspect_cli/*_diff_dnnl profile/* backend_opt_cli/* toolkit/* xnnpack/mixed* diff_quant/against_ort*
+              inspect_cli/*_diff_dnnl profile/* backend_opt_cli/* toolkit/* xnnpack/mixed* diff_quant/against_ort* \
+              stream_packs/* zoo_round_trip/*
 space := $(subst ,, )
 test_filter = --filter '@($(subst $(space),|,$(strip $(1))))'
 TVM_PY = build/third_party/tvm
