@@ -702,9 +702,10 @@ gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_me
         if (st) return st;
         src = S->vals.data[r].ptr;
     }
-    /* an artifact build takes the bytes at once and releases this state, never run: its packs
-     * share one buffer of their own, faulted in once (not a chunk's, nor a fresh one per weight) */
-    bool streamed = packable && rt_json_graph_pack_streamed(S->g);
+    /* an artifact build takes the bytes at once and releases this state, never run: its packs,
+     * and the weights it does not store (Winograd's transforms, copies of folded weights), share
+     * one buffer of their own, faulted in once (not a chunk's, nor a fresh one per weight) */
+    bool streamed = !wc && rt_json_graph_pack_streamed(S->g);
     if (streamed && S->pack_buf_bytes < bytes) {
         free(S->pack_buf);
         S->pack_buf_bytes = (bytes + 63) / 64 * 64;
