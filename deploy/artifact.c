@@ -213,16 +213,20 @@ uint64_t gr_art_checksum(const uint8_t *buf, const gr_art_header *h) {
     return hash_tail(buf, buf + h->body_off, h->body_len, hsh);
 }
 
+bool gr_art_sections_in(const gr_art_header *h, size_t len) {
+    return h->data_off <= len && h->data_len <= len - h->data_off && h->body_off <= len && h->body_len <= len - h->body_off;
+}
+
 void gr_art_reseal(uint8_t *buf, size_t len) {
     gr_art_header h;
-    if (!gr_art_header_read(buf, len, &h) || h.data_off + h.data_len > len || h.body_off + h.body_len > len) return;
+    if (!gr_art_header_read(buf, len, &h) || !gr_art_sections_in(&h, len)) return;
     h.checksum = gr_art_checksum(buf, &h);
     gr_art_header_write(buf, &h);
 }
 
 uint8_t *gr_art_with_body(const uint8_t *buf, size_t len, const uint8_t *body, size_t blen, size_t *out_len) {
     gr_art_header h;
-    if (!gr_art_header_read(buf, len, &h) || h.data_off + h.data_len > len) return NULL;
+    if (!gr_art_header_read(buf, len, &h) || h.data_off > len || h.data_len > len - h.data_off) return NULL;
     h.body_len = blen;
     h.body_off = h.data_off + h.data_len;
     *out_len = (size_t)(h.body_off + blen);

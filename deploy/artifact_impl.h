@@ -48,6 +48,9 @@ typedef struct gr_art_header {
  * (true) so that its loader names the version. */
 bool gr_art_header_read(const uint8_t *buf, size_t len, gr_art_header *h);
 void gr_art_header_write(uint8_t out[GR_ART_HEADER], const gr_art_header *h);
+/* Whether h's data section and body lie within len bytes (another version's header is not
+ * bounded by gr_art_header_read: its sums may wrap). */
+bool gr_art_sections_in(const gr_art_header *h, size_t len);
 /* The checksum of a complete file whose header is h (reads every data byte once). */
 uint64_t gr_art_checksum(const uint8_t *buf, const gr_art_header *h);
 /* A copy of the file buf (len bytes, header valid) with `body` as its body and the checksum

@@ -38,7 +38,7 @@ static void learn(const char *path) {
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
     gr_art_header h;
-    if (!gr_art_header_read(buf, n, &h) || h.body_off + h.body_len > n) return;
+    if (!gr_art_header_read(buf, n, &h) || !gr_art_sections_in(&h, n)) return;
     Graft__ArtifactBody *b = graft__artifact_body__unpack(NULL, h.body_len, buf + h.body_off);
     if (b && nknown < MAX_KNOWN) known[nknown++] = pair_hash(b);
     if (b) graft__artifact_body__free_unpacked(b, NULL);
@@ -95,7 +95,7 @@ static void run(graft_model *gm) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gr_art_header h;
-    if (!gr_art_header_read(data, size, &h) || h.data_off + h.data_len > size || h.body_off + h.body_len > size) return 0;
+    if (!gr_art_header_read(data, size, &h) || !gr_art_sections_in(&h, size)) return 0;
     uint8_t *buf = malloc(size);
     memcpy(buf, data, size);
     gr_art_reseal(buf, size);
