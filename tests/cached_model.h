@@ -6,7 +6,11 @@
 #include <criterion/criterion.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "frontend/onnx/onnx_import.h"
+#include "ir/transform/transform.h"
+#include "runtime/kernels/const_eval.h"
 #include "runtime/npy.h"
 
 /* The model's path into path, its reference input and output into *input and *ref (the caller
@@ -27,6 +31,20 @@ static inline bool cached_model_load(const char *dir, const char *name, const ch
     cr_assert_eq(rt_npy_load(in_path, input, &d), GR_OK, "%s", d.msg);
     cr_assert_eq(rt_npy_load(out_path, ref, &d), GR_OK, "%s", d.msg);
     return true;
+}
+
+/* The model at path imported into ctx (its constant evaluator attached), with input "x" fixed to
+ * the shape of `input` (NULL: the file's own shapes), through the default pipeline. */
+static inline ir_module *cached_model_import(ir_ctx_t *ctx, const char *path, const rt_tensor *input) {
+    gr_diag d = {0};
+    rt_const_eval_attach(ctx);
+    onnx_input_shape sh = {"x", input ? input->dl.ndim : 0, {0}};
+    if (input) memcpy(sh.dims, input->shape, sizeof(int64_t) * (size_t)input->dl.ndim);
+    onnx_import_opts io = {&sh, 1, NULL, 0, false};
+    ir_module *m = NULL, *opt = NULL;
+    cr_assert_eq(onnx_import_file(ctx, path, input ? &io : NULL, &m, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
+    return opt;
 }
 
 #endif

@@ -133,13 +133,7 @@ static ir_module *zoo_bf16(ir_ctx_t *ctx, const char *name, bool release, byoc_o
     char path[4096];
     if (!cached_model_load(zoo, name, "scripts/fetch_zoo.sh", path, sizeof path, input, ref)) return NULL;
     gr_diag d = {0};
-    rt_const_eval_attach(ctx);
-    onnx_input_shape sh = {"x", (*input)->dl.ndim, {0}};
-    memcpy(sh.dims, (*input)->shape, sizeof(int64_t) * (size_t)(*input)->dl.ndim);
-    onnx_import_opts io = {&sh, 1, NULL, 0, false};
-    ir_module *m = NULL, *opt = NULL, *part = NULL;
-    cr_assert_eq(onnx_import_file(ctx, path, &io, &m, &d), GR_OK, "%s", d.msg);
-    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
+    ir_module *opt = cached_model_import(ctx, path, *input), *part = NULL;
     *bf = byoc_options_new();
     cr_assert_eq(byoc_options_set(*bf, "dnnl.precision=bf16", &d), GR_OK, "%s", d.msg);
     byoc_partition_opts po = {0};

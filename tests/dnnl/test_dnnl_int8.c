@@ -122,10 +122,7 @@ static void check_int8(const char *name, int min_int8, int min_int8_prims, int m
     if (!load_int8(name, path, sizeof path, &input, &ref)) return;
     gr_diag d = {0};
     ir_ctx_t *ctx = ir_ctx_new();
-    rt_const_eval_attach(ctx);
-    ir_module *m = NULL, *opt = NULL, *part = NULL;
-    cr_assert_eq(onnx_import_file(ctx, path, NULL, &m, &d), GR_OK, "%s", d.msg);
-    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
+    ir_module *opt = cached_model_import(ctx, path, NULL), *part = NULL;
     byoc_notes notes;
     byoc_notes_init(&notes);
     byoc_partition_opts po = {.notes = &notes, .release_consts = true};
@@ -224,10 +221,7 @@ Test(dnnl_int8, host_dequantizes_the_weights_once, .timeout = 240) {
     if (!load_int8(name, path, sizeof path, &input, &ref)) return;
     gr_diag d = {0};
     ir_ctx_t *ctx = ir_ctx_new();
-    rt_const_eval_attach(ctx);
-    ir_module *m = NULL, *opt = NULL;
-    cr_assert_eq(onnx_import_file(ctx, path, NULL, &m, &d), GR_OK, "%s", d.msg);
-    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
+    ir_module *opt = cached_model_import(ctx, path, NULL);
     uint32_t all, of_consts, ran = 0;
     count_casts_in(opt, &all, &of_consts);
     cr_assert_gt(of_consts, 0, "%s: the pipeline left no weight on its int8 levels: nothing to check", name);

@@ -65,13 +65,7 @@ static void check_zoo_host(const char *name, int min_fused, size_t host_ok) {
     if (!cached_model_load(zoo, name, "scripts/fetch_zoo.sh", path, sizeof path, &input, &ref)) return;
     gr_diag d = {0};
     ir_ctx_t *ctx = ir_ctx_new();
-    rt_const_eval_attach(ctx);
-    onnx_input_shape sh = {"x", input->dl.ndim, {0}};
-    memcpy(sh.dims, input->shape, sizeof(int64_t) * (size_t)input->dl.ndim);
-    onnx_import_opts io = {&sh, 1, NULL, 0, false};
-    ir_module *m = NULL, *opt = NULL, *part = NULL;
-    cr_assert_eq(onnx_import_file(ctx, path, &io, &m, &d), GR_OK, "%s", d.msg);
-    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
+    ir_module *opt = cached_model_import(ctx, path, input), *part = NULL;
     byoc_notes notes;
     byoc_notes_init(&notes);
     byoc_partition_opts po = {0};

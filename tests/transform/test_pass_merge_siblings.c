@@ -4,7 +4,6 @@
  * of values in [-1, 1] in float32, each output channel summed in the same order), and that every
  * layer of the originals is still named (spans) with its output mark on its slice. */
 #include <criterion/criterion.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include "ir/transform/transform.h"
 #include "runtime/exec/executor.h"
 #include "runtime/value.h"
+#include "tests/transform/exec_diff.h"
 
 static ir_ctx_t *ctx;
 static gr_diag diag;
@@ -31,13 +31,6 @@ static double uniform(void) {
     return (double)((rng >> 8) % 2001) / 1000.0 - 1.0;
 }
 
-static rt_tensor *random_tensor(const ir_sinfo *s) {
-    int64_t shape[8];
-    cr_assert(ir_sinfo_static_shape(s, shape));
-    rt_tensor *t = rt_tensor_new(s->dtype, s->ndim, shape);
-    for (int64_t k = 0; k < rt_tensor_numel(t); k++) rt_tensor_set_f64(t, k, uniform());
-    return t;
-}
 
 /* The module of text with its w* / b* params bound to random constants (x* stay inputs). */
 static ir_module *bound(const char *text) {
@@ -50,7 +43,7 @@ static ir_module *bound(const char *text) {
     for (uint32_t i = 0; i < f->nparams && n < 16; i++)
         if (f->params[i]->name[0] == 'w' || f->params[i]->name[0] == 'b') {
             names[n] = f->params[i]->name;
-            ts[n++] = random_tensor(f->params[i]->base.sinfo);
+            ts[n++] = ed_random_tensor(f->params[i]->base.sinfo, uniform);
         }
     ir_pass *bp = ir_pass_bind_params_new("main", n, names, ts);
     cr_assert_eq(ir_pass_run(bp, NULL, m, &out, &diag), GR_OK, "%s", diag.msg);
@@ -72,37 +65,6 @@ static ir_module *merged(const ir_module *m) {
     return out;
 }
 
-/* The largest difference of main's outputs (a tensor or a tuple of them) on the same inputs. */
-static double max_diff(const ir_module *a, const ir_module *b) {
-    rt_exec_t *xa = NULL, *xb = NULL;
-    cr_assert_eq(rt_exec_new(a, "main", &xa, &diag), GR_OK, "%s", diag.msg);
-    cr_assert_eq(rt_exec_new(b, "main", &xb, &diag), GR_OK, "%s", diag.msg);
-    uint32_t n = rt_exec_num_inputs(xa);
-    rt_value in[4];
-    cr_assert_leq(n, 4);
-    for (uint32_t i = 0; i < n; i++) in[i] = rt_value_tensor(random_tensor(rt_exec_input_sinfo(xa, i)));
-    rt_value ra = {0}, rb = {0};
-    cr_assert_eq(rt_exec_run(xa, in, n, &ra, &diag), GR_OK, "%s", diag.msg);
-    cr_assert_eq(rt_exec_run(xb, in, n, &rb, &diag), GR_OK, "%s", diag.msg);
-    const rt_value *va = ra.kind == RT_VAL_TUPLE ? ra.u.tuple.items : &ra, *vb = rb.kind == RT_VAL_TUPLE ? rb.u.tuple.items : &rb;
-    uint32_t nv = ra.kind == RT_VAL_TUPLE ? ra.u.tuple.n : 1;
-    cr_assert_eq(nv, rb.kind == RT_VAL_TUPLE ? rb.u.tuple.n : 1);
-    double worst = 0;
-    for (uint32_t v = 0; v < nv; v++) {
-        cr_assert(rt_tensor_same_shape(va[v].u.t, vb[v].u.t));
-        for (int64_t k = 0; k < rt_tensor_numel(va[v].u.t); k++) {
-            double d = fabs(rt_tensor_get_f64(va[v].u.t, k) - rt_tensor_get_f64(vb[v].u.t, k));
-            if (d != d) d = INFINITY;
-            if (d > worst) worst = d;
-        }
-    }
-    rt_value_clear(&ra);
-    rt_value_clear(&rb);
-    for (uint32_t i = 0; i < n; i++) rt_value_clear(&in[i]);
-    rt_exec_free(xa);
-    rt_exec_free(xb);
-    return worst;
-}
 
 static int count(const char *s, const char *what) {
     int n = 0;
@@ -116,7 +78,7 @@ static char *check(const char *text, int splits) {
     ir_module *before = bound(text), *after = merged(before);
     char *out = ir_print_module_str(after, NULL);
     cr_assert_eq(count(out, "R.split("), splits, "%d splits expected:\n%s", splits, out);
-    double d = max_diff(before, after);
+    double d = ed_max_diff(before, after, uniform, &diag);
     cr_assert(d <= 1e-5, "results differ by %g\n%s", d, out);
     uint32_t nl = 0, no = 0;
     const char **lost = ir_lost_layers(before, after, &nl), **lost_out = ir_lost_outputs(before, after, &no);

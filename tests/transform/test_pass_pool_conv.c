@@ -6,7 +6,6 @@
  * bias; a pool that shrinks the image and a conv that does not narrow the channels), and must
  * not happen for a bias under a padded pool. */
 #include <criterion/criterion.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include "ir/transform/transform.h"
 #include "runtime/exec/executor.h"
 #include "runtime/value.h"
+#include "tests/transform/exec_diff.h"
 
 static ir_ctx_t *ctx;
 static gr_diag diag;
@@ -32,6 +32,7 @@ static int pick(int lo, int hi) {
     rng = rng * 1103515245u + 12345u;
     return lo + (int)((rng >> 8) % (uint32_t)(hi - lo + 1));
 }
+static double unit_value(void) { return pick(-1000, 1000) / 1000.0; }
 
 typedef struct pc_case {
     int cin, cout, groups, h, w, kh, kw, sh, sw, dh, dw, pad[4], bias; /* bias: 0 none, 1 [1,C,1,1], 2 [C,1,1], 3 scalar */
@@ -73,39 +74,6 @@ static char *module_text(const pc_case *c) {
     return t;
 }
 
-/* Runs main of a and b on the same random inputs; the largest difference. */
-static double max_diff(const ir_module *a, const ir_module *b) {
-    rt_exec_t *xa = NULL, *xb = NULL;
-    cr_assert_eq(rt_exec_new(a, "main", &xa, &diag), GR_OK, "%s", diag.msg);
-    cr_assert_eq(rt_exec_new(b, "main", &xb, &diag), GR_OK, "%s", diag.msg);
-    uint32_t n = rt_exec_num_inputs(xa);
-    rt_value in[3];
-    for (uint32_t i = 0; i < n; i++) {
-        int64_t shape[4];
-        const ir_sinfo *s = rt_exec_input_sinfo(xa, i);
-        cr_assert(ir_sinfo_static_shape(s, shape));
-        rt_tensor *t = rt_tensor_new(s->dtype, s->ndim, shape);
-        for (int64_t k = 0; k < rt_tensor_numel(t); k++) rt_tensor_set_f64(t, k, pick(-1000, 1000) / 1000.0);
-        in[i] = rt_value_tensor(t);
-    }
-    rt_value ra = {0}, rb = {0};
-    cr_assert_eq(rt_exec_run(xa, in, n, &ra, &diag), GR_OK, "%s\n%s", diag.msg, ir_print_module_str(a, NULL));
-    cr_assert_eq(rt_exec_run(xb, in, n, &rb, &diag), GR_OK, "%s\n%s", diag.msg, ir_print_module_str(b, NULL));
-    cr_assert(rt_tensor_same_shape(ra.u.t, rb.u.t));
-    double worst = 0;
-    for (int64_t k = 0; k < rt_tensor_numel(ra.u.t); k++) {
-        double d = rt_tensor_get_f64(ra.u.t, k) - rt_tensor_get_f64(rb.u.t, k);
-        if (d != d) d = INFINITY;
-        if (d < 0) d = -d;
-        if (d > worst) worst = d;
-    }
-    rt_value_clear(&ra);
-    rt_value_clear(&rb);
-    for (uint32_t i = 0; i < n; i++) rt_value_clear(&in[i]);
-    rt_exec_free(xa);
-    rt_exec_free(xb);
-    return worst;
-}
 
 static pc_case draw(void) {
     pc_case c = {0};
@@ -155,7 +123,7 @@ Test(pass_pool_conv, generated_graphs_keep_their_values) {
             cr_assert(swapped, "no rewrite of:\n%s", text);
             must++;
         }
-        double d = max_diff(before, after);
+        double d = ed_max_diff(before, after, unit_value, &diag);
         cr_assert(d <= 1e-5, "case %d: results differ by %g\n%s\n%s", i, d, text, out);
         rewritten += swapped;
         free(out);
