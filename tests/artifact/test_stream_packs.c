@@ -32,18 +32,27 @@ static uint8_t *slurp_file(const char *path, size_t *len) {
     return b;
 }
 
-Test(stream_packs, streamed_build_writes_the_prepared_builds_bytes, .timeout = 120) {
+/* PP-OCR cls (1x3x48x192) imported into a new *ctx through the default pipeline; the test is
+ * skipped without the model. */
+static ir_module *cls_module(ir_ctx_t **pctx) {
     char *cls = model_path("GRAFT_MODEL_CLS");
     if (!cls) cr_skip("GRAFT_MODEL_CLS: no model (run scripts/fetch_models.sh)");
-    ir_ctx_t *ctx = ir_ctx_new();
+    ir_ctx_t *ctx = *pctx = ir_ctx_new();
     rt_const_eval_attach(ctx);
     gr_diag d = {0};
     onnx_input_shape sh = {"x", 4, {1, 3, 48, 192}};
     onnx_import_opts io = {&sh, 1, NULL, 0, NULL, 0, false, NULL};
-    ir_module *m = NULL, *opt = NULL, *held = NULL, *deferred = NULL;
+    ir_module *m = NULL, *opt = NULL;
     cr_assert_eq(onnx_import_file(ctx, cls, &io, &m, &d), GR_OK, "%s", d.msg);
     free(cls);
     cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
+    return opt;
+}
+
+Test(stream_packs, streamed_build_writes_the_prepared_builds_bytes, .timeout = 120) {
+    ir_ctx_t *ctx = NULL;
+    gr_diag d = {0};
+    ir_module *opt = cls_module(&ctx), *held = NULL, *deferred = NULL;
     const char *be[1] = {"dnnl"};
     byoc_partition_opts po = {0};
     cr_assert_eq(byoc_partition(ctx, opt, be, 1, &po, &held, &d), GR_OK, "%s", d.msg);
@@ -137,17 +146,9 @@ static gr_status run_model(const uint8_t *buf, size_t len, rt_value *out, graft_
  * stored layout that does not describe its pack (cut short, a stride past its end) is an error; packs made by another oneDNN
  * are refused with "rebuild". */
 Test(stream_packs, weights_stored_only_prepacked_are_laid_out_again_elsewhere, .timeout = 120) {
-    char *cls = model_path("GRAFT_MODEL_CLS");
-    if (!cls) cr_skip("GRAFT_MODEL_CLS: no model (run scripts/fetch_models.sh)");
-    ir_ctx_t *ctx = ir_ctx_new();
-    rt_const_eval_attach(ctx);
+    ir_ctx_t *ctx = NULL;
     gr_diag d = {0};
-    onnx_input_shape sh = {"x", 4, {1, 3, 48, 192}};
-    onnx_import_opts io = {&sh, 1, NULL, 0, NULL, 0, false, NULL};
-    ir_module *m = NULL, *opt = NULL, *part = NULL;
-    cr_assert_eq(onnx_import_file(ctx, cls, &io, &m, &d), GR_OK, "%s", d.msg);
-    free(cls);
-    cr_assert_eq(ir_pass_run(ir_pass_default_pipeline(), NULL, m, &opt, &d), GR_OK, "%s", d.msg);
+    ir_module *opt = cls_module(&ctx), *part = NULL;
     const char *be[1] = {"dnnl"};
     byoc_partition_opts po = {.defer_prepare = true};
     cr_assert_eq(byoc_partition(ctx, opt, be, 1, &po, &part, &d), GR_OK, "%s", d.msg);
