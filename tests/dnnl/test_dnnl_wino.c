@@ -92,15 +92,17 @@ static void build(dt_graph *g, const wcase *c, uint32_t seed) {
 
 static const char *const LAYERS[] = {"conv", "bias", "residual", "relu", "sigmoid", "scale", "leaky"};
 
-/* the implementations of the prepared region: how many of ours (tile m), and every
- * primitive's layers among the graph's */
-static int count_wino(dt_prepared *p, int *m) {
+/* the implementations of the prepared region: how many of ours, those whose impl reads as fmt
+ * (2-D WINO_2D, 3-D WINO_3D; *m their tile), and every primitive's layers among the graph's */
+#define WINO_2D "graft_wino_%dx3:avx2"
+#define WINO_3D "graft_wino3d_%dx3:avx2"
+static int count_wino(dt_prepared *p, const char *fmt, int *m) {
     int n = 0;
     *m = 0;
     for (uint32_t i = 0; i < rt_dnnl_num_prims(p->state); i++) {
         rt_dnnl_prim_info pi = dt_prim_in(p, i, LAYERS, sizeof LAYERS / sizeof LAYERS[0]);
         int tm;
-        if (sscanf(pi.impl, "graft_wino_%dx3:avx2", &tm) == 1) {
+        if (sscanf(pi.impl, fmt, &tm) == 1) {
             n++;
             *m = tm;
             cr_expect_str_eq(pi.kind, "convolution");
@@ -123,7 +125,7 @@ Test(dnnl_wino, shapes_against_reference, .timeout = 120) {
                                            "case %zu: dnnl against the reference", i);
         dt_prepared p;
         cr_assert_eq(dt_prepare(&g, &p, &d), GR_OK, "%s", d.msg);
-        int m, n = count_wino(&p, &m);
+        int m, n = count_wino(&p, WINO_2D, &m);
         /* ours: one primitive (transforms and oneDNN's matmul inside) */
         if (ours && c->m) {
             cr_expect_eq(n, 1, "case %zu: %d graft_wino primitives", i, n);
@@ -152,7 +154,7 @@ Test(dnnl_wino, option_off) {
     gr_diag d = {0};
     cr_assert_eq(dt_prepare(&g, &p, &d), GR_OK, "%s", d.msg);
     int m;
-    cr_expect_eq(count_wino(&p, &m), 0);
+    cr_expect_eq(count_wino(&p, WINO_2D, &m), 0);
     dt_release(&p);
     dt_free(&g);
 }
@@ -207,22 +209,6 @@ static void build3(dt_graph *g, const wcase3 *c, uint32_t seed) {
     dt_head(g, y);
 }
 
-/* our 3-D Winograd primitives of p, *m their tile */
-static int count_wino3(dt_prepared *p, int *m) {
-    int n = 0;
-    *m = 0;
-    for (uint32_t i = 0; i < rt_dnnl_num_prims(p->state); i++) {
-        rt_dnnl_prim_info pi = dt_prim_in(p, i, LAYERS, sizeof LAYERS / sizeof LAYERS[0]);
-        int tm;
-        if (sscanf(pi.impl, "graft_wino3d_%dx3:avx2", &tm) == 1) {
-            n++;
-            *m = tm;
-            cr_expect_str_eq(pi.kind, "convolution");
-        }
-    }
-    return n;
-}
-
 Test(dnnl_wino, conv3d_against_reference, .timeout = 120) {
     __builtin_cpu_init();
     bool ours = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -239,7 +225,7 @@ Test(dnnl_wino, conv3d_against_reference, .timeout = 120) {
         dt_prepared p;
         rt_dnnl_stats st;
         dt_prepare_no_ref(&g, &p, &st);
-        int m, n = count_wino3(&p, &m);
+        int m, n = count_wino(&p, WINO_3D, &m);
         cr_expect_eq(n, ours && c->m ? 1 : 0, "3-D case %zu (ISA %s): %d graft_wino3d primitives", i, rt_dnnl_isa(), n);
         if (ours && c->m) {
             cr_expect_eq(m, c->m, "3-D case %zu: F(%dx%d), expected F(%dx%d)", i, m, m, c->m, c->m);
@@ -275,7 +261,7 @@ Test(dnnl_wino, conv3d_block_no_reorder) {
     dt_prepared p;
     rt_dnnl_stats st;
     dt_prepare_no_ref(&g, &p, &st);
-    int m, n = count_wino3(&p, &m);
+    int m, n = count_wino(&p, WINO_3D, &m);
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         cr_expect_eq(n, 2, "%d graft_wino3d primitives (ISA %s)", n, rt_dnnl_isa());
