@@ -238,11 +238,10 @@ static bool deferred_served(const dn_state *S, uint32_t c, int ent) {
     const char *layout, *key = rt_json_graph_deferred_pack(S->g, c, &data, &bytes, &layout);
     if (!key || !dn_pack_current(key) || !S->cons[ent].len) return false;
     for (uint32_t q = 0; q < S->cons[ent].len; q++) {
-        char needle[64];
-        snprintf(needle, sizeof needle, " node %u const %u from ", (unsigned)(S->cons[ent].data[q] - S->node0), c);
+        uint32_t node = (uint32_t)(S->cons[ent].data[q] - S->node0);
         bool found = false;
         for (uint32_t k = 0; !found && (key = rt_json_graph_pack_at(S->g, k, &data, &bytes)); k++)
-            found = data && strstr(key, needle) && dn_pack_current(key);
+            found = data && dn_pack_for(key, node, c);
         if (!found) return false;
     }
     return true;

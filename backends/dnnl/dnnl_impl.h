@@ -233,6 +233,8 @@ const void *dn_const_data(dn_state *S, int v);
 gr_status dn_const_missing(dn_state *S, const rt_json_node *n);
 /* Whether a pack keyed `key` was made by this oneDNN on this ISA (dnnl_prim.c). */
 bool dn_pack_current(const char *key);
+/* ... and for node `node`'s use of graph constant c. */
+bool dn_pack_for(const char *key, uint32_t node, uint32_t c);
 /* Graph constant c (value root), stored only prepacked, laid out plain from its pack now
  * (rt_json_graph_deferred_pack; drop_pack: that pack is not read in place here): an error
  * under another oneDNN ("rebuild") or when its stored layout does not describe its pack. */

@@ -543,11 +543,14 @@ static void pack_env(char *buf, size_t len, bool isa) {
 /* The key of graph constant c reordered into dmd (packs, json_runtime.h): what makes the same
  * bytes again: the oneDNN version, the ISA it runs on, the node, the constant and both
  * layouts. */
+/* what a pack key says of the node that made the pack and of its constant */
+#define PACK_USE " node %u const %u from "
+
 static void pack_key(dn_state *S, const rt_json_node *n, int c, const dnnl_memory_desc_t *smd,
                      const dnnl_memory_desc_t *dmd, char *key, size_t len) {
     char env[128];
     pack_env(env, sizeof env, true);
-    snprintf(key, len, "%s node %u const %d from %016llx to %016llx", env, (unsigned)(n - S->node0), c,
+    snprintf(key, len, "%s" PACK_USE "%016llx to %016llx", env, (unsigned)(n - S->node0), (unsigned)c,
              (unsigned long long)gr_hash_bytes(smd, sizeof *smd, 1), (unsigned long long)gr_hash_bytes(dmd, sizeof *dmd, 2));
 }
 
@@ -556,6 +559,12 @@ bool dn_pack_current(const char *key) {
     pack_env(env, sizeof env, true);
     size_t n = strlen(env);
     return key && strncmp(key, env, n) == 0 && key[n] == ' ';
+}
+
+bool dn_pack_for(const char *key, uint32_t node, uint32_t c) {
+    char use[64];
+    snprintf(use, sizeof use, PACK_USE, node, c);
+    return dn_pack_current(key) && strstr(key, use);
 }
 
 /* A reorder of float32 constant c (bytes of it) from its own plain layout smd into dmd, with
