@@ -349,6 +349,9 @@ gr_status dn_step_src1(dn_state *S, const rt_json_node *n, const dn_step *st, in
  * wrong with pd's dst: full-size in another layout, or broadcast other than per channel or as a
  * scalar with a blocked dst (dnnl_op_util.c). */
 bool dn_src1_in_dst_layout(dn_state *S, const_dnnl_primitive_desc_t pd, const dn_step *steps, int k);
+/* False when two of the first k steps are eltwise ones of one algorithm whose parameters
+ * differ: oneDNN 2.6's jit kernels would run the second with the first's (dnnl_postops.c). */
+bool dn_eltwise_algs_distinct(const dn_step *steps, int k);
 gr_status dn_make_attr(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int nd,
                        dnnl_primitive_attr_t *attr, dn_arg *args, int *nargs);
 void dn_consume(dn_state *S, const dn_step *steps, int k);

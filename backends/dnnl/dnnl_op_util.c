@@ -35,7 +35,8 @@ gr_status dn_need_val(dn_state *S, const rt_json_node *n, int e, int *v) {
 }
 
 /* Creates the primitive descriptor with as many of the steps as oneDNN accepts as post-ops
- * (all, then fewer), preferring fewer post-ops to a reference kernel. need_jit: a reference
+ * (all, then fewer; never two eltwise ones of one algorithm that oneDNN would mix up,
+ * dn_eltwise_algs_distinct), preferring fewer post-ops to a reference kernel. need_jit: a reference
  * kernel even without post-ops is a failure too (the caller has other layouts to try);
  * returns dnnl_unimplemented then, with *err GR_OK. args/nargs: the fixed args; binary
  * post-op sources are appended. */
@@ -90,6 +91,7 @@ dnnl_status_t dn_try_create(dn_state *S, const rt_json_node *n, const_dnnl_op_de
     dnnl_status_t ds = dnnl_unimplemented;
     *err = GR_OK;
     for (int k = nsteps; k >= kmin; k--) {
+        if (!dn_eltwise_algs_distinct(steps, k)) continue;
         int na = *nargs;
         dnnl_primitive_attr_t attr;
         if ((*err = dn_make_attr(S, n, steps, k, nd, &attr, args, &na))) return dnnl_runtime_error;

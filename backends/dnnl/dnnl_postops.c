@@ -380,6 +380,22 @@ bool dn_step_proved(dn_state *S, int e, const dn_step *want, const bool *listed,
     return false;
 }
 
+/* oneDNN 2.6's jit post-op injector keeps one eltwise injector per algorithm (a map keyed by
+ * it), so a later eltwise post-op of an algorithm already in the chain runs with the first
+ * one's alpha and beta (generator seed 13066: a reduction's min-with-c1 and max-with-c2, both
+ * clip_v2, gave min(x, c1); a binary add, leaky relu, relu kept the leaky slope). True when
+ * the first k steps hold no two eltwise ones of an algorithm with parameters it reads that
+ * differ. */
+bool dn_eltwise_algs_distinct(const dn_step *steps, int k) {
+    for (int i = 0; i < k; i++)
+        for (int j = 0; j < i && steps[i].kind == STEP_ELTWISE; j++)
+            if (steps[j].kind == STEP_ELTWISE && steps[j].alg == steps[i].alg &&
+                ((alg_reads(steps[i].alg, false) && steps[j].alpha != steps[i].alpha) ||
+                 (alg_reads(steps[i].alg, true) && steps[j].beta != steps[i].beta)))
+                return false;
+    return true;
+}
+
 /* The longest chain of exclusive post-op steps after entry e (at most max). */
 int dn_collect_chain(dn_state *S, int e, dn_step *steps, int max) {
     int k = 0, nelt = 0, nlin = 0;
