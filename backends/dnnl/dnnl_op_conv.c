@@ -762,9 +762,11 @@ static dnnl_status_t zero_fill(void *ctx, void *const *ptrs) {
 
 /* oneDNN 2.6 has neither a jit nor a gemm kernel for some convolutions padded by as much as
  * their input is wide (AVX2: a 5x5 kernel padded by 4 on a width of 3, random region-graph seed
- * 4688), and has one for the same convolution unpadded. So when only ref is left: the input
- * copied into the middle of a zeroed buffer of the padded size, plain, and the convolution run
- * without padding. On success *pd (ref) is replaced, with its args, *used and *xv (the padded
+ * 4688; a channels-last 5x5 one from 2 channels to 1, padded by 4 on a width of 10, in one
+ * thread, seed 124337), and has one for the same convolution unpadded. So when only ref is
+ * left: the input copied into the middle of a zeroed buffer of the padded size, channels-last
+ * when the input is (a permuted view, whose dst is one too), else plain, and the convolution
+ * run without padding. On success *pd (ref) is replaced, with its args, *used and *xv (the padded
  * copy, zeroed and filled each run); else nothing changes. */
 static gr_status conv_pad_explicit(dn_state *S, const rt_json_node *n, int nd, const dnnl_memory_desc_t *wany,
                                    const dnnl_memory_desc_t *bmd, const dnnl_memory_desc_t *dst, const dnnl_dims_t s,
@@ -783,6 +785,7 @@ static gr_status conv_pad_explicit(dn_state *S, const rt_json_node *n, int nd, c
     if (!padded) return GR_OK;
     dnnl_memory_desc_t pmd, sub;
     dn_plain_md(&pmd, nd, pdims);
+    if (dn_cl_order(xmd)) dn_channels_last(&pmd, &pmd);
     dnnl_convolution_desc_t desc;
     if (dnnl_memory_desc_init_submemory(&sub, &pmd, xmd->dims, off) != dnnl_success ||
         dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &pmd, wany, bmd,
@@ -1057,7 +1060,7 @@ again:
         if (st || ds != dnnl_success) pd = NULL;
         if (st) break;
     }
-    if (!st && pd && dn_pd_is_ref(pd) && !deconv && !perm)
+    if (!st && pd && dn_pd_is_ref(pd) && !deconv)
         st = conv_pad_explicit(S, n, nd, &wany, bv >= 0 ? &bmd : NULL, &dst, s, d, pl, pr, steps, k, &xv, &pd, &used, args, &na);
     S->sum_ok = false;
     if (st) return st;
