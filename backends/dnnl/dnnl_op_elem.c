@@ -385,13 +385,8 @@ gr_status dn_op_elemwise(dn_state *S, const rt_json_node *n, const dn_comp *comp
     const rt_json_node *last = first.nodes[first.nnodes - 1];
     dnnl_memory_desc_t ignore;
     int k = npre + dn_chain_of(S, last, NULL, steps + npre, true, nd, n->shapes[0], &ignore);
-    /* the rewrite's pre step counts toward oneDNN 2.6's limits on eltwise post-ops (two, one
-     * linear: dn_collect_chain) */
-    for (int i = 0, nelt = 0, nlin = 0; i < k; i++)
-        if (steps[i].kind == STEP_ELTWISE && (++nelt > 2 || (steps[i].alg == dnnl_eltwise_linear && nlin++ > 0))) {
-            k = i;
-            break;
-        }
+    /* the rewrite's pre step (a linear) takes part in the chain's algorithms too */
+    while (k > 0 && !dn_eltwise_algs_distinct(steps, k)) k--;
     affine_fold af = {.n = 0};
     gr_status st = npre ? GR_OK : affine_fold_run(S, xv, &first, steps, &k, &af);
     if (st) return st;

@@ -398,42 +398,39 @@ bool dn_eltwise_algs_distinct(const dn_step *steps, int k) {
 
 /* The longest chain of exclusive post-op steps after entry e (at most max). */
 int dn_collect_chain(dn_state *S, int e, dn_step *steps, int max) {
-    int k = 0, nelt = 0, nlin = 0;
-    bool elt_bin = false; /* an eltwise step, then a binary one */
+    int k = 0;
     while (k < max) {
         if (S->is_head[e]) break;
         bool ok = false;
         for (uint32_t c = 0; c < S->cons[e].len && !ok; c++)
             ok = dn_match_step(S, e, S->cons[e].data[c], true, &steps[k]);
         if (!ok) break;
-        /* oneDNN 2.6's jit kernels compute wrong results with three or more eltwise post-ops
-         * (seen: brgconv_1x1 linear+linear+clip, binary linear+hardswish+linear); keep two
-         * unless the new one merges into a linear */
-        bool merges = k && steps[k].kind == STEP_ELTWISE && steps[k - 1].kind == STEP_ELTWISE &&
-                      steps[k].alg == dnnl_eltwise_linear && steps[k - 1].alg == dnnl_eltwise_linear;
-        if (steps[k].kind == STEP_ELTWISE && !merges && ++nelt > 2) break;
-        /* two linear post-ops with a binary one between them give wrong results too (seen:
-         * binary subtract + linear, add, linear in a QDQ model: errors of 60 and more); keep
-         * one linear per chain unless the new one merges into the previous */
-        bool lin = steps[k].kind == STEP_ELTWISE && steps[k].alg == dnnl_eltwise_linear;
-        if (lin && !merges && nlin++ > 0) break;
-        /* and an eltwise post-op on each side of a binary one (seen: relu, per-channel add,
-         * leaky relu on a 3-D convolution, random region-graph seed 6963: outputs 0 where the
-         * leaky slope was due); the fused composites' grammar never has that shape either */
-        if (steps[k].kind == STEP_ELTWISE && !merges && elt_bin) break;
-        elt_bin |= steps[k].kind == STEP_BINARY && nelt > 0;
-        e = steps[k].out;
         /* linear after linear: one post-op */
-        if (k && steps[k].kind == STEP_ELTWISE && steps[k - 1].kind == STEP_ELTWISE && steps[k].alg == dnnl_eltwise_linear &&
-            steps[k - 1].alg == dnnl_eltwise_linear && steps[k - 1].nnodes + steps[k].nnodes <= 8) {
-            dn_step *p = &steps[k - 1], *q = &steps[k];
-            p->beta = q->alpha * p->beta + q->beta;
-            p->alpha = q->alpha * p->alpha;
-            memcpy(p->nodes + p->nnodes, q->nodes, sizeof(q->nodes[0]) * (size_t)q->nnodes);
-            p->nnodes += q->nnodes;
-            p->out = q->out;
-            continue;
+        bool merges = k && steps[k].kind == STEP_ELTWISE && steps[k - 1].kind == STEP_ELTWISE &&
+                      steps[k].alg == dnnl_eltwise_linear && steps[k - 1].alg == dnnl_eltwise_linear &&
+                      steps[k - 1].nnodes + steps[k].nnodes <= 8;
+        const dn_step *q = &steps[k];
+        dn_step m = *q;
+        if (merges) {
+            const dn_step *p = &steps[k - 1];
+            m = *p;
+            m.beta = q->alpha * p->beta + q->beta;
+            m.alpha = q->alpha * p->alpha;
+            memcpy(m.nodes + m.nnodes, q->nodes, sizeof(q->nodes[0]) * (size_t)q->nnodes);
+            m.nnodes += q->nnodes;
+            m.out = q->out;
         }
+        /* and no eltwise step of an algorithm already in the chain with other parameters
+         * (dn_eltwise_algs_distinct: oneDNN would run it with the earlier one's) */
+        int at = merges ? k - 1 : k;
+        dn_step keep = steps[at];
+        steps[at] = m;
+        if (!dn_eltwise_algs_distinct(steps, at + 1)) {
+            steps[at] = keep;
+            break;
+        }
+        e = m.out;
+        if (merges) continue;
         k++;
     }
     return k;
