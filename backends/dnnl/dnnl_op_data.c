@@ -489,6 +489,12 @@ gr_status dn_op_resize(dn_state *S, const rt_json_node *n, const dn_comp *comp) 
     dn_step steps[DN_MAX_STEPS];
     dnnl_memory_desc_t dst;
     int k = dn_chain_of(S, n, NULL, steps, true, 4, os, &dst);
+    /* oneDNN 2.6's jit resampling reads a binary post-op's operand at the wrong place for a 1x1
+     * dst (generator seed 132036: one image of 17 channels plus a per-channel constant, 16 of
+     * 17 values wrong plain, some channels-last, at both ISAs; a full-size operand too): only
+     * eltwise post-ops then */
+    for (int i = 0; os[2] == 1 && os[3] == 1 && i < k; i++)
+        if (steps[i].kind == STEP_BINARY) k = i;
     dnnl_resampling_desc_t desc;
     dn_arg args[4 + DN_MAX_STEPS];
     int na = 0, used;
