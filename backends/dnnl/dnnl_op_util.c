@@ -36,8 +36,8 @@ gr_status dn_need_val(dn_state *S, const rt_json_node *n, int e, int *v) {
 
 /* Creates the primitive descriptor with as many of the steps as oneDNN accepts as post-ops
  * (all, then fewer; never two eltwise ones of one algorithm that oneDNN would mix up,
- * dn_eltwise_algs_distinct), preferring fewer post-ops to a reference kernel. need_jit: a reference
- * kernel even without post-ops is a failure too (the caller has other layouts to try);
+ * dn_eltwise_algs_distinct), preferring fewer post-ops to a reference kernel. need_jit: a
+ * reference kernel even without post-ops is a failure too (the caller has other layouts to try);
  * returns dnnl_unimplemented then, with *err GR_OK. args/nargs: the fixed args; binary
  * post-op sources are appended. */
 /* oneDNN 2.6's jit post-op injectors read a full-size binary operand in dst's layout, whatever

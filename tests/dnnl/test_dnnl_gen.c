@@ -22,9 +22,10 @@
  *     whose result cancels to near 0; a graph where a Winograd convolution ran takes that
  *     algorithm's stated tolerance instead, DT_WINO_* of dnnl_test_util.h); a NaN matches only a NaN of the host's (drawn values that
  *     overflow, then inf - inf: IEEE's answer, which dnnl must give too), an infinity only the
- *     same infinity; an output made by elementwise ops from one value of another op (a sigmoid
- *     or relu6 of a convolution: fused, never compared itself) may differ by that value's bound
- *     carried through the ops too (error propagation, below);
+ *     same infinity; an output made by elementwise ops or a layer norm from a value of another
+ *     op (a sigmoid or relu6 of a convolution, a layer norm of a log_softmax: fused, or never
+ *     compared itself) may differ by that value's bound carried through them too (error
+ *     propagation, below);
  *   - no primitive that ran is on oneDNN's reference kernels (rt_prim_info.impl "ref...", at this
  *     ISA: make test runs the suite again under ONEDNN_MAX_CPU_ISA=AVX2);
  *   - an op of the dnnl op table left on the host carries the reason its check gave in the
@@ -1043,13 +1044,16 @@ typedef struct gen_tally {
 
 /* ------------------------------------------------------- error propagation ---- */
 
-/* An output y = f(a) where f is a tail of elementwise ops whose only operand with an error of
- * its own is one value a made by another op (a convolution, a matmul, a reduction: its result
- * fused with the tail, so never compared): dnnl's a may differ from the host's by a's own bound
- * t (the model above, applied to a), so its y by up to |f(a +- t) - f(a)| more. The bound is
- * evaluated on the host at both ends of the interval: exact for monotone f (sigmoid, clip,
- * relu6, ...), no larger than the sup over the interval for the others (abs, square, gelu), so
- * the check stays at least as strict as the model. Inputs (x...) and constants are exact. */
+/* An output y = f(a) where f is a tail of elementwise ops (and data movements) whose only
+ * operand with an error of its own is one value a made by another op (a convolution, a matmul,
+ * a reduction: its result fused with the tail, so never compared): dnnl's a may differ from the
+ * host's by a's bound t (the model above, applied to a), so its y by up to |f(a +- t) - f(a)|
+ * more. That is evaluated on the host at both ends of the interval: exact for monotone f
+ * (sigmoid, clip, relu6, ...), no larger than the sup over the interval for the others (abs,
+ * square, gelu), so the check stays at least as strict as the model. A layer norm carries its
+ * input's bound to first order (norm_spread), which sum-of-products models of its own do not
+ * see: normalizing divides by the rows' spread. Inputs (x...) and constants are exact. Only
+ * for an output off under the model; with GRAFT_GEN_STATS=1 each says which bound held. */
 
 #define TAIL_MAXB 96
 
@@ -1066,7 +1070,8 @@ typedef struct tail_text {
 static bool tail_elementwise(const char *expr) {
     static const char *const OPS[] = {"nn.relu(", "nn.relu6(", "nn.leakyrelu(", "clip(", "sigmoid(", "tanh(", "nn.gelu(", "nn.gelu_tanh(",
                                       "nn.silu(", "add(", "subtract(", "multiply(", "divide(", "exp(", "abs(", "square(", "negative(",
-                                      "log(", "sqrt(", "rsqrt(", "power(", "where(", "greater(", "maximum(", "minimum("};
+                                      "log(", "sqrt(", "rsqrt(", "power(", "where(", "greater(", "maximum(", "minimum(",
+                                      "permute_dims(", "reshape(", "squeeze(", "expand_dims(", "strided_slice("};
     if (strncmp(expr, "R.", 2)) return false;
     for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++)
         if (!strncmp(expr + 2, OPS[i], strlen(OPS[i]))) return true;
@@ -1176,62 +1181,151 @@ static rt_tensor *tail_host(const char *text, uint32_t seed, const rt_tensor *x)
     return res;
 }
 
-/* Per element of output `out` (host want): the bound propagated from its tail's anchor under
- * opts o, in allow (want's numel); false when it has no tail or a run fails. */
+/* The host's values of value `name` (a binding or a param of t). */
+static rt_tensor *tail_value(const tail_text *t, const char *name, uint32_t seed) {
+    bool all[TAIL_MAXB];
+    for (int i = 0; i < TAIL_MAXB; i++) all[i] = i < t->nb;
+    char *mt = tail_module(t, all, NULL, name);
+    rt_tensor *v = tail_host(mt, seed, NULL);
+    free(mt);
+    if (v && (v->dl.dtype.code != kDLFloat || v->dl.dtype.bits != 32)) {
+        rt_tensor_release(v);
+        v = NULL;
+    }
+    return v;
+}
+
+static double *prop_bound(const tail_text *t, const char *name, uint32_t seed, gr_cmp_opts o, const rt_tensor *v, int depth);
+
+/* The whole bound of value `name` (the model's own, plus what flows in), its host values into
+ * *v; NULL when they cannot be had. */
+static double *full_bound(const tail_text *t, const char *name, uint32_t seed, gr_cmp_opts o, rt_tensor **v, int depth) {
+    *v = tail_value(t, name, seed);
+    double *b = *v ? prop_bound(t, name, seed, o, *v, depth + 1) : NULL;
+    if (!b) return NULL;
+    int64_t n = rt_tensor_numel(*v);
+    const float *x = rt_tensor_data(*v);
+    double mx = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(x[i]) && fabs(x[i]) > mx) mx = fabs(x[i]);
+    for (int64_t i = 0; i < n; i++) b[i] += o.atol + o.atol_scale * mx + o.rtol * fabs(x[i]);
+    return b;
+}
+
+/* An elementwise tail: f at a +- ab against the host's y (v); the tail rerun at a itself must
+ * give v (else it is not what made y). */
+static bool tail_spread(const tail_text *t, const bool *in, const char *name, int a, const rt_tensor *av, const double *ab, uint32_t seed,
+                        gr_cmp_opts o, const rt_tensor *v, double *prop) {
+    char extra[160];
+    size_t l = 0;
+    g_cat(extra, sizeof extra, &l, ", %s: R.Tensor(%s, dtype=\"float32\")", t->name[a], g_shape_text(av->dl.ndim, av->dl.shape));
+    char *mt = tail_module(t, in, extra, name);
+    int64_t n = rt_tensor_numel(av), m = rt_tensor_numel(v);
+    const float *xv = rt_tensor_data(av);
+    rt_tensor *ends[3] = {NULL, NULL, NULL};
+    bool ok = true;
+    for (int side = 0; side < 3 && ok; side++) {
+        rt_tensor *xs = rt_tensor_new(av->dl.dtype, av->dl.ndim, av->dl.shape);
+        float *p = rt_tensor_data(xs);
+        for (int64_t i = 0; i < n; i++) p[i] = (float)(xv[i] + (side == 0 ? 0. : side == 1 ? ab[i] : -ab[i]));
+        ends[side] = tail_host(mt, seed, xs);
+        rt_tensor_release(xs);
+        ok = ends[side] && rt_tensor_numel(ends[side]) == m;
+    }
+    free(mt);
+    if (ok) {
+        gr_cmp_result same;
+        gr_cmp_tensor(ends[0], v, &o, &same);
+        ok = same.bad == 0;
+    }
+    for (int64_t i = 0; ok && i < m; i++) {
+        double w = rt_tensor_get_f64(v, i), d0 = fabs(rt_tensor_get_f64(ends[1], i) - w), d1 = fabs(rt_tensor_get_f64(ends[2], i) - w);
+        double dm = d0 > d1 ? d0 : d1;
+        prop[i] = isfinite(dm) ? dm : 0.;
+    }
+    for (int side = 0; side < 3; side++)
+        if (ends[side]) rt_tensor_release(ends[side]);
+    return ok;
+}
+
+/* y = g (x - mean) / sd + b over the last axis (n values, sd = sqrt(var + eps)), x known to
+ * within xb: to first order |dy_i| <= |g_i| / sd (xb_i + mean(xb) + |xh_i| mean(|xh_j| xb_j)),
+ * xh the normalized x (d mean = mean(dx), d sd = mean(xh_j dx_j)). */
+static void norm_spread(const rt_tensor *x, const double *xb, const rt_tensor *g, double eps, double *prop) {
+    int64_t n = x->dl.shape[x->dl.ndim - 1], rows = rt_tensor_numel(x) / n;
+    const float *xv = rt_tensor_data(x), *gv = rt_tensor_data(g);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *row = xv + r * n;
+        const double *rb = xb + r * n;
+        double mu = 0, var = 0, mb = 0, mxb = 0;
+        for (int64_t j = 0; j < n; j++) mu += row[j];
+        mu /= (double)n;
+        for (int64_t j = 0; j < n; j++) var += (row[j] - mu) * (row[j] - mu);
+        double sd = sqrt(var / (double)n + eps);
+        for (int64_t j = 0; j < n; j++) {
+            mb += rb[j] / (double)n;
+            mxb += fabs(row[j] - mu) / sd * rb[j] / (double)n;
+        }
+        for (int64_t j = 0; j < n; j++) prop[r * n + j] = fabs(gv[j]) / sd * (rb[j] + mb + fabs(row[j] - mu) / sd * mxb);
+    }
+}
+
+/* The name of argument k of expr "R.op(a, b, ...)" into buf. */
+static bool expr_arg(const char *expr, int k, char *buf, size_t cap) {
+    const char *p = strchr(expr, '(');
+    for (int i = 0; p && i < k; i++) p = strchr(p + 1, ',');
+    if (!p) return false;
+    p++;
+    while (*p == ' ') p++;
+    size_t l = strcspn(p, ",) ");
+    if (!l || l >= cap) return false;
+    memcpy(buf, p, l);
+    buf[l] = 0;
+    return true;
+}
+
+/* The part of value `name`'s bound that flows in from the values it is made from (its own
+ * rounding is the model's): through an elementwise tail from the tail's anchor, through a
+ * layer norm over the last axis from its input, else none (an input, a constant, or another
+ * op whose bound the model states). v: the host's values of name. NULL when it cannot be told. */
+static double *prop_bound(const tail_text *t, const char *name, uint32_t seed, gr_cmp_opts o, const rt_tensor *v, int depth) {
+    int64_t m = rt_tensor_numel(v);
+    double *prop = calloc((size_t)m, sizeof(double));
+    cr_assert_not_null(prop);
+    int b = tail_find(t, name, strlen(name)), a;
+    bool in[TAIL_MAXB], ok = true;
+    if (b < 0 || depth > 8) return prop;
+    rt_tensor *xv = NULL, *gv = NULL;
+    double *xb = NULL;
+    if (tail_of(t, name, in, &a)) {
+        ok = (xb = full_bound(t, t->name[a], seed, o, &xv, depth)) && tail_spread(t, in, name, a, xv, xb, seed, o, v, prop);
+    } else if (!strncmp(t->expr[b], "R.nn.layer_norm(", 16) && strstr(t->expr[b], "axes=[-1]")) {
+        char x[32], g[32];
+        const char *e = strstr(t->expr[b], "epsilon=");
+        ok = expr_arg(t->expr[b], 0, x, sizeof x) && expr_arg(t->expr[b], 1, g, sizeof g) &&
+             (xb = full_bound(t, x, seed, o, &xv, depth)) && (gv = tail_value(t, g, seed)) &&
+             rt_tensor_numel(xv) == m && rt_tensor_numel(gv) == xv->dl.shape[xv->dl.ndim - 1];
+        if (ok) norm_spread(xv, xb, gv, e ? atof(e + 8) : 1e-5, prop);
+    }
+    free(xb);
+    if (xv) rt_tensor_release(xv);
+    if (gv) rt_tensor_release(gv);
+    if (!ok) {
+        free(prop);
+        return NULL;
+    }
+    return prop;
+}
+
+/* Per element of output `out` (host want): the bound that flows into it (prop_bound), in
+ * allow; false when none does or it cannot be told. */
 static bool tail_allowance(const char *text, uint32_t seed, const char *out, const rt_tensor *want, gr_cmp_opts o, double *allow) {
     tail_text t;
-    bool in[TAIL_MAXB], ok = false;
-    int a;
-    if (!tail_parse(text, &t) || !tail_of(&t, out, in, &a)) {
-        free(t.buf);
-        return false;
-    }
-    bool all[TAIL_MAXB];
-    for (int i = 0; i < TAIL_MAXB; i++) all[i] = i < t.nb;
-    char *mt = tail_module(&t, all, NULL, t.name[a]);
-    rt_tensor *x = tail_host(mt, seed, NULL);
-    free(mt);
-    if (x && x->dl.dtype.code == kDLFloat && x->dl.dtype.bits == 32) {
-        /* a's bound, then f at a + t and a - t */
-        int64_t n = rt_tensor_numel(x), m = rt_tensor_numel(want);
-        double mx = 0;
-        const float *xv = rt_tensor_data(x);
-        for (int64_t i = 0; i < n; i++)
-            if (isfinite(xv[i]) && fabs(xv[i]) > mx) mx = fabs(xv[i]);
-        char extra[160];
-        size_t l = 0;
-        g_cat(extra, sizeof extra, &l, ", %s: R.Tensor(%s, dtype=\"float32\")", t.name[a], g_shape_text(x->dl.ndim, x->dl.shape));
-        mt = tail_module(&t, in, extra, out);
-        /* the tail at a itself first: it must give the host's y (else the tail is not what
-         * made y, and nothing is propagated) */
-        rt_tensor *ends[3] = {NULL, NULL, NULL};
-        for (int side = 0; side < 3; side++) {
-            rt_tensor *xs = rt_tensor_new(x->dl.dtype, x->dl.ndim, x->dl.shape);
-            float *p = rt_tensor_data(xs);
-            for (int64_t i = 0; i < n; i++) {
-                double tol = o.atol + o.atol_scale * mx + o.rtol * fabs(xv[i]);
-                p[i] = (float)(xv[i] + (side == 0 ? 0. : side == 1 ? tol : -tol));
-            }
-            ends[side] = tail_host(mt, seed, xs);
-            rt_tensor_release(xs);
-        }
-        free(mt);
-        ok = ends[0] && ends[1] && ends[2] && rt_tensor_numel(ends[0]) == m && rt_tensor_numel(ends[1]) == m &&
-             rt_tensor_numel(ends[2]) == m;
-        if (ok) {
-            gr_cmp_result same;
-            gr_cmp_tensor(ends[0], want, &o, &same);
-            ok = same.bad == 0;
-        }
-        for (int64_t i = 0; ok && i < m; i++) {
-            double w = rt_tensor_get_f64(want, i), d0 = fabs(rt_tensor_get_f64(ends[1], i) - w), d1 = fabs(rt_tensor_get_f64(ends[2], i) - w);
-            double dm = d0 > d1 ? d0 : d1;
-            allow[i] = isfinite(dm) ? dm : 0.;
-        }
-        for (int side = 0; side < 3; side++)
-            if (ends[side]) rt_tensor_release(ends[side]);
-    }
-    if (x) rt_tensor_release(x);
+    bool ok = tail_parse(text, &t);
+    double *prop = ok ? prop_bound(&t, out, seed, o, want, 0) : NULL;
+    ok = prop != NULL;
+    if (ok) memcpy(allow, prop, sizeof(double) * (size_t)rt_tensor_numel(want));
+    free(prop);
     free(t.buf);
     return ok;
 }
@@ -1274,7 +1368,7 @@ static void compare_values(const rt_value *want, const rt_value *got, const char
     if (getenv("GRAFT_GEN_STATS"))
         fprintf(stderr, "dnnl_gen seed %u: output %d (%s) of %lld values: max|dnnl - host| %.3g, max|host| %.3g, atol %.3g, %lld off%s\n",
                 seed, out, oname, (long long)r.numel, r.max_abs, r.max_ref, r.atol, (long long)r.bad,
-                nprop >= 0 ? (nprop ? ", off beyond its anchor's bound too" : ", within its anchor's bound") : "");
+                nprop >= 0 ? (nprop ? ", off beyond the bound propagated to it too" : ", within the bound propagated to it") : "");
     if (nprop == 0) return;
     r = tc_expect_tensor(g, w, o, "seed %u (%s, ISA %s): dnnl against the host%s", seed, ops, rt_dnnl_isa(),
                          wino ? " (Winograd's tolerance)" : "");
