@@ -1066,7 +1066,8 @@ typedef struct tail_text {
     char out[8][16];
 } tail_text;
 
-/* ops that map each element of their operands to one of the result (broadcasting) */
+/* ops that map each element of their operands to one of the result (broadcasting), and the
+ * data movements (each result element one of the operand's) */
 static bool tail_elementwise(const char *expr) {
     static const char *const OPS[] = {"nn.relu(", "nn.relu6(", "nn.leakyrelu(", "clip(", "sigmoid(", "tanh(", "nn.gelu(", "nn.gelu_tanh(",
                                       "nn.silu(", "add(", "subtract(", "multiply(", "divide(", "exp(", "abs(", "square(", "negative(",
