@@ -14,6 +14,14 @@ gr_status dn_single_src_create(dn_state *S, const rt_json_node *n, int xv, const
     for (int i = 0; i < nd; i++) od[i] = os[i];
     int nalt = 0;
     ax[nalt] = S->vals.data[xv].md;
+    /* oneDNN 2.6's jit resampling and simple_nchw pooling read a source at an offset (a slice
+     * of a larger tensor) from the start of its memory (generator seed 151516: a resize of row
+     * 1 of a (1, 3, 17) product, every value off, at both ISAs; a max pool too): such a view is
+     * read through a plain copy */
+    if (ax[nalt].offset0) {
+        dnnl_memory_desc_t view = ax[nalt];
+        dn_plain_like(&ax[nalt], &view);
+    }
     ad[nalt++] = *dst;
     dnnl_memory_desc_init_by_tag(&ad[nalt], nd, od, dnnl_f32, dnnl_format_tag_any);
     if (!dnnl_memory_desc_equal(&ad[nalt], dst)) ax[nalt++] = ax[0];
