@@ -764,9 +764,9 @@ static dnnl_status_t zero_fill(void *ctx, void *const *ptrs) {
  * their input is wide (AVX2: a 5x5 kernel padded by 4 on a width of 3, random region-graph seed
  * 4688; a channels-last 5x5 one from 2 channels to 1, padded by 4 on a width of 10, in one
  * thread, seed 124337), and has one for the same convolution unpadded. So when only ref is
- * left: the input copied into the middle of a zeroed buffer of the padded size, channels-last
- * when the input is (a permuted view, whose dst is one too), else plain, and the convolution
- * run without padding. On success *pd (ref) is replaced, with its args, *used and *xv (the padded
+ * left: the input copied into the middle of a zeroed buffer of the padded size, plain, else
+ * (a channels-last input: a permuted view, whose dst is fixed channels-last) channels-last, and
+ * the convolution run without padding. On success *pd (ref) is replaced, with its args, *used and *xv (the padded
  * copy, zeroed and filled each run); else nothing changes. */
 static gr_status conv_pad_explicit(dn_state *S, const rt_json_node *n, int nd, const dnnl_memory_desc_t *wany,
                                    const dnnl_memory_desc_t *bmd, const dnnl_memory_desc_t *dst, const dnnl_dims_t s,
@@ -784,18 +784,24 @@ static gr_status conv_pad_explicit(dn_state *S, const rt_json_node *n, int nd, c
     }
     if (!padded) return GR_OK;
     dnnl_memory_desc_t pmd, sub;
-    dn_plain_md(&pmd, nd, pdims);
-    if (dn_cl_order(xmd)) dn_channels_last(&pmd, &pmd);
-    dnnl_convolution_desc_t desc;
-    if (dnnl_memory_desc_init_submemory(&sub, &pmd, xmd->dims, off) != dnnl_success ||
-        dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &pmd, wany, bmd,
-                                                   dst, s, d, zero, zero) != dnnl_success)
-        return GR_OK;
     dn_arg a2[4 + DN_MAX_STEPS];
     int na2 = 0, used2 = 0, sum = S->pending_sum;
     dnnl_primitive_desc_t p2 = NULL;
     gr_status st = GR_OK;
-    if (dn_try_create(S, n, &desc, nd, steps, k, 0, true, &p2, &used2, a2, &na2, &st) != dnnl_success || st) {
+    for (int cl = 0; cl < 2 && !p2 && !st; cl++) {
+        dn_plain_md(&pmd, nd, pdims);
+        if (cl && !dn_cl_order(xmd)) break;
+        if (cl) dn_channels_last(&pmd, &pmd);
+        dnnl_convolution_desc_t desc;
+        na2 = used2 = 0;
+        if (dnnl_memory_desc_init_submemory(&sub, &pmd, xmd->dims, off) != dnnl_success ||
+            dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &pmd, wany, bmd,
+                                                       dst, s, d, zero, zero) != dnnl_success ||
+            dn_try_create(S, n, &desc, nd, steps, k, 0, true, &p2, &used2, a2, &na2, &st) != dnnl_success)
+            p2 = NULL;
+    }
+    if (!p2 || st) {
+        if (p2) dnnl_primitive_desc_destroy(p2);
         S->pending_sum = sum; /* the ref primitive's, kept */
         return st;
     }
