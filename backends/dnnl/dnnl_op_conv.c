@@ -766,8 +766,8 @@ static dnnl_status_t zero_fill(void *ctx, void *const *ptrs) {
  * thread, seed 124337), and has one for the same convolution unpadded. So when only ref is
  * left: the input copied into the middle of a zeroed buffer of the padded size, plain, else
  * (a channels-last input: a permuted view, whose dst is fixed channels-last) channels-last, and
- * the convolution run without padding. On success *pd (ref) is replaced, with its args, *used and *xv (the padded
- * copy, zeroed and filled each run); else nothing changes. */
+ * the convolution run without padding. On success *pd (ref) is replaced, with its args, *used
+ * and *xv (the padded copy, zeroed and filled each run); else nothing changes. */
 static gr_status conv_pad_explicit(dn_state *S, const rt_json_node *n, int nd, const dnnl_memory_desc_t *wany,
                                    const dnnl_memory_desc_t *bmd, const dnnl_memory_desc_t *dst, const dnnl_dims_t s,
                                    const dnnl_dims_t d, const dnnl_dims_t pl, const dnnl_dims_t pr, const dn_step *steps,
