@@ -61,7 +61,9 @@ void gr_art_reseal(uint8_t *buf, size_t len);
 
 /* graft_model_load_opts but the checksum, for the file a build has just written and hashed as
  * it wrote it (graft build's check load): every other check holds; hashing would read every
- * byte of the file again (R3D-18: 266 MB, a tenth of its build). */
+ * byte of the file again (R3D-18: 266 MB, a tenth of its build). Its json modules' regions are
+ * prepared to check them and released (rt_json_module_check): the model loads but prepares
+ * them again if it runs. */
 struct byoc_options;
 struct graft_model;
 gr_status gr_art_load_written(const char *path, const struct byoc_options *opts, struct graft_model **out,
