@@ -793,6 +793,20 @@ gr_status graft_model_build(const ir_module *m, uint8_t **buf, size_t *len, gr_d
     return st;
 }
 
+/* The file tmp put at path, atomically. Over an old file ext4 (auto_da_alloc) allocates and
+ * starts writing out all of tmp's blocks within the rename (R3D-18's 134 MB: 20-30 ms of
+ * its build); exchanged with the old file and the old one then unlinked, nothing waits for that.
+ * Plain rename where there is no old file or the file system cannot exchange. */
+static int replace_file(const char *tmp, const char *path) {
+#ifdef RENAME_EXCHANGE
+    struct stat sb;
+    /* only a regular file: rename refuses a directory, an exchange would not */
+    if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0)
+        return unlink(tmp);
+#endif
+    return rename(tmp, path);
+}
+
 /* Written beside path and renamed over it: a process that has the old file mapped keeps its
  * bytes (a file truncated under a mapping faults its readers, as a shared library would). */
 gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *diag) {
@@ -816,7 +830,7 @@ gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *
     ok &= fchmod(fd, 0644) == 0;
     ok &= fclose(f) == 0;
     if (!st && !ok) st = gr_diag_set(diag, GR_ERR_IO, "%s: write failed", path);
-    if (!st && rename(tmp, path) != 0) st = gr_diag_set(diag, GR_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    if (!st && replace_file(tmp, path) != 0) st = gr_diag_set(diag, GR_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
     if (st) remove(tmp);
     free(tmp);
     return st;
