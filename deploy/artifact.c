@@ -793,10 +793,10 @@ gr_status graft_model_build(const ir_module *m, uint8_t **buf, size_t *len, gr_d
     return st;
 }
 
-/* The file tmp put at path, atomically. Over an old file ext4 (auto_da_alloc) allocates and
- * starts writing out all of tmp's blocks within the rename (R3D-18's 134 MB: 20-30 ms of
- * its build); exchanged with the old file and the old one then unlinked, nothing waits for that.
- * Plain rename where there is no old file or the file system cannot exchange. */
+/* The file tmp put at path, atomically. Renamed over an old file, ext4 (auto_da_alloc)
+ * allocates and starts writing out all of tmp's blocks within the call (R3D-18's 134 MB: a
+ * rename of 50-90 ms); exchanged with the old file, whose name then goes, nothing waits for
+ * that. Plain rename where there is no old file or the file system cannot exchange. */
 static int replace_file(const char *tmp, const char *path) {
 #ifdef RENAME_EXCHANGE
     struct stat sb;
@@ -807,8 +807,9 @@ static int replace_file(const char *tmp, const char *path) {
     return rename(tmp, path);
 }
 
-/* Written beside path and renamed over it: a process that has the old file mapped keeps its
- * bytes (a file truncated under a mapping faults its readers, as a shared library would). */
+/* Written beside path and put in its place (replace_file): a process that has the old file
+ * mapped keeps its bytes (a file truncated under a mapping faults its readers, as a shared
+ * library would). */
 gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *diag) {
     size_t pl = strlen(path);
     char *tmp = gr_xmalloc(pl + 16);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "frontend/onnx/onnx_impl.h"
 
@@ -195,7 +196,7 @@ static void *part_alloc(void *u, size_t n) {
      * in (the kernel's page allocation stays; a VM's exception costs most: R3D-18's 133 MB
      * copy took 78 -> 62 ms of CPU); the bytes will be written at once anyway. A kernel
      * before 5.14 refuses the advice: then they fault as before. */
-    size_t page = 4096, lo = ((uintptr_t)p + page - 1) / page * page, hi = ((uintptr_t)p + n) / page * page;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), lo = ((uintptr_t)p + page - 1) / page * page, hi = ((uintptr_t)p + n) / page * page;
     if (p && hi > lo + 16 * page) madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
 #endif
     return p;

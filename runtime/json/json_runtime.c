@@ -1001,8 +1001,8 @@ gr_status rt_json_module_prepare(rt_module *m, gr_diag *d) {
     return st;
 }
 
-/* Prepares each static graph of jm not prepared yet into a state released at once: with fn as
- * its pack sink (recording the packs), or to check it (fn NULL). */
+/* Prepares each static graph of module m not prepared yet into a state released at once: with
+ * fn as its pack sink (recording the packs), or to check it (fn NULL). */
 static gr_status jm_prepare_unrun(rt_module *m, rt_json_pack_sink fn, void *user, gr_diag *d) {
     if (!m || m->iface != &JSON_MODULE_I) return GR_OK;
     json_mod *jm = m->context;
