@@ -795,22 +795,24 @@ gr_status graft_model_build(const ir_module *m, uint8_t **buf, size_t *len, gr_d
 
 /* The file tmp put at path, atomically. Renamed over an old file, ext4 (auto_da_alloc)
  * allocates and starts writing out all of tmp's blocks within the call (R3D-18's 134 MB: a
- * rename of 50-90 ms); exchanged with the old file, whose name then goes, nothing waits for
- * that. Plain rename where there is no old file or the file system cannot exchange. */
-static int replace_file(const char *tmp, const char *path) {
+ * rename of 50-90 ms); exchanged with the old file, nothing waits for that, and tmp names the
+ * old file (*exchanged). Plain rename where there is no old file or the file system cannot
+ * exchange. */
+static int replace_file(const char *tmp, const char *path, bool *exchanged) {
+    *exchanged = false;
 #ifdef RENAME_EXCHANGE
     struct stat sb;
     /* only a regular file: rename refuses a directory, an exchange would not */
-    if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0)
-        return unlink(tmp);
+    if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+        *exchanged = true;
+        return 0;
+    }
 #endif
     return rename(tmp, path);
 }
 
-/* Written beside path and put in its place (replace_file): a process that has the old file
- * mapped keeps its bytes (a file truncated under a mapping faults its readers, as a shared
- * library would). */
-gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *diag) {
+gr_status gr_art_build_file(const ir_module *m, const char *path, char **old, gr_diag *diag) {
+    *old = NULL;
     size_t pl = strlen(path);
     char *tmp = gr_xmalloc(pl + 16);
     snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", path);
@@ -827,13 +829,25 @@ gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *
     }
     art_sink s = {.f = f};
     gr_status st = write_artifact(m, &s, diag);
-    bool ok = !s.err;
+    bool ok = !s.err, exchanged = false;
     ok &= fchmod(fd, 0644) == 0;
     ok &= fclose(f) == 0;
     if (!st && !ok) st = gr_diag_set(diag, GR_ERR_IO, "%s: write failed", path);
-    if (!st && replace_file(tmp, path) != 0) st = gr_diag_set(diag, GR_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    if (!st && replace_file(tmp, path, &exchanged) != 0) st = gr_diag_set(diag, GR_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
     if (st) remove(tmp);
-    free(tmp);
+    if (exchanged) *old = tmp;
+    else free(tmp);
+    return st;
+}
+
+/* Written beside path and put in its place (replace_file): a process that has the old file
+ * mapped keeps its bytes (a file truncated under a mapping faults its readers, as a shared
+ * library would). */
+gr_status graft_model_build_file(const ir_module *m, const char *path, gr_diag *diag) {
+    char *old;
+    gr_status st = gr_art_build_file(m, path, &old, diag);
+    if (old) unlink(old);
+    free(old);
     return st;
 }
 

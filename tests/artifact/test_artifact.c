@@ -3,6 +3,7 @@
 #include "runtime/kernels/const_eval.h"
 #include "tests/models_env.h"
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -584,4 +585,70 @@ Test(artifact, check_load_leaves_winograd_weights_unmade) {
     rt_value_clear(&in);
     rt_value_clear(&ref);
     for (int k = 0; k < 2; k++) rt_value_clear(&got[k]);
+}
+
+/* A build over an existing artifact: the new file takes the old one's place at once
+ * (exchanged, then the old one unlinked), a model that has the old file mapped keeps running on
+ * its bytes, and nothing is left beside it. */
+static ir_module *bound_module(ir_ctx_t *ctx, uint32_t seed, rt_tensor **w) {
+    ir_module *m = NULL, *bound = NULL, *part = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(ir_parse_module(ctx, "t.relax", k_mod, strlen(k_mod), &m, &d), GR_OK, "%s", d.msg);
+    int64_t sw[4] = {8, 3, 3, 3}, sb[4] = {1, 8, 1, 1};
+    rt_tensor *b = rand_tensor(4, sb, seed + 1);
+    *w = rand_tensor(4, sw, seed);
+    ir_pass *bind = ir_pass_bind_params_new("main", 2, (const char *[]){"w", "b"}, (rt_tensor *[]){*w, b});
+    cr_assert_eq(ir_pass_run(bind, NULL, m, &bound, &d), GR_OK, "%s", d.msg);
+    ir_pass_free(bind);
+    rt_tensor_release(b);
+    const char *be = "json";
+    cr_assert_eq(byoc_partition_for_backends(ctx, bound, &be, 1, &part, &d), GR_OK, "%s", d.msg);
+    return part;
+}
+
+Test(artifact, build_over_a_mapped_artifact) {
+    char dir[] = "/tmp/graft_art_dir_XXXXXX", path[64];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/m.graft", dir);
+    ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
+    gr_diag d;
+    gr_diag_clear(&d);
+    rt_tensor *w[2];
+    ir_module *m0 = bound_module(ctx, 2, &w[0]), *m1 = bound_module(ctx, 7, &w[1]);
+    int64_t sx[4] = {1, 3, 16, 16};
+    rt_value in = rt_value_tensor(rand_tensor(4, sx, 1)), before = {0}, after = {0}, fresh = {0};
+    graft_model *old = NULL, *gm = NULL;
+    cr_assert_eq(graft_model_build_file(m0, path, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(graft_model_load(path, &old, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(graft_model_run(old, &in, 1, &before, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(graft_model_build_file(m1, path, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(graft_model_run(old, &in, 1, &after, &d), GR_OK, "the mapped old artifact: %s", d.msg);
+    cr_expect_eq(memcmp(rt_tensor_data(before.u.tuple.items[0].u.t), rt_tensor_data(after.u.tuple.items[0].u.t),
+                        rt_tensor_nbytes(before.u.tuple.items[0].u.t)), 0, "the old model's bytes changed under it");
+    cr_assert_eq(graft_model_load(path, &gm, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(graft_model_run(gm, &in, 1, &fresh, &d), GR_OK, "%s", d.msg);
+    cr_expect_neq(memcmp(rt_tensor_data(before.u.tuple.items[0].u.t), rt_tensor_data(fresh.u.tuple.items[0].u.t),
+                         rt_tensor_nbytes(before.u.tuple.items[0].u.t)), 0, "the path does not hold the new build");
+    DIR *dh = opendir(dir);
+    cr_assert_not_null(dh);
+    int nfiles = 0;
+    for (struct dirent *e; (e = readdir(dh));) {
+        if (e->d_name[0] == '.') continue;
+        cr_expect_str_eq(e->d_name, "m.graft", "left beside it: %s", e->d_name);
+        nfiles++;
+    }
+    closedir(dh);
+    cr_expect_eq(nfiles, 1);
+    graft_model_free(old);
+    graft_model_free(gm);
+    unlink(path);
+    rmdir(dir);
+    for (int k = 0; k < 2; k++) rt_tensor_release(w[k]);
+    rt_value_clear(&in);
+    rt_value_clear(&before);
+    rt_value_clear(&after);
+    rt_value_clear(&fresh);
+    ir_ctx_free(ctx);
 }
