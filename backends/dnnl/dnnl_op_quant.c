@@ -237,14 +237,17 @@ static bool exact_int8(void) {
 
 /* Whether anchor n (convolution / matmul with constant weights on an int8 grid) sums exactly
  * on int8 with a source of type qt: always with VNNI / AMX; below it when the source is u8 and
- * every weight level is within [-63, 63] (ORT's quantizer with reduce_range: 255 * 63 * 2 <
- * 32768, so vpmaddubsw's 16-bit pair sums cannot saturate; an s8 source is shifted to u8 by
- * oneDNN with its weights halved, which rounds). */
+ * the convolution is depthwise (one input and one output channel per group: oneDNN's kernel
+ * widens each product to 32 bits, no pair sums), or every weight level is within [-64, 64]
+ * (ORT's quantizer with reduce_range: 255 * 64 * 2 < 32768, so vpmaddubsw's 16-bit pair sums
+ * cannot saturate; an s8 source is shifted to u8 by oneDNN with its weights halved, which
+ * rounds, depthwise too). */
 static bool int8_exact_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t qt) {
     if (exact_int8()) return true;
     int we = dn_arg_entry(S, n, 1), nd = we >= 0 ? dn_entry_ndim(S, we) : 0;
     if (qt != dnnl_u8 || (nd != 4 && nd != 2)) return false;
     const int64_t *ws = dn_entry_shape(S, we);
+    if (n->op == IR_OP_CONV2D && nd == 4 && ws[1] == 1 && dn_attr_int(n, "groups", 1) == ws[0]) return true;
     /* the weights as [outer][C][inner]: OIHW (1, O, I*H*W), matmul K x N (K, N, 1) */
     int64_t outer = nd == 4 ? 1 : ws[0], C = nd == 4 ? ws[0] : ws[1], inner = nd == 4 ? ws[1] * ws[2] * ws[3] : 1;
     bool pt;
@@ -253,23 +256,32 @@ static bool int8_exact_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t 
         const int8_t *l = dn_const_data(S, lvv);
         if (!l) return false;
         for (int64_t i = 0; i < outer * C * inner; i++)
-            if (l[i] < -63 || l[i] > 63) return false;
+            if (l[i] < -64 || l[i] > 64) return false;
         return true;
     }
     const float *w = const_data(S, we, outer * C * inner);
     int8_t *q = w ? malloc((size_t)(outer * C * inner)) : NULL;
     float *sc = q ? malloc(sizeof(float) * (size_t)C) : NULL;
     bool ok = sc && dnnl_q_weights(w, outer, C, inner, q, sc, &pt);
-    for (int64_t i = 0; ok && i < outer * C * inner; i++) ok = q[i] >= -63 && q[i] <= 63;
+    for (int64_t i = 0; ok && i < outer * C * inner; i++) ok = q[i] >= -64 && q[i] <= 64;
     free(q);
     free(sc);
     return ok;
 }
 
 /* Below VNNI, a convolution / matmul of a u8 source whose weights need 8 bits: split
- * (split_pds). */
-static bool split_for(const rt_json_node *n, dnnl_data_type_t qt) {
-    return !exact_int8() && qt == dnnl_u8 && (n->op == IR_OP_CONV2D || n->op == IR_OP_MATMUL);
+ * (split_pds), two int8 primitives, each about as fast as oneDNN's float32 direct kernel at
+ * AVX2. A convolution runs in float32 instead (build_float) where that is faster at a cost in
+ * memory the peers' int8 one stays below: graft's Winograd F(4x4) (its transformed weights 16x
+ * the int8 bytes; resnet18's 64-64 @56 at one thread: 2 x 1.05 ms split, 1.05 ms F(4x4); the
+ * 256-256 @14 in F(2x2) would save 0.8 ms each for 4.2 MiB more), or fewer than 8 input
+ * channels per group (a stem: int8 pads them to 4; resnet18's 7x7 3 -> 64: 2 x 1.9 ms split,
+ * 2.0 ms float32). */
+static bool split_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t qt) {
+    if (exact_int8() || qt != dnnl_u8 || (n->op != IR_OP_CONV2D && n->op != IR_OP_MATMUL)) return false;
+    int w = dn_arg_entry(S, n, 1);
+    if (n->op != IR_OP_CONV2D || w < 0 || dn_entry_ndim(S, w) != 4) return true;
+    return dn_conv_wino_tile(S, n) != 4 && dn_entry_shape(S, w)[1] >= 8;
 }
 
 /* convolution descriptor (src x, weights of type wt, bias b, dst of type dt) and the weights'
@@ -786,7 +798,7 @@ static gr_status levels_conv(dn_state *S, const rt_json_node *n, const dn_step *
         return GR_OK;
     dn_qlevels lvs;
     bool exact = dn_q_levels_of(S, xe, &lvs) && int8_exact_for(S, n, lvs.qt);
-    const dn_qlevels *lv = exact || (dn_q_levels_of(S, xe, &lvs) && split_for(n, lvs.qt)) ? &lvs : NULL;
+    const dn_qlevels *lv = exact || (dn_q_levels_of(S, xe, &lvs) && split_for(S, n, lvs.qt)) ? &lvs : NULL;
     const int64_t *ws = dn_entry_shape(S, we);
     int64_t C = ws[0], per = ws[1] * ws[2] * ws[3];
     bool pt, grid = lv && dn_q_weight_int8(S, we, 0, C, NULL, &pt) >= 0;
@@ -968,7 +980,7 @@ static gr_status levels_matmul(dn_state *S, const rt_json_node *n, const dn_step
     if (dn_q_weight_levels(S, we) < 0 && p->kind == RT_JSON_KERNEL && p->op == IR_OP_PERMUTE_DIMS) dn_q_weight_node(S, p);
     int64_t N = dn_entry_shape(S, we)[1];
     bool pt, exact = int8_exact_for(S, n, lvs.qt);
-    if ((!exact && !split_for(n, lvs.qt)) || dn_q_weight_int8(S, we, 1, N, NULL, &pt) < 0) return GR_OK;
+    if ((!exact && !split_for(S, n, lvs.qt)) || dn_q_weight_int8(S, we, 1, N, NULL, &pt) < 0) return GR_OK;
     q_job j = {.n = n, .kind = DNNL_Q_MATMUL, .xv = lvs.levels, .levels = true, .s = lvs.s, .zp = lvs.zp, .qt = lvs.qt, .split = !exact};
     int u = 0;
     if (u < k && steps[u].kind == STEP_BINARY && steps[u].alg == dnnl_binary_add && steps[u].src1 >= 0) {
@@ -1190,7 +1202,7 @@ gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
     case DNNL_Q_RESHAPE: st = build_reshape(S, &q); break;
     default: {
         bool exact = int8_exact_for(S, q.anchor, q.qt);
-        st = exact || split_for(q.anchor, q.qt) ? build_anchor(S, &q, kind, !exact) : build_float(S, &q);
+        st = exact || split_for(S, q.anchor, q.qt) ? build_anchor(S, &q, kind, !exact) : build_float(S, &q);
     }
     }
     /* a view or levels another primitive wrote: no primitive of its own takes the nodes */
