@@ -641,6 +641,65 @@ static gr_status build_split(dn_state *S, const q_job *j, const q_anchor *qa, q_
     return GR_OK;
 }
 
+/* Below VNNI, a split matmul of one row runs as graft's int8 GEMV (dnnl_qgemv.c): exact, the
+ * weights streamed once as int8. */
+static bool qgemv_for(dn_state *S, const q_job *j) {
+    return j->split && j->kind == DNNL_Q_MATMUL && j->qt == dnnl_u8 && S->opts.gemv && dn_avx2_kernels_ok() && j->n->ndims[0] == 2 &&
+           j->n->shapes[0][0] == 1 && j->npost <= DN_VOP_MAX;
+}
+
+static gr_status build_qgemv(dn_state *S, const q_job *j, const q_anchor *qa, const q_consts *k) {
+    const rt_json_node *n = j->n;
+    int64_t K = qa->outer, N = qa->C, sk = N, sn = 1;
+    const int8_t *w = k->lv;
+    if (!w) {
+        /* kept levels: K x N as their value's strides say, else row-major (weight_levels) */
+        const dnnl_memory_desc_t *md = &S->vals.data[k->lvv].md;
+        const int8_t *d = dn_const_data(S, k->lvv);
+        if (!d) return bad(S, n, "quantized weights have no data");
+        w = d + md->offset0;
+        if (md->ndims == 2 && md->dims[0] == K && md->dims[1] == N && md->format_kind == dnnl_blocked &&
+            !md->format_desc.blocking.inner_nblks) {
+            sk = md->format_desc.blocking.strides[0];
+            sn = md->format_desc.blocking.strides[1];
+        }
+    }
+    dn_qgemv *q = calloc(1, sizeof *q);
+    if (q) *q = (dn_qgemv){.K = K, .N = N, .zp = j->zp, .w = dn_qgemv_pack(w, K, N, sk, sn),
+                           .osc = malloc(sizeof(float) * (size_t)N * (j->bias ? 2 : 1))};
+    if (!q || !q->w || !q->osc) {
+        dn_qgemv_free(q);
+        return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    }
+    memcpy(q->osc, k->osc, sizeof(float) * (size_t)N);
+    if (j->bias) memcpy(q->bias = q->osc + N, j->bias, sizeof(float) * (size_t)N);
+    for (int i = 0; i < j->npost; i++) {
+        dn_step st = {.kind = STEP_ELTWISE, .alg = j->alg[i], .alpha = j->alpha[i], .beta = j->beta[i], .src1 = -1};
+        if (!dn_eltwise_vop(&st, &q->ops[q->nops++])) {
+            dn_qgemv_free(q);
+            return bad(S, n, "activation the int8 GEMV does not apply");
+        }
+    }
+    dnnl_memory_desc_t xmd, dmd, wsmd;
+    dnnl_dims_t xd = {1, K}, wsd = {(K + 1) / 2};
+    dnnl_memory_desc_init_by_tag(&xmd, 2, xd, j->qt, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&wsmd, 1, wsd, dnnl_s32, dnnl_a);
+    dn_plain_md(&dmd, 2, n->shapes[0]);
+    int qv;
+    gr_status st = j->levels ? dn_as(S, n, j->xv, &xmd, &qv)
+                             : scaled_reorder(S, j->qnode, j->xv, &xmd, (float)(1.0 / j->s), DNNL_ARG_DST, j->zp, false, &qv);
+    if (st) {
+        dn_qgemv_free(q);
+        return st;
+    }
+    int ov = dn_val_new(S, V_TMP, &dmd), wsv = dn_val_new(S, V_TMP, &wsmd);
+    dn_arg args[3] = {{DNNL_ARG_SRC, qv, xmd, NULL, (size_t)K}, {DNNL_ARG_DST, ov, dmd, NULL, 0}, {DNNL_ARG_WORKSPACE, wsv, wsmd, NULL, 0}};
+    if ((st = dn_emit_fn(S, n, dn_qgemv_run, q, dn_qgemv_free, "matmul", "graft_qgemv:avx2", args, 3))) return st;
+    S->ent_val[j->out] = ov;
+    S->stats.nint8++;
+    return GR_OK;
+}
+
 /* The convolution / matmul of job j (+ bias, + eltwise posts): one int8 primitive after the
  * reorder that quantizes its source (CPUs with VNNI / AMX, see exact_int8). Its result is
  * float32, or the levels of the quantize that alone reads it (requant_of) when oneDNN has a
@@ -659,7 +718,7 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
         return st;
     }
     if (j->split) {
-        st = build_split(S, j, &qa, &k);
+        st = qgemv_for(S, j) ? build_qgemv(S, j, &qa, &k) : build_split(S, j, &qa, &k);
         consts_free(&k);
         return st;
     }

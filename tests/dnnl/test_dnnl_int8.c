@@ -116,7 +116,7 @@ static bool load_int8(const char *name, char *path, size_t n, rt_tensor **input,
     return cached_model_load(dir, name, "scripts/fetch_int8_zoo.sh", path, n, input, ref);
 }
 
-static void check_int8(const char *name, int min_int8, int min_int8_prims, int min_int8_dst, int min_split, int ndw) {
+static void check_int8(const char *name, int min_int8, int min_int8_prims, int min_int8_dst, int min_split, int nwhole) {
     char path[4096];
     rt_tensor *input = NULL, *ref = NULL;
     if (!load_int8(name, path, sizeof path, &input, &ref)) return;
@@ -141,9 +141,10 @@ static void check_int8(const char *name, int min_int8, int min_int8_prims, int m
     cr_expect_geq(nq, min_int8, "%s: %d int8 composites, expected >= %d", name, nq, min_int8);
     json_decref(rep);
     /* with VNNI / AMX every convolution and matmul runs on int8 levels (those after a pair
-     * a residual shares too); below it the depthwise convolutions (ndw of them) whole, the
-     * others (8-bit weights) as two int8 ones on the halves of their u8 source, or float32
-     * where that is faster (Winograd, a stem; backends/dnnl/dnnl_op_quant.c) */
+     * a residual shares too); below it the depthwise convolutions and one-row matmuls
+     * (nwhole of them) whole, the others (8-bit weights) as two int8 ones on the halves of
+     * their u8 source, or float32 where that is faster (Winograd, a stem;
+     * backends/dnnl/dnnl_op_quant.c) */
     uint32_t nint8 = 0, nint8_dst = 0, nsplit = 0;
     for (uint32_t k = 0; k < rt_module_count(part); k++) {
         rt_json_graph *gr;
@@ -161,8 +162,8 @@ static void check_int8(const char *name, int min_int8, int min_int8_prims, int m
         cr_expect_geq(nint8_dst, (uint32_t)min_int8_dst, "%s: %u int8 primitives write the next layer's levels, expected >= %d",
                       name, nint8_dst, min_int8_dst);
     } else {
-        cr_expect_eq(nint8 - nsplit, (uint32_t)ndw, "%s (ISA %s): %u int8 convolutions / matmuls without VNNI, %u of them split, expected %d whole (depthwise)",
-                     name, rt_dnnl_isa(), nint8, nsplit, ndw);
+        cr_expect_eq(nint8 - nsplit, (uint32_t)nwhole, "%s (ISA %s): %u int8 convolutions / matmuls without VNNI, %u of them split, expected %d whole",
+                     name, rt_dnnl_isa(), nint8, nsplit, nwhole);
         cr_expect_geq(nsplit, (uint32_t)min_split, "%s (ISA %s): %u split int8 convolutions, expected >= %d", name, rt_dnnl_isa(), nsplit,
                       min_split);
     }
@@ -183,14 +184,15 @@ static void check_int8(const char *name, int min_int8, int min_int8_prims, int m
     ir_ctx_free(ctx);
 }
 
-/* below VNNI: resnet18's stride-2 and 1x1 convolutions (6) split whatever Winograd takes;
- * mobilenet_v3_large's 15 depthwise ones whole, its 1x1 ones and classifier split */
-Test(dnnl_int8, resnet18_qdq_per_channel, .timeout = 240) { check_int8("resnet18_qdq_pc", 10, 21, 21, 6, 0); }
-Test(dnnl_int8, resnet18_qdq_per_tensor, .timeout = 240) { check_int8("resnet18_qdq_pt", 10, 21, 21, 6, 0); }
-Test(dnnl_int8, resnet18_qoperator, .timeout = 240) { check_int8("resnet18_qop", 9, 21, 21, 6, 0); }
-Test(dnnl_int8, mobilenet_v3_large_qoperator, .timeout = 240) { check_int8("mobilenet_v3_large_qop", 53, 64, 64, 46, 15); }
-Test(dnnl_int8, mobilenet_v3_large_qdq_per_channel, .timeout = 240) { check_int8("mobilenet_v3_large_qdq_pc", 54, 64, 64, 46, 15); }
-Test(dnnl_int8, mobilenet_v3_large_qdq_per_tensor, .timeout = 240) { check_int8("mobilenet_v3_large_qdq_pt", 54, 64, 64, 46, 15); }
+/* below VNNI: resnet18's stride-2 and 1x1 convolutions (6) split whatever Winograd takes, its
+ * classifier whole; mobilenet_v3_large's 15 depthwise convolutions and 2 classifier layers
+ * whole, its 1x1 convolutions split */
+Test(dnnl_int8, resnet18_qdq_per_channel, .timeout = 240) { check_int8("resnet18_qdq_pc", 10, 21, 21, 6, 1); }
+Test(dnnl_int8, resnet18_qdq_per_tensor, .timeout = 240) { check_int8("resnet18_qdq_pt", 10, 21, 21, 6, 1); }
+Test(dnnl_int8, resnet18_qoperator, .timeout = 240) { check_int8("resnet18_qop", 9, 21, 21, 6, 1); }
+Test(dnnl_int8, mobilenet_v3_large_qoperator, .timeout = 240) { check_int8("mobilenet_v3_large_qop", 53, 64, 64, 44, 17); }
+Test(dnnl_int8, mobilenet_v3_large_qdq_per_channel, .timeout = 240) { check_int8("mobilenet_v3_large_qdq_pc", 54, 64, 64, 44, 17); }
+Test(dnnl_int8, mobilenet_v3_large_qdq_per_tensor, .timeout = 240) { check_int8("mobilenet_v3_large_qdq_pt", 54, 64, 64, 44, 17); }
 
 /* main's casts (R.astype): all of them, and those of a constant (what FoldConstant leaves of a
  * large weight's DequantizeLinear: the cast of its int8 levels, for an int8 backend). */
@@ -675,6 +677,7 @@ Test(dnnl_int8, qdq_global_average_pool_pools_the_levels) {
 
 typedef struct convq_case {
     const char *name, *host, *pre;  /* the module, and it without the output's pair */
+    int wnd;
     int64_t ws[4];
     int levels;                     /* weight levels (i * 37) % (2 levels + 1) - levels */
     double x_lo, x_span, step;      /* the input's range; the output's scale */
@@ -685,7 +688,7 @@ static ir_module *bind_wq(ir_ctx_t *ctx, const char *text, const convq_case *c) 
     gr_diag d = {0};
     ir_module *m = NULL, *bound = NULL;
     cr_assert_eq(ir_parse_module(ctx, "case", text, strlen(text), &m, &d), GR_OK, "%s", d.msg);
-    rt_tensor *w = rt_tensor_new(IR_DTYPE_F32, 4, c->ws);
+    rt_tensor *w = rt_tensor_new(IR_DTYPE_F32, c->wnd, c->ws);
     float *wp = rt_tensor_data(w);
     for (int64_t i = 0; i < rt_tensor_numel(w); i++) wp[i] = (float)((i * 37) % (2 * c->levels + 1) - c->levels) * 0.01f;
     const char *names[1] = {"w"};
@@ -717,11 +720,11 @@ static void check_convq(const convq_case *c) {
             nint8 += rs.nint8;
             nsplit += rs.nint8_split;
         }
-    cr_expect(nint8 == 1 && nsplit == 0, "%s (ISA %s): %u int8 convolutions (%u split), expected 1 whole", c->name, rt_dnnl_isa(),
-              nint8, nsplit);
-    int nre, nconv;
-    const char *impl = count_prims(part, "convolution", &nre, &nconv);
-    cr_expect(nconv == 1 && impl && strncmp(impl, "ref", 3), "%s: the convolution on %s; expected a jit kernel", c->name,
+    cr_expect(nint8 == 1 && nsplit == 0, "%s (ISA %s): %u int8 convolutions / matmuls (%u split), expected 1 whole", c->name,
+              rt_dnnl_isa(), nint8, nsplit);
+    int nre, nprim;
+    const char *kind = c->wnd == 4 ? "convolution" : "matmul", *impl = count_prims(part, kind, &nre, &nprim);
+    cr_expect(nprim == 1 && impl && strncmp(impl, "ref", 3), "%s: the %s on %s; expected a jit kernel", c->name, kind,
               impl ? impl : "none");
     cr_assert_eq(rt_tensor_numel(got), rt_tensor_numel(want));
     int bad = 0, off = 0;
@@ -744,11 +747,30 @@ static void check_convq(const convq_case *c) {
 
 Test(dnnl_int8, seven_bit_weights_run_int8_at_every_isa) {
     check_convq(&(convq_case){"7-bit weights", CONVQ_TEXT("(16, 8, 3, 3)", "1", "0.25", "y"),
-                              CONVQ_TEXT("(16, 8, 3, 3)", "1", "0.25", "c"), {16, 8, 3, 3}, 63, -1.0, 12.0, 0.25});
+                              CONVQ_TEXT("(16, 8, 3, 3)", "1", "0.25", "c"), 4, {16, 8, 3, 3}, 63, -1.0, 12.0, 0.25});
 }
 
 /* source levels 204 .. 254, weights up to 127: a pair of products reaches 2 * 254 * 127 */
 Test(dnnl_int8, depthwise_8bit_weights_run_int8_at_every_isa) {
     check_convq(&(convq_case){"depthwise 8-bit weights", CONVQ_TEXT("(8, 1, 3, 3)", "8", "0.5", "y"),
-                              CONVQ_TEXT("(8, 1, 3, 3)", "8", "0.5", "c"), {8, 1, 3, 3}, 127, 10.0, 2.5, 0.5});
+                              CONVQ_TEXT("(8, 1, 3, 3)", "8", "0.5", "c"), 4, {8, 1, 3, 3}, 127, 10.0, 2.5, 0.5});
+}
+
+/* one row of 511 (odd: a last pair of its own) levels 204 .. 254 times 8-bit weights, 44
+ * columns (8-column panels and a tail; below VNNI graft's int8 GEMV) */
+#define MATQ_TEXT(OUT)                                                                                                  \
+    "@I.ir_module\n"                                                                                                    \
+    "class Module:\n"                                                                                                   \
+    "    @R.function\n"                                                                                                 \
+    "    def main(x: R.Tensor((1, 8, 8, 8), dtype=\"float32\"), w: R.Tensor((511, 44), dtype=\"float32\")):\n"         \
+    "        with R.dataflow():\n"                                                                                      \
+    "            r = R.reshape(x, R.shape([1, 512]))\n"                                                                 \
+    "            s = R.strided_slice(r, (R.prim_value(1),), (R.prim_value(0),), (R.prim_value(511),))\n"                  \
+        QDQ_OF("s", "a", "0.05", "4.0", "uint8", "0.0", "255.0")                                                        \
+    "            c = R.matmul(a, w)\n" QDQ_OF("c", "y", "2.0", "128.0", "uint8", "0.0", "255.0")                           \
+    "            R.output(" OUT ")\n"                                                                                  \
+    "        return " OUT "\n"
+
+Test(dnnl_int8, one_row_matmul_8bit_weights_runs_int8_at_every_isa) {
+    check_convq(&(convq_case){"one-row matmul 8-bit weights", MATQ_TEXT("y"), MATQ_TEXT("c"), 2, {511, 44}, 127, 10.0, 2.5, 2.0});
 }
