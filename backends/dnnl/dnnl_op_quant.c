@@ -481,11 +481,14 @@ static gr_status int8_pd(dn_state *S, const q_job *j, const q_consts *k, const q
  * h = x >> 1 in [0, 127] and l = x & 1 (zero points with zp = 2 zh + zl, so that
  * x - zp = 2 (h - zh) + (l - zl) and padding stays zero in both), whose pair sums fit
  * (127 * 128 * 2 < 32768): the first (l) writes float32, the second (h, its output scales
- * doubled, the bias halved) adds onto it (a sum post-op) before the activation. Both read the
+ * doubled, the bias halved) adds onto it (a sum post-op) before the activation. With rq (the
+ * quantize that alone reads the result, requant_of) the second writes that quantize's levels
+ * instead, as build_int8 does, and adds the first's float32 result (in the levels' units, k's
+ * rsc) as a binary post-op: the quantize's reorder of a float32 result is saved. Both read the
  * one int8 copy of the weights. The primitive descriptors (NULL, GR_OK: oneDNN has no jit
  * kernels for them) into *pa, *pb; the layouts both share. */
-static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, dnnl_primitive_desc_t *pa, dnnl_primitive_desc_t *pb,
-                           dnnl_memory_desc_t *bmd) {
+static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, const q_nodes *rq, dnnl_primitive_desc_t *pa,
+                           dnnl_primitive_desc_t *pb, dnnl_memory_desc_t *bmd) {
     q_desc da, db;
     q_anchor qa = {0};
     dnnl_memory_desc_t bmd2;
@@ -493,42 +496,74 @@ static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, dnnl_
     ja.bias = NULL;
     ja.npost = 0;
     *pa = *pb = NULL;
-    gr_status st = int8_desc(S, j, dnnl_f32, &db, &qa, bmd);
+    gr_status st = int8_desc(S, j, rq ? rq->qt : dnnl_f32, &db, &qa, bmd);
     if (!st) st = int8_desc(S, &ja, dnnl_f32, &da, &qa, &bmd2);
     float *two = st ? NULL : malloc(sizeof(float) * (size_t)qa.C);
     if (st || !two) return st ? st : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
-    for (int64_t c = 0; c < qa.C; c++) two[c] = 2.f * k->osc[c];
+    const float *sc = rq ? k->rsc : k->osc;
+    for (int64_t c = 0; c < qa.C; c++) two[c] = 2.f * sc[c];
     dnnl_dim_t nsc = k->per_tensor ? 1 : qa.C;
     int mask = k->per_tensor ? 0 : 2;
+    float d = rq ? rq->s : 1.f;
+    int32_t dzp = rq ? (int32_t)rq->zpv : 0;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     /* both with a zero point or neither (it adds a compensation to the weights' layout):
      * zl in {-2, -1} when zp is not 0 */
     int32_t zl = j->zp ? (j->zp & 1) - 2 : 0, zh = (j->zp - zl) / 2;
-    dnnl_status_t ds = make_attr(&attr, nsc, mask, two, DNNL_ARG_SRC, zh);
+    /* with rq: the first's result in the layout oneDNN picks for the levels (from a probe
+     * without post-ops) */
+    dnnl_memory_desc_t lmd;
+    dnnl_status_t ds = dnnl_success;
+    if (rq) {
+        dnnl_primitive_desc_t probe = NULL;
+        ds = make_attr(&attr, nsc, mask, two, DNNL_ARG_SRC, zh);
+        if (ds == dnnl_success) ds = dnnl_primitive_desc_create(&probe, &db, attr, S->eng, NULL);
+        dnnl_primitive_attr_destroy(attr);
+        attr = NULL;
+        if (ds == dnnl_success) {
+            lmd = *dnnl_primitive_desc_query_md(probe, dnnl_query_dst_md, 0);
+            lmd.data_type = dnnl_f32;
+            if (j->kind == DNNL_Q_CONV2D) db.c.dst_desc = *dnnl_primitive_desc_query_md(probe, dnnl_query_dst_md, 0);
+            else db.m.dst_desc = *dnnl_primitive_desc_query_md(probe, dnnl_query_dst_md, 0);
+            dnnl_primitive_desc_destroy(probe);
+        }
+    }
+    if (ds == dnnl_success) ds = make_attr(&attr, nsc, mask, two, DNNL_ARG_SRC, zh);
     free(two);
+    if (ds == dnnl_success && dzp) ds = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_DST, 1, 0, &dzp);
     if (ds == dnnl_success) ds = dnnl_post_ops_create(&po);
-    if (ds == dnnl_success) ds = dnnl_post_ops_append_sum(po, 1.f);
-    for (int i = 0; i < j->npost && ds == dnnl_success; i++) ds = dnnl_post_ops_append_eltwise(po, 1.f, j->alg[i], j->alpha[i], j->beta[i]);
+    if (ds == dnnl_success) ds = rq ? dnnl_post_ops_append_binary(po, dnnl_binary_add, &lmd) : dnnl_post_ops_append_sum(po, 1.f);
+    for (int i = 0; i < j->npost && ds == dnnl_success; i++) {
+        bool clip = j->alg[i] == dnnl_eltwise_clip_v2;
+        ds = dnnl_post_ops_append_eltwise(po, 1.f, j->alg[i], clip ? j->alpha[i] / d : j->alpha[i], clip ? j->beta[i] / d : j->beta[i]);
+    }
     if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
     if (ds == dnnl_success) ds = dnnl_primitive_desc_create(pb, &db, attr, S->eng, NULL);
+    if (ds != dnnl_success) *pb = NULL;
     dnnl_post_ops_destroy(po);
     dnnl_primitive_attr_destroy(attr);
     attr = NULL;
     if (ds == dnnl_success && !dn_pd_is_ref(*pb)) {
-        const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(*pb, dnnl_query_dst_md, 0);
-        if (j->kind == DNNL_Q_CONV2D) da.c.dst_desc = *dmd;
-        else da.m.dst_desc = *dmd;
-        ds = make_attr(&attr, nsc, mask, k->osc, DNNL_ARG_SRC, zl);
+        dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(*pb, dnnl_query_dst_md, 0);
+        if (rq) dmd.data_type = dnnl_f32;
+        if (j->kind == DNNL_Q_CONV2D) da.c.dst_desc = dmd;
+        else da.m.dst_desc = dmd;
+        ds = make_attr(&attr, nsc, mask, sc, DNNL_ARG_SRC, zl);
         if (ds == dnnl_success) ds = dnnl_primitive_desc_create(pa, &da, attr, S->eng, NULL);
         dnnl_primitive_attr_destroy(attr);
         if (ds != dnnl_success) *pa = NULL;
     }
-    /* both jit, reading the source and the weights in one layout */
-    static const dnnl_query_t same[3] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md};
-    bool ok = *pa && !dn_pd_is_ref(*pa);
-    for (int q = 0; q < 3 && ok; q++)
+    /* both jit, reading the source and the weights in one layout, the first writing what the
+     * second adds */
+    bool ok = *pa && !dn_pd_is_ref(*pa) && *pb && !dn_pd_is_ref(*pb);
+    static const dnnl_query_t same[2] = {dnnl_query_src_md, dnnl_query_weights_md};
+    for (int q = 0; q < 2 && ok; q++)
         ok = dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(*pa, same[q], 0), dnnl_primitive_desc_query_md(*pb, same[q], 0));
+    if (ok && rq) ok = dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(*pa, dnnl_query_dst_md, 0), &lmd);
+    if (ok && !rq)
+        ok = dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(*pa, dnnl_query_dst_md, 0),
+                                    dnnl_primitive_desc_query_md(*pb, dnnl_query_dst_md, 0));
     if (!ok) {
         if (*pa) dnnl_primitive_desc_destroy(*pa);
         if (*pb) dnnl_primitive_desc_destroy(*pb);
@@ -547,7 +582,7 @@ static bool split_ok(dn_state *S, const q_job *j) {
     dnnl_primitive_desc_t pa = NULL, pb = NULL;
     gr_diag quiet = {0}, *keep = S->diag;
     S->diag = &quiet;
-    bool ok = !int8_desc(S, j, dnnl_f32, &desc, &qa, &bmd) && !read_consts(S, j, &qa, we, &k) && !split_pds(S, j, &k, &pa, &pb, &bmd) && pa;
+    bool ok = !int8_desc(S, j, dnnl_f32, &desc, &qa, &bmd) && !read_consts(S, j, &qa, we, &k) && !split_pds(S, j, &k, NULL, &pa, &pb, &bmd) && pa;
     S->diag = keep;
     consts_free(&k);
     if (pa) dnnl_primitive_desc_destroy(pa);
@@ -590,7 +625,14 @@ static gr_status build_split(dn_state *S, const q_job *j, const q_anchor *qa, q_
     const rt_json_node *n = j->n;
     dnnl_primitive_desc_t pa, pb;
     dnnl_memory_desc_t bmd;
-    gr_status st = split_pds(S, j, k, &pa, &pb, &bmd);
+    q_nodes rq;
+    bool fold = requant_of(S, j->out, &rq);
+    for (int64_t c = 0; fold && c < qa->C; c++) k->rsc[c] = (float)((double)k->osc[c] / rq.s);
+    gr_status st = split_pds(S, j, k, fold ? &rq : NULL, &pa, &pb, &bmd);
+    if (!st && !pa && fold) {
+        fold = false;
+        st = split_pds(S, j, k, NULL, &pa, &pb, &bmd);
+    }
     if (st) return st;
     if (!pa) return bad(S, n, "oneDNN has no jit int8 convolution / matmul for a split source");
     for (int64_t c = 0; c < qa->C; c++) k->bias[c] /= 2.f; /* in the doubled scale's units */
@@ -619,23 +661,31 @@ static gr_status build_split(dn_state *S, const q_job *j, const q_anchor *qa, q_
         dnnl_primitive_desc_destroy(pb);
         return st;
     }
-    int tv = dn_val_new(S, V_TMP, &dmd);
-    dn_arg aa[3] = {{DNNL_ARG_SRC, lv, smd, NULL, 0}, {DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL, 0}, {DNNL_ARG_DST, tv, dmd, NULL, 0}};
+    dnnl_memory_desc_t tmd = *dnnl_primitive_desc_query_md(pa, dnnl_query_dst_md, 0);
+    int tv = dn_val_new(S, V_TMP, &tmd);
+    dn_arg aa[3] = {{DNNL_ARG_SRC, lv, smd, NULL, 0}, {DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL, 0}, {DNNL_ARG_DST, tv, tmd, NULL, 0}};
     if ((st = dn_emit(S, n, pa, aa, 3, false))) {
         dnnl_primitive_desc_destroy(pb);
         return st;
     }
-    /* the second accumulates into the first's result (a value of its own for the taps) */
-    int ov = dn_alias_new(S, tv, &dmd);
-    S->vals.data[ov].inplace = true;
-    dn_arg ab[4];
+    /* the second adds the first's result: a binary post-op writing the levels (fold), else
+     * accumulating into it (a value of its own for the taps) */
+    int ov = fold ? dn_val_new(S, V_TMP, &dmd) : dn_alias_new(S, tv, &dmd);
+    if (!fold) S->vals.data[ov].inplace = true;
+    dn_arg ab[5];
     int na = 0;
     ab[na++] = (dn_arg){DNNL_ARG_SRC, hv, smd, NULL, 0};
     ab[na++] = (dn_arg){DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL, 0};
     if (bv >= 0) ab[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL, 0};
+    if (fold) ab[na++] = (dn_arg){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, tv, tmd, NULL, 0};
     ab[na++] = (dn_arg){DNNL_ARG_DST, ov, dmd, NULL, 0};
     if ((st = dn_emit(S, n, pb, ab, na, false))) return st;
-    S->ent_val[j->out] = ov;
+    if (fold) {
+        gr_vec_push(&S->qents, ((dn_qlevels){j->out, ov, rq.s, (int32_t)rq.zpv, rq.qt}));
+        S->stats.nint8_dst++;
+    } else {
+        S->ent_val[j->out] = ov;
+    }
     S->stats.nint8++;
     S->stats.nint8_split++;
     return GR_OK;

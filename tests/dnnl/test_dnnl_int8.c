@@ -681,6 +681,8 @@ typedef struct convq_case {
     int64_t ws[4];
     int levels;                     /* weight levels (i * 37) % (2 levels + 1) - levels */
     double x_lo, x_span, step;      /* the input's range; the output's scale */
+    bool split;                     /* below VNNI: two int8 primitives (else one) */
+    bool writes_levels;             /* the primitive writes the output quantize's levels */
 } convq_case;
 
 /* The module of TEXT with w bound to the case's weights, levels times 0.01. */
@@ -712,20 +714,24 @@ static void check_convq(const convq_case *c) {
     byoc_notes_free(&notes);
     rt_tensor *x = spread_input(c->x_lo, c->x_span, 0.0125);
     rt_tensor *got = run_module(part, x), *want = run_module(host, x), *pv = run_module(pre, x);
-    uint32_t nint8 = 0, nsplit = 0;
+    uint32_t nint8 = 0, nsplit = 0, ndst = 0;
     for (uint32_t k = 0; k < rt_module_count(part); k++)
         for (uint32_t q = 0; rt_json_module_graph(rt_module_at(part, k), q); q++) {
             rt_dnnl_stats rs;
             rt_dnnl_get_stats(rt_json_module_state(rt_module_at(part, k), q), &rs);
             nint8 += rs.nint8;
             nsplit += rs.nint8_split;
+            ndst += rs.nint8_dst;
         }
-    cr_expect(nint8 == 1 && nsplit == 0, "%s (ISA %s): %u int8 convolutions / matmuls (%u split), expected 1 whole", c->name,
-              rt_dnnl_isa(), nint8, nsplit);
+    bool vnni = strstr(rt_dnnl_isa(), "vnni") || strstr(rt_dnnl_isa(), "amx");
+    uint32_t want_split = c->split && !vnni, want_dst = c->writes_levels || vnni;
+    cr_expect(nint8 == 1 && nsplit == want_split && ndst == want_dst,
+              "%s (ISA %s): %u int8 convolutions / matmuls (%u split, %u writing levels), expected 1 (%u, %u)", c->name, rt_dnnl_isa(),
+              nint8, nsplit, ndst, want_split, want_dst);
     int nre, nprim;
     const char *kind = c->wnd == 4 ? "convolution" : "matmul", *impl = count_prims(part, kind, &nre, &nprim);
-    cr_expect(nprim == 1 && impl && strncmp(impl, "ref", 3), "%s: the %s on %s; expected a jit kernel", c->name, kind,
-              impl ? impl : "none");
+    cr_expect(nprim == 1 + (int)want_split && impl && strncmp(impl, "ref", 3), "%s: %d %s primitives on %s; expected %u on a jit kernel",
+              c->name, nprim, kind, impl ? impl : "none", 1 + want_split);
     cr_assert_eq(rt_tensor_numel(got), rt_tensor_numel(want));
     int bad = 0, off = 0;
     for (int64_t i = 0; i < rt_tensor_numel(want); i++) {
@@ -747,13 +753,21 @@ static void check_convq(const convq_case *c) {
 
 Test(dnnl_int8, seven_bit_weights_run_int8_at_every_isa) {
     check_convq(&(convq_case){"7-bit weights", CONVQ_TEXT("(16, 8, 3, 3)", "1", "0.25", "y"),
-                              CONVQ_TEXT("(16, 8, 3, 3)", "1", "0.25", "c"), 4, {16, 8, 3, 3}, 63, -1.0, 12.0, 0.25});
+                              CONVQ_TEXT("(16, 8, 3, 3)", "1", "0.25", "c"), 4, {16, 8, 3, 3}, 63, -1.0, 12.0, 0.25, false, true});
 }
 
 /* source levels 204 .. 254, weights up to 127: a pair of products reaches 2 * 254 * 127 */
 Test(dnnl_int8, depthwise_8bit_weights_run_int8_at_every_isa) {
     check_convq(&(convq_case){"depthwise 8-bit weights", CONVQ_TEXT("(8, 1, 3, 3)", "8", "0.5", "y"),
-                              CONVQ_TEXT("(8, 1, 3, 3)", "8", "0.5", "c"), 4, {8, 1, 3, 3}, 127, 10.0, 2.5, 0.5});
+                              CONVQ_TEXT("(8, 1, 3, 3)", "8", "0.5", "c"), 4, {8, 1, 3, 3}, 127, 10.0, 2.5, 0.5, false, true});
+}
+
+/* 8-bit weights of a dense convolution: below VNNI two int8 primitives on the source's halves,
+ * the second writing the output quantize's levels with the first's result as a binary post-op
+ * (backends/dnnl/dnnl_op_quant.c, split_pds) */
+Test(dnnl_int8, split_8bit_weights_write_the_next_levels) {
+    check_convq(&(convq_case){"8-bit weights, split", CONVQ_TEXT("(16, 8, 3, 3)", "1", "2.0", "y"),
+                              CONVQ_TEXT("(16, 8, 3, 3)", "1", "2.0", "c"), 4, {16, 8, 3, 3}, 127, 10.0, 2.5, 2.0, true, true});
 }
 
 /* one row of 511 (odd: a last pair of its own) levels 204 .. 254 times 8-bit weights, 44
@@ -772,5 +786,5 @@ Test(dnnl_int8, depthwise_8bit_weights_run_int8_at_every_isa) {
     "        return " OUT "\n"
 
 Test(dnnl_int8, one_row_matmul_8bit_weights_runs_int8_at_every_isa) {
-    check_convq(&(convq_case){"one-row matmul 8-bit weights", MATQ_TEXT("y"), MATQ_TEXT("c"), 2, {511, 44}, 127, 10.0, 2.5, 2.0});
+    check_convq(&(convq_case){"one-row matmul 8-bit weights", MATQ_TEXT("y"), MATQ_TEXT("c"), 2, {511, 44}, 127, 10.0, 2.5, 2.0, false, false});
 }
