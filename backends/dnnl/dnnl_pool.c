@@ -42,9 +42,9 @@ AVX2_FN static inline __attribute__((always_inline)) void pool_row(const pool_ru
             int64_t w = c0 + c;
             v8 m = init;
             if (w >= 0 && w < p->W) {
-                if (nr == 3 && !avg)
-                    m = _mm256_max_ps(_mm256_max_ps(_mm256_loadu_ps(rows[0] + w * 8), _mm256_loadu_ps(rows[1] + w * 8)),
-                                      _mm256_loadu_ps(rows[2] + w * 8));
+                if (nr == 3 && !avg) /* unrolled; max(v, m) as below: a NaN v leaves m */
+                    m = _mm256_max_ps(_mm256_loadu_ps(rows[2] + w * 8),
+                                      _mm256_max_ps(_mm256_loadu_ps(rows[1] + w * 8), _mm256_max_ps(_mm256_loadu_ps(rows[0] + w * 8), m)));
                 else
                     for (int i = 0; i < nr; i++) {
                         v8 v = _mm256_loadu_ps(rows[i] + w * 8);
