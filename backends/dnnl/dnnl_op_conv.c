@@ -214,7 +214,7 @@ static bool wino_shape(const int64_t *ws, const int64_t *strides, const int64_t 
  *   96-24 @20     0.172  0.179  0.163      512-512 @7    2.454  4.213  5.916
  * and F(2x2), whose transforms weigh more against its 2.25x fewer products than F(4x4)'s
  * against 4x, wins only from WINO_F2_MIN_CO channel pairs (32-64 @14: 0.066 0.073; 128-32 @14
- * above; 96-208 @14 up: 0.66x). DenseNet-121's 40 convs at 14x14 and 7x7: 5.0 -> 3.8 ms. */
+ * above; 96-208 @14 up: 0.66x). DenseNet-121's 40 convs at 14x14 and 7x7: 5.0 -> 3.7 ms. */
 #define WINO_MIN_TILES 24
 #define WINO_F2_MIN_CO 8192
 static int wino_tile(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW) {
