@@ -90,11 +90,12 @@ static void lut_c(const uint8_t *t, const uint8_t *src, uint8_t *dst, size_t n) 
     for (size_t i = 0; i < n; i++) dst[i] = t[src[i]];
 }
 
-/* 16 rows of 16 entries, each row a vpshufb of the low nibble; the rows of each half (bit 7)
- * hold the differences of consecutive rows, xored over rows 0..h of the half the byte is in:
- * the index of row r, the byte less 16 r with signed saturation, is negative (vpshufb gives 0)
- * from r > h on and for every row of the other half. 1.6x the scalar loop's throughput on
- * Sapphire Rapids; a blend tree by the high nibble, or a mask per row, ran no faster than it. */
+/* 16 rows of 16 entries, a vpshufb of the low nibble each, 8 per half of the table (bit 7 of
+ * the byte). Row r of a half holds row r xor row r - 1 and is indexed by the byte (xor 0x80 in
+ * the upper half) less 16 r with signed saturation: negative, so vpshufb gives 0, for r past the
+ * byte's row h in its half and for all rows of the other half; the xor over rows 0..h is row h.
+ * 1.6x the scalar loop's throughput on Sapphire Rapids; a blend tree by the high nibble, or a
+ * mask per row, ran no faster than the scalar loop. */
 AVX2_FN static void lut_avx2(const uint8_t *t, const uint8_t *src, uint8_t *dst, size_t n) {
     __m256i lo[8], hi[8];
     for (int r = 0; r < 8; r++) {
