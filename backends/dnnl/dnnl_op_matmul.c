@@ -250,8 +250,9 @@ static bool views_lose_brgemm(dn_state *S, const rt_json_node *n, const_dnnl_pri
  * 197 x 192 . 192 x 768 + bias + GELU 0.327 -> 0.293 ms, 197 x 192 . 192 x 576 + bias
  * 0.210 -> 0.186, 197 x 768 . 768 x 192 0.270 -> 0.235, 96 x 384 . 384 x 1536 + GELU 0.631 ->
  * 0.502, 64 x 256 . 256 x 1024 0.176 -> 0.145, 3136 x 96 . 96 x 384 1.11 -> 1.00, 784 x 192 .
- * 192 x 768 1.08 -> 0.94, 13 x 256 . 256 x 768 0.033 -> 0.028; 49 x 3072 . 3072 x 768 1.21 ->
- * 1.30 the one loss seen (few rows against a deep K), so products with K > 32 rows stay. */
+ * 192 x 768 1.08 -> 0.94, 13 x 256 . 256 x 768 0.033 -> 0.028, 49 x 3072 . 3072 x 768 1.56-1.67
+ * -> 1.32-1.51, 8 x 768 . 768 x 3072 1.46-1.69 -> 0.42-0.51; tiny products alike (4 x 256 .
+ * 256 x 768 12 us -> 14, 2 x 1024 . 1024 x 1024 191 -> 155). */
 
 /* oneDNN's matmul runs gemm:jit: its ISA is below avx512_core (no brgemm) */
 static bool matmul_on_gemm(void) {
@@ -272,7 +273,7 @@ static gr_status conv1x1_matmul(dn_state *S, const rt_json_node *n, int av, int 
     int64_t R = amd->dims[0], K = amd->dims[1], N = bmd->dims[1];
     const dnnl_memory_desc_t *avmd = &S->vals.data[av].md, *bvmd = &S->vals.data[bv].md;
     const int64_t *bst = bmd->format_desc.blocking.strides;
-    if (!S->opts.matmul_1x1 || !matmul_on_gemm() || K > 32 * R || avmd->data_type != dnnl_f32 || !dn_is_plain(avmd) ||
+    if (!S->opts.matmul_1x1 || !matmul_on_gemm() || avmd->data_type != dnnl_f32 || !dn_is_plain(avmd) ||
         bvmd->format_kind != dnnl_blocked || !dn_is_plain(bvmd) || bmd->format_kind != dnnl_blocked ||
         bmd->format_desc.blocking.inner_nblks || !((bst[0] == N && bst[1] == 1) || (bst[0] == 1 && bst[1] == K)))
         return GR_OK;
