@@ -354,8 +354,9 @@ static bool activations_product(dn_state *S, const rt_json_node *c) {
 }
 
 /* The scaling stays out of a primitive of its own: (s x) W = s (x W), an output scale of the
- * product's primitive, applied before its post-ops (a mask added after). */
-bool dn_fold_scale(dn_state *S, const rt_json_node *n) {
+ * product's primitive, applied before its post-ops (a mask added after). dn_scale_folds is the
+ * part of the check that needs no value of x yet (dn_op_permute asks it before x has one). */
+bool dn_scale_folds(dn_state *S, const rt_json_node *n, int *xe, float *s) {
     if ((n->op != IR_OP_MULTIPLY && n->op != IR_OP_DIVIDE) || n->noutputs != 1 || S->opts.no_fuse || dn_in_composite(n))
         return false;
     int e = dn_out_entry(S, n), x = dn_arg_entry(S, n, 0), ce = dn_arg_entry(S, n, 1);
@@ -364,17 +365,24 @@ bool dn_fold_scale(dn_state *S, const rt_json_node *n) {
         ce = x;
         x = dn_arg_entry(S, n, 1);
     }
-    if (!dn_scalar_const(S, ce, &c) || !isfinite(c) || c == 0.f || x < 0 || S->ent_val[x] < 0 ||
-        S->vals.data[S->ent_val[x]].md.data_type != dnnl_f32 || S->is_head[e] || S->cons[e].len != 1 ||
+    if (!dn_scalar_const(S, ce, &c) || !isfinite(c) || c == 0.f || x < 0 || S->is_head[e] || S->cons[e].len != 1 ||
         !activations_product(S, S->cons[e].data[0]) || dn_entry_ndim(S, x) != n->ndims[0] ||
         memcmp(dn_entry_shape(S, x), n->shapes[0], sizeof(int64_t) * (size_t)n->ndims[0]))
         return false;
     /* (a float dequantize of levels stays: int8 readers take its levels, dn_q_levels_conv) */
     for (uint32_t i = 0; i < S->qdeq.len; i++)
         if (S->qdeq.data[i].val == e) return false;
-    float s = n->op == IR_OP_DIVIDE ? 1.f / c : c;
-    if (!isfinite(s)) return false;
-    gr_vec_push(&S->scaled, ((dn_scaled){e, S->ent_val[x], s}));
+    *s = n->op == IR_OP_DIVIDE ? 1.f / c : c;
+    *xe = x;
+    return isfinite(*s);
+}
+
+bool dn_fold_scale(dn_state *S, const rt_json_node *n) {
+    int x;
+    float s;
+    if (!dn_scale_folds(S, n, &x, &s) || S->ent_val[x] < 0 || S->vals.data[S->ent_val[x]].md.data_type != dnnl_f32)
+        return false;
+    gr_vec_push(&S->scaled, ((dn_scaled){dn_out_entry(S, n), S->ent_val[x], s}));
     gr_vec_push(&S->pend, n);
     S->stats.nfused_nodes++;
     return true;
