@@ -277,7 +277,8 @@ static gr_status conv1x1_matmul(dn_state *S, const rt_json_node *n, int av, int 
         bvmd->format_kind != dnnl_blocked || !dn_is_plain(bvmd) || bmd->format_kind != dnnl_blocked ||
         bmd->format_desc.blocking.inner_nblks || !((bst[0] == N && bst[1] == 1) || (bst[0] == 1 && bst[1] == K)))
         return GR_OK;
-    /* binary operands as [1, C, 1, rows] views of their plain memory: full ones in dst's nhwc */
+    /* binary operands as [1, C, 1, rows] views of their plain memory: the residual (of the
+     * result's own shape, the sum post-op) in dst's nhwc, one row plain */
     int saved_e[DN_MAX_STEPS], saved_v[DN_MAX_STEPS], nsaved = 0;
     bool sum = false, take = true;
     for (int i = 0; i < k && take; i++) {
@@ -286,7 +287,8 @@ static gr_status conv1x1_matmul(dn_state *S, const rt_json_node *n, int av, int 
         const int64_t *cs = dn_entry_shape(S, e);
         int64_t cr = 1, cc = cn ? cs[cn - 1] : 1;
         for (int j = 0; j + 1 < cn; j++) cr *= cs[j];
-        bool full = cr == R && cc == N && steps[i].alg == dnnl_binary_add && !sum;
+        bool full = !sum && steps[i].alg == dnnl_binary_add && cn == dn_entry_ndim(S, steps[i].out) &&
+                    !memcmp(cs, dn_entry_shape(S, steps[i].out), sizeof(int64_t) * (size_t)cn);
         if ((!full && cr != 1) || (cc != N && cc != 1) || v < 0 || !dn_is_plain(&S->vals.data[v].md) ||
             S->vals.data[v].md.data_type != dnnl_f32) {
             take = false;
@@ -295,7 +297,7 @@ static gr_status conv1x1_matmul(dn_state *S, const rt_json_node *n, int av, int 
         sum |= full;
         dnnl_memory_desc_t vmd;
         dnnl_dims_t d4 = {1, cc, 1, full ? R : 1};
-        dnnl_memory_desc_init_by_tag(&vmd, 4, d4, dnnl_f32, dnnl_nhwc);
+        dnnl_memory_desc_init_by_tag(&vmd, 4, d4, dnnl_f32, full ? dnnl_nhwc : dnnl_abcd);
         saved_e[nsaved] = e;
         saved_v[nsaved++] = v;
         S->ent_val[e] = dn_alias_new(S, v, &vmd);
