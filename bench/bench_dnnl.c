@@ -8,9 +8,9 @@
  * saved reference input), and int8 variants of two of them from ORT's quantizer, the QDQ model as
  * it is, and resnet18 in ORT's QOperator form too (build/third_party/int8 or GRAFT_INT8, scripts/fetch_int8_zoo.sh). One table per ISA:
  * `native` is oneDNN's choice on this CPU, `avx2` caps oneDNN with ONEDNN_MAX_CPU_ISA=AVX2 (set in each model's child before oneDNN starts);
- * default both (only native when ONEDNN_MAX_CPU_ISA is already set). ONNX Runtime has no such
- * cap: its side runs at the CPU's own ISA in both tables. Each table ends with the geometric
- * mean of the ratios.
+ * default both (only native when ONEDNN_MAX_CPU_ISA is already set). The peers run at the CPU's
+ * own ISA in both tables: ONNX Runtime has no such cap, and the cap is cleared for OpenVINO's
+ * process (its CPU plugin is built on oneDNN). Each table ends with the geometric mean of the ratios.
  *
  * Per model (in its own child process, so peak memory is per model): import with the fixed
  * input shape, default pipeline, partition for `dnnl` (the rest on the host), check the output

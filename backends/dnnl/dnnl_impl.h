@@ -476,6 +476,22 @@ typedef struct dn_gemv {
 /* dn_fn: ptrs[0] x, ptrs[1] y (plain row-major), the others at p's ix_*; ctx freed by free */
 dnnl_status_t dn_gemv_run(void *ctx, void *const *ptrs);
 
+/* dnnl_qgemv.c: y[N] = ((x[K] - zp) . W[K][N]) * osc[N] (+ bias, + eltwise ops) of u8 levels x
+ * and s8 levels W, summed exactly in 32 bits, below VNNI (AVX2 + FMA only; see there). */
+typedef struct dn_qgemv {
+    int64_t K, N;
+    int32_t zp;
+    int8_t *w;                    /* dn_qgemv_pack's panels, owned */
+    float *osc, *bias;            /* N each, one allocation (osc, owned); bias NULL or osc + N */
+    int nops;
+    dn_vop ops[DN_VOP_MAX];      /* after the bias, in order (no sum) */
+} dn_qgemv;
+/* W (K x N, element (k, n) at w[k sk + n sn]) as the kernel's panels; NULL when out of memory */
+int8_t *dn_qgemv_pack(const int8_t *w, int64_t K, int64_t N, int64_t sk, int64_t sn);
+/* dn_fn: ptrs[0] x (K bytes), ptrs[1] y (N floats), ptrs[2] a workspace of (K + 1) / 2 int32 */
+dnnl_status_t dn_qgemv_run(void *ctx, void *const *ptrs);
+void dn_qgemv_free(void *ctx);
+
 /* dnnl_dw1d.c: depthwise 1-D convolution, stride 1, no dilation, on plain N x C x W data (AVX2
  * + FMA only; see there). */
 typedef struct dn_dw1d {

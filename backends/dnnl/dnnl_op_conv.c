@@ -461,6 +461,22 @@ static gr_status wino_conv(dn_state *S, const rt_json_node *n, int sd, int xv, i
     return GR_OK;
 }
 
+/* The output tile graft's Winograd would run float32 convolution node n (2-D, NCHW / OIHW) with
+ * (op_conv's conditions, read before it is built), 0 for none: the quantized composites below
+ * VNNI weigh it against int8 (dnnl_op_quant.c). */
+int dn_conv_wino_tile(dn_state *S, const rt_json_node *n) {
+    int w = dn_arg_entry(S, n, 1), x = dn_arg_entry(S, n, 0);
+    if (n->op != IR_OP_CONV2D || !S->opts.winograd || !wino_isa_ok() || w < 0 || x < 0 || dn_entry_ndim(S, w) != 4 ||
+        dn_entry_ndim(S, x) != 4 || n->ndims[0] != 4 || strcmp(dn_attr_str(n, "data_layout", "NCHW"), "NCHW") ||
+        strcmp(dn_attr_str(n, "kernel_layout", "OIHW"), "OIHW"))
+        return 0;
+    const int64_t *ws = dn_entry_shape(S, w), *xs = dn_entry_shape(S, x), *os = n->shapes[0];
+    int64_t st[2] = {1, 1}, dl[2] = {1, 1};
+    if (dn_attr_ints(n, "strides", st, 2) == 1) st[1] = st[0];
+    if (dn_attr_ints(n, "dilation", dl, 2) == 1) dl[1] = dl[0];
+    return wino_shape(ws, st, dl, dn_attr_int(n, "groups", 1), 2) ? wino_tile(os[0], xs[1], os[1], os[2], os[3]) : 0;
+}
+
 /* Node c is a convolution oneDNN runs with its Winograd kernel, on blocked layouts (op_conv's
  * conditions, read from c before it is built): avx512_core (below it graft's own), NCHW /
  * OIHW, constant weights, wino_shape, ONEDNN_WINO_MIN_CH channels in and out. */

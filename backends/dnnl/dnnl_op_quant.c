@@ -237,14 +237,17 @@ static bool exact_int8(void) {
 
 /* Whether anchor n (convolution / matmul with constant weights on an int8 grid) sums exactly
  * on int8 with a source of type qt: always with VNNI / AMX; below it when the source is u8 and
- * every weight level is within [-63, 63] (ORT's quantizer with reduce_range: 255 * 63 * 2 <
- * 32768, so vpmaddubsw's 16-bit pair sums cannot saturate; an s8 source is shifted to u8 by
- * oneDNN with its weights halved, which rounds). */
+ * the convolution is depthwise (one input and one output channel per group: oneDNN's kernel
+ * widens each product to 32 bits, no pair sums), or every weight level is within [-64, 64]
+ * (ORT's quantizer with reduce_range: 255 * 64 * 2 < 32768, so vpmaddubsw's 16-bit pair sums
+ * cannot saturate; an s8 source is shifted to u8 by oneDNN with its weights halved, which
+ * rounds, depthwise too). */
 static bool int8_exact_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t qt) {
     if (exact_int8()) return true;
     int we = dn_arg_entry(S, n, 1), nd = we >= 0 ? dn_entry_ndim(S, we) : 0;
     if (qt != dnnl_u8 || (nd != 4 && nd != 2)) return false;
     const int64_t *ws = dn_entry_shape(S, we);
+    if (n->op == IR_OP_CONV2D && nd == 4 && ws[1] == 1 && dn_attr_int(n, "groups", 1) == ws[0]) return true;
     /* the weights as [outer][C][inner]: OIHW (1, O, I*H*W), matmul K x N (K, N, 1) */
     int64_t outer = nd == 4 ? 1 : ws[0], C = nd == 4 ? ws[0] : ws[1], inner = nd == 4 ? ws[1] * ws[2] * ws[3] : 1;
     bool pt;
@@ -253,23 +256,32 @@ static bool int8_exact_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t 
         const int8_t *l = dn_const_data(S, lvv);
         if (!l) return false;
         for (int64_t i = 0; i < outer * C * inner; i++)
-            if (l[i] < -63 || l[i] > 63) return false;
+            if (l[i] < -64 || l[i] > 64) return false;
         return true;
     }
     const float *w = const_data(S, we, outer * C * inner);
     int8_t *q = w ? malloc((size_t)(outer * C * inner)) : NULL;
     float *sc = q ? malloc(sizeof(float) * (size_t)C) : NULL;
     bool ok = sc && dnnl_q_weights(w, outer, C, inner, q, sc, &pt);
-    for (int64_t i = 0; ok && i < outer * C * inner; i++) ok = q[i] >= -63 && q[i] <= 63;
+    for (int64_t i = 0; ok && i < outer * C * inner; i++) ok = q[i] >= -64 && q[i] <= 64;
     free(q);
     free(sc);
     return ok;
 }
 
 /* Below VNNI, a convolution / matmul of a u8 source whose weights need 8 bits: split
- * (split_pds). */
-static bool split_for(const rt_json_node *n, dnnl_data_type_t qt) {
-    return !exact_int8() && qt == dnnl_u8 && (n->op == IR_OP_CONV2D || n->op == IR_OP_MATMUL);
+ * (split_pds), two int8 primitives, each about as fast as oneDNN's float32 direct kernel at
+ * AVX2. A convolution runs in float32 instead (build_float) where that is faster at a cost in
+ * memory the peers' int8 one stays below: graft's Winograd F(4x4) (its transformed weights 16x
+ * the int8 bytes; resnet18's 64-64 @56 at one thread: 2 x 1.05 ms split, 1.05 ms F(4x4); the
+ * 256-256 @14 in F(2x2) would save 0.8 ms each for 4.2 MiB more), or fewer than 8 input
+ * channels per group (a stem: int8 pads them to 4; resnet18's 7x7 3 -> 64: 2 x 1.9 ms split,
+ * 2.0 ms float32). */
+static bool split_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t qt) {
+    if (exact_int8() || qt != dnnl_u8 || (n->op != IR_OP_CONV2D && n->op != IR_OP_MATMUL)) return false;
+    int w = dn_arg_entry(S, n, 1);
+    if (n->op != IR_OP_CONV2D || w < 0 || dn_entry_ndim(S, w) != 4) return true;
+    return dn_conv_wino_tile(S, n) != 4 && dn_entry_shape(S, w)[1] >= 8;
 }
 
 /* convolution descriptor (src x, weights of type wt, bias b, dst of type dt) and the weights'
@@ -469,11 +481,14 @@ static gr_status int8_pd(dn_state *S, const q_job *j, const q_consts *k, const q
  * h = x >> 1 in [0, 127] and l = x & 1 (zero points with zp = 2 zh + zl, so that
  * x - zp = 2 (h - zh) + (l - zl) and padding stays zero in both), whose pair sums fit
  * (127 * 128 * 2 < 32768): the first (l) writes float32, the second (h, its output scales
- * doubled, the bias halved) adds onto it (a sum post-op) before the activation. Both read the
+ * doubled, the bias halved) adds onto it (a sum post-op) before the activation. With rq (the
+ * quantize that alone reads the result, requant_of) the second writes that quantize's levels
+ * instead, as build_int8 does, and adds the first's float32 result (in the levels' units, k's
+ * rsc) as a binary post-op: the quantize's reorder of a float32 result is saved. Both read the
  * one int8 copy of the weights. The primitive descriptors (NULL, GR_OK: oneDNN has no jit
  * kernels for them) into *pa, *pb; the layouts both share. */
-static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, dnnl_primitive_desc_t *pa, dnnl_primitive_desc_t *pb,
-                           dnnl_memory_desc_t *bmd) {
+static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, const q_nodes *rq, dnnl_primitive_desc_t *pa,
+                           dnnl_primitive_desc_t *pb, dnnl_memory_desc_t *bmd) {
     q_desc da, db;
     q_anchor qa = {0};
     dnnl_memory_desc_t bmd2;
@@ -481,42 +496,74 @@ static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, dnnl_
     ja.bias = NULL;
     ja.npost = 0;
     *pa = *pb = NULL;
-    gr_status st = int8_desc(S, j, dnnl_f32, &db, &qa, bmd);
+    gr_status st = int8_desc(S, j, rq ? rq->qt : dnnl_f32, &db, &qa, bmd);
     if (!st) st = int8_desc(S, &ja, dnnl_f32, &da, &qa, &bmd2);
     float *two = st ? NULL : malloc(sizeof(float) * (size_t)qa.C);
     if (st || !two) return st ? st : gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
-    for (int64_t c = 0; c < qa.C; c++) two[c] = 2.f * k->osc[c];
+    const float *sc = rq ? k->rsc : k->osc;
+    for (int64_t c = 0; c < qa.C; c++) two[c] = 2.f * sc[c];
     dnnl_dim_t nsc = k->per_tensor ? 1 : qa.C;
     int mask = k->per_tensor ? 0 : 2;
+    float d = rq ? rq->s : 1.f;
+    int32_t dzp = rq ? (int32_t)rq->zpv : 0;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     /* both with a zero point or neither (it adds a compensation to the weights' layout):
      * zl in {-2, -1} when zp is not 0 */
     int32_t zl = j->zp ? (j->zp & 1) - 2 : 0, zh = (j->zp - zl) / 2;
-    dnnl_status_t ds = make_attr(&attr, nsc, mask, two, DNNL_ARG_SRC, zh);
+    /* with rq: the first's result in the layout oneDNN picks for the levels (from a probe
+     * without post-ops) */
+    dnnl_memory_desc_t lmd;
+    dnnl_status_t ds = dnnl_success;
+    if (rq) {
+        dnnl_primitive_desc_t probe = NULL;
+        ds = make_attr(&attr, nsc, mask, two, DNNL_ARG_SRC, zh);
+        if (ds == dnnl_success) ds = dnnl_primitive_desc_create(&probe, &db, attr, S->eng, NULL);
+        dnnl_primitive_attr_destroy(attr);
+        attr = NULL;
+        if (ds == dnnl_success) {
+            lmd = *dnnl_primitive_desc_query_md(probe, dnnl_query_dst_md, 0);
+            lmd.data_type = dnnl_f32;
+            if (j->kind == DNNL_Q_CONV2D) db.c.dst_desc = *dnnl_primitive_desc_query_md(probe, dnnl_query_dst_md, 0);
+            else db.m.dst_desc = *dnnl_primitive_desc_query_md(probe, dnnl_query_dst_md, 0);
+            dnnl_primitive_desc_destroy(probe);
+        }
+    }
+    if (ds == dnnl_success) ds = make_attr(&attr, nsc, mask, two, DNNL_ARG_SRC, zh);
     free(two);
+    if (ds == dnnl_success && dzp) ds = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_DST, 1, 0, &dzp);
     if (ds == dnnl_success) ds = dnnl_post_ops_create(&po);
-    if (ds == dnnl_success) ds = dnnl_post_ops_append_sum(po, 1.f);
-    for (int i = 0; i < j->npost && ds == dnnl_success; i++) ds = dnnl_post_ops_append_eltwise(po, 1.f, j->alg[i], j->alpha[i], j->beta[i]);
+    if (ds == dnnl_success) ds = rq ? dnnl_post_ops_append_binary(po, dnnl_binary_add, &lmd) : dnnl_post_ops_append_sum(po, 1.f);
+    for (int i = 0; i < j->npost && ds == dnnl_success; i++) {
+        bool clip = j->alg[i] == dnnl_eltwise_clip_v2;
+        ds = dnnl_post_ops_append_eltwise(po, 1.f, j->alg[i], clip ? j->alpha[i] / d : j->alpha[i], clip ? j->beta[i] / d : j->beta[i]);
+    }
     if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
     if (ds == dnnl_success) ds = dnnl_primitive_desc_create(pb, &db, attr, S->eng, NULL);
+    if (ds != dnnl_success) *pb = NULL;
     dnnl_post_ops_destroy(po);
     dnnl_primitive_attr_destroy(attr);
     attr = NULL;
     if (ds == dnnl_success && !dn_pd_is_ref(*pb)) {
-        const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(*pb, dnnl_query_dst_md, 0);
-        if (j->kind == DNNL_Q_CONV2D) da.c.dst_desc = *dmd;
-        else da.m.dst_desc = *dmd;
-        ds = make_attr(&attr, nsc, mask, k->osc, DNNL_ARG_SRC, zl);
+        dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(*pb, dnnl_query_dst_md, 0);
+        if (rq) dmd.data_type = dnnl_f32;
+        if (j->kind == DNNL_Q_CONV2D) da.c.dst_desc = dmd;
+        else da.m.dst_desc = dmd;
+        ds = make_attr(&attr, nsc, mask, sc, DNNL_ARG_SRC, zl);
         if (ds == dnnl_success) ds = dnnl_primitive_desc_create(pa, &da, attr, S->eng, NULL);
         dnnl_primitive_attr_destroy(attr);
         if (ds != dnnl_success) *pa = NULL;
     }
-    /* both jit, reading the source and the weights in one layout */
-    static const dnnl_query_t same[3] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md};
-    bool ok = *pa && !dn_pd_is_ref(*pa);
-    for (int q = 0; q < 3 && ok; q++)
+    /* both jit, reading the source and the weights in one layout, the first writing what the
+     * second adds */
+    bool ok = *pa && !dn_pd_is_ref(*pa) && *pb && !dn_pd_is_ref(*pb);
+    static const dnnl_query_t same[2] = {dnnl_query_src_md, dnnl_query_weights_md};
+    for (int q = 0; q < 2 && ok; q++)
         ok = dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(*pa, same[q], 0), dnnl_primitive_desc_query_md(*pb, same[q], 0));
+    if (ok && rq) ok = dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(*pa, dnnl_query_dst_md, 0), &lmd);
+    if (ok && !rq)
+        ok = dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(*pa, dnnl_query_dst_md, 0),
+                                    dnnl_primitive_desc_query_md(*pb, dnnl_query_dst_md, 0));
     if (!ok) {
         if (*pa) dnnl_primitive_desc_destroy(*pa);
         if (*pb) dnnl_primitive_desc_destroy(*pb);
@@ -535,7 +582,7 @@ static bool split_ok(dn_state *S, const q_job *j) {
     dnnl_primitive_desc_t pa = NULL, pb = NULL;
     gr_diag quiet = {0}, *keep = S->diag;
     S->diag = &quiet;
-    bool ok = !int8_desc(S, j, dnnl_f32, &desc, &qa, &bmd) && !read_consts(S, j, &qa, we, &k) && !split_pds(S, j, &k, &pa, &pb, &bmd) && pa;
+    bool ok = !int8_desc(S, j, dnnl_f32, &desc, &qa, &bmd) && !read_consts(S, j, &qa, we, &k) && !split_pds(S, j, &k, NULL, &pa, &pb, &bmd) && pa;
     S->diag = keep;
     consts_free(&k);
     if (pa) dnnl_primitive_desc_destroy(pa);
@@ -578,7 +625,14 @@ static gr_status build_split(dn_state *S, const q_job *j, const q_anchor *qa, q_
     const rt_json_node *n = j->n;
     dnnl_primitive_desc_t pa, pb;
     dnnl_memory_desc_t bmd;
-    gr_status st = split_pds(S, j, k, &pa, &pb, &bmd);
+    q_nodes rq;
+    bool fold = requant_of(S, j->out, &rq);
+    for (int64_t c = 0; fold && c < qa->C; c++) k->rsc[c] = (float)((double)k->osc[c] / rq.s);
+    gr_status st = split_pds(S, j, k, fold ? &rq : NULL, &pa, &pb, &bmd);
+    if (!st && !pa && fold) {
+        fold = false;
+        st = split_pds(S, j, k, NULL, &pa, &pb, &bmd);
+    }
     if (st) return st;
     if (!pa) return bad(S, n, "oneDNN has no jit int8 convolution / matmul for a split source");
     for (int64_t c = 0; c < qa->C; c++) k->bias[c] /= 2.f; /* in the doubled scale's units */
@@ -607,25 +661,92 @@ static gr_status build_split(dn_state *S, const q_job *j, const q_anchor *qa, q_
         dnnl_primitive_desc_destroy(pb);
         return st;
     }
-    int tv = dn_val_new(S, V_TMP, &dmd);
-    dn_arg aa[3] = {{DNNL_ARG_SRC, lv, smd, NULL, 0}, {DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL, 0}, {DNNL_ARG_DST, tv, dmd, NULL, 0}};
+    dnnl_memory_desc_t tmd = *dnnl_primitive_desc_query_md(pa, dnnl_query_dst_md, 0);
+    int tv = dn_val_new(S, V_TMP, &tmd);
+    dn_arg aa[3] = {{DNNL_ARG_SRC, lv, smd, NULL, 0}, {DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL, 0}, {DNNL_ARG_DST, tv, tmd, NULL, 0}};
     if ((st = dn_emit(S, n, pa, aa, 3, false))) {
         dnnl_primitive_desc_destroy(pb);
         return st;
     }
-    /* the second accumulates into the first's result (a value of its own for the taps) */
-    int ov = dn_alias_new(S, tv, &dmd);
-    S->vals.data[ov].inplace = true;
-    dn_arg ab[4];
+    /* the second adds the first's result: a binary post-op writing the levels (fold), else
+     * accumulating into it (a value of its own for the taps) */
+    int ov = fold ? dn_val_new(S, V_TMP, &dmd) : dn_alias_new(S, tv, &dmd);
+    if (!fold) S->vals.data[ov].inplace = true;
+    dn_arg ab[5];
     int na = 0;
     ab[na++] = (dn_arg){DNNL_ARG_SRC, hv, smd, NULL, 0};
     ab[na++] = (dn_arg){DNNL_ARG_WEIGHTS, win, S->vals.data[win].md, NULL, 0};
     if (bv >= 0) ab[na++] = (dn_arg){DNNL_ARG_BIAS, bv, bmd, NULL, 0};
+    if (fold) ab[na++] = (dn_arg){DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, tv, tmd, NULL, 0};
     ab[na++] = (dn_arg){DNNL_ARG_DST, ov, dmd, NULL, 0};
     if ((st = dn_emit(S, n, pb, ab, na, false))) return st;
-    S->ent_val[j->out] = ov;
+    if (fold) {
+        gr_vec_push(&S->qents, ((dn_qlevels){j->out, ov, rq.s, (int32_t)rq.zpv, rq.qt}));
+        S->stats.nint8_dst++;
+    } else {
+        S->ent_val[j->out] = ov;
+    }
     S->stats.nint8++;
     S->stats.nint8_split++;
+    return GR_OK;
+}
+
+/* Below VNNI, a split matmul of one row runs as graft's int8 GEMV (dnnl_qgemv.c): exact, the
+ * weights streamed once as int8. */
+static bool qgemv_for(dn_state *S, const q_job *j) {
+    return j->split && j->kind == DNNL_Q_MATMUL && j->qt == dnnl_u8 && S->opts.gemv && dn_avx2_kernels_ok() && j->n->ndims[0] == 2 &&
+           j->n->shapes[0][0] == 1 && j->npost <= DN_VOP_MAX;
+}
+
+static gr_status build_qgemv(dn_state *S, const q_job *j, const q_anchor *qa, const q_consts *k) {
+    const rt_json_node *n = j->n;
+    int64_t K = qa->outer, N = qa->C, sk = N, sn = 1;
+    const int8_t *w = k->lv;
+    if (!w) {
+        /* kept levels: K x N as their value's strides say, else row-major (weight_levels) */
+        const dnnl_memory_desc_t *md = &S->vals.data[k->lvv].md;
+        const int8_t *d = dn_const_data(S, k->lvv);
+        if (!d) return bad(S, n, "quantized weights have no data");
+        w = d + md->offset0;
+        if (md->ndims == 2 && md->dims[0] == K && md->dims[1] == N && md->format_kind == dnnl_blocked &&
+            !md->format_desc.blocking.inner_nblks) {
+            sk = md->format_desc.blocking.strides[0];
+            sn = md->format_desc.blocking.strides[1];
+        }
+    }
+    dn_qgemv *q = calloc(1, sizeof *q);
+    if (q) *q = (dn_qgemv){.K = K, .N = N, .zp = j->zp, .w = dn_qgemv_pack(w, K, N, sk, sn),
+                           .osc = malloc(sizeof(float) * (size_t)N * (j->bias ? 2 : 1))};
+    if (!q || !q->w || !q->osc) {
+        dn_qgemv_free(q);
+        return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+    }
+    memcpy(q->osc, k->osc, sizeof(float) * (size_t)N);
+    if (j->bias) memcpy(q->bias = q->osc + N, j->bias, sizeof(float) * (size_t)N);
+    for (int i = 0; i < j->npost; i++) {
+        dn_step st = {.kind = STEP_ELTWISE, .alg = j->alg[i], .alpha = j->alpha[i], .beta = j->beta[i], .src1 = -1};
+        if (!dn_eltwise_vop(&st, &q->ops[q->nops++])) {
+            dn_qgemv_free(q);
+            return bad(S, n, "activation the int8 GEMV does not apply");
+        }
+    }
+    dnnl_memory_desc_t xmd, dmd, wsmd;
+    dnnl_dims_t xd = {1, K}, wsd = {(K + 1) / 2};
+    dnnl_memory_desc_init_by_tag(&xmd, 2, xd, j->qt, dnnl_ab);
+    dnnl_memory_desc_init_by_tag(&wsmd, 1, wsd, dnnl_s32, dnnl_a);
+    dn_plain_md(&dmd, 2, n->shapes[0]);
+    int qv;
+    gr_status st = j->levels ? dn_as(S, n, j->xv, &xmd, &qv)
+                             : scaled_reorder(S, j->qnode, j->xv, &xmd, (float)(1.0 / j->s), DNNL_ARG_DST, j->zp, false, &qv);
+    if (st) {
+        dn_qgemv_free(q);
+        return st;
+    }
+    int ov = dn_val_new(S, V_TMP, &dmd), wsv = dn_val_new(S, V_TMP, &wsmd);
+    dn_arg args[3] = {{DNNL_ARG_SRC, qv, xmd, NULL, (size_t)K}, {DNNL_ARG_DST, ov, dmd, NULL, 0}, {DNNL_ARG_WORKSPACE, wsv, wsmd, NULL, 0}};
+    if ((st = dn_emit_fn(S, n, dn_qgemv_run, q, dn_qgemv_free, "matmul", "graft_qgemv:avx2", args, 3))) return st;
+    S->ent_val[j->out] = ov;
+    S->stats.nint8++;
     return GR_OK;
 }
 
@@ -647,7 +768,7 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
         return st;
     }
     if (j->split) {
-        st = build_split(S, j, &qa, &k);
+        st = qgemv_for(S, j) ? build_qgemv(S, j, &qa, &k) : build_split(S, j, &qa, &k);
         consts_free(&k);
         return st;
     }
@@ -786,7 +907,7 @@ static gr_status levels_conv(dn_state *S, const rt_json_node *n, const dn_step *
         return GR_OK;
     dn_qlevels lvs;
     bool exact = dn_q_levels_of(S, xe, &lvs) && int8_exact_for(S, n, lvs.qt);
-    const dn_qlevels *lv = exact || (dn_q_levels_of(S, xe, &lvs) && split_for(n, lvs.qt)) ? &lvs : NULL;
+    const dn_qlevels *lv = exact || (dn_q_levels_of(S, xe, &lvs) && split_for(S, n, lvs.qt)) ? &lvs : NULL;
     const int64_t *ws = dn_entry_shape(S, we);
     int64_t C = ws[0], per = ws[1] * ws[2] * ws[3];
     bool pt, grid = lv && dn_q_weight_int8(S, we, 0, C, NULL, &pt) >= 0;
@@ -968,7 +1089,7 @@ static gr_status levels_matmul(dn_state *S, const rt_json_node *n, const dn_step
     if (dn_q_weight_levels(S, we) < 0 && p->kind == RT_JSON_KERNEL && p->op == IR_OP_PERMUTE_DIMS) dn_q_weight_node(S, p);
     int64_t N = dn_entry_shape(S, we)[1];
     bool pt, exact = int8_exact_for(S, n, lvs.qt);
-    if ((!exact && !split_for(n, lvs.qt)) || dn_q_weight_int8(S, we, 1, N, NULL, &pt) < 0) return GR_OK;
+    if ((!exact && !split_for(S, n, lvs.qt)) || dn_q_weight_int8(S, we, 1, N, NULL, &pt) < 0) return GR_OK;
     q_job j = {.n = n, .kind = DNNL_Q_MATMUL, .xv = lvs.levels, .levels = true, .s = lvs.s, .zp = lvs.zp, .qt = lvs.qt, .split = !exact};
     int u = 0;
     if (u < k && steps[u].kind == STEP_BINARY && steps[u].alg == dnnl_binary_add && steps[u].src1 >= 0) {
@@ -1190,7 +1311,7 @@ gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
     case DNNL_Q_RESHAPE: st = build_reshape(S, &q); break;
     default: {
         bool exact = int8_exact_for(S, q.anchor, q.qt);
-        st = exact || split_for(q.anchor, q.qt) ? build_anchor(S, &q, kind, !exact) : build_float(S, &q);
+        st = exact || split_for(S, q.anchor, q.qt) ? build_anchor(S, &q, kind, !exact) : build_float(S, &q);
     }
     }
     /* a view or levels another primitive wrote: no primitive of its own takes the nodes */

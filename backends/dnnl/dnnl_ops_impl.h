@@ -37,6 +37,9 @@ bool dn_cl_order(const dnnl_memory_desc_t *md);
 gr_status dn_layout_in(dn_state *S, const rt_json_node *n, int *xv, int nd, const dnnl_dims_t dims, const dnnl_dims_t str);
 gr_status dn_layout_out(dn_state *S, const rt_json_node *n, int e, const dnnl_memory_desc_t *want);
 bool dn_avx2_kernels_ok(void);
+/* The output tile of graft's Winograd for float32 convolution node n, 0: not taken
+ * (dnnl_op_conv.c). */
+int dn_conv_wino_tile(dn_state *S, const rt_json_node *n);
 /* ---- bf16 (dnnl.h "bf16"; dnnl_op_util.c) ----
  * Node n computes in bfloat16: a convolution or matmul with constant weights, as dnnl.h says. */
 bool dn_bf16_node(dn_state *S, const rt_json_node *n);

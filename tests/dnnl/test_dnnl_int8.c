@@ -116,7 +116,7 @@ static bool load_int8(const char *name, char *path, size_t n, rt_tensor **input,
     return cached_model_load(dir, name, "scripts/fetch_int8_zoo.sh", path, n, input, ref);
 }
 
-static void check_int8(const char *name, int min_int8, int min_int8_prims, int min_int8_dst, int min_split) {
+static void check_int8(const char *name, int min_int8, int min_int8_prims, int min_int8_dst, int min_split, int nwhole) {
     char path[4096];
     rt_tensor *input = NULL, *ref = NULL;
     if (!load_int8(name, path, sizeof path, &input, &ref)) return;
@@ -141,8 +141,10 @@ static void check_int8(const char *name, int min_int8, int min_int8_prims, int m
     cr_expect_geq(nq, min_int8, "%s: %d int8 composites, expected >= %d", name, nq, min_int8);
     json_decref(rep);
     /* with VNNI / AMX every convolution and matmul runs on int8 levels (those after a pair
-     * a residual shares too); below it the convolutions (8-bit weights) as two int8 ones on
-     * the halves of their u8 source, none whole (saturation, backends/dnnl/dnnl_op_quant.c) */
+     * a residual shares too); below it the depthwise convolutions and one-row matmuls
+     * (nwhole of them) whole, the others (8-bit weights) as two int8 ones on the halves of
+     * their u8 source, or float32 where that is faster (Winograd, a stem;
+     * backends/dnnl/dnnl_op_quant.c) */
     uint32_t nint8 = 0, nint8_dst = 0, nsplit = 0;
     for (uint32_t k = 0; k < rt_module_count(part); k++) {
         rt_json_graph *gr;
@@ -160,8 +162,8 @@ static void check_int8(const char *name, int min_int8, int min_int8_prims, int m
         cr_expect_geq(nint8_dst, (uint32_t)min_int8_dst, "%s: %u int8 primitives write the next layer's levels, expected >= %d",
                       name, nint8_dst, min_int8_dst);
     } else {
-        cr_expect_eq(nint8, nsplit, "%s (ISA %s): %u int8 convolutions / matmuls without VNNI, %u of them split", name, rt_dnnl_isa(),
-                     nint8, nsplit);
+        cr_expect_eq(nint8 - nsplit, (uint32_t)nwhole, "%s (ISA %s): %u int8 convolutions / matmuls without VNNI, %u of them split, expected %d whole",
+                     name, rt_dnnl_isa(), nint8, nsplit, nwhole);
         cr_expect_geq(nsplit, (uint32_t)min_split, "%s (ISA %s): %u split int8 convolutions, expected >= %d", name, rt_dnnl_isa(), nsplit,
                       min_split);
     }
@@ -182,12 +184,15 @@ static void check_int8(const char *name, int min_int8, int min_int8_prims, int m
     ir_ctx_free(ctx);
 }
 
-Test(dnnl_int8, resnet18_qdq_per_channel, .timeout = 240) { check_int8("resnet18_qdq_pc", 10, 21, 21, 21); }
-Test(dnnl_int8, resnet18_qdq_per_tensor, .timeout = 240) { check_int8("resnet18_qdq_pt", 10, 21, 21, 21); }
-Test(dnnl_int8, resnet18_qoperator, .timeout = 240) { check_int8("resnet18_qop", 9, 21, 21, 21); }
-Test(dnnl_int8, mobilenet_v3_large_qoperator, .timeout = 240) { check_int8("mobilenet_v3_large_qop", 53, 64, 64, 64); }
-Test(dnnl_int8, mobilenet_v3_large_qdq_per_channel, .timeout = 240) { check_int8("mobilenet_v3_large_qdq_pc", 54, 64, 64, 64); }
-Test(dnnl_int8, mobilenet_v3_large_qdq_per_tensor, .timeout = 240) { check_int8("mobilenet_v3_large_qdq_pt", 54, 64, 64, 64); }
+/* below VNNI: resnet18's stride-2 and 1x1 convolutions (6) split whatever Winograd takes, its
+ * classifier whole; mobilenet_v3_large's 15 depthwise convolutions and 2 classifier layers
+ * whole, its 1x1 convolutions split */
+Test(dnnl_int8, resnet18_qdq_per_channel, .timeout = 240) { check_int8("resnet18_qdq_pc", 10, 21, 21, 6, 1); }
+Test(dnnl_int8, resnet18_qdq_per_tensor, .timeout = 240) { check_int8("resnet18_qdq_pt", 10, 21, 21, 6, 1); }
+Test(dnnl_int8, resnet18_qoperator, .timeout = 240) { check_int8("resnet18_qop", 9, 21, 21, 6, 1); }
+Test(dnnl_int8, mobilenet_v3_large_qoperator, .timeout = 240) { check_int8("mobilenet_v3_large_qop", 53, 64, 64, 44, 17); }
+Test(dnnl_int8, mobilenet_v3_large_qdq_per_channel, .timeout = 240) { check_int8("mobilenet_v3_large_qdq_pc", 54, 64, 64, 44, 17); }
+Test(dnnl_int8, mobilenet_v3_large_qdq_per_tensor, .timeout = 240) { check_int8("mobilenet_v3_large_qdq_pt", 54, 64, 64, 44, 17); }
 
 /* main's casts (R.astype): all of them, and those of a constant (what FoldConstant leaves of a
  * large weight's DequantizeLinear: the cast of its int8 levels, for an int8 backend). */
@@ -650,30 +655,44 @@ Test(dnnl_int8, qdq_global_average_pool_pools_the_levels) {
     ir_ctx_free(ctx);
 }
 
-/* A quantized convolution whose weights fit in 7 bits (levels within [-63, 63], as ORT's
- * quantizer writes them with reduce_range; here at twice the levels' scale too, which the
- * grid search would read as 8-bit even levels): int8 at every ISA, below VNNI too, since the
- * 16-bit pair sums of u8 x s8 products cannot saturate. Against the host path: equal within
- * float32 error, or one output step off where the host's pre-rounding value is within TIE_EPS
- * steps of a tie (oneDNN requantizes an exact int32 sum, the host a float32 sum). */
-#define CONV7_TEXT(OUT)                                                                                                \
-    "@I.ir_module\n"                                                                                                   \
-    "class Module:\n"                                                                                                  \
-    "    @R.function\n"                                                                                                \
-    "    def main(x: R.Tensor((1, 8, 8, 8), dtype=\"float32\"), w: R.Tensor((16, 8, 3, 3), dtype=\"float32\")):\n"     \
-    "        with R.dataflow():\n" QDQ_OF("x", "a", "0.05", "4.0", "uint8", "0.0", "255.0")                            \
-    "            c = R.nn.conv2d(a, w, padding=[1, 1, 1, 1])\n" QDQ_OF("c", "y", "0.25", "128.0", "uint8", "0.0", "255.0") \
-    "            R.output(" OUT ")\n"                                                                                  \
+/* A quantized convolution that sums exactly on int8 at every ISA, below VNNI too, where the
+ * 16-bit pair sums of u8 x s8 products saturate (backends/dnnl/dnnl_op_quant.c): one whose
+ * weights fit in 7 bits (levels within [-63, 63], as ORT's quantizer writes them with
+ * reduce_range; here at twice the levels' scale too, which the grid search would read as 8-bit
+ * even levels), and a depthwise one with 8-bit weights of a source near the top of the u8
+ * range (oneDNN's depthwise kernel widens each product to 32 bits; a dense one would saturate
+ * there). Against the host path: equal within float32 error, or one output step off where the
+ * host's pre-rounding value is within TIE_EPS steps of a tie (oneDNN requantizes an exact int32
+ * sum, the host a float32 sum). */
+#define CONVQ_TEXT(WSHAPE, GROUPS, OS, OUT)                                                                                     \
+    "@I.ir_module\n"                                                                                                            \
+    "class Module:\n"                                                                                                           \
+    "    @R.function\n"                                                                                                         \
+    "    def main(x: R.Tensor((1, 8, 8, 8), dtype=\"float32\"), w: R.Tensor(" WSHAPE ", dtype=\"float32\")):\n"                \
+    "        with R.dataflow():\n" QDQ_OF("x", "a", "0.05", "4.0", "uint8", "0.0", "255.0")                                     \
+    "            c = R.nn.conv2d(a, w, padding=[1, 1, 1, 1], groups=" GROUPS ")\n" QDQ_OF("c", "y", OS, "128.0", "uint8", "0.0", \
+                                                                                          "255.0")                             \
+    "            R.output(" OUT ")\n"                                                                                         \
     "        return " OUT "\n"
 
-static ir_module *bind_w7(ir_ctx_t *ctx, const char *text) {
+typedef struct convq_case {
+    const char *name, *host, *pre;  /* the module, and it without the output's pair */
+    int wnd;
+    int64_t ws[4];
+    int levels;                     /* weight levels (i * 37) % (2 levels + 1) - levels */
+    double x_lo, x_span, step;      /* the input's range; the output's scale */
+    bool split;                     /* below VNNI: two int8 primitives (else one) */
+    bool writes_levels;             /* the primitive writes the output quantize's levels */
+} convq_case;
+
+/* The module of TEXT with w bound to the case's weights, levels times 0.01. */
+static ir_module *bind_wq(ir_ctx_t *ctx, const char *text, const convq_case *c) {
     gr_diag d = {0};
     ir_module *m = NULL, *bound = NULL;
     cr_assert_eq(ir_parse_module(ctx, "case", text, strlen(text), &m, &d), GR_OK, "%s", d.msg);
-    int64_t ws[4] = {16, 8, 3, 3};
-    rt_tensor *w = rt_tensor_new(IR_DTYPE_F32, 4, ws);
+    rt_tensor *w = rt_tensor_new(IR_DTYPE_F32, c->wnd, c->ws);
     float *wp = rt_tensor_data(w);
-    for (int i = 0; i < 16 * 72; i++) wp[i] = (float)((i * 37) % 127 - 63) * 0.01f; /* levels -63 .. 63 */
+    for (int64_t i = 0; i < rt_tensor_numel(w); i++) wp[i] = (float)((i * 37) % (2 * c->levels + 1) - c->levels) * 0.01f;
     const char *names[1] = {"w"};
     ir_pass *bp = ir_pass_bind_params_new("main", 1, names, &w);
     cr_assert_eq(ir_pass_run(bp, NULL, m, &bound, &d), GR_OK, "%s", d.msg);
@@ -682,45 +701,90 @@ static ir_module *bind_w7(ir_ctx_t *ctx, const char *text) {
     return bound;
 }
 
-Test(dnnl_int8, seven_bit_weights_run_int8_at_every_isa) {
-    const double TIE_EPS = 1e-4, FTOL = 1e-5, STEP = 0.25;
+static void check_convq(const convq_case *c) {
+    const double TIE_EPS = 1e-4, FTOL = 1e-5;
     ir_ctx_t *ctx = ir_ctx_new();
     gr_diag d = {0};
-    ir_module *host = bind_w7(ctx, CONV7_TEXT("y")), *pre = bind_w7(ctx, CONV7_TEXT("c")), *part = NULL;
+    ir_module *host = bind_wq(ctx, c->host, c), *pre = bind_wq(ctx, c->pre, c), *part = NULL;
     byoc_notes notes;
     byoc_notes_init(&notes);
     byoc_partition_opts po = {.notes = &notes};
     const char *be[1] = {"dnnl"};
     cr_assert_eq(byoc_partition(ctx, host, be, 1, &po, &part, &d), GR_OK, "%s", d.msg);
     byoc_notes_free(&notes);
-    rt_tensor *x = spread_input(-1.0, 12.0, 0.0125);
+    rt_tensor *x = spread_input(c->x_lo, c->x_span, 0.0125);
     rt_tensor *got = run_module(part, x), *want = run_module(host, x), *pv = run_module(pre, x);
-    uint32_t nint8 = 0;
+    uint32_t nint8 = 0, nsplit = 0, ndst = 0;
     for (uint32_t k = 0; k < rt_module_count(part); k++)
         for (uint32_t q = 0; rt_json_module_graph(rt_module_at(part, k), q); q++) {
             rt_dnnl_stats rs;
             rt_dnnl_get_stats(rt_json_module_state(rt_module_at(part, k), q), &rs);
             nint8 += rs.nint8;
+            nsplit += rs.nint8_split;
+            ndst += rs.nint8_dst;
         }
-    cr_expect_eq(nint8, 1, "ISA %s: %u int8 convolutions, expected 1", rt_dnnl_isa(), nint8);
-    int nre, nconv;
-    const char *impl = count_prims(part, "convolution", &nre, &nconv);
-    cr_expect(nconv == 1 && impl && strncmp(impl, "ref", 3), "the convolution on %s; expected a jit kernel", impl ? impl : "none");
-    cr_assert_eq(rt_tensor_numel(got), 1024);
+    bool vnni = strstr(rt_dnnl_isa(), "vnni") || strstr(rt_dnnl_isa(), "amx");
+    uint32_t want_split = c->split && !vnni, want_dst = c->writes_levels || vnni;
+    cr_expect(nint8 == 1 && nsplit == want_split && ndst == want_dst,
+              "%s (ISA %s): %u int8 convolutions / matmuls (%u split, %u writing levels), expected 1 (%u, %u)", c->name, rt_dnnl_isa(),
+              nint8, nsplit, ndst, want_split, want_dst);
+    int nre, nprim;
+    const char *kind = c->wnd == 4 ? "convolution" : "matmul", *impl = count_prims(part, kind, &nre, &nprim);
+    cr_expect(nprim == 1 + (int)want_split && impl && strncmp(impl, "ref", 3), "%s: %d %s primitives on %s; expected %u on a jit kernel",
+              c->name, nprim, kind, impl ? impl : "none", 1 + want_split);
+    cr_assert_eq(rt_tensor_numel(got), rt_tensor_numel(want));
     int bad = 0, off = 0;
-    for (int i = 0; i < 1024; i++) {
-        double g = rt_tensor_get_f64(got, i), w = rt_tensor_get_f64(want, i), v = rt_tensor_get_f64(pv, i) / STEP;
+    for (int64_t i = 0; i < rt_tensor_numel(want); i++) {
+        double g = rt_tensor_get_f64(got, i), w = rt_tensor_get_f64(want, i), v = rt_tensor_get_f64(pv, i) / c->step;
         bool tie = fabs(v - floor(v) - 0.5) <= TIE_EPS;
         if (fabs(g - w) <= FTOL) continue;
         off++;
-        if (tie && fabs(fabs(g - w) - STEP) <= FTOL) continue;
-        if (bad++ < 5) cr_expect_fail("value %d: %.9g, host %.9g (%.6f steps)", i, g, w, v);
+        if (tie && fabs(fabs(g - w) - c->step) <= FTOL) continue;
+        if (bad++ < 5) cr_expect_fail("%s: value %lld: %.9g, host %.9g (%.6f steps)", c->name, (long long)i, g, w, v);
     }
-    fprintf(stderr, "7-bit weights (ISA %s): %d of 1024 values off the host's\n", rt_dnnl_isa(), off);
-    cr_expect_eq(bad, 0, "%d values off the host's where no tie allows it", bad);
+    fprintf(stderr, "%s (ISA %s): %d of %lld values off the host's\n", c->name, rt_dnnl_isa(), off, (long long)rt_tensor_numel(want));
+    cr_expect_eq(bad, 0, "%s: %d values off the host's where no tie allows it", c->name, bad);
     rt_tensor_release(got);
     rt_tensor_release(want);
     rt_tensor_release(pv);
     rt_tensor_release(x);
     ir_ctx_free(ctx);
+}
+
+Test(dnnl_int8, seven_bit_weights_run_int8_at_every_isa) {
+    check_convq(&(convq_case){"7-bit weights", CONVQ_TEXT("(16, 8, 3, 3)", "1", "0.25", "y"),
+                              CONVQ_TEXT("(16, 8, 3, 3)", "1", "0.25", "c"), 4, {16, 8, 3, 3}, 63, -1.0, 12.0, 0.25, false, true});
+}
+
+/* source levels 204 .. 254, weights up to 127: a pair of products reaches 2 * 254 * 127 */
+Test(dnnl_int8, depthwise_8bit_weights_run_int8_at_every_isa) {
+    check_convq(&(convq_case){"depthwise 8-bit weights", CONVQ_TEXT("(8, 1, 3, 3)", "8", "0.5", "y"),
+                              CONVQ_TEXT("(8, 1, 3, 3)", "8", "0.5", "c"), 4, {8, 1, 3, 3}, 127, 10.0, 2.5, 0.5, false, true});
+}
+
+/* 8-bit weights of a dense convolution: below VNNI two int8 primitives on the source's halves,
+ * the second writing the output quantize's levels with the first's result as a binary post-op
+ * (backends/dnnl/dnnl_op_quant.c, split_pds) */
+Test(dnnl_int8, split_8bit_weights_write_the_next_levels) {
+    check_convq(&(convq_case){"8-bit weights, split", CONVQ_TEXT("(16, 8, 3, 3)", "1", "2.0", "y"),
+                              CONVQ_TEXT("(16, 8, 3, 3)", "1", "2.0", "c"), 4, {16, 8, 3, 3}, 127, 10.0, 2.5, 2.0, true, true});
+}
+
+/* one row of 511 (odd: a last pair of its own) levels 204 .. 254 times 8-bit weights, 44
+ * columns (8-column panels and a tail; below VNNI graft's int8 GEMV) */
+#define MATQ_TEXT(OUT)                                                                                                  \
+    "@I.ir_module\n"                                                                                                    \
+    "class Module:\n"                                                                                                   \
+    "    @R.function\n"                                                                                                 \
+    "    def main(x: R.Tensor((1, 8, 8, 8), dtype=\"float32\"), w: R.Tensor((511, 44), dtype=\"float32\")):\n"         \
+    "        with R.dataflow():\n"                                                                                      \
+    "            r = R.reshape(x, R.shape([1, 512]))\n"                                                                 \
+    "            s = R.strided_slice(r, (R.prim_value(1),), (R.prim_value(0),), (R.prim_value(511),))\n"                  \
+        QDQ_OF("s", "a", "0.05", "4.0", "uint8", "0.0", "255.0")                                                        \
+    "            c = R.matmul(a, w)\n" QDQ_OF("c", "y", "2.0", "128.0", "uint8", "0.0", "255.0")                           \
+    "            R.output(" OUT ")\n"                                                                                  \
+    "        return " OUT "\n"
+
+Test(dnnl_int8, one_row_matmul_8bit_weights_runs_int8_at_every_isa) {
+    check_convq(&(convq_case){"one-row matmul 8-bit weights", MATQ_TEXT("y"), MATQ_TEXT("c"), 2, {511, 44}, 127, 10.0, 2.5, 2.0, false, false});
 }
