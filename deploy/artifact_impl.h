@@ -59,9 +59,18 @@ uint8_t *gr_art_with_body(const uint8_t *buf, size_t len, const uint8_t *body, s
 /* The checksum of buf (a complete file) recomputed in place. */
 void gr_art_reseal(uint8_t *buf, size_t len);
 
+/* graft_model_build_file, but an old file at path, once replaced, is left under the name *old
+ * (heap; NULL when there was none) for the caller to unlink: letting go of a large file's
+ * pages takes tens of ms (R3D-18's 134 MB: 26-38), which graft build does beside its check
+ * load. */
+struct ir_module;
+gr_status gr_art_build_file(const struct ir_module *m, const char *path, char **old, gr_diag *diag);
+
 /* graft_model_load_opts but the checksum, for the file a build has just written and hashed as
  * it wrote it (graft build's check load): every other check holds; hashing would read every
- * byte of the file again (R3D-18: 266 MB, a tenth of its build). */
+ * byte of the file again (R3D-18: 266 MB, a tenth of its build). Its json modules' regions are
+ * prepared to check them and released (rt_json_module_check): the model loads but prepares
+ * them again if it runs. */
 struct byoc_options;
 struct graft_model;
 gr_status gr_art_load_written(const char *path, const struct byoc_options *opts, struct graft_model **out,

@@ -2,6 +2,7 @@
 #include "tools/cmd_build.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "byoc/byoc.h"
 #include "deploy/artifact_impl.h"
@@ -17,6 +19,13 @@
 #include "ir/transform/transform.h"
 #include "runtime/npy.h"
 #include "tools/cli.h"
+
+/* Removes the old artifact a build replaced (its name: arg); best effort, as the new one is in
+ * place. */
+static void *unlink_old(void *arg) {
+    if (unlink(arg) != 0) fprintf(stderr, "graft build: warning: the replaced artifact stays as %s: %s\n", (char *)arg, strerror(errno));
+    return NULL;
+}
 
 int cmd_build(int argc, char **argv) {
     static cli_load_opts lo;
@@ -75,10 +84,16 @@ int cmd_build(int argc, char **argv) {
     } else {
         if (part) m = part;
         double t1 = cli_now_ms();
-        if (graft_model_build_file(m, output, &d) != GR_OK) {
+        char *old = NULL;
+        pthread_t unlinker;
+        bool unlinking = false;
+        if (gr_art_build_file(m, output, &old, &d) != GR_OK) {
             rc = cli_fail(&d, input);
         } else {
             double t2 = cli_now_ms();
+            /* the artifact it replaced goes on the other CPU, beside the check load */
+            unlinking = old && pthread_create(&unlinker, NULL, unlink_old, old) == 0;
+            if (old && !unlinking) unlink_old(old);
             /* the model and its prepared regions go before the check load (which reads the
              * whole file): not held twice, their pages handed back */
             ir_ctx_free(ctx);
@@ -105,6 +120,8 @@ int cmd_build(int argc, char **argv) {
                 graft_model_free(gm);
             }
         }
+        if (unlinking) pthread_join(unlinker, NULL);
+        free(old);
     }
     ir_ctx_free(ctx);
     return rc;

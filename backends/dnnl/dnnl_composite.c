@@ -87,9 +87,21 @@ bool rt_dnnl_composite_parse(const char *name, rt_dnnl_composite *out) {
     return *s == 0 && (out->npost > 0 || out->anchor == RT_DNNL_DENSE);
 }
 
+/* s appended at buf + k (cut to n bytes with its NUL); the new length */
+static size_t name_put(char *buf, size_t n, size_t k, const char *s) {
+    size_t l = strlen(s);
+    if (k + l >= n) l = k < n ? n - 1 - k : 0;
+    memcpy(buf + k, s, l);
+    buf[k + l] = '\0';
+    return k + l;
+}
+
+/* without snprintf: a partition names every pattern of the table (1,100) four times */
 char *rt_dnnl_composite_name(const rt_dnnl_composite *c, char *buf, size_t n) {
-    size_t k = (size_t)snprintf(buf, n, "dnnl.%s", rt_dnnl_anchor_name(c->anchor));
-    for (int i = 0; i < c->npost && k < n; i++) k += (size_t)snprintf(buf + k, n - k, "_%s", rt_dnnl_post_name(c->post[i]));
+    if (!n) return buf;
+    buf[0] = '\0';
+    size_t k = name_put(buf, n, name_put(buf, n, 0, "dnnl."), rt_dnnl_anchor_name(c->anchor));
+    for (int i = 0; i < c->npost && k + 1 < n; i++) k = name_put(buf, n, name_put(buf, n, k, "_"), rt_dnnl_post_name(c->post[i]));
     return buf;
 }
 

@@ -515,6 +515,9 @@ typedef struct dn_pool {
     int64_t kh, kw, sh, sw, dh, dw, pt, pl; /* dh, dw: dilation (1: none); pt, pl: top and left padding */
     float avg;                    /* 1 / window size, or 0: max */
 } dn_pool;
+/* the widest window (in input columns, dilation included) and the most rows it may have */
+#define DN_POOL_SPAN 256
+#define DN_POOL_ROWS 64
 /* dn_fn: ptrs[0] src, ptrs[1] dst */
 dnnl_status_t dn_pool_run(void *ctx, void *const *ptrs);
 

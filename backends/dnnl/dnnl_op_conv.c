@@ -203,13 +203,26 @@ static bool wino_shape(const int64_t *ws, const int64_t *strides, const int64_t 
  * (128-192 @28: 72 KiB), F(2x2) up to 128 KiB (256-256 @14: 85 KiB), else direct (160-320 @7:
  * 205 KiB per tile in F(2x2), 2x faster for 3.3 MiB more per conv; 512-512 @7: 1 MiB, 20%
  * faster for 7.4 MiB more). Below 16 channels the 8-lane blocks are mostly padding: not
- * measured, left to oneDNN. */
+ * measured, left to oneDNN.
+ * The tiles are the batched matmul's rows: with fewer than WINO_MIN_TILES it loses to direct
+ * whatever the weights (Sapphire Rapids under ONEDNN_MAX_CPU_ISA=AVX2, one thread, CPU time,
+ * min of 8 runs, ms a conv, direct / F(2x2) / F(4x4); tiles of F(4x4) at 14x14: 16, of
+ * F(2x2) at 7x7: 16, of F(4x4) at 20x20: 25):
+ *   128-32 @14    0.126  0.132  0.157      96-208 @14    0.602  0.398  0.600
+ *   128-32 @7     0.040  0.073  0.093      256-256 @14   1.953  1.249  1.812
+ *   32-128 @7     0.044  0.069  0.106      160-320 @7    0.477  0.805  1.066
+ *   96-24 @20     0.172  0.179  0.163      512-512 @7    2.454  4.213  5.916
+ * and F(2x2), whose transforms weigh more against its 2.25x fewer products than F(4x4)'s
+ * against 4x, wins only from WINO_F2_MIN_CO channel pairs (32-64 @14: 0.066 0.073; 128-32 @14
+ * above; 96-208 @14 up: 0.66x). DenseNet-121's 40 convs at 14x14 and 7x7: 5.0 -> 3.7 ms. */
+#define WINO_MIN_TILES 24
+#define WINO_F2_MIN_CO 8192
 static int wino_tile(int64_t N, int64_t C, int64_t O, int64_t OH, int64_t OW) {
     if (C < 16 || O < 16) return 0;
     double cp = (double)((C + 7) / 8 * 8), op = (double)((O + 7) / 8 * 8);
     double t4 = (double)(N * ((OH + 3) / 4) * ((OW + 3) / 4)), t2 = (double)(N * ((OH + 1) / 2) * ((OW + 1) / 2));
-    if (36 * cp * op * 4 / t4 <= 96 * 1024) return 4;
-    if (16 * cp * op * 4 / t2 <= 128 * 1024) return 2;
+    if (t4 >= WINO_MIN_TILES && 36 * cp * op * 4 / t4 <= 96 * 1024) return 4;
+    if (t2 >= WINO_MIN_TILES && cp * op >= WINO_F2_MIN_CO && 16 * cp * op * 4 / t2 <= 128 * 1024) return 2;
     return 0;
 }
 

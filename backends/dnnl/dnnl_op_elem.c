@@ -104,7 +104,8 @@ static gr_status own_pool(dn_state *S, const rt_json_node *n, int xv, bool is_ma
     bool blocked8 = dnnl_memory_desc_equal(&S->vals.data[xv].md, &xmd), dilated = d[0] || d[1];
     bool below512 = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core;
     if (!dn_avx2_kernels_ok() || S->is_head[oe] || !(dilated || (blocked8 && below512)) ||
-        (!is_max && (pl[0] || pl[1] || pr[0] || pr[1])))
+        (!is_max && (pl[0] || pl[1] || pr[0] || pr[1])) || (kk[1] - 1) * (d[1] + 1) + 1 > DN_POOL_SPAN ||
+        kk[0] > DN_POOL_ROWS)
         return GR_OK;
     for (int a = 0; a < 2; a++)
         for (int64_t o = 0; o < os[2 + a]; o++) {

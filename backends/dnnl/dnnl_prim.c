@@ -711,14 +711,23 @@ gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_me
         if (st) return st;
         src = S->vals.data[r].ptr;
     }
-    /* an artifact build takes the bytes at once and releases this state, never run: its packs,
-     * and the weights it does not store (Winograd's transforms, copies of folded weights), share
-     * one buffer of their own, faulted in once (not a chunk's, nor a fresh one per weight) */
-    bool streamed = !wc && rt_json_graph_pack_streamed(S->g);
-    if (streamed && S->pack_buf_bytes < bytes) {
+    /* a state released unrun (an artifact build's, its check load's) makes what the artifact
+     * stores: the build's packs, streamed, share one buffer of their own, faulted in once (not a
+     * chunk's, nor a fresh one per weight). What the artifact does not store (Winograd's
+     * transforms, copies of folded weights) a load makes: here it is left unmade, pointing at
+     * that buffer (R3D-18's build made its Winograd weights twice, a third of its instructions) */
+    bool unrun = !wc && !rt_json_graph_will_run(S->g), streamed = unrun && rt_json_graph_pack_streamed(S->g);
+    bool unmade = unrun && !packable;
+    if ((streamed || unmade) && S->pack_buf_bytes < bytes) {
         free(S->pack_buf);
         S->pack_buf_bytes = (bytes + 63) / 64 * 64;
         if (!(S->pack_buf = aligned_alloc(64, S->pack_buf_bytes))) S->pack_buf_bytes = 0;
+    }
+    if (unmade) {
+        *out = S->pack_buf;
+        if (!*out) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
+        S->stats.weight_bytes += bytes;
+        return GR_OK;
     }
     if (wc) {
         st = shared_make(S, wc, n, smd, src, S->vals.data[r].kind == V_OWNED, dmd, make, ctx, out);

@@ -54,6 +54,7 @@ struct rt_json_graph {
     uint32_t nrecovered;          /* deferred constants laid out plain again at load */
     rt_json_pack_sink pack_sink;  /* set while rt_json_module_stream_packs prepares the graph */
     void *pack_sink_user;
+    bool checking;                /* prepared by rt_json_module_check: released unrun */
 };
 
 typedef struct rt_json_pack {

@@ -571,6 +571,7 @@ void rt_json_graph_pack_record(rt_json_graph *g, const char *key, const void *da
 }
 
 bool rt_json_graph_pack_streamed(const rt_json_graph *g) { return g->pack_sink != NULL; }
+bool rt_json_graph_will_run(const rt_json_graph *g) { return !g->pack_sink && !g->checking; }
 
 void rt_json_graph_pack_invertible(rt_json_graph *g, uint32_t c, const char *layout) {
     if (!g->npacks || c >= g->nconsts) return;
@@ -1000,7 +1001,9 @@ gr_status rt_json_module_prepare(rt_module *m, gr_diag *d) {
     return st;
 }
 
-gr_status rt_json_module_stream_packs(rt_module *m, rt_json_pack_sink fn, void *user, gr_diag *d) {
+/* Prepares each static graph of module m not prepared yet into a state released at once: with
+ * fn as its pack sink (recording the packs), or to check it (fn NULL). */
+static gr_status jm_prepare_unrun(rt_module *m, rt_json_pack_sink fn, void *user, gr_diag *d) {
     if (!m || m->iface != &JSON_MODULE_I) return GR_OK;
     json_mod *jm = m->context;
     gr_status st = GR_OK;
@@ -1009,18 +1012,26 @@ gr_status rt_json_module_stream_packs(rt_module *m, rt_json_pack_sink fn, void *
         rt_json_graph *g = jm->graphs[i];
         if (jm->prepared[i] || !g->initialized || g->symbolic) continue;
         void *state = NULL;
-        pack_drop_streamed(g);
+        if (fn) pack_drop_streamed(g);
         g->pack_sink = fn;
         g->pack_sink_user = user;
+        g->checking = !fn;
         st = jm_prepare(jm, g, &state, d);
-        if (!st && jm->eng->record_packs) st = jm->eng->record_packs(g, state, d);
+        if (!st && fn && jm->eng->record_packs) st = jm->eng->record_packs(g, state, d);
         if (state && jm->eng->release) jm->eng->release(g, state);
         g->pack_sink = NULL;
         g->pack_sink_user = NULL;
+        g->checking = false;
     }
     pthread_mutex_unlock(&jm->lock);
     return st;
 }
+
+gr_status rt_json_module_stream_packs(rt_module *m, rt_json_pack_sink fn, void *user, gr_diag *d) {
+    return jm_prepare_unrun(m, fn, user, d);
+}
+
+gr_status rt_json_module_check(rt_module *m, gr_diag *d) { return jm_prepare_unrun(m, NULL, NULL, d); }
 
 bool rt_json_module_engine(rt_module *m, const char **kind, const char **version) {
     if (!m || m->iface != &JSON_MODULE_I) return false;

@@ -151,6 +151,10 @@ void rt_json_graph_pack_name(const rt_json_graph *g, uint32_t i, char *buf, size
  * released, never run. */
 typedef void (*rt_json_pack_sink)(void *user, const void *data, size_t bytes);
 bool rt_json_graph_pack_streamed(const rt_json_graph *g);
+/* False while g is prepared for a state that is released unrun (streamed packs, or
+ * rt_json_module_check): its engine may leave out data that only a run reads and the artifact
+ * does not store (oneDNN: Winograd's transformed weights), since a load makes it anyway. */
+bool rt_json_graph_will_run(const rt_json_graph *g);
 /* Constants kept only as a pack (an artifact leaves their plain form out). Build side: the
  * pack just recorded is a pure layout change of constant c, undone from `layout` (the engine's
  * own words); once the engine knows it reads c only through such packs, it defers c, and the
@@ -279,6 +283,10 @@ gr_status rt_json_module_prepare(rt_module *m, gr_diag *d);
  * the prepacked weights are written as they are made instead of being held all at once. The
  * graphs stay unprepared (a call prepares them as usual). GR_OK when m is no json module. */
 gr_status rt_json_module_stream_packs(rt_module *m, rt_json_pack_sink fn, void *user, gr_diag *d);
+/* Prepares each static graph of m that is not prepared yet as a first call would, then releases
+ * that state (rt_json_graph_will_run false meanwhile): what a load of an artifact checks
+ * (graft build's check load). The graphs stay unprepared. GR_OK when m is no json module. */
+gr_status rt_json_module_check(rt_module *m, gr_diag *d);
 /* The engine of a module made by rt_json_module_new / load: its kind and version (NULL when it
  * has none), what the blob says as "kind" and "engine_version"; false for another module. */
 bool rt_json_module_engine(rt_module *m, const char **kind, const char **version);

@@ -3,6 +3,7 @@
 #include "runtime/kernels/const_eval.h"
 #include "tests/models_env.h"
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -510,4 +511,144 @@ Test(artifact, file_load_maps_aligned_constants) {
     rt_value_clear(&in);
     rt_value_clear(&ref);
     rt_value_clear(&got);
+}
+
+/* graft build's check load (gr_art_load_written) prepares the regions to check them and leaves
+ * unmade what only a run reads and the file does not store (rt_json_module_check): the 3-D
+ * Winograd's transformed weights. Run afterwards, the model prepares again and gives the bits of
+ * an ordinary load of the same file; both within the Winograd tolerance of the reference
+ * executor (tests/dnnl/test_dnnl_wino.c: 1e-5 of max|ref| + 1e-4 relative). */
+static double max_abs_of(const rt_tensor *t) {
+    const float *p = rt_tensor_data((rt_tensor *)t);
+    double m = 0;
+    for (int64_t i = 0; i < rt_tensor_numel(t); i++) m = fabs(p[i]) > m ? fabs(p[i]) : m;
+    return m;
+}
+
+static void count_wino(const rt_prim_event *ev, void *user) {
+    if (ev->info && ev->info->impl && strstr(ev->info->impl, "wino")) ++*(int *)user;
+}
+
+Test(artifact, check_load_leaves_winograd_weights_unmade) {
+    static const char *mod =
+        "@I.ir_module\n"
+        "class Module:\n"
+        "    @R.function\n"
+        "    def main(x: R.Tensor((1, 64, 4, 40, 40), dtype=\"float32\"), w: R.Tensor((64, 64, 3, 3, 3), dtype=\"float32\")) -> R.Tensor((1, 64, 4, 40, 40), dtype=\"float32\"):\n"
+        "        with R.dataflow():\n"
+        "            lv: R.Tensor((1, 64, 4, 40, 40), dtype=\"float32\") = R.nn.conv3d(x, w, strides=[1, 1, 1], padding=[1, 1, 1, 1, 1, 1], dilation=[1, 1, 1], groups=1)  # span: \"conv\"\n"
+        "            gv: R.Tensor((1, 64, 4, 40, 40), dtype=\"float32\") = R.nn.relu(lv)  # span: \"relu\"\n"
+        "            R.output(gv)\n"
+        "        return gv\n";
+    ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
+    ir_module *m = NULL, *bound = NULL, *part = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(ir_parse_module(ctx, "t.relax", mod, strlen(mod), &m, &d), GR_OK, "%s", d.msg);
+    int64_t sx[5] = {1, 64, 4, 40, 40}, sw[5] = {64, 64, 3, 3, 3};
+    rt_tensor *w = rand_tensor(5, sw, 2);
+    float *wp = rt_tensor_data(w);
+    for (int64_t i = 0; i < rt_tensor_numel(w); i++) wp[i] *= 0.1f;
+    ir_pass *bind = ir_pass_bind_params_new("main", 1, (const char *[]){"w"}, (rt_tensor *[]){w});
+    cr_assert_eq(ir_pass_run(bind, NULL, m, &bound, &d), GR_OK, "%s", d.msg);
+    ir_pass_free(bind);
+    const char *be = "dnnl";
+    cr_assert_eq(byoc_partition_for_backends(ctx, bound, &be, 1, &part, &d), GR_OK, "%s", d.msg);
+    rt_value in = rt_value_tensor(rand_tensor(5, sx, 1)), ref = {0}, got[2] = {{0}, {0}};
+    rt_exec_t *x;
+    cr_assert_eq(rt_exec_new(bound, "main", &x, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_exec_run(x, &in, 1, &ref, &d), GR_OK, "%s", d.msg);
+    rt_exec_free(x);
+    char path[] = "/tmp/graft_art_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(graft_model_build_file(part, path, &d), GR_OK, "%s", d.msg);
+    ir_ctx_free(ctx);
+    rt_tensor_release(w);
+    int nwino = 0;
+    for (int k = 0; k < 2; k++) {
+        graft_model *gm;
+        cr_assert_eq(k ? gr_art_load_written(path, NULL, &gm, &d) : graft_model_load(path, &gm, &d), GR_OK, "%s", d.msg);
+        graft_model_set_prim_profiler(gm, count_wino, &nwino);
+        cr_assert_eq(graft_model_run(gm, &in, 1, &got[k], &d), GR_OK, "%s", d.msg);
+        graft_model_free(gm);
+        tc_expect_tensor(got[k].u.t, ref.u.t, (gr_cmp_opts){.atol = 1e-5 * max_abs_of(ref.u.t), .rtol = 1e-4},
+                         "%s", k ? "after the check load" : "ordinary load");
+    }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        cr_expect_eq(nwino, 2, "the convolution ran graft's Winograd after each load (%d)", nwino);
+    cr_expect_eq(memcmp(rt_tensor_data(got[0].u.t), rt_tensor_data(got[1].u.t), rt_tensor_nbytes(ref.u.t)), 0,
+                 "the check load's model runs as the ordinary load's");
+    unlink(path);
+    rt_value_clear(&in);
+    rt_value_clear(&ref);
+    for (int k = 0; k < 2; k++) rt_value_clear(&got[k]);
+}
+
+/* A build over an existing artifact: the new file takes the old one's place at once
+ * (exchanged, then the old one unlinked), a model that has the old file mapped keeps running on
+ * its bytes, and nothing is left beside it. */
+static ir_module *bound_module(ir_ctx_t *ctx, uint32_t seed, rt_tensor **w) {
+    ir_module *m = NULL, *bound = NULL, *part = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(ir_parse_module(ctx, "t.relax", k_mod, strlen(k_mod), &m, &d), GR_OK, "%s", d.msg);
+    int64_t sw[4] = {8, 3, 3, 3}, sb[4] = {1, 8, 1, 1};
+    rt_tensor *b = rand_tensor(4, sb, seed + 1);
+    *w = rand_tensor(4, sw, seed);
+    ir_pass *bind = ir_pass_bind_params_new("main", 2, (const char *[]){"w", "b"}, (rt_tensor *[]){*w, b});
+    cr_assert_eq(ir_pass_run(bind, NULL, m, &bound, &d), GR_OK, "%s", d.msg);
+    ir_pass_free(bind);
+    rt_tensor_release(b);
+    const char *be = "json";
+    cr_assert_eq(byoc_partition_for_backends(ctx, bound, &be, 1, &part, &d), GR_OK, "%s", d.msg);
+    return part;
+}
+
+Test(artifact, build_over_a_mapped_artifact) {
+    char dir[] = "/tmp/graft_art_dir_XXXXXX", path[64];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/m.graft", dir);
+    ir_ctx_t *ctx = ir_ctx_new();
+    rt_const_eval_attach(ctx);
+    gr_diag d;
+    gr_diag_clear(&d);
+    rt_tensor *w[2];
+    ir_module *m0 = bound_module(ctx, 2, &w[0]), *m1 = bound_module(ctx, 7, &w[1]);
+    int64_t sx[4] = {1, 3, 16, 16};
+    rt_value in = rt_value_tensor(rand_tensor(4, sx, 1)), before = {0}, after = {0}, fresh = {0};
+    graft_model *old = NULL, *gm = NULL;
+    cr_assert_eq(graft_model_build_file(m0, path, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(graft_model_load(path, &old, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(graft_model_run(old, &in, 1, &before, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(graft_model_build_file(m1, path, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(graft_model_run(old, &in, 1, &after, &d), GR_OK, "the mapped old artifact: %s", d.msg);
+    cr_expect_eq(memcmp(rt_tensor_data(before.u.tuple.items[0].u.t), rt_tensor_data(after.u.tuple.items[0].u.t),
+                        rt_tensor_nbytes(before.u.tuple.items[0].u.t)), 0, "the old model's bytes changed under it");
+    cr_assert_eq(graft_model_load(path, &gm, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(graft_model_run(gm, &in, 1, &fresh, &d), GR_OK, "%s", d.msg);
+    cr_expect_neq(memcmp(rt_tensor_data(before.u.tuple.items[0].u.t), rt_tensor_data(fresh.u.tuple.items[0].u.t),
+                         rt_tensor_nbytes(before.u.tuple.items[0].u.t)), 0, "the path does not hold the new build");
+    DIR *dh = opendir(dir);
+    cr_assert_not_null(dh);
+    int nfiles = 0;
+    for (struct dirent *e; (e = readdir(dh));) {
+        if (e->d_name[0] == '.') continue;
+        cr_expect_str_eq(e->d_name, "m.graft", "left beside it: %s", e->d_name);
+        nfiles++;
+    }
+    closedir(dh);
+    cr_expect_eq(nfiles, 1);
+    graft_model_free(old);
+    graft_model_free(gm);
+    unlink(path);
+    rmdir(dir);
+    for (int k = 0; k < 2; k++) rt_tensor_release(w[k]);
+    rt_value_clear(&in);
+    rt_value_clear(&before);
+    rt_value_clear(&after);
+    rt_value_clear(&fresh);
+    ir_ctx_free(ctx);
 }

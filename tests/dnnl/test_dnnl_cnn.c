@@ -88,6 +88,42 @@ Test(dnnl_cnn, max_pool_blocked) {
     }
 }
 
+/* graft's pooling works a row at a time in strips of at most DN_POOL_SPAN input columns: maps
+ * wider than a strip (610 columns; 3x3 / 1 padded, 3x3 / 2 in ceil mode, 2x2 / 2 average, 3x3
+ * / 1 dilated by 3, the last strip a part one) match the reference; a window wider than a strip
+ * (1 x 300) is left to oneDNN. */
+Test(dnnl_cnn, pool_strips) {
+    static const char *const attrs[5] = {
+        "{\"pool_size\":[3,3],\"strides\":[1,1],\"padding\":[1,1,1,1]}",
+        "{\"pool_size\":[3,3],\"strides\":[2,2],\"padding\":[0,0,0,0],\"ceil_mode\":true}",
+        "{\"pool_size\":[2,2],\"strides\":[2,2],\"padding\":[0,0,0,0]}",
+        "{\"pool_size\":[3,3],\"strides\":[1,1],\"dilation\":[1,3],\"padding\":[1,3,1,3]}",
+        "{\"pool_size\":[1,300],\"strides\":[1,1],\"padding\":[0,0,0,0]}"};
+    static const int64_t ow[5] = {610, 305, 305, 610, 311};
+    static const int64_t oh[5] = {5, 2, 2, 5, 5};
+    for (int c = 0; c < 5; c++) {
+        dt_graph g;
+        dt_init(&g, 40 + (uint32_t)c);
+        int x = dt_input(&g, 4, S4(1, 8, 5, 610));
+        int w = dt_const(&g, 4, S4(12, 8, 1, 1));
+        int cv = dt_op(&g, "relax.nn.conv2d", NULL, 2, IN(x, w), NULL, 4, S4(1, 12, 5, 610), NULL);
+        int r = dt_conv_bias_act(&g, cv, 12, S4(1, 12, 5, 610), false, "relu");
+        const int64_t *ps = S4(1, 12, oh[c], ow[c]);
+        int p = dt_op(&g, c == 2 ? "relax.nn.avg_pool2d" : "relax.nn.max_pool2d", attrs[c], 1, IN(r), NULL, 4, ps, "pool");
+        int w2 = dt_const(&g, 4, S4(8, 12, 1, 1));
+        dt_head(&g, dt_op(&g, "relax.nn.conv2d", NULL, 2, IN(p, w2), NULL, 4, S4(1, 8, oh[c], ow[c]), "conv1x1"));
+        dt_prepared pr;
+        rt_dnnl_stats st;
+        dt_prepare_no_ref(&g, &pr, &st);
+        bool own = dt_count_impl(&pr, "graft_pool:avx2") > 0;
+        dt_release(&pr);
+        bool avx2 = !strcmp(rt_dnnl_isa(), "avx2");
+        cr_expect_eq(own, c == 3 || (avx2 && c < 4), "case %d: graft's pool at ISA %s", c, rt_dnnl_isa());
+        dt_check(&g);
+        dt_free(&g);
+    }
+}
+
 /* A per-channel affine run on a convolution's blocked result (20 channels: a block half
  * padding), then an activation, read by a 1x1 convolution: (x - m) / s * g + b, relu; x * a *
  * b, clip to [0.5, 3] (f(0) != 0: the padding lanes stay 0); x - m + b, leaky relu. graft's
