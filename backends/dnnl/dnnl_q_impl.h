@@ -32,6 +32,7 @@
 #define GRAFT_BACKENDS_DNNL_DNNL_Q_IMPL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The composite names start with this; dnnl_q_kind gives which one. */
@@ -55,5 +56,15 @@ dnnl_q_kind dnnl_q_kind_of(const char *composite);
  * one per c; with q, the fewest levels (halved, their scale doubled, while all are even). false when w is not on such a grid (a weight zero point other than 0 shifts it
  * off, asymmetric ranges need more than 8 bits). */
 bool dnnl_q_weights(const float *w, int64_t outer, int64_t C, int64_t inner, int8_t *q, float *scale, bool *per_tensor);
+
+/* dnnl_q_lut.c: the kernels of the engine's byte table (dst[i] = table[src[i]], an element-wise
+ * chain between int8 levels), each named in profiles (`lut:c`, ...). A kernel is ok where the CPU
+ * has its instructions and oneDNN's ISA (ONEDNN_MAX_CPU_ISA) allows them; the scalar one always;
+ * the engine takes the best ok. dnnl_lut_apply runs kernel k (ok) over oneDNN's threads. */
+typedef enum dnnl_lut_kernel { DNNL_LUT_C, DNNL_LUT_AVX2, DNNL_LUT_AVX512_VBMI, DNNL_LUT_NKERNELS } dnnl_lut_kernel;
+bool dnnl_lut_kernel_ok(dnnl_lut_kernel k);
+const char *dnnl_lut_kernel_name(dnnl_lut_kernel k);
+dnnl_lut_kernel dnnl_lut_kernel_best(void);
+void dnnl_lut_apply(dnnl_lut_kernel k, const uint8_t table[256], const uint8_t *src, uint8_t *dst, size_t n);
 
 #endif

@@ -579,7 +579,8 @@ Test(dnnl_int8, qdq_max_pool_pools_the_levels) {
 
 /* Hard-swish as ORT's quantizer writes it (MobileNetV3): DQ(a) * DQ(Q(hardsigmoid(DQ(a)))),
  * quantized. Each result level is a function of a's level alone, so it runs as one table
- * lookup per element ("lut:c"), the float ops pruned; the table holds the float32 ops as the
+ * lookup per element (the best kernel the CPU and ISA allow: "lut:avx512_vbmi", "lut:avx2",
+ * "lut:c"), the float ops pruned; the table holds the float32 ops as the
  * host computes them, so the values are the host path's exactly. */
 Test(dnnl_int8, hard_swish_of_levels_is_one_table_lookup) {
     static const char *text = "@I.ir_module\n"
@@ -602,14 +603,56 @@ Test(dnnl_int8, hard_swish_of_levels_is_one_table_lookup) {
     int nre, nelt, nbin;
     const char *impl = count_prims(part, "eltwise", &nre, &nelt);
     count_prims(part, "binary", &nre, &nbin);
-    cr_expect(nelt == 1 && nbin == 0 && impl && !strcmp(impl, "lut:c"), "%d eltwise primitives (the last %s), %d binary; expected one lut:c",
-              nelt, impl ? impl : "none", nbin);
+    const char *lut = dnnl_lut_kernel_name(dnnl_lut_kernel_best());
+    cr_expect(nelt == 1 && nbin == 0 && impl && !strcmp(impl, lut), "%d eltwise primitives (the last %s), %d binary; expected one %s", nelt,
+              impl ? impl : "none", nbin, lut);
     int bad = unequal_values(got, want);
     cr_expect_eq(bad, 0, "%d values differ from the host path's", bad);
     rt_tensor_release(got);
     rt_tensor_release(want);
     rt_tensor_release(x);
     ir_ctx_free(ctx);
+}
+
+/* The table kernels (dnnl_q_lut.c), each the CPU and ISA allow, against table[src[i]]: sizes
+ * below one vector, around the 32- and 64-byte blocks, odd, and large enough to split over
+ * threads, at unaligned offsets; the bytes around dst untouched. AVX-512 only where oneDNN's ISA
+ * is AVX-512 (ONEDNN_MAX_CPU_ISA=AVX2: none), a vector kernel wherever the CPU and ISA have AVX2. */
+Test(dnnl_int8, table_kernels_equal_the_scalar_lookup) {
+    static const size_t sizes[] = {0, 1, 7, 15, 16, 31, 32, 33, 63, 64, 65, 95, 127, 128, 129, 255, 1000, 4097, 200704, (1u << 20) + 17};
+    enum { GUARD = 64, SENT = 0xa5 };
+    size_t nmax = (1u << 20) + 17 + 8;
+    uint8_t table[256], *src = malloc(nmax), *dst = malloc(nmax + 2 * GUARD);
+    uint32_t r = 12345;
+    for (int i = 0; i < 256; i++) table[i] = (uint8_t)((r = r * 1664525u + 1013904223u) >> 24);
+    for (size_t i = 0; i < nmax; i++) src[i] = (uint8_t)((r = r * 1664525u + 1013904223u) >> 24);
+    const char *isa = rt_dnnl_isa();
+    bool avx512 = !strncmp(isa, "avx512", 6), avx2 = avx512 || !strncmp(isa, "avx2", 4);
+    cr_expect(avx512 || !dnnl_lut_kernel_ok(DNNL_LUT_AVX512_VBMI), "ISA %s: the AVX-512 kernel may not run", isa);
+    __builtin_cpu_init();
+    cr_expect(dnnl_lut_kernel_best() != DNNL_LUT_C || !avx2 || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"),
+              "ISA %s: the scalar kernel on an AVX2 CPU", isa);
+    int nrun = 0;
+    for (int k = 0; k < DNNL_LUT_NKERNELS; k++) {
+        if (!dnnl_lut_kernel_ok((dnnl_lut_kernel)k)) continue;
+        nrun++;
+        for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+            for (size_t off = 0; off < 8; off += 3) {
+                size_t n = sizes[si], bad = 0, first = 0;
+                memset(dst, SENT, n + 2 * GUARD);
+                dnnl_lut_apply((dnnl_lut_kernel)k, table, src + off, dst + GUARD + off % 2, n);
+                for (size_t i = 0; i < n + 2 * GUARD; i++) {
+                    size_t j = i - GUARD - off % 2;
+                    int want = i >= GUARD + off % 2 && j < n ? table[src[off + j]] : SENT;
+                    if (dst[i] != want && !bad++) first = i;
+                }
+                cr_expect_eq(bad, 0, "%s, n %zu, offset %zu: %zu bytes differ, the first at %zd", dnnl_lut_kernel_name((dnnl_lut_kernel)k), n, off,
+                             bad, (ptrdiff_t)first - GUARD - (ptrdiff_t)(off % 2));
+            }
+    }
+    cr_expect_geq(nrun, 1, "no table kernel ran");
+    free(src);
+    free(dst);
 }
 
 /* Global average pooling between a dequantize and a quantize of another scale and zero point
