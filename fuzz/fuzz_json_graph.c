@@ -47,9 +47,10 @@
 #define ABS_FLOOR 1e-30
 
 /* Implementations that an engine option picks (graft_wino_*, graft_gemv: graft's own AVX2
- * kernels; oneDNN's Winograd; jit_dw): when the run with the default options has a primitive
- * whose implementation names one, the graph runs again with winograd, gemv and dw_jit off. */
-static const char *const OPTION_PRIMS[] = {"graft_", "wino", "jit_dw"};
+ * kernels; oneDNN's Winograd; jit_dw; jit_1x1, a matmul's below avx512_core): when the run with
+ * the default options has a primitive whose implementation names one, the graph runs again with
+ * winograd, gemv, dw_jit and matmul_1x1 off. */
+static const char *const OPTION_PRIMS[] = {"graft_", "wino", "jit_dw", "jit_1x1"};
 
 static bool canary_intact(rt_tensor *t) {
     const uint8_t *p = (const uint8_t *)rt_tensor_data(t) + rt_tensor_nbytes(t);
@@ -310,12 +311,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     jittered_ref jit = {.finite = -1};
     if (ref.ran) {
         rt_dnnl_opts on = rt_dnnl_default_opts(), off = on;
-        off.winograd = off.gemv = off.dw_jit = false;
+        off.winograd = off.gemv = off.dw_jit = off.matmul_1x1 = false;
         run_result dn = run_engine(data, size, seed, 0, 0, &rt_dnnl_engine, &on);
         if (dn.ran) compare(data, size, seed, &ref, &jit, &dn, "default options");
         if (dn.option_prims) {
             run_result dn_off = run_engine(data, size, seed, 0, 0, &rt_dnnl_engine, &off);
-            if (dn_off.ran) compare(data, size, seed, &ref, &jit, &dn_off, "winograd, gemv, dw_jit off");
+            if (dn_off.ran) compare(data, size, seed, &ref, &jit, &dn_off, "winograd, gemv, dw_jit, matmul_1x1 off");
             result_free(&dn_off);
         }
         result_free(&dn);

@@ -89,6 +89,8 @@ typedef struct rt_dnnl_opts {
                                      graft's own at every ISA with AVX2 */
     bool gemv;                    /* matmuls of one row with constant weights on graft's own
                                      kernel (dnnl_gemv.c) where the CPU has AVX2 + FMA (default on) */
+    bool matmul_1x1;              /* 2-D products with constant weights as 1x1 convolutions where
+                                     oneDNN's matmul is gemm:jit (below avx512_core; default on) */
     bool dw_jit;                  /* depthwise convolutions on oneDNN's jit_dw kernel where it
                                      picks brdgmm_dw (avx512_core; default on) */
     bool bf16;                    /* dnnl.precision=bf16: convolutions and matmuls with constant

@@ -580,7 +580,8 @@ rt_dnnl_opts rt_dnnl_default_opts(void) {
                           .small_kb = RT_DNNL_SMALL_KB_DEFAULT,
                           .winograd = true,
                           .dw_jit = true,
-                          .gemv = true};
+                          .gemv = true,
+                          .matmul_1x1 = true};
 }
 
 static gr_status dn_prepare(rt_json_graph *g, const void *opts, void **state, gr_diag *d) {

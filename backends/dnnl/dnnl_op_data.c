@@ -719,17 +719,20 @@ static bool dense(const dnnl_memory_desc_t *md) {
 }
 
 /* Entry e is read by matmuls only, which take any strides (dn_op_matmul: attention's per-head
- * Q, K^T and V, permuted views of the projections, read in place), or, unless no_scale, by a
- * scaling by a constant whose result matmuls alone read (torch's q / sqrt(d) before QK^T: the
+ * Q, K^T and V, permuted views of the projections, read in place), or by a scaling by a
+ * constant the matmul reading it folds (dn_scale_folds: torch's q / sqrt(d) before QK^T, the
+ * matmul then reads e itself), or, unless no_scale, by one whose result matmuls alone read (the
  * eltwise keeps a dense view's layout; a slice it would copy) */
 static bool matmuls_only(dn_state *S, int e, bool no_scale) {
     if (S->is_head[e] || !S->cons[e].len) return false;
     float c;
     for (uint32_t i = 0; i < S->cons[e].len; i++) {
         const rt_json_node *k = S->cons[e].data[i];
+        int xe = -1;
+        bool folds = dn_scale_folds(S, k, &xe, &c) && xe == e;
         bool scale = !no_scale && (k->op == IR_OP_MULTIPLY || k->op == IR_OP_DIVIDE) && dn_arg_entry(S, k, 0) == e &&
                      dn_scalar_const(S, dn_arg_entry(S, k, 1), &c) && !dn_in_composite(k);
-        if (k->op != IR_OP_MATMUL && !(scale && matmuls_only(S, dn_out_entry(S, k), true))) return false;
+        if (k->op != IR_OP_MATMUL && !folds && !(scale && matmuls_only(S, dn_out_entry(S, k), true))) return false;
     }
     return true;
 }

@@ -75,6 +75,9 @@ gr_status dn_op_matmul(dn_state *S, const rt_json_node *n, const dn_comp *comp);
 /* n scales by a constant a value one matmul of activations alone reads: nothing emitted, the
  * matmul scales its product instead (torch's q / sqrt(d) before QK^T) */
 bool dn_fold_scale(dn_state *S, const rt_json_node *n);
+/* n is such a scaling whatever x's value (its checks but x's value): x's entry into *xe, the
+ * factor into *s */
+bool dn_scale_folds(dn_state *S, const rt_json_node *n, int *xe, float *s);
 /* A primitive of one source value xv (pooling, resampling): the first of (src as it is, dst
  * as planned), (dst any), (src and dst channels-last) that gets a jit kernel, else the first
  * one. init builds the op desc for a src / dst pair. */

@@ -317,9 +317,8 @@ static gr_status push_prim(dn_state *S, const rt_json_node *n, dn_prim p, const 
     return GR_OK;
 }
 
-/* Runs one reorder now (constants at prepare). */
-static gr_status run_reorder_now(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, void *src,
-                                 const dnnl_memory_desc_t *dmd, void *dst) {
+static gr_status reorder_now(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, void *src,
+                            const dnnl_memory_desc_t *dmd, void *dst) {
     dnnl_primitive_desc_t pd;
     dnnl_status_t ds = dnnl_reorder_primitive_desc_create(&pd, smd, S->eng, dmd, S->eng, NULL);
     if (ds != dnnl_success) return dn_fail(S, n, ds, "cannot reorder constant");
@@ -337,6 +336,19 @@ static gr_status run_reorder_now(dn_state *S, const rt_json_node *n, const dnnl_
     dnnl_memory_destroy(md);
     dnnl_primitive_destroy(p);
     return ds == dnnl_success ? GR_OK : dn_fail(S, n, ds, "cannot reorder constant");
+}
+
+/* Runs one reorder now (constants at prepare), on the calling thread: the first touch of the
+ * constant's pages and its copy's dominates, and a team of two spends more on it (bert_encoder's
+ * 36 weights as 1x1 convolutions under ONEDNN_MAX_CPU_ISA=AVX2: prepare 405-531 ms at 2 threads,
+ * 79-186 at 1). */
+static gr_status run_reorder_now(dn_state *S, const rt_json_node *n, const dnnl_memory_desc_t *smd, void *src,
+                                 const dnnl_memory_desc_t *dmd, void *dst) {
+    rt_dnnl_team team;
+    rt_dnnl_team_begin(&team, 1, true, false);
+    gr_status st = reorder_now(S, n, smd, src, dmd, dst);
+    rt_dnnl_team_end(&team);
+    return st;
 }
 
 /* Constants reordered into oneDNN's layouts, shared by every specialization of one symbolic
