@@ -289,6 +289,10 @@ static gr_status affine_fold_run(dn_state *S, int xv, dn_step *first, dn_step *s
     }
     int nfold = scaled && shifted ? 2 : 1;
     if (!finite || (nfold >= len && !div)) return GR_OK;
+    /* a shift is a binary post-op along the axis, which oneDNN 2.6's jit binary takes per
+     * channel only; along another axis the run stays unfolded (each step then finds its own
+     * jit layout, a lone broadcast as a 2-D per-channel one) rather than land on ref */
+    if (nfold == 2 && axis != 1) return GR_OK;
     /* the entries of two distinct operands along the axis take the results */
     for (int i = 0; i < len && f->n < nfold; i++) {
         const dn_step *st = i ? &steps[i - 1] : first;

@@ -579,16 +579,34 @@ bool dn_pack_for(const char *key, uint32_t node, uint32_t c) {
     return dn_pack_current(key) && strstr(key, use);
 }
 
-/* A reorder of float32 constant c (bytes of it) from its own plain layout smd into dmd, with
- * nothing added (no compensation): undone by the reorder back (dn_const_plain). */
-static bool pure_layout(dn_state *S, int c, const dnnl_memory_desc_t *smd, const dnnl_memory_desc_t *dmd) {
+/* A reorder of float32 constant c from a dense view smd of all its bytes into dmd, with nothing
+ * added (no compensation): undone by the reorder back (dn_const_plain) from *inv, dmd with its
+ * axes in the order of the constant's own bytes. */
+static bool pure_layout(dn_state *S, int c, const dnnl_memory_desc_t *smd, const dnnl_memory_desc_t *dmd,
+                        dnnl_memory_desc_t *inv) {
     const rt_tensor *t = rt_json_graph_const(S->g, (uint32_t)c);
-    dnnl_memory_desc_t plain;
     if (!t || smd->data_type != dnnl_f32 || dmd->data_type != dnnl_f32 || dmd->format_kind != dnnl_blocked ||
-        dmd->extra.flags || smd->ndims != dmd->ndims || dmd->offset0)
+        smd->format_kind != dnnl_blocked || smd->format_desc.blocking.inner_nblks || dmd->extra.flags ||
+        smd->ndims != dmd->ndims || dmd->offset0 || smd->offset0)
         return false;
-    dn_plain_md(&plain, dmd->ndims, dmd->dims);
-    return dnnl_memory_desc_equal(&plain, smd) && dnnl_memory_desc_get_size(smd) == rt_tensor_nbytes(t);
+    /* a dense view of the whole constant with its axes in another order (K x N weights read as
+     * N x K) is the plain layout of its axes sorted by stride: both descriptors are seen that
+     * way, so that the pack's layout lays out the constant's own bytes */
+    int nd = smd->ndims, perm[DNNL_MAX_NDIMS], order[DNNL_MAX_NDIMS];
+    const int64_t *str = smd->format_desc.blocking.strides;
+    for (int a = 0; a < nd; a++) order[a] = a;
+    for (int a = 1; a < nd; a++)
+        for (int b = a; b > 0 && str[order[b]] > str[order[b - 1]]; b--) {
+            int x = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = x;
+        }
+    for (int j = 0; j < nd; j++) perm[order[j]] = j;
+    dnnl_memory_desc_t sp, plain;
+    if (dnnl_memory_desc_permute_axes(&sp, smd, perm) != dnnl_success || dnnl_memory_desc_permute_axes(inv, dmd, perm) != dnnl_success)
+        return false;
+    dn_plain_md(&plain, nd, sp.dims);
+    return dnnl_memory_desc_equal(&plain, &sp) && dnnl_memory_desc_get_size(&sp) == rt_tensor_nbytes(t);
 }
 
 static void hex_encode(char *out, const void *p, size_t n) {
@@ -706,7 +724,8 @@ gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_me
     int c = S->vals.data[r].kind == V_CONST ? dn_const_index(S, r) : -1;
     bool packable = !wc && make == make_reorder && c >= 0;
     if (packable) pack_key(S, n, c, smd, dmd, key, sizeof key);
-    bool inv = packable && pure_layout(S, c, smd, dmd);
+    dnnl_memory_desc_t inv_md;
+    bool inv = packable && pure_layout(S, c, smd, dmd, &inv_md);
     size_t bytes = dnnl_memory_desc_get_size(dmd);
     const void *packed = packable ? rt_json_graph_pack_find(S->g, key, bytes) : NULL;
     if (c >= 0) {
@@ -752,8 +771,8 @@ gr_status dn_const_made(dn_state *S, const rt_json_node *n, int v, const dnnl_me
     if (!st && packable) {
         rt_json_graph_pack_record(S->g, key, *out, bytes);
         if (inv) {
-            char layout[2 * sizeof *dmd + 1];
-            hex_encode(layout, dmd, sizeof *dmd);
+            char layout[2 * sizeof inv_md + 1];
+            hex_encode(layout, &inv_md, sizeof inv_md);
             rt_json_graph_pack_invertible(S->g, (uint32_t)c, layout);
         }
     }
