@@ -370,6 +370,36 @@ static inline void dt_stats_no_ref(dt_graph *g, rt_dnnl_stats *st) {
 #define S1(a) ((const int64_t[]){a})
 #define IN(...) ((const int[]){__VA_ARGS__})
 
+/* A product of input x ([B,] M x K; B 0: 2-D) with constant weights w, N x K read transposed
+ * through a permute (layer "wT") when dense, else K x N, as layer "fc": the nodes so far into
+ * nodes (*nn), the composite's name so far ("dnnl.dense" / "dnnl.matmul") into name. Returns
+ * the product; *wc: the weights. dt_product_end closes it. */
+static inline int dt_product(dt_graph *g, int64_t B, int64_t M, int64_t K, int64_t N, bool dense, int *nodes, int *nn,
+                             char *name, size_t cap, int *wc) {
+    int nd = B ? 3 : 2;
+    int x = dt_input(g, nd, B ? S3(B, M, K) : S2(M, K));
+    int w = dense ? dt_const(g, 2, S2(N, K)) : dt_const(g, 2, S2(K, N)), wt = w;
+    *nn = 0;
+    if (dense) nodes[(*nn)++] = wt = dt_op(g, "relax.permute_dims", "{\"axes\":[1,0]}", 1, IN(w), NULL, 2, S2(K, N), "wT");
+    int mm = dt_op(g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(x, wt), NULL, nd, B ? S3(B, M, N) : S2(M, N), "fc");
+    nodes[(*nn)++] = mm;
+    snprintf(name, cap, "dnnl.%s", dense ? "dense" : "matmul");
+    *wc = w;
+    return mm;
+}
+
+/* The output `head` of a dt_product graph, and its composite of nodes[0..nn) with post-ops
+ * posts (none for a plain matmul: a single op); a dense one names its weights. */
+static inline void dt_product_end(dt_graph *g, int head, bool dense, bool fused, const char *name, int mm, int nn, const int *nodes,
+                                  const char *posts, int w) {
+    dt_head(g, head);
+    if (dense || fused) dt_composite(g, name, mm, nn, nodes, posts);
+    if (dense) {
+        json_t *ann = json_object_get(json_object_get(json_array_get(g->nodes, (size_t)nodes[0]), "attrs"), "dnnl");
+        json_object_set_new(ann, "weight", json_pack("[ii]", w, 0));
+    }
+}
+
 /* Convolution node cv (output shape os, C channels) + a bias add (layer "bias"), with
  * `residual` + the add of a new region input ("residual"), then act ("relu" or "sigmoid"), as
  * one fused composite dnnl.conv2d_bias[_add]_<act>, as the codegen annotates it; returns the

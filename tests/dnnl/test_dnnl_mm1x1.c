@@ -46,20 +46,10 @@ static void build(dt_graph *g, const mcase *c, uint32_t seed, const rt_dnnl_opts
     dt_init(g, seed);
     g->opts = o;
     int nd = c->B ? 3 : 2;
-    const int64_t *xs = c->B ? S3(c->B, c->M, c->K) : S2(c->M, c->K);
     const int64_t *os = c->B ? S3(c->B, c->M, c->N) : S2(c->M, c->N);
-    int x = dt_input(g, nd, xs);
-    int w = c->dense ? dt_const(g, 2, S2(c->N, c->K)) : dt_const(g, 2, S2(c->K, c->N));
-    int wt = w, nodes[8], nn = 0;
-    if (c->dense) {
-        wt = dt_op(g, "relax.permute_dims", "{\"axes\":[1,0]}", 1, IN(w), NULL, 2, S2(c->K, c->N), "wT");
-        nodes[nn++] = wt;
-    }
-    int mm = dt_op(g, "relax.matmul", "{\"out_dtype\":\"void\"}", 2, IN(x, wt), NULL, nd, os, "fc");
-    nodes[nn++] = mm;
-    int head = mm;
+    int w, nodes[8], nn;
     char posts[400] = "[]", name[64];
-    snprintf(name, sizeof name, "dnnl.%s", c->dense ? "dense" : "matmul");
+    int mm = dt_product(g, c->B, c->M, c->K, c->N, c->dense, nodes, &nn, name, sizeof name, &w), head = mm;
     if (c->post != P_NONE) {
         int b = dt_const(g, 1, S1(c->N));
         head = dt_op(g, "relax.add", NULL, 2, IN(mm, b), NULL, nd, os, "bias");
@@ -90,12 +80,7 @@ static void build(dt_graph *g, const mcase *c, uint32_t seed, const rt_dnnl_opts
         if (head != nodes[nn - 1]) nodes[nn++] = head;
         snprintf(posts + n0, sizeof posts - (size_t)n0, "]");
     }
-    dt_head(g, head);
-    if (c->dense || c->post != P_NONE) dt_composite(g, name, mm, nn, nodes, posts);
-    if (c->dense) {
-        json_t *ann = json_object_get(json_object_get(json_array_get(g->nodes, (size_t)nodes[0]), "attrs"), "dnnl");
-        json_object_set_new(ann, "weight", json_pack("[ii]", w, 0));
-    }
+    dt_product_end(g, head, c->dense, c->post != P_NONE, name, mm, nn, nodes, posts, w);
 }
 
 /* The prepared region's 1x1 convolutions, each naming the matmul's layer; *others: its
