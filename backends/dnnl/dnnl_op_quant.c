@@ -12,17 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/dnnl/dnnl_ops_impl.h"
-#include "backends/dnnl/dnnl_q_impl.h"
+#include "backends/dnnl/dnnl_q_build_impl.h"
 
-typedef struct q_nodes {
-    const rt_json_node *div, *zp, *clip, *qcast, *dqcast, *dqzp, *mul, *anchor, *bias, *act, *last;
-    const rt_json_node *w[4];     /* the weights' dequantize of constant levels (cast, [subtract],
-                                     multiply, [transpose]), nw of them, listed anywhere */
-    int nw;
-    float s, zpv, dq_s, dq_zpv;
-    dnnl_data_type_t qt;          /* dnnl_u8 or dnnl_s8 */
-} q_nodes;
 
 static gr_status bad(dn_state *S, const rt_json_node *n, const char *what) { return dn_fail(S, n, dnnl_success, what); }
 
@@ -123,7 +114,7 @@ static gr_status read_nodes(dn_state *S, const rt_json_node *first, json_t *ids,
 }
 
 /* An attr with a user scratchpad (the engine's one arena), output scales and a zero point. */
-static dnnl_status_t make_attr(dnnl_primitive_attr_t *a, dnnl_dim_t nsc, int mask, const float *sc, int zp_arg, int32_t zp) {
+dnnl_status_t dn_q_make_attr(dnnl_primitive_attr_t *a, dnnl_dim_t nsc, int mask, const float *sc, int zp_arg, int32_t zp) {
     dnnl_status_t ds = dnnl_primitive_attr_create(a);
     if (ds == dnnl_success) ds = dnnl_primitive_attr_set_scratchpad_mode(*a, dnnl_scratchpad_mode_user);
     if (ds == dnnl_success && nsc) ds = dnnl_primitive_attr_set_output_scales(*a, nsc, mask, sc);
@@ -138,7 +129,7 @@ static gr_status reorder1(dn_state *S, const rt_json_node *n, int v, const dnnl_
                           int32_t zp, bool own, int *out) {
     dnnl_primitive_attr_t a = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    dnnl_status_t ds = make_attr(&a, 1, 0, &scale, zp_arg, zp);
+    dnnl_status_t ds = dn_q_make_attr(&a, 1, 0, &scale, zp_arg, zp);
     if (ds == dnnl_success) ds = dnnl_reorder_primitive_desc_create(&pd, &S->vals.data[v].md, S->eng, to, S->eng, a);
     dnnl_primitive_attr_destroy(a);
     if (ds != dnnl_success) return dn_fail(S, n, ds, zp_arg == DNNL_ARG_DST ? "cannot quantize" : "cannot dequantize");
@@ -182,7 +173,7 @@ void dn_q_dense_like(const dnnl_memory_desc_t *md, dnnl_data_type_t dt, dnnl_mem
 }
 
 static const dn_qlevels *qent_of(const dn_state *S, int e);
-static gr_status pool_levels(dn_state *S, const rt_json_node *n, int xv, dnnl_data_type_t qt, int *out);
+gr_status dn_q_pool_levels(dn_state *S, const rt_json_node *n, int xv, dnnl_data_type_t qt, int *out);
 
 /* A quantize -> dequantize pair: two reorders (f32 -> u8 / s8 -> f32) in the input's layout,
  * the first left out when an int8 primitive wrote the levels (qent_of); the result into entry
@@ -210,7 +201,7 @@ static gr_status build_qdq(dn_state *S, const q_nodes *q, int out) {
 }
 
 /* The data of constant entry e (float32) with n elements, or NULL. */
-static const float *const_data(dn_state *S, int e, int64_t n) {
+const float *dn_q_const_f32(dn_state *S, int e, int64_t n) {
     if (e < 0 || S->ent_node[e].node->kind != RT_JSON_CONST || !dn_entry_f32(S, e) || S->ent_val[e] < 0) return NULL;
     int v = S->ent_val[e];
     if (dnnl_memory_desc_get_size(&S->vals.data[v].md) != (size_t)n * sizeof(float) || !dn_is_plain(&S->vals.data[v].md))
@@ -242,7 +233,7 @@ static bool exact_int8(void) {
  * (ORT's quantizer with reduce_range: 255 * 64 * 2 < 32768, so vpmaddubsw's 16-bit pair sums
  * cannot saturate; an s8 source is shifted to u8 by oneDNN with its weights halved, which
  * rounds, depthwise too). */
-static bool int8_exact_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t qt) {
+bool dn_q_int8_exact_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t qt) {
     if (exact_int8()) return true;
     int we = dn_arg_entry(S, n, 1), nd = we >= 0 ? dn_entry_ndim(S, we) : 0;
     if (qt != dnnl_u8 || (nd != 4 && nd != 2)) return false;
@@ -259,7 +250,7 @@ static bool int8_exact_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t 
             if (l[i] < -64 || l[i] > 64) return false;
         return true;
     }
-    const float *w = const_data(S, we, outer * C * inner);
+    const float *w = dn_q_const_f32(S, we, outer * C * inner);
     int8_t *q = w ? malloc((size_t)(outer * C * inner)) : NULL;
     float *sc = q ? malloc(sizeof(float) * (size_t)C) : NULL;
     bool ok = sc && dnnl_q_weights(w, outer, C, inner, q, sc, &pt);
@@ -277,7 +268,7 @@ static bool int8_exact_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t 
  * 256-256 @14 in F(2x2) would save 0.8 ms each for 4.2 MiB more), or fewer than 8 input
  * channels per group (a stem: int8 pads them to 4; resnet18's 7x7 3 -> 64: 2 x 1.9 ms split,
  * 2.0 ms float32). */
-static bool split_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t qt) {
+bool dn_q_split_for(dn_state *S, const rt_json_node *n, dnnl_data_type_t qt) {
     if (exact_int8() || qt != dnnl_u8 || (n->op != IR_OP_CONV2D && n->op != IR_OP_MATMUL)) return false;
     int w = dn_arg_entry(S, n, 1);
     if (n->op != IR_OP_CONV2D || w < 0 || dn_entry_ndim(S, w) != 4) return true;
@@ -320,25 +311,6 @@ static gr_status conv_desc(dn_state *S, const rt_json_node *n, const dnnl_memory
     return ds == dnnl_success ? GR_OK : dn_fail(S, n, ds, "invalid quantized convolution");
 }
 
-/* One int8 convolution / matmul to build: its source (float32 to quantize, or the levels a
- * quantize -> dequantize pair made), the quantization of that source, the bias and the
- * eltwise post-ops. */
-typedef struct q_job {
-    const rt_json_node *n;        /* the convolution / matmul */
-    dnnl_q_kind kind;
-    int xv;
-    bool levels;                  /* xv holds the levels (u8 / s8), not float32 */
-    const rt_json_node *qnode;    /* the node the quantize reorder names */
-    float s;
-    int32_t zp;
-    dnnl_data_type_t qt;
-    const float *bias;            /* one per output channel, or NULL */
-    int npost;
-    dnnl_alg_kind_t alg[DN_MAX_STEPS];
-    float alpha[DN_MAX_STEPS], beta[DN_MAX_STEPS];
-    int out;                      /* the entry its result is */
-    bool split;                   /* below VNNI with 8-bit weights: two convolutions (split_pds) */
-} q_job;
 
 /* The weights' levels and scales, the output scales s * ws[c] and the bias in the
  * accumulator's units (oneDNN 2.6: the s32 sum plus the bias, times the output scale). */
@@ -368,7 +340,7 @@ static gr_status read_consts(dn_state *S, const q_job *j, const q_anchor *qa, in
     k->rsc = k->bias + qa->C;
     k->lvv = dn_q_weight_int8(S, we, j->kind == DNNL_Q_CONV2D ? 0 : 1, qa->C, k->ws, &k->per_tensor);
     if (k->lvv < 0) {
-        const float *w = const_data(S, we, nw);
+        const float *w = dn_q_const_f32(S, we, nw);
         if (!w) return bad(S, j->n, "quantized weights are not a plain float32 constant");
         if (!(k->lv = malloc((size_t)nw + 1))) return gr_diag_set(S->diag, GR_ERR_NOMEM, "dnnl: out of memory");
         if (!dnnl_q_weights(w, qa->outer, qa->C, qa->inner, k->lv, k->ws, &k->per_tensor))
@@ -419,7 +391,7 @@ static gr_status int8_desc(dn_state *S, const q_job *j, dnnl_data_type_t dt, q_d
  * its nodes into *q. An int8 primitive that computes e writes that quantize's levels instead
  * of e (requantization folded into its output scales and dst zero point), and the composite
  * reads them (qent_of). */
-static bool requant_of(dn_state *S, int e, q_nodes *q) {
+bool dn_q_requant_of(dn_state *S, int e, q_nodes *q) {
     if (e < 0 || S->is_head[e] || S->slot_root[e] >= 0 || S->cons[e].len != 1) return false;
     const rt_json_node *c = S->cons[e].data[0], *first = c;
     /* the annotation is on the composite's first node (its weights' cast may come first) */
@@ -456,7 +428,7 @@ static gr_status int8_pd(dn_state *S, const q_job *j, const q_consts *k, const q
     if (st) return st;
     dnnl_primitive_attr_t attr = NULL;
     float d = rq ? rq->s : 1.f;
-    dnnl_status_t ds = make_attr(&attr, k->per_tensor ? 1 : qa.C, k->per_tensor ? 0 : 2, rq ? k->rsc : k->osc, DNNL_ARG_SRC, j->zp);
+    dnnl_status_t ds = dn_q_make_attr(&attr, k->per_tensor ? 1 : qa.C, k->per_tensor ? 0 : 2, rq ? k->rsc : k->osc, DNNL_ARG_SRC, j->zp);
     int32_t dzp = rq ? (int32_t)rq->zpv : 0;
     if (ds == dnnl_success && dzp) ds = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_DST, 1, 0, &dzp);
     if (ds == dnnl_success && j->npost) {
@@ -517,7 +489,7 @@ static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, const
     dnnl_status_t ds = dnnl_success;
     if (rq) {
         dnnl_primitive_desc_t probe = NULL;
-        ds = make_attr(&attr, nsc, mask, two, DNNL_ARG_SRC, zh);
+        ds = dn_q_make_attr(&attr, nsc, mask, two, DNNL_ARG_SRC, zh);
         if (ds == dnnl_success) ds = dnnl_primitive_desc_create(&probe, &db, attr, S->eng, NULL);
         dnnl_primitive_attr_destroy(attr);
         attr = NULL;
@@ -529,7 +501,7 @@ static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, const
             dnnl_primitive_desc_destroy(probe);
         }
     }
-    if (ds == dnnl_success) ds = make_attr(&attr, nsc, mask, two, DNNL_ARG_SRC, zh);
+    if (ds == dnnl_success) ds = dn_q_make_attr(&attr, nsc, mask, two, DNNL_ARG_SRC, zh);
     free(two);
     if (ds == dnnl_success && dzp) ds = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_DST, 1, 0, &dzp);
     if (ds == dnnl_success) ds = dnnl_post_ops_create(&po);
@@ -549,7 +521,7 @@ static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, const
         if (rq) dmd.data_type = dnnl_f32;
         if (j->kind == DNNL_Q_CONV2D) da.c.dst_desc = dmd;
         else da.m.dst_desc = dmd;
-        ds = make_attr(&attr, nsc, mask, sc, DNNL_ARG_SRC, zl);
+        ds = dn_q_make_attr(&attr, nsc, mask, sc, DNNL_ARG_SRC, zl);
         if (ds == dnnl_success) ds = dnnl_primitive_desc_create(pa, &da, attr, S->eng, NULL);
         dnnl_primitive_attr_destroy(attr);
         if (ds != dnnl_success) *pa = NULL;
@@ -573,7 +545,7 @@ static gr_status split_pds(dn_state *S, const q_job *j, const q_consts *k, const
 }
 
 /* Whether job j can run split (split_pds has jit kernels for it). */
-static bool split_ok(dn_state *S, const q_job *j) {
+bool dn_q_split_ok(dn_state *S, const q_job *j) {
     int we = dn_arg_entry(S, j->n, 1);
     q_desc desc;
     q_anchor qa = {0};
@@ -626,7 +598,7 @@ static gr_status build_split(dn_state *S, const q_job *j, const q_anchor *qa, q_
     dnnl_primitive_desc_t pa, pb;
     dnnl_memory_desc_t bmd;
     q_nodes rq;
-    bool fold = requant_of(S, j->out, &rq);
+    bool fold = dn_q_requant_of(S, j->out, &rq);
     for (int64_t c = 0; fold && c < qa->C; c++) k->rsc[c] = (float)((double)k->osc[c] / rq.s);
     gr_status st = split_pds(S, j, k, fold ? &rq : NULL, &pa, &pb, &bmd);
     if (!st && !pa && fold) {
@@ -754,7 +726,7 @@ static gr_status build_qgemv(dn_state *S, const q_job *j, const q_anchor *qa, co
  * reorder that quantizes its source (CPUs with VNNI / AMX, see exact_int8). Its result is
  * float32, or the levels of the quantize that alone reads it (requant_of) when oneDNN has a
  * jit kernel for that. */
-static gr_status build_int8(dn_state *S, const q_job *j) {
+gr_status dn_q_build_int8(dn_state *S, const q_job *j) {
     const rt_json_node *n = j->n;
     int we = dn_arg_entry(S, n, 1);
     q_desc desc;
@@ -775,7 +747,7 @@ static gr_status build_int8(dn_state *S, const q_job *j) {
     int wsrc = weight_levels(S, &qa, &k);
     int bv = j->bias ? dn_q_owned_val(S, &bmd, k.bias) : -1;
     q_nodes rq;
-    bool fold = requant_of(S, j->out, &rq);
+    bool fold = dn_q_requant_of(S, j->out, &rq);
     for (int64_t c = 0; fold && c < qa.C; c++) k.rsc[c] = (float)((double)k.osc[c] / rq.s);
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t ds = dnnl_success;
@@ -832,7 +804,7 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind, b
         int be = dn_arg_entry(S, q->bias, 0) == dn_out_entry(S, q->anchor) ? dn_arg_entry(S, q->bias, 1)
                                                                              : dn_arg_entry(S, q->bias, 0);
         int64_t C = q->anchor->shapes[0][1];
-        if (!(j.bias = const_data(S, be, C))) return bad(S, q->bias, "bias is not a float32 constant of one value per output channel");
+        if (!(j.bias = dn_q_const_f32(S, be, C))) return bad(S, q->bias, "bias is not a float32 constant of one value per output channel");
     }
     if (q->act) {
         double lo = 0, hi = 0;
@@ -843,7 +815,7 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind, b
         j.beta[0] = (float)hi;
         j.npost = 1;
     }
-    if (split && !split_ok(S, &j)) return build_float(S, q);
+    if (split && !dn_q_split_ok(S, &j)) return build_float(S, q);
     int xe = dn_arg_entry(S, q->div, 0);
     const dn_qlevels *in = qent_of(S, xe);
     if (!in) in = dn_q_lut_levels(S, q->div, q->s, q->zpv, q->qt, xe);
@@ -853,264 +825,11 @@ static gr_status build_anchor(dn_state *S, const q_nodes *q, dnnl_q_kind kind, b
         j.levels = true;
         gr_vec_push(&S->pend, q->div);
     }
-    if ((st = build_int8(S, &j))) return st;
+    if ((st = dn_q_build_int8(S, &j))) return st;
     S->stats.npostops += (q->bias ? 1u : 0u) + (q->act ? 1u : 0u);
     return GR_OK;
 }
 
-/* The levels float32 entry e is a dequantize of (*out, val unused): a value a quantize ->
- * dequantize pair, a dequantize or a cast of levels wrote (qlevels), or the float ops after a
- * cast that dequantize it (qdeq, see note_float_dequant). */
-bool dn_q_levels_of(dn_state *S, int e, dn_qlevels *out) {
-    for (uint32_t i = 0; e >= 0 && i < S->qlevels.len; i++)
-        if (S->qlevels.data[i].val == S->ent_val[e]) {
-            *out = S->qlevels.data[i];
-            return true;
-        }
-    for (uint32_t i = 0; e >= 0 && i < S->qdeq.len; i++)
-        if (S->qdeq.data[i].val == e) {
-            *out = S->qdeq.data[i];
-            return true;
-        }
-    return false;
-}
-
-/* Job j of a fused float32 composite whose first u steps it took (a bias): the relu / clip
- * steps after them as its post-ops, then built on int8 (nothing when split_ok says no); the
- * steps taken are consumed (*used, *done). */
-static gr_status levels_job(dn_state *S, q_job *j, const dn_step *steps, int k, int u, int *used, bool *done) {
-    for (; u < k && steps[u].kind == STEP_ELTWISE && j->npost < DN_MAX_STEPS; u++) {
-        if (steps[u].alg != dnnl_eltwise_relu && steps[u].alg != dnnl_eltwise_clip_v2) break;
-        j->alg[j->npost] = steps[u].alg;
-        j->alpha[j->npost] = steps[u].alpha;
-        j->beta[j->npost++] = steps[u].beta;
-    }
-    j->out = u ? steps[u - 1].out : dn_out_entry(S, j->n);
-    if (j->split && !split_ok(S, j)) return GR_OK;
-    dn_consume(S, steps, u);
-    gr_status st = build_int8(S, j);
-    *used = u;
-    *done = st == GR_OK;
-    return st;
-}
-
-/* A fused float32 convolution composite whose source is the result of a quantize ->
- * dequantize pair (dnnl.qdq) that others read too (a residual block's input, so no qconv2d
- * composite could hold the pair): where int8 sums exactly (int8_exact_for), int8 on the
- * pair's levels, taking a leading
- * per-channel bias and the relu / clip posts after it; the caller runs the posts left. */
-static gr_status levels_conv(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
-    int xe = dn_arg_entry(S, n, 0), we = dn_arg_entry(S, n, 1);
-    if (n->op != IR_OP_CONV2D || xe < 0 || we < 0 || S->ent_val[xe] < 0 || n->ndims[0] != 4 ||
-        strcmp(dn_attr_str(n, "data_layout", "NCHW"), "NCHW") || strcmp(dn_attr_str(n, "kernel_layout", "OIHW"), "OIHW") ||
-        strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW") || dn_entry_ndim(S, we) != 4)
-        return GR_OK;
-    dn_qlevels lvs;
-    bool exact = dn_q_levels_of(S, xe, &lvs) && int8_exact_for(S, n, lvs.qt);
-    const dn_qlevels *lv = exact || (dn_q_levels_of(S, xe, &lvs) && split_for(S, n, lvs.qt)) ? &lvs : NULL;
-    const int64_t *ws = dn_entry_shape(S, we);
-    int64_t C = ws[0], per = ws[1] * ws[2] * ws[3];
-    bool pt, grid = lv && dn_q_weight_int8(S, we, 0, C, NULL, &pt) >= 0;
-    const float *w = lv && !grid ? const_data(S, we, C * per) : NULL;
-    float *sc = w ? malloc(sizeof(float) * (size_t)C) : NULL;
-    grid = grid || (sc && dnnl_q_weights(w, 1, C, per, NULL, sc, &pt));
-    free(sc);
-    if (!grid) return GR_OK;
-    q_job j = {.n = n, .kind = DNNL_Q_CONV2D, .xv = lv->levels, .levels = true, .s = lv->s, .zp = lv->zp, .qt = lv->qt, .split = !exact};
-    int u = 0;
-    if (u < k && steps[u].kind == STEP_BINARY && steps[u].alg == dnnl_binary_add && steps[u].src1 >= 0) {
-        const int64_t *bs = dn_entry_shape(S, steps[u].src1);
-        int bn = dn_entry_ndim(S, steps[u].src1);
-        /* (C, 1, 1) or (1, C, 1, 1): one value per output channel */
-        if (bn >= 3 && bn <= 4 && bs[bn - 1] == 1 && bs[bn - 2] == 1 && (j.bias = const_data(S, steps[u].src1, C))) u++;
-    }
-    return levels_job(S, &j, steps, k, u, used, done);
-}
-
-/* A residual add of two dequantized levels (quantize -> dequantize pairs, or int8 results),
- * with relu / clip after it, whose result a quantize alone reads: one int8 binary primitive
- * writing that quantize's levels, as QLinearAdd. With the sources' scales sa, sb as oneDNN's
- * input scales sa / s, sb / s and their zero points za, zb as one shift c:
- *     q = round(sa / s * a + sb / s * b - c + z),  c = (sa za + sb zb) / s
- * and the activation a clip in those units (oneDNN 2.6 miscomputes three eltwise post-ops,
- * dnnl_postops.c: a linear and a clip here). Exact up to float32 rounding, as ORT's float
- * requantization (a tie may land on the other neighbour). */
-static gr_status levels_add(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
-    int ae = dn_arg_entry(S, n, 0), be = dn_arg_entry(S, n, 1), nd = n->ndims[0];
-    dn_qlevels la, lb;
-    if (dn_nargs(n) != 2 || !dn_q_levels_of(S, ae, &la) || !dn_q_levels_of(S, be, &lb) || dn_entry_ndim(S, ae) != nd ||
-        dn_entry_ndim(S, be) != nd || memcmp(dn_entry_shape(S, ae), n->shapes[0], sizeof(int64_t) * (size_t)nd) ||
-        memcmp(dn_entry_shape(S, be), n->shapes[0], sizeof(int64_t) * (size_t)nd))
-        return GR_OK;
-    int u = 0;
-    double lo = -INFINITY, hi = INFINITY;
-    if (k && steps[0].kind == STEP_ELTWISE && (steps[0].alg == dnnl_eltwise_relu || steps[0].alg == dnnl_eltwise_clip_v2)) {
-        bool relu = steps[0].alg == dnnl_eltwise_relu;
-        if (relu && steps[0].alpha != 0.f) return GR_OK; /* leaky */
-        lo = relu ? 0 : steps[0].alpha;
-        hi = relu ? INFINITY : steps[0].beta;
-        u = 1;
-    }
-    q_nodes rq;
-    if (!requant_of(S, u ? steps[u - 1].out : dn_out_entry(S, n), &rq)) return GR_OK;
-    double qlo = rq.qt == dnnl_u8 ? 0 : -128, qhi = rq.qt == dnnl_u8 ? 255 : 127, s = rq.s;
-    float sa = (float)(la.s / s), sb = (float)(lb.s / s);
-    float shift = (float)(rq.zpv - ((double)la.s * la.zp + (double)lb.s * lb.zp) / s);
-    dnnl_memory_desc_t amd = S->vals.data[la.levels].md, bmd, dmd;
-    dn_q_dense_like(&amd, lb.qt, &bmd);
-    dn_q_dense_like(&amd, rq.qt, &dmd);
-    dnnl_binary_desc_t desc;
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_post_ops_t po = NULL;
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_status_t ds = dnnl_binary_desc_init(&desc, dnnl_binary_add, &amd, &bmd, &dmd);
-    if (ds == dnnl_success) ds = make_attr(&attr, 0, 0, NULL, 0, 0);
-    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_scales(attr, DNNL_ARG_SRC_0, 1, 0, &sa);
-    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_scales(attr, DNNL_ARG_SRC_1, 1, 0, &sb);
-    if (ds == dnnl_success) ds = dnnl_post_ops_create(&po);
-    if (ds == dnnl_success && shift != 0.f) ds = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, 1.f, shift);
-    /* the clip in the levels' units, within the type's range (the saturation clips there too) */
-    if (ds == dnnl_success && u)
-        ds = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_clip_v2, (float)fmax(lo / s + rq.zpv, qlo),
-                                          (float)fmin(hi / s + rq.zpv, qhi));
-    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
-    if (ds == dnnl_success) ds = dnnl_primitive_desc_create(&pd, &desc, attr, S->eng, NULL);
-    dnnl_post_ops_destroy(po);
-    dnnl_primitive_attr_destroy(attr);
-    if (ds != dnnl_success || dn_pd_is_ref(pd)) {
-        /* the float32 path (its reorders, add and quantize) instead */
-        if (ds == dnnl_success) dnnl_primitive_desc_destroy(pd);
-        return GR_OK;
-    }
-    int bv = lb.levels;
-    gr_status st = dnnl_memory_desc_equal(&S->vals.data[bv].md, &bmd) ? GR_OK : dn_as(S, n, bv, &bmd, &bv);
-    if (st) {
-        dnnl_primitive_desc_destroy(pd);
-        return st;
-    }
-    dn_consume(S, steps, u);
-    int ov = dn_val_new(S, V_TMP, &dmd);
-    dn_arg args[3] = {{DNNL_ARG_SRC_0, la.levels, amd, NULL}, {DNNL_ARG_SRC_1, bv, bmd, NULL}, {DNNL_ARG_DST, ov, dmd, NULL}};
-    int oe = u ? steps[u - 1].out : dn_out_entry(S, n);
-    if ((st = dn_emit(S, n, pd, args, 3, false))) return st;
-    gr_vec_push(&S->qents, ((dn_qlevels){oe, ov, rq.s, (int32_t)rq.zpv, rq.qt}));
-    *used = u;
-    *done = true;
-    return GR_OK;
-}
-
-/* Max pooling (NCHW) of dequantized levels whose result a quantize with the same scale and
- * zero point alone reads: pooling of the levels, which are that quantize's (max commutes with
- * the increasing dequantize; the quantize gives back each level). */
-static gr_status levels_pool(dn_state *S, const rt_json_node *n, int k, bool *done) {
-    int xe = dn_arg_entry(S, n, 0), ov;
-    dn_qlevels lv;
-    q_nodes rq;
-    if (k || !dn_q_levels_of(S, xe, &lv) || !requant_of(S, dn_out_entry(S, n), &rq) || rq.s != lv.s || (int32_t)rq.zpv != lv.zp ||
-        rq.qt != lv.qt || dn_entry_ndim(S, xe) != 4 || strcmp(dn_attr_str(n, "layout", "NCHW"), "NCHW") ||
-        strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW"))
-        return GR_OK;
-    int oe = dn_out_entry(S, n);
-    gr_status st = pool_levels(S, n, lv.levels, lv.qt, &ov);
-    if (st) return st;
-    gr_vec_push(&S->qents, ((dn_qlevels){oe, ov, rq.s, (int32_t)rq.zpv, rq.qt}));
-    *done = true;
-    return GR_OK;
-}
-
-/* Global average pooling (NCHW, to 1 x 1) of dequantized levels whose result a quantize alone
- * reads (SE blocks): int8 average pooling of the levels with the requantization as a linear
- * post-op, q = round(si / so * mean + zo - si zi / so), writing that quantize's levels. */
-static gr_status levels_avgpool(dn_state *S, const rt_json_node *n, int k, bool *done) {
-    int xe = dn_arg_entry(S, n, 0);
-    dn_qlevels lv;
-    q_nodes rq;
-    if (k || !dn_q_levels_of(S, xe, &lv) || !requant_of(S, dn_out_entry(S, n), &rq) || dn_entry_ndim(S, xe) != 4 || n->ndims[0] != 4 ||
-        n->shapes[0][2] != 1 || n->shapes[0][3] != 1 || strcmp(dn_attr_str(n, "layout", "NCHW"), "NCHW") ||
-        strcmp(dn_attr_str(n, "out_layout", "NCHW"), "NCHW"))
-        return GR_OK;
-    const int64_t *xs = dn_entry_shape(S, xe), *os = n->shapes[0];
-    dnnl_dims_t kk = {xs[2], xs[3]}, st1 = {1, 1}, zero = {0, 0}, od = {os[0], os[1], 1, 1};
-    dnnl_memory_desc_t dany, src[2];
-    dnnl_memory_desc_init_by_tag(&dany, 4, od, rq.qt, dnnl_format_tag_any);
-    /* the levels' own layout, else channels-last (oneDNN's jit int8 pooling) */
-    src[0] = S->vals.data[lv.levels].md;
-    dn_channels_last(&src[1], &src[0]);
-    src[1].data_type = lv.qt;
-    float a = (float)((double)lv.s / rq.s), b = (float)(rq.zpv - (double)lv.s * lv.zp / rq.s);
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_post_ops_t po = NULL;
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_status_t ds = make_attr(&attr, 0, 0, NULL, 0, 0);
-    if (ds == dnnl_success) ds = dnnl_post_ops_create(&po);
-    if (ds == dnnl_success) ds = dnnl_post_ops_append_eltwise(po, 1.f, dnnl_eltwise_linear, a, b);
-    if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
-    int t = 0;
-    for (; t < 2 && ds == dnnl_success && !pd; t++) {
-        dnnl_pooling_v2_desc_t desc;
-        if (dnnl_pooling_v2_forward_desc_init(&desc, dnnl_forward_inference, dnnl_pooling_avg_exclude_padding, &src[t], &dany, st1, kk,
-                                              zero, zero, zero) != dnnl_success ||
-            dnnl_primitive_desc_create(&pd, &desc, attr, S->eng, NULL) != dnnl_success)
-            pd = NULL;
-        else if (dn_pd_is_ref(pd)) {
-            dnnl_primitive_desc_destroy(pd);
-            pd = NULL;
-        }
-    }
-    dnnl_post_ops_destroy(po);
-    dnnl_primitive_attr_destroy(attr);
-    if (!pd) return GR_OK; /* the float32 path */
-    int xv = lv.levels;
-    gr_status st = t == 1 ? GR_OK : dn_as(S, n, xv, &src[1], &xv);
-    if (st) {
-        dnnl_primitive_desc_destroy(pd);
-        return st;
-    }
-    dnnl_memory_desc_t dmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    int ov = dn_val_new(S, V_TMP, &dmd);
-    dn_arg args[2] = {{DNNL_ARG_SRC, xv, S->vals.data[xv].md, NULL, 0}, {DNNL_ARG_DST, ov, dmd, NULL, 0}};
-    int oe = dn_out_entry(S, n);
-    if ((st = dn_emit(S, n, pd, args, 2, false))) return st;
-    gr_vec_push(&S->qents, ((dn_qlevels){oe, ov, rq.s, (int32_t)rq.zpv, rq.qt}));
-    *done = true;
-    return GR_OK;
-}
-
-/* A fused float32 2-D matmul composite (a QOperator model's QGemm: a dense) whose source is
- * dequantized levels and whose weights are kept as int8 levels (a Gemm's B through its
- * transpose): int8 as levels_conv, with a leading bias of one value per column. */
-static gr_status levels_matmul(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
-    int xe = dn_arg_entry(S, n, 0), we = dn_arg_entry(S, n, 1);
-    dn_qlevels lvs;
-    if (xe < 0 || we < 0 || S->ent_val[xe] < 0 || n->ndims[0] != 2 || dn_entry_ndim(S, xe) != 2 || dn_entry_ndim(S, we) != 2 ||
-        !dn_q_levels_of(S, xe, &lvs))
-        return GR_OK;
-    const rt_json_node *p = S->ent_node[we].node;
-    if (dn_q_weight_levels(S, we) < 0 && p->kind == RT_JSON_KERNEL && p->op == IR_OP_PERMUTE_DIMS) dn_q_weight_node(S, p);
-    int64_t N = dn_entry_shape(S, we)[1];
-    bool pt, exact = int8_exact_for(S, n, lvs.qt);
-    if ((!exact && !split_for(S, n, lvs.qt)) || dn_q_weight_int8(S, we, 1, N, NULL, &pt) < 0) return GR_OK;
-    q_job j = {.n = n, .kind = DNNL_Q_MATMUL, .xv = lvs.levels, .levels = true, .s = lvs.s, .zp = lvs.zp, .qt = lvs.qt, .split = !exact};
-    int u = 0;
-    if (u < k && steps[u].kind == STEP_BINARY && steps[u].alg == dnnl_binary_add && steps[u].src1 >= 0) {
-        const int64_t *bs = dn_entry_shape(S, steps[u].src1);
-        int bn = dn_entry_ndim(S, steps[u].src1);
-        /* (N) or (1, N): one value per column */
-        if ((bn == 1 || (bn == 2 && bs[0] == 1)) && bs[bn - 1] == N && (j.bias = const_data(S, steps[u].src1, N))) u++;
-    }
-    return levels_job(S, &j, steps, k, u, used, done);
-}
-
-gr_status dn_q_levels_op(dn_state *S, const rt_json_node *n, const dn_step *steps, int k, int *used, bool *done) {
-    *done = false;
-    *used = 0;
-    if (n->op == IR_OP_CONV2D) return levels_conv(S, n, steps, k, used, done);
-    if (n->op == IR_OP_MATMUL) return levels_matmul(S, n, steps, k, used, done);
-    if (n->op == IR_OP_ADD) return levels_add(S, n, steps, k, used, done);
-    if (n->op == IR_OP_MAX_POOL2D) return levels_pool(S, n, k, done);
-    if (n->op == IR_OP_ADAPTIVE_AVG_POOL2D) return levels_avgpool(S, n, k, done);
-    return GR_OK;
-}
 
 /* Without VNNI / AMX (exact_int8): the pair as two reorders, then the convolution / matmul
  * with its bias and activation as the engine's float32 composites build it (its layouts,
@@ -1204,7 +923,7 @@ static gr_status build_dequant(dn_state *S, const q_nodes *q) {
 
 /* Max pooling (NCHW) node n of levels xv of type qt: the pooling primitive on u8 / s8; *out
  * the pooled levels. */
-static gr_status pool_levels(dn_state *S, const rt_json_node *n, int xv, dnnl_data_type_t qt, int *out) {
+gr_status dn_q_pool_levels(dn_state *S, const rt_json_node *n, int xv, dnnl_data_type_t qt, int *out) {
     int x = dn_arg_entry(S, n, 0);
     gr_status st;
     if (dn_entry_ndim(S, x) != 4 || n->ndims[0] != 4) return bad(S, n, "max pooling of other than 4-D levels");
@@ -1251,7 +970,7 @@ static gr_status pool_levels(dn_state *S, const rt_json_node *n, int xv, dnnl_da
 static gr_status build_maxpool(dn_state *S, const q_nodes *q) {
     int xv, ov;
     gr_status st = dn_need_val(S, q->anchor, dn_arg_entry(S, q->anchor, 0), &xv);
-    if (!st) st = pool_levels(S, q->anchor, xv, q->qt, &ov);
+    if (!st) st = dn_q_pool_levels(S, q->anchor, xv, q->qt, &ov);
     if (!st) S->ent_val[dn_out_entry(S, q->anchor)] = ov;
     return st;
 }
@@ -1310,8 +1029,8 @@ gr_status dn_q_composite(dn_state *S, const rt_json_node *first, json_t *ann) {
     case DNNL_Q_MAXPOOL: st = build_maxpool(S, &q); break;
     case DNNL_Q_RESHAPE: st = build_reshape(S, &q); break;
     default: {
-        bool exact = int8_exact_for(S, q.anchor, q.qt);
-        st = exact || split_for(S, q.anchor, q.qt) ? build_anchor(S, &q, kind, !exact) : build_float(S, &q);
+        bool exact = dn_q_int8_exact_for(S, q.anchor, q.qt);
+        st = exact || dn_q_split_for(S, q.anchor, q.qt) ? build_anchor(S, &q, kind, !exact) : build_float(S, &q);
     }
     }
     /* a view or levels another primitive wrote: no primitive of its own takes the nodes */
