@@ -440,7 +440,22 @@ Test(artifact, extern_results_live_in_the_arena) {
     ir_ctx_free(ctx);
 }
 
-#include "ir/transform/transform.h"
+/* bound partitioned for backend be and built into a new temporary file (path: its name, a
+ * "/tmp/graft_art_XXXXXX" buffer), with bound's own result on `in` into *ref */
+static void build_temp_file(ir_ctx_t *ctx, ir_module *bound, const char *be, const rt_value *in, rt_value *ref, char *path) {
+    ir_module *part = NULL;
+    gr_diag d;
+    gr_diag_clear(&d);
+    cr_assert_eq(byoc_partition_for_backends(ctx, bound, &be, 1, &part, &d), GR_OK, "%s", d.msg);
+    rt_exec_t *x;
+    cr_assert_eq(rt_exec_new(bound, "main", &x, &d), GR_OK, "%s", d.msg);
+    cr_assert_eq(rt_exec_run(x, in, 1, ref, &d), GR_OK, "%s", d.msg);
+    rt_exec_free(x);
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(graft_model_build_file(part, path, &d), GR_OK, "%s", d.msg);
+}
 
 /* From a file, the artifact is mapped: the region's weights (bound as constants, run by the
  * json backend's reference engine) are laid out 64-byte aligned in a page-aligned section, the
@@ -448,7 +463,7 @@ Test(artifact, extern_results_live_in_the_arena) {
 Test(artifact, file_load_maps_aligned_constants) {
     ir_ctx_t *ctx = ir_ctx_new();
     rt_const_eval_attach(ctx);
-    ir_module *m = NULL, *bound = NULL, *part = NULL;
+    ir_module *m = NULL, *bound = NULL;
     gr_diag d;
     gr_diag_clear(&d);
     cr_assert_eq(ir_parse_module(ctx, "t.relax", k_mod, strlen(k_mod), &m, &d), GR_OK, "%s", d.msg);
@@ -457,18 +472,9 @@ Test(artifact, file_load_maps_aligned_constants) {
     ir_pass *bind = ir_pass_bind_params_new("main", 2, (const char *[]){"w", "b"}, (rt_tensor *[]){w, b});
     cr_assert_eq(ir_pass_run(bind, NULL, m, &bound, &d), GR_OK, "%s", d.msg);
     ir_pass_free(bind);
-    const char *be = "json";
-    cr_assert_eq(byoc_partition_for_backends(ctx, bound, &be, 1, &part, &d), GR_OK, "%s", d.msg);
     rt_value in = rt_value_tensor(rand_tensor(4, sx, 1)), ref = {0}, got = {0};
-    rt_exec_t *x;
-    cr_assert_eq(rt_exec_new(bound, "main", &x, &d), GR_OK, "%s", d.msg);
-    cr_assert_eq(rt_exec_run(x, &in, 1, &ref, &d), GR_OK, "%s", d.msg);
-    rt_exec_free(x);
     char path[] = "/tmp/graft_art_XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    close(fd);
-    cr_assert_eq(graft_model_build_file(part, path, &d), GR_OK, "%s", d.msg);
+    build_temp_file(ctx, bound, "json", &in, &ref, path);
     ir_ctx_free(ctx);
     rt_tensor_release(w);
     rt_tensor_release(b);
@@ -542,7 +548,7 @@ Test(artifact, check_load_leaves_winograd_weights_unmade) {
         "        return gv\n";
     ir_ctx_t *ctx = ir_ctx_new();
     rt_const_eval_attach(ctx);
-    ir_module *m = NULL, *bound = NULL, *part = NULL;
+    ir_module *m = NULL, *bound = NULL;
     gr_diag d;
     gr_diag_clear(&d);
     cr_assert_eq(ir_parse_module(ctx, "t.relax", mod, strlen(mod), &m, &d), GR_OK, "%s", d.msg);
@@ -553,18 +559,9 @@ Test(artifact, check_load_leaves_winograd_weights_unmade) {
     ir_pass *bind = ir_pass_bind_params_new("main", 1, (const char *[]){"w"}, (rt_tensor *[]){w});
     cr_assert_eq(ir_pass_run(bind, NULL, m, &bound, &d), GR_OK, "%s", d.msg);
     ir_pass_free(bind);
-    const char *be = "dnnl";
-    cr_assert_eq(byoc_partition_for_backends(ctx, bound, &be, 1, &part, &d), GR_OK, "%s", d.msg);
     rt_value in = rt_value_tensor(rand_tensor(5, sx, 1)), ref = {0}, got[2] = {{0}, {0}};
-    rt_exec_t *x;
-    cr_assert_eq(rt_exec_new(bound, "main", &x, &d), GR_OK, "%s", d.msg);
-    cr_assert_eq(rt_exec_run(x, &in, 1, &ref, &d), GR_OK, "%s", d.msg);
-    rt_exec_free(x);
     char path[] = "/tmp/graft_art_XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    close(fd);
-    cr_assert_eq(graft_model_build_file(part, path, &d), GR_OK, "%s", d.msg);
+    build_temp_file(ctx, bound, "dnnl", &in, &ref, path);
     ir_ctx_free(ctx);
     rt_tensor_release(w);
     int nwino = 0;
