@@ -48,6 +48,30 @@ Test(dnnl_cnn, zero_divisor_does_not_fold) {
     dt_free(&g);
 }
 
+
+/* x (1, ci, h, w) -> a k x k convolution to co channels (padded to keep h x w), bias, relu ->
+ * a max (or avg) pool with attrs to oh x ow (layer "pool") -> a 1x1 convolution to 8 channels,
+ * checked against the reference kernels with no primitive on ref; whether graft's pool ran. */
+static bool pool_after_conv(uint32_t seed, int64_t ci, int64_t co, int64_t h, int64_t w, int k, bool avg, const char *attrs,
+                            int64_t oh, int64_t ow) {
+    dt_graph g;
+    dt_init(&g, seed);
+    int x = dt_input(&g, 4, S4(1, ci, h, w));
+    int wc = dt_const(&g, 4, S4(co, ci, k, k));
+    int cv = dt_op(&g, "relax.nn.conv2d", k == 3 ? "{\"padding\":[1,1,1,1]}" : NULL, 2, IN(x, wc), NULL, 4, S4(1, co, h, w), NULL);
+    int r = dt_conv_bias_act(&g, cv, co, S4(1, co, h, w), false, "relu");
+    int p = dt_op(&g, avg ? "relax.nn.avg_pool2d" : "relax.nn.max_pool2d", attrs, 1, IN(r), NULL, 4, S4(1, co, oh, ow), "pool");
+    int w2 = dt_const(&g, 4, S4(8, co, 1, 1));
+    dt_head(&g, dt_op(&g, "relax.nn.conv2d", NULL, 2, IN(p, w2), NULL, 4, S4(1, 8, oh, ow), "conv1x1"));
+    dt_prepared pr;
+    rt_dnnl_stats st;
+    dt_prepare_no_ref(&g, &pr, &st);
+    bool own = dt_count_impl(&pr, "graft_pool:avx2") > 0;
+    dt_release(&pr);
+    dt_check(&g);
+    dt_free(&g);
+    return own;
+}
 /* Max pools of a convolution's blocked result (20 channels: a block half padding): 3x3 / 2 in
  * ceil mode, 3x3 / 1 padded, 2x2 dilated by 2; graft's kernel runs them below avx512_core, and
  * the dilated one at every ISA (oneDNN 2.6's avx512_core pooling is ref:any for it). Average
@@ -65,26 +89,9 @@ Test(dnnl_cnn, max_pool_blocked) {
         "{\"pool_size\":[3,3],\"strides\":[1,1],\"padding\":[1,1,1,1],\"count_include_pad\":true}"};
     static const int64_t oh[7][2] = {{6, 6}, {13, 12}, {13, 10}, {6, 6}, {9, 11}, {6, 6}, {13, 12}};
     for (int c = 0; c < 7; c++) {
-        bool avg = c >= 3;
-        dt_graph g;
-        dt_init(&g, 5 + (uint32_t)c);
-        int x = dt_input(&g, 4, S4(1, 16, 13, 12));
-        int w = dt_const(&g, 4, S4(20, 16, 3, 3));
-        int cv = dt_op(&g, "relax.nn.conv2d", "{\"padding\":[1,1,1,1]}", 2, IN(x, w), NULL, 4, S4(1, 20, 13, 12), NULL);
-        int r = dt_conv_bias_act(&g, cv, 20, S4(1, 20, 13, 12), false, "relu");
-        const int64_t *ps = S4(1, 20, oh[c][0], oh[c][1]);
-        int p = dt_op(&g, avg ? "relax.nn.avg_pool2d" : "relax.nn.max_pool2d", attrs[c], 1, IN(r), NULL, 4, ps, "pool");
-        int w2 = dt_const(&g, 4, S4(8, 20, 1, 1));
-        dt_head(&g, dt_op(&g, "relax.nn.conv2d", NULL, 2, IN(p, w2), NULL, 4, S4(1, 8, oh[c][0], oh[c][1]), "conv1x1"));
-        dt_prepared pr;
-        rt_dnnl_stats st;
-        dt_prepare_no_ref(&g, &pr, &st);
-        bool own = dt_count_impl(&pr, "graft_pool:avx2") > 0;
-        dt_release(&pr);
+        bool own = pool_after_conv(5 + (uint32_t)c, 16, 20, 13, 12, 3, c >= 3, attrs[c], oh[c][0], oh[c][1]);
         bool avx2 = !strcmp(rt_dnnl_isa(), "avx2");
         cr_expect_eq(own, c == 2 || c == 4 || (avx2 && c <= 3), "case %d: graft's pool at ISA %s", c, rt_dnnl_isa());
-        dt_check(&g);
-        dt_free(&g);
     }
 }
 
@@ -102,25 +109,9 @@ Test(dnnl_cnn, pool_strips) {
     static const int64_t ow[5] = {610, 305, 305, 610, 311};
     static const int64_t oh[5] = {5, 2, 2, 5, 5};
     for (int c = 0; c < 5; c++) {
-        dt_graph g;
-        dt_init(&g, 40 + (uint32_t)c);
-        int x = dt_input(&g, 4, S4(1, 8, 5, 610));
-        int w = dt_const(&g, 4, S4(12, 8, 1, 1));
-        int cv = dt_op(&g, "relax.nn.conv2d", NULL, 2, IN(x, w), NULL, 4, S4(1, 12, 5, 610), NULL);
-        int r = dt_conv_bias_act(&g, cv, 12, S4(1, 12, 5, 610), false, "relu");
-        const int64_t *ps = S4(1, 12, oh[c], ow[c]);
-        int p = dt_op(&g, c == 2 ? "relax.nn.avg_pool2d" : "relax.nn.max_pool2d", attrs[c], 1, IN(r), NULL, 4, ps, "pool");
-        int w2 = dt_const(&g, 4, S4(8, 12, 1, 1));
-        dt_head(&g, dt_op(&g, "relax.nn.conv2d", NULL, 2, IN(p, w2), NULL, 4, S4(1, 8, oh[c], ow[c]), "conv1x1"));
-        dt_prepared pr;
-        rt_dnnl_stats st;
-        dt_prepare_no_ref(&g, &pr, &st);
-        bool own = dt_count_impl(&pr, "graft_pool:avx2") > 0;
-        dt_release(&pr);
+        bool own = pool_after_conv(40 + (uint32_t)c, 8, 12, 5, 610, 1, c == 2, attrs[c], oh[c], ow[c]);
         bool avx2 = !strcmp(rt_dnnl_isa(), "avx2");
         cr_expect_eq(own, c == 3 || (avx2 && c < 4), "case %d: graft's pool at ISA %s", c, rt_dnnl_isa());
-        dt_check(&g);
-        dt_free(&g);
     }
 }
 
